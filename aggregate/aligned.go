@@ -1,0 +1,366 @@
+package aggregate
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/scenario-server/scenario-server/kernels"
+	"github.com/scenario-server/scenario-server/slices"
+	"github.com/scenario-server/scenario-server/value"
+)
+
+// Event times are limited to about ±35,000 years around 1970 so that slice
+// and window arithmetic never overflows int64.
+const (
+	MinEventTime int64 = -(1 << 50)
+	MaxEventTime int64 = 1 << 50
+)
+
+// ErrEventTime is returned (wrapped) by Add for an event time outside
+// [MinEventTime, MaxEventTime].
+var ErrEventTime = fmt.Errorf("aggregate: event time outside ±%d ms", MaxEventTime)
+
+const infinity = math.MaxInt64 // the watermark after Flush
+
+// aligned is the operator for windows aligned across keys: tumbling
+// [k*L + offset, (k+1)*L + offset) and hopping [k*S, k*S + L).
+//
+// Window k covers slices [k*s, k*s + n - 1]. Windows close in order of k, so
+// one running block holds, for every key, the invertible partials of the
+// next window to close ("subtract-on-evict": a step from window k to k+1
+// retracts the s slices that leave and merges the s that enter, whole
+// columns at a time). Non-invertible aggregations are merged at firing time
+// from tier blocks (slices.Cover). Both are dense loops over all key slots.
+//
+// In OnEvent mode (tumbling only) every event emits its own window's running
+// value for its key instead, answered per key from slices and tiers.
+type aligned struct {
+	*grid
+	emit func(*Result)
+	mode EmitWhen
+	s    int64 // slices per slide
+
+	running *block // cols: invertible aggregations; count: events per slot in window next
+	runWant []bool
+	scratch *block // cols: tiered aggregations, merged at firing
+	tierWnt []bool
+	out     []Column // per aggregation, the column to read results from
+	empty   []Column // one empty cell per aggregation, for extra windows
+
+	next    int64 // the next window to close, when hasNext
+	hasNext bool
+	extra   []int // slots whose last emitted window was the one before next
+
+	r Result
+}
+
+func newAligned(spec WindowSpec, aggs []Named, emit func(*Result)) (*aligned, error) {
+	slicer, n, s, err := alignedGeometry(spec)
+	if err != nil {
+		return nil, err
+	}
+	mode := spec.EmitWhen
+	if spec.Kind == Hopping {
+		if mode != OnEnd {
+			return nil, fmt.Errorf("%w: a hopping window emits OnEnd only, not %s", ErrBadWindow, mode)
+		}
+	}
+	a := &aligned{
+		grid: newGrid(aggs, slicer, n, mode == OnEvent),
+		emit: emit,
+		mode: mode,
+		s:    s,
+	}
+	a.r.Values = make([]value.Value, len(aggs))
+	a.running = &block{cols: make([]Column, len(aggs))}
+	a.scratch = &block{cols: make([]Column, len(aggs))}
+	a.runWant = make([]bool, len(aggs))
+	a.tierWnt = make([]bool, len(aggs))
+	a.out = make([]Column, len(aggs))
+	a.empty = make([]Column, len(aggs))
+	for i, ag := range aggs {
+		a.empty[i] = ag.Aggregator.NewColumn()
+		a.empty[i].Resize(1)
+		if a.tiered[i] {
+			a.tierWnt[i] = true
+			a.scratch.cols[i] = ag.Aggregator.NewColumn()
+			a.out[i] = a.scratch.cols[i]
+		} else {
+			a.runWant[i] = true
+			a.running.cols[i] = ag.Aggregator.NewColumn()
+			a.out[i] = a.running.cols[i]
+		}
+	}
+	return a, nil
+}
+
+// windowStart and windowEnd give window k's bounds in ms.
+func (a *aligned) windowStart(k int64) int64 { return a.slicer.Start(k * a.s) }
+func (a *aligned) windowEnd(k int64) int64   { return a.slicer.Start(k*a.s + a.n) }
+
+// closed reports whether window k has closed (the watermark reached its end).
+func (a *aligned) closed(k int64) bool {
+	if a.w == NoWatermark {
+		return false
+	}
+	if a.w == infinity {
+		return true
+	}
+	return a.windowEnd(k) <= a.w
+}
+
+// firstOpen returns the smallest window index that has not closed.
+func (a *aligned) firstOpen() int64 {
+	if a.w == NoWatermark {
+		return math.MinInt64
+	}
+	// Window k is open when its last slice k*s+n-1 reaches the watermark's slice.
+	return slices.FloorDiv(a.slicer.Index(a.w)-a.n, a.s) + 1
+}
+
+func (a *aligned) Watermark() int64 { return a.w }
+func (a *aligned) Stats() Stats     { return a.stats }
+func (a *aligned) StateBytes() int {
+	return a.stateBytes() + blockBytes(a.running) + blockBytes(a.scratch)
+}
+
+func (a *aligned) Add(e *Event) error {
+	a.stats.Events++
+	if e.Time < MinEventTime || e.Time > MaxEventTime {
+		a.stats.Rejected++
+		return fmt.Errorf("%w: %d", ErrEventTime, e.Time)
+	}
+	if err := check(a.aggs, e); err != nil {
+		a.stats.Rejected++
+		return err
+	}
+	j := a.slicer.Index(e.Time)
+	kLast := slices.FloorDiv(j, a.s)
+	if a.closed(kLast) {
+		a.stats.Late++
+		return ErrLate
+	}
+	kFirst := slices.FloorDiv(j-a.n, a.s) + 1
+	if a.closed(kFirst) {
+		a.stats.PartlyLate++
+	}
+	a.seq++
+	slot := a.slot(e.Key)
+	a.add(j, slot, e)
+
+	if a.mode == OnEvent {
+		a.emitOnEvent(e, slot, kLast)
+		return nil
+	}
+	want := max(kFirst, a.firstOpen())
+	switch {
+	case !a.hasNext || want < a.next:
+		// The first event, or one that opens an earlier window than the
+		// running one: rebuild the running block from the slices.
+		a.next, a.hasNext = want, true
+		a.rebuildRunning()
+	case j >= a.next*a.s && j < a.next*a.s+a.n:
+		a.running.fit(a.keys.Cap())
+		a.running.count[slot]++
+		a.running.total++
+		for i, c := range a.running.cols {
+			if c != nil {
+				c.Add(slot, e.Inputs[i], e.Time, a.seq)
+			}
+		}
+	}
+	return nil
+}
+
+// emitOnEvent emits the running value of the event's window for its key.
+func (a *aligned) emitOnEvent(e *Event, slot int, k int64) {
+	a.scratch.fit(1)
+	for i, c := range a.scratch.cols {
+		if c == nil {
+			a.scratch.cols[i] = a.aggs[i].Aggregator.NewColumn()
+			c = a.scratch.cols[i]
+		}
+		c.Resize(max(c.Len(), 1))
+		c.Reset(0)
+	}
+	a.mergeRange(a.scratch.cols, 0, slot, k*a.s, k*a.s+a.n-1)
+	a.r.Key = a.keyVals[slot]
+	a.r.Start, a.r.End = a.windowStart(k), a.windowEnd(k)
+	a.r.Time = e.Time
+	a.r.Event = e
+	emitCells(&a.stats, a.emit, &a.r, a.scratch.cols, 0)
+	a.r.Event = nil
+}
+
+// rebuildRunning recomputes the running block for window next from slices.
+func (a *aligned) rebuildRunning() {
+	a.running.fit(a.keys.Cap())
+	clear(a.running.count)
+	a.running.total = 0
+	for _, c := range a.running.cols {
+		if c != nil {
+			c.ResetAll()
+		}
+	}
+	a.mergeRangeAll(a.running, a.runWant, a.next*a.s, a.next*a.s+a.n-1)
+}
+
+func (a *aligned) Advance(w int64) {
+	if w <= a.w {
+		return
+	}
+	a.w = w
+	if a.mode == OnEvent {
+		if a.w == infinity {
+			a.evictAndFree(math.MaxInt64 >> 2)
+			return
+		}
+		a.evictAndFree(a.firstOpen() * a.s)
+		return
+	}
+	fired := false
+	for a.hasNext && a.closed(a.next) {
+		a.fire(a.next)
+		a.step()
+		fired = true
+	}
+	if fired {
+		bound := int64(math.MaxInt64 >> 2)
+		if a.hasNext {
+			bound = a.next * a.s
+		}
+		a.evictAndFree(bound)
+	}
+}
+
+func (a *aligned) Flush() { a.Advance(infinity) }
+
+// fire emits window k for every key with data in it, and the empty extra
+// window for keys whose previous window was their last non-empty one.
+func (a *aligned) fire(k int64) {
+	a.r.Start, a.r.End = a.windowStart(k), a.windowEnd(k)
+	a.r.Time = a.r.End - 1
+	if a.mode == OnEndWithExtraWindow && len(a.extra) > 0 {
+		for _, slot := range a.extra {
+			if slot < len(a.running.count) && a.running.count[slot] > 0 {
+				continue
+			}
+			a.r.Key = a.keyVals[slot]
+			emitCells(&a.stats, a.emit, &a.r, a.empty, 0)
+		}
+		a.extra = a.extra[:0]
+	}
+	if a.running.total == 0 {
+		return
+	}
+	if anyTrue(a.tierWnt) {
+		a.scratch.fit(a.keys.Cap())
+		for _, c := range a.scratch.cols {
+			if c != nil {
+				c.ResetAll()
+			}
+		}
+		a.mergeRangeAll(a.scratch, a.tierWnt, k*a.s, k*a.s+a.n-1)
+	}
+	for slot, c := range a.running.count {
+		if c == 0 || !a.keys.Live(slot) {
+			continue
+		}
+		a.r.Key = a.keyVals[slot]
+		emitCells(&a.stats, a.emit, &a.r, a.out, slot)
+		if a.mode == OnEndWithExtraWindow {
+			a.extra = append(a.extra, slot)
+		}
+	}
+}
+
+// step moves the running block from window next to the next window that
+// holds data (or has an extra window to emit).
+func (a *aligned) step() {
+	k := a.next
+	first, ok := a.firstSliceFrom((k + 1) * a.s)
+	if !ok && len(a.extra) == 0 {
+		a.hasNext = false
+		a.resetRunning()
+		return
+	}
+	if len(a.extra) == 0 && first > (k+1)*a.s+a.n-1 {
+		// Nothing until a later window: jump there.
+		a.next = slices.FloorDiv(first-a.n, a.s) + 1
+		a.rebuildRunning()
+		return
+	}
+	// Subtract the slices that leave, add the ones that enter.
+	a.running.fit(a.keys.Cap())
+	a.level0.Range(k*a.s, (k+1)*a.s-1, func(_ int64, b *block) {
+		kernels.SubInt64(a.running.count, b.count)
+		a.running.total -= b.total
+		for i, c := range a.running.cols {
+			if c != nil {
+				_ = c.RetractAll(b.cols[i])
+			}
+		}
+	})
+	a.level0.Range(k*a.s+a.n, (k+1)*a.s+a.n-1, func(_ int64, b *block) {
+		kernels.AddInt64(a.running.count, b.count)
+		a.running.total += b.total
+		for i, c := range a.running.cols {
+			if c != nil {
+				_ = c.MergeAll(b.cols[i])
+			}
+		}
+	})
+	a.next = k + 1
+}
+
+func (a *aligned) resetRunning() {
+	clear(a.running.count)
+	a.running.total = 0
+	for _, c := range a.running.cols {
+		if c != nil {
+			c.ResetAll()
+		}
+	}
+}
+
+// firstSliceFrom returns the first live slice index >= j.
+func (a *aligned) firstSliceFrom(j int64) (int64, bool) {
+	var first int64
+	found := false
+	a.level0.Range(j, math.MaxInt64, func(idx int64, _ *block) {
+		if !found {
+			first, found = idx, true
+		}
+	})
+	return first, found
+}
+
+// evictAndFree drops slices below j and frees the slots left with no data.
+func (a *aligned) evictAndFree(j int64) {
+	if !a.evictBelow(j) {
+		return
+	}
+	pending := make(map[int]bool, len(a.extra))
+	for _, s := range a.extra {
+		pending[s] = true
+	}
+	for slot := 0; slot < a.keys.Cap(); slot++ {
+		if a.keys.Live(slot) && a.lastData[slot] < j && !pending[slot] {
+			for _, c := range a.running.cols {
+				if c != nil && slot < c.Len() {
+					c.Reset(slot)
+				}
+			}
+			a.free(slot)
+		}
+	}
+}
+
+func anyTrue(b []bool) bool {
+	for _, x := range b {
+		if x {
+			return true
+		}
+	}
+	return false
+}

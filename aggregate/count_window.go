@@ -1,0 +1,181 @@
+package aggregate
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/scenario-server/scenario-server/slices"
+	"github.com/scenario-server/scenario-server/value"
+)
+
+// countWindow is aggregate-count: per key, a window of the last N events,
+// emitted every M events once N have arrived (M = N: consecutive,
+// non-overlapping windows). Arrival order decides; there is no lateness.
+//
+// A key's events are cut into count-slices of g = gcd(N, M) events; a window
+// is the last N/g of them, so each event updates one count-slice partial.
+// A window is answered by merging its N/g count-slices; a partial window at
+// the end of input is not emitted (SEMANTICS §4).
+type countWindow struct {
+	aggs []Named
+	emit func(*Result)
+	per  int64 // count-slices per window: N/g
+	step int64 // count-slices per slide: M/g
+	g    int64 // events per count-slice
+
+	keys    *slices.KeyTable
+	keyVals [][]value.Value
+	keyBuf  []byte
+	filled  []int64 // per slot: completed count-slices
+
+	cols       []Column // cell slot*per + position
+	cnt        []int64  // events per cell
+	minT, maxT []int64  // event time range per cell
+	scratch    []Column
+
+	seq   uint64
+	w     int64
+	stats Stats
+	r     Result
+}
+
+func gcd(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+func newCountWindow(spec WindowSpec, aggs []Named, emit func(*Result)) (*countWindow, error) {
+	n, m := spec.Count, spec.CountSlide
+	if m == 0 {
+		m = n
+	}
+	if n <= 0 || m <= 0 {
+		return nil, fmt.Errorf("%w: count %d, slide %d: %w", ErrBadWindow, n, m, slices.ErrNonPositive)
+	}
+	if m > n {
+		return nil, fmt.Errorf("%w: count window slide %d is larger than its count %d", ErrBadWindow, m, n)
+	}
+	g := gcd(n, m)
+	c := &countWindow{
+		aggs: aggs, emit: emit,
+		per: n / g, step: m / g, g: g,
+		keys: slices.NewKeyTable(),
+		w:    NoWatermark,
+	}
+	c.cols = make([]Column, len(aggs))
+	c.scratch = make([]Column, len(aggs))
+	for i, a := range aggs {
+		c.cols[i] = a.Aggregator.NewColumn()
+		c.scratch[i] = a.Aggregator.NewColumn()
+		c.scratch[i].Resize(1)
+	}
+	c.r.Values = make([]value.Value, len(aggs))
+	return c, nil
+}
+
+func (c *countWindow) Watermark() int64 { return c.w }
+func (c *countWindow) Stats() Stats     { return c.stats }
+func (c *countWindow) StateBytes() int {
+	n := c.keys.SizeBytes() + 24*cap(c.cnt) + 8*cap(c.filled)
+	for _, col := range c.cols {
+		n += col.SizeBytes()
+	}
+	for _, kv := range c.keyVals {
+		n += 48 * len(kv)
+	}
+	return n
+}
+
+func (c *countWindow) Add(e *Event) error {
+	c.stats.Events++
+	if err := check(c.aggs, e); err != nil {
+		c.stats.Rejected++
+		return err
+	}
+	c.keyBuf = c.keyBuf[:0]
+	for _, v := range e.Key {
+		c.keyBuf = value.AppendBinary(c.keyBuf, v)
+	}
+	slot, isNew := c.keys.Slot(c.keyBuf)
+	if isNew {
+		for len(c.filled) <= slot {
+			c.filled = append(c.filled, 0)
+			c.keyVals = append(c.keyVals, nil)
+		}
+		c.keyVals[slot] = append([]value.Value(nil), e.Key...)
+		c.filled[slot] = 0
+		if cells := (slot + 1) * int(c.per); cells > len(c.cnt) {
+			n := max(cells, 2*len(c.cnt))
+			c.cnt = append(c.cnt, make([]int64, n-len(c.cnt))...)
+			c.minT = append(c.minT, make([]int64, n-len(c.minT))...)
+			c.maxT = append(c.maxT, make([]int64, n-len(c.maxT))...)
+			for _, col := range c.cols {
+				col.Resize(n)
+			}
+		}
+	}
+	c.seq++
+	base := slot * int(c.per)
+	cell := base + int(c.filled[slot]%c.per)
+	if c.cnt[cell] == 0 {
+		c.minT[cell], c.maxT[cell] = e.Time, e.Time
+	}
+	c.cnt[cell]++
+	c.minT[cell] = min(c.minT[cell], e.Time)
+	c.maxT[cell] = max(c.maxT[cell], e.Time)
+	for i, col := range c.cols {
+		col.Add(cell, e.Inputs[i], e.Time, c.seq)
+	}
+	if c.cnt[cell] < c.g {
+		return nil
+	}
+	c.filled[slot]++
+	f := c.filled[slot]
+	if f >= c.per && (f-c.per)%c.step == 0 {
+		c.emitWindow(slot, base)
+	}
+	if f >= c.per {
+		// The count-slice to fill next is the oldest; it leaves the window now.
+		next := base + int(f%c.per)
+		c.cnt[next] = 0
+		for _, col := range c.cols {
+			col.Reset(next)
+		}
+	}
+	if c.per == 1 {
+		c.keys.Free(slot)
+		c.keyVals[slot] = nil
+	}
+	return nil
+}
+
+func (c *countWindow) emitWindow(slot, base int) {
+	start, end := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, s := range c.scratch {
+		s.Reset(0)
+	}
+	for p := 0; p < int(c.per); p++ {
+		cell := base + p
+		start = min(start, c.minT[cell])
+		end = max(end, c.maxT[cell])
+		for i, col := range c.cols {
+			_ = c.scratch[i].Merge(0, col, cell)
+		}
+	}
+	c.r.Key = c.keyVals[slot]
+	c.r.Start, c.r.End = start, end+1
+	c.r.Time = end
+	emitCells(&c.stats, c.emit, &c.r, c.scratch, 0)
+}
+
+// Advance only records the watermark: count windows do not close on time.
+func (c *countWindow) Advance(w int64) {
+	if w > c.w {
+		c.w = w
+	}
+}
+
+// Flush drops the partial windows.
+func (c *countWindow) Flush() { c.w = infinity }

@@ -1,0 +1,301 @@
+package aggregate
+
+import (
+	"github.com/scenario-server/scenario-server/kernels"
+	"github.com/scenario-server/scenario-server/slices"
+	"github.com/scenario-server/scenario-server/value"
+)
+
+// block holds, for one slice (or one tier block), every key slot's partials:
+// an event count per slot and one column per aggregation. cols[i] is nil
+// when aggregation i is not kept at this level.
+type block struct {
+	count []int64
+	cols  []Column
+	total int64 // sum of count
+}
+
+// grid is the slice storage shared by the sliding, tumbling and hopping
+// operators: slices (level 0) and tier blocks (levels 1..levels) of columns
+// indexed by key slot, the key table, and per-slot bookkeeping.
+type grid struct {
+	aggs   []Named
+	slicer slices.Slicer
+	n      int64 // slices per window
+	levels int   // tier levels above the slices
+	tiered []bool
+
+	keys     *slices.KeyTable
+	keyVals  [][]value.Value // group key values by slot
+	lastData []int64         // by slot: the largest slice index holding data
+	gen      []uint32        // by slot: bumped when the slot is freed
+	keyBuf   []byte
+
+	level0 slices.Store[*block]
+	tiers  []slices.Store[*block] // tiers[l-1] is level l
+	pool   [][]*block             // free blocks by level
+
+	seq   uint64
+	stats Stats
+	w     int64 // watermark
+}
+
+func newGrid(aggs []Named, slicer slices.Slicer, n int64, tierAll bool) *grid {
+	g := &grid{
+		aggs:   aggs,
+		slicer: slicer,
+		n:      n,
+		keys:   slices.NewKeyTable(),
+		w:      NoWatermark,
+	}
+	g.tiered = make([]bool, len(aggs))
+	anyTiered := false
+	for i, a := range aggs {
+		g.tiered[i] = tierAll || !a.Aggregator.Invertible()
+		anyTiered = anyTiered || g.tiered[i]
+	}
+	if anyTiered {
+		g.levels = slices.Levels(n)
+	}
+	g.tiers = make([]slices.Store[*block], g.levels)
+	g.pool = make([][]*block, g.levels+1)
+	return g
+}
+
+// slot returns the key's slot, registering a new key.
+func (g *grid) slot(key []value.Value) int {
+	g.keyBuf = g.keyBuf[:0]
+	for _, v := range key {
+		g.keyBuf = value.AppendBinary(g.keyBuf, v)
+	}
+	s, isNew := g.keys.Slot(g.keyBuf)
+	if isNew {
+		for len(g.keyVals) <= s {
+			g.keyVals = append(g.keyVals, nil)
+			g.lastData = append(g.lastData, 0)
+			g.gen = append(g.gen, 0)
+		}
+		g.keyVals[s] = append([]value.Value(nil), key...)
+		g.lastData[s] = minSlice
+	}
+	return s
+}
+
+const minSlice = -1 << 62
+
+// free releases a slot whose state is all gone.
+func (g *grid) free(s int) {
+	g.keys.Free(s)
+	g.keyVals[s] = nil
+	g.gen[s]++
+}
+
+// newBlock returns an empty block for a level, recycled when possible.
+func (g *grid) newBlock(level int) *block {
+	if p := g.pool[level]; len(p) > 0 {
+		b := p[len(p)-1]
+		g.pool[level] = p[:len(p)-1]
+		return b
+	}
+	b := &block{cols: make([]Column, len(g.aggs))}
+	for i, a := range g.aggs {
+		if level == 0 || g.tiered[i] {
+			b.cols[i] = a.Aggregator.NewColumn()
+		}
+	}
+	return b
+}
+
+func (g *grid) release(level int, b *block) {
+	clear(b.count)
+	b.total = 0
+	for _, c := range b.cols {
+		if c != nil {
+			c.ResetAll()
+		}
+	}
+	g.pool[level] = append(g.pool[level], b)
+}
+
+// fit makes the block hold cells for every slot.
+func (b *block) fit(slots int) {
+	if len(b.count) >= slots {
+		return
+	}
+	n := max(slots, 2*len(b.count), 8)
+	b.count = append(b.count, make([]int64, n-len(b.count))...)
+	for _, c := range b.cols {
+		if c != nil {
+			c.Resize(n)
+		}
+	}
+}
+
+// addTo adds the event to cell s of b (only the columns b keeps).
+func (g *grid) addTo(b *block, s int, e *Event) {
+	b.fit(g.keys.Cap())
+	b.count[s]++
+	b.total++
+	for i, c := range b.cols {
+		if c != nil {
+			c.Add(s, e.Inputs[i], e.Time, g.seq)
+		}
+	}
+}
+
+// add stores the event in its slice and the tier blocks above it and returns
+// the slice's block.
+func (g *grid) add(j int64, s int, e *Event) *block {
+	b := g.level0.GetOrCreate(j, func() *block { return g.newBlock(0) })
+	g.addTo(b, s, e)
+	for l := 1; l <= g.levels; l++ {
+		tb := g.tiers[l-1].GetOrCreate(slices.Block(j, l), func() *block { return g.newBlock(l) })
+		g.addTo(tb, s, e)
+	}
+	if j > g.lastData[s] {
+		g.lastData[s] = j
+	}
+	return b
+}
+
+// evictBelow drops slices below index j and tier blocks wholly below it.
+// It reports whether anything was dropped.
+func (g *grid) evictBelow(j int64) bool {
+	dropped := false
+	g.level0.EvictBelow(j, func(_ int64, b *block) { g.release(0, b); dropped = true })
+	for l := 1; l <= g.levels; l++ {
+		// Block b is wholly below j when its last slice is < j.
+		g.tiers[l-1].EvictBelow(slices.Block(j, l), func(_ int64, b *block) { g.release(l, b) })
+	}
+	return dropped
+}
+
+// mergeRange merges slot s's partials over slices [a, b] into cell dst of
+// cols, using tier blocks for the tiered aggregations and slices for the
+// others. Columns in cols that are nil are skipped.
+func (g *grid) mergeRange(cols []Column, dst int, s int, a, b int64) (count int64) {
+	if a > b {
+		return 0
+	}
+	// Non-tiered aggregations and the count come from the slices.
+	g.level0.Range(a, b, func(_ int64, blk *block) {
+		if s >= len(blk.count) || blk.count[s] == 0 {
+			return
+		}
+		count += blk.count[s]
+		for i, c := range cols {
+			if c != nil && (!g.tiered[i] || g.levels == 0) {
+				_ = c.Merge(dst, blk.cols[i], s)
+			}
+		}
+	})
+	if g.levels == 0 {
+		return count
+	}
+	slices.Cover(a, b, g.levels, func(level int, idx int64) {
+		var blk *block
+		var ok bool
+		if level == 0 {
+			blk, ok = g.level0.Get(idx)
+		} else {
+			blk, ok = g.tiers[level-1].Get(idx)
+		}
+		if !ok || s >= len(blk.count) || blk.count[s] == 0 {
+			return
+		}
+		for i, c := range cols {
+			if c != nil && g.tiered[i] {
+				_ = c.Merge(dst, blk.cols[i], s)
+			}
+		}
+	})
+	return count
+}
+
+// mergeRangeAll merges every slot's partials over slices [a, b] into the
+// same slots of out (the dense path of a watermark step), for the
+// aggregations selected by want, and adds the counts into outCount.
+func (g *grid) mergeRangeAll(out *block, want []bool, a, b int64) {
+	if a > b {
+		return
+	}
+	out.fit(g.keys.Cap())
+	g.level0.Range(a, b, func(_ int64, blk *block) {
+		kernels.AddInt64(out.count, blk.count)
+		out.total += blk.total
+		for i, c := range out.cols {
+			if c != nil && want[i] && (!g.tiered[i] || g.levels == 0) {
+				_ = c.MergeAll(blk.cols[i])
+			}
+		}
+	})
+	if g.levels == 0 {
+		return
+	}
+	slices.Cover(a, b, g.levels, func(level int, idx int64) {
+		var blk *block
+		var ok bool
+		if level == 0 {
+			blk, ok = g.level0.Get(idx)
+		} else {
+			blk, ok = g.tiers[level-1].Get(idx)
+		}
+		if !ok {
+			return
+		}
+		for i, c := range out.cols {
+			if c != nil && want[i] && g.tiered[i] {
+				_ = c.MergeAll(blk.cols[i])
+			}
+		}
+	})
+}
+
+// emitCells fills r.Values from cell i of cols and sends r to emit.
+func emitCells(st *Stats, emit func(*Result), r *Result, cols []Column, i int) {
+	r.Err = nil
+	for k, c := range cols {
+		v, err := c.Result(i)
+		if err != nil {
+			v = value.Null()
+			if r.Err == nil {
+				r.Err = err
+			}
+		}
+		r.Values[k] = v
+	}
+	st.Emitted++
+	if r.Err != nil {
+		st.Errors++
+	}
+	emit(r)
+}
+
+// stateBytes estimates the grid's heap bytes.
+func (g *grid) stateBytes() int {
+	n := g.keys.SizeBytes() + len(g.keyVals)*(24+8+4)
+	for _, kv := range g.keyVals {
+		n += len(kv) * 48
+	}
+	sum := func(st *slices.Store[*block]) {
+		for p := 0; p < st.Len(); p++ {
+			_, b := st.At(p)
+			n += blockBytes(b)
+		}
+	}
+	sum(&g.level0)
+	for l := range g.tiers {
+		sum(&g.tiers[l])
+	}
+	return n
+}
+
+func blockBytes(b *block) int {
+	n := 8*cap(b.count) + 16*len(b.cols) + 64
+	for _, c := range b.cols {
+		if c != nil {
+			n += c.SizeBytes()
+		}
+	}
+	return n
+}

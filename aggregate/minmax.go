@@ -1,0 +1,299 @@
+package aggregate
+
+import (
+	"math"
+
+	"github.com/scenario-server/scenario-server/value"
+)
+
+// minMaxAgg is Min and Max: the smallest / largest input by value.Compare
+// (numbers by numeric value and before strings, strings bytewise). The result
+// keeps the input's type: an integer stays an integer. Where Compare calls
+// two values equal the order still decides, so that the result never depends
+// on arrival order: Int(1) sorts before Float(1.0), and Min prefers -0.0 to
+// +0.0 while Max prefers +0.0. Null inputs are ignored; empty: null.
+// Not invertible.
+type minMaxAgg struct {
+	base
+	max bool
+}
+
+func (a *minMaxAgg) Accept(v value.Value) error {
+	switch v.Kind() {
+	case value.KindNull, value.KindInt, value.KindFloat, value.KindString:
+		return nil
+	}
+	return &InputError{Func: a.spec.Func, Got: v.Kind(), Want: "number or string"}
+}
+
+func (a *minMaxAgg) NewColumn() Column { return &minMaxColumn{agg: a, max: a.max} }
+
+// valueStore keeps one optional value per cell compactly: a kind byte
+// (0 = no value, otherwise value.Kind + 1) and 8 bytes for booleans and
+// numbers, about 9 bytes a cell. Strings and lists/records go to side arrays
+// allocated the first time the column stores one.
+type valueStore struct {
+	kind []uint8
+	bits []uint64
+	strs []string      // nil until the first string
+	xs   []value.Value // nil until the first list or record
+}
+
+// The stored kind bytes of the fast paths.
+const (
+	vsEmpty = 0
+	vsInt   = uint8(value.KindInt) + 1
+	vsFloat = uint8(value.KindFloat) + 1
+)
+
+func (s *valueStore) resize(n int) {
+	s.kind = resize(s.kind, n)
+	s.bits = resize(s.bits, n)
+	s.strs = resizeLazy(s.strs, n)
+	s.xs = resizeLazy(s.xs, n)
+}
+
+func (s *valueStore) has(i int) bool { return s.kind[i] != vsEmpty }
+
+// get returns cell i's value; the cell must have one.
+func (s *valueStore) get(i int) value.Value {
+	switch value.Kind(s.kind[i] - 1) {
+	case value.KindBool:
+		return value.Bool(s.bits[i] == 1)
+	case value.KindInt:
+		return value.Int(int64(s.bits[i]))
+	case value.KindFloat:
+		return value.Float(math.Float64frombits(s.bits[i]))
+	case value.KindString:
+		return value.String(s.strs[i])
+	case value.KindList, value.KindRecord:
+		return s.xs[i]
+	}
+	return value.Null()
+}
+
+func (s *valueStore) set(i int, v value.Value) {
+	k := v.Kind()
+	s.kind[i] = uint8(k) + 1
+	var bits uint64
+	switch k {
+	case value.KindBool:
+		if v.Bool() {
+			bits = 1
+		}
+	case value.KindInt:
+		bits = uint64(v.Int())
+	case value.KindFloat:
+		bits = math.Float64bits(v.Float())
+	}
+	s.bits[i] = bits
+	if k == value.KindString {
+		if s.strs == nil {
+			s.strs = make([]string, len(s.kind), cap(s.kind))
+		}
+		s.strs[i] = v.Str()
+	} else if s.strs != nil {
+		s.strs[i] = ""
+	}
+	if k == value.KindList || k == value.KindRecord {
+		if s.xs == nil {
+			s.xs = make([]value.Value, len(s.kind), cap(s.kind))
+		}
+		s.xs[i] = v
+	} else if s.xs != nil {
+		s.xs[i] = value.Value{}
+	}
+}
+
+func (s *valueStore) clear(i int) {
+	s.kind[i], s.bits[i] = vsEmpty, 0
+	if s.strs != nil {
+		s.strs[i] = ""
+	}
+	if s.xs != nil {
+		s.xs[i] = value.Value{}
+	}
+}
+
+func (s *valueStore) clearAll() {
+	clear(s.kind)
+	clear(s.bits)
+	s.strs, s.xs = nil, nil
+}
+
+func (s *valueStore) sizeBytes() int {
+	n := 72 + cap(s.kind) + 8*cap(s.bits) + 16*cap(s.strs) + valueHeader*cap(s.xs)
+	for _, str := range s.strs {
+		n += len(str)
+	}
+	for _, v := range s.xs {
+		n += valueSize(v)
+	}
+	return n
+}
+
+// appendCell writes a presence byte (0: empty, 1: a value follows) and the
+// value in value.AppendBinary's encoding.
+func (s *valueStore) appendCell(b []byte, i int) []byte {
+	if !s.has(i) {
+		return append(b, 0)
+	}
+	return value.AppendBinary(append(b, 1), s.get(i))
+}
+
+// decodeCell reads what appendCell wrote; ok is false for an empty cell.
+func decodeStoredValue(b []byte) (v value.Value, ok bool, rest []byte, err error) {
+	p, b, err := getByte(b)
+	if err != nil {
+		return value.Value{}, false, nil, err
+	}
+	switch p {
+	case 0:
+		return value.Value{}, false, b, nil
+	case 1:
+		v, rest, err := value.DecodeBinary(b)
+		if err != nil {
+			return value.Value{}, false, nil, corrupt("%v", err)
+		}
+		return v, true, rest, nil
+	}
+	return value.Value{}, false, nil, corrupt("presence byte %d", p)
+}
+
+// minMaxColumn: about 9 bytes a cell for numbers, plus 16 once it has seen a
+// string.
+type minMaxColumn struct {
+	agg *minMaxAgg
+	max bool
+	s   valueStore
+}
+
+func (c *minMaxColumn) other(src Column) (*minMaxColumn, error) {
+	o, ok := src.(*minMaxColumn)
+	if !ok || o.agg.spec != c.agg.spec {
+		return nil, ErrColumnMismatch
+	}
+	return o, nil
+}
+
+func (c *minMaxColumn) Len() int     { return len(c.s.kind) }
+func (c *minMaxColumn) Resize(n int) { c.s.resize(n) }
+
+func (c *minMaxColumn) Add(i int, v value.Value, _ int64, _ uint64) {
+	switch v.Kind() {
+	case value.KindInt:
+		if c.s.kind[i] == vsInt { // fast path: int against int
+			x, cur := v.Int(), int64(c.s.bits[i])
+			if (c.max && x > cur) || (!c.max && x < cur) {
+				c.s.bits[i] = uint64(x)
+			}
+			return
+		}
+	case value.KindFloat:
+		if c.s.kind[i] == vsFloat { // fast path: float against float
+			x, cur := v.Float(), math.Float64frombits(c.s.bits[i])
+			if floatBetter(x, cur, c.max) {
+				c.s.bits[i] = math.Float64bits(x)
+			}
+			return
+		}
+	case value.KindString:
+	default:
+		return // null is ignored; other kinds are refused by Accept
+	}
+	c.offer(i, v)
+}
+
+// floatBetter reports whether x should replace cur: strictly smaller (Min) or
+// larger (Max), or the preferred zero of ±0.
+func floatBetter(x, cur float64, max bool) bool {
+	if max {
+		return x > cur || (x == cur && !math.Signbit(x) && math.Signbit(cur))
+	}
+	return x < cur || (x == cur && math.Signbit(x) && !math.Signbit(cur))
+}
+
+// offer replaces cell i's value with v when the cell is empty or v is better.
+func (c *minMaxColumn) offer(i int, v value.Value) {
+	if !c.s.has(i) {
+		c.s.set(i, v)
+		return
+	}
+	cur := c.s.get(i)
+	if v.Kind() == value.KindFloat && cur.Kind() == value.KindFloat {
+		if floatBetter(v.Float(), cur.Float(), c.max) {
+			c.s.set(i, v)
+		}
+		return
+	}
+	cmp := value.Compare(v, cur)
+	if (c.max && cmp > 0) || (!c.max && cmp < 0) {
+		c.s.set(i, v)
+	}
+}
+
+func (c *minMaxColumn) Merge(i int, src Column, j int) error {
+	o, err := c.other(src)
+	if err != nil {
+		return err
+	}
+	if o.s.has(j) {
+		c.offer(i, o.s.get(j))
+	}
+	return nil
+}
+
+func (c *minMaxColumn) MergeAll(src Column) error {
+	o, err := c.other(src)
+	if err != nil {
+		return err
+	}
+	n := min(c.Len(), o.Len())
+	for k := range n {
+		if o.s.has(k) {
+			c.offer(k, o.s.get(k))
+		}
+	}
+	return nil
+}
+
+func (c *minMaxColumn) Retract(int, Column, int) error { return ErrNotInvertible }
+func (c *minMaxColumn) RetractAll(Column) error        { return ErrNotInvertible }
+
+func (c *minMaxColumn) Result(i int) (value.Value, error) {
+	if !c.s.has(i) {
+		return value.Null(), nil
+	}
+	return c.s.get(i), nil
+}
+
+func (c *minMaxColumn) Reset(i int) { c.s.clear(i) }
+func (c *minMaxColumn) ResetAll()   { c.s.clearAll() }
+
+func (c *minMaxColumn) AppendCell(b []byte, i int) []byte {
+	return c.s.appendCell(append(b, c.agg.def.code), i)
+}
+
+func (c *minMaxColumn) DecodeCell(i int, b []byte) ([]byte, error) {
+	b, err := checkTag(b, c.agg.def.code)
+	if err != nil {
+		return nil, err
+	}
+	v, ok, rest, err := decodeStoredValue(b)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		c.s.clear(i)
+		return rest, nil
+	}
+	switch v.Kind() {
+	case value.KindInt, value.KindFloat, value.KindString:
+	default:
+		return nil, corrupt("%s in a %s cell", v.Kind(), c.agg.spec.Func)
+	}
+	c.s.set(i, v)
+	return rest, nil
+}
+
+func (c *minMaxColumn) SizeBytes() int { return 16 + c.s.sizeBytes() }

@@ -1,0 +1,346 @@
+package aggregate
+
+import (
+	"container/heap"
+	"fmt"
+
+	"github.com/scenario-server/scenario-server/slices"
+	"github.com/scenario-server/scenario-server/value"
+)
+
+// sessionOp is aggregate-session: per key, events less than the timeout
+// apart form one session [first, last + timeout); an event that comes within
+// the timeout of two sessions merges them (SEMANTICS §4), as Flink's merging
+// session windows do. Each session is one cell of the columns, so a session
+// is its own slice and its bounds are exact to the millisecond.
+//
+// A closed session leaves a tombstone (its first and last event time), so
+// that an event within its reach is found late and dropped instead of
+// starting or extending a session that overlaps it (SEMANTICS §2). Every
+// open session of a key lies after every closed one (closed: last+timeout
+// <= W < last'+timeout), and an open session can only grow backwards until
+// it reaches the latest closed session's reach, so only the latest tombstone
+// of a key is ever needed. It is kept while the key has an open session, or
+// while a new session could still start within its reach (watermark below
+// last + 2*timeout). After that the key holds nothing: a key whose windows
+// have all closed keeps no state (SEMANTICS §3), so a new session that later
+// grows backwards through out-of-order events may reach into the time of a
+// session forgotten long ago; such events are accepted.
+type sessionOp struct {
+	aggs    []Named
+	emit    func(*Result)
+	timeout int64
+	mode    EmitWhen
+
+	keys    *slices.KeyTable
+	keyVals [][]value.Value
+	gen     []uint32
+	keyBuf  []byte
+
+	cols      []Column
+	freeCells []int
+	open      [][]sess // per slot, sorted by start
+	tombs     []tomb   // per slot: the latest closed session, if any
+	closing   sessHeap
+	hseq      uint64
+	nextID    uint64
+
+	seq   uint64
+	w     int64
+	stats Stats
+	r     Result
+}
+
+type sess struct {
+	id          uint64
+	start, last int64
+	cell        int
+}
+
+type tomb struct {
+	start, last int64
+	set         bool
+}
+
+func newSession(spec WindowSpec, aggs []Named, emit func(*Result)) (*sessionOp, error) {
+	if spec.SessionTimeout <= 0 {
+		return nil, fmt.Errorf("%w: session timeout %d ms: %w", ErrBadWindow, spec.SessionTimeout, slices.ErrNonPositive)
+	}
+	if spec.EmitWhen != OnEnd && spec.EmitWhen != OnEvent {
+		return nil, fmt.Errorf("%w: a session window emits OnEnd or OnEvent, not %s", ErrBadWindow, spec.EmitWhen)
+	}
+	s := &sessionOp{
+		aggs:    aggs,
+		emit:    emit,
+		timeout: spec.SessionTimeout,
+		mode:    spec.EmitWhen,
+		keys:    slices.NewKeyTable(),
+		w:       NoWatermark,
+	}
+	s.cols = make([]Column, len(aggs))
+	for i, a := range aggs {
+		s.cols[i] = a.Aggregator.NewColumn()
+	}
+	s.r.Values = make([]value.Value, len(aggs))
+	return s, nil
+}
+
+func (s *sessionOp) Watermark() int64 { return s.w }
+func (s *sessionOp) Stats() Stats     { return s.stats }
+func (s *sessionOp) StateBytes() int {
+	n := s.keys.SizeBytes() + 8*cap(s.freeCells) + 48*cap(s.closing)
+	for _, c := range s.cols {
+		n += c.SizeBytes()
+	}
+	for slot := range s.open {
+		n += 48*cap(s.open[slot]) + 24 + 48*len(s.keyVals[slot])
+	}
+	return n
+}
+
+func (s *sessionOp) slot(key []value.Value) int {
+	s.keyBuf = s.keyBuf[:0]
+	for _, v := range key {
+		s.keyBuf = value.AppendBinary(s.keyBuf, v)
+	}
+	slot, isNew := s.keys.Slot(s.keyBuf)
+	if isNew {
+		for len(s.open) <= slot {
+			s.open = append(s.open, nil)
+			s.tombs = append(s.tombs, tomb{})
+			s.keyVals = append(s.keyVals, nil)
+			s.gen = append(s.gen, 0)
+		}
+		s.keyVals[slot] = append([]value.Value(nil), key...)
+	}
+	return slot
+}
+
+func (s *sessionOp) newCell() int {
+	if n := len(s.freeCells); n > 0 {
+		c := s.freeCells[n-1]
+		s.freeCells = s.freeCells[:n-1]
+		return c
+	}
+	c := s.cols[0].Len()
+	for _, col := range s.cols {
+		col.Resize(max(c+1, 2*c, 8))
+	}
+	for k := c + 1; k < s.cols[0].Len(); k++ {
+		s.freeCells = append(s.freeCells, k)
+	}
+	return c
+}
+
+func (s *sessionOp) freeCell(c int) {
+	for _, col := range s.cols {
+		col.Reset(c)
+	}
+	s.freeCells = append(s.freeCells, c)
+}
+
+// joins reports whether an event at t falls within the timeout of a session
+// spanning [start, last].
+func (s *sessionOp) joins(t, start, last int64) bool {
+	return t > start-s.timeout && t < last+s.timeout
+}
+
+func (s *sessionOp) Add(e *Event) error {
+	s.stats.Events++
+	if e.Time < MinEventTime || e.Time > MaxEventTime {
+		s.stats.Rejected++
+		return fmt.Errorf("%w: %d", ErrEventTime, e.Time)
+	}
+	if err := check(s.aggs, e); err != nil {
+		s.stats.Rejected++
+		return err
+	}
+	t := e.Time
+	if s.w == infinity {
+		s.stats.Late++
+		return ErrLate
+	}
+	slot := s.slot(e.Key)
+	if tb := s.tombs[slot]; tb.set && s.joins(t, tb.start, tb.last) {
+		s.stats.Late++
+		s.maybeFree(slot)
+		return ErrLate
+	}
+	list := s.open[slot]
+	first := -1
+	count := 0
+	for k, ss := range list {
+		if s.joins(t, ss.start, ss.last) {
+			if first < 0 {
+				first = k
+			}
+			count++
+		}
+	}
+	if first < 0 && s.w != NoWatermark && t+s.timeout <= s.w {
+		// A new session that would already be closed.
+		s.stats.Late++
+		s.maybeFree(slot)
+		return ErrLate
+	}
+	s.seq++
+	var cur *sess
+	if first < 0 {
+		s.nextID++
+		ns := sess{id: s.nextID, start: t, last: t, cell: s.newCell()}
+		pos := 0
+		for pos < len(list) && list[pos].start < t {
+			pos++
+		}
+		list = append(list, sess{})
+		copy(list[pos+1:], list[pos:])
+		list[pos] = ns
+		cur = &list[pos]
+	} else {
+		cur = &list[first]
+		for k := 1; k < count; k++ {
+			other := list[first+k]
+			for i, c := range s.cols {
+				_ = c.Merge(cur.cell, s.cols[i], other.cell)
+			}
+			s.freeCell(other.cell)
+			cur.start = min(cur.start, other.start)
+			cur.last = max(cur.last, other.last)
+		}
+		if count > 1 {
+			list = append(list[:first+1], list[first+count:]...)
+			cur = &list[first]
+		}
+		cur.start = min(cur.start, t)
+		cur.last = max(cur.last, t)
+	}
+	for i, c := range s.cols {
+		c.Add(cur.cell, e.Inputs[i], t, s.seq)
+	}
+	s.open[slot] = list
+	if s.mode == OnEvent {
+		s.emitSession(slot, *cur, cur.last+s.timeout, e)
+	}
+	if e.EndSession {
+		closed := *cur
+		s.removeOpen(slot, closed.id)
+		if s.mode == OnEnd {
+			s.emitSession(slot, closed, closed.last+1, nil)
+		}
+		s.freeCell(closed.cell)
+		s.maybeFree(slot)
+		return nil
+	}
+	s.hseq++
+	heap.Push(&s.closing, closeAt{at: cur.last + s.timeout, slot: slot, gen: s.gen[slot], id: cur.id, seq: s.hseq})
+	return nil
+}
+
+func (s *sessionOp) emitSession(slot int, ss sess, end int64, e *Event) {
+	s.r.Key = s.keyVals[slot]
+	s.r.Start, s.r.End = ss.start, end
+	s.r.Time = end - 1
+	s.r.Event = e
+	if e != nil {
+		s.r.Time = e.Time
+	}
+	emitCells(&s.stats, s.emit, &s.r, s.cols, ss.cell)
+	s.r.Event = nil
+}
+
+func (s *sessionOp) removeOpen(slot int, id uint64) {
+	list := s.open[slot]
+	for k := range list {
+		if list[k].id == id {
+			s.open[slot] = append(list[:k], list[k+1:]...)
+			return
+		}
+	}
+}
+
+// maybeFree drops slot's tombstone when no event can reach it any more and
+// frees the slot when it holds nothing.
+func (s *sessionOp) maybeFree(slot int) {
+	if len(s.open[slot]) > 0 {
+		return
+	}
+	if tb := s.tombs[slot]; tb.set && s.w != infinity && tb.last+2*s.timeout > s.w {
+		return
+	}
+	s.keys.Free(slot)
+	s.keyVals[slot] = nil
+	s.open[slot] = nil
+	s.tombs[slot] = tomb{}
+	s.gen[slot]++
+}
+
+func (s *sessionOp) Advance(w int64) {
+	if w <= s.w {
+		return
+	}
+	s.w = w
+	for len(s.closing) > 0 && (s.w == infinity || s.closing[0].at <= s.w) {
+		c := heap.Pop(&s.closing).(closeAt)
+		if !s.keys.Live(c.slot) || s.gen[c.slot] != c.gen {
+			continue
+		}
+		if c.tomb {
+			s.maybeFree(c.slot)
+			continue
+		}
+		var ss sess
+		found := false
+		for _, o := range s.open[c.slot] {
+			if o.id == c.id && o.last+s.timeout == c.at {
+				ss, found = o, true
+				break
+			}
+		}
+		if !found {
+			continue
+		}
+		s.removeOpen(c.slot, ss.id)
+		if s.mode == OnEnd {
+			s.emitSession(c.slot, ss, ss.last+s.timeout, nil)
+		}
+		s.freeCell(ss.cell)
+		if s.w != infinity {
+			// Sessions of a key close in order of their last event, so this
+			// one is the key's latest closed session.
+			s.tombs[c.slot] = tomb{start: ss.start, last: ss.last, set: true}
+			s.hseq++
+			heap.Push(&s.closing, closeAt{at: ss.last + 2*s.timeout, slot: c.slot, gen: c.gen, tomb: true, seq: s.hseq})
+		}
+		s.maybeFree(c.slot)
+	}
+}
+
+func (s *sessionOp) Flush() { s.Advance(infinity) }
+
+// closeAt is a pending session close (or tombstone expiry).
+type closeAt struct {
+	at   int64
+	slot int
+	gen  uint32
+	id   uint64
+	tomb bool
+	seq  uint64
+}
+
+type sessHeap []closeAt
+
+func (h sessHeap) Len() int { return len(h) }
+func (h sessHeap) Less(a, b int) bool {
+	if h[a].at != h[b].at {
+		return h[a].at < h[b].at
+	}
+	return h[a].seq < h[b].seq
+}
+func (h sessHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
+func (h *sessHeap) Push(x any)   { *h = append(*h, x.(closeAt)) }
+func (h *sessHeap) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return c
+}

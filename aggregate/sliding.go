@@ -1,0 +1,335 @@
+package aggregate
+
+import (
+	"container/heap"
+	"fmt"
+	"math"
+
+	"github.com/scenario-server/scenario-server/slices"
+	"github.com/scenario-server/scenario-server/value"
+)
+
+// sliding is aggregate-sliding: for an event in slice j the window is the n
+// slices [j-n+1, j] of its key, and the event is emitted enriched with the
+// window's value (SEMANTICS §4).
+//
+// Per key, a running cell holds the invertible partials of the window that
+// ends at the key's latest slice; it is moved forward by retracting the
+// slices that leave and merging those that enter (subtract-on-evict). An
+// out-of-order event's window differs from the running one by the few slices
+// of its disorder, which are retracted or merged. Non-invertible partials are
+// answered from tier blocks (slices.Cover).
+//
+// With emitWhenEventLeft, each slice with data of a key leaves the window of
+// the key's latest event at slice i = j+n; when the watermark passes the end
+// of slice i, the window [i-n+1, i] is emitted as a new event, down to the
+// empty result when the key's last slice leaves.
+type sliding struct {
+	*grid
+	emit  func(*Result)
+	leave bool
+
+	running *block  // per slot: invertible partials over [latest-n+1, latest]
+	latest  []int64 // per slot: the newest slice with an event
+	scratch []Column
+	cell    []Column // cols of scratch for one cell, reused for output
+	timers  timerHeap
+	tseq    uint64
+
+	r Result
+}
+
+func newSliding(spec WindowSpec, aggs []Named, emit func(*Result)) (*sliding, error) {
+	p, err := slices.Precision(spec.Length, 0, spec.Precision, false)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadWindow, err)
+	}
+	s := &sliding{
+		grid:  newGrid(aggs, slices.Fixed{Width: p}, spec.Length/p, false),
+		emit:  emit,
+		leave: spec.EmitWhenEventLeft,
+	}
+	s.running = &block{cols: make([]Column, len(aggs))}
+	s.scratch = make([]Column, len(aggs))
+	for i, a := range aggs {
+		if !s.tiered[i] {
+			s.running.cols[i] = a.Aggregator.NewColumn()
+		}
+		s.scratch[i] = a.Aggregator.NewColumn()
+		s.scratch[i].Resize(1)
+	}
+	s.r.Values = make([]value.Value, len(aggs))
+	return s, nil
+}
+
+func (s *sliding) Watermark() int64 { return s.w }
+func (s *sliding) Stats() Stats     { return s.stats }
+func (s *sliding) StateBytes() int {
+	return s.stateBytes() + blockBytes(s.running) + 8*cap(s.latest) + 40*cap(s.timers)
+}
+
+func (s *sliding) Add(e *Event) error {
+	s.stats.Events++
+	if e.Time < MinEventTime || e.Time > MaxEventTime {
+		s.stats.Rejected++
+		return fmt.Errorf("%w: %d", ErrEventTime, e.Time)
+	}
+	if err := check(s.aggs, e); err != nil {
+		s.stats.Rejected++
+		return err
+	}
+	if s.w != NoWatermark && e.Time < s.w {
+		s.stats.Late++
+		return ErrLate
+	}
+	j := s.slicer.Index(e.Time)
+	s.seq++
+	slot := s.slot(e.Key)
+	for len(s.latest) <= slot {
+		s.latest = append(s.latest, 0)
+	}
+	fresh := s.lastData[slot] == minSlice
+	b := s.add(j, slot, e)
+	s.running.fit(s.keys.Cap())
+	switch {
+	case fresh:
+		s.latest[slot] = j
+		s.resetRunning(slot)
+		s.running.count[slot] = s.mergeRange(s.running.cols, slot, slot, j-s.n+1, j)
+	case j > s.latest[slot]:
+		s.moveLatest(slot, j)
+	case j > s.latest[slot]-s.n:
+		s.running.count[slot]++
+		for i, c := range s.running.cols {
+			if c != nil {
+				c.Add(slot, e.Inputs[i], e.Time, s.seq)
+			}
+		}
+	}
+	if s.leave && b.count[slot] == 1 {
+		s.tseq++
+		heap.Push(&s.timers, timer{at: s.slicer.Start(j + s.n + 1), slot: slot, gen: s.gen[slot], i: j + s.n, seq: s.tseq})
+	}
+
+	// The event's own window [j-n+1, j].
+	s.windowValue(slot, j)
+	s.r.Key = s.keyVals[slot]
+	s.r.Start, s.r.End = s.slicer.Start(j-s.n+1), s.slicer.Start(j+1)
+	s.r.Time = e.Time
+	s.r.Event = e
+	emitCells(&s.stats, s.emit, &s.r, s.scratch, 0)
+	s.r.Event = nil
+	return nil
+}
+
+// windowValue puts slot's partials over slices [i-n+1, i] into scratch cell 0,
+// for i >= latest-n+1 (the event's own window, or a leave window i > latest).
+func (s *sliding) windowValue(slot int, i int64) {
+	for _, c := range s.scratch {
+		c.Reset(0)
+	}
+	latest := s.latest[slot]
+	for k, c := range s.running.cols {
+		if c != nil {
+			_ = s.scratch[k].Merge(0, c, slot)
+		}
+	}
+	// Running covers [latest-n+1, latest]. Window i covers [i-n+1, i].
+	if i < latest {
+		s.adjust(slot, max(i+1, latest-s.n+1), latest, true) // running slices newer than the window
+		s.adjust(slot, i-s.n+1, min(latest-s.n, i), false)   // older slices the running window dropped
+	} else if i > latest {
+		s.adjust(slot, latest-s.n+1, i-s.n, true) // slices that have left
+	}
+	s.tieredRange(slot, i-s.n+1, min(i, latest))
+}
+
+// adjust retracts (or merges) slot's invertible partials of slices [a, b]
+// into scratch cell 0.
+func (s *sliding) adjust(slot int, a, b int64, retract bool) {
+	s.level0.Range(a, b, func(_ int64, blk *block) {
+		if slot >= len(blk.count) || blk.count[slot] == 0 {
+			return
+		}
+		for k, c := range blk.cols {
+			if s.tiered[k] {
+				continue
+			}
+			if retract {
+				_ = s.scratch[k].Retract(0, c, slot)
+			} else {
+				_ = s.scratch[k].Merge(0, c, slot)
+			}
+		}
+	})
+}
+
+// tieredRange merges slot's non-invertible partials over [a, b] into
+// scratch cell 0.
+func (s *sliding) tieredRange(slot int, a, b int64) {
+	if !anyTrue(s.tiered) || a > b {
+		return
+	}
+	if s.cell == nil {
+		s.cell = make([]Column, len(s.aggs))
+	}
+	for k := range s.cell {
+		s.cell[k] = nil
+		if s.tiered[k] {
+			s.cell[k] = s.scratch[k]
+		}
+	}
+	s.mergeTiered(s.cell, slot, a, b)
+}
+
+// mergeTiered merges slot's tiered aggregations over [a, b] into cell 0 of cols.
+func (s *sliding) mergeTiered(cols []Column, slot int, a, b int64) {
+	get := func(level int, idx int64) (*block, bool) {
+		if level == 0 {
+			return s.level0.Get(idx)
+		}
+		return s.tiers[level-1].Get(idx)
+	}
+	slices.Cover(a, b, s.levels, func(level int, idx int64) {
+		blk, ok := get(level, idx)
+		if !ok || slot >= len(blk.count) || blk.count[slot] == 0 {
+			return
+		}
+		for k, c := range cols {
+			if c != nil {
+				_ = c.Merge(0, blk.cols[k], slot)
+			}
+		}
+	})
+}
+
+// moveLatest moves slot's running window from ending at latest to ending at j > latest.
+func (s *sliding) moveLatest(slot int, j int64) {
+	old := s.latest[slot]
+	s.level0.Range(old-s.n+1, min(old, j-s.n), func(_ int64, blk *block) {
+		s.retractRunning(slot, blk)
+	})
+	s.level0.Range(max(old+1, j-s.n+1), j, func(_ int64, blk *block) {
+		if slot >= len(blk.count) || blk.count[slot] == 0 {
+			return
+		}
+		s.running.count[slot] += blk.count[slot]
+		for k, c := range s.running.cols {
+			if c != nil {
+				_ = c.Merge(slot, blk.cols[k], slot)
+			}
+		}
+	})
+	s.latest[slot] = j
+}
+
+// retractRunning removes blk's partials of slot from the running cell.
+func (s *sliding) retractRunning(slot int, blk *block) {
+	if slot >= len(blk.count) || blk.count[slot] == 0 {
+		return
+	}
+	s.running.count[slot] -= blk.count[slot]
+	if s.running.count[slot] == 0 {
+		s.resetRunning(slot)
+		return
+	}
+	for k, c := range s.running.cols {
+		if c != nil {
+			_ = c.Retract(slot, blk.cols[k], slot)
+		}
+	}
+}
+
+func (s *sliding) resetRunning(slot int) {
+	s.running.count[slot] = 0
+	for _, c := range s.running.cols {
+		if c != nil {
+			c.Reset(slot)
+		}
+	}
+}
+
+func (s *sliding) Advance(w int64) {
+	if w <= s.w {
+		return
+	}
+	s.w = w
+	for s.leave && len(s.timers) > 0 && (s.w == infinity || s.timers[0].at <= s.w) {
+		t := heap.Pop(&s.timers).(timer)
+		s.fireLeave(t)
+	}
+	// Keep the slices a future event's window may need: those from the
+	// watermark's slice back n-1 slices (and one more for leave timers).
+	bound := int64(math.MaxInt64 >> 2)
+	if s.w != infinity {
+		bound = s.slicer.Index(s.w) - s.n + 1
+		if s.leave {
+			bound--
+		}
+	}
+	first, ok := s.level0.First()
+	if !ok || first >= bound {
+		return
+	}
+	s.level0.Range(first, bound-1, func(idx int64, blk *block) {
+		for slot, c := range blk.count {
+			if c > 0 && slot < len(s.latest) && idx > s.latest[slot]-s.n {
+				s.retractRunning(slot, blk)
+			}
+		}
+	})
+	s.evictBelow(bound)
+	for slot := 0; slot < s.keys.Cap(); slot++ {
+		if s.keys.Live(slot) && s.lastData[slot] < bound {
+			s.resetRunning(slot)
+			s.free(slot)
+		}
+	}
+}
+
+// fireLeave emits the window at slice t.i for t.slot if a slice with data
+// left it and no newer event of the key has come since.
+func (s *sliding) fireLeave(t timer) {
+	slot := t.slot
+	if !s.keys.Live(slot) || s.gen[slot] != t.gen || t.i <= s.latest[slot] {
+		return
+	}
+	blk, ok := s.level0.Get(t.i - s.n)
+	if !ok || slot >= len(blk.count) || blk.count[slot] == 0 {
+		return
+	}
+	s.windowValue(slot, t.i)
+	s.r.Key = s.keyVals[slot]
+	s.r.Start, s.r.End = s.slicer.Start(t.i-s.n+1), s.slicer.Start(t.i+1)
+	s.r.Time = s.r.End - 1
+	emitCells(&s.stats, s.emit, &s.r, s.scratch, 0)
+}
+
+func (s *sliding) Flush() { s.Advance(infinity) }
+
+// timer is a pending emitWhenEventLeft emission.
+type timer struct {
+	at   int64 // watermark at which it fires, ms
+	slot int
+	gen  uint32
+	i    int64 // the window's last slice
+	seq  uint64
+}
+
+type timerHeap []timer
+
+func (h timerHeap) Len() int { return len(h) }
+func (h timerHeap) Less(a, b int) bool {
+	if h[a].at != h[b].at {
+		return h[a].at < h[b].at
+	}
+	return h[a].seq < h[b].seq
+}
+func (h timerHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
+func (h *timerHeap) Push(x any)   { *h = append(*h, x.(timer)) }
+func (h *timerHeap) Pop() any {
+	old := *h
+	t := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return t
+}

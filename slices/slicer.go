@@ -1,0 +1,117 @@
+package slices
+
+import (
+	"fmt"
+	"time"
+)
+
+// Slicer maps event times to slice indexes and back. Slices are consecutive
+// and cover all time: slice i is [Start(i), Start(i+1)). Index is monotone:
+// a later time never gets a smaller index.
+type Slicer interface {
+	// Index returns the index of the slice holding event time t (ms).
+	Index(t int64) int64
+	// Start returns the first millisecond of slice i.
+	Start(i int64) int64
+}
+
+// Fixed cuts time into slices of Width ms aligned to the Unix epoch plus
+// Offset: slice i is [i*Width + Offset, (i+1)*Width + Offset).
+type Fixed struct {
+	Width  int64 // ms, > 0
+	Offset int64 // ms; any value, only Offset mod Width matters
+}
+
+// Index implements Slicer.
+func (f Fixed) Index(t int64) int64 { return FloorDiv(t-f.Offset, f.Width) }
+
+// Start implements Slicer.
+func (f Fixed) Start(i int64) int64 { return i*f.Width + f.Offset }
+
+// Zoned cuts time into slices of Days local calendar days in a time zone,
+// each starting at local midnight plus Offset. Because local days are 23, 24
+// or 25 hours long across daylight-saving changes, the slices follow them.
+// Slice i covers local days [i*Days, (i+1)*Days) counted from 1970-01-01.
+type Zoned struct {
+	Location *time.Location
+	Days     int64 // > 0
+	Offset   int64 // ms after local midnight where a slice starts, in [0, 1 day)
+}
+
+// NewZoned returns a slicer of days-long slices in the IANA time zone name,
+// starting offset ms after local midnight. Errors: ErrUnknownTimeZone,
+// ErrNonPositive.
+func NewZoned(name string, days, offset int64) (Zoned, error) {
+	if days <= 0 {
+		return Zoned{}, fmt.Errorf("days %d: %w", days, ErrNonPositive)
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil || name == "" || name == "Local" {
+		return Zoned{}, fmt.Errorf("%q: %w", name, ErrUnknownTimeZone)
+	}
+	return Zoned{Location: loc, Days: days, Offset: FloorMod(offset, Day)}, nil
+}
+
+// Index implements Slicer.
+func (z Zoned) Index(t int64) int64 {
+	wall := time.UnixMilli(t).In(z.Location)
+	y, m, d := wall.Date()
+	sinceMidnight := int64(wall.Hour())*Hour + int64(wall.Minute())*Minute +
+		int64(wall.Second())*Second + int64(wall.Nanosecond()/1e6)
+	day := civilDays(y, m, d)
+	if sinceMidnight < z.Offset {
+		day--
+	}
+	return FloorDiv(day, z.Days)
+}
+
+// Start implements Slicer. A start that falls in a daylight-saving gap is
+// moved forward as package time does.
+func (z Zoned) Start(i int64) int64 {
+	y, m, d := civilDate(i * z.Days)
+	off := time.Duration(z.Offset) * time.Millisecond
+	h, mi := int(off/time.Hour), int(off%time.Hour/time.Minute)
+	s, ns := int(off%time.Minute/time.Second), int(off%time.Second)
+	return time.Date(y, m, d, h, mi, s, ns, z.Location).UnixMilli()
+}
+
+// civilDays returns the number of days from 1970-01-01 to y-m-d in the
+// proleptic Gregorian calendar (Howard Hinnant's days_from_civil).
+func civilDays(y int, m time.Month, d int) int64 {
+	yy := int64(y)
+	if m <= 2 {
+		yy--
+	}
+	era := FloorDiv(yy, 400)
+	yoe := yy - era*400
+	mm := int64(m)
+	var mp int64
+	if mm > 2 {
+		mp = mm - 3
+	} else {
+		mp = mm + 9
+	}
+	doy := (153*mp+2)/5 + int64(d) - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return era*146097 + doe - 719468
+}
+
+// civilDate is the inverse of civilDays.
+func civilDate(days int64) (int, time.Month, int) {
+	z := days + 719468
+	era := FloorDiv(z, 146097)
+	doe := z - era*146097
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
+	y := yoe + era*400
+	doy := doe - (365*yoe + yoe/4 - yoe/100)
+	mp := (5*doy + 2) / 153
+	d := doy - (153*mp+2)/5 + 1
+	m := mp + 3
+	if mp >= 10 {
+		m = mp - 9
+	}
+	if m <= 2 {
+		y++
+	}
+	return int(y), time.Month(m), int(d)
+}

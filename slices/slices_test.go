@@ -1,0 +1,196 @@
+package slices
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+func TestPrecision(t *testing.T) {
+	for _, tc := range []struct {
+		name                    string
+		length, slide, explicit int64
+		tumbling                bool
+		want                    int64
+		err                     error
+	}{
+		{"sliding whole minutes", Hour, 0, 0, false, Minute, nil},
+		{"sliding 90 s", 90 * Second, 0, 0, false, Second, nil},
+		{"tumbling uses its length", 10 * Second, 10 * Second, 0, true, 10 * Second, nil},
+		{"hopping minutes", 5 * Minute, Minute, 0, false, Minute, nil},
+		{"hopping 60s/10s", Minute, 10 * Second, 0, false, Second, nil},
+		{"explicit 10 s", Minute, 10 * Second, 10 * Second, false, 10 * Second, nil},
+		{"shorter than precision", 30 * Second, 0, Minute, false, 0, ErrWindowShorterThanPrecision},
+		{"not a multiple", 90 * Second, 0, Minute, false, 0, ErrNotMultipleOfPrecision},
+		{"slide not a multiple", Minute, 15 * Second, 10 * Second, false, 0, ErrNotMultipleOfPrecision},
+		{"length not multiple of slide", 25 * Second, 10 * Second, 0, false, 0, ErrLengthNotMultipleOfSlide},
+		{"not whole ms seconds", 1500, 0, 0, false, 0, ErrNotMultipleOfPrecision},
+		{"zero", 0, 0, 0, false, 0, ErrNonPositive},
+	} {
+		got, err := Precision(tc.length, tc.slide, tc.explicit, tc.tumbling)
+		if !errors.Is(err, tc.err) || got != tc.want {
+			t.Errorf("%s: Precision = %d, %v; want %d, %v", tc.name, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+func TestFloorDivMod(t *testing.T) {
+	for _, tc := range []struct{ a, b, q, m int64 }{
+		{7, 3, 2, 1}, {-7, 3, -3, 2}, {-6, 3, -2, 0}, {0, 5, 0, 0}, {-1, 1000, -1, 999},
+	} {
+		if q, m := FloorDiv(tc.a, tc.b), FloorMod(tc.a, tc.b); q != tc.q || m != tc.m {
+			t.Errorf("FloorDiv/Mod(%d, %d) = %d, %d; want %d, %d", tc.a, tc.b, q, m, tc.q, tc.m)
+		}
+	}
+}
+
+func TestFixedSlicer(t *testing.T) {
+	f := Fixed{Width: 10_000, Offset: 2_000}
+	// slices [2000, 12000) = 0, [-8000, 2000) = -1
+	for _, tc := range []struct{ t, i int64 }{{2000, 0}, {1999, -1}, {11_999, 0}, {12_000, 1}, {-8000, -1}, {-8001, -2}} {
+		if got := f.Index(tc.t); got != tc.i {
+			t.Errorf("Index(%d) = %d, want %d", tc.t, got, tc.i)
+		}
+	}
+	if f.Start(1) != 12_000 || f.Start(-1) != -8_000 {
+		t.Errorf("Start: %d %d", f.Start(1), f.Start(-1))
+	}
+}
+
+func TestZonedFollowsLocalDays(t *testing.T) {
+	z, err := NewZoned("Europe/Warsaw", 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	utc := func(s string) int64 {
+		tm, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tm.UnixMilli()
+	}
+	// 2026-03-29 is 23 hours long in Warsaw (CET -> CEST), 2026-10-25 is 25.
+	for _, tc := range []struct{ day, start, end string }{
+		{"2026-03-29", "2026-03-28T23:00:00Z", "2026-03-29T22:00:00Z"},
+		{"2026-10-25", "2026-10-24T22:00:00Z", "2026-10-25T23:00:00Z"},
+		{"2026-07-01", "2026-06-30T22:00:00Z", "2026-07-01T22:00:00Z"},
+	} {
+		i := z.Index(utc(tc.start))
+		if z.Start(i) != utc(tc.start) || z.Start(i+1) != utc(tc.end) {
+			t.Errorf("%s: slice [%d, %d), want [%s, %s)", tc.day, z.Start(i), z.Start(i+1), tc.start, tc.end)
+		}
+		if z.Index(utc(tc.end)-1) != i || z.Index(utc(tc.end)) != i+1 {
+			t.Errorf("%s: last ms not in the slice", tc.day)
+		}
+	}
+	// Days since 1970-01-01 of the local date: 2026-03-29 is day 20541.
+	if i := z.Index(utc("2026-03-29T12:00:00Z")); i != 20541 {
+		t.Errorf("day index %d, want 20541", i)
+	}
+	if _, err := NewZoned("Mars/Olympus", 1, 0); !errors.Is(err, ErrUnknownTimeZone) {
+		t.Errorf("unknown zone: %v", err)
+	}
+}
+
+func TestZonedOffsetAndWeeks(t *testing.T) {
+	// Seven-day slices starting 06:00 local, UTC zone: slice 0 is
+	// [1970-01-01T06:00Z, 1970-01-08T06:00Z).
+	z, err := NewZoned("UTC", 7, 6*Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if z.Index(6*Hour) != 0 || z.Index(6*Hour-1) != -1 || z.Start(1) != 7*Day+6*Hour {
+		t.Errorf("Index(6h)=%d Index(6h-1)=%d Start(1)=%d", z.Index(6*Hour), z.Index(6*Hour-1), z.Start(1))
+	}
+}
+
+func TestCivilDaysRoundTrip(t *testing.T) {
+	for d := int64(-800_000); d < 800_000; d += 997 {
+		y, m, dd := civilDate(d)
+		if civilDays(y, m, dd) != d {
+			t.Fatalf("day %d -> %d-%d-%d -> %d", d, y, m, dd, civilDays(y, m, dd))
+		}
+		if want := time.Date(y, m, dd, 0, 0, 0, 0, time.UTC).Unix() / 86400; want != d {
+			t.Fatalf("day %d: time package says %d", d, want)
+		}
+	}
+}
+
+func TestCoverIsExactAndSmall(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 5000 {
+		a := rng.Int64N(2000) - 1000
+		b := a + rng.Int64N(300)
+		levels := rng.IntN(4)
+		next := a
+		pieces := 0
+		Cover(a, b, levels, func(level int, block int64) {
+			lo := block << (fanoutBits * level)
+			hi := BlockEnd(block, level)
+			if lo != next || hi > b {
+				t.Fatalf("Cover(%d,%d,%d): block %d@%d = [%d,%d], expected start %d", a, b, levels, block, level, lo, hi, next)
+			}
+			next = hi + 1
+			pieces++
+		})
+		if next != b+1 {
+			t.Fatalf("Cover(%d,%d,%d) ended at %d", a, b, levels, next)
+		}
+		if bound := 2*(Fanout-1)*(levels+1) + Fanout; levels > 0 && pieces > bound+int((b-a+1)>>(fanoutBits*levels)) {
+			t.Fatalf("Cover(%d,%d,%d) used %d pieces", a, b, levels, pieces)
+		}
+	}
+	if Levels(7) != 0 || Levels(16) != 1 || Levels(60) != 1 || Levels(64) != 2 {
+		t.Errorf("Levels: %d %d %d %d", Levels(7), Levels(16), Levels(60), Levels(64))
+	}
+}
+
+func TestStoreKeepsOrderAndEvicts(t *testing.T) {
+	var s Store[int]
+	for _, i := range []int64{5, 1, 9, 3, 7, 3} {
+		v := s.GetOrCreate(i, func() int { return int(i) * 10 })
+		if v != int(i)*10 {
+			t.Fatalf("GetOrCreate(%d) = %d", i, v)
+		}
+	}
+	var order []int64
+	s.Range(-100, 100, func(i int64, _ int) { order = append(order, i) })
+	if len(order) != 5 || order[0] != 1 || order[4] != 9 {
+		t.Fatalf("order %v", order)
+	}
+	var evicted []int64
+	s.EvictBelow(6, func(i int64, _ int) { evicted = append(evicted, i) })
+	if len(evicted) != 3 || s.Len() != 2 {
+		t.Fatalf("evicted %v, left %d", evicted, s.Len())
+	}
+	if _, ok := s.Get(5); ok {
+		t.Fatal("5 still there")
+	}
+	if v, ok := s.Get(9); !ok || v != 90 {
+		t.Fatal("9 lost")
+	}
+}
+
+func TestKeyTableReusesFreedSlots(t *testing.T) {
+	kt := NewKeyTable()
+	a, newA := kt.Slot([]byte("a"))
+	b, _ := kt.Slot([]byte("b"))
+	if !newA || a == b {
+		t.Fatal("distinct keys share a slot")
+	}
+	if again, isNew := kt.Slot([]byte("a")); again != a || isNew {
+		t.Fatal("same key, new slot")
+	}
+	kt.Free(a)
+	if kt.Live(a) || kt.Count() != 1 {
+		t.Fatal("freed slot still live")
+	}
+	c, _ := kt.Slot([]byte("c"))
+	if c != a || kt.Cap() != 2 {
+		t.Fatalf("slot not reused: c=%d cap=%d", c, kt.Cap())
+	}
+	if _, ok := kt.Lookup([]byte("a")); ok {
+		t.Fatal("freed key still found")
+	}
+}

@@ -1,0 +1,240 @@
+package value
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+// ErrCorrupt is returned by DecodeBinary when the bytes were not written by
+// AppendBinary (truncated, unknown kind, or lengths that overrun the input).
+var ErrCorrupt = errors.New("value: corrupt binary encoding")
+
+// AppendJSON appends v as compact JSON. Integers are written exactly; floats
+// in the shortest form that reads back to the same float64, always with a
+// fraction or exponent so that they read back as floats.
+func AppendJSON(b []byte, v Value) []byte {
+	switch v.kind {
+	case KindNull:
+		return append(b, "null"...)
+	case KindBool:
+		if v.n == 1 {
+			return append(b, "true"...)
+		}
+		return append(b, "false"...)
+	case KindInt:
+		return strconv.AppendInt(b, int64(v.n), 10)
+	case KindFloat:
+		return appendFloat(b, math.Float64frombits(v.n))
+	case KindString:
+		return appendString(b, v.s)
+	case KindList:
+		b = append(b, '[')
+		for i, item := range v.List() {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = AppendJSON(b, item)
+		}
+		return append(b, ']')
+	case KindRecord:
+		r := v.Record()
+		b = append(b, '{')
+		for i, k := range r.Keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, k)
+			b = append(b, ':')
+			b = AppendJSON(b, r.Values[i])
+		}
+		return append(b, '}')
+	}
+	return append(b, "null"...)
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v Value) MarshalJSON() ([]byte, error) { return AppendJSON(nil, v), nil }
+
+func appendFloat(b []byte, f float64) []byte {
+	start := len(b)
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	for _, c := range b[start:] {
+		if c == '.' || c == 'e' || c == 'E' {
+			return b
+		}
+	}
+	return append(b, '.', '0')
+}
+
+const hexDigits = "0123456789abcdef"
+
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c < 0x20:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, `\ufffd`...)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
+}
+
+// AppendBinary appends a self-delimiting binary encoding of v, for
+// checkpoints. DecodeBinary reads it back.
+func AppendBinary(b []byte, v Value) []byte {
+	b = append(b, byte(v.kind))
+	switch v.kind {
+	case KindBool, KindInt, KindFloat:
+		b = binary.LittleEndian.AppendUint64(b, v.n)
+	case KindString:
+		b = binary.AppendUvarint(b, uint64(len(v.s)))
+		b = append(b, v.s...)
+	case KindList:
+		l := v.List()
+		b = binary.AppendUvarint(b, uint64(len(l)))
+		for _, item := range l {
+			b = AppendBinary(b, item)
+		}
+	case KindRecord:
+		r := v.Record()
+		b = binary.AppendUvarint(b, uint64(len(r.Keys)))
+		for i, k := range r.Keys {
+			b = binary.AppendUvarint(b, uint64(len(k)))
+			b = append(b, k...)
+			b = AppendBinary(b, r.Values[i])
+		}
+	}
+	return b
+}
+
+// DecodeBinary reads one value written by AppendBinary from the front of b and
+// returns it with the rest of b. It returns ErrCorrupt (wrapped) on bad input.
+func DecodeBinary(b []byte) (Value, []byte, error) {
+	return decodeBinary(b, 0)
+}
+
+const maxDepth = 1000
+
+func decodeBinary(b []byte, depth int) (Value, []byte, error) {
+	if depth > maxDepth {
+		return Value{}, nil, fmt.Errorf("%w: nested deeper than %d", ErrCorrupt, maxDepth)
+	}
+	if len(b) == 0 {
+		return Value{}, nil, fmt.Errorf("%w: empty", ErrCorrupt)
+	}
+	k := Kind(b[0])
+	b = b[1:]
+	switch k {
+	case KindNull:
+		return Value{}, b, nil
+	case KindBool, KindInt, KindFloat:
+		if len(b) < 8 {
+			return Value{}, nil, fmt.Errorf("%w: truncated number", ErrCorrupt)
+		}
+		n := binary.LittleEndian.Uint64(b)
+		if k == KindBool && n > 1 {
+			return Value{}, nil, fmt.Errorf("%w: boolean %d", ErrCorrupt, n)
+		}
+		if k == KindFloat {
+			f := math.Float64frombits(n)
+			if math.IsNaN(f) || math.IsInf(f, 0) {
+				return Value{}, nil, fmt.Errorf("%w: non-finite float", ErrCorrupt)
+			}
+		}
+		return Value{kind: k, n: n}, b[8:], nil
+	case KindString:
+		s, rest, err := decodeString(b)
+		if err != nil {
+			return Value{}, nil, err
+		}
+		return String(s), rest, nil
+	case KindList:
+		n, rest, err := decodeLen(b)
+		if err != nil {
+			return Value{}, nil, err
+		}
+		items := make([]Value, 0, min(n, len(rest)))
+		for range n {
+			var item Value
+			item, rest, err = decodeBinary(rest, depth+1)
+			if err != nil {
+				return Value{}, nil, err
+			}
+			items = append(items, item)
+		}
+		return List(items), rest, nil
+	case KindRecord:
+		n, rest, err := decodeLen(b)
+		if err != nil {
+			return Value{}, nil, err
+		}
+		keys := make([]string, 0, min(n, len(rest)))
+		vals := make([]Value, 0, min(n, len(rest)))
+		for range n {
+			var key string
+			key, rest, err = decodeString(rest)
+			if err != nil {
+				return Value{}, nil, err
+			}
+			var item Value
+			item, rest, err = decodeBinary(rest, depth+1)
+			if err != nil {
+				return Value{}, nil, err
+			}
+			keys = append(keys, key)
+			vals = append(vals, item)
+		}
+		return NewRecord(keys, vals), rest, nil
+	}
+	return Value{}, nil, fmt.Errorf("%w: unknown kind %d", ErrCorrupt, k)
+}
+
+func decodeLen(b []byte) (int, []byte, error) {
+	n, used := binary.Uvarint(b)
+	if used <= 0 || n > uint64(len(b)) {
+		return 0, nil, fmt.Errorf("%w: bad length", ErrCorrupt)
+	}
+	return int(n), b[used:], nil
+}
+
+func decodeString(b []byte) (string, []byte, error) {
+	n, rest, err := decodeLen(b)
+	if err != nil {
+		return "", nil, err
+	}
+	if n > len(rest) {
+		return "", nil, fmt.Errorf("%w: string overruns input", ErrCorrupt)
+	}
+	return string(rest[:n]), rest[n:], nil
+}

@@ -1,0 +1,266 @@
+// Package value is the exact, JSON-shaped value that flows through scenarios:
+// event fields, expression results, group keys and aggregation results.
+//
+// Integers are kept as int64 and never pass through float64, so
+// 9223372036854775807 survives decoding, aggregation and encoding unchanged
+// (SEMANTICS §1). A number written with a fraction or an exponent is a Float.
+// Float values are always finite: constructors refuse NaN and ±Inf, so every
+// Value can be written as JSON (SEMANTICS §5, "results are JSON-safe").
+package value
+
+import (
+	"math"
+	"strconv"
+)
+
+// Kind is the JSON type of a Value.
+type Kind uint8
+
+// The kinds, in the order Compare sorts them.
+const (
+	KindNull Kind = iota
+	KindBool
+	KindInt
+	KindFloat
+	KindString
+	KindList
+	KindRecord
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindNull:
+		return "null"
+	case KindBool:
+		return "boolean"
+	case KindInt:
+		return "integer"
+	case KindFloat:
+		return "float"
+	case KindString:
+		return "string"
+	case KindList:
+		return "list"
+	case KindRecord:
+		return "record"
+	}
+	return "kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Value is an immutable JSON value. The zero Value is null.
+// Copying a Value is cheap; lists and records share their backing arrays,
+// which must not be modified after construction.
+type Value struct {
+	kind Kind
+	n    uint64 // bool (0/1), int64 bits or float64 bits
+	s    string
+	x    any // []Value for lists, *Record for records
+}
+
+// Record is an ordered JSON object. Keys are unique; order is kept for output.
+type Record struct {
+	Keys   []string
+	Values []Value
+}
+
+// Get returns the field named key and whether it exists.
+func (r *Record) Get(key string) (Value, bool) {
+	for i, k := range r.Keys {
+		if k == key {
+			return r.Values[i], true
+		}
+	}
+	return Value{}, false
+}
+
+// Null is the null value.
+func Null() Value { return Value{} }
+
+// Bool returns a boolean value.
+func Bool(b bool) Value {
+	if b {
+		return Value{kind: KindBool, n: 1}
+	}
+	return Value{kind: KindBool}
+}
+
+// Int returns an integer value.
+func Int(i int64) Value { return Value{kind: KindInt, n: uint64(i)} }
+
+// Float returns a float value. NaN and ±Inf are not JSON numbers; they become
+// null, so that a Value can always be written out.
+func Float(f float64) Value {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return Value{}
+	}
+	return Value{kind: KindFloat, n: math.Float64bits(f)}
+}
+
+// String returns a string value.
+func String(s string) Value { return Value{kind: KindString, s: s} }
+
+// List returns a list value. The slice is kept, not copied.
+func List(items []Value) Value { return Value{kind: KindList, x: items} }
+
+// NewRecord returns a record value with the given keys and values, in order.
+// The slices are kept, not copied; keys must be unique.
+func NewRecord(keys []string, values []Value) Value {
+	return Value{kind: KindRecord, x: &Record{Keys: keys, Values: values}}
+}
+
+// Kind returns the value's JSON type.
+func (v Value) Kind() Kind { return v.kind }
+
+// IsNull reports whether v is null.
+func (v Value) IsNull() bool { return v.kind == KindNull }
+
+// IsNumber reports whether v is an integer or a float.
+func (v Value) IsNumber() bool { return v.kind == KindInt || v.kind == KindFloat }
+
+// Bool returns the boolean; false for other kinds.
+func (v Value) Bool() bool { return v.kind == KindBool && v.n == 1 }
+
+// Int returns the integer; 0 for other kinds.
+func (v Value) Int() int64 {
+	if v.kind != KindInt {
+		return 0
+	}
+	return int64(v.n)
+}
+
+// Float returns a number as float64 (integers are converted, possibly
+// rounding beyond 2^53); 0 for other kinds.
+func (v Value) Float() float64 {
+	switch v.kind {
+	case KindFloat:
+		return math.Float64frombits(v.n)
+	case KindInt:
+		return float64(int64(v.n))
+	}
+	return 0
+}
+
+// Str returns the string; "" for other kinds.
+func (v Value) Str() string { return v.s }
+
+// List returns the items of a list; nil for other kinds.
+func (v Value) List() []Value {
+	l, _ := v.x.([]Value)
+	return l
+}
+
+// Record returns the record; nil for other kinds.
+func (v Value) Record() *Record {
+	r, _ := v.x.(*Record)
+	return r
+}
+
+// Compare orders values totally: first by kind (null < boolean < number <
+// string < list < record), numbers by numeric value (an integer and a float
+// that are equal compare by kind, integer first, so the order stays total),
+// strings bytewise, lists element by element, records field by field.
+// It returns -1, 0 or +1.
+func Compare(a, b Value) int {
+	ka, kb := a.kind, b.kind
+	if a.IsNumber() && b.IsNumber() {
+		if c := compareNumbers(a, b); c != 0 {
+			return c
+		}
+		return cmpInt(int64(ka), int64(kb))
+	}
+	if ka != kb {
+		return cmpInt(int64(ka), int64(kb))
+	}
+	switch ka {
+	case KindNull:
+		return 0
+	case KindBool:
+		return cmpInt(int64(a.n), int64(b.n))
+	case KindString:
+		switch {
+		case a.s < b.s:
+			return -1
+		case a.s > b.s:
+			return 1
+		}
+		return 0
+	case KindList:
+		la, lb := a.List(), b.List()
+		for i := 0; i < len(la) && i < len(lb); i++ {
+			if c := Compare(la[i], lb[i]); c != 0 {
+				return c
+			}
+		}
+		return cmpInt(int64(len(la)), int64(len(lb)))
+	case KindRecord:
+		ra, rb := a.Record(), b.Record()
+		for i := 0; i < len(ra.Keys) && i < len(rb.Keys); i++ {
+			switch {
+			case ra.Keys[i] < rb.Keys[i]:
+				return -1
+			case ra.Keys[i] > rb.Keys[i]:
+				return 1
+			}
+			if c := Compare(ra.Values[i], rb.Values[i]); c != 0 {
+				return c
+			}
+		}
+		return cmpInt(int64(len(ra.Keys)), int64(len(rb.Keys)))
+	}
+	return 0
+}
+
+// compareNumbers compares two numbers exactly, also when an int64 is beyond
+// float64's 53-bit mantissa.
+func compareNumbers(a, b Value) int {
+	if a.kind == KindInt && b.kind == KindInt {
+		return cmpInt(int64(a.n), int64(b.n))
+	}
+	if a.kind == KindFloat && b.kind == KindFloat {
+		return cmpFloat(a.Float(), b.Float())
+	}
+	if a.kind == KindInt {
+		return -compareFloatInt(b.Float(), int64(a.n))
+	}
+	return compareFloatInt(a.Float(), int64(b.n))
+}
+
+// compareFloatInt compares f with i exactly.
+func compareFloatInt(f float64, i int64) int {
+	const two63 = 9223372036854775808.0
+	switch {
+	case f >= two63:
+		return 1
+	case f < -two63:
+		return -1
+	}
+	t := math.Trunc(f)
+	ti := int64(t) // exact: |t| < 2^63
+	if c := cmpInt(ti, i); c != 0 {
+		return c
+	}
+	return cmpFloat(f, t)
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Equal reports whether Compare(a, b) == 0.
+func Equal(a, b Value) bool { return Compare(a, b) == 0 }
