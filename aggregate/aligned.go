@@ -49,6 +49,7 @@ type aligned struct {
 
 	next    int64 // the next window to close, when hasNext
 	hasNext bool
+	open    int64 // the first window that has not closed, for the watermark w
 	extra   []int // slots whose last emitted window was the one before next
 
 	r Result
@@ -70,10 +71,11 @@ func newAligned(spec WindowSpec, aggs []Named, emit func(*Result)) (*aligned, er
 		emit: emit,
 		mode: mode,
 		s:    s,
+		open: math.MinInt64,
 	}
 	a.r.Values = make([]value.Value, len(aggs))
-	a.running = &block{cols: make([]Column, len(aggs))}
-	a.scratch = &block{cols: make([]Column, len(aggs))}
+	a.running = &block{cols: make([]Column, len(aggs)), shared: -1}
+	a.scratch = &block{cols: make([]Column, len(aggs)), shared: -1}
 	a.runWant = make([]bool, len(aggs))
 	a.tierWnt = make([]bool, len(aggs))
 	a.out = make([]Column, len(aggs))
@@ -110,9 +112,15 @@ func (a *aligned) closed(k int64) bool {
 }
 
 // firstOpen returns the smallest window index that has not closed.
-func (a *aligned) firstOpen() int64 {
+func (a *aligned) firstOpen() int64 { return a.open }
+
+// computeOpen works out firstOpen for the current watermark.
+func (a *aligned) computeOpen() int64 {
 	if a.w == NoWatermark {
 		return math.MinInt64
+	}
+	if a.w == infinity {
+		return math.MaxInt64 >> 2
 	}
 	// Window k is open when its last slice k*s+n-1 reaches the watermark's slice.
 	return slices.FloorDiv(a.slicer.Index(a.w)-a.n, a.s) + 1
@@ -130,7 +138,7 @@ func (a *aligned) Add(e *Event) error {
 		a.stats.Rejected++
 		return fmt.Errorf("%w: %d", ErrEventTime, e.Time)
 	}
-	if err := check(a.aggs, e); err != nil {
+	if err := check(a.aggs, a.masks, e); err != nil {
 		a.stats.Rejected++
 		return err
 	}
@@ -210,6 +218,7 @@ func (a *aligned) Advance(w int64) {
 		return
 	}
 	a.w = w
+	a.open = a.computeOpen()
 	if a.mode == OnEvent {
 		if a.w == infinity {
 			a.evictAndFree(math.MaxInt64 >> 2)

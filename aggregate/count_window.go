@@ -17,11 +17,12 @@ import (
 // A window is answered by merging its N/g count-slices; a partial window at
 // the end of input is not emitted (SEMANTICS §4).
 type countWindow struct {
-	aggs []Named
-	emit func(*Result)
-	per  int64 // count-slices per window: N/g
-	step int64 // count-slices per slide: M/g
-	g    int64 // events per count-slice
+	aggs  []Named
+	masks []uint8
+	emit  func(*Result)
+	per   int64 // count-slices per window: N/g
+	step  int64 // count-slices per slide: M/g
+	g     int64 // events per count-slice
 
 	keys    *slices.KeyTable
 	keyVals [][]value.Value
@@ -59,7 +60,7 @@ func newCountWindow(spec WindowSpec, aggs []Named, emit func(*Result)) (*countWi
 	}
 	g := gcd(n, m)
 	c := &countWindow{
-		aggs: aggs, emit: emit,
+		aggs: aggs, masks: kindMasks(aggs), emit: emit,
 		per: n / g, step: m / g, g: g,
 		keys: slices.NewKeyTable(),
 		w:    NoWatermark,
@@ -90,15 +91,13 @@ func (c *countWindow) StateBytes() int {
 
 func (c *countWindow) Add(e *Event) error {
 	c.stats.Events++
-	if err := check(c.aggs, e); err != nil {
+	if err := check(c.aggs, c.masks, e); err != nil {
 		c.stats.Rejected++
 		return err
 	}
-	c.keyBuf = c.keyBuf[:0]
-	for _, v := range e.Key {
-		c.keyBuf = value.AppendBinary(c.keyBuf, v)
-	}
-	slot, isNew := c.keys.Slot(c.keyBuf)
+	var slot int
+	var isNew bool
+	c.keyBuf, slot, isNew = keySlot(c.keys, c.keyBuf, e.Key)
 	if isNew {
 		for len(c.filled) <= slot {
 			c.filled = append(c.filled, 0)

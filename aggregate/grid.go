@@ -10,9 +10,13 @@ import (
 // an event count per slot and one column per aggregation. cols[i] is nil
 // when aggregation i is not kept at this level.
 type block struct {
-	count []int64
+	count []int64 // nil in tier blocks, which merge without looking at counts
 	cols  []Column
 	total int64 // sum of count
+	tier  bool
+	// shared is the index of a plain Count aggregation whose column is the
+	// block's event count (they are the same numbers), or -1.
+	shared int
 }
 
 // grid is the slice storage shared by the sliding, tumbling and hopping
@@ -20,6 +24,7 @@ type block struct {
 // indexed by key slot, the key table, and per-slot bookkeeping.
 type grid struct {
 	aggs   []Named
+	masks  []uint8 // accepted input kinds per aggregation
 	slicer slices.Slicer
 	n      int64 // slices per window
 	levels int   // tier levels above the slices
@@ -43,6 +48,7 @@ type grid struct {
 func newGrid(aggs []Named, slicer slices.Slicer, n int64, tierAll bool) *grid {
 	g := &grid{
 		aggs:   aggs,
+		masks:  kindMasks(aggs),
 		slicer: slicer,
 		n:      n,
 		keys:   slices.NewKeyTable(),
@@ -64,11 +70,9 @@ func newGrid(aggs []Named, slicer slices.Slicer, n int64, tierAll bool) *grid {
 
 // slot returns the key's slot, registering a new key.
 func (g *grid) slot(key []value.Value) int {
-	g.keyBuf = g.keyBuf[:0]
-	for _, v := range key {
-		g.keyBuf = value.AppendBinary(g.keyBuf, v)
-	}
-	s, isNew := g.keys.Slot(g.keyBuf)
+	var s int
+	var isNew bool
+	g.keyBuf, s, isNew = keySlot(g.keys, g.keyBuf, key)
 	if isNew {
 		for len(g.keyVals) <= s {
 			g.keyVals = append(g.keyVals, nil)
@@ -97,10 +101,13 @@ func (g *grid) newBlock(level int) *block {
 		g.pool[level] = p[:len(p)-1]
 		return b
 	}
-	b := &block{cols: make([]Column, len(g.aggs))}
+	b := &block{cols: make([]Column, len(g.aggs)), tier: level > 0, shared: -1}
 	for i, a := range g.aggs {
 		if level == 0 || g.tiered[i] {
 			b.cols[i] = a.Aggregator.NewColumn()
+			if cc, ok := b.cols[i].(*countColumn); ok && level == 0 && !cc.when && b.shared < 0 {
+				b.shared = i
+			}
 		}
 	}
 	return b
@@ -109,7 +116,7 @@ func (g *grid) newBlock(level int) *block {
 func (g *grid) release(level int, b *block) {
 	clear(b.count)
 	b.total = 0
-	for _, c := range b.cols {
+	for _, c := range b.cols { // a shared count column is cleared twice: harmless
 		if c != nil {
 			c.ResetAll()
 		}
@@ -117,27 +124,59 @@ func (g *grid) release(level int, b *block) {
 	g.pool[level] = append(g.pool[level], b)
 }
 
-// fit makes the block hold cells for every slot.
+// fit makes the block hold cells for every slot. Columns grow to exactly
+// the number of slots ever allocated (rounded up to 8), which is where the
+// memory goes: the block of a slice holds one cell per key.
+//
+// Blocks built by hand (running and scratch blocks) set shared to -1.
 func (b *block) fit(slots int) {
-	if len(b.count) >= slots {
+	if b.cells() >= slots {
 		return
 	}
-	n := max(slots, 2*len(b.count), 8)
-	b.count = append(b.count, make([]int64, n-len(b.count))...)
+	n := (slots + 7) &^ 7
+	if !b.tier && b.shared < 0 {
+		b.count = append(b.count, make([]int64, n-len(b.count))...)
+	}
 	for _, c := range b.cols {
 		if c != nil {
 			c.Resize(n)
 		}
 	}
+	if b.shared >= 0 {
+		b.count = b.cols[b.shared].(*countColumn).n
+	}
+}
+
+// cells returns how many slots the block holds.
+func (b *block) cells() int {
+	if !b.tier {
+		return len(b.count)
+	}
+	for _, c := range b.cols {
+		if c != nil {
+			return c.Len()
+		}
+	}
+	return 0
+}
+
+// has reports whether slot s may hold data in b.
+func (b *block) has(s int) bool {
+	if b.tier {
+		return s < b.cells()
+	}
+	return s < len(b.count) && b.count[s] > 0
 }
 
 // addTo adds the event to cell s of b (only the columns b keeps).
 func (g *grid) addTo(b *block, s int, e *Event) {
 	b.fit(g.keys.Cap())
-	b.count[s]++
-	b.total++
+	if !b.tier {
+		b.count[s]++
+		b.total++
+	}
 	for i, c := range b.cols {
-		if c != nil {
+		if c != nil && i != b.shared {
 			c.Add(s, e.Inputs[i], e.Time, g.seq)
 		}
 	}
@@ -200,7 +239,7 @@ func (g *grid) mergeRange(cols []Column, dst int, s int, a, b int64) (count int6
 		} else {
 			blk, ok = g.tiers[level-1].Get(idx)
 		}
-		if !ok || s >= len(blk.count) || blk.count[s] == 0 {
+		if !ok || !blk.has(s) {
 			return
 		}
 		for i, c := range cols {
@@ -291,11 +330,36 @@ func (g *grid) stateBytes() int {
 }
 
 func blockBytes(b *block) int {
-	n := 8*cap(b.count) + 16*len(b.cols) + 64
+	n := 16*len(b.cols) + 72
+	if b.shared < 0 {
+		n += 8 * cap(b.count)
+	}
 	for _, c := range b.cols {
 		if c != nil {
 			n += c.SizeBytes()
 		}
 	}
 	return n
+}
+
+// keySlot finds (or allocates) the slot of a group key. A key of one integer
+// or one string is looked up directly; other keys by their binary encoding,
+// built in buf (returned for reuse).
+func keySlot(kt *slices.KeyTable, buf []byte, key []value.Value) ([]byte, int, bool) {
+	if len(key) == 1 {
+		switch key[0].Kind() {
+		case value.KindInt:
+			s, isNew := kt.SlotInt(key[0].Int())
+			return buf, s, isNew
+		case value.KindString:
+			s, isNew := kt.SlotString(key[0].Str())
+			return buf, s, isNew
+		}
+	}
+	buf = buf[:0]
+	for _, v := range key {
+		buf = value.AppendBinary(buf, v)
+	}
+	s, isNew := kt.Slot(buf)
+	return buf, s, isNew
 }

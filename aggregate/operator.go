@@ -234,14 +234,33 @@ func alignedGeometry(spec WindowSpec) (slicer slices.Slicer, n, s int64, err err
 	return slices.Fixed{Width: p}, spec.Length / p, spec.Slide / p, nil
 }
 
-// check validates an event's inputs against the aggregations.
-func check(aggs []Named, e *Event) error {
+// kindMasks probes each aggregator once per value kind, so that validating
+// an event's inputs is a bit test instead of an interface call per input.
+// Every Aggregator.Accept depends on the input's kind alone
+// (TestAcceptDependsOnKindOnly).
+func kindMasks(aggs []Named) []uint8 {
+	probes := []value.Value{value.Null(), value.Bool(true), value.Int(1), value.Float(0.5),
+		value.String("s"), value.List(nil), value.NewRecord(nil, nil)}
+	masks := make([]uint8, len(aggs))
+	for i, a := range aggs {
+		for _, p := range probes {
+			if a.Aggregator.Accept(p) == nil {
+				masks[i] |= 1 << p.Kind()
+			}
+		}
+	}
+	return masks
+}
+
+// check validates an event's inputs against the aggregations' kind masks and
+// returns the aggregator's own error for the first refused input.
+func check(aggs []Named, masks []uint8, e *Event) error {
 	if len(e.Inputs) < len(aggs) {
 		return fmt.Errorf("%w: event has %d inputs for %d aggregations", ErrBadWindow, len(e.Inputs), len(aggs))
 	}
-	for i, a := range aggs {
-		if err := a.Aggregator.Accept(e.Inputs[i]); err != nil {
-			return fmt.Errorf("aggregation %q: %w", a.Name, err)
+	for i, m := range masks {
+		if m&(1<<e.Inputs[i].Kind()) == 0 {
+			return fmt.Errorf("aggregation %q: %w", aggs[i].Name, aggs[i].Aggregator.Accept(e.Inputs[i]))
 		}
 	}
 	return nil

@@ -28,6 +28,7 @@ import (
 // session forgotten long ago; such events are accepted.
 type sessionOp struct {
 	aggs    []Named
+	masks   []uint8
 	emit    func(*Result)
 	timeout int64
 	mode    EmitWhen
@@ -71,6 +72,7 @@ func newSession(spec WindowSpec, aggs []Named, emit func(*Result)) (*sessionOp, 
 	}
 	s := &sessionOp{
 		aggs:    aggs,
+		masks:   kindMasks(aggs),
 		emit:    emit,
 		timeout: spec.SessionTimeout,
 		mode:    spec.EmitWhen,
@@ -99,11 +101,9 @@ func (s *sessionOp) StateBytes() int {
 }
 
 func (s *sessionOp) slot(key []value.Value) int {
-	s.keyBuf = s.keyBuf[:0]
-	for _, v := range key {
-		s.keyBuf = value.AppendBinary(s.keyBuf, v)
-	}
-	slot, isNew := s.keys.Slot(s.keyBuf)
+	var slot int
+	var isNew bool
+	s.keyBuf, slot, isNew = keySlot(s.keys, s.keyBuf, key)
 	if isNew {
 		for len(s.open) <= slot {
 			s.open = append(s.open, nil)
@@ -151,7 +151,7 @@ func (s *sessionOp) Add(e *Event) error {
 		s.stats.Rejected++
 		return fmt.Errorf("%w: %d", ErrEventTime, e.Time)
 	}
-	if err := check(s.aggs, e); err != nil {
+	if err := check(s.aggs, s.masks, e); err != nil {
 		s.stats.Rejected++
 		return err
 	}

@@ -49,7 +49,7 @@ func newSliding(spec WindowSpec, aggs []Named, emit func(*Result)) (*sliding, er
 		emit:  emit,
 		leave: spec.EmitWhenEventLeft,
 	}
-	s.running = &block{cols: make([]Column, len(aggs))}
+	s.running = &block{cols: make([]Column, len(aggs)), shared: -1}
 	s.scratch = make([]Column, len(aggs))
 	for i, a := range aggs {
 		if !s.tiered[i] {
@@ -74,7 +74,7 @@ func (s *sliding) Add(e *Event) error {
 		s.stats.Rejected++
 		return fmt.Errorf("%w: %d", ErrEventTime, e.Time)
 	}
-	if err := check(s.aggs, e); err != nil {
+	if err := check(s.aggs, s.masks, e); err != nil {
 		s.stats.Rejected++
 		return err
 	}
@@ -192,7 +192,7 @@ func (s *sliding) mergeTiered(cols []Column, slot int, a, b int64) {
 	}
 	slices.Cover(a, b, s.levels, func(level int, idx int64) {
 		blk, ok := get(level, idx)
-		if !ok || slot >= len(blk.count) || blk.count[slot] == 0 {
+		if !ok || !blk.has(slot) {
 			return
 		}
 		for k, c := range cols {

@@ -299,3 +299,35 @@ func TestWindowGeometryErrors(t *testing.T) {
 		}
 	}
 }
+
+// The operators validate inputs with kind masks (kindMasks), which is exact
+// only if every aggregator's Accept depends on the input's kind alone.
+func TestAcceptDependsOnKindOnly(t *testing.T) {
+	samples := map[value.Kind][]value.Value{
+		value.KindNull:   {value.Null()},
+		value.KindBool:   {value.Bool(true), value.Bool(false)},
+		value.KindInt:    {value.Int(0), value.Int(-1 << 63), value.Int(42)},
+		value.KindFloat:  {value.Float(0.5), value.Float(-1e300), value.Float(0)},
+		value.KindString: {value.String(""), value.String("x")},
+		value.KindList:   {value.List(nil), value.List([]value.Value{value.Int(1)})},
+		value.KindRecord: {value.NewRecord(nil, nil), value.NewRecord([]string{"a"}, []value.Value{value.Null()})},
+	}
+	for _, fi := range Funcs() {
+		s := Spec{Func: fi.Name}
+		if fi.Param == "quantile" {
+			s.Quantile = 0.5
+		}
+		a, err := New(s)
+		if err != nil {
+			t.Fatalf("%s: %v", fi.Name, err)
+		}
+		for kind, vals := range samples {
+			first := a.Accept(vals[0]) == nil
+			for _, v := range vals[1:] {
+				if (a.Accept(v) == nil) != first {
+					t.Errorf("%s: Accept differs within kind %s", fi.Name, kind)
+				}
+			}
+		}
+	}
+}

@@ -5,16 +5,69 @@ package slices
 // keys that hold no state are freed and reused, lowest-freed-last, so the
 // number of slots stays bounded by the number of keys with open windows.
 //
-// Keys are opaque byte strings (the caller encodes the group key values).
+// Keys are opaque byte strings (the caller encodes the group key values),
+// or, looked up without any encoding, a single integer (SlotInt) or a single
+// string (SlotString). The three kinds live in separate maps: a caller must
+// always use the same method for the same key.
 type KeyTable struct {
-	slots map[string]int32
-	keys  []string // by slot; "" for a free slot
-	live  []bool
-	free  []int32
+	slots   map[string]int32
+	ints    map[int64]int32
+	strs    map[string]int32
+	keys    []string // by slot: the encoded or string key
+	intKeys []int64  // by slot: the integer key
+	kinds   []uint8  // by slot: keyFree, keyBytes, keyInt, keyString
+	free    []int32
 }
 
+const (
+	keyFree uint8 = iota
+	keyBytes
+	keyInt
+	keyString
+)
+
 // NewKeyTable returns an empty table.
-func NewKeyTable() *KeyTable { return &KeyTable{slots: make(map[string]int32)} }
+func NewKeyTable() *KeyTable {
+	return &KeyTable{slots: make(map[string]int32), ints: make(map[int64]int32), strs: make(map[string]int32)}
+}
+
+// alloc takes a free slot (or a new one) for a key of the given kind.
+func (t *KeyTable) alloc(kind uint8, key string, ik int64) int32 {
+	var s int32
+	if n := len(t.free); n > 0 {
+		s = t.free[n-1]
+		t.free = t.free[:n-1]
+		t.keys[s], t.intKeys[s], t.kinds[s] = key, ik, kind
+	} else {
+		s = int32(len(t.keys))
+		t.keys = append(t.keys, key)
+		t.intKeys = append(t.intKeys, ik)
+		t.kinds = append(t.kinds, kind)
+	}
+	return s
+}
+
+// SlotInt returns the slot of the single-integer key k, allocating one when
+// the key is new.
+func (t *KeyTable) SlotInt(k int64) (slot int, isNew bool) {
+	if s, ok := t.ints[k]; ok {
+		return int(s), false
+	}
+	s := t.alloc(keyInt, "", k)
+	t.ints[k] = s
+	return int(s), true
+}
+
+// SlotString returns the slot of the single-string key k, allocating one
+// when the key is new.
+func (t *KeyTable) SlotString(k string) (slot int, isNew bool) {
+	if s, ok := t.strs[k]; ok {
+		return int(s), false
+	}
+	s := t.alloc(keyString, k, 0)
+	t.strs[k] = s
+	return int(s), true
+}
 
 // Slot returns the slot of key, allocating one when the key is new; isNew
 // reports the allocation. The key bytes are copied when stored.
@@ -23,17 +76,7 @@ func (t *KeyTable) Slot(key []byte) (slot int, isNew bool) {
 		return int(s), false
 	}
 	k := string(key)
-	var s int32
-	if n := len(t.free); n > 0 {
-		s = t.free[n-1]
-		t.free = t.free[:n-1]
-		t.keys[s] = k
-		t.live[s] = true
-	} else {
-		s = int32(len(t.keys))
-		t.keys = append(t.keys, k)
-		t.live = append(t.live, true)
-	}
+	s := t.alloc(keyBytes, k, 0)
 	t.slots[k] = s
 	return int(s), true
 }
@@ -46,33 +89,41 @@ func (t *KeyTable) Lookup(key []byte) (int, bool) {
 
 // Free releases slot s; its key is forgotten and the slot may be reused.
 func (t *KeyTable) Free(s int) {
-	if s < 0 || s >= len(t.keys) || !t.live[s] {
+	if !t.Live(s) {
 		return
 	}
-	delete(t.slots, t.keys[s])
-	t.keys[s] = ""
-	t.live[s] = false
+	switch t.kinds[s] {
+	case keyBytes:
+		delete(t.slots, t.keys[s])
+	case keyInt:
+		delete(t.ints, t.intKeys[s])
+	case keyString:
+		delete(t.strs, t.keys[s])
+	}
+	t.keys[s], t.intKeys[s], t.kinds[s] = "", 0, keyFree
 	t.free = append(t.free, int32(s))
 }
 
-// Key returns the encoded key held by slot s.
-func (t *KeyTable) Key(s int) string { return t.keys[s] }
-
 // Live reports whether slot s holds a key.
-func (t *KeyTable) Live(s int) bool { return s >= 0 && s < len(t.live) && t.live[s] }
+func (t *KeyTable) Live(s int) bool { return s >= 0 && s < len(t.kinds) && t.kinds[s] != keyFree }
 
 // Cap returns the number of slots ever allocated (live or free): columns
 // indexed by slot need this many cells.
 func (t *KeyTable) Cap() int { return len(t.keys) }
 
 // Count returns the number of live keys.
-func (t *KeyTable) Count() int { return len(t.slots) }
+func (t *KeyTable) Count() int { return len(t.slots) + len(t.ints) + len(t.strs) }
 
-// SizeBytes estimates the heap bytes held.
+// SizeBytes estimates the heap bytes held: per slot a string header, an
+// integer and a kind byte; per live key a map entry and its bytes.
 func (t *KeyTable) SizeBytes() int {
-	n := len(t.keys)*(16+1) + cap(t.free)*4
+	n := len(t.keys)*(16+8+1) + cap(t.free)*4
+	n += len(t.ints) * 24
 	for k := range t.slots {
-		n += 2*len(k) + 48 // key bytes (map and keys share nothing), map entry overhead
+		n += len(k) + 32
+	}
+	for k := range t.strs {
+		n += len(k) + 32
 	}
 	return n
 }

@@ -194,3 +194,30 @@ func TestKeyTableReusesFreedSlots(t *testing.T) {
 		t.Fatal("freed key still found")
 	}
 }
+
+func TestKeyTableIntAndStringKeys(t *testing.T) {
+	kt := NewKeyTable()
+	i, _ := kt.SlotInt(7)
+	s, _ := kt.SlotString("7")
+	b, _ := kt.Slot([]byte("7"))
+	if i == s || s == b || i == b {
+		t.Fatal("keys of different kinds share a slot")
+	}
+	if again, isNew := kt.SlotInt(7); again != i || isNew {
+		t.Fatal("int key not found again")
+	}
+	if kt.Count() != 3 {
+		t.Fatalf("Count = %d", kt.Count())
+	}
+	kt.Free(i)
+	kt.Free(s)
+	if _, isNew := kt.SlotInt(7); !isNew {
+		t.Fatal("freed int key still present")
+	}
+	if _, isNew := kt.SlotString("7"); !isNew {
+		t.Fatal("freed string key still present")
+	}
+	if kt.Cap() != 3 {
+		t.Fatalf("slots not reused: cap %d", kt.Cap())
+	}
+}
