@@ -15,7 +15,8 @@
 #
 # stop DIR: stops the server started in DIR (fast shutdown) and removes DIR.
 #
-# Environment: PG_BIN (default /usr/lib/postgresql/15/bin), PG_VERSION (default 15).
+# Environment: PG_BIN (default /usr/lib/postgresql/$PG_VERSION/bin), PG_VERSION (default 15),
+# PG_TMPDIR (default /tmp; where the temp dir goes: the postgres user must be able to reach it).
 # Progress and errors go to stderr; the exit status is non-zero on failure.
 set -euo pipefail
 
@@ -84,7 +85,7 @@ start() {
   ensure_binaries
   ensure_pg_user
   local dir
-  dir=$(mktemp -d "${TMPDIR:-/tmp}/scenario-server-pg.XXXXXX")
+  dir=$(mktemp -d "${PG_TMPDIR:-/tmp}/scenario-server-pg.XXXXXX")
   touch "$dir/$MARKER"
   if [ "$(id -u)" -eq 0 ]; then
     chown -R postgres: "$dir"

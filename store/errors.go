@@ -1,0 +1,77 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNotFound means the scenario, version, deployment or checkpoint the call names does not
+// exist. The API answers 404. Returned wrapped, with what was missing in the message.
+var ErrNotFound = errors.New("not found")
+
+// ErrAlreadyExists means CreateScenario was given the name of an existing scenario (archived
+// scenarios keep their names). The API answers 409 and the user picks another name or
+// unarchives the existing one.
+var ErrAlreadyExists = errors.New("already exists")
+
+// ErrInvalidName means a scenario name breaks the rules of ValidateName. The API answers 400
+// with the message, which says which rule.
+var ErrInvalidName = errors.New("invalid scenario name")
+
+// ErrInvalidJSON means a graph or sink result value given to the store is not valid JSON. The
+// API answers 400; the runtime treats it as a bug in the sink.
+var ErrInvalidJSON = errors.New("invalid JSON")
+
+// ErrArchived means the call would change an archived scenario (new version, new deployment).
+// The API answers 409; the user unarchives the scenario first.
+var ErrArchived = errors.New("scenario is archived")
+
+// ErrDeploymentActive means the scenario has a deployment that is deploying or running, and
+// the call (a new deployment, archiving) needs it to have none. The caller cancels that
+// deployment with SetDeploymentStatus first, or answers 409.
+var ErrDeploymentActive = errors.New("scenario has an active deployment")
+
+// ErrConflict is what a *ConflictError matches with errors.Is.
+var ErrConflict = errors.New("version conflict")
+
+// ErrInvalidTransition is what a *TransitionError matches with errors.Is.
+var ErrInvalidTransition = errors.New("invalid deployment status transition")
+
+// ConflictError is returned by SaveVersion when the version the save started from (Base) is no
+// longer the latest: someone saved in between. It carries both sides so the caller can show
+// them and let the author merge; the API answers 409 with both versions. Check it with
+// errors.As; errors.Is(err, ErrConflict) is also true.
+type ConflictError struct {
+	// Base is the version number the rejected save started from.
+	Base int
+	// Latest is the latest stored version, with its graph.
+	Latest Version
+	// Attempted is what the caller tried to save, as it would have been stored (Number is
+	// Base+1, CreatedAt is zero); it was not stored.
+	Attempted Version
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("version conflict on scenario %q: saving on top of version %d, but the latest is version %d by %q",
+		e.Latest.Scenario, e.Base, e.Latest.Number, e.Latest.Author)
+}
+
+// Is makes errors.Is(err, ErrConflict) true for a *ConflictError.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// TransitionError is returned by SetDeploymentStatus when the deployment's current status does
+// not allow the requested one (see DeploymentStatus). The API answers 409 with the current
+// status; the runtime stops whatever it was about to do for that deployment. Check it with
+// errors.As; errors.Is(err, ErrInvalidTransition) is also true.
+type TransitionError struct {
+	Deployment int64
+	// From is the deployment's current status, To the refused one.
+	From, To DeploymentStatus
+}
+
+func (e *TransitionError) Error() string {
+	return fmt.Sprintf("deployment %d: cannot move from %s to %s", e.Deployment, e.From, e.To)
+}
+
+// Is makes errors.Is(err, ErrInvalidTransition) true for a *TransitionError.
+func (e *TransitionError) Is(target error) bool { return target == ErrInvalidTransition }

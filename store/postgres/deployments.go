@@ -1,0 +1,186 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/scenario-server/scenario-server/store"
+)
+
+const deploymentSelect = `
+SELECT d.id, s.name, d.version, d.status, d.reason, d.comment, d.user_name, d.created_at, d.updated_at
+FROM deployments d JOIN scenarios s ON s.id = d.scenario_id`
+
+func scanDeployment(row pgx.Row) (store.Deployment, error) {
+	var d store.Deployment
+	err := row.Scan(&d.ID, &d.Scenario, &d.Version, &d.Status, &d.Reason, &d.Comment, &d.User, &d.CreatedAt, &d.UpdatedAt)
+	d.CreatedAt, d.UpdatedAt = d.CreatedAt.UTC(), d.UpdatedAt.UTC()
+	return d, err
+}
+
+// getDeployment reads the deployment id, with suffix appended to the query (such as
+// " FOR NO KEY UPDATE OF d").
+func getDeployment(ctx context.Context, q querier, id int64, suffix string) (store.Deployment, error) {
+	d, err := scanDeployment(q.QueryRow(ctx, deploymentSelect+` WHERE d.id = $1`+suffix, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return d, store.ErrNotFound
+	}
+	return d, err
+}
+
+// CreateDeployment implements store.Store.
+func (s *Store) CreateDeployment(ctx context.Context, nd store.NewDeployment) (store.Deployment, error) {
+	t := now()
+	d := store.Deployment{Scenario: nd.Scenario, Version: nd.Version, Status: store.StatusDeploying,
+		Comment: nd.Comment, User: nd.User, CreatedAt: t, UpdatedAt: t}
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		// FOR NO KEY UPDATE: a concurrent SetArchived waits, so we never deploy an archived scenario.
+		row, err := lookupScenario(ctx, tx, nd.Scenario, ` FOR NO KEY UPDATE`)
+		if err != nil {
+			return err
+		}
+		if nd.Version < 1 || nd.Version > row.latestVersion {
+			return fmt.Errorf("version %d: %w", nd.Version, store.ErrNotFound)
+		}
+		if row.archived {
+			return store.ErrArchived
+		}
+		err = tx.QueryRow(ctx,
+			`INSERT INTO deployments (scenario_id, version, status, comment, user_name, created_at, updated_at)
+			 VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING id`,
+			row.id, d.Version, d.Status, d.Comment, d.User, t).Scan(&d.ID)
+		if isUnique(err, "deployments_one_active") {
+			return store.ErrDeploymentActive
+		}
+		return err
+	})
+	if err != nil {
+		return store.Deployment{}, fmt.Errorf("deploying version %d of %q: %w", nd.Version, nd.Scenario, err)
+	}
+	return d, nil
+}
+
+// GetDeployment implements store.Store.
+func (s *Store) GetDeployment(ctx context.Context, id int64) (store.Deployment, error) {
+	d, err := getDeployment(ctx, s.pool, id, "")
+	if err != nil {
+		return store.Deployment{}, fmt.Errorf("getting deployment %d: %w", id, err)
+	}
+	return d, nil
+}
+
+// SetDeploymentStatus implements store.Store.
+func (s *Store) SetDeploymentStatus(ctx context.Context, id int64, to store.DeploymentStatus, reason string) (store.Deployment, error) {
+	var d store.Deployment
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		// FOR NO KEY UPDATE OF d: concurrent changes of one deployment see each other's result.
+		d, err = getDeployment(ctx, tx, id, ` FOR NO KEY UPDATE OF d`)
+		if err != nil {
+			return err
+		}
+		if !d.Status.CanMoveTo(to) {
+			return &store.TransitionError{Deployment: id, From: d.Status, To: to}
+		}
+		d.Status, d.Reason, d.UpdatedAt = to, reason, now()
+		_, err = tx.Exec(ctx, `UPDATE deployments SET status = $1, reason = $2, updated_at = $3 WHERE id = $4`,
+			d.Status, d.Reason, d.UpdatedAt, id)
+		return err
+	})
+	if err != nil {
+		return store.Deployment{}, fmt.Errorf("setting status of deployment %d to %s: %w", id, to, err)
+	}
+	return d, nil
+}
+
+// ListDeployments implements store.Store.
+func (s *Store) ListDeployments(ctx context.Context, scenario string) ([]store.Deployment, error) {
+	row, err := lookupScenario(ctx, s.pool, scenario, "")
+	if err != nil {
+		return nil, fmt.Errorf("listing deployments: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, deploymentSelect+` WHERE d.scenario_id = $1 ORDER BY d.id DESC`, row.id)
+	if err != nil {
+		return nil, fmt.Errorf("listing deployments of %q: %w", scenario, err)
+	}
+	list, err := collect(rows, scanDeployment)
+	if err != nil {
+		return nil, fmt.Errorf("listing deployments of %q: %w", scenario, err)
+	}
+	return list, nil
+}
+
+// ListActiveDeployments implements store.Store.
+func (s *Store) ListActiveDeployments(ctx context.Context) ([]store.Deployment, error) {
+	rows, err := s.pool.Query(ctx, deploymentSelect+` WHERE d.status IN ('DEPLOYING', 'RUNNING') ORDER BY d.id`)
+	if err != nil {
+		return nil, fmt.Errorf("listing active deployments: %w", err)
+	}
+	list, err := collect(rows, scanDeployment)
+	if err != nil {
+		return nil, fmt.Errorf("listing active deployments: %w", err)
+	}
+	return list, nil
+}
+
+// foreignKeyViolation is SQLSTATE foreign_key_violation.
+const foreignKeyViolation = "23503"
+
+// PutCheckpoint implements store.Store.
+func (s *Store) PutCheckpoint(ctx context.Context, c store.Checkpoint) (store.Checkpoint, error) {
+	positions := c.Positions
+	if positions == nil {
+		positions = []store.SourcePosition{}
+	}
+	encoded, err := json.Marshal(positions)
+	if err != nil {
+		return store.Checkpoint{}, fmt.Errorf("saving checkpoint of deployment %d: %w", c.Deployment, err)
+	}
+	c.CreatedAt = now()
+	// One statement: the upsert locks the checkpoint row, and the foreign key refuses a
+	// deployment that does not exist.
+	err = s.pool.QueryRow(ctx,
+		`INSERT INTO checkpoints AS c (deployment_id, sequence, state, positions, created_at) VALUES ($1, 1, $2, $3, $4)
+		 ON CONFLICT (deployment_id) DO UPDATE SET sequence = c.sequence + 1, state = excluded.state,
+		   positions = excluded.positions, created_at = excluded.created_at
+		 RETURNING sequence`,
+		c.Deployment, nonNil(c.State), string(encoded), c.CreatedAt).Scan(&c.Sequence)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == foreignKeyViolation {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return store.Checkpoint{}, fmt.Errorf("saving checkpoint of deployment %d: %w", c.Deployment, err)
+	}
+	return c, nil
+}
+
+// GetLatestCheckpoint implements store.Store.
+func (s *Store) GetLatestCheckpoint(ctx context.Context, deployment int64) (store.Checkpoint, error) {
+	c := store.Checkpoint{Deployment: deployment}
+	var positions []byte
+	err := s.pool.QueryRow(ctx,
+		`SELECT sequence, state, positions::text, created_at FROM checkpoints WHERE deployment_id = $1`, deployment).
+		Scan(&c.Sequence, &c.State, &positions, &c.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err == nil {
+		c.CreatedAt = c.CreatedAt.UTC()
+		if err = json.Unmarshal(positions, &c.Positions); err != nil {
+			err = fmt.Errorf("decoding source positions: %w", err)
+		}
+		if len(c.Positions) == 0 {
+			c.Positions = nil
+		}
+	}
+	if err != nil {
+		return store.Checkpoint{}, fmt.Errorf("getting latest checkpoint of deployment %d: %w", deployment, err)
+	}
+	return c, nil
+}

@@ -1,0 +1,202 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/scenario-server/scenario-server/store"
+)
+
+const deploymentSelect = `
+SELECT d.id, s.name, d.version, d.status, d.reason, d.comment, d.user_name, d.created_at, d.updated_at
+FROM deployments d JOIN scenarios s ON s.id = d.scenario_id`
+
+func scanDeployment(row interface{ Scan(...any) error }) (store.Deployment, error) {
+	var d store.Deployment
+	var created, updated int64
+	err := row.Scan(&d.ID, &d.Scenario, &d.Version, &d.Status, &d.Reason, &d.Comment, &d.User, &created, &updated)
+	d.CreatedAt, d.UpdatedAt = fromMicros(created), fromMicros(updated)
+	return d, err
+}
+
+func getDeployment(ctx context.Context, q queryer, id int64) (store.Deployment, error) {
+	d, err := scanDeployment(q.QueryRowContext(ctx, deploymentSelect+` WHERE d.id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return d, store.ErrNotFound
+	}
+	return d, err
+}
+
+func listDeployments(ctx context.Context, q queryer, where string, args ...any) ([]store.Deployment, error) {
+	rows, err := q.QueryContext(ctx, deploymentSelect+where, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var list []store.Deployment
+	for rows.Next() {
+		d, err := scanDeployment(rows)
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, d)
+	}
+	return list, rows.Err()
+}
+
+// CreateDeployment implements store.Store.
+func (s *Store) CreateDeployment(ctx context.Context, nd store.NewDeployment) (store.Deployment, error) {
+	t := now()
+	d := store.Deployment{Scenario: nd.Scenario, Version: nd.Version, Status: store.StatusDeploying,
+		Comment: nd.Comment, User: nd.User, CreatedAt: t, UpdatedAt: t}
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		row, err := lookupScenario(ctx, tx, nd.Scenario)
+		if err != nil {
+			return err
+		}
+		if nd.Version < 1 || nd.Version > row.latestVersion {
+			return fmt.Errorf("version %d: %w", nd.Version, store.ErrNotFound)
+		}
+		if row.archived {
+			return store.ErrArchived
+		}
+		err = tx.QueryRowContext(ctx,
+			`INSERT INTO deployments (scenario_id, version, status, comment, user_name, created_at, updated_at)
+			 VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+			row.id, d.Version, d.Status, d.Comment, d.User, micros(t), micros(t)).Scan(&d.ID)
+		if isUnique(err) { // deployments_one_active
+			return store.ErrDeploymentActive
+		}
+		return err
+	})
+	if err != nil {
+		return store.Deployment{}, fmt.Errorf("deploying version %d of %q: %w", nd.Version, nd.Scenario, err)
+	}
+	return d, nil
+}
+
+// GetDeployment implements store.Store.
+func (s *Store) GetDeployment(ctx context.Context, id int64) (store.Deployment, error) {
+	d, err := getDeployment(ctx, s.read, id)
+	if err != nil {
+		return store.Deployment{}, fmt.Errorf("getting deployment %d: %w", id, err)
+	}
+	return d, nil
+}
+
+// SetDeploymentStatus implements store.Store.
+func (s *Store) SetDeploymentStatus(ctx context.Context, id int64, to store.DeploymentStatus, reason string) (store.Deployment, error) {
+	var d store.Deployment
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		d, err = getDeployment(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if !d.Status.CanMoveTo(to) {
+			return &store.TransitionError{Deployment: id, From: d.Status, To: to}
+		}
+		d.Status, d.Reason, d.UpdatedAt = to, reason, now()
+		_, err = tx.ExecContext(ctx, `UPDATE deployments SET status = ?, reason = ?, updated_at = ? WHERE id = ?`,
+			d.Status, d.Reason, micros(d.UpdatedAt), id)
+		return err
+	})
+	if err != nil {
+		return store.Deployment{}, fmt.Errorf("setting status of deployment %d to %s: %w", id, to, err)
+	}
+	return d, nil
+}
+
+// ListDeployments implements store.Store.
+func (s *Store) ListDeployments(ctx context.Context, scenario string) ([]store.Deployment, error) {
+	row, err := lookupScenario(ctx, s.read, scenario)
+	if err != nil {
+		return nil, fmt.Errorf("listing deployments: %w", err)
+	}
+	list, err := listDeployments(ctx, s.read, ` WHERE d.scenario_id = ? ORDER BY d.id DESC`, row.id)
+	if err != nil {
+		return nil, fmt.Errorf("listing deployments of %q: %w", scenario, err)
+	}
+	return list, nil
+}
+
+// ListActiveDeployments implements store.Store.
+func (s *Store) ListActiveDeployments(ctx context.Context) ([]store.Deployment, error) {
+	list, err := listDeployments(ctx, s.read, ` WHERE d.status IN ('DEPLOYING', 'RUNNING') ORDER BY d.id`)
+	if err != nil {
+		return nil, fmt.Errorf("listing active deployments: %w", err)
+	}
+	return list, nil
+}
+
+// PutCheckpoint implements store.Store.
+func (s *Store) PutCheckpoint(ctx context.Context, c store.Checkpoint) (store.Checkpoint, error) {
+	positions, err := json.Marshal(nonNilPositions(c.Positions))
+	if err != nil {
+		return store.Checkpoint{}, fmt.Errorf("saving checkpoint of deployment %d: %w", c.Deployment, err)
+	}
+	c.CreatedAt = now()
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		var exists bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM deployments WHERE id = ?)`, c.Deployment).
+			Scan(&exists); err != nil {
+			return err
+		}
+		if !exists {
+			return store.ErrNotFound
+		}
+		return tx.QueryRowContext(ctx,
+			`INSERT INTO checkpoints (deployment_id, sequence, state, positions, created_at) VALUES (?, 1, ?, ?, ?)
+			 ON CONFLICT (deployment_id) DO UPDATE SET sequence = sequence + 1, state = excluded.state,
+			   positions = excluded.positions, created_at = excluded.created_at
+			 RETURNING sequence`,
+			c.Deployment, nonNil(c.State), string(positions), micros(c.CreatedAt)).Scan(&c.Sequence)
+	})
+	if err != nil {
+		return store.Checkpoint{}, fmt.Errorf("saving checkpoint of deployment %d: %w", c.Deployment, err)
+	}
+	return c, nil
+}
+
+// GetLatestCheckpoint implements store.Store.
+func (s *Store) GetLatestCheckpoint(ctx context.Context, deployment int64) (store.Checkpoint, error) {
+	c := store.Checkpoint{Deployment: deployment}
+	var positions []byte
+	var created int64
+	err := s.read.QueryRowContext(ctx,
+		`SELECT sequence, state, positions, created_at FROM checkpoints WHERE deployment_id = ?`, deployment).
+		Scan(&c.Sequence, &c.State, &positions, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err == nil {
+		c.CreatedAt = fromMicros(created)
+		err = decodePositions(positions, &c)
+	}
+	if err != nil {
+		return store.Checkpoint{}, fmt.Errorf("getting latest checkpoint of deployment %d: %w", deployment, err)
+	}
+	return c, nil
+}
+
+// nonNilPositions makes a nil list encode as [] instead of null.
+func nonNilPositions(p []store.SourcePosition) []store.SourcePosition {
+	if p == nil {
+		return []store.SourcePosition{}
+	}
+	return p
+}
+
+// decodePositions sets c.Positions from their JSON; an empty list becomes nil.
+func decodePositions(data []byte, c *store.Checkpoint) error {
+	if err := json.Unmarshal(data, &c.Positions); err != nil {
+		return fmt.Errorf("decoding source positions: %w", err)
+	}
+	if len(c.Positions) == 0 {
+		c.Positions = nil
+	}
+	return nil
+}

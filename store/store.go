@@ -1,0 +1,334 @@
+// Package store persists scenarios, their versions, deployments, checkpoints, collected sink
+// results and the accepted-events logs of HTTP sources.
+//
+// Store is the one interface; store/sqlite (the default: a file in the data directory) and
+// store/postgres (PostgreSQL through pgxpool) implement it, and store/storetest is the
+// conformance suite both pass. Both apply their migrations (migrations/sqlite,
+// migrations/postgres) when opened.
+//
+// Scenarios are addressed by name. Nothing is ever hard-deleted: scenarios are archived, and
+// deployments end as canceled or failed. Times are UTC with microsecond precision, set by the
+// store when it writes.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Store is the server's persistence. All methods are safe for concurrent use, from one process
+// or several processes sharing the same database; each call is atomic (it either happens
+// completely or not at all). ctx bounds the call only: cancelling it aborts the call with an
+// error wrapping ctx.Err() and rolls back what the call had done.
+//
+// Errors are wrapped with context and checked with errors.Is / errors.As against the sentinels
+// and typed errors of this package (ErrNotFound, ErrAlreadyExists, ErrInvalidName, ErrInvalidJSON,
+// ErrArchived, ErrDeploymentActive, *ConflictError, *TransitionError); any other error is a
+// failure of the database itself (the caller reports it as an internal error, and may retry).
+type Store interface {
+	// CreateScenario creates the scenario name, not archived, with first as its version 1, and
+	// returns that version.
+	// Errors: ErrInvalidName when ValidateName rejects name; ErrInvalidJSON when first.Graph is
+	// not valid JSON; ErrAlreadyExists when a scenario of that name exists, archived or not.
+	CreateScenario(ctx context.Context, name string, first Draft) (Version, error)
+
+	// GetScenario returns the scenario name, archived or not. Errors: ErrNotFound.
+	GetScenario(ctx context.Context, name string) (Scenario, error)
+
+	// ListScenarios returns the scenarios matching filter, ordered by name (byte order).
+	// An empty result is a nil slice and no error.
+	ListScenarios(ctx context.Context, filter ScenarioFilter) ([]Scenario, error)
+
+	// SetArchived archives (archived=true) or unarchives the scenario name and returns it.
+	// Setting the state it already has is not an error. Archived scenarios keep their versions
+	// and history but cannot get new versions or deployments.
+	// Errors: ErrNotFound; ErrDeploymentActive when archiving a scenario that has a deploying
+	// or running deployment (the caller cancels it first).
+	SetArchived(ctx context.Context, name string, archived bool) (Scenario, error)
+
+	// SaveVersion stores draft as the next version of the scenario name, on top of version
+	// base, the version the author started editing from, and returns the new version
+	// (Number = base+1). This is optimistic concurrency: of several saves on the same base,
+	// exactly one succeeds.
+	// Errors: *ConflictError (errors.Is ErrConflict) when base exists but is no longer the
+	// latest version: the caller shows both versions and lets the author merge and save again
+	// on top of ConflictError.Latest.Number; ErrNotFound when the scenario or version base does
+	// not exist; ErrArchived when the scenario is archived; ErrInvalidJSON when draft.Graph is
+	// not valid JSON.
+	SaveVersion(ctx context.Context, name string, base int, draft Draft) (Version, error)
+
+	// GetVersion returns version number (1, 2, ...) of the scenario name, with its graph.
+	// Errors: ErrNotFound when the scenario or the version does not exist.
+	GetVersion(ctx context.Context, name string, number int) (Version, error)
+
+	// GetLatestVersion returns the latest version of the scenario name, with its graph.
+	// Errors: ErrNotFound.
+	GetLatestVersion(ctx context.Context, name string) (Version, error)
+
+	// ListVersions returns the version history of the scenario name, newest first, without
+	// graphs (Graph is nil; GetVersion fetches one). Errors: ErrNotFound.
+	ListVersions(ctx context.Context, name string) ([]Version, error)
+
+	// CreateDeployment records a request to deploy version d.Version of scenario d.Scenario,
+	// with status StatusDeploying, and returns it with its ID.
+	// Errors: ErrNotFound when the scenario or version does not exist; ErrArchived when the
+	// scenario is archived; ErrDeploymentActive when the scenario already has a deploying or
+	// running deployment (the caller cancels it first, see SetDeploymentStatus).
+	CreateDeployment(ctx context.Context, d NewDeployment) (Deployment, error)
+
+	// GetDeployment returns the deployment id. Errors: ErrNotFound.
+	GetDeployment(ctx context.Context, id int64) (Deployment, error)
+
+	// SetDeploymentStatus moves the deployment id to status to, following the state machine
+	// described at DeploymentStatus, and returns it. reason says why (the failure message for
+	// StatusFailed, who canceled and why for StatusCanceled); it is stored as given and may be
+	// empty. Setting the status the deployment already has is a transition error too.
+	// Errors: ErrNotFound; *TransitionError (errors.Is ErrInvalidTransition) when the
+	// deployment's current status does not allow moving to "to", for example after another
+	// caller canceled it.
+	SetDeploymentStatus(ctx context.Context, id int64, to DeploymentStatus, reason string) (Deployment, error)
+
+	// ListDeployments returns the deployment history of the scenario name, newest first.
+	// Errors: ErrNotFound when the scenario does not exist.
+	ListDeployments(ctx context.Context, scenario string) ([]Deployment, error)
+
+	// ListActiveDeployments returns every deployment whose status is deploying or running,
+	// over all scenarios, ordered by ID: what the runtime restarts when the server starts.
+	ListActiveDeployments(ctx context.Context) ([]Deployment, error)
+
+	// PutCheckpoint stores c as the latest checkpoint of deployment c.Deployment, replacing
+	// the previous one (only the latest is kept), and returns it with its Sequence (1 for the
+	// first checkpoint of a deployment, then +1 per put) and CreatedAt set.
+	// Errors: ErrNotFound when the deployment does not exist.
+	PutCheckpoint(ctx context.Context, c Checkpoint) (Checkpoint, error)
+
+	// GetLatestCheckpoint returns the latest checkpoint of the deployment.
+	// Errors: ErrNotFound when the deployment does not exist or has no checkpoint yet (the
+	// runtime then starts with empty state).
+	GetLatestCheckpoint(ctx context.Context, deployment int64) (Checkpoint, error)
+
+	// AppendSinkResults appends results, in order, to the collected results of the scenario
+	// and returns their IDs: consecutive, starting right after the scenario's last ID (the
+	// first result of a scenario has ID 1). IDs increase in commit order, so a reader that
+	// pages with ReadSinkResults never skips a result. An empty batch stores nothing and
+	// returns nil.
+	// Errors: ErrNotFound when the scenario does not exist; ErrInvalidJSON when a Value is not
+	// valid JSON (nothing of the batch is stored).
+	AppendSinkResults(ctx context.Context, scenario string, results []NewSinkResult) ([]int64, error)
+
+	// ReadSinkResults returns up to limit results of the scenario with ID > after, in ID
+	// order; limit ≤ 0 means DefaultReadLimit, and limit is capped at MaxReadLimit. Pass the
+	// last returned ID as after to read the next page; an empty page means no newer results
+	// yet. sink, when not empty, keeps only the results of that sink node.
+	// Errors: ErrNotFound when the scenario does not exist.
+	ReadSinkResults(ctx context.Context, scenario string, sink string, after int64, limit int) ([]SinkResult, error)
+
+	// AppendEvents durably appends a batch of events (opaque payloads, usually JSON) to the
+	// event log of an HTTP source, all or nothing, and returns their offsets: consecutive,
+	// starting at the log's next offset (0 for a new log; never reused, even after
+	// TruncateEvents). When it returns without error the events are accepted: they survive a
+	// crash. An empty batch stores nothing and returns nil.
+	// Errors: ErrNotFound when the scenario does not exist.
+	AppendEvents(ctx context.Context, log EventLog, payloads [][]byte) ([]int64, error)
+
+	// ReadEvents returns up to limit events of the log with Offset ≥ from, in offset order;
+	// limit ≤ 0 means DefaultReadLimit, and limit is capped at MaxReadLimit. When from is below
+	// the truncation point the first event returned has an Offset greater than from: the
+	// events in between were truncated. A log that has no events (never appended, or all
+	// truncated) returns nil.
+	// Errors: ErrNotFound when the scenario does not exist.
+	ReadEvents(ctx context.Context, log EventLog, from int64, limit int) ([]Event, error)
+
+	// TruncateEvents deletes the events of the log with Offset < below (the runtime calls it
+	// once a checkpoint covers them) and returns how many it deleted. Offsets of later appends
+	// are unaffected.
+	// Errors: ErrNotFound when the scenario does not exist.
+	TruncateEvents(ctx context.Context, log EventLog, below int64) (int64, error)
+
+	// Close releases the database. Calls after the first return nil; other methods must not be
+	// called after Close.
+	Close() error
+}
+
+// Read limits of ReadSinkResults and ReadEvents, in rows.
+const (
+	DefaultReadLimit = 100
+	MaxReadLimit     = 10_000
+)
+
+// Scenario is a stored scenario without its graph (see Version).
+type Scenario struct {
+	// Name identifies the scenario; see ValidateName.
+	Name string
+	// Archived scenarios are hidden from the default list and cannot change.
+	Archived bool
+	// LatestVersion is the number of the latest version (1, 2, ...).
+	LatestVersion int
+	// CreatedAt and CreatedBy are the time and author of version 1.
+	CreatedAt time.Time
+	CreatedBy string
+	// ModifiedAt and ModifiedBy are the time and author of the latest version.
+	ModifiedAt time.Time
+	ModifiedBy string
+}
+
+// Draft is what a caller saves as a new version.
+type Draft struct {
+	// Graph is the scenario graph as JSON, stored byte for byte as given.
+	Graph json.RawMessage
+	// Comment says what changed; may be empty.
+	Comment string
+	// Author is the user who saved it; may be empty.
+	Author string
+}
+
+// Version is one saved version of a scenario.
+type Version struct {
+	Scenario string
+	// Number counts from 1 per scenario, without gaps.
+	Number    int
+	Graph     json.RawMessage
+	Comment   string
+	Author    string
+	CreatedAt time.Time
+}
+
+// ArchiveFilter selects scenarios by their archived flag. The zero value lists the ones that
+// are not archived.
+type ArchiveFilter int
+
+const (
+	// NotArchived keeps only the scenarios that are not archived.
+	NotArchived ArchiveFilter = iota
+	// OnlyArchived keeps only the archived scenarios.
+	OnlyArchived
+	// AnyArchived keeps both.
+	AnyArchived
+)
+
+// ScenarioFilter selects scenarios for ListScenarios. The zero value lists every scenario that
+// is not archived.
+type ScenarioFilter struct {
+	// NameContains keeps the scenarios whose name contains it, ignoring ASCII case; empty
+	// keeps all.
+	NameContains string
+	Archived     ArchiveFilter
+}
+
+// DeploymentStatus is the state of a deployment. A deployment starts as StatusDeploying; its
+// status then moves only along these transitions:
+//
+//	DEPLOYING → RUNNING | FAILED | CANCELED
+//	RUNNING   → FAILED | CANCELED
+//
+// CANCELED and FAILED are final. A scenario whose latest deployment is final, or that was
+// never deployed, is not deployed (StatusNotDeployed, which no stored deployment has).
+// A scenario has at most one deployment that is not final.
+type DeploymentStatus string
+
+const (
+	StatusNotDeployed DeploymentStatus = "NOT_DEPLOYED"
+	StatusDeploying   DeploymentStatus = "DEPLOYING"
+	StatusRunning     DeploymentStatus = "RUNNING"
+	StatusCanceled    DeploymentStatus = "CANCELED"
+	StatusFailed      DeploymentStatus = "FAILED"
+)
+
+// Active reports whether s is deploying or running.
+func (s DeploymentStatus) Active() bool {
+	return s == StatusDeploying || s == StatusRunning
+}
+
+// CanMoveTo reports whether a deployment in status s may move to status to.
+func (s DeploymentStatus) CanMoveTo(to DeploymentStatus) bool {
+	switch s {
+	case StatusDeploying:
+		return to == StatusRunning || to == StatusFailed || to == StatusCanceled
+	case StatusRunning:
+		return to == StatusFailed || to == StatusCanceled
+	}
+	return false
+}
+
+// NewDeployment is a request to deploy a version of a scenario.
+type NewDeployment struct {
+	Scenario string
+	Version  int
+	// Comment and User say why and who; both may be empty.
+	Comment string
+	User    string
+}
+
+// Deployment is one deploy of one version of a scenario, from request to its end.
+type Deployment struct {
+	// ID is unique over all scenarios, increasing with creation.
+	ID       int64
+	Scenario string
+	Version  int
+	Status   DeploymentStatus
+	// Reason is the reason given with the latest status change (failure message, cancel
+	// note); empty when none was given.
+	Reason  string
+	Comment string
+	User    string
+	// CreatedAt is when the deploy was requested; UpdatedAt when the status last changed.
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Checkpoint is the saved runtime state of a deployment, from which it resumes after a
+// restart.
+type Checkpoint struct {
+	Deployment int64
+	// Sequence is set by PutCheckpoint: 1 for a deployment's first checkpoint, then +1.
+	Sequence int64
+	// State is the runtime's serialized operator state; opaque to the store.
+	State []byte
+	// Positions are the source positions the state covers: where each source resumes.
+	Positions []SourcePosition
+	// CreatedAt is set by PutCheckpoint.
+	CreatedAt time.Time
+}
+
+// SourcePosition is the position of one source (one partition of it) in its input.
+type SourcePosition struct {
+	// Source is the source node's ID in the scenario graph.
+	Source string `json:"source"`
+	// Partition is the input partition (Kafka partition; 0 for unpartitioned sources).
+	Partition int32 `json:"partition"`
+	// Offset is the next offset to read: Kafka offset, event log offset or byte offset.
+	Offset int64 `json:"offset"`
+}
+
+// NewSinkResult is one result a sink produced, to be appended.
+type NewSinkResult struct {
+	// Sink is the sink node's ID in the scenario graph.
+	Sink string
+	// Value is the result as JSON, stored byte for byte as given.
+	Value json.RawMessage
+}
+
+// SinkResult is one collected sink result.
+type SinkResult struct {
+	// ID increases by 1 per result of the same scenario, from 1: the read cursor.
+	ID        int64
+	Sink      string
+	Value     json.RawMessage
+	CreatedAt time.Time
+}
+
+// EventLog names the accepted-events log of one HTTP source node of a scenario.
+type EventLog struct {
+	Scenario string
+	// Source is the source node's ID in the scenario graph.
+	Source string
+}
+
+// Event is one accepted event of an event log.
+type Event struct {
+	// Offset is the event's position in its log, from 0, increasing by 1 per event.
+	Offset     int64
+	Payload    []byte
+	AcceptedAt time.Time
+}

@@ -1,0 +1,973 @@
+// Package storetest is the conformance suite that every store.Store implementation passes.
+//
+// An implementation's test calls Run with a function that opens its store:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) store.Store { ... })
+//	}
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/scenario-server/scenario-server/store"
+)
+
+// Run runs the conformance suite as parallel subtests of t.
+//
+// open is called with a subtest's t. The first call for a given t returns a new, empty store;
+// a later call with the same t, after the previous store was closed, returns a store on the same
+// data (same data directory, same database), as a server restart would. open registers the
+// store's Close with t.Cleanup (Close is idempotent, so the suite may close it earlier) and
+// fails t when the store cannot be opened.
+func Run(t *testing.T, open func(t *testing.T) store.Store) {
+	tests := []struct {
+		name string
+		test func(t *testing.T, open func(t *testing.T) store.Store)
+	}{
+		{"ValidateName", testValidateName},
+		{"CreateScenario", testCreateScenario},
+		{"GraphBytesKept", testGraphBytesKept},
+		{"NotFound", testNotFound},
+		{"SaveVersion", testSaveVersion},
+		{"ConflictOnStaleBase", testConflictOnStaleBase},
+		{"ConcurrentSavesOneWins", testConcurrentSavesOneWins},
+		{"ListScenarios", testListScenarios},
+		{"Archive", testArchive},
+		{"Deployments", testDeployments},
+		{"DeploymentTransitions", testDeploymentTransitions},
+		{"Checkpoints", testCheckpoints},
+		{"SinkResults", testSinkResults},
+		{"ConcurrentSinkAppends", testConcurrentSinkAppends},
+		{"EventLog", testEventLog},
+		{"CanceledContext", testCanceledContext},
+		{"SurvivesReopen", testSurvivesReopen},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.test(t, open)
+		})
+	}
+}
+
+// must(f())(t) fails t when f's error is not nil and returns f's value otherwise.
+func must[T any](v T, err error) func(t *testing.T) T {
+	return func(t *testing.T) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+}
+
+// wantErr fails t unless errors.Is(err, target).
+func wantErr(t *testing.T, what string, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Errorf("%s: got error %v, want one wrapping %q", what, err, target)
+	}
+}
+
+func graph(n int) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"properties":{"n":%d},"nodes":[],"edges":[]}`, n))
+}
+
+func draft(n int, author string) store.Draft {
+	return store.Draft{Graph: graph(n), Comment: fmt.Sprintf("change %d", n), Author: author}
+}
+
+// checkTime fails t unless got is UTC, whole microseconds, and within [from, to] (widened to
+// whole microseconds).
+func checkTime(t *testing.T, what string, got, from, to time.Time) {
+	t.Helper()
+	if got.Location() != time.UTC {
+		t.Errorf("%s: location %v, want UTC", what, got.Location())
+	}
+	if got.Nanosecond()%1000 != 0 {
+		t.Errorf("%s: %v has sub-microsecond digits", what, got)
+	}
+	from, to = from.Truncate(time.Microsecond), to.Add(time.Microsecond)
+	if got.Before(from) || got.After(to) {
+		t.Errorf("%s: %v, want between %v and %v", what, got, from, to)
+	}
+}
+
+func checkVersion(t *testing.T, what string, got, want store.Version) {
+	t.Helper()
+	if got.Scenario != want.Scenario || got.Number != want.Number || got.Comment != want.Comment ||
+		got.Author != want.Author || !bytes.Equal(got.Graph, want.Graph) || !got.CreatedAt.Equal(want.CreatedAt) {
+		t.Errorf("%s:\n got %+v\nwant %+v", what, got, want)
+	}
+}
+
+func testValidateName(t *testing.T, open func(t *testing.T) store.Store) {
+	valid := []string{"a", "Fraud check", "fraud-check_v2.1", "A1 b2 C3", strings.Repeat("x", store.MaxNameLength), "..a", "a.."}
+	invalid := []string{"", " a", "a ", " ", strings.Repeat("x", store.MaxNameLength+1), "a/b", "a\tb", "ża", "a\nb",
+		"a?b", "a%b", ".", "..", "\xff"}
+	for _, name := range valid {
+		if err := store.ValidateName(name); err != nil {
+			t.Errorf("ValidateName(%q) = %v, want nil", name, err)
+		}
+	}
+	for _, name := range invalid {
+		if err := store.ValidateName(name); !errors.Is(err, store.ErrInvalidName) {
+			t.Errorf("ValidateName(%q) = %v, want ErrInvalidName", name, err)
+		}
+	}
+
+	s := open(t)
+	ctx := t.Context()
+	for _, name := range invalid {
+		_, err := s.CreateScenario(ctx, name, draft(1, "ann"))
+		wantErr(t, fmt.Sprintf("CreateScenario(%q)", name), err, store.ErrInvalidName)
+	}
+	for _, name := range valid {
+		must(s.CreateScenario(ctx, name, draft(1, "ann")))(t)
+	}
+	list := must(s.ListScenarios(ctx, store.ScenarioFilter{}))(t)
+	if len(list) != len(valid) {
+		t.Errorf("ListScenarios: %d scenarios, want %d", len(list), len(valid))
+	}
+}
+
+func testCreateScenario(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	before := time.Now()
+	v := must(s.CreateScenario(ctx, "fraud", draft(1, "ann")))(t)
+	after := time.Now()
+	checkTime(t, "version 1 CreatedAt", v.CreatedAt, before, after)
+	want := store.Version{Scenario: "fraud", Number: 1, Graph: graph(1), Comment: "change 1", Author: "ann", CreatedAt: v.CreatedAt}
+	checkVersion(t, "CreateScenario", v, want)
+	checkVersion(t, "GetVersion(1)", must(s.GetVersion(ctx, "fraud", 1))(t), want)
+	checkVersion(t, "GetLatestVersion", must(s.GetLatestVersion(ctx, "fraud"))(t), want)
+
+	sc := must(s.GetScenario(ctx, "fraud"))(t)
+	wantSc := store.Scenario{Name: "fraud", LatestVersion: 1, CreatedAt: v.CreatedAt, CreatedBy: "ann",
+		ModifiedAt: v.CreatedAt, ModifiedBy: "ann"}
+	if sc != wantSc {
+		t.Errorf("GetScenario:\n got %+v\nwant %+v", sc, wantSc)
+	}
+
+	_, err := s.CreateScenario(ctx, "fraud", draft(2, "bob"))
+	wantErr(t, "CreateScenario of an existing name", err, store.ErrAlreadyExists)
+	_, err = s.CreateScenario(ctx, "Fraud", draft(2, "bob"))
+	if err != nil {
+		t.Errorf("CreateScenario(Fraud) next to fraud: %v (names are case-sensitive)", err)
+	}
+	must(s.SetArchived(ctx, "fraud", true))(t)
+	_, err = s.CreateScenario(ctx, "fraud", draft(2, "bob"))
+	wantErr(t, "CreateScenario of an archived name", err, store.ErrAlreadyExists)
+
+	for _, bad := range []string{"", "{", `{"a":}`, "nul", "{} {}"} {
+		_, err = s.CreateScenario(ctx, "bad json", store.Draft{Graph: json.RawMessage(bad)})
+		wantErr(t, fmt.Sprintf("CreateScenario with graph %q", bad), err, store.ErrInvalidJSON)
+	}
+	_, err = s.GetScenario(ctx, "bad json")
+	wantErr(t, "GetScenario after refused create", err, store.ErrNotFound)
+
+	// Empty comment and author are allowed.
+	v = must(s.CreateScenario(ctx, "anonymous", store.Draft{Graph: json.RawMessage(`{}`)}))(t)
+	if v.Comment != "" || v.Author != "" {
+		t.Errorf("anonymous version: %+v", v)
+	}
+}
+
+func testGraphBytesKept(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	// Key order, whitespace, number spelling, escapes and non-ASCII text survive byte for byte.
+	raw := json.RawMessage("{\"z\": 1,\n  \"a\" : [1.50, 2e3, -0],\t\"s\": \"ż\\u00f3\\\"\", \"n\":null}")
+	must(s.CreateScenario(ctx, "bytes", store.Draft{Graph: raw}))(t)
+	if got := must(s.GetLatestVersion(ctx, "bytes"))(t).Graph; !bytes.Equal(got, raw) {
+		t.Errorf("graph changed:\n got %s\nwant %s", got, raw)
+	}
+	big := json.RawMessage(`{"nodes":[` + strings.Repeat(`{"id":"node","type":"Filter"},`, 20_000) + `{}]}`)
+	must(s.SaveVersion(ctx, "bytes", 1, store.Draft{Graph: big}))(t)
+	if got := must(s.GetVersion(ctx, "bytes", 2))(t).Graph; !bytes.Equal(got, big) {
+		t.Errorf("big graph (%d bytes) changed: got %d bytes", len(big), len(got))
+	}
+}
+
+func testNotFound(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	must(s.CreateScenario(ctx, "exists", draft(1, "ann")))(t)
+	log := store.EventLog{Scenario: "missing", Source: "http"}
+	calls := map[string]func() error{
+		"GetScenario":        func() error { _, err := s.GetScenario(ctx, "missing"); return err },
+		"SetArchived":        func() error { _, err := s.SetArchived(ctx, "missing", true); return err },
+		"SaveVersion":        func() error { _, err := s.SaveVersion(ctx, "missing", 1, draft(2, "")); return err },
+		"SaveVersion base 0": func() error { _, err := s.SaveVersion(ctx, "exists", 0, draft(2, "")); return err },
+		"SaveVersion base 2": func() error { _, err := s.SaveVersion(ctx, "exists", 2, draft(2, "")); return err },
+		"GetVersion":         func() error { _, err := s.GetVersion(ctx, "missing", 1); return err },
+		"GetVersion 0":       func() error { _, err := s.GetVersion(ctx, "exists", 0); return err },
+		"GetVersion 2":       func() error { _, err := s.GetVersion(ctx, "exists", 2); return err },
+		"GetLatestVersion":   func() error { _, err := s.GetLatestVersion(ctx, "missing"); return err },
+		"ListVersions":       func() error { _, err := s.ListVersions(ctx, "missing"); return err },
+		"CreateDeployment": func() error {
+			_, err := s.CreateDeployment(ctx, store.NewDeployment{Scenario: "missing", Version: 1})
+			return err
+		},
+		"CreateDeployment v2": func() error {
+			_, err := s.CreateDeployment(ctx, store.NewDeployment{Scenario: "exists", Version: 2})
+			return err
+		},
+		"GetDeployment": func() error { _, err := s.GetDeployment(ctx, 424242); return err },
+		"SetDeploymentStatus": func() error {
+			_, err := s.SetDeploymentStatus(ctx, 424242, store.StatusRunning, "")
+			return err
+		},
+		"ListDeployments":     func() error { _, err := s.ListDeployments(ctx, "missing"); return err },
+		"PutCheckpoint":       func() error { _, err := s.PutCheckpoint(ctx, store.Checkpoint{Deployment: 424242}); return err },
+		"GetLatestCheckpoint": func() error { _, err := s.GetLatestCheckpoint(ctx, 424242); return err },
+		"AppendSinkResults": func() error {
+			_, err := s.AppendSinkResults(ctx, "missing", []store.NewSinkResult{{Sink: "out", Value: json.RawMessage(`1`)}})
+			return err
+		},
+		"ReadSinkResults": func() error { _, err := s.ReadSinkResults(ctx, "missing", "", 0, 10); return err },
+		"AppendEvents":    func() error { _, err := s.AppendEvents(ctx, log, [][]byte{[]byte(`{}`)}); return err },
+		"ReadEvents":      func() error { _, err := s.ReadEvents(ctx, log, 0, 10); return err },
+		"TruncateEvents":  func() error { _, err := s.TruncateEvents(ctx, log, 10); return err },
+	}
+	for name, call := range calls {
+		wantErr(t, name, call(), store.ErrNotFound)
+	}
+
+	// Existing but empty things are not errors.
+	if l := must(s.ListDeployments(ctx, "exists"))(t); l != nil {
+		t.Errorf("ListDeployments of a never deployed scenario = %v, want nil", l)
+	}
+	if l := must(s.ReadSinkResults(ctx, "exists", "", 0, 10))(t); l != nil {
+		t.Errorf("ReadSinkResults without results = %v, want nil", l)
+	}
+	if l := must(s.ReadEvents(ctx, store.EventLog{Scenario: "exists", Source: "http"}, 0, 10))(t); l != nil {
+		t.Errorf("ReadEvents of an empty log = %v, want nil", l)
+	}
+	if n := must(s.TruncateEvents(ctx, store.EventLog{Scenario: "exists", Source: "http"}, 10))(t); n != 0 {
+		t.Errorf("TruncateEvents of an empty log = %d, want 0", n)
+	}
+	if l := must(s.ListScenarios(ctx, store.ScenarioFilter{NameContains: "nothing like it"}))(t); l != nil {
+		t.Errorf("ListScenarios without match = %v, want nil", l)
+	}
+}
+
+func testSaveVersion(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	v1 := must(s.CreateScenario(ctx, "alerts", draft(1, "ann")))(t)
+	var saved []store.Version
+	saved = append(saved, v1)
+	for n := 2; n <= 5; n++ {
+		before := time.Now()
+		v := must(s.SaveVersion(ctx, "alerts", n-1, draft(n, fmt.Sprintf("user%d", n))))(t)
+		checkTime(t, "SaveVersion CreatedAt", v.CreatedAt, before, time.Now())
+		checkVersion(t, fmt.Sprintf("SaveVersion %d", n), v, store.Version{Scenario: "alerts", Number: n, Graph: graph(n),
+			Comment: fmt.Sprintf("change %d", n), Author: fmt.Sprintf("user%d", n), CreatedAt: v.CreatedAt})
+		saved = append(saved, v)
+	}
+	for _, want := range saved {
+		checkVersion(t, fmt.Sprintf("GetVersion(%d)", want.Number), must(s.GetVersion(ctx, "alerts", want.Number))(t), want)
+	}
+	checkVersion(t, "GetLatestVersion", must(s.GetLatestVersion(ctx, "alerts"))(t), saved[4])
+
+	history := must(s.ListVersions(ctx, "alerts"))(t)
+	if len(history) != 5 {
+		t.Fatalf("ListVersions: %d versions, want 5", len(history))
+	}
+	for i, v := range history {
+		want := saved[4-i] // newest first
+		want.Graph = nil
+		checkVersion(t, fmt.Sprintf("ListVersions[%d]", i), v, want)
+	}
+
+	sc := must(s.GetScenario(ctx, "alerts"))(t)
+	if sc.LatestVersion != 5 || !sc.CreatedAt.Equal(v1.CreatedAt) || sc.CreatedBy != "ann" ||
+		!sc.ModifiedAt.Equal(saved[4].CreatedAt) || sc.ModifiedBy != "user5" {
+		t.Errorf("GetScenario after 5 versions: %+v", sc)
+	}
+
+	_, err := s.SaveVersion(ctx, "alerts", 5, store.Draft{Graph: json.RawMessage(`{"broken"`)})
+	wantErr(t, "SaveVersion with invalid JSON", err, store.ErrInvalidJSON)
+	if sc := must(s.GetScenario(ctx, "alerts"))(t); sc.LatestVersion != 5 {
+		t.Errorf("refused save changed LatestVersion to %d", sc.LatestVersion)
+	}
+}
+
+func testConflictOnStaleBase(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	must(s.CreateScenario(ctx, "offers", draft(1, "ann")))(t)
+	v2 := must(s.SaveVersion(ctx, "offers", 1, draft(2, "ann")))(t)
+
+	// Bob edited version 1 too and saves after Ann.
+	attempt := store.Draft{Graph: graph(99), Comment: "bob's change", Author: "bob"}
+	_, err := s.SaveVersion(ctx, "offers", 1, attempt)
+	var conflict *store.ConflictError
+	if !errors.As(err, &conflict) {
+		t.Fatalf("SaveVersion on a stale base: got %v, want a *ConflictError", err)
+	}
+	wantErr(t, "stale save", err, store.ErrConflict)
+	if conflict.Base != 1 {
+		t.Errorf("ConflictError.Base = %d, want 1", conflict.Base)
+	}
+	checkVersion(t, "ConflictError.Latest", conflict.Latest, v2)
+	checkVersion(t, "ConflictError.Attempted", conflict.Attempted, store.Version{Scenario: "offers", Number: 2,
+		Graph: graph(99), Comment: "bob's change", Author: "bob"})
+	if !strings.Contains(err.Error(), "offers") {
+		t.Errorf("conflict message %q does not name the scenario", err)
+	}
+
+	// Bob merges and saves on top of the latest.
+	v3 := must(s.SaveVersion(ctx, "offers", conflict.Latest.Number, attempt))(t)
+	if v3.Number != 3 {
+		t.Errorf("save after merging: version %d, want 3", v3.Number)
+	}
+	history := must(s.ListVersions(ctx, "offers"))(t)
+	if len(history) != 3 {
+		t.Errorf("ListVersions after a conflict: %d versions, want 3", len(history))
+	}
+}
+
+func testConcurrentSavesOneWins(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	must(s.CreateScenario(ctx, "race", draft(1, "ann")))(t)
+	const rounds, writers = 5, 8
+	for round := 1; round <= rounds; round++ {
+		var wg sync.WaitGroup
+		errs := make([]error, writers)
+		start := make(chan struct{})
+		for w := range writers {
+			wg.Go(func() {
+				<-start
+				_, errs[w] = s.SaveVersion(ctx, "race", round, draft(100*round+w, fmt.Sprintf("writer%d", w)))
+			})
+		}
+		close(start)
+		wg.Wait()
+		wins, winner := 0, -1
+		for w, err := range errs {
+			var conflict *store.ConflictError
+			switch {
+			case err == nil:
+				wins, winner = wins+1, w
+			case errors.As(err, &conflict):
+				if conflict.Latest.Number != round+1 {
+					t.Errorf("round %d: conflict reports latest %d, want %d", round, conflict.Latest.Number, round+1)
+				}
+			default:
+				t.Errorf("round %d writer %d: %v", round, w, err)
+			}
+		}
+		if wins != 1 {
+			t.Fatalf("round %d: %d saves on the same base won, want exactly 1", round, wins)
+		}
+		latest := must(s.GetLatestVersion(ctx, "race"))(t)
+		if latest.Number != round+1 || !bytes.Equal(latest.Graph, graph(100*round+winner)) {
+			t.Errorf("round %d: latest is %d with %s, want %d with the winner's graph", round, latest.Number, latest.Graph, round+1)
+		}
+	}
+	if n := len(must(s.ListVersions(ctx, "race"))(t)); n != rounds+1 {
+		t.Errorf("ListVersions: %d versions, want %d", n, rounds+1)
+	}
+}
+
+func names(list []store.Scenario) []string {
+	var out []string
+	for _, sc := range list {
+		out = append(out, sc.Name)
+	}
+	return out
+}
+
+func testListScenarios(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	all := []string{"Card fraud", "card_limits", "Telecom offer", "alerts.cpu", "alerts.disk", "100% sure", "b", "B"}
+	for _, name := range all {
+		if name == "100% sure" {
+			_, err := s.CreateScenario(ctx, name, draft(1, ""))
+			wantErr(t, "CreateScenario(100% sure)", err, store.ErrInvalidName)
+			continue
+		}
+		must(s.CreateScenario(ctx, name, draft(1, "")))(t)
+	}
+	must(s.SetArchived(ctx, "alerts.disk", true))(t)
+	must(s.SetArchived(ctx, "B", true))(t)
+
+	cases := []struct {
+		filter store.ScenarioFilter
+		want   []string
+	}{
+		// Byte order: upper case before lower case.
+		{store.ScenarioFilter{}, []string{"Card fraud", "Telecom offer", "alerts.cpu", "b", "card_limits"}},
+		{store.ScenarioFilter{Archived: store.OnlyArchived}, []string{"B", "alerts.disk"}},
+		{store.ScenarioFilter{Archived: store.AnyArchived}, []string{"B", "Card fraud", "Telecom offer", "alerts.cpu", "alerts.disk", "b", "card_limits"}},
+		{store.ScenarioFilter{NameContains: "card"}, []string{"Card fraud", "card_limits"}},
+		{store.ScenarioFilter{NameContains: "CARD"}, []string{"Card fraud", "card_limits"}},
+		{store.ScenarioFilter{NameContains: "alerts."}, []string{"alerts.cpu"}},
+		{store.ScenarioFilter{NameContains: "alerts.", Archived: store.AnyArchived}, []string{"alerts.cpu", "alerts.disk"}},
+		{store.ScenarioFilter{NameContains: "alerts.", Archived: store.OnlyArchived}, []string{"alerts.disk"}},
+		{store.ScenarioFilter{NameContains: "b", Archived: store.AnyArchived}, []string{"B", "b"}},
+		// LIKE wildcards are plain characters.
+		{store.ScenarioFilter{NameContains: "_"}, []string{"card_limits"}},
+		{store.ScenarioFilter{NameContains: "%"}, nil},
+		{store.ScenarioFilter{NameContains: "a_d"}, nil},
+		{store.ScenarioFilter{NameContains: "d f"}, []string{"Card fraud"}},
+		{store.ScenarioFilter{NameContains: "nothing"}, nil},
+	}
+	for _, c := range cases {
+		got := names(must(s.ListScenarios(ctx, c.filter))(t))
+		if !slices.Equal(got, c.want) {
+			t.Errorf("ListScenarios(%+v) = %q, want %q", c.filter, got, c.want)
+		}
+	}
+}
+
+func testArchive(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	must(s.CreateScenario(ctx, "old", draft(1, "ann")))(t)
+	sc := must(s.SetArchived(ctx, "old", true))(t)
+	if !sc.Archived || sc.LatestVersion != 1 {
+		t.Errorf("SetArchived(true) = %+v", sc)
+	}
+	if sc = must(s.SetArchived(ctx, "old", true))(t); !sc.Archived {
+		t.Errorf("archiving twice: %+v", sc)
+	}
+	if sc = must(s.GetScenario(ctx, "old"))(t); !sc.Archived {
+		t.Errorf("GetScenario of archived: %+v", sc)
+	}
+	// Archived scenarios keep their versions, readable.
+	must(s.GetVersion(ctx, "old", 1))(t)
+	must(s.ListVersions(ctx, "old"))(t)
+
+	_, err := s.SaveVersion(ctx, "old", 1, draft(2, "ann"))
+	wantErr(t, "SaveVersion on archived", err, store.ErrArchived)
+	_, err = s.CreateDeployment(ctx, store.NewDeployment{Scenario: "old", Version: 1})
+	wantErr(t, "CreateDeployment on archived", err, store.ErrArchived)
+
+	if sc = must(s.SetArchived(ctx, "old", false))(t); sc.Archived {
+		t.Errorf("SetArchived(false) = %+v", sc)
+	}
+	if sc = must(s.SetArchived(ctx, "old", false))(t); sc.Archived {
+		t.Errorf("unarchiving twice: %+v", sc)
+	}
+	must(s.SaveVersion(ctx, "old", 1, draft(2, "ann")))(t)
+
+	// A scenario with an active deployment cannot be archived until it is canceled.
+	d := must(s.CreateDeployment(ctx, store.NewDeployment{Scenario: "old", Version: 2}))(t)
+	_, err = s.SetArchived(ctx, "old", true)
+	wantErr(t, "archiving while deploying", err, store.ErrDeploymentActive)
+	must(s.SetDeploymentStatus(ctx, d.ID, store.StatusRunning, ""))(t)
+	_, err = s.SetArchived(ctx, "old", true)
+	wantErr(t, "archiving while running", err, store.ErrDeploymentActive)
+	must(s.SetDeploymentStatus(ctx, d.ID, store.StatusCanceled, "archiving"))(t)
+	if sc = must(s.SetArchived(ctx, "old", true))(t); !sc.Archived {
+		t.Errorf("archiving after cancel: %+v", sc)
+	}
+}
+
+func checkDeployment(t *testing.T, what string, got, want store.Deployment) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s:\n got %+v\nwant %+v", what, got, want)
+	}
+}
+
+func testDeployments(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	must(s.CreateScenario(ctx, "fraud", draft(1, "ann")))(t)
+	must(s.SaveVersion(ctx, "fraud", 1, draft(2, "ann")))(t)
+	must(s.CreateScenario(ctx, "offers", draft(1, "bob")))(t)
+
+	before := time.Now()
+	d1 := must(s.CreateDeployment(ctx, store.NewDeployment{Scenario: "fraud", Version: 1, Comment: "first", User: "ann"}))(t)
+	checkTime(t, "Deployment.CreatedAt", d1.CreatedAt, before, time.Now())
+	checkDeployment(t, "CreateDeployment", d1, store.Deployment{ID: d1.ID, Scenario: "fraud", Version: 1,
+		Status: store.StatusDeploying, Comment: "first", User: "ann", CreatedAt: d1.CreatedAt, UpdatedAt: d1.CreatedAt})
+	checkDeployment(t, "GetDeployment", must(s.GetDeployment(ctx, d1.ID))(t), d1)
+
+	_, err := s.CreateDeployment(ctx, store.NewDeployment{Scenario: "fraud", Version: 2})
+	wantErr(t, "second deployment while deploying", err, store.ErrDeploymentActive)
+
+	running := must(s.SetDeploymentStatus(ctx, d1.ID, store.StatusRunning, ""))(t)
+	if running.Status != store.StatusRunning || running.UpdatedAt.Before(d1.UpdatedAt) || !running.CreatedAt.Equal(d1.CreatedAt) {
+		t.Errorf("after RUNNING: %+v", running)
+	}
+	checkDeployment(t, "GetDeployment after RUNNING", must(s.GetDeployment(ctx, d1.ID))(t), running)
+	_, err = s.CreateDeployment(ctx, store.NewDeployment{Scenario: "fraud", Version: 2})
+	wantErr(t, "second deployment while running", err, store.ErrDeploymentActive)
+
+	// Other scenarios deploy independently.
+	o1 := must(s.CreateDeployment(ctx, store.NewDeployment{Scenario: "offers", Version: 1, User: "bob"}))(t)
+	if o1.ID <= d1.ID {
+		t.Errorf("deployment IDs not increasing: %d after %d", o1.ID, d1.ID)
+	}
+
+	active := must(s.ListActiveDeployments(ctx))(t)
+	if len(active) != 2 || active[0].ID != d1.ID || active[1].ID != o1.ID {
+		t.Errorf("ListActiveDeployments = %+v, want deployments %d and %d", active, d1.ID, o1.ID)
+	}
+
+	canceled := must(s.SetDeploymentStatus(ctx, d1.ID, store.StatusCanceled, "canceled by ann: redeploy"))(t)
+	if canceled.Status != store.StatusCanceled || canceled.Reason != "canceled by ann: redeploy" {
+		t.Errorf("after cancel: %+v", canceled)
+	}
+	d2 := must(s.CreateDeployment(ctx, store.NewDeployment{Scenario: "fraud", Version: 2, Comment: "second", User: "ann"}))(t)
+	failed := must(s.SetDeploymentStatus(ctx, d2.ID, store.StatusFailed, "source topic missing"))(t)
+	if failed.Status != store.StatusFailed || failed.Reason != "source topic missing" {
+		t.Errorf("after FAILED: %+v", failed)
+	}
+	d3 := must(s.CreateDeployment(ctx, store.NewDeployment{Scenario: "fraud", Version: 1, Comment: "rollback"}))(t)
+
+	history := must(s.ListDeployments(ctx, "fraud"))(t)
+	if len(history) != 3 {
+		t.Fatalf("ListDeployments: %d, want 3", len(history))
+	}
+	checkDeployment(t, "history[0]", history[0], d3)
+	checkDeployment(t, "history[1]", history[1], failed)
+	checkDeployment(t, "history[2]", history[2], canceled)
+	if h := must(s.ListDeployments(ctx, "offers"))(t); len(h) != 1 || h[0].ID != o1.ID {
+		t.Errorf("ListDeployments(offers) = %+v", h)
+	}
+
+	active = must(s.ListActiveDeployments(ctx))(t)
+	if len(active) != 2 || active[0].ID != o1.ID || active[1].ID != d3.ID {
+		t.Errorf("ListActiveDeployments = %+v, want deployments %d and %d", active, o1.ID, d3.ID)
+	}
+}
+
+func testDeploymentTransitions(t *testing.T, open func(t *testing.T) store.Store) {
+	all := []store.DeploymentStatus{store.StatusNotDeployed, store.StatusDeploying, store.StatusRunning,
+		store.StatusCanceled, store.StatusFailed, "BOGUS"}
+	allowed := map[[2]store.DeploymentStatus]bool{
+		{store.StatusDeploying, store.StatusRunning}:  true,
+		{store.StatusDeploying, store.StatusFailed}:   true,
+		{store.StatusDeploying, store.StatusCanceled}: true,
+		{store.StatusRunning, store.StatusFailed}:     true,
+		{store.StatusRunning, store.StatusCanceled}:   true,
+	}
+	for _, from := range all {
+		for _, to := range all {
+			if got := from.CanMoveTo(to); got != allowed[[2]store.DeploymentStatus{from, to}] {
+				t.Errorf("%s.CanMoveTo(%s) = %t", from, to, got)
+			}
+		}
+	}
+
+	s := open(t)
+	ctx := t.Context()
+	must(s.CreateScenario(ctx, "states", draft(1, "")))(t)
+	// Walk each stored status and try every target from it.
+	paths := map[store.DeploymentStatus][]store.DeploymentStatus{
+		store.StatusDeploying: nil,
+		store.StatusRunning:   {store.StatusRunning},
+		store.StatusCanceled:  {store.StatusCanceled},
+		store.StatusFailed:    {store.StatusRunning, store.StatusFailed},
+	}
+	for from, path := range paths {
+		for _, to := range all {
+			d := must(s.CreateDeployment(ctx, store.NewDeployment{Scenario: "states", Version: 1}))(t)
+			for _, step := range path {
+				d = must(s.SetDeploymentStatus(ctx, d.ID, step, ""))(t)
+			}
+			got, err := s.SetDeploymentStatus(ctx, d.ID, to, "why")
+			if allowed[[2]store.DeploymentStatus{from, to}] {
+				if err != nil || got.Status != to || got.Reason != "why" {
+					t.Errorf("%s → %s: %+v, %v", from, to, got, err)
+				}
+			} else {
+				var te *store.TransitionError
+				if !errors.As(err, &te) || te.From != from || te.To != to || te.Deployment != d.ID {
+					t.Errorf("%s → %s: got %v, want a *TransitionError", from, to, err)
+				}
+				wantErr(t, fmt.Sprintf("%s → %s", from, to), err, store.ErrInvalidTransition)
+				if after := must(s.GetDeployment(ctx, d.ID))(t); after.Status != from {
+					t.Errorf("%s → %s refused but status is now %s", from, to, after.Status)
+				}
+			}
+			if cur := must(s.GetDeployment(ctx, d.ID))(t); cur.Status.Active() {
+				must(s.SetDeploymentStatus(ctx, d.ID, store.StatusCanceled, ""))(t)
+			}
+		}
+	}
+}
+
+func testCheckpoints(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	must(s.CreateScenario(ctx, "windows", draft(1, "")))(t)
+	must(s.CreateScenario(ctx, "other", draft(1, "")))(t)
+	d := must(s.CreateDeployment(ctx, store.NewDeployment{Scenario: "windows", Version: 1}))(t)
+	o := must(s.CreateDeployment(ctx, store.NewDeployment{Scenario: "other", Version: 1}))(t)
+
+	_, err := s.GetLatestCheckpoint(ctx, d.ID)
+	wantErr(t, "GetLatestCheckpoint before any", err, store.ErrNotFound)
+
+	state := make([]byte, 1<<20)
+	for i := range state {
+		state[i] = byte(i * 7)
+	}
+	positions := []store.SourcePosition{{Source: "kafka", Partition: 0, Offset: 17}, {Source: "kafka", Partition: 3, Offset: 1 << 40}}
+	before := time.Now()
+	c1 := must(s.PutCheckpoint(ctx, store.Checkpoint{Deployment: d.ID, State: state, Positions: positions}))(t)
+	if c1.Sequence != 1 || c1.Deployment != d.ID {
+		t.Errorf("first PutCheckpoint: sequence %d, deployment %d", c1.Sequence, c1.Deployment)
+	}
+	checkTime(t, "Checkpoint.CreatedAt", c1.CreatedAt, before, time.Now())
+	got := must(s.GetLatestCheckpoint(ctx, d.ID))(t)
+	if got.Sequence != 1 || !bytes.Equal(got.State, state) || !slices.Equal(got.Positions, positions) || !got.CreatedAt.Equal(c1.CreatedAt) {
+		t.Errorf("GetLatestCheckpoint after 1 put: sequence %d, %d state bytes, positions %v", got.Sequence, len(got.State), got.Positions)
+	}
+
+	// Latest wins.
+	for i := 2; i <= 4; i++ {
+		c := must(s.PutCheckpoint(ctx, store.Checkpoint{Deployment: d.ID, State: []byte(fmt.Sprintf("state %d", i)),
+			Positions: []store.SourcePosition{{Source: "http", Offset: int64(i)}}}))(t)
+		if c.Sequence != int64(i) {
+			t.Errorf("put %d: sequence %d", i, c.Sequence)
+		}
+	}
+	got = must(s.GetLatestCheckpoint(ctx, d.ID))(t)
+	if got.Sequence != 4 || string(got.State) != "state 4" || !slices.Equal(got.Positions, []store.SourcePosition{{Source: "http", Offset: 4}}) {
+		t.Errorf("latest checkpoint: %+v", got)
+	}
+
+	// Empty state and no positions are a valid checkpoint; deployments are independent.
+	c := must(s.PutCheckpoint(ctx, store.Checkpoint{Deployment: o.ID}))(t)
+	if c.Sequence != 1 {
+		t.Errorf("first checkpoint of another deployment: sequence %d", c.Sequence)
+	}
+	got = must(s.GetLatestCheckpoint(ctx, o.ID))(t)
+	if len(got.State) != 0 || got.Positions != nil || got.Sequence != 1 {
+		t.Errorf("empty checkpoint read back as %+v", got)
+	}
+	if got = must(s.GetLatestCheckpoint(ctx, d.ID))(t); got.Sequence != 4 {
+		t.Errorf("checkpoint of deployment %d changed by another's: %+v", d.ID, got)
+	}
+}
+
+func sinkValue(i int) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"count": %d, "key":"k%d"}`, i, i%3))
+}
+
+func testSinkResults(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	must(s.CreateScenario(ctx, "counts", draft(1, "")))(t)
+	must(s.CreateScenario(ctx, "other", draft(1, "")))(t)
+
+	if ids := must(s.AppendSinkResults(ctx, "counts", nil))(t); ids != nil {
+		t.Errorf("empty append returned %v", ids)
+	}
+	var want []store.SinkResult
+	next := 0
+	appendBatch := func(n int) {
+		t.Helper()
+		batch := make([]store.NewSinkResult, n)
+		for i := range batch {
+			next++
+			sink := "out"
+			if next%4 == 0 {
+				sink = "alerts"
+			}
+			batch[i] = store.NewSinkResult{Sink: sink, Value: sinkValue(next)}
+		}
+		before := time.Now()
+		ids := must(s.AppendSinkResults(ctx, "counts", batch))(t)
+		after := time.Now()
+		if len(ids) != n {
+			t.Fatalf("AppendSinkResults(%d) returned %d ids", n, len(ids))
+		}
+		for i, id := range ids {
+			if id != int64(len(want)+1) {
+				t.Errorf("result %d got ID %d, want %d", len(want)+1, id, len(want)+1)
+			}
+			want = append(want, store.SinkResult{ID: id, Sink: batch[i].Sink, Value: batch[i].Value})
+		}
+		got := must(s.ReadSinkResults(ctx, "counts", "", ids[0]-1, 1))(t)
+		checkTime(t, "SinkResult.CreatedAt", got[0].CreatedAt, before, after)
+	}
+	appendBatch(1)
+	appendBatch(7)
+	appendBatch(250)
+
+	// Page through everything with the cursor.
+	var got []store.SinkResult
+	after := int64(0)
+	for pages := 0; ; pages++ {
+		page := must(s.ReadSinkResults(ctx, "counts", "", after, 40))(t)
+		if len(page) == 0 {
+			if pages != 7 {
+				t.Errorf("%d pages of 40 for 258 results, want 7", pages)
+			}
+			break
+		}
+		if len(page) > 40 {
+			t.Fatalf("page of %d results, limit 40", len(page))
+		}
+		got = append(got, page...)
+		after = page[len(page)-1].ID
+	}
+	if len(got) != len(want) {
+		t.Fatalf("read %d results, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i].ID != want[i].ID || got[i].Sink != want[i].Sink || !bytes.Equal(got[i].Value, want[i].Value) {
+			t.Fatalf("result %d: got %+v, want %+v", i, got[i], want[i])
+		}
+	}
+
+	// Default limit, sink filter, reading past the end.
+	if page := must(s.ReadSinkResults(ctx, "counts", "", 0, 0))(t); len(page) != store.DefaultReadLimit {
+		t.Errorf("limit 0 read %d results, want %d", len(page), store.DefaultReadLimit)
+	}
+	alerts := must(s.ReadSinkResults(ctx, "counts", "alerts", 0, 1000))(t)
+	if len(alerts) != 258/4 {
+		t.Errorf("sink filter: %d results, want %d", len(alerts), 258/4)
+	}
+	for _, r := range alerts {
+		if r.Sink != "alerts" || r.ID%4 != 0 {
+			t.Errorf("sink filter returned %+v", r)
+		}
+	}
+	if page := must(s.ReadSinkResults(ctx, "counts", "", 258, 10))(t); page != nil {
+		t.Errorf("read after the last result: %d results", len(page))
+	}
+
+	// Invalid JSON refuses the whole batch.
+	_, err := s.AppendSinkResults(ctx, "counts", []store.NewSinkResult{{Sink: "out", Value: json.RawMessage(`1`)}, {Sink: "out", Value: json.RawMessage(`{`)}})
+	wantErr(t, "AppendSinkResults with invalid JSON", err, store.ErrInvalidJSON)
+	if page := must(s.ReadSinkResults(ctx, "counts", "", 258, 10))(t); page != nil {
+		t.Errorf("refused batch stored %d results", len(page))
+	}
+
+	// IDs are per scenario.
+	ids := must(s.AppendSinkResults(ctx, "other", []store.NewSinkResult{{Sink: "out", Value: json.RawMessage(`"x"`)}}))(t)
+	if !slices.Equal(ids, []int64{1}) {
+		t.Errorf("first result of another scenario: IDs %v, want [1]", ids)
+	}
+	ids = must(s.AppendSinkResults(ctx, "counts", []store.NewSinkResult{{Sink: "out", Value: json.RawMessage(`null`)}}))(t)
+	if !slices.Equal(ids, []int64{259}) {
+		t.Errorf("next result: IDs %v, want [259]", ids)
+	}
+}
+
+func testConcurrentSinkAppends(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	must(s.CreateScenario(ctx, "busy", draft(1, "")))(t)
+	const writers, batches, size = 4, 10, 5
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for b := range batches {
+				batch := make([]store.NewSinkResult, size)
+				for i := range batch {
+					batch[i] = store.NewSinkResult{Sink: fmt.Sprintf("w%d", w), Value: json.RawMessage(fmt.Sprintf(`[%d,%d]`, b, i))}
+				}
+				ids, err := s.AppendSinkResults(ctx, "busy", batch)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for i := 1; i < len(ids); i++ {
+					if ids[i] != ids[i-1]+1 {
+						t.Errorf("IDs of one batch not consecutive: %v", ids)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	all := must(s.ReadSinkResults(ctx, "busy", "", 0, store.MaxReadLimit))(t)
+	if len(all) != writers*batches*size {
+		t.Fatalf("%d results, want %d", len(all), writers*batches*size)
+	}
+	for i, r := range all {
+		if r.ID != int64(i+1) {
+			t.Fatalf("result %d has ID %d: IDs have gaps or repeats", i, r.ID)
+		}
+	}
+}
+
+func payload(i int) []byte { return []byte(fmt.Sprintf(`{"event":%d}`, i)) }
+
+func checkEvents(t *testing.T, what string, got []store.Event, offsets ...int64) {
+	t.Helper()
+	var gotOffsets []int64
+	for _, e := range got {
+		gotOffsets = append(gotOffsets, e.Offset)
+		if !bytes.Equal(e.Payload, payload(int(e.Offset))) {
+			t.Errorf("%s: event %d has payload %q", what, e.Offset, e.Payload)
+		}
+	}
+	if !slices.Equal(gotOffsets, offsets) {
+		t.Errorf("%s: offsets %v, want %v", what, gotOffsets, offsets)
+	}
+}
+
+func testEventLog(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	must(s.CreateScenario(ctx, "ingest", draft(1, "")))(t)
+	log := store.EventLog{Scenario: "ingest", Source: "http-in"}
+	appendN := func(log store.EventLog, from, n int) []int64 {
+		t.Helper()
+		batch := make([][]byte, n)
+		for i := range batch {
+			batch[i] = payload(from + i)
+		}
+		return must(s.AppendEvents(ctx, log, batch))(t)
+	}
+
+	if offsets := must(s.AppendEvents(ctx, log, nil))(t); offsets != nil {
+		t.Errorf("empty append returned %v", offsets)
+	}
+	before := time.Now()
+	if offsets := appendN(log, 0, 3); !slices.Equal(offsets, []int64{0, 1, 2}) {
+		t.Errorf("first batch offsets %v", offsets)
+	}
+	after := time.Now()
+	if offsets := appendN(log, 3, 2); !slices.Equal(offsets, []int64{3, 4}) {
+		t.Errorf("second batch offsets %v", offsets)
+	}
+	all := must(s.ReadEvents(ctx, log, 0, 100))(t)
+	checkEvents(t, "read all", all, 0, 1, 2, 3, 4)
+	checkTime(t, "Event.AcceptedAt", all[0].AcceptedAt, before, after)
+	checkEvents(t, "read from 3", must(s.ReadEvents(ctx, log, 3, 100))(t), 3, 4)
+	checkEvents(t, "read from 1 limit 2", must(s.ReadEvents(ctx, log, 1, 2))(t), 1, 2)
+	checkEvents(t, "read past the end", must(s.ReadEvents(ctx, log, 5, 100))(t))
+
+	// Another source of the same scenario has its own offsets.
+	other := store.EventLog{Scenario: "ingest", Source: "http-other"}
+	if offsets := appendN(other, 0, 1); !slices.Equal(offsets, []int64{0}) {
+		t.Errorf("other log offsets %v", offsets)
+	}
+
+	if n := must(s.TruncateEvents(ctx, log, 3))(t); n != 3 {
+		t.Errorf("TruncateEvents below 3 deleted %d, want 3", n)
+	}
+	checkEvents(t, "read from 0 after truncating", must(s.ReadEvents(ctx, log, 0, 100))(t), 3, 4)
+	if n := must(s.TruncateEvents(ctx, log, 3))(t); n != 0 {
+		t.Errorf("truncating again deleted %d", n)
+	}
+	checkEvents(t, "other log after truncating", must(s.ReadEvents(ctx, other, 0, 100))(t), 0)
+
+	// Offsets are never reused, even when everything was truncated.
+	if n := must(s.TruncateEvents(ctx, log, 1000))(t); n != 2 {
+		t.Errorf("truncating all deleted %d, want 2", n)
+	}
+	checkEvents(t, "empty log", must(s.ReadEvents(ctx, log, 0, 100))(t))
+	if offsets := appendN(log, 5, 2); !slices.Equal(offsets, []int64{5, 6}) {
+		t.Errorf("offsets after truncating all: %v, want [5 6]", offsets)
+	}
+
+	// Payloads are opaque bytes: binary and empty ones come back as given.
+	bin := store.EventLog{Scenario: "ingest", Source: "binary"}
+	payloads := [][]byte{{0, 1, 2, 255, '\n', 0}, {}, []byte("not json")}
+	must(s.AppendEvents(ctx, bin, payloads))(t)
+	got := must(s.ReadEvents(ctx, bin, 0, 10))(t)
+	if len(got) != 3 {
+		t.Fatalf("binary log: %d events", len(got))
+	}
+	for i, e := range got {
+		if !bytes.Equal(e.Payload, payloads[i]) {
+			t.Errorf("binary payload %d: got %v, want %v", i, e.Payload, payloads[i])
+		}
+	}
+
+	// Default limit.
+	big := store.EventLog{Scenario: "ingest", Source: "big"}
+	appendN(big, 0, store.DefaultReadLimit+5)
+	if page := must(s.ReadEvents(ctx, big, 0, -1))(t); len(page) != store.DefaultReadLimit {
+		t.Errorf("limit -1 read %d events, want %d", len(page), store.DefaultReadLimit)
+	}
+}
+
+func testCanceledContext(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	must(s.CreateScenario(t.Context(), "kept", draft(1, "")))(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err := s.CreateScenario(ctx, "never", draft(1, ""))
+	wantErr(t, "CreateScenario with a canceled context", err, context.Canceled)
+	_, err = s.SaveVersion(ctx, "kept", 1, draft(2, ""))
+	wantErr(t, "SaveVersion with a canceled context", err, context.Canceled)
+	_, err = s.GetScenario(ctx, "kept")
+	wantErr(t, "GetScenario with a canceled context", err, context.Canceled)
+
+	_, err = s.GetScenario(t.Context(), "never")
+	wantErr(t, "scenario created with a canceled context", err, store.ErrNotFound)
+	if sc := must(s.GetScenario(t.Context(), "kept"))(t); sc.LatestVersion != 1 {
+		t.Errorf("version saved with a canceled context: latest %d", sc.LatestVersion)
+	}
+}
+
+func testSurvivesReopen(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	must(s.CreateScenario(ctx, "durable", draft(1, "ann")))(t)
+	v2 := must(s.SaveVersion(ctx, "durable", 1, draft(2, "bob")))(t)
+	must(s.CreateScenario(ctx, "shelved", draft(1, "ann")))(t)
+	must(s.SetArchived(ctx, "shelved", true))(t)
+	d := must(s.CreateDeployment(ctx, store.NewDeployment{Scenario: "durable", Version: 2, User: "bob"}))(t)
+	d = must(s.SetDeploymentStatus(ctx, d.ID, store.StatusRunning, ""))(t)
+	c := must(s.PutCheckpoint(ctx, store.Checkpoint{Deployment: d.ID, State: []byte("window state"),
+		Positions: []store.SourcePosition{{Source: "http", Offset: 2}}}))(t)
+	must(s.AppendSinkResults(ctx, "durable", []store.NewSinkResult{{Sink: "out", Value: json.RawMessage(`1`)}}))(t)
+	log := store.EventLog{Scenario: "durable", Source: "http"}
+	must(s.AppendEvents(ctx, log, [][]byte{payload(0), payload(1), payload(2)}))(t)
+	must(s.TruncateEvents(ctx, log, 1))(t)
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+
+	s = open(t)
+	checkVersion(t, "latest after reopen", must(s.GetLatestVersion(ctx, "durable"))(t), v2)
+	if n := len(must(s.ListVersions(ctx, "durable"))(t)); n != 2 {
+		t.Errorf("%d versions after reopen, want 2", n)
+	}
+	if got := names(must(s.ListScenarios(ctx, store.ScenarioFilter{Archived: store.OnlyArchived}))(t)); !slices.Equal(got, []string{"shelved"}) {
+		t.Errorf("archived after reopen: %v", got)
+	}
+	active := must(s.ListActiveDeployments(ctx))(t)
+	if len(active) != 1 {
+		t.Fatalf("%d active deployments after reopen, want 1", len(active))
+	}
+	checkDeployment(t, "deployment after reopen", active[0], d)
+	got := must(s.GetLatestCheckpoint(ctx, d.ID))(t)
+	if got.Sequence != c.Sequence || string(got.State) != "window state" || !got.CreatedAt.Equal(c.CreatedAt) ||
+		!slices.Equal(got.Positions, c.Positions) {
+		t.Errorf("checkpoint after reopen: %+v", got)
+	}
+	// Counters continue where they were.
+	if ids := must(s.AppendSinkResults(ctx, "durable", []store.NewSinkResult{{Sink: "out", Value: json.RawMessage(`2`)}}))(t); !slices.Equal(ids, []int64{2}) {
+		t.Errorf("sink result IDs after reopen: %v, want [2]", ids)
+	}
+	checkEvents(t, "events after reopen", must(s.ReadEvents(ctx, log, 0, 10))(t), 1, 2)
+	if offsets := must(s.AppendEvents(ctx, log, [][]byte{payload(3)}))(t); !slices.Equal(offsets, []int64{3}) {
+		t.Errorf("event offsets after reopen: %v, want [3]", offsets)
+	}
+	d2 := must(s.SetDeploymentStatus(ctx, d.ID, store.StatusCanceled, "shutdown"))(t)
+	if d2.Status != store.StatusCanceled {
+		t.Errorf("cancel after reopen: %+v", d2)
+	}
+}
