@@ -1,0 +1,462 @@
+package expression
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/builtin"
+	"github.com/expr-lang/expr/checker"
+	"github.com/expr-lang/expr/compiler"
+	"github.com/expr-lang/expr/conf"
+	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/optimizer"
+	"github.com/expr-lang/expr/parser"
+	"github.com/expr-lang/expr/patcher"
+	"github.com/expr-lang/expr/vm"
+
+	"github.com/scenario-server/scenario-server/scenario"
+)
+
+// TypeEnv holds the variables in scope and their types, by name without
+// the '#'.
+type TypeEnv map[string]Type
+
+// Names returns the variable names, sorted.
+func (e TypeEnv) Names() []string {
+	names := make([]string, 0, len(e))
+	for n := range e {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Codes of the problems Compile reports.
+const (
+	CodeEmpty         = "empty-expression"
+	CodeSyntax        = "expression-syntax"
+	CodeUnknownName   = "unknown-variable"
+	CodeUnknownField  = "unknown-record-field"
+	CodeType          = "expression-type"
+	CodeResultType    = "result-type"
+	CodeTimePattern   = "invalid-time-pattern"
+	CodeTimeZone      = "invalid-time-zone"
+	CodeInternalError = "expression-internal-error"
+)
+
+// Program is a compiled expression, safe for concurrent use.
+type Program struct {
+	src     *source
+	program *vm.Program
+	result  Type
+	env     TypeEnv
+	vars    []string
+}
+
+// Text returns the expression as the user wrote it.
+func (p *Program) Text() string { return p.src.original }
+
+// Result returns the type of the expression's value as the checker inferred
+// it, before Boundary (a duration stays a duration).
+func (p *Program) Result() Type { return p.result }
+
+// Variables returns the names of the variables in scope that the expression
+// reads, sorted.
+func (p *Program) Variables() []string { return p.vars }
+
+// Compile compiles an expr-language expression in which variables may be
+// written as Nussknacker's #name or as the bare name.
+//
+// env lists the variables in scope with their types; a name not in env is
+// an error (CodeUnknownName), a field a closed record does not declare too
+// (CodeUnknownField). A nil env means the scope is not known (say, for a
+// node no source reaches): then any name is accepted, with unknown type, and
+// only syntax and the types of literals are checked.
+//
+// want is the type the caller needs (Unknown: anything); a result the
+// checker infers and that is not AssignableTo want is CodeResultType. A
+// result of unknown type passes and is checked when the expression runs.
+//
+// Problems have Code, Message and the 1-based Line and Column (in code
+// points) in text as the user wrote it; a '#name' reference is located at
+// its '#'. NodeID and Field are left for the caller to fill. Compile
+// never panics on any text; on problems the Program is nil.
+func Compile(text string, env TypeEnv, want Type) (prog *Program, problems []scenario.Problem) {
+	defer func() {
+		if r := recover(); r != nil {
+			prog = nil
+			problems = []scenario.Problem{{Code: CodeInternalError, Message: fmt.Sprintf("internal error compiling the expression: %v", r), Line: 1, Column: 1}}
+		}
+	}()
+	if strings.TrimSpace(text) == "" {
+		return nil, []scenario.Problem{{Code: CodeEmpty, Message: "the expression is empty", Line: 1, Column: 1}}
+	}
+	src := rewrite(text, env)
+	config := newConfig(env)
+
+	tree, err := parser.ParseWithConfig(src.rewritten, config)
+	if err != nil {
+		return nil, []scenario.Problem{src.problem(err, CodeSyntax, nil)}
+	}
+	if _, err := new(checker.Checker).PatchAndCheck(tree, config); err != nil {
+		return nil, []scenario.Problem{src.problem(err, CodeType, tree)}
+	}
+	result := fromNature(tree.Node.Nature(), 0)
+	if t, ok := referenceType(tree.Node, env); ok {
+		result = t
+	}
+	if p := src.checkCalls(tree); p != nil {
+		return nil, []scenario.Problem{*p}
+	}
+	if !result.AssignableTo(want) {
+		line, col := src.start()
+		return nil, []scenario.Problem{{
+			Code:    CodeResultType,
+			Message: fmt.Sprintf("the expression must be %s, but it is %s", describeType(want), describeType(result)),
+			Line:    line, Column: col,
+		}}
+	}
+	vars := referencedVariables(tree, env)
+	if err := optimizer.Optimize(&tree.Node, config); err != nil {
+		return nil, []scenario.Problem{src.problem(err, CodeType, nil)}
+	}
+	program, err := compiler.Compile(tree, config)
+	if err != nil {
+		return nil, []scenario.Problem{src.problem(err, CodeInternalError, nil)}
+	}
+	return &Program{src: src, program: program, result: result, env: env, vars: vars}, nil
+}
+
+func newConfig(env TypeEnv) *conf.Config {
+	config := conf.CreateNew()
+	for _, f := range functions() {
+		config.Functions[f.Name] = f
+	}
+	m := make(map[string]Type, len(env))
+	for name, t := range env {
+		m[name] = t
+	}
+	config.WithEnv(exprType(RecordOf(fieldsOf(m)...)))
+	if env == nil {
+		config.Strict = false
+	}
+	// date() and now() read the machine's zone otherwise; scenarios must
+	// behave the same everywhere.
+	config.Visitors = append(config.Visitors, patcher.WithTimezone{Location: time.UTC})
+	config.Check()
+	return config
+}
+
+func fieldsOf(m map[string]Type) []Field {
+	fields := make([]Field, 0, len(m))
+	for name, t := range m {
+		fields = append(fields, Field{Name: name, Type: t})
+	}
+	return fields
+}
+
+// describeType names a type with its article, for messages.
+func describeType(t Type) string {
+	if t.Nullable {
+		t.Nullable = false
+		return describeType(t) + " or null"
+	}
+	s := t.String()
+	switch t.Kind {
+	case KindUnknown:
+		return "of unknown type"
+	case KindNull:
+		return "null"
+	case KindInteger, KindList:
+		return "an " + s
+	}
+	return "a " + s
+}
+
+// start returns the position of the first non-space character.
+func (s *source) start() (line, column int) {
+	offset := 0
+	for _, r := range s.original {
+		if !unicode.IsSpace(r) {
+			break
+		}
+		offset++
+	}
+	return lineColumn(s.original, offset)
+}
+
+// problem converts an error of expr, located in the rewritten text, into a
+// Problem located in the original text.
+func (s *source) problem(err error, code string, tree *parser.Tree) scenario.Problem {
+	var fe *file.Error
+	if !errors.As(err, &fe) {
+		line, col := s.start()
+		return scenario.Problem{Code: code, Message: err.Error(), Line: line, Column: col}
+	}
+	offset := s.originalOffset(fe.From)
+	line, col := lineColumn(s.original, offset)
+	p := scenario.Problem{Code: code, Message: fe.Message, Line: line, Column: col}
+	switch {
+	case strings.HasPrefix(fe.Message, "unknown name "):
+		name := strings.TrimPrefix(fe.Message, "unknown name ")
+		p.Code = CodeUnknownName
+		p.Message = s.unknownNameMessage(name, fe.From)
+	case strings.HasPrefix(fe.Message, "unknown field "):
+		p.Code = CodeUnknownField
+		p.Message = unknownFieldMessage(strings.TrimPrefix(fe.Message, "unknown field "), fe.From, tree)
+	}
+	return p
+}
+
+func (s *source) unknownNameMessage(name string, at int) string {
+	written := name
+	if s.hashed[at] {
+		written = "#" + name
+	}
+	msg := fmt.Sprintf("unknown variable %s", written)
+	names := s.envNames
+	if best := closest(name, names); best != "" {
+		return msg + fmt.Sprintf(" (did you mean #%s?)", best)
+	}
+	if len(names) > 0 {
+		return msg + " (in scope: #" + strings.Join(names, ", #") + ")"
+	}
+	return msg + " (no variables are in scope)"
+}
+
+func unknownFieldMessage(field string, at int, tree *parser.Tree) string {
+	msg := fmt.Sprintf("unknown field %q", field)
+	if tree == nil {
+		return msg
+	}
+	var base *Type
+	ast.Walk(&tree.Node, visitorFunc(func(n *ast.Node) {
+		m, ok := (*n).(*ast.MemberNode)
+		if !ok || m.Property.Location().From != at {
+			return
+		}
+		t := fromNature(m.Node.Nature(), 0)
+		base = &t
+	}))
+	if base == nil || base.Kind != KindRecord {
+		return msg
+	}
+	names := make([]string, len(base.Fields))
+	for i, f := range base.Fields {
+		names[i] = f.Name
+	}
+	if best := closest(field, names); best != "" {
+		return msg + fmt.Sprintf(" (did you mean %s?)", best)
+	}
+	if len(names) == 0 {
+		return msg + " (the record has no fields)"
+	}
+	return msg + " (fields: " + strings.Join(names, ", ") + ")"
+}
+
+type visitorFunc func(*ast.Node)
+
+func (f visitorFunc) Visit(n *ast.Node) { f(n) }
+
+// closest returns the name within edit distance 2 of name (and less than
+// its length) that is nearest, or "".
+func closest(name string, names []string) string {
+	best, bestDist := "", 3
+	for _, n := range names {
+		d := editDistance(name, n)
+		if d < bestDist && d < len([]rune(name)) {
+			best, bestDist = n, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	if len(ra) > 64 || len(rb) > 64 {
+		return 1 << 30
+	}
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
+
+// checkCalls checks the constant arguments of this server's functions: a
+// parseTime pattern and time zone written as string literals are read when
+// the expression compiles, so that their mistakes are found before it runs.
+func (s *source) checkCalls(tree *parser.Tree) *scenario.Problem {
+	var found *scenario.Problem
+	ast.Walk(&tree.Node, visitorFunc(func(n *ast.Node) {
+		if found != nil {
+			return
+		}
+		call, ok := (*n).(*ast.CallNode)
+		if !ok {
+			return
+		}
+		callee, ok := call.Callee.(*ast.IdentifierNode)
+		if !ok || callee.Value != FuncParseTime {
+			return
+		}
+		if len(call.Arguments) >= 2 {
+			if lit, ok := call.Arguments[1].(*ast.StringNode); ok {
+				if _, err := GoLayout(lit.Value); err != nil {
+					found = s.at(call.Arguments[1], CodeTimePattern, err.Error())
+					return
+				}
+			}
+		}
+		if len(call.Arguments) == 3 {
+			if lit, ok := call.Arguments[2].(*ast.StringNode); ok {
+				if _, err := LoadZone(lit.Value); err != nil {
+					found = s.at(call.Arguments[2], CodeTimeZone, err.Error())
+				}
+			}
+		}
+	}))
+	return found
+}
+
+func (s *source) at(n ast.Node, code, msg string) *scenario.Problem {
+	line, col := lineColumn(s.original, s.originalOffset(n.Location().From))
+	return &scenario.Problem{Code: code, Message: msg, Line: line, Column: col}
+}
+
+// referencedVariables lists the env variables the tree reads.
+func referencedVariables(tree *parser.Tree, env TypeEnv) []string {
+	seen := map[string]bool{}
+	ast.Walk(&tree.Node, visitorFunc(func(n *ast.Node) {
+		if id, ok := (*n).(*ast.IdentifierNode); ok {
+			if _, in := env[id.Value]; in || (env == nil && !isFunction(id.Value)) {
+				seen[id.Value] = true
+			}
+		}
+	}))
+	vars := make([]string, 0, len(seen))
+	for v := range seen {
+		vars = append(vars, v)
+	}
+	sort.Strings(vars)
+	return vars
+}
+
+func isFunction(name string) bool {
+	if name == FuncParseTime || name == FuncToEpochMillis {
+		return true
+	}
+	for _, b := range builtin.Names {
+		if b == name {
+			return true
+		}
+	}
+	return false
+}
+
+// StartOf returns the 1-based line and column (in code points) of the first
+// non-space character of text, where problems about an expression as a
+// whole are located.
+func StartOf(text string) (line, column int) {
+	return (&source{original: text}).start()
+}
+
+// keywords are expr's operators and literals that read like names.
+var keywords = map[string]bool{
+	"in": true, "and": true, "or": true, "not": true, "matches": true, "contains": true,
+	"startsWith": true, "endsWith": true, "let": true, "if": true, "else": true,
+	"nil": true, "true": true, "false": true,
+}
+
+// ErrName is wrapped by CheckName's errors.
+var ErrName = errors.New("invalid variable name")
+
+// CheckName checks that name can name a variable: an ASCII letter or '_'
+// followed by letters, digits or '_', and not one of expr's keywords (in,
+// and, or, not, matches, contains, startsWith, endsWith, let, if, else, nil,
+// true, false) nor its predicate names (index, acc). Errors wrap ErrName.
+func CheckName(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: the name is empty", ErrName)
+	}
+	for i, r := range name {
+		letter := r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+		digit := r >= '0' && r <= '9'
+		if !letter && !(digit && i > 0) {
+			return fmt.Errorf("%w: %q: a name is a letter or '_' followed by letters, digits or '_'", ErrName, name)
+		}
+	}
+	if keywords[name] {
+		return fmt.Errorf("%w: %q is a keyword of the expression language", ErrName, name)
+	}
+	if pointerNames[name] {
+		return fmt.Errorf("%w: #%s has its own meaning inside expressions such as map(list, #index)", ErrName, name)
+	}
+	return nil
+}
+
+// referenceType types an expression that is only a reference, such as
+// #input.amount or #input?.geo.lat, from the declared types. expr's checker
+// sees nullable values and numbers as "any" (see exprType), so without this
+// #input.amount of type number would be of unknown type.
+func referenceType(n ast.Node, env TypeEnv) (Type, bool) {
+	optional := false
+	var path []string
+	for {
+		switch x := n.(type) {
+		case *ast.ChainNode:
+			n = x.Node
+			continue
+		case *ast.MemberNode:
+			prop, ok := x.Property.(*ast.StringNode)
+			if !ok || x.Method {
+				return Type{}, false
+			}
+			optional = optional || x.Optional
+			path = append(path, prop.Value)
+			n = x.Node
+			continue
+		case *ast.IdentifierNode:
+			t, ok := env[x.Value]
+			if !ok {
+				return Type{}, false
+			}
+			for i := len(path) - 1; i >= 0; i-- {
+				if t.Kind != KindRecord {
+					return Type{}, false
+				}
+				nullable := t.Nullable
+				ft, declared := t.Field(path[i])
+				if !declared {
+					return Type{}, false
+				}
+				if nullable {
+					ft = ft.OrNull()
+				}
+				t = ft
+			}
+			if optional {
+				t = t.OrNull()
+			}
+			return t, true
+		}
+		return Type{}, false
+	}
+}

@@ -1,0 +1,47 @@
+// Package expression compiles and runs the expressions of scenarios:
+// expr-lang (github.com/expr-lang/expr) syntax, with Nussknacker's #name
+// references.
+//
+// # References
+//
+// A variable in scope may be written #input or input. Compile removes the
+// '#' of every #name reference before expr reads the text (found with
+// expr's own lexer, so a '#' inside a string literal or a comment is left
+// alone) and keeps a map of positions, so that every problem's Line and
+// Column point into the text as the user wrote it, and a problem about a
+// reference points at its '#'. expr's own predicate pointers keep their
+// meaning: # and #.field (the current element), #index and #acc inside
+// map(), filter(), reduce() and the like; no variable may be named index or
+// acc (CheckName).
+//
+// # Types
+//
+// Type is a small lattice: unknown (dynamic, checked when the expression
+// runs), null, boolean, integer, float, number (an integer or a float),
+// string, duration, list(of T) and record{fields}, each of which may be
+// nullable (T?). A TypeEnv gives the variables in scope their types; the
+// source's #input comes from its JSON Schema (TypeFromJSONSchema) or is
+// unknown. Compile infers the result type with expr's checker, and a plain
+// reference (#input.amount) from the declared types, and checks it against
+// the type the caller needs (a Filter needs a boolean).
+//
+// # Values
+//
+// Run evaluates a Program on variables given as value.Value. Integers are
+// Go ints (64 bits, exact), floats float64, lists []any, records
+// map[string]any. A result comes back as a value.Value: times and durations
+// as integer milliseconds, maps as records with sorted keys; NaN, infinities
+// and values with no JSON form are errors.
+//
+// # Functions
+//
+// Besides expr's built-ins: parseTime(text, "yyyy/MM/dd HH:mm"[, zone]) and
+// toEpochMillis(rfc3339 or number) give epoch milliseconds, for the
+// timestamp expressions of sources. Patterns use Java's letters (see
+// GoLayout); date() and now() work in UTC, never in the machine's zone.
+//
+// # Editor support
+//
+// Suggest lists the variables, record fields and functions that complete
+// the text at a caret.
+package expression

@@ -1,0 +1,276 @@
+package expression
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"sort"
+	"time"
+
+	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/vm"
+
+	"github.com/scenario-server/scenario-server/value"
+)
+
+// RunError is an error raised while an expression runs: a function that
+// failed, an operation on values of the wrong type, a result that is not a
+// JSON value. Line and Column (1-based, code points) locate the operation in
+// the text as the user wrote it; they are 0 when no operation is to blame.
+type RunError struct {
+	Message string
+	Line    int
+	Column  int
+	Err     error // the underlying error, if any
+}
+
+func (e *RunError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%d:%d: %s", e.Line, e.Column, e.Message)
+	}
+	return e.Message
+}
+
+func (e *RunError) Unwrap() error { return e.Err }
+
+// Run evaluates p with the given variables (names without '#') and returns
+// its value. Variables are converted to the Go values expr works on (see
+// ToGo) following the types p was compiled with, and the result back to a
+// value.Value (see FromGo). A variable p reads that vars lacks is null.
+// Errors are *RunError.
+func Run(p *Program, vars map[string]value.Value) (value.Value, error) {
+	env := make(map[string]any, len(vars))
+	for name, v := range vars {
+		t, ok := p.env[name]
+		if !ok {
+			t = Unknown
+		}
+		env[name] = ToGo(v, t)
+	}
+	out, err := vm.Run(p.program, env)
+	if err != nil {
+		return value.Null(), p.runError(err)
+	}
+	v, err := FromGo(out)
+	if err != nil {
+		return value.Null(), &RunError{Message: err.Error(), Err: err}
+	}
+	return v, nil
+}
+
+func (p *Program) runError(err error) *RunError {
+	var fe *file.Error
+	if !errors.As(err, &fe) {
+		return &RunError{Message: err.Error(), Err: err}
+	}
+	line, col := lineColumn(p.src.original, p.src.originalOffset(fe.From))
+	return &RunError{Message: fe.Message, Line: line, Column: col, Err: fe.Unwrap()}
+}
+
+// ToGo converts a value to what expr works on, guided by its declared type:
+// null is nil, booleans bool, integers int (exact: int is 64 bits here) or
+// float64 where the type says float, floats float64 or int where the type
+// says integer and the float is whole, strings string, lists []any and
+// records map[string]any.
+func ToGo(v value.Value, t Type) any {
+	switch v.Kind() {
+	case value.KindBool:
+		return v.Bool()
+	case value.KindInt:
+		if t.Kind == KindFloat && !t.Nullable {
+			return float64(v.Int())
+		}
+		return int(v.Int())
+	case value.KindFloat:
+		f := v.Float()
+		if t.Kind == KindInteger && !t.Nullable && f == math.Trunc(f) && f >= math.MinInt64 && f < math.MaxInt64 {
+			return int(f)
+		}
+		return f
+	case value.KindString:
+		return v.Str()
+	case value.KindList:
+		items := v.List()
+		elem := Unknown
+		if t.Kind == KindList {
+			elem = t.elem()
+		}
+		out := make([]any, len(items))
+		for i, item := range items {
+			out[i] = ToGo(item, elem)
+		}
+		return out
+	case value.KindRecord:
+		r := v.Record()
+		out := make(map[string]any, len(r.Keys))
+		for i, k := range r.Keys {
+			ft := Unknown
+			if t.Kind == KindRecord {
+				ft, _ = t.Field(k)
+			}
+			out[k] = ToGo(r.Values[i], ft)
+		}
+		return out
+	}
+	return nil
+}
+
+// maxResultDepth bounds the nesting of a result, so that FromGo cannot
+// recurse without end.
+const maxResultDepth = 1000
+
+// ErrNotJSON is wrapped by FromGo's errors: the value has no JSON form.
+var ErrNotJSON = errors.New("value has no JSON form")
+
+// FromGo converts a result of expr to a value: nil to null, booleans,
+// integers of every Go width (a uint64 above the int64 range is an error),
+// finite floats (NaN and infinities are errors), strings, times to epoch
+// milliseconds, durations to milliseconds, slices to lists, maps with string
+// keys to records with sorted keys, and value.Value as it is. Anything else
+// (functions, structs) is an error wrapping ErrNotJSON.
+func FromGo(x any) (value.Value, error) {
+	return fromGo(x, 0)
+}
+
+func fromGo(x any, depth int) (value.Value, error) {
+	if depth > maxResultDepth {
+		return value.Null(), fmt.Errorf("%w: nested deeper than %d levels", ErrNotJSON, maxResultDepth)
+	}
+	switch x := x.(type) {
+	case nil:
+		return value.Null(), nil
+	case value.Value:
+		return x, nil
+	case bool:
+		return value.Bool(x), nil
+	case int:
+		return value.Int(int64(x)), nil
+	case int64:
+		return value.Int(x), nil
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return value.Null(), fmt.Errorf("%w: the result %v is not a finite number", ErrNotJSON, x)
+		}
+		return value.Float(x), nil
+	case string:
+		return value.String(x), nil
+	case time.Time:
+		return value.Int(x.UnixMilli()), nil
+	case time.Duration:
+		return value.Int(x.Milliseconds()), nil
+	case []any:
+		items := make([]value.Value, len(x))
+		for i, item := range x {
+			v, err := fromGo(item, depth+1)
+			if err != nil {
+				return value.Null(), err
+			}
+			items[i] = v
+		}
+		return value.List(items), nil
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		vals := make([]value.Value, len(keys))
+		for i, k := range keys {
+			v, err := fromGo(x[k], depth+1)
+			if err != nil {
+				return value.Null(), err
+			}
+			vals[i] = v
+		}
+		return value.NewRecord(keys, vals), nil
+	}
+	return fromReflect(reflect.ValueOf(x), depth)
+}
+
+func fromReflect(rv reflect.Value, depth int) (value.Value, error) {
+	switch rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return value.Int(rv.Int()), nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		u := rv.Uint()
+		if u > math.MaxInt64 {
+			return value.Null(), fmt.Errorf("%w: %d is beyond the 64-bit integer range", ErrNotJSON, u)
+		}
+		return value.Int(int64(u)), nil
+	case reflect.Float32:
+		return fromGo(rv.Float(), depth)
+	case reflect.String:
+		return value.String(rv.String()), nil
+	case reflect.Bool:
+		return value.Bool(rv.Bool()), nil
+	case reflect.Slice, reflect.Array:
+		if rv.Kind() == reflect.Slice && rv.IsNil() {
+			return value.List(nil), nil
+		}
+		items := make([]value.Value, rv.Len())
+		for i := range items {
+			v, err := fromGo(rv.Index(i).Interface(), depth+1)
+			if err != nil {
+				return value.Null(), err
+			}
+			items[i] = v
+		}
+		return value.List(items), nil
+	case reflect.Map:
+		if rv.Type().Key().Kind() != reflect.String {
+			return value.Null(), fmt.Errorf("%w: a map with %s keys", ErrNotJSON, rv.Type().Key())
+		}
+		keys := make([]string, 0, rv.Len())
+		for _, k := range rv.MapKeys() {
+			keys = append(keys, k.String())
+		}
+		sort.Strings(keys)
+		vals := make([]value.Value, len(keys))
+		for i, k := range keys {
+			v, err := fromGo(rv.MapIndex(reflect.ValueOf(k).Convert(rv.Type().Key())).Interface(), depth+1)
+			if err != nil {
+				return value.Null(), err
+			}
+			vals[i] = v
+		}
+		return value.NewRecord(keys, vals), nil
+	case reflect.Pointer, reflect.Interface:
+		if rv.IsNil() {
+			return value.Null(), nil
+		}
+		return fromGo(rv.Elem().Interface(), depth+1)
+	}
+	if !rv.IsValid() {
+		return value.Null(), nil
+	}
+	return value.Null(), fmt.Errorf("%w: %s", ErrNotJSON, rv.Type())
+}
+
+// ErrEventTime is wrapped by EventTime's errors.
+var ErrEventTime = errors.New("not an event time")
+
+// EventTime converts the value of a source's timestamp expression to epoch
+// milliseconds: an integer as it is, a float truncated toward zero, a string
+// read as RFC 3339 ("2024-05-01T10:00:00Z", fractions and offsets allowed).
+// Anything else, and a float beyond the int64 range, is an error wrapping
+// ErrEventTime.
+func EventTime(v value.Value) (int64, error) {
+	switch v.Kind() {
+	case value.KindInt:
+		return v.Int(), nil
+	case value.KindFloat:
+		f := v.Float()
+		if f >= math.MaxInt64 || f < math.MinInt64 {
+			return 0, fmt.Errorf("%w: %v is out of range", ErrEventTime, f)
+		}
+		return int64(f), nil
+	case value.KindString:
+		t, err := time.Parse(time.RFC3339Nano, v.Str())
+		if err != nil {
+			return 0, fmt.Errorf("%w: %q is not an RFC 3339 time", ErrEventTime, v.Str())
+		}
+		return t.UnixMilli(), nil
+	}
+	return 0, fmt.Errorf("%w: a timestamp is epoch milliseconds or an RFC 3339 string, not %s", ErrEventTime, v.Kind())
+}

@@ -1,0 +1,182 @@
+package expression
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/scenario-server/scenario-server/value"
+)
+
+func mustCompile(t *testing.T, text string, env TypeEnv) *Program {
+	t.Helper()
+	prog, problems := Compile(text, env, Unknown)
+	if len(problems) > 0 {
+		t.Fatalf("Compile(%q): %v", text, problems)
+	}
+	return prog
+}
+
+func record(kv ...any) value.Value {
+	var keys []string
+	var vals []value.Value
+	for i := 0; i < len(kv); i += 2 {
+		keys = append(keys, kv[i].(string))
+		vals = append(vals, kv[i+1].(value.Value))
+	}
+	return value.NewRecord(keys, vals)
+}
+
+func TestRun(t *testing.T) {
+	env := TypeEnv{
+		"input": RecordOf(
+			Field{Name: "big", Type: Integer},
+			Field{Name: "f", Type: Float},
+			Field{Name: "n", Type: Number},
+			Field{Name: "s", Type: String},
+			Field{Name: "opt", Type: Integer.OrNull()},
+			Field{Name: "list", Type: ListOf(Integer)},
+		),
+		"key": ListOf(Unknown),
+	}
+	vars := map[string]value.Value{
+		"input": record(
+			"big", value.Int(math.MaxInt64),
+			"f", value.Int(2), // an integer where the schema says float
+			"n", value.Float(1.5),
+			"s", value.String("PL"),
+			"list", value.List([]value.Value{value.Int(1), value.Int(2), value.Int(3)}),
+		),
+		"key": value.List([]value.Value{value.String("JFK"), value.Int(7)}),
+	}
+	tests := []struct {
+		text string
+		want string // JSON of the result
+	}{
+		{"#input.big", "9223372036854775807"}, // int64 stays exact
+		{"#input.big - 1", "9223372036854775806"},
+		{"#input.f * 1.5", "3.0"},
+		{"#input.n + 1", "2.5"},
+		{"#input.s == 'PL'", "true"},
+		{"#input.opt == nil", "true"}, // missing field: null
+		{"#input.opt ?? 5", "5"},
+		{"sum(#input.list)", "6"},
+		{"map(#input.list, # * 2)", "[2,4,6]"},
+		{"{b: 1, a: [true, nil]}", `{"a":[true,null],"b":1}`}, // records come out with sorted keys
+		{"#key[0] + '-' + string(#key[1])", `"JFK-7"`},
+		{"duration('1m30s')", "90000"},                    // durations leave as milliseconds
+		{"date('2024-05-01T10:00:00Z')", "1714557600000"}, // times leave as epoch ms
+		{"parseTime('2001/01/01 00:47', 'yyyy/MM/dd HH:mm')", "978310020000"},
+		{"parseTime('01.02.2024 10:00', 'dd.MM.yyyy HH:mm', 'Europe/Warsaw')", "1706778000000"},
+		{"toEpochMillis('2024-05-01T10:00:00.250+02:00')", "1714550400250"},
+		{"toEpochMillis(1714550400250)", "1714550400250"},
+	}
+	for _, tt := range tests {
+		prog := mustCompile(t, tt.text, env)
+		got, err := Run(prog, vars)
+		if err != nil {
+			t.Errorf("Run(%q): %v", tt.text, err)
+			continue
+		}
+		if s := string(value.AppendJSON(nil, got)); s != tt.want {
+			t.Errorf("Run(%q) = %s, want %s", tt.text, s, tt.want)
+		}
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	env := TypeEnv{"input": Unknown}
+	vars := map[string]value.Value{"input": record("s", value.String("x"), "d", value.String("2001-01-01"))}
+	tests := []struct {
+		text      string
+		line, col int
+		contains  string
+	}{
+		{"1 +\n  #input.s * 2", 2, 12, "invalid operation"},
+		{"parseTime(#input.d, 'yyyy/MM/dd')", 1, 1, "does not match"},
+		{"toEpochMillis(#input.s)", 1, 1, "not an RFC 3339 time"},
+		{"1 / 0", 0, 0, "not a finite number"},
+	}
+	for _, tt := range tests {
+		prog := mustCompile(t, tt.text, env)
+		_, err := Run(prog, vars)
+		var re *RunError
+		if !errors.As(err, &re) {
+			t.Errorf("Run(%q) error %v, want a *RunError", tt.text, err)
+			continue
+		}
+		if !strings.Contains(re.Error(), tt.contains) || (tt.line > 0 && (re.Line != tt.line || re.Column != tt.col)) {
+			t.Errorf("Run(%q) = %+v; want %d:%d containing %q", tt.text, re, tt.line, tt.col, tt.contains)
+		}
+	}
+}
+
+func TestFromGo(t *testing.T) {
+	tests := []struct {
+		in   any
+		want string
+	}{
+		{nil, "null"},
+		{int8(-3), "-3"},
+		{uint32(7), "7"},
+		{float32(0.5), "0.5"},
+		{[]int{1, 2}, "[1,2]"},
+		{map[string]int{"b": 2, "a": 1}, `{"a":1,"b":2}`},
+		{time.UnixMilli(1500).UTC(), "1500"},
+		{2 * time.Second, "2000"},
+		{value.String("v"), `"v"`},
+	}
+	for _, tt := range tests {
+		got, err := FromGo(tt.in)
+		if err != nil {
+			t.Errorf("FromGo(%#v): %v", tt.in, err)
+			continue
+		}
+		if s := string(value.AppendJSON(nil, got)); s != tt.want {
+			t.Errorf("FromGo(%#v) = %s, want %s", tt.in, s, tt.want)
+		}
+	}
+	for _, bad := range []any{math.NaN(), math.Inf(1), uint64(math.MaxUint64), struct{}{}, func() {}, map[int]int{1: 1}} {
+		if _, err := FromGo(bad); !errors.Is(err, ErrNotJSON) {
+			t.Errorf("FromGo(%#v) error %v, want ErrNotJSON", bad, err)
+		}
+	}
+}
+
+func TestToGoFollowsTypes(t *testing.T) {
+	if got := ToGo(value.Int(3), Float); got != 3.0 {
+		t.Errorf("ToGo(3, float) = %#v", got)
+	}
+	if got := ToGo(value.Float(3), Integer); got != 3 {
+		t.Errorf("ToGo(3.0, integer) = %#v", got)
+	}
+	if got := ToGo(value.Float(3.5), Integer); got != 3.5 {
+		t.Errorf("ToGo(3.5, integer) = %#v, want the float kept", got)
+	}
+	if got := ToGo(value.Int(3), Float.OrNull()); got != 3 {
+		t.Errorf("ToGo(3, float?) = %#v, want an int (nullable types are dynamic)", got)
+	}
+}
+
+func TestEventTime(t *testing.T) {
+	for _, tt := range []struct {
+		v    value.Value
+		want int64
+	}{
+		{value.Int(1714557600000), 1714557600000},
+		{value.Float(1714557600000.9), 1714557600000},
+		{value.String("2024-05-01T10:00:00Z"), 1714557600000},
+		{value.String("2024-05-01T12:00:00.5+02:00"), 1714557600500},
+	} {
+		if got, err := EventTime(tt.v); err != nil || got != tt.want {
+			t.Errorf("EventTime(%s) = %d, %v; want %d", value.AppendJSON(nil, tt.v), got, err, tt.want)
+		}
+	}
+	for _, bad := range []value.Value{value.Null(), value.Bool(true), value.String("2024-05-01"), value.Float(1e300), value.List(nil)} {
+		if _, err := EventTime(bad); !errors.Is(err, ErrEventTime) {
+			t.Errorf("EventTime(%s) error %v", value.AppendJSON(nil, bad), err)
+		}
+	}
+}

@@ -1,0 +1,202 @@
+package nodes
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/scenario-server/scenario-server/expression"
+	"github.com/scenario-server/scenario-server/scenario"
+)
+
+// aggregateOutput is what a window check decides about the events an
+// aggregate emits.
+type aggregateOutput struct {
+	// enrich: the incoming events go on, enriched; their upstream variables
+	// stay in scope.
+	enrich bool
+	// creates: the node also (or only) emits new events, which carry
+	// #window.
+	creates bool
+}
+
+// checkAggregate checks what all aggregates share (groupBy, aggregations,
+// outputVar), then the window parameters with window, and sets the scope
+// below the node.
+func checkAggregate(c *nodeCheck, window func(*nodeCheck, *aggregateOutput)) {
+	env := c.in.env()
+	keyElem := expression.Unknown
+	if exprs, _ := c.expressionListParam("groupBy"); len(exprs) > 0 {
+		for i, e := range exprs {
+			t := expression.Unknown
+			if prog := c.compile(fmt.Sprintf("groupBy[%d]", i), e, env, expression.Unknown); prog != nil {
+				t = expression.Boundary(prog.Result())
+			}
+			if i == 0 {
+				keyElem = t
+			} else {
+				keyElem = expression.Join(keyElem, t)
+			}
+		}
+	}
+	var fields []expression.Field
+	for i, a := range c.aggregationsParam("aggregations") {
+		agg, known := c.v.reg.Aggregator(a.Aggregator)
+		result := expression.Unknown
+		if known {
+			in := expression.Unknown
+			if a.AggregateBy != nil {
+				in = c.aggregateInput(fmt.Sprintf("aggregations[%d].aggregateBy", i), a.AggregateBy, env, agg)
+			}
+			result = agg.ResultType(in)
+		}
+		if a.Name != "" {
+			fields = append(fields, expression.Field{Name: a.Name, Type: result})
+		}
+	}
+	name, nameOK := c.defineName("outputVar", c.n.OutputVar)
+
+	var out aggregateOutput
+	window(c, &out)
+
+	if c.in == nil {
+		c.out = nil
+		return
+	}
+	var below scope
+	switch {
+	case out.enrich && !out.creates:
+		below = c.in
+	case out.enrich && out.creates:
+		below = keep(c.in, VarMeta)
+	default:
+		below = keep(c.in, VarMeta).with(VarWindow, WindowType, c.n.ID)
+	}
+	below = below.with(VarKey, expression.ListOf(keyElem), c.n.ID)
+	if nameOK {
+		below = below.with(name, expression.RecordOf(fields...), c.n.ID)
+	}
+	c.out = below
+}
+
+// aggregateInput compiles an aggregateBy expression and checks its type
+// against what the aggregator takes. It returns the input type.
+func (c *nodeCheck) aggregateInput(field string, e *scenario.Expression, env expression.TypeEnv, agg *Aggregator) expression.Type {
+	want := expression.Unknown
+	switch agg.Input {
+	case InputBoolean:
+		want = expression.Boolean.OrNull()
+	case InputNumber:
+		want = expression.Number.OrNull()
+	}
+	prog := c.compile(field, e, env, want)
+	if prog == nil {
+		return expression.Unknown
+	}
+	t := expression.Boundary(prog.Result())
+	if agg.Input == InputNumberOrString {
+		switch t.Kind {
+		case expression.KindInteger, expression.KindFloat, expression.KindNumber, expression.KindString, expression.KindUnknown:
+		default:
+			c.resultProblem(field, e, "%s takes numbers or strings, but the expression is %s", agg.Name, t)
+		}
+	}
+	return t
+}
+
+// defaultPrecision is SEMANTICS §3's: 60 s, or 1 s when a length is not a
+// whole number of minutes.
+func defaultPrecision(lengths ...time.Duration) time.Duration {
+	for _, l := range lengths {
+		if l%time.Minute != 0 {
+			return time.Second
+		}
+	}
+	return time.Minute
+}
+
+// precision returns the node's precision: the explicit parameter, or the
+// default for the given lengths.
+func (c *nodeCheck) precision(lengths ...time.Duration) (p time.Duration, explicit, ok bool) {
+	if c.given("precision") {
+		p, ok = c.durationParam("precision", true)
+		return p, true, ok
+	}
+	return defaultPrecision(lengths...), false, true
+}
+
+// checkMultiple reports a length (windowLength, sessionTimeout, slide) that
+// is shorter than the precision or not a whole multiple of it.
+func (c *nodeCheck) checkMultiple(field string, length, p time.Duration, explicit bool, code string) {
+	which := "the precision " + formatDuration(p)
+	hint := ""
+	if !explicit {
+		which += " (the default)"
+		hint = "; set \"precision\" to a duration that divides it"
+	}
+	switch {
+	case length < p && code == CodeNotMultipleOfPrec:
+		c.errorf(field, CodeShorterThanPrecision, "%s %s is shorter than %s%s", field, formatDuration(length), which, hint)
+	case length%p != 0:
+		c.errorf(field, code, "%s %s is not a whole multiple of %s%s", field, formatDuration(length), which, hint)
+	}
+}
+
+func checkSliding(c *nodeCheck, out *aggregateOutput) {
+	length, okL := c.durationParam("windowLength", true)
+	p, explicit, okP := c.precision(length)
+	if okL && okP {
+		c.checkMultiple("windowLength", length, p, explicit, CodeNotMultipleOfPrec)
+	}
+	left, _ := c.boolParam("emitWhenEventLeft")
+	out.enrich = true
+	out.creates = left
+}
+
+func checkTumbling(c *nodeCheck, out *aggregateOutput) {
+	length, okL := c.durationParam("windowLength", true)
+	if offset, ok := c.durationParam("offset", false); ok && okL && offset >= length {
+		c.errorf("offset", CodeOffsetOutOfRange, "offset %s must be shorter than windowLength %s", formatDuration(offset), formatDuration(length))
+	}
+	if zone, ok := c.stringParam("timeZone"); ok {
+		if _, err := expression.LoadZone(zone); err != nil {
+			c.errorf("timeZone", CodeInvalidTimeZone, "%v", err)
+		}
+	}
+	emit, ok := c.enumParam("emitWhen")
+	out.enrich = ok && emit == EmitOnEvent
+}
+
+func checkHopping(c *nodeCheck, out *aggregateOutput) {
+	length, okL := c.durationParam("windowLength", true)
+	slide, okS := c.durationParam("slide", true)
+	if okS {
+		if p, explicit, okP := c.precision(slide); okP {
+			c.checkMultiple("slide", slide, p, explicit, CodeSlideNotMultiple)
+		}
+	}
+	if okL && okS && length%slide != 0 {
+		c.errorf("windowLength", CodeNotMultipleOfSlide, "windowLength %s is not a whole multiple of slide %s", formatDuration(length), formatDuration(slide))
+	}
+}
+
+func checkSession(c *nodeCheck, out *aggregateOutput) {
+	timeout, okT := c.durationParam("sessionTimeout", true)
+	p, explicit, okP := c.precision(timeout)
+	if okT && okP {
+		c.checkMultiple("sessionTimeout", timeout, p, explicit, CodeNotMultipleOfPrec)
+	}
+	if e := c.expressionParam("endSessionCondition"); e != nil {
+		c.compile("endSessionCondition", e, c.in.env(), expression.Boolean.OrNull())
+	}
+	emit, ok := c.enumParam("emitWhen")
+	out.enrich = ok && emit == EmitOnEvent
+}
+
+func checkCount(c *nodeCheck, out *aggregateOutput) {
+	length, okL := c.intParam("windowLength")
+	if c.given("slide") {
+		if slide, ok := c.intParam("slide"); ok && okL && slide > length {
+			c.errorf("slide", CodeSlideOutOfRange, "slide %d is more than windowLength %d: events between windows would be skipped", slide, length)
+		}
+	}
+}

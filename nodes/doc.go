@@ -1,0 +1,42 @@
+// Package nodes holds the kinds of node a scenario is made of: sources
+// (file, http, kafka), Filter, Variable, VariableBuilder (record variable),
+// Switch (choice), Split, Join "union", CustomNode "for-each", the aggregates
+// of SEMANTICS §4 (aggregate-sliding, -tumbling, -hopping, -session, -count)
+// and sinks (file, stdout, dead-end).
+//
+// Each Kind describes itself (its palette group, label, and the name, form,
+// editor, type, default and description of each parameter) so that the
+// designer renders its palette and forms from Registry.Kinds and
+// Registry.Aggregators, never from hand-written lists. Each kind also checks
+// its nodes and says how they change the variables in scope.
+//
+// Validate checks a whole scenario: the structure (scenario.Validate), then
+// every node in graph order with the variables in scope, every expression
+// compiled in its scope with the type its node needs, every parameter
+// against its kind (durations, choices, time zones, window lengths against
+// precision and slide), and no variable defined twice on a path. The result
+// lists the problems and, per node, the variables in scope with their types.
+//
+// # Scope rules
+//
+// A source defines #input (typed by its JSON Schema, or unknown) and #meta
+// ({eventTime, scenarioName}). Variable and VariableBuilder add their
+// varName, ForEach its outputVar. A union passes on the variables that all
+// its branches have, with their types joined (a variable of different types
+// in different branches becomes unknown), plus its outputVar. Aggregates
+// that enrich the incoming event (sliding; tumbling and session with
+// emitWhen OnEvent) add outputVar and #key; those that create events
+// (tumbling and session OnEnd, hopping, count) leave #meta, outputVar, #key
+// and #window. #key is the list of groupBy values; #window is {start, end}
+// in epoch milliseconds, end exclusive.
+//
+// # Parameters
+//
+// Durations are strings: "60s", "1h30m", "1d" or ISO 8601 "PT1H"
+// (ParseDuration). Precision defaults to 60s, or 1s when the window (or
+// session timeout, or hopping slide) is not a whole number of minutes; a
+// window must be a whole multiple of its precision and not shorter than it;
+// a hopping window a whole multiple of its slide; a tumbling window's offset
+// shorter than the window. Time zones are IANA names, read from the zone
+// database built into the binary.
+package nodes

@@ -1,0 +1,410 @@
+package nodes
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/scenario-server/scenario-server/expression"
+	"github.com/scenario-server/scenario-server/scenario"
+)
+
+// Codes of the problems found by Validate beyond those of scenario.Validate
+// and expression.Compile.
+const (
+	CodeUnknownKind          = "unknown-node-kind"
+	CodeUnknownParameter     = "unknown-parameter"
+	CodeDuplicateParameter   = "duplicate-parameter"
+	CodeMissingParameter     = "missing-parameter"
+	CodeParameterForm        = "parameter-form"
+	CodeInvalidParameter     = "invalid-parameter"
+	CodeInvalidDuration      = "invalid-duration"
+	CodeInvalidEnum          = "invalid-enum-value"
+	CodeInvalidTimeZone      = "invalid-time-zone"
+	CodeInvalidSchema        = "invalid-schema"
+	CodeUnsupportedLanguage  = "unsupported-language"
+	CodeInvalidName          = "invalid-name"
+	CodeReservedName         = "reserved-variable-name"
+	CodeVariableRedefined    = "variable-redefined"
+	CodeDuplicateName        = "duplicate-name"
+	CodeUnknownAggregator    = "unknown-aggregator"
+	CodeIgnoredAggregateBy   = "ignored-aggregate-by"
+	CodeUnknownBranch        = "unknown-branch"
+	CodeShorterThanPrecision = "window-shorter-than-precision"
+	CodeNotMultipleOfPrec    = "window-not-multiple-of-precision"
+	CodeNotMultipleOfSlide   = "window-not-multiple-of-slide"
+	CodeSlideNotMultiple     = "slide-not-multiple-of-precision"
+	CodeOffsetOutOfRange     = "offset-out-of-range"
+	CodeSlideOutOfRange      = "slide-out-of-range"
+)
+
+// The variables the server defines. Users cannot name variables so.
+const (
+	VarInput  = "input"  // the event, from the source (its JSON Schema's type, or unknown)
+	VarMeta   = "meta"   // {eventTime: epoch ms, scenarioName: string}
+	VarKey    = "key"    // after an aggregate: the groupBy values, a list
+	VarWindow = "window" // after an aggregate that creates events: {start, end}, epoch ms, end exclusive
+)
+
+// ReservedNames are the names no varName or outputVar may take: the
+// server's variables and expr's predicate names.
+var ReservedNames = []string{VarInput, VarMeta, VarKey, VarWindow, "index", "acc"}
+
+// MetaType is the type of #meta: the event's time (epoch milliseconds) and
+// the scenario's name.
+var MetaType = expression.RecordOf(
+	expression.Field{Name: "eventTime", Type: expression.Integer},
+	expression.Field{Name: "scenarioName", Type: expression.String},
+)
+
+// WindowType is the type of #window.
+var WindowType = expression.RecordOf(
+	expression.Field{Name: "start", Type: expression.Integer},
+	expression.Field{Name: "end", Type: expression.Integer},
+)
+
+// Validation is the outcome of validating a scenario: its problems and,
+// per node id, the variables in scope where the node's expressions are
+// evaluated (the scope of its input; for a Join, the variables all its
+// branches have; for a Source, #input for its timestamp expression). Nodes
+// whose scope cannot be known (no source reaches them, or they lie on a
+// cycle) are absent from Variables.
+type Validation struct {
+	scenario.Result
+	Variables map[string]expression.TypeEnv `json:"variables"`
+}
+
+// Validate validates s with the default registry.
+func Validate(s *scenario.Scenario) *Validation { return Default().Validate(s) }
+
+// ValidateJSON decodes a scenario and validates it with the default
+// registry. When the JSON cannot be decoded, the decoding problems are the
+// errors (see scenario.Decode) and nothing else is checked.
+func ValidateJSON(data []byte) *Validation { return Default().ValidateJSON(data) }
+
+// ValidateJSON decodes a scenario and validates it (see the function).
+func (r *Registry) ValidateJSON(data []byte) *Validation {
+	s, err := scenario.Decode(data)
+	if err != nil {
+		res := scenario.NewResult()
+		var de *scenario.DecodeError
+		if errors.As(err, &de) {
+			res.Errors = append(res.Errors, de.Problems...)
+		} else {
+			res.Errors = append(res.Errors, scenario.Problem{Code: scenario.CodeInvalidJSON, Message: err.Error()})
+		}
+		res.Sort(s)
+		return &Validation{Result: res, Variables: map[string]expression.TypeEnv{}}
+	}
+	return r.Validate(s)
+}
+
+// Validate checks s as a whole: its structure (scenario.Validate), then
+// each node in an order where a node comes after those that feed it: its
+// kind, its parameters and the variables in scope, every expression
+// compiled in its scope with the type the node needs, and variable names
+// defined at most once on a path. Problems come in a deterministic order,
+// grouped by node in the order of s.Nodes.
+//
+// Scopes: a Source defines #input and #meta. Filter, Switch and Split pass
+// their scope on; Variable adds varName, VariableBuilder adds varName as a
+// record, ForEach adds outputVar (one element of the list). A Join passes on
+// the variables that every branch has (with the join of their types), plus
+// outputVar when it has branch output expressions. Aggregates (SEMANTICS §4)
+// in modes that enrich the event (sliding; tumbling and session with
+// emitWhen OnEvent) add outputVar and #key to the scope; in modes that
+// create events (tumbling and session OnEnd, hopping, count) the scope
+// becomes #meta, outputVar, #key and #window. A sliding aggregate with
+// emitWhenEventLeft emits both kinds, so only #meta, outputVar and #key are
+// certain after it.
+func (r *Registry) Validate(s *scenario.Scenario) *Validation {
+	res := scenario.Validate(s)
+	v := &validation{
+		reg:  r,
+		s:    s,
+		g:    scenario.NewGraph(s),
+		res:  &res,
+		out:  make([]scope, len(s.Nodes)),
+		vars: map[string]expression.TypeEnv{},
+	}
+	v.walk()
+	res.Sort(s)
+	return &Validation{Result: res, Variables: v.vars}
+}
+
+// scopeVar is a variable in scope: its type and the node that defined it.
+type scopeVar struct {
+	t  expression.Type
+	by string
+}
+
+// scope maps variable names to their types. A nil scope is unknown: its
+// expressions are compiled without knowing the variables.
+type scope map[string]scopeVar
+
+func (s scope) with(name string, t expression.Type, by string) scope {
+	if s == nil {
+		return nil
+	}
+	out := make(scope, len(s)+1)
+	for k, v := range s {
+		out[k] = v
+	}
+	out[name] = scopeVar{t: t, by: by}
+	return out
+}
+
+func (s scope) env() expression.TypeEnv {
+	if s == nil {
+		return nil
+	}
+	env := make(expression.TypeEnv, len(s))
+	for k, v := range s {
+		env[k] = v.t
+	}
+	return env
+}
+
+// intersect returns the variables all scopes have, with joined types.
+func intersect(scopes []scope) scope {
+	if len(scopes) == 0 {
+		return nil
+	}
+	for _, s := range scopes {
+		if s == nil {
+			return nil
+		}
+	}
+	out := scope{}
+	for name, first := range scopes[0] {
+		t, by, everywhere := first.t, first.by, true
+		for _, s := range scopes[1:] {
+			other, ok := s[name]
+			if !ok {
+				everywhere = false
+				break
+			}
+			t = expression.Join(t, other.t)
+			if other.by != by {
+				by = ""
+			}
+		}
+		if everywhere {
+			out[name] = scopeVar{t: t, by: by}
+		}
+	}
+	return out
+}
+
+type validation struct {
+	reg  *Registry
+	s    *scenario.Scenario
+	g    *scenario.Graph
+	res  *scenario.Result
+	out  []scope // output scope per node index
+	vars map[string]expression.TypeEnv
+}
+
+// walk checks every node: first those reachable in topological order
+// (Kahn's algorithm, ties in node order), then the rest (on cycles) with
+// unknown scope.
+func (v *validation) walk() {
+	n := len(v.s.Nodes)
+	indegree := make([]int, n)
+	for i := range v.s.Nodes {
+		if v.s.Nodes[i].Type == scenario.TypeSource {
+			continue // edges into sources are errors, and ignored here
+		}
+		indegree[i] = len(v.g.In[i])
+	}
+	done := make([]bool, n)
+	var queue []int
+	for i := range indegree {
+		if indegree[i] == 0 {
+			queue = append(queue, i)
+		}
+	}
+	for len(queue) > 0 {
+		i := queue[0]
+		queue = queue[1:]
+		v.checkNode(i, v.inputScope(i))
+		done[i] = true
+		for _, e := range v.g.Out[i] {
+			to := v.g.ByID[v.s.Edges[e].To]
+			if v.s.Nodes[to].Type == scenario.TypeSource {
+				continue
+			}
+			indegree[to]--
+			if indegree[to] == 0 {
+				queue = append(queue, to)
+			}
+		}
+	}
+	for i := range done {
+		if !done[i] {
+			v.checkNode(i, nil)
+		}
+	}
+}
+
+// inputScope works out the scope a node's input has.
+func (v *validation) inputScope(i int) scope {
+	node := &v.s.Nodes[i]
+	if node.Type == scenario.TypeSource {
+		return scope{}
+	}
+	in := v.g.In[i]
+	if len(in) == 0 {
+		return nil
+	}
+	if node.Type == scenario.TypeJoin {
+		scopes := make([]scope, len(in))
+		for k, e := range in {
+			scopes[k] = v.out[v.g.ByID[v.s.Edges[e].From]]
+		}
+		return intersect(scopes)
+	}
+	return v.out[v.g.ByID[v.s.Edges[in[0]].From]]
+}
+
+// nodeCheck is the state of checking one node.
+type nodeCheck struct {
+	v      *validation
+	i      int
+	n      *scenario.Node
+	k      *Kind
+	in     scope
+	out    scope
+	params map[string]*scenario.Parameter
+	// visible is the scope recorded in Validation.Variables; in by default.
+	visible scope
+	// firstProblem is the number of errors before this node's check.
+	firstProblem int
+}
+
+func (v *validation) checkNode(i int, in scope) {
+	node := &v.s.Nodes[i]
+	c := &nodeCheck{v: v, i: i, n: node, in: in, visible: in, firstProblem: len(v.res.Errors)}
+	if node.ID == "" || v.g.ByID[node.ID] != i {
+		// A missing or duplicate id, reported by scenario.Validate: the
+		// node's problems could not be told apart from another's.
+		return
+	}
+	k, ok := v.reg.KindOf(node)
+	if !ok {
+		c.unknownKind()
+		return
+	}
+	c.k = k
+	c.collectParameters()
+	k.check(c)
+	v.out[i] = c.out
+	if c.visible != nil && node.ID != "" {
+		v.vars[node.ID] = c.visible.env()
+	}
+}
+
+func (c *nodeCheck) unknownKind() {
+	n := c.n
+	if !n.Type.Known() {
+		if n.Type == "" {
+			c.errorf("type", CodeUnknownKind, "the node has no type")
+		} else {
+			c.errorf("type", CodeUnknownKind, "unknown node type %q", n.Type)
+		}
+		return
+	}
+	subs := strings.Join(c.v.reg.subtypes(n.Type), ", ")
+	switch n.Type {
+	case scenario.TypeSource, scenario.TypeSink:
+		if n.Ref == nil || n.Ref.Typ == "" {
+			c.errorf("ref.typ", CodeUnknownKind, "a %s needs \"ref\": {\"typ\": ...} (one of %s)", n.Type, subs)
+			return
+		}
+		c.errorf("ref.typ", CodeUnknownKind, "unknown %s kind %q (one of %s)", strings.ToLower(string(n.Type)), n.Ref.Typ, subs)
+	default:
+		if n.NodeType == "" {
+			c.errorf("nodeType", CodeUnknownKind, "a %s needs \"nodeType\" (one of %s)", n.Type, subs)
+			return
+		}
+		c.errorf("nodeType", CodeUnknownKind, "unknown %s nodeType %q (one of %s)", n.Type, n.NodeType, subs)
+	}
+}
+
+func (c *nodeCheck) errorf(field, code, format string, args ...any) {
+	c.v.res.Errors = append(c.v.res.Errors, scenario.Problem{NodeID: c.n.ID, Field: field, Code: code, Message: fmt.Sprintf(format, args...)})
+}
+
+func (c *nodeCheck) warnf(field, code, format string, args ...any) {
+	c.v.res.Warnings = append(c.v.res.Warnings, scenario.Problem{NodeID: c.n.ID, Field: field, Code: code, Message: fmt.Sprintf(format, args...)})
+}
+
+// compile compiles e in env with the wanted result type and reports its
+// problems under field. It returns nil on problems.
+func (c *nodeCheck) compile(field string, e *scenario.Expression, env expression.TypeEnv, want expression.Type) *expression.Program {
+	if e == nil {
+		return nil
+	}
+	if e.Language != scenario.LanguageExpr {
+		c.errorf(field, CodeUnsupportedLanguage, "expression language %q is not supported; use %q", e.Language, scenario.LanguageExpr)
+		return nil
+	}
+	prog, problems := expression.Compile(e.Expression, env, want)
+	for _, p := range problems {
+		p.NodeID, p.Field = c.n.ID, field
+		c.v.res.Errors = append(c.v.res.Errors, p)
+	}
+	return prog
+}
+
+// resultProblem reports an expression whose result type the node cannot
+// use, at the start of its text.
+func (c *nodeCheck) resultProblem(field string, e *scenario.Expression, format string, args ...any) {
+	line, col := expression.StartOf(e.Expression)
+	c.v.res.Errors = append(c.v.res.Errors, scenario.Problem{
+		NodeID: c.n.ID, Field: field, Code: expression.CodeResultType,
+		Message: fmt.Sprintf(format, args...), Line: line, Column: col,
+	})
+}
+
+// defineName checks a name the node defines (varName, outputVar) and
+// returns it when it can be used. A name already in scope is reported
+// with the node that defined it, and still returned.
+func (c *nodeCheck) defineName(field, name string) (string, bool) {
+	if name == "" {
+		c.errorf(field, CodeMissingParameter, "%s is required: the name of the variable this node defines", field)
+		return "", false
+	}
+	for _, r := range ReservedNames {
+		if name == r {
+			c.errorf(field, CodeReservedName, "#%s is reserved; choose another name", name)
+			return "", false
+		}
+	}
+	if err := expression.CheckName(name); err != nil {
+		c.errorf(field, CodeInvalidName, "%v", err)
+		return "", false
+	}
+	if prev, ok := c.in[name]; ok {
+		by := ""
+		if prev.by != "" {
+			by = fmt.Sprintf(" by node %q", prev.by)
+		}
+		c.errorf(field, CodeVariableRedefined, "variable #%s is already defined on this path%s", name, by)
+	}
+	return name, true
+}
+
+// keep returns the entries of s named in names (those present).
+func keep(s scope, names ...string) scope {
+	if s == nil {
+		return nil
+	}
+	out := scope{}
+	for _, n := range names {
+		if v, ok := s[n]; ok {
+			out[n] = v
+		}
+	}
+	return out
+}

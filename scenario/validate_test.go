@@ -1,0 +1,111 @@
+package scenario
+
+import (
+	"reflect"
+	"testing"
+)
+
+func src(id string) Node  { return Node{ID: id, Type: TypeSource, Ref: &Ref{Typ: "http"}} }
+func sink(id string) Node { return Node{ID: id, Type: TypeSink, Ref: &Ref{Typ: "dead-end"}} }
+func node(id string, t NodeType) Node {
+	return Node{ID: id, Type: t}
+}
+func edge(from, to string) Edge { return Edge{From: from, To: to} }
+func typed(from, to, et string) Edge {
+	return Edge{From: from, To: to, EdgeType: &EdgeType{Type: et}}
+}
+func cond(from, to, expr string) Edge {
+	return Edge{From: from, To: to, EdgeType: &EdgeType{Type: EdgeNextSwitch, Condition: Expr(expr)}}
+}
+
+func TestValidateStructure(t *testing.T) {
+	tests := []struct {
+		name  string
+		nodes []Node
+		edges []Edge
+		want  []Problem // codes, node ids and fields; messages are checked by the golden files
+	}{
+		{"valid chain", []Node{src("s"), node("v", TypeVariable), sink("o")},
+			[]Edge{edge("s", "v"), edge("v", "o")}, nil},
+		{"empty scenario", nil, nil, []Problem{{Code: CodeNoSource}}},
+		{"missing id", []Node{src("s"), {Type: TypeSplit}, sink("o")},
+			[]Edge{edge("s", "o")}, []Problem{{Field: "nodes[1].id", Code: CodeMissingNodeID}}},
+		{"control character in id", []Node{src("s\n"), sink("o")},
+			[]Edge{edge("s\n", "o")}, []Problem{{NodeID: "s\n", Field: "id", Code: CodeInvalidNodeID}}},
+		{"edge into a source", []Node{src("a"), src("b"), sink("o")},
+			[]Edge{edge("a", "b"), edge("a", "o"), edge("b", "o")},
+			// The edge into b is reported and left out, so a has one output.
+			[]Problem{
+				{NodeID: "a", Field: "edges[0].to", Code: CodeEdgeToSource},
+				{NodeID: "o", Code: CodeMultipleInputs},
+			}},
+		{"edge from a missing node", []Node{src("s"), sink("o")},
+			[]Edge{edge("s", "o"), edge("ghost", "o")},
+			[]Problem{{NodeID: "ghost", Field: "edges[1].from", Code: CodeEdgeFromMissingNode}}},
+		{"duplicate plain edge", []Node{src("s"), node("sp", TypeSplit), sink("o")},
+			[]Edge{edge("s", "sp"), edge("sp", "o"), edge("sp", "o")},
+			[]Problem{{NodeID: "sp", Field: "edges[2]", Code: CodeDuplicateEdge}}},
+		{"switch edges may repeat a target", []Node{src("s"), node("sw", TypeSwitch), sink("o")},
+			[]Edge{edge("s", "sw"), cond("sw", "o", "a"), cond("sw", "o", "b")},
+			[]Problem{{NodeID: "o", Code: CodeMultipleInputs}}},
+		{"switch with only a default", []Node{src("s"), node("sw", TypeSwitch), sink("o")},
+			[]Edge{edge("s", "sw"), typed("sw", "o", EdgeSwitchDefault)}, nil},
+		{"switch: two defaults, a plain edge, no condition", []Node{src("s"), node("sw", TypeSwitch), sink("a"), sink("b"), sink("c"), sink("d")},
+			[]Edge{edge("s", "sw"), typed("sw", "a", EdgeSwitchDefault), typed("sw", "b", EdgeSwitchDefault), edge("sw", "c"), typed("sw", "d", EdgeNextSwitch)},
+			[]Problem{
+				{NodeID: "sw", Field: "edges[2]", Code: CodeTooManyEdges},
+				{NodeID: "sw", Field: "edges[3].edgeType", Code: CodeUnexpectedEdgeType},
+				{NodeID: "sw", Field: "edges[4].edgeType.condition", Code: CodeMissingCondition},
+			}},
+		{"switch without edges", []Node{src("s"), node("sw", TypeSwitch)},
+			[]Edge{edge("s", "sw")}, []Problem{{NodeID: "sw", Code: CodeMissingOutput}}},
+		{"filter: two true edges, a condition, a plain edge", []Node{src("s"), node("f", TypeFilter), sink("a"), sink("b"), sink("c")},
+			[]Edge{edge("s", "f"), typed("f", "a", EdgeFilterTrue), {From: "f", To: "b", EdgeType: &EdgeType{Type: EdgeFilterTrue, Condition: Expr("x")}}, edge("f", "c")},
+			[]Problem{
+				{NodeID: "f", Field: "edges[2].edgeType.condition", Code: CodeUnexpectedEdgeType},
+				{NodeID: "f", Field: "edges[2]", Code: CodeTooManyEdges},
+				{NodeID: "f", Field: "edges[3].edgeType", Code: CodeUnexpectedEdgeType},
+			}},
+		{"filter edge type on a variable", []Node{src("s"), node("v", TypeVariable), sink("o")},
+			[]Edge{edge("s", "v"), typed("v", "o", EdgeFilterTrue)},
+			[]Problem{{NodeID: "v", Field: "edges[1].edgeType", Code: CodeUnexpectedEdgeType}, {NodeID: "v", Code: CodeMissingOutput}}},
+		{"split and source without outputs", []Node{src("s"), node("sp", TypeSplit), src("t")},
+			[]Edge{edge("s", "sp")},
+			[]Problem{{NodeID: "sp", Code: CodeMissingOutput}, {NodeID: "t", Code: CodeMissingOutput}}},
+		{"join takes several inputs", []Node{src("a"), src("b"), node("j", TypeJoin), sink("o")},
+			[]Edge{edge("a", "j"), edge("b", "j"), edge("j", "o")}, nil},
+		{"self loop", []Node{src("s"), node("j", TypeJoin), sink("o")},
+			[]Edge{edge("s", "j"), edge("j", "j"), edge("j", "o")},
+			[]Problem{{NodeID: "j", Field: "edges[2]", Code: CodeTooManyEdges}, {NodeID: "j", Field: "edges[1]", Code: CodeCycle}}},
+		{"unreachable cycle", []Node{src("s"), sink("o"), node("a", TypeJoin), node("b", TypeJoin)},
+			[]Edge{edge("s", "o"), edge("a", "b"), edge("b", "a")},
+			[]Problem{{NodeID: "a", Code: CodeUnreachableNode}, {NodeID: "b", Field: "edges[2]", Code: CodeCycle}, {NodeID: "b", Code: CodeUnreachableNode}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := Validate(&Scenario{Nodes: tt.nodes, Edges: tt.edges})
+			var got []Problem
+			for _, p := range r.Errors {
+				got = append(got, Problem{NodeID: p.NodeID, Field: p.Field, Code: p.Code})
+				if p.Message == "" {
+					t.Errorf("problem without a message: %+v", p)
+				}
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("errors:\n got %+v\nwant %+v\n(full: %v)", got, tt.want, r.Errors)
+			}
+		})
+	}
+}
+
+func TestRulesForEveryType(t *testing.T) {
+	for _, typ := range NodeTypes {
+		r := RulesFor(typ)
+		if r.MaxInputs >= 0 && r.MinInputs > r.MaxInputs {
+			t.Errorf("%s: inputs %d..%d", typ, r.MinInputs, r.MaxInputs)
+		}
+		if typ == TypeSink && len(r.Outputs) != 0 {
+			t.Errorf("sinks must have no outputs")
+		}
+	}
+}
