@@ -419,9 +419,11 @@ func TestHLLLarge(t *testing.T) {
 		if cell == 0 {
 			want = n / 2
 		}
-		if d := math.Abs(float64(got.Int())-want) / want; d > 0.02 {
+		d := math.Abs(float64(got.Int())-want) / want
+		if d > 0.02 {
 			t.Fatalf("cell %d: estimate %d for %v distinct values (%.2f%% off)", cell, got.Int(), want, 100*d)
 		}
+		t.Logf("estimate %d for %v distinct values (%.2f%% off)", got.Int(), want, 100*d)
 	}
 	if !regsOK {
 		t.Fatalf("the dense-register accessor failed its self-check")
@@ -658,5 +660,39 @@ func BenchmarkAdd(b *testing.B) {
 				i++
 			}
 		})
+	}
+}
+
+// The in-place reading of value.Value (rawKindBits) must be active, and the
+// accessor fallback must give the same results.
+func TestValueFastPath(t *testing.T) {
+	if !valueFast {
+		t.Fatal("value.Value's layout check failed: Add uses the slow accessors")
+	}
+	results := func() []value.Value {
+		var out []value.Value
+		for _, s := range conformanceSpecs() {
+			a := mustAgg(t, s)
+			for _, tc := range conformanceCases() {
+				c := a.NewColumn()
+				c.Resize(1)
+				fillCell(c, 0, acceptedInputs(t, a, tc.inputs))
+				r, err := c.Result(0)
+				if err != nil {
+					r = value.String(err.Error())
+				}
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	fast := results()
+	valueFast = false
+	defer func() { valueFast = true }()
+	slow := results()
+	for k := range fast {
+		if !sameValue(fast[k], slow[k]) {
+			t.Fatalf("result %d: fast path %s, accessors %s", k, jsonOf(fast[k]), jsonOf(slow[k]))
+		}
 	}
 }

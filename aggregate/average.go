@@ -40,8 +40,12 @@ func (c *averageColumn) Resize(n int) {
 }
 
 func (c *averageColumn) Add(i int, v value.Value, _ int64, _ uint64) {
-	if v.IsNumber() {
-		c.sum[i] += v.Float()
+	k, bits := rawKindBits(&v)
+	if !valueFast {
+		k, bits = slowKindBits(&v)
+	}
+	if x, ok := numberOf(k, bits); ok {
+		c.sum[i] += x
 		c.n[i]++
 	}
 }

@@ -43,8 +43,14 @@ func (c *countColumn) Len() int     { return len(c.n) }
 func (c *countColumn) Resize(n int) { c.n = resize(c.n, n) }
 
 func (c *countColumn) Add(i int, v value.Value, _ int64, _ uint64) {
-	if c.when && !v.Bool() {
-		return
+	if c.when {
+		k, bits := rawKindBits(&v)
+		if !valueFast {
+			k, bits = slowKindBits(&v)
+		}
+		if k != value.KindBool || bits != 1 {
+			return
+		}
 	}
 	c.n[i]++
 }

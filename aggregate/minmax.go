@@ -180,21 +180,32 @@ func (c *minMaxColumn) Len() int     { return len(c.s.kind) }
 func (c *minMaxColumn) Resize(n int) { c.s.resize(n) }
 
 func (c *minMaxColumn) Add(i int, v value.Value, _ int64, _ uint64) {
-	switch v.Kind() {
+	k, bits := rawKindBits(&v)
+	if !valueFast {
+		k, bits = slowKindBits(&v)
+	}
+	switch k {
 	case value.KindInt:
-		if c.s.kind[i] == vsInt { // fast path: int against int
-			x, cur := v.Int(), int64(c.s.bits[i])
+		switch c.s.kind[i] {
+		case vsInt: // fast path: int against int
+			x, cur := int64(bits), int64(c.s.bits[i])
 			if (c.max && x > cur) || (!c.max && x < cur) {
-				c.s.bits[i] = uint64(x)
+				c.s.bits[i] = bits
 			}
+			return
+		case vsEmpty:
+			c.s.kind[i], c.s.bits[i] = vsInt, bits
 			return
 		}
 	case value.KindFloat:
-		if c.s.kind[i] == vsFloat { // fast path: float against float
-			x, cur := v.Float(), math.Float64frombits(c.s.bits[i])
-			if floatBetter(x, cur, c.max) {
-				c.s.bits[i] = math.Float64bits(x)
+		switch c.s.kind[i] {
+		case vsFloat: // fast path: float against float
+			if floatBetter(math.Float64frombits(bits), math.Float64frombits(c.s.bits[i]), c.max) {
+				c.s.bits[i] = bits
 			}
+			return
+		case vsEmpty:
+			c.s.kind[i], c.s.bits[i] = vsFloat, bits
 			return
 		}
 	case value.KindString:

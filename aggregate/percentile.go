@@ -58,10 +58,14 @@ func (c *exactPctColumn) Len() int     { return len(c.cells) }
 func (c *exactPctColumn) Resize(n int) { c.cells = resize(c.cells, n) }
 
 func (c *exactPctColumn) Add(i int, v value.Value, _ int64, _ uint64) {
-	if !v.IsNumber() {
+	k, bits := rawKindBits(&v)
+	if !valueFast {
+		k, bits = slowKindBits(&v)
+	}
+	x, ok := numberOf(k, bits)
+	if !ok {
 		return
 	}
-	x := v.Float()
 	if x == 0 {
 		x = 0 // -0.0 → 0.0
 	}
@@ -461,7 +465,12 @@ func (c *ddColumn) Len() int     { return len(c.cells) }
 func (c *ddColumn) Resize(n int) { c.cells = resize(c.cells, n) }
 
 func (c *ddColumn) Add(i int, v value.Value, _ int64, _ uint64) {
-	if !v.IsNumber() {
+	k, bits := rawKindBits(&v)
+	if !valueFast {
+		k, bits = slowKindBits(&v)
+	}
+	x, ok := numberOf(k, bits)
+	if !ok {
 		return
 	}
 	s := c.cells[i]
@@ -469,7 +478,7 @@ func (c *ddColumn) Add(i int, v value.Value, _ int64, _ uint64) {
 		s = new(ddSketch)
 		c.cells[i] = s
 	}
-	s.add(v.Float())
+	s.add(x)
 }
 
 func (c *ddColumn) merge(i int, src *ddSketch) {

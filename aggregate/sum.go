@@ -2,6 +2,7 @@ package aggregate
 
 import (
 	"encoding/binary"
+	"math"
 	"math/big"
 
 	"github.com/scenario-server/scenario-server/kernels"
@@ -66,9 +67,13 @@ func (c *sumColumn) needFloat() {
 }
 
 func (c *sumColumn) Add(i int, v value.Value, _ int64, _ uint64) {
-	switch v.Kind() {
+	k, bits := rawKindBits(&v)
+	if !valueFast {
+		k, bits = slowKindBits(&v)
+	}
+	switch k {
 	case value.KindInt:
-		x := v.Int()
+		x := int64(bits)
 		a := c.lo[i]
 		s := a + x
 		c.lo[i] = s
@@ -76,13 +81,20 @@ func (c *sumColumn) Add(i int, v value.Value, _ int64, _ uint64) {
 			c.carry(i, x)
 		}
 	case value.KindFloat:
-		c.needFloat()
-		c.fsum[i] += v.Float()
-		c.fcnt[i]++
+		c.addFloat(i, math.Float64frombits(bits))
 	}
 }
 
+//go:noinline
+func (c *sumColumn) addFloat(i int, f float64) {
+	c.needFloat()
+	c.fsum[i] += f
+	c.fcnt[i]++
+}
+
 // carry records that lo[i] wrapped while adding a number of x's sign.
+//
+//go:noinline
 func (c *sumColumn) carry(i int, x int64) {
 	c.needHi()
 	if x >= 0 {

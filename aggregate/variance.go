@@ -64,10 +64,14 @@ func (c *varianceColumn) Resize(n int) {
 
 // Add is Welford's update.
 func (c *varianceColumn) Add(i int, v value.Value, _ int64, _ uint64) {
-	if !v.IsNumber() {
+	k, bits := rawKindBits(&v)
+	if !valueFast {
+		k, bits = slowKindBits(&v)
+	}
+	x, ok := numberOf(k, bits)
+	if !ok {
 		return
 	}
-	x := v.Float()
 	n := c.n[i] + 1
 	c.n[i] = n
 	if n == 1 {
