@@ -8,12 +8,16 @@
 //	func name(dst, src *T, n int)        // n > 0 elements
 //	func name(dst, src *T, n int) bool   // addInt64Overflow*
 //
-// and the same shape: a main loop over four vectors (128 bytes for AVX2,
-// 256 bytes for AVX-512), a loop over one vector, then the tail. The AVX2
-// tail is scalar (a 16-byte step first for bytes); the AVX-512 tail is one
-// masked load/op/store, whose masked-out lanes neither fault nor get written.
-// dst is read and written, src only read, and nothing beyond n elements of
-// either is touched.
+// and the same shape: a head that aligns dst to the vector width (inputs
+// of at least four vectors only), a main loop over four vectors (128 bytes
+// for AVX2, 256 bytes for AVX-512), a loop over one vector, then the tail.
+// The AVX2 tail is scalar (a 16-byte step first for bytes); the AVX-512
+// head and tail are one masked load/op/store each, whose masked-out lanes
+// neither fault nor get written. dst is read and written, src only read,
+// and nothing outside the n elements of either is touched.
+//
+// For the kernels marked l1Only it also writes <name>AVX512Auto, the entry
+// point the AVX512 level dispatches to (see genAuto and doc.go).
 package main
 
 import (
@@ -297,6 +301,12 @@ func gen(e *emitter, k kernel, is isa) {
 		// main loop's first load, which would stall store forwarding.
 		e.f("ANDQ $%d, DX", is.vb-1) // DX = misalignment in bytes
 		e.f("JZ   loop")
+		if k.elem > 1 {
+			// Only possible through unsafe: elements not on an element
+			// boundary cannot be lanes of an aligned vector; run unaligned.
+			e.f("TESTQ $%d, DX", k.elem-1)
+			e.f("JNZ  loop")
+		}
 		e.f("SUBQ DX, DI")
 		e.f("SUBQ DX, SI")
 		e.f("MOVQ CX, BX")

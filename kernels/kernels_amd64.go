@@ -76,7 +76,7 @@ func maxUint8AVX512Auto(dst, src *uint8, n int)
 // n <= these limits and tail-jump to the AVX2 kernel above them. The limits
 // are the element counts at which dst and src together fill L1D: beyond
 // that the kernels stream from L2, where on this machine's cores 512-bit
-// add/sub/max-byte loops were 5–15% slower than 256-bit ones (see doc.go).
+// add/sub/max-byte loops were 12–14% slower than 256-bit ones (see doc.go).
 // Set once at package initialisation; read by the assembly.
 var avx512MaxQwords, avx512MaxBytes = l1Limits()
 

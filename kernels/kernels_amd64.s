@@ -664,6 +664,8 @@ TEXT ·addInt64AVX512(SB), NOSPLIT, $0-24
 	MOVQ DI, DX
 	ANDQ $63, DX
 	JZ   loop
+	TESTQ $7, DX
+	JNZ  loop
 	SUBQ DX, DI
 	SUBQ DX, SI
 	MOVQ CX, BX
@@ -736,6 +738,8 @@ TEXT ·subInt64AVX512(SB), NOSPLIT, $0-24
 	MOVQ DI, DX
 	ANDQ $63, DX
 	JZ   loop
+	TESTQ $7, DX
+	JNZ  loop
 	SUBQ DX, DI
 	SUBQ DX, SI
 	MOVQ CX, BX
@@ -809,6 +813,8 @@ TEXT ·addInt64OverflowAVX512(SB), NOSPLIT, $0-25
 	MOVQ DI, DX
 	ANDQ $63, DX
 	JZ   loop
+	TESTQ $7, DX
+	JNZ  loop
 	SUBQ DX, DI
 	SUBQ DX, SI
 	MOVQ CX, BX
@@ -905,6 +911,8 @@ TEXT ·addFloat64AVX512(SB), NOSPLIT, $0-24
 	MOVQ DI, DX
 	ANDQ $63, DX
 	JZ   loop
+	TESTQ $7, DX
+	JNZ  loop
 	SUBQ DX, DI
 	SUBQ DX, SI
 	MOVQ CX, BX
@@ -977,6 +985,8 @@ TEXT ·subFloat64AVX512(SB), NOSPLIT, $0-24
 	MOVQ DI, DX
 	ANDQ $63, DX
 	JZ   loop
+	TESTQ $7, DX
+	JNZ  loop
 	SUBQ DX, DI
 	SUBQ DX, SI
 	MOVQ CX, BX
@@ -1049,6 +1059,8 @@ TEXT ·minFloat64AVX512(SB), NOSPLIT, $0-24
 	MOVQ DI, DX
 	ANDQ $63, DX
 	JZ   loop
+	TESTQ $7, DX
+	JNZ  loop
 	SUBQ DX, DI
 	SUBQ DX, SI
 	MOVQ CX, BX
@@ -1140,6 +1152,8 @@ TEXT ·maxFloat64AVX512(SB), NOSPLIT, $0-24
 	MOVQ DI, DX
 	ANDQ $63, DX
 	JZ   loop
+	TESTQ $7, DX
+	JNZ  loop
 	SUBQ DX, DI
 	SUBQ DX, SI
 	MOVQ CX, BX
