@@ -140,6 +140,7 @@ func (c *nodeCheck) stringParam(name string) (string, bool) {
 		c.errorf(name, CodeInvalidParameter, "parameter %q must be a string, not %s", name, jsonKind(raw))
 		return "", false
 	}
+	c.record(name, s)
 	return s, true
 }
 
@@ -164,6 +165,7 @@ func (c *nodeCheck) durationParam(name string, positive bool) (time.Duration, bo
 		c.errorf(name, CodeInvalidDuration, "parameter %q must be longer than 0", name)
 		return 0, false
 	}
+	c.record(name, d)
 	return d, true
 }
 
@@ -179,6 +181,7 @@ func (c *nodeCheck) enumParam(name string) (string, bool) {
 	if err := json.Unmarshal(raw, &s); err == nil {
 		for _, o := range spec.Options {
 			if s == o {
+				c.record(name, s)
 				return s, true
 			}
 		}
@@ -198,6 +201,7 @@ func (c *nodeCheck) boolParam(name string) (bool, bool) {
 		c.errorf(name, CodeInvalidParameter, "parameter %q must be true or false, not %s", name, compactJSON(raw))
 		return false, false
 	}
+	c.record(name, b)
 	return b, true
 }
 
@@ -218,6 +222,7 @@ func (c *nodeCheck) intParam(name string) (int64, bool) {
 		c.errorf(name, CodeInvalidParameter, "parameter %q %s", name, msg)
 		return 0, false
 	}
+	c.record(name, n)
 	return n, true
 }
 
@@ -346,7 +351,8 @@ type aggregation struct {
 // least one; names unique and usable as field names; aggregators known;
 // aggregateBy present where the aggregator has an input; the aggregator's
 // own parameters in range. aggregateBy is compiled by the caller.
-func (c *nodeCheck) aggregationsParam(name string) []aggregation {
+func (c *nodeCheck) aggregationsParam(name string) (list []aggregation) {
+	defer func() { c.plan.Aggregations = list }()
 	raw := c.literal(name)
 	if raw == nil {
 		return nil

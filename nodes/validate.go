@@ -72,7 +72,31 @@ var WindowType = expression.RecordOf(
 type Validation struct {
 	scenario.Result
 	Variables map[string]expression.TypeEnv `json:"variables"`
+	// Plans holds, per node id, what the checks compiled and parsed, for a
+	// runtime to build operators from. Only meaningful when there are no
+	// errors.
+	Plans map[string]*Plan `json:"-"`
+	// Order lists the node ids in an order where every node comes after
+	// the nodes that feed it (ties in the order of the scenario's nodes).
+	Order []string `json:"-"`
 }
+
+// Plan is one checked node: its compiled expressions by field (the field
+// names of its problems: "expression", "groupBy[0]",
+// "aggregations[1].aggregateBy", "edges[3].edgeType.condition", ...) and
+// its literal parameters as parsed (durations as time.Duration, enums and
+// strings as string, booleans, integers as int64), defaults included.
+type Plan struct {
+	Node         *scenario.Node
+	Kind         *Kind
+	Programs     map[string]*expression.Program
+	Params       map[string]any
+	Aggregations []Aggregation
+}
+
+// Aggregation is one parsed entry of an aggregate's "aggregations"; its
+// aggregateBy program is Programs["aggregations[i].aggregateBy"].
+type Aggregation = aggregation
 
 // Validate validates s with the default registry.
 func Validate(s *scenario.Scenario) *Validation { return Default().Validate(s) }
@@ -120,16 +144,17 @@ func (r *Registry) ValidateJSON(data []byte) *Validation {
 func (r *Registry) Validate(s *scenario.Scenario) *Validation {
 	res := scenario.Validate(s)
 	v := &validation{
-		reg:  r,
-		s:    s,
-		g:    scenario.NewGraph(s),
-		res:  &res,
-		out:  make([]scope, len(s.Nodes)),
-		vars: map[string]expression.TypeEnv{},
+		reg:   r,
+		s:     s,
+		g:     scenario.NewGraph(s),
+		res:   &res,
+		out:   make([]scope, len(s.Nodes)),
+		vars:  map[string]expression.TypeEnv{},
+		plans: map[string]*Plan{},
 	}
 	v.walk()
 	res.Sort(s)
-	return &Validation{Result: res, Variables: v.vars}
+	return &Validation{Result: res, Variables: v.vars, Plans: v.plans, Order: v.order}
 }
 
 // scopeVar is a variable in scope: its type and the node that defined it.
@@ -203,6 +228,9 @@ type validation struct {
 	res  *scenario.Result
 	out  []scope // output scope per node index
 	vars map[string]expression.TypeEnv
+
+	plans map[string]*Plan
+	order []string
 }
 
 // walk checks every node: first those reachable in topological order
@@ -228,6 +256,7 @@ func (v *validation) walk() {
 		i := queue[0]
 		queue = queue[1:]
 		v.checkNode(i, v.inputScope(i))
+		v.order = append(v.order, v.s.Nodes[i].ID)
 		done[i] = true
 		for _, e := range v.g.Out[i] {
 			to := v.g.ByID[v.s.Edges[e].To]
@@ -280,11 +309,16 @@ type nodeCheck struct {
 	visible scope
 	// firstProblem is the number of errors before this node's check.
 	firstProblem int
+	plan         *Plan
 }
+
+// record keeps a parsed literal parameter in the node's plan.
+func (c *nodeCheck) record(name string, v any) { c.plan.Params[name] = v }
 
 func (v *validation) checkNode(i int, in scope) {
 	node := &v.s.Nodes[i]
-	c := &nodeCheck{v: v, i: i, n: node, in: in, visible: in, firstProblem: len(v.res.Errors)}
+	c := &nodeCheck{v: v, i: i, n: node, in: in, visible: in, firstProblem: len(v.res.Errors),
+		plan: &Plan{Node: node, Programs: map[string]*expression.Program{}, Params: map[string]any{}}}
 	if node.ID == "" || v.g.ByID[node.ID] != i {
 		// A missing or duplicate id, reported by scenario.Validate: the
 		// node's problems could not be told apart from another's.
@@ -296,6 +330,8 @@ func (v *validation) checkNode(i int, in scope) {
 		return
 	}
 	c.k = k
+	c.plan.Kind = k
+	v.plans[node.ID] = c.plan
 	c.collectParameters()
 	k.check(c)
 	v.out[i] = c.out
@@ -353,6 +389,9 @@ func (c *nodeCheck) compile(field string, e *scenario.Expression, env expression
 	for _, p := range problems {
 		p.NodeID, p.Field = c.n.ID, field
 		c.v.res.Errors = append(c.v.res.Errors, p)
+	}
+	if prog != nil {
+		c.plan.Programs[field] = prog
 	}
 	return prog
 }

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/scenario-server/scenario-server/engine"
+	"github.com/scenario-server/scenario-server/scenario"
+)
+
+// maxErrorLines is how many per-event errors `run` prints before a count.
+const maxErrorLines = 100
+
+// runReplay is `scenario-server run`: it replays a file of events through a
+// scenario file, judged in event time alone, and writes one JSON line per
+// sink result, {"sink": "<sink node id>", "value": <value>}, to --output.
+// Per-event errors go to stderr with their input line and node; a summary
+// line ends stderr. An invalid scenario is an error with its problems.
+func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: scenario-server run --scenario FILE --input FILE|- [--output FILE|-]\n\n"+
+			"Replays events (one JSON record a line) through a scenario and writes one line per sink result.\n\n")
+		fs.PrintDefaults()
+	}
+	scenarioPath := fs.String("scenario", "", "the scenario, a JSON file (required)")
+	inputPath := fs.String("input", "-", "the events, one JSON record a line; - reads standard input")
+	outputPath := fs.String("output", "-", "where the results go; - writes standard output")
+	name := fs.String("name", "", "the scenario's name, for #meta.scenarioName (default: the file name without extension)")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if *scenarioPath == "" || fs.NArg() > 0 {
+		fs.Usage()
+		return fmt.Errorf("%w: --scenario is required and there are no positional arguments", errUsage)
+	}
+	text, err := os.ReadFile(*scenarioPath)
+	if err != nil {
+		return fmt.Errorf("reading the scenario: %w", err)
+	}
+	s, err := scenario.Decode(text)
+	if err != nil {
+		var de *scenario.DecodeError
+		if errors.As(err, &de) {
+			for _, p := range de.Problems {
+				fmt.Fprintf(stderr, "%s: %s\n", *scenarioPath, describeProblem(p))
+			}
+		}
+		return fmt.Errorf("decoding scenario %s: %w", *scenarioPath, err)
+	}
+	if *name == "" {
+		*name = strings.TrimSuffix(filepath.Base(*scenarioPath), filepath.Ext(*scenarioPath))
+	}
+
+	in := stdin
+	if *inputPath != "-" {
+		f, err := os.Open(*inputPath)
+		if err != nil {
+			return fmt.Errorf("opening the input: %w", err)
+		}
+		defer f.Close()
+		in = f
+	}
+	out := stdout
+	var outFile *os.File
+	if *outputPath != "-" {
+		outFile, err = os.Create(*outputPath)
+		if err != nil {
+			return fmt.Errorf("creating the output: %w", err)
+		}
+		defer outFile.Close()
+		out = outFile
+	}
+	w := bufio.NewWriterSize(out, 1<<20)
+	var outputs int64
+	e, err := engine.New(s, engine.Options{ScenarioName: *name, Output: engine.WriteOutput(w, &outputs)})
+	if err != nil {
+		var inv *engine.InvalidError
+		if errors.As(err, &inv) {
+			for _, p := range inv.Validation.Errors {
+				fmt.Fprintf(stderr, "%s: %s\n", *scenarioPath, describeProblem(p))
+			}
+			return fmt.Errorf("scenario %s has %d error(s)", *scenarioPath, len(inv.Validation.Errors))
+		}
+		return err
+	}
+	sum, err := engine.Replay(e, in)
+	if ferr := w.Flush(); ferr != nil && err == nil {
+		err = fmt.Errorf("writing the output: %w", ferr)
+	}
+	if outFile != nil {
+		if cerr := outFile.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("writing the output: %w", cerr)
+		}
+	}
+	sum.Outputs = outputs
+	errs, total := e.Errors()
+	for i, ee := range errs {
+		if i == maxErrorLines {
+			fmt.Fprintf(stderr, "... and %d more errors\n", total-int64(i))
+			break
+		}
+		fmt.Fprintf(stderr, "error: %s\n", ee.String())
+	}
+	fmt.Fprintf(stderr, "summary: %s\n", sum.String())
+	return err
+}
+
+// describeProblem formats a validation problem for the terminal.
+func describeProblem(p scenario.Problem) string {
+	var b strings.Builder
+	if p.NodeID != "" {
+		fmt.Fprintf(&b, "node %q", p.NodeID)
+	}
+	if p.Field != "" {
+		fmt.Fprintf(&b, " field %q", p.Field)
+	}
+	if p.Line > 0 {
+		fmt.Fprintf(&b, " at %d:%d", p.Line, p.Column)
+	}
+	if b.Len() > 0 {
+		b.WriteString(": ")
+	}
+	b.WriteString(p.Message)
+	if p.Code != "" {
+		fmt.Fprintf(&b, " [%s]", p.Code)
+	}
+	return strings.TrimSpace(b.String())
+}

@@ -1,0 +1,399 @@
+// Package engine runs a scenario: it builds an operator per node from a
+// validated scenario (nodes.Validation's plans) and pushes events through
+// the graph, one at a time, in arrival order.
+//
+// Time follows SEMANTICS §1. Each source keeps a watermark, the largest event
+// time it has seen less its maxOutOfOrderness, which never decreases. A node
+// uses the minimum watermark of the sources that reach it, ignoring sources
+// that have produced nothing yet. After every event the engine takes a
+// watermark step: it advances every aggregate in topological order, so what
+// an aggregate emits reaches the nodes below it (and their aggregates' Add)
+// before their own windows are evaluated for the same step. The end of a
+// bounded input (Flush) sets every watermark to +infinity.
+//
+// A per-event error (a line that is not JSON, a timestamp that is missing or
+// of the wrong type, an expression that fails, an aggregate input of the
+// wrong type) is recorded with its node, field and input line, counted on
+// the node, and the event goes no further; the run goes on.
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/scenario-server/scenario-server/aggregate"
+	"github.com/scenario-server/scenario-server/expression"
+	"github.com/scenario-server/scenario-server/nodes"
+	"github.com/scenario-server/scenario-server/scenario"
+	"github.com/scenario-server/scenario-server/value"
+)
+
+// ErrInvalidScenario is returned by New when the scenario does not
+// validate; the *InvalidError carries the problems.
+var ErrInvalidScenario = errors.New("engine: invalid scenario")
+
+// InvalidError is New's error for a scenario with validation errors.
+type InvalidError struct{ Validation *nodes.Validation }
+
+func (e *InvalidError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "invalid scenario: %d problem(s)", len(e.Validation.Errors))
+	for i, p := range e.Validation.Errors {
+		if i == 5 {
+			fmt.Fprintf(&b, "; ...")
+			break
+		}
+		fmt.Fprintf(&b, "; node %q field %q: %s", p.NodeID, p.Field, p.Message)
+	}
+	return b.String()
+}
+
+func (e *InvalidError) Unwrap() error { return ErrInvalidScenario }
+
+// Counts are a node's counters: contexts that entered it, that left it,
+// that failed in it, and (aggregates) late events dropped.
+type Counts struct {
+	In     int64 `json:"in"`
+	Out    int64 `json:"out"`
+	Errors int64 `json:"errors"`
+	Late   int64 `json:"late"`
+}
+
+// EventError is one per-event error.
+type EventError struct {
+	NodeID  string `json:"nodeId"`
+	Field   string `json:"field,omitempty"`
+	Line    int64  `json:"line"` // input line (1-based) of the event that failed, 0 when not known
+	Message string `json:"message"`
+}
+
+func (e EventError) String() string {
+	at := "node " + e.NodeID
+	if e.Field != "" {
+		at += " field " + e.Field
+	}
+	return fmt.Sprintf("line %d: %s: %s", e.Line, at, e.Message)
+}
+
+// Output receives what a sink writes: the sink's node id, the value, and the
+// event time of the context that reached the sink.
+type Output func(sinkID string, v value.Value, eventTime int64)
+
+// Options configure an Engine.
+type Options struct {
+	// ScenarioName is #meta.scenarioName.
+	ScenarioName string
+	// Output receives sink values. Nil discards them.
+	Output Output
+	// MaxErrors caps the EventErrors kept (all are counted); 0 means 10,000.
+	MaxErrors int
+	// Observe, when set, is called for every context that enters a node,
+	// with the node's id and the context's variables (for test runs that
+	// show each record's variables per node). It must not keep vars.
+	Observe func(nodeID string, vars map[string]value.Value, eventTime int64)
+}
+
+// Engine runs one scenario over one partition of events. Not safe for
+// concurrent use.
+type Engine struct {
+	opts       Options
+	validation *nodes.Validation
+	nodes      map[string]*node
+	order      []*node // topological
+	sources    map[string]*node
+	aggregates []*node // topological
+
+	counts   map[string]*Counts
+	errs     []EventError
+	nErrs    int64
+	line     int64 // line of the event being processed
+	flushed  bool
+	finished bool
+}
+
+// ctx is one event travelling through the graph: its variables and event time.
+type ctx struct {
+	vars map[string]value.Value
+	time int64
+}
+
+// New validates s and builds its operators. A scenario with validation
+// errors gives an *InvalidError (errors.Is ErrInvalidScenario).
+func New(s *scenario.Scenario, opts Options) (*Engine, error) {
+	v := nodes.Validate(s)
+	if len(v.Errors) > 0 {
+		return nil, &InvalidError{Validation: v}
+	}
+	if opts.MaxErrors == 0 {
+		opts.MaxErrors = 10_000
+	}
+	e := &Engine{opts: opts, validation: v, nodes: map[string]*node{}, sources: map[string]*node{}, counts: map[string]*Counts{}}
+	for _, id := range v.Order {
+		n, err := e.build(v.Plans[id])
+		if err != nil {
+			return nil, fmt.Errorf("building node %q: %w", id, err)
+		}
+		e.nodes[id] = n
+		e.order = append(e.order, n)
+		e.counts[id] = &n.counts
+	}
+	for _, ed := range s.Edges {
+		from, to := e.nodes[ed.From], e.nodes[ed.To]
+		if from == nil || to == nil {
+			return nil, fmt.Errorf("edge %s -> %s: unknown node", ed.From, ed.To)
+		}
+		out := edge{to: to, from: from.id}
+		if ed.EdgeType != nil {
+			out.typ = ed.EdgeType.Type
+		}
+		from.out = append(from.out, out)
+	}
+	for _, n := range e.order {
+		if n.kind == kindSwitch {
+			n.compileSwitch(s)
+		}
+	}
+	// Which sources feed each node (for its watermark).
+	for _, n := range e.order {
+		if n.kind == kindSource {
+			n.upstream = []*node{n}
+		}
+		for _, out := range n.out {
+			for _, src := range n.upstream {
+				if !containsNode(out.to.upstream, src) {
+					out.to.upstream = append(out.to.upstream, src)
+				}
+			}
+		}
+		if n.kind == kindAggregate {
+			e.aggregates = append(e.aggregates, n)
+		}
+	}
+	return e, nil
+}
+
+func containsNode(list []*node, n *node) bool {
+	for _, x := range list {
+		if x == n {
+			return true
+		}
+	}
+	return false
+}
+
+// Validation returns the scenario's validation (variables in scope per node).
+func (e *Engine) Validation() *nodes.Validation { return e.validation }
+
+// Sources returns the ids of the scenario's sources, in topological order.
+func (e *Engine) Sources() []string {
+	var ids []string
+	for _, n := range e.order {
+		if n.kind == kindSource {
+			ids = append(ids, n.id)
+		}
+	}
+	return ids
+}
+
+// SourceKind returns the ref type ("file", "http", "kafka") of source id.
+func (e *Engine) SourceKind(id string) string {
+	if n := e.sources[id]; n != nil {
+		return n.subtype
+	}
+	return ""
+}
+
+// Counts returns every node's counters, by node id.
+func (e *Engine) Counts() map[string]Counts {
+	out := make(map[string]Counts, len(e.counts))
+	for id, c := range e.counts {
+		out[id] = *c
+	}
+	return out
+}
+
+// Errors returns the per-event errors kept (see Options.MaxErrors) and how
+// many there were in all.
+func (e *Engine) Errors() ([]EventError, int64) { return e.errs, e.nErrs }
+
+// Late returns the late events dropped by all aggregates.
+func (e *Engine) Late() int64 {
+	var n int64
+	for _, a := range e.aggregates {
+		n += a.counts.Late
+	}
+	return n
+}
+
+func (e *Engine) fail(n *node, field string, err error) {
+	n.counts.Errors++
+	e.nErrs++
+	if len(e.errs) < e.opts.MaxErrors {
+		e.errs = append(e.errs, EventError{NodeID: n.id, Field: field, Line: e.line, Message: err.Error()})
+	}
+}
+
+// PushJSON decodes one JSON record for source sourceID, read from input line
+// line (1-based; 0 when unknown), gives it its event time and pushes it
+// through the graph, then takes a watermark step. A record that cannot be
+// decoded or timed is a per-event error of the source. It returns an error
+// only for an unknown source or an engine that was flushed.
+func (e *Engine) PushJSON(sourceID string, record []byte, line int64) error {
+	src := e.sources[sourceID]
+	if src == nil {
+		return fmt.Errorf("engine: unknown source %q", sourceID)
+	}
+	if e.flushed {
+		return errors.New("engine: input after the end of input")
+	}
+	e.line = line
+	src.counts.In++
+	v, err := src.decode(record)
+	if err != nil {
+		e.fail(src, "", fmt.Errorf("not a JSON record: %w", err))
+		return nil
+	}
+	return e.pushValue(src, v, math.MinInt64)
+}
+
+// PushValue pushes an already decoded record for source sourceID. With
+// eventTime = math.MinInt64 the source's timestamp expression gives the
+// event time; otherwise eventTime is used (test records that carry their
+// own timestamp).
+func (e *Engine) PushValue(sourceID string, record value.Value, eventTime int64, line int64) error {
+	src := e.sources[sourceID]
+	if src == nil {
+		return fmt.Errorf("engine: unknown source %q", sourceID)
+	}
+	if e.flushed {
+		return errors.New("engine: input after the end of input")
+	}
+	e.line = line
+	src.counts.In++
+	return e.pushValue(src, record, eventTime)
+}
+
+func (e *Engine) pushValue(src *node, v value.Value, eventTime int64) error {
+	t := eventTime
+	if t == math.MinInt64 {
+		var err error
+		t, err = src.eventTime(e, v)
+		if err != nil {
+			e.fail(src, "timestamp", err)
+			return nil
+		}
+	}
+	if t < aggregate.MinEventTime || t > aggregate.MaxEventTime {
+		e.fail(src, "timestamp", fmt.Errorf("event time %d ms is out of range", t))
+		return nil
+	}
+	if !src.seen || t > src.maxTime {
+		src.maxTime = t
+	}
+	src.seen = true
+	c := &ctx{vars: map[string]value.Value{
+		nodes.VarInput: v,
+		nodes.VarMeta:  e.meta(t),
+	}, time: t}
+	src.counts.Out++
+	e.forward(src, c, "")
+	e.step()
+	return nil
+}
+
+// meta builds #meta for an event time.
+func (e *Engine) meta(t int64) value.Value {
+	return value.NewRecord([]string{"eventTime", "scenarioName"}, []value.Value{value.Int(t), value.String(e.opts.ScenarioName)})
+}
+
+// SourceWatermark returns source id's watermark, and false while it has
+// seen nothing.
+func (e *Engine) SourceWatermark(id string) (int64, bool) {
+	n := e.sources[id]
+	if n == nil || !n.seen {
+		return 0, false
+	}
+	return n.watermark(), true
+}
+
+// watermarkOf returns the watermark of a node: the minimum over the sources
+// feeding it that have seen events.
+func (e *Engine) watermarkOf(n *node) (int64, bool) {
+	w, any := int64(math.MaxInt64), false
+	for _, src := range n.upstream {
+		if !src.seen {
+			continue
+		}
+		w, any = min(w, src.watermark()), true
+	}
+	return w, any
+}
+
+// step advances every aggregate to its watermark, upstream first.
+func (e *Engine) step() {
+	for _, a := range e.aggregates {
+		if w, ok := e.watermarkOf(a); ok {
+			a.op.Advance(w)
+		}
+	}
+}
+
+// Flush ends a bounded input: every watermark becomes +infinity, every
+// window closes and emits, upstream aggregates first.
+func (e *Engine) Flush() {
+	if e.flushed {
+		return
+	}
+	e.flushed = true
+	e.line = 0
+	for _, a := range e.aggregates {
+		a.op.Flush()
+	}
+}
+
+// forward sends c from n along its outgoing edges (all of them: Split,
+// Source, and nodes with one output).
+func (e *Engine) forward(n *node, c *ctx, onlyType string) {
+	for _, out := range n.out {
+		if onlyType != "" && out.typ != onlyType {
+			continue
+		}
+		e.push(out.to, c, n.id)
+	}
+}
+
+// push processes context c arriving at node n from node from.
+func (e *Engine) push(n *node, c *ctx, from string) {
+	n.counts.In++
+	if e.opts.Observe != nil {
+		e.opts.Observe(n.id, c.vars, c.time)
+	}
+	n.process(e, c, from)
+}
+
+// durationMS converts a parsed duration parameter to ms.
+func durationMS(p *nodes.Plan, name string, def time.Duration) int64 {
+	if d, ok := p.Params[name].(time.Duration); ok {
+		return d.Milliseconds()
+	}
+	return def.Milliseconds()
+}
+
+// sortedIDs returns the keys of m in order (for deterministic summaries).
+func sortedIDs[T any](m map[string]T) []string {
+	ids := make([]string, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// run evaluates a program with c's variables.
+func run(p *expression.Program, c *ctx) (value.Value, error) {
+	return expression.Run(p, c.vars)
+}

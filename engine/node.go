@@ -1,0 +1,439 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/scenario-server/scenario-server/aggregate"
+	"github.com/scenario-server/scenario-server/expression"
+	"github.com/scenario-server/scenario-server/nodes"
+	"github.com/scenario-server/scenario-server/scenario"
+	"github.com/scenario-server/scenario-server/value"
+)
+
+type nodeKind int
+
+const (
+	kindSource nodeKind = iota
+	kindFilter
+	kindVariable
+	kindRecord
+	kindSwitch
+	kindSplit
+	kindUnion
+	kindForEach
+	kindAggregate
+	kindSink
+	kindDeadEnd
+)
+
+type edge struct {
+	to   *node
+	from string
+	typ  string // FilterTrue, FilterFalse, NextSwitch, SwitchDefault or ""
+	cond *expression.Program
+}
+
+// node is one operator of the running scenario.
+type node struct {
+	id      string
+	kind    nodeKind
+	subtype string
+	plan    *nodes.Plan
+	out     []edge
+	counts  Counts
+
+	upstream []*node // sources whose watermark this node uses
+
+	// source
+	timestamp  *expression.Program
+	outOfOrder int64 // ms
+	seen       bool
+	maxTime    int64
+	decoder    value.Decoder
+	wantFields map[string]struct{} // top-level #input fields the scenario reads; nil: all
+	// filter, variable, sink, for-each
+	prog    *expression.Program
+	varName string
+	// record variable
+	fieldNames []string
+	fieldProgs []*expression.Program
+	// union: output expression per branch (by upstream node id)
+	branchProgs map[string]*expression.Program
+	// aggregate
+	op        aggregate.Operator
+	groupBy   []*expression.Program
+	aggBy     []*expression.Program // nil for Count
+	aggNames  []string
+	endCond   *expression.Program
+	enriching bool // results carry the incoming event
+	keyBuf    []value.Value
+	inBuf     []value.Value
+	pending   *ctx // the context being added (for results emitted from Add)
+	engine    *Engine
+}
+
+func (n *node) watermark() int64 {
+	if n.maxTime < math.MinInt64+n.outOfOrder {
+		return math.MinInt64
+	}
+	return n.maxTime - n.outOfOrder
+}
+
+func (e *Engine) build(p *nodes.Plan) (*node, error) {
+	sn := p.Node
+	n := &node{id: sn.ID, plan: p, subtype: sn.Subtype(), engine: e}
+	switch sn.Type {
+	case scenario.TypeSource:
+		n.kind = kindSource
+		n.timestamp = p.Programs["timestamp"]
+		n.outOfOrder = durationMS(p, "maxOutOfOrderness", 60*time.Second)
+		e.sources[n.id] = n
+	case scenario.TypeFilter:
+		n.kind = kindFilter
+		n.prog = p.Programs["expression"]
+	case scenario.TypeVariable:
+		n.kind = kindVariable
+		n.varName = sn.VarName
+		n.prog = p.Programs["value"]
+	case scenario.TypeVariableBuilder:
+		n.kind = kindRecord
+		n.varName = sn.VarName
+		for i, f := range sn.Fields {
+			n.fieldNames = append(n.fieldNames, f.Name)
+			n.fieldProgs = append(n.fieldProgs, p.Programs[fmt.Sprintf("fields[%d].expression", i)])
+		}
+	case scenario.TypeSwitch:
+		n.kind = kindSwitch
+	case scenario.TypeSplit:
+		n.kind = kindSplit
+	case scenario.TypeJoin:
+		n.kind = kindUnion
+		n.varName = sn.OutputVar
+		n.branchProgs = map[string]*expression.Program{}
+		for k, bp := range sn.BranchParameters {
+			for pi, prm := range bp.Parameters {
+				if prog := p.Programs[fmt.Sprintf("branchParameters[%d].parameters[%d].expression", k, pi)]; prog != nil && prm.Expression != nil {
+					n.branchProgs[bp.BranchID] = prog
+				}
+			}
+		}
+	case scenario.TypeCustomNode:
+		if sn.NodeType == "for-each" {
+			n.kind = kindForEach
+			n.varName = sn.OutputVar
+			n.prog = p.Programs["Elements"]
+			break
+		}
+		n.kind = kindAggregate
+		if err := n.buildAggregate(p); err != nil {
+			return nil, err
+		}
+	case scenario.TypeSink:
+		n.kind = kindSink
+		if n.subtype == "dead-end" {
+			n.kind = kindDeadEnd
+		}
+		n.prog = p.Programs["value"]
+	default:
+		return nil, fmt.Errorf("node type %q has no operator", sn.Type)
+	}
+	return n, nil
+}
+
+// compileSwitch attaches each NextSwitch edge's compiled condition.
+func (n *node) compileSwitch(s *scenario.Scenario) {
+	k := 0
+	for ei, ed := range s.Edges {
+		if ed.From != n.id {
+			continue
+		}
+		prog := n.plan.Programs[fmt.Sprintf("edges[%d].edgeType.condition", ei)]
+		for ; k < len(n.out); k++ {
+			if n.out[k].to.id == ed.To {
+				n.out[k].cond = prog
+				k++
+				break
+			}
+		}
+	}
+}
+
+func (n *node) buildAggregate(p *nodes.Plan) error {
+	sn := p.Node
+	spec := aggregate.WindowSpec{
+		Precision: durationMS(p, "precision", 0),
+		Offset:    durationMS(p, "offset", 0),
+	}
+	emitWhen := aggregate.OnEnd
+	if s, ok := p.Params["emitWhen"].(string); ok {
+		switch s {
+		case nodes.EmitOnEvent:
+			emitWhen = aggregate.OnEvent
+		case nodes.EmitOnEndWithExtraWindow:
+			emitWhen = aggregate.OnEndWithExtraWindow
+		}
+	}
+	switch sn.NodeType {
+	case "aggregate-sliding":
+		spec.Kind = aggregate.Sliding
+		spec.Length = durationMS(p, "windowLength", 0)
+		spec.EmitWhenEventLeft, _ = p.Params["emitWhenEventLeft"].(bool)
+		n.enriching = true
+	case "aggregate-tumbling":
+		spec.Kind = aggregate.Tumbling
+		spec.Length = durationMS(p, "windowLength", 0)
+		spec.EmitWhen = emitWhen
+		spec.TimeZone, _ = p.Params["timeZone"].(string)
+		n.enriching = emitWhen == aggregate.OnEvent
+	case "aggregate-hopping":
+		spec.Kind = aggregate.Hopping
+		spec.Length = durationMS(p, "windowLength", 0)
+		spec.Slide = durationMS(p, "slide", 0)
+	case "aggregate-session":
+		spec.Kind = aggregate.Session
+		spec.SessionTimeout = durationMS(p, "sessionTimeout", 0)
+		spec.EmitWhen = emitWhen
+		n.endCond = p.Programs["endSessionCondition"]
+		n.enriching = emitWhen == aggregate.OnEvent
+	case "aggregate-count":
+		spec.Kind = aggregate.CountWindow
+		spec.Count, _ = p.Params["windowLength"].(int64)
+		spec.CountSlide, _ = p.Params["slide"].(int64)
+	default:
+		return fmt.Errorf("unknown aggregate %q", sn.NodeType)
+	}
+	for i := 0; ; i++ {
+		prog, ok := p.Programs[fmt.Sprintf("groupBy[%d]", i)]
+		if !ok {
+			break
+		}
+		n.groupBy = append(n.groupBy, prog)
+	}
+	var named []aggregate.Named
+	for i, a := range p.Aggregations {
+		agg, err := aggregate.New(aggregate.Spec{Func: a.Aggregator, Quantile: a.Quantile, Precision: int(a.Precision)})
+		if err != nil {
+			return err
+		}
+		named = append(named, aggregate.Named{Name: a.Name, Aggregator: agg})
+		n.aggNames = append(n.aggNames, a.Name)
+		n.aggBy = append(n.aggBy, p.Programs[fmt.Sprintf("aggregations[%d].aggregateBy", i)])
+	}
+	n.varName = sn.OutputVar
+	op, err := aggregate.NewOperator(spec, named, n.emit)
+	if err != nil {
+		return err
+	}
+	n.op = op
+	n.keyBuf = make([]value.Value, len(n.groupBy))
+	n.inBuf = make([]value.Value, len(named))
+	return nil
+}
+
+// process runs the node on one context.
+func (n *node) process(e *Engine, c *ctx, from string) {
+	switch n.kind {
+	case kindFilter:
+		v, err := run(n.prog, c)
+		if err != nil {
+			e.fail(n, "expression", err)
+			return
+		}
+		if v.Bool() {
+			n.counts.Out++
+			e.forward(n, c, scenario.EdgeFilterTrue)
+		} else if n.hasEdge(scenario.EdgeFilterFalse) {
+			n.counts.Out++
+			e.forward(n, c, scenario.EdgeFilterFalse)
+		}
+	case kindVariable:
+		v, err := run(n.prog, c)
+		if err != nil {
+			e.fail(n, "value", err)
+			return
+		}
+		n.counts.Out++
+		e.forward(n, c.with(n.varName, v), "")
+	case kindRecord:
+		vals := make([]value.Value, len(n.fieldProgs))
+		for i, p := range n.fieldProgs {
+			v, err := run(p, c)
+			if err != nil {
+				e.fail(n, fmt.Sprintf("fields[%d].expression", i), err)
+				return
+			}
+			vals[i] = v
+		}
+		n.counts.Out++
+		e.forward(n, c.with(n.varName, value.NewRecord(n.fieldNames, vals)), "")
+	case kindSwitch:
+		for _, out := range n.out {
+			if out.typ != scenario.EdgeNextSwitch || out.cond == nil {
+				continue
+			}
+			v, err := run(out.cond, c)
+			if err != nil {
+				e.fail(n, "condition", err)
+				return
+			}
+			if v.Bool() {
+				n.counts.Out++
+				e.push(out.to, c, n.id)
+				return
+			}
+		}
+		for _, out := range n.out {
+			if out.typ == scenario.EdgeSwitchDefault {
+				n.counts.Out++
+				e.push(out.to, c, n.id)
+				return
+			}
+		}
+	case kindSplit:
+		n.counts.Out++
+		e.forward(n, c, "")
+	case kindUnion:
+		if prog := n.branchProgs[from]; prog != nil && n.varName != "" {
+			v, err := run(prog, c)
+			if err != nil {
+				e.fail(n, "branchParameters", err)
+				return
+			}
+			c = c.with(n.varName, v)
+		}
+		n.counts.Out++
+		e.forward(n, c, "")
+	case kindForEach:
+		v, err := run(n.prog, c)
+		if err != nil {
+			e.fail(n, "Elements", err)
+			return
+		}
+		for _, item := range v.List() {
+			n.counts.Out++
+			e.forward(n, c.with(n.varName, item), "")
+		}
+	case kindAggregate:
+		n.add(e, c)
+	case kindSink:
+		v, err := run(n.prog, c)
+		if err != nil {
+			e.fail(n, "value", err)
+			return
+		}
+		n.counts.Out++
+		if e.opts.Output != nil {
+			e.opts.Output(n.id, v, c.time)
+		}
+	case kindDeadEnd:
+	}
+}
+
+func (n *node) hasEdge(typ string) bool {
+	for _, out := range n.out {
+		if out.typ == typ {
+			return true
+		}
+	}
+	return false
+}
+
+// with returns a copy of c with one more variable.
+func (c *ctx) with(name string, v value.Value) *ctx {
+	vars := make(map[string]value.Value, len(c.vars)+1)
+	for k, x := range c.vars {
+		vars[k] = x
+	}
+	vars[name] = v
+	return &ctx{vars: vars, time: c.time}
+}
+
+// add evaluates the aggregate's expressions for c and adds the event.
+func (n *node) add(e *Engine, c *ctx) {
+	for i, p := range n.groupBy {
+		v, err := run(p, c)
+		if err != nil {
+			e.fail(n, fmt.Sprintf("groupBy[%d]", i), err)
+			return
+		}
+		n.keyBuf[i] = v
+	}
+	for i, p := range n.aggBy {
+		if p == nil {
+			n.inBuf[i] = value.Null()
+			continue
+		}
+		v, err := run(p, c)
+		if err != nil {
+			e.fail(n, fmt.Sprintf("aggregations[%d].aggregateBy", i), err)
+			return
+		}
+		n.inBuf[i] = v
+	}
+	ev := aggregate.Event{Time: c.time, Key: n.keyBuf, Inputs: n.inBuf, Payload: c}
+	if n.endCond != nil {
+		v, err := run(n.endCond, c)
+		if err != nil {
+			e.fail(n, "endSessionCondition", err)
+			return
+		}
+		ev.EndSession = v.Bool()
+	}
+	err := n.op.Add(&ev)
+	switch {
+	case err == nil:
+	case errors.Is(err, aggregate.ErrLate):
+		n.counts.Late++
+	default:
+		e.fail(n, "aggregations", err)
+	}
+}
+
+// emit turns an aggregate result into a context and sends it on.
+func (n *node) emit(r *aggregate.Result) {
+	e := n.engine
+	out := value.NewRecord(n.aggNames, append([]value.Value(nil), r.Values...))
+	key := value.List(r.Key)
+	if r.Err != nil {
+		e.fail(n, "aggregations", r.Err)
+	}
+	var c *ctx
+	if r.Event != nil {
+		in := r.Event.Payload.(*ctx)
+		c = in.with(n.varName, out)
+		c.vars[nodes.VarKey] = key
+	} else {
+		c = &ctx{vars: map[string]value.Value{
+			nodes.VarMeta:   e.meta(r.Time),
+			n.varName:       out,
+			nodes.VarKey:    key,
+			nodes.VarWindow: value.NewRecord([]string{"start", "end"}, []value.Value{value.Int(r.Start), value.Int(r.End)}),
+		}, time: r.Time}
+	}
+	n.counts.Out++
+	e.forward(n, c, "")
+}
+
+// decode parses a record; only the top-level fields the scenario reads when
+// that is known.
+func (n *node) decode(b []byte) (value.Value, error) {
+	if n.wantFields != nil {
+		return n.decoder.ParseFields(b, n.wantFields)
+	}
+	return n.decoder.Parse(b)
+}
+
+// eventTime evaluates the source's timestamp expression.
+func (n *node) eventTime(e *Engine, v value.Value) (int64, error) {
+	if n.timestamp == nil {
+		return time.Now().UnixMilli(), nil
+	}
+	tv, err := expression.Run(n.timestamp, map[string]value.Value{nodes.VarInput: v})
+	if err != nil {
+		return 0, err
+	}
+	return expression.EventTime(tv)
+}

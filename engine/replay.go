@@ -1,0 +1,172 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/scenario-server/scenario-server/value"
+)
+
+// Summary describes a finished replay.
+type Summary struct {
+	Events  int64             `json:"events"` // input lines read (blank lines excluded)
+	Counts  map[string]Counts `json:"counts"`
+	Late    int64             `json:"late"`
+	Errors  int64             `json:"errors"`
+	Outputs int64             `json:"outputs"` // set by the caller that counts its Output
+	Elapsed time.Duration     `json:"elapsedNs"`
+}
+
+// EventsPerSecond is Events over Elapsed.
+func (s Summary) EventsPerSecond() float64 {
+	if s.Elapsed <= 0 {
+		return 0
+	}
+	return float64(s.Events) / s.Elapsed.Seconds()
+}
+
+// String is the one-line summary `scenario-server run` prints on stderr.
+func (s Summary) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "events=%d outputs=%d late=%d errors=%d elapsed=%s events/s=%.0f nodes:",
+		s.Events, s.Outputs, s.Late, s.Errors, s.Elapsed.Round(time.Millisecond), s.EventsPerSecond())
+	for _, id := range sortedIDs(s.Counts) {
+		c := s.Counts[id]
+		fmt.Fprintf(&b, " %s(in=%d out=%d err=%d late=%d)", id, c.In, c.Out, c.Errors, c.Late)
+	}
+	return b.String()
+}
+
+// MaxLineBytes is the longest input line Replay accepts (16 MiB); a longer
+// line is a per-event error.
+const MaxLineBytes = 16 << 20
+
+// envelope is one line of input for a scenario with several sources.
+type envelope struct {
+	SourceID  string          `json:"sourceId"`
+	Record    json.RawMessage `json:"record"`
+	Timestamp *int64          `json:"timestamp"`
+}
+
+// Replay reads JSON lines from in and pushes them through e, then flushes
+// (end of input). A scenario with one source takes bare records; with
+// several, each line is {"sourceId": ..., "record": {...}} with an optional
+// "timestamp" (epoch ms) that overrides the source's timestamp expression.
+// Sink values are written by e's Output. Replay returns an error only when
+// reading fails; bad lines are per-event errors.
+func Replay(e *Engine, in io.Reader) (Summary, error) {
+	start := time.Now()
+	r := bufio.NewReaderSize(in, 1<<20)
+	sources := e.Sources()
+	single := ""
+	if len(sources) == 1 {
+		single = sources[0]
+	}
+	var sum Summary
+	var lineNo int64
+	var long []byte
+	for {
+		line, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long[:0], line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = r.ReadSlice('\n')
+				if len(long) <= MaxLineBytes {
+					long = append(long, line...)
+				}
+			}
+			line = long
+		}
+		if len(line) > 0 {
+			lineNo++
+			trimmed := bytes.TrimSpace(line)
+			if len(trimmed) > 0 {
+				sum.Events++
+				e.pushLine(single, trimmed, lineNo)
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return sum, fmt.Errorf("reading input line %d: %w", lineNo+1, err)
+		}
+	}
+	e.Flush()
+	sum.Elapsed = time.Since(start)
+	sum.Counts = e.Counts()
+	sum.Late = e.Late()
+	_, sum.Errors = e.Errors()
+	return sum, nil
+}
+
+// pushLine pushes one input line: a bare record for source single, or an
+// envelope when single is "".
+func (e *Engine) pushLine(single string, line []byte, lineNo int64) {
+	if len(line) > MaxLineBytes {
+		e.line = lineNo
+		src := e.sources[single]
+		if src == nil {
+			src = e.order[0]
+		}
+		src.counts.In++
+		e.fail(src, "", fmt.Errorf("line of %d bytes is longer than %d", len(line), MaxLineBytes))
+		return
+	}
+	if single != "" {
+		_ = e.PushJSON(single, line, lineNo)
+		return
+	}
+	var env envelope
+	if err := json.Unmarshal(line, &env); err != nil || env.SourceID == "" || len(env.Record) == 0 {
+		e.line = lineNo
+		n := e.order[0]
+		n.counts.In++
+		if err == nil {
+			err = errors.New(`a scenario with several sources takes lines {"sourceId": ..., "record": {...}}`)
+		}
+		e.fail(n, "", err)
+		return
+	}
+	if _, ok := e.sources[env.SourceID]; !ok {
+		e.line = lineNo
+		n := e.order[0]
+		n.counts.In++
+		e.fail(n, "", fmt.Errorf("unknown source %q", env.SourceID))
+		return
+	}
+	if env.Timestamp == nil {
+		_ = e.PushJSON(env.SourceID, env.Record, lineNo)
+		return
+	}
+	src := e.sources[env.SourceID]
+	e.line = lineNo
+	src.counts.In++
+	v, err := src.decode(env.Record)
+	if err != nil {
+		e.fail(src, "", fmt.Errorf("not a JSON record: %w", err))
+		return
+	}
+	_ = e.pushValue(src, v, *env.Timestamp)
+}
+
+// WriteOutput returns an Output that writes {"sink": id, "value": v} lines
+// to w, counting them in *n.
+func WriteOutput(w *bufio.Writer, n *int64) Output {
+	var buf []byte
+	return func(sinkID string, v value.Value, _ int64) {
+		buf = append(buf[:0], `{"sink":`...)
+		buf = value.AppendJSON(buf, value.String(sinkID))
+		buf = append(buf, `,"value":`...)
+		buf = value.AppendJSON(buf, v)
+		buf = append(buf, '}', '\n')
+		_, _ = w.Write(buf)
+		*n++
+	}
+}
