@@ -1,0 +1,1041 @@
+package value
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/bits"
+	"strconv"
+	"sync"
+	"unicode/utf16"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// This file decodes JSON text (RFC 8259) into Values. It is on the hot path
+// of event ingestion (one NDJSON line per event), so it is a hand-written
+// recursive-descent parser over []byte that builds Values directly:
+//
+//   - Lists and records are collected on a reusable stack in the Decoder and
+//     copied out once, into exactly sized slices.
+//   - All strings of one call are unescaped into a reusable buffer and copied
+//     out once, into a single string that the Values slice; so a call makes one
+//     string allocation however many strings the document has, and no Value
+//     aliases the caller's bytes.
+//   - Record keys are interned per Decoder, and a record whose keys are those
+//     of the previous record at the same depth shares that record's Keys slice
+//     (Keys are immutable, see Record). A stream of events with one shape thus
+//     allocates no keys at all.
+//   - Integers are accumulated digit by digit into an int64 and never pass
+//     through float64.
+
+// MaxDepth is the deepest nesting of lists and records that ParseJSON and a
+// Decoder accept: 1000 nested '[' or '{' are allowed, 1001 are an error.
+const MaxDepth = 1000
+
+// SyntaxError describes why JSON text could not be decoded and where.
+type SyntaxError struct {
+	// Offset is the byte offset in the input of the problem: the first byte
+	// that cannot continue a valid document, len(input) when the input ends
+	// too early, the opening quote of an unterminated string, the first byte
+	// of an out-of-range number, or the bracket that nests too deep.
+	Offset int64
+	Msg    string // what is wrong, without the offset
+}
+
+func (e *SyntaxError) Error() string {
+	return "invalid JSON at byte " + strconv.FormatInt(e.Offset, 10) + ": " + e.Msg
+}
+
+// Messages of errors that valid JSON (as encoding/json.Valid sees it) can
+// still produce.
+const (
+	msgNumberRange = "number out of range"
+	msgTooDeep     = "nested deeper than 1000 levels"
+)
+
+// ParseJSON decodes one JSON value (RFC 8259) from b. Whitespace may surround
+// it; anything else after it is an error. The result does not alias b.
+//
+// Shapes:
+//   - null, true and false become Null and Bool.
+//   - A number without fraction or exponent whose value fits int64 becomes an
+//     Int, exactly (-0 becomes Int 0). Every other number becomes a Float:
+//     one with a fraction or exponent ("1.0", "1e2", "-0.0" keeps its sign),
+//     and also an integer literal beyond int64, such as
+//     9223372036854775808, which is rounded to the nearest float64. A number
+//     beyond float64's range (1e400) is an error, "number out of range",
+//     rather than an infinity; one too small to represent becomes 0.
+//   - A string is unescaped: \uXXXX escapes, UTF-16 surrogate pairs joined;
+//     a lone or mismatched surrogate escape and every byte of invalid UTF-8
+//     become U+FFFD, as encoding/json does.
+//   - An array becomes a list; an object becomes a record with its keys in
+//     document order. A repeated key keeps the last value, at the position of
+//     its first occurrence ({"a":1,"b":2,"a":3} is {"a":3,"b":2}).
+//
+// Errors are *SyntaxError: invalid syntax (including leading zeros such as
+// "01", "-" or "1." or ".5" or "1e", NaN and Infinity, raw control
+// characters in strings, invalid escapes, anything unterminated, trailing
+// data), a number out of float64's range, and nesting deeper than MaxDepth.
+// Invalid UTF-8 is not an error (encoding/json accepts it too).
+//
+// ParseJSON takes a Decoder from a pool; a caller decoding many documents in
+// one goroutine can keep its own Decoder instead.
+func ParseJSON(b []byte) (Value, error) {
+	d := decoderPool.Get().(*Decoder)
+	v, err := d.Parse(b)
+	d.trim()
+	decoderPool.Put(d)
+	return v, err
+}
+
+var decoderPool = sync.Pool{New: func() any { return new(Decoder) }}
+
+// A Decoder decodes JSON documents into Values, reusing its buffers (and the
+// record keys it has seen) from one call to the next. Its zero value is ready
+// to use. It is not safe for concurrent use.
+//
+// The Values it returns never alias the input nor the Decoder's buffers, and
+// stay valid after further calls. Records decoded by one Decoder may share
+// their Keys slices and key strings with one another.
+type Decoder struct {
+	b     []byte // the input of the current call; nil between calls
+	depth int    // lists and records open
+
+	vals   []Value  // values of the open lists and records, innermost last
+	keys   []string // keys of the open records, innermost last
+	strbuf []byte   // unescaped contents of the strings of the current call
+	ends   []int    // string number k ends at strbuf[ends[k]]
+	fix    []*Value // string values moved into lists and records
+	esc    []byte   // scratch for unescaping a key
+
+	intern      map[string]string    // key bytes to a shared string
+	shapes      [shapeDepth][]string // last record keys at each depth
+	fieldsShape []string             // last keys kept by ParseFields
+	seen        map[string]int       // scratch for removing repeated keys
+}
+
+const (
+	shapeDepth     = 8    // depths whose last record keys are remembered
+	maxInternKeys  = 4096 // the intern table is emptied when it gets this big
+	maxInternLen   = 128  // longer keys are not interned
+	maxPooledVals  = 1 << 14
+	maxPooledBytes = 1 << 20
+)
+
+// Parse decodes one JSON value from b, as ParseJSON does.
+func (d *Decoder) Parse(b []byte) (Value, error) {
+	d.begin(b)
+	i, err := d.parseValue(skipSpace(b, 0))
+	if err == nil {
+		if i = skipSpace(b, i); i < len(b) {
+			err = d.unexpected(i, "", " after the JSON value")
+		}
+	}
+	if err != nil {
+		d.abort()
+		return Value{}, err
+	}
+	return d.finish(), nil
+}
+
+// ParseFields decodes a JSON object from b (whitespace may surround it,
+// nothing else may follow), keeping only the members whose names are in want.
+// It returns a record of those members in document order; a repeated name
+// keeps its last value at the position of its first occurrence, as in Parse.
+// The other members are not decoded into Values, but their syntax is checked
+// as strictly as Parse checks it (also nesting depth and number range), so
+// ParseFields fails exactly when Parse fails or b is not an object, and
+// otherwise returns Parse's record without the members not wanted.
+// A document that is not an object is a *SyntaxError at its first byte.
+// want is only read.
+func (d *Decoder) ParseFields(b []byte, want map[string]struct{}) (Value, error) {
+	d.begin(b)
+	i := skipSpace(b, 0)
+	var err error
+	switch {
+	case i >= len(b):
+		err = d.eof(i)
+	case b[i] != '{':
+		err = d.unexpected(i, "", ", expected a JSON object")
+	default:
+		i, err = d.parseObjectFields(i, want)
+	}
+	if err == nil {
+		if i = skipSpace(b, i); i < len(b) {
+			err = d.unexpected(i, "", " after the JSON value")
+		}
+	}
+	if err != nil {
+		d.abort()
+		return Value{}, err
+	}
+	return d.finish(), nil
+}
+
+func (d *Decoder) begin(b []byte) {
+	d.b = b
+	d.depth = 0
+	d.vals = d.vals[:0]
+	d.keys = d.keys[:0]
+	d.strbuf = d.strbuf[:0]
+	d.ends = d.ends[:0]
+	d.fix = d.fix[:0]
+}
+
+// abort drops what a failed call built, so that the Decoder keeps nothing
+// alive.
+func (d *Decoder) abort() {
+	clear(d.vals)
+	clear(d.keys)
+	clear(d.fix)
+	d.b = nil
+}
+
+// finish copies the strings of the call into one allocation, points the
+// string values at it and returns the decoded value.
+func (d *Decoder) finish() Value {
+	root := d.vals[0]
+	arena := string(d.strbuf) // the call's only string allocation
+	if root.kind == KindString {
+		root.s, root.n = d.span(arena, root.n), 0
+	}
+	for _, p := range d.fix {
+		p.s, p.n = d.span(arena, p.n), 0
+	}
+	d.vals[0] = Value{}
+	clear(d.fix)
+	d.b = nil
+	return root
+}
+
+// span returns string number k of the call.
+func (d *Decoder) span(arena string, k uint64) string {
+	start := 0
+	if k > 0 {
+		start = d.ends[k-1]
+	}
+	return arena[start:d.ends[k]]
+}
+
+// trim drops buffers grown by an unusually big document before the Decoder
+// goes back to the pool.
+func (d *Decoder) trim() {
+	if cap(d.vals) > maxPooledVals || cap(d.keys) > maxPooledVals || cap(d.ends) > maxPooledVals || cap(d.fix) > maxPooledVals {
+		d.vals, d.keys, d.ends, d.fix = nil, nil, nil, nil
+	}
+	if cap(d.strbuf) > maxPooledBytes || cap(d.esc) > maxPooledBytes {
+		d.strbuf, d.esc = nil, nil
+	}
+	if len(d.seen) > 0 {
+		d.seen = nil
+	}
+}
+
+// parseValue decodes the value starting at b[i] and pushes it on d.vals.
+func (d *Decoder) parseValue(i int) (int, error) {
+	b := d.b
+	if i >= len(b) {
+		return i, d.eof(i)
+	}
+	switch b[i] {
+	case '"':
+		return d.parseString(i)
+	case '{':
+		return d.parseObject(i)
+	case '[':
+		return d.parseArray(i)
+	case 't':
+		d.vals = append(d.vals, Value{kind: KindBool, n: 1})
+		return d.literal(i, "true")
+	case 'f':
+		d.vals = append(d.vals, Value{kind: KindBool})
+		return d.literal(i, "false")
+	case 'n':
+		d.vals = append(d.vals, Value{})
+		return d.literal(i, "null")
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return d.parseNumber(i)
+	}
+	return i, d.unexpected(i, "", ", expected a JSON value")
+}
+
+// literal checks that b[i:] starts with lit, whose first byte is b[i].
+func (d *Decoder) literal(i int, lit string) (int, error) {
+	b := d.b
+	if len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit {
+		return i + len(lit), nil
+	}
+	for k := 1; k < len(lit); k++ {
+		if i+k >= len(b) {
+			return i + k, d.eof(i + k)
+		}
+		if b[i+k] != lit[k] {
+			return i + k, d.unexpected(i+k, "", " in literal "+lit)
+		}
+	}
+	panic("unreachable")
+}
+
+// parseNumber decodes the number starting at b[i].
+func (d *Decoder) parseNumber(i int) (int, error) {
+	b := d.b
+	end, mant, intDigits, form, err := d.scanNumber(i)
+	if err != nil {
+		return end, err
+	}
+	if form == 0 && intDigits <= 19 {
+		if b[i] != '-' {
+			if mant <= math.MaxInt64 {
+				d.vals = append(d.vals, Value{kind: KindInt, n: mant})
+				return end, nil
+			}
+		} else if mant <= 1<<63 {
+			d.vals = append(d.vals, Value{kind: KindInt, n: -mant})
+			return end, nil
+		}
+	}
+	// strconv does not keep the string: no need to allocate one.
+	f, perr := strconv.ParseFloat(unsafe.String(&b[i], end-i), 64)
+	if perr != nil { // only ErrRange: the syntax was checked
+		return i, d.fail(i, msgNumberRange)
+	}
+	d.vals = append(d.vals, Value{kind: KindFloat, n: math.Float64bits(f)})
+	return end, nil
+}
+
+// Bits of scanNumber's result.
+const (
+	numFraction = 1 << iota
+	numExponent
+)
+
+// scanNumber checks the syntax of the number starting at b[i] and returns
+// where it ends, the value of its first 19 integer digits, how many integer
+// digits it has, and whether it has a fraction or an exponent.
+func (d *Decoder) scanNumber(i int) (end int, mant uint64, intDigits int, form uint8, err error) {
+	b := d.b
+	if b[i] == '-' {
+		i++
+	}
+	if i >= len(b) {
+		return i, 0, 0, 0, d.eof(i)
+	}
+	switch c := b[i]; {
+	case c == '0':
+		i++
+		intDigits = 1
+		if i < len(b) && isDigit(b[i]) {
+			return i, 0, 0, 0, d.fail(i, "leading zero in number")
+		}
+	case isDigit(c):
+		for ; i < len(b); i++ {
+			c := b[i] - '0'
+			if c > 9 {
+				break
+			}
+			if intDigits < 19 {
+				mant = mant*10 + uint64(c)
+			}
+			intDigits++
+		}
+	default:
+		return i, 0, 0, 0, d.unexpected(i, "", " in number, expected a digit")
+	}
+	if i < len(b) && b[i] == '.' {
+		form |= numFraction
+		i++
+		if i >= len(b) {
+			return i, 0, 0, 0, d.eof(i)
+		}
+		if !isDigit(b[i]) {
+			return i, 0, 0, 0, d.unexpected(i, "", " in number, expected a digit after '.'")
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	if i < len(b) && b[i]|0x20 == 'e' {
+		form |= numExponent
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) {
+			return i, 0, 0, 0, d.eof(i)
+		}
+		if !isDigit(b[i]) {
+			return i, 0, 0, 0, d.unexpected(i, "", " in number, expected a digit in the exponent")
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	return i, mant, intDigits, form, nil
+}
+
+func isDigit(c byte) bool { return c-'0' <= 9 }
+
+// Bits of scanString's result.
+const (
+	strEscaped  = 1 << iota // has a backslash escape
+	strNonASCII             // has a byte >= 0x80
+)
+
+const (
+	lsbs = 0x0101010101010101
+	msbs = 0x8080808080808080
+)
+
+// scanString checks the syntax of the string whose opening quote is at
+// b[quote] and returns the position of its closing quote and what kind of
+// bytes it has.
+func (d *Decoder) scanString(quote int) (int, uint8, error) {
+	b := d.b
+	i := quote + 1
+	var flags uint8
+	var high uint64
+	for {
+		// Skip 8 ordinary bytes at a time: none is '"', '\\' or < 0x20.
+		for i+8 <= len(b) {
+			x := binary.LittleEndian.Uint64(b[i:])
+			q := x ^ (lsbs * '"')
+			e := x ^ (lsbs * '\\')
+			m := ((q - lsbs) &^ q) | ((e - lsbs) &^ e) | ((x - lsbs*0x20) &^ x)
+			if m &= msbs; m != 0 {
+				// The lowest flagged byte is the first special one.
+				k := bits.TrailingZeros64(m) >> 3
+				high |= x & (1<<(8*k) - 1)
+				i += k
+				break
+			}
+			high |= x
+			i += 8
+		}
+		if i >= len(b) {
+			return i, 0, d.fail(quote, "string not terminated")
+		}
+		switch c := b[i]; {
+		case c == '"':
+			if high&msbs != 0 {
+				flags |= strNonASCII
+			}
+			return i, flags, nil
+		case c == '\\':
+			flags |= strEscaped
+			if i+1 >= len(b) {
+				return i, 0, d.fail(quote, "string not terminated")
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				for k := i + 2; k < i+6; k++ {
+					if k >= len(b) {
+						return i, 0, d.fail(quote, "string not terminated")
+					}
+					if unhex(b[k]) < 0 {
+						return k, 0, d.unexpected(k, "", " in \\u escape, expected a hexadecimal digit")
+					}
+				}
+				i += 6
+			default:
+				return i + 1, 0, d.unexpected(i+1, "invalid escape: ", " after backslash in string")
+			}
+		case c < 0x20:
+			return i, 0, d.unexpected(i, "", " in string (control characters must be escaped)")
+		default:
+			high |= uint64(c)
+			i++
+		}
+	}
+}
+
+// parseString decodes the string whose opening quote is at b[i]. Its
+// contents go to d.strbuf; the pushed Value records which string it is and
+// gets its text in finish.
+func (d *Decoder) parseString(i int) (int, error) {
+	end, flags, err := d.scanString(i)
+	if err != nil {
+		return end, err
+	}
+	raw := d.b[i+1 : end]
+	if flags == 0 || flags == strNonASCII && utf8.Valid(raw) {
+		d.strbuf = append(d.strbuf, raw...)
+	} else {
+		d.strbuf = appendUnescaped(d.strbuf, raw)
+	}
+	d.vals = append(d.vals, Value{kind: KindString, n: uint64(len(d.ends))})
+	d.ends = append(d.ends, len(d.strbuf))
+	return end + 1, nil
+}
+
+// parseKey decodes the object key whose opening quote is at b[i] and
+// returns it as bytes, valid until the next key.
+func (d *Decoder) parseKey(i int) ([]byte, int, error) {
+	end, flags, err := d.scanString(i)
+	if err != nil {
+		return nil, end, err
+	}
+	raw := d.b[i+1 : end]
+	if flags == 0 || flags == strNonASCII && utf8.Valid(raw) {
+		return raw, end + 1, nil
+	}
+	d.esc = appendUnescaped(d.esc[:0], raw)
+	return d.esc, end + 1, nil
+}
+
+// appendUnescaped appends the contents of a string whose syntax scanString
+// has checked, as encoding/json unquotes them.
+func appendUnescaped(dst, raw []byte) []byte {
+	for i := 0; i < len(raw); {
+		c := raw[i]
+		switch {
+		case c == '\\':
+			switch c = raw[i+1]; c {
+			case 'b':
+				dst = append(dst, '\b')
+			case 'f':
+				dst = append(dst, '\f')
+			case 'n':
+				dst = append(dst, '\n')
+			case 'r':
+				dst = append(dst, '\r')
+			case 't':
+				dst = append(dst, '\t')
+			case 'u':
+				r := hex4(raw[i+2:])
+				i += 6
+				if utf16.IsSurrogate(r) {
+					// A high surrogate followed by a low one is one rune;
+					// anything else is U+FFFD, and a following escape is
+					// read on its own.
+					dec := utf8.RuneError
+					if i+6 <= len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
+						if dec = utf16.DecodeRune(r, hex4(raw[i+2:])); dec != utf8.RuneError {
+							i += 6
+						}
+					}
+					r = dec
+				}
+				dst = utf8.AppendRune(dst, r)
+				continue
+			default: // '"', '\\', '/'
+				dst = append(dst, c)
+			}
+			i += 2
+		case c < utf8.RuneSelf:
+			dst = append(dst, c)
+			i++
+		default:
+			r, size := utf8.DecodeRune(raw[i:])
+			if r == utf8.RuneError && size == 1 {
+				dst = utf8.AppendRune(dst, utf8.RuneError)
+			} else {
+				dst = append(dst, raw[i:i+size]...)
+			}
+			i += size
+		}
+	}
+	return dst
+}
+
+func hex4(b []byte) rune {
+	return rune(unhex(b[0])<<12 | unhex(b[1])<<8 | unhex(b[2])<<4 | unhex(b[3]))
+}
+
+func unhex(c byte) int {
+	switch {
+	case '0' <= c && c <= '9':
+		return int(c - '0')
+	case 'a' <= c && c <= 'f':
+		return int(c - 'a' + 10)
+	case 'A' <= c && c <= 'F':
+		return int(c - 'A' + 10)
+	}
+	return -1
+}
+
+// enter counts one more level of nesting for the bracket at b[i].
+func (d *Decoder) enter(i int) error {
+	if d.depth++; d.depth > MaxDepth {
+		return d.fail(i, msgTooDeep)
+	}
+	return nil
+}
+
+// parseArray decodes the array whose '[' is at b[i].
+func (d *Decoder) parseArray(i int) (int, error) {
+	if err := d.enter(i); err != nil {
+		return i, err
+	}
+	b := d.b
+	base := len(d.vals)
+	if i = skipSpace(b, i+1); i < len(b) && b[i] == ']' {
+		d.depth--
+		d.vals = append(d.vals, Value{kind: KindList, x: []Value(nil)})
+		return i + 1, nil
+	}
+	for {
+		var err error
+		if i, err = d.parseValue(i); err != nil {
+			return i, err
+		}
+		if i = skipSpace(b, i); i >= len(b) {
+			return i, d.eof(i)
+		}
+		if b[i] == ',' {
+			i = skipSpace(b, i+1)
+			continue
+		}
+		if b[i] != ']' {
+			return i, d.unexpected(i, "", " after list element, expected ',' or ']'")
+		}
+		break
+	}
+	items := d.moveOut(base)
+	d.vals = append(d.vals[:base], Value{kind: KindList, x: items})
+	d.depth--
+	return i + 1, nil
+}
+
+// moveOut pops d.vals[base:] into a new slice.
+func (d *Decoder) moveOut(base int) []Value {
+	out := make([]Value, len(d.vals)-base)
+	d.moveInto(out, base)
+	return out
+}
+
+// moveInto pops d.vals[base:] into out, which has room for exactly them.
+func (d *Decoder) moveInto(out []Value, base int) {
+	top := d.vals[base:]
+	copy(out, top)
+	nested := false
+	for k := range out {
+		switch out[k].kind {
+		case KindString:
+			d.fix = append(d.fix, &out[k])
+		case KindList, KindRecord:
+			nested = true
+		}
+	}
+	if nested {
+		// Only these hold pointers (strings get theirs in finish): clear
+		// them so that the Decoder keeps no garbage alive.
+		clear(top)
+	}
+	d.vals = d.vals[:base]
+}
+
+// newRecord returns a record with room for n values. Up to 16 values live in
+// the same allocation as the Record.
+func newRecord(n int) *Record {
+	if n < len(recordMakers) {
+		return recordMakers[n]()
+	}
+	return &Record{Values: make([]Value, n)}
+}
+
+var recordMakers = [...]func() *Record{
+	func() *Record { return new(Record) },
+	recordMaker(func(a *[1]Value) []Value { return a[:] }),
+	recordMaker(func(a *[2]Value) []Value { return a[:] }),
+	recordMaker(func(a *[3]Value) []Value { return a[:] }),
+	recordMaker(func(a *[4]Value) []Value { return a[:] }),
+	recordMaker(func(a *[5]Value) []Value { return a[:] }),
+	recordMaker(func(a *[6]Value) []Value { return a[:] }),
+	recordMaker(func(a *[7]Value) []Value { return a[:] }),
+	recordMaker(func(a *[8]Value) []Value { return a[:] }),
+	recordMaker(func(a *[9]Value) []Value { return a[:] }),
+	recordMaker(func(a *[10]Value) []Value { return a[:] }),
+	recordMaker(func(a *[11]Value) []Value { return a[:] }),
+	recordMaker(func(a *[12]Value) []Value { return a[:] }),
+	recordMaker(func(a *[13]Value) []Value { return a[:] }),
+	recordMaker(func(a *[14]Value) []Value { return a[:] }),
+	recordMaker(func(a *[15]Value) []Value { return a[:] }),
+	recordMaker(func(a *[16]Value) []Value { return a[:] }),
+}
+
+// recordMaker returns a function that allocates a Record together with the
+// array A of its values.
+func recordMaker[A any](values func(*A) []Value) func() *Record {
+	return func() *Record {
+		block := new(struct {
+			r Record
+			v A
+		})
+		block.r.Values = values(&block.v)
+		return &block.r
+	}
+}
+
+// parseObject decodes the object whose '{' is at b[i].
+func (d *Decoder) parseObject(i int) (int, error) {
+	if err := d.enter(i); err != nil {
+		return i, err
+	}
+	b := d.b
+	base, kbase := len(d.vals), len(d.keys)
+	var slot *[]string
+	if d.depth < shapeDepth {
+		slot = &d.shapes[d.depth]
+	}
+	var shape []string
+	if slot != nil {
+		shape = *slot
+	}
+	same := true // keys so far are those of shape
+	if i = skipSpace(b, i+1); i < len(b) && b[i] == '}' {
+		d.depth--
+		d.vals = append(d.vals, Value{kind: KindRecord, x: &Record{}})
+		return i + 1, nil
+	}
+	for {
+		if i >= len(b) {
+			return i, d.eof(i)
+		}
+		if b[i] != '"' {
+			return i, d.unexpected(i, "", ", expected a string key")
+		}
+		kb, j, err := d.parseKey(i)
+		if err != nil {
+			return j, err
+		}
+		var key string
+		if n := len(d.keys) - kbase; same && n < len(shape) && string(kb) == shape[n] {
+			key = shape[n]
+		} else {
+			same = false
+			key = d.internKey(kb)
+		}
+		if i, err = d.colon(j); err != nil {
+			return i, err
+		}
+		if i, err = d.parseValue(i); err != nil {
+			return i, err
+		}
+		d.keys = append(d.keys, key)
+		if i, err = d.afterMember(i); err != nil {
+			return i, err
+		}
+		if b[i] == '}' {
+			break
+		}
+		i = skipSpace(b, i+1)
+	}
+	d.closeRecord(base, kbase, same && len(d.keys)-kbase == len(shape), slot)
+	d.depth--
+	return i + 1, nil
+}
+
+// colon skips the ':' after a key and the space around it.
+func (d *Decoder) colon(i int) (int, error) {
+	b := d.b
+	if i = skipSpace(b, i); i >= len(b) {
+		return i, d.eof(i)
+	}
+	if b[i] != ':' {
+		return i, d.unexpected(i, "", " after object key, expected ':'")
+	}
+	return skipSpace(b, i+1), nil
+}
+
+// afterMember skips space after an object member and checks that a ',' or
+// '}' follows.
+func (d *Decoder) afterMember(i int) (int, error) {
+	b := d.b
+	if i = skipSpace(b, i); i >= len(b) {
+		return i, d.eof(i)
+	}
+	if c := b[i]; c != ',' && c != '}' {
+		return i, d.unexpected(i, "", " after object member, expected ',' or '}'")
+	}
+	return i, nil
+}
+
+// closeRecord pops the keys and values of a record and pushes the record.
+// same says that its keys are those of *slot, which then become its Keys.
+func (d *Decoder) closeRecord(base, kbase int, same bool, slot *[]string) {
+	var keys []string
+	if same {
+		keys = *slot
+	} else {
+		n := d.dedupe(base, kbase)
+		keys = make([]string, n)
+		copy(keys, d.keys[kbase:])
+		if slot != nil {
+			*slot = keys
+		}
+	}
+	clear(d.keys[kbase:])
+	d.keys = d.keys[:kbase]
+	r := newRecord(len(keys))
+	r.Keys = keys
+	d.moveInto(r.Values, base)
+	d.vals = append(d.vals, Value{kind: KindRecord, x: r})
+}
+
+// dedupe removes repeated keys from the open record whose members start at
+// d.vals[base] and d.keys[kbase]: the first occurrence of a key gets the
+// value of the last one. It returns how many members are left.
+func (d *Decoder) dedupe(base, kbase int) int {
+	keys, vals := d.keys[kbase:], d.vals[base:]
+	n := 0
+	if len(keys) <= 32 {
+	next:
+		for k, key := range keys {
+			for j := range n {
+				if keys[j] == key {
+					vals[j] = vals[k]
+					continue next
+				}
+			}
+			keys[n], vals[n] = key, vals[k]
+			n++
+		}
+	} else {
+		if d.seen == nil {
+			d.seen = make(map[string]int)
+		}
+		for k, key := range keys {
+			if j, ok := d.seen[key]; ok {
+				vals[j] = vals[k]
+				continue
+			}
+			d.seen[key] = n
+			keys[n], vals[n] = key, vals[k]
+			n++
+		}
+		clear(d.seen)
+	}
+	clear(keys[n:])
+	clear(vals[n:])
+	d.keys = d.keys[:kbase+n]
+	d.vals = d.vals[:base+n]
+	return n
+}
+
+// internKey returns kb as a string, shared with earlier equal keys.
+func (d *Decoder) internKey(kb []byte) string {
+	if s, ok := d.intern[string(kb)]; ok {
+		return s
+	}
+	s := string(kb)
+	if len(s) <= maxInternLen {
+		if d.intern == nil {
+			d.intern = make(map[string]string)
+		} else if len(d.intern) >= maxInternKeys {
+			clear(d.intern)
+		}
+		d.intern[s] = s
+	}
+	return s
+}
+
+// parseObjectFields decodes the top-level object whose '{' is at b[i],
+// keeping the members named in want and skipping the others.
+func (d *Decoder) parseObjectFields(i int, want map[string]struct{}) (int, error) {
+	if err := d.enter(i); err != nil {
+		return i, err
+	}
+	b := d.b
+	shape := d.fieldsShape
+	same := true
+	if i = skipSpace(b, i+1); i < len(b) && b[i] == '}' {
+		d.depth--
+		d.vals = append(d.vals, Value{kind: KindRecord, x: &Record{}})
+		return i + 1, nil
+	}
+	for {
+		if i >= len(b) {
+			return i, d.eof(i)
+		}
+		if b[i] != '"' {
+			return i, d.unexpected(i, "", ", expected a string key")
+		}
+		kb, j, err := d.parseKey(i)
+		if err != nil {
+			return j, err
+		}
+		if i, err = d.colon(j); err != nil {
+			return i, err
+		}
+		if _, ok := want[string(kb)]; ok {
+			var key string
+			if n := len(d.keys); same && n < len(shape) && string(kb) == shape[n] {
+				key = shape[n]
+			} else {
+				same = false
+				key = d.internKey(kb)
+			}
+			if i, err = d.parseValue(i); err != nil {
+				return i, err
+			}
+			d.keys = append(d.keys, key)
+		} else if i, err = d.skipValue(i); err != nil {
+			return i, err
+		}
+		if i, err = d.afterMember(i); err != nil {
+			return i, err
+		}
+		if b[i] == '}' {
+			break
+		}
+		i = skipSpace(b, i+1)
+	}
+	d.closeRecord(0, 0, same && len(d.keys) == len(shape), &d.fieldsShape)
+	d.depth--
+	return i + 1, nil
+}
+
+// skipValue checks the syntax of the value starting at b[i] without
+// decoding it, as strictly as parseValue.
+func (d *Decoder) skipValue(i int) (int, error) {
+	b := d.b
+	if i >= len(b) {
+		return i, d.eof(i)
+	}
+	switch b[i] {
+	case '"':
+		end, _, err := d.scanString(i)
+		if err != nil {
+			return end, err
+		}
+		return end + 1, nil
+	case '{':
+		return d.skipObject(i)
+	case '[':
+		return d.skipArray(i)
+	case 't':
+		return d.literal(i, "true")
+	case 'f':
+		return d.literal(i, "false")
+	case 'n':
+		return d.literal(i, "null")
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		end, _, intDigits, form, err := d.scanNumber(i)
+		if err != nil {
+			return end, err
+		}
+		// Only an exponent or more than 308 integer digits can take a
+		// number beyond float64's range (about 1.8e308).
+		if form&numExponent != 0 || intDigits > 308 {
+			if _, err := strconv.ParseFloat(unsafe.String(&b[i], end-i), 64); err != nil {
+				return i, d.fail(i, msgNumberRange)
+			}
+		}
+		return end, nil
+	}
+	return i, d.unexpected(i, "", ", expected a JSON value")
+}
+
+func (d *Decoder) skipArray(i int) (int, error) {
+	if err := d.enter(i); err != nil {
+		return i, err
+	}
+	b := d.b
+	if i = skipSpace(b, i+1); i < len(b) && b[i] == ']' {
+		d.depth--
+		return i + 1, nil
+	}
+	for {
+		var err error
+		if i, err = d.skipValue(i); err != nil {
+			return i, err
+		}
+		if i = skipSpace(b, i); i >= len(b) {
+			return i, d.eof(i)
+		}
+		if b[i] == ',' {
+			i = skipSpace(b, i+1)
+			continue
+		}
+		if b[i] != ']' {
+			return i, d.unexpected(i, "", " after list element, expected ',' or ']'")
+		}
+		d.depth--
+		return i + 1, nil
+	}
+}
+
+func (d *Decoder) skipObject(i int) (int, error) {
+	if err := d.enter(i); err != nil {
+		return i, err
+	}
+	b := d.b
+	if i = skipSpace(b, i+1); i < len(b) && b[i] == '}' {
+		d.depth--
+		return i + 1, nil
+	}
+	for {
+		if i >= len(b) {
+			return i, d.eof(i)
+		}
+		if b[i] != '"' {
+			return i, d.unexpected(i, "", ", expected a string key")
+		}
+		end, _, err := d.scanString(i)
+		if err != nil {
+			return end, err
+		}
+		if i, err = d.colon(end + 1); err != nil {
+			return i, err
+		}
+		if i, err = d.skipValue(i); err != nil {
+			return i, err
+		}
+		if i, err = d.afterMember(i); err != nil {
+			return i, err
+		}
+		if b[i] == '}' {
+			d.depth--
+			return i + 1, nil
+		}
+		i = skipSpace(b, i+1)
+	}
+}
+
+// skipSpace returns the position of the first byte at or after b[i] that is
+// not JSON whitespace.
+func skipSpace(b []byte, i int) int {
+	for ; i < len(b); i++ {
+		if c := b[i]; c > ' ' || c != ' ' && c != '\n' && c != '\r' && c != '\t' {
+			break
+		}
+	}
+	return i
+}
+
+// The error constructors are not inlined, to keep the parsing functions
+// small.
+
+//go:noinline
+func (d *Decoder) eof(i int) error { return d.fail(i, "unexpected end of input") }
+
+//go:noinline
+func (d *Decoder) fail(i int, msg string) error { return &SyntaxError{Offset: int64(i), Msg: msg} }
+
+// unexpected reports that b[i] cannot be there.
+//
+//go:noinline
+func (d *Decoder) unexpected(i int, before, after string) error {
+	return d.fail(i, before+"unexpected "+describe(d.b, i)+after)
+}
+
+// describe names b[i] for an error message.
+func describe(b []byte, i int) string {
+	if i >= len(b) {
+		return "end of input"
+	}
+	c := b[i]
+	if c < utf8.RuneSelf {
+		if c < 0x20 || c == 0x7f {
+			return fmt.Sprintf("character %U", rune(c))
+		}
+		return "character " + strconv.QuoteRune(rune(c))
+	}
+	if r, size := utf8.DecodeRune(b[i:]); r != utf8.RuneError || size > 1 {
+		return "character " + strconv.QuoteRune(r)
+	}
+	return fmt.Sprintf("byte 0x%02x", c)
+}
