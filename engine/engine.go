@@ -26,7 +26,6 @@ import (
 	"time"
 
 	"github.com/scenario-server/scenario-server/aggregate"
-	"github.com/scenario-server/scenario-server/expression"
 	"github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/value"
@@ -107,6 +106,8 @@ type Engine struct {
 	sources    map[string]*node
 	aggregates []*node // topological
 
+	needsMeta bool // some expression reads #meta
+
 	counts   map[string]*Counts
 	errs     []EventError
 	nErrs    int64
@@ -155,6 +156,15 @@ func New(s *scenario.Scenario, opts Options) (*Engine, error) {
 	for _, n := range e.order {
 		if n.kind == kindSwitch {
 			n.compileSwitch(s)
+		}
+	}
+	for _, p := range v.Plans {
+		for _, prog := range p.Programs {
+			for _, name := range prog.Variables() {
+				if name == nodes.VarMeta {
+					e.needsMeta = true
+				}
+			}
 		}
 	}
 	// Which sources feed each node (for its watermark).
@@ -295,10 +305,19 @@ func (e *Engine) pushValue(src *node, v value.Value, eventTime int64) error {
 		src.maxTime = t
 	}
 	src.seen = true
-	c := &ctx{vars: map[string]value.Value{
-		nodes.VarInput: v,
-		nodes.VarMeta:  e.meta(t),
-	}, time: t}
+	// The source's context is reused for its next event: nothing keeps it
+	// once the event has gone through (aggregates that enrich events emit
+	// from within Add; sinks and Observe copy what they keep).
+	c := &src.ctx
+	if c.vars == nil {
+		c.vars = make(map[string]value.Value, 4)
+	}
+	clear(c.vars)
+	c.time = t
+	c.vars[nodes.VarInput] = v
+	if e.needsMeta {
+		c.vars[nodes.VarMeta] = e.meta(t)
+	}
 	src.counts.Out++
 	e.forward(src, c, "")
 	e.step()
@@ -391,9 +410,4 @@ func sortedIDs[T any](m map[string]T) []string {
 	}
 	sort.Strings(ids)
 	return ids
-}
-
-// run evaluates a program with c's variables.
-func run(p *expression.Program, c *ctx) (value.Value, error) {
-	return expression.Run(p, c.vars)
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/scenario-server/scenario-server/scenario"
 )
 
-// Scenario fragments for tests. Records written with expr map literals come
-// out with their keys sorted (expr builds Go maps).
+// Scenario fragments for tests. Records written as map literals keep their
+// written key order.
 func srcNode(id, ts, ooo string) string {
 	return `{"id": "` + id + `", "type": "Source", "ref": {"typ": "file", "parameters": [
 		{"name": "path", "value": "in.jsonl"},
@@ -104,7 +104,7 @@ func TestFilterVariableSink(t *testing.T) {
 	if c := e.Counts()["big"]; c.In != 2 || c.Out != 1 {
 		t.Fatalf("filter counts %+v", c)
 	}
-	expectLines(t, out, `{"sink":"out","value":{"at":2000,"d":4,"n":2}}`)
+	expectLines(t, out, `{"sink":"out","value":{"n":2,"d":4,"at":2000}}`)
 }
 
 func TestPerEventErrorsKeepTheRest(t *testing.T) {
@@ -132,8 +132,8 @@ func TestPerEventErrorsKeepTheRest(t *testing.T) {
 {"t": 13000, "k": "a", "v": "seven"}
 `
 	want := []string{
-		`{"sink":"out","value":{"k":"a","n":2,"s":3,"start":0}}`,
-		`{"sink":"out","value":{"k":"a","n":1,"s":4,"start":10000}}`,
+		`{"sink":"out","value":{"k":"a","start":0,"n":2,"s":3}}`,
+		`{"sink":"out","value":{"k":"a","start":10000,"n":1,"s":4}}`,
 	}
 	out, _, _ := replay(t, sc, clean)
 	expectLines(t, out, want...)
@@ -186,10 +186,10 @@ func TestSwitchSplitUnionForEach(t *testing.T) {
 `)
 	// The first matching condition wins, in edge order; the default takes the rest.
 	expectLines(t, out,
-		`{"sink":"out","value":{"item":1,"label":"S:small"}}`,
-		`{"sink":"out","value":{"item":2,"label":"S:small"}}`,
-		`{"sink":"out","value":{"item":"x","label":"L:large"}}`,
-		`{"sink":"out","value":{"item":true,"label":"O:other"}}`,
+		`{"sink":"out","value":{"label":"S:small","item":1}}`,
+		`{"sink":"out","value":{"label":"S:small","item":2}}`,
+		`{"sink":"out","value":{"label":"L:large","item":"x"}}`,
+		`{"sink":"out","value":{"label":"O:other","item":true}}`,
 	)
 }
 
@@ -222,9 +222,9 @@ func TestAggregateOverAggregate(t *testing.T) {
 	// [60s,120s) go to perTwo window [0,120s), which closes at the same step
 	// (its own watermark is 130000 too): 3 from 2 windows.
 	expectLines(t, out,
-		`{"sink":"out","value":{"n":3,"start":0,"windows":2}}`,
-		`{"sink":"out","value":{"n":1,"start":120000,"windows":1}}`,
-		`{"sink":"out","value":{"n":1,"start":240000,"windows":1}}`,
+		`{"sink":"out","value":{"start":0,"n":3,"windows":2}}`,
+		`{"sink":"out","value":{"start":120000,"n":1,"windows":1}}`,
+		`{"sink":"out","value":{"start":240000,"n":1,"windows":1}}`,
 	)
 }
 

@@ -33,7 +33,7 @@ type edge struct {
 	to   *node
 	from string
 	typ  string // FilterTrue, FilterFalse, NextSwitch, SwitchDefault or ""
-	cond *expression.Program
+	cond *evaluator
 }
 
 // node is one operator of the running scenario.
@@ -48,26 +48,27 @@ type node struct {
 	upstream []*node // sources whose watermark this node uses
 
 	// source
-	timestamp  *expression.Program
+	ctx        ctx // reused for each event of the source
+	timestamp  *evaluator
 	outOfOrder int64 // ms
 	seen       bool
 	maxTime    int64
 	decoder    value.Decoder
 	wantFields map[string]struct{} // top-level #input fields the scenario reads; nil: all
 	// filter, variable, sink, for-each
-	prog    *expression.Program
+	prog    *evaluator
 	varName string
 	// record variable
 	fieldNames []string
-	fieldProgs []*expression.Program
+	fieldProgs []*evaluator
 	// union: output expression per branch (by upstream node id)
-	branchProgs map[string]*expression.Program
+	branchProgs map[string]*evaluator
 	// aggregate
 	op        aggregate.Operator
-	groupBy   []*expression.Program
-	aggBy     []*expression.Program // nil for Count
+	groupBy   []*evaluator
+	aggBy     []*evaluator // nil for Count
 	aggNames  []string
-	endCond   *expression.Program
+	endCond   *evaluator
 	enriching bool // results carry the incoming event
 	keyBuf    []value.Value
 	inBuf     []value.Value
@@ -88,22 +89,22 @@ func (e *Engine) build(p *nodes.Plan) (*node, error) {
 	switch sn.Type {
 	case scenario.TypeSource:
 		n.kind = kindSource
-		n.timestamp = p.Programs["timestamp"]
+		n.timestamp = newEvaluator(p.Programs["timestamp"])
 		n.outOfOrder = durationMS(p, "maxOutOfOrderness", 60*time.Second)
 		e.sources[n.id] = n
 	case scenario.TypeFilter:
 		n.kind = kindFilter
-		n.prog = p.Programs["expression"]
+		n.prog = newEvaluator(p.Programs["expression"])
 	case scenario.TypeVariable:
 		n.kind = kindVariable
 		n.varName = sn.VarName
-		n.prog = p.Programs["value"]
+		n.prog = newEvaluator(p.Programs["value"])
 	case scenario.TypeVariableBuilder:
 		n.kind = kindRecord
 		n.varName = sn.VarName
 		for i, f := range sn.Fields {
 			n.fieldNames = append(n.fieldNames, f.Name)
-			n.fieldProgs = append(n.fieldProgs, p.Programs[fmt.Sprintf("fields[%d].expression", i)])
+			n.fieldProgs = append(n.fieldProgs, newEvaluator(p.Programs[fmt.Sprintf("fields[%d].expression", i)]))
 		}
 	case scenario.TypeSwitch:
 		n.kind = kindSwitch
@@ -112,11 +113,11 @@ func (e *Engine) build(p *nodes.Plan) (*node, error) {
 	case scenario.TypeJoin:
 		n.kind = kindUnion
 		n.varName = sn.OutputVar
-		n.branchProgs = map[string]*expression.Program{}
+		n.branchProgs = map[string]*evaluator{}
 		for k, bp := range sn.BranchParameters {
 			for pi, prm := range bp.Parameters {
 				if prog := p.Programs[fmt.Sprintf("branchParameters[%d].parameters[%d].expression", k, pi)]; prog != nil && prm.Expression != nil {
-					n.branchProgs[bp.BranchID] = prog
+					n.branchProgs[bp.BranchID] = newEvaluator(prog)
 				}
 			}
 		}
@@ -124,7 +125,7 @@ func (e *Engine) build(p *nodes.Plan) (*node, error) {
 		if sn.NodeType == "for-each" {
 			n.kind = kindForEach
 			n.varName = sn.OutputVar
-			n.prog = p.Programs["Elements"]
+			n.prog = newEvaluator(p.Programs["Elements"])
 			break
 		}
 		n.kind = kindAggregate
@@ -136,7 +137,7 @@ func (e *Engine) build(p *nodes.Plan) (*node, error) {
 		if n.subtype == "dead-end" {
 			n.kind = kindDeadEnd
 		}
-		n.prog = p.Programs["value"]
+		n.prog = newEvaluator(p.Programs["value"])
 	default:
 		return nil, fmt.Errorf("node type %q has no operator", sn.Type)
 	}
@@ -153,7 +154,7 @@ func (n *node) compileSwitch(s *scenario.Scenario) {
 		prog := n.plan.Programs[fmt.Sprintf("edges[%d].edgeType.condition", ei)]
 		for ; k < len(n.out); k++ {
 			if n.out[k].to.id == ed.To {
-				n.out[k].cond = prog
+				n.out[k].cond = newEvaluator(prog)
 				k++
 				break
 			}
@@ -196,7 +197,7 @@ func (n *node) buildAggregate(p *nodes.Plan) error {
 		spec.Kind = aggregate.Session
 		spec.SessionTimeout = durationMS(p, "sessionTimeout", 0)
 		spec.EmitWhen = emitWhen
-		n.endCond = p.Programs["endSessionCondition"]
+		n.endCond = newEvaluator(p.Programs["endSessionCondition"])
 		n.enriching = emitWhen == aggregate.OnEvent
 	case "aggregate-count":
 		spec.Kind = aggregate.CountWindow
@@ -210,7 +211,7 @@ func (n *node) buildAggregate(p *nodes.Plan) error {
 		if !ok {
 			break
 		}
-		n.groupBy = append(n.groupBy, prog)
+		n.groupBy = append(n.groupBy, newEvaluator(prog))
 	}
 	var named []aggregate.Named
 	for i, a := range p.Aggregations {
@@ -220,7 +221,7 @@ func (n *node) buildAggregate(p *nodes.Plan) error {
 		}
 		named = append(named, aggregate.Named{Name: a.Name, Aggregator: agg})
 		n.aggNames = append(n.aggNames, a.Name)
-		n.aggBy = append(n.aggBy, p.Programs[fmt.Sprintf("aggregations[%d].aggregateBy", i)])
+		n.aggBy = append(n.aggBy, newEvaluator(p.Programs[fmt.Sprintf("aggregations[%d].aggregateBy", i)]))
 	}
 	n.varName = sn.OutputVar
 	op, err := aggregate.NewOperator(spec, named, n.emit)
@@ -237,7 +238,7 @@ func (n *node) buildAggregate(p *nodes.Plan) error {
 func (n *node) process(e *Engine, c *ctx, from string) {
 	switch n.kind {
 	case kindFilter:
-		v, err := run(n.prog, c)
+		v, err := n.prog.eval(c)
 		if err != nil {
 			e.fail(n, "expression", err)
 			return
@@ -250,7 +251,7 @@ func (n *node) process(e *Engine, c *ctx, from string) {
 			e.forward(n, c, scenario.EdgeFilterFalse)
 		}
 	case kindVariable:
-		v, err := run(n.prog, c)
+		v, err := n.prog.eval(c)
 		if err != nil {
 			e.fail(n, "value", err)
 			return
@@ -260,7 +261,7 @@ func (n *node) process(e *Engine, c *ctx, from string) {
 	case kindRecord:
 		vals := make([]value.Value, len(n.fieldProgs))
 		for i, p := range n.fieldProgs {
-			v, err := run(p, c)
+			v, err := p.eval(c)
 			if err != nil {
 				e.fail(n, fmt.Sprintf("fields[%d].expression", i), err)
 				return
@@ -274,7 +275,7 @@ func (n *node) process(e *Engine, c *ctx, from string) {
 			if out.typ != scenario.EdgeNextSwitch || out.cond == nil {
 				continue
 			}
-			v, err := run(out.cond, c)
+			v, err := out.cond.eval(c)
 			if err != nil {
 				e.fail(n, "condition", err)
 				return
@@ -297,7 +298,7 @@ func (n *node) process(e *Engine, c *ctx, from string) {
 		e.forward(n, c, "")
 	case kindUnion:
 		if prog := n.branchProgs[from]; prog != nil && n.varName != "" {
-			v, err := run(prog, c)
+			v, err := prog.eval(c)
 			if err != nil {
 				e.fail(n, "branchParameters", err)
 				return
@@ -307,7 +308,7 @@ func (n *node) process(e *Engine, c *ctx, from string) {
 		n.counts.Out++
 		e.forward(n, c, "")
 	case kindForEach:
-		v, err := run(n.prog, c)
+		v, err := n.prog.eval(c)
 		if err != nil {
 			e.fail(n, "Elements", err)
 			return
@@ -319,7 +320,7 @@ func (n *node) process(e *Engine, c *ctx, from string) {
 	case kindAggregate:
 		n.add(e, c)
 	case kindSink:
-		v, err := run(n.prog, c)
+		v, err := n.prog.eval(c)
 		if err != nil {
 			e.fail(n, "value", err)
 			return
@@ -354,7 +355,7 @@ func (c *ctx) with(name string, v value.Value) *ctx {
 // add evaluates the aggregate's expressions for c and adds the event.
 func (n *node) add(e *Engine, c *ctx) {
 	for i, p := range n.groupBy {
-		v, err := run(p, c)
+		v, err := p.eval(c)
 		if err != nil {
 			e.fail(n, fmt.Sprintf("groupBy[%d]", i), err)
 			return
@@ -366,7 +367,7 @@ func (n *node) add(e *Engine, c *ctx) {
 			n.inBuf[i] = value.Null()
 			continue
 		}
-		v, err := run(p, c)
+		v, err := p.eval(c)
 		if err != nil {
 			e.fail(n, fmt.Sprintf("aggregations[%d].aggregateBy", i), err)
 			return
@@ -375,7 +376,7 @@ func (n *node) add(e *Engine, c *ctx) {
 	}
 	ev := aggregate.Event{Time: c.time, Key: n.keyBuf, Inputs: n.inBuf, Payload: c}
 	if n.endCond != nil {
-		v, err := run(n.endCond, c)
+		v, err := n.endCond.eval(c)
 		if err != nil {
 			e.fail(n, "endSessionCondition", err)
 			return
@@ -392,6 +393,8 @@ func (n *node) add(e *Engine, c *ctx) {
 	}
 }
 
+var windowFields = []string{"start", "end"}
+
 // emit turns an aggregate result into a context and sends it on.
 func (n *node) emit(r *aggregate.Result) {
 	e := n.engine
@@ -407,11 +410,13 @@ func (n *node) emit(r *aggregate.Result) {
 		c.vars[nodes.VarKey] = key
 	} else {
 		c = &ctx{vars: map[string]value.Value{
-			nodes.VarMeta:   e.meta(r.Time),
 			n.varName:       out,
 			nodes.VarKey:    key,
-			nodes.VarWindow: value.NewRecord([]string{"start", "end"}, []value.Value{value.Int(r.Start), value.Int(r.End)}),
+			nodes.VarWindow: value.NewRecord(windowFields, []value.Value{value.Int(r.Start), value.Int(r.End)}),
 		}, time: r.Time}
+		if e.needsMeta {
+			c.vars[nodes.VarMeta] = e.meta(r.Time)
+		}
 	}
 	n.counts.Out++
 	e.forward(n, c, "")
@@ -431,7 +436,7 @@ func (n *node) eventTime(e *Engine, v value.Value) (int64, error) {
 	if n.timestamp == nil {
 		return time.Now().UnixMilli(), nil
 	}
-	tv, err := expression.Run(n.timestamp, map[string]value.Value{nodes.VarInput: v})
+	tv, err := n.timestamp.evalOne(nodes.VarInput, v)
 	if err != nil {
 		return 0, err
 	}
