@@ -50,6 +50,11 @@ type aligned struct {
 	next    int64 // the next window to close, when hasNext
 	hasNext bool
 	open    int64 // the first window that has not closed, for the watermark w
+	// Thresholds on the slice index j of an event, worked out once per
+	// watermark so that Add divides once (for j): the event is late when
+	// j < lateBelow (floor(j/s) < open <=> j < open*s), and partly late
+	// when j < partlyBelow (floor((j-n)/s)+1 < open <=> j < (open-1)*s+n).
+	lateBelow, partlyBelow int64
 	extra   []int // slots whose last emitted window was the one before next
 
 	r Result
@@ -72,6 +77,9 @@ func newAligned(spec WindowSpec, aggs []Named, emit func(*Result)) (*aligned, er
 		mode: mode,
 		s:    s,
 		open: math.MinInt64,
+
+		lateBelow:   math.MinInt64,
+		partlyBelow: math.MinInt64,
 	}
 	a.r.Values = make([]value.Value, len(aggs))
 	a.running = &block{cols: make([]Column, len(aggs)), shared: -1}
@@ -143,13 +151,11 @@ func (a *aligned) Add(e *Event) error {
 		return err
 	}
 	j := a.slicer.Index(e.Time)
-	kLast := slices.FloorDiv(j, a.s)
-	if a.closed(kLast) {
+	if j < a.lateBelow {
 		a.stats.Late++
 		return ErrLate
 	}
-	kFirst := slices.FloorDiv(j-a.n, a.s) + 1
-	if a.closed(kFirst) {
+	if j < a.partlyBelow {
 		a.stats.PartlyLate++
 	}
 	a.seq++
@@ -157,15 +163,15 @@ func (a *aligned) Add(e *Event) error {
 	a.add(j, slot, e)
 
 	if a.mode == OnEvent {
-		a.emitOnEvent(e, slot, kLast)
+		a.emitOnEvent(e, slot, slices.FloorDiv(j, a.s))
 		return nil
 	}
-	want := max(kFirst, a.firstOpen())
 	switch {
-	case !a.hasNext || want < a.next:
-		// The first event, or one that opens an earlier window than the
-		// running one: rebuild the running block from the slices.
-		a.next, a.hasNext = want, true
+	case !a.hasNext || j < (a.next-1)*a.s+a.n && a.open < a.next:
+		// The first event, or one whose first open window comes before the
+		// running one (floor((j-n)/s)+1 < next <=> j < (next-1)*s+n):
+		// rebuild the running block from the slices.
+		a.next, a.hasNext = max(slices.FloorDiv(j-a.n, a.s)+1, a.firstOpen()), true
 		a.rebuildRunning()
 	case j >= a.next*a.s && j < a.next*a.s+a.n:
 		a.running.fit(a.keys.Cap())
@@ -219,6 +225,11 @@ func (a *aligned) Advance(w int64) {
 	}
 	a.w = w
 	a.open = a.computeOpen()
+	a.lateBelow, a.partlyBelow = math.MinInt64, math.MinInt64
+	if a.open != math.MinInt64 {
+		a.lateBelow = a.open * a.s
+		a.partlyBelow = (a.open-1)*a.s + a.n
+	}
 	if a.mode == OnEvent {
 		if a.w == infinity {
 			a.evictAndFree(math.MaxInt64 >> 2)
