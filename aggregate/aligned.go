@@ -37,6 +37,7 @@ const infinity = math.MaxInt64 // the watermark after Flush
 type aligned struct {
 	*grid
 	emit func(*Result)
+	kind WindowKind
 	mode EmitWhen
 	s    int64 // slices per slide
 
@@ -55,7 +56,7 @@ type aligned struct {
 	// j < lateBelow (floor(j/s) < open <=> j < open*s), and partly late
 	// when j < partlyBelow (floor((j-n)/s)+1 < open <=> j < (open-1)*s+n).
 	lateBelow, partlyBelow int64
-	extra   []int // slots whose last emitted window was the one before next
+	extra                  []int // slots whose last emitted window was the one before next
 
 	r Result
 }
@@ -74,6 +75,7 @@ func newAligned(spec WindowSpec, aggs []Named, emit func(*Result)) (*aligned, er
 	a := &aligned{
 		grid: newGrid(aggs, slicer, n, mode == OnEvent),
 		emit: emit,
+		kind: spec.Kind,
 		mode: mode,
 		s:    s,
 		open: math.MinInt64,
@@ -121,6 +123,19 @@ func (a *aligned) closed(k int64) bool {
 
 // firstOpen returns the smallest window index that has not closed.
 func (a *aligned) firstOpen() int64 { return a.open }
+
+// watermarkMoved works out what depends on the watermark alone.
+func (a *aligned) watermarkMoved() {
+	a.open = a.computeOpen()
+	a.lateBelow, a.partlyBelow = math.MinInt64, math.MinInt64
+	switch {
+	case a.w == infinity:
+		a.lateBelow, a.partlyBelow = math.MaxInt64, math.MaxInt64
+	case a.open != math.MinInt64:
+		a.lateBelow = a.open * a.s
+		a.partlyBelow = (a.open-1)*a.s + a.n
+	}
+}
 
 // computeOpen works out firstOpen for the current watermark.
 func (a *aligned) computeOpen() int64 {
@@ -224,12 +239,7 @@ func (a *aligned) Advance(w int64) {
 		return
 	}
 	a.w = w
-	a.open = a.computeOpen()
-	a.lateBelow, a.partlyBelow = math.MinInt64, math.MinInt64
-	if a.open != math.MinInt64 {
-		a.lateBelow = a.open * a.s
-		a.partlyBelow = (a.open-1)*a.s + a.n
-	}
+	a.watermarkMoved()
 	if a.mode == OnEvent {
 		if a.w == infinity {
 			a.evictAndFree(math.MaxInt64 >> 2)

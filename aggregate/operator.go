@@ -160,6 +160,14 @@ type Operator interface {
 	Stats() Stats
 	// StateBytes estimates the heap bytes of the operator's window state.
 	StateBytes() int
+	// AppendSnapshot appends the operator's whole state to b (for
+	// checkpoints). See Restore.
+	AppendSnapshot(b []byte) []byte
+	// Restore replaces the state of a new operator (built by NewOperator
+	// with the same spec and aggregations, before any Add) with a snapshot.
+	// It returns an error wrapping slices.ErrCorruptSnapshot or
+	// ErrSnapshotMismatch, and never panics on bad input.
+	Restore(snapshot []byte) error
 }
 
 // ErrLate is returned by Operator.Add for an event that arrived after every

@@ -1,0 +1,474 @@
+package aggregate
+
+import (
+	"container/heap"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/scenario-server/scenario-server/slices"
+	"github.com/scenario-server/scenario-server/value"
+)
+
+// Snapshots. An operator's snapshot is its whole state: watermark, arrival
+// counter, counters, the key table with its slot numbering (so that a
+// restored operator emits in the same order), and every slice, tier block,
+// running cell, timer and session, cells encoded by the columns themselves.
+// Restoring a snapshot into a new operator built with the same spec and
+// aggregations, then feeding it what came after, gives exactly what the
+// original would have given (SEMANTICS §6; TestPropertySnapshotRestore).
+//
+// The format starts with a version byte and the operator kind, so that a
+// snapshot restored into an operator of another kind is refused.
+
+const snapshotVersion = 1
+
+// ErrSnapshotMismatch is returned by Restore for a snapshot of another kind
+// of operator, another number of aggregations, or another version.
+var ErrSnapshotMismatch = errors.New("aggregate: snapshot is of another operator")
+
+func appendHeader(b []byte, kind WindowKind, aggs int) []byte {
+	b = append(b, snapshotVersion, byte(kind))
+	return binary.AppendUvarint(b, uint64(aggs))
+}
+
+func readHeader(r *slices.Reader, kind WindowKind, aggs int) error {
+	rest := r.Rest()
+	if len(rest) < 2 {
+		return fmt.Errorf("%w: truncated header", slices.ErrCorruptSnapshot)
+	}
+	if rest[0] != snapshotVersion || WindowKind(rest[1]) != kind {
+		return fmt.Errorf("%w: version %d kind %d, want version %d kind %d", ErrSnapshotMismatch, rest[0], rest[1], snapshotVersion, kind)
+	}
+	r.Skip(2)
+	if n := r.Uvarint(); int(n) != aggs || r.Err() != nil {
+		return fmt.Errorf("%w: %d aggregations, want %d", ErrSnapshotMismatch, n, aggs)
+	}
+	return nil
+}
+
+func appendStats(b []byte, s Stats) []byte {
+	for _, v := range []int64{s.Events, s.Late, s.PartlyLate, s.Rejected, s.Emitted, s.Errors} {
+		b = binary.AppendVarint(b, v)
+	}
+	return b
+}
+
+func readStats(r *slices.Reader) Stats {
+	return Stats{Events: r.Varint(), Late: r.Varint(), PartlyLate: r.Varint(), Rejected: r.Varint(), Emitted: r.Varint(), Errors: r.Varint()}
+}
+
+// appendKeyVals appends the group key values of every slot (nil for free ones).
+func appendKeyVals(b []byte, kv [][]value.Value) []byte {
+	b = binary.AppendUvarint(b, uint64(len(kv)))
+	for _, k := range kv {
+		if k == nil {
+			b = append(b, 0)
+			continue
+		}
+		b = append(b, 1)
+		b = value.AppendBinary(b, value.List(k))
+	}
+	return b
+}
+
+func readKeyVals(r *slices.Reader, slots int) [][]value.Value {
+	n := r.Len(slots)
+	kv := make([][]value.Value, n)
+	for i := range kv {
+		if !r.Bool() {
+			continue
+		}
+		v, rest, err := value.DecodeBinary(r.Rest())
+		if err != nil || v.Kind() != value.KindList {
+			r.Fail("group key of slot %d", i)
+			return kv
+		}
+		r.Skip(len(r.Rest()) - len(rest))
+		kv[i] = v.List()
+		if kv[i] == nil {
+			kv[i] = []value.Value{}
+		}
+	}
+	return kv
+}
+
+func appendInts(b []byte, xs []int64) []byte {
+	b = binary.AppendUvarint(b, uint64(len(xs)))
+	for _, x := range xs {
+		b = binary.AppendVarint(b, x)
+	}
+	return b
+}
+
+func readInts(r *slices.Reader) []int64 {
+	n := r.Len(len(r.Rest()))
+	xs := make([]int64, n)
+	for i := range xs {
+		xs[i] = r.Varint()
+	}
+	return xs
+}
+
+// appendCells appends cells [0, n) of every non-nil column.
+func appendCells(b []byte, cols []Column, n int) []byte {
+	b = binary.AppendUvarint(b, uint64(n))
+	for _, c := range cols {
+		if c == nil {
+			continue
+		}
+		for i := 0; i < n; i++ {
+			b = c.AppendCell(b, i)
+		}
+	}
+	return b
+}
+
+// readCells reads cells into the non-nil columns, resized to hold them. Each
+// cell takes at least a byte, so the rest of the input bounds their number;
+// without columns, bound does.
+func readCells(r *slices.Reader, cols []Column, bound int) int {
+	for _, c := range cols {
+		if c != nil {
+			bound = len(r.Rest())
+			break
+		}
+	}
+	n := r.Len(bound)
+	for _, c := range cols {
+		if c == nil {
+			continue
+		}
+		c.Resize(max(c.Len(), n))
+		for i := 0; i < n && r.Err() == nil; i++ {
+			rest, err := c.DecodeCell(i, r.Rest())
+			if err != nil {
+				r.Fail("cell %d: %v", i, err)
+				return 0
+			}
+			r.Skip(len(r.Rest()) - len(rest))
+		}
+	}
+	return n
+}
+
+// appendBlock appends a block: its counts (slices and running blocks) and cells.
+func appendBlock(b []byte, blk *block) []byte {
+	n := blk.cells()
+	b = binary.AppendVarint(b, blk.total)
+	if !blk.tier {
+		b = appendInts(b, blk.count[:n])
+	}
+	return appendCells(b, blk.cols, n)
+}
+
+// readBlock fills blk (fresh, from newBlock or a running block) from r.
+func readBlock(r *slices.Reader, blk *block) {
+	blk.total = r.Varint()
+	var counts []int64
+	if !blk.tier {
+		counts = readInts(r)
+	}
+	n := readCells(r, blk.cols, len(counts))
+	if r.Err() != nil {
+		return
+	}
+	if !blk.tier {
+		if len(counts) != n {
+			r.Fail("%d counts for %d cells", len(counts), n)
+			return
+		}
+		blk.fit(n)
+		copy(blk.count, counts)
+	}
+}
+
+// appendGrid appends the state every grid-based operator shares.
+func (g *grid) appendGrid(b []byte) []byte {
+	b = binary.AppendVarint(b, g.w)
+	b = binary.AppendUvarint(b, g.seq)
+	b = appendStats(b, g.stats)
+	b = g.keys.AppendSnapshot(b)
+	b = appendKeyVals(b, g.keyVals)
+	b = appendInts(b, g.lastData)
+	b = binary.AppendUvarint(b, uint64(len(g.gen)))
+	for _, x := range g.gen {
+		b = binary.AppendUvarint(b, uint64(x))
+	}
+	levels := []*slices.Store[*block]{&g.level0}
+	for l := range g.tiers {
+		levels = append(levels, &g.tiers[l])
+	}
+	for _, st := range levels {
+		b = binary.AppendUvarint(b, uint64(st.Len()))
+		for p := 0; p < st.Len(); p++ {
+			idx, blk := st.At(p)
+			b = binary.AppendVarint(b, idx)
+			b = appendBlock(b, blk)
+		}
+	}
+	return b
+}
+
+// readGrid restores what appendGrid wrote into a new grid.
+func (g *grid) readGrid(r *slices.Reader) {
+	g.w = r.Varint()
+	g.seq = r.Uvarint()
+	g.stats = readStats(r)
+	g.keys = slices.RestoreKeyTable(r)
+	slots := g.keys.Cap()
+	g.keyVals = readKeyVals(r, slots)
+	g.lastData = readInts(r)
+	ng := r.Len(slots)
+	g.gen = make([]uint32, ng)
+	for i := range g.gen {
+		g.gen[i] = uint32(r.Uvarint())
+	}
+	if r.Err() == nil && (len(g.keyVals) != slots || len(g.lastData) != slots || ng != slots) {
+		r.Fail("per-slot state for %d slots", slots)
+	}
+	for level := 0; level <= g.levels && r.Err() == nil; level++ {
+		st := &g.level0
+		if level > 0 {
+			st = &g.tiers[level-1]
+		}
+		n := r.Len(len(r.Rest()))
+		last := int64(0)
+		for k := 0; k < n && r.Err() == nil; k++ {
+			idx := r.Varint()
+			if k > 0 && idx <= last {
+				r.Fail("blocks out of order")
+				return
+			}
+			last = idx
+			blk := st.GetOrCreate(idx, func() *block { return g.newBlock(level) })
+			readBlock(r, blk)
+		}
+	}
+}
+
+// AppendSnapshot implements Operator.
+func (a *aligned) AppendSnapshot(b []byte) []byte {
+	b = appendHeader(b, a.kind, len(a.aggs))
+	b = a.appendGrid(b)
+	b = slices.AppendBool(b, a.hasNext)
+	b = binary.AppendVarint(b, a.next)
+	b = appendBlock(b, a.running)
+	b = binary.AppendUvarint(b, uint64(len(a.extra)))
+	for _, s := range a.extra {
+		b = binary.AppendUvarint(b, uint64(s))
+	}
+	return b
+}
+
+// Restore implements Operator.
+func (a *aligned) Restore(snapshot []byte) error {
+	r := slices.NewReader(snapshot)
+	if err := readHeader(r, a.kind, len(a.aggs)); err != nil {
+		return err
+	}
+	a.readGrid(r)
+	a.hasNext = r.Bool()
+	a.next = r.Varint()
+	readBlock(r, a.running)
+	ne := r.Len(a.keys.Cap())
+	a.extra = a.extra[:0]
+	for range ne {
+		a.extra = append(a.extra, r.Len(a.keys.Cap()-1))
+	}
+	if err := r.Err(); err != nil {
+		return err
+	}
+	if len(r.Rest()) != 0 {
+		return fmt.Errorf("%w: %d bytes after the snapshot", slices.ErrCorruptSnapshot, len(r.Rest()))
+	}
+	a.watermarkMoved()
+	return nil
+}
+
+// AppendSnapshot implements Operator.
+func (s *sliding) AppendSnapshot(b []byte) []byte {
+	b = appendHeader(b, Sliding, len(s.aggs))
+	b = s.appendGrid(b)
+	b = appendBlock(b, s.running)
+	b = appendInts(b, s.latest)
+	b = binary.AppendUvarint(b, s.tseq)
+	b = binary.AppendUvarint(b, uint64(len(s.timers)))
+	for _, t := range s.timers {
+		b = binary.AppendVarint(b, t.at)
+		b = binary.AppendUvarint(b, uint64(t.slot))
+		b = binary.AppendUvarint(b, uint64(t.gen))
+		b = binary.AppendVarint(b, t.i)
+		b = binary.AppendUvarint(b, t.seq)
+	}
+	return b
+}
+
+// Restore implements Operator.
+func (s *sliding) Restore(snapshot []byte) error {
+	r := slices.NewReader(snapshot)
+	if err := readHeader(r, Sliding, len(s.aggs)); err != nil {
+		return err
+	}
+	s.readGrid(r)
+	readBlock(r, s.running)
+	s.latest = readInts(r)
+	s.tseq = r.Uvarint()
+	nt := r.Len(len(r.Rest()))
+	s.timers = s.timers[:0]
+	for range nt {
+		t := timer{at: r.Varint(), slot: r.Len(s.keys.Cap()), gen: uint32(r.Uvarint()), i: r.Varint(), seq: r.Uvarint()}
+		s.timers = append(s.timers, t)
+	}
+	if err := r.Err(); err != nil {
+		return err
+	}
+	if len(r.Rest()) != 0 {
+		return fmt.Errorf("%w: %d bytes after the snapshot", slices.ErrCorruptSnapshot, len(r.Rest()))
+	}
+	heap.Init(&s.timers)
+	s.running.fit(s.keys.Cap())
+	return nil
+}
+
+// AppendSnapshot implements Operator.
+func (s *sessionOp) AppendSnapshot(b []byte) []byte {
+	b = appendHeader(b, Session, len(s.aggs))
+	b = binary.AppendVarint(b, s.w)
+	b = binary.AppendUvarint(b, s.seq)
+	b = appendStats(b, s.stats)
+	b = s.keys.AppendSnapshot(b)
+	b = appendKeyVals(b, s.keyVals)
+	b = binary.AppendUvarint(b, uint64(len(s.gen)))
+	for _, x := range s.gen {
+		b = binary.AppendUvarint(b, uint64(x))
+	}
+	b = appendCells(b, s.cols, s.cols[0].Len())
+	b = binary.AppendUvarint(b, uint64(len(s.freeCells)))
+	for _, c := range s.freeCells {
+		b = binary.AppendUvarint(b, uint64(c))
+	}
+	for slot := range s.open {
+		b = binary.AppendUvarint(b, uint64(len(s.open[slot])))
+		for _, ss := range s.open[slot] {
+			b = binary.AppendUvarint(b, ss.id)
+			b = binary.AppendVarint(b, ss.start)
+			b = binary.AppendVarint(b, ss.last)
+			b = binary.AppendUvarint(b, uint64(ss.cell))
+		}
+		tb := s.tombs[slot]
+		b = slices.AppendBool(b, tb.set)
+		b = binary.AppendVarint(b, tb.start)
+		b = binary.AppendVarint(b, tb.last)
+	}
+	b = binary.AppendUvarint(b, s.hseq)
+	b = binary.AppendUvarint(b, s.nextID)
+	b = binary.AppendUvarint(b, uint64(len(s.closing)))
+	for _, c := range s.closing {
+		b = binary.AppendVarint(b, c.at)
+		b = binary.AppendUvarint(b, uint64(c.slot))
+		b = binary.AppendUvarint(b, uint64(c.gen))
+		b = binary.AppendUvarint(b, c.id)
+		b = slices.AppendBool(b, c.tomb)
+		b = binary.AppendUvarint(b, c.seq)
+	}
+	return b
+}
+
+// Restore implements Operator.
+func (s *sessionOp) Restore(snapshot []byte) error {
+	r := slices.NewReader(snapshot)
+	if err := readHeader(r, Session, len(s.aggs)); err != nil {
+		return err
+	}
+	s.w = r.Varint()
+	s.seq = r.Uvarint()
+	s.stats = readStats(r)
+	s.keys = slices.RestoreKeyTable(r)
+	slots := s.keys.Cap()
+	s.keyVals = readKeyVals(r, slots)
+	ng := r.Len(slots)
+	s.gen = make([]uint32, ng)
+	for i := range s.gen {
+		s.gen[i] = uint32(r.Uvarint())
+	}
+	cells := readCells(r, s.cols, 0)
+	nf := r.Len(cells)
+	s.freeCells = s.freeCells[:0]
+	for range nf {
+		s.freeCells = append(s.freeCells, r.Len(cells-1))
+	}
+	s.open = make([][]sess, slots)
+	s.tombs = make([]tomb, slots)
+	for slot := 0; slot < slots && r.Err() == nil; slot++ {
+		n := r.Len(cells)
+		for range n {
+			ss := sess{id: r.Uvarint(), start: r.Varint(), last: r.Varint(), cell: r.Len(cells - 1)}
+			s.open[slot] = append(s.open[slot], ss)
+		}
+		s.tombs[slot] = tomb{set: r.Bool(), start: r.Varint(), last: r.Varint()}
+	}
+	s.hseq = r.Uvarint()
+	s.nextID = r.Uvarint()
+	nc := r.Len(len(r.Rest()))
+	s.closing = s.closing[:0]
+	for range nc {
+		c := closeAt{at: r.Varint(), slot: r.Len(slots), gen: uint32(r.Uvarint()), id: r.Uvarint(), tomb: r.Bool(), seq: r.Uvarint()}
+		s.closing = append(s.closing, c)
+	}
+	if err := r.Err(); err != nil {
+		return err
+	}
+	if len(s.keyVals) != slots || ng != slots {
+		return fmt.Errorf("%w: per-slot state for %d slots", slices.ErrCorruptSnapshot, slots)
+	}
+	if len(r.Rest()) != 0 {
+		return fmt.Errorf("%w: %d bytes after the snapshot", slices.ErrCorruptSnapshot, len(r.Rest()))
+	}
+	heap.Init(&s.closing)
+	return nil
+}
+
+// AppendSnapshot implements Operator.
+func (c *countWindow) AppendSnapshot(b []byte) []byte {
+	b = appendHeader(b, CountWindow, len(c.aggs))
+	b = binary.AppendVarint(b, c.w)
+	b = binary.AppendUvarint(b, c.seq)
+	b = appendStats(b, c.stats)
+	b = c.keys.AppendSnapshot(b)
+	b = appendKeyVals(b, c.keyVals)
+	b = appendInts(b, c.filled)
+	b = appendInts(b, c.cnt)
+	b = appendInts(b, c.minT)
+	b = appendInts(b, c.maxT)
+	return appendCells(b, c.cols, len(c.cnt))
+}
+
+// Restore implements Operator.
+func (c *countWindow) Restore(snapshot []byte) error {
+	r := slices.NewReader(snapshot)
+	if err := readHeader(r, CountWindow, len(c.aggs)); err != nil {
+		return err
+	}
+	c.w = r.Varint()
+	c.seq = r.Uvarint()
+	c.stats = readStats(r)
+	c.keys = slices.RestoreKeyTable(r)
+	slots := c.keys.Cap()
+	c.keyVals = readKeyVals(r, slots)
+	c.filled = readInts(r)
+	c.cnt = readInts(r)
+	c.minT = readInts(r)
+	c.maxT = readInts(r)
+	n := readCells(r, c.cols, 0)
+	if err := r.Err(); err != nil {
+		return err
+	}
+	if len(c.keyVals) != slots || len(c.filled) != slots || len(c.cnt) != n || len(c.minT) != n || len(c.maxT) != n || n < slots*int(c.per) {
+		return fmt.Errorf("%w: per-slot state for %d slots", slices.ErrCorruptSnapshot, slots)
+	}
+	if len(r.Rest()) != 0 {
+		return fmt.Errorf("%w: %d bytes after the snapshot", slices.ErrCorruptSnapshot, len(r.Rest()))
+	}
+	return nil
+}

@@ -1,0 +1,136 @@
+package aggregate
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/scenario-server/scenario-server/slices"
+	"github.com/scenario-server/scenario-server/value"
+)
+
+// A snapshot taken at any point, restored into a new operator that then
+// gets the rest of the input, gives exactly the results of the run that
+// was never interrupted: same results, same order, same values, bit for
+// bit (SEMANTICS §6).
+func snapshotProperty(kind WindowKind) func(*rapid.T) {
+	return func(t *rapid.T) {
+		spec := windowSpecGen(t, kind)
+		sd := drawScenario(t, kind)
+		cut := rapid.IntRange(0, len(sd.ops)-1).Draw(t, "cut")
+
+		whole := runOps(t, spec, sd.specs, sd.ops, -1)
+		parts := runOps(t, spec, sd.specs, sd.ops, cut)
+		if len(whole) != len(parts) {
+			t.Fatalf("%d results uninterrupted, %d with a restore after op %d", len(whole), len(parts), cut)
+		}
+		for i := range whole {
+			if whole[i] != parts[i] {
+				t.Fatalf("result %d:\nuninterrupted %s\n     restored %s", i, whole[i], parts[i])
+			}
+		}
+	}
+}
+
+// runOps runs ops through an operator; with cut >= 0 it snapshots after op
+// cut, restores into a new operator and goes on with that one. Results are
+// rendered as strings, in emission order.
+func runOps(t *rapid.T, spec WindowSpec, specs []Spec, ops []op, cut int) []string {
+	var out []string
+	emit := func(r *Result) {
+		s := fmt.Sprintf("%s [%d,%d) t=%d err=%v ev=%v", keyString(r.Key), r.Start, r.End, r.Time, r.Err, r.Event != nil)
+		for _, v := range r.Values {
+			s += " " + string(value.AppendJSON(nil, v))
+		}
+		out = append(out, s)
+	}
+	newOp := func() Operator {
+		aggs := make([]Named, len(specs))
+		for i, s := range specs {
+			a, err := New(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			aggs[i] = Named{Name: fmt.Sprint(i), Aggregator: a}
+		}
+		o, err := NewOperator(spec, aggs, emit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	o := newOp()
+	for i, x := range ops {
+		switch x.kind {
+		case opEvent:
+			ev := x.ev
+			_ = o.Add(&ev)
+		case opWatermark:
+			o.Advance(x.w)
+		case opFlush:
+			o.Flush()
+		}
+		if i == cut {
+			snap := o.AppendSnapshot(nil)
+			before := o.Stats()
+			o = newOp()
+			if err := o.Restore(snap); err != nil {
+				t.Fatalf("Restore: %v", err)
+			}
+			if o.Stats() != before {
+				t.Fatalf("stats %+v restored as %+v", before, o.Stats())
+			}
+		}
+	}
+	return out
+}
+
+func TestPropertySnapshotRestoreTumbling(t *testing.T) { checkProperty(t, snapshotProperty(Tumbling)) }
+func TestPropertySnapshotRestoreHopping(t *testing.T)  { checkProperty(t, snapshotProperty(Hopping)) }
+func TestPropertySnapshotRestoreSliding(t *testing.T)  { checkProperty(t, snapshotProperty(Sliding)) }
+func TestPropertySnapshotRestoreSession(t *testing.T)  { checkProperty(t, snapshotProperty(Session)) }
+func TestPropertySnapshotRestoreCount(t *testing.T)    { checkProperty(t, snapshotProperty(CountWindow)) }
+
+func TestRestoreRefusesOtherOperators(t *testing.T) {
+	c, _ := New(Spec{Func: "Count"})
+	aggs := []Named{{Name: "c", Aggregator: c}}
+	tum, _ := NewOperator(WindowSpec{Kind: Tumbling, Length: 1000}, aggs, func(*Result) {})
+	ses, _ := NewOperator(WindowSpec{Kind: Session, SessionTimeout: 1000}, aggs, func(*Result) {})
+	if err := ses.Restore(tum.AppendSnapshot(nil)); !errors.Is(err, ErrSnapshotMismatch) {
+		t.Fatalf("session restored a tumbling snapshot: %v", err)
+	}
+	fresh, _ := NewOperator(WindowSpec{Kind: Tumbling, Length: 1000}, aggs, func(*Result) {})
+	if err := fresh.Restore([]byte{snapshotVersion, byte(Tumbling), 1, 0xff}); !errors.Is(err, slices.ErrCorruptSnapshot) {
+		t.Fatalf("truncated snapshot: %v", err)
+	}
+}
+
+func FuzzRestore(f *testing.F) {
+	c, _ := New(Spec{Func: "Sum"})
+	l, _ := New(Spec{Func: "List"})
+	aggs := []Named{{Name: "s", Aggregator: c}, {Name: "l", Aggregator: l}}
+	specs := []WindowSpec{
+		{Kind: Tumbling, Length: 1000}, {Kind: Hopping, Length: 2000, Slide: 1000},
+		{Kind: Sliding, Length: 3000, EmitWhenEventLeft: true}, {Kind: Session, SessionTimeout: 1000}, {Kind: CountWindow, Count: 2},
+	}
+	for _, spec := range specs {
+		o, _ := NewOperator(spec, aggs, func(*Result) {})
+		for i := int64(0); i < 5; i++ {
+			_ = o.Add(&Event{Time: i * 700, Key: []value.Value{value.Int(i % 2)}, Inputs: []value.Value{value.Int(i), value.String("x")}})
+		}
+		o.Advance(1500)
+		f.Add(byte(spec.Kind), o.AppendSnapshot(nil))
+	}
+	f.Fuzz(func(t *testing.T, which byte, snap []byte) {
+		spec := specs[int(which)%len(specs)]
+		o, _ := NewOperator(spec, aggs, func(*Result) {})
+		if err := o.Restore(snap); err != nil {
+			return
+		}
+		// A snapshot that restores must give an operator that works.
+		_ = o.Add(&Event{Time: 10_000, Key: []value.Value{value.Int(1)}, Inputs: []value.Value{value.Int(1), value.Null()}})
+		o.Flush()
+	})
+}
