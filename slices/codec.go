@@ -66,7 +66,7 @@ func (r *Reader) Varint() int64 {
 // the input can describe, so that corrupt input never allocates much).
 func (r *Reader) Len(max int) int {
 	v := r.Uvarint()
-	if v > uint64(max) {
+	if max < 0 || v > uint64(max) {
 		r.Fail("length %d above %d", v, max)
 		return 0
 	}
@@ -75,10 +75,15 @@ func (r *Reader) Len(max int) int {
 
 // Bytes reads a length-prefixed byte string (a copy).
 func (r *Reader) Bytes() []byte {
-	n := r.Len(len(r.b))
+	v := r.Uvarint()
 	if r.err != nil {
 		return nil
 	}
+	if v > uint64(len(r.b)) {
+		r.Fail("byte string of %d overruns the input", v)
+		return nil
+	}
+	n := int(v)
 	out := append([]byte(nil), r.b[:n]...)
 	r.b = r.b[n:]
 	return out

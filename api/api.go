@@ -1,0 +1,150 @@
+// Package api is the server's HTTP face: the REST API under /api (scenarios and their
+// versions, validation, expression suggestions, the node palette), its OpenAPI 3.1 document
+// and docs page, and the operational endpoints /healthz, /readyz and /metrics.
+//
+// Operations are declared with huma on a chi router, so the OpenAPI document at
+// /api/openapi.json is generated from the handlers' own input and output types. Every error
+// answer is RFC 9457 problem details (application/problem+json) with a stable "code" (see
+// ProblemDetails and the Code constants). Request bodies must be application/json and at most
+// Config.MaxBodyBytes long.
+package api
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humachi"
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/scenario-server/scenario-server/nodes"
+	"github.com/scenario-server/scenario-server/store"
+)
+
+// DefaultMaxBodyBytes is the default limit of a request body: 10 MiB.
+const DefaultMaxBodyBytes = 10 << 20
+
+// Config is what New needs. Only Store is required.
+type Config struct {
+	// Store keeps the scenarios and their versions. The caller owns it: New does not close it.
+	Store store.Store
+	// Logger receives one record per request and the causes of internal errors. Nil discards.
+	Logger *slog.Logger
+	// MaxBodyBytes is the largest request body accepted, in bytes; larger bodies are answered
+	// 413 with code body-too-large. 0 means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// Nodes is the registry of node kinds that validation, suggestions and the palette use.
+	// Nil means nodes.Default().
+	Nodes *nodes.Registry
+	// Metrics is the Prometheus registry served at /metrics, to which New adds the HTTP
+	// request metrics. Nil means a new registry with the Go runtime and process collectors.
+	Metrics *prometheus.Registry
+	// Version is the server's version, shown in the OpenAPI document. Empty means "dev".
+	Version string
+}
+
+// Handler serves the API. Create it with New.
+type Handler struct {
+	router *chi.Mux
+	api    huma.API
+}
+
+// New builds the router: the operations under /api, the OpenAPI document, the docs page,
+// /healthz, /readyz, /metrics and a start page at /. It fails when cfg.Store is nil.
+func New(cfg Config) (*Handler, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("api: Config.Store is nil")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.Nodes == nil {
+		cfg.Nodes = nodes.Default()
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = prometheus.NewRegistry()
+		cfg.Metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	metrics, err := newHTTPMetrics(cfg.Metrics)
+	if err != nil {
+		return nil, err
+	}
+
+	r := chi.NewRouter()
+	r.Use(middleware.RequestID)
+	r.Use(requestLog(cfg.Logger, metrics))
+	r.Use(recoverProblem)
+	r.Use(checkBody(cfg.MaxBodyBytes))
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, newProblem(http.StatusNotFound, CodeRouteNotFound, "no route "+r.URL.Path))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, newProblem(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "method "+r.Method+" is not allowed on "+r.URL.Path))
+	})
+
+	hc := huma.DefaultConfig("scenario-server API", cfg.Version)
+	hc.Info.Description = apiDescription
+	hc.OpenAPIPath = "" // served by serveOpenAPI, built once after every operation is registered
+	hc.DocsPath = ""    // the default renderer loads JavaScript from a CDN; see docsPage
+	hc.SchemasPath = ""
+	hc.CreateHooks = nil // no "$schema" links in response bodies
+	hc.Tags = apiTags
+	hapi := humachi.New(r, hc)
+
+	h := &handlers{
+		store:   cfg.Store,
+		nodes:   cfg.Nodes,
+		maxBody: cfg.MaxBodyBytes,
+		metrics: cfg.Metrics,
+	}
+	h.registerScenarios(hapi)
+	h.registerVersions(hapi)
+	h.registerCompare(hapi)
+	h.registerValidation(hapi)
+	h.registerComponents(hapi)
+	h.registerHealth(hapi)
+	if err := serveOpenAPI(r, hapi); err != nil {
+		return nil, err
+	}
+	r.Get("/", startPage)
+	return &Handler{router: r, api: hapi}, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.router.ServeHTTP(w, r) }
+
+// Routes returns the router, for walking its routes (chi.Walk).
+func (h *Handler) Routes() chi.Routes { return h.router }
+
+// OpenAPI returns the OpenAPI 3.1 document of the API. It is served as it was when New
+// returned: changing it changes nothing that is served.
+func (h *Handler) OpenAPI() *huma.OpenAPI { return h.api.OpenAPI() }
+
+// handlers holds what the operations share.
+type handlers struct {
+	store   store.Store
+	nodes   *nodes.Registry
+	maxBody int64
+	metrics *prometheus.Registry
+}
+
+// register declares an operation with the body limit and the error answers every operation
+// may give.
+func register[I, O any](hapi huma.API, h *handlers, op huma.Operation, handler func(context.Context, *I) (*O, error)) {
+	// huma refuses a body of exactly MaxBodyBytes; one more lets the configured size through.
+	op.MaxBodyBytes = h.maxBody + 1
+	op.Errors = append(op.Errors, http.StatusInternalServerError)
+	huma.Register(hapi, op, handler)
+}

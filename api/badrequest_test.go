@@ -1,0 +1,186 @@
+package api_test
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/scenario-server/scenario-server/api"
+	"github.com/scenario-server/scenario-server/store"
+)
+
+// testBadRequests: every malformed request answers a 4xx problem+json with its code, never
+// a 500.
+func testBadRequests(t *testing.T, c *client) {
+	c.post("/api/scenarios", rawBody("name", quote("exists"), "graph", tinyGraph)).ok(t, http.StatusCreated, nil)
+	long := strings.Repeat("n", store.MaxNameLength+1)
+	tests := []struct {
+		name   string
+		req    request
+		status int
+		code   string
+	}{
+		{"malformed JSON", request{Method: "POST", Path: "/api/scenarios", Body: `{"name": "x", "graph": `}, 400, api.CodeInvalidJSON},
+		{"trailing garbage", request{Method: "POST", Path: "/api/scenarios", Body: rawBody("name", `"x"`, "graph", tinyGraph) + "}"}, 400, api.CodeInvalidJSON},
+		{"empty body", request{Method: "POST", Path: "/api/scenarios", Body: "", ContentType: "application/json"}, 400, api.CodeBadRequest},
+		{"body not an object", request{Method: "POST", Path: "/api/scenarios", Body: `[]`}, 422, api.CodeValidationFailed},
+		{"unknown field", request{Method: "POST", Path: "/api/scenarios", Body: rawBody("name", `"x"`, "graph", tinyGraph, "colour", `"red"`)}, 422, api.CodeValidationFailed},
+		{"missing graph", request{Method: "POST", Path: "/api/scenarios", Body: `{"name": "x"}`}, 422, api.CodeValidationFailed},
+		{"graph not an object", request{Method: "POST", Path: "/api/scenarios", Body: `{"name": "x", "graph": "nodes"}`}, 422, api.CodeValidationFailed},
+		{"graph not a scenario", request{Method: "POST", Path: "/api/scenarios", Body: `{"name": "x", "graph": {"nodes": 5, "edges": []}}`}, 422, api.CodeInvalidScenario},
+		{"name of wrong type", request{Method: "POST", Path: "/api/scenarios", Body: rawBody("name", "5", "graph", tinyGraph)}, 422, api.CodeValidationFailed},
+		{"empty name", request{Method: "POST", Path: "/api/scenarios", Body: rawBody("name", `""`, "graph", tinyGraph)}, 400, api.CodeInvalidName},
+		{"name with a slash", request{Method: "POST", Path: "/api/scenarios", Body: rawBody("name", `"a/b"`, "graph", tinyGraph)}, 400, api.CodeInvalidName},
+		{"name with a leading space", request{Method: "POST", Path: "/api/scenarios", Body: rawBody("name", `" a"`, "graph", tinyGraph)}, 400, api.CodeInvalidName},
+		{"name too long", request{Method: "POST", Path: "/api/scenarios", Body: rawBody("name", quote(long), "graph", tinyGraph)}, 400, api.CodeInvalidName},
+		{"name not ASCII", request{Method: "POST", Path: "/api/scenarios", Body: rawBody("name", `"zażółć"`, "graph", tinyGraph)}, 400, api.CodeInvalidName},
+		{"escaped slash in path", request{Method: "GET", Path: "/api/scenarios/a%2Fb"}, 400, api.CodeInvalidName},
+		{"dot-dot in path", request{Method: "GET", Path: "/api/scenarios/%2E%2E/versions"}, 400, api.CodeInvalidName},
+		{"long name in path", request{Method: "GET", Path: "/api/scenarios/" + long}, 400, api.CodeInvalidName},
+		{"control character in path", request{Method: "POST", Path: "/api/scenarios/a%00b/archive"}, 400, api.CodeInvalidName},
+		{"unknown scenario", request{Method: "GET", Path: "/api/scenarios/unknown"}, 404, api.CodeScenarioNotFound},
+		{"unknown version", request{Method: "GET", Path: "/api/scenarios/exists/versions/99"}, 404, api.CodeVersionNotFound},
+		{"version not a number", request{Method: "GET", Path: "/api/scenarios/exists/versions/latest"}, 422, api.CodeValidationFailed},
+		{"version zero", request{Method: "GET", Path: "/api/scenarios/exists/versions/0"}, 422, api.CodeValidationFailed},
+		{"version too big", request{Method: "GET", Path: "/api/scenarios/exists/versions/99999999999999999999"}, 422, api.CodeValidationFailed},
+		{"base version not a number", request{Method: "POST", Path: "/api/scenarios/exists/versions", Body: rawBody("baseVersion", `"1"`, "graph", tinyGraph)}, 422, api.CodeValidationFailed},
+		{"negative base version", request{Method: "POST", Path: "/api/scenarios/exists/versions", Body: rawBody("baseVersion", "-1", "graph", tinyGraph)}, 422, api.CodeValidationFailed},
+		{"compare without to", request{Method: "GET", Path: "/api/scenarios/exists/compare?from=1"}, 422, api.CodeValidationFailed},
+		{"archived filter", request{Method: "GET", Path: "/api/scenarios?archived=maybe"}, 422, api.CodeValidationFailed},
+		{"author too long", request{Method: "POST", Path: "/api/scenarios", Body: rawBody("name", `"x"`, "graph", tinyGraph), Header: map[string]string{"X-Scenario-User": long}}, 422, api.CodeValidationFailed},
+		{"text body", request{Method: "POST", Path: "/api/scenarios", Body: rawBody("name", `"x"`, "graph", tinyGraph), ContentType: "text/plain"}, 415, api.CodeUnsupportedMediaType},
+		{"form body", request{Method: "POST", Path: "/api/validation", Body: "graph=1", ContentType: "application/x-www-form-urlencoded"}, 415, api.CodeUnsupportedMediaType},
+		{"no content type", request{Method: "POST", Path: "/api/scenarios/exists/import", Body: tinyGraph, ContentType: "-"}, 415, api.CodeUnsupportedMediaType},
+		{"bad content type", request{Method: "POST", Path: "/api/scenarios/exists/import", Body: tinyGraph, ContentType: "application/"}, 415, api.CodeUnsupportedMediaType},
+		{"validation of nothing", request{Method: "POST", Path: "/api/validation", Body: `{}`}, 422, api.CodeValidationFailed},
+		{"node validation without node", request{Method: "POST", Path: "/api/validation/node", Body: rawBody("graph", tinyGraph, "nodeId", `""`)}, 422, api.CodeValidationFailed},
+		{"unknown route", request{Method: "GET", Path: "/api/nothing"}, 404, api.CodeRouteNotFound},
+		{"method not allowed", request{Method: "PUT", Path: "/api/scenarios"}, 405, api.CodeMethodNotAllowed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := c.send(tt.req).problem(t, tt.status, tt.code)
+			if p.Detail == "" {
+				t.Errorf("no detail: %+v", p)
+			}
+		})
+	}
+}
+
+// testBodyLimit: bodies over the limit answer 413 body-too-large whether their length is
+// announced or not; a body of exactly the limit passes.
+func testBodyLimit(t *testing.T, st store.Store) {
+	const limit = 1024
+	c := newClient(t, st, func(cfg *api.Config) { cfg.MaxBodyBytes = limit })
+	body := func(name string, size int) string {
+		b := rawBody("name", quote(name), "graph", tinyGraph)
+		if len(b) > size {
+			t.Fatalf("body of %d bytes is over %d", len(b), size)
+		}
+		return b[:len(b)-1] + strings.Repeat(" ", size-len(b)) + "}"
+	}
+	// unannounced hides the body's length, so that it is sent chunked.
+	unannounced := func(s string) io.Reader { return io.MultiReader(strings.NewReader(s)) }
+
+	p := c.post("/api/scenarios", body("big", limit+1)).problem(t, http.StatusRequestEntityTooLarge, api.CodeBodyTooLarge)
+	if !strings.Contains(p.Detail, "1024 bytes") {
+		t.Errorf("detail %q does not give the limit", p.Detail)
+	}
+	p = c.post("/api/scenarios", unannounced(body("big", 10*limit))).problem(t, http.StatusRequestEntityTooLarge, api.CodeBodyTooLarge)
+	if !strings.Contains(p.Detail, "1024 bytes") {
+		t.Errorf("detail %q does not give the limit", p.Detail)
+	}
+	c.post("/api/scenarios", unannounced(body("big", limit+1))).problem(t, http.StatusRequestEntityTooLarge, api.CodeBodyTooLarge)
+	c.post("/api/scenarios", body("exact", limit)).ok(t, http.StatusCreated, nil)
+	c.post("/api/scenarios", unannounced(body("exact chunked", limit))).ok(t, http.StatusCreated, nil)
+	c.post("/api/scenarios/exact/import", unannounced(strings.Repeat(" ", limit)+tinyGraph)).problem(t, http.StatusRequestEntityTooLarge, api.CodeBodyTooLarge)
+}
+
+// fuzzAnswerTimeout is how long FuzzRequestBodies waits for an answer before it reports the
+// body as one that hangs the server.
+const fuzzAnswerTimeout = 10 * time.Second
+
+// FuzzRequestBodies sends arbitrary bytes as the bodies of the operations that decode a
+// scenario graph (create, save, import) and of validation: whatever the bytes, the answer is
+// a success or a 4xx problem with a known code, in time, never a 5xx, a hang or a crash.
+func FuzzRequestBodies(f *testing.F) {
+	graph, err := readTestdata("payments.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	seeds := []string{
+		rawBody("name", `"fuzzed"`, "graph", tinyGraph),
+		rawBody("name", `"fuzzed"`, "graph", graph, "comment", `"x"`),
+		rawBody("baseVersion", "1", "graph", tinyGraph),
+		rawBody("baseVersion", "1", "graph", `{"nodes": [{"id": 1}], "edges": {}}`),
+		tinyGraph,
+		graph,
+		`{"nodes": [{"id": "a", "type": "Filter", "expression": {"language": "expr", "expression": "#input.x >"}}], "edges": [{"from": "a", "to": "a"}]}`,
+		`{"name": "\u0000", "graph": {}}`,
+		`{"graph": {"nodes": [], "edges": []}, "nodeId": "a", "expression": "#in", "caret": 3}`,
+		`{"name": 1e999, "graph": []}`,
+		`[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[`,
+		`{"a":`,
+		"",
+		"\xff\xfe",
+	}
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	st := sqliteStoreForFuzz(f)
+	h, err := api.New(api.Config{Store: st, MaxBodyBytes: 64 << 10})
+	if err != nil {
+		f.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	create := httptest.NewRequest(http.MethodPost, "/api/scenarios", strings.NewReader(rawBody("name", `"target"`, "graph", tinyGraph)))
+	create.Header.Set("Content-Type", "application/json")
+	h.ServeHTTP(rec, create)
+	if rec.Code != http.StatusCreated {
+		f.Fatalf("creating the target scenario: %d %s", rec.Code, rec.Body)
+	}
+	paths := []string{
+		"/api/scenarios",
+		"/api/scenarios/target/versions",
+		"/api/scenarios/target/import",
+		"/api/scenarios/fuzzed/import",
+		"/api/validation",
+		"/api/validation/node",
+		"/api/suggestions",
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		for _, path := range paths {
+			req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			rec := httptest.NewRecorder()
+			answered := make(chan struct{})
+			go func() {
+				defer close(answered)
+				h.ServeHTTP(rec, req)
+			}()
+			select {
+			case <-answered:
+			case <-time.After(fuzzAnswerTimeout):
+				t.Fatalf("POST %s %q: no answer after %v", path, body, fuzzAnswerTimeout)
+			}
+			if rec.Code < 400 {
+				continue
+			}
+			if rec.Code >= 500 {
+				t.Fatalf("POST %s %q: %d %s", path, body, rec.Code, rec.Body)
+			}
+			if ct := rec.Header().Get("Content-Type"); ct != "application/problem+json" {
+				t.Fatalf("POST %s %q: %d with Content-Type %q", path, body, rec.Code, ct)
+			}
+			var p api.ProblemDetails
+			if err := jsonUnmarshal(rec.Body.Bytes(), &p); err != nil || !slices.Contains(api.Codes, p.Code) {
+				t.Fatalf("POST %s %q: %d with problem %s (%v)", path, body, rec.Code, rec.Body, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,260 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/scenario-server/scenario-server/scenario"
+	"github.com/scenario-server/scenario-server/store"
+)
+
+// The stable codes of ProblemDetails.Code. Programs branch on them; the detail text is for
+// people and may change.
+const (
+	// CodeInvalidJSON (400): the request body is not JSON.
+	CodeInvalidJSON = "invalid-json"
+	// CodeBadRequest (400): the request is malformed in some other way.
+	CodeBadRequest = "bad-request"
+	// CodeInvalidName (400): a scenario name breaks the naming rules (store.ValidateName).
+	CodeInvalidName = "invalid-name"
+	// CodeValidationFailed (422): parameters or body do not fit the operation's schema;
+	// Errors says where ("body.baseVersion", "path.version", "query.archived").
+	CodeValidationFailed = "validation-failed"
+	// CodeInvalidScenario (422): the graph is not a scenario in the scenario JSON form;
+	// Problems lists why, with line and column in the graph's JSON text.
+	CodeInvalidScenario = "invalid-scenario"
+	// CodeUnknownNode (422): the node named by nodeId is not in the graph.
+	CodeUnknownNode = "unknown-node"
+	// CodeScenarioNotFound (404): no scenario has that name.
+	CodeScenarioNotFound = "scenario-not-found"
+	// CodeVersionNotFound (404): the scenario has no version of that number.
+	CodeVersionNotFound = "version-not-found"
+	// CodeRouteNotFound (404): no operation has that path.
+	CodeRouteNotFound = "route-not-found"
+	// CodeMethodNotAllowed (405): the path exists, but not with that method.
+	CodeMethodNotAllowed = "method-not-allowed"
+	// CodeNotAcceptable (406): no response format matches the Accept header.
+	CodeNotAcceptable = "not-acceptable"
+	// CodeRequestTimeout (408): the request body did not arrive in time.
+	CodeRequestTimeout = "request-timeout"
+	// CodeScenarioExists (409): a scenario of that name exists already (maybe archived).
+	CodeScenarioExists = "scenario-exists"
+	// CodeVersionConflict (409): the save started from a version that is no longer the
+	// latest; Conflict holds both versions.
+	CodeVersionConflict = "version-conflict"
+	// CodeScenarioArchived (409): archived scenarios cannot change; unarchive first.
+	CodeScenarioArchived = "scenario-archived"
+	// CodeDeploymentActive (409): the scenario has a deploying or running deployment.
+	CodeDeploymentActive = "deployment-active"
+	// CodeBodyTooLarge (413): the request body is longer than the server's limit.
+	CodeBodyTooLarge = "body-too-large"
+	// CodeUnsupportedMediaType (415): a request body that is not application/json.
+	CodeUnsupportedMediaType = "unsupported-media-type"
+	// CodeNotReady (503): the store cannot be reached (readiness).
+	CodeNotReady = "not-ready"
+	// CodeUnavailable (503): the request was cut short (server shutting down, timeout).
+	CodeUnavailable = "unavailable"
+	// CodeInternal (500): a failure of the server or its database; the log has the cause.
+	CodeInternal = "internal-error"
+)
+
+// Codes lists every code of ProblemDetails.Code.
+var Codes = []string{
+	CodeInvalidJSON, CodeBadRequest, CodeInvalidName, CodeValidationFailed, CodeInvalidScenario,
+	CodeUnknownNode, CodeScenarioNotFound, CodeVersionNotFound, CodeRouteNotFound,
+	CodeMethodNotAllowed, CodeNotAcceptable, CodeRequestTimeout, CodeScenarioExists,
+	CodeVersionConflict, CodeScenarioArchived, CodeDeploymentActive, CodeBodyTooLarge,
+	CodeUnsupportedMediaType, CodeNotReady, CodeUnavailable, CodeInternal,
+}
+
+// ProblemDetails is every error answer: RFC 9457 problem details, sent as
+// application/problem+json, with a stable Code and, for some codes, more data.
+type ProblemDetails struct {
+	Type     string `json:"type,omitempty" doc:"A URI reference for the problem type; absent means about:blank."`
+	Title    string `json:"title" doc:"The HTTP status text." example:"Conflict"`
+	Status   int    `json:"status" doc:"The HTTP status code." example:"409"`
+	Code     string `json:"code" doc:"Stable, machine-readable error code." example:"version-conflict"`
+	Detail   string `json:"detail,omitempty" doc:"What went wrong, for people." example:"version 2 is not the latest version of \"fraud\" (3 is)"`
+	Instance string `json:"instance,omitempty" doc:"A URI reference for this occurrence."`
+
+	Errors   []*huma.ErrorDetail `json:"errors,omitempty" doc:"For validation-failed and invalid-json: where the request is wrong."`
+	Problems []scenario.Problem  `json:"problems,omitempty" doc:"For invalid-scenario: why the graph is not a scenario, with line and column in the graph's JSON text."`
+	Conflict *VersionConflict    `json:"conflict,omitempty" doc:"For version-conflict: the version the save started from, the latest version and what was attempted."`
+}
+
+// VersionConflict carries both sides of a version-conflict, so that the author can merge and
+// save again on top of Latest.
+type VersionConflict struct {
+	BaseVersion int     `json:"baseVersion" doc:"The version the rejected save started from."`
+	Latest      Version `json:"latest" doc:"The latest stored version, with its graph."`
+	Attempted   Version `json:"attempted" doc:"What the save tried to store (not stored)."`
+}
+
+func (p *ProblemDetails) Error() string { return p.Code + ": " + p.Detail }
+
+// GetStatus implements huma.StatusError.
+func (p *ProblemDetails) GetStatus() int { return p.Status }
+
+// ContentType makes huma send problems as application/problem+json.
+func (p *ProblemDetails) ContentType(ct string) string {
+	if ct == "application/json" {
+		return "application/problem+json"
+	}
+	return ct
+}
+
+func newProblem(status int, code, detail string) *ProblemDetails {
+	return &ProblemDetails{Title: http.StatusText(status), Status: status, Code: code, Detail: detail}
+}
+
+func problemf(status int, code, format string, args ...any) *ProblemDetails {
+	return newProblem(status, code, fmt.Sprintf(format, args...))
+}
+
+// writeProblem writes p outside huma (router and middleware answers).
+func writeProblem(w http.ResponseWriter, p *ProblemDetails) {
+	body, err := json.Marshal(p)
+	if err != nil {
+		body = []byte(`{"title":"Internal Server Error","status":500,"code":"internal-error"}`)
+		p.Status = http.StatusInternalServerError
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(p.Status)
+	w.Write(append(body, '\n'))
+}
+
+// The answers huma gives itself (bad JSON, schema validation, body limits) go through
+// huma.NewError; these make them ProblemDetails with a code. huma offers no per-API hook, so
+// they are process-wide: this package is the only huma API of the server.
+func init() {
+	huma.NewError = func(status int, msg string, errs ...error) huma.StatusError {
+		return humaProblem(nil, status, msg, errs)
+	}
+	huma.NewErrorWithContext = func(ctx huma.Context, status int, msg string, errs ...error) huma.StatusError {
+		return humaProblem(ctx, status, msg, errs)
+	}
+}
+
+func humaProblem(ctx huma.Context, status int, msg string, errs []error) *ProblemDetails {
+	var details []*huma.ErrorDetail
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		var d huma.ErrorDetailer
+		if errors.As(err, &d) {
+			details = append(details, d.ErrorDetail())
+		} else {
+			details = append(details, &huma.ErrorDetail{Message: err.Error()})
+		}
+	}
+	for _, d := range details {
+		if d.Location == "body" {
+			d.Value = nil // the whole body, maybe megabytes long
+		}
+	}
+	p := newProblem(status, "", msg)
+	switch status {
+	case http.StatusBadRequest:
+		p.Code = CodeBadRequest
+		for _, d := range details {
+			if d.Location == "body" {
+				p.Code, p.Detail = CodeInvalidJSON, "the request body is not valid JSON"
+			}
+		}
+	case http.StatusNotAcceptable:
+		p.Code = CodeNotAcceptable
+	case http.StatusRequestTimeout:
+		p.Code = CodeRequestTimeout
+	case http.StatusRequestEntityTooLarge:
+		p.Code = CodeBodyTooLarge
+		if ctx != nil && ctx.Operation() != nil {
+			p.Detail = fmt.Sprintf("the request body is larger than %d bytes", ctx.Operation().MaxBodyBytes-1)
+		}
+	case http.StatusUnsupportedMediaType:
+		p.Code = CodeUnsupportedMediaType
+	case http.StatusUnprocessableEntity:
+		p.Code = CodeValidationFailed
+	case http.StatusInternalServerError:
+		p.Code, p.Detail = CodeInternal, "internal error; the server log has the cause"
+		if ctx != nil {
+			loggerFrom(ctx.Context()).Error("internal error", "message", msg, "error", errors.Join(errs...))
+		}
+		details = nil // may show database errors
+	default:
+		p.Code = CodeBadRequest
+		if status >= 500 {
+			p.Code = CodeInternal
+		}
+	}
+	p.Errors = details
+	return p
+}
+
+// storeError turns an error of the store into the answer: the sentinels and typed errors of
+// package store become 4xx problems, anything else a logged 500.
+func storeError(ctx context.Context, err error, name string, version int) error {
+	var conflict *store.ConflictError
+	switch {
+	case errors.As(err, &conflict):
+		p := problemf(http.StatusConflict, CodeVersionConflict,
+			"version %d is not the latest version of %q (%d is, saved by %q); merge and save on top of version %d",
+			conflict.Base, conflict.Latest.Scenario, conflict.Latest.Number, conflict.Latest.Author, conflict.Latest.Number)
+		p.Conflict = &VersionConflict{
+			BaseVersion: conflict.Base,
+			Latest:      versionOut(conflict.Latest),
+			Attempted:   versionOut(conflict.Attempted),
+		}
+		return p
+	case errors.Is(err, store.ErrNotFound):
+		if version > 0 {
+			return problemf(http.StatusNotFound, CodeVersionNotFound, "scenario %q has no version %d", name, version)
+		}
+		return problemf(http.StatusNotFound, CodeScenarioNotFound, "no scenario is named %q", name)
+	case errors.Is(err, store.ErrInvalidName):
+		return newProblem(http.StatusBadRequest, CodeInvalidName, err.Error())
+	case errors.Is(err, store.ErrInvalidJSON):
+		return newProblem(http.StatusBadRequest, CodeInvalidJSON, err.Error())
+	case errors.Is(err, store.ErrAlreadyExists):
+		return problemf(http.StatusConflict, CodeScenarioExists, "a scenario named %q exists already (it may be archived)", name)
+	case errors.Is(err, store.ErrArchived):
+		return problemf(http.StatusConflict, CodeScenarioArchived, "scenario %q is archived; unarchive it first", name)
+	case errors.Is(err, store.ErrDeploymentActive):
+		return problemf(http.StatusConflict, CodeDeploymentActive, "scenario %q has an active deployment; cancel it first", name)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return newProblem(http.StatusServiceUnavailable, CodeUnavailable, "the request was cut short")
+	}
+	loggerFrom(ctx).Error("store failed", "scenario", name, "error", err)
+	return newProblem(http.StatusInternalServerError, CodeInternal, "internal error; the server log has the cause")
+}
+
+// checkName answers invalid-name for a name store.ValidateName rejects.
+func checkName(name string) error {
+	if err := store.ValidateName(name); err != nil {
+		return newProblem(http.StatusBadRequest, CodeInvalidName, err.Error())
+	}
+	return nil
+}
+
+// loggerKey is the context key of the request's logger.
+type loggerKey struct{}
+
+func withLogger(ctx context.Context, l *slog.Logger) context.Context {
+	return context.WithValue(ctx, loggerKey{}, l)
+}
+
+// loggerFrom returns the request's logger (with its request id), or slog.Default outside a
+// request.
+func loggerFrom(ctx context.Context) *slog.Logger {
+	if l, ok := ctx.Value(loggerKey{}).(*slog.Logger); ok {
+		return l
+	}
+	return slog.Default()
+}

@@ -1,0 +1,82 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humachi"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/scenario-server/scenario-server/store"
+)
+
+// readyTimeout bounds the store probe of /readyz.
+const readyTimeout = 2 * time.Second
+
+// readinessProbe is the scenario name /readyz looks up: a lookup that reaches the database
+// whether or not such a scenario exists.
+const readinessProbe = "readyz probe"
+
+// Health is the answer of /healthz and /readyz.
+type Health struct {
+	Status string `json:"status" enum:"ok" doc:"ok when healthy (ready); otherwise the answer is a 503 problem."`
+}
+
+type healthOutput struct {
+	Body Health
+}
+
+func (h *handlers) registerHealth(hapi huma.API) {
+	register(hapi, h, huma.Operation{
+		OperationID: "healthz",
+		Method:      http.MethodGet,
+		Path:        "/healthz",
+		Summary:     "Liveness",
+		Description: "Answers 200 while the process serves HTTP.",
+		Tags:        []string{tagOperations},
+	}, func(context.Context, *struct{}) (*healthOutput, error) {
+		return &healthOutput{Body: Health{Status: "ok"}}, nil
+	})
+
+	register(hapi, h, huma.Operation{
+		OperationID: "readyz",
+		Method:      http.MethodGet,
+		Path:        "/readyz",
+		Summary:     "Readiness",
+		Description: "Answers 200 when the store answers a lookup within 2 s, 503 not-ready otherwise.",
+		Tags:        []string{tagOperations},
+		Errors:      []int{http.StatusServiceUnavailable},
+	}, h.ready)
+
+	metrics := promhttp.HandlerFor(h.metrics, promhttp.HandlerOpts{})
+	register(hapi, h, huma.Operation{
+		OperationID: "metrics",
+		Method:      http.MethodGet,
+		Path:        "/metrics",
+		Summary:     "Prometheus metrics",
+		Description: "Metrics in the Prometheus text format: HTTP requests by route pattern and status (scenario_server_http_requests_total), their durations (scenario_server_http_request_duration_seconds), and the Go runtime and process.",
+		Tags:        []string{tagOperations},
+		Responses: map[string]*huma.Response{"200": {
+			Description: "Metrics in the Prometheus exposition format.",
+			Content:     map[string]*huma.MediaType{"text/plain": {Schema: &huma.Schema{Type: huma.TypeString}}},
+		}},
+	}, func(context.Context, *struct{}) (*huma.StreamResponse, error) {
+		return &huma.StreamResponse{Body: func(ctx huma.Context) {
+			r, w := humachi.Unwrap(ctx)
+			metrics.ServeHTTP(w, r)
+		}}, nil
+	})
+}
+
+func (h *handlers) ready(ctx context.Context, _ *struct{}) (*healthOutput, error) {
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	if _, err := h.store.GetScenario(ctx, readinessProbe); err != nil && !errors.Is(err, store.ErrNotFound) {
+		loggerFrom(ctx).Warn("not ready: store lookup failed", "error", err)
+		return nil, newProblem(http.StatusServiceUnavailable, CodeNotReady, "the store does not answer")
+	}
+	return &healthOutput{Body: Health{Status: "ok"}}, nil
+}

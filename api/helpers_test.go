@@ -1,0 +1,291 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/scenario-server/scenario-server/api"
+	"github.com/scenario-server/scenario-server/store"
+	"github.com/scenario-server/scenario-server/store/postgres"
+	"github.com/scenario-server/scenario-server/store/sqlite"
+)
+
+// newStoreFunc opens a fresh, empty store for t, closed when t ends.
+type newStoreFunc func(t *testing.T) store.Store
+
+func sqliteStore(t *testing.T) store.Store {
+	t.Helper()
+	s, err := sqlite.Open(t.Context(), t.TempDir())
+	if err != nil {
+		t.Fatalf("opening SQLite store: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// databaseURLEnv names the test database's URL, as in store/postgres's tests: scripts/pg.sh
+// starts a throw-away PostgreSQL and prints it; scripts/test.sh does both.
+const databaseURLEnv = "SCENARIO_SERVER_TEST_DATABASE_URL"
+
+// postgresStore opens a PostgreSQL store in a fresh schema, dropped when t ends. It skips t
+// when the test database is not configured, except under CI=true, where a silently skipped
+// PostgreSQL run would hide its bugs. (The logic of store/postgres's testDatabase and
+// freshSchema, which are not exported.)
+func postgresStore(t *testing.T) store.Store {
+	t.Helper()
+	dbURL := os.Getenv(databaseURLEnv)
+	if dbURL == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is empty but CI=true: CI must test the API on PostgreSQL. "+
+				`Start one with: eval "$(scripts/pg.sh start)" (scripts/test.sh does it).`, databaseURLEnv)
+		}
+		t.Skipf(`%s is empty; to test against PostgreSQL run: eval "$(scripts/pg.sh start)"`, databaseURLEnv)
+	}
+	admin, err := pgxpool.New(t.Context(), dbURL)
+	if err != nil {
+		t.Fatalf("connecting to %s: %v", databaseURLEnv, err)
+	}
+	t.Cleanup(admin.Close)
+	schema := "api_test_" + strings.ToLower(rand.Text())
+	if _, err := admin.Exec(t.Context(), "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		t.Fatalf("creating schema %s: %v", schema, err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+		}
+	})
+	s, err := postgres.Open(t.Context(), withSearchPath(t, dbURL, schema))
+	if err != nil {
+		t.Fatalf("opening PostgreSQL store: %v", err)
+	}
+	t.Cleanup(func() { s.Close() }) // runs before the schema is dropped
+	return s
+}
+
+// withSearchPath sets search_path in a URL or keyword/value connection string.
+func withSearchPath(t *testing.T, dbURL, schema string) string {
+	if !strings.HasPrefix(dbURL, "postgres://") && !strings.HasPrefix(dbURL, "postgresql://") {
+		return dbURL + " search_path=" + schema
+	}
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatalf("parsing %s: %v", databaseURLEnv, err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// client talks to an API server over HTTP.
+type client struct {
+	t    *testing.T
+	base string
+	http *http.Client
+}
+
+// newClient starts the API on st in an httptest server, closed when t ends.
+func newClient(t *testing.T, st store.Store, configure ...func(*api.Config)) *client {
+	t.Helper()
+	cfg := api.Config{Store: st, Logger: testLogger(t)}
+	for _, f := range configure {
+		f(&cfg)
+	}
+	h, err := api.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &client{t: t, base: srv.URL, http: srv.Client()}
+}
+
+// testLogger logs to the test's output, shown when it fails or with -v.
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+type response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// request is one HTTP request. Body is sent as it is when it is a string or []byte, else
+// encoded as JSON; ContentType defaults to application/json when there is a body.
+type request struct {
+	Method      string
+	Path        string
+	Body        any
+	ContentType string
+	Header      map[string]string
+}
+
+func (c *client) send(r request) *response {
+	c.t.Helper()
+	var body io.Reader
+	ct := r.ContentType
+	switch b := r.Body.(type) {
+	case nil:
+	case string:
+		body = strings.NewReader(b)
+	case []byte:
+		body = bytes.NewReader(b)
+	case io.Reader:
+		body = b
+	default:
+		enc, err := json.Marshal(b)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		body = bytes.NewReader(enc)
+	}
+	if body != nil && ct == "" {
+		ct = "application/json"
+	}
+	req, err := http.NewRequestWithContext(c.t.Context(), r.Method, c.base+r.Path, body)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if ct != "" && ct != "-" {
+		req.Header.Set("Content-Type", ct)
+	}
+	for k, v := range r.Header {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", r.Method, r.Path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.t.Fatalf("%s %s: reading the answer: %v", r.Method, r.Path, err)
+	}
+	return &response{Status: resp.StatusCode, Header: resp.Header, Body: data}
+}
+
+func (c *client) get(path string) *response {
+	c.t.Helper()
+	return c.send(request{Method: http.MethodGet, Path: path})
+}
+
+func (c *client) post(path string, body any) *response {
+	c.t.Helper()
+	return c.send(request{Method: http.MethodPost, Path: path, Body: body})
+}
+
+// postAs posts as the user named.
+func (c *client) postAs(user, path string, body any) *response {
+	c.t.Helper()
+	return c.send(request{Method: http.MethodPost, Path: path, Body: body, Header: map[string]string{"X-Scenario-User": user}})
+}
+
+// ok decodes a 2xx JSON answer into v (when not nil), failing t on another status.
+func (r *response) ok(t *testing.T, want int, v any) {
+	t.Helper()
+	if r.Status != want {
+		t.Fatalf("status %d, want %d; body: %s", r.Status, want, r.Body)
+	}
+	if v == nil {
+		return
+	}
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+		t.Fatalf("Content-Type %q, want application/json", r.Header.Get("Content-Type"))
+	}
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("decoding %s: %v", r.Body, err)
+	}
+}
+
+// problem checks that r is a problem+json answer with the status and code, and returns it.
+func (r *response) problem(t *testing.T, status int, code string) api.ProblemDetails {
+	t.Helper()
+	var p api.ProblemDetails
+	if ct := r.Header.Get("Content-Type"); ct != "application/problem+json" {
+		t.Fatalf("Content-Type %q, want application/problem+json; status %d, body: %s", ct, r.Status, r.Body)
+	}
+	if err := json.Unmarshal(r.Body, &p); err != nil {
+		t.Fatalf("decoding problem %s: %v", r.Body, err)
+	}
+	if r.Status != status || p.Status != status || p.Code != code {
+		t.Fatalf("status %d (body %d), code %q; want %d %q; body: %s", r.Status, p.Status, p.Code, status, code, r.Body)
+	}
+	if p.Title == "" {
+		t.Errorf("problem without title: %s", r.Body)
+	}
+	return p
+}
+
+// paymentsGraph is the example scenario of package scenario's documentation: valid, with a
+// source, a filter, a sliding aggregate, a record variable, a switch and three sinks.
+func paymentsGraph(t *testing.T) string {
+	t.Helper()
+	s, err := readTestdata("payments.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// replace returns s with old replaced by new, failing t when old is not in s.
+func replace(t *testing.T, s, old, new string) string {
+	t.Helper()
+	if !strings.Contains(s, old) {
+		t.Fatalf("%q not in the graph", old)
+	}
+	return strings.Replace(s, old, new, 1)
+}
+
+// rawBody builds a JSON object with the given fields, each value raw JSON.
+func rawBody(fields ...string) string {
+	var b strings.Builder
+	b.WriteString("{")
+	for i := 0; i+1 < len(fields); i += 2 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		k, _ := json.Marshal(fields[i])
+		b.Write(k)
+		b.WriteString(":")
+		b.WriteString(fields[i+1])
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func readTestdata(name string) (string, error) {
+	b, err := os.ReadFile("testdata/" + name)
+	return string(b), err
+}
+
+func sqliteStoreForFuzz(f *testing.F) store.Store {
+	s, err := sqlite.Open(context.Background(), f.TempDir())
+	if err != nil {
+		f.Fatalf("opening SQLite store: %v", err)
+	}
+	f.Cleanup(func() { s.Close() })
+	return s
+}
+
+func jsonUnmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }

@@ -1,0 +1,173 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"mime"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// httpMetrics are the request metrics served at /metrics.
+type httpMetrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	inFlight prometheus.Gauge
+}
+
+func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
+	m := &httpMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "scenario_server_http_requests_total",
+			Help: "HTTP requests answered, by method, route pattern and status code.",
+		}, []string{"method", "route", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "scenario_server_http_request_duration_seconds",
+			Help:    "Time from receiving an HTTP request to the end of its answer, by method and route pattern.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 9), // 0.5 ms to 33 s
+		}, []string{"method", "route"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "scenario_server_http_requests_in_flight",
+			Help: "HTTP requests being answered.",
+		}),
+	}
+	var err error
+	m.requests, err = registerOrReuse(reg, m.requests)
+	if err != nil {
+		return nil, err
+	}
+	m.duration, err = registerOrReuse(reg, m.duration)
+	if err != nil {
+		return nil, err
+	}
+	m.inFlight, err = registerOrReuse(reg, m.inFlight)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// registerOrReuse registers c, or returns the collector already registered under its name
+// (two handlers on one registry share their metrics).
+func registerOrReuse[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	err := reg.Register(c)
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing, nil
+		}
+	}
+	if err != nil {
+		return c, fmt.Errorf("registering HTTP metrics: %w", err)
+	}
+	return c, nil
+}
+
+// quietRoutes are logged at debug level: probes and scrapes come every few seconds.
+var quietRoutes = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
+
+// requestLog gives each request a logger with its request id (see loggerFrom), then logs the
+// request and counts it in the metrics by route pattern, once it is answered.
+func requestLog(log *slog.Logger, m *httpMetrics) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			reqLog := log.With("requestId", middleware.GetReqID(r.Context()))
+			r = r.WithContext(withLogger(r.Context(), reqLog))
+			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+			m.inFlight.Inc()
+			defer m.inFlight.Dec()
+
+			next.ServeHTTP(ww, r)
+
+			elapsed := time.Since(start)
+			route := "unmatched" // keeps the label set small whatever paths clients send
+			if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+				route = rc.RoutePattern()
+			}
+			status := ww.Status()
+			if status == 0 {
+				status = http.StatusOK
+			}
+			method := metricMethod(r.Method)
+			m.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
+			m.duration.WithLabelValues(method, route).Observe(elapsed.Seconds())
+
+			level := slog.LevelInfo
+			if quietRoutes[route] && status < 400 {
+				level = slog.LevelDebug
+			}
+			reqLog.LogAttrs(r.Context(), level, "request",
+				slog.String("method", r.Method),
+				slog.String("path", r.URL.Path),
+				slog.String("route", route),
+				slog.Int("status", status),
+				slog.Int("bytes", ww.BytesWritten()),
+				slog.Duration("duration", elapsed))
+		})
+	}
+}
+
+func metricMethod(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions:
+		return m
+	}
+	return "OTHER"
+}
+
+// recoverProblem answers a panic in a handler with a 500 problem and logs it with its stack,
+// instead of dropping the connection.
+func recoverProblem(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			rec := recover()
+			if rec == nil {
+				return
+			}
+			if rec == http.ErrAbortHandler {
+				panic(rec)
+			}
+			loggerFrom(r.Context()).Error("panic in handler", "panic", fmt.Sprint(rec), "stack", string(debug.Stack()))
+			writeProblem(w, newProblem(http.StatusInternalServerError, CodeInternal, "internal error; the server log has the cause"))
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// checkBody refuses, before anything reads it, a body that is announced longer than limit
+// (413) or that is not application/json (415). Bodies of unannounced length are cut at the
+// limit by each operation (huma's MaxBodyBytes).
+func checkBody(limit int64) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.ContentLength > limit {
+				writeProblem(w, problemf(http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
+					"the request body is larger than %d bytes", limit))
+				return
+			}
+			hasBody := r.ContentLength > 0 || (r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody)
+			if hasBody {
+				ct := r.Header.Get("Content-Type")
+				mt, _, err := mime.ParseMediaType(ct)
+				if err != nil || mt != "application/json" {
+					if ct == "" {
+						ct = "none"
+					}
+					writeProblem(w, problemf(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
+						"request bodies must be application/json (Content-Type: %s)", ct))
+					return
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}

@@ -1,0 +1,203 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/scenario-server/scenario-server/store"
+)
+
+// Scenario is a stored scenario without its graph.
+type Scenario struct {
+	Name          string    `json:"name" doc:"The scenario's name: 1 to 100 ASCII letters, digits, spaces, '-', '_' or '.', not starting or ending with a space." example:"large payments"`
+	Archived      bool      `json:"archived" doc:"Archived scenarios are hidden from the default list and cannot change."`
+	LatestVersion int       `json:"latestVersion" doc:"The number of the latest version (1, 2, ...)." example:"3"`
+	CreatedAt     time.Time `json:"createdAt" doc:"When version 1 was saved (UTC)."`
+	CreatedBy     string    `json:"createdBy" doc:"Who saved version 1."`
+	ModifiedAt    time.Time `json:"modifiedAt" doc:"When the latest version was saved (UTC)."`
+	ModifiedBy    string    `json:"modifiedBy" doc:"Who saved the latest version."`
+}
+
+func scenarioOut(s store.Scenario) Scenario {
+	return Scenario{
+		Name: s.Name, Archived: s.Archived, LatestVersion: s.LatestVersion,
+		CreatedAt: s.CreatedAt, CreatedBy: s.CreatedBy, ModifiedAt: s.ModifiedAt, ModifiedBy: s.ModifiedBy,
+	}
+}
+
+// ScenarioWithVersion is a scenario with its latest version.
+type ScenarioWithVersion struct {
+	Scenario Scenario `json:"scenario"`
+	Latest   Version  `json:"latest" doc:"The latest version, with its graph."`
+}
+
+type listScenariosInput struct {
+	Search   string `query:"search" maxLength:"100" doc:"Keep the scenarios whose name contains this text, ignoring ASCII case."`
+	Archived string `query:"archived" enum:"false,true,any" default:"false" doc:"Keep the scenarios that are not archived (false), only the archived ones (true), or both (any)."`
+}
+
+// ScenarioList is a list of scenarios.
+type ScenarioList struct {
+	Scenarios []Scenario `json:"scenarios" doc:"Ordered by name."`
+}
+
+type listScenariosOutput struct {
+	Body ScenarioList
+}
+
+// NewScenario is a scenario to create.
+type NewScenario struct {
+	Name    string `json:"name" doc:"The new scenario's name; see Scenario.name for the rules." example:"large payments"`
+	Graph   Graph  `json:"graph"`
+	Comment string `json:"comment,omitempty" maxLength:"10000" doc:"What this version is." example:"first draft"`
+}
+
+type createScenarioInput struct {
+	User string `header:"X-Scenario-User" maxLength:"100" default:"anonymous" doc:"Who makes the change; recorded as the version's author."`
+	Body NewScenario
+}
+
+type versionOutput struct {
+	Location string `header:"Location" doc:"Where the version is."`
+	Body     Version
+}
+
+type getScenarioInput struct {
+	Name string `path:"name" doc:"The scenario's name (URL-escaped: a space is %20)." example:"large payments"`
+}
+
+type getScenarioOutput struct {
+	Body ScenarioWithVersion
+}
+
+type scenarioOutput struct {
+	Body Scenario
+}
+
+func (h *handlers) registerScenarios(hapi huma.API) {
+	register(hapi, h, huma.Operation{
+		OperationID: "list-scenarios",
+		Method:      http.MethodGet,
+		Path:        "/api/scenarios",
+		Summary:     "List scenarios",
+		Description: "Lists the scenarios, by name, without their graphs: by default those not archived.",
+		Tags:        []string{tagScenarios},
+	}, h.listScenarios)
+
+	register(hapi, h, huma.Operation{
+		OperationID:   "create-scenario",
+		Method:        http.MethodPost,
+		Path:          "/api/scenarios",
+		Summary:       "Create a scenario",
+		Description:   "Creates a scenario with the graph as its version 1. The graph must decode as a scenario (see Graph); it need not be valid yet.",
+		Tags:          []string{tagScenarios},
+		DefaultStatus: http.StatusCreated,
+		Errors:        []int{http.StatusBadRequest, http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusUnprocessableEntity},
+	}, h.createScenario)
+
+	register(hapi, h, huma.Operation{
+		OperationID: "get-scenario",
+		Method:      http.MethodGet,
+		Path:        "/api/scenarios/{name}",
+		Summary:     "Get a scenario and its latest version",
+		Tags:        []string{tagScenarios},
+		Errors:      []int{http.StatusBadRequest, http.StatusNotFound},
+	}, h.getScenario)
+
+	register(hapi, h, huma.Operation{
+		OperationID: "archive-scenario",
+		Method:      http.MethodPost,
+		Path:        "/api/scenarios/{name}/archive",
+		Summary:     "Archive a scenario",
+		Description: "Archives the scenario: it keeps its versions, but is hidden from the default list and cannot change until unarchived. Archiving an archived scenario is not an error. Scenarios are never deleted through the API.",
+		Tags:        []string{tagScenarios},
+		Errors:      []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict},
+	}, func(ctx context.Context, in *getScenarioInput) (*scenarioOutput, error) {
+		return h.setArchived(ctx, in.Name, true)
+	})
+
+	register(hapi, h, huma.Operation{
+		OperationID: "unarchive-scenario",
+		Method:      http.MethodPost,
+		Path:        "/api/scenarios/{name}/unarchive",
+		Summary:     "Unarchive a scenario",
+		Tags:        []string{tagScenarios},
+		Errors:      []int{http.StatusBadRequest, http.StatusNotFound},
+	}, func(ctx context.Context, in *getScenarioInput) (*scenarioOutput, error) {
+		return h.setArchived(ctx, in.Name, false)
+	})
+}
+
+func (h *handlers) listScenarios(ctx context.Context, in *listScenariosInput) (*listScenariosOutput, error) {
+	filter := store.ScenarioFilter{NameContains: in.Search}
+	switch in.Archived {
+	case "true":
+		filter.Archived = store.OnlyArchived
+	case "any":
+		filter.Archived = store.AnyArchived
+	}
+	list, err := h.store.ListScenarios(ctx, filter)
+	if err != nil {
+		return nil, storeError(ctx, err, "", 0)
+	}
+	out := &listScenariosOutput{}
+	out.Body.Scenarios = make([]Scenario, len(list))
+	for i, s := range list {
+		out.Body.Scenarios[i] = scenarioOut(s)
+	}
+	return out, nil
+}
+
+func (h *handlers) createScenario(ctx context.Context, in *createScenarioInput) (*versionOutput, error) {
+	if err := checkName(in.Body.Name); err != nil {
+		return nil, err
+	}
+	if _, err := decodeGraph(in.Body.Graph); err != nil {
+		return nil, err
+	}
+	v, err := h.store.CreateScenario(ctx, in.Body.Name, store.Draft{
+		Graph: []byte(in.Body.Graph), Comment: in.Body.Comment, Author: in.User,
+	})
+	if err != nil {
+		return nil, storeError(ctx, err, in.Body.Name, 0)
+	}
+	return &versionOutput{Location: versionURL(v.Scenario, v.Number), Body: versionOut(v)}, nil
+}
+
+func (h *handlers) getScenario(ctx context.Context, in *getScenarioInput) (*getScenarioOutput, error) {
+	if err := checkName(in.Name); err != nil {
+		return nil, err
+	}
+	s, err := h.store.GetScenario(ctx, in.Name)
+	if err != nil {
+		return nil, storeError(ctx, err, in.Name, 0)
+	}
+	// The version the scenario names as its latest, rather than GetLatestVersion: a save in
+	// between would make the two disagree.
+	v, err := h.store.GetVersion(ctx, in.Name, s.LatestVersion)
+	if err != nil {
+		return nil, storeError(ctx, err, in.Name, 0)
+	}
+	return &getScenarioOutput{Body: ScenarioWithVersion{Scenario: scenarioOut(s), Latest: versionOut(v)}}, nil
+}
+
+func (h *handlers) setArchived(ctx context.Context, name string, archived bool) (*scenarioOutput, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	s, err := h.store.SetArchived(ctx, name, archived)
+	if err != nil {
+		return nil, storeError(ctx, err, name, 0)
+	}
+	return &scenarioOutput{Body: scenarioOut(s)}, nil
+}
+
+// versionURL is the path of a version of a scenario.
+func versionURL(name string, number int) string {
+	return fmt.Sprintf("/api/scenarios/%s/versions/%d", url.PathEscape(name), number)
+}

@@ -1,0 +1,76 @@
+// Command scenario-server is the scenario server: it stores scenario graphs and their
+// versions, validates them, and (later) runs the deployed ones.
+//
+// Usage:
+//
+//	scenario-server [serve] [flags]   start the HTTP server (the default)
+//	scenario-server run [flags]       replay a file of events through a scenario file
+//	scenario-server help              print this help
+//
+// Run "scenario-server serve -h" for the server's flags and environment variables.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// processStart is the process's start, as near as Go code sees it: the server logs how long
+// it took from here to listening.
+var processStart = time.Now()
+
+// errUsage marks errors in the command line; main exits with status 2 on them.
+var errUsage = errors.New("usage")
+
+const usage = `scenario-server: a scenario server for streaming decisions.
+
+Usage:
+  scenario-server [serve] [flags]   start the HTTP server (the default)
+  scenario-server run [flags]       replay a file of events through a scenario file
+  scenario-server help              print this help
+
+Run "scenario-server serve -h" for the server's flags and environment variables.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := runCommand(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, errUsage):
+		fmt.Fprintln(os.Stderr, "scenario-server:", err)
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "scenario-server:", err)
+		os.Exit(1)
+	}
+}
+
+// runCommand runs the subcommand named by args[0] ("serve" when args is empty or starts with
+// a flag) until it ends or ctx is cancelled (SIGINT, SIGTERM). getenv reads the environment.
+func runCommand(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	cmd, rest := "serve", args
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, rest = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return serve(ctx, rest, getenv, stderr)
+	case "run":
+		return runReplay(ctx, rest, stdin, stdout, stderr)
+	case "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("%w: unknown command %q", errUsage, cmd)
+}

@@ -1,0 +1,246 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/scenario-server/scenario-server/api"
+)
+
+func env(vars map[string]string) func(string) string {
+	return func(name string) string { return vars[name] }
+}
+
+func TestParseServeFlags(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want serveConfig
+	}{
+		{
+			name: "defaults",
+			want: serveConfig{Addr: "127.0.0.1:8080", DataDir: "./data", LogFormat: "text", LogLevel: slog.LevelInfo,
+				MaxBodyBytes: api.DefaultMaxBodyBytes, ShutdownTimeout: 10 * time.Second},
+		},
+		{
+			name: "environment",
+			env: map[string]string{envAddr: ":9000", envDataDir: "/var/lib/ss", envLogFormat: "json", envLogLevel: "debug",
+				envMaxBodyBytes: "2048", envDatabaseURL: "postgres://db/x"},
+			want: serveConfig{Addr: ":9000", DataDir: "/var/lib/ss", DatabaseURL: "postgres://db/x", LogFormat: "json",
+				LogLevel: slog.LevelDebug, MaxBodyBytes: 2048, ShutdownTimeout: 10 * time.Second},
+		},
+		{
+			name: "flags win over the environment",
+			args: []string{"--addr", "0.0.0.0:80", "--data-dir", "d", "--log-format", "text", "--log-level", "warn",
+				"--max-body-bytes", "100", "--shutdown-timeout", "1s"},
+			env: map[string]string{envAddr: ":9000", envDataDir: "/var/lib/ss", envLogFormat: "json", envMaxBodyBytes: "2048"},
+			want: serveConfig{Addr: "0.0.0.0:80", DataDir: "d", LogFormat: "text", LogLevel: slog.LevelWarn,
+				MaxBodyBytes: 100, ShutdownTimeout: time.Second},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseServeFlags(tt.args, env(tt.env), io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("got  %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseServeFlagsErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		env  map[string]string
+	}{
+		{args: []string{"--log-format", "xml"}},
+		{args: []string{"--log-level", "loud"}},
+		{args: []string{"--max-body-bytes", "0"}},
+		{args: []string{"--no-such-flag"}},
+		{args: []string{"extra"}},
+		{env: map[string]string{envMaxBodyBytes: "10MB"}},
+	}
+	for _, tt := range tests {
+		if _, err := parseServeFlags(tt.args, env(tt.env), io.Discard); !errors.Is(err, errUsage) {
+			t.Errorf("args %q env %v: error %v, want a usage error", tt.args, tt.env, err)
+		}
+	}
+	if _, err := parseServeFlags([]string{"-h"}, env(nil), io.Discard); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("-h: %v", err)
+	}
+}
+
+func TestRunCommand(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if err := runCommand(t.Context(), []string{"help"}, env(nil), nil, &out, &errOut); err != nil || !strings.Contains(out.String(), "Usage:") {
+		t.Errorf("help: %v, %q", err, out.String())
+	}
+	if err := runCommand(t.Context(), []string{"deploy"}, env(nil), nil, &out, &errOut); !errors.Is(err, errUsage) {
+		t.Errorf("unknown command: %v", err)
+	}
+	if err := runCommand(t.Context(), []string{"serve", "--log-format", "xml"}, env(nil), nil, &out, &errOut); !errors.Is(err, errUsage) {
+		t.Errorf("serve with a bad flag: %v", err)
+	}
+}
+
+// serve, in process: it opens the store in the data directory, answers, and returns nil once
+// its context is cancelled.
+func TestServeInProcess(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	ctx, cancel := context.WithCancel(t.Context())
+	logs := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- serve(ctx, []string{"--addr", "127.0.0.1:0", "--log-format", "json"}, env(map[string]string{envDataDir: dir}), logs)
+	}()
+	addr := waitForLog(t, logs, "listening")["addr"].(string)
+	resp, err := http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("/readyz: %d", resp.StatusCode)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "scenario-server.db")); err != nil {
+		t.Errorf("no database in the data directory: %v", err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not return after cancel")
+	}
+	waitForLog(t, logs, "stopped")
+}
+
+// The binary, as "go run ./cmd/scenario-server" runs it: it starts on a free port with a
+// fresh data directory, answers /readyz, and exits cleanly (status 0) on SIGTERM. The time
+// from starting the process to the first 200 from /readyz is logged (go test -v).
+func TestBinaryStartsAndStops(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "scenario-server")
+	args := []string{"build", "-o", bin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	build := exec.CommandContext(t.Context(), "go", append(args, ".")...)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+
+	work := t.TempDir()
+	cmd := exec.Command(bin, "--addr", "127.0.0.1:0", "--log-format", "json")
+	cmd.Dir = work // the default data directory, ./data, lands here
+	cmd.Env = append(os.Environ(), envDataDir+"=", envDatabaseURL+"=")
+	logs := &syncBuffer{}
+	cmd.Stderr = logs
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			<-exited
+		}
+	})
+
+	listening := waitForLog(t, logs, "listening")
+	url := "http://" + listening["addr"].(string) + "/readyz"
+	var ready time.Duration
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				ready = time.Since(start)
+				break
+			}
+		}
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("not ready after 30 s; logs:\n%s", logs)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Logf("process start to ready (/readyz 200): %v; the server's own count from init to listening: %v",
+		ready.Round(time.Millisecond), listening["startup"])
+	if _, err := os.Stat(filepath.Join(work, "data", "scenario-server.db")); err != nil {
+		t.Errorf("no database in ./data: %v", err)
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v; logs:\n%s", err, logs)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("still running 15 s after SIGTERM; logs:\n%s", logs)
+	}
+	waitForLog(t, logs, "stopped")
+}
+
+// syncBuffer is a bytes.Buffer that a process or goroutine writes while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// waitForLog waits up to 30 s for the JSON log record with the message msg and returns it.
+func waitForLog(t *testing.T, logs *syncBuffer, msg string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		sc := bufio.NewScanner(strings.NewReader(logs.String()))
+		for sc.Scan() {
+			var rec map[string]any
+			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec["msg"] == msg {
+				return rec
+			}
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatalf("no %q in the logs:\n%s", msg, logs)
+	return nil
+}
