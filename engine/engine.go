@@ -94,6 +94,16 @@ type Options struct {
 	// with the node's id and the context's variables (for test runs that
 	// show each record's variables per node). It must not keep vars.
 	Observe func(nodeID string, vars map[string]value.Value, eventTime int64)
+	// Now is the wall clock, read for live sources' idleness only; nil
+	// means time.Now.
+	Now func() time.Time
+}
+
+func (o Options) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
 }
 
 // Engine runs one scenario over one partition of events. Not safe for
@@ -305,6 +315,9 @@ func (e *Engine) pushValue(src *node, v value.Value, eventTime int64) error {
 		src.maxTime = t
 	}
 	src.seen = true
+	if src.idleTimeout > 0 {
+		src.lastArrival = e.opts.now().UnixMilli()
+	}
 	// The source's context is reused for its next event: nothing keeps it
 	// once the event has gone through (aggregates that enrich events emit
 	// from within Add; sinks and Observe copy what they keep).

@@ -53,8 +53,13 @@ type node struct {
 	outOfOrder int64 // ms
 	seen       bool
 	maxTime    int64
-	decoder    value.Decoder
-	wantFields map[string]struct{} // top-level #input fields the scenario reads; nil: all
+	// live sources: the idle timeout (ms, 0: none), the wall-clock time of
+	// the last arrival (ms), and the watermark floor an idle step gave.
+	idleTimeout int64
+	lastArrival int64
+	idleW       int64
+	decoder     value.Decoder
+	wantFields  map[string]struct{} // top-level #input fields the scenario reads; nil: all
 	// filter, variable, sink, for-each
 	prog    *evaluator
 	varName string
@@ -77,10 +82,11 @@ type node struct {
 }
 
 func (n *node) watermark() int64 {
-	if n.maxTime < math.MinInt64+n.outOfOrder {
-		return math.MinInt64
+	w := int64(math.MinInt64)
+	if n.maxTime >= math.MinInt64+n.outOfOrder {
+		w = n.maxTime - n.outOfOrder
 	}
-	return n.maxTime - n.outOfOrder
+	return max(w, n.idleW)
 }
 
 func (e *Engine) build(p *nodes.Plan) (*node, error) {
@@ -91,6 +97,10 @@ func (e *Engine) build(p *nodes.Plan) (*node, error) {
 		n.kind = kindSource
 		n.timestamp = newEvaluator(p.Programs["timestamp"])
 		n.outOfOrder = durationMS(p, "maxOutOfOrderness", 60*time.Second)
+		n.idleW = idleFloorUnset
+		if n.subtype != "file" {
+			n.idleTimeout = durationMS(p, "idleTimeout", 3*time.Minute)
+		}
 		e.sources[n.id] = n
 	case scenario.TypeFilter:
 		n.kind = kindFilter
