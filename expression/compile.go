@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -49,13 +50,29 @@ const (
 	CodeInternalError = "expression-internal-error"
 )
 
-// Program is a compiled expression, safe for concurrent use.
+// Program is a compiled expression, safe for concurrent use (Run included).
 type Program struct {
-	src     *source
-	program *vm.Program
-	result  Type
-	env     TypeEnv
-	vars    []string
+	src    *source
+	result Type
+	env    TypeEnv
+	vars   []string
+
+	// program reads the variables whole (bindings whole); fast reads the
+	// fields it uses as variables of their own (fastBinds), see bind.go.
+	// fast is program when there are no field paths to bind.
+	program   *vm.Program
+	whole     []binding
+	fast      *vm.Program
+	fastBinds []binding
+	// allVars: the expression reads $env, so Run gives it every variable.
+	allVars bool
+	// shape is the record literal that is the whole expression, compiled
+	// as a list of its values, or nil; orders are the key orders of the map
+	// literals (see order.go).
+	shape  *shape
+	orders keyOrders
+	// states holds *runState.
+	states sync.Pool
 }
 
 // Text returns the expression as the user wrote it.
@@ -122,14 +139,33 @@ func Compile(text string, env TypeEnv, want Type) (prog *Program, problems []sce
 		}}
 	}
 	vars := referencedVariables(tree, env)
+	checkArithmetic(&tree.Node)
 	if err := optimizer.Optimize(&tree.Node, config); err != nil {
 		return nil, []scenario.Problem{src.problem(err, CodeType, nil)}
 	}
-	program, err := compiler.Compile(tree, config)
-	if err != nil {
+	p := &Program{src: src, result: result, env: env, vars: vars, allVars: readsEnv(tree.Node)}
+	p.orders = mapKeyOrders(tree.Node)
+	p.shape = literalShape(&tree.Node)
+	if p.program, err = compiler.Compile(tree, config); err != nil {
 		return nil, []scenario.Problem{src.problem(err, CodeInternalError, nil)}
 	}
-	return &Program{src: src, program: program, result: result, env: env, vars: vars}, nil
+	p.whole = wholeBindings(vars, env)
+	p.fast, p.fastBinds = p.program, p.whole
+	if p.allVars || env == nil {
+		return p, nil
+	}
+	lets := letNames(tree.Node)
+	isVar := func(name string) bool {
+		_, in := env[name]
+		return in && !lets[name]
+	}
+	if binds, ok := bindFields(&tree.Node, env, isVar); ok {
+		if p.fast, err = compiler.Compile(tree, config); err != nil {
+			return nil, []scenario.Problem{src.problem(err, CodeInternalError, nil)}
+		}
+		p.fastBinds = binds
+	}
+	return p, nil
 }
 
 func newConfig(env TypeEnv) *conf.Config {

@@ -30,8 +30,30 @@
 // Run evaluates a Program on variables given as value.Value. Integers are
 // Go ints (64 bits, exact), floats float64, lists []any, records
 // map[string]any. A result comes back as a value.Value: times and durations
-// as integer milliseconds, maps as records with sorted keys; NaN, infinities
-// and values with no JSON form are errors.
+// as integer milliseconds, records made by map literals with their keys in
+// the order they are written ({n: 1, d: 2, at: 3} stays n, d, at), other
+// maps as records with sorted keys; NaN, infinities and values with no JSON
+// form are errors.
+//
+// # Arithmetic
+//
+// Integer arithmetic is exact or an error, never a wrap: +, -, *, unary -,
+// sum() and abs() on integers (and durations) that overflow 64 bits, an
+// integer divided by zero or taken modulo zero, math.MinInt64 / -1, and
+// int() of a float beyond the integer range are *RunErrors located at the
+// operator, wrapping ErrIntegerOverflow or ErrDivisionByZero (see
+// arith.go). '/' divides into a float, as in expr, and '**' is a float.
+// Float arithmetic keeps IEEE rules inside the expression (1e308 * 10 > 1
+// is true), but a NaN or an infinity in the result is an error, never a
+// null.
+//
+// # Running
+//
+// Run converts only what the expression reads: a field path on a record
+// variable (#input.delay) is looked up in the value.Record directly, not
+// through a Go map of the whole record (see bind.go). Run is safe for
+// concurrent use; each call takes its working state from a pool of the
+// Program, so callers need no per-goroutine state.
 //
 // # Functions
 //

@@ -1,9 +1,13 @@
 package expression
 
 import (
+	"errors"
+	"math"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/scenario-server/scenario-server/value"
 )
 
 // FuzzCompileExpression compiles arbitrary text, with #references, in a
@@ -64,4 +68,73 @@ func checkPosition(t *testing.T, text string, line, column int) {
 	if n := utf8.RuneCountInString(lines[line-1]); column < 1 || column > n+1 {
 		t.Fatalf("%q: column %d outside 1..%d on line %d", text, column, n+1, line)
 	}
+}
+
+// FuzzRunExpression runs what compiles, in testEnv, on several sets of
+// variables (following the types, missing, null, of other types). Run must
+// not panic, its errors must be *RunErrors located within the text, and it
+// must give what the general program (whole variables, no bound field
+// paths) gives.
+func FuzzRunExpression(f *testing.F) {
+	for _, seed := range []string{
+		"#input.amount > 10",
+		"#input.amount * 2 + #total",
+		"#input.geo.lat * 2.5",
+		"{a: #input.country, b: [#input.geo, #input?.geo?.lon], c: {y: 1, x: #total}}",
+		"map(#input.tags, {t: #, n: #index})",
+		"sum(#input.tags, len(#)) + #input.amount",
+		"#input.delay ?? -#total",
+		"#meta.scenarioName + #meta.other",
+		"#input.amount % #total / 3",
+		"let x = #input.geo; x.lat",
+		"$env.total",
+	} {
+		f.Add(seed)
+	}
+	varSets := []map[string]value.Value{
+		{
+			"input": value.NewRecord(
+				[]string{"amount", "country", "price", "delay", "tags", "geo"},
+				[]value.Value{value.Int(math.MaxInt64), value.String("PL"), value.Float(2.5), value.Null(),
+					value.List([]value.Value{value.String("a"), value.String("bc")}),
+					value.NewRecord([]string{"lat", "lon"}, []value.Value{value.Float(52.2), value.Int(21)})}),
+			"meta":  value.NewRecord([]string{"scenarioName", "other"}, []value.Value{value.String("s"), value.Int(1)}),
+			"total": value.Int(-3),
+		},
+		{
+			"input": value.NewRecord([]string{"amount", "geo", "tags"}, []value.Value{value.Float(1.5), value.String("x"), value.Null()}),
+			"total": value.Int(0),
+		},
+		{"input": value.Null(), "meta": value.Int(1)},
+		{},
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		// Keep each run small: no ranges, no repeat(), short texts.
+		if len(text) > 80 || strings.Contains(text, "..") || strings.Contains(text, "repeat") {
+			return
+		}
+		prog, problems := Compile(text, testEnv, Unknown)
+		if len(problems) > 0 {
+			return
+		}
+		for _, vars := range varSets {
+			got, err := Run(prog, vars)
+			if err != nil {
+				var re *RunError
+				if !errors.As(err, &re) {
+					t.Fatalf("Run(%q): %T %v, not a *RunError", text, err, err)
+				}
+				if re.Line > 0 {
+					checkPosition(t, text, re.Line, re.Column)
+				}
+			}
+			if prog.allVars {
+				continue
+			}
+			want := describe(runGeneral(prog, vars))
+			if g := describe(got, err); g != want && !strings.Contains(text, "keys(") && !strings.Contains(text, "values(") && !strings.Contains(text, "toPairs(") {
+				t.Fatalf("Run(%q) = %s; the general program gives %s", text, g, want)
+			}
+		}
+	})
 }

@@ -35,28 +35,67 @@ func (e *RunError) Error() string {
 func (e *RunError) Unwrap() error { return e.Err }
 
 // Run evaluates p with the given variables (names without '#') and returns
-// its value. Variables are converted to the Go values expr works on (see
-// ToGo) following the types p was compiled with, and the result back to a
-// value.Value (see FromGo). A variable p reads that vars lacks is null.
-// Errors are *RunError.
+// its value. The variables p reads are converted to the Go values expr
+// works on (see ToGo) following the types p was compiled with, and the
+// result back to a value.Value (see FromGo; records made by map literals
+// keep the order their keys are written in). A variable p reads that vars
+// lacks is null. Errors are *RunError; an integer operation that overflows
+// wraps ErrIntegerOverflow, an integer division by zero ErrDivisionByZero.
+//
+// Run only converts what p reads: a field p reads from a record variable
+// (#input.origin) is looked up in the record, without converting the rest
+// of it. Run is safe for concurrent use: its working state (expr's VM and
+// the map of variables) comes from a pool of the Program.
 func Run(p *Program, vars map[string]value.Value) (value.Value, error) {
-	env := make(map[string]any, len(vars))
-	for name, v := range vars {
-		t, ok := p.env[name]
-		if !ok {
-			t = Unknown
+	var out any
+	var err error
+	if p.allVars {
+		// The expression reads $env: it sees every variable, as ever.
+		env := make(map[string]any, len(vars))
+		for name, v := range vars {
+			env[name] = ToGo(v, typeOf(p.env, name, nil))
 		}
-		env[name] = ToGo(v, t)
+		out, err = vm.Run(p.program, env)
+	} else {
+		st, _ := p.states.Get().(*runState)
+		if st == nil {
+			st = &runState{env: make(map[string]any, max(len(p.fastBinds), len(p.whole)))}
+		}
+		prog := p.fast
+		if !bind(st.env, p.fastBinds, vars) {
+			prog = p.program
+			bind(st.env, p.whole, vars)
+		}
+		out, err = st.vm.Run(prog, st.env)
+		p.states.Put(st)
 	}
-	out, err := vm.Run(p.program, env)
 	if err != nil {
 		return value.Null(), p.runError(err)
 	}
-	v, err := FromGo(out)
+	switch x := out.(type) { // the results of most expressions, quickly
+	case bool:
+		return value.Bool(x), nil
+	case int:
+		return value.Int(int64(x)), nil
+	case string:
+		return value.String(x), nil
+	}
+	var v value.Value
+	if p.shape != nil {
+		v, err = fromShape(out, p.shape, p.orders, 0)
+	} else {
+		v, err = fromGo(out, 0, p.orders)
+	}
 	if err != nil {
 		return value.Null(), &RunError{Message: err.Error(), Err: err}
 	}
 	return v, nil
+}
+
+// runState is what one Run works with; a Program keeps them in a pool.
+type runState struct {
+	vm  vm.VM
+	env map[string]any
 }
 
 func (p *Program) runError(err error) *RunError {
@@ -129,11 +168,16 @@ var ErrNotJSON = errors.New("value has no JSON form")
 // milliseconds, durations to milliseconds, slices to lists, maps with string
 // keys to records with sorted keys, and value.Value as it is. Anything else
 // (functions, structs) is an error wrapping ErrNotJSON.
+//
+// Run converts its results the same way, except that records made by map
+// literals keep the order their keys are written in.
 func FromGo(x any) (value.Value, error) {
-	return fromGo(x, 0)
+	return fromGo(x, 0, nil)
 }
 
-func fromGo(x any, depth int) (value.Value, error) {
+// fromGo is FromGo giving the records of maps with the keys of a literal in
+// orders that literal's key order.
+func fromGo(x any, depth int, orders keyOrders) (value.Value, error) {
 	if depth > maxResultDepth {
 		return value.Null(), fmt.Errorf("%w: nested deeper than %d levels", ErrNotJSON, maxResultDepth)
 	}
@@ -162,7 +206,7 @@ func fromGo(x any, depth int) (value.Value, error) {
 	case []any:
 		items := make([]value.Value, len(x))
 		for i, item := range x {
-			v, err := fromGo(item, depth+1)
+			v, err := fromGo(item, depth+1, orders)
 			if err != nil {
 				return value.Null(), err
 			}
@@ -170,14 +214,17 @@ func fromGo(x any, depth int) (value.Value, error) {
 		}
 		return value.List(items), nil
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
+		keys := orders.find(x)
+		if keys == nil {
+			keys = make([]string, 0, len(x))
+			for k := range x {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
 		}
-		sort.Strings(keys)
 		vals := make([]value.Value, len(keys))
 		for i, k := range keys {
-			v, err := fromGo(x[k], depth+1)
+			v, err := fromGo(x[k], depth+1, orders)
 			if err != nil {
 				return value.Null(), err
 			}
@@ -185,10 +232,10 @@ func fromGo(x any, depth int) (value.Value, error) {
 		}
 		return value.NewRecord(keys, vals), nil
 	}
-	return fromReflect(reflect.ValueOf(x), depth)
+	return fromReflect(reflect.ValueOf(x), depth, orders)
 }
 
-func fromReflect(rv reflect.Value, depth int) (value.Value, error) {
+func fromReflect(rv reflect.Value, depth int, orders keyOrders) (value.Value, error) {
 	switch rv.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		return value.Int(rv.Int()), nil
@@ -199,7 +246,7 @@ func fromReflect(rv reflect.Value, depth int) (value.Value, error) {
 		}
 		return value.Int(int64(u)), nil
 	case reflect.Float32:
-		return fromGo(rv.Float(), depth)
+		return fromGo(rv.Float(), depth, orders)
 	case reflect.String:
 		return value.String(rv.String()), nil
 	case reflect.Bool:
@@ -210,7 +257,7 @@ func fromReflect(rv reflect.Value, depth int) (value.Value, error) {
 		}
 		items := make([]value.Value, rv.Len())
 		for i := range items {
-			v, err := fromGo(rv.Index(i).Interface(), depth+1)
+			v, err := fromGo(rv.Index(i).Interface(), depth+1, orders)
 			if err != nil {
 				return value.Null(), err
 			}
@@ -228,7 +275,7 @@ func fromReflect(rv reflect.Value, depth int) (value.Value, error) {
 		sort.Strings(keys)
 		vals := make([]value.Value, len(keys))
 		for i, k := range keys {
-			v, err := fromGo(rv.MapIndex(reflect.ValueOf(k).Convert(rv.Type().Key())).Interface(), depth+1)
+			v, err := fromGo(rv.MapIndex(reflect.ValueOf(k).Convert(rv.Type().Key())).Interface(), depth+1, orders)
 			if err != nil {
 				return value.Null(), err
 			}
@@ -239,7 +286,7 @@ func fromReflect(rv reflect.Value, depth int) (value.Value, error) {
 		if rv.IsNil() {
 			return value.Null(), nil
 		}
-		return fromGo(rv.Elem().Interface(), depth+1)
+		return fromGo(rv.Elem().Interface(), depth+1, orders)
 	}
 	if !rv.IsValid() {
 		return value.Null(), nil

@@ -1,0 +1,217 @@
+package expression
+
+import (
+	"errors"
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/scenario-server/scenario-server/value"
+)
+
+var arithEnv = TypeEnv{
+	"input": RecordOf(
+		Field{Name: "n", Type: Integer},
+		Field{Name: "max", Type: Integer},
+		Field{Name: "min", Type: Integer},
+		Field{Name: "exact", Type: Integer},
+		Field{Name: "opt", Type: Integer.OrNull()},
+		Field{Name: "num", Type: Number},
+		Field{Name: "f", Type: Float},
+		Field{Name: "list", Type: ListOf(Integer)},
+	),
+	"u": Unknown,
+	"s": Unknown,
+}
+
+func arithVars() map[string]value.Value {
+	return map[string]value.Value{
+		"input": record(
+			"n", value.Int(1<<62),
+			"max", value.Int(math.MaxInt64),
+			"min", value.Int(math.MinInt64),
+			"exact", value.Int(9007199254740993),
+			"opt", value.Int(math.MinInt64),
+			"num", value.Int(math.MaxInt64),
+			"f", value.Float(1.5),
+			"list", value.List([]value.Value{value.Int(math.MaxInt64), value.Int(1)}),
+		),
+		"u": value.Int(math.MaxInt64),
+		"s": value.String("x"),
+	}
+}
+
+func TestIntegerOverflowIsAnError(t *testing.T) {
+	tests := []struct {
+		text      string
+		line, col int // of the operator
+		is        error
+		contains  string
+	}{
+		{"#input.n * 2", 1, 10, ErrIntegerOverflow, "integer overflow in 4611686018427387904 * 2"},
+		{"2 * #input.n", 1, 3, ErrIntegerOverflow, "integer overflow"},
+		{"#input.max + 1", 1, 12, ErrIntegerOverflow, "integer overflow in 9223372036854775807 + 1"},
+		{"#input.min - 1", 1, 12, ErrIntegerOverflow, "integer overflow in -9223372036854775808 - 1"},
+		{"-#input.min", 1, 1, ErrIntegerOverflow, "integer overflow in -(-9223372036854775808)"},
+		{"- #input.opt", 1, 1, ErrIntegerOverflow, "integer overflow"}, // nullable: dynamic
+		{"#input.min / -1", 1, 12, ErrIntegerOverflow, "integer overflow in -9223372036854775808 / -1"},
+		{"#input.min * -1", 1, 12, ErrIntegerOverflow, "integer overflow"},
+		{"7 / 0", 1, 3, ErrDivisionByZero, "division by zero in 7 / 0"},
+		{"7 % 0", 1, 3, ErrDivisionByZero, "division by zero in 7 % 0"},
+		{"#input.n % (#input.n - #input.n)", 1, 10, ErrDivisionByZero, "division by zero"},
+		{"#input.n / 0", 1, 10, ErrDivisionByZero, "not a finite number"},
+		{"#u + 1", 1, 4, ErrIntegerOverflow, "integer overflow"},   // unknown type: checked when it runs
+		{"#input.num + 1", 1, 12, ErrIntegerOverflow, "overflow"},  // number: an integer here
+		{"#input.opt - 1", 1, 12, ErrIntegerOverflow, "overflow"},  // nullable integer
+		{"9223372036854775807 + 1", 1, 21, ErrIntegerOverflow, ""}, // constants are not folded with a wrap
+		{"-(-9223372036854775807 - 1)", 1, 1, ErrIntegerOverflow, ""},
+		{"1 +\n  #input.max * 2", 2, 14, ErrIntegerOverflow, ""},
+		{"sum(#input.list)", 1, 1, ErrIntegerOverflow, ""},
+		{"sum([#input.n, #input.n])", 1, 1, ErrIntegerOverflow, ""},
+		{"sum(#input.list, # * 2)", 1, 20, ErrIntegerOverflow, ""},
+		{"reduce(#input.list, #acc + #)", 1, 26, ErrIntegerOverflow, ""},
+		{"map(#input.list, # + 1)", 1, 20, ErrIntegerOverflow, ""},
+		{"abs(#input.min)", 1, 1, ErrIntegerOverflow, ""},
+		{"int(1e19)", 1, 1, ErrIntegerOverflow, ""},
+		{"int(#input.f * 1e300)", 1, 1, ErrIntegerOverflow, ""},
+		{"duration('2562047h') * 2", 1, 22, ErrIntegerOverflow, ""},
+		{"let x = #input.n; x * 4", 1, 21, ErrIntegerOverflow, ""},
+	}
+	vars := arithVars()
+	for _, tt := range tests {
+		prog := mustCompile(t, tt.text, arithEnv)
+		got, err := Run(prog, vars)
+		var re *RunError
+		if !errors.As(err, &re) {
+			t.Errorf("Run(%q) = %s, %v; want a *RunError", tt.text, value.AppendJSON(nil, got), err)
+			continue
+		}
+		if !errors.Is(err, tt.is) || !strings.Contains(re.Message, tt.contains) || re.Line != tt.line || re.Column != tt.col {
+			t.Errorf("Run(%q) error %+v; want %v at %d:%d containing %q", tt.text, re, tt.is, tt.line, tt.col, tt.contains)
+		}
+	}
+}
+
+func TestArithmeticResults(t *testing.T) {
+	tests := []struct{ text, want string }{
+		{"3 * 4", "12"},
+		{"#input.n / 2 * 0", "0.0"},
+		{"9007199254740993 + 0", "9007199254740993"}, // beyond 2^53: never through float64
+		{"#input.exact + 0", "9007199254740993"},
+		{"#input.exact * 1 - 0", "9007199254740993"},
+		{"#input.max - 1", "9223372036854775806"},
+		{"#input.max + #input.min", "-1"},
+		{"-#input.max", "-9223372036854775807"},
+		{"#input.min % -1", "0"},                     // Go's remainder: exact
+		{"#input.min / 1", "-9223372036854776000.0"}, // -2^63 as a float
+		{"7 % 3", "1"},
+		{"-7 % 3", "-1"},
+		{"7 / 2", "3.5"},
+		{"1.5 * 2", "3.0"},
+		{"#input.f * 2", "3.0"},
+		{"#input.f + #input.n", "4611686018427388000.0"}, // mixed: a float, as before
+		{"2 ** 3", "8.0"},
+		{"60 * 60 * 1000", "3600000"},
+		{"#s + 'y'", `"xy"`}, // strings still concatenate through the checked +
+		{"'a' + 'b'", `"ab"`},
+		{"sum([1, 2, 3])", "6"},
+		{"sum([1, 2.5])", "3.5"},
+		{"sum(1..4)", "10"},
+		{"sum([])", "0"},
+		{"sum([1, 2], # * 10)", "30"},
+		{"reduce([1, 2, 3], #acc * #)", "6"},
+		{"abs(-5)", "5"},
+		{"abs(-1.5)", "1.5"},
+		{"int(3.9)", "3"},
+		{"int('42')", "42"},
+		{"duration('1h') + duration('1m')", "3660000"},
+		{"(date('2024-05-01T10:00:00Z') - date('2024-05-01T09:00:00Z')) * 2", "7200000"},
+		{"date('2024-05-01T10:00:00Z') + duration('1s')", "1714557601000"},
+		{"#input.opt ?? 0", "-9223372036854775808"},
+		{"1 - 2 - 3", "-4"},
+		{"-(3)", "-3"},
+		{"-3 * -3", "9"},
+	}
+	vars := arithVars()
+	for _, tt := range tests {
+		prog := mustCompile(t, tt.text, arithEnv)
+		got, err := Run(prog, vars)
+		if err != nil {
+			t.Errorf("Run(%q): %v", tt.text, err)
+			continue
+		}
+		if s := string(value.AppendJSON(nil, got)); s != tt.want {
+			t.Errorf("Run(%q) = %s, want %s", tt.text, s, tt.want)
+		}
+	}
+}
+
+func TestArithmeticTypeErrorsUnchanged(t *testing.T) {
+	// Operations on values that are not numbers fail as expr makes them
+	// fail, at the operator.
+	vars := map[string]value.Value{"u": value.String("x"), "s": value.Null()}
+	for _, tt := range []struct {
+		text     string
+		contains string
+	}{
+		{"#u * 2", "invalid operation: string * int"},
+		{"#s + 1", "invalid operation: <nil> + int"},
+		{"-#u", "invalid operation"},
+	} {
+		prog := mustCompile(t, tt.text, arithEnv)
+		_, err := Run(prog, vars)
+		var re *RunError
+		if !errors.As(err, &re) || !strings.Contains(re.Message, tt.contains) || re.Line != 1 {
+			t.Errorf("Run(%q) error %v, want one containing %q", tt.text, err, tt.contains)
+		}
+	}
+}
+
+func TestNotFiniteResultIsAnError(t *testing.T) {
+	// Floats keep IEEE arithmetic inside an expression, but a NaN or an
+	// infinity cannot leave it: JSON has no such numbers.
+	for _, text := range []string{"#input.f / 0.0", "0.0 / 0.0", "1e308 * 10", "[1.0, 1e308 * 10]", "{a: -1e308 * 10}"} {
+		prog := mustCompile(t, text, arithEnv)
+		_, err := Run(prog, arithVars())
+		var re *RunError
+		if !errors.As(err, &re) || !strings.Contains(re.Message, "not a finite number") || !errors.Is(err, ErrNotJSON) {
+			t.Errorf("Run(%q) error %v, want a RunError: not a finite number", text, err)
+		}
+	}
+	// Inside the expression, IEEE rules hold.
+	prog := mustCompile(t, "1e308 * 10 > 1.0", arithEnv)
+	if got, err := Run(prog, nil); err != nil || !got.Bool() {
+		t.Errorf("Run(1e308 * 10 > 1.0) = %v, %v", got, err)
+	}
+}
+
+func TestCheckedIntegerOperations(t *testing.T) {
+	edges := []int{0, 1, -1, 2, -2, 3, math.MaxInt64, math.MinInt64, math.MaxInt64 - 1, math.MinInt64 + 1,
+		1 << 31, -(1 << 31), 1 << 32, 1<<62 - 1, 1 << 62, -(1 << 62), 3037000499, 3037000500, -3037000500}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 2000 {
+		edges = append(edges, int(r.Uint64()), int(r.Uint64()>>r.IntN(64)))
+	}
+	fits := func(z *big.Int) bool { return z.IsInt64() }
+	for _, a := range edges {
+		for _, b := range edges[:64] {
+			A, B := big.NewInt(int64(a)), big.NewInt(int64(b))
+			for _, op := range []struct {
+				name string
+				fn   func(int, int) (int, bool)
+				want *big.Int
+			}{
+				{"+", addInt, new(big.Int).Add(A, B)},
+				{"-", subInt, new(big.Int).Sub(A, B)},
+				{"*", mulInt, new(big.Int).Mul(A, B)},
+			} {
+				got, ok := op.fn(a, b)
+				if ok != fits(op.want) || ok && int64(got) != op.want.Int64() {
+					t.Fatalf("%d %s %d = %d, %v; want %s", a, op.name, b, got, ok, op.want)
+				}
+			}
+		}
+	}
+}
