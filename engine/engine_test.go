@@ -243,3 +243,25 @@ func TestInvalidScenarioRefused(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestIntegerOverflowIsAnEventError(t *testing.T) {
+	sc := scenarioJSON([]string{
+		srcNode("in", "#input.t", "0s"),
+		`{"id": "double", "type": "Variable", "varName": "d", "value": {"language": "expr", "expression": "#input.n * 2"}}`,
+		sinkNode("out", "{n: #input.n, d: #d}"),
+	}, []string{link("in", "double"), link("double", "out")})
+	// 2^62 * 2 = 2^63 is beyond int64: an error of the variable node on
+	// line 2, never a wrapped negative number; lines 1 and 3 go through.
+	out, e, _ := replay(t, sc, `{"t": 1, "n": 3}
+{"t": 2, "n": 4611686018427387904}
+{"t": 3, "n": -4611686018427387904}
+`)
+	expectLines(t, out,
+		`{"sink":"out","value":{"n":3,"d":6}}`,
+		`{"sink":"out","value":{"n":-4611686018427387904,"d":-9223372036854775808}}`,
+	)
+	errs, n := e.Errors()
+	if n != 1 || errs[0].NodeID != "double" || errs[0].Line != 2 || !strings.Contains(errs[0].Message, "overflow") {
+		t.Fatalf("errors %v", errs)
+	}
+}
