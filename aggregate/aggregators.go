@@ -4,10 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"reflect"
 	"slices"
 	"strings"
-	"unsafe"
 
 	"github.com/scenario-server/scenario-server/value"
 )
@@ -358,75 +356,12 @@ const valueHeader = 48
 // Reading a value.Value on the hot path.
 //
 // value.Value is 48 bytes and its accessors have value receivers; a struct
-// over 32 bytes is not SSA-able, so the compiler copies the whole Value for
-// every inlined accessor call, which costs more than Add itself (about 9 ns
-// against 3.5 ns for an integer Sum). rawKindBits reads the kind and the
-// 8-byte payload (1/0 for a boolean, an int64's or a float64's bits; value's
-// constructors leave it 0 for other kinds) in place instead. The two
-// fields' offsets are found once with reflect and checked at init against
-// the accessors; if value's layout ever changes, valueFast stays false and
-// the hot paths use slowKindBits. (A pointer-receiver accessor in package
-// value would make this unnecessary.)
-var (
-	valueFast               bool
-	valueKindOff, valueNOff uintptr
-)
+// over 32 bytes is not SSA-able, so every inlined accessor call copies the
+// whole Value, which costs more than Add itself. The Add methods read the
+// kind and the 8-byte payload with the pointer-receiver v.KindBits() on
+// their own parameter instead: no second copy.
 
-func init() { valueFast = initValueLayout() }
-
-func initValueLayout() bool {
-	t := reflect.TypeFor[value.Value]()
-	kf, ok1 := t.FieldByName("kind")
-	nf, ok2 := t.FieldByName("n")
-	if !ok1 || !ok2 || kf.Type != reflect.TypeFor[value.Kind]() || nf.Type != reflect.TypeFor[uint64]() {
-		return false
-	}
-	valueKindOff, valueNOff = kf.Offset, nf.Offset
-	for _, v := range []value.Value{value.Null(), value.Bool(true), value.Bool(false), value.Int(-5),
-		value.Int(math.MaxInt64), value.Float(-2.5), value.Float(math.Copysign(0, -1)), value.String("x")} {
-		k, bits := rawKindBits(&v)
-		if k != v.Kind() || bits != slowBits(v) {
-			return false
-		}
-	}
-	return true
-}
-
-func rawKindBits(v *value.Value) (value.Kind, uint64) {
-	p := unsafe.Pointer(v)
-	return *(*value.Kind)(unsafe.Add(p, valueKindOff)), *(*uint64)(unsafe.Add(p, valueNOff))
-}
-
-// slowBits is the payload through the accessors: 1/0 for booleans, the
-// int64's bits, the float64's bits, else 0.
-func slowBits(v value.Value) uint64 {
-	switch v.Kind() {
-	case value.KindBool:
-		if v.Bool() {
-			return 1
-		}
-	case value.KindInt:
-		return uint64(v.Int())
-	case value.KindFloat:
-		return math.Float64bits(v.Float())
-	}
-	return 0
-}
-
-// slowKindBits is rawKindBits through the accessors. Hot paths read
-//
-//	k, bits := rawKindBits(&v)
-//	if !valueFast {
-//		k, bits = slowKindBits(&v)
-//	}
-//
-// (kept inline in each Add: a helper holding both would be too big to
-// inline).
-//
-//go:noinline
-func slowKindBits(v *value.Value) (value.Kind, uint64) { return v.Kind(), slowBits(*v) }
-
-// numberOf returns the float64 of a number given by rawKindBits.
+// numberOf returns the float64 of a number given by value.Value.KindBits.
 func numberOf(k value.Kind, bits uint64) (float64, bool) {
 	switch k {
 	case value.KindInt:

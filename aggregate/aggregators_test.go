@@ -111,6 +111,15 @@ func TestHandWorked(t *testing.T) {
 		{"Average 1..4", Spec{Func: "Average"}, hInts(1, 2, 3, 4), vFloat(2.5), nil, 1e-12},
 		{"Average ignores null", Spec{Func: "Average"}, hVals(vNull, vInt(1), vFloat(2.5), vNull), vFloat(1.75), nil, 1e-12},
 		{"Average only nulls", Spec{Func: "Average"}, hVals(vNull, vNull), vNull, nil, 0},
+		// Integers are summed exactly: (2^63-1) + (-2^63) + (-1) = -2, and
+		// -2/3 rounds to -0.6666666666666666. (A float64 running sum rounds
+		// 2^63-1 up to 2^63, cancels it to 0 and gives -1/3.)
+		{"Average exact around ±2^63", Spec{Func: "Average"}, hInts(maxI, minI, -1), vFloat(-0.6666666666666666), nil, 0},
+		// 2^62 + 2^62 carries out of int64, -2^62 borrows back: 2^62/3 =
+		// 1537228672809129301.33…, as a float64 1537228672809129216.
+		{"Average through a carry", Spec{Func: "Average"}, hInts(1<<62, 1<<62, -(1 << 62)), vFloat(1.5372286728091292e18), nil, 0},
+		// Integer and float parts: (1 + 2) + (0.5 + 0.25) = 3.75, /4.
+		{"Average ints and floats", Spec{Func: "Average"}, hVals(vInt(1), vFloat(0.5), vInt(2), vFloat(0.25)), vFloat(0.9375), nil, 0},
 		// Sum: exact 128-bit integer part.
 		{"Sum max-1", Spec{Func: "Sum"}, hInts(maxI, -1), vInt(9223372036854775806), nil, 0},
 		{"Sum overflow up", Spec{Func: "Sum"}, hInts(maxI, 1), vNull, ErrSumOverflow, 0},
@@ -170,6 +179,18 @@ func TestHandWorked(t *testing.T) {
 		{"ApproximatePercentile min", Spec{Func: "ApproximatePercentile", Quantile: 0}, hRange(-100, -1), vFloat(-100), nil, 1},
 		{"ApproximatePercentile max", Spec{Func: "ApproximatePercentile", Quantile: 1}, hRange(-100, -1), vFloat(-1), nil, 0.0101},
 		{"ApproximatePercentile zeros", Spec{Func: "ApproximatePercentile", Quantile: 0.5}, hFloats(0, 0, 0), vFloat(0), nil, 0},
+		// -100..-1 at q = 0.5: h = 49.5; the library reads the negative store
+		// from its end at rank 100-1-49.5 = 49.5, i.e. the 50th smallest |x|
+		// (0-based 49), which is -50 = sorted rank 50 = ⌈h⌉ (not -51 at ⌊h⌋);
+		// within 1%: [-50.5, -49.5].
+		{"ApproximatePercentile negative ⌈h⌉", Spec{Func: "ApproximatePercentile", Quantile: 0.5}, hRange(-100, -1), vFloat(-50), nil, 0.5},
+		// Beyond the library's MaxIndexableValue (MaxFloat64/1.01): the median
+		// of 1e308, MaxFloat64/1.005 and MaxFloat64 is the middle one, within
+		// 1%; q = 1 and q = 0 are the exact extremes.
+		{"ApproximatePercentile huge", Spec{Func: "ApproximatePercentile", Quantile: 0.5}, hFloats(math.MaxFloat64, 1e308, math.MaxFloat64/1.005), vFloat(math.MaxFloat64 / 1.005), nil, 0.01 * math.MaxFloat64 / 1.005},
+		{"ApproximatePercentile huge max", Spec{Func: "ApproximatePercentile", Quantile: 1}, hFloats(1e308, math.MaxFloat64, math.MaxFloat64/1.005), vFloat(math.MaxFloat64), nil, 0},
+		{"ApproximatePercentile huge negative", Spec{Func: "ApproximatePercentile", Quantile: 0.5}, hFloats(-math.MaxFloat64, -1e308, -math.MaxFloat64/1.005), vFloat(-math.MaxFloat64 / 1.005), nil, 0.01 * math.MaxFloat64 / 1.005},
+		{"ApproximatePercentile huge min", Spec{Func: "ApproximatePercentile", Quantile: 0}, hFloats(-1e308, -math.MaxFloat64, 5), vFloat(-math.MaxFloat64), nil, 0},
 		// -5, 0, 0, 7: rank ⌊0.5·3⌋ = 1 → 0 (the zero bucket).
 		{"ApproximatePercentile mixed signs", Spec{Func: "ApproximatePercentile", Quantile: 0.5}, hVals(vFloat(-5), vInt(0), vFloat(0), vInt(7)), vFloat(0), nil, 0},
 		// HyperLogLog: three distinct values (1 and 1.0 are distinct) → 3.
@@ -663,36 +684,29 @@ func BenchmarkAdd(b *testing.B) {
 	}
 }
 
-// The in-place reading of value.Value (rawKindBits) must be active, and the
-// accessor fallback must give the same results.
-func TestValueFastPath(t *testing.T) {
-	if !valueFast {
-		t.Fatal("value.Value's layout check failed: Add uses the slow accessors")
-	}
-	results := func() []value.Value {
-		var out []value.Value
-		for _, s := range conformanceSpecs() {
-			a := mustAgg(t, s)
-			for _, tc := range conformanceCases() {
-				c := a.NewColumn()
-				c.Resize(1)
-				fillCell(c, 0, acceptedInputs(t, a, tc.inputs))
-				r, err := c.Result(0)
-				if err != nil {
-					r = value.String(err.Error())
-				}
-				out = append(out, r)
-			}
-		}
-		return out
-	}
-	fast := results()
-	valueFast = false
-	defer func() { valueFast = true }()
-	slow := results()
-	for k := range fast {
-		if !sameValue(fast[k], slow[k]) {
-			t.Fatalf("result %d: fast path %s, accessors %s", k, jsonOf(fast[k]), jsonOf(slow[k]))
+// The Add methods read numbers and booleans through value.Value.KindBits:
+// its bits must be what the accessors say (1/0 for a boolean, an int64's or a
+// float64's bits, 0 for every other kind, which Add then ignores).
+func TestKindBitsContract(t *testing.T) {
+	negZero := math.Copysign(0, -1)
+	for _, tc := range []struct {
+		v    value.Value
+		bits uint64
+	}{
+		{value.Null(), 0},
+		{value.Bool(true), 1},
+		{value.Bool(false), 0},
+		{value.Int(-5), 0xFFFF_FFFF_FFFF_FFFB},
+		{value.Int(math.MaxInt64), 1<<63 - 1},
+		{value.Int(math.MinInt64), 1 << 63},
+		{value.Float(-2.5), 0xC004_0000_0000_0000},
+		{value.Float(negZero), 1 << 63},
+		{value.String("x"), 0},
+		{value.List([]value.Value{value.Int(1)}), 0},
+	} {
+		k, bits := tc.v.KindBits()
+		if k != tc.v.Kind() || bits != tc.bits {
+			t.Errorf("%s: KindBits = (%s, %#x), want (%s, %#x)", jsonOf(tc.v), k, bits, tc.v.Kind(), tc.bits)
 		}
 	}
 }

@@ -2,26 +2,32 @@ package aggregate
 
 import (
 	"encoding/binary"
+	"math"
 
 	"github.com/scenario-server/scenario-server/kernels"
 	"github.com/scenario-server/scenario-server/value"
 )
 
 // averageAgg is Average: the arithmetic mean of the numeric inputs as a
-// float64; null inputs are ignored; empty: null. Invertible: a cell is a
-// float64 sum and an int64 count. When a retraction brings the count to 0 the
-// sum is set to exactly 0, so rounding drift never survives an empty cell.
-// A running sum beyond ±math.MaxFloat64 makes the result null.
+// float64; null inputs are ignored; empty: null. A cell is Sum's partial
+// (exactSum: the integer inputs' exact 128-bit sum, the float inputs'
+// compensated sum and count) and the count of all numeric inputs; the result
+// is (float64(integer sum) + float sum) / count. So integers are summed
+// exactly: Average(9223372036854775807, -9223372036854775808, -1) is -2/3,
+// not the 0 a float64 running sum gives. Invertible, exactly so for the
+// integer part; the float part returns to exactly 0 when its last input is
+// retracted. A float sum beyond ±math.MaxFloat64 makes the result null.
 type averageAgg struct{ base }
 
 func (a *averageAgg) Accept(v value.Value) error { return acceptNumber(a.spec.Func, v) }
 func (a *averageAgg) NewColumn() Column          { return &averageColumn{agg: a} }
 
-// averageColumn: 16 bytes a cell.
+// averageColumn: 16 bytes a cell (lo and n) while the column has seen only
+// integers; 24 more once it has seen a float, 8 more once a sum carried.
 type averageColumn struct {
 	agg *averageAgg
-	sum []float64
-	n   []int64
+	exactSum
+	n []int64
 }
 
 func (c *averageColumn) other(src Column) (*averageColumn, error) {
@@ -35,17 +41,24 @@ func (c *averageColumn) other(src Column) (*averageColumn, error) {
 func (c *averageColumn) Len() int { return len(c.n) }
 
 func (c *averageColumn) Resize(n int) {
-	c.sum = resize(c.sum, n)
+	c.resize(n)
 	c.n = resize(c.n, n)
 }
 
 func (c *averageColumn) Add(i int, v value.Value, _ int64, _ uint64) {
-	k, bits := rawKindBits(&v)
-	if !valueFast {
-		k, bits = slowKindBits(&v)
-	}
-	if x, ok := numberOf(k, bits); ok {
-		c.sum[i] += x
+	k, bits := v.KindBits()
+	switch k {
+	case value.KindInt: // exactSum.addInt by hand, as in sumColumn.Add
+		x := int64(bits)
+		a := c.lo[i]
+		s := a + x
+		c.lo[i] = s
+		if (a^s)&(x^s) < 0 {
+			c.carry(i, x)
+		}
+		c.n[i]++
+	case value.KindFloat:
+		c.addFloat(i, math.Float64frombits(bits))
 		c.n[i]++
 	}
 }
@@ -55,7 +68,7 @@ func (c *averageColumn) Merge(i int, src Column, j int) error {
 	if err != nil {
 		return err
 	}
-	c.sum[i] += o.sum[j]
+	c.merge(i, &o.exactSum, j)
 	c.n[i] += o.n[j]
 	return nil
 }
@@ -65,8 +78,9 @@ func (c *averageColumn) MergeAll(src Column) error {
 	if err != nil {
 		return err
 	}
-	kernels.AddFloat64(c.sum, o.sum)
-	kernels.AddInt64(c.n, o.n)
+	c.mergeAll(&o.exactSum)
+	m := min(len(c.n), len(o.n))
+	kernels.AddInt64(c.n[:m], o.n[:m])
 	return nil
 }
 
@@ -75,11 +89,8 @@ func (c *averageColumn) Retract(i int, src Column, j int) error {
 	if err != nil {
 		return err
 	}
-	c.sum[i] -= o.sum[j]
+	c.retract(i, &o.exactSum, j)
 	c.n[i] -= o.n[j]
-	if c.n[i] == 0 {
-		c.sum[i] = 0
-	}
 	return nil
 }
 
@@ -88,14 +99,9 @@ func (c *averageColumn) RetractAll(src Column) error {
 	if err != nil {
 		return err
 	}
-	kernels.SubFloat64(c.sum, o.sum)
-	kernels.SubInt64(c.n, o.n)
+	c.retractAll(&o.exactSum)
 	m := min(len(c.n), len(o.n))
-	for k, n := range c.n[:m] {
-		if n == 0 {
-			c.sum[k] = 0
-		}
-	}
+	kernels.SubInt64(c.n[:m], o.n[:m])
 	return nil
 }
 
@@ -103,25 +109,25 @@ func (c *averageColumn) Result(i int) (value.Value, error) {
 	if c.n[i] <= 0 {
 		return value.Null(), nil
 	}
-	return value.Float(c.sum[i] / float64(c.n[i])), nil
+	return value.Float(c.total(i) / float64(c.n[i])), nil
 }
 
-func (c *averageColumn) Reset(i int) { c.sum[i], c.n[i] = 0, 0 }
+func (c *averageColumn) Reset(i int) {
+	c.reset(i)
+	c.n[i] = 0
+}
 
 func (c *averageColumn) ResetAll() {
-	clear(c.sum)
+	c.resetAll()
 	clear(c.n)
 }
 
-// Cell encoding: code, count as a zig-zag varint, and when it is not 0 the
-// sum as 8 bytes.
+// Cell encoding: code, the count as a zig-zag varint, then the exactSum
+// encoding.
 func (c *averageColumn) AppendCell(b []byte, i int) []byte {
 	b = append(b, c.agg.def.code)
 	b = binary.AppendVarint(b, c.n[i])
-	if c.n[i] != 0 {
-		b = appendFloat(b, c.sum[i])
-	}
-	return b
+	return c.appendCell(b, i)
 }
 
 func (c *averageColumn) DecodeCell(i int, b []byte) ([]byte, error) {
@@ -133,14 +139,13 @@ func (c *averageColumn) DecodeCell(i int, b []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var sum float64
-	if n != 0 {
-		if sum, b, err = getFloat(b); err != nil {
-			return nil, err
-		}
+	x, b, err := decodeExactCell(b)
+	if err != nil {
+		return nil, err
 	}
-	c.n[i], c.sum[i] = n, sum
+	c.store(i, x)
+	c.n[i] = n
 	return b, nil
 }
 
-func (c *averageColumn) SizeBytes() int { return 72 + 8*(cap(c.sum)+cap(c.n)) }
+func (c *averageColumn) SizeBytes() int { return 152 + c.sizeBytes() + 8*cap(c.n) }

@@ -44,10 +44,7 @@ func (c *countColumn) Resize(n int) { c.n = resize(c.n, n) }
 
 func (c *countColumn) Add(i int, v value.Value, _ int64, _ uint64) {
 	if c.when {
-		k, bits := rawKindBits(&v)
-		if !valueFast {
-			k, bits = slowKindBits(&v)
-		}
+		k, bits := v.KindBits()
 		if k != value.KindBool || bits != 1 {
 			return
 		}

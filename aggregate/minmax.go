@@ -180,10 +180,7 @@ func (c *minMaxColumn) Len() int     { return len(c.s.kind) }
 func (c *minMaxColumn) Resize(n int) { c.s.resize(n) }
 
 func (c *minMaxColumn) Add(i int, v value.Value, _ int64, _ uint64) {
-	k, bits := rawKindBits(&v)
-	if !valueFast {
-		k, bits = slowKindBits(&v)
-	}
+	k, bits := v.KindBits()
 	switch k {
 	case value.KindInt:
 		switch c.s.kind[i] {

@@ -27,9 +27,9 @@ type oracleInput struct {
 // a cell holding exactly these inputs. For the two approximate aggregators it
 // returns the exact quantity the approximation targets: the exact number of
 // distinct values for ApproximateSetCardinality, and for
-// ApproximatePercentile the input of 0-based rank ⌊q(n-1)⌋ in sorted order
-// (the DDSketch guarantee is relative to that input). Compare with
-// resultClose or oracleCheck, which know the error bounds.
+// ApproximatePercentile the input the DDSketch guarantee is relative to (see
+// oracleDDRank). Compare with resultClose or oracleCheck, which know the
+// error bounds.
 func oracleResult(spec Spec, inputs []oracleInput) (value.Value, error) {
 	nums := oracleNumbers(inputs)
 	switch spec.Func {
@@ -145,8 +145,7 @@ func oracleResult(spec Spec, inputs []oracleInput) (value.Value, error) {
 			return value.Null(), nil
 		}
 		slices.Sort(nums)
-		rank := int(math.Floor(spec.Quantile * float64(len(nums)-1)))
-		return value.Float(nums[min(rank, len(nums)-1)]), nil
+		return value.Float(nums[oracleDDRank(nums, spec.Quantile)]), nil
 	case "VarPop", "VarSamp", "StddevPop", "StddevSamp":
 		n := len(nums)
 		samp := spec.Func == "VarSamp" || spec.Func == "StddevSamp"
@@ -175,6 +174,33 @@ func oracleResult(spec Spec, inputs []oracleInput) (value.Value, error) {
 		return value.Float(v), nil
 	}
 	return value.Null(), fmt.Errorf("oracle: %w %q", ErrUnknownFunc, spec.Func)
+}
+
+// oracleDDRank is the 0-based rank, in the sorted inputs x, of the input
+// whose bucket github.com/DataDog/sketches-go's DDSketch.GetValueAtQuantile(q)
+// answers with (v1.4.8, ddsketch.go and store.KeyAtRank), computed with the
+// same float64 operations: h = q·(n-1); with neg inputs below -ddTiny in the
+// negative store (which orders |x|), h < neg reads that store at rank
+// r = neg-1-h from its own end, i.e. the |x|-rank ⌊r⌋ (0 when r < 0), which
+// is sorted rank neg-1-⌊r⌋: ⌈h⌉, except where neg-1-h rounds (h = 1e-300
+// gives r = neg-1 exactly, so rank 0 = ⌊h⌋). Otherwise it is the rank ⌊h⌋ (in
+// the zero bucket or the positive store, whose rank h-neg-zeros is exact).
+// The library's guarantee (its README: "|x-y| / x < e"; Masson et al. 2019)
+// is that the answer is within relative error α of that input: see ddRel.
+func oracleDDRank(x []float64, q float64) int {
+	h := q * float64(len(x)-1)
+	neg := 0
+	for neg < len(x) && x[neg] < -ddTiny {
+		neg++
+	}
+	if h < float64(neg) {
+		j := 0
+		if r := float64(neg) - 1 - h; r > 0 {
+			j = int(math.Floor(r))
+		}
+		return neg - 1 - j
+	}
+	return min(int(math.Floor(h)), len(x)-1)
 }
 
 // oracleNumbers returns the numeric inputs as float64.
@@ -261,11 +287,26 @@ func oracleNoNegZero(v value.Value) value.Value {
 }
 
 // Error bounds.
+//
+// DDSketch: the library's bucket k holds [γ^k, γ^(k+1)), γ = (1+α)/(1-α),
+// and answers v = γ^k(1+α): at x = γ^k, (v-x)/x = α, and as x nears
+// γ^(k+1), (x-v)/x nears 1 - (1+α)/γ = α, so |v - x| ≤ α|x| for every x of
+// the bucket; ddRel adds 1e-9 of that for the rounding of the log and exp
+// that compute the bucket and its value. |x| ≤ ddTiny (the smallest normal
+// float64 times γ, about 2.27e-308) counts as zero: ddAbs covers that
+// absolute error. α is ddAlpha (0.01), as SEMANTICS §5 states. Clamping to
+// the cell's exact minimum and maximum only moves a result toward its target,
+// which lies between them.
 const (
 	floatRel = 1e-9 // relative tolerance of float results
 	ddRel    = ddAlpha * (1 + 1e-9)
-	ddAbs    = 1e-307 // DDSketch counts |x| below ~2.3e-308 as zero
+	ddAbs    = 1e-307
 )
+
+// ddTiny is the library's threshold itself (the documented
+// IndexMapping.MinIndexableValue), so that the oracle splits the inputs
+// where the sketch does, to the last bit.
+var ddTiny = ddMapping.MinIndexableValue()
 
 // hllTolerance is the allowed |estimate - exact| for a HyperLogLog of
 // precision p: max(2, 3% of the exact count) at p >= 14, where the standard
@@ -289,7 +330,7 @@ func hllTolerance(p int, exact int64) float64 {
 // percentiles, relative and absolute 1e-6 for variances (standard
 // deviations are compared squared), and the sketches' bounds for the
 // approximate ones: HyperLogLog max(2, 3%) at precision 14 (see
-// hllTolerance), DDSketch relative 1% of the target input.
+// hllTolerance), DDSketch relative 1% of the target input (oracleDDRank).
 // oracleCheck is the stricter comparison that knows the inputs.
 func resultClose(s Spec, got, want value.Value) bool {
 	if got.Kind() != want.Kind() {
@@ -356,7 +397,8 @@ func sameZeroSigns(a, b value.Value) bool {
 //     between-group term is at most S); Stddev: the square root of that
 //     added to 1e-9·|want|.
 //   - ApproximatePercentile: got lies within 1% (relative, plus 1e-307) of
-//     the input of rank ⌊q(n-1)⌋.
+//     the input of rank oracleDDRank: ⌊q(n-1)⌋, or mostly ⌈q(n-1)⌉ when
+//     that input is negative.
 //   - ApproximateSetCardinality: hllTolerance.
 //   - everything else: exactly equal, kinds included.
 func oracleCheck(s Spec, inputs, involved []oracleInput, got value.Value, gotErr error) error {

@@ -3,8 +3,12 @@ package aggregate
 import (
 	"encoding/binary"
 	"math"
-	"math/bits"
 	"slices"
+	"sync"
+
+	"github.com/DataDog/sketches-go/ddsketch"
+	"github.com/DataDog/sketches-go/ddsketch/mapping"
+	"github.com/DataDog/sketches-go/ddsketch/store"
 
 	"github.com/scenario-server/scenario-server/value"
 )
@@ -58,10 +62,7 @@ func (c *exactPctColumn) Len() int     { return len(c.cells) }
 func (c *exactPctColumn) Resize(n int) { c.cells = resize(c.cells, n) }
 
 func (c *exactPctColumn) Add(i int, v value.Value, _ int64, _ uint64) {
-	k, bits := rawKindBits(&v)
-	if !valueFast {
-		k, bits = slowKindBits(&v)
-	}
+	k, bits := v.KindBits()
 	x, ok := numberOf(k, bits)
 	if !ok {
 		return
@@ -257,20 +258,35 @@ func (c *exactPctColumn) SizeBytes() int {
 
 // ddAgg is ApproximatePercentile(q): the quantile q of the numeric inputs
 // from a DDSketch (Masson, Rim, Lee 2019, "DDSketch: A fast and fully-
-// mergeable quantile sketch with relative-error guarantees", VLDB 12(12)).
+// mergeable quantile sketch with relative-error guarantees", VLDB 12(12)),
+// github.com/DataDog/sketches-go's ddsketch with relative accuracy
+// α = ddAlpha = 0.01: its logarithmic mapping puts x > 0 in the bucket
+// k = ⌊log_γ x⌋, γ = (1+α)/(1-α), and answers with γ^k(1+α), within relative
+// error α of every value of the bucket; negative values go to a second store
+// of buckets of |x|, and |x| up to its MinIndexableValue (the smallest
+// normal float64 times γ, about 2.3e-308) counts as zero. The stores are the
+// library's default (BufferedPaginatedStore), which never collapses buckets,
+// so the guarantee holds over the whole float64 range (at most about 71000
+// buckets a sign).
 //
-// The sketch maps a value x > 0 to the bucket k = ⌊log_γ x⌋ with
-// γ = (1+α)/(1-α) and α = 0.01, and answers with γ^k(1+α), which is within
-// relative error α of every value of the bucket; negative values use a second
-// store of buckets of |x|, and values with |x| below about 2.3e-308 (the
-// smallest normal float64 times γ) count as zero. This is the logarithmic
-// mapping of github.com/DataDog/sketches-go; that library is not used because
-// it needs google.golang.org/protobuf, which is not in go.mod.
+// Which input the guarantee is relative to: GetValueAtQuantile takes the
+// rank h = q(n-1) and returns the bucket value of the input of 0-based rank
+// ⌊h⌋ in sorted order, except that the negative store is searched from its
+// own end (rank negatives-1-h of |x|), which lands on rank ⌈h⌉ when that
+// input is still negative. So, with x sorted, r = ⌈h⌉ if x[⌈h⌉] < -2.3e-308,
+// else ⌊h⌋ (up to the rounding of negatives-1-h in float64, which the test
+// oracle, oracleDDRank, repeats), and |result - x[r]| ≤ α|x[r]| (plus
+// 2.3e-308 when x[r] counts as zero).
 //
-// The quantile is the input of rank ⌊q(n-1)⌋ (0-based) in sorted order, with
-// relative error at most α, then clamped to the exact minimum and maximum the
-// cell keeps. Bucket counts are exact integers. Null inputs are ignored;
-// empty: null. Not invertible.
+// Two additions to the library: the cell keeps its exact minimum and maximum
+// and clamps the result to them, which can only move it toward x[r] (so q = 0
+// and q = 1 are exact); and an input beyond the library's MaxIndexableValue
+// (MaxFloat64/(1+α), where the bucket value γ^k(1+α) could overflow), which
+// its Add refuses, is put straight into the store at its bucket index, which
+// every finite float64 has; an overflowing bucket value is then clamped to
+// the exact extreme, still within α. The library keeps counts as float64,
+// exact up to 2^53 inputs a cell. Null inputs are ignored; empty: null.
+// Not invertible.
 type ddAgg struct{ base }
 
 func (a *ddAgg) Accept(v value.Value) error { return acceptNumber(a.spec.Func, v) }
@@ -278,179 +294,71 @@ func (a *ddAgg) NewColumn() Column {
 	return &ddColumn{agg: a, q: a.spec.Quantile}
 }
 
-// DDSketch parameters.
+// ddAlpha is ApproximatePercentile's relative accuracy (SEMANTICS §5: 1 %).
 const ddAlpha = 0.01
 
+// ddMapping is the index mapping every sketch shares (a mapping is
+// immutable; sketches merge only with an equal one).
+var ddMapping = func() *mapping.LogarithmicMapping {
+	m, err := mapping.NewLogarithmicMapping(ddAlpha)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}()
+
+// The bucket indexes a finite input can have, and the largest count a
+// decoded cell may hold (float64 counts are exact integers up to it).
 var (
-	ddGamma        = (1 + ddAlpha) / (1 - ddAlpha)
-	ddMultiplier   = 1 / math.Log(ddGamma)
-	ddMinIndexable = 0x1p-1022 * ddGamma // smallest normal float64 times γ
+	ddMinIndex = ddMapping.Index(ddMapping.MinIndexableValue())
+	ddMaxIndex = ddMapping.Index(math.MaxFloat64)
 )
 
-// Bucket keys of finite values lie well inside ±ddKeyLimit (about ±35500).
-const ddKeyLimit = 40000
+const ddMaxCount = 1 << 53
 
-func ddKey(x float64) int32 { return int32(math.Floor(math.Log(x) * ddMultiplier)) }
-
-func ddBucketValue(k int32) float64 { return math.Exp(float64(k)/ddMultiplier) * (1 + ddAlpha) }
-
-// ddStore is a sparse bucket store: keys ascending with their counts.
-type ddStore struct {
-	keys   []int32
-	counts []uint64
-	total  uint64
+func newDDSketch() *ddsketch.DDSketch {
+	return ddsketch.NewDDSketch(ddMapping, store.NewBufferedPaginatedStore(), store.NewBufferedPaginatedStore())
 }
 
-func (s *ddStore) add(k int32) {
-	s.total++
-	if n := len(s.keys); n > 0 && s.keys[n-1] == k {
-		s.counts[n-1]++
-		return
-	}
-	pos, found := slices.BinarySearch(s.keys, k)
-	if found {
-		s.counts[pos]++
-		return
-	}
-	s.keys = slices.Insert(s.keys, pos, k)
-	s.counts = slices.Insert(s.counts, pos, 1)
-}
-
-// merge adds o's buckets; in place when o has no key s lacks.
-func (s *ddStore) merge(o *ddStore) {
-	if len(o.keys) == 0 {
-		return
-	}
-	s.total += o.total
-	fresh := 0
-	for x, y := 0, 0; y < len(o.keys); {
-		switch {
-		case x < len(s.keys) && s.keys[x] < o.keys[y]:
-			x++
-		case x < len(s.keys) && s.keys[x] == o.keys[y]:
-			x++
-			y++
-		default:
-			fresh++
-			y++
-		}
-	}
-	if fresh == 0 {
-		for x, y := 0, 0; y < len(o.keys); x++ {
-			if s.keys[x] == o.keys[y] {
-				s.counts[x] += o.counts[y]
-				y++
-			}
-		}
-		return
-	}
-	n := len(s.keys) + fresh
-	keys, counts := make([]int32, 0, n), make([]uint64, 0, n)
-	x, y := 0, 0
-	for x < len(s.keys) || y < len(o.keys) {
-		switch {
-		case y == len(o.keys) || (x < len(s.keys) && s.keys[x] < o.keys[y]):
-			keys, counts = append(keys, s.keys[x]), append(counts, s.counts[x])
-			x++
-		case x == len(s.keys) || o.keys[y] < s.keys[x]:
-			keys, counts = append(keys, o.keys[y]), append(counts, o.counts[y])
-			y++
-		default:
-			keys, counts = append(keys, s.keys[x]), append(counts, s.counts[x]+o.counts[y])
-			x++
-			y++
-		}
-	}
-	s.keys, s.counts = keys, counts
-}
-
-func (s *ddStore) clone() ddStore {
-	return ddStore{keys: slices.Clone(s.keys), counts: slices.Clone(s.counts), total: s.total}
-}
-
-// ddSketch is one cell's sketch, with the exact count, minimum and maximum.
-type ddSketch struct {
-	count    uint64 // all inputs
-	zero     uint64 // inputs counted as zero
+// ddCell is one cell's sketch with the exact minimum and maximum.
+type ddCell struct {
+	sk       *ddsketch.DDSketch
 	min, max float64
-	pos, neg ddStore
 }
 
-func (s *ddSketch) add(x float64) {
-	if s.count == 0 {
-		s.min, s.max = x, x
-	} else {
-		s.min, s.max = min(s.min, x), max(s.max, x)
-	}
-	s.count++
-	switch {
-	case x > ddMinIndexable:
-		s.pos.add(ddKey(x))
-	case x < -ddMinIndexable:
-		s.neg.add(ddKey(-x))
-	default:
-		s.zero++
-	}
-}
-
-func (s *ddSketch) merge(o *ddSketch) {
-	if o.count == 0 {
+func (s *ddCell) add(x float64) {
+	s.min, s.max = min(s.min, x), max(s.max, x)
+	if a := math.Abs(x); a > ddMapping.MaxIndexableValue() {
+		if x > 0 {
+			s.sk.GetPositiveValueStore().Add(ddMapping.Index(a))
+		} else {
+			s.sk.GetNegativeValueStore().Add(ddMapping.Index(a))
+		}
 		return
 	}
-	if s.count == 0 {
-		s.min, s.max = o.min, o.max
-	} else {
-		s.min, s.max = min(s.min, o.min), max(s.max, o.max)
-	}
-	s.count += o.count
-	s.zero += o.zero
-	s.pos.merge(&o.pos)
-	s.neg.merge(&o.neg)
+	_ = s.sk.Add(x) // x is finite and indexable: no error
 }
 
-func (s *ddSketch) clone() *ddSketch {
-	c := *s
-	c.pos, c.neg = s.pos.clone(), s.neg.clone()
-	return &c
+func (s *ddCell) clone() *ddCell {
+	return &ddCell{sk: s.sk.Copy(), min: s.min, max: s.max}
 }
 
-// quantile returns the estimate of the input of rank ⌊q(count-1)⌋; the
-// sketch must not be empty.
-func (s *ddSketch) quantile(q float64) float64 {
-	rank := uint64(q * float64(s.count-1))
-	rank = min(rank, s.count-1)
-	var x float64
-	switch {
-	case rank < s.neg.total: // the most negative values come first
-		var seen uint64
-		for k := len(s.neg.keys) - 1; k >= 0; k-- {
-			seen += s.neg.counts[k]
-			if seen > rank {
-				x = -ddBucketValue(s.neg.keys[k])
-				break
-			}
-		}
-	case rank < s.neg.total+s.zero:
-		x = 0
-	default:
-		rank -= s.neg.total + s.zero
-		var seen uint64
-		for k := range s.pos.keys {
-			seen += s.pos.counts[k]
-			if seen > rank {
-				x = ddBucketValue(s.pos.keys[k])
-				break
-			}
-		}
+// merge adds o's inputs; o may be s.
+func (s *ddCell) merge(o *ddCell) {
+	other := o.sk
+	if o == s {
+		other = other.Copy()
 	}
-	return min(max(x, s.min), s.max)
+	_ = s.sk.MergeWith(other) // one shared mapping: no error
+	s.min, s.max = min(s.min, o.min), max(s.max, o.max)
 }
 
 // ddColumn holds a pointer per cell, nil while the cell is empty.
 type ddColumn struct {
-	agg   *ddAgg
-	q     float64
-	cells []*ddSketch
+	agg     *ddAgg
+	q       float64
+	cells   []*ddCell
+	scratch []byte
 }
 
 func (c *ddColumn) other(src Column) (*ddColumn, error) {
@@ -465,30 +373,24 @@ func (c *ddColumn) Len() int     { return len(c.cells) }
 func (c *ddColumn) Resize(n int) { c.cells = resize(c.cells, n) }
 
 func (c *ddColumn) Add(i int, v value.Value, _ int64, _ uint64) {
-	k, bits := rawKindBits(&v)
-	if !valueFast {
-		k, bits = slowKindBits(&v)
-	}
+	k, bits := v.KindBits()
 	x, ok := numberOf(k, bits)
 	if !ok {
 		return
 	}
 	s := c.cells[i]
 	if s == nil {
-		s = new(ddSketch)
+		s = &ddCell{sk: newDDSketch(), min: x, max: x}
 		c.cells[i] = s
 	}
 	s.add(x)
 }
 
-func (c *ddColumn) merge(i int, src *ddSketch) {
-	if src == nil || src.count == 0 {
+func (c *ddColumn) merge(i int, src *ddCell) {
+	if src == nil {
 		return
 	}
 	if dst := c.cells[i]; dst != nil {
-		if dst == src {
-			src = src.clone()
-		}
 		dst.merge(src)
 		return
 	}
@@ -520,97 +422,56 @@ func (c *ddColumn) RetractAll(Column) error        { return ErrNotInvertible }
 
 func (c *ddColumn) Result(i int) (value.Value, error) {
 	s := c.cells[i]
-	if s == nil || s.count == 0 {
+	if s == nil {
 		return value.Null(), nil
 	}
-	return value.Float(s.quantile(c.q)), nil
+	x, err := s.sk.GetValueAtQuantile(c.q)
+	if err != nil { // not empty and 0 <= q <= 1: cannot happen
+		return value.Null(), nil
+	}
+	return value.Float(min(max(x, s.min), s.max)), nil
 }
 
 func (c *ddColumn) Reset(i int) { c.cells[i] = nil }
 func (c *ddColumn) ResetAll()   { clear(c.cells) }
 
-// Cell encoding: code, then 0 for an empty cell, or 1, the count, the zero
-// count (uvarints), min and max (8 bytes each), and the positive then the
-// negative store: bucket count, first key (zig-zag varint), the following
-// keys as increments (uvarint, > 0), then the bucket counts (uvarint, > 0).
+// Cell encoding: code, then 0 for an empty cell, or 1, the minimum and the
+// maximum (8 bytes each), the length of the sketch's encoding (uvarint) and
+// the sketch as the library's Encode writes it, without the index mapping.
 func (c *ddColumn) AppendCell(b []byte, i int) []byte {
 	b = append(b, c.agg.def.code)
 	s := c.cells[i]
-	if s == nil || s.count == 0 {
+	if s == nil {
 		return append(b, 0)
 	}
 	b = append(b, 1)
-	b = binary.AppendUvarint(b, s.count)
-	b = binary.AppendUvarint(b, s.zero)
 	b = appendFloat(b, s.min)
 	b = appendFloat(b, s.max)
-	b = appendDDStore(b, &s.pos)
-	return appendDDStore(b, &s.neg)
+	enc := ddEncoders.Get().(*ddsketch.DDSketch)
+	enc.Clear()
+	_ = enc.MergeWith(s.sk) // one shared mapping: no error
+	c.scratch = c.scratch[:0]
+	enc.Encode(&c.scratch, true)
+	ddEncoders.Put(enc)
+	b = binary.AppendUvarint(b, uint64(len(c.scratch)))
+	return append(b, c.scratch...)
 }
 
-func appendDDStore(b []byte, s *ddStore) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s.keys)))
-	for k, key := range s.keys {
-		if k == 0 {
-			b = binary.AppendVarint(b, int64(key))
-		} else {
-			b = binary.AppendUvarint(b, uint64(key-s.keys[k-1]))
-		}
-	}
-	for _, n := range s.counts {
-		b = binary.AppendUvarint(b, n)
-	}
-	return b
-}
+// ddEncoders holds sketches with dense stores for AppendCell. How a
+// BufferedPaginatedStore encodes its buckets depends on the order they came
+// in (which stayed in its buffer, which went to pages); a DenseStore's
+// encoding depends on the buckets only. So a cell is copied into dense
+// stores first, and encodes to the same bytes however it was built: a
+// restored cell encodes to the bytes it was restored from.
+var ddEncoders = sync.Pool{New: func() any {
+	return ddsketch.NewDDSketch(ddMapping, store.NewDenseStore(), store.NewDenseStore())
+}}
 
-func decodeDDStore(b []byte) (ddStore, []byte, error) {
-	var s ddStore
-	n, b, err := getUvarint(b)
-	if err != nil {
-		return s, nil, err
-	}
-	if n > uint64(len(b)/2) { // a bucket takes at least 2 bytes
-		return s, nil, corrupt("bucket count %d overruns the input", n)
-	}
-	if n == 0 {
-		return s, b, nil
-	}
-	s.keys, s.counts = make([]int32, n), make([]uint64, n)
-	var key int64
-	for k := range s.keys {
-		if k == 0 {
-			key, b, err = getVarint(b)
-		} else {
-			var d uint64
-			d, b, err = getUvarint(b)
-			if err == nil && (d == 0 || d > 2*ddKeyLimit) {
-				err = corrupt("bucket keys not increasing")
-			}
-			key += int64(d)
-		}
-		if err != nil {
-			return s, nil, err
-		}
-		if key < -ddKeyLimit || key > ddKeyLimit {
-			return s, nil, corrupt("bucket key %d out of range", key)
-		}
-		s.keys[k] = int32(key)
-	}
-	for k := range s.counts {
-		var cnt uint64
-		if cnt, b, err = getUvarint(b); err != nil {
-			return s, nil, err
-		}
-		var carry uint64
-		s.total, carry = bits.Add64(s.total, cnt, 0)
-		if cnt == 0 || carry != 0 {
-			return s, nil, corrupt("bad bucket count")
-		}
-		s.counts[k] = cnt
-	}
-	return s, b, nil
-}
-
+// DecodeCell decodes the sketch with the library into sparse stores (whose
+// size is bounded by the input's, whatever bucket indexes it names), checks
+// every bucket (index reachable by a finite input, count a positive integer,
+// at most 2^53 in all) and that the minimum and maximum lie in the lowest and
+// highest buckets, and only then copies the buckets into a cell.
 func (c *ddColumn) DecodeCell(i int, b []byte) ([]byte, error) {
 	b, err := checkTag(b, c.agg.def.code)
 	if err != nil {
@@ -628,39 +489,100 @@ func (c *ddColumn) DecodeCell(i int, b []byte) ([]byte, error) {
 	default:
 		return nil, corrupt("presence byte %d", p)
 	}
-	s := new(ddSketch)
-	if s.count, b, err = getUvarint(b); err != nil {
-		return nil, err
-	}
-	if s.zero, b, err = getUvarint(b); err != nil {
-		return nil, err
-	}
+	s := &ddCell{}
 	if s.min, b, err = getFiniteFloat(b); err != nil {
 		return nil, err
 	}
 	if s.max, b, err = getFiniteFloat(b); err != nil {
 		return nil, err
 	}
-	if s.pos, b, err = decodeDDStore(b); err != nil {
+	n, b, err := getUvarint(b)
+	if err != nil {
 		return nil, err
 	}
-	if s.neg, b, err = decodeDDStore(b); err != nil {
-		return nil, err
+	if n > uint64(len(b)) {
+		return nil, corrupt("sketch length %d overruns the input", n)
 	}
-	sum, c1 := bits.Add64(s.zero, s.pos.total, 0)
-	sum, c2 := bits.Add64(sum, s.neg.total, 0)
-	if s.count == 0 || c1 != 0 || c2 != 0 || sum != s.count || !(s.min <= s.max) {
+	body, rest := b[:n], b[n:]
+	dec, err := ddsketch.DecodeDDSketch(body, store.SparseStoreConstructor, ddMapping)
+	if err != nil {
+		return nil, corrupt("sketch: %v", err)
+	}
+	s.sk = newDDSketch()
+	var total float64
+	ok := ddCount(dec.GetZeroCount(), true, &total)
+	if ok && dec.GetZeroCount() > 0 {
+		_ = s.sk.AddWithCount(0, dec.GetZeroCount())
+	}
+	for _, st := range [2]struct{ from, to store.Store }{
+		{dec.GetPositiveValueStore(), s.sk.GetPositiveValueStore()},
+		{dec.GetNegativeValueStore(), s.sk.GetNegativeValueStore()},
+	} {
+		st.from.ForEach(func(index int, count float64) bool {
+			if index < ddMinIndex || index > ddMaxIndex || !ddCount(count, false, &total) {
+				ok = false
+				return true
+			}
+			st.to.AddWithCount(index, count)
+			return false
+		})
+	}
+	if !ok {
+		return nil, corrupt("bad sketch bucket")
+	}
+	if total == 0 || !(s.min <= s.max) || !s.holds(s.min, false) || !s.holds(s.max, true) {
 		return nil, corrupt("inconsistent sketch")
 	}
 	c.cells[i] = s
-	return b, nil
+	return rest, nil
+}
+
+// ddCount checks a decoded bucket count (zero allowed for the zero bucket)
+// and adds it to total, which must stay at most ddMaxCount.
+func ddCount(n float64, zeroOK bool, total *float64) bool {
+	if !(n > 0 || (zeroOK && n == 0)) || n > ddMaxCount || n != math.Trunc(n) {
+		return false
+	}
+	*total += n
+	return *total <= ddMaxCount
+}
+
+// holds reports whether x lies in the sketch's lowest bucket (high false) or
+// highest bucket (high true), as the cell's exact minimum or maximum must.
+// Seen from the side x is looked for on (the negative store for the minimum,
+// the positive one for the maximum), the extreme bucket is the one of the
+// largest |x|; when that store is empty, the zero bucket, and else the
+// bucket of the smallest |x| of the other store.
+func (s *ddCell) holds(x float64, high bool) bool {
+	near, far := s.sk.GetNegativeValueStore(), s.sk.GetPositiveValueStore()
+	sign := -1.0
+	if high {
+		near, far, sign = far, near, 1
+	}
+	tiny := ddMapping.MinIndexableValue()
+	switch {
+	case !near.IsEmpty():
+		k, _ := near.MaxIndex()
+		return x*sign > tiny && ddMapping.Index(math.Abs(x)) == k
+	case s.sk.GetZeroCount() > 0:
+		return math.Abs(x) <= tiny
+	case !far.IsEmpty():
+		k, _ := far.MinIndex()
+		return -x*sign > tiny && ddMapping.Index(math.Abs(x)) == k
+	}
+	return false
 }
 
 func (c *ddColumn) SizeBytes() int {
-	n := 64 + 8*cap(c.cells)
+	n := 88 + 8*cap(c.cells) + cap(c.scratch)
 	for _, s := range c.cells {
 		if s != nil {
-			n += 128 + 12*(cap(s.pos.keys)+cap(s.neg.keys))
+			// The cell, the sketch and its two stores, then about 16 bytes
+			// a bucket.
+			n += 320
+			for _, st := range [2]store.Store{s.sk.GetPositiveValueStore(), s.sk.GetNegativeValueStore()} {
+				st.ForEach(func(int, float64) bool { n += 16; return false })
+			}
 		}
 	}
 	return n

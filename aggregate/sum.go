@@ -13,27 +13,377 @@ import (
 // the result is the exact int64 sum; a sum that does not fit int64 is
 // ErrSumOverflow, never a wrapped number. Once a float input is in the cell
 // the result is a float64: the exact integer sum converted to float64 plus the
-// sum of the float inputs. Null inputs are ignored; empty: Int(0).
+// compensated sum of the float inputs. Null inputs are ignored; empty: Int(0).
 // Invertible, exactly so for integers (the integer part is a 128-bit sum).
 type sumAgg struct{ base }
 
 func (a *sumAgg) Accept(v value.Value) error { return acceptNumber(a.spec.Func, v) }
 func (a *sumAgg) NewColumn() Column          { return &sumColumn{agg: a} }
 
-// sumColumn keeps, per cell, the exact integer sum as a 128-bit number
-// hi·2^64 + lo, where lo is a signed int64 (so while hi is 0 the sum is just
-// lo), and the float inputs as a float64 sum with their count.
+// exactSum is the per-cell partial that Sum and Average share: the integer
+// inputs' exact sum as a 128-bit number hi·2^64 + lo, where lo is a signed
+// int64 (so while hi is 0 the sum is just lo), and the float inputs' sum as a
+// compensated pair fsum + fcmp, with their count fcnt.
 //
 // Only lo is always present (8 bytes a cell). hi is allocated the first time
-// an addition carries out of int64; fsum and fcnt the first time the column
-// sees a float. hi cannot itself overflow: it moves by at most 1 per input
-// event, so that would take 2^63 events.
-type sumColumn struct {
-	agg  *sumAgg
+// an addition carries out of int64; fsum, fcmp and fcnt the first time the
+// column sees a float. hi cannot itself overflow: it moves by at most 1 per
+// input event, so that would take 2^63 events.
+//
+// The float pair is a Neumaier (Kahan–Babuška) sum: fcmp collects the
+// rounding error of every addition to fsum, computed exactly, so fsum + fcmp
+// stays the exact sum of what was added up to the (much smaller) rounding of
+// fcmp itself. Merging adds the other pair's sum to fsum, compensated, and
+// its compensation to fcmp; retracting subtracts them likewise. That is what
+// lets a running window cell that saw 1e100 arrive and leave again still
+// hold 1e-5 exactly. When a retraction takes the float count to 0 the pair is
+// set to exactly 0, so no drift survives the last float leaving.
+type exactSum struct {
 	lo   []int64
 	hi   []int64   // nil until the first carry
-	fsum []float64 // nil until the first float; the sum of the float inputs
-	fcnt []int64   // nil until the first float; how many float inputs
+	fsum []float64 // nil until the first float: the float inputs' running sum
+	fcmp []float64 // nil until the first float: its compensation
+	fcnt []int64   // nil until the first float: how many float inputs
+}
+
+// neumaier adds x to the compensated sum (s, c): the Kahan–Babuška sum of
+// A. Neumaier 1974 ("Rundungsfehleranalyse einiger Verfahren zur Summation
+// endlicher Summen", ZAMM 54(1)), whose c collects the exact rounding error
+// of every t = s + x. Neumaier gets that error as (s - t) + x or (x - t) + s,
+// with the larger operand first; this is Knuth's branch-free TwoSum (TAOCP
+// vol. 2, §4.2.2), which gives the same exact error whichever operand is
+// larger and lets the column loops run without a data-dependent branch.
+func neumaier(s, c, x float64) (float64, float64) {
+	t := s + x
+	bp := t - s
+	return t, c + ((s - (t - bp)) + (x - bp))
+}
+
+func (e *exactSum) resize(n int) {
+	e.lo = resize(e.lo, n)
+	e.hi = resizeLazy(e.hi, n)
+	e.fsum = resizeLazy(e.fsum, n)
+	e.fcmp = resizeLazy(e.fcmp, n)
+	e.fcnt = resizeLazy(e.fcnt, n)
+}
+
+func (e *exactSum) needHi() {
+	if e.hi == nil {
+		e.hi = make([]int64, len(e.lo), cap(e.lo))
+	}
+}
+
+func (e *exactSum) needFloat() {
+	if e.fsum == nil {
+		e.fsum = make([]float64, len(e.lo), cap(e.lo))
+		e.fcmp = make([]float64, len(e.lo), cap(e.lo))
+		e.fcnt = make([]int64, len(e.lo), cap(e.lo))
+	}
+}
+
+// addInt adds x to cell i's integer sum. (The Add methods repeat it inline.)
+func (e *exactSum) addInt(i int, x int64) {
+	a := e.lo[i]
+	s := a + x
+	e.lo[i] = s
+	if (a^s)&(x^s) < 0 { // signed overflow: carry into hi
+		e.carry(i, x)
+	}
+}
+
+// carry records that lo[i] wrapped while adding a number of x's sign.
+//
+//go:noinline
+func (e *exactSum) carry(i int, x int64) {
+	e.needHi()
+	if x >= 0 {
+		e.hi[i]++
+	} else {
+		e.hi[i]--
+	}
+}
+
+//go:noinline
+func (e *exactSum) addFloat(i int, f float64) {
+	e.needFloat()
+	e.fsum[i], e.fcmp[i] = neumaier(e.fsum[i], e.fcmp[i], f)
+	e.fcnt[i]++
+}
+
+// hasFloat reports whether cell i holds a float input.
+func (e *exactSum) hasFloat(i int) bool { return e.fcnt != nil && e.fcnt[i] != 0 }
+
+// hiOf is cell i's high word.
+func (e *exactSum) hiOf(i int) int64 {
+	if e.hi == nil {
+		return 0
+	}
+	return e.hi[i]
+}
+
+// total is cell i's integer sum converted to float64 plus its float sum.
+func (e *exactSum) total(i int) float64 {
+	f := int128Float(e.hiOf(i), e.lo[i])
+	if e.hasFloat(i) {
+		f += e.fsum[i] + e.fcmp[i]
+	}
+	return f
+}
+
+// merge adds o's cell j to cell i (o may be e, and j may be i).
+func (e *exactSum) merge(i int, o *exactSum, j int) {
+	x, h := o.lo[j], o.hiOf(j)
+	var fs, fc float64
+	var fn int64
+	if o.fcnt != nil {
+		fs, fc, fn = o.fsum[j], o.fcmp[j], o.fcnt[j]
+	}
+	e.addInt(i, x)
+	if h != 0 {
+		e.needHi()
+		e.hi[i] += h
+	}
+	if fn != 0 {
+		e.needFloat()
+		s, c := neumaier(e.fsum[i], e.fcmp[i], fs)
+		e.fsum[i], e.fcmp[i] = s, c+fc
+		e.fcnt[i] += fn
+	}
+}
+
+// retract removes o's cell j from cell i (o may be e).
+func (e *exactSum) retract(i int, o *exactSum, j int) {
+	y, h := o.lo[j], o.hiOf(j)
+	var fs, fc float64
+	var fn int64
+	if o.fcnt != nil {
+		fs, fc, fn = o.fsum[j], o.fcmp[j], o.fcnt[j]
+	}
+	a := e.lo[i]
+	d := a - y
+	e.lo[i] = d
+	if (a^y)&(a^d) < 0 { // signed overflow of a - y: borrow from hi
+		e.needHi()
+		if y > 0 {
+			e.hi[i]--
+		} else {
+			e.hi[i]++
+		}
+	}
+	if h != 0 {
+		e.needHi()
+		e.hi[i] -= h
+	}
+	if fn != 0 {
+		e.needFloat()
+		s, c := neumaier(e.fsum[i], e.fcmp[i], -fs)
+		e.fsum[i], e.fcmp[i] = s, c-fc
+		e.fcnt[i] -= fn
+		if e.fcnt[i] == 0 {
+			e.fsum[i], e.fcmp[i] = 0, 0 // no drift survives the last float leaving
+		}
+	}
+}
+
+// mergeAll adds the low words with kernels.AddInt64Overflow and, only when a
+// lane overflowed, finds those lanes again (a lane overflowed iff the old
+// value and the addend have one sign and the new value the other) to carry.
+// The compensated float pairs have no kernel: one loop over the lanes.
+func (e *exactSum) mergeAll(o *exactSum) {
+	n := min(len(e.lo), len(o.lo))
+	dst, s := e.lo[:n], o.lo[:n]
+	if kernels.AddInt64Overflow(dst, s) {
+		for k, x := range s {
+			r := dst[k]
+			if a := r - x; (a^r)&(x^r) < 0 {
+				e.carry(k, x)
+			}
+		}
+	}
+	if o.hi != nil {
+		e.needHi()
+		kernels.AddInt64(e.hi[:n], o.hi[:n])
+	}
+	if o.fsum != nil {
+		e.needFloat()
+		fs, fc := e.fsum[:n], e.fcmp[:n]
+		ofc := o.fcmp[:n]
+		for k, x := range o.fsum[:n] {
+			s, c := neumaier(fs[k], fc[k], x)
+			fs[k], fc[k] = s, c+ofc[k]
+		}
+		kernels.AddInt64(e.fcnt[:n], o.fcnt[:n])
+	}
+}
+
+// retractAll subtracts with kernels.SubInt64 and then checks every lane for a
+// borrow (the kernels have no overflow-reporting subtraction).
+func (e *exactSum) retractAll(o *exactSum) {
+	n := min(len(e.lo), len(o.lo))
+	dst, s := e.lo[:n], o.lo[:n]
+	kernels.SubInt64(dst, s)
+	var any int64
+	for k, y := range s {
+		d := dst[k]
+		a := d + y
+		any |= (a ^ y) & (a ^ d)
+	}
+	if any < 0 {
+		e.needHi()
+		for k, y := range s {
+			d := dst[k]
+			if a := d + y; (a^y)&(a^d) < 0 {
+				if y > 0 {
+					e.hi[k]--
+				} else {
+					e.hi[k]++
+				}
+			}
+		}
+	}
+	if o.hi != nil {
+		e.needHi()
+		kernels.SubInt64(e.hi[:n], o.hi[:n])
+	}
+	if o.fsum != nil {
+		e.needFloat()
+		fs, fc := e.fsum[:n], e.fcmp[:n]
+		ofc := o.fcmp[:n]
+		for k, x := range o.fsum[:n] {
+			s, c := neumaier(fs[k], fc[k], -x)
+			fs[k], fc[k] = s, c-ofc[k]
+		}
+		kernels.SubInt64(e.fcnt[:n], o.fcnt[:n])
+		for k, fn := range e.fcnt[:n] {
+			if fn == 0 {
+				fs[k], fc[k] = 0, 0
+			}
+		}
+	}
+}
+
+func (e *exactSum) reset(i int) {
+	e.lo[i] = 0
+	if e.hi != nil {
+		e.hi[i] = 0
+	}
+	if e.fsum != nil {
+		e.fsum[i], e.fcmp[i], e.fcnt[i] = 0, 0, 0
+	}
+}
+
+// resetAll empties every cell and drops the side arrays.
+func (e *exactSum) resetAll() {
+	clear(e.lo)
+	e.hi, e.fsum, e.fcmp, e.fcnt = nil, nil, nil, nil
+}
+
+func (e *exactSum) sizeBytes() int {
+	return 8 * (cap(e.lo) + cap(e.hi) + cap(e.fsum) + cap(e.fcmp) + cap(e.fcnt))
+}
+
+// Encoding of an exactSum cell: flags (1: hi follows, 2: floats follow, 4:
+// a compensation follows), lo as a zig-zag varint, then hi as a varint, then
+// the float count as a varint and the float sum as 8 bytes, then the
+// compensation as 8 bytes. (A Sum cell written before the compensation
+// existed has no flag 4 and decodes unchanged.)
+const (
+	sumHasHi    = 1
+	sumHasFloat = 2
+	sumHasComp  = 4
+)
+
+func (e *exactSum) appendCell(b []byte, i int) []byte {
+	var flags byte
+	h := e.hiOf(i)
+	if h != 0 {
+		flags |= sumHasHi
+	}
+	if e.hasFloat(i) {
+		flags |= sumHasFloat
+		if e.fcmp[i] != 0 {
+			flags |= sumHasComp
+		}
+	}
+	b = append(b, flags)
+	b = binary.AppendVarint(b, e.lo[i])
+	if flags&sumHasHi != 0 {
+		b = binary.AppendVarint(b, h)
+	}
+	if flags&sumHasFloat != 0 {
+		b = binary.AppendVarint(b, e.fcnt[i])
+		b = appendFloat(b, e.fsum[i])
+	}
+	if flags&sumHasComp != 0 {
+		b = appendFloat(b, e.fcmp[i])
+	}
+	return b
+}
+
+// exactCell is one decoded exactSum cell, not yet stored.
+type exactCell struct {
+	lo, hi, fcnt int64
+	fsum, fcmp   float64
+}
+
+func decodeExactCell(b []byte) (exactCell, []byte, error) {
+	var x exactCell
+	flags, b, err := getByte(b)
+	if err != nil {
+		return x, nil, err
+	}
+	if flags&^(sumHasHi|sumHasFloat|sumHasComp) != 0 || (flags&sumHasComp != 0 && flags&sumHasFloat == 0) {
+		return x, nil, corrupt("sum flags %#x", flags)
+	}
+	if x.lo, b, err = getVarint(b); err != nil {
+		return x, nil, err
+	}
+	if flags&sumHasHi != 0 {
+		if x.hi, b, err = getVarint(b); err != nil {
+			return x, nil, err
+		}
+	}
+	if flags&sumHasFloat != 0 {
+		if x.fcnt, b, err = getVarint(b); err != nil {
+			return x, nil, err
+		}
+		if x.fsum, b, err = getFloat(b); err != nil {
+			return x, nil, err
+		}
+	}
+	if flags&sumHasComp != 0 {
+		if x.fcmp, b, err = getFloat(b); err != nil {
+			return x, nil, err
+		}
+	}
+	if x.fcnt == 0 && (x.fsum != 0 || x.fcmp != 0) {
+		return x, nil, corrupt("float sum without float inputs")
+	}
+	return x, b, nil
+}
+
+// store puts a decoded cell into cell i.
+func (e *exactSum) store(i int, x exactCell) {
+	e.lo[i] = x.lo
+	if x.hi != 0 {
+		e.needHi()
+	}
+	if e.hi != nil {
+		e.hi[i] = x.hi
+	}
+	if x.fcnt != 0 {
+		e.needFloat()
+	}
+	if e.fsum != nil {
+		e.fsum[i], e.fcmp[i], e.fcnt[i] = x.fsum, x.fcmp, x.fcnt
+	}
+}
+
+// sumColumn is Sum's column: an exactSum, 8 bytes a cell for integers only,
+// 24 more once the column has seen a float (8 more once a sum carried).
+type sumColumn struct {
+	agg *sumAgg
+	exactSum
 }
 
 func (c *sumColumn) other(src Column) (*sumColumn, error) {
@@ -44,63 +394,22 @@ func (c *sumColumn) other(src Column) (*sumColumn, error) {
 	return o, nil
 }
 
-func (c *sumColumn) Len() int { return len(c.lo) }
-
-func (c *sumColumn) Resize(n int) {
-	c.lo = resize(c.lo, n)
-	c.hi = resizeLazy(c.hi, n)
-	c.fsum = resizeLazy(c.fsum, n)
-	c.fcnt = resizeLazy(c.fcnt, n)
-}
-
-func (c *sumColumn) needHi() {
-	if c.hi == nil {
-		c.hi = make([]int64, len(c.lo), cap(c.lo))
-	}
-}
-
-func (c *sumColumn) needFloat() {
-	if c.fsum == nil {
-		c.fsum = make([]float64, len(c.lo), cap(c.lo))
-		c.fcnt = make([]int64, len(c.lo), cap(c.lo))
-	}
-}
+func (c *sumColumn) Len() int     { return len(c.lo) }
+func (c *sumColumn) Resize(n int) { c.resize(n) }
 
 func (c *sumColumn) Add(i int, v value.Value, _ int64, _ uint64) {
-	k, bits := rawKindBits(&v)
-	if !valueFast {
-		k, bits = slowKindBits(&v)
-	}
+	k, bits := v.KindBits()
 	switch k {
-	case value.KindInt:
+	case value.KindInt: // addInt by hand: with its call to carry it is too big to inline
 		x := int64(bits)
 		a := c.lo[i]
 		s := a + x
 		c.lo[i] = s
-		if (a^s)&(x^s) < 0 { // signed overflow: carry into hi
+		if (a^s)&(x^s) < 0 {
 			c.carry(i, x)
 		}
 	case value.KindFloat:
 		c.addFloat(i, math.Float64frombits(bits))
-	}
-}
-
-//go:noinline
-func (c *sumColumn) addFloat(i int, f float64) {
-	c.needFloat()
-	c.fsum[i] += f
-	c.fcnt[i]++
-}
-
-// carry records that lo[i] wrapped while adding a number of x's sign.
-//
-//go:noinline
-func (c *sumColumn) carry(i int, x int64) {
-	c.needHi()
-	if x >= 0 {
-		c.hi[i]++
-	} else {
-		c.hi[i]--
 	}
 }
 
@@ -109,31 +418,7 @@ func (c *sumColumn) Merge(i int, src Column, j int) error {
 	if err != nil {
 		return err
 	}
-	x := o.lo[j]
-	var h int64
-	if o.hi != nil {
-		h = o.hi[j]
-	}
-	var fs float64
-	var fc int64
-	if o.fsum != nil {
-		fs, fc = o.fsum[j], o.fcnt[j]
-	}
-	a := c.lo[i]
-	s := a + x
-	c.lo[i] = s
-	if (a^s)&(x^s) < 0 {
-		c.carry(i, x)
-	}
-	if h != 0 {
-		c.needHi()
-		c.hi[i] += h
-	}
-	if fc != 0 {
-		c.needFloat()
-		c.fsum[i] += fs
-		c.fcnt[i] += fc
-	}
+	c.merge(i, &o.exactSum, j)
 	return nil
 }
 
@@ -142,115 +427,25 @@ func (c *sumColumn) Retract(i int, src Column, j int) error {
 	if err != nil {
 		return err
 	}
-	y := o.lo[j]
-	var h int64
-	if o.hi != nil {
-		h = o.hi[j]
-	}
-	var fs float64
-	var fc int64
-	if o.fsum != nil {
-		fs, fc = o.fsum[j], o.fcnt[j]
-	}
-	a := c.lo[i]
-	d := a - y
-	c.lo[i] = d
-	if (a^y)&(a^d) < 0 { // signed overflow of a - y: borrow from hi
-		c.needHi()
-		if y > 0 {
-			c.hi[i]--
-		} else {
-			c.hi[i]++
-		}
-	}
-	if h != 0 {
-		c.needHi()
-		c.hi[i] -= h
-	}
-	if fc != 0 {
-		c.needFloat()
-		c.fsum[i] -= fs
-		c.fcnt[i] -= fc
-		if c.fcnt[i] == 0 {
-			c.fsum[i] = 0 // no drift survives the last float leaving
-		}
-	}
+	c.retract(i, &o.exactSum, j)
 	return nil
 }
 
-// MergeAll adds the low words with kernels.AddInt64Overflow and, only when a
-// lane overflowed, finds those lanes again (a lane overflowed iff the old
-// value and the addend have one sign and the new value the other) to carry.
 func (c *sumColumn) MergeAll(src Column) error {
 	o, err := c.other(src)
 	if err != nil {
 		return err
 	}
-	n := min(len(c.lo), len(o.lo))
-	dst, s := c.lo[:n], o.lo[:n]
-	if kernels.AddInt64Overflow(dst, s) {
-		for k, x := range s {
-			r := dst[k]
-			if a := r - x; (a^r)&(x^r) < 0 {
-				c.carry(k, x)
-			}
-		}
-	}
-	if o.hi != nil {
-		c.needHi()
-		kernels.AddInt64(c.hi[:n], o.hi[:n])
-	}
-	if o.fsum != nil {
-		c.needFloat()
-		kernels.AddFloat64(c.fsum[:n], o.fsum[:n])
-		kernels.AddInt64(c.fcnt[:n], o.fcnt[:n])
-	}
+	c.mergeAll(&o.exactSum)
 	return nil
 }
 
-// RetractAll subtracts with kernels.SubInt64 and then checks every lane for a
-// borrow (the kernels have no overflow-reporting subtraction).
 func (c *sumColumn) RetractAll(src Column) error {
 	o, err := c.other(src)
 	if err != nil {
 		return err
 	}
-	n := min(len(c.lo), len(o.lo))
-	dst, s := c.lo[:n], o.lo[:n]
-	kernels.SubInt64(dst, s)
-	var any int64
-	for k, y := range s {
-		d := dst[k]
-		a := d + y
-		any |= (a ^ y) & (a ^ d)
-	}
-	if any < 0 {
-		c.needHi()
-		for k, y := range s {
-			d := dst[k]
-			if a := d + y; (a^y)&(a^d) < 0 {
-				if y > 0 {
-					c.hi[k]--
-				} else {
-					c.hi[k]++
-				}
-			}
-		}
-	}
-	if o.hi != nil {
-		c.needHi()
-		kernels.SubInt64(c.hi[:n], o.hi[:n])
-	}
-	if o.fsum != nil {
-		c.needFloat()
-		kernels.SubFloat64(c.fsum[:n], o.fsum[:n])
-		kernels.SubInt64(c.fcnt[:n], o.fcnt[:n])
-		for k, fc := range c.fcnt[:n] {
-			if fc == 0 {
-				c.fsum[k] = 0
-			}
-		}
-	}
+	c.retractAll(&o.exactSum)
 	return nil
 }
 
@@ -258,14 +453,10 @@ func (c *sumColumn) RetractAll(src Column) error {
 // exact Int, or ErrSumOverflow when it does not fit int64. A float sum beyond
 // ±math.MaxFloat64 gives null (value.Float).
 func (c *sumColumn) Result(i int) (value.Value, error) {
-	var h int64
-	if c.hi != nil {
-		h = c.hi[i]
+	if c.hasFloat(i) {
+		return value.Float(c.total(i)), nil
 	}
-	if c.fcnt != nil && c.fcnt[i] != 0 {
-		return value.Float(int128Float(h, c.lo[i]) + c.fsum[i]), nil
-	}
-	if h != 0 {
+	if c.hiOf(i) != 0 {
 		return value.Null(), ErrSumOverflow
 	}
 	return value.Int(c.lo[i]), nil
@@ -282,48 +473,12 @@ func int128Float(hi, lo int64) float64 {
 	return f
 }
 
-func (c *sumColumn) Reset(i int) {
-	c.lo[i] = 0
-	if c.hi != nil {
-		c.hi[i] = 0
-	}
-	if c.fsum != nil {
-		c.fsum[i], c.fcnt[i] = 0, 0
-	}
-}
+func (c *sumColumn) Reset(i int) { c.reset(i) }
+func (c *sumColumn) ResetAll()   { c.resetAll() }
 
-// ResetAll empties every cell and drops the side arrays.
-func (c *sumColumn) ResetAll() {
-	clear(c.lo)
-	c.hi, c.fsum, c.fcnt = nil, nil, nil
-}
-
-// Cell encoding: code, flags (1: hi follows, 2: floats follow), lo as a
-// zig-zag varint, then hi as a varint, then the float count as a varint and
-// the float sum as 8 bytes.
-const (
-	sumHasHi    = 1
-	sumHasFloat = 2
-)
-
+// Cell encoding: code, then the exactSum encoding.
 func (c *sumColumn) AppendCell(b []byte, i int) []byte {
-	var flags byte
-	if c.hi != nil && c.hi[i] != 0 {
-		flags |= sumHasHi
-	}
-	if c.fcnt != nil && c.fcnt[i] != 0 {
-		flags |= sumHasFloat
-	}
-	b = append(b, c.agg.def.code, flags)
-	b = binary.AppendVarint(b, c.lo[i])
-	if flags&sumHasHi != 0 {
-		b = binary.AppendVarint(b, c.hi[i])
-	}
-	if flags&sumHasFloat != 0 {
-		b = binary.AppendVarint(b, c.fcnt[i])
-		b = appendFloat(b, c.fsum[i])
-	}
-	return b
+	return c.appendCell(append(b, c.agg.def.code), i)
 }
 
 func (c *sumColumn) DecodeCell(i int, b []byte) ([]byte, error) {
@@ -331,51 +486,12 @@ func (c *sumColumn) DecodeCell(i int, b []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	flags, b, err := getByte(b)
+	x, b, err := decodeExactCell(b)
 	if err != nil {
 		return nil, err
 	}
-	if flags&^(sumHasHi|sumHasFloat) != 0 {
-		return nil, corrupt("sum flags %#x", flags)
-	}
-	lo, b, err := getVarint(b)
-	if err != nil {
-		return nil, err
-	}
-	var hi, fc int64
-	var fs float64
-	if flags&sumHasHi != 0 {
-		if hi, b, err = getVarint(b); err != nil {
-			return nil, err
-		}
-	}
-	if flags&sumHasFloat != 0 {
-		if fc, b, err = getVarint(b); err != nil {
-			return nil, err
-		}
-		if fs, b, err = getFloat(b); err != nil {
-			return nil, err
-		}
-		if fc == 0 && fs != 0 {
-			return nil, corrupt("float sum without float inputs")
-		}
-	}
-	c.lo[i] = lo
-	if hi != 0 {
-		c.needHi()
-	}
-	if c.hi != nil {
-		c.hi[i] = hi
-	}
-	if fc != 0 {
-		c.needFloat()
-	}
-	if c.fsum != nil {
-		c.fsum[i], c.fcnt[i] = fs, fc
-	}
+	c.store(i, x)
 	return b, nil
 }
 
-func (c *sumColumn) SizeBytes() int {
-	return 96 + 8*(cap(c.lo)+cap(c.hi)+cap(c.fsum)+cap(c.fcnt))
-}
+func (c *sumColumn) SizeBytes() int { return 128 + c.sizeBytes() }

@@ -20,6 +20,12 @@ import (
 // Samp = null. When n returns to 0 the cell is zeroed exactly, and an M2
 // that rounding would make negative is taken as 0. Inputs whose deviations
 // overflow float64 (beyond about 1e154 apart) give null. Invertible.
+//
+// Unlike Sum and Average, mean and M2 carry no compensation: their updates
+// are not sums of the inputs but products and quotients (d·nb/n,
+// d²·na·nb/n) with rounding of their own, and Retract divides by the count
+// that remains, so a compensation of the additions alone would not make a
+// retraction cancel its merge.
 type varianceAgg struct {
 	base
 	kind varKind
@@ -64,10 +70,7 @@ func (c *varianceColumn) Resize(n int) {
 
 // Add is Welford's update.
 func (c *varianceColumn) Add(i int, v value.Value, _ int64, _ uint64) {
-	k, bits := rawKindBits(&v)
-	if !valueFast {
-		k, bits = slowKindBits(&v)
-	}
+	k, bits := v.KindBits()
 	x, ok := numberOf(k, bits)
 	if !ok {
 		return
