@@ -168,6 +168,10 @@ func New(s *scenario.Scenario, opts Options) (*Engine, error) {
 			n.compileSwitch(s)
 		}
 	}
+	// Decode only the fields of #input that expressions read, when none
+	// reads it whole and no observer wants to see every record whole.
+	want := map[string]struct{}{}
+	whole := opts.Observe != nil
 	for _, p := range v.Plans {
 		for _, prog := range p.Programs {
 			for _, name := range prog.Variables() {
@@ -175,6 +179,16 @@ func New(s *scenario.Scenario, opts Options) (*Engine, error) {
 					e.needsMeta = true
 				}
 			}
+			fields, w := prog.FieldsRead(nodes.VarInput)
+			whole = whole || w
+			for _, f := range fields {
+				want[f] = struct{}{}
+			}
+		}
+	}
+	if !whole {
+		for _, src := range e.sources {
+			src.wantFields = want
 		}
 	}
 	// Which sources feed each node (for its watermark).

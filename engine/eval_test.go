@@ -64,3 +64,41 @@ func sameJSON(t *testing.T, a, b value.Value) bool {
 	}
 	return reflect.DeepEqual(x, y)
 }
+
+// Typed variables: the fast paths make expr's number conversions, and record
+// literals of paths give expr's records.
+func TestFastPathsAgreeWithExprOnTypes(t *testing.T) {
+	input := value.NewRecord([]string{"i", "f", "ni", "s", "tags"}, []value.Value{
+		value.Float(5), value.Int(2), value.Float(7), value.String("x"), value.List([]value.Value{value.Int(1), value.Float(2)}),
+	})
+	vars := map[string]value.Value{"input": input, "key": value.List([]value.Value{value.String("k"), value.Int(3)})}
+	env := expression.TypeEnv{
+		"input": expression.RecordOf(
+			expression.Field{Name: "i", Type: expression.Integer},
+			expression.Field{Name: "f", Type: expression.Float},
+			expression.Field{Name: "ni", Type: expression.Integer.OrNull()},
+			expression.Field{Name: "s", Type: expression.String},
+			expression.Field{Name: "tags", Type: expression.ListOf(expression.Number)},
+		),
+		"key": expression.ListOf(expression.Unknown),
+	}
+	for _, text := range []string{
+		"#input.i", "#input.f", "#input.ni", "#input.s", "#input.tags", "#input.tags[1]", "#key[0]", "#key[1]", "#input",
+		"{a: #input.i, b: #input.f, c: #key[0], d: #input.ni}", "{t: #input.tags, k: #key[1]}", "{x: #key[5]}",
+	} {
+		prog, problems := expression.Compile(text, env, expression.Unknown)
+		if len(problems) > 0 {
+			t.Fatalf("%q: %v", text, problems)
+		}
+		ev := newEvaluator(prog)
+		want, wantErr := expression.Run(prog, vars)
+		got, gotErr := ev.eval(&ctx{vars: vars})
+		if (wantErr != nil) != (gotErr != nil) {
+			t.Errorf("%q: fast path error %v, expr error %v", text, gotErr, wantErr)
+			continue
+		}
+		if wantErr == nil && string(value.AppendJSON(nil, got)) != string(value.AppendJSON(nil, want)) && !(text == "#input" && sameJSON(t, got, want)) {
+			t.Errorf("%q: fast path %s, expr %s", text, value.AppendJSON(nil, got), value.AppendJSON(nil, want))
+		}
+	}
+}

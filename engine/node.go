@@ -77,8 +77,12 @@ type node struct {
 	enriching bool // results carry the incoming event
 	keyBuf    []value.Value
 	inBuf     []value.Value
-	pending   *ctx // the context being added (for results emitted from Add)
+	ev        aggregate.Event // reused for every Add
 	engine    *Engine
+	// scratch is the context this node sends on, reused for every output:
+	// a context is dead once the push that carries it returns (the graph
+	// has no cycles, and nothing downstream keeps a context).
+	scratch ctx
 }
 
 func (n *node) watermark() int64 {
@@ -267,7 +271,7 @@ func (n *node) process(e *Engine, c *ctx, from string) {
 			return
 		}
 		n.counts.Out++
-		e.forward(n, c.with(n.varName, v), "")
+		e.forward(n, n.with(c, n.varName, v), "")
 	case kindRecord:
 		vals := make([]value.Value, len(n.fieldProgs))
 		for i, p := range n.fieldProgs {
@@ -279,7 +283,7 @@ func (n *node) process(e *Engine, c *ctx, from string) {
 			vals[i] = v
 		}
 		n.counts.Out++
-		e.forward(n, c.with(n.varName, value.NewRecord(n.fieldNames, vals)), "")
+		e.forward(n, n.with(c, n.varName, value.NewRecord(n.fieldNames, vals)), "")
 	case kindSwitch:
 		for _, out := range n.out {
 			if out.typ != scenario.EdgeNextSwitch || out.cond == nil {
@@ -313,7 +317,7 @@ func (n *node) process(e *Engine, c *ctx, from string) {
 				e.fail(n, "branchParameters", err)
 				return
 			}
-			c = c.with(n.varName, v)
+			c = n.with(c, n.varName, v)
 		}
 		n.counts.Out++
 		e.forward(n, c, "")
@@ -325,7 +329,7 @@ func (n *node) process(e *Engine, c *ctx, from string) {
 		}
 		for _, item := range v.List() {
 			n.counts.Out++
-			e.forward(n, c.with(n.varName, item), "")
+			e.forward(n, n.with(c, n.varName, item), "")
 		}
 	case kindAggregate:
 		n.add(e, c)
@@ -352,14 +356,20 @@ func (n *node) hasEdge(typ string) bool {
 	return false
 }
 
-// with returns a copy of c with one more variable.
-func (c *ctx) with(name string, v value.Value) *ctx {
-	vars := make(map[string]value.Value, len(c.vars)+1)
-	for k, x := range c.vars {
-		vars[k] = x
+// with returns c with one more variable, in the node's scratch context.
+func (n *node) with(c *ctx, name string, v value.Value) *ctx {
+	out := &n.scratch
+	if out.vars == nil {
+		out.vars = make(map[string]value.Value, len(c.vars)+2)
+	} else {
+		clear(out.vars)
 	}
-	vars[name] = v
-	return &ctx{vars: vars, time: c.time}
+	for k, x := range c.vars {
+		out.vars[k] = x
+	}
+	out.vars[name] = v
+	out.time = c.time
+	return out
 }
 
 // add evaluates the aggregate's expressions for c and adds the event.
@@ -384,7 +394,8 @@ func (n *node) add(e *Engine, c *ctx) {
 		}
 		n.inBuf[i] = v
 	}
-	ev := aggregate.Event{Time: c.time, Key: n.keyBuf, Inputs: n.inBuf, Payload: c}
+	ev := &n.ev
+	*ev = aggregate.Event{Time: c.time, Key: n.keyBuf, Inputs: n.inBuf, Payload: c}
 	if n.endCond != nil {
 		v, err := n.endCond.eval(c)
 		if err != nil {
@@ -393,7 +404,7 @@ func (n *node) add(e *Engine, c *ctx) {
 		}
 		ev.EndSession = v.Bool()
 	}
-	err := n.op.Add(&ev)
+	err := n.op.Add(ev)
 	switch {
 	case err == nil:
 	case errors.Is(err, aggregate.ErrLate):
@@ -415,15 +426,19 @@ func (n *node) emit(r *aggregate.Result) {
 	}
 	var c *ctx
 	if r.Event != nil {
-		in := r.Event.Payload.(*ctx)
-		c = in.with(n.varName, out)
+		c = n.with(r.Event.Payload.(*ctx), n.varName, out)
 		c.vars[nodes.VarKey] = key
 	} else {
-		c = &ctx{vars: map[string]value.Value{
-			n.varName:       out,
-			nodes.VarKey:    key,
-			nodes.VarWindow: value.NewRecord(windowFields, []value.Value{value.Int(r.Start), value.Int(r.End)}),
-		}, time: r.Time}
+		c = &n.scratch
+		if c.vars == nil {
+			c.vars = make(map[string]value.Value, 4)
+		} else {
+			clear(c.vars)
+		}
+		c.time = r.Time
+		c.vars[n.varName] = out
+		c.vars[nodes.VarKey] = key
+		c.vars[nodes.VarWindow] = value.NewRecord(windowFields, []value.Value{value.Int(r.Start), value.Int(r.End)})
 		if e.needsMeta {
 			c.vars[nodes.VarMeta] = e.meta(r.Time)
 		}

@@ -496,3 +496,38 @@ func referenceType(n ast.Node, env TypeEnv) (Type, bool) {
 		return Type{}, false
 	}
 }
+
+// FieldsRead reports how the program reads variable name: the top-level
+// fields it reads through constant field paths (#input.origin,
+// #input.geo.lat gives "origin" and "geo"), sorted, and whole = true when
+// it also reads the variable in any other way (passes it whole, indexes it
+// with a computed key, reads $env). A runtime may decode only the fields of
+// an event that no expression reads whole.
+func (p *Program) FieldsRead(name string) (fields []string, whole bool) {
+	if p.allVars {
+		return nil, true
+	}
+	binds := p.fastBinds
+	if p.fast == nil || p.fast == p.program || binds == nil {
+		binds = p.whole
+	}
+	seen := map[string]bool{}
+	for _, b := range binds {
+		if b.name != name {
+			continue
+		}
+		if len(b.path) == 0 || b.path[0].index >= 0 {
+			return nil, true
+		}
+		if f := b.path[0].field; !seen[f] {
+			seen[f] = true
+			fields = append(fields, f)
+		}
+	}
+	sort.Strings(fields)
+	return fields, false
+}
+
+// Env returns the variables in scope the program was compiled with, and
+// their declared types.
+func (p *Program) Env() TypeEnv { return p.env }
