@@ -12,22 +12,31 @@ import (
 	"unsafe"
 )
 
-// This file decodes JSON text (RFC 8259) into Values. It is on the hot path
-// of event ingestion (one NDJSON line per event), so it is a hand-written
-// recursive-descent parser over []byte that builds Values directly:
+// This file decodes JSON text (RFC 8259, https://www.rfc-editor.org/rfc/rfc8259)
+// into Values. It is on the hot path of event ingestion (one NDJSON line per
+// event), so it is a hand-written recursive-descent parser over []byte that
+// builds Values directly, and allocates little:
 //
-//   - Lists and records are collected on a reusable stack in the Decoder and
-//     copied out once, into exactly sized slices.
-//   - All strings of one call are unescaped into a reusable buffer and copied
-//     out once, into a single string that the Values slice; so a call makes one
-//     string allocation however many strings the document has, and no Value
-//     aliases the caller's bytes.
-//   - Record keys are interned per Decoder, and a record whose keys are those
-//     of the previous record at the same depth shares that record's Keys slice
-//     (Keys are immutable, see Record). A stream of events with one shape thus
-//     allocates no keys at all.
+//   - Values of open lists and records are collected on a stack reused by the
+//     Decoder and copied out once, when the list or record ends, into an
+//     exactly sized slice. A record of up to 16 members is one allocation:
+//     its Record and its values array together (newRecord).
+//   - The contents of all strings of one call are unescaped into a reused
+//     buffer and copied out once, at the end, into one string that the string
+//     Values are substrings of (finish). So a call makes one string
+//     allocation however many strings the document has, and no Value aliases
+//     the caller's bytes.
+//   - Record keys are interned per Decoder, and each Decoder remembers the
+//     keys of the last record at each depth (shape): the keys of the next one
+//     are compared with the input bytes without scanning, and a record with
+//     the same keys shares the Keys slice (Keys are immutable, see Record).
+//     A stream of events of one shape thus allocates no keys at all.
 //   - Integers are accumulated digit by digit into an int64 and never pass
-//     through float64.
+//     through float64; other numbers go to strconv.ParseFloat without a
+//     string allocation.
+//
+// A flat event of up to 16 fields thus costs two allocations: its record
+// and its strings.
 
 // MaxDepth is the deepest nesting of lists and records that ParseJSON and a
 // Decoder accept: 1000 nested '[' or '{' are allowed, 1001 are an error.
@@ -76,9 +85,11 @@ const (
 // Errors are *SyntaxError: invalid syntax (including leading zeros such as
 // "01", "-" or "1." or ".5" or "1e", NaN and Infinity, raw control
 // characters in strings, invalid escapes, anything unterminated, trailing
-// data), a number out of float64's range, and nesting deeper than MaxDepth.
+// data, a byte order mark), a number out of float64's range, and nesting
+// deeper than MaxDepth.
 // Invalid UTF-8 is not an error (encoding/json accepts it too).
 //
+// Records may share their Keys slices with other records (see Decoder).
 // ParseJSON takes a Decoder from a pool; a caller decoding many documents in
 // one goroutine can keep its own Decoder instead.
 func ParseJSON(b []byte) (Value, error) {
@@ -109,10 +120,13 @@ type Decoder struct {
 	fix    []*Value // string values moved into lists and records
 	esc    []byte   // scratch for unescaping a key
 
-	intern      map[string]string    // key bytes to a shared string
-	shapes      [shapeDepth][]string // last record keys at each depth
-	fieldsShape []string             // last keys kept by ParseFields
-	seen        map[string]int       // scratch for removing repeated keys
+	intern      map[string]string // key bytes to a shared string
+	shapes      [shapeDepth]shape // last record keys at each depth
+	fieldsShape shape             // last keys kept by ParseFields
+	inTok       []byte            // keys of the last ParseFields object, as written
+	inEnds      []int             // key k ends at inTok[inEnds[k]]
+	inPlain     []bool            // key k has no escapes
+	seen        map[string]int    // scratch for removing repeated keys
 }
 
 const (
@@ -227,9 +241,10 @@ func (d *Decoder) trim() {
 	if cap(d.strbuf) > maxPooledBytes || cap(d.esc) > maxPooledBytes {
 		d.strbuf, d.esc = nil, nil
 	}
-	if len(d.seen) > 0 {
-		d.seen = nil
+	if cap(d.inTok) > maxPooledBytes || cap(d.inEnds) > maxPooledVals {
+		d.inTok, d.inEnds, d.inPlain = nil, nil, nil
 	}
+	d.seen = nil
 }
 
 // parseValue decodes the value starting at b[i] and pushes it on d.vals.
@@ -394,22 +409,19 @@ func (d *Decoder) scanString(quote int) (int, uint8, error) {
 	b := d.b
 	i := quote + 1
 	var flags uint8
-	var high uint64
+	high := uint64(msbs) // also stop at bytes >= 0x80, until one is seen
 	for {
-		// Skip 8 ordinary bytes at a time: none is '"', '\\' or < 0x20.
+		// Skip 8 ordinary bytes at a time.
 		for i+8 <= len(b) {
 			x := binary.LittleEndian.Uint64(b[i:])
 			q := x ^ (lsbs * '"')
 			e := x ^ (lsbs * '\\')
-			m := ((q - lsbs) &^ q) | ((e - lsbs) &^ e) | ((x - lsbs*0x20) &^ x)
-			if m &= msbs; m != 0 {
+			m := ((q-lsbs)&^q | (e-lsbs)&^e | (x-lsbs*0x20)&^x | x&high) & msbs
+			if m != 0 {
 				// The lowest flagged byte is the first special one.
-				k := bits.TrailingZeros64(m) >> 3
-				high |= x & (1<<(8*k) - 1)
-				i += k
+				i += bits.TrailingZeros64(m) >> 3
 				break
 			}
-			high |= x
 			i += 8
 		}
 		if i >= len(b) {
@@ -417,9 +429,6 @@ func (d *Decoder) scanString(quote int) (int, uint8, error) {
 		}
 		switch c := b[i]; {
 		case c == '"':
-			if high&msbs != 0 {
-				flags |= strNonASCII
-			}
 			return i, flags, nil
 		case c == '\\':
 			flags |= strEscaped
@@ -445,7 +454,10 @@ func (d *Decoder) scanString(quote int) (int, uint8, error) {
 		case c < 0x20:
 			return i, 0, d.unexpected(i, "", " in string (control characters must be escaped)")
 		default:
-			high |= uint64(c)
+			if c >= utf8.RuneSelf {
+				flags |= strNonASCII
+				high = 0
+			}
 			i++
 		}
 	}
@@ -471,18 +483,20 @@ func (d *Decoder) parseString(i int) (int, error) {
 }
 
 // parseKey decodes the object key whose opening quote is at b[i] and
-// returns it as bytes, valid until the next key.
-func (d *Decoder) parseKey(i int) ([]byte, int, error) {
+// returns it as bytes, valid until the next key, the position after it, and
+// whether the returned bytes are those of the input (no escapes, valid
+// UTF-8).
+func (d *Decoder) parseKey(i int) ([]byte, int, bool, error) {
 	end, flags, err := d.scanString(i)
 	if err != nil {
-		return nil, end, err
+		return nil, end, false, err
 	}
 	raw := d.b[i+1 : end]
 	if flags == 0 || flags == strNonASCII && utf8.Valid(raw) {
-		return raw, end + 1, nil
+		return raw, end + 1, true, nil
 	}
 	d.esc = appendUnescaped(d.esc[:0], raw)
-	return d.esc, end + 1, nil
+	return d.esc, end + 1, false, nil
 }
 
 // appendUnescaped appends the contents of a string whose syntax scanString
@@ -669,6 +683,35 @@ func recordMaker[A any](values func(*A) []Value) func() *Record {
 	}
 }
 
+// shape is the key sequence of the last record decoded at some depth. A
+// record with the same keys shares its Keys slice.
+type shape struct {
+	keys []string
+	// plain says that no key has a byte that JSON must escape ('"', '\\',
+	// control characters), so that a key can be recognised by comparing its
+	// bytes with the input, without scanning and unescaping.
+	plain bool
+}
+
+func newShape(keys []string) shape {
+	for _, k := range keys {
+		for i := 0; i < len(k); i++ {
+			if c := k[i]; c < 0x20 || c == '"' || c == '\\' {
+				return shape{keys: keys}
+			}
+		}
+	}
+	return shape{keys: keys, plain: true}
+}
+
+// matchKey reports whether the string whose opening quote is at b[i] is
+// key, which has no byte that needs escaping (so the input must have key's
+// bytes between the quotes).
+func matchKey(b []byte, i int, key string) bool {
+	j := i + 1 + len(key)
+	return j < len(b) && b[j] == '"' && string(b[i+1:j]) == key
+}
+
 // parseObject decodes the object whose '{' is at b[i].
 func (d *Decoder) parseObject(i int) (int, error) {
 	if err := d.enter(i); err != nil {
@@ -676,20 +719,19 @@ func (d *Decoder) parseObject(i int) (int, error) {
 	}
 	b := d.b
 	base, kbase := len(d.vals), len(d.keys)
-	var slot *[]string
+	var slot *shape
+	var sh shape
 	if d.depth < shapeDepth {
 		slot = &d.shapes[d.depth]
+		sh = *slot
 	}
-	var shape []string
-	if slot != nil {
-		shape = *slot
-	}
-	same := true // keys so far are those of shape
 	if i = skipSpace(b, i+1); i < len(b) && b[i] == '}' {
 		d.depth--
 		d.vals = append(d.vals, Value{kind: KindRecord, x: &Record{}})
 		return i + 1, nil
 	}
+	// While same, the n keys so far are sh.keys[:n] and are not on d.keys.
+	same, n := true, 0
 	for {
 		if i >= len(b) {
 			return i, d.eof(i)
@@ -697,33 +739,43 @@ func (d *Decoder) parseObject(i int) (int, error) {
 		if b[i] != '"' {
 			return i, d.unexpected(i, "", ", expected a string key")
 		}
-		kb, j, err := d.parseKey(i)
-		if err != nil {
-			return j, err
-		}
-		var key string
-		if n := len(d.keys) - kbase; same && n < len(shape) && string(kb) == shape[n] {
-			key = shape[n]
+		if same && n < len(sh.keys) && sh.plain && matchKey(b, i, sh.keys[n]) {
+			i += 2 + len(sh.keys[n])
 		} else {
-			same = false
-			key = d.internKey(kb)
+			kb, j, _, err := d.parseKey(i)
+			if err != nil {
+				return j, err
+			}
+			i = j
+			if !same || n >= len(sh.keys) || string(kb) != sh.keys[n] {
+				if same {
+					d.keys = append(d.keys, sh.keys[:n]...)
+					same = false
+				}
+				d.keys = append(d.keys, d.internKey(kb))
+			}
 		}
-		if i, err = d.colon(j); err != nil {
+		n++
+		var err error
+		if i < len(b) && b[i] == ':' {
+			i = skipSpace(b, i+1)
+		} else if i, err = d.colon(i); err != nil {
 			return i, err
 		}
 		if i, err = d.parseValue(i); err != nil {
 			return i, err
 		}
-		d.keys = append(d.keys, key)
-		if i, err = d.afterMember(i); err != nil {
-			return i, err
+		if i >= len(b) || b[i] != ',' && b[i] != '}' {
+			if i, err = d.afterMember(i); err != nil {
+				return i, err
+			}
 		}
 		if b[i] == '}' {
 			break
 		}
 		i = skipSpace(b, i+1)
 	}
-	d.closeRecord(base, kbase, same && len(d.keys)-kbase == len(shape), slot)
+	d.closeRecord(base, kbase, n, same, sh, slot)
 	d.depth--
 	return i + 1, nil
 }
@@ -753,22 +805,26 @@ func (d *Decoder) afterMember(i int) (int, error) {
 	return i, nil
 }
 
-// closeRecord pops the keys and values of a record and pushes the record.
-// same says that its keys are those of *slot, which then become its Keys.
-func (d *Decoder) closeRecord(base, kbase int, same bool, slot *[]string) {
+// closeRecord pops the n members of a record and pushes the record. If
+// same, its keys are the first n of sh and are not on d.keys; otherwise
+// they are on d.keys from kbase. The record's keys become the shape in
+// *slot (unless slot is nil).
+func (d *Decoder) closeRecord(base, kbase, n int, same bool, sh shape, slot *shape) {
 	var keys []string
-	if same {
-		keys = *slot
+	if same && n == len(sh.keys) {
+		keys = sh.keys
 	} else {
-		n := d.dedupe(base, kbase)
-		keys = make([]string, n)
+		if same {
+			d.keys = append(d.keys, sh.keys[:n]...)
+		}
+		keys = make([]string, d.dedupe(base, kbase))
 		copy(keys, d.keys[kbase:])
+		clear(d.keys[kbase:])
+		d.keys = d.keys[:kbase]
 		if slot != nil {
-			*slot = keys
+			*slot = newShape(keys)
 		}
 	}
-	clear(d.keys[kbase:])
-	d.keys = d.keys[:kbase]
 	r := newRecord(len(keys))
 	r.Keys = keys
 	d.moveInto(r.Values, base)
@@ -834,18 +890,25 @@ func (d *Decoder) internKey(kb []byte) string {
 
 // parseObjectFields decodes the top-level object whose '{' is at b[i],
 // keeping the members named in want and skipping the others.
+//
+// Besides the shape of the record it returns, it remembers the keys of all
+// members of the object as they were written (d.inTok), so that in the next
+// object the keys written the same way are recognised without scanning.
 func (d *Decoder) parseObjectFields(i int, want map[string]struct{}) (int, error) {
 	if err := d.enter(i); err != nil {
 		return i, err
 	}
 	b := d.b
-	shape := d.fieldsShape
-	same := true
+	sh := d.fieldsShape
 	if i = skipSpace(b, i+1); i < len(b) && b[i] == '}' {
 		d.depth--
 		d.vals = append(d.vals, Value{kind: KindRecord, x: &Record{}})
 		return i + 1, nil
 	}
+	// While same, the n keys kept so far are sh.keys[:n] and are not on
+	// d.keys; while sameIn, the nIn keys so far are d.inTok's first nIn.
+	same, n := true, 0
+	sameIn, nIn := true, 0
 	for {
 		if i >= len(b) {
 			return i, d.eof(i)
@@ -853,39 +916,90 @@ func (d *Decoder) parseObjectFields(i int, want map[string]struct{}) (int, error
 		if b[i] != '"' {
 			return i, d.unexpected(i, "", ", expected a string key")
 		}
-		kb, j, err := d.parseKey(i)
-		if err != nil {
-			return j, err
+		var kb []byte
+		if tok := d.inToken(nIn); sameIn && len(tok) > 0 && len(b)-i >= len(tok) && string(b[i:i+len(tok)]) == string(tok) {
+			// A string token equal to a valid one is valid.
+			if d.inPlain[nIn] {
+				kb = tok[1 : len(tok)-1]
+			} else {
+				d.esc = appendUnescaped(d.esc[:0], tok[1:len(tok)-1])
+				kb = d.esc
+			}
+			i += len(tok)
+		} else {
+			k, j, plain, err := d.parseKey(i)
+			if err != nil {
+				return j, err
+			}
+			if sameIn {
+				sameIn = false
+				if nIn < len(d.inEnds) {
+					d.inTok = d.inTok[:d.inStart(nIn)]
+					d.inEnds = d.inEnds[:nIn]
+					d.inPlain = d.inPlain[:nIn]
+				}
+			}
+			d.inTok = append(d.inTok, b[i:j]...)
+			d.inEnds = append(d.inEnds, len(d.inTok))
+			d.inPlain = append(d.inPlain, plain)
+			kb, i = k, j
 		}
-		if i, err = d.colon(j); err != nil {
+		nIn++
+		var err error
+		if i < len(b) && b[i] == ':' {
+			i = skipSpace(b, i+1)
+		} else if i, err = d.colon(i); err != nil {
 			return i, err
 		}
 		if _, ok := want[string(kb)]; ok {
-			var key string
-			if n := len(d.keys); same && n < len(shape) && string(kb) == shape[n] {
-				key = shape[n]
-			} else {
-				same = false
-				key = d.internKey(kb)
+			if !same || n >= len(sh.keys) || string(kb) != sh.keys[n] {
+				if same {
+					d.keys = append(d.keys, sh.keys[:n]...)
+					same = false
+				}
+				d.keys = append(d.keys, d.internKey(kb))
 			}
-			if i, err = d.parseValue(i); err != nil {
-				return i, err
-			}
-			d.keys = append(d.keys, key)
-		} else if i, err = d.skipValue(i); err != nil {
+			n++
+			i, err = d.parseValue(i)
+		} else {
+			i, err = d.skipValue(i)
+		}
+		if err != nil {
 			return i, err
 		}
-		if i, err = d.afterMember(i); err != nil {
-			return i, err
+		if i >= len(b) || b[i] != ',' && b[i] != '}' {
+			if i, err = d.afterMember(i); err != nil {
+				return i, err
+			}
 		}
 		if b[i] == '}' {
 			break
 		}
 		i = skipSpace(b, i+1)
 	}
-	d.closeRecord(0, 0, same && len(d.keys) == len(shape), &d.fieldsShape)
+	if sameIn && nIn < len(d.inEnds) { // fewer members than last time
+		d.inTok = d.inTok[:d.inStart(nIn)]
+		d.inEnds = d.inEnds[:nIn]
+		d.inPlain = d.inPlain[:nIn]
+	}
+	d.closeRecord(0, 0, n, same, sh, &d.fieldsShape)
 	d.depth--
 	return i + 1, nil
+}
+
+// inToken returns the k-th key token remembered by parseObjectFields, or nil.
+func (d *Decoder) inToken(k int) []byte {
+	if k >= len(d.inEnds) {
+		return nil
+	}
+	return d.inTok[d.inStart(k):d.inEnds[k]]
+}
+
+func (d *Decoder) inStart(k int) int {
+	if k == 0 {
+		return 0
+	}
+	return d.inEnds[k-1]
 }
 
 // skipValue checks the syntax of the value starting at b[i] without
