@@ -26,7 +26,15 @@ type evaluator struct {
 	// The declared types of the path (or of each record value), for the
 	// number conversions expr makes (see conform).
 	typ   expression.Type
-	types []expression.Type
+	conv  conversion
+	types []conversion
+	// A comparison of a path with a literal (#input.kind == "sale"): the
+	// path, the operator and the literal. Evaluated here only when the
+	// value's kind matches the literal's; otherwise expr runs.
+	cmpPath []pathStep
+	cmpConv conversion
+	cmpOp   string
+	cmpLit  value.Value
 }
 
 // pathStep is a variable or field name, or a list index when index >= 0.
@@ -37,6 +45,10 @@ type pathStep struct {
 
 // pathExpr matches `#name(.field|[index])*` or `name(...)*`, nothing else.
 var pathExpr = regexp.MustCompile(`^\s*#?([A-Za-z_][A-Za-z0-9_]*)((?:\s*(?:\.\s*[A-Za-z_][A-Za-z0-9_]*|\[\s*[0-9]{1,9}\s*\]))*)\s*$`)
+
+// cmpExpr matches `path OP literal` with a number, a plain string (no
+// escapes) or a boolean literal.
+var cmpExpr = regexp.MustCompile(`^(.*?)(==|!=|<=|>=|<|>)\s*(-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|"[^"\\]*"|'[^'\\]*'|true|false)\s*$`)
 
 // stepExpr splits the steps of a matched path.
 var stepExpr = regexp.MustCompile(`\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*([0-9]+)\s*\]`)
@@ -76,7 +88,17 @@ func newEvaluator(p *expression.Program) *evaluator {
 		if !scalarOrUnknown(ev.typ) {
 			ev.path = nil // a typed record or list: expr converts inside it
 		}
+		ev.conv = conversionFor(ev.typ)
 		return ev
+	}
+	if m := cmpExpr.FindStringSubmatch(text); m != nil {
+		if path := parsePath(m[1]); path != nil {
+			if lit, ok := parseLiteral(m[3]); ok {
+				ev.cmpPath, ev.cmpOp, ev.cmpLit = path, m[2], lit
+				ev.cmpConv = conversionFor(typeAt(p.Env(), path))
+				return ev
+			}
+		}
 	}
 	// A record literal of paths: split on the commas at the top level (a
 	// path has no commas, brackets hold digits only, so any comma splits).
@@ -102,7 +124,7 @@ func newEvaluator(p *expression.Program) *evaluator {
 		seen[em[1]] = true
 		ev.keys = append(ev.keys, em[1])
 		ev.paths = append(ev.paths, path)
-		ev.types = append(ev.types, ft)
+		ev.types = append(ev.types, conversionFor(ft))
 	}
 	return ev
 }
@@ -133,23 +155,113 @@ func scalarOrUnknown(t expression.Type) bool {
 	return t.Kind != expression.KindRecord && t.Kind != expression.KindList
 }
 
-// conform makes the number conversions expr makes for a value of declared
-// type t (expression.ToGo): an integer where a non-null float is declared
+// conversion is the number conversion expr makes for a value of a declared
+// type (expression.ToGo): an integer where a non-null float is declared
 // becomes a float; a whole float where a non-null integer is declared
 // becomes an integer.
-func conform(v value.Value, t expression.Type) value.Value {
-	if t.Nullable {
-		return v
-	}
+type conversion uint8
+
+const (
+	keep conversion = iota
+	intToFloat
+	wholeFloatToInt
+)
+
+func conversionFor(t expression.Type) conversion {
 	switch {
-	case t.Kind == expression.KindFloat && v.Kind() == value.KindInt:
-		return value.Float(float64(v.Int()))
-	case t.Kind == expression.KindInteger && v.Kind() == value.KindFloat:
-		if f := v.Float(); f == math.Trunc(f) && f >= math.MinInt64 && f < math.MaxInt64 {
-			return value.Int(int64(f))
+	case t.Nullable:
+		return keep
+	case t.Kind == expression.KindFloat:
+		return intToFloat
+	case t.Kind == expression.KindInteger:
+		return wholeFloatToInt
+	}
+	return keep
+}
+
+// conform applies a conversion.
+func conform(v value.Value, c conversion) value.Value {
+	switch c {
+	case intToFloat:
+		if v.Kind() == value.KindInt {
+			return value.Float(float64(v.Int()))
+		}
+	case wholeFloatToInt:
+		if v.Kind() == value.KindFloat {
+			if f := v.Float(); f == math.Trunc(f) && f >= math.MinInt64 && f < math.MaxInt64 {
+				return value.Int(int64(f))
+			}
 		}
 	}
 	return v
+}
+
+// parseLiteral reads a literal matched by cmpExpr as expr reads it.
+func parseLiteral(s string) (value.Value, bool) {
+	switch {
+	case s == "true":
+		return value.Bool(true), true
+	case s == "false":
+		return value.Bool(false), true
+	case s[0] == '"' || s[0] == '\'':
+		return value.String(s[1 : len(s)-1]), true
+	case strings.ContainsAny(s, ".eE"):
+		f, err := strconv.ParseFloat(s, 64)
+		return value.Float(f), err == nil
+	}
+	i, err := strconv.ParseInt(s, 10, 64)
+	return value.Int(i), err == nil
+}
+
+// compare evaluates v OP lit when their kinds allow it without expr: both
+// strings, both booleans (== and != only), or both numbers (integers
+// exactly, otherwise as float64, as expr does). ok is false otherwise.
+func compare(v value.Value, op string, lit value.Value) (result, ok bool) {
+	var c int
+	switch {
+	case v.Kind() == value.KindString && lit.Kind() == value.KindString:
+		c = strings.Compare(v.Str(), lit.Str())
+	case v.Kind() == value.KindBool && lit.Kind() == value.KindBool:
+		if op != "==" && op != "!=" {
+			return false, false
+		}
+		if v.Bool() != lit.Bool() {
+			c = 1
+		}
+	case v.Kind() == value.KindInt && lit.Kind() == value.KindInt:
+		a, b := v.Int(), lit.Int()
+		c = cmpOrder(a < b, a > b)
+	case v.IsNumber() && lit.IsNumber():
+		a, b := v.Float(), lit.Float()
+		c = cmpOrder(a < b, a > b)
+	default:
+		return false, false
+	}
+	switch op {
+	case "==":
+		return c == 0, true
+	case "!=":
+		return c != 0, true
+	case "<":
+		return c < 0, true
+	case "<=":
+		return c <= 0, true
+	case ">":
+		return c > 0, true
+	case ">=":
+		return c >= 0, true
+	}
+	return false, false
+}
+
+func cmpOrder(less, greater bool) int {
+	switch {
+	case less:
+		return -1
+	case greater:
+		return 1
+	}
+	return 0
 }
 
 // isKeyword reports names that expr reads as literals or operators.
@@ -170,7 +282,16 @@ func (ev *evaluator) eval(c *ctx) (value.Value, error) {
 			return value.Null(), nil
 		}
 		w, err := walk(v, ev.path)
-		return conform(w, ev.typ), err
+		return conform(w, ev.conv), err
+	case ev.cmpPath != nil:
+		if v, ok := c.vars[ev.cmpPath[0].name]; ok {
+			if w, err := walk(v, ev.cmpPath); err == nil {
+				if r, ok := compare(conform(w, ev.cmpConv), ev.cmpOp, ev.cmpLit); ok {
+					return value.Bool(r), nil
+				}
+			}
+		}
+		return expression.Run(ev.prog, c.vars)
 	case ev.keys != nil:
 		vals := make([]value.Value, len(ev.keys))
 		for i, path := range ev.paths {
@@ -200,7 +321,7 @@ func (ev *evaluator) evalOne(name string, v value.Value) (value.Value, error) {
 		return value.Null(), nil
 	}
 	w, err := walk(v, ev.path)
-	return conform(w, ev.typ), err
+	return conform(w, ev.conv), err
 }
 
 // walk follows the fields and indexes of path (after its variable) from v.

@@ -102,3 +102,39 @@ func TestFastPathsAgreeWithExprOnTypes(t *testing.T) {
 		}
 	}
 }
+
+// Comparisons of a path with a literal agree with expr, whatever the kinds.
+func TestComparisonFastPathAgreesWithExpr(t *testing.T) {
+	input := value.NewRecord([]string{"i", "f", "s", "b", "n", "big"}, []value.Value{
+		value.Int(5), value.Float(2.5), value.String("sale"), value.Bool(true), value.Null(), value.Int(9007199254740993),
+	})
+	vars := map[string]value.Value{"input": input}
+	env := expression.TypeEnv{"input": expression.Unknown}
+	paths := []string{"#input.i", "#input.f", "#input.s", "#input.b", "#input.n", "#input.missing", "#input.big"}
+	lits := []string{"5", "-3", "2.5", "1e1", `"sale"`, `'sald'`, "true", "false", "9007199254740992"}
+	n := 0
+	for _, p := range paths {
+		for _, op := range []string{"==", "!=", "<", "<=", ">", ">="} {
+			for _, lit := range lits {
+				text := p + " " + op + " " + lit
+				prog, problems := expression.Compile(text, env, expression.Unknown)
+				if len(problems) > 0 {
+					continue
+				}
+				ev := newEvaluator(prog)
+				if ev.cmpPath == nil {
+					t.Fatalf("%q not taken as a comparison", text)
+				}
+				want, wantErr := expression.Run(prog, vars)
+				got, gotErr := ev.eval(&ctx{vars: vars})
+				if (wantErr != nil) != (gotErr != nil) || wantErr == nil && !value.Equal(got, want) {
+					t.Errorf("%q: fast (%s, %v), expr (%s, %v)", text, value.AppendJSON(nil, got), gotErr, value.AppendJSON(nil, want), wantErr)
+				}
+				n++
+			}
+		}
+	}
+	if n < 200 {
+		t.Fatalf("only %d comparisons compiled", n)
+	}
+}
