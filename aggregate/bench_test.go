@@ -248,3 +248,62 @@ func BenchmarkSlidingState(b *testing.B) {
 	b.ReportMetric(estPerKey, "est-B/key")
 	b.ReportMetric(float64(len(events))/keys, "events/key")
 }
+
+// BenchmarkHoppingSideBySide runs the sliced operator (10 s slices and 1 s
+// precision) and the naive baseline one after the other in every iteration,
+// so that their ratio is measured under the same machine load:
+//
+//	go test -run '^$' -bench SideBySide -benchtime 5x ./aggregate/
+func BenchmarkHoppingSideBySide(b *testing.B) {
+	in := hoppingInput()
+	aggs := hoppingAggs(b)
+	var t10, t1, tn time.Duration
+	run := func(precision int64) time.Duration {
+		start := time.Now()
+		op, err := NewOperator(WindowSpec{Kind: Hopping, Length: 60_000, Slide: 10_000, Precision: precision}, aggs, func(*Result) {})
+		if err != nil {
+			b.Fatal(err)
+		}
+		maxSeen := int64(-1 << 62)
+		for i := range in.events {
+			e := &in.events[i]
+			if err := op.Add(e); err != nil {
+				b.Fatal(err)
+			}
+			if e.Time > maxSeen {
+				maxSeen = e.Time
+				op.Advance(maxSeen - benchBound)
+			}
+		}
+		op.Flush()
+		return time.Since(start)
+	}
+	naive := func() time.Duration {
+		start := time.Now()
+		n := &naiveHopping{length: 60_000, slide: 10_000, accs: map[naiveWindow]*naiveAcc{}, timers: map[int64][]naiveWindow{},
+			w: -1 << 62, emit: func(string, int64, *naiveAcc) {}}
+		maxSeen := int64(-1 << 62)
+		for i := range in.events {
+			e := &in.events[i]
+			n.add(e)
+			if e.Time > maxSeen {
+				maxSeen = e.Time
+				n.advance(maxSeen - benchBound)
+			}
+		}
+		n.advance(1 << 62)
+		return time.Since(start)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		t10 += run(10_000)
+		t1 += run(1_000)
+		tn += naive()
+	}
+	n := float64(b.N) * benchEvents
+	b.ReportMetric(n/t10.Seconds(), "sliced10s-events/s")
+	b.ReportMetric(n/t1.Seconds(), "sliced1s-events/s")
+	b.ReportMetric(n/tn.Seconds(), "naive-events/s")
+	b.ReportMetric(tn.Seconds()/t10.Seconds(), "speedup10s")
+	b.ReportMetric(tn.Seconds()/t1.Seconds(), "speedup1s")
+}
