@@ -94,9 +94,15 @@ type Options struct {
 	// with the node's id and the context's variables (for test runs that
 	// show each record's variables per node). It must not keep vars.
 	Observe func(nodeID string, vars map[string]value.Value, eventTime int64)
-	// Now is the wall clock, read for live sources' idleness only; nil
+	// Now is the wall clock, read for live sources' idleness and for the
+	// arrival time of events of sources without a timestamp expression; nil
 	// means time.Now.
 	Now func() time.Time
+	// Bounded marks a replay or a test run: the wall clock is never read
+	// (SEMANTICS §1), so a record of a source without a timestamp
+	// expression needs an explicit timestamp (PushValue's eventTime, or
+	// "timestamp" in a multi-source line) and is a per-event error without.
+	Bounded bool
 }
 
 func (o Options) now() time.Time {
@@ -261,6 +267,15 @@ func (e *Engine) Late() int64 {
 		n += a.counts.Late
 	}
 	return n
+}
+
+// failInput records an error of an input line that belongs to no node (an
+// unknown source, a line that is not an envelope).
+func (e *Engine) failInput(err error) {
+	e.nErrs++
+	if len(e.errs) < e.opts.MaxErrors {
+		e.errs = append(e.errs, EventError{Line: e.line, Message: err.Error()})
+	}
 }
 
 func (e *Engine) fail(n *node, field string, err error) {

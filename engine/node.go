@@ -459,7 +459,10 @@ func (n *node) decode(b []byte) (value.Value, error) {
 // eventTime evaluates the source's timestamp expression.
 func (n *node) eventTime(e *Engine, v value.Value) (int64, error) {
 	if n.timestamp == nil {
-		return time.Now().UnixMilli(), nil
+		if e.opts.Bounded {
+			return 0, fmt.Errorf("source %q has no timestamp expression: in a replay or a test each record needs a \"timestamp\" (epoch ms)", n.id)
+		}
+		return e.opts.now().UnixMilli(), nil
 	}
 	tv, err := n.timestamp.evalOne(nodes.VarInput, v)
 	if err != nil {

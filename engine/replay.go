@@ -55,7 +55,7 @@ type envelope struct {
 }
 
 // Replay reads JSON lines from in and pushes them through e, then flushes
-// (end of input). A scenario with one source takes bare records; with
+// (end of input). Build e with Options.Bounded for a replay. A scenario with one source takes bare records; with
 // several, each line is {"sourceId": ..., "record": {...}} with an optional
 // "timestamp" (epoch ms) that overrides the source's timestamp expression.
 // Sink values are written by e's Output. Replay returns an error only when
@@ -111,12 +111,13 @@ func Replay(e *Engine, in io.Reader) (Summary, error) {
 func (e *Engine) pushLine(single string, line []byte, lineNo int64) {
 	if len(line) > MaxLineBytes {
 		e.line = lineNo
-		src := e.sources[single]
-		if src == nil {
-			src = e.order[0]
+		err := fmt.Errorf("line of %d bytes is longer than %d", len(line), MaxLineBytes)
+		if src := e.sources[single]; src != nil {
+			src.counts.In++
+			e.fail(src, "", err)
+		} else {
+			e.failInput(err)
 		}
-		src.counts.In++
-		e.fail(src, "", fmt.Errorf("line of %d bytes is longer than %d", len(line), MaxLineBytes))
 		return
 	}
 	if single != "" {
@@ -126,19 +127,15 @@ func (e *Engine) pushLine(single string, line []byte, lineNo int64) {
 	var env envelope
 	if err := json.Unmarshal(line, &env); err != nil || env.SourceID == "" || len(env.Record) == 0 {
 		e.line = lineNo
-		n := e.order[0]
-		n.counts.In++
 		if err == nil {
 			err = errors.New(`a scenario with several sources takes lines {"sourceId": ..., "record": {...}}`)
 		}
-		e.fail(n, "", err)
+		e.failInput(err)
 		return
 	}
 	if _, ok := e.sources[env.SourceID]; !ok {
 		e.line = lineNo
-		n := e.order[0]
-		n.counts.In++
-		e.fail(n, "", fmt.Errorf("unknown source %q", env.SourceID))
+		e.failInput(fmt.Errorf("unknown source %q", env.SourceID))
 		return
 	}
 	if env.Timestamp == nil {

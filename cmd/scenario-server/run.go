@@ -81,7 +81,7 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	w := bufio.NewWriterSize(out, 1<<20)
 	var outputs int64
-	e, err := engine.New(s, engine.Options{ScenarioName: *name, Output: engine.WriteOutput(w, &outputs)})
+	e, err := engine.New(s, engine.Options{ScenarioName: *name, Bounded: true, Output: engine.WriteOutput(w, &outputs)})
 	if err != nil {
 		var inv *engine.InvalidError
 		if errors.As(err, &inv) {
