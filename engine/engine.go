@@ -64,7 +64,7 @@ type Counts struct {
 
 // EventError is one per-event error.
 type EventError struct {
-	NodeID  string `json:"nodeId"`
+	NodeID  string `json:"nodeId"` // "" for a line that belongs to no node (an unknown source)
 	Field   string `json:"field,omitempty"`
 	Line    int64  `json:"line"` // input line (1-based) of the event that failed, 0 when not known
 	Message string `json:"message"`
@@ -72,6 +72,9 @@ type EventError struct {
 
 func (e EventError) String() string {
 	at := "node " + e.NodeID
+	if e.NodeID == "" {
+		at = "input"
+	}
 	if e.Field != "" {
 		at += " field " + e.Field
 	}
