@@ -2,7 +2,7 @@
 // (file, http, kafka), Filter, Variable, VariableBuilder (record variable),
 // Switch (choice), Split, Join "union", CustomNode "for-each", the aggregates
 // of SEMANTICS §4 (aggregate-sliding, -tumbling, -hopping, -session, -count)
-// and sinks (file, stdout, dead-end).
+// and sinks (collect, file, stdout, dead-end).
 //
 // Each Kind describes itself (its palette group, label, and the name, form,
 // editor, type, default and description of each parameter) so that the

@@ -256,7 +256,7 @@ func TestRegistry(t *testing.T) {
 	}
 	want := "Source/file Source/http Source/kafka Filter Variable VariableBuilder Switch Split Join/union CustomNode/for-each " +
 		"CustomNode/aggregate-sliding CustomNode/aggregate-tumbling CustomNode/aggregate-hopping CustomNode/aggregate-session " +
-		"CustomNode/aggregate-count Sink/file Sink/stdout Sink/dead-end"
+		"CustomNode/aggregate-count Sink/collect Sink/file Sink/stdout Sink/dead-end"
 	if got := strings.Join(ids, " "); got != want {
 		t.Errorf("kinds:\n got %s\nwant %s", got, want)
 	}

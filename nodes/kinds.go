@@ -148,6 +148,8 @@ func builtinKinds() []*Kind {
 				Description: "Number of events per window."},
 			ParamSpec{Name: "slide", In: InParameters, Editor: EditorInteger, Type: "integer", Min: ptr(1), Label: "Slide (events)",
 				Description: "Optional: a new window starts every slide events (1 ≤ slide ≤ windowLength); windowLength when absent."}),
+		sinkKind("collect", "Collect", "Keeps the value of each event in the server's store, read back through the API with a cursor or as a stream of server-sent events.",
+			valueSpec),
 		sinkKind("file", "File sink", "Appends the value of each event, as one JSON line, to a file.",
 			ParamSpec{Name: "path", In: InParameters, Editor: EditorString, Type: "string", Required: true, Label: "Path",
 				Description: "Path of the file to append to."},

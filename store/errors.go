@@ -31,6 +31,11 @@ var ErrArchived = errors.New("scenario is archived")
 // deployment with SetDeploymentStatus first, or answers 409.
 var ErrDeploymentActive = errors.New("scenario has an active deployment")
 
+// ErrBatchKeyReused means AppendEventBatch was given the key of a stored batch with another
+// number of events: the client used one idempotency key for two different batches. The API
+// answers 422; nothing was appended.
+var ErrBatchKeyReused = errors.New("batch key reused for another batch")
+
 // ErrConflict is what a *ConflictError matches with errors.Is.
 var ErrConflict = errors.New("version conflict")
 

@@ -24,8 +24,9 @@ import (
 //
 // Errors are wrapped with context and checked with errors.Is / errors.As against the sentinels
 // and typed errors of this package (ErrNotFound, ErrAlreadyExists, ErrInvalidName, ErrInvalidJSON,
-// ErrArchived, ErrDeploymentActive, *ConflictError, *TransitionError); any other error is a
-// failure of the database itself (the caller reports it as an internal error, and may retry).
+// ErrArchived, ErrDeploymentActive, ErrBatchKeyReused, *ConflictError, *TransitionError); any
+// other error is a failure of the database itself (the caller reports it as an internal error,
+// and may retry).
 type Store interface {
 	// CreateScenario creates the scenario name, not archived, with first as its version 1, and
 	// returns that version.
@@ -97,11 +98,28 @@ type Store interface {
 	// over all scenarios, ordered by ID: what the runtime restarts when the server starts.
 	ListActiveDeployments(ctx context.Context) ([]Deployment, error)
 
+	// ListLatestDeployments returns the latest deployment (highest ID) of every scenario that
+	// has one, archived or not, ordered by scenario name (byte order): every scenario's
+	// deployment status at once. Scenarios never deployed are not in the list.
+	ListLatestDeployments(ctx context.Context) ([]Deployment, error)
+
 	// PutCheckpoint stores c as the latest checkpoint of deployment c.Deployment, replacing
 	// the previous one (only the latest is kept), and returns it with its Sequence (1 for the
 	// first checkpoint of a deployment, then +1 per put) and CreatedAt set.
 	// Errors: ErrNotFound when the deployment does not exist.
 	PutCheckpoint(ctx context.Context, c Checkpoint) (Checkpoint, error)
+
+	// CommitCheckpoint is PutCheckpoint and AppendSinkResults in one transaction: it appends
+	// results, in order, to the collected results of the deployment's scenario and stores c as
+	// the deployment's latest checkpoint, all or nothing. It returns the checkpoint as stored
+	// (Sequence, CreatedAt) and the results' IDs (nil for an empty batch). The runtime commits
+	// the results a deployment produced since its previous checkpoint together with the state
+	// and input positions that produced them, so that after a crash it resumes from a
+	// checkpoint whose results are all stored and none of the later ones is: results are then
+	// stored exactly once.
+	// Errors: ErrNotFound when the deployment does not exist; ErrInvalidJSON when a Value is not
+	// valid JSON (nothing is stored).
+	CommitCheckpoint(ctx context.Context, c Checkpoint, results []NewSinkResult) (Checkpoint, []int64, error)
 
 	// GetLatestCheckpoint returns the latest checkpoint of the deployment.
 	// Errors: ErrNotFound when the deployment does not exist or has no checkpoint yet (the
@@ -131,6 +149,17 @@ type Store interface {
 	// crash. An empty batch stores nothing and returns nil.
 	// Errors: ErrNotFound when the scenario does not exist.
 	AppendEvents(ctx context.Context, log EventLog, payloads [][]byte) ([]int64, error)
+
+	// AppendEventBatch is AppendEvents for a batch the client names with key (an idempotency
+	// key, unique per log): when the log already holds a batch stored under key, nothing is
+	// appended and that batch is returned with Duplicate set. A client that re-sends a batch
+	// whose answer it lost (a timeout, a server crash) therefore has it appended once. Keys are
+	// kept as long as the log, truncation included. An empty key appends without this check
+	// (Duplicate is never set); an empty batch stores nothing, key included, and returns an
+	// EventBatch with Count 0.
+	// Errors: ErrNotFound when the scenario does not exist; ErrBatchKeyReused when key names a
+	// stored batch with another number of events (nothing is stored).
+	AppendEventBatch(ctx context.Context, log EventLog, key string, payloads [][]byte) (EventBatch, error)
 
 	// ReadEvents returns up to limit events of the log with Offset ≥ from, in offset order;
 	// limit ≤ 0 means DefaultReadLimit, and limit is capped at MaxReadLimit. When from is below
@@ -331,4 +360,19 @@ type Event struct {
 	Offset     int64
 	Payload    []byte
 	AcceptedAt time.Time
+}
+
+// EventBatch is a batch of events appended by AppendEventBatch.
+type EventBatch struct {
+	// Key is the client's key for the batch; empty when it gave none.
+	Key string
+	// FirstOffset is the offset of the batch's first event; its events have the offsets
+	// FirstOffset to FirstOffset+Count-1.
+	FirstOffset int64
+	Count       int
+	// AcceptedAt is when the batch was stored: the AcceptedAt of each of its events.
+	AcceptedAt time.Time
+	// Duplicate is true when the batch was stored before, under the same key, and nothing was
+	// appended this time.
+	Duplicate bool
 }

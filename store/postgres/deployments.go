@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/scenario-server/scenario-server/store"
+	"github.com/scenario-server/scenario-server/store/internal/check"
 )
 
 const deploymentSelect = `
@@ -128,28 +129,33 @@ func (s *Store) ListActiveDeployments(ctx context.Context) ([]store.Deployment, 
 	return list, nil
 }
 
+// ListLatestDeployments implements store.Store.
+func (s *Store) ListLatestDeployments(ctx context.Context) ([]store.Deployment, error) {
+	rows, err := s.pool.Query(ctx, deploymentSelect+
+		` WHERE d.id = (SELECT max(l.id) FROM deployments l WHERE l.scenario_id = d.scenario_id) ORDER BY s.name COLLATE "C"`)
+	if err != nil {
+		return nil, fmt.Errorf("listing latest deployments: %w", err)
+	}
+	list, err := collect(rows, scanDeployment)
+	if err != nil {
+		return nil, fmt.Errorf("listing latest deployments: %w", err)
+	}
+	return list, nil
+}
+
 // foreignKeyViolation is SQLSTATE foreign_key_violation.
 const foreignKeyViolation = "23503"
 
 // PutCheckpoint implements store.Store.
 func (s *Store) PutCheckpoint(ctx context.Context, c store.Checkpoint) (store.Checkpoint, error) {
-	positions := c.Positions
-	if positions == nil {
-		positions = []store.SourcePosition{}
-	}
-	encoded, err := json.Marshal(positions)
+	positions, err := encodePositions(c.Positions)
 	if err != nil {
 		return store.Checkpoint{}, fmt.Errorf("saving checkpoint of deployment %d: %w", c.Deployment, err)
 	}
 	c.CreatedAt = now()
 	// One statement: the upsert locks the checkpoint row, and the foreign key refuses a
 	// deployment that does not exist.
-	err = s.pool.QueryRow(ctx,
-		`INSERT INTO checkpoints AS c (deployment_id, sequence, state, positions, created_at) VALUES ($1, 1, $2, $3, $4)
-		 ON CONFLICT (deployment_id) DO UPDATE SET sequence = c.sequence + 1, state = excluded.state,
-		   positions = excluded.positions, created_at = excluded.created_at
-		 RETURNING sequence`,
-		c.Deployment, nonNil(c.State), string(encoded), c.CreatedAt).Scan(&c.Sequence)
+	err = putCheckpoint(ctx, s.pool, &c, positions)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == foreignKeyViolation {
 		err = store.ErrNotFound
@@ -158,6 +164,61 @@ func (s *Store) PutCheckpoint(ctx context.Context, c store.Checkpoint) (store.Ch
 		return store.Checkpoint{}, fmt.Errorf("saving checkpoint of deployment %d: %w", c.Deployment, err)
 	}
 	return c, nil
+}
+
+// CommitCheckpoint implements store.Store.
+func (s *Store) CommitCheckpoint(ctx context.Context, c store.Checkpoint, results []store.NewSinkResult) (store.Checkpoint, []int64, error) {
+	fail := func(err error) (store.Checkpoint, []int64, error) {
+		return store.Checkpoint{}, nil, fmt.Errorf("committing checkpoint of deployment %d with %d results: %w", c.Deployment, len(results), err)
+	}
+	if err := check.SinkResults(results); err != nil {
+		return fail(err)
+	}
+	positions, err := encodePositions(c.Positions)
+	if err != nil {
+		return fail(err)
+	}
+	var ids []int64
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		var scenarioID int64
+		err := tx.QueryRow(ctx, `SELECT scenario_id FROM deployments WHERE id = $1`, c.Deployment).Scan(&scenarioID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if len(results) > 0 {
+			if ids, err = appendSinkResults(ctx, tx, `id = $2`, scenarioID, results); err != nil {
+				return err
+			}
+		}
+		c.CreatedAt = now()
+		return putCheckpoint(ctx, tx, &c, positions)
+	})
+	if err != nil {
+		return fail(err)
+	}
+	return c, ids, nil
+}
+
+// encodePositions is the JSON of the positions column; nil encodes as [].
+func encodePositions(p []store.SourcePosition) (string, error) {
+	if p == nil {
+		p = []store.SourcePosition{}
+	}
+	b, err := json.Marshal(p)
+	return string(b), err
+}
+
+// putCheckpoint upserts c (CreatedAt set) and sets its Sequence.
+func putCheckpoint(ctx context.Context, q querier, c *store.Checkpoint, positions string) error {
+	return q.QueryRow(ctx,
+		`INSERT INTO checkpoints AS c (deployment_id, sequence, state, positions, created_at) VALUES ($1, 1, $2, $3, $4)
+		 ON CONFLICT (deployment_id) DO UPDATE SET sequence = c.sequence + 1, state = excluded.state,
+		   positions = excluded.positions, created_at = excluded.created_at
+		 RETURNING sequence`,
+		c.Deployment, nonNil(c.State), positions, c.CreatedAt).Scan(&c.Sequence)
 }
 
 // GetLatestCheckpoint implements store.Store.

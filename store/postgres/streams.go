@@ -20,33 +20,45 @@ func (s *Store) AppendSinkResults(ctx context.Context, scenario string, results 
 	if len(results) == 0 {
 		return nil, nil
 	}
-	ids := make([]int64, len(results))
+	var ids []int64
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		// The UPDATE locks the scenario row until commit, so IDs are handed out in commit
-		// order and a cursor reader never sees a higher ID before a lower one.
-		var scenarioID, last int64
-		err := tx.QueryRow(ctx,
-			`UPDATE scenarios SET last_sink_result_id = last_sink_result_id + $1 WHERE name = $2
-			 RETURNING id, last_sink_result_id`, len(results), scenario).Scan(&scenarioID, &last)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("scenario: %w", store.ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		created := now()
-		first := last - int64(len(results)) + 1
-		rows := make([][]any, len(results))
-		for i, r := range results {
-			ids[i] = first + int64(i)
-			rows[i] = []any{scenarioID, ids[i], r.Sink, string(r.Value), created}
-		}
-		_, err = tx.CopyFrom(ctx, pgx.Identifier{"sink_results"},
-			[]string{"scenario_id", "id", "sink", "value", "created_at"}, pgx.CopyFromRows(rows))
+		var err error
+		ids, err = appendSinkResults(ctx, tx, `name = $2`, scenario, results)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("appending sink results of %q: %w", scenario, err)
+	}
+	return ids, nil
+}
+
+// appendSinkResults appends results (at least one) to the scenario whose row matches where
+// (with arg as $2) and returns their IDs.
+func appendSinkResults(ctx context.Context, tx pgx.Tx, where string, arg any, results []store.NewSinkResult) ([]int64, error) {
+	// The UPDATE locks the scenario row until commit, so IDs are handed out in commit
+	// order and a cursor reader never sees a higher ID before a lower one.
+	var scenarioID, last int64
+	err := tx.QueryRow(ctx,
+		`UPDATE scenarios SET last_sink_result_id = last_sink_result_id + $1 WHERE `+where+`
+		 RETURNING id, last_sink_result_id`, len(results), arg).Scan(&scenarioID, &last)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("scenario: %w", store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	created := now()
+	first := last - int64(len(results)) + 1
+	ids := make([]int64, len(results))
+	rows := make([][]any, len(results))
+	for i, r := range results {
+		ids[i] = first + int64(i)
+		rows[i] = []any{scenarioID, ids[i], r.Sink, string(r.Value), created}
+	}
+	_, err = tx.CopyFrom(ctx, pgx.Identifier{"sink_results"},
+		[]string{"scenario_id", "id", "sink", "value", "created_at"}, pgx.CopyFromRows(rows))
+	if err != nil {
+		return nil, err
 	}
 	return ids, nil
 }
@@ -85,11 +97,63 @@ func (s *Store) AppendEvents(ctx context.Context, log store.EventLog, payloads [
 	if len(payloads) == 0 {
 		return nil, nil
 	}
-	offsets := make([]int64, len(payloads))
+	b, err := s.appendEvents(ctx, log, "", payloads)
+	if err != nil {
+		return nil, fmt.Errorf("appending %d events to %q/%q: %w", len(payloads), log.Scenario, log.Source, err)
+	}
+	offsets := make([]int64, b.Count)
+	for i := range offsets {
+		offsets[i] = b.FirstOffset + int64(i)
+	}
+	return offsets, nil
+}
+
+// AppendEventBatch implements store.Store.
+func (s *Store) AppendEventBatch(ctx context.Context, log store.EventLog, key string, payloads [][]byte) (store.EventBatch, error) {
+	if len(payloads) == 0 {
+		return store.EventBatch{Key: key}, nil
+	}
+	b, err := s.appendEvents(ctx, log, key, payloads)
+	if err != nil {
+		return store.EventBatch{}, fmt.Errorf("appending a batch of %d events (key %q) to %q/%q: %w",
+			len(payloads), key, log.Scenario, log.Source, err)
+	}
+	return b, nil
+}
+
+// appendEvents appends payloads (at least one) to the log, under key unless it is empty.
+func (s *Store) appendEvents(ctx context.Context, log store.EventLog, key string, payloads [][]byte) (store.EventBatch, error) {
+	b := store.EventBatch{Key: key, Count: len(payloads)}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		row, err := lookupScenario(ctx, tx, log.Scenario, "")
 		if err != nil {
 			return err
+		}
+		if key != "" {
+			// Lock the log's row (creating it when new) before looking for the key: appends
+			// to one log take turns from here to commit, so two requests with the same key
+			// cannot both miss it.
+			_, err := tx.Exec(ctx,
+				`INSERT INTO event_logs AS l (scenario_id, source, next_offset) VALUES ($1, $2, 0)
+				 ON CONFLICT (scenario_id, source) DO UPDATE SET next_offset = l.next_offset`, row.id, log.Source)
+			if err != nil {
+				return err
+			}
+			var count int
+			err = tx.QueryRow(ctx,
+				`SELECT first_offset, event_count, accepted_at FROM event_batches
+				 WHERE scenario_id = $1 AND source = $2 AND batch_key = $3`, row.id, log.Source, key).
+				Scan(&b.FirstOffset, &count, &b.AcceptedAt)
+			switch {
+			case err == nil:
+				if count != len(payloads) {
+					return fmt.Errorf("the key names a batch of %d events: %w", count, store.ErrBatchKeyReused)
+				}
+				b.AcceptedAt, b.Duplicate = b.AcceptedAt.UTC(), true
+				return nil
+			case !errors.Is(err, pgx.ErrNoRows):
+				return err
+			}
 		}
 		// The upsert locks the log's row until commit: offsets are handed out in commit order.
 		var next int64
@@ -100,21 +164,23 @@ func (s *Store) AppendEvents(ctx context.Context, log store.EventLog, payloads [
 		if err != nil {
 			return err
 		}
-		accepted := now()
-		first := next - int64(len(payloads))
+		b.AcceptedAt = now()
+		b.FirstOffset = next - int64(len(payloads))
 		rows := make([][]any, len(payloads))
 		for i, p := range payloads {
-			offsets[i] = first + int64(i)
-			rows[i] = []any{row.id, log.Source, offsets[i], nonNil(p), accepted}
+			rows[i] = []any{row.id, log.Source, b.FirstOffset + int64(i), nonNil(p), b.AcceptedAt}
 		}
 		_, err = tx.CopyFrom(ctx, pgx.Identifier{"events"},
 			[]string{"scenario_id", "source", "event_offset", "payload", "accepted_at"}, pgx.CopyFromRows(rows))
+		if err != nil || key == "" {
+			return err
+		}
+		_, err = tx.Exec(ctx,
+			`INSERT INTO event_batches (scenario_id, source, batch_key, first_offset, event_count, accepted_at)
+			 VALUES ($1, $2, $3, $4, $5, $6)`, row.id, log.Source, key, b.FirstOffset, len(payloads), b.AcceptedAt)
 		return err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("appending %d events to %q/%q: %w", len(payloads), log.Scenario, log.Source, err)
-	}
-	return offsets, nil
+	return b, err
 }
 
 // ReadEvents implements store.Store.

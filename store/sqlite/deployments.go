@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/scenario-server/scenario-server/store"
+	"github.com/scenario-server/scenario-server/store/internal/check"
 )
 
 const deploymentSelect = `
@@ -132,21 +133,59 @@ func (s *Store) ListActiveDeployments(ctx context.Context) ([]store.Deployment, 
 	return list, nil
 }
 
+// ListLatestDeployments implements store.Store.
+func (s *Store) ListLatestDeployments(ctx context.Context) ([]store.Deployment, error) {
+	list, err := listDeployments(ctx, s.read,
+		` WHERE d.id = (SELECT max(l.id) FROM deployments l WHERE l.scenario_id = d.scenario_id) ORDER BY s.name`)
+	if err != nil {
+		return nil, fmt.Errorf("listing latest deployments: %w", err)
+	}
+	return list, nil
+}
+
 // PutCheckpoint implements store.Store.
 func (s *Store) PutCheckpoint(ctx context.Context, c store.Checkpoint) (store.Checkpoint, error) {
-	positions, err := json.Marshal(nonNilPositions(c.Positions))
+	c, _, err := s.commitCheckpoint(ctx, c, nil)
 	if err != nil {
 		return store.Checkpoint{}, fmt.Errorf("saving checkpoint of deployment %d: %w", c.Deployment, err)
 	}
+	return c, nil
+}
+
+// CommitCheckpoint implements store.Store.
+func (s *Store) CommitCheckpoint(ctx context.Context, c store.Checkpoint, results []store.NewSinkResult) (store.Checkpoint, []int64, error) {
+	if err := check.SinkResults(results); err != nil {
+		return store.Checkpoint{}, nil, fmt.Errorf("committing checkpoint of deployment %d: %w", c.Deployment, err)
+	}
+	c, ids, err := s.commitCheckpoint(ctx, c, results)
+	if err != nil {
+		return store.Checkpoint{}, nil, fmt.Errorf("committing checkpoint of deployment %d with %d results: %w", c.Deployment, len(results), err)
+	}
+	return c, ids, nil
+}
+
+// commitCheckpoint appends results (maybe none) to the deployment's scenario and stores c, in
+// one transaction.
+func (s *Store) commitCheckpoint(ctx context.Context, c store.Checkpoint, results []store.NewSinkResult) (store.Checkpoint, []int64, error) {
+	positions, err := json.Marshal(nonNilPositions(c.Positions))
+	if err != nil {
+		return c, nil, err
+	}
 	c.CreatedAt = now()
+	var ids []int64
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		var exists bool
-		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM deployments WHERE id = ?)`, c.Deployment).
-			Scan(&exists); err != nil {
+		var scenarioID int64
+		err := tx.QueryRowContext(ctx, `SELECT scenario_id FROM deployments WHERE id = ?`, c.Deployment).Scan(&scenarioID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
 			return err
 		}
-		if !exists {
-			return store.ErrNotFound
+		if len(results) > 0 {
+			if ids, err = appendSinkResults(ctx, tx, `id = ?`, scenarioID, results); err != nil {
+				return err
+			}
 		}
 		return tx.QueryRowContext(ctx,
 			`INSERT INTO checkpoints (deployment_id, sequence, state, positions, created_at) VALUES (?, 1, ?, ?, ?)
@@ -155,10 +194,7 @@ func (s *Store) PutCheckpoint(ctx context.Context, c store.Checkpoint) (store.Ch
 			 RETURNING sequence`,
 			c.Deployment, nonNil(c.State), string(positions), micros(c.CreatedAt)).Scan(&c.Sequence)
 	})
-	if err != nil {
-		return store.Checkpoint{}, fmt.Errorf("saving checkpoint of deployment %d: %w", c.Deployment, err)
-	}
-	return c, nil
+	return c, ids, err
 }
 
 // GetLatestCheckpoint implements store.Store.

@@ -18,36 +18,45 @@ func (s *Store) AppendSinkResults(ctx context.Context, scenario string, results 
 	if len(results) == 0 {
 		return nil, nil
 	}
-	ids := make([]int64, len(results))
+	var ids []int64
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		var scenarioID, last int64
-		err := tx.QueryRowContext(ctx,
-			`UPDATE scenarios SET last_sink_result_id = last_sink_result_id + ? WHERE name = ?
-			 RETURNING id, last_sink_result_id`, len(results), scenario).Scan(&scenarioID, &last)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("scenario: %w", store.ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		stmt, err := tx.PrepareContext(ctx,
-			`INSERT INTO sink_results (scenario_id, id, sink, value, created_at) VALUES (?, ?, ?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
-		created := micros(now())
-		first := last - int64(len(results)) + 1
-		for i, r := range results {
-			ids[i] = first + int64(i)
-			if _, err := stmt.ExecContext(ctx, scenarioID, ids[i], r.Sink, string(r.Value), created); err != nil {
-				return err
-			}
-		}
-		return nil
+		var err error
+		ids, err = appendSinkResults(ctx, tx, `name = ?`, scenario, results)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("appending sink results of %q: %w", scenario, err)
+	}
+	return ids, nil
+}
+
+// appendSinkResults appends results (at least one) to the scenario whose row matches where
+// (with arg) and returns their IDs.
+func appendSinkResults(ctx context.Context, tx *sql.Tx, where string, arg any, results []store.NewSinkResult) ([]int64, error) {
+	var scenarioID, last int64
+	err := tx.QueryRowContext(ctx,
+		`UPDATE scenarios SET last_sink_result_id = last_sink_result_id + ? WHERE `+where+`
+		 RETURNING id, last_sink_result_id`, len(results), arg).Scan(&scenarioID, &last)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("scenario: %w", store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	stmt, err := tx.PrepareContext(ctx,
+		`INSERT INTO sink_results (scenario_id, id, sink, value, created_at) VALUES (?, ?, ?, ?, ?)`)
+	if err != nil {
+		return nil, err
+	}
+	defer stmt.Close()
+	created := micros(now())
+	first := last - int64(len(results)) + 1
+	ids := make([]int64, len(results))
+	for i, r := range results {
+		ids[i] = first + int64(i)
+		if _, err := stmt.ExecContext(ctx, scenarioID, ids[i], r.Sink, string(r.Value), created); err != nil {
+			return nil, err
+		}
 	}
 	return ids, nil
 }
@@ -92,11 +101,57 @@ func (s *Store) AppendEvents(ctx context.Context, log store.EventLog, payloads [
 	if len(payloads) == 0 {
 		return nil, nil
 	}
-	offsets := make([]int64, len(payloads))
+	b, err := s.appendEvents(ctx, log, "", payloads)
+	if err != nil {
+		return nil, fmt.Errorf("appending %d events to %q/%q: %w", len(payloads), log.Scenario, log.Source, err)
+	}
+	offsets := make([]int64, b.Count)
+	for i := range offsets {
+		offsets[i] = b.FirstOffset + int64(i)
+	}
+	return offsets, nil
+}
+
+// AppendEventBatch implements store.Store.
+func (s *Store) AppendEventBatch(ctx context.Context, log store.EventLog, key string, payloads [][]byte) (store.EventBatch, error) {
+	if len(payloads) == 0 {
+		return store.EventBatch{Key: key}, nil
+	}
+	b, err := s.appendEvents(ctx, log, key, payloads)
+	if err != nil {
+		return store.EventBatch{}, fmt.Errorf("appending a batch of %d events (key %q) to %q/%q: %w",
+			len(payloads), key, log.Scenario, log.Source, err)
+	}
+	return b, nil
+}
+
+// appendEvents appends payloads (at least one) to the log, under key unless it is empty.
+func (s *Store) appendEvents(ctx context.Context, log store.EventLog, key string, payloads [][]byte) (store.EventBatch, error) {
+	b := store.EventBatch{Key: key, Count: len(payloads)}
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		row, err := lookupScenario(ctx, tx, log.Scenario)
 		if err != nil {
 			return err
+		}
+		if key != "" {
+			// The write transaction is IMMEDIATE: no other append runs between this check and
+			// the insert below.
+			var first, accepted int64
+			var count int
+			err := tx.QueryRowContext(ctx,
+				`SELECT first_offset, event_count, accepted_at FROM event_batches
+				 WHERE scenario_id = ? AND source = ? AND batch_key = ?`, row.id, log.Source, key).
+				Scan(&first, &count, &accepted)
+			switch {
+			case err == nil:
+				if count != len(payloads) {
+					return fmt.Errorf("the key names a batch of %d events: %w", count, store.ErrBatchKeyReused)
+				}
+				b.FirstOffset, b.AcceptedAt, b.Duplicate = first, fromMicros(accepted), true
+				return nil
+			case !errors.Is(err, sql.ErrNoRows):
+				return err
+			}
 		}
 		var next int64
 		err = tx.QueryRowContext(ctx,
@@ -112,20 +167,23 @@ func (s *Store) AppendEvents(ctx context.Context, log store.EventLog, payloads [
 			return err
 		}
 		defer stmt.Close()
-		accepted := micros(now())
-		first := next - int64(len(payloads))
+		b.AcceptedAt = now()
+		accepted := micros(b.AcceptedAt)
+		b.FirstOffset = next - int64(len(payloads))
 		for i, p := range payloads {
-			offsets[i] = first + int64(i)
-			if _, err := stmt.ExecContext(ctx, row.id, log.Source, offsets[i], nonNil(p), accepted); err != nil {
+			if _, err := stmt.ExecContext(ctx, row.id, log.Source, b.FirstOffset+int64(i), nonNil(p), accepted); err != nil {
 				return err
 			}
 		}
-		return nil
+		if key == "" {
+			return nil
+		}
+		_, err = tx.ExecContext(ctx,
+			`INSERT INTO event_batches (scenario_id, source, batch_key, first_offset, event_count, accepted_at)
+			 VALUES (?, ?, ?, ?, ?, ?)`, row.id, log.Source, key, b.FirstOffset, len(payloads), accepted)
+		return err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("appending %d events to %q/%q: %w", len(payloads), log.Scenario, log.Source, err)
-	}
-	return offsets, nil
+	return b, err
 }
 
 // ReadEvents implements store.Store.

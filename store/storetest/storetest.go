@@ -49,6 +49,10 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"SinkResults", testSinkResults},
 		{"ConcurrentSinkAppends", testConcurrentSinkAppends},
 		{"EventLog", testEventLog},
+		{"EventBatches", testEventBatches},
+		{"ConcurrentBatchKeys", testConcurrentBatchKeys},
+		{"CommitCheckpoint", testCommitCheckpoint},
+		{"LatestDeployments", testLatestDeployments},
 		{"CanceledContext", testCanceledContext},
 		{"SurvivesReopen", testSurvivesReopen},
 	}
@@ -229,8 +233,12 @@ func testNotFound(t *testing.T, open func(t *testing.T) store.Store) {
 			_, err := s.SetDeploymentStatus(ctx, 424242, store.StatusRunning, "")
 			return err
 		},
-		"ListDeployments":     func() error { _, err := s.ListDeployments(ctx, "missing"); return err },
-		"PutCheckpoint":       func() error { _, err := s.PutCheckpoint(ctx, store.Checkpoint{Deployment: 424242}); return err },
+		"ListDeployments": func() error { _, err := s.ListDeployments(ctx, "missing"); return err },
+		"PutCheckpoint":   func() error { _, err := s.PutCheckpoint(ctx, store.Checkpoint{Deployment: 424242}); return err },
+		"CommitCheckpoint": func() error {
+			_, _, err := s.CommitCheckpoint(ctx, store.Checkpoint{Deployment: 424242}, []store.NewSinkResult{{Sink: "out", Value: json.RawMessage(`1`)}})
+			return err
+		},
 		"GetLatestCheckpoint": func() error { _, err := s.GetLatestCheckpoint(ctx, 424242); return err },
 		"AppendSinkResults": func() error {
 			_, err := s.AppendSinkResults(ctx, "missing", []store.NewSinkResult{{Sink: "out", Value: json.RawMessage(`1`)}})
@@ -238,8 +246,12 @@ func testNotFound(t *testing.T, open func(t *testing.T) store.Store) {
 		},
 		"ReadSinkResults": func() error { _, err := s.ReadSinkResults(ctx, "missing", "", 0, 10); return err },
 		"AppendEvents":    func() error { _, err := s.AppendEvents(ctx, log, [][]byte{[]byte(`{}`)}); return err },
-		"ReadEvents":      func() error { _, err := s.ReadEvents(ctx, log, 0, 10); return err },
-		"TruncateEvents":  func() error { _, err := s.TruncateEvents(ctx, log, 10); return err },
+		"AppendEventBatch": func() error {
+			_, err := s.AppendEventBatch(ctx, log, "k", [][]byte{[]byte(`{}`)})
+			return err
+		},
+		"ReadEvents":     func() error { _, err := s.ReadEvents(ctx, log, 0, 10); return err },
+		"TruncateEvents": func() error { _, err := s.TruncateEvents(ctx, log, 10); return err },
 	}
 	for name, call := range calls {
 		wantErr(t, name, call(), store.ErrNotFound)
@@ -897,6 +909,196 @@ func testEventLog(t *testing.T, open func(t *testing.T) store.Store) {
 	if page := must(s.ReadEvents(ctx, big, 0, -1))(t); len(page) != store.DefaultReadLimit {
 		t.Errorf("limit -1 read %d events, want %d", len(page), store.DefaultReadLimit)
 	}
+}
+
+func testEventBatches(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	must(s.CreateScenario(ctx, "ingest", draft(1, "")))(t)
+	log := store.EventLog{Scenario: "ingest", Source: "http-in"}
+	batch := func(from, n int) [][]byte {
+		b := make([][]byte, n)
+		for i := range b {
+			b[i] = payload(from + i)
+		}
+		return b
+	}
+
+	before := time.Now()
+	first := must(s.AppendEventBatch(ctx, log, "batch-1", batch(0, 3)))(t)
+	checkTime(t, "EventBatch.AcceptedAt", first.AcceptedAt, before, time.Now())
+	if first.Key != "batch-1" || first.FirstOffset != 0 || first.Count != 3 || first.Duplicate {
+		t.Errorf("first batch: %+v", first)
+	}
+	// Re-sent: nothing appended, the first answer again.
+	again := must(s.AppendEventBatch(ctx, log, "batch-1", batch(0, 3)))(t)
+	if again.FirstOffset != 0 || again.Count != 3 || !again.Duplicate || !again.AcceptedAt.Equal(first.AcceptedAt) {
+		t.Errorf("re-sent batch: %+v, want %+v as a duplicate", again, first)
+	}
+	// Plain appends and batches without a key share the offsets.
+	if offsets := must(s.AppendEvents(ctx, log, batch(3, 1)))(t); !slices.Equal(offsets, []int64{3}) {
+		t.Errorf("AppendEvents after a batch: offsets %v, want [3]", offsets)
+	}
+	for i := int64(4); i < 6; i++ {
+		if b := must(s.AppendEventBatch(ctx, log, "", batch(int(i), 1)))(t); b.FirstOffset != i || b.Duplicate || b.Key != "" {
+			t.Errorf("batch without a key: %+v, want offset %d", b, i)
+		}
+	}
+	all := must(s.ReadEvents(ctx, log, 0, 100))(t)
+	if len(all) != 6 || all[4].Offset != 4 || all[5].Offset != 5 {
+		t.Fatalf("after keyless batches: %d events", len(all))
+	}
+	if !all[0].AcceptedAt.Equal(first.AcceptedAt) || !all[2].AcceptedAt.Equal(first.AcceptedAt) {
+		t.Errorf("events of the batch accepted at %v and %v, the batch at %v", all[0].AcceptedAt, all[2].AcceptedAt, first.AcceptedAt)
+	}
+
+	// A key reused for a batch of another size is refused, and stores nothing.
+	_, err := s.AppendEventBatch(ctx, log, "batch-1", batch(6, 2))
+	wantErr(t, "key reused for another batch", err, store.ErrBatchKeyReused)
+	if got := must(s.ReadEvents(ctx, log, 6, 10))(t); got != nil {
+		t.Errorf("refused batch stored %d events", len(got))
+	}
+
+	// Keys are per log, and survive truncation.
+	other := store.EventLog{Scenario: "ingest", Source: "http-other"}
+	if b := must(s.AppendEventBatch(ctx, other, "batch-1", batch(0, 2)))(t); b.FirstOffset != 0 || b.Duplicate {
+		t.Errorf("same key in another log: %+v", b)
+	}
+	must(s.TruncateEvents(ctx, log, 100))(t)
+	if b := must(s.AppendEventBatch(ctx, log, "batch-1", batch(0, 3)))(t); !b.Duplicate || b.FirstOffset != 0 {
+		t.Errorf("re-sent after truncation: %+v", b)
+	}
+	if b := must(s.AppendEventBatch(ctx, log, "batch-2", batch(6, 2)))(t); b.FirstOffset != 6 || b.Count != 2 || b.Duplicate {
+		t.Errorf("new batch after truncation: %+v", b)
+	}
+	checkEvents(t, "after truncation", must(s.ReadEvents(ctx, log, 0, 100))(t), 6, 7)
+
+	// An empty batch stores nothing, not even its key.
+	if b := must(s.AppendEventBatch(ctx, log, "empty", nil))(t); b.Count != 0 || b.Duplicate || b.Key != "empty" {
+		t.Errorf("empty batch: %+v", b)
+	}
+	if b := must(s.AppendEventBatch(ctx, log, "empty", batch(8, 1)))(t); b.Duplicate || b.FirstOffset != 8 {
+		t.Errorf("batch under the key of an empty one: %+v", b)
+	}
+}
+
+// Requests re-sending one batch at once append it once; every one gets its offsets.
+func testConcurrentBatchKeys(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	must(s.CreateScenario(ctx, "busy", draft(1, "")))(t)
+	log := store.EventLog{Scenario: "busy", Source: "http"}
+	const senders, keys = 4, 5
+	var wg sync.WaitGroup
+	results := make([][keys]store.EventBatch, senders)
+	for w := range senders {
+		wg.Go(func() {
+			for k := range keys {
+				b, err := s.AppendEventBatch(ctx, log, fmt.Sprintf("key-%d", k), [][]byte{payload(k), payload(k)})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				results[w][k] = b
+			}
+		})
+	}
+	wg.Wait()
+	for k := range keys {
+		fresh := 0
+		for w := range senders {
+			if !results[w][k].Duplicate {
+				fresh++
+			}
+			if results[w][k].FirstOffset != results[0][k].FirstOffset {
+				t.Errorf("key-%d: offsets %d and %d", k, results[w][k].FirstOffset, results[0][k].FirstOffset)
+			}
+		}
+		if fresh != 1 {
+			t.Errorf("key-%d appended %d times", k, fresh)
+		}
+	}
+	if got := must(s.ReadEvents(ctx, log, 0, 100))(t); len(got) != 2*keys {
+		t.Errorf("%d events stored, want %d", len(got), 2*keys)
+	}
+}
+
+func testCommitCheckpoint(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	must(s.CreateScenario(ctx, "windows", draft(1, "")))(t)
+	d := must(s.CreateDeployment(ctx, store.NewDeployment{Scenario: "windows", Version: 1}))(t)
+	results := func(from, n int) []store.NewSinkResult {
+		r := make([]store.NewSinkResult, n)
+		for i := range r {
+			r[i] = store.NewSinkResult{Sink: "out", Value: sinkValue(from + i)}
+		}
+		return r
+	}
+
+	before := time.Now()
+	c, ids, err := s.CommitCheckpoint(ctx, store.Checkpoint{Deployment: d.ID, State: []byte("one"),
+		Positions: []store.SourcePosition{{Source: "http", Offset: 10}}}, results(1, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTime(t, "Checkpoint.CreatedAt", c.CreatedAt, before, time.Now())
+	if c.Sequence != 1 || !slices.Equal(ids, []int64{1, 2, 3}) {
+		t.Errorf("first commit: sequence %d, IDs %v", c.Sequence, ids)
+	}
+	// Sink results appended otherwise share the IDs; a commit without results stores the state.
+	must(s.AppendSinkResults(ctx, "windows", results(4, 1)))(t)
+	c, ids, err = s.CommitCheckpoint(ctx, store.Checkpoint{Deployment: d.ID, State: []byte("two")}, nil)
+	if err != nil || c.Sequence != 2 || ids != nil {
+		t.Errorf("commit without results: %+v, %v, %v", c, ids, err)
+	}
+	_, ids, err = s.CommitCheckpoint(ctx, store.Checkpoint{Deployment: d.ID, State: []byte("three"),
+		Positions: []store.SourcePosition{{Source: "http", Offset: 20}}}, results(5, 2))
+	if err != nil || !slices.Equal(ids, []int64{5, 6}) {
+		t.Errorf("third commit: IDs %v, %v", ids, err)
+	}
+
+	// All or nothing: invalid JSON stores neither the results nor the checkpoint.
+	bad := append(results(7, 1), store.NewSinkResult{Sink: "out", Value: json.RawMessage(`{`)})
+	_, _, err = s.CommitCheckpoint(ctx, store.Checkpoint{Deployment: d.ID, State: []byte("four")}, bad)
+	wantErr(t, "commit with invalid JSON", err, store.ErrInvalidJSON)
+	got := must(s.GetLatestCheckpoint(ctx, d.ID))(t)
+	if got.Sequence != 3 || string(got.State) != "three" || !slices.Equal(got.Positions, []store.SourcePosition{{Source: "http", Offset: 20}}) {
+		t.Errorf("latest checkpoint: %+v", got)
+	}
+	stored := must(s.ReadSinkResults(ctx, "windows", "", 0, 100))(t)
+	if len(stored) != 6 {
+		t.Fatalf("%d results stored, want 6", len(stored))
+	}
+	for i, r := range stored {
+		if r.ID != int64(i+1) || !bytes.Equal(r.Value, sinkValue(i+1)) {
+			t.Errorf("result %d: %+v", i, r)
+		}
+	}
+}
+
+func testLatestDeployments(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	if l := must(s.ListLatestDeployments(ctx))(t); l != nil {
+		t.Errorf("no deployments: %v", l)
+	}
+	for _, name := range []string{"b", "a", "c", "B"} {
+		must(s.CreateScenario(ctx, name, draft(1, "")))(t)
+	}
+	a1 := must(s.CreateDeployment(ctx, store.NewDeployment{Scenario: "a", Version: 1}))(t)
+	must(s.SetDeploymentStatus(ctx, a1.ID, store.StatusCanceled, ""))(t)
+	a2 := must(s.CreateDeployment(ctx, store.NewDeployment{Scenario: "a", Version: 1, Comment: "again"}))(t)
+	b1 := must(s.CreateDeployment(ctx, store.NewDeployment{Scenario: "b", Version: 1}))(t)
+	b1 = must(s.SetDeploymentStatus(ctx, b1.ID, store.StatusFailed, "broken"))(t)
+	B1 := must(s.CreateDeployment(ctx, store.NewDeployment{Scenario: "B", Version: 1}))(t)
+	latest := must(s.ListLatestDeployments(ctx))(t)
+	if len(latest) != 3 {
+		t.Fatalf("ListLatestDeployments: %+v", latest)
+	}
+	checkDeployment(t, "latest of B", latest[0], B1)
+	checkDeployment(t, "latest of a", latest[1], a2)
+	checkDeployment(t, "latest of b", latest[2], b1)
 }
 
 func testCanceledContext(t *testing.T, open func(t *testing.T) store.Store) {
