@@ -15,6 +15,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync"
+	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
@@ -23,12 +25,23 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/scenario-server/scenario-server/deploy"
 	"github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/store"
 )
 
 // DefaultMaxBodyBytes is the default limit of a request body: 10 MiB.
 const DefaultMaxBodyBytes = 10 << 20
+
+// The default limits of a test run (POST /api/test, POST /api/scenarios/{name}/test).
+const (
+	// DefaultTestMaxRecords is the most records one test run takes: 10,000.
+	DefaultTestMaxRecords = 10_000
+	// DefaultTestMaxBytes is the largest request body of a test run: 10 MiB.
+	DefaultTestMaxBytes = 10 << 20
+	// DefaultTestTimeout is how long one test run may take.
+	DefaultTestTimeout = 30 * time.Second
+)
 
 // Config is what New needs. Only Store is required.
 type Config struct {
@@ -47,16 +60,33 @@ type Config struct {
 	Metrics *prometheus.Registry
 	// Version is the server's version, shown in the OpenAPI document. Empty means "dev".
 	Version string
+	// Runtime runs the deployments: deploy, cancel, ingestion, counts. Nil means this server
+	// runs none; those operations then answer 503. The caller starts and shuts it down.
+	Runtime *deploy.Runtime
+	// TestMaxRecords is the most records (non-blank lines) a test run takes; more are
+	// answered 413 with code too-many-records, and nothing runs. 0 means
+	// DefaultTestMaxRecords.
+	TestMaxRecords int
+	// TestMaxBytes is the largest request body of a test run, in bytes, instead of
+	// MaxBodyBytes; larger bodies are answered 413 body-too-large. 0 means
+	// DefaultTestMaxBytes.
+	TestMaxBytes int64
+	// TestTimeout is how long one test run may take (a graph that fans each record out
+	// into very many contexts); a longer run is stopped and answered 422 test-timeout. 0
+	// means DefaultTestTimeout.
+	TestTimeout time.Duration
 }
 
 // Handler serves the API. Create it with New.
 type Handler struct {
 	router *chi.Mux
 	api    huma.API
+	// closeStreams ends the server-sent event streams (CloseStreams).
+	closeStreams func()
 }
 
 // New builds the router: the operations under /api, the OpenAPI document, the docs page,
-// /healthz, /readyz, /metrics and a start page at /. It fails when cfg.Store is nil.
+// /healthz, /readyz, /metrics and the designer at /. It fails when cfg.Store is nil.
 func New(cfg Config) (*Handler, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("api: Config.Store is nil")
@@ -77,6 +107,15 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}
+	if cfg.TestMaxRecords <= 0 {
+		cfg.TestMaxRecords = DefaultTestMaxRecords
+	}
+	if cfg.TestMaxBytes <= 0 {
+		cfg.TestMaxBytes = DefaultTestMaxBytes
+	}
+	if cfg.TestTimeout <= 0 {
+		cfg.TestTimeout = DefaultTestTimeout
+	}
 	metrics, err := newHTTPMetrics(cfg.Metrics)
 	if err != nil {
 		return nil, err
@@ -86,7 +125,13 @@ func New(cfg Config) (*Handler, error) {
 	r.Use(middleware.RequestID)
 	r.Use(requestLog(cfg.Logger, metrics))
 	r.Use(recoverProblem)
-	r.Use(checkBody(cfg.MaxBodyBytes))
+	r.Use(ndjsonRecords(cfg.TestMaxBytes))
+	r.Use(checkBody(func(path string) int64 {
+		if isTestPath(path) {
+			return cfg.TestMaxBytes
+		}
+		return cfg.MaxBodyBytes
+	}))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, newProblem(http.StatusNotFound, CodeRouteNotFound, "no route "+r.URL.Path))
 	})
@@ -108,18 +153,30 @@ func New(cfg Config) (*Handler, error) {
 		nodes:   cfg.Nodes,
 		maxBody: cfg.MaxBodyBytes,
 		metrics: cfg.Metrics,
+
+		testMaxRecords: cfg.TestMaxRecords,
+		testMaxBytes:   cfg.TestMaxBytes,
+		testTimeout:    cfg.TestTimeout,
+
+		runtime:     cfg.Runtime,
+		streamsDone: make(chan struct{}),
 	}
 	h.registerScenarios(hapi)
 	h.registerVersions(hapi)
 	h.registerCompare(hapi)
 	h.registerValidation(hapi)
 	h.registerComponents(hapi)
+	h.registerTestRuns(hapi)
+	h.registerNodeTest(hapi)
+	h.registerDeployments(hapi)
 	h.registerHealth(hapi)
 	if err := serveOpenAPI(r, hapi); err != nil {
 		return nil, err
 	}
-	r.Get("/", startPage)
-	return &Handler{router: r, api: hapi}, nil
+	if err := serveUI(r); err != nil {
+		return nil, err
+	}
+	return &Handler{router: r, api: hapi, closeStreams: sync.OnceFunc(func() { close(h.streamsDone) })}, nil
 }
 
 // ServeHTTP implements http.Handler.
@@ -138,13 +195,22 @@ type handlers struct {
 	nodes   *nodes.Registry
 	maxBody int64
 	metrics *prometheus.Registry
+
+	testMaxRecords int
+	testMaxBytes   int64
+	testTimeout    time.Duration
+
+	runtime     *deploy.Runtime
+	streamsDone chan struct{} // closed by Handler.CloseStreams
 }
 
-// register declares an operation with the body limit and the error answers every operation
-// may give.
+// register declares an operation with the body limit (unless op sets its own) and the error
+// answers every operation may give.
 func register[I, O any](hapi huma.API, h *handlers, op huma.Operation, handler func(context.Context, *I) (*O, error)) {
 	// huma refuses a body of exactly MaxBodyBytes; one more lets the configured size through.
-	op.MaxBodyBytes = h.maxBody + 1
+	if op.MaxBodyBytes == 0 {
+		op.MaxBodyBytes = h.maxBody + 1
+	}
 	op.Errors = append(op.Errors, http.StatusInternalServerError)
 	huma.Register(hapi, op, handler)
 }

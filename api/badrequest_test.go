@@ -59,6 +59,25 @@ func testBadRequests(t *testing.T, c *client) {
 		{"bad content type", request{Method: "POST", Path: "/api/scenarios/exists/import", Body: tinyGraph, ContentType: "application/"}, 415, api.CodeUnsupportedMediaType},
 		{"validation of nothing", request{Method: "POST", Path: "/api/validation", Body: `{}`}, 422, api.CodeValidationFailed},
 		{"node validation without node", request{Method: "POST", Path: "/api/validation/node", Body: rawBody("graph", tinyGraph, "nodeId", `""`)}, 422, api.CodeValidationFailed},
+		{"test without records", request{Method: "POST", Path: "/api/test", Body: rawBody("graph", tinyGraph)}, 422, api.CodeValidationFailed},
+		{"test without graph", request{Method: "POST", Path: "/api/test", Body: rawBody("records", `""`)}, 422, api.CodeValidationFailed},
+		{"test records not a string", request{Method: "POST", Path: "/api/test", Body: rawBody("graph", tinyGraph, "records", `[{"a": 1}]`)}, 422, api.CodeValidationFailed},
+		{"test of a graph with errors", request{Method: "POST", Path: "/api/test", Body: rawBody("graph", `{"nodes": [], "edges": []}`, "records", `""`)}, 422, api.CodeScenarioHasErrors},
+		{"test cap zero", request{Method: "POST", Path: "/api/test?maxRecordsPerNode=0", Body: rawBody("graph", tinyGraph, "records", `""`)}, 422, api.CodeValidationFailed},
+		{"test cap too large", request{Method: "POST", Path: "/api/test?maxRecordsPerNode=1001", Body: rawBody("graph", tinyGraph, "records", `""`)}, 422, api.CodeValidationFailed},
+		{"test cap not a number", request{Method: "POST", Path: "/api/scenarios/exists/test?maxRecordsPerNode=all", Body: rawBody("records", `""`)}, 422, api.CodeValidationFailed},
+		{"test of an unknown scenario", request{Method: "POST", Path: "/api/scenarios/unknown/test", Body: rawBody("records", `""`)}, 404, api.CodeScenarioNotFound},
+		{"test of an unknown version", request{Method: "POST", Path: "/api/scenarios/exists/test?version=9", Body: rawBody("records", `""`)}, 404, api.CodeVersionNotFound},
+		{"test of a bad name", request{Method: "POST", Path: "/api/scenarios/a%00b/test", Body: rawBody("records", `""`)}, 400, api.CodeInvalidName},
+		{"test with an unknown field", request{Method: "POST", Path: "/api/scenarios/exists/test", Body: rawBody("records", `""`, "graph", tinyGraph)}, 422, api.CodeValidationFailed},
+		{"NDJSON to an unsaved test", request{Method: "POST", Path: "/api/test", Body: "{}\n", ContentType: "application/x-ndjson"}, 415, api.CodeUnsupportedMediaType},
+		{"NDJSON to validation", request{Method: "POST", Path: "/api/validation", Body: "{}\n", ContentType: "application/x-ndjson"}, 415, api.CodeUnsupportedMediaType},
+		{"text to a saved test", request{Method: "POST", Path: "/api/scenarios/exists/test", Body: "{}\n", ContentType: "text/plain"}, 415, api.CodeUnsupportedMediaType},
+		{"NDJSON test of an unknown scenario", request{Method: "POST", Path: "/api/scenarios/unknown/test", Body: "{}\n", ContentType: "application/x-ndjson"}, 404, api.CodeScenarioNotFound},
+		{"node test without node", request{Method: "POST", Path: "/api/node-test", Body: rawBody("graph", tinyGraph, "nodeId", `""`)}, 422, api.CodeValidationFailed},
+		{"node test of an unknown node", request{Method: "POST", Path: "/api/node-test", Body: rawBody("graph", tinyGraph, "nodeId", `"x"`)}, 422, api.CodeUnknownNode},
+		{"node test variables not an object", request{Method: "POST", Path: "/api/node-test", Body: rawBody("graph", tinyGraph, "nodeId", `"in"`, "variables", "[]")}, 422, api.CodeValidationFailed},
+		{"node test of a graph that does not decode", request{Method: "POST", Path: "/api/node-test", Body: rawBody("graph", `{"nodes": 1}`, "nodeId", `"in"`)}, 422, api.CodeScenarioHasErrors},
 		{"unknown route", request{Method: "GET", Path: "/api/nothing"}, 404, api.CodeRouteNotFound},
 		{"method not allowed", request{Method: "PUT", Path: "/api/scenarios"}, 405, api.CodeMethodNotAllowed},
 	}
@@ -106,8 +125,9 @@ func testBodyLimit(t *testing.T, st store.Store) {
 const fuzzAnswerTimeout = 10 * time.Second
 
 // FuzzRequestBodies sends arbitrary bytes as the bodies of the operations that decode a
-// scenario graph (create, save, import) and of validation: whatever the bytes, the answer is
-// a success or a 4xx problem with a known code, in time, never a 5xx, a hang or a crash.
+// scenario graph (create, save, import), of validation, of test runs and of node tests:
+// whatever the bytes, the answer is a success or a 4xx problem with a known code, in time,
+// never a 5xx, a hang or a crash.
 func FuzzRequestBodies(f *testing.F) {
 	graph, err := readTestdata("payments.json")
 	if err != nil {
@@ -123,6 +143,10 @@ func FuzzRequestBodies(f *testing.F) {
 		`{"nodes": [{"id": "a", "type": "Filter", "expression": {"language": "expr", "expression": "#input.x >"}}], "edges": [{"from": "a", "to": "a"}]}`,
 		`{"name": "\u0000", "graph": {}}`,
 		`{"graph": {"nodes": [], "edges": []}, "nodeId": "a", "expression": "#in", "caret": 3}`,
+		rawBody("graph", graph, "records", quote(`{"card":"A","amount":1500,"time":"2024-05-01T10:00:00Z"}`+"\n{\"card\":\n\n{\"amount\": \"x\"}")),
+		rawBody("records", quote(`{"a": 1}`+"\n"+`{"sourceId": "in", "record": {"b": 2}, "timestamp": 5}`)),
+		rawBody("graph", graph, "nodeId", `"last hour"`, "variables", `{"input": {"card": "A", "amount": 9223372036854775807}}`),
+		rawBody("graph", graph, "nodeId", `"how many"`, "variables", `{"#hour": {"count": 3}}`, "branch", `"x"`),
 		`{"name": 1e999, "graph": []}`,
 		`[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[`,
 		`{"a":`,
@@ -152,6 +176,9 @@ func FuzzRequestBodies(f *testing.F) {
 		"/api/validation",
 		"/api/validation/node",
 		"/api/suggestions",
+		"/api/test",
+		"/api/scenarios/target/test",
+		"/api/node-test",
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, path := range paths {

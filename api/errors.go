@@ -31,10 +31,26 @@ const (
 	CodeInvalidScenario = "invalid-scenario"
 	// CodeUnknownNode (422): the node named by nodeId is not in the graph.
 	CodeUnknownNode = "unknown-node"
+	// CodeScenarioHasErrors (422): the graph (or the node to test) has validation errors, so
+	// it cannot run; Validation holds the whole validation, as /api/validation answers it.
+	CodeScenarioHasErrors = "scenario-has-errors"
+	// CodeTestTimeout (422): a test run took longer than the server's limit
+	// (Config.TestTimeout) and was stopped; test fewer records or a lighter graph.
+	CodeTestTimeout = "test-timeout"
+	// CodeInvalidEvent (400): an event sent to an HTTP source is not a JSON object, or the
+	// body has none; nothing of the batch was accepted.
+	CodeInvalidEvent = "invalid-event"
+	// CodeIdempotencyKeyReused (422): the Idempotency-Key names an accepted batch with another
+	// number of events; nothing was accepted.
+	CodeIdempotencyKeyReused = "idempotency-key-reused"
 	// CodeScenarioNotFound (404): no scenario has that name.
 	CodeScenarioNotFound = "scenario-not-found"
 	// CodeVersionNotFound (404): the scenario has no version of that number.
 	CodeVersionNotFound = "version-not-found"
+	// CodeSourceNotFound (404): the running version has no HTTP source of that id.
+	CodeSourceNotFound = "source-not-found"
+	// CodeSinkNotFound (404): the scenario has no collect sink of that id.
+	CodeSinkNotFound = "sink-not-found"
 	// CodeRouteNotFound (404): no operation has that path.
 	CodeRouteNotFound = "route-not-found"
 	// CodeMethodNotAllowed (405): the path exists, but not with that method.
@@ -52,10 +68,19 @@ const (
 	CodeScenarioArchived = "scenario-archived"
 	// CodeDeploymentActive (409): the scenario has a deploying or running deployment.
 	CodeDeploymentActive = "deployment-active"
+	// CodeNotDeployed (409): the scenario has no running deployment (to cancel, or to send
+	// events to).
+	CodeNotDeployed = "not-deployed"
 	// CodeBodyTooLarge (413): the request body is longer than the server's limit.
 	CodeBodyTooLarge = "body-too-large"
+	// CodeTooManyRecords (413): a test run was given more records than the server's limit
+	// (Config.TestMaxRecords); nothing ran.
+	CodeTooManyRecords = "too-many-records"
 	// CodeUnsupportedMediaType (415): a request body that is not application/json.
 	CodeUnsupportedMediaType = "unsupported-media-type"
+	// CodeBacklogFull (429): the deployment has fallen behind: the source's accepted events
+	// waiting to be processed reached the server's limit. Retry-After says when to send again.
+	CodeBacklogFull = "backlog-full"
 	// CodeNotReady (503): the store cannot be reached (readiness).
 	CodeNotReady = "not-ready"
 	// CodeUnavailable (503): the request was cut short (server shutting down, timeout).
@@ -67,10 +92,11 @@ const (
 // Codes lists every code of ProblemDetails.Code.
 var Codes = []string{
 	CodeInvalidJSON, CodeBadRequest, CodeInvalidName, CodeValidationFailed, CodeInvalidScenario,
-	CodeUnknownNode, CodeScenarioNotFound, CodeVersionNotFound, CodeRouteNotFound,
+	CodeUnknownNode, CodeScenarioHasErrors, CodeTestTimeout, CodeInvalidEvent, CodeIdempotencyKeyReused,
+	CodeScenarioNotFound, CodeVersionNotFound, CodeSourceNotFound, CodeSinkNotFound, CodeRouteNotFound,
 	CodeMethodNotAllowed, CodeNotAcceptable, CodeRequestTimeout, CodeScenarioExists,
-	CodeVersionConflict, CodeScenarioArchived, CodeDeploymentActive, CodeBodyTooLarge,
-	CodeUnsupportedMediaType, CodeNotReady, CodeUnavailable, CodeInternal,
+	CodeVersionConflict, CodeScenarioArchived, CodeDeploymentActive, CodeNotDeployed, CodeBodyTooLarge,
+	CodeTooManyRecords, CodeUnsupportedMediaType, CodeBacklogFull, CodeNotReady, CodeUnavailable, CodeInternal,
 }
 
 // ProblemDetails is every error answer: RFC 9457 problem details, sent as
@@ -86,6 +112,8 @@ type ProblemDetails struct {
 	Errors   []*huma.ErrorDetail `json:"errors,omitempty" doc:"For validation-failed and invalid-json: where the request is wrong."`
 	Problems []scenario.Problem  `json:"problems,omitempty" doc:"For invalid-scenario: why the graph is not a scenario, with line and column in the graph's JSON text."`
 	Conflict *VersionConflict    `json:"conflict,omitempty" doc:"For version-conflict: the version the save started from, the latest version and what was attempted."`
+
+	Validation *ValidationResult `json:"validation,omitempty" doc:"For scenario-has-errors: the graph's validation, as POST /api/validation answers it."`
 }
 
 // VersionConflict carries both sides of a version-conflict, so that the author can merge and

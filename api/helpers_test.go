@@ -94,9 +94,10 @@ func withSearchPath(t *testing.T, dbURL, schema string) string {
 
 // client talks to an API server over HTTP.
 type client struct {
-	t    *testing.T
-	base string
-	http *http.Client
+	t     *testing.T
+	base  string
+	http  *http.Client
+	store store.Store // the server's store, for withConfig
 }
 
 // newClient starts the API on st in an httptest server, closed when t ends.
@@ -112,7 +113,14 @@ func newClient(t *testing.T, st store.Store, configure ...func(*api.Config)) *cl
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &client{t: t, base: srv.URL, http: srv.Client()}
+	return &client{t: t, base: srv.URL, http: srv.Client(), store: st}
+}
+
+// withConfig starts a second server on c's store, configured as the first with configure
+// applied: the same data, served as with other flags.
+func (c *client) withConfig(configure ...func(*api.Config)) *client {
+	c.t.Helper()
+	return newClient(c.t, c.store, configure...)
 }
 
 // testLogger logs to the test's output, shown when it fails or with -v.
@@ -277,6 +285,17 @@ func quote(s string) string {
 func readTestdata(name string) (string, error) {
 	b, err := os.ReadFile("testdata/" + name)
 	return string(b), err
+}
+
+// readRepoFile reads a file of the repository by its path from the root
+// ("examples/flights-per-origin-hourly.json").
+func readRepoFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile("../" + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 func sqliteStoreForFuzz(f *testing.F) store.Store {

@@ -143,12 +143,14 @@ func recoverProblem(next http.Handler) http.Handler {
 	})
 }
 
-// checkBody refuses, before anything reads it, a body that is announced longer than limit
-// (413) or that is not application/json (415). Bodies of unannounced length are cut at the
-// limit by each operation (huma's MaxBodyBytes).
-func checkBody(limit int64) func(http.Handler) http.Handler {
+// checkBody refuses, before anything reads it, a body that is announced longer than the
+// limit of its path (413) or that is not application/json (415; events sent to an HTTP source
+// may also be application/x-ndjson). Bodies of unannounced length are cut at the limit by
+// each operation (huma's MaxBodyBytes).
+func checkBody(limitOf func(path string) int64) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			limit := limitOf(r.URL.Path)
 			if r.ContentLength > limit {
 				writeProblem(w, problemf(http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
 					"the request body is larger than %d bytes", limit))
@@ -158,7 +160,7 @@ func checkBody(limit int64) func(http.Handler) http.Handler {
 			if hasBody {
 				ct := r.Header.Get("Content-Type")
 				mt, _, err := mime.ParseMediaType(ct)
-				if err != nil || mt != "application/json" {
+				if err != nil || (mt != "application/json" && !(mt == ndjson && isEventsPath(r.URL.Path))) {
 					if ct == "" {
 						ct = "none"
 					}

@@ -16,11 +16,13 @@ const (
 )
 
 const (
-	tagScenarios  = "scenarios"
-	tagVersions   = "versions"
-	tagValidation = "validation"
-	tagComponents = "components"
-	tagOperations = "operations"
+	tagScenarios   = "scenarios"
+	tagVersions    = "versions"
+	tagValidation  = "validation"
+	tagComponents  = "components"
+	tagTesting     = "testing"
+	tagDeployments = "deployments"
+	tagOperations  = "operations"
 )
 
 var apiTags = []*huma.Tag{
@@ -28,13 +30,16 @@ var apiTags = []*huma.Tag{
 	{Name: tagVersions, Description: "Versions of a scenario: history, save with optimistic concurrency, compare, export and import."},
 	{Name: tagValidation, Description: "Validation of saved and unsaved graphs, of single nodes, and expression completions for the editor."},
 	{Name: tagComponents, Description: "The node kinds and aggregators, for the designer's palette and forms."},
+	{Name: tagTesting, Description: "Test runs of saved and unsaved graphs on sample records (a bounded replay: per node counts, each record's variables and expression values, window results, sink outputs, errors), and tests of one node on given variables."},
+	{Name: tagDeployments, Description: "Deploy and cancel scenarios, send events to their HTTP sources, watch their live per-node counts, read their collected results; streams are server-sent events."},
 	{Name: tagOperations, Description: "Liveness, readiness and Prometheus metrics, outside /api."},
 }
 
 const apiDescription = "The REST API of scenario-server: scenario graphs in Nussknacker's API form, " +
 	"stored with every version, validated node by node.\n\n" +
 	"Request bodies are JSON (Content-Type: application/json), at most the server's body limit " +
-	"(10 MiB by default). Every error is RFC 9457 problem details (application/problem+json) " +
+	"(10 MiB by default; test runs have their own, also 10 MiB by default, and a saved scenario's " +
+	"test run also takes its records as application/x-ndjson). Every error is RFC 9457 problem details (application/problem+json) " +
 	"with a stable `code`, such as scenario-not-found, version-conflict, invalid-name, " +
 	"invalid-json, body-too-large, unsupported-media-type or validation-failed. Changes are " +
 	"attributed to the X-Scenario-User header (anonymous by default)."
@@ -72,25 +77,6 @@ func serveOpenAPI(r chi.Router, hapi huma.API) error {
 	r.Get(DocsPath, serve([]byte(docsPage), "text/html; charset=utf-8"))
 	return nil
 }
-
-// startPage is served at / until the designer UI is embedded.
-func startPage(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Write([]byte(startHTML))
-}
-
-const startHTML = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>scenario-server</title>
-<style>body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:3rem auto;padding:0 1rem}</style></head>
-<body><h1>scenario-server</h1>
-<p>The designer is not built yet. The REST API is under <code>/api</code>:</p>
-<ul>
-<li><a href="/api/docs">API documentation</a></li>
-<li><a href="/api/openapi.json">OpenAPI 3.1 document</a> (<a href="/api/openapi-3.0.json">3.0</a>)</li>
-<li><a href="/api/scenarios">Scenarios</a>, <a href="/api/components">node kinds</a></li>
-<li><a href="/readyz">/readyz</a>, <a href="/metrics">/metrics</a></li>
-</ul></body></html>
-`
 
 // docsPage lists the operations of the OpenAPI document with plain JavaScript: it loads
 // nothing from other sites, so it works without internet access.

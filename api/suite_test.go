@@ -44,6 +44,9 @@ func runAPISuite(t *testing.T, newStore newStoreFunc) {
 		{"Components", testComponents},
 		{"Operations", testOperations},
 		{"BadRequests", testBadRequests},
+		{"TestRuns", testTestRuns},
+		{"TestLimits", testTestLimits},
+		{"NodeTest", testNodeTest},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -87,7 +90,8 @@ func compact(t *testing.T, s string) string {
 
 // testJourney is the designer's journey, over HTTP only: create a scenario, save three
 // versions, read the history, compare versions, lose a race to a stale save, validate an
-// invalid graph, export and import, archive.
+// invalid graph, test one node, export and import, archive; then test the flights example
+// with all 20,000 flights.
 func testJourney(t *testing.T, c *client) {
 	const name = "large payments"
 	path := "/api/scenarios/" + url.PathEscape(name)
@@ -179,6 +183,17 @@ func testJourney(t *testing.T, c *client) {
 		t.Errorf("no #input in scope of the filter: %v", val.Variables["large"])
 	}
 
+	// Test one node: the filter of version 3 (amounts over 500) on a payment of 700, then 300.
+	for _, tc := range []struct{ amount, edge, to string }{{"700", "FilterTrue", "last hour"}, {"300", "FilterFalse", "small"}} {
+		var nt api.NodeTestResult
+		vars := `{"input": {"card": "A", "amount": ` + tc.amount + `, "time": "2024-05-01T10:00:00Z"}}`
+		c.post("/api/node-test", rawBody("graph", string(latest.Latest.Graph), "nodeId", quote("large"), "variables", vars)).ok(t, http.StatusOK, &nt)
+		if len(nt.Outputs) != 1 || nt.Outputs[0].EdgeType != tc.edge || nt.Outputs[0].To != tc.to ||
+			string(nt.Expressions["expression"].Value) != fmt.Sprint(tc.edge == "FilterTrue") || nt.Error != "" {
+			t.Errorf("filter on %s: %s, want %s to %s", tc.amount, mustJSON(nt), tc.edge, tc.to)
+		}
+	}
+
 	// Export version 2 exactly as saved; import it as a new scenario and as version 4.
 	r = c.get(path + "/export?version=2")
 	r.ok(t, http.StatusOK, nil)
@@ -219,6 +234,8 @@ func testJourney(t *testing.T, c *client) {
 	if got.Version != 5 {
 		t.Errorf("save after unarchiving: %+v", got)
 	}
+
+	testFlightsExample(t, c)
 }
 
 func mustJSON(v any) string {

@@ -1,5 +1,5 @@
 // Command scenario-server is the scenario server: it stores scenario graphs and their
-// versions, validates them, and (later) runs the deployed ones.
+// versions, validates them, and runs the deployed ones.
 //
 // Usage:
 //

@@ -9,11 +9,18 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
 	"github.com/scenario-server/scenario-server/api"
+	"github.com/scenario-server/scenario-server/deploy"
+	"github.com/scenario-server/scenario-server/examples"
 	"github.com/scenario-server/scenario-server/store"
 	"github.com/scenario-server/scenario-server/store/postgres"
 	"github.com/scenario-server/scenario-server/store/sqlite"
@@ -27,6 +34,14 @@ const (
 	envLogFormat    = "SCENARIO_SERVER_LOG_FORMAT"
 	envLogLevel     = "SCENARIO_SERVER_LOG_LEVEL"
 	envMaxBodyBytes = "SCENARIO_SERVER_MAX_BODY_BYTES"
+
+	envCheckpointInterval = "SCENARIO_SERVER_CHECKPOINT_INTERVAL"
+	envMaxBacklog         = "SCENARIO_SERVER_MAX_BACKLOG"
+	envSinkDir            = "SCENARIO_SERVER_SINK_DIR"
+
+	envTestMaxRecords = "SCENARIO_SERVER_TEST_MAX_RECORDS"
+	envTestMaxBytes   = "SCENARIO_SERVER_TEST_MAX_BYTES"
+	envTestTimeout    = "SCENARIO_SERVER_TEST_TIMEOUT"
 )
 
 // Defaults of serve.
@@ -49,8 +64,24 @@ type serveConfig struct {
 	LogLevel  slog.Level
 	// MaxBodyBytes is the request body limit, in bytes.
 	MaxBodyBytes int64
-	// ShutdownTimeout is how long a shutdown waits for requests in flight.
+	// ShutdownTimeout is how long a shutdown waits for requests in flight, and then for the
+	// deployments' final checkpoints.
 	ShutdownTimeout time.Duration
+	// CheckpointInterval is how often running deployments checkpoint; 0 means
+	// deploy.DefaultCheckpointInterval.
+	CheckpointInterval time.Duration
+	// MaxBacklog is the per-source backlog of accepted, unprocessed events at which ingestion
+	// answers 429; 0 means deploy.DefaultMaxBacklog.
+	MaxBacklog int64
+	// SinkDir is where deployed file sinks write; empty means DataDir/sinks.
+	SinkDir string
+	// TestMaxRecords is the most records a test run takes; 0 means api.DefaultTestMaxRecords.
+	TestMaxRecords int
+	// TestMaxBytes is the largest request body of a test run, in bytes; 0 means
+	// api.DefaultTestMaxBytes.
+	TestMaxBytes int64
+	// TestTimeout is how long one test run may take; 0 means api.DefaultTestTimeout.
+	TestTimeout time.Duration
 }
 
 func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
@@ -68,6 +99,33 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		}
 		maxBody = n
 	}
+	var checkpointInterval time.Duration
+	if v := getenv(envCheckpointInterval); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return serveConfig{}, fmt.Errorf("%w: %s=%q is not a duration such as 1s", errUsage, envCheckpointInterval, v)
+		}
+		checkpointInterval = d
+	}
+	maxBacklog, err := envInt(getenv, envMaxBacklog)
+	if err != nil {
+		return serveConfig{}, err
+	}
+	testMaxRecords, err := envInt(getenv, envTestMaxRecords)
+	if err != nil {
+		return serveConfig{}, err
+	}
+	testMaxBytes, err := envInt(getenv, envTestMaxBytes)
+	if err != nil {
+		return serveConfig{}, err
+	}
+	var testTimeout time.Duration
+	if v := getenv(envTestTimeout); v != "" {
+		testTimeout, err = time.ParseDuration(v)
+		if err != nil || testTimeout < 0 {
+			return serveConfig{}, fmt.Errorf("%w: %s=%q is not a duration such as 30s", errUsage, envTestTimeout, v)
+		}
+	}
 
 	var cfg serveConfig
 	var level string
@@ -79,9 +137,20 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	fs.StringVar(&level, "log-level", envOr(envLogLevel, "info"), "log `level`: debug, info, warn or error (env "+envLogLevel+")")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", maxBody, "largest request body accepted, in `bytes` (env "+envMaxBodyBytes+")")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "on SIGINT or SIGTERM, wait this long for requests in flight")
+	fs.DurationVar(&cfg.CheckpointInterval, "checkpoint-interval", checkpointInterval,
+		fmt.Sprintf("running deployments checkpoint their state and results this often (env %s; 0: %v)", envCheckpointInterval, deploy.DefaultCheckpointInterval))
+	fs.Int64Var(&cfg.MaxBacklog, "max-backlog", maxBacklog,
+		fmt.Sprintf("ingestion answers 429 once a source has `n` accepted events waiting (env %s; 0: %d)", envMaxBacklog, deploy.DefaultMaxBacklog))
+	fs.StringVar(&cfg.SinkDir, "sink-dir", getenv(envSinkDir), "deployed file sinks write inside `dir` (env "+envSinkDir+"; default: the data directory's sinks/)")
+	fs.IntVar(&cfg.TestMaxRecords, "test-max-records", int(testMaxRecords),
+		fmt.Sprintf("a test run takes at most `n` records, non-blank lines (env %s; 0: %d)", envTestMaxRecords, api.DefaultTestMaxRecords))
+	fs.Int64Var(&cfg.TestMaxBytes, "test-max-bytes", testMaxBytes,
+		fmt.Sprintf("largest request body of a test run, in `bytes` (env %s; 0: %d)", envTestMaxBytes, api.DefaultTestMaxBytes))
+	fs.DurationVar(&cfg.TestTimeout, "test-timeout", testTimeout,
+		fmt.Sprintf("stop a test run that takes longer than this `duration` (env %s; 0: %v)", envTestTimeout, api.DefaultTestTimeout))
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: scenario-server [serve] [flags]\n\n"+
-			"Serves the REST API (/api), its docs (/api/docs), /healthz, /readyz and /metrics.\n"+
+			"Serves the REST API (/api), its docs (/api/docs), /healthz, /readyz and /metrics, and runs the deployed scenarios.\n"+
 			"The store is PostgreSQL when %s is set (a postgres:// URL), else SQLite in the data directory.\n\nFlags:\n", envDatabaseURL)
 		fs.PrintDefaults()
 	}
@@ -103,8 +172,27 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	if cfg.MaxBodyBytes <= 0 {
 		return serveConfig{}, fmt.Errorf("%w: -max-body-bytes must be positive", errUsage)
 	}
+	if cfg.CheckpointInterval < 0 || cfg.MaxBacklog < 0 {
+		return serveConfig{}, fmt.Errorf("%w: -checkpoint-interval and -max-backlog must not be negative", errUsage)
+	}
+	if cfg.TestMaxRecords < 0 || cfg.TestMaxBytes < 0 || cfg.TestTimeout < 0 {
+		return serveConfig{}, fmt.Errorf("%w: -test-max-records, -test-max-bytes and -test-timeout must not be negative", errUsage)
+	}
 	cfg.DatabaseURL = getenv(envDatabaseURL)
 	return cfg, nil
+}
+
+// envInt reads a non-negative integer from the environment variable name; unset is 0.
+func envInt(getenv func(string) string, name string) (int64, error) {
+	v := getenv(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%w: %s=%q is not a non-negative whole number", errUsage, name, v)
+	}
+	return n, nil
 }
 
 func newLogger(cfg serveConfig, w io.Writer) *slog.Logger {
@@ -132,8 +220,10 @@ func openStore(ctx context.Context, cfg serveConfig) (store.Store, []any, error)
 	return s, []any{"store", "sqlite", "dataDir", cfg.DataDir}, nil
 }
 
-// serve runs the HTTP server until ctx is cancelled, then shuts it down gracefully: it stops
-// accepting, waits up to the shutdown timeout for requests in flight, and closes the store.
+// serve resumes the deployments that were running and runs the HTTP server until ctx is
+// cancelled, then shuts down gracefully: it stops accepting, waits up to the shutdown timeout
+// for requests in flight, has every deployment commit a final checkpoint (within another
+// shutdown timeout), and closes the store.
 func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	cfg, err := parseServeFlags(args, getenv, stderr)
 	if err != nil {
@@ -146,12 +236,44 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return err
 	}
 	defer st.Close()
+	if err := seedExamples(ctx, st, log); err != nil {
+		return err
+	}
+
+	metrics := prometheus.NewRegistry()
+	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	sinkDir := cfg.SinkDir
+	if sinkDir == "" {
+		sinkDir = filepath.Join(cfg.DataDir, "sinks")
+	}
+	rt, err := deploy.New(deploy.Config{
+		Store: st, Logger: log, CheckpointInterval: cfg.CheckpointInterval, MaxBacklog: cfg.MaxBacklog,
+		FileSinkDir: sinkDir, Metrics: metrics,
+	})
+	if err != nil {
+		return err
+	}
+	// On every way out: the deployments commit a final checkpoint before the store closes.
+	stopRuntime := sync.OnceValue(func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		defer cancel()
+		return rt.Shutdown(ctx)
+	})
+	defer stopRuntime()
+	if err := rt.Start(ctx); err != nil {
+		return err
+	}
 
 	handler, err := api.New(api.Config{
-		Store:        st,
-		Logger:       log,
-		MaxBodyBytes: cfg.MaxBodyBytes,
-		Version:      buildVersion(),
+		Runtime:        rt,
+		Metrics:        metrics,
+		Store:          st,
+		Logger:         log,
+		MaxBodyBytes:   cfg.MaxBodyBytes,
+		Version:        buildVersion(),
+		TestMaxRecords: cfg.TestMaxRecords,
+		TestMaxBytes:   cfg.TestMaxBytes,
+		TestTimeout:    cfg.TestTimeout,
 	})
 	if err != nil {
 		return err
@@ -167,6 +289,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
+	srv.RegisterOnShutdown(handler.CloseStreams)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("listening", append([]any{
@@ -187,10 +310,51 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		srv.Close()
 		return fmt.Errorf("shutting down: %w", err)
 	}
+	// No request adds events any more: checkpoint and stop the deployments.
+	if err := stopRuntime(); err != nil {
+		return fmt.Errorf("shutting down the deployments: %w", err)
+	}
 	if err := st.Close(); err != nil {
 		return fmt.Errorf("closing the store: %w", err)
 	}
 	log.Info("stopped")
+	return nil
+}
+
+// The author and comment of the example scenarios seedExamples imports.
+const (
+	exampleAuthor  = "scenario-server"
+	exampleComment = "example"
+)
+
+// seedExamples imports the example scenarios (package examples), each named after its file,
+// when the store has no scenario at all, archived ones included: a fresh server has examples
+// ready to open, and a store that was ever used is left as it is. A scenario that another
+// server created meanwhile (same database) is not an error.
+func seedExamples(ctx context.Context, st store.Store, log *slog.Logger) error {
+	existing, err := st.ListScenarios(ctx, store.ScenarioFilter{Archived: store.AnyArchived})
+	if err != nil {
+		return fmt.Errorf("listing scenarios: %w", err)
+	}
+	if len(existing) > 0 {
+		return nil
+	}
+	list, err := examples.All()
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, ex := range list {
+		_, err := st.CreateScenario(ctx, ex.Name, store.Draft{Graph: ex.Graph, Comment: exampleComment, Author: exampleAuthor})
+		switch {
+		case errors.Is(err, store.ErrAlreadyExists):
+		case err != nil:
+			return fmt.Errorf("importing example %q: %w", ex.Name, err)
+		default:
+			names = append(names, ex.Name)
+		}
+	}
+	log.Info("imported the example scenarios into the empty store", "scenarios", names)
 	return nil
 }
 

@@ -1,0 +1,416 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/scenario-server/scenario-server/deploy"
+	"github.com/scenario-server/scenario-server/store"
+)
+
+// Deployment is one deployment of a version of a scenario, from request to its end.
+type Deployment struct {
+	ID       int64  `json:"id" doc:"Unique over all scenarios, increasing." example:"7"`
+	Scenario string `json:"scenario" example:"large payments"`
+	Version  int    `json:"version" doc:"The deployed version." example:"3"`
+	Status   string `json:"status" enum:"DEPLOYING,RUNNING,CANCELED,FAILED" doc:"DEPLOYING → RUNNING | FAILED | CANCELED; RUNNING → FAILED | CANCELED. CANCELED and FAILED are final."`
+	Reason   string `json:"reason,omitempty" doc:"Why it is in this status: the failure, who canceled it, or the version that replaced it." example:"canceled by anna: maintenance"`
+	Comment  string `json:"comment" doc:"The comment given with the deploy." example:"lower the limit"`
+	User     string `json:"user" doc:"Who deployed it (the X-Scenario-User header)." example:"anna"`
+	// CreatedAt and UpdatedAt are when the deploy was requested and when the status last changed.
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+func deploymentOut(d store.Deployment) Deployment {
+	return Deployment{
+		ID: d.ID, Scenario: d.Scenario, Version: d.Version, Status: string(d.Status), Reason: d.Reason,
+		Comment: d.Comment, User: d.User, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
+	}
+}
+
+// ScenarioDeployment is where a scenario stands: its latest deployment's status, or
+// NOT_DEPLOYED when it never was deployed.
+type ScenarioDeployment struct {
+	Scenario   string      `json:"scenario" example:"large payments"`
+	Status     string      `json:"status" enum:"NOT_DEPLOYED,DEPLOYING,RUNNING,CANCELED,FAILED" doc:"The latest deployment's status; NOT_DEPLOYED when there is none."`
+	Reason     string      `json:"reason,omitempty" doc:"The latest deployment's reason (failure message, cancel note)."`
+	Deployment *Deployment `json:"deployment,omitempty" doc:"The latest deployment; absent when never deployed."`
+}
+
+func scenarioDeployment(name string, latest *store.Deployment) ScenarioDeployment {
+	if latest == nil {
+		return ScenarioDeployment{Scenario: name, Status: string(store.StatusNotDeployed)}
+	}
+	d := deploymentOut(*latest)
+	return ScenarioDeployment{Scenario: name, Status: d.Status, Reason: d.Reason, Deployment: &d}
+}
+
+// DeploymentStatusList is every scenario's deployment status.
+type DeploymentStatusList struct {
+	Scenarios []ScenarioDeployment `json:"scenarios" doc:"Every scenario that is not archived, and archived ones that were deployed, by name."`
+}
+
+// DeploymentList is a scenario's deployment history.
+type DeploymentList struct {
+	Scenario    string       `json:"scenario"`
+	Deployments []Deployment `json:"deployments" doc:"Newest first."`
+}
+
+// DeployRequest is the body of a deploy; every field is optional.
+type DeployRequest struct {
+	Version int    `json:"version,omitempty" minimum:"1" doc:"The version to deploy; the latest when absent." example:"3"`
+	Comment string `json:"comment,omitempty" maxLength:"10000" doc:"Why; kept in the history." example:"lower the limit"`
+}
+
+// CancelRequest is the body of a cancel; optional.
+type CancelRequest struct {
+	Comment string `json:"comment,omitempty" maxLength:"10000" doc:"Why; kept as the deployment's reason." example:"maintenance"`
+}
+
+// NodeCounts are a node's counters.
+type NodeCounts struct {
+	In     int64 `json:"in" doc:"Events that entered the node."`
+	Out    int64 `json:"out" doc:"Events that left it."`
+	Errors int64 `json:"errors" doc:"Per-event errors in it (the event went no further)."`
+	Late   int64 `json:"late" doc:"Late events an aggregate dropped."`
+}
+
+// SourceState is the position of an HTTP source of a running deployment in its event log.
+type SourceState struct {
+	ID        string `json:"id" doc:"The source node's id."`
+	Accepted  int64  `json:"accepted" doc:"Events accepted (durable) so far: the log's next offset."`
+	Processed int64  `json:"processed" doc:"Events processed: the next offset to process."`
+	Committed int64  `json:"committed" doc:"Events covered by the last checkpoint (their results are stored)."`
+	Backlog   int64  `json:"backlog" doc:"Accepted events waiting to be processed; at the server's limit, ingestion answers 429."`
+	Watermark *int64 `json:"watermark,omitempty" doc:"The source's watermark (epoch ms); absent until it has seen an event."`
+}
+
+// EventError is a per-event error of a running deployment.
+type EventError struct {
+	NodeID  string `json:"nodeId"`
+	Field   string `json:"field,omitempty"`
+	Offset  int64  `json:"offset" doc:"The event's offset in its source's log."`
+	Message string `json:"message"`
+}
+
+// LiveCounts are the live counts of a scenario's running deployment, as of its last batch of
+// events.
+type LiveCounts struct {
+	Scenario     string                `json:"scenario"`
+	Running      bool                  `json:"running" doc:"False when the scenario has no deployment running in this server; the other fields are then empty."`
+	DeploymentID int64                 `json:"deploymentId,omitempty"`
+	Version      int                   `json:"version,omitempty"`
+	Phase        string                `json:"phase,omitempty" enum:"starting,running,failed,stopped" doc:"starting while it restores its last checkpoint."`
+	Nodes        map[string]NodeCounts `json:"nodes" doc:"Per node id."`
+	Sources      []SourceState         `json:"sources"`
+	Errors       int64                 `json:"errors" doc:"Per-event errors in all."`
+	FirstErrors  []EventError          `json:"firstErrors" doc:"The first per-event errors (at most 20)."`
+	Checkpoint   int64                 `json:"checkpoint" doc:"The last checkpoint's sequence number; 0 before the first."`
+	CheckpointAt *time.Time            `json:"checkpointAt,omitempty"`
+	UpdatedAt    *time.Time            `json:"updatedAt,omitempty" doc:"When these counts were taken."`
+}
+
+func liveOut(name string, l deploy.Live, ok bool) LiveCounts {
+	out := LiveCounts{Scenario: name, Nodes: map[string]NodeCounts{}, Sources: []SourceState{}, FirstErrors: []EventError{}}
+	if !ok {
+		return out
+	}
+	out.Running, out.DeploymentID, out.Version, out.Phase = true, l.Deployment, l.Version, string(l.Phase)
+	for id, c := range l.Nodes {
+		out.Nodes[id] = NodeCounts{In: c.In, Out: c.Out, Errors: c.Errors, Late: c.Late}
+	}
+	for _, s := range l.Sources {
+		out.Sources = append(out.Sources, SourceState{ID: s.ID, Accepted: s.Accepted, Processed: s.Processed,
+			Committed: s.Committed, Backlog: s.Backlog, Watermark: s.Watermark})
+	}
+	out.Errors = l.Errors
+	for _, e := range l.FirstErrors {
+		out.FirstErrors = append(out.FirstErrors, EventError{NodeID: e.NodeID, Field: e.Field, Offset: max(e.Line-1, 0), Message: e.Message})
+	}
+	out.Checkpoint = l.Checkpoint
+	if !l.CheckpointAt.IsZero() {
+		out.CheckpointAt = &l.CheckpointAt
+	}
+	if !l.UpdatedAt.IsZero() {
+		out.UpdatedAt = &l.UpdatedAt
+	}
+	return out
+}
+
+type scenarioPath struct {
+	Name string `path:"name" doc:"The scenario's name (URL-escaped: a space is %20)." example:"large payments"`
+}
+
+type deployInput struct {
+	Name string         `path:"name" doc:"The scenario's name (URL-escaped: a space is %20)." example:"large payments"`
+	User string         `header:"X-Scenario-User" maxLength:"100" default:"anonymous" doc:"Who deploys; recorded in the history."`
+	Body *DeployRequest `required:"false"`
+}
+
+type cancelInput struct {
+	Name string         `path:"name" doc:"The scenario's name (URL-escaped: a space is %20)." example:"large payments"`
+	User string         `header:"X-Scenario-User" maxLength:"100" default:"anonymous" doc:"Who cancels; recorded in the reason."`
+	Body *CancelRequest `required:"false"`
+}
+
+type deploymentOutput struct {
+	Body Deployment
+}
+
+type scenarioDeploymentOutput struct {
+	Body ScenarioDeployment
+}
+
+type deploymentListOutput struct {
+	Body DeploymentList
+}
+
+type deploymentStatusListOutput struct {
+	Body DeploymentStatusList
+}
+
+type liveCountsOutput struct {
+	Body LiveCounts
+}
+
+// registerDeployments declares the deployment, ingestion, counts and results operations.
+func (h *handlers) registerDeployments(hapi huma.API) {
+	register(hapi, h, huma.Operation{
+		OperationID: "deploy-scenario",
+		Method:      http.MethodPost,
+		Path:        "/api/scenarios/{name}/deploy",
+		Summary:     "Deploy a scenario",
+		Description: "Deploys the latest version of the scenario, or the version given, and answers once it runs (status RUNNING; " +
+			"FAILED with the reason when it could not start). A version that cannot run (it does not validate, or uses a Kafka or file source) " +
+			"is refused with 422 invalid-scenario and its problems; the running deployment is then untouched. Otherwise the running " +
+			"deployment, if any, is checkpointed, stopped and CANCELED (\"replaced by version N\"), and the new one continues the sources' " +
+			"event logs where it stopped: redeploying the same version keeps the window state, another version starts with empty windows.",
+		Tags:   []string{tagDeployments},
+		Errors: []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusUnprocessableEntity, http.StatusServiceUnavailable},
+	}, h.deploy)
+
+	register(hapi, h, huma.Operation{
+		OperationID: "cancel-deployment",
+		Method:      http.MethodPost,
+		Path:        "/api/scenarios/{name}/cancel",
+		Summary:     "Cancel a scenario's deployment",
+		Description: "Checkpoints and stops the scenario's running deployment and marks it CANCELED with the reason \"canceled by USER: COMMENT\". " +
+			"Events it accepted and had not processed stay in the log for the next deployment. 409 not-deployed when nothing runs.",
+		Tags:   []string{tagDeployments},
+		Errors: []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusServiceUnavailable},
+	}, h.cancel)
+
+	register(hapi, h, huma.Operation{
+		OperationID: "get-deployment-status",
+		Method:      http.MethodGet,
+		Path:        "/api/scenarios/{name}/deployment",
+		Summary:     "Get a scenario's deployment status",
+		Tags:        []string{tagDeployments},
+		Errors:      []int{http.StatusBadRequest, http.StatusNotFound},
+	}, h.deploymentStatus)
+
+	register(hapi, h, huma.Operation{
+		OperationID: "list-deployments",
+		Method:      http.MethodGet,
+		Path:        "/api/scenarios/{name}/deployments",
+		Summary:     "List a scenario's deployments",
+		Description: "The deployment history: version, status and reason, who, when and the comment, newest first.",
+		Tags:        []string{tagDeployments},
+		Errors:      []int{http.StatusBadRequest, http.StatusNotFound},
+	}, h.listDeployments)
+
+	register(hapi, h, huma.Operation{
+		OperationID: "list-deployment-statuses",
+		Method:      http.MethodGet,
+		Path:        "/api/deployments",
+		Summary:     "List every scenario's deployment status",
+		Tags:        []string{tagDeployments},
+	}, h.allStatuses)
+
+	register(hapi, h, huma.Operation{
+		OperationID: "get-counts",
+		Method:      http.MethodGet,
+		Path:        "/api/scenarios/{name}/counts",
+		Summary:     "Get a running scenario's live counts",
+		Description: "Per node: events in, out, errors and late drops; per HTTP source: accepted, processed and committed offsets and the backlog. " +
+			"Also served as Prometheus metrics (scenario_server_node_in_total ... labelled scenario and node) and as a stream.",
+		Tags:   []string{tagDeployments},
+		Errors: []int{http.StatusBadRequest, http.StatusNotFound},
+	}, h.counts)
+
+	h.registerEvents(hapi)
+	h.registerResults(hapi)
+	h.registerStreams(hapi)
+}
+
+// needRuntime answers 503 when the server runs no deployments.
+func (h *handlers) needRuntime() error {
+	if h.runtime == nil {
+		return newProblem(http.StatusServiceUnavailable, CodeUnavailable, "this server runs no deployments")
+	}
+	return nil
+}
+
+func (h *handlers) deploy(ctx context.Context, in *deployInput) (*deploymentOutput, error) {
+	if err := checkName(in.Name); err != nil {
+		return nil, err
+	}
+	if err := h.needRuntime(); err != nil {
+		return nil, err
+	}
+	req := deploy.DeployRequest{Scenario: in.Name, User: in.User}
+	if in.Body != nil {
+		req.Version, req.Comment = in.Body.Version, in.Body.Comment
+	}
+	d, err := h.runtime.Deploy(ctx, req)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			if err := h.checkScenario(ctx, in.Name); err != nil {
+				return nil, err
+			}
+		}
+		return nil, runtimeError(ctx, err, in.Name, req.Version)
+	}
+	return &deploymentOutput{Body: deploymentOut(d)}, nil
+}
+
+func (h *handlers) cancel(ctx context.Context, in *cancelInput) (*deploymentOutput, error) {
+	if err := checkName(in.Name); err != nil {
+		return nil, err
+	}
+	if err := h.needRuntime(); err != nil {
+		return nil, err
+	}
+	comment := ""
+	if in.Body != nil {
+		comment = in.Body.Comment
+	}
+	d, err := h.runtime.Cancel(ctx, in.Name, in.User, comment)
+	if err != nil {
+		return nil, runtimeError(ctx, err, in.Name, 0)
+	}
+	return &deploymentOutput{Body: deploymentOut(d)}, nil
+}
+
+func (h *handlers) deploymentStatus(ctx context.Context, in *scenarioPath) (*scenarioDeploymentOutput, error) {
+	if err := checkName(in.Name); err != nil {
+		return nil, err
+	}
+	list, err := h.store.ListDeployments(ctx, in.Name)
+	if err != nil {
+		return nil, storeError(ctx, err, in.Name, 0)
+	}
+	var latest *store.Deployment
+	if len(list) > 0 {
+		latest = &list[0]
+	}
+	return &scenarioDeploymentOutput{Body: scenarioDeployment(in.Name, latest)}, nil
+}
+
+func (h *handlers) listDeployments(ctx context.Context, in *scenarioPath) (*deploymentListOutput, error) {
+	if err := checkName(in.Name); err != nil {
+		return nil, err
+	}
+	list, err := h.store.ListDeployments(ctx, in.Name)
+	if err != nil {
+		return nil, storeError(ctx, err, in.Name, 0)
+	}
+	out := &deploymentListOutput{Body: DeploymentList{Scenario: in.Name, Deployments: make([]Deployment, len(list))}}
+	for i, d := range list {
+		out.Body.Deployments[i] = deploymentOut(d)
+	}
+	return out, nil
+}
+
+func (h *handlers) allStatuses(ctx context.Context, _ *struct{}) (*deploymentStatusListOutput, error) {
+	scenarios, err := h.store.ListScenarios(ctx, store.ScenarioFilter{Archived: store.AnyArchived})
+	if err != nil {
+		return nil, storeError(ctx, err, "", 0)
+	}
+	latest, err := h.store.ListLatestDeployments(ctx)
+	if err != nil {
+		return nil, storeError(ctx, err, "", 0)
+	}
+	byName := make(map[string]*store.Deployment, len(latest))
+	for i := range latest {
+		byName[latest[i].Scenario] = &latest[i]
+	}
+	out := &deploymentStatusListOutput{Body: DeploymentStatusList{Scenarios: []ScenarioDeployment{}}}
+	for _, s := range scenarios {
+		d := byName[s.Name]
+		if s.Archived && d == nil {
+			continue
+		}
+		out.Body.Scenarios = append(out.Body.Scenarios, scenarioDeployment(s.Name, d))
+	}
+	return out, nil
+}
+
+func (h *handlers) counts(ctx context.Context, in *scenarioPath) (*liveCountsOutput, error) {
+	if err := h.checkScenario(ctx, in.Name); err != nil {
+		return nil, err
+	}
+	return &liveCountsOutput{Body: h.liveCounts(in.Name)}, nil
+}
+
+func (h *handlers) liveCounts(name string) LiveCounts {
+	if h.runtime == nil {
+		return liveOut(name, deploy.Live{}, false)
+	}
+	l, ok := h.runtime.Live(name)
+	return liveOut(name, l, ok)
+}
+
+// checkScenario answers invalid-name or scenario-not-found unless the scenario exists.
+func (h *handlers) checkScenario(ctx context.Context, name string) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	if _, err := h.store.GetScenario(ctx, name); err != nil {
+		return storeError(ctx, err, name, 0)
+	}
+	return nil
+}
+
+// runtimeError turns an error of the runtime into the answer; store errors go to storeError.
+func runtimeError(ctx context.Context, err error, name string, version int) error {
+	var invalid *deploy.InvalidVersionError
+	var backpressure *deploy.BackpressureError
+	var unknown *deploy.UnknownSourceError
+	var badEvent *deploy.InvalidEventError
+	switch {
+	case errors.As(err, &invalid):
+		p := problemf(http.StatusUnprocessableEntity, CodeInvalidScenario, "version %d of %q cannot be deployed", invalid.Version, invalid.Scenario)
+		if len(invalid.Problems) > 0 {
+			p.Detail += ": " + invalid.Problems[0].Error()
+		}
+		p.Problems = invalid.Problems
+		return p
+	case errors.As(err, &backpressure):
+		p := problemf(http.StatusTooManyRequests, CodeBacklogFull,
+			"source %q of %q has %d events waiting to be processed (limit %d); send again later",
+			backpressure.Source, name, backpressure.Backlog, backpressure.Limit)
+		secs := max(int((backpressure.RetryAfter+time.Second-1)/time.Second), 1)
+		return huma.ErrorWithHeaders(p, http.Header{"Retry-After": {strconv.Itoa(secs)}})
+	case errors.As(err, &unknown):
+		return newProblem(http.StatusNotFound, CodeSourceNotFound, unknown.Error())
+	case errors.As(err, &badEvent):
+		return newProblem(http.StatusBadRequest, CodeInvalidEvent, badEvent.Error())
+	case errors.Is(err, deploy.ErrNotDeployed):
+		return problemf(http.StatusConflict, CodeNotDeployed, "scenario %q is not deployed", name)
+	case errors.Is(err, deploy.ErrClosed):
+		return huma.ErrorWithHeaders(newProblem(http.StatusServiceUnavailable, CodeUnavailable, "the server is shutting down; retry later"),
+			http.Header{"Retry-After": {"1"}})
+	case errors.Is(err, store.ErrBatchKeyReused):
+		return newProblem(http.StatusUnprocessableEntity, CodeIdempotencyKeyReused,
+			fmt.Sprintf("the Idempotency-Key was used for another batch of %q: %v", name, err))
+	}
+	return storeError(ctx, err, name, version)
+}

@@ -1,0 +1,158 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+)
+
+// ndjson is the media type of newline-delimited JSON: one event per line.
+const ndjson = "application/x-ndjson"
+
+// IngestResult says which offsets of the source's event log a batch of events got.
+type IngestResult struct {
+	Scenario    string    `json:"scenario"`
+	Source      string    `json:"source"`
+	FirstOffset int64     `json:"firstOffset" doc:"The log offset of the batch's first event; its events have consecutive offsets."`
+	Count       int       `json:"count" doc:"Events in the batch."`
+	Duplicate   bool      `json:"duplicate" doc:"True when a batch with the same Idempotency-Key was accepted before: nothing was stored again, and the offsets are the first batch's."`
+	AcceptedAt  time.Time `json:"acceptedAt" doc:"When the batch was stored; the events' time when the source has no timestamp expression."`
+}
+
+type ingestInput struct {
+	Name           string `path:"name" doc:"The scenario's name (URL-escaped: a space is %20)." example:"large payments"`
+	Source         string `path:"sourceId" doc:"The id of an HTTP source node of the running version." example:"payments"`
+	IdempotencyKey string `header:"Idempotency-Key" maxLength:"200" doc:"Optional key naming this batch: a batch re-sent with the same key (after a timeout, a lost answer or a server restart) is stored once and answered with the first batch's offsets. Use a new key for each batch."`
+	ContentType    string `header:"Content-Type" doc:"application/json (one object, or an array of objects) or application/x-ndjson (one object a line)."`
+	RawBody        []byte `contentType:"application/x-ndjson"`
+}
+
+type ingestOutput struct {
+	Body IngestResult
+}
+
+func (h *handlers) registerEvents(hapi huma.API) {
+	register(hapi, h, huma.Operation{
+		OperationID:   "ingest-events",
+		Method:        http.MethodPost,
+		Path:          "/api/scenarios/{name}/sources/{sourceId}/events",
+		Summary:       "Send events to a running scenario",
+		DefaultStatus: http.StatusAccepted,
+		Description: "Accepts a batch of events, each a JSON object, for an HTTP source of the scenario's running deployment: " +
+			"one object or an array of objects as application/json, or one object a line as application/x-ndjson. " +
+			"The answer 202 comes once the batch is durable in the source's event log: it survives a crash of the server, and the deployment " +
+			"processes it exactly once into its window state and collect results. With an Idempotency-Key, a re-sent batch is stored once, " +
+			"so a client that re-sends every batch it got no 202 for (at-least-once sending) gets each event processed once. " +
+			"A batch is all or nothing: one record that is not a JSON object refuses it (400 invalid-event). When the deployment has fallen " +
+			"behind (its backlog of accepted, unprocessed events is at the server's limit) the answer is 429 backlog-full with Retry-After; " +
+			"send the batch again then.",
+		Tags: []string{tagDeployments},
+		// The body is split and checked by the handler, whatever its media type.
+		SkipValidateBody: true,
+		RequestBody: &huma.RequestBody{
+			Description: "The events: a JSON object, an array of them, or one a line (application/x-ndjson).",
+			Content: map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{
+				OneOf: []*huma.Schema{
+					{Type: huma.TypeObject, Description: "One event."},
+					{Type: huma.TypeArray, Items: &huma.Schema{Type: huma.TypeObject}, Description: "A batch of events, in order."},
+				},
+			}}},
+		},
+		Errors: []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge,
+			http.StatusUnsupportedMediaType, http.StatusUnprocessableEntity, http.StatusTooManyRequests, http.StatusServiceUnavailable},
+	}, h.ingest)
+	// huma documents the raw body as a binary string, whose contentMediaType is not OpenAPI 3.0.
+	if item := hapi.OpenAPI().Paths["/api/scenarios/{name}/sources/{sourceId}/events"]; item != nil && item.Post != nil {
+		item.Post.RequestBody.Content[ndjson] = &huma.MediaType{Schema: &huma.Schema{
+			Type: huma.TypeString, Description: "One JSON object a line; blank lines are skipped.",
+		}}
+	}
+}
+
+func (h *handlers) ingest(ctx context.Context, in *ingestInput) (*ingestOutput, error) {
+	if err := checkName(in.Name); err != nil {
+		return nil, err
+	}
+	if err := h.needRuntime(); err != nil {
+		return nil, err
+	}
+	records, err := splitRecords(in.ContentType, in.RawBody)
+	if err != nil {
+		return nil, err
+	}
+	a, err := h.runtime.Ingest(ctx, in.Name, in.Source, in.IdempotencyKey, records)
+	if err != nil {
+		if err := h.checkScenario(ctx, in.Name); err != nil {
+			return nil, err
+		}
+		return nil, runtimeError(ctx, err, in.Name, 0)
+	}
+	return &ingestOutput{Body: IngestResult{
+		Scenario: in.Name, Source: in.Source, FirstOffset: a.FirstOffset, Count: a.Count,
+		Duplicate: a.Duplicate, AcceptedAt: a.AcceptedAt,
+	}}, nil
+}
+
+// splitRecords splits a request body into its events, in order, by content type. It checks
+// the framing only (the runtime checks that each event is a JSON object).
+func splitRecords(contentType string, body []byte) ([][]byte, error) {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	if mt == ndjson {
+		var records [][]byte
+		for len(body) > 0 {
+			line := body
+			if i := bytes.IndexByte(body, '\n'); i >= 0 {
+				line, body = body[:i], body[i+1:]
+			} else {
+				body = nil
+			}
+			if line = bytes.TrimSpace(line); len(line) > 0 {
+				records = append(records, line)
+			}
+		}
+		if len(records) == 0 {
+			return nil, newProblem(http.StatusBadRequest, CodeInvalidEvent, "the body has no events")
+		}
+		return records, nil
+	}
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return nil, newProblem(http.StatusBadRequest, CodeInvalidEvent, "the body has no events")
+	}
+	if trimmed[0] != '[' {
+		return [][]byte{trimmed}, nil
+	}
+	var list []json.RawMessage
+	if err := json.Unmarshal(trimmed, &list); err != nil {
+		return nil, problemf(http.StatusBadRequest, CodeInvalidJSON, "the body is not a JSON array of events: %v", err)
+	}
+	if len(list) == 0 {
+		return nil, newProblem(http.StatusBadRequest, CodeInvalidEvent, "the body has no events")
+	}
+	records := make([][]byte, len(list))
+	for i, r := range list {
+		records[i] = r
+	}
+	return records, nil
+}
+
+// isEventsPath reports /api/scenarios/{name}/sources/{sourceId}/events, which also takes
+// application/x-ndjson bodies.
+func isEventsPath(path string) bool {
+	rest, ok := strings.CutPrefix(path, "/api/scenarios/")
+	if !ok {
+		return false
+	}
+	rest, ok = strings.CutSuffix(rest, "/events")
+	if !ok {
+		return false
+	}
+	name, source, ok := strings.Cut(rest, "/sources/")
+	return ok && name != "" && source != "" && !strings.Contains(source, "/")
+}

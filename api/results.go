@@ -1,0 +1,106 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/scenario-server/scenario-server/scenario"
+	"github.com/scenario-server/scenario-server/store"
+)
+
+// SinkResult is one result a collect sink stored.
+type SinkResult struct {
+	ID        int64           `json:"id" doc:"Increases by 1 per result of the scenario (all its sinks): the cursor." example:"42"`
+	Sink      string          `json:"sink" doc:"The sink node's id."`
+	Value     json.RawMessage `json:"value" doc:"The value the sink's expression gave."`
+	CreatedAt time.Time       `json:"createdAt" doc:"When it was stored (at the checkpoint that covered it)."`
+}
+
+// SinkResultPage is a page of a collect sink's results.
+type SinkResultPage struct {
+	Scenario string       `json:"scenario"`
+	Sink     string       `json:"sink"`
+	Results  []SinkResult `json:"results" doc:"In ID order; empty when there is nothing after the cursor yet."`
+	Next     int64        `json:"next" doc:"The cursor for the next page: pass it as after. The last result's id, or the after given when the page is empty."`
+}
+
+type resultsInput struct {
+	Name  string `path:"name" doc:"The scenario's name (URL-escaped: a space is %20)." example:"large payments"`
+	Sink  string `path:"sinkId" doc:"The id of a collect sink node." example:"alerts"`
+	After int64  `query:"after" minimum:"0" doc:"Return the results with an id greater than this; 0 (the default) starts at the first."`
+	Limit int    `query:"limit" minimum:"1" maximum:"10000" default:"100" doc:"At most this many results."`
+}
+
+type resultsOutput struct {
+	Body SinkResultPage
+}
+
+func (h *handlers) registerResults(hapi huma.API) {
+	register(hapi, h, huma.Operation{
+		OperationID: "read-sink-results",
+		Method:      http.MethodGet,
+		Path:        "/api/scenarios/{name}/sinks/{sinkId}/results",
+		Summary:     "Read a collect sink's results",
+		Description: "Pages through the results a collect sink stored, oldest first, with a cursor: pass the answer's next as after. " +
+			"Results are stored at the deployment's checkpoints (every second by default), each exactly once, and kept across deployments " +
+			"and restarts. 404 sink-not-found when no version of the scenario has a collect sink of that id.",
+		Tags:   []string{tagDeployments},
+		Errors: []int{http.StatusBadRequest, http.StatusNotFound, http.StatusUnprocessableEntity},
+	}, h.results)
+}
+
+func (h *handlers) results(ctx context.Context, in *resultsInput) (*resultsOutput, error) {
+	if err := h.checkSink(ctx, in.Name, in.Sink); err != nil {
+		return nil, err
+	}
+	page, err := h.store.ReadSinkResults(ctx, in.Name, in.Sink, in.After, in.Limit)
+	if err != nil {
+		return nil, storeError(ctx, err, in.Name, 0)
+	}
+	out := &resultsOutput{Body: SinkResultPage{Scenario: in.Name, Sink: in.Sink, Results: make([]SinkResult, len(page)), Next: in.After}}
+	for i, r := range page {
+		out.Body.Results[i] = sinkResultOut(r)
+		out.Body.Next = r.ID
+	}
+	return out, nil
+}
+
+func sinkResultOut(r store.SinkResult) SinkResult {
+	return SinkResult{ID: r.ID, Sink: r.Sink, Value: r.Value, CreatedAt: r.CreatedAt}
+}
+
+// checkSink answers scenario-not-found, or sink-not-found unless the scenario's latest version
+// or its latest deployment's version has a collect sink of that id.
+func (h *handlers) checkSink(ctx context.Context, name, sink string) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	sc, err := h.store.GetScenario(ctx, name)
+	if err != nil {
+		return storeError(ctx, err, name, 0)
+	}
+	versions := []int{sc.LatestVersion}
+	if list, err := h.store.ListDeployments(ctx, name); err == nil && len(list) > 0 && list[0].Version != sc.LatestVersion {
+		versions = append(versions, list[0].Version)
+	}
+	for _, n := range versions {
+		v, err := h.store.GetVersion(ctx, name, n)
+		if err != nil {
+			return storeError(ctx, err, name, 0)
+		}
+		s, err := scenario.Decode(v.Graph)
+		if err != nil {
+			continue
+		}
+		for _, node := range s.Nodes {
+			if node.ID == sink && node.Type == scenario.TypeSink && node.Subtype() == "collect" {
+				return nil
+			}
+		}
+	}
+	return problemf(http.StatusNotFound, CodeSinkNotFound, "scenario %q has no collect sink %q", name, sink)
+}

@@ -1,0 +1,220 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humachi"
+)
+
+// Pacing of the streams.
+const (
+	// streamMinInterval is the least time between two counts events of one stream.
+	streamMinInterval = 250 * time.Millisecond
+	// streamKeepAlive is how often a quiet stream sends a comment, so proxies keep it open.
+	streamKeepAlive = 15 * time.Second
+	// streamPoll is how often a results stream looks for results when nothing tells it.
+	streamPoll = 2 * time.Second
+	// streamPage is how many results a stream reads at once.
+	streamPage = 1000
+)
+
+// CloseStreams ends the server-sent event streams being served, and those that start later:
+// the server calls it when it shuts down, so that open streams do not hold the shutdown up.
+func (h *Handler) CloseStreams() { h.closeStreams() }
+
+type resultsStreamInput struct {
+	Name        string `path:"name" doc:"The scenario's name (URL-escaped: a space is %20)." example:"large payments"`
+	Sink        string `path:"sinkId" doc:"The id of a collect sink node." example:"alerts"`
+	After       int64  `query:"after" minimum:"0" doc:"Start after this result id; 0 (the default) streams every result from the first."`
+	LastEventID string `header:"Last-Event-ID" doc:"Sent by EventSource when it reconnects: the id of the last result it got; wins over after."`
+}
+
+// sseResponse documents a text/event-stream answer.
+func sseResponse(desc string) map[string]*huma.Response {
+	return map[string]*huma.Response{"200": {
+		Description: desc,
+		Content:     map[string]*huma.MediaType{"text/event-stream": {Schema: &huma.Schema{Type: huma.TypeString}}},
+	}}
+}
+
+func (h *handlers) registerStreams(hapi huma.API) {
+	register(hapi, h, huma.Operation{
+		OperationID: "stream-counts",
+		Method:      http.MethodGet,
+		Path:        "/api/scenarios/{name}/counts/stream",
+		Summary:     "Stream a scenario's live counts",
+		Description: "Server-sent events: an event \"counts\" with a LiveCounts object (as GET .../counts answers) at once, then whenever they " +
+			"change, at most every 250 ms. A comment line every 15 s keeps the connection open.",
+		Tags:      []string{tagDeployments},
+		Errors:    []int{http.StatusBadRequest, http.StatusNotFound},
+		Responses: sseResponse("A stream of \"counts\" events, each data a LiveCounts object."),
+	}, h.countsStream)
+
+	register(hapi, h, huma.Operation{
+		OperationID: "stream-sink-results",
+		Method:      http.MethodGet,
+		Path:        "/api/scenarios/{name}/sinks/{sinkId}/results/stream",
+		Summary:     "Stream a collect sink's results",
+		Description: "Server-sent events: an event \"result\" per stored result, oldest first, with the result's id as the event id and a " +
+			"SinkResult object as data; first those after the cursor, then new ones as checkpoints store them. EventSource reconnects with " +
+			"Last-Event-ID and the stream resumes after it, so no result is missed or repeated.",
+		Tags:      []string{tagDeployments},
+		Errors:    []int{http.StatusBadRequest, http.StatusNotFound, http.StatusUnprocessableEntity},
+		Responses: sseResponse("A stream of \"result\" events, each data a SinkResult object."),
+	}, h.resultsStream)
+}
+
+// sseWriter writes server-sent events and flushes each.
+type sseWriter struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func startSSE(w http.ResponseWriter) *sseWriter {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	s := &sseWriter{w: w, rc: http.NewResponseController(w)}
+	_ = s.rc.Flush()
+	return s
+}
+
+// event writes one event; id is left out when empty.
+func (s *sseWriter) event(id, name string, data any) error {
+	body, err := json.Marshal(data)
+	if err != nil {
+		return err
+	}
+	if id != "" {
+		if _, err := fmt.Fprintf(s.w, "id: %s\n", id); err != nil {
+			return err
+		}
+	}
+	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, body); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+func (s *sseWriter) comment(text string) error {
+	if _, err := fmt.Fprintf(s.w, ": %s\n\n", text); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+// changed returns a channel closed when the runtime has news; nil (never ready) without one.
+func (h *handlers) changed() <-chan struct{} {
+	if h.runtime == nil {
+		return nil
+	}
+	return h.runtime.Changed()
+}
+
+func (h *handlers) countsStream(ctx context.Context, in *scenarioPath) (*huma.StreamResponse, error) {
+	if err := h.checkScenario(ctx, in.Name); err != nil {
+		return nil, err
+	}
+	return &huma.StreamResponse{Body: func(hctx huma.Context) {
+		r, w := humachi.Unwrap(hctx)
+		sse := startSSE(w)
+		keepAlive := time.NewTicker(streamKeepAlive)
+		defer keepAlive.Stop()
+		var last []byte
+		for {
+			changed := h.changed()
+			counts := h.liveCounts(in.Name)
+			same := counts
+			same.UpdatedAt = nil // changes with every publication, even when nothing else does
+			if now, _ := json.Marshal(same); string(now) != string(last) {
+				if err := sse.event("", "counts", counts); err != nil {
+					return
+				}
+				last = now
+				keepAlive.Reset(streamKeepAlive)
+			}
+			select {
+			case <-r.Context().Done():
+				return
+			case <-h.streamsDone:
+				return
+			case <-keepAlive.C:
+				if sse.comment("keep-alive") != nil {
+					return
+				}
+			case <-changed:
+				select { // pace the events
+				case <-time.After(streamMinInterval):
+				case <-r.Context().Done():
+					return
+				case <-h.streamsDone:
+					return
+				}
+			}
+		}
+	}}, nil
+}
+
+func (h *handlers) resultsStream(ctx context.Context, in *resultsStreamInput) (*huma.StreamResponse, error) {
+	if err := h.checkSink(ctx, in.Name, in.Sink); err != nil {
+		return nil, err
+	}
+	after := in.After
+	if in.LastEventID != "" {
+		id, err := strconv.ParseInt(in.LastEventID, 10, 64)
+		if err != nil || id < 0 {
+			return nil, problemf(http.StatusBadRequest, CodeBadRequest, "Last-Event-ID %q is not a result id", in.LastEventID)
+		}
+		after = id
+	}
+	return &huma.StreamResponse{Body: func(hctx huma.Context) {
+		r, w := humachi.Unwrap(hctx)
+		ctx := r.Context()
+		sse := startSSE(w)
+		keepAlive := time.NewTicker(streamKeepAlive)
+		defer keepAlive.Stop()
+		poll := time.NewTicker(streamPoll)
+		defer poll.Stop()
+		for {
+			changed := h.changed()
+			page, err := h.store.ReadSinkResults(ctx, in.Name, in.Sink, after, streamPage)
+			if err != nil {
+				if ctx.Err() == nil {
+					loggerFrom(ctx).Error("streaming sink results", "scenario", in.Name, "sink", in.Sink, "error", err)
+				}
+				return
+			}
+			for _, res := range page {
+				if err := sse.event(strconv.FormatInt(res.ID, 10), "result", sinkResultOut(res)); err != nil {
+					return
+				}
+				after = res.ID
+			}
+			if len(page) > 0 {
+				keepAlive.Reset(streamKeepAlive)
+			}
+			if len(page) == streamPage {
+				continue
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-h.streamsDone:
+				return
+			case <-keepAlive.C:
+				if sse.comment("keep-alive") != nil {
+					return
+				}
+			case <-changed:
+			case <-poll.C:
+			}
+		}
+	}}, nil
+}

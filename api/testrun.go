@@ -1,0 +1,589 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/scenario-server/scenario-server/engine"
+	"github.com/scenario-server/scenario-server/expression"
+	"github.com/scenario-server/scenario-server/nodes"
+	"github.com/scenario-server/scenario-server/scenario"
+	"github.com/scenario-server/scenario-server/value"
+)
+
+// A test run ("test with sample records") is a bounded replay of the records through the
+// graph (SEMANTICS §1: event time only, no wall clock; the end of the records closes every
+// window), observed node by node. Everything is counted; what is listed is capped per node
+// (maxRecordsPerNode), with the totals beside, so that nothing is cut silently.
+
+// DefaultMaxRecordsPerNode is how many records a test run lists per node, window-emitting
+// aggregate and sink unless the request says otherwise.
+const DefaultMaxRecordsPerNode = 100
+
+// maxTestErrors caps the per-event errors a test run lists; all are counted.
+const maxTestErrors = 1000
+
+// recordsDoc describes the records of a test run.
+const recordsDoc = "The sample records as JSON lines (NDJSON), one JSON object a line. " +
+	"A scenario with one source takes bare records; with several sources each line is " +
+	`{"sourceId": "<source node id>", "record": {...}, "timestamp": <epoch ms, optional: overrides the source's timestamp expression>}. ` +
+	"Lines are numbered from 1, blank lines included; blank lines are skipped. A line that is not " +
+	"JSON, lacks its timestamp or has a value of the wrong type is a per-event error of the run, " +
+	"not of the request. At most the server's test record limit (10,000 by default) non-blank lines: " +
+	"more answer 413 too-many-records."
+
+// TestRecords is the body of a saved scenario's test run.
+type TestRecords struct {
+	Records string `json:"records" doc:"The sample records as JSON lines; see the operation."`
+}
+
+// TestRequest is the body of an unsaved graph's test run.
+type TestRequest struct {
+	Graph   Graph  `json:"graph" doc:"The graph to test; it must validate (else 422 scenario-has-errors)."`
+	Records string `json:"records" doc:"The sample records as JSON lines; see the operation."`
+}
+
+// TestResult is what a test run saw.
+type TestResult struct {
+	Records         int64                        `json:"records" doc:"Records read: the non-blank lines."`
+	ElapsedMs       float64                      `json:"elapsedMs" doc:"How long the run took on the server, in milliseconds: the replay with its observation, without decoding the request or writing the answer." example:"412.5"`
+	Nodes           map[string]NodeTestRecords   `json:"nodes" doc:"Per node id (every node of the graph): its counts and the first records it saw."`
+	WindowResults   map[string]WindowTestResults `json:"windowResults" doc:"Per aggregate node id: the results it emitted (contexts leaving it), in order."`
+	SinkOutputs     map[string]SinkTestOutputs   `json:"sinkOutputs" doc:"Per sink node id (dead ends excluded): the values it wrote, in order."`
+	Errors          []TestError                  `json:"errors" doc:"Per-event errors, in order, each with its node, field, input line and message (at most 1,000 listed)."`
+	TotalErrors     int64                        `json:"totalErrors" doc:"Per-event errors in all."`
+	ErrorsTruncated bool                         `json:"errorsTruncated" doc:"True when errors lists fewer than totalErrors."`
+	ListsCut        bool                         `json:"listsCut" doc:"True when the lists stopped growing before maxRecordsPerNode because the values listed reached 32 MiB of JSON (their truncated flags are set); counts and totals still cover every record."`
+}
+
+// TestCounts are a node's counters in a test run.
+type TestCounts struct {
+	In     int64 `json:"in" doc:"Contexts that entered the node (for a source: records given to it, malformed ones included)."`
+	Out    int64 `json:"out" doc:"Contexts that left it (a filter: those passed on either edge; an aggregate: its results; a sink: values written)."`
+	Errors int64 `json:"errors" doc:"Contexts that failed in it (see errors)."`
+	Late   int64 `json:"late" doc:"Aggregates: late events dropped (SEMANTICS §2)."`
+}
+
+// NodeTestRecords is what one node saw in a test run.
+type NodeTestRecords struct {
+	Counts       TestCounts   `json:"counts"`
+	TotalRecords int64        `json:"totalRecords" doc:"Records the node saw: contexts that entered it; for a source, the records it decoded and timed."`
+	Truncated    bool         `json:"truncated" doc:"True when records lists fewer than totalRecords (maxRecordsPerNode)."`
+	Records      []TestRecord `json:"records" doc:"The first records the node saw, in order."`
+}
+
+// TestRecord is one context as a node saw it.
+type TestRecord struct {
+	Line        int64                       `json:"line" doc:"The input line being processed when the context reached the node: the record's own line, or for a window result the line whose watermark step closed the window; 0 when the end of the records closed it." example:"12"`
+	EventTime   int64                       `json:"eventTime" doc:"The context's event time, epoch ms." example:"978310020000"`
+	Variables   map[string]json.RawMessage  `json:"variables" doc:"The variables the context carried, by name without '#' (input, meta, key, window, output variables)."`
+	Expressions map[string]ExpressionResult `json:"expressions" doc:"The value of each of the node's expressions for this context, by field (expression, value, groupBy[0], aggregations[1].aggregateBy, edges[3].edgeType.condition, timestamp ...). A Join's branch expressions are not listed (a context does not say its branch)."`
+}
+
+// ExpressionResult is an expression's value, or why it failed.
+type ExpressionResult struct {
+	Value json.RawMessage `json:"value,omitempty" doc:"The value (null is a value); absent when the expression failed."`
+	Error string          `json:"error,omitempty" doc:"Why the expression failed."`
+}
+
+// WindowTestResults are the results one aggregate emitted.
+type WindowTestResults struct {
+	Total     int64          `json:"total" doc:"Results emitted in all."`
+	Truncated bool           `json:"truncated" doc:"True when results lists fewer than total (maxRecordsPerNode)."`
+	Results   []WindowResult `json:"results"`
+}
+
+// WindowResult is one result of an aggregate.
+type WindowResult struct {
+	Line      int64           `json:"line" doc:"The input line whose event (or watermark step) made the result; 0 for results of the end of the records."`
+	EventTime int64           `json:"eventTime" doc:"The result's event time, epoch ms: a closed window's end - 1 ms, or the enriched event's time."`
+	Key       json.RawMessage `json:"key" doc:"#key: the groupBy values, a list."`
+	Window    json.RawMessage `json:"window,omitempty" doc:"#window {start, end} (epoch ms, end exclusive), for modes that create events."`
+	Output    json.RawMessage `json:"output" doc:"The output variable: a record of the aggregations by name."`
+}
+
+// SinkTestOutputs are the values one sink wrote.
+type SinkTestOutputs struct {
+	Total     int64        `json:"total" doc:"Values written in all."`
+	Truncated bool         `json:"truncated" doc:"True when outputs lists fewer than total (maxRecordsPerNode)."`
+	Outputs   []SinkOutput `json:"outputs"`
+}
+
+// SinkOutput is one value a sink wrote.
+type SinkOutput struct {
+	Line      int64           `json:"line" doc:"The input line being processed; 0 at the end of the records."`
+	EventTime int64           `json:"eventTime" doc:"Epoch ms."`
+	Value     json.RawMessage `json:"value"`
+}
+
+// TestError is one per-event error of a test run.
+type TestError struct {
+	NodeID  string `json:"nodeId" example:"per card"`
+	Field   string `json:"field,omitempty" doc:"The node's field whose expression or value failed; empty for a record that could not be read." example:"aggregations[0].aggregateBy"`
+	Line    int64  `json:"line" doc:"The input line (1-based); 0 when not known." example:"3"`
+	Message string `json:"message" example:"cannot add string to a Sum"`
+}
+
+type testGraphInput struct {
+	MaxRecordsPerNode int `query:"maxRecordsPerNode" minimum:"1" maximum:"1000" default:"100" doc:"How many records, window results and sink outputs to list per node (the first ones); counts and totals cover all."`
+	Body              TestRequest
+}
+
+type testSavedInput struct {
+	Name              string `path:"name" doc:"The scenario's name (URL-escaped: a space is %20)." example:"large payments"`
+	Version           int    `query:"version" minimum:"1" doc:"The version number; the latest when absent."`
+	MaxRecordsPerNode int    `query:"maxRecordsPerNode" minimum:"1" maximum:"1000" default:"100" doc:"How many records, window results and sink outputs to list per node (the first ones); counts and totals cover all."`
+	Body              TestRecords
+}
+
+type testOutput struct {
+	Body TestResult
+}
+
+// testBodyReadTimeout is how long the body of a test run may take to arrive: megabytes of
+// records, where other operations' bodies are a graph (huma's default, 5 s).
+const testBodyReadTimeout = time.Minute
+
+// The paths of the test operations, for their own body limit (see isTestPath).
+const (
+	testGraphPath = "/api/test"
+	testSavedPath = "/api/scenarios/{name}/test"
+)
+
+func (h *handlers) registerTestRuns(hapi huma.API) {
+	errs := []int{http.StatusBadRequest, http.StatusRequestTimeout, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusUnprocessableEntity, http.StatusServiceUnavailable}
+	register(hapi, h, huma.Operation{
+		OperationID:     "test-graph",
+		Method:          http.MethodPost,
+		Path:            testGraphPath,
+		Summary:         "Test an unsaved graph on sample records",
+		Description:     "Runs the records through the graph as a bounded replay (event time only; the end of the records closes every window) and answers, per node, the counts (in, out, errors, late) and the first records it saw with their variables and the value of each of its expressions; per aggregate its window results; per sink its outputs; and the per-event errors with node, field and line. Lists are capped per node (maxRecordsPerNode) with totals and truncated flags; nothing is cut silently. Over the record limit: 413 too-many-records; over the test body limit (10 MiB by default): 413 body-too-large. A graph with validation errors: 422 scenario-has-errors with its validation. A run longer than the server's time limit (30 s by default) is stopped: 422 test-timeout.\n\n" + recordsDoc,
+		Tags:            []string{tagTesting},
+		Errors:          errs,
+		MaxBodyBytes:    h.testMaxBytes + 1,
+		BodyReadTimeout: testBodyReadTimeout,
+	}, func(ctx context.Context, in *testGraphInput) (*testOutput, error) {
+		return h.testRun(ctx, in.Body.Graph, "", in.Body.Records, in.MaxRecordsPerNode)
+	})
+
+	register(hapi, h, huma.Operation{
+		OperationID:     "test-scenario",
+		Method:          http.MethodPost,
+		Path:            testSavedPath,
+		Summary:         "Test a saved version on sample records",
+		Description:     "Tests a saved version (the latest by default) as POST /api/test tests an unsaved graph. The body is {\"records\": \"<JSON lines>\"}, or the JSON lines themselves with Content-Type: application/x-ndjson.\n\n" + recordsDoc,
+		Tags:            []string{tagTesting},
+		Errors:          append(errs, http.StatusNotFound),
+		MaxBodyBytes:    h.testMaxBytes + 1,
+		BodyReadTimeout: testBodyReadTimeout,
+	}, func(ctx context.Context, in *testSavedInput) (*testOutput, error) {
+		v, err := h.loadVersion(ctx, in.Name, in.Version)
+		if err != nil {
+			return nil, err
+		}
+		records := in.Body.Records
+		if raw, ok := ctx.Value(ndjsonKey{}).(string); ok {
+			records = raw
+		}
+		return h.testRun(ctx, Graph(v.Graph), in.Name, records, in.MaxRecordsPerNode)
+	})
+	if item := hapi.OpenAPI().Paths[testSavedPath]; item != nil && item.Post != nil && item.Post.RequestBody != nil {
+		item.Post.RequestBody.Content[ndjsonType] = &huma.MediaType{Schema: &huma.Schema{
+			Type:        huma.TypeString,
+			Description: "The sample records as JSON lines, tested with maxRecordsPerNode from the query.",
+		}}
+	}
+}
+
+// testRun validates the graph, runs the records through it and collects the answer.
+func (h *handlers) testRun(ctx context.Context, g Graph, name, records string, perNode int) (out *testOutput, err error) {
+	if n := countRecords(records); n > h.testMaxRecords {
+		return nil, problemf(http.StatusRequestEntityTooLarge, CodeTooManyRecords,
+			"the records are %d non-blank lines; a test run takes at most %d (the server's test record limit)", n, h.testMaxRecords)
+	}
+	s, v := h.validate(g)
+	if !v.OK() {
+		return nil, hasErrors(v, "the graph has validation errors; it cannot run")
+	}
+	ctx, cancel := context.WithTimeout(ctx, h.testTimeout)
+	defer cancel()
+	obs := &testObserver{ctx: ctx, perNode: perNode, budget: maxListedBytes}
+	eng, err := engine.New(s, engine.Options{
+		ScenarioName: name,
+		Bounded:      true,
+		MaxErrors:    maxTestErrors,
+		Observe:      obs.observe,
+		Output:       obs.output,
+	})
+	if err != nil {
+		var inv *engine.InvalidError
+		if errors.As(err, &inv) {
+			return nil, hasErrors(inv.Validation, "the graph has validation errors; it cannot run")
+		}
+		return nil, hasErrors(v, "the graph cannot run: "+err.Error())
+	}
+	obs.attach(eng)
+
+	stopped := func() error {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return problemf(http.StatusUnprocessableEntity, CodeTestTimeout,
+				"the test run took longer than %v and was stopped; test fewer records or a lighter graph", h.testTimeout)
+		}
+		return newProblem(http.StatusServiceUnavailable, CodeUnavailable, "the test run was cut short: the request ended")
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(runStopped); !ok {
+				panic(r)
+			}
+			out, err = nil, stopped()
+		}
+	}()
+	start := time.Now()
+	sum, err := engine.Replay(eng, &contextReader{ctx: ctx, r: strings.NewReader(records)})
+	if err != nil {
+		return nil, stopped()
+	}
+	elapsed := time.Since(start)
+	res := obs.result(eng)
+	res.Records = sum.Events
+	res.ElapsedMs = float64(elapsed.Microseconds()) / 1000
+	return &testOutput{Body: res}, nil
+}
+
+// maxListedBytes bounds the JSON of the records, results and outputs a test run lists, so
+// that a few huge records through many nodes cannot make an answer of gigabytes. Beyond it
+// lists stop growing (their truncated flags say so) and ListsCut is set.
+const maxListedBytes = 32 << 20
+
+// runStopped is the panic with which a test observer stops the engine when the run's
+// context ends (timeout, client gone); testRun recovers it. The engine has no other way to
+// be stopped between two contexts, and it is thrown away afterwards.
+type runStopped struct{}
+
+// hasErrors is the 422 scenario-has-errors answer with the validation.
+func hasErrors(v *nodes.Validation, detail string) *ProblemDetails {
+	p := newProblem(http.StatusUnprocessableEntity, CodeScenarioHasErrors, detail)
+	out := validationOut(v)
+	p.Validation = &out
+	if len(v.Errors) > 0 {
+		p.Detail += ": " + v.Errors[0].Error()
+		if len(v.Errors) > 1 {
+			p.Detail += " (and more; see validation)"
+		}
+	}
+	return p
+}
+
+// countRecords counts the non-blank lines of records, as engine.Replay reads them.
+func countRecords(records string) int {
+	n := 0
+	for len(records) > 0 {
+		line := records
+		if i := strings.IndexByte(records, '\n'); i >= 0 {
+			line, records = records[:i], records[i+1:]
+		} else {
+			records = ""
+		}
+		if strings.TrimSpace(line) != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// contextReader stops reading when its context ends (client gone, server shutting down).
+type contextReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *contextReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// testObserver collects what a test run shows, from the engine's callbacks. Every context
+// is counted; the first perNode of each node are kept, as JSON, with their expressions'
+// values.
+type testObserver struct {
+	ctx     context.Context
+	calls   int
+	perNode int
+	budget  int64 // bytes of JSON that may still be listed
+	eng     *engine.Engine
+	nodes   map[string]*nodeObservation
+	windows map[string]*WindowTestResults
+	sinks   map[string]*SinkTestOutputs
+}
+
+type nodeObservation struct {
+	total    int64
+	records  []TestRecord
+	programs map[string]*expression.Program
+	source   bool
+	// aggregates: the output variable
+	outputVar string
+}
+
+// attach prepares the observation of eng's nodes; call it before the first event.
+func (o *testObserver) attach(eng *engine.Engine) {
+	o.eng = eng
+	v := eng.Validation()
+	o.nodes = make(map[string]*nodeObservation, len(v.Order))
+	o.windows = map[string]*WindowTestResults{}
+	o.sinks = map[string]*SinkTestOutputs{}
+	for _, id := range v.Order {
+		p := v.Plans[id]
+		obs := &nodeObservation{programs: map[string]*expression.Program{}}
+		for field, prog := range p.Programs {
+			if p.Node.Type == scenario.TypeJoin && strings.HasPrefix(field, "branchParameters") {
+				continue
+			}
+			obs.programs[field] = prog
+		}
+		switch p.Node.Type {
+		case scenario.TypeSource:
+			obs.source = true
+		case scenario.TypeSink:
+			if p.Node.Subtype() != "dead-end" {
+				o.sinks[id] = &SinkTestOutputs{Outputs: []SinkOutput{}}
+			}
+		case scenario.TypeCustomNode:
+			if p.Node.NodeType != "for-each" {
+				obs.outputVar = p.Node.OutputVar
+				o.windows[id] = &WindowTestResults{Results: []WindowResult{}}
+			}
+		}
+		o.nodes[id] = obs
+	}
+	eng.ObserveEmitted(o.emitted)
+}
+
+// tick stops the run, from within the engine, once its context has ended; it looks every
+// 1024 contexts.
+func (o *testObserver) tick() {
+	o.calls++
+	if o.calls&1023 == 0 && o.ctx.Err() != nil {
+		panic(runStopped{})
+	}
+}
+
+// listing reports whether a list of length n may take one more item.
+func (o *testObserver) listing(n int) bool { return n < o.perNode && o.budget > 0 }
+
+// listed charges the JSON of a listed item to the budget.
+func (o *testObserver) listed(values ...json.RawMessage) {
+	for _, v := range values {
+		o.budget -= int64(len(v))
+	}
+}
+
+// observe is engine.Options.Observe: a context entering a node.
+func (o *testObserver) observe(id string, vars map[string]value.Value, eventTime int64) {
+	o.tick()
+	n := o.nodes[id]
+	if n == nil || n.source {
+		return
+	}
+	o.record(n, vars, eventTime)
+}
+
+func (o *testObserver) record(n *nodeObservation, vars map[string]value.Value, eventTime int64) {
+	n.total++
+	if !o.listing(len(n.records)) {
+		return
+	}
+	r := TestRecord{
+		Line:        o.eng.Line(),
+		EventTime:   eventTime,
+		Variables:   make(map[string]json.RawMessage, len(vars)),
+		Expressions: make(map[string]ExpressionResult, len(n.programs)),
+	}
+	for name, v := range vars {
+		r.Variables[name] = value.AppendJSON(nil, v)
+		o.listed(r.Variables[name])
+	}
+	for field, prog := range n.programs {
+		x := evaluate(prog, vars)
+		r.Expressions[field] = x
+		o.listed(x.Value)
+	}
+	n.records = append(n.records, r)
+}
+
+// emitted is the engine's EmitObserver: a record leaving a source, or a result leaving an
+// aggregate.
+func (o *testObserver) emitted(id string, vars map[string]value.Value, eventTime int64) {
+	o.tick()
+	n := o.nodes[id]
+	if n == nil {
+		return
+	}
+	if n.source {
+		o.record(n, vars, eventTime)
+		return
+	}
+	w := o.windows[id]
+	if w == nil {
+		return
+	}
+	w.Total++
+	if !o.listing(len(w.Results)) {
+		return
+	}
+	r := WindowResult{Line: o.eng.Line(), EventTime: eventTime, Key: jsonOf(vars, nodes.VarKey), Output: jsonOf(vars, n.outputVar)}
+	if win, ok := vars[nodes.VarWindow]; ok {
+		r.Window = value.AppendJSON(nil, win)
+	}
+	o.listed(r.Key, r.Window, r.Output)
+	w.Results = append(w.Results, r)
+}
+
+// output is engine.Options.Output: a value a sink writes.
+func (o *testObserver) output(id string, v value.Value, eventTime int64) {
+	o.tick()
+	s := o.sinks[id]
+	if s == nil {
+		return
+	}
+	s.Total++
+	if !o.listing(len(s.Outputs)) {
+		return
+	}
+	out := SinkOutput{Line: o.eng.Line(), EventTime: eventTime, Value: value.AppendJSON(nil, v)}
+	o.listed(out.Value)
+	s.Outputs = append(s.Outputs, out)
+}
+
+// result assembles the answer once the run is over.
+func (o *testObserver) result(eng *engine.Engine) TestResult {
+	counts := eng.Counts()
+	res := TestResult{
+		Nodes:         make(map[string]NodeTestRecords, len(o.nodes)),
+		WindowResults: make(map[string]WindowTestResults, len(o.windows)),
+		SinkOutputs:   make(map[string]SinkTestOutputs, len(o.sinks)),
+	}
+	for id, n := range o.nodes {
+		c := counts[id]
+		records := n.records
+		if records == nil {
+			records = []TestRecord{}
+		}
+		res.Nodes[id] = NodeTestRecords{
+			Counts:       TestCounts{In: c.In, Out: c.Out, Errors: c.Errors, Late: c.Late},
+			TotalRecords: n.total,
+			Truncated:    int64(len(records)) < n.total,
+			Records:      records,
+		}
+	}
+	for id, w := range o.windows {
+		w.Truncated = int64(len(w.Results)) < w.Total
+		res.WindowResults[id] = *w
+	}
+	for id, s := range o.sinks {
+		s.Truncated = int64(len(s.Outputs)) < s.Total
+		res.SinkOutputs[id] = *s
+	}
+	errs, total := eng.Errors()
+	res.Errors = make([]TestError, len(errs))
+	for i, e := range errs {
+		res.Errors[i] = TestError{NodeID: e.NodeID, Field: e.Field, Line: e.Line, Message: e.Message}
+	}
+	res.TotalErrors = total
+	res.ErrorsTruncated = int64(len(errs)) < total
+	res.ListsCut = o.budget <= 0
+	return res
+}
+
+// evaluate runs an expression on the variables.
+func evaluate(prog *expression.Program, vars map[string]value.Value) ExpressionResult {
+	v, err := expression.Run(prog, vars)
+	if err != nil {
+		return ExpressionResult{Error: err.Error()}
+	}
+	return ExpressionResult{Value: value.AppendJSON(nil, v)}
+}
+
+// jsonOf is the JSON of variable name, null when absent.
+func jsonOf(vars map[string]value.Value, name string) json.RawMessage {
+	v, ok := vars[name]
+	if !ok {
+		return json.RawMessage("null")
+	}
+	return value.AppendJSON(nil, v)
+}
+
+// ndjsonType is the media type of a saved scenario's test run given as the records alone.
+const ndjsonType = "application/x-ndjson"
+
+// ndjsonKey is the context key of the records of an application/x-ndjson test body.
+type ndjsonKey struct{}
+
+// isTestPath reports the paths of the test runs, which take bodies up to the test body limit.
+func isTestPath(path string) bool {
+	return path == testGraphPath || isSavedTestPath(path)
+}
+
+// isSavedTestPath reports /api/scenarios/{name}/test.
+func isSavedTestPath(path string) bool {
+	name, ok := strings.CutPrefix(path, "/api/scenarios/")
+	if !ok {
+		return false
+	}
+	name, ok = strings.CutSuffix(name, "/test")
+	return ok && name != "" && !strings.Contains(name, "/")
+}
+
+// ndjsonRecords lets a saved scenario's test run take its records as an application/x-ndjson
+// body: it reads the body (up to limit bytes; longer is 413 body-too-large), keeps it in the
+// request's context for the operation, and hands the operation the JSON body {"records": ""}
+// in its place. Other requests pass as they are.
+func ndjsonRecords(limit int64) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+			if mt != ndjsonType || r.Method != http.MethodPost || !isSavedTestPath(r.URL.Path) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			tooLarge := problemf(http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "the request body is larger than %d bytes", limit)
+			if r.ContentLength > limit {
+				writeProblem(w, tooLarge)
+				return
+			}
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(testBodyReadTimeout))
+			body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+			if err != nil {
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					writeProblem(w, problemf(http.StatusRequestTimeout, CodeRequestTimeout, "the request body did not arrive within %v", testBodyReadTimeout))
+					return
+				}
+				writeProblem(w, problemf(http.StatusBadRequest, CodeBadRequest, "reading the request body: %v", err))
+				return
+			}
+			if int64(len(body)) > limit {
+				writeProblem(w, tooLarge)
+				return
+			}
+			const stand = `{"records":""}`
+			r = r.WithContext(context.WithValue(r.Context(), ndjsonKey{}, string(body)))
+			r.Body = io.NopCloser(strings.NewReader(stand))
+			r.ContentLength = int64(len(stand))
+			r.Header.Set("Content-Type", "application/json")
+			next.ServeHTTP(w, r)
+		})
+	}
+}

@@ -1,0 +1,532 @@
+package api_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/scenario-server/scenario-server/api"
+)
+
+// flightsExample is what testFlightsExample checks, worked out independently of the server:
+// the number of results is the row count of the PostgreSQL oracle for the example
+// (examples/sql/flights-per-origin-hourly.sql, run by examples/oracle_test.go).
+const (
+	flightsCount       = 20_000
+	flightsHourResults = 17_473
+)
+
+// testFlightsExample tests the flights example (one row per origin airport and hour) with
+// all 20,000 flights over HTTP, on a server started to take that many records per test
+// (--test-max-records 20000; the default is 10,000), and logs how long it took.
+func testFlightsExample(t *testing.T, c *client) {
+	const name = "flights per origin"
+	c.post("/api/scenarios/"+pathName(name)+"/import", readRepoFile(t, "examples/flights-per-origin-hourly.json")).ok(t, http.StatusCreated, nil)
+	records := readRepoFile(t, "testdata/flights-20k.ndjson")
+	big := c.withConfig(func(cfg *api.Config) { cfg.TestMaxRecords = flightsCount })
+
+	start := time.Now()
+	var res api.TestResult
+	big.post("/api/scenarios/"+pathName(name)+"/test", rawBody("records", quote(records))).ok(t, http.StatusOK, &res)
+	t.Logf("test run of the flights example on %d flights over HTTP: %v round trip, %.1f ms on the server",
+		res.Records, time.Since(start).Round(time.Millisecond), res.ElapsedMs)
+
+	if res.Records != flightsCount || res.TotalErrors != 0 || len(res.Errors) != 0 || res.ElapsedMs <= 0 {
+		t.Errorf("records %d, errors %d %v, elapsed %v ms", res.Records, res.TotalErrors, res.Errors, res.ElapsedMs)
+	}
+	const agg = "per origin per hour"
+	wantCounts := map[string]api.TestCounts{
+		"flights": {In: flightsCount, Out: flightsCount},
+		agg:       {In: flightsCount, Out: flightsHourResults},
+		"out":     {In: flightsHourResults, Out: flightsHourResults},
+	}
+	for id, want := range wantCounts {
+		n, ok := res.Nodes[id]
+		if !ok {
+			t.Errorf("no node %q in %v", id, keysOf(res.Nodes))
+			continue
+		}
+		if n.Counts != want {
+			t.Errorf("node %q counts %+v, want %+v", id, n.Counts, want)
+		}
+		// Each node lists the default 100 records of the many it saw.
+		if want := max(want.In, want.Out); n.TotalRecords != want || !n.Truncated || len(n.Records) != api.DefaultMaxRecordsPerNode {
+			t.Errorf("node %q: %d of %d records listed (truncated %v), want %d of %d", id, len(n.Records), n.TotalRecords, n.Truncated, api.DefaultMaxRecordsPerNode, want)
+		}
+	}
+	if len(res.Nodes) != len(wantCounts) {
+		t.Errorf("nodes %v", keysOf(res.Nodes))
+	}
+	w := res.WindowResults[agg]
+	if w.Total != flightsHourResults || !w.Truncated || len(w.Results) != api.DefaultMaxRecordsPerNode {
+		t.Errorf("window results: %d of %d listed (truncated %v)", len(w.Results), w.Total, w.Truncated)
+	}
+	s := res.SinkOutputs["out"]
+	if s.Total != flightsHourResults || !s.Truncated || len(s.Outputs) != api.DefaultMaxRecordsPerNode {
+		t.Errorf("sink outputs: %d of %d listed (truncated %v)", len(s.Outputs), s.Total, s.Truncated)
+	}
+
+	// By hand, from the first lines of the file: the first flight (line 1: DTW at
+	// 2001/01/01 00:47, delay 66) is alone in DTW's hour [00:00, 01:00); the second (line 2,
+	// 01:10) moves the watermark to 01:09 (60 s out of order), which closes that hour.
+	// 2001-01-01T00:00:00Z is 978307200000 ms.
+	const hour0 = 978307200000
+	if len(w.Results) > 0 {
+		r := w.Results[0]
+		got := fmt.Sprintf("line %d, time %d, key %s, window %s, output %s", r.Line, r.EventTime, r.Key, r.Window, r.Output)
+		want := fmt.Sprintf(`line 2, time %d, key ["DTW"], window {"start":%d,"end":%d}, output {"flights":1,"avgDelay":66.0,"maxDelay":66,"delayed":1}`,
+			hour0+3_600_000-1, hour0, hour0+3_600_000)
+		if got != want {
+			t.Errorf("first window result:\n%s\nwant\n%s", got, want)
+		}
+	}
+	if len(s.Outputs) > 0 {
+		want := fmt.Sprintf(`{"origin":"DTW","windowStart":%d,"windowEnd":%d,"flights":1,"avgDelay":66.0,"maxDelay":66,"delayed":1}`, hour0, hour0+3_600_000)
+		if o := s.Outputs[0]; string(o.Value) != want || o.Line != 2 {
+			t.Errorf("first output at line %d: %s, want line 2: %s", o.Line, o.Value, want)
+		}
+	}
+	// The source shows each flight with its timestamp expression's value (epoch ms).
+	if r := res.Nodes["flights"].Records[0]; r.Line != 1 || r.EventTime != hour0+47*60_000 ||
+		string(r.Variables["input"]) != `{"date":"2001/01/01 00:47","delay":66,"distance":1750,"origin":"DTW","destination":"LAS"}` ||
+		string(r.Expressions["timestamp"].Value) != fmt.Sprint(hour0+47*60_000) {
+		t.Errorf("first record of the source: %s", mustJSON(r))
+	}
+	// The aggregate shows each flight's key and inputs.
+	if r := res.Nodes[agg].Records[0]; string(r.Expressions["groupBy[0]"].Value) != `"DTW"` ||
+		string(r.Expressions["aggregations[1].aggregateBy"].Value) != "66" || string(r.Expressions["aggregations[3].aggregateBy"].Value) != "true" {
+		t.Errorf("first record of the aggregate: %s", mustJSON(r))
+	}
+
+	// The same server refuses one record more than it takes; the first server (default
+	// limit) refuses the file.
+	big.post("/api/scenarios/"+pathName(name)+"/test", rawBody("records", quote(records+"{}\n"))).problem(t, http.StatusRequestEntityTooLarge, api.CodeTooManyRecords)
+	c.post("/api/scenarios/"+pathName(name)+"/test", rawBody("records", quote(records))).problem(t, http.StatusRequestEntityTooLarge, api.CodeTooManyRecords)
+}
+
+// unannounced hides a body's length, so that it is sent chunked.
+func unannounced(s string) io.Reader { return io.MultiReader(strings.NewReader(s)) }
+
+func pathName(name string) string { return strings.ReplaceAll(name, " ", "%20") }
+
+func keysOf[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// paymentRecords are test records for the payments graph (testdata/payments.json, whose
+// filter passes amounts over 1000, then counts per card over a sliding hour, alerts from 3
+// payments on and logs the others). Line 2 is not JSON, line 3 lacks its time, line 4 has
+// a string amount, line 6 is blank, line 9 is late.
+const paymentRecords = `{"card":"A","amount":1500,"time":"2024-05-01T10:00:00Z"}
+{"card": "A", "amount":
+{"card":"B","amount":2000}
+{"card":"A","amount":"ten","time":"2024-05-01T10:01:00Z"}
+{"card":"A","amount":50,"time":"2024-05-01T10:02:00Z"}
+
+{"card":"A","amount":3000,"time":"2024-05-01T10:03:00Z"}
+{"card":"A","amount":1200,"time":"2024-05-01T10:04:00Z"}
+{"card":"A","amount":5000,"time":"2024-05-01T10:00:00Z"}
+`
+
+// testTestRuns: test runs of unsaved and saved graphs show per node counts, records with
+// their variables and expression values, window results, sink outputs, and the per-event
+// errors with node, field and line; two-source graphs take {sourceId, record, timestamp}
+// lines; x-ndjson bodies; caps; graphs with errors.
+func testTestRuns(t *testing.T, c *client) {
+	// 2024-05-01T10:00:00Z is 1714557600000 ms; the payments of lines 1, 7, 8 are at
+	// minutes 0, 3, 4 of that hour.
+	const t0 = 1714557600000
+	var res api.TestResult
+	c.post("/api/test?maxRecordsPerNode=2", rawBody("graph", paymentsGraph(t), "records", quote(paymentRecords))).ok(t, http.StatusOK, &res)
+
+	// Errors, by hand: line 2 is not JSON and line 3 has no time (both fail at the source),
+	// line 4's "ten" > 1000 fails in the filter.
+	var errs []string
+	for _, e := range res.Errors {
+		errs = append(errs, fmt.Sprintf("%d %s %s", e.Line, e.NodeID, e.Field))
+		if e.Message == "" {
+			t.Errorf("error without message: %+v", e)
+		}
+	}
+	if want := []string{"2 payments ", "3 payments timestamp", "4 large expression"}; !slices.Equal(errs, want) || res.TotalErrors != 3 || res.ErrorsTruncated {
+		t.Errorf("errors %q (total %d), want %q; %s", errs, res.TotalErrors, want, mustJSON(res.Errors))
+	}
+	if m := res.Errors[0].Message; !strings.Contains(m, "JSON") {
+		t.Errorf("the malformed line's error does not say JSON: %q", m)
+	}
+	if m := res.Errors[2].Message; !strings.Contains(m, "string") {
+		t.Errorf("the wrong type's error does not name the type: %q", m)
+	}
+
+	// Counts, by hand: 8 records (the blank line 6 is none); 6 reach the filter, which
+	// passes 4 (1500, 3000, 1200 and 5000) and sends 50 to the dead end. The sliding hour
+	// drops the payment of line 9 (10:00, below the watermark 10:04 - 30 s) as late, and
+	// enriches the others: counts 1, 2, 3; the third alerts, the first two are logged.
+	wantCounts := map[string]api.TestCounts{
+		"payments":  {In: 8, Out: 6, Errors: 2},
+		"large":     {In: 6, Out: 5, Errors: 1},
+		"last hour": {In: 4, Out: 3, Late: 1},
+		"summary":   {In: 3, Out: 3},
+		"how many":  {In: 3, Out: 3},
+		"alert":     {In: 1, Out: 1},
+		"log":       {In: 2, Out: 2},
+		"small":     {In: 1},
+	}
+	for id, want := range wantCounts {
+		if got := res.Nodes[id].Counts; got != want {
+			t.Errorf("node %q counts %+v, want %+v", id, got, want)
+		}
+	}
+	if res.Records != 8 || len(res.Nodes) != len(wantCounts) {
+		t.Errorf("%d records, nodes %v", res.Records, keysOf(res.Nodes))
+	}
+
+	// Records, capped at 2 per node, with their lines, variables and expressions.
+	large := res.Nodes["large"]
+	if large.TotalRecords != 6 || !large.Truncated || len(large.Records) != 2 {
+		t.Fatalf("filter records: %s", mustJSON(large))
+	}
+	r := large.Records[1] // line 4, whose expression fails
+	if r.Line != 4 || r.EventTime != t0+60_000 || string(r.Variables["input"]) != `{"card":"A","amount":"ten","time":"2024-05-01T10:01:00Z"}` ||
+		r.Expressions["expression"].Error == "" || r.Expressions["expression"].Value != nil {
+		t.Errorf("filter record 2: %s", mustJSON(r))
+	}
+	if r := large.Records[0]; r.Line != 1 || string(r.Expressions["expression"].Value) != "true" {
+		t.Errorf("filter record 1: %s", mustJSON(r))
+	}
+	if n := res.Nodes["payments"]; n.TotalRecords != 6 || len(n.Records) != 2 || n.Records[1].Line != 4 ||
+		string(n.Records[0].Expressions["timestamp"].Value) != fmt.Sprint(t0) {
+		t.Errorf("source records: %s", mustJSON(n))
+	}
+	if n := res.Nodes["summary"]; len(n.Records) != 2 || n.Records[1].Line != 7 ||
+		string(n.Records[1].Variables["hour"]) != `{"count":2,"total":4500,"p95":2925.0}` ||
+		string(n.Records[1].Variables["key"]) != `["A"]` || string(n.Records[1].Expressions["fields[2].expression"].Value) != "4500" {
+		t.Errorf("summary records: %s", mustJSON(n))
+	}
+	if n := res.Nodes["how many"]; len(n.Records) != 2 || string(n.Records[0].Expressions["edges[5].edgeType.condition"].Value) != "false" {
+		t.Errorf("switch records: %s", mustJSON(n))
+	}
+	if n := res.Nodes["small"]; n.TotalRecords != 1 || n.Truncated || len(n.Records) != 1 || n.Records[0].Line != 5 {
+		t.Errorf("dead-end records: %s", mustJSON(n))
+	}
+
+	// Window results of the sliding hour: the enriched events (no #window). The p95 of 1500
+	// and 3000 interpolates at rank 0.95: 1500 + 0.95 * 1500 = 2925.
+	w := res.WindowResults["last hour"]
+	if w.Total != 3 || !w.Truncated || len(w.Results) != 2 || w.Results[1].Line != 7 || w.Results[1].EventTime != t0+180_000 ||
+		string(w.Results[1].Key) != `["A"]` || w.Results[1].Window != nil || string(w.Results[1].Output) != `{"count":2,"total":4500,"p95":2925.0}` {
+		t.Errorf("window results: %s", mustJSON(w))
+	}
+	// Sink outputs: the third payment alerts (1500 + 3000 + 1200 = 5700); the first two are
+	// logged. Dead ends have no outputs.
+	if s := res.SinkOutputs["alert"]; s.Total != 1 || s.Truncated || len(s.Outputs) != 1 || s.Outputs[0].Line != 8 ||
+		string(s.Outputs[0].Value) != `{"card":"A","payments":3,"total":5700}` {
+		t.Errorf("alert: %s", mustJSON(s))
+	}
+	if s := res.SinkOutputs["log"]; s.Total != 2 || len(s.Outputs) != 2 || string(s.Outputs[1].Value) != `{"card":"A","amount":3000}` {
+		t.Errorf("log: %s", mustJSON(s))
+	}
+	if _, ok := res.SinkOutputs["small"]; ok || len(res.SinkOutputs) != 2 {
+		t.Errorf("sinks %v", keysOf(res.SinkOutputs))
+	}
+
+	// A saved version, given its records as application/x-ndjson, answers the same.
+	c.post("/api/scenarios", rawBody("name", quote("payments"), "graph", paymentsGraph(t))).ok(t, http.StatusCreated, nil)
+	var saved api.TestResult
+	c.send(request{Method: http.MethodPost, Path: "/api/scenarios/payments/test?version=1&maxRecordsPerNode=2", Body: paymentRecords, ContentType: "application/x-ndjson"}).ok(t, http.StatusOK, &saved)
+	saved.ElapsedMs, res.ElapsedMs = 0, 0
+	if mustJSON(saved) != mustJSON(res) {
+		t.Errorf("saved, x-ndjson:\n%s\nunsaved, JSON:\n%s", mustJSON(saved), mustJSON(res))
+	}
+	// And as JSON, listing one record per node.
+	var one api.TestResult
+	c.post("/api/scenarios/payments/test?maxRecordsPerNode=1", rawBody("records", quote(paymentRecords))).ok(t, http.StatusOK, &one)
+	if n := one.Nodes["large"]; n.Counts != wantCounts["large"] || len(n.Records) != 1 || n.TotalRecords != 6 || !n.Truncated {
+		t.Errorf("with maxRecordsPerNode=1: %s", mustJSON(n))
+	}
+	if s := one.SinkOutputs["log"]; s.Total != 2 || len(s.Outputs) != 1 || !s.Truncated {
+		t.Errorf("with maxRecordsPerNode=1, log: %s", mustJSON(s))
+	}
+
+	// Two sources: lines {sourceId, record, timestamp}. By hand, with no out-of-orderness:
+	// the aggregate's watermark is the lower of the two sources'; line 6 (ATM at 62 s, its
+	// timestamp given) lifts it to 61 s, closing u1's first minute (10 + 100, both
+	// channels); the end of the records closes the second minute of u1 and u2.
+	twoSources, err := readTestdata("two-sources.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := `{"sourceId": "cards", "record": {"user": "u1", "amount": 10, "t": 1000}}
+{"sourceId": "atm", "record": {"user": "u1", "amount": 100}, "timestamp": 2000}
+{"sourceId": "cards", "record": {"user": "u2", "amount": 5, "t": 61000}}
+{"sourceId": "nowhere", "record": {}}
+{"user": "u1"}
+{"sourceId": "atm", "record": {"user": "u1", "amount": 1}, "timestamp": 62000}
+`
+	res = api.TestResult{}
+	c.post("/api/test", rawBody("graph", twoSources, "records", quote(lines))).ok(t, http.StatusOK, &res)
+	var outs []string
+	for _, o := range res.SinkOutputs["out"].Outputs {
+		outs = append(outs, fmt.Sprintf("line %d: %s", o.Line, o.Value))
+	}
+	slices.Sort(outs[1:]) // the end of input closes u1's and u2's windows in no set order
+	wantOuts := []string{
+		`line 6: {"user":"u1","start":0,"n":2,"total":110,"channels":["atm","card"]}`,
+		`line 0: {"user":"u1","start":60000,"n":1,"total":1,"channels":["atm"]}`,
+		`line 0: {"user":"u2","start":60000,"n":1,"total":5,"channels":["card"]}`,
+	}
+	if !slices.Equal(outs, wantOuts) {
+		t.Errorf("two sources, outputs:\n%s\nwant\n%s", strings.Join(outs, "\n"), strings.Join(wantOuts, "\n"))
+	}
+	if n := res.Nodes["atm"]; n.Counts.Out != 2 || len(n.Records) != 2 || n.Records[0].Line != 2 || n.Records[0].EventTime != 2000 ||
+		string(n.Records[0].Variables["input"]) != `{"user":"u1","amount":100}` {
+		t.Errorf("ATM source: %s", mustJSON(n))
+	}
+	if n := res.Nodes["merge"]; n.Counts != (api.TestCounts{In: 4, Out: 4}) || len(n.Records) != 4 || n.Records[3].Line != 6 {
+		t.Errorf("union: %s", mustJSON(n))
+	}
+	errs = nil
+	for _, e := range res.Errors {
+		errs = append(errs, fmt.Sprintf("%d %s", e.Line, e.Message))
+	}
+	if len(errs) != 2 || !strings.HasPrefix(errs[0], `4 unknown source "nowhere"`) || !strings.HasPrefix(errs[1], "5 ") || !strings.Contains(errs[1], "sourceId") {
+		t.Errorf("two sources, errors %q", errs)
+	}
+
+	// A graph with validation errors does not run: 422 with its validation.
+	bad := replace(t, paymentsGraph(t), "#input.amount > 1000", "#input.amout > 1000")
+	p := c.post("/api/test", rawBody("graph", bad, "records", quote(paymentRecords))).problem(t, http.StatusUnprocessableEntity, api.CodeScenarioHasErrors)
+	if p.Validation == nil || p.Validation.Valid || len(p.Validation.Errors) == 0 || p.Validation.Errors[0].NodeID != "large" || p.Validation.Errors[0].Field != "expression" {
+		t.Errorf("graph with errors: %s", mustJSON(p))
+	}
+	p = c.post("/api/test", rawBody("graph", `{"nodes": [{"id": "x", "type": "Filtre"}], "edges": []}`, "records", `""`)).problem(t, http.StatusUnprocessableEntity, api.CodeScenarioHasErrors)
+	if p.Validation == nil || len(p.Validation.Errors) == 0 || p.Validation.Errors[0].Code != "unknown-node-type" {
+		t.Errorf("graph that does not decode: %s", mustJSON(p))
+	}
+	c.post("/api/scenarios/payments/test?version=2", rawBody("records", `""`)).problem(t, http.StatusNotFound, api.CodeVersionNotFound)
+
+	// No records: every node is listed with zero counts.
+	var none api.TestResult
+	c.post("/api/test", rawBody("graph", paymentsGraph(t), "records", quote("\n\n"))).ok(t, http.StatusOK, &none)
+	if none.Records != 0 || len(none.Nodes) != 8 || none.Nodes["payments"].Counts != (api.TestCounts{}) || none.Errors == nil || none.SinkOutputs["alert"].Outputs == nil {
+		t.Errorf("no records: %s", mustJSON(none))
+	}
+}
+
+// testTestLimits: the record and body limits of test runs, default and configured, answer
+// 413 with their codes, never a silent cut.
+func testTestLimits(t *testing.T, c *client) {
+	record := `{"card":"A","amount":1500,"time":"2024-05-01T10:00:00Z"}` + "\n"
+	atLimit := strings.Repeat(record, api.DefaultTestMaxRecords) + "\n \n"
+	var res api.TestResult
+	c.post("/api/test?maxRecordsPerNode=1", rawBody("graph", paymentsGraph(t), "records", quote(atLimit))).ok(t, http.StatusOK, &res)
+	if res.Records != api.DefaultTestMaxRecords || res.Nodes["payments"].Counts.In != api.DefaultTestMaxRecords {
+		t.Errorf("%d records read, want %d", res.Records, api.DefaultTestMaxRecords)
+	}
+	over := atLimit + record
+	p := c.post("/api/test", rawBody("graph", paymentsGraph(t), "records", quote(over))).problem(t, http.StatusRequestEntityTooLarge, api.CodeTooManyRecords)
+	if !strings.Contains(p.Detail, "10001") || !strings.Contains(p.Detail, "10000") {
+		t.Errorf("detail %q does not give the count and the limit", p.Detail)
+	}
+	c.post("/api/scenarios", rawBody("name", quote("payments"), "graph", paymentsGraph(t))).ok(t, http.StatusCreated, nil)
+	c.send(request{Method: http.MethodPost, Path: "/api/scenarios/payments/test", Body: over, ContentType: "application/x-ndjson"}).problem(t, http.StatusRequestEntityTooLarge, api.CodeTooManyRecords)
+
+	// Configured: 3 records, test bodies up to 8 KiB while other bodies stay at 4 KiB.
+	const testBytes, otherBytes = 8 << 10, 4 << 10
+	small := c.withConfig(func(cfg *api.Config) {
+		cfg.TestMaxRecords, cfg.TestMaxBytes, cfg.MaxBodyBytes = 3, testBytes, otherBytes
+	})
+	small.post("/api/scenarios/payments/test", rawBody("records", quote(strings.Repeat(record, 3)))).ok(t, http.StatusOK, nil)
+	small.post("/api/scenarios/payments/test", rawBody("records", quote(strings.Repeat(record, 4)))).problem(t, http.StatusRequestEntityTooLarge, api.CodeTooManyRecords)
+	// A body between the two limits: a test takes it, validation does not.
+	pad := strings.Repeat(" ", otherBytes)
+	small.post("/api/test", rawBody("graph", paymentsGraph(t)+pad, "records", quote(record))).ok(t, http.StatusOK, nil)
+	small.post("/api/validation", rawBody("graph", paymentsGraph(t)+pad)).problem(t, http.StatusRequestEntityTooLarge, api.CodeBodyTooLarge)
+	// Over the test limit, announced, chunked or as x-ndjson.
+	huge := rawBody("records", quote(record+strings.Repeat(" ", testBytes)))
+	p = small.post("/api/scenarios/payments/test", huge).problem(t, http.StatusRequestEntityTooLarge, api.CodeBodyTooLarge)
+	if !strings.Contains(p.Detail, "8192 bytes") {
+		t.Errorf("detail %q does not give the limit", p.Detail)
+	}
+	small.post("/api/scenarios/payments/test", unannounced(huge)).problem(t, http.StatusRequestEntityTooLarge, api.CodeBodyTooLarge)
+	small.send(request{Method: http.MethodPost, Path: "/api/scenarios/payments/test", Body: record + strings.Repeat(" ", testBytes), ContentType: "application/x-ndjson"}).problem(t, http.StatusRequestEntityTooLarge, api.CodeBodyTooLarge)
+	small.send(request{Method: http.MethodPost, Path: "/api/scenarios/payments/test", Body: unannounced(record + strings.Repeat(" ", testBytes)), ContentType: "application/x-ndjson"}).problem(t, http.StatusRequestEntityTooLarge, api.CodeBodyTooLarge)
+	small.send(request{Method: http.MethodPost, Path: "/api/scenarios/payments/test", Body: unannounced(strings.Repeat(record, 3)), ContentType: "application/x-ndjson"}).ok(t, http.StatusOK, nil)
+
+	// Lists stop at 32 MiB of listed JSON, saying so: 12 payments of 1 MiB each, listed with
+	// their #input at the source, the filter, the aggregate and the three nodes below it,
+	// are 72 MiB.
+	mib := strings.Repeat("x", 1<<20)
+	var padded strings.Builder
+	for i := range 12 {
+		fmt.Fprintf(&padded, `{"card":"A","amount":%d,"time":"2024-05-01T10:%02d:00Z","pad":"%s"}`+"\n", 2000+i, i, mib)
+	}
+	roomy := c.withConfig(func(cfg *api.Config) { cfg.TestMaxBytes = 16 << 20 })
+	var cut api.TestResult
+	roomy.post("/api/test", rawBody("graph", paymentsGraph(t), "records", quote(padded.String()))).ok(t, http.StatusOK, &cut)
+	listed := 0
+	for id, n := range cut.Nodes {
+		listed += len(n.Records)
+		if n.Truncated != (int64(len(n.Records)) < n.TotalRecords) {
+			t.Errorf("%s: %d of %d listed, truncated %v", id, len(n.Records), n.TotalRecords, n.Truncated)
+		}
+	}
+	for _, id := range []string{"payments", "summary"} {
+		if n := cut.Nodes[id]; n.TotalRecords != 12 || !n.Truncated || len(n.Records) == 0 {
+			t.Errorf("%s: %d of %d listed", id, len(n.Records), n.TotalRecords)
+		}
+	}
+	if !cut.ListsCut || listed != 32 || cut.Nodes["last hour"].Counts.Out != 12 || cut.SinkOutputs["alert"].Total != 10 {
+		t.Errorf("listsCut %v with %d records of 1 MiB listed", cut.ListsCut, listed)
+	}
+
+	// A run longer than the time limit is stopped: each record fans out into 100,000
+	// contexts.
+	fanOut := `{"nodes": [
+		{"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [{"name": "timestamp", "expression": {"language": "expr", "expression": "#input.t"}}]}},
+		{"id": "each", "type": "CustomNode", "nodeType": "for-each", "outputVar": "item", "parameters": [
+			{"name": "Elements", "expression": {"language": "expr", "expression": "1..100000"}}]},
+		{"id": "end", "type": "Sink", "ref": {"typ": "dead-end"}}
+	], "edges": [{"from": "in", "to": "each", "edgeType": null}, {"from": "each", "to": "end", "edgeType": null}]}`
+	const limit = 200 * time.Millisecond
+	quick := c.withConfig(func(cfg *api.Config) { cfg.TestTimeout = limit })
+	start := time.Now()
+	p = quick.post("/api/test", rawBody("graph", fanOut, "records", quote(strings.Repeat(`{"t": 1}`+"\n", 1000)))).problem(t, http.StatusUnprocessableEntity, api.CodeTestTimeout)
+	if took := time.Since(start); took > limit+5*time.Second {
+		t.Errorf("stopped after %v, the limit is %v", took, limit)
+	}
+	if !strings.Contains(p.Detail, limit.String()) {
+		t.Errorf("detail %q does not give the limit", p.Detail)
+	}
+	// The same graph on one record runs (100,000 contexts), under the default limit.
+	var res1 api.TestResult
+	c.post("/api/test", rawBody("graph", fanOut, "records", quote(`{"t": 1}`))).ok(t, http.StatusOK, &res1)
+	if n := res1.Nodes["end"]; n.TotalRecords != 100_000 || len(n.Records) != api.DefaultMaxRecordsPerNode || string(n.Records[99].Variables["item"]) != "100" {
+		t.Errorf("fan-out: %d records, %d listed", n.TotalRecords, len(n.Records))
+	}
+}
+
+// testNodeTest: one node run on given variables shows its expressions and what leaves it,
+// for every kind of node.
+func testNodeTest(t *testing.T, c *client) {
+	payments := paymentsGraph(t)
+	kinds, err := readTestdata("kinds.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := func(amount string) string {
+		return `{"input": {"card": "A", "amount": ` + amount + `, "time": "2024-05-01T10:00:00Z"}}`
+	}
+	run := func(graph, node, vars string) api.NodeTestResult {
+		t.Helper()
+		var res api.NodeTestResult
+		c.post("/api/node-test", rawBody("graph", graph, "nodeId", quote(node), "variables", vars)).ok(t, http.StatusOK, &res)
+		if res.NodeID != node || res.Expressions == nil || res.Outputs == nil {
+			t.Errorf("node %s: %s", node, mustJSON(res))
+		}
+		return res
+	}
+	// outputs summarises the outputs as "edgeType>to variables value key inputs".
+	outputs := func(res api.NodeTestResult) string {
+		var parts []string
+		for _, o := range res.Outputs {
+			s := o.EdgeType + ">" + o.To
+			if o.From != "" {
+				s = o.From + ":" + s
+			}
+			for _, x := range []any{o.Variables, o.Value, o.Key, o.Inputs} {
+				if b, _ := json.Marshal(x); string(b) != "null" {
+					s += " " + string(b)
+				}
+			}
+			if o.EventTime != nil {
+				s += fmt.Sprintf(" @%d", *o.EventTime)
+			}
+			parts = append(parts, s)
+		}
+		return strings.Join(parts, "; ")
+	}
+	expect := func(res api.NodeTestResult, want string) {
+		t.Helper()
+		if got := outputs(res); got != want || res.Error != "" {
+			t.Errorf("node %s: outputs %q (error %q), want %q", res.NodeID, got, res.Error, want)
+		}
+	}
+
+	// Source: the timestamp of 2024-05-01T10:00:00Z is 1714557600000 ms.
+	res := run(payments, "payments", input("1"))
+	expect(res, ">large @1714557600000")
+	if v := string(res.Expressions["timestamp"].Value); v != "1714557600000" {
+		t.Errorf("timestamp %s", v)
+	}
+	// Filter (amounts over 1000), both ways; the '#' of a variable's name may be given.
+	expect(run(payments, "large", input("1000.5")), "FilterTrue>last hour")
+	res = run(payments, "large", `{"#input": {"amount": 1000}}`)
+	expect(res, "FilterFalse>small")
+	if v := string(res.Expressions["expression"].Value); v != "false" {
+		t.Errorf("filter expression %s", v)
+	}
+	// A failing expression stops the context: no output, the error named.
+	res = run(payments, "large", input(`"ten"`))
+	if len(res.Outputs) != 0 || !strings.HasPrefix(res.Error, "expression: ") || res.Expressions["expression"].Error == "" {
+		t.Errorf("filter on a string: %s", mustJSON(res))
+	}
+	// Aggregate: key and inputs, exact integers kept (Count has no input).
+	expect(run(payments, "last hour", input("9223372036854775807")),
+		`>summary ["A"] {"count":null,"p95":9223372036854775807,"total":9223372036854775807}`)
+	// VariableBuilder, Switch (first condition that holds, else the default), Sink.
+	hour := `{"hour": {"count": 3, "total": 4500, "p95": 2925.0}, "key": ["A"]}`
+	expect(run(payments, "summary", hour), `>how many {"summary":{"card":"A","payments":3,"total":4500}}`)
+	res = run(payments, "how many", `{"hour": {"count": 3}}`)
+	expect(res, "NextSwitch>alert")
+	if res.Outputs[0].Condition != "edges[5].edgeType.condition" {
+		t.Errorf("switch condition %q", res.Outputs[0].Condition)
+	}
+	expect(run(payments, "how many", `{"hour": {"count": 2}}`), "SwitchDefault>log")
+	expect(run(payments, "log", `{"summary": {"card": "A"}, "input": {"amount": -9223372036854775808}}`), `> {"card":"A","amount":-9223372036854775808}`)
+
+	// The other kinds, on the graph of testdata/kinds.json: a switch of two conditions in
+	// order, variables, a union with an expression per branch, a split, a for-each.
+	expect(run(kinds, "by amount", `{"input": {"amount": 5000}}`), "NextSwitch>big")
+	expect(run(kinds, "by amount", `{"input": {"amount": 500}}`), "NextSwitch>medium")
+	expect(run(kinds, "by amount", `{"input": {"amount": 5}}`), "SwitchDefault>small")
+	expect(run(kinds, "big", `{}`), `>merge {"risk":"high"}`)
+	expect(run(kinds, "medium", `{"input": {"amount": 500}}`), `>merge {"risk":{"level":"medium","amount":500}}`)
+	// A union runs the expression of the branch named, or of every branch.
+	var join api.NodeTestResult
+	c.post("/api/node-test", rawBody("graph", kinds, "nodeId", quote("merge"), "branch", quote("small"), "variables", `{"risk": "low"}`)).ok(t, http.StatusOK, &join)
+	expect(join, `small:>fan out {"branch":"low!"}`)
+	if len(join.Expressions) != 1 {
+		t.Errorf("union from one branch shows the expressions %v", keysOf(join.Expressions))
+	}
+	res = run(kinds, "merge", `{"risk": {"level": "medium"}}`)
+	if got := outputs(res); got != `big:>fan out {"branch":"big"}; medium:>fan out {"branch":"medium"}` || !strings.HasPrefix(res.Error, "branchParameters[2].parameters[0].expression: ") {
+		t.Errorf("union from every branch: %q, error %q", got, res.Error)
+	}
+	c.post("/api/node-test", rawBody("graph", kinds, "nodeId", quote("merge"), "branch", quote("nowhere"))).problem(t, http.StatusUnprocessableEntity, api.CodeValidationFailed)
+	c.post("/api/node-test", rawBody("graph", kinds, "nodeId", quote("big"), "branch", quote("big"))).problem(t, http.StatusUnprocessableEntity, api.CodeValidationFailed)
+	expect(run(kinds, "fan out", `{}`), ">print; >each item")
+	expect(run(kinds, "each item", `{}`), `>drop {"item":1}; >drop {"item":2}; >drop {"item":3}`)
+	expect(run(kinds, "drop", `{}`), "")
+	expect(run(kinds, "print", `{"risk": "low", "branch": "small"}`), `> {"risk":"low","branch":"small"}`)
+
+	// Another node's errors do not matter; the node's own do.
+	bad := replace(t, payments, "#input.amount > 1000", "#input.amout > 1000")
+	expect(run(bad, "summary", hour), `>how many {"summary":{"card":"A","payments":3,"total":4500}}`)
+	p := c.post("/api/node-test", rawBody("graph", bad, "nodeId", quote("large"), "variables", input("1"))).problem(t, http.StatusUnprocessableEntity, api.CodeScenarioHasErrors)
+	if p.Validation == nil || len(p.Validation.Errors) == 0 || p.Validation.Errors[0].NodeID != "large" {
+		t.Errorf("node with errors: %s", mustJSON(p))
+	}
+	c.post("/api/node-test", rawBody("graph", payments, "nodeId", quote("nowhere"))).problem(t, http.StatusUnprocessableEntity, api.CodeUnknownNode)
+	c.post("/api/node-test", rawBody("graph", payments, "nodeId", quote("large"), "variables", `{"input": 1e999}`)).problem(t, http.StatusBadRequest, api.CodeInvalidJSON)
+}

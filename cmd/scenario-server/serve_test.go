@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/scenario-server/scenario-server/nodes"
+	"github.com/scenario-server/scenario-server/store"
+	"github.com/scenario-server/scenario-server/store/sqlite"
+)
+
+// exampleNames are the files of examples/, without ".json".
+var exampleNames = []string{"accesslog-errors", "accesslog-sessions", "flights-per-origin-hourly", "flights-rolling-hour"}
+
+func openSQLite(t *testing.T) store.Store {
+	t.Helper()
+	st, err := sqlite.Open(t.Context(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// A fresh store gets the four examples, named after their files, as they are on disk, valid,
+// by scenario-server with the comment "example"; a second start adds nothing.
+func TestSeedExamplesIntoAnEmptyStore(t *testing.T) {
+	st := openSQLite(t)
+	log := slog.New(slog.DiscardHandler)
+	if err := seedExamples(t.Context(), st, log); err != nil {
+		t.Fatal(err)
+	}
+	list, err := st.ListScenarios(t.Context(), store.ScenarioFilter{Archived: store.AnyArchived})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range list {
+		names = append(names, s.Name)
+	}
+	if !slices.Equal(names, exampleNames) {
+		t.Fatalf("scenarios %q, want %q", names, exampleNames)
+	}
+	for _, name := range exampleNames {
+		v, err := st.GetLatestVersion(t.Context(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Number != 1 || v.Author != "scenario-server" || v.Comment != "example" {
+			t.Errorf("%s: version %d by %q, comment %q", name, v.Number, v.Author, v.Comment)
+		}
+		file, err := os.ReadFile(filepath.Join("..", "..", "examples", name+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(v.Graph, file) {
+			t.Errorf("%s: the stored graph differs from examples/%s.json", name, name)
+		}
+		if val := nodes.ValidateJSON(v.Graph); !val.OK() {
+			t.Errorf("%s does not validate: %v", name, val.Errors)
+		}
+	}
+
+	if err := seedExamples(t.Context(), st, log); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range exampleNames {
+		if v, err := st.GetLatestVersion(t.Context(), name); err != nil || v.Number != 1 {
+			t.Errorf("%s after a second start: version %d, %v", name, v.Number, err)
+		}
+	}
+}
+
+// A store that holds any scenario, even an archived one, is left as it is.
+func TestSeedExamplesLeavesAUsedStore(t *testing.T) {
+	st := openSQLite(t)
+	graph := []byte(`{"nodes": [{"id": "in", "type": "Source", "ref": {"typ": "http"}}], "edges": []}`)
+	if _, err := st.CreateScenario(t.Context(), "mine", store.Draft{Graph: graph, Author: "anna"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SetArchived(t.Context(), "mine", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := seedExamples(t.Context(), st, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	list, err := st.ListScenarios(t.Context(), store.ScenarioFilter{Archived: store.AnyArchived})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].Name != "mine" {
+		t.Errorf("scenarios %v, want only mine", list)
+	}
+}
+
+// The limits of test runs come from flags or the environment; 0 (unset) leaves api's
+// defaults.
+func TestTestLimitFlags(t *testing.T) {
+	cfg, err := parseServeFlags(nil, env(nil), io.Discard)
+	if err != nil || cfg.TestMaxRecords != 0 || cfg.TestMaxBytes != 0 {
+		t.Errorf("defaults: %+v, %v", cfg, err)
+	}
+	cfg, err = parseServeFlags(nil, env(map[string]string{envTestMaxRecords: "20000", envTestMaxBytes: "1048576", envTestTimeout: "5s"}), io.Discard)
+	if err != nil || cfg.TestMaxRecords != 20000 || cfg.TestMaxBytes != 1<<20 || cfg.TestTimeout != 5*time.Second {
+		t.Errorf("environment: %+v, %v", cfg, err)
+	}
+	cfg, err = parseServeFlags([]string{"--test-max-records", "50000", "--test-max-bytes", "100", "--test-timeout", "2m"},
+		env(map[string]string{envTestMaxRecords: "20000", envTestTimeout: "5s"}), io.Discard)
+	if err != nil || cfg.TestMaxRecords != 50000 || cfg.TestMaxBytes != 100 || cfg.TestTimeout != 2*time.Minute {
+		t.Errorf("flags: %+v, %v", cfg, err)
+	}
+	for _, bad := range []struct {
+		args []string
+		env  map[string]string
+	}{
+		{args: []string{"--test-max-records", "-1"}},
+		{args: []string{"--test-max-bytes", "lots"}},
+		{env: map[string]string{envTestMaxRecords: "10k"}},
+		{env: map[string]string{envTestMaxBytes: "-5"}},
+		{env: map[string]string{envTestTimeout: "soon"}},
+		{args: []string{"--test-timeout", "-1s"}},
+	} {
+		if _, err := parseServeFlags(bad.args, env(bad.env), io.Discard); !errors.Is(err, errUsage) {
+			t.Errorf("args %q env %v: error %v, want a usage error", bad.args, bad.env, err)
+		}
+	}
+}

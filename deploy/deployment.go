@@ -1,0 +1,549 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/scenario-server/scenario-server/engine"
+	"github.com/scenario-server/scenario-server/store"
+	"github.com/scenario-server/scenario-server/value"
+)
+
+// errPermanent marks a checkpoint error that retrying cannot help: the deployment fails.
+var errPermanent = errors.New("checkpoint cannot be committed")
+
+// Tuning of a deployment's loop.
+const (
+	// readBatch is how many events one read of an event log returns at most.
+	readBatch = 2000
+	// maxPendingResults forces a checkpoint when this many collect results wait for one.
+	maxPendingResults = 20_000
+	// retryDelay is the wait after a failed store call before trying again.
+	retryDelay = 500 * time.Millisecond
+	// finalCheckpointTimeout bounds the checkpoint a stopping deployment commits.
+	finalCheckpointTimeout = 10 * time.Second
+)
+
+// deployment is one running deployment: its engine, owned by the goroutine running run, and
+// what other goroutines may read (its sources' positions, the last published Live).
+type deployment struct {
+	rt      *Runtime
+	info    store.Deployment // set before run starts; the status there is the one at start
+	version store.Version
+
+	eng     *engine.Engine
+	sinks   *sinks
+	sources []*source
+	byID    map[string]*source
+
+	stopCh   chan struct{} // closed: commit a final checkpoint and return
+	stopOnce sync.Once
+	done     chan struct{} // closed when run returns
+	started  chan struct{} // closed once restored (or failed)
+	wake     chan struct{} // an Ingest appended events
+
+	live atomic.Pointer[Live]
+
+	// Owned by run.
+	startedAt       time.Time
+	lastCheckpoint  time.Time
+	checkpointSeq   int64
+	checkpointAt    time.Time
+	dirty           bool // state changed since the last checkpoint
+	forceCheckpoint bool // checkpoint now (an idle step emitted results)
+	commitFailing   bool
+}
+
+// source is one HTTP source of a deployment and its position in the source's event log.
+type source struct {
+	id  string
+	log store.EventLog
+	// arrivalTime: the source has no timestamp expression, so an event's time is the time
+	// the store accepted it (stored with it: the same after a restart).
+	arrivalTime bool
+	idleTimeout time.Duration
+
+	next      atomic.Int64 // next offset to process
+	committed atomic.Int64 // next offset as of the last checkpoint
+	accepted  atomic.Int64 // end of the log as far as this server knows
+
+	// pushedSinceStart: the engine has seen an event of this source since this process
+	// restored it (the engine's idle clock for the source is set). Owned by run.
+	pushedSinceStart bool
+}
+
+func (s *source) noteAccepted(end int64) {
+	for {
+		cur := s.accepted.Load()
+		if end <= cur || s.accepted.CompareAndSwap(cur, end) {
+			return
+		}
+	}
+}
+
+func newDeployment(r *Runtime, v store.Version) *deployment {
+	d := &deployment{
+		rt: r, version: v,
+		sinks:   newSinks(r.cfg.Stdout),
+		byID:    map[string]*source{},
+		stopCh:  make(chan struct{}),
+		done:    make(chan struct{}),
+		started: make(chan struct{}),
+		wake:    make(chan struct{}, 1),
+	}
+	d.info = store.Deployment{Scenario: v.Scenario, Version: v.Number}
+	return d
+}
+
+func (d *deployment) addSource(id string, arrivalTime bool, idle time.Duration) {
+	s := &source{id: id, log: store.EventLog{Scenario: d.version.Scenario, Source: id}, arrivalTime: arrivalTime, idleTimeout: idle}
+	d.sources = append(d.sources, s)
+	d.byID[id] = s
+}
+
+// stop asks run to commit a final checkpoint and return.
+func (d *deployment) stop() { d.stopOnce.Do(func() { close(d.stopCh) }) }
+
+func (d *deployment) wakeUp() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (d *deployment) logger() *slog.Logger {
+	return d.rt.log.With("scenario", d.info.Scenario, "deployment", d.info.ID)
+}
+
+// run is the deployment's goroutine: restore, then read, process and checkpoint until stopped.
+func (d *deployment) run() {
+	log := d.logger()
+	startedOnce := sync.OnceFunc(func() { close(d.started) })
+	defer close(d.done)
+	defer startedOnce()
+	defer func() {
+		if rec := recover(); rec != nil {
+			log.Error("deployment panicked", "panic", fmt.Sprint(rec), "stack", string(debug.Stack()))
+			d.fail(fmt.Sprintf("internal error: %v", rec))
+		}
+	}()
+	ctx := d.rt.ctx
+	d.publish(PhaseStarting)
+
+	if err := d.restore(ctx); err != nil {
+		if errors.Is(err, errStopped) {
+			d.publish(PhaseStopped)
+			return
+		}
+		log.Error("deployment failed to start", "error", err)
+		d.fail(err.Error())
+		return
+	}
+	if d.info.Status == store.StatusDeploying {
+		err := d.retry(ctx, "marking the deployment running", func() error {
+			_, err := d.rt.cfg.Store.SetDeploymentStatus(ctx, d.info.ID, store.StatusRunning, "")
+			if errors.Is(err, store.ErrInvalidTransition) {
+				return fmt.Errorf("%w: %w", errPermanent, err)
+			}
+			return err
+		})
+		if err != nil {
+			// Stopped, or canceled or failed meanwhile (by another server?): do not run it.
+			if !errors.Is(err, errStopped) {
+				log.Error("deployment not started", "error", err)
+			}
+			d.publish(PhaseStopped)
+			d.rt.remove(d)
+			return
+		}
+	}
+	d.publish(PhaseRunning)
+	startedOnce()
+	log.Info("deployment running", "version", d.info.Version, "checkpoint", d.checkpointSeq)
+
+	for {
+		select {
+		case <-ctx.Done():
+			d.publish(PhaseStopped)
+			return
+		case <-d.stopCh:
+			fctx, cancel := context.WithTimeout(ctx, finalCheckpointTimeout)
+			err := d.checkpoint(fctx)
+			cancel()
+			if errors.Is(err, errPermanent) {
+				d.fail(err.Error())
+				return
+			}
+			if err != nil {
+				log.Error("final checkpoint failed; a restart resumes from the previous one", "error", err)
+			}
+			d.publish(PhaseStopped)
+			return
+		default:
+		}
+
+		n := 0
+		if !d.commitFailing || d.sinks.pending() < maxPendingResults {
+			var err error
+			n, err = d.process(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					continue
+				}
+				log.Error("reading events", "error", err)
+				d.sleep(retryDelay)
+				continue
+			}
+		}
+		now := d.rt.cfg.Now()
+		if n > 0 {
+			d.dirty = true
+			d.publish(PhaseRunning)
+		} else {
+			d.idleTick(now)
+		}
+		due := d.dirty && now.Sub(d.lastCheckpoint) >= d.rt.cfg.CheckpointInterval
+		if due || d.forceCheckpoint || d.sinks.pending() >= maxPendingResults {
+			err := d.checkpoint(ctx)
+			switch {
+			case errors.Is(err, errPermanent):
+				log.Error("deployment failed", "error", err)
+				d.fail(err.Error())
+				return
+			case err != nil && ctx.Err() == nil:
+				log.Error("checkpoint failed; retrying", "error", err)
+			}
+		}
+		if n == 0 {
+			d.sleep(d.waitTime(now))
+		}
+	}
+}
+
+// sleep waits for at most wait, less when events arrive or the deployment is stopped.
+func (d *deployment) sleep(wait time.Duration) {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-d.wake:
+	case <-d.stopCh:
+	case <-d.rt.ctx.Done():
+	}
+}
+
+// waitTime is how long an idle loop may sleep: until the next checkpoint is due, or the next
+// idle step.
+func (d *deployment) waitTime(now time.Time) time.Duration {
+	wait := time.Minute
+	if d.dirty || d.commitFailing {
+		wait = max(d.rt.cfg.CheckpointInterval-now.Sub(d.lastCheckpoint), time.Millisecond)
+		if d.commitFailing {
+			wait = max(wait, retryDelay)
+		}
+	}
+	for _, s := range d.sources {
+		if s.idleTimeout > 0 {
+			wait = min(wait, max(s.idleTimeout/4, 10*time.Millisecond), time.Second)
+		}
+	}
+	return wait
+}
+
+// restore sets up the engine's state and the sources' positions: from the deployment's latest
+// checkpoint; for a new deployment, from the checkpoint of the scenario's previous one (its
+// positions; its state too when it ran the same version), then commits a first checkpoint.
+// Store failures are retried until the deployment is stopped (errStopped); a checkpoint that
+// does not restore is an error.
+func (d *deployment) restore(ctx context.Context) error {
+	st := d.rt.cfg.Store
+	var cp store.Checkpoint
+	fresh := false
+	err := d.retry(ctx, "reading the latest checkpoint", func() error {
+		var err error
+		cp, err = st.GetLatestCheckpoint(ctx, d.info.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			fresh = true
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if fresh {
+		var inherited *store.Checkpoint
+		var version int
+		err := d.retry(ctx, "reading the previous deployment's checkpoint", func() error {
+			var err error
+			inherited, version, err = d.previousCheckpoint(ctx)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		cp = store.Checkpoint{}
+		if inherited != nil {
+			cp.Positions = inherited.Positions
+			if version == d.info.Version {
+				cp.State = inherited.State // the same graph: keep its windows
+			}
+		}
+	}
+
+	sizes := map[string]int64{}
+	if len(cp.State) > 0 {
+		state, err := decodeState(cp.State)
+		if err != nil {
+			return fmt.Errorf("checkpoint %d: %w", cp.Sequence, err)
+		}
+		if err := d.eng.Restore(state.engine); err != nil {
+			return fmt.Errorf("restoring checkpoint %d: %w", cp.Sequence, err)
+		}
+		sizes = state.files
+	}
+	if err := d.sinks.restoreFiles(sizes); err != nil {
+		return err
+	}
+	for _, s := range d.sources {
+		var pos int64
+		for _, p := range cp.Positions {
+			if p.Source == s.id && p.Partition == 0 {
+				pos = p.Offset
+			}
+		}
+		s.next.Store(pos)
+		s.committed.Store(pos)
+		s.noteAccepted(pos)
+	}
+	now := d.rt.cfg.Now()
+	d.startedAt, d.lastCheckpoint = now, now
+	if !fresh {
+		d.checkpointSeq, d.checkpointAt = cp.Sequence, cp.CreatedAt
+		return nil
+	}
+	// The first checkpoint records the positions and the file sinks' sizes at start, so that
+	// a crash before the next one neither re-reads older events nor keeps lines written after.
+	return d.retry(ctx, "committing the first checkpoint", func() error { return d.checkpoint(ctx) })
+}
+
+// previousCheckpoint returns the latest checkpoint of the newest earlier deployment of the
+// scenario that has one, and that deployment's version; nil when there is none.
+func (d *deployment) previousCheckpoint(ctx context.Context) (*store.Checkpoint, int, error) {
+	list, err := d.rt.cfg.Store.ListDeployments(ctx, d.info.Scenario)
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, prev := range list { // newest first
+		if prev.ID >= d.info.ID {
+			continue
+		}
+		cp, err := d.rt.cfg.Store.GetLatestCheckpoint(ctx, prev.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		return &cp, prev.Version, nil
+	}
+	return nil, 0, nil
+}
+
+// errStopped means the deployment was stopped (or the runtime aborted) before it was restored.
+var errStopped = errors.New("stopped while starting")
+
+// retry calls f until it returns nil, an error that retrying cannot help (errPermanent), or
+// the deployment is stopped (errStopped), waiting retryDelay between calls.
+func (d *deployment) retry(ctx context.Context, what string, f func() error) error {
+	for {
+		err := f()
+		if err == nil || errors.Is(err, errPermanent) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return errStopped
+		}
+		d.logger().Error(what+" failed; retrying", "error", err)
+		select {
+		case <-ctx.Done():
+			return errStopped
+		case <-d.stopCh:
+			return errStopped
+		case <-time.After(retryDelay):
+		}
+	}
+}
+
+// process reads the next events of each source and pushes them through the engine. It
+// returns how many it pushed.
+func (d *deployment) process(ctx context.Context) (int, error) {
+	total := 0
+	for _, s := range d.sources {
+		events, err := d.rt.cfg.Store.ReadEvents(ctx, s.log, s.next.Load(), readBatch)
+		if err != nil {
+			return total, err
+		}
+		for _, e := range events {
+			d.push(s, e)
+			s.next.Store(e.Offset + 1)
+		}
+		if n := len(events); n > 0 {
+			s.noteAccepted(events[n-1].Offset + 1)
+			s.pushedSinceStart = true
+			total += n
+		}
+	}
+	return total, nil
+}
+
+// push sends one event through the engine. A source without a timestamp expression gets the
+// time its event was accepted, which the log keeps, rather than the engine's clock: the
+// event's time is then the same when it is processed again after a restart.
+func (d *deployment) push(s *source, e store.Event) {
+	line := e.Offset + 1
+	if s.arrivalTime {
+		if v, err := value.ParseJSON(e.Payload); err == nil {
+			_ = d.eng.PushValue(s.id, v, e.AcceptedAt.UnixMilli(), line)
+			return
+		}
+		// Not decodable: PushJSON records the per-event error.
+	}
+	_ = d.eng.PushJSON(s.id, e.Payload, line)
+}
+
+// idleTick lets idle sources' watermarks move with the wall clock (SEMANTICS §1), only when
+// no accepted event waits. After a restart the engine has no arrival time for a source until
+// it sees an event, so a source counts as silent since the restore: nothing moves before one
+// idle timeout has passed since then.
+func (d *deployment) idleTick(now time.Time) {
+	anyIdle := false
+	for _, s := range d.sources {
+		if s.accepted.Load() > s.next.Load() {
+			return
+		}
+		if s.idleTimeout <= 0 {
+			continue
+		}
+		if !s.pushedSinceStart && now.Sub(d.startedAt) < s.idleTimeout {
+			return
+		}
+		anyIdle = true
+	}
+	if !anyIdle {
+		return
+	}
+	before := d.watermarks()
+	outputs := d.sinks.outputs
+	d.eng.Tick(now)
+	if d.sinks.outputs != outputs {
+		// Windows closed: commit them with the state at once, rather than leave results that
+		// a crash would make depend on the time of the restart.
+		d.dirty, d.forceCheckpoint = true, true
+		d.publish(PhaseRunning)
+		return
+	}
+	if after := d.watermarks(); !equalWatermarks(before, after) {
+		d.dirty = true
+	}
+}
+
+func (d *deployment) watermarks() []int64 {
+	w := make([]int64, len(d.sources))
+	for i, s := range d.sources {
+		w[i], _ = d.eng.SourceWatermark(s.id)
+	}
+	return w
+}
+
+func equalWatermarks(a, b []int64) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// checkpoint writes the file sinks' lines, then commits the collect results, the engine's
+// snapshot and the positions in one transaction, then truncates the logs below the positions.
+func (d *deployment) checkpoint(ctx context.Context) error {
+	now := d.rt.cfg.Now()
+	d.lastCheckpoint = now
+	snapshot := d.eng.AppendSnapshot(nil)
+	if err := d.sinks.writeFiles(); err != nil {
+		d.commitFailing = true
+		return err
+	}
+	d.sinks.writeStdout()
+	state := checkpointState{engine: snapshot, files: d.sinks.fileSizes()}
+	positions := make([]store.SourcePosition, len(d.sources))
+	for i, s := range d.sources {
+		positions[i] = store.SourcePosition{Source: s.id, Offset: s.next.Load()}
+	}
+	cp, _, err := d.rt.cfg.Store.CommitCheckpoint(ctx,
+		store.Checkpoint{Deployment: d.info.ID, State: state.encode(), Positions: positions}, d.sinks.collect)
+	if err != nil {
+		d.commitFailing = true
+		if errors.Is(err, store.ErrInvalidJSON) || errors.Is(err, store.ErrNotFound) {
+			// A value the store refuses fails every checkpoint from now on; a deployment
+			// that is gone has nowhere to checkpoint.
+			return fmt.Errorf("%w: %w", errPermanent, err)
+		}
+		return err
+	}
+	d.sinks.committed()
+	d.commitFailing, d.dirty, d.forceCheckpoint = false, false, false
+	d.checkpointSeq, d.checkpointAt = cp.Sequence, cp.CreatedAt
+	for i, s := range d.sources {
+		prev := s.committed.Swap(positions[i].Offset)
+		if positions[i].Offset > prev {
+			if _, err := d.rt.cfg.Store.TruncateEvents(ctx, s.log, positions[i].Offset); err != nil && ctx.Err() == nil {
+				d.logger().Warn("truncating the event log", "source", s.id, "error", err)
+			}
+		}
+	}
+	d.publish(PhaseRunning)
+	return nil
+}
+
+// fail marks the deployment FAILED with reason.
+func (d *deployment) fail(reason string) {
+	d.publish(PhaseFailed)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(d.rt.ctx), 5*time.Second)
+	defer cancel()
+	if _, err := d.rt.cfg.Store.SetDeploymentStatus(ctx, d.info.ID, store.StatusFailed, reason); err != nil {
+		d.logger().Error("marking deployment failed", "error", err)
+	}
+	d.rt.remove(d)
+}
+
+// publish makes the engine's counters and the sources' positions visible as Live; only
+// run (and prepare, before run) calls it.
+func (d *deployment) publish(phase Phase) {
+	l := &Live{
+		Scenario: d.info.Scenario, Deployment: d.info.ID, Version: d.info.Version, Phase: phase,
+		Nodes:      d.eng.Counts(),
+		Checkpoint: d.checkpointSeq, CheckpointAt: d.checkpointAt,
+		UpdatedAt: d.rt.cfg.Now().UTC(),
+	}
+	errs, total := d.eng.Errors()
+	l.Errors = total
+	l.FirstErrors = append([]engine.EventError(nil), errs[:min(len(errs), maxFirstErrors)]...)
+	for _, s := range d.sources {
+		sl := SourceLive{ID: s.id, Accepted: s.accepted.Load(), Processed: s.next.Load(), Committed: s.committed.Load()}
+		sl.Backlog = max(sl.Accepted-sl.Processed, 0)
+		if w, ok := d.eng.SourceWatermark(s.id); ok {
+			sl.Watermark = &w
+		}
+		l.Sources = append(l.Sources, sl)
+	}
+	d.live.Store(l)
+	d.rt.changes.Notify()
+}

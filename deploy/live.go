@@ -1,0 +1,90 @@
+package deploy
+
+import (
+	"sync"
+	"time"
+
+	"github.com/scenario-server/scenario-server/engine"
+)
+
+// Phase is where a deployment's goroutine is.
+type Phase string
+
+const (
+	// PhaseStarting: restoring the last checkpoint; events are accepted meanwhile.
+	PhaseStarting Phase = "starting"
+	// PhaseRunning: processing events.
+	PhaseRunning Phase = "running"
+	// PhaseFailed: stopped on an error (the deployment's status is FAILED, with the reason).
+	PhaseFailed Phase = "failed"
+	// PhaseStopped: canceled, replaced, or the server shut down.
+	PhaseStopped Phase = "stopped"
+)
+
+// Live is what a deployment publishes as it runs: its per-node counts and the positions of
+// its sources, as of the end of the last batch of events it processed. Values are copies:
+// the caller may keep them.
+type Live struct {
+	Scenario   string
+	Deployment int64
+	Version    int
+	Phase      Phase
+	// Nodes holds every node's counters, by node id.
+	Nodes map[string]engine.Counts
+	// Sources holds each HTTP source's log positions, in the scenario's order.
+	Sources []SourceLive
+	// Errors counts the per-event errors; FirstErrors holds the first ones (at most 20).
+	Errors      int64
+	FirstErrors []engine.EventError
+	// Checkpoint is the sequence number of the last checkpoint (0 before the first) and when
+	// it was committed.
+	Checkpoint   int64
+	CheckpointAt time.Time
+	UpdatedAt    time.Time
+}
+
+// SourceLive is the state of one HTTP source of a running deployment. Offsets are event-log
+// offsets: the next offset to accept, process or commit.
+type SourceLive struct {
+	ID string
+	// Accepted is the end of the event log as far as this server knows: events below it are
+	// accepted (durable).
+	Accepted int64
+	// Processed: events below it went through the engine.
+	Processed int64
+	// Committed: events below it are covered by the last checkpoint (their results are
+	// stored).
+	Committed int64
+	// Backlog is Accepted − Processed: events accepted and waiting.
+	Backlog int64
+	// Watermark is the source's watermark (epoch ms), absent while it has seen nothing.
+	Watermark *int64
+}
+
+// maxFirstErrors is how many per-event errors Live carries.
+const maxFirstErrors = 20
+
+// notifier lets any number of goroutines wait for the next change: Wait returns a channel
+// that is closed at the next Notify.
+type notifier struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (n *notifier) Wait() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.ch == nil {
+		n.ch = make(chan struct{})
+	}
+	return n.ch
+}
+
+func (n *notifier) Notify() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.ch != nil {
+		close(n.ch)
+		n.ch = nil
+	}
+}

@@ -1,0 +1,46 @@
+package deploy
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// collector exports the running deployments' Live counters to Prometheus, labelled by
+// scenario and node (source for the backlog). The values are those of the last processed
+// batch; they are restored with checkpoints, so they continue across restarts.
+type collector struct{ rt *Runtime }
+
+var (
+	nodeLabels = []string{"scenario", "node"}
+	descIn     = prometheus.NewDesc("scenario_server_node_in_total",
+		"Events (contexts) that entered the node of a running deployment.", nodeLabels, nil)
+	descOut = prometheus.NewDesc("scenario_server_node_out_total",
+		"Events (contexts) that left the node of a running deployment.", nodeLabels, nil)
+	descErrors = prometheus.NewDesc("scenario_server_node_errors_total",
+		"Per-event errors in the node of a running deployment.", nodeLabels, nil)
+	descLate = prometheus.NewDesc("scenario_server_node_late_total",
+		"Late events the aggregate node of a running deployment dropped.", nodeLabels, nil)
+	descBacklog = prometheus.NewDesc("scenario_server_source_backlog",
+		"Events an HTTP source of a running deployment accepted and has not processed yet.",
+		[]string{"scenario", "source"}, nil)
+)
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descIn, descOut, descErrors, descLate, descBacklog} {
+		ch <- d
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	for _, d := range c.rt.deployments() {
+		l := d.live.Load()
+		for node, n := range l.Nodes {
+			ch <- prometheus.MustNewConstMetric(descIn, prometheus.CounterValue, float64(n.In), l.Scenario, node)
+			ch <- prometheus.MustNewConstMetric(descOut, prometheus.CounterValue, float64(n.Out), l.Scenario, node)
+			ch <- prometheus.MustNewConstMetric(descErrors, prometheus.CounterValue, float64(n.Errors), l.Scenario, node)
+			ch <- prometheus.MustNewConstMetric(descLate, prometheus.CounterValue, float64(n.Late), l.Scenario, node)
+		}
+		for _, s := range l.Sources {
+			ch <- prometheus.MustNewConstMetric(descBacklog, prometheus.GaugeValue, float64(s.Backlog), l.Scenario, s.ID)
+		}
+	}
+}

@@ -1,0 +1,529 @@
+// Package deploy is the runtime that runs deployed scenarios inside the server: it deploys and
+// cancels versions of scenarios, feeds each running deployment the events its HTTP sources
+// accepted, writes what its sinks produce, checkpoints its window state, and brings the
+// running deployments back, with their state, when the server starts again.
+//
+// # Lifecycle
+//
+// New builds a Runtime on a store; Start brings back the deployments the store says are
+// deploying or running (after a restart or a crash); Deploy, Cancel and Ingest serve the API;
+// Shutdown checkpoints every deployment and stops it, leaving it RUNNING in the store so that
+// the next Start resumes it.
+//
+// # What is guaranteed
+//
+// Accepted events are durable: Ingest returns only once the store has committed the batch to
+// the source's event log (store.AppendEventBatch), so an acknowledged event survives a crash.
+// A batch re-sent under the same idempotency key is stored once, so a client that re-sends
+// every batch it got no answer for has each of its events in the log exactly once.
+//
+// Each deployment is one goroutine that owns its engine.Engine. It reads the event logs from
+// its positions and pushes the events through the engine in log order, buffering what the
+// sinks write. At each checkpoint (every Config.CheckpointInterval when something changed,
+// and at Shutdown) it commits in ONE store transaction (store.CommitCheckpoint) the collect
+// sinks' results produced since the previous checkpoint, the engine's snapshot and the log
+// positions. Results become visible at checkpoints. After a crash the deployment restores its
+// last checkpoint and reads the logs again from the positions it holds; the engine is
+// deterministic for a given input order (SEMANTICS §6), so it produces again exactly the
+// results that had not been committed. Collect sinks are therefore effectively exactly-once:
+// each accepted event is processed into committed state once, and no result is stored twice
+// or lost. File sinks are exactly-once too while nothing else writes their files: their lines
+// are appended and synced just before the checkpoint that covers them, the checkpoint records
+// each file's size, and a restore cuts the file back to that size before reprocessing. Stdout
+// sinks are at-least-once.
+//
+// Limits. Idle sources (SEMANTICS §1) follow the wall clock: Engine.Tick runs only when no
+// accepted event waits, and its effect is checkpointed with the state, but a crash between an
+// idle step and its checkpoint, followed by a restart at another time, may place that step
+// differently among later events than the uninterrupted run would have. A scenario with
+// several HTTP sources reads their logs in turns; after a restart the interleaving of the
+// events after the checkpoint may differ from the first run, so results are exact per source
+// but may differ where the sources' events meet (a union, a shared aggregate).
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/scenario-server/scenario-server/engine"
+	"github.com/scenario-server/scenario-server/nodes"
+	"github.com/scenario-server/scenario-server/scenario"
+	"github.com/scenario-server/scenario-server/store"
+)
+
+// Defaults of Config.
+const (
+	DefaultCheckpointInterval = time.Second
+	DefaultMaxBacklog         = 50_000
+	// DefaultRetryAfter is what a *BackpressureError tells the client to wait.
+	DefaultRetryAfter = time.Second
+)
+
+// Config is what New needs. Only Store is required.
+type Config struct {
+	// Store keeps deployments, checkpoints, event logs and collected results. The caller owns
+	// it and closes it after Shutdown.
+	Store store.Store
+	// Logger receives deployment events (started, restored, failed) and store errors. Nil
+	// discards.
+	Logger *slog.Logger
+	// CheckpointInterval is how often a running deployment that processed something commits
+	// its results, state and positions; results become visible at that pace. 0 means
+	// DefaultCheckpointInterval (1 s).
+	CheckpointInterval time.Duration
+	// MaxBacklog is, per HTTP source, the number of accepted events not yet processed at which
+	// Ingest refuses more with a *BackpressureError. Concurrent requests may each pass the
+	// check, so the backlog may exceed it by their batches. 0 means DefaultMaxBacklog (50,000).
+	MaxBacklog int64
+	// FileSinkDir is where file sinks write: their path parameter is a relative path inside
+	// it ("results/sessions.ndjson"). Empty means the working directory.
+	FileSinkDir string
+	// Stdout receives what stdout sinks write. Nil means os.Stdout.
+	Stdout io.Writer
+	// Metrics, when set, gets the per-node counters of running deployments
+	// (scenario_server_node_*_total) and their sources' backlogs.
+	Metrics prometheus.Registerer
+	// Now is the wall clock, read for idle sources; nil means time.Now.
+	Now func() time.Time
+}
+
+// Runtime runs the deployments of one server. Create it with New. Its methods are safe for
+// concurrent use.
+type Runtime struct {
+	cfg Config
+	log *slog.Logger
+	// ctx bounds every store call of the deployments; cancelled when Shutdown ends (or gives up).
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu      sync.RWMutex
+	active  map[string]*deployment // by scenario name
+	locks   map[string]*sync.Mutex // serialize Deploy and Cancel per scenario
+	closed  bool
+	running sync.WaitGroup
+
+	changes notifier
+}
+
+// New returns a runtime on cfg.Store. Call Start to resume the deployments that were running.
+// It fails when cfg.Store is nil or the metrics cannot be registered.
+func New(cfg Config) (*Runtime, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("deploy: Config.Store is nil")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.CheckpointInterval <= 0 {
+		cfg.CheckpointInterval = DefaultCheckpointInterval
+	}
+	if cfg.MaxBacklog <= 0 {
+		cfg.MaxBacklog = DefaultMaxBacklog
+	}
+	if cfg.Stdout == nil {
+		cfg.Stdout = os.Stdout
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	r := &Runtime{cfg: cfg, log: cfg.Logger, active: map[string]*deployment{}, locks: map[string]*sync.Mutex{}}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	if cfg.Metrics != nil {
+		if err := cfg.Metrics.Register(&collector{rt: r}); err != nil {
+			return nil, fmt.Errorf("deploy: registering metrics: %w", err)
+		}
+	}
+	return r, nil
+}
+
+// Start resumes every deployment the store lists as deploying or running: each restores its
+// latest checkpoint and continues its event logs from there, in its own goroutine. Start
+// returns once they are registered (Ingest accepts their events at once), not restored. A
+// deployment whose version no longer builds is marked FAILED. Errors: the store cannot list
+// the deployments.
+func (r *Runtime) Start(ctx context.Context) error {
+	list, err := r.cfg.Store.ListActiveDeployments(ctx)
+	if err != nil {
+		return fmt.Errorf("resuming deployments: %w", err)
+	}
+	for _, sd := range list {
+		v, err := r.cfg.Store.GetVersion(ctx, sd.Scenario, sd.Version)
+		if err != nil {
+			return fmt.Errorf("resuming deployment %d of %q: %w", sd.ID, sd.Scenario, err)
+		}
+		d, err := r.prepare(v)
+		if err != nil {
+			r.log.Error("deployment cannot resume", "scenario", sd.Scenario, "deployment", sd.ID, "error", err)
+			if _, serr := r.cfg.Store.SetDeploymentStatus(ctx, sd.ID, store.StatusFailed, err.Error()); serr != nil {
+				r.log.Error("marking deployment failed", "deployment", sd.ID, "error", serr)
+			}
+			continue
+		}
+		d.info = sd
+		if !r.launch(d) {
+			return ErrClosed
+		}
+		r.log.Info("resuming deployment", "scenario", sd.Scenario, "deployment", sd.ID, "version", sd.Version)
+	}
+	return nil
+}
+
+// launch registers d as its scenario's deployment and starts its goroutine; false when the
+// runtime is closed.
+func (r *Runtime) launch(d *deployment) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	r.active[d.info.Scenario] = d
+	r.running.Add(1)
+	go func() {
+		defer r.running.Done()
+		d.run()
+	}()
+	return true
+}
+
+// Shutdown stops accepting deployments and events, has every deployment commit a final
+// checkpoint and stop, and waits for them until ctx ends; then it aborts what is left (as a
+// crash would: the next start resumes from the last committed checkpoint). Deployments stay
+// RUNNING in the store. Calls after the first return nil at once.
+func (r *Runtime) Shutdown(ctx context.Context) error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	var list []*deployment
+	for _, d := range r.active {
+		list = append(list, d)
+	}
+	r.mu.Unlock()
+	for _, d := range list {
+		d.stop()
+	}
+	done := make(chan struct{})
+	go func() {
+		r.running.Wait()
+		close(done)
+	}()
+	defer r.changes.Notify()
+	select {
+	case <-done:
+		r.cancel()
+		return nil
+	case <-ctx.Done():
+		r.cancel()
+		<-done
+		return fmt.Errorf("stopping deployments: %w", ctx.Err())
+	}
+}
+
+// abort stops every deployment at once, without a final checkpoint, as a crash of the server
+// would (for tests: the next runtime on the store resumes from the last checkpoint).
+func (r *Runtime) abort() {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	r.cancel()
+	r.running.Wait()
+}
+
+// Changed returns a channel closed at the next change of any deployment: events processed,
+// a checkpoint committed (new collect results), a deployment started or stopped. Streams
+// wait on it instead of polling.
+func (r *Runtime) Changed() <-chan struct{} { return r.changes.Wait() }
+
+// Closing reports whether Shutdown was called.
+func (r *Runtime) Closing() bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.closed
+}
+
+// Live returns what the scenario's running deployment published last, and false when the
+// scenario has none running in this server.
+func (r *Runtime) Live(scenarioName string) (Live, bool) {
+	d := r.lookup(scenarioName)
+	if d == nil {
+		return Live{}, false
+	}
+	return *d.live.Load(), true
+}
+
+func (r *Runtime) lookup(name string) *deployment {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.active[name]
+}
+
+func (r *Runtime) deployments() []*deployment {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	list := make([]*deployment, 0, len(r.active))
+	for _, d := range r.active {
+		list = append(list, d)
+	}
+	return list
+}
+
+// lockScenario serializes Deploy and Cancel of one scenario.
+func (r *Runtime) lockScenario(name string) func() {
+	r.mu.Lock()
+	l := r.locks[name]
+	if l == nil {
+		l = &sync.Mutex{}
+		r.locks[name] = l
+	}
+	r.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+// DeployRequest asks to deploy a version of a scenario.
+type DeployRequest struct {
+	Scenario string
+	// Version is the version number; 0 means the latest.
+	Version int
+	// User and Comment say who and why; both may be empty.
+	User, Comment string
+}
+
+// Deploy deploys a version of a scenario and returns the new deployment once it runs (or has
+// failed to start, with status FAILED and the reason). The version is checked first: one that
+// cannot run gives an *InvalidVersionError and leaves the running deployment untouched.
+// Otherwise the scenario's running deployment, if any, is stopped after a final checkpoint and
+// marked CANCELED ("replaced by version N"), and the new one continues the event logs where
+// it stopped. Redeploying the same version keeps the window state; another version starts
+// with empty windows (its graph, and so its state, differs).
+//
+// Errors: *InvalidVersionError; errors wrapping store.ErrNotFound (no such scenario or
+// version) or store.ErrArchived; ErrClosed during Shutdown; ctx's error when it ends before
+// the deployment started (it goes on starting); store failures.
+func (r *Runtime) Deploy(ctx context.Context, req DeployRequest) (store.Deployment, error) {
+	unlock := r.lockScenario(req.Scenario)
+	defer unlock()
+	if r.Closing() {
+		return store.Deployment{}, ErrClosed
+	}
+	var v store.Version
+	var err error
+	if req.Version == 0 {
+		v, err = r.cfg.Store.GetLatestVersion(ctx, req.Scenario)
+	} else {
+		v, err = r.cfg.Store.GetVersion(ctx, req.Scenario, req.Version)
+	}
+	if err != nil {
+		return store.Deployment{}, err
+	}
+	sc, err := r.cfg.Store.GetScenario(ctx, req.Scenario)
+	if err != nil {
+		return store.Deployment{}, err
+	}
+	if sc.Archived {
+		return store.Deployment{}, fmt.Errorf("deploying %q: %w", req.Scenario, store.ErrArchived)
+	}
+	d, err := r.prepare(v)
+	if err != nil {
+		return store.Deployment{}, err
+	}
+
+	reason := fmt.Sprintf("replaced by version %d", v.Number)
+	if req.User != "" {
+		reason += " (deployed by " + req.User + ")"
+	}
+	if err := r.stopCurrent(ctx, req.Scenario, reason); err != nil {
+		return store.Deployment{}, err
+	}
+	sd, err := r.cfg.Store.CreateDeployment(ctx, store.NewDeployment{
+		Scenario: req.Scenario, Version: v.Number, Comment: req.Comment, User: req.User,
+	})
+	if err != nil {
+		return store.Deployment{}, err
+	}
+	d.info = sd
+	if !r.launch(d) {
+		return sd, ErrClosed
+	}
+	r.log.Info("deploying", "scenario", req.Scenario, "deployment", sd.ID, "version", v.Number, "user", req.User)
+	r.changes.Notify()
+	select {
+	case <-d.started:
+	case <-ctx.Done():
+		return sd, ctx.Err()
+	}
+	// The store's word: RUNNING, or FAILED with the reason.
+	return r.cfg.Store.GetDeployment(ctx, sd.ID)
+}
+
+// Cancel stops the scenario's running deployment after a final checkpoint and marks it
+// CANCELED with the reason "canceled by USER: COMMENT". Its accepted events stay in the log:
+// a later deployment processes the ones it had not.
+// Errors: ErrNotDeployed when nothing is deploying or running; errors wrapping
+// store.ErrNotFound for an unknown scenario; store failures.
+func (r *Runtime) Cancel(ctx context.Context, scenarioName, user, comment string) (store.Deployment, error) {
+	unlock := r.lockScenario(scenarioName)
+	defer unlock()
+	reason := "canceled"
+	if user != "" {
+		reason += " by " + user
+	}
+	if comment != "" {
+		reason += ": " + comment
+	}
+	d := r.lookup(scenarioName)
+	if d == nil {
+		// Not running here, but maybe active in the store (a deployment that failed to resume).
+		list, err := r.cfg.Store.ListDeployments(ctx, scenarioName)
+		if err != nil {
+			return store.Deployment{}, err
+		}
+		if len(list) == 0 || !list[0].Status.Active() {
+			return store.Deployment{}, ErrNotDeployed
+		}
+		return r.cfg.Store.SetDeploymentStatus(ctx, list[0].ID, store.StatusCanceled, reason)
+	}
+	d.stop()
+	<-d.done
+	r.remove(d)
+	sd, err := r.cfg.Store.SetDeploymentStatus(ctx, d.info.ID, store.StatusCanceled, reason)
+	if errors.Is(err, store.ErrInvalidTransition) {
+		// It had failed meanwhile: its final status stays.
+		return r.cfg.Store.GetDeployment(ctx, d.info.ID)
+	}
+	r.log.Info("canceled", "scenario", scenarioName, "deployment", d.info.ID, "user", user)
+	return sd, err
+}
+
+// stopCurrent stops and cancels the scenario's active deployment, if any, with reason.
+func (r *Runtime) stopCurrent(ctx context.Context, name, reason string) error {
+	if d := r.lookup(name); d != nil {
+		d.stop()
+		<-d.done
+		r.remove(d)
+		_, err := r.cfg.Store.SetDeploymentStatus(ctx, d.info.ID, store.StatusCanceled, reason)
+		if err != nil && !errors.Is(err, store.ErrInvalidTransition) {
+			return err
+		}
+		return nil
+	}
+	list, err := r.cfg.Store.ListDeployments(ctx, name)
+	if err != nil {
+		return err
+	}
+	if len(list) > 0 && list[0].Status.Active() {
+		_, err := r.cfg.Store.SetDeploymentStatus(ctx, list[0].ID, store.StatusCanceled, reason)
+		if err != nil && !errors.Is(err, store.ErrInvalidTransition) {
+			return err
+		}
+	}
+	return nil
+}
+
+// remove unregisters d if it is still its scenario's deployment.
+func (r *Runtime) remove(d *deployment) {
+	r.mu.Lock()
+	if r.active[d.info.Scenario] == d {
+		delete(r.active, d.info.Scenario)
+	}
+	r.mu.Unlock()
+	r.changes.Notify()
+}
+
+// prepare decodes and validates version v and builds its engine, checking that the runtime
+// can run every node: it returns an *InvalidVersionError otherwise.
+func (r *Runtime) prepare(v store.Version) (*deployment, error) {
+	invalid := func(problems ...scenario.Problem) error {
+		return &InvalidVersionError{Scenario: v.Scenario, Version: v.Number, Problems: problems}
+	}
+	sc, err := scenario.Decode(v.Graph)
+	if err != nil {
+		var de *scenario.DecodeError
+		if errors.As(err, &de) {
+			return nil, invalid(de.Problems...)
+		}
+		return nil, invalid(scenario.Problem{Code: scenario.CodeInvalidJSON, Message: err.Error()})
+	}
+	d := newDeployment(r, v)
+	eng, err := engine.New(sc, engine.Options{
+		ScenarioName: v.Scenario,
+		Output:       d.sinks.output,
+		MaxErrors:    maxFirstErrors,
+		Now:          r.cfg.Now,
+	})
+	if err != nil {
+		var inv *engine.InvalidError
+		if errors.As(err, &inv) {
+			return nil, invalid(inv.Validation.Errors...)
+		}
+		return nil, invalid(scenario.Problem{Code: "build-failed", Message: err.Error()})
+	}
+	d.eng = eng
+	val := eng.Validation()
+	var problems []scenario.Problem
+	files := map[string]string{} // path → sink id
+	for _, id := range val.Order {
+		p := val.Plans[id]
+		switch p.Node.Type {
+		case scenario.TypeSource:
+			if kind := p.Node.Subtype(); kind != "http" {
+				problems = append(problems, scenario.Problem{NodeID: id, Field: "ref.typ", Code: "unsupported-source",
+					Message: fmt.Sprintf("deployments do not read %s sources yet; use an http source and POST the events", kind)})
+				continue
+			}
+			idle, _ := p.Params["idleTimeout"].(time.Duration)
+			if _, ok := p.Params["idleTimeout"]; !ok {
+				idle = nodes.DefaultIdleTimeout
+			}
+			d.addSource(id, p.Programs["timestamp"] == nil, idle)
+		case scenario.TypeSink:
+			switch kind := p.Node.Subtype(); kind {
+			case sinkCollect, sinkStdout, sinkDeadEnd:
+				d.sinks.kinds[id] = kind
+			case sinkFile:
+				rel, _ := p.Params["path"].(string)
+				if !filepath.IsLocal(rel) {
+					problems = append(problems, scenario.Problem{NodeID: id, Field: "path", Code: "invalid-path",
+						Message: fmt.Sprintf("a deployed file sink writes inside the server's sink directory: %q must be a relative path that stays inside it", rel)})
+					continue
+				}
+				path := filepath.Join(r.cfg.FileSinkDir, rel)
+				if other, ok := files[path]; ok {
+					problems = append(problems, scenario.Problem{NodeID: id, Field: "path", Code: "invalid-path",
+						Message: fmt.Sprintf("file sink %q writes to the same file", other)})
+					continue
+				}
+				files[path] = id
+				d.sinks.addFile(id, path)
+			default:
+				problems = append(problems, scenario.Problem{NodeID: id, Field: "ref.typ", Code: "unsupported-sink",
+					Message: fmt.Sprintf("deployments do not write %s sinks", kind)})
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return nil, invalid(problems...)
+	}
+	d.publish(PhaseStarting)
+	return d, nil
+}
+
+// sourceIDs lists d's HTTP sources.
+func (d *deployment) sourceIDs() []string {
+	ids := make([]string, len(d.sources))
+	for i, s := range d.sources {
+		ids[i] = s.id
+	}
+	return ids
+}

@@ -1,0 +1,421 @@
+package deploy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/scenario-server/scenario-server/store"
+)
+
+func TestRuntimeOnSQLite(t *testing.T) {
+	t.Parallel()
+	runRuntimeSuite(t, sqliteStore)
+}
+
+func TestRuntimeOnPostgres(t *testing.T) {
+	t.Parallel()
+	runRuntimeSuite(t, postgresStore)
+}
+
+func runRuntimeSuite(t *testing.T, newStore newStoreFunc) {
+	tests := []struct {
+		name string
+		run  func(t *testing.T, st store.Store)
+	}{
+		{"ResultsEqualReplay", testResultsEqualReplay},
+		{"CrashesContinueExactly", testCrashesContinueExactly},
+		{"ShutdownAndResume", testShutdownAndResume},
+		{"Redeploy", testRedeploy},
+		{"InvalidVersionKeepsRunning", testInvalidVersionKeepsRunning},
+		{"Cancel", testCancel},
+		{"Backpressure", testBackpressure},
+		{"FileSinkExactlyOnce", testFileSinkExactlyOnce},
+		{"IdleSourceClosesWindow", testIdleSourceClosesWindow},
+		{"ArrivalTime", testArrivalTime},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tt.run(t, newStore(t))
+		})
+	}
+}
+
+func deploy(t *testing.T, r *Runtime, name string, version int) store.Deployment {
+	t.Helper()
+	d, err := r.Deploy(t.Context(), DeployRequest{Scenario: name, Version: version, User: "ann", Comment: "go"})
+	if err != nil {
+		t.Fatalf("deploying %q: %v", name, err)
+	}
+	if d.Status != store.StatusRunning {
+		t.Fatalf("deployed %+v", d)
+	}
+	return d
+}
+
+// Every event through the runtime, in batches, gives the results of a replay of the same
+// events, each event counted once.
+func testResultsEqualReplay(t *testing.T, st store.Store) {
+	graph := tumblingGraph("")
+	createScenario(t, st, "sums", graph)
+	r := newRuntime(t, st)
+	deploy(t, r, "sums", 0)
+	recs := records(3000)
+	ingestAll(t, r, "sums", recs, 0, 250)
+	l := waitCommitted(t, r, "sums", 3000)
+	equalResults(t, collected(t, st, "sums"), replay(t, graph, recs))
+	if in := l.Nodes["in"].In; in != 3000 {
+		t.Errorf("source counted %d events, want 3000", in)
+	}
+	if l.Phase != PhaseRunning || l.Sources[0].Backlog != 0 || l.Sources[0].Watermark == nil {
+		t.Errorf("live: %+v", l)
+	}
+}
+
+// A runtime stopped without a final checkpoint (as by a crash) at several points: the next
+// one resumes from the last checkpoint, the client re-sends the batch it got no answer for,
+// and the results equal a replay, none twice, none missing.
+func testCrashesContinueExactly(t *testing.T, st store.Store) {
+	graph := tumblingGraph("")
+	createScenario(t, st, "sums", graph)
+	recs := records(4000)
+	r := newRuntime(t, st, func(c *Config) { c.CheckpointInterval = 30 * time.Millisecond })
+	deploy(t, r, "sums", 0)
+	sent := 0
+	for _, crashAt := range []int{700, 1900, 2600} {
+		ingestAll(t, r, "sums", recs[:crashAt], sent, 100)
+		sent = crashAt
+		waitFor(t, "events processed", func() bool {
+			l, _ := r.Live("sums")
+			return l.Sources[0].Processed >= int64(crashAt)
+		})
+		r.abort()
+		r = newRuntime(t, st, func(c *Config) { c.CheckpointInterval = 30 * time.Millisecond })
+		// The client lost the answer of its last batch and sends it again: stored once.
+		last := (crashAt - 1) / 100 * 100
+		a, err := r.Ingest(t.Context(), "sums", "in", "b"+strconv.Itoa(last), recs[last:crashAt])
+		if err != nil || !a.Duplicate || a.FirstOffset != int64(last) {
+			t.Fatalf("re-sent batch: %+v, %v", a, err)
+		}
+	}
+	ingestAll(t, r, "sums", recs, sent, 100)
+	l := waitCommitted(t, r, "sums", int64(len(recs)))
+	equalResults(t, collected(t, st, "sums"), replay(t, graph, recs))
+	if in := l.Nodes["in"].In; in != int64(len(recs)) {
+		t.Errorf("source counted %d events over 3 crashes, want %d", in, len(recs))
+	}
+}
+
+// Shutdown commits a final checkpoint: the next runtime has nothing to redo, and the
+// deployment is RUNNING again with its counts.
+func testShutdownAndResume(t *testing.T, st store.Store) {
+	graph := tumblingGraph("")
+	createScenario(t, st, "sums", graph)
+	r := newRuntime(t, st, func(c *Config) { c.CheckpointInterval = time.Hour })
+	d := deploy(t, r, "sums", 0)
+	recs := records(1000)
+	ingestAll(t, r, "sums", recs[:600], 0, 200)
+	waitFor(t, "events processed", func() bool { l, _ := r.Live("sums"); return l.Sources[0].Processed == 600 })
+	if err := r.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Ingest(t.Context(), "sums", "in", "", recs[:1]); !errors.Is(err, ErrClosed) {
+		t.Errorf("ingest after shutdown: %v", err)
+	}
+	cp, err := st.GetLatestCheckpoint(t.Context(), d.ID)
+	if err != nil || !slices.Equal(cp.Positions, []store.SourcePosition{{Source: "in", Offset: 600}}) {
+		t.Fatalf("checkpoint after shutdown: %+v, %v", cp, err)
+	}
+	r = newRuntime(t, st, func(c *Config) { c.CheckpointInterval = time.Hour })
+	waitFor(t, "resumed", func() bool { l, ok := r.Live("sums"); return ok && l.Phase == PhaseRunning })
+	if l, _ := r.Live("sums"); l.Nodes["in"].In != 600 || l.Deployment != d.ID {
+		t.Errorf("resumed with %+v", l)
+	}
+	ingestAll(t, r, "sums", recs, 600, 200)
+	waitFor(t, "events processed", func() bool { l, _ := r.Live("sums"); return l.Sources[0].Processed == 1000 })
+	if err := r.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	equalResults(t, collected(t, st, "sums"), replay(t, graph, recs))
+	if got, _ := st.GetDeployment(t.Context(), d.ID); got.Status != store.StatusRunning {
+		t.Errorf("after shutdown the deployment is %s, want RUNNING", got.Status)
+	}
+}
+
+// Redeploying: the old deployment is canceled with a reason; the new one continues the log
+// where the old one stopped. The same version keeps the window state, another starts empty.
+func testRedeploy(t *testing.T, st store.Store) {
+	graph := tumblingGraph("")
+	createScenario(t, st, "sums", graph)
+	r := newRuntime(t, st)
+	d1 := deploy(t, r, "sums", 0)
+	recs := records(1200)
+	ingestAll(t, r, "sums", recs[:400], 0, 100)
+	waitFor(t, "processed", func() bool { l, _ := r.Live("sums"); return l.Sources[0].Processed == 400 })
+
+	// Same version: state and counts carry over; results equal one uninterrupted replay.
+	d2 := deploy(t, r, "sums", 1)
+	old, _ := st.GetDeployment(t.Context(), d1.ID)
+	if old.Status != store.StatusCanceled || old.Reason != "replaced by version 1 (deployed by ann)" {
+		t.Errorf("replaced deployment: %+v", old)
+	}
+	ingestAll(t, r, "sums", recs[:800], 400, 100)
+	l := waitCommitted(t, r, "sums", 800)
+	if l.Deployment != d2.ID || l.Nodes["in"].In != 800 {
+		t.Errorf("after redeploying the same version: %+v", l)
+	}
+	equalResults(t, collected(t, st, "sums"), replay(t, graph, recs[:800]))
+
+	// Another version: empty windows, the log continues at 800 (no event processed twice).
+	v2 := strings.Replace(graph, `"10s"`, `"20s"`, 1)
+	if _, err := st.SaveVersion(t.Context(), "sums", 1, store.Draft{Graph: json.RawMessage(v2)}); err != nil {
+		t.Fatal(err)
+	}
+	before := len(collected(t, st, "sums"))
+	deploy(t, r, "sums", 0)
+	ingestAll(t, r, "sums", recs, 800, 100)
+	l = waitCommitted(t, r, "sums", 1200)
+	if l.Version != 2 || l.Nodes["in"].In != 400 {
+		t.Errorf("version 2 counted %d events, want the 400 after the switch: %+v", l.Nodes["in"].In, l)
+	}
+	equalResults(t, collected(t, st, "sums")[before:], replay(t, v2, recs[800:]))
+	history, _ := st.ListDeployments(t.Context(), "sums")
+	if len(history) != 3 || history[0].Version != 2 || history[0].Status != store.StatusRunning {
+		t.Errorf("history: %+v", history)
+	}
+}
+
+// A version that cannot run is refused with its problems; the running one goes on.
+func testInvalidVersionKeepsRunning(t *testing.T, st store.Store) {
+	graph := tumblingGraph("")
+	createScenario(t, st, "sums", graph)
+	r := newRuntime(t, st)
+	d := deploy(t, r, "sums", 0)
+	bad := strings.Replace(graph, `"aggregator": "Count"`, `"aggregator": "Countt"`, 1)
+	kafka := strings.Replace(graph, `"typ": "http"`, `"typ": "kafka"`, 1)
+	kafka = strings.Replace(kafka, `"parameters": [
+    {"name": "timestamp"`, `"parameters": [{"name": "topic", "value": "t"},
+    {"name": "timestamp"`, 1)
+	abs := tumblingGraph(`{"typ": "file", "parameters": [{"name": "path", "value": "/etc/out"}, {"name": "value", "expression": {"language": "expr", "expression": "#agg"}}]}`)
+	for i, g := range []string{bad, kafka, abs} {
+		if _, err := st.SaveVersion(t.Context(), "sums", i+1, store.Draft{Graph: json.RawMessage(g)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantProblem := map[int]string{2: "win aggregations[0].aggregator", 3: "in ref.typ unsupported-source", 4: "out path invalid-path"}
+	for v := 2; v <= 4; v++ {
+		_, err := r.Deploy(t.Context(), DeployRequest{Scenario: "sums", Version: v})
+		var inv *InvalidVersionError
+		if !errors.As(err, &inv) || !errors.Is(err, ErrInvalidVersion) || inv.Version != v || len(inv.Problems) == 0 {
+			t.Fatalf("deploying version %d: %v", v, err)
+		}
+		p := inv.Problems[0]
+		if got := p.NodeID + " " + p.Field + " " + p.Code; !strings.HasPrefix(got, wantProblem[v]) {
+			t.Errorf("version %d: problem %q, want %q", v, got, wantProblem[v])
+		}
+	}
+	ingestAll(t, r, "sums", records(300), 0, 100)
+	l := waitCommitted(t, r, "sums", 300)
+	if l.Deployment != d.ID || l.Version != 1 || l.Nodes["in"].In != 300 {
+		t.Errorf("the running version after refused deploys: %+v", l)
+	}
+	if _, err := r.Deploy(t.Context(), DeployRequest{Scenario: "sums", Version: 9}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("deploying a missing version: %v", err)
+	}
+	if _, err := r.Deploy(t.Context(), DeployRequest{Scenario: "nope"}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("deploying a missing scenario: %v", err)
+	}
+}
+
+func testCancel(t *testing.T, st store.Store) {
+	createScenario(t, st, "sums", tumblingGraph(""))
+	r := newRuntime(t, st)
+	if _, err := r.Cancel(t.Context(), "sums", "ann", ""); !errors.Is(err, ErrNotDeployed) {
+		t.Errorf("cancel before deploying: %v", err)
+	}
+	if _, err := r.Cancel(t.Context(), "nope", "ann", ""); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("cancel of a missing scenario: %v", err)
+	}
+	deploy(t, r, "sums", 0)
+	if _, err := r.Ingest(t.Context(), "sums", "other", "", records(1)); !errors.Is(err, ErrUnknownSource) {
+		t.Errorf("ingest to an unknown source: %v", err)
+	}
+	var ie *InvalidEventError
+	if _, err := r.Ingest(t.Context(), "sums", "in", "", [][]byte{[]byte(`{"ts": 1}`), []byte(`[1]`)}); !errors.As(err, &ie) || ie.Index != 1 {
+		t.Errorf("ingest of a non-object: %v", err)
+	}
+	if _, err := r.Ingest(t.Context(), "sums", "in", "", [][]byte{[]byte(`{"ts": `)}); !errors.As(err, &ie) {
+		t.Errorf("ingest of broken JSON: %v", err)
+	}
+	ingestAll(t, r, "sums", records(50), 0, 50)
+	waitFor(t, "events processed", func() bool { l, _ := r.Live("sums"); return l.Sources[0].Processed == 50 })
+	d, err := r.Cancel(t.Context(), "sums", "ann", "done for today")
+	if err != nil || d.Status != store.StatusCanceled || d.Reason != "canceled by ann: done for today" {
+		t.Fatalf("cancel: %+v, %v", d, err)
+	}
+	if _, ok := r.Live("sums"); ok {
+		t.Error("a canceled deployment is live")
+	}
+	if _, err := r.Ingest(t.Context(), "sums", "in", "", records(1)); !errors.Is(err, ErrNotDeployed) {
+		t.Errorf("ingest after cancel: %v", err)
+	}
+	cp, err := st.GetLatestCheckpoint(t.Context(), d.ID)
+	if err != nil || cp.Positions[0].Offset != 50 {
+		t.Errorf("final checkpoint of the canceled deployment: %+v, %v", cp, err)
+	}
+}
+
+// Ingest refuses events once a source's backlog reaches MaxBacklog; the deployment here is
+// registered but not running, so nothing is processed.
+func testBackpressure(t *testing.T, st store.Store) {
+	createScenario(t, st, "sums", tumblingGraph(""))
+	r := newRuntime(t, st, func(c *Config) { c.MaxBacklog = 250 })
+	v, err := st.GetLatestVersion(t.Context(), "sums")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := r.prepare(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	r.active["sums"] = d
+	r.mu.Unlock()
+	t.Cleanup(func() { r.remove(d) })
+
+	recs := records(400)
+	for i := 0; i < 300; i += 100 {
+		if _, err := r.Ingest(t.Context(), "sums", "in", "", recs[i:i+100]); err != nil {
+			t.Fatalf("batch %d: %v", i, err)
+		}
+	}
+	_, err = r.Ingest(t.Context(), "sums", "in", "", recs[300:])
+	var bp *BackpressureError
+	if !errors.As(err, &bp) || bp.Backlog != 300 || bp.Limit != 250 || bp.RetryAfter != time.Second {
+		t.Fatalf("ingest beyond the backlog: %v", err)
+	}
+	if got, _ := st.ReadEvents(t.Context(), store.EventLog{Scenario: "sums", Source: "in"}, 300, 10); got != nil {
+		t.Errorf("the refused batch was stored")
+	}
+}
+
+// A file sink's file holds each line once over crashes: a restore cuts what was written
+// after the checkpoint.
+func testFileSinkExactlyOnce(t *testing.T, st store.Store) {
+	sink := `{"typ": "file", "parameters": [{"name": "path", "value": "out/sums.ndjson"}, {"name": "value", "expression": {"language": "expr", "expression": "{key: #key[0], start: #window.start, n: #agg.n, sum: #agg.sum}"}}]}`
+	graph := tumblingGraph(sink)
+	createScenario(t, st, "sums", graph)
+	dir := t.TempDir()
+	cfg := func(c *Config) { c.FileSinkDir = dir }
+	r := newRuntime(t, st, cfg)
+	deploy(t, r, "sums", 0)
+	recs := records(2000)
+	ingestAll(t, r, "sums", recs[:1000], 0, 100)
+	waitCommitted(t, r, "sums", 1000)
+	r.abort()
+	// Lines written after the checkpoint, as by a crash between writing the file and
+	// committing: the restore removes them.
+	path := filepath.Join(dir, "out", "sums.ndjson")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"key":"written after the checkpoint"}` + "\n")
+	f.Close()
+
+	r = newRuntime(t, st, cfg)
+	ingestAll(t, r, "sums", recs, 1000, 100)
+	waitCommitted(t, r, "sums", 2000)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Join(replay(t, graph, recs), "\n") + "\n"
+	if string(data) != want {
+		t.Errorf("file sink holds %d lines, want %d", bytes.Count(data, []byte("\n")), strings.Count(want, "\n"))
+	}
+	if got := collected(t, st, "sums"); got != nil {
+		t.Errorf("a file sink stored %d collect results", len(got))
+	}
+}
+
+// After the last event of a key, its tumbling window is emitted about one idle timeout after
+// the window's end, with no further events (SEMANTICS §1).
+func testIdleSourceClosesWindow(t *testing.T, st store.Store) {
+	graph := `{"nodes": [
+  {"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [
+    {"name": "idleTimeout", "value": "600ms"}]}},
+  {"id": "win", "type": "CustomNode", "nodeType": "aggregate-tumbling", "outputVar": "agg", "parameters": [
+    {"name": "groupBy", "value": [{"language": "expr", "expression": "#input.key"}]},
+    {"name": "aggregations", "value": [{"name": "n", "aggregator": "Count"}]},
+    {"name": "windowLength", "value": "1s"}]},
+  {"id": "out", "type": "Sink", "ref": {"typ": "collect", "parameters": [
+    {"name": "value", "expression": {"language": "expr", "expression": "{key: #key[0], end: #window.end, n: #agg.n}"}}]}}
+], "edges": [{"from": "in", "to": "win", "edgeType": null}, {"from": "win", "to": "out", "edgeType": null}]}`
+	createScenario(t, st, "idle", graph)
+	r := newRuntime(t, st)
+	deploy(t, r, "idle", 0)
+	// No timestamp: events get their arrival time; the default out-of-orderness (60 s) keeps
+	// the event watermark a minute back, so only idleness can close the window.
+	a, err := r.Ingest(t.Context(), "idle", "in", "", [][]byte{[]byte(`{"key": "quiet"}`), []byte(`{"key": "quiet"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	waitFor(t, "the idle window", func() bool { got = collected(t, st, "idle"); return len(got) > 0 })
+	emitted := time.Now()
+	var res struct {
+		Key string `json:"key"`
+		End int64  `json:"end"`
+		N   int64  `json:"n"`
+	}
+	if err := json.Unmarshal([]byte(got[0]), &res); err != nil {
+		t.Fatal(err)
+	}
+	windowEnd := time.UnixMilli(res.End)
+	if res.Key != "quiet" || res.N != 2 || res.End != a.AcceptedAt.UnixMilli()/1000*1000+1000 {
+		t.Errorf("window %s, want key quiet, 2 events, ending after %v", got[0], a.AcceptedAt)
+	}
+	// Closed at windowEnd + 600 ms, seen here after the checkpoint (20 ms) and polling (5 ms).
+	delay := emitted.Sub(windowEnd)
+	t.Logf("window ended %v, emitted %v after its end (idle timeout 600ms)", windowEnd.Format(time.StampMilli), delay)
+	if delay < 600*time.Millisecond || delay > 2*time.Second {
+		t.Errorf("window emitted %v after its end, want about the idle timeout (600ms)", delay)
+	}
+	if len(got) != 1 {
+		t.Errorf("results %q", got)
+	}
+}
+
+// A source without a timestamp gives events the time the store accepted them, kept in the
+// log: after a crash the events get the same times again.
+func testArrivalTime(t *testing.T, st store.Store) {
+	graph := `{"nodes": [
+  {"id": "in", "type": "Source", "ref": {"typ": "http"}},
+  {"id": "out", "type": "Sink", "ref": {"typ": "collect", "parameters": [
+    {"name": "value", "expression": {"language": "expr", "expression": "{x: #input.x, t: #meta.eventTime}"}}]}}
+], "edges": [{"from": "in", "to": "out", "edgeType": null}]}`
+	createScenario(t, st, "arrivals", graph)
+	r := newRuntime(t, st, func(c *Config) { c.CheckpointInterval = time.Hour })
+	deploy(t, r, "arrivals", 0)
+	a, err := r.Ingest(t.Context(), "arrivals", "in", "", [][]byte{[]byte(`{"x": 1}`), []byte(`{"x": 2}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "processed", func() bool { l, _ := r.Live("arrivals"); return l.Sources[0].Processed == 2 })
+	r.abort() // the results were not committed
+	time.Sleep(20 * time.Millisecond)
+	r = newRuntime(t, st)
+	waitCommitted(t, r, "arrivals", 2)
+	ms := a.AcceptedAt.UnixMilli()
+	want := []string{`{"x":1,"t":` + strconv.FormatInt(ms, 10) + `}`, `{"x":2,"t":` + strconv.FormatInt(ms, 10) + `}`}
+	equalResults(t, collected(t, st, "arrivals"), want)
+}

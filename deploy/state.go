@@ -1,0 +1,90 @@
+package deploy
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// The state of a checkpoint (store.Checkpoint.State) is the engine's snapshot and the size of
+// each file sink's file when the snapshot was taken:
+//
+//	version byte (1)
+//	uvarint length, engine snapshot (engine.AppendSnapshot)
+//	uvarint count, then per file sink: uvarint length, sink node id, varint file size in bytes
+//
+// The input positions go in store.Checkpoint.Positions.
+
+const stateVersion = 1
+
+// errCorruptState means a checkpoint's state does not decode.
+var errCorruptState = errors.New("corrupt checkpoint state")
+
+// checkpointState is a decoded checkpoint state.
+type checkpointState struct {
+	engine []byte
+	files  map[string]int64 // file sink id → size of its file
+}
+
+func (s checkpointState) encode() []byte {
+	b := make([]byte, 0, len(s.engine)+16+32*len(s.files))
+	b = append(b, stateVersion)
+	b = binary.AppendUvarint(b, uint64(len(s.engine)))
+	b = append(b, s.engine...)
+	ids := make([]string, 0, len(s.files))
+	for id := range s.files {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	b = binary.AppendUvarint(b, uint64(len(ids)))
+	for _, id := range ids {
+		b = binary.AppendUvarint(b, uint64(len(id)))
+		b = append(b, id...)
+		b = binary.AppendVarint(b, s.files[id])
+	}
+	return b
+}
+
+func decodeState(b []byte) (checkpointState, error) {
+	var s checkpointState
+	if len(b) == 0 || b[0] != stateVersion {
+		return s, fmt.Errorf("%w: unknown version", errCorruptState)
+	}
+	b = b[1:]
+	bytesField := func() ([]byte, bool) {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n > uint64(len(b)-k) {
+			return nil, false
+		}
+		v := b[k : k+int(n)]
+		b = b[k+int(n):]
+		return v, true
+	}
+	var ok bool
+	if s.engine, ok = bytesField(); !ok {
+		return s, fmt.Errorf("%w: engine snapshot", errCorruptState)
+	}
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)) {
+		return s, fmt.Errorf("%w: file sinks", errCorruptState)
+	}
+	b = b[k:]
+	s.files = make(map[string]int64, n)
+	for range n {
+		id, ok := bytesField()
+		if !ok {
+			return s, fmt.Errorf("%w: file sink id", errCorruptState)
+		}
+		size, k := binary.Varint(b)
+		if k <= 0 || size < 0 {
+			return s, fmt.Errorf("%w: size of file sink %q", errCorruptState, id)
+		}
+		b = b[k:]
+		s.files[string(id)] = size
+	}
+	if len(b) != 0 {
+		return s, fmt.Errorf("%w: %d bytes after the state", errCorruptState, len(b))
+	}
+	return s, nil
+}

@@ -1,0 +1,41 @@
+package deploy
+
+import (
+	"bytes"
+	"errors"
+	"maps"
+	"testing"
+)
+
+func TestStateRoundTrip(t *testing.T) {
+	for _, s := range []checkpointState{
+		{engine: []byte{1, 2, 3}, files: map[string]int64{"out": 1 << 40, "b": 0}},
+		{engine: nil, files: map[string]int64{}},
+	} {
+		got, err := decodeState(s.encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.engine, s.engine) || !maps.Equal(got.files, s.files) {
+			t.Errorf("round trip of %+v gave %+v", s, got)
+		}
+	}
+}
+
+// Every cut or changed byte of a state is an error wrapping errCorruptState, never a panic.
+func TestStateCorrupt(t *testing.T) {
+	good := checkpointState{engine: []byte("snapshot"), files: map[string]int64{"out": 1234}}.encode()
+	for n := range len(good) {
+		if _, err := decodeState(good[:n]); !errors.Is(err, errCorruptState) {
+			t.Errorf("cut at %d: %v", n, err)
+		}
+	}
+	for i := range good {
+		bad := bytes.Clone(good)
+		bad[i] ^= 0xff
+		_, _ = decodeState(bad)
+	}
+	if _, err := decodeState(append(bytes.Clone(good), 0)); !errors.Is(err, errCorruptState) {
+		t.Errorf("a byte after the state: %v", err)
+	}
+}
