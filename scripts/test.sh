@@ -33,5 +33,34 @@ if [ -z "${SCENARIO_SERVER_TEST_DATABASE_URL:-}" ]; then
 fi
 # --- end of the PostgreSQL block ---
 
+# --- designer UI (block owned by web/) ---
+# Installs what the UI tests need (Debian's Chromium when missing and we are root; the npm
+# packages from web/package-lock.json), runs the Vitest unit tests, rebuilds the UI and fails when
+# the committed build (web/dist, embedded in the binary) differs from it, then runs the browser
+# tests: playwright-core drives /usr/bin/chromium against a server built from this tree, on a
+# free port with a new data directory. Screenshots go to web/test-results/ (git-ignored).
+echo "== designer (web/): npm ci, vitest, build, browser tests"
+if [ -z "${CHROMIUM_PATH:-}" ] && [ ! -x /usr/bin/chromium ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "the browser tests need Chromium: apt-get install chromium (or set CHROMIUM_PATH)"; exit 1
+  fi
+fi
+(cd web && npm ci --no-audit --no-fund --loglevel=error && npx vitest run && npm run --silent build)
+if ! git diff --quiet -- web/dist || [ -n "$(git ls-files --others --exclude-standard -- web/dist)" ]; then
+  git status --short -- web/dist | head -20
+  echo "web/dist differs from a fresh build: run (cd web && npm ci && npm run build) and commit web/dist"; exit 1
+fi
+ui_tmp=$(mktemp -d)
+go build -o "$ui_tmp/scenario-server" ./cmd/scenario-server
+ui_status=0
+(cd web && SCENARIO_SERVER_BIN="$ui_tmp/scenario-server" npm run --silent e2e) || ui_status=$?
+rm -rf "$ui_tmp"
+if [ "$ui_status" != 0 ]; then
+  echo "designer browser tests failed; screenshots are in web/test-results/"; exit "$ui_status"
+fi
+# --- end of the designer block ---
+
 echo "== go test -race"
 go test -race -count=1 -timeout 30m ./...

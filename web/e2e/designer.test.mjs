@@ -1,0 +1,253 @@
+// The designer end to end, in Debian's Chromium against the real server: build a scenario from
+// scratch, complete and validate expressions, save, test on ten flights, deploy, send events and
+// watch the live counts, reload and find it all there. Screenshots of the main steps go to
+// test-results/. Any error in the browser console fails the test.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { connect, dragFromPalette, expressionText, node, openBrowser, repoDir, select, shot, startServer, typeExpression } from './harness.mjs';
+
+const SCENARIO = 'delayed flights';
+const TEN_FLIGHTS = readFileSync(join(repoDir, 'testdata/flights-20k.ndjson'), 'utf8').split('\n').slice(0, 10).join('\n');
+const SCHEMA = JSON.stringify({
+  type: 'object',
+  required: ['date', 'delay', 'origin'],
+  properties: { date: { type: 'string' }, delay: { type: 'integer' }, origin: { type: 'string' }, destination: { type: 'string' } },
+});
+
+let server;
+let browser;
+let page;
+let consoleErrors;
+
+before(async () => {
+  server = await startServer();
+  ({ browser, page, consoleErrors } = await openBrowser());
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+function noConsoleErrors(step) {
+  assert.deepEqual(consoleErrors, [], `browser console errors after "${step}"`);
+}
+
+/** Waits for the completion list to offer label, then takes it with Enter. */
+async function pickCompletion(label, screenshot) {
+  const option = page.locator('.cm-tooltip-autocomplete li', { hasText: label }).first();
+  await option.waitFor();
+  // CodeMirror ignores Enter for 75 ms after the list (re)opens, and each key typed asks the
+  // server again: wait until the answer to the last key is in.
+  await page.waitForTimeout(300);
+  if (screenshot) await shot(page, screenshot);
+  await page.keyboard.press('Enter');
+}
+
+async function errorBadges() {
+  return page.getByTestId('error-badge').count();
+}
+
+test('build, validate, save, test and reload a scenario', async (t) => {
+  await t.test('create a scenario from the list', async () => {
+    await page.goto(server.url + '/');
+    await page.getByTestId('new-name').fill(SCENARIO);
+    await page.getByTestId('create').click();
+    await page.getByTestId('scenario-name').filter({ hasText: SCENARIO }).waitFor();
+    await page.getByTestId('palette').waitFor();
+    noConsoleErrors('create');
+  });
+
+  await t.test('drag a source, a filter, a tumbling window and a sink from the palette', async () => {
+    await dragFromPalette(page, 'Source/http', 380, 70);
+    await dragFromPalette(page, 'Filter', 380, 210);
+    await dragFromPalette(page, 'CustomNode/aggregate-tumbling', 300, 360);
+    await dragFromPalette(page, 'Sink/collect', 300, 510);
+    for (const id of ['http source', 'filter', 'tumbling window', 'collect']) await node(page, id).waitFor();
+    assert.equal(await page.locator('.react-flow__node').count(), 4);
+  });
+
+  await t.test('connect them, the filter by its true output', async () => {
+    await connect(page, 'http source', 'out', 'filter');
+    await connect(page, 'filter', 'FilterTrue', 'tumbling window');
+    await connect(page, 'tumbling window', 'out', 'collect');
+    await page.locator('.react-flow__edge').nth(2).waitFor({ state: 'attached' });
+    assert.equal(await page.locator('.react-flow__edge').count(), 3);
+    assert.equal(await page.locator('.react-flow__edge-text', { hasText: 'true' }).count(), 1);
+    await shot(page, '01-graph-connected');
+    noConsoleErrors('connect');
+  });
+
+  await t.test('fill in the source: schema and event time', async () => {
+    await select(page, 'http source');
+    await page.getByTestId('input-schema').fill(SCHEMA);
+    await typeExpression(page, 'expr-timestamp', 'parseTime(#input.date, "yyyy/MM/dd HH:mm")');
+    assert.equal(await expressionText(page, 'expr-timestamp'), 'parseTime(#input.date, "yyyy/MM/dd HH:mm")');
+  });
+
+  await t.test('type the filter expression with the completion list', async () => {
+    await select(page, 'filter');
+    await typeExpression(page, 'expr-expression', '');
+    await page.keyboard.type('#input.de', { delay: 30 });
+    await pickCompletion('delay', '02-completion');
+    await page.keyboard.type(' > 15', { delay: 15 });
+    assert.equal(await expressionText(page, 'expr-expression'), '#input.delay > 15');
+  });
+
+  await t.test('set up the tumbling window', async () => {
+    await select(page, 'tumbling window');
+    await page.getByTestId('input-windowLength').fill('1h');
+    await page.getByTestId('add-groupBy').click();
+    await typeExpression(page, 'groupBy-0', '#input.origin');
+    await page.getByTestId('add-aggregation').click();
+    await page.getByTestId('aggregation-name').first().waitFor();
+  });
+
+  await t.test('the sink writes the aggregate, picked from the completion list', async () => {
+    await select(page, 'collect');
+    await typeExpression(page, 'expr-value', '');
+    await page.keyboard.type('#ag', { delay: 30 });
+    await pickCompletion('#agg');
+    assert.equal(await expressionText(page, 'expr-value'), '#agg');
+  });
+
+  await t.test('the graph is valid: no error badges', async () => {
+    await page.getByTestId('problem-count').filter({ hasText: 'valid' }).waitFor();
+    assert.equal(await errorBadges(), 0);
+    noConsoleErrors('valid graph');
+  });
+
+  await t.test('an invalid expression puts a badge on its node, fixing it takes it away', async () => {
+    await select(page, 'filter');
+    await typeExpression(page, 'expr-expression', '#input.delay >');
+    const badge = node(page, 'filter').getByTestId('error-badge');
+    await badge.waitFor();
+    await page.getByTestId('field-error').first().waitFor();
+    assert.equal(await errorBadges(), 1);
+    await page.getByTestId('tab-problems').click();
+    await page.getByTestId('problem').first().waitFor();
+    await shot(page, '03-error-badge');
+    await page.getByTestId('problem').first().click(); // jumps to the node and opens its form
+    await page.waitForFunction(() => document.querySelector('[data-testid="node-id"]')?.value === 'filter');
+    await typeExpression(page, 'expr-expression', '#input.delay > 15');
+    await badge.waitFor({ state: 'detached' });
+    await page.getByTestId('problem-count').filter({ hasText: 'valid' }).waitFor();
+    assert.equal(await errorBadges(), 0);
+    noConsoleErrors('error badge');
+  });
+
+  await t.test('save with a comment', async () => {
+    await page.getByTestId('save').click();
+    await page.getByTestId('save-comment').fill('delays over 15 minutes per origin and hour');
+    await page.getByTestId('save-confirm').click();
+    await page.getByTestId('status').filter({ hasText: 'saved version 2' }).waitFor();
+    await page.getByTestId('dirty').waitFor({ state: 'detached' });
+    noConsoleErrors('save');
+  });
+
+  await t.test('paste ten flights, run the test and read the counts on the nodes', async () => {
+    await page.getByTestId('tab-test').click();
+    await page.getByTestId('test-records').fill(TEN_FLIGHTS);
+    await page.getByTestId('run-test').click();
+    await page.getByTestId('test-result').waitFor();
+    const count = async (id) => Number(await node(page, id).getByTestId('test-count').innerText());
+    assert.equal(await count('http source'), 10);
+    assert.equal(await count('filter'), 10);
+    assert.equal(await count('tumbling window'), 3); // delays of 66, 95 and 29 minutes
+    assert.equal(await count('collect'), 3);
+    assert.equal(await page.getByTestId('window-results').locator('tbody tr').count(), 3);
+    await page.getByTestId('test-node').selectOption('filter');
+    const records = page.getByTestId('test-node-records');
+    await records.locator('.expression-value').first().waitFor();
+    assert.match(await records.innerText(), /"delay":66/);
+    await shot(page, '04-test-counts');
+    await page.getByTestId('window-results').scrollIntoViewIfNeeded();
+    await shot(page, '04b-window-results');
+    noConsoleErrors('test');
+  });
+
+  await t.test('deploy with a comment', async () => {
+    await page.getByTestId('tab-deploy').click();
+    await page.getByTestId('deploy-status').filter({ hasText: 'NOT_DEPLOYED' }).waitFor();
+    await page.getByTestId('deploy-comment').fill('first deployment');
+    await page.getByTestId('deploy').click();
+    await page.getByTestId('deploy-status').filter({ hasText: 'RUNNING' }).waitFor();
+    noConsoleErrors('deploy');
+  });
+
+  await t.test('POST events to the running scenario: the live counts on the nodes change', async () => {
+    const liveCount = (id) => node(page, id).getByTestId('live-count');
+    await liveCount('filter').filter({ hasText: /^0$/ }).waitFor();
+    const events = [
+      { date: '2001/01/01 00:47', delay: 66, origin: 'DTW' },
+      { date: '2001/01/01 00:50', delay: 20, origin: 'DTW' },
+      // Its event time moves the watermark past 01:00, closing DTW's first hour.
+      { date: '2001/01/01 03:00', delay: 30, origin: 'LAS' },
+    ];
+    const url = `${server.url}/api/scenarios/${encodeURIComponent(SCENARIO)}/sources/${encodeURIComponent('http source')}/events`;
+    const res = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(events) });
+    assert.equal(res.status, 202, await res.text());
+    await liveCount('filter').filter({ hasText: /^3$/ }).waitFor();
+    await liveCount('tumbling window').filter({ hasText: /^3$/ }).waitFor();
+    await liveCount('collect').filter({ hasText: /^1$/ }).waitFor();
+    // The collect sink's result is stored at the next checkpoint (every second).
+    await page.getByTestId('sink-results-collect').filter({ hasText: '"count":2' }).waitFor();
+    await shot(page, '05-deployed-live-counts');
+    noConsoleErrors('live counts');
+  });
+
+  await t.test('reload: the saved scenario is all still there', async () => {
+    await page.reload();
+    for (const id of ['http source', 'filter', 'tumbling window', 'collect']) await node(page, id).waitFor();
+    assert.equal(await page.locator('.react-flow__edge').count(), 3);
+    assert.equal(await page.getByTestId('version').innerText(), 'v2');
+    assert.equal(await page.getByTestId('dirty').count(), 0);
+    await select(page, 'filter');
+    assert.equal(await expressionText(page, 'expr-expression'), '#input.delay > 15');
+    await page.getByTestId('tab-history').click();
+    await page.getByTestId('version-2').filter({ hasText: 'delays over 15 minutes' }).waitFor();
+    await page.getByTestId('problem-count').filter({ hasText: 'valid' }).waitFor();
+    await node(page, 'filter').getByTestId('live-count').filter({ hasText: /^3$/ }).waitFor();
+    await page.getByTestId('tab-deploy').click();
+    await page.getByTestId('deploy-status').filter({ hasText: 'RUNNING' }).waitFor();
+    await page.getByTestId('sink-results-collect').filter({ hasText: '"count":2' }).waitFor();
+    await shot(page, '06-after-reload');
+    noConsoleErrors('reload');
+  });
+
+  await t.test('compare versions 1 and 2: the added nodes are highlighted', async () => {
+    await page.getByTestId('tab-history').click();
+    await page.getByTestId('compare-from').selectOption('1');
+    await page.getByTestId('compare-to').selectOption('2');
+    await page.getByTestId('compare').click();
+    await page.getByTestId('comparison').waitFor();
+    await page.locator('.scenario-node.diff-added').nth(3).waitFor();
+    assert.equal(await page.locator('.scenario-node.diff-added').count(), 4);
+    await shot(page, '07-compare');
+    await page.getByTestId('comparison').getByRole('button', { name: 'Clear' }).click();
+    assert.equal(await page.locator('.scenario-node.diff-added').count(), 0);
+  });
+
+  await t.test('copy and paste, undo and redo, delete', async () => {
+    await node(page, 'filter').locator('.node-id').click();
+    await page.keyboard.press('Control+C');
+    await page.keyboard.press('Control+V');
+    await node(page, 'filter 2').waitFor();
+    assert.equal(await page.locator('.react-flow__node').count(), 5);
+    await page.getByTestId('undo').click();
+    await node(page, 'filter 2').waitFor({ state: 'detached' });
+    await page.getByTestId('redo').click();
+    await node(page, 'filter 2').waitFor();
+    await node(page, 'filter 2').locator('.node-id').click();
+    await page.keyboard.press('Delete');
+    await node(page, 'filter 2').waitFor({ state: 'detached' });
+    assert.equal(await page.locator('.react-flow__node').count(), 4);
+    await page.keyboard.press('Control+Z');
+    await node(page, 'filter 2').waitFor();
+    await page.getByTestId('layout').click();
+    await shot(page, '08-paste-layout');
+    noConsoleErrors('copy, paste, undo');
+  });
+});

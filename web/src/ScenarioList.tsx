@@ -1,0 +1,148 @@
+// The scenario list: search, create, import a JSON file, archive and unarchive, open.
+import { useCallback, useEffect, useState } from 'react';
+import { api, problemText, type Schemas, type ScenarioSummary } from './api/client';
+import { normalizeGraph } from './graph/model';
+
+export function scenarioHref(name: string): string {
+  return `#/scenarios/${encodeURIComponent(name)}`;
+}
+
+const emptyGraph = { nodes: [], edges: [] };
+
+function DeploymentStatus({ d, archived }: { d: Schemas['ScenarioDeployment'] | undefined; archived: boolean }) {
+  if (!d || d.status === 'NOT_DEPLOYED') return <span className="muted">{archived ? 'archived' : 'not deployed'}</span>;
+  return (
+    <span className={`badge status-${d.status}`} title={d.reason}>
+      {d.status.toLowerCase()}
+      {d.deployment ? ` v${d.deployment.version}` : ''}
+    </span>
+  );
+}
+
+export function ScenarioList() {
+  const [search, setSearch] = useState('');
+  const [showArchived, setShowArchived] = useState(false);
+  const [list, setList] = useState<ScenarioSummary[] | null>(null);
+  const [deployments, setDeployments] = useState<Map<string, Schemas['ScenarioDeployment']>>(new Map());
+  const [error, setError] = useState('');
+  const [newName, setNewName] = useState('');
+  const [importName, setImportName] = useState('');
+  const [importFile, setImportFile] = useState<File | null>(null);
+
+  const load = useCallback(async () => {
+    const { data, error } = await api.GET('/api/scenarios', { params: { query: { search: search || undefined, archived: showArchived ? 'any' : 'false' } } });
+    if (error) setError(problemText(error));
+    else setList(data.scenarios ?? []);
+    const statuses = await api.GET('/api/deployments');
+    if (statuses.data) setDeployments(new Map((statuses.data.scenarios ?? []).map((d) => [d.scenario, d])));
+  }, [search, showArchived]);
+
+  useEffect(() => {
+    const t = setTimeout(load, 150);
+    return () => clearTimeout(t);
+  }, [load]);
+
+  const create = async (e: React.FormEvent) => {
+    e.preventDefault();
+    const name = newName.trim();
+    if (!name) return;
+    const { error } = await api.POST('/api/scenarios', { body: { name, graph: emptyGraph, comment: 'created' } });
+    if (error) return setError(problemText(error));
+    location.hash = scenarioHref(name);
+  };
+
+  const importScenario = async (e: React.FormEvent) => {
+    e.preventDefault();
+    if (!importFile) return;
+    const name = (importName || importFile.name.replace(/(-v\d+)?\.json$/i, '')).trim();
+    let graph: unknown;
+    try {
+      graph = normalizeGraph(JSON.parse(await importFile.text()));
+    } catch (err) {
+      return setError(`${importFile.name} is not JSON: ${(err as Error).message}`);
+    }
+    const { data, error } = await api.POST('/api/scenarios/{name}/import', { params: { path: { name }, query: { comment: `imported from ${importFile.name}` } }, body: graph as Record<string, unknown> });
+    if (error) return setError(problemText(error));
+    setError('');
+    if (!data.validation.valid) setError(`imported "${name}" v${data.version.version}; it has ${data.validation.errors?.length ?? 0} validation errors`);
+    setImportFile(null);
+    setImportName('');
+    load();
+  };
+
+  const setArchived = async (name: string, archived: boolean) => {
+    const op = archived ? '/api/scenarios/{name}/archive' : '/api/scenarios/{name}/unarchive';
+    const { error } = await api.POST(op, { params: { path: { name } } });
+    if (error) setError(problemText(error));
+    load();
+  };
+
+  return (
+    <div className="page scenario-list">
+      <header className="toolbar">
+        <h2>Scenarios</h2>
+        <span className="spacer" />
+        <a href="/api/docs" className="muted">
+          API docs
+        </a>
+      </header>
+      <div className="list-tools">
+        <input type="search" placeholder="Search by name" value={search} onChange={(e) => setSearch(e.target.value)} data-testid="search" />
+        <label>
+          <input type="checkbox" checked={showArchived} onChange={(e) => setShowArchived(e.target.checked)} data-testid="show-archived" /> show archived
+        </label>
+        <form onSubmit={create} className="row">
+          <input placeholder="New scenario name" value={newName} onChange={(e) => setNewName(e.target.value)} data-testid="new-name" />
+          <button type="submit" className="primary" disabled={!newName.trim()} data-testid="create">
+            Create
+          </button>
+        </form>
+        <form onSubmit={importScenario} className="row">
+          <input type="file" accept=".json,application/json" onChange={(e) => setImportFile(e.target.files?.[0] ?? null)} data-testid="import-file" />
+          <input placeholder="as name (default: file name)" value={importName} onChange={(e) => setImportName(e.target.value)} data-testid="import-name" />
+          <button type="submit" disabled={!importFile} data-testid="import">
+            Import
+          </button>
+        </form>
+      </div>
+      {error && (
+        <div className="field-error" data-testid="list-error">
+          {error}
+        </div>
+      )}
+      <table className="scenarios" data-testid="scenarios">
+        <thead>
+          <tr>
+            <th>name</th>
+            <th>version</th>
+            <th>status</th>
+            <th>modified</th>
+            <th />
+          </tr>
+        </thead>
+        <tbody>
+          {list?.map((s) => (
+            <tr key={s.name} className={s.archived ? 'archived' : ''} data-testid={`scenario-${s.name}`}>
+              <td>
+                <a href={scenarioHref(s.name)}>{s.name}</a>
+              </td>
+              <td>v{s.latestVersion}</td>
+              <td data-testid="deployment-status">
+                <DeploymentStatus d={deployments.get(s.name)} archived={s.archived} />
+              </td>
+              <td className="muted small">
+                {new Date(s.modifiedAt).toLocaleString()} by {s.modifiedBy}
+              </td>
+              <td>
+                <button type="button" className="small" onClick={() => setArchived(s.name, !s.archived)}>
+                  {s.archived ? 'Unarchive' : 'Archive'}
+                </button>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {list && list.length === 0 && <p className="muted">No scenarios{search ? ` match "${search}"` : ''}.</p>}
+    </div>
+  );
+}

@@ -1,0 +1,181 @@
+// Deploy and cancel with a comment, the deployment status and history, the live counts of the
+// running deployment (also on the canvas) and the latest results of its collect sinks.
+import { useEffect, useState } from 'react';
+import { api, problemText, type Schemas } from '../api/client';
+import type { DeploymentState } from './useDeployment';
+
+type SinkResult = Schemas['SinkResult'];
+type Deployment = Schemas['Deployment'];
+
+type Props = {
+  name: string;
+  /** The saved version the editor is on. */
+  version: number;
+  dirty: boolean;
+  /** Ids of the graph's collect sinks, whose results the server keeps. */
+  collectSinks: string[];
+  deployment: DeploymentState;
+};
+
+const KEEP_RESULTS = 20;
+
+/** The latest results of a collect sink, from its server-sent event stream. */
+function SinkResults({ name, sink }: { name: string; sink: string }) {
+  const [results, setResults] = useState<SinkResult[]>([]);
+  useEffect(() => {
+    setResults([]);
+    const source = new EventSource(`/api/scenarios/${encodeURIComponent(name)}/sinks/${encodeURIComponent(sink)}/results/stream`);
+    source.addEventListener('result', (e) => {
+      const r = JSON.parse((e as MessageEvent<string>).data) as SinkResult;
+      setResults((rs) => [...rs, r].slice(-KEEP_RESULTS));
+    });
+    return () => source.close();
+  }, [name, sink]);
+  return (
+    <div className="sink-results" data-testid={`sink-results-${sink}`}>
+      <div className="param-label">
+        {sink} <span className="muted small">latest {results.length} results</span>
+      </div>
+      {results.length === 0 && <div className="muted small">No results yet.</div>}
+      <ul className="outputs">
+        {[...results].reverse().map((r) => (
+          <li key={r.id}>
+            <span className="muted small">#{r.id}</span> <code>{JSON.stringify(r.value)}</code>
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}
+
+export function DeployPanel({ name, version, dirty, collectSinks, deployment }: Props) {
+  const { status, live, refresh } = deployment;
+  const [comment, setComment] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState('');
+  const [history, setHistory] = useState<Deployment[]>([]);
+
+  const loadHistory = async () => {
+    const { data } = await api.GET('/api/scenarios/{name}/deployments', { params: { path: { name } } });
+    if (data) setHistory(data.deployments ?? []);
+  };
+  useEffect(() => {
+    // Reload the history when the status changes.
+    loadHistory();
+  }, [name, status?.status, status?.deployment?.id]);
+
+  const act = async (what: 'deploy' | 'cancel') => {
+    setBusy(true);
+    setError('');
+    const res =
+      what === 'deploy'
+        ? await api.POST('/api/scenarios/{name}/deploy', { params: { path: { name } }, body: { version, comment } })
+        : await api.POST('/api/scenarios/{name}/cancel', { params: { path: { name } }, body: { comment } });
+    setBusy(false);
+    if (res.error) setError(problemText(res.error));
+    else setComment('');
+    await refresh();
+  };
+
+  const state = status?.status ?? '…';
+  const running = state === 'RUNNING' || state === 'DEPLOYING';
+  const d = status?.deployment;
+
+  return (
+    <div className="deploy-panel nokey" data-testid="deploy-panel">
+      <div className="row">
+        <span className={`badge status-${state}`} data-testid="deploy-status">
+          {state}
+        </span>
+        {d && (
+          <span className="muted small">
+            v{d.version} by {d.user}
+            {d.comment ? `: ${d.comment}` : ''}
+          </span>
+        )}
+      </div>
+      {status?.reason && <div className="muted small">{status.reason}</div>}
+      <div className="param">
+        <input value={comment} placeholder="Comment (why)" onChange={(e) => setComment(e.target.value)} data-testid="deploy-comment" />
+      </div>
+      <div className="row">
+        <button type="button" className="primary" disabled={busy || version === 0} onClick={() => act('deploy')} data-testid="deploy">
+          Deploy v{version}
+        </button>
+        <button type="button" disabled={busy || !running} onClick={() => act('cancel')} data-testid="cancel-deployment">
+          Cancel
+        </button>
+      </div>
+      {dirty && <div className="muted small">Unsaved changes are not deployed: save first.</div>}
+      {error && (
+        <div className="field-error" data-testid="deploy-error">
+          {error}
+        </div>
+      )}
+
+      {live?.running && (
+        <>
+          <h4>Live counts</h4>
+          <div className="muted small" data-testid="live-phase">
+            {live.phase}, checkpoint {live.checkpoint}
+            {live.updatedAt ? `, at ${new Date(live.updatedAt).toLocaleTimeString()}` : ''}. The counts are on the nodes.
+          </div>
+          <table className="counts">
+            <thead>
+              <tr>
+                <th>node</th>
+                <th>in</th>
+                <th>out</th>
+                <th>errors</th>
+                <th>late</th>
+              </tr>
+            </thead>
+            <tbody>
+              {Object.entries(live.nodes ?? {}).map(([id, c]) => (
+                <tr key={id}>
+                  <td>{id}</td>
+                  <td>{c.in}</td>
+                  <td>{c.out}</td>
+                  <td>{c.errors}</td>
+                  <td>{c.late}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          {(live.sources ?? []).map((s) => (
+            <div key={s.id} className="muted small">
+              source {s.id}: {s.accepted} accepted, {s.processed} processed, backlog {s.backlog}
+            </div>
+          ))}
+          {(live.firstErrors ?? []).length > 0 && (
+            <ul className="test-errors">
+              {(live.firstErrors ?? []).map((e, i) => (
+                <li key={i}>
+                  <b>{e.nodeId}</b>
+                  {e.field ? ` ${e.field}` : ''} (offset {e.offset}): {e.message}
+                </li>
+              ))}
+            </ul>
+          )}
+        </>
+      )}
+
+      {collectSinks.length > 0 && <h4>Latest sink results</h4>}
+      {collectSinks.map((id) => (
+        <SinkResults key={id} name={name} sink={id} />
+      ))}
+
+      <h4>Deployments</h4>
+      {history.length === 0 && <div className="muted small">Never deployed.</div>}
+      <ul className="version-list">
+        {history.map((h) => (
+          <li key={h.id}>
+            <b>v{h.version}</b> <span className={`badge status-${h.status}`}>{h.status}</span> <span className="muted small">{h.user}, {new Date(h.createdAt).toLocaleString()}</span>
+            {h.comment && <div className="comment">{h.comment}</div>}
+            {h.reason && <div className="muted small">{h.reason}</div>}
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}

@@ -1,0 +1,65 @@
+// A node on the canvas: its kind and id, one input handle, one output handle per output rule of
+// its kind (a filter's true and false, a choice's cases and default), and badges for validation
+// errors and counts.
+import { Handle, Position, type NodeProps } from '@xyflow/react';
+import type { CanvasNode } from '../graph/convert';
+import { kindIdOf } from '../graph/model';
+import { useEditorContext } from './context';
+
+const handleLabels: Record<string, string> = {
+  FilterTrue: 'true',
+  FilterFalse: 'false',
+  NextSwitch: 'cases',
+  SwitchDefault: 'default',
+};
+
+export function ScenarioNodeView({ id, data, selected }: NodeProps<CanvasNode>) {
+  const ctx = useEditorContext();
+  const kindId = kindIdOf(data.node);
+  const kind = ctx.kinds.get(kindId);
+  const errors = ctx.errors.get(id) ?? [];
+  const testCount = ctx.testCounts?.[id];
+  const liveCount = ctx.liveCounts?.[id];
+  const outputs = kind?.edges.outputs ?? [{ edgeType: '', min: 0, max: -1 }];
+  const hasInput = kind ? kind.edges.maxInputs !== 0 : true;
+  const mark = ctx.diff.get(id);
+  const classes = ['scenario-node', `group-${kind?.group ?? 'unknown'}`];
+  if (selected) classes.push('selected');
+  if (errors.length) classes.push('invalid');
+  if (mark) classes.push(`diff-${mark}`);
+
+  return (
+    <div className={classes.join(' ')} data-testid={`node-${id}`} data-kind={kindId}>
+      {hasInput && <Handle type="target" position={Position.Top} id="in" />}
+      <div className="node-kind">{kind?.label ?? kindId}</div>
+      <div className="node-id">{id}</div>
+      <div className="node-badges">
+        {errors.length > 0 && (
+          <span className="badge badge-error" data-testid="error-badge" title={errors.map((e) => e.message).join('\n')}>
+            {errors.length} {errors.length === 1 ? 'error' : 'errors'}
+          </span>
+        )}
+        {testCount !== undefined && (
+          <span className="badge badge-test" data-testid="test-count" title="records that entered this node in the test">
+            {testCount}
+          </span>
+        )}
+        {liveCount !== undefined && (
+          <span className="badge badge-live" data-testid="live-count" title="events that entered this node while deployed">
+            {liveCount}
+          </span>
+        )}
+        {mark && <span className={`badge badge-diff-${mark}`}>{mark}</span>}
+      </div>
+      {outputs.map((o, i) => {
+        const handle = o.edgeType || 'out';
+        const left = `${((i + 1) * 100) / (outputs.length + 1)}%`;
+        return (
+          <Handle key={handle} type="source" position={Position.Bottom} id={handle} style={{ left }} className={`handle-${handle}`} data-testid={`handle-${id}-${handle}`}>
+            {handleLabels[handle] && <span className="handle-label">{handleLabels[handle]}</span>}
+          </Handle>
+        );
+      })}
+    </div>
+  );
+}
