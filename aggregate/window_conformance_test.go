@@ -94,7 +94,7 @@ func TestWindowConformance(t *testing.T) {
 				}
 				ops = append(ops, op{kind: opFlush})
 				want := newWindowOracle(spec, []Spec{s}).run(ops)
-				got := runOperatorT(t, name, spec, []Spec{s}, ops)
+				got := runOperator(named{t, name}, spec, []Spec{s}, ops)
 				compareConformance(t, name, s, got, want)
 			}
 		}
@@ -130,7 +130,7 @@ func TestWindowConformanceValueCases(t *testing.T) {
 				}
 				ops = append(ops, op{kind: opFlush})
 				want := newWindowOracle(spec, []Spec{s}).run(ops)
-				got := runOperatorT(t, name, spec, []Spec{s}, ops)
+				got := runOperator(named{t, name}, spec, []Spec{s}, ops)
 				compareConformanceWithin(t, name, s, got, want, passedThrough(ops))
 			}
 		}
@@ -158,38 +158,6 @@ func passedThrough(ops []op) map[string][2]float64 {
 	return m
 }
 
-// runOperatorT is runOperator for a plain *testing.T.
-func runOperatorT(t *testing.T, name string, spec WindowSpec, specs []Spec, ops []op) map[string][]oracleOut {
-	t.Helper()
-	a, err := New(specs[0])
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	got := map[string][]oracleOut{}
-	opr, err := NewOperator(spec, []Named{{Name: "v", Aggregator: a}}, func(r *Result) {
-		o := oracleOut{key: keyString(r.Key), start: r.Start, end: r.End, time: r.Time,
-			values: append([]value.Value(nil), r.Values...), err: r.Err != nil, enriched: -1}
-		if r.Event != nil {
-			o.enriched = r.Event.Payload.(int) + 1
-		}
-		got[o.key] = append(got[o.key], o)
-	})
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	for _, x := range ops {
-		switch x.kind {
-		case opEvent:
-			ev := x.ev
-			_ = opr.Add(&ev)
-		case opWatermark:
-			opr.Advance(x.w)
-		case opFlush:
-			opr.Flush()
-		}
-	}
-	return got
-}
 
 func compareConformance(t *testing.T, name string, s Spec, got, want map[string][]oracleOut) {
 	t.Helper()
@@ -238,4 +206,15 @@ func compareConformanceWithin(t *testing.T, name string, s Spec, got, want map[s
 			t.Errorf("%s: unexpected key %s", name, key)
 		}
 	}
+}
+
+// named prefixes a test's fatal errors with the case name.
+type named struct {
+	t    *testing.T
+	name string
+}
+
+func (n named) Fatalf(format string, args ...any) {
+	n.t.Helper()
+	n.t.Fatalf("%s: "+format, append([]any{n.name}, args...)...)
 }

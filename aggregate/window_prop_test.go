@@ -157,8 +157,15 @@ func drawScenario(t *rapid.T, kind WindowKind) scenarioDraw {
 	return sd
 }
 
+// fatalf is what runOperator needs of *testing.T and *rapid.T.
+type fatalf interface {
+	Fatalf(format string, args ...any)
+}
+
 // runOperator feeds the ops to a real operator and groups results per key.
-func runOperator(t *rapid.T, spec WindowSpec, specs []Spec, ops []op) map[string][]oracleOut {
+// Inputs of the wrong type are not expected (the generators give accepted
+// kinds); late events are.
+func runOperator(t fatalf, spec WindowSpec, specs []Spec, ops []op) map[string][]oracleOut {
 	aggs := make([]Named, len(specs))
 	for i, s := range specs {
 		a, err := New(s)

@@ -3,6 +3,7 @@ package expression
 import (
 	"errors"
 	"fmt"
+	"github.com/scenario-server/scenario-server/internal/names"
 	"sort"
 	"strings"
 	"sync"
@@ -301,39 +302,15 @@ func (f visitorFunc) Visit(n *ast.Node) { f(n) }
 
 // closest returns the name within edit distance 2 of name (and less than
 // its length) that is nearest, or "".
-func closest(name string, names []string) string {
+func closest(name string, candidates []string) string {
 	best, bestDist := "", 3
-	for _, n := range names {
-		d := editDistance(name, n)
+	for _, n := range candidates {
+		d := names.Distance(name, n)
 		if d < bestDist && d < len([]rune(name)) {
 			best, bestDist = n, d
 		}
 	}
 	return best
-}
-
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	if len(ra) > 64 || len(rb) > 64 {
-		return 1 << 30
-	}
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }
 
 // checkCalls checks the constant arguments of this server's functions: a

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/scenario-server/scenario-server/internal/names"
 	"math"
 	"sort"
 	"strconv"
@@ -504,12 +505,12 @@ func aggregatorNames(r *Registry) []string {
 // closestName returns the names nearest to s within an edit distance of
 // 2, ignoring case, as "A", "A or B" or "A, B or C" (in the order of
 // names), or "".
-func closestName(s string, names []string) string {
+func closestName(s string, candidates []string) string {
 	var best []string
 	bestDist := 3
 	ls := strings.ToLower(s)
-	for _, n := range names {
-		d := editDistance(ls, strings.ToLower(n))
+	for _, n := range candidates {
+		d := names.Distance(ls, strings.ToLower(n))
 		if d >= len(s) {
 			continue
 		}
@@ -524,28 +525,4 @@ func closestName(s string, names []string) string {
 		return strings.Join(best, "")
 	}
 	return strings.Join(best[:len(best)-1], ", ") + " or " + best[len(best)-1]
-}
-
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	if len(ra) > 64 || len(rb) > 64 {
-		return 1 << 30
-	}
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }
