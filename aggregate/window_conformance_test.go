@@ -158,7 +158,6 @@ func passedThrough(ops []op) map[string][2]float64 {
 	return m
 }
 
-
 func compareConformance(t *testing.T, name string, s Spec, got, want map[string][]oracleOut) {
 	t.Helper()
 	compareConformanceWithin(t, name, s, got, want, nil)

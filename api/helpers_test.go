@@ -3,24 +3,20 @@ package api_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"mime"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/scenario-server/scenario-server/api"
 	"github.com/scenario-server/scenario-server/store"
 	"github.com/scenario-server/scenario-server/store/postgres"
+	"github.com/scenario-server/scenario-server/store/postgres/pgtest"
 	"github.com/scenario-server/scenario-server/store/sqlite"
 )
 
@@ -37,59 +33,17 @@ func sqliteStore(t *testing.T) store.Store {
 	return s
 }
 
-// databaseURLEnv names the test database's URL, as in store/postgres's tests: scripts/pg.sh
-// starts a throw-away PostgreSQL and prints it; scripts/test.sh does both.
-const databaseURLEnv = "SCENARIO_SERVER_TEST_DATABASE_URL"
-
-// postgresStore opens a PostgreSQL store in a fresh schema, dropped when t ends. It skips t
-// when the test database is not configured, except under CI=true, where a silently skipped
-// PostgreSQL run would hide its bugs. (The logic of store/postgres's testDatabase and
-// freshSchema, which are not exported.)
+// postgresStore opens a PostgreSQL store in a fresh schema of the test database, dropped when
+// t ends; without a test database, t is skipped (failed under CI=true: see pgtest.URL).
 func postgresStore(t *testing.T) store.Store {
 	t.Helper()
-	dbURL := os.Getenv(databaseURLEnv)
-	if dbURL == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is empty but CI=true: CI must test the API on PostgreSQL. "+
-				`Start one with: eval "$(scripts/pg.sh start)" (scripts/test.sh does it).`, databaseURLEnv)
-		}
-		t.Skipf(`%s is empty; to test against PostgreSQL run: eval "$(scripts/pg.sh start)"`, databaseURLEnv)
-	}
-	admin, err := pgxpool.New(t.Context(), dbURL)
-	if err != nil {
-		t.Fatalf("connecting to %s: %v", databaseURLEnv, err)
-	}
-	t.Cleanup(admin.Close)
-	schema := "api_test_" + strings.ToLower(rand.Text())
-	if _, err := admin.Exec(t.Context(), "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		t.Fatalf("creating schema %s: %v", schema, err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("dropping schema %s: %v", schema, err)
-		}
-	})
-	s, err := postgres.Open(t.Context(), withSearchPath(t, dbURL, schema))
+	_, connString := pgtest.Schema(t)
+	s, err := postgres.Open(t.Context(), connString)
 	if err != nil {
 		t.Fatalf("opening PostgreSQL store: %v", err)
 	}
 	t.Cleanup(func() { s.Close() }) // runs before the schema is dropped
 	return s
-}
-
-// withSearchPath sets search_path in a URL or keyword/value connection string.
-func withSearchPath(t *testing.T, dbURL, schema string) string {
-	if !strings.HasPrefix(dbURL, "postgres://") && !strings.HasPrefix(dbURL, "postgresql://") {
-		return dbURL + " search_path=" + schema
-	}
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		t.Fatalf("parsing %s: %v", databaseURLEnv, err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 // client talks to an API server over HTTP.

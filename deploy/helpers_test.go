@@ -2,23 +2,17 @@ package deploy
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/url"
-	"os"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/scenario-server/scenario-server/engine"
 	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/store"
 	"github.com/scenario-server/scenario-server/store/postgres"
+	"github.com/scenario-server/scenario-server/store/postgres/pgtest"
 	"github.com/scenario-server/scenario-server/store/sqlite"
 	"github.com/scenario-server/scenario-server/value"
 )
@@ -36,46 +30,16 @@ func sqliteStore(t *testing.T) store.Store {
 	return s
 }
 
-// databaseURLEnv names the test database's URL (see scripts/pg.sh).
-const databaseURLEnv = "SCENARIO_SERVER_TEST_DATABASE_URL"
-
-// postgresStore opens a PostgreSQL store in a fresh schema, dropped when t ends; it skips t
-// without a test database, except under CI=true.
+// postgresStore opens a PostgreSQL store in a fresh schema of the test database, dropped when
+// t ends; without a test database, t is skipped (failed under CI=true: see pgtest.URL).
 func postgresStore(t *testing.T) store.Store {
 	t.Helper()
-	dbURL := os.Getenv(databaseURLEnv)
-	if dbURL == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is empty but CI=true", databaseURLEnv)
-		}
-		t.Skipf(`%s is empty; to test against PostgreSQL run: eval "$(scripts/pg.sh start)"`, databaseURLEnv)
-	}
-	admin, err := pgxpool.New(t.Context(), dbURL)
-	if err != nil {
-		t.Fatalf("connecting to %s: %v", databaseURLEnv, err)
-	}
-	t.Cleanup(admin.Close)
-	schema := "deploy_test_" + strings.ToLower(rand.Text())
-	if _, err := admin.Exec(t.Context(), "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		t.Fatalf("creating schema %s: %v", schema, err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("dropping schema %s: %v", schema, err)
-		}
-	})
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	s, err := postgres.Open(t.Context(), u.String())
+	_, connString := pgtest.Schema(t)
+	s, err := postgres.Open(t.Context(), connString)
 	if err != nil {
 		t.Fatalf("opening PostgreSQL store: %v", err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() { s.Close() }) // runs before the schema is dropped
 	return s
 }
 

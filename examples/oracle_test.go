@@ -16,7 +16,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -31,11 +30,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-)
 
-// databaseURLEnv names the environment variable with the test database's URL;
-// scripts/test.sh starts a throw-away PostgreSQL and sets it (scripts/pg.sh).
-const databaseURLEnv = "SCENARIO_SERVER_TEST_DATABASE_URL"
+	"github.com/scenario-server/scenario-server/store/postgres/pgtest"
+)
 
 // oracleExample is one example scenario and how to compare its results.
 type oracleExample struct {
@@ -63,14 +60,7 @@ var oracleExamples = []oracleExample{
 }
 
 func TestExamplesAgainstPostgres(t *testing.T) {
-	dbURL := os.Getenv(databaseURLEnv)
-	if dbURL == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is empty but CI=true: CI must check the examples against PostgreSQL. "+
-				`Start one with: eval "$(scripts/pg.sh start)" (scripts/test.sh does it).`, databaseURLEnv)
-		}
-		t.Skipf(`%s is empty; to check the examples against PostgreSQL run: eval "$(scripts/pg.sh start)"`, databaseURLEnv)
-	}
+	pgtest.URL(t) // skip (or fail, under CI) before building anything
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +70,7 @@ func TestExamplesAgainstPostgres(t *testing.T) {
 	}
 
 	bin := buildServer(t, root)
-	conn := loadDatabase(t, dbURL, root)
+	conn := loadDatabase(t, root)
 
 	for _, ex := range oracleExamples {
 		t.Run(ex.name, func(t *testing.T) {
@@ -107,33 +97,23 @@ func buildServer(t *testing.T, root string) string {
 	return bin
 }
 
-// loadDatabase connects to the test database, creates a schema dropped when t
-// ends, copies the raw lines of both data files into it and derives the typed
-// tables with sql/load.sql. The connection's time zone is UTC.
-func loadDatabase(t *testing.T, dbURL, root string) *pgx.Conn {
+// loadDatabase connects to a schema of the test database, dropped when t ends,
+// copies the raw lines of both data files into it and derives the typed tables
+// with sql/load.sql. The connection's time zone is UTC.
+func loadDatabase(t *testing.T, root string) *pgx.Conn {
 	t.Helper()
 	ctx := t.Context()
-	cfg, err := pgx.ParseConfig(dbURL)
+	schema, connString := pgtest.Schema(t)
+	cfg, err := pgx.ParseConfig(connString)
 	if err != nil {
-		t.Fatalf("parsing %s: %v", databaseURLEnv, err)
+		t.Fatalf("parsing %s: %v", pgtest.URLEnv, err)
 	}
-	schema := "examples_" + strings.ToLower(rand.Text())
-	cfg.RuntimeParams["search_path"] = schema
 	cfg.RuntimeParams["timezone"] = "UTC"
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		t.Fatalf("connecting to %s: %v", databaseURLEnv, err)
+		t.Fatalf("connecting to %s: %v", pgtest.URLEnv, err)
 	}
-	t.Cleanup(func() {
-		bg := context.Background()
-		if _, err := conn.Exec(bg, "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("dropping schema %s: %v", schema, err)
-		}
-		conn.Close(bg)
-	})
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		t.Fatalf("creating schema %s: %v", schema, err)
-	}
+	t.Cleanup(func() { conn.Close(context.Background()) }) // before the schema is dropped
 	var tz string
 	if err := conn.QueryRow(ctx, "SHOW TimeZone").Scan(&tz); err != nil || tz != "UTC" {
 		t.Fatalf("session time zone is %q (%v), want UTC", tz, err)

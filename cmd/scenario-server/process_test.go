@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,8 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/scenario-server/scenario-server/store/postgres/pgtest"
 )
 
 // Helpers of the tests that run the server binary as a process: build it, start it on a
@@ -51,40 +48,12 @@ func sqliteServerStore(t *testing.T) serverStore {
 	return serverStore{name: "SQLite", dataDir: t.TempDir()}
 }
 
-// postgresServerStore is a fresh schema of the test database, dropped when t ends; t is
-// skipped without a test database, except under CI=true.
+// postgresServerStore is a fresh schema of the test database, dropped when t ends; without a
+// test database, t is skipped (failed under CI=true: see pgtest.URL).
 func postgresServerStore(t *testing.T) serverStore {
 	t.Helper()
-	const env = "SCENARIO_SERVER_TEST_DATABASE_URL"
-	dbURL := os.Getenv(env)
-	if dbURL == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is empty but CI=true", env)
-		}
-		t.Skipf(`%s is empty; to test against PostgreSQL run: eval "$(scripts/pg.sh start)"`, env)
-	}
-	admin, err := pgxpool.New(t.Context(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(admin.Close)
-	schema := "cmd_test_" + strings.ToLower(rand.Text())
-	if _, err := admin.Exec(t.Context(), "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("dropping schema %s: %v", schema, err)
-		}
-	})
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return serverStore{name: "PostgreSQL", dataDir: t.TempDir(), databaseURL: u.String()}
+	_, connString := pgtest.Schema(t)
+	return serverStore{name: "PostgreSQL", dataDir: t.TempDir(), databaseURL: connString}
 }
 
 // serverProcess is a running server binary.
