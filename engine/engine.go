@@ -102,9 +102,11 @@ type Options struct {
 	// means time.Now.
 	Now func() time.Time
 	// Bounded marks a replay or a test run: the wall clock is never read
-	// (SEMANTICS §1), so a record of a source without a timestamp
-	// expression needs an explicit timestamp (PushValue's eventTime, or
-	// "timestamp" in a multi-source line) and is a per-event error without.
+	// (SEMANTICS §1). A record of a source without a timestamp expression
+	// takes the timestamp given with it (PushValue's eventTime, or
+	// "timestamp" in a {"sourceId", "record", "timestamp"} line), and
+	// otherwise event time 0 (1970-01-01T00:00:00Z), so that the run's
+	// output never depends on when it ran.
 	Bounded bool
 }
 

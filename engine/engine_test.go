@@ -265,3 +265,33 @@ func TestIntegerOverflowIsAnEventError(t *testing.T) {
 		t.Fatalf("errors %v", errs)
 	}
 }
+
+// In a replay, a source without a timestamp expression never reads the wall
+// clock: a record takes the timestamp given with it, or time 0.
+func TestBoundedRunWithoutTimestampExpression(t *testing.T) {
+	sc := scenarioJSON([]string{
+		`{"id": "in", "type": "Source", "ref": {"typ": "http"}}`,
+		sinkNode("out", "{v: #input.v, at: #meta.eventTime}"),
+	}, []string{link("in", "out")})
+	s, err := scenario.Decode([]byte(sc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	w := bufio.NewWriter(&buf)
+	var n int64
+	e, err := New(s, Options{Bounded: true, Output: WriteOutput(w, &n)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Replay(e, strings.NewReader(`{"v": 1}
+{"sourceId": "in", "record": {"v": 2}, "timestamp": 5000}
+`)); err != nil {
+		t.Fatal(err)
+	}
+	w.Flush()
+	expectLines(t, strings.Split(strings.TrimSpace(buf.String()), "\n"),
+		`{"sink":"out","value":{"v":1,"at":0}}`,
+		`{"sink":"out","value":{"v":2,"at":5000}}`,
+	)
+}

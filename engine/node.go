@@ -460,7 +460,9 @@ func (n *node) decode(b []byte) (value.Value, error) {
 func (n *node) eventTime(e *Engine, v value.Value) (int64, error) {
 	if n.timestamp == nil {
 		if e.opts.Bounded {
-			return 0, fmt.Errorf("source %q has no timestamp expression: in a replay or a test each record needs a \"timestamp\" (epoch ms)", n.id)
+			// Never the wall clock in a replay or a test (SEMANTICS §1):
+			// without a timestamp given with the record, time 0.
+			return 0, nil
 		}
 		return e.opts.now().UnixMilli(), nil
 	}

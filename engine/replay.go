@@ -55,8 +55,9 @@ type envelope struct {
 }
 
 // Replay reads JSON lines from in and pushes them through e, then flushes
-// (end of input). Build e with Options.Bounded for a replay. A scenario with one source takes bare records; with
-// several, each line is {"sourceId": ..., "record": {...}} with an optional
+// (end of input). Build e with Options.Bounded for a replay. A scenario with
+// one source takes bare records (or lines that start with {"sourceId": ...}
+// and name it); with several, each line is {"sourceId": ..., "record": {...}} with an optional
 // "timestamp" (epoch ms) that overrides the source's timestamp expression.
 // Sink values are written by e's Output. Replay returns an error only when
 // reading fails; bad lines are per-event errors.
@@ -120,7 +121,7 @@ func (e *Engine) pushLine(single string, line []byte, lineNo int64) {
 		}
 		return
 	}
-	if single != "" {
+	if single != "" && !isEnvelope(line, single) {
 		_ = e.PushJSON(single, line, lineNo)
 		return
 	}
@@ -151,6 +152,17 @@ func (e *Engine) pushLine(single string, line []byte, lineNo int64) {
 		return
 	}
 	_ = e.pushValue(src, v, *env.Timestamp)
+}
+
+// isEnvelope reports whether a line for a one-source scenario is written as
+// {"sourceId": <that source>, "record": {...}, ...} rather than as a bare
+// record (so that it can carry a "timestamp").
+func isEnvelope(line []byte, source string) bool {
+	if !bytes.HasPrefix(line, []byte(`{"sourceId"`)) {
+		return false
+	}
+	var env envelope
+	return json.Unmarshal(line, &env) == nil && env.SourceID == source && len(env.Record) > 0
 }
 
 // WriteOutput returns an Output that writes {"sink": id, "value": v} lines
