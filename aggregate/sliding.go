@@ -20,10 +20,10 @@ import (
 // of its disorder, which are retracted or merged. Non-invertible partials are
 // answered from tier blocks (slices.Cover).
 //
-// With emitWhenEventLeft, each slice with data of a key leaves the window of
-// the key's latest event at slice i = j+n; when the watermark passes the end
-// of slice i, the window [i-n+1, i] is emitted as a new event, down to the
-// empty result when the key's last slice leaves.
+// With emitWhenEventLeft, each slice j with data of a key leaves the key's
+// window at slice i = j+n; when the watermark passes the end of slice i and
+// the key has no event in slice i, the window [i-n+1, i] is emitted as a new
+// event, down to the empty result when the key's last slice leaves.
 type sliding struct {
 	*grid
 	emit  func(*Result)
@@ -287,15 +287,22 @@ func (s *sliding) Advance(w int64) {
 	}
 }
 
-// fireLeave emits the window at slice t.i for t.slot if a slice with data
-// left it and no newer event of the key has come since.
+// fireLeave emits the window at slice t.i for t.slot when a slice with data
+// left it (slice i-n) and the key has no event in slice i itself (whose
+// own event was emitted enriched with that window). Events of the key in
+// later slices do not cancel it: at slice i, the key's latest event was
+// before i. The watermark has passed the end of slice i, so no event of
+// slice i can still come.
 func (s *sliding) fireLeave(t timer) {
 	slot := t.slot
-	if !s.keys.Live(slot) || s.gen[slot] != t.gen || t.i <= s.latest[slot] {
+	if !s.keys.Live(slot) || s.gen[slot] != t.gen {
 		return
 	}
 	blk, ok := s.level0.Get(t.i - s.n)
 	if !ok || slot >= len(blk.count) || blk.count[slot] == 0 {
+		return
+	}
+	if own, ok := s.level0.Get(t.i); ok && slot < len(own.count) && own.count[slot] > 0 {
 		return
 	}
 	s.windowValue(slot, t.i)

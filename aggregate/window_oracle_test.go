@@ -323,17 +323,17 @@ func (o *windowOracle) advance(w int64) {
 			if len(evs) == 0 {
 				continue
 			}
-			latest := int64(math.MinInt64)
 			data := map[int64]bool{}
 			for _, x := range evs {
-				s := floorDiv(x.ev.Time, p)
-				latest = max(latest, s)
-				data[s] = true
+				data[floorDiv(x.ev.Time, p)] = true
 			}
+			// A slice d with data leaves at window slice i = d+n; the window
+			// at i is emitted when its end passes, unless the key has an
+			// event in slice i itself.
 			var due []int64
 			for d := range data {
 				i := d + n
-				if i > latest && (i+1)*p > old && (i+1)*p <= w {
+				if !data[i] && (i+1)*p > old && (i+1)*p <= w {
 					due = append(due, i)
 				}
 			}

@@ -331,3 +331,30 @@ func TestAcceptDependsOnKindOnly(t *testing.T) {
 		}
 	}
 }
+
+func TestSlidingLeaveResultsOwedBeforeALaterEvent(t *testing.T) {
+	// Sliding 10 s at 1 s precision, watermark = the latest event (no
+	// disorder). Key a has events at 0, 9999, 10000 (slices 0, 9, 10), then
+	// at 30000. Slice 0 leaves at window slice 10, but slice 10 has its own
+	// event: nothing owed. Slice 9 leaves at slice 19: window [10, 19] holds
+	// the event at 10000: count 1, emitted with time 19999. Slice 10 leaves at
+	// slice 20: window [11, 20] is empty: count 0 at 20999. Both are owed even
+	// though the event at 30000 comes before the watermark passes them; then
+	// slice 30 leaves at slice 40 after the flush: count 0 at 40999.
+	spec := WindowSpec{Kind: Sliding, Length: 10000, EmitWhenEventLeft: true}
+	out := runSteps(t, spec, Spec{Func: "Count"}, []step{
+		ev(0, "a", value.Null()), wm(0), ev(9999, "a", value.Null()), wm(9999), ev(10000, "a", value.Null()), wm(10000),
+		ev(30000, "a", value.Null()), wm(30000), flush(),
+	})
+	expect(t, out, []got{
+		{"a", -9000, 1000, 0, "1", true},
+		{"a", 0, 10000, 9999, "2", true},
+		{"a", 1000, 11000, 10000, "2", true},
+		// The event at 30000 is emitted (enriched) from within Add; the
+		// watermark step that follows it then emits what is owed.
+		{"a", 21000, 31000, 30000, "1", true},
+		{"a", 10000, 20000, 19999, "1", false},
+		{"a", 11000, 21000, 20999, "0", false},
+		{"a", 31000, 41000, 40999, "0", false},
+	})
+}
