@@ -59,6 +59,18 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if *name == "" {
 		*name = strings.TrimSuffix(filepath.Base(*scenarioPath), filepath.Ext(*scenarioPath))
 	}
+	// The replay reads and computes without looking at ctx: on SIGINT or
+	// SIGTERM stop at once, as a command line tool does (exit status 130).
+	finished := make(chan struct{})
+	defer close(finished)
+	go func() {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(stderr, "scenario-server run: interrupted")
+			os.Exit(130)
+		case <-finished:
+		}
+	}()
 
 	in := stdin
 	if *inputPath != "-" {
