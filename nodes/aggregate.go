@@ -160,6 +160,8 @@ func checkTumbling(c *nodeCheck, out *aggregateOutput) {
 	if zone, ok := c.stringParam("timeZone"); ok {
 		if _, err := expression.LoadZone(zone); err != nil {
 			c.errorf("timeZone", CodeInvalidTimeZone, "%v", err)
+		} else if okL && length%(24*time.Hour) != 0 {
+			c.errorf("windowLength", CodeZoneNeedsWholeDays, "windowLength %s is not a whole number of days; with a timeZone, windows follow local calendar days (e.g. \"1d\")", formatDuration(length))
 		}
 	}
 	emit, ok := c.enumParam("emitWhen")

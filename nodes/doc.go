@@ -33,10 +33,20 @@
 // # Parameters
 //
 // Durations are strings: "60s", "1h30m", "1d" or ISO 8601 "PT1H"
-// (ParseDuration). Precision defaults to 60s, or 1s when the window (or
+// (ParseDuration), and a whole number of milliseconds ("1500us" and "1ns"
+// are refused: the runtime counts time in ms). Precision defaults to 60s, or 1s when the window (or
 // session timeout, or hopping slide) is not a whole number of minutes; a
 // window must be a whole multiple of its precision and not shorter than it;
 // a hopping window a whole multiple of its slide; a tumbling window's offset
 // shorter than the window. Time zones are IANA names, read from the zone
-// database built into the binary.
+// database built into the binary; a tumbling window with a timeZone must
+// be a whole number of days long.
+//
+// # Limits
+//
+// A scenario with more than scenario.MaxNodes nodes or scenario.MaxEdges
+// edges gets that error alone: no node is checked. The variables in scope
+// are reported for nodes in graph order until MaxScopeReport is reached;
+// the nodes after that have none, and a scope-report-truncated warning
+// says so.
 package nodes

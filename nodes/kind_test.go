@@ -57,6 +57,12 @@ func sampleValue(p ParamSpec) (expr string, value any) {
 		return "", "30s" // shorter than the sample windowLength
 	case "timeZone":
 		return "", "Europe/Warsaw"
+	case "windowLength":
+		if p.Editor == EditorDuration {
+			// Whole days: with the sample timeZone, a tumbling window
+			// must be (time-zone-needs-whole-days).
+			return "", "1d"
+		}
 	}
 	if p.Editor == EditorExpression {
 		switch p.Type {

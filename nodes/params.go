@@ -146,7 +146,8 @@ func (c *nodeCheck) stringParam(name string) (string, bool) {
 }
 
 // durationParam returns a duration parameter (or its default). It reports
-// values that are not durations, and zero when positive is set.
+// values that are not durations or not a whole number of milliseconds (the
+// runtime counts time in ms), and zero when positive is set.
 func (c *nodeCheck) durationParam(name string, positive bool) (time.Duration, bool) {
 	raw := c.literal(name)
 	if raw == nil {
@@ -160,6 +161,10 @@ func (c *nodeCheck) durationParam(name string, positive bool) (time.Duration, bo
 	d, err := ParseDuration(s)
 	if err != nil {
 		c.errorf(name, CodeInvalidDuration, "parameter %q: %v", name, err)
+		return 0, false
+	}
+	if d%time.Millisecond != 0 {
+		c.errorf(name, CodeInvalidDuration, "parameter %q must be a whole number of milliseconds, not %q (%s)", name, s, formatDuration(d))
 		return 0, false
 	}
 	if positive && d <= 0 {

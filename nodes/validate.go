@@ -36,7 +36,18 @@ const (
 	CodeSlideNotMultiple     = "slide-not-multiple-of-precision"
 	CodeOffsetOutOfRange     = "offset-out-of-range"
 	CodeSlideOutOfRange      = "slide-out-of-range"
+	CodeZoneNeedsWholeDays   = "time-zone-needs-whole-days"
+	CodeScopeReportTruncated = "scope-report-truncated"
 )
+
+// MaxScopeReport bounds the size of Validation.Variables: the sum, over
+// the nodes reported, of the size of their scopes, where a variable counts
+// 1 plus the number of parts of its type (each record field and list
+// element, recursively). Once the next node would pass it, the scopes of
+// that node and of the nodes after it (in Validation.Order) are left out,
+// with a CodeScopeReportTruncated warning. The checks themselves still see
+// every scope.
+const MaxScopeReport = 50_000
 
 // The variables the server defines. Users cannot name variables so.
 const (
@@ -68,7 +79,7 @@ var WindowType = expression.RecordOf(
 // evaluated (the scope of its input; for a Join, the variables all its
 // branches have; for a Source, #input for its timestamp expression). Nodes
 // whose scope cannot be known (no source reaches them, or they lie on a
-// cycle) are absent from Variables.
+// cycle) are absent from Variables, and so are those past MaxScopeReport.
 type Validation struct {
 	scenario.Result
 	Variables map[string]expression.TypeEnv `json:"variables"`
@@ -141,8 +152,14 @@ func (r *Registry) ValidateJSON(data []byte) *Validation {
 // becomes #meta, outputVar, #key and #window. A sliding aggregate with
 // emitWhenEventLeft emits both kinds, so only #meta, outputVar and #key are
 // certain after it.
+//
+// A scenario with more than scenario.MaxNodes nodes or scenario.MaxEdges
+// edges gets only that error: no node is checked, no scope worked out.
 func (r *Registry) Validate(s *scenario.Scenario) *Validation {
 	res := scenario.Validate(s)
+	if scenario.TooLarge(s) {
+		return &Validation{Result: res, Variables: map[string]expression.TypeEnv{}, Plans: map[string]*Plan{}}
+	}
 	v := &validation{
 		reg:   r,
 		s:     s,
@@ -153,6 +170,10 @@ func (r *Registry) Validate(s *scenario.Scenario) *Validation {
 		plans: map[string]*Plan{},
 	}
 	v.walk()
+	if v.skipped > 0 {
+		res.Warnings = append(res.Warnings, scenario.Problem{Code: CodeScopeReportTruncated,
+			Message: fmt.Sprintf("the variables in scope are not reported for %d of the %d nodes: the report would pass %d entries", v.skipped, len(v.vars)+v.skipped, MaxScopeReport)})
+	}
 	res.Sort(s)
 	return &Validation{Result: res, Variables: v.vars, Plans: v.plans, Order: v.order}
 }
@@ -231,6 +252,51 @@ type validation struct {
 
 	plans map[string]*Plan
 	order []string
+
+	// reported is the size of vars so far (see MaxScopeReport); once
+	// full, skipped counts the nodes whose scope is left out.
+	reported int
+	full     bool
+	skipped  int
+}
+
+// report records the scope of a node in vars, within MaxScopeReport.
+func (v *validation) report(id string, s scope) {
+	if !v.full {
+		size := 0
+		for _, sv := range s {
+			size += 1 + typeSize(sv.t, MaxScopeReport-v.reported-size)
+			if v.reported+size > MaxScopeReport {
+				v.full = true
+				break
+			}
+		}
+		if !v.full {
+			v.reported += size
+			v.vars[id] = s.env()
+			return
+		}
+	}
+	v.skipped++
+}
+
+// typeSize counts the parts of t (record fields and list elements,
+// recursively), stopping once past limit.
+func typeSize(t expression.Type, limit int) int {
+	if limit < 0 {
+		return 0 // the caller is already past its limit
+	}
+	n := 0
+	if t.Elem != nil {
+		n += 1 + typeSize(*t.Elem, limit-1)
+	}
+	for _, f := range t.Fields {
+		if n > limit {
+			return n
+		}
+		n += 1 + typeSize(f.Type, limit-n-1)
+	}
+	return n
 }
 
 // walk checks every node: first those reachable in topological order
@@ -336,7 +402,7 @@ func (v *validation) checkNode(i int, in scope) {
 	k.check(c)
 	v.out[i] = c.out
 	if c.visible != nil && node.ID != "" {
-		v.vars[node.ID] = c.visible.env()
+		v.report(node.ID, c.visible)
 	}
 }
 

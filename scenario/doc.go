@@ -66,6 +66,13 @@
 // the field, a stable code and, where there is text to point into, a line
 // and column.
 //
+// # Limits
+//
+// A scenario has at most MaxNodes (500) nodes and MaxEdges (2,000) edges.
+// More is an error ("too-many-nodes", "too-many-edges-in-scenario", on the
+// field "nodes" or "edges") and then the only one: nothing else is checked,
+// so that refusing a large scenario costs no more than reading it.
+//
 // # A complete example
 //
 // Payments over 1000 in a card's last hour, from an HTTP source, with every

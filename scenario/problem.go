@@ -121,4 +121,9 @@ const (
 	CodeMultipleInputs      = "multiple-inputs"
 	CodeCycle               = "cycle"
 	CodeUnreachableNode     = "unreachable-node"
+
+	// Size: more than MaxNodes nodes or MaxEdges edges. When either is
+	// reported, nothing else is checked.
+	CodeTooManyNodes         = "too-many-nodes"
+	CodeTooManyScenarioEdges = "too-many-edges-in-scenario"
 )

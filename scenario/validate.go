@@ -64,9 +64,26 @@ func RulesFor(t NodeType) EdgeRules {
 	return EdgeRules{MinInputs: 1, MaxInputs: 1, Outputs: one}
 }
 
+// The most nodes and edges a scenario may have. Validation keeps, per
+// node, the variables in scope, so its cost grows faster than the number of
+// nodes; these bounds keep it small. See the package documentation.
+const (
+	MaxNodes = 500
+	MaxEdges = 2000
+)
+
+// TooLarge reports whether s has more than MaxNodes nodes or more than
+// MaxEdges edges.
+func TooLarge(s *Scenario) bool {
+	return len(s.Nodes) > MaxNodes || len(s.Edges) > MaxEdges
+}
+
 // Validate checks the structure of the graph and returns every problem, in
 // a deterministic order (see Result.Sort):
 //
+//   - at most MaxNodes nodes and MaxEdges edges (CodeTooManyNodes,
+//     CodeTooManyScenarioEdges); when there are more, these are the only
+//     problems reported, and nothing else is looked at;
 //   - at least one Source; node ids present, free of control characters and
 //     unique (CodeMissingNodeID, CodeInvalidNodeID, CodeDuplicateNodeID);
 //   - edges between existing nodes, never into a Source nor out of a Sink,
@@ -82,6 +99,17 @@ func RulesFor(t NodeType) EdgeRules {
 // does, and also checks that no variable is defined twice on a path.
 func Validate(s *Scenario) Result {
 	r := NewResult()
+	if TooLarge(s) {
+		if len(s.Nodes) > MaxNodes {
+			r.Errors = append(r.Errors, Problem{Field: "nodes", Code: CodeTooManyNodes,
+				Message: fmt.Sprintf("the scenario has %d nodes; at most %d are allowed", len(s.Nodes), MaxNodes)})
+		}
+		if len(s.Edges) > MaxEdges {
+			r.Errors = append(r.Errors, Problem{Field: "edges", Code: CodeTooManyScenarioEdges,
+				Message: fmt.Sprintf("the scenario has %d edges; at most %d are allowed", len(s.Edges), MaxEdges)})
+		}
+		return r
+	}
 	v := &validator{s: s, r: &r}
 	v.run()
 	r.Sort(s)

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"reflect"
+	"strconv"
 	"testing"
 )
 
@@ -107,5 +108,57 @@ func TestRulesForEveryType(t *testing.T) {
 		if typ == TypeSink && len(r.Outputs) != 0 {
 			t.Errorf("sinks must have no outputs")
 		}
+	}
+}
+
+func TestValidateSizeLimits(t *testing.T) {
+	chain := func(n int) *Scenario {
+		s := &Scenario{Nodes: []Node{src("n0")}}
+		for i := 1; i < n; i++ {
+			s.Nodes = append(s.Nodes, node("n"+strconv.Itoa(i), TypeSplit))
+			s.Edges = append(s.Edges, edge("n"+strconv.Itoa(i-1), "n"+strconv.Itoa(i)))
+		}
+		return s
+	}
+	codes := func(r Result) []string {
+		var out []string
+		for _, p := range r.Errors {
+			out = append(out, p.Field+":"+p.Code)
+		}
+		return out
+	}
+
+	// At the limit, the usual checks run (the last Split has no output).
+	if got := codes(Validate(chain(MaxNodes))); !reflect.DeepEqual(got, []string{":" + CodeMissingOutput}) {
+		t.Errorf("%d nodes: %v", MaxNodes, got)
+	}
+	// One more: only the size error, none of the others (no duplicate-id,
+	// edge or missing-output checks ran).
+	big := chain(MaxNodes + 1)
+	big.Nodes = append(big.Nodes, src("n0")) // a duplicate id, not reported
+	if got := codes(Validate(big)); !reflect.DeepEqual(got, []string{"nodes:" + CodeTooManyNodes}) {
+		t.Errorf("%d nodes: %v", len(big.Nodes), got)
+	}
+	if !TooLarge(big) || TooLarge(chain(MaxNodes)) {
+		t.Errorf("TooLarge wrong at the limit")
+	}
+	// Too many edges (all duplicates between two nodes), and both.
+	few := &Scenario{Nodes: []Node{src("s"), sink("o")}}
+	for range MaxEdges + 1 {
+		few.Edges = append(few.Edges, edge("s", "o"))
+	}
+	if got := codes(Validate(few)); !reflect.DeepEqual(got, []string{"edges:" + CodeTooManyScenarioEdges}) {
+		t.Errorf("%d edges: %v", len(few.Edges), got)
+	}
+	few.Edges = few.Edges[:MaxEdges]
+	if got := codes(Validate(few)); len(got) == 0 || got[0] == "edges:"+CodeTooManyScenarioEdges {
+		t.Errorf("%d edges: %v", len(few.Edges), got)
+	}
+	big.Edges = few.Edges[:0:0]
+	for range MaxEdges + 1 {
+		big.Edges = append(big.Edges, edge("n0", "n1"))
+	}
+	if got := codes(Validate(big)); !reflect.DeepEqual(got, []string{"nodes:" + CodeTooManyNodes, "edges:" + CodeTooManyScenarioEdges}) {
+		t.Errorf("too many of both: %v", got)
 	}
 }

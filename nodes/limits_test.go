@@ -1,0 +1,155 @@
+package nodes
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/scenario-server/scenario-server/scenario"
+)
+
+// variableChain is a Source, n-2 Variable nodes v1..v(n-2) (each adding a
+// variable, so scopes grow along the chain: the case whose report grew
+// with the square of n) and a Sink: n nodes, n-1 edges. value is the
+// expression of the first Variable; the others are 1.
+func variableChain(n int, value string) *scenario.Scenario {
+	s := &scenario.Scenario{Nodes: []scenario.Node{{ID: "src", Type: scenario.TypeSource, Ref: &scenario.Ref{Typ: "http"}}}}
+	prev := "src"
+	for i := 1; i <= n-2; i++ {
+		id := fmt.Sprintf("v%d", i)
+		e := "1"
+		if i == 1 {
+			e = value
+		}
+		s.Nodes = append(s.Nodes, scenario.Node{ID: id, Type: scenario.TypeVariable, VarName: id, Value: scenario.Expr(e)})
+		s.Edges = append(s.Edges, scenario.Edge{From: prev, To: id})
+		prev = id
+	}
+	s.Nodes = append(s.Nodes, scenario.Node{ID: "out", Type: scenario.TypeSink, Ref: &scenario.Ref{Typ: "dead-end"}})
+	s.Edges = append(s.Edges, scenario.Edge{From: prev, To: "out"})
+	return s
+}
+
+// reportSize is the size of v.Variables as MaxScopeReport counts it.
+func reportSize(v *Validation) int {
+	n := 0
+	for _, env := range v.Variables {
+		for _, t := range env {
+			n += 1 + typeSize(t, 1<<30)
+		}
+	}
+	return n
+}
+
+func TestTooManyNodesChecksNothingElse(t *testing.T) {
+	s := variableChain(scenario.MaxNodes+1, "#nothing + 1") // the expression would be an error
+	v := Validate(s)
+	if len(v.Errors) != 1 || v.Errors[0].Code != scenario.CodeTooManyNodes || len(v.Warnings) != 0 {
+		t.Fatalf("want only %s, got %v %v", scenario.CodeTooManyNodes, v.Errors, v.Warnings)
+	}
+	// No scope was worked out and nothing compiled: the cost stays that of
+	// reading the input.
+	if len(v.Variables) != 0 || len(v.Plans) != 0 || len(v.Order) != 0 {
+		t.Errorf("a too large scenario was walked: %d scopes, %d plans, %d ordered", len(v.Variables), len(v.Plans), len(v.Order))
+	}
+	if v.Variables == nil {
+		t.Errorf("Variables is nil; it must encode as {}")
+	}
+}
+
+func TestLongestChainValidates(t *testing.T) {
+	v := Validate(variableChain(scenario.MaxNodes, "1"))
+	if !v.OK() {
+		t.Fatalf("a %d-node chain: %v", scenario.MaxNodes, v.Errors[:min(3, len(v.Errors))])
+	}
+	if len(v.Order) != scenario.MaxNodes {
+		t.Errorf("%d nodes ordered, want %d", len(v.Order), scenario.MaxNodes)
+	}
+	// Its full report would be about MaxNodes²/2 variables: it is cut at
+	// MaxScopeReport, with a warning, the earlier nodes kept whole.
+	if size := reportSize(v); size > MaxScopeReport {
+		t.Errorf("report size %d > %d", size, MaxScopeReport)
+	}
+	if len(v.Warnings) != 1 || v.Warnings[0].Code != CodeScopeReportTruncated || v.Warnings[0].NodeID != "" {
+		t.Fatalf("want one %s warning, got %v", CodeScopeReportTruncated, v.Warnings)
+	}
+	if _, ok := v.Variables["v1"]; !ok {
+		t.Errorf("the first nodes' scopes are missing")
+	}
+	if _, ok := v.Variables["out"]; ok {
+		t.Errorf("the last node's scope is reported")
+	}
+	for i, id := range v.Order {
+		_, ok := v.Variables[id]
+		if prevOK := i == 0 || v.Variables[v.Order[i-1]] != nil; ok && !prevOK {
+			t.Fatalf("node %s reported after an unreported one", id)
+		}
+	}
+	skipped := scenario.MaxNodes - len(v.Variables)
+	if want := fmt.Sprintf("not reported for %d of the %d nodes", skipped, scenario.MaxNodes); !strings.Contains(v.Warnings[0].Message, want) {
+		t.Errorf("warning %q does not say %q", v.Warnings[0].Message, want)
+	}
+
+	// A short chain is reported whole, without a warning.
+	short := Validate(variableChain(20, "1"))
+	if !short.OK() || len(short.Warnings) != 0 || len(short.Variables) != 20 {
+		t.Errorf("20 nodes: %v %v, %d scopes", short.Errors, short.Warnings, len(short.Variables))
+	}
+}
+
+// TestScopeReportCountsTypeSizes: a large record type in scope everywhere
+// counts with its fields, so the report stays bounded even when few
+// variables are in scope.
+func TestScopeReportCountsTypeSizes(t *testing.T) {
+	s := variableChain(300, "1")
+	// v1 becomes a VariableBuilder of 400 list fields.
+	s.Nodes[1].Type, s.Nodes[1].Value = scenario.TypeVariableBuilder, nil
+	for i := range 400 {
+		s.Nodes[1].Fields = append(s.Nodes[1].Fields, scenario.RecordField{Name: fmt.Sprintf("f%d", i), Expression: scenario.Expr("[1, 2]")})
+	}
+	v := Validate(s)
+	if !v.OK() {
+		t.Fatalf("%v", v.Errors[:min(3, len(v.Errors))])
+	}
+	if size := reportSize(v); size > MaxScopeReport {
+		t.Errorf("report size %d > %d", size, MaxScopeReport)
+	}
+	// Each scope below v1 counts over 800 (v1 itself, and per field 1
+	// and 1 for the list's element type), so about 60 nodes fit, where
+	// counting variables alone would have reported all 300.
+	if n := len(v.Variables); n < 50 || n > 65 {
+		t.Errorf("%d scopes reported", n)
+	}
+	if len(v.Warnings) != 1 || v.Warnings[0].Code != CodeScopeReportTruncated {
+		t.Errorf("warnings: %v", v.Warnings)
+	}
+}
+
+func TestTypeSizeStopsAtLimit(t *testing.T) {
+	v := Validate(variableChain(3, "[[[[1]]]]"))
+	typ := v.Variables["out"]["v1"]
+	if got := typeSize(typ, 100); got != 4 {
+		t.Errorf("size of %s: %d, want 4", typ, got)
+	}
+	if got := typeSize(typ, 2); got <= 2 {
+		t.Errorf("size of %s within 2: %d, want more than 2", typ, got)
+	}
+}
+
+// BenchmarkTooManyNodes shows that refusing a too large scenario is cheap
+// (compare BenchmarkLongestChain).
+func BenchmarkTooManyNodes(b *testing.B) {
+	s := variableChain(10_000, "1")
+	b.ReportAllocs()
+	for b.Loop() {
+		Validate(s)
+	}
+}
+
+func BenchmarkLongestChain(b *testing.B) {
+	s := variableChain(scenario.MaxNodes, "1")
+	b.ReportAllocs()
+	for b.Loop() {
+		Validate(s)
+	}
+}
