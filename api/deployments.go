@@ -38,10 +38,12 @@ func deploymentOut(d store.Deployment) Deployment {
 // ScenarioDeployment is where a scenario stands: its latest deployment's status, or
 // NOT_DEPLOYED when it never was deployed.
 type ScenarioDeployment struct {
-	Scenario   string      `json:"scenario" example:"large payments"`
-	Status     string      `json:"status" enum:"NOT_DEPLOYED,DEPLOYING,RUNNING,CANCELED,FAILED" doc:"The latest deployment's status; NOT_DEPLOYED when there is none."`
-	Reason     string      `json:"reason,omitempty" doc:"The latest deployment's reason (failure message, cancel note)."`
-	Deployment *Deployment `json:"deployment,omitempty" doc:"The latest deployment; absent when never deployed."`
+	Scenario string `json:"scenario" example:"large payments"`
+	Status   string `json:"status" enum:"NOT_DEPLOYED,DEPLOYING,RUNNING,CANCELED,FAILED" doc:"The latest deployment's status; NOT_DEPLOYED when there is none."`
+	Reason   string `json:"reason,omitempty" doc:"The latest deployment's reason (failure message, cancel note)."`
+	// CheckpointError comes from the running deployment (LiveCounts.CheckpointError).
+	CheckpointError string      `json:"checkpointError,omitempty" doc:"Set while the running deployment's checkpoints fail: why the last one failed (see the counts)."`
+	Deployment      *Deployment `json:"deployment,omitempty" doc:"The latest deployment; absent when never deployed."`
 }
 
 func scenarioDeployment(name string, latest *store.Deployment) ScenarioDeployment {
@@ -114,7 +116,11 @@ type LiveCounts struct {
 	FirstErrors  []EventError          `json:"firstErrors" doc:"The first per-event errors (at most 20)."`
 	Checkpoint   int64                 `json:"checkpoint" doc:"The last checkpoint's sequence number; 0 before the first."`
 	CheckpointAt *time.Time            `json:"checkpointAt,omitempty"`
-	UpdatedAt    *time.Time            `json:"updatedAt,omitempty" doc:"When these counts were taken."`
+	// CheckpointError is set while checkpoints fail.
+	CheckpointError    string     `json:"checkpointError,omitempty" doc:"Why the last checkpoint failed (a file sink's file cannot be written, the database refuses the commit); absent once a checkpoint succeeds. The deployment retries; nothing new is committed meanwhile."`
+	CheckpointFailures int64      `json:"checkpointFailures,omitempty" doc:"Checkpoints failed in a row since the last successful one."`
+	CheckpointErrorAt  *time.Time `json:"checkpointErrorAt,omitempty" doc:"When the last checkpoint failed."`
+	UpdatedAt          *time.Time `json:"updatedAt,omitempty" doc:"When these counts were taken."`
 }
 
 func liveOut(name string, l deploy.Live, ok bool) LiveCounts {
@@ -137,6 +143,10 @@ func liveOut(name string, l deploy.Live, ok bool) LiveCounts {
 	out.Checkpoint = l.Checkpoint
 	if !l.CheckpointAt.IsZero() {
 		out.CheckpointAt = &l.CheckpointAt
+	}
+	out.CheckpointError, out.CheckpointFailures = l.CheckpointError, l.CheckpointFailures
+	if !l.CheckpointErrorAt.IsZero() {
+		out.CheckpointErrorAt = &l.CheckpointErrorAt
 	}
 	if !l.UpdatedAt.IsZero() {
 		out.UpdatedAt = &l.UpdatedAt
@@ -311,7 +321,13 @@ func (h *handlers) deploymentStatus(ctx context.Context, in *scenarioPath) (*sce
 	if len(list) > 0 {
 		latest = &list[0]
 	}
-	return &scenarioDeploymentOutput{Body: scenarioDeployment(in.Name, latest)}, nil
+	out := &scenarioDeploymentOutput{Body: scenarioDeployment(in.Name, latest)}
+	if h.runtime != nil && latest != nil {
+		if l, ok := h.runtime.Live(in.Name); ok && l.Deployment == latest.ID {
+			out.Body.CheckpointError = l.CheckpointError
+		}
+	}
+	return out, nil
 }
 
 func (h *handlers) listDeployments(ctx context.Context, in *scenarioPath) (*deploymentListOutput, error) {
@@ -385,6 +401,7 @@ func runtimeError(ctx context.Context, err error, name string, version int) erro
 	var backpressure *deploy.BackpressureError
 	var unknown *deploy.UnknownSourceError
 	var badEvent *deploy.InvalidEventError
+	var inUse *deploy.SinkPathInUseError
 	switch {
 	case errors.As(err, &invalid):
 		p := problemf(http.StatusUnprocessableEntity, CodeInvalidScenario, "version %d of %q cannot be deployed", invalid.Version, invalid.Scenario)
@@ -393,10 +410,12 @@ func runtimeError(ctx context.Context, err error, name string, version int) erro
 		}
 		p.Problems = invalid.Problems
 		return p
+	case errors.As(err, &inUse):
+		return newProblem(http.StatusUnprocessableEntity, CodeSinkPathInUse, inUse.Error())
 	case errors.As(err, &backpressure):
 		p := problemf(http.StatusTooManyRequests, CodeBacklogFull,
-			"source %q of %q has %d events waiting to be processed (limit %d); send again later",
-			backpressure.Source, name, backpressure.Backlog, backpressure.Limit)
+			"source %q of %q has %d events waiting to be processed and the batch has %d (limit %d); send again later",
+			backpressure.Source, name, backpressure.Backlog, backpressure.Batch, backpressure.Limit)
 		secs := max(int((backpressure.RetryAfter+time.Second-1)/time.Second), 1)
 		return huma.ErrorWithHeaders(p, http.Header{"Retry-After": {strconv.Itoa(secs)}})
 	case errors.As(err, &unknown):

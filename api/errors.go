@@ -37,12 +37,16 @@ const (
 	// CodeTestTimeout (422): a test run took longer than the server's limit
 	// (Config.TestTimeout) and was stopped; test fewer records or a lighter graph.
 	CodeTestTimeout = "test-timeout"
-	// CodeInvalidEvent (400): an event sent to an HTTP source is not a JSON object, or the
-	// body has none; nothing of the batch was accepted.
+	// CodeInvalidEvent (400): an event sent to an HTTP source is not a JSON object the engine
+	// can decode (a number out of range, nesting deeper than 1000), or the body has none;
+	// nothing of the batch was accepted.
 	CodeInvalidEvent = "invalid-event"
 	// CodeIdempotencyKeyReused (422): the Idempotency-Key names an accepted batch with another
 	// number of events; nothing was accepted.
 	CodeIdempotencyKeyReused = "idempotency-key-reused"
+	// CodeSinkPathInUse (422): a file sink of the version writes to a file that a file sink
+	// of another scenario's running deployment writes; nothing was deployed.
+	CodeSinkPathInUse = "sink-path-in-use"
 	// CodeScenarioNotFound (404): no scenario has that name.
 	CodeScenarioNotFound = "scenario-not-found"
 	// CodeVersionNotFound (404): the scenario has no version of that number.
@@ -93,6 +97,7 @@ const (
 var Codes = []string{
 	CodeInvalidJSON, CodeBadRequest, CodeInvalidName, CodeValidationFailed, CodeInvalidScenario,
 	CodeUnknownNode, CodeScenarioHasErrors, CodeTestTimeout, CodeInvalidEvent, CodeIdempotencyKeyReused,
+	CodeSinkPathInUse,
 	CodeScenarioNotFound, CodeVersionNotFound, CodeSourceNotFound, CodeSinkNotFound, CodeRouteNotFound,
 	CodeMethodNotAllowed, CodeNotAcceptable, CodeRequestTimeout, CodeScenarioExists,
 	CodeVersionConflict, CodeScenarioArchived, CodeDeploymentActive, CodeNotDeployed, CodeBodyTooLarge,

@@ -30,7 +30,9 @@ type ingestInput struct {
 	Source         string `path:"sourceId" doc:"The id of an HTTP source node of the running version." example:"payments"`
 	IdempotencyKey string `header:"Idempotency-Key" maxLength:"200" doc:"Optional key naming this batch: a batch re-sent with the same key (after a timeout, a lost answer or a server restart) is stored once and answered with the first batch's offsets. Use a new key for each batch."`
 	ContentType    string `header:"Content-Type" doc:"application/json (one object, or an array of objects) or application/x-ndjson (one object a line)."`
-	RawBody        []byte `contentType:"application/x-ndjson"`
+	// ContentEncoding: the server does not decompress bodies.
+	ContentEncoding string `header:"Content-Encoding" doc:"identity or absent: compressed bodies are refused (415 unsupported-media-type)."`
+	RawBody         []byte `contentType:"application/x-ndjson"`
 }
 
 type ingestOutput struct {
@@ -49,9 +51,11 @@ func (h *handlers) registerEvents(hapi huma.API) {
 			"The answer 202 comes once the batch is durable in the source's event log: it survives a crash of the server, and the deployment " +
 			"processes it exactly once into its window state and collect results. With an Idempotency-Key, a re-sent batch is stored once, " +
 			"so a client that re-sends every batch it got no 202 for (at-least-once sending) gets each event processed once. " +
-			"A batch is all or nothing: one record that is not a JSON object refuses it (400 invalid-event). When the deployment has fallen " +
-			"behind (its backlog of accepted, unprocessed events is at the server's limit) the answer is 429 backlog-full with Retry-After; " +
-			"send the batch again then.",
+			"A batch is all or nothing: one record that is not a JSON object the engine can decode (invalid JSON, a number out of range, " +
+			"nesting deeper than 1000) refuses it (400 invalid-event, naming the event). A body with a Content-Encoding other than identity is " +
+			"refused (415). When the deployment has fallen behind (its backlog of accepted, unprocessed events plus the batch would exceed " +
+			"the server's limit) the answer is 429 backlog-full with Retry-After; send the batch again then. A batch larger than the limit " +
+			"is accepted only when the backlog is empty.",
 		Tags: []string{tagDeployments},
 		// The body is split and checked by the handler, whatever its media type.
 		SkipValidateBody: true,
@@ -81,6 +85,10 @@ func (h *handlers) ingest(ctx context.Context, in *ingestInput) (*ingestOutput, 
 	}
 	if err := h.needRuntime(); err != nil {
 		return nil, err
+	}
+	if enc := strings.TrimSpace(in.ContentEncoding); enc != "" && !strings.EqualFold(enc, "identity") {
+		return nil, problemf(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
+			"Content-Encoding %q is not supported: send the events uncompressed", enc)
 	}
 	records, err := splitRecords(in.ContentType, in.RawBody)
 	if err != nil {

@@ -58,6 +58,11 @@ type deployment struct {
 	dirty           bool // state changed since the last checkpoint
 	forceCheckpoint bool // checkpoint now (an idle step emitted results)
 	commitFailing   bool
+	// The last checkpoint failure (file sink write or store commit), published in Live
+	// until a checkpoint succeeds; failures counts the consecutive ones.
+	checkpointErr      string
+	checkpointErrAt    time.Time
+	checkpointFailures int64
 }
 
 // source is one HTTP source of a deployment and its position in the source's event log.
@@ -72,6 +77,9 @@ type source struct {
 	next      atomic.Int64 // next offset to process
 	committed atomic.Int64 // next offset as of the last checkpoint
 	accepted  atomic.Int64 // end of the log as far as this server knows
+
+	// ingestMu makes Ingest's back-pressure check and its append one step.
+	ingestMu sync.Mutex
 
 	// pushedSinceStart: the engine has seen an event of this source since this process
 	// restored it (the engine's idle clock for the source is set). Owned by run.
@@ -218,6 +226,7 @@ func (d *deployment) run() {
 				return
 			case err != nil && ctx.Err() == nil:
 				log.Error("checkpoint failed; retrying", "error", err)
+				d.publish(PhaseRunning) // the failure shows in Live
 			}
 		}
 		if n == 0 {
@@ -330,7 +339,13 @@ func (d *deployment) restore(ctx context.Context) error {
 	}
 	// The first checkpoint records the positions and the file sinks' sizes at start, so that
 	// a crash before the next one neither re-reads older events nor keeps lines written after.
-	return d.retry(ctx, "committing the first checkpoint", func() error { return d.checkpoint(ctx) })
+	return d.retry(ctx, "committing the first checkpoint", func() error {
+		err := d.checkpoint(ctx)
+		if err != nil {
+			d.publish(PhaseStarting) // the failure shows in Live
+		}
+		return err
+	})
 }
 
 // previousCheckpoint returns the latest checkpoint of the newest earlier deployment of the
@@ -479,6 +494,7 @@ func (d *deployment) checkpoint(ctx context.Context) error {
 	snapshot := d.eng.AppendSnapshot(nil)
 	if err := d.sinks.writeFiles(); err != nil {
 		d.commitFailing = true
+		d.noteCheckpointError(now, err)
 		return err
 	}
 	d.sinks.writeStdout()
@@ -491,6 +507,7 @@ func (d *deployment) checkpoint(ctx context.Context) error {
 		store.Checkpoint{Deployment: d.info.ID, State: state.encode(), Positions: positions}, d.sinks.collect)
 	if err != nil {
 		d.commitFailing = true
+		d.noteCheckpointError(now, err)
 		if errors.Is(err, store.ErrInvalidJSON) || errors.Is(err, store.ErrNotFound) {
 			// A value the store refuses fails every checkpoint from now on; a deployment
 			// that is gone has nowhere to checkpoint.
@@ -500,6 +517,7 @@ func (d *deployment) checkpoint(ctx context.Context) error {
 	}
 	d.sinks.committed()
 	d.commitFailing, d.dirty, d.forceCheckpoint = false, false, false
+	d.checkpointErr, d.checkpointErrAt, d.checkpointFailures = "", time.Time{}, 0
 	d.checkpointSeq, d.checkpointAt = cp.Sequence, cp.CreatedAt
 	for i, s := range d.sources {
 		prev := s.committed.Swap(positions[i].Offset)
@@ -511,6 +529,11 @@ func (d *deployment) checkpoint(ctx context.Context) error {
 	}
 	d.publish(PhaseRunning)
 	return nil
+}
+
+func (d *deployment) noteCheckpointError(now time.Time, err error) {
+	d.checkpointErr, d.checkpointErrAt = err.Error(), now
+	d.checkpointFailures++
 }
 
 // fail marks the deployment FAILED with reason.
@@ -531,6 +554,7 @@ func (d *deployment) publish(phase Phase) {
 		Scenario: d.info.Scenario, Deployment: d.info.ID, Version: d.info.Version, Phase: phase,
 		Nodes:      d.eng.Counts(),
 		Checkpoint: d.checkpointSeq, CheckpointAt: d.checkpointAt,
+		CheckpointError: d.checkpointErr, CheckpointErrorAt: d.checkpointErrAt, CheckpointFailures: d.checkpointFailures,
 		UpdatedAt: d.rt.cfg.Now().UTC(),
 	}
 	errs, total := d.eng.Errors()

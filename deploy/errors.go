@@ -81,15 +81,47 @@ func (e *InvalidEventError) Error() string {
 }
 
 // BackpressureError is Ingest's error when the deployment has fallen behind: the source has
-// at least Limit accepted events it has not processed yet. Nothing was accepted; the client
-// sends the batch again after RetryAfter. The API answers 429 backlog-full with Retry-After.
+// Backlog accepted events it has not processed yet, and Backlog + Batch would exceed Limit.
+// Nothing was accepted; the client sends the batch again after RetryAfter. The API answers
+// 429 backlog-full with Retry-After.
 type BackpressureError struct {
 	Scenario, Source string
 	Backlog, Limit   int64
-	RetryAfter       time.Duration
+	// Batch is the number of events of the refused batch.
+	Batch      int
+	RetryAfter time.Duration
 }
 
 func (e *BackpressureError) Error() string {
-	return fmt.Sprintf("source %q of %q has %d events waiting to be processed (limit %d); retry after %s",
-		e.Source, e.Scenario, e.Backlog, e.Limit, e.RetryAfter)
+	return fmt.Sprintf("source %q of %q has %d events waiting to be processed and the batch has %d (limit %d); retry after %s",
+		e.Source, e.Scenario, e.Backlog, e.Batch, e.Limit, e.RetryAfter)
 }
+
+// ErrSinkPathInUse is what a *SinkPathInUseError matches with errors.Is.
+var ErrSinkPathInUse = errors.New("file sink path in use")
+
+// SinkPathInUseError is Deploy's error for a version with a file sink writing to the file
+// that a file sink of another scenario's running deployment writes: at a restore, each
+// deployment cuts the file back to its own checkpointed size, deleting the other's lines.
+// Nothing was changed. Start marks a resumed deployment FAILED with it when a deployment
+// resumed before it writes the file. The API answers 422 sink-path-in-use.
+type SinkPathInUseError struct {
+	Scenario, Sink string
+	// Path is the sink's path parameter, relative to the server's sink directory.
+	Path                     string
+	OtherScenario, OtherSink string
+	// OtherDeployment is the other deployment's id; 0 while it is being created.
+	OtherDeployment int64
+}
+
+func (e *SinkPathInUseError) Error() string {
+	other := fmt.Sprintf("the running deployment %d of %q", e.OtherDeployment, e.OtherScenario)
+	if e.OtherDeployment == 0 {
+		other = fmt.Sprintf("a deployment of %q being started", e.OtherScenario)
+	}
+	return fmt.Sprintf("file sink %q of %q writes to %q, which file sink %q of %s writes to: two deployments cannot share a file; use another path",
+		e.Sink, e.Scenario, e.Path, e.OtherSink, other)
+}
+
+// Is makes errors.Is(err, ErrSinkPathInUse) true.
+func (e *SinkPathInUseError) Is(target error) bool { return target == ErrSinkPathInUse }

@@ -2,9 +2,10 @@ package deploy
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/scenario-server/scenario-server/value"
 )
 
 // MaxBatchEvents is the most events one Ingest call takes: a batch is one store transaction.
@@ -30,11 +31,20 @@ type Accepted struct {
 // idempotency key for the batch: a batch re-sent with the same key is stored once, and the
 // answer is the first one's (see store.AppendEventBatch).
 //
+// Each record is checked with the decoder the engine uses (value.Decoder), so a record the
+// engine would refuse (not a JSON object, a number out of float64's range, nesting deeper than
+// value.MaxDepth) refuses the whole batch here instead of failing after it was accepted.
+//
+// Back-pressure: the check and the append are atomic per source, and count the batch. A batch
+// is refused when the source's backlog of accepted, unprocessed events plus the batch would
+// exceed Config.MaxBacklog, except that a batch is always accepted when the backlog is 0 (a
+// batch larger than the limit could never be accepted otherwise): the backlog never exceeds
+// max(MaxBacklog, the largest batch, MaxBatchEvents at most).
+//
 // Errors: ErrNotDeployed; *UnknownSourceError; *InvalidEventError (a record that is not a JSON
-// object, no record, more than MaxBatchEvents; nothing stored);
-// *BackpressureError when the source's backlog of accepted, unprocessed events has reached
-// Config.MaxBacklog (nothing stored; retry later); ErrClosed during Shutdown; errors wrapping
-// store.ErrBatchKeyReused; store failures.
+// object or that the engine's decoder refuses, no record, more than MaxBatchEvents; nothing
+// stored); *BackpressureError (nothing stored; retry later); ErrClosed during Shutdown; errors
+// wrapping store.ErrBatchKeyReused; store failures.
 func (r *Runtime) Ingest(ctx context.Context, scenarioName, sourceID, key string, records [][]byte) (Accepted, error) {
 	if r.Closing() {
 		return Accepted{}, ErrClosed
@@ -54,14 +64,20 @@ func (r *Runtime) Ingest(ctx context.Context, scenarioName, sourceID, key string
 		return Accepted{}, &InvalidEventError{Index: -1,
 			Reason: fmt.Sprintf("the batch has %d events; send at most %d at once", len(records), MaxBatchEvents)}
 	}
+	var dec value.Decoder
 	for i, rec := range records {
-		if reason := checkRecord(rec); reason != "" {
+		if reason := checkRecord(&dec, rec); reason != "" {
 			return Accepted{}, &InvalidEventError{Index: i, Reason: reason}
 		}
 	}
-	if backlog := s.accepted.Load() - s.next.Load(); backlog >= r.cfg.MaxBacklog {
+	// Check and append under the source's lock, so that concurrent batches cannot each pass
+	// the check against the same backlog.
+	s.ingestMu.Lock()
+	defer s.ingestMu.Unlock()
+	backlog := max(s.accepted.Load()-s.next.Load(), 0)
+	if backlog > 0 && backlog+int64(len(records)) > r.cfg.MaxBacklog {
 		return Accepted{}, &BackpressureError{Scenario: scenarioName, Source: sourceID,
-			Backlog: backlog, Limit: r.cfg.MaxBacklog, RetryAfter: DefaultRetryAfter}
+			Backlog: backlog, Batch: len(records), Limit: r.cfg.MaxBacklog, RetryAfter: DefaultRetryAfter}
 	}
 	b, err := r.cfg.Store.AppendEventBatch(ctx, s.log, key, records)
 	if err != nil {
@@ -72,8 +88,8 @@ func (r *Runtime) Ingest(ctx context.Context, scenarioName, sourceID, key string
 	return Accepted{FirstOffset: b.FirstOffset, Count: b.Count, AcceptedAt: b.AcceptedAt, Duplicate: b.Duplicate}, nil
 }
 
-// checkRecord returns why rec is not a JSON object, or "".
-func checkRecord(rec []byte) string {
+// checkRecord returns why rec is not a JSON object the engine can decode, or "".
+func checkRecord(dec *value.Decoder, rec []byte) string {
 	i := 0
 	for i < len(rec) && (rec[i] == ' ' || rec[i] == '\t' || rec[i] == '\r' || rec[i] == '\n') {
 		i++
@@ -84,8 +100,10 @@ func checkRecord(rec []byte) string {
 	if rec[i] != '{' {
 		return "not a JSON object"
 	}
-	if !json.Valid(rec) {
-		return "not valid JSON"
+	// ParseFields with no wanted field checks the syntax, number range and depth exactly as
+	// Parse does (the engine's source decoder), without building the record.
+	if _, err := dec.ParseFields(rec, nil); err != nil {
+		return "not a JSON record the engine can decode: " + err.Error()
 	}
 	return ""
 }

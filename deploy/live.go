@@ -40,7 +40,15 @@ type Live struct {
 	// it was committed.
 	Checkpoint   int64
 	CheckpointAt time.Time
-	UpdatedAt    time.Time
+	// CheckpointError is why the last checkpoint failed (a file sink's file cannot be
+	// written, the store refuses the commit), when it did: the deployment keeps processing
+	// and retries, but nothing new is committed until a checkpoint succeeds. Empty after a
+	// successful one. CheckpointFailures counts the failures since then; CheckpointErrorAt
+	// is when the last one happened.
+	CheckpointError    string
+	CheckpointErrorAt  time.Time
+	CheckpointFailures int64
+	UpdatedAt          time.Time
 }
 
 // SourceLive is the state of one HTTP source of a running deployment. Offsets are event-log

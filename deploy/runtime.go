@@ -80,9 +80,10 @@ type Config struct {
 	// its results, state and positions; results become visible at that pace. 0 means
 	// DefaultCheckpointInterval (1 s).
 	CheckpointInterval time.Duration
-	// MaxBacklog is, per HTTP source, the number of accepted events not yet processed at which
-	// Ingest refuses more with a *BackpressureError. Concurrent requests may each pass the
-	// check, so the backlog may exceed it by their batches. 0 means DefaultMaxBacklog (50,000).
+	// MaxBacklog is, per HTTP source, the most accepted events not yet processed: Ingest
+	// refuses a batch that would take the backlog beyond it with a *BackpressureError, unless
+	// the backlog is 0 (a batch larger than the limit is accepted alone). The check and the
+	// append are atomic per source. 0 means DefaultMaxBacklog (50,000).
 	MaxBacklog int64
 	// FileSinkDir is where file sinks write: their path parameter is a relative path inside
 	// it ("results/sessions.ndjson"). Empty means the working directory.
@@ -105,8 +106,11 @@ type Runtime struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu      sync.RWMutex
-	active  map[string]*deployment // by scenario name
+	mu     sync.RWMutex
+	active map[string]*deployment // by scenario name
+	// pending holds, by scenario name, the deployment a Deploy is starting (from before it
+	// stops the running one until it returns), so that its file sinks count as in use.
+	pending map[string]*deployment
 	locks   map[string]*sync.Mutex // serialize Deploy and Cancel per scenario
 	closed  bool
 	running sync.WaitGroup
@@ -135,7 +139,7 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	r := &Runtime{cfg: cfg, log: cfg.Logger, active: map[string]*deployment{}, locks: map[string]*sync.Mutex{}}
+	r := &Runtime{cfg: cfg, log: cfg.Logger, active: map[string]*deployment{}, pending: map[string]*deployment{}, locks: map[string]*sync.Mutex{}}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	if cfg.Metrics != nil {
 		if err := cfg.Metrics.Register(&collector{rt: r}); err != nil {
@@ -148,8 +152,9 @@ func New(cfg Config) (*Runtime, error) {
 // Start resumes every deployment the store lists as deploying or running: each restores its
 // latest checkpoint and continues its event logs from there, in its own goroutine. Start
 // returns once they are registered (Ingest accepts their events at once), not restored. A
-// deployment whose version no longer builds is marked FAILED. Errors: the store cannot list
-// the deployments.
+// deployment whose version no longer builds, or with a file sink writing to a file that a
+// deployment resumed before it writes too (*SinkPathInUseError), is marked FAILED with the
+// reason. Errors: the store cannot list the deployments.
 func (r *Runtime) Start(ctx context.Context) error {
 	list, err := r.cfg.Store.ListActiveDeployments(ctx)
 	if err != nil {
@@ -169,21 +174,33 @@ func (r *Runtime) Start(ctx context.Context) error {
 			continue
 		}
 		d.info = sd
-		if !r.launch(d) {
-			return ErrClosed
+		if err := r.launch(d); err != nil {
+			var inUse *SinkPathInUseError
+			if !errors.As(err, &inUse) {
+				return err
+			}
+			// Two deployments restoring one file would cut each other's lines: only the first runs.
+			r.log.Error("deployment cannot resume", "scenario", sd.Scenario, "deployment", sd.ID, "error", err)
+			if _, serr := r.cfg.Store.SetDeploymentStatus(ctx, sd.ID, store.StatusFailed, err.Error()); serr != nil {
+				r.log.Error("marking deployment failed", "deployment", sd.ID, "error", serr)
+			}
+			continue
 		}
 		r.log.Info("resuming deployment", "scenario", sd.Scenario, "deployment", sd.ID, "version", sd.Version)
 	}
 	return nil
 }
 
-// launch registers d as its scenario's deployment and starts its goroutine; false when the
-// runtime is closed.
-func (r *Runtime) launch(d *deployment) bool {
+// launch registers d as its scenario's deployment and starts its goroutine. Errors: ErrClosed;
+// *SinkPathInUseError when another scenario's deployment writes one of d's files.
+func (r *Runtime) launch(d *deployment) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		return false
+		return ErrClosed
+	}
+	if err := r.sinkPathInUse(d); err != nil {
+		return err
 	}
 	r.active[d.info.Scenario] = d
 	r.running.Add(1)
@@ -191,7 +208,58 @@ func (r *Runtime) launch(d *deployment) bool {
 		defer r.running.Done()
 		d.run()
 	}()
-	return true
+	return nil
+}
+
+// sinkPathInUse returns a *SinkPathInUseError when a file sink of d writes to a file that a
+// file sink of another scenario's running (or starting) deployment writes: restoring either
+// would cut the other's lines. Deployments of d's own scenario are not counted: they are
+// replaced by d. The caller holds r.mu.
+func (r *Runtime) sinkPathInUse(d *deployment) error {
+	if len(d.sinks.files) == 0 {
+		return nil
+	}
+	check := func(other *deployment) error {
+		if other == nil || other == d || other.info.Scenario == d.info.Scenario {
+			return nil
+		}
+		for _, f := range sortedFiles(d.sinks) {
+			for _, g := range sortedFiles(other.sinks) {
+				if f.path == g.path {
+					return &SinkPathInUseError{Scenario: d.info.Scenario, Sink: f.id, Path: f.rel,
+						OtherScenario: other.info.Scenario, OtherDeployment: other.info.ID, OtherSink: g.id}
+				}
+			}
+		}
+		return nil
+	}
+	for _, m := range []map[string]*deployment{r.active, r.pending} {
+		for _, other := range m {
+			if err := check(other); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// reserve marks d as the deployment Deploy is starting for its scenario, so that no other
+// scenario's deployment takes its files meanwhile; the returned function undoes it.
+// Errors: *SinkPathInUseError.
+func (r *Runtime) reserve(d *deployment) (func(), error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.sinkPathInUse(d); err != nil {
+		return nil, err
+	}
+	r.pending[d.info.Scenario] = d
+	return func() {
+		r.mu.Lock()
+		if r.pending[d.info.Scenario] == d {
+			delete(r.pending, d.info.Scenario)
+		}
+		r.mu.Unlock()
+	}, nil
 }
 
 // Shutdown stops accepting deployments and events, has every deployment commit a final
@@ -308,8 +376,9 @@ type DeployRequest struct {
 // it stopped. Redeploying the same version keeps the window state; another version starts
 // with empty windows (its graph, and so its state, differs).
 //
-// Errors: *InvalidVersionError; errors wrapping store.ErrNotFound (no such scenario or
-// version) or store.ErrArchived; ErrClosed during Shutdown; ctx's error when it ends before
+// Errors: *InvalidVersionError; *SinkPathInUseError (a file sink writes to a file that
+// another scenario's running deployment writes; nothing changed); errors wrapping
+// store.ErrNotFound (no such scenario or version) or store.ErrArchived; ErrClosed during Shutdown; ctx's error when it ends before
 // the deployment started (it goes on starting); store failures.
 func (r *Runtime) Deploy(ctx context.Context, req DeployRequest) (store.Deployment, error) {
 	unlock := r.lockScenario(req.Scenario)
@@ -338,6 +407,11 @@ func (r *Runtime) Deploy(ctx context.Context, req DeployRequest) (store.Deployme
 	if err != nil {
 		return store.Deployment{}, err
 	}
+	release, err := r.reserve(d)
+	if err != nil {
+		return store.Deployment{}, err
+	}
+	defer release()
 
 	reason := fmt.Sprintf("replaced by version %d", v.Number)
 	if req.User != "" {
@@ -353,8 +427,9 @@ func (r *Runtime) Deploy(ctx context.Context, req DeployRequest) (store.Deployme
 		return store.Deployment{}, err
 	}
 	d.info = sd
-	if !r.launch(d) {
-		return sd, ErrClosed
+	if err := r.launch(d); err != nil {
+		// ErrClosed: reserve keeps other scenarios off d's files, so not *SinkPathInUseError.
+		return sd, err
 	}
 	r.log.Info("deploying", "scenario", req.Scenario, "deployment", sd.ID, "version", v.Number, "user", req.User)
 	r.changes.Notify()
@@ -493,19 +568,24 @@ func (r *Runtime) prepare(v store.Version) (*deployment, error) {
 				d.sinks.kinds[id] = kind
 			case sinkFile:
 				rel, _ := p.Params["path"].(string)
-				if !filepath.IsLocal(rel) {
+				if !filepath.IsLocal(rel) || filepath.Clean(rel) == "." {
 					problems = append(problems, scenario.Problem{NodeID: id, Field: "path", Code: "invalid-path",
-						Message: fmt.Sprintf("a deployed file sink writes inside the server's sink directory: %q must be a relative path that stays inside it", rel)})
+						Message: fmt.Sprintf("a deployed file sink writes inside the server's sink directory: %q must be a relative path to a file that stays inside it", rel)})
 					continue
 				}
 				path := filepath.Join(r.cfg.FileSinkDir, rel)
+				if info, err := os.Stat(path); err == nil && info.IsDir() {
+					problems = append(problems, scenario.Problem{NodeID: id, Field: "path", Code: "invalid-path",
+						Message: fmt.Sprintf("%q is a directory of the server's sink directory: a file sink needs a file", rel)})
+					continue
+				}
 				if other, ok := files[path]; ok {
 					problems = append(problems, scenario.Problem{NodeID: id, Field: "path", Code: "invalid-path",
 						Message: fmt.Sprintf("file sink %q writes to the same file", other)})
 					continue
 				}
 				files[path] = id
-				d.sinks.addFile(id, path)
+				d.sinks.addFile(id, rel, path)
 			default:
 				problems = append(problems, scenario.Problem{NodeID: id, Field: "ref.typ", Code: "unsupported-sink",
 					Message: fmt.Sprintf("deployments do not write %s sinks", kind)})

@@ -40,6 +40,12 @@ func runRuntimeSuite(t *testing.T, newStore newStoreFunc) {
 		{"FileSinkExactlyOnce", testFileSinkExactlyOnce},
 		{"IdleSourceClosesWindow", testIdleSourceClosesWindow},
 		{"ArrivalTime", testArrivalTime},
+		{"SinkPathInUse", testSinkPathInUse},
+		{"SinkPathInUseAtRestart", testSinkPathInUseAtRestart},
+		{"FileSinkDirectoryPath", testFileSinkDirectoryPath},
+		{"CheckpointErrorVisible", testCheckpointErrorVisible},
+		{"BackpressureCountsTheBatch", testBackpressureCountsTheBatch},
+		{"IngestUsesEngineDecoder", testIngestUsesEngineDecoder},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -273,8 +279,8 @@ func testCancel(t *testing.T, st store.Store) {
 	}
 }
 
-// Ingest refuses events once a source's backlog reaches MaxBacklog; the deployment here is
-// registered but not running, so nothing is processed.
+// Ingest refuses a batch that would take a source's backlog beyond MaxBacklog; the deployment
+// here is registered but not running, so nothing is processed.
 func testBackpressure(t *testing.T, st store.Store) {
 	createScenario(t, st, "sums", tumblingGraph(""))
 	r := newRuntime(t, st, func(c *Config) { c.MaxBacklog = 250 })
@@ -292,18 +298,25 @@ func testBackpressure(t *testing.T, st store.Store) {
 	t.Cleanup(func() { r.remove(d) })
 
 	recs := records(400)
-	for i := 0; i < 300; i += 100 {
+	for i := 0; i < 200; i += 100 {
 		if _, err := r.Ingest(t.Context(), "sums", "in", "", recs[i:i+100]); err != nil {
 			t.Fatalf("batch %d: %v", i, err)
 		}
 	}
-	_, err = r.Ingest(t.Context(), "sums", "in", "", recs[300:])
+	_, err = r.Ingest(t.Context(), "sums", "in", "", recs[200:300])
 	var bp *BackpressureError
-	if !errors.As(err, &bp) || bp.Backlog != 300 || bp.Limit != 250 || bp.RetryAfter != time.Second {
+	if !errors.As(err, &bp) || bp.Backlog != 200 || bp.Batch != 100 || bp.Limit != 250 || bp.RetryAfter != time.Second {
 		t.Fatalf("ingest beyond the backlog: %v", err)
 	}
-	if got, _ := st.ReadEvents(t.Context(), store.EventLog{Scenario: "sums", Source: "in"}, 300, 10); got != nil {
+	if got, _ := st.ReadEvents(t.Context(), store.EventLog{Scenario: "sums", Source: "in"}, 200, 10); got != nil {
 		t.Errorf("the refused batch was stored")
+	}
+	// Up to the limit exactly, then not one more.
+	if _, err := r.Ingest(t.Context(), "sums", "in", "", recs[200:250]); err != nil {
+		t.Fatalf("a batch up to the limit: %v", err)
+	}
+	if _, err := r.Ingest(t.Context(), "sums", "in", "", recs[250:251]); !errors.As(err, &bp) || bp.Backlog != 250 {
+		t.Fatalf("one event beyond the limit: %v", err)
 	}
 }
 

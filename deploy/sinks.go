@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 
 	"github.com/scenario-server/scenario-server/store"
 	"github.com/scenario-server/scenario-server/value"
@@ -38,6 +39,7 @@ type sinks struct {
 // fileSink is one file sink: the file it appends to and the lines not written yet.
 type fileSink struct {
 	id, path string
+	rel      string // the path parameter, relative to Config.FileSinkDir
 	pending  []byte
 	// size is the file's size after the last write: what a checkpoint records.
 	size int64
@@ -47,9 +49,19 @@ func newSinks(out io.Writer) *sinks {
 	return &sinks{kinds: map[string]string{}, files: map[string]*fileSink{}, out: out}
 }
 
-func (s *sinks) addFile(id, path string) {
+func (s *sinks) addFile(id, rel, path string) {
 	s.kinds[id] = sinkFile
-	s.files[id] = &fileSink{id: id, path: path}
+	s.files[id] = &fileSink{id: id, rel: rel, path: path}
+}
+
+// sortedFiles returns s's file sinks by id (for deterministic messages).
+func sortedFiles(s *sinks) []*fileSink {
+	list := make([]*fileSink, 0, len(s.files))
+	for _, f := range s.files {
+		list = append(list, f)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].id < list[j].id })
+	return list
 }
 
 // output is the engine's Output.
