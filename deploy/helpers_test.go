@@ -11,37 +11,17 @@ import (
 	"github.com/scenario-server/scenario-server/engine"
 	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/store"
-	"github.com/scenario-server/scenario-server/store/postgres"
-	"github.com/scenario-server/scenario-server/store/postgres/pgtest"
-	"github.com/scenario-server/scenario-server/store/sqlite"
+	"github.com/scenario-server/scenario-server/store/storetest"
 	"github.com/scenario-server/scenario-server/value"
 )
 
 // newStoreFunc opens a fresh, empty store for t, closed when t ends.
-type newStoreFunc func(t *testing.T) store.Store
+type newStoreFunc = storetest.Opener
 
-func sqliteStore(t *testing.T) store.Store {
-	t.Helper()
-	s, err := sqlite.Open(t.Context(), t.TempDir())
-	if err != nil {
-		t.Fatalf("opening SQLite store: %v", err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
-// postgresStore opens a PostgreSQL store in a fresh schema of the test database, dropped when
-// t ends; without a test database, t is skipped (failed under CI=true: see pgtest.URL).
-func postgresStore(t *testing.T) store.Store {
-	t.Helper()
-	_, connString := pgtest.Schema(t)
-	s, err := postgres.Open(t.Context(), connString)
-	if err != nil {
-		t.Fatalf("opening PostgreSQL store: %v", err)
-	}
-	t.Cleanup(func() { s.Close() }) // runs before the schema is dropped
-	return s
-}
+var (
+	sqliteStore   = storetest.OpenSQLite
+	postgresStore = storetest.OpenPostgres
+)
 
 // newRuntime starts a runtime on st with a short checkpoint interval; it is shut down when t
 // ends (a no-op after abort).
