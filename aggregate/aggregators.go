@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/scenario-server/scenario-server/value"
 )
@@ -351,13 +352,13 @@ func valueSize(v value.Value) int {
 }
 
 // valueHeader is the size of a value.Value.
-const valueHeader = 48
+const valueHeader = int(unsafe.Sizeof(value.Value{}))
 
 // Reading a value.Value on the hot path.
 //
-// value.Value is 48 bytes and its accessors have value receivers; a struct
-// over 32 bytes is not SSA-able, so every inlined accessor call copies the
-// whole Value, which costs more than Add itself. The Add methods read the
+// value.Value's accessors have value receivers, and inlined accessor calls
+// on a Value held in memory copy it (24 bytes), which can cost more than Add
+// itself. The Add methods read the
 // kind and the 8-byte payload with the pointer-receiver v.KindBits() on
 // their own parameter instead: no second copy.
 

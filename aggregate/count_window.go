@@ -84,7 +84,7 @@ func (c *countWindow) StateBytes() int {
 		n += col.SizeBytes()
 	}
 	for _, kv := range c.keyVals {
-		n += 48 * len(kv)
+		n += valueHeader * len(kv)
 	}
 	return n
 }

@@ -314,7 +314,7 @@ func emitCells(st *Stats, emit func(*Result), r *Result, cols []Column, i int) {
 func (g *grid) stateBytes() int {
 	n := g.keys.SizeBytes() + len(g.keyVals)*(24+8+4)
 	for _, kv := range g.keyVals {
-		n += len(kv) * 48
+		n += len(kv) * valueHeader
 	}
 	sum := func(st *slices.Store[*block]) {
 		for p := 0; p < st.Len(); p++ {

@@ -95,7 +95,7 @@ func (s *sessionOp) StateBytes() int {
 		n += c.SizeBytes()
 	}
 	for slot := range s.open {
-		n += 48*cap(s.open[slot]) + 24 + 48*len(s.keyVals[slot])
+		n += 48*cap(s.open[slot]) + 24 + valueHeader*len(s.keyVals[slot])
 	}
 	return n
 }

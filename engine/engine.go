@@ -129,18 +129,16 @@ type Engine struct {
 
 	needsMeta bool // some expression reads #meta
 
+	// The variables' slots in contexts.
+	lay                                      layout
+	inputSlot, metaSlot, keySlot, windowSlot int
+
 	counts   map[string]*Counts
 	errs     []EventError
 	nErrs    int64
 	line     int64 // line of the event being processed
 	flushed  bool
 	finished bool
-}
-
-// ctx is one event travelling through the graph: its variables and event time.
-type ctx struct {
-	vars map[string]value.Value
-	time int64
 }
 
 // New validates s and builds its operators. A scenario with validation
@@ -154,6 +152,23 @@ func New(s *scenario.Scenario, opts Options) (*Engine, error) {
 		opts.MaxErrors = 10_000
 	}
 	e := &Engine{opts: opts, validation: v, nodes: map[string]*node{}, sources: map[string]*node{}, counts: map[string]*Counts{}}
+	e.inputSlot = e.lay.slot(nodes.VarInput)
+	e.metaSlot = e.lay.slot(nodes.VarMeta)
+	e.keySlot = e.lay.slot(nodes.VarKey)
+	e.windowSlot = e.lay.slot(nodes.VarWindow)
+	for _, id := range v.Order {
+		p := v.Plans[id]
+		for _, name := range []string{p.Node.VarName, p.Node.OutputVar} {
+			if name != "" {
+				e.lay.slot(name)
+			}
+		}
+		for _, prog := range p.Programs {
+			for _, name := range prog.Variables() {
+				e.lay.slot(name)
+			}
+		}
+	}
 	for _, id := range v.Order {
 		n, err := e.build(v.Plans[id])
 		if err != nil {
@@ -198,8 +213,29 @@ func New(s *scenario.Scenario, opts Options) (*Engine, error) {
 		}
 	}
 	if !whole {
+		names := make([]string, 0, len(want))
+		for f := range want {
+			names = append(names, f)
+		}
+		sort.Strings(names)
+		fs := value.NewFieldSet(names...)
 		for _, src := range e.sources {
-			src.wantFields = want
+			src.wantFields = fs
+			if fs.Len() <= value.MaxFieldsInto {
+				src.fields = make([]value.Value, fs.Len())
+			}
+		}
+		// Paths from #input find their field by its position.
+		for _, p := range e.lay.paths {
+			if p.slot == e.inputSlot && len(p.steps) > 0 && p.steps[0].index < 0 {
+				p.steps[0].field = fs.Index(p.steps[0].name)
+			}
+		}
+	}
+	for _, n := range e.order {
+		n.scratch = e.lay.newCtx()
+		if n.kind == kindSource {
+			n.ctx = e.lay.newCtx()
 		}
 	}
 	// Which sources feed each node (for its watermark).
@@ -306,12 +342,11 @@ func (e *Engine) PushJSON(sourceID string, record []byte, line int64) error {
 	}
 	e.line = line
 	src.counts.In++
-	v, err := src.decode(record)
-	if err != nil {
+	if err := src.decode(record); err != nil {
 		e.fail(src, "", fmt.Errorf("not a JSON record: %w", err))
 		return nil
 	}
-	return e.pushValue(src, v, math.MinInt64)
+	return e.pushValue(src, math.MinInt64)
 }
 
 // PushValue pushes an already decoded record for source sourceID. With
@@ -328,14 +363,27 @@ func (e *Engine) PushValue(sourceID string, record value.Value, eventTime int64,
 	}
 	e.line = line
 	src.counts.In++
-	return e.pushValue(src, record, eventTime)
+	src.input, src.lazyInput = record, false
+	return e.pushValue(src, eventTime)
 }
 
-func (e *Engine) pushValue(src *node, v value.Value, eventTime int64) error {
+// pushValue pushes the record the source has just decoded (see node.decode)
+// or been given.
+func (e *Engine) pushValue(src *node, eventTime int64) error {
+	// The source's context is reused for its next event: nothing keeps it
+	// once the event has gone through (aggregates that enrich events emit
+	// from within Add; sinks and Observe copy what they keep).
+	c := &src.ctx
+	c.reset(0)
+	if src.lazyInput {
+		c.setLazy(e.inputSlot, src)
+	} else {
+		c.set(e.inputSlot, src.input)
+	}
 	t := eventTime
 	if t == math.MinInt64 {
 		var err error
-		t, err = src.eventTime(e, v)
+		t, err = src.eventTime(e, c)
 		if err != nil {
 			e.fail(src, "timestamp", err)
 			return nil
@@ -352,18 +400,9 @@ func (e *Engine) pushValue(src *node, v value.Value, eventTime int64) error {
 	if src.idleTimeout > 0 {
 		src.lastArrival = e.opts.now().UnixMilli()
 	}
-	// The source's context is reused for its next event: nothing keeps it
-	// once the event has gone through (aggregates that enrich events emit
-	// from within Add; sinks and Observe copy what they keep).
-	c := &src.ctx
-	if c.vars == nil {
-		c.vars = make(map[string]value.Value, 4)
-	}
-	clear(c.vars)
 	c.time = t
-	c.vars[nodes.VarInput] = v
 	if e.needsMeta {
-		c.vars[nodes.VarMeta] = e.meta(t)
+		c.set(e.metaSlot, e.meta(t))
 	}
 	src.counts.Out++
 	e.forward(src, c, "")
@@ -436,7 +475,7 @@ func (e *Engine) forward(n *node, c *ctx, onlyType string) {
 func (e *Engine) push(n *node, c *ctx, from string) {
 	n.counts.In++
 	if e.opts.Observe != nil {
-		e.opts.Observe(n.id, c.vars, c.time)
+		e.opts.Observe(n.id, c.varsMap(), c.time)
 	}
 	n.process(e, c, from)
 }

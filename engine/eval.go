@@ -18,11 +18,11 @@ import (
 // are such paths, and this is the per-event hot path.
 type evaluator struct {
 	prog *expression.Program
-	path []pathStep // variable, then fields and indexes; nil when prog must run
+	path *pathRef // nil when prog must run
 	// A record literal whose values are all paths ({a: #input.x, b: #key[0]}):
 	// its keys in written order and one path per key.
 	keys  []string
-	paths [][]pathStep
+	paths []*pathRef
 	// The declared types of the path (or of each record value), for the
 	// number conversions expr makes (see conform).
 	typ   expression.Type
@@ -31,16 +31,26 @@ type evaluator struct {
 	// A comparison of a path with a literal (#input.kind == "sale"): the
 	// path, the operator and the literal. Evaluated here only when the
 	// value's kind matches the literal's; otherwise expr runs.
-	cmpPath []pathStep
+	cmpPath *pathRef
 	cmpConv conversion
 	cmpOp   string
 	cmpLit  value.Value
 }
 
-// pathStep is a variable or field name, or a list index when index >= 0.
+// pathRef is a variable, by its slot in the context, and the fields and
+// indexes read from it.
+type pathRef struct {
+	slot  int
+	steps []pathStep
+}
+
+// pathStep is a field name, or a list index when index >= 0. field is the
+// name's position in the source's decoded fields (value.FieldSet) when the
+// path starts at #input, and -1 otherwise.
 type pathStep struct {
 	name  string
 	index int
+	field int
 }
 
 // pathExpr matches `#name(.field|[index])*` or `name(...)*`, nothing else.
@@ -58,44 +68,75 @@ var stepExpr = regexp.MustCompile(`\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*([0-9]+)\s
 var recordExpr = regexp.MustCompile(`^\s*\{(.*)\}\s*$`)
 var recordEntry = regexp.MustCompile(`^\s*([A-Za-z_][A-Za-z0-9_]*)\s*:(.*)$`)
 
-func parsePath(text string) []pathStep {
+// parsePath returns the variable and the steps of a path expression, or ""
+// when text is not one.
+func parsePath(text string) (string, []pathStep) {
 	m := pathExpr.FindStringSubmatch(text)
 	if m == nil || isKeyword(m[1]) {
-		return nil
+		return "", nil
 	}
-	path := []pathStep{{name: m[1], index: -1}}
+	var steps []pathStep
 	for _, sm := range stepExpr.FindAllStringSubmatch(m[2], -1) {
 		if sm[1] != "" {
-			path = append(path, pathStep{name: sm[1], index: -1})
+			steps = append(steps, pathStep{name: sm[1], index: -1, field: -1})
 			continue
 		}
 		i, err := strconv.Atoi(sm[2])
 		if err != nil {
-			return nil
+			return "", nil
 		}
-		path = append(path, pathStep{index: i})
+		steps = append(steps, pathStep{index: i, field: -1})
 	}
-	return path
+	return m[1], steps
 }
 
-func newEvaluator(p *expression.Program) *evaluator {
+// layout gives every variable of a scenario a slot in the contexts (see
+// ctx), and keeps the paths that read them.
+type layout struct {
+	names  []string
+	slotOf map[string]int
+	paths  []*pathRef
+}
+
+// slot returns name's slot, giving it one if it has none.
+func (l *layout) slot(name string) int {
+	if i, ok := l.slotOf[name]; ok {
+		return i
+	}
+	if l.slotOf == nil {
+		l.slotOf = map[string]int{}
+	}
+	l.slotOf[name] = len(l.names)
+	l.names = append(l.names, name)
+	return len(l.names) - 1
+}
+
+// ref makes the pathRef of a parsed path.
+func (l *layout) ref(name string, steps []pathStep) *pathRef {
+	p := &pathRef{slot: l.slot(name), steps: steps}
+	l.paths = append(l.paths, p)
+	return p
+}
+
+// newEvaluator returns the evaluator of p (nil for nil).
+func (l *layout) newEvaluator(p *expression.Program) *evaluator {
 	if p == nil {
 		return nil
 	}
 	ev := &evaluator{prog: p, typ: p.Result()}
 	text := p.Text()
-	if ev.path = parsePath(text); ev.path != nil {
-		if !scalarOrUnknown(ev.typ) {
-			ev.path = nil // a typed record or list: expr converts inside it
+	if name, steps := parsePath(text); name != "" {
+		if scalarOrUnknown(ev.typ) { // a typed record or list: expr converts inside it
+			ev.path = l.ref(name, steps)
 		}
 		ev.conv = conversionFor(ev.typ)
 		return ev
 	}
 	if m := cmpExpr.FindStringSubmatch(text); m != nil {
-		if path := parsePath(m[1]); path != nil {
+		if name, steps := parsePath(m[1]); name != "" {
 			if lit, ok := parseLiteral(m[3]); ok {
-				ev.cmpPath, ev.cmpOp, ev.cmpLit = path, m[2], lit
-				ev.cmpConv = conversionFor(typeAt(p.Env(), path))
+				ev.cmpPath, ev.cmpOp, ev.cmpLit = l.ref(name, steps), m[2], lit
+				ev.cmpConv = conversionFor(typeAt(p.Env(), name, steps))
 				return ev
 			}
 		}
@@ -107,35 +148,41 @@ func newEvaluator(p *expression.Program) *evaluator {
 		return ev
 	}
 	seen := map[string]bool{}
+	var keys []string
+	var names []string
+	var stepss [][]pathStep
+	var types []conversion
 	for _, entry := range strings.Split(m[1], ",") {
 		em := recordEntry.FindStringSubmatch(entry)
 		if em == nil || seen[em[1]] {
 			return ev
 		}
-		path := parsePath(em[2])
-		if path == nil {
+		name, steps := parsePath(em[2])
+		if name == "" {
 			return ev
 		}
-		ft := typeAt(p.Env(), path)
+		ft := typeAt(p.Env(), name, steps)
 		if !scalarOrUnknown(ft) {
-			ev.keys, ev.paths, ev.types = nil, nil, nil
 			return ev
 		}
 		seen[em[1]] = true
-		ev.keys = append(ev.keys, em[1])
-		ev.paths = append(ev.paths, path)
-		ev.types = append(ev.types, conversionFor(ft))
+		keys, names, stepss = append(keys, em[1]), append(names, name), append(stepss, steps)
+		types = append(types, conversionFor(ft))
+	}
+	ev.keys, ev.types = keys, types
+	for i, name := range names {
+		ev.paths = append(ev.paths, l.ref(name, stepss[i]))
 	}
 	return ev
 }
 
 // typeAt returns the declared type of the value a path reaches from env.
-func typeAt(env expression.TypeEnv, path []pathStep) expression.Type {
-	t, ok := env[path[0].name]
+func typeAt(env expression.TypeEnv, name string, steps []pathStep) expression.Type {
+	t, ok := env[name]
 	if !ok {
 		return expression.Unknown
 	}
-	for _, s := range path[1:] {
+	for _, s := range steps {
 		switch {
 		case s.index >= 0 && t.Kind == expression.KindList && t.Elem != nil:
 			t = *t.Elem
@@ -277,58 +324,34 @@ func isKeyword(s string) bool {
 func (ev *evaluator) eval(c *ctx) (value.Value, error) {
 	switch {
 	case ev.path != nil:
-		v, ok := c.vars[ev.path[0].name]
-		if !ok {
-			return value.Null(), nil
-		}
-		w, err := walk(v, ev.path)
+		w, err := c.read(ev.path)
 		return conform(w, ev.conv), err
 	case ev.cmpPath != nil:
-		if v, ok := c.vars[ev.cmpPath[0].name]; ok {
-			if w, err := walk(v, ev.cmpPath); err == nil {
-				if r, ok := compare(conform(w, ev.cmpConv), ev.cmpOp, ev.cmpLit); ok {
-					return value.Bool(r), nil
-				}
+		if w, err := c.read(ev.cmpPath); err == nil {
+			if r, ok := compare(conform(w, ev.cmpConv), ev.cmpOp, ev.cmpLit); ok {
+				return value.Bool(r), nil
 			}
 		}
-		return expression.Run(ev.prog, c.vars)
+		return expression.RunVars(ev.prog, c)
 	case ev.keys != nil:
-		vals := make([]value.Value, len(ev.keys))
+		rec, vals := value.MakeRecord(ev.keys)
 		for i, path := range ev.paths {
-			v, ok := c.vars[path[0].name]
-			if !ok {
-				vals[i] = value.Null()
-				continue
-			}
-			w, err := walk(v, path)
+			w, err := c.read(path)
 			if err != nil {
-				return expression.Run(ev.prog, c.vars) // expr's own error, with its position
+				return expression.RunVars(ev.prog, c) // expr's own error, with its position
 			}
 			vals[i] = conform(w, ev.types[i])
 		}
-		return value.NewRecord(ev.keys, vals), nil
+		return rec, nil
 	}
-	return expression.Run(ev.prog, c.vars)
+	return expression.RunVars(ev.prog, c)
 }
 
-// evalOne returns the expression's value when the only variable in scope is
-// name = v (a source's timestamp sees #input alone).
-func (ev *evaluator) evalOne(name string, v value.Value) (value.Value, error) {
-	if ev.path == nil {
-		return expression.Run(ev.prog, map[string]value.Value{name: v})
-	}
-	if ev.path[0].name != name {
-		return value.Null(), nil
-	}
-	w, err := walk(v, ev.path)
-	return conform(w, ev.conv), err
-}
-
-// walk follows the fields and indexes of path (after its variable) from v.
-// A missing field is null, as expr gives for a missing map key; a field of
-// something that is not a record, or an index out of range, is an error.
-func walk(v value.Value, path []pathStep) (value.Value, error) {
-	for _, s := range path[1:] {
+// walk follows steps (fields and indexes) from v. A missing field is null,
+// as expr gives for a missing map key; a field of something that is not a
+// record, or an index out of range, is an error.
+func walk(v value.Value, steps []pathStep) (value.Value, error) {
+	for _, s := range steps {
 		if s.index >= 0 {
 			l := v.List()
 			if v.Kind() != value.KindList || s.index >= len(l) {
@@ -345,19 +368,4 @@ func walk(v value.Value, path []pathStep) (value.Value, error) {
 		}
 	}
 	return v, nil
-}
-
-// usesVariable reports whether any of the evaluators reads variable name.
-func usesVariable(name string, evs ...*evaluator) bool {
-	for _, ev := range evs {
-		if ev == nil {
-			continue
-		}
-		for _, v := range ev.prog.Variables() {
-			if v == name {
-				return true
-			}
-		}
-	}
-	return false
 }

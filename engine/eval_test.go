@@ -12,6 +12,7 @@ import (
 // The path fast path must give what expr gives: the same value, or an
 // error where expr has one.
 func TestPathEvaluatorAgreesWithExpr(t *testing.T) {
+	var lay layout
 	inner := value.NewRecord([]string{"id", "tags"}, []value.Value{value.Int(9223372036854775807), value.List([]value.Value{value.String("x")})})
 	input := value.NewRecord([]string{"a", "s", "n", "user"}, []value.Value{value.Int(1), value.String("str"), value.Null(), inner})
 	vars := map[string]value.Value{"input": input, "other": value.Float(2.5)}
@@ -25,13 +26,13 @@ func TestPathEvaluatorAgreesWithExpr(t *testing.T) {
 			t.Logf("%q does not compile (%v): skipped", text, problems[0].Message)
 			continue
 		}
-		ev := newEvaluator(prog)
+		ev := lay.newEvaluator(prog)
 		if ev.path == nil {
 			t.Errorf("%q: not taken as a path", text)
 			continue
 		}
 		want, wantErr := expression.Run(prog, vars)
-		got, gotErr := ev.eval(&ctx{vars: vars})
+		got, gotErr := ev.eval(lay.ctxOf(vars))
 		if (wantErr != nil) != (gotErr != nil) {
 			t.Errorf("%q: fast path error %v, expr error %v", text, gotErr, wantErr)
 			continue
@@ -47,7 +48,7 @@ func TestPathEvaluatorAgreesWithExpr(t *testing.T) {
 		if len(problems) > 0 {
 			continue
 		}
-		if newEvaluator(prog).path != nil {
+		if lay.newEvaluator(prog).path != nil {
 			t.Errorf("%q taken as a path", text)
 		}
 	}
@@ -68,6 +69,7 @@ func sameJSON(t *testing.T, a, b value.Value) bool {
 // Typed variables: the fast paths make expr's number conversions, and record
 // literals of paths give expr's records.
 func TestFastPathsAgreeWithExprOnTypes(t *testing.T) {
+	var lay layout
 	input := value.NewRecord([]string{"i", "f", "ni", "s", "tags"}, []value.Value{
 		value.Float(5), value.Int(2), value.Float(7), value.String("x"), value.List([]value.Value{value.Int(1), value.Float(2)}),
 	})
@@ -90,9 +92,9 @@ func TestFastPathsAgreeWithExprOnTypes(t *testing.T) {
 		if len(problems) > 0 {
 			t.Fatalf("%q: %v", text, problems)
 		}
-		ev := newEvaluator(prog)
+		ev := lay.newEvaluator(prog)
 		want, wantErr := expression.Run(prog, vars)
-		got, gotErr := ev.eval(&ctx{vars: vars})
+		got, gotErr := ev.eval(lay.ctxOf(vars))
 		if (wantErr != nil) != (gotErr != nil) {
 			t.Errorf("%q: fast path error %v, expr error %v", text, gotErr, wantErr)
 			continue
@@ -105,6 +107,7 @@ func TestFastPathsAgreeWithExprOnTypes(t *testing.T) {
 
 // Comparisons of a path with a literal agree with expr, whatever the kinds.
 func TestComparisonFastPathAgreesWithExpr(t *testing.T) {
+	var lay layout
 	input := value.NewRecord([]string{"i", "f", "s", "b", "n", "big"}, []value.Value{
 		value.Int(5), value.Float(2.5), value.String("sale"), value.Bool(true), value.Null(), value.Int(9007199254740993),
 	})
@@ -121,12 +124,12 @@ func TestComparisonFastPathAgreesWithExpr(t *testing.T) {
 				if len(problems) > 0 {
 					continue
 				}
-				ev := newEvaluator(prog)
+				ev := lay.newEvaluator(prog)
 				if ev.cmpPath == nil {
 					t.Fatalf("%q not taken as a comparison", text)
 				}
 				want, wantErr := expression.Run(prog, vars)
-				got, gotErr := ev.eval(&ctx{vars: vars})
+				got, gotErr := ev.eval(lay.ctxOf(vars))
 				if (wantErr != nil) != (gotErr != nil) || wantErr == nil && !value.Equal(got, want) {
 					t.Errorf("%q: fast (%s, %v), expr (%s, %v)", text, value.AppendJSON(nil, got), gotErr, value.AppendJSON(nil, want), wantErr)
 				}
@@ -137,4 +140,16 @@ func TestComparisonFastPathAgreesWithExpr(t *testing.T) {
 	if n < 200 {
 		t.Fatalf("only %d comparisons compiled", n)
 	}
+}
+
+// ctxOf returns a context holding vars.
+func (l *layout) ctxOf(vars map[string]value.Value) *ctx {
+	for name := range vars {
+		l.slot(name)
+	}
+	c := l.newCtx()
+	for name, v := range vars {
+		c.set(l.slotOf[name], v)
+	}
+	return &c
 }

@@ -59,10 +59,17 @@ type node struct {
 	lastArrival int64
 	idleW       int64
 	decoder     value.Decoder
-	wantFields  map[string]struct{} // top-level #input fields the scenario reads; nil: all
+	wantFields  *value.FieldSet // top-level #input fields the scenario reads; nil: all
+	// The record being pushed: its wanted fields (by position in
+	// wantFields) when fields is not nil, and otherwise input.
+	fields    []value.Value
+	present   uint64 // bit k: the record has field k
+	input     value.Value
+	lazyInput bool // #input is made from fields when needed
 	// filter, variable, sink, for-each
 	prog    *evaluator
 	varName string
+	varSlot int // varName's slot
 	// record variable
 	fieldNames []string
 	fieldProgs []*evaluator
@@ -74,7 +81,8 @@ type node struct {
 	aggBy     []*evaluator // nil for Count
 	aggNames  []string
 	endCond   *evaluator
-	enriching bool // results carry the incoming event
+	enriching bool              // results carry the incoming event
+	cur       *aggregate.Result // the result being emitted
 	keyBuf    []value.Value
 	inBuf     []value.Value
 	ev        aggregate.Event // reused for every Add
@@ -96,10 +104,15 @@ func (n *node) watermark() int64 {
 func (e *Engine) build(p *nodes.Plan) (*node, error) {
 	sn := p.Node
 	n := &node{id: sn.ID, plan: p, subtype: sn.Subtype(), engine: e}
+	defer func() {
+		if n.varName != "" {
+			n.varSlot = e.lay.slot(n.varName)
+		}
+	}()
 	switch sn.Type {
 	case scenario.TypeSource:
 		n.kind = kindSource
-		n.timestamp = newEvaluator(p.Programs["timestamp"])
+		n.timestamp = e.lay.newEvaluator(p.Programs["timestamp"])
 		n.outOfOrder = durationMS(p, "maxOutOfOrderness", 60*time.Second)
 		n.idleW = idleFloorUnset
 		if n.subtype != "file" {
@@ -108,17 +121,17 @@ func (e *Engine) build(p *nodes.Plan) (*node, error) {
 		e.sources[n.id] = n
 	case scenario.TypeFilter:
 		n.kind = kindFilter
-		n.prog = newEvaluator(p.Programs["expression"])
+		n.prog = e.lay.newEvaluator(p.Programs["expression"])
 	case scenario.TypeVariable:
 		n.kind = kindVariable
 		n.varName = sn.VarName
-		n.prog = newEvaluator(p.Programs["value"])
+		n.prog = e.lay.newEvaluator(p.Programs["value"])
 	case scenario.TypeVariableBuilder:
 		n.kind = kindRecord
 		n.varName = sn.VarName
 		for i, f := range sn.Fields {
 			n.fieldNames = append(n.fieldNames, f.Name)
-			n.fieldProgs = append(n.fieldProgs, newEvaluator(p.Programs[fmt.Sprintf("fields[%d].expression", i)]))
+			n.fieldProgs = append(n.fieldProgs, e.lay.newEvaluator(p.Programs[fmt.Sprintf("fields[%d].expression", i)]))
 		}
 	case scenario.TypeSwitch:
 		n.kind = kindSwitch
@@ -131,7 +144,7 @@ func (e *Engine) build(p *nodes.Plan) (*node, error) {
 		for k, bp := range sn.BranchParameters {
 			for pi, prm := range bp.Parameters {
 				if prog := p.Programs[fmt.Sprintf("branchParameters[%d].parameters[%d].expression", k, pi)]; prog != nil && prm.Expression != nil {
-					n.branchProgs[bp.BranchID] = newEvaluator(prog)
+					n.branchProgs[bp.BranchID] = e.lay.newEvaluator(prog)
 				}
 			}
 		}
@@ -139,11 +152,11 @@ func (e *Engine) build(p *nodes.Plan) (*node, error) {
 		if sn.NodeType == "for-each" {
 			n.kind = kindForEach
 			n.varName = sn.OutputVar
-			n.prog = newEvaluator(p.Programs["Elements"])
+			n.prog = e.lay.newEvaluator(p.Programs["Elements"])
 			break
 		}
 		n.kind = kindAggregate
-		if err := n.buildAggregate(p); err != nil {
+		if err := n.buildAggregate(e, p); err != nil {
 			return nil, err
 		}
 	case scenario.TypeSink:
@@ -151,7 +164,7 @@ func (e *Engine) build(p *nodes.Plan) (*node, error) {
 		if n.subtype == "dead-end" {
 			n.kind = kindDeadEnd
 		}
-		n.prog = newEvaluator(p.Programs["value"])
+		n.prog = e.lay.newEvaluator(p.Programs["value"])
 	default:
 		return nil, fmt.Errorf("node type %q has no operator", sn.Type)
 	}
@@ -168,7 +181,7 @@ func (n *node) compileSwitch(s *scenario.Scenario) {
 		prog := n.plan.Programs[fmt.Sprintf("edges[%d].edgeType.condition", ei)]
 		for ; k < len(n.out); k++ {
 			if n.out[k].to.id == ed.To {
-				n.out[k].cond = newEvaluator(prog)
+				n.out[k].cond = n.engine.lay.newEvaluator(prog)
 				k++
 				break
 			}
@@ -176,7 +189,7 @@ func (n *node) compileSwitch(s *scenario.Scenario) {
 	}
 }
 
-func (n *node) buildAggregate(p *nodes.Plan) error {
+func (n *node) buildAggregate(e *Engine, p *nodes.Plan) error {
 	sn := p.Node
 	spec := aggregate.WindowSpec{
 		Precision: durationMS(p, "precision", 0),
@@ -211,7 +224,7 @@ func (n *node) buildAggregate(p *nodes.Plan) error {
 		spec.Kind = aggregate.Session
 		spec.SessionTimeout = durationMS(p, "sessionTimeout", 0)
 		spec.EmitWhen = emitWhen
-		n.endCond = newEvaluator(p.Programs["endSessionCondition"])
+		n.endCond = e.lay.newEvaluator(p.Programs["endSessionCondition"])
 		n.enriching = emitWhen == aggregate.OnEvent
 	case "aggregate-count":
 		spec.Kind = aggregate.CountWindow
@@ -225,7 +238,7 @@ func (n *node) buildAggregate(p *nodes.Plan) error {
 		if !ok {
 			break
 		}
-		n.groupBy = append(n.groupBy, newEvaluator(prog))
+		n.groupBy = append(n.groupBy, e.lay.newEvaluator(prog))
 	}
 	var named []aggregate.Named
 	for i, a := range p.Aggregations {
@@ -235,7 +248,7 @@ func (n *node) buildAggregate(p *nodes.Plan) error {
 		}
 		named = append(named, aggregate.Named{Name: a.Name, Aggregator: agg})
 		n.aggNames = append(n.aggNames, a.Name)
-		n.aggBy = append(n.aggBy, newEvaluator(p.Programs[fmt.Sprintf("aggregations[%d].aggregateBy", i)]))
+		n.aggBy = append(n.aggBy, e.lay.newEvaluator(p.Programs[fmt.Sprintf("aggregations[%d].aggregateBy", i)]))
 	}
 	n.varName = sn.OutputVar
 	op, err := aggregate.NewOperator(spec, named, n.emit)
@@ -271,7 +284,7 @@ func (n *node) process(e *Engine, c *ctx, from string) {
 			return
 		}
 		n.counts.Out++
-		e.forward(n, n.with(c, n.varName, v), "")
+		e.forward(n, n.with(c, v), "")
 	case kindRecord:
 		vals := make([]value.Value, len(n.fieldProgs))
 		for i, p := range n.fieldProgs {
@@ -283,7 +296,7 @@ func (n *node) process(e *Engine, c *ctx, from string) {
 			vals[i] = v
 		}
 		n.counts.Out++
-		e.forward(n, n.with(c, n.varName, value.NewRecord(n.fieldNames, vals)), "")
+		e.forward(n, n.with(c, value.NewRecord(n.fieldNames, vals)), "")
 	case kindSwitch:
 		for _, out := range n.out {
 			if out.typ != scenario.EdgeNextSwitch || out.cond == nil {
@@ -317,7 +330,7 @@ func (n *node) process(e *Engine, c *ctx, from string) {
 				e.fail(n, "branchParameters", err)
 				return
 			}
-			c = n.with(c, n.varName, v)
+			c = n.with(c, v)
 		}
 		n.counts.Out++
 		e.forward(n, c, "")
@@ -329,7 +342,7 @@ func (n *node) process(e *Engine, c *ctx, from string) {
 		}
 		for _, item := range v.List() {
 			n.counts.Out++
-			e.forward(n, n.with(c, n.varName, item), "")
+			e.forward(n, n.with(c, item), "")
 		}
 	case kindAggregate:
 		n.add(e, c)
@@ -356,19 +369,12 @@ func (n *node) hasEdge(typ string) bool {
 	return false
 }
 
-// with returns c with one more variable, in the node's scratch context.
-func (n *node) with(c *ctx, name string, v value.Value) *ctx {
+// with returns c with the node's variable set to v, in the node's scratch
+// context.
+func (n *node) with(c *ctx, v value.Value) *ctx {
 	out := &n.scratch
-	if out.vars == nil {
-		out.vars = make(map[string]value.Value, len(c.vars)+2)
-	} else {
-		clear(out.vars)
-	}
-	for k, x := range c.vars {
-		out.vars[k] = x
-	}
-	out.vars[name] = v
-	out.time = c.time
+	out.copyFrom(c)
+	out.set(n.varSlot, v)
 	return out
 }
 
@@ -416,48 +422,124 @@ func (n *node) add(e *Engine, c *ctx) {
 
 var windowFields = []string{"start", "end"}
 
-// emit turns an aggregate result into a context and sends it on.
+// emit sends an aggregate result on, as a context whose result variables
+// (the output variable, #key, and #window for new events) are lazy: read
+// from r where they are (see lazyField), made whole only when needed.
 func (n *node) emit(r *aggregate.Result) {
 	e := n.engine
-	out := value.NewRecord(n.aggNames, append([]value.Value(nil), r.Values...))
-	key := value.List(r.Key)
 	if r.Err != nil {
 		e.fail(n, "aggregations", r.Err)
 	}
-	var c *ctx
+	n.cur = r
+	c := &n.scratch
 	if r.Event != nil {
-		c = n.with(r.Event.Payload.(*ctx), n.varName, out)
-		c.vars[nodes.VarKey] = key
+		c.copyFrom(r.Event.Payload.(*ctx))
 	} else {
-		c = &n.scratch
-		if c.vars == nil {
-			c.vars = make(map[string]value.Value, 4)
-		} else {
-			clear(c.vars)
-		}
-		c.time = r.Time
-		c.vars[n.varName] = out
-		c.vars[nodes.VarKey] = key
-		c.vars[nodes.VarWindow] = value.NewRecord(windowFields, []value.Value{value.Int(r.Start), value.Int(r.End)})
+		c.reset(r.Time)
+		c.setLazy(e.windowSlot, n)
 		if e.needsMeta {
-			c.vars[nodes.VarMeta] = e.meta(r.Time)
+			c.set(e.metaSlot, e.meta(r.Time))
 		}
 	}
+	c.setLazy(n.varSlot, n)
+	c.setLazy(e.keySlot, n)
 	n.counts.Out++
 	e.forward(n, c, "")
+	n.cur = nil
 }
 
-// decode parses a record; only the top-level fields the scenario reads when
-// that is known.
-func (n *node) decode(b []byte) (value.Value, error) {
-	if n.wantFields != nil {
-		return n.decoder.ParseFields(b, n.wantFields)
+// materialize makes the whole value of a lazy variable of a source (#input
+// from its decoded fields) or of an aggregate (from the result it is
+// emitting).
+func (n *node) materialize(slot int) value.Value {
+	e := n.engine
+	switch {
+	case n.kind == kindSource:
+		var keys []string
+		var vals []value.Value
+		for k, name := range n.wantFields.Names() {
+			if n.present&(1<<k) != 0 {
+				keys = append(keys, name)
+				vals = append(vals, n.fields[k])
+			}
+		}
+		return value.NewRecord(keys, vals)
+	case n.cur == nil:
+		return value.Null()
+	case slot == n.varSlot:
+		rec, vals := value.MakeRecord(n.aggNames)
+		copy(vals, n.cur.Values)
+		return rec
+	case slot == e.keySlot:
+		return value.List(n.cur.Key)
+	case slot == e.windowSlot:
+		rec, vals := value.MakeRecord(windowFields)
+		vals[0], vals[1] = value.Int(n.cur.Start), value.Int(n.cur.End)
+		return rec
 	}
-	return n.decoder.Parse(b)
+	return value.Null()
 }
 
-// eventTime evaluates the source's timestamp expression.
-func (n *node) eventTime(e *Engine, v value.Value) (int64, error) {
+// lazyField returns the field or element step of a lazy variable without
+// making the variable whole, and false when it cannot (the caller then
+// walks the whole value).
+func (n *node) lazyField(slot int, step pathStep) (value.Value, bool) {
+	e := n.engine
+	switch {
+	case n.kind == kindSource:
+		if step.index < 0 && step.field >= 0 {
+			return n.fields[step.field], true
+		}
+	case n.cur == nil:
+	case slot == n.varSlot:
+		if step.index < 0 {
+			for i, name := range n.aggNames {
+				if name == step.name {
+					return n.cur.Values[i], true
+				}
+			}
+			return value.Null(), true
+		}
+	case slot == e.keySlot:
+		if step.index >= 0 && step.index < len(n.cur.Key) {
+			return n.cur.Key[step.index], true
+		}
+	case slot == e.windowSlot:
+		switch {
+		case step.index >= 0:
+		case step.name == "start":
+			return value.Int(n.cur.Start), true
+		case step.name == "end":
+			return value.Int(n.cur.End), true
+		default:
+			return value.Null(), true
+		}
+	}
+	return value.Null(), false
+}
+
+// decode decodes a record as the source's next input: only the fields the
+// scenario reads when that is known (into fields, or a record of them), and
+// otherwise the whole record.
+func (n *node) decode(b []byte) error {
+	var err error
+	switch {
+	case n.fields != nil:
+		n.present, err = n.decoder.ParseFieldsInto(b, n.wantFields, n.fields)
+		n.input, n.lazyInput = value.Null(), true
+	case n.wantFields != nil:
+		n.input, err = n.decoder.ParseFields(b, n.wantFields)
+		n.lazyInput = false
+	default:
+		n.input, err = n.decoder.Parse(b)
+		n.lazyInput = false
+	}
+	return err
+}
+
+// eventTime evaluates the source's timestamp expression on c, which holds
+// #input alone.
+func (n *node) eventTime(e *Engine, c *ctx) (int64, error) {
 	if n.timestamp == nil {
 		if e.opts.Bounded {
 			// Never the wall clock in a replay or a test (SEMANTICS §1):
@@ -466,7 +548,7 @@ func (n *node) eventTime(e *Engine, v value.Value) (int64, error) {
 		}
 		return e.opts.now().UnixMilli(), nil
 	}
-	tv, err := n.timestamp.evalOne(nodes.VarInput, v)
+	tv, err := n.timestamp.eval(c)
 	if err != nil {
 		return 0, err
 	}

@@ -146,12 +146,11 @@ func (e *Engine) pushLine(single string, line []byte, lineNo int64) {
 	src := e.sources[env.SourceID]
 	e.line = lineNo
 	src.counts.In++
-	v, err := src.decode(env.Record)
-	if err != nil {
+	if err := src.decode(env.Record); err != nil {
 		e.fail(src, "", fmt.Errorf("not a JSON record: %w", err))
 		return
 	}
-	_ = e.pushValue(src, v, *env.Timestamp)
+	_ = e.pushValue(src, *env.Timestamp)
 }
 
 // isEnvelope reports whether a line for a one-source scenario is written as

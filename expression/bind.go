@@ -156,14 +156,14 @@ func bindFields(root *ast.Node, env TypeEnv, isVar func(string) bool) ([]binding
 
 // bind sets env for bs from vars; it reports false when a field path does
 // not lead through records.
-func bind(env map[string]any, bs []binding, vars map[string]value.Value) bool {
+func bind(env map[string]any, bs []binding, vars Vars) bool {
 	var v value.Value
 	name := ""
 	for i := range bs {
 		b := &bs[i]
 		if i == 0 || b.name != name {
 			name = b.name
-			v = vars[name] // the zero Value, null, when vars lacks it
+			v, _ = vars.Var(name) // the zero Value, null, when vars lacks it
 		}
 		x := &v
 		for j, s := range b.path {

@@ -16,7 +16,7 @@ import (
 // general program on whole variables.
 func runGeneral(p *Program, vars map[string]value.Value) (value.Value, error) {
 	env := map[string]any{}
-	bind(env, p.whole, vars)
+	bind(env, p.whole, Map(vars))
 	out, err := vm.Run(p.program, env)
 	if err != nil {
 		return value.Null(), p.runError(err)

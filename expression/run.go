@@ -47,14 +47,43 @@ func (e *RunError) Unwrap() error { return e.Err }
 // of it. Run is safe for concurrent use: its working state (expr's VM and
 // the map of variables) comes from a pool of the Program.
 func Run(p *Program, vars map[string]value.Value) (value.Value, error) {
+	return RunVars(p, Map(vars))
+}
+
+// Vars is where RunVars finds the variables (names without '#').
+type Vars interface {
+	// Var returns the variable name, and false when it is not set.
+	Var(name string) (value.Value, bool)
+	// Each calls f for every variable set (for expressions that read $env).
+	Each(f func(name string, v value.Value))
+}
+
+// Map is Vars held in a map.
+type Map map[string]value.Value
+
+// Var returns m[name].
+func (m Map) Var(name string) (value.Value, bool) {
+	v, ok := m[name]
+	return v, ok
+}
+
+// Each calls f for every entry of m.
+func (m Map) Each(f func(name string, v value.Value)) {
+	for name, v := range m {
+		f(name, v)
+	}
+}
+
+// RunVars is Run with the variables given by vars.
+func RunVars(p *Program, vars Vars) (value.Value, error) {
 	var out any
 	var err error
 	if p.allVars {
 		// The expression reads $env: it sees every variable, as ever.
-		env := make(map[string]any, len(vars))
-		for name, v := range vars {
+		env := make(map[string]any)
+		vars.Each(func(name string, v value.Value) {
 			env[name] = ToGo(v, typeOf(p.env, name, nil))
-		}
+		})
 		out, err = vm.Run(p.program, env)
 	} else {
 		st, _ := p.states.Get().(*runState)

@@ -30,7 +30,7 @@ func AppendJSON(b []byte, v Value) []byte {
 	case KindFloat:
 		return appendFloat(b, math.Float64frombits(v.n))
 	case KindString:
-		return appendString(b, v.s)
+		return appendString(b, v.Str())
 	case KindList:
 		b = append(b, '[')
 		for i, item := range v.List() {
@@ -118,8 +118,8 @@ func AppendBinary(b []byte, v Value) []byte {
 	case KindBool, KindInt, KindFloat:
 		b = binary.LittleEndian.AppendUint64(b, v.n)
 	case KindString:
-		b = binary.AppendUvarint(b, uint64(len(v.s)))
-		b = append(b, v.s...)
+		b = binary.AppendUvarint(b, v.n)
+		b = append(b, v.Str()...)
 	case KindList:
 		l := v.List()
 		b = binary.AppendUvarint(b, uint64(len(l)))

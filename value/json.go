@@ -126,6 +126,9 @@ type Decoder struct {
 	inTok       []byte            // keys of the last ParseFields object, as written
 	inEnds      []int             // key k ends at inTok[inEnds[k]]
 	inPlain     []bool            // key k has no escapes
+	inIdx       []int32           // key k's position in inFS, -1 when not wanted
+	inFS        *FieldSet         // the set inIdx was worked out for
+	present     uint64            // ParseFieldsInto's members found
 	seen        map[string]int    // scratch for removing repeated keys
 }
 
@@ -163,7 +166,55 @@ func (d *Decoder) Parse(b []byte) (Value, error) {
 // otherwise returns Parse's record without the members not wanted.
 // A document that is not an object is a *SyntaxError at its first byte.
 // want is only read.
-func (d *Decoder) ParseFields(b []byte, want map[string]struct{}) (Value, error) {
+func (d *Decoder) ParseFields(b []byte, want *FieldSet) (Value, error) {
+	if err := d.parseFields(b, want, nil); err != nil {
+		return Value{}, err
+	}
+	return d.finish(), nil
+}
+
+// ParseFieldsInto is ParseFields without the record: the value of the member
+// named want.Names()[k] goes to dst[k], and bit k of present is set when the
+// object has that member (a repeated name keeps its last value). dst must
+// have want.Len() elements, and want at most MaxFieldsInto names; the
+// elements of members the object lacks are set to null. It fails exactly
+// when ParseFields fails, and makes no allocation for the record: one for
+// the strings of the call, if any, and those of nested values.
+func (d *Decoder) ParseFieldsInto(b []byte, want *FieldSet, dst []Value) (present uint64, err error) {
+	if want.Len() > MaxFieldsInto || len(dst) != want.Len() {
+		return 0, fmt.Errorf("value: ParseFieldsInto with %d names and %d values (at most %d)", want.Len(), len(dst), MaxFieldsInto)
+	}
+	clear(dst)
+	d.present = 0
+	if err := d.parseFields(b, want, dst); err != nil {
+		clear(dst)
+		return 0, err
+	}
+	present = d.present
+	var arena string
+	if len(d.strbuf) > 0 {
+		arena = string(d.strbuf) // the call's only string allocation
+	}
+	for k := range dst {
+		if present&(1<<k) != 0 && dst[k].kind == KindString {
+			dst[k] = String(d.span(arena, dst[k].n))
+		}
+	}
+	for _, p := range d.fix {
+		*p = String(d.span(arena, p.n))
+	}
+	clear(d.fix)
+	d.b = nil
+	return present, nil
+}
+
+// MaxFieldsInto is the most names a FieldSet given to ParseFieldsInto may
+// have.
+const MaxFieldsInto = 64
+
+// parseFields parses the object b for ParseFields (into == nil: the record
+// is left on d.vals) or ParseFieldsInto.
+func (d *Decoder) parseFields(b []byte, want *FieldSet, into []Value) error {
 	d.begin(b)
 	i := skipSpace(b, 0)
 	var err error
@@ -173,7 +224,7 @@ func (d *Decoder) ParseFields(b []byte, want map[string]struct{}) (Value, error)
 	case b[i] != '{':
 		err = d.unexpected(i, "", ", expected a JSON object")
 	default:
-		i, err = d.parseObjectFields(i, want)
+		i, err = d.parseObjectFields(i, want, into)
 	}
 	if err == nil {
 		if i = skipSpace(b, i); i < len(b) {
@@ -182,9 +233,57 @@ func (d *Decoder) ParseFields(b []byte, want map[string]struct{}) (Value, error)
 	}
 	if err != nil {
 		d.abort()
-		return Value{}, err
 	}
-	return d.finish(), nil
+	return err
+}
+
+// FieldSet is the set of top-level member names ParseFields keeps, made
+// once: a Decoder remembers, for each member name as written in the last
+// object, whether the set has it, so that events of one shape are matched
+// without looking names up. The nil *FieldSet is the empty set.
+type FieldSet struct {
+	names []string
+	index map[string]int
+}
+
+// NewFieldSet returns the set of names (repeated names count once; the
+// first occurrence gives the position).
+func NewFieldSet(names ...string) *FieldSet {
+	fs := &FieldSet{index: make(map[string]int, len(names))}
+	for _, n := range names {
+		if _, ok := fs.index[n]; !ok {
+			fs.index[n] = len(fs.names)
+			fs.names = append(fs.names, n)
+		}
+	}
+	return fs
+}
+
+// Len returns the number of names.
+func (fs *FieldSet) Len() int {
+	if fs == nil {
+		return 0
+	}
+	return len(fs.names)
+}
+
+// Names returns the names in order; the caller must not modify them.
+func (fs *FieldSet) Names() []string {
+	if fs == nil {
+		return nil
+	}
+	return fs.names
+}
+
+// Index returns the position of name, or -1 when the set lacks it.
+func (fs *FieldSet) Index(name string) int {
+	if fs == nil {
+		return -1
+	}
+	if k, ok := fs.index[name]; ok {
+		return k
+	}
+	return -1
 }
 
 func (d *Decoder) begin(b []byte) {
@@ -212,10 +311,10 @@ func (d *Decoder) finish() Value {
 	root := d.vals[0]
 	arena := string(d.strbuf) // the call's only string allocation
 	if root.kind == KindString {
-		root.s, root.n = d.span(arena, root.n), 0
+		root = String(d.span(arena, root.n))
 	}
 	for _, p := range d.fix {
-		p.s, p.n = d.span(arena, p.n), 0
+		*p = String(d.span(arena, p.n))
 	}
 	d.vals[0] = Value{}
 	clear(d.fix)
@@ -242,7 +341,7 @@ func (d *Decoder) trim() {
 		d.strbuf, d.esc = nil, nil
 	}
 	if cap(d.inTok) > maxPooledBytes || cap(d.inEnds) > maxPooledVals {
-		d.inTok, d.inEnds, d.inPlain = nil, nil, nil
+		d.inTok, d.inEnds, d.inPlain, d.inIdx, d.inFS = nil, nil, nil, nil, nil
 	}
 	d.seen = nil
 }
@@ -587,7 +686,7 @@ func (d *Decoder) parseArray(i int) (int, error) {
 	base := len(d.vals)
 	if i = skipSpace(b, i+1); i < len(b) && b[i] == ']' {
 		d.depth--
-		d.vals = append(d.vals, Value{kind: KindList, x: []Value(nil)})
+		d.vals = append(d.vals, List(nil))
 		return i + 1, nil
 	}
 	for {
@@ -608,7 +707,7 @@ func (d *Decoder) parseArray(i int) (int, error) {
 		break
 	}
 	items := d.moveOut(base)
-	d.vals = append(d.vals[:base], Value{kind: KindList, x: items})
+	d.vals = append(d.vals[:base], List(items))
 	d.depth--
 	return i + 1, nil
 }
@@ -727,7 +826,7 @@ func (d *Decoder) parseObject(i int) (int, error) {
 	}
 	if i = skipSpace(b, i+1); i < len(b) && b[i] == '}' {
 		d.depth--
-		d.vals = append(d.vals, Value{kind: KindRecord, x: &Record{}})
+		d.vals = append(d.vals, recordValue(&Record{}))
 		return i + 1, nil
 	}
 	// While same, the n keys so far are sh.keys[:n] and are not on d.keys.
@@ -828,7 +927,7 @@ func (d *Decoder) closeRecord(base, kbase, n int, same bool, sh shape, slot *sha
 	r := newRecord(len(keys))
 	r.Keys = keys
 	d.moveInto(r.Values, base)
-	d.vals = append(d.vals, Value{kind: KindRecord, x: r})
+	d.vals = append(d.vals, recordValue(r))
 }
 
 // dedupe removes repeated keys from the open record whose members start at
@@ -889,20 +988,29 @@ func (d *Decoder) internKey(kb []byte) string {
 }
 
 // parseObjectFields decodes the top-level object whose '{' is at b[i],
-// keeping the members named in want and skipping the others.
+// keeping the members named in want and skipping the others. With into ==
+// nil it pushes their record on d.vals; otherwise it puts their values in
+// into, at their positions in want, and sets their bits in d.present.
 //
 // Besides the shape of the record it returns, it remembers the keys of all
-// members of the object as they were written (d.inTok), so that in the next
-// object the keys written the same way are recognised without scanning.
-func (d *Decoder) parseObjectFields(i int, want map[string]struct{}) (int, error) {
+// members of the object as they were written (d.inTok) and their positions
+// in want (d.inIdx), so that in the next object the keys written the same
+// way are recognised without scanning or looking up.
+func (d *Decoder) parseObjectFields(i int, want *FieldSet, into []Value) (int, error) {
 	if err := d.enter(i); err != nil {
 		return i, err
 	}
 	b := d.b
 	sh := d.fieldsShape
+	if want != d.inFS {
+		d.inTok, d.inEnds, d.inPlain, d.inIdx = d.inTok[:0], d.inEnds[:0], d.inPlain[:0], d.inIdx[:0]
+		d.inFS = want
+	}
 	if i = skipSpace(b, i+1); i < len(b) && b[i] == '}' {
 		d.depth--
-		d.vals = append(d.vals, Value{kind: KindRecord, x: &Record{}})
+		if into == nil {
+			d.vals = append(d.vals, recordValue(&Record{}))
+		}
 		return i + 1, nil
 	}
 	// While same, the n keys kept so far are sh.keys[:n] and are not on
@@ -917,9 +1025,13 @@ func (d *Decoder) parseObjectFields(i int, want map[string]struct{}) (int, error
 			return i, d.unexpected(i, "", ", expected a string key")
 		}
 		var kb []byte
+		var idx int32
 		if tok := d.inToken(nIn); sameIn && len(tok) > 0 && len(b)-i >= len(tok) && string(b[i:i+len(tok)]) == string(tok) {
 			// A string token equal to a valid one is valid.
-			if d.inPlain[nIn] {
+			idx = d.inIdx[nIn]
+			if into != nil {
+				// The key itself is not needed.
+			} else if d.inPlain[nIn] {
 				kb = tok[1 : len(tok)-1]
 			} else {
 				d.esc = appendUnescaped(d.esc[:0], tok[1:len(tok)-1])
@@ -937,11 +1049,14 @@ func (d *Decoder) parseObjectFields(i int, want map[string]struct{}) (int, error
 					d.inTok = d.inTok[:d.inStart(nIn)]
 					d.inEnds = d.inEnds[:nIn]
 					d.inPlain = d.inPlain[:nIn]
+					d.inIdx = d.inIdx[:nIn]
 				}
 			}
+			idx = int32(want.Index(string(k)))
 			d.inTok = append(d.inTok, b[i:j]...)
 			d.inEnds = append(d.inEnds, len(d.inTok))
 			d.inPlain = append(d.inPlain, plain)
+			d.inIdx = append(d.inIdx, idx)
 			kb, i = k, j
 		}
 		nIn++
@@ -951,7 +1066,16 @@ func (d *Decoder) parseObjectFields(i int, want map[string]struct{}) (int, error
 		} else if i, err = d.colon(i); err != nil {
 			return i, err
 		}
-		if _, ok := want[string(kb)]; ok {
+		if idx >= 0 && into != nil {
+			if i, err = d.parseValue(i); err != nil {
+				return i, err
+			}
+			last := len(d.vals) - 1
+			into[idx] = d.vals[last]
+			d.vals[last] = Value{}
+			d.vals = d.vals[:last]
+			d.present |= 1 << idx
+		} else if idx >= 0 {
 			if !same || n >= len(sh.keys) || string(kb) != sh.keys[n] {
 				if same {
 					d.keys = append(d.keys, sh.keys[:n]...)
@@ -981,8 +1105,11 @@ func (d *Decoder) parseObjectFields(i int, want map[string]struct{}) (int, error
 		d.inTok = d.inTok[:d.inStart(nIn)]
 		d.inEnds = d.inEnds[:nIn]
 		d.inPlain = d.inPlain[:nIn]
+		d.inIdx = d.inIdx[:nIn]
 	}
-	d.closeRecord(0, 0, n, same, sh, &d.fieldsShape)
+	if into == nil {
+		d.closeRecord(0, 0, n, same, sh, &d.fieldsShape)
+	}
 	d.depth--
 	return i + 1, nil
 }

@@ -16,10 +16,10 @@ var benchSink Value
 func BenchmarkDecodeLine(b *testing.B) {
 	for _, file := range []struct {
 		name   string
-		fields map[string]struct{}
+		fields *FieldSet
 	}{
-		{"flights-20k.ndjson", map[string]struct{}{"delay": {}, "origin": {}}},
-		{"access-log-10k.ndjson", map[string]struct{}{"status": {}, "path": {}}},
+		{"flights-20k.ndjson", NewFieldSet("delay", "origin")},
+		{"access-log-10k.ndjson", NewFieldSet("status", "path")},
 	} {
 		lines := dataLines(b, file.name)
 		size := 0
@@ -53,6 +53,11 @@ func BenchmarkDecodeLine(b *testing.B) {
 		})
 		run("Decoder.ParseFields", func(line []byte) (err error) {
 			benchSink, err = d.ParseFields(line, file.fields)
+			return err
+		})
+		into := make([]Value, file.fields.Len())
+		run("Decoder.ParseFieldsInto", func(line []byte) error {
+			_, err := d.ParseFieldsInto(line, file.fields, into)
 			return err
 		})
 		run("encoding-json-map", func(line []byte) error {

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -262,7 +263,7 @@ func TestParseJSONDepth(t *testing.T) {
 		}
 		// ParseFields counts the same way, also in the members it skips.
 		var d Decoder
-		_, err = d.ParseFields([]byte(`{"x":`+deep+`}`), map[string]struct{}{"y": {}})
+		_, err = d.ParseFields([]byte(`{"x":`+deep+`}`), NewFieldSet("y"))
 		if !errors.As(err, &se) || se.Msg != msgTooDeep {
 			t.Fatalf("ParseFields, %d levels: %v", MaxDepth+2, err)
 		}
@@ -370,7 +371,7 @@ func TestDecoderSharesKeys(t *testing.T) {
 }
 
 func TestParseFields(t *testing.T) {
-	want := map[string]struct{}{"a": {}, "c": {}, "é": {}}
+	want := NewFieldSet("a", "c", "é")
 	var d Decoder
 	for _, tc := range []struct {
 		in, want string
@@ -389,6 +390,7 @@ func TestParseFields(t *testing.T) {
 		if err != nil || string(AppendJSON(nil, got)) != tc.want || got.Kind() != KindRecord {
 			t.Errorf("ParseFields(%s) = %s, %v; want %s", tc.in, AppendJSON(nil, got), err, tc.want)
 		}
+		sameInto(t, &d, []byte(tc.in), want, got, nil)
 	}
 	for _, tc := range []struct {
 		in     string
@@ -420,6 +422,7 @@ func TestParseFields(t *testing.T) {
 		{`{"b\x":1}`, 4, "invalid escape"},
 	} {
 		_, err := d.ParseFields([]byte(tc.in), want)
+		sameInto(t, &d, []byte(tc.in), want, Value{}, err)
 		var se *SyntaxError
 		if !errors.As(err, &se) || se.Offset != tc.offset || !strings.Contains(se.Msg, tc.msg) {
 			t.Errorf("ParseFields(%q): %v; want offset %d and %q", tc.in, err, tc.offset, tc.msg)
@@ -460,17 +463,22 @@ func TestDecoderCachesAcrossDocuments(t *testing.T) {
 		`{"a":1,"b":[1,}`, `{"a":1,"b":2}`,
 	}
 	wants := []map[string]struct{}{{"a": {}}, {"b": {}, "c": {}}, {"a": {}, "é": {}, "\uFFFD": {}, "a\"b": {}, "\n": {}}}
+	sets := make([]*FieldSet, len(wants))
+	for k, w := range wants {
+		sets[k] = setOf(w)
+	}
 	var d Decoder
 	for round := range 3 {
 		for k, doc := range docs {
-			want := wants[(k+round)%len(wants)]
+			want, set := wants[(k+round)%len(wants)], sets[(k+round)%len(wants)]
 			ref, referr := new(Decoder).Parse([]byte(doc))
 			got, err := d.Parse([]byte(doc))
 			if fmt.Sprint(err) != fmt.Sprint(referr) || !same(got, ref) {
 				t.Fatalf("Parse(%s) = %s, %v; fresh Decoder: %s, %v", doc, AppendJSON(nil, got), err, AppendJSON(nil, ref), referr)
 			}
-			fref, freferr := new(Decoder).ParseFields([]byte(doc), want)
-			f, ferr := d.ParseFields([]byte(doc), want)
+			fref, freferr := new(Decoder).ParseFields([]byte(doc), set)
+			f, ferr := d.ParseFields([]byte(doc), set)
+			sameInto(t, &d, []byte(doc), set, fref, freferr)
 			if fmt.Sprint(ferr) != fmt.Sprint(freferr) || !same(f, fref) {
 				t.Fatalf("ParseFields(%s) = %s, %v; fresh Decoder: %s, %v", doc, AppendJSON(nil, f), ferr, AppendJSON(nil, fref), freferr)
 			}
@@ -489,7 +497,8 @@ func TestDecoderAllocations(t *testing.T) {
 	line := []byte(`{"date":"2001/01/01 00:47","delay":66,"distance":1750,"origin":"DTW","destination":"LAS"}`)
 	numbers := []byte(`{"a":1,"b":-2,"c":3.5,"d":true,"e":null}`)
 	nested := []byte(`{"a":"x","b":{"c":"y","d":[1,"z"]}}`)
-	want := map[string]struct{}{"delay": {}, "origin": {}}
+	want := NewFieldSet("delay", "origin")
+	into := make([]Value, want.Len())
 	var d Decoder
 	for _, tc := range []struct {
 		name  string
@@ -498,6 +507,7 @@ func TestDecoderAllocations(t *testing.T) {
 	}{
 		{"Parse", func() (Value, error) { return d.Parse(line) }, 2},
 		{"ParseFields", func() (Value, error) { return d.ParseFields(line, want) }, 2},
+		{"ParseFieldsInto", func() (Value, error) { _, err := d.ParseFieldsInto(line, want, into); return Value{}, err }, 1},
 		{"Parse without strings", func() (Value, error) { return d.Parse(numbers) }, 1},
 		{"Parse nested", func() (Value, error) { return d.Parse(nested) }, 5}, // 2 records, list and its box, strings
 	} {
@@ -799,7 +809,7 @@ func TestParseJSONMatchesEncodingJSON(t *testing.T) {
 		}
 		if v.Kind() == KindRecord {
 			want := wantSets[i%len(wantSets)]
-			f, err := d.ParseFields(doc, want)
+			f, err := d.ParseFields(doc, setOf(want))
 			if err != nil || !same(f, filterFields(v, want)) {
 				t.Fatalf("ParseFields(%q) = %s, %v; want %s", doc, AppendJSON(nil, f), err, AppendJSON(nil, filterFields(v, want)))
 			}
@@ -849,6 +859,7 @@ func TestParseJSONRealData(t *testing.T) {
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			lines := dataLines(t, tc.file)
+			set := setOf(tc.fields)
 			var d Decoder
 			for n, line := range lines {
 				v, err := ParseJSON(line)
@@ -859,7 +870,8 @@ func TestParseJSONRealData(t *testing.T) {
 				if v2, err := d.Parse(line); err != nil || !same(v, v2) {
 					t.Fatalf("line %d: Decoder.Parse differs: %v", n+1, err)
 				}
-				f, err := d.ParseFields(line, tc.fields)
+				f, err := d.ParseFields(line, set)
+				sameInto(t, &d, line, set, f, err)
 				if err != nil || !same(f, filterFields(v, tc.fields)) || len(f.Record().Keys) != 2 {
 					t.Fatalf("line %d: ParseFields = %s, %v", n+1, AppendJSON(nil, f), err)
 				}
@@ -931,6 +943,50 @@ func FuzzParseJSON(f *testing.F) {
 
 var fuzzDecoder Decoder // kept across inputs, so that its caches are exercised
 
+// The field set of the last fuzz input, kept while the names are the same,
+// so that the Decoder's per-set cache is exercised too.
+var (
+	fuzzNames string
+	fuzzSet   *FieldSet
+)
+
+// setOf returns the set of m's names, sorted.
+func setOf(m map[string]struct{}) *FieldSet {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return NewFieldSet(names...)
+}
+
+// sameInto checks that ParseFieldsInto agrees with ParseFields' result rec
+// (or its error): the same error, or for every name of set, the member's
+// presence and value.
+func sameInto(t *testing.T, d *Decoder, b []byte, set *FieldSet, rec Value, recErr error) {
+	t.Helper()
+	if set.Len() > MaxFieldsInto {
+		return
+	}
+	dst := make([]Value, set.Len())
+	for k := range dst {
+		dst[k] = String("stale") // must be overwritten or cleared
+	}
+	present, err := d.ParseFieldsInto(b, set, dst)
+	if fmt.Sprint(err) != fmt.Sprint(recErr) {
+		t.Fatalf("ParseFieldsInto(%q): %v; ParseFields: %v", b, err, recErr)
+	}
+	for k, name := range set.Names() {
+		want, ok := Value{}, false
+		if r := rec.Record(); r != nil {
+			want, ok = r.Get(name)
+		}
+		if got := present&(1<<k) != 0; got != ok || !same(dst[k], want) {
+			t.Fatalf("ParseFieldsInto(%q): %q = %s (present %v); ParseFields: %s (%v)", b, name, AppendJSON(nil, dst[k]), got, AppendJSON(nil, want), ok)
+		}
+	}
+}
+
 func FuzzParseFields(f *testing.F) {
 	for _, s := range []string{
 		`{"date":"2001/01/01 00:47","delay":66,"distance":1750,"origin":"DTW","destination":"LAS"}`,
@@ -945,7 +1001,11 @@ func FuzzParseFields(f *testing.F) {
 			want[n] = struct{}{}
 		}
 		full, ferr := ParseJSON(b)
-		got, gerr := fuzzDecoder.ParseFields(b, want)
+		if names != fuzzNames {
+			fuzzNames, fuzzSet = names, setOf(want)
+		}
+		got, gerr := fuzzDecoder.ParseFields(b, fuzzSet)
+		sameInto(t, &fuzzDecoder, b, fuzzSet, got, gerr)
 		if ferr != nil || full.Kind() != KindRecord {
 			if gerr == nil {
 				t.Fatalf("ParseFields(%q) = %s; ParseJSON: %s, %v", b, AppendJSON(nil, got), AppendJSON(nil, full), ferr)

@@ -11,6 +11,7 @@ package value
 import (
 	"math"
 	"strconv"
+	"unsafe"
 )
 
 // Kind is the JSON type of a Value.
@@ -48,13 +49,15 @@ func (k Kind) String() string {
 }
 
 // Value is an immutable JSON value. The zero Value is null.
-// Copying a Value is cheap; lists and records share their backing arrays,
-// which must not be modified after construction.
+// Copying a Value is cheap (24 bytes); strings, lists and records share
+// their backing arrays, which must not be modified after construction.
 type Value struct {
+	// p points at a string's bytes, a list's first item or a *Record.
+	p unsafe.Pointer
+	// n is a boolean (0/1), int64 bits or float64 bits, or the length of a
+	// string or list.
+	n    uint64
 	kind Kind
-	n    uint64 // bool (0/1), int64 bits or float64 bits
-	s    string
-	x    any // []Value for lists, *Record for records
 }
 
 // Record is an ordered JSON object. Keys are unique; order is kept for output.
@@ -97,16 +100,23 @@ func Float(f float64) Value {
 }
 
 // String returns a string value.
-func String(s string) Value { return Value{kind: KindString, s: s} }
+func String(s string) Value {
+	return Value{kind: KindString, p: unsafe.Pointer(unsafe.StringData(s)), n: uint64(len(s))}
+}
 
-// List returns a list value. The slice is kept, not copied.
-func List(items []Value) Value { return Value{kind: KindList, x: items} }
+// List returns a list value. The items are kept, not copied (List of the
+// value returns them with their capacity cut to their length).
+func List(items []Value) Value {
+	return Value{kind: KindList, p: unsafe.Pointer(unsafe.SliceData(items)), n: uint64(len(items))}
+}
 
 // NewRecord returns a record value with the given keys and values, in order.
 // The slices are kept, not copied; keys must be unique.
 func NewRecord(keys []string, values []Value) Value {
-	return Value{kind: KindRecord, x: &Record{Keys: keys, Values: values}}
+	return recordValue(&Record{Keys: keys, Values: values})
 }
+
+func recordValue(r *Record) Value { return Value{kind: KindRecord, p: unsafe.Pointer(r)} }
 
 // Kind returns the value's JSON type.
 func (v Value) Kind() Kind { return v.kind }
@@ -115,7 +125,12 @@ func (v Value) Kind() Kind { return v.kind }
 // integer (two's complement) or a float (IEEE 754), without copying the
 // Value: for hot loops, where passing the 48-byte Value by value to the
 // accessors costs more than the work. Other kinds give 0 bits.
-func (v *Value) KindBits() (Kind, uint64) { return v.kind, v.n }
+func (v *Value) KindBits() (Kind, uint64) {
+	if v.kind >= KindString {
+		return v.kind, 0
+	}
+	return v.kind, v.n
+}
 
 // IsNull reports whether v is null.
 func (v Value) IsNull() bool { return v.kind == KindNull }
@@ -147,18 +162,27 @@ func (v Value) Float() float64 {
 }
 
 // Str returns the string; "" for other kinds.
-func (v Value) Str() string { return v.s }
+func (v Value) Str() string {
+	if v.kind != KindString {
+		return ""
+	}
+	return unsafe.String((*byte)(v.p), int(v.n))
+}
 
 // List returns the items of a list; nil for other kinds.
 func (v Value) List() []Value {
-	l, _ := v.x.([]Value)
-	return l
+	if v.kind != KindList {
+		return nil
+	}
+	return unsafe.Slice((*Value)(v.p), int(v.n))
 }
 
 // Record returns the record; nil for other kinds.
 func (v Value) Record() *Record {
-	r, _ := v.x.(*Record)
-	return r
+	if v.kind != KindRecord {
+		return nil
+	}
+	return (*Record)(v.p)
 }
 
 // Compare orders values totally: first by kind (null < boolean < number <
@@ -184,9 +208,9 @@ func Compare(a, b Value) int {
 		return cmpInt(int64(a.n), int64(b.n))
 	case KindString:
 		switch {
-		case a.s < b.s:
+		case a.Str() < b.Str():
 			return -1
-		case a.s > b.s:
+		case a.Str() > b.Str():
 			return 1
 		}
 		return 0
@@ -270,3 +294,13 @@ func cmpFloat(a, b float64) int {
 
 // Equal reports whether Compare(a, b) == 0.
 func Equal(a, b Value) bool { return Compare(a, b) == 0 }
+
+// MakeRecord returns a record with the given keys and null values, and its
+// values slice for the caller to fill. For up to 16 keys the record and its
+// values are one allocation. The values must be set before the record is
+// shared and not changed after (see Value); keys are kept, not copied.
+func MakeRecord(keys []string) (Value, []Value) {
+	r := newRecord(len(keys))
+	r.Keys = keys
+	return recordValue(r), r.Values
+}

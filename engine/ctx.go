@@ -1,0 +1,101 @@
+package engine
+
+import (
+	"github.com/scenario-server/scenario-server/value"
+)
+
+// ctx is one event travelling through the graph: its variables, by slot
+// (see layout), and its event time.
+//
+// A variable may be lazy: set, but not made into a Value until something
+// needs it whole. A source whose scenario reads only fields of #input
+// decodes those fields alone, and #input.field reads them where they are;
+// an aggregate's result variables (its output variable, #key, #window) are
+// read from its aggregate.Result the same way. Lazy variables are valid
+// only while the event they belong to is being pushed, which is as long as
+// any context lives: a context is dead once the push that carries it
+// returns, and whatever keeps a value (an aggregate's key and inputs, a
+// sink's output) gets it made whole, from eval.
+type ctx struct {
+	slots []slotVal
+	time  int64
+	lay   *layout
+}
+
+type slotVal struct {
+	v    value.Value
+	set  bool
+	lazy *node // when not nil, v is yet to be made by lazy.materialize
+}
+
+func (l *layout) newCtx() ctx {
+	return ctx{slots: make([]slotVal, len(l.names)), lay: l}
+}
+
+// reset empties c for a new event at time t.
+func (c *ctx) reset(t int64) {
+	clear(c.slots)
+	c.time = t
+}
+
+// set sets a variable.
+func (c *ctx) set(slot int, v value.Value) { c.slots[slot] = slotVal{v: v, set: true} }
+
+// setLazy sets a variable that n makes when it is needed.
+func (c *ctx) setLazy(slot int, n *node) { c.slots[slot] = slotVal{set: true, lazy: n} }
+
+// get returns a variable, made whole, and whether it is set.
+func (c *ctx) get(slot int) (value.Value, bool) {
+	s := &c.slots[slot]
+	if s.lazy != nil {
+		s.v, s.lazy = s.lazy.materialize(slot), nil
+	}
+	return s.v, s.set
+}
+
+// read returns the value a path reaches; null when its variable is not set.
+func (c *ctx) read(p *pathRef) (value.Value, error) {
+	s := &c.slots[p.slot]
+	if !s.set {
+		return value.Null(), nil
+	}
+	if s.lazy != nil && len(p.steps) > 0 {
+		if v, ok := s.lazy.lazyField(p.slot, p.steps[0]); ok {
+			return walk(v, p.steps[1:])
+		}
+	}
+	v, _ := c.get(p.slot)
+	return walk(v, p.steps)
+}
+
+// copyFrom makes c a copy of src (lazy variables stay lazy).
+func (c *ctx) copyFrom(src *ctx) {
+	copy(c.slots, src.slots)
+	c.time = src.time
+}
+
+// Var gives expressions run by expr their variables (expression.Vars).
+func (c *ctx) Var(name string) (value.Value, bool) {
+	slot, ok := c.lay.slotOf[name]
+	if !ok {
+		return value.Null(), false
+	}
+	return c.get(slot)
+}
+
+// Each calls f for every variable set (expression.Vars).
+func (c *ctx) Each(f func(name string, v value.Value)) {
+	for i := range c.slots {
+		if c.slots[i].set {
+			v, _ := c.get(i)
+			f(c.lay.names[i], v)
+		}
+	}
+}
+
+// varsMap returns c's variables in a new map (for Options.Observe).
+func (c *ctx) varsMap() map[string]value.Value {
+	m := make(map[string]value.Value, len(c.slots))
+	c.Each(func(name string, v value.Value) { m[name] = v })
+	return m
+}
