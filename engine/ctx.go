@@ -61,10 +61,16 @@ func (c *ctx) read(p *pathRef) (value.Value, error) {
 	}
 	if s.lazy != nil && len(p.steps) > 0 {
 		if v, ok := s.lazy.lazyField(p.slot, p.steps[0]); ok {
+			if len(p.steps) == 1 {
+				return v, nil
+			}
 			return walk(v, p.steps[1:])
 		}
 	}
 	v, _ := c.get(p.slot)
+	if len(p.steps) == 0 {
+		return v, nil
+	}
 	return walk(v, p.steps)
 }
 

@@ -82,7 +82,9 @@ func (e EventError) String() string {
 }
 
 // Output receives what a sink writes: the sink's node id, the value, and the
-// event time of the context that reached the sink.
+// event time of the context that reached the sink. The value is valid only
+// during the call (the engine may reuse its memory for the next one): encode
+// it, as the sinks do, or copy it to keep it.
 type Output func(sinkID string, v value.Value, eventTime int64)
 
 // Options configure an Engine.
@@ -340,13 +342,19 @@ func (e *Engine) PushJSON(sourceID string, record []byte, line int64) error {
 	if e.flushed {
 		return errors.New("engine: input after the end of input")
 	}
+	e.pushJSON(src, record, line)
+	return nil
+}
+
+// pushJSON is PushJSON for a known source.
+func (e *Engine) pushJSON(src *node, record []byte, line int64) {
 	e.line = line
 	src.counts.In++
 	if err := src.decode(record); err != nil {
 		e.fail(src, "", fmt.Errorf("not a JSON record: %w", err))
-		return nil
+		return
 	}
-	return e.pushValue(src, math.MinInt64)
+	_ = e.pushValue(src, math.MinInt64)
 }
 
 // PushValue pushes an already decoded record for source sourceID. With
@@ -373,8 +381,8 @@ func (e *Engine) pushValue(src *node, eventTime int64) error {
 	// The source's context is reused for its next event: nothing keeps it
 	// once the event has gone through (aggregates that enrich events emit
 	// from within Add; sinks and Observe copy what they keep).
+	// Only #input and #meta are ever set in it: no need to clear it.
 	c := &src.ctx
-	c.reset(0)
 	if src.lazyInput {
 		c.setLazy(e.inputSlot, src)
 	} else {
@@ -404,6 +412,7 @@ func (e *Engine) pushValue(src *node, eventTime int64) error {
 	if e.needsMeta {
 		c.set(e.metaSlot, e.meta(t))
 	}
+	// (#meta is set for every event or for none.)
 	src.counts.Out++
 	e.forward(src, c, "")
 	e.step()

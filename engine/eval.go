@@ -23,6 +23,9 @@ type evaluator struct {
 	// its keys in written order and one path per key.
 	keys  []string
 	paths []*pathRef
+	// scratch is the record evalTransient fills for each call.
+	scratch     value.Value
+	scratchVals []value.Value
 	// The declared types of the path (or of each record value), for the
 	// number conversions expr makes (see conform).
 	typ   expression.Type
@@ -267,6 +270,9 @@ func compare(v value.Value, op string, lit value.Value) (result, ok bool) {
 	var c int
 	switch {
 	case v.Kind() == value.KindString && lit.Kind() == value.KindString:
+		if op == "==" || op == "!=" {
+			return (v.Str() == lit.Str()) == (op == "=="), true
+		}
 		c = strings.Compare(v.Str(), lit.Str())
 	case v.Kind() == value.KindBool && lit.Kind() == value.KindBool:
 		if op != "==" && op != "!=" {
@@ -345,6 +351,26 @@ func (ev *evaluator) eval(c *ctx) (value.Value, error) {
 		return rec, nil
 	}
 	return expression.RunVars(ev.prog, c)
+}
+
+// evalTransient is eval for a value that is used only until the next call
+// (a sink's value, which Output encodes before it returns): a record
+// literal of paths is filled into a record reused from call to call.
+func (ev *evaluator) evalTransient(c *ctx) (value.Value, error) {
+	if ev.keys == nil {
+		return ev.eval(c)
+	}
+	if ev.scratchVals == nil {
+		ev.scratch, ev.scratchVals = value.MakeRecord(ev.keys)
+	}
+	for i, path := range ev.paths {
+		w, err := c.read(path)
+		if err != nil {
+			return expression.RunVars(ev.prog, c) // expr's own error, with its position
+		}
+		ev.scratchVals[i] = conform(w, ev.types[i])
+	}
+	return ev.scratch, nil
 }
 
 // walk follows steps (fields and indexes) from v. A missing field is null,

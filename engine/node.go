@@ -257,7 +257,8 @@ func (n *node) buildAggregate(e *Engine, p *nodes.Plan) error {
 	}
 	n.op = op
 	n.keyBuf = make([]value.Value, len(n.groupBy))
-	n.inBuf = make([]value.Value, len(named))
+	n.inBuf = make([]value.Value, len(named)) // null where aggBy is nil (Count)
+	n.ev = aggregate.Event{Key: n.keyBuf, Inputs: n.inBuf}
 	return nil
 }
 
@@ -347,7 +348,7 @@ func (n *node) process(e *Engine, c *ctx, from string) {
 	case kindAggregate:
 		n.add(e, c)
 	case kindSink:
-		v, err := n.prog.eval(c)
+		v, err := n.prog.evalTransient(c) // Output does not keep it
 		if err != nil {
 			e.fail(n, "value", err)
 			return
@@ -390,7 +391,6 @@ func (n *node) add(e *Engine, c *ctx) {
 	}
 	for i, p := range n.aggBy {
 		if p == nil {
-			n.inBuf[i] = value.Null()
 			continue
 		}
 		v, err := p.eval(c)
@@ -400,8 +400,8 @@ func (n *node) add(e *Engine, c *ctx) {
 		}
 		n.inBuf[i] = v
 	}
-	ev := &n.ev
-	*ev = aggregate.Event{Time: c.time, Key: n.keyBuf, Inputs: n.inBuf, Payload: c}
+	ev := &n.ev // its Key and Inputs are keyBuf and inBuf
+	ev.Time, ev.Payload = c.time, c
 	if n.endCond != nil {
 		v, err := n.endCond.eval(c)
 		if err != nil {
@@ -493,10 +493,8 @@ func (n *node) lazyField(slot int, step pathStep) (value.Value, bool) {
 	case n.cur == nil:
 	case slot == n.varSlot:
 		if step.index < 0 {
-			for i, name := range n.aggNames {
-				if name == step.name {
-					return n.cur.Values[i], true
-				}
+			if i := n.aggIndex(step.name); i >= 0 {
+				return n.cur.Values[i], true
 			}
 			return value.Null(), true
 		}
@@ -516,6 +514,16 @@ func (n *node) lazyField(slot int, step pathStep) (value.Value, bool) {
 		}
 	}
 	return value.Null(), false
+}
+
+// aggIndex returns the position of aggregation name, or -1.
+func (n *node) aggIndex(name string) int {
+	for i, a := range n.aggNames {
+		if a == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // decode decodes a record as the source's next input: only the fields the

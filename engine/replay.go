@@ -66,8 +66,10 @@ func Replay(e *Engine, in io.Reader) (Summary, error) {
 	r := bufio.NewReaderSize(in, 1<<20)
 	sources := e.Sources()
 	single := ""
+	var one *node
 	if len(sources) == 1 {
 		single = sources[0]
+		one = e.sources[single]
 	}
 	var sum Summary
 	var lineNo int64
@@ -89,7 +91,7 @@ func Replay(e *Engine, in io.Reader) (Summary, error) {
 			trimmed := bytes.TrimSpace(line)
 			if len(trimmed) > 0 {
 				sum.Events++
-				e.pushLine(single, trimmed, lineNo)
+				e.pushLine(one, trimmed, lineNo)
 			}
 		}
 		if err == io.EOF {
@@ -107,22 +109,24 @@ func Replay(e *Engine, in io.Reader) (Summary, error) {
 	return sum, nil
 }
 
-// pushLine pushes one input line: a bare record for source single, or an
-// envelope when single is "".
-func (e *Engine) pushLine(single string, line []byte, lineNo int64) {
+// pushLine pushes one input line: a bare record for source one, or an
+// envelope when one is nil (or the line is one).
+func (e *Engine) pushLine(one *node, line []byte, lineNo int64) {
 	if len(line) > MaxLineBytes {
 		e.line = lineNo
 		err := fmt.Errorf("line of %d bytes is longer than %d", len(line), MaxLineBytes)
-		if src := e.sources[single]; src != nil {
-			src.counts.In++
-			e.fail(src, "", err)
+		if one != nil {
+			one.counts.In++
+			e.fail(one, "", err)
 		} else {
 			e.failInput(err)
 		}
 		return
 	}
-	if single != "" && !isEnvelope(line, single) {
-		_ = e.PushJSON(single, line, lineNo)
+	if one != nil && !isEnvelope(line, one.id) {
+		if !e.flushed {
+			e.pushJSON(one, line, lineNo)
+		}
 		return
 	}
 	var env envelope
@@ -168,11 +172,15 @@ func isEnvelope(line []byte, source string) bool {
 // to w, counting them in *n.
 func WriteOutput(w *bufio.Writer, n *int64) Output {
 	var buf []byte
+	lastID, prefix := "", 0 // buf[:prefix] is {"sink":<lastID>,"value":
 	return func(sinkID string, v value.Value, _ int64) {
-		buf = append(buf[:0], `{"sink":`...)
-		buf = value.AppendJSON(buf, value.String(sinkID))
-		buf = append(buf, `,"value":`...)
-		buf = value.AppendJSON(buf, v)
+		if sinkID != lastID || prefix == 0 {
+			buf = append(buf[:0], `{"sink":`...)
+			buf = value.AppendJSON(buf, value.String(sinkID))
+			buf = append(buf, `,"value":`...)
+			lastID, prefix = sinkID, len(buf)
+		}
+		buf = value.AppendJSON(buf[:prefix], v)
 		buf = append(buf, '}', '\n')
 		_, _ = w.Write(buf)
 		*n++
