@@ -15,6 +15,15 @@
 // of the wrong type, an expression that fails, an aggregate input of the
 // wrong type) is recorded with its node, field and input line, counted on
 // the node, and the event goes no further; the run goes on.
+//
+// Variables live in slots of a context (ctx), one slot per variable name of
+// the scenario. When no expression reads #input whole, a source decodes only
+// the top-level fields the expressions read (value.Decoder.ParseFieldsInto)
+// and #input.field reads them in place; an aggregate's output variable, #key
+// and #window are read in place from its result. Such lazy variables become
+// whole values only when something needs them whole. Expressions that are a
+// path, a record literal of paths or a path compared with a literal are
+// answered without running expr (eval.go).
 package engine
 
 import (

@@ -541,6 +541,10 @@ func (n *node) decode(b []byte) error {
 	default:
 		n.input, err = n.decoder.Parse(b)
 		n.lazyInput = false
+		if err == nil && n.input.Kind() != value.KindRecord {
+			// The error ParseFields gives for JSON that is not an object.
+			_, err = n.decoder.ParseFields(b, nil)
+		}
 	}
 	return err
 }

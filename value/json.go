@@ -37,6 +37,13 @@ import (
 //
 // A flat event of up to 16 fields thus costs two allocations: its record
 // and its strings.
+//
+// For events of which only some top-level fields are read, ParseFields keeps
+// those (a FieldSet) and checks the rest without decoding them; the Decoder
+// remembers, per key as written, whether the set has it, so a stream of one
+// shape looks nothing up. ParseFieldsInto puts the kept values into a slice
+// the caller reuses: no record at all, so one allocation (the strings) per
+// flat event.
 
 // MaxDepth is the deepest nesting of lists and records that ParseJSON and a
 // Decoder accept: 1000 nested '[' or '{' are allowed, 1001 are an error.

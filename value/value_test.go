@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"testing"
+	"unsafe"
 )
 
 func TestJSONKeepsIntegersExact(t *testing.T) {
@@ -20,6 +21,8 @@ func TestJSONKeepsIntegersExact(t *testing.T) {
 		{Float(math.NaN()), "null"},
 		{Float(math.Inf(1)), "null"},
 		{String("a\"b\\\n\x01é"), `"a\"b\\\n\u0001é"`},
+		{String("plain text, then \t\r and \xff\xfe; ü ok"), `"plain text, then \t\r and \ufffd\ufffd; ü ok"`},
+		{String(""), `""`},
 		{List([]Value{Null(), Bool(true), Int(2)}), "[null,true,2]"},
 		{NewRecord([]string{"b", "a"}, []Value{Int(1), String("x")}), `{"b":1,"a":"x"}`},
 	} {
@@ -89,4 +92,82 @@ func FuzzDecodeBinary(f *testing.F) {
 			t.Fatalf("round trip: %v, %d left, %s vs %s", err, len(left), AppendJSON(nil, again), AppendJSON(nil, v))
 		}
 	})
+}
+
+// A Value is a pointer, 64 bits of payload and a kind: 24 bytes, half of
+// what a string and an interface beside the payload took. Every column,
+// key table and context holds Values, so the size is part of the design.
+func TestValueIsThreeWords(t *testing.T) {
+	if n := unsafe.Sizeof(Value{}); n != 24 {
+		t.Fatalf("a Value is %d bytes, want 24", n)
+	}
+}
+
+func TestAccessorsOfOtherKinds(t *testing.T) {
+	s, l, r := String("abc"), List([]Value{Int(1)}), NewRecord([]string{"a"}, []Value{Int(1)})
+	for _, v := range []Value{Null(), Bool(true), Int(3), Float(2.5), l, r} {
+		if v.Str() != "" {
+			t.Errorf("%s: Str() = %q", AppendJSON(nil, v), v.Str())
+		}
+	}
+	for _, v := range []Value{Null(), Int(3), s, r} {
+		if v.List() != nil {
+			t.Errorf("%s: List() = %v", AppendJSON(nil, v), v.List())
+		}
+	}
+	for _, v := range []Value{Null(), Int(3), s, l} {
+		if v.Record() != nil {
+			t.Errorf("%s: Record() is not nil", AppendJSON(nil, v))
+		}
+	}
+	// KindBits gives the bits of booleans, integers and floats only.
+	if k, bits := s.KindBits(); k != KindString || bits != 0 {
+		t.Errorf("KindBits of a string = %v, %d", k, bits)
+	}
+	if k, bits := l.KindBits(); k != KindList || bits != 0 {
+		t.Errorf("KindBits of a list = %v, %d", k, bits)
+	}
+	if List(nil).List() != nil || len(List([]Value{}).List()) != 0 || AppendJSON(nil, List(nil))[0] != '[' {
+		t.Errorf("empty lists")
+	}
+}
+
+// A list's items are returned with their capacity cut to their length, so
+// that appending to them cannot write into the array the list shares.
+func TestListItemsCannotBeAppendedInPlace(t *testing.T) {
+	backing := make([]Value, 2, 8)
+	backing[0], backing[1] = Int(1), Int(2)
+	v := List(backing)
+	items := v.List()
+	if len(items) != 2 || cap(items) != 2 {
+		t.Fatalf("len %d cap %d, want 2 and 2", len(items), cap(items))
+	}
+	_ = append(items, Int(3))
+	if backing[:3][2].Kind() != KindNull {
+		t.Fatal("append wrote into the shared array")
+	}
+}
+
+func TestMakeRecord(t *testing.T) {
+	keys := []string{"b", "a", "c"}
+	rec, vals := MakeRecord(keys)
+	if len(vals) != 3 || string(AppendJSON(nil, rec)) != `{"b":null,"a":null,"c":null}` {
+		t.Fatalf("new record %s, %d values", AppendJSON(nil, rec), len(vals))
+	}
+	vals[0], vals[1], vals[2] = Int(1), String("x"), Bool(false)
+	if got := string(AppendJSON(nil, rec)); got != `{"b":1,"a":"x","c":false}` {
+		t.Fatalf("filled record %s", got)
+	}
+	big := make([]string, 20)
+	for i := range big {
+		big[i] = string(rune('a' + i))
+	}
+	rec, vals = MakeRecord(big)
+	vals[19] = Int(19)
+	if got, ok := rec.Record().Get("t"); len(vals) != 20 || !ok || got.Int() != 19 {
+		t.Fatalf("a record of 20 keys: %s", AppendJSON(nil, rec))
+	}
+	if n := testing.AllocsPerRun(100, func() { MakeRecord(keys) }); n != 1 {
+		t.Errorf("MakeRecord of 3 keys: %v allocations, want 1", n)
+	}
 }
