@@ -16,16 +16,27 @@ import (
 //
 // A closed session leaves a tombstone (its first and last event time), so
 // that an event within its reach is found late and dropped instead of
-// starting or extending a session that overlaps it (SEMANTICS §2). Every
-// open session of a key lies after every closed one (closed: last+timeout
-// <= W < last'+timeout), and an open session can only grow backwards until
-// it reaches the latest closed session's reach, so only the latest tombstone
-// of a key is ever needed. It is kept while the key has an open session, or
-// while a new session could still start within its reach (watermark below
-// last + 2*timeout). After that the key holds nothing: a key whose windows
-// have all closed keeps no state (SEMANTICS §3), so a new session that later
-// grows backwards through out-of-order events may reach into the time of a
-// session forgotten long ago; such events are accepted.
+// starting or extending a session that overlaps it (SEMANTICS §2).
+//
+// A session closed by its timeout reaches (first - timeout, last + timeout).
+// Every open session of a key lies after every session closed by timeout
+// (closed: last+timeout <= W < last'+timeout), and an open session can only
+// grow backwards until it reaches the latest such session's reach, so only
+// the latest of those tombstones is ever needed.
+//
+// A session closed by endSessionCondition closes at once, that event
+// included, and the next event starts a new session (SEMANTICS §4): its
+// reach is (first - timeout, last], so an out-of-order event within it is
+// dropped, and one after it starts or joins another session. Such sessions
+// need not be the latest, nor after the open ones, so each keeps its own
+// tombstone.
+//
+// Tombstones are kept while the key has an open session; when it has none,
+// each is dropped once no new session could start within its reach
+// (watermark at last + 2*timeout), and a key left with nothing holds no
+// state (SEMANTICS §3). So a new session that later grows backwards through
+// out-of-order events may reach into the time of a session forgotten long
+// ago; such events are accepted.
 type sessionOp struct {
 	aggs    []Named
 	masks   []uint8
@@ -41,7 +52,8 @@ type sessionOp struct {
 	cols      []Column
 	freeCells []int
 	open      [][]sess // per slot, sorted by start
-	tombs     []tomb   // per slot: the latest closed session, if any
+	tombs     []tomb   // per slot: the latest session closed by its timeout, if any
+	condTombs [][]tomb // per slot: sessions closed by endSessionCondition, in closing order
 	closing   sessHeap
 	hseq      uint64
 	nextID    uint64
@@ -95,7 +107,7 @@ func (s *sessionOp) StateBytes() int {
 		n += c.SizeBytes()
 	}
 	for slot := range s.open {
-		n += 48*cap(s.open[slot]) + 24 + valueHeader*len(s.keyVals[slot])
+		n += 48*cap(s.open[slot]) + 24 + valueHeader*len(s.keyVals[slot]) + 24 + 24*cap(s.condTombs[slot])
 	}
 	return n
 }
@@ -108,6 +120,7 @@ func (s *sessionOp) slot(key []value.Value) int {
 		for len(s.open) <= slot {
 			s.open = append(s.open, nil)
 			s.tombs = append(s.tombs, tomb{})
+			s.condTombs = append(s.condTombs, nil)
 			s.keyVals = append(s.keyVals, nil)
 			s.gen = append(s.gen, 0)
 		}
@@ -161,7 +174,7 @@ func (s *sessionOp) Add(e *Event) error {
 		return ErrLate
 	}
 	slot := s.slot(e.Key)
-	if tb := s.tombs[slot]; tb.set && s.joins(t, tb.start, tb.last) {
+	if s.closedReach(slot, t) {
 		s.stats.Late++
 		s.maybeFree(slot)
 		return ErrLate
@@ -228,6 +241,9 @@ func (s *sessionOp) Add(e *Event) error {
 			s.emitSession(slot, closed, closed.last+1, nil)
 		}
 		s.freeCell(closed.cell)
+		s.condTombs[slot] = append(s.condTombs[slot], tomb{start: closed.start, last: closed.last, set: true})
+		s.hseq++
+		heap.Push(&s.closing, closeAt{at: closed.last + 2*s.timeout, slot: slot, gen: s.gen[slot], tomb: true, seq: s.hseq})
 		s.maybeFree(slot)
 		return nil
 	}
@@ -258,19 +274,45 @@ func (s *sessionOp) removeOpen(slot int, id uint64) {
 	}
 }
 
-// maybeFree drops slot's tombstone when no event can reach it any more and
-// frees the slot when it holds nothing.
+// closedReach reports whether an event at t falls within the reach of one
+// of slot's closed sessions.
+func (s *sessionOp) closedReach(slot int, t int64) bool {
+	if tb := s.tombs[slot]; tb.set && s.joins(t, tb.start, tb.last) {
+		return true
+	}
+	for _, tb := range s.condTombs[slot] {
+		if t > tb.start-s.timeout && t <= tb.last {
+			return true
+		}
+	}
+	return false
+}
+
+// maybeFree drops slot's tombstones that no event can reach any more, when
+// the key has no open session, and frees the slot when it holds nothing.
 func (s *sessionOp) maybeFree(slot int) {
 	if len(s.open[slot]) > 0 {
 		return
 	}
-	if tb := s.tombs[slot]; tb.set && s.w != infinity && tb.last+2*s.timeout > s.w {
+	expired := func(tb tomb) bool { return s.w == infinity || tb.last+2*s.timeout <= s.w }
+	if tb := s.tombs[slot]; tb.set && expired(tb) {
+		s.tombs[slot] = tomb{}
+	}
+	conds := s.condTombs[slot][:0]
+	for _, tb := range s.condTombs[slot] {
+		if !expired(tb) {
+			conds = append(conds, tb)
+		}
+	}
+	clear(s.condTombs[slot][len(conds):])
+	s.condTombs[slot] = conds
+	if s.tombs[slot].set || len(conds) > 0 {
 		return
 	}
 	s.keys.Free(slot)
 	s.keyVals[slot] = nil
 	s.open[slot] = nil
-	s.tombs[slot] = tomb{}
+	s.condTombs[slot] = nil
 	s.gen[slot]++
 }
 

@@ -372,6 +372,15 @@ func (s *sessionOp) AppendSnapshot(b []byte) []byte {
 		b = slices.AppendBool(b, c.tomb)
 		b = binary.AppendUvarint(b, c.seq)
 	}
+	// The tombstones of sessions closed by endSessionCondition, per slot
+	// (absent from snapshots written before they existed).
+	for slot := range s.open {
+		b = binary.AppendUvarint(b, uint64(len(s.condTombs[slot])))
+		for _, tb := range s.condTombs[slot] {
+			b = binary.AppendVarint(b, tb.start)
+			b = binary.AppendVarint(b, tb.last)
+		}
+	}
 	return b
 }
 
@@ -415,6 +424,15 @@ func (s *sessionOp) Restore(snapshot []byte) error {
 	for range nc {
 		c := closeAt{at: r.Varint(), slot: r.Len(slots), gen: uint32(r.Uvarint()), id: r.Uvarint(), tomb: r.Bool(), seq: r.Uvarint()}
 		s.closing = append(s.closing, c)
+	}
+	s.condTombs = make([][]tomb, slots)
+	if len(r.Rest()) > 0 {
+		for slot := 0; slot < slots && r.Err() == nil; slot++ {
+			n := r.Len(len(r.Rest()))
+			for range n {
+				s.condTombs[slot] = append(s.condTombs[slot], tomb{start: r.Varint(), last: r.Varint(), set: true})
+			}
+		}
 	}
 	if err := r.Err(); err != nil {
 		return err

@@ -63,7 +63,7 @@ type windowOracle struct {
 	windows  map[string]map[int64][]rawEvent // aligned: key -> window index -> events
 	emitted  map[string]map[int64]bool       // sliding leave windows emitted / aligned windows emitted
 	sessions map[string][]*oracleSession     // open sessions per key
-	closedS  map[string][]*oracleSession     // timeout-closed sessions per key
+	closedS  map[string][]*oracleSession     // closed sessions per key (by timeout or condition)
 	extraDue map[string]map[int64]bool       // aligned extra windows already emitted
 	keyVals  map[string][]value.Value
 	cntN     map[string]int
@@ -72,6 +72,7 @@ type windowOracle struct {
 type oracleSession struct {
 	start, last int64
 	events      []rawEvent
+	cond        bool // closed by endSessionCondition
 }
 
 func newWindowOracle(spec WindowSpec, specs []Spec) *windowOracle {
@@ -142,23 +143,28 @@ func (o *windowOracle) precision() int64 {
 
 func (o *windowOracle) closedAt(end int64) bool { return o.w != math.MinInt64 && end <= o.w }
 
-// forget drops a key's closed sessions once the key has no open session and
-// no new session could start within reach of its latest closed one: the rule
-// under which a key holds no state (see sessionOp).
+// forget drops, while a key has no open session, each of its closed
+// sessions within whose reach no new session could start any more
+// (watermark at its last event + 2 timeouts): the rule under which a key
+// holds no state (see sessionOp).
 func (o *windowOracle) forget() {
 	if o.spec.Kind != Session {
 		return
 	}
 	for key, closed := range o.closedS {
-		if len(o.sessions[key]) > 0 || len(closed) == 0 {
+		if len(o.sessions[key]) > 0 {
 			continue
 		}
-		latest := int64(math.MinInt64)
+		var keep []*oracleSession
 		for _, s := range closed {
-			latest = max(latest, s.last)
+			if o.w != math.MaxInt64 && s.last+2*o.spec.SessionTimeout > o.w {
+				keep = append(keep, s)
+			}
 		}
-		if o.w == math.MaxInt64 || latest+2*o.spec.SessionTimeout <= o.w {
+		if len(keep) == 0 {
 			delete(o.closedS, key)
+		} else {
+			o.closedS[key] = keep
 		}
 	}
 }
@@ -207,8 +213,11 @@ func (o *windowOracle) add(e Event, order int) {
 	case Session:
 		to := o.spec.SessionTimeout
 		joins := func(s *oracleSession) bool { return t > s.start-to && t < s.last+to }
+		// A session closed by its condition closed at its last event: the
+		// next events start a new one; earlier ones within its reach would
+		// join it and are dropped (SEMANTICS §2 and §4).
 		for _, s := range o.closedS[key] {
-			if joins(s) {
+			if s.cond && t > s.start-to && t <= s.last || !s.cond && joins(s) {
 				return
 			}
 		}
@@ -239,6 +248,8 @@ func (o *windowOracle) add(e Event, order int) {
 				o.push(key, cur.start, cur.last+1, cur.last, cur.events, -1)
 			}
 			o.sessions[key] = rest
+			cur.cond = true
+			o.closedS[key] = append(o.closedS[key], cur)
 			return
 		}
 		o.sessions[key] = append(rest, cur)

@@ -133,6 +133,24 @@ func TestSessionEndCondition(t *testing.T) {
 	expect(t, out, []got{{"k", 0, 3001, 3000, "2", false}, {"k", 4000, 14000, 13999, "1", false}})
 }
 
+func TestSessionClosedByConditionDropsEventsWithinIt(t *testing.T) {
+	// Timeout 10 s, no watermark: nothing is late by time. The condition at
+	// 3000 closes [0, 3001) with 2 events. The out-of-order 2000 would join
+	// that closed session, and so would -5000 (within the timeout before its
+	// first event): both are dropped (SEMANTICS §2). 4000 comes after it and
+	// starts a new session, which the out-of-order 3500 joins (3.5 s is after
+	// the closed session's last event): [3500, 14000) with 2 events.
+	spec := WindowSpec{Kind: Session, SessionTimeout: 10000, EmitWhen: OnEnd}
+	out := runSteps(t, spec, Spec{Func: "Count"}, []step{
+		ev(0, "k", value.Null()), {t: 3000, key: "k", in: value.Null(), end: true},
+		{t: 2000, key: "k", in: value.Null(), late: true}, {t: -5000, key: "k", in: value.Null(), late: true},
+		ev(4000, "k", value.Null()), ev(3500, "k", value.Null()),
+		{t: -10000, key: "k", in: value.Null()}, // before the closed session's reach: a session of its own
+		flush(),
+	})
+	expect(t, out, []got{{"k", 0, 3001, 3000, "2", false}, {"k", -10000, 0, -1, "1", false}, {"k", 3500, 14000, 13999, "2", false}})
+}
+
 func TestLateEventDroppedFromClosedWindowCountedInOpenOne(t *testing.T) {
 	// Hopping: length 20 s, slide 10 s. The event at 5000 is in windows
 	// [-10000,10000) and [0,20000). Windows containing t=15000 are [0,20000)
