@@ -156,7 +156,7 @@ func bindFields(root *ast.Node, env TypeEnv, isVar func(string) bool) ([]binding
 
 // bind sets env for bs from vars; it reports false when a field path does
 // not lead through records.
-func bind(env map[string]any, bs []binding, vars Vars) bool {
+func bind(env map[string]any, bs []binding, vars Vars, keys varKeys) bool {
 	var v value.Value
 	name := ""
 	for i := range bs {
@@ -186,7 +186,7 @@ func bind(env map[string]any, bs []binding, vars Vars) bool {
 				x = &null // a missing last field is null
 			}
 		}
-		env[b.key] = b.toGo(x)
+		env[b.key] = b.toGo(x, keys)
 	}
 	return true
 }
@@ -204,7 +204,7 @@ func field(r *value.Record, name string) *value.Value {
 }
 
 // toGo is ToGo(*v, b.typ), with the scalars done here: the hot path.
-func (b *binding) toGo(v *value.Value) any {
+func (b *binding) toGo(v *value.Value, keys varKeys) any {
 	kind, bits := v.KindBits()
 	switch kind {
 	case value.KindNull:
@@ -219,7 +219,7 @@ func (b *binding) toGo(v *value.Value) any {
 	case value.KindString:
 		return v.Str()
 	}
-	return ToGo(*v, b.typ)
+	return toGo(*v, b.typ, keys)
 }
 
 // letNames returns the names the expression declares with let.

@@ -16,16 +16,18 @@ import (
 // general program on whole variables.
 func runGeneral(p *Program, vars map[string]value.Value) (value.Value, error) {
 	env := map[string]any{}
-	bind(env, p.whole, Map(vars))
+	orders := p.orders
+	orders.vars = varKeys{}
+	bind(env, p.whole, Map(vars), orders.vars)
 	out, err := vm.Run(p.program, env)
 	if err != nil {
 		return value.Null(), p.runError(err)
 	}
 	var v value.Value
 	if p.shape != nil {
-		v, err = fromShape(out, p.shape, p.orders, 0)
+		v, err = fromShape(out, p.shape, orders, 0)
 	} else {
-		v, err = fromGo(out, 0, p.orders)
+		v, err = fromGo(out, 0, orders)
 	}
 	if err != nil {
 		return value.Null(), &RunError{Message: err.Error(), Err: err}

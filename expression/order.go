@@ -3,6 +3,7 @@ package expression
 import (
 	"reflect"
 	"sort"
+	"unsafe"
 
 	"github.com/expr-lang/expr/ast"
 
@@ -27,17 +28,28 @@ import (
 //     has the same set of keys. In c ? {b: 1, a: 2} : {a: 1, b: 2} both
 //     branches come out as b, a.
 //
-// Maps that match no literal (records of variables, say) get their keys
-// sorted, as FromGo does. A key written twice keeps its first place (and
-// the value expr gives it, the first).
+// A record of a variable that expr hands back as it is (#window, or #input
+// inside a record literal) keeps its own key order: Run remembers the Go map
+// it made for each record it converted. Other maps that match no literal get
+// their keys sorted, as FromGo does. A key written twice keeps its first
+// place (and the value expr gives it, the first).
 //
 // The checker's types are computed before, so the types Compile reports do
 // not change; and map literals used inside the expression ({a: 1}.a,
 // 'a' in {a: 1}, len({a: 1})) stay Go maps.
 
 // keyOrders are the key lists of the map literals of an expression, in the
-// order they are written.
-type keyOrders [][]string
+// order they are written, and, during a Run, the keys of the records of
+// variables converted into Go maps, by map.
+type keyOrders struct {
+	lits [][]string
+	vars varKeys
+}
+
+// varKeys maps the Go maps ToGo made from records to the records' keys.
+type varKeys map[unsafe.Pointer][]string
+
+func mapID(m map[string]any) unsafe.Pointer { return reflect.ValueOf(m).UnsafePointer() }
 
 // mapKeyOrders collects the key orders of the map literals in tree whose
 // keys are all string constants.
@@ -59,7 +71,7 @@ func mapKeyOrders(root ast.Node) keyOrders {
 	sort.SliceStable(lits, func(i, j int) bool { return lits[i].at < lits[j].at })
 	var out keyOrders
 	for _, l := range lits {
-		out = append(out, l.keys)
+		out.lits = append(out.lits, l.keys)
 	}
 	return out
 }
@@ -96,21 +108,30 @@ func uniqueKeys(keys []string) []string {
 	return out[:len(out):len(out)]
 }
 
-// find returns the keys of the first literal with exactly m's keys, or nil.
+// find returns the keys of the record m was made from, or else of the
+// first literal with exactly m's keys, or nil.
 func (o keyOrders) find(m map[string]any) []string {
-next:
-	for _, keys := range o {
-		if len(keys) != len(m) {
-			continue
-		}
-		for _, k := range keys {
-			if _, ok := m[k]; !ok {
-				continue next
-			}
-		}
+	if keys, ok := o.vars[mapID(m)]; ok && sameKeys(keys, m) {
 		return keys
 	}
+	for _, keys := range o.lits {
+		if sameKeys(keys, m) {
+			return keys
+		}
+	}
 	return nil
+}
+
+func sameKeys(keys []string, m map[string]any) bool {
+	if len(keys) != len(m) {
+		return false
+	}
+	for _, k := range keys {
+		if _, ok := m[k]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // shape is a record literal compiled as the list of its values, or a list

@@ -32,9 +32,14 @@ func TestRecordLiteralsKeepKeyOrder(t *testing.T) {
 		{"{'b c': 1, \"a\": 2}", `{"b c":1,"a":2}`},
 		{"{a: 1, b: 2, a: 3}", `{"a":1,"b":2}`}, // a key written twice: its first place, expr's value
 		{"{}", `{}`},
-		// Records that come from variables have sorted keys, as FromGo gives.
-		{"{r: #input, u: #u}", `{"r":{"n":2,"s":"PL"},"u":{"a":2,"z":1}}`},
-		{"#input", `{"n":2,"s":"PL"}`},
+		// Records that come from variables keep their own key order.
+		{"{r: #input, u: #u}", `{"r":{"s":"PL","n":2},"u":{"z":1,"a":2}}`},
+		{"#input", `{"s":"PL","n":2}`},
+		{"[#u, #input]", `[{"z":1,"a":2},{"s":"PL","n":2}]`},
+		{"#d > 1 ? #u : {a: 0, z: 0}", `{"z":1,"a":2}`},
+		{"#d < 1 ? #u : {a: 0, z: 0}", `{"a":0,"z":0}`},
+		{"map([1], #u)", `[{"z":1,"a":2}]`},
+		{"{a: 5, z: 6}", `{"a":5,"z":6}`}, // a literal with #u's keys keeps its own order
 		// Field access, in, len and comparisons still work on literals.
 		{"{a: 1}.a", "1"},
 		{"{a: 1}['a']", "1"},

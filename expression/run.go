@@ -78,26 +78,40 @@ func (m Map) Each(f func(name string, v value.Value)) {
 func RunVars(p *Program, vars Vars) (value.Value, error) {
 	var out any
 	var err error
+	orders := p.orders
 	if p.allVars {
 		// The expression reads $env: it sees every variable, as ever.
 		env := make(map[string]any)
+		keys := varKeys{}
 		vars.Each(func(name string, v value.Value) {
-			env[name] = ToGo(v, typeOf(p.env, name, nil))
+			env[name] = toGo(v, typeOf(p.env, name, nil), keys)
 		})
+		orders.vars = keys
 		out, err = vm.Run(p.program, env)
 	} else {
 		st, _ := p.states.Get().(*runState)
 		if st == nil {
-			st = &runState{env: make(map[string]any, max(len(p.fastBinds), len(p.whole)))}
+			st = &runState{env: make(map[string]any, max(len(p.fastBinds), len(p.whole))), keys: varKeys{}}
 		}
+		orders.vars = st.keys
 		prog := p.fast
-		if !bind(st.env, p.fastBinds, vars) {
+		if !bind(st.env, p.fastBinds, vars, st.keys) {
 			prog = p.program
-			bind(st.env, p.whole, vars)
+			bind(st.env, p.whole, vars, st.keys)
 		}
 		out, err = st.vm.Run(prog, st.env)
+		v, err := p.convert(out, err, orders) // while st.keys is valid
+		if len(st.keys) > 0 {
+			clear(st.keys)
+		}
 		p.states.Put(st)
+		return v, err
 	}
+	return p.convert(out, err, orders)
+}
+
+// convert converts what expr returned.
+func (p *Program) convert(out any, err error, orders keyOrders) (value.Value, error) {
 	if err != nil {
 		return value.Null(), p.runError(err)
 	}
@@ -111,9 +125,9 @@ func RunVars(p *Program, vars Vars) (value.Value, error) {
 	}
 	var v value.Value
 	if p.shape != nil {
-		v, err = fromShape(out, p.shape, p.orders, 0)
+		v, err = fromShape(out, p.shape, orders, 0)
 	} else {
-		v, err = fromGo(out, 0, p.orders)
+		v, err = fromGo(out, 0, orders)
 	}
 	if err != nil {
 		return value.Null(), &RunError{Message: err.Error(), Err: err}
@@ -123,8 +137,9 @@ func RunVars(p *Program, vars Vars) (value.Value, error) {
 
 // runState is what one Run works with; a Program keeps them in a pool.
 type runState struct {
-	vm  vm.VM
-	env map[string]any
+	keys varKeys // the records bind converted, by Go map
+	vm   vm.VM
+	env  map[string]any
 }
 
 func (p *Program) runError(err error) *RunError {
@@ -141,7 +156,11 @@ func (p *Program) runError(err error) *RunError {
 // float64 where the type says float, floats float64 or int where the type
 // says integer and the float is whole, strings string, lists []any and
 // records map[string]any.
-func ToGo(v value.Value, t Type) any {
+func ToGo(v value.Value, t Type) any { return toGo(v, t, nil) }
+
+// toGo is ToGo remembering in keys, when not nil, the key order of every
+// record it converts, by the map it makes.
+func toGo(v value.Value, t Type, keys varKeys) any {
 	switch v.Kind() {
 	case value.KindBool:
 		return v.Bool()
@@ -166,7 +185,7 @@ func ToGo(v value.Value, t Type) any {
 		}
 		out := make([]any, len(items))
 		for i, item := range items {
-			out[i] = ToGo(item, elem)
+			out[i] = toGo(item, elem, keys)
 		}
 		return out
 	case value.KindRecord:
@@ -177,7 +196,10 @@ func ToGo(v value.Value, t Type) any {
 			if t.Kind == KindRecord {
 				ft, _ = t.Field(k)
 			}
-			out[k] = ToGo(r.Values[i], ft)
+			out[k] = toGo(r.Values[i], ft, keys)
+		}
+		if keys != nil {
+			keys[mapID(out)] = r.Keys
 		}
 		return out
 	}
@@ -201,7 +223,7 @@ var ErrNotJSON = errors.New("value has no JSON form")
 // Run converts its results the same way, except that records made by map
 // literals keep the order their keys are written in.
 func FromGo(x any) (value.Value, error) {
-	return fromGo(x, 0, nil)
+	return fromGo(x, 0, keyOrders{})
 }
 
 // fromGo is FromGo giving the records of maps with the keys of a literal in
