@@ -341,16 +341,25 @@ func (ev *evaluator) eval(c *ctx) (value.Value, error) {
 		return expression.RunVars(ev.prog, c)
 	case ev.keys != nil:
 		rec, vals := value.MakeRecord(ev.keys)
-		for i, path := range ev.paths {
-			w, err := c.read(path)
-			if err != nil {
-				return expression.RunVars(ev.prog, c) // expr's own error, with its position
-			}
-			vals[i] = conform(w, ev.types[i])
+		if !ev.fill(c, vals) {
+			return expression.RunVars(ev.prog, c) // expr's own error, with its position
 		}
 		return rec, nil
 	}
 	return expression.RunVars(ev.prog, c)
+}
+
+// fill sets the values of a record literal of paths; false when a path
+// fails.
+func (ev *evaluator) fill(c *ctx, vals []value.Value) bool {
+	for i, path := range ev.paths {
+		w, err := c.read(path)
+		if err != nil {
+			return false
+		}
+		vals[i] = conform(w, ev.types[i])
+	}
+	return true
 }
 
 // evalTransient is eval for a value that is used only until the next call
@@ -363,12 +372,8 @@ func (ev *evaluator) evalTransient(c *ctx) (value.Value, error) {
 	if ev.scratchVals == nil {
 		ev.scratch, ev.scratchVals = value.MakeRecord(ev.keys)
 	}
-	for i, path := range ev.paths {
-		w, err := c.read(path)
-		if err != nil {
-			return expression.RunVars(ev.prog, c) // expr's own error, with its position
-		}
-		ev.scratchVals[i] = conform(w, ev.types[i])
+	if !ev.fill(c, ev.scratchVals) {
+		return expression.RunVars(ev.prog, c)
 	}
 	return ev.scratch, nil
 }
