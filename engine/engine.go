@@ -390,13 +390,15 @@ func (e *Engine) pushValue(src *node, eventTime int64) error {
 	// The source's context is reused for its next event: nothing keeps it
 	// once the event has gone through (aggregates that enrich events emit
 	// from within Add; sinks and Observe copy what they keep).
-	// Only #input and #meta are ever set in it: no need to clear it.
+	// Only #input and #meta are ever set in it: no need to clear the rest.
+	// The timestamp expression sees #input alone ($env too).
 	c := &src.ctx
 	if src.lazyInput {
 		c.setLazy(e.inputSlot, src)
 	} else {
 		c.set(e.inputSlot, src.input)
 	}
+	c.slots[e.metaSlot] = slotVal{}
 	t := eventTime
 	if t == math.MinInt64 {
 		var err error

@@ -103,6 +103,7 @@ func TestLazyInputAgreesWithWholeRecords(t *testing.T) {
 		`{}`,
 		`{"t": 40000, "k": "a", "n": 0, "tags": ["only"]}`, // tags[1] out of range
 		`{"t": 41000, "k": "c", "n": 1, "user": {"id": {"nested": [1, 2]}}, "tags": ["p", {"q": 1}]}`,
+		`[1,`, `nul`, `"x`, `{"t": 42000, "k": "c", "n": 1,}`, // not JSON: the same message either way
 	}, "\n")
 	cases = append(cases, tc{"awkward", []byte(awkward), []byte(input)})
 
@@ -219,4 +220,47 @@ func TestLazyVariablesOfAnEnrichedEvent(t *testing.T) {
 		`{"sink":"out","value":{"k":"b","v":5,"n":1,"agg":{"n":1,"s":5},"share":100.0}}`,
 		`{"sink":"out","value":{"k":"a","v":4,"n":1,"agg":{"n":1,"s":4},"share":100.0}}`,
 	)
+}
+
+// The timestamp expression sees #input alone, also through $env: not the
+// #meta of the event before (the source's context is reused).
+func TestTimestampSeesInputAlone(t *testing.T) {
+	sc := scenarioJSON([]string{
+		srcNode("in", `#input.t + (\"meta\" in $env ? 1000000 : 0)`, "0s"),
+		sinkNode("out", "{t: #meta.eventTime, n: #input.n}"),
+	}, []string{link("in", "out")})
+	out, _, _ := replay(t, sc, `{"t": 1, "n": 1}
+{"t": 2, "n": 2}
+{"t": 3, "n": 3}
+`)
+	expectLines(t, out,
+		`{"sink":"out","value":{"t":1,"n":1}}`,
+		`{"sink":"out","value":{"t":2,"n":2}}`,
+		`{"sink":"out","value":{"t":3,"n":3}}`)
+}
+
+// ObserveEmitted shows each record whole, also on an engine built without
+// Options.Observe (whose sources would otherwise decode only the fields the
+// scenario reads).
+func TestObserveEmittedSeesWholeRecords(t *testing.T) {
+	sc := scenarioJSON([]string{srcNode("in", "#input.t", "0s"), sinkNode("out", "#input.n")},
+		[]string{link("in", "out")})
+	s, err := scenario.Decode([]byte(sc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(s, Options{Bounded: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	e.ObserveEmitted(func(nodeID string, vars map[string]value.Value, _ int64) {
+		seen = append(seen, nodeID+" "+string(value.AppendJSON(nil, vars["input"])))
+	})
+	if err := e.PushJSON("in", []byte(`{"z": true, "t": 5, "n": 1, "a": [1]}`), 1); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 1 || seen[0] != `in {"z":true,"t":5,"n":1,"a":[1]}` {
+		t.Fatalf("observed %q", seen)
+	}
 }

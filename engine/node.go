@@ -541,8 +541,10 @@ func (n *node) decode(b []byte) error {
 	default:
 		n.input, err = n.decoder.Parse(b)
 		n.lazyInput = false
-		if err == nil && n.input.Kind() != value.KindRecord {
-			// The error ParseFields gives for JSON that is not an object.
+		if err != nil || n.input.Kind() != value.KindRecord {
+			// The error the fields decoder gives (it fails exactly when
+			// Parse fails or the value is not an object), so that a bad
+			// line reads the same however the source decodes.
 			_, err = n.decoder.ParseFields(b, nil)
 		}
 	}

@@ -45,6 +45,10 @@ func (e *Engine) ObserveEmitted(f EmitObserver) {
 		probes[id] = n.id
 		n.out = append(n.out, edge{to: &node{id: id, kind: kindDeadEnd, engine: e}, from: n.id})
 	}
+	// Observers see each record whole, as the source read it.
+	for _, src := range e.sources {
+		src.wantFields, src.fields = nil, nil
+	}
 	inner := e.opts.Observe
 	e.opts.Observe = func(nodeID string, vars map[string]value.Value, eventTime int64) {
 		if of, ok := probes[nodeID]; ok {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -295,9 +296,72 @@ func toEpochMillis(args ...any) (any, error) {
 	return nil, fmt.Errorf("toEpochMillis: cannot convert %T to epoch milliseconds", args[0])
 }
 
+// keys and values replace expr's builtins of the same names, which list a
+// Go map in Go's random order: a replay must give the same output every
+// time (SEMANTICS §6), so here the keys come sorted, and the values in the
+// order of their sorted keys.
+func mapKeysSorted(name string, args []any) ([]string, map[string]any, error) {
+	if len(args) != 1 {
+		return nil, nil, fmt.Errorf("%s: invalid number of arguments (expected 1, got %d)", name, len(args))
+	}
+	m, ok := args[0].(map[string]any)
+	if !ok {
+		return nil, nil, fmt.Errorf("cannot get %s from %s", name, reflect.ValueOf(args[0]).Kind())
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys, m, nil
+}
+
+func sortedKeys(args ...any) (any, error) {
+	keys, _, err := mapKeysSorted("keys", args)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]any, len(keys))
+	for i, k := range keys {
+		out[i] = k
+	}
+	return out, nil
+}
+
+func valuesBySortedKey(args ...any) (any, error) {
+	keys, m, err := mapKeysSorted("values", args)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]any, len(keys))
+	for i, k := range keys {
+		out[i] = m[k]
+	}
+	return out, nil
+}
+
+// validateMapArgument is the type check of keys and values: one record (or
+// a value of unknown type) in, a list out.
+func validateMapArgument(name string) func(args []reflect.Type) (reflect.Type, error) {
+	anyType := reflect.TypeOf(new(any)).Elem()
+	listType := reflect.TypeOf([]any{})
+	return func(args []reflect.Type) (reflect.Type, error) {
+		if len(args) != 1 {
+			return anyType, fmt.Errorf("invalid number of arguments (expected 1, got %d)", len(args))
+		}
+		switch args[0].Kind() {
+		case reflect.Interface, reflect.Map:
+			return listType, nil
+		}
+		return anyType, fmt.Errorf("cannot get %s from %s", name, args[0])
+	}
+}
+
 // functions returns this server's functions for expr.
 func functions() []*builtin.Function {
 	return []*builtin.Function{
+		{Name: "keys", Func: sortedKeys, Validate: validateMapArgument("keys")},
+		{Name: "values", Func: valuesBySortedKey, Validate: validateMapArgument("values")},
 		{
 			Name: FuncParseTime,
 			Func: parseTime,

@@ -3,6 +3,8 @@ package expression
 import (
 	"errors"
 	"testing"
+
+	"github.com/scenario-server/scenario-server/value"
 )
 
 func TestGoLayout(t *testing.T) {
@@ -42,5 +44,39 @@ func TestLoadZone(t *testing.T) {
 		if _, err := LoadZone(bad); err == nil {
 			t.Errorf("LoadZone(%q) = nil error", bad)
 		}
+	}
+}
+
+// keys and values list a record in sorted key order, the same every run
+// (expr's builtins follow Go's random map order).
+func TestKeysAndValuesAreSorted(t *testing.T) {
+	env := TypeEnv{"input": Unknown}
+	keys := []string{"q", "b", "z", "a", "m", "c", "y", "d", "x", "e"}
+	vals := make([]value.Value, len(keys))
+	for i := range keys {
+		vals[i] = value.Int(int64(i))
+	}
+	vars := map[string]value.Value{"input": value.NewRecord(keys, vals)}
+	for _, tc := range []struct{ text, want string }{
+		{"keys(#input)", `["a","b","c","d","e","m","q","x","y","z"]`},
+		{"values(#input)", `[3,1,5,7,9,4,0,8,6,2]`},
+		{"keys({z: 1, a: 2, m: 3})", `["a","m","z"]`},
+		{"values({z: 1, a: 2, m: 3})", `[2,3,1]`},
+		{"keys({})", `[]`},
+	} {
+		p := mustCompile(t, tc.text, env)
+		for range 20 {
+			got, err := Run(p, vars)
+			if err != nil || string(value.AppendJSON(nil, got)) != tc.want {
+				t.Fatalf("%s = %s, %v; want %s", tc.text, value.AppendJSON(nil, got), err, tc.want)
+			}
+		}
+	}
+	if _, problems := Compile("keys(1)", env, Unknown); len(problems) == 0 {
+		t.Error("keys(1) compiles")
+	}
+	p := mustCompile(t, "keys(#input)", env)
+	if _, err := Run(p, map[string]value.Value{"input": value.String("x")}); err == nil {
+		t.Error(`keys("x") runs`)
 	}
 }

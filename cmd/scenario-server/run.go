@@ -61,15 +61,23 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	// The replay reads and computes without looking at ctx: on SIGINT or
 	// SIGTERM stop at once, as a command line tool does (exit status 130).
+	// The caller cancels ctx once the run has returned (main's stop), when
+	// finished is already closed: only a signal during the run exits.
 	finished := make(chan struct{})
 	defer close(finished)
 	go func() {
 		select {
 		case <-ctx.Done():
-			fmt.Fprintln(stderr, "scenario-server run: interrupted")
-			os.Exit(130)
 		case <-finished:
+			return
 		}
+		select {
+		case <-finished:
+			return
+		default:
+		}
+		fmt.Fprintln(stderr, "scenario-server run: interrupted")
+		os.Exit(130)
 	}()
 
 	in := stdin
