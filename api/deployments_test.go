@@ -556,7 +556,7 @@ func testIdleWindowThroughAPI(t *testing.T, c *client) {
 	}
 	after := seen.Sub(time.UnixMilli(w.End))
 	t.Logf("window [%d, %d) of %q seen %v after its end (idle timeout 1s)", w.End-1000, w.End, w.Key, after)
-	if w.Key != "quiet" || w.N != 1 || after < time.Second || after > 2500*time.Millisecond {
+	if w.Key != "quiet" || w.N != 1 || after < time.Second || after > 6*time.Second { // well under the 60 s out-of-orderness; loose for loaded machines
 		t.Errorf("window %s seen %v after its end, want about the idle timeout, 1s", results[0].Value, after)
 	}
 }

@@ -400,7 +400,7 @@ func testIdleSourceClosesWindow(t *testing.T, st store.Store) {
 	// Closed at windowEnd + 600 ms, seen here after the checkpoint (20 ms) and polling (5 ms).
 	delay := emitted.Sub(windowEnd)
 	t.Logf("window ended %v, emitted %v after its end (idle timeout 600ms)", windowEnd.Format(time.StampMilli), delay)
-	if delay < 600*time.Millisecond || delay > 2*time.Second {
+	if delay < 600*time.Millisecond || delay > 6*time.Second { // well under the 60 s out-of-orderness; loose for loaded machines
 		t.Errorf("window emitted %v after its end, want about the idle timeout (600ms)", delay)
 	}
 	if len(got) != 1 {
