@@ -31,9 +31,12 @@
 // Go ints (64 bits, exact), floats float64, lists []any, records
 // map[string]any. A result comes back as a value.Value: times and durations
 // as integer milliseconds, records made by map literals with their keys in
-// the order they are written ({n: 1, d: 2, at: 3} stays n, d, at), other
-// maps as records with sorted keys; NaN, infinities and values with no JSON
-// form are errors.
+// the order they are written ({n: 1, d: 2, at: 3} stays n, d, at), records
+// of variables handed back whole in their own order, other maps as records
+// with sorted keys; NaN, infinities and values with no JSON form are errors.
+// keys() and values() list a record in sorted key order, so that the same
+// input always gives the same output (expr's own follow Go's random map
+// order).
 //
 // # Arithmetic
 //
