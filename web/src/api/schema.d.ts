@@ -350,7 +350,7 @@ export interface paths {
         put?: never;
         /**
          * Send events to a running scenario
-         * @description Accepts a batch of events, each a JSON object, for an HTTP source of the scenario's running deployment: one object or an array of objects as application/json, or one object a line as application/x-ndjson. The answer 202 comes once the batch is durable in the source's event log: it survives a crash of the server, and the deployment processes it exactly once into its window state and collect results. With an Idempotency-Key, a re-sent batch is stored once, so a client that re-sends every batch it got no 202 for (at-least-once sending) gets each event processed once. A batch is all or nothing: one record that is not a JSON object refuses it (400 invalid-event). When the deployment has fallen behind (its backlog of accepted, unprocessed events is at the server's limit) the answer is 429 backlog-full with Retry-After; send the batch again then.
+         * @description Accepts a batch of events, each a JSON object, for an HTTP source of the scenario's running deployment: one object or an array of objects as application/json, or one object a line as application/x-ndjson. The answer 202 comes once the batch is durable in the source's event log: it survives a crash of the server, and the deployment processes it exactly once into its window state and collect results. With an Idempotency-Key, a re-sent batch is stored once, so a client that re-sends every batch it got no 202 for (at-least-once sending) gets each event processed once. A batch is all or nothing: one record that is not a JSON object the engine can decode (invalid JSON, a number out of range, nesting deeper than 1000) refuses it (400 invalid-event, naming the event). A body with a Content-Encoding other than identity is refused (415). When the deployment has fallen behind (its backlog of accepted, unprocessed events plus the batch would exceed the server's limit) the answer is 429 backlog-full with Retry-After; send the batch again then. A batch larger than the limit is accepted only when the backlog is empty.
          */
         post: operations["ingest-events"];
         delete?: never;
@@ -873,6 +873,18 @@ export interface components {
             checkpoint: number;
             /** Format: date-time */
             checkpointAt?: string;
+            /** @description Why the last checkpoint failed (a file sink's file cannot be written, the database refuses the commit); absent once a checkpoint succeeds. The deployment retries; nothing new is committed meanwhile. */
+            checkpointError?: string;
+            /**
+             * Format: date-time
+             * @description When the last checkpoint failed.
+             */
+            checkpointErrorAt?: string;
+            /**
+             * Format: int64
+             * @description Checkpoints failed in a row since the last successful one.
+             */
+            checkpointFailures?: number;
             /** Format: int64 */
             deploymentId?: number;
             /**
@@ -1314,7 +1326,7 @@ export interface components {
              * @example version-conflict
              * @enum {string}
              */
-            code: "invalid-json" | "bad-request" | "invalid-name" | "validation-failed" | "invalid-scenario" | "unknown-node" | "invalid-event" | "idempotency-key-reused" | "scenario-has-errors" | "test-timeout" | "scenario-not-found" | "version-not-found" | "source-not-found" | "sink-not-found" | "route-not-found" | "method-not-allowed" | "not-acceptable" | "request-timeout" | "scenario-exists" | "version-conflict" | "scenario-archived" | "deployment-active" | "not-deployed" | "body-too-large" | "too-many-records" | "unsupported-media-type" | "backlog-full" | "not-ready" | "unavailable" | "internal-error";
+            code: "invalid-json" | "bad-request" | "invalid-name" | "validation-failed" | "invalid-scenario" | "unknown-node" | "scenario-has-errors" | "test-timeout" | "invalid-event" | "idempotency-key-reused" | "sink-path-in-use" | "scenario-not-found" | "version-not-found" | "source-not-found" | "sink-not-found" | "route-not-found" | "method-not-allowed" | "not-acceptable" | "request-timeout" | "scenario-exists" | "version-conflict" | "scenario-archived" | "deployment-active" | "not-deployed" | "body-too-large" | "too-many-records" | "unsupported-media-type" | "backlog-full" | "not-ready" | "unavailable" | "internal-error";
             /** @description For version-conflict: the version the save started from, the latest version and what was attempted. */
             conflict?: components["schemas"]["VersionConflict"];
             /**
@@ -1374,6 +1386,8 @@ export interface components {
             name: string;
         };
         ScenarioDeployment: {
+            /** @description Set while the running deployment's checkpoints fail: why the last one failed (see the counts). */
+            checkpointError?: string;
             /** @description The latest deployment; absent when never deployed. */
             deployment?: components["schemas"]["Deployment"];
             /** @description The latest deployment's reason (failure message, cancel note). */
@@ -3066,6 +3080,8 @@ export interface operations {
                 "Idempotency-Key"?: string;
                 /** @description application/json (one object, or an array of objects) or application/x-ndjson (one object a line). */
                 "Content-Type"?: string;
+                /** @description identity or absent: compressed bodies are refused (415 unsupported-media-type). */
+                "Content-Encoding"?: string;
             };
             path: {
                 /** @description The scenario's name (URL-escaped: a space is %20). */
