@@ -34,6 +34,7 @@ type sinks struct {
 	out     io.Writer // where stdout sinks write
 	// outputs counts every value written, to tell whether an idle tick emitted anything.
 	outputs int64
+	enc     value.JSONEncoder
 }
 
 // fileSink is one file sink: the file it appends to and the lines not written yet.
@@ -69,12 +70,12 @@ func (s *sinks) output(sinkID string, v value.Value, _ int64) {
 	s.outputs++
 	switch s.kinds[sinkID] {
 	case sinkCollect:
-		s.collect = append(s.collect, store.NewSinkResult{Sink: sinkID, Value: value.AppendJSON(nil, v)})
+		s.collect = append(s.collect, store.NewSinkResult{Sink: sinkID, Value: s.enc.Append(nil, v)})
 	case sinkFile:
 		f := s.files[sinkID]
-		f.pending = append(value.AppendJSON(f.pending, v), '\n')
+		f.pending = append(s.enc.Append(f.pending, v), '\n')
 	case sinkStdout:
-		s.stdout = append(value.AppendJSON(s.stdout, v), '\n')
+		s.stdout = append(s.enc.Append(s.stdout, v), '\n')
 	}
 }
 

@@ -91,6 +91,9 @@ type node struct {
 	// a context is dead once the push that carries it returns (the graph
 	// has no cycles, and nothing downstream keeps a context).
 	scratch ctx
+	// scratchFresh: an aggregate's scratch holds only what its last new
+	// event set (so the next one need not clear it).
+	scratchFresh bool
 }
 
 func (n *node) watermark() int64 {
@@ -434,8 +437,14 @@ func (n *node) emit(r *aggregate.Result) {
 	c := &n.scratch
 	if r.Event != nil {
 		c.copyFrom(r.Event.Payload.(*ctx))
+		n.scratchFresh = false
 	} else {
-		c.reset(r.Time)
+		// A new event has the result variables (set below) and #meta.
+		if !n.scratchFresh {
+			c.reset(0)
+			n.scratchFresh = true
+		}
+		c.time = r.Time
 		c.setLazy(e.windowSlot, n)
 		if e.needsMeta {
 			c.set(e.metaSlot, e.meta(r.Time))

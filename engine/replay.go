@@ -172,6 +172,7 @@ func isEnvelope(line []byte, source string) bool {
 // to w, counting them in *n.
 func WriteOutput(w *bufio.Writer, n *int64) Output {
 	var buf []byte
+	var enc value.JSONEncoder
 	lastID, prefix := "", 0 // buf[:prefix] is {"sink":<lastID>,"value":
 	return func(sinkID string, v value.Value, _ int64) {
 		if sinkID != lastID || prefix == 0 {
@@ -180,7 +181,7 @@ func WriteOutput(w *bufio.Writer, n *int64) Output {
 			buf = append(buf, `,"value":`...)
 			lastID, prefix = sinkID, len(buf)
 		}
-		buf = value.AppendJSON(buf[:prefix], v)
+		buf = enc.Append(buf[:prefix], v)
 		buf = append(buf, '}', '\n')
 		_, _ = w.Write(buf)
 		*n++

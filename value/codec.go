@@ -56,6 +56,45 @@ func AppendJSON(b []byte, v Value) []byte {
 	return append(b, "null"...)
 }
 
+// A JSONEncoder is AppendJSON for a stream of values that are mostly
+// records of one shape (a sink's output): it keeps the encoded keys of the
+// last top-level record's Keys slice, so that the next record with the same
+// slice (records built from one key list share it) writes them by copying.
+// The zero JSONEncoder is ready to use; it is not safe for concurrent use.
+type JSONEncoder struct {
+	keys *string // &Keys[0] of the cached record keys
+	n    int     // their number
+	enc  []byte  // "k0":"k1":... encoded, each ending with ':'
+	ends []int   // key i is enc[ends[i-1]:ends[i]]
+}
+
+// Append appends the JSON of v to b, as AppendJSON does.
+func (e *JSONEncoder) Append(b []byte, v Value) []byte {
+	r := v.Record()
+	if r == nil || len(r.Keys) == 0 {
+		return AppendJSON(b, v)
+	}
+	if e.keys != &r.Keys[0] || e.n != len(r.Keys) {
+		e.keys, e.n = &r.Keys[0], len(r.Keys)
+		e.enc, e.ends = e.enc[:0], e.ends[:0]
+		for _, k := range r.Keys {
+			e.enc = append(appendString(e.enc, k), ':')
+			e.ends = append(e.ends, len(e.enc))
+		}
+	}
+	b = append(b, '{')
+	start := 0
+	for i, end := range e.ends {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, e.enc[start:end]...)
+		b = AppendJSON(b, r.Values[i])
+		start = end
+	}
+	return append(b, '}')
+}
+
 // MarshalJSON implements json.Marshaler.
 func (v Value) MarshalJSON() ([]byte, error) { return AppendJSON(nil, v), nil }
 

@@ -171,3 +171,29 @@ func TestMakeRecord(t *testing.T) {
 		t.Errorf("MakeRecord of 3 keys: %v allocations, want 1", n)
 	}
 }
+
+// JSONEncoder writes what AppendJSON writes, whatever the sequence of
+// records, key slices and other values.
+func TestJSONEncoderAgreesWithAppendJSON(t *testing.T) {
+	ab := []string{"a", "b"}
+	cd := []string{"c\"", "d"}
+	vals := []Value{
+		NewRecord(ab, []Value{Int(1), String("x")}),
+		NewRecord(ab, []Value{Int(2), Null()}),                 // the same keys slice
+		NewRecord(cd, []Value{Bool(true), Float(1.5)}),         // another of the same length
+		NewRecord(ab[:1], []Value{Int(3)}),                     // a prefix of the first
+		NewRecord([]string{"a", "b"}, []Value{Int(4), Int(5)}), // equal keys, another slice
+		NewRecord(nil, nil),
+		Int(7), String("s"), List([]Value{NewRecord(cd, []Value{Int(1), Int(2)})}),
+		NewRecord(ab, []Value{NewRecord(cd, []Value{Int(1), Int(2)}), List(nil)}),
+	}
+	var e JSONEncoder
+	for round := range 2 {
+		for i, v := range vals {
+			got, want := string(e.Append([]byte("x"), v)), "x"+string(AppendJSON(nil, v))
+			if got != want {
+				t.Fatalf("round %d value %d: %s, want %s", round, i, got, want)
+			}
+		}
+	}
+}
