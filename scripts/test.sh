@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# The project's one test command: checks formatting and vet, then runs every
-# test with the race detector. .ci/run calls this script; so does the README.
+# The project's one test command: checks formatting and vet, starts a
+# throw-away PostgreSQL (scripts/pg.sh), runs the designer's steps (chromium,
+# npm ci, Vitest, a rebuild that must equal web/dist, the browser test), then
+# runs every Go test with the race detector. .ci/run calls this script; so
+# does the README.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
