@@ -115,7 +115,7 @@ func Compile(text string, env TypeEnv, want Type) (prog *Program, problems []sce
 		return nil, []scenario.Problem{{Code: CodeEmpty, Message: "the expression is empty", Line: 1, Column: 1}}
 	}
 	src := rewrite(text, env)
-	config := newConfig(env)
+	config := newConfig(src.checkerEnv(env))
 
 	tree, err := parser.ParseWithConfig(src.rewritten, config)
 	if err != nil {
@@ -256,7 +256,7 @@ func (s *source) unknownNameMessage(name string, at int) string {
 		written = "#" + name
 	}
 	msg := fmt.Sprintf("unknown variable %s", written)
-	names := s.envNames
+	names := s.env.Names()
 	if best := closest(name, names); best != "" {
 		return msg + fmt.Sprintf(" (did you mean #%s?)", best)
 	}

@@ -26,8 +26,29 @@ type source struct {
 	// hashed holds the rewritten rune offsets of identifiers that lost a
 	// '#', so that errors about them point at the '#' the user typed.
 	hashed map[int]bool
-	// envNames are the variables in scope, sorted, for messages.
-	envNames []string
+	// env is the scope, for messages about unknown names.
+	env TypeEnv
+	// idents are the identifiers the text has (variables among them), and
+	// readsEnv whether it names $env: the type checker is given only the
+	// variables the expression names, however large the scope.
+	idents   map[string]bool
+	readsEnv bool
+}
+
+// checkerEnv returns the part of env the expression can read: the variables
+// it names, or all of env when it reads $env. A nil env stays nil (scope not
+// known).
+func (s *source) checkerEnv(env TypeEnv) TypeEnv {
+	if env == nil || s.readsEnv {
+		return env
+	}
+	sub := make(TypeEnv, len(s.idents))
+	for name := range s.idents {
+		if t, ok := env[name]; ok {
+			sub[name] = t
+		}
+	}
+	return sub
 }
 
 // rewrite finds the #name references in text with expr's own lexer, so that
@@ -58,7 +79,13 @@ func rewrite(text string, env TypeEnv) *source {
 		}
 		remove[hash.From] = true
 	}
-	s := &source{original: text, hashed: map[int]bool{}, envNames: env.Names()}
+	s := &source{original: text, hashed: map[int]bool{}, env: env, idents: map[string]bool{}}
+	for _, t := range tokens {
+		if t.Kind == lexer.Identifier {
+			s.idents[t.Value] = true
+			s.readsEnv = s.readsEnv || t.Value == "$env"
+		}
+	}
 	if len(remove) == 0 {
 		s.rewritten = text
 		n := 0
