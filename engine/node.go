@@ -108,6 +108,7 @@ func (e *Engine) build(p *nodes.Plan) (*node, error) {
 	sn := p.Node
 	n := &node{id: sn.ID, plan: p, subtype: sn.Subtype(), engine: e}
 	defer func() {
+		n.varSlot = -1 // no variable (validation requires one where it is set)
 		if n.varName != "" {
 			n.varSlot = e.lay.slot(n.varName)
 		}
@@ -450,7 +451,9 @@ func (n *node) emit(r *aggregate.Result) {
 			c.set(e.metaSlot, e.meta(r.Time))
 		}
 	}
-	c.setLazy(n.varSlot, n)
+	if n.varSlot >= 0 {
+		c.setLazy(n.varSlot, n)
+	}
 	c.setLazy(e.keySlot, n)
 	n.counts.Out++
 	e.forward(n, c, "")
