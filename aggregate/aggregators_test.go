@@ -132,6 +132,12 @@ func TestHandWorked(t *testing.T) {
 		// 2·maxI = 2^64 - 2 → nearest float64 is 2^64; + 0.5 rounds back to 2^64.
 		{"Sum big ints plus float", Spec{Func: "Sum"}, hVals(vInt(maxI), vInt(maxI), vFloat(0.5)), vFloat(18446744073709551616), nil, 0},
 		{"Sum only nulls", Spec{Func: "Sum"}, hVals(vNull), vInt(0), nil, 0},
+		// 1e308 + 1e308 = 2e308 is beyond MaxFloat64 (1.797…e308): an error,
+		// not a silent null; 1e308 + 1e308 - 1e308 cancels back within it.
+		{"Sum float overflow", Spec{Func: "Sum"}, hFloats(1e308, 1e308), vNull, ErrFloatOverflow, 0},
+		{"Sum float overflow down", Spec{Func: "Sum"}, hFloats(-1e308, -1e308), vNull, ErrFloatOverflow, 0},
+		{"Sum float near max", Spec{Func: "Sum"}, hFloats(1e308, 7e307), vFloat(1.7e308), nil, 1e293},
+		{"Average float overflow", Spec{Func: "Average"}, hFloats(1e308, 1e308), vNull, ErrFloatOverflow, 0},
 		// Count counts events, CountWhen trues.
 		{"Count", Spec{Func: "Count"}, hVals(vNull, vInt(1), vStr("x")), vInt(3), nil, 0},
 		{"CountWhen with nulls", Spec{Func: "CountWhen"}, hVals(value.Bool(true), vNull, value.Bool(false), value.Bool(true), vNull), vInt(2), nil, 0},

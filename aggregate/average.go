@@ -109,7 +109,11 @@ func (c *averageColumn) Result(i int) (value.Value, error) {
 	if c.n[i] <= 0 {
 		return value.Null(), nil
 	}
-	return value.Float(c.total(i) / float64(c.n[i])), nil
+	f := c.total(i)
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return value.Null(), ErrFloatOverflow
+	}
+	return value.Float(f / float64(c.n[i])), nil
 }
 
 func (c *averageColumn) Reset(i int) {

@@ -93,6 +93,10 @@ var (
 	// ErrSumOverflow: an integer Sum whose exact value does not fit in int64.
 	// The window's result is this error instead of a wrapped number.
 	ErrSumOverflow = errors.New("aggregate: integer sum overflows int64")
+	// ErrFloatOverflow: a float Sum, or the sum an Average divides, beyond
+	// ±math.MaxFloat64 (about 1.8e308). The window's result is this error
+	// instead of a silent null.
+	ErrFloatOverflow = errors.New("aggregate: float sum beyond ±1.8e308")
 	// ErrCorrupt: a checkpoint's bytes do not decode to a partial.
 	ErrCorrupt = errors.New("aggregate: corrupt partial encoding")
 	// ErrUnknownFunc: an aggregation names a function that does not exist.

@@ -55,6 +55,9 @@ func oracleResult(spec Spec, inputs []oracleInput) (value.Value, error) {
 				sum.Add(sum, oracleExact(in.V))
 			}
 		}
+		if f, _ := sum.Float64(); math.IsInf(f, 0) {
+			return value.Null(), ErrFloatOverflow
+		}
 		sum.Quo(sum, exact().SetInt64(int64(len(nums))))
 		f, _ := sum.Float64()
 		return value.Float(f), nil
@@ -238,6 +241,9 @@ func oracleSum(inputs []oracleInput) (value.Value, error) {
 	}
 	if floats {
 		f, _ := sum.Float64()
+		if math.IsInf(f, 0) {
+			return value.Null(), ErrFloatOverflow
+		}
 		return value.Float(f), nil
 	}
 	n, acc := sum.Int64()

@@ -451,10 +451,14 @@ func (c *sumColumn) RetractAll(src Column) error {
 
 // Result: Float(int part + float part) once a float is in the cell; else the
 // exact Int, or ErrSumOverflow when it does not fit int64. A float sum beyond
-// ±math.MaxFloat64 gives null (value.Float).
+// ±math.MaxFloat64 is ErrFloatOverflow.
 func (c *sumColumn) Result(i int) (value.Value, error) {
 	if c.hasFloat(i) {
-		return value.Float(c.total(i)), nil
+		f := c.total(i)
+		if math.IsInf(f, 0) || math.IsNaN(f) {
+			return value.Null(), ErrFloatOverflow
+		}
+		return value.Float(f), nil
 	}
 	if c.hiOf(i) != 0 {
 		return value.Null(), ErrSumOverflow
