@@ -89,6 +89,21 @@ func (c *ctx) Var(name string) (value.Value, bool) {
 	return c.get(slot)
 }
 
+// VarField gives expr a field of a lazy record variable in place
+// (expression.FieldVars), so that #input.date in an expression run by expr
+// does not make #input whole.
+func (c *ctx) VarField(name, field string) (value.Value, bool) {
+	slot, ok := c.lay.slotOf[name]
+	if !ok {
+		return value.Null(), false
+	}
+	s := &c.slots[slot]
+	if !s.set || s.lazy == nil {
+		return value.Null(), false
+	}
+	return s.lazy.lazyField(slot, pathStep{name: field, index: -1, field: -1})
+}
+
 // Each calls f for every variable set (expression.Vars).
 func (c *ctx) Each(f func(name string, v value.Value)) {
 	for i := range c.slots {

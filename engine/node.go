@@ -499,8 +499,15 @@ func (n *node) lazyField(slot int, step pathStep) (value.Value, bool) {
 	e := n.engine
 	switch {
 	case n.kind == kindSource:
-		if step.index < 0 && step.field >= 0 {
-			return n.fields[step.field], true
+		if step.index >= 0 || n.fields == nil {
+			break
+		}
+		k := step.field
+		if k < 0 {
+			k = n.wantFields.Index(step.name)
+		}
+		if k >= 0 {
+			return n.fields[k], true
 		}
 	case n.cur == nil:
 	case slot == n.varSlot:

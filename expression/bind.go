@@ -157,16 +157,23 @@ func bindFields(root *ast.Node, env TypeEnv, isVar func(string) bool) ([]binding
 // bind sets env for bs from vars; it reports false when a field path does
 // not lead through records.
 func bind(env map[string]any, bs []binding, vars Vars, keys varKeys) bool {
-	var v value.Value
-	name := ""
+	fv, _ := vars.(FieldVars)
+	var v, fx value.Value
+	name, have := "", false
 	for i := range bs {
 		b := &bs[i]
 		if i == 0 || b.name != name {
-			name = b.name
-			v, _ = vars.Var(name) // the zero Value, null, when vars lacks it
+			name, have = b.name, false
 		}
-		x := &v
-		for j, s := range b.path {
+		x, path := &v, b.path
+		if f, ok := fieldVar(fv, name, path); ok {
+			fx = f
+			x, path = &fx, path[1:]
+		} else if !have {
+			v, _ = vars.Var(name) // the zero Value, null, when vars lacks it
+			have = true
+		}
+		for j, s := range path {
 			if s.index >= 0 {
 				items := x.List()
 				if s.index >= len(items) {
@@ -180,7 +187,7 @@ func bind(env map[string]any, bs []binding, vars Vars, keys varKeys) bool {
 				return false
 			}
 			if x = field(r, s.field); x == nil {
-				if j < len(b.path)-1 {
+				if j < len(path)-1 {
 					return false
 				}
 				x = &null // a missing last field is null
@@ -192,6 +199,14 @@ func bind(env map[string]any, bs []binding, vars Vars, keys varKeys) bool {
 }
 
 var null value.Value
+
+// fieldVar asks fv for the first field of path, when path starts with one.
+func fieldVar(fv FieldVars, name string, path []step) (value.Value, bool) {
+	if fv == nil || len(path) == 0 || path[0].index >= 0 {
+		return value.Null(), false
+	}
+	return fv.VarField(name, path[0].field)
+}
 
 // field returns the field name of r, or nil.
 func field(r *value.Record, name string) *value.Value {

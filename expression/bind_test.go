@@ -199,3 +199,63 @@ func TestRunConcurrently(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// fieldVars is Vars that also gives fields in place (FieldVars), counting
+// the variables read whole.
+type fieldVars struct {
+	vars  Map
+	whole int
+}
+
+func (f *fieldVars) Var(name string) (value.Value, bool) {
+	f.whole++
+	return f.vars.Var(name)
+}
+
+func (f *fieldVars) Each(fn func(string, value.Value)) { f.vars.Each(fn) }
+
+func (f *fieldVars) VarField(name, field string) (value.Value, bool) {
+	r := f.vars[name].Record()
+	if r == nil {
+		return value.Null(), false
+	}
+	v, _ := r.Get(field)
+	return v, true
+}
+
+// Run reads fields through FieldVars without reading their variables whole,
+// and gives what it gives with the variables in a map.
+func TestFieldVarsGiveWhatMapsGive(t *testing.T) {
+	input := value.NewRecord([]string{"a", "s", "n", "user"}, []value.Value{
+		value.Int(1), value.String("str"), value.Null(),
+		value.NewRecord([]string{"id", "tags"}, []value.Value{value.Int(7), value.List([]value.Value{value.String("x")})}),
+	})
+	vars := Map{"input": input, "k": value.List([]value.Value{value.String("key")})}
+	env := TypeEnv{"input": Unknown, "k": Unknown}
+	for _, tc := range []struct {
+		text  string
+		whole int // variables Run reads whole
+	}{
+		{"#input.a + 1", 0},
+		{"#input.a + #input.user.id", 0},
+		{"#input.user.tags[0] + #input.s", 0},
+		{"#input.missing ?? 5", 0},
+		{"len(#input.s) + #k[0] == 'x'", 1}, // #k[0] is an index: read whole
+		{"#input.n.x", 1},                   // a field of null: expr runs the general program
+		{"#input.missing.x", 1},
+		{"{a: #input.a, u: #input.user}", 0},
+		{"#input", 1},
+		{"keys(#input)", 1},
+	} {
+		p := mustCompile(t, tc.text, env)
+		want, wantErr := Run(p, vars)
+		fv := &fieldVars{vars: vars}
+		got, err := RunVars(p, fv)
+		if fmt.Sprint(err) != fmt.Sprint(wantErr) || string(value.AppendJSON(nil, got)) != string(value.AppendJSON(nil, want)) {
+			t.Errorf("%s: %s, %v; with a map %s, %v", tc.text, value.AppendJSON(nil, got), err, value.AppendJSON(nil, want), wantErr)
+		}
+		if fv.whole != tc.whole {
+			t.Errorf("%s: %d variables read whole, want %d", tc.text, fv.whole, tc.whole)
+		}
+	}
+}

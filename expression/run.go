@@ -58,6 +58,15 @@ type Vars interface {
 	Each(f func(name string, v value.Value))
 }
 
+// FieldVars is implemented by Vars that can give a field of a record
+// variable without making the whole record (a record decoded field by
+// field). VarField returns the field (null when the record lacks it) and
+// true, or false when the variable is not such a record: Run then reads the
+// variable whole with Var.
+type FieldVars interface {
+	VarField(name, field string) (value.Value, bool)
+}
+
 // Map is Vars held in a map.
 type Map map[string]value.Value
 
