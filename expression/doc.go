@@ -34,9 +34,9 @@
 // the order they are written ({n: 1, d: 2, at: 3} stays n, d, at), records
 // of variables handed back whole in their own order, other maps as records
 // with sorted keys; NaN, infinities and values with no JSON form are errors.
-// keys() and values() list a record in sorted key order, so that the same
-// input always gives the same output (expr's own follow Go's random map
-// order).
+// keys(), values() and toPairs() list a record in sorted key order, so that
+// the same input always gives the same output (expr's own follow Go's
+// random map order).
 //
 // # Arithmetic
 //

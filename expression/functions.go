@@ -296,10 +296,10 @@ func toEpochMillis(args ...any) (any, error) {
 	return nil, fmt.Errorf("toEpochMillis: cannot convert %T to epoch milliseconds", args[0])
 }
 
-// keys and values replace expr's builtins of the same names, which list a
-// Go map in Go's random order: a replay must give the same output every
-// time (SEMANTICS §6), so here the keys come sorted, and the values in the
-// order of their sorted keys.
+// keys, values and toPairs replace expr's builtins of the same names,
+// which list a Go map in Go's random order: a replay must give the same
+// output every time (SEMANTICS §6), so here the keys come sorted, and the
+// values and pairs in the order of their sorted keys.
 func mapKeysSorted(name string, args []any) ([]string, map[string]any, error) {
 	if len(args) != 1 {
 		return nil, nil, fmt.Errorf("%s: invalid number of arguments (expected 1, got %d)", name, len(args))
@@ -340,6 +340,18 @@ func valuesBySortedKey(args ...any) (any, error) {
 	return out, nil
 }
 
+func pairsBySortedKey(args ...any) (any, error) {
+	keys, m, err := mapKeysSorted("toPairs", args)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]any, len(keys))
+	for i, k := range keys {
+		out[i] = []any{k, m[k]}
+	}
+	return out, nil
+}
+
 // validateMapArgument is the type check of keys and values: one record (or
 // a value of unknown type) in, a list out.
 func validateMapArgument(name string) func(args []reflect.Type) (reflect.Type, error) {
@@ -362,6 +374,7 @@ func functions() []*builtin.Function {
 	return []*builtin.Function{
 		{Name: "keys", Func: sortedKeys, Validate: validateMapArgument("keys")},
 		{Name: "values", Func: valuesBySortedKey, Validate: validateMapArgument("values")},
+		{Name: "toPairs", Func: pairsBySortedKey, Validate: validateMapArgument("toPairs")},
 		{
 			Name: FuncParseTime,
 			Func: parseTime,

@@ -63,6 +63,8 @@ func TestKeysAndValuesAreSorted(t *testing.T) {
 		{"keys({z: 1, a: 2, m: 3})", `["a","m","z"]`},
 		{"values({z: 1, a: 2, m: 3})", `[2,3,1]`},
 		{"keys({})", `[]`},
+		{"toPairs({z: 1, a: 2})", `[["a",2],["z",1]]`},
+		{"toPairs(#input)[0]", `["a",3]`},
 	} {
 		p := mustCompile(t, tc.text, env)
 		for range 20 {
