@@ -93,9 +93,21 @@ type Config struct {
 	// Metrics, when set, gets the per-node counters of running deployments
 	// (scenario_server_node_*_total) and their sources' backlogs.
 	Metrics prometheus.Registerer
-	// Now is the wall clock, read for idle sources; nil means time.Now.
+	// Now is the wall clock, read for idle sources and retention; nil means time.Now.
 	Now func() time.Time
+	// ResultRetention is how long collected sink results are kept: older ones are deleted
+	// (store.PruneSinkResults), every PruneInterval. 0 keeps them for ever.
+	ResultRetention time.Duration
+	// BatchKeyRetention is how long the idempotency keys of ingested batches are remembered
+	// (store.PruneEventBatches): a batch re-sent under an older key is appended again. 0
+	// remembers them for ever.
+	BatchKeyRetention time.Duration
+	// PruneInterval is how often retention is applied; 0 means DefaultPruneInterval.
+	PruneInterval time.Duration
 }
+
+// DefaultPruneInterval is how often retention is applied by default.
+const DefaultPruneInterval = time.Minute
 
 // Runtime runs the deployments of one server. Create it with New. Its methods are safe for
 // concurrent use.
@@ -114,6 +126,8 @@ type Runtime struct {
 	locks   map[string]*sync.Mutex // serialize Deploy and Cancel per scenario
 	closed  bool
 	running sync.WaitGroup
+	// The retention loop: stopped by closing pruneStop; pruneDone closes when it returns.
+	pruneStop, pruneDone chan struct{}
 
 	changes notifier
 }
@@ -138,6 +152,9 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.PruneInterval <= 0 {
+		cfg.PruneInterval = DefaultPruneInterval
 	}
 	r := &Runtime{cfg: cfg, log: cfg.Logger, active: map[string]*deployment{}, pending: map[string]*deployment{}, locks: map[string]*sync.Mutex{}}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
@@ -188,7 +205,54 @@ func (r *Runtime) Start(ctx context.Context) error {
 		}
 		r.log.Info("resuming deployment", "scenario", sd.Scenario, "deployment", sd.ID, "version", sd.Version)
 	}
+	if r.cfg.ResultRetention > 0 || r.cfg.BatchKeyRetention > 0 {
+		r.mu.Lock()
+		if !r.closed && r.pruneStop == nil {
+			r.pruneStop, r.pruneDone = make(chan struct{}), make(chan struct{})
+			go r.pruneLoop(r.pruneStop, r.pruneDone)
+		}
+		r.mu.Unlock()
+	}
 	return nil
+}
+
+// pruneLoop applies retention now and every PruneInterval until stop closes.
+func (r *Runtime) pruneLoop(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	tick := time.NewTicker(r.cfg.PruneInterval)
+	defer tick.Stop()
+	for {
+		r.prune()
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// prune deletes the results and forgets the batch keys older than their retention. Errors
+// are logged; the next round tries again.
+func (r *Runtime) prune() {
+	now := r.cfg.Now()
+	if d := r.cfg.ResultRetention; d > 0 {
+		n, err := r.cfg.Store.PruneSinkResults(r.ctx, now.Add(-d))
+		switch {
+		case err != nil:
+			r.log.Error("retention of sink results", "error", err)
+		case n > 0:
+			r.log.Info("retention: deleted sink results", "count", n, "olderThan", d)
+		}
+	}
+	if d := r.cfg.BatchKeyRetention; d > 0 {
+		n, err := r.cfg.Store.PruneEventBatches(r.ctx, now.Add(-d))
+		switch {
+		case err != nil:
+			r.log.Error("retention of batch keys", "error", err)
+		case n > 0:
+			r.log.Info("retention: forgot batch keys", "count", n, "olderThan", d)
+		}
+	}
 }
 
 // launch registers d as its scenario's deployment and starts its goroutine. Errors: ErrClosed;
@@ -277,7 +341,18 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 	for _, d := range r.active {
 		list = append(list, d)
 	}
+	if r.pruneStop != nil {
+		close(r.pruneStop)
+	}
+	pruneDone := r.pruneDone
 	r.mu.Unlock()
+	// The store outlives Shutdown only until the caller closes it: no retention round may
+	// still be running then (cancel ends one in its store call).
+	waitPrune := func() {
+		if pruneDone != nil {
+			<-pruneDone
+		}
+	}
 	for _, d := range list {
 		d.stop()
 	}
@@ -290,10 +365,12 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 	select {
 	case <-done:
 		r.cancel()
+		waitPrune()
 		return nil
 	case <-ctx.Done():
 		r.cancel()
 		<-done
+		waitPrune()
 		return fmt.Errorf("stopping deployments: %w", ctx.Err())
 	}
 }

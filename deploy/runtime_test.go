@@ -46,12 +46,46 @@ func runRuntimeSuite(t *testing.T, newStore newStoreFunc) {
 		{"CheckpointErrorVisible", testCheckpointErrorVisible},
 		{"BackpressureCountsTheBatch", testBackpressureCountsTheBatch},
 		{"IngestUsesEngineDecoder", testIngestUsesEngineDecoder},
+		{"Retention", testRetention},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			tt.run(t, newStore(t))
 		})
+	}
+}
+
+// Retention: collected results older than ResultRetention are deleted, and batch keys older
+// than BatchKeyRetention forgotten (a re-sent batch is then appended again), every
+// PruneInterval, while the deployment runs.
+func testRetention(t *testing.T, st store.Store) {
+	graph := tumblingGraph("")
+	createScenario(t, st, "kept", graph)
+	r := newRuntime(t, st, func(c *Config) {
+		c.ResultRetention, c.BatchKeyRetention, c.PruneInterval = 3*time.Second, 3*time.Second, 20*time.Millisecond
+	})
+	deploy(t, r, "kept", 0)
+	recs := records(1000)
+	ingestAll(t, r, "kept", recs, 0, 500)
+	waitCommitted(t, r, "kept", 1000)
+	if n := len(collected(t, st, "kept")); n == 0 {
+		t.Fatal("no results collected")
+	}
+	if a, err := r.Ingest(t.Context(), "kept", "in", "b0", recs[:500]); err != nil || !a.Duplicate {
+		t.Fatalf("re-sent within the retention: %+v, %v; want a duplicate", a, err)
+	}
+	waitFor(t, "the results to expire", func() bool { return len(collected(t, st, "kept")) == 0 })
+	var a Accepted
+	waitFor(t, "the batch key to expire", func() bool {
+		var err error
+		if a, err = r.Ingest(t.Context(), "kept", "in", "b0", recs[:500]); err != nil {
+			t.Fatal(err)
+		}
+		return !a.Duplicate
+	})
+	if a.FirstOffset != 1000 || a.Count != 500 {
+		t.Errorf("re-sent after the key expired: %+v, want appended at offset 1000", a)
 	}
 }
 

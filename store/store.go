@@ -175,6 +175,17 @@ type Store interface {
 	// Errors: ErrNotFound when the scenario does not exist.
 	TruncateEvents(ctx context.Context, log EventLog, below int64) (int64, error)
 
+	// PruneSinkResults deletes the collected results, of every scenario, created before
+	// before, and returns how many it deleted (retention: the runtime calls it periodically).
+	// The IDs of the other results do not change, and new results keep counting from the
+	// last ID given.
+	PruneSinkResults(ctx context.Context, before time.Time) (int64, error)
+
+	// PruneEventBatches forgets the keys of the event batches, of every log, accepted before
+	// before, and returns how many it forgot: a batch re-sent later under a forgotten key is
+	// appended again. The events are not touched (TruncateEvents deletes them).
+	PruneEventBatches(ctx context.Context, before time.Time) (int64, error)
+
 	// Close releases the database. Calls after the first return nil; other methods must not be
 	// called after Close.
 	Close() error

@@ -36,22 +36,25 @@ func TestParseServeFlags(t *testing.T) {
 		{
 			name: "defaults",
 			want: serveConfig{Addr: "127.0.0.1:8080", DataDir: "./data", LogFormat: "text", LogLevel: slog.LevelInfo,
-				MaxBodyBytes: api.DefaultMaxBodyBytes, ShutdownTimeout: 10 * time.Second},
+				MaxBodyBytes: api.DefaultMaxBodyBytes, ShutdownTimeout: 10 * time.Second,
+				ResultRetention: 7 * 24 * time.Hour, BatchKeyRetention: 24 * time.Hour},
 		},
 		{
 			name: "environment",
 			env: map[string]string{envAddr: ":9000", envDataDir: "/var/lib/ss", envLogFormat: "json", envLogLevel: "debug",
-				envMaxBodyBytes: "2048", envDatabaseURL: "postgres://db/x"},
+				envMaxBodyBytes: "2048", envDatabaseURL: "postgres://db/x", envResultRetention: "1h", envBatchKeyRetention: "0"},
 			want: serveConfig{Addr: ":9000", DataDir: "/var/lib/ss", DatabaseURL: "postgres://db/x", LogFormat: "json",
-				LogLevel: slog.LevelDebug, MaxBodyBytes: 2048, ShutdownTimeout: 10 * time.Second},
+				LogLevel: slog.LevelDebug, MaxBodyBytes: 2048, ShutdownTimeout: 10 * time.Second,
+				ResultRetention: time.Hour, BatchKeyRetention: 0},
 		},
 		{
 			name: "flags win over the environment",
 			args: []string{"--addr", "0.0.0.0:80", "--data-dir", "d", "--log-format", "text", "--log-level", "warn",
-				"--max-body-bytes", "100", "--shutdown-timeout", "1s"},
-			env: map[string]string{envAddr: ":9000", envDataDir: "/var/lib/ss", envLogFormat: "json", envMaxBodyBytes: "2048"},
+				"--max-body-bytes", "100", "--shutdown-timeout", "1s", "--result-retention", "0", "--batch-key-retention", "2h"},
+			env: map[string]string{envAddr: ":9000", envDataDir: "/var/lib/ss", envLogFormat: "json", envMaxBodyBytes: "2048",
+				envResultRetention: "1h"},
 			want: serveConfig{Addr: "0.0.0.0:80", DataDir: "d", LogFormat: "text", LogLevel: slog.LevelWarn,
-				MaxBodyBytes: 100, ShutdownTimeout: time.Second},
+				MaxBodyBytes: 100, ShutdownTimeout: time.Second, ResultRetention: 0, BatchKeyRetention: 2 * time.Hour},
 		},
 	}
 	for _, tt := range tests {
@@ -78,6 +81,8 @@ func TestParseServeFlagsErrors(t *testing.T) {
 		{args: []string{"--no-such-flag"}},
 		{args: []string{"extra"}},
 		{env: map[string]string{envMaxBodyBytes: "10MB"}},
+		{args: []string{"--result-retention", "-1h"}},
+		{env: map[string]string{envBatchKeyRetention: "a day"}},
 	}
 	for _, tt := range tests {
 		if _, err := parseServeFlags(tt.args, env(tt.env), io.Discard); !errors.Is(err, errUsage) {

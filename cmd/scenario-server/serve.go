@@ -38,6 +38,8 @@ const (
 	envCheckpointInterval = "SCENARIO_SERVER_CHECKPOINT_INTERVAL"
 	envMaxBacklog         = "SCENARIO_SERVER_MAX_BACKLOG"
 	envSinkDir            = "SCENARIO_SERVER_SINK_DIR"
+	envResultRetention    = "SCENARIO_SERVER_RESULT_RETENTION"
+	envBatchKeyRetention  = "SCENARIO_SERVER_BATCH_KEY_RETENTION"
 
 	envTestMaxRecords = "SCENARIO_SERVER_TEST_MAX_RECORDS"
 	envTestMaxBytes   = "SCENARIO_SERVER_TEST_MAX_BYTES"
@@ -49,6 +51,10 @@ const (
 	defaultAddr            = "127.0.0.1:8080"
 	defaultDataDir         = "./data"
 	defaultShutdownTimeout = 10 * time.Second
+	// Collected results are kept a week (as Kafka keeps a topic's records by default), and
+	// batch keys a day: clients re-send a batch within minutes.
+	defaultResultRetention   = 7 * 24 * time.Hour
+	defaultBatchKeyRetention = 24 * time.Hour
 )
 
 // serveConfig is the configuration of serve, from flags and environment.
@@ -75,6 +81,10 @@ type serveConfig struct {
 	MaxBacklog int64
 	// SinkDir is where deployed file sinks write; empty means DataDir/sinks.
 	SinkDir string
+	// ResultRetention and BatchKeyRetention: how long collected results and the keys of
+	// ingested batches are kept (0: for ever); see deploy.Config.
+	ResultRetention   time.Duration
+	BatchKeyRetention time.Duration
 	// TestMaxRecords is the most records a test run takes; 0 means api.DefaultTestMaxRecords.
 	TestMaxRecords int
 	// TestMaxBytes is the largest request body of a test run, in bytes; 0 means
@@ -126,6 +136,14 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 			return serveConfig{}, fmt.Errorf("%w: %s=%q is not a duration such as 30s", errUsage, envTestTimeout, v)
 		}
 	}
+	resultRetention, err := envDuration(getenv, envResultRetention, defaultResultRetention)
+	if err != nil {
+		return serveConfig{}, err
+	}
+	batchKeyRetention, err := envDuration(getenv, envBatchKeyRetention, defaultBatchKeyRetention)
+	if err != nil {
+		return serveConfig{}, err
+	}
 
 	var cfg serveConfig
 	var level string
@@ -142,6 +160,10 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	fs.Int64Var(&cfg.MaxBacklog, "max-backlog", maxBacklog,
 		fmt.Sprintf("ingestion answers 429 once a source has `n` accepted events waiting (env %s; 0: %d)", envMaxBacklog, deploy.DefaultMaxBacklog))
 	fs.StringVar(&cfg.SinkDir, "sink-dir", getenv(envSinkDir), "deployed file sinks write inside `dir` (env "+envSinkDir+"; default: the data directory's sinks/)")
+	fs.DurationVar(&cfg.ResultRetention, "result-retention", resultRetention,
+		"deployments' collected sink results older than this are deleted (env "+envResultRetention+"; 0: kept for ever)")
+	fs.DurationVar(&cfg.BatchKeyRetention, "batch-key-retention", batchKeyRetention,
+		"ingested batches' idempotency keys are forgotten after this (env "+envBatchKeyRetention+"; 0: remembered for ever)")
 	fs.IntVar(&cfg.TestMaxRecords, "test-max-records", int(testMaxRecords),
 		fmt.Sprintf("a test run takes at most `n` records, non-blank lines (env %s; 0: %d)", envTestMaxRecords, api.DefaultTestMaxRecords))
 	fs.Int64Var(&cfg.TestMaxBytes, "test-max-bytes", testMaxBytes,
@@ -175,6 +197,9 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	if cfg.CheckpointInterval < 0 || cfg.MaxBacklog < 0 {
 		return serveConfig{}, fmt.Errorf("%w: -checkpoint-interval and -max-backlog must not be negative", errUsage)
 	}
+	if cfg.ResultRetention < 0 || cfg.BatchKeyRetention < 0 {
+		return serveConfig{}, fmt.Errorf("%w: -result-retention and -batch-key-retention must not be negative", errUsage)
+	}
 	if cfg.TestMaxRecords < 0 || cfg.TestMaxBytes < 0 || cfg.TestTimeout < 0 {
 		return serveConfig{}, fmt.Errorf("%w: -test-max-records, -test-max-bytes and -test-timeout must not be negative", errUsage)
 	}
@@ -183,6 +208,19 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 }
 
 // envInt reads a non-negative integer from the environment variable name; unset is 0.
+// envDuration reads a non-negative duration from the environment variable name, or def.
+func envDuration(getenv func(string) string, name string, def time.Duration) (time.Duration, error) {
+	v := getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%w: %s=%q is not a duration such as 24h (0: for ever)", errUsage, name, v)
+	}
+	return d, nil
+}
+
 func envInt(getenv func(string) string, name string) (int64, error) {
 	v := getenv(name)
 	if v == "" {
@@ -249,6 +287,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	rt, err := deploy.New(deploy.Config{
 		Store: st, Logger: log, CheckpointInterval: cfg.CheckpointInterval, MaxBacklog: cfg.MaxBacklog,
 		FileSinkDir: sinkDir, Metrics: metrics,
+		ResultRetention: cfg.ResultRetention, BatchKeyRetention: cfg.BatchKeyRetention,
 	})
 	if err != nil {
 		return err

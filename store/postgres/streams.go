@@ -234,3 +234,43 @@ func (s *Store) truncateEvents(ctx context.Context, log store.EventLog, below in
 	}
 	return tag.RowsAffected(), nil
 }
+
+// pruneChunk is how many rows one statement of a prune deletes, so that a large prune
+// is a series of short transactions.
+const pruneChunk = 5000
+
+// PruneSinkResults implements store.Store.
+func (s *Store) PruneSinkResults(ctx context.Context, before time.Time) (int64, error) {
+	n, err := s.prune(ctx, `DELETE FROM sink_results WHERE (scenario_id, id) IN
+		(SELECT scenario_id, id FROM sink_results WHERE created_at < $1 LIMIT $2)`, before)
+	if err != nil {
+		return n, fmt.Errorf("pruning sink results created before %v: %w", before, err)
+	}
+	return n, nil
+}
+
+// PruneEventBatches implements store.Store.
+func (s *Store) PruneEventBatches(ctx context.Context, before time.Time) (int64, error) {
+	n, err := s.prune(ctx, `DELETE FROM event_batches WHERE (scenario_id, source, batch_key) IN
+		(SELECT scenario_id, source, batch_key FROM event_batches WHERE accepted_at < $1 LIMIT $2)`, before)
+	if err != nil {
+		return n, fmt.Errorf("pruning event batch keys accepted before %v: %w", before, err)
+	}
+	return n, nil
+}
+
+// prune runs a chunked delete (arguments: the bound, then the chunk size) until a chunk
+// deletes fewer rows than it may.
+func (s *Store) prune(ctx context.Context, query string, before time.Time) (int64, error) {
+	var total int64
+	for {
+		tag, err := s.pool.Exec(ctx, query, before, pruneChunk)
+		if err != nil {
+			return total, err
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < pruneChunk {
+			return total, nil
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/scenario-server/scenario-server/store"
 	"github.com/scenario-server/scenario-server/store/internal/check"
@@ -241,4 +242,49 @@ func (s *Store) TruncateEvents(ctx context.Context, log store.EventLog, below in
 		return 0, fmt.Errorf("truncating events of %q/%q below %d: %w", log.Scenario, log.Source, below, err)
 	}
 	return n, nil
+}
+
+// pruneChunk is how many rows one statement of a prune deletes, so that a large prune
+// does not hold the write lock for long.
+const pruneChunk = 5000
+
+// PruneSinkResults implements store.Store.
+func (s *Store) PruneSinkResults(ctx context.Context, before time.Time) (int64, error) {
+	n, err := s.prune(ctx, `DELETE FROM sink_results WHERE (scenario_id, id) IN
+		(SELECT scenario_id, id FROM sink_results WHERE created_at < ? LIMIT ?)`, micros(before))
+	if err != nil {
+		return n, fmt.Errorf("pruning sink results created before %v: %w", before, err)
+	}
+	return n, nil
+}
+
+// PruneEventBatches implements store.Store.
+func (s *Store) PruneEventBatches(ctx context.Context, before time.Time) (int64, error) {
+	n, err := s.prune(ctx, `DELETE FROM event_batches WHERE (scenario_id, source, batch_key) IN
+		(SELECT scenario_id, source, batch_key FROM event_batches WHERE accepted_at < ? LIMIT ?)`, micros(before))
+	if err != nil {
+		return n, fmt.Errorf("pruning event batch keys accepted before %v: %w", before, err)
+	}
+	return n, nil
+}
+
+// prune runs a chunked delete (arguments: the bound, then the chunk size) until a chunk
+// deletes fewer rows than it may.
+func (s *Store) prune(ctx context.Context, query string, bound int64) (int64, error) {
+	var total int64
+	for {
+		var n int64
+		err := s.inTx(ctx, func(tx *sql.Tx) error {
+			res, err := tx.ExecContext(ctx, query, bound, pruneChunk)
+			if err != nil {
+				return err
+			}
+			n, err = res.RowsAffected()
+			return err
+		})
+		total += n
+		if err != nil || n < pruneChunk {
+			return total, err
+		}
+	}
 }

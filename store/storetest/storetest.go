@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"EventLog", testEventLog},
 		{"EventBatches", testEventBatches},
 		{"ConcurrentBatchKeys", testConcurrentBatchKeys},
+		{"Retention", testRetention},
 		{"CommitCheckpoint", testCommitCheckpoint},
 		{"LatestDeployments", testLatestDeployments},
 		{"CanceledContext", testCanceledContext},
@@ -980,6 +981,61 @@ func testEventBatches(t *testing.T, open func(t *testing.T) store.Store) {
 	if b := must(s.AppendEventBatch(ctx, log, "empty", batch(8, 1)))(t); b.Duplicate || b.FirstOffset != 8 {
 		t.Errorf("batch under the key of an empty one: %+v", b)
 	}
+}
+
+// Retention: PruneSinkResults deletes the results created before a time, of every
+// scenario, and leaves later IDs as they were; PruneEventBatches forgets batch keys
+// accepted before a time, so that a batch re-sent under one is appended again, and leaves
+// the events alone. Pruning more than one chunk (5,000 rows) takes several statements.
+func testRetention(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	must(s.CreateScenario(ctx, "old", draft(1, "")))(t)
+	must(s.CreateScenario(ctx, "new", draft(1, "")))(t)
+	results := func(n int) []store.NewSinkResult {
+		r := make([]store.NewSinkResult, n)
+		for i := range r {
+			r[i] = store.NewSinkResult{Sink: "out", Value: sinkValue(i)}
+		}
+		return r
+	}
+	must(s.AppendSinkResults(ctx, "old", results(6000)))(t)
+	must(s.AppendSinkResults(ctx, "new", results(2)))(t)
+	if n := must(s.PruneSinkResults(ctx, time.Now().Add(-time.Hour)))(t); n != 0 {
+		t.Errorf("pruning results older than an hour deleted %d", n)
+	}
+	cut := time.Now().Add(time.Millisecond)
+	time.Sleep(2 * time.Millisecond)
+	ids := must(s.AppendSinkResults(ctx, "new", results(1)))(t) // after the cut
+	if n := must(s.PruneSinkResults(ctx, cut))(t); n != 6002 {
+		t.Errorf("pruning before the cut deleted %d results, want 6002", n)
+	}
+	if got := must(s.ReadSinkResults(ctx, "old", "", 0, 100))(t); got != nil {
+		t.Errorf("%d results of \"old\" left", len(got))
+	}
+	got := must(s.ReadSinkResults(ctx, "new", "", 0, 100))(t)
+	if len(got) != 1 || ids[0] != 3 || got[0].ID != 3 {
+		t.Errorf("results of \"new\" left: %+v, want the one with ID 3", got)
+	}
+	if next := must(s.AppendSinkResults(ctx, "old", results(1)))(t); next[0] != 6001 {
+		t.Errorf("the next result of \"old\" has ID %d, want 6001", next[0])
+	}
+
+	log := store.EventLog{Scenario: "new", Source: "http-in"}
+	first := must(s.AppendEventBatch(ctx, log, "k1", [][]byte{payload(0), payload(1)}))(t)
+	if n := must(s.PruneEventBatches(ctx, time.Now().Add(-time.Hour)))(t); n != 0 {
+		t.Errorf("pruning keys older than an hour forgot %d", n)
+	}
+	if b := must(s.AppendEventBatch(ctx, log, "k1", [][]byte{payload(0), payload(1)}))(t); !b.Duplicate || b.FirstOffset != first.FirstOffset {
+		t.Errorf("re-sent before pruning: %+v", b)
+	}
+	if n := must(s.PruneEventBatches(ctx, time.Now().Add(time.Second)))(t); n != 1 {
+		t.Errorf("pruning forgot %d keys, want 1", n)
+	}
+	if b := must(s.AppendEventBatch(ctx, log, "k1", [][]byte{payload(2), payload(3)}))(t); b.Duplicate || b.FirstOffset != 2 {
+		t.Errorf("re-sent after pruning: %+v, want appended again at offset 2", b)
+	}
+	checkEvents(t, "after pruning keys", must(s.ReadEvents(ctx, log, 0, 100))(t), 0, 1, 2, 3)
 }
 
 // Requests re-sending one batch at once append it once; every one gets its offsets.

@@ -1,0 +1,10 @@
+-- Indexes for retention: the runtime deletes collected results and forgets batch keys older
+-- than their retention (store.PruneSinkResults, store.PruneEventBatches).
+
+-- +goose Up
+CREATE INDEX sink_results_created_at ON sink_results (created_at);
+CREATE INDEX event_batches_accepted_at ON event_batches (accepted_at);
+
+-- +goose Down
+DROP INDEX event_batches_accepted_at;
+DROP INDEX sink_results_created_at;
