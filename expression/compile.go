@@ -74,6 +74,8 @@ type Program struct {
 	orders keyOrders
 	// states holds *runState.
 	states sync.Pool
+	// readsClock: the expression calls now()
+	readsClock bool
 }
 
 // Text returns the expression as the user wrote it.
@@ -144,7 +146,7 @@ func Compile(text string, env TypeEnv, want Type) (prog *Program, problems []sce
 	if err := optimizer.Optimize(&tree.Node, config); err != nil {
 		return nil, []scenario.Problem{src.problem(err, CodeType, nil)}
 	}
-	p := &Program{src: src, result: result, env: env, vars: vars, allVars: readsEnv(tree.Node)}
+	p := &Program{src: src, result: result, env: env, vars: vars, allVars: readsEnv(tree.Node), readsClock: callsNow(tree.Node)}
 	p.orders = mapKeyOrders(tree.Node)
 	p.shape = literalShape(&tree.Node)
 	if p.program, err = compiler.Compile(tree, config); err != nil {
@@ -505,6 +507,27 @@ func (p *Program) FieldsRead(name string) (fields []string, whole bool) {
 	return fields, false
 }
 
+// ReadsClock reports whether the expression calls now(), which reads the
+// wall clock: its value depends on when it runs, not only on its variables,
+// so test runs and replays of the same records differ.
+func (p *Program) ReadsClock() bool { return p.readsClock }
+
 // Env returns the variables in scope the program was compiled with, and
 // their declared types.
 func (p *Program) Env() TypeEnv { return p.env }
+
+// callsNow reports whether the tree calls the builtin now().
+func callsNow(root ast.Node) bool {
+	found := false
+	ast.Walk(&root, visitorFunc(func(n *ast.Node) {
+		switch x := (*n).(type) {
+		case *ast.BuiltinNode:
+			found = found || x.Name == "now"
+		case *ast.CallNode:
+			if id, ok := x.Callee.(*ast.IdentifierNode); ok && id.Value == "now" {
+				found = true
+			}
+		}
+	}))
+	return found
+}

@@ -160,3 +160,23 @@ func TestRewriteKeepsPointers(t *testing.T) {
 		t.Errorf("rewrite(#index) with a variable index = %q", got)
 	}
 }
+
+func TestReadsClock(t *testing.T) {
+	env := TypeEnv{"input": Unknown}
+	for text, want := range map[string]bool{
+		"now()":                        true,
+		"#input.t > now().UnixMilli()": true,
+		"now() - duration('1h')":       true,
+		"#input.t":                     false,
+		"'now()'":                      false,
+		"date('2024-05-01T10:00:00Z')": false,
+		"map([1, 2], # * 2)":           false,
+		"let f = 1; f + len('now')":    false,
+		"[now(), #input.t][1]":         true,
+	} {
+		p := mustCompile(t, text, env)
+		if p.ReadsClock() != want {
+			t.Errorf("%s: ReadsClock() = %v, want %v", text, p.ReadsClock(), want)
+		}
+	}
+}

@@ -153,3 +153,18 @@ func BenchmarkLongestChain(b *testing.B) {
 		Validate(s)
 	}
 }
+
+// An expression that calls now() validates, with a warning on its node and field: its value
+// depends on when it runs.
+func TestNowIsAWarning(t *testing.T) {
+	v := Validate(variableChain(4, "now()"))
+	if !v.OK() {
+		t.Fatalf("errors: %v", v.Errors)
+	}
+	if len(v.Warnings) != 1 || v.Warnings[0].Code != CodeReadsClock || v.Warnings[0].NodeID != "v1" || v.Warnings[0].Field != "value" {
+		t.Fatalf("warnings: %+v, want one %s on v1 value", v.Warnings, CodeReadsClock)
+	}
+	if w := Validate(variableChain(4, "1")).Warnings; len(w) != 0 {
+		t.Errorf("warnings without now(): %+v", w)
+	}
+}

@@ -38,6 +38,7 @@ const (
 	CodeSlideOutOfRange      = "slide-out-of-range"
 	CodeZoneNeedsWholeDays   = "time-zone-needs-whole-days"
 	CodeScopeReportTruncated = "scope-report-truncated"
+	CodeReadsClock           = "reads-wall-clock" // a warning: the expression calls now()
 )
 
 // MaxScopeReport bounds the size of Validation.Variables: the sum, over
@@ -458,6 +459,9 @@ func (c *nodeCheck) compile(field string, e *scenario.Expression, env expression
 	}
 	if prog != nil {
 		c.plan.Programs[field] = prog
+		if prog.ReadsClock() {
+			c.warnf(field, CodeReadsClock, "now() reads the wall clock: test runs and replays of the same records give other results each time (#meta.eventTime is the event's time)")
+		}
 	}
 	return prog
 }
