@@ -432,7 +432,10 @@ var windowFields = []string{"start", "end"}
 func (n *node) emit(r *aggregate.Result) {
 	e := n.engine
 	if r.Err != nil {
-		e.fail(n, "aggregations", r.Err)
+		// Reported with the line being processed, whose watermark closed the window (line 0
+		// at the end of input): the message names the window and key.
+		e.fail(n, "aggregations", fmt.Errorf("window [%d, %d) of key %s: %w",
+			r.Start, r.End, value.AppendJSON(nil, value.List(r.Key)), r.Err))
 	}
 	n.cur = r
 	c := &n.scratch
