@@ -32,10 +32,10 @@ func (l *layout) newCtx() ctx {
 	return ctx{slots: make([]slotVal, len(l.names)), lay: l}
 }
 
-// reset empties c for a new event at time t.
-func (c *ctx) reset(t int64) {
+// reset empties c.
+func (c *ctx) reset() {
 	clear(c.slots)
-	c.time = t
+	c.time = 0
 }
 
 // set sets a variable.

@@ -26,9 +26,8 @@ type evaluator struct {
 	// scratch is the record evalTransient fills for each call.
 	scratch     value.Value
 	scratchVals []value.Value
-	// The declared types of the path (or of each record value), for the
-	// number conversions expr makes (see conform).
-	typ   expression.Type
+	// The number conversions expr makes (see conform) for the declared type
+	// of the path, or of each record value.
 	conv  conversion
 	types []conversion
 	// A comparison of a path with a literal (#input.kind == "sale"): the
@@ -126,13 +125,14 @@ func (l *layout) newEvaluator(p *expression.Program) *evaluator {
 	if p == nil {
 		return nil
 	}
-	ev := &evaluator{prog: p, typ: p.Result()}
+	ev := &evaluator{prog: p}
 	text := p.Text()
 	if name, steps := parsePath(text); name != "" {
-		if scalarOrUnknown(ev.typ) { // a typed record or list: expr converts inside it
+		typ := p.Result()
+		if scalarOrUnknown(typ) { // a typed record or list: expr converts inside it
 			ev.path = l.ref(name, steps)
 		}
-		ev.conv = conversionFor(ev.typ)
+		ev.conv = conversionFor(typ)
 		return ev
 	}
 	if m := cmpExpr.FindStringSubmatch(text); m != nil {

@@ -76,17 +76,16 @@ type node struct {
 	// union: output expression per branch (by upstream node id)
 	branchProgs map[string]*evaluator
 	// aggregate
-	op        aggregate.Operator
-	groupBy   []*evaluator
-	aggBy     []*evaluator // nil for Count
-	aggNames  []string
-	endCond   *evaluator
-	enriching bool              // results carry the incoming event
-	cur       *aggregate.Result // the result being emitted
-	keyBuf    []value.Value
-	inBuf     []value.Value
-	ev        aggregate.Event // reused for every Add
-	engine    *Engine
+	op       aggregate.Operator
+	groupBy  []*evaluator
+	aggBy    []*evaluator // nil for Count
+	aggNames []string
+	endCond  *evaluator
+	cur      *aggregate.Result // the result being emitted
+	keyBuf   []value.Value
+	inBuf    []value.Value
+	ev       aggregate.Event // reused for every Add
+	engine   *Engine
 	// scratch is the context this node sends on, reused for every output:
 	// a context is dead once the push that carries it returns (the graph
 	// has no cycles, and nothing downstream keeps a context).
@@ -213,13 +212,11 @@ func (n *node) buildAggregate(e *Engine, p *nodes.Plan) error {
 		spec.Kind = aggregate.Sliding
 		spec.Length = durationMS(p, "windowLength", 0)
 		spec.EmitWhenEventLeft, _ = p.Params["emitWhenEventLeft"].(bool)
-		n.enriching = true
 	case "aggregate-tumbling":
 		spec.Kind = aggregate.Tumbling
 		spec.Length = durationMS(p, "windowLength", 0)
 		spec.EmitWhen = emitWhen
 		spec.TimeZone, _ = p.Params["timeZone"].(string)
-		n.enriching = emitWhen == aggregate.OnEvent
 	case "aggregate-hopping":
 		spec.Kind = aggregate.Hopping
 		spec.Length = durationMS(p, "windowLength", 0)
@@ -229,7 +226,6 @@ func (n *node) buildAggregate(e *Engine, p *nodes.Plan) error {
 		spec.SessionTimeout = durationMS(p, "sessionTimeout", 0)
 		spec.EmitWhen = emitWhen
 		n.endCond = e.lay.newEvaluator(p.Programs["endSessionCondition"])
-		n.enriching = emitWhen == aggregate.OnEvent
 	case "aggregate-count":
 		spec.Kind = aggregate.CountWindow
 		spec.Count, _ = p.Params["windowLength"].(int64)
@@ -445,7 +441,7 @@ func (n *node) emit(r *aggregate.Result) {
 	} else {
 		// A new event has the result variables (set below) and #meta.
 		if !n.scratchFresh {
-			c.reset(0)
+			c.reset()
 			n.scratchFresh = true
 		}
 		c.time = r.Time
@@ -561,14 +557,10 @@ func (n *node) decode(b []byte) error {
 		n.input, err = n.decoder.ParseFields(b, n.wantFields)
 		n.lazyInput = false
 	default:
-		n.input, err = n.decoder.Parse(b)
+		// Not only JSON, an object: a bad line reads the same however the
+		// source decodes.
+		n.input, err = n.decoder.ParseObject(b)
 		n.lazyInput = false
-		if err != nil || n.input.Kind() != value.KindRecord {
-			// The error the fields decoder gives (it fails exactly when
-			// Parse fails or the value is not an object), so that a bad
-			// line reads the same however the source decodes.
-			_, err = n.decoder.ParseFields(b, nil)
-		}
 	}
 	return err
 }

@@ -65,11 +65,9 @@ func Replay(e *Engine, in io.Reader) (Summary, error) {
 	start := time.Now()
 	r := bufio.NewReaderSize(in, 1<<20)
 	sources := e.Sources()
-	single := ""
 	var one *node
 	if len(sources) == 1 {
-		single = sources[0]
-		one = e.sources[single]
+		one = e.sources[sources[0]]
 	}
 	var sum Summary
 	var lineNo int64

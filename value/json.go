@@ -180,6 +180,15 @@ func (d *Decoder) ParseFields(b []byte, want *FieldSet) (Value, error) {
 	return d.finish(), nil
 }
 
+// ParseObject is Parse for a document that must be a JSON object (an
+// event): it fails exactly when ParseFields fails, with the same error.
+func (d *Decoder) ParseObject(b []byte) (Value, error) {
+	if i := skipSpace(b, 0); i >= len(b) || b[i] != '{' {
+		return d.ParseFields(b, nil) // fails at that byte
+	}
+	return d.Parse(b)
+}
+
 // ParseFieldsInto is ParseFields without the record: the value of the member
 // named want.Names()[k] goes to dst[k], and bit k of present is set when the
 // object has that member (a repeated name keeps its last value). dst must
@@ -197,22 +206,8 @@ func (d *Decoder) ParseFieldsInto(b []byte, want *FieldSet, dst []Value) (presen
 		clear(dst)
 		return 0, err
 	}
-	present = d.present
-	var arena string
-	if len(d.strbuf) > 0 {
-		arena = string(d.strbuf) // the call's only string allocation
-	}
-	for k := range dst {
-		if present&(1<<k) != 0 && dst[k].kind == KindString {
-			dst[k] = String(d.span(arena, dst[k].n))
-		}
-	}
-	for _, p := range d.fix {
-		*p = String(d.span(arena, p.n))
-	}
-	clear(d.fix)
-	d.b = nil
-	return present, nil
+	d.settle(dst) // the fields missing are null, not strings
+	return d.present, nil
 }
 
 // MaxFieldsInto is the most names a FieldSet given to ParseFieldsInto may
@@ -315,18 +310,27 @@ func (d *Decoder) abort() {
 // finish copies the strings of the call into one allocation, points the
 // string values at it and returns the decoded value.
 func (d *Decoder) finish() Value {
+	d.settle(d.vals[:1])
 	root := d.vals[0]
+	d.vals[0] = Value{}
+	return root
+}
+
+// settle copies the strings of the call into one allocation (none when
+// there are none) and points at it the string values still pending: those
+// of top, and those moved into lists and records (d.fix). It ends the call.
+func (d *Decoder) settle(top []Value) {
 	arena := string(d.strbuf) // the call's only string allocation
-	if root.kind == KindString {
-		root = String(d.span(arena, root.n))
+	for k := range top {
+		if top[k].kind == KindString {
+			top[k] = String(d.span(arena, top[k].n))
+		}
 	}
 	for _, p := range d.fix {
 		*p = String(d.span(arena, p.n))
 	}
-	d.vals[0] = Value{}
 	clear(d.fix)
 	d.b = nil
-	return root
 }
 
 // span returns string number k of the call.

@@ -976,6 +976,9 @@ func sameInto(t *testing.T, d *Decoder, b []byte, set *FieldSet, rec Value, recE
 	if fmt.Sprint(err) != fmt.Sprint(recErr) {
 		t.Fatalf("ParseFieldsInto(%q): %v; ParseFields: %v", b, err, recErr)
 	}
+	if _, oerr := d.ParseObject(b); fmt.Sprint(oerr) != fmt.Sprint(recErr) {
+		t.Fatalf("ParseObject(%q): %v; ParseFields: %v", b, oerr, recErr)
+	}
 	for k, name := range set.Names() {
 		want, ok := Value{}, false
 		if r := rec.Record(); r != nil {
