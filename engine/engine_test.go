@@ -37,6 +37,18 @@ func quote(s string) string {
 	return b.String()
 }
 
+// countSumNode is aggregate node "agg" of kind nodeType (output #agg): per
+// #input.k, n = Count and s = Sum of #input.v over 10 s windows, with the
+// extra parameters given.
+func countSumNode(nodeType string, extra ...string) string {
+	params := append([]string{`{"name": "windowLength", "value": "10s"}`}, extra...)
+	return `{"id": "agg", "type": "CustomNode", "nodeType": "` + nodeType + `", "outputVar": "agg", "parameters": [
+		{"name": "groupBy", "value": [{"language": "expr", "expression": "#input.k"}]},
+		{"name": "aggregations", "value": [{"name": "n", "aggregator": "Count"},
+			{"name": "s", "aggregator": "Sum", "aggregateBy": {"language": "expr", "expression": "#input.v"}}]},
+		` + strings.Join(params, ", ") + `]}`
+}
+
 func link(from, to string) string {
 	return `{"from": "` + from + `", "to": "` + to + `", "edgeType": null}`
 }
@@ -113,11 +125,7 @@ func TestPerEventErrorsKeepTheRest(t *testing.T) {
 	// number. The other lines give the same windows as without them.
 	sc := scenarioJSON([]string{
 		srcNode("in", "#input.t", "0s"),
-		`{"id": "agg", "type": "CustomNode", "nodeType": "aggregate-tumbling", "outputVar": "agg", "parameters": [
-			{"name": "groupBy", "value": [{"language": "expr", "expression": "#input.k"}]},
-			{"name": "aggregations", "value": [{"name": "n", "aggregator": "Count"},
-				{"name": "s", "aggregator": "Sum", "aggregateBy": {"language": "expr", "expression": "#input.v"}}]},
-			{"name": "windowLength", "value": "10s"}, {"name": "emitWhen", "value": "OnEnd"}]}`,
+		countSumNode("aggregate-tumbling", `{"name": "emitWhen", "value": "OnEnd"}`),
 		sinkNode("out", "{k: #key[0], start: #window.start, n: #agg.n, s: #agg.s}"),
 	}, []string{link("in", "agg"), link("agg", "out")})
 	clean := `{"t": 1000, "k": "a", "v": 1}

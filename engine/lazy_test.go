@@ -150,11 +150,7 @@ func TestLazyInputAgreesWithWholeRecords(t *testing.T) {
 func TestLazyAggregateVariables(t *testing.T) {
 	sc := scenarioJSON([]string{
 		srcNode("in", "#input.t", "0s"),
-		`{"id": "agg", "type": "CustomNode", "nodeType": "aggregate-tumbling", "outputVar": "agg", "parameters": [
-			{"name": "groupBy", "value": [{"language": "expr", "expression": "#input.k"}]},
-			{"name": "aggregations", "value": [{"name": "n", "aggregator": "Count"},
-				{"name": "s", "aggregator": "Sum", "aggregateBy": {"language": "expr", "expression": "#input.v"}}]},
-			{"name": "windowLength", "value": "10s"}, {"name": "emitWhen", "value": "OnEnd"}]}`,
+		countSumNode("aggregate-tumbling", `{"name": "emitWhen", "value": "OnEnd"}`),
 		`{"id": "split", "type": "Split"}`,
 		sinkNode("paths", "{k0: #key[0], start: #window.start, end: #window.end, n: #agg.n, s: #agg.s}"),
 		sinkNode("whole", "{agg: #agg, key: #key, window: #window}"),
@@ -199,11 +195,7 @@ func TestLazyAggregateVariables(t *testing.T) {
 func TestLazyVariablesOfAnEnrichedEvent(t *testing.T) {
 	sc := scenarioJSON([]string{
 		srcNode("in", "#input.t", "0s"),
-		`{"id": "agg", "type": "CustomNode", "nodeType": "aggregate-sliding", "outputVar": "agg", "parameters": [
-			{"name": "groupBy", "value": [{"language": "expr", "expression": "#input.k"}]},
-			{"name": "aggregations", "value": [{"name": "n", "aggregator": "Count"},
-				{"name": "s", "aggregator": "Sum", "aggregateBy": {"language": "expr", "expression": "#input.v"}}]},
-			{"name": "windowLength", "value": "10s"}]}`,
+		countSumNode("aggregate-sliding"),
 		sinkNode("out", "{k: #key[0], v: #input.v, n: #agg.n, agg: #agg, share: #input.v * 100 / #agg.s}"),
 	}, []string{link("in", "agg"), link("agg", "out")})
 	out, _, sum := replay(t, sc, `{"t": 1000, "k": "a", "v": 1}

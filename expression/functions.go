@@ -316,40 +316,20 @@ func mapKeysSorted(name string, args []any) ([]string, map[string]any, error) {
 	return keys, m, nil
 }
 
-func sortedKeys(args ...any) (any, error) {
-	keys, _, err := mapKeysSorted("keys", args)
-	if err != nil {
-		return nil, err
+// bySortedKey returns a function of one record listing item(key, value)
+// for its keys in sorted order.
+func bySortedKey(name string, item func(k string, v any) any) func(args ...any) (any, error) {
+	return func(args ...any) (any, error) {
+		keys, m, err := mapKeysSorted(name, args)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]any, len(keys))
+		for i, k := range keys {
+			out[i] = item(k, m[k])
+		}
+		return out, nil
 	}
-	out := make([]any, len(keys))
-	for i, k := range keys {
-		out[i] = k
-	}
-	return out, nil
-}
-
-func valuesBySortedKey(args ...any) (any, error) {
-	keys, m, err := mapKeysSorted("values", args)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]any, len(keys))
-	for i, k := range keys {
-		out[i] = m[k]
-	}
-	return out, nil
-}
-
-func pairsBySortedKey(args ...any) (any, error) {
-	keys, m, err := mapKeysSorted("toPairs", args)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]any, len(keys))
-	for i, k := range keys {
-		out[i] = []any{k, m[k]}
-	}
-	return out, nil
 }
 
 // validateMapArgument is the type check of keys and values: one record (or
@@ -372,9 +352,9 @@ func validateMapArgument(name string) func(args []reflect.Type) (reflect.Type, e
 // functions returns this server's functions for expr.
 func functions() []*builtin.Function {
 	return []*builtin.Function{
-		{Name: "keys", Func: sortedKeys, Validate: validateMapArgument("keys")},
-		{Name: "values", Func: valuesBySortedKey, Validate: validateMapArgument("values")},
-		{Name: "toPairs", Func: pairsBySortedKey, Validate: validateMapArgument("toPairs")},
+		{Name: "keys", Func: bySortedKey("keys", func(k string, _ any) any { return k }), Validate: validateMapArgument("keys")},
+		{Name: "values", Func: bySortedKey("values", func(_ string, v any) any { return v }), Validate: validateMapArgument("values")},
+		{Name: "toPairs", Func: bySortedKey("toPairs", func(k string, v any) any { return []any{k, v} }), Validate: validateMapArgument("toPairs")},
 		{
 			Name: FuncParseTime,
 			Func: parseTime,
