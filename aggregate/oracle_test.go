@@ -447,7 +447,6 @@ func oracleCheck(s Spec, inputs, involved []oracleInput, got value.Value, gotErr
 		n++
 	}
 	rest := len(oracleNumbers(inputs))
-	const eps = 0x1p-52
 	var tol float64
 	switch s.Func {
 	case "Sum", "Average":
@@ -455,9 +454,9 @@ func oracleCheck(s Spec, inputs, involved []oracleInput, got value.Value, gotErr
 	case "Median", "Percentile", "P50", "P95", "P99":
 		tol = floatRel * max(1, maxAbs)
 	case "VarPop", "VarSamp":
-		tol = floatRel*math.Abs(w) + 64*float64(n)*eps*sumSq/float64(max(1, rest-1))
+		tol = floatRel*math.Abs(w) + varianceRounding(n, rest, sumSq)
 	case "StddevPop", "StddevSamp":
-		tol = floatRel*math.Abs(w) + math.Sqrt(64*float64(n)*eps*sumSq/float64(max(1, rest-1)))
+		tol = floatRel*math.Abs(w) + math.Sqrt(varianceRounding(n, rest, sumSq))
 	case "ApproximatePercentile":
 		tol = ddRel*math.Abs(w) + ddAbs
 	default:
@@ -467,6 +466,17 @@ func oracleCheck(s Spec, inputs, involved []oracleInput, got value.Value, gotErr
 		return fmt.Errorf("%s: got %v, want %v (|diff| %g > tolerance %g)", s.Func, g, w, math.Abs(g-w), tol)
 	}
 	return nil
+}
+
+// varianceRounding bounds the rounding error of a variance kept as running
+// moments over n numbers (rest of them still in the cell) whose squares sum to
+// sumSq: 64·n relative ulps of the squares' scale, and, because each step
+// rounds to at least the smallest subnormal (2^-1074) however tiny its
+// operands, 64·n of those as an absolute floor. Without the floor a cell of
+// values near 1e-158, whose squares are subnormal, is held to exact equality.
+func varianceRounding(n, rest int, sumSq float64) float64 {
+	const eps = 0x1p-52
+	return 64*float64(n)*eps*sumSq/float64(max(1, rest-1)) + 64*float64(n)*math.SmallestNonzeroFloat64
 }
 
 func jsonOf(v value.Value) string { return string(value.AppendJSON(nil, v)) }
