@@ -11,8 +11,9 @@ import (
 
 // Engine snapshots hold what a restarted deployment needs to continue
 // exactly (SEMANTICS §6): each source's largest event time and idle
-// watermark, every node's counters, the per-event error count, and every
-// aggregate's operator snapshot. The caller stores with it the position of
+// watermark, every node's counters, the per-event error count and the first
+// errors kept (Options.MaxErrors; a trailing section that older snapshots lack),
+// and every aggregate's operator snapshot. The caller stores with it the position of
 // the input the snapshot has consumed (an event-log offset), so that input
 // after that position is replayed into the restored engine.
 
@@ -37,7 +38,15 @@ func (e *Engine) AppendSnapshot(b []byte) []byte {
 		}
 	}
 	b = binary.AppendVarint(b, e.nErrs)
-	return slices.AppendBool(b, e.flushed)
+	b = slices.AppendBool(b, e.flushed)
+	b = binary.AppendUvarint(b, uint64(len(e.errs)))
+	for _, x := range e.errs {
+		b = slices.AppendBytes(b, []byte(x.NodeID))
+		b = slices.AppendBytes(b, []byte(x.Field))
+		b = binary.AppendVarint(b, x.Line)
+		b = slices.AppendBytes(b, []byte(x.Message))
+	}
+	return b
 }
 
 // Restore replaces the state of a new engine, built by New from the same
@@ -67,6 +76,12 @@ func (e *Engine) Restore(snapshot []byte) error {
 			nd.seen = r.Bool()
 			nd.maxTime = r.Varint()
 			nd.idleW = r.Varint()
+			if nd.idleTimeout > 0 {
+				// Silent since the restore, not since the epoch: an idle step needs a whole
+				// idle timeout without events from now on, even when the next event fails
+				// before it gets a time.
+				nd.lastArrival = e.opts.now().UnixMilli()
+			}
 		case kindAggregate:
 			snap := r.Bytes()
 			if r.Err() != nil {
@@ -79,6 +94,16 @@ func (e *Engine) Restore(snapshot []byte) error {
 	}
 	e.nErrs = r.Varint()
 	e.flushed = r.Bool()
+	e.errs = e.errs[:0]
+	if r.Err() == nil && len(r.Rest()) > 0 {
+		n := r.Len(len(r.Rest()))
+		for i := 0; i < n && r.Err() == nil; i++ {
+			x := EventError{NodeID: string(r.Bytes()), Field: string(r.Bytes()), Line: r.Varint(), Message: string(r.Bytes())}
+			if len(e.errs) < e.opts.MaxErrors {
+				e.errs = append(e.errs, x)
+			}
+		}
+	}
 	if err := r.Err(); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"os"
 	"testing"
@@ -151,6 +152,57 @@ func TestIdleSourceClosesWindows(t *testing.T) {
 	}
 }
 
+// A restored source is silent since the restore, not since the epoch: an event that fails
+// before it gets a time (malformed) does not let the next Tick move the watermark to the
+// wall clock less the idle timeout, which would close every window at once.
+func TestRestoredSourceIsIdleOnlyAfterATimeout(t *testing.T) {
+	sc := scenarioJSON([]string{
+		`{"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [
+			{"name": "timestamp", "expression": {"language": "expr", "expression": "#input.t"}},
+			{"name": "maxOutOfOrderness", "value": "0s"}, {"name": "idleTimeout", "value": "2s"}]}}`,
+		`{"id": "agg", "type": "CustomNode", "nodeType": "aggregate-tumbling", "outputVar": "agg", "parameters": [
+			{"name": "groupBy", "value": []},
+			{"name": "aggregations", "value": [{"name": "n", "aggregator": "Count"}]},
+			{"name": "windowLength", "value": "10s"}, {"name": "emitWhen", "value": "OnEnd"}]}`,
+		sinkNode("out", "{start: #window.start, n: #agg.n}"),
+	}, []string{link("in", "agg"), link("agg", "out")})
+	s, err := scenario.Decode([]byte(sc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := time.UnixMilli(1_003_000)
+	var got []string
+	opts := Options{Now: func() time.Time { return clock }, Output: func(_ string, v valueT, _ int64) {
+		got = append(got, jsonOf(v))
+	}}
+	e, err := New(s, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.PushJSON("in", []byte(`{"t": 1003000}`), 1); err != nil {
+		t.Fatal(err)
+	}
+	snap := e.AppendSnapshot(nil)
+	// Restored a day later; the first event after it is malformed.
+	clock = time.UnixMilli(1_003_000 + 86_400_000)
+	e2, err := New(s, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e2.Restore(snap); err != nil {
+		t.Fatal(err)
+	}
+	_ = e2.PushJSON("in", []byte(`{"t": `), 2)
+	e2.Tick(clock.Add(1999 * time.Millisecond))
+	if len(got) != 0 {
+		t.Fatalf("1.999 s after the restore: %v, want no window closed", got)
+	}
+	e2.Tick(clock.Add(2 * time.Second)) // a whole idle timeout since the restore
+	if len(got) != 1 || got[0] != `{"start":1000000,"n":1}` {
+		t.Fatalf("2 s after the restore: %v, want the window [1,000,000, 1,010,000) with 1 event", got)
+	}
+}
+
 type valueT = value.Value
 
 func jsonOf(v value.Value) string { return string(value.AppendJSON(nil, v)) }
@@ -199,4 +251,50 @@ func TestPartialDecodingChangesNothing(t *testing.T) {
 			t.Fatalf("%s: partial decoding changed the output (%d vs %d bytes)", c.scenario, len(partial), len(whole))
 		}
 	}
+}
+
+// The per-event errors kept survive a snapshot, and a snapshot written before they were
+// part of it (it ends at the flushed flag) restores with none.
+func TestSnapshotKeepsFirstErrors(t *testing.T) {
+	text, err := os.ReadFile("../examples/flights-per-origin-hourly.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := scenario.Decode(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Line 2 is not JSON, line 3 not an object: two errors at the source; line 4 is not JSON.
+	lines := [][]byte{[]byte(`{"x":`), []byte(`{"x":`), []byte(`[1]`)}
+	_, e := runLines(t, s, lines[1:], 2, nil, false)
+	errs, n := e.Errors()
+	if n != 2 || len(errs) != 2 || errs[0].Line != 2 || errs[1].Line != 3 {
+		t.Fatalf("before the snapshot: %d errors %+v, want lines 2 and 3", n, errs)
+	}
+	snap := e.AppendSnapshot(nil)
+	_, e2 := runLines(t, s, lines[:1], 4, snap, false)
+	got, n2 := e2.Errors()
+	if n2 != 3 || len(got) != 3 || got[0] != errs[0] || got[1] != errs[1] || got[2].Line != 4 {
+		t.Fatalf("after restoring: %d errors %+v, want the two before and line 4", n2, got)
+	}
+	// The same snapshot without the errors section (count 0 and after): an older snapshot.
+	old := snap[:len(snap)-len(sectionOf(errs))]
+	var fresh *Engine
+	_, fresh = runLines(t, s, nil, 1, old, false)
+	if kept, total := fresh.Errors(); len(kept) != 0 || total != 2 {
+		t.Fatalf("an older snapshot: %d kept, %d counted; want 0 kept, 2 counted", len(kept), total)
+	}
+}
+
+// sectionOf is the errors section that ends a snapshot, built here from the format rather
+// than taken from the engine.
+func sectionOf(errs []EventError) []byte {
+	b := binary.AppendUvarint(nil, uint64(len(errs)))
+	for _, x := range errs {
+		b = slices.AppendBytes(b, []byte(x.NodeID))
+		b = slices.AppendBytes(b, []byte(x.Field))
+		b = binary.AppendVarint(b, x.Line)
+		b = slices.AppendBytes(b, []byte(x.Message))
+	}
+	return b
 }
