@@ -87,10 +87,12 @@ type NodeCounts struct {
 // SourceState is the position of an HTTP source of a running deployment in its event log.
 type SourceState struct {
 	ID        string `json:"id" doc:"The source node's id."`
+	Kind      string `json:"kind" doc:"The source's type: http, kafka or file. For kafka the offsets are sums over the topic's partitions (accepted: of the high watermarks); for file they are byte offsets (accepted: the file's size)."`
+	Error     string `json:"error,omitempty" doc:"Why a kafka or file source cannot read now (brokers unreachable, no such topic or file); it keeps trying."`
 	Accepted  int64  `json:"accepted" doc:"Events accepted (durable) so far: the log's next offset."`
 	Processed int64  `json:"processed" doc:"Events processed: the next offset to process."`
 	Committed int64  `json:"committed" doc:"Events covered by the last checkpoint (their results are stored)."`
-	Backlog   int64  `json:"backlog" doc:"Accepted events waiting to be processed; at the server's limit, ingestion answers 429."`
+	Backlog   int64  `json:"backlog" doc:"Accepted events waiting to be processed; at the server's limit, ingestion answers 429 (http sources)."`
 	Watermark *int64 `json:"watermark,omitempty" doc:"The source's watermark (epoch ms); absent until it has seen an event."`
 }
 
@@ -133,7 +135,7 @@ func liveOut(name string, l deploy.Live, ok bool) LiveCounts {
 		out.Nodes[id] = NodeCounts{In: c.In, Out: c.Out, Errors: c.Errors, Late: c.Late}
 	}
 	for _, s := range l.Sources {
-		out.Sources = append(out.Sources, SourceState{ID: s.ID, Accepted: s.Accepted, Processed: s.Processed,
+		out.Sources = append(out.Sources, SourceState{ID: s.ID, Kind: s.Kind, Error: s.Error, Accepted: s.Accepted, Processed: s.Processed,
 			Committed: s.Committed, Backlog: s.Backlog, Watermark: s.Watermark})
 	}
 	out.Errors = l.Errors
@@ -198,7 +200,7 @@ func (h *handlers) registerDeployments(hapi huma.API) {
 		Path:        "/api/scenarios/{name}/deploy",
 		Summary:     "Deploy a scenario",
 		Description: "Deploys the latest version of the scenario, or the version given, and answers once it runs (status RUNNING; " +
-			"FAILED with the reason when it could not start). A version that cannot run (it does not validate, or uses a Kafka or file source) " +
+			"FAILED with the reason when it could not start). A version that cannot run (it does not validate, has a Kafka source while the server has no --kafka-brokers, or a file source or sink path outside the server's source or sink directory) " +
 			"is refused with 422 invalid-scenario and its problems; the running deployment is then untouched. Otherwise the running " +
 			"deployment, if any, is checkpointed, stopped and CANCELED (\"replaced by version N\"), and the new one continues the sources' " +
 			"event logs where it stopped: redeploying the same version keeps the window state, another version starts with empty windows.",

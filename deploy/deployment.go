@@ -65,15 +65,22 @@ type deployment struct {
 	checkpointFailures int64
 }
 
-// source is one HTTP source of a deployment and its position in the source's event log.
+// source is one source of a deployment and its position: in the source's event log for an
+// HTTP source, or in its input (in) for a Kafka or file source.
 type source struct {
-	id  string
-	log store.EventLog
+	id   string
+	kind string // sourceHTTP, sourceKafka or sourceFile
+	log  store.EventLog
+	// in reads a Kafka or file source; nil for an HTTP source.
+	in input
 	// arrivalTime: the source has no timestamp expression, so an event's time is the time
-	// the store accepted it (stored with it: the same after a restart).
+	// the store accepted it (stored with it: the same after a restart), or the Kafka
+	// record's timestamp.
 	arrivalTime bool
 	idleTimeout time.Duration
 
+	// For an HTTP source, event-log offsets. For an input, what its status sums (Kafka
+	// offsets over the partitions, file bytes), set by the deployment's goroutine.
 	next      atomic.Int64 // next offset to process
 	committed atomic.Int64 // next offset as of the last checkpoint
 	accepted  atomic.Int64 // end of the log as far as this server knows
@@ -84,6 +91,15 @@ type source struct {
 	// pushedSinceStart: the engine has seen an event of this source since this process
 	// restored it (the engine's idle clock for the source is set). Owned by run.
 	pushedSinceStart bool
+}
+
+// waiting says whether events of s are known to wait for the engine.
+func (s *source) waiting() bool {
+	if s.in != nil {
+		st := s.in.status()
+		return st.known > st.processed && s.kind == sourceKafka
+	}
+	return s.accepted.Load() > s.next.Load()
 }
 
 func (s *source) noteAccepted(end int64) {
@@ -109,8 +125,9 @@ func newDeployment(r *Runtime, v store.Version) *deployment {
 	return d
 }
 
-func (d *deployment) addSource(id string, arrivalTime bool, idle time.Duration) {
-	s := &source{id: id, log: store.EventLog{Scenario: d.version.Scenario, Source: id}, arrivalTime: arrivalTime, idleTimeout: idle}
+// addSource adds source id of the given kind; in reads it unless it is an HTTP source (nil).
+func (d *deployment) addSource(id, kind string, in input, arrivalTime bool, idle time.Duration) {
+	s := &source{id: id, kind: kind, in: in, log: store.EventLog{Scenario: d.version.Scenario, Source: id}, arrivalTime: arrivalTime, idleTimeout: idle}
 	d.sources = append(d.sources, s)
 	d.byID[id] = s
 }
@@ -142,6 +159,7 @@ func (d *deployment) run() {
 		}
 	}()
 	ctx := d.rt.ctx
+	defer d.stopInputs()
 	d.publish(PhaseStarting)
 
 	if err := d.restore(ctx); err != nil {
@@ -169,6 +187,11 @@ func (d *deployment) run() {
 			d.publish(PhaseStopped)
 			d.rt.remove(d)
 			return
+		}
+	}
+	for _, s := range d.sources {
+		if s.in != nil {
+			s.in.start(ctx, d.wakeUp)
 		}
 	}
 	d.publish(PhaseRunning)
@@ -213,7 +236,10 @@ func (d *deployment) run() {
 		if n > 0 {
 			d.dirty = true
 			d.publish(PhaseRunning)
-		} else {
+		} else if d.inputProblemsChanged() {
+			d.publish(PhaseRunning)
+		}
+		if n == 0 {
 			d.idleTick(now)
 		}
 		due := d.dirty && now.Sub(d.lastCheckpoint) >= d.rt.cfg.CheckpointInterval
@@ -261,8 +287,35 @@ func (d *deployment) waitTime(now time.Time) time.Duration {
 		if s.idleTimeout > 0 {
 			wait = min(wait, max(s.idleTimeout/4, 10*time.Millisecond), time.Second)
 		}
+		if s.kind == sourceFile {
+			wait = min(wait, filePollInterval)
+		}
 	}
 	return wait
+}
+
+// filePollInterval is how often an idle deployment looks for new lines in its file sources.
+const filePollInterval = 200 * time.Millisecond
+
+// inputProblemsChanged says whether a Kafka or file source's reading problem differs from
+// the one published.
+func (d *deployment) inputProblemsChanged() bool {
+	l := d.live.Load()
+	for i, s := range d.sources {
+		if s.in != nil && (l == nil || i >= len(l.Sources) || l.Sources[i].Error != s.in.status().err) {
+			return true
+		}
+	}
+	return false
+}
+
+// stopInputs ends the background reading of the Kafka and file sources.
+func (d *deployment) stopInputs() {
+	for _, s := range d.sources {
+		if s.in != nil {
+			s.in.stop()
+		}
+	}
 }
 
 // restore sets up the engine's state and the sources' positions: from the deployment's latest
@@ -302,6 +355,17 @@ func (d *deployment) restore(ctx context.Context) error {
 			cp.Positions = inherited.Positions
 			if version == d.info.Version {
 				cp.State = inherited.State // the same graph: keep its windows
+			} else {
+				var prev store.Version
+				err := d.retry(ctx, "reading the previous deployment's version", func() error {
+					var err error
+					prev, err = d.rt.cfg.Store.GetVersion(ctx, d.info.Scenario, version)
+					return err
+				})
+				if err != nil {
+					return err
+				}
+				cp.Positions = keepSameInputs(inherited.Positions, sourceIdentities(prev.Graph), sourceIdentities(d.version.Graph))
 			}
 		}
 	}
@@ -321,6 +385,22 @@ func (d *deployment) restore(ctx context.Context) error {
 		return err
 	}
 	for _, s := range d.sources {
+		if s.in != nil {
+			var mine []store.SourcePosition
+			for _, p := range cp.Positions {
+				if p.Source == s.id {
+					mine = append(mine, p)
+				}
+			}
+			if err := s.in.restore(mine); err != nil {
+				return fmt.Errorf("restoring checkpoint %d: %w", cp.Sequence, err)
+			}
+			st := s.in.status()
+			s.next.Store(st.processed)
+			s.committed.Store(st.processed)
+			s.noteAccepted(st.known)
+			continue
+		}
 		var pos int64
 		for _, p := range cp.Positions {
 			if p.Source == s.id && p.Partition == 0 {
@@ -401,6 +481,25 @@ func (d *deployment) retry(ctx context.Context, what string, f func() error) err
 func (d *deployment) process(ctx context.Context) (int, error) {
 	total := 0
 	for _, s := range d.sources {
+		if s.in != nil {
+			events := s.in.poll()
+			pushed := 0
+			for _, ev := range events {
+				if !ev.skip {
+					d.pushPayload(s, ev.payload, ev.time, ev.line)
+					pushed++
+				}
+				s.in.advance(ev)
+			}
+			if len(events) > 0 {
+				st := s.in.status()
+				s.next.Store(st.processed)
+				s.noteAccepted(st.known)
+				s.pushedSinceStart = s.pushedSinceStart || pushed > 0
+				total += len(events)
+			}
+			continue
+		}
 		events, err := d.rt.cfg.Store.ReadEvents(ctx, s.log, s.next.Load(), readBatch)
 		if err != nil {
 			return total, err
@@ -418,19 +517,25 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 	return total, nil
 }
 
-// push sends one event through the engine. A source without a timestamp expression gets the
-// time its event was accepted, which the log keeps, rather than the engine's clock: the
-// event's time is then the same when it is processed again after a restart.
+// push sends one event of an HTTP source's log through the engine. A source without a
+// timestamp expression gets the time its event was accepted, which the log keeps, rather
+// than the engine's clock: the event's time is then the same when it is processed again
+// after a restart.
 func (d *deployment) push(s *source, e store.Event) {
-	line := e.Offset + 1
+	d.pushPayload(s, e.Payload, e.AcceptedAt.UnixMilli(), e.Offset+1)
+}
+
+// pushPayload sends one event through the engine; at is its time when the source has no
+// timestamp expression (arrival in the log, or the Kafka record's timestamp).
+func (d *deployment) pushPayload(s *source, payload []byte, at, line int64) {
 	if s.arrivalTime {
-		if v, err := value.ParseJSON(e.Payload); err == nil {
-			_ = d.eng.PushValue(s.id, v, e.AcceptedAt.UnixMilli(), line)
+		if v, err := value.ParseJSON(payload); err == nil {
+			_ = d.eng.PushValue(s.id, v, at, line)
 			return
 		}
 		// Not decodable: PushJSON records the per-event error.
 	}
-	_ = d.eng.PushJSON(s.id, e.Payload, line)
+	_ = d.eng.PushJSON(s.id, payload, line)
 }
 
 // idleTick lets idle sources' watermarks move with the wall clock (SEMANTICS §1), only when
@@ -440,7 +545,7 @@ func (d *deployment) push(s *source, e store.Event) {
 func (d *deployment) idleTick(now time.Time) {
 	anyIdle := false
 	for _, s := range d.sources {
-		if s.accepted.Load() > s.next.Load() {
+		if s.waiting() {
 			return
 		}
 		if s.idleTimeout <= 0 {
@@ -499,9 +604,13 @@ func (d *deployment) checkpoint(ctx context.Context) error {
 	}
 	d.sinks.writeStdout()
 	state := checkpointState{engine: snapshot, files: d.sinks.fileSizes()}
-	positions := make([]store.SourcePosition, len(d.sources))
-	for i, s := range d.sources {
-		positions[i] = store.SourcePosition{Source: s.id, Offset: s.next.Load()}
+	var positions []store.SourcePosition
+	for _, s := range d.sources {
+		if s.in != nil {
+			positions = append(positions, s.in.positions()...)
+			continue
+		}
+		positions = append(positions, store.SourcePosition{Source: s.id, Offset: s.next.Load()})
 	}
 	cp, _, err := d.rt.cfg.Store.CommitCheckpoint(ctx,
 		store.Checkpoint{Deployment: d.info.ID, State: state.encode(), Positions: positions}, d.sinks.collect)
@@ -519,10 +628,11 @@ func (d *deployment) checkpoint(ctx context.Context) error {
 	d.commitFailing, d.dirty, d.forceCheckpoint = false, false, false
 	d.checkpointErr, d.checkpointErrAt, d.checkpointFailures = "", time.Time{}, 0
 	d.checkpointSeq, d.checkpointAt = cp.Sequence, cp.CreatedAt
-	for i, s := range d.sources {
-		prev := s.committed.Swap(positions[i].Offset)
-		if positions[i].Offset > prev {
-			if _, err := d.rt.cfg.Store.TruncateEvents(ctx, s.log, positions[i].Offset); err != nil && ctx.Err() == nil {
+	for _, s := range d.sources {
+		next := s.next.Load() // only this goroutine moves it
+		prev := s.committed.Swap(next)
+		if s.in == nil && next > prev {
+			if _, err := d.rt.cfg.Store.TruncateEvents(ctx, s.log, next); err != nil && ctx.Err() == nil {
 				d.logger().Warn("truncating the event log", "source", s.id, "error", err)
 			}
 		}
@@ -561,7 +671,12 @@ func (d *deployment) publish(phase Phase) {
 	l.Errors = total
 	l.FirstErrors = append([]engine.EventError(nil), errs[:min(len(errs), maxFirstErrors)]...)
 	for _, s := range d.sources {
-		sl := SourceLive{ID: s.id, Accepted: s.accepted.Load(), Processed: s.next.Load(), Committed: s.committed.Load()}
+		sl := SourceLive{ID: s.id, Kind: s.kind, Accepted: s.accepted.Load(), Processed: s.next.Load(), Committed: s.committed.Load()}
+		if s.in != nil {
+			st := s.in.status()
+			sl.Error = st.err
+			sl.Accepted = max(sl.Accepted, st.known)
+		}
 		sl.Backlog = max(sl.Accepted-sl.Processed, 0)
 		if w, ok := d.eng.SourceWatermark(s.id); ok {
 			sl.Watermark = &w

@@ -24,8 +24,8 @@ var ErrClosed = errors.New("the runtime is shutting down")
 var ErrInvalidVersion = errors.New("version cannot be deployed")
 
 // InvalidVersionError is Deploy's error for a version that cannot run: its graph does not
-// decode or validate, or it uses a node kind the runtime does not run (Kafka and file
-// sources). Problems say where, per node and field. Nothing was changed: the deployment that
+// decode or validate, or it cannot run here (a Kafka source on a server without brokers, a
+// file source or sink path outside the server's directories). Problems say where, per node and field. Nothing was changed: the deployment that
 // was running keeps running. The API answers 422 invalid-scenario with the problems.
 type InvalidVersionError struct {
 	Scenario string
@@ -58,6 +58,9 @@ type UnknownSourceError struct {
 }
 
 func (e *UnknownSourceError) Error() string {
+	if len(e.Sources) == 0 {
+		return fmt.Sprintf("the running version of %q has no HTTP source %q (it has no HTTP source: its events come from Kafka or files)", e.Scenario, e.Source)
+	}
 	return fmt.Sprintf("the running version of %q has no HTTP source %q (its HTTP sources: %s)",
 		e.Scenario, e.Source, strings.Join(e.Sources, ", "))
 }

@@ -31,7 +31,7 @@ type Live struct {
 	Phase      Phase
 	// Nodes holds every node's counters, by node id.
 	Nodes map[string]engine.Counts
-	// Sources holds each HTTP source's log positions, in the scenario's order.
+	// Sources holds each source's positions, in the scenario's order.
 	Sources []SourceLive
 	// Errors counts the per-event errors; FirstErrors holds the first ones (at most 20).
 	Errors      int64
@@ -51,10 +51,17 @@ type Live struct {
 	UpdatedAt          time.Time
 }
 
-// SourceLive is the state of one HTTP source of a running deployment. Offsets are event-log
-// offsets: the next offset to accept, process or commit.
+// SourceLive is the state of one source of a running deployment. Offsets are, for an HTTP
+// source, event-log offsets: the next offset to accept, process or commit; for a Kafka
+// source, the sums over the topic's partitions of the same (Accepted: of the high
+// watermarks); for a file source, byte offsets in the file (Accepted: its size).
 type SourceLive struct {
 	ID string
+	// Kind is the source's ref type: "http", "kafka" or "file".
+	Kind string
+	// Error is why a Kafka or file source cannot read right now (the brokers are unreachable,
+	// the topic or the file does not exist); it keeps trying. Empty when it reads.
+	Error string
 	// Accepted is the end of the event log as far as this server knows: events below it are
 	// accepted (durable).
 	Accepted int64

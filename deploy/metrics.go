@@ -20,7 +20,7 @@ var (
 	descLate = prometheus.NewDesc("scenario_server_node_late_total",
 		"Late events the aggregate node of a running deployment dropped.", nodeLabels, nil)
 	descBacklog = prometheus.NewDesc("scenario_server_source_backlog",
-		"Events an HTTP source of a running deployment accepted and has not processed yet.",
+		"Events a source of a running deployment accepted (HTTP), or that are in its topic (Kafka) or file (bytes), and that it has not processed yet.",
 		[]string{"scenario", "source"}, nil)
 )
 

@@ -1,6 +1,6 @@
 // Package deploy is the runtime that runs deployed scenarios inside the server: it deploys and
 // cancels versions of scenarios, feeds each running deployment the events its HTTP sources
-// accepted, writes what its sinks produce, checkpoints its window state, and brings the
+// accepted and those its Kafka and file sources read, writes what its sinks produce, checkpoints its window state, and brings the
 // running deployments back, with their state, when the server starts again.
 //
 // # Lifecycle
@@ -36,9 +36,14 @@
 // accepted event waits, and its effect is checkpointed with the state, but a crash between an
 // idle step and its checkpoint, followed by a restart at another time, may place that step
 // differently among later events than the uninterrupted run would have. A scenario with
-// several HTTP sources reads their logs in turns; after a restart the interleaving of the
-// events after the checkpoint may differ from the first run, so results are exact per source
-// but may differ where the sources' events meet (a union, a shared aggregate).
+// several sources (or a Kafka topic with several partitions) reads them in turns; after a
+// restart the interleaving of the events after the checkpoint may differ from the first run,
+// so results are exact per source (per partition) but may differ where their events meet (a
+// union, a shared aggregate, one key's events in two partitions).
+//
+// Kafka and file sources (input.go) are read by the deployment itself; their positions (Kafka
+// offsets per partition, byte offsets) go into the same checkpoints, so the guarantees above
+// hold for them too: after a crash they are read again from the checkpointed positions.
 package deploy
 
 import (
@@ -88,6 +93,12 @@ type Config struct {
 	// FileSinkDir is where file sinks write: their path parameter is a relative path inside
 	// it ("results/sessions.ndjson"). Empty means the working directory.
 	FileSinkDir string
+	// FileSourceDir is where file sources read: their path parameter is a relative path
+	// inside it ("events/clicks.ndjson"). Empty means the working directory.
+	FileSourceDir string
+	// KafkaBrokers are the seed brokers ("host:port") Kafka sources read from. A version
+	// with a Kafka source does not deploy while it is empty.
+	KafkaBrokers []string
 	// Stdout receives what stdout sinks write. Nil means os.Stdout.
 	Stdout io.Writer
 	// Metrics, when set, gets the per-node counters of running deployments
@@ -629,16 +640,35 @@ func (r *Runtime) prepare(v store.Version) (*deployment, error) {
 		p := val.Plans[id]
 		switch p.Node.Type {
 		case scenario.TypeSource:
-			if kind := p.Node.Subtype(); kind != "http" {
-				problems = append(problems, scenario.Problem{NodeID: id, Field: "ref.typ", Code: "unsupported-source",
-					Message: fmt.Sprintf("deployments do not read %s sources yet; use an http source and POST the events", kind)})
-				continue
-			}
 			idle, _ := p.Params["idleTimeout"].(time.Duration)
 			if _, ok := p.Params["idleTimeout"]; !ok {
 				idle = nodes.DefaultIdleTimeout
 			}
-			d.addSource(id, p.Programs["timestamp"] == nil, idle)
+			arrival := p.Programs["timestamp"] == nil
+			switch kind := p.Node.Subtype(); kind {
+			case sourceHTTP:
+				d.addSource(id, kind, nil, arrival, idle)
+			case sourceKafka:
+				if len(r.cfg.KafkaBrokers) == 0 {
+					problems = append(problems, scenario.Problem{NodeID: id, Field: "ref.typ", Code: "kafka-not-configured",
+						Message: "the server has no Kafka brokers to read from: start it with --kafka-brokers host:port (env SCENARIO_SERVER_KAFKA_BROKERS)"})
+					continue
+				}
+				topic, _ := p.Params["topic"].(string)
+				d.addSource(id, kind, newKafkaInput(id, topic, r.cfg.KafkaBrokers, r.log.With("scenario", v.Scenario)), arrival, idle)
+			case sourceFile:
+				// A file source replays a bounded file in `run`; deployed, it follows the file.
+				rel, _ := p.Params["path"].(string)
+				if !filepath.IsLocal(rel) || filepath.Clean(rel) == "." {
+					problems = append(problems, scenario.Problem{NodeID: id, Field: "path", Code: "invalid-path",
+						Message: fmt.Sprintf("a deployed file source reads inside the server's source directory: %q must be a relative path to a file that stays inside it", rel)})
+					continue
+				}
+				d.addSource(id, kind, newFileInput(id, rel, filepath.Join(r.cfg.FileSourceDir, rel)), false, idle)
+			default:
+				problems = append(problems, scenario.Problem{NodeID: id, Field: "ref.typ", Code: "unsupported-source",
+					Message: fmt.Sprintf("deployments do not read %s sources", kind)})
+			}
 		case scenario.TypeSink:
 			switch kind := p.Node.Subtype(); kind {
 			case sinkCollect, sinkStdout, sinkDeadEnd:
@@ -678,9 +708,11 @@ func (r *Runtime) prepare(v store.Version) (*deployment, error) {
 
 // sourceIDs lists d's HTTP sources.
 func (d *deployment) sourceIDs() []string {
-	ids := make([]string, len(d.sources))
-	for i, s := range d.sources {
-		ids[i] = s.id
+	ids := []string{}
+	for _, s := range d.sources {
+		if s.kind == sourceHTTP {
+			ids = append(ids, s.id)
+		}
 	}
 	return ids
 }

@@ -47,6 +47,11 @@ func runRuntimeSuite(t *testing.T, newStore newStoreFunc) {
 		{"BackpressureCountsTheBatch", testBackpressureCountsTheBatch},
 		{"IngestUsesEngineDecoder", testIngestUsesEngineDecoder},
 		{"Retention", testRetention},
+		{"KafkaSourceExactlyOnce", testKafkaSourceExactlyOnce},
+		{"KafkaSourcePartitions", testKafkaSourcePartitions},
+		{"KafkaSourceWaitsForTopic", testKafkaSourceWaitsForTopic},
+		{"FileSourceFollowsFile", testFileSourceFollowsFile},
+		{"InputPositionsFollowTheInput", testInputPositionsFollowTheInput},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -250,7 +255,7 @@ func testInvalidVersionKeepsRunning(t *testing.T, st store.Store) {
 			t.Fatal(err)
 		}
 	}
-	wantProblem := map[int]string{2: "win aggregations[0].aggregator", 3: "in ref.typ unsupported-source", 4: "out path invalid-path"}
+	wantProblem := map[int]string{2: "win aggregations[0].aggregator", 3: "in ref.typ kafka-not-configured", 4: "out path invalid-path"}
 	for v := 2; v <= 4; v++ {
 		_, err := r.Deploy(t.Context(), DeployRequest{Scenario: "sums", Version: v})
 		var inv *InvalidVersionError

@@ -9,9 +9,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +40,8 @@ const (
 	envCheckpointInterval = "SCENARIO_SERVER_CHECKPOINT_INTERVAL"
 	envMaxBacklog         = "SCENARIO_SERVER_MAX_BACKLOG"
 	envSinkDir            = "SCENARIO_SERVER_SINK_DIR"
+	envSourceDir          = "SCENARIO_SERVER_SOURCE_DIR"
+	envKafkaBrokers       = "SCENARIO_SERVER_KAFKA_BROKERS"
 	envResultRetention    = "SCENARIO_SERVER_RESULT_RETENTION"
 	envBatchKeyRetention  = "SCENARIO_SERVER_BATCH_KEY_RETENTION"
 
@@ -81,6 +85,10 @@ type serveConfig struct {
 	MaxBacklog int64
 	// SinkDir is where deployed file sinks write; empty means DataDir/sinks.
 	SinkDir string
+	// SourceDir is where deployed file sources read; empty means DataDir/sources.
+	SourceDir string
+	// KafkaBrokers are the seed brokers of Kafka sources, comma-separated host:port.
+	KafkaBrokers string
 	// ResultRetention and BatchKeyRetention: how long collected results and the keys of
 	// ingested batches are kept (0: for ever); see deploy.Config.
 	ResultRetention   time.Duration
@@ -160,6 +168,8 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	fs.Int64Var(&cfg.MaxBacklog, "max-backlog", maxBacklog,
 		fmt.Sprintf("ingestion answers 429 once a source has `n` accepted events waiting (env %s; 0: %d)", envMaxBacklog, deploy.DefaultMaxBacklog))
 	fs.StringVar(&cfg.SinkDir, "sink-dir", getenv(envSinkDir), "deployed file sinks write inside `dir` (env "+envSinkDir+"; default: the data directory's sinks/)")
+	fs.StringVar(&cfg.SourceDir, "source-dir", getenv(envSourceDir), "deployed file sources read inside `dir` (env "+envSourceDir+"; default: the data directory's sources/)")
+	fs.StringVar(&cfg.KafkaBrokers, "kafka-brokers", getenv(envKafkaBrokers), "Kafka sources read from these seed brokers, comma-separated `host:port,...` (env "+envKafkaBrokers+"); none: scenarios with a Kafka source do not deploy")
 	fs.DurationVar(&cfg.ResultRetention, "result-retention", resultRetention,
 		"deployments' collected sink results older than this are deleted (env "+envResultRetention+"; 0: kept for ever)")
 	fs.DurationVar(&cfg.BatchKeyRetention, "batch-key-retention", batchKeyRetention,
@@ -284,9 +294,17 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if sinkDir == "" {
 		sinkDir = filepath.Join(cfg.DataDir, "sinks")
 	}
+	sourceDir := cfg.SourceDir
+	if sourceDir == "" {
+		sourceDir = filepath.Join(cfg.DataDir, "sources")
+	}
+	// Ready for the files that deployed file sources follow.
+	if err := os.MkdirAll(sourceDir, 0o750); err != nil {
+		return fmt.Errorf("creating the source directory: %w", err)
+	}
 	rt, err := deploy.New(deploy.Config{
 		Store: st, Logger: log, CheckpointInterval: cfg.CheckpointInterval, MaxBacklog: cfg.MaxBacklog,
-		FileSinkDir: sinkDir, Metrics: metrics,
+		FileSinkDir: sinkDir, FileSourceDir: sourceDir, KafkaBrokers: splitList(cfg.KafkaBrokers), Metrics: metrics,
 		ResultRetention: cfg.ResultRetention, BatchKeyRetention: cfg.BatchKeyRetention,
 	})
 	if err != nil {
@@ -403,4 +421,15 @@ func buildVersion() string {
 		return bi.Main.Version
 	}
 	return "dev"
+}
+
+// splitList splits a comma-separated list, dropping blanks around and between its items.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

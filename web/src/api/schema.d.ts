@@ -213,7 +213,7 @@ export interface paths {
         put?: never;
         /**
          * Deploy a scenario
-         * @description Deploys the latest version of the scenario, or the version given, and answers once it runs (status RUNNING; FAILED with the reason when it could not start). A version that cannot run (it does not validate, or uses a Kafka or file source) is refused with 422 invalid-scenario and its problems; the running deployment is then untouched. Otherwise the running deployment, if any, is checkpointed, stopped and CANCELED ("replaced by version N"), and the new one continues the sources' event logs where it stopped: redeploying the same version keeps the window state, another version starts with empty windows.
+         * @description Deploys the latest version of the scenario, or the version given, and answers once it runs (status RUNNING; FAILED with the reason when it could not start). A version that cannot run (it does not validate, has a Kafka source while the server has no --kafka-brokers, or a file source or sink path outside the server's source or sink directory) is refused with 422 invalid-scenario and its problems; the running deployment is then untouched. Otherwise the running deployment, if any, is checkpointed, stopped and CANCELED ("replaced by version N"), and the new one continues the sources' event logs where it stopped: redeploying the same version keeps the window state, another version starts with empty windows.
          */
         post: operations["deploy-scenario"];
         delete?: never;
@@ -1468,7 +1468,7 @@ export interface components {
             accepted: number;
             /**
              * Format: int64
-             * @description Accepted events waiting to be processed; at the server's limit, ingestion answers 429.
+             * @description Accepted events waiting to be processed; at the server's limit, ingestion answers 429 (http sources).
              */
             backlog: number;
             /**
@@ -1476,8 +1476,12 @@ export interface components {
              * @description Events covered by the last checkpoint (their results are stored).
              */
             committed: number;
+            /** @description Why a kafka or file source cannot read now (brokers unreachable, no such topic or file); it keeps trying. */
+            error?: string;
             /** @description The source node's id. */
             id: string;
+            /** @description The source's type: http, kafka or file. For kafka the offsets are sums over the topic's partitions (accepted: of the high watermarks); for file they are byte offsets (accepted: the file's size). */
+            kind: string;
             /**
              * Format: int64
              * @description Events processed: the next offset to process.

@@ -143,8 +143,12 @@ export function DeployPanel({ name, version, dirty, collectSinks, deployment }: 
             </tbody>
           </table>
           {(live.sources ?? []).map((s) => (
-            <div key={s.id} className="muted small">
-              source {s.id}: {s.accepted} accepted, {s.processed} processed, backlog {s.backlog}
+            <div key={s.id} className="small" data-testid="source-state">
+              <span className="muted">
+                {s.kind} source {s.id}: {s.accepted} {sourceUnit(s.kind, 'accepted')}, {s.processed}{' '}
+                processed, backlog {s.backlog}
+              </span>
+              {s.error && <div className="field-error">{s.error}</div>}
             </div>
           ))}
           {(live.firstErrors ?? []).length > 0 && (
@@ -178,4 +182,12 @@ export function DeployPanel({ name, version, dirty, collectSinks, deployment }: 
       </ul>
     </div>
   );
+}
+
+/** How a source counts: http events are accepted into its log, Kafka records are in the topic
+ * (summed over partitions), a file's progress is in bytes. */
+function sourceUnit(kind: string, what: string): string {
+  if (kind === 'kafka') return 'in the topic'
+  if (kind === 'file') return 'bytes in the file'
+  return what
 }

@@ -1,0 +1,159 @@
+package deploy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	"github.com/scenario-server/scenario-server/store"
+)
+
+// fileReadChunk is how many bytes a file input reads at once.
+const fileReadChunk = 1 << 20
+
+// fileInput follows a file of events, one JSON object per line, as `tail -F` does: it reads
+// the complete lines (ended by '\n') from its byte position and waits for more. A last line
+// without its '\n' is read once the line is complete. Blank lines are skipped but counted in
+// line numbers. The position is a byte offset (partition 0) in the checkpoint; after a restart
+// the line count is found again by counting the lines before it. When the file becomes
+// shorter than the position (it was truncated or replaced), reading starts again at its
+// start, and a warning is logged. A file that does not exist yet is waited for.
+type fileInput struct {
+	source string
+	rel    string // as the scenario names it, for messages
+	path   string
+
+	// Owned by the deployment's goroutine.
+	pos     int64 // byte offset after the last line pushed
+	line    int64 // lines before pos
+	readPos int64 // byte offset after the last line read (≥ pos)
+	readLn  int64
+	size    int64
+	buf     []byte
+	problem problem
+	counted bool // line matches pos
+}
+
+func newFileInput(source, rel, path string) *fileInput {
+	return &fileInput{source: source, rel: rel, path: path}
+}
+
+func (f *fileInput) restore(positions []store.SourcePosition) error {
+	f.pos, f.line, f.counted = 0, 0, true
+	for _, p := range positions {
+		if p.Partition != 0 || p.Offset < 0 {
+			return fmt.Errorf("file source %q: checkpointed position %d/%d is not a byte offset", f.source, p.Partition, p.Offset)
+		}
+		f.pos = p.Offset
+		f.counted = p.Offset == 0
+	}
+	f.readPos, f.readLn = f.pos, f.line
+	return nil
+}
+
+// start does nothing: poll reads the file; the deployment polls while it has file inputs.
+func (f *fileInput) start(context.Context, func()) {}
+
+func (f *fileInput) stop() {}
+
+// countLines sets f.line to the number of lines before f.pos, once the file can be read.
+func (f *fileInput) countLines(file *os.File) error {
+	r := io.NewSectionReader(file, 0, f.pos)
+	buf := make([]byte, 64<<10)
+	var n int64
+	for {
+		k, err := r.Read(buf)
+		n += int64(bytes.Count(buf[:k], []byte{'\n'}))
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	f.line, f.readLn, f.counted = n, n, true
+	return nil
+}
+
+func (f *fileInput) poll() []inputEvent {
+	file, err := os.Open(f.path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			f.problem.set(fmt.Sprintf("file %q does not exist (yet)", f.rel))
+		} else {
+			f.problem.set(fmt.Sprintf("file %q: %v", f.rel, err))
+		}
+		return nil
+	}
+	defer file.Close()
+	info, err := file.Stat()
+	if err != nil {
+		f.problem.set(fmt.Sprintf("file %q: %v", f.rel, err))
+		return nil
+	}
+	f.size = info.Size()
+	if f.size < f.pos {
+		// Truncated or replaced by a shorter file: start again at its beginning.
+		f.problem.set("")
+		f.pos, f.line, f.readPos, f.readLn, f.counted = 0, 0, 0, 0, true
+	}
+	if !f.counted {
+		if err := f.countLines(file); err != nil {
+			f.problem.set(fmt.Sprintf("file %q: %v", f.rel, err))
+			return nil
+		}
+	}
+	f.problem.set("")
+	if f.readPos >= f.size {
+		return nil
+	}
+	if cap(f.buf) < fileReadChunk {
+		f.buf = make([]byte, fileReadChunk)
+	}
+	n, err := file.ReadAt(f.buf[:fileReadChunk], f.readPos)
+	if err != nil && err != io.EOF {
+		f.problem.set(fmt.Sprintf("file %q: %v", f.rel, err))
+		return nil
+	}
+	chunk := f.buf[:n]
+	end := bytes.LastIndexByte(chunk, '\n')
+	if end < 0 {
+		if n == fileReadChunk {
+			f.problem.set(fmt.Sprintf("file %q: line %d is longer than %d bytes", f.rel, f.readLn+1, fileReadChunk))
+		}
+		return nil // the line is not complete yet
+	}
+	chunk = bytes.Clone(chunk[:end+1]) // the events keep their payloads; f.buf is reused
+	var out []inputEvent
+	off := f.readPos
+	for len(chunk) > 0 {
+		i := bytes.IndexByte(chunk, '\n')
+		line := chunk[:i]
+		off += int64(i) + 1
+		f.readLn++
+		chunk = chunk[i+1:]
+		if len(bytes.TrimSpace(line)) == 0 {
+			// Blank: nothing to push, but the position moves past it.
+			out = append(out, inputEvent{skip: true, line: f.readLn, offset: off})
+			continue
+		}
+		out = append(out, inputEvent{payload: line, line: f.readLn, offset: off})
+	}
+	f.readPos = off
+	return out
+}
+
+func (f *fileInput) advance(ev inputEvent) { f.pos, f.line = ev.offset, ev.line }
+
+func (f *fileInput) positions() []store.SourcePosition {
+	return []store.SourcePosition{{Source: f.source, Partition: 0, Offset: f.pos}}
+}
+
+// status counts bytes: known is the file's size, processed the position.
+func (f *fileInput) status() inputStatus {
+	return inputStatus{known: max(f.size, f.pos), processed: f.pos, err: f.problem.get()}
+}

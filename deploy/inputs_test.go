@@ -1,0 +1,275 @@
+package deploy
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/scenario-server/scenario-server/store"
+)
+
+// kafkaGraph is tumblingGraph reading topic from Kafka, with the given out-of-orderness.
+func kafkaGraph(t *testing.T, topic, outOfOrder string) string {
+	t.Helper()
+	g := tumblingGraph("")
+	g = replaceOnce(t, g, `"typ": "http", "parameters": [`, `"typ": "kafka", "parameters": [{"name": "topic", "value": "`+topic+`"},`)
+	return replaceOnce(t, g, `{"name": "maxOutOfOrderness", "value": "2s"}`, `{"name": "maxOutOfOrderness", "value": "`+outOfOrder+`"}`)
+}
+
+func replaceOnce(t *testing.T, s, old, new string) string {
+	t.Helper()
+	if strings.Count(s, old) != 1 {
+		t.Fatalf("%q is not in the graph once", old)
+	}
+	return strings.Replace(s, old, new, 1)
+}
+
+// newKafka starts an in-process Kafka (kfake: the Kafka protocol, served on loopback) with
+// the topics given as name → partitions, and returns its brokers and a producing client.
+func newKafka(t *testing.T, topics map[string]int32) ([]string, *kgo.Client) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	brokers := c.ListenAddrs()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	for name, parts := range topics {
+		createTopic(t, cl, name, parts)
+	}
+	return brokers, cl
+}
+
+func createTopic(t *testing.T, cl *kgo.Client, name string, partitions int32) {
+	t.Helper()
+	if _, err := kadm.NewClient(cl).CreateTopic(t.Context(), partitions, 1, nil, name); err != nil {
+		t.Fatalf("creating topic %q: %v", name, err)
+	}
+}
+
+// produce writes values to partition p of topic, in order, each with timestamp at(i) when at
+// is not nil.
+func produce(t *testing.T, cl *kgo.Client, topic string, p int32, values [][]byte, at func(i int) time.Time) {
+	t.Helper()
+	recs := make([]*kgo.Record, len(values))
+	for i, v := range values {
+		recs[i] = &kgo.Record{Topic: topic, Partition: p, Value: v}
+		if at != nil {
+			recs[i].Timestamp = at(i)
+		}
+	}
+	if err := cl.ProduceSync(t.Context(), recs...).FirstErr(); err != nil {
+		t.Fatalf("producing to %s/%d: %v", topic, p, err)
+	}
+}
+
+// A Kafka source with one partition: the results equal a replay of its records in offset
+// order, over a crash (the offsets come back from the checkpoint, nothing is read twice),
+// and a malformed record is an error at its offset + 1, the rest unchanged.
+func testKafkaSourceExactlyOnce(t *testing.T, st store.Store) {
+	brokers, prod := newKafka(t, map[string]int32{"events": 1})
+	graph := kafkaGraph(t, "events", "2s")
+	createScenario(t, st, "k", graph)
+	recs := records(3000)
+	withBrokers := func(c *Config) { c.KafkaBrokers = brokers; c.CheckpointInterval = 30 * time.Millisecond }
+	r := newRuntime(t, st, withBrokers)
+	d := deploy(t, r, "k", 0)
+
+	// Offsets 0..1199 are recs[0..1199]; offset 1200 is malformed; offset i+1 holds recs[i]
+	// after it.
+	produce(t, prod, "events", 0, recs[:1200], nil)
+	produce(t, prod, "events", 0, [][]byte{[]byte(`{"ts": 1700000164400, "key": `)}, nil)
+	waitFor(t, "1201 records processed", func() bool { l, _ := r.Live("k"); return l.Sources[0].Processed == 1201 })
+	r.abort() // a crash: what was not checkpointed is read again
+
+	r = newRuntime(t, st, withBrokers)
+	produce(t, prod, "events", 0, recs[1200:], nil)
+	l := waitCommitted(t, r, "k", 3001)
+	equalResults(t, collected(t, st, "k"), replay(t, tumblingGraph(""), recs))
+	// The source counts every record in, the malformed one too (as the engine does for lines).
+	if l.Deployment != d.ID || l.Nodes["in"].In != 3001 || l.Errors != 1 {
+		t.Errorf("after the crash: deployment %d (want %d), %d records in (want 3001), %d errors (want 1)", l.Deployment, d.ID, l.Nodes["in"].In, l.Errors)
+	}
+	if len(l.FirstErrors) != 1 || l.FirstErrors[0].Line != 1201 || l.FirstErrors[0].NodeID != "in" {
+		t.Errorf("the malformed record at offset 1200: errors %+v, want line 1201 at node in", l.FirstErrors)
+	}
+	if s := l.Sources[0]; s.Kind != "kafka" || s.Accepted != 3001 || s.Backlog != 0 || s.Error != "" {
+		t.Errorf("source state %+v, want kafka, 3001 accepted, no backlog, no error", s)
+	}
+	if err := r.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := st.GetLatestCheckpoint(t.Context(), d.ID)
+	if err != nil || !slices.Equal(cp.Positions, []store.SourcePosition{{Source: "in", Partition: 0, Offset: 3001}}) {
+		t.Errorf("checkpointed positions %+v, %v; want partition 0 at offset 3001", cp.Positions, err)
+	}
+}
+
+// A Kafka source with three partitions: each partition's offset is checkpointed, and with an
+// out-of-orderness wider than the data (no event can be late, however the partitions
+// interleave) the windows hold the same events as a replay; a record produced once all are
+// processed closes them.
+func testKafkaSourcePartitions(t *testing.T, st store.Store) {
+	brokers, prod := newKafka(t, map[string]int32{"events": 3})
+	graph := kafkaGraph(t, "events", "1h")
+	createScenario(t, st, "k", graph)
+	recs := records(2000)
+	r := newRuntime(t, st, func(c *Config) { c.KafkaBrokers = brokers })
+	d := deploy(t, r, "k", 0)
+	var parts [3][][]byte
+	for i, rec := range recs {
+		parts[i%3] = append(parts[i%3], rec)
+	}
+	for p := range parts {
+		produce(t, prod, "events", int32(p), parts[p], nil)
+	}
+	waitFor(t, "2000 records processed", func() bool { l, _ := r.Live("k"); return l.Sources[0].Processed == 2000 })
+	closer := []byte(`{"ts": 1700010000000, "key": "k0", "v": 0}`) // 10,000 s later: past the hour
+	produce(t, prod, "events", 1, [][]byte{closer}, nil)
+	all := append(slices.Clone(recs), closer)
+	want := replay(t, tumblingGraph(""), all)
+	waitFor(t, "the windows closed", func() bool { return len(collected(t, st, "k")) >= len(want) })
+	got := collected(t, st, "k")
+	slices.Sort(got)
+	slices.Sort(want)
+	equalResults(t, got, want)
+	if err := r.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := st.GetLatestCheckpoint(t.Context(), d.ID)
+	wantPos := []store.SourcePosition{{Source: "in", Partition: 0, Offset: 667}, {Source: "in", Partition: 1, Offset: 668}, {Source: "in", Partition: 2, Offset: 666}}
+	if err != nil || !slices.Equal(cp.Positions, wantPos) {
+		t.Errorf("checkpointed positions %+v, %v; want %+v", cp.Positions, err, wantPos)
+	}
+}
+
+// A Kafka source whose topic does not exist yet shows why it does not read, keeps trying,
+// and reads once the topic is created. Without a timestamp expression the event time is
+// the record's timestamp.
+func testKafkaSourceWaitsForTopic(t *testing.T, st store.Store) {
+	brokers, prod := newKafka(t, nil)
+	g := kafkaGraph(t, "later", "0s")
+	g = replaceOnce(t, g, `{"name": "timestamp", "expression": {"language": "expr", "expression": "#input.ts"}},`, "")
+	createScenario(t, st, "k", g)
+	r := newRuntime(t, st, func(c *Config) { c.KafkaBrokers = brokers })
+	deploy(t, r, "k", 0)
+	waitFor(t, "the missing topic to show", func() bool {
+		l, _ := r.Live("k")
+		return strings.Contains(l.Sources[0].Error, `topic "later"`)
+	})
+	createTopic(t, prod, "later", 1)
+	// Record times 0 s, 4 s, 9.999 s and 10 s: the last closes [0, 10 s) with the first three.
+	ms := []int64{0, 4000, 9999, 10000}
+	vals := [][]byte{[]byte(`{"key": "a", "v": 1}`), []byte(`{"key": "a", "v": 2}`), []byte(`{"key": "a", "v": 4}`), []byte(`{"key": "a", "v": 8}`)}
+	produce(t, prod, "later", 0, vals, func(i int) time.Time { return time.UnixMilli(ms[i]) })
+	waitFor(t, "the first window", func() bool { return len(collected(t, st, "k")) == 1 })
+	equalResults(t, collected(t, st, "k"), []string{`{"key":"a","start":0,"n":3,"sum":7}`})
+	if l, _ := r.Live("k"); l.Sources[0].Error != "" {
+		t.Errorf("the source still shows an error: %q", l.Sources[0].Error)
+	}
+}
+
+// A file source follows its file: complete lines are read as they are appended, blank lines
+// skipped, a line without its newline waited for; the byte position is checkpointed, so a
+// crash reads nothing twice, and line numbers of errors stay right after it.
+func testFileSourceFollowsFile(t *testing.T, st store.Store) {
+	dir := t.TempDir()
+	g := tumblingGraph("")
+	g = replaceOnce(t, g, `"typ": "http", "parameters": [`, `"typ": "file", "parameters": [{"name": "path", "value": "in/events.ndjson"},`)
+	createScenario(t, st, "f", g)
+	withDir := func(c *Config) { c.FileSourceDir = dir; c.CheckpointInterval = 30 * time.Millisecond }
+	r := newRuntime(t, st, withDir)
+	deploy(t, r, "f", 0)
+	waitFor(t, "the missing file to show", func() bool {
+		l, _ := r.Live("f")
+		return strings.Contains(l.Sources[0].Error, "in/events.ndjson")
+	})
+	if err := os.Mkdir(filepath.Join(dir, "in"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "in", "events.ndjson")
+	recs := records(2500)
+	var text []byte
+	for _, rec := range recs[:1000] {
+		text = append(append(text, rec...), '\n')
+	}
+	text = append(text, "\n  \n"...)            // lines 1001 and 1002: blank
+	text = append(text, `{"ts": oops}`+"\n"...) // line 1003: malformed
+	text = append(text, recs[1000][:10]...)     // line 1004, not complete yet
+	appendFile(t, path, text)
+	size := int64(len(text) - 10)
+	waitFor(t, "the complete lines read", func() bool { l, _ := r.Live("f"); return l.Sources[0].Processed == size })
+	r.abort()
+
+	r = newRuntime(t, st, withDir)
+	text = append(recs[1000][10:], '\n')
+	for _, rec := range recs[1001:] {
+		text = append(append(text, rec...), '\n')
+	}
+	text = append(text, `[1]`+"\n"...) // line 2504: not an object
+	appendFile(t, path, text)
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := waitCommitted(t, r, "f", info.Size())
+	equalResults(t, collected(t, st, "f"), replay(t, tumblingGraph(""), recs))
+	var lines []int64
+	for _, e := range l.FirstErrors {
+		lines = append(lines, e.Line)
+	}
+	if l.Nodes["in"].In != 2502 || !slices.Equal(lines, []int64{1003, 2504}) {
+		t.Errorf("%d lines in (want 2502: the events and the two bad lines), errors at lines %v (want 1003 and 2504)", l.Nodes["in"].In, lines)
+	}
+	if s := l.Sources[0]; s.Kind != "file" || s.Accepted != info.Size() || s.Error != "" {
+		t.Errorf("source state %+v, want file, %d bytes, no error", s, info.Size())
+	}
+}
+
+func appendFile(t *testing.T, path string, b []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o640)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A new version inherits the positions of the sources that read the same input; a source
+// whose topic changed starts at the new topic's start instead of at the old topic's offsets.
+func testInputPositionsFollowTheInput(t *testing.T, st store.Store) {
+	brokers, prod := newKafka(t, map[string]int32{"a": 1, "b": 1})
+	ga, gb := kafkaGraph(t, "a", "2s"), kafkaGraph(t, "b", "2s")
+	createScenario(t, st, "k", ga)
+	if _, err := st.SaveVersion(t.Context(), "k", 1, store.Draft{Graph: []byte(gb)}); err != nil {
+		t.Fatal(err)
+	}
+	r := newRuntime(t, st, func(c *Config) { c.KafkaBrokers = brokers })
+	recs := records(300)
+	produce(t, prod, "a", 0, recs, nil)
+	produce(t, prod, "b", 0, recs[:100], nil)
+	deploy(t, r, "k", 1)
+	waitCommitted(t, r, "k", 300)
+	deploy(t, r, "k", 2) // topic b: 100 records, read from its offset 0, not from 300
+	l := waitCommitted(t, r, "k", 100)
+	if l.Version != 2 || l.Nodes["in"].In != 100 {
+		t.Errorf("version %d read %d records of topic b, want 100", l.Version, l.Nodes["in"].In)
+	}
+}
