@@ -12,8 +12,12 @@ import (
 	"github.com/scenario-server/scenario-server/store"
 )
 
-// fileReadChunk is how many bytes a file input reads at once.
-const fileReadChunk = 1 << 20
+// fileReadChunk is how many bytes a file input reads at once; maxFileLine is the longest
+// line it reads (its buffer grows to hold a longer line, up to that).
+const (
+	fileReadChunk = 1 << 20
+	maxFileLine   = 64 << 20
+)
 
 // fileInput follows a file of events, one JSON object per line, as `tail -F` does: it reads
 // the complete lines (ended by '\n') from its byte position and waits for more. A last line
@@ -111,20 +115,32 @@ func (f *fileInput) poll() []inputEvent {
 	if f.readPos >= f.size {
 		return nil
 	}
-	if cap(f.buf) < fileReadChunk {
+	if len(f.buf) < fileReadChunk {
 		f.buf = make([]byte, fileReadChunk)
 	}
-	n, err := file.ReadAt(f.buf[:fileReadChunk], f.readPos)
-	if err != nil && err != io.EOF {
-		f.problem.set(fmt.Sprintf("file %q: %v", f.rel, err))
-		return nil
-	}
-	chunk := f.buf[:n]
-	end := bytes.LastIndexByte(chunk, '\n')
-	if end < 0 {
-		if n == fileReadChunk {
-			f.problem.set(fmt.Sprintf("file %q: line %d is longer than %d bytes", f.rel, f.readLn+1, fileReadChunk))
+	var chunk []byte
+	end := -1
+	for {
+		n, err := file.ReadAt(f.buf, f.readPos)
+		if err != nil && err != io.EOF {
+			f.problem.set(fmt.Sprintf("file %q: %v", f.rel, err))
+			return nil
 		}
+		chunk = f.buf[:n]
+		if end = bytes.LastIndexByte(chunk, '\n'); end >= 0 || n < len(f.buf) {
+			break
+		}
+		// One line fills the buffer: grow it to read the whole line.
+		if len(f.buf) >= maxFileLine {
+			f.problem.set(fmt.Sprintf("file %q: line %d is longer than %d bytes; the source cannot go past it", f.rel, f.readLn+1, maxFileLine))
+			return nil
+		}
+		f.buf = make([]byte, 2*len(f.buf))
+	}
+	if len(f.buf) > fileReadChunk && len(chunk) < fileReadChunk/2 {
+		f.buf = nil // done with the long line: the next poll reads with a chunk-sized buffer
+	}
+	if end < 0 {
 		return nil // the line is not complete yet
 	}
 	chunk = bytes.Clone(chunk[:end+1]) // the events keep their payloads; f.buf is reused

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -202,7 +203,10 @@ func testFileSourceFollowsFile(t *testing.T, st store.Store) {
 	path := filepath.Join(dir, "in", "events.ndjson")
 	recs := records(2500)
 	var text []byte
-	for _, rec := range recs[:1000] {
+	for i, rec := range recs[:1000] {
+		if i == 500 { // a 3 MiB line: longer than one read
+			rec = fmt.Appendf(nil, `{"pad": "%s", %s`, strings.Repeat("x", 3<<20), rec[1:])
+		}
 		text = append(append(text, rec...), '\n')
 	}
 	text = append(text, "\n  \n"...)            // lines 1001 and 1002: blank
