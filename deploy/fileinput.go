@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 
 	"github.com/scenario-server/scenario-server/store"
@@ -25,11 +26,14 @@ const (
 // line numbers. The position is a byte offset (partition 0) in the checkpoint; after a restart
 // the line count is found again by counting the lines before it. When the file becomes
 // shorter than the position (it was truncated or replaced), reading starts again at its
-// start, and a warning is logged. A file that does not exist yet is waited for.
+// start, and a warning is logged. A file that does not exist yet is waited for. The file is
+// opened inside the server's source directory (os.OpenInRoot): neither its path nor a
+// symbolic link may lead outside it.
 type fileInput struct {
 	source string
-	rel    string // as the scenario names it, for messages
-	path   string
+	dir    string // the server's source directory
+	rel    string // the path inside it, as the scenario names it
+	log    *slog.Logger
 
 	// Owned by the deployment's goroutine.
 	pos     int64 // byte offset after the last line pushed
@@ -42,8 +46,11 @@ type fileInput struct {
 	counted bool // line matches pos
 }
 
-func newFileInput(source, rel, path string) *fileInput {
-	return &fileInput{source: source, rel: rel, path: path}
+func newFileInput(source, dir, rel string, log *slog.Logger) *fileInput {
+	if dir == "" {
+		dir = "." // the working directory
+	}
+	return &fileInput{source: source, dir: dir, rel: rel, log: log}
 }
 
 func (f *fileInput) restore(positions []store.SourcePosition) error {
@@ -84,7 +91,8 @@ func (f *fileInput) countLines(file *os.File) error {
 }
 
 func (f *fileInput) poll() []inputEvent {
-	file, err := os.Open(f.path)
+	// In the directory, symbolic links included: a link leading outside it is refused.
+	file, err := os.OpenInRoot(f.dir, f.rel)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			f.problem.set(fmt.Sprintf("file %q does not exist (yet)", f.rel))
@@ -102,7 +110,8 @@ func (f *fileInput) poll() []inputEvent {
 	f.size = info.Size()
 	if f.size < f.pos {
 		// Truncated or replaced by a shorter file: start again at its beginning.
-		f.problem.set("")
+		f.log.Warn("the file is shorter than the position read: reading it again from its start",
+			"source", f.source, "path", f.rel, "position", f.pos, "size", f.size)
 		f.pos, f.line, f.readPos, f.readLn, f.counted = 0, 0, 0, 0, true
 	}
 	if !f.counted {

@@ -277,3 +277,50 @@ func testInputPositionsFollowTheInput(t *testing.T, st store.Store) {
 		t.Errorf("version %d read %d records of topic b, want 100", l.Version, l.Nodes["in"].In)
 	}
 }
+
+// A file cut shorter than the position is read again from its start (as `tail -F` does after
+// a truncation); a symbolic link leading outside the source directory is refused, and the
+// source shows why.
+func testFileSourceTruncationAndLinks(t *testing.T, st store.Store) {
+	dir := t.TempDir()
+	g := tumblingGraph("")
+	g = replaceOnce(t, g, `"typ": "http", "parameters": [`, `"typ": "file", "parameters": [{"name": "path", "value": "events.ndjson"},`)
+	createScenario(t, st, "f", g)
+	createScenario(t, st, "link", strings.Replace(g, "events.ndjson", "link.ndjson", 1))
+	outside := filepath.Join(t.TempDir(), "secret.ndjson")
+	appendFile(t, outside, append(records(1)[0], '\n'))
+	if err := os.Symlink(outside, filepath.Join(dir, "link.ndjson")); err != nil {
+		t.Fatal(err)
+	}
+	r := newRuntime(t, st, func(c *Config) { c.FileSourceDir = dir })
+	deploy(t, r, "f", 0)
+	deploy(t, r, "link", 0)
+	path := filepath.Join(dir, "events.ndjson")
+	lines := func(recs [][]byte) []byte {
+		var b []byte
+		for _, rec := range recs {
+			b = append(append(b, rec...), '\n')
+		}
+		return b
+	}
+	first := lines(records(300))
+	appendFile(t, path, first)
+	waitFor(t, "300 lines read", func() bool { l, _ := r.Live("f"); return l.Sources[0].Processed == int64(len(first)) })
+	// Cut to nothing, then 40 lines: shorter than the position, so read from the start.
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	second := lines(records(40))
+	appendFile(t, path, second)
+	waitFor(t, "the 40 new lines read", func() bool { l, _ := r.Live("f"); return l.Nodes["in"].In == 340 })
+	if l, _ := r.Live("f"); l.Sources[0].Processed != int64(len(second)) || l.Sources[0].Error != "" {
+		t.Errorf("after the truncation: source %+v, want position %d and no error", l.Sources[0], len(second))
+	}
+	waitFor(t, "the link refused", func() bool {
+		l, _ := r.Live("link")
+		return strings.Contains(l.Sources[0].Error, "escapes")
+	})
+	if l, _ := r.Live("link"); l.Nodes["in"].In != 0 {
+		t.Errorf("the source read %d events through a link leading outside its directory", l.Nodes["in"].In)
+	}
+}

@@ -659,12 +659,11 @@ func (r *Runtime) prepare(v store.Version) (*deployment, error) {
 			case sourceFile:
 				// A file source replays a bounded file in `run`; deployed, it follows the file.
 				rel, _ := p.Params["path"].(string)
-				if !filepath.IsLocal(rel) || filepath.Clean(rel) == "." {
-					problems = append(problems, scenario.Problem{NodeID: id, Field: "path", Code: "invalid-path",
-						Message: fmt.Sprintf("a deployed file source reads inside the server's source directory: %q must be a relative path to a file that stays inside it", rel)})
+				if prob := nonLocalPath(id, rel, "source reads inside the server's source directory"); prob != nil {
+					problems = append(problems, *prob)
 					continue
 				}
-				d.addSource(id, kind, newFileInput(id, rel, filepath.Join(r.cfg.FileSourceDir, rel)), false, idle)
+				d.addSource(id, kind, newFileInput(id, r.cfg.FileSourceDir, rel, r.log.With("scenario", v.Scenario)), false, idle)
 			default:
 				problems = append(problems, scenario.Problem{NodeID: id, Field: "ref.typ", Code: "unsupported-source",
 					Message: fmt.Sprintf("deployments do not read %s sources", kind)})
@@ -675,9 +674,8 @@ func (r *Runtime) prepare(v store.Version) (*deployment, error) {
 				d.sinks.kinds[id] = kind
 			case sinkFile:
 				rel, _ := p.Params["path"].(string)
-				if !filepath.IsLocal(rel) || filepath.Clean(rel) == "." {
-					problems = append(problems, scenario.Problem{NodeID: id, Field: "path", Code: "invalid-path",
-						Message: fmt.Sprintf("a deployed file sink writes inside the server's sink directory: %q must be a relative path to a file that stays inside it", rel)})
+				if prob := nonLocalPath(id, rel, "sink writes inside the server's sink directory"); prob != nil {
+					problems = append(problems, *prob)
 					continue
 				}
 				path := filepath.Join(r.cfg.FileSinkDir, rel)
@@ -704,6 +702,16 @@ func (r *Runtime) prepare(v store.Version) (*deployment, error) {
 	}
 	d.publish(PhaseStarting)
 	return d, nil
+}
+
+// nonLocalPath is the problem of a file source's or sink's path that is not a relative path
+// staying inside the server's directory for it (what says which); nil when it is.
+func nonLocalPath(id, rel, what string) *scenario.Problem {
+	if filepath.IsLocal(rel) && filepath.Clean(rel) != "." {
+		return nil
+	}
+	return &scenario.Problem{NodeID: id, Field: "path", Code: "invalid-path",
+		Message: fmt.Sprintf("a deployed file %s: %q must be a relative path to a file that stays inside it", what, rel)}
 }
 
 // sourceIDs lists d's HTTP sources.

@@ -51,6 +51,7 @@ func runRuntimeSuite(t *testing.T, newStore newStoreFunc) {
 		{"KafkaSourcePartitions", testKafkaSourcePartitions},
 		{"KafkaSourceWaitsForTopic", testKafkaSourceWaitsForTopic},
 		{"FileSourceFollowsFile", testFileSourceFollowsFile},
+		{"FileSourceTruncationAndLinks", testFileSourceTruncationAndLinks},
 		{"InputPositionsFollowTheInput", testInputPositionsFollowTheInput},
 	}
 	for _, tt := range tests {

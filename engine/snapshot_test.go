@@ -100,10 +100,10 @@ func TestEngineRestoreRefusesOtherScenarios(t *testing.T) {
 	}
 }
 
-// An idle live source lets its watermark follow the wall clock less the idle
-// timeout, so a quiet key's tumbling window closes about one idle timeout
-// after the window's end.
-func TestIdleSourceClosesWindows(t *testing.T) {
+// idleCountScenario counts events in 10 s tumbling windows of #input.t, from a live source
+// with no out-of-orderness and an idle timeout of 2 s.
+func idleCountScenario(t *testing.T) *scenario.Scenario {
+	t.Helper()
 	sc := scenarioJSON([]string{
 		`{"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [
 			{"name": "timestamp", "expression": {"language": "expr", "expression": "#input.t"}},
@@ -118,6 +118,14 @@ func TestIdleSourceClosesWindows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// An idle live source lets its watermark follow the wall clock less the idle
+// timeout, so a quiet key's tumbling window closes about one idle timeout
+// after the window's end.
+func TestIdleSourceClosesWindows(t *testing.T) {
+	s := idleCountScenario(t)
 	clock := time.UnixMilli(1_000_000)
 	var got []string
 	e, err := New(s, Options{Now: func() time.Time { return clock }, Output: func(_ string, v valueT, _ int64) {
@@ -156,20 +164,7 @@ func TestIdleSourceClosesWindows(t *testing.T) {
 // before it gets a time (malformed) does not let the next Tick move the watermark to the
 // wall clock less the idle timeout, which would close every window at once.
 func TestRestoredSourceIsIdleOnlyAfterATimeout(t *testing.T) {
-	sc := scenarioJSON([]string{
-		`{"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [
-			{"name": "timestamp", "expression": {"language": "expr", "expression": "#input.t"}},
-			{"name": "maxOutOfOrderness", "value": "0s"}, {"name": "idleTimeout", "value": "2s"}]}}`,
-		`{"id": "agg", "type": "CustomNode", "nodeType": "aggregate-tumbling", "outputVar": "agg", "parameters": [
-			{"name": "groupBy", "value": []},
-			{"name": "aggregations", "value": [{"name": "n", "aggregator": "Count"}]},
-			{"name": "windowLength", "value": "10s"}, {"name": "emitWhen", "value": "OnEnd"}]}`,
-		sinkNode("out", "{start: #window.start, n: #agg.n}"),
-	}, []string{link("in", "agg"), link("agg", "out")})
-	s, err := scenario.Decode([]byte(sc))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := idleCountScenario(t)
 	clock := time.UnixMilli(1_003_000)
 	var got []string
 	opts := Options{Now: func() time.Time { return clock }, Output: func(_ string, v valueT, _ int64) {
