@@ -98,10 +98,11 @@ type SourceState struct {
 
 // EventError is a per-event error of a running deployment.
 type EventError struct {
-	NodeID  string `json:"nodeId"`
-	Field   string `json:"field,omitempty"`
-	Offset  int64  `json:"offset" doc:"The event's offset in its source's log."`
-	Message string `json:"message"`
+	NodeID    string `json:"nodeId"`
+	Field     string `json:"field,omitempty"`
+	Offset    int64  `json:"offset" doc:"The event's offset in its source's log; for a kafka source, the record's offset in its partition; for a file source, the line's index (the line number less 1)."`
+	Partition *int32 `json:"partition,omitempty" doc:"The Kafka partition of the record, for a kafka source; absent for others."`
+	Message   string `json:"message"`
 }
 
 // LiveCounts are the live counts of a scenario's running deployment, as of its last batch of
@@ -140,7 +141,7 @@ func liveOut(name string, l deploy.Live, ok bool) LiveCounts {
 	}
 	out.Errors = l.Errors
 	for _, e := range l.FirstErrors {
-		out.FirstErrors = append(out.FirstErrors, EventError{NodeID: e.NodeID, Field: e.Field, Offset: max(e.Line-1, 0), Message: e.Message})
+		out.FirstErrors = append(out.FirstErrors, EventError{NodeID: e.NodeID, Field: e.Field, Offset: max(e.Line-1, 0), Partition: e.Partition, Message: e.Message})
 	}
 	out.Checkpoint = l.Checkpoint
 	if !l.CheckpointAt.IsZero() {

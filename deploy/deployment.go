@@ -398,7 +398,7 @@ func (d *deployment) restore(ctx context.Context) error {
 			st := s.in.status()
 			s.next.Store(st.processed)
 			s.committed.Store(st.processed)
-			s.noteAccepted(st.known)
+			s.accepted.Store(st.known)
 			continue
 		}
 		var pos int64
@@ -486,7 +486,11 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 			pushed := 0
 			for _, ev := range events {
 				if !ev.skip {
-					d.pushPayload(s, ev.payload, ev.time, ev.line)
+					p := int32(-1)
+					if s.kind == sourceKafka {
+						p = ev.partition
+					}
+					d.pushPayload(s, ev.payload, ev.time, ev.line, p)
 					pushed++
 				}
 				s.in.advance(ev)
@@ -494,7 +498,7 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 			if len(events) > 0 {
 				st := s.in.status()
 				s.next.Store(st.processed)
-				s.noteAccepted(st.known)
+				s.accepted.Store(st.known) // may go down: a file cut shorter
 				s.pushedSinceStart = s.pushedSinceStart || pushed > 0
 				total += len(events)
 			}
@@ -522,12 +526,14 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 // than the engine's clock: the event's time is then the same when it is processed again
 // after a restart.
 func (d *deployment) push(s *source, e store.Event) {
-	d.pushPayload(s, e.Payload, e.AcceptedAt.UnixMilli(), e.Offset+1)
+	d.pushPayload(s, e.Payload, e.AcceptedAt.UnixMilli(), e.Offset+1, -1)
 }
 
 // pushPayload sends one event through the engine; at is its time when the source has no
-// timestamp expression (arrival in the log, or the Kafka record's timestamp).
-func (d *deployment) pushPayload(s *source, payload []byte, at, line int64) {
+// timestamp expression (arrival in the log, or the Kafka record's timestamp); partition is
+// its Kafka partition (-1 for other sources), which its per-event errors report.
+func (d *deployment) pushPayload(s *source, payload []byte, at, line int64, partition int32) {
+	d.eng.SetInputPartition(partition)
 	if s.arrivalTime {
 		if v, err := value.ParseJSON(payload); err == nil {
 			_ = d.eng.PushValue(s.id, v, at, line)
@@ -674,8 +680,7 @@ func (d *deployment) publish(phase Phase) {
 		sl := SourceLive{ID: s.id, Kind: s.kind, Accepted: s.accepted.Load(), Processed: s.next.Load(), Committed: s.committed.Load()}
 		if s.in != nil {
 			st := s.in.status()
-			sl.Error = st.err
-			sl.Accepted = max(sl.Accepted, st.known)
+			sl.Error, sl.Accepted = st.err, st.known
 		}
 		sl.Backlog = max(sl.Accepted-sl.Processed, 0)
 		if w, ok := d.eng.SourceWatermark(s.id); ok {

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 
 	"github.com/scenario-server/scenario-server/store"
 )
@@ -95,7 +96,7 @@ func (f *fileInput) poll() []inputEvent {
 	file, err := os.OpenInRoot(f.dir, f.rel)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			f.problem.set(fmt.Sprintf("file %q does not exist (yet)", f.rel))
+			f.problem.set(fmt.Sprintf("file %q does not exist (yet) in the source directory %s", f.rel, f.shownDir()))
 		} else {
 			f.problem.set(fmt.Sprintf("file %q: %v", f.rel, err))
 		}
@@ -170,6 +171,14 @@ func (f *fileInput) poll() []inputEvent {
 	}
 	f.readPos = off
 	return out
+}
+
+// shownDir is the source directory as messages show it: absolute when it can be.
+func (f *fileInput) shownDir() string {
+	if abs, err := filepath.Abs(f.dir); err == nil {
+		return abs
+	}
+	return f.dir
 }
 
 func (f *fileInput) advance(ev inputEvent) { f.pos, f.line = ev.offset, ev.line }

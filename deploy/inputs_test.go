@@ -103,8 +103,9 @@ func testKafkaSourceExactlyOnce(t *testing.T, st store.Store) {
 	if l.Deployment != d.ID || l.Nodes["in"].In != 3001 || l.Errors != 1 {
 		t.Errorf("after the crash: deployment %d (want %d), %d records in (want 3001), %d errors (want 1)", l.Deployment, d.ID, l.Nodes["in"].In, l.Errors)
 	}
-	if len(l.FirstErrors) != 1 || l.FirstErrors[0].Line != 1201 || l.FirstErrors[0].NodeID != "in" {
-		t.Errorf("the malformed record at offset 1200: errors %+v, want line 1201 at node in", l.FirstErrors)
+	if len(l.FirstErrors) != 1 || l.FirstErrors[0].Line != 1201 || l.FirstErrors[0].NodeID != "in" ||
+		l.FirstErrors[0].Partition == nil || *l.FirstErrors[0].Partition != 0 {
+		t.Errorf("the malformed record at offset 1200: errors %+v, want line 1201 of partition 0 at node in", l.FirstErrors)
 	}
 	if s := l.Sources[0]; s.Kind != "kafka" || s.Accepted != 3001 || s.Backlog != 0 || s.Error != "" {
 		t.Errorf("source state %+v, want kafka, 3001 accepted, no backlog, no error", s)
@@ -136,7 +137,11 @@ func testKafkaSourcePartitions(t *testing.T, st store.Store) {
 	for p := range parts {
 		produce(t, prod, "events", int32(p), parts[p], nil)
 	}
-	waitFor(t, "2000 records processed", func() bool { l, _ := r.Live("k"); return l.Sources[0].Processed == 2000 })
+	produce(t, prod, "events", 2, [][]byte{[]byte(`{"ts": "never"}`)}, nil) // partition 2, offset 666
+	waitFor(t, "2001 records processed", func() bool { l, _ := r.Live("k"); return l.Sources[0].Processed == 2001 })
+	if l, _ := r.Live("k"); len(l.FirstErrors) != 1 || l.FirstErrors[0].Partition == nil || *l.FirstErrors[0].Partition != 2 || l.FirstErrors[0].Line != 667 {
+		t.Errorf("errors %+v, want one at partition 2, line 667 (offset 666)", l.FirstErrors)
+	}
 	closer := []byte(`{"ts": 1700010000000, "key": "k0", "v": 0}`) // 10,000 s later: past the hour
 	produce(t, prod, "events", 1, [][]byte{closer}, nil)
 	all := append(slices.Clone(recs), closer)
@@ -150,7 +155,7 @@ func testKafkaSourcePartitions(t *testing.T, st store.Store) {
 		t.Fatal(err)
 	}
 	cp, err := st.GetLatestCheckpoint(t.Context(), d.ID)
-	wantPos := []store.SourcePosition{{Source: "in", Partition: 0, Offset: 667}, {Source: "in", Partition: 1, Offset: 668}, {Source: "in", Partition: 2, Offset: 666}}
+	wantPos := []store.SourcePosition{{Source: "in", Partition: 0, Offset: 667}, {Source: "in", Partition: 1, Offset: 668}, {Source: "in", Partition: 2, Offset: 667}}
 	if err != nil || !slices.Equal(cp.Positions, wantPos) {
 		t.Errorf("checkpointed positions %+v, %v; want %+v", cp.Positions, err, wantPos)
 	}
@@ -313,8 +318,8 @@ func testFileSourceTruncationAndLinks(t *testing.T, st store.Store) {
 	second := lines(records(40))
 	appendFile(t, path, second)
 	waitFor(t, "the 40 new lines read", func() bool { l, _ := r.Live("f"); return l.Nodes["in"].In == 340 })
-	if l, _ := r.Live("f"); l.Sources[0].Processed != int64(len(second)) || l.Sources[0].Error != "" {
-		t.Errorf("after the truncation: source %+v, want position %d and no error", l.Sources[0], len(second))
+	if l, _ := r.Live("f"); l.Sources[0].Processed != int64(len(second)) || l.Sources[0].Accepted != int64(len(second)) || l.Sources[0].Error != "" {
+		t.Errorf("after the truncation: source %+v, want position and size %d and no error", l.Sources[0], len(second))
 	}
 	waitFor(t, "the link refused", func() bool {
 		l, _ := r.Live("link")

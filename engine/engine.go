@@ -73,10 +73,14 @@ type Counts struct {
 
 // EventError is one per-event error.
 type EventError struct {
-	NodeID  string `json:"nodeId"` // "" for a line that belongs to no node (an unknown source)
-	Field   string `json:"field,omitempty"`
-	Line    int64  `json:"line"` // input line (1-based) of the event that failed, 0 when not known
-	Message string `json:"message"`
+	NodeID string `json:"nodeId"` // "" for a line that belongs to no node (an unknown source)
+	Field  string `json:"field,omitempty"`
+	Line   int64  `json:"line"` // input line (1-based) of the event that failed, 0 when not known
+	// Partition is the input partition of the event (a Kafka partition; its Line is then its
+	// offset + 1 in that partition), nil for input that has no partitions. See
+	// Engine.SetInputPartition.
+	Partition *int32 `json:"partition,omitempty"`
+	Message   string `json:"message"`
 }
 
 func (e EventError) String() string {
@@ -86,6 +90,9 @@ func (e EventError) String() string {
 	}
 	if e.Field != "" {
 		at += " field " + e.Field
+	}
+	if e.Partition != nil {
+		return fmt.Sprintf("partition %d, line %d: %s: %s", *e.Partition, e.Line, at, e.Message)
 	}
 	return fmt.Sprintf("line %d: %s: %s", e.Line, at, e.Message)
 }
@@ -144,12 +151,14 @@ type Engine struct {
 	lay                                      layout
 	inputSlot, metaSlot, keySlot, windowSlot int
 
-	counts   map[string]*Counts
-	errs     []EventError
-	nErrs    int64
-	line     int64 // line of the event being processed
-	flushed  bool
-	finished bool
+	counts map[string]*Counts
+	errs   []EventError
+	nErrs  int64
+	line   int64 // line of the event being processed
+	// partition is the input partition of the events pushed (SetInputPartition); -1: none.
+	partition int32
+	flushed   bool
+	finished  bool
 }
 
 // New validates s and builds its operators. A scenario with validation
@@ -162,7 +171,7 @@ func New(s *scenario.Scenario, opts Options) (*Engine, error) {
 	if opts.MaxErrors == 0 {
 		opts.MaxErrors = 10_000
 	}
-	e := &Engine{opts: opts, validation: v, nodes: map[string]*node{}, sources: map[string]*node{}, counts: map[string]*Counts{}}
+	e := &Engine{opts: opts, validation: v, partition: -1, nodes: map[string]*node{}, sources: map[string]*node{}, counts: map[string]*Counts{}}
 	e.inputSlot = e.lay.slot(nodes.VarInput)
 	e.metaSlot = e.lay.slot(nodes.VarMeta)
 	e.keySlot = e.lay.slot(nodes.VarKey)
@@ -326,7 +335,7 @@ func (e *Engine) Late() int64 {
 func (e *Engine) failInput(err error) {
 	e.nErrs++
 	if len(e.errs) < e.opts.MaxErrors {
-		e.errs = append(e.errs, EventError{Line: e.line, Message: err.Error()})
+		e.errs = append(e.errs, EventError{Line: e.line, Partition: e.errorPartition(), Message: err.Error()})
 	}
 }
 
@@ -334,8 +343,21 @@ func (e *Engine) fail(n *node, field string, err error) {
 	n.counts.Errors++
 	e.nErrs++
 	if len(e.errs) < e.opts.MaxErrors {
-		e.errs = append(e.errs, EventError{NodeID: n.id, Field: field, Line: e.line, Message: err.Error()})
+		e.errs = append(e.errs, EventError{NodeID: n.id, Field: field, Line: e.line, Partition: e.errorPartition(), Message: err.Error()})
 	}
+}
+
+// SetInputPartition says which input partition (a Kafka partition) the events pushed from now
+// on come from: their per-event errors report it with their line. A negative p, the default,
+// is input without partitions.
+func (e *Engine) SetInputPartition(p int32) { e.partition = p }
+
+func (e *Engine) errorPartition() *int32 {
+	if e.partition < 0 {
+		return nil
+	}
+	p := e.partition
+	return &p
 }
 
 // PushJSON decodes one JSON record for source sourceID, read from input line

@@ -44,6 +44,11 @@ func (e *Engine) AppendSnapshot(b []byte) []byte {
 		b = slices.AppendBytes(b, []byte(x.NodeID))
 		b = slices.AppendBytes(b, []byte(x.Field))
 		b = binary.AppendVarint(b, x.Line)
+		p := int64(-1)
+		if x.Partition != nil {
+			p = int64(*x.Partition)
+		}
+		b = binary.AppendVarint(b, p)
 		b = slices.AppendBytes(b, []byte(x.Message))
 	}
 	return b
@@ -98,7 +103,12 @@ func (e *Engine) Restore(snapshot []byte) error {
 	if r.Err() == nil && len(r.Rest()) > 0 {
 		n := r.Len(len(r.Rest()))
 		for i := 0; i < n && r.Err() == nil; i++ {
-			x := EventError{NodeID: string(r.Bytes()), Field: string(r.Bytes()), Line: r.Varint(), Message: string(r.Bytes())}
+			x := EventError{NodeID: string(r.Bytes()), Field: string(r.Bytes()), Line: r.Varint()}
+			if p := r.Varint(); p >= 0 && p <= math.MaxInt32 {
+				p32 := int32(p)
+				x.Partition = &p32
+			}
+			x.Message = string(r.Bytes())
 			if len(e.errs) < e.opts.MaxErrors {
 				e.errs = append(e.errs, x)
 			}

@@ -272,6 +272,13 @@ func TestSnapshotKeepsFirstErrors(t *testing.T) {
 	if n2 != 3 || len(got) != 3 || got[0] != errs[0] || got[1] != errs[1] || got[2].Line != 4 {
 		t.Fatalf("after restoring: %d errors %+v, want the two before and line 4", n2, got)
 	}
+	// A partition (a Kafka source's) goes through a snapshot too.
+	e2.SetInputPartition(2)
+	_ = e2.PushJSON(e2.Sources()[0], []byte(`[`), 5)
+	_, e3 := runLines(t, s, nil, 6, e2.AppendSnapshot(nil), false)
+	if got, _ := e3.Errors(); len(got) != 4 || got[3].Partition == nil || *got[3].Partition != 2 || got[3].Line != 5 || got[2].Partition != nil {
+		t.Fatalf("errors after a second snapshot: %+v, want the 4th at partition 2, line 5", got)
+	}
 	// The same snapshot without the errors section (count 0 and after): an older snapshot.
 	old := snap[:len(snap)-len(sectionOf(errs))]
 	var fresh *Engine
@@ -289,6 +296,7 @@ func sectionOf(errs []EventError) []byte {
 		b = slices.AppendBytes(b, []byte(x.NodeID))
 		b = slices.AppendBytes(b, []byte(x.Field))
 		b = binary.AppendVarint(b, x.Line)
+		b = binary.AppendVarint(b, -1) // no partition
 		b = slices.AppendBytes(b, []byte(x.Message))
 	}
 	return b

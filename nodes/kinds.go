@@ -33,14 +33,14 @@ const (
 func builtinKinds() []*Kind {
 	kinds := []*Kind{
 		sourceKind("file", "File source",
-			"Reads events, one JSON object per line, from a file; a bounded input, replayed in file order.",
+			"Reads events, one JSON object per line, from a file. A run or test replays the file once, in file order, as a bounded input; a deployment follows the file as lines are appended (tail -F).",
 			true, ParamSpec{Name: "path", In: InParameters, Editor: EditorString, Type: "string", Required: true, Label: "Path",
-				Description: "Path of the file, one JSON object per line."}),
+				Description: "Path of the file, one JSON object per line; deployed, relative to the server's source directory (--source-dir)."}),
 		sourceKind("http", "HTTP source",
 			"Receives events POSTed to the server's ingestion endpoint for this scenario and source.",
 			false),
 		sourceKind("kafka", "Kafka source",
-			"Reads events, JSON objects, from a Kafka topic.",
+			"Reads events, JSON objects (the records' values), from every partition of a Kafka topic, on the brokers the server was started with (--kafka-brokers).",
 			false, ParamSpec{Name: "topic", In: InParameters, Editor: EditorString, Type: "string", Required: true, Label: "Topic",
 				Description: "The Kafka topic to read."}),
 		{
@@ -180,8 +180,11 @@ func outputVarSpec(def, desc string) ParamSpec {
 func sourceKind(typ, label, desc string, bounded bool, extra ...ParamSpec) *Kind {
 	params := append([]ParamSpec{}, extra...)
 	tsDesc := "Event time: epoch milliseconds or an RFC 3339 string, e.g. #input.ts or parseTime(#input.date, \"yyyy/MM/dd HH:mm\")."
-	if !bounded {
-		tsDesc += " Without it, the arrival time is used."
+	switch typ {
+	case "http":
+		tsDesc += " Without it, the time the server accepted the event is used."
+	case "kafka":
+		tsDesc += " Without it, the record's timestamp is used."
 	}
 	params = append(params,
 		ParamSpec{Name: "timestamp", In: InParameters, Editor: EditorExpression, Type: "timestamp", Required: bounded, Label: "Timestamp", Description: tsDesc},

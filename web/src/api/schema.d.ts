@@ -749,9 +749,14 @@ export interface components {
             nodeId: string;
             /**
              * Format: int64
-             * @description The event's offset in its source's log.
+             * @description The event's offset in its source's log; for a kafka source, the record's offset in its partition; for a file source, the line's index (the line number less 1).
              */
             offset: number;
+            /**
+             * Format: int32
+             * @description The Kafka partition of the record, for a kafka source; absent for others.
+             */
+            partition?: number;
         };
         ExpressionResult: {
             /** @description Why the expression failed. */

@@ -156,7 +156,8 @@ export function DeployPanel({ name, version, dirty, collectSinks, deployment }: 
               {(live.firstErrors ?? []).map((e, i) => (
                 <li key={i}>
                   <b>{e.nodeId}</b>
-                  {e.field ? ` ${e.field}` : ''} (offset {e.offset}): {e.message}
+                  {e.field ? ` ${e.field}` : ''} (
+                  {e.partition !== undefined ? `partition ${e.partition}, ` : ''}offset {e.offset}): {e.message}
                 </li>
               ))}
             </ul>
