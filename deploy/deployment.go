@@ -93,15 +93,6 @@ type source struct {
 	pushedSinceStart bool
 }
 
-// waiting says whether events of s are known to wait for the engine.
-func (s *source) waiting() bool {
-	if s.in != nil {
-		st := s.in.status()
-		return st.known > st.processed && s.kind == sourceKafka
-	}
-	return s.accepted.Load() > s.next.Load()
-}
-
 func (s *source) noteAccepted(end int64) {
 	for {
 		cur := s.accepted.Load()
@@ -550,8 +541,17 @@ func (d *deployment) pushPayload(s *source, payload []byte, at, line int64, part
 // idle timeout has passed since then.
 func (d *deployment) idleTick(now time.Time) {
 	anyIdle := false
+	clock := now
 	for _, s := range d.sources {
-		if s.waiting() {
+		if s.in != nil {
+			at, ok := s.in.idleClock(now)
+			if !ok {
+				return // events wait, or the source does not know whether they do
+			}
+			if at.Before(clock) {
+				clock = at
+			}
+		} else if s.accepted.Load() > s.next.Load() {
 			return
 		}
 		if s.idleTimeout <= 0 {
@@ -567,7 +567,7 @@ func (d *deployment) idleTick(now time.Time) {
 	}
 	before := d.watermarks()
 	outputs := d.sinks.outputs
-	d.eng.Tick(now)
+	d.eng.Tick(clock)
 	if d.sinks.outputs != outputs {
 		// Windows closed: commit them with the state at once, rather than leave results that
 		// a crash would make depend on the time of the restart.

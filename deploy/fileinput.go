@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/scenario-server/scenario-server/store"
 )
@@ -27,7 +28,9 @@ const (
 // line numbers. The position is a byte offset (partition 0) in the checkpoint; after a restart
 // the line count is found again by counting the lines before it. When the file becomes
 // shorter than the position (it was truncated or replaced), reading starts again at its
-// start, and a warning is logged. A file that does not exist yet is waited for. The file is
+// start, and a warning is logged; so is another file put in its place while the deployment
+// runs (a rename over it, as log rotation does; a replacement while the server is down is not
+// noticed). A file that does not exist yet is waited for. The file is
 // opened inside the server's source directory (os.OpenInRoot): neither its path nor a
 // symbolic link may lead outside it.
 type fileInput struct {
@@ -44,7 +47,8 @@ type fileInput struct {
 	size    int64
 	buf     []byte
 	problem problem
-	counted bool // line matches pos
+	counted bool        // line matches pos
+	seen    os.FileInfo // the file last read, to notice another file under its name
 }
 
 func newFileInput(source, dir, rel string, log *slog.Logger) *fileInput {
@@ -108,11 +112,18 @@ func (f *fileInput) poll() []inputEvent {
 		f.problem.set(fmt.Sprintf("file %q: %v", f.rel, err))
 		return nil
 	}
+	if info.IsDir() {
+		f.problem.set(fmt.Sprintf("%q is a directory in the source directory %s: a file source needs a file", f.rel, f.shownDir()))
+		return nil
+	}
 	f.size = info.Size()
-	if f.size < f.pos {
-		// Truncated or replaced by a shorter file: start again at its beginning.
-		f.log.Warn("the file is shorter than the position read: reading it again from its start",
-			"source", f.source, "path", f.rel, "position", f.pos, "size", f.size)
+	replaced := f.seen != nil && !os.SameFile(f.seen, info)
+	f.seen = info
+	if f.size < f.pos || replaced {
+		// Truncated, or another file under the name (log rotation): start again at its
+		// beginning.
+		f.log.Warn("the file was truncated or replaced: reading it again from its start",
+			"source", f.source, "path", f.rel, "position", f.pos, "size", f.size, "replaced", replaced)
 		f.pos, f.line, f.readPos, f.readLn, f.counted = 0, 0, 0, 0, true
 	}
 	if !f.counted {
@@ -180,6 +191,9 @@ func (f *fileInput) shownDir() string {
 	}
 	return f.dir
 }
+
+// idleClock: poll read every complete line the file had, so the file is caught up now.
+func (f *fileInput) idleClock(now time.Time) (time.Time, bool) { return now, true }
 
 func (f *fileInput) advance(ev inputEvent) { f.pos, f.line = ev.offset, ev.line }
 

@@ -2,7 +2,10 @@ package deploy
 
 import (
 	"context"
+	"encoding/json"
+	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/store"
@@ -40,6 +43,10 @@ type input interface {
 	// status is what Live shows: events (records, lines) known to exist, processed, and the
 	// current reading problem ("" when none).
 	status() inputStatus
+	// idleClock is how far the wall clock may move the source's idle watermark (SEMANTICS
+	// §1): to now, or to the last time the input knew it had read everything. false: events
+	// wait, or the input does not know yet; no idle step then.
+	idleClock(now time.Time) (time.Time, bool)
 	// stop ends background reading and waits for it.
 	stop()
 }
@@ -108,8 +115,13 @@ func sourceIdentities(graph []byte) map[string]string {
 		id := n.Subtype()
 		if n.Ref != nil {
 			for _, p := range n.Ref.Parameters {
-				if (id == sourceKafka && p.Name == "topic") || (id == sourceFile && p.Name == "path") {
-					id += "\x00" + string(p.Value)
+				var s string
+				_ = json.Unmarshal(p.Value, &s)
+				switch {
+				case id == sourceKafka && p.Name == "topic":
+					id += "\x00" + s
+				case id == sourceFile && p.Name == "path":
+					id += "\x00" + filepath.Clean(s) // "./a" and "a" are one file
 				}
 			}
 		}

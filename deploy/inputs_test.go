@@ -1,17 +1,21 @@
 package deploy
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/scenario-server/scenario-server/store"
 )
@@ -327,5 +331,210 @@ func testFileSourceTruncationAndLinks(t *testing.T, st store.Store) {
 	})
 	if l, _ := r.Live("link"); l.Nodes["in"].In != 0 {
 		t.Errorf("the source read %d events through a link leading outside its directory", l.Nodes["in"].In)
+	}
+}
+
+// idleKafkaGraph counts events per key in 1 s tumbling windows of the Kafka records'
+// timestamps, from a source with a 600 ms idle timeout.
+func idleKafkaGraph(topic string) string {
+	return `{"nodes": [
+  {"id": "in", "type": "Source", "ref": {"typ": "kafka", "parameters": [
+    {"name": "topic", "value": "` + topic + `"},
+    {"name": "idleTimeout", "value": "600ms"}]}},
+  {"id": "win", "type": "CustomNode", "nodeType": "aggregate-tumbling", "outputVar": "agg", "parameters": [
+    {"name": "groupBy", "value": [{"language": "expr", "expression": "#input.key"}]},
+    {"name": "aggregations", "value": [{"name": "n", "aggregator": "Count"}]},
+    {"name": "windowLength", "value": "1s"}]},
+  {"id": "out", "type": "Sink", "ref": {"typ": "collect", "parameters": [
+    {"name": "value", "expression": {"language": "expr", "expression": "{key: #key[0], n: #agg.n}"}}]}}
+], "edges": [{"from": "in", "to": "win", "edgeType": null}, {"from": "win", "to": "out", "edgeType": null}]}`
+}
+
+// countedIn sums n over the collected results of idleKafkaGraph.
+func countedIn(t *testing.T, st store.Store, name string) int64 {
+	t.Helper()
+	var total int64
+	for _, s := range collected(t, st, name) {
+		var v struct{ N int64 }
+		if err := json.Unmarshal([]byte(s), &v); err != nil {
+			t.Fatal(err)
+		}
+		total += v.N
+	}
+	return total
+}
+
+// A transaction's commit marker takes an offset: the positions pass it, so the backlog
+// reaches 0 and the idle timeout closes the window (from the adversarial review).
+func testKafkaTransactions(t *testing.T, st store.Store) {
+	brokers, _ := newKafka(t, map[string]int32{"tx": 1})
+	txp, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.TransactionalID("tx-test"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(txp.Close)
+	createScenario(t, st, "tx", idleKafkaGraph("tx"))
+	r := newRuntime(t, st, func(c *Config) { c.KafkaBrokers = brokers })
+	deploy(t, r, "tx", 0)
+	for _, end := range []kgo.TransactionEndTry{kgo.TryAbort, kgo.TryCommit} {
+		if err := txp.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			if err := txp.ProduceSync(t.Context(), &kgo.Record{Topic: "tx", Partition: 0, Value: []byte(`{"key": "a"}`)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := txp.EndTransaction(t.Context(), end); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Offsets 0-2 aborted, 3 the abort marker, 4-6 committed, 7 the commit marker.
+	waitFor(t, "the committed window closed by idleness", func() bool { return countedIn(t, st, "tx") == 3 })
+	waitFor(t, "positions past the markers", func() bool {
+		l, _ := r.Live("tx")
+		return l.Sources[0].Processed == 8 && l.Sources[0].Backlog == 0
+	})
+	if l, _ := r.Live("tx"); l.Nodes["in"].In != 3 {
+		t.Errorf("%d records in, want the 3 committed ones", l.Nodes["in"].In)
+	}
+}
+
+// Records the brokers hold but cannot deliver (fetches and offset listings refused for 3 s
+// after a restart) are not made late by the idle timeout: the wall clock moves idle
+// watermarks only as far as the last listing of end offsets the source had caught up with
+// (from the adversarial review).
+func testKafkaSlowBrokerAfterRestart(t *testing.T, st store.Store) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "ev"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	var down atomic.Bool
+	for _, key := range []int16{int16(kmsg.Fetch), int16(kmsg.ListOffsets)} {
+		c.ControlKey(key, func(kmsg.Request) (kmsg.Response, error, bool) {
+			c.KeepControl()
+			if down.Load() {
+				return nil, errors.New("refused by the test"), true
+			}
+			return nil, nil, false
+		})
+	}
+	brokers := c.ListenAddrs()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(prod.Close)
+	createScenario(t, st, "o", idleKafkaGraph("ev"))
+	withBrokers := func(c *Config) { c.KafkaBrokers = brokers }
+	r := newRuntime(t, st, withBrokers)
+	deploy(t, r, "o", 0)
+	one := [][]byte{[]byte(`{"key": "a"}`)}
+	produce(t, prod, "ev", 0, one, nil)
+	waitCommitted(t, r, "o", 1)
+	r.abort()
+	for range 10 { // while the server is down: 10 records over 1 s
+		produce(t, prod, "ev", 0, one, nil)
+		time.Sleep(100 * time.Millisecond)
+	}
+	down.Store(true)
+	r = newRuntime(t, st, withBrokers)
+	time.Sleep(3 * time.Second) // more than the idle timeout, in which nothing is delivered
+	down.Store(false)
+	waitFor(t, "every record counted in a window", func() bool { return countedIn(t, st, "o") == 11 })
+	if l, _ := r.Live("o"); l.Nodes["win"].Late != 0 {
+		t.Errorf("%d records dropped as late", l.Nodes["win"].Late)
+	}
+}
+
+// A topic deleted and created again while the deployment runs is read from its start (a new
+// topic ID), and the source's counts follow the new topic (from the adversarial review).
+func testKafkaTopicRecreated(t *testing.T, st store.Store) {
+	brokers, prod := newKafka(t, map[string]int32{"events": 1})
+	createScenario(t, st, "k", kafkaGraph(t, "events", "2s"))
+	r := newRuntime(t, st, func(c *Config) { c.KafkaBrokers = brokers })
+	deploy(t, r, "k", 0)
+	recs := records(150)
+	produce(t, prod, "events", 0, recs[:100], nil)
+	waitCommitted(t, r, "k", 100)
+	if _, err := kadm.NewClient(prod).DeleteTopics(t.Context(), "events"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the deleted topic to show", func() bool { l, _ := r.Live("k"); return l.Sources[0].Error != "" })
+	createTopic(t, prod, "events", 1)
+	// A new producer: the old one keeps the deleted topic's ID.
+	prod2, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(prod2.Close)
+	produce(t, prod2, "events", 0, recs[100:], nil)
+	waitFor(t, "the new topic's 50 records", func() bool { l, _ := r.Live("k"); return l.Nodes["in"].In == 150 })
+	waitFor(t, "the counts of the new topic", func() bool {
+		l, _ := r.Live("k")
+		s := l.Sources[0]
+		return s.Processed == 50 && s.Accepted == 50 && s.Backlog == 0 && s.Error == ""
+	})
+}
+
+// A file put in place of the one read (a rename over it, as log rotation does) is read from
+// its start, even when it is longer; a path written another way on a redeploy ("./a" for
+// "a") keeps the position (from the adversarial review).
+func testFileSourceReplacedAndAliased(t *testing.T, st store.Store) {
+	dir := t.TempDir()
+	mk := func(p string) string {
+		return replaceOnce(t, tumblingGraph(""), `"typ": "http", "parameters": [`, `"typ": "file", "parameters": [{"name": "path", "value": "`+p+`"},`)
+	}
+	createScenario(t, st, "f", mk("e.ndjson"))
+	if _, err := st.SaveVersion(t.Context(), "f", 1, store.Draft{Graph: []byte(mk("./e.ndjson"))}); err != nil {
+		t.Fatal(err)
+	}
+	recs := records(400)
+	var a, b []byte
+	for _, rec := range recs[:100] {
+		a = append(append(a, rec...), '\n')
+	}
+	for _, rec := range recs[100:] {
+		b = append(append(b, rec...), '\n')
+	}
+	path := filepath.Join(dir, "e.ndjson")
+	appendFile(t, path, a)
+	r := newRuntime(t, st, func(c *Config) { c.FileSourceDir = dir })
+	deploy(t, r, "f", 1)
+	waitCommitted(t, r, "f", int64(len(a)))
+	tmp := filepath.Join(dir, "e.new")
+	appendFile(t, tmp, b)
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the new file read", func() bool { l, _ := r.Live("f"); return l.Sources[0].Committed == int64(len(b)) })
+	if l, _ := r.Live("f"); l.Nodes["in"].In != 400 || l.Errors != 0 {
+		t.Errorf("after the file was replaced: %d lines in (want 400), %d errors %+v", l.Nodes["in"].In, l.Errors, l.FirstErrors)
+	}
+	before := len(collected(t, st, "f"))
+	deploy(t, r, "f", 2) // "./e.ndjson": the same file
+	l := waitCommitted(t, r, "f", int64(len(b)))
+	time.Sleep(300 * time.Millisecond) // a few polls of the file
+	if l, _ = r.Live("f"); l.Version != 2 || l.Nodes["in"].In != 0 || len(collected(t, st, "f")) != before {
+		t.Errorf("version 2 read %d lines again; results %d → %d", l.Nodes["in"].In, before, len(collected(t, st, "f")))
+	}
+}
+
+// Broker addresses are checked when the runtime is built: a bad one is a configuration
+// error, not a source that fails later (from the adversarial review).
+func TestKafkaBrokersAreChecked(t *testing.T) {
+	for _, b := range []string{"localhost:9092", "127.0.0.1:1", "[::1]:65535", "kafka-0.kafka:9093"} {
+		if err := checkBrokers([]string{b}); err != nil {
+			t.Errorf("%q: %v", b, err)
+		}
+	}
+	for _, b := range []string{"localhost", "localhost:notaport", ":9092", "host:0", "host:65536", ""} {
+		if err := checkBrokers([]string{"ok:1", b}); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", b)) {
+			t.Errorf("%q: error %v, want one naming it", b, err)
+		}
+	}
+	if _, err := New(Config{Store: sqliteStore(t), KafkaBrokers: []string{"localhost:notaport"}}); err == nil {
+		t.Error("New accepted a broker that is not host:port")
 	}
 }

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -18,9 +21,14 @@ import (
 
 // Tuning of Kafka inputs.
 const (
-	// kafkaDiscoverInterval is how often a Kafka input looks for partitions added to its
-	// topic (and how long one poll waits for records).
+	// kafkaDiscoverInterval is how often a Kafka input looks at its topic's metadata: for
+	// partitions added to it, and for a topic deleted and created again.
 	kafkaDiscoverInterval = 10 * time.Second
+	// kafkaConfirmInterval is how often a Kafka input lists its partitions' end offsets, to
+	// know whether it has read everything (and so may be idle), and how long one poll waits.
+	kafkaConfirmInterval = time.Second
+	// kafkaRequestTimeout bounds one metadata or offsets request.
+	kafkaRequestTimeout = 5 * time.Second
 	// kafkaRetryDelay is the wait before trying again to reach the brokers or the topic.
 	kafkaRetryDelay = time.Second
 )
@@ -29,34 +37,70 @@ const (
 // consumer group): the partitions' offsets live in the deployment's checkpoints, not in
 // Kafka, as Flink's KafkaSource keeps them in its state. A partition without a checkpointed
 // offset is read from its start (the log start offset). Records are read with isolation level
-// read_committed, so aborted transactions are skipped. Partitions added to the topic later are
-// found within kafkaDiscoverInterval and read from their start.
+// read_committed, so aborted transactions are skipped; transaction markers move the positions
+// on without being events. Partitions added to the topic later are found within
+// kafkaDiscoverInterval and read from their start; so is every partition of a topic that was
+// deleted and created again (a new topic ID) while the deployment ran.
 //
 // A record's value is the event (a JSON object); its timestamp is the event time when the
 // source has no timestamp expression. Per-event errors give the record's offset + 1 as their
-// line.
+// line, and its partition.
+//
+// Idleness: the input knows it has read everything only from an end-offset listing
+// (every kafkaConfirmInterval). caughtUpAt says when the last listing that the processed
+// positions have reached was made; the deployment lets the wall clock move idle watermarks no
+// further than that, so records the brokers hold but could not deliver (an outage, a slow
+// restart) are not made late by idleness.
 type kafkaInput struct {
 	source, topic string
 	brokers       []string
 	log           *slog.Logger
 
-	// next is, per partition, the offset after the last record pushed. Owned by the
-	// deployment's goroutine.
-	next map[int32]int64
+	// Owned by the deployment's goroutine.
+	next map[int32]int64 // per partition, the offset after the last record pushed
+	gen  int64           // the topic generation next belongs to
 
-	batches chan []*kgo.Record
+	batches chan kafkaBatch
 	cancel  context.CancelFunc
 	done    chan struct{}
 	problem problem
 
-	mu   sync.Mutex
-	ends map[int32]int64 // per partition: the high watermark of the last fetch
-	base map[int32]int64 // per partition: the offset reading started from
+	readerGen atomic.Int64 // the reader's topic generation: +1 when the topic was recreated
+
+	mu          sync.Mutex
+	base        map[int32]int64 // per partition: the offset reading started from (readerGen)
+	ends        map[int32]int64 // per partition: the last stable offset, as listed at confirmedAt
+	endsGen     int64
+	confirmedAt time.Time
+}
+
+// kafkaBatch is what one poll returned, for the topic generation gen.
+type kafkaBatch struct {
+	gen  int64
+	recs []*kgo.Record
 }
 
 func newKafkaInput(source, topic string, brokers []string, log *slog.Logger) *kafkaInput {
 	return &kafkaInput{source: source, topic: topic, brokers: brokers, log: log,
 		next: map[int32]int64{}, ends: map[int32]int64{}, base: map[int32]int64{}}
+}
+
+// checkBrokers returns an error for a broker address that is not host:port.
+func checkBrokers(brokers []string) error {
+	for _, b := range brokers {
+		host, port, err := net.SplitHostPort(b)
+		if err == nil {
+			var n int
+			n, err = strconv.Atoi(port)
+			if err == nil && (n <= 0 || n > 65535 || host == "") {
+				err = errors.New("no host, or a port out of range")
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("Kafka broker %q is not host:port: %w", b, err)
+		}
+	}
+	return nil
 }
 
 func (k *kafkaInput) restore(positions []store.SourcePosition) error {
@@ -72,7 +116,7 @@ func (k *kafkaInput) restore(positions []store.SourcePosition) error {
 
 func (k *kafkaInput) start(ctx context.Context, wake func()) {
 	ctx, k.cancel = context.WithCancel(ctx)
-	k.batches = make(chan []*kgo.Record, 1)
+	k.batches = make(chan kafkaBatch, 1)
 	k.done = make(chan struct{})
 	k.problem.mu.Lock()
 	k.problem.onChange = wake
@@ -90,13 +134,15 @@ func (k *kafkaInput) stop() {
 }
 
 // read runs in its own goroutine until ctx is done: it connects, assigns the topic's
-// partitions at their offsets (from), and hands fetched records to the deployment.
+// partitions at their offsets (from), hands fetched records to the deployment, and lists the
+// end offsets between polls.
 func (k *kafkaInput) read(ctx context.Context, from map[int32]int64, wake func()) {
 	defer close(k.done)
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(k.brokers...),
 		kgo.ClientID("scenario-server"),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(), // transaction markers take offsets: the positions pass them
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 	)
 	if err != nil {
@@ -105,52 +151,51 @@ func (k *kafkaInput) read(ctx context.Context, from map[int32]int64, wake func()
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	assigned := map[int32]bool{}
-	var discovered time.Time
+	r := &kafkaReader{k: k, cl: cl, adm: adm, assigned: map[int32]bool{}, from: from}
+	var discovered, confirmed time.Time
 	for ctx.Err() == nil {
-		if len(assigned) == 0 || time.Since(discovered) >= kafkaDiscoverInterval {
+		if len(r.assigned) == 0 || time.Since(discovered) >= kafkaDiscoverInterval {
 			discovered = time.Now()
-			if err := k.assign(ctx, cl, adm, assigned, from); err != nil {
+			if err := r.discover(ctx); err != nil {
 				if ctx.Err() != nil {
 					return
 				}
 				k.problem.set(err.Error())
-				if len(assigned) == 0 {
+				if len(r.assigned) == 0 {
 					sleepCtx(ctx, kafkaRetryDelay)
 					continue
 				}
 			}
 		}
-		pctx, cancel := context.WithTimeout(ctx, kafkaDiscoverInterval)
+		if time.Since(confirmed) >= kafkaConfirmInterval {
+			confirmed = time.Now()
+			if err := r.confirm(ctx); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				k.problem.set(err.Error())
+				discovered = time.Time{} // look at the topic again: deleted? created again?
+			} else {
+				k.problem.set("")
+			}
+		}
+		pctx, cancel := context.WithTimeout(ctx, kafkaConfirmInterval)
 		fetches := cl.PollRecords(pctx, readBatch)
 		cancel()
 		if ctx.Err() != nil {
 			return
 		}
-		var fetchErr error
 		fetches.EachError(func(topic string, partition int32, err error) {
 			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-				fetchErr = fmt.Errorf("reading partition %d of topic %q: %w", partition, topic, err)
+				k.problem.set(fmt.Sprintf("reading partition %d of topic %q: %v", partition, topic, err))
 			}
 		})
-		k.mu.Lock()
-		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
-			if p.Err == nil && p.HighWatermark >= 0 {
-				k.ends[p.Partition] = p.HighWatermark
-			}
-		})
-		k.mu.Unlock()
-		if fetchErr != nil {
-			k.problem.set(fetchErr.Error())
-		} else if len(assigned) > 0 {
-			k.problem.set("")
-		}
 		recs := fetches.Records()
 		if len(recs) == 0 {
 			continue
 		}
 		select {
-		case k.batches <- recs:
+		case k.batches <- kafkaBatch{gen: k.readerGen.Load(), recs: recs}:
 			wake()
 		case <-ctx.Done():
 			return
@@ -158,11 +203,51 @@ func (k *kafkaInput) read(ctx context.Context, from map[int32]int64, wake func()
 	}
 }
 
-// assign adds the topic's partitions not yet assigned to the consumer: each at its offset in
-// from, or at its log start offset when it has none or when retention deleted the records
-// it would start from (logged: those records are lost to the deployment).
-func (k *kafkaInput) assign(ctx context.Context, cl *kgo.Client, adm *kadm.Client, assigned map[int32]bool, from map[int32]int64) error {
-	listed, err := adm.ListStartOffsets(ctx, k.topic)
+// kafkaReader is the state of kafkaInput.read.
+type kafkaReader struct {
+	k        *kafkaInput
+	cl       *kgo.Client
+	adm      *kadm.Client
+	assigned map[int32]bool
+	from     map[int32]int64 // checkpointed offsets to start from
+	topicID  kadm.TopicID
+}
+
+// discover reads the topic's metadata. A topic with another ID than before was deleted and
+// created again: its partitions are read again from their start, in a new generation. Then
+// partitions not yet assigned are added to the consumer: each at its offset in from, or at
+// its log start offset when it has none or when retention deleted the records it would
+// start from (logged: those records are lost to the deployment).
+func (r *kafkaReader) discover(ctx context.Context) error {
+	k := r.k
+	mctx, cancel := context.WithTimeout(ctx, kafkaRequestTimeout)
+	defer cancel()
+	meta, err := r.adm.Metadata(mctx, k.topic)
+	if err != nil {
+		return fmt.Errorf("reading the metadata of topic %q: %w", k.topic, err)
+	}
+	td, ok := meta.Topics[k.topic]
+	if !ok {
+		return fmt.Errorf("topic %q: not in the brokers' metadata", k.topic)
+	}
+	if td.Err != nil {
+		return fmt.Errorf("topic %q: %w", k.topic, td.Err)
+	}
+	if td.ID != r.topicID && r.topicID != (kadm.TopicID{}) && len(r.assigned) > 0 {
+		k.log.Warn("the kafka topic was deleted and created again: reading its partitions from their start",
+			"source", k.source, "topic", k.topic)
+		r.cl.PurgeTopicsFromClient(k.topic) // its partitions and the old topic ID's metadata
+		clear(r.assigned)
+		r.from = nil
+		k.mu.Lock()
+		k.readerGen.Add(1)
+		clear(k.base)
+		clear(k.ends)
+		k.confirmedAt = time.Time{}
+		k.mu.Unlock()
+	}
+	r.topicID = td.ID
+	listed, err := r.adm.ListStartOffsets(mctx, k.topic)
 	if err != nil {
 		return fmt.Errorf("listing the partitions of topic %q: %w", k.topic, err)
 	}
@@ -171,11 +256,11 @@ func (k *kafkaInput) assign(ctx context.Context, cl *kgo.Client, adm *kadm.Clien
 	}
 	add := map[int32]kgo.Offset{}
 	listed.Each(func(lo kadm.ListedOffset) {
-		if lo.Topic != k.topic || lo.Partition < 0 || assigned[lo.Partition] {
+		if lo.Topic != k.topic || lo.Partition < 0 || r.assigned[lo.Partition] {
 			return
 		}
 		at := lo.Offset
-		if off, ok := from[lo.Partition]; ok {
+		if off, ok := r.from[lo.Partition]; ok {
 			if off < lo.Offset {
 				k.log.Warn("kafka records were deleted before the deployment read them; reading from the partition's start",
 					"source", k.source, "topic", k.topic, "partition", lo.Partition, "checkpointed", off, "start", lo.Offset)
@@ -184,33 +269,77 @@ func (k *kafkaInput) assign(ctx context.Context, cl *kgo.Client, adm *kadm.Clien
 			}
 		}
 		add[lo.Partition] = kgo.NewOffset().At(at)
-		assigned[lo.Partition] = true
+		r.assigned[lo.Partition] = true
 		k.mu.Lock()
 		k.base[lo.Partition] = at
 		k.mu.Unlock()
 	})
-	if len(assigned) == 0 {
+	if len(r.assigned) == 0 {
 		return fmt.Errorf("topic %q has no partitions", k.topic)
 	}
 	if len(add) > 0 {
-		cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{k.topic: add})
+		r.cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{k.topic: add})
 	}
 	return nil
 }
 
+// confirm lists the last stable offsets of the assigned partitions (the end of what
+// read_committed can read), as of the time it asked.
+func (r *kafkaReader) confirm(ctx context.Context) error {
+	k := r.k
+	if len(r.assigned) == 0 {
+		return nil
+	}
+	asked := time.Now()
+	gen := k.readerGen.Load()
+	cctx, cancel := context.WithTimeout(ctx, kafkaRequestTimeout)
+	defer cancel()
+	listed, err := r.adm.ListCommittedOffsets(cctx, k.topic)
+	if err == nil {
+		err = listed.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("listing the end offsets of topic %q: %w", k.topic, err)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if gen != k.readerGen.Load() {
+		return nil
+	}
+	listed.Each(func(lo kadm.ListedOffset) {
+		if lo.Topic == k.topic && r.assigned[lo.Partition] {
+			k.ends[lo.Partition] = lo.Offset
+		}
+	})
+	k.endsGen, k.confirmedAt = gen, asked
+	return nil
+}
+
 func (k *kafkaInput) poll() []inputEvent {
-	var recs []*kgo.Record
+	k.syncGen()
+	var b kafkaBatch
 	select {
-	case recs = <-k.batches:
+	case b = <-k.batches:
 	default:
 		return nil
 	}
-	out := make([]inputEvent, len(recs))
-	for i, r := range recs {
+	if b.gen != k.gen {
+		return nil // records of the topic before it was created again
+	}
+	out := make([]inputEvent, len(b.recs))
+	for i, r := range b.recs {
 		out[i] = inputEvent{payload: r.Value, time: r.Timestamp.UnixMilli(), line: r.Offset + 1,
-			partition: r.Partition, offset: r.Offset + 1}
+			partition: r.Partition, offset: r.Offset + 1, skip: r.Attrs.IsControl()}
 	}
 	return out
+}
+
+// syncGen forgets the positions of a topic the reader found deleted and created again.
+func (k *kafkaInput) syncGen() {
+	if g := k.readerGen.Load(); g != k.gen {
+		clear(k.next)
+		k.gen = g
+	}
 }
 
 func (k *kafkaInput) advance(ev inputEvent) { k.next[ev.partition] = ev.offset }
@@ -224,24 +353,48 @@ func (k *kafkaInput) positions() []store.SourcePosition {
 	return out
 }
 
-// status sums over the partitions: known is the high watermarks, processed the next offsets.
+// status sums over the partitions: known is the last stable offsets, processed the next
+// offsets.
 func (k *kafkaInput) status() inputStatus {
 	st := inputStatus{err: k.problem.get()}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	seen := map[int32]bool{}
-	for p, n := range k.next {
-		seen[p] = true
+	for p, n := range k.positionsLocked() {
 		st.processed += n
 		st.known += max(n, k.ends[p])
 	}
-	for p, b := range k.base {
-		if !seen[p] {
-			st.processed += b
-			st.known += max(b, k.ends[p])
+	return st
+}
+
+// positionsLocked is, per partition known, the next offset to process. k.mu is held.
+func (k *kafkaInput) positionsLocked() map[int32]int64 {
+	pos := maps.Clone(k.base)
+	if k.gen == k.readerGen.Load() {
+		maps.Copy(pos, k.next)
+	}
+	return pos
+}
+
+// idleClock is the time of the last end-offset listing whose offsets every partition has
+// been processed up to (never later than now); false while records wait, or before a
+// listing.
+func (k *kafkaInput) idleClock(now time.Time) (time.Time, bool) {
+	k.syncGen()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.confirmedAt.IsZero() || k.endsGen != k.gen {
+		return time.Time{}, false
+	}
+	pos := k.positionsLocked()
+	for p, end := range k.ends {
+		if pos[p] < end {
+			return time.Time{}, false
 		}
 	}
-	return st
+	if k.confirmedAt.After(now) {
+		return now, true
+	}
+	return k.confirmedAt, true
 }
 
 // sleepCtx waits d or until ctx is done.

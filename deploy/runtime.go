@@ -144,7 +144,8 @@ type Runtime struct {
 }
 
 // New returns a runtime on cfg.Store. Call Start to resume the deployments that were running.
-// It fails when cfg.Store is nil or the metrics cannot be registered.
+// It fails when cfg.Store is nil, a Kafka broker is not host:port, or the metrics cannot be
+// registered.
 func New(cfg Config) (*Runtime, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("deploy: Config.Store is nil")
@@ -166,6 +167,9 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	if cfg.PruneInterval <= 0 {
 		cfg.PruneInterval = DefaultPruneInterval
+	}
+	if err := checkBrokers(cfg.KafkaBrokers); err != nil {
+		return nil, fmt.Errorf("deploy: %w", err)
 	}
 	r := &Runtime{cfg: cfg, log: cfg.Logger, active: map[string]*deployment{}, pending: map[string]*deployment{}, locks: map[string]*sync.Mutex{}}
 	r.ctx, r.cancel = context.WithCancel(context.Background())

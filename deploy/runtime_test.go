@@ -52,6 +52,10 @@ func runRuntimeSuite(t *testing.T, newStore newStoreFunc) {
 		{"KafkaSourceWaitsForTopic", testKafkaSourceWaitsForTopic},
 		{"FileSourceFollowsFile", testFileSourceFollowsFile},
 		{"FileSourceTruncationAndLinks", testFileSourceTruncationAndLinks},
+		{"FileSourceReplacedAndAliased", testFileSourceReplacedAndAliased},
+		{"KafkaTransactions", testKafkaTransactions},
+		{"KafkaSlowBrokerAfterRestart", testKafkaSlowBrokerAfterRestart},
+		{"KafkaTopicRecreated", testKafkaTopicRecreated},
 		{"InputPositionsFollowTheInput", testInputPositionsFollowTheInput},
 	}
 	for _, tt := range tests {
