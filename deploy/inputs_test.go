@@ -337,17 +337,7 @@ func testFileSourceTruncationAndLinks(t *testing.T, st store.Store) {
 // idleKafkaGraph counts events per key in 1 s tumbling windows of the Kafka records'
 // timestamps, from a source with a 600 ms idle timeout.
 func idleKafkaGraph(topic string) string {
-	return `{"nodes": [
-  {"id": "in", "type": "Source", "ref": {"typ": "kafka", "parameters": [
-    {"name": "topic", "value": "` + topic + `"},
-    {"name": "idleTimeout", "value": "600ms"}]}},
-  {"id": "win", "type": "CustomNode", "nodeType": "aggregate-tumbling", "outputVar": "agg", "parameters": [
-    {"name": "groupBy", "value": [{"language": "expr", "expression": "#input.key"}]},
-    {"name": "aggregations", "value": [{"name": "n", "aggregator": "Count"}]},
-    {"name": "windowLength", "value": "1s"}]},
-  {"id": "out", "type": "Sink", "ref": {"typ": "collect", "parameters": [
-    {"name": "value", "expression": {"language": "expr", "expression": "{key: #key[0], n: #agg.n}"}}]}}
-], "edges": [{"from": "in", "to": "win", "edgeType": null}, {"from": "win", "to": "out", "edgeType": null}]}`
+	return idleCountGraph(`"typ": "kafka", "parameters": [{"name": "topic", "value": "`+topic+`"},`, "{key: #key[0], n: #agg.n}")
 }
 
 // countedIn sums n over the collected results of idleKafkaGraph.

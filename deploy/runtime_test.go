@@ -404,19 +404,26 @@ func testFileSinkExactlyOnce(t *testing.T, st store.Store) {
 	}
 }
 
-// After the last event of a key, its tumbling window is emitted about one idle timeout after
-// the window's end, with no further events (SEMANTICS §1).
-func testIdleSourceClosesWindow(t *testing.T, st store.Store) {
-	graph := `{"nodes": [
-  {"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [
+// idleCountGraph counts events per key in 1 s tumbling windows, from a source with no
+// timestamp expression and a 600 ms idle timeout; source opens the source's ref up to its
+// parameters' list, and value is the collect sink's expression.
+func idleCountGraph(source, value string) string {
+	return `{"nodes": [
+  {"id": "in", "type": "Source", "ref": {` + source + `
     {"name": "idleTimeout", "value": "600ms"}]}},
   {"id": "win", "type": "CustomNode", "nodeType": "aggregate-tumbling", "outputVar": "agg", "parameters": [
     {"name": "groupBy", "value": [{"language": "expr", "expression": "#input.key"}]},
     {"name": "aggregations", "value": [{"name": "n", "aggregator": "Count"}]},
     {"name": "windowLength", "value": "1s"}]},
   {"id": "out", "type": "Sink", "ref": {"typ": "collect", "parameters": [
-    {"name": "value", "expression": {"language": "expr", "expression": "{key: #key[0], end: #window.end, n: #agg.n}"}}]}}
+    {"name": "value", "expression": {"language": "expr", "expression": "` + value + `"}}]}}
 ], "edges": [{"from": "in", "to": "win", "edgeType": null}, {"from": "win", "to": "out", "edgeType": null}]}`
+}
+
+// After the last event of a key, its tumbling window is emitted about one idle timeout after
+// the window's end, with no further events (SEMANTICS §1).
+func testIdleSourceClosesWindow(t *testing.T, st store.Store) {
+	graph := idleCountGraph(`"typ": "http", "parameters": [`, "{key: #key[0], end: #window.end, n: #agg.n}")
 	createScenario(t, st, "idle", graph)
 	r := newRuntime(t, st)
 	deploy(t, r, "idle", 0)
