@@ -39,3 +39,22 @@ func TestStateCorrupt(t *testing.T) {
 		t.Errorf("a byte after the state: %v", err)
 	}
 }
+
+// decodeState never panics, and a state it accepts encodes back to the same bytes.
+func FuzzDecodeState(f *testing.F) {
+	f.Add(checkpointState{engine: []byte("snapshot"), files: map[string]int64{"out": 1234, "b": 0}}.encode())
+	f.Add(checkpointState{files: map[string]int64{}}.encode())
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := decodeState(b)
+		if err != nil {
+			if !errors.Is(err, errCorruptState) {
+				t.Fatalf("error %v does not wrap errCorruptState", err)
+			}
+			return
+		}
+		again, err := decodeState(s.encode())
+		if err != nil || !bytes.Equal(again.engine, s.engine) || !maps.Equal(again.files, s.files) {
+			t.Fatalf("%x decodes to %+v, which does not round trip (%+v, %v)", b, s, again, err)
+		}
+	})
+}

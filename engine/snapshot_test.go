@@ -102,7 +102,7 @@ func TestEngineRestoreRefusesOtherScenarios(t *testing.T) {
 
 // idleCountScenario counts events in 10 s tumbling windows of #input.t, from a live source
 // with no out-of-orderness and an idle timeout of 2 s.
-func idleCountScenario(t *testing.T) *scenario.Scenario {
+func idleCountScenario(t testing.TB) *scenario.Scenario {
 	t.Helper()
 	sc := scenarioJSON([]string{
 		`{"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [
@@ -300,4 +300,37 @@ func sectionOf(errs []EventError) []byte {
 		b = slices.AppendBytes(b, []byte(x.Message))
 	}
 	return b
+}
+
+// Restore never panics on bytes that are not a snapshot, and what it accepts is a state the
+// engine can snapshot again: restoring that gives the same bytes once more.
+func FuzzEngineRestore(f *testing.F) {
+	s := idleCountScenario(f)
+	e, err := New(s, Options{Now: func() time.Time { return time.UnixMilli(1_000_000) }})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(e.AppendSnapshot(nil))
+	_ = e.PushJSON("in", []byte(`{"t": 1003000}`), 1)
+	e.SetInputPartition(3)
+	_ = e.PushJSON("in", []byte(`{"t": `), 2)
+	f.Add(e.AppendSnapshot(nil))
+	f.Add([]byte{1, 3})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e1, err := New(s, Options{Now: func() time.Time { return time.UnixMilli(2_000_000) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e1.Restore(b) != nil {
+			return
+		}
+		again := e1.AppendSnapshot(nil)
+		e2, _ := New(s, Options{Now: func() time.Time { return time.UnixMilli(2_000_000) }})
+		if err := e2.Restore(again); err != nil {
+			t.Fatalf("a snapshot of a restored engine does not restore: %v", err)
+		}
+		if third := e2.AppendSnapshot(nil); !bytes.Equal(third, again) {
+			t.Fatalf("snapshot, restore, snapshot changed the bytes:\n%x\n%x", again, third)
+		}
+	})
 }
