@@ -227,7 +227,7 @@ func (d *deployment) run() {
 		if n > 0 {
 			d.dirty = true
 			d.publish(PhaseRunning)
-		} else if d.inputProblemsChanged() {
+		} else if d.inputsChanged() {
 			d.publish(PhaseRunning)
 		}
 		if n == 0 {
@@ -288,12 +288,19 @@ func (d *deployment) waitTime(now time.Time) time.Duration {
 // filePollInterval is how often an idle deployment looks for new lines in its file sources.
 const filePollInterval = 200 * time.Millisecond
 
-// inputProblemsChanged says whether a Kafka or file source's reading problem differs from
-// the one published.
-func (d *deployment) inputProblemsChanged() bool {
+// inputsChanged says whether a Kafka or file source's reading problem or known end (new
+// records the brokers hold, a file's size) differs from what was published.
+func (d *deployment) inputsChanged() bool {
 	l := d.live.Load()
 	for i, s := range d.sources {
-		if s.in != nil && (l == nil || i >= len(l.Sources) || l.Sources[i].Error != s.in.status().err) {
+		if s.in == nil {
+			continue
+		}
+		if l == nil || i >= len(l.Sources) {
+			return true
+		}
+		if st := s.in.status(); l.Sources[i].Error != st.err || l.Sources[i].Accepted != st.known {
+			s.accepted.Store(st.known)
 			return true
 		}
 	}
@@ -330,6 +337,7 @@ func (d *deployment) restore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var inheritedState []byte
 	if fresh {
 		var inherited *store.Checkpoint
 		var version int
@@ -343,7 +351,7 @@ func (d *deployment) restore(ctx context.Context) error {
 		}
 		cp = store.Checkpoint{}
 		if inherited != nil {
-			cp.Positions = inherited.Positions
+			cp.Positions, inheritedState = inherited.Positions, inherited.State
 			if version == d.info.Version {
 				cp.State = inherited.State // the same graph: keep its windows
 			} else {
@@ -362,6 +370,7 @@ func (d *deployment) restore(ctx context.Context) error {
 	}
 
 	sizes := map[string]int64{}
+	var inputs map[string][]byte // what the positions' inputs are (Kafka topic IDs)
 	if len(cp.State) > 0 {
 		state, err := decodeState(cp.State)
 		if err != nil {
@@ -370,7 +379,12 @@ func (d *deployment) restore(ctx context.Context) error {
 		if err := d.eng.Restore(state.engine); err != nil {
 			return fmt.Errorf("restoring checkpoint %d: %w", cp.Sequence, err)
 		}
-		sizes = state.files
+		sizes, inputs = state.files, state.inputs
+	} else if inheritedState != nil {
+		// Another version's state: only what its positions are in.
+		if state, err := decodeState(inheritedState); err == nil {
+			inputs = state.inputs
+		}
 	}
 	if err := d.sinks.restoreFiles(sizes); err != nil {
 		return err
@@ -383,7 +397,7 @@ func (d *deployment) restore(ctx context.Context) error {
 					mine = append(mine, p)
 				}
 			}
-			if err := s.in.restore(mine); err != nil {
+			if err := s.in.restore(mine, inputs[s.id]); err != nil {
 				return fmt.Errorf("restoring checkpoint %d: %w", cp.Sequence, err)
 			}
 			st := s.in.status()
@@ -473,7 +487,7 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 	total := 0
 	for _, s := range d.sources {
 		if s.in != nil {
-			events := s.in.poll()
+			events, reset := s.in.poll()
 			pushed := 0
 			for _, ev := range events {
 				if !ev.skip {
@@ -486,12 +500,12 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 				}
 				s.in.advance(ev)
 			}
-			if len(events) > 0 {
+			if len(events) > 0 || reset {
 				st := s.in.status()
 				s.next.Store(st.processed)
 				s.accepted.Store(st.known) // may go down: a file cut shorter
 				s.pushedSinceStart = s.pushedSinceStart || pushed > 0
-				total += len(events)
+				total += max(len(events), 1) // a reset is progress too: checkpoint it
 			}
 			continue
 		}
@@ -545,6 +559,9 @@ func (d *deployment) idleTick(now time.Time) {
 	for _, s := range d.sources {
 		if s.in != nil {
 			at, ok := s.in.idleClock(now)
+			if _, seen := d.eng.SourceWatermark(s.id); !seen {
+				continue // a source that has produced nothing holds nothing back (SEMANTICS §1)
+			}
 			if !ok {
 				return // events wait, or the source does not know whether they do
 			}
@@ -609,7 +626,14 @@ func (d *deployment) checkpoint(ctx context.Context) error {
 		return err
 	}
 	d.sinks.writeStdout()
-	state := checkpointState{engine: snapshot, files: d.sinks.fileSizes()}
+	state := checkpointState{engine: snapshot, files: d.sinks.fileSizes(), inputs: map[string][]byte{}}
+	for _, s := range d.sources {
+		if s.in != nil {
+			if id := s.in.identity(); id != nil {
+				state.inputs[s.id] = id
+			}
+		}
+	}
 	var positions []store.SourcePosition
 	for _, s := range d.sources {
 		if s.in != nil {

@@ -26,13 +26,16 @@ const (
 // the complete lines (ended by '\n') from its byte position and waits for more. A last line
 // without its '\n' is read once the line is complete. Blank lines are skipped but counted in
 // line numbers. The position is a byte offset (partition 0) in the checkpoint; after a restart
-// the line count is found again by counting the lines before it. When the file becomes
-// shorter than the position (it was truncated or replaced), reading starts again at its
-// start, and a warning is logged; so is another file put in its place while the deployment
-// runs (a rename over it, as log rotation does; a replacement while the server is down is not
-// noticed). A file that does not exist yet is waited for. The file is
-// opened inside the server's source directory (os.OpenInRoot): neither its path nor a
-// symbolic link may lead outside it.
+// the line count is found again by counting the lines before it.
+//
+// The file stays open between reads. When another file takes its name (a rename over it, or
+// the file deleted and written again, as log rotation does), the open one is read to its end
+// first, its last line too even without a '\n', and then the new file from its start. When
+// the open file becomes shorter than the position (truncated), it is read again from its
+// start. Both are logged. A file that does not exist yet is waited for. Only regular files are
+// read (not a directory, a FIFO or a device), and only inside the server's source directory
+// (os.Root): neither the path nor a symbolic link may lead outside it. A file replaced while
+// the server is down is not noticed: reading goes on from the checkpointed byte offset.
 type fileInput struct {
 	source string
 	dir    string // the server's source directory
@@ -40,15 +43,15 @@ type fileInput struct {
 	log    *slog.Logger
 
 	// Owned by the deployment's goroutine.
-	pos     int64 // byte offset after the last line pushed
-	line    int64 // lines before pos
-	readPos int64 // byte offset after the last line read (≥ pos)
+	file    *os.File // the file read, open between polls; nil before it exists
+	pos     int64    // byte offset after the last line pushed
+	line    int64    // lines before pos
+	readPos int64    // byte offset after the last line read (≥ pos)
 	readLn  int64
 	size    int64
 	buf     []byte
 	problem problem
-	counted bool        // line matches pos
-	seen    os.FileInfo // the file last read, to notice another file under its name
+	counted bool // line matches pos
 }
 
 func newFileInput(source, dir, rel string, log *slog.Logger) *fileInput {
@@ -58,7 +61,10 @@ func newFileInput(source, dir, rel string, log *slog.Logger) *fileInput {
 	return &fileInput{source: source, dir: dir, rel: rel, log: log}
 }
 
-func (f *fileInput) restore(positions []store.SourcePosition) error {
+// identity: nil; a file replaced while the server was down is not noticed.
+func (f *fileInput) identity() []byte { return nil }
+
+func (f *fileInput) restore(positions []store.SourcePosition, _ []byte) error {
 	f.pos, f.line, f.counted = 0, 0, true
 	for _, p := range positions {
 		if p.Partition != 0 || p.Offset < 0 {
@@ -74,11 +80,173 @@ func (f *fileInput) restore(positions []store.SourcePosition) error {
 // start does nothing: poll reads the file; the deployment polls while it has file inputs.
 func (f *fileInput) start(context.Context, func()) {}
 
-func (f *fileInput) stop() {}
+func (f *fileInput) stop() {
+	if f.file != nil {
+		_ = f.file.Close()
+		f.file = nil
+	}
+}
 
-// countLines sets f.line to the number of lines before f.pos, once the file can be read.
-func (f *fileInput) countLines(file *os.File) error {
-	r := io.NewSectionReader(file, 0, f.pos)
+// open opens the file the name now gives, inside the source directory, if it is a regular
+// file; nil (and the problem set) otherwise.
+func (f *fileInput) open() *os.File {
+	root, err := os.OpenRoot(f.dir)
+	if err != nil {
+		f.problem.set(fmt.Sprintf("the source directory %s: %v", f.shownDir(), err))
+		return nil
+	}
+	defer root.Close()
+	// Stat first: opening a FIFO would block until a writer comes.
+	info, err := root.Stat(f.rel)
+	if err == nil && !info.Mode().IsRegular() {
+		f.problem.set(fmt.Sprintf("%q in the source directory %s is not a regular file (%s): a file source reads a file", f.rel, f.shownDir(), info.Mode().Type()))
+		return nil
+	}
+	var file *os.File
+	if err == nil {
+		file, err = root.Open(f.rel)
+	}
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			f.problem.set(fmt.Sprintf("file %q does not exist (yet) in the source directory %s", f.rel, f.shownDir()))
+		} else {
+			f.problem.set(fmt.Sprintf("file %q: %v", f.rel, err))
+		}
+		return nil
+	}
+	return file
+}
+
+// renamed says whether the name now gives another file than the open one (or none).
+func (f *fileInput) renamed() bool {
+	root, err := os.OpenRoot(f.dir)
+	if err != nil {
+		return false
+	}
+	defer root.Close()
+	now, err := root.Stat(f.rel)
+	if err != nil {
+		return false // gone: keep the open file until another takes the name
+	}
+	open, err := f.file.Stat()
+	return err == nil && !os.SameFile(open, now)
+}
+
+// poll reads the complete lines written since the last poll. reset: the position went back
+// to the start of the file (a truncation, another file under the name) without events.
+func (f *fileInput) poll() ([]inputEvent, bool) {
+	reset := false
+	if f.file == nil {
+		if f.file = f.open(); f.file == nil {
+			return nil, false
+		}
+	}
+	info, err := f.file.Stat()
+	if err != nil {
+		f.problem.set(fmt.Sprintf("file %q: %v", f.rel, err))
+		return nil, false
+	}
+	f.size = info.Size()
+	if f.size < f.pos {
+		f.log.Warn("the file was truncated: reading it again from its start",
+			"source", f.source, "path", f.rel, "position", f.pos, "size", f.size)
+		f.rewind()
+		reset = true
+	}
+	if !f.counted {
+		if err := f.countLines(); err != nil {
+			f.problem.set(fmt.Sprintf("file %q: %v", f.rel, err))
+			return nil, reset
+		}
+	}
+	f.problem.set("")
+	events, ok := f.read(false)
+	if !ok || len(events) > 0 || !f.renamed() {
+		return events, reset
+	}
+	// Another file has the name: finish the open one, its unended last line included, then
+	// go on with the new one from its start.
+	events, _ = f.read(true)
+	f.log.Warn("another file took the name: reading it from its start",
+		"source", f.source, "path", f.rel, "read", f.readPos)
+	_ = f.file.Close()
+	f.file = nil
+	if len(events) > 0 {
+		events[len(events)-1].restart = true
+	} else {
+		f.rewind()
+		reset = true
+	}
+	return events, reset
+}
+
+// rewind moves the positions to the start of the file.
+func (f *fileInput) rewind() {
+	f.pos, f.line, f.readPos, f.readLn, f.counted = 0, 0, 0, 0, true
+}
+
+// read returns the lines from readPos to the file's last '\n' (to its end when final). ok is
+// false when the file cannot be read (the problem is set).
+func (f *fileInput) read(final bool) ([]inputEvent, bool) {
+	if f.readPos >= f.size && !final {
+		return nil, true
+	}
+	if len(f.buf) < fileReadChunk {
+		f.buf = make([]byte, fileReadChunk)
+	}
+	var chunk []byte
+	end := -1
+	synthetic := false // a '\n' added after the file's unended last line
+	for {
+		n, err := f.file.ReadAt(f.buf, f.readPos)
+		if err != nil && err != io.EOF {
+			f.problem.set(fmt.Sprintf("file %q: %v", f.rel, err))
+			return nil, false
+		}
+		chunk = f.buf[:n]
+		if final && n < len(f.buf) && n > 0 && chunk[n-1] != '\n' {
+			chunk = append(chunk, '\n') // the last line of a file no longer written
+			synthetic = true
+		}
+		if end = bytes.LastIndexByte(chunk, '\n'); end >= 0 || n < len(f.buf) {
+			break
+		}
+		// One line fills the buffer: grow it to read the whole line.
+		if len(f.buf) >= maxFileLine {
+			f.problem.set(fmt.Sprintf("file %q: line %d is longer than %d bytes; the source cannot go past it", f.rel, f.readLn+1, maxFileLine))
+			return nil, false
+		}
+		f.buf = make([]byte, 2*len(f.buf))
+	}
+	if len(f.buf) > fileReadChunk && len(chunk) < fileReadChunk/2 {
+		f.buf = nil // done with the long line: the next poll reads with a chunk-sized buffer
+	}
+	if end < 0 {
+		return nil, true // the line is not complete yet
+	}
+	chunk = bytes.Clone(chunk[:end+1]) // the events keep their payloads; f.buf is reused
+	var out []inputEvent
+	off := f.readPos
+	for len(chunk) > 0 {
+		i := bytes.IndexByte(chunk, '\n')
+		line := chunk[:i]
+		off += int64(i) + 1
+		f.readLn++
+		chunk = chunk[i+1:]
+		// Blank: nothing to push, but the position moves past it.
+		out = append(out, inputEvent{payload: line, skip: len(bytes.TrimSpace(line)) == 0, line: f.readLn, offset: off})
+	}
+	if synthetic {
+		off--
+		out[len(out)-1].offset = off
+	}
+	f.readPos = off
+	return out, true
+}
+
+// countLines sets f.line to the number of lines before f.pos.
+func (f *fileInput) countLines() error {
+	r := io.NewSectionReader(f.file, 0, f.pos)
 	buf := make([]byte, 64<<10)
 	var n int64
 	for {
@@ -95,95 +263,6 @@ func (f *fileInput) countLines(file *os.File) error {
 	return nil
 }
 
-func (f *fileInput) poll() []inputEvent {
-	// In the directory, symbolic links included: a link leading outside it is refused.
-	file, err := os.OpenInRoot(f.dir, f.rel)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			f.problem.set(fmt.Sprintf("file %q does not exist (yet) in the source directory %s", f.rel, f.shownDir()))
-		} else {
-			f.problem.set(fmt.Sprintf("file %q: %v", f.rel, err))
-		}
-		return nil
-	}
-	defer file.Close()
-	info, err := file.Stat()
-	if err != nil {
-		f.problem.set(fmt.Sprintf("file %q: %v", f.rel, err))
-		return nil
-	}
-	if info.IsDir() {
-		f.problem.set(fmt.Sprintf("%q is a directory in the source directory %s: a file source needs a file", f.rel, f.shownDir()))
-		return nil
-	}
-	f.size = info.Size()
-	replaced := f.seen != nil && !os.SameFile(f.seen, info)
-	f.seen = info
-	if f.size < f.pos || replaced {
-		// Truncated, or another file under the name (log rotation): start again at its
-		// beginning.
-		f.log.Warn("the file was truncated or replaced: reading it again from its start",
-			"source", f.source, "path", f.rel, "position", f.pos, "size", f.size, "replaced", replaced)
-		f.pos, f.line, f.readPos, f.readLn, f.counted = 0, 0, 0, 0, true
-	}
-	if !f.counted {
-		if err := f.countLines(file); err != nil {
-			f.problem.set(fmt.Sprintf("file %q: %v", f.rel, err))
-			return nil
-		}
-	}
-	f.problem.set("")
-	if f.readPos >= f.size {
-		return nil
-	}
-	if len(f.buf) < fileReadChunk {
-		f.buf = make([]byte, fileReadChunk)
-	}
-	var chunk []byte
-	end := -1
-	for {
-		n, err := file.ReadAt(f.buf, f.readPos)
-		if err != nil && err != io.EOF {
-			f.problem.set(fmt.Sprintf("file %q: %v", f.rel, err))
-			return nil
-		}
-		chunk = f.buf[:n]
-		if end = bytes.LastIndexByte(chunk, '\n'); end >= 0 || n < len(f.buf) {
-			break
-		}
-		// One line fills the buffer: grow it to read the whole line.
-		if len(f.buf) >= maxFileLine {
-			f.problem.set(fmt.Sprintf("file %q: line %d is longer than %d bytes; the source cannot go past it", f.rel, f.readLn+1, maxFileLine))
-			return nil
-		}
-		f.buf = make([]byte, 2*len(f.buf))
-	}
-	if len(f.buf) > fileReadChunk && len(chunk) < fileReadChunk/2 {
-		f.buf = nil // done with the long line: the next poll reads with a chunk-sized buffer
-	}
-	if end < 0 {
-		return nil // the line is not complete yet
-	}
-	chunk = bytes.Clone(chunk[:end+1]) // the events keep their payloads; f.buf is reused
-	var out []inputEvent
-	off := f.readPos
-	for len(chunk) > 0 {
-		i := bytes.IndexByte(chunk, '\n')
-		line := chunk[:i]
-		off += int64(i) + 1
-		f.readLn++
-		chunk = chunk[i+1:]
-		if len(bytes.TrimSpace(line)) == 0 {
-			// Blank: nothing to push, but the position moves past it.
-			out = append(out, inputEvent{skip: true, line: f.readLn, offset: off})
-			continue
-		}
-		out = append(out, inputEvent{payload: line, line: f.readLn, offset: off})
-	}
-	f.readPos = off
-	return out
-}
-
 // shownDir is the source directory as messages show it: absolute when it can be.
 func (f *fileInput) shownDir() string {
 	if abs, err := filepath.Abs(f.dir); err == nil {
@@ -195,7 +274,14 @@ func (f *fileInput) shownDir() string {
 // idleClock: poll read every complete line the file had, so the file is caught up now.
 func (f *fileInput) idleClock(now time.Time) (time.Time, bool) { return now, true }
 
-func (f *fileInput) advance(ev inputEvent) { f.pos, f.line = ev.offset, ev.line }
+// advance moves the position past ev; after the last line of a file another one replaced,
+// to the start of the new file.
+func (f *fileInput) advance(ev inputEvent) {
+	f.pos, f.line = ev.offset, ev.line
+	if ev.restart {
+		f.rewind()
+	}
+}
 
 func (f *fileInput) positions() []store.SourcePosition {
 	return []store.SourcePosition{{Source: f.source, Partition: 0, Offset: f.pos}}

@@ -29,13 +29,20 @@ const (
 // any goroutine.
 type input interface {
 	// restore sets where reading resumes: the positions of this source in the checkpoint
-	// (none for a new source).
-	restore(positions []store.SourcePosition) error
+	// (none for a new source), and the identity of the input they are in (see identity; nil
+	// when the checkpoint has none).
+	restore(positions []store.SourcePosition, identity []byte) error
+	// identity says which input the positions are in, for the checkpoint (a Kafka topic's
+	// ID: a topic deleted and created again is another input); nil when no more is known
+	// than the source's parameters.
+	identity() []byte
 	// start begins reading; wake is called when events become available.
 	start(ctx context.Context, wake func())
 	// poll returns the next events read, in order, or nil when none waits; it does not
-	// block on the outside world for long (a file read, a channel receive).
-	poll() []inputEvent
+	// block on the outside world for long (a file read, a channel receive). reset: the
+	// positions moved without events (a file truncated or replaced, a topic created again),
+	// which the next checkpoint must record.
+	poll() (events []inputEvent, reset bool)
 	// advance records that ev went through the engine: the next checkpoint covers it.
 	advance(ev inputEvent)
 	// positions are where to resume, as of the last advance, for a checkpoint.
@@ -54,8 +61,12 @@ type input interface {
 // inputEvent is one event an input read.
 type inputEvent struct {
 	payload []byte
-	// skip: nothing to push (a blank line), but the position moves past it.
+	// skip: nothing to push (a blank line, a transaction marker), but the position moves
+	// past it.
 	skip bool
+	// restart: the last line of a file another one replaced; the position then moves to the
+	// start of the new file.
+	restart bool
 	// time is the event's own time (epoch ms): the Kafka record's timestamp, used when the
 	// source has no timestamp expression. 0 when the input has none.
 	time int64

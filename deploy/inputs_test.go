@@ -46,15 +46,22 @@ func newKafka(t *testing.T, topics map[string]int32) ([]string, *kgo.Client) {
 	}
 	t.Cleanup(c.Close)
 	brokers := c.ListenAddrs()
+	cl := newProducer(t, brokers)
+	for name, parts := range topics {
+		createTopic(t, cl, name, parts)
+	}
+	return brokers, cl
+}
+
+// newProducer is a client that produces to the partition each record names.
+func newProducer(t *testing.T, brokers []string) *kgo.Client {
+	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	for name, parts := range topics {
-		createTopic(t, cl, name, parts)
-	}
-	return brokers, cl
+	return cl
 }
 
 func createTopic(t *testing.T, cl *kgo.Client, name string, partitions int32) {
@@ -354,18 +361,26 @@ func countedIn(t *testing.T, st store.Store, name string) int64 {
 	return total
 }
 
-// A transaction's commit marker takes an offset: the positions pass it, so the backlog
-// reaches 0 and the idle timeout closes the window (from the adversarial review).
-func testKafkaTransactions(t *testing.T, st store.Store) {
-	brokers, _ := newKafka(t, map[string]int32{"tx": 1})
-	txp, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.TransactionalID("tx-test"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+// deployTransactional deploys idleKafkaGraph as "tx" on the topic "tx" of a new Kafka, and
+// returns a plain producer and a transactional one.
+func deployTransactional(t *testing.T, st store.Store) (prod, txp *kgo.Client, r *Runtime) {
+	t.Helper()
+	brokers, prod := newKafka(t, map[string]int32{"tx": 1})
+	txp, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.TransactionalID("tx-"+t.Name()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(txp.Close)
 	createScenario(t, st, "tx", idleKafkaGraph("tx"))
-	r := newRuntime(t, st, func(c *Config) { c.KafkaBrokers = brokers })
+	r = newRuntime(t, st, func(c *Config) { c.KafkaBrokers = brokers })
 	deploy(t, r, "tx", 0)
+	return prod, txp, r
+}
+
+// A transaction's commit marker takes an offset: the positions pass it, so the backlog
+// reaches 0 and the idle timeout closes the window (from the adversarial review).
+func testKafkaTransactions(t *testing.T, st store.Store) {
+	_, txp, r := deployTransactional(t, st)
 	for _, end := range []kgo.TransactionEndTry{kgo.TryAbort, kgo.TryCommit} {
 		if err := txp.BeginTransaction(); err != nil {
 			t.Fatal(err)
@@ -411,11 +426,7 @@ func testKafkaSlowBrokerAfterRestart(t *testing.T, st store.Store) {
 		})
 	}
 	brokers := c.ListenAddrs()
-	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(prod.Close)
+	prod := newProducer(t, brokers)
 	createScenario(t, st, "o", idleKafkaGraph("ev"))
 	withBrokers := func(c *Config) { c.KafkaBrokers = brokers }
 	r := newRuntime(t, st, withBrokers)
@@ -454,11 +465,7 @@ func testKafkaTopicRecreated(t *testing.T, st store.Store) {
 	waitFor(t, "the deleted topic to show", func() bool { l, _ := r.Live("k"); return l.Sources[0].Error != "" })
 	createTopic(t, prod, "events", 1)
 	// A new producer: the old one keeps the deleted topic's ID.
-	prod2, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(prod2.Close)
+	prod2 := newProducer(t, brokers)
 	produce(t, prod2, "events", 0, recs[100:], nil)
 	waitFor(t, "the new topic's 50 records", func() bool { l, _ := r.Live("k"); return l.Nodes["in"].In == 150 })
 	waitFor(t, "the counts of the new topic", func() bool {
@@ -526,5 +533,126 @@ func TestKafkaBrokersAreChecked(t *testing.T) {
 	}
 	if _, err := New(Config{Store: sqliteStore(t), KafkaBrokers: []string{"localhost:notaport"}}); err == nil {
 		t.Error("New accepted a broker that is not host:port")
+	}
+}
+
+// A topic deleted and created again while the server is down: the checkpoint holds the old
+// topic's ID, so the positions are known to be another topic's, and the new topic is read
+// from its start (from the second adversarial review).
+func testKafkaTopicRecreatedWhileDown(t *testing.T, st store.Store) {
+	brokers, prod := newKafka(t, map[string]int32{"events": 1})
+	createScenario(t, st, "k", kafkaGraph(t, "events", "1h"))
+	withBrokers := func(c *Config) { c.KafkaBrokers = brokers }
+	r := newRuntime(t, st, withBrokers)
+	deploy(t, r, "k", 0)
+	recs := records(250)
+	produce(t, prod, "events", 0, recs[:100], nil)
+	waitCommitted(t, r, "k", 100)
+	if err := r.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kadm.NewClient(prod).DeleteTopics(t.Context(), "events"); err != nil {
+		t.Fatal(err)
+	}
+	createTopic(t, prod, "events", 1)
+	prod2 := newProducer(t, brokers)
+	produce(t, prod2, "events", 0, recs[100:], nil)
+	r = newRuntime(t, st, withBrokers)
+	// The engine's counts come back with the checkpoint: 100 before, then the new 150.
+	waitFor(t, "the new topic's 150 records", func() bool { l, _ := r.Live("k"); return l.Nodes["in"].In == 250 })
+	waitFor(t, "the positions of the new topic", func() bool { l, _ := r.Live("k"); return l.Sources[0].Committed == 150 })
+}
+
+// An open transaction holds records behind it (read_committed delivers them once it
+// commits): the end offsets show them, so idleness waits and none is late (from the second
+// adversarial review).
+func testKafkaOpenTransactionNotLate(t *testing.T, st store.Store) {
+	prod, txp, r := deployTransactional(t, st)
+	produce(t, prod, "tx", 0, [][]byte{[]byte(`{"key": "z"}`)}, nil)
+	waitFor(t, "the first window", func() bool { return countedIn(t, st, "tx") == 1 })
+	if err := txp.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := txp.ProduceSync(t.Context(), &kgo.Record{Topic: "tx", Partition: 0, Value: []byte(`{"key": "a"}`)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, prod, "tx", 0, [][]byte{[]byte(`{"key": "b"}`), []byte(`{"key": "b"}`)}, nil)
+	time.Sleep(2 * time.Second) // more than the idle timeout, with the transaction open
+	if l, _ := r.Live("tx"); l.Sources[0].Backlog < 2 {
+		t.Errorf("while the transaction is open: backlog %d, want the records behind it", l.Sources[0].Backlog)
+	}
+	if err := txp.EndTransaction(t.Context(), kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "all 4 records counted", func() bool { return countedIn(t, st, "tx") == 4 })
+	if l, _ := r.Live("tx"); l.Nodes["win"].Late != 0 {
+		t.Errorf("%d records dropped as late", l.Nodes["win"].Late)
+	}
+}
+
+// A Kafka source that has produced nothing (its topic does not exist) holds nothing back:
+// the HTTP source it is joined with still closes its window by idleness (SEMANTICS §1; from
+// the second adversarial review).
+func testSilentKafkaHoldsNothingBack(t *testing.T, st store.Store) {
+	brokers, _ := newKafka(t, nil)
+	g := `{"nodes": [
+  {"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [{"name": "idleTimeout", "value": "600ms"}]}},
+  {"id": "kin", "type": "Source", "ref": {"typ": "kafka", "parameters": [{"name": "topic", "value": "nosuch"}, {"name": "idleTimeout", "value": "600ms"}]}},
+  {"id": "u", "type": "Join", "nodeType": "union", "outputVar": "x", "branchParameters": [
+    {"branchId": "in", "parameters": [{"name": "Output expression", "expression": {"language": "expr", "expression": "#input"}}]},
+    {"branchId": "kin", "parameters": [{"name": "Output expression", "expression": {"language": "expr", "expression": "#input"}}]}]},
+  {"id": "win", "type": "CustomNode", "nodeType": "aggregate-tumbling", "outputVar": "agg", "parameters": [
+    {"name": "groupBy", "value": [{"language": "expr", "expression": "#x.key"}]},
+    {"name": "aggregations", "value": [{"name": "n", "aggregator": "Count"}]},
+    {"name": "windowLength", "value": "1s"}]},
+  {"id": "out", "type": "Sink", "ref": {"typ": "collect", "parameters": [
+    {"name": "value", "expression": {"language": "expr", "expression": "{key: #key[0], n: #agg.n}"}}]}}
+], "edges": [{"from": "in", "to": "u", "edgeType": null}, {"from": "kin", "to": "u", "edgeType": null},
+  {"from": "u", "to": "win", "edgeType": null}, {"from": "win", "to": "out", "edgeType": null}]}`
+	createScenario(t, st, "u", g)
+	r := newRuntime(t, st, func(c *Config) { c.KafkaBrokers = brokers })
+	deploy(t, r, "u", 0)
+	if _, err := r.Ingest(t.Context(), "u", "in", "", [][]byte{[]byte(`{"key": "a"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the HTTP source's window closed by idleness", func() bool { return countedIn(t, st, "u") == 1 })
+}
+
+// Log rotation: lines appended to the file just before it is renamed away and a new one
+// created (within one poll) are read before the new file (from the second adversarial
+// review).
+func testFileSourceRotationReadsTheTail(t *testing.T, st store.Store) {
+	dir := t.TempDir()
+	g := replaceOnce(t, tumblingGraph(""), `"typ": "http", "parameters": [`, `"typ": "file", "parameters": [{"name": "path", "value": "e.ndjson"},`)
+	createScenario(t, st, "f", g)
+	r := newRuntime(t, st, func(c *Config) { c.FileSourceDir = dir })
+	deploy(t, r, "f", 0)
+	path := filepath.Join(dir, "e.ndjson")
+	recs := records(300)
+	lines := func(recs [][]byte) []byte {
+		var b []byte
+		for _, rec := range recs {
+			b = append(append(b, rec...), '\n')
+		}
+		return b
+	}
+	appendFile(t, path, lines(recs[:100]))
+	waitFor(t, "100 lines", func() bool { l, _ := r.Live("f"); return l.Nodes["in"].In == 100 })
+	appendFile(t, path, lines(recs[100:200]))
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	newer := lines(recs[200:])
+	appendFile(t, path, newer[:len(newer)-1]) // its last line without its '\n' yet
+	waitFor(t, "299 lines", func() bool { l, _ := r.Live("f"); return l.Nodes["in"].In == 299 })
+	appendFile(t, path, []byte("\n"))
+	var l Live
+	waitFor(t, "300 lines, committed", func() bool {
+		l, _ = r.Live("f")
+		return l.Nodes["in"].In == 300 && l.Sources[0].Committed == int64(len(newer))
+	})
+	equalResults(t, collected(t, st, "f"), replay(t, tumblingGraph(""), recs))
+	if l.Errors != 0 {
+		t.Errorf("errors %+v", l.FirstErrors)
 	}
 }

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -31,6 +32,10 @@ const (
 	kafkaRequestTimeout = 5 * time.Second
 	// kafkaRetryDelay is the wait before trying again to reach the brokers or the topic.
 	kafkaRetryDelay = time.Second
+	// kafkaMetadataAge is the oldest cached metadata an offset listing may use: a partition
+	// added to the topic may be missing from a listing made that long after it was added, so
+	// a listing counts as made that much earlier.
+	kafkaMetadataAge = time.Second
 )
 
 // kafkaInput reads one topic, every partition, with franz-go as a direct consumer (no
@@ -38,7 +43,8 @@ const (
 // Kafka, as Flink's KafkaSource keeps them in its state. A partition without a checkpointed
 // offset is read from its start (the log start offset). Records are read with isolation level
 // read_committed, so aborted transactions are skipped; transaction markers move the positions
-// on without being events. Partitions added to the topic later are found within
+// on without being events. A topic deleted and created again while the server is down is read
+// from the checkpointed offsets, as a consumer group would read it from its committed ones. Partitions added to the topic later are found within
 // kafkaDiscoverInterval and read from their start; so is every partition of a topic that was
 // deleted and created again (a new topic ID) while the deployment ran.
 //
@@ -67,7 +73,12 @@ type kafkaInput struct {
 
 	readerGen atomic.Int64 // the reader's topic generation: +1 when the topic was recreated
 
+	// restoredID is the topic ID of the checkpointed positions (nil: not known). Set before
+	// start.
+	restoredID *kadm.TopicID
+
 	mu          sync.Mutex
+	topicID     kadm.TopicID    // the ID of the topic read in readerGen
 	base        map[int32]int64 // per partition: the offset reading started from (readerGen)
 	ends        map[int32]int64 // per partition: the last stable offset, as listed at confirmedAt
 	endsGen     int64
@@ -103,8 +114,12 @@ func checkBrokers(brokers []string) error {
 	return nil
 }
 
-func (k *kafkaInput) restore(positions []store.SourcePosition) error {
+func (k *kafkaInput) restore(positions []store.SourcePosition, identity []byte) error {
 	clear(k.next)
+	k.restoredID = nil
+	if len(identity) == len(kadm.TopicID{}) {
+		k.restoredID = (*kadm.TopicID)(identity)
+	}
 	for _, p := range positions {
 		if p.Offset < 0 {
 			return fmt.Errorf("kafka source %q: checkpointed offset %d of partition %d is negative", k.source, p.Offset, p.Partition)
@@ -144,6 +159,7 @@ func (k *kafkaInput) read(ctx context.Context, from map[int32]int64, wake func()
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(), // transaction markers take offsets: the positions pass them
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.MetadataMinAge(kafkaMetadataAge),
 	)
 	if err != nil {
 		k.problem.set(fmt.Sprintf("kafka client: %v", err))
@@ -152,10 +168,13 @@ func (k *kafkaInput) read(ctx context.Context, from map[int32]int64, wake func()
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 	r := &kafkaReader{k: k, cl: cl, adm: adm, assigned: map[int32]bool{}, from: from}
+	if k.restoredID != nil {
+		r.topicID = *k.restoredID
+	}
 	var discovered, confirmed time.Time
 	for ctx.Err() == nil {
-		if len(r.assigned) == 0 || time.Since(discovered) >= kafkaDiscoverInterval {
-			discovered = time.Now()
+		if len(r.assigned) == 0 || r.rediscover || time.Since(discovered) >= kafkaDiscoverInterval {
+			discovered, r.rediscover = time.Now(), false
 			if err := r.discover(ctx); err != nil {
 				if ctx.Err() != nil {
 					return
@@ -211,6 +230,8 @@ type kafkaReader struct {
 	assigned map[int32]bool
 	from     map[int32]int64 // checkpointed offsets to start from
 	topicID  kadm.TopicID
+	// rediscover: an end-offset listing showed a partition not yet assigned.
+	rediscover bool
 }
 
 // discover reads the topic's metadata. A topic with another ID than before was deleted and
@@ -233,10 +254,14 @@ func (r *kafkaReader) discover(ctx context.Context) error {
 	if td.Err != nil {
 		return fmt.Errorf("topic %q: %w", k.topic, td.Err)
 	}
-	if td.ID != r.topicID && r.topicID != (kadm.TopicID{}) && len(r.assigned) > 0 {
+	if td.ID != r.topicID && r.topicID != (kadm.TopicID{}) && (len(r.assigned) > 0 || len(r.from) > 0) {
+		// Deleted and created again, while the deployment ran or while it was stopped (the
+		// checkpoint holds the old ID): the positions belong to the old topic.
 		k.log.Warn("the kafka topic was deleted and created again: reading its partitions from their start",
 			"source", k.source, "topic", k.topic)
-		r.cl.PurgeTopicsFromClient(k.topic) // its partitions and the old topic ID's metadata
+		if len(r.assigned) > 0 {
+			r.cl.PurgeTopicsFromClient(k.topic) // its partitions and the old topic ID's metadata
+		}
 		clear(r.assigned)
 		r.from = nil
 		k.mu.Lock()
@@ -247,6 +272,9 @@ func (r *kafkaReader) discover(ctx context.Context) error {
 		k.mu.Unlock()
 	}
 	r.topicID = td.ID
+	k.mu.Lock()
+	k.topicID = td.ID
+	k.mu.Unlock()
 	listed, err := r.adm.ListStartOffsets(mctx, k.topic)
 	if err != nil {
 		return fmt.Errorf("listing the partitions of topic %q: %w", k.topic, err)
@@ -283,23 +311,35 @@ func (r *kafkaReader) discover(ctx context.Context) error {
 	return nil
 }
 
-// confirm lists the last stable offsets of the assigned partitions (the end of what
-// read_committed can read), as of the time it asked.
+// confirm lists the end offsets (high watermarks) of the topic's partitions, as of the time it
+// asked: what the brokers hold, records of open transactions included, which read_committed
+// delivers once they commit. A partition listed but not yet assigned (added to the topic)
+// makes discovery run at once, and the listing does not count as caught up.
 func (r *kafkaReader) confirm(ctx context.Context) error {
 	k := r.k
 	if len(r.assigned) == 0 {
 		return nil
 	}
-	asked := time.Now()
+	asked := time.Now().Add(-kafkaMetadataAge) // see kafkaMetadataAge
 	gen := k.readerGen.Load()
 	cctx, cancel := context.WithTimeout(ctx, kafkaRequestTimeout)
 	defer cancel()
-	listed, err := r.adm.ListCommittedOffsets(cctx, k.topic)
+	listed, err := r.adm.ListEndOffsets(cctx, k.topic)
 	if err == nil {
 		err = listed.Error()
 	}
 	if err != nil {
 		return fmt.Errorf("listing the end offsets of topic %q: %w", k.topic, err)
+	}
+	unassigned := false
+	listed.Each(func(lo kadm.ListedOffset) {
+		if lo.Topic == k.topic && lo.Partition >= 0 && !r.assigned[lo.Partition] {
+			unassigned = true
+		}
+	})
+	if unassigned {
+		r.rediscover = true
+		return nil
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -315,34 +355,51 @@ func (r *kafkaReader) confirm(ctx context.Context) error {
 	return nil
 }
 
-func (k *kafkaInput) poll() []inputEvent {
-	k.syncGen()
+func (k *kafkaInput) poll() ([]inputEvent, bool) {
+	reset := k.syncGen()
 	var b kafkaBatch
 	select {
 	case b = <-k.batches:
 	default:
-		return nil
+		return nil, reset
 	}
 	if b.gen != k.gen {
-		return nil // records of the topic before it was created again
+		return nil, reset // records of the topic before it was created again
 	}
 	out := make([]inputEvent, len(b.recs))
 	for i, r := range b.recs {
 		out[i] = inputEvent{payload: r.Value, time: r.Timestamp.UnixMilli(), line: r.Offset + 1,
 			partition: r.Partition, offset: r.Offset + 1, skip: r.Attrs.IsControl()}
 	}
-	return out
+	return out, reset
 }
 
-// syncGen forgets the positions of a topic the reader found deleted and created again.
-func (k *kafkaInput) syncGen() {
-	if g := k.readerGen.Load(); g != k.gen {
-		clear(k.next)
-		k.gen = g
+// syncGen forgets the positions of a topic the reader found deleted and created again, and
+// says whether it did.
+func (k *kafkaInput) syncGen() bool {
+	g := k.readerGen.Load()
+	if g == k.gen {
+		return false
 	}
+	clear(k.next)
+	k.gen = g
+	return true
 }
 
 func (k *kafkaInput) advance(ev inputEvent) { k.next[ev.partition] = ev.offset }
+
+// identity is the topic ID the positions belong to; the restored one until the reader knows.
+func (k *kafkaInput) identity() []byte {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.topicID != (kadm.TopicID{}) && k.gen == k.readerGen.Load() {
+		return bytes.Clone(k.topicID[:])
+	}
+	if k.restoredID != nil && k.gen == 0 {
+		return bytes.Clone(k.restoredID[:])
+	}
+	return nil
+}
 
 func (k *kafkaInput) positions() []store.SourcePosition {
 	parts := slices.Sorted(maps.Keys(k.next))
@@ -353,8 +410,7 @@ func (k *kafkaInput) positions() []store.SourcePosition {
 	return out
 }
 
-// status sums over the partitions: known is the last stable offsets, processed the next
-// offsets.
+// status sums over the partitions: known is the end offsets, processed the next offsets.
 func (k *kafkaInput) status() inputStatus {
 	st := inputStatus{err: k.problem.get()}
 	k.mu.Lock()

@@ -56,6 +56,10 @@ func runRuntimeSuite(t *testing.T, newStore newStoreFunc) {
 		{"KafkaTransactions", testKafkaTransactions},
 		{"KafkaSlowBrokerAfterRestart", testKafkaSlowBrokerAfterRestart},
 		{"KafkaTopicRecreated", testKafkaTopicRecreated},
+		{"KafkaTopicRecreatedWhileDown", testKafkaTopicRecreatedWhileDown},
+		{"KafkaOpenTransactionNotLate", testKafkaOpenTransactionNotLate},
+		{"SilentKafkaHoldsNothingBack", testSilentKafkaHoldsNothingBack},
+		{"FileSourceRotationReadsTheTail", testFileSourceRotationReadsTheTail},
 		{"InputPositionsFollowTheInput", testInputPositionsFollowTheInput},
 	}
 	for _, tt := range tests {

@@ -1,9 +1,12 @@
 package deploy
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 )
 
@@ -13,6 +16,9 @@ import (
 //	version byte (1)
 //	uvarint length, engine snapshot (engine.AppendSnapshot)
 //	uvarint count, then per file sink: uvarint length, sink node id, varint file size in bytes
+//	optional (older states end before it): uvarint count, then per Kafka or file source:
+//	uvarint length, source node id, uvarint length, what its input is (for Kafka, the topic
+//	ID its positions belong to)
 //
 // The input positions go in store.Checkpoint.Positions.
 
@@ -24,7 +30,8 @@ var errCorruptState = errors.New("corrupt checkpoint state")
 // checkpointState is a decoded checkpoint state.
 type checkpointState struct {
 	engine []byte
-	files  map[string]int64 // file sink id → size of its file
+	files  map[string]int64  // file sink id → size of its file
+	inputs map[string][]byte // source id → the identity of the input its positions are in
 }
 
 func (s checkpointState) encode() []byte {
@@ -42,6 +49,14 @@ func (s checkpointState) encode() []byte {
 		b = binary.AppendUvarint(b, uint64(len(id)))
 		b = append(b, id...)
 		b = binary.AppendVarint(b, s.files[id])
+	}
+	ids = slices.Sorted(maps.Keys(s.inputs))
+	b = binary.AppendUvarint(b, uint64(len(ids)))
+	for _, id := range ids {
+		b = binary.AppendUvarint(b, uint64(len(id)))
+		b = append(b, id...)
+		b = binary.AppendUvarint(b, uint64(len(s.inputs[id])))
+		b = append(b, s.inputs[id]...)
 	}
 	return b
 }
@@ -82,6 +97,25 @@ func decodeState(b []byte) (checkpointState, error) {
 		}
 		b = b[k:]
 		s.files[string(id)] = size
+	}
+	s.inputs = map[string][]byte{}
+	if len(b) > 0 {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n > uint64(len(b)) {
+			return s, fmt.Errorf("%w: inputs", errCorruptState)
+		}
+		b = b[k:]
+		for range n {
+			id, ok := bytesField()
+			if !ok {
+				return s, fmt.Errorf("%w: input source id", errCorruptState)
+			}
+			v, ok := bytesField()
+			if !ok {
+				return s, fmt.Errorf("%w: input of source %q", errCorruptState, id)
+			}
+			s.inputs[string(id)] = bytes.Clone(v)
+		}
 	}
 	if len(b) != 0 {
 		return s, fmt.Errorf("%w: %d bytes after the state", errCorruptState, len(b))
