@@ -87,7 +87,7 @@ type NodeCounts struct {
 // SourceState is the position of an HTTP source of a running deployment in its event log.
 type SourceState struct {
 	ID        string `json:"id" doc:"The source node's id."`
-	Kind      string `json:"kind" doc:"The source's type: http, kafka or file. For kafka the offsets are sums over the topic's partitions (accepted: of the last stable offsets); for file they are byte offsets (accepted: the file's size)."`
+	Kind      string `json:"kind" doc:"The source's type: http, kafka or file. For kafka the offsets are sums over the topic's partitions (accepted: of the high watermarks); for file they are byte offsets (accepted: the file's size)."`
 	Error     string `json:"error,omitempty" doc:"Why a kafka or file source cannot read now (brokers unreachable, no such topic or file); it keeps trying."`
 	Accepted  int64  `json:"accepted" doc:"Events accepted (durable) so far: the log's next offset."`
 	Processed int64  `json:"processed" doc:"Events processed: the next offset to process."`

@@ -53,8 +53,8 @@ type Live struct {
 
 // SourceLive is the state of one source of a running deployment. Offsets are, for an HTTP
 // source, event-log offsets: the next offset to accept, process or commit; for a Kafka
-// source, the sums over the topic's partitions of the same (Accepted: of the last stable
-// offsets, as last listed); for a file source, byte offsets in the file (Accepted: its size).
+// source, the sums over the topic's partitions of the same (Accepted: of the high
+// watermarks, as last listed); for a file source, byte offsets in the file (Accepted: its size).
 type SourceLive struct {
 	ID string
 	// Kind is the source's ref type: "http", "kafka" or "file".

@@ -1485,7 +1485,7 @@ export interface components {
             error?: string;
             /** @description The source node's id. */
             id: string;
-            /** @description The source's type: http, kafka or file. For kafka the offsets are sums over the topic's partitions (accepted: of the last stable offsets); for file they are byte offsets (accepted: the file's size). */
+            /** @description The source's type: http, kafka or file. For kafka the offsets are sums over the topic's partitions (accepted: of the high watermarks); for file they are byte offsets (accepted: the file's size). */
             kind: string;
             /**
              * Format: int64
