@@ -299,8 +299,9 @@ func (d *deployment) inputsChanged() bool {
 		if l == nil || i >= len(l.Sources) {
 			return true
 		}
-		if st := s.in.status(); l.Sources[i].Error != st.err || l.Sources[i].Accepted != st.known {
+		if st := s.in.status(); l.Sources[i].Error != st.err || l.Sources[i].Accepted != st.known || l.Sources[i].Processed != st.processed {
 			s.accepted.Store(st.known)
+			s.next.Store(st.processed)
 			return true
 		}
 	}
@@ -500,6 +501,12 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 				}
 				s.in.advance(ev)
 			}
+			if reset {
+				// The positions moved without events (a file rotated or truncated, a topic
+				// created again, records deleted): commit that at once, so that a crash does
+				// not apply the old positions to the new input.
+				d.forceCheckpoint = true
+			}
 			if len(events) > 0 || reset {
 				st := s.in.status()
 				s.next.Store(st.processed)
@@ -584,6 +591,7 @@ func (d *deployment) idleTick(now time.Time) {
 	}
 	before := d.watermarks()
 	outputs := d.sinks.outputs
+	d.eng.SetInputPartition(-1) // what an idle step closes belongs to no record
 	d.eng.Tick(clock)
 	if d.sinks.outputs != outputs {
 		// Windows closed: commit them with the state at once, rather than leave results that

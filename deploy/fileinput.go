@@ -34,8 +34,9 @@ const (
 // the open file becomes shorter than the position (truncated), it is read again from its
 // start. Both are logged. A file that does not exist yet is waited for. Only regular files are
 // read (not a directory, a FIFO or a device), and only inside the server's source directory
-// (os.Root): neither the path nor a symbolic link may lead outside it. A file replaced while
-// the server is down is not noticed: reading goes on from the checkpointed byte offset.
+// (os.Root): neither the path nor a symbolic link may lead outside it. The checkpoint keeps
+// which file the position is in (device and inode, fileID): when the name gives another file
+// after a restart (rotated or replaced meanwhile), that file is read from its start.
 type fileInput struct {
 	source string
 	dir    string // the server's source directory
@@ -43,15 +44,18 @@ type fileInput struct {
 	log    *slog.Logger
 
 	// Owned by the deployment's goroutine.
-	file    *os.File // the file read, open between polls; nil before it exists
-	pos     int64    // byte offset after the last line pushed
-	line    int64    // lines before pos
-	readPos int64    // byte offset after the last line read (≥ pos)
-	readLn  int64
-	size    int64
-	buf     []byte
-	problem problem
-	counted bool // line matches pos
+	file   *os.File // the file read, open between polls; nil before it exists
+	fileID []byte   // fileID of file
+	// restoredID is the fileID of the file the restored position is in; nil when unknown.
+	restoredID []byte
+	pos        int64 // byte offset after the last line pushed
+	line       int64 // lines before pos
+	readPos    int64 // byte offset after the last line read (≥ pos)
+	readLn     int64
+	size       int64
+	buf        []byte
+	problem    problem
+	counted    bool // line matches pos
 }
 
 func newFileInput(source, dir, rel string, log *slog.Logger) *fileInput {
@@ -61,10 +65,21 @@ func newFileInput(source, dir, rel string, log *slog.Logger) *fileInput {
 	return &fileInput{source: source, dir: dir, rel: rel, log: log}
 }
 
-// identity: nil; a file replaced while the server was down is not noticed.
-func (f *fileInput) identity() []byte { return nil }
+// identity is the fileID of the file the position is in: the open file, or the restored one
+// until the file is opened; nil at position 0 (true of any file).
+func (f *fileInput) identity() []byte {
+	switch {
+	case f.pos == 0:
+		return nil
+	case f.file != nil:
+		return f.fileID
+	default:
+		return f.restoredID
+	}
+}
 
-func (f *fileInput) restore(positions []store.SourcePosition, _ []byte) error {
+func (f *fileInput) restore(positions []store.SourcePosition, identity []byte) error {
+	f.restoredID = identity
 	f.pos, f.line, f.counted = 0, 0, true
 	for _, p := range positions {
 		if p.Partition != 0 || p.Offset < 0 {
@@ -140,11 +155,22 @@ func (f *fileInput) poll() ([]inputEvent, bool) {
 		if f.file = f.open(); f.file == nil {
 			return nil, false
 		}
+		f.fileID = nil
 	}
 	info, err := f.file.Stat()
 	if err != nil {
 		f.problem.set(fmt.Sprintf("file %q: %v", f.rel, err))
 		return nil, false
+	}
+	if f.fileID == nil {
+		f.fileID = fileID(info)
+		if f.restoredID != nil && f.fileID != nil && !bytes.Equal(f.restoredID, f.fileID) && f.pos > 0 {
+			f.log.Warn("another file than the checkpointed one has the name: reading it from its start",
+				"source", f.source, "path", f.rel, "position", f.pos)
+			f.rewind()
+			reset = true
+		}
+		f.restoredID = nil
 	}
 	f.size = info.Size()
 	if f.size < f.pos {

@@ -656,3 +656,74 @@ func testFileSourceRotationReadsTheTail(t *testing.T, st store.Store) {
 		t.Errorf("errors %+v", l.FirstErrors)
 	}
 }
+
+// Records deleted (retention) past the checkpointed offset while the server was down: the
+// position moves up to the partition's log start, so the source is caught up again, shows no
+// backlog, and idleness goes on (from the third adversarial review).
+func testKafkaRecordsDeletedWhileDown(t *testing.T, st store.Store) {
+	brokers, prod := newKafka(t, map[string]int32{"ev": 2})
+	createScenario(t, st, "k", idleKafkaGraph("ev"))
+	withBrokers := func(c *Config) { c.KafkaBrokers = brokers }
+	r := newRuntime(t, st, withBrokers)
+	deploy(t, r, "k", 0)
+	recs := make([][]byte, 50)
+	for i := range recs {
+		recs[i] = []byte(`{"key": "a"}`)
+	}
+	produce(t, prod, "ev", 0, recs, nil)
+	waitFor(t, "50 counted", func() bool { return countedIn(t, st, "k") == 50 })
+	if err := r.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, prod, "ev", 0, recs, nil) // offsets 50-99, deleted before they are read
+	var upTo kadm.Offsets
+	upTo.Add(kadm.Offset{Topic: "ev", Partition: 0, At: 100})
+	if _, err := kadm.NewClient(prod).DeleteRecords(t.Context(), upTo); err != nil {
+		t.Fatal(err)
+	}
+	r = newRuntime(t, st, withBrokers)
+	produce(t, prod, "ev", 1, [][]byte{[]byte(`{"key": "b"}`)}, nil)
+	waitFor(t, "the record of partition 1 counted (its window closed by idleness)", func() bool { return countedIn(t, st, "k") == 51 })
+	waitFor(t, "no backlog", func() bool {
+		l, _ := r.Live("k")
+		s := l.Sources[0]
+		return s.Processed == 101 && s.Accepted == 101 && s.Backlog == 0
+	})
+}
+
+// A file rotated while the server is down: the checkpoint says which file its byte offset is
+// in, so the new file under the name is read from its start (from the third adversarial
+// review).
+func testFileRotatedWhileDown(t *testing.T, st store.Store) {
+	dir := t.TempDir()
+	g := replaceOnce(t, tumblingGraph(""), `"typ": "http", "parameters": [`, `"typ": "file", "parameters": [{"name": "path", "value": "events.ndjson"},`)
+	createScenario(t, st, "f", g)
+	withDir := func(c *Config) { c.FileSourceDir = dir; c.CheckpointInterval = time.Hour }
+	r := newRuntime(t, st, withDir)
+	deploy(t, r, "f", 0)
+	lines := func(recs [][]byte) []byte {
+		var b []byte
+		for _, rec := range recs {
+			b = append(append(b, rec...), '\n')
+		}
+		return b
+	}
+	recs := records(900)
+	path := filepath.Join(dir, "events.ndjson")
+	old := lines(recs[:300])
+	appendFile(t, path, old)
+	waitFor(t, "the old file read", func() bool { l, _ := r.Live("f"); return l.Sources[0].Processed == int64(len(old)) })
+	if err := r.Shutdown(t.Context()); err != nil { // checkpoint at the old file's end
+		t.Fatal(err)
+	}
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	newer := lines(recs[300:]) // longer than the old file: no truncation to notice
+	appendFile(t, path, newer)
+	r = newRuntime(t, st, withDir)
+	waitFor(t, "the new file read", func() bool { l, _ := r.Live("f"); return l.Nodes["in"].In == 900 })
+	if l, _ := r.Live("f"); l.Sources[0].Processed != int64(len(newer)) || l.Errors != 0 {
+		t.Errorf("source %+v, errors %+v; want the new file's %d bytes read, no error", l.Sources[0], l.FirstErrors, len(newer))
+	}
+}

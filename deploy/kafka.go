@@ -43,8 +43,8 @@ const (
 // Kafka, as Flink's KafkaSource keeps them in its state. A partition without a checkpointed
 // offset is read from its start (the log start offset). Records are read with isolation level
 // read_committed, so aborted transactions are skipped; transaction markers move the positions
-// on without being events. A topic deleted and created again while the server is down is read
-// from the checkpointed offsets, as a consumer group would read it from its committed ones. Partitions added to the topic later are found within
+// on without being events. A position below the partition's log start offset (retention
+// deleted the records) moves up to it, with a warning. Partitions added to the topic later are found within
 // kafkaDiscoverInterval and read from their start; so is every partition of a topic that was
 // deleted and created again (a new topic ID) while the deployment ran.
 //
@@ -80,7 +80,8 @@ type kafkaInput struct {
 	mu          sync.Mutex
 	topicID     kadm.TopicID    // the ID of the topic read in readerGen
 	base        map[int32]int64 // per partition: the offset reading started from (readerGen)
-	ends        map[int32]int64 // per partition: the last stable offset, as listed at confirmedAt
+	starts      map[int32]int64 // per partition: the log start offset, as last listed
+	ends        map[int32]int64 // per partition: the high watermark, as listed at confirmedAt
 	endsGen     int64
 	confirmedAt time.Time
 }
@@ -93,7 +94,7 @@ type kafkaBatch struct {
 
 func newKafkaInput(source, topic string, brokers []string, log *slog.Logger) *kafkaInput {
 	return &kafkaInput{source: source, topic: topic, brokers: brokers, log: log,
-		next: map[int32]int64{}, ends: map[int32]int64{}, base: map[int32]int64{}}
+		next: map[int32]int64{}, ends: map[int32]int64{}, base: map[int32]int64{}, starts: map[int32]int64{}}
 }
 
 // checkBrokers returns an error for a broker address that is not host:port.
@@ -267,6 +268,7 @@ func (r *kafkaReader) discover(ctx context.Context) error {
 		k.mu.Lock()
 		k.readerGen.Add(1)
 		clear(k.base)
+		clear(k.starts)
 		clear(k.ends)
 		k.confirmedAt = time.Time{}
 		k.mu.Unlock()
@@ -300,6 +302,7 @@ func (r *kafkaReader) discover(ctx context.Context) error {
 		r.assigned[lo.Partition] = true
 		k.mu.Lock()
 		k.base[lo.Partition] = at
+		k.starts[lo.Partition] = lo.Offset
 		k.mu.Unlock()
 	})
 	if len(r.assigned) == 0 {
@@ -331,6 +334,13 @@ func (r *kafkaReader) confirm(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listing the end offsets of topic %q: %w", k.topic, err)
 	}
+	starts, err := r.adm.ListStartOffsets(cctx, k.topic)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("listing the start offsets of topic %q: %w", k.topic, err)
+	}
 	unassigned := false
 	listed.Each(func(lo kadm.ListedOffset) {
 		if lo.Topic == k.topic && lo.Partition >= 0 && !r.assigned[lo.Partition] {
@@ -351,12 +361,18 @@ func (r *kafkaReader) confirm(ctx context.Context) error {
 			k.ends[lo.Partition] = lo.Offset
 		}
 	})
+	starts.Each(func(lo kadm.ListedOffset) {
+		if lo.Topic == k.topic && r.assigned[lo.Partition] {
+			k.starts[lo.Partition] = lo.Offset
+		}
+	})
 	k.endsGen, k.confirmedAt = gen, asked
 	return nil
 }
 
 func (k *kafkaInput) poll() ([]inputEvent, bool) {
 	reset := k.syncGen()
+	reset = k.skipDeleted() || reset
 	var b kafkaBatch
 	select {
 	case b = <-k.batches:
@@ -372,6 +388,23 @@ func (k *kafkaInput) poll() ([]inputEvent, bool) {
 			partition: r.Partition, offset: r.Offset + 1, skip: r.Attrs.IsControl()}
 	}
 	return out, reset
+}
+
+// skipDeleted moves the positions below their partition's log start offset up to it:
+// retention deleted those records before they were read. It says whether it moved any.
+func (k *kafkaInput) skipDeleted() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	moved := false
+	for p, n := range k.next {
+		if start, ok := k.starts[p]; ok && n < start {
+			k.log.Warn("kafka records were deleted before the deployment read them; reading on from the partition's start",
+				"source", k.source, "topic", k.topic, "partition", p, "position", n, "start", start)
+			k.next[p] = start
+			moved = true
+		}
+	}
+	return moved
 }
 
 // syncGen forgets the positions of a topic the reader found deleted and created again, and
@@ -435,7 +468,9 @@ func (k *kafkaInput) positionsLocked() map[int32]int64 {
 // been processed up to (never later than now); false while records wait, or before a
 // listing.
 func (k *kafkaInput) idleClock(now time.Time) (time.Time, bool) {
-	k.syncGen()
+	if k.gen != k.readerGen.Load() {
+		return time.Time{}, false // poll has not seen the new topic yet
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.confirmedAt.IsZero() || k.endsGen != k.gen {

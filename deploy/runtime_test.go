@@ -60,6 +60,8 @@ func runRuntimeSuite(t *testing.T, newStore newStoreFunc) {
 		{"KafkaOpenTransactionNotLate", testKafkaOpenTransactionNotLate},
 		{"SilentKafkaHoldsNothingBack", testSilentKafkaHoldsNothingBack},
 		{"FileSourceRotationReadsTheTail", testFileSourceRotationReadsTheTail},
+		{"KafkaRecordsDeletedWhileDown", testKafkaRecordsDeletedWhileDown},
+		{"FileRotatedWhileDown", testFileRotatedWhileDown},
 		{"InputPositionsFollowTheInput", testInputPositionsFollowTheInput},
 	}
 	for _, tt := range tests {
