@@ -547,11 +547,11 @@ func (d *deployment) push(s *source, e store.Event) {
 func (d *deployment) pushPayload(s *source, payload []byte, at, line int64, partition int32) {
 	d.eng.SetInputPartition(partition)
 	if s.arrivalTime {
-		if v, err := value.ParseJSON(payload); err == nil {
+		if v, err := value.ParseJSON(payload); err == nil && v.Kind() == value.KindRecord {
 			_ = d.eng.PushValue(s.id, v, at, line)
 			return
 		}
-		// Not decodable: PushJSON records the per-event error.
+		// Not decodable, or not an object: PushJSON records the per-event error.
 	}
 	_ = d.eng.PushJSON(s.id, payload, line)
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/scenario-server/scenario-server/store"
@@ -62,7 +63,9 @@ func newFileInput(source, dir, rel string, log *slog.Logger) *fileInput {
 	if dir == "" {
 		dir = "." // the working directory
 	}
-	return &fileInput{source: source, dir: dir, rel: rel, log: log}
+	f := &fileInput{source: source, dir: dir, rel: rel, log: log}
+	f.problem.log = log.With("source", source, "path", rel)
+	return f
 }
 
 // identity is the fileID of the file the position is in: the open file, or the restored one
@@ -124,6 +127,8 @@ func (f *fileInput) open() *os.File {
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			f.problem.set(fmt.Sprintf("file %q does not exist (yet) in the source directory %s", f.rel, f.shownDir()))
+		} else if strings.Contains(err.Error(), "path escapes from parent") { // os.Root's error
+			f.problem.set(fmt.Sprintf("%q leads out of the source directory %s (through a symbolic link): a file source reads only inside it", f.rel, f.shownDir()))
 		} else {
 			f.problem.set(fmt.Sprintf("file %q: %v", f.rel, err))
 		}

@@ -3,6 +3,7 @@ package deploy
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"time"
@@ -84,21 +85,32 @@ type inputStatus struct {
 	err              string
 }
 
-// problem holds an input's current reading problem for status. A change calls onChange,
-// when set, so that the deployment shows it.
+// problem holds an input's current reading problem for status. A change is logged (when log
+// is set) and calls onChange, when set, so that the deployment shows it.
 type problem struct {
 	mu       sync.Mutex
 	msg      string
 	onChange func()
+	log      *slog.Logger
 }
 
 func (p *problem) set(msg string) {
 	p.mu.Lock()
 	changed := p.msg != msg
 	p.msg = msg
-	f := p.onChange
+	f, log := p.onChange, p.log
 	p.mu.Unlock()
-	if changed && f != nil {
+	if !changed {
+		return
+	}
+	if log != nil {
+		if msg != "" {
+			log.Warn("the source cannot read", "problem", msg)
+		} else {
+			log.Info("the source reads again")
+		}
+	}
+	if f != nil {
 		f()
 	}
 }

@@ -188,13 +188,14 @@ func testKafkaSourceWaitsForTopic(t *testing.T, st store.Store) {
 	})
 	createTopic(t, prod, "later", 1)
 	// Record times 0 s, 4 s, 9.999 s and 10 s: the last closes [0, 10 s) with the first three.
-	ms := []int64{0, 4000, 9999, 10000}
-	vals := [][]byte{[]byte(`{"key": "a", "v": 1}`), []byte(`{"key": "a", "v": 2}`), []byte(`{"key": "a", "v": 4}`), []byte(`{"key": "a", "v": 8}`)}
+	// The record at 5 s is JSON but not an object: an error, not an event.
+	ms := []int64{0, 4000, 5000, 9999, 10000}
+	vals := [][]byte{[]byte(`{"key": "a", "v": 1}`), []byte(`{"key": "a", "v": 2}`), []byte(`[1, 2]`), []byte(`{"key": "a", "v": 4}`), []byte(`{"key": "a", "v": 8}`)}
 	produce(t, prod, "later", 0, vals, func(i int) time.Time { return time.UnixMilli(ms[i]) })
 	waitFor(t, "the first window", func() bool { return len(collected(t, st, "k")) == 1 })
 	equalResults(t, collected(t, st, "k"), []string{`{"key":"a","start":0,"n":3,"sum":7}`})
-	if l, _ := r.Live("k"); l.Sources[0].Error != "" {
-		t.Errorf("the source still shows an error: %q", l.Sources[0].Error)
+	if l, _ := r.Live("k"); l.Sources[0].Error != "" || l.Errors != 1 || len(l.FirstErrors) != 1 || l.FirstErrors[0].Line != 3 || l.FirstErrors[0].NodeID != "in" {
+		t.Errorf("the source shows %q, errors %+v; want no source error and one error of the source, at offset 2 (line 3)", l.Sources[0].Error, l.FirstErrors)
 	}
 }
 
@@ -334,7 +335,7 @@ func testFileSourceTruncationAndLinks(t *testing.T, st store.Store) {
 	}
 	waitFor(t, "the link refused", func() bool {
 		l, _ := r.Live("link")
-		return strings.Contains(l.Sources[0].Error, "escapes")
+		return strings.Contains(l.Sources[0].Error, "leads out of the source directory")
 	})
 	if l, _ := r.Live("link"); l.Nodes["in"].In != 0 {
 		t.Errorf("the source read %d events through a link leading outside its directory", l.Nodes["in"].In)

@@ -93,8 +93,10 @@ type kafkaBatch struct {
 }
 
 func newKafkaInput(source, topic string, brokers []string, log *slog.Logger) *kafkaInput {
-	return &kafkaInput{source: source, topic: topic, brokers: brokers, log: log,
+	k := &kafkaInput{source: source, topic: topic, brokers: brokers, log: log,
 		next: map[int32]int64{}, ends: map[int32]int64{}, base: map[int32]int64{}, starts: map[int32]int64{}}
+	k.problem.log = log.With("source", source, "topic", topic)
+	return k
 }
 
 // checkBrokers returns an error for a broker address that is not host:port.
