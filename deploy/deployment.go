@@ -489,6 +489,15 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 	for _, s := range d.sources {
 		if s.in != nil {
 			events, reset := s.in.poll()
+			if s.kind == sourceKafka {
+				// Partitions caught up stop holding the watermark back: windows may close.
+				outputs := d.sinks.outputs
+				w0, _ := d.eng.SourceWatermark(s.id)
+				d.eng.SetPartitionsPending(s.id, s.in.pendingPartitions())
+				if w1, _ := d.eng.SourceWatermark(s.id); w1 != w0 || d.sinks.outputs != outputs {
+					total++ // state changed: checkpoint it
+				}
+			}
 			pushed := 0
 			for _, ev := range events {
 				if !ev.skip {

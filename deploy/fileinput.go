@@ -302,6 +302,8 @@ func (f *fileInput) shownDir() string {
 	return f.dir
 }
 
+func (f *fileInput) pendingPartitions() []int32 { return nil }
+
 // idleClock: poll read every complete line the file had, so the file is caught up now.
 func (f *fileInput) idleClock(now time.Time) (time.Time, bool) { return now, true }
 

@@ -728,3 +728,36 @@ func testFileRotatedWhileDown(t *testing.T, st store.Store) {
 		t.Errorf("source %+v, errors %+v; want the new file's %d bytes read, no error", l.Sources[0], l.FirstErrors, len(newer))
 	}
 }
+
+// Per-partition watermarks: partition 0 holds later events than partition 1, and is read
+// first; partition 1, which has records waiting, holds the watermark back, so none of its
+// events is late (from the second new-user walk-through). Worked by hand, 10 s windows,
+// 2 s out-of-orderness, T = 1,700,000,000,000:
+//
+//	partition 0: a@T+0 v1, a@T+15 s v2, b@T+25 s v4; partition 1: b@T+3 s v8, a@T+8 s v16
+//
+// The watermark ends at T+23 s: [T, T+10 s) gives a: 2 events, sum 17, and b: 1, sum 8;
+// [T+10 s, T+20 s) gives a: 1, sum 2; [T+20 s, T+30 s) stays open.
+func testKafkaPartitionWatermarks(t *testing.T, st store.Store) {
+	brokers, prod := newKafka(t, map[string]int32{"events": 2})
+	ev := func(ms int64, key string, v int) []byte {
+		return fmt.Appendf(nil, `{"ts": %d, "key": %q, "v": %d}`, 1_700_000_000_000+ms, key, v)
+	}
+	produce(t, prod, "events", 0, [][]byte{ev(0, "a", 1), ev(15_000, "a", 2), ev(25_000, "b", 4)}, nil)
+	produce(t, prod, "events", 1, [][]byte{ev(3_000, "b", 8), ev(8_000, "a", 16)}, nil)
+	createScenario(t, st, "k", kafkaGraph(t, "events", "2s"))
+	r := newRuntime(t, st, func(c *Config) { c.KafkaBrokers = brokers })
+	deploy(t, r, "k", 0)
+	want := []string{
+		`{"key":"a","start":1700000000000,"n":2,"sum":17}`,
+		`{"key":"a","start":1700000010000,"n":1,"sum":2}`,
+		`{"key":"b","start":1700000000000,"n":1,"sum":8}`,
+	}
+	waitFor(t, "three windows", func() bool { return len(collected(t, st, "k")) >= 3 })
+	got := collected(t, st, "k")
+	slices.Sort(got)
+	equalResults(t, got, want)
+	if l, _ := r.Live("k"); l.Nodes["win"].Late != 0 || l.Nodes["in"].In != 5 {
+		t.Errorf("%d events in, %d late; want 5 in, none late", l.Nodes["in"].In, l.Nodes["win"].Late)
+	}
+}

@@ -63,8 +63,10 @@ type kafkaInput struct {
 	log           *slog.Logger
 
 	// Owned by the deployment's goroutine.
-	next map[int32]int64 // per partition, the offset after the last record pushed
-	gen  int64           // the topic generation next belongs to
+	next     map[int32]int64     // per partition, the offset after the last record pushed
+	gen      int64               // the topic generation next belongs to
+	pushedAt map[int32]time.Time // per partition, when its last record was polled
+	polledAt time.Time           // when the batch being pushed was polled
 
 	batches chan kafkaBatch
 	cancel  context.CancelFunc
@@ -94,7 +96,8 @@ type kafkaBatch struct {
 
 func newKafkaInput(source, topic string, brokers []string, log *slog.Logger) *kafkaInput {
 	k := &kafkaInput{source: source, topic: topic, brokers: brokers, log: log,
-		next: map[int32]int64{}, ends: map[int32]int64{}, base: map[int32]int64{}, starts: map[int32]int64{}}
+		next: map[int32]int64{}, ends: map[int32]int64{}, base: map[int32]int64{}, starts: map[int32]int64{},
+		pushedAt: map[int32]time.Time{}}
 	k.problem.log = log.With("source", source, "topic", topic)
 	return k
 }
@@ -384,6 +387,7 @@ func (k *kafkaInput) poll() ([]inputEvent, bool) {
 	if b.gen != k.gen {
 		return nil, reset // records of the topic before it was created again
 	}
+	k.polledAt = time.Now()
 	out := make([]inputEvent, len(b.recs))
 	for i, r := range b.recs {
 		out[i] = inputEvent{payload: r.Value, time: r.Timestamp.UnixMilli(), line: r.Offset + 1,
@@ -417,11 +421,15 @@ func (k *kafkaInput) syncGen() bool {
 		return false
 	}
 	clear(k.next)
+	clear(k.pushedAt)
 	k.gen = g
 	return true
 }
 
-func (k *kafkaInput) advance(ev inputEvent) { k.next[ev.partition] = ev.offset }
+func (k *kafkaInput) advance(ev inputEvent) {
+	k.next[ev.partition] = ev.offset
+	k.pushedAt[ev.partition] = k.polledAt
+}
 
 // identity is the topic ID the positions belong to; the restored one until the reader knows.
 func (k *kafkaInput) identity() []byte {
@@ -464,6 +472,22 @@ func (k *kafkaInput) positionsLocked() map[int32]int64 {
 		maps.Copy(pos, k.next)
 	}
 	return pos
+}
+
+// pendingPartitions lists the partitions that may have records waiting: those whose end
+// offset, as last listed, is beyond the position processed, those not listed yet, and those
+// that had records after the last listing (more may have come since).
+func (k *kafkaInput) pendingPartitions() []int32 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []int32
+	for p, pos := range k.positionsLocked() {
+		end, listed := k.ends[p]
+		if !listed || pos < end || !k.pushedAt[p].Before(k.confirmedAt) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // idleClock is the time of the last end-offset listing whose offsets every partition has

@@ -38,8 +38,9 @@
 // differently among later events than the uninterrupted run would have. A scenario with
 // several sources (or a Kafka topic with several partitions) reads them in turns; after a
 // restart the interleaving of the events after the checkpoint may differ from the first run,
-// so results are exact per source (per partition) but may differ where their events meet (a
-// union, a shared aggregate, one key's events in two partitions).
+// so results are exact per source but may differ where their events meet (a union, a shared
+// aggregate). A Kafka source keeps its watermark per partition (engine.SetPartitionsPending),
+// so the interleaving of its partitions changes results only through events that come late.
 //
 // Kafka and file sources (input.go) are read by the deployment itself; their positions (Kafka
 // offsets per partition, byte offsets) go into the same checkpoints, so the guarantees above

@@ -61,6 +61,7 @@ func runRuntimeSuite(t *testing.T, newStore newStoreFunc) {
 		{"SilentKafkaHoldsNothingBack", testSilentKafkaHoldsNothingBack},
 		{"FileSourceRotationReadsTheTail", testFileSourceRotationReadsTheTail},
 		{"KafkaRecordsDeletedWhileDown", testKafkaRecordsDeletedWhileDown},
+		{"KafkaPartitionWatermarks", testKafkaPartitionWatermarks},
 		{"FileRotatedWhileDown", testFileRotatedWhileDown},
 		{"InputPositionsFollowTheInput", testInputPositionsFollowTheInput},
 	}

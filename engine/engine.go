@@ -348,9 +348,36 @@ func (e *Engine) fail(n *node, field string, err error) {
 }
 
 // SetInputPartition says which input partition (a Kafka partition) the events pushed from now
-// on come from: their per-event errors report it with their line. A negative p, the default,
-// is input without partitions.
+// on come from: their per-event errors report it with their line, and a live source (one
+// with an idle timeout) keeps its watermark per partition (see SetPartitionsPending). A
+// negative p, the default, is input without partitions.
 func (e *Engine) SetInputPartition(p int32) { e.partition = p }
+
+// SetPartitionsPending says which input partitions of the live source sourceID may have
+// records waiting to be read (the others have none). A source whose events come with
+// partitions has the watermark of its slowest partition with records waiting, as with
+// Flink's per-split watermarks: the least, over those partitions, of their largest event
+// time (a partition that has had no event yet holds the watermark entirely), less
+// maxOutOfOrderness; when none has records waiting, the largest event time of all, less
+// maxOutOfOrderness, as for a source without partitions. A partition read ahead of another
+// therefore does not make the other's waiting events late. The watermark never decreases;
+// when this call lets it move on, windows are evaluated. Sources without partitions, and
+// bounded runs, are not affected.
+func (e *Engine) SetPartitionsPending(sourceID string, pending []int32) {
+	src := e.sources[sourceID]
+	if src == nil || src.idleTimeout <= 0 {
+		return
+	}
+	for _, ps := range src.parts {
+		ps.pending = false
+	}
+	for _, p := range pending {
+		src.part(p).pending = true
+	}
+	if src.raiseFloor() {
+		e.step()
+	}
+}
 
 func (e *Engine) errorPartition() *int32 {
 	if e.partition < 0 {
@@ -434,12 +461,21 @@ func (e *Engine) pushValue(src *node, eventTime int64) error {
 		e.fail(src, "timestamp", fmt.Errorf("event time %d ms is out of range", t))
 		return nil
 	}
-	if !src.seen || t > src.maxTime {
-		src.maxTime = t
-	}
-	src.seen = true
 	if src.idleTimeout > 0 {
 		src.lastArrival = e.opts.now().UnixMilli()
+	}
+	if e.partition >= 0 && src.idleTimeout > 0 {
+		ps := src.part(e.partition)
+		if !ps.seen || t > ps.max {
+			ps.max = t
+		}
+		ps.seen = true
+		src.raiseFloor()
+	} else {
+		if !src.seen || t > src.maxTime {
+			src.maxTime = t
+		}
+		src.seen = true
 	}
 	c.time = t
 	if e.needsMeta {

@@ -58,8 +58,12 @@ type node struct {
 	idleTimeout int64
 	lastArrival int64
 	idleW       int64
-	decoder     value.Decoder
-	wantFields  *value.FieldSet // top-level #input fields the scenario reads; nil: all
+	// parts: a live source whose events come with input partitions (Kafka; see
+	// Engine.SetInputPartition) keeps per partition what its watermark needs; maxTime is
+	// then the partitions' floor (partitionFloor), not the largest event time.
+	parts      map[int32]*partState
+	decoder    value.Decoder
+	wantFields *value.FieldSet // top-level #input fields the scenario reads; nil: all
 	// The record being pushed: its wanted fields (by position in
 	// wantFields) when fields is not nil, and otherwise input.
 	fields    []value.Value
@@ -93,6 +97,68 @@ type node struct {
 	// scratchFresh: an aggregate's scratch holds only what its last new
 	// event set (so the next one need not clear it).
 	scratchFresh bool
+}
+
+// partState is what a partitioned source keeps per input partition.
+type partState struct {
+	seen    bool
+	max     int64 // the largest event time of the partition's events
+	pending bool  // records wait to be read (Engine.SetPartitionsPending)
+}
+
+func (n *node) part(p int32) *partState {
+	if n.parts == nil {
+		n.parts = map[int32]*partState{}
+	}
+	ps := n.parts[p]
+	if ps == nil {
+		ps = &partState{}
+		n.parts[p] = ps
+	}
+	return ps
+}
+
+// partitionFloor is the event time a partitioned source's watermark follows, as with
+// Flink's per-split watermarks: the least largest event time over the partitions that hold
+// it back, those with records waiting (a partition that has had no event yet holds it back
+// entirely). When none holds it back, the largest event time of all. ok is false while no
+// partition has had an event.
+func (n *node) partitionFloor() (floor int64, ok bool) {
+	floor, active, any := int64(math.MaxInt64), false, false
+	latest := int64(math.MinInt64)
+	for _, ps := range n.parts {
+		if ps.seen {
+			any = true
+			latest = max(latest, ps.max)
+		}
+		if !ps.pending {
+			continue
+		}
+		active = true
+		if !ps.seen {
+			floor = math.MinInt64
+		} else {
+			floor = min(floor, ps.max)
+		}
+	}
+	if !any {
+		return 0, false
+	}
+	if !active {
+		return latest, true
+	}
+	return floor, true
+}
+
+// raiseFloor moves a partitioned source's maxTime up to its partition floor; it says whether
+// it moved.
+func (n *node) raiseFloor() bool {
+	floor, ok := n.partitionFloor()
+	if !ok || (n.seen && floor <= n.maxTime) {
+		return false
+	}
+	n.maxTime, n.seen = floor, true
+	return true
 }
 
 func (n *node) watermark() int64 {

@@ -3,7 +3,9 @@ package engine
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
+	stdslices "slices"
 	"time"
 
 	"github.com/scenario-server/scenario-server/slices"
@@ -50,6 +52,25 @@ func (e *Engine) AppendSnapshot(b []byte) []byte {
 		}
 		b = binary.AppendVarint(b, p)
 		b = slices.AppendBytes(b, []byte(x.Message))
+	}
+	// Partitioned sources, in e.order's order: id, then per partition (ascending): partition,
+	// seen, largest event time.
+	var parted []*node
+	for _, n := range e.order {
+		if n.kind == kindSource && len(n.parts) > 0 {
+			parted = append(parted, n)
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(len(parted)))
+	for _, n := range parted {
+		b = slices.AppendBytes(b, []byte(n.id))
+		ps := stdslices.Sorted(maps.Keys(n.parts))
+		b = binary.AppendUvarint(b, uint64(len(ps)))
+		for _, p := range ps {
+			b = binary.AppendVarint(b, int64(p))
+			b = slices.AppendBool(b, n.parts[p].seen)
+			b = binary.AppendVarint(b, n.parts[p].max)
+		}
 	}
 	return b
 }
@@ -114,11 +135,49 @@ func (e *Engine) Restore(snapshot []byte) error {
 			}
 		}
 	}
+	if err := e.restoreParts(r); err != nil {
+		return err
+	}
 	if err := r.Err(); err != nil {
 		return err
 	}
 	if len(r.Rest()) != 0 {
 		return fmt.Errorf("%w: %d bytes after the snapshot", slices.ErrCorruptSnapshot, len(r.Rest()))
+	}
+	return nil
+}
+
+// restoreParts reads the partitions section, when the snapshot has one. Which partitions
+// have records waiting is not in it: the caller says again (SetPartitionsPending).
+func (e *Engine) restoreParts(r *slices.Reader) error {
+	for _, n := range e.sources {
+		n.parts = nil
+	}
+	if r.Err() != nil || len(r.Rest()) == 0 {
+		return nil
+	}
+	count := r.Len(len(r.Rest()))
+	for range count {
+		id := string(r.Bytes())
+		k := r.Len(len(r.Rest()))
+		if r.Err() != nil {
+			return nil // reported by the caller
+		}
+		src := e.sources[id]
+		if src == nil || src.idleTimeout <= 0 {
+			return fmt.Errorf("%w: partitions of %q, which is not a live source", slices.ErrCorruptSnapshot, id)
+		}
+		for range k {
+			p, seen, m := r.Varint(), r.Bool(), r.Varint()
+			if r.Err() != nil {
+				return nil
+			}
+			if p < 0 || p > math.MaxInt32 {
+				return fmt.Errorf("%w: partition %d of %q", slices.ErrCorruptSnapshot, p, id)
+			}
+			ps := src.part(int32(p))
+			ps.seen, ps.max = seen, m
+		}
 	}
 	return nil
 }
