@@ -489,11 +489,12 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 	for _, s := range d.sources {
 		if s.in != nil {
 			events, reset := s.in.poll()
-			if s.kind == sourceKafka {
-				// Partitions caught up stop holding the watermark back: windows may close.
+			if pending, known := s.in.pendingPartitions(); known {
+				// Partitions caught up and silent stop holding the watermark back: windows
+				// may close.
 				outputs := d.sinks.outputs
 				w0, _ := d.eng.SourceWatermark(s.id)
-				d.eng.SetPartitionsPending(s.id, s.in.pendingPartitions())
+				d.eng.SetPartitionsPending(s.id, pending)
 				if w1, _ := d.eng.SourceWatermark(s.id); w1 != w0 || d.sinks.outputs != outputs {
 					total++ // state changed: checkpoint it
 				}

@@ -302,7 +302,7 @@ func (f *fileInput) shownDir() string {
 	return f.dir
 }
 
-func (f *fileInput) pendingPartitions() []int32 { return nil }
+func (f *fileInput) pendingPartitions() ([]int32, bool) { return nil, false }
 
 // idleClock: poll read every complete line the file had, so the file is caught up now.
 func (f *fileInput) idleClock(now time.Time) (time.Time, bool) { return now, true }

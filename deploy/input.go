@@ -51,9 +51,10 @@ type input interface {
 	// status is what Live shows: events (records, lines) known to exist, processed, and the
 	// current reading problem ("" when none).
 	status() inputStatus
-	// pendingPartitions lists the input partitions with records waiting to be read, for
-	// the engine's per-partition watermarks; nil for input without partitions.
-	pendingPartitions() []int32
+	// pendingPartitions lists the input partitions that may have records waiting to be
+	// read, for the engine's per-partition watermarks; known is false when the input cannot
+	// tell yet, or has no partitions.
+	pendingPartitions() (pending []int32, known bool)
 	// idleClock is how far the wall clock may move the source's idle watermark (SEMANTICS
 	// §1): to now, or to the last time the input knew it had read everything. false: events
 	// wait, or the input does not know yet; no idle step then.

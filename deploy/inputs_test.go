@@ -133,10 +133,11 @@ func testKafkaSourceExactlyOnce(t *testing.T, st store.Store) {
 // A Kafka source with three partitions: each partition's offset is checkpointed, and with an
 // out-of-orderness wider than the data (no event can be late, however the partitions
 // interleave) the windows hold the same events as a replay; a record produced once all are
-// processed closes them.
+// processed closes them, once the other partitions have been silent for the idle timeout.
 func testKafkaSourcePartitions(t *testing.T, st store.Store) {
 	brokers, prod := newKafka(t, map[string]int32{"events": 3})
-	graph := kafkaGraph(t, "events", "1h")
+	graph := replaceOnce(t, kafkaGraph(t, "events", "1h"), `{"name": "maxOutOfOrderness", "value": "1h"}`,
+		`{"name": "maxOutOfOrderness", "value": "1h"}, {"name": "idleTimeout", "value": "1s"}`)
 	createScenario(t, st, "k", graph)
 	recs := records(2000)
 	r := newRuntime(t, st, func(c *Config) { c.KafkaBrokers = brokers })
@@ -736,8 +737,9 @@ func testFileRotatedWhileDown(t *testing.T, st store.Store) {
 //
 //	partition 0: a@T+0 v1, a@T+15 s v2, b@T+25 s v4; partition 1: b@T+3 s v8, a@T+8 s v16
 //
-// The watermark ends at T+23 s: [T, T+10 s) gives a: 2 events, sum 17, and b: 1, sum 8;
-// [T+10 s, T+20 s) gives a: 1, sum 2; [T+20 s, T+30 s) stays open.
+// Nothing is late: [T, T+10 s) gives a: 2 events, sum 17, and b: 1, sum 8; [T+10 s, T+20 s)
+// gives a: 1, sum 2; once the partitions are silent for the idle timeout (1 s), the source's
+// idle step closes [T+20 s, T+30 s) too: b: 1, sum 4.
 func testKafkaPartitionWatermarks(t *testing.T, st store.Store) {
 	brokers, prod := newKafka(t, map[string]int32{"events": 2})
 	ev := func(ms int64, key string, v int) []byte {
@@ -745,15 +747,17 @@ func testKafkaPartitionWatermarks(t *testing.T, st store.Store) {
 	}
 	produce(t, prod, "events", 0, [][]byte{ev(0, "a", 1), ev(15_000, "a", 2), ev(25_000, "b", 4)}, nil)
 	produce(t, prod, "events", 1, [][]byte{ev(3_000, "b", 8), ev(8_000, "a", 16)}, nil)
-	createScenario(t, st, "k", kafkaGraph(t, "events", "2s"))
+	createScenario(t, st, "k", replaceOnce(t, kafkaGraph(t, "events", "2s"), `{"name": "maxOutOfOrderness", "value": "2s"}`,
+		`{"name": "maxOutOfOrderness", "value": "2s"}, {"name": "idleTimeout", "value": "1s"}`))
 	r := newRuntime(t, st, func(c *Config) { c.KafkaBrokers = brokers })
 	deploy(t, r, "k", 0)
 	want := []string{
 		`{"key":"a","start":1700000000000,"n":2,"sum":17}`,
 		`{"key":"a","start":1700000010000,"n":1,"sum":2}`,
 		`{"key":"b","start":1700000000000,"n":1,"sum":8}`,
+		`{"key":"b","start":1700000020000,"n":1,"sum":4}`,
 	}
-	waitFor(t, "three windows", func() bool { return len(collected(t, st, "k")) >= 3 })
+	waitFor(t, "four windows", func() bool { return len(collected(t, st, "k")) >= 4 })
 	got := collected(t, st, "k")
 	slices.Sort(got)
 	equalResults(t, got, want)

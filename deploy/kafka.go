@@ -378,6 +378,12 @@ func (r *kafkaReader) confirm(ctx context.Context) error {
 func (k *kafkaInput) poll() ([]inputEvent, bool) {
 	reset := k.syncGen()
 	reset = k.skipDeleted() || reset
+	if _, listed := k.pendingPartitions(); !listed {
+		// Which partitions have records waiting is not known yet (after a start, or a topic
+		// created again): pushing records now could let the per-partition watermark pass
+		// partitions not read yet. The reader lists the offsets before it polls.
+		return nil, reset
+	}
 	var b kafkaBatch
 	select {
 	case b = <-k.batches:
@@ -476,18 +482,24 @@ func (k *kafkaInput) positionsLocked() map[int32]int64 {
 
 // pendingPartitions lists the partitions that may have records waiting: those whose end
 // offset, as last listed, is beyond the position processed, those not listed yet, and those
-// that had records after the last listing (more may have come since).
-func (k *kafkaInput) pendingPartitions() []int32 {
+// that had records after the last listing (more may have come since). listed is false
+// before the first listing of the topic's generation: nothing is known then.
+func (k *kafkaInput) pendingPartitions() (out []int32, listed bool) {
+	if k.gen != k.readerGen.Load() {
+		return nil, false
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	var out []int32
+	if k.confirmedAt.IsZero() || k.endsGen != k.gen {
+		return nil, false
+	}
 	for p, pos := range k.positionsLocked() {
 		end, listed := k.ends[p]
 		if !listed || pos < end || !k.pushedAt[p].Before(k.confirmedAt) {
 			out = append(out, p)
 		}
 	}
-	return out
+	return out, true
 }
 
 // idleClock is the time of the last end-offset listing whose offsets every partition has

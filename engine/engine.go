@@ -351,18 +351,19 @@ func (e *Engine) fail(n *node, field string, err error) {
 // on come from: their per-event errors report it with their line, and a live source (one
 // with an idle timeout) keeps its watermark per partition (see SetPartitionsPending). A
 // negative p, the default, is input without partitions.
-func (e *Engine) SetInputPartition(p int32) { e.partition = p }
+func (e *Engine) SetInputPartition(p int32) { e.partition = max(p, -1) }
 
-// SetPartitionsPending says which input partitions of the live source sourceID may have
-// records waiting to be read (the others have none). A source whose events come with
-// partitions has the watermark of its slowest partition with records waiting, as with
-// Flink's per-split watermarks: the least, over those partitions, of their largest event
-// time (a partition that has had no event yet holds the watermark entirely), less
-// maxOutOfOrderness; when none has records waiting, the largest event time of all, less
-// maxOutOfOrderness, as for a source without partitions. A partition read ahead of another
-// therefore does not make the other's waiting events late. The watermark never decreases;
-// when this call lets it move on, windows are evaluated. Sources without partitions, and
-// bounded runs, are not affected.
+// SetPartitionsPending says which input partitions (>= 0) of the live source sourceID may
+// have records waiting to be read (the others have none). A source whose events come with
+// partitions has the watermark of its slowest active partition, as with Flink's per-split
+// watermarks and idleness: the least, over the partitions that hold it back, of their
+// largest event time, less maxOutOfOrderness. A partition holds it back while records of it
+// wait (entirely, when it has had no event yet) and until it has been silent for the
+// source's idle timeout; when none does, the watermark follows the largest event time of
+// all, as for a source without partitions. A partition read ahead of another therefore does
+// not make the other's waiting events late. The watermark never decreases; when this call
+// lets it move on, windows are evaluated. Sources without partitions, and bounded runs, are
+// not affected.
 func (e *Engine) SetPartitionsPending(sourceID string, pending []int32) {
 	src := e.sources[sourceID]
 	if src == nil || src.idleTimeout <= 0 {
@@ -372,9 +373,11 @@ func (e *Engine) SetPartitionsPending(sourceID string, pending []int32) {
 		ps.pending = false
 	}
 	for _, p := range pending {
-		src.part(p).pending = true
+		if p >= 0 {
+			src.part(p).pending = true
+		}
 	}
-	if src.raiseFloor() {
+	if src.raiseFloor(e.opts.now().UnixMilli()) {
 		e.step()
 	}
 }
@@ -469,8 +472,8 @@ func (e *Engine) pushValue(src *node, eventTime int64) error {
 		if !ps.seen || t > ps.max {
 			ps.max = t
 		}
-		ps.seen = true
-		src.raiseFloor()
+		ps.seen, ps.arrival = true, src.lastArrival
+		src.raiseFloor(src.lastArrival)
 	} else {
 		if !src.seen || t > src.maxTime {
 			src.maxTime = t

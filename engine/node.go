@@ -103,6 +103,7 @@ type node struct {
 type partState struct {
 	seen    bool
 	max     int64 // the largest event time of the partition's events
+	arrival int64 // wall-clock ms of its last event (of the restore, after one)
 	pending bool  // records wait to be read (Engine.SetPartitionsPending)
 }
 
@@ -118,12 +119,13 @@ func (n *node) part(p int32) *partState {
 	return ps
 }
 
-// partitionFloor is the event time a partitioned source's watermark follows, as with
-// Flink's per-split watermarks: the least largest event time over the partitions that hold
-// it back, those with records waiting (a partition that has had no event yet holds it back
-// entirely). When none holds it back, the largest event time of all. ok is false while no
-// partition has had an event.
-func (n *node) partitionFloor() (floor int64, ok bool) {
+// partitionFloor is the event time a partitioned source's watermark follows at wall-clock
+// time now (ms), as with Flink's per-split watermarks and idleness: the least largest event
+// time over the partitions that hold it back. A partition holds it back while records of it
+// wait (entirely, when it has had no event yet) and until it has been silent for the idle
+// timeout, as SEMANTICS §1 has a source do. When none holds it back, the largest event time
+// of all. ok is false while no partition has had an event.
+func (n *node) partitionFloor(now int64) (floor int64, ok bool) {
 	floor, active, any := int64(math.MaxInt64), false, false
 	latest := int64(math.MinInt64)
 	for _, ps := range n.parts {
@@ -131,7 +133,7 @@ func (n *node) partitionFloor() (floor int64, ok bool) {
 			any = true
 			latest = max(latest, ps.max)
 		}
-		if !ps.pending {
+		if !ps.pending && !(ps.seen && now-ps.arrival < n.idleTimeout) {
 			continue
 		}
 		active = true
@@ -150,10 +152,10 @@ func (n *node) partitionFloor() (floor int64, ok bool) {
 	return floor, true
 }
 
-// raiseFloor moves a partitioned source's maxTime up to its partition floor; it says whether
-// it moved.
-func (n *node) raiseFloor() bool {
-	floor, ok := n.partitionFloor()
+// raiseFloor moves a partitioned source's maxTime up to its partition floor at now; it says
+// whether it moved.
+func (n *node) raiseFloor(now int64) bool {
+	floor, ok := n.partitionFloor(now)
 	if !ok || (n.seen && floor <= n.maxTime) {
 		return false
 	}

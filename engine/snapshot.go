@@ -148,7 +148,8 @@ func (e *Engine) Restore(snapshot []byte) error {
 }
 
 // restoreParts reads the partitions section, when the snapshot has one. Which partitions
-// have records waiting is not in it: the caller says again (SetPartitionsPending).
+// have records waiting is not in it: the caller says again (SetPartitionsPending). A
+// partition's last event counts as made at the restore, as a source's does.
 func (e *Engine) restoreParts(r *slices.Reader) error {
 	for _, n := range e.sources {
 		n.parts = nil
@@ -156,6 +157,7 @@ func (e *Engine) restoreParts(r *slices.Reader) error {
 	if r.Err() != nil || len(r.Rest()) == 0 {
 		return nil
 	}
+	now := int64(0)
 	count := r.Len(len(r.Rest()))
 	for range count {
 		id := string(r.Bytes())
@@ -167,6 +169,9 @@ func (e *Engine) restoreParts(r *slices.Reader) error {
 		if src == nil || src.idleTimeout <= 0 {
 			return fmt.Errorf("%w: partitions of %q, which is not a live source", slices.ErrCorruptSnapshot, id)
 		}
+		if now == 0 {
+			now = e.opts.now().UnixMilli()
+		}
 		for range k {
 			p, seen, m := r.Varint(), r.Bool(), r.Varint()
 			if r.Err() != nil {
@@ -176,7 +181,7 @@ func (e *Engine) restoreParts(r *slices.Reader) error {
 				return fmt.Errorf("%w: partition %d of %q", slices.ErrCorruptSnapshot, p, id)
 			}
 			ps := src.part(int32(p))
-			ps.seen, ps.max = seen, m
+			ps.seen, ps.max, ps.arrival = seen, m, now
 		}
 	}
 	return nil
@@ -191,6 +196,9 @@ func (e *Engine) Tick(now time.Time) {
 	ms := now.UnixMilli()
 	moved := false
 	for _, src := range e.sources {
+		if src.parts != nil && src.raiseFloor(ms) { // partitions that went silent
+			moved = true
+		}
 		if src.idleTimeout <= 0 || !src.seen || ms-src.lastArrival < src.idleTimeout {
 			continue
 		}

@@ -343,8 +343,8 @@ func FuzzEngineRestore(f *testing.F) {
 	})
 }
 
-// A live source whose events come with partitions has the watermark of its slowest
-// partition with records waiting (per-partition watermarks). Worked by hand: 10 s tumbling
+// A live source whose events come with partitions has the watermark of its slowest active
+// partition (per-partition watermarks with idleness). Worked by hand: 10 s tumbling
 // counts, no out-of-orderness, idle timeout 2 s; event times near 1,000,000 ms, wall clock
 // near 9,000,000 ms. The same steps through a snapshot taken halfway give the same output.
 func TestPartitionWatermarks(t *testing.T) {
@@ -370,12 +370,14 @@ func TestPartitionWatermarks(t *testing.T) {
 		{wall: 9_000_100, kind: 1, t: 1_005_000},
 		// Cut here for the snapshot. Floor: partition 1's 1,008,000.
 		{wall: 9_000_200, kind: 1, t: 1_008_000},
-		// Nothing waits: the largest event time, 1,012,000, closes the first window.
-		{wall: 9_000_300, kind: pending, want: []string{w1}},
-		// Partition 0's 1,011,000 is before the watermark but its window is open: counted.
-		{wall: 9_000_400, kind: 0, t: 1_011_000, want: []string{w1}},
-		{wall: 9_002_300, kind: tick, want: []string{w1}}, // 1.9 s since the last event
-		// 2 s since the last event: the source's idle step closes the second window.
+		// Nothing waits, but both partitions had events within 2 s: still 1,008,000.
+		{wall: 9_000_300, kind: pending},
+		// Partition 0's 1,011,000 is before its 1,012,000 but its window is open: counted.
+		{wall: 9_000_400, kind: 0, t: 1_011_000},
+		{wall: 9_002_100, kind: tick}, // partition 1 silent 1.9 s: it still holds
+		// Partition 1 silent 2 s: partition 0's 1,012,000 closes the first window (3 events).
+		{wall: 9_002_200, kind: tick, want: []string{w1}},
+		// Partition 0 silent 2 s too, and so the source: its idle step closes the second.
 		{wall: 9_002_400, kind: tick, want: []string{w1, w2}},
 	}
 	const cut = 5
@@ -433,4 +435,27 @@ func equalStrings(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// Negative partitions mean "no partition": SetPartitionsPending ignores them, so the
+// snapshot restores (from the fourth adversarial review).
+func TestNegativePartitionsIgnored(t *testing.T) {
+	s := idleCountScenario(t)
+	opts := Options{Now: func() time.Time { return time.UnixMilli(9_000_000) }}
+	e, err := New(s, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.SetPartitionsPending("in", []int32{-1, 0})
+	e.SetInputPartition(-5)
+	_ = e.PushJSON("in", []byte(`{"t": 1000000}`), 1)
+	e.SetInputPartition(0)
+	_ = e.PushJSON("in", []byte(`{"t": 1001000}`), 2)
+	e2, err := New(s, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e2.Restore(e.AppendSnapshot(nil)); err != nil {
+		t.Fatalf("restoring: %v", err)
+	}
 }
