@@ -765,3 +765,54 @@ func testKafkaPartitionWatermarks(t *testing.T, st store.Store) {
 		t.Errorf("%d events in, %d late; want 5 in, none late", l.Nodes["in"].In, l.Nodes["win"].Late)
 	}
 }
+
+// The first end-offset listing after a start fails once (a partition error the client does
+// not retry): the source lists again and reads everything, rather than waiting for ever with
+// a fetched batch nobody takes (from the fifth adversarial review).
+func testKafkaFirstListingFails(t *testing.T, st store.Store) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	var failed atomic.Bool
+	c.ControlKey(int16(kmsg.ListOffsets), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		r := req.(*kmsg.ListOffsetsRequest)
+		latest := false
+		for _, tp := range r.Topics {
+			for _, p := range tp.Partitions {
+				latest = latest || p.Timestamp == -1
+			}
+		}
+		if !latest || failed.Load() {
+			return nil, nil, false
+		}
+		failed.Store(true)
+		resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
+		for _, tp := range r.Topics {
+			rt := kmsg.NewListOffsetsResponseTopic()
+			rt.Topic = tp.Topic
+			for _, p := range tp.Partitions {
+				rp := kmsg.NewListOffsetsResponseTopicPartition()
+				rp.Partition = p.Partition
+				rp.ErrorCode = 29 // TOPIC_AUTHORIZATION_FAILED
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil, true
+	})
+	brokers := c.ListenAddrs()
+	prod := newProducer(t, brokers)
+	recs := records(4000)
+	produce(t, prod, "events", 0, recs[:2000], nil)
+	produce(t, prod, "events", 1, recs[2000:], nil)
+	createScenario(t, st, "k", kafkaGraph(t, "events", "1h"))
+	r := newRuntime(t, st, func(c *Config) { c.KafkaBrokers = brokers })
+	deploy(t, r, "k", 0)
+	waitFor(t, "all 4000 records read", func() bool { l, _ := r.Live("k"); return l.Nodes["in"].In == 4000 })
+	if !failed.Load() {
+		t.Error("the listing never failed: the test did not test anything")
+	}
+}

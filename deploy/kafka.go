@@ -204,6 +204,14 @@ func (k *kafkaInput) read(ctx context.Context, from map[int32]int64, wake func()
 				k.problem.set("")
 			}
 		}
+		if !k.listed() {
+			// Nothing is fetched before this generation's first listing: the deployment
+			// would not take it (poll), and a fetch blocked on handing it over would never
+			// list again. Try the listing again soon.
+			confirmed = time.Time{}
+			sleepCtx(ctx, kafkaRetryDelay)
+			continue
+		}
 		pctx, cancel := context.WithTimeout(ctx, kafkaConfirmInterval)
 		fetches := cl.PollRecords(pctx, readBatch)
 		cancel()
@@ -478,6 +486,13 @@ func (k *kafkaInput) positionsLocked() map[int32]int64 {
 		maps.Copy(pos, k.next)
 	}
 	return pos
+}
+
+// listed says whether the end offsets of the reader's topic generation have been listed.
+func (k *kafkaInput) listed() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return !k.confirmedAt.IsZero() && k.endsGen == k.readerGen.Load()
 }
 
 // pendingPartitions lists the partitions that may have records waiting: those whose end

@@ -62,6 +62,7 @@ func runRuntimeSuite(t *testing.T, newStore newStoreFunc) {
 		{"FileSourceRotationReadsTheTail", testFileSourceRotationReadsTheTail},
 		{"KafkaRecordsDeletedWhileDown", testKafkaRecordsDeletedWhileDown},
 		{"KafkaPartitionWatermarks", testKafkaPartitionWatermarks},
+		{"KafkaFirstListingFails", testKafkaFirstListingFails},
 		{"FileRotatedWhileDown", testFileRotatedWhileDown},
 		{"InputPositionsFollowTheInput", testInputPositionsFollowTheInput},
 	}
