@@ -79,8 +79,8 @@ type source struct {
 	arrivalTime bool
 	idleTimeout time.Duration
 
-	// For an HTTP source, event-log offsets. For an input, what its status sums (Kafka
-	// offsets over the partitions, file bytes), set by the deployment's goroutine.
+	// Event-log offsets of an HTTP source; an input reports its own (status), and only
+	// committed is kept for it: what its status said processed at the last checkpoint.
 	next      atomic.Int64 // next offset to process
 	committed atomic.Int64 // next offset as of the last checkpoint
 	accepted  atomic.Int64 // end of the log as far as this server knows
@@ -300,8 +300,6 @@ func (d *deployment) inputsChanged() bool {
 			return true
 		}
 		if st := s.in.status(); l.Sources[i].Error != st.err || l.Sources[i].Accepted != st.known || l.Sources[i].Processed != st.processed {
-			s.accepted.Store(st.known)
-			s.next.Store(st.processed)
 			return true
 		}
 	}
@@ -401,10 +399,7 @@ func (d *deployment) restore(ctx context.Context) error {
 			if err := s.in.restore(mine, inputs[s.id]); err != nil {
 				return fmt.Errorf("restoring checkpoint %d: %w", cp.Sequence, err)
 			}
-			st := s.in.status()
-			s.next.Store(st.processed)
-			s.committed.Store(st.processed)
-			s.accepted.Store(st.known)
+			s.committed.Store(s.in.status().processed)
 			continue
 		}
 		var pos int64
@@ -518,9 +513,6 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 				d.forceCheckpoint = true
 			}
 			if len(events) > 0 || reset {
-				st := s.in.status()
-				s.next.Store(st.processed)
-				s.accepted.Store(st.known) // may go down: a file cut shorter
 				s.pushedSinceStart = s.pushedSinceStart || pushed > 0
 				total += max(len(events), 1) // a reset is progress too: checkpoint it
 			}
@@ -677,9 +669,12 @@ func (d *deployment) checkpoint(ctx context.Context) error {
 	d.checkpointErr, d.checkpointErrAt, d.checkpointFailures = "", time.Time{}, 0
 	d.checkpointSeq, d.checkpointAt = cp.Sequence, cp.CreatedAt
 	for _, s := range d.sources {
+		if s.in != nil {
+			s.committed.Store(s.in.status().processed)
+			continue
+		}
 		next := s.next.Load() // only this goroutine moves it
-		prev := s.committed.Swap(next)
-		if s.in == nil && next > prev {
+		if prev := s.committed.Swap(next); next > prev {
 			if _, err := d.rt.cfg.Store.TruncateEvents(ctx, s.log, next); err != nil && ctx.Err() == nil {
 				d.logger().Warn("truncating the event log", "source", s.id, "error", err)
 			}
@@ -720,9 +715,9 @@ func (d *deployment) publish(phase Phase) {
 	l.FirstErrors = append([]engine.EventError(nil), errs[:min(len(errs), maxFirstErrors)]...)
 	for _, s := range d.sources {
 		sl := SourceLive{ID: s.id, Kind: s.kind, Accepted: s.accepted.Load(), Processed: s.next.Load(), Committed: s.committed.Load()}
-		if s.in != nil {
+		if s.in != nil { // the input's own status; next and accepted are the HTTP log's
 			st := s.in.status()
-			sl.Error, sl.Accepted = st.err, st.known
+			sl.Error, sl.Accepted, sl.Processed = st.err, st.known, st.processed
 		}
 		sl.Backlog = max(sl.Accepted-sl.Processed, 0)
 		if w, ok := d.eng.SourceWatermark(s.id); ok {

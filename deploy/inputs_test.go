@@ -40,17 +40,32 @@ func replaceOnce(t *testing.T, s, old, new string) string {
 // the topics given as name → partitions, and returns its brokers and a producing client.
 func newKafka(t *testing.T, topics map[string]int32) ([]string, *kgo.Client) {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	brokers := c.ListenAddrs()
+	brokers := newCluster(t).ListenAddrs()
 	cl := newProducer(t, brokers)
 	for name, parts := range topics {
 		createTopic(t, cl, name, parts)
 	}
 	return brokers, cl
+}
+
+// newCluster starts an in-process Kafka cluster of one broker (kfake), closed when t ends.
+func newCluster(t *testing.T, opts ...kfake.Opt) *kfake.Cluster {
+	t.Helper()
+	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// ndjson is recs as lines of a file, each ended by '\n'.
+func ndjson(recs [][]byte) []byte {
+	var b []byte
+	for _, rec := range recs {
+		b = append(append(b, rec...), '\n')
+	}
+	return b
 }
 
 // newProducer is a client that produces to the partition each record names.
@@ -236,10 +251,7 @@ func testFileSourceFollowsFile(t *testing.T, st store.Store) {
 	r.abort()
 
 	r = newRuntime(t, st, withDir)
-	text = append(recs[1000][10:], '\n')
-	for _, rec := range recs[1001:] {
-		text = append(append(text, rec...), '\n')
-	}
+	text = append(append(append([]byte(nil), recs[1000][10:]...), '\n'), ndjson(recs[1001:])...)
 	text = append(text, `[1]`+"\n"...) // line 2504: not an object
 	appendFile(t, path, text)
 	info, err := os.Stat(path)
@@ -314,21 +326,14 @@ func testFileSourceTruncationAndLinks(t *testing.T, st store.Store) {
 	deploy(t, r, "f", 0)
 	deploy(t, r, "link", 0)
 	path := filepath.Join(dir, "events.ndjson")
-	lines := func(recs [][]byte) []byte {
-		var b []byte
-		for _, rec := range recs {
-			b = append(append(b, rec...), '\n')
-		}
-		return b
-	}
-	first := lines(records(300))
+	first := ndjson(records(300))
 	appendFile(t, path, first)
 	waitFor(t, "300 lines read", func() bool { l, _ := r.Live("f"); return l.Sources[0].Processed == int64(len(first)) })
 	// Cut to nothing, then 40 lines: shorter than the position, so read from the start.
 	if err := os.Truncate(path, 0); err != nil {
 		t.Fatal(err)
 	}
-	second := lines(records(40))
+	second := ndjson(records(40))
 	appendFile(t, path, second)
 	waitFor(t, "the 40 new lines read", func() bool { l, _ := r.Live("f"); return l.Nodes["in"].In == 340 })
 	if l, _ := r.Live("f"); l.Sources[0].Processed != int64(len(second)) || l.Sources[0].Accepted != int64(len(second)) || l.Sources[0].Error != "" {
@@ -412,11 +417,7 @@ func testKafkaTransactions(t *testing.T, st store.Store) {
 // watermarks only as far as the last listing of end offsets the source had caught up with
 // (from the adversarial review).
 func testKafkaSlowBrokerAfterRestart(t *testing.T, st store.Store) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "ev"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := newCluster(t, kfake.SeedTopics(1, "ev"))
 	var down atomic.Bool
 	for _, key := range []int16{int16(kmsg.Fetch), int16(kmsg.ListOffsets)} {
 		c.ControlKey(key, func(kmsg.Request) (kmsg.Response, error, bool) {
@@ -490,13 +491,7 @@ func testFileSourceReplacedAndAliased(t *testing.T, st store.Store) {
 		t.Fatal(err)
 	}
 	recs := records(400)
-	var a, b []byte
-	for _, rec := range recs[:100] {
-		a = append(append(a, rec...), '\n')
-	}
-	for _, rec := range recs[100:] {
-		b = append(append(b, rec...), '\n')
-	}
+	a, b := ndjson(recs[:100]), ndjson(recs[100:])
 	path := filepath.Join(dir, "e.ndjson")
 	appendFile(t, path, a)
 	r := newRuntime(t, st, func(c *Config) { c.FileSourceDir = dir })
@@ -631,20 +626,13 @@ func testFileSourceRotationReadsTheTail(t *testing.T, st store.Store) {
 	deploy(t, r, "f", 0)
 	path := filepath.Join(dir, "e.ndjson")
 	recs := records(300)
-	lines := func(recs [][]byte) []byte {
-		var b []byte
-		for _, rec := range recs {
-			b = append(append(b, rec...), '\n')
-		}
-		return b
-	}
-	appendFile(t, path, lines(recs[:100]))
+	appendFile(t, path, ndjson(recs[:100]))
 	waitFor(t, "100 lines", func() bool { l, _ := r.Live("f"); return l.Nodes["in"].In == 100 })
-	appendFile(t, path, lines(recs[100:200]))
+	appendFile(t, path, ndjson(recs[100:200]))
 	if err := os.Rename(path, path+".1"); err != nil {
 		t.Fatal(err)
 	}
-	newer := lines(recs[200:])
+	newer := ndjson(recs[200:])
 	appendFile(t, path, newer[:len(newer)-1]) // its last line without its '\n' yet
 	waitFor(t, "299 lines", func() bool { l, _ := r.Live("f"); return l.Nodes["in"].In == 299 })
 	appendFile(t, path, []byte("\n"))
@@ -703,16 +691,9 @@ func testFileRotatedWhileDown(t *testing.T, st store.Store) {
 	withDir := func(c *Config) { c.FileSourceDir = dir; c.CheckpointInterval = time.Hour }
 	r := newRuntime(t, st, withDir)
 	deploy(t, r, "f", 0)
-	lines := func(recs [][]byte) []byte {
-		var b []byte
-		for _, rec := range recs {
-			b = append(append(b, rec...), '\n')
-		}
-		return b
-	}
 	recs := records(900)
 	path := filepath.Join(dir, "events.ndjson")
-	old := lines(recs[:300])
+	old := ndjson(recs[:300])
 	appendFile(t, path, old)
 	waitFor(t, "the old file read", func() bool { l, _ := r.Live("f"); return l.Sources[0].Processed == int64(len(old)) })
 	if err := r.Shutdown(t.Context()); err != nil { // checkpoint at the old file's end
@@ -721,7 +702,7 @@ func testFileRotatedWhileDown(t *testing.T, st store.Store) {
 	if err := os.Rename(path, path+".1"); err != nil {
 		t.Fatal(err)
 	}
-	newer := lines(recs[300:]) // longer than the old file: no truncation to notice
+	newer := ndjson(recs[300:]) // longer than the old file: no truncation to notice
 	appendFile(t, path, newer)
 	r = newRuntime(t, st, withDir)
 	waitFor(t, "the new file read", func() bool { l, _ := r.Live("f"); return l.Nodes["in"].In == 900 })
@@ -770,11 +751,7 @@ func testKafkaPartitionWatermarks(t *testing.T, st store.Store) {
 // not retry): the source lists again and reads everything, rather than waiting for ever with
 // a fetched batch nobody takes (from the fifth adversarial review).
 func testKafkaFirstListingFails(t *testing.T, st store.Store) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "events"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := newCluster(t, kfake.SeedTopics(2, "events"))
 	var failed atomic.Bool
 	c.ControlKey(int16(kmsg.ListOffsets), func(req kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()

@@ -492,6 +492,11 @@ func (k *kafkaInput) positionsLocked() map[int32]int64 {
 func (k *kafkaInput) listed() bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	return k.listedLocked()
+}
+
+// listedLocked is listed with k.mu held.
+func (k *kafkaInput) listedLocked() bool {
 	return !k.confirmedAt.IsZero() && k.endsGen == k.readerGen.Load()
 }
 
@@ -505,7 +510,7 @@ func (k *kafkaInput) pendingPartitions() (out []int32, listed bool) {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.confirmedAt.IsZero() || k.endsGen != k.gen {
+	if !k.listedLocked() {
 		return nil, false
 	}
 	for p, pos := range k.positionsLocked() {
@@ -526,7 +531,7 @@ func (k *kafkaInput) idleClock(now time.Time) (time.Time, bool) {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.confirmedAt.IsZero() || k.endsGen != k.gen {
+	if !k.listedLocked() {
 		return time.Time{}, false
 	}
 	pos := k.positionsLocked()
