@@ -56,7 +56,7 @@ type funcDef struct {
 	make func(base) Aggregator
 }
 
-// registry lists every function of SEMANTICS §5 in the order Funcs returns.
+// registry lists every function of docs/semantics.md §5 in the order Funcs returns.
 var registry = []funcDef{
 	{FuncInfo{"Count", "none", "int64", "0", "Number of events.", true, ""}, 1,
 		func(b base) Aggregator { return &countAgg{base: b} }},
@@ -105,7 +105,7 @@ var registry = []funcDef{
 }
 
 // Funcs returns every aggregation function, in a stable order (the order of
-// SEMANTICS §5). The slice is a copy.
+// docs/semantics.md §5). The slice is a copy.
 func Funcs() []FuncInfo {
 	out := make([]FuncInfo, len(registry))
 	for i := range registry {

@@ -182,7 +182,7 @@ func drawInput(rt *rapid.T, fi FuncInfo, label string) value.Value {
 	return drawAny(rt, label)
 }
 
-// wantAccept is what Accept must say, by the rules of SEMANTICS §5.
+// wantAccept is what Accept must say, by the rules of docs/semantics.md §5.
 func wantAccept(fi FuncInfo, v value.Value) bool {
 	switch fi.Input {
 	case "boolean":

@@ -168,7 +168,9 @@ func (a *aligned) Add(e *Event) error {
 	j := a.slicer.Index(e.Time)
 	if j < a.lateBelow {
 		a.stats.Late++
-		return ErrLate
+		// The first window holding slice j is k = floor((j-n)/s) + 1.
+		k := slices.FloorDiv(j-a.n, a.s) + 1
+		return &LateError{WindowStart: a.windowStart(k), WindowEnd: a.windowEnd(k), Watermark: a.w}
 	}
 	if j < a.partlyBelow {
 		a.stats.PartlyLate++

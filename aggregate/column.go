@@ -16,7 +16,7 @@ import (
 //
 // A Column is not safe for concurrent use. Cells are numbered from 0 to
 // Len()-1; a cell that was never added to, or was Reset, is empty and gives
-// the aggregator's empty-window result (SEMANTICS §5).
+// the aggregator's empty-window result (docs/semantics.md §5).
 //
 // Every method that takes another Column requires it to come from the same
 // Aggregator (same function and parameters); otherwise it returns
@@ -69,7 +69,7 @@ type Column interface {
 	SizeBytes() int
 }
 
-// Aggregator is one aggregation function with its parameters (SEMANTICS §5).
+// Aggregator is one aggregation function with its parameters (docs/semantics.md §5).
 type Aggregator interface {
 	// Func returns the function's name as users write it ("Sum", "Percentile").
 	Func() string

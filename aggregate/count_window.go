@@ -15,7 +15,7 @@ import (
 // A key's events are cut into count-slices of g = gcd(N, M) events; a window
 // is the last N/g of them, so each event updates one count-slice partial.
 // A window is answered by merging its N/g count-slices; a partial window at
-// the end of input is not emitted (SEMANTICS §4).
+// the end of input is not emitted (docs/semantics.md §4).
 type countWindow struct {
 	aggs  []Named
 	masks []uint8

@@ -47,7 +47,7 @@ type Named struct {
 	Aggregator Aggregator
 }
 
-// WindowKind is one of the aggregate node kinds of SEMANTICS §4.
+// WindowKind is one of the aggregate node kinds of docs/semantics.md §4.
 type WindowKind int
 
 // The window kinds.
@@ -75,7 +75,7 @@ func (k WindowKind) String() string {
 	return fmt.Sprintf("WindowKind(%d)", int(k))
 }
 
-// EmitWhen says when a tumbling or session window emits (SEMANTICS §4).
+// EmitWhen says when a tumbling or session window emits (docs/semantics.md §4).
 type EmitWhen int
 
 // The emit modes.
@@ -105,7 +105,7 @@ type WindowSpec struct {
 	Length int64
 	// Slide is the hopping window's slide.
 	Slide int64
-	// Precision is an explicit slice width; 0 chooses it (SEMANTICS §3).
+	// Precision is an explicit slice width; 0 chooses it (docs/semantics.md §3).
 	Precision int64
 	// Offset shifts tumbling windows from the Unix epoch (or from local
 	// midnight with TimeZone).
@@ -141,8 +141,9 @@ type Stats struct {
 // in arrival order and watermarks, and emits results through the callback
 // given to NewOperator. It is not safe for concurrent use.
 type Operator interface {
-	// Add processes one event. It returns ErrLate when the event was
-	// dropped from every window it belongs to, an *InputError when an input
+	// Add processes one event. It returns a *LateError (errors.Is(err,
+	// ErrLate)) when the event was dropped from every window it belongs to,
+	// an *InputError when an input
 	// has the wrong type (the event is not added anywhere), and nil
 	// otherwise. Enriching modes and count windows emit from within Add.
 	Add(e *Event) error
@@ -171,8 +172,33 @@ type Operator interface {
 }
 
 // ErrLate is returned by Operator.Add for an event that arrived after every
-// window it belongs to had closed (SEMANTICS §2). It was counted and dropped.
+// window it belongs to had closed (docs/semantics.md §2). It was counted and dropped.
+// Add returns it as a *LateError, which says which window the event missed.
 var ErrLate = errors.New("aggregate: late event dropped")
+
+// LateError is Operator.Add's error for a late event: errors.Is(err, ErrLate)
+// holds. It names the first window (the one with the smallest end) that the
+// event belonged to and missed, and the watermark that had closed it: what a
+// node's "Late" output edge carries as #late (docs/semantics.md §2).
+type LateError struct {
+	// WindowStart and WindowEnd bound the window, in ms since the Unix
+	// epoch, start inclusive, end exclusive. For a sliding window they are
+	// the span of the event's own window; for a session, the closed session
+	// the event would have joined (or the session it would have started).
+	WindowStart, WindowEnd int64
+	// Watermark is the operator's watermark when the event arrived, ms
+	// (math.MaxInt64 after the end of a bounded input; NoWatermark,
+	// math.MinInt64, before any, when a session closed by its
+	// endSessionCondition is all that made the event late).
+	Watermark int64
+}
+
+func (e *LateError) Error() string {
+	return fmt.Sprintf("%v: window [%d, %d) closed at watermark %d", ErrLate, e.WindowStart, e.WindowEnd, e.Watermark)
+}
+
+// Is makes errors.Is(err, ErrLate) true.
+func (e *LateError) Is(target error) bool { return target == ErrLate }
 
 // Spec errors.
 var (

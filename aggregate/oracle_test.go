@@ -23,7 +23,7 @@ type oracleInput struct {
 	Seq uint64
 }
 
-// oracleResult returns what an aggregator's Result must be (SEMANTICS §5) for
+// oracleResult returns what an aggregator's Result must be (docs/semantics.md §5) for
 // a cell holding exactly these inputs. For the two approximate aggregators it
 // returns the exact quantity the approximation targets: the exact number of
 // distinct values for ApproximateSetCardinality, and for
@@ -300,7 +300,7 @@ func oracleNoNegZero(v value.Value) value.Value {
 // the bucket; ddRel adds 1e-9 of that for the rounding of the log and exp
 // that compute the bucket and its value. |x| ≤ ddTiny (the smallest normal
 // float64 times γ, about 2.27e-308) counts as zero: ddAbs covers that
-// absolute error. α is ddAlpha (0.01), as SEMANTICS §5 states. Clamping to
+// absolute error. α is ddAlpha (0.01), as docs/semantics.md §5 states. Clamping to
 // the cell's exact minimum and maximum only moves a result toward its target,
 // which lies between them.
 const (

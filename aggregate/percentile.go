@@ -294,7 +294,7 @@ func (a *ddAgg) NewColumn() Column {
 	return &ddColumn{agg: a, q: a.spec.Quantile}
 }
 
-// ddAlpha is ApproximatePercentile's relative accuracy (SEMANTICS §5: 1 %).
+// ddAlpha is ApproximatePercentile's relative accuracy (docs/semantics.md §5: 1 %).
 const ddAlpha = 0.01
 
 // ddMapping is the index mapping every sketch shares (a mapping is

@@ -8,25 +8,26 @@ import (
 	"github.com/scenario-server/scenario-server/value"
 )
 
-// sessionOp is aggregate-session: per key, events less than the timeout
-// apart form one session [first, last + timeout); an event that comes within
-// the timeout of two sessions merges them (SEMANTICS §4), as Flink's merging
-// session windows do. Each session is one cell of the columns, so a session
-// is its own slice and its bounds are exact to the millisecond.
+// sessionOp is aggregate-session: per key, events at most the timeout apart
+// form one session [first, last + timeout), so sessions that touch merge; an
+// event within the timeout of two sessions merges them (docs/semantics.md §4), as
+// Flink's merging session windows do. Each session is one cell of the
+// columns, so a session is its own slice and its bounds are exact to the
+// millisecond.
 //
 // A closed session leaves a tombstone (its first and last event time), so
 // that an event within its reach is found late and dropped instead of
-// starting or extending a session that overlaps it (SEMANTICS §2).
+// starting or extending a session that overlaps it (docs/semantics.md §2).
 //
-// A session closed by its timeout reaches (first - timeout, last + timeout).
+// A session closed by its timeout reaches [first - timeout, last + timeout].
 // Every open session of a key lies after every session closed by timeout
 // (closed: last+timeout <= W < last'+timeout), and an open session can only
 // grow backwards until it reaches the latest such session's reach, so only
 // the latest of those tombstones is ever needed.
 //
 // A session closed by endSessionCondition closes at once, that event
-// included, and the next event starts a new session (SEMANTICS §4): its
-// reach is (first - timeout, last], so an out-of-order event within it is
+// included, and the next event starts a new session (docs/semantics.md §4): its
+// reach is [first - timeout, last], so an out-of-order event within it is
 // dropped, and one after it starts or joins another session. Such sessions
 // need not be the latest, nor after the open ones, so each keeps its own
 // tombstone.
@@ -34,9 +35,12 @@ import (
 // Tombstones are kept while the key has an open session; when it has none,
 // each is dropped once no new session could start within its reach
 // (watermark at last + 2*timeout), and a key left with nothing holds no
-// state (SEMANTICS §3). So a new session that later grows backwards through
+// state (docs/semantics.md §3). So a new session that later grows backwards through
 // out-of-order events may reach into the time of a session forgotten long
-// ago; such events are accepted.
+// ago; such events are accepted. An event within the reach of a forgotten
+// session, or of an older session closed by timeout whose tombstone the
+// latest replaced, is still late (it would start a session that is already
+// closed), but its LateError names that new session [t, t + timeout).
 type sessionOp struct {
 	aggs    []Named
 	masks   []uint8
@@ -152,10 +156,17 @@ func (s *sessionOp) freeCell(c int) {
 	s.freeCells = append(s.freeCells, c)
 }
 
-// joins reports whether an event at t falls within the timeout of a session
-// spanning [start, last].
+// joins reports whether an event at t is at most the timeout away from a
+// session spanning [start, last]: sessions that touch merge (docs/semantics.md §4).
 func (s *sessionOp) joins(t, start, last int64) bool {
-	return t > start-s.timeout && t < last+s.timeout
+	return t >= start-s.timeout && t <= last+s.timeout
+}
+
+// late counts a late event and returns its error, naming the window
+// [start, end) it missed.
+func (s *sessionOp) late(start, end int64) error {
+	s.stats.Late++
+	return &LateError{WindowStart: start, WindowEnd: end, Watermark: s.w}
 }
 
 func (s *sessionOp) Add(e *Event) error {
@@ -170,14 +181,14 @@ func (s *sessionOp) Add(e *Event) error {
 	}
 	t := e.Time
 	if s.w == infinity {
-		s.stats.Late++
-		return ErrLate
+		// After the end of input every session has closed and no
+		// tombstone is kept: the event would start a closed session.
+		return s.late(t, t+s.timeout)
 	}
 	slot := s.slot(e.Key)
-	if s.closedReach(slot, t) {
-		s.stats.Late++
+	if start, end, ok := s.missedSession(slot, t); ok {
 		s.maybeFree(slot)
-		return ErrLate
+		return s.late(start, end)
 	}
 	list := s.open[slot]
 	first := -1
@@ -192,9 +203,8 @@ func (s *sessionOp) Add(e *Event) error {
 	}
 	if first < 0 && s.w != NoWatermark && t+s.timeout <= s.w {
 		// A new session that would already be closed.
-		s.stats.Late++
 		s.maybeFree(slot)
-		return ErrLate
+		return s.late(t, t+s.timeout)
 	}
 	s.seq++
 	var cur *sess
@@ -274,18 +284,20 @@ func (s *sessionOp) removeOpen(slot int, id uint64) {
 	}
 }
 
-// closedReach reports whether an event at t falls within the reach of one
-// of slot's closed sessions.
-func (s *sessionOp) closedReach(slot int, t int64) bool {
+// missedSession returns the window of the closed session of slot that an
+// event at t would join, if any: of several, the one with the smallest end
+// (then the smallest start).
+func (s *sessionOp) missedSession(slot int, t int64) (start, end int64, ok bool) {
+	better := func(st, en int64) bool { return !ok || en < end || en == end && st < start }
 	if tb := s.tombs[slot]; tb.set && s.joins(t, tb.start, tb.last) {
-		return true
+		start, end, ok = tb.start, tb.last+s.timeout, true
 	}
 	for _, tb := range s.condTombs[slot] {
-		if t > tb.start-s.timeout && t <= tb.last {
-			return true
+		if t >= tb.start-s.timeout && t <= tb.last && better(tb.start, tb.last+1) {
+			start, end, ok = tb.start, tb.last+1, true
 		}
 	}
-	return false
+	return start, end, ok
 }
 
 // maybeFree drops slot's tombstones that no event can reach any more, when

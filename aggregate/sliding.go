@@ -11,7 +11,7 @@ import (
 
 // sliding is aggregate-sliding: for an event in slice j the window is the n
 // slices [j-n+1, j] of its key, and the event is emitted enriched with the
-// window's value (SEMANTICS §4).
+// window's value (docs/semantics.md §4).
 //
 // Per key, a running cell holds the invertible partials of the window that
 // ends at the key's latest slice; it is moved forward by retracting the
@@ -78,11 +78,12 @@ func (s *sliding) Add(e *Event) error {
 		s.stats.Rejected++
 		return err
 	}
+	j := s.slicer.Index(e.Time)
 	if s.w != NoWatermark && e.Time < s.w {
 		s.stats.Late++
-		return ErrLate
+		// The event's own window: the n slices ending with its slice j.
+		return &LateError{WindowStart: s.slicer.Start(j - s.n + 1), WindowEnd: s.slicer.Start(j + 1), Watermark: s.w}
 	}
-	j := s.slicer.Index(e.Time)
 	s.seq++
 	slot := s.slot(e.Key)
 	for len(s.latest) <= slot {

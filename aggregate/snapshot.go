@@ -16,12 +16,18 @@ import (
 // running cell, timer and session, cells encoded by the columns themselves.
 // Restoring a snapshot into a new operator built with the same spec and
 // aggregations, then feeding it what came after, gives exactly what the
-// original would have given (SEMANTICS §6; TestPropertySnapshotRestore).
+// original would have given (docs/semantics.md §6; TestPropertySnapshotRestore).
 //
 // The format starts with a version byte and the operator kind, so that a
-// snapshot restored into an operator of another kind is refused.
+// snapshot restored into an operator of another kind is refused. Version 2
+// adds the slice geometry of the operators that keep slices (the first two
+// slice starts), so that a snapshot taken with another precision is refused
+// instead of read as slices of the wrong width. Version 1 snapshots, which
+// lack it, are still read, except a hopping window's whose precision is not
+// the one the version 1 rule gave (60 s, or 1 s when the length or slide is
+// not whole minutes): hopping windows now slice by their slide.
 
-const snapshotVersion = 1
+const snapshotVersion = 2
 
 // ErrSnapshotMismatch is returned by Restore for a snapshot of another kind
 // of operator, another number of aggregations, or another version.
@@ -32,17 +38,56 @@ func appendHeader(b []byte, kind WindowKind, aggs int) []byte {
 	return binary.AppendUvarint(b, uint64(aggs))
 }
 
-func readHeader(r *slices.Reader, kind WindowKind, aggs int) error {
+// readHeader reads a snapshot's header and returns its version (1 or 2).
+func readHeader(r *slices.Reader, kind WindowKind, aggs int) (byte, error) {
 	rest := r.Rest()
 	if len(rest) < 2 {
-		return fmt.Errorf("%w: truncated header", slices.ErrCorruptSnapshot)
+		return 0, fmt.Errorf("%w: truncated header", slices.ErrCorruptSnapshot)
 	}
-	if rest[0] != snapshotVersion || WindowKind(rest[1]) != kind {
-		return fmt.Errorf("%w: version %d kind %d, want version %d kind %d", ErrSnapshotMismatch, rest[0], rest[1], snapshotVersion, kind)
+	version := rest[0]
+	if version < 1 || version > snapshotVersion || WindowKind(rest[1]) != kind {
+		return 0, fmt.Errorf("%w: version %d kind %d, want version %d kind %d", ErrSnapshotMismatch, rest[0], rest[1], snapshotVersion, kind)
 	}
 	r.Skip(2)
 	if n := r.Uvarint(); int(n) != aggs || r.Err() != nil {
-		return fmt.Errorf("%w: %d aggregations, want %d", ErrSnapshotMismatch, n, aggs)
+		return 0, fmt.Errorf("%w: %d aggregations, want %d", ErrSnapshotMismatch, n, aggs)
+	}
+	return version, nil
+}
+
+// appendGeometry writes the slice geometry: the starts of slices 0 and 1.
+func (g *grid) appendGeometry(b []byte) []byte {
+	b = binary.AppendVarint(b, g.slicer.Start(0))
+	return binary.AppendVarint(b, g.slicer.Start(1))
+}
+
+// checkGeometry reads the slice geometry of a version 2 snapshot and refuses one of other
+// slices. A version 1 snapshot has none: it is taken as of the same slices, but for a
+// hopping window (slide slices a window) whose width the version 1 rule would not have
+// chosen.
+func (g *grid) checkGeometry(r *slices.Reader, version byte, kind WindowKind, slide int64) error {
+	s0, s1 := g.slicer.Start(0), g.slicer.Start(1)
+	if version >= 2 {
+		a, b := r.Varint(), r.Varint()
+		if err := r.Err(); err != nil {
+			return err
+		}
+		if a != s0 || b != s1 {
+			return fmt.Errorf("%w: slices of %d ms from %d, the node has %d ms from %d (another precision)", ErrSnapshotMismatch, b-a, a, s1-s0, s0)
+		}
+		return nil
+	}
+	if kind != Hopping {
+		return nil
+	}
+	width := s1 - s0
+	length, step := g.n*width, slide*width
+	old := int64(slices.Second)
+	if length%slices.Minute == 0 && step%slices.Minute == 0 {
+		old = slices.Minute
+	}
+	if width != old {
+		return fmt.Errorf("%w: a hopping window's snapshot taken with %d ms slices, before hopping windows sliced by their slide (%d ms): deploy again to start with empty windows", ErrSnapshotMismatch, old, width)
 	}
 	return nil
 }
@@ -250,6 +295,7 @@ func (g *grid) readGrid(r *slices.Reader) {
 // AppendSnapshot implements Operator.
 func (a *aligned) AppendSnapshot(b []byte) []byte {
 	b = appendHeader(b, a.kind, len(a.aggs))
+	b = a.appendGeometry(b)
 	b = a.appendGrid(b)
 	b = slices.AppendBool(b, a.hasNext)
 	b = binary.AppendVarint(b, a.next)
@@ -264,7 +310,11 @@ func (a *aligned) AppendSnapshot(b []byte) []byte {
 // Restore implements Operator.
 func (a *aligned) Restore(snapshot []byte) error {
 	r := slices.NewReader(snapshot)
-	if err := readHeader(r, a.kind, len(a.aggs)); err != nil {
+	version, err := readHeader(r, a.kind, len(a.aggs))
+	if err != nil {
+		return err
+	}
+	if err := a.checkGeometry(r, version, a.kind, a.s); err != nil {
 		return err
 	}
 	a.readGrid(r)
@@ -289,6 +339,7 @@ func (a *aligned) Restore(snapshot []byte) error {
 // AppendSnapshot implements Operator.
 func (s *sliding) AppendSnapshot(b []byte) []byte {
 	b = appendHeader(b, Sliding, len(s.aggs))
+	b = s.appendGeometry(b)
 	b = s.appendGrid(b)
 	b = appendBlock(b, s.running)
 	b = appendInts(b, s.latest)
@@ -307,7 +358,11 @@ func (s *sliding) AppendSnapshot(b []byte) []byte {
 // Restore implements Operator.
 func (s *sliding) Restore(snapshot []byte) error {
 	r := slices.NewReader(snapshot)
-	if err := readHeader(r, Sliding, len(s.aggs)); err != nil {
+	version, err := readHeader(r, Sliding, len(s.aggs))
+	if err != nil {
+		return err
+	}
+	if err := s.checkGeometry(r, version, Sliding, 0); err != nil {
 		return err
 	}
 	s.readGrid(r)
@@ -387,7 +442,7 @@ func (s *sessionOp) AppendSnapshot(b []byte) []byte {
 // Restore implements Operator.
 func (s *sessionOp) Restore(snapshot []byte) error {
 	r := slices.NewReader(snapshot)
-	if err := readHeader(r, Session, len(s.aggs)); err != nil {
+	if _, err := readHeader(r, Session, len(s.aggs)); err != nil {
 		return err
 	}
 	s.w = r.Varint()
@@ -465,7 +520,7 @@ func (c *countWindow) AppendSnapshot(b []byte) []byte {
 // Restore implements Operator.
 func (c *countWindow) Restore(snapshot []byte) error {
 	r := slices.NewReader(snapshot)
-	if err := readHeader(r, CountWindow, len(c.aggs)); err != nil {
+	if _, err := readHeader(r, CountWindow, len(c.aggs)); err != nil {
 		return err
 	}
 	c.w = r.Varint()

@@ -14,7 +14,7 @@ import (
 // A snapshot taken at any point, restored into a new operator that then
 // gets the rest of the input, gives exactly the results of the run that
 // was never interrupted: same results, same order, same values, bit for
-// bit (SEMANTICS §6).
+// bit (docs/semantics.md §6).
 func snapshotProperty(kind WindowKind) func(*rapid.T) {
 	return func(t *rapid.T) {
 		spec := windowSpecGen(t, kind)

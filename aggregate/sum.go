@@ -9,7 +9,7 @@ import (
 	"github.com/scenario-server/scenario-server/value"
 )
 
-// sumAgg is Sum (SEMANTICS §5). While every input of a cell is an integer
+// sumAgg is Sum (docs/semantics.md §5). While every input of a cell is an integer
 // the result is the exact int64 sum; a sum that does not fit int64 is
 // ErrSumOverflow, never a wrapped number. Once a float input is in the cell
 // the result is a float64: the exact integer sum converted to float64 plus the

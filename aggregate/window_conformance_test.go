@@ -48,7 +48,7 @@ var conformanceWindows = []WindowSpec{
 	{Kind: Tumbling, Length: 10000, EmitWhen: OnEndWithExtraWindow},
 	{Kind: Tumbling, Length: 10000, Precision: 1000, Offset: 3000, EmitWhen: OnEnd},
 	{Kind: Hopping, Length: 20000, Slide: 5000},
-	{Kind: Hopping, Length: 20000, Slide: 5000, Precision: 5000},
+	{Kind: Hopping, Length: 20000, Slide: 5000, Precision: 1000},
 	{Kind: Sliding, Length: 10000},
 	{Kind: Sliding, Length: 20000, EmitWhenEventLeft: true},
 	{Kind: Session, SessionTimeout: 3000, EmitWhen: OnEnd},
@@ -93,8 +93,10 @@ func TestWindowConformance(t *testing.T) {
 					}
 				}
 				ops = append(ops, op{kind: opFlush})
-				want := newWindowOracle(spec, []Spec{s}).run(ops)
-				got := runOperator(named{t, name}, spec, []Spec{s}, ops)
+				o := newWindowOracle(spec, []Spec{s})
+				want := o.run(ops)
+				got, verdicts := runOperator(named{t, name}, spec, []Spec{s}, ops)
+				compareVerdicts(named{t, name}, ops, verdicts, o.verdicts)
 				compareConformance(t, name, s, got, want)
 			}
 		}
@@ -129,8 +131,10 @@ func TestWindowConformanceValueCases(t *testing.T) {
 					}
 				}
 				ops = append(ops, op{kind: opFlush})
-				want := newWindowOracle(spec, []Spec{s}).run(ops)
-				got := runOperator(named{t, name}, spec, []Spec{s}, ops)
+				o := newWindowOracle(spec, []Spec{s})
+				want := o.run(ops)
+				got, verdicts := runOperator(named{t, name}, spec, []Spec{s}, ops)
+				compareVerdicts(named{t, name}, ops, verdicts, o.verdicts)
 				compareConformanceWithin(t, name, s, got, want, passedThrough(ops))
 			}
 		}

@@ -9,7 +9,7 @@ import (
 )
 
 // The window oracle keeps every raw event and recomputes each window from
-// scratch, straight from SEMANTICS §2 and §4. It shares nothing with the
+// scratch, straight from docs/semantics.md §2 and §4. It shares nothing with the
 // operators but the aggregator oracle (oracleResult) and the value type.
 
 // op is one step of an input: an event, a watermark, or the end of input.
@@ -67,6 +67,38 @@ type windowOracle struct {
 	extraDue map[string]map[int64]bool       // aligned extra windows already emitted
 	keyVals  map[string][]value.Value
 	cntN     map[string]int
+
+	// verdicts holds, per event in arrival order, how it fared.
+	verdicts []verdict
+}
+
+// The classes of an event with respect to lateness (docs/semantics.md §2).
+const (
+	onTime     = iota // counted in every window it belongs to
+	partlyLate        // dropped from some closed windows, counted in open ones (hopping)
+	late              // dropped from every window: Add returns a *LateError
+)
+
+// verdict is how an event fared; for a late one, the window it missed first
+// (the smallest end) and the watermark, as the *LateError should say.
+type verdict struct {
+	class      int
+	start, end int64
+	w          int64
+}
+
+func (v verdict) String() string {
+	switch v.class {
+	case onTime:
+		return "on time"
+	case partlyLate:
+		return "partly late"
+	}
+	return fmt.Sprintf("late for [%d, %d) at watermark %d", v.start, v.end, v.w)
+}
+
+func (o *windowOracle) late(start, end int64) verdict {
+	return verdict{class: late, start: start, end: end, w: o.w}
 }
 
 type oracleSession struct {
@@ -146,7 +178,10 @@ func (o *windowOracle) closedAt(end int64) bool { return o.w != math.MinInt64 &&
 // forget drops, while a key has no open session, each of its closed
 // sessions within whose reach no new session could start any more
 // (watermark at its last event + 2 timeouts): the rule under which a key
-// holds no state (see sessionOp).
+// holds no state (see sessionOp). (A key also remembers only the latest of
+// its sessions closed by timeout: see advance.) What is forgotten decides
+// only which window a late event's error names: an event late for a
+// forgotten session would start a session already closed.
 func (o *windowOracle) forget() {
 	if o.spec.Kind != Session {
 		return
@@ -169,7 +204,8 @@ func (o *windowOracle) forget() {
 	}
 }
 
-func (o *windowOracle) add(e Event, order int) {
+// add takes one event and says how it fared.
+func (o *windowOracle) add(e Event, order int) verdict {
 	defer o.forget()
 	key := keyString(e.Key)
 	o.keyVals[key] = e.Key
@@ -178,14 +214,16 @@ func (o *windowOracle) add(e Event, order int) {
 	switch o.spec.Kind {
 	case Tumbling, Hopping:
 		length, step, off := o.aligned()
-		any := false
+		var missed []int64 // ends of the closed windows containing t, in order
+		open := 0
 		// windows containing t: k*step+off <= t < k*step+off+length
 		for k := floorDiv(t-off-length, step) + 1; k*step+off <= t; k++ {
 			end := k*step + off + length
 			if o.closedAt(end) {
+				missed = append(missed, end)
 				continue
 			}
-			any = true
+			open++
 			if o.windows[key] == nil {
 				o.windows[key] = map[int64][]rawEvent{}
 			}
@@ -194,13 +232,21 @@ func (o *windowOracle) add(e Event, order int) {
 				o.push(key, end-length, end, t, o.windows[key][k], order)
 			}
 		}
-		_ = any
-	case Sliding:
-		if o.w != math.MinInt64 && t < o.w {
-			return
+		switch {
+		case len(missed) == 0:
+			return verdict{class: onTime}
+		case open > 0:
+			return verdict{class: partlyLate}
 		}
+		return o.late(missed[0]-length, missed[0])
+	case Sliding:
 		p := o.precision()
 		n := o.spec.Length / p
+		if o.w != math.MinInt64 && t < o.w {
+			// The event's own window: the n slices ending with its slice.
+			j := floorDiv(t, p)
+			return o.late((j+1)*p-o.spec.Length, (j+1)*p)
+		}
 		o.accepted[key] = append(o.accepted[key], re)
 		j := floorDiv(t, p)
 		var in []rawEvent
@@ -212,14 +258,32 @@ func (o *windowOracle) add(e Event, order int) {
 		o.push(key, (j-n+1)*p, (j+1)*p, t, in, order)
 	case Session:
 		to := o.spec.SessionTimeout
-		joins := func(s *oracleSession) bool { return t > s.start-to && t < s.last+to }
+		// Events at most the timeout apart share a session: touching
+		// sessions merge (docs/semantics.md §4).
+		joins := func(s *oracleSession) bool { return t >= s.start-to && t <= s.last+to }
 		// A session closed by its condition closed at its last event: the
 		// next events start a new one; earlier ones within its reach would
-		// join it and are dropped (SEMANTICS §2 and §4).
+		// join it and are dropped (docs/semantics.md §2 and §4). Of several closed
+		// sessions the event would join, the error names the one that
+		// ends first (then starts first).
+		found := false
+		var miss verdict
 		for _, s := range o.closedS[key] {
-			if s.cond && t > s.start-to && t <= s.last || !s.cond && joins(s) {
-				return
+			var start, end int64
+			switch {
+			case s.cond && t >= s.start-to && t <= s.last:
+				start, end = s.start, s.last+1
+			case !s.cond && joins(s):
+				start, end = s.start, s.last+to
+			default:
+				continue
 			}
+			if !found || end < miss.end || end == miss.end && start < miss.start {
+				found, miss = true, o.late(start, end)
+			}
+		}
+		if found {
+			return miss
 		}
 		var joined []*oracleSession
 		var rest []*oracleSession
@@ -231,7 +295,8 @@ func (o *windowOracle) add(e Event, order int) {
 			}
 		}
 		if len(joined) == 0 && o.w != math.MinInt64 && t+to <= o.w {
-			return
+			// A new session that would already be closed.
+			return o.late(t, t+to)
 		}
 		cur := &oracleSession{start: t, last: t}
 		for _, s := range joined {
@@ -250,7 +315,7 @@ func (o *windowOracle) add(e Event, order int) {
 			o.sessions[key] = rest
 			cur.cond = true
 			o.closedS[key] = append(o.closedS[key], cur)
-			return
+			return verdict{class: onTime}
 		}
 		o.sessions[key] = append(rest, cur)
 	case CountWindow:
@@ -270,6 +335,7 @@ func (o *windowOracle) add(e Event, order int) {
 			o.push(key, lo, hi+1, hi, win, -1)
 		}
 	}
+	return verdict{class: onTime}
 }
 
 // advance moves the watermark and emits what closes, per key in order.
@@ -376,7 +442,19 @@ func (o *windowOracle) advance(w int64) {
 				if o.spec.EmitWhen == OnEnd {
 					o.push(key, s.start, s.last+to, s.last+to-1, s.events, -1)
 				}
-				o.closedS[key] = append(o.closedS[key], s)
+			}
+			if n := len(closing); n > 0 {
+				// A key remembers only its latest session closed by timeout
+				// (as sessionOp does): the others lie before it, and an
+				// event within their reach would start a session already
+				// closed.
+				keep := []*oracleSession{closing[n-1]}
+				for _, s := range o.closedS[key] {
+					if s.cond {
+						keep = append(keep, s)
+					}
+				}
+				o.closedS[key] = keep
 			}
 			o.sessions[key] = open
 		}
@@ -388,7 +466,7 @@ func (o *windowOracle) run(ops []op) map[string][]oracleOut {
 	for _, x := range ops {
 		switch x.kind {
 		case opEvent:
-			o.add(x.ev, x.order)
+			o.verdicts = append(o.verdicts, o.add(x.ev, x.order))
 		case opWatermark:
 			o.advance(x.w)
 		case opFlush:

@@ -35,9 +35,9 @@ func windowSpecGen(t *rapid.T, kind WindowKind) WindowSpec {
 		slide := 1000 * rapid.Int64Range(1, 4).Draw(t, "slide")
 		s.Slide = slide
 		s.Length = slide * rapid.Int64Range(1, 6).Draw(t, "slidesPerWindow")
-		if rapid.Bool().Draw(t, "precisionIsSlide") {
-			s.Precision = slide
-		}
+		// Default precision (the slide), or explicitly finer: 1 s or
+		// 500 ms slices, several per slide.
+		s.Precision = rapid.SampledFrom([]int64{0, 1000, 500}).Draw(t, "precision")
 	case Sliding:
 		s.Length = 1000 * rapid.SampledFrom([]int64{1, 2, 3, 5, 8, 16, 20, 33, 64, 70}).Draw(t, "slices")
 		s.EmitWhenEventLeft = rapid.Bool().Draw(t, "emitWhenEventLeft")
@@ -127,10 +127,16 @@ func drawScenario(t *rapid.T, kind WindowKind) scenarioDraw {
 	maxDisorder := rapid.Int64Range(0, 6000).Draw(t, "disorder")
 	bound := rapid.Int64Range(0, 6000).Draw(t, "watermarkBound")
 	twoKeys := rapid.Bool().Draw(t, "compositeKey")
+	// On a 500 ms grid, events often fall on window and slice boundaries
+	// and exactly a session timeout apart.
+	grid := rapid.Bool().Draw(t, "grid")
 	maxSeen := int64(math.MinInt64)
 	for i := 0; i < nEvents; i++ {
 		clock += rapid.Int64Range(0, 2500).Draw(t, "gap")
 		et := clock - rapid.Int64Range(0, maxDisorder).Draw(t, "late")
+		if grid {
+			et -= floorMod(et, 500)
+		}
 		key := []value.Value{value.String(rapid.SampledFrom([]string{"a", "b", "c"}).Draw(t, "key"))}
 		if twoKeys {
 			key = append(key, value.Int(rapid.Int64Range(1, 2).Draw(t, "key2")))
@@ -163,9 +169,11 @@ type fatalf interface {
 }
 
 // runOperator feeds the ops to a real operator and groups results per key.
-// Inputs of the wrong type are not expected (the generators give accepted
-// kinds); late events are.
-func runOperator(t fatalf, spec WindowSpec, specs []Spec, ops []op) map[string][]oracleOut {
+// It also says how each event fared, in arrival order: late when Add
+// returned a *LateError (whose window and watermark it keeps), partly late
+// when Add counted it in Stats().PartlyLate, on time otherwise. Inputs of the
+// wrong type are not expected (the generators give accepted kinds).
+func runOperator(t fatalf, spec WindowSpec, specs []Spec, ops []op) (map[string][]oracleOut, []verdict) {
 	aggs := make([]Named, len(specs))
 	for i, s := range specs {
 		a, err := New(s)
@@ -186,20 +194,81 @@ func runOperator(t fatalf, spec WindowSpec, specs []Spec, ops []op) map[string][
 	if err != nil {
 		t.Fatalf("NewOperator(%+v): %v", spec, err)
 	}
+	var verdicts []verdict
 	for _, x := range ops {
 		switch x.kind {
 		case opEvent:
 			ev := x.ev
-			if err := opr.Add(&ev); err != nil && !errors.Is(err, ErrLate) {
-				t.Fatalf("Add: %v", err)
+			before := opr.Stats()
+			err := opr.Add(&ev)
+			after := opr.Stats()
+			v := verdict{class: onTime}
+			var le *LateError
+			switch {
+			case errors.As(err, &le):
+				if !errors.Is(err, ErrLate) {
+					t.Fatalf("event %d: %v is not ErrLate", x.order, err)
+				}
+				v = verdict{class: late, start: le.WindowStart, end: le.WindowEnd, w: le.Watermark}
+			case err != nil:
+				t.Fatalf("event %d: Add: %v", x.order, err)
+			case after.PartlyLate > before.PartlyLate:
+				v.class = partlyLate
 			}
+			if dl, dp := after.Late-before.Late, after.PartlyLate-before.PartlyLate; dl != b2i(v.class == late) || dp != b2i(v.class == partlyLate) {
+				t.Fatalf("event %d (%v): Stats.Late +%d, PartlyLate +%d", x.order, v, dl, dp)
+			}
+			verdicts = append(verdicts, v)
 		case opWatermark:
 			opr.Advance(x.w)
 		case opFlush:
 			opr.Flush()
 		}
 	}
-	return got
+	return got, verdicts
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// compareVerdicts checks, event by event, the operator's lateness against
+// the oracle's: the class, and for a late event the window it missed and the
+// watermark.
+func compareVerdicts(t fatalf, ops []op, got, want []verdict) {
+	if len(got) != len(want) {
+		t.Fatalf("%d verdicts, want %d", len(got), len(want))
+	}
+	i := 0
+	for _, x := range ops {
+		if x.kind != opEvent {
+			continue
+		}
+		if got[i] != want[i] {
+			t.Fatalf("event %d (t=%d, key %s): %v, want %v", x.order, x.ev.Time, keyString(x.ev.Key), got[i], want[i])
+		}
+		i++
+	}
+}
+
+// lateTally counts, per window kind, what the property tests saw, so that
+// a run shows (go test -v) how much lateness they exercised.
+type lateTally struct{ cases, events, late, partlyLate int }
+
+func (lt *lateTally) add(vs []verdict) {
+	lt.cases++
+	lt.events += len(vs)
+	for _, v := range vs {
+		switch v.class {
+		case late:
+			lt.late++
+		case partlyLate:
+			lt.partlyLate++
+		}
+	}
 }
 
 func compareRuns(t *rapid.T, specs []Spec, got, want map[string][]oracleOut) {
@@ -226,18 +295,43 @@ func compareRuns(t *rapid.T, specs []Spec, got, want map[string][]oracleOut) {
 	}
 }
 
-func windowProperty(kind WindowKind) func(*rapid.T) {
+func windowProperty(kind WindowKind, tally *lateTally) func(*rapid.T) {
 	return func(t *rapid.T) {
 		spec := windowSpecGen(t, kind)
 		sd := drawScenario(t, kind)
-		want := newWindowOracle(spec, sd.specs).run(sd.ops)
-		got := runOperator(t, spec, sd.specs, sd.ops)
+		o := newWindowOracle(spec, sd.specs)
+		want := o.run(sd.ops)
+		got, verdicts := runOperator(t, spec, sd.specs, sd.ops)
+		compareVerdicts(t, sd.ops, verdicts, o.verdicts)
 		compareRuns(t, sd.specs, got, want)
+		tally.add(o.verdicts)
 	}
 }
 
-func TestPropertyTumbling(t *testing.T) { checkProperty(t, windowProperty(Tumbling)) }
-func TestPropertyHopping(t *testing.T)  { checkProperty(t, windowProperty(Hopping)) }
-func TestPropertySliding(t *testing.T)  { checkProperty(t, windowProperty(Sliding)) }
-func TestPropertySession(t *testing.T)  { checkProperty(t, windowProperty(Session)) }
-func TestPropertyCount(t *testing.T)    { checkProperty(t, windowProperty(CountWindow)) }
+// checkWindowProperty runs kind's property and logs how many late and
+// partly late events it checked. Time windows must have met late events
+// (and hopping windows partly late ones), or the property proved little.
+func checkWindowProperty(t *testing.T, kind WindowKind) {
+	tally := &lateTally{}
+	checkProperty(t, windowProperty(kind, tally))
+	t.Logf("%v: %d cases, %d events: %d late, %d partly late", kind, tally.cases, tally.events, tally.late, tally.partlyLate)
+	if t.Failed() {
+		return
+	}
+	switch {
+	case kind == CountWindow && tally.late+tally.partlyLate > 0:
+		t.Errorf("count windows have no lateness, but %d events were late", tally.late+tally.partlyLate)
+	case kind != CountWindow && tally.late == 0:
+		t.Errorf("no late event in %d cases", tally.cases)
+	case kind == Hopping && tally.partlyLate == 0:
+		t.Errorf("no partly late event in %d cases", tally.cases)
+	case kind != Hopping && tally.partlyLate > 0:
+		t.Errorf("%d partly late events; only hopping windows have them", tally.partlyLate)
+	}
+}
+
+func TestPropertyTumbling(t *testing.T) { checkWindowProperty(t, Tumbling) }
+func TestPropertyHopping(t *testing.T)  { checkWindowProperty(t, Hopping) }
+func TestPropertySliding(t *testing.T)  { checkWindowProperty(t, Sliding) }
+func TestPropertySession(t *testing.T)  { checkWindowProperty(t, Session) }
+func TestPropertyCount(t *testing.T)    { checkWindowProperty(t, CountWindow) }

@@ -10,7 +10,7 @@ import (
 )
 
 // Hand-worked window cases. Every expected value below was worked out by
-// hand from SEMANTICS §2-§4; the comments show the working.
+// hand from docs/semantics.md §2-§4; the comments show the working.
 
 type step struct {
 	t     int64 // event time (ms); ignored for watermarks
@@ -21,6 +21,8 @@ type step struct {
 	flush bool
 	end   bool // endSessionCondition
 	late  bool // Add must report ErrLate
+	// lateErr, when set, is the *LateError Add must return (late is implied).
+	lateErr *LateError
 }
 
 func ev(t int64, key string, in value.Value) step { return step{t: t, key: key, in: in} }
@@ -40,6 +42,13 @@ func (g got) String() string {
 }
 
 func runSteps(t *testing.T, spec WindowSpec, agg Spec, steps []step) []got {
+	t.Helper()
+	out, _ := runStepsStats(t, spec, agg, steps)
+	return out
+}
+
+// runStepsStats is runSteps, also returning the operator's counters.
+func runStepsStats(t *testing.T, spec WindowSpec, agg Spec, steps []step) ([]got, Stats) {
 	t.Helper()
 	a, err := New(agg)
 	if err != nil {
@@ -61,15 +70,21 @@ func runSteps(t *testing.T, spec WindowSpec, agg Spec, steps []step) []got {
 			op.Advance(s.w)
 		default:
 			err := op.Add(&Event{Time: s.t, Key: []value.Value{value.String(s.key)}, Inputs: []value.Value{s.in}, EndSession: s.end})
-			if s.late != errors.Is(err, ErrLate) {
-				t.Fatalf("step %d: Add error %v, want late=%v", i, err, s.late)
+			if want := s.late || s.lateErr != nil; want != errors.Is(err, ErrLate) {
+				t.Fatalf("step %d: Add error %v, want late=%v", i, err, want)
+			}
+			if s.lateErr != nil {
+				var le *LateError
+				if !errors.As(err, &le) || *le != *s.lateErr {
+					t.Fatalf("step %d: Add error %#v, want %#v", i, err, s.lateErr)
+				}
 			}
 			if err != nil && !errors.Is(err, ErrLate) {
 				t.Fatalf("step %d: %v", i, err)
 			}
 		}
 	}
-	return out
+	return out, op.Stats()
 }
 
 func expect(t *testing.T, gotOut []got, want []got) {
@@ -114,13 +129,87 @@ func TestSessionBridgedByOutOfOrderEvent(t *testing.T) {
 	expect(t, out, []got{{"k", 0, 35000, 34999, "4", false}})
 }
 
-func TestSessionGapOfExactlyTimeoutStartsNewSession(t *testing.T) {
-	// Events 10 s apart with a 10 s timeout are two sessions.
+func TestSessionEventsExactlyTimeoutApartShareASession(t *testing.T) {
+	// Events 10 s apart with a 10 s timeout are at most the timeout apart:
+	// one session [0, 10000+10000) of 2 events (sessions that touch merge).
+	// 20001 is 10001 ms after 10000: a session of its own [20001, 30001).
 	spec := WindowSpec{Kind: Session, SessionTimeout: 10000, EmitWhen: OnEnd}
 	out := runSteps(t, spec, Spec{Func: "Count"}, []step{
-		ev(0, "k", value.Null()), ev(10000, "k", value.Null()), flush(),
+		ev(0, "k", value.Null()), ev(10000, "k", value.Null()), ev(20001, "k", value.Null()), flush(),
 	})
-	expect(t, out, []got{{"k", 0, 10000, 9999, "1", false}, {"k", 10000, 20000, 19999, "1", false}})
+	expect(t, out, []got{{"k", 0, 20000, 19999, "2", false}, {"k", 20001, 30001, 30000, "1", false}})
+}
+
+func TestSessionTouchingBackwards(t *testing.T) {
+	// Timeout 10 s, no watermark. Sessions {0} and {20000} are 20 s apart.
+	// The out-of-order 10000 is exactly 10 s after 0 and 10 s before 20000:
+	// it touches both and merges them into [0, 30000) of 3 events. Then
+	// -10000 is exactly 10 s before the session's first event: it joins,
+	// giving [-10000, 30000) of 4 events.
+	spec := WindowSpec{Kind: Session, SessionTimeout: 10000, EmitWhen: OnEnd}
+	out := runSteps(t, spec, Spec{Func: "Count"}, []step{
+		ev(0, "k", value.Null()), ev(20000, "k", value.Null()), ev(10000, "k", value.Null()), ev(-10000, "k", value.Null()), flush(),
+	})
+	expect(t, out, []got{{"k", -10000, 30000, 29999, "4", false}})
+}
+
+// sessionRun feeds a session operator (timeout 30 s, OnEnd, Count) one
+// key's events with the watermark advanced to each event's time after it
+// (maxOutOfOrderness 0, so W is the largest event time so far), and returns
+// the results emitted after each event (index i) and at the flush (last).
+func sessionRun(t *testing.T, times []int64) [][]got {
+	t.Helper()
+	c, _ := New(Spec{Func: "Count"})
+	var cur []got
+	op, err := NewOperator(WindowSpec{Kind: Session, SessionTimeout: 30000, EmitWhen: OnEnd}, []Named{{Name: "n", Aggregator: c}}, func(r *Result) {
+		cur = append(cur, got{key: r.Key[0].Str(), start: r.Start, end: r.End, time: r.Time, val: string(value.AppendJSON(nil, r.Values[0]))})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps [][]got
+	for _, tm := range times {
+		if err := op.Add(&Event{Time: tm, Key: []value.Value{value.String("k")}, Inputs: []value.Value{value.Null()}}); err != nil {
+			t.Fatalf("Add(%d): %v", tm, err)
+		}
+		op.Advance(tm)
+		steps, cur = append(steps, cur), nil
+	}
+	op.Flush()
+	return append(steps, cur)
+}
+
+func TestSessionsThatTouchMerge(t *testing.T) {
+	at := func(hms string) int64 {
+		tm, err := time.Parse(time.RFC3339, "2024-05-06T"+hms+"Z")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tm.UnixMilli()
+	}
+	// Timeout 30 s. 10:00:10 is 10 s after 10:00:00, 10:00:40 is 30 s after
+	// 10:00:10 (at most the timeout: same session), 10:01:20 is 40 s after
+	// 10:00:40: a new session. The first is [10:00:00, 10:00:40 + 30 s) =
+	// [10:00:00, 10:01:10) with 3 events; it closes when W >= 10:01:10, i.e.
+	// when 10:01:20 arrives and the watermark moves to it. The flush closes
+	// [10:01:20, 10:01:50) with 1 event.
+	steps := sessionRun(t, []int64{at("10:00:00"), at("10:00:10"), at("10:00:40"), at("10:01:20")})
+	for i := 0; i < 3; i++ {
+		expect(t, steps[i], nil)
+	}
+	expect(t, steps[3], []got{{"k", at("10:00:00"), at("10:01:10"), at("10:01:10") - 1, "3", false}})
+	expect(t, steps[4], []got{{"k", at("10:01:20"), at("10:01:50"), at("10:01:50") - 1, "1", false}})
+
+	// With the fourth event at 10:01:10 instead: 30 s after 10:00:40, it
+	// touches the session (added before W moves to 10:01:10, while the
+	// session [10:00:00, 10:01:10) is still open), which becomes
+	// [10:00:00, 10:01:10 + 30 s) = [10:00:00, 10:01:40) with 4 events,
+	// open until the flush.
+	steps = sessionRun(t, []int64{at("10:00:00"), at("10:00:10"), at("10:00:40"), at("10:01:10")})
+	for i := 0; i < 4; i++ {
+		expect(t, steps[i], nil)
+	}
+	expect(t, steps[4], []got{{"k", at("10:00:00"), at("10:01:40"), at("10:01:40") - 1, "4", false}})
 }
 
 func TestSessionEndCondition(t *testing.T) {
@@ -136,19 +225,24 @@ func TestSessionEndCondition(t *testing.T) {
 func TestSessionClosedByConditionDropsEventsWithinIt(t *testing.T) {
 	// Timeout 10 s, no watermark: nothing is late by time. The condition at
 	// 3000 closes [0, 3001) with 2 events. The out-of-order 2000 would join
-	// that closed session, and so would -5000 (within the timeout before its
-	// first event): both are dropped (SEMANTICS §2). 4000 comes after it and
-	// starts a new session, which the out-of-order 3500 joins (3.5 s is after
-	// the closed session's last event): [3500, 14000) with 2 events.
+	// that closed session, and so would -5000 and -10000 (at most the
+	// timeout before its first event): all are dropped (docs/semantics.md §2), each
+	// naming the closed session [0, 3001) at the watermark NoWatermark.
+	// 4000 comes after it and starts a new session, which the out-of-order
+	// 3500 joins (3.5 s is after the closed session's last event):
+	// [3500, 14000) with 2 events. -10001 is 10.001 s before 0 and 13.501 s
+	// before 3500: a session of its own, [-10001, -1).
 	spec := WindowSpec{Kind: Session, SessionTimeout: 10000, EmitWhen: OnEnd}
+	closed := &LateError{WindowStart: 0, WindowEnd: 3001, Watermark: NoWatermark}
 	out := runSteps(t, spec, Spec{Func: "Count"}, []step{
 		ev(0, "k", value.Null()), {t: 3000, key: "k", in: value.Null(), end: true},
-		{t: 2000, key: "k", in: value.Null(), late: true}, {t: -5000, key: "k", in: value.Null(), late: true},
+		{t: 2000, key: "k", in: value.Null(), lateErr: closed}, {t: -5000, key: "k", in: value.Null(), lateErr: closed},
+		{t: -10000, key: "k", in: value.Null(), lateErr: closed},
 		ev(4000, "k", value.Null()), ev(3500, "k", value.Null()),
-		{t: -10000, key: "k", in: value.Null()}, // before the closed session's reach: a session of its own
+		{t: -10001, key: "k", in: value.Null()}, // before the closed session's reach: a session of its own
 		flush(),
 	})
-	expect(t, out, []got{{"k", 0, 3001, 3000, "2", false}, {"k", -10000, 0, -1, "1", false}, {"k", 3500, 14000, 13999, "2", false}})
+	expect(t, out, []got{{"k", 0, 3001, 3000, "2", false}, {"k", -10001, -1, -2, "1", false}, {"k", 3500, 14000, 13999, "2", false}})
 }
 
 func TestLateEventDroppedFromClosedWindowCountedInOpenOne(t *testing.T) {
@@ -168,8 +262,10 @@ func TestLateEventDroppedFromClosedWindowCountedInOpenOne(t *testing.T) {
 		{"k", 0, 20000, 19999, "1", false},
 		{"k", 10000, 30000, 29999, "10", false},
 	})
-	// An event at 5000 now belongs only to closed windows: dropped, ErrLate.
-	runSteps(t, spec, Spec{Func: "Sum"}, []step{ev(5000, "k", i64(1)), wm(20000), {t: 5000, key: "k", in: i64(1), late: true}})
+	// An event at 5000 now belongs only to closed windows, [-10000,10000)
+	// and [0,20000): dropped, and the error names the first of them.
+	runSteps(t, spec, Spec{Func: "Sum"}, []step{ev(5000, "k", i64(1)), wm(20000),
+		{t: 5000, key: "k", in: i64(1), lateErr: &LateError{WindowStart: -10000, WindowEnd: 10000, Watermark: 20000}}})
 }
 
 func TestEndOfInputFlush(t *testing.T) {
@@ -207,10 +303,13 @@ func TestSlidingEmitWhenEventLeftDownToEmpty(t *testing.T) {
 func TestSlidingLateBelowWatermark(t *testing.T) {
 	spec := WindowSpec{Kind: Sliding, Length: 3000}
 	out := runSteps(t, spec, Spec{Func: "Count"}, []step{
-		ev(5000, "k", value.Null()), wm(4000), {t: 3999, key: "k", in: value.Null(), late: true}, ev(4000, "k", value.Null()),
+		ev(5000, "k", value.Null()), wm(4000),
+		{t: 3999, key: "k", in: value.Null(), lateErr: &LateError{WindowStart: 1000, WindowEnd: 4000, Watermark: 4000}},
+		ev(4000, "k", value.Null()),
 	})
-	// 3999 < W=4000: late. 4000 = W: accepted; its window [2000,5000) holds only itself
-	// (5000 is in slice 5, outside [2,4]).
+	// 3999 < W=4000: late; its own window is the 3 one-second slices ending
+	// with its slice 3: [1000, 4000). 4000 = W: accepted; its window
+	// [2000,5000) holds only itself (5000 is in slice 5, outside [2,4]).
 	expect(t, out, []got{{"k", 3000, 6000, 5000, "1", true}, {"k", 2000, 5000, 4000, "1", true}})
 }
 
@@ -375,4 +474,92 @@ func TestSlidingLeaveResultsOwedBeforeALaterEvent(t *testing.T) {
 		{"a", 11000, 21000, 20999, "0", false},
 		{"a", 31000, 41000, 40999, "0", false},
 	})
+}
+
+func TestLateErrorNamesTheFirstWindowMissed(t *testing.T) {
+	// Tumbling 10 s, no disorder (the watermark moves to each event's time
+	// after it). 1000 opens [0, 10000); 25000 moves W to 25000, closing
+	// [0, 10000) and [10000, 20000). 3000 belongs only to [0, 10000),
+	// closed: late, at watermark 25000.
+	spec := WindowSpec{Kind: Tumbling, Length: 10000, EmitWhen: OnEnd}
+	a, _ := New(Spec{Func: "Count"})
+	op, err := NewOperator(spec, []Named{{Name: "n", Aggregator: a}}, func(*Result) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errs []error
+	for _, tm := range []int64{1000, 25000, 3000} {
+		errs = append(errs, op.Add(&Event{Time: tm, Key: []value.Value{value.String("k")}, Inputs: []value.Value{value.Null()}}))
+		op.Advance(tm)
+	}
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("on-time events: %v, %v", errs[0], errs[1])
+	}
+	var le *LateError
+	if !errors.Is(errs[2], ErrLate) || !errors.As(errs[2], &le) || *le != (LateError{WindowStart: 0, WindowEnd: 10000, Watermark: 25000}) {
+		t.Fatalf("third event: %#v, want &LateError{WindowStart: 0, WindowEnd: 10000, Watermark: 25000}", errs[2])
+	}
+	if st := op.Stats(); st.Late != 1 || st.PartlyLate != 0 {
+		t.Fatalf("stats %+v, want Late 1, PartlyLate 0", st)
+	}
+
+	for _, tc := range []struct {
+		name             string
+		spec             WindowSpec
+		steps            []step
+		late, partlyLate int64 // Stats counts
+	}{
+		{
+			// Hopping 30 s sliding by 10 s (P = the slide, 10 s). 12000 is in
+			// [-10000, 20000), [0, 30000) and [10000, 40000). At W = 30000 the
+			// first two have closed: partly late (no error). At W = 40000 all
+			// three have: late, naming [-10000, 20000).
+			"hopping", WindowSpec{Kind: Hopping, Length: 30000, Slide: 10000},
+			[]step{ev(35000, "k", i64(1)), wm(30000), ev(12000, "k", i64(1)), wm(40000),
+				{t: 12000, key: "k", in: i64(1), lateErr: &LateError{WindowStart: -10000, WindowEnd: 20000, Watermark: 40000}}},
+			1, 1,
+		},
+		{
+			// docs/semantics.md §2: hopping 5 min sliding by 1 min (P = 1 min),
+			// W = 10:04. 10:02:30 is in the windows starting 09:58 ... 10:02;
+			// those ending 10:03 and 10:04 have closed: partly late. 09:58:30
+			// is in the windows starting 09:54 ... 09:58, all closed: late,
+			// naming [09:54, 09:59). In ms from 00:00: 09:54 = 35640000,
+			// 09:59 = 35940000, 10:04 = 36240000.
+			"hopping, the worked example", WindowSpec{Kind: Hopping, Length: 300000, Slide: 60000},
+			[]step{ev(36240000, "k", i64(1)), wm(36240000), ev(36150000, "k", i64(1)),
+				{t: 35910000, key: "k", in: i64(1), lateErr: &LateError{WindowStart: 35640000, WindowEnd: 35940000, Watermark: 36240000}}},
+			1, 1,
+		},
+		{
+			// Sliding 60 s at the default precision 60 s: 90000 is in slice 1,
+			// so its own window is slice 1 alone, [60000, 120000) (not
+			// [30000, 90000]); it is late below W = 100000.
+			"sliding", WindowSpec{Kind: Sliding, Length: 60000},
+			[]step{ev(100000, "k", i64(1)), wm(100000),
+				{t: 90000, key: "k", in: i64(1), lateErr: &LateError{WindowStart: 60000, WindowEnd: 120000, Watermark: 100000}}},
+			1, 0,
+		},
+		{
+			// Session, timeout 10 s. {0, 5000} is [0, 15000), closed at
+			// W = 15000. 15000 is exactly 10 s after 5000: it would join
+			// (touch) that closed session, so it is late and names it. So
+			// is 5001. -20000 is 20 s before 0, outside the closed
+			// session's reach [-10000, 15000], and would start a session
+			// [-20000, -10000) that is already closed: late, naming it.
+			"session", WindowSpec{Kind: Session, SessionTimeout: 10000, EmitWhen: OnEnd},
+			[]step{ev(0, "k", i64(1)), ev(5000, "k", i64(1)), wm(15000),
+				{t: 15000, key: "k", in: i64(1), lateErr: &LateError{WindowStart: 0, WindowEnd: 15000, Watermark: 15000}},
+				{t: 5001, key: "k", in: i64(1), lateErr: &LateError{WindowStart: 0, WindowEnd: 15000, Watermark: 15000}},
+				{t: -20000, key: "k", in: i64(1), lateErr: &LateError{WindowStart: -20000, WindowEnd: -10000, Watermark: 15000}}},
+			3, 0,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, st := runStepsStats(t, tc.spec, Spec{Func: "Count"}, tc.steps)
+			if st.Late != tc.late || st.PartlyLate != tc.partlyLate {
+				t.Fatalf("stats %+v, want Late %d, PartlyLate %d", st, tc.late, tc.partlyLate)
+			}
+		})
+	}
 }

@@ -103,25 +103,26 @@ func (c *nodeCheck) aggregateInput(field string, e *scenario.Expression, env exp
 	return t
 }
 
-// defaultPrecision is SEMANTICS §3's: 60 s, or 1 s when a length is not a
-// whole number of minutes.
-func defaultPrecision(lengths ...time.Duration) time.Duration {
-	for _, l := range lengths {
-		if l%time.Minute != 0 {
-			return time.Second
-		}
+// defaultPrecision is docs/semantics.md §3's for sliding windows and sessions: 60 s,
+// or 1 s when the length is not a whole number of minutes. (Tumbling windows
+// use their length, hopping windows their slide.)
+func defaultPrecision(length time.Duration) time.Duration {
+	if length%time.Minute != 0 {
+		return time.Second
 	}
 	return time.Minute
 }
 
-// precision returns the node's precision: the explicit parameter, or the
-// default for the given lengths.
-func (c *nodeCheck) precision(lengths ...time.Duration) (p time.Duration, explicit, ok bool) {
+// precision returns the node's precision: the explicit parameter, or def.
+// Either way the plan records it as Params["precision"], so the runtime
+// slices by exactly the precision validated here.
+func (c *nodeCheck) precision(def time.Duration) (p time.Duration, explicit, ok bool) {
 	if c.given("precision") {
 		p, ok = c.durationParam("precision", true)
 		return p, true, ok
 	}
-	return defaultPrecision(lengths...), false, true
+	c.record("precision", def)
+	return def, false, true
 }
 
 // checkMultiple reports a length (windowLength, sessionTimeout, slide) that
@@ -143,7 +144,7 @@ func (c *nodeCheck) checkMultiple(field string, length, p time.Duration, explici
 
 func checkSliding(c *nodeCheck, out *aggregateOutput) {
 	length, okL := c.durationParam("windowLength", true)
-	p, explicit, okP := c.precision(length)
+	p, explicit, okP := c.precision(defaultPrecision(length))
 	if okL && okP {
 		c.checkMultiple("windowLength", length, p, explicit, CodeNotMultipleOfPrec)
 	}
@@ -172,6 +173,7 @@ func checkHopping(c *nodeCheck, out *aggregateOutput) {
 	length, okL := c.durationParam("windowLength", true)
 	slide, okS := c.durationParam("slide", true)
 	if okS {
+		// The default precision is the slide itself (docs/semantics.md §3).
 		if p, explicit, okP := c.precision(slide); okP {
 			c.checkMultiple("slide", slide, p, explicit, CodeSlideNotMultiple)
 		}
@@ -183,7 +185,7 @@ func checkHopping(c *nodeCheck, out *aggregateOutput) {
 
 func checkSession(c *nodeCheck, out *aggregateOutput) {
 	timeout, okT := c.durationParam("sessionTimeout", true)
-	p, explicit, okP := c.precision(timeout)
+	p, explicit, okP := c.precision(defaultPrecision(timeout))
 	if okT && okP {
 		c.checkMultiple("sessionTimeout", timeout, p, explicit, CodeNotMultipleOfPrec)
 	}

@@ -1,7 +1,7 @@
 // Package nodes holds the kinds of node a scenario is made of: sources
 // (file, http, kafka), Filter, Variable, VariableBuilder (record variable),
 // Switch (choice), Split, Join "union", CustomNode "for-each", the aggregates
-// of SEMANTICS §4 (aggregate-sliding, -tumbling, -hopping, -session, -count)
+// of docs/semantics.md §4 (aggregate-sliding, -tumbling, -hopping, -session, -count)
 // and sinks (collect, file, stdout, dead-end).
 //
 // Each Kind describes itself (its palette group, label, and the name, form,
@@ -34,11 +34,16 @@
 //
 // Durations are strings: "60s", "1h30m", "1d" or ISO 8601 "PT1H"
 // (ParseDuration), and a whole number of milliseconds ("1500us" and "1ns"
-// are refused: the runtime counts time in ms). Precision defaults to 60s, or 1s when the window (or
-// session timeout, or hopping slide) is not a whole number of minutes; a
-// window must be a whole multiple of its precision and not shorter than it;
-// a hopping window a whole multiple of its slide; a tumbling window's offset
-// shorter than the window. Time zones are IANA names, read from the zone
+// are refused: the runtime counts time in ms). Precision (the slice width,
+// docs/semantics.md §3) defaults to the slide for a hopping window (a 60s window
+// sliding by 10s is kept in 10s slices), the window length for a tumbling
+// one, and otherwise to 60s, or 1s when the sliding window (or session
+// timeout) is not a whole number of minutes. The plan of a sliding, hopping
+// or session node records the precision in effect, given or default, as
+// Params["precision"]. A window must be a whole multiple of its precision
+// and not shorter than it, and so must a hopping slide; a hopping window a
+// whole multiple of its slide; a tumbling window's offset shorter than the
+// window. Time zones are IANA names, read from the zone
 // database built into the binary; a tumbling window with a timeZone must
 // be a whole number of days long.
 //

@@ -4,7 +4,7 @@
 // covered by a few coarser partials.
 //
 // A window is answered by merging slice partials, never by keeping raw events
-// (SEMANTICS §3). The technique is stream slicing: Li et al., "No pane, no
+// (docs/semantics.md §3). The technique is stream slicing: Li et al., "No pane, no
 // gain: efficient evaluation of sliding-window aggregates over data streams"
 // (SIGMOD Record 2005) and Traub et al., "Efficient Window Aggregation with
 // General Stream Slicing" (EDBT 2019). Ranges of slices are answered from
@@ -29,8 +29,9 @@ const (
 	Day    int64 = 24 * Hour
 )
 
-// DefaultPrecision is the slice width used when a window length is a whole
-// number of minutes and the node does not set one (SEMANTICS §3).
+// DefaultPrecision is the slice width used when a sliding window's length
+// (or a session timeout) is a whole number of minutes and the node does not
+// set one (docs/semantics.md §3).
 const DefaultPrecision = Minute
 
 // Validation errors for window geometry. They are returned wrapped with the
@@ -55,13 +56,17 @@ var (
 )
 
 // Precision returns the slice width P in ms for a window of the given length
-// that slides by slide ms (slide = 0 for sliding windows; slide = length for
-// tumbling windows, which use P = length unless explicit is set).
+// that slides by slide ms: slide = 0 for sliding windows, the slide for
+// hopping windows, slide = length (and tumbling = true) for tumbling windows.
 //
-// With explicit > 0 that value is used. Otherwise P is 60 s when the length
-// and the slide are whole minutes, and 1 s when they are not. The result is
-// checked: the window must be at least P long and a whole multiple of P, and
-// so must the slide. Errors: ErrNonPositive, ErrWindowShorterThanPrecision,
+// With explicit > 0 that value is used. Otherwise (docs/semantics.md §3) a tumbling
+// window uses P = length and a hopping window P = slide, so that every window
+// is a whole number of slices (as Flink's window TVFs slice by gcd(size,
+// slide), here the slide itself since the length is a multiple of it, and
+// Arroyo bins by the slide); a sliding window uses 60 s when its length is a
+// whole number of minutes, and 1 s when it is not. The result is checked:
+// the window must be at least P long and a whole multiple of P, and so must
+// the slide. Errors: ErrNonPositive, ErrWindowShorterThanPrecision,
 // ErrNotMultipleOfPrecision, ErrLengthNotMultipleOfSlide.
 func Precision(length, slide, explicit int64, tumbling bool) (int64, error) {
 	if length <= 0 {
@@ -78,7 +83,9 @@ func Precision(length, slide, explicit int64, tumbling bool) (int64, error) {
 	case p > 0:
 	case tumbling:
 		p = length
-	case length%Minute == 0 && slide%Minute == 0:
+	case slide > 0:
+		p = slide
+	case length%Minute == 0:
 		p = DefaultPrecision
 	default:
 		p = Second

@@ -18,8 +18,14 @@ func TestPrecision(t *testing.T) {
 		{"sliding whole minutes", Hour, 0, 0, false, Minute, nil},
 		{"sliding 90 s", 90 * Second, 0, 0, false, Second, nil},
 		{"tumbling uses its length", 10 * Second, 10 * Second, 0, true, 10 * Second, nil},
+		// Hopping windows slice by their slide (docs/semantics.md §3): 5 min / 1 min
+		// gives 1 min; 60 s / 10 s gives 10 s (6 slices per window, a new
+		// window every slice); 1 h / 15 min gives 15 min; 90 s / 30 s gives 30 s.
 		{"hopping minutes", 5 * Minute, Minute, 0, false, Minute, nil},
-		{"hopping 60s/10s", Minute, 10 * Second, 0, false, Second, nil},
+		{"hopping 60s/10s", Minute, 10 * Second, 0, false, 10 * Second, nil},
+		{"hopping 1h/15m", Hour, 15 * Minute, 0, false, 15 * Minute, nil},
+		{"hopping 90s/30s", 90 * Second, 30 * Second, 0, false, 30 * Second, nil},
+		{"hopping 60s/10s explicit 1 s", Minute, 10 * Second, Second, false, Second, nil},
 		{"explicit 10 s", Minute, 10 * Second, 10 * Second, false, 10 * Second, nil},
 		{"shorter than precision", 30 * Second, 0, Minute, false, 0, ErrWindowShorterThanPrecision},
 		{"not a multiple", 90 * Second, 0, Minute, false, 0, ErrNotMultipleOfPrecision},
