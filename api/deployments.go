@@ -81,7 +81,9 @@ type NodeCounts struct {
 	In     int64 `json:"in" doc:"Events that entered the node."`
 	Out    int64 `json:"out" doc:"Events that left it."`
 	Errors int64 `json:"errors" doc:"Per-event errors in it (the event went no further)."`
-	Late   int64 `json:"late" doc:"Late events an aggregate dropped."`
+	Late   int64 `json:"late" doc:"Aggregates: events too late for every window they belong to (dropped, or sent down the node's Late edge)."`
+	// PartlyLate is apart from Late.
+	PartlyLate int64 `json:"partlyLate" doc:"Aggregates (hopping): events dropped from some closed windows but counted in the open ones."`
 }
 
 // SourceState is the position of an HTTP source of a running deployment in its event log.
@@ -133,7 +135,7 @@ func liveOut(name string, l deploy.Live, ok bool) LiveCounts {
 	}
 	out.Running, out.DeploymentID, out.Version, out.Phase = true, l.Deployment, l.Version, string(l.Phase)
 	for id, c := range l.Nodes {
-		out.Nodes[id] = NodeCounts{In: c.In, Out: c.Out, Errors: c.Errors, Late: c.Late}
+		out.Nodes[id] = NodeCounts{In: c.In, Out: c.Out, Errors: c.Errors, Late: c.Late, PartlyLate: c.PartlyLate}
 	}
 	for _, s := range l.Sources {
 		out.Sources = append(out.Sources, SourceState{ID: s.ID, Kind: s.Kind, Error: s.Error, Accepted: s.Accepted, Processed: s.Processed,

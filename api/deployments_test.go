@@ -49,6 +49,7 @@ func runDeploymentSuite(t *testing.T, newStore newStoreFunc) {
 		{"Ingestion", testIngestion},
 		{"IdleSourceClosesWindow", testIdleWindowThroughAPI},
 		{"Streams", testStreams},
+		{"LateEvents", testLateEventsDeployed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,9 +121,10 @@ func accessLogGraph(t *testing.T) string {
 	return replace(t, g, `"typ": "stdout"`, `"typ": "collect"`)
 }
 
-// sentinel is a far-future event of its own client: its watermark closes every session of the
+// sentinel is an event months after the file's last (and in the past, within maxFutureSkew) of its
+// own client: its watermark closes every session of the
 // file, and only its own stays open.
-const sentinel = `{"ts":"2030-01-01T00:00:00Z","client":"zz-sentinel","method":"GET","path":"/","status":200,"bytes":1}`
+const sentinel = `{"ts":"2016-01-01T00:00:00Z","client":"zz-sentinel","method":"GET","path":"/","status":200,"bytes":1}`
 
 // replayValues replays lines through graph, as `scenario-server run` does (end of input
 // included), and returns the sink values as normalized JSON.
@@ -554,10 +556,12 @@ func testIdleWindowThroughAPI(t *testing.T, c *client) {
 	if err := json.Unmarshal(results[0].Value, &w); err != nil {
 		t.Fatal(err)
 	}
+	// No upper bound: the event watermark stays 60 s (the default out-of-orderness) behind
+	// the events, and the wait above gives up after 10 s, so only idleness can have closed it.
 	after := seen.Sub(time.UnixMilli(w.End))
 	t.Logf("window [%d, %d) of %q seen %v after its end (idle timeout 1s)", w.End-1000, w.End, w.Key, after)
-	if w.Key != "quiet" || w.N != 1 || after < time.Second || after > 6*time.Second { // well under the 60 s out-of-orderness; loose for loaded machines
-		t.Errorf("window %s seen %v after its end, want about the idle timeout, 1s", results[0].Value, after)
+	if w.Key != "quiet" || w.N != 1 || after < time.Second {
+		t.Errorf("window %s seen %v after its end, want no sooner than the idle timeout, 1s", results[0].Value, after)
 	}
 }
 

@@ -34,7 +34,7 @@ type NodeTestResult struct {
 
 // NodeTestOutput is one context leaving the node.
 type NodeTestOutput struct {
-	EdgeType  string                     `json:"edgeType,omitempty" enum:"FilterTrue,FilterFalse,NextSwitch,SwitchDefault" doc:"The edge taken, for a Filter or a Switch."`
+	EdgeType  string                     `json:"edgeType,omitempty" enum:"FilterTrue,FilterFalse,NextSwitch,SwitchDefault,Late" doc:"The edge taken, for a Filter or a Switch."`
 	Condition string                     `json:"condition,omitempty" doc:"For a Switch's NextSwitch edge: the field of the condition that held." example:"edges[3].edgeType.condition"`
 	To        string                     `json:"to,omitempty" doc:"The node the context goes to; absent when the edge taken is not connected (the context goes no further)."`
 	From      string                     `json:"from,omitempty" doc:"For a Join: the branch (upstream node id) whose expression made the output variable."`

@@ -47,6 +47,7 @@ func runAPISuite(t *testing.T, newStore newStoreFunc) {
 		{"TestRuns", testTestRuns},
 		{"TestLimits", testTestLimits},
 		{"NodeTest", testNodeTest},
+		{"LateEvents", testLateEvents},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/scenario-server/scenario-server/aggregate"
 	"github.com/scenario-server/scenario-server/engine"
 	"github.com/scenario-server/scenario-server/expression"
 	"github.com/scenario-server/scenario-server/nodes"
@@ -21,7 +22,7 @@ import (
 )
 
 // A test run ("test with sample records") is a bounded replay of the records through the
-// graph (SEMANTICS §1: event time only, no wall clock; the end of the records closes every
+// graph (docs/semantics.md §1: event time only, no wall clock; the end of the records closes every
 // window), observed node by node. Everything is counted; what is listed is capped per node
 // (maxRecordsPerNode), with the totals beside, so that nothing is cut silently.
 
@@ -59,6 +60,7 @@ type TestResult struct {
 	Nodes           map[string]NodeTestRecords   `json:"nodes" doc:"Per node id (every node of the graph): its counts and the first records it saw."`
 	WindowResults   map[string]WindowTestResults `json:"windowResults" doc:"Per aggregate node id: the results it emitted (contexts leaving it), in order."`
 	SinkOutputs     map[string]SinkTestOutputs   `json:"sinkOutputs" doc:"Per sink node id (dead ends excluded): the values it wrote, in order."`
+	LateEvents      map[string]LateTestEvents    `json:"lateEvents" doc:"Per time-window aggregate node id (sliding, tumbling, hopping, session), whether or not it has a Late edge: the events that came too late for every window they belong to, in order, with the first window each missed (docs/semantics.md §2)."`
 	Errors          []TestError                  `json:"errors" doc:"Per-event errors, in order, each with its node, field, input line and message (at most 1,000 listed)."`
 	TotalErrors     int64                        `json:"totalErrors" doc:"Per-event errors in all."`
 	ErrorsTruncated bool                         `json:"errorsTruncated" doc:"True when errors lists fewer than totalErrors."`
@@ -70,7 +72,9 @@ type TestCounts struct {
 	In     int64 `json:"in" doc:"Contexts that entered the node (for a source: records given to it, malformed ones included)."`
 	Out    int64 `json:"out" doc:"Contexts that left it (a filter: those passed on either edge; an aggregate: its results; a sink: values written)."`
 	Errors int64 `json:"errors" doc:"Contexts that failed in it (see errors)."`
-	Late   int64 `json:"late" doc:"Aggregates: late events dropped (SEMANTICS §2)."`
+	Late   int64 `json:"late" doc:"Aggregates: events too late for every window they belong to, dropped or sent down the node's Late edge (docs/semantics.md §2); listed in lateEvents."`
+	// PartlyLate is apart from Late: such an event is in the open windows' results.
+	PartlyLate int64 `json:"partlyLate" doc:"Aggregates (hopping): events dropped from some closed windows but counted in the open ones; not in late."`
 }
 
 // NodeTestRecords is what one node saw in a test run.
@@ -109,6 +113,28 @@ type WindowResult struct {
 	Key       json.RawMessage `json:"key" doc:"#key: the groupBy values, a list."`
 	Window    json.RawMessage `json:"window,omitempty" doc:"#window {start, end} (epoch ms, end exclusive), for modes that create events."`
 	Output    json.RawMessage `json:"output" doc:"The output variable: a record of the aggregations by name."`
+}
+
+// LateTestEvents are the late events of one aggregate.
+type LateTestEvents struct {
+	Total     int64       `json:"total" doc:"Late events in all (the node's late count)."`
+	Truncated bool        `json:"truncated" doc:"True when events lists fewer than total (maxRecordsPerNode)."`
+	Events    []LateEvent `json:"events"`
+}
+
+// LateEvent is one late event of an aggregate.
+type LateEvent struct {
+	Line      int64                      `json:"line" doc:"The input line of the late record." example:"3"`
+	EventTime int64                      `json:"eventTime" doc:"The event's time, epoch ms." example:"3000"`
+	Variables map[string]json.RawMessage `json:"variables" doc:"The variables the event had at the aggregate, by name without '#' (input, meta, variables defined above), with late."`
+	Late      LateWindow                 `json:"late" doc:"#late: the first window the event missed and the watermark that had closed it."`
+}
+
+// LateWindow is #late.
+type LateWindow struct {
+	WindowStart int64 `json:"windowStart" doc:"The window's start, epoch ms, inclusive." example:"0"`
+	WindowEnd   int64 `json:"windowEnd" doc:"The window's end, epoch ms, exclusive." example:"10000"`
+	Watermark   int64 `json:"watermark" doc:"The aggregate's watermark when the event came, epoch ms." example:"25000"`
 }
 
 // SinkTestOutputs are the values one sink wrote.
@@ -326,6 +352,7 @@ type testObserver struct {
 	nodes   map[string]*nodeObservation
 	windows map[string]*WindowTestResults
 	sinks   map[string]*SinkTestOutputs
+	late    map[string]*LateTestEvents
 }
 
 type nodeObservation struct {
@@ -344,6 +371,7 @@ func (o *testObserver) attach(eng *engine.Engine) {
 	o.nodes = make(map[string]*nodeObservation, len(v.Order))
 	o.windows = map[string]*WindowTestResults{}
 	o.sinks = map[string]*SinkTestOutputs{}
+	o.late = map[string]*LateTestEvents{}
 	for _, id := range v.Order {
 		p := v.Plans[id]
 		obs := &nodeObservation{programs: map[string]*expression.Program{}}
@@ -365,10 +393,47 @@ func (o *testObserver) attach(eng *engine.Engine) {
 				obs.outputVar = p.Node.OutputVar
 				o.windows[id] = &WindowTestResults{Results: []WindowResult{}}
 			}
+			if hasLate(p.Kind) {
+				o.late[id] = &LateTestEvents{Events: []LateEvent{}}
+			}
 		}
 		o.nodes[id] = obs
 	}
 	eng.ObserveEmitted(o.emitted)
+	eng.ObserveLate(o.lateEvent)
+}
+
+// hasLate reports a node kind with a Late output: a time-window aggregate.
+func hasLate(k *nodes.Kind) bool {
+	if k == nil {
+		return false
+	}
+	for _, r := range k.Edges.Outputs {
+		if r.EdgeType == scenario.EdgeLate {
+			return true
+		}
+	}
+	return false
+}
+
+// lateEvent is the engine's LateObserver.
+func (o *testObserver) lateEvent(id string, vars map[string]value.Value, eventTime int64, late aggregate.LateError) {
+	o.tick()
+	l := o.late[id]
+	if l == nil {
+		return
+	}
+	l.Total++
+	if !o.listing(len(l.Events)) {
+		return
+	}
+	ev := LateEvent{Line: o.eng.Line(), EventTime: eventTime, Variables: make(map[string]json.RawMessage, len(vars)),
+		Late: LateWindow{WindowStart: late.WindowStart, WindowEnd: late.WindowEnd, Watermark: late.Watermark}}
+	for name, v := range vars {
+		ev.Variables[name] = value.AppendJSON(nil, v)
+		o.listed(ev.Variables[name])
+	}
+	l.Events = append(l.Events, ev)
 }
 
 // tick stops the run, from within the engine, once its context has ended; it looks every
@@ -482,7 +547,7 @@ func (o *testObserver) result(eng *engine.Engine) TestResult {
 			records = []TestRecord{}
 		}
 		res.Nodes[id] = NodeTestRecords{
-			Counts:       TestCounts{In: c.In, Out: c.Out, Errors: c.Errors, Late: c.Late},
+			Counts:       TestCounts{In: c.In, Out: c.Out, Errors: c.Errors, Late: c.Late, PartlyLate: c.PartlyLate},
 			TotalRecords: n.total,
 			Truncated:    int64(len(records)) < n.total,
 			Records:      records,
@@ -495,6 +560,11 @@ func (o *testObserver) result(eng *engine.Engine) TestResult {
 	for id, s := range o.sinks {
 		s.Truncated = int64(len(s.Outputs)) < s.Total
 		res.SinkOutputs[id] = *s
+	}
+	res.LateEvents = make(map[string]LateTestEvents, len(o.late))
+	for id, l := range o.late {
+		l.Truncated = int64(len(l.Events)) < l.Total
+		res.LateEvents[id] = *l
 	}
 	errs, total := eng.Errors()
 	res.Errors = make([]TestError, len(errs))

@@ -18,14 +18,16 @@ var (
 	descErrors = prometheus.NewDesc("scenario_server_node_errors_total",
 		"Per-event errors in the node of a running deployment.", nodeLabels, nil)
 	descLate = prometheus.NewDesc("scenario_server_node_late_total",
-		"Late events the aggregate node of a running deployment dropped.", nodeLabels, nil)
+		"Events too late for every window of the aggregate node of a running deployment (dropped, or sent down its Late edge).", nodeLabels, nil)
+	descPartlyLate = prometheus.NewDesc("scenario_server_node_partly_late_total",
+		"Events the aggregate node of a running deployment dropped from some closed windows but counted in the open ones (hopping windows); not in late_total.", nodeLabels, nil)
 	descBacklog = prometheus.NewDesc("scenario_server_source_backlog",
 		"Events a source of a running deployment accepted (HTTP), or that are in its topic (Kafka) or file (bytes), and that it has not processed yet.",
 		[]string{"scenario", "source"}, nil)
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descIn, descOut, descErrors, descLate, descBacklog} {
+	for _, d := range []*prometheus.Desc{descIn, descOut, descErrors, descLate, descPartlyLate, descBacklog} {
 		ch <- d
 	}
 }
@@ -38,6 +40,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descOut, prometheus.CounterValue, float64(n.Out), l.Scenario, node)
 			ch <- prometheus.MustNewConstMetric(descErrors, prometheus.CounterValue, float64(n.Errors), l.Scenario, node)
 			ch <- prometheus.MustNewConstMetric(descLate, prometheus.CounterValue, float64(n.Late), l.Scenario, node)
+			ch <- prometheus.MustNewConstMetric(descPartlyLate, prometheus.CounterValue, float64(n.PartlyLate), l.Scenario, node)
 		}
 		for _, s := range l.Sources {
 			ch <- prometheus.MustNewConstMetric(descBacklog, prometheus.GaugeValue, float64(s.Backlog), l.Scenario, s.ID)

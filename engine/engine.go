@@ -2,7 +2,7 @@
 // validated scenario (nodes.Validation's plans) and pushes events through
 // the graph, one at a time, in arrival order.
 //
-// Time follows SEMANTICS §1. Each source keeps a watermark, the largest event
+// Time follows docs/semantics.md §1. Each source keeps a watermark, the largest event
 // time it has seen less its maxOutOfOrderness, which never decreases. A node
 // uses the minimum watermark of the sources that reach it, ignoring sources
 // that have produced nothing yet. After every event the engine takes a
@@ -63,12 +63,16 @@ func (e *InvalidError) Error() string {
 func (e *InvalidError) Unwrap() error { return ErrInvalidScenario }
 
 // Counts are a node's counters: contexts that entered it, that left it,
-// that failed in it, and (aggregates) late events dropped.
+// that failed in it, and (aggregates) late events: Late counts the events too
+// late for every window they belong to (dropped, or sent down the node's Late
+// edge), PartlyLate the events dropped from some closed windows but counted in
+// the open ones (docs/semantics.md §2). Out counts results, not late events.
 type Counts struct {
-	In     int64 `json:"in"`
-	Out    int64 `json:"out"`
-	Errors int64 `json:"errors"`
-	Late   int64 `json:"late"`
+	In         int64 `json:"in"`
+	Out        int64 `json:"out"`
+	Errors     int64 `json:"errors"`
+	Late       int64 `json:"late"`
+	PartlyLate int64 `json:"partlyLate"`
 }
 
 // EventError is one per-event error.
@@ -120,7 +124,7 @@ type Options struct {
 	// means time.Now.
 	Now func() time.Time
 	// Bounded marks a replay or a test run: the wall clock is never read
-	// (SEMANTICS §1). A record of a source without a timestamp expression
+	// (docs/semantics.md §1), and sources have no maxFutureSkew. A record of a source without a timestamp expression
 	// takes the timestamp given with it (PushValue's eventTime, or
 	// "timestamp" in a {"sourceId", "record", "timestamp"} line), and
 	// otherwise event time 0 (1970-01-01T00:00:00Z), so that the run's
@@ -148,8 +152,10 @@ type Engine struct {
 	needsMeta bool // some expression reads #meta
 
 	// The variables' slots in contexts.
-	lay                                      layout
-	inputSlot, metaSlot, keySlot, windowSlot int
+	lay                                                layout
+	inputSlot, metaSlot, keySlot, windowSlot, lateSlot int
+	// observeLate, when set, sees every late event (ObserveLate).
+	observeLate LateObserver
 
 	counts map[string]*Counts
 	errs   []EventError
@@ -176,6 +182,7 @@ func New(s *scenario.Scenario, opts Options) (*Engine, error) {
 	e.metaSlot = e.lay.slot(nodes.VarMeta)
 	e.keySlot = e.lay.slot(nodes.VarKey)
 	e.windowSlot = e.lay.slot(nodes.VarWindow)
+	e.lateSlot = e.lay.slot(nodes.VarLate)
 	for _, id := range v.Order {
 		p := v.Plans[id]
 		for _, name := range []string{p.Node.VarName, p.Node.OutputVar} {
@@ -206,6 +213,9 @@ func New(s *scenario.Scenario, opts Options) (*Engine, error) {
 		out := edge{to: to, from: from.id}
 		if ed.EdgeType != nil {
 			out.typ = ed.EdgeType.Type
+		}
+		if out.typ == scenario.EdgeLate {
+			from.lateOut = true
 		}
 		from.out = append(from.out, out)
 	}
@@ -254,6 +264,9 @@ func New(s *scenario.Scenario, opts Options) (*Engine, error) {
 	}
 	for _, n := range e.order {
 		n.scratch = e.lay.newCtx()
+		if n.kind == kindAggregate {
+			n.lateCtx = e.lay.newCtx()
+		}
 		if n.kind == kindSource {
 			n.ctx = e.lay.newCtx()
 		}
@@ -314,6 +327,12 @@ func (e *Engine) Counts() map[string]Counts {
 	for id, c := range e.counts {
 		out[id] = *c
 	}
+	// An aggregate's partly late events are its operator's (kept in its snapshot).
+	for _, a := range e.aggregates {
+		c := out[a.id]
+		c.PartlyLate = a.op.Stats().PartlyLate
+		out[a.id] = c
+	}
 	return out
 }
 
@@ -321,11 +340,21 @@ func (e *Engine) Counts() map[string]Counts {
 // many there were in all.
 func (e *Engine) Errors() ([]EventError, int64) { return e.errs, e.nErrs }
 
-// Late returns the late events dropped by all aggregates.
+// Late returns the late events of all aggregates (dropped, or sent down a Late edge).
 func (e *Engine) Late() int64 {
 	var n int64
 	for _, a := range e.aggregates {
 		n += a.counts.Late
+	}
+	return n
+}
+
+// PartlyLate returns the partly late events of all aggregates: events dropped from some
+// closed windows but counted in the open ones.
+func (e *Engine) PartlyLate() int64 {
+	var n int64
+	for _, a := range e.aggregates {
+		n += a.op.Stats().PartlyLate
 	}
 	return n
 }
@@ -464,8 +493,18 @@ func (e *Engine) pushValue(src *node, eventTime int64) error {
 		e.fail(src, "timestamp", fmt.Errorf("event time %d ms is out of range", t))
 		return nil
 	}
-	if src.idleTimeout > 0 {
-		src.lastArrival = e.opts.now().UnixMilli()
+	if !e.opts.Bounded && (src.idleTimeout > 0 || src.maxFutureSkew > 0) {
+		now := e.opts.now().UnixMilli()
+		if src.maxFutureSkew > 0 && t > now+src.maxFutureSkew {
+			// Refused before it moves anything: one mistyped timestamp must not make every
+			// later event late (docs/semantics.md §1).
+			e.fail(src, "timestamp", fmt.Errorf("event time %s is %s ahead of the server's clock, more than maxFutureSkew %s",
+				time.UnixMilli(t).UTC().Format(time.RFC3339Nano), time.Duration(t-now)*time.Millisecond, time.Duration(src.maxFutureSkew)*time.Millisecond))
+			return nil
+		}
+		if src.idleTimeout > 0 {
+			src.lastArrival = now
+		}
 	}
 	if e.partition >= 0 && src.idleTimeout > 0 {
 		ps := src.part(e.partition)
@@ -541,11 +580,12 @@ func (e *Engine) Flush() {
 	}
 }
 
-// forward sends c from n along its outgoing edges (all of them: Split,
-// Source, and nodes with one output).
+// forward sends c from n along its outgoing edges of type onlyType, or with
+// onlyType "" along all of them but Late edges (Split, Source, and nodes with
+// one output).
 func (e *Engine) forward(n *node, c *ctx, onlyType string) {
 	for _, out := range n.out {
-		if onlyType != "" && out.typ != onlyType {
+		if onlyType != out.typ && (onlyType != "" || out.typ == scenario.EdgeLate) {
 			continue
 		}
 		e.push(out.to, c, n.id)

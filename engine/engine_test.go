@@ -203,7 +203,7 @@ func TestSwitchSplitUnionForEach(t *testing.T) {
 
 func TestAggregateOverAggregate(t *testing.T) {
 	// Per-minute counts feed a 2-minute sum of counts. A minute window's
-	// result carries event time end-1 ms (SEMANTICS §1), so minute [60s,120s)
+	// result carries event time end-1 ms (docs/semantics.md §1), so minute [60s,120s)
 	// lands in the 2-minute window [0,120s), and minute [120s,180s) in
 	// [120s,240s). The flush closes everything, upstream first.
 	sc := scenarioJSON([]string{

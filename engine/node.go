@@ -58,6 +58,9 @@ type node struct {
 	idleTimeout int64
 	lastArrival int64
 	idleW       int64
+	// maxFutureSkew (ms, 0: none) bounds how far ahead of the wall clock a live source's
+	// event time may be.
+	maxFutureSkew int64
 	// parts: a live source whose events come with input partitions (Kafka; see
 	// Engine.SetInputPartition) keeps per partition what its watermark needs; maxTime is
 	// then the partitions' floor (partitionFloor), not the largest event time.
@@ -90,6 +93,9 @@ type node struct {
 	inBuf    []value.Value
 	ev       aggregate.Event // reused for every Add
 	engine   *Engine
+	// lateOut: the aggregate has a Late edge; lateCtx is the context it sends late events on.
+	lateOut bool
+	lateCtx ctx
 	// scratch is the context this node sends on, reused for every output:
 	// a context is dead once the push that carries it returns (the graph
 	// has no cycles, and nothing downstream keeps a context).
@@ -123,7 +129,7 @@ func (n *node) part(p int32) *partState {
 // time now (ms), as with Flink's per-split watermarks and idleness: the least largest event
 // time over the partitions that hold it back. A partition holds it back while records of it
 // wait (entirely, when it has had no event yet) and until it has been silent for the idle
-// timeout, as SEMANTICS §1 has a source do. When none holds it back, the largest event time
+// timeout, as docs/semantics.md §1 has a source do. When none holds it back, the largest event time
 // of all. ok is false while no partition has had an event.
 func (n *node) partitionFloor(now int64) (floor int64, ok bool) {
 	floor, active, any := int64(math.MaxInt64), false, false
@@ -187,8 +193,9 @@ func (e *Engine) build(p *nodes.Plan) (*node, error) {
 		n.outOfOrder = durationMS(p, "maxOutOfOrderness", 60*time.Second)
 		n.idleW = idleFloorUnset
 		if n.subtype != "file" {
-			n.idleTimeout = durationMS(p, "idleTimeout", 3*time.Minute)
+			n.idleTimeout = durationMS(p, "idleTimeout", nodes.DefaultIdleTimeout)
 		}
+		n.maxFutureSkew = durationMS(p, "maxFutureSkew", nodes.DefaultMaxFutureSkew)
 		e.sources[n.id] = n
 	case scenario.TypeFilter:
 		n.kind = kindFilter
@@ -483,10 +490,32 @@ func (n *node) add(e *Engine, c *ctx) {
 	case err == nil:
 	case errors.Is(err, aggregate.ErrLate):
 		n.counts.Late++
+		var le *aggregate.LateError
+		if errors.As(err, &le) && (n.lateOut || e.observeLate != nil) {
+			n.late(e, c, le)
+		}
 	default:
 		e.fail(n, "aggregations", err)
 	}
 }
+
+// late sends a late event down the node's Late edge (and to ObserveLate): its context,
+// unchanged, with #late, the first window it missed (docs/semantics.md §2).
+func (n *node) late(e *Engine, c *ctx, le *aggregate.LateError) {
+	rec, vals := value.MakeRecord(lateFields)
+	vals[0], vals[1], vals[2] = value.Int(le.WindowStart), value.Int(le.WindowEnd), value.Int(le.Watermark)
+	out := &n.lateCtx
+	out.copyFrom(c)
+	out.set(e.lateSlot, rec)
+	if e.observeLate != nil {
+		e.observeLate(n.id, out.varsMap(), out.time, *le)
+	}
+	if n.lateOut {
+		e.forward(n, out, scenario.EdgeLate)
+	}
+}
+
+var lateFields = []string{"windowStart", "windowEnd", "watermark"}
 
 var windowFields = []string{"start", "end"}
 
@@ -638,7 +667,7 @@ func (n *node) decode(b []byte) error {
 func (n *node) eventTime(e *Engine, c *ctx) (int64, error) {
 	if n.timestamp == nil {
 		if e.opts.Bounded {
-			// Never the wall clock in a replay or a test (SEMANTICS §1):
+			// Never the wall clock in a replay or a test (docs/semantics.md §1):
 			// without a timestamp given with the record, time 0.
 			return 0, nil
 		}

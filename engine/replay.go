@@ -15,12 +15,14 @@ import (
 
 // Summary describes a finished replay.
 type Summary struct {
-	Events  int64             `json:"events"` // input lines read (blank lines excluded)
-	Counts  map[string]Counts `json:"counts"`
-	Late    int64             `json:"late"`
-	Errors  int64             `json:"errors"`
-	Outputs int64             `json:"outputs"` // set by the caller that counts its Output
-	Elapsed time.Duration     `json:"elapsedNs"`
+	Events int64             `json:"events"` // input lines read (blank lines excluded)
+	Counts map[string]Counts `json:"counts"`
+	Late   int64             `json:"late"`
+	// PartlyLate counts the events dropped from some closed windows but counted in open ones.
+	PartlyLate int64         `json:"partlyLate"`
+	Errors     int64         `json:"errors"`
+	Outputs    int64         `json:"outputs"` // set by the caller that counts its Output
+	Elapsed    time.Duration `json:"elapsedNs"`
 }
 
 // EventsPerSecond is Events over Elapsed.
@@ -34,11 +36,15 @@ func (s Summary) EventsPerSecond() float64 {
 // String is the one-line summary `scenario-server run` prints on stderr.
 func (s Summary) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "events=%d outputs=%d late=%d errors=%d elapsed=%s events/s=%.0f nodes:",
-		s.Events, s.Outputs, s.Late, s.Errors, s.Elapsed.Round(time.Millisecond), s.EventsPerSecond())
+	fmt.Fprintf(&b, "events=%d outputs=%d late=%d errors=%d partlyLate=%d elapsed=%s events/s=%.0f nodes:",
+		s.Events, s.Outputs, s.Late, s.Errors, s.PartlyLate, s.Elapsed.Round(time.Millisecond), s.EventsPerSecond())
 	for _, id := range sortedIDs(s.Counts) {
 		c := s.Counts[id]
-		fmt.Fprintf(&b, " %s(in=%d out=%d err=%d late=%d)", id, c.In, c.Out, c.Errors, c.Late)
+		fmt.Fprintf(&b, " %s(in=%d out=%d err=%d late=%d", id, c.In, c.Out, c.Errors, c.Late)
+		if c.PartlyLate > 0 {
+			fmt.Fprintf(&b, " partlyLate=%d", c.PartlyLate)
+		}
+		b.WriteString(")")
 	}
 	return b.String()
 }
@@ -103,6 +109,7 @@ func Replay(e *Engine, in io.Reader) (Summary, error) {
 	sum.Elapsed = time.Since(start)
 	sum.Counts = e.Counts()
 	sum.Late = e.Late()
+	sum.PartlyLate = e.PartlyLate()
 	_, sum.Errors = e.Errors()
 	return sum, nil
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // Engine snapshots hold what a restarted deployment needs to continue
-// exactly (SEMANTICS §6): each source's largest event time and idle
+// exactly (docs/semantics.md §6): each source's largest event time and idle
 // watermark, every node's counters, the per-event error count and the first
 // errors kept (Options.MaxErrors; a trailing section that older snapshots lack),
 // and every aggregate's operator snapshot. The caller stores with it the position of
@@ -187,11 +187,20 @@ func (e *Engine) restoreParts(r *slices.Reader) error {
 	return nil
 }
 
-// Tick lets idle live sources stop holding the watermark back (SEMANTICS
-// §1): a source that has produced events but none for its idle timeout
-// gets a watermark of at least now less the idle timeout. Then windows are
-// evaluated. Bounded replays and tests never call Tick, so their output
-// does not depend on the wall clock.
+// Tick lets idle live sources stop holding the watermark back (docs/semantics.md §1): a
+// source that has produced events but none for its idle timeout moves its watermark on at
+// the wall clock's pace from its own largest event time, less the idle timeout:
+//
+//	W = max(W, maxEventTime + (now − lastArrival) − idleTimeout)
+//
+// For live data, whose event times follow the wall clock, that is the wall clock less the
+// idle timeout; for historical or replayed data it never jumps years ahead, so the source's
+// own next in-order event is not made late by its silence. A partitioned source (Kafka)
+// applies the rule per partition: a partition silent for the idle timeout stops holding
+// the others back (partitionFloor), and once none holds it back and none has records
+// waiting, the source moves on from the largest event time of all its partitions. Then
+// windows are evaluated. Bounded replays and tests never call Tick, so their output does
+// not depend on the wall clock.
 func (e *Engine) Tick(now time.Time) {
 	ms := now.UnixMilli()
 	moved := false
@@ -199,10 +208,11 @@ func (e *Engine) Tick(now time.Time) {
 		if src.parts != nil && src.raiseFloor(ms) { // partitions that went silent
 			moved = true
 		}
-		if src.idleTimeout <= 0 || !src.seen || ms-src.lastArrival < src.idleTimeout {
+		silent := ms - src.lastArrival
+		if src.idleTimeout <= 0 || !src.seen || silent < src.idleTimeout || src.partitionsWaiting() {
 			continue
 		}
-		if w := ms - src.idleTimeout; w > src.idleW {
+		if w := src.maxTime + (silent - src.idleTimeout); w > src.idleW {
 			src.idleW = w
 			moved = true
 		}
@@ -210,6 +220,17 @@ func (e *Engine) Tick(now time.Time) {
 	if moved {
 		e.step()
 	}
+}
+
+// partitionsWaiting says whether some partition of a partitioned source has records
+// waiting to be read (SetPartitionsPending): its source is not idle.
+func (n *node) partitionsWaiting() bool {
+	for _, ps := range n.parts {
+		if ps.pending {
+			return true
+		}
+	}
+	return false
 }
 
 // idleFloorUnset is idleW before any idle step.

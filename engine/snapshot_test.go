@@ -189,13 +189,20 @@ func TestRestoredSourceIsIdleOnlyAfterATimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = e2.PushJSON("in", []byte(`{"t": `), 2)
+	// The idle watermark is the source's largest event time, 1,003,000, plus the silence
+	// since the restore less the 2 s idle timeout: 1,003,000 + s − 2,000, which reaches the
+	// window's end 1,010,000 at s = 9 s.
 	e2.Tick(clock.Add(1999 * time.Millisecond))
 	if len(got) != 0 {
 		t.Fatalf("1.999 s after the restore: %v, want no window closed", got)
 	}
-	e2.Tick(clock.Add(2 * time.Second)) // a whole idle timeout since the restore
+	e2.Tick(clock.Add(8999 * time.Millisecond)) // idle watermark 1,009,999
+	if len(got) != 0 {
+		t.Fatalf("8.999 s after the restore: %v, want no window closed", got)
+	}
+	e2.Tick(clock.Add(9 * time.Second)) // idle watermark 1,010,000
 	if len(got) != 1 || got[0] != `{"start":1000000,"n":1}` {
-		t.Fatalf("2 s after the restore: %v, want the window [1,000,000, 1,010,000) with 1 event", got)
+		t.Fatalf("9 s after the restore: %v, want the window [1,000,000, 1,010,000) with 1 event", got)
 	}
 }
 
@@ -377,8 +384,12 @@ func TestPartitionWatermarks(t *testing.T) {
 		{wall: 9_002_100, kind: tick}, // partition 1 silent 1.9 s: it still holds
 		// Partition 1 silent 2 s: partition 0's 1,012,000 closes the first window (3 events).
 		{wall: 9_002_200, kind: tick, want: []string{w1}},
-		// Partition 0 silent 2 s too, and so the source: its idle step closes the second.
-		{wall: 9_002_400, kind: tick, want: []string{w1, w2}},
+		// Partition 0 silent 2 s too, and so the source: idle, its watermark moves on from the
+		// largest event time of all, 1,012,000 + (wall − 9,000,400) − 2,000, and reaches the
+		// second window's end, 1,020,000, at wall 9,010,400.
+		{wall: 9_002_400, kind: tick, want: []string{w1}},
+		{wall: 9_010_399, kind: tick, want: []string{w1}},
+		{wall: 9_010_400, kind: tick, want: []string{w1, w2}},
 	}
 	const cut = 5
 	run := func(from, upTo int, snap []byte) (*Engine, []string) {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/scenario-server/scenario-server/aggregate"
 	"github.com/scenario-server/scenario-server/value"
 )
 
@@ -60,3 +61,12 @@ func (e *Engine) ObserveEmitted(f EmitObserver) {
 		}
 	}
 }
+
+// LateObserver is called with the id of a time-window aggregate and an event that came too
+// late for every window it belongs to: the event's variables with #late (which it must not
+// keep), its event time, and the first window it missed.
+type LateObserver func(nodeID string, vars map[string]value.Value, eventTime int64, late aggregate.LateError)
+
+// ObserveLate calls f for every late event of every aggregate, whether or not the aggregate
+// has a Late edge (before the event goes down that edge). Call it before the first event.
+func (e *Engine) ObserveLate(f LateObserver) { e.observeLate = f }

@@ -14,7 +14,7 @@ const (
 	InputAny            Input = "any"
 )
 
-// Aggregator describes an aggregator of SEMANTICS §5 for validation and the
+// Aggregator describes an aggregator of docs/semantics.md §5 for validation and the
 // designer: its input, its own parameters (ParamSpec with In "aggregation":
 // a field of the aggregation next to name and aggregateBy) and its result
 // type. The functions themselves live in package aggregate.
@@ -68,7 +68,7 @@ var quantileParam = ParamSpec{
 	Description: "The quantile q, 0 ≤ q ≤ 1 (0.5 is the median).",
 }
 
-// AggregatorNames lists the aggregators of SEMANTICS §5, in its order.
+// AggregatorNames lists the aggregators of docs/semantics.md §5, in its order.
 var AggregatorNames = []string{
 	"Count", "CountWhen", "Sum", "Average", "Min", "Max", "First", "Last", "List", "Set",
 	"CountDistinct", "ApproximateSetCardinality", "Median", "Percentile", "P50", "P95", "P99",

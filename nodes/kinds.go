@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"fmt"
+	stdslices "slices"
 	"time"
 
 	"github.com/scenario-server/scenario-server/expression"
@@ -28,6 +29,9 @@ const (
 const (
 	DefaultMaxOutOfOrderness = 60 * time.Second
 	DefaultIdleTimeout       = 3 * time.Minute
+	// DefaultMaxFutureSkew is how far ahead of the wall clock a live source's event time may
+	// be (docs/semantics.md §1).
+	DefaultMaxFutureSkew = time.Hour
 )
 
 func builtinKinds() []*Kind {
@@ -106,14 +110,14 @@ func builtinKinds() []*Kind {
 			check: checkForEach,
 		},
 		aggregateKind(AggregateSliding, "Sliding window",
-			"Enriches each event with the aggregate of its key's events in the windowLength before it (SEMANTICS §4).",
+			"Enriches each event with the aggregate of its key's events in the windowLength before it (docs/semantics.md §4).",
 			checkSliding,
 			windowLengthSpec("Length of the window ending at each event; a whole multiple of the precision."),
 			ParamSpec{Name: "emitWhenEventLeft", In: InParameters, Editor: EditorBoolean, Type: "boolean", Default: false, Label: "Emit when event left",
 				Description: "Also emit a new event whenever a slice leaves the window of the key's latest event, including the final empty result."},
 			precisionSpec),
 		aggregateKind(AggregateTumbling, "Tumbling window",
-			"Aggregates per key over back-to-back windows [k·windowLength + offset, (k+1)·windowLength + offset), aligned to the Unix epoch (SEMANTICS §4).",
+			"Aggregates per key over back-to-back windows [k·windowLength + offset, (k+1)·windowLength + offset), aligned to the Unix epoch (docs/semantics.md §4).",
 			checkTumbling,
 			windowLengthSpec("Length of each window; also the precision."),
 			ParamSpec{Name: "emitWhen", In: InParameters, Editor: EditorEnum, Type: "string",
@@ -124,17 +128,17 @@ func builtinKinds() []*Kind {
 			ParamSpec{Name: "timeZone", In: InParameters, Editor: EditorString, Type: "string", Label: "Time zone",
 				Description: "Optional IANA time zone (\"Europe/Warsaw\") in which day-based windows follow local calendar days; UTC when absent."}),
 		aggregateKind(AggregateHopping, "Hopping window",
-			"Aggregates per key over windows [k·slide, k·slide + windowLength), emitting one new event per key and window when the watermark passes its end (SEMANTICS §4).",
+			"Aggregates per key over windows [k·slide, k·slide + windowLength), emitting one new event per key and window when the watermark passes its end (docs/semantics.md §4).",
 			checkHopping,
 			windowLengthSpec("Length of each window; a whole multiple of slide."),
 			ParamSpec{Name: "slide", In: InParameters, Editor: EditorDuration, Type: "duration", Required: true, Label: "Slide",
 				Description: "How far apart windows start; a whole multiple of the precision."},
 			precisionSpec),
 		aggregateKind(AggregateSession, "Session window",
-			"Aggregates per key over sessions: events less than sessionTimeout apart (SEMANTICS §4).",
+			"Aggregates per key over sessions: events at most sessionTimeout apart share a session, which ends sessionTimeout after its last event (docs/semantics.md §4).",
 			checkSession,
 			ParamSpec{Name: "sessionTimeout", In: InParameters, Editor: EditorDuration, Type: "duration", Required: true, Label: "Session timeout",
-				Description: "A gap this long (or longer) between a key's events starts a new session; a whole multiple of the precision."},
+				Description: "A gap longer than this between a key's events starts a new session (a gap of exactly this joins them); a whole multiple of the precision."},
 			ParamSpec{Name: "emitWhen", In: InParameters, Editor: EditorEnum, Type: "string",
 				Options: []string{EmitOnEvent, EmitOnEnd}, Default: EmitOnEnd, Label: "Emit when",
 				Description: "OnEvent: every event, enriched with its session's running value. OnEnd: one new event per session when it ends."},
@@ -159,15 +163,30 @@ func builtinKinds() []*Kind {
 	}
 	for _, k := range kinds {
 		k.Edges = scenario.RulesFor(k.NodeType)
+		if k.NodeType == scenario.TypeCustomNode && !hasLateOutput(k.Subtype) {
+			k.Edges.Outputs = stdslices.DeleteFunc(stdslices.Clone(k.Edges.Outputs), func(r scenario.OutputRule) bool {
+				return r.EdgeType == scenario.EdgeLate
+			})
+		}
 	}
 	return kinds
+}
+
+// hasLateOutput says whether custom node kind subtype may have a Late edge: the time-window
+// aggregates do (docs/semantics.md §2); count windows have no lateness, for-each no windows.
+func hasLateOutput(subtype string) bool {
+	switch subtype {
+	case AggregateSliding, AggregateTumbling, AggregateHopping, AggregateSession:
+		return true
+	}
+	return false
 }
 
 var valueSpec = ParamSpec{Name: "value", In: InParameters, Editor: EditorExpression, Required: true, Default: "#input", Label: "Value",
 	Description: "The expression whose value is written, as JSON."}
 
 var precisionSpec = ParamSpec{Name: "precision", In: InParameters, Editor: EditorDuration, Type: "duration", Label: "Precision",
-	Description: "Optional slice length: events are kept per key and slice of this length. Default 60s, or 1s when the window is not a whole number of minutes."}
+	Description: "Optional slice length: events are kept per key and slice of this length. Default: the slide for a hopping window; otherwise 60s, or 1s when the window (or session timeout) is not a whole number of minutes."}
 
 func windowLengthSpec(desc string) ParamSpec {
 	return ParamSpec{Name: "windowLength", In: InParameters, Editor: EditorDuration, Type: "duration", Required: true, Label: "Window length", Description: desc}
@@ -192,6 +211,8 @@ func sourceKind(typ, label, desc string, bounded bool, extra ...ParamSpec) *Kind
 			Description: "How late an event may come: the watermark is the largest event time seen less this (0 allowed)."},
 		ParamSpec{Name: "schema", In: InParameters, Editor: EditorJSONSchema, Type: "object", Label: "JSON Schema",
 			Description: "Optional JSON Schema of the events; #input is typed from it (dynamic without it)."},
+		ParamSpec{Name: "maxFutureSkew", In: InParameters, Editor: EditorDuration, Type: "duration", Default: "1h", Label: "Max future skew",
+			Description: "Deployed: an event whose time is further ahead of the server's clock than this is refused, as an error at the source that does not move the watermark, so one mistyped timestamp cannot make every later event late. Tests and runs have no such bound."},
 	)
 	if !bounded {
 		params = append(params, ParamSpec{Name: "idleTimeout", In: InParameters, Editor: EditorDuration, Type: "duration", Default: "3m", Label: "Idle timeout",
@@ -248,6 +269,7 @@ func checkSource(c *nodeCheck, bounded bool) {
 		}
 	}
 	c.durationParam("maxOutOfOrderness", false)
+	c.durationParam("maxFutureSkew", false)
 	if !bounded {
 		c.durationParam("idleTimeout", true)
 	}

@@ -56,11 +56,12 @@ const (
 	VarMeta   = "meta"   // {eventTime: epoch ms, scenarioName: string}
 	VarKey    = "key"    // after an aggregate: the groupBy values, a list
 	VarWindow = "window" // after an aggregate that creates events: {start, end}, epoch ms, end exclusive
+	VarLate   = "late"   // below an aggregate's Late edge: {windowStart, windowEnd, watermark}, epoch ms
 )
 
 // ReservedNames are the names no varName or outputVar may take: the
 // server's variables and expr's predicate names.
-var ReservedNames = []string{VarInput, VarMeta, VarKey, VarWindow, "index", "acc"}
+var ReservedNames = []string{VarInput, VarMeta, VarKey, VarWindow, VarLate, "index", "acc"}
 
 // MetaType is the type of #meta: the event's time (epoch milliseconds) and
 // the scenario's name.
@@ -73,6 +74,14 @@ var MetaType = expression.RecordOf(
 var WindowType = expression.RecordOf(
 	expression.Field{Name: "start", Type: expression.Integer},
 	expression.Field{Name: "end", Type: expression.Integer},
+)
+
+// LateType is the type of #late: the first window a late event missed (start inclusive, end
+// exclusive) and the watermark that had closed it, all epoch ms.
+var LateType = expression.RecordOf(
+	expression.Field{Name: "windowStart", Type: expression.Integer},
+	expression.Field{Name: "windowEnd", Type: expression.Integer},
+	expression.Field{Name: "watermark", Type: expression.Integer},
 )
 
 // Validation is the outcome of validating a scenario: its problems and,
@@ -146,7 +155,7 @@ func (r *Registry) ValidateJSON(data []byte) *Validation {
 // their scope on; Variable adds varName, VariableBuilder adds varName as a
 // record, ForEach adds outputVar (one element of the list). A Join passes on
 // the variables that every branch has (with the join of their types), plus
-// outputVar when it has branch output expressions. Aggregates (SEMANTICS §4)
+// outputVar when it has branch output expressions. Aggregates (docs/semantics.md §4)
 // in modes that enrich the event (sliding; tumbling and session with
 // emitWhen OnEvent) add outputVar and #key to the scope; in modes that
 // create events (tumbling and session OnEnd, hopping, count) the scope
@@ -167,6 +176,7 @@ func (r *Registry) Validate(s *scenario.Scenario) *Validation {
 		g:     scenario.NewGraph(s),
 		res:   &res,
 		out:   make([]scope, len(s.Nodes)),
+		late:  make([]scope, len(s.Nodes)),
 		vars:  map[string]expression.TypeEnv{},
 		plans: map[string]*Plan{},
 	}
@@ -244,11 +254,14 @@ func intersect(scopes []scope) scope {
 }
 
 type validation struct {
-	reg  *Registry
-	s    *scenario.Scenario
-	g    *scenario.Graph
-	res  *scenario.Result
-	out  []scope // output scope per node index
+	reg *Registry
+	s   *scenario.Scenario
+	g   *scenario.Graph
+	res *scenario.Result
+	out []scope // output scope per node index
+	// late is the scope of a time-window aggregate's Late edge, per node index: its input's
+	// scope and #late.
+	late []scope
 	vars map[string]expression.TypeEnv
 
 	plans map[string]*Plan
@@ -356,11 +369,22 @@ func (v *validation) inputScope(i int) scope {
 	if node.Type == scenario.TypeJoin {
 		scopes := make([]scope, len(in))
 		for k, e := range in {
-			scopes[k] = v.out[v.g.ByID[v.s.Edges[e].From]]
+			scopes[k] = v.edgeScope(e)
 		}
 		return intersect(scopes)
 	}
-	return v.out[v.g.ByID[v.s.Edges[in[0]].From]]
+	return v.edgeScope(in[0])
+}
+
+// edgeScope is the scope edge e carries: its node's output scope, or for a Late edge the
+// scope of the aggregate's input with #late.
+func (v *validation) edgeScope(e int) scope {
+	edge := &v.s.Edges[e]
+	from := v.g.ByID[edge.From]
+	if edge.EdgeType != nil && edge.EdgeType.Type == scenario.EdgeLate {
+		return v.late[from]
+	}
+	return v.out[from]
 }
 
 // nodeCheck is the state of checking one node.
@@ -402,6 +426,7 @@ func (v *validation) checkNode(i int, in scope) {
 	c.collectParameters()
 	k.check(c)
 	v.out[i] = c.out
+	c.checkLateEdges()
 	if c.visible != nil && node.ID != "" {
 		v.report(node.ID, c.visible)
 	}
@@ -516,4 +541,25 @@ func keep(s scope, names ...string) scope {
 		}
 	}
 	return out
+}
+
+// checkLateEdges gives a time-window aggregate's Late edge its scope (the node's input with
+// #late) and reports a Late edge out of a custom node kind that has no such output.
+func (c *nodeCheck) checkLateEdges() {
+	if c.n.Type != scenario.TypeCustomNode {
+		return
+	}
+	late := hasLateOutput(c.k.Subtype)
+	if late && c.in != nil {
+		c.v.late[c.i] = c.in.with(VarLate, LateType, c.n.ID)
+	}
+	if late {
+		return
+	}
+	for _, e := range c.v.g.Out[c.i] {
+		if et := c.v.s.Edges[e].EdgeType; et != nil && et.Type == scenario.EdgeLate {
+			c.errorf(fmt.Sprintf("edges[%d].edgeType", e), scenario.CodeUnexpectedEdgeType,
+				"%s has no Late output: only the time-window aggregates (sliding, tumbling, hopping, session) have late events", c.k.Subtype)
+		}
+	}
 }

@@ -159,8 +159,8 @@ type Edge struct {
 	EdgeType *EdgeType `json:"edgeType"`
 }
 
-// EdgeType says which output of a Filter or Switch an edge leaves from.
-// Condition is set for NextSwitch only.
+// EdgeType says which output of a Filter, a Switch or an aggregate (its
+// Late output) an edge leaves from. Condition is set for NextSwitch only.
 type EdgeType struct {
 	Type      string      `json:"type"`
 	Condition *Expression `json:"condition,omitempty"`
@@ -172,6 +172,9 @@ const (
 	EdgeFilterFalse   = "FilterFalse"
 	EdgeNextSwitch    = "NextSwitch"
 	EdgeSwitchDefault = "SwitchDefault"
+	// EdgeLate leaves a time-window aggregate: it carries the events that
+	// came too late for their windows, with #late (docs/semantics.md §2).
+	EdgeLate = "Late"
 )
 
 // edgeTypeName returns the edge type of e, "" for a plain edge.

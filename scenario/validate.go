@@ -37,8 +37,11 @@ type OutputRule struct {
 //	                             one SwitchDefault; at least one in all
 //	Split                        one input, one or more plain outputs
 //	Join                         one or more inputs, one plain output
-//	Variable, VariableBuilder,
-//	CustomNode                   one input, one plain output
+//	Variable, VariableBuilder    one input, one plain output
+//	CustomNode                   one input, one plain output, at most one
+//	                             Late edge (which custom nodes have a Late
+//	                             output is the node kind's business: see
+//	                             package nodes)
 func RulesFor(t NodeType) EdgeRules {
 	one := []OutputRule{{EdgeType: "", Min: 1, Max: 1}}
 	switch t {
@@ -60,6 +63,11 @@ func RulesFor(t NodeType) EdgeRules {
 		return EdgeRules{MinInputs: 1, MaxInputs: 1, Outputs: []OutputRule{{EdgeType: "", Min: 1, Max: -1}}}
 	case TypeJoin:
 		return EdgeRules{MinInputs: 1, MaxInputs: -1, Outputs: one}
+	case TypeCustomNode:
+		return EdgeRules{MinInputs: 1, MaxInputs: 1, Outputs: []OutputRule{
+			{EdgeType: "", Min: 1, Max: 1},
+			{EdgeType: EdgeLate, Min: 0, Max: 1},
+		}}
 	}
 	return EdgeRules{MinInputs: 1, MaxInputs: 1, Outputs: one}
 }

@@ -25,10 +25,10 @@ import (
 // crashSeedEnv sets the seed of the crash test's kill points (default: the clock's).
 const crashSeedEnv = "SCENARIO_SERVER_CRASH_SEED"
 
-// The sentinel is a far-future event of its own client, sent last: its watermark closes every
+// The sentinel is an event months after the file's last, of its own client, sent last: its watermark closes every
 // session of the file, and only its own session stays open (only the end of input, which a
 // deployment never has, would close it).
-const crashSentinel = `{"ts":"2030-01-01T00:00:00Z","client":"zz-sentinel","method":"GET","path":"/","status":200,"bytes":1}`
+const crashSentinel = `{"ts":"2016-01-01T00:00:00Z","client":"zz-sentinel","method":"GET","path":"/","status":200,"bytes":1}`
 
 // The access-log sessions example, deployed with an http source and a collect sink, is sent
 // the 9,999 events of its file in batches of 500 (each with an Idempotency-Key) and the
