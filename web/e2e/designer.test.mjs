@@ -1,6 +1,7 @@
 // The designer end to end, in Debian's Chromium against the real server: build a scenario from
 // scratch, complete and validate expressions, save, test on ten flights, deploy, send events and
-// watch the live counts, reload and find it all there. Screenshots of the main steps go to
+// watch the live counts, reload and find it all there; route a window's late events on its "late"
+// edge and read them in the test panel. Screenshots of the main steps go to
 // test-results/. Any error in the browser console fails the test.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -249,5 +250,120 @@ test('build, validate, save, test and reload a scenario', async (t) => {
     await page.getByTestId('layout').click();
     await shot(page, '08-paste-layout');
     noConsoleErrors('copy, paste, undo');
+  });
+});
+
+// A tumbling window of 10 s over events timed by #input.t with no out-of-orderness allowed: the
+// record at 25 s closes the window [0 s, 10 s), so the record at 3 s after it is late.
+const LATE_SCENARIO = 'late arrivals';
+const LATE_RECORDS = ['{"t": 1000}', '{"t": 25000}', '{"t": 3000}'].join('\n');
+const lateGraph = {
+  nodes: [
+    {
+      id: 'events',
+      type: 'Source',
+      ref: {
+        typ: 'http',
+        parameters: [
+          { name: 'timestamp', expression: { language: 'expr', expression: '#input.t' } },
+          { name: 'maxOutOfOrderness', value: '0s' },
+        ],
+      },
+      additionalFields: { layoutData: { x: 300, y: 0 } },
+    },
+    {
+      id: 'per 10s',
+      type: 'CustomNode',
+      nodeType: 'aggregate-tumbling',
+      outputVar: 'agg',
+      parameters: [
+        { name: 'groupBy', value: [] },
+        { name: 'aggregations', value: [{ name: 'count', aggregator: 'Count' }] },
+        { name: 'windowLength', value: '10s' },
+        { name: 'emitWhen', value: 'OnEnd' },
+      ],
+      additionalFields: { layoutData: { x: 300, y: 150 } },
+    },
+    {
+      id: 'results',
+      type: 'Sink',
+      ref: { typ: 'collect', parameters: [{ name: 'value', expression: { language: 'expr', expression: '#agg' } }] },
+      additionalFields: { layoutData: { x: 150, y: 320 } },
+    },
+    {
+      id: 'too late',
+      type: 'Sink',
+      ref: { typ: 'collect', parameters: [{ name: 'value', expression: { language: 'expr', expression: '#input' } }] },
+      additionalFields: { layoutData: { x: 480, y: 320 } },
+    },
+  ],
+  edges: [
+    { from: 'events', to: 'per 10s', edgeType: null },
+    { from: 'per 10s', to: 'results', edgeType: null },
+  ],
+};
+
+test('route late events on a window\'s late edge and read them in the test panel', async (t) => {
+  await t.test('open a scenario with a tumbling window and a sink not yet connected', async () => {
+    const res = await fetch(`${server.url}/api/scenarios`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ name: LATE_SCENARIO, graph: lateGraph, comment: 'created' }),
+    });
+    assert.ok(res.ok, await res.text());
+    await page.goto(`${server.url}/#/scenarios/${encodeURIComponent(LATE_SCENARIO)}`);
+    for (const id of ['events', 'per 10s', 'results', 'too late']) await node(page, id).waitFor();
+    assert.equal(await page.getByTestId('handle-per 10s-Late').innerText(), 'late');
+  });
+
+  await t.test('drag from the window\'s late handle to the sink: a "late" edge', async () => {
+    await connect(page, 'per 10s', 'Late', 'too late');
+    const lateEdge = page.locator('.react-flow__edge.edge-Late');
+    await lateEdge.waitFor({ state: 'attached' });
+    assert.equal(await page.locator('.react-flow__edge').count(), 3);
+    assert.equal(await lateEdge.locator('.react-flow__edge-text').textContent(), 'late');
+  });
+
+  await t.test('#late completes in the sink below the late edge', async () => {
+    await select(page, 'too late');
+    await typeExpression(page, 'expr-value', '');
+    await page.keyboard.type('{"t": #input.t, "missed": #late.windowE', { delay: 20 });
+    await pickCompletion('windowEnd');
+    await page.keyboard.type('}', { delay: 20 });
+    assert.equal(await expressionText(page, 'expr-value'), '{"t": #input.t, "missed": #late.windowEnd}');
+    await page.getByTestId('problem-count').filter({ hasText: 'valid' }).waitFor();
+    assert.equal(await errorBadges(), 0);
+    noConsoleErrors('late edge');
+  });
+
+  await t.test('the test lists the late record with the window it missed, and the late sink got it', async () => {
+    await page.getByTestId('tab-test').click();
+    await page.getByTestId('test-records').fill(LATE_RECORDS);
+    await page.getByTestId('run-test').click();
+    await page.getByTestId('test-result').waitFor();
+    const list = page.getByTestId('late-events-per 10s');
+    await list.waitFor();
+    assert.match(await list.innerText(), /1 late event, sent on the late edge to too late/);
+    const events = list.getByTestId('late-event');
+    assert.equal(await events.count(), 1);
+    const ev = events.first();
+    assert.match(await ev.locator('summary').innerText(), /^line 3 · 1970-01-01 00:00:03Z$/);
+    assert.match(await ev.innerText(), /#input\s+\{"t":3000\}/);
+    // The window [0 s, 10 s) it missed, its end printed as a time: 10000 ms.
+    assert.equal(await ev.getByTestId('late-window').innerText(), '1970-01-01 00:00:00Z – 00:00:10Z');
+    assert.equal(await ev.getByTestId('late-window').locator('span').nth(1).getAttribute('title'), '10000 ms since the epoch');
+    assert.equal(await ev.getByTestId('late-watermark').innerText(), '1970-01-01 00:00:25Z');
+    // The sink on the late edge wrote the late record; the window's results went on as before.
+    const count = async (id) => Number(await node(page, id).getByTestId('test-count').innerText());
+    assert.equal(await count('too late'), 1);
+    assert.equal(await count('results'), 2); // windows [0 s, 10 s) and [20 s, 30 s)
+    assert.equal(await node(page, 'per 10s').getByTestId('test-late').innerText(), '1 late');
+    const lateSink = page.getByTestId('sink-outputs-too late');
+    assert.equal(await lateSink.locator('li').count(), 1);
+    assert.match(await lateSink.innerText(), /"missed":10000/);
+    assert.match(await lateSink.innerText(), /"t":3000/);
+    await list.scrollIntoViewIfNeeded();
+    await shot(page, '09-late-events');
+    noConsoleErrors('late events');
   });
 });

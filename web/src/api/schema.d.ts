@@ -870,6 +870,56 @@ export interface components {
             parameters: components["schemas"]["ParamSpec"][] | null;
             subtype?: string;
         };
+        LateEvent: {
+            /**
+             * Format: int64
+             * @description The event's time, epoch ms.
+             * @example 3000
+             */
+            eventTime: number;
+            /** @description #late: the first window the event missed and the watermark that had closed it. */
+            late: components["schemas"]["LateWindow"];
+            /**
+             * Format: int64
+             * @description The input line of the late record.
+             * @example 3
+             */
+            line: number;
+            /** @description The variables the event had at the aggregate, by name without '#' (input, meta, variables defined above), with late. */
+            variables: {
+                [key: string]: unknown;
+            };
+        };
+        LateTestEvents: {
+            events: components["schemas"]["LateEvent"][] | null;
+            /**
+             * Format: int64
+             * @description Late events in all (the node's late count).
+             */
+            total: number;
+            /** @description True when events lists fewer than total (maxRecordsPerNode). */
+            truncated: boolean;
+        };
+        LateWindow: {
+            /**
+             * Format: int64
+             * @description The aggregate's watermark when the event came, epoch ms.
+             * @example 25000
+             */
+            watermark: number;
+            /**
+             * Format: int64
+             * @description The window's end, epoch ms, exclusive.
+             * @example 10000
+             */
+            windowEnd: number;
+            /**
+             * Format: int64
+             * @description The window's start, epoch ms, inclusive.
+             * @example 0
+             */
+            windowStart: number;
+        };
         LiveCounts: {
             /**
              * Format: int64
@@ -1074,7 +1124,7 @@ export interface components {
             in: number;
             /**
              * Format: int64
-             * @description Late events an aggregate dropped.
+             * @description Aggregates: events too late for every window they belong to (dropped, or sent down the node's Late edge).
              */
             late: number;
             /**
@@ -1082,6 +1132,11 @@ export interface components {
              * @description Events that left it.
              */
             out: number;
+            /**
+             * Format: int64
+             * @description Aggregates (hopping): events dropped from some closed windows but counted in the open ones.
+             */
+            partlyLate: number;
         };
         NodeTestOutput: {
             /**
@@ -1093,7 +1148,7 @@ export interface components {
              * @description The edge taken, for a Filter or a Switch.
              * @enum {string}
              */
-            edgeType?: "FilterTrue" | "FilterFalse" | "NextSwitch" | "SwitchDefault";
+            edgeType?: "FilterTrue" | "FilterFalse" | "NextSwitch" | "SwitchDefault" | "Late";
             /**
              * Format: int64
              * @description For a Source with a timestamp expression: the event time, epoch ms.
@@ -1613,7 +1668,7 @@ export interface components {
             in: number;
             /**
              * Format: int64
-             * @description Aggregates: late events dropped (SEMANTICS §2).
+             * @description Aggregates: events too late for every window they belong to, dropped or sent down the node's Late edge (docs/semantics.md §2); listed in lateEvents.
              */
             late: number;
             /**
@@ -1621,6 +1676,11 @@ export interface components {
              * @description Contexts that left it (a filter: those passed on either edge; an aggregate: its results; a sink: values written).
              */
             out: number;
+            /**
+             * Format: int64
+             * @description Aggregates (hopping): events dropped from some closed windows but counted in the open ones; not in late.
+             */
+            partlyLate: number;
         };
         TestError: {
             /**
@@ -1738,6 +1798,10 @@ export interface components {
             errors: components["schemas"]["TestError"][] | null;
             /** @description True when errors lists fewer than totalErrors. */
             errorsTruncated: boolean;
+            /** @description Per time-window aggregate node id (sliding, tumbling, hopping, session), whether or not it has a Late edge: the events that came too late for every window they belong to, in order, with the first window each missed (docs/semantics.md §2). */
+            lateEvents: {
+                [key: string]: components["schemas"]["LateTestEvents"];
+            };
             /** @description True when the lists stopped growing before maxRecordsPerNode because the values listed reached 32 MiB of JSON (their truncated flags are set); counts and totals still cover every record. */
             listsCut: boolean;
             /** @description Per node id (every node of the graph): its counts and the first records it saw. */

@@ -128,6 +128,7 @@ export function DeployPanel({ name, version, dirty, collectSinks, deployment }: 
                 <th>out</th>
                 <th>errors</th>
                 <th>late</th>
+                <th title="late for some of their windows, counted in others">partly late</th>
               </tr>
             </thead>
             <tbody>
@@ -138,6 +139,7 @@ export function DeployPanel({ name, version, dirty, collectSinks, deployment }: 
                   <td>{c.out}</td>
                   <td>{c.errors}</td>
                   <td>{c.late}</td>
+                  <td>{c.partlyLate}</td>
                 </tr>
               ))}
             </tbody>

@@ -1,8 +1,8 @@
 // A scenario's deployment status, and its live per-node counts while it runs: the server's
 // "counts" server-sent events (GET /api/scenarios/{name}/counts/stream).
-import { useCallback, useEffect, useState } from 'react';
+import { useCallback, useEffect, useMemo, useState } from 'react';
 import { api, type Schemas } from '../api/client';
-import type { NodeCounts } from '../editor/context';
+import type { NodeCounts, NodeLateCounts } from '../editor/context';
 
 export type ScenarioDeployment = Schemas['ScenarioDeployment'];
 export type LiveCounts = Schemas['LiveCounts'];
@@ -12,6 +12,8 @@ export type DeploymentState = {
   live: LiveCounts | null;
   /** Events that entered each node of the running deployment. */
   liveCounts: NodeCounts | undefined;
+  /** Late and partly late events of the running deployment's aggregates, for those that had any. */
+  liveLate: NodeLateCounts | undefined;
   refresh: () => Promise<void>;
 };
 
@@ -44,10 +46,15 @@ export function useDeployment(name: string): DeploymentState {
     return () => source.close();
   }, [name, running]);
 
-  let liveCounts: NodeCounts | undefined;
-  if (live?.running) {
-    liveCounts = {};
-    for (const [id, c] of Object.entries(live.nodes ?? {})) liveCounts[id] = c.in;
-  }
-  return { status, live, liveCounts, refresh };
+  const { liveCounts, liveLate } = useMemo(() => {
+    if (!live?.running) return { liveCounts: undefined, liveLate: undefined };
+    const counts: NodeCounts = {};
+    const late: NodeLateCounts = {};
+    for (const [id, c] of Object.entries(live.nodes ?? {})) {
+      counts[id] = c.in;
+      if (c.late > 0 || c.partlyLate > 0) late[id] = { late: c.late, partlyLate: c.partlyLate };
+    }
+    return { liveCounts: counts, liveLate: late };
+  }, [live]);
+  return { status, live, liveCounts, liveLate, refresh };
 }

@@ -53,6 +53,7 @@ export function DetailsPanel(props: Props) {
   const branchSpecs = specs.filter((s) => s.in === IN_BRANCH_PARAMETERS);
   const incoming = edges.filter((e) => e.target === node.id);
   const cases = edges.map((e, index) => ({ e, index })).filter(({ e }) => e.source === node.id && e.sourceHandle === 'NextSwitch');
+  const lateTargets = edges.filter((e) => e.source === node.id && e.sourceHandle === 'Late').map((e) => e.target);
   const used = new Set<string>();
 
   const fieldProblems = (p: Problem[]) => {
@@ -122,6 +123,16 @@ export function DetailsPanel(props: Props) {
           })}
         </div>
       ))}
+      {kind?.edges.outputs?.some((o) => o.edgeType === 'Late') && (
+        <div className="param late-hint" data-testid="late-output">
+          <div className="param-label">Late events</div>
+          <div className="muted small">
+            {lateTargets.length > 0
+              ? `Sent on the late edge to ${lateTargets.join(', ')}, unchanged, with #late = {windowStart, windowEnd, watermark} of the first window each missed.`
+              : 'Dropped and counted. Draw an edge from the "late" handle to send them on, with #late = {windowStart, windowEnd, watermark}.'}
+          </div>
+        </div>
+      )}
       {kind?.edges.outputs?.some((o) => o.condition) && (
         <div className="param" data-testid="cases">
           <div className="param-label">Cases, tried in order</div>

@@ -34,7 +34,7 @@ const nodeTypes = { scenario: ScenarioNodeView };
 type Doc = { nodes: CanvasNode[]; edges: CanvasEdge[] };
 type Tab = 'node' | 'problems' | 'history' | 'test' | 'deploy';
 
-const edgeLabels: Record<string, string> = { FilterTrue: 'true', FilterFalse: 'false', SwitchDefault: 'default' };
+const edgeLabels: Record<string, string> = { FilterTrue: 'true', FilterFalse: 'false', SwitchDefault: 'default', Late: 'late' };
 
 function isTyping(target: EventTarget | null): boolean {
   const el = target as HTMLElement | null;
@@ -215,10 +215,12 @@ function EditorInner({ name, components }: Props) {
       errors: errorsByNode,
       testCounts: testRun?.counts,
       liveCounts,
+      testLate: testRun?.late,
+      liveLate: deployment.liveLate,
       diff,
       suggest,
     }),
-    [kinds, components, errorsByNode, testRun, liveCounts, diff, suggest],
+    [kinds, components, errorsByNode, testRun, liveCounts, deployment.liveLate, diff, suggest],
   );
 
   // Canvas events.

@@ -1,17 +1,31 @@
 // A node on the canvas: its kind and id, one input handle, one output handle per output rule of
 // its kind (a filter's true and false, a choice's cases and default), and badges for validation
-// errors and counts.
+// errors and counts (with late events, for time-window aggregates).
 import { Handle, Position, type NodeProps } from '@xyflow/react';
 import type { CanvasNode } from '../graph/convert';
 import { kindIdOf } from '../graph/model';
-import { useEditorContext } from './context';
+import { useEditorContext, type LateCount } from './context';
 
 const handleLabels: Record<string, string> = {
   FilterTrue: 'true',
   FilterFalse: 'false',
   NextSwitch: 'cases',
   SwitchDefault: 'default',
+  Late: 'late',
 };
+
+/** Late events of an aggregate: "3 late", and "1 partly" for those late for some of their windows only. */
+function LateBadge({ late, testId, when }: { late: LateCount; testId: string; when: string }) {
+  const parts = [];
+  if (late.late) parts.push(`${late.late} late`);
+  if (late.partlyLate) parts.push(`${late.partlyLate} partly`);
+  const title = `${late.late} events late for all their windows, ${late.partlyLate} late for some of them (partly late), ${when}`;
+  return (
+    <span className="badge badge-late" data-testid={testId} title={title}>
+      {parts.join(' · ')}
+    </span>
+  );
+}
 
 export function ScenarioNodeView({ id, data, selected }: NodeProps<CanvasNode>) {
   const ctx = useEditorContext();
@@ -20,6 +34,8 @@ export function ScenarioNodeView({ id, data, selected }: NodeProps<CanvasNode>) 
   const errors = ctx.errors.get(id) ?? [];
   const testCount = ctx.testCounts?.[id];
   const liveCount = ctx.liveCounts?.[id];
+  const testLate = ctx.testLate?.[id];
+  const liveLate = ctx.liveLate?.[id];
   const outputs = kind?.edges.outputs ?? [{ edgeType: '', min: 0, max: -1 }];
   const hasInput = kind ? kind.edges.maxInputs !== 0 : true;
   const mark = ctx.diff.get(id);
@@ -49,6 +65,8 @@ export function ScenarioNodeView({ id, data, selected }: NodeProps<CanvasNode>) 
             {liveCount}
           </span>
         )}
+        {testLate && <LateBadge late={testLate} testId="test-late" when="in the test" />}
+        {!testLate && liveLate && <LateBadge late={liveLate} testId="live-late" when="while deployed" />}
         {mark && <span className={`badge badge-diff-${mark}`}>{mark}</span>}
       </div>
       {outputs.map((o, i) => {

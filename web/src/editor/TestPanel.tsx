@@ -1,12 +1,15 @@
 // Test with sample records: paste or upload JSON lines, run the graph as it is on the canvas
 // (POST /api/test), and see per node the counts (also on the canvas), each record's variables
-// and expression values, the window results, late drops and errors.
+// and expression values, the window results, the late events of each time-window aggregate
+// (dropped, or sent on its "late" edge) and errors.
 import { useEffect, useState } from 'react';
 import { api, problemText, type Schemas } from '../api/client';
 import type { ScenarioGraph } from '../graph/model';
-import type { NodeCounts } from './context';
+import type { NodeCounts, NodeLateCounts } from './context';
 
 export type TestResult = Schemas['TestResult'];
+/** One aggregate's late events in a test run. */
+type LateEvents = Schemas['LateTestEvents'];
 
 export type TestRun = {
   result: TestResult;
@@ -14,6 +17,8 @@ export type TestRun = {
   counts: NodeCounts;
   /** Per edge, keyed by `${from}\u0000${to}`: the records its target received, where the target has that edge alone as input. */
   edgeCounts: Record<string, number>;
+  /** Late and partly late events per aggregate, for those that had any. */
+  late: NodeLateCounts;
 };
 
 type Props = {
@@ -27,14 +32,18 @@ type Props = {
 const recordsKey = (name: string) => `scenario-designer:test-records:${name}`;
 
 /** Counts per node and per edge from a test result. */
-export function countsOf(result: TestResult, graph: ScenarioGraph): Pick<TestRun, 'counts' | 'edgeCounts'> {
+export function countsOf(result: TestResult, graph: ScenarioGraph): Pick<TestRun, 'counts' | 'edgeCounts' | 'late'> {
   const counts: NodeCounts = {};
-  for (const [id, n] of Object.entries(result.nodes ?? {})) counts[id] = n.counts.in;
+  const late: NodeLateCounts = {};
+  for (const [id, n] of Object.entries(result.nodes ?? {})) {
+    counts[id] = n.counts.in;
+    if (n.counts.late > 0 || n.counts.partlyLate > 0) late[id] = { late: n.counts.late, partlyLate: n.counts.partlyLate };
+  }
   const inputs = new Map<string, number>();
   for (const e of graph.edges) inputs.set(e.to, (inputs.get(e.to) ?? 0) + 1);
   const edgeCounts: Record<string, number> = {};
   for (const e of graph.edges) if (inputs.get(e.to) === 1 && counts[e.to] !== undefined) edgeCounts[`${e.from}\u0000${e.to}`] = counts[e.to];
-  return { counts, edgeCounts };
+  return { counts, edgeCounts, late };
 }
 
 function fmtTime(ms: number | undefined): string {
@@ -45,6 +54,79 @@ function fmtTime(ms: number | undefined): string {
 
 function json(v: unknown): string {
   return v === undefined ? '' : JSON.stringify(v);
+}
+
+/** A time in epoch ms, readable, with the number itself as its tooltip; sameDayAs leaves out the date when it is that time's. */
+function Time({ ms, sameDayAs }: { ms: number; sameDayAs?: number }) {
+  let text = fmtTime(ms);
+  const day = (t: string) => t.slice(0, t.indexOf(' ') + 1);
+  if (sameDayAs !== undefined) {
+    const other = fmtTime(sameDayAs);
+    if (day(text) && day(text) === day(other)) text = text.slice(day(text).length);
+  }
+  return <span title={`${ms} ms since the epoch`}>{text}</span>;
+}
+
+/** The late events of one aggregate: how many, where they went, and each with its record and the window it missed. */
+function LateEventList({ id, events, counts, lateTargets }: { id: string; events?: LateEvents; counts?: TestResult['nodes'][string]['counts']; lateTargets: string[] }) {
+  const total = events?.total ?? counts?.late ?? 0;
+  const listed = events?.events ?? [];
+  const partly = counts?.partlyLate ?? 0;
+  return (
+    <div className="late-node" data-testid={`late-events-${id}`}>
+      <div className="small">
+        <b>{id}</b>: {total} late {total === 1 ? 'event' : 'events'}
+        {total > 0 && (lateTargets.length > 0 ? `, sent on the late edge to ${lateTargets.join(', ')}` : ', dropped (no late edge)')}
+        {partly > 0 && `; ${partly} partly late (dropped from some windows, counted in others)`}
+        {events?.truncated && <span className="muted">, the first {listed.length} listed</span>}
+      </div>
+      {listed.map((ev, i) => {
+        // #late is shown as the window it missed, below.
+        const { input, late: _late, ...others } = ev.variables ?? {};
+        return (
+          <details key={i} className="record late-event" open={i < 10} data-testid="late-event">
+            <summary>
+              line {ev.line} · <Time ms={ev.eventTime} />
+            </summary>
+            <table>
+              <tbody>
+                <tr>
+                  <td>
+                    <code>#input</code>
+                  </td>
+                  <td>
+                    <code>{json(input)}</code>
+                  </td>
+                </tr>
+                {Object.entries(others).map(([k, v]) => (
+                  <tr key={k}>
+                    <td>
+                      <code>#{k}</code>
+                    </td>
+                    <td>
+                      <code>{json(v)}</code>
+                    </td>
+                  </tr>
+                ))}
+                <tr className="late-window">
+                  <td>window missed</td>
+                  <td data-testid="late-window">
+                    <Time ms={ev.late.windowStart} /> – <Time ms={ev.late.windowEnd} sameDayAs={ev.late.windowStart} />
+                  </td>
+                </tr>
+                <tr className="late-window">
+                  <td>watermark</td>
+                  <td data-testid="late-watermark">
+                    <Time ms={ev.late.watermark} />
+                  </td>
+                </tr>
+              </tbody>
+            </table>
+          </details>
+        );
+      })}
+    </div>
+  );
 }
 
 export function TestPanel({ name, graph, selectedId, run, onRun }: Props) {
@@ -74,7 +156,11 @@ export function TestPanel({ name, graph, selectedId, run, onRun }: Props) {
 
   const result = run?.result;
   const nodeRecords = result && nodeId ? result.nodes?.[nodeId] : undefined;
-  const late = result ? Object.entries(result.nodes ?? {}).filter(([, n]) => n.counts.late > 0) : [];
+  // Aggregates with late events: those the server lists, and any other counting late or partly late ones.
+  const lateSet = new Set(result ? [...Object.entries(result.lateEvents ?? {}).filter(([, l]) => l.total > 0).map(([id]) => id), ...Object.entries(result.nodes ?? {}).filter(([, n]) => n.counts.late > 0 || n.counts.partlyLate > 0).map(([id]) => id)] : []);
+  const inGraph = graph.nodes.map((n) => n.id).filter((id) => lateSet.has(id));
+  const lateIds = [...inGraph, ...[...lateSet].filter((id) => !inGraph.includes(id))];
+  const lateTargets = (id: string) => graph.edges.filter((e) => e.from === id && e.edgeType?.type === 'Late').map((e) => e.to);
   const lines = records.split('\n').filter((l) => l.trim()).length;
 
   return (
@@ -133,6 +219,7 @@ export function TestPanel({ name, graph, selectedId, run, onRun }: Props) {
                 <th>out</th>
                 <th>errors</th>
                 <th>late</th>
+                <th title="late for some of their windows, counted in others">partly late</th>
               </tr>
             </thead>
             <tbody>
@@ -145,6 +232,7 @@ export function TestPanel({ name, graph, selectedId, run, onRun }: Props) {
                     <td>{c?.out ?? ''}</td>
                     <td>{c?.errors ?? ''}</td>
                     <td>{c?.late ?? ''}</td>
+                    <td>{c?.partlyLate ?? ''}</td>
                   </tr>
                 );
               })}
@@ -234,7 +322,7 @@ export function TestPanel({ name, graph, selectedId, run, onRun }: Props) {
 
           <h4>Sink outputs</h4>
           {Object.entries(result.sinkOutputs ?? {}).map(([id, s]) => (
-            <div key={id}>
+            <div key={id} data-testid={`sink-outputs-${id}`}>
               <div className="muted small">
                 {id}: {s.total} values{s.truncated ? `, the first ${s.outputs?.length ?? 0} listed` : ''}
               </div>
@@ -248,19 +336,17 @@ export function TestPanel({ name, graph, selectedId, run, onRun }: Props) {
             </div>
           ))}
 
-          <h4>Late drops</h4>
-          {late.length === 0 ? (
-            <div className="muted small" data-testid="late-drops">
+          <h4>Late events</h4>
+          {lateIds.length === 0 ? (
+            <div className="muted small" data-testid="late-events">
               None.
             </div>
           ) : (
-            <ul data-testid="late-drops">
-              {late.map(([id, n]) => (
-                <li key={id}>
-                  {id}: {n.counts.late} late events dropped
-                </li>
+            <div data-testid="late-events">
+              {lateIds.map((id) => (
+                <LateEventList key={id} id={id} events={result.lateEvents?.[id]} counts={result.nodes?.[id]?.counts} lateTargets={lateTargets(id)} />
               ))}
-            </ul>
+            </div>
           )}
 
           <h4>Errors</h4>

@@ -4,6 +4,13 @@ import type { Aggregator, Kind, Problem, Suggestion } from '../api/client';
 /** Per node id, what the test run or the running deployment counted. */
 export type NodeCounts = Record<string, number>;
 
+/** An aggregate's late events: fully late (dropped from, or routed past, every window they
+ * belonged to) and partly late (dropped from some windows, counted in others). */
+export type LateCount = { late: number; partlyLate: number };
+
+/** Per node id, late events, for the nodes that had any. */
+export type NodeLateCounts = Record<string, LateCount>;
+
 /** How a node changed in a compared version. */
 export type DiffMark = 'added' | 'changed';
 
@@ -16,6 +23,10 @@ export type EditorContextValue = {
   testCounts?: NodeCounts;
   /** Per-node counts of the running deployment, if any. */
   liveCounts?: NodeCounts;
+  /** Late events per aggregate in the last test run, for those that had any. */
+  testLate?: NodeLateCounts;
+  /** Late events per aggregate of the running deployment, for those that had any. */
+  liveLate?: NodeLateCounts;
   diff: Map<string, DiffMark>;
   suggest: (nodeId: string, text: string, caret: number) => Promise<Suggestion[]>;
 };

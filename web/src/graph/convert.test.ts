@@ -130,9 +130,55 @@ describe('toScenario', () => {
   });
 });
 
+describe('late edges', () => {
+  // A tumbling window with its results to one sink and its late events to another.
+  const withLate: ScenarioGraph = {
+    nodes: [
+      { id: 'events', type: 'Source', ref: { typ: 'http', parameters: [] }, additionalFields: { layoutData: { x: 0, y: 0 } } },
+      {
+        id: 'per 10s',
+        type: 'CustomNode',
+        nodeType: 'aggregate-tumbling',
+        outputVar: 'agg',
+        parameters: [
+          { name: 'groupBy', value: [] },
+          { name: 'aggregations', value: [{ name: 'count', aggregator: 'Count' }] },
+          { name: 'windowLength', value: '10s' },
+        ],
+        additionalFields: { layoutData: { x: 0, y: 120 } },
+      },
+      { id: 'results', type: 'Sink', ref: { typ: 'collect', parameters: [{ name: 'value', expression: e('#agg') }] }, additionalFields: { layoutData: { x: 0, y: 240 } } },
+      { id: 'too late', type: 'Sink', ref: { typ: 'collect', parameters: [{ name: 'value', expression: e('#late.windowEnd') }] }, additionalFields: { layoutData: { x: 200, y: 240 } } },
+    ],
+    edges: [
+      { from: 'events', to: 'per 10s', edgeType: null },
+      { from: 'per 10s', to: 'results', edgeType: null },
+      { from: 'per 10s', to: 'too late', edgeType: { type: 'Late' } },
+    ],
+  };
+
+  it('draws a Late edge from the "Late" handle', () => {
+    const c = toCanvas(withLate);
+    expect(c.edges.map((x) => x.sourceHandle)).toEqual(['out', 'out', 'Late']);
+    expect(c.edges[2].data?.edgeType).toEqual({ type: 'Late' });
+    expect(new Set(c.edges.map((x) => x.id)).size).toBe(3);
+  });
+
+  it('round-trips {"edgeType": {"type": "Late"}}, also as JSON text', () => {
+    const c = toCanvas(JSON.parse(JSON.stringify(withLate)));
+    expect(toScenario(c.nodes, c.edges, c.rest)).toEqual(withLate);
+    expect(JSON.parse(JSON.stringify(toScenario(c.nodes, c.edges, c.rest))).edges[2]).toEqual({ from: 'per 10s', to: 'too late', edgeType: { type: 'Late' } });
+  });
+
+  it('gives an edge drawn from the late handle the Late edge type', () => {
+    const s = toScenario([], [{ id: '1', source: 'per 10s', target: 'too late', sourceHandle: 'Late' }]);
+    expect(s.edges).toEqual([{ from: 'per 10s', to: 'too late', edgeType: { type: 'Late' } }]);
+  });
+});
+
 describe('handles', () => {
   it('maps edge types to handles and back', () => {
-    for (const t of [null, { type: 'FilterTrue' }, { type: 'FilterFalse' }, { type: 'SwitchDefault' }]) {
+    for (const t of [null, { type: 'FilterTrue' }, { type: 'FilterFalse' }, { type: 'SwitchDefault' }, { type: 'Late' }]) {
       expect(edgeTypeFor(handleFor(t))).toEqual(t);
     }
     expect(handleFor('')).toBe('out');
