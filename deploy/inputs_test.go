@@ -369,10 +369,13 @@ func countedIn(t *testing.T, st store.Store, name string) int64 {
 }
 
 // deployTransactional deploys idleKafkaGraph as "tx" on the topic "tx" of a new Kafka, and
-// returns a plain producer and a transactional one.
-func deployTransactional(t *testing.T, st store.Store) (prod, txp *kgo.Client, r *Runtime) {
+// returns the cluster, a plain producer and a transactional one.
+func deployTransactional(t *testing.T, st store.Store) (c *kfake.Cluster, prod, txp *kgo.Client, r *Runtime) {
 	t.Helper()
-	brokers, prod := newKafka(t, map[string]int32{"tx": 1})
+	c = newCluster(t)
+	brokers := c.ListenAddrs()
+	prod = newProducer(t, brokers)
+	createTopic(t, prod, "tx", 1)
 	txp, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.TransactionalID("tx-"+t.Name()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
@@ -381,13 +384,13 @@ func deployTransactional(t *testing.T, st store.Store) (prod, txp *kgo.Client, r
 	createScenario(t, st, "tx", idleKafkaGraph("tx"))
 	r = newRuntime(t, st, func(c *Config) { c.KafkaBrokers = brokers })
 	deploy(t, r, "tx", 0)
-	return prod, txp, r
+	return c, prod, txp, r
 }
 
 // A transaction's commit marker takes an offset: the positions pass it, so the backlog
 // reaches 0 and the idle timeout closes the window (from the adversarial review).
 func testKafkaTransactions(t *testing.T, st store.Store) {
-	_, txp, r := deployTransactional(t, st)
+	_, _, txp, r := deployTransactional(t, st)
 	for _, end := range []kgo.TransactionEndTry{kgo.TryAbort, kgo.TryCommit} {
 		if err := txp.BeginTransaction(); err != nil {
 			t.Fatal(err)
@@ -419,10 +422,17 @@ func testKafkaTransactions(t *testing.T, st store.Store) {
 func testKafkaSlowBrokerAfterRestart(t *testing.T, st store.Store) {
 	c := newCluster(t, kfake.SeedTopics(1, "ev"))
 	var down atomic.Bool
+	// When the restarted source's first and latest refused end-offset listings were (unix ms).
+	var firstRefused, lastRefused atomic.Int64
 	for _, key := range []int16{int16(kmsg.Fetch), int16(kmsg.ListOffsets)} {
 		c.ControlKey(key, func(kmsg.Request) (kmsg.Response, error, bool) {
 			c.KeepControl()
 			if down.Load() {
+				if key == int16(kmsg.ListOffsets) {
+					now := time.Now().UnixMilli()
+					firstRefused.CompareAndSwap(0, now)
+					lastRefused.Store(now)
+				}
 				return nil, errors.New("refused by the test"), true
 			}
 			return nil, nil, false
@@ -444,7 +454,12 @@ func testKafkaSlowBrokerAfterRestart(t *testing.T, st store.Store) {
 	}
 	down.Store(true)
 	r = newRuntime(t, st, withBrokers)
-	time.Sleep(3 * time.Second) // more than the idle timeout, in which nothing is delivered
+	// The restarted source keeps asking and is refused for more than twice the idle timeout
+	// (600 ms), so its idle clock runs out while nothing is delivered.
+	waitFor(t, "listings refused for more than the idle timeout", func() bool {
+		first := firstRefused.Load()
+		return first != 0 && lastRefused.Load()-first > 1200
+	})
 	down.Store(false)
 	waitFor(t, "every record counted in a window", func() bool { return countedIn(t, st, "o") == 11 })
 	if l, _ := r.Live("o"); l.Nodes["win"].Late != 0 {
@@ -508,10 +523,15 @@ func testFileSourceReplacedAndAliased(t *testing.T, st store.Store) {
 	}
 	before := len(collected(t, st, "f"))
 	deploy(t, r, "f", 2) // "./e.ndjson": the same file
-	l := waitCommitted(t, r, "f", int64(len(b)))
-	time.Sleep(300 * time.Millisecond) // a few polls of the file
-	if l, _ = r.Live("f"); l.Version != 2 || l.Nodes["in"].In != 0 || len(collected(t, st, "f")) != before {
-		t.Errorf("version 2 read %d lines again; results %d → %d", l.Nodes["in"].In, before, len(collected(t, st, "f")))
+	waitCommitted(t, r, "f", int64(len(b)))
+	// One more line, inside the open window [+50 s, +60 s) and not moving the watermark past
+	// it: once it is read and committed, version 2 has read the file from where version 1
+	// stopped, and has read that line alone.
+	more := ndjson(records(401)[400:])
+	appendFile(t, path, more)
+	l := waitCommitted(t, r, "f", int64(len(b)+len(more)))
+	if l.Version != 2 || l.Nodes["in"].In != 1 || len(collected(t, st, "f")) != before {
+		t.Errorf("version 2 read %d lines (want the 1 appended); results %d → %d", l.Nodes["in"].In, before, len(collected(t, st, "f")))
 	}
 }
 
@@ -564,7 +584,17 @@ func testKafkaTopicRecreatedWhileDown(t *testing.T, st store.Store) {
 // commits): the end offsets show them, so idleness waits and none is late (from the second
 // adversarial review).
 func testKafkaOpenTransactionNotLate(t *testing.T, st store.Store) {
-	prod, txp, r := deployTransactional(t, st)
+	c, prod, txp, r := deployTransactional(t, st)
+	// idleBy is when the idle timeout (600 ms) will have run out since the last delivered
+	// record (unix ms, 0 before it is set); lateListings counts the end-offset listings after it.
+	var idleBy, lateListings atomic.Int64
+	c.ControlKey(int16(kmsg.ListOffsets), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if by := idleBy.Load(); by != 0 && time.Now().UnixMilli() > by {
+			lateListings.Add(1)
+		}
+		return nil, nil, false
+	})
 	produce(t, prod, "tx", 0, [][]byte{[]byte(`{"key": "z"}`)}, nil)
 	waitFor(t, "the first window", func() bool { return countedIn(t, st, "tx") == 1 })
 	if err := txp.BeginTransaction(); err != nil {
@@ -574,10 +604,14 @@ func testKafkaOpenTransactionNotLate(t *testing.T, st store.Store) {
 		t.Fatal(err)
 	}
 	produce(t, prod, "tx", 0, [][]byte{[]byte(`{"key": "b"}`), []byte(`{"key": "b"}`)}, nil)
-	time.Sleep(2 * time.Second) // more than the idle timeout, with the transaction open
-	if l, _ := r.Live("tx"); l.Sources[0].Backlog < 2 {
-		t.Errorf("while the transaction is open: backlog %d, want the records behind it", l.Sources[0].Backlog)
-	}
+	// Two listings (each asks for the end and the start offsets) after the idle timeout has
+	// run out, with the transaction open: the source has had its chance to go idle.
+	idleBy.Store(time.Now().Add(600 * time.Millisecond).UnixMilli())
+	waitFor(t, "two listings after the idle timeout", func() bool { return lateListings.Load() >= 4 })
+	waitFor(t, "the records behind the open transaction in the backlog", func() bool {
+		l, _ := r.Live("tx")
+		return l.Sources[0].Backlog >= 2
+	})
 	if err := txp.EndTransaction(t.Context(), kgo.TryCommit); err != nil {
 		t.Fatal(err)
 	}
@@ -588,7 +622,7 @@ func testKafkaOpenTransactionNotLate(t *testing.T, st store.Store) {
 }
 
 // A Kafka source that has produced nothing (its topic does not exist) holds nothing back:
-// the HTTP source it is joined with still closes its window by idleness (SEMANTICS §1; from
+// the HTTP source it is joined with still closes its window by idleness (docs/semantics.md §1; from
 // the second adversarial review).
 func testSilentKafkaHoldsNothingBack(t *testing.T, st store.Store) {
 	brokers, _ := newKafka(t, nil)

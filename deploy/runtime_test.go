@@ -429,7 +429,7 @@ func idleCountGraph(source, value string) string {
 }
 
 // After the last event of a key, its tumbling window is emitted about one idle timeout after
-// the window's end, with no further events (SEMANTICS §1).
+// the window's end, with no further events (docs/semantics.md §1).
 func testIdleSourceClosesWindow(t *testing.T, st store.Store) {
 	graph := idleCountGraph(`"typ": "http", "parameters": [`, "{key: #key[0], end: #window.end, n: #agg.n}")
 	createScenario(t, st, "idle", graph)
@@ -456,11 +456,13 @@ func testIdleSourceClosesWindow(t *testing.T, st store.Store) {
 	if res.Key != "quiet" || res.N != 2 || res.End != a.AcceptedAt.UnixMilli()/1000*1000+1000 {
 		t.Errorf("window %s, want key quiet, 2 events, ending after %v", got[0], a.AcceptedAt)
 	}
-	// Closed at windowEnd + 600 ms, seen here after the checkpoint (20 ms) and polling (5 ms).
+	// Closed at windowEnd + 600 ms at the earliest, seen here after the checkpoint (20 ms)
+	// and polling (5 ms). No upper bound: the event watermark stays 60 s behind the events,
+	// and waitFor gives up long before that, so only idleness can have closed the window.
 	delay := emitted.Sub(windowEnd)
 	t.Logf("window ended %v, emitted %v after its end (idle timeout 600ms)", windowEnd.Format(time.StampMilli), delay)
-	if delay < 600*time.Millisecond || delay > 6*time.Second { // well under the 60 s out-of-orderness; loose for loaded machines
-		t.Errorf("window emitted %v after its end, want about the idle timeout (600ms)", delay)
+	if delay < 600*time.Millisecond {
+		t.Errorf("window emitted %v after its end, before the idle timeout (600ms) had run out", delay)
 	}
 	if len(got) != 1 {
 		t.Errorf("results %q", got)
@@ -484,7 +486,10 @@ func testArrivalTime(t *testing.T, st store.Store) {
 	}
 	waitFor(t, "processed", func() bool { l, _ := r.Live("arrivals"); return l.Sources[0].Processed == 2 })
 	r.abort() // the results were not committed
-	time.Sleep(20 * time.Millisecond)
+	// Restart in a later millisecond than the acceptance, so that times given anew would differ.
+	for time.Now().UnixMilli() <= a.AcceptedAt.UnixMilli() {
+		time.Sleep(time.Millisecond)
+	}
 	r = newRuntime(t, st)
 	waitCommitted(t, r, "arrivals", 2)
 	ms := a.AcceptedAt.UnixMilli()
