@@ -558,7 +558,7 @@ func (d *deployment) pushPayload(s *source, payload []byte, at, line int64, part
 	_ = d.eng.PushJSON(s.id, payload, line)
 }
 
-// idleTick lets idle sources' watermarks move with the wall clock (SEMANTICS §1), only when
+// idleTick lets idle sources' watermarks move with the wall clock (docs/semantics.md §1), only when
 // no accepted event waits. After a restart the engine has no arrival time for a source until
 // it sees an event, so a source counts as silent since the restore: nothing moves before one
 // idle timeout has passed since then.
@@ -569,7 +569,7 @@ func (d *deployment) idleTick(now time.Time) {
 		if s.in != nil {
 			at, ok := s.in.idleClock(now)
 			if _, seen := d.eng.SourceWatermark(s.id); !seen {
-				continue // a source that has produced nothing holds nothing back (SEMANTICS §1)
+				continue // a source that has produced nothing holds nothing back (docs/semantics.md §1)
 			}
 			if !ok {
 				return // events wait, or the source does not know whether they do

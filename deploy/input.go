@@ -55,7 +55,7 @@ type input interface {
 	// read, for the engine's per-partition watermarks; known is false when the input cannot
 	// tell yet, or has no partitions.
 	pendingPartitions() (pending []int32, known bool)
-	// idleClock is how far the wall clock may move the source's idle watermark (SEMANTICS
+	// idleClock is how far the wall clock may move the source's idle watermark (docs/semantics.md
 	// §1): to now, or to the last time the input knew it had read everything. false: events
 	// wait, or the input does not know yet; no idle step then.
 	idleClock(now time.Time) (time.Time, bool)

@@ -24,7 +24,7 @@
 // sinks' results produced since the previous checkpoint, the engine's snapshot and the log
 // positions. Results become visible at checkpoints. After a crash the deployment restores its
 // last checkpoint and reads the logs again from the positions it holds; the engine is
-// deterministic for a given input order (SEMANTICS §6), so it produces again exactly the
+// deterministic for a given input order (docs/semantics.md §6), so it produces again exactly the
 // results that had not been committed. Collect sinks are therefore effectively exactly-once:
 // each accepted event is processed into committed state once, and no result is stored twice
 // or lost. File sinks are exactly-once too while nothing else writes their files: their lines
@@ -32,7 +32,7 @@
 // each file's size, and a restore cuts the file back to that size before reprocessing. Stdout
 // sinks are at-least-once.
 //
-// Limits. Idle sources (SEMANTICS §1) follow the wall clock: Engine.Tick runs only when no
+// Limits. Idle sources (docs/semantics.md §1) follow the wall clock: Engine.Tick runs only when no
 // accepted event waits, and its effect is checkpointed with the state, but a crash between an
 // idle step and its checkpoint, followed by a restart at another time, may place that step
 // differently among later events than the uninterrupted run would have. A scenario with

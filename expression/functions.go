@@ -298,7 +298,7 @@ func toEpochMillis(args ...any) (any, error) {
 
 // keys, values and toPairs replace expr's builtins of the same names,
 // which list a Go map in Go's random order: a replay must give the same
-// output every time (SEMANTICS §6), so here the keys come sorted, and the
+// output every time (docs/semantics.md §6), so here the keys come sorted, and the
 // values and pairs in the order of their sorted keys.
 func mapKeysSorted(name string, args []any) ([]string, map[string]any, error) {
 	if len(args) != 1 {

@@ -3,9 +3,9 @@
 //
 // Integers are kept as int64 and never pass through float64, so
 // 9223372036854775807 survives decoding, aggregation and encoding unchanged
-// (SEMANTICS §1). A number written with a fraction or an exponent is a Float.
+// (docs/semantics.md §1). A number written with a fraction or an exponent is a Float.
 // Float values are always finite: constructors refuse NaN and ±Inf, so every
-// Value can be written as JSON (SEMANTICS §5, "results are JSON-safe").
+// Value can be written as JSON (docs/semantics.md §5, "results are JSON-safe").
 package value
 
 import (

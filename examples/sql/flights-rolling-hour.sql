@@ -1,4 +1,4 @@
--- Sliding 1 h window at 60 s precision (SEMANTICS §3, §4): for every flight, the
+-- Sliding 1 h window at 60 s precision (docs/semantics.md §3, §4): for every flight, the
 -- flights of the same origin whose minute slice floor(ms / 60000) is one of the
 -- 60 slices ending with this flight's slice, and that had arrived (line <= this
 -- line). Key: line (the n-th result of the run is the n-th flight).
