@@ -48,6 +48,7 @@ func runAPISuite(t *testing.T, newStore newStoreFunc) {
 		{"TestLimits", testTestLimits},
 		{"NodeTest", testNodeTest},
 		{"LateEvents", testLateEvents},
+		{"ValidationPrecision", testValidationPrecision},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

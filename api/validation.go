@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/scenario-server/scenario-server/expression"
 	"github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/scenario"
+	"github.com/scenario-server/scenario-server/slices"
 )
 
 // ValidationResult is the outcome of validating a scenario graph.
@@ -18,6 +20,7 @@ type ValidationResult struct {
 	Errors    []scenario.Problem                 `json:"errors" doc:"What stops the scenario from running, each on its node and field, in the order of the graph's nodes."`
 	Warnings  []scenario.Problem                 `json:"warnings" doc:"Likely mistakes that do not stop it."`
 	Variables map[string]map[string]VariableType `json:"variables" doc:"Per node id, the variables in scope where the node's expressions are evaluated, by name without '#'. Nodes whose scope cannot be known (no source reaches them, or the graph does not decode) are absent."`
+	Precision map[string]string                  `json:"precision,omitempty" doc:"Per sliding, hopping or session aggregate node id whose precision is known: the slice length it runs with, the node's precision parameter or the default (docs/semantics.md §3: a hopping window's slide; else 60s, or 1s when the window is not whole minutes)." example:"{\"per card\": \"10s\"}"`
 }
 
 // VariableType is the static type of a variable or expression.
@@ -68,6 +71,14 @@ func validationOut(v *nodes.Validation) ValidationResult {
 	}
 	for id, env := range v.Variables {
 		out.Variables[id] = envOut(env)
+	}
+	for id, p := range v.Plans {
+		if d, ok := p.Params["precision"].(time.Duration); ok && p.Node.Type == scenario.TypeCustomNode {
+			if out.Precision == nil {
+				out.Precision = map[string]string{}
+			}
+			out.Precision[id] = slices.FormatDuration(d.Milliseconds())
+		}
 	}
 	return out
 }

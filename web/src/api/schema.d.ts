@@ -1830,6 +1830,15 @@ export interface components {
         ValidationResult: {
             /** @description What stops the scenario from running, each on its node and field, in the order of the graph's nodes. */
             errors: components["schemas"]["Problem"][] | null;
+            /**
+             * @description Per sliding, hopping or session aggregate node id whose precision is known: the slice length it runs with, the node's precision parameter or the default (docs/semantics.md §3: a hopping window's slide; else 60s, or 1s when the window is not whole minutes).
+             * @example {
+             *       "per card": "10s"
+             *     }
+             */
+            precision?: {
+                [key: string]: string;
+            };
             /** @description True when there are no errors: the scenario can be deployed. */
             valid: boolean;
             /** @description Per node id, the variables in scope where the node's expressions are evaluated, by name without '#'. Nodes whose scope cannot be known (no source reaches them, or the graph does not decode) are absent. */
