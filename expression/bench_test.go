@@ -36,8 +36,10 @@ func flightsVars() map[string]value.Value {
 	}
 }
 
-func benchmarkRun(b *testing.B, text string) {
-	prog, problems := Compile(text, flightsEnv, Unknown)
+func benchmarkRun(b *testing.B, text string) { benchmarkRunWith(b, text, Budget{}) }
+
+func benchmarkRunWith(b *testing.B, text string, budget Budget) {
+	prog, problems := CompileWith(text, flightsEnv, Unknown, Options{Budget: budget})
 	if len(problems) > 0 {
 		b.Fatal(problems)
 	}
@@ -72,3 +74,20 @@ func BenchmarkRunFloatArithmetic(b *testing.B) {
 
 // BenchmarkRunWholeRecord reads the whole #input.
 func BenchmarkRunWholeRecord(b *testing.B) { benchmarkRun(b, "#input") }
+
+// BenchmarkRunPredicates is predicate-heavy: 3,000 evaluations of
+// predicate bodies per Run, with the step counter (the default budget) and
+// without it (steps and time off), to show what the counter costs.
+func BenchmarkRunPredicates(b *testing.B) {
+	text := "count(1..1000, # % 7 == #input.delay % 7) + len(filter(1..1000, # > #input.delay)) + (any(1..1000, # < 0) ? 1 : 0)"
+	b.Run("step-budget", func(b *testing.B) { benchmarkRunWith(b, text, Budget{}) })
+	b.Run("no-step-budget", func(b *testing.B) { benchmarkRunWith(b, text, Budget{Steps: NoLimit, Time: NoLimit}) })
+}
+
+// BenchmarkRunConcat is string concatenation, which counts its bytes
+// against the memory budget, with and without it.
+func BenchmarkRunConcat(b *testing.B) {
+	text := "#input.origin + '-' + #input.destination"
+	b.Run("memory-budget", func(b *testing.B) { benchmarkRunWith(b, text, Budget{}) })
+	b.Run("no-memory-budget", func(b *testing.B) { benchmarkRunWith(b, text, Budget{Memory: NoLimit}) })
+}

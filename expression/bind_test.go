@@ -19,20 +19,11 @@ func runGeneral(p *Program, vars map[string]value.Value) (value.Value, error) {
 	orders := p.orders
 	orders.vars = varKeys{}
 	bind(env, p.whole, Map(vars), orders.vars)
-	out, err := vm.Run(p.program, env)
-	if err != nil {
-		return value.Null(), p.runError(err)
-	}
-	var v value.Value
-	if p.shape != nil {
-		v, err = fromShape(out, p.shape, orders, 0)
-	} else {
-		v, err = fromGo(out, 0, orders)
-	}
-	if err != nil {
-		return value.Null(), &RunError{Message: err.Error(), Err: err}
-	}
-	return v, nil
+	budget := newRunBudget(p.budget)
+	env[budgetName] = &budget
+	machine := vm.VM{MemoryBudget: p.budget.vmMemory()}
+	out, err := machine.Run(p.program, env)
+	return p.convert(out, err, orders)
 }
 
 func describe(v value.Value, err error) string {

@@ -76,7 +76,16 @@ type Program struct {
 	states sync.Pool
 	// readsClock: the expression calls now()
 	readsClock bool
+	// budget is the Program's Budget, defaults filled in; budgeted: the
+	// compiled programs read a *runBudget (see budget.go), from the env
+	// map unless allVars.
+	budget   Budget
+	budgeted bool
 }
+
+// Budget returns the budget each Run of p has, with the defaults filled in
+// (NoLimit for a budget turned off).
+func (p *Program) Budget() Budget { return p.budget }
 
 // Text returns the expression as the user wrote it.
 func (p *Program) Text() string { return p.src.original }
@@ -106,7 +115,17 @@ func (p *Program) Variables() []string { return p.vars }
 // points) in text as the user wrote it; a '#name' reference is located at
 // its '#'. NodeID and Field are left for the caller to fill. Compile
 // never panics on any text; on problems the Program is nil.
+//
+// Compile applies the default Limits (a text past one is CodeTooLong,
+// CodeTooDeep or CodeTooLarge) and gives the Program the default Budget;
+// CompileWith takes others.
 func Compile(text string, env TypeEnv, want Type) (prog *Program, problems []scenario.Problem) {
+	return CompileWith(text, env, want, Options{})
+}
+
+// CompileWith is Compile with the limits on the text and the budget of
+// every Run given by opts (zero fields: the defaults).
+func CompileWith(text string, env TypeEnv, want Type, opts Options) (prog *Program, problems []scenario.Problem) {
 	defer func() {
 		if r := recover(); r != nil {
 			prog = nil
@@ -116,11 +135,19 @@ func Compile(text string, env TypeEnv, want Type) (prog *Program, problems []sce
 	if strings.TrimSpace(text) == "" {
 		return nil, []scenario.Problem{{Code: CodeEmpty, Message: "the expression is empty", Line: 1, Column: 1}}
 	}
+	limits, budget := opts.Limits.withDefaults(), opts.Budget.withDefaults()
+	if p := checkLimits(text, limits); p != nil {
+		return nil, []scenario.Problem{*p}
+	}
 	src := rewrite(text, env)
 	config := newConfig(src.checkerEnv(env))
+	config.MaxNodes = uint(limits.MaxNodes)
 
 	tree, err := parser.ParseWithConfig(src.rewritten, config)
 	if err != nil {
+		if strings.Contains(err.Error(), "exceeds maximum allowed nodes") {
+			return nil, []scenario.Problem{src.tooLarge(err, limits)}
+		}
 		return nil, []scenario.Problem{src.problem(err, CodeSyntax, nil)}
 	}
 	if _, err := new(checker.Checker).PatchAndCheck(tree, config); err != nil {
@@ -146,9 +173,10 @@ func Compile(text string, env TypeEnv, want Type) (prog *Program, problems []sce
 	if err := optimizer.Optimize(&tree.Node, config); err != nil {
 		return nil, []scenario.Problem{src.problem(err, CodeType, nil)}
 	}
-	p := &Program{src: src, result: result, env: env, vars: vars, allVars: readsEnv(tree.Node), readsClock: callsNow(tree.Node)}
+	p := &Program{src: src, result: result, env: env, vars: vars, allVars: readsEnv(tree.Node), readsClock: callsNow(tree.Node), budget: budget}
 	p.orders = mapKeyOrders(tree.Node)
 	p.shape = literalShape(&tree.Node)
+	p.budgeted = patchBudgets(&tree.Node, budget, !p.allVars)
 	if p.program, err = compiler.Compile(tree, config); err != nil {
 		return nil, []scenario.Problem{src.problem(err, CodeInternalError, nil)}
 	}

@@ -58,6 +58,23 @@
 // concurrent use; each call takes its working state from a pool of the
 // Program, so callers need no per-goroutine state.
 //
+// # Limits and budgets
+//
+// No text and no variables can take the process down. Before expr's
+// parser runs, Compile refuses a text longer than 64 KiB
+// (CodeTooLong) or nesting brackets and unary operators deeper than 128
+// levels (CodeTooDeep), found by a linear scan of expr's tokens; expr's
+// parser refuses more than 10,000 syntax nodes (CodeTooLarge). Every Run
+// has a Budget: 1,000,000 steps (evaluations of predicate bodies, as in
+// all(list, body), and values that ==, in, max, min, mean, median and uniq
+// go through in lists), 16 MiB of strings and lists made, and 1 s spent in
+// predicate loops; past one, Run returns a *RunError wrapping
+// ErrBudgetExceeded, naming the budget and its limit, located at the
+// function or operator. Functions whose result can dwarf their arguments
+// (repeat, join, replace, split, concat, flatten, toJSON, string, + on
+// strings) work out its size and refuse it before making it. CompileWith
+// takes other Limits and Budgets (see limits.go and budget.go).
+//
 // # Functions
 //
 // Besides expr's built-ins: parseTime(text, "yyyy/MM/dd HH:mm"[, zone]) and

@@ -31,20 +31,41 @@ func FuzzCompileExpression(f *testing.F) {
 		"#input.amount > 0 ? #input.country : nil",
 		"{a: #input.amount, b: [#total, 1]}",
 		"##", "#", "#.x", "#1", "# input", "#input.", "#input[", "\xff#input",
+		// Deep and long texts: past the limits, at them, and deep in
+		// ways the depth scan does not count (bounded by the node count).
+		strings.Repeat("(", 200) + "1" + strings.Repeat(")", 200),
+		strings.Repeat("(", 128) + "1" + strings.Repeat(")", 128),
+		strings.Repeat("-", 1000) + "1",
+		strings.Repeat("!", 129) + "true",
+		strings.Repeat("not ", 300) + "true",
+		strings.Repeat("[", 500),
+		strings.Repeat("abs(", 200) + "1" + strings.Repeat(")", 200),
+		strings.Repeat("{a: ", 150) + "1" + strings.Repeat("}", 150),
+		strings.Repeat("-(", 70) + "#input.amount" + strings.Repeat(")", 70),
+		"1" + strings.Repeat(" ** 1", 3000),
+		"true" + strings.Repeat(" ? 1 : true", 2000),
+		strings.Repeat("let x = 1; ", 2000) + "x",
+		"1" + strings.Repeat("+1", 5000),
+		"'" + strings.Repeat("(", 70000) + "'",
+		"1 " + strings.Repeat("ż", 40000),
+		strings.Repeat("#input.amount + ", 5000) + "1",
 	} {
 		f.Add(seed)
 	}
+	small := Options{Limits: Limits{MaxLength: 64, MaxDepth: 4, MaxNodes: 16}}
 	f.Fuzz(func(t *testing.T, text string) {
 		for _, env := range []TypeEnv{testEnv, nil} {
-			prog, problems := Compile(text, env, Boolean)
-			if prog == nil && len(problems) == 0 {
-				t.Fatalf("Compile(%q): no program and no problems", text)
-			}
-			for _, p := range problems {
-				if p.Code == CodeInternalError {
-					t.Fatalf("Compile(%q): %v", text, p)
+			for _, opts := range []Options{{}, small} {
+				prog, problems := CompileWith(text, env, Boolean, opts)
+				if prog == nil && len(problems) == 0 {
+					t.Fatalf("Compile(%q): no program and no problems", text)
 				}
-				checkPosition(t, text, p.Line, p.Column)
+				for _, p := range problems {
+					if p.Code == CodeInternalError {
+						t.Fatalf("Compile(%q): %v", text, p)
+					}
+					checkPosition(t, text, p.Line, p.Column)
+				}
 			}
 		}
 		for caret := 0; caret <= utf8.RuneCountInString(text) && caret < 64; caret += 7 {
@@ -88,9 +109,20 @@ func FuzzRunExpression(f *testing.F) {
 		"#input.amount % #total / 3",
 		"let x = #input.geo; x.lat",
 		"$env.total",
+		"let r = 1..999; all(r, all(r, all(r, true)))",
+		"len(repeat(repeat('x', 999), 999))",
+		"reduce(1..40, #acc + #acc, #input.country)",
+		"join(map(1..99, #input.tags), '-')",
+		"toJSON(map(1..9, #input))",
+		"count(1..99) + len(split(repeat('ab', 99), ''))",
+		"uniq(#input.tags) == #input.tags && #input.geo in [#input.geo, {}]",
+		"max([#input.amount, [#total, 2.5]]) + mean(1..9) + median([3, 1])",
+		"let a = [#input.tags, #input.tags]; let b = [a, a]; uniq([b, b, 1, 1.0])",
 	} {
 		f.Add(seed)
 	}
+	// Small budgets keep every run short, and make the fuzzer meet them.
+	opts := Options{Budget: Budget{Steps: 10_000, Memory: 1 << 20}}
 	varSets := []map[string]value.Value{
 		{
 			"input": value.NewRecord(
@@ -109,11 +141,11 @@ func FuzzRunExpression(f *testing.F) {
 		{},
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		// Keep each run small: no ranges, no repeat(), short texts.
-		if len(text) > 80 || strings.Contains(text, "..") || strings.Contains(text, "repeat") {
+		// Short texts; the budgets bound what they do.
+		if len(text) > 80 {
 			return
 		}
-		prog, problems := Compile(text, testEnv, Unknown)
+		prog, problems := CompileWith(text, testEnv, Unknown, opts)
 		if len(problems) > 0 {
 			return
 		}

@@ -40,7 +40,9 @@ func (e *RunError) Unwrap() error { return e.Err }
 // result back to a value.Value (see FromGo; records made by map literals
 // keep the order their keys are written in). A variable p reads that vars
 // lacks is null. Errors are *RunError; an integer operation that overflows
-// wraps ErrIntegerOverflow, an integer division by zero ErrDivisionByZero.
+// wraps ErrIntegerOverflow, an integer division by zero ErrDivisionByZero,
+// an evaluation past p's Budget (steps, memory or time; see Budget)
+// ErrBudgetExceeded.
 //
 // Run only converts what p reads: a field p reads from a record variable
 // (#input.origin) is looked up in the record, without converting the rest
@@ -96,12 +98,18 @@ func RunVars(p *Program, vars Vars) (value.Value, error) {
 			env[name] = toGo(v, typeOf(p.env, name, nil), keys)
 		})
 		orders.vars = keys
-		out, err = vm.Run(p.program, env)
+		machine := vm.VM{MemoryBudget: p.budget.vmMemory()}
+		out, err = machine.Run(p.program, env)
 	} else {
 		st, _ := p.states.Get().(*runState)
 		if st == nil {
-			st = &runState{env: make(map[string]any, max(len(p.fastBinds), len(p.whole))), keys: varKeys{}}
+			st = &runState{env: make(map[string]any, max(len(p.fastBinds), len(p.whole))+1), keys: varKeys{}}
+			if p.budgeted {
+				st.env[budgetName] = &st.budget
+			}
 		}
+		st.budget.reset(p.budget)
+		st.vm.MemoryBudget = p.budget.vmMemory()
 		orders.vars = st.keys
 		prog := p.fast
 		if !bind(st.env, p.fastBinds, vars, st.keys) {
@@ -132,6 +140,14 @@ func (p *Program) convert(out any, err error, orders keyOrders) (value.Value, er
 	case string:
 		return value.String(x), nil
 	}
+	if p.budget.Memory >= 0 {
+		// A result may hold the same list many times over (each level of
+		// [a, a] doubles it); converting it would make every copy.
+		if n, ok := sizeWithin(out, p.budget.Memory, false); !ok {
+			err := fmt.Errorf("%w: more than %d bytes of memory (the result is at least %d bytes)", ErrBudgetExceeded, p.budget.Memory, n)
+			return value.Null(), &RunError{Message: err.Error(), Err: err}
+		}
+	}
 	var v value.Value
 	if p.shape != nil {
 		v, err = fromShape(out, p.shape, orders, 0)
@@ -148,7 +164,9 @@ func (p *Program) convert(out any, err error, orders keyOrders) (value.Value, er
 type runState struct {
 	keys varKeys // the records bind converted, by Go map
 	vm   vm.VM
-	env  map[string]any
+	env  map[string]any // with the budget under budgetName, if the Program reads it
+	// budget counts the Run's steps and memory (see budget.go)
+	budget runBudget
 }
 
 func (p *Program) runError(err error) *RunError {
@@ -157,7 +175,14 @@ func (p *Program) runError(err error) *RunError {
 		return &RunError{Message: err.Error(), Err: err}
 	}
 	line, col := lineColumn(p.src.original, p.src.originalOffset(fe.From))
-	return &RunError{Message: fe.Message, Line: line, Column: col, Err: fe.Unwrap()}
+	cause := fe.Unwrap()
+	msg := fe.Message
+	if cause == nil && msg == vmMemoryExceeded {
+		// expr's VM panics with a plain string past its MemoryBudget.
+		cause = vmMemoryError(p.budget)
+		msg = cause.Error()
+	}
+	return &RunError{Message: msg, Line: line, Column: col, Err: cause}
 }
 
 // ToGo converts a value to what expr works on, guided by its declared type:

@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"strconv"
 	"sync"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
@@ -33,7 +34,11 @@ import (
 //     A stream of events of one shape thus allocates no keys at all.
 //   - Integers are accumulated digit by digit into an int64 and never pass
 //     through float64; other numbers go to strconv.ParseFloat without a
-//     string allocation.
+//     string allocation. The checks that no number changes silently (an
+//     integer beyond int64, a float that overflows or underflows) cost
+//     nothing on the way of a number that passes them: one comparison with
+//     0 for a float; the JSON path of a failing number is worked out only
+//     then (fieldPath).
 //
 // A flat event of up to 16 fields thus costs two allocations: its record
 // and its strings.
@@ -57,17 +62,28 @@ type SyntaxError struct {
 	// of an out-of-range number, or the bracket that nests too deep.
 	Offset int64
 	Msg    string // what is wrong, without the offset
+	// Field is, for a number the decoder cannot keep exactly, the JSON path of
+	// its member: "amount", "items[2].price", `["long name"]`, "[0]"; empty
+	// for a number that is the whole document, and for other errors.
+	Field string
 }
 
 func (e *SyntaxError) Error() string {
-	return "invalid JSON at byte " + strconv.FormatInt(e.Offset, 10) + ": " + e.Msg
+	at := "invalid JSON at byte " + strconv.FormatInt(e.Offset, 10)
+	if e.Field != "" {
+		at += " (field " + e.Field + ")"
+	}
+	return at + ": " + e.Msg
 }
 
 // Messages of errors that valid JSON (as encoding/json.Valid sees it) can
-// still produce.
+// still produce. The three number messages are the numbers that would change
+// silently if decoded: none is rounded to another integer, an infinity or 0.
 const (
-	msgNumberRange = "number out of range"
-	msgTooDeep     = "nested deeper than 1000 levels"
+	msgNumberRange     = "number out of range: beyond float64 (about ±1.8e308)"
+	msgIntegerRange    = "integer out of range: beyond int64 (±9223372036854775807) it would not be exact; send it as a string or with a fraction or exponent"
+	msgNumberUnderflow = "number out of range: too small for float64, it would become 0"
+	msgTooDeep         = "nested deeper than 1000 levels"
 )
 
 // ParseJSON decodes one JSON value (RFC 8259) from b. Whitespace may surround
@@ -75,13 +91,14 @@ const (
 //
 // Shapes:
 //   - null, true and false become Null and Bool.
-//   - A number without fraction or exponent whose value fits int64 becomes an
-//     Int, exactly (-0 becomes Int 0). Every other number becomes a Float:
-//     one with a fraction or exponent ("1.0", "1e2", "-0.0" keeps its sign),
-//     and also an integer literal beyond int64, such as
-//     9223372036854775808, which is rounded to the nearest float64. A number
-//     beyond float64's range (1e400) is an error, "number out of range",
-//     rather than an infinity; one too small to represent becomes 0.
+//   - A number without fraction or exponent becomes an Int, exactly (-0
+//     becomes Int 0); one beyond int64, such as 9223372036854775808, is an
+//     error rather than a rounded float. A number with a fraction or
+//     exponent becomes a Float ("1.0", "1e2", "-0.0" keeps its sign), the
+//     nearest float64; one beyond float64's range (1e400) is an error rather
+//     than an infinity, and one so small that it would become 0 (1e-400, but
+//     not 0e5 nor 0.0) is an error too. These errors name the number's member
+//     (SyntaxError.Field).
 //   - A string is unescaped: \uXXXX escapes, UTF-16 surrogate pairs joined;
 //     a lone or mismatched surrogate escape and every byte of invalid UTF-8
 //     become U+FFFD, as encoding/json does.
@@ -92,8 +109,8 @@ const (
 // Errors are *SyntaxError: invalid syntax (including leading zeros such as
 // "01", "-" or "1." or ".5" or "1e", NaN and Infinity, raw control
 // characters in strings, invalid escapes, anything unterminated, trailing
-// data, a byte order mark), a number out of float64's range, and nesting
-// deeper than MaxDepth.
+// data, a byte order mark), an integer beyond int64, a number out of
+// float64's range (over or under), and nesting deeper than MaxDepth.
 // Invalid UTF-8 is not an error (encoding/json accepts it too).
 //
 // Records may share their Keys slices with other records (see Decoder).
@@ -409,24 +426,68 @@ func (d *Decoder) parseNumber(i int) (int, error) {
 	if err != nil {
 		return end, err
 	}
-	if form == 0 && intDigits <= 19 {
-		if b[i] != '-' {
-			if mant <= math.MaxInt64 {
-				d.vals = append(d.vals, Value{kind: KindInt, n: mant})
+	if form == 0 {
+		if intDigits <= 19 {
+			if b[i] != '-' {
+				if mant <= math.MaxInt64 {
+					d.vals = append(d.vals, Value{kind: KindInt, n: mant})
+					return end, nil
+				}
+			} else if mant <= 1<<63 {
+				d.vals = append(d.vals, Value{kind: KindInt, n: -mant})
 				return end, nil
 			}
-		} else if mant <= 1<<63 {
-			d.vals = append(d.vals, Value{kind: KindInt, n: -mant})
-			return end, nil
 		}
+		return i, d.numberFail(i, msgIntegerRange)
 	}
-	// strconv does not keep the string: no need to allocate one.
-	f, perr := strconv.ParseFloat(unsafe.String(&b[i], end-i), 64)
-	if perr != nil { // only ErrRange: the syntax was checked
-		return i, d.fail(i, msgNumberRange)
+	f, err := d.parseFloat(i, end)
+	if err != nil {
+		return i, err
 	}
 	d.vals = append(d.vals, Value{kind: KindFloat, n: math.Float64bits(f)})
 	return end, nil
+}
+
+// parseFloat converts the number b[i:end], whose syntax was checked, and
+// fails when float64 cannot hold it: beyond its range, or so small that it
+// would be 0 though it has a digit other than 0.
+func (d *Decoder) parseFloat(i, end int) (float64, error) {
+	// strconv does not keep the string: no need to allocate one.
+	f, err := strconv.ParseFloat(unsafe.String(&d.b[i], end-i), 64)
+	if err != nil { // only ErrRange: the syntax was checked
+		return 0, d.numberFail(i, msgNumberRange)
+	}
+	if f == 0 && !zeroDigits(d.b[i:end]) {
+		return 0, d.numberFail(i, msgNumberUnderflow)
+	}
+	return f, nil
+}
+
+// zeroDigits reports whether the digits of the number num before its
+// exponent are all 0: its value is 0 whatever the exponent.
+func zeroDigits(num []byte) bool {
+	for _, c := range num {
+		switch {
+		case c|0x20 == 'e':
+			return true
+		case c >= '1' && c <= '9':
+			return false
+		}
+	}
+	return true
+}
+
+// fitsInt64 reports whether an integer literal (no fraction, no exponent) of
+// intDigits digits whose first 19 digits are mant fits int64.
+func fitsInt64(negative bool, mant uint64, intDigits int) bool {
+	switch {
+	case intDigits > 19:
+		return false
+	case negative:
+		return mant <= 1<<63
+	default:
+		return mant <= math.MaxInt64
+	}
 }
 
 // Bits of scanNumber's result.
@@ -1165,15 +1226,22 @@ func (d *Decoder) skipValue(i int) (int, error) {
 	case 'n':
 		return d.literal(i, "null")
 	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
-		end, _, intDigits, form, err := d.scanNumber(i)
+		end, mant, intDigits, form, err := d.scanNumber(i)
 		if err != nil {
 			return end, err
 		}
-		// Only an exponent or more than 308 integer digits can take a
-		// number beyond float64's range (about 1.8e308).
-		if form&numExponent != 0 || intDigits > 308 {
-			if _, err := strconv.ParseFloat(unsafe.String(&b[i], end-i), 64); err != nil {
-				return i, d.fail(i, msgNumberRange)
+		if form == 0 {
+			if intDigits >= 19 && !fitsInt64(b[i] == '-', mant, intDigits) {
+				return i, d.numberFail(i, msgIntegerRange)
+			}
+			return end, nil
+		}
+		// Only an exponent or more than 308 digits can take a number
+		// beyond float64's range (about 1.8e308) or below its smallest
+		// (about 4.9e-324: 323 zeros after the point).
+		if form&numExponent != 0 || end-i > 308 {
+			if _, err := d.parseFloat(i, end); err != nil {
+				return i, err
 			}
 		}
 		return end, nil
@@ -1266,6 +1334,86 @@ func (d *Decoder) eof(i int) error { return d.fail(i, "unexpected end of input")
 
 //go:noinline
 func (d *Decoder) fail(i int, msg string) error { return &SyntaxError{Offset: int64(i), Msg: msg} }
+
+// numberFail reports that the number at b[i] cannot be kept exactly, naming
+// its member.
+//
+//go:noinline
+func (d *Decoder) numberFail(i int, msg string) error {
+	return &SyntaxError{Offset: int64(i), Msg: msg, Field: fieldPath(d.b, i)}
+}
+
+// fieldPath returns the JSON path of the value that starts at b[off], whose
+// document is valid up to there: member names joined by '.', list indexes
+// in brackets ("items[2].price"), a name that is not made of letters, digits,
+// '_' and '-' quoted in brackets (`["long name"]`); "" for the whole document.
+// It reads b[:off] once; the decoder calls it only for an error.
+func fieldPath(b []byte, off int) string {
+	type frame struct {
+		object bool
+		index  int
+		key    []byte
+	}
+	var stack []frame
+	for i := 0; i < off && i < len(b); {
+		switch b[i] {
+		case '{', '[':
+			stack = append(stack, frame{object: b[i] == '{'})
+		case '}', ']':
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+		case ',':
+			if n := len(stack); n > 0 && !stack[n-1].object {
+				stack[n-1].index++
+			}
+		case '"':
+			end := i + 1
+			for end < len(b) && b[end] != '"' {
+				if b[end] == '\\' {
+					end++
+				}
+				end++
+			}
+			if n := len(stack); n > 0 && stack[n-1].object {
+				if j := skipSpace(b, end+1); j < len(b) && b[j] == ':' {
+					stack[n-1].key = appendUnescaped(stack[n-1].key[:0], b[i+1:min(end, len(b))])
+				}
+			}
+			i = end
+		}
+		i++
+	}
+	var path []byte
+	for _, f := range stack {
+		if !f.object {
+			path = append(append(append(path, '['), strconv.Itoa(f.index)...), ']')
+			continue
+		}
+		if plainName(f.key) {
+			if len(path) > 0 {
+				path = append(path, '.')
+			}
+			path = append(path, f.key...)
+		} else {
+			path = append(strconv.AppendQuote(append(path, '['), string(f.key)), ']')
+		}
+	}
+	return string(path)
+}
+
+// plainName reports whether a member name can stand in a path unquoted.
+func plainName(k []byte) bool {
+	if len(k) == 0 {
+		return false
+	}
+	for _, c := range string(k) {
+		if c != '_' && c != '-' && !unicode.IsLetter(c) && !unicode.IsDigit(c) {
+			return false
+		}
+	}
+	return true
+}
 
 // unexpected reports that b[i] cannot be there.
 //

@@ -57,12 +57,10 @@ func TestParseJSONValues(t *testing.T) {
 		{"9223372036854775807", Int(math.MaxInt64)},
 		{"-9223372036854775807", Int(-math.MaxInt64)},
 		{"-9223372036854775808", Int(math.MinInt64)},
-		// Beyond int64: the nearest float64.
-		{"9223372036854775808", Float(9223372036854775808)},
-		{"-9223372036854775809", Float(-9223372036854775808)},
-		{"9999999999999999999", Float(1e19)},
-		{"18446744073709551616", Float(18446744073709551616)},
-		{"123456789012345678901234567890", Float(1.2345678901234568e29)},
+		// Beyond int64 an integer is an error (TestNumbersNeverChange); with
+		// an exponent it is a Float, by the writer's choice.
+		{"9223372036854775808e0", Float(9223372036854775808)},
+		{"1.2345678901234567890123456789e29", Float(1.2345678901234568e29)},
 		// A fraction or an exponent makes a Float.
 		{"1.0", Float(1)},
 		{"1e2", Float(100)},
@@ -74,8 +72,9 @@ func TestParseJSONValues(t *testing.T) {
 		{"-1.5e-3", Float(-0.0015)},
 		{"1.7976931348623157e308", Float(math.MaxFloat64)},
 		{"5e-324", Float(5e-324)},
-		{"1e-400", Float(0)}, // underflow is not an error
-		{"0e99999", Float(0)},
+		{"0e99999", Float(0)}, // 0 whatever the exponent: not an underflow
+		{"0.000e-999", Float(0)},
+		{"-0e-400", Float(math.Copysign(0, -1))},
 		// Strings.
 		{`""`, String("")},
 		{`"abc"`, String("abc")},
@@ -161,7 +160,12 @@ func TestParseJSONErrors(t *testing.T) {
 		{"1e400", 0, msgNumberRange},
 		{"-1e400", 0, msgNumberRange},
 		{"[1, 2e308]", 4, msgNumberRange},
-		{"1" + strings.Repeat("0", 309), 0, msgNumberRange},
+		{"1" + strings.Repeat("0", 309) + ".0", 0, msgNumberRange},
+		{"1" + strings.Repeat("0", 309), 0, msgIntegerRange},
+		{"9223372036854775808", 0, msgIntegerRange},
+		{"[1, -9223372036854775809]", 4, msgIntegerRange},
+		{"1e-400", 0, msgNumberUnderflow},
+		{"0." + strings.Repeat("0", 400) + "1", 0, msgNumberUnderflow},
 		// Literals.
 		{"nul", 3, "unexpected end of input"},
 		{"nulL", 3, "unexpected character 'L' in literal null"},
@@ -225,7 +229,7 @@ func TestParseJSONErrors(t *testing.T) {
 		if !v.IsNull() {
 			t.Errorf("ParseJSON(%q) returned %s with its error", tc.in, AppendJSON(nil, v))
 		}
-		if json.Valid([]byte(tc.in)) && se.Msg != msgNumberRange {
+		if json.Valid([]byte(tc.in)) && !numberMsg(se.Msg) {
 			t.Errorf("encoding/json finds %q valid", tc.in)
 		}
 	}
@@ -384,7 +388,9 @@ func TestParseFields(t *testing.T) {
 		{`{"a":1,"b":2,"a":3}`, `{"a":3}`},
 		{`{"c":1,"a":2,"c":3}`, `{"c":3,"a":2}`},
 		{` {"b" : [ 1 , -2.5e3 , "s\n" , null , true , false , { } , [ ] ] , "a" : 0 } `, `{"a":0}`},
-		{`{"b":1e-999,"a":1}`, `{"a":1}`},
+		{`{"b":0e-999,"a":1}`, `{"a":1}`},
+		{`{"b":4.9e-324,"a":1}`, `{"a":1}`},
+		{`{"b":-9223372036854775808,"a":1}`, `{"a":1}`},
 	} {
 		got, err := d.ParseFields([]byte(tc.in), want)
 		if err != nil || string(AppendJSON(nil, got)) != tc.want || got.Kind() != KindRecord {
@@ -405,7 +411,13 @@ func TestParseFields(t *testing.T) {
 		{`{"b":01}`, 6, "leading zero"},
 		{`{"b":1.}`, 7, "expected a digit after '.'"},
 		{`{"b":1e400}`, 5, msgNumberRange},
-		{`{"b":` + "1" + strings.Repeat("0", 309) + `}`, 5, msgNumberRange},
+		{`{"b":` + "1" + strings.Repeat("0", 309) + `}`, 5, msgIntegerRange},
+		{`{"b":` + "1" + strings.Repeat("0", 309) + `.5}`, 5, msgNumberRange},
+		{`{"b":1e-999,"a":1}`, 5, msgNumberUnderflow},
+		{`{"b":0.` + strings.Repeat("0", 330) + `1}`, 5, msgNumberUnderflow},
+		{`{"b":9223372036854775808}`, 5, msgIntegerRange},
+		{`{"b":-9223372036854775809}`, 5, msgIntegerRange},
+		{`{"b":[1,{"c":99999999999999999999}]}`, 13, msgIntegerRange},
 		{`{"b":"\x"}`, 7, "invalid escape"},
 		{"{\"b\":\"\n\"}", 6, "unexpected character U+000A in string"},
 		{`{"b":"\u00zz"}`, 10, "in \\u escape"},
@@ -797,7 +809,8 @@ func TestParseJSONMatchesEncodingJSON(t *testing.T) {
 		v, err := ParseJSON(doc)
 		if err != nil {
 			var se *SyntaxError
-			if errors.As(err, &se) && se.Msg == msgNumberRange {
+			if errors.As(err, &se) && numberMsg(se.Msg) {
+				checkNumberError(t, doc, se)
 				continue
 			}
 			t.Fatalf("ParseJSON(%q): %v", doc, err)
@@ -888,6 +901,8 @@ func fuzzSeeds(f *testing.F) {
 		`{"date":"2001/01/01 00:47","delay":66,"distance":1750,"origin":"DTW","destination":"LAS"}`,
 		`{"ts":"2015-05-17T10:05:03Z","status":200,"bytes":null,"referrer":null,"agent":"Mozilla/5.0 (X11; Linux x86_64)"}`,
 		`[1,-0,0.5,1e2,-1.5E-3,9223372036854775807,-9223372036854775808,9223372036854775808,1e400]`,
+		`{"a":[1e-400],"b":9223372036854775808,"c":-0e-400,"d":0.0000e-999}`,
+		`{"x":{"y z":[2.4e-324,4.9e-324,-9223372036854775809]}}`,
 		`"\ud83d\ude00\ud800\udc00\udc00x\u00e9\n\"\\\/\b\f\r\t"`,
 		"\"\xff\xed\xa0\x80\"",
 		`{"a":1,"b":{"a":[true,false,null]},"a":2}`,
@@ -909,20 +924,13 @@ func FuzzParseJSON(f *testing.F) {
 				t.Fatalf("ParseJSON(%q): %v", b, err)
 			}
 			if valid {
-				// Valid JSON is refused only for a number beyond float64
-				// (found at the offset) or nesting deeper than MaxDepth
-				// (encoding/json allows 10000).
-				switch se.Msg {
-				case msgNumberRange:
-					num := b[se.Offset:]
-					end := 0
-					for end < len(num) && strings.IndexByte("+-.eE0123456789", num[end]) >= 0 {
-						end++
-					}
-					if _, perr := strconv.ParseFloat(string(num[:end]), 64); !errors.Is(perr, strconv.ErrRange) {
-						t.Fatalf("ParseJSON(%q): %v, but %q is in range", b, err, num[:end])
-					}
-				case msgTooDeep:
+				// Valid JSON is refused only for a number that would change
+				// (found at the offset, checked with math/big) or nesting
+				// deeper than MaxDepth (encoding/json allows 10000).
+				switch {
+				case numberMsg(se.Msg):
+					checkNumberError(t, b, se)
+				case se.Msg == msgTooDeep:
 				default:
 					t.Fatalf("ParseJSON(%q): %v, but encoding/json finds it valid", b, err)
 				}
@@ -994,7 +1002,7 @@ func FuzzParseFields(f *testing.F) {
 	for _, s := range []string{
 		`{"date":"2001/01/01 00:47","delay":66,"distance":1750,"origin":"DTW","destination":"LAS"}`,
 		`{"a":1,"b":{"a":[true,false,null]},"a":2,"c":"\u00e9"}`,
-		`{"b":1e400,"a":1}`, `{"b":[1,],"a":1}`, `{"a":1,"\u0061":2}`, `[1]`, `{}`,
+		`{"b":1e400,"a":1}`, `{"b":1e-400,"a":1}`, `{"b":[9223372036854775808],"a":1}`, `{"b":[1,],"a":1}`, `{"a":1,"\u0061":2}`, `[1]`, `{}`,
 	} {
 		f.Add([]byte(s), "a,delay,origin")
 	}

@@ -1,0 +1,974 @@
+package expression
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/builtin"
+	"github.com/expr-lang/expr/vm/runtime"
+)
+
+// Budgets of an evaluation.
+//
+// expr's VM has no per-instruction hook and no way to stop a run from
+// outside, and it counts only some of what it allocates (its MemoryBudget:
+// list elements of ranges, list and map literals, sort, concat, flatten,
+// and the bytes of repeat, but only after making them). So Compile patches
+// the tree, after type checking and expr's optimizer:
+//
+//   - the body of every predicate (the second argument of all, any, none,
+//     one, filter, map, count, sum, find, findIndex, findLast,
+//     findLastIndex, groupBy, sortBy, reduce) first calls a step counter;
+//     count(list) without a predicate charges the list's length up front;
+//   - ==, != and in on lists and records, and max, min, mean, median and
+//     uniq, which go through every value of their lists (nested ones
+//     too, however many times a list is shared), count those values as
+//     steps first, in a walk that stops at the budget; uniq is made in
+//     time proportional to its list for numbers, strings and booleans
+//     (expr's compares every pair);
+//   - the built-ins whose result can be far larger than their arguments
+//     (repeat, join, replace, split, splitAfter, concat, flatten, toJSON,
+//     string, and + on strings) are replaced by functions that work out the
+//     size of the result and charge it before they make it.
+//
+// The counters live in a runBudget, one per Run (in the pooled run state,
+// or made for the Run): the patched program reads it into a let variable of
+// a name no user can write, once per Run. Past a budget, the function
+// panics with an error wrapping ErrBudgetExceeded; expr's VM recovers it
+// and Run returns a *RunError located at the function or operator. expr's
+// own MemoryBudget, which Run sets to Budget.Memory / 16 (an element of a
+// list is 16 bytes), is reported the same way.
+//
+// The step and memory budgets are deterministic: the same expression on the
+// same variables passes or fails them the same way every time, on every
+// machine. One predicate body may still do slow work that counts as one
+// step (indexOf, contains or matches on a long string), so the time
+// budget, read from the clock every 256 steps, ends what the step budget
+// lets through; it is a backstop that an expression of sane cost never
+// meets, and where it does the outcome depends on the machine.
+
+// ErrBudgetExceeded is wrapped by the RunError of an evaluation that went
+// past its step, memory or time budget (see Budget). The message names the
+// budget and its limit: "evaluation budget exceeded: more than 1000000
+// steps ...", "... more than 16777216 bytes of memory ...", "... more than
+// 1s of time ...".
+var ErrBudgetExceeded = errors.New("evaluation budget exceeded")
+
+// Defaults of Budget.
+const (
+	DefaultSteps  = 1_000_000 // evaluations of predicate bodies per Run
+	DefaultMemory = 16 << 20  // bytes per Run: 16 MiB
+	DefaultTime   = time.Second
+	// NoLimit as a Budget field turns that budget off.
+	NoLimit = -1
+)
+
+// elementBytes is what one element of a list or one entry of a map is
+// counted as: the size of an interface value.
+const elementBytes = 16
+
+// Budget bounds the work of one evaluation (one Run of a Program). A zero
+// field means its default, NoLimit (or any negative value) no limit.
+type Budget struct {
+	// Steps is the most steps one Run may make: an evaluation of a
+	// predicate body (all(list, body), map(list, body), reduce(list, body,
+	// init) and the like: one step per element, nested predicates
+	// included) is one step; count(list) without a body counts the list's
+	// elements; ==, != and in on lists and records, max, min, mean,
+	// median and uniq count the values they go through (nested lists
+	// included). Default DefaultSteps (1,000,000).
+	Steps int
+	// Memory is the most bytes one Run may make in strings and lists:
+	// strings made by +, repeat, join, replace, toJSON and string count
+	// their bytes, list elements and map entries 16 bytes each (expr's
+	// ranges a..b, list and map literals, split, concat, flatten, sort and
+	// the like), and a result of the expression that is a list or a record
+	// counts its whole size. Made memory is never given back during a Run.
+	// Default DefaultMemory (16 MiB).
+	Memory int
+	// Time is the longest one Run may spend in the loops of predicates,
+	// from its first step, read from the clock every 256 steps. Default
+	// DefaultTime (1 s).
+	Time time.Duration
+}
+
+func (b Budget) withDefaults() Budget {
+	if b.Steps == 0 {
+		b.Steps = DefaultSteps
+	}
+	if b.Memory == 0 {
+		b.Memory = DefaultMemory
+	}
+	if b.Time == 0 {
+		b.Time = DefaultTime
+	}
+	if b.Time < 0 {
+		b.Time = NoLimit
+	}
+	if b.Steps < 0 {
+		b.Steps = NoLimit
+	}
+	if b.Memory < 0 {
+		b.Memory = NoLimit
+	}
+	return b
+}
+
+// vmMemory is expr's VM MemoryBudget for b: elements at 16 bytes each.
+func (b Budget) vmMemory() uint {
+	if b.Memory < 0 {
+		return math.MaxUint
+	}
+	return uint(max(1, b.Memory/elementBytes))
+}
+
+// Options are Compile's limits on the text and the Program's budgets.
+type Options struct {
+	Limits Limits
+	Budget Budget
+}
+
+// runBudget counts what one Run has spent.
+type runBudget struct {
+	steps, maxSteps   int // maxSteps is math.MaxInt for no limit
+	memory, maxMemory int
+	// start is when the first step was made; maxTime <= 0: no limit
+	start   time.Time
+	maxTime time.Duration
+	// left holds the left operands of the + being made (budgetAddLeft)
+	left []any
+}
+
+// timeEvery is how many steps are made between two reads of the clock.
+const timeEvery = 256
+
+func newRunBudget(b Budget) runBudget {
+	var rb runBudget
+	rb.reset(b)
+	return rb
+}
+
+// reset makes rb a new count for b, keeping the room of its stack.
+func (rb *runBudget) reset(b Budget) {
+	clear(rb.left) // after a Run that failed halfway
+	*rb = runBudget{maxSteps: b.Steps, maxMemory: b.Memory, maxTime: b.Time, left: rb.left[:0]}
+	if rb.maxSteps < 0 {
+		rb.maxSteps = math.MaxInt
+	}
+	if rb.maxMemory < 0 {
+		rb.maxMemory = math.MaxInt
+	}
+}
+
+// step counts one evaluation of a predicate body.
+func (rb *runBudget) step() {
+	if rb.steps >= rb.maxSteps {
+		panic(fmt.Errorf("%w: more than %d steps (evaluations of the bodies of all, any, map, filter, reduce and the like)", ErrBudgetExceeded, rb.maxSteps))
+	}
+	rb.steps++
+	if rb.steps%timeEvery == 1 && rb.maxTime > 0 {
+		rb.checkTime()
+	}
+}
+
+func (rb *runBudget) checkTime() {
+	if rb.steps == 1 {
+		rb.start = time.Now()
+		return
+	}
+	if spent := time.Since(rb.start); spent > rb.maxTime {
+		panic(fmt.Errorf("%w: more than %v of time (%v spent in %d steps)", ErrBudgetExceeded, rb.maxTime, spent.Round(time.Millisecond), rb.steps))
+	}
+}
+
+// stepsN counts n steps at once.
+func (rb *runBudget) stepsN(n int) {
+	if n > rb.maxSteps-rb.steps {
+		panic(fmt.Errorf("%w: more than %d steps (count() would go through %d elements)", ErrBudgetExceeded, rb.maxSteps, n))
+	}
+	rb.steps += n
+}
+
+// charge counts n bytes made by what (a function or operator), before they
+// are made; ok false for a size that overflowed.
+func (rb *runBudget) charge(what string, n int, ok bool) {
+	if !ok || n > rb.maxMemory-rb.memory {
+		size := "more than the whole budget"
+		if ok {
+			size = fmt.Sprintf("%d bytes", n)
+		}
+		panic(fmt.Errorf("%w: more than %d bytes of memory (%s would make %s, after %d bytes made)", ErrBudgetExceeded, rb.maxMemory, what, size, rb.memory))
+	}
+	rb.memory += n
+}
+
+// remaining is the memory budget left.
+func (rb *runBudget) remaining() int { return rb.maxMemory - rb.memory }
+
+// vmMemoryExceeded is the message of the panic of expr's VM past its
+// MemoryBudget (a plain string, not an error).
+const vmMemoryExceeded = "memory budget exceeded"
+
+func vmMemoryError(b Budget) error {
+	return fmt.Errorf("%w: more than %d bytes of memory (%d list elements or map entries of 16 bytes)", ErrBudgetExceeded, b.Memory, b.vmMemory())
+}
+
+// budgetName is the let variable that holds the Run's *runBudget, and the
+// key of the env map Run puts it under: no name a user writes has a space.
+const budgetName = " budget"
+
+var anyType = reflect.TypeOf(new(any)).Elem()
+
+// patchBudgets patches tree as described above. It returns false when
+// nothing needed a budget (no predicate, no function that allocates), and
+// the tree is unchanged. fromEnv: the budget is read from the env map;
+// otherwise it is made by the Run (for programs that read $env, whose env
+// map the user sees).
+func patchBudgets(root *ast.Node, b Budget, fromEnv bool) bool {
+	patched := false
+	budgetRef := func(at ast.Node) ast.Node {
+		id := &ast.IdentifierNode{Value: budgetName}
+		id.SetType(anyType)
+		id.SetLocation(at.Location())
+		patched = true
+		return id
+	}
+	ast.Walk(root, visitorFunc(func(n *ast.Node) {
+		switch x := (*n).(type) {
+		case *ast.BuiltinNode:
+			if isPredicateBuiltin(x.Name) && (b.Steps >= 0 || b.Time >= 0) {
+				patchSteps(x, budgetRef)
+				return
+			}
+			fn, ok := budgetFunctions[x.Name]
+			if !ok && b.Steps >= 0 {
+				fn, ok = stepFunctions[x.Name]
+			}
+			if ok && (b.Memory >= 0 || stepFunctions[x.Name] != nil) {
+				args := append([]ast.Node{budgetRef(x)}, x.Arguments...)
+				call := &ast.CallNode{Callee: callee(fn), Arguments: args}
+				call.SetNature(*x.Nature())
+				call.SetLocation(x.Location())
+				ast.Patch(n, call)
+			}
+		case *ast.BinaryNode:
+			switch {
+			case x.Operator == "+" && b.Memory >= 0 && mayBeString(x.Left) && mayBeString(x.Right):
+				patchAdd(n, budgetRef(x), x.Left, x.Right)
+			case (x.Operator == "==" || x.Operator == "!=") && b.Steps >= 0 && mayBeCollection(x.Left) && mayBeCollection(x.Right):
+				patchBinary(n, x.Operator, budgetRef(x), x.Left, x.Right)
+			case x.Operator == "in" && b.Steps >= 0 && mayBeList(x.Right):
+				patchBinary(n, x.Operator, budgetRef(x), x.Left, x.Right)
+			}
+		case *ast.CallNode:
+			// checkArithmetic's checked + falls back to expr's +, which
+			// concatenates strings.
+			if c, ok := x.Callee.(*ast.ConstantNode); ok && b.Memory >= 0 && len(x.Arguments) == 2 && isFunc(c.Value, checkedAdd) &&
+				mayBeString(x.Arguments[0]) && mayBeString(x.Arguments[1]) {
+				patchAdd(n, budgetRef(x), x.Arguments[0], x.Arguments[1])
+			}
+		}
+	}))
+	if !patched {
+		return false
+	}
+	var value ast.Node
+	if fromEnv {
+		id := &ast.IdentifierNode{Value: budgetName}
+		id.SetType(anyType)
+		value = id
+	} else {
+		value = &ast.CallNode{Callee: callee(func() any {
+			rb := newRunBudget(b)
+			return &rb
+		})}
+		value.SetType(anyType)
+	}
+	value.SetLocation((*root).Location())
+	let := &ast.VariableDeclaratorNode{Name: budgetName, Value: value, Expr: *root}
+	let.SetNature(*(*root).Nature())
+	let.SetLocation((*root).Location())
+	*root = let
+	return true
+}
+
+func isPredicateBuiltin(name string) bool {
+	switch name {
+	case "all", "none", "any", "one", "filter", "map", "count", "sum", "find", "findIndex",
+		"findLast", "findLastIndex", "groupBy", "sortBy", "reduce":
+		return true
+	}
+	return false
+}
+
+// patchSteps makes the body of x's predicate count a step before it runs,
+// or, without a predicate, x's list charge its length.
+func patchSteps(x *ast.BuiltinNode, budgetRef func(ast.Node) ast.Node) {
+	for _, arg := range x.Arguments {
+		pred, ok := arg.(*ast.PredicateNode)
+		if !ok {
+			continue
+		}
+		step := &ast.CallNode{Callee: callee(budgetStep), Arguments: []ast.Node{budgetRef(x)}}
+		step.SetType(anyType)
+		step.SetLocation(x.Location())
+		seq := &ast.SequenceNode{Nodes: []ast.Node{step, pred.Node}}
+		seq.SetNature(*pred.Node.Nature())
+		seq.SetLocation(pred.Node.Location())
+		pred.Node = seq
+		return
+	}
+	if len(x.Arguments) == 0 {
+		return
+	}
+	list := x.Arguments[0]
+	charge := &ast.CallNode{Callee: callee(budgetStepsLen), Arguments: []ast.Node{budgetRef(x), list}}
+	charge.SetNature(*list.Nature())
+	charge.SetLocation(x.Location())
+	x.Arguments[0] = charge
+}
+
+// mayBeCollection reports whether a node's static type leaves room for a
+// list or a record at run time; mayBeList for a list.
+func mayBeCollection(n ast.Node) bool {
+	nt := n.Nature()
+	if nt.Nil {
+		return false
+	}
+	if nt.Type == nil {
+		return true
+	}
+	switch nt.Type.Kind() {
+	case reflect.Interface, reflect.Slice, reflect.Array, reflect.Map:
+		return true
+	}
+	return false
+}
+
+func mayBeList(n ast.Node) bool {
+	nt := n.Nature()
+	if nt.Nil {
+		return false
+	}
+	if nt.Type == nil {
+		return true
+	}
+	switch nt.Type.Kind() {
+	case reflect.Interface, reflect.Slice, reflect.Array:
+		return true
+	}
+	return false
+}
+
+func isCollection(x any) bool {
+	switch x.(type) {
+	case []any, map[string]any:
+		return true
+	case nil, string, int, float64, bool:
+		return false
+	}
+	k := reflect.ValueOf(x).Kind()
+	return k == reflect.Slice || k == reflect.Array || k == reflect.Map
+}
+
+// chargeEqual counts the values x == y compares: when both are lists or
+// records, at most as many as the smaller has (nested values included;
+// expr compares them one by one, a list shared twice twice).
+func (rb *runBudget) chargeEqual(op string, x, y any) {
+	if !isCollection(x) || !isCollection(y) {
+		return
+	}
+	left := rb.maxSteps - rb.steps
+	cx, okx := countValues(x, left)
+	cy, oky := countValues(y, left)
+	if !okx && !oky {
+		rb.stepsFor(op, left+1, true)
+	}
+	if !okx {
+		cx = cy
+	}
+	if !oky {
+		cy = cx
+	}
+	rb.stepsFor(op, min(cx, cy), true)
+}
+
+// stepsFor counts n steps for what (a function or operator): the values
+// it goes through; ok false for a count that overflowed.
+func (rb *runBudget) stepsFor(what string, n int, ok bool) {
+	if !ok || n > rb.maxSteps-rb.steps {
+		panic(fmt.Errorf("%w: more than %d steps (%s would go through more values than the %d steps left)", ErrBudgetExceeded, rb.maxSteps, what, rb.maxSteps-rb.steps))
+	}
+	rb.steps += n
+}
+
+// countValues counts x and the values in its lists and records, nested, up
+// to limit, without recursion; past limit it returns limit+1 and false.
+func countValues(x any, limit int) (int, bool) {
+	var buf [32]any
+	stack := append(buf[:0], x)
+	n := 0
+	for len(stack) > 0 {
+		v := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		n++
+		switch v := v.(type) {
+		case []any:
+			if n+len(stack)+len(v) > limit {
+				return limit + 1, false
+			}
+			stack = append(stack, v...)
+		case map[string]any:
+			if n+len(stack)+len(v) > limit {
+				return limit + 1, false
+			}
+			for _, e := range v {
+				stack = append(stack, e)
+			}
+		case nil, string, int, float64, bool:
+		default:
+			rv := reflect.ValueOf(v)
+			switch rv.Kind() {
+			case reflect.Slice, reflect.Array, reflect.Map:
+				n += rv.Len() // typed lists of scalars ([]int of a range)
+			}
+		}
+		if n > limit {
+			return limit + 1, false
+		}
+	}
+	return n, true
+}
+
+// stepFunctions replace the built-ins that go through every value of
+// their lists, nested lists included, however many times a list is shared
+// (max([a, a]) with a = [b, b] ...): they count those values as steps
+// first. uniq, which compares every element with those kept before it, is
+// made here in time proportional to its list for numbers, strings and
+// booleans, and counts its comparisons of other values.
+var stepFunctions = map[string]func(args ...any) any{
+	"max":    aggregateSteps("max"),
+	"min":    aggregateSteps("min"),
+	"mean":   aggregateSteps("mean"),
+	"median": aggregateSteps("median"),
+	"uniq":   budgetUniq,
+}
+
+func aggregateSteps(name string) func(args ...any) any {
+	return func(args ...any) any {
+		rb := args[0].(*runBudget)
+		for _, a := range args[1:] {
+			n, ok := countValues(a, rb.maxSteps-rb.steps)
+			rb.stepsFor(name, n, ok)
+		}
+		return callBuiltin(name, args[1:])
+	}
+}
+
+// uniqKey is the class of a scalar for uniq: values expr's == can find
+// equal have the same key (numbers by their float64 value, as expr
+// compares an int with a float).
+type uniqKey struct {
+	kind byte
+	f    float64
+	s    string
+}
+
+func budgetUniq(args ...any) any {
+	rb := args[0].(*runBudget)
+	if len(args) != 2 || !isList(args[1]) {
+		return callBuiltin("uniq", args[1:])
+	}
+	v := reflect.ValueOf(args[1])
+	n := v.Len()
+	rb.stepsFor("uniq", n, true)
+	out := []any{}
+	buckets := map[uniqKey][]any{}
+	var others []any
+	for i := 0; i < n; i++ {
+		item := v.Index(i).Interface()
+		key, scalar := scalarKey(item)
+		var kept []any
+		if scalar {
+			kept = buckets[key]
+		} else {
+			kept = others
+		}
+		dup := false
+		for _, k := range kept {
+			rb.stepsFor("uniq", 1, true)
+			rb.chargeEqual("uniq", item, k)
+			if runtime.Equal(item, k) {
+				dup = true
+				break
+			}
+		}
+		if dup {
+			continue
+		}
+		out = append(out, item)
+		if scalar {
+			buckets[key] = append(kept, item)
+		} else {
+			others = append(others, item)
+		}
+	}
+	return out
+}
+
+func isList(x any) bool {
+	k := reflect.ValueOf(x).Kind()
+	return k == reflect.Slice || k == reflect.Array
+}
+
+func scalarKey(x any) (uniqKey, bool) {
+	switch x := x.(type) {
+	case nil:
+		return uniqKey{kind: 'n'}, true
+	case bool:
+		if x {
+			return uniqKey{kind: 't'}, true
+		}
+		return uniqKey{kind: 'f'}, true
+	case string:
+		return uniqKey{kind: 's', s: x}, true
+	case int:
+		return uniqKey{kind: '#', f: float64(x)}, true
+	case float64:
+		if x != x { // NaN equals nothing
+			return uniqKey{}, false
+		}
+		return uniqKey{kind: '#', f: x}, true
+	}
+	return uniqKey{}, false
+}
+
+func isFunc(v, fn any) bool {
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Func && rv.Pointer() == reflect.ValueOf(fn).Pointer()
+}
+
+// mayBeString reports whether a node's static type leaves room for a
+// string at run time.
+func mayBeString(n ast.Node) bool {
+	nt := n.Nature()
+	if nt.Nil {
+		return false
+	}
+	if nt.Type == nil {
+		return true
+	}
+	k := nt.Type.Kind()
+	return k == reflect.String || k == reflect.Interface
+}
+
+func budgetStep(b any) any {
+	b.(*runBudget).step()
+	return nil
+}
+
+func budgetStepsLen(b, list any) any {
+	if n, ok := lengthOf(list); ok {
+		b.(*runBudget).stepsN(n)
+	}
+	return list
+}
+
+// lengthOf is the number of elements of a list (of any Go slice type).
+func lengthOf(x any) (int, bool) {
+	switch x := x.(type) {
+	case []any:
+		return len(x), true
+	case []int:
+		return len(x), true
+	case nil:
+		return 0, false
+	}
+	rv := reflect.ValueOf(x)
+	if rv.Kind() == reflect.Slice || rv.Kind() == reflect.Array {
+		return rv.Len(), true
+	}
+	return 0, false
+}
+
+// x + y is compiled as budgetAddRight(budgetLeft(budget, x), y): two calls
+// of two arguments, which expr makes without reflection and without its
+// buffer of arguments (one allocation per Run). budgetLeft keeps x on the
+// budget's stack of left operands (a stack: y may have + of its own), the
+// right function takes it back. ==, != and in are made the same way.
+func budgetLeft(b, x any) any {
+	rb := b.(*runBudget)
+	rb.left = append(rb.left, x)
+	return rb
+}
+
+func (rb *runBudget) popLeft() any {
+	x := rb.left[len(rb.left)-1]
+	rb.left[len(rb.left)-1] = nil
+	rb.left = rb.left[:len(rb.left)-1]
+	return x
+}
+
+func budgetAddRight(b, y any) any {
+	rb := b.(*runBudget)
+	x := rb.popLeft()
+	if s, ok := x.(string); ok {
+		if t, ok := y.(string); ok {
+			n, sum := addInt(len(s), len(t))
+			rb.charge("+", n, sum)
+			return s + t
+		}
+	}
+	return checkedAdd(x, y)
+}
+
+func budgetEqualRight(b, y any) any {
+	rb := b.(*runBudget)
+	x := rb.popLeft()
+	rb.chargeEqual("==", x, y)
+	return runtime.Equal(x, y)
+}
+
+func budgetNotEqualRight(b, y any) any {
+	rb := b.(*runBudget)
+	x := rb.popLeft()
+	rb.chargeEqual("!=", x, y)
+	return !runtime.Equal(x, y)
+}
+
+func budgetInRight(b, list any) any {
+	rb := b.(*runBudget)
+	x := rb.popLeft()
+	if n, ok := lengthOf(list); ok && n > 0 {
+		// Each element is compared with x: at most x's values each.
+		per := 1
+		if isCollection(x) {
+			per, _ = countValues(x, rb.maxSteps-rb.steps)
+		}
+		cost, fits := mulInt(n, max(per, 1))
+		rb.stepsFor("in", cost, fits)
+	}
+	return runtime.In(x, list)
+}
+
+// rightOperand are the right functions of the binary operators patched
+// with budgetLeft.
+var rightOperand = map[string]func(b, y any) any{
+	"+": budgetAddRight, "==": budgetEqualRight, "!=": budgetNotEqualRight, "in": budgetInRight,
+}
+
+// patchAdd replaces *n, x op y, by the calls of budgetLeft and the right
+// function of op, located at *n (the operator).
+func patchAdd(n *ast.Node, budget, x, y ast.Node) { patchBinary(n, "+", budget, x, y) }
+
+func patchBinary(n *ast.Node, op string, budget, x, y ast.Node) {
+	left := &ast.CallNode{Callee: callee(budgetLeft), Arguments: []ast.Node{budget, x}}
+	left.SetType(anyType)
+	left.SetLocation((*n).Location())
+	call := &ast.CallNode{Callee: callee(rightOperand[op]), Arguments: []ast.Node{left, y}}
+	call.SetNature(*(*n).Nature())
+	call.SetLocation((*n).Location())
+	ast.Patch(n, call)
+}
+
+// budgetFunctions replace the built-ins of the same names; each takes the
+// run's *runBudget first, then the built-in's arguments (checked by expr's
+// checker against the built-in's own types).
+var budgetFunctions = map[string]func(args ...any) any{
+	"repeat": budgetRepeat,
+	"join": func(args ...any) any {
+		rb := args[0].(*runBudget)
+		n, ok := joinedSize(args[1:], rb.remaining())
+		rb.charge("join", n, ok)
+		return callBuiltin("join", args[1:])
+	},
+	"replace": func(args ...any) any {
+		n, ok := replacedSize(args[1:])
+		args[0].(*runBudget).charge("replace", n, ok)
+		return callBuiltin("replace", args[1:])
+	},
+	"split": func(args ...any) any {
+		n, ok := splitSize(args[1:])
+		args[0].(*runBudget).charge("split", n, ok)
+		return callBuiltin("split", args[1:])
+	},
+	"splitAfter": func(args ...any) any {
+		n, ok := splitSize(args[1:])
+		args[0].(*runBudget).charge("splitAfter", n, ok)
+		return callBuiltin("splitAfter", args[1:])
+	},
+	"concat": func(args ...any) any {
+		n := 0
+		for _, a := range args[1:] {
+			l, _ := lengthOf(a)
+			n += l // at most a few thousand lists of at most MaxInt/16 elements: no overflow worth fearing
+		}
+		size, ok := mulInt(n, elementBytes)
+		args[0].(*runBudget).charge("concat", size, ok && n >= 0)
+		return callBuiltin("concat", args[1:])
+	},
+	"flatten": func(args ...any) any {
+		rb := args[0].(*runBudget)
+		if len(args) == 2 {
+			n, ok := leaves(args[1], rb.remaining()/elementBytes)
+			rb.charge("flatten", n*elementBytes, ok)
+		}
+		return callBuiltin("flatten", args[1:])
+	},
+	"toJSON": func(args ...any) any {
+		rb := args[0].(*runBudget)
+		if len(args) == 2 {
+			n, ok := sizeWithin(args[1], rb.remaining(), true)
+			rb.charge("toJSON", n, ok)
+		}
+		return callBuiltin("toJSON", args[1:])
+	},
+	"string": func(args ...any) any {
+		rb := args[0].(*runBudget)
+		if len(args) == 2 {
+			switch args[1].(type) {
+			case string, int, float64, bool, nil:
+			default:
+				n, ok := sizeWithin(args[1], rb.remaining(), false)
+				rb.charge("string", n, ok)
+			}
+		}
+		return callBuiltin("string", args[1:])
+	},
+}
+
+func budgetRepeat(args ...any) any {
+	rb := args[0].(*runBudget)
+	if len(args) != 3 {
+		panic(fmt.Errorf("invalid number of arguments for repeat (expected 2, got %d)", len(args)-1))
+	}
+	s, ok := args[1].(string)
+	if !ok {
+		panic(fmt.Errorf("repeat: the text must be a string, not %T", args[1]))
+	}
+	n := runtime.ToInt(args[2])
+	if n < 0 {
+		panic(fmt.Errorf("invalid argument for repeat (expected positive integer, got %d)", n))
+	}
+	size, fits := mulInt(len(s), n)
+	rb.charge("repeat", size, fits)
+	return strings.Repeat(s, n)
+}
+
+// callBuiltin calls expr's built-in name, panicking with its error as
+// expr's VM does.
+func callBuiltin(name string, args []any) any {
+	f := builtin.Builtins[builtin.Index[name]]
+	var out any
+	var err error
+	switch {
+	case f.Safe != nil:
+		out, _, err = f.Safe(args...)
+	case f.Fast != nil && len(args) == 1:
+		out = f.Fast(args[0])
+	default:
+		out, err = f.Func(args...)
+	}
+	if err != nil {
+		panic(err)
+	}
+	return out
+}
+
+// joinedSize is the length of join(list[, glue]), worked out up to limit.
+func joinedSize(args []any, limit int) (int, bool) {
+	if len(args) == 0 {
+		return 0, true
+	}
+	glue := 0
+	if len(args) == 2 {
+		if g, ok := args[1].(string); ok {
+			glue = len(g)
+		}
+	}
+	n := 0
+	add := func(s string) bool {
+		n += len(s) + glue
+		return n <= limit
+	}
+	switch list := args[0].(type) {
+	case []string:
+		for _, s := range list {
+			if !add(s) {
+				return n, false
+			}
+		}
+	case []any:
+		for _, x := range list {
+			if s, ok := x.(string); ok && !add(s) {
+				return n, false
+			}
+		}
+	}
+	return n, true
+}
+
+// replacedSize is the length of replace(s, old, new[, n]).
+func replacedSize(args []any) (int, bool) {
+	if len(args) < 3 {
+		return 0, true
+	}
+	s, ok1 := args[0].(string)
+	old, ok2 := args[1].(string)
+	repl, ok3 := args[2].(string)
+	if !ok1 || !ok2 || !ok3 {
+		return 0, true // expr's built-in reports it
+	}
+	count := strings.Count(s, old) // for old == "": runes + 1
+	if len(args) == 4 {
+		if limit := runtime.ToInt(args[3]); limit >= 0 {
+			count = min(count, limit)
+		}
+	}
+	grow, ok := mulInt(count, len(repl)-len(old))
+	if !ok {
+		return 0, false
+	}
+	return addInt(len(s), grow)
+}
+
+// splitSize is the memory of the list split(s, sep[, n]) makes: its parts
+// share the bytes of s.
+func splitSize(args []any) (int, bool) {
+	if len(args) < 2 {
+		return 0, true
+	}
+	s, ok1 := args[0].(string)
+	sep, ok2 := args[1].(string)
+	if !ok1 || !ok2 {
+		return 0, true
+	}
+	parts := strings.Count(s, sep) + 1
+	if sep == "" {
+		parts = utf8.RuneCountInString(s)
+	}
+	if len(args) == 3 {
+		if n := runtime.ToInt(args[2]); n >= 0 {
+			parts = min(parts, n)
+		}
+	}
+	return parts * elementBytes, true
+}
+
+// leaves counts the elements flatten would give, nested lists opened, up
+// to limit (ok false past it), without recursion: a list holding the same
+// list twice, nested 60 times, has 2^60 leaves, and the count stops at
+// limit.
+func leaves(x any, limit int) (int, bool) {
+	type open struct {
+		list reflect.Value
+		next int
+	}
+	n := 0
+	var stack []open
+	visit := func(v reflect.Value) bool {
+		for v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				break
+			}
+			v = v.Elem()
+		}
+		if v.Kind() == reflect.Slice || v.Kind() == reflect.Array {
+			if len(stack) > builtin.MaxDepth {
+				return true // flatten refuses it itself
+			}
+			stack = append(stack, open{list: v})
+			return true
+		}
+		n++
+		return n <= limit
+	}
+	if !visit(reflect.ValueOf(x)) {
+		return n, false
+	}
+	for len(stack) > 0 {
+		top := &stack[len(stack)-1]
+		if top.next >= top.list.Len() {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		v := top.list.Index(top.next)
+		top.next++
+		if !visit(v) {
+			return n, false
+		}
+	}
+	return n, true
+}
+
+// sizeWithin estimates the bytes of the text of x (toJSON's, or fmt's %v),
+// counting 16 bytes for every value besides the bytes of strings and keys,
+// and, for indented JSON, two spaces per level of nesting on every line;
+// ok false as soon as the count passes limit, so its work is bounded by
+// limit/16 values whatever x shares (a list holding the same list twice,
+// nested 60 times, has 2^60 values).
+func sizeWithin(x any, limit int, indented bool) (int, bool) {
+	type item struct {
+		x     any
+		depth int
+	}
+	var buf [32]item
+	stack := append(buf[:0], item{x, 0})
+	total := elementBytes
+	for len(stack) > 0 {
+		it := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		each := elementBytes // the cost of each element of it.x
+		if indented {
+			each += 2 * (it.depth + 1)
+		}
+		switch v := it.x.(type) {
+		case string:
+			total += len(v)
+		case []any:
+			for _, e := range v {
+				total += each
+				if total > limit {
+					return total, false
+				}
+				stack = append(stack, item{e, it.depth + 1})
+			}
+		case map[string]any:
+			for k, e := range v {
+				total += each + len(k)
+				if total > limit {
+					return total, false
+				}
+				stack = append(stack, item{e, it.depth + 1})
+			}
+		case []string:
+			for _, s := range v {
+				total += each + len(s)
+				if total > limit {
+					return total, false
+				}
+			}
+		case nil, bool, int, float64:
+		default:
+			rv := reflect.ValueOf(it.x)
+			switch rv.Kind() {
+			case reflect.Slice, reflect.Array, reflect.Map:
+				n, ok := mulInt(rv.Len(), each)
+				if !ok {
+					return total, false
+				}
+				total += n
+			}
+		}
+		if total > limit || total < 0 {
+			return total, false
+		}
+	}
+	return total, true
+}

@@ -1,0 +1,394 @@
+package expression
+
+import (
+	"errors"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/scenario-server/scenario-server/value"
+)
+
+// runWith compiles text in testEnv with budget b and runs it on vars.
+func runWith(t *testing.T, text string, b Budget, vars map[string]value.Value) (value.Value, error) {
+	t.Helper()
+	prog, problems := CompileWith(text, testEnv, Unknown, Options{Budget: b})
+	if len(problems) > 0 {
+		t.Fatalf("%q: %v", text, problems)
+	}
+	return Run(prog, vars)
+}
+
+// budgetError fails unless err is a *RunError wrapping ErrBudgetExceeded
+// whose message names want (the budget and its limit).
+func budgetError(t *testing.T, text string, err error, want string) *RunError {
+	t.Helper()
+	var re *RunError
+	if !errors.As(err, &re) || !errors.Is(err, ErrBudgetExceeded) {
+		t.Fatalf("%q: got %v, want a *RunError wrapping ErrBudgetExceeded", text, err)
+	}
+	if !strings.Contains(re.Message, want) {
+		t.Errorf("%q: message %q does not contain %q", text, re.Message, want)
+	}
+	return re
+}
+
+func TestStepBudget(t *testing.T) {
+	tests := []struct {
+		text  string
+		steps int // the steps the expression takes, worked out by hand
+	}{
+		{"all(1..10, true)", 10},
+		{"any(1..10, # == 4)", 4}, // stops at the 4th element
+		{"map(1..5, # * 2)", 5},
+		{"filter(1..6, # % 2 == 0)", 6},
+		{"reduce(1..7, #acc + #, 0)", 7},
+		{"sum(1..8, #)", 8}, // rewritten into reduce(1..8, ...)
+		// 2 outer bodies, each running an inner loop of 3: 2 + 2*3.
+		{"all(1..2, all(1..3, true))", 8},
+		// count() without a body charges its list's length up front.
+		{"count([true, false, true])", 3},
+		// A let'd range is made once; both loops go through it: 4 + 4*4.
+		{"let r = 1..4; count(r, any(r, # > 9))", 20},
+		{"sortBy(1..5, -#)", 5},
+		{"len(groupBy(1..5, # % 2))", 5},
+		{"find(1..9, # == 3) + findIndex(1..9, # == 2)", 5},
+		{"map(#input.tags, len(#))", 2}, // vars below: two tags
+	}
+	vars := map[string]value.Value{
+		"input": value.NewRecord([]string{"tags"}, []value.Value{value.List([]value.Value{value.String("a"), value.String("b")})}),
+	}
+	for _, tt := range tests {
+		// Exactly the steps it takes: it passes; one less: it fails.
+		if _, err := runWith(t, tt.text, Budget{Steps: tt.steps}, vars); err != nil {
+			t.Errorf("%q with %d steps: %v", tt.text, tt.steps, err)
+		}
+		_, err := runWith(t, tt.text, Budget{Steps: tt.steps - 1}, vars)
+		budgetError(t, tt.text, err, "more than "+itoa(tt.steps-1)+" steps")
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestStepBudgetIssue: the issue's never-ending expression, 999^4 steps,
+// ends at the default budget of 1,000,000, located at the innermost all(
+// (column 38: "let r = 1..999; " is 16 characters, each "all(r, " 7). The
+// time budget is off: on a slow machine (-race) it could end the run
+// first, with the same error but another message.
+func TestStepBudgetIssue(t *testing.T) {
+	text := "let r = 1..999; all(r, all(r, all(r, all(r, true))))"
+	_, err := runWith(t, text, Budget{Time: NoLimit}, nil)
+	re := budgetError(t, text, err, "more than 1000000 steps")
+	if re.Line != 1 || re.Column != 38 {
+		t.Errorf("located at %d:%d, want 1:38", re.Line, re.Column)
+	}
+}
+
+func TestTimeBudget(t *testing.T) {
+	// The clock is read at the first step and every 256 steps after it:
+	// 257 steps take more than a nanosecond.
+	text := "all(1..300, true)"
+	_, err := runWith(t, text, Budget{Time: 1}, nil)
+	budgetError(t, text, err, "more than 1ns of time")
+	// 256 steps never read the clock a second time.
+	if _, err := runWith(t, "all(1..256, true)", Budget{Time: 1}, nil); err != nil {
+		t.Errorf("256 steps: %v", err)
+	}
+}
+
+func TestMemoryBudget(t *testing.T) {
+	pl := map[string]value.Value{
+		"input": value.NewRecord([]string{"country", "tags"}, []value.Value{
+			value.String("PL"), value.List([]value.Value{value.String("ab"), value.String("cd")}),
+		}),
+	}
+	tests := []struct {
+		text  string
+		bytes int // the bytes it makes, worked out by hand
+	}{
+		{"repeat('ab', 50)", 100},
+		{"#input.country + #input.country", 4},
+		// "PL" + "-" is 3 bytes, then + "PL" 5 more.
+		{"#input.country + '-' + #input.country", 8},
+		// "ab" + "," + "cd": 2 + 1 + 2, counted as the 2 strings and a
+		// glue after each.
+		{"join(#input.tags, ',')", 6},
+		// "PL" with each of its 2 "L" (1 byte) replaced by 4 bytes: 2 + 1*3.
+		{"replace(#input.country, 'L', 'LLLL')", 5},
+		// "" is replaced before every rune and at the end: 3 times, 2 + 3*1.
+		{"replace(#input.country, '', '-')", 5},
+		// 3 parts of 16 bytes (len() keeps the result, counted apart
+		// below, out of it).
+		{"len(split(#input.country + 'x', ''))", 3 + 3*16},
+		{"len(concat(#input.tags, #input.tags))", 4 * 16},
+		// The result list of 2 strings: the list 16, each item 16 plus
+		// its 2 bytes: 16 + 2*(16+2).
+		{"#input.tags", 16 + 2*18},
+		// toJSON of ["ab","cd"]: the list 16, each item 16 + 2 spaces of
+		// indent + its 2 bytes.
+		{"toJSON(#input.tags)", 16 + 2*(16+2+2)},
+		// string() of the list: 16 + 2*(16+2).
+		{"string(#input.tags)", 16 + 2*18},
+		// flatten counts the 2 leaves.
+		{"len(flatten([#input.tags]))", 2 * 16},
+	}
+	for _, tt := range tests {
+		if _, err := runWith(t, tt.text, Budget{Memory: tt.bytes}, pl); err != nil {
+			t.Errorf("%q with %d bytes: %v", tt.text, tt.bytes, err)
+		}
+		_, err := runWith(t, tt.text, Budget{Memory: tt.bytes - 1}, pl)
+		budgetError(t, tt.text, err, "more than "+itoa(tt.bytes-1)+" bytes of memory")
+	}
+}
+
+// TestMemoryBudgetRefusesBeforeAllocating: results far past the budget
+// are refused before they are made, with the default budget of 16 MiB.
+func TestMemoryBudgetRefusesBeforeAllocating(t *testing.T) {
+	// Each level of [x, x] doubles the values without copying: z holds
+	// 2^26 ones.
+	var lets strings.Builder
+	prev := "[1, 1]"
+	for i := range 25 {
+		name := "v" + itoa(i)
+		lets.WriteString("let " + name + " = [" + prev + ", " + prev + "]; ")
+		prev = name
+	}
+	shared := lets.String()
+	const mib = 1 << 20
+	tests := []struct {
+		text string
+		// bound is what the test allows the Run to allocate: what it
+		// makes within the budget before the refused step, with room; the
+		// refused result is far larger.
+		bound uint64
+	}{
+		// 10^12 bytes refused; the inner 999,999 made.
+		{"len(repeat(repeat('x', 999999), 999999))", 2 * mib},
+		// 100,001 replacements of "" by 100,000 bytes: 10^10 bytes
+		// refused; the two inner strings of 100,000 bytes made.
+		{"len(replace(repeat('x', 100000), '', repeat('y', 100000)))", 1 * mib},
+		// 2,000,000 parts of 16 bytes, 32 MB, refused; the 2,000,000-byte
+		// string made.
+		{"len(split(repeat('x', 2000000), ''))", 4 * mib},
+		// 40 doublings of a string (2^40 bytes) refused at the one that
+		// would pass 16 MiB; 1 + 2 + ... + 2^23 bytes (16 MiB) made.
+		{"len(reduce(1..40, #acc + #acc, 'x'))", 18 * mib},
+		// 2,000 times 10,000 bytes, 2*10^7, refused; the list of 2,000
+		// (32 KB) and the 10,000 bytes made.
+		{"let s = repeat('x', 10000); len(join(map(1..2000, s)))", 1 * mib},
+		// 2 * 999,999 elements (32 MB) refused; the range (8 MB) made.
+		{"let r = 1..999999; len(concat(r, r))", 10 * mib},
+		// 2^26 values (1 GiB of elements, more as text) refused; the 52
+		// small lists made.
+		{shared + "len(flatten(" + prev + "))", 1 * mib},
+		{shared + "len(toJSON(" + prev + "))", 1 * mib},
+		{shared + "len(string(" + prev + "))", 1 * mib},
+		{shared + prev, 1 * mib}, // the result itself
+		// expr's VM counts the range made for each element: 2,000 +
+		// 2,000*2,000 elements of 16 bytes refused once 1,048,576
+		// elements (8 MiB of ints) are made.
+		{"len(map(1..2000, 1..2000))", 10 * mib},
+	}
+	for _, tt := range tests {
+		var before, after runtime.MemStats
+		prog, problems := Compile(tt.text, testEnv, Unknown)
+		if len(problems) > 0 {
+			t.Fatalf("%.60q: %v", tt.text, problems)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_, err := Run(prog, nil)
+		runtime.ReadMemStats(&after)
+		budgetError(t, tt.text, err, "bytes of memory")
+		if got := after.TotalAlloc - before.TotalAlloc; got > tt.bound {
+			t.Errorf("%.60q allocated %d bytes, want at most %d", tt.text, got, tt.bound)
+		}
+	}
+}
+
+// TestRepeatIssueAllocatesLittle: the issue's repeat case allocates the
+// inner string (999,999 bytes) and nothing of the outer one (10^12
+// bytes): well under 2 MiB in all.
+func TestRepeatIssueAllocatesLittle(t *testing.T) {
+	text := "len(repeat(repeat(\"x\", 999999), 999999))"
+	prog, problems := Compile(text, testEnv, Unknown)
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := Run(prog, nil)
+	runtime.ReadMemStats(&after)
+	budgetError(t, text, err, "more than 16777216 bytes of memory (repeat would make 999998000001 bytes")
+	if got := after.TotalAlloc - before.TotalAlloc; got > 2<<20 {
+		t.Errorf("allocated %d bytes, want at most %d", got, 2<<20)
+	}
+}
+
+func TestBudgetDefaultsAndNoLimit(t *testing.T) {
+	prog, _ := Compile("1", nil, Unknown)
+	if got, want := prog.Budget(), (Budget{Steps: DefaultSteps, Memory: DefaultMemory, Time: DefaultTime}); got != want {
+		t.Errorf("Budget() = %+v, want %+v", got, want)
+	}
+	// 2,000,000 steps pass with the step budget off, the default budget
+	// refuses them.
+	text := "let r = 1..1999; all(1..1000, all(r, true))" // 1,000 + 1,000*1,999
+	if _, err := runWith(t, text, Budget{Steps: NoLimit, Time: NoLimit}, nil); err != nil {
+		t.Errorf("no limit: %v", err)
+	}
+	_, err := runWith(t, text, Budget{Time: NoLimit}, nil)
+	budgetError(t, text, err, "more than 1000000 steps")
+	// With the time budget on too, one of the two ends it.
+	_, err = runWith(t, text, Budget{}, nil)
+	budgetError(t, text, err, "steps")
+	prog, _ = CompileWith(text, nil, Unknown, Options{Budget: Budget{Steps: NoLimit, Memory: NoLimit, Time: NoLimit}})
+	if prog.budgeted {
+		t.Error("a program with every budget off reads a budget")
+	}
+}
+
+// TestBudgetPerRun: each Run has its own count, pooled states included,
+// concurrently, and after a Run that failed.
+func TestBudgetPerRun(t *testing.T) {
+	prog, problems := CompileWith("all(1..#total, true)", testEnv, Unknown, Options{Budget: Budget{Steps: 10}})
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	run := func(n int64) error {
+		_, err := Run(prog, map[string]value.Value{"total": value.Int(n)})
+		return err
+	}
+	if err := run(11); !errors.Is(err, ErrBudgetExceeded) {
+		t.Fatalf("11 steps: %v", err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 400)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				// 10 steps pass however many Runs came before; 11 fail.
+				if err := run(10); err != nil {
+					errs <- err
+				}
+				if err := run(11); !errors.Is(err, ErrBudgetExceeded) || i < 0 {
+					errs <- errors.New("11 steps passed")
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// TestBudgetWithEnv: expressions that read $env have the budget too, and
+// do not see it among the variables.
+func TestBudgetWithEnv(t *testing.T) {
+	vars := map[string]value.Value{"total": value.Int(1)}
+	v, err := runWith(t, "all(1..3, true) ? keys($env) : []", Budget{Steps: 3}, vars)
+	if b, _ := v.MarshalJSON(); err != nil || string(b) != `["total"]` {
+		t.Errorf("keys($env) = %v, %v; want [\"total\"]", v, err)
+	}
+	_, err = runWith(t, "$env.total > 0 && all(1..4, true)", Budget{Steps: 3}, vars)
+	budgetError(t, "$env", err, "more than 3 steps")
+}
+
+// TestStepBudgetValues: ==, !=, in on lists, max, min, mean, median and
+// uniq count the values they go through as steps, nested lists included.
+func TestStepBudgetValues(t *testing.T) {
+	vars := map[string]value.Value{
+		"input": value.NewRecord([]string{"tags"}, []value.Value{value.List([]value.Value{value.String("a"), value.String("b")})}),
+	}
+	tests := []struct {
+		text  string
+		steps int // worked out by hand
+	}{
+		// Both sides have 3 values: the list and its 2 strings.
+		{"#input.tags == ['a', 'b']", 3},
+		{"#input.tags != ['a', 'c']", 3},
+		// The smaller side counts: [1] is 2 values.
+		{"#input.tags == [1]", 2},
+		// Scalars cost nothing; a list of 2 costs 1 per element.
+		{"'b' in #input.tags", 2},
+		// A list needle of 2 values (the list and 'a') against each of
+		// 2 elements: 2*2.
+		{"['a'] in [#input.tags, ['x', 'y']]", 4},
+		// [1, [2, 3]]: the list, 1, the inner list, 2, 3.
+		{"max([1, [2, 3]])", 5},
+		{"min([1, [2, 3]])", 5},
+		{"mean([1, 2, 3])", 4},
+		{"median([1, 2, 3])", 4},
+		// uniq: 1 per element (5), then a comparison within each bucket
+		// of equal-looking scalars: 1 == 1.0 (1 step); the strings and 2
+		// have buckets of their own.
+		{"len(uniq([1, 'a', 1.0, 2, 'b']))", 6},
+	}
+	for _, tt := range tests {
+		if _, err := runWith(t, tt.text, Budget{Steps: tt.steps}, vars); err != nil {
+			t.Errorf("%q with %d steps: %v", tt.text, tt.steps, err)
+		}
+		_, err := runWith(t, tt.text, Budget{Steps: tt.steps - 1}, vars)
+		budgetError(t, tt.text, err, "more than "+itoa(tt.steps-1)+" steps")
+	}
+}
+
+// TestUniqKeepsExprSemantics: uniq keeps the first of equal values in
+// their order, with expr's == (1 equals 1.0, NaN nothing, 2^53+1 and 2^53
+// are apart as integers though their floats are equal).
+func TestUniqKeepsExprSemantics(t *testing.T) {
+	tests := map[string]string{
+		"uniq([1, 'a', 1.0, 2, 'a', true, nil, true, nil])":            `[1,"a",2,true,null]`,
+		"uniq([9007199254740993, 9007199254740992, 9007199254740993])": `[9007199254740993,9007199254740992]`,
+		"uniq([[1], [1], {a: 1}, {a: 1}, [2]])":                        `[[1],{"a":1},[2]]`,
+		"len(uniq([0.0 / 0.0, 0.0 / 0.0] ?? []))":                      `2`,
+		"uniq([])": `[]`,
+	}
+	for text, want := range tests {
+		v, err := runWith(t, text, Budget{}, nil)
+		if err != nil {
+			if strings.Contains(text, "0.0 / 0.0") {
+				continue // NaN may be refused before uniq sees it
+			}
+			t.Errorf("%q: %v", text, err)
+			continue
+		}
+		if b, _ := v.MarshalJSON(); string(b) != want {
+			t.Errorf("%q = %s, want %s", text, b, want)
+		}
+	}
+}
+
+// TestStepBudgetSharedLists: lists that share lists (each level of
+// [a, a] doubles the values: 2^41 here) are refused by the step budget
+// before ==, in, max, mean or uniq go through them.
+func TestStepBudgetSharedLists(t *testing.T) {
+	var lets strings.Builder
+	a, b := "[1, 1]", "[1, 1]"
+	for i := range 40 {
+		lets.WriteString("let a" + itoa(i) + " = [" + a + ", " + a + "]; let b" + itoa(i) + " = [" + b + ", " + b + "]; ")
+		a, b = "a"+itoa(i), "b"+itoa(i)
+	}
+	for _, text := range []string{
+		a + " == " + b,
+		a + " != " + b,
+		a + " in [" + b + "]",
+		"max(" + a + ")",
+		"mean(" + a + ")",
+		"len(uniq([" + a + ", " + b + "]))",
+	} {
+		text := lets.String() + text
+		_, err := runWith(t, text, Budget{Time: NoLimit}, nil)
+		budgetError(t, text[len(text)-20:], err, "steps")
+	}
+	// uniq of 200,000 distinct numbers is 200,000 steps, not 200,000^2/2.
+	if v, err := runWith(t, "len(uniq(1..200000))", Budget{Time: NoLimit}, nil); err != nil || v.Int() != 200000 {
+		t.Errorf("uniq of 200,000 distinct numbers: %v, %v", v, err)
+	}
+}
