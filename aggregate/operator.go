@@ -161,6 +161,8 @@ type Operator interface {
 	Stats() Stats
 	// StateBytes estimates the heap bytes of the operator's window state.
 	StateBytes() int
+	// StateSize returns the keys and slices of the operator's window state, and StateBytes.
+	StateSize() StateSize
 	// AppendSnapshot appends the operator's whole state to b (for
 	// checkpoints). See Restore.
 	AppendSnapshot(b []byte) []byte

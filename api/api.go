@@ -75,6 +75,10 @@ type Config struct {
 	// into very many contexts); a longer run is stopped and answered 422 test-timeout. 0
 	// means DefaultTestTimeout.
 	TestTimeout time.Duration
+	// StreamWriteTimeout is how long a server-sent event stream waits for its client to take
+	// one event (or keep-alive comment); a client that takes nothing for that long is
+	// disconnected. 0 means DefaultStreamWriteTimeout.
+	StreamWriteTimeout time.Duration
 }
 
 // Handler serves the API. Create it with New.
@@ -83,6 +87,7 @@ type Handler struct {
 	api    huma.API
 	// closeStreams ends the server-sent event streams (CloseStreams).
 	closeStreams func()
+	h            *handlers
 }
 
 // New builds the router: the operations under /api, the OpenAPI document, the docs page,
@@ -115,6 +120,9 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if cfg.TestTimeout <= 0 {
 		cfg.TestTimeout = DefaultTestTimeout
+	}
+	if cfg.StreamWriteTimeout <= 0 {
+		cfg.StreamWriteTimeout = DefaultStreamWriteTimeout
 	}
 	metrics, err := newHTTPMetrics(cfg.Metrics)
 	if err != nil {
@@ -158,8 +166,9 @@ func New(cfg Config) (*Handler, error) {
 		testMaxBytes:   cfg.TestMaxBytes,
 		testTimeout:    cfg.TestTimeout,
 
-		runtime:     cfg.Runtime,
-		streamsDone: make(chan struct{}),
+		runtime:            cfg.Runtime,
+		streamsDone:        make(chan struct{}),
+		streamWriteTimeout: cfg.StreamWriteTimeout,
 	}
 	h.registerScenarios(hapi)
 	h.registerVersions(hapi)
@@ -176,7 +185,7 @@ func New(cfg Config) (*Handler, error) {
 	if err := serveUI(r); err != nil {
 		return nil, err
 	}
-	return &Handler{router: r, api: hapi, closeStreams: sync.OnceFunc(func() { close(h.streamsDone) })}, nil
+	return &Handler{router: r, api: hapi, closeStreams: sync.OnceFunc(func() { close(h.streamsDone) }), h: h}, nil
 }
 
 // ServeHTTP implements http.Handler.
@@ -202,6 +211,9 @@ type handlers struct {
 
 	runtime     *deploy.Runtime
 	streamsDone chan struct{} // closed by Handler.CloseStreams
+	// streamWriteTimeout (Config.StreamWriteTimeout) and what the results streams hold.
+	streamWriteTimeout time.Duration
+	streamBuffer       *streamBuffer
 }
 
 // register declares an operation with the body limit (unless op sets its own) and the error

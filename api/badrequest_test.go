@@ -153,6 +153,32 @@ func FuzzRequestBodies(f *testing.F) {
 		"",
 		"\xff\xfe",
 	}
+	// Deep and long inputs (the issue "No request, expression or event can take the server
+	// down"): expressions nested past the depth limit and longer than the length limit, within
+	// the 64 KiB body limit below, a never-ending and a memory-exhausting expression run on a
+	// record, and deeply nested JSON.
+	filterGraph := func(expr string) string {
+		return `{"nodes": [{"id": "in", "type": "Source", "ref": {"typ": "http"}},
+  {"id": "f", "type": "Filter", "expression": {"language": "expr", "expression": ` + quote(expr) + `}},
+  {"id": "out", "type": "Sink", "ref": {"typ": "dead-end"}}],
+ "edges": [{"from": "in", "to": "f", "edgeType": null}, {"from": "f", "to": "out", "edgeType": {"type": "FilterTrue"}}]}`
+	}
+	for _, expr := range []string{
+		strings.Repeat("(", 20_000) + "1" + strings.Repeat(")", 20_000),
+		strings.Repeat("-", 40_000) + "1",
+		strings.Repeat("!", 40_000) + "true",
+		strings.Repeat("[", 20_000) + strings.Repeat("]", 20_000),
+		strings.Repeat("abs(", 8_000) + "1" + strings.Repeat(")", 8_000),
+		strings.Repeat("(", 129) + "true" + strings.Repeat(")", 129),
+		"1" + strings.Repeat(" + 1", 14_000),
+		`let r = 1..999; all(r, all(r, all(r, all(r, true))))`,
+		`len(repeat(repeat("x", 999999), 999999)) > 0`,
+	} {
+		g := filterGraph(expr)
+		seeds = append(seeds, rawBody("name", `"deep"`, "graph", g), rawBody("graph", g, "records", quote(`{"a": 1}`)),
+			rawBody("graph", g, "nodeId", `"f"`, "variables", `{"input": {}}`))
+	}
+	seeds = append(seeds, strings.Repeat("[", 60_000), `{"graph": `+strings.Repeat(`{"a": `, 10_000)+`1`+strings.Repeat("}", 10_000)+`}`)
 	for _, s := range seeds {
 		f.Add([]byte(s))
 	}

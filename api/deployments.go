@@ -84,6 +84,10 @@ type NodeCounts struct {
 	Late   int64 `json:"late" doc:"Aggregates: events too late for every window they belong to (dropped, or sent down the node's Late edge)."`
 	// PartlyLate is apart from Late.
 	PartlyLate int64 `json:"partlyLate" doc:"Aggregates (hopping): events dropped from some closed windows but counted in the open ones."`
+	// The window state of an aggregate node, as of the last batch; absent for other nodes.
+	StateKeys   *int64 `json:"stateKeys,omitempty" doc:"Aggregates: group keys holding window state."`
+	StateSlices *int64 `json:"stateSlices,omitempty" doc:"Aggregates: slices holding partials, each with a cell per key (time slices; open sessions for session windows; count-slices for count windows)."`
+	StateBytes  *int64 `json:"stateBytes,omitempty" doc:"Aggregates: estimated heap bytes of the window state; the deployment fails once its aggregates' sum passes the server's --max-deployment-state."`
 }
 
 // SourceState is the position of an HTTP source of a running deployment in its event log.
@@ -135,7 +139,12 @@ func liveOut(name string, l deploy.Live, ok bool) LiveCounts {
 	}
 	out.Running, out.DeploymentID, out.Version, out.Phase = true, l.Deployment, l.Version, string(l.Phase)
 	for id, c := range l.Nodes {
-		out.Nodes[id] = NodeCounts{In: c.In, Out: c.Out, Errors: c.Errors, Late: c.Late, PartlyLate: c.PartlyLate}
+		nc := NodeCounts{In: c.In, Out: c.Out, Errors: c.Errors, Late: c.Late, PartlyLate: c.PartlyLate}
+		if st, ok := l.State[id]; ok {
+			keys, slices, bytes := int64(st.Keys), int64(st.Slices), int64(st.Bytes)
+			nc.StateKeys, nc.StateSlices, nc.StateBytes = &keys, &slices, &bytes
+		}
+		out.Nodes[id] = nc
 	}
 	for _, s := range l.Sources {
 		out.Sources = append(out.Sources, SourceState{ID: s.ID, Kind: s.Kind, Error: s.Error, Accepted: s.Accepted, Processed: s.Processed,
@@ -262,6 +271,7 @@ func (h *handlers) registerDeployments(hapi huma.API) {
 
 	h.registerEvents(hapi)
 	h.registerResults(hapi)
+	h.registerDeadLetters(hapi)
 	h.registerStreams(hapi)
 }
 

@@ -29,6 +29,11 @@ const (
 	// CodeInvalidScenario (422): the graph is not a scenario in the scenario JSON form;
 	// Problems lists why, with line and column in the graph's JSON text.
 	CodeInvalidScenario = "invalid-scenario"
+	// CodeScenarioExceedsLimits (422): saving or importing a graph with errors of the limit
+	// class (too many nodes or edges, a node id its URLs cannot carry, a window of too many
+	// slices or windows, an expression too long or too deep); Problems lists them with node
+	// and field. Nothing was stored. Other validation errors do not stop a save.
+	CodeScenarioExceedsLimits = "scenario-exceeds-limits"
 	// CodeUnknownNode (422): the node named by nodeId is not in the graph.
 	CodeUnknownNode = "unknown-node"
 	// CodeScenarioHasErrors (422): the graph (or the node to test) has validation errors, so
@@ -41,11 +46,14 @@ const (
 	// can decode (a number out of range, nesting deeper than 1000), or the body has none;
 	// nothing of the batch was accepted.
 	CodeInvalidEvent = "invalid-event"
-	// CodeIdempotencyKeyReused (422): the Idempotency-Key names an accepted batch with another
-	// number of events; nothing was accepted.
+	// CodeIdempotencyKeyReused (422): the Idempotency-Key names an accepted batch with other
+	// events (another number of them, or other contents: the server keeps a SHA-256 of each
+	// batch's events); nothing was accepted.
 	CodeIdempotencyKeyReused = "idempotency-key-reused"
 	// CodeSinkPathInUse (422): a file sink of the version writes to a file that a file sink
-	// of another scenario's running deployment writes; nothing was deployed.
+	// of another scenario's deployment owns: one running, or the latest, canceled or failed,
+	// of a scenario that is not archived (deploying it again would cut the file back to its
+	// checkpoint); the detail names it. Nothing was deployed.
 	CodeSinkPathInUse = "sink-path-in-use"
 	// CodeScenarioNotFound (404): no scenario has that name.
 	CodeScenarioNotFound = "scenario-not-found"
@@ -89,6 +97,9 @@ const (
 	CodeNotReady = "not-ready"
 	// CodeUnavailable (503): the request was cut short (server shutting down, timeout).
 	CodeUnavailable = "unavailable"
+	// CodeStoreFull (503): the store could not write because its disk (or database) is
+	// full; nothing was written. Retry-After says when to try again.
+	CodeStoreFull = "store-full"
 	// CodeInternal (500): a failure of the server or its database; the log has the cause.
 	CodeInternal = "internal-error"
 )
@@ -96,12 +107,12 @@ const (
 // Codes lists every code of ProblemDetails.Code.
 var Codes = []string{
 	CodeInvalidJSON, CodeBadRequest, CodeInvalidName, CodeValidationFailed, CodeInvalidScenario,
-	CodeUnknownNode, CodeScenarioHasErrors, CodeTestTimeout, CodeInvalidEvent, CodeIdempotencyKeyReused,
+	CodeScenarioExceedsLimits, CodeUnknownNode, CodeScenarioHasErrors, CodeTestTimeout, CodeInvalidEvent, CodeIdempotencyKeyReused,
 	CodeSinkPathInUse,
 	CodeScenarioNotFound, CodeVersionNotFound, CodeSourceNotFound, CodeSinkNotFound, CodeRouteNotFound,
 	CodeMethodNotAllowed, CodeNotAcceptable, CodeRequestTimeout, CodeScenarioExists,
 	CodeVersionConflict, CodeScenarioArchived, CodeDeploymentActive, CodeNotDeployed, CodeBodyTooLarge,
-	CodeTooManyRecords, CodeUnsupportedMediaType, CodeBacklogFull, CodeNotReady, CodeUnavailable, CodeInternal,
+	CodeTooManyRecords, CodeUnsupportedMediaType, CodeBacklogFull, CodeNotReady, CodeUnavailable, CodeStoreFull, CodeInternal,
 }
 
 // ProblemDetails is every error answer: RFC 9457 problem details, sent as
@@ -115,7 +126,7 @@ type ProblemDetails struct {
 	Instance string `json:"instance,omitempty" doc:"A URI reference for this occurrence."`
 
 	Errors   []*huma.ErrorDetail `json:"errors,omitempty" doc:"For validation-failed and invalid-json: where the request is wrong."`
-	Problems []scenario.Problem  `json:"problems,omitempty" doc:"For invalid-scenario: why the graph is not a scenario, with line and column in the graph's JSON text."`
+	Problems []scenario.Problem  `json:"problems,omitempty" doc:"For invalid-scenario: why the graph is not a scenario, with line and column in the graph's JSON text; for scenario-exceeds-limits: the limits passed, with node and field."`
 	Conflict *VersionConflict    `json:"conflict,omitempty" doc:"For version-conflict: the version the save started from, the latest version and what was attempted."`
 
 	Validation *ValidationResult `json:"validation,omitempty" doc:"For scenario-has-errors: the graph's validation, as POST /api/validation answers it."`
@@ -263,10 +274,17 @@ func storeError(ctx context.Context, err error, name string, version int) error 
 		return problemf(http.StatusConflict, CodeDeploymentActive, "scenario %q has an active deployment; cancel it first", name)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return newProblem(http.StatusServiceUnavailable, CodeUnavailable, "the request was cut short")
+	case errors.Is(err, store.ErrStoreFull):
+		loggerFrom(ctx).Error("store full", "scenario", name, "error", err)
+		return huma.ErrorWithHeaders(newProblem(http.StatusServiceUnavailable, CodeStoreFull,
+			"the store's disk is full: nothing was written; retry once space is freed"), http.Header{"Retry-After": {storeFullRetryAfter}})
 	}
 	loggerFrom(ctx).Error("store failed", "scenario", name, "error", err)
 	return newProblem(http.StatusInternalServerError, CodeInternal, "internal error; the server log has the cause")
 }
+
+// storeFullRetryAfter is the Retry-After, in seconds, of a store-full answer.
+const storeFullRetryAfter = "30"
 
 // checkName answers invalid-name for a name store.ValidateName rejects.
 func checkName(name string) error {

@@ -16,10 +16,6 @@ import (
 // readyTimeout bounds the store probe of /readyz.
 const readyTimeout = 2 * time.Second
 
-// readinessProbe is the scenario name /readyz looks up: a lookup that reaches the database
-// whether or not such a scenario exists.
-const readinessProbe = "readyz probe"
-
 // Health is the answer of /healthz and /readyz.
 type Health struct {
 	Status string `json:"status" enum:"ok" doc:"ok when healthy (ready); otherwise the answer is a 503 problem."`
@@ -46,7 +42,7 @@ func (h *handlers) registerHealth(hapi huma.API) {
 		Method:      http.MethodGet,
 		Path:        "/readyz",
 		Summary:     "Readiness",
-		Description: "Answers 200 when the store answers a lookup within 2 s, 503 not-ready otherwise.",
+		Description: "Answers 200 when the store can be read and written within 2 s (a read, then a one-row write), 503 otherwise: code not-ready, or store-full while the store's disk is full (its latest write failed that way).",
 		Tags:        []string{tagOperations},
 		Errors:      []int{http.StatusServiceUnavailable},
 	}, h.ready)
@@ -74,9 +70,13 @@ func (h *handlers) registerHealth(hapi huma.API) {
 func (h *handlers) ready(ctx context.Context, _ *struct{}) (*healthOutput, error) {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
-	if _, err := h.store.GetScenario(ctx, readinessProbe); err != nil && !errors.Is(err, store.ErrNotFound) {
-		loggerFrom(ctx).Warn("not ready: store lookup failed", "error", err)
-		return nil, newProblem(http.StatusServiceUnavailable, CodeNotReady, "the store does not answer")
+	if err := h.store.Ping(ctx); err != nil {
+		loggerFrom(ctx).Warn("not ready: store probe failed", "error", err)
+		if errors.Is(err, store.ErrStoreFull) {
+			return nil, huma.ErrorWithHeaders(newProblem(http.StatusServiceUnavailable, CodeStoreFull,
+				"the store's disk is full: writes fail"), http.Header{"Retry-After": {storeFullRetryAfter}})
+		}
+		return nil, newProblem(http.StatusServiceUnavailable, CodeNotReady, "the store cannot be read and written")
 	}
 	return &healthOutput{Body: Health{Status: "ok"}}, nil
 }

@@ -117,11 +117,11 @@ func testLateEventsDeployed(t *testing.T, c *client) {
 	lines := [][]byte{[]byte(`{"t": 5000}`), []byte(`{"t": 35000}`), []byte(`{"t": 25000}`), []byte(`{"t": 3000}`)}
 	postEvents(c, name, "in", "", lines).ok(t, http.StatusAccepted, nil)
 	lc := waitCounts(t, c, name, committed(4))
-	if got, want := lc.Nodes["tumbling"], (api.NodeCounts{In: 4, Out: 1, Late: 2}); got != want {
+	if got, want := counters(lc.Nodes["tumbling"]), (api.NodeCounts{In: 4, Out: 1, Late: 2}); got != want {
 		t.Errorf("tumbling counts %+v, want %+v (one window closed: [0, 10 s))", got, want)
 	}
 	// Closed by W = 35 s: [−10, 10) and [0, 20) with the 5 s event ([10, 30) is empty).
-	if got, want := lc.Nodes["hopping"], (api.NodeCounts{In: 4, Out: 2, Late: 1, PartlyLate: 1}); got != want {
+	if got, want := counters(lc.Nodes["hopping"]), (api.NodeCounts{In: 4, Out: 2, Late: 1, PartlyLate: 1}); got != want {
 		t.Errorf("hopping counts %+v, want %+v", got, want)
 	}
 	var got []string

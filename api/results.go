@@ -24,7 +24,7 @@ type SinkResult struct {
 type SinkResultPage struct {
 	Scenario string       `json:"scenario"`
 	Sink     string       `json:"sink"`
-	Results  []SinkResult `json:"results" doc:"In ID order; empty when there is nothing after the cursor yet."`
+	Results  []SinkResult `json:"results" doc:"In ID order; at most limit results and 4 MiB of values, or one larger result. Empty when there is nothing after the cursor yet; a page shorter than limit does not mean there is nothing more."`
 	Next     int64        `json:"next" doc:"The cursor for the next page: pass it as after. The last result's id, or the after given when the page is empty."`
 }
 
@@ -32,7 +32,7 @@ type resultsInput struct {
 	Name  string `path:"name" doc:"The scenario's name (URL-escaped: a space is %20)." example:"large payments"`
 	Sink  string `path:"sinkId" doc:"The id of a collect sink node." example:"alerts"`
 	After int64  `query:"after" minimum:"0" doc:"Return the results with an id greater than this; 0 (the default) starts at the first."`
-	Limit int    `query:"limit" minimum:"1" maximum:"10000" default:"100" doc:"At most this many results."`
+	Limit int    `query:"limit" minimum:"1" maximum:"10000" default:"100" doc:"At most this many results. A page also stops before the result that would take its values past 4 MiB (it holds at least one result)."`
 }
 
 type resultsOutput struct {
@@ -45,7 +45,9 @@ func (h *handlers) registerResults(hapi huma.API) {
 		Method:      http.MethodGet,
 		Path:        "/api/scenarios/{name}/sinks/{sinkId}/results",
 		Summary:     "Read a collect sink's results",
-		Description: "Pages through the results a collect sink stored, oldest first, with a cursor: pass the answer's next as after. " +
+		Description: "Pages through the results a collect sink stored, oldest first, with a cursor: pass the answer's next as after, until a page comes back empty. " +
+			"A page holds at most limit results and at most 4 MiB of values (store.MaxResultReadBytes), but always at least one result when there is one, " +
+			"however large: a page may be shorter than limit while more results follow. " +
 			"Results are stored at the deployment's checkpoints (every second by default), each exactly once, and kept across deployments " +
 			"and restarts. 404 sink-not-found when no version of the scenario has a collect sink of that id.",
 		Tags:   []string{tagDeployments},

@@ -94,7 +94,7 @@ func (h *handlers) registerScenarios(hapi huma.API) {
 		Method:        http.MethodPost,
 		Path:          "/api/scenarios",
 		Summary:       "Create a scenario",
-		Description:   "Creates a scenario with the graph as its version 1. The graph must decode as a scenario (see Graph); it need not be valid yet.",
+		Description:   "Creates a scenario with the graph as its version 1. The graph must decode as a scenario (see Graph); it need not be valid yet, but a graph with errors of the limit class (too many nodes or edges, a node id not usable in a URL, a window of too many slices or windows, an expression too long or too deep) is refused with 422 scenario-exceeds-limits, its problems naming node and field.",
 		Tags:          []string{tagScenarios},
 		DefaultStatus: http.StatusCreated,
 		Errors:        []int{http.StatusBadRequest, http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusUnprocessableEntity},
@@ -157,7 +157,11 @@ func (h *handlers) createScenario(ctx context.Context, in *createScenarioInput) 
 	if err := checkName(in.Body.Name); err != nil {
 		return nil, err
 	}
-	if _, err := decodeGraph(in.Body.Graph); err != nil {
+	s, err := decodeGraph(in.Body.Graph)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.checkStorable(s); err != nil {
 		return nil, err
 	}
 	v, err := h.store.CreateScenario(ctx, in.Body.Name, store.Draft{

@@ -6,10 +6,14 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/scenario-server/scenario-server/store"
 )
 
 // Pacing of the streams.
@@ -20,9 +24,49 @@ const (
 	streamKeepAlive = 15 * time.Second
 	// streamPoll is how often a results stream looks for results when nothing tells it.
 	streamPoll = 2 * time.Second
-	// streamPage is how many results a stream reads at once.
+	// streamPage is how many results a stream reads at once; the store also stops a page at
+	// store.MaxResultReadBytes of values (at least one result), which bounds what a stream
+	// holds.
 	streamPage = 1000
 )
+
+// DefaultStreamWriteTimeout is the default of Config.StreamWriteTimeout: a stream's client
+// that takes no event for a minute is disconnected.
+const DefaultStreamWriteTimeout = time.Minute
+
+// streamBuffer accounts for the bytes of result values that the results streams read from
+// the store and have not written to their clients yet. A stream holds one page at a time, at
+// most store.MaxResultReadBytes (or one larger result), whatever its client does: a client
+// that reads slowly, or not at all, makes its stream wait rather than buffer, and its results
+// wait in the store.
+type streamBuffer struct {
+	now, peak atomic.Int64
+	open      atomic.Int64 // results streams being served
+	gauge     prometheus.Gauge
+}
+
+func newStreamBuffer(reg prometheus.Registerer) *streamBuffer {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "scenario_server_stream_buffered_bytes",
+		Help: "Bytes of result values the results streams read from the store and have not written to their clients yet.",
+	})
+	if reused, err := registerOrReuse(reg, g); err == nil {
+		g = reused
+	}
+	return &streamBuffer{gauge: g}
+}
+
+// add counts n more bytes held (fewer when n < 0).
+func (b *streamBuffer) add(n int64) {
+	v := b.now.Add(n)
+	b.gauge.Add(float64(n))
+	for {
+		p := b.peak.Load()
+		if v <= p || b.peak.CompareAndSwap(p, v) {
+			return
+		}
+	}
+}
 
 // CloseStreams ends the server-sent event streams being served, and those that start later:
 // the server calls it when it shuts down, so that open streams do not hold the shutdown up.
@@ -44,6 +88,7 @@ func sseResponse(desc string) map[string]*huma.Response {
 }
 
 func (h *handlers) registerStreams(hapi huma.API) {
+	h.streamBuffer = newStreamBuffer(h.metrics)
 	register(hapi, h, huma.Operation{
 		OperationID: "stream-counts",
 		Method:      http.MethodGet,
@@ -63,27 +108,39 @@ func (h *handlers) registerStreams(hapi huma.API) {
 		Summary:     "Stream a collect sink's results",
 		Description: "Server-sent events: an event \"result\" per stored result, oldest first, with the result's id as the event id and a " +
 			"SinkResult object as data; first those after the cursor, then new ones as checkpoints store them. EventSource reconnects with " +
-			"Last-Event-ID and the stream resumes after it, so no result is missed or repeated.",
+			"Last-Event-ID and the stream resumes after it, so no result is missed or repeated. The stream goes at its client's pace, " +
+			"like a consumer of a log: the server reads the results from the store a page at a time (at most 1,000 results and 4 MiB of " +
+			"values, or one larger result) and reads the next page once the client has taken this one, so a slow client falls behind " +
+			"without the server buffering for it. A client that takes nothing for a minute (by default) is disconnected; it reconnects with " +
+			"Last-Event-ID and continues where it stopped.",
 		Tags:      []string{tagDeployments},
 		Errors:    []int{http.StatusBadRequest, http.StatusNotFound, http.StatusUnprocessableEntity},
 		Responses: sseResponse("A stream of \"result\" events, each data a SinkResult object."),
 	}, h.resultsStream)
 }
 
-// sseWriter writes server-sent events and flushes each.
+// sseWriter writes server-sent events and flushes each. A write that its client does not
+// take within timeout fails, which ends the stream.
 type sseWriter struct {
-	w  http.ResponseWriter
-	rc *http.ResponseController
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
 }
 
-func startSSE(w http.ResponseWriter) *sseWriter {
+func startSSE(w http.ResponseWriter, timeout time.Duration) *sseWriter {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
+	s := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: timeout}
+	s.deadline()
 	w.WriteHeader(http.StatusOK)
-	s := &sseWriter{w: w, rc: http.NewResponseController(w)}
 	_ = s.rc.Flush()
 	return s
+}
+
+// deadline gives the next write timeout to complete.
+func (s *sseWriter) deadline() {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout)) // not every ResponseWriter has deadlines
 }
 
 // event writes one event; id is left out when empty.
@@ -92,6 +149,7 @@ func (s *sseWriter) event(id, name string, data any) error {
 	if err != nil {
 		return err
 	}
+	s.deadline()
 	if id != "" {
 		if _, err := fmt.Fprintf(s.w, "id: %s\n", id); err != nil {
 			return err
@@ -104,6 +162,7 @@ func (s *sseWriter) event(id, name string, data any) error {
 }
 
 func (s *sseWriter) comment(text string) error {
+	s.deadline()
 	if _, err := fmt.Fprintf(s.w, ": %s\n\n", text); err != nil {
 		return err
 	}
@@ -124,7 +183,7 @@ func (h *handlers) countsStream(ctx context.Context, in *scenarioPath) (*huma.St
 	}
 	return &huma.StreamResponse{Body: func(hctx huma.Context) {
 		r, w := humachi.Unwrap(hctx)
-		sse := startSSE(w)
+		sse := startSSE(w, h.streamWriteTimeout)
 		keepAlive := time.NewTicker(streamKeepAlive)
 		defer keepAlive.Stop()
 		var last []byte
@@ -177,11 +236,17 @@ func (h *handlers) resultsStream(ctx context.Context, in *resultsStreamInput) (*
 	return &huma.StreamResponse{Body: func(hctx huma.Context) {
 		r, w := humachi.Unwrap(hctx)
 		ctx := r.Context()
-		sse := startSSE(w)
+		sse := startSSE(w, h.streamWriteTimeout)
 		keepAlive := time.NewTicker(streamKeepAlive)
 		defer keepAlive.Stop()
 		poll := time.NewTicker(streamPoll)
 		defer poll.Stop()
+		h.streamBuffer.open.Add(1)
+		var held int64 // bytes of the page's values not written yet
+		defer func() {
+			h.streamBuffer.add(-held)
+			h.streamBuffer.open.Add(-1)
+		}()
 		for {
 			changed := h.changed()
 			page, err := h.store.ReadSinkResults(ctx, in.Name, in.Sink, after, streamPage)
@@ -192,15 +257,22 @@ func (h *handlers) resultsStream(ctx context.Context, in *resultsStreamInput) (*
 				return
 			}
 			for _, res := range page {
+				held += int64(len(res.Value))
+			}
+			h.streamBuffer.add(held)
+			for i, res := range page {
 				if err := sse.event(strconv.FormatInt(res.ID, 10), "result", sinkResultOut(res)); err != nil {
 					return
 				}
 				after = res.ID
+				page[i] = store.SinkResult{} // written: its value may go
+				held -= int64(len(res.Value))
+				h.streamBuffer.add(-int64(len(res.Value)))
 			}
 			if len(page) > 0 {
+				// A page is cut at a byte budget as well as at streamPage results: read on
+				// until one comes back empty.
 				keepAlive.Reset(streamKeepAlive)
-			}
-			if len(page) == streamPage {
 				continue
 			}
 			select {

@@ -46,7 +46,7 @@ type NewVersion struct {
 type ImportResult struct {
 	Created    bool             `json:"created" doc:"True when the import created the scenario (its version 1)."`
 	Version    Version          `json:"version" doc:"The version the import saved, without its graph."`
-	Validation ValidationResult `json:"validation" doc:"The imported graph's validation: imports are stored even when it has errors, as saves are."`
+	Validation ValidationResult `json:"validation" doc:"The imported graph's validation: imports are stored even when it has errors, as saves are (except errors of the limit class, which refuse the import)."`
 }
 
 type versionPath struct {
@@ -108,7 +108,7 @@ func (h *handlers) registerVersions(hapi huma.API) {
 		Method:        http.MethodPost,
 		Path:          "/api/scenarios/{name}/versions",
 		Summary:       "Save a new version",
-		Description:   "Saves the graph as the next version, on top of baseVersion (optimistic concurrency): when another save got there first, the answer is 409 version-conflict with both versions. The graph must decode as a scenario; it need not be valid yet.",
+		Description:   "Saves the graph as the next version, on top of baseVersion (optimistic concurrency): when another save got there first, the answer is 409 version-conflict with both versions. The graph must decode as a scenario; it need not be valid yet, but a graph with errors of the limit class is refused with 422 scenario-exceeds-limits (see create-scenario).",
 		Tags:          []string{tagVersions},
 		DefaultStatus: http.StatusCreated,
 		Errors: []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge,
@@ -145,7 +145,7 @@ func (h *handlers) registerVersions(hapi huma.API) {
 		Method:        http.MethodPost,
 		Path:          "/api/scenarios/{name}/import",
 		Summary:       "Import a scenario JSON",
-		Description:   "Saves a scenario graph (as the export operation returns it) as a new version of the scenario, creating the scenario when it does not exist. The graph must decode as a scenario; the answer carries its validation.",
+		Description:   "Saves a scenario graph (as the export operation returns it) as a new version of the scenario, creating the scenario when it does not exist. The graph must decode as a scenario and have no errors of the limit class (422 scenario-exceeds-limits, see create-scenario); the answer carries its validation.",
 		Tags:          []string{tagVersions},
 		DefaultStatus: http.StatusCreated,
 		Errors: []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge,
@@ -172,7 +172,11 @@ func (h *handlers) saveVersion(ctx context.Context, in *saveVersionInput) (*vers
 	if err := checkName(in.Name); err != nil {
 		return nil, err
 	}
-	if _, err := decodeGraph(in.Body.Graph); err != nil {
+	s, err := decodeGraph(in.Body.Graph)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.checkStorable(s); err != nil {
 		return nil, err
 	}
 	v, err := h.store.SaveVersion(ctx, in.Name, in.Body.BaseVersion, store.Draft{
@@ -244,6 +248,10 @@ func (h *handlers) importScenario(ctx context.Context, in *importInput) (*import
 	if err != nil {
 		return nil, err
 	}
+	validation := h.nodes.Validate(s)
+	if limits := validation.LimitErrors(); len(limits) > 0 {
+		return nil, exceedsLimits(limits)
+	}
 	draft := store.Draft{Graph: []byte(in.Body), Comment: in.Comment, Author: in.User}
 	base, created := in.BaseVersion, false
 	var v store.Version
@@ -275,7 +283,7 @@ func (h *handlers) importScenario(ctx context.Context, in *importInput) (*import
 		Body: ImportResult{
 			Created:    created,
 			Version:    versionOut(v),
-			Validation: validationOut(h.nodes.Validate(s)),
+			Validation: validationOut(validation),
 		},
 	}, nil
 }

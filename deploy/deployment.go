@@ -18,9 +18,16 @@ import (
 // errPermanent marks a checkpoint error that retrying cannot help: the deployment fails.
 var errPermanent = errors.New("checkpoint cannot be committed")
 
+// errFenced marks a checkpoint the store refused because the deployment's lease is no longer
+// this server's (store.ErrLeaseLost): the deployment stops here without writing anything more,
+// and without changing its status, which is the new holder's to change.
+var errFenced = errors.New("another server runs the deployment")
+
 // Tuning of a deployment's loop.
 const (
-	// readBatch is how many events one read of an event log returns at most.
+	// readBatch is how many events one read of an event log returns at most; the store also
+	// stops a read at store.MaxEventReadBytes of payloads (at least one event), whatever the
+	// events' size.
 	readBatch = 2000
 	// maxPendingResults forces a checkpoint when this many collect results wait for one.
 	maxPendingResults = 20_000
@@ -36,6 +43,10 @@ type deployment struct {
 	rt      *Runtime
 	info    store.Deployment // set before run starts; the status there is the one at start
 	version store.Version
+	// lease is this server's lease on the deployment, set before run starts; its Epoch goes
+	// with every checkpoint. lost is set once the lease renewal found it taken over.
+	lease store.Lease
+	lost  atomic.Bool
 
 	eng     *engine.Engine
 	sinks   *sinks
@@ -63,6 +74,12 @@ type deployment struct {
 	checkpointErr      string
 	checkpointErrAt    time.Time
 	checkpointFailures int64
+	// healthy: the run has lasted Config.HealthyAfter with checkpoints, and its count of
+	// unclean stops was set back to 0 (store.Store.EndRun).
+	healthy bool
+	// pushing is the event being pushed (for its dead letters); deadLetters counts them.
+	pushing     pushing
+	deadLetters int64
 }
 
 // source is one source of a deployment and its position: in the source's event log for an
@@ -126,6 +143,26 @@ func (d *deployment) addSource(id, kind string, in input, arrivalTime bool, idle
 // stop asks run to commit a final checkpoint and return.
 func (d *deployment) stop() { d.stopOnce.Do(func() { close(d.stopCh) }) }
 
+// loseLease stops the deployment without a final checkpoint: another server holds its lease.
+func (d *deployment) loseLease() {
+	d.lost.Store(true)
+	d.stop()
+}
+
+// fenced stops the deployment after the store refused its lease: another server runs it now.
+func (d *deployment) fenced(err error) {
+	d.logger().Warn("stopping: the deployment's lease is no longer this server's", "error", err)
+	d.publish(PhaseStopped)
+	d.rt.remove(d)
+}
+
+// endRun records a clean stop (or a healthy run): the count of unclean stops starts over.
+func (d *deployment) endRun(ctx context.Context) {
+	if err := d.rt.cfg.Store.EndRun(ctx, d.info.ID); err != nil && ctx.Err() == nil {
+		d.logger().Warn("recording a clean run", "error", err)
+	}
+}
+
 func (d *deployment) wakeUp() {
 	select {
 	case d.wake <- struct{}{}:
@@ -156,6 +193,10 @@ func (d *deployment) run() {
 	if err := d.restore(ctx); err != nil {
 		if errors.Is(err, errStopped) {
 			d.publish(PhaseStopped)
+			return
+		}
+		if errors.Is(err, errFenced) {
+			d.fenced(err)
 			return
 		}
 		log.Error("deployment failed to start", "error", err)
@@ -195,16 +236,31 @@ func (d *deployment) run() {
 			d.publish(PhaseStopped)
 			return
 		case <-d.stopCh:
+			if d.lost.Load() {
+				d.fenced(store.ErrLeaseLost)
+				return
+			}
 			fctx, cancel := context.WithTimeout(ctx, finalCheckpointTimeout)
 			err := d.checkpoint(fctx)
-			cancel()
+			if errors.Is(err, errFenced) {
+				cancel()
+				d.fenced(err)
+				return
+			}
 			if errors.Is(err, errPermanent) {
+				cancel()
 				d.fail(err.Error())
 				return
 			}
 			if err != nil {
 				log.Error("final checkpoint failed; a restart resumes from the previous one", "error", err)
 			}
+			// A clean stop: the process did not die while running it.
+			d.endRun(fctx)
+			if err := d.rt.cfg.Store.ReleaseLease(fctx, d.lease); err != nil && fctx.Err() == nil {
+				log.Warn("releasing the lease", "error", err)
+			}
+			cancel()
 			d.publish(PhaseStopped)
 			return
 		default:
@@ -227,6 +283,11 @@ func (d *deployment) run() {
 		if n > 0 {
 			d.dirty = true
 			d.publish(PhaseRunning)
+			if err := checkStateBudget(d.live.Load(), d.rt.cfg.MaxDeploymentState); err != nil {
+				log.Error("deployment failed", "error", err)
+				d.fail(err.Error())
+				return
+			}
 		} else if d.inputsChanged() {
 			d.publish(PhaseRunning)
 		}
@@ -237,6 +298,9 @@ func (d *deployment) run() {
 		if due || d.forceCheckpoint || d.sinks.pending() >= maxPendingResults {
 			err := d.checkpoint(ctx)
 			switch {
+			case errors.Is(err, errFenced):
+				d.fenced(err)
+				return
 			case errors.Is(err, errPermanent):
 				log.Error("deployment failed", "error", err)
 				d.fail(err.Error())
@@ -245,6 +309,12 @@ func (d *deployment) run() {
 				log.Error("checkpoint failed; retrying", "error", err)
 				d.publish(PhaseRunning) // the failure shows in Live
 			}
+		}
+		// Running for a while, checkpoints not failing: the unclean stops before were not
+		// this deployment's doing, or no longer are.
+		if !d.healthy && !d.commitFailing && now.Sub(d.startedAt) >= d.rt.cfg.HealthyAfter {
+			d.healthy = true
+			d.endRun(ctx)
 		}
 		if n == 0 {
 			d.sleep(d.waitTime(now))
@@ -408,6 +478,9 @@ func (d *deployment) restore(ctx context.Context) error {
 				pos = p.Offset
 			}
 		}
+		if err := d.checkLogPosition(ctx, s, pos, cp.Sequence); err != nil {
+			return err
+		}
 		s.next.Store(pos)
 		s.committed.Store(pos)
 		s.noteAccepted(pos)
@@ -428,6 +501,33 @@ func (d *deployment) restore(ctx context.Context) error {
 		return err
 	})
 }
+
+// checkLogPosition returns a permanent error when pos, where the HTTP source s resumes, is not
+// a position of its event log: negative, or past its end (reading on from there would skip
+// every event appended until the log reached it).
+func (d *deployment) checkLogPosition(ctx context.Context, s *source, pos, sequence int64) error {
+	var end int64
+	err := d.retry(ctx, "reading the end of an event log", func() error {
+		var err error
+		end, err = d.rt.cfg.Store.EventLogEnd(ctx, s.log)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if pos < 0 || pos > end {
+		return cannotResume{fmt.Errorf("checkpoint %d: source %q resumes at offset %d, which is not in its event log (offsets 0 to %d: %d events were ever accepted)",
+			sequence, s.id, pos, end, end)}
+	}
+	return nil
+}
+
+// cannotResume is a permanent error (errors.Is errPermanent) of a restore: what was stored
+// cannot be resumed from. Its message is the deployment's FAILED reason.
+type cannotResume struct{ err error }
+
+func (e cannotResume) Error() string   { return "cannot resume: " + e.err.Error() }
+func (e cannotResume) Unwrap() []error { return []error{errPermanent, e.err} }
 
 // previousCheckpoint returns the latest checkpoint of the newest earlier deployment of the
 // scenario that has one, and that deployment's version; nil when there is none.
@@ -460,8 +560,12 @@ var errStopped = errors.New("stopped while starting")
 func (d *deployment) retry(ctx context.Context, what string, f func() error) error {
 	for {
 		err := f()
-		if err == nil || errors.Is(err, errPermanent) {
+		if err == nil || errors.Is(err, errPermanent) || errors.Is(err, errFenced) {
 			return err
+		}
+		if errors.Is(err, store.ErrCorrupt) {
+			// Damaged data does not mend by reading it again.
+			return cannotResume{err}
 		}
 		if ctx.Err() != nil {
 			return errStopped
@@ -505,6 +609,9 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 					pushed++
 				}
 				s.in.advance(ev)
+				if d.stopRequested(ctx) {
+					break // the positions cover what was pushed; the rest is read again
+				}
 			}
 			if reset {
 				// The positions moved without events (a file rotated or truncated, a topic
@@ -525,6 +632,9 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 		for _, e := range events {
 			d.push(s, e)
 			s.next.Store(e.Offset + 1)
+			if d.stopRequested(ctx) {
+				break
+			}
 		}
 		if n := len(events); n > 0 {
 			s.noteAccepted(events[n-1].Offset + 1)
@@ -535,11 +645,26 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 	return total, nil
 }
 
+// stopRequested reports a stop (cancel, redeploy, shutdown) or an ended context: process
+// returns between two events then, so that a stop waits for one event's processing at most,
+// which the expression budgets bound.
+func (d *deployment) stopRequested(ctx context.Context) bool {
+	select {
+	case <-d.stopCh:
+		return true
+	case <-ctx.Done():
+		return true
+	default:
+		return false
+	}
+}
+
 // push sends one event of an HTTP source's log through the engine. A source without a
 // timestamp expression gets the time its event was accepted, which the log keeps, rather
 // than the engine's clock: the event's time is then the same when it is processed again
 // after a restart.
 func (d *deployment) push(s *source, e store.Event) {
+	d.pushing.offset = e.Offset
 	d.pushPayload(s, e.Payload, e.AcceptedAt.UnixMilli(), e.Offset+1, -1)
 }
 
@@ -547,6 +672,13 @@ func (d *deployment) push(s *source, e store.Event) {
 // timestamp expression (arrival in the log, or the Kafka record's timestamp); partition is
 // its Kafka partition (-1 for other sources), which its per-event errors report.
 func (d *deployment) pushPayload(s *source, payload []byte, at, line int64, partition int32) {
+	if s.kind == sourceKafka {
+		d.pushing.offset = line - 1
+	} else if s.kind != sourceHTTP {
+		d.pushing.offset = -1
+	}
+	d.pushing.src, d.pushing.payload, d.pushing.partition = s, payload, partition
+	defer func() { d.pushing = pushing{offset: -1, partition: -1} }()
 	d.eng.SetInputPartition(partition)
 	if s.arrivalTime {
 		if v, err := value.ParseJSON(payload); err == nil && v.Kind() == value.KindRecord {
@@ -653,10 +785,13 @@ func (d *deployment) checkpoint(ctx context.Context) error {
 		positions = append(positions, store.SourcePosition{Source: s.id, Offset: s.next.Load()})
 	}
 	cp, _, err := d.rt.cfg.Store.CommitCheckpoint(ctx,
-		store.Checkpoint{Deployment: d.info.ID, State: state.encode(), Positions: positions}, d.sinks.collect)
+		store.Checkpoint{Deployment: d.info.ID, State: state.encode(), Positions: positions, Epoch: d.lease.Epoch}, d.sinks.collect)
 	if err != nil {
 		d.commitFailing = true
 		d.noteCheckpointError(now, err)
+		if errors.Is(err, store.ErrLeaseLost) {
+			return fmt.Errorf("%w: %w", errFenced, err)
+		}
 		if errors.Is(err, store.ErrInvalidJSON) || errors.Is(err, store.ErrNotFound) {
 			// A value the store refuses fails every checkpoint from now on; a deployment
 			// that is gone has nowhere to checkpoint.
@@ -705,10 +840,13 @@ func (d *deployment) fail(reason string) {
 func (d *deployment) publish(phase Phase) {
 	l := &Live{
 		Scenario: d.info.Scenario, Deployment: d.info.ID, Version: d.info.Version, Phase: phase,
-		Nodes:      d.eng.Counts(),
+		Nodes: d.eng.Counts(), State: d.eng.State(),
 		Checkpoint: d.checkpointSeq, CheckpointAt: d.checkpointAt,
 		CheckpointError: d.checkpointErr, CheckpointErrorAt: d.checkpointErrAt, CheckpointFailures: d.checkpointFailures,
 		UpdatedAt: d.rt.cfg.Now().UTC(),
+	}
+	for _, st := range l.State {
+		l.StateBytes += int64(st.Bytes)
 	}
 	errs, total := d.eng.Errors()
 	l.Errors = total

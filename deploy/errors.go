@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/scenario-server/scenario-server/scenario"
+	"github.com/scenario-server/scenario-server/store"
 )
 
 // ErrNotDeployed means the scenario has no deployment running in this server: Ingest has
@@ -115,11 +116,20 @@ type SinkPathInUseError struct {
 	OtherScenario, OtherSink string
 	// OtherDeployment is the other deployment's id; 0 while it is being created.
 	OtherDeployment int64
+	// OtherStatus is the other deployment's status when it is not running: CANCELED or
+	// FAILED, the latest deployment of a scenario that is not archived. Deploying that
+	// scenario again resumes its checkpoint and cuts the file back to the size it recorded,
+	// so the file stays its own (see Runtime.Deploy). Empty for a running one.
+	OtherStatus store.DeploymentStatus
 }
 
 func (e *SinkPathInUseError) Error() string {
 	other := fmt.Sprintf("the running deployment %d of %q", e.OtherDeployment, e.OtherScenario)
-	if e.OtherDeployment == 0 {
+	switch {
+	case e.OtherStatus != "" && !e.OtherStatus.Active():
+		other = fmt.Sprintf("the %s deployment %d of %q (deploying %q again resumes its checkpoint and cuts the file back; archive %q to release the file)",
+			e.OtherStatus, e.OtherDeployment, e.OtherScenario, e.OtherScenario, e.OtherScenario)
+	case e.OtherDeployment == 0:
 		other = fmt.Sprintf("a deployment of %q being started", e.OtherScenario)
 	}
 	return fmt.Sprintf("file sink %q of %q writes to %q, which file sink %q of %s writes to: two deployments cannot share a file; use another path",

@@ -35,8 +35,9 @@ func registerPrepared(t *testing.T, r *Runtime, st store.Store, name string) {
 }
 
 // A file sink may not write the file of another scenario's running deployment (a restore of
-// either would cut the other's lines); the same scenario may be redeployed, and the file is
-// free again once the other deployment is canceled.
+// either would cut the other's lines); the same scenario may be redeployed. A canceled
+// deployment keeps its file (deploying its scenario again would cut it back to its
+// checkpoint) until its scenario is archived.
 func testSinkPathInUse(t *testing.T, st store.Store) {
 	createScenario(t, st, "a", fileSinkGraph("shared.txt"))
 	createScenario(t, st, "b", fileSinkGraph("./shared.txt"))
@@ -58,7 +59,18 @@ func testSinkPathInUse(t *testing.T, st store.Store) {
 	if _, err := r.Cancel(t.Context(), "a", "ann", ""); err != nil {
 		t.Fatal(err)
 	}
+	_, err = r.Deploy(t.Context(), DeployRequest{Scenario: "b"})
+	if !errors.As(err, &inUse) || inUse.OtherScenario != "a" || inUse.OtherStatus != store.StatusCanceled ||
+		!strings.Contains(err.Error(), "CANCELED deployment") || !strings.Contains(err.Error(), `archive "a"`) {
+		t.Fatalf("deploying b onto the file of a's canceled deployment: %v", err)
+	}
+	if _, err := st.SetArchived(t.Context(), "a", true); err != nil {
+		t.Fatal(err)
+	}
 	deploy(t, r, "b", 0)
+	if _, err := st.SetArchived(t.Context(), "a", false); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := r.Deploy(t.Context(), DeployRequest{Scenario: "a"}); !errors.As(err, &inUse) || inUse.OtherScenario != "b" {
 		t.Fatalf("deploying a onto b's file: %v", err)
 	}

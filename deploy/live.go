@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/scenario-server/scenario-server/aggregate"
 	"github.com/scenario-server/scenario-server/engine"
 )
 
@@ -31,6 +32,10 @@ type Live struct {
 	Phase      Phase
 	// Nodes holds every node's counters, by node id.
 	Nodes map[string]engine.Counts
+	// State holds the window state of every aggregate node (keys, slices, estimated heap
+	// bytes), by node id; StateBytes is their sum, which Config.MaxDeploymentState bounds.
+	State      map[string]aggregate.StateSize
+	StateBytes int64
 	// Sources holds each source's positions, in the scenario's order.
 	Sources []SourceLive
 	// Errors counts the per-event errors; FirstErrors holds the first ones (at most 20).

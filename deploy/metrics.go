@@ -21,13 +21,19 @@ var (
 		"Events too late for every window of the aggregate node of a running deployment (dropped, or sent down its Late edge).", nodeLabels, nil)
 	descPartlyLate = prometheus.NewDesc("scenario_server_node_partly_late_total",
 		"Events the aggregate node of a running deployment dropped from some closed windows but counted in the open ones (hopping windows); not in late_total.", nodeLabels, nil)
+	descStateBytes = prometheus.NewDesc("scenario_server_node_state_bytes",
+		"Estimated heap bytes of the window state of the aggregate node of a running deployment, as of its last batch.", nodeLabels, nil)
+	descStateKeys = prometheus.NewDesc("scenario_server_node_state_keys",
+		"Group keys holding window state in the aggregate node of a running deployment.", nodeLabels, nil)
+	descStateSlices = prometheus.NewDesc("scenario_server_node_state_slices",
+		"Slices holding partials in the aggregate node of a running deployment (time slices; open sessions for session windows; count-slices for count windows).", nodeLabels, nil)
 	descBacklog = prometheus.NewDesc("scenario_server_source_backlog",
 		"Events a source of a running deployment accepted (HTTP), or that are in its topic (Kafka) or file (bytes), and that it has not processed yet.",
 		[]string{"scenario", "source"}, nil)
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descIn, descOut, descErrors, descLate, descPartlyLate, descBacklog} {
+	for _, d := range []*prometheus.Desc{descIn, descOut, descErrors, descLate, descPartlyLate, descStateBytes, descStateKeys, descStateSlices, descBacklog} {
 		ch <- d
 	}
 }
@@ -41,6 +47,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descErrors, prometheus.CounterValue, float64(n.Errors), l.Scenario, node)
 			ch <- prometheus.MustNewConstMetric(descLate, prometheus.CounterValue, float64(n.Late), l.Scenario, node)
 			ch <- prometheus.MustNewConstMetric(descPartlyLate, prometheus.CounterValue, float64(n.PartlyLate), l.Scenario, node)
+		}
+		for node, st := range l.State {
+			ch <- prometheus.MustNewConstMetric(descStateBytes, prometheus.GaugeValue, float64(st.Bytes), l.Scenario, node)
+			ch <- prometheus.MustNewConstMetric(descStateKeys, prometheus.GaugeValue, float64(st.Keys), l.Scenario, node)
+			ch <- prometheus.MustNewConstMetric(descStateSlices, prometheus.GaugeValue, float64(st.Slices), l.Scenario, node)
 		}
 		for _, s := range l.Sources {
 			ch <- prometheus.MustNewConstMetric(descBacklog, prometheus.GaugeValue, float64(s.Backlog), l.Scenario, s.ID)

@@ -42,6 +42,18 @@
 // aggregate). A Kafka source keeps its watermark per partition (engine.SetPartitionsPending),
 // so the interleaving of its partitions changes results only through events that come late.
 //
+// # Ownership and resume
+//
+// A deployment runs in one server at a time: the one holding its lease in the store
+// (store.Store.AcquireLease, Config.Owner), renewed every Config.LeaseTTL/3. Its checkpoints
+// carry the lease's epoch and the store refuses those of an older one, so a server that lost
+// the lease (taken over, or the deployment ended from another server) stops the deployment
+// without committing anything. Start counts each run it begins (store.Store.BeginRun) and a
+// clean stop or Config.HealthyAfter of running sets the count back to 0: a deployment whose
+// count reached Config.CrashLoopLimit is marked FAILED instead of resumed. A checkpoint that
+// does not verify (store.ErrCorrupt) or whose event-log position is not in the log fails the
+// deployment with the reason. Config.NoResume starts without resuming anything.
+//
 // Kafka and file sources (input.go) are read by the deployment itself; their positions (Kafka
 // offsets per partition, byte offsets) go into the same checkpoints, so the guarantees above
 // hold for them too: after a crash they are read again from the checkpointed positions.
@@ -116,7 +128,47 @@ type Config struct {
 	BatchKeyRetention time.Duration
 	// PruneInterval is how often retention is applied; 0 means DefaultPruneInterval.
 	PruneInterval time.Duration
+	// MaxDeploymentState is the most window state, in bytes (the aggregate nodes' estimated
+	// heap bytes, summed), that one deployment may hold: checked after each batch of events,
+	// a deployment over it fails with a *StateBudgetError as its reason. 0 means
+	// DefaultMaxDeploymentState (1 GiB); negative means no budget.
+	MaxDeploymentState int64
+
+	// Owner identifies this server among the servers sharing the store: a deployment runs in
+	// the one server holding its lease (store.Store.AcquireLease), and its checkpoints carry
+	// the lease's epoch, so that the store refuses those of a server that lost it. Runtimes
+	// with the same Owner are one server restarted: each takes the deployments over from
+	// the other at once. Empty means DefaultOwner.
+	Owner string
+	// LeaseTTL is how long a deployment's lease lasts unless renewed; the runtime renews
+	// it every LeaseTTL/3. Another server may take a deployment over once its lease
+	// expired. 0 means DefaultLeaseTTL.
+	LeaseTTL time.Duration
+	// NoResume (safe mode): Start resumes no deployment. Each deploying or running one stays
+	// so in the store, with the reason PausedReason, and runs again when a later Start
+	// (without NoResume) resumes it, or when its scenario is deployed again (which
+	// continues from its last checkpoint).
+	NoResume bool
+	// CrashLoopLimit: Start does not resume a deployment whose runs stopped uncleanly (the
+	// process died while running it) this many times in a row, but marks it FAILED with the
+	// reason. 0 means DefaultCrashLoopLimit; negative resumes whatever happened.
+	CrashLoopLimit int
+	// HealthyAfter is how long a deployment runs, checkpointing, before its runs count as
+	// healthy again (store.Store.EndRun): the count of unclean stops starts over. A clean
+	// stop starts it over too. 0 means DefaultHealthyAfter.
+	HealthyAfter time.Duration
 }
+
+// Defaults of the ownership and crash-loop settings of Config.
+const (
+	DefaultOwner          = "scenario-server"
+	DefaultLeaseTTL       = 15 * time.Second
+	DefaultCrashLoopLimit = 3
+	DefaultHealthyAfter   = time.Minute
+)
+
+// PausedReason is the reason a deployment not resumed by a Start with Config.NoResume gets.
+const PausedReason = "paused: the server started in safe mode (--no-resume) and did not resume it; deploy the scenario again, or restart the server without --no-resume, to resume it from its last checkpoint"
 
 // DefaultPruneInterval is how often retention is applied by default.
 const DefaultPruneInterval = time.Minute
@@ -140,6 +192,8 @@ type Runtime struct {
 	running sync.WaitGroup
 	// The retention loop: stopped by closing pruneStop; pruneDone closes when it returns.
 	pruneStop, pruneDone chan struct{}
+	// The lease renewal loop: stopped by closing leaseStop; leaseDone closes when it returns.
+	leaseStop, leaseDone chan struct{}
 
 	changes notifier
 }
@@ -169,6 +223,21 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.PruneInterval <= 0 {
 		cfg.PruneInterval = DefaultPruneInterval
 	}
+	if cfg.MaxDeploymentState == 0 {
+		cfg.MaxDeploymentState = DefaultMaxDeploymentState
+	}
+	if cfg.Owner == "" {
+		cfg.Owner = DefaultOwner
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = DefaultLeaseTTL
+	}
+	if cfg.CrashLoopLimit == 0 {
+		cfg.CrashLoopLimit = DefaultCrashLoopLimit
+	}
+	if cfg.HealthyAfter <= 0 {
+		cfg.HealthyAfter = DefaultHealthyAfter
+	}
 	if err := checkBrokers(cfg.KafkaBrokers); err != nil {
 		return nil, fmt.Errorf("deploy: %w", err)
 	}
@@ -187,13 +256,50 @@ func New(cfg Config) (*Runtime, error) {
 // returns once they are registered (Ingest accepts their events at once), not restored. A
 // deployment whose version no longer builds, or with a file sink writing to a file that a
 // deployment resumed before it writes too (*SinkPathInUseError), is marked FAILED with the
-// reason. Errors: the store cannot list the deployments.
+// reason; so is one whose runs stopped uncleanly Config.CrashLoopLimit times in a row. A
+// deployment whose lease another server holds is left to it. With Config.NoResume nothing
+// is resumed (see there). Errors: the store cannot list the deployments or take a lease.
 func (r *Runtime) Start(ctx context.Context) error {
 	list, err := r.cfg.Store.ListActiveDeployments(ctx)
 	if err != nil {
 		return fmt.Errorf("resuming deployments: %w", err)
 	}
+	defer r.startLoops()
 	for _, sd := range list {
+		if r.cfg.NoResume {
+			r.pause(ctx, sd)
+			continue
+		}
+		lease, err := r.cfg.Store.AcquireLease(ctx, sd.ID, r.cfg.Owner, r.cfg.LeaseTTL)
+		var held *store.LeaseHeldError
+		switch {
+		case errors.As(err, &held):
+			r.log.Info("deployment runs on another server", "scenario", sd.Scenario, "deployment", sd.ID, "owner", held.Owner)
+			continue
+		case errors.Is(err, store.ErrInvalidTransition):
+			continue // canceled meanwhile, by another server
+		case err != nil:
+			return fmt.Errorf("resuming deployment %d of %q: %w", sd.ID, sd.Scenario, err)
+		}
+		// Checked once the lease is ours: the count is of our runs, not another server's.
+		if limit := r.cfg.CrashLoopLimit; limit > 0 && sd.UncleanRuns >= limit {
+			reason := fmt.Sprintf("the server stopped %d times in a row while running it; not resumed (fix the cause, then deploy the scenario again)", sd.UncleanRuns)
+			r.log.Error("deployment not resumed", "scenario", sd.Scenario, "deployment", sd.ID, "reason", reason)
+			if _, serr := r.cfg.Store.SetDeploymentStatus(ctx, sd.ID, store.StatusFailed, reason); serr != nil {
+				r.log.Error("marking deployment failed", "deployment", sd.ID, "error", serr)
+			}
+			continue
+		}
+		// Counted before the version is even built: a graph that kills the process while
+		// building counts too.
+		if _, err := r.cfg.Store.BeginRun(ctx, sd.ID); err != nil {
+			return fmt.Errorf("resuming deployment %d of %q: %w", sd.ID, sd.Scenario, err)
+		}
+		if sd.Reason != "" { // a pause note (PausedReason): it runs again
+			if _, err := r.cfg.Store.SetDeploymentReason(ctx, sd.ID, ""); err == nil {
+				sd.Reason = ""
+			}
+		}
 		v, err := r.cfg.Store.GetVersion(ctx, sd.Scenario, sd.Version)
 		if err != nil {
 			return fmt.Errorf("resuming deployment %d of %q: %w", sd.ID, sd.Scenario, err)
@@ -206,7 +312,7 @@ func (r *Runtime) Start(ctx context.Context) error {
 			}
 			continue
 		}
-		d.info = sd
+		d.info, d.lease = sd, lease
 		if err := r.launch(d); err != nil {
 			var inUse *SinkPathInUseError
 			if !errors.As(err, &inUse) {
@@ -219,17 +325,68 @@ func (r *Runtime) Start(ctx context.Context) error {
 			}
 			continue
 		}
-		r.log.Info("resuming deployment", "scenario", sd.Scenario, "deployment", sd.ID, "version", sd.Version)
-	}
-	if r.cfg.ResultRetention > 0 || r.cfg.BatchKeyRetention > 0 {
-		r.mu.Lock()
-		if !r.closed && r.pruneStop == nil {
-			r.pruneStop, r.pruneDone = make(chan struct{}), make(chan struct{})
-			go r.pruneLoop(r.pruneStop, r.pruneDone)
-		}
-		r.mu.Unlock()
+		r.log.Info("resuming deployment", "scenario", sd.Scenario, "deployment", sd.ID, "version", sd.Version, "epoch", lease.Epoch)
 	}
 	return nil
+}
+
+// pause leaves sd as it is in the store, not running, with the reason PausedReason, unless
+// another server runs it.
+func (r *Runtime) pause(ctx context.Context, sd store.Deployment) {
+	if l, err := r.cfg.Store.GetLease(ctx, sd.ID); err == nil && l.Owner != "" && l.Owner != r.cfg.Owner && r.cfg.Now().Before(l.ExpiresAt) {
+		return
+	}
+	if _, err := r.cfg.Store.SetDeploymentReason(ctx, sd.ID, PausedReason); err != nil {
+		r.log.Error("pausing deployment", "deployment", sd.ID, "error", err)
+		return
+	}
+	r.log.Warn("deployment paused: not resumed (safe mode)", "scenario", sd.Scenario, "deployment", sd.ID, "version", sd.Version)
+}
+
+// startLoops starts the retention loop (when retention is on) and the lease renewal loop.
+func (r *Runtime) startLoops() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	if (r.cfg.ResultRetention > 0 || r.cfg.BatchKeyRetention > 0) && r.pruneStop == nil {
+		r.pruneStop, r.pruneDone = make(chan struct{}), make(chan struct{})
+		go r.pruneLoop(r.pruneStop, r.pruneDone)
+	}
+	if r.leaseStop == nil {
+		r.leaseStop, r.leaseDone = make(chan struct{}), make(chan struct{})
+		go r.leaseLoop(r.leaseStop, r.leaseDone)
+	}
+}
+
+// leaseLoop renews the leases of the running deployments every LeaseTTL/3 until stop
+// closes. A deployment whose lease was lost (another server took it over, or it was canceled
+// from another server) stops without writing anything more.
+func (r *Runtime) leaseLoop(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	tick := time.NewTicker(r.cfg.LeaseTTL / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		for _, d := range r.deployments() {
+			if d.lease.Epoch == 0 {
+				continue
+			}
+			_, err := r.cfg.Store.RenewLease(r.ctx, d.lease, r.cfg.LeaseTTL)
+			switch {
+			case errors.Is(err, store.ErrLeaseLost):
+				d.logger().Warn("lease lost: another server took the deployment over, or it was ended; stopping it here", "epoch", d.lease.Epoch)
+				d.loseLease()
+			case err != nil && r.ctx.Err() == nil:
+				d.logger().Error("renewing the lease failed; retrying", "error", err)
+			}
+		}
+	}
 }
 
 // pruneLoop applies retention now and every PruneInterval until stop closes.
@@ -360,13 +517,19 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 	if r.pruneStop != nil {
 		close(r.pruneStop)
 	}
-	pruneDone := r.pruneDone
+	if r.leaseStop != nil {
+		close(r.leaseStop)
+	}
+	pruneDone, leaseDone := r.pruneDone, r.leaseDone
 	r.mu.Unlock()
-	// The store outlives Shutdown only until the caller closes it: no retention round may
-	// still be running then (cancel ends one in its store call).
+	// The store outlives Shutdown only until the caller closes it: no retention or renewal
+	// round may still be running then (cancel ends one in its store call).
 	waitPrune := func() {
 		if pruneDone != nil {
 			<-pruneDone
+		}
+		if leaseDone != nil {
+			<-leaseDone
 		}
 	}
 	for _, d := range list {
@@ -396,9 +559,17 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 func (r *Runtime) abort() {
 	r.mu.Lock()
 	r.closed = true
+	if r.leaseStop != nil {
+		close(r.leaseStop)
+		r.leaseStop = nil
+	}
+	leaseDone := r.leaseDone
 	r.mu.Unlock()
 	r.cancel()
 	r.running.Wait()
+	if leaseDone != nil {
+		<-leaseDone
+	}
 }
 
 // Changed returns a channel closed at the next change of any deployment: events processed,
@@ -470,7 +641,8 @@ type DeployRequest struct {
 // with empty windows (its graph, and so its state, differs).
 //
 // Errors: *InvalidVersionError; *SinkPathInUseError (a file sink writes to a file that
-// another scenario's running deployment writes; nothing changed); errors wrapping
+// another scenario's running deployment writes, or its latest canceled or failed one when it
+// is not archived: see checkSinkOwners; nothing changed); errors wrapping
 // store.ErrNotFound (no such scenario or version) or store.ErrArchived; ErrClosed during Shutdown; ctx's error when it ends before
 // the deployment started (it goes on starting); store failures.
 func (r *Runtime) Deploy(ctx context.Context, req DeployRequest) (store.Deployment, error) {
@@ -505,6 +677,9 @@ func (r *Runtime) Deploy(ctx context.Context, req DeployRequest) (store.Deployme
 		return store.Deployment{}, err
 	}
 	defer release()
+	if err := r.checkSinkOwners(ctx, d); err != nil {
+		return store.Deployment{}, err
+	}
 
 	reason := fmt.Sprintf("replaced by version %d", v.Number)
 	if req.User != "" {
@@ -519,7 +694,15 @@ func (r *Runtime) Deploy(ctx context.Context, req DeployRequest) (store.Deployme
 	if err != nil {
 		return store.Deployment{}, err
 	}
-	d.info = sd
+	lease, err := r.cfg.Store.AcquireLease(ctx, sd.ID, r.cfg.Owner, r.cfg.LeaseTTL)
+	if err != nil {
+		// Another server took the new deployment at its start (it resumes what it finds).
+		return sd, fmt.Errorf("deploying %q: %w", req.Scenario, err)
+	}
+	if _, err := r.cfg.Store.BeginRun(ctx, sd.ID); err != nil {
+		return sd, err
+	}
+	d.info, d.lease = sd, lease
 	if err := r.launch(d); err != nil {
 		// ErrClosed: reserve keeps other scenarios off d's files, so not *SinkPathInUseError.
 		return sd, err
@@ -638,6 +821,7 @@ func (r *Runtime) prepare(v store.Version) (*deployment, error) {
 		return nil, invalid(scenario.Problem{Code: "build-failed", Message: err.Error()})
 	}
 	d.eng = eng
+	eng.OnError(d.deadLetter)
 	val := eng.Validation()
 	var problems []scenario.Problem
 	files := map[string]string{} // path → sink id
@@ -695,7 +879,7 @@ func (r *Runtime) prepare(v store.Version) (*deployment, error) {
 					continue
 				}
 				files[path] = id
-				d.sinks.addFile(id, rel, path)
+				d.sinks.addFile(id, r.cfg.FileSinkDir, rel, path)
 			default:
 				problems = append(problems, scenario.Problem{NodeID: id, Field: "ref.typ", Code: "unsupported-sink",
 					Message: fmt.Sprintf("deployments do not write %s sinks", kind)})

@@ -31,6 +31,7 @@ func runRuntimeSuite(t *testing.T, newStore newStoreFunc) {
 		run  func(t *testing.T, st store.Store)
 	}{
 		{"ResultsEqualReplay", testResultsEqualReplay},
+		{"DeadLetters", testDeadLetters},
 		{"CrashesContinueExactly", testCrashesContinueExactly},
 		{"ShutdownAndResume", testShutdownAndResume},
 		{"Redeploy", testRedeploy},

@@ -156,6 +156,8 @@ type Engine struct {
 	inputSlot, metaSlot, keySlot, windowSlot, lateSlot int
 	// observeLate, when set, sees every late event (ObserveLate).
 	observeLate LateObserver
+	// onError, when set, sees every per-event error (OnError).
+	onError func(EventError)
 
 	counts map[string]*Counts
 	errs   []EventError
@@ -362,19 +364,31 @@ func (e *Engine) PartlyLate() int64 {
 // failInput records an error of an input line that belongs to no node (an
 // unknown source, a line that is not an envelope).
 func (e *Engine) failInput(err error) {
-	e.nErrs++
-	if len(e.errs) < e.opts.MaxErrors {
-		e.errs = append(e.errs, EventError{Line: e.line, Partition: e.errorPartition(), Message: err.Error()})
-	}
+	e.record(EventError{Line: e.line, Partition: e.errorPartition(), Message: err.Error()})
 }
 
 func (e *Engine) fail(n *node, field string, err error) {
 	n.counts.Errors++
+	e.record(EventError{NodeID: n.id, Field: field, Line: e.line, Partition: e.errorPartition(), Message: err.Error()})
+}
+
+// record counts a per-event error, keeps it while fewer than MaxErrors are kept, and hands it
+// to the OnError callback.
+func (e *Engine) record(x EventError) {
 	e.nErrs++
 	if len(e.errs) < e.opts.MaxErrors {
-		e.errs = append(e.errs, EventError{NodeID: n.id, Field: field, Line: e.line, Partition: e.errorPartition(), Message: err.Error()})
+		e.errs = append(e.errs, x)
+	}
+	if e.onError != nil {
+		e.onError(x)
 	}
 }
+
+// OnError calls f with every per-event error from now on, as it happens (within PushJSON,
+// PushValue, Tick or Flush, on the caller's goroutine), whether or not MaxErrors lets the
+// engine keep it: a deployment keeps the failed events in its dead-letter list this way.
+// f must not call the engine.
+func (e *Engine) OnError(f func(EventError)) { e.onError = f }
 
 // SetInputPartition says which input partition (a Kafka partition) the events pushed from now
 // on come from: their per-event errors report it with their line, and a live source (one

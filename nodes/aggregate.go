@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/scenario-server/scenario-server/expression"
@@ -142,11 +143,59 @@ func (c *nodeCheck) checkMultiple(field string, length, p time.Duration, explici
 	}
 }
 
+// The window shapes a time-window aggregate may have. Its state and work grow with them, not
+// with the events: a sliding or hopping window keeps, per key, one partial aggregate per slice
+// of its window (windowLength / precision slices), and a hopping window's event is counted in
+// windowLength / slide windows, each fired on its own. So a hopping window of 1d sliding every
+// 1ms would hold 86,400,000 slices per key and fire as many windows per event: such shapes are
+// validation errors (CodeTooManySlices, CodeTooManyWindows), checked before anything runs.
+// Tumbling windows have one slice per window and sessions one cell per session (its bounds
+// exact to the millisecond, whatever the precision), so neither has a shape limit.
+const (
+	// MaxSlicesPerWindow is the most slices (windowLength / precision) a sliding or hopping
+	// window may have.
+	MaxSlicesPerWindow = 10_000
+	// MaxWindowsPerEvent is the most windows (windowLength / slide) a hopping window may count
+	// one event in: a window of a day sliding every minute is the longest.
+	MaxWindowsPerEvent = 1_440
+)
+
+// checkSlices reports a window of more than MaxSlicesPerWindow slices of precision p.
+func (c *nodeCheck) checkSlices(length, p time.Duration, explicit bool) {
+	if p <= 0 || length/p <= MaxSlicesPerWindow {
+		return
+	}
+	which, hint := "precision", "; set a coarser \"precision\" that divides it"
+	if !explicit {
+		which = "the default precision"
+	}
+	c.errorf("windowLength", CodeTooManySlices, "windowLength %s at %s %s is %s slices; at most %s%s",
+		formatDuration(length), which, formatDuration(p), groupDigits(int64(length/p)), groupDigits(MaxSlicesPerWindow), hint)
+}
+
+// groupDigits writes n with a comma every three digits: 86,400,000.
+func groupDigits(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	start := 0
+	if n < 0 {
+		start = 1
+	}
+	out := []byte(s[:start])
+	for i := start; i < len(s); i++ {
+		if i > start && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
+}
+
 func checkSliding(c *nodeCheck, out *aggregateOutput) {
 	length, okL := c.durationParam("windowLength", true)
 	p, explicit, okP := c.precision(defaultPrecision(length))
 	if okL && okP {
 		c.checkMultiple("windowLength", length, p, explicit, CodeNotMultipleOfPrec)
+		c.checkSlices(length, p, explicit)
 	}
 	left, _ := c.boolParam("emitWhenEventLeft")
 	out.enrich = true
@@ -176,10 +225,17 @@ func checkHopping(c *nodeCheck, out *aggregateOutput) {
 		// The default precision is the slide itself (docs/semantics.md §3).
 		if p, explicit, okP := c.precision(slide); okP {
 			c.checkMultiple("slide", slide, p, explicit, CodeSlideNotMultiple)
+			if okL {
+				c.checkSlices(length, p, explicit)
+			}
 		}
 	}
 	if okL && okS && length%slide != 0 {
 		c.errorf("windowLength", CodeNotMultipleOfSlide, "windowLength %s is not a whole multiple of slide %s", formatDuration(length), formatDuration(slide))
+	}
+	if okL && okS && slide > 0 && length/slide > MaxWindowsPerEvent {
+		c.errorf("slide", CodeTooManyWindows, "windowLength %s sliding every %s puts each event in %s windows; at most %s: set a longer slide",
+			formatDuration(length), formatDuration(slide), groupDigits(int64(length/slide)), groupDigits(MaxWindowsPerEvent))
 	}
 }
 

@@ -53,5 +53,12 @@
 // edges gets that error alone: no node is checked. The variables in scope
 // are reported for nodes in graph order until MaxScopeReport is reached;
 // the nodes after that have none, and a scope-report-truncated warning
-// says so.
+// says so. A sliding or hopping window has at most MaxSlicesPerWindow
+// slices (windowLength / precision; window-too-many-slices) and a hopping
+// window counts an event in at most MaxWindowsPerEvent windows
+// (windowLength / slide; window-too-many-windows). A node id must survive
+// a URL path segment: not "." nor "..", no '/', valid UTF-8
+// (invalid-node-id). These and the expression package's compile limits
+// form the limit class (IsLimit): the API refuses to store a graph with
+// such an error, while other errors are saved as drafts.
 package nodes

@@ -35,6 +35,20 @@ func FuzzDecodeScenario(f *testing.F) {
 	for _, seed := range []string{"", "{}", "[]", "null", `{"nodes": [{"id": "a", "type": "Join", "nodeType": "union"}], "edges": [{"from": "a", "to": "a"}]}`} {
 		f.Add([]byte(seed))
 	}
+	// Deep and long expressions and JSON: past the expression limits, and nested JSON.
+	for _, expr := range []string{
+		strings.Repeat("(", 50_000) + "1" + strings.Repeat(")", 50_000),
+		strings.Repeat("-", 100_000) + "1",
+		strings.Repeat("[", 129) + strings.Repeat("]", 129),
+		strings.Repeat("abs(", 129) + "1" + strings.Repeat(")", 129),
+	} {
+		e, _ := json.Marshal(expr)
+		f.Add([]byte(`{"nodes": [{"id": "in", "type": "Source", "ref": {"typ": "http"}},
+ {"id": "f", "type": "Filter", "expression": {"language": "expr", "expression": ` + string(e) + `}},
+ {"id": "out", "type": "Sink", "ref": {"typ": "dead-end"}}],
+ "edges": [{"from": "in", "to": "f", "edgeType": null}, {"from": "f", "to": "out", "edgeType": {"type": "FilterTrue"}}]}`))
+	}
+	f.Add([]byte(strings.Repeat("[", 100_000)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		v := ValidateJSON(data)
 		if v.Errors == nil || v.Warnings == nil || v.Variables == nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/scenario-server/scenario-server/expression"
 	"github.com/scenario-server/scenario-server/scenario"
@@ -38,8 +39,62 @@ const (
 	CodeSlideOutOfRange      = "slide-out-of-range"
 	CodeZoneNeedsWholeDays   = "time-zone-needs-whole-days"
 	CodeScopeReportTruncated = "scope-report-truncated"
-	CodeReadsClock           = "reads-wall-clock" // a warning: the expression calls now()
+	CodeReadsClock           = "reads-wall-clock"        // a warning: the expression calls now()
+	CodeTooManySlices        = "window-too-many-slices"  // windowLength / precision > MaxSlicesPerWindow
+	CodeTooManyWindows       = "window-too-many-windows" // hopping windowLength / slide > MaxWindowsPerEvent
 )
+
+// limitCodes are the problems of the limit class: a graph with one of them is refused when
+// stored (not only when deployed), because merely opening, validating or running it would
+// cost the server more than it allows, or because its nodes' URLs cannot be reached. Every
+// other error (a type error, a missing edge) leaves a draft that can be saved and fixed.
+var limitCodes = map[string]bool{
+	scenario.CodeTooManyNodes:         true,
+	scenario.CodeTooManyScenarioEdges: true,
+	scenario.CodeInvalidNodeID:        true,
+	CodeTooManySlices:                 true,
+	CodeTooManyWindows:                true,
+	expression.CodeTooLong:            true,
+	expression.CodeTooDeep:            true,
+	expression.CodeTooLarge:           true,
+}
+
+// IsLimit reports whether a problem code is of the limit class: too many nodes or edges,
+// a node id that is not usable in a URL path segment (or otherwise invalid), a window shape
+// past MaxSlicesPerWindow or MaxWindowsPerEvent, an expression past the expression package's
+// compile limits (too long, too deep, too large). The API refuses to store a graph that has such an error (422, the problems
+// with node and field); other errors are saved as drafts.
+func IsLimit(code string) bool { return limitCodes[code] }
+
+// LimitErrors returns the errors of v that are of the limit class (IsLimit), in v's order.
+func (v *Validation) LimitErrors() []scenario.Problem {
+	var out []scenario.Problem
+	for _, p := range v.Errors {
+		if IsLimit(p.Code) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// urlSegmentProblem says why a node id cannot travel as one URL path segment (the node's
+// URLs, such as /api/scenarios/{name}/sources/{sourceId}/events, hold it escaped with
+// url.PathEscape), or "" when it can. The router (chi, through huma) matches escaped segments
+// and unescapes them, so spaces, '%', '?', '#', a backslash and any Unicode letter reach the node;
+// but clients and proxies remove "." and ".." segments before sending (also written %2E), many
+// proxies decode or refuse an escaped '/', and invalid UTF-8 comes back as U+FFFD in every
+// JSON answer. Control characters are scenario.Validate's.
+func urlSegmentProblem(id string) string {
+	switch {
+	case id == "." || id == "..":
+		return fmt.Sprintf("node id %q cannot be a URL path segment: clients and proxies remove \".\" and \"..\" segments, so the node's URLs cannot be reached; rename the node", id)
+	case strings.Contains(id, "/"):
+		return fmt.Sprintf("node id %q contains '/', which splits a URL path segment, so the node's URLs cannot be reached; rename the node", id)
+	case !utf8.ValidString(id):
+		return fmt.Sprintf("node id %q is not valid UTF-8, so it cannot be written back in JSON nor in a URL; rename the node", id)
+	}
+	return ""
+}
 
 // MaxScopeReport bounds the size of Validation.Variables: the sum, over
 // the nodes reported, of the size of their scopes, where a variable counts
@@ -169,6 +224,11 @@ func (r *Registry) Validate(s *scenario.Scenario) *Validation {
 	res := scenario.Validate(s)
 	if scenario.TooLarge(s) {
 		return &Validation{Result: res, Variables: map[string]expression.TypeEnv{}, Plans: map[string]*Plan{}}
+	}
+	for i := range s.Nodes {
+		if msg := urlSegmentProblem(s.Nodes[i].ID); msg != "" {
+			res.Errors = append(res.Errors, scenario.Problem{NodeID: s.Nodes[i].ID, Field: "id", Code: scenario.CodeInvalidNodeID, Message: msg})
+		}
 	}
 	v := &validation{
 		reg:   r,

@@ -166,6 +166,10 @@ type EdgeType struct {
 	Condition *Expression `json:"condition,omitempty"`
 }
 
+// ReservedIDPrefix starts the ids the server uses beside a scenario's node ids (the sink id of
+// a deployment's dead letters); no node id may start with it.
+const ReservedIDPrefix = "$"
+
 // The edge types.
 const (
 	EdgeFilterTrue    = "FilterTrue"

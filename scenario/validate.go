@@ -160,6 +160,8 @@ func (v *validator) run() {
 			continue
 		case strings.IndexFunc(n.ID, unicode.IsControl) >= 0:
 			v.errorf(n.ID, "id", CodeInvalidNodeID, "node id %q contains a control character", n.ID)
+		case strings.HasPrefix(n.ID, ReservedIDPrefix):
+			v.errorf(n.ID, "id", CodeInvalidNodeID, "node id %q starts with %q, which the server keeps for its own ids (a deployment's dead letters)", n.ID, ReservedIDPrefix)
 		}
 		if first, dup := v.byID[n.ID]; dup {
 			v.errorf(n.ID, "id", CodeDuplicateNodeID, "node id %q is used by nodes %d and %d", n.ID, first, i)

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // ErrNotFound means the scenario, version, deployment or checkpoint the call names does not
@@ -32,8 +33,8 @@ var ErrArchived = errors.New("scenario is archived")
 var ErrDeploymentActive = errors.New("scenario has an active deployment")
 
 // ErrBatchKeyReused means AppendEventBatch was given the key of a stored batch with another
-// number of events: the client used one idempotency key for two different batches. The API
-// answers 422; nothing was appended.
+// number of events or other payloads (their SHA-256 differ): the client used one idempotency
+// key for two different batches. The API answers 422; nothing was appended.
 var ErrBatchKeyReused = errors.New("batch key reused for another batch")
 
 // ErrConflict is what a *ConflictError matches with errors.Is.
@@ -80,3 +81,39 @@ func (e *TransitionError) Error() string {
 
 // Is makes errors.Is(err, ErrInvalidTransition) true for a *TransitionError.
 func (e *TransitionError) Is(target error) bool { return target == ErrInvalidTransition }
+
+// ErrCorrupt means data read from the store is damaged: a checkpoint's state does not match
+// the checksum stored with it, or its positions do not decode. Retrying does not help: the
+// runtime marks the deployment FAILED with the message, and the API answers 500.
+var ErrCorrupt = errors.New("store data is damaged")
+
+// ErrStoreFull means the database could not write because its disk, or the database itself,
+// is full (SQLITE_FULL; PostgreSQL disk_full, 53100). Nothing of the call was written. The
+// API answers 503 store-full with Retry-After; /readyz fails until a write succeeds again.
+var ErrStoreFull = errors.New("the store is full")
+
+// ErrLeaseLost means a lease (or a checkpoint taken under it) is no longer the deployment's
+// current one: another server took the deployment over, or it was canceled or failed. The
+// holder stops running it without writing anything more.
+var ErrLeaseLost = errors.New("deployment lease lost")
+
+// ErrLeaseHeld is what a *LeaseHeldError matches with errors.Is.
+var ErrLeaseHeld = errors.New("deployment lease held by another server")
+
+// LeaseHeldError is AcquireLease's error when another server holds an unexpired lease on the
+// deployment: that server runs it. Check it with errors.As; errors.Is(err, ErrLeaseHeld) is
+// also true.
+type LeaseHeldError struct {
+	Deployment int64
+	// Owner holds the lease until ExpiresAt unless it renews it.
+	Owner     string
+	ExpiresAt time.Time
+}
+
+func (e *LeaseHeldError) Error() string {
+	return fmt.Sprintf("deployment %d is run by server %q (its lease expires at %s unless renewed)",
+		e.Deployment, e.Owner, e.ExpiresAt.Format(time.RFC3339))
+}
+
+// Is makes errors.Is(err, ErrLeaseHeld) true for a *LeaseHeldError.
+func (e *LeaseHeldError) Is(target error) bool { return target == ErrLeaseHeld }

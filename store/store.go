@@ -24,7 +24,8 @@ import (
 //
 // Errors are wrapped with context and checked with errors.Is / errors.As against the sentinels
 // and typed errors of this package (ErrNotFound, ErrAlreadyExists, ErrInvalidName, ErrInvalidJSON,
-// ErrArchived, ErrDeploymentActive, ErrBatchKeyReused, *ConflictError, *TransitionError); any
+// ErrArchived, ErrDeploymentActive, ErrBatchKeyReused, ErrCorrupt, ErrStoreFull, ErrLeaseLost,
+// *ConflictError, *TransitionError, *LeaseHeldError); any
 // other error is a failure of the database itself (the caller reports it as an internal error,
 // and may retry).
 type Store interface {
@@ -118,12 +119,16 @@ type Store interface {
 	// checkpoint whose results are all stored and none of the later ones is: results are then
 	// stored exactly once.
 	// Errors: ErrNotFound when the deployment does not exist; ErrInvalidJSON when a Value is not
-	// valid JSON (nothing is stored).
+	// valid JSON (nothing is stored); ErrLeaseLost when c.Epoch is set and is no longer the
+	// deployment's epoch (nothing is stored).
 	CommitCheckpoint(ctx context.Context, c Checkpoint, results []NewSinkResult) (Checkpoint, []int64, error)
 
-	// GetLatestCheckpoint returns the latest checkpoint of the deployment.
+	// GetLatestCheckpoint returns the latest checkpoint of the deployment. The store keeps a
+	// CRC-32C of each checkpoint's state and verifies it here.
 	// Errors: ErrNotFound when the deployment does not exist or has no checkpoint yet (the
-	// runtime then starts with empty state).
+	// runtime then starts with empty state); ErrCorrupt when the state does not match its
+	// checksum or the positions are not a list of positions (source, partition ≥ 0,
+	// offset ≥ 0).
 	GetLatestCheckpoint(ctx context.Context, deployment int64) (Checkpoint, error)
 
 	// AppendSinkResults appends results, in order, to the collected results of the scenario
@@ -136,9 +141,12 @@ type Store interface {
 	AppendSinkResults(ctx context.Context, scenario string, results []NewSinkResult) ([]int64, error)
 
 	// ReadSinkResults returns up to limit results of the scenario with ID > after, in ID
-	// order; limit ≤ 0 means DefaultReadLimit, and limit is capped at MaxReadLimit. Pass the
-	// last returned ID as after to read the next page; an empty page means no newer results
-	// yet. sink, when not empty, keeps only the results of that sink node.
+	// order; limit ≤ 0 means DefaultReadLimit, and limit is capped at MaxReadLimit. A page also
+	// stops before the result that would take the bytes of its values past MaxResultReadBytes,
+	// but always holds at least one result when there is one: a page shorter than limit does
+	// not mean there are no newer results. Pass the last returned ID as after to read the next
+	// page; an empty page means no newer results yet. sink, when not empty, keeps only the
+	// results of that sink node.
 	// Errors: ErrNotFound when the scenario does not exist.
 	ReadSinkResults(ctx context.Context, scenario string, sink string, after int64, limit int) ([]SinkResult, error)
 
@@ -157,12 +165,17 @@ type Store interface {
 	// kept as long as the log, truncation included. An empty key appends without this check
 	// (Duplicate is never set); an empty batch stores nothing, key included, and returns an
 	// EventBatch with Count 0.
+	// A batch is the same as the stored one when it has the same payloads in the same order:
+	// the store keeps the SHA-256 of the batch's payloads (each length-prefixed) with its key.
 	// Errors: ErrNotFound when the scenario does not exist; ErrBatchKeyReused when key names a
-	// stored batch with another number of events (nothing is stored).
+	// stored batch with another number of events or other payloads (nothing is stored).
 	AppendEventBatch(ctx context.Context, log EventLog, key string, payloads [][]byte) (EventBatch, error)
 
 	// ReadEvents returns up to limit events of the log with Offset ≥ from, in offset order;
-	// limit ≤ 0 means DefaultReadLimit, and limit is capped at MaxReadLimit. When from is below
+	// limit ≤ 0 means DefaultReadLimit, and limit is capped at MaxReadLimit. A read also stops
+	// before the event that would take the bytes of its payloads past MaxEventReadBytes, but
+	// always returns at least one event when there is one, so that a reader that continues
+	// after the last offset returned makes progress over events of any size. When from is below
 	// the truncation point the first event returned has an Offset greater than from: the
 	// events in between were truncated. A log that has no events (never appended, or all
 	// truncated) returns nil.
@@ -186,6 +199,57 @@ type Store interface {
 	// appended again. The events are not touched (TruncateEvents deletes them).
 	PruneEventBatches(ctx context.Context, before time.Time) (int64, error)
 
+	// AcquireLease makes owner the one server that runs deployment id, until ttl from now
+	// unless renewed: it succeeds when the deployment has no lease, when its lease expired, or
+	// when owner holds it already (the same server restarted). Each success increments the
+	// deployment's epoch, which fences off every earlier holder: CommitCheckpoint refuses a
+	// checkpoint whose Epoch is not the current one.
+	// Errors: ErrNotFound; *LeaseHeldError (errors.Is ErrLeaseHeld) when another owner holds
+	// an unexpired lease; ErrInvalidTransition when the deployment is canceled or failed.
+	AcquireLease(ctx context.Context, id int64, owner string, ttl time.Duration) (Lease, error)
+
+	// RenewLease moves the expiry of lease to ttl from now and returns it.
+	// Errors: ErrLeaseLost when lease.Epoch is no longer the deployment's epoch (another owner
+	// took it over, or the deployment was canceled or failed, which ends its lease).
+	RenewLease(ctx context.Context, lease Lease, ttl time.Duration) (Lease, error)
+
+	// ReleaseLease ends lease now, so that another server may take the deployment at once
+	// (the holder stopped it cleanly). A lease that is no longer current is left alone
+	// without an error.
+	ReleaseLease(ctx context.Context, lease Lease) error
+
+	// GetLease returns the current lease of deployment id (Owner empty and ExpiresAt zero when
+	// it never had one, or its lease ended). Errors: ErrNotFound.
+	GetLease(ctx context.Context, id int64) (Lease, error)
+
+	// BeginRun records that a server starts running deployment id and returns how many runs
+	// in a row, this one included, have started without EndRun in between: the runtime
+	// counts the server stopping uncleanly (a crash, a kill) while running it.
+	// Errors: ErrNotFound.
+	BeginRun(ctx context.Context, id int64) (int, error)
+
+	// EndRun sets the count of BeginRun back to 0: the run stopped cleanly, or has run
+	// healthily for a while. Errors: ErrNotFound.
+	EndRun(ctx context.Context, id int64) error
+
+	// SetDeploymentReason sets the reason of a deploying or running deployment without
+	// changing its status (a note such as "paused: ..."), and returns it.
+	// Errors: ErrNotFound; *TransitionError (errors.Is ErrInvalidTransition) when the
+	// deployment is canceled or failed.
+	SetDeploymentReason(ctx context.Context, id int64, reason string) (Deployment, error)
+
+	// EventLogEnd returns the offset the next event appended to the log will get: the
+	// number of events ever appended to it, truncated ones included (0 for a log that never
+	// had one). A position past it is not a position of the log.
+	// Errors: ErrNotFound when the scenario does not exist.
+	EventLogEnd(ctx context.Context, log EventLog) (int64, error)
+
+	// Ping checks that the database can be read and written: it reads, then commits a
+	// tiny write. Errors: ErrStoreFull when the disk or database is full (also while the
+	// store's latest write failed that way and none succeeded since); any other failure of
+	// the database.
+	Ping(ctx context.Context) error
+
 	// Close releases the database. Calls after the first return nil; other methods must not be
 	// called after Close.
 	Close() error
@@ -195,6 +259,16 @@ type Store interface {
 const (
 	DefaultReadLimit = 100
 	MaxReadLimit     = 10_000
+)
+
+// Byte budgets of one read: what one call of ReadEvents (payload bytes) or ReadSinkResults
+// (value bytes, as stored) holds at most, besides its row limit, unless a single event or
+// result is larger (it is then returned alone). They bound the memory of a reader whatever the
+// size of the rows: the store finds where a read stops from the rows' sizes, without loading
+// the rows beyond it.
+const (
+	MaxEventReadBytes  = 8 << 20 // 8 MiB
+	MaxResultReadBytes = 4 << 20 // 4 MiB
 )
 
 // Scenario is a stored scenario without its graph (see Version).
@@ -315,6 +389,21 @@ type Deployment struct {
 	// CreatedAt is when the deploy was requested; UpdatedAt when the status last changed.
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// UncleanRuns is how many runs in a row started (BeginRun) without stopping cleanly
+	// (EndRun): the times the server died while running it.
+	UncleanRuns int
+}
+
+// Lease says which server runs a deployment (see Store.AcquireLease).
+type Lease struct {
+	Deployment int64
+	// Owner identifies the server holding the lease; empty when nobody holds it.
+	Owner string
+	// Epoch increases by 1 at each AcquireLease of the deployment, from 1; checkpoints carry
+	// it (Checkpoint.Epoch) so that the store refuses those of an earlier holder.
+	Epoch int64
+	// ExpiresAt is when another owner may take the lease unless it is renewed first.
+	ExpiresAt time.Time
 }
 
 // Checkpoint is the saved runtime state of a deployment, from which it resumes after a
@@ -329,6 +418,10 @@ type Checkpoint struct {
 	Positions []SourcePosition
 	// CreatedAt is set by PutCheckpoint.
 	CreatedAt time.Time
+	// Epoch, when not 0, is the epoch of the lease under which the checkpoint was taken:
+	// PutCheckpoint and CommitCheckpoint store it only while it is the deployment's current
+	// epoch, and refuse it with ErrLeaseLost otherwise. 0 writes without this check.
+	Epoch int64
 }
 
 // SourcePosition is the position of one source (one partition of it) in its input.

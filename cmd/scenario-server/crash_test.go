@@ -137,7 +137,8 @@ func liveAccessLogGraph(t *testing.T) json.RawMessage {
 
 func crashRun(t *testing.T, bin string, st serverStore, rng *rand.Rand, lines [][]byte, want []string) {
 	const name, batchSize = "access sessions live", 500
-	flags := []string{"--checkpoint-interval", "100ms"}
+	// Killed on purpose 3 times in a row: no crash-loop protection.
+	flags := []string{"--checkpoint-interval", "100ms", "--crash-loop-limit", "0"}
 	srv := startServer(t, bin, st, flags...)
 	srv.mustCall(http.MethodPost, "/api/scenarios", map[string]any{"name": name, "graph": liveAccessLogGraph(t)}, http.StatusCreated, nil)
 	srv.mustCall(http.MethodPost, "/api/scenarios/"+url.PathEscape(name)+"/deploy", map[string]any{"comment": "crash test"}, http.StatusOK, nil)

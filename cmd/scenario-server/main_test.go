@@ -37,24 +37,27 @@ func TestParseServeFlags(t *testing.T) {
 			name: "defaults",
 			want: serveConfig{Addr: "127.0.0.1:8080", DataDir: "./data", LogFormat: "text", LogLevel: slog.LevelInfo,
 				MaxBodyBytes: api.DefaultMaxBodyBytes, ShutdownTimeout: 10 * time.Second,
-				ResultRetention: 7 * 24 * time.Hour, BatchKeyRetention: 24 * time.Hour},
+				ResultRetention: 7 * 24 * time.Hour, BatchKeyRetention: 24 * time.Hour, MaxDeploymentState: 1 << 30, CrashLoopLimit: 3},
 		},
 		{
 			name: "environment",
 			env: map[string]string{envAddr: ":9000", envDataDir: "/var/lib/ss", envLogFormat: "json", envLogLevel: "debug",
-				envMaxBodyBytes: "2048", envDatabaseURL: "postgres://db/x", envResultRetention: "1h", envBatchKeyRetention: "0"},
+				envMaxBodyBytes: "2048", envDatabaseURL: "postgres://db/x", envResultRetention: "1h", envBatchKeyRetention: "0",
+				envMaxDeploymentState: "0", envNoResume: "1", envCrashLoopLimit: "7"},
 			want: serveConfig{Addr: ":9000", DataDir: "/var/lib/ss", DatabaseURL: "postgres://db/x", LogFormat: "json",
 				LogLevel: slog.LevelDebug, MaxBodyBytes: 2048, ShutdownTimeout: 10 * time.Second,
-				ResultRetention: time.Hour, BatchKeyRetention: 0},
+				ResultRetention: time.Hour, BatchKeyRetention: 0, MaxDeploymentState: 0, NoResume: true, CrashLoopLimit: 7},
 		},
 		{
 			name: "flags win over the environment",
 			args: []string{"--addr", "0.0.0.0:80", "--data-dir", "d", "--log-format", "text", "--log-level", "warn",
-				"--max-body-bytes", "100", "--shutdown-timeout", "1s", "--result-retention", "0", "--batch-key-retention", "2h"},
+				"--max-body-bytes", "100", "--shutdown-timeout", "1s", "--result-retention", "0", "--batch-key-retention", "2h",
+				"--max-deployment-state", "4096"},
 			env: map[string]string{envAddr: ":9000", envDataDir: "/var/lib/ss", envLogFormat: "json", envMaxBodyBytes: "2048",
-				envResultRetention: "1h"},
+				envResultRetention: "1h", envMaxDeploymentState: "0"},
 			want: serveConfig{Addr: "0.0.0.0:80", DataDir: "d", LogFormat: "text", LogLevel: slog.LevelWarn,
-				MaxBodyBytes: 100, ShutdownTimeout: time.Second, ResultRetention: 0, BatchKeyRetention: 2 * time.Hour},
+				MaxBodyBytes: 100, ShutdownTimeout: time.Second, ResultRetention: 0, BatchKeyRetention: 2 * time.Hour,
+				MaxDeploymentState: 4096, CrashLoopLimit: 3},
 		},
 	}
 	for _, tt := range tests {
@@ -83,6 +86,8 @@ func TestParseServeFlagsErrors(t *testing.T) {
 		{env: map[string]string{envMaxBodyBytes: "10MB"}},
 		{args: []string{"--result-retention", "-1h"}},
 		{env: map[string]string{envBatchKeyRetention: "a day"}},
+		{args: []string{"--max-deployment-state", "-1"}},
+		{env: map[string]string{envMaxDeploymentState: "1GiB"}},
 	}
 	for _, tt := range tests {
 		if _, err := parseServeFlags(tt.args, env(tt.env), io.Discard); !errors.Is(err, errUsage) {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -39,11 +41,15 @@ const (
 
 	envCheckpointInterval = "SCENARIO_SERVER_CHECKPOINT_INTERVAL"
 	envMaxBacklog         = "SCENARIO_SERVER_MAX_BACKLOG"
+	envMaxDeploymentState = "SCENARIO_SERVER_MAX_DEPLOYMENT_STATE"
 	envSinkDir            = "SCENARIO_SERVER_SINK_DIR"
 	envSourceDir          = "SCENARIO_SERVER_SOURCE_DIR"
 	envKafkaBrokers       = "SCENARIO_SERVER_KAFKA_BROKERS"
 	envResultRetention    = "SCENARIO_SERVER_RESULT_RETENTION"
 	envBatchKeyRetention  = "SCENARIO_SERVER_BATCH_KEY_RETENTION"
+
+	envNoResume       = "SCENARIO_SERVER_NO_RESUME"
+	envCrashLoopLimit = "SCENARIO_SERVER_CRASH_LOOP_LIMIT"
 
 	envTestMaxRecords = "SCENARIO_SERVER_TEST_MAX_RECORDS"
 	envTestMaxBytes   = "SCENARIO_SERVER_TEST_MAX_BYTES"
@@ -83,6 +89,9 @@ type serveConfig struct {
 	// MaxBacklog is the per-source backlog of accepted, unprocessed events at which ingestion
 	// answers 429; 0 means deploy.DefaultMaxBacklog.
 	MaxBacklog int64
+	// MaxDeploymentState is the most window state, in bytes, a deployment may hold before it
+	// fails; 0 means no budget.
+	MaxDeploymentState int64
 	// SinkDir is where deployed file sinks write; empty means DataDir/sinks.
 	SinkDir string
 	// SourceDir is where deployed file sources read; empty means DataDir/sources.
@@ -100,6 +109,11 @@ type serveConfig struct {
 	TestMaxBytes int64
 	// TestTimeout is how long one test run may take; 0 means api.DefaultTestTimeout.
 	TestTimeout time.Duration
+	// NoResume starts in safe mode: no deployment is resumed (deploy.Config.NoResume).
+	NoResume bool
+	// CrashLoopLimit: a deployment during whose runs the server died this many times in a
+	// row is marked FAILED instead of resumed; 0 resumes whatever happened.
+	CrashLoopLimit int
 }
 
 func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
@@ -129,6 +143,12 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	if err != nil {
 		return serveConfig{}, err
 	}
+	maxState := int64(deploy.DefaultMaxDeploymentState)
+	if getenv(envMaxDeploymentState) != "" {
+		if maxState, err = envInt(getenv, envMaxDeploymentState); err != nil {
+			return serveConfig{}, err
+		}
+	}
 	testMaxRecords, err := envInt(getenv, envTestMaxRecords)
 	if err != nil {
 		return serveConfig{}, err
@@ -153,6 +173,19 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		return serveConfig{}, err
 	}
 
+	noResume := false
+	if v := getenv(envNoResume); v != "" {
+		if noResume, err = strconv.ParseBool(v); err != nil {
+			return serveConfig{}, fmt.Errorf("%w: %s=%q is not true or false", errUsage, envNoResume, v)
+		}
+	}
+	crashLoopLimit := int64(deploy.DefaultCrashLoopLimit)
+	if getenv(envCrashLoopLimit) != "" {
+		if crashLoopLimit, err = envInt(getenv, envCrashLoopLimit); err != nil {
+			return serveConfig{}, err
+		}
+	}
+
 	var cfg serveConfig
 	var level string
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
@@ -167,6 +200,8 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		fmt.Sprintf("running deployments checkpoint their state and results this often (env %s; 0: %v)", envCheckpointInterval, deploy.DefaultCheckpointInterval))
 	fs.Int64Var(&cfg.MaxBacklog, "max-backlog", maxBacklog,
 		fmt.Sprintf("ingestion answers 429 once a source has `n` accepted events waiting (env %s; 0: %d)", envMaxBacklog, deploy.DefaultMaxBacklog))
+	fs.Int64Var(&cfg.MaxDeploymentState, "max-deployment-state", maxState,
+		"a deployment whose aggregates' window state passes this many `bytes` fails, keeping its last checkpoint (env "+envMaxDeploymentState+"; 0: no budget)")
 	fs.StringVar(&cfg.SinkDir, "sink-dir", getenv(envSinkDir), "deployed file sinks write inside `dir` (env "+envSinkDir+"; default: the data directory's sinks/)")
 	fs.StringVar(&cfg.SourceDir, "source-dir", getenv(envSourceDir), "deployed file sources read inside `dir` (env "+envSourceDir+"; default: the data directory's sources/)")
 	fs.StringVar(&cfg.KafkaBrokers, "kafka-brokers", getenv(envKafkaBrokers), "Kafka sources read from these seed brokers, comma-separated `host:port,...` (env "+envKafkaBrokers+"); none: scenarios with a Kafka source do not deploy")
@@ -180,6 +215,10 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		fmt.Sprintf("largest request body of a test run, in `bytes` (env %s; 0: %d)", envTestMaxBytes, api.DefaultTestMaxBytes))
 	fs.DurationVar(&cfg.TestTimeout, "test-timeout", testTimeout,
 		fmt.Sprintf("stop a test run that takes longer than this `duration` (env %s; 0: %v)", envTestTimeout, api.DefaultTestTimeout))
+	fs.BoolVar(&cfg.NoResume, "no-resume", noResume,
+		"safe mode: resume no deployment; they stay RUNNING with a \"paused\" reason until deployed again or a start without it (env "+envNoResume+")")
+	fs.IntVar(&cfg.CrashLoopLimit, "crash-loop-limit", int(crashLoopLimit),
+		"mark FAILED, instead of resuming, a deployment during whose runs the server died `n` times in a row (env "+envCrashLoopLimit+"; 0: always resume)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: scenario-server [serve] [flags]\n\n"+
 			"Serves the REST API (/api), its docs (/api/docs), /healthz, /readyz and /metrics, and runs the deployed scenarios.\n"+
@@ -204,11 +243,14 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	if cfg.MaxBodyBytes <= 0 {
 		return serveConfig{}, fmt.Errorf("%w: -max-body-bytes must be positive", errUsage)
 	}
-	if cfg.CheckpointInterval < 0 || cfg.MaxBacklog < 0 {
-		return serveConfig{}, fmt.Errorf("%w: -checkpoint-interval and -max-backlog must not be negative", errUsage)
+	if cfg.CheckpointInterval < 0 || cfg.MaxBacklog < 0 || cfg.MaxDeploymentState < 0 {
+		return serveConfig{}, fmt.Errorf("%w: -checkpoint-interval, -max-backlog and -max-deployment-state must not be negative", errUsage)
 	}
 	if cfg.ResultRetention < 0 || cfg.BatchKeyRetention < 0 {
 		return serveConfig{}, fmt.Errorf("%w: -result-retention and -batch-key-retention must not be negative", errUsage)
+	}
+	if cfg.CrashLoopLimit < 0 {
+		return serveConfig{}, fmt.Errorf("%w: -crash-loop-limit must not be negative", errUsage)
 	}
 	if cfg.TestMaxRecords < 0 || cfg.TestMaxBytes < 0 || cfg.TestTimeout < 0 {
 		return serveConfig{}, fmt.Errorf("%w: -test-max-records, -test-max-bytes and -test-timeout must not be negative", errUsage)
@@ -268,16 +310,36 @@ func openStore(ctx context.Context, cfg serveConfig) (store.Store, []any, error)
 	return s, []any{"store", "sqlite", "dataDir", cfg.DataDir}, nil
 }
 
-// serve resumes the deployments that were running and runs the HTTP server until ctx is
-// cancelled, then shuts down gracefully: it stops accepting, waits up to the shutdown timeout
-// for requests in flight, has every deployment commit a final checkpoint (within another
-// shutdown timeout), and closes the store.
+// serve runs the server until ctx is cancelled. It starts in this order, so that a server
+// that cannot run stops before it touches anything: it takes the lock of the data directory
+// (a second server on it exits with the holder's pid), opens the port, opens the store, and
+// only then resumes the deployments and serves HTTP. On ctx's end it shuts down gracefully:
+// it stops accepting, waits up to the shutdown timeout for requests in flight, has every
+// deployment commit a final checkpoint (within another shutdown timeout), and closes the
+// store.
 func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	cfg, err := parseServeFlags(args, getenv, stderr)
 	if err != nil {
 		return err
 	}
 	log := newLogger(cfg, stderr)
+
+	// The data directory holds the SQLite store, the file sinks and sources, and the
+	// server's identity: one server per directory, whatever the store.
+	lock, err := sqlite.LockDataDir(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+	owner, err := serverIdentity(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
+	}
+	defer ln.Close()
 
 	st, storeAttrs, err := openStore(ctx, cfg)
 	if err != nil {
@@ -302,10 +364,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if err := os.MkdirAll(sourceDir, 0o750); err != nil {
 		return fmt.Errorf("creating the source directory: %w", err)
 	}
+	stateBudget := cfg.MaxDeploymentState
+	if stateBudget == 0 {
+		stateBudget = -1 // no budget
+	}
 	rt, err := deploy.New(deploy.Config{
 		Store: st, Logger: log, CheckpointInterval: cfg.CheckpointInterval, MaxBacklog: cfg.MaxBacklog,
 		FileSinkDir: sinkDir, FileSourceDir: sourceDir, KafkaBrokers: splitList(cfg.KafkaBrokers), Metrics: metrics,
 		ResultRetention: cfg.ResultRetention, BatchKeyRetention: cfg.BatchKeyRetention,
+		Owner: owner, NoResume: cfg.NoResume, CrashLoopLimit: crashLoopLimit(cfg.CrashLoopLimit),
+		MaxDeploymentState: stateBudget,
 	})
 	if err != nil {
 		return err
@@ -317,9 +385,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return rt.Shutdown(ctx)
 	})
 	defer stopRuntime()
-	if err := rt.Start(ctx); err != nil {
-		return err
-	}
 
 	handler, err := api.New(api.Config{
 		Runtime:        rt,
@@ -335,9 +400,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
+	// The port is open and the store ready: resume the deployments, then serve (their
+	// events are accepted from the first request on).
+	if err := rt.Start(ctx); err != nil {
+		return err
 	}
 	srv := &http.Server{
 		Handler:           handler,
@@ -353,6 +419,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		"addr", ln.Addr().String(),
 		"url", "http://" + ln.Addr().String() + "/",
 		"startup", time.Since(processStart).Round(time.Microsecond).String(),
+		"server", owner, "noResume", cfg.NoResume,
 	}, storeAttrs...)...)
 
 	select {
@@ -376,6 +443,43 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// crashLoopLimit is deploy.Config.CrashLoopLimit for the flag's value (0: never).
+func crashLoopLimit(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
+}
+
+// serverIDFile holds the server's identity in the data directory.
+const serverIDFile = "server-id"
+
+// serverIdentity returns this server's identity among the servers sharing a store (the
+// owner of its deployments' leases): the host name and a random id kept in the data
+// directory, created at the first start. The data directory's lock makes it one process's
+// at a time, and a restarted server is the same server: it takes its deployments back at once.
+func serverIdentity(dataDir string) (string, error) {
+	path := filepath.Join(dataDir, serverIDFile)
+	b, err := os.ReadFile(path)
+	id := strings.TrimSpace(string(b))
+	if errors.Is(err, os.ErrNotExist) || (err == nil && id == "") {
+		var raw [8]byte
+		if _, err := rand.Read(raw[:]); err != nil {
+			return "", fmt.Errorf("creating the server id: %w", err)
+		}
+		host, _ := os.Hostname()
+		id = host + "/" + hex.EncodeToString(raw[:])
+		if err := os.WriteFile(path, []byte(id+"\n"), 0o640); err != nil {
+			return "", fmt.Errorf("saving the server id: %w", err)
+		}
+		return id, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading the server id: %w", err)
+	}
+	return id, nil
 }
 
 // The author and comment of the example scenarios seedExamples imports.

@@ -14,12 +14,12 @@ import (
 )
 
 const deploymentSelect = `
-SELECT d.id, s.name, d.version, d.status, d.reason, d.comment, d.user_name, d.created_at, d.updated_at
+SELECT d.id, s.name, d.version, d.status, d.reason, d.comment, d.user_name, d.created_at, d.updated_at, d.unclean_runs
 FROM deployments d JOIN scenarios s ON s.id = d.scenario_id`
 
 func scanDeployment(row pgx.Row) (store.Deployment, error) {
 	var d store.Deployment
-	err := row.Scan(&d.ID, &d.Scenario, &d.Version, &d.Status, &d.Reason, &d.Comment, &d.User, &d.CreatedAt, &d.UpdatedAt)
+	err := row.Scan(&d.ID, &d.Scenario, &d.Version, &d.Status, &d.Reason, &d.Comment, &d.User, &d.CreatedAt, &d.UpdatedAt, &d.UncleanRuns)
 	d.CreatedAt, d.UpdatedAt = d.CreatedAt.UTC(), d.UpdatedAt.UTC()
 	return d, err
 }
@@ -91,6 +91,11 @@ func (s *Store) SetDeploymentStatus(ctx context.Context, id int64, to store.Depl
 		d.Status, d.Reason, d.UpdatedAt = to, reason, now()
 		_, err = tx.Exec(ctx, `UPDATE deployments SET status = $1, reason = $2, updated_at = $3 WHERE id = $4`,
 			d.Status, d.Reason, d.UpdatedAt, id)
+		if err != nil || to.Active() {
+			return err
+		}
+		// A final status ends the lease: a server still running it is fenced off.
+		_, err = tx.Exec(ctx, `UPDATE deployment_leases SET epoch = epoch + 1, owner = '', expires_at = to_timestamp(0) WHERE deployment_id = $1`, id)
 		return err
 	})
 	if err != nil {
@@ -153,9 +158,14 @@ func (s *Store) PutCheckpoint(ctx context.Context, c store.Checkpoint) (store.Ch
 		return store.Checkpoint{}, fmt.Errorf("saving checkpoint of deployment %d: %w", c.Deployment, err)
 	}
 	c.CreatedAt = now()
-	// One statement: the upsert locks the checkpoint row, and the foreign key refuses a
-	// deployment that does not exist.
-	err = putCheckpoint(ctx, s.pool, &c, positions)
+	// The upsert locks the checkpoint row, and the foreign key refuses a deployment that does
+	// not exist.
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := checkEpoch(ctx, tx, c.Deployment, c.Epoch); err != nil {
+			return err
+		}
+		return putCheckpoint(ctx, tx, &c, positions)
+	})
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == foreignKeyViolation {
 		err = store.ErrNotFound
@@ -188,6 +198,9 @@ func (s *Store) CommitCheckpoint(ctx context.Context, c store.Checkpoint, result
 		if err != nil {
 			return err
 		}
+		if err := checkEpoch(ctx, tx, c.Deployment, c.Epoch); err != nil {
+			return err
+		}
 		if len(results) > 0 {
 			if ids, err = appendSinkResults(ctx, tx, `id = $2`, scenarioID, results); err != nil {
 				return err
@@ -214,31 +227,38 @@ func encodePositions(p []store.SourcePosition) (string, error) {
 // putCheckpoint upserts c (CreatedAt set) and sets its Sequence.
 func putCheckpoint(ctx context.Context, q querier, c *store.Checkpoint, positions string) error {
 	return q.QueryRow(ctx,
-		`INSERT INTO checkpoints AS c (deployment_id, sequence, state, positions, created_at) VALUES ($1, 1, $2, $3, $4)
+		`INSERT INTO checkpoints AS c (deployment_id, sequence, state, positions, created_at, state_crc32c) VALUES ($1, 1, $2, $3, $4, $5)
 		 ON CONFLICT (deployment_id) DO UPDATE SET sequence = c.sequence + 1, state = excluded.state,
-		   positions = excluded.positions, created_at = excluded.created_at
+		   positions = excluded.positions, created_at = excluded.created_at, state_crc32c = excluded.state_crc32c
 		 RETURNING sequence`,
-		c.Deployment, nonNil(c.State), positions, c.CreatedAt).Scan(&c.Sequence)
+		c.Deployment, nonNil(c.State), positions, c.CreatedAt, int64(store.StateChecksum(c.State))).Scan(&c.Sequence)
 }
 
 // GetLatestCheckpoint implements store.Store.
 func (s *Store) GetLatestCheckpoint(ctx context.Context, deployment int64) (store.Checkpoint, error) {
 	c := store.Checkpoint{Deployment: deployment}
 	var positions []byte
+	var checksum *int64
 	err := s.pool.QueryRow(ctx,
-		`SELECT sequence, state, positions::text, created_at FROM checkpoints WHERE deployment_id = $1`, deployment).
-		Scan(&c.Sequence, &c.State, &positions, &c.CreatedAt)
+		`SELECT sequence, state, positions::text, created_at, state_crc32c FROM checkpoints WHERE deployment_id = $1`, deployment).
+		Scan(&c.Sequence, &c.State, &positions, &c.CreatedAt, &checksum)
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = store.ErrNotFound
 	}
 	if err == nil {
 		c.CreatedAt = c.CreatedAt.UTC()
 		if err = json.Unmarshal(positions, &c.Positions); err != nil {
-			err = fmt.Errorf("decoding source positions: %w", err)
+			err = fmt.Errorf("%w: decoding the source positions of checkpoint %d: %v", store.ErrCorrupt, c.Sequence, err)
 		}
 		if len(c.Positions) == 0 {
 			c.Positions = nil
 		}
+	}
+	if err == nil {
+		err = store.CheckPositions(c.Positions)
+	}
+	if err == nil && checksum != nil {
+		err = store.VerifyState(deployment, c.Sequence, c.State, uint32(*checksum))
 	}
 	if err != nil {
 		return store.Checkpoint{}, fmt.Errorf("getting latest checkpoint of deployment %d: %w", deployment, err)

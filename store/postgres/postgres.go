@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -34,6 +35,8 @@ type Store struct {
 	pool *pgxpool.Pool
 
 	closeOnce sync.Once
+	// full: the latest write transaction failed with disk_full (see classify).
+	full atomic.Bool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -100,9 +103,14 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// inTx runs fn in a transaction and commits it when fn returns nil.
+// inTx runs fn in a transaction and commits it when fn returns nil. A failure because the
+// disk is full wraps store.ErrStoreFull.
 func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, s.pool, fn)
+	err := pgx.BeginFunc(ctx, s.pool, fn)
+	if err == nil || isFull(err) {
+		return s.classify(err)
+	}
+	return err
 }
 
 // querier is what *pgxpool.Pool and pgx.Tx share.

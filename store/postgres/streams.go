@@ -77,10 +77,17 @@ func (s *Store) readSinkResults(ctx context.Context, scenario, sink string, afte
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx,
-		`SELECT id, sink, value::text, created_at FROM sink_results
+	last, n, err := lastWithin(ctx, s.pool, store.MaxResultReadBytes,
+		`SELECT id, octet_length(value::text) FROM sink_results
 		 WHERE scenario_id = $1 AND id > $2 AND ($3 = '' OR sink = $3)
 		 ORDER BY id LIMIT $4`, row.id, after, sink, limit)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx,
+		`SELECT id, sink, value::text, created_at FROM sink_results
+		 WHERE scenario_id = $1 AND id > $2 AND id <= $3 AND ($4 = '' OR sink = $4)
+		 ORDER BY id LIMIT $5`, row.id, after, last, sink, n)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +136,9 @@ func (s *Store) appendEvents(ctx context.Context, log store.EventLog, key string
 		if err != nil {
 			return err
 		}
+		var hash []byte
 		if key != "" {
+			hash = check.BatchHash(payloads)
 			// Lock the log's row (creating it when new) before looking for the key: appends
 			// to one log take turns from here to commit, so two requests with the same key
 			// cannot both miss it.
@@ -140,14 +149,15 @@ func (s *Store) appendEvents(ctx context.Context, log store.EventLog, key string
 				return err
 			}
 			var count int
+			var stored []byte
 			err = tx.QueryRow(ctx,
-				`SELECT first_offset, event_count, accepted_at FROM event_batches
+				`SELECT first_offset, event_count, accepted_at, batch_sha256 FROM event_batches
 				 WHERE scenario_id = $1 AND source = $2 AND batch_key = $3`, row.id, log.Source, key).
-				Scan(&b.FirstOffset, &count, &b.AcceptedAt)
+				Scan(&b.FirstOffset, &count, &b.AcceptedAt, &stored)
 			switch {
 			case err == nil:
-				if count != len(payloads) {
-					return fmt.Errorf("the key names a batch of %d events: %w", count, store.ErrBatchKeyReused)
+				if err := check.SameBatch(count, stored, len(payloads), hash); err != nil {
+					return err
 				}
 				b.AcceptedAt, b.Duplicate = b.AcceptedAt.UTC(), true
 				return nil
@@ -176,8 +186,8 @@ func (s *Store) appendEvents(ctx context.Context, log store.EventLog, key string
 			return err
 		}
 		_, err = tx.Exec(ctx,
-			`INSERT INTO event_batches (scenario_id, source, batch_key, first_offset, event_count, accepted_at)
-			 VALUES ($1, $2, $3, $4, $5, $6)`, row.id, log.Source, key, b.FirstOffset, len(payloads), b.AcceptedAt)
+			`INSERT INTO event_batches (scenario_id, source, batch_key, first_offset, event_count, accepted_at, batch_sha256)
+			 VALUES ($1, $2, $3, $4, $5, $6, $7)`, row.id, log.Source, key, b.FirstOffset, len(payloads), b.AcceptedAt, hash)
 		return err
 	})
 	return b, err
@@ -197,10 +207,17 @@ func (s *Store) readEvents(ctx context.Context, log store.EventLog, from int64, 
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx,
-		`SELECT event_offset, payload, accepted_at FROM events
+	last, n, err := lastWithin(ctx, s.pool, store.MaxEventReadBytes,
+		`SELECT event_offset, octet_length(payload) FROM events
 		 WHERE scenario_id = $1 AND source = $2 AND event_offset >= $3
 		 ORDER BY event_offset LIMIT $4`, row.id, log.Source, from, limit)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx,
+		`SELECT event_offset, payload, accepted_at FROM events
+		 WHERE scenario_id = $1 AND source = $2 AND event_offset >= $3 AND event_offset <= $4
+		 ORDER BY event_offset LIMIT $5`, row.id, log.Source, from, last, n)
 	if err != nil {
 		return nil, err
 	}
@@ -211,6 +228,31 @@ func (s *Store) readEvents(ctx context.Context, log store.EventLog, from int64, 
 		e.AcceptedAt = accepted.UTC()
 		return e, err
 	})
+}
+
+// lastWithin runs query, whose rows are (key, size in bytes) in key order, and returns the key
+// of the last row a read bounded by budget bytes takes and how many rows it takes: the rows
+// while their sizes add up to at most budget, and always the first. octet_length of a bytea,
+// or of a json value as text, is the value's raw size, which PostgreSQL knows without
+// detoasting it, so only the rows a read returns are ever sent (by a second query, up to key).
+func lastWithin(ctx context.Context, q querier, budget int64, query string, args ...any) (last int64, n int, err error) {
+	rows, err := q.Query(ctx, query, args...)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer rows.Close()
+	var used int64
+	for rows.Next() {
+		var key, size int64
+		if err := rows.Scan(&key, &size); err != nil {
+			return 0, 0, err
+		}
+		if n > 0 && used+size > budget {
+			break
+		}
+		last, used, n = key, used+size, n+1
+	}
+	return last, n, rows.Err()
 }
 
 // TruncateEvents implements store.Store.

@@ -12,13 +12,13 @@ import (
 )
 
 const deploymentSelect = `
-SELECT d.id, s.name, d.version, d.status, d.reason, d.comment, d.user_name, d.created_at, d.updated_at
+SELECT d.id, s.name, d.version, d.status, d.reason, d.comment, d.user_name, d.created_at, d.updated_at, d.unclean_runs
 FROM deployments d JOIN scenarios s ON s.id = d.scenario_id`
 
 func scanDeployment(row interface{ Scan(...any) error }) (store.Deployment, error) {
 	var d store.Deployment
 	var created, updated int64
-	err := row.Scan(&d.ID, &d.Scenario, &d.Version, &d.Status, &d.Reason, &d.Comment, &d.User, &created, &updated)
+	err := row.Scan(&d.ID, &d.Scenario, &d.Version, &d.Status, &d.Reason, &d.Comment, &d.User, &created, &updated, &d.UncleanRuns)
 	d.CreatedAt, d.UpdatedAt = fromMicros(created), fromMicros(updated)
 	return d, err
 }
@@ -103,6 +103,11 @@ func (s *Store) SetDeploymentStatus(ctx context.Context, id int64, to store.Depl
 		d.Status, d.Reason, d.UpdatedAt = to, reason, now()
 		_, err = tx.ExecContext(ctx, `UPDATE deployments SET status = ?, reason = ?, updated_at = ? WHERE id = ?`,
 			d.Status, d.Reason, micros(d.UpdatedAt), id)
+		if err != nil || to.Active() {
+			return err
+		}
+		// A final status ends the lease: a server still running it is fenced off.
+		_, err = tx.ExecContext(ctx, `UPDATE deployment_leases SET epoch = epoch + 1, owner = '', expires_at = 0 WHERE deployment_id = ?`, id)
 		return err
 	})
 	if err != nil {
@@ -182,17 +187,20 @@ func (s *Store) commitCheckpoint(ctx context.Context, c store.Checkpoint, result
 		if err != nil {
 			return err
 		}
+		if err := checkEpoch(ctx, tx, c.Deployment, c.Epoch); err != nil {
+			return err
+		}
 		if len(results) > 0 {
 			if ids, err = appendSinkResults(ctx, tx, `id = ?`, scenarioID, results); err != nil {
 				return err
 			}
 		}
 		return tx.QueryRowContext(ctx,
-			`INSERT INTO checkpoints (deployment_id, sequence, state, positions, created_at) VALUES (?, 1, ?, ?, ?)
+			`INSERT INTO checkpoints (deployment_id, sequence, state, positions, created_at, state_crc32c) VALUES (?, 1, ?, ?, ?, ?)
 			 ON CONFLICT (deployment_id) DO UPDATE SET sequence = sequence + 1, state = excluded.state,
-			   positions = excluded.positions, created_at = excluded.created_at
+			   positions = excluded.positions, created_at = excluded.created_at, state_crc32c = excluded.state_crc32c
 			 RETURNING sequence`,
-			c.Deployment, nonNil(c.State), string(positions), micros(c.CreatedAt)).Scan(&c.Sequence)
+			c.Deployment, nonNil(c.State), string(positions), micros(c.CreatedAt), int64(store.StateChecksum(c.State))).Scan(&c.Sequence)
 	})
 	return c, ids, err
 }
@@ -202,15 +210,19 @@ func (s *Store) GetLatestCheckpoint(ctx context.Context, deployment int64) (stor
 	c := store.Checkpoint{Deployment: deployment}
 	var positions []byte
 	var created int64
+	var checksum sql.NullInt64
 	err := s.read.QueryRowContext(ctx,
-		`SELECT sequence, state, positions, created_at FROM checkpoints WHERE deployment_id = ?`, deployment).
-		Scan(&c.Sequence, &c.State, &positions, &created)
+		`SELECT sequence, state, positions, created_at, state_crc32c FROM checkpoints WHERE deployment_id = ?`, deployment).
+		Scan(&c.Sequence, &c.State, &positions, &created, &checksum)
 	if errors.Is(err, sql.ErrNoRows) {
 		err = store.ErrNotFound
 	}
 	if err == nil {
 		c.CreatedAt = fromMicros(created)
 		err = decodePositions(positions, &c)
+	}
+	if err == nil && checksum.Valid {
+		err = store.VerifyState(deployment, c.Sequence, c.State, uint32(checksum.Int64))
 	}
 	if err != nil {
 		return store.Checkpoint{}, fmt.Errorf("getting latest checkpoint of deployment %d: %w", deployment, err)
@@ -229,10 +241,10 @@ func nonNilPositions(p []store.SourcePosition) []store.SourcePosition {
 // decodePositions sets c.Positions from their JSON; an empty list becomes nil.
 func decodePositions(data []byte, c *store.Checkpoint) error {
 	if err := json.Unmarshal(data, &c.Positions); err != nil {
-		return fmt.Errorf("decoding source positions: %w", err)
+		return fmt.Errorf("%w: decoding the source positions of checkpoint %d: %v", store.ErrCorrupt, c.Sequence, err)
 	}
 	if len(c.Positions) == 0 {
 		c.Positions = nil
 	}
-	return nil
+	return store.CheckPositions(c.Positions)
 }

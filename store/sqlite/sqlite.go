@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pressly/goose/v3"
@@ -43,6 +44,9 @@ type Store struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// full: the latest write transaction failed with SQLITE_FULL (see classify).
+	full atomic.Bool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -119,19 +123,23 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
-// inTx runs fn in a write transaction and commits it when fn returns nil.
+// inTx runs fn in a write transaction and commits it when fn returns nil. A failure because
+// the database is full wraps store.ErrStoreFull.
 func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return s.classify(err)
 	}
 	if err := fn(tx); err != nil {
 		if rbErr := tx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
-			return errors.Join(err, fmt.Errorf("rolling back: %w", rbErr))
+			return s.classify(errors.Join(err, fmt.Errorf("rolling back: %w", rbErr)))
 		}
-		return err
+		if isFull(err) {
+			return s.classify(err)
+		}
+		return err // the call's own refusal (not found, conflict): says nothing of the disk
 	}
-	return tx.Commit()
+	return s.classify(tx.Commit())
 }
 
 // queryer is what *sql.DB and *sql.Tx share.

@@ -76,10 +76,17 @@ func (s *Store) readSinkResults(ctx context.Context, scenario, sink string, afte
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.read.QueryContext(ctx,
-		`SELECT id, sink, value, created_at FROM sink_results
+	last, n, err := lastWithin(ctx, s.read, store.MaxResultReadBytes,
+		`SELECT id, octet_length(value) FROM sink_results
 		 WHERE scenario_id = ? AND id > ? AND (? = '' OR sink = ?)
 		 ORDER BY id LIMIT ?`, row.id, after, sink, sink, limit)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	rows, err := s.read.QueryContext(ctx,
+		`SELECT id, sink, value, created_at FROM sink_results
+		 WHERE scenario_id = ? AND id > ? AND id <= ? AND (? = '' OR sink = ?)
+		 ORDER BY id LIMIT ?`, row.id, after, last, sink, sink, n)
 	if err != nil {
 		return nil, err
 	}
@@ -134,19 +141,22 @@ func (s *Store) appendEvents(ctx context.Context, log store.EventLog, key string
 		if err != nil {
 			return err
 		}
+		var hash []byte
 		if key != "" {
+			hash = check.BatchHash(payloads)
 			// The write transaction is IMMEDIATE: no other append runs between this check and
 			// the insert below.
 			var first, accepted int64
 			var count int
+			var stored []byte
 			err := tx.QueryRowContext(ctx,
-				`SELECT first_offset, event_count, accepted_at FROM event_batches
+				`SELECT first_offset, event_count, accepted_at, batch_sha256 FROM event_batches
 				 WHERE scenario_id = ? AND source = ? AND batch_key = ?`, row.id, log.Source, key).
-				Scan(&first, &count, &accepted)
+				Scan(&first, &count, &accepted, &stored)
 			switch {
 			case err == nil:
-				if count != len(payloads) {
-					return fmt.Errorf("the key names a batch of %d events: %w", count, store.ErrBatchKeyReused)
+				if err := check.SameBatch(count, stored, len(payloads), hash); err != nil {
+					return err
 				}
 				b.FirstOffset, b.AcceptedAt, b.Duplicate = first, fromMicros(accepted), true
 				return nil
@@ -180,8 +190,8 @@ func (s *Store) appendEvents(ctx context.Context, log store.EventLog, key string
 			return nil
 		}
 		_, err = tx.ExecContext(ctx,
-			`INSERT INTO event_batches (scenario_id, source, batch_key, first_offset, event_count, accepted_at)
-			 VALUES (?, ?, ?, ?, ?, ?)`, row.id, log.Source, key, b.FirstOffset, len(payloads), accepted)
+			`INSERT INTO event_batches (scenario_id, source, batch_key, first_offset, event_count, accepted_at, batch_sha256)
+			 VALUES (?, ?, ?, ?, ?, ?, ?)`, row.id, log.Source, key, b.FirstOffset, len(payloads), accepted, hash)
 		return err
 	})
 	return b, err
@@ -201,10 +211,17 @@ func (s *Store) readEvents(ctx context.Context, log store.EventLog, from int64, 
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.read.QueryContext(ctx,
-		`SELECT event_offset, payload, accepted_at FROM events
+	last, n, err := lastWithin(ctx, s.read, store.MaxEventReadBytes,
+		`SELECT event_offset, octet_length(payload) FROM events
 		 WHERE scenario_id = ? AND source = ? AND event_offset >= ?
 		 ORDER BY event_offset LIMIT ?`, row.id, log.Source, from, limit)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	rows, err := s.read.QueryContext(ctx,
+		`SELECT event_offset, payload, accepted_at FROM events
+		 WHERE scenario_id = ? AND source = ? AND event_offset >= ? AND event_offset <= ?
+		 ORDER BY event_offset LIMIT ?`, row.id, log.Source, from, last, n)
 	if err != nil {
 		return nil, err
 	}
@@ -220,6 +237,31 @@ func (s *Store) readEvents(ctx context.Context, log store.EventLog, from int64, 
 		list = append(list, e)
 	}
 	return list, rows.Err()
+}
+
+// lastWithin runs query, whose rows are (key, size in bytes) in key order, and returns the key
+// of the last row a read bounded by budget bytes takes and how many rows it takes: the rows
+// while their sizes add up to at most budget, and always the first. The sizes come from
+// octet_length, which SQLite answers from the record header without reading the value, so
+// only the rows a read returns are ever loaded (by a second query, up to key).
+func lastWithin(ctx context.Context, q queryer, budget int64, query string, args ...any) (last int64, n int, err error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer rows.Close()
+	var used int64
+	for rows.Next() {
+		var key, size int64
+		if err := rows.Scan(&key, &size); err != nil {
+			return 0, 0, err
+		}
+		if n > 0 && used+size > budget {
+			break
+		}
+		last, used, n = key, used+size, n+1
+	}
+	return last, n, rows.Err()
 }
 
 // TruncateEvents implements store.Store.

@@ -49,13 +49,21 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"SinkResults", testSinkResults},
 		{"ConcurrentSinkAppends", testConcurrentSinkAppends},
 		{"EventLog", testEventLog},
+		{"EventReadBytes", testEventReadBytes},
+		{"ResultReadBytes", testResultReadBytes},
 		{"EventBatches", testEventBatches},
 		{"ConcurrentBatchKeys", testConcurrentBatchKeys},
+		{"BatchKeyContent", testBatchKeyContent},
 		{"Retention", testRetention},
 		{"CommitCheckpoint", testCommitCheckpoint},
 		{"LatestDeployments", testLatestDeployments},
 		{"CanceledContext", testCanceledContext},
 		{"SurvivesReopen", testSurvivesReopen},
+		{"Leases", testLeases},
+		{"UncleanRuns", testUncleanRuns},
+		{"DeploymentReason", testDeploymentReason},
+		{"EventLogEnd", testEventLogEnd},
+		{"Ping", testPing},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,163 @@
+package api_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/scenario-server/scenario-server/api"
+	"github.com/scenario-server/scenario-server/store"
+)
+
+const mib = 1 << 20
+
+// jsonString is a JSON string value of exactly n bytes (n ≥ 2), quotes included; its first
+// letter names i.
+func jsonString(i, n int) json.RawMessage {
+	b := bytes.Repeat([]byte{'x'}, n)
+	b[0], b[1], b[n-1] = '"', byte('a'+i), '"'
+	return b
+}
+
+// A page of results stops at 4 MiB of values, holds at least one result, and next continues
+// after it.
+func TestResultPagesByBytes(t *testing.T) {
+	for name, open := range map[string]newStoreFunc{"SQLite": sqliteStore, "Postgres": postgresStore} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c := newClient(t, open(t))
+			if store.MaxResultReadBytes != 4*mib {
+				t.Fatalf("MaxResultReadBytes is %d; the pages below are worked out for 4 MiB", store.MaxResultReadBytes)
+			}
+			c.post("/api/scenarios", rawBody("name", quote("s"), "graph", countGraph("10s"))).ok(t, http.StatusCreated, nil)
+			sizes := []int{1 * mib, 2 * mib, 3 * mib, 1 * mib, 5 * mib, 100} // IDs 1 to 6
+			var results []store.NewSinkResult
+			for i, n := range sizes {
+				results = append(results, store.NewSinkResult{Sink: "out", Value: jsonString(i, n)})
+			}
+			if _, err := c.store.AppendSinkResults(t.Context(), "s", results); err != nil {
+				t.Fatal(err)
+			}
+			page := func(after int64, limit int, wantIDs []int64, wantNext int64) {
+				t.Helper()
+				var p api.SinkResultPage
+				c.get(fmt.Sprintf("/api/scenarios/s/sinks/out/results?after=%d&limit=%d", after, limit)).ok(t, http.StatusOK, &p)
+				var ids []int64
+				for _, r := range p.Results {
+					ids = append(ids, r.ID)
+					if !bytes.Equal(r.Value, results[r.ID-1].Value) {
+						t.Errorf("after %d: result %d: %d bytes, want %d", after, r.ID, len(r.Value), len(results[r.ID-1].Value))
+					}
+				}
+				if !slices.Equal(ids, wantIDs) || p.Next != wantNext {
+					t.Errorf("after %d, limit %d: IDs %v next %d, want %v next %d", after, limit, ids, p.Next, wantIDs, wantNext)
+				}
+			}
+			page(0, 10_000, []int64{1, 2}, 2) // 1 + 2 = 3 MiB; + 3 MiB is over 4 MiB
+			page(2, 10_000, []int64{3, 4}, 4) // 3 + 1 = 4 MiB, the budget exactly; + 5 MiB is over
+			page(4, 10_000, []int64{5}, 5)    // 5 MiB: over, but a page holds at least one result
+			page(5, 10_000, []int64{6}, 6)
+			page(6, 10_000, nil, 6) // the end: an empty page, next unchanged
+			page(0, 1, []int64{1}, 1)
+		})
+	}
+}
+
+// A results stream whose client never reads holds one page, at most 4 MiB of values, not the
+// 40 MiB waiting in the store, and lets it go once the client is disconnected for taking
+// nothing within the write timeout.
+func TestResultsStreamClientNeverReads(t *testing.T) {
+	st := sqliteStore(t)
+	h, err := api.New(api.Config{Store: st, Logger: testLogger(t), StreamWriteTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	c := &client{t: t, base: srv.URL, http: srv.Client(), store: st}
+	c.post("/api/scenarios", rawBody("name", quote("s"), "graph", countGraph("10s"))).ok(t, http.StatusCreated, nil)
+	var results []store.NewSinkResult
+	for i := range 40 {
+		results = append(results, store.NewSinkResult{Sink: "out", Value: jsonString(i%26, mib)})
+	}
+	if _, err := st.AppendSinkResults(t.Context(), "s", results); err != nil {
+		t.Fatal(err)
+	}
+
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.(*net.TCPConn).SetReadBuffer(4096)
+	if _, err := fmt.Fprintf(conn, "GET /api/scenarios/s/sinks/out/results/stream HTTP/1.1\r\nHost: test\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	// Never read. The stream cannot write 40 MiB into the sockets' buffers, so a write
+	// blocks and times out: wait until the stream has held a page and ended.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		now, peak, open := api.StreamBuffer(h)
+		if peak > 0 && open == 0 {
+			if now != 0 {
+				t.Errorf("the ended stream still accounts for %d bytes", now)
+			}
+			// One page: values of exactly 1 MiB each (quotes included), so 4 of them make
+			// 4 MiB, the budget, and a fifth would pass it; 40 MiB were waiting.
+			if peak != 4*mib {
+				t.Errorf("the stream held at most %d bytes, want one page of 4 results of 1 MiB = %d", peak, 4*mib)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after a minute: buffered %d, peak %d, open streams %d", now, peak, open)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// counters is nc without its state, for comparing counters alone.
+func counters(nc api.NodeCounts) api.NodeCounts {
+	nc.StateKeys, nc.StateSlices, nc.StateBytes = nil, nil, nil
+	return nc
+}
+
+// The live counts and /metrics show each aggregate's state: worked out by hand for 3 keys.
+func TestLiveStateThroughAPI(t *testing.T) {
+	c := newDeployClient(t, sqliteStore(t))
+	c.post("/api/scenarios", rawBody("name", quote("s"), "graph", countGraph("10s"))).ok(t, http.StatusCreated, nil)
+	c.post("/api/scenarios/s/deploy", nil).ok(t, http.StatusOK, nil)
+	// Events at 0 to 4 s of keys k0, k1, k2, k0, k1: one 10 s tumbling window (precision
+	// 10 s: one slice), open (watermark 4 s, no out-of-orderness). 3 keys, 1 slice.
+	postEvents(c, "s", "in", "", events(0, 5)).ok(t, http.StatusAccepted, nil)
+	lc := waitCounts(t, c, "s", func(lc api.LiveCounts) bool { return len(lc.Sources) > 0 && lc.Sources[0].Processed == 5 })
+	win := lc.Nodes["win"]
+	if win.StateKeys == nil || win.StateSlices == nil || win.StateBytes == nil {
+		t.Fatalf("win: %s, want its state", mustJSON(win))
+	}
+	if *win.StateKeys != 3 || *win.StateSlices != 1 || *win.StateBytes <= 0 {
+		t.Errorf("win state: %s, want 3 keys, 1 slice and some bytes", mustJSON(win))
+	}
+	for _, id := range []string{"in", "out"} {
+		if nc := lc.Nodes[id]; nc != counters(nc) {
+			t.Errorf("%s has state: %s", id, mustJSON(nc))
+		}
+	}
+	metrics := string(c.get("/metrics").Body)
+	for _, want := range []string{
+		`scenario_server_node_state_keys{node="win",scenario="s"} 3`,
+		`scenario_server_node_state_slices{node="win",scenario="s"} 1`,
+		fmt.Sprintf(`scenario_server_node_state_bytes{node="win",scenario="s"} %d`, *win.StateBytes),
+	} {
+		if !strings.Contains(metrics, want+"\n") {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+}

@@ -1,0 +1,75 @@
+package deploy
+
+import (
+	"encoding/json"
+
+	"github.com/scenario-server/scenario-server/engine"
+	"github.com/scenario-server/scenario-server/scenario"
+	"github.com/scenario-server/scenario-server/store"
+)
+
+// Dead letters. An event that fails in a deployment (a record that is not JSON, a timestamp
+// missing or refused, an expression that fails or passes its budget, an aggregate input of
+// the wrong type) goes no further, and the deployment goes on with the next one; the event is
+// kept, with its source position and the error, in the deployment's dead-letter list. Dead
+// letters are stored as the results of a reserved sink id (DeadLetterSink), so that they are
+// committed with the checkpoint that covers their event, exactly once across crashes, paged
+// and retained like collected results.
+
+// DeadLetterSink is the reserved sink id under which a deployment's dead letters are stored
+// among its sink results; no node id may take it (scenario ids starting with '$' are reserved).
+const DeadLetterSink = scenario.ReservedIDPrefix + "dead-letters"
+
+// MaxDeadLetterRecord is how many bytes of a failed event's record a dead letter keeps; a
+// longer record is cut (recordTruncated) and kept as a string.
+const MaxDeadLetterRecord = 64 << 10
+
+// DeadLetter is one failed event, as the dead-letter list holds it (JSON).
+type DeadLetter struct {
+	Source    string `json:"source,omitempty" doc:"The source node that read the event; empty for an error of no event (a window closed by an idle step)."`
+	Partition *int32 `json:"partition,omitempty" doc:"The Kafka partition of the record."`
+	// Offset is the event's position in its input: the offset in the HTTP source's event log
+	// or in the Kafka partition, the line number (1-based) of a file source.
+	Offset          *int64          `json:"offset,omitempty" doc:"The event's position: its offset in the HTTP source's event log or in its Kafka partition; for a file source, its line's byte offset is not kept and this is absent."`
+	NodeID          string          `json:"nodeId" doc:"The node where the event failed."`
+	Field           string          `json:"field,omitempty" doc:"The node's field whose expression or value failed."`
+	Message         string          `json:"message"`
+	Record          json.RawMessage `json:"record,omitempty" doc:"The event as it was read: its JSON, or a JSON string of its first 64 KiB when it is not JSON or longer."`
+	RecordTruncated bool            `json:"recordTruncated,omitempty" doc:"True when record holds only the first 64 KiB."`
+}
+
+// pushing is what the deployment is pushing into the engine, for the dead letters of its errors.
+type pushing struct {
+	src       *source
+	payload   []byte
+	offset    int64 // -1: none
+	partition int32 // -1: none
+}
+
+// deadLetter is the engine's OnError callback: it keeps the failed event, with the error,
+// among the collect results of the next checkpoint.
+func (d *deployment) deadLetter(x engine.EventError) {
+	dl := DeadLetter{NodeID: x.NodeID, Field: x.Field, Message: x.Message, Partition: x.Partition}
+	if p := d.pushing; p.src != nil {
+		dl.Source = p.src.id
+		if p.offset >= 0 {
+			off := p.offset
+			dl.Offset = &off
+		}
+		switch {
+		case len(p.payload) > MaxDeadLetterRecord:
+			dl.Record, _ = json.Marshal(string(p.payload[:MaxDeadLetterRecord]))
+			dl.RecordTruncated = true
+		case json.Valid(p.payload):
+			dl.Record = p.payload
+		default:
+			dl.Record, _ = json.Marshal(string(p.payload))
+		}
+	}
+	b, err := json.Marshal(dl)
+	if err != nil {
+		return // unreachable: every field marshals
+	}
+	d.sinks.collect = append(d.sinks.collect, store.NewSinkResult{Sink: DeadLetterSink, Value: b})
+	d.deadLetters++
+}

@@ -1,0 +1,59 @@
+package deploy
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/scenario-server/scenario-server/aggregate"
+)
+
+// DefaultMaxDeploymentState is the default of Config.MaxDeploymentState: 1 GiB.
+const DefaultMaxDeploymentState = 1 << 30
+
+// ErrStateBudget is what a *StateBudgetError matches with errors.Is.
+var ErrStateBudget = errors.New("window state over the deployment's budget")
+
+// StateBudgetError is why a deployment failed when, after a batch of events, the window state
+// of its aggregate nodes (aggregate.Operator.StateBytes, summed) passed
+// Config.MaxDeploymentState. The deployment stops and is marked FAILED with this message as
+// its reason; the server and its other deployments go on, and the deployment's last
+// checkpoint is kept, so that a deployment of the scenario made after the budget was raised
+// (or the scenario changed to keep less state, such as a longer slide or fewer keys) resumes
+// from it.
+type StateBudgetError struct {
+	// Bytes is the state after the batch; Budget is Config.MaxDeploymentState.
+	Bytes, Budget int64
+	// Node is the aggregate node that held the most, and its state.
+	Node  string
+	State aggregate.StateSize
+}
+
+func (e *StateBudgetError) Error() string {
+	return fmt.Sprintf("window state of %d bytes passed the deployment's state budget of %d bytes (the server's --max-deployment-state); "+
+		"the largest is aggregate node %q: %d bytes in %d keys and %d slices. The last checkpoint is kept: deploy again after raising the budget, "+
+		"or after changing the scenario to keep less state", e.Bytes, e.Budget, e.Node, e.State.Bytes, e.State.Keys, e.State.Slices)
+}
+
+// Is makes errors.Is(err, ErrStateBudget) true.
+func (e *StateBudgetError) Is(target error) bool { return target == ErrStateBudget }
+
+// checkStateBudget returns a *StateBudgetError when the state published in l passes budget
+// (≤ 0: none).
+func checkStateBudget(l *Live, budget int64) error {
+	if budget <= 0 || l.StateBytes <= budget {
+		return nil
+	}
+	e := &StateBudgetError{Bytes: l.StateBytes, Budget: budget}
+	ids := make([]string, 0, len(l.State))
+	for id := range l.State {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids) // the first of equals, by id
+	for _, id := range ids {
+		if s := l.State[id]; e.Node == "" || s.Bytes > e.State.Bytes {
+			e.Node, e.State = id, s
+		}
+	}
+	return e
+}

@@ -1,0 +1,170 @@
+package deploy
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/scenario-server/scenario-server/aggregate"
+	"github.com/scenario-server/scenario-server/engine"
+	"github.com/scenario-server/scenario-server/scenario"
+	"github.com/scenario-server/scenario-server/store"
+)
+
+// t0 is a multiple of 10 s: the start of a tumbling window of tumblingGraph.
+const t0 = 1_700_000_000_000
+
+func rec(ms int64, key string) []byte {
+	return fmt.Appendf(nil, `{"ts": %d, "key": %q, "v": 1}`, t0+ms, key)
+}
+
+// offlineState pushes recs through an engine of graph and returns its aggregates' state.
+func offlineState(t *testing.T, graph string, recs [][]byte) map[string]aggregate.StateSize {
+	t.Helper()
+	sc, err := scenario.Decode([]byte(graph))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(sc, engine.Options{ScenarioName: "oracle"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range recs {
+		if err := e.PushJSON("in", r, int64(i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return e.State()
+}
+
+// gauges returns the value of each state gauge of scenario/node in reg.
+func gauges(t *testing.T, reg *prometheus.Registry, scenarioName, node string) map[string]float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["scenario"] == scenarioName && labels["node"] == node && m.GetGauge() != nil {
+				out[f.GetName()] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	return out
+}
+
+// The live state of an aggregate: keys and slices worked out by hand, in Live and in
+// Prometheus.
+func TestStateGauges(t *testing.T) {
+	st := sqliteStore(t)
+	reg := prometheus.NewRegistry()
+	graph := tumblingGraph("")
+	createScenario(t, st, "tiny", graph)
+	r := newRuntime(t, st, func(c *Config) { c.Metrics = reg })
+	deploy(t, r, "tiny", 0)
+
+	check := func(what string, processed int64, keys, slices int, recs [][]byte) {
+		t.Helper()
+		var l Live
+		waitFor(t, what, func() bool {
+			var ok bool
+			l, ok = r.Live("tiny")
+			return ok && len(l.Sources) == 1 && l.Sources[0].Processed == processed
+		})
+		got := l.State["win"]
+		if len(l.State) != 1 || got.Keys != keys || got.Slices != slices || got.Bytes <= 0 {
+			t.Errorf("%s: state %+v, want only win with %d keys, %d slices and some bytes", what, l.State, keys, slices)
+		}
+		// The bytes are the operator's own estimate: those of an engine given the same events.
+		if want := offlineState(t, graph, recs)["win"]; got != want {
+			t.Errorf("%s: state %+v, an engine given the same events has %+v", what, got, want)
+		}
+		if l.StateBytes != int64(got.Bytes) {
+			t.Errorf("%s: StateBytes %d, want the node's %d", what, l.StateBytes, got.Bytes)
+		}
+		g := gauges(t, reg, "tiny", "win")
+		if g["scenario_server_node_state_keys"] != float64(keys) || g["scenario_server_node_state_slices"] != float64(slices) ||
+			g["scenario_server_node_state_bytes"] != float64(got.Bytes) {
+			t.Errorf("%s: gauges %v, want keys %d, slices %d, bytes %d", what, g, keys, slices, got.Bytes)
+		}
+		if g := gauges(t, reg, "tiny", "out"); len(g) != 0 {
+			t.Errorf("%s: the sink has state gauges %v", what, g)
+		}
+	}
+
+	// 10 s tumbling windows, precision 10 s, out-of-orderness 2 s. k0 at 0 s and 3 s, k1 at
+	// 1 s, k2 at 2 s: slice 0. k1 at 11 s: slice 1. The watermark is 11 - 2 = 9 s: nothing
+	// closes. 3 keys (k0, k1, k2), 2 slices (0 and 1).
+	recs := [][]byte{rec(0, "k0"), rec(1000, "k1"), rec(2000, "k2"), rec(3000, "k0"), rec(11_000, "k1")}
+	ingestAll(t, r, "tiny", recs, 0, len(recs))
+	check("5 events", 5, 3, 2, recs)
+
+	// k2 at 25 s: slice 2; the watermark is 23 s, which closes [0, 10 s) and [10 s, 20 s):
+	// slices 0 and 1 go, and with them k0 and k1 (no data left). 1 key (k2), 1 slice (2).
+	recs = append(recs, rec(25_000, "k2"))
+	ingestAll(t, r, "tiny", recs, 5, 1)
+	check("6 events", 6, 1, 1, recs)
+}
+
+// A deployment whose state passes the budget fails with the reason and keeps its last
+// checkpoint and its events; another deployment of the same runtime goes on.
+func TestStateBudget(t *testing.T) {
+	st := sqliteStore(t)
+	graph := tumblingGraph("")
+	createScenario(t, st, "small", graph)
+	createScenario(t, st, "big", graph)
+
+	// One key against 500 keys, in one window that stays open; the budget between the two.
+	small := [][]byte{rec(0, "only")}
+	var big [][]byte
+	for i := range 500 {
+		big = append(big, rec(int64(i), fmt.Sprintf("key %d", i)))
+	}
+	smallState := offlineState(t, graph, small)["win"]
+	bigState := offlineState(t, graph, big)["win"]
+	budget := int64(smallState.Bytes+bigState.Bytes) / 2
+	if int64(smallState.Bytes) >= budget || int64(bigState.Bytes) <= budget {
+		t.Fatalf("small state %d, big %d: no budget between them", smallState.Bytes, bigState.Bytes)
+	}
+	t.Logf("state of 1 key: %d bytes; of 500 keys: %d bytes; budget %d", smallState.Bytes, bigState.Bytes, budget)
+
+	r := newRuntime(t, st, func(c *Config) { c.MaxDeploymentState = budget })
+	deploy(t, r, "small", 0)
+	bigDeployment := deploy(t, r, "big", 0)
+	ingestAll(t, r, "small", small, 0, 1)
+	ingestAll(t, r, "big", big, 0, len(big)) // one batch: one read, one check
+
+	var failed store.Deployment
+	waitFor(t, "the big deployment failed and stopped", func() bool {
+		var err error
+		failed, err = st.GetDeployment(t.Context(), bigDeployment.ID)
+		_, running := r.Live("big")
+		return err == nil && failed.Status == store.StatusFailed && !running
+	})
+	want := (&StateBudgetError{Bytes: int64(bigState.Bytes), Budget: budget, Node: "win", State: bigState}).Error()
+	if failed.Reason != want {
+		t.Errorf("reason %q,\nwant %q", failed.Reason, want)
+	}
+	// Its last checkpoint (the first one, at offset 0) and the events after it are kept.
+	cp, err := st.GetLatestCheckpoint(t.Context(), bigDeployment.ID)
+	if err != nil || len(cp.Positions) != 1 || cp.Positions[0].Offset != 0 {
+		t.Errorf("checkpoint of the failed deployment: %+v, %v; want positions at offset 0", cp, err)
+	}
+	if events, err := st.ReadEvents(t.Context(), store.EventLog{Scenario: "big", Source: "in"}, 0, store.MaxReadLimit); err != nil || len(events) != 500 {
+		t.Errorf("the failed deployment's log holds %d events (%v), want 500", len(events), err)
+	}
+
+	// The small one goes on.
+	ingestAll(t, r, "small", append(small, rec(1, "only")), 1, 1) // batch key b1
+	waitFor(t, "the small deployment processed its second event", func() bool {
+		l, ok := r.Live("small")
+		return ok && l.Phase == PhaseRunning && len(l.Sources) == 1 && l.Sources[0].Processed == 2
+	})
+}

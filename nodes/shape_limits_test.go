@@ -1,0 +1,98 @@
+package nodes
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/scenario-server/scenario-server/expression"
+	"github.com/scenario-server/scenario-server/scenario"
+)
+
+// TestNodeIDsInURLs: which ids validate as one URL path segment. The ids refused are those a
+// client or proxy changes ("." and ".." are removed, '/' splits the segment) or that JSON
+// cannot carry back (invalid UTF-8); the API test TestUnusualNodeIDReachable sends events to
+// accepted ones through real HTTP.
+func TestNodeIDsInURLs(t *testing.T) {
+	for _, tc := range []struct {
+		id string
+		ok bool
+	}{
+		{"payments", true},
+		{"a b", true},
+		{"café ☕", true},
+		{"50%", true},
+		{"a?b#c", true},
+		{"...", true}, // not a dot segment
+		{".hidden", true},
+		{`back\slash`, true},
+		{".", false},
+		{"..", false},
+		{"a/b", false},
+		{"/", false},
+		{"bad\xffutf8", false},
+	} {
+		s := variableChain(3, "1")
+		s.Nodes[1].ID = tc.id
+		s.Edges[0].To, s.Edges[1].From = tc.id, tc.id
+		v := Validate(s)
+		var idErrors []scenario.Problem
+		for _, p := range v.Errors {
+			if p.Code == scenario.CodeInvalidNodeID {
+				idErrors = append(idErrors, p)
+			}
+		}
+		if tc.ok {
+			if !v.OK() {
+				t.Errorf("id %q: %v", tc.id, v.Errors)
+			}
+			continue
+		}
+		if len(idErrors) != 1 || idErrors[0].NodeID != tc.id || idErrors[0].Field != "id" {
+			t.Errorf("id %q: want one %s on its id, got %v", tc.id, scenario.CodeInvalidNodeID, v.Errors)
+			continue
+		}
+		if got := v.LimitErrors(); len(got) != 1 || got[0] != idErrors[0] {
+			t.Errorf("id %q: limit errors %v", tc.id, got)
+		}
+	}
+}
+
+// TestLimitClass: the limit class holds the size, id, window-shape and expression-limit codes,
+// and nothing a draft may have while it is being edited.
+func TestLimitClass(t *testing.T) {
+	for _, code := range []string{scenario.CodeTooManyNodes, scenario.CodeTooManyScenarioEdges, scenario.CodeInvalidNodeID,
+		CodeTooManySlices, CodeTooManyWindows, expression.CodeTooLong, expression.CodeTooDeep, expression.CodeTooLarge} {
+		if !IsLimit(code) {
+			t.Errorf("%s is not of the limit class", code)
+		}
+	}
+	for _, code := range []string{"expression-type", "expression-syntax", "unknown-variable", scenario.CodeMissingOutput,
+		CodeNotMultipleOfPrec, CodeMissingParameter, CodeReadsClock} {
+		if IsLimit(code) {
+			t.Errorf("%s is of the limit class", code)
+		}
+	}
+	// A type error is not a limit: the draft validates with errors, none of them limits.
+	v := Validate(variableChain(3, `"a" + 1`))
+	if v.OK() || len(v.LimitErrors()) != 0 {
+		t.Errorf("a type error: errors %v, limit errors %v", v.Errors, v.LimitErrors())
+	}
+	// An expression nested past the compile limit is, at its node and field.
+	v = Validate(variableChain(3, strings.Repeat("(", 1000)+"1"+strings.Repeat(")", 1000)))
+	if got := v.LimitErrors(); len(got) != 1 || got[0].Code != expression.CodeTooDeep || got[0].NodeID != "v1" || got[0].Field != "value" {
+		t.Errorf("a deep expression: limit errors %v", got)
+	}
+	// Too many nodes is.
+	v = Validate(variableChain(scenario.MaxNodes+1, "1"))
+	if got := v.LimitErrors(); len(got) != 1 || got[0].Code != scenario.CodeTooManyNodes {
+		t.Errorf("too many nodes: limit errors %v", got)
+	}
+}
+
+func TestGroupDigits(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 7: "7", 999: "999", 1000: "1,000", 86_400_000: "86,400,000", -12345: "-12,345"} {
+		if got := groupDigits(n); got != want {
+			t.Errorf("groupDigits(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
