@@ -199,6 +199,21 @@ test('build, validate, save, test and reload a scenario', async (t) => {
     noConsoleErrors('live counts');
   });
 
+  await t.test('an event that fails is a dead letter, shown in the deploy panel', async () => {
+    const url = `${server.url}/api/scenarios/${encodeURIComponent(SCENARIO)}/sources/${encodeURIComponent('http source')}/events`;
+    const bad = { date: 'yesterday', delay: 99, origin: 'DTW' };
+    const res = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify([bad]) });
+    assert.equal(res.status, 202, await res.text());
+    // Stored with the checkpoint that covers it: offset 3, after the three events above.
+    const letter = page.getByTestId('dead-letter').filter({ hasText: 'yesterday' });
+    await letter.waitFor();
+    const text = await letter.innerText();
+    assert.match(text, /http source, offset 3\)/);
+    assert.match(text, /timestamp/);
+    await shot(page, '05b-dead-letter');
+    noConsoleErrors('dead letter');
+  });
+
   await t.test('reload: the saved scenario is all still there', async () => {
     await page.reload();
     for (const id of ['http source', 'filter', 'tumbling window', 'collect']) await node(page, id).waitFor();

@@ -76,7 +76,7 @@ export interface paths {
         put?: never;
         /**
          * Create a scenario
-         * @description Creates a scenario with the graph as its version 1. The graph must decode as a scenario (see Graph); it need not be valid yet.
+         * @description Creates a scenario with the graph as its version 1. The graph must decode as a scenario (see Graph); it need not be valid yet, but a graph with errors of the limit class (too many nodes or edges, a node id not usable in a URL, a window of too many slices or windows, an expression too long or too deep) is refused with 422 scenario-exceeds-limits, its problems naming node and field.
          */
         post: operations["create-scenario"];
         delete?: never;
@@ -202,6 +202,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/scenarios/{name}/dead-letters": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a scenario's dead letters
+         * @description Pages through the events that failed in the scenario's deployments, oldest first, with a cursor (pass next as after). An event that fails (a record that is not JSON, a timestamp missing or refused, an expression that fails or passes its budget, an aggregate input of the wrong type) goes no further and the deployment goes on; the event is kept here with its source, position (HTTP log or Kafka offset), node, field and error, and its record (up to 64 KiB). Dead letters are stored at the checkpoint that covers their event, exactly once across restarts, and kept as long as collected results (--result-retention).
+         */
+        get: operations["read-dead-letters"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/scenarios/{name}/deploy": {
         parameters: {
             query?: never;
@@ -290,7 +310,7 @@ export interface paths {
         put?: never;
         /**
          * Import a scenario JSON
-         * @description Saves a scenario graph (as the export operation returns it) as a new version of the scenario, creating the scenario when it does not exist. The graph must decode as a scenario; the answer carries its validation.
+         * @description Saves a scenario graph (as the export operation returns it) as a new version of the scenario, creating the scenario when it does not exist. The graph must decode as a scenario and have no errors of the limit class (422 scenario-exceeds-limits, see create-scenario); the answer carries its validation.
          */
         post: operations["import-scenario"];
         delete?: never;
@@ -308,7 +328,7 @@ export interface paths {
         };
         /**
          * Read a collect sink's results
-         * @description Pages through the results a collect sink stored, oldest first, with a cursor: pass the answer's next as after. Results are stored at the deployment's checkpoints (every second by default), each exactly once, and kept across deployments and restarts. 404 sink-not-found when no version of the scenario has a collect sink of that id.
+         * @description Pages through the results a collect sink stored, oldest first, with a cursor: pass the answer's next as after, until a page comes back empty. A page holds at most limit results and at most 4 MiB of values (store.MaxResultReadBytes), but always at least one result when there is one, however large: a page may be shorter than limit while more results follow. Results are stored at the deployment's checkpoints (every second by default), each exactly once, and kept across deployments and restarts. 404 sink-not-found when no version of the scenario has a collect sink of that id.
          */
         get: operations["read-sink-results"];
         put?: never;
@@ -328,7 +348,7 @@ export interface paths {
         };
         /**
          * Stream a collect sink's results
-         * @description Server-sent events: an event "result" per stored result, oldest first, with the result's id as the event id and a SinkResult object as data; first those after the cursor, then new ones as checkpoints store them. EventSource reconnects with Last-Event-ID and the stream resumes after it, so no result is missed or repeated.
+         * @description Server-sent events: an event "result" per stored result, oldest first, with the result's id as the event id and a SinkResult object as data; first those after the cursor, then new ones as checkpoints store them. EventSource reconnects with Last-Event-ID and the stream resumes after it, so no result is missed or repeated. The stream goes at its client's pace, like a consumer of a log: the server reads the results from the store a page at a time (at most 1,000 results and 4 MiB of values, or one larger result) and reads the next page once the client has taken this one, so a slow client falls behind without the server buffering for it. A client that takes nothing for a minute (by default) is disconnected; it reconnects with Last-Event-ID and continues where it stopped.
          */
         get: operations["stream-sink-results"];
         put?: never;
@@ -433,7 +453,7 @@ export interface paths {
         put?: never;
         /**
          * Save a new version
-         * @description Saves the graph as the next version, on top of baseVersion (optimistic concurrency): when another save got there first, the answer is 409 version-conflict with both versions. The graph must decode as a scenario; it need not be valid yet.
+         * @description Saves the graph as the next version, on top of baseVersion (optimistic concurrency): when another save got there first, the answer is 409 version-conflict with both versions. The graph must decode as a scenario; it need not be valid yet, but a graph with errors of the limit class is refused with 422 scenario-exceeds-limits (see create-scenario).
          */
         post: operations["save-version"];
         delete?: never;
@@ -593,7 +613,7 @@ export interface paths {
         };
         /**
          * Readiness
-         * @description Answers 200 when the store answers a lookup within 2 s, 503 not-ready otherwise.
+         * @description Answers 200 when the store can be read and written within 2 s (a read, then a one-row write), 503 otherwise: code not-ready, or store-full while the store's disk is full (its latest write failed that way).
          */
         get: operations["readyz"];
         put?: never;
@@ -653,6 +673,53 @@ export interface components {
             groups: string[] | null;
             /** @description The node kinds, in palette order: by group, then as registered. */
             kinds: components["schemas"]["Kind"][] | null;
+        };
+        DeadLetter: {
+            /** @description The node's field whose expression or value failed. */
+            field?: string;
+            message: string;
+            /** @description The node where the event failed. */
+            nodeId: string;
+            /**
+             * Format: int64
+             * @description The event's position: its offset in the HTTP source's event log or in its Kafka partition; for a file source, its line's byte offset is not kept and this is absent.
+             */
+            offset?: number;
+            /**
+             * Format: int32
+             * @description The Kafka partition of the record.
+             */
+            partition?: number;
+            /** @description The event as it was read: its JSON, or a JSON string of its first 64 KiB when it is not JSON or longer. */
+            record?: unknown;
+            /** @description True when record holds only the first 64 KiB. */
+            recordTruncated?: boolean;
+            /** @description The source node that read the event; empty for an error of no event (a window closed by an idle step). */
+            source?: string;
+        };
+        DeadLetterEntry: {
+            /**
+             * Format: date-time
+             * @description When it was stored (at the checkpoint that covered its event).
+             */
+            createdAt: string;
+            deadLetter: components["schemas"]["DeadLetter"];
+            /**
+             * Format: int64
+             * @description The cursor: increases with every result or dead letter of the scenario.
+             * @example 42
+             */
+            id: number;
+        };
+        DeadLetterPage: {
+            /** @description In ID order; empty when there is nothing after the cursor yet. */
+            deadLetters: components["schemas"]["DeadLetterEntry"][] | null;
+            /**
+             * Format: int64
+             * @description The cursor for the next page: pass it as after.
+             */
+            next: number;
+            scenario: string;
         };
         DeployRequest: {
             /**
@@ -834,7 +901,7 @@ export interface components {
         ImportResult: {
             /** @description True when the import created the scenario (its version 1). */
             created: boolean;
-            /** @description The imported graph's validation: imports are stored even when it has errors, as saves are. */
+            /** @description The imported graph's validation: imports are stored even when it has errors, as saves are (except errors of the limit class, which refuse the import). */
             validation: components["schemas"]["ValidationResult"];
             /** @description The version the import saved, without its graph. */
             version: components["schemas"]["Version"];
@@ -1137,6 +1204,21 @@ export interface components {
              * @description Aggregates (hopping): events dropped from some closed windows but counted in the open ones.
              */
             partlyLate: number;
+            /**
+             * Format: int64
+             * @description Aggregates: estimated heap bytes of the window state; the deployment fails once its aggregates' sum passes the server's --max-deployment-state.
+             */
+            stateBytes?: number;
+            /**
+             * Format: int64
+             * @description Aggregates: group keys holding window state.
+             */
+            stateKeys?: number;
+            /**
+             * Format: int64
+             * @description Aggregates: slices holding partials, each with a cell per key (time slices; open sessions for session windows; count-slices for count windows).
+             */
+            stateSlices?: number;
         };
         NodeTestOutput: {
             /**
@@ -1386,7 +1468,7 @@ export interface components {
              * @example version-conflict
              * @enum {string}
              */
-            code: "invalid-json" | "bad-request" | "invalid-name" | "validation-failed" | "invalid-scenario" | "unknown-node" | "scenario-has-errors" | "test-timeout" | "invalid-event" | "idempotency-key-reused" | "sink-path-in-use" | "scenario-not-found" | "version-not-found" | "source-not-found" | "sink-not-found" | "route-not-found" | "method-not-allowed" | "not-acceptable" | "request-timeout" | "scenario-exists" | "version-conflict" | "scenario-archived" | "deployment-active" | "not-deployed" | "body-too-large" | "too-many-records" | "unsupported-media-type" | "backlog-full" | "not-ready" | "unavailable" | "internal-error";
+            code: "invalid-json" | "bad-request" | "invalid-name" | "validation-failed" | "invalid-scenario" | "scenario-exceeds-limits" | "unknown-node" | "scenario-has-errors" | "test-timeout" | "invalid-event" | "idempotency-key-reused" | "sink-path-in-use" | "scenario-not-found" | "version-not-found" | "source-not-found" | "sink-not-found" | "route-not-found" | "method-not-allowed" | "not-acceptable" | "request-timeout" | "scenario-exists" | "version-conflict" | "scenario-archived" | "deployment-active" | "not-deployed" | "body-too-large" | "too-many-records" | "unsupported-media-type" | "backlog-full" | "not-ready" | "unavailable" | "store-full" | "internal-error";
             /** @description For version-conflict: the version the save started from, the latest version and what was attempted. */
             conflict?: components["schemas"]["VersionConflict"];
             /**
@@ -1398,7 +1480,7 @@ export interface components {
             errors?: components["schemas"]["ErrorDetail"][] | null;
             /** @description A URI reference for this occurrence. */
             instance?: string;
-            /** @description For invalid-scenario: why the graph is not a scenario, with line and column in the graph's JSON text. */
+            /** @description For invalid-scenario: why the graph is not a scenario, with line and column in the graph's JSON text; for scenario-exceeds-limits: the limits passed, with node and field. */
             problems?: components["schemas"]["Problem"][] | null;
             /**
              * Format: int64
@@ -1505,7 +1587,7 @@ export interface components {
              * @description The cursor for the next page: pass it as after. The last result's id, or the after given when the page is empty.
              */
             next: number;
-            /** @description In ID order; empty when there is nothing after the cursor yet. */
+            /** @description In ID order; at most limit results and 4 MiB of values, or one larger result. Empty when there is nothing after the cursor yet; a page shorter than limit does not mean there is nothing more. */
             results: components["schemas"]["SinkResult"][] | null;
             scenario: string;
             sink: string;
@@ -2656,6 +2738,70 @@ export interface operations {
             };
         };
     };
+    "read-dead-letters": {
+        parameters: {
+            query?: {
+                /** @description Return the dead letters with an id greater than this; 0 (the default) starts at the first. */
+                after?: number;
+                /** @description At most this many dead letters. */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The scenario's name (URL-escaped: a space is %20). */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeadLetterPage"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
     "deploy-scenario": {
         parameters: {
             query?: never;
@@ -3026,7 +3172,7 @@ export interface operations {
             query?: {
                 /** @description Return the results with an id greater than this; 0 (the default) starts at the first. */
                 after?: number;
-                /** @description At most this many results. */
+                /** @description At most this many results. A page also stops before the result that would take its values past 4 MiB (it holds at least one result). */
                 limit?: number;
             };
             header?: never;
@@ -3158,7 +3304,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional key naming this batch: a batch re-sent with the same key (after a timeout, a lost answer or a server restart) is stored once and answered with the first batch's offsets. Use a new key for each batch. */
+                /** @description Optional key naming this batch: a batch re-sent with the same key and the same events (after a timeout, a lost answer or a server restart) is stored once and answered with the first batch's offsets. The same key with other events (compared by a SHA-256 of the events) is refused with 422 idempotency-key-reused, nothing stored. Use a new key for each batch. */
                 "Idempotency-Key"?: string;
                 /** @description application/json (one object, or an array of objects) or application/x-ndjson (one object a line). */
                 "Content-Type"?: string;

@@ -6,6 +6,7 @@ import type { DeploymentState } from './useDeployment';
 
 type SinkResult = Schemas['SinkResult'];
 type Deployment = Schemas['Deployment'];
+type DeadLetterEntry = Schemas['DeadLetterEntry'];
 
 type Props = {
   name: string;
@@ -41,6 +42,54 @@ function SinkResults({ name, sink }: { name: string; sink: string }) {
         {[...results].reverse().map((r) => (
           <li key={r.id}>
             <span className="muted small">#{r.id}</span> <code>{JSON.stringify(r.value)}</code>
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}
+
+const KEEP_DEAD_LETTERS = 20;
+
+/** The first dead letters of the scenario: events that failed, kept with their position and
+ * error. They are stored at the checkpoint that covers their event: reloaded at each new
+ * checkpoint while fewer are listed than there were per-event errors. */
+function DeadLetters({ name, errors, checkpoint }: { name: string; errors: number; checkpoint: number }) {
+  const [letters, setLetters] = useState<DeadLetterEntry[]>([]);
+  const complete = letters.length >= Math.min(errors, KEEP_DEAD_LETTERS);
+  useEffect(() => {
+    if (complete && letters.length > 0) return;
+    let stale = false;
+    api
+      .GET('/api/scenarios/{name}/dead-letters', { params: { path: { name }, query: { limit: KEEP_DEAD_LETTERS } } })
+      .then(({ data }) => {
+        if (!stale && data) setLetters(data.deadLetters ?? []);
+      });
+    return () => {
+      stale = true;
+    };
+  }, [name, errors, complete ? 0 : checkpoint]);
+  if (letters.length === 0) return null;
+  return (
+    <div data-testid="dead-letters">
+      <h4>Dead letters</h4>
+      <div className="muted small">
+        Events that failed went no further; the deployment went on. The first {letters.length} (all: GET
+        /api/scenarios/{'{name}'}/dead-letters).
+      </div>
+      <ul className="test-errors">
+        {letters.map(({ id, deadLetter: d }) => (
+          <li key={id} data-testid="dead-letter">
+            <b>{d.nodeId}</b>
+            {d.field ? ` ${d.field}` : ''} ({d.source ? `${d.source}, ` : ''}
+            {d.partition !== undefined ? `partition ${d.partition}, ` : ''}
+            {d.offset !== undefined ? `offset ${d.offset}` : 'no offset'}): {d.message}
+            {d.record !== undefined && d.record !== null && (
+              <div>
+                <code className="small">{JSON.stringify(d.record).slice(0, 300)}</code>
+                {d.recordTruncated && <span className="muted small"> (first 64 KiB kept)</span>}
+              </div>
+            )}
           </li>
         ))}
       </ul>
@@ -166,6 +215,8 @@ export function DeployPanel({ name, version, dirty, collectSinks, deployment }: 
           )}
         </>
       )}
+
+      {d && <DeadLetters name={name} errors={live?.errors ?? 0} checkpoint={live?.checkpoint ?? 0} />}
 
       {collectSinks.length > 0 && <h4>Latest sink results</h4>}
       {collectSinks.map((id) => (
