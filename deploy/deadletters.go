@@ -30,7 +30,9 @@ type DeadLetter struct {
 	Partition *int32 `json:"partition,omitempty" doc:"The Kafka partition of the record."`
 	// Offset is the event's position in its input: the offset in the HTTP source's event log
 	// or in the Kafka partition, the line number (1-based) of a file source.
-	Offset          *int64          `json:"offset,omitempty" doc:"The event's position: its offset in the HTTP source's event log or in its Kafka partition; for a file source, its line's byte offset is not kept and this is absent."`
+	Offset *int64 `json:"offset,omitempty" doc:"The event's position: its offset in the HTTP source's event log or in its Kafka partition; absent for a file source (see line)."`
+	// Line is a file source's position.
+	Line            *int64          `json:"line,omitempty" doc:"For a file source: the event's line in the file, 1-based."`
 	NodeID          string          `json:"nodeId" doc:"The node where the event failed."`
 	Field           string          `json:"field,omitempty" doc:"The node's field whose expression or value failed."`
 	Message         string          `json:"message"`
@@ -43,6 +45,7 @@ type pushing struct {
 	src       *source
 	payload   []byte
 	offset    int64 // -1: none
+	line      int64 // a file source's line; 0: none
 	partition int32 // -1: none
 }
 
@@ -55,6 +58,10 @@ func (d *deployment) deadLetter(x engine.EventError) {
 		if p.offset >= 0 {
 			off := p.offset
 			dl.Offset = &off
+		}
+		if p.line > 0 {
+			line := p.line
+			dl.Line = &line
 		}
 		switch {
 		case len(p.payload) > MaxDeadLetterRecord:

@@ -672,10 +672,12 @@ func (d *deployment) push(s *source, e store.Event) {
 // timestamp expression (arrival in the log, or the Kafka record's timestamp); partition is
 // its Kafka partition (-1 for other sources), which its per-event errors report.
 func (d *deployment) pushPayload(s *source, payload []byte, at, line int64, partition int32) {
-	if s.kind == sourceKafka {
+	switch s.kind {
+	case sourceKafka:
 		d.pushing.offset = line - 1
-	} else if s.kind != sourceHTTP {
-		d.pushing.offset = -1
+	case sourceHTTP:
+	default: // a file: its line number
+		d.pushing.offset, d.pushing.line = -1, line
 	}
 	d.pushing.src, d.pushing.payload, d.pushing.partition = s, payload, partition
 	defer func() { d.pushing = pushing{offset: -1, partition: -1} }()

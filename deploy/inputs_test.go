@@ -267,6 +267,19 @@ func testFileSourceFollowsFile(t *testing.T, st store.Store) {
 	if l.Nodes["in"].In != 2502 || !slices.Equal(lines, []int64{1003, 2504}) {
 		t.Errorf("%d lines in (want 2502: the events and the two bad lines), errors at lines %v (want 1003 and 2504)", l.Nodes["in"].In, lines)
 	}
+	// The two bad lines are dead letters with their line in the file (once each, across the
+	// crash), and the text of a line that is not JSON kept as a string.
+	var dead []string
+	for _, d := range readDeadLetters(t, st, "f") {
+		line := int64(0)
+		if d.Line != nil {
+			line = *d.Line
+		}
+		dead = append(dead, fmt.Sprintf("%s %d %v %s", d.Source, line, d.Offset, d.Record))
+	}
+	if want := []string{`in 1003 <nil> "{\"ts\": oops}"`, `in 2504 <nil> [1]`}; !slices.Equal(dead, want) {
+		t.Errorf("dead letters %q, want %q", dead, want)
+	}
 	if s := l.Sources[0]; s.Kind != "file" || s.Accepted != info.Size() || s.Error != "" {
 		t.Errorf("source state %+v, want file, %d bytes, no error", s, info.Size())
 	}

@@ -513,7 +513,7 @@ func (e *Engine) pushValue(src *node, eventTime int64) error {
 			// Refused before it moves anything: one mistyped timestamp must not make every
 			// later event late (docs/semantics.md §1).
 			e.fail(src, "timestamp", fmt.Errorf("event time %s is %s ahead of the server's clock, more than maxFutureSkew %s",
-				time.UnixMilli(t).UTC().Format(time.RFC3339Nano), time.Duration(t-now)*time.Millisecond, time.Duration(src.maxFutureSkew)*time.Millisecond))
+				time.UnixMilli(t).UTC().Format(time.RFC3339Nano), aheadText(t-now), time.Duration(src.maxFutureSkew)*time.Millisecond))
 			return nil
 		}
 		if src.idleTimeout > 0 {
@@ -631,4 +631,13 @@ func sortedIDs[T any](m map[string]T) []string {
 	}
 	sort.Strings(ids)
 	return ids
+}
+
+// aheadText writes a positive span of ms as a duration, or in days beyond what a
+// time.Duration holds (about 292 years: event times run to the year 9999).
+func aheadText(ms int64) string {
+	if ms > math.MaxInt64/int64(time.Millisecond) {
+		return fmt.Sprintf("%d days", ms/86_400_000)
+	}
+	return (time.Duration(ms) * time.Millisecond).String()
 }

@@ -205,7 +205,11 @@ func TestFarFutureEventRefused(t *testing.T) {
 		t.Fatalf("watermark after the far-future event %d, want it unchanged at %d", w, t0-10_000)
 	}
 	errs, n := e.Errors()
-	if n != 1 || errs[0].NodeID != "in" || errs[0].Field != "timestamp" || errs[0].Line != 2 || !strings.Contains(errs[0].Message, "maxFutureSkew") {
+	// 9999-12-31T00:00:00Z is 253,402,214,400,000 ms; T0 (2026-12-01T08:00:00Z) is
+	// 1,796,112,000,000 ms: 251,606,102,400,000 ms ahead, 2,912,107 whole days (beyond what a
+	// time.Duration holds).
+	if n != 1 || errs[0].NodeID != "in" || errs[0].Field != "timestamp" || errs[0].Line != 2 ||
+		errs[0].Message != "event time 9999-12-31T00:00:00Z is 2912107 days ahead of the server's clock, more than maxFutureSkew 1h0m0s" {
 		t.Fatalf("errors %d %+v, want one at node in, field timestamp, line 2, naming maxFutureSkew", n, errs)
 	}
 	push(t0-5_000, 3)

@@ -160,12 +160,19 @@ const (
 	MaxWindowsPerEvent = 1_440
 )
 
-// checkSlices reports a window of more than MaxSlicesPerWindow slices of precision p.
-func (c *nodeCheck) checkSlices(length, p time.Duration, explicit bool) {
+// checkSlices reports a window of more than MaxSlicesPerWindow slices of precision p. slide is
+// a hopping window's slide (0 for a sliding window), which the precision must divide.
+func (c *nodeCheck) checkSlices(length, p time.Duration, explicit bool, slide time.Duration) {
 	if p <= 0 || length/p <= MaxSlicesPerWindow {
 		return
 	}
 	which, hint := "precision", "; set a coarser \"precision\" that divides it"
+	switch {
+	case slide > 0 && p < slide:
+		hint = "; set a coarser \"precision\" that divides the slide " + formatDuration(slide)
+	case slide > 0:
+		hint = "; the precision must divide the slide " + formatDuration(slide) + ": set a longer slide"
+	}
 	if !explicit {
 		which = "the default precision"
 	}
@@ -195,7 +202,7 @@ func checkSliding(c *nodeCheck, out *aggregateOutput) {
 	p, explicit, okP := c.precision(defaultPrecision(length))
 	if okL && okP {
 		c.checkMultiple("windowLength", length, p, explicit, CodeNotMultipleOfPrec)
-		c.checkSlices(length, p, explicit)
+		c.checkSlices(length, p, explicit, 0)
 	}
 	left, _ := c.boolParam("emitWhenEventLeft")
 	out.enrich = true
@@ -226,7 +233,7 @@ func checkHopping(c *nodeCheck, out *aggregateOutput) {
 		if p, explicit, okP := c.precision(slide); okP {
 			c.checkMultiple("slide", slide, p, explicit, CodeSlideNotMultiple)
 			if okL {
-				c.checkSlices(length, p, explicit)
+				c.checkSlices(length, p, explicit, slide)
 			}
 		}
 	}
