@@ -15,6 +15,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/scenario-server/scenario-server/auth"
 	"github.com/scenario-server/scenario-server/deploy"
 	"github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/store"
@@ -79,6 +81,23 @@ type Config struct {
 	// one event (or keep-alive comment); a client that takes nothing for that long is
 	// disconnected. 0 means DefaultStreamWriteTimeout.
 	StreamWriteTimeout time.Duration
+	// Browser is what the browser checks accept as the server's own names (see
+	// browserSafety): its public URL and allowed hosts.
+	Browser BrowserConfig
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names the client (for the
+	// audit log and the request log). None: X-Forwarded-For is ignored.
+	TrustedProxies []netip.Prefix
+	// RateLimits bound event batches and test runs per identity, and test runs at once.
+	// The zero value limits nothing.
+	RateLimits RateLimits
+	// Authenticator establishes each request's identity (API tokens, bearer JWTs), and the
+	// routes then need the roles of routeRoles. Nil means authentication is not configured:
+	// every request is the local user with the admin role.
+	Authenticator *auth.Authenticator
+	// SignIn is the designer's sign-in with the OIDC provider (/auth/login, /auth/callback,
+	// /auth/logout). Nil means none: those answer 404 sign-in-not-configured. Its sessions
+	// count only when Authenticator.SignIn is set too.
+	SignIn *auth.SignIn
 }
 
 // Handler serves the API. Create it with New.
@@ -128,11 +147,21 @@ func New(cfg Config) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	guard, err := newBrowserGuard(cfg.Browser)
+	if err != nil {
+		return nil, err
+	}
 
 	r := chi.NewRouter()
 	r.Use(middleware.RequestID)
+	r.Use(withClientAddress(cfg.TrustedProxies))
 	r.Use(requestLog(cfg.Logger, metrics))
+	r.Use(guard.browserSafety)
 	r.Use(recoverProblem)
+	r.Use(authenticate(cfg.Authenticator))
+	r.Use((&auditor{store: cfg.Store, now: time.Now}).auditRoutes(r))
+	r.Use(requireRoles(r))
+	r.Use(newRateLimiter(cfg.RateLimits).limit)
 	r.Use(ndjsonRecords(cfg.TestMaxBytes))
 	r.Use(checkBody(func(path string) int64 {
 		if isTestPath(path) {
@@ -179,6 +208,10 @@ func New(cfg Config) (*Handler, error) {
 	h.registerNodeTest(hapi)
 	h.registerDeployments(hapi)
 	h.registerHealth(hapi)
+	h.registerAudit(hapi)
+	h.registerTokens(hapi)
+	h.registerMe(hapi, cfg.SignIn != nil)
+	registerSignIn(r, cfg.SignIn)
 	if err := serveOpenAPI(r, hapi); err != nil {
 		return nil, err
 	}

@@ -22,7 +22,7 @@ type Deployment struct {
 	Status   string `json:"status" enum:"DEPLOYING,RUNNING,CANCELED,FAILED" doc:"DEPLOYING → RUNNING | FAILED | CANCELED; RUNNING → FAILED | CANCELED. CANCELED and FAILED are final."`
 	Reason   string `json:"reason,omitempty" doc:"Why it is in this status: the failure, who canceled it, or the version that replaced it." example:"canceled by anna: maintenance"`
 	Comment  string `json:"comment" doc:"The comment given with the deploy." example:"lower the limit"`
-	User     string `json:"user" doc:"Who deployed it (the X-Scenario-User header)." example:"anna"`
+	User     string `json:"user" doc:"Who deployed it (the authenticated identity's name; local without authentication)." example:"anna"`
 	// CreatedAt and UpdatedAt are when the deploy was requested and when the status last changed.
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
@@ -174,13 +174,11 @@ type scenarioPath struct {
 
 type deployInput struct {
 	Name string         `path:"name" doc:"The scenario's name (URL-escaped: a space is %20)." example:"large payments"`
-	User string         `header:"X-Scenario-User" maxLength:"100" default:"anonymous" doc:"Who deploys; recorded in the history."`
 	Body *DeployRequest `required:"false"`
 }
 
 type cancelInput struct {
 	Name string         `path:"name" doc:"The scenario's name (URL-escaped: a space is %20)." example:"large payments"`
-	User string         `header:"X-Scenario-User" maxLength:"100" default:"anonymous" doc:"Who cancels; recorded in the reason."`
 	Body *CancelRequest `required:"false"`
 }
 
@@ -290,7 +288,7 @@ func (h *handlers) deploy(ctx context.Context, in *deployInput) (*deploymentOutp
 	if err := h.needRuntime(); err != nil {
 		return nil, err
 	}
-	req := deploy.DeployRequest{Scenario: in.Name, User: in.User}
+	req := deploy.DeployRequest{Scenario: in.Name, User: identityName(ctx)}
 	if in.Body != nil {
 		req.Version, req.Comment = in.Body.Version, in.Body.Comment
 	}
@@ -303,6 +301,7 @@ func (h *handlers) deploy(ctx context.Context, in *deployInput) (*deploymentOutp
 		}
 		return nil, runtimeError(ctx, err, in.Name, req.Version)
 	}
+	noteAudit(ctx, "", d.Version)
 	return &deploymentOutput{Body: deploymentOut(d)}, nil
 }
 
@@ -317,10 +316,11 @@ func (h *handlers) cancel(ctx context.Context, in *cancelInput) (*deploymentOutp
 	if in.Body != nil {
 		comment = in.Body.Comment
 	}
-	d, err := h.runtime.Cancel(ctx, in.Name, in.User, comment)
+	d, err := h.runtime.Cancel(ctx, in.Name, identityName(ctx), comment)
 	if err != nil {
 		return nil, runtimeError(ctx, err, in.Name, 0)
 	}
+	noteAudit(ctx, "", d.Version)
 	return &deploymentOutput{Body: deploymentOut(d)}, nil
 }
 

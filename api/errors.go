@@ -109,10 +109,11 @@ var Codes = []string{
 	CodeInvalidJSON, CodeBadRequest, CodeInvalidName, CodeValidationFailed, CodeInvalidScenario,
 	CodeScenarioExceedsLimits, CodeUnknownNode, CodeScenarioHasErrors, CodeTestTimeout, CodeInvalidEvent, CodeIdempotencyKeyReused,
 	CodeSinkPathInUse,
+	CodeUnauthenticated, CodeForbidden, CodeTokenNotFound, CodeSignInFailed, CodeSignInNotConfigured,
 	CodeScenarioNotFound, CodeVersionNotFound, CodeSourceNotFound, CodeSinkNotFound, CodeRouteNotFound,
 	CodeMethodNotAllowed, CodeNotAcceptable, CodeRequestTimeout, CodeScenarioExists,
 	CodeVersionConflict, CodeScenarioArchived, CodeDeploymentActive, CodeNotDeployed, CodeBodyTooLarge,
-	CodeTooManyRecords, CodeUnsupportedMediaType, CodeBacklogFull, CodeNotReady, CodeUnavailable, CodeStoreFull, CodeInternal,
+	CodeTooManyRecords, CodeUnsupportedMediaType, CodeHostNotAllowed, CodeCrossOrigin, CodeRateLimited, CodeTestRunsBusy, CodeBacklogFull, CodeNotReady, CodeUnavailable, CodeStoreFull, CodeInternal,
 }
 
 // ProblemDetails is every error answer: RFC 9457 problem details, sent as

@@ -11,9 +11,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/scenario-server/scenario-server/api"
+	"github.com/scenario-server/scenario-server/auth"
 	"github.com/scenario-server/scenario-server/store"
 	"github.com/scenario-server/scenario-server/store/sqlite"
 	"github.com/scenario-server/scenario-server/store/storetest"
@@ -33,6 +35,14 @@ type client struct {
 	base  string
 	http  *http.Client
 	store store.Store // the server's store, for withConfig
+	// configure is what configured the server, for postAs's twin.
+	configure []func(*api.Config)
+	// as is postAs's twin server with API tokens enabled, and a token secret per user.
+	as struct {
+		sync.Mutex
+		server *client
+		tokens map[string]string
+	}
 }
 
 // newClient starts the API on st in an httptest server, closed when t ends.
@@ -48,7 +58,7 @@ func newClient(t *testing.T, st store.Store, configure ...func(*api.Config)) *cl
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &client{t: t, base: srv.URL, http: srv.Client(), store: st}
+	return &client{t: t, base: srv.URL, http: srv.Client(), store: st, configure: configure}
 }
 
 // withConfig starts a second server on c's store, configured as the first with configure
@@ -133,10 +143,32 @@ func (c *client) post(path string, body any) *response {
 	return c.send(request{Method: http.MethodPost, Path: path, Body: body})
 }
 
-// postAs posts as the user named.
+// postAs posts as the user named: with an admin API token of that name, to a second server
+// on the same store and configuration with API tokens enabled (c's own server has no
+// authentication, so every request there is "local").
 func (c *client) postAs(user, path string, body any) *response {
 	c.t.Helper()
-	return c.send(request{Method: http.MethodPost, Path: path, Body: body, Header: map[string]string{"X-Scenario-User": user}})
+	c.as.Lock()
+	if c.as.server == nil {
+		c.as.server = newClient(c.t, c.store, append(c.configure, func(cfg *api.Config) {
+			cfg.Authenticator = &auth.Authenticator{Tokens: c.store}
+		})...)
+		c.as.tokens = map[string]string{}
+	}
+	secret, ok := c.as.tokens[user]
+	if !ok {
+		var hash []byte
+		secret, hash = auth.NewTokenSecret()
+		if _, err := c.store.CreateToken(context.Background(), store.NewToken{Name: user, Role: string(auth.Admin), SecretHash: hash}); err != nil {
+			c.as.Unlock()
+			c.t.Errorf("creating a token for %s: %v", user, err)
+			return &response{}
+		}
+		c.as.tokens[user] = secret
+	}
+	server := c.as.server
+	c.as.Unlock()
+	return server.send(request{Method: http.MethodPost, Path: path, Body: body, Header: map[string]string{"Authorization": "Bearer " + secret}})
 }
 
 // ok decodes a 2xx JSON answer into v (when not nil), failing t on another status.

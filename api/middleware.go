@@ -105,6 +105,7 @@ func requestLog(log *slog.Logger, m *httpMetrics) func(http.Handler) http.Handle
 				level = slog.LevelDebug
 			}
 			reqLog.LogAttrs(r.Context(), level, "request",
+				slog.String("client", clientAddress(r.Context())),
 				slog.String("method", r.Method),
 				slog.String("path", r.URL.Path),
 				slog.String("route", route),

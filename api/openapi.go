@@ -33,6 +33,7 @@ var apiTags = []*huma.Tag{
 	{Name: tagTesting, Description: "Test runs of saved and unsaved graphs on sample records (a bounded replay: per node counts, each record's variables and expression values, window results, sink outputs, errors), and tests of one node on given variables."},
 	{Name: tagDeployments, Description: "Deploy and cancel scenarios, send events to their HTTP sources, watch their live per-node counts, read their collected results; streams are server-sent events."},
 	{Name: tagOperations, Description: "Liveness, readiness and Prometheus metrics, outside /api."},
+	{Name: tagAccess, Description: "API tokens (admin only) and the current identity."},
 }
 
 const apiDescription = "The REST API of scenario-server: scenario graphs in Nussknacker's API form, " +
@@ -42,7 +43,9 @@ const apiDescription = "The REST API of scenario-server: scenario graphs in Nuss
 	"test run also takes its records as application/x-ndjson). Every error is RFC 9457 problem details (application/problem+json) " +
 	"with a stable `code`, such as scenario-not-found, version-conflict, invalid-name, " +
 	"invalid-json, body-too-large, unsupported-media-type or validation-failed. Changes are " +
-	"attributed to the X-Scenario-User header (anonymous by default)."
+	"attributed to the authenticated identity (an API token's name, the OIDC user's name); " +
+	"without authentication configured, to \"local\". Without credentials a route that needs a " +
+	"role answers 401 unauthenticated, and with a role too low 403 forbidden."
 
 // serveOpenAPI adds the OpenAPI document, as generated from the registered operations, at
 // OpenAPIPath (OpenAPI 3.1) and OpenAPI30Path (huma's downgrade to 3.0.3, for tools that do

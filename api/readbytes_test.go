@@ -97,7 +97,7 @@ func TestResultsStreamClientNeverReads(t *testing.T) {
 	}
 	defer conn.Close()
 	_ = conn.(*net.TCPConn).SetReadBuffer(4096)
-	if _, err := fmt.Fprintf(conn, "GET /api/scenarios/s/sinks/out/results/stream HTTP/1.1\r\nHost: test\r\n\r\n"); err != nil {
+	if _, err := fmt.Fprintf(conn, "GET /api/scenarios/s/sinks/out/results/stream HTTP/1.1\r\nHost: %s\r\n\r\n", srv.Listener.Addr()); err != nil {
 		t.Fatal(err)
 	}
 	// Never read. The stream cannot write 40 MiB into the sockets' buffers, so a write

@@ -58,7 +58,6 @@ type NewScenario struct {
 }
 
 type createScenarioInput struct {
-	User string `header:"X-Scenario-User" maxLength:"100" default:"anonymous" doc:"Who makes the change; recorded as the version's author."`
 	Body NewScenario
 }
 
@@ -154,6 +153,7 @@ func (h *handlers) listScenarios(ctx context.Context, in *listScenariosInput) (*
 }
 
 func (h *handlers) createScenario(ctx context.Context, in *createScenarioInput) (*versionOutput, error) {
+	noteAudit(ctx, in.Body.Name, 1)
 	if err := checkName(in.Body.Name); err != nil {
 		return nil, err
 	}
@@ -165,7 +165,7 @@ func (h *handlers) createScenario(ctx context.Context, in *createScenarioInput) 
 		return nil, err
 	}
 	v, err := h.store.CreateScenario(ctx, in.Body.Name, store.Draft{
-		Graph: []byte(in.Body.Graph), Comment: in.Body.Comment, Author: in.User,
+		Graph: []byte(in.Body.Graph), Comment: in.Body.Comment, Author: identityName(ctx),
 	})
 	if err != nil {
 		return nil, storeError(ctx, err, in.Body.Name, 0)

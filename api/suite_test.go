@@ -264,7 +264,7 @@ func testCreateListGet(t *testing.T, c *client) {
 	if names := scenarioNames(list); !slices.Equal(names, []string{"Fraud", "alerts.v2", "fraud checks", "z_last-1"}) {
 		t.Errorf("list: %q", names)
 	}
-	if s := list.Scenarios[0]; s.LatestVersion != 1 || s.CreatedBy != "anonymous" || s.Archived || s.CreatedAt.IsZero() {
+	if s := list.Scenarios[0]; s.LatestVersion != 1 || s.CreatedBy != "local" || s.Archived || s.CreatedAt.IsZero() {
 		t.Errorf("listed %+v", s)
 	}
 	c.get("/api/scenarios?search=FRAUD").ok(t, http.StatusOK, &list)

@@ -17,7 +17,7 @@ type Version struct {
 	Scenario  string    `json:"scenario" doc:"The scenario's name." example:"large payments"`
 	Version   int       `json:"version" doc:"The version number: 1, 2, ... without gaps." example:"2"`
 	Comment   string    `json:"comment" doc:"What changed." example:"raise the limit to 1000"`
-	Author    string    `json:"author" doc:"Who saved it (the X-Scenario-User header)." example:"anna"`
+	Author    string    `json:"author" doc:"Who saved it (the authenticated identity's name; local without authentication)." example:"anna"`
 	CreatedAt time.Time `json:"createdAt,omitzero" doc:"When it was saved (UTC); absent for a version that was not saved."`
 	Graph     Graph     `json:"graph,omitempty" doc:"The scenario graph as it was saved; absent in the version history."`
 }
@@ -64,7 +64,6 @@ type getVersionOutput struct {
 
 type saveVersionInput struct {
 	Name string `path:"name" doc:"The scenario's name (URL-escaped: a space is %20)." example:"large payments"`
-	User string `header:"X-Scenario-User" maxLength:"100" default:"anonymous" doc:"Who makes the change; recorded as the version's author."`
 	Body NewVersion
 }
 
@@ -81,7 +80,6 @@ type exportOutput struct {
 
 type importInput struct {
 	Name        string `path:"name" doc:"The scenario's name (URL-escaped: a space is %20)." example:"large payments"`
-	User        string `header:"X-Scenario-User" maxLength:"100" default:"anonymous" doc:"Who makes the change; recorded as the version's author."`
 	BaseVersion int    `query:"baseVersion" minimum:"1" doc:"The version the imported graph replaces; 409 version-conflict when it is no longer the latest. When absent, the import goes on top of the latest version, or creates the scenario when there is none."`
 	Comment     string `query:"comment" maxLength:"10000" default:"imported" doc:"The new version's comment."`
 	Body        Graph
@@ -180,11 +178,12 @@ func (h *handlers) saveVersion(ctx context.Context, in *saveVersionInput) (*vers
 		return nil, err
 	}
 	v, err := h.store.SaveVersion(ctx, in.Name, in.Body.BaseVersion, store.Draft{
-		Graph: []byte(in.Body.Graph), Comment: in.Body.Comment, Author: in.User,
+		Graph: []byte(in.Body.Graph), Comment: in.Body.Comment, Author: identityName(ctx),
 	})
 	if err != nil {
 		return nil, h.versionError(ctx, err, in.Name, in.Body.BaseVersion)
 	}
+	noteAudit(ctx, "", v.Number)
 	return &versionOutput{Location: versionURL(v.Scenario, v.Number), Body: versionOut(v)}, nil
 }
 
@@ -252,7 +251,7 @@ func (h *handlers) importScenario(ctx context.Context, in *importInput) (*import
 	if limits := validation.LimitErrors(); len(limits) > 0 {
 		return nil, exceedsLimits(limits)
 	}
-	draft := store.Draft{Graph: []byte(in.Body), Comment: in.Comment, Author: in.User}
+	draft := store.Draft{Graph: []byte(in.Body), Comment: in.Comment, Author: identityName(ctx)}
 	base, created := in.BaseVersion, false
 	var v store.Version
 	if base == 0 {
@@ -278,6 +277,7 @@ func (h *handlers) importScenario(ctx context.Context, in *importInput) (*import
 		}
 	}
 	v.Graph = nil
+	noteAudit(ctx, "", v.Number)
 	return &importOutput{
 		Location: versionURL(v.Scenario, v.Number),
 		Body: ImportResult{

@@ -250,6 +250,10 @@ type Store interface {
 	// the database.
 	Ping(ctx context.Context) error
 
+	TokenStore
+
+	AuditStore
+
 	// Close releases the database. Calls after the first return nil; other methods must not be
 	// called after Close.
 	Close() error

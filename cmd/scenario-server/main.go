@@ -5,6 +5,7 @@
 //
 //	scenario-server [serve] [flags]   start the HTTP server (the default)
 //	scenario-server run [flags]       replay a file of events through a scenario file
+//	scenario-server token ...         create, list and revoke API tokens
 //	scenario-server help              print this help
 //
 // Run "scenario-server serve -h" for the server's flags and environment variables.
@@ -35,6 +36,7 @@ const usage = `scenario-server: a scenario server for streaming decisions.
 Usage:
   scenario-server [serve] [flags]   start the HTTP server (the default)
   scenario-server run [flags]       replay a file of events through a scenario file
+  scenario-server token ...         create, list and revoke API tokens
   scenario-server help              print this help
 
 Run "scenario-server serve -h" for the server's flags and environment variables.
@@ -67,6 +69,8 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		return serve(ctx, rest, getenv, stderr)
 	case "run":
 		return runReplay(ctx, rest, stdin, stdout, stderr)
+	case "token":
+		return tokenCommand(ctx, rest, getenv, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -37,7 +37,7 @@ func TestParseServeFlags(t *testing.T) {
 			name: "defaults",
 			want: serveConfig{Addr: "127.0.0.1:8080", DataDir: "./data", LogFormat: "text", LogLevel: slog.LevelInfo,
 				MaxBodyBytes: api.DefaultMaxBodyBytes, ShutdownTimeout: 10 * time.Second,
-				ResultRetention: 7 * 24 * time.Hour, BatchKeyRetention: 24 * time.Hour, MaxDeploymentState: 1 << 30, CrashLoopLimit: 3},
+				ResultRetention: 7 * 24 * time.Hour, BatchKeyRetention: 24 * time.Hour, MaxDeploymentState: 1 << 30, CrashLoopLimit: 3, Guard: defaultGuard()},
 		},
 		{
 			name: "environment",
@@ -46,7 +46,7 @@ func TestParseServeFlags(t *testing.T) {
 				envMaxDeploymentState: "0", envNoResume: "1", envCrashLoopLimit: "7"},
 			want: serveConfig{Addr: ":9000", DataDir: "/var/lib/ss", DatabaseURL: "postgres://db/x", LogFormat: "json",
 				LogLevel: slog.LevelDebug, MaxBodyBytes: 2048, ShutdownTimeout: 10 * time.Second,
-				ResultRetention: time.Hour, BatchKeyRetention: 0, MaxDeploymentState: 0, NoResume: true, CrashLoopLimit: 7},
+				ResultRetention: time.Hour, BatchKeyRetention: 0, MaxDeploymentState: 0, NoResume: true, CrashLoopLimit: 7, Guard: defaultGuard()},
 		},
 		{
 			name: "flags win over the environment",
@@ -57,7 +57,7 @@ func TestParseServeFlags(t *testing.T) {
 				envResultRetention: "1h", envMaxDeploymentState: "0"},
 			want: serveConfig{Addr: "0.0.0.0:80", DataDir: "d", LogFormat: "text", LogLevel: slog.LevelWarn,
 				MaxBodyBytes: 100, ShutdownTimeout: time.Second, ResultRetention: 0, BatchKeyRetention: 2 * time.Hour,
-				MaxDeploymentState: 4096, CrashLoopLimit: 3},
+				MaxDeploymentState: 4096, CrashLoopLimit: 3, Guard: defaultGuard()},
 		},
 	}
 	for _, tt := range tests {

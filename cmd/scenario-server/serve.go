@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -114,6 +116,10 @@ type serveConfig struct {
 	// CrashLoopLimit: a deployment during whose runs the server died this many times in a
 	// row is marked FAILED instead of resumed; 0 resumes whatever happened.
 	CrashLoopLimit int
+	// Auth is authentication, the listening posture and TLS.
+	Auth authConfig
+	// Guard is the browser checks, the trusted proxies and the rate limits.
+	Guard guardConfig
 }
 
 func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
@@ -190,6 +196,10 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	var level string
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	if err := cfg.Auth.register(fs, getenv); err != nil {
+		return serveConfig{}, err
+	}
+	cfg.Guard.register(fs, getenv)
 	fs.StringVar(&cfg.Addr, "addr", envOr(envAddr, defaultAddr), "listen on `host:port` (env "+envAddr+"); port 0 picks a free port")
 	fs.StringVar(&cfg.DataDir, "data-dir", envOr(envDataDir, defaultDataDir), "keep the embedded SQLite store in `dir` (env "+envDataDir+"); unused when "+envDatabaseURL+" is set")
 	fs.StringVar(&cfg.LogFormat, "log-format", envOr(envLogFormat, "text"), "log `format` on stderr: text or json (env "+envLogFormat+")")
@@ -254,6 +264,12 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	}
 	if cfg.TestMaxRecords < 0 || cfg.TestMaxBytes < 0 || cfg.TestTimeout < 0 {
 		return serveConfig{}, fmt.Errorf("%w: -test-max-records, -test-max-bytes and -test-timeout must not be negative", errUsage)
+	}
+	if err := cfg.Auth.validate(); err != nil {
+		return serveConfig{}, err
+	}
+	if err := cfg.Guard.validate(); err != nil {
+		return serveConfig{}, err
 	}
 	cfg.DatabaseURL = getenv(envDatabaseURL)
 	return cfg, nil
@@ -340,6 +356,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 	}
 	defer ln.Close()
+	if err := cfg.Auth.checkPosture(ln, log); err != nil {
+		return err
+	}
+	tlsConfig, err := cfg.Auth.tlsConfig()
+	if err != nil {
+		return err
+	}
 
 	st, storeAttrs, err := openStore(ctx, cfg)
 	if err != nil {
@@ -386,6 +409,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	})
 	defer stopRuntime()
 
+	trusted, err := cfg.Guard.trustedProxies()
+	if err != nil {
+		return err
+	}
+	authn, signIn, err := cfg.Auth.authenticator(ctx, st, cfg.DataDir)
+	if err != nil {
+		return err
+	}
 	handler, err := api.New(api.Config{
 		Runtime:        rt,
 		Metrics:        metrics,
@@ -396,6 +427,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		TestMaxRecords: cfg.TestMaxRecords,
 		TestMaxBytes:   cfg.TestMaxBytes,
 		TestTimeout:    cfg.TestTimeout,
+		Authenticator:  authn,
+		SignIn:         signIn,
+		Browser:        cfg.Guard.browser(),
+		TrustedProxies: trusted,
+		RateLimits:     cfg.Guard.rateLimits(),
 	})
 	if err != nil {
 		return err
@@ -414,10 +450,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	}
 	srv.RegisterOnShutdown(handler.CloseStreams)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	scheme := "http"
+	if tlsConfig != nil {
+		srv.TLSConfig, scheme = tlsConfig, "https"
+		go func() { served <- srv.ServeTLS(ln, "", "") }()
+	} else {
+		go func() { served <- srv.Serve(ln) }()
+	}
 	log.Info("listening", append([]any{
 		"addr", ln.Addr().String(),
-		"url", "http://" + ln.Addr().String() + "/",
+		"url", scheme + "://" + ln.Addr().String() + "/", "authentication", cfg.Auth.configured(),
 		"startup", time.Since(processStart).Round(time.Microsecond).String(),
 		"server", owner, "noResume", cfg.NoResume,
 	}, storeAttrs...)...)
@@ -536,4 +578,92 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// The environment variables of the browser checks and the trusted proxies.
+const (
+	envPublicURL      = "SCENARIO_SERVER_PUBLIC_URL"
+	envAllowedHosts   = "SCENARIO_SERVER_ALLOWED_HOSTS"
+	envTrustedProxies = "SCENARIO_SERVER_TRUSTED_PROXIES"
+)
+
+// guardConfig is the browser checks (api.BrowserConfig), the proxies trusted to name the
+// client, and the rate limits (api.RateLimits), as the flags give them.
+type guardConfig struct {
+	publicURL    string
+	allowedHosts string
+	proxies      string
+	ingestRate   float64
+	ingestBurst  int
+	testRate     float64
+	testBurst    int
+	maxTests     int
+}
+
+// defaultGuard is guardConfig without flags: api.DefaultRateLimits.
+func defaultGuard() guardConfig {
+	d := api.DefaultRateLimits()
+	return guardConfig{ingestRate: d.IngestRate, ingestBurst: d.IngestBurst, testRate: d.TestRate,
+		testBurst: d.TestBurst, maxTests: d.MaxConcurrentTests}
+}
+
+func (g *guardConfig) register(fs *flag.FlagSet, getenv func(string) string) {
+	d := defaultGuard()
+	fs.StringVar(&g.publicURL, "public-url", getenv(envPublicURL),
+		"the `URL` users reach the server at (https://scenarios.example.com): its host is accepted as Host and its origin as Origin (env "+envPublicURL+"); without it only loopback names and the listening address are")
+	fs.StringVar(&g.allowedHosts, "allowed-hosts", getenv(envAllowedHosts),
+		"more accepted Host headers, comma-separated `name[:port],...` (env "+envAllowedHosts+")")
+	fs.StringVar(&g.proxies, "trusted-proxies", getenv(envTrustedProxies),
+		"reverse proxies whose X-Forwarded-For names the client, comma-separated `cidr-or-ip,...` (env "+envTrustedProxies+"); none: X-Forwarded-For is ignored")
+	fs.Float64Var(&g.ingestRate, "ingest-rate", d.ingestRate,
+		"`n` event batches a second that an identity (or, without authentication, a client address) may send; more are answered 429 rate-limited (0: no limit)")
+	fs.IntVar(&g.ingestBurst, "ingest-burst", d.ingestBurst, "an identity may send `n` event batches at once before -ingest-rate applies")
+	fs.Float64Var(&g.testRate, "test-rate", d.testRate,
+		"`n` test runs a second that an identity (or client address) may start; more are answered 429 rate-limited (0: no limit)")
+	fs.IntVar(&g.testBurst, "test-burst", d.testBurst, "an identity may start `n` test runs at once before -test-rate applies")
+	fs.IntVar(&g.maxTests, "max-concurrent-tests", d.maxTests,
+		"the server runs at most `n` test runs at once; more are answered 503 test-runs-busy (0: no bound)")
+}
+
+func (g *guardConfig) validate() error {
+	if g.publicURL != "" {
+		u, err := url.Parse(g.publicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%w: -public-url %q: want http(s)://host[:port]", errUsage, g.publicURL)
+		}
+	}
+	if _, err := g.trustedProxies(); err != nil {
+		return err
+	}
+	if g.ingestRate < 0 || g.ingestBurst < 0 || g.testRate < 0 || g.testBurst < 0 || g.maxTests < 0 {
+		return fmt.Errorf("%w: -ingest-rate, -ingest-burst, -test-rate, -test-burst and -max-concurrent-tests must not be negative", errUsage)
+	}
+	return nil
+}
+
+// trustedProxies parses -trusted-proxies: CIDR ranges, or addresses (a range of one).
+func (g *guardConfig) trustedProxies() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, p := range splitList(g.proxies) {
+		prefix, err := netip.ParsePrefix(p)
+		if err != nil {
+			addr, aerr := netip.ParseAddr(p)
+			if aerr != nil {
+				return nil, fmt.Errorf("%w: -trusted-proxies: %q is neither an address nor a CIDR range", errUsage, p)
+			}
+			addr = addr.Unmap()
+			prefix = netip.PrefixFrom(addr, addr.BitLen())
+		}
+		out = append(out, prefix.Masked())
+	}
+	return out, nil
+}
+
+func (g *guardConfig) browser() api.BrowserConfig {
+	return api.BrowserConfig{PublicURL: g.publicURL, AllowedHosts: splitList(g.allowedHosts)}
+}
+
+func (g *guardConfig) rateLimits() api.RateLimits {
+	return api.RateLimits{IngestRate: g.ingestRate, IngestBurst: g.ingestBurst, TestRate: g.testRate,
+		TestBurst: g.testBurst, MaxConcurrentTests: g.maxTests}
 }

@@ -64,6 +64,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"DeploymentReason", testDeploymentReason},
 		{"EventLogEnd", testEventLogEnd},
 		{"Ping", testPing},
+		{"Tokens", testTokens},
+		{"Audit", testAudit},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

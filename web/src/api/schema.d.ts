@@ -4,6 +4,26 @@
  */
 
 export interface paths {
+    "/api/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the audit log
+         * @description Who saved, imported, archived, deployed or canceled which scenario, who read results, from which address and with which outcome, oldest first, with filters. Admin only.
+         */
+        get: operations["list-audit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/components": {
         parameters: {
             query?: never;
@@ -33,6 +53,26 @@ export interface paths {
         };
         /** List every scenario's deployment status */
         get: operations["list-deployment-statuses"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The current identity
+         * @description Who the request comes from (subject, name, role, and how it was authenticated: token, session, jwt, or none when the server has no authentication). Without credentials signedIn is false, and the designer offers sign-in when signIn is true.
+         */
+        get: operations["get-me"];
         put?: never;
         post?: never;
         delete?: never;
@@ -524,6 +564,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List API tokens
+         * @description Every API token, revoked and expired ones too, without secrets. Admin only.
+         */
+        get: operations["list-tokens"];
+        put?: never;
+        /**
+         * Create an API token
+         * @description Creates a token with a name, a role and an optional lifetime, and answers its secret, shown this once. Admin only.
+         */
+        post: operations["create-token"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/tokens/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an API token
+         * @description Revokes the token: it is refused (401) from now on, and stays in the list. Revoking twice is not an error. Admin only.
+         */
+        delete: operations["revoke-token"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/validation": {
         parameters: {
             query?: never;
@@ -628,11 +712,66 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        APIToken: {
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @description When the token stops being accepted; absent for a token that does not expire.
+             */
+            expiresAt?: string;
+            /**
+             * Format: int64
+             * @description The token's ID, for revoking it.
+             * @example 3
+             */
+            id: number;
+            /**
+             * @description Who or what uses the token; the name the history and the audit log show.
+             * @example ci
+             */
+            name: string;
+            /**
+             * Format: date-time
+             * @description When the token was revoked; absent for a token in use.
+             */
+            revokedAt?: string;
+            /**
+             * @description The role the token grants.
+             * @example deployer
+             * @enum {string}
+             */
+            role: "viewer" | "editor" | "deployer" | "admin";
+        };
         Aggregator: {
             description: string;
             input: string;
             name: string;
             parameters?: components["schemas"]["ParamSpec"][] | null;
+        };
+        AuditEntry: {
+            action: string;
+            address: string;
+            /** Format: int64 */
+            id: number;
+            name: string;
+            outcome: string;
+            requestId?: string;
+            scenario?: string;
+            subject: string;
+            /** Format: date-time */
+            time: string;
+            /** Format: int64 */
+            version?: number;
+        };
+        AuditPage: {
+            /** @description The entries, oldest (lowest id) first. */
+            entries: components["schemas"]["AuditEntry"][];
+            /**
+             * Format: int64
+             * @description Pass as after to read the next page; absent when this page is the last.
+             */
+            next?: number;
         };
         CancelRequest: {
             /**
@@ -674,15 +813,28 @@ export interface components {
             /** @description The node kinds, in palette order: by group, then as registered. */
             kinds: components["schemas"]["Kind"][] | null;
         };
+        CreatedAPIToken: {
+            /**
+             * @description The token to send as "Authorization: Bearer <secret>". It is shown this once: the server keeps only its SHA-256.
+             * @example sst_3q2-7w...
+             */
+            secret: string;
+            token: components["schemas"]["APIToken"];
+        };
         DeadLetter: {
             /** @description The node's field whose expression or value failed. */
             field?: string;
+            /**
+             * Format: int64
+             * @description For a file source: the event's line in the file, 1-based.
+             */
+            line?: number;
             message: string;
             /** @description The node where the event failed. */
             nodeId: string;
             /**
              * Format: int64
-             * @description The event's position: its offset in the HTTP source's event log or in its Kafka partition; for a file source, its line's byte offset is not kept and this is absent.
+             * @description The event's position: its offset in the HTTP source's event log or in its Kafka partition; absent for a file source (see line).
              */
             offset?: number;
             /**
@@ -763,7 +915,7 @@ export interface components {
             /** Format: date-time */
             updatedAt: string;
             /**
-             * @description Who deployed it (the X-Scenario-User header).
+             * @description Who deployed it (the authenticated identity's name; local without authentication).
              * @example anna
              */
             user: string;
@@ -1036,6 +1188,34 @@ export interface components {
             updatedAt?: string;
             /** Format: int64 */
             version?: number;
+        };
+        Me: {
+            method: string;
+            name: string;
+            role: string;
+            /** @description Whether the server offers sign-in with an OIDC provider (GET /auth/login). */
+            signIn: boolean;
+            /** @description Whether the request has an identity; false without credentials, and the other fields but signIn are then empty. */
+            signedIn: boolean;
+            subject: string;
+        };
+        NewAPIToken: {
+            /**
+             * @description How long the token is accepted, as a Go duration ("720h"), at most 10 years; absent means it does not expire.
+             * @example 720h
+             */
+            expiresIn?: string;
+            /**
+             * @description Who or what uses the token.
+             * @example ci
+             */
+            name: string;
+            /**
+             * @description The role the token grants.
+             * @example deployer
+             * @enum {string}
+             */
+            role: "viewer" | "editor" | "deployer" | "admin";
         };
         NewScenario: {
             /**
@@ -1468,7 +1648,7 @@ export interface components {
              * @example version-conflict
              * @enum {string}
              */
-            code: "invalid-json" | "bad-request" | "invalid-name" | "validation-failed" | "invalid-scenario" | "scenario-exceeds-limits" | "unknown-node" | "scenario-has-errors" | "test-timeout" | "invalid-event" | "idempotency-key-reused" | "sink-path-in-use" | "scenario-not-found" | "version-not-found" | "source-not-found" | "sink-not-found" | "route-not-found" | "method-not-allowed" | "not-acceptable" | "request-timeout" | "scenario-exists" | "version-conflict" | "scenario-archived" | "deployment-active" | "not-deployed" | "body-too-large" | "too-many-records" | "unsupported-media-type" | "backlog-full" | "not-ready" | "unavailable" | "store-full" | "internal-error";
+            code: "invalid-json" | "bad-request" | "invalid-name" | "validation-failed" | "invalid-scenario" | "scenario-exceeds-limits" | "unknown-node" | "scenario-has-errors" | "test-timeout" | "invalid-event" | "idempotency-key-reused" | "sink-path-in-use" | "unauthenticated" | "forbidden" | "token-not-found" | "sign-in-failed" | "sign-in-not-configured" | "scenario-not-found" | "version-not-found" | "source-not-found" | "sink-not-found" | "route-not-found" | "method-not-allowed" | "not-acceptable" | "request-timeout" | "scenario-exists" | "version-conflict" | "scenario-archived" | "deployment-active" | "not-deployed" | "body-too-large" | "too-many-records" | "unsupported-media-type" | "host-not-allowed" | "cross-origin" | "rate-limited" | "test-runs-busy" | "backlog-full" | "not-ready" | "unavailable" | "store-full" | "internal-error";
             /** @description For version-conflict: the version the save started from, the latest version and what was attempted. */
             conflict?: components["schemas"]["VersionConflict"];
             /**
@@ -1909,6 +2089,10 @@ export interface components {
                 [key: string]: components["schemas"]["WindowTestResults"];
             };
         };
+        TokenListOutputBody: {
+            /** @description Every token, revoked and expired ones too, by ID. */
+            tokens: components["schemas"]["APIToken"][] | null;
+        };
         ValidationResult: {
             /** @description What stops the scenario from running, each on its node and field, in the order of the graph's nodes. */
             errors: components["schemas"]["Problem"][] | null;
@@ -1956,7 +2140,7 @@ export interface components {
         };
         Version: {
             /**
-             * @description Who saved it (the X-Scenario-User header).
+             * @description Who saved it (the authenticated identity's name; local without authentication).
              * @example anna
              */
             author: string;
@@ -2093,6 +2277,61 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    "list-audit": {
+        parameters: {
+            query?: {
+                /** @description Only entries at or after this time (RFC 3339). */
+                from?: string;
+                /** @description Only entries before this time (RFC 3339). */
+                to?: string;
+                /** @description Only entries of this identity: its subject or its name. */
+                identity?: string;
+                /** @description Only entries of this action (scenario.create, scenario.save, scenario.import, scenario.archive, scenario.unarchive, deploy, cancel, results.read, results.stream, audit.read, token.create, token.revoke). */
+                action?: string;
+                /** @description Only entries about this scenario. */
+                scenario?: string;
+                /** @description Only entries with this outcome: ok, or a problem code. */
+                outcome?: string;
+                /** @description Paging cursor: only entries with a greater id (the previous page's next). */
+                after?: number;
+                /** @description Most entries in the page. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditPage"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
     "list-components": {
         parameters: {
             query?: never;
@@ -2138,6 +2377,35 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DeploymentStatusList"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    "get-me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Me"];
                 };
             };
             /** @description Internal Server Error */
@@ -2266,10 +2534,7 @@ export interface operations {
     "create-scenario": {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Who makes the change; recorded as the version's author. */
-                "X-Scenario-User"?: string;
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -2475,10 +2740,7 @@ export interface operations {
     "cancel-deployment": {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Who cancels; recorded in the reason. */
-                "X-Scenario-User"?: string;
-            };
+            header?: never;
             path: {
                 /** @description The scenario's name (URL-escaped: a space is %20). */
                 name: string;
@@ -2805,10 +3067,7 @@ export interface operations {
     "deploy-scenario": {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Who deploys; recorded in the history. */
-                "X-Scenario-User"?: string;
-            };
+            header?: never;
             path: {
                 /** @description The scenario's name (URL-escaped: a space is %20). */
                 name: string;
@@ -3076,10 +3335,7 @@ export interface operations {
                 /** @description The new version's comment. */
                 comment?: string;
             };
-            header?: {
-                /** @description Who makes the change; recorded as the version's author. */
-                "X-Scenario-User"?: string;
-            };
+            header?: never;
             path: {
                 /** @description The scenario's name (URL-escaped: a space is %20). */
                 name: string;
@@ -3707,10 +3963,7 @@ export interface operations {
     "save-version": {
         parameters: {
             query?: never;
-            header?: {
-                /** @description Who makes the change; recorded as the version's author. */
-                "X-Scenario-User"?: string;
-            };
+            header?: never;
             path: {
                 /** @description The scenario's name (URL-escaped: a space is %20). */
                 name: string;
@@ -4009,6 +4262,127 @@ export interface operations {
             };
             /** @description Service Unavailable */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    "list-tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenListOutputBody"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    "create-token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewAPIToken"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedAPIToken"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    "revoke-token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The token's ID. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["APIToken"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,0 +1,90 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/go-chi/chi/v5"
+
+	"github.com/scenario-server/scenario-server/auth"
+)
+
+// The codes of the designer's sign-in.
+const (
+	// CodeSignInFailed (400) means /auth/callback did not complete a sign-in: the sign-in
+	// expired (10 minutes), its state did not match, or the provider refused the code or gave
+	// a token that fails verification. Signing in again starts over.
+	CodeSignInFailed = "sign-in-failed"
+	// CodeSignInNotConfigured (404) means the server has no OIDC provider to sign in with.
+	CodeSignInNotConfigured = "sign-in-not-configured"
+)
+
+// registerSignIn adds the designer's sign-in through the OIDC provider: GET /auth/login
+// (redirects to the provider), GET /auth/callback (back from it: sets the session cookie and
+// redirects to the designer) and POST /auth/logout (clears it, 204). Without s, login and
+// callback answer 404 sign-in-not-configured.
+func registerSignIn(r chi.Router, s *auth.SignIn) {
+	notConfigured := func(w http.ResponseWriter) {
+		writeProblem(w, newProblem(http.StatusNotFound, CodeSignInNotConfigured, "this server has no OIDC provider to sign in with"))
+	}
+	r.Get("/auth/login", func(w http.ResponseWriter, r *http.Request) {
+		if s == nil {
+			notConfigured(w)
+			return
+		}
+		s.Login(w, r)
+	})
+	r.Get("/auth/callback", func(w http.ResponseWriter, r *http.Request) {
+		if s == nil {
+			notConfigured(w)
+			return
+		}
+		id, err := s.Callback(w, r)
+		if errors.Is(err, auth.ErrSignIn) {
+			loggerFrom(r.Context()).Info("sign-in failed", "cause", err.Error())
+			writeProblem(w, newProblem(http.StatusBadRequest, CodeSignInFailed, "the sign-in did not complete; sign in again"))
+			return
+		}
+		if err != nil {
+			loggerFrom(r.Context()).Error("sign-in: the provider could not be reached", "error", err.Error())
+			writeProblem(w, newProblem(http.StatusServiceUnavailable, CodeUnavailable, "the identity provider could not be reached; try again"))
+			return
+		}
+		loggerFrom(r.Context()).Info("signed in", "subject", id.Subject, "name", id.Name, "role", string(id.Role))
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+	})
+	r.Post("/auth/logout", func(w http.ResponseWriter, r *http.Request) {
+		if s != nil {
+			s.Logout(w)
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+}
+
+// Me is who the caller is, for the designer: it shows the name and hides what the role does
+// not allow.
+type Me struct {
+	SignedIn bool `json:"signedIn" doc:"Whether the request has an identity; false without credentials, and the other fields but signIn are then empty."`
+	auth.Identity
+	SignIn bool `json:"signIn" doc:"Whether the server offers sign-in with an OIDC provider (GET /auth/login)."`
+}
+
+type meOutput struct {
+	Body Me
+}
+
+func (h *handlers) registerMe(hapi huma.API, signIn bool) {
+	register(hapi, h, huma.Operation{
+		OperationID: "get-me",
+		Method:      http.MethodGet,
+		Path:        "/api/me",
+		Summary:     "The current identity",
+		Description: "Who the request comes from (subject, name, role, and how it was authenticated: token, session, jwt, or none when the server has no authentication). Without credentials signedIn is false, and the designer offers sign-in when signIn is true.",
+		Tags:        []string{tagAccess},
+	}, func(ctx context.Context, _ *struct{}) (*meOutput, error) {
+		id, ok := auth.FromContext(ctx)
+		return &meOutput{Body: Me{SignedIn: ok, Identity: id, SignIn: signIn}}, nil
+	})
+}

@@ -1,0 +1,221 @@
+package api_test
+
+import (
+	"crypto/rand"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/scenario-server/scenario-server/api"
+	"github.com/scenario-server/scenario-server/auth"
+	"github.com/scenario-server/scenario-server/auth/oidctest"
+)
+
+// signInServer is the API with API tokens, bearer JWTs and the designer's sign-in through p,
+// on a clock the test moves (clock holds Unix seconds added to the real time).
+func signInServer(t *testing.T, p *oidctest.Provider, clock *atomic.Int64) *client {
+	t.Helper()
+	st := sqliteStore(t)
+	srv := httptest.NewUnstartedServer(nil)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	o, err := auth.NewOIDC(t.Context(), auth.OIDCConfig{IssuerURL: p.Issuer, ClientID: p.ClientID, RolesClaim: "groups"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := make([]byte, auth.SessionKeyBytes)
+	rand.Read(key)
+	s, err := auth.NewSignIn(o, auth.SignInConfig{ClientSecret: p.ClientSecret, RedirectURL: srv.URL + "/auth/callback", Key: key,
+		Now: func() time.Time { return time.Now().Add(time.Duration(clock.Load()) * time.Second) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := api.New(api.Config{Store: st, Logger: testLogger(t), SignIn: s,
+		Authenticator: &auth.Authenticator{Tokens: st, OIDC: o, SignIn: s}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Config.Handler = h
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &client{t: t, base: srv.URL, http: &http.Client{Jar: jar, Timeout: 10 * time.Second}, store: st}
+}
+
+// The designer's sign-in, against an OIDC provider started in the test: login redirects to the
+// provider with PKCE, the callback sets an HttpOnly, SameSite=Lax session cookie, the role
+// comes from the claim, and logout ends it.
+func TestSignIn(t *testing.T) {
+	p := oidctest.New(t)
+	var clock atomic.Int64
+	c := signInServer(t, p, &clock)
+
+	var me api.Me
+	c.get("/api/me").ok(t, http.StatusOK, &me)
+	if me.SignedIn || !me.SignIn || me.Name != "" {
+		t.Errorf("me before sign-in %+v", me)
+	}
+	c.get("/api/scenarios").problem(t, http.StatusUnauthorized, api.CodeUnauthenticated)
+
+	// Step through the redirects to see each.
+	c.http.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	p.Login(map[string]any{"sub": "u-7", "name": "Vera Viewer", "groups": []any{"staff", "viewer"}})
+	resp, err := c.http.Get(c.base + "/auth/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	to, _ := url.Parse(resp.Header.Get("Location"))
+	q := to.Query()
+	if resp.StatusCode != http.StatusFound || !strings.HasPrefix(to.String(), p.Issuer+"/authorize?") ||
+		q.Get("code_challenge_method") != "S256" || len(q.Get("code_challenge")) != 43 || q.Get("state") == "" ||
+		q.Get("nonce") == "" || q.Get("redirect_uri") != c.base+"/auth/callback" || q.Get("scope") != "openid profile email" {
+		t.Fatalf("login: %d to %s", resp.StatusCode, to)
+	}
+	resp, err = c.http.Get(to.String()) // the provider signs Vera in and sends her back
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	back := resp.Header.Get("Location")
+	resp, err = c.http.Get(back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {
+		t.Fatalf("callback: %d %s", resp.StatusCode, body)
+	}
+	var session *http.Cookie
+	for _, ck := range resp.Cookies() {
+		if ck.Name == auth.SessionCookie {
+			session = ck
+		}
+	}
+	if session == nil || !session.HttpOnly || session.SameSite != http.SameSiteLaxMode || session.Secure ||
+		session.Path != "/" || session.MaxAge != 8*3600 {
+		t.Fatalf("session cookie %+v", session)
+	}
+
+	c.get("/api/me").ok(t, http.StatusOK, &me)
+	if me.Identity != (auth.Identity{Subject: "u-7", Name: "Vera Viewer", Role: auth.Viewer, Method: auth.MethodSession}) || !me.SignIn || !me.SignedIn {
+		t.Errorf("me %+v", me)
+	}
+	c.get("/api/scenarios").ok(t, http.StatusOK, nil)
+	pr := c.post("/api/scenarios/x/deploy", "{}").problem(t, http.StatusForbidden, api.CodeForbidden)
+	if pr.Detail != "POST /api/scenarios/{name}/deploy needs the deployer role; Vera Viewer has viewer" {
+		t.Errorf("detail %q", pr.Detail)
+	}
+
+	// The code is spent: replaying the callback fails (the login cookie is gone too).
+	resp, err = c.http.Get(back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("replayed callback: %d", resp.StatusCode)
+	}
+
+	// Eight hours later the session has expired.
+	clock.Store(8 * 3600)
+	c.get("/api/scenarios").problem(t, http.StatusUnauthorized, api.CodeUnauthenticated)
+	clock.Store(0)
+	c.get("/api/scenarios").ok(t, http.StatusOK, nil)
+
+	// A session cookie changed by the client is refused.
+	u, _ := url.Parse(c.base)
+	jar := c.http.Jar
+	forged := *session
+	forged.Value = strings.Replace(session.Value, ".", "x.", 1)
+	c.http.Jar, _ = cookiejar.New(nil)
+	c.http.Jar.SetCookies(u, []*http.Cookie{&forged})
+	c.get("/api/scenarios").problem(t, http.StatusUnauthorized, api.CodeUnauthenticated)
+	c.http.Jar = jar
+
+	// Logout clears the cookie.
+	if r := c.send(request{Method: http.MethodPost, Path: "/auth/logout"}); r.Status != http.StatusNoContent {
+		t.Errorf("logout: %d %s", r.Status, r.Body)
+	}
+	me = api.Me{}
+	c.get("/api/me").ok(t, http.StatusOK, &me)
+	if me.SignedIn {
+		t.Errorf("me after logout %+v", me)
+	}
+}
+
+// A callback whose state does not match the sign-in in progress, or without one, fails.
+func TestSignInStateMismatch(t *testing.T) {
+	p := oidctest.New(t)
+	var clock atomic.Int64
+	c := signInServer(t, p, &clock)
+	c.http.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	c.get("/auth/callback?code=x&state=y").problem(t, http.StatusBadRequest, api.CodeSignInFailed)
+	p.Login(map[string]any{"sub": "u-1", "groups": "admin"})
+	resp, err := c.http.Get(c.base + "/auth/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	resp, err = c.http.Get(resp.Header.Get("Location"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	back, _ := url.Parse(resp.Header.Get("Location"))
+	q := back.Query()
+	q.Set("state", "forged")
+	back.RawQuery = q.Encode()
+	c.get(back.RequestURI()).problem(t, http.StatusBadRequest, api.CodeSignInFailed)
+	c.get("/api/scenarios").problem(t, http.StatusUnauthorized, api.CodeUnauthenticated)
+}
+
+// Bearer JWTs of the provider through HTTP: the role from the claim, and expired or wrongly
+// signed tokens refused.
+func TestBearerJWTOverHTTP(t *testing.T) {
+	p := oidctest.New(t)
+	var clock atomic.Int64
+	c := signInServer(t, p, &clock)
+	as := func(tok string, r request) *response {
+		r.Header = map[string]string{"Authorization": "Bearer " + tok}
+		return c.send(r)
+	}
+	admin := p.Token(t, map[string]any{"sub": "a-1", "email": "ada@example.com", "groups": []any{"admin"}}, time.Hour)
+	viewer := p.Token(t, map[string]any{"sub": "v-1", "name": "Vic", "groups": []any{"viewer"}}, time.Hour)
+	var me api.Me
+	as(admin, request{Method: "GET", Path: "/api/me"}).ok(t, http.StatusOK, &me)
+	if me.Identity != (auth.Identity{Subject: "a-1", Name: "ada@example.com", Role: auth.Admin, Method: auth.MethodBearer}) {
+		t.Errorf("me %+v", me)
+	}
+	as(admin, request{Method: "GET", Path: "/api/tokens"}).ok(t, http.StatusOK, nil)
+	as(viewer, request{Method: "GET", Path: "/api/tokens"}).problem(t, http.StatusForbidden, api.CodeForbidden)
+	var v api.Version
+	as(admin, request{Method: "POST", Path: "/api/scenarios", Body: rawBody("name", quote("s"), "graph", tinyGraph)}).ok(t, http.StatusCreated, &v)
+	if v.Author != "ada@example.com" {
+		t.Errorf("author %q", v.Author)
+	}
+	for name, tok := range map[string]string{
+		"expired":        p.Token(t, map[string]any{"sub": "a-1", "groups": []any{"admin"}}, -time.Second),
+		"wrongly signed": p.WronglySignedToken(t, map[string]any{"sub": "a-1", "groups": []any{"admin"}}),
+	} {
+		r := as(tok, request{Method: "GET", Path: "/api/scenarios"})
+		r.problem(t, http.StatusUnauthorized, api.CodeUnauthenticated)
+		if got := r.Header.Get("WWW-Authenticate"); got != `Bearer realm="scenario-server", error="invalid_token"` {
+			t.Errorf("%s: WWW-Authenticate %q", name, got)
+		}
+	}
+	// A token without a known role: signed in, allowed only what is public.
+	none := p.Token(t, map[string]any{"sub": "n-1", "groups": []any{"staff"}}, time.Hour)
+	pr := as(none, request{Method: "GET", Path: "/api/scenarios"}).problem(t, http.StatusForbidden, api.CodeForbidden)
+	if !strings.HasSuffix(pr.Detail, "n-1 has no role") {
+		t.Errorf("detail %q", pr.Detail)
+	}
+}

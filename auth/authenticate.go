@@ -1,0 +1,85 @@
+package auth
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/scenario-server/scenario-server/store"
+)
+
+// ErrNoCredentials means the request carries no credentials at all.
+var ErrNoCredentials = errors.New("no credentials")
+
+// ErrInvalidCredentials means the request carries credentials that are not accepted: an
+// unknown, revoked or expired API token, a JWT that fails verification, or an Authorization
+// header of another scheme than Bearer. The wrapped error says which, for the log; the client
+// is told only that its credentials were refused.
+var ErrInvalidCredentials = errors.New("invalid credentials")
+
+// Authenticator establishes a request's identity from its credentials.
+type Authenticator struct {
+	// Tokens holds the API tokens. Nil means API tokens are not accepted.
+	Tokens store.TokenStore
+	// OIDC verifies bearer JWTs. Nil means JWTs are not accepted.
+	OIDC *OIDC
+	// SignIn reads the designer's session cookies. Nil means sessions are not accepted.
+	SignIn *SignIn
+	// Now is the clock that token expiry is checked against. Nil means time.Now.
+	Now func() time.Time
+}
+
+// maxAuthorizationBytes bounds the Authorization header that is looked at: a JWT with many
+// claims is a few KiB; anything longer is refused before it is parsed.
+const maxAuthorizationBytes = 16 << 10
+
+// Authenticate returns the identity of r's credentials: "Authorization: Bearer <token>" with
+// an API token (TokenPrefix) or a JWT of the OIDC provider, or else the session cookie of the
+// designer's sign-in.
+// Errors: ErrNoCredentials; ErrInvalidCredentials (wrapped); any other error is a failure of
+// the store (the caller answers 500 or 503, and the client may retry).
+func (a *Authenticator) Authenticate(r *http.Request) (Identity, error) {
+	header := r.Header.Get("Authorization")
+	if header == "" {
+		if a.SignIn == nil {
+			return Identity{}, ErrNoCredentials
+		}
+		return a.SignIn.Session(r)
+	}
+	if len(header) > maxAuthorizationBytes {
+		return Identity{}, fmt.Errorf("%w: the Authorization header is longer than %d bytes", ErrInvalidCredentials, maxAuthorizationBytes)
+	}
+	scheme, cred, _ := strings.Cut(header, " ")
+	cred = strings.TrimSpace(cred)
+	if !strings.EqualFold(scheme, "Bearer") || cred == "" {
+		return Identity{}, fmt.Errorf("%w: the Authorization scheme must be Bearer", ErrInvalidCredentials)
+	}
+	if IsTokenSecret(cred) {
+		if a.Tokens == nil {
+			return Identity{}, fmt.Errorf("%w: API tokens are not enabled", ErrInvalidCredentials)
+		}
+		now := time.Now
+		if a.Now != nil {
+			now = a.Now
+		}
+		t, err := a.Tokens.LookupToken(r.Context(), HashTokenSecret(cred), now())
+		if errors.Is(err, store.ErrNotFound) {
+			return Identity{}, fmt.Errorf("%w: unknown, revoked or expired API token", ErrInvalidCredentials)
+		}
+		if err != nil {
+			return Identity{}, err
+		}
+		role, err := ParseRole(t.Role)
+		if err != nil {
+			return Identity{}, fmt.Errorf("%w: token %d: %w", ErrInvalidCredentials, t.ID, err)
+		}
+		return Identity{Subject: "token:" + strconv.FormatInt(t.ID, 10), Name: t.Name, Role: role, Method: MethodToken}, nil
+	}
+	if a.OIDC == nil {
+		return Identity{}, fmt.Errorf("%w: not an API token, and OIDC is not configured", ErrInvalidCredentials)
+	}
+	return a.OIDC.Verify(r.Context(), cred, MethodBearer)
+}

@@ -1,0 +1,66 @@
+package auth_test
+
+import (
+	"errors"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/scenario-server/scenario-server/auth"
+	"github.com/scenario-server/scenario-server/auth/oidctest"
+)
+
+func TestBearerJWT(t *testing.T) {
+	p := oidctest.New(t)
+	newAuth := func(claim string) *auth.Authenticator {
+		o, err := auth.NewOIDC(t.Context(), auth.OIDCConfig{IssuerURL: p.Issuer, ClientID: p.ClientID, RolesClaim: claim})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &auth.Authenticator{OIDC: o}
+	}
+	a, nested := newAuth(""), newAuth("realm_access.roles")
+	authenticate := func(a *auth.Authenticator, header string) (auth.Identity, error) {
+		r := httptest.NewRequest("GET", "/api/scenarios", nil)
+		if header != "" {
+			r.Header.Set("Authorization", header)
+		}
+		return a.Authenticate(r)
+	}
+	alice := map[string]any{"sub": "u-1", "name": "Alice", "roles": []any{"viewer", "Deployer", "auditor"}}
+	for _, tc := range []struct {
+		name string
+		a    *auth.Authenticator
+		tok  string
+		want auth.Identity
+	}{
+		{"highest of the roles", a, p.Token(t, alice, time.Hour), auth.Identity{Subject: "u-1", Name: "Alice", Role: auth.Deployer, Method: auth.MethodBearer}},
+		{"roles as one string", a, p.Token(t, map[string]any{"sub": "u-2", "email": "b@x", "roles": "editor viewer"}, time.Hour),
+			auth.Identity{Subject: "u-2", Name: "b@x", Role: auth.Editor, Method: auth.MethodBearer}},
+		{"no known role", a, p.Token(t, map[string]any{"sub": "u-3", "roles": []any{"auditor"}}, time.Hour),
+			auth.Identity{Subject: "u-3", Name: "u-3", Role: "", Method: auth.MethodBearer}},
+		{"nested claim", nested, p.Token(t, map[string]any{"sub": "u-4", "preferred_username": "dora", "realm_access": map[string]any{"roles": []any{"admin"}}}, time.Hour),
+			auth.Identity{Subject: "u-4", Name: "dora", Role: auth.Admin, Method: auth.MethodBearer}},
+	} {
+		got, err := authenticate(tc.a, "Bearer "+tc.tok)
+		if err != nil || got != tc.want {
+			t.Errorf("%s: %+v, %v; want %+v", tc.name, got, err, tc.want)
+		}
+	}
+	for _, tc := range []struct{ name, header string }{
+		{"expired", "Bearer " + p.Token(t, alice, -time.Minute)},
+		{"wrongly signed", "Bearer " + p.WronglySignedToken(t, alice)},
+		{"another audience", "Bearer " + p.Token(t, map[string]any{"sub": "u-1", "aud": "someone-else"}, time.Hour)},
+		{"another issuer", "Bearer " + p.Token(t, map[string]any{"sub": "u-1", "iss": "https://evil.example"}, time.Hour)},
+		{"not a JWT", "Bearer hello"},
+		{"Basic", "Basic YTpi"},
+		{"API token without a token store", "Bearer sst_abc"},
+	} {
+		if _, err := authenticate(a, tc.header); !errors.Is(err, auth.ErrInvalidCredentials) {
+			t.Errorf("%s: %v; want ErrInvalidCredentials", tc.name, err)
+		}
+	}
+	if _, err := authenticate(a, ""); !errors.Is(err, auth.ErrNoCredentials) {
+		t.Errorf("no header: %v; want ErrNoCredentials", err)
+	}
+}

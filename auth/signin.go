@@ -1,0 +1,234 @@
+package auth
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/oauth2"
+)
+
+// The cookies of the designer's sign-in.
+const (
+	// SessionCookie holds a signed-in user's session: their identity and its expiry, signed
+	// with the server's session key (HMAC-SHA256). It is HttpOnly and SameSite=Lax, and Secure
+	// when the server is reached over HTTPS.
+	SessionCookie = "scenario_server_session"
+	// loginCookie holds a sign-in in progress (state, PKCE verifier, nonce), for ten minutes,
+	// on the callback's path only.
+	loginCookie = "scenario_server_login"
+)
+
+// Defaults of SignInConfig.
+const (
+	DefaultSessionTTL = 8 * time.Hour
+	loginTTL          = 10 * time.Minute
+	// SessionKeyBytes is the length of a session key: 32 bytes, a full HMAC-SHA256 key.
+	SessionKeyBytes = 32
+)
+
+// SignInConfig is the designer's sign-in with the OIDC provider.
+type SignInConfig struct {
+	// ClientSecret authenticates this server to the provider when it exchanges a code.
+	ClientSecret string
+	// RedirectURL is where the provider sends the browser back: the server's public URL and
+	// "/auth/callback", registered at the provider.
+	RedirectURL string
+	// Key signs the session and sign-in cookies: SessionKeyBytes random bytes kept by the
+	// server. Cookies signed with another key are refused (a new key signs everyone out).
+	Key []byte
+	// Secure marks the cookies Secure. Set it when the browser reaches the server over HTTPS
+	// (TLS on the server, or an https RedirectURL behind a proxy).
+	Secure bool
+	// SessionTTL is how long a session lasts, from sign-in; 0 means DefaultSessionTTL. The
+	// role is the one the provider gave at sign-in, until the next sign-in.
+	SessionTTL time.Duration
+	// Now is the clock of the cookies' expiry. Nil means time.Now.
+	Now func() time.Time
+}
+
+// SignIn runs the authorization code flow with PKCE for the designer and keeps the sessions
+// it creates in signed cookies.
+type SignIn struct {
+	oidc   *OIDC
+	oauth  oauth2.Config
+	key    []byte
+	secure bool
+	ttl    time.Duration
+	now    func() time.Time
+}
+
+// NewSignIn returns the sign-in through o's provider.
+func NewSignIn(o *OIDC, cfg SignInConfig) (*SignIn, error) {
+	if len(cfg.Key) < SessionKeyBytes {
+		return nil, fmt.Errorf("the session key must be at least %d bytes", SessionKeyBytes)
+	}
+	if cfg.RedirectURL == "" {
+		return nil, errors.New("the sign-in needs a redirect URL (the public URL and /auth/callback)")
+	}
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = DefaultSessionTTL
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &SignIn{
+		oidc: o,
+		oauth: oauth2.Config{
+			ClientID: o.clientID, ClientSecret: cfg.ClientSecret, RedirectURL: cfg.RedirectURL,
+			Endpoint: o.provider.Endpoint(), Scopes: []string{oidc.ScopeOpenID, "profile", "email"},
+		},
+		key: cfg.Key, secure: cfg.Secure, ttl: cfg.SessionTTL, now: cfg.Now,
+	}, nil
+}
+
+// loginState is what the login cookie carries between Login and Callback.
+type loginState struct {
+	State    string `json:"s"`
+	Verifier string `json:"v"`
+	Nonce    string `json:"n"`
+	Expires  int64  `json:"e"`
+}
+
+// session is what the session cookie carries.
+type session struct {
+	Subject string `json:"sub"`
+	Name    string `json:"name"`
+	Role    Role   `json:"role"`
+	Expires int64  `json:"exp"`
+}
+
+// Login starts a sign-in: it keeps a new state, PKCE verifier and nonce in the login cookie
+// and redirects the browser to the provider.
+func (s *SignIn) Login(w http.ResponseWriter, r *http.Request) {
+	st := loginState{State: rand.Text(), Verifier: oauth2.GenerateVerifier(), Nonce: rand.Text(),
+		Expires: s.now().Add(loginTTL).Unix()}
+	s.setCookie(w, loginCookie, "/auth/", s.seal(st), loginTTL)
+	http.Redirect(w, r, s.oauth.AuthCodeURL(st.State, oauth2.S256ChallengeOption(st.Verifier), oidc.Nonce(st.Nonce)), http.StatusFound)
+}
+
+// ErrSignIn means a callback that does not complete a sign-in: no or expired login cookie, a
+// state that does not match, an error from the provider, a code the provider refuses, or an ID
+// token that fails verification. The wrapped error says which.
+var ErrSignIn = errors.New("sign-in failed")
+
+// Callback completes a sign-in: it checks the state against the login cookie, exchanges the
+// code with the PKCE verifier, verifies the ID token and its nonce, and sets the session
+// cookie. It returns the signed-in identity. Errors wrap ErrSignIn, or are failures to reach
+// the provider.
+func (s *SignIn) Callback(w http.ResponseWriter, r *http.Request) (Identity, error) {
+	c, err := r.Cookie(loginCookie)
+	if err != nil {
+		return Identity{}, fmt.Errorf("%w: no sign-in in progress (the login cookie is missing)", ErrSignIn)
+	}
+	var st loginState
+	if !s.open(c.Value, &st) || s.now().Unix() >= st.Expires {
+		return Identity{}, fmt.Errorf("%w: the sign-in in progress is invalid or expired", ErrSignIn)
+	}
+	s.setCookie(w, loginCookie, "/auth/", "", -1)
+	q := r.URL.Query()
+	if e := q.Get("error"); e != "" {
+		return Identity{}, fmt.Errorf("%w: the provider answered %s: %s", ErrSignIn, e, q.Get("error_description"))
+	}
+	if q.Get("state") == "" || !hmac.Equal([]byte(q.Get("state")), []byte(st.State)) {
+		return Identity{}, fmt.Errorf("%w: the state does not match the sign-in in progress", ErrSignIn)
+	}
+	ctx := oidc.ClientContext(r.Context(), s.oidc.httpClient)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	tok, err := s.oauth.Exchange(ctx, q.Get("code"), oauth2.VerifierOption(st.Verifier))
+	if err != nil {
+		return Identity{}, fmt.Errorf("%w: exchanging the code: %w", ErrSignIn, err)
+	}
+	raw, _ := tok.Extra("id_token").(string)
+	if raw == "" {
+		return Identity{}, fmt.Errorf("%w: the provider answered no ID token", ErrSignIn)
+	}
+	idTok, err := s.oidc.verifier.Verify(ctx, raw)
+	if err != nil {
+		return Identity{}, fmt.Errorf("%w: %w", ErrSignIn, err)
+	}
+	if !hmac.Equal([]byte(idTok.Nonce), []byte(st.Nonce)) {
+		return Identity{}, fmt.Errorf("%w: the ID token's nonce does not match", ErrSignIn)
+	}
+	id, err := s.oidc.Verify(ctx, raw, MethodSession)
+	if err != nil {
+		return Identity{}, fmt.Errorf("%w: %w", ErrSignIn, err)
+	}
+	s.setCookie(w, SessionCookie, "/", s.seal(session{Subject: id.Subject, Name: id.Name, Role: id.Role,
+		Expires: s.now().Add(s.ttl).Unix()}), s.ttl)
+	return id, nil
+}
+
+// Logout ends the browser's session by clearing its cookie. The session's cookie value, if it
+// was copied, stays valid until it expires: sessions live only in their cookies.
+func (s *SignIn) Logout(w http.ResponseWriter) { s.setCookie(w, SessionCookie, "/", "", -1) }
+
+// Session returns the identity of r's session cookie. Errors: ErrNoCredentials without one;
+// ErrInvalidCredentials when it is not signed by this server's key or has expired.
+func (s *SignIn) Session(r *http.Request) (Identity, error) {
+	c, err := r.Cookie(SessionCookie)
+	if err != nil || c.Value == "" {
+		return Identity{}, ErrNoCredentials
+	}
+	var ss session
+	if !s.open(c.Value, &ss) {
+		return Identity{}, fmt.Errorf("%w: the session cookie is not this server's", ErrInvalidCredentials)
+	}
+	if s.now().Unix() >= ss.Expires {
+		return Identity{}, fmt.Errorf("%w: the session has expired; sign in again", ErrInvalidCredentials)
+	}
+	return Identity{Subject: ss.Subject, Name: ss.Name, Role: ss.Role, Method: MethodSession}, nil
+}
+
+func (s *SignIn) setCookie(w http.ResponseWriter, name, path, value string, ttl time.Duration) {
+	c := &http.Cookie{Name: name, Value: value, Path: path, HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode}
+	if ttl < 0 {
+		c.MaxAge = -1
+	} else {
+		c.MaxAge = int(ttl / time.Second)
+	}
+	http.SetCookie(w, c)
+}
+
+// seal encodes v as base64url(JSON) "." base64url(HMAC-SHA256(key, JSON)).
+func (s *SignIn) seal(v any) string {
+	payload, _ := json.Marshal(v) // the cookie types always encode
+	m := hmac.New(sha256.New, s.key)
+	m.Write(payload)
+	return base64.RawURLEncoding.EncodeToString(payload) + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// maxCookieBytes bounds what open decodes: a session is a few hundred bytes.
+const maxCookieBytes = 4096
+
+// open checks a sealed value's signature and decodes it into v.
+func (s *SignIn) open(sealed string, v any) bool {
+	if len(sealed) > maxCookieBytes {
+		return false
+	}
+	p, sig, ok := strings.Cut(sealed, ".")
+	if !ok {
+		return false
+	}
+	payload, err1 := base64.RawURLEncoding.DecodeString(p)
+	mac, err2 := base64.RawURLEncoding.DecodeString(sig)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	m := hmac.New(sha256.New, s.key)
+	m.Write(payload)
+	if !hmac.Equal(mac, m.Sum(nil)) {
+		return false
+	}
+	return json.Unmarshal(payload, v) == nil
+}

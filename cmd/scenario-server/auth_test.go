@@ -1,0 +1,271 @@
+package main
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAuthBinary runs the real binary: the token subcommand, API tokens on the server, the
+// refusal to listen beyond loopback without authentication, and HTTPS.
+func TestAuthBinary(t *testing.T) {
+	bin := buildServer(t, false)
+	t.Run("TokensOnSQLite", func(t *testing.T) { testBinaryTokens(t, bin, sqliteServerStore(t)) })
+	t.Run("TokensOnPostgres", func(t *testing.T) { testBinaryTokens(t, bin, postgresServerStore(t)) })
+	t.Run("Posture", func(t *testing.T) { testPosture(t, bin) })
+	t.Run("TLS", func(t *testing.T) { testTLS(t, bin) })
+}
+
+// runToken runs "scenario-server token args..." on st and returns its stdout; it fails t
+// unless the command exits with status want.
+func runToken(t *testing.T, bin string, st serverStore, want int, args ...string) (string, string) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), bin, append(append([]string{"token"}, args...), "--data-dir", st.dataDir)...)
+	if args[0] == "revoke" { // flags go before the ID
+		cmd = exec.CommandContext(t.Context(), bin, "token", "revoke", "--data-dir", st.dataDir, args[1])
+	}
+	cmd.Env = append(os.Environ(), envDatabaseURL+"="+st.databaseURL, envDataDir+"=")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		code = exit.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	if code != want {
+		t.Fatalf("token %q: exit %d, want %d\n%s%s", args, code, want, stdout.String(), stderr.String())
+	}
+	return stdout.String(), stderr.String()
+}
+
+func testBinaryTokens(t *testing.T, bin string, st serverStore) {
+	secret, _ := runToken(t, bin, st, 0, "create", "--name", "ci", "--role", "deployer", "--expires", "720h")
+	secret = strings.TrimSpace(secret)
+	if !strings.HasPrefix(secret, "sst_") || len(secret) != 47 {
+		t.Fatalf("secret %q; want sst_ and 43 characters", secret)
+	}
+	viewer, _ := runToken(t, bin, st, 0, "create", "--name", "watcher", "--role", "viewer")
+	viewer = strings.TrimSpace(viewer)
+	_, stderr := runToken(t, bin, st, 2, "create", "--name", "x", "--role", "root")
+	if !strings.Contains(stderr, `unknown role "root"`) {
+		t.Errorf("bad role: %s", stderr)
+	}
+
+	p := startServer(t, bin, st, "--auth-tokens")
+	bearer := func(s string) map[string]string { return map[string]string{"Authorization": "Bearer " + s} }
+	status := func(method, path, secret string, body []byte) (int, []byte) {
+		t.Helper()
+		var header map[string]string
+		if secret != "" {
+			header = bearer(secret)
+		}
+		code, _, data, err := call(method, p.base+path, "application/json", header, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return code, data
+	}
+	if code, body := status("GET", "/api/scenarios", "", nil); code != 401 || !strings.Contains(string(body), `"code":"unauthenticated"`) {
+		t.Errorf("no credentials: %d %s", code, body)
+	}
+	if code, _ := status("GET", "/healthz", "", nil); code != 200 {
+		t.Errorf("/healthz without credentials: %d", code)
+	}
+	if code, body := status("GET", "/api/scenarios", viewer, nil); code != 200 {
+		t.Errorf("viewer lists: %d %s", code, body)
+	}
+	// The examples are seeded; deploying one as a viewer is forbidden, as a deployer allowed.
+	var list struct{ Scenarios []struct{ Name string } }
+	_, body := status("GET", "/api/scenarios", viewer, nil)
+	if err := json.Unmarshal(body, &list); err != nil || len(list.Scenarios) == 0 {
+		t.Fatalf("scenarios %s: %v", body, err)
+	}
+	deployPath := "/api/scenarios/" + strings.ReplaceAll(list.Scenarios[0].Name, " ", "%20") + "/deploy"
+	if code, body := status("POST", deployPath, viewer, []byte("{}")); code != 403 || !strings.Contains(string(body), "needs the deployer role; watcher has viewer") {
+		t.Errorf("viewer deploys: %d %s", code, body)
+	}
+	if code, body := status("POST", deployPath, secret, []byte("{}")); code == 401 || code == 403 {
+		t.Errorf("deployer deploys: %d %s", code, body)
+	}
+
+	out, _ := runToken(t, bin, st, 0, "list")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "ID") || !strings.Contains(lines[1], "ci") || !strings.Contains(lines[2], "watcher") {
+		t.Errorf("token list:\n%s", out)
+	}
+	runToken(t, bin, st, 0, "revoke", "2")
+	if code, _ := status("GET", "/api/scenarios", viewer, nil); code != 401 {
+		t.Errorf("revoked viewer: %d; want 401", code)
+	}
+	runToken(t, bin, st, 1, "revoke", "9")
+}
+
+func testPosture(t *testing.T, bin string) {
+	// Without authentication on 0.0.0.0: exits 1 with the reason, before serving.
+	for _, addr := range []string{"0.0.0.0:0", "[::]:0"} {
+		cmd := exec.CommandContext(t.Context(), bin, "--addr", addr, "--data-dir", t.TempDir())
+		cmd.Env = append(os.Environ(), envDatabaseURL+"=", envDataDir+"=")
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+			t.Fatalf("%s without auth: %v\n%s", addr, err, out)
+		}
+		if !strings.Contains(string(out), "refusing to listen without authentication on a non-loopback address") ||
+			!strings.Contains(string(out), "--insecure-no-auth") {
+			t.Errorf("%s: the message does not say why and what to do:\n%s", addr, out)
+		}
+	}
+	// With --insecure-no-auth it starts and warns.
+	p := startServer(t, bin, sqliteServerStore(t), "--addr", "0.0.0.0:0", "--insecure-no-auth")
+	warn := waitForLog(t, p.logs, "authentication is off and the server listens beyond loopback: anyone who reaches "+
+		strings.TrimPrefix(p.base, "http://")+" may deploy, cancel and read everything (--insecure-no-auth)")
+	if warn["level"] != "WARN" {
+		t.Errorf("warning logged as %v", warn["level"])
+	}
+	p.stop()
+	// With authentication it starts without the flag.
+	startServer(t, bin, sqliteServerStore(t), "--addr", "0.0.0.0:0", "--auth-tokens").stop()
+}
+
+func testTLS(t *testing.T, bin string) {
+	dir := t.TempDir()
+	certFile, keyFile, pool := selfSignedCert(t, dir)
+	st := sqliteServerStore(t)
+	cmd := exec.Command(bin, "--addr", "127.0.0.1:0", "--log-format", "json", "--data-dir", st.dataDir,
+		"--tls-cert", certFile, "--tls-key", keyFile)
+	cmd.Env = append(os.Environ(), envDatabaseURL+"=", envDataDir+"=")
+	p := &serverProcess{t: t, cmd: cmd, logs: &syncBuffer{}, exited: make(chan error, 1)}
+	cmd.Stderr, cmd.Stdout = p.logs, io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			<-p.exited
+		}
+	})
+	rec := waitForLog(t, p.logs, "listening")
+	url := rec["url"].(string)
+	if !strings.HasPrefix(url, "https://127.0.0.1:") {
+		t.Fatalf("url %q; want https", url)
+	}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
+	resp, err := client.Get(url + "healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.TLS == nil || resp.ProtoMajor != 2 {
+		t.Errorf("GET /healthz over TLS: %d, TLS %v, HTTP/%d", resp.StatusCode, resp.TLS != nil, resp.ProtoMajor)
+	}
+	// Plain HTTP on the TLS port gets no API answer.
+	if resp, err := http.Get(strings.Replace(url, "https", "http", 1) + "healthz"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			t.Errorf("plain HTTP answered 200")
+		}
+	}
+	p.stop()
+
+	// A missing key file stops the start with its path.
+	out, err := exec.Command(bin, "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--tls-cert", certFile,
+		"--tls-key", filepath.Join(dir, "missing.pem")).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "missing.pem") {
+		t.Errorf("missing key: %v\n%s", err, out)
+	}
+	out, err = exec.Command(bin, "--tls-cert", certFile).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "-tls-cert and -tls-key go together") {
+		t.Errorf("cert without key: %v\n%s", err, out)
+	}
+}
+
+// selfSignedCert writes a certificate for 127.0.0.1 and its key into dir.
+func selfSignedCert(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "scenario-server test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, pool
+}
+
+func TestAuthFlags(t *testing.T) {
+	cfg, err := parseServeFlags([]string{"--auth-tokens", "--oidc-issuer", "https://id.example", "--oidc-client-id", "ss",
+		"--oidc-redirect-url", "https://ss.example/auth/callback"}, env(map[string]string{envOIDCClientSecret: "s3cret"}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := authConfig{Tokens: true, OIDCIssuer: "https://id.example", OIDCClientID: "ss", OIDCClientSecret: "s3cret",
+		OIDCRedirectURL: "https://ss.example/auth/callback"}
+	if cfg.Auth != want || !cfg.Auth.configured() {
+		t.Errorf("got  %+v\nwant %+v", cfg.Auth, want)
+	}
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"--tls-key", "k.pem"}, nil, "-tls-cert and -tls-key go together"},
+		{[]string{"--oidc-issuer", "https://id.example"}, nil, "-oidc-issuer needs -oidc-client-id"},
+		{[]string{"--oidc-client-id", "ss"}, nil, "need -oidc-issuer"},
+		{[]string{"--oidc-issuer", "https://id.example", "--oidc-client-id", "ss", "--oidc-redirect-url", "https://ss.example/auth/callback"}, nil,
+			"needs the client secret in SCENARIO_SERVER_OIDC_CLIENT_SECRET"},
+		{[]string{"--oidc-issuer", "https://id.example", "--oidc-client-id", "ss", "--oidc-redirect-url", "ss.example"},
+			map[string]string{envOIDCClientSecret: "x"}, "is not an http(s) URL"},
+		{nil, map[string]string{envAuthTokens: "maybe"}, `SCENARIO_SERVER_AUTH_TOKENS="maybe" is not true or false`},
+	} {
+		_, err := parseServeFlags(tc.args, env(tc.env), io.Discard)
+		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v; want a usage error with %q", tc.args, err, tc.want)
+		}
+	}
+}

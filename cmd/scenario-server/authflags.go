@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/scenario-server/scenario-server/auth"
+	"github.com/scenario-server/scenario-server/store"
+)
+
+// The environment variables of serve's authentication and TLS flags.
+const (
+	envAuthTokens     = "SCENARIO_SERVER_AUTH_TOKENS"
+	envInsecureNoAuth = "SCENARIO_SERVER_INSECURE_NO_AUTH"
+	envTLSCert        = "SCENARIO_SERVER_TLS_CERT"
+	envTLSKey         = "SCENARIO_SERVER_TLS_KEY"
+
+	envOIDCIssuer       = "SCENARIO_SERVER_OIDC_ISSUER"
+	envOIDCClientID     = "SCENARIO_SERVER_OIDC_CLIENT_ID"
+	envOIDCClientSecret = "SCENARIO_SERVER_OIDC_CLIENT_SECRET" // environment only: never a flag, never logged
+	envOIDCRedirectURL  = "SCENARIO_SERVER_OIDC_REDIRECT_URL"
+	envOIDCRolesClaim   = "SCENARIO_SERVER_OIDC_ROLES_CLAIM"
+)
+
+// sessionKeyFile holds the key that signs the designer's session cookies, in the data
+// directory: sessions survive a restart. Deleting it signs everyone out.
+const sessionKeyFile = "session-key"
+
+// authConfig is how serve authenticates and what it listens with.
+//
+// Authentication is configured when API tokens are on (--auth-tokens) or an OIDC provider is
+// (--oidc-issuer): every route but the public ones (see api.RouteRole) then needs an API
+// token, a bearer JWT of the provider or the designer's session, and API tokens are accepted
+// in both cases. Without it every request is the local user with every role, and the server
+// listens only on a loopback address unless --insecure-no-auth says otherwise.
+type authConfig struct {
+	// Tokens accepts API tokens ("Authorization: Bearer sst_...").
+	Tokens bool
+	// InsecureNoAuth lets a server without authentication listen on a non-loopback address.
+	InsecureNoAuth bool
+	// TLSCert and TLSKey are PEM files: both set, the server speaks HTTPS only.
+	TLSCert, TLSKey string
+	// OIDC: the provider's issuer URL and this server's client there. The client secret comes
+	// from the environment only. RedirectURL (the public URL and /auth/callback) turns on the
+	// designer's sign-in; without it only bearer JWTs are accepted.
+	OIDCIssuer, OIDCClientID, OIDCClientSecret, OIDCRedirectURL, OIDCRolesClaim string
+}
+
+func (a *authConfig) register(fs *flag.FlagSet, getenv func(string) string) error {
+	tokens, err := envBool(getenv, envAuthTokens)
+	if err != nil {
+		return err
+	}
+	insecure, err := envBool(getenv, envInsecureNoAuth)
+	if err != nil {
+		return err
+	}
+	fs.BoolVar(&a.Tokens, "auth-tokens", tokens, "require authentication: API tokens (scenario-server token create) on every route but the public ones (env "+envAuthTokens+")")
+	fs.BoolVar(&a.InsecureNoAuth, "insecure-no-auth", insecure, "without authentication, listen on a non-loopback address anyway: anyone who reaches the port may do anything (env "+envInsecureNoAuth+")")
+	fs.StringVar(&a.TLSCert, "tls-cert", getenv(envTLSCert), "serve HTTPS with the certificate chain in this PEM `file` (env "+envTLSCert+"; needs -tls-key)")
+	fs.StringVar(&a.TLSKey, "tls-key", getenv(envTLSKey), "the private key of -tls-cert, a PEM `file` (env "+envTLSKey+")")
+	fs.StringVar(&a.OIDCIssuer, "oidc-issuer", getenv(envOIDCIssuer), "accept bearer JWTs and sign-in from the OpenID Connect provider at this issuer `URL` (env "+envOIDCIssuer+")")
+	fs.StringVar(&a.OIDCClientID, "oidc-client-id", getenv(envOIDCClientID), "this server's client `id` at the provider; tokens must name it in their audience (env "+envOIDCClientID+"; the secret: env "+envOIDCClientSecret+" only)")
+	fs.StringVar(&a.OIDCRedirectURL, "oidc-redirect-url", getenv(envOIDCRedirectURL), "turn on the designer's sign-in: the `URL` of /auth/callback as browsers reach it, registered at the provider (env "+envOIDCRedirectURL+")")
+	fs.StringVar(&a.OIDCRolesClaim, "oidc-roles-claim", getenv(envOIDCRolesClaim), "the `claim` holding the roles (viewer, editor, deployer, admin; the highest counts), a dotted path for nested claims such as realm_access.roles (env "+envOIDCRolesClaim+"; default "+auth.DefaultRolesClaim+")")
+	a.OIDCClientSecret = getenv(envOIDCClientSecret)
+	return nil
+}
+
+func (a authConfig) validate() error {
+	if (a.TLSCert == "") != (a.TLSKey == "") {
+		return fmt.Errorf("%w: -tls-cert and -tls-key go together", errUsage)
+	}
+	if a.OIDCIssuer != "" && a.OIDCClientID == "" {
+		return fmt.Errorf("%w: -oidc-issuer needs -oidc-client-id", errUsage)
+	}
+	if a.OIDCIssuer == "" && (a.OIDCClientID != "" || a.OIDCRedirectURL != "") {
+		return fmt.Errorf("%w: -oidc-client-id and -oidc-redirect-url need -oidc-issuer", errUsage)
+	}
+	if a.OIDCRedirectURL != "" {
+		u, err := url.Parse(a.OIDCRedirectURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%w: -oidc-redirect-url %q is not an http(s) URL", errUsage, a.OIDCRedirectURL)
+		}
+		if a.OIDCClientSecret == "" {
+			return fmt.Errorf("%w: the sign-in (-oidc-redirect-url) needs the client secret in %s", errUsage, envOIDCClientSecret)
+		}
+	}
+	return nil
+}
+
+// configured reports whether requests are authenticated.
+func (a authConfig) configured() bool { return a.Tokens || a.OIDCIssuer != "" }
+
+// errUnsafeAddress is the refusal of a server without authentication on a non-loopback address.
+var errUnsafeAddress = errors.New("refusing to listen without authentication on a non-loopback address")
+
+// checkPosture refuses, unless --insecure-no-auth, a server without authentication whose
+// listener ln is on another address than loopback (0.0.0.0, ::, a LAN address): anyone
+// reaching it could deploy, cancel and read everything. With --insecure-no-auth it logs a
+// warning instead.
+func (a authConfig) checkPosture(ln net.Listener, log *slog.Logger) error {
+	if a.configured() {
+		return nil
+	}
+	ip := net.IP(nil)
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok {
+		ip = tcp.IP
+	}
+	if ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	if a.InsecureNoAuth {
+		log.Warn("authentication is off and the server listens beyond loopback: anyone who reaches "+
+			ln.Addr().String()+" may deploy, cancel and read everything (--insecure-no-auth)",
+			"addr", ln.Addr().String())
+		return nil
+	}
+	return fmt.Errorf("%w: %s. Turn authentication on (--auth-tokens or --oidc-issuer), listen on 127.0.0.1, or accept the risk with --insecure-no-auth",
+		errUnsafeAddress, ln.Addr())
+}
+
+// authenticator is the API's authenticator and the designer's sign-in: nil when
+// authentication is not configured, and a nil sign-in without -oidc-redirect-url. It reads the
+// provider's discovery document, so a provider that cannot be reached stops the start.
+func (a authConfig) authenticator(ctx context.Context, st store.Store, dataDir string) (*auth.Authenticator, *auth.SignIn, error) {
+	if !a.configured() {
+		return nil, nil, nil
+	}
+	authn := &auth.Authenticator{Tokens: st}
+	if a.OIDCIssuer == "" {
+		return authn, nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	o, err := auth.NewOIDC(ctx, auth.OIDCConfig{IssuerURL: a.OIDCIssuer, ClientID: a.OIDCClientID, RolesClaim: a.OIDCRolesClaim,
+		HTTPClient: &http.Client{Timeout: 30 * time.Second}})
+	if err != nil {
+		return nil, nil, err
+	}
+	authn.OIDC = o
+	if a.OIDCRedirectURL == "" {
+		return authn, nil, nil
+	}
+	key, err := sessionKey(dataDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	signIn, err := auth.NewSignIn(o, auth.SignInConfig{ClientSecret: a.OIDCClientSecret, RedirectURL: a.OIDCRedirectURL,
+		Key: key, Secure: a.TLSCert != "" || strings.HasPrefix(a.OIDCRedirectURL, "https://")})
+	if err != nil {
+		return nil, nil, err
+	}
+	authn.SignIn = signIn
+	return authn, signIn, nil
+}
+
+// sessionKey reads the session key from the data directory, creating it (0600) at the first
+// start with sign-in.
+func sessionKey(dataDir string) ([]byte, error) {
+	path := filepath.Join(dataDir, sessionKeyFile)
+	key, err := os.ReadFile(path)
+	if err == nil && len(key) >= auth.SessionKeyBytes {
+		return key, nil
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("reading the session key: %w", err)
+	}
+	key = make([]byte, auth.SessionKeyBytes)
+	_, _ = rand.Read(key) // crypto/rand.Read never fails
+	if err := os.WriteFile(path, key, 0o600); err != nil {
+		return nil, fmt.Errorf("writing the session key: %w", err)
+	}
+	return key, nil
+}
+
+// tlsConfig loads the certificate when one is configured (nil without), so that a missing or
+// broken file stops the start with its path.
+func (a authConfig) tlsConfig() (*tls.Config, error) {
+	if a.TLSCert == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(a.TLSCert, a.TLSKey)
+	if err != nil {
+		return nil, fmt.Errorf("loading -tls-cert %s and -tls-key %s: %w", a.TLSCert, a.TLSKey, err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+func envBool(getenv func(string) string, name string) (bool, error) {
+	v := getenv(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%w: %s=%q is not true or false", errUsage, name, v)
+	}
+	return b, nil
+}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/scenario-server/scenario-server/auth/oidctest"
+)
+
+// TestOIDCBinary runs the real binary against an OIDC provider started in the test: bearer
+// JWTs with roles from the configured claim, and the designer's sign-in through the browser's
+// redirects, with the client secret from the environment and never in the log.
+func TestOIDCBinary(t *testing.T) {
+	bin := buildServer(t, false)
+	p := oidctest.New(t)
+	// The redirect URL names the port before the server opens it.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	st := sqliteServerStore(t)
+	cmd := exec.Command(bin, "--addr", addr, "--log-format", "json", "--data-dir", st.dataDir,
+		"--oidc-issuer", p.Issuer, "--oidc-client-id", p.ClientID, "--oidc-roles-claim", "realm_access.roles",
+		"--oidc-redirect-url", "http://"+addr+"/auth/callback")
+	cmd.Env = append(os.Environ(), envDatabaseURL+"=", envDataDir+"=", envOIDCClientSecret+"="+p.ClientSecret)
+	proc := &serverProcess{t: t, cmd: cmd, logs: &syncBuffer{}, exited: make(chan error, 1), base: "http://" + addr}
+	cmd.Stderr, cmd.Stdout = proc.logs, io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { proc.exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			<-proc.exited
+		}
+		if t.Failed() {
+			t.Logf("server logs:\n%s", lastLines(proc.logs.String(), 40))
+		}
+	})
+	if rec := waitForLog(t, proc.logs, "listening"); rec["authentication"] != true {
+		t.Fatalf("listening without authentication: %v", rec)
+	}
+
+	get := func(c *http.Client, path string, header map[string]string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", proc.base+path, nil)
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	plain := &http.Client{Timeout: 10 * time.Second}
+	deployer := p.Token(t, map[string]any{"sub": "d-1", "name": "Dee", "realm_access": map[string]any{"roles": []any{"deployer"}}}, time.Hour)
+	if code, body := get(plain, "/api/me", map[string]string{"Authorization": "Bearer " + deployer}); code != 200 ||
+		!strings.Contains(body, `"name":"Dee","role":"deployer","method":"jwt"`) {
+		t.Errorf("bearer JWT: %d %s", code, body)
+	}
+	expired := p.Token(t, map[string]any{"sub": "d-1", "realm_access": map[string]any{"roles": []any{"admin"}}}, -time.Minute)
+	if code, _ := get(plain, "/api/scenarios", map[string]string{"Authorization": "Bearer " + expired}); code != 401 {
+		t.Errorf("expired JWT: %d", code)
+	}
+
+	// The browser: /auth/login → provider → /auth/callback → /, then the session cookie.
+	p.Login(map[string]any{"sub": "e-1", "name": "Eddie", "realm_access": map[string]any{"roles": []any{"editor"}}})
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+	if code, body := get(browser, "/auth/login", nil); code != 200 || !strings.Contains(body, "<html") {
+		t.Fatalf("sign-in did not end on the designer: %d %.200s", code, body)
+	}
+	if code, body := get(browser, "/api/me", nil); code != 200 || !strings.Contains(body, `"name":"Eddie","role":"editor","method":"session"`) {
+		t.Errorf("after sign-in: %d %s", code, body)
+	}
+	if code, _ := get(browser, "/api/tokens", nil); code != 403 {
+		t.Errorf("editor lists tokens: %d; want 403", code)
+	}
+	if key, err := os.Stat(st.dataDir + "/" + sessionKeyFile); err != nil || key.Mode().Perm() != 0o600 || key.Size() != 32 {
+		t.Errorf("session key: %v %v", key, err)
+	}
+	if strings.Contains(proc.logs.String(), p.ClientSecret) {
+		t.Errorf("the client secret is in the log")
+	}
+	proc.stop()
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/scenario-server/scenario-server/api"
+	"github.com/scenario-server/scenario-server/auth"
+	"github.com/scenario-server/scenario-server/store"
+)
+
+const tokenUsage = `Usage:
+  scenario-server token create --name NAME --role ROLE [--expires DURATION]
+  scenario-server token list
+  scenario-server token revoke ID
+
+create prints the new token's secret on stdout, once: the store keeps only its SHA-256.
+Roles: viewer, editor, deployer, admin. The store is the server's: PostgreSQL when
+` + envDatabaseURL + ` is set, else SQLite in --data-dir (env ` + envDataDir + `); a running server
+sees the change at once.
+`
+
+// tokenCommand runs "scenario-server token ...": it manages API tokens in the server's store.
+func tokenCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, tokenUsage)
+		return fmt.Errorf("%w: token needs create, list or revoke", errUsage)
+	}
+	sub, rest := args[0], args[1:]
+	fs := flag.NewFlagSet("token "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, tokenUsage); fs.PrintDefaults() }
+	dataDir := fs.String("data-dir", envOr(getenv, envDataDir, defaultDataDir), "the SQLite store's `dir` (env "+envDataDir+"); unused when "+envDatabaseURL+" is set")
+	var name, roleName string
+	var expires time.Duration
+	switch sub {
+	case "create":
+		fs.StringVar(&name, "name", "", "who or what uses the token (`name`, at most 100 characters); the history shows it")
+		fs.StringVar(&roleName, "role", "", "the `role` the token grants: viewer, editor, deployer or admin")
+		fs.DurationVar(&expires, "expires", 0, "the token is refused after this `duration` (720h: 30 days); 0: never")
+	case "list", "revoke":
+	default:
+		fmt.Fprint(stderr, tokenUsage)
+		return fmt.Errorf("%w: unknown token command %q", errUsage, sub)
+	}
+	if err := fs.Parse(rest); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	var revokeID int64
+	switch sub {
+	case "create":
+		if fs.NArg() > 0 {
+			return fmt.Errorf("%w: token create takes no arguments, got %q", errUsage, fs.Args())
+		}
+		if name == "" || len(name) > 100 {
+			return fmt.Errorf("%w: --name is required, at most 100 characters", errUsage)
+		}
+		if expires < 0 || expires > api.MaxTokenLifetime {
+			return fmt.Errorf("%w: --expires must be between 0 (never) and 87600h", errUsage)
+		}
+	case "list":
+		if fs.NArg() > 0 {
+			return fmt.Errorf("%w: token list takes no arguments, got %q", errUsage, fs.Args())
+		}
+	case "revoke":
+		var err error
+		if fs.NArg() != 1 {
+			return fmt.Errorf("%w: token revoke takes one token ID", errUsage)
+		}
+		if revokeID, err = strconv.ParseInt(fs.Arg(0), 10, 64); err != nil || revokeID < 1 {
+			return fmt.Errorf("%w: %q is not a token ID (token list shows them)", errUsage, fs.Arg(0))
+		}
+	}
+	role, err := auth.ParseRole(roleName)
+	if sub == "create" && err != nil {
+		return fmt.Errorf("%w: --role: %v", errUsage, err)
+	}
+
+	st, _, err := openStore(ctx, serveConfig{DataDir: *dataDir, DatabaseURL: getenv(envDatabaseURL)})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	switch sub {
+	case "create":
+		t, secret, err := api.CreateToken(ctx, st, name, role, expires)
+		if err != nil {
+			return fmt.Errorf("creating the token: %w", err)
+		}
+		fmt.Fprintf(stderr, "token %d (%s, %s%s) created; its secret, shown this once:\n", t.ID, t.Name, t.Role, expiresText(t))
+		fmt.Fprintln(stdout, secret)
+	case "list":
+		list, err := st.ListTokens(ctx)
+		if err != nil {
+			return fmt.Errorf("listing the tokens: %w", err)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tNAME\tROLE\tCREATED\tEXPIRES\tREVOKED")
+		for _, t := range list {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Name, t.Role, t.CreatedAt.Format(time.RFC3339),
+				timeOrDash(t.ExpiresAt), timeOrDash(t.RevokedAt))
+		}
+		return tw.Flush()
+	case "revoke":
+		t, err := st.RevokeToken(ctx, revokeID)
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("there is no token %d", revokeID)
+		}
+		if err != nil {
+			return fmt.Errorf("revoking token %d: %w", revokeID, err)
+		}
+		fmt.Fprintf(stdout, "token %d (%s) revoked at %s\n", t.ID, t.Name, t.RevokedAt.Format(time.RFC3339))
+	}
+	return nil
+}
+
+func expiresText(t store.Token) string {
+	if t.ExpiresAt.IsZero() {
+		return ", never expires"
+	}
+	return ", expires " + t.ExpiresAt.Format(time.RFC3339)
+}
+
+func timeOrDash(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Format(time.RFC3339)
+}
+
+// envOr is the environment variable name, or def when it is unset or empty.
+func envOr(getenv func(string) string, name, def string) string {
+	if v := getenv(name); v != "" {
+		return v
+	}
+	return def
+}
