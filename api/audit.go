@@ -1,0 +1,317 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/scenario-server/scenario-server/auth"
+	"github.com/scenario-server/scenario-server/store"
+)
+
+// The actions of the audit log, by route ("METHOD pattern"). A request to one of these routes
+// that reached the role check is recorded once, with its outcome: "ok" for an answer below
+// 400, else the problem's code. Refusals by role (forbidden) are recorded too.
+var auditActions = map[string]string{
+	"POST /api/scenarios":                                     "scenario.create",
+	"POST /api/scenarios/{name}/versions":                     "scenario.save",
+	"POST /api/scenarios/{name}/import":                       "scenario.import",
+	"POST /api/scenarios/{name}/archive":                      "scenario.archive",
+	"POST /api/scenarios/{name}/unarchive":                    "scenario.unarchive",
+	"POST /api/scenarios/{name}/deploy":                       "deploy",
+	"POST /api/scenarios/{name}/cancel":                       "cancel",
+	"GET /api/scenarios/{name}/sinks/{sinkId}/results":        "results.read",
+	"GET /api/scenarios/{name}/sinks/{sinkId}/results/stream": "results.stream",
+	"GET /api/audit":                                          "audit.read",
+	"POST /api/tokens":                                        "token.create",
+	"DELETE /api/tokens/{id}":                                 "token.revoke",
+}
+
+// maxAuditProblemBytes is how much of an error answer's body is kept to read its code.
+const maxAuditProblemBytes = 8 << 10
+
+type clientAddrKey struct{}
+
+// clientAddress returns the client's address that withClientAddress found, or "".
+func clientAddress(ctx context.Context) string {
+	a, _ := ctx.Value(clientAddrKey{}).(string)
+	return a
+}
+
+// withClientAddress puts the client's address in the request's context (clientAddress): the
+// connection's peer, or, when the peer is one of trusted (a reverse proxy), the address the
+// proxies recorded in X-Forwarded-For: the rightmost one that is not itself a trusted proxy.
+// Without trusted proxies X-Forwarded-For is ignored: any client can write it.
+func withClientAddress(trusted []netip.Prefix) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			addr := peerAddress(r.RemoteAddr, r.Header.Values("X-Forwarded-For"), trusted)
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), clientAddrKey{}, addr)))
+		})
+	}
+}
+
+// peerAddress is remote's IP address (remote itself when it has none), or the client that
+// trusted proxies forwarded for.
+func peerAddress(remote string, forwarded []string, trusted []netip.Prefix) string {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil || !isTrusted(ip, trusted) {
+		return host
+	}
+	var hops []string
+	for _, f := range forwarded {
+		for _, h := range strings.Split(f, ",") {
+			hops = append(hops, strings.TrimSpace(h))
+		}
+	}
+	for i := len(hops) - 1; i >= 0; i-- {
+		hop, err := netip.ParseAddr(hops[i])
+		if err != nil {
+			return host // a hop that is not an address: the chain cannot be trusted past it
+		}
+		if !isTrusted(hop, trusted) {
+			return hop.String()
+		}
+		host = hop.String()
+	}
+	return host
+}
+
+func isTrusted(ip netip.Addr, trusted []netip.Prefix) bool {
+	ip = ip.Unmap()
+	for _, p := range trusted {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// auditNote is what a handler adds to its request's audit entry (noteAudit).
+type auditNote struct {
+	mu       sync.Mutex
+	scenario string
+	version  int
+}
+
+type auditNoteKey struct{}
+
+// noteAudit records, for the request's audit entry, the scenario acted on (when the path
+// does not name it: "" keeps the path's) and the version. It does nothing on a route that is
+// not audited.
+func noteAudit(ctx context.Context, scenario string, version int) {
+	n, ok := ctx.Value(auditNoteKey{}).(*auditNote)
+	if !ok {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if scenario != "" {
+		n.scenario = scenario
+	}
+	n.version = version
+}
+
+// audit appends an audit entry for the request of ctx, for actions that are not a route of
+// auditActions (see auditor.audit).
+func (h *handlers) audit(ctx context.Context, action, scenario string, version int, outcome string) {
+	(&auditor{store: h.store, now: time.Now}).audit(ctx, action, scenario, version, outcome)
+}
+
+// auditor writes the audit log.
+type auditor struct {
+	store store.AuditStore
+	now   func() time.Time
+}
+
+// audit appends an entry for the request of ctx, outside the audited routes (token changes
+// made through the API, say): the identity, the client's address and the request id come
+// from ctx; outcome is "ok" or a problem's code. A failure to write is logged, not returned:
+// the action happened.
+func (a *auditor) audit(ctx context.Context, action, scenario string, version int, outcome string) {
+	id, ok := auth.FromContext(ctx)
+	if !ok {
+		id = auth.Identity{Name: "anonymous"}
+	}
+	e := store.AuditEntry{
+		Time: a.now(), Subject: id.Subject, Name: id.Name, Address: clientAddress(ctx),
+		Action: action, Scenario: scenario, Version: version, Outcome: outcome,
+		RequestID: middleware.GetReqID(ctx),
+	}
+	// The client going away does not skip the entry.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, err := a.store.AppendAudit(wctx, e); err != nil {
+		loggerFrom(ctx).Error("writing the audit log", "action", action, "scenario", scenario, "error", err.Error())
+	}
+}
+
+// auditRoutes records the requests to the routes of auditActions. It runs after
+// authentication (the identity is known) and before the role check (refusals are recorded).
+// A successful answer is recorded when its status is written, so that a stream of results
+// is in the log while it runs; an error answer once its body (and code) is written.
+func (a *auditor) auditRoutes(mux *chi.Mux) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rctx := chi.NewRouteContext()
+			pattern := mux.Find(rctx, r.Method, r.URL.Path)
+			action, ok := auditActions[r.Method+" "+pattern]
+			if !ok {
+				next.ServeHTTP(w, r)
+				return
+			}
+			note := &auditNote{}
+			if name := rctx.URLParam("name"); name != "" {
+				if n, err := url.PathUnescape(name); err == nil {
+					note.scenario = n
+				}
+			}
+			ctx := context.WithValue(r.Context(), auditNoteKey{}, note)
+			r = r.WithContext(ctx)
+			rec := &auditRecorder{ResponseWriter: w, status: 0}
+			var once sync.Once
+			write := func(outcome string) {
+				once.Do(func() {
+					note.mu.Lock()
+					scenario, version := note.scenario, note.version
+					note.mu.Unlock()
+					a.audit(ctx, action, scenario, version, outcome)
+				})
+			}
+			rec.onSuccess = func() { write("ok") }
+			next.ServeHTTP(rec, r)
+			if rec.status == 0 {
+				rec.status = http.StatusOK
+			}
+			if rec.status < 400 {
+				write("ok")
+				return
+			}
+			write(problemCode(rec.status, rec.body.Bytes()))
+		})
+	}
+}
+
+// problemCode is the code of a problem+json answer, or the status's text for another body.
+func problemCode(status int, body []byte) string {
+	var p struct {
+		Code string `json:"code"`
+	}
+	if json.Unmarshal(body, &p) == nil && p.Code != "" {
+		return p.Code
+	}
+	return strings.ToLower(strings.ReplaceAll(http.StatusText(status), " ", "-"))
+}
+
+// auditRecorder passes an answer through, calling onSuccess when a status below 400 is
+// written, and keeping the start of an error answer's body.
+type auditRecorder struct {
+	http.ResponseWriter
+	status    int
+	body      bytes.Buffer
+	onSuccess func()
+}
+
+func (r *auditRecorder) WriteHeader(status int) {
+	if r.status == 0 && status >= 200 {
+		r.status = status
+		if status < 400 {
+			r.onSuccess()
+		}
+	}
+	r.ResponseWriter.WriteHeader(status)
+}
+
+func (r *auditRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.WriteHeader(http.StatusOK)
+	}
+	if r.status >= 400 && r.body.Len() < maxAuditProblemBytes {
+		r.body.Write(b[:min(len(b), maxAuditProblemBytes-r.body.Len())])
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection (flushes, write deadlines).
+func (r *auditRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// Flush implements http.Flusher for the streams.
+func (r *auditRecorder) Flush() {
+	if r.status == 0 {
+		r.WriteHeader(http.StatusOK)
+	}
+	_ = http.NewResponseController(r.ResponseWriter).Flush()
+}
+
+// AuditPage is a page of the audit log.
+type AuditPage struct {
+	Entries []store.AuditEntry `json:"entries" doc:"The entries, oldest (lowest id) first." nullable:"false"`
+	// Next is the cursor of the next page, absent on the last.
+	Next int64 `json:"next,omitempty" doc:"Pass as after to read the next page; absent when this page is the last."`
+}
+
+type auditInput struct {
+	From     time.Time `query:"from" doc:"Only entries at or after this time (RFC 3339)."`
+	To       time.Time `query:"to" doc:"Only entries before this time (RFC 3339)."`
+	Identity string    `query:"identity" maxLength:"256" doc:"Only entries of this identity: its subject or its name."`
+	Action   string    `query:"action" maxLength:"64" doc:"Only entries of this action (scenario.create, scenario.save, scenario.import, scenario.archive, scenario.unarchive, deploy, cancel, results.read, results.stream, audit.read, token.create, token.revoke)."`
+	Scenario string    `query:"scenario" maxLength:"256" doc:"Only entries about this scenario."`
+	Outcome  string    `query:"outcome" maxLength:"64" doc:"Only entries with this outcome: ok, or a problem code."`
+	After    int64     `query:"after" minimum:"0" doc:"Paging cursor: only entries with a greater id (the previous page's next)."`
+	Limit    int       `query:"limit" minimum:"0" maximum:"500" default:"100" doc:"Most entries in the page."`
+}
+
+type auditOutput struct {
+	Body AuditPage
+}
+
+func (h *handlers) registerAudit(hapi huma.API) {
+	register(hapi, h, huma.Operation{
+		OperationID: "list-audit",
+		Method:      http.MethodGet,
+		Path:        "/api/audit",
+		Summary:     "Read the audit log",
+		Description: "Who saved, imported, archived, deployed or canceled which scenario, who read results, " +
+			"from which address and with which outcome, oldest first, with filters. Admin only.",
+		Tags:   []string{tagAccess},
+		Errors: []int{http.StatusUnprocessableEntity},
+	}, h.listAudit)
+}
+
+func (h *handlers) listAudit(ctx context.Context, in *auditInput) (*auditOutput, error) {
+	limit := in.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	list, err := h.store.ListAudit(ctx, store.AuditFilter{
+		From: in.From, To: in.To, Identity: in.Identity, Action: in.Action,
+		Scenario: in.Scenario, Outcome: in.Outcome, After: in.After, Limit: limit + 1,
+	})
+	if err != nil {
+		return nil, storeError(ctx, err, "", 0)
+	}
+	out := &auditOutput{Body: AuditPage{Entries: list}}
+	if len(list) > limit {
+		out.Body.Entries = list[:limit]
+		out.Body.Next = list[limit-1].ID
+	}
+	if out.Body.Entries == nil {
+		out.Body.Entries = []store.AuditEntry{}
+	}
+	return out, nil
+}

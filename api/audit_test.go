@@ -1,0 +1,153 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/scenario-server/scenario-server/api"
+	"github.com/scenario-server/scenario-server/auth"
+	"github.com/scenario-server/scenario-server/deploy"
+	"github.com/scenario-server/scenario-server/store"
+)
+
+func TestAuditOnSQLite(t *testing.T) {
+	t.Parallel()
+	testAuditLog(t, sqliteStore(t))
+}
+
+func TestAuditOnPostgres(t *testing.T) {
+	t.Parallel()
+	testAuditLog(t, postgresStore(t))
+}
+
+// testAuditLog deploys with API tokens of three roles and reads the log as admin.
+func testAuditLog(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	token := func(name, role string) string {
+		secret, hash := auth.NewTokenSecret()
+		if _, err := st.CreateToken(ctx, store.NewToken{Name: name, Role: role, SecretHash: hash}); err != nil {
+			t.Fatal(err)
+		}
+		return "Bearer " + secret
+	}
+	deployer, viewer, admin := token("ci", "deployer"), token("dashboards", "viewer"), token("root", "admin")
+
+	reg := prometheus.NewRegistry()
+	rt, err := deploy.New(deploy.Config{Store: st, Logger: testLogger(t), CheckpointInterval: 50 * time.Millisecond,
+		FileSinkDir: t.TempDir(), Metrics: reg, Stdout: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := rt.Shutdown(sctx); err != nil {
+			t.Errorf("runtime shutdown: %v", err)
+		}
+	})
+	c := newClient(t, st, func(cfg *api.Config) {
+		cfg.Runtime, cfg.Metrics = rt, reg
+		cfg.Authenticator = &auth.Authenticator{Tokens: st}
+	})
+	as := func(who, method, path string, body any) *response {
+		return c.send(request{Method: method, Path: path, Body: body, Header: map[string]string{"Authorization": who}})
+	}
+
+	as(deployer, http.MethodPost, "/api/scenarios", rawBody("name", quote("fraud"), "graph", countGraph("10s"))).ok(t, http.StatusCreated, nil)
+	as(deployer, http.MethodPost, "/api/scenarios/fraud/deploy", rawBody("comment", quote("go"))).ok(t, http.StatusOK, nil)
+	as(viewer, http.MethodPost, "/api/scenarios/fraud/cancel", nil).problem(t, http.StatusForbidden, api.CodeForbidden)
+	as(deployer, http.MethodPost, "/api/scenarios/nope/deploy", nil).problem(t, http.StatusNotFound, api.CodeScenarioNotFound)
+	as(viewer, http.MethodGet, "/api/scenarios/fraud/sinks/out/results", nil).ok(t, http.StatusOK, nil)
+	as(deployer, http.MethodPost, "/api/scenarios/fraud/cancel", nil).ok(t, http.StatusOK, nil)
+	// Reads that are not audited leave no entry.
+	as(viewer, http.MethodGet, "/api/scenarios/fraud", nil).ok(t, http.StatusOK, nil)
+
+	as(deployer, http.MethodGet, "/api/audit", nil).problem(t, http.StatusForbidden, api.CodeForbidden)
+	as(admin, http.MethodPost, "/api/tokens", rawBody("name", quote("new"), "role", quote("viewer"))).ok(t, http.StatusCreated, nil)
+	var page api.AuditPage
+	as(admin, http.MethodGet, "/api/audit?limit=100", nil).ok(t, http.StatusOK, &page)
+	var got []string
+	for _, e := range page.Entries {
+		got = append(got, fmt.Sprintf("%s %s %s %s v%d %s %s", e.Subject, e.Name, e.Address, e.Action, e.Version, e.Scenario, e.Outcome))
+		if e.RequestID == "" || e.Time.IsZero() {
+			t.Errorf("entry without request id or time: %+v", e)
+		}
+	}
+	want := []string{
+		"token:1 ci 127.0.0.1 scenario.create v1 fraud ok",
+		"token:1 ci 127.0.0.1 deploy v1 fraud ok",
+		"token:2 dashboards 127.0.0.1 cancel v0 fraud forbidden",
+		"token:1 ci 127.0.0.1 deploy v0 nope scenario-not-found",
+		"token:2 dashboards 127.0.0.1 results.read v0 fraud ok",
+		"token:1 ci 127.0.0.1 cancel v1 fraud ok",
+		"token:1 ci 127.0.0.1 audit.read v0  forbidden",
+		"token:3 root 127.0.0.1 token.create v0  ok",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("audit log:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if page.Next != 0 {
+		t.Errorf("next %d on the only page", page.Next)
+	}
+
+	// Filters and paging, through the API.
+	as(admin, http.MethodGet, "/api/audit?action=deploy&identity=ci&outcome=ok", nil).ok(t, http.StatusOK, &page)
+	if len(page.Entries) != 1 || page.Entries[0].Scenario != "fraud" || page.Entries[0].Version != 1 {
+		t.Errorf("deploys by ci: %s", mustJSON(page))
+	}
+	as(admin, http.MethodGet, "/api/audit?limit=2", nil).ok(t, http.StatusOK, &page)
+	if len(page.Entries) != 2 || page.Next != page.Entries[1].ID {
+		t.Fatalf("first page of 2: %s", mustJSON(page))
+	}
+	as(admin, http.MethodGet, fmt.Sprintf("/api/audit?limit=2&after=%d", page.Next), nil).ok(t, http.StatusOK, &page)
+	if len(page.Entries) != 2 || page.Entries[0].Action != "cancel" || page.Entries[1].Scenario != "nope" {
+		t.Errorf("second page of 2: %s", mustJSON(page))
+	}
+	as(admin, http.MethodGet, "/api/audit?limit=1001", nil).problem(t, http.StatusUnprocessableEntity, api.CodeValidationFailed)
+	as(admin, http.MethodGet, "/api/audit?from=yesterday", nil).problem(t, http.StatusUnprocessableEntity, api.CodeValidationFailed)
+}
+
+// TestAuditClientAddress: X-Forwarded-For counts only from a trusted proxy, and then the
+// rightmost address that is not a trusted proxy is the client.
+func TestAuditClientAddress(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		trusted   []netip.Prefix
+		forwarded string
+		want      string
+	}{
+		{"no trusted proxies: ignored", nil, "203.0.113.7", "127.0.0.1"},
+		{"trusted loopback proxy", []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, "203.0.113.7", "203.0.113.7"},
+		{"spoofed left entry", []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("10.0.0.0/8")},
+			"1.2.3.4, 203.0.113.7, 10.1.1.1", "203.0.113.7"},
+		{"garbage hop", []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, "203.0.113.7, not-an-ip", "127.0.0.1"},
+		{"proxy not trusted", []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, "203.0.113.7", "127.0.0.1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			st := sqliteStore(t)
+			c := newClient(t, st, func(cfg *api.Config) { cfg.TrustedProxies = tc.trusted })
+			c.send(request{Method: http.MethodPost, Path: "/api/scenarios", Body: rawBody("name", quote("x"), "graph", tinyGraph),
+				Header: map[string]string{"X-Forwarded-For": tc.forwarded}}).ok(t, http.StatusCreated, nil)
+			list, err := st.ListAudit(t.Context(), store.AuditFilter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(list) != 1 || list[0].Address != tc.want || list[0].Name != "local" || list[0].Action != "scenario.create" {
+				t.Errorf("entries %+v; want one scenario.create by local from %s", list, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,74 @@
+package api
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// TestConcurrentTestRuns: with a bound of 2, a third test run while two run is answered 503
+// test-runs-busy with Retry-After, and one is accepted again once a run ends. The runs are
+// held inside the handler by channels, not by time.
+func TestConcurrentTestRuns(t *testing.T) {
+	t.Parallel()
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	rl := newRateLimiter(RateLimits{MaxConcurrentTests: 2})
+	srv := httptest.NewServer(rl.limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Hold") != "" {
+			entered <- struct{}{}
+			<-release
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})))
+	t.Cleanup(srv.Close)
+	post := func(path string, hold bool) *http.Response {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+path, strings.NewReader("{}"))
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		if hold {
+			req.Header.Set("X-Hold", "1")
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		resp.Body.Close()
+		return resp
+	}
+	done := make(chan int, 2)
+	for _, path := range []string{"/api/test", "/api/scenarios/x/test"} {
+		go func() {
+			if resp := post(path, true); resp != nil {
+				done <- resp.StatusCode
+			} else {
+				done <- 0
+			}
+		}()
+		<-entered
+	}
+	resp := post("/api/test", false)
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("third run: %d, Retry-After %q; want 503, 1", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	// Other routes are not bounded.
+	if resp := post("/api/validation", false); resp.StatusCode != http.StatusNoContent {
+		t.Errorf("validation while two runs run: %d", resp.StatusCode)
+	}
+	release <- struct{}{}
+	if code := <-done; code != http.StatusNoContent {
+		t.Errorf("held run: %d", code)
+	}
+	// One slot is free again once the finished run's handler has returned.
+	if resp := post("/api/test", false); resp.StatusCode != http.StatusNoContent {
+		t.Errorf("run after one ended: %d", resp.StatusCode)
+	}
+	release <- struct{}{}
+	if code := <-done; code != http.StatusNoContent {
+		t.Errorf("held run: %d", code)
+	}
+}

@@ -1,0 +1,90 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// The audit log's bounds.
+const (
+	// MaxAuditFieldBytes is the longest text an audit entry keeps in a field; longer text
+	// (a client's address, a name) is cut to it, so that an entry, and a page of them, stays
+	// bounded: a page of MaxAuditPage entries is at most about 8 × MaxAuditFieldBytes ×
+	// MaxAuditPage bytes.
+	MaxAuditFieldBytes = 256
+	// MaxAuditPage is the most entries ListAudit returns at once.
+	MaxAuditPage = 1000
+)
+
+// AuditStore keeps the audit log: who did what to which scenario, from where, and how it
+// ended. Entries are only ever appended. Store embeds it.
+type AuditStore interface {
+	// AppendAudit stores e, its text fields cut to MaxAuditFieldBytes (at a UTF-8 boundary),
+	// with the store's clock as Time when e.Time is zero, and returns it with its ID.
+	AppendAudit(ctx context.Context, e AuditEntry) (AuditEntry, error)
+
+	// ListAudit returns the entries matching f, ordered by ID, at most f.Limit of them
+	// (1 to MaxAuditPage; other values mean MaxAuditPage). An empty result is a nil slice
+	// and no error.
+	ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
+}
+
+// AuditEntry is one entry of the audit log.
+type AuditEntry struct {
+	ID   int64     `json:"id"`
+	Time time.Time `json:"time"`
+	// Subject and Name are the identity's (auth.Identity).
+	Subject string `json:"subject"`
+	Name    string `json:"name"`
+	// Address is the client's address: the connection's, or the one a trusted proxy gave.
+	Address string `json:"address"`
+	// Action is what was done: "scenario.create", "deploy", "results.read", ...
+	Action string `json:"action"`
+	// Scenario is the scenario acted on; empty for actions on none (tokens).
+	Scenario string `json:"scenario,omitempty"`
+	// Version is the scenario's version acted on; 0 when none applies.
+	Version int `json:"version,omitempty"`
+	// Outcome is "ok", or the stable code of the problem that answered the request.
+	Outcome   string `json:"outcome"`
+	RequestID string `json:"requestId,omitempty"`
+}
+
+// AuditFilter selects entries of the audit log. Zero fields select everything.
+type AuditFilter struct {
+	// From and To bound Time: From <= Time < To.
+	From, To time.Time
+	// Identity matches the Subject or the Name.
+	Identity string
+	Action   string
+	Scenario string
+	Outcome  string
+	// After is the paging cursor: only entries with a greater ID.
+	After int64
+	Limit int
+}
+
+// AuditLimit is f.Limit within 1 to MaxAuditPage.
+func (f AuditFilter) AuditLimit() int {
+	if f.Limit <= 0 || f.Limit > MaxAuditPage {
+		return MaxAuditPage
+	}
+	return f.Limit
+}
+
+// CutAuditFields cuts e's text fields to MaxAuditFieldBytes, at UTF-8 boundaries.
+func CutAuditFields(e AuditEntry) AuditEntry {
+	for _, p := range []*string{&e.Subject, &e.Name, &e.Address, &e.Action, &e.Scenario, &e.Outcome, &e.RequestID} {
+		*p = cutUTF8(*p, MaxAuditFieldBytes)
+	}
+	return e
+}
+
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}

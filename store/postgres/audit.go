@@ -1,0 +1,59 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/scenario-server/scenario-server/store"
+)
+
+// AppendAudit implements store.Store.
+func (s *Store) AppendAudit(ctx context.Context, e store.AuditEntry) (store.AuditEntry, error) {
+	e = store.CutAuditFields(e)
+	if e.Time.IsZero() {
+		e.Time = now()
+	}
+	e.Time = e.Time.UTC().Truncate(time.Microsecond)
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx,
+			`INSERT INTO audit_log (at, subject, name, address, action, scenario, version, outcome, request_id)
+			 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
+			e.Time, e.Subject, e.Name, e.Address, e.Action, e.Scenario, e.Version, e.Outcome, e.RequestID).Scan(&e.ID)
+	})
+	if err != nil {
+		return store.AuditEntry{}, fmt.Errorf("appending to the audit log: %w", err)
+	}
+	return e, nil
+}
+
+// ListAudit implements store.Store.
+func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]store.AuditEntry, error) {
+	rows, err := s.pool.Query(ctx,
+		`SELECT id, at, subject, name, address, action, scenario, version, outcome, request_id FROM audit_log
+		 WHERE id > $1
+		   AND ($2::timestamptz IS NULL OR at >= $2) AND ($3::timestamptz IS NULL OR at < $3)
+		   AND ($4 = '' OR subject = $4 OR name = $4)
+		   AND ($5 = '' OR action = $5) AND ($6 = '' OR scenario = $6) AND ($7 = '' OR outcome = $7)
+		 ORDER BY id LIMIT $8`,
+		f.After, nullTime(f.From), nullTime(f.To), f.Identity, f.Action, f.Scenario, f.Outcome, f.AuditLimit())
+	if err != nil {
+		return nil, fmt.Errorf("listing the audit log: %w", err)
+	}
+	defer rows.Close()
+	var list []store.AuditEntry
+	for rows.Next() {
+		var e store.AuditEntry
+		if err := rows.Scan(&e.ID, &e.Time, &e.Subject, &e.Name, &e.Address, &e.Action, &e.Scenario, &e.Version, &e.Outcome, &e.RequestID); err != nil {
+			return nil, fmt.Errorf("listing the audit log: %w", err)
+		}
+		e.Time = e.Time.UTC()
+		list = append(list, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing the audit log: %w", err)
+	}
+	return list, nil
+}

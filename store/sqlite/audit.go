@@ -1,0 +1,66 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/scenario-server/scenario-server/store"
+)
+
+// AppendAudit implements store.Store.
+func (s *Store) AppendAudit(ctx context.Context, e store.AuditEntry) (store.AuditEntry, error) {
+	e = store.CutAuditFields(e)
+	if e.Time.IsZero() {
+		e.Time = now()
+	}
+	e.Time = fromMicros(micros(e.Time))
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx,
+			`INSERT INTO audit_log (at, subject, name, address, action, scenario, version, outcome, request_id)
+			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+			micros(e.Time), e.Subject, e.Name, e.Address, e.Action, e.Scenario, e.Version, e.Outcome, e.RequestID).Scan(&e.ID)
+	})
+	if err != nil {
+		return store.AuditEntry{}, fmt.Errorf("appending to the audit log: %w", err)
+	}
+	return e, nil
+}
+
+// ListAudit implements store.Store.
+func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]store.AuditEntry, error) {
+	var from, to int64 = 0, 0
+	if !f.From.IsZero() {
+		from = micros(f.From)
+	}
+	if !f.To.IsZero() {
+		to = micros(f.To)
+	}
+	rows, err := s.read.QueryContext(ctx,
+		`SELECT id, at, subject, name, address, action, scenario, version, outcome, request_id FROM audit_log
+		 WHERE id > ?
+		   AND (? = 0 OR at >= ?) AND (? = 0 OR at < ?)
+		   AND (? = '' OR subject = ? OR name = ?)
+		   AND (? = '' OR action = ?) AND (? = '' OR scenario = ?) AND (? = '' OR outcome = ?)
+		 ORDER BY id LIMIT ?`,
+		f.After, from, from, to, to, f.Identity, f.Identity, f.Identity,
+		f.Action, f.Action, f.Scenario, f.Scenario, f.Outcome, f.Outcome, f.AuditLimit())
+	if err != nil {
+		return nil, fmt.Errorf("listing the audit log: %w", err)
+	}
+	defer rows.Close()
+	var list []store.AuditEntry
+	for rows.Next() {
+		var e store.AuditEntry
+		var at int64
+		if err := rows.Scan(&e.ID, &at, &e.Subject, &e.Name, &e.Address, &e.Action, &e.Scenario, &e.Version, &e.Outcome, &e.RequestID); err != nil {
+			return nil, fmt.Errorf("listing the audit log: %w", err)
+		}
+		e.Time = fromMicros(at)
+		list = append(list, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing the audit log: %w", err)
+	}
+	return list, nil
+}

@@ -1,0 +1,94 @@
+package storetest
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/scenario-server/scenario-server/store"
+)
+
+// testAudit appends audit entries and lists them with each filter and the paging cursor.
+func testAudit(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	if list, err := s.ListAudit(ctx, store.AuditFilter{}); err != nil || list != nil {
+		t.Fatalf("ListAudit of an empty store = %v, %v; want nil, nil", list, err)
+	}
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	entries := []store.AuditEntry{
+		{Time: t0, Subject: "token:1", Name: "ci", Address: "10.0.0.1", Action: "scenario.create", Scenario: "fraud", Version: 1, Outcome: "ok", RequestID: "r1"},
+		{Time: t0.Add(time.Minute), Subject: "token:1", Name: "ci", Address: "10.0.0.1", Action: "deploy", Scenario: "fraud", Version: 1, Outcome: "ok", RequestID: "r2"},
+		{Time: t0.Add(2 * time.Minute), Subject: "oidc|anna", Name: "anna@example.com", Address: "10.0.0.2", Action: "deploy", Scenario: "alerts", Version: 3, Outcome: "deployment-active", RequestID: "r3"},
+		{Time: t0.Add(3 * time.Minute), Subject: "oidc|anna", Name: "anna@example.com", Address: "10.0.0.2", Action: "results.read", Scenario: "fraud", Outcome: "ok"},
+		// Nanoseconds are cut to microseconds, as every store time.
+		{Time: t0.Add(4*time.Minute + 1500), Subject: "", Name: "local", Address: "127.0.0.1", Action: "token.create", Outcome: "ok"},
+	}
+	for i, e := range entries {
+		got := must(s.AppendAudit(ctx, e))(t)
+		if got.ID == 0 || (i > 0 && got.ID <= entries[i-1].ID) {
+			t.Fatalf("entry %d: ID %d after %d; want increasing", i, got.ID, entries[max(i-1, 0)].ID)
+		}
+		entries[i] = got
+	}
+	if want := t0.Add(4*time.Minute + 1000); !entries[4].Time.Equal(want) {
+		t.Errorf("Time = %v; want %v", entries[4].Time, want)
+	}
+	ids := func(list []store.AuditEntry) string {
+		var b []string
+		for _, e := range list {
+			for i, w := range entries {
+				if w.ID == e.ID {
+					b = append(b, fmt.Sprint(i))
+					if e != w {
+						t.Errorf("listed %+v; appended %+v", e, w)
+					}
+				}
+			}
+		}
+		return strings.Join(b, ",")
+	}
+	for _, tc := range []struct {
+		name string
+		f    store.AuditFilter
+		want string
+	}{
+		{"all", store.AuditFilter{}, "0,1,2,3,4"},
+		{"from", store.AuditFilter{From: t0.Add(2 * time.Minute)}, "2,3,4"},
+		{"to is exclusive", store.AuditFilter{To: t0.Add(2 * time.Minute)}, "0,1"},
+		{"from and to", store.AuditFilter{From: t0.Add(time.Minute), To: t0.Add(3*time.Minute + time.Microsecond)}, "1,2,3"},
+		{"identity by subject", store.AuditFilter{Identity: "token:1"}, "0,1"},
+		{"identity by name", store.AuditFilter{Identity: "anna@example.com"}, "2,3"},
+		{"action", store.AuditFilter{Action: "deploy"}, "1,2"},
+		{"scenario", store.AuditFilter{Scenario: "fraud"}, "0,1,3"},
+		{"outcome", store.AuditFilter{Outcome: "deployment-active"}, "2"},
+		{"scenario and action", store.AuditFilter{Scenario: "fraud", Action: "deploy"}, "1"},
+		{"no match", store.AuditFilter{Action: "cancel"}, ""},
+		{"limit", store.AuditFilter{Limit: 2}, "0,1"},
+		{"after", store.AuditFilter{After: entries[1].ID, Limit: 2}, "2,3"},
+		{"after the last", store.AuditFilter{After: entries[4].ID}, ""},
+	} {
+		list, err := s.ListAudit(ctx, tc.f)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := ids(list); got != tc.want {
+			t.Errorf("%s: entries %q; want %q", tc.name, got, tc.want)
+		}
+	}
+
+	// Fields are cut to MaxAuditFieldBytes at a UTF-8 boundary: 255 bytes of "a" and "é"
+	// (2 bytes) would end mid-rune at 256, so 255 are kept.
+	long := must(s.AppendAudit(ctx, store.AuditEntry{Name: strings.Repeat("a", 255) + "é", Address: strings.Repeat("x", 1000), Action: "deploy", Outcome: "ok"}))(t)
+	if len(long.Name) != 255 || len(long.Address) != store.MaxAuditFieldBytes {
+		t.Errorf("cut lengths %d, %d; want 255, %d", len(long.Name), len(long.Address), store.MaxAuditFieldBytes)
+	}
+	list := must(s.ListAudit(ctx, store.AuditFilter{After: entries[4].ID}))(t)
+	if len(list) != 1 || list[0] != long {
+		t.Errorf("the cut entry listed as %+v; want %+v", list, long)
+	}
+	if long.Time.IsZero() {
+		t.Error("an entry without Time did not get the store's clock")
+	}
+}
