@@ -29,8 +29,10 @@ function freePort() {
 /**
  * Starts the server: SCENARIO_SERVER_BIN if set, else a binary built from this repository.
  * Returns its base URL and a stop function that ends it and removes its data.
+ * opts.args(url) gives more flags (it gets the server's base URL, for a redirect URL), opts.env
+ * more environment variables.
  */
-export async function startServer() {
+export async function startServer(opts = {}) {
   const tmp = mkdtempSync(join(tmpdir(), 'designer-e2e-'));
   let bin = process.env.SCENARIO_SERVER_BIN;
   if (!bin) {
@@ -39,7 +41,9 @@ export async function startServer() {
   }
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const proc = spawn(bin, ['--addr', `127.0.0.1:${port}`, '--data-dir', join(tmp, 'data')], { cwd: repoDir, stdio: ['ignore', 'ignore', 'pipe'] });
+  const args = ['--addr', `127.0.0.1:${port}`, '--data-dir', join(tmp, 'data'), ...(opts.args ? opts.args(url) : [])];
+  const env = { ...process.env, ...(opts.env ?? {}) };
+  const proc = spawn(bin, args, { cwd: repoDir, env, stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   proc.stderr.on('data', (d) => (log += d));
   const deadline = Date.now() + 30_000;
@@ -103,10 +107,21 @@ export async function dragFromPalette(page, kindId, x, y) {
   await page.getByTestId(`palette-${kindId}`).dragTo(page.getByTestId('canvas'), { targetPosition: { x, y } });
 }
 
-/** Draws an edge from a node's output handle to another node's input. */
+/** Draws an edge from a node's output handle to another node's input. The handles are
+ * measured once the canvas has stopped moving (fitting the view after a load animates it), so
+ * that a loaded machine does not make the drag miss. */
 export async function connect(page, fromId, handle, toId) {
-  const src = await page.getByTestId(`handle-${fromId}-${handle}`).boundingBox();
-  const dst = await page.locator(`.react-flow__node[data-id="${toId}"] .react-flow__handle.target`).boundingBox();
+  const from = page.getByTestId(`handle-${fromId}-${handle}`);
+  const to = page.locator(`.react-flow__node[data-id="${toId}"] .react-flow__handle.target`);
+  let src = await from.boundingBox();
+  let dst = await to.boundingBox();
+  for (let i = 0; i < 50; i++) {
+    await page.waitForTimeout(50);
+    const [s2, d2] = [await from.boundingBox(), await to.boundingBox()];
+    const still = s2.x === src.x && s2.y === src.y && d2.x === dst.x && d2.y === dst.y;
+    [src, dst] = [s2, d2];
+    if (still) break;
+  }
   await page.mouse.move(src.x + src.width / 2, src.y + src.height / 2);
   await page.mouse.down();
   await page.mouse.move(dst.x + dst.width / 2, dst.y + dst.height / 2, { steps: 12 });

@@ -1,36 +1,68 @@
-// The designer: the scenario list at #/, a scenario's editor at #/scenarios/NAME. Hash routes,
-// so that the server serves one page at /.
-import { useEffect, useState } from 'react';
-import { api, problemText, type Components } from './api/client';
+// The designer: the scenario list at #/, a scenario's editor at #/scenarios/NAME, the audit log
+// at #/audit (admins). Hash routes, so that the server serves one page at /. Who the user is
+// comes first (GET /api/me): without an identity, and with sign-in offered, the sign-in page.
+import { useEffect, useMemo, useState } from 'react';
+import { api, problemText, UNAUTHENTICATED_EVENT, type Components } from './api/client';
+import { AuditLog } from './AuditLog';
+import { AuthContext, roleAllows, SignIn, type AuthValue, type Me } from './auth';
 import { Editor } from './editor/Editor';
 import { ScenarioList } from './ScenarioList';
 
-function route(): { page: 'list' } | { page: 'editor'; name: string } {
+type Route = { page: 'list' } | { page: 'audit' } | { page: 'editor'; name: string };
+
+function route(): Route {
   const m = /^#\/scenarios\/(.+)$/.exec(location.hash);
   if (m) return { page: 'editor', name: decodeURIComponent(m[1]) };
+  if (location.hash === '#/audit') return { page: 'audit' };
   return { page: 'list' };
 }
 
 export function App() {
   const [r, setR] = useState(route);
+  const [me, setMe] = useState<Me | null>(null);
+  const [expired, setExpired] = useState(false);
   const [components, setComponents] = useState<Components | null>(null);
   const [error, setError] = useState('');
 
   useEffect(() => {
     const onHash = () => setR(route());
     window.addEventListener('hashchange', onHash);
-    return () => window.removeEventListener('hashchange', onHash);
+    const on401 = () => setExpired(true);
+    window.addEventListener(UNAUTHENTICATED_EVENT, on401);
+    return () => {
+      window.removeEventListener('hashchange', onHash);
+      window.removeEventListener(UNAUTHENTICATED_EVENT, on401);
+    };
   }, []);
 
   useEffect(() => {
+    api.GET('/api/me').then(({ data, error }) => {
+      if (error) setError(problemText(error));
+      else setMe(data);
+    });
+  }, []);
+
+  const signedIn = !!me?.signedIn && !expired;
+  useEffect(() => {
+    if (!signedIn) return;
     api.GET('/api/components').then(({ data, error }) => {
       if (error) setError(problemText(error));
       else setComponents(data);
     });
-  }, []);
+  }, [signedIn]);
 
+  const auth = useMemo<AuthValue | null>(() => (me ? { me, can: (want) => roleAllows(me.role, want) } : null), [me]);
+
+  if (!me || !auth) return <div className="page muted">{error ? `Who you are could not be loaded: ${error}` : 'Loading…'}</div>;
+  if (!signedIn) {
+    if (me.signIn) return <SignIn expired={expired} />;
+    return <div className="page field-error" data-testid="unauthenticated">This server needs credentials (an API token); the designer has no sign-in configured.</div>;
+  }
   if (error) return <div className="page field-error">The server's node kinds could not be loaded: {error}</div>;
-  if (r.page === 'list') return <ScenarioList />;
-  if (!components) return <div className="page muted">Loading…</div>;
-  return <Editor key={r.name} name={r.name} components={components} />;
+  let content;
+  if (r.page === 'list') content = <ScenarioList />;
+  else if (r.page === 'audit') content = <AuditLog />;
+  else if (!components) content = <div className="page muted">Loading…</div>;
+  else content = <Editor key={r.name} name={r.name} components={components} />;
+  return <AuthContext.Provider value={auth}>{content}</AuthContext.Provider>;
 }

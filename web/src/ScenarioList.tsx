@@ -1,6 +1,7 @@
 // The scenario list: search, create, import a JSON file, archive and unarchive, open.
 import { useCallback, useEffect, useState } from 'react';
 import { api, problemText, type Schemas, type ScenarioSummary } from './api/client';
+import { needsText, UserMenu, useAuth } from './auth';
 import { normalizeGraph } from './graph/model';
 
 export function scenarioHref(name: string): string {
@@ -20,6 +21,8 @@ function DeploymentStatus({ d, archived }: { d: Schemas['ScenarioDeployment'] | 
 }
 
 export function ScenarioList() {
+  const { can, me } = useAuth();
+  const canEdit = can('editor');
   const [search, setSearch] = useState('');
   const [showArchived, setShowArchived] = useState(false);
   const [list, setList] = useState<ScenarioSummary[] | null>(null);
@@ -82,21 +85,31 @@ export function ScenarioList() {
       <header className="toolbar">
         <h2>Scenarios</h2>
         <span className="spacer" />
+        {can('admin') && (
+          <a href="#/audit" data-testid="audit-link">
+            Audit log
+          </a>
+        )}
         <a href="/api/docs" className="muted">
           API docs
         </a>
+        <UserMenu />
       </header>
       <div className="list-tools">
         <input type="search" placeholder="Search by name" value={search} onChange={(e) => setSearch(e.target.value)} data-testid="search" />
         <label>
           <input type="checkbox" checked={showArchived} onChange={(e) => setShowArchived(e.target.checked)} data-testid="show-archived" /> show archived
         </label>
+        {!canEdit && <span className="muted small" data-testid="read-only">{needsText('Creating, importing or archiving', 'editor', me.role)}.</span>}
+        {canEdit && (
         <form onSubmit={create} className="row">
           <input placeholder="New scenario name" value={newName} onChange={(e) => setNewName(e.target.value)} data-testid="new-name" />
           <button type="submit" className="primary" disabled={!newName.trim()} data-testid="create">
             Create
           </button>
         </form>
+        )}
+        {canEdit && (
         <form onSubmit={importScenario} className="row">
           <input type="file" accept=".json,application/json" onChange={(e) => setImportFile(e.target.files?.[0] ?? null)} data-testid="import-file" />
           <input placeholder="as name (default: file name)" value={importName} onChange={(e) => setImportName(e.target.value)} data-testid="import-name" />
@@ -104,6 +117,7 @@ export function ScenarioList() {
             Import
           </button>
         </form>
+        )}
       </div>
       {error && (
         <div className="field-error" data-testid="list-error">
@@ -134,9 +148,11 @@ export function ScenarioList() {
                 {new Date(s.modifiedAt).toLocaleString()} by {s.modifiedBy}
               </td>
               <td>
-                <button type="button" className="small" onClick={() => setArchived(s.name, !s.archived)}>
-                  {s.archived ? 'Unarchive' : 'Archive'}
-                </button>
+                {canEdit && (
+                  <button type="button" className="small" onClick={() => setArchived(s.name, !s.archived)}>
+                    {s.archived ? 'Unarchive' : 'Archive'}
+                  </button>
+                )}
               </td>
             </tr>
           ))}

@@ -5,6 +5,16 @@ import type { components, paths } from './schema';
 
 export const api = createClient<paths>({ baseUrl: '' });
 
+/** The event sent on a 401 answer (the session ended or never began): App shows the sign-in screen. */
+export const UNAUTHENTICATED_EVENT = 'scenario-unauthenticated';
+
+api.use({
+  onResponse({ response }) {
+    if (response.status === 401) window.dispatchEvent(new Event(UNAUTHENTICATED_EVENT));
+    return undefined;
+  },
+});
+
 export type Schemas = components['schemas'];
 export type Kind = Schemas['Kind'];
 export type ParamSpec = Schemas['ParamSpec'];
@@ -25,6 +35,9 @@ export function problemText(err: unknown): string {
   if (typeof err === 'object' && err !== null) {
     const p = err as Partial<ProblemDetails>;
     const first = p.problems?.[0];
+    // 403: "POST /api/scenarios/{name}/deploy needs the deployer role; ann has viewer".
+    const denied = p.code === 'forbidden' && p.detail ? /needs the (\w+) role; .* has (\w+)$/.exec(p.detail) : null;
+    if (denied) return `Not allowed: this needs the ${denied[1]} role; you have ${denied[2]}`;
     if (p.detail) return p.detail + (first && !p.detail.includes(first.message) ? `: ${first.message}` : '');
     if (p.title) return p.title;
   }

@@ -3,6 +3,7 @@
 import { useEffect, useState } from 'react';
 import { api, problemText, type Schemas } from '../api/client';
 import type { DeploymentState } from './useDeployment';
+import { needsText, useAuth } from '../auth';
 
 type SinkResult = Schemas['SinkResult'];
 type Deployment = Schemas['Deployment'];
@@ -99,6 +100,9 @@ function DeadLetters({ name, errors, checkpoint }: { name: string; errors: numbe
 
 export function DeployPanel({ name, version, dirty, collectSinks, deployment }: Props) {
   const { status, live, refresh } = deployment;
+  // Deploying and canceling need the deployer role: without it the buttons are not there.
+  const { can, me } = useAuth();
+  const canDeploy = can('deployer');
   const [comment, setComment] = useState('');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState('');
@@ -144,6 +148,13 @@ export function DeployPanel({ name, version, dirty, collectSinks, deployment }: 
         )}
       </div>
       {status?.reason && <div className="muted small">{status.reason}</div>}
+      {!canDeploy && (
+        <div className="muted small" data-testid="deploy-not-allowed">
+          {needsText('Deploying or canceling', 'deployer', me.role)}.
+        </div>
+      )}
+      {canDeploy && (
+        <>
       <div className="param">
         <input value={comment} placeholder="Comment (why)" onChange={(e) => setComment(e.target.value)} data-testid="deploy-comment" />
       </div>
@@ -156,6 +167,8 @@ export function DeployPanel({ name, version, dirty, collectSinks, deployment }: 
         </button>
       </div>
       {dirty && <div className="muted small">Unsaved changes are not deployed: save first.</div>}
+        </>
+      )}
       {error && (
         <div className="field-error" data-testid="deploy-error">
           {error}

@@ -28,6 +28,7 @@ import { ComparisonView, exportHref, VersionsPanel } from './VersionsPanel';
 import { TestPanel, type TestRun } from './TestPanel';
 import { DeployPanel } from '../deploy/DeployPanel';
 import { useDeployment } from '../deploy/useDeployment';
+import { needsText, UserMenu, useAuth } from '../auth';
 
 const nodeTypes = { scenario: ScenarioNodeView };
 
@@ -58,6 +59,9 @@ export function Editor(props: Props) {
 
 function EditorInner({ name, components }: Props) {
   const flow = useReactFlow<CanvasNode, CanvasEdge>();
+  // A viewer sees the graph read-only: no palette, no dragging, connecting or deleting, no save.
+  const { can, me } = useAuth();
+  const canEdit = can('editor');
   const kinds = useMemo(() => new Map((components.kinds ?? []).map((k) => [k.id, k])), [components]);
 
   const [nodes, setNodes] = useState<CanvasNode[]>([]);
@@ -297,11 +301,11 @@ function EditorInner({ name, components }: Props) {
     (e: React.DragEvent) => {
       const id = e.dataTransfer.getData(KIND_MIME);
       const kind = kinds.get(id);
-      if (!kind) return;
+      if (!kind || !canEdit) return;
       e.preventDefault();
       addNode(kind, flow.screenToFlowPosition({ x: e.clientX, y: e.clientY }));
     },
-    [kinds, addNode, flow],
+    [kinds, addNode, flow, canEdit],
   );
 
   const copy = useCallback(() => {
@@ -353,6 +357,8 @@ function EditorInner({ name, components }: Props) {
       const mod = e.ctrlKey || e.metaKey;
       if (!mod) return;
       const k = e.key.toLowerCase();
+      if (k === 'c') copy();
+      if (!canEdit) return;
       if (k === 'z' && !e.shiftKey) undo();
       else if ((k === 'z' && e.shiftKey) || k === 'y') redo();
       else if (k === 'c') copy();
@@ -363,7 +369,7 @@ function EditorInner({ name, components }: Props) {
     };
     window.addEventListener('keydown', onKey);
     return () => window.removeEventListener('keydown', onKey);
-  }, [undo, redo, copy, paste]);
+  }, [undo, redo, copy, paste, canEdit]);
 
   // Warn before leaving with unsaved work.
   useEffect(() => {
@@ -528,16 +534,27 @@ function EditorInner({ name, components }: Props) {
               unsaved
             </span>
           )}
+          {!canEdit && (
+            <span className="badge" title={needsText('Editing', 'editor', me.role)} data-testid="read-only">
+              read-only
+            </span>
+          )}
           <span className="spacer" />
+          {canEdit && (
+            <>
           <button type="button" onClick={undo} disabled={history.current.past.length === 0} title="Undo (Ctrl+Z)" data-testid="undo">
             Undo
           </button>
           <button type="button" onClick={redo} disabled={history.current.future.length === 0} title="Redo (Ctrl+Shift+Z)" data-testid="redo">
             Redo
           </button>
+            </>
+          )}
           <button type="button" onClick={copy} disabled={selected.length === 0} title="Copy (Ctrl+C)">
             Copy
           </button>
+          {canEdit && (
+            <>
           <button type="button" onClick={paste} title="Paste (Ctrl+V)" data-testid="paste">
             Paste
           </button>
@@ -552,14 +569,19 @@ function EditorInner({ name, components }: Props) {
           <button type="button" onClick={layout} title="Lay the graph out top to bottom" data-testid="layout">
             Auto-layout
           </button>
+            </>
+          )}
           <a className="button" href={exportHref(name)} download={`${name}.json`} title="Download the latest saved version">
             Export
           </a>
-          <button type="button" className="primary" onClick={() => setSaveOpen((o) => !o)} disabled={archived} data-testid="save">
-            Save…
-          </button>
+          {canEdit && (
+            <button type="button" className="primary" onClick={() => setSaveOpen((o) => !o)} disabled={archived} data-testid="save">
+              Save…
+            </button>
+          )}
+          <UserMenu />
         </header>
-        {saveOpen && (
+        {saveOpen && canEdit && (
           <form
             className="savebar"
             onSubmit={(e) => {
@@ -604,7 +626,7 @@ function EditorInner({ name, components }: Props) {
           </div>
         )}
         <div className="workspace">
-          <Palette components={components} onAdd={(k) => addNode(k)} />
+          {canEdit && <Palette components={components} onAdd={(k) => addNode(k)} />}
           <div className="canvas" data-testid="canvas" onDragOver={(e) => {
             e.preventDefault();
             e.dataTransfer.dropEffect = 'move';
@@ -617,11 +639,14 @@ function EditorInner({ name, components }: Props) {
               onEdgesChange={onEdgesChange}
               onConnect={onConnect}
               onDelete={onDelete}
+              nodesDraggable={canEdit}
+              nodesConnectable={canEdit}
+              edgesReconnectable={canEdit}
               onNodeDragStart={() => pushHistory()}
               onSelectionDragStart={() => pushHistory()}
               onNodeClick={() => setTab('node')}
               isValidConnection={(c) => c.source !== c.target}
-              deleteKeyCode={['Delete', 'Backspace']}
+              deleteKeyCode={canEdit ? ['Delete', 'Backspace'] : null}
               minZoom={0.2}
               maxZoom={2}
               proOptions={{ hideAttribution: true }}
@@ -641,7 +666,7 @@ function EditorInner({ name, components }: Props) {
                   ['test', 'Test'],
                   ['deploy', 'Deploy'],
                 ] as [Tab, string][]
-              ).map(([t, label]) => (
+              ).filter(([t]) => t !== 'test' || canEdit).map(([t, label]) => (
                 <button key={t} type="button" className={tab === t ? 'active' : ''} onClick={() => setTab(t)} data-testid={`tab-${t}`}>
                   {label}
                 </button>
@@ -650,6 +675,7 @@ function EditorInner({ name, components }: Props) {
             <div className="tab-body">
               {tab === 'node' &&
                 (selectedNode ? (
+                  <fieldset className="plain" disabled={!canEdit} data-testid={canEdit ? undefined : 'details-read-only'}>
                   <DetailsPanel
                     key={selectedNode.id}
                     node={selectedNode}
@@ -659,11 +685,12 @@ function EditorInner({ name, components }: Props) {
                     variables={validation?.variables?.[selectedNode.id]}
                     aggregators={components.aggregators ?? []}
                     suggest={(text, caret) => suggest(selectedNode.id, text, caret)}
-                    onChange={(node, key) => updateNode(selectedNode.id, node, key)}
-                    onRename={(to) => renameNode(selectedNode.id, to)}
-                    onEdgeChange={updateEdge}
-                    onMoveEdge={moveCase}
+                    onChange={(node, key) => canEdit && updateNode(selectedNode.id, node, key)}
+                    onRename={(to) => canEdit && renameNode(selectedNode.id, to)}
+                    onEdgeChange={(...a) => canEdit && updateEdge(...a)}
+                    onMoveEdge={(...a) => canEdit && moveCase(...a)}
                   />
+                  </fieldset>
                 ) : (
                   <div className="muted">
                     {selected.length > 1 ? `${selected.length} nodes selected.` : 'Select a node to edit it, or drag one from the palette onto the canvas.'}
@@ -684,7 +711,7 @@ function EditorInner({ name, components }: Props) {
                   />
                 </>
               )}
-              {tab === 'test' && <TestPanel name={name} graph={scenarioGraph} selectedId={selectedNode?.id} run={testRun} onRun={setTestRun} />}
+              {tab === 'test' && canEdit && <TestPanel name={name} graph={scenarioGraph} selectedId={selectedNode?.id} run={testRun} onRun={setTestRun} />}
               {tab === 'deploy' && (
                 <DeployPanel
                   name={name}

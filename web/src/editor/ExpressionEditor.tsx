@@ -8,6 +8,7 @@ import { autocompletion, completionKeymap, type CompletionContext, type Completi
 import { setDiagnostics, type Diagnostic } from '@codemirror/lint';
 import type { Problem, Suggestion } from '../api/client';
 import { offsetOfCodePoint, offsetOfLineColumn } from './positions';
+import { useAuth } from '../auth';
 
 export type Suggest = (text: string, caret: number) => Promise<Suggestion[]>;
 
@@ -35,6 +36,7 @@ function diagnosticsFor(text: string, problems: Problem[]): Diagnostic[] {
 }
 
 export function ExpressionEditor({ value, onChange, suggest, problems, placeholder, testId }: Props) {
+  const readOnly = !useAuth().can('editor');
   const host = useRef<HTMLDivElement>(null);
   const view = useRef<EditorView | null>(null);
   const latest = useRef({ onChange, suggest });
@@ -80,6 +82,9 @@ export function ExpressionEditor({ value, onChange, suggest, problems, placehold
             if (u.docChanged) latest.current.onChange(u.state.doc.toString());
           }),
           EditorView.contentAttributes.of({ 'aria-label': placeholder ?? 'expression' }),
+          // A viewer reads expressions; editing needs the editor role.
+          EditorState.readOnly.of(readOnly),
+          EditorView.editable.of(!readOnly),
         ],
       }),
     });
