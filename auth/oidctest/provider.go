@@ -62,9 +62,11 @@ func New(t testing.TB) *Provider {
 	mux.HandleFunc("GET /keys", p.keys)
 	mux.HandleFunc("GET /authorize", p.authorize)
 	mux.HandleFunc("POST /token", p.token)
-	p.server = httptest.NewServer(mux)
+	// The issuer is set before the server starts: its handlers read it.
+	p.server = httptest.NewUnstartedServer(mux)
+	p.Issuer = "http://" + p.server.Listener.Addr().String()
+	p.server.Start()
 	t.Cleanup(p.server.Close)
-	p.Issuer = p.server.URL
 	return p
 }
 
