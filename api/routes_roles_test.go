@@ -261,3 +261,33 @@ func TestAuthenticationFailures(t *testing.T) {
 	c.send(request{Method: "GET", Path: "/api/scenarios", Header: map[string]string{"Authorization": "Bearer " + secret}}).
 		problem(t, http.StatusServiceUnavailable, api.CodeUnavailable)
 }
+
+// From the hostile review: two Authorization headers (an admin's, then a viewer's) are refused
+// rather than the first one trusted, and a token name with a newline or an escape sequence
+// (which could forge lines in `token list` and the audit log) is refused.
+func TestAuthorizationTwiceAndTokenNames(t *testing.T) {
+	st := sqliteStore(t)
+	c := newClient(t, st, withTokens(st))
+	admin := tokenFor(t, st, "a", auth.Admin, time.Time{})
+	viewer := tokenFor(t, st, "v", auth.Viewer, time.Time{})
+	req, err := http.NewRequest(http.MethodGet, c.base+"/api/tokens", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Add("Authorization", "Bearer "+admin)
+	req.Header.Add("Authorization", "Bearer "+viewer)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("two Authorization headers: %d, want 401", resp.StatusCode)
+	}
+	for _, name := range []string{"evil\nlevel=ERROR msg=forged", "red \u001b[31m", "", strings.Repeat("n", 101)} {
+		c.send(request{Method: "POST", Path: "/api/tokens", Body: map[string]any{"name": name, "role": "viewer"},
+			Header: map[string]string{"Authorization": "Bearer " + admin}}).problem(t, http.StatusUnprocessableEntity, api.CodeValidationFailed)
+	}
+	c.send(request{Method: "POST", Path: "/api/tokens", Body: map[string]any{"name": "ci runner ☕", "role": "viewer"},
+		Header: map[string]string{"Authorization": "Bearer " + admin}}).ok(t, http.StatusCreated, nil)
+}

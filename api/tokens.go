@@ -3,8 +3,12 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -77,9 +81,18 @@ type revokeTokenOutput struct {
 	Body APIToken
 }
 
+// ErrInvalidTokenName is CreateToken's error for a name that is empty, longer than 100 bytes,
+// not UTF-8 or with control characters: the name shows in the history, the audit log and
+// `token list`, where a newline or an escape sequence could forge lines.
+var ErrInvalidTokenName = errors.New("a token name is 1 to 100 bytes of UTF-8 without control characters")
+
 // CreateToken draws a new token secret and stores its hash: what POST /api/tokens and the
-// token subcommand do. expiresIn 0 means the token does not expire.
+// token subcommand do. expiresIn 0 means the token does not expire. Errors:
+// ErrInvalidTokenName, and the store's.
 func CreateToken(ctx context.Context, st store.TokenStore, name string, role auth.Role, expiresIn time.Duration) (store.Token, string, error) {
+	if name == "" || len(name) > 100 || !utf8.ValidString(name) || strings.IndexFunc(name, unicode.IsControl) >= 0 {
+		return store.Token{}, "", fmt.Errorf("%w: %q", ErrInvalidTokenName, name)
+	}
 	nt := store.NewToken{Name: name, Role: string(role)}
 	if expiresIn > 0 {
 		nt.ExpiresAt = time.Now().Add(expiresIn)
@@ -139,6 +152,9 @@ func (h *handlers) registerTokens(hapi huma.API) {
 			}
 		}
 		t, secret, err := CreateToken(ctx, h.store, in.Body.Name, role, lifetime)
+		if errors.Is(err, ErrInvalidTokenName) {
+			return nil, problemf(http.StatusUnprocessableEntity, CodeValidationFailed, "name: %v", err)
+		}
 		if err != nil {
 			return nil, storeError(ctx, err, "", 0)
 		}

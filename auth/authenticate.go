@@ -42,6 +42,10 @@ const maxAuthorizationBytes = 16 << 10
 // Errors: ErrNoCredentials; ErrInvalidCredentials (wrapped); any other error is a failure of
 // the store (the caller answers 500 or 503, and the client may retry).
 func (a *Authenticator) Authenticate(r *http.Request) (Identity, error) {
+	if len(r.Header.Values("Authorization")) > 1 {
+		// Which one counts would depend on the proxies in between: none does.
+		return Identity{}, fmt.Errorf("%w: more than one Authorization header", ErrInvalidCredentials)
+	}
 	header := r.Header.Get("Authorization")
 	if header == "" {
 		if a.SignIn == nil {
