@@ -81,6 +81,10 @@ type Config struct {
 	// one event (or keep-alive comment); a client that takes nothing for that long is
 	// disconnected. 0 means DefaultStreamWriteTimeout.
 	StreamWriteTimeout time.Duration
+	// StreamRecheck is how often a server-sent event stream checks its request's credentials
+	// again (with Authenticator): a stream whose token was revoked or expired, or whose role
+	// no longer suffices, ends. 0 means 15 s.
+	StreamRecheck time.Duration
 	// Browser is what the browser checks accept as the server's own names (see
 	// browserSafety): its public URL and allowed hosts.
 	Browser BrowserConfig
@@ -198,6 +202,11 @@ func New(cfg Config) (*Handler, error) {
 		runtime:            cfg.Runtime,
 		streamsDone:        make(chan struct{}),
 		streamWriteTimeout: cfg.StreamWriteTimeout,
+		authn:              cfg.Authenticator,
+		streamRecheck:      cfg.StreamRecheck,
+	}
+	if h.streamRecheck <= 0 {
+		h.streamRecheck = 15 * time.Second
 	}
 	h.registerScenarios(hapi)
 	h.registerVersions(hapi)
@@ -247,6 +256,9 @@ type handlers struct {
 	// streamWriteTimeout (Config.StreamWriteTimeout) and what the results streams hold.
 	streamWriteTimeout time.Duration
 	streamBuffer       *streamBuffer
+	// authn checks a stream's credentials again every streamRecheck (nil: no authentication).
+	authn         *auth.Authenticator
+	streamRecheck time.Duration
 }
 
 // register declares an operation with the body limit (unless op sets its own) and the error

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -11,8 +12,10 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
+	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/scenario-server/scenario-server/auth"
 	"github.com/scenario-server/scenario-server/store"
 )
 
@@ -186,6 +189,8 @@ func (h *handlers) countsStream(ctx context.Context, in *scenarioPath) (*huma.St
 		sse := startSSE(w, h.streamWriteTimeout)
 		keepAlive := time.NewTicker(streamKeepAlive)
 		defer keepAlive.Stop()
+		recheck := time.NewTicker(h.streamRecheck)
+		defer recheck.Stop()
 		var last []byte
 		for {
 			changed := h.changed()
@@ -206,6 +211,10 @@ func (h *handlers) countsStream(ctx context.Context, in *scenarioPath) (*huma.St
 				return
 			case <-keepAlive.C:
 				if sse.comment("keep-alive") != nil {
+					return
+				}
+			case <-recheck.C:
+				if !h.stillAllowed(r, sse) {
 					return
 				}
 			case <-changed:
@@ -241,6 +250,8 @@ func (h *handlers) resultsStream(ctx context.Context, in *resultsStreamInput) (*
 		defer keepAlive.Stop()
 		poll := time.NewTicker(streamPoll)
 		defer poll.Stop()
+		recheck := time.NewTicker(h.streamRecheck)
+		defer recheck.Stop()
 		h.streamBuffer.open.Add(1)
 		var held int64 // bytes of the page's values not written yet
 		defer func() {
@@ -284,9 +295,40 @@ func (h *handlers) resultsStream(ctx context.Context, in *resultsStreamInput) (*
 				if sse.comment("keep-alive") != nil {
 					return
 				}
+			case <-recheck.C:
+				if !h.stillAllowed(r, sse) {
+					return
+				}
 			case <-changed:
 			case <-poll.C:
 			}
 		}
 	}}, nil
+}
+
+// stillAllowed checks a stream's credentials again (every Config.StreamRecheck): a token
+// revoked or expired since the stream opened, a session that ended, or a role that no longer
+// suffices for the stream's route ends the stream, with a last "end" event saying why.
+func (h *handlers) stillAllowed(r *http.Request, sse *sseWriter) bool {
+	if h.authn == nil {
+		return true
+	}
+	need := auth.Viewer
+	if rc := chi.RouteContext(r.Context()); rc != nil {
+		if role, ok := RouteRole(r.Method, rc.RoutePattern()); ok {
+			need = role
+		}
+	}
+	id, err := h.authn.Authenticate(r)
+	switch {
+	case err != nil && !errors.Is(err, auth.ErrNoCredentials) && !errors.Is(err, auth.ErrInvalidCredentials):
+		return true // the store could not say: keep the stream, check again later
+	case err != nil:
+		_ = sse.event("", "end", map[string]string{"reason": "the credentials are no longer valid: " + err.Error()})
+		return false
+	case !id.Can(need):
+		_ = sse.event("", "end", map[string]string{"reason": "this stream needs the " + string(need) + " role"})
+		return false
+	}
+	return true
 }
