@@ -168,8 +168,14 @@ func (a *auditor) audit(ctx context.Context, action, scenario string, version in
 func (a *auditor) auditRoutes(mux *chi.Mux) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			// The path as chi routes it (the escaped one when there is one), as the role check
+			// reads it: "x%2Fdeploy" is one segment, and no deploy of "x".
+			path := r.URL.Path
+			if r.URL.RawPath != "" {
+				path = r.URL.RawPath
+			}
 			rctx := chi.NewRouteContext()
-			pattern := mux.Find(rctx, r.Method, r.URL.Path)
+			pattern := mux.Find(rctx, r.Method, path)
 			action, ok := auditActions[r.Method+" "+pattern]
 			if !ok {
 				next.ServeHTTP(w, r)

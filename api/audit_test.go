@@ -151,3 +151,35 @@ func TestAuditClientAddress(t *testing.T) {
 		})
 	}
 }
+
+// From the hostile review: an escaped slash does not make a request look like another route to
+// the audit log. POST /api/scenarios/x%2Fdeploy is one path segment for the router (405), and
+// was recorded as a failed deploy of "x"; it is now recorded as nothing, like any request to no
+// audited route.
+func TestAuditReadsThePathAsTheRouterDoes(t *testing.T) {
+	st := sqliteStore(t)
+	c := newClient(t, st, withTokens(st))
+	viewer := tokenFor(t, st, "v", auth.Viewer, time.Time{})
+	admin := tokenFor(t, st, "a", auth.Admin, time.Time{})
+	req, err := http.NewRequest(http.MethodPost, c.base+"/api/scenarios/x%2Fdeploy", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+viewer)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode < 400 {
+		t.Fatalf("POST /api/scenarios/x%%2Fdeploy: %d", resp.StatusCode)
+	}
+	var page api.AuditPage
+	c.send(request{Method: "GET", Path: "/api/audit", Header: map[string]string{"Authorization": "Bearer " + admin}}).ok(t, http.StatusOK, &page)
+	for _, e := range page.Entries {
+		if e.Action == "deploy" {
+			t.Errorf("the escaped path was recorded as a deploy: %+v", e)
+		}
+	}
+}
