@@ -94,21 +94,7 @@ func TestObserveLateSeesLateEvents(t *testing.T) {
 // extra source parameters, 1 min tumbling counts (OnEnd) into a sink.
 func httpCountScenario(t *testing.T, sourceParams string) *scenario.Scenario {
 	t.Helper()
-	sc := scenarioJSON([]string{
-		`{"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [
-			{"name": "timestamp", "expression": {"language": "expr", "expression": "#input.t"}},
-			{"name": "maxOutOfOrderness", "value": "0s"}` + sourceParams + `]}}`,
-		`{"id": "agg", "type": "CustomNode", "nodeType": "aggregate-tumbling", "outputVar": "agg", "parameters": [
-			{"name": "groupBy", "value": []},
-			{"name": "aggregations", "value": [{"name": "n", "aggregator": "Count"}]},
-			{"name": "windowLength", "value": "1m"}, {"name": "emitWhen", "value": "OnEnd"}]}`,
-		sinkNode("out", "{start: #window.start, n: #agg.n}"),
-	}, []string{link("in", "agg"), link("agg", "out")})
-	s, err := scenario.Decode([]byte(sc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return liveCountScenario(t, "1m", sourceParams)
 }
 
 func mustMS(t *testing.T, rfc3339 string) int64 {

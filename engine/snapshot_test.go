@@ -105,14 +105,22 @@ func TestEngineRestoreRefusesOtherScenarios(t *testing.T) {
 // with no out-of-orderness and an idle timeout of 2 s.
 func idleCountScenario(t testing.TB) *scenario.Scenario {
 	t.Helper()
+	return liveCountScenario(t, "10s", `, {"name": "idleTimeout", "value": "2s"}`)
+}
+
+// liveCountScenario counts events in tumbling windows of windowLength (OnEnd) of #input.t,
+// from an HTTP (live) source with no out-of-orderness and the extra source parameters given
+// (each starting with a comma), into sink "out" as {start, n}.
+func liveCountScenario(t testing.TB, windowLength, sourceParams string) *scenario.Scenario {
+	t.Helper()
 	sc := scenarioJSON([]string{
 		`{"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [
 			{"name": "timestamp", "expression": {"language": "expr", "expression": "#input.t"}},
-			{"name": "maxOutOfOrderness", "value": "0s"}, {"name": "idleTimeout", "value": "2s"}]}}`,
+			{"name": "maxOutOfOrderness", "value": "0s"}` + sourceParams + `]}}`,
 		`{"id": "agg", "type": "CustomNode", "nodeType": "aggregate-tumbling", "outputVar": "agg", "parameters": [
 			{"name": "groupBy", "value": []},
 			{"name": "aggregations", "value": [{"name": "n", "aggregator": "Count"}]},
-			{"name": "windowLength", "value": "10s"}, {"name": "emitWhen", "value": "OnEnd"}]}`,
+			{"name": "windowLength", "value": "` + windowLength + `"}, {"name": "emitWhen", "value": "OnEnd"}]}`,
 		sinkNode("out", "{start: #window.start, n: #agg.n}"),
 	}, []string{link("in", "agg"), link("agg", "out")})
 	s, err := scenario.Decode([]byte(sc))

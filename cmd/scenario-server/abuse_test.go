@@ -320,7 +320,9 @@ func TestAbuse(t *testing.T) {
 	})
 
 	t.Run("poison event", func(t *testing.T) {
-		p = startServer(t, bin, st)
+		// A store of its own: the subtest runs alone too (the first server holds st's lock).
+		st := sqliteServerStore(t)
+		p := startServer(t, bin, st)
 		// 90 good events (n = 1) over 90 s, 3 keys; the poison event (n = 2e9: repeat would
 		// make 2 GB) is line 46 (offset 45); a sentinel 1,000 s later of its own key closes
 		// every window but its own.
@@ -394,22 +396,30 @@ func TestAbuse(t *testing.T) {
 // its sink "out", normalized.
 func runGraph(t *testing.T, bin string, graph json.RawMessage, lines [][]byte) []string {
 	t.Helper()
-	dir := t.TempDir()
-	sc, in := filepath.Join(dir, "scenario.json"), filepath.Join(dir, "input.ndjson")
+	sc := filepath.Join(t.TempDir(), "scenario.json")
 	if err := os.WriteFile(sc, graph, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(in, append(bytes.Join(lines, []byte("\n")), '\n'), 0o600); err != nil {
+	return runFile(t, bin, sc, append(bytes.Join(lines, []byte("\n")), '\n'))
+}
+
+// runFile replays input (JSON lines) through the scenario file with `scenario-server run` and
+// returns the values of its sink "out", normalized.
+func runFile(t *testing.T, bin, scenarioPath string, input []byte) []string {
+	t.Helper()
+	in := filepath.Join(t.TempDir(), "input.ndjson")
+	if err := os.WriteFile(in, input, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(bin, "run", "--scenario", sc, "--input", in)
+	cmd := exec.Command(bin, "run", "--scenario", scenarioPath, "--input", in)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("scenario-server run: %v\n%s", err, stderr.String())
 	}
 	var values []string
 	s := bufio.NewScanner(&stdout)
+	s.Buffer(nil, 1<<20)
 	for s.Scan() {
 		var line struct {
 			Sink  string          `json:"sink"`

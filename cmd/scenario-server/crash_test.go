@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -80,29 +78,7 @@ func TestCrashRecovery(t *testing.T) {
 // normalized, without the sentinel's session (the last: only the end of input closes it).
 func runExpected(t *testing.T, bin string, input []byte) []string {
 	t.Helper()
-	in := filepath.Join(t.TempDir(), "input.ndjson")
-	if err := os.WriteFile(in, input, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(bin, "run", "--scenario", "../../examples/accesslog-sessions.json", "--input", in)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("scenario-server run: %v\n%s", err, stderr.String())
-	}
-	var values []string
-	sc := bufio.NewScanner(&stdout)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var line struct {
-			Sink  string          `json:"sink"`
-			Value json.RawMessage `json:"value"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &line); err != nil || line.Sink != "out" {
-			t.Fatalf("run output line %q: %v", sc.Text(), err)
-		}
-		values = append(values, normJSON(t, line.Value))
-	}
+	values := runFile(t, bin, "../../examples/accesslog-sessions.json", input)
 	if len(values) == 0 || !strings.Contains(values[len(values)-1], "zz-sentinel") {
 		t.Fatalf("the run's last result is not the sentinel's session")
 	}
