@@ -102,6 +102,10 @@ type Config struct {
 	// /auth/logout). Nil means none: those answer 404 sign-in-not-configured. Its sessions
 	// count only when Authenticator.SignIn is set too.
 	SignIn *auth.SignIn
+	// DeployApproval makes deploys four-eyes: POST .../deploy answers 409 approval-required,
+	// and a deploy happens only when another deployer approves a deploy request. It needs
+	// Authenticator (New refuses it without: every request would be the same local user).
+	DeployApproval bool
 }
 
 // Handler serves the API. Create it with New.
@@ -150,6 +154,9 @@ func New(cfg Config) (*Handler, error) {
 	metrics, err := newHTTPMetrics(cfg.Metrics)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.DeployApproval && cfg.Authenticator == nil {
+		return nil, errors.New("api: Config.DeployApproval needs an Authenticator: without authentication every request is the same user, who cannot approve their own deploy")
 	}
 	guard, err := newBrowserGuard(cfg.Browser)
 	if err != nil {
@@ -204,6 +211,7 @@ func New(cfg Config) (*Handler, error) {
 		streamWriteTimeout: cfg.StreamWriteTimeout,
 		authn:              cfg.Authenticator,
 		streamRecheck:      cfg.StreamRecheck,
+		deployApproval:     cfg.DeployApproval,
 	}
 	if h.streamRecheck <= 0 {
 		h.streamRecheck = 15 * time.Second
@@ -216,6 +224,7 @@ func New(cfg Config) (*Handler, error) {
 	h.registerTestRuns(hapi)
 	h.registerNodeTest(hapi)
 	h.registerDeployments(hapi)
+	h.registerDeployRequests(hapi)
 	h.registerHealth(hapi)
 	h.registerAudit(hapi)
 	h.registerTokens(hapi)
@@ -259,6 +268,8 @@ type handlers struct {
 	// authn checks a stream's credentials again every streamRecheck (nil: no authentication).
 	authn         *auth.Authenticator
 	streamRecheck time.Duration
+	// deployApproval is Config.DeployApproval.
+	deployApproval bool
 }
 
 // register declares an operation with the body limit (unless op sets its own) and the error

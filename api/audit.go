@@ -31,11 +31,14 @@ var auditActions = map[string]string{
 	"POST /api/scenarios/{name}/unarchive":                    "scenario.unarchive",
 	"POST /api/scenarios/{name}/deploy":                       "deploy",
 	"POST /api/scenarios/{name}/cancel":                       "cancel",
+	"POST /api/scenarios/{name}/deploy-requests":              "deploy.request",
+	"POST /api/scenarios/{name}/deploy-requests/{id}/approve": "deploy.approve",
+	"POST /api/scenarios/{name}/deploy-requests/{id}/reject":  "deploy.reject",
 	"GET /api/scenarios/{name}/sinks/{sinkId}/results":        "results.read",
 	"GET /api/scenarios/{name}/sinks/{sinkId}/results/stream": "results.stream",
-	"GET /api/audit":                                          "audit.read",
-	"POST /api/tokens":                                        "token.create",
-	"DELETE /api/tokens/{id}":                                 "token.revoke",
+	"GET /api/audit":          "audit.read",
+	"POST /api/tokens":        "token.create",
+	"DELETE /api/tokens/{id}": "token.revoke",
 }
 
 // maxAuditProblemBytes is how much of an error answer's body is kept to read its code.
@@ -275,7 +278,7 @@ type auditInput struct {
 	From     time.Time `query:"from" doc:"Only entries at or after this time (RFC 3339)."`
 	To       time.Time `query:"to" doc:"Only entries before this time (RFC 3339)."`
 	Identity string    `query:"identity" maxLength:"256" doc:"Only entries of this identity: its subject or its name."`
-	Action   string    `query:"action" maxLength:"64" doc:"Only entries of this action (scenario.create, scenario.save, scenario.import, scenario.archive, scenario.unarchive, deploy, cancel, results.read, results.stream, audit.read, token.create, token.revoke)."`
+	Action   string    `query:"action" maxLength:"64" doc:"Only entries of this action (scenario.create, scenario.save, scenario.import, scenario.archive, scenario.unarchive, deploy, deploy.request, deploy.approve, deploy.reject, cancel, results.read, results.stream, audit.read, token.create, token.revoke)."`
 	Scenario string    `query:"scenario" maxLength:"256" doc:"Only entries about this scenario."`
 	Outcome  string    `query:"outcome" maxLength:"64" doc:"Only entries with this outcome: ok, or a problem code."`
 	After    int64     `query:"after" minimum:"0" doc:"Paging cursor: only entries with a greater id (the previous page's next)."`

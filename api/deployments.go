@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -287,6 +288,11 @@ func (h *handlers) deploy(ctx context.Context, in *deployInput) (*deploymentOutp
 	}
 	if err := h.needRuntime(); err != nil {
 		return nil, err
+	}
+	if h.deployApproval {
+		return nil, problemf(http.StatusConflict, CodeApprovalRequired,
+			"this server deploys only approved requests (--deploy-approval): POST /api/scenarios/%s/deploy-requests and ask another deployer to approve it",
+			url.PathEscape(in.Name))
 	}
 	req := deploy.DeployRequest{Scenario: in.Name, User: identityName(ctx)}
 	if in.Body != nil {

@@ -56,6 +56,10 @@ var routeRoles = map[string]auth.Role{
 	"POST /api/scenarios/{name}/unarchive":                    auth.Editor,
 	"POST /api/scenarios/{name}/deploy":                       auth.Deployer,
 	"POST /api/scenarios/{name}/cancel":                       auth.Deployer,
+	"GET /api/scenarios/{name}/deploy-requests":               auth.Viewer,
+	"POST /api/scenarios/{name}/deploy-requests":              auth.Deployer,
+	"POST /api/scenarios/{name}/deploy-requests/{id}/approve": auth.Deployer,
+	"POST /api/scenarios/{name}/deploy-requests/{id}/reject":  auth.Deployer,
 	"POST /api/scenarios/{name}/sources/{sourceId}/events":    auth.Deployer,
 
 	"GET /api/audit": auth.Admin,

@@ -651,22 +651,9 @@ func (r *Runtime) Deploy(ctx context.Context, req DeployRequest) (store.Deployme
 	if r.Closing() {
 		return store.Deployment{}, ErrClosed
 	}
-	var v store.Version
-	var err error
-	if req.Version == 0 {
-		v, err = r.cfg.Store.GetLatestVersion(ctx, req.Scenario)
-	} else {
-		v, err = r.cfg.Store.GetVersion(ctx, req.Scenario, req.Version)
-	}
+	v, err := r.resolve(ctx, req)
 	if err != nil {
 		return store.Deployment{}, err
-	}
-	sc, err := r.cfg.Store.GetScenario(ctx, req.Scenario)
-	if err != nil {
-		return store.Deployment{}, err
-	}
-	if sc.Archived {
-		return store.Deployment{}, fmt.Errorf("deploying %q: %w", req.Scenario, store.ErrArchived)
 	}
 	d, err := r.prepare(v)
 	if err != nil {

@@ -254,6 +254,8 @@ type Store interface {
 
 	AuditStore
 
+	DeployRequestStore
+
 	// Close releases the database. Calls after the first return nil; other methods must not be
 	// called after Close.
 	Close() error

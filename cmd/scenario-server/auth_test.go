@@ -262,6 +262,8 @@ func TestAuthFlags(t *testing.T) {
 		{[]string{"--oidc-issuer", "https://id.example", "--oidc-client-id", "ss", "--oidc-redirect-url", "ss.example"},
 			map[string]string{envOIDCClientSecret: "x"}, "is not an http(s) URL"},
 		{nil, map[string]string{envAuthTokens: "maybe"}, `SCENARIO_SERVER_AUTH_TOKENS="maybe" is not true or false`},
+		{[]string{"--deploy-approval"}, nil, "-deploy-approval needs authentication"},
+		{nil, map[string]string{envDeployApproval: "true"}, "-deploy-approval needs authentication"},
 	} {
 		_, err := parseServeFlags(tc.args, env(tc.env), io.Discard)
 		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {

@@ -25,6 +25,7 @@ import (
 const (
 	envAuthTokens     = "SCENARIO_SERVER_AUTH_TOKENS"
 	envInsecureNoAuth = "SCENARIO_SERVER_INSECURE_NO_AUTH"
+	envDeployApproval = "SCENARIO_SERVER_DEPLOY_APPROVAL"
 	envTLSCert        = "SCENARIO_SERVER_TLS_CERT"
 	envTLSKey         = "SCENARIO_SERVER_TLS_KEY"
 
@@ -51,6 +52,9 @@ type authConfig struct {
 	Tokens bool
 	// InsecureNoAuth lets a server without authentication listen on a non-loopback address.
 	InsecureNoAuth bool
+	// DeployApproval makes deploys four-eyes (api.Config.DeployApproval); it needs
+	// authentication.
+	DeployApproval bool
 	// TLSCert and TLSKey are PEM files: both set, the server speaks HTTPS only.
 	TLSCert, TLSKey string
 	// OIDC: the provider's issuer URL and this server's client there. The client secret comes
@@ -68,6 +72,11 @@ func (a *authConfig) register(fs *flag.FlagSet, getenv func(string) string) erro
 	if err != nil {
 		return err
 	}
+	approval, err := envBool(getenv, envDeployApproval)
+	if err != nil {
+		return err
+	}
+	fs.BoolVar(&a.DeployApproval, "deploy-approval", approval, "four-eyes deploys: a deploy is a request that another deployer approves, in the designer or with POST .../deploy-requests/{id}/approve (env "+envDeployApproval+"; needs authentication)")
 	fs.BoolVar(&a.Tokens, "auth-tokens", tokens, "require authentication: API tokens (scenario-server token create) on every route but the public ones (env "+envAuthTokens+")")
 	fs.BoolVar(&a.InsecureNoAuth, "insecure-no-auth", insecure, "without authentication, listen on a non-loopback address anyway: anyone who reaches the port may do anything (env "+envInsecureNoAuth+")")
 	fs.StringVar(&a.TLSCert, "tls-cert", getenv(envTLSCert), "serve HTTPS with the certificate chain in this PEM `file` (env "+envTLSCert+"; needs -tls-key)")
@@ -89,6 +98,9 @@ func (a authConfig) validate() error {
 	}
 	if a.OIDCIssuer == "" && (a.OIDCClientID != "" || a.OIDCRedirectURL != "") {
 		return fmt.Errorf("%w: -oidc-client-id and -oidc-redirect-url need -oidc-issuer", errUsage)
+	}
+	if a.DeployApproval && !a.configured() {
+		return fmt.Errorf("%w: -deploy-approval needs authentication (-auth-tokens or -oidc-issuer): without it every request is the same local user, who cannot approve their own deploy", errUsage)
 	}
 	if a.OIDCRedirectURL != "" {
 		u, err := url.Parse(a.OIDCRedirectURL)

@@ -432,6 +432,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		Browser:        cfg.Guard.browser(),
 		TrustedProxies: trusted,
 		RateLimits:     cfg.Guard.rateLimits(),
+		DeployApproval: cfg.Auth.DeployApproval,
 	})
 	if err != nil {
 		return err

@@ -66,6 +66,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Ping", testPing},
 		{"Tokens", testTokens},
 		{"Audit", testAudit},
+		{"DeployRequests", testDeployRequests},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

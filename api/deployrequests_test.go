@@ -1,0 +1,171 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/scenario-server/scenario-server/api"
+	"github.com/scenario-server/scenario-server/auth"
+	"github.com/scenario-server/scenario-server/deploy"
+	"github.com/scenario-server/scenario-server/store"
+)
+
+func TestDeployApprovalOnSQLite(t *testing.T) {
+	t.Parallel()
+	testDeployApproval(t, sqliteStore(t))
+}
+
+func TestDeployApprovalOnPostgres(t *testing.T) {
+	t.Parallel()
+	testDeployApproval(t, postgresStore(t))
+}
+
+// testDeployApproval walks a four-eyes deploy: a direct deploy is refused, a request waits,
+// its requester cannot approve it, a viewer cannot either, another deployer approves and the
+// scenario runs; a rejected request deploys nothing; both sides are in the audit log.
+func testDeployApproval(t *testing.T, st store.Store) {
+	ctx := t.Context()
+	token := func(name, role string) string {
+		secret, hash := auth.NewTokenSecret()
+		if _, err := st.CreateToken(ctx, store.NewToken{Name: name, Role: role, SecretHash: hash}); err != nil {
+			t.Fatal(err)
+		}
+		return "Bearer " + secret
+	}
+	anna, ben, viewer, admin := token("anna", "deployer"), token("ben", "deployer"), token("dashboards", "viewer"), token("root", "admin")
+
+	reg := prometheus.NewRegistry()
+	rt, err := deploy.New(deploy.Config{Store: st, Logger: testLogger(t), CheckpointInterval: 50 * time.Millisecond,
+		FileSinkDir: t.TempDir(), Metrics: reg, Stdout: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := rt.Shutdown(sctx); err != nil {
+			t.Errorf("runtime shutdown: %v", err)
+		}
+	})
+	if _, err := api.New(api.Config{Store: st, Runtime: rt, DeployApproval: true}); err == nil {
+		t.Fatal("api.New accepted DeployApproval without authentication")
+	}
+	c := newClient(t, st, func(cfg *api.Config) {
+		cfg.Runtime, cfg.Metrics = rt, reg
+		cfg.Authenticator = &auth.Authenticator{Tokens: st}
+		cfg.DeployApproval = true
+	})
+	as := func(who, method, path string, body any) *response {
+		return c.send(request{Method: method, Path: path, Body: body, Header: map[string]string{"Authorization": who}})
+	}
+	status := func() string {
+		var d api.ScenarioDeployment
+		as(viewer, http.MethodGet, "/api/scenarios/fraud/deployment", nil).ok(t, http.StatusOK, &d)
+		return d.Status
+	}
+
+	as(anna, http.MethodPost, "/api/scenarios", rawBody("name", quote("fraud"), "graph", countGraph("10s"))).ok(t, http.StatusCreated, nil)
+	as(anna, http.MethodPost, "/api/scenarios/fraud/deploy", nil).problem(t, http.StatusConflict, api.CodeApprovalRequired)
+	if got := status(); got != "NOT_DEPLOYED" {
+		t.Fatalf("after a refused deploy the status is %s; want NOT_DEPLOYED", got)
+	}
+	// A version that does not exist is refused when asked for, not when approved.
+	as(anna, http.MethodPost, "/api/scenarios/fraud/deploy-requests", rawBody("version", "7")).problem(t, http.StatusNotFound, api.CodeVersionNotFound)
+	as(viewer, http.MethodPost, "/api/scenarios/fraud/deploy-requests", nil).problem(t, http.StatusForbidden, api.CodeForbidden)
+
+	var req api.DeployRequestOut
+	as(anna, http.MethodPost, "/api/scenarios/fraud/deploy-requests", rawBody("comment", quote("first run"))).ok(t, http.StatusCreated, &req)
+	if req.Status != "PENDING" || !req.Mine || req.Version != 1 || req.RequestedBy != "anna" || req.Comment != "first run" || req.DecidedBy != "" {
+		t.Fatalf("request %+v; want PENDING version 1 by anna", req)
+	}
+	as(ben, http.MethodPost, "/api/scenarios/fraud/deploy-requests", nil).problem(t, http.StatusConflict, api.CodeRequestPending)
+	if got := status(); got != "NOT_DEPLOYED" {
+		t.Fatalf("with a pending request the status is %s; want NOT_DEPLOYED", got)
+	}
+	approve := fmt.Sprintf("/api/scenarios/fraud/deploy-requests/%d/approve", req.ID)
+	as(anna, http.MethodPost, approve, nil).problem(t, http.StatusForbidden, api.CodeSelfApproval)
+	as(viewer, http.MethodPost, approve, nil).problem(t, http.StatusForbidden, api.CodeForbidden)
+	as(ben, http.MethodPost, fmt.Sprintf("/api/scenarios/other/deploy-requests/%d/approve", req.ID), nil).
+		problem(t, http.StatusNotFound, api.CodeRequestNotFound)
+
+	var res api.ApprovalResult
+	as(ben, http.MethodPost, approve, rawBody("comment", quote("looks right"))).ok(t, http.StatusOK, &res)
+	if res.Request.Status != "APPROVED" || res.Request.DecidedBy != "ben" || res.Request.DecisionComment != "looks right" ||
+		res.Request.DeploymentID == 0 || res.Request.DeploymentID != res.Deployment.ID {
+		t.Fatalf("approval %+v; want APPROVED by ben with its deployment", res)
+	}
+	if res.Deployment.Status != "RUNNING" || res.Deployment.User != "anna" || res.Deployment.Comment != "first run" || res.Deployment.Version != 1 {
+		t.Fatalf("deployment %+v; want version 1 RUNNING, deployed for anna with her comment", res.Deployment)
+	}
+	as(ben, http.MethodPost, approve, nil).problem(t, http.StatusConflict, api.CodeRequestDecided)
+
+	// A rejected request deploys nothing; the requester may withdraw (reject) her own.
+	as(anna, http.MethodPost, "/api/scenarios/fraud/versions", rawBody("baseVersion", "1", "graph", countGraph("20s"))).ok(t, http.StatusCreated, nil)
+	var second api.DeployRequestOut
+	as(anna, http.MethodPost, "/api/scenarios/fraud/deploy-requests", nil).ok(t, http.StatusCreated, &second)
+	if second.Version != 2 {
+		t.Fatalf("second request for version %d; want the latest, 2", second.Version)
+	}
+	var rej api.DeployRequestOut
+	as(anna, http.MethodPost, fmt.Sprintf("/api/scenarios/fraud/deploy-requests/%d/reject", second.ID), rawBody("comment", quote("not yet"))).
+		ok(t, http.StatusOK, &rej)
+	if rej.Status != "REJECTED" || rej.DecidedBy != "anna" || rej.DeploymentID != 0 {
+		t.Fatalf("rejection %+v; want REJECTED by anna, no deployment", rej)
+	}
+	as(ben, http.MethodPost, fmt.Sprintf("/api/scenarios/fraud/deploy-requests/%d/approve", second.ID), nil).
+		problem(t, http.StatusConflict, api.CodeRequestDecided)
+	var dep api.ScenarioDeployment
+	as(viewer, http.MethodGet, "/api/scenarios/fraud/deployment", nil).ok(t, http.StatusOK, &dep)
+	if dep.Status != "RUNNING" || dep.Deployment.Version != 1 {
+		t.Fatalf("after the rejection: %+v; want version 1 still RUNNING", dep)
+	}
+
+	var list api.DeployRequestList
+	as(viewer, http.MethodGet, "/api/scenarios/fraud/deploy-requests", nil).ok(t, http.StatusOK, &list)
+	if !list.Approval || len(list.Requests) != 2 || list.Requests[0].ID != second.ID || list.Requests[1].ID != req.ID {
+		t.Fatalf("requests %+v; want approval on, %d then %d", list, second.ID, req.ID)
+	}
+	if list.Requests[0].Mine || list.Requests[1].Mine {
+		t.Errorf("the viewer's list says a request is the viewer's: %+v", list.Requests)
+	}
+	as(anna, http.MethodGet, "/api/scenarios/fraud/deploy-requests", nil).ok(t, http.StatusOK, &list)
+	if !list.Requests[0].Mine || !list.Requests[1].Mine {
+		t.Errorf("anna's list does not mark her requests hers: %+v", list.Requests)
+	}
+
+	var page api.AuditPage
+	as(admin, http.MethodGet, "/api/audit?limit=100&scenario=fraud", nil).ok(t, http.StatusOK, &page)
+	var got []string
+	for _, e := range page.Entries {
+		if strings.HasPrefix(e.Action, "deploy") {
+			got = append(got, fmt.Sprintf("%s %s v%d %s", e.Name, e.Action, e.Version, e.Outcome))
+		}
+	}
+	want := []string{
+		"anna deploy v0 approval-required",
+		"anna deploy.request v0 version-not-found",
+		"dashboards deploy.request v0 forbidden",
+		"anna deploy.request v1 ok",
+		"ben deploy.request v0 deploy-request-pending",
+		"anna deploy.approve v1 self-approval",
+		"dashboards deploy.approve v0 forbidden",
+		"ben deploy.approve v1 ok",
+		"ben deploy.approve v1 deploy-request-decided",
+		"anna deploy.request v2 ok",
+		"anna deploy.reject v2 ok",
+		"ben deploy.approve v2 deploy-request-decided",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("audit log of deploys:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
