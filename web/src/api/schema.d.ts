@@ -282,6 +282,67 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/scenarios/{name}/deploy-requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a scenario's deploy requests */
+        get: operations["list-deploy-requests"];
+        put?: never;
+        /**
+         * Ask for a deploy that another deployer approves
+         * @description Four-eyes deploy: records a request to deploy the latest version, or the version given, which another deployer approves (the server then deploys it) or rejects. The version is checked now as a deploy would check it (422 invalid-scenario when it cannot run). With --deploy-approval this is the only way to deploy; without it, it is optional. 409 deploy-request-pending when the scenario has a pending request.
+         */
+        post: operations["request-deploy"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/scenarios/{name}/deploy-requests/{id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve a deploy request and deploy it
+         * @description Approves the pending request and deploys its version as POST .../deploy does; the deployment's user is the requester and its comment the request's. The approver must be another identity than the requester (403 self-approval). The version is checked again: when it cannot be deployed now the request stays APPROVED with the outcome saying why, and the answer is the deploy's error.
+         */
+        post: operations["approve-deploy-request"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/scenarios/{name}/deploy-requests/{id}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reject a deploy request
+         * @description Rejects the pending request; nothing is deployed. Any deployer may reject, the requester too (to withdraw it).
+         */
+        post: operations["reject-deploy-request"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/scenarios/{name}/deployment": {
         parameters: {
             query?: never;
@@ -749,6 +810,10 @@ export interface components {
             name: string;
             parameters?: components["schemas"]["ParamSpec"][] | null;
         };
+        ApprovalResult: {
+            deployment: components["schemas"]["Deployment"];
+            request: components["schemas"]["DeployRequestOut"];
+        };
         AuditEntry: {
             action: string;
             address: string;
@@ -873,6 +938,13 @@ export interface components {
             next: number;
             scenario: string;
         };
+        DecisionRequest: {
+            /**
+             * @description Why; kept with the request.
+             * @example checked with risk
+             */
+            comment?: string;
+        };
         DeployRequest: {
             /**
              * @description Why; kept in the history.
@@ -885,6 +957,64 @@ export interface components {
              * @example 3
              */
             version?: number;
+        };
+        DeployRequestList: {
+            /** @description Whether this server deploys only approved requests (--deploy-approval). */
+            approval: boolean;
+            /** @description Newest first, at most 100. */
+            requests: components["schemas"]["DeployRequestOut"][] | null;
+            scenario: string;
+        };
+        DeployRequestOut: {
+            /** @description The requester's comment; the deployment's comment once approved. */
+            comment: string;
+            /** Format: date-time */
+            decidedAt?: string;
+            /**
+             * @description Who approved or rejected it.
+             * @example ben
+             */
+            decidedBy?: string;
+            /**
+             * @description Why it was approved or rejected.
+             * @example checked the limit with risk
+             */
+            decisionComment?: string;
+            /**
+             * Format: int64
+             * @description The deployment the approval started.
+             * @example 12
+             */
+            deploymentId?: number;
+            /**
+             * Format: int64
+             * @example 3
+             */
+            id: number;
+            /** @description Whether the caller asked for it, and so cannot approve it. */
+            mine: boolean;
+            /** @description Why the deploy of an approved request did not start (it was checked again when approved). */
+            outcome?: string;
+            /** Format: date-time */
+            requestedAt: string;
+            /**
+             * @description Who asked (the authenticated identity's name).
+             * @example anna
+             */
+            requestedBy: string;
+            /** @example large payments */
+            scenario: string;
+            /**
+             * @description PENDING → APPROVED (the server deploys it) | REJECTED. APPROVED and REJECTED are final.
+             * @enum {string}
+             */
+            status: "PENDING" | "APPROVED" | "REJECTED";
+            /**
+             * Format: int64
+             * @description The version to deploy, fixed when the request was made.
+             * @example 4
+             */
+            version: number;
         };
         Deployment: {
             /**
@@ -1648,7 +1778,7 @@ export interface components {
              * @example version-conflict
              * @enum {string}
              */
-            code: "invalid-json" | "bad-request" | "invalid-name" | "validation-failed" | "invalid-scenario" | "scenario-exceeds-limits" | "unknown-node" | "scenario-has-errors" | "test-timeout" | "invalid-event" | "idempotency-key-reused" | "sink-path-in-use" | "unauthenticated" | "forbidden" | "token-not-found" | "sign-in-failed" | "sign-in-not-configured" | "scenario-not-found" | "version-not-found" | "source-not-found" | "sink-not-found" | "route-not-found" | "method-not-allowed" | "not-acceptable" | "request-timeout" | "scenario-exists" | "version-conflict" | "scenario-archived" | "deployment-active" | "not-deployed" | "body-too-large" | "too-many-records" | "unsupported-media-type" | "host-not-allowed" | "cross-origin" | "rate-limited" | "test-runs-busy" | "backlog-full" | "not-ready" | "unavailable" | "store-full" | "internal-error";
+            code: "invalid-json" | "bad-request" | "invalid-name" | "validation-failed" | "invalid-scenario" | "scenario-exceeds-limits" | "unknown-node" | "scenario-has-errors" | "test-timeout" | "invalid-event" | "idempotency-key-reused" | "sink-path-in-use" | "approval-required" | "deploy-request-pending" | "deploy-request-decided" | "self-approval" | "deploy-request-not-found" | "unauthenticated" | "forbidden" | "token-not-found" | "sign-in-failed" | "sign-in-not-configured" | "scenario-not-found" | "version-not-found" | "source-not-found" | "sink-not-found" | "route-not-found" | "method-not-allowed" | "not-acceptable" | "request-timeout" | "scenario-exists" | "version-conflict" | "scenario-archived" | "deployment-active" | "not-deployed" | "body-too-large" | "too-many-records" | "unsupported-media-type" | "host-not-allowed" | "cross-origin" | "rate-limited" | "test-runs-busy" | "backlog-full" | "not-ready" | "unavailable" | "store-full" | "internal-error";
             /** @description For version-conflict: the version the save started from, the latest version and what was attempted. */
             conflict?: components["schemas"]["VersionConflict"];
             /**
@@ -2286,7 +2416,7 @@ export interface operations {
                 to?: string;
                 /** @description Only entries of this identity: its subject or its name. */
                 identity?: string;
-                /** @description Only entries of this action (scenario.create, scenario.save, scenario.import, scenario.archive, scenario.unarchive, deploy, cancel, results.read, results.stream, audit.read, token.create, token.revoke). */
+                /** @description Only entries of this action (scenario.create, scenario.save, scenario.import, scenario.archive, scenario.unarchive, deploy, deploy.request, deploy.approve, deploy.reject, cancel, results.read, results.stream, audit.read, token.create, token.revoke). */
                 action?: string;
                 /** @description Only entries about this scenario. */
                 scenario?: string;
@@ -3136,6 +3266,312 @@ export interface operations {
             };
             /** @description Service Unavailable */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    "list-deploy-requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The scenario's name (URL-escaped: a space is %20). */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeployRequestList"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    "request-deploy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The scenario's name (URL-escaped: a space is %20). */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["DeployRequest"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeployRequestOut"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    "approve-deploy-request": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The scenario's name (URL-escaped: a space is %20). */
+                name: string;
+                /** @description The deploy request's id. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["DecisionRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApprovalResult"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    "reject-deploy-request": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The scenario's name (URL-escaped: a space is %20). */
+                name: string;
+                /** @description The deploy request's id. */
+                id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["DecisionRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeployRequestOut"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Conflict */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };

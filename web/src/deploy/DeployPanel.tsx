@@ -4,6 +4,7 @@ import { useEffect, useState } from 'react';
 import { api, problemText, type Schemas } from '../api/client';
 import type { DeploymentState } from './useDeployment';
 import { needsText, useAuth } from '../auth';
+import { DeployRequestList, useDeployRequests } from './DeployRequests';
 
 type SinkResult = Schemas['SinkResult'];
 type Deployment = Schemas['Deployment'];
@@ -107,6 +108,7 @@ export function DeployPanel({ name, version, dirty, collectSinks, deployment }: 
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState('');
   const [history, setHistory] = useState<Deployment[]>([]);
+  const requests = useDeployRequests(name, status?.deployment?.id);
 
   const loadHistory = async () => {
     const { data } = await api.GET('/api/scenarios/{name}/deployments', { params: { path: { name } } });
@@ -120,6 +122,14 @@ export function DeployPanel({ name, version, dirty, collectSinks, deployment }: 
   const act = async (what: 'deploy' | 'cancel') => {
     setBusy(true);
     setError('');
+    if (what === 'deploy' && requests.approval) {
+      // Four-eyes: ask; another deployer approves.
+      const err = await requests.request(version, comment);
+      setBusy(false);
+      if (err) setError(err);
+      else setComment('');
+      return;
+    }
     const res =
       what === 'deploy'
         ? await api.POST('/api/scenarios/{name}/deploy', { params: { path: { name } }, body: { version, comment } })
@@ -160,13 +170,18 @@ export function DeployPanel({ name, version, dirty, collectSinks, deployment }: 
       </div>
       <div className="row">
         <button type="button" className="primary" disabled={busy || version === 0} onClick={() => act('deploy')} data-testid="deploy">
-          Deploy v{version}
+          {requests.approval ? `Ask to deploy v${version}` : `Deploy v${version}`}
         </button>
         <button type="button" disabled={busy || !running} onClick={() => act('cancel')} data-testid="cancel-deployment">
           Cancel
         </button>
       </div>
       {dirty && <div className="muted small">Unsaved changes are not deployed: save first.</div>}
+      {requests.approval && (
+        <div className="muted small" data-testid="approval-required">
+          This server deploys only what another deployer approves.
+        </div>
+      )}
         </>
       )}
       {error && (
@@ -174,6 +189,16 @@ export function DeployPanel({ name, version, dirty, collectSinks, deployment }: 
           {error}
         </div>
       )}
+
+      <DeployRequestList
+        name={name}
+        requests={requests.requests}
+        canDecide={canDeploy}
+        onDecided={async () => {
+          await requests.reload();
+          await refresh();
+        }}
+      />
 
       {live?.running && (
         <>
