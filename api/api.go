@@ -164,6 +164,7 @@ func New(cfg Config) (*Handler, error) {
 	}
 
 	r := chi.NewRouter()
+	r.Use(ownRequestID)
 	r.Use(middleware.RequestID)
 	r.Use(withClientAddress(cfg.TrustedProxies))
 	r.Use(requestLog(cfg.Logger, metrics))
@@ -281,4 +282,14 @@ func register[I, O any](hapi huma.API, h *handlers, op huma.Operation, handler f
 	}
 	op.Errors = append(op.Errors, http.StatusInternalServerError)
 	huma.Register(hapi, op, handler)
+}
+
+// ownRequestID drops a client's X-Request-Id before middleware.RequestID reads it: the
+// request id in the request log and the audit log is the server's own, never one a client
+// chose (which could forge or blur another request's entries).
+func ownRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Del(middleware.RequestIDHeader)
+		next.ServeHTTP(w, r)
+	})
 }

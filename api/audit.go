@@ -21,7 +21,7 @@ import (
 )
 
 // The actions of the audit log, by route ("METHOD pattern"). A request to one of these routes
-// that reached the role check is recorded once, with its outcome: "ok" for an answer below
+// that reached the role check with an identity is recorded once, with its outcome: "ok" for an answer below
 // 400, else the problem's code. Refusals by role (forbidden) are recorded too.
 var auditActions = map[string]string{
 	"POST /api/scenarios":                                     "scenario.create",
@@ -180,7 +180,9 @@ func (a *auditor) auditRoutes(mux *chi.Mux) func(http.Handler) http.Handler {
 			rctx := chi.NewRouteContext()
 			pattern := mux.Find(rctx, r.Method, path)
 			action, ok := auditActions[r.Method+" "+pattern]
-			if !ok {
+			if _, signedIn := auth.FromContext(r.Context()); !ok || !signedIn {
+				// Requests without an identity are refused with 401 and are in the request
+				// log, not the store: anyone could fill the audit log with them.
 				next.ServeHTTP(w, r)
 				return
 			}

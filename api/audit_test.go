@@ -183,3 +183,26 @@ func TestAuditReadsThePathAsTheRouterDoes(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditOwnRequestIDNoAnonymous: the audit log's request id is the server's own, not the
+// client's X-Request-Id, and requests without credentials (401) leave no entry.
+func TestAuditOwnRequestIDNoAnonymous(t *testing.T) {
+	t.Parallel()
+	st := sqliteStore(t)
+	admin := "Bearer " + tokenFor(t, st, "root", auth.Admin, time.Time{})
+	c := newClient(t, st, withTokens(st))
+	for range 3 {
+		c.send(request{Method: http.MethodPost, Path: "/api/scenarios/fraud/deploy"}).problem(t, http.StatusUnauthorized, api.CodeUnauthenticated)
+	}
+	r := c.send(request{Method: http.MethodPost, Path: "/api/scenarios", Body: rawBody("name", quote("fraud"), "graph", countGraph("10s")),
+		Header: map[string]string{"Authorization": admin, "X-Request-Id": "forged-1"}})
+	r.ok(t, http.StatusCreated, nil)
+	var page api.AuditPage
+	c.send(request{Method: http.MethodGet, Path: "/api/audit", Header: map[string]string{"Authorization": admin}}).ok(t, http.StatusOK, &page)
+	if len(page.Entries) != 1 || page.Entries[0].Action != "scenario.create" || page.Entries[0].Name != "root" {
+		t.Fatalf("audit log %s; want only root's scenario.create", mustJSON(page))
+	}
+	if id := page.Entries[0].RequestID; id == "" || id == "forged-1" {
+		t.Errorf("request id %q; want the server's own", id)
+	}
+}

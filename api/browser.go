@@ -229,7 +229,10 @@ func (g *browserGuard) hostAllowed(r *http.Request) bool {
 }
 
 // originAllowed reports whether origin is the server's own: the public URL's origin, or an
-// http(s) origin whose host is the request's Host (which hostAllowed has accepted).
+// http(s) origin whose host is the request's Host (which hostAllowed has accepted). A request
+// that came over TLS needs an https origin: a plain-HTTP page of the same host (which anyone
+// on the path can write) is another origin. Without TLS both schemes pass, as a reverse proxy
+// may have ended TLS in front of the server.
 func (g *browserGuard) originAllowed(origin string, r *http.Request) bool {
 	origin = strings.ToLower(origin)
 	if g.publicOrigin != "" && origin == g.publicOrigin {
@@ -238,6 +241,9 @@ func (g *browserGuard) originAllowed(origin string, r *http.Request) bool {
 	u, err := url.Parse(origin)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" {
 		return false // "null" (a sandboxed or privacy-sensitive context) included
+	}
+	if r.TLS != nil && u.Scheme != "https" {
+		return false
 	}
 	return u.Host == strings.ToLower(r.Host)
 }

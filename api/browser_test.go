@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -90,6 +91,24 @@ func TestBrowserSafetyOnSQLite(t *testing.T) {
 		sendHost(t, pc, "scenarios.example.com", request{Method: http.MethodPost, Path: "/api/validation", Body: rawBody("graph", countGraph("10s")),
 			Header: map[string]string{"Origin": "https://ops.internal"}}).
 			problem(t, http.StatusForbidden, api.CodeCrossOrigin)
+	})
+
+	t.Run("OriginSchemeOverTLS", func(t *testing.T) {
+		// Over TLS, a plain-HTTP page of the same host is another origin (anyone on the path
+		// can write it); the https page of the same host is the server's own.
+		h, err := api.New(api.Config{Store: c.store, Logger: testLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewTLSServer(h)
+		t.Cleanup(srv.Close)
+		tc := &client{t: t, base: srv.URL, http: srv.Client(), store: c.store}
+		host := strings.TrimPrefix(srv.URL, "https://")
+		body := rawBody("graph", countGraph("10s"))
+		tc.send(request{Method: http.MethodPost, Path: "/api/validation", Body: body, Header: map[string]string{"Origin": "http://" + host}}).
+			problem(t, http.StatusForbidden, api.CodeCrossOrigin)
+		tc.send(request{Method: http.MethodPost, Path: "/api/validation", Body: body, Header: map[string]string{"Origin": "https://" + host}}).
+			ok(t, http.StatusOK, nil)
 	})
 
 	t.Run("SecurityHeaders", func(t *testing.T) {

@@ -64,6 +64,13 @@ func Open(ctx context.Context, dataDir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("locating database file: %w", err)
 	}
+	// The database holds token hashes, the audit log and every event: readable by the server's
+	// user only. SQLite gives its -wal and -shm files the database file's mode.
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("creating database file: %w", err)
+	}
+	f.Close()
 	pragmas := url.Values{"_pragma": {
 		fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()),
 		"journal_mode(WAL)",

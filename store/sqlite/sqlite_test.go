@@ -97,3 +97,25 @@ func TestTwoStoresOnOneDirectory(t *testing.T) {
 		}
 	}
 }
+
+// A new database and its write-ahead log are readable by the server's user only.
+func TestDatabaseFilesPrivate(t *testing.T) {
+	dir := t.TempDir()
+	s, err := sqlite.Open(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.ListTokens(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{sqlite.FileName, sqlite.FileName + "-wal"} {
+		info, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if perm := info.Mode().Perm(); perm&0o077 != 0 {
+			t.Errorf("%s has mode %v; want no access for group and others", name, perm)
+		}
+	}
+}
