@@ -171,16 +171,18 @@ func New(cfg Config) (*Handler, error) {
 	r.Use(guard.browserSafety)
 	r.Use(recoverProblem)
 	r.Use(authenticate(cfg.Authenticator))
-	r.Use((&auditor{store: cfg.Store, now: time.Now}).auditRoutes(r))
+	r.Use((&auditor{store: cfg.Store, now: time.Now, refusals: newBuckets(auditRefusalRate, auditRefusalBurst)}).auditRoutes(r))
 	r.Use(requireRoles(r))
 	r.Use(newRateLimiter(cfg.RateLimits).limit)
 	r.Use(ndjsonRecords(cfg.TestMaxBytes))
-	r.Use(checkBody(func(path string) int64 {
+	limitOf := func(path string) int64 {
 		if isTestPath(path) {
 			return cfg.TestMaxBytes
 		}
 		return cfg.MaxBodyBytes
-	}))
+	}
+	r.Use(checkBody(limitOf))
+	r.Use(refuseNUL(limitOf))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, newProblem(http.StatusNotFound, CodeRouteNotFound, "no route "+r.URL.Path))
 	})

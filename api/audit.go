@@ -110,6 +110,8 @@ type auditNote struct {
 	mu       sync.Mutex
 	scenario string
 	version  int
+	// write appends the request's entry with an outcome, once (later calls do nothing).
+	write func(outcome string)
 }
 
 type auditNoteKey struct{}
@@ -130,6 +132,16 @@ func noteAudit(ctx context.Context, scenario string, version int) {
 	n.version = version
 }
 
+// auditNow appends the request's audit entry at once with the outcome, instead of when the
+// answer is written: for an action that is done (an approval committed) before the request's
+// slower part, which a crash or a failure must not leave unrecorded. The entry is written once:
+// the answer then adds none. It does nothing on a route that is not audited.
+func auditNow(ctx context.Context, outcome string) {
+	if n, ok := ctx.Value(auditNoteKey{}).(*auditNote); ok && n.write != nil {
+		n.write(outcome)
+	}
+}
+
 // audit appends an audit entry for the request of ctx, for actions that are not a route of
 // auditActions (see auditor.audit).
 func (h *handlers) audit(ctx context.Context, action, scenario string, version int, outcome string) {
@@ -140,7 +152,18 @@ func (h *handlers) audit(ctx context.Context, action, scenario string, version i
 type auditor struct {
 	store store.AuditStore
 	now   func() time.Time
+	// refusals bounds the refusals by role (forbidden) stored per identity: an identity
+	// that may call nothing else could otherwise fill the log at the speed of its requests.
+	// Refusals beyond it are in the request log only. Nil stores them all.
+	refusals *buckets
 }
+
+// Refusals by role stored in the audit log per identity: a burst of auditRefusalBurst, then
+// auditRefusalRate a second.
+const (
+	auditRefusalRate  = 1.0
+	auditRefusalBurst = 30
+)
 
 // audit appends an entry for the request of ctx, outside the audited routes (token changes
 // made through the API, say): the identity, the client's address and the request id come
@@ -198,12 +221,20 @@ func (a *auditor) auditRoutes(mux *chi.Mux) func(http.Handler) http.Handler {
 			var once sync.Once
 			write := func(outcome string) {
 				once.Do(func() {
+					if outcome == CodeForbidden && a.refusals != nil {
+						id, _ := auth.FromContext(ctx)
+						if _, ok := a.refusals.take(id.Subject, a.now()); !ok {
+							loggerFrom(ctx).Warn("refusal not stored in the audit log: too many from this identity", "action", action, "subject", id.Subject)
+							return
+						}
+					}
 					note.mu.Lock()
 					scenario, version := note.scenario, note.version
 					note.mu.Unlock()
 					a.audit(ctx, action, scenario, version, outcome)
 				})
 			}
+			note.write = write
 			rec.onSuccess = func() { write("ok") }
 			next.ServeHTTP(rec, r)
 			if rec.status == 0 {

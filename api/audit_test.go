@@ -206,3 +206,27 @@ func TestAuditOwnRequestIDNoAnonymous(t *testing.T) {
 		t.Errorf("request id %q; want the server's own", id)
 	}
 }
+
+// TestAuditRefusalsBounded: an identity refused by role again and again fills the audit log
+// with a burst of 30 entries, not one per request.
+func TestAuditRefusalsBounded(t *testing.T) {
+	t.Parallel()
+	st := sqliteStore(t)
+	viewer := "Bearer " + tokenFor(t, st, "watcher", auth.Viewer, time.Time{})
+	admin := "Bearer " + tokenFor(t, st, "root", auth.Admin, time.Time{})
+	c := newClient(t, st, withTokens(st))
+	start := time.Now()
+	for range 200 {
+		c.send(request{Method: http.MethodPost, Path: "/api/scenarios/x/archive", Header: map[string]string{"Authorization": viewer}}).
+			problem(t, http.StatusForbidden, api.CodeForbidden)
+	}
+	elapsed := time.Since(start)
+	var page api.AuditPage
+	c.send(request{Method: http.MethodGet, Path: "/api/audit?identity=watcher&limit=500", Header: map[string]string{"Authorization": admin}}).ok(t, http.StatusOK, &page)
+	// At most the burst of 30 plus one a second of the run (and one for a partly refilled
+	// token); at least the burst.
+	most := min(30+int(elapsed.Seconds())+1, 200)
+	if n := len(page.Entries); n < 30 || n > most {
+		t.Errorf("%d refusals stored of 200 sent in %v; want 30 to %d", n, elapsed, most)
+	}
+}

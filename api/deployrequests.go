@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -52,7 +53,7 @@ type DeployRequestOut struct {
 func deployRequestOut(ctx context.Context, r store.DeployRequest) DeployRequestOut {
 	id, _ := auth.FromContext(ctx)
 	return DeployRequestOut{
-		Mine: id.Subject != "" && id.Subject == r.RequestedSubject,
+		Mine: id.Subject != "" && (id.Subject == r.RequestedSubject || strings.EqualFold(strings.TrimSpace(id.Name), strings.TrimSpace(r.RequestedName))),
 		ID:   r.ID, Scenario: r.Scenario, Version: r.Version, Comment: r.Comment, Status: string(r.Status),
 		RequestedBy: r.RequestedName, RequestedAt: r.RequestedAt, DecidedBy: r.DecidedName, DecidedAt: r.DecidedAt,
 		DecisionComment: r.DecisionComment, DeploymentID: r.DeploymentID, Outcome: r.Outcome,
@@ -73,8 +74,9 @@ type DecisionRequest struct {
 
 // ApprovalResult is what an approval answers: the request and the deployment it started.
 type ApprovalResult struct {
-	Request    DeployRequestOut `json:"request"`
-	Deployment Deployment       `json:"deployment"`
+	Request DeployRequestOut `json:"request" doc:"The approved request; its outcome says why the deploy did not start, when it did not."`
+	// Deployment is absent when the deploy did not start.
+	Deployment *Deployment `json:"deployment,omitempty" doc:"The deployment the approval started (RUNNING, or FAILED with the reason); absent when it could not start (see request.outcome)."`
 }
 
 type decisionInput struct {
@@ -124,8 +126,9 @@ func (h *handlers) registerDeployRequests(hapi huma.API) {
 		Path:        "/api/scenarios/{name}/deploy-requests/{id}/approve",
 		Summary:     "Approve a deploy request and deploy it",
 		Description: "Approves the pending request and deploys its version as POST .../deploy does; the deployment's user is the requester and its comment " +
-			"the request's. The approver must be another identity than the requester (403 self-approval). The version is checked again: when it cannot " +
-			"be deployed now the request stays APPROVED with the outcome saying why, and the answer is the deploy's error.",
+			"the request's. The approver must be another identity than the requester, by subject and by name (403 self-approval). The approval is recorded " +
+			"(and in the audit log, deploy.approve) before the deploy starts; the deploy is in the audit log as deploy with its own outcome. The version is " +
+			"checked again: when it cannot be deployed now, the answer is still 200, the request APPROVED with its outcome saying why and no deployment.",
 		Tags:   []string{tagDeployments},
 		Errors: []int{http.StatusBadRequest, http.StatusForbidden, http.StatusNotFound, http.StatusConflict, http.StatusUnprocessableEntity, http.StatusServiceUnavailable},
 	}, h.approveDeployRequest)
@@ -213,9 +216,11 @@ func (h *handlers) approveDeployRequest(ctx context.Context, in *decisionInput) 
 	}
 	noteAudit(ctx, "", r.Version)
 	id, _ := auth.FromContext(ctx)
-	if id.Subject == r.RequestedSubject {
+	// By subject, and by name: one person's second credential (a token of the same name) is
+	// not a second person.
+	if id.Subject == r.RequestedSubject || strings.EqualFold(strings.TrimSpace(id.Name), strings.TrimSpace(r.RequestedName)) {
 		return nil, problemf(http.StatusForbidden, CodeSelfApproval,
-			"%s asked for deploy request %d and cannot approve it: another deployer must", id.Name, r.ID)
+			"%s asked for deploy request %d and cannot approve it: another deployer must", r.RequestedName, r.ID)
 	}
 	d := store.DeployDecision{Status: store.RequestApproved, Subject: id.Subject, Name: id.Name}
 	if in.Body != nil {
@@ -224,22 +229,32 @@ func (h *handlers) approveDeployRequest(ctx context.Context, in *decisionInput) 
 	if r, err = h.store.DecideDeployRequest(ctx, r.ID, d); err != nil {
 		return nil, deployRequestError(ctx, err, in.Name)
 	}
+	// The approval is done: in the audit log now, whatever happens to the deploy.
+	auditNow(ctx, "ok")
 	// The deploy goes on when the approver's request ends early: the approval is recorded.
 	dctx := context.WithoutCancel(ctx)
 	dep, err := h.runtime.Deploy(dctx, deploy.DeployRequest{Scenario: r.Scenario, Version: r.Version, User: r.RequestedName, Comment: r.Comment})
-	outcome := ""
+	outcome, code := "", "ok"
 	if err != nil {
-		outcome = err.Error()
+		// What the deploy's answer would have said, not the error's internals.
+		outcome, code = "the deploy did not start", CodeInternal
+		var p *ProblemDetails
+		if errors.As(runtimeError(ctx, err, in.Name, r.Version), &p) {
+			outcome, code = p.Detail, p.Code
+		}
 	}
+	h.audit(dctx, "deploy", r.Scenario, r.Version, code)
 	if r2, serr := h.store.SetDeployRequestOutcome(dctx, r.ID, dep.ID, outcome); serr != nil {
 		loggerFrom(ctx).Error("recording a deploy request's outcome", "request", r.ID, "error", serr.Error())
 	} else {
 		r = r2
 	}
-	if err != nil {
-		return nil, runtimeError(ctx, err, in.Name, r.Version)
+	out := &approvalOutput{Body: ApprovalResult{Request: deployRequestOut(ctx, r)}}
+	if dep.ID != 0 {
+		d := deploymentOut(dep)
+		out.Body.Deployment = &d
 	}
-	return &approvalOutput{Body: ApprovalResult{Request: deployRequestOut(ctx, r), Deployment: deploymentOut(dep)}}, nil
+	return out, nil
 }
 
 func (h *handlers) rejectDeployRequest(ctx context.Context, in *decisionInput) (*deployRequestOutput, error) {

@@ -40,6 +40,8 @@ func testDeployApproval(t *testing.T, st store.Store) {
 		return "Bearer " + secret
 	}
 	anna, ben, viewer, admin := token("anna", "deployer"), token("ben", "deployer"), token("dashboards", "viewer"), token("root", "admin")
+	// Anna's second credential: another subject, the same person.
+	anna2, carl := token("Anna ", "deployer"), token("carl", "deployer")
 
 	reg := prometheus.NewRegistry()
 	rt, err := deploy.New(deploy.Config{Store: st, Logger: testLogger(t), CheckpointInterval: 50 * time.Millisecond,
@@ -94,6 +96,7 @@ func testDeployApproval(t *testing.T, st store.Store) {
 	}
 	approve := fmt.Sprintf("/api/scenarios/fraud/deploy-requests/%d/approve", req.ID)
 	as(anna, http.MethodPost, approve, nil).problem(t, http.StatusForbidden, api.CodeSelfApproval)
+	as(anna2, http.MethodPost, approve, nil).problem(t, http.StatusForbidden, api.CodeSelfApproval)
 	as(viewer, http.MethodPost, approve, nil).problem(t, http.StatusForbidden, api.CodeForbidden)
 	as(ben, http.MethodPost, fmt.Sprintf("/api/scenarios/other/deploy-requests/%d/approve", req.ID), nil).
 		problem(t, http.StatusNotFound, api.CodeRequestNotFound)
@@ -103,6 +106,9 @@ func testDeployApproval(t *testing.T, st store.Store) {
 	if res.Request.Status != "APPROVED" || res.Request.DecidedBy != "ben" || res.Request.DecisionComment != "looks right" ||
 		res.Request.DeploymentID == 0 || res.Request.DeploymentID != res.Deployment.ID {
 		t.Fatalf("approval %+v; want APPROVED by ben with its deployment", res)
+	}
+	if res.Deployment == nil {
+		t.Fatalf("approval %+v without its deployment", res)
 	}
 	if res.Deployment.Status != "RUNNING" || res.Deployment.User != "anna" || res.Deployment.Comment != "first run" || res.Deployment.Version != 1 {
 		t.Fatalf("deployment %+v; want version 1 RUNNING, deployed for anna with her comment", res.Deployment)
@@ -130,6 +136,18 @@ func testDeployApproval(t *testing.T, st store.Store) {
 		t.Fatalf("after the rejection: %+v; want version 1 still RUNNING", dep)
 	}
 
+	// Approved for a scenario archived in between: the approval stands (200, in the audit
+	// log as ok), the deploy did not start and the request says why.
+	as(anna, http.MethodPost, "/api/scenarios", rawBody("name", quote("later"), "graph", countGraph("10s"))).ok(t, http.StatusCreated, nil)
+	var third api.DeployRequestOut
+	as(anna, http.MethodPost, "/api/scenarios/later/deploy-requests", nil).ok(t, http.StatusCreated, &third)
+	as(anna, http.MethodPost, "/api/scenarios/later/archive", nil).ok(t, http.StatusOK, nil)
+	var late api.ApprovalResult
+	as(carl, http.MethodPost, fmt.Sprintf("/api/scenarios/later/deploy-requests/%d/approve", third.ID), nil).ok(t, http.StatusOK, &late)
+	if late.Request.Status != "APPROVED" || late.Deployment != nil || !strings.Contains(late.Request.Outcome, "archived") {
+		t.Fatalf("approval of an archived scenario's request: %+v; want APPROVED, no deployment, an outcome saying archived", late)
+	}
+
 	var list api.DeployRequestList
 	as(viewer, http.MethodGet, "/api/scenarios/fraud/deploy-requests", nil).ok(t, http.StatusOK, &list)
 	if !list.Approval || len(list.Requests) != 2 || list.Requests[0].ID != second.ID || list.Requests[1].ID != req.ID {
@@ -144,26 +162,31 @@ func testDeployApproval(t *testing.T, st store.Store) {
 	}
 
 	var page api.AuditPage
-	as(admin, http.MethodGet, "/api/audit?limit=100&scenario=fraud", nil).ok(t, http.StatusOK, &page)
+	as(admin, http.MethodGet, "/api/audit?limit=100", nil).ok(t, http.StatusOK, &page)
 	var got []string
 	for _, e := range page.Entries {
-		if strings.HasPrefix(e.Action, "deploy") {
-			got = append(got, fmt.Sprintf("%s %s v%d %s", e.Name, e.Action, e.Version, e.Outcome))
+		if strings.HasPrefix(e.Action, "deploy") && e.Scenario != "other" {
+			got = append(got, fmt.Sprintf("%s %s %s v%d %s", e.Name, e.Action, e.Scenario, e.Version, e.Outcome))
 		}
 	}
 	want := []string{
-		"anna deploy v0 approval-required",
-		"anna deploy.request v0 version-not-found",
-		"dashboards deploy.request v0 forbidden",
-		"anna deploy.request v1 ok",
-		"ben deploy.request v0 deploy-request-pending",
-		"anna deploy.approve v1 self-approval",
-		"dashboards deploy.approve v0 forbidden",
-		"ben deploy.approve v1 ok",
-		"ben deploy.approve v1 deploy-request-decided",
-		"anna deploy.request v2 ok",
-		"anna deploy.reject v2 ok",
-		"ben deploy.approve v2 deploy-request-decided",
+		"anna deploy fraud v0 approval-required",
+		"anna deploy.request fraud v0 version-not-found",
+		"dashboards deploy.request fraud v0 forbidden",
+		"anna deploy.request fraud v1 ok",
+		"ben deploy.request fraud v0 deploy-request-pending",
+		"anna deploy.approve fraud v1 self-approval",
+		"Anna  deploy.approve fraud v1 self-approval",
+		"dashboards deploy.approve fraud v0 forbidden",
+		"ben deploy.approve fraud v1 ok",
+		"ben deploy fraud v1 ok",
+		"ben deploy.approve fraud v1 deploy-request-decided",
+		"anna deploy.request fraud v2 ok",
+		"anna deploy.reject fraud v2 ok",
+		"ben deploy.approve fraud v2 deploy-request-decided",
+		"anna deploy.request later v1 ok",
+		"carl deploy.approve later v1 ok",
+		"carl deploy later v1 scenario-archived",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("audit log of deploys:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

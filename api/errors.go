@@ -108,7 +108,7 @@ const (
 var Codes = []string{
 	CodeInvalidJSON, CodeBadRequest, CodeInvalidName, CodeValidationFailed, CodeInvalidScenario,
 	CodeScenarioExceedsLimits, CodeUnknownNode, CodeScenarioHasErrors, CodeTestTimeout, CodeInvalidEvent, CodeIdempotencyKeyReused,
-	CodeSinkPathInUse, CodeApprovalRequired, CodeRequestPending, CodeRequestDecided, CodeSelfApproval, CodeRequestNotFound,
+	CodeSinkPathInUse, CodeNULCharacter, CodeApprovalRequired, CodeRequestPending, CodeRequestDecided, CodeSelfApproval, CodeRequestNotFound,
 	CodeUnauthenticated, CodeForbidden, CodeTokenNotFound, CodeSignInFailed, CodeSignInNotConfigured,
 	CodeScenarioNotFound, CodeVersionNotFound, CodeSourceNotFound, CodeSinkNotFound, CodeRouteNotFound,
 	CodeMethodNotAllowed, CodeNotAcceptable, CodeRequestTimeout, CodeScenarioExists,

@@ -245,6 +245,7 @@ func testTokens(t *testing.T, newStore newStoreFunc) {
 	}
 	as(admin, request{Method: "POST", Path: "/api/tokens", Body: map[string]string{"name": "x", "role": "root"}}).problem(t, http.StatusUnprocessableEntity, api.CodeValidationFailed)
 	as(admin, request{Method: "POST", Path: "/api/tokens", Body: map[string]string{"name": "x", "role": "viewer", "expiresIn": "-1h"}}).problem(t, http.StatusUnprocessableEntity, api.CodeValidationFailed)
+	as(admin, request{Method: "POST", Path: "/api/tokens", Body: map[string]string{"name": "x", "role": "viewer", "expiresIn": "1ns"}}).problem(t, http.StatusUnprocessableEntity, api.CodeValidationFailed)
 }
 
 // A token that cannot be looked up because the store is down is 503 unavailable, not 401: the

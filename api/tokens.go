@@ -25,6 +25,10 @@ const CodeTokenNotFound = "token-not-found"
 // answered 422 validation-failed (and would overflow a time.Duration not much further).
 const MaxTokenLifetime = 10 * 365 * 24 * time.Hour
 
+// MinTokenLifetime is the shortest expiresIn: a token that expires before it can be used
+// (expiresIn "1ns", expiring before it was created) is a mistake.
+const MinTokenLifetime = time.Minute
+
 // APIToken is an API token as listed: never its secret.
 type APIToken struct {
 	ID        int64      `json:"id" doc:"The token's ID, for revoking it." example:"3"`
@@ -146,9 +150,9 @@ func (h *handlers) registerTokens(hapi huma.API) {
 		var lifetime time.Duration
 		if in.Body.ExpiresIn != "" {
 			lifetime, err = time.ParseDuration(in.Body.ExpiresIn)
-			if err != nil || lifetime <= 0 || lifetime > MaxTokenLifetime {
+			if err != nil || lifetime < MinTokenLifetime || lifetime > MaxTokenLifetime {
 				return nil, problemf(http.StatusUnprocessableEntity, CodeValidationFailed,
-					"expiresIn: %q is not a positive duration of at most 87600h", in.Body.ExpiresIn)
+					"expiresIn: %q is not a duration from 1m to 87600h", in.Body.ExpiresIn)
 			}
 		}
 		t, secret, err := CreateToken(ctx, h.store, in.Body.Name, role, lifetime)

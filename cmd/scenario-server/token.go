@@ -64,8 +64,8 @@ func tokenCommand(ctx context.Context, args []string, getenv func(string) string
 		if name == "" || len(name) > 100 {
 			return fmt.Errorf("%w: --name is required, at most 100 characters", errUsage)
 		}
-		if expires < 0 || expires > api.MaxTokenLifetime {
-			return fmt.Errorf("%w: --expires must be between 0 (never) and 87600h", errUsage)
+		if expires < 0 || (expires > 0 && expires < api.MinTokenLifetime) || expires > api.MaxTokenLifetime {
+			return fmt.Errorf("%w: --expires must be 0 (never) or from 1m to 87600h", errUsage)
 		}
 	case "list":
 		if fs.NArg() > 0 {

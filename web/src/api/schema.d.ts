@@ -314,7 +314,7 @@ export interface paths {
         put?: never;
         /**
          * Approve a deploy request and deploy it
-         * @description Approves the pending request and deploys its version as POST .../deploy does; the deployment's user is the requester and its comment the request's. The approver must be another identity than the requester (403 self-approval). The version is checked again: when it cannot be deployed now the request stays APPROVED with the outcome saying why, and the answer is the deploy's error.
+         * @description Approves the pending request and deploys its version as POST .../deploy does; the deployment's user is the requester and its comment the request's. The approver must be another identity than the requester, by subject and by name (403 self-approval). The approval is recorded (and in the audit log, deploy.approve) before the deploy starts; the deploy is in the audit log as deploy with its own outcome. The version is checked again: when it cannot be deployed now, the answer is still 200, the request APPROVED with its outcome saying why and no deployment.
          */
         post: operations["approve-deploy-request"];
         delete?: never;
@@ -811,7 +811,9 @@ export interface components {
             parameters?: components["schemas"]["ParamSpec"][] | null;
         };
         ApprovalResult: {
-            deployment: components["schemas"]["Deployment"];
+            /** @description The deployment the approval started (RUNNING, or FAILED with the reason); absent when it could not start (see request.outcome). */
+            deployment?: components["schemas"]["Deployment"];
+            /** @description The approved request; its outcome says why the deploy did not start, when it did not. */
             request: components["schemas"]["DeployRequestOut"];
         };
         AuditEntry: {
@@ -1778,7 +1780,7 @@ export interface components {
              * @example version-conflict
              * @enum {string}
              */
-            code: "invalid-json" | "bad-request" | "invalid-name" | "validation-failed" | "invalid-scenario" | "scenario-exceeds-limits" | "unknown-node" | "scenario-has-errors" | "test-timeout" | "invalid-event" | "idempotency-key-reused" | "sink-path-in-use" | "approval-required" | "deploy-request-pending" | "deploy-request-decided" | "self-approval" | "deploy-request-not-found" | "unauthenticated" | "forbidden" | "token-not-found" | "sign-in-failed" | "sign-in-not-configured" | "scenario-not-found" | "version-not-found" | "source-not-found" | "sink-not-found" | "route-not-found" | "method-not-allowed" | "not-acceptable" | "request-timeout" | "scenario-exists" | "version-conflict" | "scenario-archived" | "deployment-active" | "not-deployed" | "body-too-large" | "too-many-records" | "unsupported-media-type" | "host-not-allowed" | "cross-origin" | "rate-limited" | "test-runs-busy" | "backlog-full" | "not-ready" | "unavailable" | "store-full" | "internal-error";
+            code: "invalid-json" | "bad-request" | "invalid-name" | "validation-failed" | "invalid-scenario" | "scenario-exceeds-limits" | "unknown-node" | "scenario-has-errors" | "test-timeout" | "invalid-event" | "idempotency-key-reused" | "sink-path-in-use" | "nul-character" | "approval-required" | "deploy-request-pending" | "deploy-request-decided" | "self-approval" | "deploy-request-not-found" | "unauthenticated" | "forbidden" | "token-not-found" | "sign-in-failed" | "sign-in-not-configured" | "scenario-not-found" | "version-not-found" | "source-not-found" | "sink-not-found" | "route-not-found" | "method-not-allowed" | "not-acceptable" | "request-timeout" | "scenario-exists" | "version-conflict" | "scenario-archived" | "deployment-active" | "not-deployed" | "body-too-large" | "too-many-records" | "unsupported-media-type" | "host-not-allowed" | "cross-origin" | "rate-limited" | "test-runs-busy" | "backlog-full" | "not-ready" | "unavailable" | "store-full" | "internal-error";
             /** @description For version-conflict: the version the save started from, the latest version and what was attempted. */
             conflict?: components["schemas"]["VersionConflict"];
             /**

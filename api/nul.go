@@ -1,0 +1,70 @@
+package api
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// CodeNULCharacter (400): a text field or query parameter holds the NUL character (U+0000),
+// which the store cannot keep (PostgreSQL's text refuses it).
+const CodeNULCharacter = "nul-character"
+
+// refuseNUL answers 400 nul-character to a request whose query or JSON body holds U+0000 (as
+// the JSON escape \u0000), before any handler acts on it: PostgreSQL refuses the character in
+// text, so a comment with it would fail half-way (a cancel that stopped the deployment but
+// could not record it). Event batches and test runs are exempt: events are stored as bytes and
+// may hold any JSON. The body was bounded by checkBody before; it is read here and handed on.
+func refuseNUL(limitOf func(path string) int64) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.Contains(r.URL.RawQuery, "%00") || strings.ContainsRune(r.URL.RawQuery, 0) {
+				writeProblem(w, newProblem(http.StatusBadRequest, CodeNULCharacter, "a query parameter holds the NUL character (%00), which the server does not keep"))
+				return
+			}
+			if r.Body == nil || r.Body == http.NoBody || isEventsPath(r.URL.Path) || isTestPath(r.URL.Path) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			body, err := io.ReadAll(io.LimitReader(r.Body, limitOf(r.URL.Path)+1))
+			if err != nil {
+				writeProblem(w, newProblem(http.StatusBadRequest, CodeBadRequest, "reading the request body: "+err.Error()))
+				return
+			}
+			if limit := limitOf(r.URL.Path); int64(len(body)) > limit {
+				writeProblem(w, problemf(http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "the request body is larger than %d bytes", limit))
+				return
+			}
+			if hasJSONNUL(body) {
+				writeProblem(w, newProblem(http.StatusBadRequest, CodeNULCharacter, `a text field holds the NUL character (\u0000), which the server does not keep`))
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// hasJSONNUL reports whether the JSON text b holds U+0000: a raw NUL byte, or the escape
+// \u0000 (not a literal backslash followed by "u0000", which is written \\u0000).
+func hasJSONNUL(b []byte) bool {
+	if bytes.IndexByte(b, 0) >= 0 {
+		return true
+	}
+	for i := 0; ; {
+		j := bytes.Index(b[i:], []byte(`u0000`))
+		if j < 0 {
+			return false
+		}
+		at := i + j
+		slashes := 0
+		for k := at - 1; k >= 0 && b[k] == '\\'; k-- {
+			slashes++
+		}
+		if slashes%2 == 1 {
+			return true
+		}
+		i = at + 1
+	}
+}
