@@ -75,6 +75,7 @@ function EditorInner({ name, components }: Props) {
   const [validation, setValidation] = useState<ValidationResult | null>(null);
   const [tab, setTab] = useState<Tab>('node');
   const [comparison, setComparison] = useState<Comparison | null>(null);
+  const [moved, setMoved] = useState<string[]>([]);
   const [viewing, setViewing] = useState<number | null>(null);
   const [conflict, setConflict] = useState<ProblemDetails | null>(null);
   const [saveOpen, setSaveOpen] = useState(false);
@@ -204,8 +205,9 @@ function EditorInner({ name, components }: Props) {
         if (!m.has(d.nodeId)) m.set(d.nodeId, 'changed');
       }
     }
+    if (comparison) for (const id of moved) if (!m.has(id)) m.set(id, 'moved');
     return m;
-  }, [comparison]);
+  }, [comparison, moved]);
 
   const suggest = useCallback(async (nodeId: string, text: string, caret: number) => {
     const { data } = await api.POST('/api/suggestions', { body: { graph: graphRef.current, nodeId, expression: text, caret } });
@@ -699,14 +701,15 @@ function EditorInner({ name, components }: Props) {
               {tab === 'problems' && <ProblemsPanel validation={validation} onJump={jumpTo} />}
               {tab === 'history' && (
                 <>
-                  {comparison && <ComparisonView comparison={comparison} onClose={() => setComparison(null)} />}
+                  {comparison && <ComparisonView comparison={comparison} moved={moved} onClose={() => setComparison(null)} />}
                   <VersionsPanel
                     name={name}
                     latestVersion={baseVersion}
                     onOpen={openVersion}
-                    onCompare={(c, to) => {
+                    onCompare={(c, to, mv) => {
                       openVersion(to);
                       setComparison(c);
+                      setMoved(mv);
                     }}
                   />
                 </>

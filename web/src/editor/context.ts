@@ -12,7 +12,7 @@ export type LateCount = { late: number; partlyLate: number };
 export type NodeLateCounts = Record<string, LateCount>;
 
 /** How a node changed in a compared version. */
-export type DiffMark = 'added' | 'changed';
+export type DiffMark = 'added' | 'changed' | 'moved';
 
 export type EditorContextValue = {
   kinds: Map<string, Kind>;
