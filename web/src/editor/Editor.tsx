@@ -25,6 +25,7 @@ import { KIND_MIME, Palette } from './Palette';
 import { ProblemsPanel } from './ProblemsPanel';
 import { ScenarioNodeView } from './ScenarioNodeView';
 import { ComparisonView, exportHref, VersionsPanel } from './VersionsPanel';
+import { ConflictView } from './ConflictView';
 import { TestPanel, type TestRun } from './TestPanel';
 import { DeployPanel } from '../deploy/DeployPanel';
 import { useDeployment } from '../deploy/useDeployment';
@@ -601,31 +602,29 @@ function EditorInner({ name, components }: Props) {
           </form>
         )}
         {conflict?.conflict && (
-          <div className="conflict" data-testid="conflict">
-            <b>Not saved: someone else saved first.</b> Version {conflict.conflict.latest.version} by {conflict.conflict.latest.author}
-            {conflict.conflict.latest.comment ? ` ("${conflict.conflict.latest.comment}")` : ''} is now the latest; you started from version {conflict.conflict.baseVersion}. Your changes
-            are still here.
-            <div className="row">
-              <button type="button" className="primary" onClick={() => save(conflict.conflict!.latest.version)}>
-                Save mine as version {conflict.conflict.latest.version + 1}
-              </button>
-              <button
-                type="button"
-                onClick={() => {
-                  const shown = show(normalizeGraph(conflict.conflict!.latest.graph), { keepHistory: true });
-                  setSavedJson(JSON.stringify(shown));
-                  setBaseVersion(conflict.conflict!.latest.version);
-                  setConflict(null);
-                  setStatus('opened the latest version; Undo brings your changes back');
-                }}
-              >
-                Open version {conflict.conflict.latest.version} instead
-              </button>
-              <button type="button" onClick={() => setConflict(null)}>
-                Keep editing
-              </button>
-            </div>
-          </div>
+          <ConflictView
+            name={name}
+            conflict={conflict.conflict}
+            mine={scenarioGraph}
+            onMerge={(merged) => {
+              const latest = conflict.conflict!.latest;
+              show(merged, { keepHistory: true });
+              const c = toCanvas(normalizeGraph(latest.graph));
+              setSavedJson(JSON.stringify(toScenario(c.nodes, c.edges, c.rest)));
+              setBaseVersion(latest.version);
+              setConflict(null);
+              setStatus(`merged with version ${latest.version}: check it and save; Undo brings back your graph as it was`);
+            }}
+            onSaveMine={() => save(conflict.conflict!.latest.version)}
+            onOpenLatest={() => {
+              const shown = show(normalizeGraph(conflict.conflict!.latest.graph), { keepHistory: true });
+              setSavedJson(JSON.stringify(shown));
+              setBaseVersion(conflict.conflict!.latest.version);
+              setConflict(null);
+              setStatus('opened the latest version; Undo brings your changes back');
+            }}
+            onClose={() => setConflict(null)}
+          />
         )}
         <div className="workspace">
           {canEdit && <Palette components={components} onAdd={(k) => addNode(k)} />}
