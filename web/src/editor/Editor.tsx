@@ -19,6 +19,8 @@ import { edgeId, edgeTypeFor, toCanvas, toScenario, type CanvasEdge, type Canvas
 import { autoLayout, NODE_WIDTH } from '../graph/layout';
 import { kindIdOf, normalizeGraph, type ScenarioGraph, type ScenarioNode } from '../graph/model';
 import { freshId, newNode, renameBranch } from '../graph/params';
+import { samplesBySource, sourceIds, withSampleSchemas } from '../graph/samples';
+import { useSampleRecords } from './useSampleRecords';
 import { EditorContext, type DiffMark, type EditorContextValue } from './context';
 import { DetailsPanel } from './DetailsPanel';
 import { KIND_MIME, Palette } from './Palette';
@@ -210,10 +212,21 @@ function EditorInner({ name, components }: Props) {
     return m;
   }, [comparison, moved]);
 
+  // Sample records: the test panel's, and the types completion takes from them for sources without a schema.
+  const [records, setRecords] = useSampleRecords(name);
+  const samples = useMemo(() => samplesBySource(records, sourceIds(scenarioGraph)), [records, scenarioGraph]);
+  const samplesRef = useRef(samples);
+  samplesRef.current = samples;
+  const inferredFor = useMemo(
+    () => withSampleSchemas(scenarioGraph, kinds, samples).nodes.filter((n, i) => n !== scenarioGraph.nodes[i]).map((n) => n.id),
+    [scenarioGraph, kinds, samples],
+  );
+
   const suggest = useCallback(async (nodeId: string, text: string, caret: number) => {
-    const { data } = await api.POST('/api/suggestions', { body: { graph: graphRef.current, nodeId, expression: text, caret } });
+    const graph = withSampleSchemas(graphRef.current, kinds, samplesRef.current);
+    const { data } = await api.POST('/api/suggestions', { body: { graph, nodeId, expression: text, caret } });
     return data?.suggestions ?? [];
-  }, []);
+  }, [kinds]);
 
   const ctx: EditorContextValue = useMemo(
     () => ({
@@ -396,6 +409,15 @@ function EditorInner({ name, components }: Props) {
     },
     [flow],
   );
+
+  /** Writes the schema of the samples into each source that has samples (one undo step). */
+  const generateSchemas = useCallback(() => {
+    const d = doc.current;
+    const g = withSampleSchemas(graphRef.current, kinds, samplesRef.current, true);
+    const byId = new Map(g.nodes.map((n) => [n.id, n]));
+    change({ nodes: d.nodes.map((n) => (byId.get(n.id) && byId.get(n.id) !== n.data.node ? { ...n, data: { node: byId.get(n.id)! } } : n)), edges: d.edges });
+    setStatus('wrote the schema of the samples into the sources');
+  }, [change, kinds]);
 
   const updateNode = useCallback(
     (id: string, node: ScenarioNode, key: string) => {
@@ -713,7 +735,7 @@ function EditorInner({ name, components }: Props) {
                   />
                 </>
               )}
-              {tab === 'test' && canEdit && <TestPanel name={name} graph={scenarioGraph} selectedId={selectedNode?.id} run={testRun} onRun={setTestRun} />}
+              {tab === 'test' && canEdit && <TestPanel graph={scenarioGraph} records={records} onRecords={setRecords} inferredFor={inferredFor} onGenerateSchema={generateSchemas} selectedId={selectedNode?.id} run={testRun} onRun={setTestRun} />}
               {tab === 'deploy' && (
                 <DeployPanel
                   name={name}

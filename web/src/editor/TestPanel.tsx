@@ -2,7 +2,7 @@
 // (POST /api/test), and see per node the counts (also on the canvas), each record's variables
 // and expression values, the window results, the late events of each time-window aggregate
 // (dropped, or sent on its "late" edge) and errors.
-import { useEffect, useState } from 'react';
+import { useState } from 'react';
 import { api, problemText, type Schemas } from '../api/client';
 import type { ScenarioGraph } from '../graph/model';
 import type { NodeCounts, NodeLateCounts } from './context';
@@ -22,14 +22,18 @@ export type TestRun = {
 };
 
 type Props = {
-  name: string;
   graph: ScenarioGraph;
+  /** The sample records, JSON lines (kept per scenario by the editor). */
+  records: string;
+  onRecords: (text: string) => void;
+  /** The sources whose completion uses the types of the samples (they have no schema). */
+  inferredFor: string[];
+  /** Writes the schema of the samples into each source with samples. */
+  onGenerateSchema: () => void;
   selectedId?: string;
   run: TestRun | null;
   onRun: (run: TestRun | null) => void;
 };
-
-const recordsKey = (name: string) => `scenario-designer:test-records:${name}`;
 
 /** Counts per node and per edge from a test result. */
 export function countsOf(result: TestResult, graph: ScenarioGraph): Pick<TestRun, 'counts' | 'edgeCounts' | 'late'> {
@@ -129,16 +133,11 @@ function LateEventList({ id, events, counts, lateTargets }: { id: string; events
   );
 }
 
-export function TestPanel({ name, graph, selectedId, run, onRun }: Props) {
-  const [records, setRecords] = useState(() => localStorage.getItem(recordsKey(name)) ?? '');
+export function TestPanel({ graph, records, onRecords: setRecords, inferredFor, onGenerateSchema, selectedId, run, onRun }: Props) {
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
   const [picked, setPicked] = useState<string>('');
   const nodeId = picked || selectedId || '';
-
-  useEffect(() => {
-    localStorage.setItem(recordsKey(name), records);
-  }, [name, records]);
 
   const runTest = async () => {
     setBusy(true);
@@ -191,6 +190,9 @@ export function TestPanel({ name, graph, selectedId, run, onRun }: Props) {
           />
         </label>
         <span className="muted small">{lines} records</span>
+        <button type="button" className="small" disabled={lines === 0} onClick={onGenerateSchema} title="Writes the JSON Schema these records fit into each source's schema parameter (Undo takes it back)" data-testid="generate-schema">
+          Generate a JSON Schema from these samples
+        </button>
         <span className="spacer" />
         <button type="button" className="primary" onClick={runTest} disabled={busy || lines === 0} data-testid="run-test">
           {busy ? 'Running…' : 'Run test'}
@@ -201,6 +203,11 @@ export function TestPanel({ name, graph, selectedId, run, onRun }: Props) {
           </button>
         )}
       </div>
+      {inferredFor.length > 0 && (
+        <div className="muted small" data-testid="inferred-schema">
+          Completion of <code>#input</code> in {inferredFor.join(', ')} uses the types of these samples, as {inferredFor.length === 1 ? 'it has' : 'they have'} no schema.
+        </div>
+      )}
       {error && (
         <div className="field-error" data-testid="test-error">
           {error}
