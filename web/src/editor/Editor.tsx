@@ -17,7 +17,7 @@ import {
 import { api, problemText, type Comparison, type Components, type Kind, type ProblemDetails, type ValidationResult, type Version } from '../api/client';
 import { edgeId, edgeTypeFor, toCanvas, toScenario, type CanvasEdge, type CanvasGraph, type CanvasNode } from '../graph/convert';
 import { autoLayout, NODE_WIDTH } from '../graph/layout';
-import { kindIdOf, normalizeGraph, type ScenarioGraph, type ScenarioNode } from '../graph/model';
+import { contentKey, kindIdOf, normalizeGraph, type ScenarioGraph, type ScenarioNode } from '../graph/model';
 import { freshId, newNode, renameBranch } from '../graph/params';
 import { samplesBySource, sourceIds, withSampleSchemas } from '../graph/samples';
 import { useSampleRecords } from './useSampleRecords';
@@ -28,7 +28,8 @@ import { ProblemsPanel } from './ProblemsPanel';
 import { ScenarioNodeView } from './ScenarioNodeView';
 import { ComparisonView, exportHref, VersionsPanel } from './VersionsPanel';
 import { ConflictView } from './ConflictView';
-import { TestPanel, type TestRun } from './TestPanel';
+import { edgeCountsOf, TestPanel, type TestRun } from './TestPanel';
+import { CountsLegend } from './CountsLegend';
 import { DeployPanel } from '../deploy/DeployPanel';
 import { useDeployment } from '../deploy/useDeployment';
 import { needsText, UserMenu, useAuth } from '../auth';
@@ -84,7 +85,6 @@ function EditorInner({ name, components }: Props) {
   const [saveOpen, setSaveOpen] = useState(false);
   const [comment, setComment] = useState('');
   const [status, setStatus] = useState('');
-  const [testRun, setTestRun] = useState<TestRun | null>(null);
   const deployment = useDeployment(name);
   const liveCounts = deployment.liveCounts;
 
@@ -99,6 +99,8 @@ function EditorInner({ name, components }: Props) {
   const graphRef = useRef(scenarioGraph);
   graphRef.current = scenarioGraph;
   const dirty = loaded && scenarioJson !== savedJson;
+  const [testRun, setTestRun] = useState<TestRun | null>(null);
+  const testStale = useMemo(() => !!testRun && testRun.graphKey !== contentKey(scenarioGraph), [testRun, scenarioGraph]);
 
   const pushHistory = useCallback((key?: string) => {
     const h = history.current;
@@ -237,10 +239,13 @@ function EditorInner({ name, components }: Props) {
       liveCounts,
       testLate: testRun?.late,
       liveLate: deployment.liveLate,
+      testErrors: testRun?.errors,
+      liveErrors: deployment.liveErrors,
+      testStale,
       diff,
       suggest,
     }),
-    [kinds, components, errorsByNode, testRun, liveCounts, deployment.liveLate, diff, suggest],
+    [kinds, components, errorsByNode, testRun, liveCounts, deployment.liveLate, deployment.liveErrors, testStale, diff, suggest],
   );
 
   // Canvas events.
@@ -509,6 +514,7 @@ function EditorInner({ name, components }: Props) {
     [show, baseVersion, flow],
   );
 
+  const liveEdgeCounts = useMemo(() => (liveCounts ? edgeCountsOf(liveCounts, scenarioGraph) : undefined), [liveCounts, scenarioGraph]);
   const displayEdges = useMemo(() => {
     const caseNo = new Map<string, number>();
     return edges.map((e) => {
@@ -518,11 +524,14 @@ function EditorInner({ name, components }: Props) {
         caseNo.set(e.source, k);
         label = `case ${k}`;
       }
-      const counted = testRun?.edgeCounts?.[`${e.source}\u0000${e.target}`];
+      // Edges show the live counts while deployed, else the test's (marked stale after an edit).
+      const key = `${e.source}\u0000${e.target}`;
+      const counted = liveEdgeCounts ? liveEdgeCounts[key] : testRun?.edgeCounts?.[key];
+      const countClass = counted === undefined ? '' : liveEdgeCounts ? ' edge-count-live' : testStale ? ' edge-count-test edge-count-stale' : ' edge-count-test';
       if (counted !== undefined) label = `${label ? label + ' · ' : ''}${counted}`;
-      return label ? { ...e, label, className: `edge-${e.sourceHandle}` } : e;
+      return label ? { ...e, label, className: `edge-${e.sourceHandle}${countClass}` } : e;
     });
-  }, [edges, testRun]);
+  }, [edges, testRun, liveEdgeCounts, testStale]);
 
   if (loadError) {
     return (
@@ -675,6 +684,7 @@ function EditorInner({ name, components }: Props) {
               proOptions={{ hideAttribution: true }}
             >
               <Background gap={20} />
+              <CountsLegend test={!!testRun && !liveCounts} live={!!liveCounts} stale={testStale} />
               <MiniMap pannable zoomable nodeStrokeWidth={3} />
               <Controls />
             </ReactFlow>

@@ -4,7 +4,7 @@
 // (dropped, or sent on its "late" edge) and errors.
 import { useState } from 'react';
 import { api, problemText, type Schemas } from '../api/client';
-import type { ScenarioGraph } from '../graph/model';
+import { contentKey, type ScenarioGraph } from '../graph/model';
 import type { NodeCounts, NodeLateCounts } from './context';
 
 export type TestResult = Schemas['TestResult'];
@@ -19,6 +19,10 @@ export type TestRun = {
   edgeCounts: Record<string, number>;
   /** Late and partly late events per aggregate, for those that had any. */
   late: NodeLateCounts;
+  /** Per-event (runtime) errors per node, for the nodes that had any. */
+  errors: NodeCounts;
+  /** The tested graph without layout (contentKey): the counts are stale once the graph differs. */
+  graphKey: string;
 };
 
 type Props = {
@@ -35,19 +39,26 @@ type Props = {
   onRun: (run: TestRun | null) => void;
 };
 
-/** Counts per node and per edge from a test result. */
-export function countsOf(result: TestResult, graph: ScenarioGraph): Pick<TestRun, 'counts' | 'edgeCounts' | 'late'> {
-  const counts: NodeCounts = {};
-  const late: NodeLateCounts = {};
-  for (const [id, n] of Object.entries(result.nodes ?? {})) {
-    counts[id] = n.counts.in;
-    if (n.counts.late > 0 || n.counts.partlyLate > 0) late[id] = { late: n.counts.late, partlyLate: n.counts.partlyLate };
-  }
+/** Per edge, keyed by `${from}\u0000${to}`: the records its target received, where the target has that edge alone as input. */
+export function edgeCountsOf(counts: NodeCounts, graph: ScenarioGraph): Record<string, number> {
   const inputs = new Map<string, number>();
   for (const e of graph.edges) inputs.set(e.to, (inputs.get(e.to) ?? 0) + 1);
   const edgeCounts: Record<string, number> = {};
   for (const e of graph.edges) if (inputs.get(e.to) === 1 && counts[e.to] !== undefined) edgeCounts[`${e.from}\u0000${e.to}`] = counts[e.to];
-  return { counts, edgeCounts, late };
+  return edgeCounts;
+}
+
+/** Counts per node and per edge from a test result (or from a deployment's live counts). */
+export function countsOf(result: Pick<TestResult, 'nodes'>, graph: ScenarioGraph): Pick<TestRun, 'counts' | 'edgeCounts' | 'late' | 'errors'> {
+  const counts: NodeCounts = {};
+  const late: NodeLateCounts = {};
+  const errors: NodeCounts = {};
+  for (const [id, n] of Object.entries(result.nodes ?? {})) {
+    counts[id] = n.counts.in;
+    if (n.counts.late > 0 || n.counts.partlyLate > 0) late[id] = { late: n.counts.late, partlyLate: n.counts.partlyLate };
+    if (n.counts.errors > 0) errors[id] = n.counts.errors;
+  }
+  return { counts, edgeCounts: edgeCountsOf(counts, graph), late, errors };
 }
 
 function fmtTime(ms: number | undefined): string {
@@ -150,7 +161,7 @@ export function TestPanel({ graph, records, onRecords: setRecords, inferredFor, 
       onRun(null);
       return;
     }
-    onRun({ result: data, ...countsOf(data, graph) });
+    onRun({ result: data, ...countsOf(data, graph), graphKey: contentKey(graph) });
   };
 
   const result = run?.result;
