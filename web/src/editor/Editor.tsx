@@ -21,6 +21,7 @@ import { contentKey, kindIdOf, normalizeGraph, type ScenarioGraph, type Scenario
 import { freshId, newNode, renameBranch } from '../graph/params';
 import { samplesBySource, sourceIds, withSampleSchemas } from '../graph/samples';
 import { useSampleRecords } from './useSampleRecords';
+import { useResizable } from './useResizable';
 import { EditorContext, type DiffMark, type EditorContextValue } from './context';
 import { DetailsPanel } from './DetailsPanel';
 import { KIND_MIME, Palette } from './Palette';
@@ -86,6 +87,7 @@ function EditorInner({ name, components }: Props) {
   const [comment, setComment] = useState('');
   const [status, setStatus] = useState('');
   const deployment = useDeployment(name);
+  const sideSize = useResizable();
   const liveCounts = deployment.liveCounts;
 
   const doc = useRef<Doc>({ nodes, edges });
@@ -689,7 +691,8 @@ function EditorInner({ name, components }: Props) {
               <Controls />
             </ReactFlow>
           </div>
-          <aside className="side">
+          <div {...sideSize.separator} />
+          <aside className="side" style={{ width: sideSize.width }} data-testid="side-panel">
             <nav className="tabs">
               {(
                 [

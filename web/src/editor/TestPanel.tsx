@@ -4,6 +4,8 @@
 // (dropped, or sent on its "late" edge) and errors.
 import { useState } from 'react';
 import { api, problemText, type Schemas } from '../api/client';
+import { windowOf } from '../graph/windows';
+import { CopyJSON } from './CopyJSON';
 import { contentKey, type ScenarioGraph } from '../graph/model';
 import type { NodeCounts, NodeLateCounts } from './context';
 
@@ -144,6 +146,80 @@ function LateEventList({ id, events, counts, lateTargets }: { id: string; events
   );
 }
 
+/** One node's test records: every listed record a row, with its variables and the value of each expression, and the node's per-event errors. */
+function NodeRecords({ id, records, errors, open }: { id: string; records?: TestResult['nodes'][string]; errors: NonNullable<TestResult['errors']>; open: boolean }) {
+  const list = records?.records ?? [];
+  const exprNames = [...new Set(list.flatMap((r) => Object.keys(r.expressions ?? {})))];
+  const varNames = [...new Set(list.flatMap((r) => Object.keys(r.variables ?? {})))];
+  return (
+    <details className="node-records" open={open || undefined} data-testid={`node-records-${id}`}>
+      <summary>
+        <b>{id}</b> <span className="muted small">{records?.totalRecords ?? 0} records{records?.truncated ? `, the first ${list.length} listed` : ''}</span>
+        {errors.length > 0 && <span className="badge badge-runtime-error">{records?.counts.errors ?? errors.length} failed</span>}
+      </summary>
+      {list.length > 0 && (
+        <>
+          <div className="row">
+            <span className="spacer" />
+            <CopyJSON value={list} what={`the records of ${id}`} />
+          </div>
+          <div className="scroll-x">
+            <table className="records-table mono">
+              <thead>
+                <tr>
+                  <th>line</th>
+                  <th>event time</th>
+                  {varNames.map((v) => (
+                    <th key={`v${v}`}>#{v}</th>
+                  ))}
+                  {exprNames.map((x) => (
+                    <th key={`e${x}`} className="expression-value">
+                      {x}
+                    </th>
+                  ))}
+                </tr>
+              </thead>
+              <tbody>
+                {list.map((r, i) => (
+                  <tr key={i} data-testid="node-record">
+                    <td>{r.line}</td>
+                    <td>
+                      <Time ms={r.eventTime} />
+                    </td>
+                    {varNames.map((v) => (
+                      <td key={`v${v}`}>
+                        <code>{json(r.variables?.[v])}</code>
+                      </td>
+                    ))}
+                    {exprNames.map((x) => {
+                      const v = r.expressions?.[x];
+                      return (
+                        <td key={`e${x}`} className="expression-value">
+                          {v?.error ? <span className="field-error">{v.error}</span> : <code>{json(v?.value)}</code>}
+                        </td>
+                      );
+                    })}
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        </>
+      )}
+      {errors.length > 0 && (
+        <ul className="test-errors">
+          {errors.map((e, i) => (
+            <li key={i}>
+              line {e.line}
+              {e.field ? ` ${e.field}` : ''}: {e.message}
+            </li>
+          ))}
+        </ul>
+      )}
+    </details>
+  );
+}
+
 export function TestPanel({ graph, records, onRecords: setRecords, inferredFor, onGenerateSchema, selectedId, run, onRun }: Props) {
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
@@ -165,7 +241,6 @@ export function TestPanel({ graph, records, onRecords: setRecords, inferredFor, 
   };
 
   const result = run?.result;
-  const nodeRecords = result && nodeId ? result.nodes?.[nodeId] : undefined;
   // Aggregates with late events: those the server lists, and any other counting late or partly late ones.
   const lateSet = new Set(result ? [...Object.entries(result.lateEvents ?? {}).filter(([, l]) => l.total > 0).map(([id]) => id), ...Object.entries(result.nodes ?? {}).filter(([, n]) => n.counts.late > 0 || n.counts.partlyLate > 0).map(([id]) => id)] : []);
   const inGraph = graph.nodes.map((n) => n.id).filter((id) => lateSet.has(id));
@@ -229,122 +304,101 @@ export function TestPanel({ graph, records, onRecords: setRecords, inferredFor, 
           <div className="muted small">
             {result.records} records in {result.elapsedMs.toFixed(1)} ms. Counts are on the nodes.
           </div>
-          <table className="counts" data-testid="test-counts">
-            <thead>
-              <tr>
-                <th>node</th>
-                <th>in</th>
-                <th>out</th>
-                <th>errors</th>
-                <th>late</th>
-                <th title="late for some of their windows, counted in others">partly late</th>
-              </tr>
-            </thead>
-            <tbody>
-              {graph.nodes.map((n) => {
-                const c = result.nodes?.[n.id]?.counts;
-                return (
-                  <tr key={n.id} className={n.id === nodeId ? 'picked' : ''} onClick={() => setPicked(n.id)}>
-                    <td>{n.id}</td>
-                    <td>{c?.in ?? ''}</td>
-                    <td>{c?.out ?? ''}</td>
-                    <td>{c?.errors ?? ''}</td>
-                    <td>{c?.late ?? ''}</td>
-                    <td>{c?.partlyLate ?? ''}</td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
+          <div className="row">
+            <h4>Counts</h4>
+            <span className="spacer" />
+            <CopyJSON value={Object.fromEntries(graph.nodes.map((n) => [n.id, result.nodes?.[n.id]?.counts]))} what="the counts" />
+          </div>
+          <div className="scroll-x">
+            <table className="counts mono" data-testid="test-counts">
+              <thead>
+                <tr>
+                  <th>node</th>
+                  <th>in</th>
+                  <th>out</th>
+                  <th>errors</th>
+                  <th>late</th>
+                  <th title="late for some of their windows, counted in others">partly late</th>
+                </tr>
+              </thead>
+              <tbody>
+                {graph.nodes.map((n) => {
+                  const c = result.nodes?.[n.id]?.counts;
+                  return (
+                    <tr key={n.id} className={n.id === nodeId ? 'picked' : ''} onClick={() => setPicked(n.id)}>
+                      <td>{n.id}</td>
+                      <td>{c?.in ?? ''}</td>
+                      <td>{c?.out ?? ''}</td>
+                      <td className={c?.errors ? 'field-error' : ''}>{c?.errors ?? ''}</td>
+                      <td>{c?.late ?? ''}</td>
+                      <td>{c?.partlyLate ?? ''}</td>
+                    </tr>
+                  );
+                })}
+              </tbody>
+            </table>
+          </div>
 
-          <h4>Records at a node</h4>
-          <select value={nodeId} onChange={(e) => setPicked(e.target.value)} data-testid="test-node">
-            <option value="">(pick a node)</option>
-            {graph.nodes.map((n) => (
-              <option key={n.id} value={n.id}>
-                {n.id}
-              </option>
-            ))}
-          </select>
-          {nodeRecords && (
-            <div className="node-records" data-testid="test-node-records">
-              <div className="muted small">
-                {nodeRecords.totalRecords} records{nodeRecords.truncated ? `, the first ${nodeRecords.records?.length ?? 0} listed` : ''}
-              </div>
-              {(nodeRecords.records ?? []).map((r, i) => (
-                <details key={i} className="record" open={i === 0}>
-                  <summary>
-                    line {r.line} · {fmtTime(r.eventTime)}
-                  </summary>
-                  <table>
+          <h4>Records per node</h4>
+          {graph.nodes.map((n) => (
+            <NodeRecords key={n.id} id={n.id} records={result.nodes?.[n.id]} errors={(result.errors ?? []).filter((e) => e.nodeId === n.id)} open={n.id === nodeId} />
+          ))}
+
+          <h4>Window results</h4>
+          {Object.keys(result.windowResults ?? {}).length === 0 && <div className="muted small">No aggregates.</div>}
+          {Object.entries(result.windowResults ?? {}).map(([id, w]) => {
+            const agg = graph.nodes.find((n) => n.id === id);
+            const rows = (w.results ?? []).map((r) => ({ ...r, bounds: agg ? windowOf(agg, r.eventTime, r.window) : undefined }));
+            return (
+              <div key={id} data-testid="window-results">
+                <div className="row">
+                  <span className="muted small">
+                    {id}: {w.total} results{w.truncated ? `, the first ${w.results?.length ?? 0} listed` : ''}
+                  </span>
+                  <span className="spacer" />
+                  <CopyJSON value={rows.map(({ bounds, key, output, line }) => ({ line, window: bounds, key, output }))} what={`the window results of ${id}`} />
+                </div>
+                <div className="scroll-x">
+                  <table className="windows mono">
+                    <thead>
+                      <tr>
+                        <th>window start</th>
+                        <th>window end</th>
+                        <th>key</th>
+                        <th>output</th>
+                      </tr>
+                    </thead>
                     <tbody>
-                      {Object.entries(r.variables ?? {}).map(([k, v]) => (
-                        <tr key={`v${k}`}>
+                      {rows.map((r, i) => (
+                        <tr key={i}>
+                          <td data-testid="window-start">{r.bounds ? <Time ms={r.bounds.start} /> : <span className="muted" title="this node's windows have no fixed bounds">–</span>}</td>
+                          <td data-testid="window-end">{r.bounds ? <Time ms={r.bounds.end} sameDayAs={r.bounds.start} /> : ''}</td>
                           <td>
-                            <code>#{k}</code>
+                            <code>{json(r.key)}</code>
                           </td>
                           <td>
-                            <code>{json(v)}</code>
+                            <code>{json(r.output)}</code>
                           </td>
-                        </tr>
-                      ))}
-                      {Object.entries(r.expressions ?? {}).map(([k, v]) => (
-                        <tr key={`e${k}`} className="expression-value">
-                          <td>{k}</td>
-                          <td>{v.error ? <span className="field-error">{v.error}</span> : <code>{json(v.value)}</code>}</td>
                         </tr>
                       ))}
                     </tbody>
                   </table>
-                </details>
-              ))}
-            </div>
-          )}
-
-          <h4>Window results</h4>
-          {Object.keys(result.windowResults ?? {}).length === 0 && <div className="muted small">No aggregates.</div>}
-          {Object.entries(result.windowResults ?? {}).map(([id, w]) => (
-            <div key={id} data-testid="window-results">
-              <div className="muted small">
-                {id}: {w.total} results{w.truncated ? `, the first ${w.results?.length ?? 0} listed` : ''}
+                </div>
               </div>
-              <table className="windows">
-                <thead>
-                  <tr>
-                    <th>window start</th>
-                    <th>window end</th>
-                    <th>key</th>
-                    <th>output</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {(w.results ?? []).map((r, i) => {
-                    const win = (r.window ?? null) as { start?: number; end?: number } | null;
-                    return (
-                      <tr key={i}>
-                        <td>{fmtTime(win?.start)}</td>
-                        <td>{fmtTime(win?.end)}</td>
-                        <td>
-                          <code>{json(r.key)}</code>
-                        </td>
-                        <td>
-                          <code>{json(r.output)}</code>
-                        </td>
-                      </tr>
-                    );
-                  })}
-                </tbody>
-              </table>
-            </div>
-          ))}
+            );
+          })}
 
           <h4>Sink outputs</h4>
           {Object.entries(result.sinkOutputs ?? {}).map(([id, s]) => (
             <div key={id} data-testid={`sink-outputs-${id}`}>
-              <div className="muted small">
-                {id}: {s.total} values{s.truncated ? `, the first ${s.outputs?.length ?? 0} listed` : ''}
+              <div className="row">
+                <span className="muted small">
+                  {id}: {s.total} values{s.truncated ? `, the first ${s.outputs?.length ?? 0} listed` : ''}
+                </span>
+                <span className="spacer" />
+                <CopyJSON value={(s.outputs ?? []).map((o) => o.value)} what={`the outputs of ${id}`} />
               </div>
-              <ul className="outputs">
+              <ul className="outputs scroll-x mono">
                 {(s.outputs ?? []).map((o, i) => (
                   <li key={i}>
                     <code>{json(o.value)}</code>
