@@ -7,8 +7,13 @@ import { expr, kindIdOf, type ScenarioNode } from '../graph/model';
 import { branchIndex, getBranchParam, getParam, IN_BRANCH_PARAMETERS, parameterIndex, setBranchParam, setParam } from '../graph/params';
 import { ExpressionEditor, type Suggest } from './ExpressionEditor';
 import { ParamField, problemsOf } from './ParamField';
+import { IngestionInfo } from './IngestionInfo';
 
 type Props = {
+  /** The scenario's name (for a source's ingestion URL). */
+  scenario: string;
+  /** The first sample record of this node's source, if any (for the curl command). */
+  sample?: unknown;
   node: CanvasNode;
   kind: Kind | undefined;
   /** Every edge of the canvas, in scenario order (a problem's "edges[i]" indexes into it). */
@@ -69,6 +74,7 @@ export function DetailsPanel(props: Props) {
       {kind && <p className="muted small">{kind.description}</p>}
       {!kind && <p className="field-error">The server has no node kind {kindIdOf(n)}.</p>}
       <IdField id={node.id} onRename={props.onRename} />
+      {kindIdOf(n) === 'Source/http' && <IngestionInfo scenario={props.scenario} sourceId={node.id} sample={props.sample} />}
       <div className="param">
         <div className="param-label">Description</div>
         <input

@@ -714,6 +714,8 @@ function EditorInner({ name, components }: Props) {
                   <fieldset className="plain" disabled={!canEdit} data-testid={canEdit ? undefined : 'details-read-only'}>
                   <DetailsPanel
                     key={selectedNode.id}
+                    scenario={name}
+                    sample={samples.get(selectedNode.id)?.[0]}
                     node={selectedNode}
                     kind={kinds.get(kindIdOf(selectedNode.data.node))}
                     edges={edges}
