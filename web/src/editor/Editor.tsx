@@ -78,6 +78,9 @@ function EditorInner({ name, components }: Props) {
   const [archived, setArchived] = useState(false);
   const [savedJson, setSavedJson] = useState('');
   const [validation, setValidation] = useState<ValidationResult | null>(null);
+  // The graph the validation is of: while the graph has changed since, a field's messages are
+  // held back, so that none names text no longer in the field.
+  const [validatedJson, setValidatedJson] = useState('');
   const [tab, setTab] = useState<Tab>('node');
   const [comparison, setComparison] = useState<Comparison | null>(null);
   const [moved, setMoved] = useState<string[]>([]);
@@ -187,7 +190,10 @@ function EditorInner({ name, components }: Props) {
     const seq = ++validationSeq.current;
     const t = setTimeout(async () => {
       const { data } = await api.POST('/api/validation', { body: { graph: JSON.parse(scenarioJson) } });
-      if (seq === validationSeq.current && data) setValidation(data);
+      if (seq === validationSeq.current && data) {
+        setValidation(data);
+        setValidatedJson(scenarioJson);
+      }
     }, 250);
     return () => clearTimeout(t);
   }, [scenarioJson, loaded]);
@@ -719,7 +725,7 @@ function EditorInner({ name, components }: Props) {
                     node={selectedNode}
                     kind={kinds.get(kindIdOf(selectedNode.data.node))}
                     edges={edges}
-                    problems={errorsByNode.get(selectedNode.id) ?? []}
+                    problems={validatedJson === scenarioJson ? (errorsByNode.get(selectedNode.id) ?? []) : []}
                     variables={validation?.variables?.[selectedNode.id]}
                     aggregators={components.aggregators ?? []}
                     suggest={(text, caret) => suggest(selectedNode.id, text, caret)}
