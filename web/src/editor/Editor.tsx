@@ -496,6 +496,7 @@ function EditorInner({ name, components }: Props) {
       if (error) {
         if (error.code === 'version-conflict') {
           setConflict(error);
+          setSaveOpen(false);
           setStatus('');
         } else setStatus(`not saved: ${problemText(error)}`);
         return;
@@ -651,6 +652,7 @@ function EditorInner({ name, components }: Props) {
               const c = toCanvas(normalizeGraph(latest.graph));
               setSavedJson(JSON.stringify(toScenario(c.nodes, c.edges, c.rest)));
               setBaseVersion(latest.version);
+              setViewing(null);
               setConflict(null);
               setStatus(`merged with version ${latest.version}: check it and save; Undo brings back your graph as it was`);
             }}
@@ -659,6 +661,7 @@ function EditorInner({ name, components }: Props) {
               const shown = show(normalizeGraph(conflict.conflict!.latest.graph), { keepHistory: true });
               setSavedJson(JSON.stringify(shown));
               setBaseVersion(conflict.conflict!.latest.version);
+              setViewing(null);
               setConflict(null);
               setStatus('opened the latest version; Undo brings your changes back');
             }}
