@@ -163,8 +163,8 @@ export function freshId(base: string, taken: Set<string>): string {
 
 /** The id of a copy of node id, not in taken, in its own case: "big" gives "big 2", and "big 2" gives "big 3". */
 export function copyId(id: string, taken: Set<string>): string {
+  if (!taken.has(id)) return id;
   const stem = id.replace(/ \d+$/, '') || id;
-  if (!taken.has(stem)) return stem;
   for (let i = 2; ; i++) if (!taken.has(`${stem} ${i}`)) return `${stem} ${i}`;
 }
 
