@@ -190,6 +190,27 @@ test('build, validate, save, test and reload a scenario', async (t) => {
     noConsoleErrors('stale counts');
   });
 
+  await t.test('a single-node test runs the filter on typed variables', async () => {
+    await select(page, 'filter');
+    const box = page.getByTestId('node-test');
+    await box.locator('summary').click();
+    // Filled with the first sample record: a delay of 66 minutes.
+    assert.match(await page.getByTestId('node-test-variables').inputValue(), /"delay": 66/);
+    await page.getByTestId('node-test-run').click();
+    const result = page.getByTestId('node-test-result');
+    await result.waitFor();
+    assert.match(await result.locator('tr', { hasText: 'expression' }).innerText(), /expression\s+true/);
+    assert.equal(await result.getByTestId('node-test-output').innerText(), 'FilterTrue → tumbling window');
+    await page.getByTestId('node-test-variables').fill('{"input": {"date": "2001/01/01 00:47", "delay": 5, "origin": "DTW"}}');
+    await page.getByTestId('node-test-run').click();
+    await result.locator('tr.expression-value code', { hasText: /^false$/ }).waitFor();
+    assert.match(await result.locator('tr', { hasText: 'expression' }).innerText(), /expression\s+false/);
+    assert.equal(await result.getByTestId('node-test-output').innerText(), 'FilterFalse → goes no further (not connected)');
+    await box.scrollIntoViewIfNeeded();
+    await shot(page, '04e-node-test');
+    noConsoleErrors('node test');
+  });
+
   await t.test('the side panel resizes; result tables keep each value on one line and copy as JSON', async () => {
     await page.getByTestId('tab-test').click();
     const panel = page.getByTestId('side-panel');
@@ -543,6 +564,26 @@ test('route late events on a window\'s late edge and read them in the test panel
     noConsoleErrors('late events');
   });
 
+  await t.test('the window timeline draws the windows and marks the late event, which hovering shows', async () => {
+    const canvas = page.getByRole('img', { name: 'Window timeline' });
+    await canvas.waitFor();
+    const a = await canvas.evaluate((c) => ({ ...c.dataset }));
+    // Events at 1 s, 25 s and 3 s (late); windows [0 s, 10 s) and [20 s, 30 s).
+    assert.equal(Number(a.t0), 0);
+    assert.equal(Number(a.t1), 30000);
+    assert.match(await page.getByTestId('timeline-summary').innerText(), /^1 keys; 2 of 2 windows and 3 of 3 events listed; 1 late/);
+    await canvas.scrollIntoViewIfNeeded();
+    const box = await canvas.boundingBox();
+    const x = box.x + Number(a.plotLeft) + (3000 / 30000) * Number(a.plotWidth);
+    const y = box.y + Number(a.axisHeight) + Number(a.laneHeight) / 2;
+    await page.mouse.move(x, y);
+    const tip = page.getByTestId('timeline-tip');
+    await tip.waitFor();
+    assert.match(await tip.innerText(), /^late event, line 3, 1970-01-01 00:00:03Z\n.*"t":3000/);
+    await shot(page, '09a-timeline-late');
+    noConsoleErrors('timeline');
+  });
+
   await t.test('completion of #input works from the sample records alone, and they generate a schema', async () => {
     // The source has no schema: the server alone offers no field of #input.
     const graph = { ...lateGraph, edges: [...lateGraph.edges, { from: 'per 10s', to: 'too late', edgeType: { type: 'Late' } }] };
@@ -586,5 +627,102 @@ test('route late events on a window\'s late edge and read them in the test panel
     await panel.scrollIntoViewIfNeeded();
     await shot(page, '09c-runtime-error-badge');
     noConsoleErrors('runtime errors');
+  });
+});
+
+// The window timeline for 10,000 flights: one lane per origin, hour windows, in a canvas.
+const BIG_SCENARIO = 'ten thousand flights';
+const TEN_THOUSAND = readFileSync(join(repoDir, 'testdata/flights-20k.ndjson'), 'utf8').split('\n').slice(0, 10000);
+const bigGraph = {
+  nodes: [
+    {
+      id: 'flights',
+      type: 'Source',
+      ref: {
+        typ: 'http',
+        parameters: [
+          { name: 'timestamp', expression: { language: 'expr', expression: 'parseTime(#input.date, "yyyy/MM/dd HH:mm")' } },
+          { name: 'maxOutOfOrderness', value: '10m' },
+        ],
+      },
+      additionalFields: { layoutData: { x: 200, y: 0 } },
+    },
+    {
+      id: 'per hour',
+      type: 'CustomNode',
+      nodeType: 'aggregate-tumbling',
+      outputVar: 'agg',
+      parameters: [
+        { name: 'groupBy', value: [{ language: 'expr', expression: '#input.origin' }] },
+        { name: 'aggregations', value: [{ name: 'count', aggregator: 'Count' }] },
+        { name: 'windowLength', value: '1h' },
+      ],
+      additionalFields: { layoutData: { x: 200, y: 150 } },
+    },
+    {
+      id: 'counts',
+      type: 'Sink',
+      ref: { typ: 'collect', parameters: [{ name: 'value', expression: { language: 'expr', expression: '#agg' } }] },
+      additionalFields: { layoutData: { x: 200, y: 300 } },
+    },
+  ],
+  edges: [
+    { from: 'flights', to: 'per hour', edgeType: null },
+    { from: 'per hour', to: 'counts', edgeType: null },
+  ],
+};
+
+/** The oracle: per-origin hour windows of the flights in arrival order, with W = the latest time seen - 10 min; an event whose window has W >= its end is late. */
+function hourWindows(lines) {
+  const HOUR = 3_600_000;
+  const windows = new Set();
+  let latest = -Infinity;
+  let late = 0;
+  for (const line of lines) {
+    const f = JSON.parse(line);
+    const [d, hm] = f.date.split(' ');
+    const [y, mo, da] = d.split('/').map(Number);
+    const [h, mi] = hm.split(':').map(Number);
+    const t = Date.UTC(y, mo - 1, da, h, mi);
+    const start = Math.floor(t / HOUR) * HOUR;
+    if (latest - 600_000 >= start + HOUR) late++;
+    else windows.add(`${f.origin} ${start}`);
+    latest = Math.max(latest, t);
+  }
+  return { windows: windows.size, late };
+}
+
+test('the window timeline of 10,000 flights', async (t) => {
+  await t.test('run the test and draw the timeline: the time from Run test to the drawn timeline', async () => {
+    const res = await fetch(`${server.url}/api/scenarios`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ name: BIG_SCENARIO, graph: bigGraph, comment: 'created' }),
+    });
+    assert.ok(res.ok, await res.text());
+    await page.goto(`${server.url}/#/scenarios/${encodeURIComponent(BIG_SCENARIO)}`);
+    await node(page, 'per hour').waitFor();
+    await page.getByTestId('tab-test').click();
+    // Uploaded as a file, as one would (typing 900 kB into the text area is the browser's slow path).
+    await page.getByTestId('test-upload').setInputFiles({ name: 'flights.ndjson', mimeType: 'application/x-ndjson', buffer: Buffer.from(TEN_THOUSAND.join('\n')) });
+    await page.getByTestId('test-panel').getByText('10000 records').waitFor();
+    await page.getByTestId('run-test').click();
+    const canvas = page.getByRole('img', { name: 'Window timeline' });
+    await canvas.waitFor({ timeout: 60_000 });
+    await page.getByTestId('timeline-ready').waitFor();
+    const ms = Number(await canvas.getAttribute('data-ready-ms'));
+    assert.ok(ms > 0);
+    console.log(`the window timeline of 10,000 flights was drawn ${ms.toFixed(0)} ms after Run test`);
+    const want = hourWindows(TEN_THOUSAND);
+    const summary = await page.getByTestId('timeline-summary').innerText();
+    // The server lists the first 1,000 results and records of a node (maxRecordsPerNode); the totals cover all.
+    assert.match(summary, new RegExp(`; 1000 of ${want.windows} windows and 1000 of 10000 events listed; ${want.late} late`));
+    assert.equal(Number(await node(page, 'per hour').getByTestId('test-count').innerText()), 10000);
+    await canvas.scrollIntoViewIfNeeded();
+    await shot(page, '10-timeline-10k');
+    // Scrolling the lanes redraws the canvas for the lanes in view.
+    await page.locator('.timeline-scroll').evaluate((el) => el.scrollBy(0, 400));
+    await shot(page, '10b-timeline-10k-scrolled');
+    noConsoleErrors('timeline 10k');
   });
 });

@@ -3,17 +3,20 @@
 import { useEffect, useState } from 'react';
 import type { Aggregator, Kind, Problem, VariableType } from '../api/client';
 import type { CanvasEdge, CanvasNode } from '../graph/convert';
-import { expr, kindIdOf, type ScenarioNode } from '../graph/model';
+import { expr, kindIdOf, type ScenarioGraph, type ScenarioNode } from '../graph/model';
 import { branchIndex, getBranchParam, getParam, IN_BRANCH_PARAMETERS, parameterIndex, setBranchParam, setParam } from '../graph/params';
 import { ExpressionEditor, type Suggest } from './ExpressionEditor';
 import { ParamField, problemsOf } from './ParamField';
 import { IngestionInfo } from './IngestionInfo';
+import { NodeTest } from './NodeTest';
 
 type Props = {
   /** The scenario's name (for a source's ingestion URL). */
   scenario: string;
-  /** The first sample record of this node's source, if any (for the curl command). */
+  /** The first sample record of this node's source, if any (for the curl command and the node test). */
   sample?: unknown;
+  /** The graph on the canvas (for testing the node alone). */
+  graph: ScenarioGraph;
   node: CanvasNode;
   kind: Kind | undefined;
   /** Every edge of the canvas, in scenario order (a problem's "edges[i]" indexes into it). */
@@ -190,6 +193,7 @@ export function DetailsPanel(props: Props) {
             ))}
         </div>
       )}
+      {n.type !== 'Source' && <NodeTest graph={props.graph} nodeId={node.id} sample={props.sample} />}
       <details className="scope">
         <summary>Variables in scope</summary>
         {!variables && <div className="muted small">Unknown: connect the node to a source.</div>}

@@ -129,6 +129,24 @@ function EditorInner({ name, components }: Props) {
     [scenarioGraph, kinds, samples],
   );
 
+  /** The first sample record of the node's source (the node's own for a source, else that of the source upstream). */
+  const firstSample = (id: string): unknown => {
+    const own = samples.get(id)?.[0];
+    if (own !== undefined) return own;
+    const seen = new Set<string>();
+    const up = (x: string): unknown => {
+      if (seen.has(x)) return undefined;
+      seen.add(x);
+      if (samples.has(x)) return samples.get(x)?.[0];
+      for (const e of scenarioGraph.edges) if (e.to === x) {
+        const v = up(e.from);
+        if (v !== undefined) return v;
+      }
+      return undefined;
+    };
+    return up(id);
+  };
+
   const suggest = useCallback(
     async (nodeId: string, text: string, caret: number) => {
       const graph = withSampleSchemas(graphRef.current, kinds, samplesRef.current);
@@ -406,7 +424,8 @@ function EditorInner({ name, components }: Props) {
                     <DetailsPanel
                       key={selectedNode.id}
                       scenario={name}
-                      sample={samples.get(selectedNode.id)?.[0]}
+                      sample={firstSample(selectedNode.id)}
+                      graph={scenarioGraph}
                       node={selectedNode}
                       kind={kinds.get(kindIdOf(selectedNode.data.node))}
                       edges={edges}

@@ -2,9 +2,11 @@
 // (POST /api/test), and see per node the counts (also on the canvas), each record's variables
 // and expression values, the window results, the late events of each time-window aggregate
 // (dropped, or sent on its "late" edge) and errors.
-import { useState } from 'react';
+import { useMemo, useState } from 'react';
 import { api, problemText, type Schemas } from '../api/client';
 import { windowOf } from '../graph/windows';
+import { isWindowAggregate, timelineOf, type Timeline } from '../graph/timeline';
+import { WindowTimeline } from './WindowTimeline';
 import { CopyJSON } from './CopyJSON';
 import { contentKey, type ScenarioGraph } from '../graph/model';
 import type { NodeCounts, NodeLateCounts } from './context';
@@ -25,7 +27,14 @@ export type TestRun = {
   errors: NodeCounts;
   /** The tested graph without layout (contentKey): the counts are stale once the graph differs. */
   graphKey: string;
+  /** performance.now() when Run test was pressed (for the time to the drawn timeline). */
+  startedAt?: number;
 };
+
+/** How many records, window results and sink outputs a test lists per node: the server's most, for the timeline. */
+export const LISTED_PER_NODE = 1000;
+/** Window result rows shown in the table (Copy as JSON has all listed). */
+const WINDOW_ROWS = 200;
 
 type Props = {
   graph: ScenarioGraph;
@@ -151,13 +160,15 @@ function NodeRecords({ id, records, errors, open }: { id: string; records?: Test
   const list = records?.records ?? [];
   const exprNames = [...new Set(list.flatMap((r) => Object.keys(r.expressions ?? {})))];
   const varNames = [...new Set(list.flatMap((r) => Object.keys(r.variables ?? {})))];
+  // The rows are made when the panel is first opened: a test lists up to a thousand per node.
+  const [shown, setShown] = useState(open);
   return (
-    <details className="node-records" open={open || undefined} data-testid={`node-records-${id}`}>
+    <details className="node-records" open={open || undefined} onToggle={(e) => e.currentTarget.open && setShown(true)} data-testid={`node-records-${id}`}>
       <summary>
         <b>{id}</b> <span className="muted small">{records?.totalRecords ?? 0} records{records?.truncated ? `, the first ${list.length} listed` : ''}</span>
         {errors.length > 0 && <span className="badge badge-runtime-error">{records?.counts.errors ?? errors.length} failed</span>}
       </summary>
-      {list.length > 0 && (
+      {(shown || open) && list.length > 0 && (
         <>
           <div className="row">
             <span className="spacer" />
@@ -229,7 +240,8 @@ export function TestPanel({ graph, records, onRecords: setRecords, inferredFor, 
   const runTest = async () => {
     setBusy(true);
     setError('');
-    const { data, error } = await api.POST('/api/test', { body: { graph, records } });
+    const startedAt = performance.now();
+    const { data, error } = await api.POST('/api/test', { params: { query: { maxRecordsPerNode: LISTED_PER_NODE } }, body: { graph, records } });
     setBusy(false);
     if (error) {
       const errs = (error as Schemas['ProblemDetails']).validation?.errors ?? [];
@@ -237,7 +249,7 @@ export function TestPanel({ graph, records, onRecords: setRecords, inferredFor, 
       onRun(null);
       return;
     }
-    onRun({ result: data, ...countsOf(data, graph), graphKey: contentKey(graph) });
+    onRun({ result: data, ...countsOf(data, graph), graphKey: contentKey(graph), startedAt });
   };
 
   const result = run?.result;
@@ -247,6 +259,17 @@ export function TestPanel({ graph, records, onRecords: setRecords, inferredFor, 
   const lateIds = [...inGraph, ...[...lateSet].filter((id) => !inGraph.includes(id))];
   const lateTargets = (id: string) => graph.edges.filter((e) => e.from === id && e.edgeType?.type === 'Late').map((e) => e.to);
   const lines = records.split('\n').filter((l) => l.trim()).length;
+  const timelines = useMemo(
+    () =>
+      result
+        ? graph.nodes
+            .filter(isWindowAggregate)
+            .map((n) => ({ id: n.id, timeline: timelineOf(result, graph, n.id) }))
+            .filter((x): x is { id: string; timeline: Timeline } => !!x.timeline)
+        : [],
+    // The timeline is of the graph tested, not redrawn as the graph is edited.
+    [result],
+  );
 
   return (
     <div className="test-panel nokey" data-testid="test-panel">
@@ -369,7 +392,7 @@ export function TestPanel({ graph, records, onRecords: setRecords, inferredFor, 
                       </tr>
                     </thead>
                     <tbody>
-                      {rows.map((r, i) => (
+                      {rows.slice(0, WINDOW_ROWS).map((r, i) => (
                         <tr key={i}>
                           <td data-testid="window-start">{r.bounds ? <Time ms={r.bounds.start} /> : <span className="muted" title="this node's windows have no fixed bounds">–</span>}</td>
                           <td data-testid="window-end">{r.bounds ? <Time ms={r.bounds.end} sameDayAs={r.bounds.start} /> : ''}</td>
@@ -384,9 +407,18 @@ export function TestPanel({ graph, records, onRecords: setRecords, inferredFor, 
                     </tbody>
                   </table>
                 </div>
+                {rows.length > WINDOW_ROWS && <div className="muted small">The first {WINDOW_ROWS} of {rows.length} listed are shown; Copy as JSON copies all {rows.length}.</div>}
               </div>
             );
           })}
+
+          {timelines.length > 0 && <h4>Window timeline</h4>}
+          {timelines.map(({ id, timeline }) => (
+            <div key={id}>
+              <div className="muted small">{id}</div>
+              <WindowTimeline timeline={timeline} nodeId={id} startedAt={run?.startedAt} />
+            </div>
+          ))}
 
           <h4>Sink outputs</h4>
           {Object.entries(result.sinkOutputs ?? {}).map(([id, s]) => (
