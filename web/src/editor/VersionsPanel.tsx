@@ -135,7 +135,8 @@ function DifferenceView({ d }: { d: Difference }) {
   if (d.kind === 'node-changed' || d.kind === 'properties-changed') {
     body = fieldChanges(d.before as object, d.after as object).map((c) => <FieldDiff key={c.label} {...c} />);
   } else if (d.kind === 'node-added' || d.kind === 'node-removed') {
-    const fields = [...fieldsOf((d.kind === 'node-added' ? d.after : d.before) as object).values()];
+    // A named element's name is its key: shown by its label, not as a field of its own.
+    const fields = [...fieldsOf((d.kind === 'node-added' ? d.after : d.before) as object).values()].filter((f) => !(f.path.at(-1) === 'name' && typeof f.path.at(-2) === 'object'));
     body = fields.map((f) => <FieldDiff key={f.label} label={f.label} before={d.kind === 'node-removed' ? f.value : undefined} after={d.kind === 'node-added' ? f.value : undefined} expression={f.expression} />);
   } else if (d.kind === 'edge-added' || d.kind === 'edge-removed') {
     body = <FieldDiff label="edge" before={d.kind === 'edge-removed' ? edgeText(d.before) : undefined} after={d.kind === 'edge-added' ? edgeText(d.after) : undefined} expression={false} />;
