@@ -181,12 +181,18 @@ test('build, validate, save, test and reload a scenario', async (t) => {
     await node(page, 'filter').locator('[data-testid="test-count"][data-stale="true"]').waitFor();
     assert.equal(await node(page, 'collect').getByTestId('test-count').getAttribute('data-stale'), 'true');
     assert.match(await page.getByTestId('counts-legend').innerText(), /stale: the graph changed since/);
+    await page.getByTestId('tab-test').click();
+    await page.getByTestId('test-stale').waitFor();
+    await page.getByTestId('tab-node').click();
     // The edges carry the same mark.
     assert.ok((await page.locator('.react-flow__edge.edge-count-stale').count()) >= 1);
     await shot(page, '04c-stale-counts');
     await typeExpression(page, 'expr-expression', '#input.delay > 15');
     await node(page, 'filter').locator('[data-testid="test-count"]:not([data-stale])').waitFor();
     await page.getByTestId('dirty').waitFor({ state: 'detached' });
+    await page.getByTestId('tab-test').click();
+    await page.getByTestId('test-result').waitFor();
+    assert.equal(await page.getByTestId('test-stale').count(), 0);
     noConsoleErrors('stale counts');
   });
 

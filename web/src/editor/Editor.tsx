@@ -471,6 +471,7 @@ function EditorInner({ name, components }: Props) {
                   selectedId={selectedNode?.id}
                   run={testRun}
                   onRun={setTestRun}
+                  stale={testStale}
                 />
               )}
               {tab === 'deploy' && (

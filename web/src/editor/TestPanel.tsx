@@ -48,6 +48,8 @@ type Props = {
   selectedId?: string;
   run: TestRun | null;
   onRun: (run: TestRun | null) => void;
+  /** The graph changed since the run: its results are of the graph before. */
+  stale: boolean;
 };
 
 /** Per edge, keyed by `${from}\u0000${to}`: the records its target received, where the target has that edge alone as input. */
@@ -231,7 +233,7 @@ function NodeRecords({ id, records, errors, open }: { id: string; records?: Test
   );
 }
 
-export function TestPanel({ graph, records, onRecords: setRecords, inferredFor, onGenerateSchema, selectedId, run, onRun }: Props) {
+export function TestPanel({ graph, records, onRecords: setRecords, inferredFor, onGenerateSchema, selectedId, run, onRun, stale }: Props) {
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
   const [picked, setPicked] = useState<string>('');
@@ -327,6 +329,11 @@ export function TestPanel({ graph, records, onRecords: setRecords, inferredFor, 
           <div className="muted small">
             {result.records} records in {result.elapsedMs.toFixed(1)} ms. Counts are on the nodes.
           </div>
+          {stale && (
+            <div className="stale-results small" data-testid="test-stale">
+              Stale: these results are of the graph before your last edit. Run the test again.
+            </div>
+          )}
           <div className="row">
             <h4>Counts</h4>
             <span className="spacer" />
