@@ -1,8 +1,13 @@
 // The designer end to end, in Debian's Chromium against the real server: build a scenario from
-// scratch, complete and validate expressions, save, test on ten flights, deploy, send events and
-// watch the live counts, reload and find it all there; route a window's late events on its "late"
-// edge and read them in the test panel. Screenshots of the main steps go to
-// test-results/. Any error in the browser console fails the test.
+// scratch, complete and validate expressions, save, test on ten flights (counts marked stale by an
+// edit, the side panel resized, result tables on one line and copied as JSON, a single-node test),
+// deploy, send events (also with the curl command the HTTP source shows) and watch the live
+// counts, reload and find it all there, compare versions field by field, merge a save conflict
+// field by field, confirm a cancel; route a window's late events on its "late" edge and read them
+// in the test panel and on the window timeline, complete #input from sample records alone and
+// generate a schema from them, see a failing record's badge; draw the timeline of 10,000 flights
+// and time it. Screenshots of the main steps go to test-results/. Any error in the browser
+// console fails the test.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
