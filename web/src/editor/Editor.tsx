@@ -121,7 +121,9 @@ function EditorInner({ name, components }: Props) {
 
   // Sample records: the test panel's, and the types completion takes from them for sources without a schema.
   const [records, setRecords] = useSampleRecords(name);
-  const samples = useMemo(() => samplesBySource(records, sourceIds(scenarioGraph)), [records, scenarioGraph]);
+  // Parsed again only when the records or the sources change, not on every edit.
+  const sourceKey = sourceIds(scenarioGraph).join('\u0000');
+  const samples = useMemo(() => samplesBySource(records, sourceKey ? sourceKey.split('\u0000') : []), [records, sourceKey]);
   const samplesRef = useRef(samples);
   samplesRef.current = samples;
   const inferredFor = useMemo(

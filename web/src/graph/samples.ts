@@ -72,6 +72,19 @@ export function inferSchema(values: unknown[]): JSONSchema {
   return out;
 }
 
+// The schema of a list of samples, worked out once per list (the editor keeps its lists while the
+// records are unchanged, and asks on every edit and completion).
+const schemas = new WeakMap<unknown[], JSONSchema>();
+
+function schemaOf(values: unknown[]): JSONSchema {
+  let s = schemas.get(values);
+  if (!s) {
+    s = inferSchema(values);
+    schemas.set(values, s);
+  }
+  return s;
+}
+
 /** The kind's JSON Schema parameter, if it has one. */
 function schemaSpec(kinds: Map<string, Kind>, kindId: string) {
   return kinds.get(kindId)?.parameters?.find((p) => p.editor === 'json-schema');
@@ -94,7 +107,7 @@ export function withSampleSchemas(graph: ScenarioGraph, kinds: Map<string, Kind>
     if (!spec || !values?.length) return n;
     if (!replace && getParam(n, spec) !== undefined) return n;
     changed = true;
-    return setParam(n, spec, inferSchema(values));
+    return setParam(n, spec, schemaOf(values));
   });
   return changed ? { ...graph, nodes } : graph;
 }
