@@ -1,10 +1,16 @@
 // The designer end to end, in Debian's Chromium against the real server: build a scenario from
-// scratch, complete and validate expressions, save, test on ten flights, deploy, send events and
-// watch the live counts, reload and find it all there; route a window's late events on its "late"
-// edge and read them in the test panel. Screenshots of the main steps go to
-// test-results/. Any error in the browser console fails the test.
+// scratch, complete and validate expressions, save, test on ten flights (counts marked stale by an
+// edit, the side panel resized, result tables on one line and copied as JSON, a single-node test),
+// deploy, send events (also with the curl command the HTTP source shows) and watch the live
+// counts, reload and find it all there, compare versions field by field, merge a save conflict
+// field by field, confirm a cancel; route a window's late events on its "late" edge and read them
+// in the test panel and on the window timeline, complete #input from sample records alone and
+// generate a schema from them, see a failing record's badge; draw the timeline of 10,000 flights
+// and time it. Screenshots of the main steps go to test-results/. Any error in the browser
+// console fails the test.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect, dragFromPalette, expressionText, node, openBrowser, repoDir, select, shot, startServer, typeExpression } from './harness.mjs';
@@ -159,14 +165,92 @@ test('build, validate, save, test and reload a scenario', async (t) => {
     assert.equal(await count('tumbling window'), 3); // delays of 66, 95 and 29 minutes
     assert.equal(await count('collect'), 3);
     assert.equal(await page.getByTestId('window-results').locator('tbody tr').count(), 3);
-    await page.getByTestId('test-node').selectOption('filter');
-    const records = page.getByTestId('test-node-records');
-    await records.locator('.expression-value').first().waitFor();
+    // Each node's records in a panel of their own, every record a row.
+    const records = page.getByTestId('node-records-filter');
+    if (!(await records.evaluate((d) => d.open))) await records.locator('summary').click();
+    await records.getByTestId('node-record').nth(9).waitFor();
+    assert.equal(await records.getByTestId('node-record').count(), 10);
     assert.match(await records.innerText(), /"delay":66/);
     await shot(page, '04-test-counts');
     await page.getByTestId('window-results').scrollIntoViewIfNeeded();
     await shot(page, '04b-window-results');
     noConsoleErrors('test');
+  });
+
+  await t.test('test and live counts have a legend; an edit marks the test counts stale, undoing it clears the mark', async () => {
+    const badge = node(page, 'filter').getByTestId('test-count');
+    assert.equal(await badge.getAttribute('data-stale'), null);
+    assert.match(await page.getByTestId('counts-legend').innerText(), /records in the test/);
+    await select(page, 'filter');
+    await typeExpression(page, 'expr-expression', '#input.delay > 16');
+    await node(page, 'filter').locator('[data-testid="test-count"][data-stale="true"]').waitFor();
+    assert.equal(await node(page, 'collect').getByTestId('test-count').getAttribute('data-stale'), 'true');
+    assert.match(await page.getByTestId('counts-legend').innerText(), /stale: the graph changed since/);
+    await page.getByTestId('tab-test').click();
+    await page.getByTestId('test-stale').waitFor();
+    await page.getByTestId('tab-node').click();
+    // The edges carry the same mark.
+    assert.ok((await page.locator('.react-flow__edge.edge-count-stale').count()) >= 1);
+    await shot(page, '04c-stale-counts');
+    await typeExpression(page, 'expr-expression', '#input.delay > 15');
+    await node(page, 'filter').locator('[data-testid="test-count"]:not([data-stale])').waitFor();
+    await page.getByTestId('dirty').waitFor({ state: 'detached' });
+    await page.getByTestId('tab-test').click();
+    await page.getByTestId('test-result').waitFor();
+    assert.equal(await page.getByTestId('test-stale').count(), 0);
+    noConsoleErrors('stale counts');
+  });
+
+  await t.test('a single-node test runs the filter on typed variables', async () => {
+    await select(page, 'filter');
+    const box = page.getByTestId('node-test');
+    await box.locator('summary').click();
+    // Filled with the first sample record: a delay of 66 minutes.
+    assert.match(await page.getByTestId('node-test-variables').inputValue(), /"delay": 66/);
+    await page.getByTestId('node-test-run').click();
+    const result = page.getByTestId('node-test-result');
+    await result.waitFor();
+    assert.match(await result.locator('tr', { hasText: 'expression' }).innerText(), /expression\s+true/);
+    assert.equal(await result.getByTestId('node-test-output').innerText(), 'FilterTrue → tumbling window');
+    await page.getByTestId('node-test-variables').fill('{"input": {"date": "2001/01/01 00:47", "delay": 5, "origin": "DTW"}}');
+    await page.getByTestId('node-test-run').click();
+    await result.locator('tr.expression-value code', { hasText: /^false$/ }).waitFor();
+    assert.match(await result.locator('tr', { hasText: 'expression' }).innerText(), /expression\s+false/);
+    assert.equal(await result.getByTestId('node-test-output').innerText(), 'FilterFalse → goes no further (not connected)');
+    await box.scrollIntoViewIfNeeded();
+    await shot(page, '04e-node-test');
+    noConsoleErrors('node test');
+  });
+
+  await t.test('the side panel resizes; result tables keep each value on one line and copy as JSON', async () => {
+    await page.getByTestId('tab-test').click();
+    const panel = page.getByTestId('side-panel');
+    const w0 = (await panel.boundingBox()).width;
+    const bar = await page.getByTestId('side-splitter').boundingBox();
+    await page.mouse.move(bar.x + bar.width / 2, bar.y + 200);
+    await page.mouse.down();
+    await page.mouse.move(bar.x + bar.width / 2 - 200, bar.y + 200, { steps: 8 });
+    await page.mouse.up();
+    const w1 = (await panel.boundingBox()).width;
+    assert.ok(Math.abs(w1 - (w0 + 200)) <= 2, `dragged 200 px left: ${w0} -> ${w1}`);
+    await page.getByTestId('side-splitter').focus();
+    await page.keyboard.press('ArrowRight');
+    assert.ok(Math.abs((await panel.boundingBox()).width - (w1 - 20)) <= 1);
+    // Every key and output is one line box: nothing wraps inside a token.
+    const windows = page.getByTestId('window-results');
+    await windows.scrollIntoViewIfNeeded();
+    const lineBoxes = await windows.locator('td code').evaluateAll((els) => els.map((e) => e.getClientRects().length));
+    assert.equal(lineBoxes.length, 6);
+    assert.deepEqual(lineBoxes, [1, 1, 1, 1, 1, 1]);
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
+    await windows.getByRole('button', { name: 'Copy as JSON' }).click();
+    await windows.getByRole('button', { name: 'Copied' }).waitFor();
+    const copied = JSON.parse(await page.evaluate(() => navigator.clipboard.readText()));
+    assert.equal(copied.length, 3);
+    // One-hour windows, each with its bounds.
+    for (const r of copied) assert.equal(r.window.end - r.window.start, 3_600_000);
+    await shot(page, '04d-wide-panel');
+    noConsoleErrors('resize');
   });
 
   await t.test('deploy with a comment', async () => {
@@ -233,6 +317,21 @@ test('build, validate, save, test and reload a scenario', async (t) => {
     noConsoleErrors('reload');
   });
 
+  await t.test('the HTTP source shows its ingestion URL and a curl command that works', async () => {
+    await select(page, 'http source');
+    const url = `${server.url}/api/scenarios/delayed%20flights/sources/http%20source/events`;
+    assert.equal(await page.getByTestId('ingestion-url').innerText(), url);
+    const curl = await page.getByTestId('ingestion-curl').innerText();
+    assert.ok(curl.startsWith(`curl -X POST '${url}'`), curl);
+    assert.match(curl, /"delay":66/); // the first sample record
+    await page.getByTestId('ingestion').scrollIntoViewIfNeeded();
+    await shot(page, '06b-ingestion-curl');
+    const code = execFileSync('sh', ['-c', `${curl} -s -o /dev/null -w '%{http_code}'`], { encoding: 'utf8' });
+    assert.equal(code, '202');
+    await node(page, 'filter').getByTestId('live-count').filter({ hasText: /^4$/ }).waitFor();
+    noConsoleErrors('curl');
+  });
+
   await t.test('compare versions 1 and 2: the added nodes are highlighted', async () => {
     await page.getByTestId('tab-history').click();
     await page.getByTestId('compare-from').selectOption('1');
@@ -244,6 +343,83 @@ test('build, validate, save, test and reload a scenario', async (t) => {
     await shot(page, '07-compare');
     await page.getByTestId('comparison').getByRole('button', { name: 'Clear' }).click();
     assert.equal(await page.locator('.scenario-node.diff-added').count(), 0);
+  });
+
+  /** Saves the canvas with a comment and waits for the version. */
+  async function save(comment, version) {
+    await page.getByTestId('save').click();
+    await page.getByTestId('save-comment').fill(comment);
+    await page.getByTestId('save-confirm').click();
+    await page.getByTestId('status').filter({ hasText: `saved version ${version}` }).waitFor();
+  }
+
+  await t.test('compare two versions of a filter: both expressions are shown, > 100 and > 200', async () => {
+    await select(page, 'filter');
+    await typeExpression(page, 'expr-expression', '#input.delay > 100');
+    await save('over 100', 3);
+    await typeExpression(page, 'expr-expression', '#input.delay > 200');
+    await save('over 200', 4);
+    await page.getByTestId('tab-history').click();
+    await page.getByTestId('compare-from').selectOption('3');
+    await page.getByTestId('compare-to').selectOption('4');
+    await page.getByTestId('compare').click();
+    const diff = page.getByTestId('comparison').getByTestId('difference');
+    await diff.first().waitFor();
+    assert.equal(await diff.count(), 1);
+    assert.match(await diff.innerText(), /node changed filter/);
+    const merge = diff.getByTestId('expression-diff');
+    assert.equal(await merge.locator('[aria-label="before"]').innerText(), '#input.delay > 100');
+    assert.equal(await merge.locator('[aria-label="after"]').innerText(), '#input.delay > 200');
+    // The changed characters are marked in both.
+    assert.ok((await merge.locator('.cm-changedText').count()) >= 2);
+    assert.equal(await node(page, 'filter').locator('.badge-diff-changed').count(), 1);
+    await shot(page, '07b-compare-expressions');
+    await page.getByTestId('comparison').getByRole('button', { name: 'Clear' }).click();
+    noConsoleErrors('compare fields');
+  });
+
+  await t.test('a save conflict is merged field by field: their window length is kept, the filter is chosen', async () => {
+    // A colleague saves version 5 from version 4: the filter at > 300 and two-hour windows.
+    const base = `${server.url}/api/scenarios/${encodeURIComponent(SCENARIO)}`;
+    const latest = await (await fetch(base)).json();
+    const graph = latest.latest.graph;
+    graph.nodes.find((n) => n.id === 'filter').expression.expression = '#input.delay > 300';
+    graph.nodes.find((n) => n.id === 'tumbling window').parameters.find((p) => p.name === 'windowLength').value = '2h';
+    const res = await fetch(`${base}/versions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ baseVersion: 4, graph, comment: 'colleague' }) });
+    assert.ok(res.ok, await res.text());
+    // Meanwhile, here, from version 4: the filter at > 250.
+    await select(page, 'filter');
+    await typeExpression(page, 'expr-expression', '#input.delay > 250');
+    await page.getByTestId('save').click();
+    await page.getByTestId('save-comment').fill('over 250');
+    await page.getByTestId('save-confirm').click();
+    const conflict = page.getByTestId('conflict');
+    await conflict.getByTestId('merge').waitFor();
+    // The browser logs the save's 409 answer, which is the conflict itself: the only error allowed here.
+    const expected = consoleErrors.filter((e) => /status of 409 \(Conflict\).*\/versions\)$/.test(e));
+    assert.equal(expected.length, 1, consoleErrors.join('\n'));
+    consoleErrors.splice(consoleErrors.indexOf(expected[0]), 1);
+    const theirs = conflict.getByTestId('their-change');
+    assert.equal(await theirs.count(), 1);
+    assert.match(await theirs.innerText(), /tumbling window · windowLength\s+1h\s*→\s*2h/);
+    const rows = conflict.getByTestId('merge-conflict');
+    assert.equal(await rows.count(), 1);
+    assert.match(await rows.innerText(), /filter · expression\s+#input.delay > 200\s+#input.delay > 300\s+#input.delay > 250/);
+    assert.equal(await page.getByTestId('apply-merge').isDisabled(), true);
+    await shot(page, '07c-conflict');
+    await rows.getByTestId('take-mine').check();
+    await page.getByTestId('apply-merge').click();
+    await conflict.waitFor({ state: 'detached' });
+    assert.equal(await page.getByTestId('version').innerText(), 'v5');
+    await select(page, 'filter');
+    assert.equal(await expressionText(page, 'expr-expression'), '#input.delay > 250');
+    await select(page, 'tumbling window');
+    assert.equal(await page.getByTestId('input-windowLength').inputValue(), '2h');
+    await save('over 250, merged', 6);
+    const saved = (await (await fetch(base)).json()).latest.graph;
+    assert.equal(saved.nodes.find((n) => n.id === 'filter').expression.expression, '#input.delay > 250');
+    assert.equal(saved.nodes.find((n) => n.id === 'tumbling window').parameters.find((p) => p.name === 'windowLength').value, '2h');
+    noConsoleErrors('conflict');
   });
 
   await t.test('copy and paste, undo and redo, delete', async () => {
@@ -265,6 +441,23 @@ test('build, validate, save, test and reload a scenario', async (t) => {
     await page.getByTestId('layout').click();
     await shot(page, '08-paste-layout');
     noConsoleErrors('copy, paste, undo');
+  });
+
+  await t.test('cancel asks for confirmation before stopping the deployment', async () => {
+    await page.getByTestId('tab-deploy').click();
+    await page.getByTestId('deploy-status').filter({ hasText: 'RUNNING' }).waitFor();
+    await page.getByTestId('cancel-deployment').click();
+    const confirm = page.getByTestId('cancel-confirm');
+    await confirm.waitFor();
+    assert.match(await confirm.innerText(), /Stop the running deployment of v2\?/);
+    await shot(page, '08b-cancel-confirm');
+    await page.getByTestId('cancel-confirm-no').click();
+    await confirm.waitFor({ state: 'detached' });
+    assert.equal(await page.getByTestId('deploy-status').innerText(), 'RUNNING');
+    await page.getByTestId('cancel-deployment').click();
+    await page.getByTestId('cancel-confirm-yes').click();
+    await page.getByTestId('deploy-status').filter({ hasText: 'CANCELED' }).waitFor();
+    noConsoleErrors('cancel');
   });
 });
 
@@ -380,5 +573,167 @@ test('route late events on a window\'s late edge and read them in the test panel
     await list.scrollIntoViewIfNeeded();
     await shot(page, '09-late-events');
     noConsoleErrors('late events');
+  });
+
+  await t.test('the window timeline draws the windows and marks the late event, which hovering shows', async () => {
+    const canvas = page.getByRole('img', { name: 'Window timeline' });
+    await canvas.waitFor();
+    const a = await canvas.evaluate((c) => ({ ...c.dataset }));
+    // Events at 1 s, 25 s and 3 s (late); windows [0 s, 10 s) and [20 s, 30 s).
+    assert.equal(Number(a.t0), 0);
+    assert.equal(Number(a.t1), 30000);
+    assert.match(await page.getByTestId('timeline-summary').innerText(), /^1 keys; 2 of 2 windows and 3 of 3 events listed; 1 late/);
+    await canvas.scrollIntoViewIfNeeded();
+    const box = await canvas.boundingBox();
+    const x = box.x + Number(a.plotLeft) + (3000 / 30000) * Number(a.plotWidth);
+    const y = box.y + Number(a.axisHeight) + Number(a.laneHeight) / 2;
+    await page.mouse.move(x, y);
+    const tip = page.getByTestId('timeline-tip');
+    await tip.waitFor();
+    assert.match(await tip.innerText(), /^late event, line 3, 1970-01-01 00:00:03Z\n.*"t":3000/);
+    await shot(page, '09a-timeline-late');
+    noConsoleErrors('timeline');
+  });
+
+  await t.test('completion of #input works from the sample records alone, and they generate a schema', async () => {
+    // The source has no schema: the server alone offers no field of #input.
+    const graph = { ...lateGraph, edges: [...lateGraph.edges, { from: 'per 10s', to: 'too late', edgeType: { type: 'Late' } }] };
+    const res = await fetch(`${server.url}/api/suggestions`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ graph, nodeId: 'too late', expression: '#input.', caret: 7 }),
+    });
+    assert.deepEqual((await res.json()).suggestions, []);
+    assert.match(await page.getByTestId('inferred-schema').innerText(), /Completion of #input in events uses the types of these samples/);
+    await select(page, 'too late');
+    await typeExpression(page, 'expr-value', '');
+    await page.keyboard.type('#input.', { delay: 30 });
+    const option = page.locator('.cm-tooltip-autocomplete li', { has: page.locator('.cm-completionLabel', { hasText: /^t$/ }) });
+    await option.waitFor();
+    assert.match(await option.innerText(), /integer/);
+    await page.waitForTimeout(300); // CodeMirror takes Enter 75 ms after the list opens
+    await shot(page, '09b-completion-from-samples');
+    await page.keyboard.press('Enter');
+    assert.equal(await expressionText(page, 'expr-value'), '#input.t');
+    await page.getByTestId('problem-count').filter({ hasText: 'valid' }).waitFor();
+
+    await page.getByTestId('tab-test').click();
+    await page.getByTestId('generate-schema').click();
+    await select(page, 'events');
+    const schema = JSON.parse(await page.getByTestId('input-schema').inputValue());
+    assert.deepEqual(schema, { type: 'object', properties: { t: { type: 'integer' } }, required: ['t'] });
+    noConsoleErrors('completion from samples');
+  });
+
+  await t.test('a record that fails puts an error badge on its node, and its panel lists it', async () => {
+    await page.getByTestId('tab-test').click();
+    await page.getByTestId('test-records').fill(LATE_RECORDS + '\n{"t": "soon"}');
+    await page.getByTestId('run-test').click();
+    const badge = node(page, 'events').getByTestId('runtime-errors');
+    await badge.waitFor();
+    assert.equal(await badge.innerText(), '1 failed');
+    const panel = page.getByTestId('node-records-events');
+    if (!(await panel.evaluate((d) => d.open))) await panel.locator('summary').click();
+    assert.match(await panel.locator('.test-errors').innerText(), /line 4 timestamp: not an event time: "soon"/);
+    await panel.scrollIntoViewIfNeeded();
+    await shot(page, '09c-runtime-error-badge');
+    noConsoleErrors('runtime errors');
+  });
+});
+
+// The window timeline for 10,000 flights: one lane per origin, hour windows, in a canvas.
+const BIG_SCENARIO = 'ten thousand flights';
+const TEN_THOUSAND = readFileSync(join(repoDir, 'testdata/flights-20k.ndjson'), 'utf8').split('\n').slice(0, 10000);
+const bigGraph = {
+  nodes: [
+    {
+      id: 'flights',
+      type: 'Source',
+      ref: {
+        typ: 'http',
+        parameters: [
+          { name: 'timestamp', expression: { language: 'expr', expression: 'parseTime(#input.date, "yyyy/MM/dd HH:mm")' } },
+          { name: 'maxOutOfOrderness', value: '10m' },
+        ],
+      },
+      additionalFields: { layoutData: { x: 200, y: 0 } },
+    },
+    {
+      id: 'per hour',
+      type: 'CustomNode',
+      nodeType: 'aggregate-tumbling',
+      outputVar: 'agg',
+      parameters: [
+        { name: 'groupBy', value: [{ language: 'expr', expression: '#input.origin' }] },
+        { name: 'aggregations', value: [{ name: 'count', aggregator: 'Count' }] },
+        { name: 'windowLength', value: '1h' },
+      ],
+      additionalFields: { layoutData: { x: 200, y: 150 } },
+    },
+    {
+      id: 'counts',
+      type: 'Sink',
+      ref: { typ: 'collect', parameters: [{ name: 'value', expression: { language: 'expr', expression: '#agg' } }] },
+      additionalFields: { layoutData: { x: 200, y: 300 } },
+    },
+  ],
+  edges: [
+    { from: 'flights', to: 'per hour', edgeType: null },
+    { from: 'per hour', to: 'counts', edgeType: null },
+  ],
+};
+
+/** The oracle: per-origin hour windows of the flights in arrival order, with W = the latest time seen - 10 min; an event whose window has W >= its end is late. */
+function hourWindows(lines) {
+  const HOUR = 3_600_000;
+  const windows = new Set();
+  let latest = -Infinity;
+  let late = 0;
+  for (const line of lines) {
+    const f = JSON.parse(line);
+    const [d, hm] = f.date.split(' ');
+    const [y, mo, da] = d.split('/').map(Number);
+    const [h, mi] = hm.split(':').map(Number);
+    const t = Date.UTC(y, mo - 1, da, h, mi);
+    const start = Math.floor(t / HOUR) * HOUR;
+    if (latest - 600_000 >= start + HOUR) late++;
+    else windows.add(`${f.origin} ${start}`);
+    latest = Math.max(latest, t);
+  }
+  return { windows: windows.size, late };
+}
+
+test('the window timeline of 10,000 flights', async (t) => {
+  await t.test('run the test and draw the timeline: the time from Run test to the drawn timeline', async () => {
+    const res = await fetch(`${server.url}/api/scenarios`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ name: BIG_SCENARIO, graph: bigGraph, comment: 'created' }),
+    });
+    assert.ok(res.ok, await res.text());
+    await page.goto(`${server.url}/#/scenarios/${encodeURIComponent(BIG_SCENARIO)}`);
+    await node(page, 'per hour').waitFor();
+    await page.getByTestId('tab-test').click();
+    // Uploaded as a file, as one would (typing 900 kB into the text area is the browser's slow path).
+    await page.getByTestId('test-upload').setInputFiles({ name: 'flights.ndjson', mimeType: 'application/x-ndjson', buffer: Buffer.from(TEN_THOUSAND.join('\n')) });
+    await page.getByTestId('test-panel').getByText('10000 records').waitFor();
+    await page.getByTestId('run-test').click();
+    const canvas = page.getByRole('img', { name: 'Window timeline' });
+    await canvas.waitFor({ timeout: 60_000 });
+    await page.getByTestId('timeline-ready').waitFor();
+    const ms = Number(await canvas.getAttribute('data-ready-ms'));
+    assert.ok(ms > 0);
+    console.log(`the window timeline of 10,000 flights was drawn ${ms.toFixed(0)} ms after Run test`);
+    const want = hourWindows(TEN_THOUSAND);
+    const summary = await page.getByTestId('timeline-summary').innerText();
+    // The server lists the first 1,000 results and records of a node (maxRecordsPerNode); the totals cover all.
+    assert.match(summary, new RegExp(`; 1000 of ${want.windows} windows and 1000 of 10000 events listed; ${want.late} late`));
+    assert.equal(Number(await node(page, 'per hour').getByTestId('test-count').innerText()), 10000);
+    await canvas.scrollIntoViewIfNeeded();
+    await shot(page, '10-timeline-10k');
+    // Scrolling the lanes redraws the canvas for the lanes in view.
+    await page.locator('.timeline-scroll').evaluate((el) => el.scrollBy(0, 400));
+    await shot(page, '10b-timeline-10k-scrolled');
+    noConsoleErrors('timeline 10k');
   });
 });

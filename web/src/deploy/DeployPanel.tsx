@@ -109,6 +109,8 @@ export function DeployPanel({ name, version, dirty, collectSinks, deployment }: 
   const [error, setError] = useState('');
   const [history, setHistory] = useState<Deployment[]>([]);
   const requests = useDeployRequests(name, status?.deployment?.id);
+  // Canceling stops the running deployment: it is asked for twice.
+  const [confirmCancel, setConfirmCancel] = useState(false);
 
   const loadHistory = async () => {
     const { data } = await api.GET('/api/scenarios/{name}/deployments', { params: { path: { name } } });
@@ -172,10 +174,34 @@ export function DeployPanel({ name, version, dirty, collectSinks, deployment }: 
         <button type="button" className="primary" disabled={busy || version === 0} onClick={() => act('deploy')} data-testid="deploy">
           {requests.approval ? `Ask to deploy v${version}` : `Deploy v${version}`}
         </button>
-        <button type="button" disabled={busy || !running} onClick={() => act('cancel')} data-testid="cancel-deployment">
-          Cancel
+        <button type="button" disabled={busy || !running || confirmCancel} onClick={() => setConfirmCancel(true)} data-testid="cancel-deployment">
+          Cancel…
         </button>
       </div>
+      {confirmCancel && running && (
+        <div className="confirm" role="alertdialog" aria-label="Cancel the deployment?" data-testid="cancel-confirm">
+          <div>
+            <b>Stop the running deployment{d ? ` of v${d.version}` : ''}?</b> It processes no more events until it is deployed again.
+          </div>
+          <div className="row">
+            <button
+              type="button"
+              className="danger"
+              disabled={busy}
+              onClick={async () => {
+                setConfirmCancel(false);
+                await act('cancel');
+              }}
+              data-testid="cancel-confirm-yes"
+            >
+              Cancel the deployment
+            </button>
+            <button type="button" onClick={() => setConfirmCancel(false)} data-testid="cancel-confirm-no">
+              Keep it running
+            </button>
+          </div>
+        </div>
+      )}
       {dirty && <div className="muted small">Unsaved changes are not deployed: save first.</div>}
       {requests.approval && (
         <div className="muted small" data-testid="approval-required">

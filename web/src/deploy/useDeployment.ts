@@ -14,6 +14,8 @@ export type DeploymentState = {
   liveCounts: NodeCounts | undefined;
   /** Late and partly late events of the running deployment's aggregates, for those that had any. */
   liveLate: NodeLateCounts | undefined;
+  /** Per-event errors per node of the running deployment, for the nodes that had any. */
+  liveErrors: NodeCounts | undefined;
   refresh: () => Promise<void>;
 };
 
@@ -46,15 +48,17 @@ export function useDeployment(name: string): DeploymentState {
     return () => source.close();
   }, [name, running]);
 
-  const { liveCounts, liveLate } = useMemo(() => {
-    if (!live?.running) return { liveCounts: undefined, liveLate: undefined };
+  const { liveCounts, liveLate, liveErrors } = useMemo(() => {
+    if (!live?.running) return { liveCounts: undefined, liveLate: undefined, liveErrors: undefined };
     const counts: NodeCounts = {};
     const late: NodeLateCounts = {};
+    const errors: NodeCounts = {};
     for (const [id, c] of Object.entries(live.nodes ?? {})) {
       counts[id] = c.in;
       if (c.late > 0 || c.partlyLate > 0) late[id] = { late: c.late, partlyLate: c.partlyLate };
+      if (c.errors > 0) errors[id] = c.errors;
     }
-    return { liveCounts: counts, liveLate: late };
+    return { liveCounts: counts, liveLate: late, liveErrors: errors };
   }, [live]);
-  return { status, live, liveCounts, liveLate, refresh };
+  return { status, live, liveCounts, liveLate, liveErrors, refresh };
 }

@@ -3,12 +3,20 @@
 import { useEffect, useState } from 'react';
 import type { Aggregator, Kind, Problem, VariableType } from '../api/client';
 import type { CanvasEdge, CanvasNode } from '../graph/convert';
-import { expr, kindIdOf, type ScenarioNode } from '../graph/model';
+import { expr, kindIdOf, type ScenarioGraph, type ScenarioNode } from '../graph/model';
 import { branchIndex, getBranchParam, getParam, IN_BRANCH_PARAMETERS, parameterIndex, setBranchParam, setParam } from '../graph/params';
 import { ExpressionEditor, type Suggest } from './ExpressionEditor';
 import { ParamField, problemsOf } from './ParamField';
+import { IngestionInfo } from './IngestionInfo';
+import { NodeTest } from './NodeTest';
 
 type Props = {
+  /** The scenario's name (for a source's ingestion URL). */
+  scenario: string;
+  /** The first sample record of this node's source, if any (for the curl command and the node test). */
+  sample?: unknown;
+  /** The graph on the canvas (for testing the node alone). */
+  graph: ScenarioGraph;
   node: CanvasNode;
   kind: Kind | undefined;
   /** Every edge of the canvas, in scenario order (a problem's "edges[i]" indexes into it). */
@@ -69,6 +77,7 @@ export function DetailsPanel(props: Props) {
       {kind && <p className="muted small">{kind.description}</p>}
       {!kind && <p className="field-error">The server has no node kind {kindIdOf(n)}.</p>}
       <IdField id={node.id} onRename={props.onRename} />
+      {kindIdOf(n) === 'Source/http' && <IngestionInfo scenario={props.scenario} sourceId={node.id} sample={props.sample} />}
       <div className="param">
         <div className="param-label">Description</div>
         <input
@@ -184,6 +193,7 @@ export function DetailsPanel(props: Props) {
             ))}
         </div>
       )}
+      {n.type !== 'Source' && <NodeTest graph={props.graph} nodeId={node.id} sample={props.sample} />}
       <details className="scope">
         <summary>Variables in scope</summary>
         {!variables && <div className="muted small">Unknown: connect the node to a source.</div>}

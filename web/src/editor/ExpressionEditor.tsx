@@ -35,6 +35,25 @@ function diagnosticsFor(text: string, problems: Problem[]): Diagnostic[] {
   });
 }
 
+/** The field's own text, quoted, with the place the problem points at marked: the message is about this text. */
+export function QuotedText({ text, problem }: { text: string; problem: Problem }) {
+  if (!text) return null;
+  const short = text.length > 80 ? text.slice(0, 77) + '…' : text;
+  if (!problem.line) return <><code className="quoted">{short}</code>: </>;
+  const at = Math.min(offsetOfLineColumn(text, problem.line, problem.column ?? 1), text.length);
+  if (text.length > 80 || text.includes('\n')) return <>{`${problem.line}:${problem.column} `}<code className="quoted">{short}</code>: </>;
+  return (
+    <>
+      <code className="quoted" title={`line ${problem.line}, column ${problem.column}`}>
+        {text.slice(0, at)}
+        <mark>{text.slice(at, at + 1) || ' '}</mark>
+        {text.slice(at + 1)}
+      </code>
+      :{' '}
+    </>
+  );
+}
+
 export function ExpressionEditor({ value, onChange, suggest, problems, placeholder, testId }: Props) {
   const readOnly = !useAuth().can('editor');
   const host = useRef<HTMLDivElement>(null);
@@ -114,7 +133,7 @@ export function ExpressionEditor({ value, onChange, suggest, problems, placehold
       <div ref={host} className="nokey" />
       {problems.map((p, i) => (
         <div key={i} className="field-error" data-testid="field-error">
-          {p.line ? `${p.line}:${p.column} ` : ''}
+          <QuotedText text={value} problem={p} />
           {p.message}
         </div>
       ))}

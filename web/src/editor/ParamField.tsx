@@ -117,7 +117,8 @@ function Aggregations(props: { spec: ParamSpec; value: Aggregation[]; onChange: 
                 onChange={(e) => {
                   const next = aggregators.find((x) => x.name === e.target.value);
                   const out: Aggregation = { name: a.name, aggregator: e.target.value };
-                  if (next && next.input !== 'none') out.aggregateBy = a.aggregateBy ?? expr('#input');
+                  // Left empty for the author to fill in: a guess such as #input is a type error for most aggregators.
+                  if (next && next.input !== 'none') out.aggregateBy = a.aggregateBy ?? expr('');
                   for (const p of next?.parameters ?? []) if (p.default !== undefined) out[p.name] = p.default;
                   set(i, out);
                 }}

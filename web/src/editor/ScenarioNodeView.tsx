@@ -36,6 +36,10 @@ export function ScenarioNodeView({ id, data, selected }: NodeProps<CanvasNode>) 
   const liveCount = ctx.liveCounts?.[id];
   const testLate = ctx.testLate?.[id];
   const liveLate = ctx.liveLate?.[id];
+  // While deployed the live counts are the ones shown; the test's are kept in the test panel.
+  const live = ctx.liveCounts !== undefined;
+  const failed = live ? ctx.liveErrors?.[id] : ctx.testErrors?.[id];
+  const stale = ctx.testStale;
   const outputs = kind?.edges.outputs ?? [{ edgeType: '', min: 0, max: -1 }];
   const hasInput = kind ? kind.edges.maxInputs !== 0 : true;
   const mark = ctx.diff.get(id);
@@ -55,9 +59,19 @@ export function ScenarioNodeView({ id, data, selected }: NodeProps<CanvasNode>) 
             {errors.length} {errors.length === 1 ? 'error' : 'errors'}
           </span>
         )}
-        {testCount !== undefined && (
-          <span className="badge badge-test" data-testid="test-count" title="records that entered this node in the test">
+        {testCount !== undefined && !live && (
+          <span
+            className={`badge badge-test${stale ? ' badge-stale' : ''}`}
+            data-testid="test-count"
+            data-stale={stale ? 'true' : undefined}
+            title={stale ? 'records that entered this node in the last test, before the graph changed: run the test again' : 'records that entered this node in the test'}
+          >
             {testCount}
+          </span>
+        )}
+        {failed !== undefined && (
+          <span className={`badge badge-runtime-error${!live && stale ? ' badge-stale' : ''}`} data-testid="runtime-errors" title={`events that failed at this node ${live ? 'while deployed' : 'in the test'} (per-event errors)`}>
+            {failed} failed
           </span>
         )}
         {liveCount !== undefined && (
@@ -65,8 +79,8 @@ export function ScenarioNodeView({ id, data, selected }: NodeProps<CanvasNode>) 
             {liveCount}
           </span>
         )}
-        {testLate && <LateBadge late={testLate} testId="test-late" when="in the test" />}
-        {!testLate && liveLate && <LateBadge late={liveLate} testId="live-late" when="while deployed" />}
+        {!live && testLate && <LateBadge late={testLate} testId="test-late" when="in the test" />}
+        {live && liveLate && <LateBadge late={liveLate} testId="live-late" when="while deployed" />}
         {mark && <span className={`badge badge-diff-${mark}`}>{mark}</span>}
       </div>
       {outputs.map((o, i) => {

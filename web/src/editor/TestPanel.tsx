@@ -2,9 +2,13 @@
 // (POST /api/test), and see per node the counts (also on the canvas), each record's variables
 // and expression values, the window results, the late events of each time-window aggregate
 // (dropped, or sent on its "late" edge) and errors.
-import { useEffect, useState } from 'react';
+import { useMemo, useState } from 'react';
 import { api, problemText, type Schemas } from '../api/client';
-import type { ScenarioGraph } from '../graph/model';
+import { windowOf } from '../graph/windows';
+import { isWindowAggregate, timelineOf, type Timeline } from '../graph/timeline';
+import { WindowTimeline } from './WindowTimeline';
+import { CopyJSON } from './CopyJSON';
+import { contentKey, type ScenarioGraph } from '../graph/model';
 import type { NodeCounts, NodeLateCounts } from './context';
 
 export type TestResult = Schemas['TestResult'];
@@ -19,31 +23,55 @@ export type TestRun = {
   edgeCounts: Record<string, number>;
   /** Late and partly late events per aggregate, for those that had any. */
   late: NodeLateCounts;
+  /** Per-event (runtime) errors per node, for the nodes that had any. */
+  errors: NodeCounts;
+  /** The tested graph without layout (contentKey): the counts are stale once the graph differs. */
+  graphKey: string;
+  /** performance.now() when Run test was pressed (for the time to the drawn timeline). */
+  startedAt?: number;
 };
 
+/** How many records, window results and sink outputs a test lists per node: the server's most, for the timeline. */
+export const LISTED_PER_NODE = 1000;
+/** Window result rows shown in the table (Copy as JSON has all listed). */
+const WINDOW_ROWS = 200;
+
 type Props = {
-  name: string;
   graph: ScenarioGraph;
+  /** The sample records, JSON lines (kept per scenario by the editor). */
+  records: string;
+  onRecords: (text: string) => void;
+  /** The sources whose completion uses the types of the samples (they have no schema). */
+  inferredFor: string[];
+  /** Writes the schema of the samples into each source with samples. */
+  onGenerateSchema: () => void;
   selectedId?: string;
   run: TestRun | null;
   onRun: (run: TestRun | null) => void;
+  /** The graph changed since the run: its results are of the graph before. */
+  stale: boolean;
 };
 
-const recordsKey = (name: string) => `scenario-designer:test-records:${name}`;
-
-/** Counts per node and per edge from a test result. */
-export function countsOf(result: TestResult, graph: ScenarioGraph): Pick<TestRun, 'counts' | 'edgeCounts' | 'late'> {
-  const counts: NodeCounts = {};
-  const late: NodeLateCounts = {};
-  for (const [id, n] of Object.entries(result.nodes ?? {})) {
-    counts[id] = n.counts.in;
-    if (n.counts.late > 0 || n.counts.partlyLate > 0) late[id] = { late: n.counts.late, partlyLate: n.counts.partlyLate };
-  }
+/** Per edge, keyed by `${from}\u0000${to}`: the records its target received, where the target has that edge alone as input. */
+export function edgeCountsOf(counts: NodeCounts, graph: ScenarioGraph): Record<string, number> {
   const inputs = new Map<string, number>();
   for (const e of graph.edges) inputs.set(e.to, (inputs.get(e.to) ?? 0) + 1);
   const edgeCounts: Record<string, number> = {};
   for (const e of graph.edges) if (inputs.get(e.to) === 1 && counts[e.to] !== undefined) edgeCounts[`${e.from}\u0000${e.to}`] = counts[e.to];
-  return { counts, edgeCounts, late };
+  return edgeCounts;
+}
+
+/** Counts per node and per edge from a test result (or from a deployment's live counts). */
+export function countsOf(result: Pick<TestResult, 'nodes'>, graph: ScenarioGraph): Pick<TestRun, 'counts' | 'edgeCounts' | 'late' | 'errors'> {
+  const counts: NodeCounts = {};
+  const late: NodeLateCounts = {};
+  const errors: NodeCounts = {};
+  for (const [id, n] of Object.entries(result.nodes ?? {})) {
+    counts[id] = n.counts.in;
+    if (n.counts.late > 0 || n.counts.partlyLate > 0) late[id] = { late: n.counts.late, partlyLate: n.counts.partlyLate };
+    if (n.counts.errors > 0) errors[id] = n.counts.errors;
+  }
+  return { counts, edgeCounts: edgeCountsOf(counts, graph), late, errors };
 }
 
 function fmtTime(ms: number | undefined): string {
@@ -129,21 +157,93 @@ function LateEventList({ id, events, counts, lateTargets }: { id: string; events
   );
 }
 
-export function TestPanel({ name, graph, selectedId, run, onRun }: Props) {
-  const [records, setRecords] = useState(() => localStorage.getItem(recordsKey(name)) ?? '');
+/** One node's test records: every listed record a row, with its variables and the value of each expression, and the node's per-event errors. */
+function NodeRecords({ id, records, errors, open }: { id: string; records?: TestResult['nodes'][string]; errors: NonNullable<TestResult['errors']>; open: boolean }) {
+  const list = records?.records ?? [];
+  const exprNames = [...new Set(list.flatMap((r) => Object.keys(r.expressions ?? {})))];
+  const varNames = [...new Set(list.flatMap((r) => Object.keys(r.variables ?? {})))];
+  // The rows are made when the panel is first opened: a test lists up to a thousand per node.
+  const [shown, setShown] = useState(open);
+  return (
+    <details className="node-records" open={open || undefined} onToggle={(e) => e.currentTarget.open && setShown(true)} data-testid={`node-records-${id}`}>
+      <summary>
+        <b>{id}</b> <span className="muted small">{records?.totalRecords ?? 0} records{records?.truncated ? `, the first ${list.length} listed` : ''}</span>
+        {errors.length > 0 && <span className="badge badge-runtime-error">{records?.counts.errors ?? errors.length} failed</span>}
+      </summary>
+      {(shown || open) && list.length > 0 && (
+        <>
+          <div className="row">
+            <span className="spacer" />
+            <CopyJSON value={list} what={`the records of ${id}`} />
+          </div>
+          <div className="scroll-x">
+            <table className="records-table mono">
+              <thead>
+                <tr>
+                  <th>line</th>
+                  <th>event time</th>
+                  {varNames.map((v) => (
+                    <th key={`v${v}`}>#{v}</th>
+                  ))}
+                  {exprNames.map((x) => (
+                    <th key={`e${x}`} className="expression-value">
+                      {x}
+                    </th>
+                  ))}
+                </tr>
+              </thead>
+              <tbody>
+                {list.map((r, i) => (
+                  <tr key={i} data-testid="node-record">
+                    <td>{r.line}</td>
+                    <td>
+                      <Time ms={r.eventTime} />
+                    </td>
+                    {varNames.map((v) => (
+                      <td key={`v${v}`}>
+                        <code>{json(r.variables?.[v])}</code>
+                      </td>
+                    ))}
+                    {exprNames.map((x) => {
+                      const v = r.expressions?.[x];
+                      return (
+                        <td key={`e${x}`} className="expression-value">
+                          {v?.error ? <span className="field-error">{v.error}</span> : <code>{json(v?.value)}</code>}
+                        </td>
+                      );
+                    })}
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        </>
+      )}
+      {errors.length > 0 && (
+        <ul className="test-errors">
+          {errors.map((e, i) => (
+            <li key={i}>
+              line {e.line}
+              {e.field ? ` ${e.field}` : ''}: {e.message}
+            </li>
+          ))}
+        </ul>
+      )}
+    </details>
+  );
+}
+
+export function TestPanel({ graph, records, onRecords: setRecords, inferredFor, onGenerateSchema, selectedId, run, onRun, stale }: Props) {
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
   const [picked, setPicked] = useState<string>('');
   const nodeId = picked || selectedId || '';
 
-  useEffect(() => {
-    localStorage.setItem(recordsKey(name), records);
-  }, [name, records]);
-
   const runTest = async () => {
     setBusy(true);
     setError('');
-    const { data, error } = await api.POST('/api/test', { body: { graph, records } });
+    const startedAt = performance.now();
+    const { data, error } = await api.POST('/api/test', { params: { query: { maxRecordsPerNode: LISTED_PER_NODE } }, body: { graph, records } });
     setBusy(false);
     if (error) {
       const errs = (error as Schemas['ProblemDetails']).validation?.errors ?? [];
@@ -151,17 +251,27 @@ export function TestPanel({ name, graph, selectedId, run, onRun }: Props) {
       onRun(null);
       return;
     }
-    onRun({ result: data, ...countsOf(data, graph) });
+    onRun({ result: data, ...countsOf(data, graph), graphKey: contentKey(graph), startedAt });
   };
 
   const result = run?.result;
-  const nodeRecords = result && nodeId ? result.nodes?.[nodeId] : undefined;
   // Aggregates with late events: those the server lists, and any other counting late or partly late ones.
   const lateSet = new Set(result ? [...Object.entries(result.lateEvents ?? {}).filter(([, l]) => l.total > 0).map(([id]) => id), ...Object.entries(result.nodes ?? {}).filter(([, n]) => n.counts.late > 0 || n.counts.partlyLate > 0).map(([id]) => id)] : []);
   const inGraph = graph.nodes.map((n) => n.id).filter((id) => lateSet.has(id));
   const lateIds = [...inGraph, ...[...lateSet].filter((id) => !inGraph.includes(id))];
   const lateTargets = (id: string) => graph.edges.filter((e) => e.from === id && e.edgeType?.type === 'Late').map((e) => e.to);
   const lines = records.split('\n').filter((l) => l.trim()).length;
+  const timelines = useMemo(
+    () =>
+      result
+        ? graph.nodes
+            .filter(isWindowAggregate)
+            .map((n) => ({ id: n.id, timeline: timelineOf(result, graph, n.id) }))
+            .filter((x): x is { id: string; timeline: Timeline } => !!x.timeline)
+        : [],
+    // The timeline is of the graph tested, not redrawn as the graph is edited.
+    [result],
+  );
 
   return (
     <div className="test-panel nokey" data-testid="test-panel">
@@ -191,6 +301,9 @@ export function TestPanel({ name, graph, selectedId, run, onRun }: Props) {
           />
         </label>
         <span className="muted small">{lines} records</span>
+        <button type="button" className="small" disabled={lines === 0} onClick={onGenerateSchema} title="Writes the JSON Schema these records fit into each source's schema parameter (Undo takes it back)" data-testid="generate-schema">
+          Generate a JSON Schema from these samples
+        </button>
         <span className="spacer" />
         <button type="button" className="primary" onClick={runTest} disabled={busy || lines === 0} data-testid="run-test">
           {busy ? 'Running…' : 'Run test'}
@@ -201,6 +314,11 @@ export function TestPanel({ name, graph, selectedId, run, onRun }: Props) {
           </button>
         )}
       </div>
+      {inferredFor.length > 0 && (
+        <div className="muted small" data-testid="inferred-schema">
+          Completion of <code>#input</code> in {inferredFor.join(', ')} uses the types of these samples, as {inferredFor.length === 1 ? 'it has' : 'they have'} no schema.
+        </div>
+      )}
       {error && (
         <div className="field-error" data-testid="test-error">
           {error}
@@ -211,122 +329,115 @@ export function TestPanel({ name, graph, selectedId, run, onRun }: Props) {
           <div className="muted small">
             {result.records} records in {result.elapsedMs.toFixed(1)} ms. Counts are on the nodes.
           </div>
-          <table className="counts" data-testid="test-counts">
-            <thead>
-              <tr>
-                <th>node</th>
-                <th>in</th>
-                <th>out</th>
-                <th>errors</th>
-                <th>late</th>
-                <th title="late for some of their windows, counted in others">partly late</th>
-              </tr>
-            </thead>
-            <tbody>
-              {graph.nodes.map((n) => {
-                const c = result.nodes?.[n.id]?.counts;
-                return (
-                  <tr key={n.id} className={n.id === nodeId ? 'picked' : ''} onClick={() => setPicked(n.id)}>
-                    <td>{n.id}</td>
-                    <td>{c?.in ?? ''}</td>
-                    <td>{c?.out ?? ''}</td>
-                    <td>{c?.errors ?? ''}</td>
-                    <td>{c?.late ?? ''}</td>
-                    <td>{c?.partlyLate ?? ''}</td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
+          {stale && (
+            <div className="stale-results small" data-testid="test-stale">
+              Stale: these results are of the graph before your last edit. Run the test again.
+            </div>
+          )}
+          <div className="row">
+            <h4>Counts</h4>
+            <span className="spacer" />
+            <CopyJSON value={Object.fromEntries(graph.nodes.map((n) => [n.id, result.nodes?.[n.id]?.counts]))} what="the counts" />
+          </div>
+          <div className="scroll-x">
+            <table className="counts mono" data-testid="test-counts">
+              <thead>
+                <tr>
+                  <th>node</th>
+                  <th>in</th>
+                  <th>out</th>
+                  <th>errors</th>
+                  <th>late</th>
+                  <th title="late for some of their windows, counted in others">partly late</th>
+                </tr>
+              </thead>
+              <tbody>
+                {graph.nodes.map((n) => {
+                  const c = result.nodes?.[n.id]?.counts;
+                  return (
+                    <tr key={n.id} className={n.id === nodeId ? 'picked' : ''} onClick={() => setPicked(n.id)}>
+                      <td>{n.id}</td>
+                      <td>{c?.in ?? ''}</td>
+                      <td>{c?.out ?? ''}</td>
+                      <td className={c?.errors ? 'field-error' : ''}>{c?.errors ?? ''}</td>
+                      <td>{c?.late ?? ''}</td>
+                      <td>{c?.partlyLate ?? ''}</td>
+                    </tr>
+                  );
+                })}
+              </tbody>
+            </table>
+          </div>
 
-          <h4>Records at a node</h4>
-          <select value={nodeId} onChange={(e) => setPicked(e.target.value)} data-testid="test-node">
-            <option value="">(pick a node)</option>
-            {graph.nodes.map((n) => (
-              <option key={n.id} value={n.id}>
-                {n.id}
-              </option>
-            ))}
-          </select>
-          {nodeRecords && (
-            <div className="node-records" data-testid="test-node-records">
-              <div className="muted small">
-                {nodeRecords.totalRecords} records{nodeRecords.truncated ? `, the first ${nodeRecords.records?.length ?? 0} listed` : ''}
-              </div>
-              {(nodeRecords.records ?? []).map((r, i) => (
-                <details key={i} className="record" open={i === 0}>
-                  <summary>
-                    line {r.line} · {fmtTime(r.eventTime)}
-                  </summary>
-                  <table>
+          <h4>Records per node</h4>
+          {graph.nodes.map((n) => (
+            <NodeRecords key={n.id} id={n.id} records={result.nodes?.[n.id]} errors={(result.errors ?? []).filter((e) => e.nodeId === n.id)} open={n.id === nodeId} />
+          ))}
+
+          <h4>Window results</h4>
+          {Object.keys(result.windowResults ?? {}).length === 0 && <div className="muted small">No aggregates.</div>}
+          {Object.entries(result.windowResults ?? {}).map(([id, w]) => {
+            const agg = graph.nodes.find((n) => n.id === id);
+            const rows = (w.results ?? []).map((r) => ({ ...r, bounds: agg ? windowOf(agg, r.eventTime, r.window) : undefined }));
+            return (
+              <div key={id} data-testid="window-results">
+                <div className="row">
+                  <span className="muted small">
+                    {id}: {w.total} results{w.truncated ? `, the first ${w.results?.length ?? 0} listed` : ''}
+                  </span>
+                  <span className="spacer" />
+                  <CopyJSON value={rows.map(({ bounds, key, output, line }) => ({ line, window: bounds, key, output }))} what={`the window results of ${id}`} />
+                </div>
+                <div className="scroll-x">
+                  <table className="windows mono">
+                    <thead>
+                      <tr>
+                        <th>window start</th>
+                        <th>window end</th>
+                        <th>key</th>
+                        <th>output</th>
+                      </tr>
+                    </thead>
                     <tbody>
-                      {Object.entries(r.variables ?? {}).map(([k, v]) => (
-                        <tr key={`v${k}`}>
+                      {rows.slice(0, WINDOW_ROWS).map((r, i) => (
+                        <tr key={i}>
+                          <td data-testid="window-start">{r.bounds ? <Time ms={r.bounds.start} /> : <span className="muted" title="this node's windows have no fixed bounds">–</span>}</td>
+                          <td data-testid="window-end">{r.bounds ? <Time ms={r.bounds.end} sameDayAs={r.bounds.start} /> : ''}</td>
                           <td>
-                            <code>#{k}</code>
+                            <code>{json(r.key)}</code>
                           </td>
                           <td>
-                            <code>{json(v)}</code>
+                            <code>{json(r.output)}</code>
                           </td>
-                        </tr>
-                      ))}
-                      {Object.entries(r.expressions ?? {}).map(([k, v]) => (
-                        <tr key={`e${k}`} className="expression-value">
-                          <td>{k}</td>
-                          <td>{v.error ? <span className="field-error">{v.error}</span> : <code>{json(v.value)}</code>}</td>
                         </tr>
                       ))}
                     </tbody>
                   </table>
-                </details>
-              ))}
-            </div>
-          )}
-
-          <h4>Window results</h4>
-          {Object.keys(result.windowResults ?? {}).length === 0 && <div className="muted small">No aggregates.</div>}
-          {Object.entries(result.windowResults ?? {}).map(([id, w]) => (
-            <div key={id} data-testid="window-results">
-              <div className="muted small">
-                {id}: {w.total} results{w.truncated ? `, the first ${w.results?.length ?? 0} listed` : ''}
+                </div>
+                {rows.length > WINDOW_ROWS && <div className="muted small">The first {WINDOW_ROWS} of {rows.length} listed are shown; Copy as JSON copies all {rows.length}.</div>}
               </div>
-              <table className="windows">
-                <thead>
-                  <tr>
-                    <th>window start</th>
-                    <th>window end</th>
-                    <th>key</th>
-                    <th>output</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {(w.results ?? []).map((r, i) => {
-                    const win = (r.window ?? null) as { start?: number; end?: number } | null;
-                    return (
-                      <tr key={i}>
-                        <td>{fmtTime(win?.start)}</td>
-                        <td>{fmtTime(win?.end)}</td>
-                        <td>
-                          <code>{json(r.key)}</code>
-                        </td>
-                        <td>
-                          <code>{json(r.output)}</code>
-                        </td>
-                      </tr>
-                    );
-                  })}
-                </tbody>
-              </table>
+            );
+          })}
+
+          {timelines.length > 0 && <h4>Window timeline</h4>}
+          {timelines.map(({ id, timeline }) => (
+            <div key={id}>
+              <div className="muted small">{id}</div>
+              <WindowTimeline timeline={timeline} nodeId={id} startedAt={run?.startedAt} />
             </div>
           ))}
 
           <h4>Sink outputs</h4>
           {Object.entries(result.sinkOutputs ?? {}).map(([id, s]) => (
             <div key={id} data-testid={`sink-outputs-${id}`}>
-              <div className="muted small">
-                {id}: {s.total} values{s.truncated ? `, the first ${s.outputs?.length ?? 0} listed` : ''}
+              <div className="row">
+                <span className="muted small">
+                  {id}: {s.total} values{s.truncated ? `, the first ${s.outputs?.length ?? 0} listed` : ''}
+                </span>
+                <span className="spacer" />
+                <CopyJSON value={(s.outputs ?? []).map((o) => o.value)} what={`the outputs of ${id}`} />
               </div>
-              <ul className="outputs">
+              <ul className="outputs scroll-x mono">
                 {(s.outputs ?? []).map((o, i) => (
                   <li key={i}>
                     <code>{json(o.value)}</code>

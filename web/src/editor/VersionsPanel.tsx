@@ -1,14 +1,19 @@
 // Version history: open a version, compare two (the changed nodes are highlighted on the
-// canvas), export one as a JSON file.
+// canvas, and each change is listed field by field, expressions in a merge view), export one as
+// a JSON file.
 import { useEffect, useState } from 'react';
-import { api, problemText, type Comparison, type Version } from '../api/client';
+import { api, problemText, type Comparison, type Difference, type Version } from '../api/client';
+import { fieldChanges, fieldsOf, movedNodes } from '../graph/diff';
+import { normalizeGraph, type ScenarioEdge } from '../graph/model';
+import { FieldDiff } from './FieldDiff';
 
 type Props = {
   name: string;
   /** Bumped after each save, to reload the history. */
   latestVersion: number;
   onOpen: (version: Version) => void;
-  onCompare: (comparison: Comparison, to: Version) => void;
+  /** moved: the nodes in both versions whose position changed. */
+  onCompare: (comparison: Comparison, to: Version, moved: string[]) => void;
 };
 
 export function exportHref(name: string, version?: number): string {
@@ -48,13 +53,15 @@ export function VersionsPanel({ name, latestVersion, onOpen, onCompare }: Props)
 
   const compare = async () => {
     if (from === null || to === null) return;
-    const [c, v] = await Promise.all([
+    const [c, v, f] = await Promise.all([
       api.GET('/api/scenarios/{name}/compare', { params: { path: { name }, query: { from, to } } }),
       api.GET('/api/scenarios/{name}/versions/{version}', { params: { path: { name, version: to } } }),
+      api.GET('/api/scenarios/{name}/versions/{version}', { params: { path: { name, version: from } } }),
     ]);
     if (c.error) return setError(problemText(c.error));
     if (v.error) return setError(problemText(v.error));
-    onCompare(c.data, v.data);
+    if (f.error) return setError(problemText(f.error));
+    onCompare(c.data, v.data, movedNodes(normalizeGraph(f.data.graph), normalizeGraph(v.data.graph)));
   };
 
   return (
@@ -105,7 +112,49 @@ export function VersionsPanel({ name, latestVersion, onOpen, onCompare }: Props)
   );
 }
 
-export function ComparisonView({ comparison, onClose }: { comparison: Comparison; onClose: () => void }) {
+function edgeText(e: unknown): string {
+  const x = e as ScenarioEdge | undefined;
+  if (!x) return '';
+  const cond = x.edgeType?.condition?.expression;
+  return `${x.from} → ${x.to}${x.edgeType ? ` (${x.edgeType.type}${cond ? `: ${cond}` : ''})` : ''}`;
+}
+
+const kindText: Record<Difference['kind'], string> = {
+  'properties-changed': 'scenario properties changed',
+  'node-added': 'node added',
+  'node-removed': 'node removed',
+  'node-changed': 'node changed',
+  'edge-added': 'edge added',
+  'edge-removed': 'edge removed',
+  'edges-reordered': 'cases reordered',
+};
+
+/** One difference, with its fields: what changed from what to what. */
+function DifferenceView({ d }: { d: Difference }) {
+  let body: React.ReactNode = null;
+  if (d.kind === 'node-changed' || d.kind === 'properties-changed') {
+    body = fieldChanges(d.before as object, d.after as object).map((c) => <FieldDiff key={c.label} {...c} />);
+  } else if (d.kind === 'node-added' || d.kind === 'node-removed') {
+    // A named element's name is its key: shown by its label, not as a field of its own.
+    const fields = [...fieldsOf((d.kind === 'node-added' ? d.after : d.before) as object).values()].filter((f) => !(f.path.at(-1) === 'name' && typeof f.path.at(-2) === 'object'));
+    body = fields.map((f) => <FieldDiff key={f.label} label={f.label} before={d.kind === 'node-removed' ? f.value : undefined} after={d.kind === 'node-added' ? f.value : undefined} expression={f.expression} />);
+  } else if (d.kind === 'edge-added' || d.kind === 'edge-removed') {
+    body = <FieldDiff label="edge" before={d.kind === 'edge-removed' ? edgeText(d.before) : undefined} after={d.kind === 'edge-added' ? edgeText(d.after) : undefined} expression={false} />;
+  } else if (d.kind === 'edges-reordered') {
+    const list = (v: unknown) => ((v as ScenarioEdge[] | undefined) ?? []).map(edgeText).join('; ');
+    body = <FieldDiff label="cases, in order" before={list(d.before)} after={list(d.after)} expression={false} />;
+  }
+  return (
+    <li className={`diff diff-${d.kind}`} data-testid="difference">
+      <div>
+        {kindText[d.kind] ?? d.kind} {d.nodeId && <b>{d.nodeId}</b>}
+      </div>
+      {body}
+    </li>
+  );
+}
+
+export function ComparisonView({ comparison, moved, onClose }: { comparison: Comparison; moved: string[]; onClose: () => void }) {
   const diffs = comparison.differences ?? [];
   return (
     <div className="comparison" data-testid="comparison">
@@ -113,6 +162,7 @@ export function ComparisonView({ comparison, onClose }: { comparison: Comparison
         <b>
           v{comparison.from} → v{comparison.to}
         </b>
+        <span className="spacer" />
         <button type="button" className="small" onClick={onClose}>
           Clear
         </button>
@@ -120,10 +170,13 @@ export function ComparisonView({ comparison, onClose }: { comparison: Comparison
       {comparison.identical && <div>The versions differ at most in layout.</div>}
       <ul>
         {diffs.map((d, i) => (
-          <li key={i} className={`diff diff-${d.kind}`}>
-            {d.kind} {d.nodeId && <b>{d.nodeId}</b>} {d.fields && d.fields.length > 0 && <span className="muted">({d.fields.join(', ')})</span>}
-          </li>
+          <DifferenceView key={i} d={d} />
         ))}
+        {moved.length > 0 && (
+          <li className="diff diff-moved" data-testid="difference">
+            moved: {moved.map((id, i) => <b key={id}>{i > 0 ? ', ' : ''}{id}</b>)}
+          </li>
+        )}
       </ul>
     </div>
   );

@@ -12,7 +12,7 @@ export type LateCount = { late: number; partlyLate: number };
 export type NodeLateCounts = Record<string, LateCount>;
 
 /** How a node changed in a compared version. */
-export type DiffMark = 'added' | 'changed';
+export type DiffMark = 'added' | 'changed' | 'moved';
 
 export type EditorContextValue = {
   kinds: Map<string, Kind>;
@@ -27,6 +27,11 @@ export type EditorContextValue = {
   testLate?: NodeLateCounts;
   /** Late events per aggregate of the running deployment, for those that had any. */
   liveLate?: NodeLateCounts;
+  /** Per-event errors per node in the last test run / the running deployment, for nodes that had any. */
+  testErrors?: NodeCounts;
+  liveErrors?: NodeCounts;
+  /** True when the graph changed since the last test run: its counts are of another graph. */
+  testStale: boolean;
   diff: Map<string, DiffMark>;
   suggest: (nodeId: string, text: string, caret: number) => Promise<Suggestion[]>;
 };

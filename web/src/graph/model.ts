@@ -63,3 +63,15 @@ export function normalizeGraph(raw: unknown): ScenarioGraph {
     edges: Array.isArray(g.edges) ? g.edges : [],
   } as ScenarioGraph;
 }
+
+/** The graph as JSON without node positions: equal for two graphs that differ only in layout. */
+export function contentKey(graph: ScenarioGraph): string {
+  return JSON.stringify({
+    ...graph,
+    nodes: graph.nodes.map((n) => {
+      if (!n.additionalFields?.layoutData) return n;
+      const { layoutData: _, ...af } = n.additionalFields;
+      return { ...n, additionalFields: af };
+    }),
+  });
+}

@@ -161,6 +161,13 @@ export function freshId(base: string, taken: Set<string>): string {
   for (let i = 2; ; i++) if (!taken.has(`${b} ${i}`)) return `${b} ${i}`;
 }
 
+/** The id of a copy of node id, not in taken, in its own case: "big" gives "big 2", and "big 2" gives "big 3". */
+export function copyId(id: string, taken: Set<string>): string {
+  if (!taken.has(id)) return id;
+  const stem = id.replace(/ \d+$/, '') || id;
+  for (let i = 2; ; i++) if (!taken.has(`${stem} ${i}`)) return `${stem} ${i}`;
+}
+
 /** The node with id renamed in the places that name node ids (Join branches). */
 export function renameBranch(node: ScenarioNode, from: string, to: string): ScenarioNode {
   const list = branches(node);
