@@ -228,6 +228,7 @@ func New(cfg Config) (*Handler, error) {
 	h.registerNodeTest(hapi)
 	h.registerDeployments(hapi)
 	h.registerDeployRequests(hapi)
+	h.registerTestCases(hapi)
 	h.registerHealth(hapi)
 	h.registerAudit(hapi)
 	h.registerTokens(hapi)

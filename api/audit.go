@@ -32,6 +32,8 @@ var auditActions = map[string]string{
 	"POST /api/scenarios/{name}/deploy":                       "deploy",
 	"POST /api/scenarios/{name}/cancel":                       "cancel",
 	"POST /api/scenarios/{name}/deploy-requests":              "deploy.request",
+	"PUT /api/scenarios/{name}/tests/{test}":                  "tests.save",
+	"DELETE /api/scenarios/{name}/tests/{test}":               "tests.delete",
 	"POST /api/scenarios/{name}/deploy-requests/{id}/approve": "deploy.approve",
 	"POST /api/scenarios/{name}/deploy-requests/{id}/reject":  "deploy.reject",
 	"GET /api/scenarios/{name}/sinks/{sinkId}/results":        "results.read",

@@ -70,6 +70,8 @@ type DeploymentList struct {
 type DeployRequest struct {
 	Version int    `json:"version,omitempty" minimum:"1" doc:"The version to deploy; the latest when absent." example:"3"`
 	Comment string `json:"comment,omitempty" maxLength:"10000" doc:"Why; kept in the history." example:"lower the limit"`
+	// OverrideTests deploys a version that fails the saved test cases.
+	OverrideTests bool `json:"overrideTests,omitempty" doc:"Deploy although the version fails the scenario's saved test cases (needs a comment saying why; recorded in the audit log as tests.override and in the deployment's comment)."`
 }
 
 // CancelRequest is the body of a cancel; optional.
@@ -297,6 +299,9 @@ func (h *handlers) deploy(ctx context.Context, in *deployInput) (*deploymentOutp
 	req := deploy.DeployRequest{Scenario: in.Name, User: identityName(ctx)}
 	if in.Body != nil {
 		req.Version, req.Comment = in.Body.Version, in.Body.Comment
+	}
+	if err := h.checkTestCases(ctx, &req, in.Body); err != nil {
+		return nil, err
 	}
 	d, err := h.runtime.Deploy(ctx, req)
 	if err != nil {

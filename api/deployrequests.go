@@ -155,6 +155,9 @@ func (h *handlers) requestDeploy(ctx context.Context, in *deployInput) (*deployR
 	if in.Body != nil {
 		req.Version, req.Comment = in.Body.Version, in.Body.Comment
 	}
+	if err := h.checkTestCases(ctx, &req, in.Body); err != nil {
+		return nil, err
+	}
 	v, err := h.runtime.Check(ctx, req)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {

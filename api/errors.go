@@ -108,7 +108,7 @@ const (
 var Codes = []string{
 	CodeInvalidJSON, CodeBadRequest, CodeInvalidName, CodeValidationFailed, CodeInvalidScenario,
 	CodeScenarioExceedsLimits, CodeUnknownNode, CodeScenarioHasErrors, CodeTestTimeout, CodeInvalidEvent, CodeIdempotencyKeyReused,
-	CodeSinkPathInUse, CodeNULCharacter, CodeApprovalRequired, CodeRequestPending, CodeRequestDecided, CodeSelfApproval, CodeRequestNotFound,
+	CodeSinkPathInUse, CodeNULCharacter, CodeTestsFailed, CodeTestCaseNotFound, CodeApprovalRequired, CodeRequestPending, CodeRequestDecided, CodeSelfApproval, CodeRequestNotFound,
 	CodeUnauthenticated, CodeForbidden, CodeTokenNotFound, CodeSignInFailed, CodeSignInNotConfigured,
 	CodeScenarioNotFound, CodeVersionNotFound, CodeSourceNotFound, CodeSinkNotFound, CodeRouteNotFound,
 	CodeMethodNotAllowed, CodeNotAcceptable, CodeRequestTimeout, CodeScenarioExists,
@@ -131,6 +131,8 @@ type ProblemDetails struct {
 	Conflict *VersionConflict    `json:"conflict,omitempty" doc:"For version-conflict: the version the save started from, the latest version and what was attempted."`
 
 	Validation *ValidationResult `json:"validation,omitempty" doc:"For scenario-has-errors: the graph's validation, as POST /api/validation answers it."`
+
+	Tests *TestCasesRun `json:"tests,omitempty" doc:"For tests-failed: how each saved test case ran on the version."`
 }
 
 // VersionConflict carries both sides of a version-conflict, so that the author can merge and

@@ -256,6 +256,8 @@ type Store interface {
 
 	DeployRequestStore
 
+	TestCaseStore
+
 	// Close releases the database. Calls after the first return nil; other methods must not be
 	// called after Close.
 	Close() error

@@ -67,6 +67,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Tokens", testTokens},
 		{"Audit", testAudit},
 		{"DeployRequests", testDeployRequests},
+		{"TestCases", testTestCases},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -502,6 +502,64 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/scenarios/{name}/tests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a scenario's saved test cases */
+        get: operations["list-test-cases"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/scenarios/{name}/tests/run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run a scenario's saved test cases
+         * @description Runs every saved test case on the version (the latest by default) as a test run, and compares each sink's outputs with the expected values, in order (JSON values compared as values: key order and number spelling do not matter). Deploys run them too.
+         */
+        post: operations["run-test-cases"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/scenarios/{name}/tests/{test}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Save a test case
+         * @description Saves (or replaces) the named test case: sample records and, per sink, the values it must write. At most 100 test cases a scenario; records as a test run takes them (its record limit applies).
+         */
+        put: operations["put-test-case"];
+        post?: never;
+        /** Delete a test case */
+        delete: operations["delete-test-case"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/scenarios/{name}/unarchive": {
         parameters: {
             query?: never;
@@ -953,6 +1011,8 @@ export interface components {
              * @example lower the limit
              */
             comment?: string;
+            /** @description Deploy although the version fails the scenario's saved test cases (needs a comment saying why; recorded in the audit log as tests.override and in the deployment's comment). */
+            overrideTests?: boolean;
             /**
              * Format: int64
              * @description The version to deploy; the latest when absent.
@@ -1780,7 +1840,7 @@ export interface components {
              * @example version-conflict
              * @enum {string}
              */
-            code: "invalid-json" | "bad-request" | "invalid-name" | "validation-failed" | "invalid-scenario" | "scenario-exceeds-limits" | "unknown-node" | "scenario-has-errors" | "test-timeout" | "invalid-event" | "idempotency-key-reused" | "sink-path-in-use" | "nul-character" | "approval-required" | "deploy-request-pending" | "deploy-request-decided" | "self-approval" | "deploy-request-not-found" | "unauthenticated" | "forbidden" | "token-not-found" | "sign-in-failed" | "sign-in-not-configured" | "scenario-not-found" | "version-not-found" | "source-not-found" | "sink-not-found" | "route-not-found" | "method-not-allowed" | "not-acceptable" | "request-timeout" | "scenario-exists" | "version-conflict" | "scenario-archived" | "deployment-active" | "not-deployed" | "body-too-large" | "too-many-records" | "unsupported-media-type" | "host-not-allowed" | "cross-origin" | "rate-limited" | "test-runs-busy" | "backlog-full" | "not-ready" | "unavailable" | "store-full" | "internal-error";
+            code: "invalid-json" | "bad-request" | "invalid-name" | "validation-failed" | "invalid-scenario" | "scenario-exceeds-limits" | "unknown-node" | "scenario-has-errors" | "test-timeout" | "invalid-event" | "idempotency-key-reused" | "sink-path-in-use" | "nul-character" | "tests-failed" | "test-case-not-found" | "approval-required" | "deploy-request-pending" | "deploy-request-decided" | "self-approval" | "deploy-request-not-found" | "unauthenticated" | "forbidden" | "token-not-found" | "sign-in-failed" | "sign-in-not-configured" | "scenario-not-found" | "version-not-found" | "source-not-found" | "sink-not-found" | "route-not-found" | "method-not-allowed" | "not-acceptable" | "request-timeout" | "scenario-exists" | "version-conflict" | "scenario-archived" | "deployment-active" | "not-deployed" | "body-too-large" | "too-many-records" | "unsupported-media-type" | "host-not-allowed" | "cross-origin" | "rate-limited" | "test-runs-busy" | "backlog-full" | "not-ready" | "unavailable" | "store-full" | "internal-error";
             /** @description For version-conflict: the version the save started from, the latest version and what was attempted. */
             conflict?: components["schemas"]["VersionConflict"];
             /**
@@ -1800,6 +1860,8 @@ export interface components {
              * @example 409
              */
             status: number;
+            /** @description For tests-failed: how each saved test case ran on the version. */
+            tests?: components["schemas"]["TestCasesRun"];
             /**
              * @description The HTTP status text.
              * @example Conflict
@@ -1809,6 +1871,13 @@ export interface components {
             type?: string;
             /** @description For scenario-has-errors: the graph's validation, as POST /api/validation answers it. */
             validation?: components["schemas"]["ValidationResult"];
+        };
+        RunTestCasesInputBody: {
+            /**
+             * Format: int64
+             * @description The version to test; the latest when absent.
+             */
+            version?: number;
         };
         Scenario: {
             /** @description Archived scenarios are hidden from the default list and cannot change. */
@@ -2048,6 +2117,48 @@ export interface components {
              * @example large
              */
             nodeId: string;
+        };
+        TestCase: {
+            /** @description Who saved it. */
+            author: string;
+            /** @description Per sink node id: the values it must write, in order. A sink not named is not checked; an empty list means it writes nothing. */
+            expected: {
+                [key: string]: unknown[] | null;
+            };
+            /** @example two big payments */
+            name: string;
+            /** @description The sample records, JSON lines (as a test run takes them). */
+            records: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        TestCaseBody: {
+            /** @description Per sink node id: the values it must write, in order. */
+            expected: {
+                [key: string]: unknown[] | null;
+            };
+            /** @description The sample records, JSON lines. */
+            records: string;
+        };
+        TestCaseListOutputBody: {
+            scenario: string;
+            /** @description By name. */
+            tests: components["schemas"]["TestCase"][] | null;
+        };
+        TestCaseResult: {
+            /** @description Why it failed: each sink whose outputs differ (the first difference), errors of the run. */
+            failures: string[] | null;
+            name: string;
+            passed: boolean;
+        };
+        TestCasesRun: {
+            /** @description Every test case passed (true when there are none). */
+            passed: boolean;
+            scenario: string;
+            /** @description By name. */
+            tests: components["schemas"]["TestCaseResult"][] | null;
+            /** Format: int64 */
+            version: number;
         };
         TestCounts: {
             /**
@@ -4209,6 +4320,270 @@ export interface operations {
             };
             /** @description Service Unavailable */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    "list-test-cases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The scenario's name (URL-escaped: a space is %20). */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TestCaseListOutputBody"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    "run-test-cases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The scenario's name (URL-escaped). */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RunTestCasesInputBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TestCasesRun"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    "put-test-case": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The scenario's name (URL-escaped). */
+                name: string;
+                /** @description The test case's name: letters, digits, space, _ . -, at most 100. */
+                test: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TestCaseBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TestCase"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Request Entity Too Large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    "delete-test-case": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The scenario's name (URL-escaped). */
+                name: string;
+                /** @description The test case's name: letters, digits, space, _ . -, at most 100. */
+                test: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -111,6 +111,8 @@ export function DeployPanel({ name, version, dirty, collectSinks, deployment }: 
   const requests = useDeployRequests(name, status?.deployment?.id);
   // Canceling stops the running deployment: it is asked for twice.
   const [confirmCancel, setConfirmCancel] = useState(false);
+  // The last deploy was refused because the version fails its saved test cases.
+  const [testsFailed, setTestsFailed] = useState(false);
 
   const loadHistory = async () => {
     const { data } = await api.GET('/api/scenarios/{name}/deployments', { params: { path: { name } } });
@@ -121,23 +123,29 @@ export function DeployPanel({ name, version, dirty, collectSinks, deployment }: 
     loadHistory();
   }, [name, status?.status, status?.deployment?.id]);
 
-  const act = async (what: 'deploy' | 'cancel') => {
+  const act = async (what: 'deploy' | 'cancel', overrideTests = false) => {
     setBusy(true);
     setError('');
+    setTestsFailed(false);
+    const failed = (p: Schemas['ProblemDetails'] | undefined) => {
+      if (!p) return;
+      setError(problemText(p));
+      setTestsFailed(p.code === 'tests-failed');
+    };
     if (what === 'deploy' && requests.approval) {
       // Four-eyes: ask; another deployer approves.
-      const err = await requests.request(version, comment);
+      const p = await requests.request(version, comment, overrideTests);
       setBusy(false);
-      if (err) setError(err);
+      if (p) failed(p);
       else setComment('');
       return;
     }
     const res =
       what === 'deploy'
-        ? await api.POST('/api/scenarios/{name}/deploy', { params: { path: { name } }, body: { version, comment } })
+        ? await api.POST('/api/scenarios/{name}/deploy', { params: { path: { name } }, body: { version, comment, overrideTests } })
         : await api.POST('/api/scenarios/{name}/cancel', { params: { path: { name } }, body: { comment } });
     setBusy(false);
-    if (res.error) setError(problemText(res.error));
+    if (res.error) failed(res.error as Schemas['ProblemDetails']);
     else setComment('');
     await refresh();
   };
@@ -213,6 +221,14 @@ export function DeployPanel({ name, version, dirty, collectSinks, deployment }: 
       {error && (
         <div className="field-error" data-testid="deploy-error">
           {error}
+        </div>
+      )}
+      {testsFailed && canDeploy && (
+        <div className="row" data-testid="override-tests">
+          <button type="button" className="danger" disabled={busy || !comment.trim()} onClick={() => act('deploy', true)} data-testid="deploy-override">
+            Deploy anyway
+          </button>
+          <span className="muted small">{comment.trim() ? 'The override and your comment are recorded.' : 'Say why in the comment to deploy anyway.'}</span>
         </div>
       )}
 

@@ -11,8 +11,8 @@ export type DeployRequests = {
   approval: boolean;
   requests: DeployRequest[];
   reload: () => Promise<void>;
-  /** Asks for a deploy of version with a comment; resolves to an error text, or '' on success. */
-  request: (version: number, comment: string) => Promise<string>;
+  /** Asks for a deploy of version with a comment (overriding failed saved tests); resolves to the problem, or null on success. */
+  request: (version: number, comment: string, overrideTests?: boolean) => Promise<Schemas['ProblemDetails'] | null>;
 };
 
 export function useDeployRequests(name: string, changed: unknown): DeployRequests {
@@ -28,10 +28,10 @@ export function useDeployRequests(name: string, changed: unknown): DeployRequest
   useEffect(() => {
     reload();
   }, [reload, changed]);
-  const request = async (version: number, comment: string) => {
-    const res = await api.POST('/api/scenarios/{name}/deploy-requests', { params: { path: { name } }, body: { version, comment } });
+  const request = async (version: number, comment: string, overrideTests = false) => {
+    const res = await api.POST('/api/scenarios/{name}/deploy-requests', { params: { path: { name } }, body: { version, comment, overrideTests } });
     await reload();
-    return res.error ? problemText(res.error) : '';
+    return res.error ? (res.error as Schemas['ProblemDetails']) : null;
   };
   return { approval, requests, reload, request };
 }

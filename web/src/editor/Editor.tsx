@@ -465,6 +465,7 @@ function EditorInner({ name, components }: Props) {
               )}
               {tab === 'test' && canEdit && (
                 <TestPanel
+                  name={name}
                   graph={scenarioGraph}
                   records={records}
                   onRecords={setRecords}

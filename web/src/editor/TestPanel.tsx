@@ -2,6 +2,7 @@
 // (POST /api/test), and see per node the counts (also on the canvas), each record's variables
 // and expression values, the window results, the late events of each time-window aggregate
 // (dropped, or sent on its "late" edge) and errors.
+import { SavedTests } from './SavedTests';
 import { useMemo, useState } from 'react';
 import { api, problemText, type Schemas } from '../api/client';
 import { windowOf } from '../graph/windows';
@@ -37,6 +38,8 @@ export const LISTED_PER_NODE = 1000;
 const WINDOW_ROWS = 200;
 
 type Props = {
+  /** The scenario's name, for its saved test cases. */
+  name: string;
   graph: ScenarioGraph;
   /** The sample records, JSON lines (kept per scenario by the editor). */
   records: string;
@@ -233,7 +236,7 @@ function NodeRecords({ id, records, errors, open }: { id: string; records?: Test
   );
 }
 
-export function TestPanel({ graph, records, onRecords: setRecords, inferredFor, onGenerateSchema, selectedId, run, onRun, stale }: Props) {
+export function TestPanel({ name, graph, records, onRecords: setRecords, inferredFor, onGenerateSchema, selectedId, run, onRun, stale }: Props) {
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
   const [picked, setPicked] = useState<string>('');
@@ -314,6 +317,7 @@ export function TestPanel({ graph, records, onRecords: setRecords, inferredFor, 
           </button>
         )}
       </div>
+      <SavedTests name={name} records={records} onRecords={setRecords} result={stale ? undefined : run?.result} />
       {inferredFor.length > 0 && (
         <div className="muted small" data-testid="inferred-schema">
           Completion of <code>#input</code> in {inferredFor.join(', ')} uses the types of these samples, as {inferredFor.length === 1 ? 'it has' : 'they have'} no schema.

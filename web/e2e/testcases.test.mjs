@@ -1,0 +1,96 @@
+// Saved test cases end to end, in Debian's Chromium against the real server: run a test, save
+// it as a test case (its sink outputs become the expected ones), run all tests (passed); a new
+// version whose filter lets more through fails it; a deploy of that version is refused with the
+// failure, and deployed only with "Deploy anyway" and a comment. Screenshots go to
+// test-results/testcases-*.png. Browser console errors other than the refused deploy's 422 fail.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { node, openBrowser, shot, startServer } from './harness.mjs';
+
+const SCENARIO = 'big payments';
+let server;
+let browser;
+let page;
+let consoleErrors;
+
+before(async () => {
+  server = await startServer();
+  ({ browser, page, consoleErrors } = await openBrowser());
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+const graph = (limit) => ({
+  nodes: [
+    { id: 'payments', type: 'Source', ref: { typ: 'http', parameters: [] }, additionalFields: { layoutData: { x: 200, y: 0 } } },
+    { id: 'big', type: 'Filter', expression: { language: 'expr', expression: `#input.amount > ${limit}` }, additionalFields: { layoutData: { x: 200, y: 150 } } },
+    {
+      id: 'flagged',
+      type: 'Sink',
+      ref: { typ: 'collect', parameters: [{ name: 'value', expression: { language: 'expr', expression: '#input.amount' } }] },
+      additionalFields: { layoutData: { x: 200, y: 300 } },
+    },
+  ],
+  edges: [
+    { from: 'payments', to: 'big', edgeType: null },
+    { from: 'big', to: 'flagged', edgeType: { type: 'FilterTrue' } },
+  ],
+});
+
+async function api(method, path, body) {
+  const res = await fetch(server.url + path, { method, headers: { 'Content-Type': 'application/json' }, body: body && JSON.stringify(body) });
+  return { status: res.status, body: await res.json().catch(() => null) };
+}
+
+test('saved test cases guard a deploy', async (t) => {
+  await t.test('run a test and save it as a test case', async () => {
+    assert.equal((await api('POST', '/api/scenarios', { name: SCENARIO, graph: graph(100) })).status, 201);
+    await page.goto(`${server.url}/#/scenarios/${encodeURIComponent(SCENARIO)}`);
+    await node(page, 'payments').waitFor();
+    await page.getByTestId('tab-test').click();
+    await page.getByTestId('test-records').fill('{"amount": 50}\n{"amount": 150}\n{"amount": 250}');
+    await page.getByTestId('run-test').click();
+    await page.getByTestId('test-result').waitFor();
+    await page.getByTestId('test-case-name').fill('over 100');
+    await page.getByTestId('save-test-case').click();
+    await page.getByTestId('test-case').filter({ hasText: 'over 100' }).waitFor();
+    // What was saved: the records and the sink's outputs, 150 and 250 (worked out by hand).
+    const saved = await api('GET', `/api/scenarios/${encodeURIComponent(SCENARIO)}/tests`);
+    assert.deepEqual(saved.body.tests[0].expected, { flagged: [150, 250] });
+    await page.getByTestId('run-all-tests').click();
+    await page.locator('[data-testid="test-case"][data-result="passed"]').waitFor();
+    assert.match(await page.getByTestId('tests-run').innerText(), /Version 1: 1 of 1 passed/);
+  });
+
+  await t.test('a version that lets more through fails it, and its deploy is refused', async () => {
+    assert.equal((await api('POST', `/api/scenarios/${encodeURIComponent(SCENARIO)}/versions`, { baseVersion: 1, graph: graph(10) })).status, 201);
+    await page.reload();
+    await node(page, 'payments').waitFor();
+    await page.getByTestId('tab-test').click();
+    await page.getByTestId('run-all-tests').click();
+    const failed = page.locator('[data-testid="test-case"][data-result="failed"]');
+    await failed.waitFor();
+    assert.match(await failed.innerText(), /sink "flagged": wrote 3 values, expected 2; value #1 is 50, expected 150/);
+    await shot(page, 'testcases-01-failed');
+
+    await page.getByTestId('tab-deploy').click();
+    await page.getByTestId('deploy').click();
+    await page.getByTestId('deploy-error').waitFor();
+    assert.match(await page.getByTestId('deploy-error').innerText(), /fails 1 of its 1 saved test cases/);
+    assert.equal(await page.getByTestId('deploy-status').innerText(), 'NOT_DEPLOYED');
+    assert.equal(await page.getByTestId('deploy-override').isDisabled(), true, 'no override without a comment');
+    await page.getByTestId('deploy-comment').fill('new limit agreed with risk');
+    await page.getByTestId('deploy-override').click();
+    await page.getByTestId('deploy-status').filter({ hasText: 'RUNNING' }).waitFor({ timeout: 20_000 });
+    const d = await api('GET', `/api/scenarios/${encodeURIComponent(SCENARIO)}/deployment`);
+    assert.equal(d.body.deployment.version, 2);
+    assert.equal(d.body.deployment.comment, 'new limit agreed with risk (saved tests overridden: 1 of 1 failed)');
+    await shot(page, 'testcases-02-overridden');
+    // The refused deploy's 422 is logged by the browser: the only error allowed.
+    const others = consoleErrors.filter((e) => !/status of 422 \(Unprocessable Entity\).*\/deploy\)$/.test(e));
+    assert.deepEqual(others, []);
+  });
+});
