@@ -9,6 +9,7 @@ import (
 
 	"github.com/scenario-server/scenario-server/store"
 	"github.com/scenario-server/scenario-server/store/internal/check"
+	"github.com/scenario-server/scenario-server/store/internal/group"
 )
 
 // AppendSinkResults implements store.Store.
@@ -133,68 +134,93 @@ func (s *Store) AppendEventBatch(ctx context.Context, log store.EventLog, key st
 	return b, nil
 }
 
-// appendEvents appends payloads (at least one) to the log, under key unless it is empty.
+// appendReq is one append of appendEvents.
+type appendReq struct {
+	ctx      context.Context
+	log      store.EventLog
+	key      string
+	payloads [][]byte
+}
+
+// appendEvents appends payloads (at least one) to the log, under key unless it is empty, as
+// one row of event_chunks. Concurrent appends commit together (group commit): one
+// transaction, one fsync, for every append waiting while the previous one committed.
 func (s *Store) appendEvents(ctx context.Context, log store.EventLog, key string, payloads [][]byte) (store.EventBatch, error) {
-	b := store.EventBatch{Key: key, Count: len(payloads)}
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		row, err := lookupScenario(ctx, tx, log.Scenario)
-		if err != nil {
-			return err
-		}
-		var hash []byte
-		if key != "" {
-			hash = check.BatchHash(payloads)
-			// The write transaction is IMMEDIATE: no other append runs between this check and
-			// the insert below.
-			var first, accepted int64
-			var count int
-			var stored []byte
-			err := tx.QueryRowContext(ctx,
-				`SELECT first_offset, event_count, accepted_at, batch_sha256 FROM event_batches
-				 WHERE scenario_id = ? AND source = ? AND batch_key = ?`, row.id, log.Source, key).
-				Scan(&first, &count, &accepted, &stored)
-			switch {
-			case err == nil:
-				if err := check.SameBatch(count, stored, len(payloads), hash); err != nil {
-					return err
-				}
-				b.FirstOffset, b.AcceptedAt, b.Duplicate = first, fromMicros(accepted), true
-				return nil
-			case !errors.Is(err, sql.ErrNoRows):
+	return s.appends.Do(appendReq{ctx: ctx, log: log, key: key, payloads: payloads})
+}
+
+// commitAppends runs a group of appends in one transaction. An append refused on its own (an
+// unknown scenario, a reused key) writes nothing and leaves the others be.
+func (s *Store) commitAppends(calls []*group.Call[appendReq, store.EventBatch]) error {
+	ctx := context.WithoutCancel(calls[0].Req.ctx)
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		for _, c := range calls {
+			b, refusal, err := appendChunk(ctx, tx, c.Req)
+			if err != nil {
 				return err
 			}
+			c.Res, c.Err = b, refusal
 		}
-		var next int64
-		err = tx.QueryRowContext(ctx,
-			`INSERT INTO event_logs (scenario_id, source, next_offset) VALUES (?, ?, ?)
-			 ON CONFLICT (scenario_id, source) DO UPDATE SET next_offset = next_offset + excluded.next_offset
-			 RETURNING next_offset`, row.id, log.Source, len(payloads)).Scan(&next)
-		if err != nil {
-			return err
-		}
-		stmt, err := tx.PrepareContext(ctx,
-			`INSERT INTO events (scenario_id, source, event_offset, payload, accepted_at) VALUES (?, ?, ?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
-		b.AcceptedAt = now()
-		accepted := micros(b.AcceptedAt)
-		b.FirstOffset = next - int64(len(payloads))
-		for i, p := range payloads {
-			if _, err := stmt.ExecContext(ctx, row.id, log.Source, b.FirstOffset+int64(i), nonNil(p), accepted); err != nil {
-				return err
+		return nil
+	})
+}
+
+// appendChunk appends one request's events in tx. refusal is the request's own error (nothing
+// written); err a failure of the transaction.
+func appendChunk(ctx context.Context, tx *sql.Tx, r appendReq) (b store.EventBatch, refusal, err error) {
+	b = store.EventBatch{Key: r.key, Count: len(r.payloads)}
+	row, err := lookupScenario(ctx, tx, r.log.Scenario)
+	if errors.Is(err, store.ErrNotFound) {
+		return b, err, nil
+	}
+	if err != nil {
+		return b, nil, err
+	}
+	var hash []byte
+	if r.key != "" {
+		hash = check.BatchHash(r.payloads)
+		// The write transaction is IMMEDIATE: no other append runs between this check and
+		// the insert below.
+		var first, accepted int64
+		var count int
+		var stored []byte
+		err := tx.QueryRowContext(ctx,
+			`SELECT first_offset, event_count, accepted_at, batch_sha256 FROM event_batches
+			 WHERE scenario_id = ? AND source = ? AND batch_key = ?`, row.id, r.log.Source, r.key).
+			Scan(&first, &count, &accepted, &stored)
+		switch {
+		case err == nil:
+			if err := check.SameBatch(count, stored, len(r.payloads), hash); err != nil {
+				return b, err, nil
 			}
+			b.FirstOffset, b.AcceptedAt, b.Duplicate = first, fromMicros(accepted), true
+			return b, nil, nil
+		case !errors.Is(err, sql.ErrNoRows):
+			return b, nil, err
 		}
-		if key == "" {
-			return nil
-		}
+	}
+	var next int64
+	err = tx.QueryRowContext(ctx,
+		`INSERT INTO event_logs (scenario_id, source, next_offset) VALUES (?, ?, ?)
+		 ON CONFLICT (scenario_id, source) DO UPDATE SET next_offset = next_offset + excluded.next_offset
+		 RETURNING next_offset`, row.id, r.log.Source, len(r.payloads)).Scan(&next)
+	if err != nil {
+		return b, nil, err
+	}
+	b.AcceptedAt = now()
+	accepted := micros(b.AcceptedAt)
+	b.FirstOffset = next - int64(len(r.payloads))
+	if _, err := tx.ExecContext(ctx,
+		`INSERT INTO event_chunks (scenario_id, source, last_offset, event_count, payloads, accepted_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		row.id, r.log.Source, next-1, len(r.payloads), check.EncodeChunk(r.payloads), accepted); err != nil {
+		return b, nil, err
+	}
+	if r.key != "" {
 		_, err = tx.ExecContext(ctx,
 			`INSERT INTO event_batches (scenario_id, source, batch_key, first_offset, event_count, accepted_at, batch_sha256)
-			 VALUES (?, ?, ?, ?, ?, ?, ?)`, row.id, log.Source, key, b.FirstOffset, len(payloads), accepted, hash)
-		return err
-	})
-	return b, err
+			 VALUES (?, ?, ?, ?, ?, ?, ?)`, row.id, r.log.Source, r.key, b.FirstOffset, len(r.payloads), accepted, hash)
+	}
+	return b, nil, err
 }
 
 // ReadEvents implements store.Store.
@@ -206,35 +232,39 @@ func (s *Store) ReadEvents(ctx context.Context, log store.EventLog, from int64, 
 	return list, nil
 }
 
+// readEvents reads the chunks that hold offsets from max(from, the truncation point) on, in
+// order, until limit events or the byte budget.
 func (s *Store) readEvents(ctx context.Context, log store.EventLog, from int64, limit int) ([]store.Event, error) {
 	row, err := lookupScenario(ctx, s.read, log.Scenario)
 	if err != nil {
 		return nil, err
 	}
-	last, n, err := lastWithin(ctx, s.read, store.MaxEventReadBytes,
-		`SELECT event_offset, octet_length(payload) FROM events
-		 WHERE scenario_id = ? AND source = ? AND event_offset >= ?
-		 ORDER BY event_offset LIMIT ?`, row.id, log.Source, from, limit)
-	if err != nil || n == 0 {
-		return nil, err
-	}
 	rows, err := s.read.QueryContext(ctx,
-		`SELECT event_offset, payload, accepted_at FROM events
-		 WHERE scenario_id = ? AND source = ? AND event_offset >= ? AND event_offset <= ?
-		 ORDER BY event_offset LIMIT ?`, row.id, log.Source, from, last, n)
+		`SELECT max(?, l.truncated_below), c.last_offset, c.event_count, c.payloads, c.accepted_at
+		 FROM event_logs l JOIN event_chunks c ON c.scenario_id = l.scenario_id AND c.source = l.source
+		 WHERE l.scenario_id = ? AND l.source = ? AND c.last_offset >= max(?, l.truncated_below)
+		 ORDER BY c.last_offset`, from, row.id, log.Source, from)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var list []store.Event
+	var used int64
 	for rows.Next() {
-		var e store.Event
-		var accepted int64
-		if err := rows.Scan(&e.Offset, &e.Payload, &accepted); err != nil {
+		var start, last, accepted int64
+		var count int
+		var blob []byte
+		if err := rows.Scan(&start, &last, &count, &blob, &accepted); err != nil {
 			return nil, err
 		}
-		e.AcceptedAt = fromMicros(accepted)
-		list = append(list, e)
+		var done bool
+		list, done, err = check.ChunkEvents(list, &used, last, count, blob, fromMicros(accepted), start, limit, store.MaxEventReadBytes)
+		if err != nil {
+			return nil, err
+		}
+		if done {
+			break
+		}
 	}
 	return list, rows.Err()
 }
@@ -272,12 +302,29 @@ func (s *Store) TruncateEvents(ctx context.Context, log store.EventLog, below in
 		if err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx,
-			`DELETE FROM events WHERE scenario_id = ? AND source = ? AND event_offset < ?`, row.id, log.Source, below)
+		// Offsets are consecutive from 0 and never reused: the events below the new
+		// truncation point and at or above the old one are the ones it deletes. Chunks wholly
+		// below it go; a chunk across it stays, its events below it no longer read.
+		var next, old int64
+		err = tx.QueryRowContext(ctx, `SELECT next_offset, truncated_below FROM event_logs WHERE scenario_id = ? AND source = ?`,
+			row.id, log.Source).Scan(&next, &old)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
-		n, err = res.RowsAffected()
+		to := min(below, next)
+		if to <= old {
+			return nil
+		}
+		n = to - old
+		if _, err := tx.ExecContext(ctx, `UPDATE event_logs SET truncated_below = ? WHERE scenario_id = ? AND source = ?`,
+			to, row.id, log.Source); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM event_chunks WHERE scenario_id = ? AND source = ? AND last_offset < ?`,
+			row.id, log.Source, to)
 		return err
 	})
 	if err != nil {

@@ -53,6 +53,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ResultReadBytes", testResultReadBytes},
 		{"EventBatches", testEventBatches},
 		{"ConcurrentBatchKeys", testConcurrentBatchKeys},
+		{"TruncateInsideBatch", testTruncateInsideBatch},
+		{"ConcurrentAppends", testConcurrentAppends},
 		{"BatchKeyContent", testBatchKeyContent},
 		{"Retention", testRetention},
 		{"CommitCheckpoint", testCommitCheckpoint},
@@ -1086,6 +1088,102 @@ func testConcurrentBatchKeys(t *testing.T, open func(t *testing.T) store.Store) 
 	}
 	if got := must(s.ReadEvents(ctx, log, 0, 100))(t); len(got) != 2*keys {
 		t.Errorf("%d events stored, want %d", len(got), 2*keys)
+	}
+}
+
+// Truncating in the middle of an appended batch deletes the events below the point, counted
+// one by one, and reads never return them again, while the batch's later events stay.
+func testTruncateInsideBatch(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	must(s.CreateScenario(ctx, "cut", draft(1, "")))(t)
+	log := store.EventLog{Scenario: "cut", Source: "http"}
+	batch := func(from, n int) [][]byte {
+		b := make([][]byte, n)
+		for i := range b {
+			b[i] = payload(from + i)
+		}
+		return b
+	}
+	must(s.AppendEvents(ctx, log, batch(0, 4)))(t) // 0..3
+	must(s.AppendEvents(ctx, log, batch(4, 5)))(t) // 4..8
+	if n := must(s.TruncateEvents(ctx, log, 2))(t); n != 2 {
+		t.Errorf("truncating below 2 (inside the first batch) deleted %d, want 2", n)
+	}
+	checkEvents(t, "read from 0", must(s.ReadEvents(ctx, log, 0, 100))(t), 2, 3, 4, 5, 6, 7, 8)
+	checkEvents(t, "read from 1, limit 3", must(s.ReadEvents(ctx, log, 1, 3))(t), 2, 3, 4)
+	checkEvents(t, "read from 6", must(s.ReadEvents(ctx, log, 6, 100))(t), 6, 7, 8)
+	if n := must(s.TruncateEvents(ctx, log, 6))(t); n != 4 {
+		t.Errorf("truncating below 6 (inside the second batch) deleted %d, want 4 (2, 3, 4, 5)", n)
+	}
+	checkEvents(t, "read from 0 again", must(s.ReadEvents(ctx, log, 0, 100))(t), 6, 7, 8)
+	if n := must(s.TruncateEvents(ctx, log, 5))(t); n != 0 {
+		t.Errorf("truncating below an earlier point deleted %d", n)
+	}
+	// Past the end: the events that exist go; later appends are not truncated.
+	if n := must(s.TruncateEvents(ctx, log, 20))(t); n != 3 {
+		t.Errorf("truncating past the end deleted %d, want 3", n)
+	}
+	must(s.AppendEvents(ctx, log, batch(9, 2)))(t)
+	checkEvents(t, "appended after truncating past the end", must(s.ReadEvents(ctx, log, 0, 100))(t), 9, 10)
+	if end := must(s.EventLogEnd(ctx, log))(t); end != 11 {
+		t.Errorf("EventLogEnd %d, want 11", end)
+	}
+}
+
+// Concurrent appends to one log (committed together or not) get disjoint ranges of
+// consecutive offsets, and the log reads back every event once, each batch in its order.
+func testConcurrentAppends(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	must(s.CreateScenario(ctx, "many", draft(1, "")))(t)
+	log := store.EventLog{Scenario: "many", Source: "http"}
+	const senders, batches, size = 8, 10, 3
+	var wg sync.WaitGroup
+	got := make([][]store.EventBatch, senders)
+	for w := range senders {
+		wg.Go(func() {
+			for b := range batches {
+				p := make([][]byte, size)
+				for i := range p {
+					p[i] = []byte(fmt.Sprintf(`{"w":%d,"b":%d,"i":%d}`, w, b, i))
+				}
+				key := ""
+				if b%2 == 0 {
+					key = fmt.Sprintf("w%d-b%d", w, b)
+				}
+				r, err := s.AppendEventBatch(ctx, log, key, p)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				got[w] = append(got[w], r)
+			}
+		})
+	}
+	wg.Wait()
+	events := must(s.ReadEvents(ctx, log, 0, store.MaxReadLimit))(t)
+	if len(events) != senders*batches*size {
+		t.Fatalf("%d events read, want %d", len(events), senders*batches*size)
+	}
+	for i, e := range events {
+		if e.Offset != int64(i) {
+			t.Fatalf("event %d has offset %d", i, e.Offset)
+		}
+	}
+	for w := range senders {
+		for b, r := range got[w] {
+			if r.Count != size || r.Duplicate {
+				t.Errorf("sender %d batch %d: %+v", w, b, r)
+				continue
+			}
+			for i := range size {
+				want := fmt.Sprintf(`{"w":%d,"b":%d,"i":%d}`, w, b, i)
+				if e := events[r.FirstOffset+int64(i)]; string(e.Payload) != want || !e.AcceptedAt.Equal(r.AcceptedAt) {
+					t.Errorf("offset %d: %s at %v, want %s at %v", e.Offset, e.Payload, e.AcceptedAt, want, r.AcceptedAt)
+				}
+			}
+		}
 	}
 }
 
