@@ -127,7 +127,7 @@ func sessions(n int) (allocsPerEvent float64, heapHalf, heapEnd uint64, err erro
 			runtime.ReadMemStats(&ms)
 			heapHalf, mallocs = ms.HeapAlloc, ms.Mallocs
 		}
-		e := aggregate.Event{Time: int64(i)*workloadSpan/int64(n) - rng.Int64N(workloadBound), Key: keys[rng.IntN(workloadKeys)], Inputs: inputs}
+		e := aggregate.Event{Time: int64(i)*workloadSpan/workloadEvents - rng.Int64N(workloadBound), Key: keys[rng.IntN(workloadKeys)], Inputs: inputs}
 		if err := op.Add(&e); err != nil {
 			return 0, 0, 0, err
 		}

@@ -7,13 +7,15 @@ import (
 	"strconv"
 )
 
-// The standard workload: events over one hour of event time, 1,000 keys, up to 5 s of
-// disorder; one JSON line each: {"time": ms, "key": "k042", "amount": 12.34}.
+// The standard workload: 1,000,000 events over one hour of event time, 1,000 keys, up to
+// 5 s of disorder; one JSON line each: {"time": ms, "key": "k042", "amount": 12.34}. Fewer
+// events are its beginning (the same rate of events, and of results, per event-time second).
 const (
-	workloadKeys  = 1_000
-	workloadSpan  = 3_600_000 // ms
-	workloadBound = 5_000     // ms: the disorder, and the watermark's bound
-	workloadStart = 1_700_000_000_000
+	workloadEvents = 1_000_000
+	workloadKeys   = 1_000
+	workloadSpan   = 3_600_000 // ms of workloadEvents
+	workloadBound  = 5_000     // ms: the disorder, and the watermark's bound
+	workloadStart  = 1_700_000_000_000
 )
 
 // genWorkload calls f for each of n events in order, with the event's time, key number and
@@ -21,7 +23,7 @@ const (
 func genWorkload(n int, f func(i int, t int64, key int, cents int64)) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range n {
-		t := workloadStart + int64(i)*workloadSpan/int64(n) - rng.Int64N(workloadBound)
+		t := workloadStart + int64(i)*workloadSpan/workloadEvents - rng.Int64N(workloadBound)
 		f(i, t, rng.IntN(workloadKeys), rng.Int64N(100_000))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/scenario-server/scenario-server/store"
@@ -45,23 +46,47 @@ func appendSinkResults(ctx context.Context, tx *sql.Tx, where string, arg any, r
 	if err != nil {
 		return nil, err
 	}
-	stmt, err := tx.PrepareContext(ctx,
-		`INSERT INTO sink_results (scenario_id, id, sink, value, created_at) VALUES (?, ?, ?, ?, ?)`)
-	if err != nil {
-		return nil, err
-	}
-	defer stmt.Close()
 	created := micros(now())
 	first := last - int64(len(results)) + 1
 	ids := make([]int64, len(results))
-	for i, r := range results {
+	for i := range ids {
 		ids[i] = first + int64(i)
-		if _, err := stmt.ExecContext(ctx, scenarioID, ids[i], r.Sink, string(r.Value), created); err != nil {
+	}
+	// Many rows a statement: the statements, not the rows, are what costs.
+	var stmt *sql.Stmt
+	stmtRows := 0
+	defer func() {
+		if stmt != nil {
+			stmt.Close()
+		}
+	}()
+	args := make([]any, 0, 5*resultsPerInsert)
+	for start := 0; start < len(results); start += resultsPerInsert {
+		part := results[start:min(start+resultsPerInsert, len(results))]
+		if len(part) != stmtRows {
+			if stmt != nil {
+				stmt.Close()
+			}
+			q := `INSERT INTO sink_results (scenario_id, id, sink, value, created_at) VALUES (?, ?, ?, ?, ?)` +
+				strings.Repeat(`, (?, ?, ?, ?, ?)`, len(part)-1)
+			if stmt, err = tx.PrepareContext(ctx, q); err != nil {
+				return nil, err
+			}
+			stmtRows = len(part)
+		}
+		args = args[:0]
+		for i, r := range part {
+			args = append(args, scenarioID, ids[start+i], r.Sink, string(r.Value), created)
+		}
+		if _, err := stmt.ExecContext(ctx, args...); err != nil {
 			return nil, err
 		}
 	}
 	return ids, nil
 }
+
+// resultsPerInsert is how many results one INSERT statement writes (5 parameters each).
+const resultsPerInsert = 200
 
 // ReadSinkResults implements store.Store.
 func (s *Store) ReadSinkResults(ctx context.Context, scenario, sink string, after int64, limit int) ([]store.SinkResult, error) {

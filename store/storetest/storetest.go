@@ -48,6 +48,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Checkpoints", testCheckpoints},
 		{"SinkResults", testSinkResults},
 		{"ConcurrentSinkAppends", testConcurrentSinkAppends},
+		{"ManySinkResults", testManySinkResults},
 		{"EventLog", testEventLog},
 		{"EventReadBytes", testEventReadBytes},
 		{"ResultReadBytes", testResultReadBytes},
@@ -843,6 +844,43 @@ func checkEvents(t *testing.T, what string, got []store.Event, offsets ...int64)
 	}
 	if !slices.Equal(gotOffsets, offsets) {
 		t.Errorf("%s: offsets %v, want %v", what, gotOffsets, offsets)
+	}
+}
+
+// One append of many results (more than one statement's worth, and not a multiple of it)
+// stores each with its consecutive ID, sink and value, in order.
+func testManySinkResults(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	must(s.CreateScenario(ctx, "many", draft(1, "")))(t)
+	const n = 451
+	results := make([]store.NewSinkResult, n)
+	for i := range results {
+		results[i] = store.NewSinkResult{Sink: fmt.Sprintf("sink-%d", i%3), Value: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))}
+	}
+	ids := must(s.AppendSinkResults(ctx, "many", results))(t)
+	if len(ids) != n || ids[0] != 1 || ids[n-1] != n {
+		t.Fatalf("IDs %d..%d of %d, want 1..%d", ids[0], ids[len(ids)-1], len(ids), n)
+	}
+	var got []store.SinkResult
+	for after := int64(0); ; {
+		page := must(s.ReadSinkResults(ctx, "many", "", after, 100))(t)
+		if len(page) == 0 {
+			break
+		}
+		got = append(got, page...)
+		after = page[len(page)-1].ID
+	}
+	if len(got) != n {
+		t.Fatalf("read %d results, want %d", len(got), n)
+	}
+	for i, r := range got {
+		if r.ID != int64(i+1) || r.Sink != results[i].Sink || string(r.Value) != string(results[i].Value) {
+			t.Errorf("result %d: %d %s %s, want %d %s %s", i, r.ID, r.Sink, r.Value, i+1, results[i].Sink, results[i].Value)
+		}
+	}
+	if page := must(s.ReadSinkResults(ctx, "many", "sink-2", 440, 100))(t); len(page) != 4 || page[0].ID != 441 {
+		t.Errorf("sink-2 after 440: %d results from %v, want 4 from 441 (indices 440, 443, 446, 449)", len(page), page)
 	}
 }
 
