@@ -156,8 +156,9 @@ func (s *Store) commitAppends(calls []*group.Call[appendReq, store.EventBatch]) 
 		return cmp.Or(cmp.Compare(a.Req.log.Scenario, b.Req.log.Scenario), cmp.Compare(a.Req.log.Source, b.Req.log.Source))
 	})
 	return s.inTx(ctx, func(tx pgx.Tx) error {
+		at := now() // the time of the group's commit
 		for _, c := range ordered {
-			b, refusal, err := appendChunk(ctx, tx, c.Req)
+			b, refusal, err := appendChunk(ctx, tx, c.Req, at)
 			if err != nil {
 				return err
 			}
@@ -167,9 +168,10 @@ func (s *Store) commitAppends(calls []*group.Call[appendReq, store.EventBatch]) 
 	})
 }
 
-// appendChunk appends one request's events in tx. refusal is the request's own error (nothing
-// written); err a failure of the transaction.
-func appendChunk(ctx context.Context, tx pgx.Tx, r appendReq) (b store.EventBatch, refusal, err error) {
+// appendChunk appends one request's events in tx, accepted at at (the batches of a group
+// share it). refusal is the request's own error (nothing written); err a failure of the
+// transaction.
+func appendChunk(ctx context.Context, tx pgx.Tx, r appendReq, at time.Time) (b store.EventBatch, refusal, err error) {
 	b = store.EventBatch{Key: r.key, Count: len(r.payloads)}
 	row, err := lookupScenario(ctx, tx, r.log.Scenario, "")
 	if errors.Is(err, store.ErrNotFound) {
@@ -215,7 +217,7 @@ func appendChunk(ctx context.Context, tx pgx.Tx, r appendReq) (b store.EventBatc
 	if err != nil {
 		return b, nil, err
 	}
-	b.AcceptedAt = now()
+	b.AcceptedAt = at
 	b.FirstOffset = next - int64(len(r.payloads))
 	if _, err := tx.Exec(ctx,
 		`INSERT INTO event_chunks (scenario_id, source, last_offset, event_count, payloads, accepted_at) VALUES ($1, $2, $3, $4, $5, $6)`,

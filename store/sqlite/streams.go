@@ -179,8 +179,9 @@ func (s *Store) appendEvents(ctx context.Context, log store.EventLog, key string
 func (s *Store) commitAppends(calls []*group.Call[appendReq, store.EventBatch]) error {
 	ctx := context.WithoutCancel(calls[0].Req.ctx)
 	return s.inTx(ctx, func(tx *sql.Tx) error {
+		at := now() // the time of the group's commit
 		for _, c := range calls {
-			b, refusal, err := appendChunk(ctx, tx, c.Req)
+			b, refusal, err := appendChunk(ctx, tx, c.Req, at)
 			if err != nil {
 				return err
 			}
@@ -190,9 +191,10 @@ func (s *Store) commitAppends(calls []*group.Call[appendReq, store.EventBatch]) 
 	})
 }
 
-// appendChunk appends one request's events in tx. refusal is the request's own error (nothing
-// written); err a failure of the transaction.
-func appendChunk(ctx context.Context, tx *sql.Tx, r appendReq) (b store.EventBatch, refusal, err error) {
+// appendChunk appends one request's events in tx, accepted at at (the batches of a group
+// share it). refusal is the request's own error (nothing written); err a failure of the
+// transaction.
+func appendChunk(ctx context.Context, tx *sql.Tx, r appendReq, at time.Time) (b store.EventBatch, refusal, err error) {
 	b = store.EventBatch{Key: r.key, Count: len(r.payloads)}
 	row, err := lookupScenario(ctx, tx, r.log.Scenario)
 	if errors.Is(err, store.ErrNotFound) {
@@ -232,7 +234,7 @@ func appendChunk(ctx context.Context, tx *sql.Tx, r appendReq) (b store.EventBat
 	if err != nil {
 		return b, nil, err
 	}
-	b.AcceptedAt = now()
+	b.AcceptedAt = at
 	accepted := micros(b.AcceptedAt)
 	b.FirstOffset = next - int64(len(r.payloads))
 	if _, err := tx.ExecContext(ctx,
