@@ -121,13 +121,14 @@ func sessions(n int) (allocsPerEvent float64, heapHalf, heapEnd uint64, err erro
 	var ms runtime.MemStats
 	var mallocs uint64
 	maxSeen := int64(-1 << 62)
+	var e aggregate.Event // one for all: the engine reuses its event too
 	for i := range n {
 		if i == n/2 {
 			runtime.GC()
 			runtime.ReadMemStats(&ms)
 			heapHalf, mallocs = ms.HeapAlloc, ms.Mallocs
 		}
-		e := aggregate.Event{Time: int64(i)*workloadSpan/workloadEvents - rng.Int64N(workloadBound), Key: keys[rng.IntN(workloadKeys)], Inputs: inputs}
+		e = aggregate.Event{Time: int64(i)*workloadSpan/workloadEvents - rng.Int64N(workloadBound), Key: keys[rng.IntN(workloadKeys)], Inputs: inputs}
 		if err := op.Add(&e); err != nil {
 			return 0, 0, 0, err
 		}
