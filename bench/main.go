@@ -11,7 +11,10 @@
 //   - session windows: allocations per event and live heap.
 //
 // Each pair runs -rounds times, alternated (product, reference, product, reference, ...);
-// the figures are medians. With -base-server and -base-bench (built from another revision,
+// the figures are medians. The run and window core figures are events per CPU second of
+// the process (user and system time, the garbage collector included), which a machine
+// shared with other work does not skew as it skews wall time; ingestion is events per
+// second of wall time, from the first request to the last 202. With -base-server and -base-bench (built from another revision,
 // see scripts/bench.sh) the product of that revision runs in the same rounds, so the ratios
 // before and after a change come from one run. Run it through scripts/bench.sh, which
 // builds the binaries; it is not a test and CI only compiles it. BENCH_CPUPROFILE=FILE
@@ -146,7 +149,7 @@ type figure struct {
 
 func (f figure) print() {
 	a, r := median(f.after), median(f.ref)
-	line := fmt.Sprintf("%-34s product %12s %s  reference %12s", f.name, human(a), f.unit, human(r))
+	line := fmt.Sprintf("%-34s product %10s %s  reference %10s", f.name, human(a), f.unit, human(r))
 	if len(f.before) > 0 {
 		b := median(f.before)
 		line += fmt.Sprintf("  ratio %.2f (before: %s, ratio %.2f)", a/r, human(b), b/r)
@@ -191,7 +194,7 @@ func orchestrate(o options) error {
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), host, strings.TrimSpace(string(cpus)), loadavg(), o.rounds)
 	if only["core"] {
 		for _, p := range []int64{10_000, 1_000} {
-			f := figure{name: fmt.Sprintf("window core, %d s slices", p/1000), unit: "ev/s", target: map[int64]float64{10_000: 0.6, 1_000: 0.5}[p]}
+			f := figure{name: fmt.Sprintf("window core, %d s slices", p/1000), unit: "ev/CPU-s", target: map[int64]float64{10_000: 0.6, 1_000: 0.5}[p]}
 			for range o.rounds {
 				v, err := childRate(self, "core-product", o, p)
 				if err != nil {
@@ -261,25 +264,31 @@ func childRate(bin, child string, o options, precision int64) (float64, error) {
 	return r["rate"], nil
 }
 
-var maxRSS = regexp.MustCompile(`Maximum resident set size \(kbytes\): (\d+)`)
+var (
+	maxRSS  = regexp.MustCompile(`Maximum resident set size \(kbytes\): (\d+)`)
+	cpuUser = regexp.MustCompile(`User time \(seconds\): ([0-9.]+)`)
+	cpuSys  = regexp.MustCompile(`System time \(seconds\): ([0-9.]+)`)
+)
 
-// timed runs args under /usr/bin/time -v and returns the wall time and the peak RSS in kB.
+// timed runs args under /usr/bin/time -v and returns the CPU time (user and system) and the
+// peak RSS in kB.
 func timed(args ...string) (time.Duration, int64, error) {
 	cmd := exec.Command("/usr/bin/time", append([]string{"-v"}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	start := time.Now()
 	err := cmd.Run()
-	d := time.Since(start)
 	if err != nil {
 		return 0, 0, fmt.Errorf("%v: %w: %s", args, err, stderr.String())
 	}
 	m := maxRSS.FindSubmatch(stderr.Bytes())
-	if m == nil {
-		return 0, 0, fmt.Errorf("no peak RSS in /usr/bin/time's output: %s", stderr.String())
+	u, sy := cpuUser.FindSubmatch(stderr.Bytes()), cpuSys.FindSubmatch(stderr.Bytes())
+	if m == nil || u == nil || sy == nil {
+		return 0, 0, fmt.Errorf("no peak RSS or CPU times in /usr/bin/time's output: %s", stderr.String())
 	}
 	kb, _ := strconv.ParseInt(string(m[1]), 10, 64)
-	return d, kb, nil
+	us, _ := strconv.ParseFloat(string(u[1]), 64)
+	ss, _ := strconv.ParseFloat(string(sy[1]), 64)
+	return time.Duration((us + ss) * float64(time.Second)), kb, nil
 }
 
 func runFigure(self string, o options) error {
@@ -297,7 +306,7 @@ func runFigure(self string, o options) error {
 		return err
 	}
 	out := filepath.Join(dir, "out.ndjson")
-	f := figure{name: "scenario-server run", unit: "ev/s", target: 0.7}
+	f := figure{name: "scenario-server run", unit: "ev/CPU-s", target: 0.7}
 	rss := figure{name: "peak RSS of run", unit: "MB"}
 	product := func(bin string) (float64, float64, error) {
 		d, kb, err := timed(bin, "run", "--scenario", scen, "--input", input, "--output", out)

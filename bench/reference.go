@@ -166,7 +166,7 @@ func refRun(inPath, outPath string) error {
 	events := 0
 	for sc.Scan() {
 		var e refEvent
-		if err := gojson.Unmarshal(sc.Bytes(), &e); err != nil {
+		if err := gojson.UnmarshalNoEscape(sc.Bytes(), &e); err != nil {
 			return fmt.Errorf("line %d: %w", events+1, err)
 		}
 		ring.add(e.Time, e.Key, e.Amount)
