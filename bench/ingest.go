@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
@@ -18,6 +19,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // serveCeiling serves the fsync-to-file reference (see ceilingServer) on a free loopback
@@ -230,6 +233,21 @@ func ingestProduct(bin, databaseURL, name string, bodies [][]byte, events int, c
 	if profile != "" {
 		env = append(env, "SCENARIO_SERVER_CPUPROFILE="+profile)
 	}
+	if databaseURL != "" {
+		// A fresh database per run, as SQLite gets a fresh directory: each binary migrates
+		// its own.
+		db := fmt.Sprintf("bench_%d", time.Now().UnixNano())
+		if err := pgExec(databaseURL, "CREATE DATABASE "+db); err != nil {
+			return 0, 0, 0, err
+		}
+		defer func() { _ = pgExec(databaseURL, "DROP DATABASE "+db+" WITH (FORCE)") }()
+		u, err := url.Parse(databaseURL)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		u.Path = "/" + db
+		databaseURL = u.String()
+	}
 	s, err := startServer(bin, dir, databaseURL, env...)
 	if err != nil {
 		return 0, 0, 0, err
@@ -274,6 +292,18 @@ func ingestProduct(bin, databaseURL, name string, bodies [][]byte, events int, c
 		time.Sleep(200 * time.Millisecond)
 	}
 	return accepted, processed, retries, nil
+}
+
+// pgExec runs one statement on the database at databaseURL.
+func pgExec(databaseURL, statement string) error {
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, databaseURL)
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	_, err = c.Exec(ctx, statement)
+	return err
 }
 
 // ingestCeiling starts the reference server (this binary, -child ceiling) and sends bodies.
