@@ -50,7 +50,7 @@ type options struct {
 
 func main() {
 	var o options
-	child := flag.String("child", "", "internal: run one measurement in this process (ref-run, ceiling, core-product, core-ring, sessions)")
+	child := flag.String("child", "", "internal: run one measurement in this process (ref-run, ceiling, core-product, core-ring, sessions); workload writes the run figure's events to -output and its scenario to -input")
 	dir := flag.String("dir", "", "internal: the ceiling server's directory")
 	input := flag.String("input", "", "internal: ref-run's input")
 	output := flag.String("output", "", "internal: ref-run's output")
@@ -74,6 +74,11 @@ func main() {
 		err = orchestrate(o)
 	case "ref-run":
 		err = refRun(*input, *output)
+	case "workload":
+		// The run figure's input (-output) and scenario (-input), to run or profile by hand.
+		if err = writeWorkload(*output, o.events); err == nil {
+			err = os.WriteFile(*input, []byte(runScenario), 0o600)
+		}
 	case "ceiling":
 		err = ceilingServer(*dir)
 	case "core-product", "core-ring":
