@@ -102,58 +102,26 @@ func (s *Store) readSinkResults(ctx context.Context, scenario, sink string, afte
 	})
 }
 
-// AppendEvents implements store.Store.
+// AppendEvents implements store.Store. Concurrent appends commit together (group commit,
+// commitAppends): one transaction, one WAL flush, for every append waiting while the previous
+// one committed; each batch is one row of event_chunks.
 func (s *Store) AppendEvents(ctx context.Context, log store.EventLog, payloads [][]byte) ([]int64, error) {
-	if len(payloads) == 0 {
-		return nil, nil
-	}
-	b, err := s.appendEvents(ctx, log, "", payloads)
-	if err != nil {
-		return nil, fmt.Errorf("appending %d events to %q/%q: %w", len(payloads), log.Scenario, log.Source, err)
-	}
-	offsets := make([]int64, b.Count)
-	for i := range offsets {
-		offsets[i] = b.FirstOffset + int64(i)
-	}
-	return offsets, nil
+	return check.AppendEvents(check.Append{Ctx: ctx, Log: log, Payloads: payloads}, s.appends.Do)
 }
 
-// AppendEventBatch implements store.Store.
+// AppendEventBatch implements store.Store, as AppendEvents does.
 func (s *Store) AppendEventBatch(ctx context.Context, log store.EventLog, key string, payloads [][]byte) (store.EventBatch, error) {
-	if len(payloads) == 0 {
-		return store.EventBatch{Key: key}, nil
-	}
-	b, err := s.appendEvents(ctx, log, key, payloads)
-	if err != nil {
-		return store.EventBatch{}, fmt.Errorf("appending a batch of %d events (key %q) to %q/%q: %w",
-			len(payloads), key, log.Scenario, log.Source, err)
-	}
-	return b, nil
-}
-
-// appendReq is one append of appendEvents.
-type appendReq struct {
-	ctx      context.Context
-	log      store.EventLog
-	key      string
-	payloads [][]byte
-}
-
-// appendEvents appends payloads (at least one) to the log, under key unless it is empty, as
-// one row of event_chunks. Concurrent appends commit together (group commit): one
-// transaction, one WAL flush, for every append waiting while the previous one committed.
-func (s *Store) appendEvents(ctx context.Context, log store.EventLog, key string, payloads [][]byte) (store.EventBatch, error) {
-	return s.appends.Do(appendReq{ctx: ctx, log: log, key: key, payloads: payloads})
+	return check.AppendEventBatch(check.Append{Ctx: ctx, Log: log, Key: key, Payloads: payloads}, s.appends.Do)
 }
 
 // commitAppends runs a group of appends in one transaction, locking their logs' rows in
 // (scenario, source) order so that two servers' groups cannot deadlock. An append refused
 // on its own (an unknown scenario, a reused key) writes nothing and leaves the others be.
-func (s *Store) commitAppends(calls []*group.Call[appendReq, store.EventBatch]) error {
-	ctx := context.WithoutCancel(calls[0].Req.ctx)
+func (s *Store) commitAppends(calls []*group.Call[check.Append, store.EventBatch]) error {
+	ctx := context.WithoutCancel(calls[0].Req.Ctx)
 	ordered := slices.Clone(calls)
-	slices.SortStableFunc(ordered, func(a, b *group.Call[appendReq, store.EventBatch]) int {
-		return cmp.Or(cmp.Compare(a.Req.log.Scenario, b.Req.log.Scenario), cmp.Compare(a.Req.log.Source, b.Req.log.Source))
+	slices.SortStableFunc(ordered, func(a, b *group.Call[check.Append, store.EventBatch]) int {
+		return cmp.Or(cmp.Compare(a.Req.Log.Scenario, b.Req.Log.Scenario), cmp.Compare(a.Req.Log.Source, b.Req.Log.Source))
 	})
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		at := now() // the time of the group's commit
@@ -171,9 +139,9 @@ func (s *Store) commitAppends(calls []*group.Call[appendReq, store.EventBatch]) 
 // appendChunk appends one request's events in tx, accepted at at (the batches of a group
 // share it). refusal is the request's own error (nothing written); err a failure of the
 // transaction.
-func appendChunk(ctx context.Context, tx pgx.Tx, r appendReq, at time.Time) (b store.EventBatch, refusal, err error) {
-	b = store.EventBatch{Key: r.key, Count: len(r.payloads)}
-	row, err := lookupScenario(ctx, tx, r.log.Scenario, "")
+func appendChunk(ctx context.Context, tx pgx.Tx, r check.Append, at time.Time) (b store.EventBatch, refusal, err error) {
+	b = store.EventBatch{Key: r.Key, Count: len(r.Payloads)}
+	row, err := lookupScenario(ctx, tx, r.Log.Scenario, "")
 	if errors.Is(err, store.ErrNotFound) {
 		return b, err, nil
 	}
@@ -181,26 +149,26 @@ func appendChunk(ctx context.Context, tx pgx.Tx, r appendReq, at time.Time) (b s
 		return b, nil, err
 	}
 	var hash []byte
-	if r.key != "" {
-		hash = check.BatchHash(r.payloads)
+	if r.Key != "" {
+		hash = check.BatchHash(r.Payloads)
 		// Lock the log's row (creating it when new) before looking for the key: appends
 		// to one log take turns from here to commit, so two requests with the same key
 		// cannot both miss it.
 		if _, err := tx.Exec(ctx,
 			`INSERT INTO event_logs AS l (scenario_id, source, next_offset) VALUES ($1, $2, 0)
-			 ON CONFLICT (scenario_id, source) DO UPDATE SET next_offset = l.next_offset`, row.id, r.log.Source); err != nil {
+			 ON CONFLICT (scenario_id, source) DO UPDATE SET next_offset = l.next_offset`, row.id, r.Log.Source); err != nil {
 			return b, nil, err
 		}
 		var count int
 		var stored []byte
 		err = tx.QueryRow(ctx,
 			`SELECT first_offset, event_count, accepted_at, batch_sha256 FROM event_batches
-			 WHERE scenario_id = $1 AND source = $2 AND batch_key = $3`, row.id, r.log.Source, r.key).
+			 WHERE scenario_id = $1 AND source = $2 AND batch_key = $3`, row.id, r.Log.Source, r.Key).
 			Scan(&b.FirstOffset, &count, &b.AcceptedAt, &stored)
 		switch {
 		case err == nil:
-			if err := check.SameBatch(count, stored, len(r.payloads), hash); err != nil {
-				return store.EventBatch{Key: r.key, Count: len(r.payloads)}, err, nil
+			if err := check.SameBatch(count, stored, len(r.Payloads), hash); err != nil {
+				return store.EventBatch{Key: r.Key, Count: len(r.Payloads)}, err, nil
 			}
 			b.AcceptedAt, b.Duplicate = b.AcceptedAt.UTC(), true
 			return b, nil, nil
@@ -213,21 +181,21 @@ func appendChunk(ctx context.Context, tx pgx.Tx, r appendReq, at time.Time) (b s
 	err = tx.QueryRow(ctx,
 		`INSERT INTO event_logs AS l (scenario_id, source, next_offset) VALUES ($1, $2, $3)
 		 ON CONFLICT (scenario_id, source) DO UPDATE SET next_offset = l.next_offset + excluded.next_offset
-		 RETURNING next_offset`, row.id, r.log.Source, len(r.payloads)).Scan(&next)
+		 RETURNING next_offset`, row.id, r.Log.Source, len(r.Payloads)).Scan(&next)
 	if err != nil {
 		return b, nil, err
 	}
 	b.AcceptedAt = at
-	b.FirstOffset = next - int64(len(r.payloads))
+	b.FirstOffset = next - int64(len(r.Payloads))
 	if _, err := tx.Exec(ctx,
 		`INSERT INTO event_chunks (scenario_id, source, last_offset, event_count, payloads, accepted_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-		row.id, r.log.Source, next-1, len(r.payloads), check.EncodeChunk(r.payloads), b.AcceptedAt); err != nil {
+		row.id, r.Log.Source, next-1, len(r.Payloads), check.EncodeChunk(r.Payloads), b.AcceptedAt); err != nil {
 		return b, nil, err
 	}
-	if r.key != "" {
+	if r.Key != "" {
 		_, err = tx.Exec(ctx,
 			`INSERT INTO event_batches (scenario_id, source, batch_key, first_offset, event_count, accepted_at, batch_sha256)
-			 VALUES ($1, $2, $3, $4, $5, $6, $7)`, row.id, r.log.Source, r.key, b.FirstOffset, len(r.payloads), b.AcceptedAt, hash)
+			 VALUES ($1, $2, $3, $4, $5, $6, $7)`, row.id, r.Log.Source, r.Key, b.FirstOffset, len(r.Payloads), b.AcceptedAt, hash)
 	}
 	return b, nil, err
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/scenario-server/scenario-server/migrations"
 	"github.com/scenario-server/scenario-server/store"
+	"github.com/scenario-server/scenario-server/store/internal/check"
 	"github.com/scenario-server/scenario-server/store/internal/group"
 )
 
@@ -50,7 +51,7 @@ type Store struct {
 	full atomic.Bool
 
 	// appends commits concurrent event appends in one transaction (appendEvents).
-	appends group.Committer[appendReq, store.EventBatch]
+	appends group.Committer[check.Append, store.EventBatch]
 }
 
 var _ store.Store = (*Store)(nil)

@@ -130,54 +130,22 @@ func (s *Store) readSinkResults(ctx context.Context, scenario, sink string, afte
 	return list, rows.Err()
 }
 
-// AppendEvents implements store.Store.
+// AppendEvents implements store.Store. Concurrent appends commit together (group commit,
+// commitAppends): one transaction, one fsync, for every append waiting while the previous
+// one committed; each batch is one row of event_chunks.
 func (s *Store) AppendEvents(ctx context.Context, log store.EventLog, payloads [][]byte) ([]int64, error) {
-	if len(payloads) == 0 {
-		return nil, nil
-	}
-	b, err := s.appendEvents(ctx, log, "", payloads)
-	if err != nil {
-		return nil, fmt.Errorf("appending %d events to %q/%q: %w", len(payloads), log.Scenario, log.Source, err)
-	}
-	offsets := make([]int64, b.Count)
-	for i := range offsets {
-		offsets[i] = b.FirstOffset + int64(i)
-	}
-	return offsets, nil
+	return check.AppendEvents(check.Append{Ctx: ctx, Log: log, Payloads: payloads}, s.appends.Do)
 }
 
-// AppendEventBatch implements store.Store.
+// AppendEventBatch implements store.Store, as AppendEvents does.
 func (s *Store) AppendEventBatch(ctx context.Context, log store.EventLog, key string, payloads [][]byte) (store.EventBatch, error) {
-	if len(payloads) == 0 {
-		return store.EventBatch{Key: key}, nil
-	}
-	b, err := s.appendEvents(ctx, log, key, payloads)
-	if err != nil {
-		return store.EventBatch{}, fmt.Errorf("appending a batch of %d events (key %q) to %q/%q: %w",
-			len(payloads), key, log.Scenario, log.Source, err)
-	}
-	return b, nil
-}
-
-// appendReq is one append of appendEvents.
-type appendReq struct {
-	ctx      context.Context
-	log      store.EventLog
-	key      string
-	payloads [][]byte
-}
-
-// appendEvents appends payloads (at least one) to the log, under key unless it is empty, as
-// one row of event_chunks. Concurrent appends commit together (group commit): one
-// transaction, one fsync, for every append waiting while the previous one committed.
-func (s *Store) appendEvents(ctx context.Context, log store.EventLog, key string, payloads [][]byte) (store.EventBatch, error) {
-	return s.appends.Do(appendReq{ctx: ctx, log: log, key: key, payloads: payloads})
+	return check.AppendEventBatch(check.Append{Ctx: ctx, Log: log, Key: key, Payloads: payloads}, s.appends.Do)
 }
 
 // commitAppends runs a group of appends in one transaction. An append refused on its own (an
 // unknown scenario, a reused key) writes nothing and leaves the others be.
-func (s *Store) commitAppends(calls []*group.Call[appendReq, store.EventBatch]) error {
-	ctx := context.WithoutCancel(calls[0].Req.ctx)
+func (s *Store) commitAppends(calls []*group.Call[check.Append, store.EventBatch]) error {
+	ctx := context.WithoutCancel(calls[0].Req.Ctx)
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		at := now() // the time of the group's commit
 		for _, c := range calls {
@@ -194,9 +162,9 @@ func (s *Store) commitAppends(calls []*group.Call[appendReq, store.EventBatch]) 
 // appendChunk appends one request's events in tx, accepted at at (the batches of a group
 // share it). refusal is the request's own error (nothing written); err a failure of the
 // transaction.
-func appendChunk(ctx context.Context, tx *sql.Tx, r appendReq, at time.Time) (b store.EventBatch, refusal, err error) {
-	b = store.EventBatch{Key: r.key, Count: len(r.payloads)}
-	row, err := lookupScenario(ctx, tx, r.log.Scenario)
+func appendChunk(ctx context.Context, tx *sql.Tx, r check.Append, at time.Time) (b store.EventBatch, refusal, err error) {
+	b = store.EventBatch{Key: r.Key, Count: len(r.Payloads)}
+	row, err := lookupScenario(ctx, tx, r.Log.Scenario)
 	if errors.Is(err, store.ErrNotFound) {
 		return b, err, nil
 	}
@@ -204,8 +172,8 @@ func appendChunk(ctx context.Context, tx *sql.Tx, r appendReq, at time.Time) (b 
 		return b, nil, err
 	}
 	var hash []byte
-	if r.key != "" {
-		hash = check.BatchHash(r.payloads)
+	if r.Key != "" {
+		hash = check.BatchHash(r.Payloads)
 		// The write transaction is IMMEDIATE: no other append runs between this check and
 		// the insert below.
 		var first, accepted int64
@@ -213,11 +181,11 @@ func appendChunk(ctx context.Context, tx *sql.Tx, r appendReq, at time.Time) (b 
 		var stored []byte
 		err := tx.QueryRowContext(ctx,
 			`SELECT first_offset, event_count, accepted_at, batch_sha256 FROM event_batches
-			 WHERE scenario_id = ? AND source = ? AND batch_key = ?`, row.id, r.log.Source, r.key).
+			 WHERE scenario_id = ? AND source = ? AND batch_key = ?`, row.id, r.Log.Source, r.Key).
 			Scan(&first, &count, &accepted, &stored)
 		switch {
 		case err == nil:
-			if err := check.SameBatch(count, stored, len(r.payloads), hash); err != nil {
+			if err := check.SameBatch(count, stored, len(r.Payloads), hash); err != nil {
 				return b, err, nil
 			}
 			b.FirstOffset, b.AcceptedAt, b.Duplicate = first, fromMicros(accepted), true
@@ -230,22 +198,22 @@ func appendChunk(ctx context.Context, tx *sql.Tx, r appendReq, at time.Time) (b 
 	err = tx.QueryRowContext(ctx,
 		`INSERT INTO event_logs (scenario_id, source, next_offset) VALUES (?, ?, ?)
 		 ON CONFLICT (scenario_id, source) DO UPDATE SET next_offset = next_offset + excluded.next_offset
-		 RETURNING next_offset`, row.id, r.log.Source, len(r.payloads)).Scan(&next)
+		 RETURNING next_offset`, row.id, r.Log.Source, len(r.Payloads)).Scan(&next)
 	if err != nil {
 		return b, nil, err
 	}
 	b.AcceptedAt = at
 	accepted := micros(b.AcceptedAt)
-	b.FirstOffset = next - int64(len(r.payloads))
+	b.FirstOffset = next - int64(len(r.Payloads))
 	if _, err := tx.ExecContext(ctx,
 		`INSERT INTO event_chunks (scenario_id, source, last_offset, event_count, payloads, accepted_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		row.id, r.log.Source, next-1, len(r.payloads), check.EncodeChunk(r.payloads), accepted); err != nil {
+		row.id, r.Log.Source, next-1, len(r.Payloads), check.EncodeChunk(r.Payloads), accepted); err != nil {
 		return b, nil, err
 	}
-	if r.key != "" {
+	if r.Key != "" {
 		_, err = tx.ExecContext(ctx,
 			`INSERT INTO event_batches (scenario_id, source, batch_key, first_offset, event_count, accepted_at, batch_sha256)
-			 VALUES (?, ?, ?, ?, ?, ?, ?)`, row.id, r.log.Source, r.key, b.FirstOffset, len(r.payloads), accepted, hash)
+			 VALUES (?, ?, ?, ?, ?, ?, ?)`, row.id, r.Log.Source, r.Key, b.FirstOffset, len(r.Payloads), accepted, hash)
 	}
 	return b, nil, err
 }
