@@ -216,35 +216,49 @@ func (s *Store) readEvents(ctx context.Context, log store.EventLog, from int64, 
 	if err != nil {
 		return nil, err
 	}
+	var list []store.Event
+	var used int64
+	for {
+		n, done, err := s.readChunks(ctx, row.id, log.Source, from, limit, &list, &used)
+		if err != nil || done || n < chunksPerQuery {
+			return list, err
+		}
+		from = list[len(list)-1].Offset + 1
+	}
+}
+
+// chunksPerQuery is how many chunks one query of readEvents asks for: closing a query
+// early still receives all its rows, so a read asks for a few at a time.
+const chunksPerQuery = 32
+
+// readChunks appends to list the events of up to chunksPerQuery chunks from offset from on,
+// and returns how many chunks it read and whether the read is complete.
+func (s *Store) readChunks(ctx context.Context, scenarioID int64, source string, from int64, limit int,
+	list *[]store.Event, used *int64) (n int, done bool, err error) {
 	rows, err := s.pool.Query(ctx,
 		`SELECT greatest($1::bigint, l.truncated_below), c.last_offset, c.event_count, c.payloads, c.accepted_at
 		 FROM event_logs l JOIN event_chunks c ON c.scenario_id = l.scenario_id AND c.source = l.source
 		 WHERE l.scenario_id = $2 AND l.source = $3 AND c.last_offset >= greatest($1::bigint, l.truncated_below)
-		 ORDER BY c.last_offset`, from, row.id, log.Source)
+		 ORDER BY c.last_offset LIMIT $4`, from, scenarioID, source, chunksPerQuery)
 	if err != nil {
-		return nil, err
+		return 0, false, err
 	}
 	defer rows.Close()
-	var list []store.Event
-	var used int64
 	for rows.Next() {
 		var start, last int64
 		var count int
 		var blob []byte
 		var accepted time.Time
 		if err := rows.Scan(&start, &last, &count, &blob, &accepted); err != nil {
-			return nil, err
+			return n, false, err
 		}
-		var done bool
-		list, done, err = check.ChunkEvents(list, &used, last, count, blob, accepted.UTC(), start, limit, store.MaxEventReadBytes)
-		if err != nil {
-			return nil, err
-		}
-		if done {
-			break
+		n++
+		*list, done, err = check.ChunkEvents(*list, used, last, count, blob, accepted.UTC(), start, limit, store.MaxEventReadBytes)
+		if err != nil || done {
+			return n, done, err
 		}
 	}
-	return list, rows.Err()
+	return n, false, rows.Err()
 }
 
 // lastWithin runs query, whose rows are (key, size in bytes) in key order, and returns the key
