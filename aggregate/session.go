@@ -1,7 +1,6 @@
 package aggregate
 
 import (
-	"container/heap"
 	"fmt"
 
 	"github.com/scenario-server/scenario-server/slices"
@@ -50,6 +49,7 @@ type sessionOp struct {
 
 	keys    *slices.KeyTable
 	keyVals [][]value.Value
+	slab    []value.Value // where copyKey puts the next keys
 	gen     []uint32
 	keyBuf  []byte
 
@@ -72,6 +72,9 @@ type sess struct {
 	id          uint64
 	start, last int64
 	cell        int
+	// dseq orders the session's close among those at the same time: the heap sequence
+	// of the event that moved last (and so the close) to where it is.
+	dseq uint64
 }
 
 type tomb struct {
@@ -111,7 +114,7 @@ func (s *sessionOp) StateBytes() int {
 		n += c.SizeBytes()
 	}
 	for slot := range s.open {
-		n += 48*cap(s.open[slot]) + 24 + valueHeader*len(s.keyVals[slot]) + 24 + 24*cap(s.condTombs[slot])
+		n += 56*cap(s.open[slot]) + 24 + valueHeader*len(s.keyVals[slot]) + 24 + 24*cap(s.condTombs[slot])
 	}
 	return n
 }
@@ -128,9 +131,28 @@ func (s *sessionOp) slot(key []value.Value) int {
 			s.keyVals = append(s.keyVals, nil)
 			s.gen = append(s.gen, 0)
 		}
-		s.keyVals[slot] = append([]value.Value(nil), key...)
+		s.keyVals[slot] = s.copyKey(key)
 	}
 	return slot
+}
+
+// keySlab is how many key values copyKey allocates at once.
+const keySlab = 64
+
+// copyKey copies key into the operator's current slab of key values: keys that come and go
+// (a key's state is dropped once its sessions and tombstones are gone) allocate once per
+// keySlab values, not once each. A copy is never written again, as Result.Key promises.
+func (s *sessionOp) copyKey(key []value.Value) []value.Value {
+	if len(key) > keySlab {
+		return append([]value.Value(nil), key...)
+	}
+	if len(s.slab) < len(key) {
+		s.slab = make([]value.Value, keySlab)
+	}
+	k := s.slab[:len(key):len(key)]
+	copy(k, key)
+	s.slab = s.slab[len(key):]
+	return k
 }
 
 func (s *sessionOp) newCell() int {
@@ -208,9 +230,10 @@ func (s *sessionOp) Add(e *Event) error {
 	}
 	s.seq++
 	var cur *sess
+	s.hseq++
 	if first < 0 {
 		s.nextID++
-		ns := sess{id: s.nextID, start: t, last: t, cell: s.newCell()}
+		ns := sess{id: s.nextID, start: t, last: t, cell: s.newCell(), dseq: s.hseq}
 		pos := 0
 		for pos < len(list) && list[pos].start < t {
 			pos++
@@ -221,6 +244,7 @@ func (s *sessionOp) Add(e *Event) error {
 		cur = &list[pos]
 	} else {
 		cur = &list[first]
+		last := cur.last
 		for k := 1; k < count; k++ {
 			other := list[first+k]
 			for i, c := range s.cols {
@@ -236,6 +260,9 @@ func (s *sessionOp) Add(e *Event) error {
 		}
 		cur.start = min(cur.start, t)
 		cur.last = max(cur.last, t)
+		if cur.last != last {
+			cur.dseq = s.hseq
+		}
 	}
 	for i, c := range s.cols {
 		c.Add(cur.cell, e.Inputs[i], t, s.seq)
@@ -252,13 +279,17 @@ func (s *sessionOp) Add(e *Event) error {
 		}
 		s.freeCell(closed.cell)
 		s.condTombs[slot] = append(s.condTombs[slot], tomb{start: closed.start, last: closed.last, set: true})
-		s.hseq++
-		heap.Push(&s.closing, closeAt{at: closed.last + 2*s.timeout, slot: slot, gen: s.gen[slot], tomb: true, seq: s.hseq})
+		s.closing.push(closeAt{at: closed.last + 2*s.timeout, slot: slot, gen: s.gen[slot], tomb: true, seq: s.hseq})
 		s.maybeFree(slot)
 		return nil
 	}
-	s.hseq++
-	heap.Push(&s.closing, closeAt{at: cur.last + s.timeout, slot: slot, gen: s.gen[slot], id: cur.id, seq: s.hseq})
+	if first < 0 {
+		// A session has one pending close in the heap, pushed when it starts: Advance
+		// moves it to the session's latest end when it comes due before it. So the heap
+		// holds about one entry per session (open, or closed and not yet popped), not one
+		// per event.
+		s.closing.push(closeAt{at: cur.last + s.timeout, slot: slot, gen: s.gen[slot], id: cur.id, seq: s.hseq})
+	}
 	return nil
 }
 
@@ -323,8 +354,8 @@ func (s *sessionOp) maybeFree(slot int) {
 	}
 	s.keys.Free(slot)
 	s.keyVals[slot] = nil
-	s.open[slot] = nil
-	s.condTombs[slot] = nil
+	s.open[slot] = s.open[slot][:0] // plain values: the slot's next key reuses the room
+	s.condTombs[slot] = s.condTombs[slot][:0]
 	s.gen[slot]++
 }
 
@@ -334,7 +365,7 @@ func (s *sessionOp) Advance(w int64) {
 	}
 	s.w = w
 	for len(s.closing) > 0 && (s.w == infinity || s.closing[0].at <= s.w) {
-		c := heap.Pop(&s.closing).(closeAt)
+		c := s.closing.pop()
 		if !s.keys.Live(c.slot) || s.gen[c.slot] != c.gen {
 			continue
 		}
@@ -345,12 +376,18 @@ func (s *sessionOp) Advance(w int64) {
 		var ss sess
 		found := false
 		for _, o := range s.open[c.slot] {
-			if o.id == c.id && o.last+s.timeout == c.at {
+			if o.id == c.id {
 				ss, found = o, true
 				break
 			}
 		}
 		if !found {
+			continue // closed by endSessionCondition, or merged into another
+		}
+		if end := ss.last + s.timeout; end != c.at {
+			// The session grew since: its close moves to its end, in the order of the
+			// event that moved it there.
+			s.closing.push(closeAt{at: end, slot: c.slot, gen: c.gen, id: c.id, seq: ss.dseq})
 			continue
 		}
 		s.removeOpen(c.slot, ss.id)
@@ -363,7 +400,7 @@ func (s *sessionOp) Advance(w int64) {
 			// one is the key's latest closed session.
 			s.tombs[c.slot] = tomb{start: ss.start, last: ss.last, set: true}
 			s.hseq++
-			heap.Push(&s.closing, closeAt{at: ss.last + 2*s.timeout, slot: c.slot, gen: c.gen, tomb: true, seq: s.hseq})
+			s.closing.push(closeAt{at: ss.last + 2*s.timeout, slot: c.slot, gen: c.gen, tomb: true, seq: s.hseq})
 		}
 		s.maybeFree(c.slot)
 	}
@@ -381,20 +418,62 @@ type closeAt struct {
 	seq  uint64
 }
 
+// sessHeap is a min-heap of closeAt by (at, seq), typed so that a push does not box its
+// entry.
 type sessHeap []closeAt
 
-func (h sessHeap) Len() int { return len(h) }
-func (h sessHeap) Less(a, b int) bool {
+func (h sessHeap) less(a, b int) bool {
 	if h[a].at != h[b].at {
 		return h[a].at < h[b].at
 	}
 	return h[a].seq < h[b].seq
 }
-func (h sessHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
-func (h *sessHeap) Push(x any)   { *h = append(*h, x.(closeAt)) }
-func (h *sessHeap) Pop() any {
-	old := *h
-	c := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return c
+
+func (h *sessHeap) push(c closeAt) {
+	*h = append(*h, c)
+	q := *h
+	for i := len(q) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !q.less(i, p) {
+			break
+		}
+		q[i], q[p] = q[p], q[i]
+		i = p
+	}
+}
+
+func (h *sessHeap) pop() closeAt {
+	q := *h
+	top := q[0]
+	n := len(q) - 1
+	q[0] = q[n]
+	q = q[:n]
+	q.down(0)
+	*h = q
+	return top
+}
+
+func (h sessHeap) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h) && h.less(r, l) {
+			m = r
+		}
+		if !h.less(m, i) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+// init orders h as a heap.
+func (h sessHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
 }

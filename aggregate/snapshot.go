@@ -436,6 +436,13 @@ func (s *sessionOp) AppendSnapshot(b []byte) []byte {
 			b = binary.AppendVarint(b, tb.last)
 		}
 	}
+	// The close order of each open session (absent from snapshots written before it was
+	// kept: Restore finds it in the heap, which then held an entry at each session's end).
+	for slot := range s.open {
+		for _, ss := range s.open[slot] {
+			b = binary.AppendUvarint(b, ss.dseq)
+		}
+	}
 	return b
 }
 
@@ -489,6 +496,15 @@ func (s *sessionOp) Restore(snapshot []byte) error {
 			}
 		}
 	}
+	if len(r.Rest()) > 0 {
+		for slot := 0; slot < slots && r.Err() == nil; slot++ {
+			for k := range s.open[slot] {
+				s.open[slot][k].dseq = r.Uvarint()
+			}
+		}
+	} else {
+		s.restoreCloseOrder()
+	}
 	if err := r.Err(); err != nil {
 		return err
 	}
@@ -498,8 +514,29 @@ func (s *sessionOp) Restore(snapshot []byte) error {
 	if len(r.Rest()) != 0 {
 		return fmt.Errorf("%w: %d bytes after the snapshot", slices.ErrCorruptSnapshot, len(r.Rest()))
 	}
-	heap.Init(&s.closing)
+	s.closing.init()
 	return nil
+}
+
+// restoreCloseOrder sets each open session's dseq from a heap written before it was kept:
+// the sequence of the first entry at the session's end, the one that closed it then.
+func (s *sessionOp) restoreCloseOrder() {
+	type at struct {
+		id  uint64
+		end int64
+	}
+	first := map[at]uint64{}
+	for _, c := range s.closing {
+		k := at{c.id, c.at}
+		if q, ok := first[k]; !c.tomb && (!ok || c.seq < q) {
+			first[k] = c.seq
+		}
+	}
+	for slot := range s.open {
+		for k, ss := range s.open[slot] {
+			s.open[slot][k].dseq = first[at{ss.id, ss.last + s.timeout}]
+		}
+	}
 }
 
 // AppendSnapshot implements Operator.

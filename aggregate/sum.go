@@ -41,9 +41,12 @@ func (a *sumAgg) NewColumn() Column          { return &sumColumn{agg: a} }
 type exactSum struct {
 	lo   []int64
 	hi   []int64   // nil until the first carry
-	fsum []float64 // nil until the first float: the float inputs' running sum
-	fcmp []float64 // nil until the first float: its compensation
-	fcnt []int64   // nil until the first float: how many float inputs
+	fsum []float64 // until the first float, nil or unused: the float inputs' running sum
+	fcmp []float64 // likewise: its compensation
+	fcnt []int64   // likewise: how many float inputs
+	// floats: fsum, fcmp and fcnt are in use. resetAll keeps their room for the next
+	// floats of a recycled slice, without a new allocation.
+	floats bool
 }
 
 // neumaier adds x to the compensated sum (s, c): the Kahan–Babuška sum of
@@ -74,11 +77,19 @@ func (e *exactSum) needHi() {
 }
 
 func (e *exactSum) needFloat() {
-	if e.fsum == nil {
-		e.fsum = make([]float64, len(e.lo), cap(e.lo))
-		e.fcmp = make([]float64, len(e.lo), cap(e.lo))
-		e.fcnt = make([]int64, len(e.lo), cap(e.lo))
+	if e.floats {
+		return
 	}
+	e.floats = true
+	if e.fsum != nil && len(e.fsum) == len(e.lo) {
+		clear(e.fsum)
+		clear(e.fcmp)
+		clear(e.fcnt)
+		return
+	}
+	e.fsum = make([]float64, len(e.lo), cap(e.lo))
+	e.fcmp = make([]float64, len(e.lo), cap(e.lo))
+	e.fcnt = make([]int64, len(e.lo), cap(e.lo))
 }
 
 // addInt adds x to cell i's integer sum. (The Add methods repeat it inline.)
@@ -111,7 +122,7 @@ func (e *exactSum) addFloat(i int, f float64) {
 }
 
 // hasFloat reports whether cell i holds a float input.
-func (e *exactSum) hasFloat(i int) bool { return e.fcnt != nil && e.fcnt[i] != 0 }
+func (e *exactSum) hasFloat(i int) bool { return e.floats && e.fcnt[i] != 0 }
 
 // hiOf is cell i's high word.
 func (e *exactSum) hiOf(i int) int64 {
@@ -135,7 +146,7 @@ func (e *exactSum) merge(i int, o *exactSum, j int) {
 	x, h := o.lo[j], o.hiOf(j)
 	var fs, fc float64
 	var fn int64
-	if o.fcnt != nil {
+	if o.floats {
 		fs, fc, fn = o.fsum[j], o.fcmp[j], o.fcnt[j]
 	}
 	e.addInt(i, x)
@@ -156,7 +167,7 @@ func (e *exactSum) retract(i int, o *exactSum, j int) {
 	y, h := o.lo[j], o.hiOf(j)
 	var fs, fc float64
 	var fn int64
-	if o.fcnt != nil {
+	if o.floats {
 		fs, fc, fn = o.fsum[j], o.fcmp[j], o.fcnt[j]
 	}
 	a := e.lo[i]
@@ -204,7 +215,7 @@ func (e *exactSum) mergeAll(o *exactSum) {
 		e.needHi()
 		kernels.AddInt64(e.hi[:n], o.hi[:n])
 	}
-	if o.fsum != nil {
+	if o.floats {
 		e.needFloat()
 		fs, fc := e.fsum[:n], e.fcmp[:n]
 		ofc := o.fcmp[:n]
@@ -245,7 +256,7 @@ func (e *exactSum) retractAll(o *exactSum) {
 		e.needHi()
 		kernels.SubInt64(e.hi[:n], o.hi[:n])
 	}
-	if o.fsum != nil {
+	if o.floats {
 		e.needFloat()
 		fs, fc := e.fsum[:n], e.fcmp[:n]
 		ofc := o.fcmp[:n]
@@ -267,15 +278,15 @@ func (e *exactSum) reset(i int) {
 	if e.hi != nil {
 		e.hi[i] = 0
 	}
-	if e.fsum != nil {
+	if e.floats {
 		e.fsum[i], e.fcmp[i], e.fcnt[i] = 0, 0, 0
 	}
 }
 
-// resetAll empties every cell and drops the side arrays.
+// resetAll empties every cell and drops hi; the float arrays stay, unused, for needFloat.
 func (e *exactSum) resetAll() {
 	clear(e.lo)
-	e.hi, e.fsum, e.fcmp, e.fcnt = nil, nil, nil, nil
+	e.hi, e.floats = nil, false
 }
 
 func (e *exactSum) sizeBytes() int {
@@ -374,7 +385,7 @@ func (e *exactSum) store(i int, x exactCell) {
 	if x.fcnt != 0 {
 		e.needFloat()
 	}
-	if e.fsum != nil {
+	if e.floats {
 		e.fsum[i], e.fcmp[i], e.fcnt[i] = x.fsum, x.fcmp, x.fcnt
 	}
 }

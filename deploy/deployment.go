@@ -102,8 +102,12 @@ type source struct {
 	committed atomic.Int64 // next offset as of the last checkpoint
 	accepted  atomic.Int64 // end of the log as far as this server knows
 
-	// ingestMu makes Ingest's back-pressure check and its append one step.
+	// ingestMu guards inflight: the events of the batches that passed Ingest's
+	// back-pressure check and are being appended. The check counts them, so that concurrent
+	// batches, whose appends the store commits together, cannot each pass against the same
+	// backlog.
 	ingestMu sync.Mutex
+	inflight int64
 
 	// pushedSinceStart: the engine has seen an event of this source since this process
 	// restored it (the engine's idle clock for the source is set). Owned by run.

@@ -35,9 +35,8 @@ type Accepted struct {
 // engine would refuse (not a JSON object, a number out of float64's range, nesting deeper than
 // value.MaxDepth) refuses the whole batch here instead of failing after it was accepted.
 //
-// Back-pressure: the check and the append are atomic per source, and count the batch. A batch
-// is refused when the source's backlog of accepted, unprocessed events plus the batch would
-// exceed Config.MaxBacklog, except that a batch is always accepted when the backlog is 0 (a
+// Back-pressure: a batch is refused when the source's backlog of accepted (or being
+// appended), unprocessed events plus the batch would exceed Config.MaxBacklog, except that a batch is always accepted when the backlog is 0 (a
 // batch larger than the limit could never be accepted otherwise): the backlog never exceeds
 // max(MaxBacklog, the largest batch, MaxBatchEvents at most).
 //
@@ -70,20 +69,29 @@ func (r *Runtime) Ingest(ctx context.Context, scenarioName, sourceID, key string
 			return Accepted{}, &InvalidEventError{Index: i, Reason: reason}
 		}
 	}
-	// Check and append under the source's lock, so that concurrent batches cannot each pass
-	// the check against the same backlog.
+	// Check and reserve under the source's lock: concurrent batches cannot each pass the
+	// check against the same backlog. The appends themselves run concurrently, so that the
+	// store commits them together.
+	n := int64(len(records))
 	s.ingestMu.Lock()
-	defer s.ingestMu.Unlock()
-	backlog := max(s.accepted.Load()-s.next.Load(), 0)
-	if backlog > 0 && backlog+int64(len(records)) > r.cfg.MaxBacklog {
+	backlog := max(s.accepted.Load()-s.next.Load(), 0) + s.inflight
+	if backlog > 0 && backlog+n > r.cfg.MaxBacklog {
+		s.ingestMu.Unlock()
 		return Accepted{}, &BackpressureError{Scenario: scenarioName, Source: sourceID,
 			Backlog: backlog, Batch: len(records), Limit: r.cfg.MaxBacklog, RetryAfter: DefaultRetryAfter}
 	}
+	s.inflight += n
+	s.ingestMu.Unlock()
 	b, err := r.cfg.Store.AppendEventBatch(ctx, s.log, key, records)
+	s.ingestMu.Lock()
+	if err == nil {
+		s.noteAccepted(b.FirstOffset + int64(b.Count))
+	}
+	s.inflight -= n
+	s.ingestMu.Unlock()
 	if err != nil {
 		return Accepted{}, err
 	}
-	s.noteAccepted(b.FirstOffset + int64(b.Count))
 	d.wakeUp()
 	return Accepted{FirstOffset: b.FirstOffset, Count: b.Count, AcceptedAt: b.AcceptedAt, Duplicate: b.Duplicate}, nil
 }

@@ -100,8 +100,8 @@ type Config struct {
 	CheckpointInterval time.Duration
 	// MaxBacklog is, per HTTP source, the most accepted events not yet processed: Ingest
 	// refuses a batch that would take the backlog beyond it with a *BackpressureError, unless
-	// the backlog is 0 (a batch larger than the limit is accepted alone). The check and the
-	// append are atomic per source. 0 means DefaultMaxBacklog (50,000).
+	// the backlog is 0 (a batch larger than the limit is accepted alone). The check counts
+	// the batches being appended. 0 means DefaultMaxBacklog (50,000).
 	MaxBacklog int64
 	// FileSinkDir is where file sinks write: their path parameter is a relative path inside
 	// it ("results/sessions.ndjson"). Empty means the working directory.

@@ -11,6 +11,8 @@
 #   export SCENARIO_SERVER_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:PORT/scenario_server_test?sslmode=disable
 #   export SCENARIO_SERVER_TEST_PG_DIR=/tmp/scenario-server-pg.XXXXXX
 # Authentication is "trust" and durability is off (fsync=off): never use it for real data.
+# PG_DURABLE=1 keeps PostgreSQL's defaults instead (fsync, synchronous_commit and
+# full_page_writes on): the benchmark's ingestion figure on PostgreSQL (scripts/bench.sh -pg).
 # When the binaries are missing and we run as root, installs the Debian package postgresql-15.
 #
 # stop DIR: stops the server started in DIR (fast shutdown) and removes DIR.
@@ -100,12 +102,16 @@ start() {
     die "initdb failed"
   fi
 
+  local durability="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+  if [ "${PG_DURABLE:-}" = 1 ]; then
+    durability=""
+  fi
   local port attempt started=
   for attempt in 1 2 3 4 5; do
     port=$(free_port)
     log "starting on 127.0.0.1:$port (attempt $attempt)"
     if as_pg "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 -o \
-      "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
+      "-c listen_addresses=127.0.0.1 -p $port -k $dir $durability -c max_connections=200" \
       start >&2; then
       started=1
       break

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,6 +37,14 @@ const crashSentinel = `{"ts":"2016-01-01T00:00:00Z","client":"zz-sentinel","meth
 // the client re-sends the batch it got no answer for. The collected sessions equal those of
 // `scenario-server run` on the same file, none missing, none twice, and the source counted
 // each event once. On SQLite and on PostgreSQL.
+//
+// Beside the first client, three companion clients each send the same file, in order, to a
+// deployment of the example of their own: each sends batch b when the first client sends
+// its batch b, and again under its key until it is answered 202 (through the kills and
+// restarts). The store commits the concurrent batches together (group commit), and every
+// deployment's sessions must equal `scenario-server run`. The test logs how many of the
+// first client's batches were committed in one group with a companion's (the same
+// acceptedAt).
 func TestCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills the binary")
@@ -118,6 +128,13 @@ func crashRun(t *testing.T, bin string, st serverStore, rng *rand.Rand, lines []
 	srv := startServer(t, bin, st, flags...)
 	srv.mustCall(http.MethodPost, "/api/scenarios", map[string]any{"name": name, "graph": liveAccessLogGraph(t)}, http.StatusCreated, nil)
 	srv.mustCall(http.MethodPost, "/api/scenarios/"+url.PathEscape(name)+"/deploy", map[string]any{"comment": "crash test"}, http.StatusOK, nil)
+	companions := []string{"access sessions 2", "access sessions 3", "access sessions 4"}
+	for _, c := range companions {
+		srv.mustCall(http.MethodPost, "/api/scenarios", map[string]any{"name": c, "graph": liveAccessLogGraph(t)}, http.StatusCreated, nil)
+		srv.mustCall(http.MethodPost, "/api/scenarios/"+url.PathEscape(c)+"/deploy", map[string]any{"comment": "crash test"}, http.StatusOK, nil)
+	}
+	var base atomic.Pointer[string] // the running server, for the companion clients
+	base.Store(&srv.base)
 
 	var batches [][]byte
 	for i := 0; i < len(lines); i += batchSize {
@@ -130,30 +147,77 @@ func crashRun(t *testing.T, bin string, st serverStore, rng *rand.Rand, lines []
 		points[i]++
 	}
 	slices.Sort(points)
-	send := func(srv *serverProcess, b int) (int, []byte, error) {
-		status, _, body, err := call(http.MethodPost, srv.base+"/api/scenarios/"+url.PathEscape(name)+"/sources/log/events",
+	sendTo := func(base, scenario string, b int) (int, []byte, error) {
+		status, _, body, err := call(http.MethodPost, base+"/api/scenarios/"+url.PathEscape(scenario)+"/sources/log/events",
 			"application/x-ndjson", map[string]string{"Idempotency-Key": fmt.Sprintf("batch-%d", b)}, batches[b])
 		return status, body, err
 	}
+	send := func(srv *serverProcess, b int) (int, []byte, error) { return sendTo(srv.base, name, b) }
+	type answer202 struct {
+		FirstOffset int64     `json:"firstOffset"`
+		Duplicate   bool      `json:"duplicate"`
+		AcceptedAt  time.Time `json:"acceptedAt"`
+	}
+	var acceptedAt []time.Time // of the first client's batches stored by their 202
 	accept := func(srv *serverProcess, b int) (duplicate bool) {
 		t.Helper()
 		status, body, err := send(srv, b)
 		if err != nil || status != http.StatusAccepted {
 			t.Fatalf("batch %d: %d %s %v", b, status, body, err)
 		}
-		var res struct {
-			FirstOffset int64 `json:"firstOffset"`
-			Duplicate   bool  `json:"duplicate"`
-		}
+		var res answer202
 		if err := json.Unmarshal(body, &res); err != nil || res.FirstOffset != int64(b*batchSize) {
 			t.Fatalf("batch %d stored at offset %d (%v), want %d", b, res.FirstOffset, err, b*batchSize)
 		}
+		if !res.Duplicate {
+			acceptedAt = append(acceptedAt, res.AcceptedAt)
+		}
 		return res.Duplicate
+	}
+	// The companion clients: batch b when the first client sends it, again until a 202 (a
+	// kill or a restart in between answers nothing, or 409 while the deployment resumes).
+	var companionMu sync.Mutex
+	companionAccepted := map[int64]bool{} // acceptedAt in µs
+	companionErr := make(chan error, len(companions))
+	var goes []chan int
+	for _, c := range companions {
+		next := make(chan int, len(batches))
+		goes = append(goes, next)
+		go func() {
+			for b := range next {
+				for attempt := 0; ; attempt++ {
+					status, body, err := sendTo(*base.Load(), c, b)
+					if err == nil && status == http.StatusAccepted {
+						var res answer202
+						if err := json.Unmarshal(body, &res); err != nil || res.FirstOffset != int64(b*batchSize) {
+							companionErr <- fmt.Errorf("%s: batch %d stored at offset %d (%v), want %d", c, b, res.FirstOffset, err, b*batchSize)
+							return
+						}
+						companionMu.Lock()
+						companionAccepted[res.AcceptedAt.UnixMicro()] = true
+						companionMu.Unlock()
+						break
+					}
+					if attempt == 1200 {
+						companionErr <- fmt.Errorf("%s: batch %d not accepted after a minute: %d %s %v", c, b, status, body, err)
+						return
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+			companionErr <- nil
+		}()
+	}
+	companionsSend := func(b int) {
+		for _, g := range goes {
+			g <- b
+		}
 	}
 	for b := range batches {
 		// A client that sends at its own pace: checkpoints (every 100 ms) fall between and
 		// during batches, so a kill finds some events covered by one and some not.
 		time.Sleep(time.Duration(rng.IntN(81)) * time.Millisecond)
+		companionsSend(b)
 		if !slices.Contains(points, b) {
 			accept(srv, b)
 			continue
@@ -174,6 +238,7 @@ func crashRun(t *testing.T, bin string, st serverStore, rng *rand.Rand, lines []
 		acked := a.err == nil && a.status == http.StatusAccepted
 		covered, stored := inspectStore(t, st, name)
 		srv = startServer(t, bin, st, flags...)
+		base.Store(&srv.base)
 		how := "acknowledged before the kill"
 		if !acked {
 			how = "not acknowledged (" + fmt.Sprint(a.err) + "); re-sent: "
@@ -187,6 +252,31 @@ func crashRun(t *testing.T, bin string, st serverStore, rng *rand.Rand, lines []
 			st.name, delay, b, b*batchSize, min((b+1)*batchSize, len(lines))-1, covered, stored, how)
 	}
 
+	for _, g := range goes {
+		close(g)
+	}
+	for range companions {
+		if err := <-companionErr; err != nil {
+			t.Fatal(err)
+		}
+	}
+	grouped := 0
+	for _, at := range acceptedAt {
+		if companionAccepted[at.UnixMicro()] {
+			grouped++
+		}
+	}
+	t.Logf("%s: %d of the first client's %d stored batches were committed in one group with a companion's batch",
+		st.name, grouped, len(acceptedAt))
+	for _, c := range companions {
+		lc := srv.waitCommitted(c, int64(len(lines)), time.Minute)
+		if got := srv.results(c, "out"); !slices.Equal(got, want) {
+			t.Errorf("%s collected %d sessions, not those of `scenario-server run` (%d)", c, len(got), len(want))
+		}
+		if in := lc.Nodes["log"].In; in != int64(len(lines)) || lc.Nodes["log"].Errors != 0 {
+			t.Errorf("%s: the source counted %d events (%d errors), want %d", c, in, lc.Nodes["log"].Errors, len(lines))
+		}
+	}
 	lc := srv.waitCommitted(name, int64(len(lines)), time.Minute)
 	got := srv.results(name, "out")
 	if len(got) != len(want) {
@@ -221,10 +311,14 @@ func inspectStore(t *testing.T, st serverStore, name string) (covered, stored in
 	}
 	defer s.Close()
 	active, err := s.ListActiveDeployments(t.Context())
-	if err != nil || len(active) != 1 {
-		t.Fatalf("active deployments: %v, %v", active, err)
+	if err != nil {
+		t.Fatal(err)
 	}
-	cp, err := s.GetLatestCheckpoint(t.Context(), active[0].ID)
+	i := slices.IndexFunc(active, func(d store.Deployment) bool { return d.Scenario == name })
+	if i < 0 {
+		t.Fatalf("no active deployment of %q: %v", name, active)
+	}
+	cp, err := s.GetLatestCheckpoint(t.Context(), active[i].ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,7 +68,7 @@ func TestDiskFullIsStoreFull(t *testing.T) {
 	defer conn.Close(context.Background())
 	for _, q := range []string{
 		`CREATE FUNCTION disk_full() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'could not extend file' USING ERRCODE = 'disk_full'; END $$`,
-		`CREATE TRIGGER disk_full BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION disk_full()`,
+		`CREATE TRIGGER disk_full BEFORE INSERT ON event_chunks FOR EACH ROW EXECUTE FUNCTION disk_full()`,
 	} {
 		if _, err := conn.Exec(ctx, q); err != nil {
 			t.Fatal(err)
@@ -82,7 +82,7 @@ func TestDiskFullIsStoreFull(t *testing.T) {
 	if err := s.Ping(ctx); !errors.Is(err, store.ErrStoreFull) {
 		t.Errorf("Ping after a failed write: %v, want ErrStoreFull", err)
 	}
-	if _, err := conn.Exec(ctx, `DROP TRIGGER disk_full ON events`); err != nil {
+	if _, err := conn.Exec(ctx, `DROP TRIGGER disk_full ON event_chunks`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.AppendEvents(ctx, store.EventLog{Scenario: "full", Source: "in"}, [][]byte{[]byte(`{}`)}); err != nil {

@@ -28,6 +28,8 @@ import (
 
 	"github.com/scenario-server/scenario-server/migrations"
 	"github.com/scenario-server/scenario-server/store"
+	"github.com/scenario-server/scenario-server/store/internal/check"
+	"github.com/scenario-server/scenario-server/store/internal/group"
 )
 
 // Store is the PostgreSQL store.Store. Create it with Open.
@@ -37,6 +39,9 @@ type Store struct {
 	closeOnce sync.Once
 	// full: the latest write transaction failed with disk_full (see classify).
 	full atomic.Bool
+
+	// appends commits concurrent event appends in one transaction (appendEvents).
+	appends group.Committer[check.Append, store.EventBatch]
 }
 
 var _ store.Store = (*Store)(nil)
@@ -59,6 +64,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, fmt.Errorf("connecting to PostgreSQL: %w", err)
 	}
 	s := &Store{pool: pool}
+	s.appends.Commit = s.commitAppends
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err

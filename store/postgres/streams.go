@@ -1,15 +1,18 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/scenario-server/scenario-server/store"
 	"github.com/scenario-server/scenario-server/store/internal/check"
+	"github.com/scenario-server/scenario-server/store/internal/group"
 )
 
 // AppendSinkResults implements store.Store.
@@ -99,98 +102,102 @@ func (s *Store) readSinkResults(ctx context.Context, scenario, sink string, afte
 	})
 }
 
-// AppendEvents implements store.Store.
+// AppendEvents implements store.Store. Concurrent appends commit together (group commit,
+// commitAppends): one transaction, one WAL flush, for every append waiting while the previous
+// one committed; each batch is one row of event_chunks.
 func (s *Store) AppendEvents(ctx context.Context, log store.EventLog, payloads [][]byte) ([]int64, error) {
-	if len(payloads) == 0 {
-		return nil, nil
-	}
-	b, err := s.appendEvents(ctx, log, "", payloads)
-	if err != nil {
-		return nil, fmt.Errorf("appending %d events to %q/%q: %w", len(payloads), log.Scenario, log.Source, err)
-	}
-	offsets := make([]int64, b.Count)
-	for i := range offsets {
-		offsets[i] = b.FirstOffset + int64(i)
-	}
-	return offsets, nil
+	return check.AppendEvents(check.Append{Ctx: ctx, Log: log, Payloads: payloads}, s.appends.Do)
 }
 
-// AppendEventBatch implements store.Store.
+// AppendEventBatch implements store.Store, as AppendEvents does.
 func (s *Store) AppendEventBatch(ctx context.Context, log store.EventLog, key string, payloads [][]byte) (store.EventBatch, error) {
-	if len(payloads) == 0 {
-		return store.EventBatch{Key: key}, nil
-	}
-	b, err := s.appendEvents(ctx, log, key, payloads)
-	if err != nil {
-		return store.EventBatch{}, fmt.Errorf("appending a batch of %d events (key %q) to %q/%q: %w",
-			len(payloads), key, log.Scenario, log.Source, err)
-	}
-	return b, nil
+	return check.AppendEventBatch(check.Append{Ctx: ctx, Log: log, Key: key, Payloads: payloads}, s.appends.Do)
 }
 
-// appendEvents appends payloads (at least one) to the log, under key unless it is empty.
-func (s *Store) appendEvents(ctx context.Context, log store.EventLog, key string, payloads [][]byte) (store.EventBatch, error) {
-	b := store.EventBatch{Key: key, Count: len(payloads)}
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		row, err := lookupScenario(ctx, tx, log.Scenario, "")
-		if err != nil {
-			return err
-		}
-		var hash []byte
-		if key != "" {
-			hash = check.BatchHash(payloads)
-			// Lock the log's row (creating it when new) before looking for the key: appends
-			// to one log take turns from here to commit, so two requests with the same key
-			// cannot both miss it.
-			_, err := tx.Exec(ctx,
-				`INSERT INTO event_logs AS l (scenario_id, source, next_offset) VALUES ($1, $2, 0)
-				 ON CONFLICT (scenario_id, source) DO UPDATE SET next_offset = l.next_offset`, row.id, log.Source)
+// commitAppends runs a group of appends in one transaction, locking their logs' rows in
+// (scenario, source) order so that two servers' groups cannot deadlock. An append refused
+// on its own (an unknown scenario, a reused key) writes nothing and leaves the others be.
+func (s *Store) commitAppends(calls []*group.Call[check.Append, store.EventBatch]) error {
+	ctx := context.WithoutCancel(calls[0].Req.Ctx)
+	ordered := slices.Clone(calls)
+	slices.SortStableFunc(ordered, func(a, b *group.Call[check.Append, store.EventBatch]) int {
+		return cmp.Or(cmp.Compare(a.Req.Log.Scenario, b.Req.Log.Scenario), cmp.Compare(a.Req.Log.Source, b.Req.Log.Source))
+	})
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		at := now() // the time of the group's commit
+		for _, c := range ordered {
+			b, refusal, err := appendChunk(ctx, tx, c.Req, at)
 			if err != nil {
 				return err
 			}
-			var count int
-			var stored []byte
-			err = tx.QueryRow(ctx,
-				`SELECT first_offset, event_count, accepted_at, batch_sha256 FROM event_batches
-				 WHERE scenario_id = $1 AND source = $2 AND batch_key = $3`, row.id, log.Source, key).
-				Scan(&b.FirstOffset, &count, &b.AcceptedAt, &stored)
-			switch {
-			case err == nil:
-				if err := check.SameBatch(count, stored, len(payloads), hash); err != nil {
-					return err
-				}
-				b.AcceptedAt, b.Duplicate = b.AcceptedAt.UTC(), true
-				return nil
-			case !errors.Is(err, pgx.ErrNoRows):
-				return err
-			}
+			c.Res, c.Err = b, refusal
 		}
-		// The upsert locks the log's row until commit: offsets are handed out in commit order.
-		var next int64
+		return nil
+	})
+}
+
+// appendChunk appends one request's events in tx, accepted at at (the batches of a group
+// share it). refusal is the request's own error (nothing written); err a failure of the
+// transaction.
+func appendChunk(ctx context.Context, tx pgx.Tx, r check.Append, at time.Time) (b store.EventBatch, refusal, err error) {
+	b = store.EventBatch{Key: r.Key, Count: len(r.Payloads)}
+	row, err := lookupScenario(ctx, tx, r.Log.Scenario, "")
+	if errors.Is(err, store.ErrNotFound) {
+		return b, err, nil
+	}
+	if err != nil {
+		return b, nil, err
+	}
+	var hash []byte
+	if r.Key != "" {
+		hash = check.BatchHash(r.Payloads)
+		// Lock the log's row (creating it when new) before looking for the key: appends
+		// to one log take turns from here to commit, so two requests with the same key
+		// cannot both miss it.
+		if _, err := tx.Exec(ctx,
+			`INSERT INTO event_logs AS l (scenario_id, source, next_offset) VALUES ($1, $2, 0)
+			 ON CONFLICT (scenario_id, source) DO UPDATE SET next_offset = l.next_offset`, row.id, r.Log.Source); err != nil {
+			return b, nil, err
+		}
+		var count int
+		var stored []byte
 		err = tx.QueryRow(ctx,
-			`INSERT INTO event_logs AS l (scenario_id, source, next_offset) VALUES ($1, $2, $3)
-			 ON CONFLICT (scenario_id, source) DO UPDATE SET next_offset = l.next_offset + excluded.next_offset
-			 RETURNING next_offset`, row.id, log.Source, len(payloads)).Scan(&next)
-		if err != nil {
-			return err
+			`SELECT first_offset, event_count, accepted_at, batch_sha256 FROM event_batches
+			 WHERE scenario_id = $1 AND source = $2 AND batch_key = $3`, row.id, r.Log.Source, r.Key).
+			Scan(&b.FirstOffset, &count, &b.AcceptedAt, &stored)
+		switch {
+		case err == nil:
+			if err := check.SameBatch(count, stored, len(r.Payloads), hash); err != nil {
+				return store.EventBatch{Key: r.Key, Count: len(r.Payloads)}, err, nil
+			}
+			b.AcceptedAt, b.Duplicate = b.AcceptedAt.UTC(), true
+			return b, nil, nil
+		case !errors.Is(err, pgx.ErrNoRows):
+			return b, nil, err
 		}
-		b.AcceptedAt = now()
-		b.FirstOffset = next - int64(len(payloads))
-		rows := make([][]any, len(payloads))
-		for i, p := range payloads {
-			rows[i] = []any{row.id, log.Source, b.FirstOffset + int64(i), nonNil(p), b.AcceptedAt}
-		}
-		_, err = tx.CopyFrom(ctx, pgx.Identifier{"events"},
-			[]string{"scenario_id", "source", "event_offset", "payload", "accepted_at"}, pgx.CopyFromRows(rows))
-		if err != nil || key == "" {
-			return err
-		}
+	}
+	// The upsert locks the log's row until commit: offsets are handed out in commit order.
+	var next int64
+	err = tx.QueryRow(ctx,
+		`INSERT INTO event_logs AS l (scenario_id, source, next_offset) VALUES ($1, $2, $3)
+		 ON CONFLICT (scenario_id, source) DO UPDATE SET next_offset = l.next_offset + excluded.next_offset
+		 RETURNING next_offset`, row.id, r.Log.Source, len(r.Payloads)).Scan(&next)
+	if err != nil {
+		return b, nil, err
+	}
+	b.AcceptedAt = at
+	b.FirstOffset = next - int64(len(r.Payloads))
+	if _, err := tx.Exec(ctx,
+		`INSERT INTO event_chunks (scenario_id, source, last_offset, event_count, payloads, accepted_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+		row.id, r.Log.Source, next-1, len(r.Payloads), check.EncodeChunk(r.Payloads), b.AcceptedAt); err != nil {
+		return b, nil, err
+	}
+	if r.Key != "" {
 		_, err = tx.Exec(ctx,
 			`INSERT INTO event_batches (scenario_id, source, batch_key, first_offset, event_count, accepted_at, batch_sha256)
-			 VALUES ($1, $2, $3, $4, $5, $6, $7)`, row.id, log.Source, key, b.FirstOffset, len(payloads), b.AcceptedAt, hash)
-		return err
-	})
-	return b, err
+			 VALUES ($1, $2, $3, $4, $5, $6, $7)`, row.id, r.Log.Source, r.Key, b.FirstOffset, len(r.Payloads), b.AcceptedAt, hash)
+	}
+	return b, nil, err
 }
 
 // ReadEvents implements store.Store.
@@ -202,32 +209,56 @@ func (s *Store) ReadEvents(ctx context.Context, log store.EventLog, from int64, 
 	return list, nil
 }
 
+// readEvents reads the chunks that hold offsets from max(from, the truncation point) on, in
+// order, until limit events or the byte budget.
 func (s *Store) readEvents(ctx context.Context, log store.EventLog, from int64, limit int) ([]store.Event, error) {
 	row, err := lookupScenario(ctx, s.pool, log.Scenario, "")
 	if err != nil {
 		return nil, err
 	}
-	last, n, err := lastWithin(ctx, s.pool, store.MaxEventReadBytes,
-		`SELECT event_offset, octet_length(payload) FROM events
-		 WHERE scenario_id = $1 AND source = $2 AND event_offset >= $3
-		 ORDER BY event_offset LIMIT $4`, row.id, log.Source, from, limit)
-	if err != nil || n == 0 {
-		return nil, err
+	var list []store.Event
+	var used int64
+	for {
+		n, done, err := s.readChunks(ctx, row.id, log.Source, from, limit, &list, &used)
+		if err != nil || done || n < chunksPerQuery {
+			return list, err
+		}
+		from = list[len(list)-1].Offset + 1
 	}
+}
+
+// chunksPerQuery is how many chunks one query of readEvents asks for: closing a query
+// early still receives all its rows, so a read asks for a few at a time.
+const chunksPerQuery = 32
+
+// readChunks appends to list the events of up to chunksPerQuery chunks from offset from on,
+// and returns how many chunks it read and whether the read is complete.
+func (s *Store) readChunks(ctx context.Context, scenarioID int64, source string, from int64, limit int,
+	list *[]store.Event, used *int64) (n int, done bool, err error) {
 	rows, err := s.pool.Query(ctx,
-		`SELECT event_offset, payload, accepted_at FROM events
-		 WHERE scenario_id = $1 AND source = $2 AND event_offset >= $3 AND event_offset <= $4
-		 ORDER BY event_offset LIMIT $5`, row.id, log.Source, from, last, n)
+		`SELECT greatest($1::bigint, l.truncated_below), c.last_offset, c.event_count, c.payloads, c.accepted_at
+		 FROM event_logs l JOIN event_chunks c ON c.scenario_id = l.scenario_id AND c.source = l.source
+		 WHERE l.scenario_id = $2 AND l.source = $3 AND c.last_offset >= greatest($1::bigint, l.truncated_below)
+		 ORDER BY c.last_offset LIMIT $4`, from, scenarioID, source, chunksPerQuery)
 	if err != nil {
-		return nil, err
+		return 0, false, err
 	}
-	return collect(rows, func(row pgx.Row) (store.Event, error) {
-		var e store.Event
+	defer rows.Close()
+	for rows.Next() {
+		var start, last int64
+		var count int
+		var blob []byte
 		var accepted time.Time
-		err := row.Scan(&e.Offset, &e.Payload, &accepted)
-		e.AcceptedAt = accepted.UTC()
-		return e, err
-	})
+		if err := rows.Scan(&start, &last, &count, &blob, &accepted); err != nil {
+			return n, false, err
+		}
+		n++
+		*list, done, err = check.ChunkEvents(*list, used, last, count, blob, accepted.UTC(), start, limit, store.MaxEventReadBytes)
+		if err != nil || done {
+			return n, done, err
+		}
+	}
+	return n, false, rows.Err()
 }
 
 // lastWithin runs query, whose rows are (key, size in bytes) in key order, and returns the key
@@ -265,16 +296,38 @@ func (s *Store) TruncateEvents(ctx context.Context, log store.EventLog, below in
 }
 
 func (s *Store) truncateEvents(ctx context.Context, log store.EventLog, below int64) (int64, error) {
-	row, err := lookupScenario(ctx, s.pool, log.Scenario, "")
-	if err != nil {
-		return 0, err
-	}
-	tag, err := s.pool.Exec(ctx,
-		`DELETE FROM events WHERE scenario_id = $1 AND source = $2 AND event_offset < $3`, row.id, log.Source, below)
-	if err != nil {
-		return 0, err
-	}
-	return tag.RowsAffected(), nil
+	var n int64
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		row, err := lookupScenario(ctx, tx, log.Scenario, "")
+		if err != nil {
+			return err
+		}
+		// Offsets are consecutive from 0 and never reused: the events below the new
+		// truncation point and at or above the old one are the ones it deletes. Chunks wholly
+		// below it go; a chunk across it stays, its events below it no longer read.
+		var next, old int64
+		err = tx.QueryRow(ctx, `SELECT next_offset, truncated_below FROM event_logs
+			WHERE scenario_id = $1 AND source = $2 FOR UPDATE`, row.id, log.Source).Scan(&next, &old)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		to := min(below, next)
+		if to <= old {
+			return nil
+		}
+		n = to - old
+		if _, err := tx.Exec(ctx, `UPDATE event_logs SET truncated_below = $1 WHERE scenario_id = $2 AND source = $3`,
+			to, row.id, log.Source); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM event_chunks WHERE scenario_id = $1 AND source = $2 AND last_offset < $3`,
+			row.id, log.Source, to)
+		return err
+	})
+	return n, err
 }
 
 // pruneChunk is how many rows one statement of a prune deletes, so that a large prune

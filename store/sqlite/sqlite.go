@@ -24,6 +24,8 @@ import (
 
 	"github.com/scenario-server/scenario-server/migrations"
 	"github.com/scenario-server/scenario-server/store"
+	"github.com/scenario-server/scenario-server/store/internal/check"
+	"github.com/scenario-server/scenario-server/store/internal/group"
 )
 
 // FileName is the database file's name inside the data directory. SQLite keeps its WAL and
@@ -47,6 +49,9 @@ type Store struct {
 
 	// full: the latest write transaction failed with SQLITE_FULL (see classify).
 	full atomic.Bool
+
+	// appends commits concurrent event appends in one transaction (appendEvents).
+	appends group.Committer[check.Append, store.EventBatch]
 }
 
 var _ store.Store = (*Store)(nil)
@@ -102,6 +107,7 @@ func Open(ctx context.Context, dataDir string) (*Store, error) {
 	read.SetMaxOpenConns(maxReaders)
 	read.SetMaxIdleConns(maxReaders)
 	s := &Store{write: write, read: read}
+	s.appends.Commit = s.commitAppends
 
 	if err := s.migrate(ctx); err != nil {
 		s.Close()

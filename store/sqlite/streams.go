@@ -5,10 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/scenario-server/scenario-server/store"
 	"github.com/scenario-server/scenario-server/store/internal/check"
+	"github.com/scenario-server/scenario-server/store/internal/group"
 )
 
 // AppendSinkResults implements store.Store.
@@ -44,23 +46,47 @@ func appendSinkResults(ctx context.Context, tx *sql.Tx, where string, arg any, r
 	if err != nil {
 		return nil, err
 	}
-	stmt, err := tx.PrepareContext(ctx,
-		`INSERT INTO sink_results (scenario_id, id, sink, value, created_at) VALUES (?, ?, ?, ?, ?)`)
-	if err != nil {
-		return nil, err
-	}
-	defer stmt.Close()
 	created := micros(now())
 	first := last - int64(len(results)) + 1
 	ids := make([]int64, len(results))
-	for i, r := range results {
+	for i := range ids {
 		ids[i] = first + int64(i)
-		if _, err := stmt.ExecContext(ctx, scenarioID, ids[i], r.Sink, string(r.Value), created); err != nil {
+	}
+	// Many rows a statement: the statements, not the rows, are what costs.
+	var stmt *sql.Stmt
+	stmtRows := 0
+	defer func() {
+		if stmt != nil {
+			stmt.Close()
+		}
+	}()
+	args := make([]any, 0, 5*resultsPerInsert)
+	for start := 0; start < len(results); start += resultsPerInsert {
+		part := results[start:min(start+resultsPerInsert, len(results))]
+		if len(part) != stmtRows {
+			if stmt != nil {
+				stmt.Close()
+			}
+			q := `INSERT INTO sink_results (scenario_id, id, sink, value, created_at) VALUES (?, ?, ?, ?, ?)` +
+				strings.Repeat(`, (?, ?, ?, ?, ?)`, len(part)-1)
+			if stmt, err = tx.PrepareContext(ctx, q); err != nil {
+				return nil, err
+			}
+			stmtRows = len(part)
+		}
+		args = args[:0]
+		for i, r := range part {
+			args = append(args, scenarioID, ids[start+i], r.Sink, string(r.Value), created)
+		}
+		if _, err := stmt.ExecContext(ctx, args...); err != nil {
 			return nil, err
 		}
 	}
 	return ids, nil
 }
+
+// resultsPerInsert is how many results one INSERT statement writes (5 parameters each).
+const resultsPerInsert = 200
 
 // ReadSinkResults implements store.Store.
 func (s *Store) ReadSinkResults(ctx context.Context, scenario, sink string, after int64, limit int) ([]store.SinkResult, error) {
@@ -104,97 +130,92 @@ func (s *Store) readSinkResults(ctx context.Context, scenario, sink string, afte
 	return list, rows.Err()
 }
 
-// AppendEvents implements store.Store.
+// AppendEvents implements store.Store. Concurrent appends commit together (group commit,
+// commitAppends): one transaction, one fsync, for every append waiting while the previous
+// one committed; each batch is one row of event_chunks.
 func (s *Store) AppendEvents(ctx context.Context, log store.EventLog, payloads [][]byte) ([]int64, error) {
-	if len(payloads) == 0 {
-		return nil, nil
-	}
-	b, err := s.appendEvents(ctx, log, "", payloads)
-	if err != nil {
-		return nil, fmt.Errorf("appending %d events to %q/%q: %w", len(payloads), log.Scenario, log.Source, err)
-	}
-	offsets := make([]int64, b.Count)
-	for i := range offsets {
-		offsets[i] = b.FirstOffset + int64(i)
-	}
-	return offsets, nil
+	return check.AppendEvents(check.Append{Ctx: ctx, Log: log, Payloads: payloads}, s.appends.Do)
 }
 
-// AppendEventBatch implements store.Store.
+// AppendEventBatch implements store.Store, as AppendEvents does.
 func (s *Store) AppendEventBatch(ctx context.Context, log store.EventLog, key string, payloads [][]byte) (store.EventBatch, error) {
-	if len(payloads) == 0 {
-		return store.EventBatch{Key: key}, nil
-	}
-	b, err := s.appendEvents(ctx, log, key, payloads)
-	if err != nil {
-		return store.EventBatch{}, fmt.Errorf("appending a batch of %d events (key %q) to %q/%q: %w",
-			len(payloads), key, log.Scenario, log.Source, err)
-	}
-	return b, nil
+	return check.AppendEventBatch(check.Append{Ctx: ctx, Log: log, Key: key, Payloads: payloads}, s.appends.Do)
 }
 
-// appendEvents appends payloads (at least one) to the log, under key unless it is empty.
-func (s *Store) appendEvents(ctx context.Context, log store.EventLog, key string, payloads [][]byte) (store.EventBatch, error) {
-	b := store.EventBatch{Key: key, Count: len(payloads)}
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		row, err := lookupScenario(ctx, tx, log.Scenario)
-		if err != nil {
-			return err
-		}
-		var hash []byte
-		if key != "" {
-			hash = check.BatchHash(payloads)
-			// The write transaction is IMMEDIATE: no other append runs between this check and
-			// the insert below.
-			var first, accepted int64
-			var count int
-			var stored []byte
-			err := tx.QueryRowContext(ctx,
-				`SELECT first_offset, event_count, accepted_at, batch_sha256 FROM event_batches
-				 WHERE scenario_id = ? AND source = ? AND batch_key = ?`, row.id, log.Source, key).
-				Scan(&first, &count, &accepted, &stored)
-			switch {
-			case err == nil:
-				if err := check.SameBatch(count, stored, len(payloads), hash); err != nil {
-					return err
-				}
-				b.FirstOffset, b.AcceptedAt, b.Duplicate = first, fromMicros(accepted), true
-				return nil
-			case !errors.Is(err, sql.ErrNoRows):
+// commitAppends runs a group of appends in one transaction. An append refused on its own (an
+// unknown scenario, a reused key) writes nothing and leaves the others be.
+func (s *Store) commitAppends(calls []*group.Call[check.Append, store.EventBatch]) error {
+	ctx := context.WithoutCancel(calls[0].Req.Ctx)
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		at := now() // the time of the group's commit
+		for _, c := range calls {
+			b, refusal, err := appendChunk(ctx, tx, c.Req, at)
+			if err != nil {
 				return err
 			}
+			c.Res, c.Err = b, refusal
 		}
-		var next int64
-		err = tx.QueryRowContext(ctx,
-			`INSERT INTO event_logs (scenario_id, source, next_offset) VALUES (?, ?, ?)
-			 ON CONFLICT (scenario_id, source) DO UPDATE SET next_offset = next_offset + excluded.next_offset
-			 RETURNING next_offset`, row.id, log.Source, len(payloads)).Scan(&next)
-		if err != nil {
-			return err
-		}
-		stmt, err := tx.PrepareContext(ctx,
-			`INSERT INTO events (scenario_id, source, event_offset, payload, accepted_at) VALUES (?, ?, ?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
-		b.AcceptedAt = now()
-		accepted := micros(b.AcceptedAt)
-		b.FirstOffset = next - int64(len(payloads))
-		for i, p := range payloads {
-			if _, err := stmt.ExecContext(ctx, row.id, log.Source, b.FirstOffset+int64(i), nonNil(p), accepted); err != nil {
-				return err
+		return nil
+	})
+}
+
+// appendChunk appends one request's events in tx, accepted at at (the batches of a group
+// share it). refusal is the request's own error (nothing written); err a failure of the
+// transaction.
+func appendChunk(ctx context.Context, tx *sql.Tx, r check.Append, at time.Time) (b store.EventBatch, refusal, err error) {
+	b = store.EventBatch{Key: r.Key, Count: len(r.Payloads)}
+	row, err := lookupScenario(ctx, tx, r.Log.Scenario)
+	if errors.Is(err, store.ErrNotFound) {
+		return b, err, nil
+	}
+	if err != nil {
+		return b, nil, err
+	}
+	var hash []byte
+	if r.Key != "" {
+		hash = check.BatchHash(r.Payloads)
+		// The write transaction is IMMEDIATE: no other append runs between this check and
+		// the insert below.
+		var first, accepted int64
+		var count int
+		var stored []byte
+		err := tx.QueryRowContext(ctx,
+			`SELECT first_offset, event_count, accepted_at, batch_sha256 FROM event_batches
+			 WHERE scenario_id = ? AND source = ? AND batch_key = ?`, row.id, r.Log.Source, r.Key).
+			Scan(&first, &count, &accepted, &stored)
+		switch {
+		case err == nil:
+			if err := check.SameBatch(count, stored, len(r.Payloads), hash); err != nil {
+				return b, err, nil
 			}
+			b.FirstOffset, b.AcceptedAt, b.Duplicate = first, fromMicros(accepted), true
+			return b, nil, nil
+		case !errors.Is(err, sql.ErrNoRows):
+			return b, nil, err
 		}
-		if key == "" {
-			return nil
-		}
+	}
+	var next int64
+	err = tx.QueryRowContext(ctx,
+		`INSERT INTO event_logs (scenario_id, source, next_offset) VALUES (?, ?, ?)
+		 ON CONFLICT (scenario_id, source) DO UPDATE SET next_offset = next_offset + excluded.next_offset
+		 RETURNING next_offset`, row.id, r.Log.Source, len(r.Payloads)).Scan(&next)
+	if err != nil {
+		return b, nil, err
+	}
+	b.AcceptedAt = at
+	accepted := micros(b.AcceptedAt)
+	b.FirstOffset = next - int64(len(r.Payloads))
+	if _, err := tx.ExecContext(ctx,
+		`INSERT INTO event_chunks (scenario_id, source, last_offset, event_count, payloads, accepted_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		row.id, r.Log.Source, next-1, len(r.Payloads), check.EncodeChunk(r.Payloads), accepted); err != nil {
+		return b, nil, err
+	}
+	if r.Key != "" {
 		_, err = tx.ExecContext(ctx,
 			`INSERT INTO event_batches (scenario_id, source, batch_key, first_offset, event_count, accepted_at, batch_sha256)
-			 VALUES (?, ?, ?, ?, ?, ?, ?)`, row.id, log.Source, key, b.FirstOffset, len(payloads), accepted, hash)
-		return err
-	})
-	return b, err
+			 VALUES (?, ?, ?, ?, ?, ?, ?)`, row.id, r.Log.Source, r.Key, b.FirstOffset, len(r.Payloads), accepted, hash)
+	}
+	return b, nil, err
 }
 
 // ReadEvents implements store.Store.
@@ -206,35 +227,39 @@ func (s *Store) ReadEvents(ctx context.Context, log store.EventLog, from int64, 
 	return list, nil
 }
 
+// readEvents reads the chunks that hold offsets from max(from, the truncation point) on, in
+// order, until limit events or the byte budget.
 func (s *Store) readEvents(ctx context.Context, log store.EventLog, from int64, limit int) ([]store.Event, error) {
 	row, err := lookupScenario(ctx, s.read, log.Scenario)
 	if err != nil {
 		return nil, err
 	}
-	last, n, err := lastWithin(ctx, s.read, store.MaxEventReadBytes,
-		`SELECT event_offset, octet_length(payload) FROM events
-		 WHERE scenario_id = ? AND source = ? AND event_offset >= ?
-		 ORDER BY event_offset LIMIT ?`, row.id, log.Source, from, limit)
-	if err != nil || n == 0 {
-		return nil, err
-	}
 	rows, err := s.read.QueryContext(ctx,
-		`SELECT event_offset, payload, accepted_at FROM events
-		 WHERE scenario_id = ? AND source = ? AND event_offset >= ? AND event_offset <= ?
-		 ORDER BY event_offset LIMIT ?`, row.id, log.Source, from, last, n)
+		`SELECT max(?, l.truncated_below), c.last_offset, c.event_count, c.payloads, c.accepted_at
+		 FROM event_logs l JOIN event_chunks c ON c.scenario_id = l.scenario_id AND c.source = l.source
+		 WHERE l.scenario_id = ? AND l.source = ? AND c.last_offset >= max(?, l.truncated_below)
+		 ORDER BY c.last_offset`, from, row.id, log.Source, from)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var list []store.Event
+	var used int64
 	for rows.Next() {
-		var e store.Event
-		var accepted int64
-		if err := rows.Scan(&e.Offset, &e.Payload, &accepted); err != nil {
+		var start, last, accepted int64
+		var count int
+		var blob []byte
+		if err := rows.Scan(&start, &last, &count, &blob, &accepted); err != nil {
 			return nil, err
 		}
-		e.AcceptedAt = fromMicros(accepted)
-		list = append(list, e)
+		var done bool
+		list, done, err = check.ChunkEvents(list, &used, last, count, blob, fromMicros(accepted), start, limit, store.MaxEventReadBytes)
+		if err != nil {
+			return nil, err
+		}
+		if done {
+			break
+		}
 	}
 	return list, rows.Err()
 }
@@ -272,12 +297,29 @@ func (s *Store) TruncateEvents(ctx context.Context, log store.EventLog, below in
 		if err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx,
-			`DELETE FROM events WHERE scenario_id = ? AND source = ? AND event_offset < ?`, row.id, log.Source, below)
+		// Offsets are consecutive from 0 and never reused: the events below the new
+		// truncation point and at or above the old one are the ones it deletes. Chunks wholly
+		// below it go; a chunk across it stays, its events below it no longer read.
+		var next, old int64
+		err = tx.QueryRowContext(ctx, `SELECT next_offset, truncated_below FROM event_logs WHERE scenario_id = ? AND source = ?`,
+			row.id, log.Source).Scan(&next, &old)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
-		n, err = res.RowsAffected()
+		to := min(below, next)
+		if to <= old {
+			return nil
+		}
+		n = to - old
+		if _, err := tx.ExecContext(ctx, `UPDATE event_logs SET truncated_below = ? WHERE scenario_id = ? AND source = ?`,
+			to, row.id, log.Source); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM event_chunks WHERE scenario_id = ? AND source = ? AND last_offset < ?`,
+			row.id, log.Source, to)
 		return err
 	})
 	if err != nil {

@@ -48,11 +48,14 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Checkpoints", testCheckpoints},
 		{"SinkResults", testSinkResults},
 		{"ConcurrentSinkAppends", testConcurrentSinkAppends},
+		{"ManySinkResults", testManySinkResults},
 		{"EventLog", testEventLog},
 		{"EventReadBytes", testEventReadBytes},
 		{"ResultReadBytes", testResultReadBytes},
 		{"EventBatches", testEventBatches},
 		{"ConcurrentBatchKeys", testConcurrentBatchKeys},
+		{"TruncateInsideBatch", testTruncateInsideBatch},
+		{"ConcurrentAppends", testConcurrentAppends},
 		{"BatchKeyContent", testBatchKeyContent},
 		{"Retention", testRetention},
 		{"CommitCheckpoint", testCommitCheckpoint},
@@ -846,6 +849,43 @@ func checkEvents(t *testing.T, what string, got []store.Event, offsets ...int64)
 	}
 }
 
+// One append of many results (more than one statement's worth, and not a multiple of it)
+// stores each with its consecutive ID, sink and value, in order.
+func testManySinkResults(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	must(s.CreateScenario(ctx, "many", draft(1, "")))(t)
+	const n = 451
+	results := make([]store.NewSinkResult, n)
+	for i := range results {
+		results[i] = store.NewSinkResult{Sink: fmt.Sprintf("sink-%d", i%3), Value: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))}
+	}
+	ids := must(s.AppendSinkResults(ctx, "many", results))(t)
+	if len(ids) != n || ids[0] != 1 || ids[n-1] != n {
+		t.Fatalf("IDs %d..%d of %d, want 1..%d", ids[0], ids[len(ids)-1], len(ids), n)
+	}
+	var got []store.SinkResult
+	for after := int64(0); ; {
+		page := must(s.ReadSinkResults(ctx, "many", "", after, 100))(t)
+		if len(page) == 0 {
+			break
+		}
+		got = append(got, page...)
+		after = page[len(page)-1].ID
+	}
+	if len(got) != n {
+		t.Fatalf("read %d results, want %d", len(got), n)
+	}
+	for i, r := range got {
+		if r.ID != int64(i+1) || r.Sink != results[i].Sink || string(r.Value) != string(results[i].Value) {
+			t.Errorf("result %d: %d %s %s, want %d %s %s", i, r.ID, r.Sink, r.Value, i+1, results[i].Sink, results[i].Value)
+		}
+	}
+	if page := must(s.ReadSinkResults(ctx, "many", "sink-2", 440, 100))(t); len(page) != 4 || page[0].ID != 441 {
+		t.Errorf("sink-2 after 440: %d results from %v, want 4 from 441 (indices 440, 443, 446, 449)", len(page), page)
+	}
+}
+
 func testEventLog(t *testing.T, open func(t *testing.T) store.Store) {
 	s := open(t)
 	ctx := t.Context()
@@ -1088,6 +1128,102 @@ func testConcurrentBatchKeys(t *testing.T, open func(t *testing.T) store.Store) 
 	}
 	if got := must(s.ReadEvents(ctx, log, 0, 100))(t); len(got) != 2*keys {
 		t.Errorf("%d events stored, want %d", len(got), 2*keys)
+	}
+}
+
+// Truncating in the middle of an appended batch deletes the events below the point, counted
+// one by one, and reads never return them again, while the batch's later events stay.
+func testTruncateInsideBatch(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	must(s.CreateScenario(ctx, "cut", draft(1, "")))(t)
+	log := store.EventLog{Scenario: "cut", Source: "http"}
+	batch := func(from, n int) [][]byte {
+		b := make([][]byte, n)
+		for i := range b {
+			b[i] = payload(from + i)
+		}
+		return b
+	}
+	must(s.AppendEvents(ctx, log, batch(0, 4)))(t) // 0..3
+	must(s.AppendEvents(ctx, log, batch(4, 5)))(t) // 4..8
+	if n := must(s.TruncateEvents(ctx, log, 2))(t); n != 2 {
+		t.Errorf("truncating below 2 (inside the first batch) deleted %d, want 2", n)
+	}
+	checkEvents(t, "read from 0", must(s.ReadEvents(ctx, log, 0, 100))(t), 2, 3, 4, 5, 6, 7, 8)
+	checkEvents(t, "read from 1, limit 3", must(s.ReadEvents(ctx, log, 1, 3))(t), 2, 3, 4)
+	checkEvents(t, "read from 6", must(s.ReadEvents(ctx, log, 6, 100))(t), 6, 7, 8)
+	if n := must(s.TruncateEvents(ctx, log, 6))(t); n != 4 {
+		t.Errorf("truncating below 6 (inside the second batch) deleted %d, want 4 (2, 3, 4, 5)", n)
+	}
+	checkEvents(t, "read from 0 again", must(s.ReadEvents(ctx, log, 0, 100))(t), 6, 7, 8)
+	if n := must(s.TruncateEvents(ctx, log, 5))(t); n != 0 {
+		t.Errorf("truncating below an earlier point deleted %d", n)
+	}
+	// Past the end: the events that exist go; later appends are not truncated.
+	if n := must(s.TruncateEvents(ctx, log, 20))(t); n != 3 {
+		t.Errorf("truncating past the end deleted %d, want 3", n)
+	}
+	must(s.AppendEvents(ctx, log, batch(9, 2)))(t)
+	checkEvents(t, "appended after truncating past the end", must(s.ReadEvents(ctx, log, 0, 100))(t), 9, 10)
+	if end := must(s.EventLogEnd(ctx, log))(t); end != 11 {
+		t.Errorf("EventLogEnd %d, want 11", end)
+	}
+}
+
+// Concurrent appends to one log (committed together or not) get disjoint ranges of
+// consecutive offsets, and the log reads back every event once, each batch in its order.
+func testConcurrentAppends(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	must(s.CreateScenario(ctx, "many", draft(1, "")))(t)
+	log := store.EventLog{Scenario: "many", Source: "http"}
+	const senders, batches, size = 8, 10, 3
+	var wg sync.WaitGroup
+	got := make([][]store.EventBatch, senders)
+	for w := range senders {
+		wg.Go(func() {
+			for b := range batches {
+				p := make([][]byte, size)
+				for i := range p {
+					p[i] = []byte(fmt.Sprintf(`{"w":%d,"b":%d,"i":%d}`, w, b, i))
+				}
+				key := ""
+				if b%2 == 0 {
+					key = fmt.Sprintf("w%d-b%d", w, b)
+				}
+				r, err := s.AppendEventBatch(ctx, log, key, p)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				got[w] = append(got[w], r)
+			}
+		})
+	}
+	wg.Wait()
+	events := must(s.ReadEvents(ctx, log, 0, store.MaxReadLimit))(t)
+	if len(events) != senders*batches*size {
+		t.Fatalf("%d events read, want %d", len(events), senders*batches*size)
+	}
+	for i, e := range events {
+		if e.Offset != int64(i) {
+			t.Fatalf("event %d has offset %d", i, e.Offset)
+		}
+	}
+	for w := range senders {
+		for b, r := range got[w] {
+			if r.Count != size || r.Duplicate {
+				t.Errorf("sender %d batch %d: %+v", w, b, r)
+				continue
+			}
+			for i := range size {
+				want := fmt.Sprintf(`{"w":%d,"b":%d,"i":%d}`, w, b, i)
+				if e := events[r.FirstOffset+int64(i)]; string(e.Payload) != want || !e.AcceptedAt.Equal(r.AcceptedAt) {
+					t.Errorf("offset %d: %s at %v, want %s at %v", e.Offset, e.Payload, e.AcceptedAt, want, r.AcceptedAt)
+				}
+			}
+		}
 	}
 }
 

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The benchmark of issue 14: the main job against hand-written references, side by side.
+#
+#   scripts/bench.sh [--base REV] [bench flags...]
+#
+# Builds scenario-server and the bench command (bench/) into a temp dir and runs the bench,
+# which prints each figure, its reference and their ratio, with the load average. With
+# --base REV it also builds REV's scenario-server and the bench command against REV's
+# packages, and measures them in the same rounds (the "before" figures). Flags after that go
+# to the bench command: -rounds N, -only ingest,run,core,sessions, -pg postgres://...
+# (PostgreSQL ingestion; use a server with fsync on), -cpuprofile-dir DIR, -events N,
+# -ingest-events N (go run ./bench -h lists them). Takes several minutes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tmp=$(mktemp -d /tmp/scenario-bench.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+base=""
+if [ "${1:-}" = "--base" ]; then
+  base=$2
+  shift 2
+fi
+go build -o "$tmp/scenario-server" ./cmd/scenario-server
+go build -o "$tmp/bench" ./bench
+args=(-server "$tmp/scenario-server")
+if [ -n "$base" ]; then
+  mkdir "$tmp/base"
+  git archive "$base" | tar -x -C "$tmp/base"
+  # the bench command and the profile hook, against the base's packages
+  cp -r bench "$tmp/base/"
+  cp cmd/scenario-server/profile.go "$tmp/base/cmd/scenario-server/"
+  goccy=$(go list -m -f '{{.Path}}@{{.Version}}' github.com/goccy/go-json)
+  grep 'github.com/goccy/go-json' go.sum >>"$tmp/base/go.sum"
+  (cd "$tmp/base" && go mod edit -require "$goccy" &&
+    go build -o "$tmp/scenario-server-base" ./cmd/scenario-server &&
+    go build -o "$tmp/bench-base" ./bench)
+  args+=(-base-server "$tmp/scenario-server-base" -base-bench "$tmp/bench-base")
+fi
+"$tmp/bench" "${args[@]}" "$@"
