@@ -16,7 +16,7 @@
 // wrong type) is recorded with its node, field and input line, counted on
 // the node, and the event goes no further; the run goes on.
 //
-// Variables live in slots of a context (ctx), one slot per variable name of
+// Variables live in slots of an event (type event), one slot per variable name of
 // the scenario. When no expression reads #input whole, a source decodes only
 // the top-level fields the expressions read (value.Decoder.ParseFieldsInto)
 // and #input.field reads them in place; an aggregate's output variable, #key
@@ -265,12 +265,12 @@ func New(s *scenario.Scenario, opts Options) (*Engine, error) {
 		}
 	}
 	for _, n := range e.order {
-		n.scratch = e.lay.newCtx()
+		n.scratch = e.lay.newEvent()
 		if n.kind == kindAggregate {
-			n.lateCtx = e.lay.newCtx()
+			n.lateCtx = e.lay.newEvent()
 		}
 		if n.kind == kindSource {
-			n.ctx = e.lay.newCtx()
+			n.event = e.lay.newEvent()
 		}
 	}
 	// Which sources feed each node (for its watermark).
@@ -487,7 +487,7 @@ func (e *Engine) pushValue(src *node, eventTime int64) error {
 	// from within Add; sinks and Observe copy what they keep).
 	// Only #input and #meta are ever set in it: no need to clear the rest.
 	// The timestamp expression sees #input alone ($env too).
-	c := &src.ctx
+	c := &src.event
 	if src.lazyInput {
 		c.setLazy(e.inputSlot, src)
 	} else {
@@ -597,7 +597,7 @@ func (e *Engine) Flush() {
 // forward sends c from n along its outgoing edges of type onlyType, or with
 // onlyType "" along all of them but Late edges (Split, Source, and nodes with
 // one output).
-func (e *Engine) forward(n *node, c *ctx, onlyType string) {
+func (e *Engine) forward(n *node, c *event, onlyType string) {
 	for _, out := range n.out {
 		if onlyType != out.typ && (onlyType != "" || out.typ == scenario.EdgeLate) {
 			continue
@@ -607,7 +607,7 @@ func (e *Engine) forward(n *node, c *ctx, onlyType string) {
 }
 
 // push processes context c arriving at node n from node from.
-func (e *Engine) push(n *node, c *ctx, from string) {
+func (e *Engine) push(n *node, c *event, from string) {
 	n.counts.In++
 	if e.opts.Observe != nil {
 		e.opts.Observe(n.id, c.varsMap(), c.time)

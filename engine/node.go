@@ -48,7 +48,7 @@ type node struct {
 	upstream []*node // sources whose watermark this node uses
 
 	// source
-	ctx        ctx // reused for each event of the source
+	event      event // reused for each event of the source
 	timestamp  *evaluator
 	outOfOrder int64 // ms
 	seen       bool
@@ -95,11 +95,11 @@ type node struct {
 	engine   *Engine
 	// lateOut: the aggregate has a Late edge; lateCtx is the context it sends late events on.
 	lateOut bool
-	lateCtx ctx
+	lateCtx event
 	// scratch is the context this node sends on, reused for every output:
 	// a context is dead once the push that carries it returns (the graph
 	// has no cycles, and nothing downstream keeps a context).
-	scratch ctx
+	scratch event
 	// scratchFresh: an aggregate's scratch holds only what its last new
 	// event set (so the next one need not clear it).
 	scratchFresh bool
@@ -338,7 +338,7 @@ func (n *node) buildAggregate(e *Engine, p *nodes.Plan) error {
 }
 
 // process runs the node on one context.
-func (n *node) process(e *Engine, c *ctx, from string) {
+func (n *node) process(e *Engine, c *event, from string) {
 	switch n.kind {
 	case kindFilter:
 		v, err := n.prog.eval(c)
@@ -447,7 +447,7 @@ func (n *node) hasEdge(typ string) bool {
 
 // with returns c with the node's variable set to v, in the node's scratch
 // context.
-func (n *node) with(c *ctx, v value.Value) *ctx {
+func (n *node) with(c *event, v value.Value) *event {
 	out := &n.scratch
 	out.copyFrom(c)
 	out.set(n.varSlot, v)
@@ -455,7 +455,7 @@ func (n *node) with(c *ctx, v value.Value) *ctx {
 }
 
 // add evaluates the aggregate's expressions for c and adds the event.
-func (n *node) add(e *Engine, c *ctx) {
+func (n *node) add(e *Engine, c *event) {
 	for i, p := range n.groupBy {
 		v, err := p.eval(c)
 		if err != nil {
@@ -501,7 +501,7 @@ func (n *node) add(e *Engine, c *ctx) {
 
 // late sends a late event down the node's Late edge (and to ObserveLate): its context,
 // unchanged, with #late, the first window it missed (docs/semantics.md §2).
-func (n *node) late(e *Engine, c *ctx, le *aggregate.LateError) {
+func (n *node) late(e *Engine, c *event, le *aggregate.LateError) {
 	rec, vals := value.MakeRecord(lateFields)
 	vals[0], vals[1], vals[2] = value.Int(le.WindowStart), value.Int(le.WindowEnd), value.Int(le.Watermark)
 	out := &n.lateCtx
@@ -533,7 +533,7 @@ func (n *node) emit(r *aggregate.Result) {
 	n.cur = r
 	c := &n.scratch
 	if r.Event != nil {
-		c.copyFrom(r.Event.Payload.(*ctx))
+		c.copyFrom(r.Event.Payload.(*event))
 		n.scratchFresh = false
 	} else {
 		// A new event has the result variables (set below) and #meta.
@@ -664,7 +664,7 @@ func (n *node) decode(b []byte) error {
 
 // eventTime evaluates the source's timestamp expression on c, which holds
 // #input alone.
-func (n *node) eventTime(e *Engine, c *ctx) (int64, error) {
+func (n *node) eventTime(e *Engine, c *event) (int64, error) {
 	if n.timestamp == nil {
 		if e.opts.Bounded {
 			// Never the wall clock in a replay or a test (docs/semantics.md §1):
