@@ -27,9 +27,11 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
+	stdslices "slices"
 	"sort"
 	"strings"
 	"time"
@@ -85,6 +87,9 @@ type EventError struct {
 	// Engine.SetInputPartition.
 	Partition *int32 `json:"partition,omitempty"`
 	Message   string `json:"message"`
+	// exprField is the field of the very expression that failed where Field is coarser (a
+	// Switch's "condition", a Join's "branchParameters"), for RunNode.
+	exprField string
 }
 
 func (e EventError) String() string {
@@ -123,6 +128,9 @@ type Options struct {
 	// arrival time of events of sources without a timestamp expression; nil
 	// means time.Now.
 	Now func() time.Time
+	// Registry holds the node kinds the scenario is validated and built with; nil means
+	// nodes.Default().
+	Registry *nodes.Registry
 	// Bounded marks a replay or a test run: the wall clock is never read
 	// (docs/semantics.md §1), and sources have no maxFutureSkew. A record of a source without a timestamp expression
 	// takes the timestamp given with it (PushValue's eventTime, or
@@ -146,8 +154,8 @@ type Engine struct {
 	validation *nodes.Validation
 	nodes      map[string]*node
 	order      []*node // topological
-	sources    map[string]*node
-	aggregates []*node // topological
+	sources    map[string]*source
+	aggregates []*aggregator // topological
 
 	needsMeta bool // some expression reads #meta
 
@@ -167,19 +175,31 @@ type Engine struct {
 	partition int32
 	flushed   bool
 	finished  bool
+
+	// ctx, while Run or Replay runs, stops the run once it ends: push checks it every
+	// stopEvery nodes entered and then lets no event go further.
+	ctx     context.Context
+	pushes  int
+	stopped bool
+	// probe, when set, captures what one node does instead of passing it on (RunNode).
+	probe *probe
 }
 
 // New validates s and builds its operators. A scenario with validation
 // errors gives an *InvalidError (errors.Is ErrInvalidScenario).
 func New(s *scenario.Scenario, opts Options) (*Engine, error) {
-	v := nodes.Validate(s)
+	reg := opts.Registry
+	if reg == nil {
+		reg = nodes.Default()
+	}
+	v := reg.Validate(s)
 	if len(v.Errors) > 0 {
 		return nil, &InvalidError{Validation: v}
 	}
 	if opts.MaxErrors == 0 {
 		opts.MaxErrors = 10_000
 	}
-	e := &Engine{opts: opts, validation: v, partition: -1, nodes: map[string]*node{}, sources: map[string]*node{}, counts: map[string]*Counts{}}
+	e := &Engine{opts: opts, validation: v, partition: -1, nodes: map[string]*node{}, sources: map[string]*source{}, counts: map[string]*Counts{}}
 	e.inputSlot = e.lay.slot(nodes.VarInput)
 	e.metaSlot = e.lay.slot(nodes.VarMeta)
 	e.keySlot = e.lay.slot(nodes.VarKey)
@@ -196,6 +216,13 @@ func New(s *scenario.Scenario, opts Options) (*Engine, error) {
 			for _, name := range prog.Variables() {
 				e.lay.slot(name)
 			}
+		}
+	}
+	// Every variable in scope somewhere (those registered kinds define, which no field of
+	// their node names).
+	for _, id := range v.Order {
+		for name := range v.Variables[id] {
+			e.lay.slot(name)
 		}
 	}
 	for _, id := range v.Order {
@@ -216,14 +243,14 @@ func New(s *scenario.Scenario, opts Options) (*Engine, error) {
 		if ed.EdgeType != nil {
 			out.typ = ed.EdgeType.Type
 		}
-		if out.typ == scenario.EdgeLate {
-			from.lateOut = true
+		if out.typ == scenario.EdgeLate && from.agg != nil {
+			from.agg.lateOut = true
 		}
 		from.out = append(from.out, out)
 	}
 	for _, n := range e.order {
-		if n.kind == kindSwitch {
-			n.compileSwitch(s)
+		if w, ok := n.op.(wired); ok {
+			w.wire(e, n, s)
 		}
 	}
 	// Decode only the fields of #input that expressions read, when none
@@ -266,39 +293,27 @@ func New(s *scenario.Scenario, opts Options) (*Engine, error) {
 	}
 	for _, n := range e.order {
 		n.scratch = e.lay.newEvent()
-		if n.kind == kindAggregate {
-			n.lateCtx = e.lay.newEvent()
+		if n.agg != nil {
+			n.agg.lateEv = e.lay.newEvent()
 		}
-		if n.kind == kindSource {
-			n.event = e.lay.newEvent()
+		if n.src != nil {
+			n.src.ev = e.lay.newEvent()
 		}
 	}
 	// Which sources feed each node (for its watermark).
 	for _, n := range e.order {
-		if n.kind == kindSource {
-			n.upstream = []*node{n}
+		if n.src != nil {
+			n.upstream = []*source{n.src}
 		}
 		for _, out := range n.out {
 			for _, src := range n.upstream {
-				if !containsNode(out.to.upstream, src) {
+				if !stdslices.Contains(out.to.upstream, src) {
 					out.to.upstream = append(out.to.upstream, src)
 				}
 			}
 		}
-		if n.kind == kindAggregate {
-			e.aggregates = append(e.aggregates, n)
-		}
 	}
 	return e, nil
-}
-
-func containsNode(list []*node, n *node) bool {
-	for _, x := range list {
-		if x == n {
-			return true
-		}
-	}
-	return false
 }
 
 // Validation returns the scenario's validation (variables in scope per node).
@@ -308,7 +323,7 @@ func (e *Engine) Validation() *nodes.Validation { return e.validation }
 func (e *Engine) Sources() []string {
 	var ids []string
 	for _, n := range e.order {
-		if n.kind == kindSource {
+		if n.src != nil {
 			ids = append(ids, n.id)
 		}
 	}
@@ -332,7 +347,7 @@ func (e *Engine) Counts() map[string]Counts {
 	// An aggregate's partly late events are its operator's (kept in its snapshot).
 	for _, a := range e.aggregates {
 		c := out[a.id]
-		c.PartlyLate = a.op.Stats().PartlyLate
+		c.PartlyLate = a.window.Stats().PartlyLate
 		out[a.id] = c
 	}
 	return out
@@ -356,7 +371,7 @@ func (e *Engine) Late() int64 {
 func (e *Engine) PartlyLate() int64 {
 	var n int64
 	for _, a := range e.aggregates {
-		n += a.op.Stats().PartlyLate
+		n += a.window.Stats().PartlyLate
 	}
 	return n
 }
@@ -367,9 +382,13 @@ func (e *Engine) failInput(err error) {
 	e.record(EventError{Line: e.line, Partition: e.errorPartition(), Message: err.Error()})
 }
 
-func (e *Engine) fail(n *node, field string, err error) {
+func (e *Engine) fail(n *node, field string, err error) { e.failExpr(n, field, "", err) }
+
+// failExpr is fail for an expression whose own field, exprField, is finer than the field
+// reported (see EventError.exprField).
+func (e *Engine) failExpr(n *node, field, exprField string, err error) {
 	n.counts.Errors++
-	e.record(EventError{NodeID: n.id, Field: field, Line: e.line, Partition: e.errorPartition(), Message: err.Error()})
+	e.record(EventError{NodeID: n.id, Field: field, Line: e.line, Partition: e.errorPartition(), Message: err.Error(), exprField: exprField})
 }
 
 // record counts a per-event error, keeps it while fewer than MaxErrors are kept, and hands it
@@ -451,11 +470,11 @@ func (e *Engine) PushJSON(sourceID string, record []byte, line int64) error {
 }
 
 // pushJSON is PushJSON for a known source.
-func (e *Engine) pushJSON(src *node, record []byte, line int64) {
+func (e *Engine) pushJSON(src *source, record []byte, line int64) {
 	e.line = line
 	src.counts.In++
 	if err := src.decode(record); err != nil {
-		e.fail(src, "", fmt.Errorf("not a JSON record: %w", err))
+		e.fail(src.node, "", fmt.Errorf("not a JSON record: %w", err))
 		return
 	}
 	_ = e.pushValue(src, math.MinInt64)
@@ -481,15 +500,15 @@ func (e *Engine) PushValue(sourceID string, record value.Value, eventTime int64,
 
 // pushValue pushes the record the source has just decoded (see node.decode)
 // or been given.
-func (e *Engine) pushValue(src *node, eventTime int64) error {
+func (e *Engine) pushValue(src *source, eventTime int64) error {
 	// The source's context is reused for its next event: nothing keeps it
 	// once the event has gone through (aggregates that enrich events emit
 	// from within Add; sinks and Observe copy what they keep).
 	// Only #input and #meta are ever set in it: no need to clear the rest.
 	// The timestamp expression sees #input alone ($env too).
-	c := &src.event
+	c := &src.ev
 	if src.lazyInput {
-		c.setLazy(e.inputSlot, src)
+		c.setLazy(e.inputSlot, src.node)
 	} else {
 		c.set(e.inputSlot, src.input)
 	}
@@ -499,12 +518,12 @@ func (e *Engine) pushValue(src *node, eventTime int64) error {
 		var err error
 		t, err = src.eventTime(e, c)
 		if err != nil {
-			e.fail(src, "timestamp", err)
+			e.fail(src.node, "timestamp", err)
 			return nil
 		}
 	}
 	if t < aggregate.MinEventTime || t > aggregate.MaxEventTime {
-		e.fail(src, "timestamp", fmt.Errorf("event time %d ms is out of range", t))
+		e.fail(src.node, "timestamp", fmt.Errorf("event time %d ms is out of range", t))
 		return nil
 	}
 	if !e.opts.Bounded && (src.idleTimeout > 0 || src.maxFutureSkew > 0) {
@@ -512,7 +531,7 @@ func (e *Engine) pushValue(src *node, eventTime int64) error {
 		if src.maxFutureSkew > 0 && t > now+src.maxFutureSkew {
 			// Refused before it moves anything: one mistyped timestamp must not make every
 			// later event late (docs/semantics.md §1).
-			e.fail(src, "timestamp", fmt.Errorf("event time %s is %s ahead of the server's clock, more than maxFutureSkew %s",
+			e.fail(src.node, "timestamp", fmt.Errorf("event time %s is %s ahead of the server's clock, more than maxFutureSkew %s",
 				time.UnixMilli(t).UTC().Format(time.RFC3339Nano), aheadText(t-now), time.Duration(src.maxFutureSkew)*time.Millisecond))
 			return nil
 		}
@@ -539,7 +558,7 @@ func (e *Engine) pushValue(src *node, eventTime int64) error {
 	}
 	// (#meta is set for every event or for none.)
 	src.counts.Out++
-	e.forward(src, c, "")
+	e.forward(src.node, c, "")
 	e.step()
 	return nil
 }
@@ -575,8 +594,8 @@ func (e *Engine) watermarkOf(n *node) (int64, bool) {
 // step advances every aggregate to its watermark, upstream first.
 func (e *Engine) step() {
 	for _, a := range e.aggregates {
-		if w, ok := e.watermarkOf(a); ok {
-			a.op.Advance(w)
+		if w, ok := e.watermarkOf(a.node); ok {
+			a.window.Advance(w)
 		}
 	}
 }
@@ -590,7 +609,7 @@ func (e *Engine) Flush() {
 	e.flushed = true
 	e.line = 0
 	for _, a := range e.aggregates {
-		a.op.Flush()
+		a.window.Flush()
 	}
 }
 
@@ -598,6 +617,10 @@ func (e *Engine) Flush() {
 // onlyType "" along all of them but Late edges (Split, Source, and nodes with
 // one output).
 func (e *Engine) forward(n *node, c *event, onlyType string) {
+	if e.probe != nil {
+		e.probe.forwarded(n, c, onlyType)
+		return
+	}
 	for _, out := range n.out {
 		if onlyType != out.typ && (onlyType != "" || out.typ == scenario.EdgeLate) {
 			continue
@@ -606,13 +629,36 @@ func (e *Engine) forward(n *node, c *event, onlyType string) {
 	}
 }
 
+// send sends c from n along its one outgoing edge out (a Switch's choice).
+func (e *Engine) send(n *node, out *edge, c *event) {
+	if e.probe != nil {
+		e.probe.sent(n, out, c)
+		return
+	}
+	e.push(out.to, c, n.id)
+}
+
+// stopEvery is how many nodes entered between two looks at the run's context: often
+// enough that a run of slow expressions (each bounded by the expression budgets) stops
+// soon after its context ends.
+const stopEvery = 16
+
 // push processes context c arriving at node n from node from.
 func (e *Engine) push(n *node, c *event, from string) {
+	if e.ctx != nil {
+		if e.stopped {
+			return
+		}
+		if e.pushes++; e.pushes%stopEvery == 0 && e.ctx.Err() != nil {
+			e.stopped = true
+			return
+		}
+	}
 	n.counts.In++
 	if e.opts.Observe != nil {
 		e.opts.Observe(n.id, c.varsMap(), c.time)
 	}
-	n.process(e, c, from)
+	n.op.process(e, n, c, from)
 }
 
 // durationMS converts a parsed duration parameter to ms.

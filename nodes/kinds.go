@@ -162,14 +162,21 @@ func builtinKinds() []*Kind {
 		sinkKind("dead-end", "Dead end", "Drops the events that reach it; ends a path that needs no output."),
 	}
 	for _, k := range kinds {
-		k.Edges = scenario.RulesFor(k.NodeType)
-		if k.NodeType == scenario.TypeCustomNode && !hasLateOutput(k.Subtype) {
-			k.Edges.Outputs = stdslices.DeleteFunc(stdslices.Clone(k.Edges.Outputs), func(r scenario.OutputRule) bool {
-				return r.EdgeType == scenario.EdgeLate
-			})
-		}
+		k.Edges = edgeRulesOf(k)
 	}
 	return kinds
+}
+
+// edgeRulesOf is the edges a kind takes and gives: its node type's, without a Late output
+// for the custom nodes that have no late events.
+func edgeRulesOf(k *Kind) scenario.EdgeRules {
+	r := scenario.RulesFor(k.NodeType)
+	if k.NodeType == scenario.TypeCustomNode && !hasLateOutput(k.Subtype) {
+		r.Outputs = stdslices.DeleteFunc(stdslices.Clone(r.Outputs), func(r scenario.OutputRule) bool {
+			return r.EdgeType == scenario.EdgeLate
+		})
+	}
+	return r
 }
 
 // hasLateOutput says whether custom node kind subtype may have a Late edge: the time-window
@@ -219,18 +226,20 @@ func sourceKind(typ, label, desc string, bounded bool, extra ...ParamSpec) *Kind
 			Description: "A source silent this long stops holding back the watermark of the nodes it feeds."})
 	}
 	return &Kind{
-		ID: "Source/" + typ, NodeType: scenario.TypeSource, Subtype: typ, Group: GroupSources, Label: label, Description: desc,
+		ID: "Source/" + typ, NodeType: scenario.TypeSource, Subtype: typ, Group: GroupSources, Label: label, Description: desc, Role: RoleSource,
 		Parameters: params,
 		check:      func(c *nodeCheck) { checkSource(c, bounded) },
 	}
 }
 
 func sinkKind(typ, label, desc string, params ...ParamSpec) *Kind {
+	role := RoleSink
 	if params == nil {
 		params = []ParamSpec{}
+		role = RoleTransform // writes nothing (the dead end)
 	}
 	return &Kind{
-		ID: "Sink/" + typ, NodeType: scenario.TypeSink, Subtype: typ, Group: GroupSinks, Label: label, Description: desc,
+		ID: "Sink/" + typ, NodeType: scenario.TypeSink, Subtype: typ, Group: GroupSinks, Label: label, Description: desc, Role: role,
 		Parameters: params,
 		check:      checkSink,
 	}
@@ -246,7 +255,7 @@ func aggregateKind(subtype, label, desc string, check func(*nodeCheck, *aggregat
 	}
 	params = append(params, window...)
 	return &Kind{
-		ID: "CustomNode/" + subtype, NodeType: scenario.TypeCustomNode, Subtype: subtype, Group: GroupAggregates, Label: label, Description: desc,
+		ID: "CustomNode/" + subtype, NodeType: scenario.TypeCustomNode, Subtype: subtype, Group: GroupAggregates, Label: label, Description: desc, Role: RoleAggregate,
 		Parameters: params,
 		check:      func(c *nodeCheck) { checkAggregate(c, check) },
 	}

@@ -1,0 +1,46 @@
+package engine
+
+import "fmt"
+
+// A Join "union" merges the events of its branches; with outputVar, each branch's output
+// expression is stored in it.
+
+var _ = builtIn(newUnion, "Join/union")
+
+type union struct {
+	branches map[string]unionBranch // by upstream node id
+}
+
+// unionBranch is a branch's output expression and its field.
+type unionBranch struct {
+	expr  *evaluator
+	field string
+}
+
+func newUnion(_ *Engine, n *node) (operator, error) {
+	sn := n.plan.Node
+	n.varName = sn.OutputVar
+	u := &union{branches: map[string]unionBranch{}}
+	for k, bp := range sn.BranchParameters {
+		for pi, prm := range bp.Parameters {
+			field := fmt.Sprintf("branchParameters[%d].parameters[%d].expression", k, pi)
+			if prog := n.plan.Programs[field]; prog != nil && prm.Expression != nil {
+				u.branches[bp.BranchID] = unionBranch{expr: n.engine.lay.newEvaluator(prog), field: field}
+			}
+		}
+	}
+	return u, nil
+}
+
+func (u *union) process(e *Engine, n *node, ev *event, from string) {
+	if b, ok := u.branches[from]; ok && n.varName != "" {
+		v, err := b.expr.eval(ev)
+		if err != nil {
+			e.failExpr(n, "branchParameters", b.field, err)
+			return
+		}
+		ev = n.with(ev, v)
+	}
+	n.counts.Out++
+	e.forward(n, ev, "")
+}
