@@ -134,8 +134,11 @@ func nodeTestResult(id string, run engine.NodeRun) NodeTestResult {
 	}
 	for _, o := range run.Outputs {
 		out := NodeTestOutput{EdgeType: o.EdgeType, Condition: o.Condition, To: o.To, From: o.From, EventTime: o.EventTime}
-		if o.Variable != "" {
-			out.Variables = map[string]json.RawMessage{o.Variable: value.AppendJSON(nil, o.Value)}
+		if o.Variables != nil {
+			out.Variables = make(map[string]json.RawMessage, len(o.Variables))
+			for name, x := range o.Variables {
+				out.Variables[name] = value.AppendJSON(nil, x)
+			}
 		}
 		if o.Sink {
 			out.Value = value.AppendJSON(nil, o.Written)

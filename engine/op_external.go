@@ -87,5 +87,9 @@ func (out *externalSender) Send(edgeType string, set map[string]value.Value) {
 		}
 	}
 	n.counts.Out++
+	if p := out.e.probe; p != nil && len(set) > 0 {
+		p.set = set
+		defer func() { p.set = nil }()
+	}
 	out.e.forward(n, c, edgeType)
 }

@@ -37,10 +37,10 @@ type NodeOutput struct {
 	Condition string // a Switch's NextSwitch edge: the field of the condition that held
 	To        string // the node the edge leads to; "" when no edge of EdgeType is connected
 	From      string // a Join: the branch whose expression made the output variable
-	// Variable and Value are the variable the node defines and its value (Variable,
-	// VariableBuilder, for-each, Join with outputVar, registered kinds); "" when none.
-	Variable string
-	Value    value.Value
+	// Variables are the variables the node defines, with their values (Variable,
+	// VariableBuilder, for-each, Join with outputVar, what a registered kind sends); nil when
+	// none.
+	Variables map[string]value.Value
 	// EventTime is a source's event time from its timestamp expression (nil: none).
 	EventTime *int64
 	// Written is a sink's value (Sink is true).
@@ -203,6 +203,8 @@ func hasBranchProgram(plan *nodes.Plan, branch string) bool {
 type probe struct {
 	run  *NodeRun
 	from string // the branch being run (a Join)
+	// set is what a registered kind's operator is sending (nodes.Sender's set).
+	set map[string]value.Value
 }
 
 // output is one event leaving n along edge type typ to node to.
@@ -210,7 +212,10 @@ func (p *probe) output(n *node, c *event, typ, to string) NodeOutput {
 	o := NodeOutput{EdgeType: typ, To: to, From: p.from}
 	if n.varSlot >= 0 {
 		x, _ := c.get(n.varSlot)
-		o.Variable, o.Value = n.varName, x
+		o.Variables = map[string]value.Value{n.varName: x}
+	}
+	if p.set != nil {
+		o.Variables = p.set
 	}
 	if n.src != nil && n.src.timestamp != nil {
 		t := c.time
