@@ -125,36 +125,45 @@ func (r *Runtime) openConnectors(d *deployment, scenarioName string) []scenario.
 	val := d.eng.Validation()
 	for _, id := range val.Order {
 		p := val.Plans[id]
+		var prob *scenario.Problem
 		if p.Kind.Role == nodes.RoleSource {
-			conn := inputConnectors[p.Kind.ID]
-			if conn == nil {
-				problems = append(problems, scenario.Problem{NodeID: id, Field: "ref.typ", Code: "unsupported-source",
-					Message: fmt.Sprintf("deployments do not read %s sources", p.Node.Subtype())})
-				continue
-			}
-			in, prob := conn.open(r, id, p, scenarioName)
-			if prob != nil {
-				problems = append(problems, *prob)
-				continue
-			}
-			idle, _ := p.Params["idleTimeout"].(time.Duration)
-			if _, ok := p.Params["idleTimeout"]; !ok {
-				idle = nodes.DefaultIdleTimeout
-			}
-			arrival := conn.arrivalTime && p.Programs["timestamp"] == nil
-			d.addSource(id, p.Node.Subtype(), conn, in, arrival, idle)
+			prob = r.openInput(d, id, p, scenarioName)
 		}
 		if p.Kind.Role == nodes.RoleSink {
-			open := outputConnectors[p.Kind.ID]
-			if open == nil {
-				problems = append(problems, scenario.Problem{NodeID: id, Field: "ref.typ", Code: "unsupported-sink",
-					Message: fmt.Sprintf("deployments do not write %s sinks", p.Node.Subtype())})
-				continue
+			prob = unsupported(id, p, "unsupported-sink", "write %s sinks")
+			if open := outputConnectors[p.Kind.ID]; open != nil {
+				prob = open(r, d.sinks, id, p, files)
 			}
-			if prob := open(r, d.sinks, id, p, files); prob != nil {
-				problems = append(problems, *prob)
-			}
+		}
+		if prob != nil {
+			problems = append(problems, *prob)
 		}
 	}
 	return problems
+}
+
+// openInput adds source node id to d, read through its kind's input connector.
+func (r *Runtime) openInput(d *deployment, id string, p *nodes.Plan, scenarioName string) *scenario.Problem {
+	conn := inputConnectors[p.Kind.ID]
+	if conn == nil {
+		return unsupported(id, p, "unsupported-source", "read %s sources")
+	}
+	in, prob := conn.open(r, id, p, scenarioName)
+	if prob != nil {
+		return prob
+	}
+	idle, _ := p.Params["idleTimeout"].(time.Duration)
+	if _, ok := p.Params["idleTimeout"]; !ok {
+		idle = nodes.DefaultIdleTimeout
+	}
+	arrival := conn.arrivalTime && p.Programs["timestamp"] == nil
+	d.addSource(id, p.Node.Subtype(), conn, in, arrival, idle)
+	return nil
+}
+
+// unsupported is the problem of a source or sink kind that deployments cannot read or
+// write (what: "read %s sources").
+func unsupported(id string, p *nodes.Plan, code, what string) *scenario.Problem {
+	return &scenario.Problem{NodeID: id, Field: "ref.typ", Code: code,
+		Message: "deployments do not " + fmt.Sprintf(what, p.Node.Subtype())}
 }

@@ -199,24 +199,9 @@ func New(s *scenario.Scenario, opts Options) (*Engine, error) {
 	if opts.MaxErrors == 0 {
 		opts.MaxErrors = 10_000
 	}
-	e := &Engine{opts: opts, validation: v, partition: -1, nodes: map[string]*node{}, sources: map[string]*source{}, counts: map[string]*Counts{}}
-	e.inputSlot = e.lay.slot(nodes.VarInput)
-	e.metaSlot = e.lay.slot(nodes.VarMeta)
-	e.keySlot = e.lay.slot(nodes.VarKey)
-	e.windowSlot = e.lay.slot(nodes.VarWindow)
-	e.lateSlot = e.lay.slot(nodes.VarLate)
+	e := newEngine(opts, v)
 	for _, id := range v.Order {
-		p := v.Plans[id]
-		for _, name := range []string{p.Node.VarName, p.Node.OutputVar} {
-			if name != "" {
-				e.lay.slot(name)
-			}
-		}
-		for _, prog := range p.Programs {
-			for _, name := range prog.Variables() {
-				e.lay.slot(name)
-			}
-		}
+		e.planSlots(v.Plans[id])
 	}
 	// Every variable in scope somewhere (those registered kinds define, which no field of
 	// their node names).
@@ -314,6 +299,31 @@ func New(s *scenario.Scenario, opts Options) (*Engine, error) {
 		}
 	}
 	return e, nil
+}
+
+// newEngine is an engine without nodes, with the slots of the server's variables.
+func newEngine(opts Options, v *nodes.Validation) *Engine {
+	e := &Engine{opts: opts, validation: v, partition: -1, nodes: map[string]*node{}, sources: map[string]*source{}, counts: map[string]*Counts{}}
+	e.inputSlot = e.lay.slot(nodes.VarInput)
+	e.metaSlot = e.lay.slot(nodes.VarMeta)
+	e.keySlot = e.lay.slot(nodes.VarKey)
+	e.windowSlot = e.lay.slot(nodes.VarWindow)
+	e.lateSlot = e.lay.slot(nodes.VarLate)
+	return e
+}
+
+// planSlots gives a slot to every variable the node of p defines or its expressions read.
+func (e *Engine) planSlots(p *nodes.Plan) {
+	for _, name := range []string{p.Node.VarName, p.Node.OutputVar} {
+		if name != "" {
+			e.lay.slot(name)
+		}
+	}
+	for _, prog := range p.Programs {
+		for _, name := range prog.Variables() {
+			e.lay.slot(name)
+		}
+	}
 }
 
 // Validation returns the scenario's validation (variables in scope per node).

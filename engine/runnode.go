@@ -72,29 +72,14 @@ func RunNode(ctx context.Context, s *scenario.Scenario, v *nodes.Validation, id 
 	if plan == nil {
 		return NodeRun{}, fmt.Errorf("engine: node %q has no plan", id)
 	}
-	e := &Engine{opts: Options{Bounded: true, MaxErrors: 1}, validation: v, partition: -1,
-		nodes: map[string]*node{}, sources: map[string]*source{}, counts: map[string]*Counts{}}
+	e := newEngine(Options{Bounded: true, MaxErrors: 1}, v)
 	if ctx.Done() != nil {
 		e.ctx = ctx
 	}
-	e.inputSlot = e.lay.slot(nodes.VarInput)
-	e.metaSlot = e.lay.slot(nodes.VarMeta)
-	e.keySlot = e.lay.slot(nodes.VarKey)
-	e.windowSlot = e.lay.slot(nodes.VarWindow)
-	e.lateSlot = e.lay.slot(nodes.VarLate)
 	for name := range vars {
 		e.lay.slot(name)
 	}
-	for _, name := range []string{plan.Node.VarName, plan.Node.OutputVar} {
-		if name != "" {
-			e.lay.slot(name)
-		}
-	}
-	for _, prog := range plan.Programs {
-		for _, name := range prog.Variables() {
-			e.lay.slot(name)
-		}
-	}
+	e.planSlots(plan)
 	n, err := e.build(plan)
 	if err != nil {
 		return NodeRun{}, fmt.Errorf("building node %q: %w", id, err)
