@@ -55,8 +55,7 @@ var inputConnectors = map[string]*inputConnector{
 				return nil, &scenario.Problem{NodeID: id, Field: "ref.typ", Code: "kafka-not-configured",
 					Message: "the server has no Kafka brokers to read from: start it with --kafka-brokers host:port (env SCENARIO_SERVER_KAFKA_BROKERS)"}
 			}
-			topic, _ := p.Params["topic"].(string)
-			return newKafkaInput(id, topic, r.cfg.KafkaBrokers, r.log.With("scenario", scenarioName)), nil
+			return newKafkaInput(id, p.Typed.(*nodes.SourcePlan).Topic, r.cfg.KafkaBrokers, r.log.With("scenario", scenarioName)), nil
 		},
 	},
 	"Source/file": {
@@ -65,7 +64,7 @@ var inputConnectors = map[string]*inputConnector{
 		mark:      func(p *pushing, line int64) { p.offset, p.line = -1, line },
 		pollEvery: filePollInterval,
 		open: func(r *Runtime, id string, p *nodes.Plan, scenarioName string) (input, *scenario.Problem) {
-			rel, _ := p.Params["path"].(string)
+			rel := p.Typed.(*nodes.SourcePlan).Path
 			if prob := nonLocalPath(id, rel, "source reads inside the server's source directory"); prob != nil {
 				return nil, prob
 			}
@@ -99,7 +98,7 @@ var outputConnectors = map[string]outputConnector{
 // openFileSink is the file sink's connector: a relative path inside the server's sink
 // directory, a file (not a directory), written by no other file sink of the version.
 func openFileSink(r *Runtime, s *sinks, id string, p *nodes.Plan, files map[string]string) *scenario.Problem {
-	rel, _ := p.Params["path"].(string)
+	rel := p.Typed.(*nodes.SinkPlan).Path
 	if prob := nonLocalPath(id, rel, "sink writes inside the server's sink directory"); prob != nil {
 		return prob
 	}
@@ -152,11 +151,14 @@ func (r *Runtime) openInput(d *deployment, id string, p *nodes.Plan, scenarioNam
 	if prob != nil {
 		return prob
 	}
-	idle, _ := p.Params["idleTimeout"].(time.Duration)
-	if _, ok := p.Params["idleTimeout"]; !ok {
+	sp := p.Typed.(*nodes.SourcePlan)
+	idle := sp.IdleTimeout
+	if !sp.Live {
+		// A file source has no idle timeout of its own; the deployment paces its idle
+		// steps with the default's.
 		idle = nodes.DefaultIdleTimeout
 	}
-	arrival := conn.arrivalTime && p.Programs["timestamp"] == nil
+	arrival := conn.arrivalTime && sp.Timestamp.Program == nil
 	d.addSource(id, p.Node.Subtype(), conn, in, arrival, idle)
 	return nil
 }

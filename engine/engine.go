@@ -219,12 +219,12 @@ func New(s *scenario.Scenario, opts Options) (*Engine, error) {
 		e.order = append(e.order, n)
 		e.counts[id] = &n.counts
 	}
-	for _, ed := range s.Edges {
+	for i, ed := range s.Edges {
 		from, to := e.nodes[ed.From], e.nodes[ed.To]
 		if from == nil || to == nil {
 			return nil, fmt.Errorf("edge %s -> %s: unknown node", ed.From, ed.To)
 		}
-		out := edge{to: to, from: from.id}
+		out := edge{to: to, from: from.id, index: i}
 		if ed.EdgeType != nil {
 			out.typ = ed.EdgeType.Type
 		}
@@ -235,7 +235,7 @@ func New(s *scenario.Scenario, opts Options) (*Engine, error) {
 	}
 	for _, n := range e.order {
 		if w, ok := n.op.(wired); ok {
-			w.wire(e, n, s)
+			w.wire(e, n)
 		}
 	}
 	// Decode only the fields of #input that expressions read, when none
@@ -669,14 +669,6 @@ func (e *Engine) push(n *node, c *event, from string) {
 		e.opts.Observe(n.id, c.varsMap(), c.time)
 	}
 	n.op.process(e, n, c, from)
-}
-
-// durationMS converts a parsed duration parameter to ms.
-func durationMS(p *nodes.Plan, name string, def time.Duration) int64 {
-	if d, ok := p.Params[name].(time.Duration); ok {
-		return d.Milliseconds()
-	}
-	return def.Milliseconds()
 }
 
 // sortedIDs returns the keys of m in order (for deterministic summaries).

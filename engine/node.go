@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/scenario-server/scenario-server/nodes"
-	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/slices"
 	"github.com/scenario-server/scenario-server/value"
 )
@@ -34,11 +33,11 @@ type stateful interface {
 // wired is an operator that needs its node's outgoing edges (a Switch's conditions); wire is
 // called once, after every edge of the scenario is attached and before the first event.
 type wired interface {
-	wire(e *Engine, n *node, s *scenario.Scenario)
+	wire(e *Engine, n *node)
 }
 
 // builder makes the operator of node n from its plan (n.plan); n's id, subtype, plan and
-// engine are set. A builder may set n.varName (the variable the node defines) and, for
+// engine are set; n.plan.Typed is the kind's typed plan. A builder may set n.varName (the variable the node defines) and, for
 // sources and aggregates, n.src or n.agg. An error stops New: the scenario validated, so it
 // is a programming error or a resource the node cannot have.
 type builder func(e *Engine, n *node) (operator, error)
@@ -64,7 +63,9 @@ type edge struct {
 	to   *node
 	from string
 	typ  string // FilterTrue, FilterFalse, NextSwitch, SwitchDefault, Late or ""
-	cond *evaluator
+	// index is the edge's index in the scenario's edges.
+	index int
+	cond  *evaluator
 	// condField is a NextSwitch edge's condition field ("edges[3].edgeType.condition").
 	condField string
 }
@@ -116,9 +117,9 @@ func (e *Engine) build(p *nodes.Plan) (*node, error) {
 	return n, nil
 }
 
-// program returns the evaluator of the node's expression in field, nil when it has none.
-func (n *node) program(field string) *evaluator {
-	return n.engine.lay.newEvaluator(n.plan.Programs[field])
+// evaluator returns the evaluator of one of the node's expressions, nil when it has none.
+func (n *node) evaluator(x nodes.Expr) *evaluator {
+	return n.engine.lay.newEvaluator(x.Program)
 }
 
 func (n *node) hasEdge(typ string) bool {

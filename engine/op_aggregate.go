@@ -32,44 +32,42 @@ var emitModes = map[string]aggregate.EmitWhen{
 }
 
 // emitMode is the plan's emitWhen, OnEnd by default.
-func emitMode(p *nodes.Plan) aggregate.EmitWhen {
-	s, _ := p.Params["emitWhen"].(string)
-	if m, ok := emitModes[s]; ok {
+func emitMode(p *nodes.AggregatePlan) aggregate.EmitWhen {
+	if m, ok := emitModes[p.EmitWhen]; ok {
 		return m
 	}
 	return aggregate.OnEnd
 }
 
-func slidingWindow(p *nodes.Plan, spec *aggregate.WindowSpec, _ *aggregator) {
+func slidingWindow(p *nodes.AggregatePlan, spec *aggregate.WindowSpec) {
 	spec.Kind = aggregate.Sliding
-	spec.Length = durationMS(p, "windowLength", 0)
-	spec.EmitWhenEventLeft, _ = p.Params["emitWhenEventLeft"].(bool)
+	spec.Length = p.WindowLength.Milliseconds()
+	spec.EmitWhenEventLeft = p.EmitWhenEventLeft
 }
 
-func tumblingWindow(p *nodes.Plan, spec *aggregate.WindowSpec, _ *aggregator) {
+func tumblingWindow(p *nodes.AggregatePlan, spec *aggregate.WindowSpec) {
 	spec.Kind = aggregate.Tumbling
-	spec.Length = durationMS(p, "windowLength", 0)
+	spec.Length = p.WindowLength.Milliseconds()
 	spec.EmitWhen = emitMode(p)
-	spec.TimeZone, _ = p.Params["timeZone"].(string)
+	spec.TimeZone = p.TimeZone
 }
 
-func hoppingWindow(p *nodes.Plan, spec *aggregate.WindowSpec, _ *aggregator) {
+func hoppingWindow(p *nodes.AggregatePlan, spec *aggregate.WindowSpec) {
 	spec.Kind = aggregate.Hopping
-	spec.Length = durationMS(p, "windowLength", 0)
-	spec.Slide = durationMS(p, "slide", 0)
+	spec.Length = p.WindowLength.Milliseconds()
+	spec.Slide = p.Slide.Milliseconds()
 }
 
-func sessionWindow(p *nodes.Plan, spec *aggregate.WindowSpec, a *aggregator) {
+func sessionWindow(p *nodes.AggregatePlan, spec *aggregate.WindowSpec) {
 	spec.Kind = aggregate.Session
-	spec.SessionTimeout = durationMS(p, "sessionTimeout", 0)
+	spec.SessionTimeout = p.SessionTimeout.Milliseconds()
 	spec.EmitWhen = emitMode(p)
-	a.endCond = a.program("endSessionCondition")
 }
 
-func countWindow(p *nodes.Plan, spec *aggregate.WindowSpec, _ *aggregator) {
+func countWindow(p *nodes.AggregatePlan, spec *aggregate.WindowSpec) {
 	spec.Kind = aggregate.CountWindow
-	spec.Count, _ = p.Params["windowLength"].(int64)
-	spec.CountSlide, _ = p.Params["slide"].(int64)
+	spec.Count = p.Count
+	spec.CountSlide = p.CountSlide
 }
 
 // aggregator is an aggregate node's running state.
@@ -80,10 +78,12 @@ type aggregator struct {
 	aggBy    []*evaluator // nil for Count
 	aggNames []string
 	endCond  *evaluator
-	cur      *aggregate.Result // the result being emitted
-	keyBuf   []value.Value
-	inBuf    []value.Value
-	ev       aggregate.Event // reused for every Add
+	// The fields of groupBy's and aggBy's expressions, for their errors.
+	groupByFields, aggByFields []string
+	cur                        *aggregate.Result // the result being emitted
+	keyBuf                     []value.Value
+	inBuf                      []value.Value
+	ev                         aggregate.Event // reused for every Add
 	// lateOut: the aggregate has a Late edge; lateEv is the event it sends late events on.
 	lateOut bool
 	lateEv  event
@@ -93,21 +93,16 @@ type aggregator struct {
 }
 
 // windowOf is the builder of an aggregate whose window shape shape sets.
-func windowOf(shape func(*nodes.Plan, *aggregate.WindowSpec, *aggregator)) builder {
+func windowOf(shape func(*nodes.AggregatePlan, *aggregate.WindowSpec)) builder {
 	return func(e *Engine, n *node) (operator, error) {
-		p := n.plan
+		p := n.plan.Typed.(*nodes.AggregatePlan)
 		a := &aggregator{node: n}
-		spec := aggregate.WindowSpec{
-			Precision: durationMS(p, "precision", 0),
-			Offset:    durationMS(p, "offset", 0),
-		}
-		shape(p, &spec, a)
-		for i := 0; ; i++ {
-			prog, ok := p.Programs[fmt.Sprintf("groupBy[%d]", i)]
-			if !ok {
-				break
-			}
-			a.groupBy = append(a.groupBy, e.lay.newEvaluator(prog))
+		spec := aggregate.WindowSpec{Precision: p.Precision.Milliseconds(), Offset: p.Offset.Milliseconds()}
+		shape(p, &spec)
+		a.endCond = n.evaluator(p.EndSession)
+		for _, x := range p.GroupBy {
+			a.groupBy = append(a.groupBy, n.evaluator(x))
+			a.groupByFields = append(a.groupByFields, x.Field)
 		}
 		var named []aggregate.Named
 		for i, ag := range p.Aggregations {
@@ -117,9 +112,10 @@ func windowOf(shape func(*nodes.Plan, *aggregate.WindowSpec, *aggregator)) build
 			}
 			named = append(named, aggregate.Named{Name: ag.Name, Aggregator: fn})
 			a.aggNames = append(a.aggNames, ag.Name)
-			a.aggBy = append(a.aggBy, a.program(fmt.Sprintf("aggregations[%d].aggregateBy", i)))
+			a.aggBy = append(a.aggBy, n.evaluator(p.AggregateBy[i]))
+			a.aggByFields = append(a.aggByFields, p.AggregateBy[i].Field)
 		}
-		n.varName = p.Node.OutputVar
+		n.varName = p.OutputVar
 		op, err := aggregate.NewOperator(spec, named, a.emit)
 		if err != nil {
 			return nil, err
@@ -155,7 +151,7 @@ func (a *aggregator) inputs(e *Engine, ev *event) bool {
 	for i, p := range a.groupBy {
 		v, err := p.eval(ev)
 		if err != nil {
-			e.fail(a.node, fmt.Sprintf("groupBy[%d]", i), err)
+			e.fail(a.node, a.groupByFields[i], err)
 			return false
 		}
 		a.keyBuf[i] = v
@@ -166,7 +162,7 @@ func (a *aggregator) inputs(e *Engine, ev *event) bool {
 		}
 		v, err := p.eval(ev)
 		if err != nil {
-			e.fail(a.node, fmt.Sprintf("aggregations[%d].aggregateBy", i), err)
+			e.fail(a.node, a.aggByFields[i], err)
 			return false
 		}
 		a.inBuf[i] = v

@@ -1,22 +1,29 @@
 package engine
 
-import "github.com/scenario-server/scenario-server/scenario"
+import (
+	"github.com/scenario-server/scenario-server/nodes"
+	"github.com/scenario-server/scenario-server/scenario"
+)
 
 // A Filter passes the events for which its expression is true on its FilterTrue edge, the
 // others on its FilterFalse edge when it has one.
 
 var _ = builtIn(newFilter, "Filter")
 
-type filter struct{ expr *evaluator }
+type filter struct {
+	field string
+	expr  *evaluator
+}
 
 func newFilter(_ *Engine, n *node) (operator, error) {
-	return &filter{expr: n.program("expression")}, nil
+	p := n.plan.Typed.(*nodes.FilterPlan)
+	return &filter{field: p.Expression.Field, expr: n.evaluator(p.Expression)}, nil
 }
 
 func (f *filter) process(e *Engine, n *node, ev *event, _ string) {
 	v, err := f.expr.eval(ev)
 	if err != nil {
-		e.fail(n, "expression", err)
+		e.fail(n, f.field, err)
 		return
 	}
 	typ := scenario.EdgeFilterFalse

@@ -1,8 +1,7 @@
 package engine
 
 import (
-	"fmt"
-
+	"github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/value"
 )
 
@@ -12,16 +11,19 @@ import (
 var _ = builtIn(newRecordVariable, "VariableBuilder")
 
 type recordVariable struct {
-	names  []string
-	fields []*evaluator
+	names      []string
+	fieldPaths []string
+	fields     []*evaluator
 }
 
 func newRecordVariable(_ *Engine, n *node) (operator, error) {
-	n.varName = n.plan.Node.VarName
+	p := n.plan.Typed.(*nodes.RecordPlan)
+	n.varName = p.Name
 	r := &recordVariable{}
-	for i, f := range n.plan.Node.Fields {
+	for _, f := range p.Fields {
 		r.names = append(r.names, f.Name)
-		r.fields = append(r.fields, n.program(fmt.Sprintf("fields[%d].expression", i)))
+		r.fieldPaths = append(r.fieldPaths, f.Value.Field)
+		r.fields = append(r.fields, n.evaluator(f.Value))
 	}
 	return r, nil
 }
@@ -31,7 +33,7 @@ func (r *recordVariable) process(e *Engine, n *node, ev *event, _ string) {
 	for i, p := range r.fields {
 		v, err := p.eval(ev)
 		if err != nil {
-			e.fail(n, fmt.Sprintf("fields[%d].expression", i), err)
+			e.fail(n, r.fieldPaths[i], err)
 			return
 		}
 		vals[i] = v

@@ -47,14 +47,14 @@ type source struct {
 }
 
 func newSource(e *Engine, n *node) (operator, error) {
-	p := n.plan
+	p := n.plan.Typed.(*nodes.SourcePlan)
 	s := &source{node: n, idleW: idleFloorUnset}
-	s.timestamp = n.program("timestamp")
-	s.outOfOrder = durationMS(p, "maxOutOfOrderness", nodes.DefaultMaxOutOfOrderness)
-	if _, live := p.Kind.Param("idleTimeout"); live { // a bounded source (a file) has none
-		s.idleTimeout = durationMS(p, "idleTimeout", nodes.DefaultIdleTimeout)
+	s.timestamp = n.evaluator(p.Timestamp)
+	s.outOfOrder = p.MaxOutOfOrderness.Milliseconds()
+	if p.Live { // a bounded source (a file) has no idle timeout
+		s.idleTimeout = p.IdleTimeout.Milliseconds()
 	}
-	s.maxFutureSkew = durationMS(p, "maxFutureSkew", nodes.DefaultMaxFutureSkew)
+	s.maxFutureSkew = p.MaxFutureSkew.Milliseconds()
 	n.src = s
 	e.sources[n.id] = s
 	return s, nil

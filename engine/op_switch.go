@@ -1,8 +1,7 @@
 package engine
 
 import (
-	"fmt"
-
+	"github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/scenario"
 )
 
@@ -16,19 +15,11 @@ type choice struct{}
 func newSwitch(*Engine, *node) (operator, error) { return choice{}, nil }
 
 // wire attaches each NextSwitch edge's compiled condition.
-func (choice) wire(e *Engine, n *node, s *scenario.Scenario) {
-	k := 0
-	for ei, ed := range s.Edges {
-		if ed.From != n.id {
-			continue
-		}
-		field := fmt.Sprintf("edges[%d].edgeType.condition", ei)
-		for ; k < len(n.out); k++ {
-			if n.out[k].to.id == ed.To {
-				n.out[k].cond = e.lay.newEvaluator(n.plan.Programs[field])
-				n.out[k].condField = field
-				k++
-				break
+func (choice) wire(_ *Engine, n *node) {
+	for _, c := range n.plan.Typed.(*nodes.SwitchPlan).Cases {
+		for k := range n.out {
+			if n.out[k].index == c.Edge {
+				n.out[k].cond, n.out[k].condField = n.evaluator(c.Condition), c.Condition.Field
 			}
 		}
 	}

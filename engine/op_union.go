@@ -1,6 +1,6 @@
 package engine
 
-import "fmt"
+import "github.com/scenario-server/scenario-server/nodes"
 
 // A Join "union" merges the events of its branches; with outputVar, each branch's output
 // expression is stored in it.
@@ -18,16 +18,11 @@ type unionBranch struct {
 }
 
 func newUnion(_ *Engine, n *node) (operator, error) {
-	sn := n.plan.Node
-	n.varName = sn.OutputVar
+	p := n.plan.Typed.(*nodes.UnionPlan)
+	n.varName = p.OutputVar
 	u := &union{branches: map[string]unionBranch{}}
-	for k, bp := range sn.BranchParameters {
-		for pi, prm := range bp.Parameters {
-			field := fmt.Sprintf("branchParameters[%d].parameters[%d].expression", k, pi)
-			if prog := n.plan.Programs[field]; prog != nil && prm.Expression != nil {
-				u.branches[bp.BranchID] = unionBranch{expr: n.engine.lay.newEvaluator(prog), field: field}
-			}
-		}
+	for _, b := range p.Branches {
+		u.branches[b.From] = unionBranch{expr: n.evaluator(b.Value), field: b.Value.Field}
 	}
 	return u, nil
 }

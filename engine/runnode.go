@@ -85,18 +85,18 @@ func RunNode(ctx context.Context, s *scenario.Scenario, v *nodes.Validation, id 
 		return NodeRun{}, fmt.Errorf("building node %q: %w", id, err)
 	}
 	// Its edges lead to nodes that take nothing: the probe records what would go there.
-	for _, ed := range s.Edges {
+	for i, ed := range s.Edges {
 		if ed.From != id {
 			continue
 		}
-		out := edge{to: &node{id: ed.To, op: deadEnd{}, varSlot: -1, engine: e}, from: id}
+		out := edge{to: &node{id: ed.To, op: deadEnd{}, varSlot: -1, engine: e}, from: id, index: i}
 		if ed.EdgeType != nil {
 			out.typ = ed.EdgeType.Type
 		}
 		n.out = append(n.out, out)
 	}
 	if w, ok := n.op.(wired); ok {
-		w.wire(e, n, s)
+		w.wire(e, n)
 	}
 	n.scratch = e.lay.newEvent()
 	in := e.lay.newEvent()
@@ -140,23 +140,20 @@ func RunNode(ctx context.Context, s *scenario.Scenario, v *nodes.Validation, id 
 			run.Expressions[field] = ExpressionValue{Value: x}
 		}
 	}
+	union, _ := plan.Typed.(*nodes.UnionPlan)
 	switch {
 	case n.src != nil:
 		src := n.src
 		src.ev = in
 		src.input = vars[nodes.VarInput]
 		_ = e.pushValue(src, math.MinInt64)
-	case len(branches) > 0 && branch == "":
+	case union != nil && branch == "":
 		// A Join from every branch in turn: each branch's expression makes an output.
-		ran := false
-		for _, bp := range branches {
-			if !hasBranchProgram(plan, bp.BranchID) {
-				continue
-			}
-			pr.from, ran = bp.BranchID, true
-			n.op.process(e, n, &in, bp.BranchID)
+		for _, b := range union.Branches {
+			pr.from = b.From
+			n.op.process(e, n, &in, b.From)
 		}
-		if !ran {
+		if len(union.Branches) == 0 {
 			n.op.process(e, n, &in, "")
 		}
 	default:
@@ -167,21 +164,6 @@ func RunNode(ctx context.Context, s *scenario.Scenario, v *nodes.Validation, id 
 		return NodeRun{}, ctx.Err()
 	}
 	return run, nil
-}
-
-// hasBranchProgram reports whether the Join of plan has an output expression for branch.
-func hasBranchProgram(plan *nodes.Plan, branch string) bool {
-	for k, bp := range plan.Node.BranchParameters {
-		if bp.BranchID != branch {
-			continue
-		}
-		for pi := range bp.Parameters {
-			if plan.Programs[fmt.Sprintf("branchParameters[%d].parameters[%d].expression", k, pi)] != nil {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // probe captures what RunNode's node sends, in place of its edges.

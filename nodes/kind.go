@@ -111,6 +111,8 @@ type Kind struct {
 
 	// check validates a node of this kind and works out its output scope.
 	check func(c *nodeCheck)
+	// typed makes a built-in kind's typed plan (Plan.Typed) once check has run.
+	typed func(c *nodeCheck) any
 }
 
 // Param returns the spec of the parameter name.

@@ -53,6 +53,7 @@ func builtinKinds() []*Kind {
 			Parameters: []ParamSpec{{Name: "expression", In: InNode, Editor: EditorExpression, Type: "boolean", Required: true, Default: "true",
 				Label: "Expression", Description: "A boolean expression."}},
 			check: checkFilter,
+			typed: typedFilter,
 		},
 		{
 			ID: "Variable", NodeType: scenario.TypeVariable, Group: GroupBase, Label: "Variable",
@@ -64,6 +65,7 @@ func builtinKinds() []*Kind {
 					Description: "The expression whose value the variable holds."},
 			},
 			check: checkVariable,
+			typed: typedVariable,
 		},
 		{
 			ID: "VariableBuilder", NodeType: scenario.TypeVariableBuilder, Group: GroupBase, Label: "Record variable",
@@ -75,12 +77,14 @@ func builtinKinds() []*Kind {
 					Description: "The record's fields: [{\"name\": ..., \"expression\": {...}}], names unique."},
 			},
 			check: checkVariableBuilder,
+			typed: typedRecord,
 		},
 		{
 			ID: "Switch", NodeType: scenario.TypeSwitch, Group: GroupBase, Label: "Choice",
 			Description: "Sends each event down the first NextSwitch edge whose condition is true, in edge order, or else down the SwitchDefault edge if there is one.",
 			Parameters:  []ParamSpec{},
 			check:       checkSwitch,
+			typed:       typedSwitch,
 		},
 		{
 			ID: "Split", NodeType: scenario.TypeSplit, Group: GroupBase, Label: "Split",
@@ -98,6 +102,7 @@ func builtinKinds() []*Kind {
 					Description: "Per branch (branchId: the node the branch comes from), the value of outputVar; needed for every branch when outputVar is set."},
 			},
 			check: checkUnion,
+			typed: typedUnion,
 		},
 		{
 			ID: "CustomNode/for-each", NodeType: scenario.TypeCustomNode, Subtype: "for-each", Group: GroupBase, Label: "For each",
@@ -108,6 +113,7 @@ func builtinKinds() []*Kind {
 					Description: "An expression giving a list."},
 			},
 			check: checkForEach,
+			typed: typedForEach,
 		},
 		aggregateKind(AggregateSliding, "Sliding window",
 			"Enriches each event with the aggregate of its key's events in the windowLength before it (docs/semantics.md §4).",
@@ -229,6 +235,7 @@ func sourceKind(typ, label, desc string, bounded bool, extra ...ParamSpec) *Kind
 		ID: "Source/" + typ, NodeType: scenario.TypeSource, Subtype: typ, Group: GroupSources, Label: label, Description: desc, Role: RoleSource,
 		Parameters: params,
 		check:      func(c *nodeCheck) { checkSource(c, bounded) },
+		typed:      typedSource,
 	}
 }
 
@@ -242,6 +249,7 @@ func sinkKind(typ, label, desc string, params ...ParamSpec) *Kind {
 		ID: "Sink/" + typ, NodeType: scenario.TypeSink, Subtype: typ, Group: GroupSinks, Label: label, Description: desc, Role: role,
 		Parameters: params,
 		check:      checkSink,
+		typed:      typedSink,
 	}
 }
 
@@ -258,6 +266,7 @@ func aggregateKind(subtype, label, desc string, check func(*nodeCheck, *aggregat
 		ID: "CustomNode/" + subtype, NodeType: scenario.TypeCustomNode, Subtype: subtype, Group: GroupAggregates, Label: label, Description: desc, Role: RoleAggregate,
 		Parameters: params,
 		check:      func(c *nodeCheck) { checkAggregate(c, check) },
+		typed:      typedAggregate,
 	}
 }
 
