@@ -122,26 +122,6 @@ func (n *node) evaluator(x nodes.Expr) *evaluator {
 	return n.engine.lay.newEvaluator(x.Program)
 }
 
-// oneExpr is the expression of a node kind that has one (Filter, Variable, for-each, sink),
-// with its field for its errors.
-type oneExpr struct {
-	field string
-	expr  *evaluator
-}
-
-func (n *node) oneExpr(x nodes.Expr) oneExpr { return oneExpr{field: x.Field, expr: n.evaluator(x)} }
-
-// eval evaluates the expression on ev; when it fails, the error is the node's and ok is
-// false.
-func (o oneExpr) eval(e *Engine, n *node, ev *event) (v value.Value, ok bool) {
-	v, err := o.expr.eval(ev)
-	if err != nil {
-		e.fail(n, o.field, err)
-		return v, false
-	}
-	return v, true
-}
-
 func (n *node) hasEdge(typ string) bool {
 	for _, out := range n.out {
 		if out.typ == typ {

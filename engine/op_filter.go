@@ -10,15 +10,20 @@ import (
 
 var _ = builtIn(newFilter, "Filter")
 
-type filter struct{ oneExpr }
-
-func newFilter(_ *Engine, n *node) (operator, error) {
-	return filter{n.oneExpr(n.plan.Typed.(*nodes.FilterPlan).Expression)}, nil
+type filter struct {
+	field string
+	expr  *evaluator
 }
 
-func (f filter) process(e *Engine, n *node, ev *event, _ string) {
-	v, ok := f.eval(e, n, ev)
-	if !ok {
+func newFilter(_ *Engine, n *node) (operator, error) {
+	p := n.plan.Typed.(*nodes.FilterPlan)
+	return &filter{field: p.Expression.Field, expr: n.evaluator(p.Expression)}, nil
+}
+
+func (f *filter) process(e *Engine, n *node, ev *event, _ string) {
+	v, err := f.expr.eval(ev)
+	if err != nil {
+		e.fail(n, f.field, err)
 		return
 	}
 	typ := scenario.EdgeFilterFalse

@@ -7,17 +7,21 @@ import "github.com/scenario-server/scenario-server/nodes"
 
 var _ = builtIn(newForEach, "CustomNode/for-each")
 
-type forEach struct{ oneExpr }
+type forEach struct {
+	field    string
+	elements *evaluator
+}
 
 func newForEach(_ *Engine, n *node) (operator, error) {
 	p := n.plan.Typed.(*nodes.ForEachPlan)
 	n.varName = p.OutputVar
-	return forEach{n.oneExpr(p.Elements)}, nil
+	return &forEach{field: p.Elements.Field, elements: n.evaluator(p.Elements)}, nil
 }
 
-func (f forEach) process(e *Engine, n *node, ev *event, _ string) {
-	v, ok := f.eval(e, n, ev)
-	if !ok {
+func (f *forEach) process(e *Engine, n *node, ev *event, _ string) {
+	v, err := f.elements.eval(ev)
+	if err != nil {
+		e.fail(n, f.field, err)
 		return
 	}
 	for _, item := range v.List() {

@@ -9,14 +9,18 @@ import "github.com/scenario-server/scenario-server/nodes"
 var _ = builtIn(newSink, "Sink/collect", "Sink/file", "Sink/stdout")
 var _ = builtIn(newDeadEnd, "Sink/dead-end")
 
-type sink struct{ oneExpr }
-
-func newSink(_ *Engine, n *node) (operator, error) {
-	return sink{n.oneExpr(n.plan.Typed.(*nodes.SinkPlan).Value)}, nil
+type sink struct {
+	field string
+	value *evaluator
 }
 
-func (s sink) process(e *Engine, n *node, ev *event, _ string) {
-	v, err := s.expr.evalTransient(ev) // Output does not keep it
+func newSink(_ *Engine, n *node) (operator, error) {
+	p := n.plan.Typed.(*nodes.SinkPlan)
+	return &sink{field: p.Value.Field, value: n.evaluator(p.Value)}, nil
+}
+
+func (s *sink) process(e *Engine, n *node, ev *event, _ string) {
+	v, err := s.value.evalTransient(ev) // Output does not keep it
 	if err != nil {
 		e.fail(n, s.field, err)
 		return

@@ -6,17 +6,23 @@ import "github.com/scenario-server/scenario-server/nodes"
 
 var _ = builtIn(newVariable, "Variable")
 
-type variable struct{ oneExpr }
+type variable struct {
+	field string
+	value *evaluator
+}
 
 func newVariable(_ *Engine, n *node) (operator, error) {
 	p := n.plan.Typed.(*nodes.VariablePlan)
 	n.varName = p.Name
-	return variable{n.oneExpr(p.Value)}, nil
+	return &variable{field: p.Value.Field, value: n.evaluator(p.Value)}, nil
 }
 
-func (o variable) process(e *Engine, n *node, ev *event, _ string) {
-	if v, ok := o.eval(e, n, ev); ok {
-		n.counts.Out++
-		e.forward(n, n.with(ev, v), "")
+func (o *variable) process(e *Engine, n *node, ev *event, _ string) {
+	v, err := o.value.eval(ev)
+	if err != nil {
+		e.fail(n, o.field, err)
+		return
 	}
+	n.counts.Out++
+	e.forward(n, n.with(ev, v), "")
 }
