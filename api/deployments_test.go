@@ -141,7 +141,7 @@ func replayValues(t *testing.T, graph string, lines []byte) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := engine.Replay(e, bytes.NewReader(lines)); err != nil {
+	if _, err := engine.Replay(context.Background(), e, bytes.NewReader(lines)); err != nil {
 		t.Fatal(err)
 	}
 	return out

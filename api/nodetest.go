@@ -9,8 +9,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
-	"github.com/scenario-server/scenario-server/expression"
-	"github.com/scenario-server/scenario-server/nodes"
+	"github.com/scenario-server/scenario-server/engine"
 	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/value"
 )
@@ -113,262 +112,45 @@ func (h *handlers) testNode(ctx context.Context, in *nodeTestInput) (*nodeTestOu
 			return nil, p
 		}
 	}
-	return &nodeTestOutput{Body: runNode(s, plan, vars, branch)}, nil
-}
-
-// nodeRun is one run of a node's expressions on fixed variables.
-type nodeRun struct {
-	plan    *nodes.Plan
-	vars    map[string]value.Value
-	results map[string]ExpressionResult
-	values  map[string]value.Value
-	errs    map[string]string
-}
-
-// eval returns the value of the node's expression in field (evaluated once), with ok false
-// when it failed or the node has no such expression.
-func (r *nodeRun) eval(field string) (value.Value, bool) {
-	if v, ok := r.values[field]; ok {
-		return v, true
-	}
-	if _, failed := r.errs[field]; failed {
-		return value.Null(), false
-	}
-	prog := r.plan.Programs[field]
-	if prog == nil {
-		return value.Null(), false
-	}
-	v, err := expression.Run(prog, r.vars)
+	run, err := engine.RunNode(ctx, s, v, id, vars, branch)
 	if err != nil {
-		r.errs[field] = err.Error()
-		r.results[field] = ExpressionResult{Error: err.Error()}
-		return value.Null(), false
+		if ctx.Err() != nil {
+			return nil, newProblem(http.StatusServiceUnavailable, CodeUnavailable, "the node test was cut short: the request ended")
+		}
+		return nil, hasErrors(v, fmt.Sprintf("node %q cannot run: %v", id, err))
 	}
-	r.values[field] = v
-	r.results[field] = ExpressionResult{Value: value.AppendJSON(nil, v)}
-	return v, true
+	return &nodeTestOutput{Body: nodeTestResult(id, run)}, nil
 }
 
-// failure is the Error of a result whose expression in field failed.
-func (r *nodeRun) failure(field string) string {
-	return fmt.Sprintf("%s: %s", field, r.errs[field])
-}
-
-// runNode runs the node of plan as the engine would on one context with vars (for a Join,
-// coming from branch, or from each branch when branch is ""), and tells what leaves it.
-func runNode(s *scenario.Scenario, plan *nodes.Plan, vars map[string]value.Value, branch string) NodeTestResult {
-	n := plan.Node
-	r := &nodeRun{plan: plan, vars: vars, results: map[string]ExpressionResult{}, values: map[string]value.Value{}, errs: map[string]string{}}
-	otherBranch := func(k int) bool { return branch != "" && n.BranchParameters[k].BranchID != branch }
-	// Every expression's value is shown, also those the node would not reach (a Join's
-	// other branches excepted).
-	for field := range plan.Programs {
-		var k int
-		if _, err := fmt.Sscanf(field, "branchParameters[%d]", &k); err == nil && k < len(n.BranchParameters) && otherBranch(k) {
-			continue
-		}
-		r.eval(field)
-	}
-	res := NodeTestResult{NodeID: n.ID, Outputs: []NodeTestOutput{}}
-
-	type outEdge struct {
-		index int // in s.Edges
-		to    string
-		typ   string
-	}
-	var out []outEdge
-	for i, e := range s.Edges {
-		if e.From == n.ID {
-			oe := outEdge{index: i, to: e.To}
-			if e.EdgeType != nil {
-				oe.typ = e.EdgeType.Type
-			}
-			out = append(out, oe)
+// nodeTestResult is the answer for what engine.RunNode saw.
+func nodeTestResult(id string, run engine.NodeRun) NodeTestResult {
+	res := NodeTestResult{NodeID: id, Expressions: make(map[string]ExpressionResult, len(run.Expressions)), Outputs: []NodeTestOutput{}, Error: run.Error}
+	for field, x := range run.Expressions {
+		if x.Err != "" {
+			res.Expressions[field] = ExpressionResult{Error: x.Err}
+		} else {
+			res.Expressions[field] = ExpressionResult{Value: value.AppendJSON(nil, x.Value)}
 		}
 	}
-	next := "" // the node after one with a single output
-	if len(out) > 0 {
-		next = out[0].to
+	for _, o := range run.Outputs {
+		out := NodeTestOutput{EdgeType: o.EdgeType, Condition: o.Condition, To: o.To, From: o.From, EventTime: o.EventTime}
+		if o.Variables != nil {
+			out.Variables = make(map[string]json.RawMessage, len(o.Variables))
+			for name, x := range o.Variables {
+				out.Variables[name] = value.AppendJSON(nil, x)
+			}
+		}
+		if o.Sink {
+			out.Value = value.AppendJSON(nil, o.Written)
+		}
+		if o.Aggregate {
+			out.Key = value.AppendJSON(nil, value.List(o.Key))
+			out.Inputs = make(map[string]json.RawMessage, len(o.Inputs))
+			for _, in := range o.Inputs {
+				out.Inputs[in.Name] = value.AppendJSON(nil, in.Value)
+			}
+		}
+		res.Outputs = append(res.Outputs, out)
 	}
-	jsonVars := func(name string, v value.Value) map[string]json.RawMessage {
-		return map[string]json.RawMessage{name: value.AppendJSON(nil, v)}
-	}
-
-	switch n.Type {
-	case scenario.TypeSource:
-		o := NodeTestOutput{To: next}
-		if _, has := plan.Programs["timestamp"]; has {
-			tv, ok := r.eval("timestamp")
-			if !ok {
-				res.Error = r.failure("timestamp")
-				return withResults(res, r)
-			}
-			t, err := expression.EventTime(tv)
-			if err != nil {
-				res.Error = "timestamp: " + err.Error()
-				return withResults(res, r)
-			}
-			o.EventTime = &t
-		}
-		res.Outputs = append(res.Outputs, o)
-	case scenario.TypeFilter:
-		v, ok := r.eval("expression")
-		if !ok {
-			res.Error = r.failure("expression")
-			break
-		}
-		typ := scenario.EdgeFilterFalse
-		if v.Bool() {
-			typ = scenario.EdgeFilterTrue
-		}
-		connected := false
-		for _, e := range out {
-			if e.typ == typ {
-				res.Outputs = append(res.Outputs, NodeTestOutput{EdgeType: typ, To: e.to})
-				connected = true
-			}
-		}
-		if !connected {
-			res.Outputs = append(res.Outputs, NodeTestOutput{EdgeType: typ})
-		}
-	case scenario.TypeVariable:
-		v, ok := r.eval("value")
-		if !ok {
-			res.Error = r.failure("value")
-			break
-		}
-		res.Outputs = append(res.Outputs, NodeTestOutput{To: next, Variables: jsonVars(n.VarName, v)})
-	case scenario.TypeVariableBuilder:
-		names := make([]string, len(n.Fields))
-		vals := make([]value.Value, len(n.Fields))
-		for i, f := range n.Fields {
-			field := fmt.Sprintf("fields[%d].expression", i)
-			v, ok := r.eval(field)
-			if !ok {
-				res.Error = r.failure(field)
-				return withResults(res, r)
-			}
-			names[i], vals[i] = f.Name, v
-		}
-		res.Outputs = append(res.Outputs, NodeTestOutput{To: next, Variables: jsonVars(n.VarName, value.NewRecord(names, vals))})
-	case scenario.TypeSwitch:
-		for _, e := range out {
-			if e.typ != scenario.EdgeNextSwitch {
-				continue
-			}
-			field := fmt.Sprintf("edges[%d].edgeType.condition", e.index)
-			if _, has := plan.Programs[field]; !has {
-				continue
-			}
-			v, ok := r.eval(field)
-			if !ok {
-				res.Error = r.failure(field)
-				return withResults(res, r)
-			}
-			if v.Bool() {
-				res.Outputs = append(res.Outputs, NodeTestOutput{EdgeType: scenario.EdgeNextSwitch, Condition: field, To: e.to})
-				return withResults(res, r)
-			}
-		}
-		for _, e := range out {
-			if e.typ == scenario.EdgeSwitchDefault {
-				res.Outputs = append(res.Outputs, NodeTestOutput{EdgeType: scenario.EdgeSwitchDefault, To: e.to})
-				break
-			}
-		}
-	case scenario.TypeSplit:
-		for _, e := range out {
-			res.Outputs = append(res.Outputs, NodeTestOutput{To: e.to})
-		}
-	case scenario.TypeJoin:
-		for k, bp := range n.BranchParameters {
-			if otherBranch(k) {
-				continue
-			}
-			for pi := range bp.Parameters {
-				field := fmt.Sprintf("branchParameters[%d].parameters[%d].expression", k, pi)
-				if _, has := plan.Programs[field]; !has {
-					continue
-				}
-				o := NodeTestOutput{To: next, From: bp.BranchID}
-				if v, ok := r.eval(field); ok {
-					o.Variables = jsonVars(n.OutputVar, v)
-					res.Outputs = append(res.Outputs, o)
-				} else if res.Error == "" {
-					res.Error = r.failure(field)
-				}
-			}
-		}
-		if len(res.Outputs) == 0 && res.Error == "" {
-			res.Outputs = append(res.Outputs, NodeTestOutput{To: next})
-		}
-	case scenario.TypeCustomNode:
-		if n.NodeType == "for-each" {
-			v, ok := r.eval("Elements")
-			if !ok {
-				res.Error = r.failure("Elements")
-				break
-			}
-			for _, item := range v.List() {
-				res.Outputs = append(res.Outputs, NodeTestOutput{To: next, Variables: jsonVars(n.OutputVar, item)})
-			}
-			break
-		}
-		res.Error = runAggregate(r, &res, next)
-	case scenario.TypeSink:
-		if n.Subtype() == "dead-end" {
-			break
-		}
-		v, ok := r.eval("value")
-		if !ok {
-			res.Error = r.failure("value")
-			break
-		}
-		res.Outputs = append(res.Outputs, NodeTestOutput{Value: value.AppendJSON(nil, v)})
-	}
-	return withResults(res, r)
-}
-
-// runAggregate adds an aggregate's key and inputs to res, or returns what failed.
-func runAggregate(r *nodeRun, res *NodeTestResult, next string) string {
-	var key []value.Value
-	for i := 0; ; i++ {
-		field := fmt.Sprintf("groupBy[%d]", i)
-		if _, has := r.plan.Programs[field]; !has {
-			break
-		}
-		v, ok := r.eval(field)
-		if !ok {
-			return r.failure(field)
-		}
-		key = append(key, v)
-	}
-	inputs := make(map[string]json.RawMessage, len(r.plan.Aggregations))
-	for i, a := range r.plan.Aggregations {
-		field := fmt.Sprintf("aggregations[%d].aggregateBy", i)
-		if _, has := r.plan.Programs[field]; !has {
-			inputs[a.Name] = json.RawMessage("null")
-			continue
-		}
-		v, ok := r.eval(field)
-		if !ok {
-			return r.failure(field)
-		}
-		inputs[a.Name] = value.AppendJSON(nil, v)
-	}
-	if _, has := r.plan.Programs["endSessionCondition"]; has {
-		if _, ok := r.eval("endSessionCondition"); !ok {
-			return r.failure("endSessionCondition")
-		}
-	}
-	if key == nil {
-		key = []value.Value{}
-	}
-	res.Outputs = append(res.Outputs, NodeTestOutput{To: next, Key: value.AppendJSON(nil, value.List(key)), Inputs: inputs})
-	return ""
-}
-
-func withResults(res NodeTestResult, r *nodeRun) NodeTestResult {
-	res.Expressions = r.results
 	return res
 }

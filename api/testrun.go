@@ -231,7 +231,7 @@ func (h *handlers) registerTestRuns(hapi huma.API) {
 }
 
 // testRun validates the graph, runs the records through it and collects the answer.
-func (h *handlers) testRun(ctx context.Context, g Graph, name, records string, perNode int) (out *testOutput, err error) {
+func (h *handlers) testRun(ctx context.Context, g Graph, name, records string, perNode int) (*testOutput, error) {
 	if n := countRecords(records); n > h.testMaxRecords {
 		return nil, problemf(http.StatusRequestEntityTooLarge, CodeTooManyRecords,
 			"the records are %d non-blank lines; a test run takes at most %d (the server's test record limit)", n, h.testMaxRecords)
@@ -242,8 +242,9 @@ func (h *handlers) testRun(ctx context.Context, g Graph, name, records string, p
 	}
 	ctx, cancel := context.WithTimeout(ctx, h.testTimeout)
 	defer cancel()
-	obs := &testObserver{ctx: ctx, perNode: perNode, budget: maxListedBytes}
+	obs := &testObserver{perNode: perNode, budget: maxListedBytes}
 	eng, err := engine.New(s, engine.Options{
+		Registry:     h.nodes,
 		ScenarioName: name,
 		Bounded:      true,
 		MaxErrors:    maxTestErrors,
@@ -266,16 +267,8 @@ func (h *handlers) testRun(ctx context.Context, g Graph, name, records string, p
 		}
 		return newProblem(http.StatusServiceUnavailable, CodeUnavailable, "the test run was cut short: the request ended")
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			if _, ok := r.(runStopped); !ok {
-				panic(r)
-			}
-			out, err = nil, stopped()
-		}
-	}()
 	start := time.Now()
-	sum, err := engine.Replay(eng, &contextReader{ctx: ctx, r: strings.NewReader(records)})
+	sum, err := engine.Replay(ctx, eng, strings.NewReader(records))
 	if err != nil {
 		return nil, stopped()
 	}
@@ -290,11 +283,6 @@ func (h *handlers) testRun(ctx context.Context, g Graph, name, records string, p
 // that a few huge records through many nodes cannot make an answer of gigabytes. Beyond it
 // lists stop growing (their truncated flags say so) and ListsCut is set.
 const maxListedBytes = 32 << 20
-
-// runStopped is the panic with which a test observer stops the engine when the run's
-// context ends (timeout, client gone); testRun recovers it. The engine has no other way to
-// be stopped between two contexts, and it is thrown away afterwards.
-type runStopped struct{}
 
 // hasErrors is the 422 scenario-has-errors answer with the validation.
 func hasErrors(v *nodes.Validation, detail string) *ProblemDetails {
@@ -327,25 +315,10 @@ func countRecords(records string) int {
 	return n
 }
 
-// contextReader stops reading when its context ends (client gone, server shutting down).
-type contextReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c *contextReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
-}
-
 // testObserver collects what a test run shows, from the engine's callbacks. Every context
 // is counted; the first perNode of each node are kept, as JSON, with their expressions'
 // values.
 type testObserver struct {
-	ctx     context.Context
-	calls   int
 	perNode int
 	budget  int64 // bytes of JSON that may still be listed
 	eng     *engine.Engine
@@ -381,21 +354,16 @@ func (o *testObserver) attach(eng *engine.Engine) {
 			}
 			obs.programs[field] = prog
 		}
-		switch p.Node.Type {
-		case scenario.TypeSource:
-			obs.source = true
-		case scenario.TypeSink:
-			if p.Node.Subtype() != "dead-end" {
-				o.sinks[id] = &SinkTestOutputs{Outputs: []SinkOutput{}}
-			}
-		case scenario.TypeCustomNode:
-			if p.Node.NodeType != "for-each" {
-				obs.outputVar = p.Node.OutputVar
-				o.windows[id] = &WindowTestResults{Results: []WindowResult{}}
-			}
-			if hasLate(p.Kind) {
-				o.late[id] = &LateTestEvents{Events: []LateEvent{}}
-			}
+		obs.source = p.Kind.Role == nodes.RoleSource
+		if p.Kind.Role == nodes.RoleSink {
+			o.sinks[id] = &SinkTestOutputs{Outputs: []SinkOutput{}}
+		}
+		if p.Kind.Role == nodes.RoleAggregate {
+			obs.outputVar = p.Node.OutputVar
+			o.windows[id] = &WindowTestResults{Results: []WindowResult{}}
+		}
+		if hasLate(p.Kind) {
+			o.late[id] = &LateTestEvents{Events: []LateEvent{}}
 		}
 		o.nodes[id] = obs
 	}
@@ -418,7 +386,6 @@ func hasLate(k *nodes.Kind) bool {
 
 // lateEvent is the engine's LateObserver.
 func (o *testObserver) lateEvent(id string, vars map[string]value.Value, eventTime int64, late aggregate.LateError) {
-	o.tick()
 	l := o.late[id]
 	if l == nil {
 		return
@@ -436,16 +403,6 @@ func (o *testObserver) lateEvent(id string, vars map[string]value.Value, eventTi
 	l.Events = append(l.Events, ev)
 }
 
-// tick stops the run, from within the engine, once its context has ended; it looks every
-// 16 contexts, so that a run of slow expressions (each bounded by the expression budgets)
-// still stops soon after its time limit.
-func (o *testObserver) tick() {
-	o.calls++
-	if o.calls&15 == 0 && o.ctx.Err() != nil {
-		panic(runStopped{})
-	}
-}
-
 // listing reports whether a list of length n may take one more item.
 func (o *testObserver) listing(n int) bool { return n < o.perNode && o.budget > 0 }
 
@@ -458,7 +415,6 @@ func (o *testObserver) listed(values ...json.RawMessage) {
 
 // observe is engine.Options.Observe: a context entering a node.
 func (o *testObserver) observe(id string, vars map[string]value.Value, eventTime int64) {
-	o.tick()
 	n := o.nodes[id]
 	if n == nil || n.source {
 		return
@@ -492,7 +448,6 @@ func (o *testObserver) record(n *nodeObservation, vars map[string]value.Value, e
 // emitted is the engine's EmitObserver: a record leaving a source, or a result leaving an
 // aggregate.
 func (o *testObserver) emitted(id string, vars map[string]value.Value, eventTime int64) {
-	o.tick()
 	n := o.nodes[id]
 	if n == nil {
 		return
@@ -519,7 +474,6 @@ func (o *testObserver) emitted(id string, vars map[string]value.Value, eventTime
 
 // output is engine.Options.Output: a value a sink writes.
 func (o *testObserver) output(id string, v value.Value, eventTime int64) {
-	o.tick()
 	s := o.sinks[id]
 	if s == nil {
 		return

@@ -86,7 +86,8 @@ type deployment struct {
 // HTTP source, or in its input (in) for a Kafka or file source.
 type source struct {
 	id   string
-	kind string // sourceHTTP, sourceKafka or sourceFile
+	kind string // the source node's ref.typ: "http", "kafka", "file"
+	conn *inputConnector
 	log  store.EventLog
 	// in reads a Kafka or file source; nil for an HTTP source.
 	in input
@@ -138,8 +139,8 @@ func newDeployment(r *Runtime, v store.Version) *deployment {
 }
 
 // addSource adds source id of the given kind; in reads it unless it is an HTTP source (nil).
-func (d *deployment) addSource(id, kind string, in input, arrivalTime bool, idle time.Duration) {
-	s := &source{id: id, kind: kind, in: in, log: store.EventLog{Scenario: d.version.Scenario, Source: id}, arrivalTime: arrivalTime, idleTimeout: idle}
+func (d *deployment) addSource(id, kind string, conn *inputConnector, in input, arrivalTime bool, idle time.Duration) {
+	s := &source{id: id, kind: kind, conn: conn, in: in, log: store.EventLog{Scenario: d.version.Scenario, Source: id}, arrivalTime: arrivalTime, idleTimeout: idle}
 	d.sources = append(d.sources, s)
 	d.byID[id] = s
 }
@@ -352,8 +353,8 @@ func (d *deployment) waitTime(now time.Time) time.Duration {
 		if s.idleTimeout > 0 {
 			wait = min(wait, max(s.idleTimeout/4, 10*time.Millisecond), time.Second)
 		}
-		if s.kind == sourceFile {
-			wait = min(wait, filePollInterval)
+		if s.conn.pollEvery > 0 {
+			wait = min(wait, s.conn.pollEvery)
 		}
 	}
 	return wait
@@ -606,7 +607,7 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 			for _, ev := range events {
 				if !ev.skip {
 					p := int32(-1)
-					if s.kind == sourceKafka {
+					if s.conn.partitioned {
 						p = ev.partition
 					}
 					d.pushPayload(s, ev.payload, ev.time, ev.line, p)
@@ -676,12 +677,8 @@ func (d *deployment) push(s *source, e store.Event) {
 // timestamp expression (arrival in the log, or the Kafka record's timestamp); partition is
 // its Kafka partition (-1 for other sources), which its per-event errors report.
 func (d *deployment) pushPayload(s *source, payload []byte, at, line int64, partition int32) {
-	switch s.kind {
-	case sourceKafka:
-		d.pushing.offset = line - 1
-	case sourceHTTP:
-	default: // a file: its line number
-		d.pushing.offset, d.pushing.line = -1, line
+	if s.conn.mark != nil { // an event log's offset is set by push
+		s.conn.mark(&d.pushing, line)
 	}
 	d.pushing.src, d.pushing.payload, d.pushing.partition = s, payload, partition
 	defer func() { d.pushing = pushing{offset: -1, partition: -1} }()

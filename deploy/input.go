@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -12,12 +11,8 @@ import (
 	"github.com/scenario-server/scenario-server/store"
 )
 
-// Source kinds a deployment reads (the ref.typ of its source nodes).
-const (
-	sourceHTTP  = "http"
-	sourceKafka = "kafka"
-	sourceFile  = "file"
-)
+// sourceHTTP is the ref.typ of sources whose events come through the API (ingest.go).
+const sourceHTTP = "http"
 
 // input is a source a deployment pulls its events from itself, rather than from the
 // store's event log: a Kafka topic (kafkaInput) or a file (fileInput). Its positions go
@@ -140,15 +135,12 @@ func sourceIdentities(graph []byte) map[string]string {
 			continue
 		}
 		id := n.Subtype()
-		if n.Ref != nil {
+		if conn := inputConnectors[string(n.Type)+"/"+id]; conn != nil && conn.identity != "" && n.Ref != nil {
 			for _, p := range n.Ref.Parameters {
 				var s string
 				_ = json.Unmarshal(p.Value, &s)
-				switch {
-				case id == sourceKafka && p.Name == "topic":
-					id += "\x00" + s
-				case id == sourceFile && p.Name == "path":
-					id += "\x00" + filepath.Clean(s) // "./a" and "a" are one file
+				if p.Name == conn.identity {
+					id += "\x00" + conn.identityValue(s)
 				}
 			}
 		}

@@ -73,7 +73,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/scenario-server/scenario-server/engine"
-	"github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/store"
 )
@@ -809,70 +808,7 @@ func (r *Runtime) prepare(v store.Version) (*deployment, error) {
 	}
 	d.eng = eng
 	eng.OnError(d.deadLetter)
-	val := eng.Validation()
-	var problems []scenario.Problem
-	files := map[string]string{} // path → sink id
-	for _, id := range val.Order {
-		p := val.Plans[id]
-		switch p.Node.Type {
-		case scenario.TypeSource:
-			idle, _ := p.Params["idleTimeout"].(time.Duration)
-			if _, ok := p.Params["idleTimeout"]; !ok {
-				idle = nodes.DefaultIdleTimeout
-			}
-			arrival := p.Programs["timestamp"] == nil
-			switch kind := p.Node.Subtype(); kind {
-			case sourceHTTP:
-				d.addSource(id, kind, nil, arrival, idle)
-			case sourceKafka:
-				if len(r.cfg.KafkaBrokers) == 0 {
-					problems = append(problems, scenario.Problem{NodeID: id, Field: "ref.typ", Code: "kafka-not-configured",
-						Message: "the server has no Kafka brokers to read from: start it with --kafka-brokers host:port (env SCENARIO_SERVER_KAFKA_BROKERS)"})
-					continue
-				}
-				topic, _ := p.Params["topic"].(string)
-				d.addSource(id, kind, newKafkaInput(id, topic, r.cfg.KafkaBrokers, r.log.With("scenario", v.Scenario)), arrival, idle)
-			case sourceFile:
-				// A file source replays a bounded file in `run`; deployed, it follows the file.
-				rel, _ := p.Params["path"].(string)
-				if prob := nonLocalPath(id, rel, "source reads inside the server's source directory"); prob != nil {
-					problems = append(problems, *prob)
-					continue
-				}
-				d.addSource(id, kind, newFileInput(id, r.cfg.FileSourceDir, rel, r.log.With("scenario", v.Scenario)), false, idle)
-			default:
-				problems = append(problems, scenario.Problem{NodeID: id, Field: "ref.typ", Code: "unsupported-source",
-					Message: fmt.Sprintf("deployments do not read %s sources", kind)})
-			}
-		case scenario.TypeSink:
-			switch kind := p.Node.Subtype(); kind {
-			case sinkCollect, sinkStdout, sinkDeadEnd:
-				d.sinks.kinds[id] = kind
-			case sinkFile:
-				rel, _ := p.Params["path"].(string)
-				if prob := nonLocalPath(id, rel, "sink writes inside the server's sink directory"); prob != nil {
-					problems = append(problems, *prob)
-					continue
-				}
-				path := filepath.Join(r.cfg.FileSinkDir, rel)
-				if info, err := os.Stat(path); err == nil && info.IsDir() {
-					problems = append(problems, scenario.Problem{NodeID: id, Field: "path", Code: "invalid-path",
-						Message: fmt.Sprintf("%q is a directory of the server's sink directory: a file sink needs a file", rel)})
-					continue
-				}
-				if other, ok := files[path]; ok {
-					problems = append(problems, scenario.Problem{NodeID: id, Field: "path", Code: "invalid-path",
-						Message: fmt.Sprintf("file sink %q writes to the same file", other)})
-					continue
-				}
-				files[path] = id
-				d.sinks.addFile(id, r.cfg.FileSinkDir, rel, path)
-			default:
-				problems = append(problems, scenario.Problem{NodeID: id, Field: "ref.typ", Code: "unsupported-sink",
-					Message: fmt.Sprintf("deployments do not write %s sinks", kind)})
-			}
-		}
-	}
+	problems := r.openConnectors(d, v.Scenario)
 	if len(problems) > 0 {
 		return nil, invalid(problems...)
 	}

@@ -16,13 +16,8 @@ import (
 	"github.com/scenario-server/scenario-server/value"
 )
 
-// The sink kinds the runtime writes (nodes' Sink/<kind>).
-const (
-	sinkCollect = "collect"
-	sinkFile    = "file"
-	sinkStdout  = "stdout"
-	sinkDeadEnd = "dead-end"
-)
+// sinkFile is the ref.typ of file sinks (fileSinkPaths).
+const sinkFile = "file"
 
 // sinks buffers what a deployment's sinks write between two checkpoints, and writes it at the
 // checkpoint: collect results go into the same store transaction as the checkpoint, file lines
@@ -30,8 +25,8 @@ const (
 //
 // Only the deployment's goroutine uses it.
 type sinks struct {
-	kinds   map[string]string    // sink node id → kind
-	files   map[string]*fileSink // by sink node id
+	writers map[string]sinkWriter // by sink node id (see outputConnectors)
+	files   map[string]*fileSink  // by sink node id
 	collect []store.NewSinkResult
 	stdout  []byte
 	out     io.Writer // where stdout sinks write
@@ -56,7 +51,7 @@ type fileSink struct {
 }
 
 func newSinks(out io.Writer) *sinks {
-	return &sinks{kinds: map[string]string{}, files: map[string]*fileSink{}, out: out}
+	return &sinks{writers: map[string]sinkWriter{}, files: map[string]*fileSink{}, out: out}
 }
 
 // addFile adds the file sink id writing to rel inside dir (path is dir and rel joined, for
@@ -65,8 +60,9 @@ func (s *sinks) addFile(id, dir, rel, path string) {
 	if dir == "" {
 		dir = "."
 	}
-	s.kinds[id] = sinkFile
-	s.files[id] = &fileSink{id: id, dir: dir, rel: rel, path: path}
+	f := &fileSink{id: id, dir: dir, rel: rel, path: path}
+	s.writers[id] = f
+	s.files[id] = f
 }
 
 // openRoot opens the sink directory, creating it when missing.
@@ -104,15 +100,28 @@ func sortedFiles(s *sinks) []*fileSink {
 // output is the engine's Output.
 func (s *sinks) output(sinkID string, v value.Value, _ int64) {
 	s.outputs++
-	switch s.kinds[sinkID] {
-	case sinkCollect:
-		s.collect = append(s.collect, store.NewSinkResult{Sink: sinkID, Value: s.enc.Append(nil, v)})
-	case sinkFile:
-		f := s.files[sinkID]
-		f.pending = append(s.enc.Append(f.pending, v), '\n')
-	case sinkStdout:
-		s.stdout = append(s.enc.Append(s.stdout, v), '\n')
+	if w := s.writers[sinkID]; w != nil {
+		w.writeValue(s, sinkID, v)
 	}
+}
+
+// collectSink keeps values in the store, with the next checkpoint.
+type collectSink struct{}
+
+func (collectSink) writeValue(s *sinks, id string, v value.Value) {
+	s.collect = append(s.collect, store.NewSinkResult{Sink: id, Value: s.enc.Append(nil, v)})
+}
+
+// stdoutSink writes values as JSON lines to the server's standard output.
+type stdoutSink struct{}
+
+func (stdoutSink) writeValue(s *sinks, _ string, v value.Value) {
+	s.stdout = append(s.enc.Append(s.stdout, v), '\n')
+}
+
+// writeValue appends v as a JSON line to the file's pending lines.
+func (f *fileSink) writeValue(s *sinks, _ string, v value.Value) {
+	f.pending = append(s.enc.Append(f.pending, v), '\n')
 }
 
 // pending reports how many collect results wait for the next checkpoint.

@@ -1,13 +1,13 @@
 package deploy
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
+
+	snapshot "github.com/scenario-server/scenario-server/slices"
 )
 
 // The state of a checkpoint (store.Checkpoint.State) is the engine's snapshot and the size of
@@ -37,88 +37,65 @@ type checkpointState struct {
 func (s checkpointState) encode() []byte {
 	b := make([]byte, 0, len(s.engine)+16+32*len(s.files))
 	b = append(b, stateVersion)
-	b = binary.AppendUvarint(b, uint64(len(s.engine)))
-	b = append(b, s.engine...)
-	ids := make([]string, 0, len(s.files))
-	for id := range s.files {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	b = snapshot.AppendBytes(b, s.engine)
+	ids := slices.Sorted(maps.Keys(s.files))
 	b = binary.AppendUvarint(b, uint64(len(ids)))
 	for _, id := range ids {
-		b = binary.AppendUvarint(b, uint64(len(id)))
-		b = append(b, id...)
+		b = snapshot.AppendBytes(b, []byte(id))
 		b = binary.AppendVarint(b, s.files[id])
 	}
 	ids = slices.Sorted(maps.Keys(s.inputs))
 	b = binary.AppendUvarint(b, uint64(len(ids)))
 	for _, id := range ids {
-		b = binary.AppendUvarint(b, uint64(len(id)))
-		b = append(b, id...)
-		b = binary.AppendUvarint(b, uint64(len(s.inputs[id])))
-		b = append(b, s.inputs[id]...)
+		b = snapshot.AppendBytes(b, []byte(id))
+		b = snapshot.AppendBytes(b, s.inputs[id])
 	}
 	return b
 }
 
+// decodeState decodes a checkpoint state with the snapshots' codec (slices.Reader); its
+// errors wrap errCorruptState.
 func decodeState(b []byte) (checkpointState, error) {
 	var s checkpointState
 	if len(b) == 0 || b[0] != stateVersion {
 		return s, fmt.Errorf("%w: unknown version", errCorruptState)
 	}
-	b = b[1:]
-	bytesField := func() ([]byte, bool) {
-		n, k := binary.Uvarint(b)
-		if k <= 0 || n > uint64(len(b)-k) {
-			return nil, false
-		}
-		v := b[k : k+int(n)]
-		b = b[k+int(n):]
-		return v, true
+	r := snapshot.NewReader(b[1:])
+	corrupt := func(what string) (checkpointState, error) {
+		return s, fmt.Errorf("%w: %s: %w", errCorruptState, what, r.Err())
 	}
-	var ok bool
-	if s.engine, ok = bytesField(); !ok {
-		return s, fmt.Errorf("%w: engine snapshot", errCorruptState)
+	if s.engine = r.Bytes(); r.Err() != nil {
+		return corrupt("engine snapshot")
 	}
-	n, k := binary.Uvarint(b)
-	if k <= 0 || n > uint64(len(b)) {
-		return s, fmt.Errorf("%w: file sinks", errCorruptState)
+	n := r.Len(len(r.Rest()))
+	if r.Err() != nil {
+		return corrupt("file sinks")
 	}
-	b = b[k:]
 	s.files = make(map[string]int64, n)
 	for range n {
-		id, ok := bytesField()
-		if !ok {
-			return s, fmt.Errorf("%w: file sink id", errCorruptState)
+		id := string(r.Bytes())
+		if size := r.Varint(); size >= 0 {
+			s.files[id] = size
+		} else {
+			r.Fail("size %d of file sink %q", size, id)
 		}
-		size, k := binary.Varint(b)
-		if k <= 0 || size < 0 {
-			return s, fmt.Errorf("%w: size of file sink %q", errCorruptState, id)
+		if r.Err() != nil {
+			return corrupt("file sink")
 		}
-		b = b[k:]
-		s.files[string(id)] = size
 	}
 	s.inputs = map[string][]byte{}
-	if len(b) > 0 {
-		n, k := binary.Uvarint(b)
-		if k <= 0 || n > uint64(len(b)) {
-			return s, fmt.Errorf("%w: inputs", errCorruptState)
+	if len(r.Rest()) > 0 {
+		n := r.Len(len(r.Rest()))
+		for i := 0; i < n && r.Err() == nil; i++ {
+			id := string(r.Bytes())
+			s.inputs[id] = r.Bytes()
 		}
-		b = b[k:]
-		for range n {
-			id, ok := bytesField()
-			if !ok {
-				return s, fmt.Errorf("%w: input source id", errCorruptState)
-			}
-			v, ok := bytesField()
-			if !ok {
-				return s, fmt.Errorf("%w: input of source %q", errCorruptState, id)
-			}
-			s.inputs[string(id)] = bytes.Clone(v)
+		if r.Err() != nil {
+			return corrupt("inputs")
 		}
 	}
-	if len(b) != 0 {
-		return s, fmt.Errorf("%w: %d bytes after the state", errCorruptState, len(b))
+	if len(r.Rest()) != 0 {
+		return s, fmt.Errorf("%w: %d bytes after the state", errCorruptState, len(r.Rest()))
 	}
 	return s, nil
 }

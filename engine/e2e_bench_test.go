@@ -3,6 +3,7 @@ package engine
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -118,7 +119,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		sum, err := Replay(e, bytes.NewReader(data))
+		sum, err := Replay(context.Background(), e, bytes.NewReader(data))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -16,7 +16,7 @@
 // wrong type) is recorded with its node, field and input line, counted on
 // the node, and the event goes no further; the run goes on.
 //
-// Variables live in slots of a context (ctx), one slot per variable name of
+// Variables live in slots of an event (type event), one slot per variable name of
 // the scenario. When no expression reads #input whole, a source decodes only
 // the top-level fields the expressions read (value.Decoder.ParseFieldsInto)
 // and #input.field reads them in place; an aggregate's output variable, #key
@@ -27,9 +27,11 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
+	stdslices "slices"
 	"sort"
 	"strings"
 	"time"
@@ -85,6 +87,9 @@ type EventError struct {
 	// Engine.SetInputPartition.
 	Partition *int32 `json:"partition,omitempty"`
 	Message   string `json:"message"`
+	// exprField is the field of the very expression that failed where Field is coarser (a
+	// Switch's "condition", a Join's "branchParameters"), for RunNode.
+	exprField string
 }
 
 func (e EventError) String() string {
@@ -123,6 +128,9 @@ type Options struct {
 	// arrival time of events of sources without a timestamp expression; nil
 	// means time.Now.
 	Now func() time.Time
+	// Registry holds the node kinds the scenario is validated and built with; nil means
+	// nodes.Default().
+	Registry *nodes.Registry
 	// Bounded marks a replay or a test run: the wall clock is never read
 	// (docs/semantics.md §1), and sources have no maxFutureSkew. A record of a source without a timestamp expression
 	// takes the timestamp given with it (PushValue's eventTime, or
@@ -146,8 +154,8 @@ type Engine struct {
 	validation *nodes.Validation
 	nodes      map[string]*node
 	order      []*node // topological
-	sources    map[string]*node
-	aggregates []*node // topological
+	sources    map[string]*source
+	aggregates []*aggregator // topological
 
 	needsMeta bool // some expression reads #meta
 
@@ -167,35 +175,39 @@ type Engine struct {
 	partition int32
 	flushed   bool
 	finished  bool
+
+	// ctx, while Run or Replay runs, stops the run once it ends: push checks it every
+	// stopEvery nodes entered and then lets no event go further.
+	ctx     context.Context
+	pushes  int
+	stopped bool
+	// probe, when set, captures what one node does instead of passing it on (RunNode).
+	probe *probe
 }
 
 // New validates s and builds its operators. A scenario with validation
 // errors gives an *InvalidError (errors.Is ErrInvalidScenario).
 func New(s *scenario.Scenario, opts Options) (*Engine, error) {
-	v := nodes.Validate(s)
+	reg := opts.Registry
+	if reg == nil {
+		reg = nodes.Default()
+	}
+	v := reg.Validate(s)
 	if len(v.Errors) > 0 {
 		return nil, &InvalidError{Validation: v}
 	}
 	if opts.MaxErrors == 0 {
 		opts.MaxErrors = 10_000
 	}
-	e := &Engine{opts: opts, validation: v, partition: -1, nodes: map[string]*node{}, sources: map[string]*node{}, counts: map[string]*Counts{}}
-	e.inputSlot = e.lay.slot(nodes.VarInput)
-	e.metaSlot = e.lay.slot(nodes.VarMeta)
-	e.keySlot = e.lay.slot(nodes.VarKey)
-	e.windowSlot = e.lay.slot(nodes.VarWindow)
-	e.lateSlot = e.lay.slot(nodes.VarLate)
+	e := newEngine(opts, v)
 	for _, id := range v.Order {
-		p := v.Plans[id]
-		for _, name := range []string{p.Node.VarName, p.Node.OutputVar} {
-			if name != "" {
-				e.lay.slot(name)
-			}
-		}
-		for _, prog := range p.Programs {
-			for _, name := range prog.Variables() {
-				e.lay.slot(name)
-			}
+		e.planSlots(v.Plans[id])
+	}
+	// Every variable in scope somewhere (those registered kinds define, which no field of
+	// their node names).
+	for _, id := range v.Order {
+		for name := range v.Variables[id] {
+			e.lay.slot(name)
 		}
 	}
 	for _, id := range v.Order {
@@ -207,23 +219,23 @@ func New(s *scenario.Scenario, opts Options) (*Engine, error) {
 		e.order = append(e.order, n)
 		e.counts[id] = &n.counts
 	}
-	for _, ed := range s.Edges {
+	for i, ed := range s.Edges {
 		from, to := e.nodes[ed.From], e.nodes[ed.To]
 		if from == nil || to == nil {
 			return nil, fmt.Errorf("edge %s -> %s: unknown node", ed.From, ed.To)
 		}
-		out := edge{to: to, from: from.id}
+		out := edge{to: to, from: from.id, index: i}
 		if ed.EdgeType != nil {
 			out.typ = ed.EdgeType.Type
 		}
-		if out.typ == scenario.EdgeLate {
-			from.lateOut = true
+		if out.typ == scenario.EdgeLate && from.agg != nil {
+			from.agg.lateOut = true
 		}
 		from.out = append(from.out, out)
 	}
 	for _, n := range e.order {
-		if n.kind == kindSwitch {
-			n.compileSwitch(s)
+		if w, ok := n.op.(wired); ok {
+			w.wire(e, n)
 		}
 	}
 	// Decode only the fields of #input that expressions read, when none
@@ -265,40 +277,53 @@ func New(s *scenario.Scenario, opts Options) (*Engine, error) {
 		}
 	}
 	for _, n := range e.order {
-		n.scratch = e.lay.newCtx()
-		if n.kind == kindAggregate {
-			n.lateCtx = e.lay.newCtx()
+		n.scratch = e.lay.newEvent()
+		if n.agg != nil {
+			n.agg.lateEv = e.lay.newEvent()
 		}
-		if n.kind == kindSource {
-			n.ctx = e.lay.newCtx()
+		if n.src != nil {
+			n.src.ev = e.lay.newEvent()
 		}
 	}
 	// Which sources feed each node (for its watermark).
 	for _, n := range e.order {
-		if n.kind == kindSource {
-			n.upstream = []*node{n}
+		if n.src != nil {
+			n.upstream = []*source{n.src}
 		}
 		for _, out := range n.out {
 			for _, src := range n.upstream {
-				if !containsNode(out.to.upstream, src) {
+				if !stdslices.Contains(out.to.upstream, src) {
 					out.to.upstream = append(out.to.upstream, src)
 				}
 			}
-		}
-		if n.kind == kindAggregate {
-			e.aggregates = append(e.aggregates, n)
 		}
 	}
 	return e, nil
 }
 
-func containsNode(list []*node, n *node) bool {
-	for _, x := range list {
-		if x == n {
-			return true
+// newEngine is an engine without nodes, with the slots of the server's variables.
+func newEngine(opts Options, v *nodes.Validation) *Engine {
+	e := &Engine{opts: opts, validation: v, partition: -1, nodes: map[string]*node{}, sources: map[string]*source{}, counts: map[string]*Counts{}}
+	e.inputSlot = e.lay.slot(nodes.VarInput)
+	e.metaSlot = e.lay.slot(nodes.VarMeta)
+	e.keySlot = e.lay.slot(nodes.VarKey)
+	e.windowSlot = e.lay.slot(nodes.VarWindow)
+	e.lateSlot = e.lay.slot(nodes.VarLate)
+	return e
+}
+
+// planSlots gives a slot to every variable the node of p defines or its expressions read.
+func (e *Engine) planSlots(p *nodes.Plan) {
+	for _, name := range []string{p.Node.VarName, p.Node.OutputVar} {
+		if name != "" {
+			e.lay.slot(name)
 		}
 	}
-	return false
+	for _, prog := range p.Programs {
+		for _, name := range prog.Variables() {
+			e.lay.slot(name)
+		}
+	}
 }
 
 // Validation returns the scenario's validation (variables in scope per node).
@@ -308,7 +333,7 @@ func (e *Engine) Validation() *nodes.Validation { return e.validation }
 func (e *Engine) Sources() []string {
 	var ids []string
 	for _, n := range e.order {
-		if n.kind == kindSource {
+		if n.src != nil {
 			ids = append(ids, n.id)
 		}
 	}
@@ -332,7 +357,7 @@ func (e *Engine) Counts() map[string]Counts {
 	// An aggregate's partly late events are its operator's (kept in its snapshot).
 	for _, a := range e.aggregates {
 		c := out[a.id]
-		c.PartlyLate = a.op.Stats().PartlyLate
+		c.PartlyLate = a.window.Stats().PartlyLate
 		out[a.id] = c
 	}
 	return out
@@ -356,7 +381,7 @@ func (e *Engine) Late() int64 {
 func (e *Engine) PartlyLate() int64 {
 	var n int64
 	for _, a := range e.aggregates {
-		n += a.op.Stats().PartlyLate
+		n += a.window.Stats().PartlyLate
 	}
 	return n
 }
@@ -367,9 +392,13 @@ func (e *Engine) failInput(err error) {
 	e.record(EventError{Line: e.line, Partition: e.errorPartition(), Message: err.Error()})
 }
 
-func (e *Engine) fail(n *node, field string, err error) {
+func (e *Engine) fail(n *node, field string, err error) { e.failExpr(n, field, "", err) }
+
+// failExpr is fail for an expression whose own field, exprField, is finer than the field
+// reported (see EventError.exprField).
+func (e *Engine) failExpr(n *node, field, exprField string, err error) {
 	n.counts.Errors++
-	e.record(EventError{NodeID: n.id, Field: field, Line: e.line, Partition: e.errorPartition(), Message: err.Error()})
+	e.record(EventError{NodeID: n.id, Field: field, Line: e.line, Partition: e.errorPartition(), Message: err.Error(), exprField: exprField})
 }
 
 // record counts a per-event error, keeps it while fewer than MaxErrors are kept, and hands it
@@ -451,11 +480,11 @@ func (e *Engine) PushJSON(sourceID string, record []byte, line int64) error {
 }
 
 // pushJSON is PushJSON for a known source.
-func (e *Engine) pushJSON(src *node, record []byte, line int64) {
+func (e *Engine) pushJSON(src *source, record []byte, line int64) {
 	e.line = line
 	src.counts.In++
 	if err := src.decode(record); err != nil {
-		e.fail(src, "", fmt.Errorf("not a JSON record: %w", err))
+		e.fail(src.node, "", fmt.Errorf("not a JSON record: %w", err))
 		return
 	}
 	_ = e.pushValue(src, math.MinInt64)
@@ -481,15 +510,15 @@ func (e *Engine) PushValue(sourceID string, record value.Value, eventTime int64,
 
 // pushValue pushes the record the source has just decoded (see node.decode)
 // or been given.
-func (e *Engine) pushValue(src *node, eventTime int64) error {
+func (e *Engine) pushValue(src *source, eventTime int64) error {
 	// The source's context is reused for its next event: nothing keeps it
 	// once the event has gone through (aggregates that enrich events emit
 	// from within Add; sinks and Observe copy what they keep).
 	// Only #input and #meta are ever set in it: no need to clear the rest.
 	// The timestamp expression sees #input alone ($env too).
-	c := &src.ctx
+	c := &src.ev
 	if src.lazyInput {
-		c.setLazy(e.inputSlot, src)
+		c.setLazy(e.inputSlot, src.node)
 	} else {
 		c.set(e.inputSlot, src.input)
 	}
@@ -499,12 +528,12 @@ func (e *Engine) pushValue(src *node, eventTime int64) error {
 		var err error
 		t, err = src.eventTime(e, c)
 		if err != nil {
-			e.fail(src, "timestamp", err)
+			e.fail(src.node, "timestamp", err)
 			return nil
 		}
 	}
 	if t < aggregate.MinEventTime || t > aggregate.MaxEventTime {
-		e.fail(src, "timestamp", fmt.Errorf("event time %d ms is out of range", t))
+		e.fail(src.node, "timestamp", fmt.Errorf("event time %d ms is out of range", t))
 		return nil
 	}
 	if !e.opts.Bounded && (src.idleTimeout > 0 || src.maxFutureSkew > 0) {
@@ -512,7 +541,7 @@ func (e *Engine) pushValue(src *node, eventTime int64) error {
 		if src.maxFutureSkew > 0 && t > now+src.maxFutureSkew {
 			// Refused before it moves anything: one mistyped timestamp must not make every
 			// later event late (docs/semantics.md §1).
-			e.fail(src, "timestamp", fmt.Errorf("event time %s is %s ahead of the server's clock, more than maxFutureSkew %s",
+			e.fail(src.node, "timestamp", fmt.Errorf("event time %s is %s ahead of the server's clock, more than maxFutureSkew %s",
 				time.UnixMilli(t).UTC().Format(time.RFC3339Nano), aheadText(t-now), time.Duration(src.maxFutureSkew)*time.Millisecond))
 			return nil
 		}
@@ -539,7 +568,7 @@ func (e *Engine) pushValue(src *node, eventTime int64) error {
 	}
 	// (#meta is set for every event or for none.)
 	src.counts.Out++
-	e.forward(src, c, "")
+	e.forward(src.node, c, "")
 	e.step()
 	return nil
 }
@@ -575,8 +604,8 @@ func (e *Engine) watermarkOf(n *node) (int64, bool) {
 // step advances every aggregate to its watermark, upstream first.
 func (e *Engine) step() {
 	for _, a := range e.aggregates {
-		if w, ok := e.watermarkOf(a); ok {
-			a.op.Advance(w)
+		if w, ok := e.watermarkOf(a.node); ok {
+			a.window.Advance(w)
 		}
 	}
 }
@@ -590,14 +619,18 @@ func (e *Engine) Flush() {
 	e.flushed = true
 	e.line = 0
 	for _, a := range e.aggregates {
-		a.op.Flush()
+		a.window.Flush()
 	}
 }
 
 // forward sends c from n along its outgoing edges of type onlyType, or with
 // onlyType "" along all of them but Late edges (Split, Source, and nodes with
 // one output).
-func (e *Engine) forward(n *node, c *ctx, onlyType string) {
+func (e *Engine) forward(n *node, c *event, onlyType string) {
+	if e.probe != nil {
+		e.probe.forwarded(n, c, onlyType)
+		return
+	}
 	for _, out := range n.out {
 		if onlyType != out.typ && (onlyType != "" || out.typ == scenario.EdgeLate) {
 			continue
@@ -606,21 +639,36 @@ func (e *Engine) forward(n *node, c *ctx, onlyType string) {
 	}
 }
 
+// send sends c from n along its one outgoing edge out (a Switch's choice).
+func (e *Engine) send(n *node, out *edge, c *event) {
+	if e.probe != nil {
+		e.probe.sent(n, out, c)
+		return
+	}
+	e.push(out.to, c, n.id)
+}
+
+// stopEvery is how many nodes entered between two looks at the run's context: often
+// enough that a run of slow expressions (each bounded by the expression budgets) stops
+// soon after its context ends.
+const stopEvery = 16
+
 // push processes context c arriving at node n from node from.
-func (e *Engine) push(n *node, c *ctx, from string) {
+func (e *Engine) push(n *node, c *event, from string) {
+	if e.ctx != nil {
+		if e.stopped {
+			return
+		}
+		if e.pushes++; e.pushes%stopEvery == 0 && e.ctx.Err() != nil {
+			e.stopped = true
+			return
+		}
+	}
 	n.counts.In++
 	if e.opts.Observe != nil {
 		e.opts.Observe(n.id, c.varsMap(), c.time)
 	}
-	n.process(e, c, from)
-}
-
-// durationMS converts a parsed duration parameter to ms.
-func durationMS(p *nodes.Plan, name string, def time.Duration) int64 {
-	if d, ok := p.Params[name].(time.Duration); ok {
-		return d.Milliseconds()
-	}
-	return def.Milliseconds()
+	n.op.process(e, n, c, from)
 }
 
 // sortedIDs returns the keys of m in order (for deterministic summaries).

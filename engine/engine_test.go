@@ -3,6 +3,7 @@ package engine
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -75,7 +76,7 @@ func replay(t *testing.T, scenarioText, input string) ([]string, *Engine, Summar
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	sum, err := Replay(e, strings.NewReader(input))
+	sum, err := Replay(context.Background(), e, strings.NewReader(input))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +293,7 @@ func TestBoundedRunWithoutTimestampExpression(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Replay(e, strings.NewReader(`{"v": 1}
+	if _, err := Replay(context.Background(), e, strings.NewReader(`{"v": 1}
 {"sourceId": "in", "record": {"v": 2}, "timestamp": 5000}
 `)); err != nil {
 		t.Fatal(err)

@@ -93,7 +93,7 @@ func parsePath(text string) (string, []pathStep) {
 }
 
 // layout gives every variable of a scenario a slot in the contexts (see
-// ctx), and keeps the paths that read them.
+// event), and keeps the paths that read them.
 type layout struct {
 	names  []string
 	slotOf map[string]int
@@ -327,7 +327,7 @@ func isKeyword(s string) bool {
 }
 
 // eval returns the expression's value for c.
-func (ev *evaluator) eval(c *ctx) (value.Value, error) {
+func (ev *evaluator) eval(c *event) (value.Value, error) {
 	switch {
 	case ev.path != nil:
 		w, err := c.read(ev.path)
@@ -351,7 +351,7 @@ func (ev *evaluator) eval(c *ctx) (value.Value, error) {
 
 // fill sets the values of a record literal of paths; false when a path
 // fails.
-func (ev *evaluator) fill(c *ctx, vals []value.Value) bool {
+func (ev *evaluator) fill(c *event, vals []value.Value) bool {
 	for i, path := range ev.paths {
 		w, err := c.read(path)
 		if err != nil {
@@ -365,7 +365,7 @@ func (ev *evaluator) fill(c *ctx, vals []value.Value) bool {
 // evalTransient is eval for a value that is used only until the next call
 // (a sink's value, which Output encodes before it returns): a record
 // literal of paths is filled into a record reused from call to call.
-func (ev *evaluator) evalTransient(c *ctx) (value.Value, error) {
+func (ev *evaluator) evalTransient(c *event) (value.Value, error) {
 	if ev.keys == nil {
 		return ev.eval(c)
 	}

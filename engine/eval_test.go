@@ -33,7 +33,7 @@ func TestPathEvaluatorAgreesWithExpr(t *testing.T) {
 			continue
 		}
 		want, wantErr := expression.Run(prog, vars)
-		got, gotErr := ev.eval(lay.ctxOf(vars))
+		got, gotErr := ev.eval(lay.eventOf(vars))
 		if (wantErr != nil) != (gotErr != nil) {
 			t.Errorf("%q: fast path error %v, expr error %v", text, gotErr, wantErr)
 			continue
@@ -96,7 +96,7 @@ func TestFastPathsAgreeWithExprOnTypes(t *testing.T) {
 		}
 		ev := lay.newEvaluator(prog)
 		want, wantErr := expression.Run(prog, vars)
-		got, gotErr := ev.eval(lay.ctxOf(vars))
+		got, gotErr := ev.eval(lay.eventOf(vars))
 		if (wantErr != nil) != (gotErr != nil) {
 			t.Errorf("%q: fast path error %v, expr error %v", text, gotErr, wantErr)
 			continue
@@ -140,7 +140,7 @@ func TestComparisonFastPathAgreesWithExpr(t *testing.T) {
 					t.Fatalf("%q not taken as a comparison", text)
 				}
 				want, wantErr := expression.Run(prog, vars)
-				got, gotErr := ev.eval(lay.ctxOf(vars))
+				got, gotErr := ev.eval(lay.eventOf(vars))
 				if (wantErr != nil) != (gotErr != nil) || wantErr == nil && !value.Equal(got, want) {
 					t.Errorf("%q: fast (%s, %v), expr (%s, %v)", text, value.AppendJSON(nil, got), gotErr, value.AppendJSON(nil, want), wantErr)
 				}
@@ -153,12 +153,12 @@ func TestComparisonFastPathAgreesWithExpr(t *testing.T) {
 	}
 }
 
-// ctxOf returns a context holding vars.
-func (l *layout) ctxOf(vars map[string]value.Value) *ctx {
+// eventOf returns a context holding vars.
+func (l *layout) eventOf(vars map[string]value.Value) *event {
 	for name := range vars {
 		l.slot(name)
 	}
-	c := l.newCtx()
+	c := l.newEvent()
 	for name, v := range vars {
 		c.set(l.slotOf[name], v)
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"sort"
@@ -38,7 +39,7 @@ func runMode(t *testing.T, scenarioText []byte, input []byte, observe bool) (out
 	for _, src := range e.sources {
 		lazyInput = src.fields != nil
 	}
-	sum, err := Replay(e, bytes.NewReader(input))
+	sum, err := Replay(context.Background(), e, bytes.NewReader(input))
 	if err != nil {
 		t.Fatal(err)
 	}

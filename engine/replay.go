@@ -3,6 +3,7 @@ package engine
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,17 +62,23 @@ type envelope struct {
 }
 
 // Replay reads JSON lines from in and pushes them through e, then flushes
-// (end of input). Build e with Options.Bounded for a replay. A scenario with
+// (end of input). ctx bounds the replay: once it ends, no event goes further (the engine
+// looks at it every few nodes an event enters, and between lines) and Replay returns
+// ctx.Err(); the engine is then unusable, its counts partial. Build e with Options.Bounded for a replay. A scenario with
 // one source takes bare records (or lines that start with {"sourceId": ...}
 // and name it); with several, each line is {"sourceId": ..., "record": {...}} with an optional
 // "timestamp" (epoch ms) that overrides the source's timestamp expression.
 // Sink values are written by e's Output. Replay returns an error only when
 // reading fails; bad lines are per-event errors.
-func Replay(e *Engine, in io.Reader) (Summary, error) {
+func Replay(ctx context.Context, e *Engine, in io.Reader) (Summary, error) {
+	if ctx.Done() != nil {
+		e.ctx = ctx
+		defer func() { e.ctx = nil }()
+	}
 	start := time.Now()
 	r := bufio.NewReaderSize(in, 1<<20)
 	sources := e.Sources()
-	var one *node
+	var one *source
 	if len(sources) == 1 {
 		one = e.sources[sources[0]]
 	}
@@ -98,6 +105,9 @@ func Replay(e *Engine, in io.Reader) (Summary, error) {
 				e.pushLine(one, trimmed, lineNo)
 			}
 		}
+		if e.ctx != nil && (e.stopped || e.ctx.Err() != nil) {
+			return sum, ctx.Err()
+		}
 		if err == io.EOF {
 			break
 		}
@@ -106,6 +116,9 @@ func Replay(e *Engine, in io.Reader) (Summary, error) {
 		}
 	}
 	e.Flush()
+	if e.stopped {
+		return sum, ctx.Err()
+	}
 	sum.Elapsed = time.Since(start)
 	sum.Counts = e.Counts()
 	sum.Late = e.Late()
@@ -116,13 +129,13 @@ func Replay(e *Engine, in io.Reader) (Summary, error) {
 
 // pushLine pushes one input line: a bare record for source one, or an
 // envelope when one is nil (or the line is one).
-func (e *Engine) pushLine(one *node, line []byte, lineNo int64) {
+func (e *Engine) pushLine(one *source, line []byte, lineNo int64) {
 	if len(line) > MaxLineBytes {
 		e.line = lineNo
 		err := fmt.Errorf("line of %d bytes is longer than %d", len(line), MaxLineBytes)
 		if one != nil {
 			one.counts.In++
-			e.fail(one, "", err)
+			e.fail(one.node, "", err)
 		} else {
 			e.failInput(err)
 		}
@@ -156,7 +169,7 @@ func (e *Engine) pushLine(one *node, line []byte, lineNo int64) {
 	e.line = lineNo
 	src.counts.In++
 	if err := src.decode(env.Record); err != nil {
-		e.fail(src, "", fmt.Errorf("not a JSON record: %w", err))
+		e.fail(src.node, "", fmt.Errorf("not a JSON record: %w", err))
 		return
 	}
 	_ = e.pushValue(src, *env.Timestamp)

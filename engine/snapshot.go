@@ -30,13 +30,8 @@ func (e *Engine) AppendSnapshot(b []byte) []byte {
 		for _, x := range []int64{n.counts.In, n.counts.Out, n.counts.Errors, n.counts.Late} {
 			b = binary.AppendVarint(b, x)
 		}
-		switch n.kind {
-		case kindSource:
-			b = slices.AppendBool(b, n.seen)
-			b = binary.AppendVarint(b, n.maxTime)
-			b = binary.AppendVarint(b, n.idleW)
-		case kindAggregate:
-			b = slices.AppendBytes(b, n.op.AppendSnapshot(nil))
+		if s, ok := n.op.(stateful); ok {
+			b = s.appendState(b)
 		}
 	}
 	b = binary.AppendVarint(b, e.nErrs)
@@ -55,10 +50,10 @@ func (e *Engine) AppendSnapshot(b []byte) []byte {
 	}
 	// Partitioned sources, in e.order's order: id, then per partition (ascending): partition,
 	// seen, largest event time.
-	var parted []*node
+	var parted []*source
 	for _, n := range e.order {
-		if n.kind == kindSource && len(n.parts) > 0 {
-			parted = append(parted, n)
+		if n.src != nil && len(n.src.parts) > 0 {
+			parted = append(parted, n.src)
 		}
 	}
 	b = binary.AppendUvarint(b, uint64(len(parted)))
@@ -97,24 +92,9 @@ func (e *Engine) Restore(snapshot []byte) error {
 			return fmt.Errorf("%w: node %q where the scenario has %q", slices.ErrCorruptSnapshot, id, nd.id)
 		}
 		nd.counts = Counts{In: r.Varint(), Out: r.Varint(), Errors: r.Varint(), Late: r.Varint()}
-		switch nd.kind {
-		case kindSource:
-			nd.seen = r.Bool()
-			nd.maxTime = r.Varint()
-			nd.idleW = r.Varint()
-			if nd.idleTimeout > 0 {
-				// Silent since the restore, not since the epoch: an idle step needs a whole
-				// idle timeout without events from now on, even when the next event fails
-				// before it gets a time.
-				nd.lastArrival = e.opts.now().UnixMilli()
-			}
-		case kindAggregate:
-			snap := r.Bytes()
-			if r.Err() != nil {
-				break
-			}
-			if err := nd.op.Restore(snap); err != nil {
-				return fmt.Errorf("restoring node %q: %w", nd.id, err)
+		if s, ok := nd.op.(stateful); ok {
+			if err := s.restoreState(e, r); err != nil {
+				return err
 			}
 		}
 	}
@@ -221,17 +201,3 @@ func (e *Engine) Tick(now time.Time) {
 		e.step()
 	}
 }
-
-// partitionsWaiting says whether some partition of a partitioned source has records
-// waiting to be read (SetPartitionsPending): its source is not idle.
-func (n *node) partitionsWaiting() bool {
-	for _, ps := range n.parts {
-		if ps.pending {
-			return true
-		}
-	}
-	return false
-}
-
-// idleFloorUnset is idleW before any idle step.
-const idleFloorUnset = math.MinInt64

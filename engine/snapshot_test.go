@@ -3,6 +3,7 @@ package engine
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -252,7 +253,7 @@ func TestPartialDecodingChangesNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			if _, err := Replay(e, f); err != nil {
+			if _, err := Replay(context.Background(), e, f); err != nil {
 				t.Fatal(err)
 			}
 			w.Flush()

@@ -8,7 +8,7 @@ import "github.com/scenario-server/scenario-server/aggregate"
 func (e *Engine) State() map[string]aggregate.StateSize {
 	out := make(map[string]aggregate.StateSize, len(e.aggregates))
 	for _, a := range e.aggregates {
-		out[a.id] = a.op.StateSize()
+		out[a.id] = a.window.StateSize()
 	}
 	return out
 }

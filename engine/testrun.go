@@ -39,12 +39,12 @@ const emitProbePrefix = "\x00emitted:"
 func (e *Engine) ObserveEmitted(f EmitObserver) {
 	probes := map[string]string{} // probe id -> the node it observes
 	for _, n := range e.order {
-		if n.kind != kindSource && n.kind != kindAggregate {
+		if n.src == nil && n.agg == nil {
 			continue
 		}
 		id := emitProbePrefix + n.id
 		probes[id] = n.id
-		n.out = append(n.out, edge{to: &node{id: id, kind: kindDeadEnd, engine: e}, from: n.id})
+		n.out = append(n.out, edge{to: &node{id: id, op: deadEnd{}, varSlot: -1, engine: e}, from: n.id})
 	}
 	// Observers see each record whole, as the source read it.
 	for _, src := range e.sources {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -57,7 +58,7 @@ func TestObserveEmittedAndLine(t *testing.T) {
 		slices.Sort(names)
 		emitted = append(emitted, fmt.Sprintf("%s@%d line %d %s", id, et, e.Line(), strings.Join(names, ",")))
 	})
-	if _, err := Replay(e, strings.NewReader(`{"t": 1000, "k": "a"}
+	if _, err := Replay(context.Background(), e, strings.NewReader(`{"t": 1000, "k": "a"}
 {"t": 1500, "k":
 {"t": 2000, "k": "a"}
 {"t": 12000, "k": "a"}

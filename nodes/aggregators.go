@@ -1,6 +1,9 @@
 package nodes
 
-import "github.com/scenario-server/scenario-server/expression"
+import (
+	"github.com/scenario-server/scenario-server/aggregate"
+	"github.com/scenario-server/scenario-server/expression"
+)
 
 // Input says what an aggregator's aggregateBy expression must produce.
 type Input string
@@ -75,53 +78,39 @@ var AggregatorNames = []string{
 	"ApproximatePercentile", "VarPop", "VarSamp", "StddevPop", "StddevSamp",
 }
 
+// builtinAggregators are the aggregate package's functions (aggregate.Funcs, the one
+// catalogue of names, inputs, parameters and descriptions), with what validation needs
+// beyond it: the type of the result for a type of input, and the parameters' forms.
 func builtinAggregators() []*Aggregator {
-	return []*Aggregator{
-		{Name: "Count", Input: InputNone, result: fixed(expression.Integer),
-			Description: "Number of events (integer; 0 for an empty window)."},
-		{Name: "CountWhen", Input: InputBoolean, result: fixed(expression.Integer),
-			Description: "Number of events for which aggregateBy is true (integer; 0 for an empty window)."},
-		{Name: "Sum", Input: InputNumber, result: sumType,
-			Description: "Sum: an exact integer while every input is an integer, a float once one is fractional; 0 for an empty window."},
-		{Name: "Average", Input: InputNumber, result: floatOrNull,
-			Description: "Mean (float; null for an empty window)."},
-		{Name: "Min", Input: InputNumberOrString, result: sameOrNull,
-			Description: "Smallest value, of the input's type (null for an empty window)."},
-		{Name: "Max", Input: InputNumberOrString, result: sameOrNull,
-			Description: "Largest value, of the input's type (null for an empty window)."},
-		{Name: "First", Input: InputAny, result: sameOrNull,
-			Description: "Value of the earliest event by event time, ties in arrival order (null for an empty window)."},
-		{Name: "Last", Input: InputAny, result: sameOrNull,
-			Description: "Value of the latest event by event time, ties in arrival order (null for an empty window)."},
-		{Name: "List", Input: InputAny, result: listOf,
-			Description: "Values in event-time order ([] for an empty window)."},
-		{Name: "Set", Input: InputAny, result: listOf,
-			Description: "Distinct values, sorted ([] for an empty window)."},
-		{Name: "CountDistinct", Input: InputAny, result: fixed(expression.Integer),
-			Description: "Number of distinct values, exact (0 for an empty window)."},
-		{Name: "ApproximateSetCardinality", Input: InputAny, result: fixed(expression.Integer),
-			Parameters: []ParamSpec{{
-				Name: "precision", In: InAggregation, Editor: EditorInteger, Type: "integer",
-				Default: 14, Min: ptr(4), Max: ptr(18), Label: "Precision",
-				Description: "HyperLogLog precision p: 2^p registers, standard error about 1.04/√(2^p).",
-			}},
-			Description: "Number of distinct values, estimated with HyperLogLog (null counts as one value)."},
-		{Name: "Median", Input: InputNumber, result: floatOrNull,
-			Description: "Median, exact; the mean of the two middle values for an even count (null for an empty window)."},
-		{Name: "Percentile", Input: InputNumber, result: floatOrNull, Parameters: []ParamSpec{quantileParam},
-			Description: "Percentile q, exact, interpolating linearly between the closest ranks (null for an empty window)."},
-		{Name: "P50", Input: InputNumber, result: floatOrNull, Description: "Percentile 0.5."},
-		{Name: "P95", Input: InputNumber, result: floatOrNull, Description: "Percentile 0.95."},
-		{Name: "P99", Input: InputNumber, result: floatOrNull, Description: "Percentile 0.99."},
-		{Name: "ApproximatePercentile", Input: InputNumber, result: floatOrNull, Parameters: []ParamSpec{quantileParam},
-			Description: "Percentile q from a mergeable sketch with 1 % relative error (null for an empty window)."},
-		{Name: "VarPop", Input: InputNumber, result: floatOrNull,
-			Description: "Population variance (null for an empty window; 0 for one value)."},
-		{Name: "VarSamp", Input: InputNumber, result: floatOrNull,
-			Description: "Sample variance (null for an empty window and for one value)."},
-		{Name: "StddevPop", Input: InputNumber, result: floatOrNull,
-			Description: "Population standard deviation (null for an empty window; 0 for one value)."},
-		{Name: "StddevSamp", Input: InputNumber, result: floatOrNull,
-			Description: "Sample standard deviation (null for an empty window and for one value)."},
+	var out []*Aggregator
+	for _, fi := range aggregate.Funcs() {
+		out = append(out, &Aggregator{Name: fi.Name, Input: aggregatorInputs[fi.Input], Parameters: aggregatorParams[fi.Param],
+			Description: fi.Description, result: aggregatorResults[fi.Result]})
 	}
+	return out
+}
+
+// aggregatorInputs maps aggregate.FuncInfo.Input to Input.
+var aggregatorInputs = map[string]Input{
+	"none": InputNone, "boolean": InputBoolean, "number": InputNumber, "number or string": InputNumberOrString, "any": InputAny,
+}
+
+// aggregatorResults maps aggregate.FuncInfo.Result to the result's type; a function whose
+// result has no entry cannot be registered (RegisterAggregator), which the tests catch.
+var aggregatorResults = map[string]func(expression.Type) expression.Type{
+	"int64": fixed(expression.Integer),
+	"int64, or float64 once an input is a float": sumType,
+	"float64":       floatOrNull,
+	"same as input": sameOrNull,
+	"list":          listOf,
+}
+
+// aggregatorParams maps aggregate.FuncInfo.Param to the parameters' specs.
+var aggregatorParams = map[string][]ParamSpec{
+	"quantile": {quantileParam},
+	"precision": {{
+		Name: "precision", In: InAggregation, Editor: EditorInteger, Type: "integer",
+		Default: aggregate.DefaultHLLPrecision, Min: ptr(aggregate.MinHLLPrecision), Max: ptr(aggregate.MaxHLLPrecision), Label: "Precision",
+		Description: "HyperLogLog precision p: 2^p registers, standard error about 1.04/√(2^p).",
+	}},
 }

@@ -8,7 +8,11 @@
 // editor, type, default and description of each parameter) so that the
 // designer renders its palette and forms from Registry.Kinds and
 // Registry.Aggregators, never from hand-written lists. Each kind also checks
-// its nodes and says how they change the variables in scope.
+// its nodes, says how they change the variables in scope, and leaves a typed
+// plan (Plan.Typed) for the runtime. A built-in kind lives in one file,
+// kind_*.go; its operator is the engine's (engine/op_*.go). A kind registered
+// from elsewhere brings its checks and operator (Kind.Validate,
+// Kind.NewOperator; see component.go and docs/architecture.md).
 //
 // Validate checks a whole scenario: the structure (scenario.Validate), then
 // every node in graph order with the variables in scope, every expression

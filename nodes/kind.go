@@ -97,8 +97,22 @@ type Kind struct {
 	Parameters  []ParamSpec        `json:"parameters"`
 	Edges       scenario.EdgeRules `json:"edges"`
 
+	// Validate and NewOperator make a kind registered from outside this package and the
+	// engine (see component.go): Validate checks a node of the kind, after its parameters
+	// were matched against Parameters (unknown, missing, duplicate ones are reported before
+	// it runs); NewOperator makes the operator the engine runs for one node, from the node's
+	// Plan, once per engine built (an error stops the build). Built-in kinds have neither:
+	// this package checks them, and the engine's own operators run them.
+	// Role says what, beyond running them, the server does with the kind's nodes.
+	Role Role `json:"-"`
+
+	Validate    func(c *Check)                  `json:"-"`
+	NewOperator func(p *Plan) (Operator, error) `json:"-"`
+
 	// check validates a node of this kind and works out its output scope.
 	check func(c *nodeCheck)
+	// typed makes a built-in kind's typed plan (Plan.Typed) once check has run.
+	typed func(c *nodeCheck) any
 }
 
 // Param returns the spec of the parameter name.
@@ -110,6 +124,23 @@ func (k *Kind) Param(name string) (ParamSpec, bool) {
 	}
 	return ParamSpec{}, false
 }
+
+// Role is what the server does with a kind's nodes beyond running their operators.
+type Role string
+
+// The roles.
+const (
+	// RoleSource: events enter the scenario here; a deployment reads them through the
+	// kind's input connector, a test run lists what it decoded.
+	RoleSource Role = "source"
+	// RoleSink: the node writes a value per event; a deployment writes it through the
+	// kind's output connector, a test run lists it.
+	RoleSink Role = "sink"
+	// RoleAggregate: the node keeps windows and emits results, listed by a test run.
+	RoleAggregate Role = "aggregate"
+	// RoleTransform (the zero Role): the node passes events on.
+	RoleTransform Role = ""
+)
 
 // Palette groups, in palette order.
 const (
@@ -146,6 +177,9 @@ func (r *Registry) Register(k *Kind) error {
 	}
 	if _, dup := r.byID[k.ID]; dup {
 		return fmt.Errorf("registering node kind %q: already registered", k.ID)
+	}
+	if err := prepareRegistered(k); err != nil {
+		return err
 	}
 	if k.check == nil {
 		return fmt.Errorf("registering node kind %q: it has no checks", k.ID)
@@ -209,7 +243,11 @@ func (r *Registry) Aggregator(name string) (*Aggregator, bool) {
 	return a, ok
 }
 
-var defaultRegistry = func() *Registry {
+var defaultRegistry = Builtin()
+
+// Builtin returns a new registry of the built-in node kinds and aggregators, to which more
+// kinds may be registered (Default's kinds, in a registry of its own).
+func Builtin() *Registry {
 	r := NewRegistry()
 	for _, k := range builtinKinds() {
 		if err := r.Register(k); err != nil {
@@ -222,7 +260,7 @@ var defaultRegistry = func() *Registry {
 		}
 	}
 	return r
-}()
+}
 
 // Default returns the registry of the built-in node kinds and aggregators.
 // It must not be modified.

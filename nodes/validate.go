@@ -168,6 +168,10 @@ type Plan struct {
 	Programs     map[string]*expression.Program
 	Params       map[string]any
 	Aggregations []Aggregation
+	// Typed is the built-in kind's typed plan (*FilterPlan, *AggregatePlan, ... see
+	// plans.go), what the runtime reads; nil for a registered kind, whose operator reads
+	// Programs and Params.
+	Typed any
 }
 
 // Aggregation is one parsed entry of an aggregate's "aggregations"; its
@@ -485,6 +489,9 @@ func (v *validation) checkNode(i int, in scope) {
 	v.plans[node.ID] = c.plan
 	c.collectParameters()
 	k.check(c)
+	if k.typed != nil {
+		c.plan.Typed = k.typed(c)
+	}
 	v.out[i] = c.out
 	c.checkLateEdges()
 	if c.visible != nil && node.ID != "" {

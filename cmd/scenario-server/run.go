@@ -112,7 +112,7 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}
 		return err
 	}
-	sum, err := engine.Replay(e, in)
+	sum, err := engine.Replay(context.WithoutCancel(ctx), e, in)
 	if ferr := w.Flush(); ferr != nil && err == nil {
 		err = fmt.Errorf("writing the output: %w", ferr)
 	}

@@ -4,7 +4,7 @@ import (
 	"github.com/scenario-server/scenario-server/value"
 )
 
-// ctx is one event travelling through the graph: its variables, by slot
+// event is one event travelling through the graph: its variables, by slot
 // (see layout), and its event time.
 //
 // A variable may be lazy: set, but not made into a Value until something
@@ -16,7 +16,7 @@ import (
 // any context lives: a context is dead once the push that carries it
 // returns, and whatever keeps a value (an aggregate's key and inputs, a
 // sink's output) gets it made whole, from eval.
-type ctx struct {
+type event struct {
 	slots []slotVal
 	time  int64
 	lay   *layout
@@ -28,24 +28,24 @@ type slotVal struct {
 	lazy *node // when not nil, v is yet to be made by lazy.materialize
 }
 
-func (l *layout) newCtx() ctx {
-	return ctx{slots: make([]slotVal, len(l.names)), lay: l}
+func (l *layout) newEvent() event {
+	return event{slots: make([]slotVal, len(l.names)), lay: l}
 }
 
 // reset empties c.
-func (c *ctx) reset() {
+func (c *event) reset() {
 	clear(c.slots)
 	c.time = 0
 }
 
 // set sets a variable.
-func (c *ctx) set(slot int, v value.Value) { c.slots[slot] = slotVal{v: v, set: true} }
+func (c *event) set(slot int, v value.Value) { c.slots[slot] = slotVal{v: v, set: true} }
 
 // setLazy sets a variable that n makes when it is needed.
-func (c *ctx) setLazy(slot int, n *node) { c.slots[slot] = slotVal{set: true, lazy: n} }
+func (c *event) setLazy(slot int, n *node) { c.slots[slot] = slotVal{set: true, lazy: n} }
 
 // get returns a variable, made whole, and whether it is set.
-func (c *ctx) get(slot int) (value.Value, bool) {
+func (c *event) get(slot int) (value.Value, bool) {
 	s := &c.slots[slot]
 	if s.lazy != nil {
 		s.v, s.lazy = s.lazy.materialize(slot), nil
@@ -54,7 +54,7 @@ func (c *ctx) get(slot int) (value.Value, bool) {
 }
 
 // read returns the value a path reaches; null when its variable is not set.
-func (c *ctx) read(p *pathRef) (value.Value, error) {
+func (c *event) read(p *pathRef) (value.Value, error) {
 	s := &c.slots[p.slot]
 	if !s.set {
 		return value.Null(), nil
@@ -75,13 +75,13 @@ func (c *ctx) read(p *pathRef) (value.Value, error) {
 }
 
 // copyFrom makes c a copy of src (lazy variables stay lazy).
-func (c *ctx) copyFrom(src *ctx) {
+func (c *event) copyFrom(src *event) {
 	copy(c.slots, src.slots)
 	c.time = src.time
 }
 
 // Var gives expressions run by expr their variables (expression.Vars).
-func (c *ctx) Var(name string) (value.Value, bool) {
+func (c *event) Var(name string) (value.Value, bool) {
 	slot, ok := c.lay.slotOf[name]
 	if !ok {
 		return value.Null(), false
@@ -92,7 +92,7 @@ func (c *ctx) Var(name string) (value.Value, bool) {
 // VarField gives expr a field of a lazy record variable in place
 // (expression.FieldVars), so that #input.date in an expression run by expr
 // does not make #input whole.
-func (c *ctx) VarField(name, field string) (value.Value, bool) {
+func (c *event) VarField(name, field string) (value.Value, bool) {
 	slot, ok := c.lay.slotOf[name]
 	if !ok {
 		return value.Null(), false
@@ -105,7 +105,7 @@ func (c *ctx) VarField(name, field string) (value.Value, bool) {
 }
 
 // Each calls f for every variable set (expression.Vars).
-func (c *ctx) Each(f func(name string, v value.Value)) {
+func (c *event) Each(f func(name string, v value.Value)) {
 	for i := range c.slots {
 		if c.slots[i].set {
 			v, _ := c.get(i)
@@ -115,7 +115,7 @@ func (c *ctx) Each(f func(name string, v value.Value)) {
 }
 
 // varsMap returns c's variables in a new map (for Options.Observe).
-func (c *ctx) varsMap() map[string]value.Value {
+func (c *event) varsMap() map[string]value.Value {
 	m := make(map[string]value.Value, len(c.slots))
 	c.Each(func(name string, v value.Value) { m[name] = v })
 	return m

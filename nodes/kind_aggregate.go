@@ -267,3 +267,158 @@ func checkCount(c *nodeCheck, out *aggregateOutput) {
 		}
 	}
 }
+
+// Emission modes of emitWhen.
+const (
+	EmitOnEvent              = "OnEvent"
+	EmitOnEnd                = "OnEnd"
+	EmitOnEndWithExtraWindow = "OnEndWithExtraWindow"
+)
+
+// Kind ids of the aggregates.
+const (
+	AggregateSliding  = "aggregate-sliding"
+	AggregateTumbling = "aggregate-tumbling"
+	AggregateHopping  = "aggregate-hopping"
+	AggregateSession  = "aggregate-session"
+	AggregateCount    = "aggregate-count"
+)
+
+// slidingKind is the sliding window (docs/semantics.md §4).
+func slidingKind() *Kind {
+	return aggregateKind(AggregateSliding, "Sliding window",
+		"Enriches each event with the aggregate of its key's events in the windowLength before it (docs/semantics.md §4).",
+		checkSliding,
+		windowLengthSpec("Length of the window ending at each event; a whole multiple of the precision."),
+		ParamSpec{Name: "emitWhenEventLeft", In: InParameters, Editor: EditorBoolean, Type: "boolean", Default: false, Label: "Emit when event left",
+			Description: "Also emit a new event whenever a slice leaves the window of the key's latest event, including the final empty result."},
+		precisionSpec)
+}
+
+// tumblingKind is the tumbling window.
+func tumblingKind() *Kind {
+	return aggregateKind(AggregateTumbling, "Tumbling window",
+		"Aggregates per key over back-to-back windows [k·windowLength + offset, (k+1)·windowLength + offset), aligned to the Unix epoch (docs/semantics.md §4).",
+		checkTumbling,
+		windowLengthSpec("Length of each window; also the precision."),
+		ParamSpec{Name: "emitWhen", In: InParameters, Editor: EditorEnum, Type: "string",
+			Options: []string{EmitOnEvent, EmitOnEnd, EmitOnEndWithExtraWindow}, Default: EmitOnEnd, Label: "Emit when",
+			Description: "OnEvent: every event, enriched with its window's running value. OnEnd: one new event per key and window when the watermark passes its end. OnEndWithExtraWindow: as OnEnd, plus one empty window after a key's last non-empty one."},
+		ParamSpec{Name: "offset", In: InParameters, Editor: EditorDuration, Type: "duration", Default: "0s", Label: "Offset",
+			Description: "Shift of the windows from the epoch alignment, 0 ≤ offset < windowLength."},
+		ParamSpec{Name: "timeZone", In: InParameters, Editor: EditorString, Type: "string", Label: "Time zone",
+			Description: "Optional IANA time zone (\"Europe/Warsaw\") in which day-based windows follow local calendar days; UTC when absent."})
+}
+
+// hoppingKind is the hopping window.
+func hoppingKind() *Kind {
+	return aggregateKind(AggregateHopping, "Hopping window",
+		"Aggregates per key over windows [k·slide, k·slide + windowLength), emitting one new event per key and window when the watermark passes its end (docs/semantics.md §4).",
+		checkHopping,
+		windowLengthSpec("Length of each window; a whole multiple of slide."),
+		ParamSpec{Name: "slide", In: InParameters, Editor: EditorDuration, Type: "duration", Required: true, Label: "Slide",
+			Description: "How far apart windows start; a whole multiple of the precision."},
+		precisionSpec)
+}
+
+// sessionKind is the session window.
+func sessionKind() *Kind {
+	return aggregateKind(AggregateSession, "Session window",
+		"Aggregates per key over sessions: events at most sessionTimeout apart share a session, which ends sessionTimeout after its last event (docs/semantics.md §4).",
+		checkSession,
+		ParamSpec{Name: "sessionTimeout", In: InParameters, Editor: EditorDuration, Type: "duration", Required: true, Label: "Session timeout",
+			Description: "A gap longer than this between a key's events starts a new session (a gap of exactly this joins them); a whole multiple of the precision."},
+		ParamSpec{Name: "emitWhen", In: InParameters, Editor: EditorEnum, Type: "string",
+			Options: []string{EmitOnEvent, EmitOnEnd}, Default: EmitOnEnd, Label: "Emit when",
+			Description: "OnEvent: every event, enriched with its session's running value. OnEnd: one new event per session when it ends."},
+		ParamSpec{Name: "endSessionCondition", In: InParameters, Editor: EditorExpression, Type: "boolean", Label: "End session condition",
+			Description: "Optional: when true for an event, its session ends with it, and the key's next event starts a new one."},
+		precisionSpec)
+}
+
+// countKind is the count window.
+func countKind() *Kind {
+	return aggregateKind(AggregateCount, "Count window",
+		"Aggregates per key over every windowLength events, optionally sliding by slide events; one new event per full window.",
+		checkCount,
+		ParamSpec{Name: "windowLength", In: InParameters, Editor: EditorInteger, Type: "integer", Required: true, Min: ptr(1), Label: "Window length (events)",
+			Description: "Number of events per window."},
+		ParamSpec{Name: "slide", In: InParameters, Editor: EditorInteger, Type: "integer", Min: ptr(1), Label: "Slide (events)",
+			Description: "Optional: a new window starts every slide events (1 ≤ slide ≤ windowLength); windowLength when absent."})
+}
+
+func aggregateKind(subtype, label, desc string, check func(*nodeCheck, *aggregateOutput), window ...ParamSpec) *Kind {
+	params := []ParamSpec{
+		outputVarSpec("agg", "The record variable holding the aggregations' results, {name: value}."),
+		{Name: "groupBy", In: InParameters, Editor: EditorListOfExpressions, Type: "list", Default: []any{}, Label: "Group by",
+			Description: "Expressions whose values, in order, form the key #key; windows are kept per key. Empty: one key for all events."},
+		{Name: "aggregations", In: InParameters, Editor: EditorAggregations, Required: true, Label: "Aggregations",
+			Description: "What to compute: [{\"name\", \"aggregator\", \"aggregateBy\"}], names unique."},
+	}
+	params = append(params, window...)
+	return &Kind{
+		ID: "CustomNode/" + subtype, NodeType: scenario.TypeCustomNode, Subtype: subtype, Group: GroupAggregates, Label: label, Description: desc, Role: RoleAggregate,
+		Parameters: params,
+		check:      func(c *nodeCheck) { checkAggregate(c, check) },
+		typed:      typedAggregate,
+	}
+}
+
+var precisionSpec = ParamSpec{Name: "precision", In: InParameters, Editor: EditorDuration, Type: "duration", Label: "Precision",
+	Description: "Optional slice length: events are kept per key and slice of this length. Default: the slide for a hopping window; otherwise 60s, or 1s when the window (or session timeout) is not a whole number of minutes."}
+
+func windowLengthSpec(desc string) ParamSpec {
+	return ParamSpec{Name: "windowLength", In: InParameters, Editor: EditorDuration, Type: "duration", Required: true, Label: "Window length", Description: desc}
+}
+
+// hasLateOutput says whether custom node kind subtype may have a Late edge: the time-window
+// aggregates do (docs/semantics.md §2); count windows have no lateness, for-each no windows.
+func hasLateOutput(subtype string) bool {
+	switch subtype {
+	case AggregateSliding, AggregateTumbling, AggregateHopping, AggregateSession:
+		return true
+	}
+	return false
+}
+
+// AggregatePlan is an aggregate's plan (docs/semantics.md §4): per key (GroupBy's values)
+// the Aggregations over the window the kind and its parameters say.
+type AggregatePlan struct {
+	OutputVar    string
+	GroupBy      []Expr
+	Aggregations []Aggregation
+	AggregateBy  []Expr // per aggregation; nil Program for Count
+	// The window's parameters, as given or defaulted (zero when the kind has none).
+	WindowLength, Slide, Precision, Offset, SessionTimeout time.Duration
+	Count, CountSlide                                      int64 // aggregate-count, in events
+	EmitWhen                                               string
+	EmitWhenEventLeft                                      bool
+	TimeZone                                               string
+	EndSession                                             Expr
+}
+
+func typedAggregate(c *nodeCheck) any {
+	p := &AggregatePlan{OutputVar: c.n.OutputVar, Aggregations: c.plan.Aggregations}
+	for i := 0; ; i++ {
+		x := c.expr(fmt.Sprintf("groupBy[%d]", i))
+		if x.Program == nil {
+			break
+		}
+		p.GroupBy = append(p.GroupBy, x)
+	}
+	for i := range p.Aggregations {
+		p.AggregateBy = append(p.AggregateBy, c.expr(fmt.Sprintf("aggregations[%d].aggregateBy", i)))
+	}
+	p.WindowLength = c.durationOr("windowLength", 0)
+	p.Slide = c.durationOr("slide", 0)
+	p.Precision = c.durationOr("precision", 0)
+	p.Offset = c.durationOr("offset", 0)
+	p.SessionTimeout = c.durationOr("sessionTimeout", 0)
+	p.Count, _ = c.plan.Params["windowLength"].(int64)
+	p.CountSlide, _ = c.plan.Params["slide"].(int64)
+	p.EmitWhen, _ = c.plan.Params["emitWhen"].(string)
+	p.EmitWhenEventLeft, _ = c.plan.Params["emitWhenEventLeft"].(bool)
+	p.TimeZone, _ = c.plan.Params["timeZone"].(string)
+	p.EndSession = c.expr("endSessionCondition")
+	return p
+}

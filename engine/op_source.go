@@ -1,0 +1,236 @@
+package engine
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/scenario-server/scenario-server/expression"
+	"github.com/scenario-server/scenario-server/nodes"
+	"github.com/scenario-server/scenario-server/slices"
+	"github.com/scenario-server/scenario-server/value"
+)
+
+// A source (Source/file, Source/http, Source/kafka) is where events enter: the engine's
+// PushJSON, PushValue and Replay decode and time a record for it (Engine.pushValue), and it
+// keeps the watermark of docs/semantics.md §1. Nothing flows into a source.
+
+var _ = builtIn(newSource, "Source/file", "Source/http", "Source/kafka")
+
+// source is a source node's reading state.
+type source struct {
+	*node
+	ev         event // reused for each event of the source
+	timestamp  *evaluator
+	outOfOrder int64 // ms
+	seen       bool
+	maxTime    int64
+	// live sources: the idle timeout (ms, 0: none), the wall-clock time of
+	// the last arrival (ms), and the watermark floor an idle step gave.
+	idleTimeout int64
+	lastArrival int64
+	idleW       int64
+	// maxFutureSkew (ms, 0: none) bounds how far ahead of the wall clock a live source's
+	// event time may be.
+	maxFutureSkew int64
+	// parts: a live source whose events come with input partitions (Kafka; see
+	// Engine.SetInputPartition) keeps per partition what its watermark needs; maxTime is
+	// then the partitions' floor (partitionFloor), not the largest event time.
+	parts      map[int32]*partState
+	decoder    value.Decoder
+	wantFields *value.FieldSet // top-level #input fields the scenario reads; nil: all
+	// The record being pushed: its wanted fields (by position in
+	// wantFields) when fields is not nil, and otherwise input.
+	fields    []value.Value
+	present   uint64 // bit k: the record has field k
+	input     value.Value
+	lazyInput bool // #input is made from fields when needed
+}
+
+func newSource(e *Engine, n *node) (operator, error) {
+	p := n.plan.Typed.(*nodes.SourcePlan)
+	s := &source{node: n, idleW: idleFloorUnset}
+	s.timestamp = n.evaluator(p.Timestamp)
+	s.outOfOrder = p.MaxOutOfOrderness.Milliseconds()
+	if p.Live { // a bounded source (a file) has no idle timeout
+		s.idleTimeout = p.IdleTimeout.Milliseconds()
+	}
+	s.maxFutureSkew = p.MaxFutureSkew.Milliseconds()
+	n.src = s
+	e.sources[n.id] = s
+	return s, nil
+}
+
+// process: nothing enters a source along an edge (validation refuses edges into sources).
+func (s *source) process(*Engine, *node, *event, string) {}
+
+func (s *source) appendState(b []byte) []byte {
+	b = slices.AppendBool(b, s.seen)
+	b = binary.AppendVarint(b, s.maxTime)
+	return binary.AppendVarint(b, s.idleW)
+}
+
+func (s *source) restoreState(e *Engine, r *slices.Reader) error {
+	s.seen = r.Bool()
+	s.maxTime = r.Varint()
+	s.idleW = r.Varint()
+	if s.idleTimeout > 0 {
+		// Silent since the restore, not since the epoch: an idle step needs a whole
+		// idle timeout without events from now on, even when the next event fails
+		// before it gets a time.
+		s.lastArrival = e.opts.now().UnixMilli()
+	}
+	return nil
+}
+
+// partState is what a partitioned source keeps per input partition.
+type partState struct {
+	seen    bool
+	max     int64 // the largest event time of the partition's events
+	arrival int64 // wall-clock ms of its last event (of the restore, after one)
+	pending bool  // records wait to be read (Engine.SetPartitionsPending)
+}
+
+func (s *source) part(p int32) *partState {
+	if s.parts == nil {
+		s.parts = map[int32]*partState{}
+	}
+	ps := s.parts[p]
+	if ps == nil {
+		ps = &partState{}
+		s.parts[p] = ps
+	}
+	return ps
+}
+
+// partitionFloor is the event time a partitioned source's watermark follows at wall-clock
+// time now (ms), as with Flink's per-split watermarks and idleness: the least largest event
+// time over the partitions that hold it back. A partition holds it back while records of it
+// wait (entirely, when it has had no event yet) and until it has been silent for the idle
+// timeout, as docs/semantics.md §1 has a source do. When none holds it back, the largest event time
+// of all. ok is false while no partition has had an event.
+func (s *source) partitionFloor(now int64) (floor int64, ok bool) {
+	floor, active, any := int64(math.MaxInt64), false, false
+	latest := int64(math.MinInt64)
+	for _, ps := range s.parts {
+		if ps.seen {
+			any = true
+			latest = max(latest, ps.max)
+		}
+		if !ps.pending && !(ps.seen && now-ps.arrival < s.idleTimeout) {
+			continue
+		}
+		active = true
+		if !ps.seen {
+			floor = math.MinInt64
+		} else {
+			floor = min(floor, ps.max)
+		}
+	}
+	if !any {
+		return 0, false
+	}
+	if !active {
+		return latest, true
+	}
+	return floor, true
+}
+
+// raiseFloor moves a partitioned source's maxTime up to its partition floor at now; it says
+// whether it moved.
+func (s *source) raiseFloor(now int64) bool {
+	floor, ok := s.partitionFloor(now)
+	if !ok || (s.seen && floor <= s.maxTime) {
+		return false
+	}
+	s.maxTime, s.seen = floor, true
+	return true
+}
+
+func (s *source) watermark() int64 {
+	w := int64(math.MinInt64)
+	if s.maxTime >= math.MinInt64+s.outOfOrder {
+		w = s.maxTime - s.outOfOrder
+	}
+	return max(w, s.idleW)
+}
+
+// materialize makes #input whole from the decoded fields.
+func (s *source) materialize() value.Value {
+	var keys []string
+	var vals []value.Value
+	for k, name := range s.wantFields.Names() {
+		if s.present&(1<<k) != 0 {
+			keys = append(keys, name)
+			vals = append(vals, s.fields[k])
+		}
+	}
+	return value.NewRecord(keys, vals)
+}
+
+// lazyField reads a top-level field of #input where it was decoded.
+func (s *source) lazyField(step pathStep) (value.Value, bool) {
+	if step.index >= 0 || s.fields == nil {
+		return value.Null(), false
+	}
+	k := step.field
+	if k < 0 {
+		k = s.wantFields.Index(step.name)
+	}
+	if k >= 0 {
+		return s.fields[k], true
+	}
+	return value.Null(), false
+}
+
+// decode decodes a record as the source's next input: only the fields the
+// scenario reads when that is known (into fields, or a record of them), and
+// otherwise the whole record.
+func (s *source) decode(b []byte) error {
+	var err error
+	switch {
+	case s.fields != nil:
+		s.present, err = s.decoder.ParseFieldsInto(b, s.wantFields, s.fields)
+		s.input, s.lazyInput = value.Null(), true
+	case s.wantFields != nil:
+		s.input, err = s.decoder.ParseFields(b, s.wantFields)
+		s.lazyInput = false
+	default:
+		// Not only JSON, an object: a bad line reads the same however the
+		// source decodes.
+		s.input, err = s.decoder.ParseObject(b)
+		s.lazyInput = false
+	}
+	return err
+}
+
+// eventTime evaluates the source's timestamp expression on ev, which holds
+// #input alone.
+func (s *source) eventTime(e *Engine, ev *event) (int64, error) {
+	if s.timestamp == nil {
+		if e.opts.Bounded {
+			// Never the wall clock in a replay or a test (docs/semantics.md §1):
+			// without a timestamp given with the record, time 0.
+			return 0, nil
+		}
+		return e.opts.now().UnixMilli(), nil
+	}
+	tv, err := s.timestamp.eval(ev)
+	if err != nil {
+		return 0, err
+	}
+	return expression.EventTime(tv)
+}
+
+// partitionsWaiting says whether some partition of a partitioned source has records
+// waiting to be read (SetPartitionsPending): its source is not idle.
+func (s *source) partitionsWaiting() bool {
+	for _, ps := range s.parts {
+		if ps.pending {
+			return true
+		}
+	}
+	return false
+}
+
+// idleFloorUnset is idleW before any idle step.
+const idleFloorUnset = math.MinInt64
