@@ -100,6 +100,8 @@ type serveConfig struct {
 	SourceDir string
 	// KafkaBrokers are the seed brokers of Kafka sources, comma-separated host:port.
 	KafkaBrokers string
+	// Kafka is the client id, TLS and SASL of the connections to KafkaBrokers (kafkaflags.go).
+	Kafka deploy.KafkaCluster
 	// ResultRetention and BatchKeyRetention: how long collected results and the keys of
 	// ingested batches are kept (0: for ever); see deploy.Config.
 	ResultRetention   time.Duration
@@ -200,6 +202,9 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		return serveConfig{}, err
 	}
 	cfg.Guard.register(fs, getenv)
+	if err := registerKafkaFlags(fs, getenv, &cfg.Kafka); err != nil {
+		return serveConfig{}, err
+	}
 	fs.StringVar(&cfg.Addr, "addr", envOr(envAddr, defaultAddr), "listen on `host:port` (env "+envAddr+"); port 0 picks a free port")
 	fs.StringVar(&cfg.DataDir, "data-dir", envOr(envDataDir, defaultDataDir), "keep the embedded SQLite store in `dir` (env "+envDataDir+"); unused when "+envDatabaseURL+" is set")
 	fs.StringVar(&cfg.LogFormat, "log-format", envOr(envLogFormat, "text"), "log `format` on stderr: text or json (env "+envLogFormat+")")
@@ -393,7 +398,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	}
 	rt, err := deploy.New(deploy.Config{
 		Store: st, Logger: log, CheckpointInterval: cfg.CheckpointInterval, MaxBacklog: cfg.MaxBacklog,
-		FileSinkDir: sinkDir, FileSourceDir: sourceDir, KafkaBrokers: splitList(cfg.KafkaBrokers), Metrics: metrics,
+		FileSinkDir: sinkDir, FileSourceDir: sourceDir, KafkaBrokers: splitList(cfg.KafkaBrokers), Kafka: cfg.Kafka, Metrics: metrics,
 		ResultRetention: cfg.ResultRetention, BatchKeyRetention: cfg.BatchKeyRetention,
 		Owner: owner, NoResume: cfg.NoResume, CrashLoopLimit: crashLoopLimit(cfg.CrashLoopLimit),
 		MaxDeploymentState: stateBudget,
