@@ -872,6 +872,10 @@ func (r *Runtime) prepare(v store.Version) (*deployment, error) {
 				}
 				files[path] = id
 				d.sinks.addFile(id, r.cfg.FileSinkDir, rel, path)
+			case sinkKafka:
+				if prob := r.addKafkaSink(d, id, p.Params); prob != nil {
+					problems = append(problems, *prob)
+				}
 			default:
 				problems = append(problems, scenario.Problem{NodeID: id, Field: "ref.typ", Code: "unsupported-sink",
 					Message: fmt.Sprintf("deployments do not write %s sinks", kind)})

@@ -30,8 +30,9 @@ const (
 //
 // Only the deployment's goroutine uses it.
 type sinks struct {
-	kinds   map[string]string    // sink node id → kind
-	files   map[string]*fileSink // by sink node id
+	kinds   map[string]string     // sink node id → kind
+	files   map[string]*fileSink  // by sink node id
+	kafka   map[string]*kafkaSink // by sink node id (kafkasink.go)
 	collect []store.NewSinkResult
 	stdout  []byte
 	out     io.Writer // where stdout sinks write
@@ -56,7 +57,7 @@ type fileSink struct {
 }
 
 func newSinks(out io.Writer) *sinks {
-	return &sinks{kinds: map[string]string{}, files: map[string]*fileSink{}, out: out}
+	return &sinks{kinds: map[string]string{}, files: map[string]*fileSink{}, kafka: map[string]*kafkaSink{}, out: out}
 }
 
 // addFile adds the file sink id writing to rel inside dir (path is dir and rel joined, for
@@ -112,11 +113,13 @@ func (s *sinks) output(sinkID string, v value.Value, _ int64) {
 		f.pending = append(s.enc.Append(f.pending, v), '\n')
 	case sinkStdout:
 		s.stdout = append(s.enc.Append(s.stdout, v), '\n')
+	case sinkKafka:
+		s.kafka[sinkID].add(&s.enc, v)
 	}
 }
 
-// pending reports how many collect results wait for the next checkpoint.
-func (s *sinks) pending() int { return len(s.collect) }
+// pending reports how many collect results and Kafka records wait for the next checkpoint.
+func (s *sinks) pending() int { return len(s.collect) + s.kafkaPending() }
 
 // restoreFiles cuts each file sink's file back to its size at the checkpoint (sizes), so the
 // lines written after it, which the deployment writes again as it reprocesses the events

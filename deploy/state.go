@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 )
@@ -19,6 +20,9 @@ import (
 //	optional (older states end before it): uvarint count, then per Kafka or file source:
 //	uvarint length, source node id, uvarint length, what its input is (for Kafka, the topic
 //	ID its positions belong to)
+//	optional (older states end before it): uvarint count, then per Kafka transaction of the
+//	checkpoint (kafkasink.go): uvarint length, sink node id, uvarint length, transactional
+//	id, varint producer id, varint producer epoch, byte producer slot (0 or 1)
 //
 // The input positions go in store.Checkpoint.Positions.
 
@@ -32,6 +36,7 @@ type checkpointState struct {
 	engine []byte
 	files  map[string]int64  // file sink id → size of its file
 	inputs map[string][]byte // source id → the identity of the input its positions are in
+	kafka  []kafkaTxn        // the Kafka sinks' transactions, committed with the checkpoint
 }
 
 func (s checkpointState) encode() []byte {
@@ -57,6 +62,16 @@ func (s checkpointState) encode() []byte {
 		b = append(b, id...)
 		b = binary.AppendUvarint(b, uint64(len(s.inputs[id])))
 		b = append(b, s.inputs[id]...)
+	}
+	b = binary.AppendUvarint(b, uint64(len(s.kafka)))
+	for _, t := range s.kafka {
+		b = binary.AppendUvarint(b, uint64(len(t.sink)))
+		b = append(b, t.sink...)
+		b = binary.AppendUvarint(b, uint64(len(t.transactional)))
+		b = append(b, t.transactional...)
+		b = binary.AppendVarint(b, t.producerID)
+		b = binary.AppendVarint(b, int64(t.epoch))
+		b = append(b, byte(t.slot))
 	}
 	return b
 }
@@ -115,6 +130,35 @@ func decodeState(b []byte) (checkpointState, error) {
 				return s, fmt.Errorf("%w: input of source %q", errCorruptState, id)
 			}
 			s.inputs[string(id)] = bytes.Clone(v)
+		}
+	}
+	if len(b) > 0 {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n > uint64(len(b)) {
+			return s, fmt.Errorf("%w: kafka transactions", errCorruptState)
+		}
+		b = b[k:]
+		for range n {
+			sink, ok := bytesField()
+			if !ok {
+				return s, fmt.Errorf("%w: kafka sink id", errCorruptState)
+			}
+			txn, ok := bytesField()
+			if !ok {
+				return s, fmt.Errorf("%w: transactional id of kafka sink %q", errCorruptState, sink)
+			}
+			pid, k1 := binary.Varint(b)
+			if k1 <= 0 {
+				return s, fmt.Errorf("%w: producer id of kafka sink %q", errCorruptState, sink)
+			}
+			b = b[k1:]
+			epoch, k2 := binary.Varint(b)
+			if k2 <= 0 || epoch < math.MinInt16 || epoch > math.MaxInt16 || len(b) < k2+1 || b[k2] > 1 {
+				return s, fmt.Errorf("%w: producer epoch of kafka sink %q", errCorruptState, sink)
+			}
+			slot := int(b[k2])
+			b = b[k2+1:]
+			s.kafka = append(s.kafka, kafkaTxn{sink: string(sink), transactional: string(txn), producerID: pid, epoch: int16(epoch), slot: slot})
 		}
 	}
 	if len(b) != 0 {

@@ -75,6 +75,7 @@ type node struct {
 	lazyInput bool // #input is made from fields when needed
 	// filter, variable, sink, for-each
 	prog    *evaluator
+	kafka   *kafkaSink // a Kafka sink's key and headers
 	varName string
 	varSlot int // varName's slot
 	// record variable
@@ -243,6 +244,9 @@ func (e *Engine) build(p *nodes.Plan) (*node, error) {
 			n.kind = kindDeadEnd
 		}
 		n.prog = e.lay.newEvaluator(p.Programs["value"])
+		if n.subtype == nodes.SinkKafka {
+			n.kafka = newKafkaSink(e, p)
+		}
 	default:
 		return nil, fmt.Errorf("node type %q has no operator", sn.Type)
 	}
@@ -427,6 +431,12 @@ func (n *node) process(e *Engine, c *ctx, from string) {
 		if err != nil {
 			e.fail(n, "value", err)
 			return
+		}
+		if n.kafka != nil {
+			var ok bool
+			if v, ok = n.kafka.record(e, n, c, v); !ok {
+				return
+			}
 		}
 		n.counts.Out++
 		if e.opts.Output != nil {

@@ -158,6 +158,7 @@ func builtinKinds() []*Kind {
 			ParamSpec{Name: "path", In: InParameters, Editor: EditorString, Type: "string", Required: true, Label: "Path",
 				Description: "Path of the file to append to."},
 			valueSpec),
+		kafkaSinkKind(),
 		sinkKind("stdout", "Standard output", "Writes the value of each event as one JSON line to the server's standard output.", valueSpec),
 		sinkKind("dead-end", "Dead end", "Drops the events that reach it; ends a path that needs no output."),
 	}
