@@ -211,3 +211,49 @@ func TestKafkaClusterSettingsAreChecked(t *testing.T) {
 		t.Errorf("the logged settings %s show the password", v)
 	}
 }
+
+// A Kafka sink writes over TLS and SASL SCRAM-SHA-512 exactly as over plaintext; with a
+// wrong password its checkpoints fail, and the live status says why.
+func TestKafkaSinkOverTLSAndSCRAM(t *testing.T) {
+	t.Parallel()
+	ca := newTestCA(t)
+	brokers := secureCluster(t, ca, kfake.SeedTopics(1, "decisions")).ListenAddrs()
+	_, certFile, keyFile := ca.issue(t, "scenario-server")
+	good := KafkaCluster{CAFile: ca.caFile, CertFile: certFile, KeyFile: keyFile,
+		SASLMechanism: SASLScramSHA512, SASLUser: "alice", SASLPassword: "wonderland"}
+	conn, err := newKafkaConn(brokers, good, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	graph := tumblingGraph(kafkaSinkRef("decisions"))
+	recs := records(500)
+
+	st := sqliteStore(t)
+	createScenario(t, st, "k", graph)
+	r := newRuntime(t, st, func(c *Config) { c.KafkaBrokers = brokers; c.Kafka = good })
+	deploy(t, r, "k", 0)
+	ingestAll(t, r, "k", recs, 0, 100)
+	waitCommitted(t, r, "k", 500)
+	if err := r.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	equalResults(t, committedOutput(t, brokers, "decisions", conn.opts...), kafkaOracle(t, recs))
+
+	st = sqliteStore(t)
+	createScenario(t, st, "k", graph)
+	bad := good
+	bad.SASLPassword = "looking-glass"
+	r = newRuntime(t, st, func(c *Config) { c.KafkaBrokers = brokers; c.Kafka = bad })
+	deploy(t, r, "k", 0)
+	ingestAll(t, r, "k", recs, 0, 100)
+	var l Live
+	waitFor(t, "a checkpoint error", func() bool { l, _ = r.Live("k"); return l.CheckpointFailures >= 1 })
+	if want := `kafka sink "out" (topic "decisions")`; !strings.Contains(l.CheckpointError, want) ||
+		!strings.Contains(l.CheckpointError, `they refuse the login (SASL SCRAM-SHA-512 as user "alice")`) ||
+		strings.Contains(l.CheckpointError, "looking-glass") {
+		t.Errorf("checkpoint error %q, want one naming the sink and the refused login, without the password", l.CheckpointError)
+	}
+	if l.Sources[0].Committed != 0 {
+		t.Errorf("%d events committed, want none while the sink cannot write", l.Sources[0].Committed)
+	}
+}

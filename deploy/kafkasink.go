@@ -29,6 +29,11 @@ const sinkKafka = "kafka"
 // aborted the transaction and the checkpoint's records are lost (logged as an error).
 const kafkaTransactionTimeout = time.Minute
 
+// kafkaPrepareTimeout bounds phase 1 of a checkpoint (settling, producing, acknowledging):
+// brokers that do not answer fail the checkpoint, which is tried again, rather than hold the
+// deployment (and its stop) for ever.
+const kafkaPrepareTimeout = 30 * time.Second
+
 // kafkaSink is a deployment's Kafka sink: exactly-once, by a two-phase commit of each
 // checkpoint between Kafka and the store, as Flink's two-phase commit sink does.
 //
@@ -132,6 +137,14 @@ func kafkaBytes(enc *value.JSONEncoder, v value.Value) []byte {
 // returns it (none without records). On an error the transaction is aborted and the records
 // stay pending.
 func (k *kafkaSink) prepare(ctx context.Context) (*kafkaTxn, error) {
+	if len(k.pending) == 0 && len(k.restored) == 0 && len(k.unsettled) == 0 {
+		// Nothing to write or to settle: the checkpoint does not need the brokers (a deploy
+		// is not held up by them; the producers are initialised with the first records).
+		return nil, nil
+	}
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, kafkaPrepareTimeout)
+	defer cancel()
 	if err := k.settle(ctx); err != nil {
 		return nil, err
 	}
@@ -146,11 +159,13 @@ func (k *kafkaSink) prepare(ctx context.Context) (*kafkaTxn, error) {
 		k.reset(k.slot)
 		return nil, k.failed("beginning a transaction", err)
 	}
-	// The records are produced again after an abort: kgo must not keep them as produced.
-	for _, r := range k.pending {
-		r.Partition, r.Offset, r.ProducerID, r.ProducerEpoch, r.LeaderEpoch = 0, 0, 0, 0, 0
+	// Fresh records each time: kgo keeps its state (context, partition, producer) in the
+	// records it produced, and after an abort they are produced again.
+	recs := make([]*kgo.Record, len(k.pending))
+	for i, r := range k.pending {
+		recs[i] = &kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: r.Headers}
 	}
-	err = cl.ProduceSync(ctx, k.pending...).FirstErr()
+	err = cl.ProduceSync(ctx, recs...).FirstErr()
 	var txn *kafkaTxn
 	if err == nil {
 		var pid int64
@@ -159,7 +174,7 @@ func (k *kafkaSink) prepare(ctx context.Context) (*kafkaTxn, error) {
 		txn = &kafkaTxn{sink: k.id, transactional: k.txnIDs[k.slot], producerID: pid, epoch: epoch, slot: k.slot}
 	}
 	if err != nil {
-		k.abortOn(ctx, k.slot)
+		k.abortOn(parent, k.slot)
 		return nil, k.failed("producing the checkpoint's records", err)
 	}
 	k.prepared = txn
@@ -217,6 +232,8 @@ func (k *kafkaSink) abortOn(ctx context.Context, slot int) {
 // settle commits the transactions earlier checkpoints recorded and Kafka may not have
 // committed (restored ones, and one whose commit failed), then, the first time, initialises
 // both producers: that fences the previous run's producers and aborts what they left open.
+// (A zombie that could commit before then has lost the deployment's lease: its store commit
+// fails, so it aborts its transaction.)
 func (k *kafkaSink) settle(ctx context.Context) error {
 	for len(k.restored) > 0 || len(k.unsettled) > 0 {
 		var txn kafkaTxn
@@ -253,7 +270,7 @@ func (k *kafkaSink) settle(ctx context.Context) error {
 // reach the coordinator are returned, to try again.
 func (k *kafkaSink) commitRecorded(ctx context.Context, txn kafkaTxn) error {
 	if k.control == nil {
-		cl, err := k.conn.client()
+		cl, err := k.conn.client(kgo.RetryTimeout(kafkaRequestTimeout))
 		if err != nil {
 			return k.failed("connecting", err)
 		}
@@ -286,8 +303,10 @@ func (k *kafkaSink) producer(ctx context.Context, slot int) (*kgo.Client, error)
 	if cl := k.producers[slot]; cl != nil {
 		return cl, nil
 	}
+	// Requests are retried for kafkaRequestTimeout, not kgo's 30 s: a refused login shows
+	// as such in the checkpoint error (not as the checkpoint's timeout), and soon.
 	cl, err := k.conn.client(kgo.TransactionalID(k.txnIDs[slot]), kgo.TransactionTimeout(kafkaTransactionTimeout),
-		kgo.DefaultProduceTopic(k.topic))
+		kgo.DefaultProduceTopic(k.topic), kgo.RetryTimeout(kafkaRequestTimeout))
 	if err != nil {
 		return nil, k.failed("creating the producer", err)
 	}

@@ -60,10 +60,10 @@ func normalJSON(t *testing.T, s string) string {
 
 // consumeAll reads topic from its start up to its end offsets as listed now, with the given
 // isolation level, transaction markers skipped.
-func consumeAll(t *testing.T, brokers []string, topic string, level kgo.IsolationLevel) []*kgo.Record {
+func consumeAll(t *testing.T, brokers []string, topic string, level kgo.IsolationLevel, opts ...kgo.Opt) []*kgo.Record {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(level),
-		kgo.KeepControlRecords(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(level),
+		kgo.KeepControlRecords(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,10 +97,10 @@ func consumeAll(t *testing.T, brokers []string, topic string, level kgo.Isolatio
 }
 
 // committedOutput is what a read_committed consumer of topic sees, as engine output JSON.
-func committedOutput(t *testing.T, brokers []string, topic string) []string {
+func committedOutput(t *testing.T, brokers []string, topic string, opts ...kgo.Opt) []string {
 	t.Helper()
 	var out []string
-	for _, r := range consumeAll(t, brokers, topic, kgo.ReadCommitted()) {
+	for _, r := range consumeAll(t, brokers, topic, kgo.ReadCommitted(), opts...) {
 		out = append(out, normalJSON(t, kafkaRecordJSON(t, r)))
 	}
 	return out
