@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/store"
 )
@@ -144,10 +145,10 @@ func sourceIdentities(graph []byte) map[string]string {
 			for _, p := range n.Ref.Parameters {
 				var s string
 				_ = json.Unmarshal(p.Value, &s)
-				switch {
-				case id == sourceKafka && p.Name == "topic":
+				switch name := nodes.ParamName("Source/"+n.Subtype(), p.Name); {
+				case id == sourceKafka && name == "topic":
 					id += "\x00" + s
-				case id == sourceFile && p.Name == "path":
+				case id == sourceFile && name == "path":
 					id += "\x00" + filepath.Clean(s) // "./a" and "a" are one file
 				}
 			}

@@ -316,3 +316,15 @@ func testKafkaSinkCrashBetweenCommits(t *testing.T, st store.Store) {
 	}
 	equalResults(t, committedOutput(t, brokers, "decisions"), kafkaOracle(t, recs))
 }
+
+// A Kafka source's topic given under Nussknacker's name (Topic) is the same input as under
+// this server's: a redeploy that renames the parameter keeps the positions.
+func TestSourceIdentityOfAliasedTopic(t *testing.T) {
+	g := func(name string) []byte {
+		return []byte(strings.Replace(kafkaGraph(t, "events", "2s"), `{"name": "topic", "value": "events"}`, `{"name": "`+name+`", "value": "events"}`, 1))
+	}
+	a, b := sourceIdentities(g("topic")), sourceIdentities(g("Topic"))
+	if a["in"] == "" || a["in"] != b["in"] || !strings.Contains(a["in"], "events") {
+		t.Errorf("identities %q and %q, want one naming the topic", a["in"], b["in"])
+	}
+}

@@ -17,16 +17,25 @@ func kafkaSinkKind() *Kind {
 	k := sinkKind(SinkKafka, "Kafka sink",
 		"Writes a record per event to a Kafka topic, on the brokers the server was started with (--kafka-brokers): the value as JSON, an optional key and headers. Deployed, exactly-once: the records of a checkpoint go into one Kafka transaction, committed with it (read them with isolation level read_committed).",
 		ParamSpec{Name: "topic", In: InParameters, Editor: EditorString, Type: "string", Required: true, Label: "Topic",
-			Description: "The Kafka topic to write to."},
+			Description: "The Kafka topic to write to.", Aliases: []string{"Topic"}},
 		ParamSpec{Name: "key", In: InParameters, Editor: EditorExpression, Label: "Key",
-			Description: "Optional: the record's key; a string is written as its bytes, anything else as JSON. Without it, records have no key."},
-		valueSpec,
+			Description: "Optional: the record's key; a string is written as its bytes, anything else as JSON. Without it, records have no key.",
+			Aliases:     []string{"Key"}},
+		kafkaValueSpec,
 		ParamSpec{Name: "headers", In: InParameters, Editor: EditorExpression, Type: "record", Label: "Headers",
-			Description: "Optional: a record {name: value} of the record's headers; a string is written as its bytes, anything else as JSON; null values are left out."},
+			Description: "Optional: a record {name: value} of the record's headers; a string is written as its bytes, anything else as JSON; null values are left out.",
+			Aliases:     []string{"Headers"}},
 	)
 	k.check = checkKafkaSink
 	return k
 }
+
+// kafkaValueSpec is valueSpec with Nussknacker's name for it.
+var kafkaValueSpec = func() ParamSpec {
+	v := valueSpec
+	v.Aliases = []string{"Value"}
+	return v
+}()
 
 func checkKafkaSink(c *nodeCheck) {
 	if topic, ok := c.stringParam("topic"); ok {

@@ -46,7 +46,7 @@ func builtinKinds() []*Kind {
 		sourceKind("kafka", "Kafka source",
 			"Reads events, JSON objects (the records' values), from every partition of a Kafka topic, on the brokers the server was started with (--kafka-brokers).",
 			false, ParamSpec{Name: "topic", In: InParameters, Editor: EditorString, Type: "string", Required: true, Label: "Topic",
-				Description: "The Kafka topic to read."}),
+				Description: "The Kafka topic to read.", Aliases: []string{"Topic"}}),
 		{
 			ID: "Filter", NodeType: scenario.TypeFilter, Group: GroupBase, Label: "Filter",
 			Description: "Passes the events for which the expression is true on its FilterTrue edge, the others on its optional FilterFalse edge.",
