@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/scenario-server/scenario-server/internal/kafkatest"
 	"github.com/scenario-server/scenario-server/store"
 )
 
@@ -58,43 +58,8 @@ func normalJSON(t *testing.T, s string) string {
 	return string(b)
 }
 
-// consumeAll reads topic from its start up to its end offsets as listed now, with the given
-// isolation level, transaction markers skipped.
-func consumeAll(t *testing.T, brokers []string, topic string, level kgo.IsolationLevel, opts ...kgo.Opt) []*kgo.Record {
-	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(level),
-		kgo.KeepControlRecords(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(t.Context(), topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	next := map[int32]int64{}
-	done := func() bool {
-		ok := true
-		ends.Each(func(lo kadm.ListedOffset) { ok = ok && next[lo.Partition] >= lo.Offset })
-		return ok
-	}
-	var out []*kgo.Record
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	for !done() {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("reading %s: positions %v, ends %v", topic, next, ends)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			next[r.Partition] = r.Offset + 1
-			if !r.Attrs.IsControl() {
-				out = append(out, r)
-			}
-		})
-	}
-	return out
-}
+// consumeAll reads topic from its start to its end offsets (kafkatest.ReadTopic).
+var consumeAll = kafkatest.ReadTopic
 
 // committedOutput is what a read_committed consumer of topic sees, as engine output JSON.
 func committedOutput(t *testing.T, brokers []string, topic string, opts ...kgo.Opt) []string {
@@ -326,5 +291,20 @@ func TestSourceIdentityOfAliasedTopic(t *testing.T) {
 	a, b := sourceIdentities(g("topic")), sourceIdentities(g("Topic"))
 	if a["in"] == "" || a["in"] != b["in"] || !strings.Contains(a["in"], "events") {
 		t.Errorf("identities %q and %q, want one naming the topic", a["in"], b["in"])
+	}
+}
+
+// Without brokers, a version with a Kafka sink does not deploy: the sink's problem says how to
+// start the server.
+func TestKafkaSinkNeedsBrokers(t *testing.T) {
+	t.Parallel()
+	st := sqliteStore(t)
+	createScenario(t, st, "k", tumblingGraph(kafkaSinkRef("decisions")))
+	r := newRuntime(t, st)
+	_, err := r.Deploy(t.Context(), DeployRequest{Scenario: "k"})
+	var inv *InvalidVersionError
+	if !errors.As(err, &inv) || len(inv.Problems) != 1 || inv.Problems[0].NodeID != "out" || inv.Problems[0].Code != "kafka-not-configured" ||
+		!strings.Contains(inv.Problems[0].Message, "--kafka-brokers") {
+		t.Errorf("deploying a Kafka sink without brokers: %v", err)
 	}
 }

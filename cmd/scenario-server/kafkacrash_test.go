@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -10,14 +9,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/scenario-server/scenario-server/internal/kafkatest"
 )
 
 // kafkaCrashGraph reads the topic events (3 partitions) into hopping windows of 20 s every
@@ -54,14 +53,7 @@ func TestKafkaCrashRecovery(t *testing.T) {
 		t.Skip("builds and kills the binary")
 	}
 	bin := buildServer(t, raceEnabled)
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv(crashSeedEnv); s != "" {
-		var err error
-		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
-			t.Fatalf("%s=%q: %v", crashSeedEnv, s, err)
-		}
-	}
-	t.Logf("kill points from seed %d (rerun with %s=%d)", seed, crashSeedEnv, seed)
+	seed := crashSeed(t)
 
 	// 6,000 events 100 ms apart, of 7 keys, then a sentinel per partition an hour later: it
 	// closes every window of the events, and only its own stay open.
@@ -163,50 +155,21 @@ func kafkaCrashRun(t *testing.T, bin string, st serverStore, rng *rand.Rand, eve
 		st.name, len(events), len(got), len(all))
 }
 
-// readTopic reads topic from its start to its end offsets with the isolation level given,
-// each record as {key, value, headers} normalized JSON (the key and header
-// values parsed as JSON when they are, else as strings).
+// readTopic reads topic with the isolation level given, each record as {key, value, headers}
+// normalized JSON (the key and header values parsed as JSON when they are, else as strings).
 func readTopic(t *testing.T, brokers []string, topic string, level kgo.IsolationLevel) []string {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(level),
-		kgo.KeepControlRecords(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(t.Context(), topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	next := map[int32]int64{}
-	done := func() bool {
-		ok := true
-		ends.Each(func(lo kadm.ListedOffset) { ok = ok && next[lo.Partition] >= lo.Offset })
-		return ok
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
 	var out []string
-	for !done() {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("reading %s: positions %v", topic, next)
+	for _, r := range kafkatest.ReadTopic(t, brokers, topic, level) {
+		h := map[string]json.RawMessage{}
+		for _, x := range r.Headers {
+			h[x.Key] = x.Value
 		}
-		fs.EachRecord(func(r *kgo.Record) {
-			next[r.Partition] = r.Offset + 1
-			if r.Attrs.IsControl() {
-				return
-			}
-			h := map[string]json.RawMessage{}
-			for _, x := range r.Headers {
-				h[x.Key] = x.Value
-			}
-			b, err := json.Marshal(map[string]any{"key": string(r.Key), "value": json.RawMessage(r.Value), "headers": h})
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, normJSON(t, b))
-		})
+		b, err := json.Marshal(map[string]any{"key": string(r.Key), "value": json.RawMessage(r.Value), "headers": h})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, normJSON(t, b))
 	}
 	return out
 }

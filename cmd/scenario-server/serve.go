@@ -98,7 +98,7 @@ type serveConfig struct {
 	SinkDir string
 	// SourceDir is where deployed file sources read; empty means DataDir/sources.
 	SourceDir string
-	// KafkaBrokers are the seed brokers of Kafka sources, comma-separated host:port.
+	// KafkaBrokers are the seed brokers of Kafka sources and sinks, comma-separated host:port.
 	KafkaBrokers string
 	// Kafka is the client id, TLS and SASL of the connections to KafkaBrokers (kafkaflags.go).
 	Kafka deploy.KafkaCluster
@@ -219,7 +219,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		"a deployment whose aggregates' window state passes this many `bytes` fails, keeping its last checkpoint (env "+envMaxDeploymentState+"; 0: no budget)")
 	fs.StringVar(&cfg.SinkDir, "sink-dir", getenv(envSinkDir), "deployed file sinks write inside `dir` (env "+envSinkDir+"; default: the data directory's sinks/)")
 	fs.StringVar(&cfg.SourceDir, "source-dir", getenv(envSourceDir), "deployed file sources read inside `dir` (env "+envSourceDir+"; default: the data directory's sources/)")
-	fs.StringVar(&cfg.KafkaBrokers, "kafka-brokers", getenv(envKafkaBrokers), "Kafka sources read from these seed brokers, comma-separated `host:port,...` (env "+envKafkaBrokers+"); none: scenarios with a Kafka source do not deploy")
+	fs.StringVar(&cfg.KafkaBrokers, "kafka-brokers", getenv(envKafkaBrokers), "Kafka sources read from and Kafka sinks write to these seed brokers, comma-separated `host:port,...` (env "+envKafkaBrokers+"); none: scenarios with a Kafka source or sink do not deploy")
 	fs.DurationVar(&cfg.ResultRetention, "result-retention", resultRetention,
 		"deployments' collected sink results older than this are deleted (env "+envResultRetention+"; 0: kept for ever)")
 	fs.DurationVar(&cfg.BatchKeyRetention, "batch-key-retention", batchKeyRetention,
