@@ -189,6 +189,7 @@ func (k *kafkaSink) committed(ctx context.Context) {
 		return
 	}
 	txn := *k.prepared
+	clear(k.pending) // the records are the transaction's now
 	k.prepared, k.pending = nil, k.pending[:0]
 	k.slot = 1 - txn.slot
 	if cl := k.producers[txn.slot]; cl != nil {
