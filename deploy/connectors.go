@@ -55,7 +55,7 @@ var inputConnectors = map[string]*inputConnector{
 				return nil, &scenario.Problem{NodeID: id, Field: "ref.typ", Code: "kafka-not-configured",
 					Message: "the server has no Kafka brokers to read from: start it with --kafka-brokers host:port (env SCENARIO_SERVER_KAFKA_BROKERS)"}
 			}
-			return newKafkaInput(id, p.Typed.(*nodes.SourcePlan).Topic, r.cfg.KafkaBrokers, r.log.With("scenario", scenarioName)), nil
+			return newKafkaInput(id, p.Typed.(*nodes.SourcePlan).Topic, r.kafka, r.log.With("scenario", scenarioName)), nil
 		},
 	},
 	"Source/file": {
@@ -81,23 +81,25 @@ type sinkWriter interface {
 
 // outputConnector is how a deployment writes a sink kind: open adds sink node id's writer to
 // s, or says why it cannot (files: the paths other file sinks of the version write, by path).
-type outputConnector func(r *Runtime, s *sinks, id string, p *nodes.Plan, files map[string]string) *scenario.Problem
+// scenarioName is the deployment's scenario.
+type outputConnector func(r *Runtime, s *sinks, id string, p *nodes.Plan, files map[string]string, scenarioName string) *scenario.Problem
 
 var outputConnectors = map[string]outputConnector{
-	"Sink/collect": func(_ *Runtime, s *sinks, id string, _ *nodes.Plan, _ map[string]string) *scenario.Problem {
+	"Sink/collect": func(_ *Runtime, s *sinks, id string, _ *nodes.Plan, _ map[string]string, _ string) *scenario.Problem {
 		s.writers[id] = collectSink{}
 		return nil
 	},
-	"Sink/stdout": func(_ *Runtime, s *sinks, id string, _ *nodes.Plan, _ map[string]string) *scenario.Problem {
+	"Sink/stdout": func(_ *Runtime, s *sinks, id string, _ *nodes.Plan, _ map[string]string, _ string) *scenario.Problem {
 		s.writers[id] = stdoutSink{}
 		return nil
 	},
-	"Sink/file": openFileSink,
+	"Sink/file":  openFileSink,
+	"Sink/kafka": openKafkaSink,
 }
 
 // openFileSink is the file sink's connector: a relative path inside the server's sink
 // directory, a file (not a directory), written by no other file sink of the version.
-func openFileSink(r *Runtime, s *sinks, id string, p *nodes.Plan, files map[string]string) *scenario.Problem {
+func openFileSink(r *Runtime, s *sinks, id string, p *nodes.Plan, files map[string]string, _ string) *scenario.Problem {
 	rel := p.Typed.(*nodes.SinkPlan).Path
 	if prob := nonLocalPath(id, rel, "sink writes inside the server's sink directory"); prob != nil {
 		return prob
@@ -131,7 +133,7 @@ func (r *Runtime) openConnectors(d *deployment, scenarioName string) []scenario.
 		if p.Kind.Role == nodes.RoleSink {
 			prob = unsupported(id, p, "unsupported-sink", "write %s sinks")
 			if open := outputConnectors[p.Kind.ID]; open != nil {
-				prob = open(r, d.sinks, id, p, files)
+				prob = open(r, d.sinks, id, p, files, scenarioName)
 			}
 		}
 		if prob != nil {

@@ -193,6 +193,7 @@ func (d *deployment) run() {
 	}()
 	ctx := d.rt.ctx
 	defer d.stopInputs()
+	defer d.sinks.closeKafka()
 	d.publish(PhaseStarting)
 
 	if err := d.restore(ctx); err != nil {
@@ -454,10 +455,13 @@ func (d *deployment) restore(ctx context.Context) error {
 			return fmt.Errorf("restoring checkpoint %d: %w", cp.Sequence, err)
 		}
 		sizes, inputs = state.files, state.inputs
+		d.sinks.restoreKafka(state.kafka)
 	} else if inheritedState != nil {
-		// Another version's state: only what its positions are in.
+		// Another version's state: only what its positions are in, and the Kafka
+		// transactions to commit.
 		if state, err := decodeState(inheritedState); err == nil {
 			inputs = state.inputs
+			d.sinks.restoreKafka(state.kafka)
 		}
 	}
 	if err := d.sinks.restoreFiles(sizes); err != nil {
@@ -771,7 +775,13 @@ func (d *deployment) checkpoint(ctx context.Context) error {
 		return err
 	}
 	d.sinks.writeStdout()
-	state := checkpointState{engine: snapshot, files: d.sinks.fileSizes(), inputs: map[string][]byte{}}
+	txns, err := d.sinks.prepareKafka(ctx) // phase 1 of the Kafka sinks' two-phase commit
+	if err != nil {
+		d.commitFailing = true
+		d.noteCheckpointError(now, err)
+		return err
+	}
+	state := checkpointState{engine: snapshot, files: d.sinks.fileSizes(), inputs: map[string][]byte{}, kafka: txns}
 	for _, s := range d.sources {
 		if s.in != nil {
 			if id := s.in.identity(); id != nil {
@@ -790,6 +800,7 @@ func (d *deployment) checkpoint(ctx context.Context) error {
 	cp, _, err := d.rt.cfg.Store.CommitCheckpoint(ctx,
 		store.Checkpoint{Deployment: d.info.ID, State: state.encode(), Positions: positions, Epoch: d.lease.Epoch}, d.sinks.collect)
 	if err != nil {
+		d.sinks.kafkaAborted(ctx) // the records are produced again at the next checkpoint
 		d.commitFailing = true
 		d.noteCheckpointError(now, err)
 		if errors.Is(err, store.ErrLeaseLost) {
@@ -803,6 +814,7 @@ func (d *deployment) checkpoint(ctx context.Context) error {
 		return err
 	}
 	d.sinks.committed()
+	d.sinks.kafkaCommitted(ctx) // phase 2
 	d.commitFailing, d.dirty, d.forceCheckpoint = false, false, false
 	d.checkpointErr, d.checkpointErrAt, d.checkpointFailures = "", time.Time{}, 0
 	d.checkpointSeq, d.checkpointAt = cp.Sequence, cp.CreatedAt

@@ -59,7 +59,7 @@ const (
 // restart) are not made late by idleness.
 type kafkaInput struct {
 	source, topic string
-	brokers       []string
+	conn          kafkaConn
 	log           *slog.Logger
 
 	// Owned by the deployment's goroutine.
@@ -94,8 +94,8 @@ type kafkaBatch struct {
 	recs []*kgo.Record
 }
 
-func newKafkaInput(source, topic string, brokers []string, log *slog.Logger) *kafkaInput {
-	k := &kafkaInput{source: source, topic: topic, brokers: brokers, log: log,
+func newKafkaInput(source, topic string, conn kafkaConn, log *slog.Logger) *kafkaInput {
+	k := &kafkaInput{source: source, topic: topic, conn: conn, log: log,
 		next: map[int32]int64{}, ends: map[int32]int64{}, base: map[int32]int64{}, starts: map[int32]int64{},
 		pushedAt: map[int32]time.Time{}}
 	k.problem.log = log.With("source", source, "topic", topic)
@@ -159,9 +159,7 @@ func (k *kafkaInput) stop() {
 // end offsets between polls.
 func (k *kafkaInput) read(ctx context.Context, from map[int32]int64, wake func()) {
 	defer close(k.done)
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(k.brokers...),
-		kgo.ClientID("scenario-server"),
+	cl, err := k.conn.client(
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(), // transaction markers take offsets: the positions pass them
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -185,7 +183,7 @@ func (k *kafkaInput) read(ctx context.Context, from map[int32]int64, wake func()
 				if ctx.Err() != nil {
 					return
 				}
-				k.problem.set(err.Error())
+				k.problem.set(k.conn.explain(err).Error())
 				if len(r.assigned) == 0 {
 					sleepCtx(ctx, kafkaRetryDelay)
 					continue
@@ -198,7 +196,7 @@ func (k *kafkaInput) read(ctx context.Context, from map[int32]int64, wake func()
 				if ctx.Err() != nil {
 					return
 				}
-				k.problem.set(err.Error())
+				k.problem.set(k.conn.explain(err).Error())
 				discovered = time.Time{} // look at the topic again: deleted? created again?
 			} else {
 				k.problem.set("")
@@ -220,7 +218,7 @@ func (k *kafkaInput) read(ctx context.Context, from map[int32]int64, wake func()
 		}
 		fetches.EachError(func(topic string, partition int32, err error) {
 			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-				k.problem.set(fmt.Sprintf("reading partition %d of topic %q: %v", partition, topic, err))
+				k.problem.set(fmt.Sprintf("reading partition %d of topic %q: %v", partition, topic, k.conn.explain(err)))
 			}
 		})
 		recs := fetches.Records()

@@ -111,6 +111,8 @@ type Config struct {
 	// KafkaBrokers are the seed brokers ("host:port") Kafka sources read from. A version
 	// with a Kafka source does not deploy while it is empty.
 	KafkaBrokers []string
+	// Kafka is the client id, TLS and SASL of every connection to KafkaBrokers.
+	Kafka KafkaCluster
 	// Stdout receives what stdout sinks write. Nil means os.Stdout.
 	Stdout io.Writer
 	// Metrics, when set, gets the per-node counters of running deployments
@@ -175,8 +177,9 @@ const DefaultPruneInterval = time.Minute
 // Runtime runs the deployments of one server. Create it with New. Its methods are safe for
 // concurrent use.
 type Runtime struct {
-	cfg Config
-	log *slog.Logger
+	cfg   Config
+	log   *slog.Logger
+	kafka kafkaConn // KafkaBrokers and Kafka, checked and read
 	// ctx bounds every store call of the deployments; cancelled when Shutdown ends (or gives up).
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -198,7 +201,8 @@ type Runtime struct {
 }
 
 // New returns a runtime on cfg.Store. Call Start to resume the deployments that were running.
-// It fails when cfg.Store is nil, a Kafka broker is not host:port, or the metrics cannot be
+// It fails when cfg.Store is nil, a Kafka broker is not host:port, the Kafka cluster settings
+// are wrong (a TLS file that does not load, SASL without a user), or the metrics cannot be
 // registered.
 func New(cfg Config) (*Runtime, error) {
 	if cfg.Store == nil {
@@ -237,10 +241,11 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.HealthyAfter <= 0 {
 		cfg.HealthyAfter = DefaultHealthyAfter
 	}
-	if err := checkBrokers(cfg.KafkaBrokers); err != nil {
+	kafka, err := newKafkaConn(cfg.KafkaBrokers, cfg.Kafka, cfg.Logger)
+	if err != nil {
 		return nil, fmt.Errorf("deploy: %w", err)
 	}
-	r := &Runtime{cfg: cfg, log: cfg.Logger, active: map[string]*deployment{}, pending: map[string]*deployment{}, locks: map[string]*sync.Mutex{}}
+	r := &Runtime{cfg: cfg, kafka: kafka, log: cfg.Logger, active: map[string]*deployment{}, pending: map[string]*deployment{}, locks: map[string]*sync.Mutex{}}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	if cfg.Metrics != nil {
 		if err := cfg.Metrics.Register(&collector{rt: r}); err != nil {

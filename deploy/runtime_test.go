@@ -64,6 +64,10 @@ func runRuntimeSuite(t *testing.T, newStore newStoreFunc) {
 		{"KafkaRecordsDeletedWhileDown", testKafkaRecordsDeletedWhileDown},
 		{"KafkaPartitionWatermarks", testKafkaPartitionWatermarks},
 		{"KafkaFirstListingFails", testKafkaFirstListingFails},
+		{"KafkaSinkExactlyOnce", testKafkaSinkExactlyOnce},
+		{"KafkaSinkStoreCommitFails", testKafkaSinkStoreCommitFails},
+		{"KafkaSinkFencesZombies", testKafkaSinkFencesZombies},
+		{"KafkaSinkCrashBetweenCommits", testKafkaSinkCrashBetweenCommits},
 		{"FileRotatedWhileDown", testFileRotatedWhileDown},
 		{"InputPositionsFollowTheInput", testInputPositionsFollowTheInput},
 	}

@@ -27,6 +27,7 @@ const sinkFile = "file"
 type sinks struct {
 	writers map[string]sinkWriter // by sink node id (see outputConnectors)
 	files   map[string]*fileSink  // by sink node id
+	kafka   map[string]*kafkaSink // by sink node id (kafkasink.go)
 	collect []store.NewSinkResult
 	stdout  []byte
 	out     io.Writer // where stdout sinks write
@@ -51,7 +52,7 @@ type fileSink struct {
 }
 
 func newSinks(out io.Writer) *sinks {
-	return &sinks{writers: map[string]sinkWriter{}, files: map[string]*fileSink{}, out: out}
+	return &sinks{writers: map[string]sinkWriter{}, files: map[string]*fileSink{}, kafka: map[string]*kafkaSink{}, out: out}
 }
 
 // addFile adds the file sink id writing to rel inside dir (path is dir and rel joined, for
@@ -124,8 +125,11 @@ func (f *fileSink) writeValue(s *sinks, _ string, v value.Value) {
 	f.pending = append(s.enc.Append(f.pending, v), '\n')
 }
 
-// pending reports how many collect results wait for the next checkpoint.
-func (s *sinks) pending() int { return len(s.collect) }
+// writeValue adds v as a record of the sink's next Kafka transaction (kafkasink.go).
+func (k *kafkaSink) writeValue(s *sinks, _ string, v value.Value) { k.add(&s.enc, v) }
+
+// pending reports how many collect results and Kafka records wait for the next checkpoint.
+func (s *sinks) pending() int { return len(s.collect) + s.kafkaPending() }
 
 // restoreFiles cuts each file sink's file back to its size at the checkpoint (sizes), so the
 // lines written after it, which the deployment writes again as it reprocesses the events

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 
 	snapshot "github.com/scenario-server/scenario-server/slices"
@@ -19,6 +20,9 @@ import (
 //	optional (older states end before it): uvarint count, then per Kafka or file source:
 //	uvarint length, source node id, uvarint length, what its input is (for Kafka, the topic
 //	ID its positions belong to)
+//	optional (older states end before it): uvarint count, then per Kafka transaction of the
+//	checkpoint (kafkasink.go): uvarint length, sink node id, uvarint length, transactional
+//	id, varint producer id, varint producer epoch, byte producer slot (0 or 1)
 //
 // The input positions go in store.Checkpoint.Positions.
 
@@ -32,6 +36,7 @@ type checkpointState struct {
 	engine []byte
 	files  map[string]int64  // file sink id → size of its file
 	inputs map[string][]byte // source id → the identity of the input its positions are in
+	kafka  []kafkaTxn        // the Kafka sinks' transactions, committed with the checkpoint
 }
 
 func (s checkpointState) encode() []byte {
@@ -49,6 +54,14 @@ func (s checkpointState) encode() []byte {
 	for _, id := range ids {
 		b = snapshot.AppendBytes(b, []byte(id))
 		b = snapshot.AppendBytes(b, s.inputs[id])
+	}
+	b = binary.AppendUvarint(b, uint64(len(s.kafka)))
+	for _, t := range s.kafka {
+		b = snapshot.AppendBytes(b, []byte(t.sink))
+		b = snapshot.AppendBytes(b, []byte(t.transactional))
+		b = binary.AppendVarint(b, t.producerID)
+		b = binary.AppendVarint(b, int64(t.epoch))
+		b = binary.AppendUvarint(b, uint64(t.slot))
 	}
 	return b
 }
@@ -92,6 +105,28 @@ func decodeState(b []byte) (checkpointState, error) {
 		}
 		if r.Err() != nil {
 			return corrupt("inputs")
+		}
+	}
+	if len(r.Rest()) > 0 {
+		n := r.Len(len(r.Rest()))
+		for i := 0; i < n && r.Err() == nil; i++ {
+			sink := string(r.Bytes())
+			txn := string(r.Bytes())
+			pid := r.Varint()
+			epoch := r.Varint()
+			if r.Err() == nil && (epoch < math.MinInt16 || epoch > math.MaxInt16) {
+				r.Fail("producer epoch %d of kafka sink %q", epoch, sink)
+			}
+			slot := 0
+			if r.Bool() {
+				slot = 1
+			}
+			if r.Err() == nil {
+				s.kafka = append(s.kafka, kafkaTxn{sink: sink, transactional: txn, producerID: pid, epoch: int16(epoch), slot: slot})
+			}
+		}
+		if r.Err() != nil {
+			return corrupt("kafka transactions")
 		}
 	}
 	if len(r.Rest()) != 0 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"maps"
+	"slices"
 	"testing"
 )
 
@@ -11,12 +12,15 @@ func TestStateRoundTrip(t *testing.T) {
 	for _, s := range []checkpointState{
 		{engine: []byte{1, 2, 3}, files: map[string]int64{"out": 1 << 40, "b": 0}, inputs: map[string][]byte{"k": {0, 1, 2, 255}, "f": {}}},
 		{engine: nil, files: map[string]int64{}, inputs: map[string][]byte{}},
+		{engine: []byte{9}, files: map[string]int64{}, inputs: map[string][]byte{},
+			kafka: []kafkaTxn{{sink: "out", transactional: "ss.s.out.1", producerID: 1 << 40, epoch: -1, slot: 1}, {sink: "b", transactional: "t", epoch: 32767}}},
 	} {
 		got, err := decodeState(s.encode())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(got.engine, s.engine) || !maps.Equal(got.files, s.files) || !maps.EqualFunc(got.inputs, s.inputs, bytes.Equal) {
+		if !bytes.Equal(got.engine, s.engine) || !maps.Equal(got.files, s.files) || !maps.EqualFunc(got.inputs, s.inputs, bytes.Equal) ||
+			!slices.Equal(got.kafka, s.kafka) {
 			t.Errorf("round trip of %+v gave %+v", s, got)
 		}
 	}
@@ -27,9 +31,9 @@ func TestStateCorrupt(t *testing.T) {
 	good := checkpointState{engine: []byte("snapshot"), files: map[string]int64{"out": 1234}}.encode()
 	for n := range len(good) {
 		_, err := decodeState(good[:n])
-		if n == len(good)-1 { // the optional inputs section (count 0) starts here: an older state
+		if n == len(good)-2 || n == len(good)-1 { // the optional inputs and Kafka sections (count 0) start here: an older state
 			if err != nil {
-				t.Errorf("a state without its inputs section: %v", err)
+				t.Errorf("a state without its inputs or Kafka section: %v", err)
 			}
 			continue
 		}

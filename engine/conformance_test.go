@@ -59,6 +59,9 @@ func sinkAlone(typ string) string {
 	if typ == "file" {
 		sink = strings.Replace(sink, `"parameters": [`, `"parameters": [{"name": "path", "value": "o.jsonl"}, `, 1)
 	}
+	if typ == "kafka" {
+		sink = strings.Replace(sink, `"parameters": [`, `"parameters": [{"name": "topic", "value": "orders"}, {"name": "key", "expression": {"language": "expr", "expression": "'k' + string(#input.n)"}}, `, 1)
+	}
 	if typ == "dead-end" {
 		sink = `{"id": "out", "type": "Sink", "ref": {"typ": "dead-end", "parameters": []}}`
 	}
@@ -124,6 +127,9 @@ var conformanceCases = []conformanceCase{
 		old: `"#input.n"`, new: `"#input.n +"`, field: "value"},
 	{kind: "Sink/file", graph: sinkAlone("file"), want: []string{"1", "2", "3"},
 		old: `"value": "o.jsonl"`, new: `"value": ""`, field: "path"},
+	// A Kafka sink writes {key, value} records (headers absent: not given).
+	{kind: "Sink/kafka", graph: sinkAlone("kafka"), want: []string{`{"key":"k1","value":1}`, `{"key":"k2","value":2}`, `{"key":"k3","value":3}`},
+		old: `"value": "orders"`, new: `"value": "bad topic!"`, field: "topic"},
 	{kind: "Sink/stdout", graph: sinkAlone("stdout"), want: []string{"1", "2", "3"},
 		old: `"#input.n"`, new: `"#nowhere"`, field: "value"},
 	{kind: "Sink/dead-end", graph: sinkAlone("dead-end"), want: nil,

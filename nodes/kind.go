@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/scenario-server/scenario-server/scenario"
@@ -79,6 +80,9 @@ type ParamSpec struct {
 	Required    bool     `json:"required"`
 	Label       string   `json:"label"`
 	Description string   `json:"description"`
+	// Aliases are other names the parameter is accepted under: Nussknacker's ("Topic" for
+	// "topic"), so that its graphs need fewer edits. Name is the one the plan uses.
+	Aliases []string `json:"aliases,omitempty"`
 }
 
 // Kind is a node kind: what the palette offers and the forms show (all
@@ -115,10 +119,15 @@ type Kind struct {
 	typed func(c *nodeCheck) any
 }
 
-// Param returns the spec of the parameter name.
+// Param returns the spec of the parameter name, or of which name is an alias.
 func (k *Kind) Param(name string) (ParamSpec, bool) {
 	for _, p := range k.Parameters {
 		if p.Name == name {
+			return p, true
+		}
+	}
+	for _, p := range k.Parameters {
+		if slices.Contains(p.Aliases, name) {
 			return p, true
 		}
 	}
@@ -141,6 +150,17 @@ const (
 	// RoleTransform (the zero Role): the node passes events on.
 	RoleTransform Role = ""
 )
+
+// ParamName is the name the plan uses for parameter name of the kind kindID in the default
+// registry ("topic" for "Topic" of "Source/kafka"); name itself when it is no alias.
+func ParamName(kindID, name string) string {
+	if k, ok := Default().Kind(kindID); ok {
+		if spec, ok := k.Param(name); ok {
+			return spec.Name
+		}
+	}
+	return name
+}
 
 // Palette groups, in palette order.
 const (

@@ -59,14 +59,18 @@ func checkSink(c *nodeCheck) {
 	c.out = nil
 }
 
-// SinkPlan is a sink's plan: the Value it writes; Path for a file sink.
+// SinkPlan is a sink's plan: the Value it writes; Path for a file sink; Topic, Key and
+// Headers for a Kafka sink (Key and Headers have a nil Program when not given).
 type SinkPlan struct {
-	Value Expr
-	Path  string
+	Value        Expr
+	Path         string
+	Topic        string
+	Key, Headers Expr
 }
 
 func typedSink(c *nodeCheck) any {
-	p := &SinkPlan{Value: c.expr("value")}
+	p := &SinkPlan{Value: c.expr("value"), Key: c.expr("key"), Headers: c.expr("headers")}
 	p.Path, _ = c.plan.Params["path"].(string)
+	p.Topic, _ = c.plan.Params["topic"].(string)
 	return p
 }

@@ -39,7 +39,7 @@ func kafkaSourceKind() *Kind {
 	return sourceKind("kafka", "Kafka source",
 		"Reads events, JSON objects (the records' values), from every partition of a Kafka topic, on the brokers the server was started with (--kafka-brokers).",
 		false, ParamSpec{Name: "topic", In: InParameters, Editor: EditorString, Type: "string", Required: true, Label: "Topic",
-			Description: "The Kafka topic to read."})
+			Description: "The Kafka topic to read.", Aliases: []string{"Topic"}})
 }
 
 func sourceKind(typ, label, desc string, bounded bool, extra ...ParamSpec) *Kind {

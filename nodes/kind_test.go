@@ -70,6 +70,8 @@ func sampleValue(p ParamSpec) (expr string, value any) {
 			return "true", nil
 		case "list":
 			return "[1, 2]", nil
+		case "record":
+			return `{"a": 1}`, nil
 		case "timestamp":
 			return "toEpochMillis('2024-01-01T00:00:00Z')", nil
 		}
@@ -269,7 +271,7 @@ func TestRegistry(t *testing.T) {
 	}
 	want := "Source/file Source/http Source/kafka Filter Variable VariableBuilder Switch Split Join/union CustomNode/for-each " +
 		"CustomNode/aggregate-sliding CustomNode/aggregate-tumbling CustomNode/aggregate-hopping CustomNode/aggregate-session " +
-		"CustomNode/aggregate-count Sink/collect Sink/file Sink/stdout Sink/dead-end"
+		"CustomNode/aggregate-count Sink/collect Sink/file Sink/kafka Sink/stdout Sink/dead-end"
 	if got := strings.Join(ids, " "); got != want {
 		t.Errorf("kinds:\n got %s\nwant %s", got, want)
 	}

@@ -14,7 +14,7 @@ func builtinKinds() []*Kind {
 		fileSourceKind(), httpSourceKind(), kafkaSourceKind(), filterKind(), variableKind(),
 		recordVariableKind(), switchKind(), splitKind(), unionKind(), forEachKind(),
 		slidingKind(), tumblingKind(), hoppingKind(), sessionKind(), countKind(),
-		collectSinkKind(), fileSinkKind(), stdoutSinkKind(), deadEndKind(),
+		collectSinkKind(), fileSinkKind(), kafkaSinkKind(), stdoutSinkKind(), deadEndKind(),
 	}
 	for _, k := range kinds {
 		k.Edges = edgeRulesOf(k)

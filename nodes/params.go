@@ -50,8 +50,12 @@ func (c *nodeCheck) collectParameters() {
 			c.errorf(p.Name, CodeUnknownParameter, "unknown parameter %q%s", p.Name, hint)
 			continue
 		}
-		if c.params[p.Name] != nil {
-			c.errorf(p.Name, CodeDuplicateParameter, "parameter %q is given more than once", p.Name)
+		if c.params[spec.Name] != nil {
+			msg := fmt.Sprintf("parameter %q is given more than once", p.Name)
+			if p.Name != spec.Name || c.params[spec.Name].Name != spec.Name {
+				msg = fmt.Sprintf("parameter %q is given more than once (%q and %q are one parameter)", spec.Name, c.params[spec.Name].Name, p.Name)
+			}
+			c.errorf(p.Name, CodeDuplicateParameter, "%s", msg)
 			continue
 		}
 		isExpr := spec.Editor == EditorExpression
@@ -66,7 +70,7 @@ func (c *nodeCheck) collectParameters() {
 		case isExpr && p.Expression == nil, !isExpr && !hasValue:
 			continue // absent: the default applies
 		}
-		c.params[p.Name] = p
+		c.params[spec.Name] = p
 	}
 	for _, spec := range c.k.Parameters {
 		if spec.In == InParameters && spec.Required && c.params[spec.Name] == nil && !c.reported(spec.Name) {

@@ -50,14 +50,7 @@ func TestCrashRecovery(t *testing.T) {
 		t.Skip("builds and kills the binary")
 	}
 	bin := buildServer(t, raceEnabled)
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv(crashSeedEnv); s != "" {
-		var err error
-		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
-			t.Fatalf("%s=%q: %v", crashSeedEnv, s, err)
-		}
-	}
-	t.Logf("kill points from seed %d (rerun with %s=%d)", seed, crashSeedEnv, seed)
+	seed := crashSeed(t)
 
 	data, err := os.ReadFile("../../testdata/access-log-10k.ndjson")
 	if err != nil {
@@ -82,6 +75,20 @@ func TestCrashRecovery(t *testing.T) {
 			crashRun(t, bin, st(t), rng, lines, want)
 		})
 	}
+}
+
+// crashSeed is the seed of a crash test's kill points: crashSeedEnv's, or the clock's; logged.
+func crashSeed(t *testing.T) uint64 {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv(crashSeedEnv); s != "" {
+		var err error
+		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatalf("%s=%q: %v", crashSeedEnv, s, err)
+		}
+	}
+	t.Logf("kill points from seed %d (rerun with %s=%d)", seed, crashSeedEnv, seed)
+	return seed
 }
 
 // runExpected runs `scenario-server run` on the example with input and returns its values,

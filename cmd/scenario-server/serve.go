@@ -98,8 +98,10 @@ type serveConfig struct {
 	SinkDir string
 	// SourceDir is where deployed file sources read; empty means DataDir/sources.
 	SourceDir string
-	// KafkaBrokers are the seed brokers of Kafka sources, comma-separated host:port.
+	// KafkaBrokers are the seed brokers of Kafka sources and sinks, comma-separated host:port.
 	KafkaBrokers string
+	// Kafka is the client id, TLS and SASL of the connections to KafkaBrokers (kafkaflags.go).
+	Kafka deploy.KafkaCluster
 	// ResultRetention and BatchKeyRetention: how long collected results and the keys of
 	// ingested batches are kept (0: for ever); see deploy.Config.
 	ResultRetention   time.Duration
@@ -200,6 +202,9 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		return serveConfig{}, err
 	}
 	cfg.Guard.register(fs, getenv)
+	if err := registerKafkaFlags(fs, getenv, &cfg.Kafka); err != nil {
+		return serveConfig{}, err
+	}
 	fs.StringVar(&cfg.Addr, "addr", envOr(envAddr, defaultAddr), "listen on `host:port` (env "+envAddr+"); port 0 picks a free port")
 	fs.StringVar(&cfg.DataDir, "data-dir", envOr(envDataDir, defaultDataDir), "keep the embedded SQLite store in `dir` (env "+envDataDir+"); unused when "+envDatabaseURL+" is set")
 	fs.StringVar(&cfg.LogFormat, "log-format", envOr(envLogFormat, "text"), "log `format` on stderr: text or json (env "+envLogFormat+")")
@@ -214,7 +219,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		"a deployment whose aggregates' window state passes this many `bytes` fails, keeping its last checkpoint (env "+envMaxDeploymentState+"; 0: no budget)")
 	fs.StringVar(&cfg.SinkDir, "sink-dir", getenv(envSinkDir), "deployed file sinks write inside `dir` (env "+envSinkDir+"; default: the data directory's sinks/)")
 	fs.StringVar(&cfg.SourceDir, "source-dir", getenv(envSourceDir), "deployed file sources read inside `dir` (env "+envSourceDir+"; default: the data directory's sources/)")
-	fs.StringVar(&cfg.KafkaBrokers, "kafka-brokers", getenv(envKafkaBrokers), "Kafka sources read from these seed brokers, comma-separated `host:port,...` (env "+envKafkaBrokers+"); none: scenarios with a Kafka source do not deploy")
+	fs.StringVar(&cfg.KafkaBrokers, "kafka-brokers", getenv(envKafkaBrokers), "Kafka sources read from and Kafka sinks write to these seed brokers, comma-separated `host:port,...` (env "+envKafkaBrokers+"); none: scenarios with a Kafka source or sink do not deploy")
 	fs.DurationVar(&cfg.ResultRetention, "result-retention", resultRetention,
 		"deployments' collected sink results older than this are deleted (env "+envResultRetention+"; 0: kept for ever)")
 	fs.DurationVar(&cfg.BatchKeyRetention, "batch-key-retention", batchKeyRetention,
@@ -393,7 +398,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	}
 	rt, err := deploy.New(deploy.Config{
 		Store: st, Logger: log, CheckpointInterval: cfg.CheckpointInterval, MaxBacklog: cfg.MaxBacklog,
-		FileSinkDir: sinkDir, FileSourceDir: sourceDir, KafkaBrokers: splitList(cfg.KafkaBrokers), Metrics: metrics,
+		FileSinkDir: sinkDir, FileSourceDir: sourceDir, KafkaBrokers: splitList(cfg.KafkaBrokers), Kafka: cfg.Kafka, Metrics: metrics,
 		ResultRetention: cfg.ResultRetention, BatchKeyRetention: cfg.BatchKeyRetention,
 		Owner: owner, NoResume: cfg.NoResume, CrashLoopLimit: crashLoopLimit(cfg.CrashLoopLimit),
 		MaxDeploymentState: stateBudget,

@@ -1810,6 +1810,7 @@ export interface components {
             min: number;
         };
         ParamSpec: {
+            aliases?: string[] | null;
             default?: unknown;
             description: string;
             editor: string;

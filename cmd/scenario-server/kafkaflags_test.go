@@ -1,0 +1,69 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/scenario-server/scenario-server/deploy"
+)
+
+// The Kafka cluster settings come from the environment and the flags (the flags win), the
+// SASL password from the environment only.
+func TestKafkaFlags(t *testing.T) {
+	vars := map[string]string{envKafkaClientID: "decisions", envKafkaTLS: "true", envKafkaTLSCA: "/etc/kafka/ca.pem",
+		envKafkaTLSCert: "/etc/kafka/client.pem", envKafkaTLSKey: "/etc/kafka/client-key.pem",
+		envKafkaSASLMechanism: "SCRAM-SHA-512", envKafkaSASLUser: "alice", envKafkaSASLPassword: "wonderland"}
+	cfg, err := parseServeFlags(nil, env(vars), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := deploy.KafkaCluster{ClientID: "decisions", TLS: true, CAFile: "/etc/kafka/ca.pem", CertFile: "/etc/kafka/client.pem",
+		KeyFile: "/etc/kafka/client-key.pem", SASLMechanism: "SCRAM-SHA-512", SASLUser: "alice", SASLPassword: "wonderland"}
+	if cfg.Kafka != want {
+		t.Errorf("from the environment: %+v, want %+v", cfg.Kafka, want)
+	}
+	cfg, err = parseServeFlags([]string{"--kafka-client-id", "c2", "--kafka-tls=false", "--kafka-tls-ca", "ca2.pem",
+		"--kafka-sasl-mechanism", "PLAIN", "--kafka-sasl-user", "bob"}, env(vars), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.ClientID, want.TLS, want.CAFile, want.SASLMechanism, want.SASLUser = "c2", false, "ca2.pem", "PLAIN", "bob"
+	if cfg.Kafka != want {
+		t.Errorf("flags over the environment: %+v, want %+v", cfg.Kafka, want)
+	}
+	if _, err := parseServeFlags([]string{"--kafka-sasl-password", "x"}, env(nil), io.Discard); !errors.Is(err, errUsage) {
+		t.Errorf("a password flag: %v, want a usage error (the password is environment only)", err)
+	}
+	if _, err := parseServeFlags(nil, env(map[string]string{envKafkaTLS: "yes please"}), io.Discard); !errors.Is(err, errUsage) {
+		t.Errorf("%s=\"yes please\": %v, want a usage error", envKafkaTLS, err)
+	}
+}
+
+// Bad Kafka settings stop the server at start with a message naming them, the password in
+// no message and no log line.
+func TestServeStopsOnBadKafkaSettings(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		vars map[string]string
+		want string
+	}{
+		{"CA file missing", []string{"--kafka-tls-ca", "/nonexistent/ca.pem"}, nil, "Kafka TLS CA file"},
+		{"unknown mechanism", []string{"--kafka-sasl-mechanism", "KERBEROS", "--kafka-sasl-user", "alice"},
+			map[string]string{envKafkaSASLPassword: "wonderland"}, `Kafka SASL mechanism "KERBEROS"`},
+		{"no password", []string{"--kafka-sasl-mechanism", "SCRAM-SHA-256", "--kafka-sasl-user", "alice"}, nil, "needs both a user and a password"},
+	} {
+		vars := map[string]string{envDataDir: filepath.Join(t.TempDir(), "data"), envKafkaBrokers: "127.0.0.1:9092"}
+		for k, v := range tc.vars {
+			vars[k] = v
+		}
+		logs := &syncBuffer{}
+		err := serve(t.Context(), append([]string{"--addr", "127.0.0.1:0"}, tc.args...), env(vars), logs)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error()+logs.String(), "wonderland") {
+			t.Errorf("%s: serve returned %v, want an error with %q and no password", tc.name, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,310 @@
+package deploy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/scenario-server/scenario-server/internal/kafkatest"
+	"github.com/scenario-server/scenario-server/store"
+)
+
+// kafkaSinkRef is a Kafka sink writing the window results to topic: key #key[0], the value
+// collect's, a header n.
+func kafkaSinkRef(topic string) string {
+	return `{"typ": "kafka", "parameters": [{"name": "topic", "value": "` + topic + `"},
+	  {"name": "key", "expression": {"language": "expr", "expression": "#key[0]"}},
+	  {"name": "value", "expression": {"language": "expr", "expression": "{start: #window.start, n: #agg.n, sum: #agg.sum}"}},
+	  {"name": "headers", "expression": {"language": "expr", "expression": "{n: #agg.n, none: nil}"}}]}`
+}
+
+// kafkaSinkGraph reads topic in from Kafka into tumbling windows written to topic out.
+func kafkaSinkGraph(t *testing.T, in, out string) string {
+	t.Helper()
+	g := tumblingGraph(kafkaSinkRef(out))
+	return replaceOnce(t, g, `"typ": "http", "parameters": [`, `"typ": "kafka", "parameters": [{"name": "topic", "value": "`+in+`"},`)
+}
+
+// kafkaRecordJSON is a consumed record as the engine's output for it: {key, value, headers}
+// with the key and header values as JSON (strings quoted), normalised by a JSON round trip.
+func kafkaRecordJSON(t *testing.T, r *kgo.Record) string {
+	t.Helper()
+	h := map[string]json.RawMessage{}
+	for _, x := range r.Headers {
+		h[x.Key] = x.Value
+	}
+	b, err := json.Marshal(map[string]any{"key": string(r.Key), "value": json.RawMessage(r.Value), "headers": h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// normalJSON re-encodes JSON text with sorted keys.
+func normalJSON(t *testing.T, s string) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// consumeAll reads topic from its start to its end offsets (kafkatest.ReadTopic).
+var consumeAll = kafkatest.ReadTopic
+
+// committedOutput is what a read_committed consumer of topic sees, as engine output JSON.
+func committedOutput(t *testing.T, brokers []string, topic string, opts ...kgo.Opt) []string {
+	t.Helper()
+	var out []string
+	for _, r := range consumeAll(t, brokers, topic, kgo.ReadCommitted(), opts...) {
+		out = append(out, normalJSON(t, kafkaRecordJSON(t, r)))
+	}
+	return out
+}
+
+// kafkaOracle is the engine's output of the Kafka sink graph for recs, normalised, without
+// the null headers (a Kafka sink leaves them out).
+func kafkaOracle(t *testing.T, recs [][]byte) []string {
+	t.Helper()
+	want := replay(t, tumblingGraph(kafkaSinkRef("x")), recs)
+	for i := range want {
+		var rec struct {
+			Key     any            `json:"key"`
+			Value   any            `json:"value"`
+			Headers map[string]any `json:"headers"`
+		}
+		if err := json.Unmarshal([]byte(want[i]), &rec); err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := rec.Headers["none"]; !ok || v != nil {
+			t.Fatalf("output %s has no null header", want[i])
+		}
+		delete(rec.Headers, "none")
+		b, _ := json.Marshal(rec)
+		want[i] = normalJSON(t, string(b))
+	}
+	return want
+}
+
+// A Kafka sink over two crashes: a read_committed consumer of its topic sees exactly the
+// replay's results, none missing, none twice; the records of the checkpoints lost in the
+// crashes were produced in transactions that were aborted.
+func testKafkaSinkExactlyOnce(t *testing.T, st store.Store) {
+	brokers, prod := newKafka(t, map[string]int32{"events": 1, "decisions": 1})
+	createScenario(t, st, "k", kafkaSinkGraph(t, "events", "decisions"))
+	recs := records(3000)
+	withBrokers := func(c *Config) { c.KafkaBrokers = brokers; c.CheckpointInterval = 30 * time.Millisecond }
+	r := newRuntime(t, st, withBrokers)
+	deploy(t, r, "k", 0)
+	for i, cut := range []int{1000, 2000, 3000} {
+		produce(t, prod, "events", 0, recs[cut-1000:cut], nil)
+		waitFor(t, "the records read", func() bool { l, _ := r.Live("k"); return l.Sources[0].Processed == int64(cut) })
+		if i < 2 {
+			r.abort() // a crash: what was not checkpointed is read again
+			r = newRuntime(t, st, withBrokers)
+		}
+	}
+	waitCommitted(t, r, "k", 3000)
+	if err := r.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	got := committedOutput(t, brokers, "decisions")
+	equalResults(t, got, kafkaOracle(t, recs))
+	if l, ok := r.Live("k"); ok && l.CheckpointError != "" {
+		t.Errorf("checkpoint error %q", l.CheckpointError)
+	}
+}
+
+// failingCommits is a store whose checkpoint commits fail while fail is above 0 (each
+// failure counts it down).
+type failingCommits struct {
+	store.Store
+	fail atomic.Int32
+}
+
+var errInjected = errors.New("injected store failure")
+
+func (f *failingCommits) CommitCheckpoint(ctx context.Context, c store.Checkpoint, results []store.NewSinkResult) (store.Checkpoint, []int64, error) {
+	if f.fail.Add(-1) >= 0 {
+		return store.Checkpoint{}, nil, errInjected
+	}
+	f.fail.Store(0)
+	return f.Store.CommitCheckpoint(ctx, c, results)
+}
+
+// When the store does not commit a checkpoint, the Kafka transaction holding its records is
+// aborted, and the records are produced again in the next checkpoint's transaction: a
+// read_committed consumer sees each once; a read_uncommitted one sees the aborted copies too.
+func testKafkaSinkStoreCommitFails(t *testing.T, st store.Store) {
+	brokers, prod := newKafka(t, map[string]int32{"events": 1, "decisions": 1})
+	createScenario(t, st, "k", kafkaSinkGraph(t, "events", "decisions"))
+	fs := &failingCommits{Store: st}
+	r := newRuntime(t, fs, func(c *Config) { c.KafkaBrokers = brokers })
+	deploy(t, r, "k", 0)
+	recs := records(2000)
+	fs.fail.Store(3)
+	produce(t, prod, "events", 0, recs, nil)
+	waitCommitted(t, r, "k", 2000)
+	if err := r.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if fs.fail.Load() != 0 {
+		t.Fatalf("%d injected failures left: the test did not test anything", fs.fail.Load())
+	}
+	want := kafkaOracle(t, recs)
+	equalResults(t, committedOutput(t, brokers, "decisions"), want)
+	all := consumeAll(t, brokers, "decisions", kgo.ReadUncommitted())
+	if len(all) <= len(want) {
+		t.Errorf("read_uncommitted: %d records, want more than the %d committed (the aborted copies)", len(all), len(want))
+	}
+}
+
+// A restart fences the previous run's producers: a producer of the sink's transactional ids
+// left with an open transaction (a zombie: a server cut off, still running) cannot commit
+// it once the deployment has started again, and a read_committed consumer never sees its
+// records.
+func testKafkaSinkFencesZombies(t *testing.T, st store.Store) {
+	brokers, prod := newKafka(t, map[string]int32{"events": 1, "decisions": 1})
+	createScenario(t, st, "k", kafkaSinkGraph(t, "events", "decisions"))
+	withBrokers := func(c *Config) { c.KafkaBrokers = brokers }
+	r := newRuntime(t, st, withBrokers)
+	deploy(t, r, "k", 0)
+	recs := records(1000)
+	produce(t, prod, "events", 0, recs, nil)
+	waitCommitted(t, r, "k", 1000)
+	r.abort()
+
+	var zombies []*kgo.Client
+	for _, slot := range []string{"0", "1"} {
+		z, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.TransactionalID(DefaultKafkaClientID+".k.out."+slot),
+			kgo.DefaultProduceTopic("decisions"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer z.Close()
+		if err := z.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := z.ProduceSync(t.Context(), &kgo.Record{Value: []byte(`{"zombie": ` + slot + `}`)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		zombies = append(zombies, z)
+	}
+	r = newRuntime(t, st, withBrokers)
+	produce(t, prod, "events", 0, [][]byte{[]byte(`{"ts": 1800000000000, "key": "k0", "v": 1}`)}, nil)
+	waitCommitted(t, r, "k", 1001)
+	for i, z := range zombies {
+		err := z.EndTransaction(t.Context(), kgo.TryCommit)
+		// Fenced: the new producer's epoch is above the zombie's (KIP-890 brokers answer that
+		// its transaction was aborted, by the new producer's initialisation).
+		if !errors.Is(err, kerr.ProducerFenced) && !errors.Is(err, kerr.InvalidProducerEpoch) &&
+			!errors.Is(err, kerr.InvalidProducerIDMapping) && !errors.Is(err, kerr.InvalidTxnState) {
+			t.Errorf("zombie %d: commit %v, want it refused", i, err)
+		}
+	}
+	if err := r.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	got := committedOutput(t, brokers, "decisions")
+	for _, g := range got {
+		if strings.Contains(g, "zombie") {
+			t.Errorf("a zombie's record was committed: %s", g)
+		}
+	}
+	// The record at +100 s closes the windows before it: all of recs' windows are out.
+	equalResults(t, got, kafkaOracle(t, append(recs, []byte(`{"ts": 1800000000000, "key": "k0", "v": 1}`))))
+}
+
+// crashAfterCommit is a store that, once armed, commits a checkpoint and then hangs until
+// the runtime is aborted: the process dies between the store's commit and Kafka's.
+type crashAfterCommit struct {
+	store.Store
+	armed     atomic.Bool
+	committed chan struct{}
+}
+
+func (c *crashAfterCommit) CommitCheckpoint(ctx context.Context, cp store.Checkpoint, results []store.NewSinkResult) (store.Checkpoint, []int64, error) {
+	if !c.armed.Load() {
+		return c.Store.CommitCheckpoint(ctx, cp, results)
+	}
+	state, err := decodeState(cp.State)
+	if err != nil || len(state.kafka) == 0 {
+		return c.Store.CommitCheckpoint(ctx, cp, results) // no Kafka transaction to leave open
+	}
+	c.armed.Store(false)
+	if _, _, err := c.Store.CommitCheckpoint(context.WithoutCancel(ctx), cp, results); err != nil {
+		return store.Checkpoint{}, nil, err
+	}
+	close(c.committed)
+	<-ctx.Done()
+	return store.Checkpoint{}, nil, ctx.Err()
+}
+
+// The server dies after the store committed a checkpoint and before Kafka committed its
+// transaction: the restart commits the transaction from the checkpoint's record (EndTxn with
+// its producer id and epoch) before anything else, and the consumer sees each result once.
+func testKafkaSinkCrashBetweenCommits(t *testing.T, st store.Store) {
+	brokers, prod := newKafka(t, map[string]int32{"events": 1, "decisions": 1})
+	createScenario(t, st, "k", kafkaSinkGraph(t, "events", "decisions"))
+	cs := &crashAfterCommit{Store: st, committed: make(chan struct{})}
+	withBrokers := func(c *Config) { c.KafkaBrokers = brokers }
+	r := newRuntime(t, cs, withBrokers)
+	deploy(t, r, "k", 0)
+	recs := records(2000)
+	cs.armed.Store(true)
+	produce(t, prod, "events", 0, recs[:1000], nil)
+	select {
+	case <-cs.committed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no checkpoint with a Kafka transaction was committed")
+	}
+	r.abort()
+	// The checkpoint's transaction is open, its records produced.
+	if len(consumeAll(t, brokers, "decisions", kgo.ReadUncommitted())) == 0 {
+		t.Fatal("the checkpoint's transaction produced nothing")
+	}
+
+	r = newRuntime(t, st, withBrokers)
+	produce(t, prod, "events", 0, recs[1000:], nil)
+	waitCommitted(t, r, "k", 2000)
+	if err := r.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	equalResults(t, committedOutput(t, brokers, "decisions"), kafkaOracle(t, recs))
+}
+
+// A Kafka source's topic given under Nussknacker's name (Topic) is the same input as under
+// this server's: a redeploy that renames the parameter keeps the positions.
+func TestSourceIdentityOfAliasedTopic(t *testing.T) {
+	g := func(name string) []byte {
+		return []byte(strings.Replace(kafkaGraph(t, "events", "2s"), `{"name": "topic", "value": "events"}`, `{"name": "`+name+`", "value": "events"}`, 1))
+	}
+	a, b := sourceIdentities(g("topic")), sourceIdentities(g("Topic"))
+	if a["in"] == "" || a["in"] != b["in"] || !strings.Contains(a["in"], "events") {
+		t.Errorf("identities %q and %q, want one naming the topic", a["in"], b["in"])
+	}
+}
+
+// Without brokers, a version with a Kafka sink does not deploy: the sink's problem says how to
+// start the server.
+func TestKafkaSinkNeedsBrokers(t *testing.T) {
+	t.Parallel()
+	st := sqliteStore(t)
+	createScenario(t, st, "k", tumblingGraph(kafkaSinkRef("decisions")))
+	r := newRuntime(t, st)
+	_, err := r.Deploy(t.Context(), DeployRequest{Scenario: "k"})
+	var inv *InvalidVersionError
+	if !errors.As(err, &inv) || len(inv.Problems) != 1 || inv.Problems[0].NodeID != "out" || inv.Problems[0].Code != "kafka-not-configured" ||
+		!strings.Contains(inv.Problems[0].Message, "--kafka-brokers") {
+		t.Errorf("deploying a Kafka sink without brokers: %v", err)
+	}
+}

@@ -1,0 +1,55 @@
+// Package kafkatest holds what tests need to read a Kafka topic back.
+package kafkatest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// ReadTopic reads every partition of topic from its start up to its end offsets as listed
+// when it is called, with the isolation level given (kgo.ReadCommitted: only committed
+// transactions' records), and returns the records, transaction markers left out, in the
+// order fetched (each partition in offset order). opts are added to the client's (TLS,
+// SASL). It fails t when the end is not reached within a minute.
+func ReadTopic(t testing.TB, brokers []string, topic string, level kgo.IsolationLevel, opts ...kgo.Opt) []*kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(level),
+		kgo.KeepControlRecords(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		t.Fatalf("listing the end offsets of %s: %v", topic, err)
+	}
+	next := map[int32]int64{} // per partition, the offset after the last record fetched
+	reached := func() bool {
+		ok := true
+		ends.Each(func(lo kadm.ListedOffset) { ok = ok && next[lo.Partition] >= lo.Offset })
+		return ok
+	}
+	var out []*kgo.Record
+	for !reached() {
+		fetches := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("reading %s: at offsets %v after a minute", topic, next)
+		}
+		fetches.EachRecord(func(r *kgo.Record) {
+			next[r.Partition] = r.Offset + 1
+			if !r.Attrs.IsControl() {
+				out = append(out, r)
+			}
+		})
+	}
+	return out
+}
