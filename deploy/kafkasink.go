@@ -19,8 +19,6 @@ import (
 	"github.com/scenario-server/scenario-server/value"
 )
 
-// sinkKafka is the Kafka sink's kind (nodes.SinkKafka).
-const sinkKafka = "kafka"
 
 // kafkaTransactionTimeout is how long the brokers keep a transaction of a Kafka sink open
 // before they abort it. It bounds how long read_committed consumers wait behind the
