@@ -19,7 +19,6 @@ import (
 	"github.com/scenario-server/scenario-server/value"
 )
 
-
 // kafkaTransactionTimeout is how long the brokers keep a transaction of a Kafka sink open
 // before they abort it. It bounds how long read_committed consumers wait behind the
 // transaction of a checkpoint that never commits (the server died before the store commit,
