@@ -30,39 +30,8 @@ func TestAuditOnPostgres(t *testing.T) {
 
 // testAuditLog deploys with API tokens of three roles and reads the log as admin.
 func testAuditLog(t *testing.T, st store.Store) {
-	ctx := t.Context()
-	token := func(name, role string) string {
-		secret, hash := auth.NewTokenSecret()
-		if _, err := st.CreateToken(ctx, store.NewToken{Name: name, Role: role, SecretHash: hash}); err != nil {
-			t.Fatal(err)
-		}
-		return "Bearer " + secret
-	}
+	_, token, as := authedDeployClient(t, st)
 	deployer, viewer, admin := token("ci", "deployer"), token("dashboards", "viewer"), token("root", "admin")
-
-	reg := prometheus.NewRegistry()
-	rt, err := deploy.New(deploy.Config{Store: st, Logger: testLogger(t), CheckpointInterval: 50 * time.Millisecond,
-		FileSinkDir: t.TempDir(), Metrics: reg, Stdout: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rt.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := rt.Shutdown(sctx); err != nil {
-			t.Errorf("runtime shutdown: %v", err)
-		}
-	})
-	c := newClient(t, st, func(cfg *api.Config) {
-		cfg.Runtime, cfg.Metrics = rt, reg
-		cfg.Authenticator = &auth.Authenticator{Tokens: st}
-	})
-	as := func(who, method, path string, body any) *response {
-		return c.send(request{Method: method, Path: path, Body: body, Header: map[string]string{"Authorization": who}})
-	}
 
 	as(deployer, http.MethodPost, "/api/scenarios", rawBody("name", quote("fraud"), "graph", countGraph("10s"))).ok(t, http.StatusCreated, nil)
 	as(deployer, http.MethodPost, "/api/scenarios/fraud/deploy", rawBody("comment", quote("go"))).ok(t, http.StatusOK, nil)
@@ -229,4 +198,43 @@ func TestAuditRefusalsBounded(t *testing.T) {
 	if n := len(page.Entries); n < 30 || n > most {
 		t.Errorf("%d refusals stored of 200 sent in %v; want 30 to %d", n, elapsed, most)
 	}
+}
+
+// authedDeployClient starts a runtime and the API on st with API tokens, configured further
+// by configure; bearer(name, role) stores a token and returns its Authorization header value,
+// and as sends a request with one.
+func authedDeployClient(t *testing.T, st store.Store, configure ...func(*api.Config)) (c *client, bearer func(name, role string) string,
+	as func(who, method, path string, body any) *response) {
+	t.Helper()
+	bearer = func(name, role string) string {
+		secret, hash := auth.NewTokenSecret()
+		if _, err := st.CreateToken(t.Context(), store.NewToken{Name: name, Role: role, SecretHash: hash}); err != nil {
+			t.Fatal(err)
+		}
+		return "Bearer " + secret
+	}
+	reg := prometheus.NewRegistry()
+	rt, err := deploy.New(deploy.Config{Store: st, Logger: testLogger(t), CheckpointInterval: 50 * time.Millisecond,
+		FileSinkDir: t.TempDir(), Metrics: reg, Stdout: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := rt.Shutdown(sctx); err != nil {
+			t.Errorf("runtime shutdown: %v", err)
+		}
+	})
+	c = newClient(t, st, append([]func(*api.Config){func(cfg *api.Config) {
+		cfg.Runtime, cfg.Metrics = rt, reg
+		cfg.Authenticator = &auth.Authenticator{Tokens: st}
+	}}, configure...)...)
+	as = func(who, method, path string, body any) *response {
+		return c.send(request{Method: method, Path: path, Body: body, Header: map[string]string{"Authorization": who}})
+	}
+	return c, bearer, as
 }

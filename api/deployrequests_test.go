@@ -1,19 +1,12 @@
 package api_test
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/scenario-server/scenario-server/api"
-	"github.com/scenario-server/scenario-server/auth"
-	"github.com/scenario-server/scenario-server/deploy"
 	"github.com/scenario-server/scenario-server/store"
 )
 
@@ -31,44 +24,12 @@ func TestDeployApprovalOnPostgres(t *testing.T) {
 // its requester cannot approve it, a viewer cannot either, another deployer approves and the
 // scenario runs; a rejected request deploys nothing; both sides are in the audit log.
 func testDeployApproval(t *testing.T, st store.Store) {
-	ctx := t.Context()
-	token := func(name, role string) string {
-		secret, hash := auth.NewTokenSecret()
-		if _, err := st.CreateToken(ctx, store.NewToken{Name: name, Role: role, SecretHash: hash}); err != nil {
-			t.Fatal(err)
-		}
-		return "Bearer " + secret
-	}
+	_, token, as := authedDeployClient(t, st, func(cfg *api.Config) { cfg.DeployApproval = true })
 	anna, ben, viewer, admin := token("anna", "deployer"), token("ben", "deployer"), token("dashboards", "viewer"), token("root", "admin")
 	// Anna's second credential: another subject, the same person.
 	anna2, carl := token("Anna ", "deployer"), token("carl", "deployer")
-
-	reg := prometheus.NewRegistry()
-	rt, err := deploy.New(deploy.Config{Store: st, Logger: testLogger(t), CheckpointInterval: 50 * time.Millisecond,
-		FileSinkDir: t.TempDir(), Metrics: reg, Stdout: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rt.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := rt.Shutdown(sctx); err != nil {
-			t.Errorf("runtime shutdown: %v", err)
-		}
-	})
-	if _, err := api.New(api.Config{Store: st, Runtime: rt, DeployApproval: true}); err == nil {
+	if _, err := api.New(api.Config{Store: st, DeployApproval: true}); err == nil {
 		t.Fatal("api.New accepted DeployApproval without authentication")
-	}
-	c := newClient(t, st, func(cfg *api.Config) {
-		cfg.Runtime, cfg.Metrics = rt, reg
-		cfg.Authenticator = &auth.Authenticator{Tokens: st}
-		cfg.DeployApproval = true
-	})
-	as := func(who, method, path string, body any) *response {
-		return c.send(request{Method: method, Path: path, Body: body, Header: map[string]string{"Authorization": who}})
 	}
 	status := func() string {
 		var d api.ScenarioDeployment
