@@ -3,8 +3,10 @@ package api_test
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/scenario-server/scenario-server/api"
 )
@@ -75,5 +77,48 @@ func testEnforceSchema(t *testing.T, c *client) {
 	}
 	if got, want := res.Nodes["in"].Counts, (api.TestCounts{In: 3, Out: 3}); got != want {
 		t.Errorf("not enforced: source counts %+v, want %+v", got, want)
+	}
+}
+
+// Deployed, the same source (an HTTP source without timestamp: its events are pushed as
+// values) sends the two events that do not fit to the dead letters, with their source,
+// node, field schema and record, and only {"amount": 5} reaches the collect sink.
+func testEnforceSchemaDeployed(t *testing.T, c *client) {
+	const name = "enforced schema"
+	graph := strings.Replace(strings.Replace(schemaGraph, "ENFORCE", "true", 1), `"typ": "stdout"`, `"typ": "collect"`, 1)
+	c.post("/api/scenarios", rawBody("name", quote(name), "graph", graph)).ok(t, http.StatusCreated, nil)
+	c.post("/api/scenarios/"+url.PathEscape(name)+"/deploy", rawBody()).ok(t, http.StatusOK, nil)
+	lines := [][]byte{[]byte(`{"amount": 5}`), []byte(`{"amount": "5"}`), []byte(`{}`)}
+	postEvents(c, name, "in", "", lines).ok(t, http.StatusAccepted, nil)
+	lc := waitCounts(t, c, name, committed(3))
+	if got, want := counters(lc.Nodes["in"]), (api.NodeCounts{In: 3, Out: 1, Errors: 2}); got != want {
+		t.Errorf("source counts %+v, want %+v", got, want)
+	}
+	type letter struct{ Source, Node, Field, Record string }
+	var got []letter
+	deadline := time.Now().Add(20 * time.Second)
+	for len(got) < 2 && time.Now().Before(deadline) {
+		var page api.DeadLetterPage
+		c.get("/api/scenarios/"+url.PathEscape(name)+"/dead-letters").ok(t, http.StatusOK, &page)
+		got = got[:0]
+		for _, e := range page.DeadLetters {
+			d := e.DeadLetter
+			got = append(got, letter{d.Source, d.NodeID, d.Field, normJSON(t, d.Record)})
+			if d.Field == "schema" && !strings.Contains(d.Message, "amount") {
+				t.Errorf("dead letter message %q does not name amount", d.Message)
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	want := []letter{{"in", "in", "schema", `{"amount":"5"}`}, {"in", "in", "schema", `{}`}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("dead letters %+v, want %+v", got, want)
+	}
+	var outs []string
+	for _, r := range readResults(t, c, name, "out", 100) {
+		outs = append(outs, normJSON(t, r.Value))
+	}
+	if want := []string{`{"amount":5}`}; fmt.Sprint(outs) != fmt.Sprint(want) {
+		t.Errorf("collected %q, want %q", outs, want)
 	}
 }
