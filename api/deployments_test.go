@@ -50,6 +50,7 @@ func runDeploymentSuite(t *testing.T, newStore newStoreFunc) {
 		{"IdleSourceClosesWindow", testIdleWindowThroughAPI},
 		{"Streams", testStreams},
 		{"LateEvents", testLateEventsDeployed},
+		{"EnforceSchema", testEnforceSchemaDeployed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

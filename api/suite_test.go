@@ -48,6 +48,7 @@ func runAPISuite(t *testing.T, newStore newStoreFunc) {
 		{"TestLimits", testTestLimits},
 		{"NodeTest", testNodeTest},
 		{"LateEvents", testLateEvents},
+		{"EnforceSchema", testEnforceSchema},
 		{"ValidationPrecision", testValidationPrecision},
 	}
 	for _, tt := range tests {

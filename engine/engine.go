@@ -465,7 +465,8 @@ func (e *Engine) errorPartition() *int32 {
 // PushJSON decodes one JSON record for source sourceID, read from input line
 // line (1-based; 0 when unknown), gives it its event time and pushes it
 // through the graph, then takes a watermark step. A record that cannot be
-// decoded or timed is a per-event error of the source. It returns an error
+// decoded or timed, or that does not fit the schema its source enforces, is a
+// per-event error of the source. It returns an error
 // only for an unknown source or an engine that was flushed.
 func (e *Engine) PushJSON(sourceID string, record []byte, line int64) error {
 	src := e.sources[sourceID]
@@ -504,13 +505,20 @@ func (e *Engine) PushValue(sourceID string, record value.Value, eventTime int64,
 	}
 	e.line = line
 	src.counts.In++
-	src.input, src.lazyInput = record, false
+	src.input, src.lazyInput, src.raw = record, false, nil
 	return e.pushValue(src, eventTime)
 }
 
 // pushValue pushes the record the source has just decoded (see node.decode)
 // or been given.
 func (e *Engine) pushValue(src *source, eventTime int64) error {
+	if src.schema != nil {
+		if err := src.conform(); err != nil {
+			// Refused before it is timed: an event that does not fit goes no further.
+			e.fail(src.node, "schema", err)
+			return nil
+		}
+	}
 	// The source's context is reused for its next event: nothing keeps it
 	// once the event has gone through (aggregates that enrich events emit
 	// from within Add; sinks and Observe copy what they keep).

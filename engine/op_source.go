@@ -2,7 +2,9 @@ package engine
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"math"
+	"strconv"
 
 	"github.com/scenario-server/scenario-server/expression"
 	"github.com/scenario-server/scenario-server/nodes"
@@ -44,6 +46,10 @@ type source struct {
 	present   uint64 // bit k: the record has field k
 	input     value.Value
 	lazyInput bool // #input is made from fields when needed
+	// schema (enforceSchema; nil: none) checks each event before it goes on, from raw, the
+	// record as JSON, when it was decoded from JSON, and otherwise from input.
+	schema *nodes.EventSchema
+	raw    []byte
 }
 
 func newSource(e *Engine, n *node) (operator, error) {
@@ -55,6 +61,7 @@ func newSource(e *Engine, n *node) (operator, error) {
 		s.idleTimeout = p.IdleTimeout.Milliseconds()
 	}
 	s.maxFutureSkew = p.MaxFutureSkew.Milliseconds()
+	s.schema = p.Schema
 	n.src = s
 	e.sources[n.id] = s
 	return s, nil
@@ -186,6 +193,9 @@ func (s *source) lazyField(step pathStep) (value.Value, bool) {
 // scenario reads when that is known (into fields, or a record of them), and
 // otherwise the whole record.
 func (s *source) decode(b []byte) error {
+	if s.schema != nil {
+		s.raw = b // whole, whatever the scenario reads of it
+	}
 	var err error
 	switch {
 	case s.fields != nil:
@@ -201,6 +211,47 @@ func (s *source) decode(b []byte) error {
 		s.lazyInput = false
 	}
 	return err
+}
+
+// conform checks the record being pushed against the source's schema (enforceSchema): the
+// JSON it was decoded from, or the value it was given as.
+func (s *source) conform() error {
+	raw := s.raw
+	s.raw = nil
+	if raw != nil {
+		return s.schema.CheckJSON(raw)
+	}
+	return s.schema.Check(schemaInput(s.input))
+}
+
+// schemaInput is v in the form the schema library reads: map[string]any, []any,
+// json.Number, float64, string, bool or nil.
+func schemaInput(v value.Value) any {
+	switch v.Kind() {
+	case value.KindBool:
+		return v.Bool()
+	case value.KindInt:
+		return json.Number(strconv.FormatInt(v.Int(), 10))
+	case value.KindFloat:
+		return v.Float()
+	case value.KindString:
+		return v.Str()
+	case value.KindList:
+		items := v.List()
+		out := make([]any, len(items))
+		for i, x := range items {
+			out[i] = schemaInput(x)
+		}
+		return out
+	case value.KindRecord:
+		r := v.Record()
+		out := make(map[string]any, len(r.Keys))
+		for i, k := range r.Keys {
+			out[k] = schemaInput(r.Values[i])
+		}
+		return out
+	}
+	return nil
 }
 
 // eventTime evaluates the source's timestamp expression on ev, which holds

@@ -57,6 +57,8 @@ func sourceKind(typ, label, desc string, bounded bool, extra ...ParamSpec) *Kind
 			Description: "How late an event may come: the watermark is the largest event time seen less this (0 allowed)."},
 		ParamSpec{Name: "schema", In: InParameters, Editor: EditorJSONSchema, Type: "object", Label: "JSON Schema",
 			Description: "Optional JSON Schema of the events; #input is typed from it (dynamic without it)."},
+		ParamSpec{Name: "enforceSchema", In: InParameters, Editor: EditorBoolean, Type: "boolean", Default: false, Label: "Enforce schema",
+			Description: "Check each event against the JSON Schema: an event that does not fit is an error at the source (field schema, saying where and why, e.g. /amount: got string, want number) and goes no further; deployed, it goes to the dead letters. Needs a schema."},
 		ParamSpec{Name: "maxFutureSkew", In: InParameters, Editor: EditorDuration, Type: "duration", Default: "1h", Label: "Max future skew",
 			Description: "Deployed: an event whose time is further ahead of the server's clock than this is refused, as an error at the source that does not move the watermark, so one mistyped timestamp cannot make every later event late. Tests and runs have no such bound."},
 	)
@@ -74,7 +76,12 @@ func sourceKind(typ, label, desc string, bounded bool, extra ...ParamSpec) *Kind
 
 func checkSource(c *nodeCheck, bounded bool) {
 	inputType := expression.Unknown
-	if raw := c.literal("schema"); raw != nil {
+	enforce, _ := c.boolParam("enforceSchema")
+	raw := c.literal("schema")
+	if enforce && raw == nil {
+		c.errorf("enforceSchema", CodeInvalidParameter, "enforceSchema needs a JSON Schema in parameter \"schema\"")
+	}
+	if raw != nil {
 		t, err := expression.TypeFromJSONSchema(raw)
 		switch {
 		case err != nil:
@@ -84,6 +91,13 @@ func checkSource(c *nodeCheck, bounded bool) {
 		default:
 			t.Nullable = false // an event is never null
 			inputType = t
+			if enforce {
+				if s, err := compileEventSchema(raw); err != nil {
+					c.errorf("schema", CodeInvalidSchema, "the schema cannot be enforced: %v", err)
+				} else {
+					c.record("schema", s)
+				}
+			}
 		}
 	}
 	c.durationParam("maxOutOfOrderness", false)
@@ -122,6 +136,9 @@ type SourcePlan struct {
 	Live        bool
 	IdleTimeout time.Duration
 	Topic, Path string // Kafka's topic, a file's path ("" for the others)
+	// Schema is the compiled schema each event is checked against (enforceSchema); nil:
+	// events are not checked.
+	Schema *EventSchema
 }
 
 func typedSource(c *nodeCheck) any {
@@ -135,5 +152,6 @@ func typedSource(c *nodeCheck) any {
 	}
 	p.Topic, _ = c.plan.Params["topic"].(string)
 	p.Path, _ = c.plan.Params["path"].(string)
+	p.Schema, _ = c.plan.Params["schema"].(*EventSchema)
 	return p
 }

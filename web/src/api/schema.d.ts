@@ -251,7 +251,7 @@ export interface paths {
         };
         /**
          * Read a scenario's dead letters
-         * @description Pages through the events that failed in the scenario's deployments, oldest first, with a cursor (pass next as after). An event that fails (a record that is not JSON, a timestamp missing or refused, an expression that fails or passes its budget, an aggregate input of the wrong type) goes no further and the deployment goes on; the event is kept here with its source, position (HTTP log or Kafka offset), node, field and error, and its record (up to 64 KiB). Dead letters are stored at the checkpoint that covers their event, exactly once across restarts, and kept as long as collected results (--result-retention).
+         * @description Pages through the events that failed in the scenario's deployments, oldest first, with a cursor (pass next as after). An event that fails (a record that is not JSON, one that does not fit the schema its source enforces, a timestamp missing or refused, an expression that fails or passes its budget, an aggregate input of the wrong type) goes no further and the deployment goes on; the event is kept here with its source, position (HTTP log or Kafka offset), node, field and error, and its record (up to 64 KiB). Dead letters are stored at the checkpoint that covers their event, exactly once across restarts, and kept as long as collected results (--result-retention).
          */
         get: operations["read-dead-letters"];
         put?: never;

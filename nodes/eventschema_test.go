@@ -1,0 +1,93 @@
+package nodes
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/scenario-server/scenario-server/scenario"
+)
+
+// sourceNode is an HTTP source (node "n") with the given literal parameters.
+func sourceNode(t *testing.T, params map[string]any) *scenario.Scenario {
+	t.Helper()
+	k, _ := Default().Kind("Source/http")
+	n := minimalNode(k, func(p ParamSpec) bool { return p.Required })
+	for name, val := range params {
+		raw, err := json.Marshal(val)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Ref.Parameters = append(n.Ref.Parameters, scenario.Parameter{Name: name, Value: raw})
+	}
+	return inGraph(k, n)
+}
+
+// enforceSchema needs a schema, and a schema it enforces must compile (a $ref that would read
+// a file does not); without enforceSchema nothing is compiled and no plan carries a schema.
+func TestEnforceSchemaValidation(t *testing.T) {
+	amount := map[string]any{"type": "object", "properties": map[string]any{"amount": map[string]any{"type": "number"}}, "required": []any{"amount"}}
+	tests := []struct {
+		name   string
+		params map[string]any
+		field  string // "" for valid
+		code   string
+	}{
+		{"enforced without a schema", map[string]any{"enforceSchema": true}, "enforceSchema", CodeInvalidParameter},
+		{"not a boolean", map[string]any{"enforceSchema": "yes", "schema": amount}, "enforceSchema", CodeInvalidParameter},
+		{"enforced", map[string]any{"enforceSchema": true, "schema": amount}, "", ""},
+		{"not enforced, no schema", map[string]any{"enforceSchema": false}, "", ""},
+		{"a $ref to a file", map[string]any{"enforceSchema": true, "schema": map[string]any{"type": "object", "properties": map[string]any{
+			"a": map[string]any{"$ref": "file:///etc/hostname"}}}}, "schema", CodeInvalidSchema},
+		{"a bad pattern", map[string]any{"enforceSchema": true, "schema": map[string]any{"type": "object", "properties": map[string]any{
+			"a": map[string]any{"type": "string", "pattern": "("}}}}, "schema", CodeInvalidSchema},
+	}
+	for _, tt := range tests {
+		v := Validate(sourceNode(t, tt.params))
+		switch {
+		case tt.code == "" && !v.OK():
+			t.Errorf("%s: %v", tt.name, v.Errors)
+		case tt.code != "" && !hasProblem(v.Errors, "n", tt.field, tt.code):
+			t.Errorf("%s: want %s on %s, got %v", tt.name, tt.code, tt.field, v.Errors)
+		}
+	}
+	for _, enforce := range []bool{false, true} {
+		v := Validate(sourceNode(t, map[string]any{"enforceSchema": enforce, "schema": amount}))
+		if got := v.Plans["n"].Typed.(*SourcePlan).Schema != nil; got != enforce {
+			t.Errorf("enforceSchema %v: plan has a schema: %v", enforce, got)
+		}
+	}
+}
+
+// Check says where and why, for each problem; worked by hand from the schema.
+func TestEventSchemaCheck(t *testing.T) {
+	s, err := compileEventSchema([]byte(`{"type": "object", "properties": {
+		"amount": {"type": "number"}, "tags": {"type": "array", "items": {"type": "string"}},
+		"a/b": {"type": "integer"}}, "required": ["amount"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ event, want string }{
+		{`{"amount": 5}`, ""},
+		{`{"amount": 5.5, "tags": ["x"], "a/b": 3}`, ""},
+		{`{"amount": "5"}`, "/amount: got string, want number"},
+		{`{}`, "/: missing property 'amount'"},
+		{`{"amount": 1, "tags": ["x", 2]}`, "/tags/1: got number, want string"},
+		{`{"amount": 1, "a/b": 1.5}`, "/a~1b: got number, want integer"},
+	}
+	for _, tt := range tests {
+		err := s.CheckJSON([]byte(tt.event))
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.event, got, tt.want)
+		}
+	}
+	// Many problems: three listed, then how many more.
+	err = s.CheckJSON([]byte(`{"amount": "x", "tags": [1, 2, 3]}`))
+	if err == nil || !strings.HasSuffix(err.Error(), "; and 1 more") || strings.Count(err.Error(), ": got ") != 3 {
+		t.Errorf("four problems: %v", err)
+	}
+}
