@@ -15,6 +15,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/scenario-server/scenario-server/deploy"
+	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/store"
 )
 
@@ -159,7 +160,16 @@ func (h *handlers) registerTestCases(hapi huma.API) {
 		if expected == nil {
 			expected = map[string][]json.RawMessage{}
 		}
+		latest, err := h.store.GetLatestVersion(ctx, in.Name)
+		if err != nil {
+			return nil, storeError(ctx, err, in.Name, 0)
+		}
+		sinks := sinkIDs(latest.Graph)
 		for sink, values := range expected {
+			if sinks != nil && !sinks[sink] {
+				return nil, problemf(http.StatusUnprocessableEntity, CodeValidationFailed,
+					"expected.%s: the latest version (%d) has no sink %q", sink, latest.Number, sink)
+			}
 			if len(values) > maxComparedOutputs {
 				return nil, problemf(http.StatusUnprocessableEntity, CodeValidationFailed,
 					"expected.%s: %d values; a test case compares at most %d per sink", sink, len(values), maxComparedOutputs)
@@ -272,7 +282,7 @@ func compareOutputs(expected map[string][]json.RawMessage, res TestResult) []str
 		}
 		counts := ""
 		if len(got.Outputs) != len(want) {
-			counts = fmt.Sprintf("wrote %d values, expected %d; ", len(got.Outputs), len(want))
+			counts = fmt.Sprintf("wrote %s, expected %d; ", plural(len(got.Outputs), "value"), len(want))
 		}
 		for i := 0; i < max(len(want), len(got.Outputs)); i++ {
 			var diff string
@@ -296,7 +306,7 @@ func compareOutputs(expected map[string][]json.RawMessage, res TestResult) []str
 			e := res.Errors[0]
 			first = fmt.Sprintf(": the first at %s %s, line %d: %s", e.NodeID, e.Field, e.Line, e.Message)
 		}
-		failures = append(failures, fmt.Sprintf("%d per-event errors%s", res.TotalErrors, strings.TrimSpace(first)))
+		failures = append(failures, fmt.Sprintf("%s%s", plural(int(res.TotalErrors), "per-event error"), strings.TrimSpace(first)))
 	}
 	return failures
 }
@@ -400,4 +410,27 @@ func firstFailure(run TestCasesRun) string {
 		}
 	}
 	return "none"
+}
+
+// plural is "1 value", "2 values".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// sinkIDs are the ids of the sink nodes of graph (nil when it does not decode).
+func sinkIDs(graph []byte) map[string]bool {
+	sc, err := scenario.Decode(graph)
+	if err != nil {
+		return nil
+	}
+	ids := map[string]bool{}
+	for _, n := range sc.Nodes {
+		if n.Type == scenario.TypeSink {
+			ids[n.ID] = true
+		}
+	}
+	return ids
 }

@@ -33,6 +33,12 @@ func testTestCases(t *testing.T, c *client) {
 	c.send(request{Method: http.MethodPut, Path: "/api/scenarios/fraud/tests/two%20windows", Body: tc}).ok(t, http.StatusOK, nil)
 	c.send(request{Method: http.MethodPut, Path: "/api/scenarios/fraud/tests/%2Fbad", Body: tc}).problem(t, http.StatusUnprocessableEntity, api.CodeValidationFailed)
 	c.send(request{Method: http.MethodPut, Path: "/api/scenarios/nope/tests/x", Body: tc}).problem(t, http.StatusNotFound, api.CodeScenarioNotFound)
+	// A sink the latest version does not have is refused when saved, not found out at deploy.
+	p := c.send(request{Method: http.MethodPut, Path: "/api/scenarios/fraud/tests/x", Body: map[string]any{"records": records, "expected": map[string]any{"nosuch": []any{}}}}).
+		problem(t, http.StatusUnprocessableEntity, api.CodeValidationFailed)
+	if !strings.Contains(p.Detail, `has no sink "nosuch"`) {
+		t.Errorf("detail %q", p.Detail)
+	}
 
 	var run api.TestCasesRun
 	c.post("/api/scenarios/fraud/tests/run", nil).ok(t, http.StatusOK, &run)
@@ -52,7 +58,7 @@ func testTestCases(t *testing.T, c *client) {
 		t.Fatalf("run on version 1 again: %s", mustJSON(run))
 	}
 
-	p := c.post("/api/scenarios/fraud/deploy", nil).problem(t, http.StatusUnprocessableEntity, api.CodeTestsFailed)
+	p = c.post("/api/scenarios/fraud/deploy", nil).problem(t, http.StatusUnprocessableEntity, api.CodeTestsFailed)
 	if p.Tests == nil || p.Tests.Version != 2 || p.Tests.Passed {
 		t.Fatalf("tests-failed without the run: %s", mustJSON(p))
 	}
