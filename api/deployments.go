@@ -291,6 +291,9 @@ func (h *handlers) deploy(ctx context.Context, in *deployInput) (*deploymentOutp
 	if err := h.needRuntime(); err != nil {
 		return nil, err
 	}
+	if in.Body != nil && in.Body.Version > 0 {
+		noteAudit(ctx, "", in.Body.Version)
+	}
 	if h.deployApproval {
 		return nil, problemf(http.StatusConflict, CodeApprovalRequired,
 			"this server deploys only approved requests (--deploy-approval): POST /api/scenarios/%s/deploy-requests and ask another deployer to approve it",

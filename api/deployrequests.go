@@ -154,6 +154,7 @@ func (h *handlers) requestDeploy(ctx context.Context, in *deployInput) (*deployR
 	req := deploy.DeployRequest{Scenario: in.Name}
 	if in.Body != nil {
 		req.Version, req.Comment = in.Body.Version, in.Body.Comment
+		noteAudit(ctx, "", req.Version)
 	}
 	if err := h.checkTestCases(ctx, &req, in.Body); err != nil {
 		return nil, err

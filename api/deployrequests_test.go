@@ -132,10 +132,10 @@ func testDeployApproval(t *testing.T, st store.Store) {
 	}
 	want := []string{
 		"anna deploy fraud v0 approval-required",
-		"anna deploy.request fraud v0 version-not-found",
+		"anna deploy.request fraud v7 version-not-found",
 		"dashboards deploy.request fraud v0 forbidden",
 		"anna deploy.request fraud v1 ok",
-		"ben deploy.request fraud v0 deploy-request-pending",
+		"ben deploy.request fraud v1 deploy-request-pending",
 		"anna deploy.approve fraud v1 self-approval",
 		"Anna  deploy.approve fraud v1 self-approval",
 		"dashboards deploy.approve fraud v0 forbidden",

@@ -376,6 +376,7 @@ func (h *handlers) checkTestCases(ctx context.Context, req *deploy.DeployRequest
 		return err
 	}
 	req.Version = v.Number
+	noteAudit(ctx, "", v.Number) // refusals from here on name the version too
 	run, err := h.runTestCases(ctx, v)
 	if err != nil || run.Passed {
 		return err
