@@ -74,6 +74,7 @@ import (
 
 	"github.com/scenario-server/scenario-server/engine"
 	"github.com/scenario-server/scenario-server/scenario"
+	"github.com/scenario-server/scenario-server/schemaregistry"
 	"github.com/scenario-server/scenario-server/store"
 )
 
@@ -180,6 +181,8 @@ type Runtime struct {
 	cfg   Config
 	log   *slog.Logger
 	kafka kafkaConn // KafkaBrokers and Kafka, checked and read
+	// schemas is Kafka.SchemaRegistry's client (nil: no registry).
+	schemas *schemaregistry.Registry
 	// ctx bounds every store call of the deployments; cancelled when Shutdown ends (or gives up).
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -245,7 +248,11 @@ func New(cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("deploy: %w", err)
 	}
-	r := &Runtime{cfg: cfg, kafka: kafka, log: cfg.Logger, active: map[string]*deployment{}, pending: map[string]*deployment{}, locks: map[string]*sync.Mutex{}}
+	schemas, err := schemaregistry.New(cfg.Kafka.SchemaRegistry)
+	if err != nil {
+		return nil, fmt.Errorf("deploy: %w", err)
+	}
+	r := &Runtime{cfg: cfg, kafka: kafka, schemas: schemas, log: cfg.Logger, active: map[string]*deployment{}, pending: map[string]*deployment{}, locks: map[string]*sync.Mutex{}}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	if cfg.Metrics != nil {
 		if err := cfg.Metrics.Register(&collector{rt: r}); err != nil {
