@@ -479,6 +479,20 @@ func (e *Engine) PushJSON(sourceID string, record []byte, line int64) error {
 	return nil
 }
 
+// PushUndecodable counts a record of source sourceID that its input could not decode (a
+// value in a schema registry's wire format that does not fit its schema) and records err as
+// the per-event error of that record, at the source, with line as its line.
+func (e *Engine) PushUndecodable(sourceID string, line int64, err error) error {
+	src := e.sources[sourceID]
+	if src == nil {
+		return fmt.Errorf("engine: unknown source %q", sourceID)
+	}
+	e.line = line
+	src.counts.In++
+	e.fail(src.node, "", err)
+	return nil
+}
+
 // pushJSON is PushJSON for a known source.
 func (e *Engine) pushJSON(src *source, record []byte, line int64) {
 	e.line = line

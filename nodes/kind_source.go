@@ -74,7 +74,11 @@ func sourceKind(typ, label, desc string, bounded bool, extra ...ParamSpec) *Kind
 
 func checkSource(c *nodeCheck, bounded bool) {
 	inputType := expression.Unknown
-	if raw := c.literal("schema"); raw != nil {
+	raw := c.literal("schema")
+	if raw == nil {
+		raw = c.sourceSchema() // a schema registry's, if any
+	}
+	if raw != nil {
 		t, err := expression.TypeFromJSONSchema(raw)
 		switch {
 		case err != nil:

@@ -59,6 +59,9 @@ type Registry struct {
 	mu     sync.Mutex
 	byID   map[int]*schema
 	latest map[string]latestEntry
+	// failedID remembers, for LatestTTL, the ids whose lookup failed, so that a registry
+	// that is down is not asked once per record.
+	failedID map[int]latestEntry
 }
 
 type latestEntry struct {
@@ -99,7 +102,7 @@ func New(cfg Config) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schema registry: %w", err)
 	}
-	return &Registry{cl: cl, now: time.Now, byID: map[int]*schema{}, latest: map[string]latestEntry{}}, nil
+	return &Registry{cl: cl, now: time.Now, byID: map[int]*schema{}, latest: map[string]latestEntry{}, failedID: map[int]latestEntry{}}, nil
 }
 
 // ValueSubject is the subject of a topic's record values (TopicNameStrategy).
@@ -107,28 +110,38 @@ func ValueSubject(topic string) string { return topic + "-value" }
 
 // schemaByID is the schema of id, cached for good.
 func (r *Registry) schemaByID(ctx context.Context, id int) (*schema, error) {
+	now := r.now()
 	r.mu.Lock()
 	s := r.byID[id]
+	failed, ok := r.failedID[id]
 	r.mu.Unlock()
 	if s != nil {
 		return s, nil
 	}
+	if ok && now.Sub(failed.gotAt) < LatestTTL {
+		return nil, failed.err
+	}
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
 	raw, err := r.cl.SchemaByID(ctx, id)
-	if err != nil {
-		return nil, fmt.Errorf("schema registry: schema id %d: %w", id, err)
-	}
-	s, err = parseSchema(raw)
-	if err != nil {
-		return nil, fmt.Errorf("schema registry: schema id %d: %w", id, err)
+	if err == nil {
+		s, err = parseSchema(raw)
 	}
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		err = fmt.Errorf("schema registry: schema id %d: %w", id, err)
+		if len(r.failedID) >= maxCachedIDs {
+			clear(r.failedID)
+		}
+		r.failedID[id] = latestEntry{err: err, gotAt: now}
+		return nil, err
+	}
 	if len(r.byID) >= maxCachedIDs {
 		clear(r.byID)
 	}
 	r.byID[id] = s
-	r.mu.Unlock()
+	delete(r.failedID, id)
 	return s, nil
 }
 
@@ -160,4 +173,10 @@ func (r *Registry) latestSchema(ctx context.Context, subject string) (*schema, i
 	r.latest[subject] = e
 	r.mu.Unlock()
 	return e.s, e.id, e.err
+}
+
+// IsSubjectNotFound says whether err is the registry's answer that a subject has no schema.
+func IsSubjectNotFound(err error) bool {
+	var re *sr.ResponseError
+	return errors.As(err, &re) && re.ErrorCode == sr.ErrSubjectNotFound.Code
 }

@@ -191,18 +191,23 @@ func jsonValue(s avro.Schema, v any, depth int) (any, error) {
 		}
 		return out, nil
 	case *avro.UnionSchema:
-		m, ok := v.(map[string]any)
-		if v == nil || !ok || len(m) != 1 {
+		if v == nil {
 			return nil, nil
 		}
-		for name, x := range m {
-			for _, t := range s.Types() {
-				if unionName(t) == name {
-					return jsonValue(t, x, depth+1)
+		if m, ok := v.(map[string]any); ok && len(m) == 1 {
+			for name, x := range m {
+				for _, t := range s.Types() {
+					if unionName(t) == name {
+						return jsonValue(t, x, depth+1)
+					}
 				}
 			}
-			return nil, fmt.Errorf("union member %q is not in the schema", name)
 		}
+		if s.Nullable() { // hamba/avro gives a nullable union's value as it is
+			_, i := s.Indices()
+			return jsonValue(s.Types()[i], v, depth+1)
+		}
+		return nil, errors.New("a union value hamba/avro did not name")
 	}
 	switch x := v.(type) {
 	case time.Time:
