@@ -817,13 +817,17 @@ func (r *Runtime) prepare(v store.Version) (*deployment, error) {
 		return nil, invalid(scenario.Problem{Code: scenario.CodeInvalidJSON, Message: err.Error()})
 	}
 	d := newDeployment(r, v)
-	eng, err := engine.New(sc, engine.Options{
+	opts := engine.Options{
 		ScenarioName: v.Scenario,
 		Output:       d.sinks.output,
 		MaxErrors:    maxFirstErrors,
 		Now:          r.cfg.Now,
 		Registry:     r.nodes,
-	})
+	}
+	if r.schemas != nil {
+		opts.EncodeKafkaValue = r.encodeKafkaValue
+	}
+	eng, err := engine.New(sc, opts)
 	if err != nil {
 		var inv *engine.InvalidError
 		if errors.As(err, &inv) {

@@ -1,10 +1,13 @@
 package deploy
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
 
@@ -113,6 +116,69 @@ func TestKafkaSourceSchemaRegistry(t *testing.T) {
 				!strings.Contains(d.Message, "the record value cannot be decoded") {
 				t.Errorf("%s: dead letter %+v, want one at the source with record %s", name, d, record)
 			}
+		}
+	}
+}
+
+// A Kafka sink with a valueSubject writes its values encoded against the subject's Avro
+// schema, in the wire format (bytes worked out by hand); a value that does not fit is a
+// per-event error at the sink, field value, and is not written. Without a registry such a
+// sink does not deploy.
+func TestKafkaSinkValueSubject(t *testing.T) {
+	fake := srfake.New()
+	t.Cleanup(fake.Close)
+	fake.SeedSchema("totals-value", 1, 5, sr.Schema{Type: sr.TypeAvro,
+		Schema: `{"type": "record", "name": "Total", "fields": [{"name": "id", "type": "long"}, {"name": "total", "type": "double"}]}`})
+	brokers, prod := newKafka(t, map[string]int32{"orders": 1, "totals": 1})
+	st := sqliteStore(t)
+	graph := `{"nodes": [
+  {"id": "in", "type": "Source", "ref": {"typ": "kafka", "parameters": [{"name": "topic", "value": "orders"}]}},
+  {"id": "out", "type": "Sink", "ref": {"typ": "kafka", "parameters": [{"name": "topic", "value": "totals"},
+    {"name": "valueSubject", "value": "totals-value"},
+    {"name": "value", "expression": {"language": "expr", "expression": "{id: #input.id, total: #input.total}"}}]}}
+], "edges": [{"from": "in", "to": "out", "edgeType": null}]}`
+	createScenario(t, st, "totals", graph)
+
+	plain := newRuntime(t, st, func(c *Config) { c.KafkaBrokers = brokers })
+	_, err := plain.Deploy(t.Context(), DeployRequest{Scenario: "totals", User: "ann"})
+	var inv *InvalidVersionError
+	if !errors.As(err, &inv) || len(inv.Problems) != 1 || inv.Problems[0].Field != "valueSubject" || inv.Problems[0].Code != "schema-registry-not-configured" {
+		t.Fatalf("deploying without a registry: %v, want the problem at valueSubject", err)
+	}
+	if err := plain.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	r := newRuntime(t, st, func(c *Config) {
+		c.KafkaBrokers = brokers
+		c.Kafka.SchemaRegistry = schemaregistry.Config{URL: fake.URL()}
+	})
+	deploy(t, r, "totals", 0)
+	produce(t, prod, "orders", 0, [][]byte{[]byte(`{"id": 1, "total": 2.5}`), []byte(`{"id": 2, "total": "x"}`), []byte(`{"id": 3, "total": 4}`)}, nil)
+	l := waitCommitted(t, r, "totals", 3)
+	if l.Nodes["out"].Errors != 1 {
+		t.Errorf("%d errors at the sink, want 1", l.Nodes["out"].Errors)
+	}
+	dls := readDeadLetters(t, st, "totals")
+	if len(dls) != 1 || dls[0].NodeID != "out" || dls[0].Field != "value" || *dls[0].Offset != 1 || !strings.Contains(dls[0].Message, "field total: want a number, not a string") {
+		t.Errorf("dead letters %+v, want one at out.value for offset 1", dls)
+	}
+	if err := r.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// Magic byte 0, schema id 5; id zigzag (1 → 02, 3 → 06), then the double little-endian:
+	// 2.5 = 0x4004000000000000, 4 = 0x4010000000000000.
+	want := [][]byte{
+		{0, 0, 0, 0, 5, 0x02, 0, 0, 0, 0, 0, 0, 0x04, 0x40},
+		{0, 0, 0, 0, 5, 0x06, 0, 0, 0, 0, 0, 0, 0x10, 0x40},
+	}
+	got := consumeAll(t, brokers, "totals", kgo.ReadCommitted())
+	if len(got) != len(want) {
+		t.Fatalf("%d records in totals, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if !bytes.Equal(got[i].Value, want[i]) {
+			t.Errorf("record %d: % x, want % x", i, got[i].Value, want[i])
 		}
 	}
 }

@@ -131,6 +131,11 @@ type Options struct {
 	// Registry holds the node kinds the scenario is validated and built with; nil means
 	// nodes.Default().
 	Registry *nodes.Registry
+	// EncodeKafkaValue, when set, encodes the value of a Kafka sink with a valueSubject
+	// against that subject's schema (a deployment with a schema registry): the sink hands
+	// Output the encoded bytes as its value, a string, and a value that does not fit is a
+	// per-event error at the sink's value. Nil: such values are handed on as they are.
+	EncodeKafkaValue func(subject string, v value.Value) ([]byte, error)
 	// Bounded marks a replay or a test run: the wall clock is never read
 	// (docs/semantics.md §1), and sources have no maxFutureSkew. A record of a source without a timestamp expression
 	// takes the timestamp given with it (PushValue's eventTime, or
