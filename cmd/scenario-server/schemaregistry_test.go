@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/sr"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
@@ -20,25 +18,10 @@ func TestSchemaRegistryCompletion(t *testing.T) {
 	t.Cleanup(fake.Close)
 	fake.SeedSchema("clicks-value", 1, 1, sr.Schema{Type: sr.TypeAvro, Schema: `{"type": "record", "name": "Click", "fields": [
 	  {"name": "user", "type": "string"}, {"name": "amount", "type": "long"}, {"name": "note", "type": ["null", "string"]}]}`})
-	ctx, cancel := context.WithCancel(t.Context())
-	logs := &syncBuffer{}
-	done := make(chan error, 1)
-	go func() {
-		done <- serve(ctx, []string{"--addr", "127.0.0.1:0", "--log-format", "json", "--kafka-brokers", "127.0.0.1:9", "--kafka-schema-registry", fake.URL()},
-			env(map[string]string{envDataDir: filepath.Join(t.TempDir(), "data")}), logs)
-	}()
-	defer func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("serve: %v", err)
-			}
-		case <-time.After(15 * time.Second):
-			t.Error("serve did not return after cancel")
-		}
-	}()
-	base := "http://" + waitForLog(t, logs, "listening")["addr"].(string)
+	addr, _, stop := serveInProcess(t, []string{"--kafka-brokers", "127.0.0.1:9", "--kafka-schema-registry", fake.URL()},
+		map[string]string{envDataDir: filepath.Join(t.TempDir(), "data")})
+	defer stop()
+	base := "http://" + addr
 	graph := json.RawMessage(`{"nodes": [
   {"id": "in", "type": "Source", "ref": {"typ": "kafka", "parameters": [{"name": "topic", "value": "clicks"}]}},
   {"id": "out", "type": "Sink", "ref": {"typ": "collect", "parameters": [{"name": "value", "expression": {"language": "expr", "expression": "#input.amount"}}]}}
