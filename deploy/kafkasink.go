@@ -433,7 +433,9 @@ func openKafkaSink(r *Runtime, s *sinks, id string, p *nodes.Plan, _ map[string]
 // encodeKafkaValue encodes a Kafka sink's value against the latest schema of subject in the
 // schema registry (engine.Options.EncodeKafkaValue).
 func (r *Runtime) encodeKafkaValue(subject string, v value.Value) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(r.ctx, schemaregistry.Timeout)
+	// Not the runtime's context: a shutdown must not make the values of its last events
+	// errors.
+	ctx, cancel := context.WithTimeout(context.Background(), schemaregistry.Timeout)
 	defer cancel()
 	return r.schemas.Encode(ctx, subject, value.AppendJSON(nil, v))
 }

@@ -146,7 +146,9 @@ func (r *Registry) schemaByID(ctx context.Context, id int) (*schema, error) {
 }
 
 // latestSchema is the latest schema of subject and its id, asked again after LatestTTL
-// (a failed lookup too, so a registry that is down is not asked on every validation).
+// (a failed lookup too, so a registry that is down is not asked on every validation). When
+// asking again fails but the registry could not be reached (no answer, or a 5xx), the schema
+// it gave before is kept: a registry that is down does not make a sink's values errors.
 func (r *Registry) latestSchema(ctx context.Context, subject string) (*schema, int, error) {
 	now := r.now()
 	r.mu.Lock()
@@ -157,6 +159,7 @@ func (r *Registry) latestSchema(ctx context.Context, subject string) (*schema, i
 	}
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
+	old := e
 	e = latestEntry{gotAt: now}
 	ss, err := r.cl.SchemaByVersion(ctx, subject, -1)
 	if err == nil {
@@ -164,7 +167,13 @@ func (r *Registry) latestSchema(ctx context.Context, subject string) (*schema, i
 		e.id = ss.ID
 	}
 	if err != nil {
-		e.s, e.err = nil, fmt.Errorf("schema registry: the latest schema of subject %q: %w", subject, err)
+		var re *sr.ResponseError
+		if old.s != nil && !(errors.As(err, &re) && re.StatusCode < 500) {
+			e = old
+			e.gotAt = now
+		} else {
+			e.s, e.err = nil, fmt.Errorf("schema registry: the latest schema of subject %q: %w", subject, err)
+		}
 	}
 	r.mu.Lock()
 	if len(r.latest) >= maxCachedIDs {

@@ -3,8 +3,11 @@ package schemaregistry
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/sr"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
@@ -157,5 +160,34 @@ func TestNewChecksTheURL(t *testing.T) {
 		if _, err := New(c); err == nil || strings.Contains(err.Error(), "b@") {
 			t.Errorf("%q: %v, want an error without the password", c.URL, err)
 		}
+	}
+}
+
+// A subject's latest schema is asked again after LatestTTL; while the registry answers 503,
+// the schema it gave before is kept, and a subject never fetched is an error.
+func TestLatestSchemaKeptWhileRegistryDown(t *testing.T) {
+	fake, r := newFake(t)
+	fake.SeedSchema("views-value", 1, 2, sr.Schema{Type: sr.TypeJSON, Schema: `{"type": "object"}`})
+	now := time.Unix(1_700_000_000, 0)
+	r.now = func() time.Time { return now }
+	want := wire(2, []byte(`{"page": "/a"}`)...)
+	if got, err := r.Encode(t.Context(), "views-value", []byte(`{"page": "/a"}`)); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("registry up: %q, %v", got, err)
+	}
+	var asked atomic.Int64
+	fake.Intercept(func(w http.ResponseWriter, _ *http.Request) bool {
+		asked.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return true
+	})
+	now = now.Add(LatestTTL + time.Second)
+	if got, err := r.Encode(t.Context(), "views-value", []byte(`{"page": "/a"}`)); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("registry down: %q, %v; want the schema kept", got, err)
+	}
+	if asked.Load() == 0 {
+		t.Error("the registry was not asked again after LatestTTL")
+	}
+	if _, err := r.Encode(t.Context(), "other-value", []byte(`{}`)); err == nil {
+		t.Error("a subject never fetched, registry down: no error")
 	}
 }
