@@ -55,7 +55,9 @@ var inputConnectors = map[string]*inputConnector{
 				return nil, &scenario.Problem{NodeID: id, Field: "ref.typ", Code: "kafka-not-configured",
 					Message: "the server has no Kafka brokers to read from: start it with --kafka-brokers host:port (env SCENARIO_SERVER_KAFKA_BROKERS)"}
 			}
-			return newKafkaInput(id, p.Typed.(*nodes.SourcePlan).Topic, r.kafka, r.log.With("scenario", scenarioName)), nil
+			in := newKafkaInput(id, p.Typed.(*nodes.SourcePlan).Topic, r.kafka, r.log.With("scenario", scenarioName))
+			in.schemas = r.schemas
+			return in, nil
 		},
 	},
 	"Source/file": {

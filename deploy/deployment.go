@@ -614,7 +614,7 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 					if s.conn.partitioned {
 						p = ev.partition
 					}
-					d.pushPayload(s, ev.payload, ev.time, ev.line, p)
+					d.pushPayload(s, ev.payload, ev.time, ev.line, p, ev.undecodable)
 					pushed++
 				}
 				s.in.advance(ev)
@@ -674,19 +674,25 @@ func (d *deployment) stopRequested(ctx context.Context) bool {
 // after a restart.
 func (d *deployment) push(s *source, e store.Event) {
 	d.pushing.offset = e.Offset
-	d.pushPayload(s, e.Payload, e.AcceptedAt.UnixMilli(), e.Offset+1, -1)
+	d.pushPayload(s, e.Payload, e.AcceptedAt.UnixMilli(), e.Offset+1, -1, nil)
 }
 
 // pushPayload sends one event through the engine; at is its time when the source has no
 // timestamp expression (arrival in the log, or the Kafka record's timestamp); partition is
-// its Kafka partition (-1 for other sources), which its per-event errors report.
-func (d *deployment) pushPayload(s *source, payload []byte, at, line int64, partition int32) {
+// its Kafka partition (-1 for other sources), which its per-event errors report. A non-nil
+// undecodable is why the input could not decode the event (inputEvent.undecodable): it is the
+// event's per-event error at the source, with payload as the record of its dead letter.
+func (d *deployment) pushPayload(s *source, payload []byte, at, line int64, partition int32, undecodable error) {
 	if s.conn.mark != nil { // an event log's offset is set by push
 		s.conn.mark(&d.pushing, line)
 	}
 	d.pushing.src, d.pushing.payload, d.pushing.partition = s, payload, partition
 	defer func() { d.pushing = pushing{offset: -1, partition: -1} }()
 	d.eng.SetInputPartition(partition)
+	if undecodable != nil {
+		_ = d.eng.PushUndecodable(s.id, line, undecodable)
+		return
+	}
 	if s.arrivalTime {
 		if v, err := value.ParseJSON(payload); err == nil && v.Kind() == value.KindRecord {
 			_ = d.eng.PushValue(s.id, v, at, line)

@@ -62,6 +62,9 @@ type input interface {
 // inputEvent is one event an input read.
 type inputEvent struct {
 	payload []byte
+	// undecodable: the input could not decode the event (a Kafka value in the schema
+	// registry's wire format that does not fit its schema); payload is what it read.
+	undecodable error
 	// skip: nothing to push (a blank line, a transaction marker), but the position moves
 	// past it.
 	skip bool

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/scenario-server/scenario-server/schemaregistry"
 	"github.com/scenario-server/scenario-server/store"
 )
 
@@ -61,6 +62,8 @@ type kafkaInput struct {
 	source, topic string
 	conn          kafkaConn
 	log           *slog.Logger
+	// schemas, when set, decodes values in the schema registry's wire format (decode).
+	schemas *schemaregistry.Registry
 
 	// Owned by the deployment's goroutine.
 	next     map[int32]int64     // per partition, the offset after the last record pushed
@@ -404,8 +407,28 @@ func (k *kafkaInput) poll() ([]inputEvent, bool) {
 	for i, r := range b.recs {
 		out[i] = inputEvent{payload: r.Value, time: r.Timestamp.UnixMilli(), line: r.Offset + 1,
 			partition: r.Partition, offset: r.Offset + 1, skip: r.Attrs.IsControl()}
+		if !out[i].skip {
+			out[i].payload, out[i].undecodable = k.decode(r.Value)
+		}
 	}
 	return out, reset
+}
+
+// decode is a record value as the JSON the engine reads. With a schema registry, a value in
+// its wire format (a zero byte, never the start of JSON) is decoded by the schema its id
+// names; a value that cannot be is undecodable, kept as it came for its dead letter. Other
+// values are JSON already.
+func (k *kafkaInput) decode(v []byte) ([]byte, error) {
+	if k.schemas == nil || !schemaregistry.IsWireFormat(v) {
+		return v, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), schemaregistry.Timeout)
+	defer cancel()
+	out, err := k.schemas.Decode(ctx, v)
+	if err != nil {
+		return v, fmt.Errorf("the record value cannot be decoded: %w", err)
+	}
+	return out, nil
 }
 
 // skipDeleted moves the positions below their partition's log start offset up to it:
@@ -552,4 +575,22 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	case <-ctx.Done():
 	}
+}
+
+// kafkaSourceSchemas types a Kafka source's #input from the latest schema of its topic's
+// value subject in the schema registry (nodes.SourceSchemas); a topic without a subject
+// keeps a dynamic #input.
+type kafkaSourceSchemas struct{ reg *schemaregistry.Registry }
+
+func (k kafkaSourceSchemas) SourceSchema(kindID, topic string) ([]byte, error) {
+	if kindID != "Source/kafka" {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), schemaregistry.Timeout)
+	defer cancel()
+	raw, err := k.reg.InputSchema(ctx, schemaregistry.ValueSubject(topic))
+	if schemaregistry.IsSubjectNotFound(err) {
+		return nil, nil
+	}
+	return raw, err
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/scenario-server/scenario-server/schemaregistry"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
@@ -49,6 +50,10 @@ type KafkaCluster struct {
 	SASLUser      string
 	// SASLPassword is a secret: LogValue and the errors never show it.
 	SASLPassword string
+	// SchemaRegistry, when its URL is set, is the schema registry of the topics' values:
+	// Kafka sources decode its wire format and type #input from it, Kafka sinks may encode
+	// against it (see package schemaregistry).
+	SchemaRegistry schemaregistry.Config
 }
 
 // LogValue shows the settings without the password.
@@ -56,6 +61,9 @@ func (k KafkaCluster) LogValue() slog.Value {
 	attrs := []slog.Attr{slog.String("client_id", k.clientID()), slog.Bool("tls", k.tlsOn())}
 	if k.SASLMechanism != "" {
 		attrs = append(attrs, slog.String("sasl", strings.ToUpper(k.SASLMechanism)), slog.String("sasl_user", k.SASLUser))
+	}
+	if k.SchemaRegistry.URL != "" {
+		attrs = append(attrs, slog.Any("schema_registry", k.SchemaRegistry))
 	}
 	return slog.GroupValue(attrs...)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/scenario-server/scenario-server/engine"
 	"github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/scenario"
+	"github.com/scenario-server/scenario-server/schemaregistry"
 	"github.com/scenario-server/scenario-server/value"
 )
 
@@ -61,9 +62,12 @@ const kafkaPrepareTimeout = 30 * time.Second
 // Only the deployment's goroutine uses it.
 type kafkaSink struct {
 	id, topic string
-	txnIDs    [2]string
-	conn      kafkaConn
-	log       *slog.Logger
+	// encoded: the engine hands the values encoded for the schema registry, as strings of
+	// their bytes (engine.Options.EncodeKafkaValue).
+	encoded bool
+	txnIDs  [2]string
+	conn    kafkaConn
+	log     *slog.Logger
 
 	pending []*kgo.Record
 	// restored are the transactions of the checkpoint the deployment restored, committed
@@ -109,7 +113,11 @@ func (k *kafkaSink) add(enc *value.JSONEncoder, v value.Value) {
 		rec.Key = kafkaBytes(enc, key)
 	}
 	val, _ := r.Get(engine.KafkaValue)
-	rec.Value = enc.Append(nil, val)
+	if k.encoded && val.Kind() == value.KindString {
+		rec.Value = []byte(val.Str())
+	} else {
+		rec.Value = enc.Append(nil, val)
+	}
 	if h, ok := r.Get(engine.KafkaHeaders); ok {
 		if hr := h.Record(); hr != nil {
 			for i, name := range hr.Keys {
@@ -411,7 +419,23 @@ func openKafkaSink(r *Runtime, s *sinks, id string, p *nodes.Plan, _ map[string]
 		return &scenario.Problem{NodeID: id, Field: "ref.typ", Code: "kafka-not-configured",
 			Message: "the server has no Kafka brokers to write to: start it with --kafka-brokers host:port (env SCENARIO_SERVER_KAFKA_BROKERS)"}
 	}
-	k := newKafkaSink(id, p.Typed.(*nodes.SinkPlan).Topic, scenarioName, r.kafka, r.cfg.Kafka.clientID(), r.log.With("scenario", scenarioName))
+	plan := p.Typed.(*nodes.SinkPlan)
+	if plan.ValueSubject != "" && r.schemas == nil {
+		return &scenario.Problem{NodeID: id, Field: "valueSubject", Code: "schema-registry-not-configured",
+			Message: "the server has no schema registry to encode values with: start it with --kafka-schema-registry URL (env SCENARIO_SERVER_KAFKA_SCHEMA_REGISTRY)"}
+	}
+	k := newKafkaSink(id, plan.Topic, scenarioName, r.kafka, r.cfg.Kafka.clientID(), r.log.With("scenario", scenarioName))
+	k.encoded = plan.ValueSubject != ""
 	s.kafka[id], s.writers[id] = k, k
 	return nil
+}
+
+// encodeKafkaValue encodes a Kafka sink's value against the latest schema of subject in the
+// schema registry (engine.Options.EncodeKafkaValue).
+func (r *Runtime) encodeKafkaValue(subject string, v value.Value) ([]byte, error) {
+	// Not the runtime's context: a shutdown must not make the values of its last events
+	// errors.
+	ctx, cancel := context.WithTimeout(context.Background(), schemaregistry.Timeout)
+	defer cancel()
+	return r.schemas.Encode(ctx, subject, value.AppendJSON(nil, v))
 }

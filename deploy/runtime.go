@@ -73,7 +73,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/scenario-server/scenario-server/engine"
+	"github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/scenario"
+	"github.com/scenario-server/scenario-server/schemaregistry"
 	"github.com/scenario-server/scenario-server/store"
 )
 
@@ -180,6 +182,11 @@ type Runtime struct {
 	cfg   Config
 	log   *slog.Logger
 	kafka kafkaConn // KafkaBrokers and Kafka, checked and read
+	// schemas is Kafka.SchemaRegistry's client (nil: no registry).
+	schemas *schemaregistry.Registry
+	// nodes validates the deployed versions: nodes.Default(), with the Kafka sources typed
+	// from schemas when there is a registry.
+	nodes *nodes.Registry
 	// ctx bounds every store call of the deployments; cancelled when Shutdown ends (or gives up).
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -245,7 +252,15 @@ func New(cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("deploy: %w", err)
 	}
-	r := &Runtime{cfg: cfg, kafka: kafka, log: cfg.Logger, active: map[string]*deployment{}, pending: map[string]*deployment{}, locks: map[string]*sync.Mutex{}}
+	schemas, err := schemaregistry.New(cfg.Kafka.SchemaRegistry)
+	if err != nil {
+		return nil, fmt.Errorf("deploy: %w", err)
+	}
+	reg := nodes.Default()
+	if schemas != nil {
+		reg = reg.WithSourceSchemas(kafkaSourceSchemas{schemas})
+	}
+	r := &Runtime{cfg: cfg, kafka: kafka, schemas: schemas, nodes: reg, log: cfg.Logger, active: map[string]*deployment{}, pending: map[string]*deployment{}, locks: map[string]*sync.Mutex{}}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	if cfg.Metrics != nil {
 		if err := cfg.Metrics.Register(&collector{rt: r}); err != nil {
@@ -254,6 +269,10 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	return r, nil
 }
+
+// Nodes is the node registry the runtime validates versions with: the API should validate
+// with it too, so that the designer sees #input typed as deployments do.
+func (r *Runtime) Nodes() *nodes.Registry { return r.nodes }
 
 // Start resumes every deployment the store lists as deploying or running: each restores its
 // latest checkpoint and continues its event logs from there, in its own goroutine. Start
@@ -798,12 +817,17 @@ func (r *Runtime) prepare(v store.Version) (*deployment, error) {
 		return nil, invalid(scenario.Problem{Code: scenario.CodeInvalidJSON, Message: err.Error()})
 	}
 	d := newDeployment(r, v)
-	eng, err := engine.New(sc, engine.Options{
+	opts := engine.Options{
 		ScenarioName: v.Scenario,
 		Output:       d.sinks.output,
 		MaxErrors:    maxFirstErrors,
 		Now:          r.cfg.Now,
-	})
+		Registry:     r.nodes,
+	}
+	if r.schemas != nil {
+		opts.EncodeKafkaValue = r.encodeKafkaValue
+	}
+	eng, err := engine.New(sc, opts)
 	if err != nil {
 		var inv *engine.InvalidError
 		if errors.As(err, &inv) {

@@ -131,6 +131,11 @@ type Options struct {
 	// Registry holds the node kinds the scenario is validated and built with; nil means
 	// nodes.Default().
 	Registry *nodes.Registry
+	// EncodeKafkaValue, when set, encodes the value of a Kafka sink with a valueSubject
+	// against that subject's schema (a deployment with a schema registry): the sink hands
+	// Output the encoded bytes as its value, a string, and a value that does not fit is a
+	// per-event error at the sink's value. Nil: such values are handed on as they are.
+	EncodeKafkaValue func(subject string, v value.Value) ([]byte, error)
 	// Bounded marks a replay or a test run: the wall clock is never read
 	// (docs/semantics.md §1), and sources have no maxFutureSkew. A record of a source without a timestamp expression
 	// takes the timestamp given with it (PushValue's eventTime, or
@@ -477,6 +482,20 @@ func (e *Engine) PushJSON(sourceID string, record []byte, line int64) error {
 		return errors.New("engine: input after the end of input")
 	}
 	e.pushJSON(src, record, line)
+	return nil
+}
+
+// PushUndecodable counts a record of source sourceID that its input could not decode (a
+// value in a schema registry's wire format that does not fit its schema) and records err as
+// the per-event error of that record, at the source, with line as its line.
+func (e *Engine) PushUndecodable(sourceID string, line int64, err error) error {
+	src := e.sources[sourceID]
+	if src == nil {
+		return fmt.Errorf("engine: unknown source %q", sourceID)
+	}
+	e.line = line
+	src.counts.In++
+	e.fail(src.node, "", err)
 	return nil
 }
 

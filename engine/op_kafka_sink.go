@@ -24,12 +24,13 @@ const (
 type kafkaSink struct {
 	value, key, headers *evaluator // key and headers nil when not given
 	valueField          string
+	valueSubject        string   // encode the value against it (Options.EncodeKafkaValue); "": no
 	keys                []string // the fields of the record handed to Output
 }
 
 func newKafkaSink(_ *Engine, n *node) (operator, error) {
 	p := n.plan.Typed.(*nodes.SinkPlan)
-	k := &kafkaSink{value: n.evaluator(p.Value), valueField: p.Value.Field}
+	k := &kafkaSink{value: n.evaluator(p.Value), valueField: p.Value.Field, valueSubject: p.ValueSubject}
 	if p.Key.Program != nil {
 		k.key = n.evaluator(p.Key)
 		k.keys = append(k.keys, KafkaKey)
@@ -53,6 +54,12 @@ func (k *kafkaSink) process(e *Engine, n *node, ev *event, _ string) {
 		vals = append(vals, key)
 	}
 	v, err := k.value.eval(ev)
+	if err == nil && k.valueSubject != "" && e.opts.EncodeKafkaValue != nil {
+		var b []byte
+		if b, err = e.opts.EncodeKafkaValue(k.valueSubject, v); err == nil {
+			v = value.String(string(b))
+		}
+	}
 	if err != nil {
 		e.fail(n, k.valueField, err)
 		return

@@ -178,6 +178,9 @@ type Registry struct {
 	byID        map[string]*Kind
 	aggregators []*Aggregator
 	byAggName   map[string]*Aggregator
+	// sourceSchemas, when set, types the #input of sources without a schema
+	// (WithSourceSchemas).
+	sourceSchemas SourceSchemas
 }
 
 // NewRegistry returns an empty registry.

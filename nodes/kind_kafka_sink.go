@@ -25,6 +25,8 @@ func kafkaSinkKind() *Kind {
 		ParamSpec{Name: "headers", In: InParameters, Editor: EditorExpression, Type: "record", Label: "Headers",
 			Description: "Optional: a record {name: value} of the record's headers; a string is written as its bytes, anything else as JSON; null values are left out.",
 			Aliases:     []string{"Headers"}},
+		ParamSpec{Name: "valueSubject", In: InParameters, Editor: EditorString, Type: "string", Label: "Value subject",
+			Description: "Optional, deployed with a schema registry (--kafka-schema-registry): the subject, e.g. TOPIC-value, whose latest schema (Avro or JSON Schema) the value is encoded against, in the registry's wire format. A value that does not fit is an error at the sink, field value."},
 	)
 	k.check = checkKafkaSink
 	return k
@@ -40,6 +42,11 @@ var kafkaValueSpec = func() ParamSpec {
 func checkKafkaSink(c *nodeCheck) {
 	if topic, ok := c.stringParam("topic"); ok {
 		checkTopicName(c, "topic", topic)
+	}
+	if c.given("valueSubject") {
+		if s, ok := c.stringParam("valueSubject"); ok && s == "" {
+			c.errorf("valueSubject", CodeInvalidParameter, "parameter %q must not be empty", "valueSubject")
+		}
 	}
 	env := c.in.env()
 	if e := c.expressionParam("key"); e != nil {

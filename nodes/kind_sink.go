@@ -66,11 +66,14 @@ type SinkPlan struct {
 	Path         string
 	Topic        string
 	Key, Headers Expr
+	// ValueSubject is a Kafka sink's schema registry subject of its values ("": none).
+	ValueSubject string
 }
 
 func typedSink(c *nodeCheck) any {
 	p := &SinkPlan{Value: c.expr("value"), Key: c.expr("key"), Headers: c.expr("headers")}
 	p.Path, _ = c.plan.Params["path"].(string)
 	p.Topic, _ = c.plan.Params["topic"].(string)
+	p.ValueSubject, _ = c.plan.Params["valueSubject"].(string)
 	return p
 }

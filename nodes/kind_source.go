@@ -81,6 +81,9 @@ func checkSource(c *nodeCheck, bounded bool) {
 	if enforce && raw == nil {
 		c.errorf("enforceSchema", CodeInvalidParameter, "enforceSchema needs a JSON Schema in parameter \"schema\"")
 	}
+	if raw == nil {
+		raw = c.sourceSchema() // a schema registry's, if any
+	}
 	if raw != nil {
 		t, err := expression.TypeFromJSONSchema(raw)
 		switch {

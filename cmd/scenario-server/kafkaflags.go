@@ -16,6 +16,10 @@ const (
 	envKafkaSASLMechanism = "SCENARIO_SERVER_KAFKA_SASL_MECHANISM"
 	envKafkaSASLUser      = "SCENARIO_SERVER_KAFKA_SASL_USER"
 	envKafkaSASLPassword  = "SCENARIO_SERVER_KAFKA_SASL_PASSWORD" // environment only: never a flag, never logged
+
+	envKafkaSchemaRegistry         = "SCENARIO_SERVER_KAFKA_SCHEMA_REGISTRY"
+	envKafkaSchemaRegistryUser     = "SCENARIO_SERVER_KAFKA_SCHEMA_REGISTRY_USER"
+	envKafkaSchemaRegistryPassword = "SCENARIO_SERVER_KAFKA_SCHEMA_REGISTRY_PASSWORD" // environment only, never logged
 )
 
 // registerKafkaFlags adds the flags of k (deploy.KafkaCluster) to fs, each defaulting to its
@@ -35,5 +39,9 @@ func registerKafkaFlags(fs *flag.FlagSet, getenv func(string) string, k *deploy.
 	fs.StringVar(&k.SASLMechanism, "kafka-sasl-mechanism", getenv(envKafkaSASLMechanism), "log in to the Kafka brokers with SASL `mechanism` PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (env "+envKafkaSASLMechanism+"; needs -kafka-sasl-user and env "+envKafkaSASLPassword+")")
 	fs.StringVar(&k.SASLUser, "kafka-sasl-user", getenv(envKafkaSASLUser), "the SASL `user` of -kafka-sasl-mechanism (env "+envKafkaSASLUser+"; the password: env "+envKafkaSASLPassword+" only)")
 	k.SASLPassword = getenv(envKafkaSASLPassword)
+	sr := &k.SchemaRegistry
+	fs.StringVar(&sr.URL, "kafka-schema-registry", getenv(envKafkaSchemaRegistry), "a Confluent-compatible schema registry's `URL` (http:// or https://): Kafka sources decode its wire format (Avro, JSON Schema) and type #input from the topic's subject, Kafka sinks can encode values against a subject (env "+envKafkaSchemaRegistry+")")
+	fs.StringVar(&sr.User, "kafka-schema-registry-user", getenv(envKafkaSchemaRegistryUser), "the basic-auth `user` of -kafka-schema-registry (env "+envKafkaSchemaRegistryUser+"; the password: env "+envKafkaSchemaRegistryPassword+" only)")
+	sr.Password = getenv(envKafkaSchemaRegistryPassword)
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/scenario-server/scenario-server/deploy"
+	"github.com/scenario-server/scenario-server/schemaregistry"
 )
 
 // The Kafka cluster settings come from the environment and the flags (the flags win), the
@@ -55,6 +56,11 @@ func TestServeStopsOnBadKafkaSettings(t *testing.T) {
 		{"unknown mechanism", []string{"--kafka-sasl-mechanism", "KERBEROS", "--kafka-sasl-user", "alice"},
 			map[string]string{envKafkaSASLPassword: "wonderland"}, `Kafka SASL mechanism "KERBEROS"`},
 		{"no password", []string{"--kafka-sasl-mechanism", "SCRAM-SHA-256", "--kafka-sasl-user", "alice"}, nil, "needs both a user and a password"},
+		{"registry URL scheme", []string{"--kafka-schema-registry", "ftp://registry:8081"}, nil, `schema registry URL "ftp://registry:8081"`},
+		{"registry URL unparsable", nil, map[string]string{envKafkaSchemaRegistry: "http://registry:port"}, `schema registry URL "http://registry:port"`},
+		{"registry credentials in the URL", []string{"--kafka-schema-registry", "http://alice:wonderland@registry:8081"}, nil, "not in the URL"},
+		{"registry user without password", []string{"--kafka-schema-registry", "http://registry:8081", "--kafka-schema-registry-user", "alice"}, nil,
+			"schema registry: basic auth needs both a user and a password"},
 	} {
 		vars := map[string]string{envDataDir: filepath.Join(t.TempDir(), "data"), envKafkaBrokers: "127.0.0.1:9092"}
 		for k, v := range tc.vars {
@@ -65,5 +71,23 @@ func TestServeStopsOnBadKafkaSettings(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error()+logs.String(), "wonderland") {
 			t.Errorf("%s: serve returned %v, want an error with %q and no password", tc.name, err, tc.want)
 		}
+	}
+}
+
+// The schema registry's URL and user come from the environment or the flags, its password
+// from the environment only.
+func TestKafkaSchemaRegistryFlags(t *testing.T) {
+	vars := map[string]string{envKafkaSchemaRegistry: "http://registry:8081", envKafkaSchemaRegistryUser: "alice",
+		envKafkaSchemaRegistryPassword: "wonderland"}
+	cfg, err := parseServeFlags([]string{"--kafka-schema-registry", "https://sr.example:443"}, env(vars), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := schemaregistry.Config{URL: "https://sr.example:443", User: "alice", Password: "wonderland"}
+	if cfg.Kafka.SchemaRegistry != want {
+		t.Errorf("registry settings %+v, want %+v", cfg.Kafka.SchemaRegistry, want)
+	}
+	if _, err := parseServeFlags([]string{"--kafka-schema-registry-password", "x"}, env(nil), io.Discard); !errors.Is(err, errUsage) {
+		t.Errorf("a registry password flag: %v, want a usage error (the password is environment only)", err)
 	}
 }

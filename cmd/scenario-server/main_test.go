@@ -116,13 +116,7 @@ func TestRunCommand(t *testing.T) {
 // its context is cancelled.
 func TestServeInProcess(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
-	ctx, cancel := context.WithCancel(t.Context())
-	logs := &syncBuffer{}
-	done := make(chan error, 1)
-	go func() {
-		done <- serve(ctx, []string{"--addr", "127.0.0.1:0", "--log-format", "json"}, env(map[string]string{envDataDir: dir}), logs)
-	}()
-	addr := waitForLog(t, logs, "listening")["addr"].(string)
+	addr, logs, stop := serveInProcess(t, nil, map[string]string{envDataDir: dir})
 	resp, err := http.Get("http://" + addr + "/readyz")
 	if err != nil {
 		t.Fatal(err)
@@ -134,16 +128,34 @@ func TestServeInProcess(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "scenario-server.db")); err != nil {
 		t.Errorf("no database in the data directory: %v", err)
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("serve did not return after cancel")
-	}
+	stop()
 	waitForLog(t, logs, "stopped")
+}
+
+// serveInProcess runs serve in this process on 127.0.0.1:0 with JSON logs, the args added and
+// the environment vars, and returns its address once it listens, its logs, and stop, which
+// cancels it and fails t when it returns an error or not within 15 s.
+func serveInProcess(t *testing.T, args []string, vars map[string]string) (addr string, logs *syncBuffer, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	logs = &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- serve(ctx, append([]string{"--addr", "127.0.0.1:0", "--log-format", "json"}, args...), env(vars), logs)
+	}()
+	addr = waitForLog(t, logs, "listening")["addr"].(string)
+	return addr, logs, func() {
+		t.Helper()
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve: %v", err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatal("serve did not return after cancel")
+		}
+	}
 }
 
 // The binary, as "go run ./cmd/scenario-server" runs it: it starts on a free port with a

@@ -424,6 +424,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	}
 	handler, err := api.New(api.Config{
 		Runtime:        rt,
+		Nodes:          rt.Nodes(), // Kafka sources typed from the schema registry, as deployed
 		Metrics:        metrics,
 		Store:          st,
 		Logger:         log,

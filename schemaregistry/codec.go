@@ -1,0 +1,113 @@
+package schemaregistry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/hamba/avro/v2"
+	"github.com/twmb/franz-go/pkg/sr"
+)
+
+// IsWireFormat says whether b can be a value in the registry's wire format: a zero magic
+// byte and a 4-byte schema id. (A JSON value never starts with a zero byte.)
+func IsWireFormat(b []byte) bool { return len(b) >= 5 && b[0] == 0 }
+
+// Decode decodes a record value in the registry's wire format to a JSON value: the payload
+// of a JSON Schema (checked against it), or Avro data decoded by its schema (see
+// avroJSONSchema for the JSON it gives). Its errors say why the value cannot be decoded.
+func (r *Registry) Decode(ctx context.Context, b []byte) ([]byte, error) {
+	var h sr.ConfluentHeader
+	id, payload, err := h.DecodeID(b)
+	if err != nil {
+		return nil, fmt.Errorf("not in the schema registry's wire format: %w", err)
+	}
+	s, err := r.schemaByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if s.avro == nil {
+		if _, err := s.check(payload); err != nil {
+			return nil, fmt.Errorf("schema id %d: the value %w", id, err)
+		}
+		return payload, nil
+	}
+	var raw any
+	if err := avro.Unmarshal(s.avro, payload, &raw); err != nil {
+		return nil, fmt.Errorf("schema id %d: Avro data: %w", id, err)
+	}
+	v, err := jsonValue(s.avro, raw, 0)
+	if err != nil {
+		return nil, fmt.Errorf("schema id %d: Avro data: %w", id, err)
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("schema id %d: %w", id, err)
+	}
+	return out, nil
+}
+
+// check decodes a JSON payload and checks it against the JSON Schema.
+func (s *schema) check(payload []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(payload))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, fmt.Errorf("not JSON: %w", err)
+	}
+	if d.More() {
+		return nil, errors.New("not JSON: data after the value")
+	}
+	if err := s.json.Validate(v); err != nil {
+		return nil, fmt.Errorf("does not fit the JSON Schema: %w", err)
+	}
+	return v, nil
+}
+
+// InputSchema is the JSON Schema of the values of the latest schema of subject (an Avro
+// schema translated, see avroJSONSchema). Its error says why it is not known (the registry
+// cannot be reached, no such subject, a schema not supported).
+func (r *Registry) InputSchema(ctx context.Context, subject string) ([]byte, error) {
+	s, _, err := r.latestSchema(ctx, subject)
+	if err != nil {
+		return nil, err
+	}
+	return s.jsonSchema, nil
+}
+
+// Encode encodes a JSON value against the latest schema of subject in the registry's wire
+// format. Its error says why the value does not fit (or the schema is not known).
+func (r *Registry) Encode(ctx context.Context, subject string, value []byte) ([]byte, error) {
+	s, id, err := r.latestSchema(ctx, subject)
+	if err != nil {
+		return nil, err
+	}
+	var h sr.ConfluentHeader
+	b, err := h.AppendEncode(nil, id, nil)
+	if err != nil {
+		return nil, err
+	}
+	if s.avro == nil {
+		if _, err := s.check(value); err != nil {
+			return nil, fmt.Errorf("the value %w of subject %q", err, subject)
+		}
+		return append(b, value...), nil
+	}
+	d := json.NewDecoder(bytes.NewReader(value))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	a, err := avroValue(s.avro, v, 0)
+	if err != nil {
+		return nil, fmt.Errorf("the value does not fit the Avro schema of subject %q: %w", subject, err)
+	}
+	data, err := avro.Marshal(s.avro, a)
+	if err != nil {
+		return nil, fmt.Errorf("the value does not fit the Avro schema of subject %q: %w", subject, err)
+	}
+	return append(b, data...), nil
+}

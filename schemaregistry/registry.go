@@ -1,0 +1,191 @@
+// Package schemaregistry is the server's client of a Confluent-compatible schema registry
+// (franz-go's pkg/sr): it decodes Kafka record values in the registry's wire format (a zero
+// magic byte, a 4-byte big-endian schema id, the payload) to JSON, gives the JSON Schema of a
+// subject's latest schema (Avro schemas translated) so that a Kafka source's #input is
+// typed, and encodes values against a subject's latest schema for a Kafka sink.
+//
+// Lookups are bounded: each request has a timeout (Timeout), schemas by id are cached for
+// good (an id never changes its schema), and a subject's latest schema is cached for
+// LatestTTL.
+package schemaregistry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/sr"
+)
+
+// Defaults of the lookups' bounds.
+const (
+	// Timeout bounds one request to the registry.
+	Timeout = 5 * time.Second
+	// LatestTTL is how long a subject's latest schema is reused before it is asked again.
+	LatestTTL = 30 * time.Second
+	// maxCachedIDs bounds the schemas kept by id; past it the cache starts again.
+	maxCachedIDs = 10_000
+)
+
+// Config is how the server reaches the registry. The zero value (no URL) is no registry.
+type Config struct {
+	// URL is the registry's base URL, http:// or https://.
+	URL string
+	// User and Password are the optional basic-auth credentials. Password is a secret:
+	// LogValue and the errors never show it.
+	User, Password string
+}
+
+// LogValue shows the settings without the password.
+func (c Config) LogValue() slog.Value {
+	attrs := []slog.Attr{slog.String("url", c.URL)}
+	if c.User != "" {
+		attrs = append(attrs, slog.String("user", c.User))
+	}
+	return slog.GroupValue(attrs...)
+}
+
+// Registry is a client of one registry, safe for concurrent use.
+type Registry struct {
+	cl  *sr.Client
+	now func() time.Time
+
+	mu     sync.Mutex
+	byID   map[int]*schema
+	latest map[string]latestEntry
+	// failedID remembers, for LatestTTL, the ids whose lookup failed, so that a registry
+	// that is down is not asked once per record.
+	failedID map[int]latestEntry
+}
+
+type latestEntry struct {
+	s     *schema
+	id    int
+	err   error
+	gotAt time.Time
+}
+
+// New checks cfg and returns its client, or nil without a URL. It does not contact the
+// registry: a registry that is down only leaves #input untyped and records undecodable
+// until it is back.
+func New(cfg Config) (*Registry, error) {
+	if cfg.URL == "" {
+		if cfg.User != "" || cfg.Password != "" {
+			return nil, errors.New("schema registry: a user or password is set but no registry URL")
+		}
+		return nil, nil
+	}
+	u, err := url.Parse(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("schema registry URL %q: %w", cfg.URL, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("schema registry URL %q: want http://host[:port] or https://host[:port]", cfg.URL)
+	}
+	if u.User != nil {
+		return nil, fmt.Errorf("schema registry URL %q: give the credentials with the user flag and the password variable, not in the URL", u.Redacted())
+	}
+	if (cfg.User == "") != (cfg.Password == "") {
+		return nil, errors.New("schema registry: basic auth needs both a user and a password")
+	}
+	opts := []sr.ClientOpt{sr.URLs(strings.TrimRight(cfg.URL, "/")), sr.HTTPClient(&http.Client{Timeout: Timeout}), sr.UserAgent("scenario-server")}
+	if cfg.User != "" {
+		opts = append(opts, sr.BasicAuth(cfg.User, cfg.Password))
+	}
+	cl, err := sr.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("schema registry: %w", err)
+	}
+	return &Registry{cl: cl, now: time.Now, byID: map[int]*schema{}, latest: map[string]latestEntry{}, failedID: map[int]latestEntry{}}, nil
+}
+
+// ValueSubject is the subject of a topic's record values (TopicNameStrategy).
+func ValueSubject(topic string) string { return topic + "-value" }
+
+// schemaByID is the schema of id, cached for good.
+func (r *Registry) schemaByID(ctx context.Context, id int) (*schema, error) {
+	now := r.now()
+	r.mu.Lock()
+	s := r.byID[id]
+	failed, ok := r.failedID[id]
+	r.mu.Unlock()
+	if s != nil {
+		return s, nil
+	}
+	if ok && now.Sub(failed.gotAt) < LatestTTL {
+		return nil, failed.err
+	}
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	raw, err := r.cl.SchemaByID(ctx, id)
+	if err == nil {
+		s, err = parseSchema(raw)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		err = fmt.Errorf("schema registry: schema id %d: %w", id, err)
+		if len(r.failedID) >= maxCachedIDs {
+			clear(r.failedID)
+		}
+		r.failedID[id] = latestEntry{err: err, gotAt: now}
+		return nil, err
+	}
+	if len(r.byID) >= maxCachedIDs {
+		clear(r.byID)
+	}
+	r.byID[id] = s
+	delete(r.failedID, id)
+	return s, nil
+}
+
+// latestSchema is the latest schema of subject and its id, asked again after LatestTTL
+// (a failed lookup too, so a registry that is down is not asked on every validation). When
+// asking again fails but the registry could not be reached (no answer, or a 5xx), the schema
+// it gave before is kept: a registry that is down does not make a sink's values errors.
+func (r *Registry) latestSchema(ctx context.Context, subject string) (*schema, int, error) {
+	now := r.now()
+	r.mu.Lock()
+	e, ok := r.latest[subject]
+	r.mu.Unlock()
+	if ok && now.Sub(e.gotAt) < LatestTTL {
+		return e.s, e.id, e.err
+	}
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	old := e
+	e = latestEntry{gotAt: now}
+	ss, err := r.cl.SchemaByVersion(ctx, subject, -1)
+	if err == nil {
+		e.s, err = parseSchema(ss.Schema)
+		e.id = ss.ID
+	}
+	if err != nil {
+		var re *sr.ResponseError
+		if old.s != nil && !(errors.As(err, &re) && re.StatusCode < 500) {
+			e = old
+			e.gotAt = now
+		} else {
+			e.s, e.err = nil, fmt.Errorf("schema registry: the latest schema of subject %q: %w", subject, err)
+		}
+	}
+	r.mu.Lock()
+	if len(r.latest) >= maxCachedIDs {
+		clear(r.latest)
+	}
+	r.latest[subject] = e
+	r.mu.Unlock()
+	return e.s, e.id, e.err
+}
+
+// IsSubjectNotFound says whether err is the registry's answer that a subject has no schema.
+func IsSubjectNotFound(err error) bool {
+	var re *sr.ResponseError
+	return errors.As(err, &re) && re.ErrorCode == sr.ErrSubjectNotFound.Code
+}

@@ -1,0 +1,193 @@
+package schemaregistry
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/sr"
+	"github.com/twmb/franz-go/pkg/sr/srfake"
+
+	"github.com/scenario-server/scenario-server/expression"
+)
+
+// clickAvro is an Avro record of every kind of field the tests decode.
+const clickAvro = `{"type": "record", "name": "Click", "namespace": "shop", "fields": [
+  {"name": "user", "type": "string"},
+  {"name": "amount", "type": "long"},
+  {"name": "ok", "type": "boolean"},
+  {"name": "note", "type": ["null", "string"]},
+  {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+  {"name": "tags", "type": {"type": "array", "items": "string"}},
+  {"name": "level", "type": {"type": "enum", "name": "Level", "symbols": ["LOW", "HIGH"]}}]}`
+
+// clickJSONSchema is the JSON Schema of the JSON that clickAvro's data decode to, written
+// by hand: the oracle of the Avro schema's translation.
+const clickJSONSchema = `{"type": "object", "required": ["user", "amount", "ok", "note", "at", "tags", "level"], "properties": {
+  "user": {"type": "string"}, "amount": {"type": "integer"}, "ok": {"type": "boolean"},
+  "note": {"type": ["string", "null"]}, "at": {"type": "integer"}, "tags": {"type": "array", "items": {"type": "string"}},
+  "level": {"type": "string"}}}`
+
+// wire is payload in the registry's wire format for schema id.
+func wire(id byte, payload ...byte) []byte { return append([]byte{0, 0, 0, 0, id}, payload...) }
+
+// clickData is clickAvro's encoding of {user: "ab", amount: 150, ok: true, note: "x",
+// at: 1000, tags: ["t"], level: "HIGH"}, worked out by hand: a string is its zigzag length
+// and bytes, 150 is zigzag 300 = varint AC 02, a union its zigzag branch index and the value,
+// 1000 zigzag 2000 = varint D0 0F, an array a block of 1 item then 0, an enum its zigzag index.
+var clickData = []byte{0x04, 'a', 'b', 0xAC, 0x02, 0x01, 0x02, 0x02, 'x', 0xD0, 0x0F, 0x02, 0x02, 't', 0x00, 0x02}
+
+func newFake(t *testing.T) (*srfake.Registry, *Registry) {
+	t.Helper()
+	fake := srfake.New()
+	t.Cleanup(fake.Close)
+	r, err := New(Config{URL: fake.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fake, r
+}
+
+func TestDecodeAvroAndJSONSchema(t *testing.T) {
+	fake, r := newFake(t)
+	fake.SeedSchema("clicks-value", 1, 1, sr.Schema{Schema: clickAvro, Type: sr.TypeAvro})
+	fake.SeedSchema("views-value", 1, 2, sr.Schema{Type: sr.TypeJSON,
+		Schema: `{"type": "object", "properties": {"page": {"type": "string"}}, "required": ["page"]}`})
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		want string // JSON, or "error: " and a part of the message
+	}{
+		{"avro", wire(1, clickData...), `{"user": "ab", "amount": 150, "ok": true, "note": "x", "at": 1000, "tags": ["t"], "level": "HIGH"}`},
+		// "", -1 (zigzag 1), false, null (branch 0), 0, no tags, LOW.
+		{"avro nulls", wire(1, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00), `{"user": "", "amount": -1, "ok": false, "note": null, "at": 0, "tags": [], "level": "LOW"}`},
+		{"avro truncated", wire(1, 0x04, 'a'), "error: schema id 1: Avro data"},
+		{"json schema", wire(2, []byte(`{"page": "/home"}`)...), `{"page": "/home"}`},
+		{"json schema misfit", wire(2, []byte(`{"page": 7}`)...), "error: does not fit the JSON Schema"},
+		{"unknown id", wire(9, 0x00), "error: schema id 9"},
+		{"short", []byte{0, 0, 1}, "error: not in the schema registry's wire format"},
+	} {
+		got, err := r.Decode(t.Context(), tc.in)
+		if want, isErr := strings.CutPrefix(tc.want, "error: "); isErr {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: %s, %v; want an error with %q", tc.name, got, err, want)
+			}
+			continue
+		}
+		if err != nil || !jsonEqual(t, got, []byte(tc.want)) {
+			t.Errorf("%s: %s, %v; want %s", tc.name, got, err, tc.want)
+		}
+	}
+}
+
+func jsonEqual(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	ja, _ := json.Marshal(x)
+	jb, _ := json.Marshal(y)
+	return bytes.Equal(ja, jb)
+}
+
+// An Avro subject types #input as the hand-written JSON Schema of its values does; a JSON
+// Schema subject as its own schema.
+func TestInputSchema(t *testing.T) {
+	fake, r := newFake(t)
+	fake.SeedSchema("clicks-value", 1, 1, sr.Schema{Schema: clickAvro, Type: sr.TypeAvro})
+	raw, err := r.InputSchema(t.Context(), "clicks-value")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := expression.TypeFromJSONSchema(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := expression.TypeFromJSONSchema([]byte(clickJSONSchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != want.String() {
+		t.Errorf("#input %s, want %s", got, want)
+	}
+	if _, err := r.InputSchema(t.Context(), "nothing-value"); !IsSubjectNotFound(err) {
+		t.Errorf("a subject without schemas: %v, want subject not found", err)
+	}
+}
+
+// Values are encoded against the subject's latest schema, in the wire format; those that do
+// not fit are refused with the reason.
+func TestEncode(t *testing.T) {
+	fake, r := newFake(t)
+	fake.SeedSchema("clicks-value", 1, 1, sr.Schema{Schema: clickAvro, Type: sr.TypeAvro})
+	fake.SeedSchema("views-value", 1, 2, sr.Schema{Type: sr.TypeJSON,
+		Schema: `{"type": "object", "properties": {"page": {"type": "string"}}, "required": ["page"]}`})
+	// clickData, but hamba/avro writes the array as a block of count -1 (zigzag 01) with its
+	// size in bytes, 2 (zigzag 04), the other form the Avro spec allows.
+	want := wire(1, 0x04, 'a', 'b', 0xAC, 0x02, 0x01, 0x02, 0x02, 'x', 0xD0, 0x0F, 0x01, 0x04, 0x02, 't', 0x00, 0x02)
+	got, err := r.Encode(t.Context(), "clicks-value", []byte(`{"user": "ab", "amount": 150, "ok": true, "note": "x", "at": 1000, "tags": ["t"], "level": "HIGH"}`))
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("Avro: % x, %v; want % x", got, err, want)
+	}
+	got, err = r.Encode(t.Context(), "views-value", []byte(`{"page": "/a"}`))
+	if err != nil || !bytes.Equal(got, wire(2, []byte(`{"page": "/a"}`)...)) {
+		t.Errorf("JSON Schema: %q, %v", got, err)
+	}
+	for _, tc := range []struct{ subject, value, want string }{
+		{"clicks-value", `{"user": "ab", "amount": 1.5, "ok": true, "note": null, "at": 0, "tags": [], "level": "LOW"}`, "field amount: 1.5 is not an integer"},
+		{"clicks-value", `{"user": "ab", "amount": 1, "ok": true, "note": null, "at": 0, "tags": [], "level": "MID"}`, `field level: "MID" is not a symbol of enum shop.Level`},
+		{"clicks-value", `{"user": "ab", "amount": 1, "ok": true, "note": null, "at": 0, "tags": [], "level": "LOW", "x": 1}`, "field x is not in record shop.Click"},
+		{"clicks-value", `{"amount": 1, "ok": true, "note": null, "at": 0, "tags": [], "level": "LOW"}`, "field user: want a string, not null"},
+		{"views-value", `{"page": 3}`, "does not fit the JSON Schema"},
+		{"none-value", `{}`, `the latest schema of subject "none-value"`},
+	} {
+		if got, err := r.Encode(t.Context(), tc.subject, []byte(tc.value)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %s: % x, %v; want an error with %q", tc.subject, tc.value, got, err, tc.want)
+		}
+	}
+}
+
+func TestNewChecksTheURL(t *testing.T) {
+	if r, err := New(Config{}); r != nil || err != nil {
+		t.Errorf("no URL: %v, %v; want no registry", r, err)
+	}
+	for _, c := range []Config{{URL: "registry:8081"}, {URL: "http://"}, {URL: "http://a:b@r:1"}, {URL: "http://r:1", User: "u"}, {User: "u", Password: "p"}} {
+		if _, err := New(c); err == nil || strings.Contains(err.Error(), "b@") {
+			t.Errorf("%q: %v, want an error without the password", c.URL, err)
+		}
+	}
+}
+
+// A subject's latest schema is asked again after LatestTTL; while the registry answers 503,
+// the schema it gave before is kept, and a subject never fetched is an error.
+func TestLatestSchemaKeptWhileRegistryDown(t *testing.T) {
+	fake, r := newFake(t)
+	fake.SeedSchema("views-value", 1, 2, sr.Schema{Type: sr.TypeJSON, Schema: `{"type": "object"}`})
+	now := time.Unix(1_700_000_000, 0)
+	r.now = func() time.Time { return now }
+	want := wire(2, []byte(`{"page": "/a"}`)...)
+	if got, err := r.Encode(t.Context(), "views-value", []byte(`{"page": "/a"}`)); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("registry up: %q, %v", got, err)
+	}
+	var asked atomic.Int64
+	fake.Intercept(func(w http.ResponseWriter, _ *http.Request) bool {
+		asked.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return true
+	})
+	now = now.Add(LatestTTL + time.Second)
+	if got, err := r.Encode(t.Context(), "views-value", []byte(`{"page": "/a"}`)); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("registry down: %q, %v; want the schema kept", got, err)
+	}
+	if asked.Load() == 0 {
+		t.Error("the registry was not asked again after LatestTTL")
+	}
+	if _, err := r.Encode(t.Context(), "other-value", []byte(`{}`)); err == nil {
+		t.Error("a subject never fetched, registry down: no error")
+	}
+}

@@ -1,0 +1,466 @@
+package schemaregistry
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"sort"
+	"time"
+
+	"github.com/hamba/avro/v2"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/twmb/franz-go/pkg/sr"
+)
+
+// schema is a registry schema, parsed: Avro (avro set) or JSON Schema (json set).
+type schema struct {
+	avro avro.Schema
+	// jsonSchema is the JSON Schema's text (for a JSON Schema) or the Avro schema's
+	// translation (inputTypeSchema); json checks values against a JSON Schema.
+	jsonSchema []byte
+	json       *jsonschema.Schema
+}
+
+// parseSchema parses a registry schema; schemas with references, and Protobuf, are not
+// supported.
+func parseSchema(s sr.Schema) (*schema, error) {
+	if len(s.References) > 0 {
+		return nil, errors.New("schemas with references are not supported")
+	}
+	switch s.Type {
+	case sr.TypeAvro:
+		// A cache of its own: two subjects may name different records alike.
+		a, err := avro.ParseWithCache(s.Schema, "", &avro.SchemaCache{})
+		if err != nil {
+			return nil, fmt.Errorf("Avro schema: %w", err)
+		}
+		js, err := json.Marshal(avroJSONSchema(a, 0))
+		if err != nil {
+			return nil, err
+		}
+		return &schema{avro: a, jsonSchema: js}, nil
+	case sr.TypeJSON:
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(s.Schema)))
+		if err != nil {
+			return nil, fmt.Errorf("JSON Schema: %w", err)
+		}
+		c := jsonschema.NewCompiler()
+		if err := c.AddResource("registry.json", doc); err != nil {
+			return nil, fmt.Errorf("JSON Schema: %w", err)
+		}
+		compiled, err := c.Compile("registry.json")
+		if err != nil {
+			return nil, fmt.Errorf("JSON Schema: %w", err)
+		}
+		return &schema{jsonSchema: []byte(s.Schema), json: compiled}, nil
+	default:
+		return nil, fmt.Errorf("%s schemas are not supported (Avro and JSON Schema are)", s.Type)
+	}
+}
+
+// avroJSONSchema translates an Avro schema to the JSON Schema of the JSON values its data
+// decode to (decodeAvro), for typing #input: records are closed objects whose fields are all
+// required (a nullable union adds "null" to the field's type), maps open objects, int and
+// long integers, float and double numbers, string, enum, bytes and fixed strings, and the
+// time logical types (date, timestamp-*, time-*) epoch milliseconds. Other unions are
+// unknown.
+func avroJSONSchema(s avro.Schema, depth int) map[string]any {
+	if depth > 64 {
+		return map[string]any{}
+	}
+	switch s := s.(type) {
+	case *avro.RefSchema:
+		return avroJSONSchema(s.Schema(), depth+1)
+	case *avro.RecordSchema:
+		props := map[string]any{}
+		required := []any{}
+		for _, f := range s.Fields() {
+			props[f.Name()] = avroJSONSchema(f.Type(), depth+1)
+			required = append(required, f.Name())
+		}
+		return map[string]any{"type": "object", "properties": props, "required": required}
+	case *avro.ArraySchema:
+		return map[string]any{"type": "array", "items": avroJSONSchema(s.Items(), depth+1)}
+	case *avro.MapSchema:
+		return map[string]any{"type": "object", "additionalProperties": avroJSONSchema(s.Values(), depth+1)}
+	case *avro.UnionSchema:
+		if s.Nullable() {
+			_, i := s.Indices()
+			inner := avroJSONSchema(s.Types()[i], depth+1)
+			if t, ok := inner["type"].(string); ok {
+				inner["type"] = []any{t, "null"}
+			}
+			return inner
+		}
+		return map[string]any{}
+	case *avro.EnumSchema:
+		syms := make([]any, len(s.Symbols()))
+		for i, x := range s.Symbols() {
+			syms[i] = x
+		}
+		return map[string]any{"type": "string", "enum": syms}
+	case *avro.FixedSchema:
+		if s.Logical() != nil && s.Logical().Type() == avro.Decimal {
+			return map[string]any{"type": "number"}
+		}
+		return map[string]any{"type": "string"}
+	case *avro.NullSchema:
+		return map[string]any{"type": "null"}
+	case *avro.PrimitiveSchema:
+		if l := s.Logical(); l != nil {
+			switch l.Type() {
+			case avro.Decimal:
+				return map[string]any{"type": "number"}
+			case avro.Date, avro.TimeMillis, avro.TimeMicros, avro.TimestampMillis, avro.TimestampMicros,
+				avro.LocalTimestampMillis, avro.LocalTimestampMicros:
+				return map[string]any{"type": "integer"}
+			}
+		}
+		switch s.Type() {
+		case avro.Boolean:
+			return map[string]any{"type": "boolean"}
+		case avro.Int, avro.Long:
+			return map[string]any{"type": "integer"}
+		case avro.Float, avro.Double:
+			return map[string]any{"type": "number"}
+		case avro.String, avro.Bytes:
+			return map[string]any{"type": "string"}
+		case avro.Null:
+			return map[string]any{"type": "null"}
+		}
+	}
+	return map[string]any{}
+}
+
+// unionName is how hamba/avro names a union's member in the map it decodes a union to.
+func unionName(s avro.Schema) string {
+	if n, ok := s.(avro.NamedSchema); ok {
+		return n.FullName()
+	}
+	if r, ok := s.(*avro.RefSchema); ok {
+		return r.Schema().FullName()
+	}
+	if p, ok := s.(*avro.PrimitiveSchema); ok && p.Logical() != nil {
+		return string(p.Type()) + "." + string(p.Logical().Type())
+	}
+	return string(s.Type())
+}
+
+// jsonValue turns what hamba/avro decoded for s into a JSON value (see avroJSONSchema).
+func jsonValue(s avro.Schema, v any, depth int) (any, error) {
+	if depth > 64 {
+		return nil, errors.New("nested deeper than 64 levels")
+	}
+	switch s := s.(type) {
+	case *avro.RefSchema:
+		return jsonValue(s.Schema(), v, depth+1)
+	case *avro.RecordSchema:
+		m, _ := v.(map[string]any)
+		out := make(map[string]any, len(m))
+		for _, f := range s.Fields() {
+			x, err := jsonValue(f.Type(), m[f.Name()], depth+1)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", f.Name(), err)
+			}
+			out[f.Name()] = x
+		}
+		return out, nil
+	case *avro.ArraySchema:
+		a, _ := v.([]any)
+		out := make([]any, len(a))
+		for i, x := range a {
+			y, err := jsonValue(s.Items(), x, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = y
+		}
+		return out, nil
+	case *avro.MapSchema:
+		m, _ := v.(map[string]any)
+		out := make(map[string]any, len(m))
+		for k, x := range m {
+			y, err := jsonValue(s.Values(), x, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = y
+		}
+		return out, nil
+	case *avro.UnionSchema:
+		if v == nil {
+			return nil, nil
+		}
+		if m, ok := v.(map[string]any); ok && len(m) == 1 {
+			for name, x := range m {
+				for _, t := range s.Types() {
+					if unionName(t) == name {
+						return jsonValue(t, x, depth+1)
+					}
+				}
+			}
+		}
+		if s.Nullable() { // hamba/avro gives a nullable union's value as it is
+			_, i := s.Indices()
+			return jsonValue(s.Types()[i], v, depth+1)
+		}
+		return nil, errors.New("a union value hamba/avro did not name")
+	}
+	switch x := v.(type) {
+	case time.Time:
+		return x.UnixMilli(), nil
+	case time.Duration:
+		return x.Milliseconds(), nil
+	case *big.Rat:
+		f, _ := x.Float64()
+		return f, nil
+	case []byte:
+		return string(x), nil
+	case float32:
+		return float64(x), nil
+	}
+	if a, ok := v.([]any); ok && a == nil {
+		return []any{}, nil
+	}
+	switch s.(type) {
+	case *avro.FixedSchema:
+		if b, ok := fixedBytes(v); ok {
+			return string(b), nil
+		}
+	}
+	return v, nil
+}
+
+// fixedBytes is a decoded fixed ([n]byte) as bytes.
+func fixedBytes(v any) ([]byte, bool) {
+	b, err := json.Marshal(v) // [n]byte marshals as a list of numbers
+	if err != nil {
+		return nil, false
+	}
+	var out []byte
+	var nums []int
+	if json.Unmarshal(b, &nums) != nil {
+		return nil, false
+	}
+	for _, n := range nums {
+		out = append(out, byte(n))
+	}
+	return out, true
+}
+
+// avroValue turns a JSON value (numbers as json.Number) into what hamba/avro encodes for s,
+// or says why it does not fit.
+func avroValue(s avro.Schema, v any, depth int) (any, error) {
+	if depth > 64 {
+		return nil, errors.New("nested deeper than 64 levels")
+	}
+	switch s := s.(type) {
+	case *avro.RefSchema:
+		return avroValue(s.Schema(), v, depth+1)
+	case *avro.RecordSchema:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("want a record (%s), not %s", s.FullName(), jsonKind(v))
+		}
+		out := make(map[string]any, len(s.Fields()))
+		known := map[string]bool{}
+		for _, f := range s.Fields() {
+			known[f.Name()] = true
+			x, present := m[f.Name()]
+			if !present && f.HasDefault() {
+				out[f.Name()] = f.Default()
+				continue
+			}
+			y, err := avroValue(f.Type(), x, depth+1)
+			if err != nil {
+				return nil, fmt.Errorf("field %s: %w", f.Name(), err)
+			}
+			out[f.Name()] = y
+		}
+		var extra []string
+		for k := range m {
+			if !known[k] {
+				extra = append(extra, k)
+			}
+		}
+		if len(extra) > 0 {
+			sort.Strings(extra)
+			return nil, fmt.Errorf("field %s is not in record %s", extra[0], s.FullName())
+		}
+		return out, nil
+	case *avro.ArraySchema:
+		a, ok := v.([]any)
+		if !ok {
+			return nil, fmt.Errorf("want an array, not %s", jsonKind(v))
+		}
+		out := make([]any, len(a))
+		for i, x := range a {
+			y, err := avroValue(s.Items(), x, depth+1)
+			if err != nil {
+				return nil, fmt.Errorf("[%d]: %w", i, err)
+			}
+			out[i] = y
+		}
+		return out, nil
+	case *avro.MapSchema:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("want a map, not %s", jsonKind(v))
+		}
+		out := make(map[string]any, len(m))
+		for k, x := range m {
+			y, err := avroValue(s.Values(), x, depth+1)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", k, err)
+			}
+			out[k] = y
+		}
+		return out, nil
+	case *avro.UnionSchema:
+		if v == nil {
+			for _, t := range s.Types() {
+				if t.Type() == avro.Null {
+					return nil, nil
+				}
+			}
+			return nil, errors.New("want a value, not null")
+		}
+		var first error
+		for _, t := range s.Types() {
+			if t.Type() == avro.Null {
+				continue
+			}
+			y, err := avroValue(t, v, depth+1)
+			if err == nil {
+				return map[string]any{unionName(t): y}, nil
+			}
+			if first == nil {
+				first = err
+			}
+		}
+		return nil, first
+	case *avro.EnumSchema:
+		str, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("want a symbol of enum %s, not %s", s.FullName(), jsonKind(v))
+		}
+		for _, sym := range s.Symbols() {
+			if sym == str {
+				return str, nil
+			}
+		}
+		return nil, fmt.Errorf("%q is not a symbol of enum %s", str, s.FullName())
+	case *avro.NullSchema:
+		if v != nil {
+			return nil, fmt.Errorf("want null, not %s", jsonKind(v))
+		}
+		return nil, nil
+	case *avro.PrimitiveSchema:
+		return primitive(s, v)
+	}
+	return nil, fmt.Errorf("Avro %s values are not supported", s.Type())
+}
+
+func primitive(s *avro.PrimitiveSchema, v any) (any, error) {
+	if l := s.Logical(); l != nil {
+		switch l.Type() {
+		case avro.TimestampMillis, avro.LocalTimestampMillis, avro.TimestampMicros, avro.LocalTimestampMicros, avro.Date:
+			ms, err := integer(v, math.MinInt64, math.MaxInt64)
+			if err != nil {
+				return nil, err
+			}
+			return time.UnixMilli(ms).UTC(), nil
+		case avro.TimeMillis, avro.TimeMicros:
+			ms, err := integer(v, math.MinInt64, math.MaxInt64)
+			if err != nil {
+				return nil, err
+			}
+			return time.Duration(ms) * time.Millisecond, nil
+		case avro.Decimal:
+			n, ok := v.(json.Number)
+			if !ok {
+				return nil, fmt.Errorf("want a number, not %s", jsonKind(v))
+			}
+			r, ok := new(big.Rat).SetString(n.String())
+			if !ok {
+				return nil, fmt.Errorf("%s is not a decimal", n)
+			}
+			return r, nil
+		}
+	}
+	switch s.Type() {
+	case avro.Boolean:
+		if b, ok := v.(bool); ok {
+			return b, nil
+		}
+		return nil, fmt.Errorf("want a boolean, not %s", jsonKind(v))
+	case avro.Int:
+		n, err := integer(v, math.MinInt32, math.MaxInt32)
+		return int(n), err
+	case avro.Long:
+		return integer(v, math.MinInt64, math.MaxInt64)
+	case avro.Float:
+		f, err := number(v)
+		return float32(f), err
+	case avro.Double:
+		return number(v)
+	case avro.String:
+		if str, ok := v.(string); ok {
+			return str, nil
+		}
+		return nil, fmt.Errorf("want a string, not %s", jsonKind(v))
+	case avro.Bytes:
+		if str, ok := v.(string); ok {
+			return []byte(str), nil
+		}
+		return nil, fmt.Errorf("want a string (bytes), not %s", jsonKind(v))
+	case avro.Null:
+		if v != nil {
+			return nil, fmt.Errorf("want null, not %s", jsonKind(v))
+		}
+		return nil, nil
+	}
+	return nil, fmt.Errorf("Avro %s values are not supported", s.Type())
+}
+
+func integer(v any, lo, hi int64) (int64, error) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, fmt.Errorf("want an integer, not %s", jsonKind(v))
+	}
+	i, err := n.Int64()
+	if err != nil || i < lo || i > hi {
+		return 0, fmt.Errorf("%s is not an integer in [%d, %d]", n, lo, hi)
+	}
+	return i, nil
+}
+
+func number(v any) (float64, error) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, fmt.Errorf("want a number, not %s", jsonKind(v))
+	}
+	return n.Float64()
+}
+
+// jsonKind names a JSON value's kind for errors.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case json.Number, float64:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}
