@@ -14,18 +14,8 @@ import (
 
 	"github.com/scenario-server/scenario-server/api"
 	"github.com/scenario-server/scenario-server/deploy"
+	"github.com/scenario-server/scenario-server/internal/kafkatest"
 )
-
-// kafkaCluster is a one-broker kfake cluster, closed when t ends.
-func kafkaCluster(t *testing.T, opts ...kfake.Opt) *kfake.Cluster {
-	t.Helper()
-	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c
-}
 
 func TestKafkaTopics(t *testing.T) {
 	t.Run("no runtime", func(t *testing.T) {
@@ -37,7 +27,7 @@ func TestKafkaTopics(t *testing.T) {
 		c.get("/api/kafka/topics").problem(t, http.StatusServiceUnavailable, api.CodeKafkaNotConfigured)
 	})
 	t.Run("topics sorted, internal ones left out", func(t *testing.T) {
-		cluster := kafkaCluster(t, kfake.SeedTopics(3, "payments", "alerts"))
+		cluster := kafkatest.Cluster(t, kfake.SeedTopics(3, "payments", "alerts"))
 		brokers := cluster.ListenAddrs()
 		// Two more by hand, one of them with the internal prefix.
 		cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
@@ -62,35 +52,32 @@ func TestKafkaTopics(t *testing.T) {
 		}
 	})
 	t.Run("brokers gone", func(t *testing.T) {
-		cluster := kafkaCluster(t, kfake.SeedTopics(1, "payments"))
+		cluster := kafkatest.Cluster(t, kfake.SeedTopics(1, "payments"))
 		brokers := cluster.ListenAddrs()
 		cluster.Close() // nothing listens there any more
 		c := newDeployClient(t, sqliteStore(t), func(c *deploy.Config) { c.KafkaBrokers = brokers })
 		c.get("/api/kafka/topics").problem(t, http.StatusServiceUnavailable, api.CodeKafkaUnavailable)
 	})
-	t.Run("login refused", func(t *testing.T) {
-		cluster := kafkaCluster(t, kfake.SeedTopics(1, "payments"), kfake.EnableSASL(),
-			kfake.Superuser(deploy.SASLScramSHA256, "alice", "wonderland"))
-		c := newDeployClient(t, sqliteStore(t), func(c *deploy.Config) {
-			c.KafkaBrokers = cluster.ListenAddrs()
-			c.Kafka = deploy.KafkaCluster{SASLMechanism: deploy.SASLScramSHA256, SASLUser: "alice", SASLPassword: "looking-glass"}
+	// The right password lists the topics; a wrong one is refused, explained without the password.
+	sasl := kafkatest.Cluster(t, kfake.SeedTopics(1, "payments"), kfake.EnableSASL(), kfake.Superuser(deploy.SASLScramSHA256, "alice", "wonderland"))
+	for _, password := range []string{"wonderland", "looking-glass"} {
+		t.Run("SASL password "+password, func(t *testing.T) {
+			c := newDeployClient(t, sqliteStore(t), func(c *deploy.Config) {
+				c.KafkaBrokers = sasl.ListenAddrs()
+				c.Kafka = deploy.KafkaCluster{SASLMechanism: deploy.SASLScramSHA256, SASLUser: "alice", SASLPassword: password}
+			})
+			if password == "wonderland" {
+				var got api.KafkaTopics
+				c.get("/api/kafka/topics").ok(t, http.StatusOK, &got)
+				if want := []string{"payments"}; !slices.Equal(got.Topics, want) {
+					t.Errorf("topics %q, want %q", got.Topics, want)
+				}
+				return
+			}
+			p := c.get("/api/kafka/topics").problem(t, http.StatusServiceUnavailable, api.CodeKafkaUnavailable)
+			if !strings.Contains(p.Detail, "check the Kafka SASL settings") || strings.Contains(p.Detail, password) {
+				t.Errorf("detail %q: want the refused login explained, without the password", p.Detail)
+			}
 		})
-		p := c.get("/api/kafka/topics").problem(t, http.StatusServiceUnavailable, api.CodeKafkaUnavailable)
-		if !strings.Contains(p.Detail, "check the Kafka SASL settings") || strings.Contains(p.Detail, "looking-glass") {
-			t.Errorf("detail %q: want the refused login explained, without the password", p.Detail)
-		}
-	})
-	t.Run("with SASL", func(t *testing.T) {
-		cluster := kafkaCluster(t, kfake.SeedTopics(1, "payments"), kfake.EnableSASL(),
-			kfake.Superuser(deploy.SASLScramSHA256, "alice", "wonderland"))
-		c := newDeployClient(t, sqliteStore(t), func(c *deploy.Config) {
-			c.KafkaBrokers = cluster.ListenAddrs()
-			c.Kafka = deploy.KafkaCluster{SASLMechanism: deploy.SASLScramSHA256, SASLUser: "alice", SASLPassword: "wonderland"}
-		})
-		var got api.KafkaTopics
-		c.get("/api/kafka/topics").ok(t, http.StatusOK, &got)
-		if want := []string{"payments"}; !slices.Equal(got.Topics, want) {
-			t.Errorf("topics %q, want %q", got.Topics, want)
-		}
-	})
+	}
 }
