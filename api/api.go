@@ -224,6 +224,7 @@ func New(cfg Config) (*Handler, error) {
 	h.registerCompare(hapi)
 	h.registerValidation(hapi)
 	h.registerComponents(hapi)
+	h.registerKafka(hapi)
 	h.registerTestRuns(hapi)
 	h.registerNodeTest(hapi)
 	h.registerDeployments(hapi)

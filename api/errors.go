@@ -97,6 +97,11 @@ const (
 	CodeNotReady = "not-ready"
 	// CodeUnavailable (503): the request was cut short (server shutting down, timeout).
 	CodeUnavailable = "unavailable"
+	// CodeKafkaNotConfigured (503): the server has no Kafka brokers (--kafka-brokers).
+	CodeKafkaNotConfigured = "kafka-not-configured"
+	// CodeKafkaUnavailable (503): the Kafka brokers did not answer in time, or refused the
+	// login; the detail says which.
+	CodeKafkaUnavailable = "kafka-unavailable"
 	// CodeStoreFull (503): the store could not write because its disk (or database) is
 	// full; nothing was written. Retry-After says when to try again.
 	CodeStoreFull = "store-full"
@@ -113,7 +118,7 @@ var Codes = []string{
 	CodeScenarioNotFound, CodeVersionNotFound, CodeSourceNotFound, CodeSinkNotFound, CodeRouteNotFound,
 	CodeMethodNotAllowed, CodeNotAcceptable, CodeRequestTimeout, CodeScenarioExists,
 	CodeVersionConflict, CodeScenarioArchived, CodeDeploymentActive, CodeNotDeployed, CodeBodyTooLarge,
-	CodeTooManyRecords, CodeUnsupportedMediaType, CodeHostNotAllowed, CodeCrossOrigin, CodeRateLimited, CodeTestRunsBusy, CodeBacklogFull, CodeNotReady, CodeUnavailable, CodeStoreFull, CodeInternal,
+	CodeTooManyRecords, CodeUnsupportedMediaType, CodeHostNotAllowed, CodeCrossOrigin, CodeRateLimited, CodeTestRunsBusy, CodeBacklogFull, CodeNotReady, CodeUnavailable, CodeKafkaNotConfigured, CodeKafkaUnavailable, CodeStoreFull, CodeInternal,
 }
 
 // ProblemDetails is every error answer: RFC 9457 problem details, sent as

@@ -28,6 +28,7 @@ var routeRoles = map[string]auth.Role{
 	"GET /metrics":              auth.Viewer, // scenario names and counts are in the labels
 	"GET /api/components":       auth.Viewer,
 	"GET /api/deployments":      auth.Viewer,
+	"GET /api/kafka/topics":     auth.Viewer,
 	"GET /api/scenarios":        auth.Viewer,
 	"GET /api/scenarios/{name}": auth.Viewer,
 	"POST /api/suggestions":     auth.Viewer, // computes, stores nothing

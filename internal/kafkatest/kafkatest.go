@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -52,4 +53,16 @@ func ReadTopic(t testing.TB, brokers []string, topic string, level kgo.Isolation
 		})
 	}
 	return out
+}
+
+// Cluster is a one-broker kfake cluster with opts (kfake.SeedTopics, kfake.EnableSASL, ...),
+// closed when t ends.
+func Cluster(t testing.TB, opts ...kfake.Opt) *kfake.Cluster {
+	t.Helper()
+	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
 }

@@ -61,6 +61,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/kafka/topics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the Kafka topics
+         * @description The topics of the server's Kafka brokers (--kafka-brokers, with the cluster's TLS and SASL settings), for the designer to suggest in the topic parameter of Kafka sources and sinks. 503 with code kafka-not-configured when the server has no brokers, and with code kafka-unavailable when they do not answer within 3 s (or refuse the login).
+         */
+        get: operations["list-kafka-topics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/me": {
         parameters: {
             query?: never;
@@ -1271,6 +1291,16 @@ export interface components {
             scenario: string;
             source: string;
         };
+        KafkaTopics: {
+            /**
+             * @description The topics' names, sorted; internal topics (the brokers' own, and those whose name starts with __) left out.
+             * @example [
+             *       "decisions",
+             *       "payments"
+             *     ]
+             */
+            topics: string[] | null;
+        };
         Kind: {
             description: string;
             edges: components["schemas"]["EdgeRules"];
@@ -1841,7 +1871,7 @@ export interface components {
              * @example version-conflict
              * @enum {string}
              */
-            code: "invalid-json" | "bad-request" | "invalid-name" | "validation-failed" | "invalid-scenario" | "scenario-exceeds-limits" | "unknown-node" | "scenario-has-errors" | "test-timeout" | "invalid-event" | "idempotency-key-reused" | "sink-path-in-use" | "nul-character" | "tests-failed" | "test-case-not-found" | "approval-required" | "deploy-request-pending" | "deploy-request-decided" | "self-approval" | "deploy-request-not-found" | "unauthenticated" | "forbidden" | "token-not-found" | "sign-in-failed" | "sign-in-not-configured" | "scenario-not-found" | "version-not-found" | "source-not-found" | "sink-not-found" | "route-not-found" | "method-not-allowed" | "not-acceptable" | "request-timeout" | "scenario-exists" | "version-conflict" | "scenario-archived" | "deployment-active" | "not-deployed" | "body-too-large" | "too-many-records" | "unsupported-media-type" | "host-not-allowed" | "cross-origin" | "rate-limited" | "test-runs-busy" | "backlog-full" | "not-ready" | "unavailable" | "store-full" | "internal-error";
+            code: "invalid-json" | "bad-request" | "invalid-name" | "validation-failed" | "invalid-scenario" | "scenario-exceeds-limits" | "unknown-node" | "scenario-has-errors" | "test-timeout" | "invalid-event" | "idempotency-key-reused" | "sink-path-in-use" | "nul-character" | "tests-failed" | "test-case-not-found" | "approval-required" | "deploy-request-pending" | "deploy-request-decided" | "self-approval" | "deploy-request-not-found" | "unauthenticated" | "forbidden" | "token-not-found" | "sign-in-failed" | "sign-in-not-configured" | "scenario-not-found" | "version-not-found" | "source-not-found" | "sink-not-found" | "route-not-found" | "method-not-allowed" | "not-acceptable" | "request-timeout" | "scenario-exists" | "version-conflict" | "scenario-archived" | "deployment-active" | "not-deployed" | "body-too-large" | "too-many-records" | "unsupported-media-type" | "host-not-allowed" | "cross-origin" | "rate-limited" | "test-runs-busy" | "backlog-full" | "not-ready" | "unavailable" | "kafka-not-configured" | "kafka-unavailable" | "store-full" | "internal-error";
             /** @description For version-conflict: the version the save started from, the latest version and what was attempted. */
             conflict?: components["schemas"]["VersionConflict"];
             /**
@@ -2625,6 +2655,44 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    "list-kafka-topics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KafkaTopics"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };

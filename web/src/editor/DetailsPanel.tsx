@@ -4,11 +4,12 @@ import { useEffect, useState } from 'react';
 import type { Aggregator, Kind, Problem, VariableType } from '../api/client';
 import type { CanvasEdge, CanvasNode } from '../graph/convert';
 import { expr, kindIdOf, type ScenarioGraph, type ScenarioNode } from '../graph/model';
-import { branchIndex, getBranchParam, getParam, IN_BRANCH_PARAMETERS, parameterIndex, setBranchParam, setParam } from '../graph/params';
+import { branchIndex, getBranchParam, getParam, IN_BRANCH_PARAMETERS, isKafkaTopicParam, parameterIndex, setBranchParam, setParam } from '../graph/params';
 import { ExpressionEditor, type Suggest } from './ExpressionEditor';
 import { ParamField, problemsOf } from './ParamField';
 import { IngestionInfo } from './IngestionInfo';
 import { NodeTest } from './NodeTest';
+import { useKafkaTopics } from './useKafkaTopics';
 
 type Props = {
   /** The scenario's name (for a source's ingestion URL). */
@@ -58,6 +59,7 @@ export function DetailsPanel(props: Props) {
   const n = node.data.node;
   const specs = kind?.parameters ?? [];
   const nodeSpecs = specs.filter((s) => s.in !== IN_BRANCH_PARAMETERS);
+  const kafkaTopics = useKafkaTopics(nodeSpecs.some((s) => isKafkaTopicParam(kindIdOf(n), s)));
   const branchSpecs = specs.filter((s) => s.in === IN_BRANCH_PARAMETERS);
   const incoming = edges.filter((e) => e.target === node.id);
   const cases = edges.map((e, index) => ({ e, index })).filter(({ e }) => e.source === node.id && e.sourceHandle === 'NextSwitch');
@@ -106,6 +108,7 @@ export function DetailsPanel(props: Props) {
             problems={fieldProblems(mine)}
             suggest={suggest}
             aggregators={aggregators}
+            suggestions={isKafkaTopicParam(kindIdOf(n), spec) ? kafkaTopics : undefined}
           />
         );
       })}

@@ -25,12 +25,12 @@ afterEach(() => {
   root = undefined;
 });
 
-function render(props: { spec: ParamSpec; value: unknown; problems?: Problem[] }) {
+function render(props: { spec: ParamSpec; value: unknown; problems?: Problem[]; suggestions?: string[] }) {
   const onChange = vi.fn();
   host = document.createElement('div');
   document.body.append(host);
   root = createRoot(host);
-  act(() => root!.render(<ParamField spec={props.spec} value={props.value} onChange={onChange} problems={props.problems ?? []} suggest={async () => []} aggregators={aggregators} />));
+  act(() => root!.render(<ParamField spec={props.spec} value={props.value} onChange={onChange} problems={props.problems ?? []} suggest={async () => []} aggregators={aggregators} suggestions={props.suggestions} />));
   return { onChange, host };
 }
 
@@ -51,6 +51,24 @@ function choose(el: Element | null, value: string) {
 }
 
 describe('ParamField', () => {
+  it('a string field with suggestions lists them in a datalist its input names, and still takes any text', () => {
+    const { onChange, host } = render({ spec: spec({ name: 'topic', required: true }), value: '', suggestions: ['alerts', 'payments'] });
+    const input = host.querySelector('[data-testid="input-topic"]') as HTMLInputElement;
+    const list = host.querySelector('datalist')!;
+    expect(input.getAttribute('list')).toBe(list.id);
+    expect([...list.querySelectorAll('option')].map((o) => o.value)).toEqual(['alerts', 'payments']);
+    type(input, 'orders');
+    expect(onChange).toHaveBeenLastCalledWith('orders');
+  });
+  it('a string field without suggestions (none, or an empty list) has no datalist', () => {
+    for (const suggestions of [undefined, []]) {
+      const { host } = render({ spec: spec({ name: 'topic' }), value: 'x', suggestions });
+      expect(host.querySelector('datalist')).toBeNull();
+      expect(host.querySelector('[data-testid="input-topic"]')!.hasAttribute('list')).toBe(false);
+      act(() => root?.unmount());
+      host.remove();
+    }
+  });
   it('a number field reports numbers, integers truncated, and empty as absent', () => {
     const { onChange, host } = render({ spec: spec({ name: 'size', editor: 'integer', label: 'Size' }), value: 3 });
     const input = host.querySelector('[data-testid="input-size"]') as HTMLInputElement;

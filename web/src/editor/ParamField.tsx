@@ -12,6 +12,8 @@ type Props = {
   problems: Problem[];
   suggest: Suggest;
   aggregators: Aggregator[];
+  /** Values to suggest as the author types a string parameter (a datalist; any text is still taken). */
+  suggestions?: string[];
 };
 
 /** Problems of field exactly, or of its elements ("groupBy[0]", "aggregations[1].aggregateBy"). */
@@ -32,11 +34,12 @@ function FieldErrors({ problems }: { problems: Problem[] }) {
 }
 
 /** A text input that keeps what is typed and reports it on each change. */
-function TextInput(props: { value: string; onChange: (v: string) => void; placeholder?: string; type?: string; testId?: string; step?: string }) {
+function TextInput(props: { value: string; onChange: (v: string) => void; placeholder?: string; type?: string; testId?: string; step?: string; list?: string }) {
   return (
     <input
       className="nokey"
       type={props.type ?? 'text'}
+      list={props.list}
       step={props.step}
       value={props.value}
       placeholder={props.placeholder}
@@ -231,7 +234,18 @@ function RecordFields(props: { name: string; value: RecordField[]; onChange: (v:
   );
 }
 
-export function ParamField({ spec, value, onChange, problems, suggest, aggregators }: Props) {
+/** The suggestions of a string field, as a datalist its input names by id. */
+function Suggestions({ id, values }: { id: string; values: string[] }) {
+  return (
+    <datalist id={id} data-testid={id}>
+      {values.map((v) => (
+        <option key={v} value={v} />
+      ))}
+    </datalist>
+  );
+}
+
+export function ParamField({ spec, value, onChange, problems, suggest, aggregators, suggestions }: Props) {
   const own = problemsOf(problems, spec.name);
   const label = (
     <div className="param-label" title={spec.description}>
@@ -259,16 +273,22 @@ export function ParamField({ spec, value, onChange, problems, suggest, aggregato
       );
     case 'duration':
     case 'string':
-    case 'variable-name':
+    case 'variable-name': {
+      const listId = suggestions && suggestions.length > 0 ? `suggestions-${spec.name}` : undefined;
       field = (
-        <TextInput
-          value={typeof value === 'string' ? value : ''}
-          placeholder={spec.editor === 'duration' ? 'e.g. 60s, 1h, PT1H' : typeof spec.default === 'string' ? spec.default : ''}
-          onChange={(s) => onChange(s === '' && !spec.required && spec.in !== 'node' ? undefined : s)}
-          testId={`input-${spec.name}`}
-        />
+        <>
+          <TextInput
+            value={typeof value === 'string' ? value : ''}
+            placeholder={spec.editor === 'duration' ? 'e.g. 60s, 1h, PT1H' : typeof spec.default === 'string' ? spec.default : ''}
+            onChange={(s) => onChange(s === '' && !spec.required && spec.in !== 'node' ? undefined : s)}
+            testId={`input-${spec.name}`}
+            list={listId}
+          />
+          {listId && <Suggestions id={listId} values={suggestions!} />}
+        </>
       );
       break;
+    }
     case 'integer':
     case 'number':
       field = (

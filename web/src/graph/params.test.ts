@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Kind, ParamSpec } from '../api/client';
 import { expr, type ScenarioNode } from './model';
-import { branchIndex, copyId, freshId, getBranchParam, getParam, newNode, parameterIndex, renameBranch, setBranchParam, setParam } from './params';
+import { branchIndex, copyId, freshId, getBranchParam, getParam, isKafkaTopicParam, newNode, parameterIndex, renameBranch, setBranchParam, setParam } from './params';
 
 const spec = (s: Partial<ParamSpec>): ParamSpec => ({ name: 'p', in: 'parameters', editor: 'string', required: false, description: '', label: '', ...s }) as ParamSpec;
 
@@ -94,5 +94,15 @@ describe('node ids', () => {
     expect(copyId('Big 2', new Set(['Big', 'Big 2']))).toBe('Big 3');
     expect(copyId('Big 2', new Set(['Big 2']))).toBe('Big 3');
     expect(copyId('Big 2', new Set())).toBe('Big 2');
+  });
+});
+
+describe('isKafkaTopicParam', () => {
+  const topic = spec({ name: 'topic', editor: 'string', required: true });
+  it('is the topic of Kafka sources and sinks only', () => {
+    expect(isKafkaTopicParam('Source/kafka', topic)).toBe(true);
+    expect(isKafkaTopicParam('Sink/kafka', topic)).toBe(true);
+    expect(isKafkaTopicParam('Source/http', topic)).toBe(false);
+    expect(isKafkaTopicParam('Sink/kafka', spec({ name: 'key', editor: 'expression' }))).toBe(false);
   });
 });

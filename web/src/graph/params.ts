@@ -174,3 +174,11 @@ export function renameBranch(node: ScenarioNode, from: string, to: string): Scen
   if (!list.some((b) => b.branchId === from)) return node;
   return { ...node, branchParameters: list.map((b) => (b.branchId === from ? { ...b, branchId: to } : b)) };
 }
+
+/** The node kinds whose topic parameter names a topic of the server's Kafka brokers. */
+const KAFKA_KINDS = new Set(['Source/kafka', 'Sink/kafka']);
+
+/** Whether the parameter spec of the node kind kindId takes a Kafka topic's name, so the form suggests the brokers' topics. */
+export function isKafkaTopicParam(kindId: string, spec: ParamSpec): boolean {
+  return KAFKA_KINDS.has(kindId) && spec.name === 'topic' && spec.editor === 'string';
+}
