@@ -110,6 +110,13 @@ func TestRunCommand(t *testing.T) {
 	if err := runCommand(t.Context(), []string{"serve", "--log-format", "xml"}, env(nil), nil, &out, &errOut); !errors.Is(err, errUsage) {
 		t.Errorf("serve with a bad flag: %v", err)
 	}
+	// token -h is help (exit 0), not an unknown token command.
+	for _, h := range []string{"-h", "--help"} {
+		out.Reset()
+		if err := runCommand(t.Context(), []string{"token", h}, env(nil), nil, &out, &errOut); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "scenario-server token create") {
+			t.Errorf("token %s: %v, %q", h, err, out.String())
+		}
+	}
 }
 
 // serve, in process: it opens the store in the data directory, answers, and returns nil once

@@ -33,6 +33,10 @@ func tokenCommand(ctx context.Context, args []string, getenv func(string) string
 		return fmt.Errorf("%w: token needs create, list or revoke", errUsage)
 	}
 	sub, rest := args[0], args[1:]
+	if sub == "-h" || sub == "-help" || sub == "--help" || sub == "help" {
+		fmt.Fprint(stdout, tokenUsage)
+		return flag.ErrHelp // exit 0, as the other commands' -h
+	}
 	fs := flag.NewFlagSet("token "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, tokenUsage); fs.PrintDefaults() }
