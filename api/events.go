@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"mime"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/scenario-server/scenario-server/deploy"
+	"github.com/scenario-server/scenario-server/store"
 )
 
 // ndjson is the media type of newline-delimited JSON: one event per line.
@@ -99,6 +103,11 @@ func (h *handlers) ingest(ctx context.Context, in *ingestInput) (*ingestOutput, 
 		if err := h.checkScenario(ctx, in.Name); err != nil {
 			return nil, err
 		}
+		if errors.Is(err, deploy.ErrNotDeployed) {
+			if p := h.pausedProblem(ctx, in.Name); p != nil {
+				return nil, p
+			}
+		}
 		return nil, runtimeError(ctx, err, in.Name, 0)
 	}
 	return &ingestOutput{Body: IngestResult{
@@ -163,4 +172,19 @@ func isEventsPath(path string) bool {
 	}
 	name, source, ok := strings.Cut(rest, "/sources/")
 	return ok && name != "" && source != "" && !strings.Contains(source, "/")
+}
+
+// pausedProblem is the not-deployed answer for a scenario whose latest deployment the store
+// keeps as running but this server does not run, paused (safe mode, --no-resume): it says so and
+// how to resume, where "is not deployed" would mislead. Nil otherwise.
+func (h *handlers) pausedProblem(ctx context.Context, name string) *ProblemDetails {
+	list, err := h.store.ListDeployments(ctx, name)
+	if err != nil || len(list) == 0 {
+		return nil
+	}
+	d := list[0]
+	if (d.Status != store.StatusRunning && d.Status != store.StatusDeploying) || d.Reason != deploy.PausedReason {
+		return nil
+	}
+	return problemf(http.StatusConflict, CodeNotDeployed, "scenario %q is paused, not running (deployment %d, version %d): %s", name, d.ID, d.Version, d.Reason)
 }

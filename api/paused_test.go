@@ -1,0 +1,38 @@
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/scenario-server/scenario-server/api"
+	"github.com/scenario-server/scenario-server/deploy"
+	"github.com/scenario-server/scenario-server/store"
+)
+
+// TestPausedSaysPaused: events for a scenario whose deployment a --no-resume start paused are
+// refused with 409 not-deployed saying it is paused and how to resume, not "is not deployed".
+func TestPausedSaysPaused(t *testing.T) {
+	t.Parallel()
+	st := sqliteStore(t)
+	ctx := context.Background()
+	if _, err := st.CreateScenario(ctx, "fraud", store.Draft{Graph: []byte(countGraph("10s"))}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := st.CreateDeployment(ctx, store.NewDeployment{Scenario: "fraud", Version: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SetDeploymentStatus(ctx, d.ID, store.StatusRunning, ""); err != nil {
+		t.Fatal(err)
+	}
+	c := newDeployClient(t, st, func(cfg *deploy.Config) { cfg.NoResume = true })
+	p := postEvents(c, "fraud", "in", "", events(0, 1)).problem(t, http.StatusConflict, api.CodeNotDeployed)
+	if !strings.Contains(p.Detail, `"fraud" is paused, not running`) || !strings.Contains(p.Detail, "deploy the scenario again") {
+		t.Errorf("detail %q; want it to say paused and how to resume", p.Detail)
+	}
+	// Deployed again, it runs and takes events.
+	c.post("/api/scenarios/fraud/deploy", nil).ok(t, http.StatusOK, nil)
+	postEvents(c, "fraud", "in", "", events(0, 1)).ok(t, http.StatusAccepted, nil)
+}
