@@ -232,15 +232,19 @@ func (h *handlers) registerTestCases(hapi huma.API) {
 	})
 }
 
-// runTestCases runs the scenario's saved test cases on version v. A test case whose graph
-// cannot run (validation errors) fails with the reason; a run cut short (the request ended,
-// the server's test time limit) is an error.
+// runTestCases runs the scenario's saved test cases on version v, all within the server's test
+// time limit. A test case whose graph cannot run (validation errors) fails with the reason; a
+// run cut short (the request ended, the time limit) is an error (422 test-timeout).
 func (h *handlers) runTestCases(ctx context.Context, v store.Version) (TestCasesRun, error) {
 	list, err := h.store.ListTestCases(ctx, v.Scenario)
 	if err != nil {
 		return TestCasesRun{}, storeError(ctx, err, v.Scenario, 0)
 	}
 	run := TestCasesRun{Scenario: v.Scenario, Version: v.Number, Passed: true, Tests: []TestCaseResult{}}
+	// All of them together get the time of one test run (the server's --test-timeout), not
+	// that each: 100 test cases must not hold a request, or a deploy, for 100 time limits.
+	ctx, cancel := context.WithTimeout(ctx, h.testTimeout)
+	defer cancel()
 	for _, c := range list {
 		res := TestCaseResult{Name: c.Name, Failures: []string{}}
 		out, err := h.testRun(ctx, Graph(v.Graph), v.Scenario, c.Records, maxComparedOutputs)
