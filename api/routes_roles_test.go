@@ -219,6 +219,15 @@ func testTokens(t *testing.T, newStore newStoreFunc) {
 	if got := r.Header.Get("WWW-Authenticate"); got != `Bearer realm="scenario-server", error="invalid_token"` {
 		t.Errorf("WWW-Authenticate %q", got)
 	}
+	// /api/me answers every caller 200, and tells the revoked token from no token.
+	var me api.Me
+	if as(viewer.Secret, request{Method: "GET", Path: "/api/me"}).ok(t, http.StatusOK, &me); me.SignedIn || !me.Refused {
+		t.Errorf("me with a revoked token %+v, want signedIn false, refused true", me)
+	}
+	me = api.Me{}
+	if c.get("/api/me").ok(t, http.StatusOK, &me); me.SignedIn || me.Refused {
+		t.Errorf("me without credentials %+v, want signedIn false, refused false", me)
+	}
 	as(admin, request{Method: "DELETE", Path: "/api/tokens/999"}).problem(t, http.StatusNotFound, api.CodeTokenNotFound)
 
 	// Expired: a token whose expiry has passed.

@@ -69,6 +69,10 @@ type Me struct {
 	SignedIn bool `json:"signedIn" doc:"Whether the request has an identity; false without credentials, and the other fields but signIn are then empty."`
 	auth.Identity
 	SignIn bool `json:"signIn" doc:"Whether the server offers sign-in with an OIDC provider (GET /auth/login)."`
+	// Refused tells a client that sent credentials which were refused from one that sent
+	// none: the other routes answer both 401, this one 200 so that the designer can offer
+	// sign-in.
+	Refused bool `json:"refused" doc:"Whether the request carried credentials that were refused (an unknown, revoked or expired token, an expired session, a JWT that fails verification); signedIn is then false. False without credentials."`
 }
 
 type meOutput struct {
@@ -81,10 +85,12 @@ func (h *handlers) registerMe(hapi huma.API, signIn bool) {
 		Method:      http.MethodGet,
 		Path:        "/api/me",
 		Summary:     "The current identity",
-		Description: "Who the request comes from (subject, name, role, and how it was authenticated: token, session, jwt, or none when the server has no authentication). Without credentials signedIn is false, and the designer offers sign-in when signIn is true.",
+		Description: "Who the request comes from (subject, name, role, and how it was authenticated: token, session, jwt, or none when the server has no authentication). Without credentials, or with refused ones (refused true), signedIn is false, and the designer offers sign-in when signIn is true.",
 		Tags:        []string{tagAccess},
 	}, func(ctx context.Context, _ *struct{}) (*meOutput, error) {
 		id, ok := auth.FromContext(ctx)
-		return &meOutput{Body: Me{SignedIn: ok, Identity: id, SignIn: signIn}}, nil
+		f, _ := ctx.Value(authnFailureKey{}).(authnFailure)
+		refused := !ok && f.err != nil && !errors.Is(f.err, auth.ErrNoCredentials)
+		return &meOutput{Body: Me{SignedIn: ok, Identity: id, SignIn: signIn, Refused: refused}}, nil
 	})
 }

@@ -59,7 +59,7 @@ func TestSignIn(t *testing.T) {
 
 	var me api.Me
 	c.get("/api/me").ok(t, http.StatusOK, &me)
-	if me.SignedIn || !me.SignIn || me.Name != "" {
+	if me.SignedIn || !me.SignIn || me.Name != "" || me.Refused {
 		t.Errorf("me before sign-in %+v", me)
 	}
 	c.get("/api/scenarios").problem(t, http.StatusUnauthorized, api.CodeUnauthenticated)
@@ -128,6 +128,12 @@ func TestSignIn(t *testing.T) {
 	// Eight hours later the session has expired.
 	clock.Store(8 * 3600)
 	c.get("/api/scenarios").problem(t, http.StatusUnauthorized, api.CodeUnauthenticated)
+	// /api/me tells the expired session from no credentials.
+	me = api.Me{}
+	c.get("/api/me").ok(t, http.StatusOK, &me)
+	if me.SignedIn || !me.Refused || me.Name != "" {
+		t.Errorf("me with an expired session %+v, want signedIn false and refused true", me)
+	}
 	clock.Store(0)
 	c.get("/api/scenarios").ok(t, http.StatusOK, nil)
 
@@ -139,6 +145,10 @@ func TestSignIn(t *testing.T) {
 	c.http.Jar, _ = cookiejar.New(nil)
 	c.http.Jar.SetCookies(u, []*http.Cookie{&forged})
 	c.get("/api/scenarios").problem(t, http.StatusUnauthorized, api.CodeUnauthenticated)
+	me = api.Me{}
+	if c.get("/api/me").ok(t, http.StatusOK, &me); me.SignedIn || !me.Refused {
+		t.Errorf("me with a forged session cookie %+v, want signedIn false and refused true", me)
+	}
 	c.http.Jar = jar
 
 	// Logout clears the cookie.
@@ -147,7 +157,7 @@ func TestSignIn(t *testing.T) {
 	}
 	me = api.Me{}
 	c.get("/api/me").ok(t, http.StatusOK, &me)
-	if me.SignedIn {
+	if me.SignedIn || me.Refused {
 		t.Errorf("me after logout %+v", me)
 	}
 }

@@ -55,7 +55,8 @@ export function App() {
 
   if (!me || !auth) return <div className="page muted">{error ? `Who you are could not be loaded: ${error}` : 'Loading…'}</div>;
   if (!signedIn) {
-    if (me.signIn) return <SignIn expired={expired} />;
+    // refused: the session cookie the browser sent has expired or was ended elsewhere.
+    if (me.signIn) return <SignIn expired={expired || me.refused} />;
     return <div className="page field-error" data-testid="unauthenticated">This server needs credentials (an API token); the designer has no sign-in configured.</div>;
   }
   if (error) return <div className="page field-error">The server's node kinds could not be loaded: {error}</div>;

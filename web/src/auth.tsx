@@ -22,7 +22,7 @@ export type AuthValue = { me: Me; can: (want: Role) => boolean };
 
 // Without a provider (unit tests, the editor on its own) everything is allowed, as without
 // authentication on the server.
-const local: Me = { signedIn: true, subject: 'local', name: 'local', role: 'admin', method: 'none', signIn: false };
+const local: Me = { signedIn: true, subject: 'local', name: 'local', role: 'admin', method: 'none', signIn: false, refused: false };
 export const AuthContext = createContext<AuthValue>({ me: local, can: () => true });
 
 export function useAuth(): AuthValue {

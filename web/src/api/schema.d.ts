@@ -90,7 +90,7 @@ export interface paths {
         };
         /**
          * The current identity
-         * @description Who the request comes from (subject, name, role, and how it was authenticated: token, session, jwt, or none when the server has no authentication). Without credentials signedIn is false, and the designer offers sign-in when signIn is true.
+         * @description Who the request comes from (subject, name, role, and how it was authenticated: token, session, jwt, or none when the server has no authentication). Without credentials, or with refused ones (refused true), signedIn is false, and the designer offers sign-in when signIn is true.
          */
         get: operations["get-me"];
         put?: never;
@@ -1414,6 +1414,8 @@ export interface components {
         Me: {
             method: string;
             name: string;
+            /** @description Whether the request carried credentials that were refused (an unknown, revoked or expired token, an expired session, a JWT that fails verification); signedIn is then false. False without credentials. */
+            refused: boolean;
             role: string;
             /** @description Whether the server offers sign-in with an OIDC provider (GET /auth/login). */
             signIn: boolean;
