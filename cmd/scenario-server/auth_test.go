@@ -134,11 +134,15 @@ func testPosture(t *testing.T, bin string) {
 			!strings.Contains(string(out), "--insecure-no-auth") {
 			t.Errorf("%s: the message does not say why and what to do:\n%s", addr, out)
 		}
+		// It names the address as given (0.0.0.0, not the listener's [::]), with the port.
+		if host := addr[:strings.LastIndex(addr, ":")]; !strings.Contains(string(out), "non-loopback address: "+host+":") {
+			t.Errorf("%s: the message does not name %s:\n%s", addr, host, out)
+		}
 	}
 	// With --insecure-no-auth it starts and warns.
 	p := startServer(t, bin, sqliteServerStore(t), "--addr", "0.0.0.0:0", "--insecure-no-auth")
 	warn := waitForLog(t, p.logs, "authentication is off and the server listens beyond loopback: anyone who reaches "+
-		strings.TrimPrefix(p.base, "http://")+" may deploy, cancel and read everything (--insecure-no-auth)")
+		"0.0.0.0:"+p.base[strings.LastIndex(p.base, ":")+1:]+" may deploy, cancel and read everything (--insecure-no-auth)")
 	if warn["level"] != "WARN" {
 		t.Errorf("warning logged as %v", warn["level"])
 	}
@@ -196,7 +200,7 @@ func testTLS(t *testing.T, bin string) {
 		t.Errorf("missing key: %v\n%s", err, out)
 	}
 	out, err = exec.Command(bin, "--tls-cert", certFile).CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "-tls-cert and -tls-key go together") {
+	if err == nil || !strings.Contains(string(out), "--tls-cert and --tls-key go together") {
 		t.Errorf("cert without key: %v\n%s", err, out)
 	}
 }
@@ -254,16 +258,16 @@ func TestAuthFlags(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		{[]string{"--tls-key", "k.pem"}, nil, "-tls-cert and -tls-key go together"},
-		{[]string{"--oidc-issuer", "https://id.example"}, nil, "-oidc-issuer needs -oidc-client-id"},
-		{[]string{"--oidc-client-id", "ss"}, nil, "need -oidc-issuer"},
+		{[]string{"--tls-key", "k.pem"}, nil, "--tls-cert and --tls-key go together"},
+		{[]string{"--oidc-issuer", "https://id.example"}, nil, "usage: --oidc-issuer needs --oidc-client-id"},
+		{[]string{"--oidc-client-id", "ss"}, nil, "need --oidc-issuer"},
 		{[]string{"--oidc-issuer", "https://id.example", "--oidc-client-id", "ss", "--oidc-redirect-url", "https://ss.example/auth/callback"}, nil,
 			"needs the client secret in SCENARIO_SERVER_OIDC_CLIENT_SECRET"},
 		{[]string{"--oidc-issuer", "https://id.example", "--oidc-client-id", "ss", "--oidc-redirect-url", "ss.example"},
 			map[string]string{envOIDCClientSecret: "x"}, "is not an http(s) URL"},
 		{nil, map[string]string{envAuthTokens: "maybe"}, `SCENARIO_SERVER_AUTH_TOKENS="maybe" is not true or false`},
-		{[]string{"--deploy-approval"}, nil, "-deploy-approval needs authentication"},
-		{nil, map[string]string{envDeployApproval: "true"}, "-deploy-approval needs authentication"},
+		{[]string{"--deploy-approval"}, nil, "usage: --deploy-approval needs authentication"},
+		{nil, map[string]string{envDeployApproval: "true"}, "usage: --deploy-approval needs authentication"},
 	} {
 		_, err := parseServeFlags(tc.args, env(tc.env), io.Discard)
 		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {

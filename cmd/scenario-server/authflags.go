@@ -91,24 +91,24 @@ func (a *authConfig) register(fs *flag.FlagSet, getenv func(string) string) erro
 
 func (a authConfig) validate() error {
 	if (a.TLSCert == "") != (a.TLSKey == "") {
-		return fmt.Errorf("%w: -tls-cert and -tls-key go together", errUsage)
+		return fmt.Errorf("%w: --tls-cert and --tls-key go together", errUsage)
 	}
 	if a.OIDCIssuer != "" && a.OIDCClientID == "" {
-		return fmt.Errorf("%w: -oidc-issuer needs -oidc-client-id", errUsage)
+		return fmt.Errorf("%w: --oidc-issuer needs --oidc-client-id", errUsage)
 	}
 	if a.OIDCIssuer == "" && (a.OIDCClientID != "" || a.OIDCRedirectURL != "") {
-		return fmt.Errorf("%w: -oidc-client-id and -oidc-redirect-url need -oidc-issuer", errUsage)
+		return fmt.Errorf("%w: --oidc-client-id and --oidc-redirect-url need --oidc-issuer", errUsage)
 	}
 	if a.DeployApproval && !a.configured() {
-		return fmt.Errorf("%w: -deploy-approval needs authentication (-auth-tokens or -oidc-issuer): without it every request is the same local user, who cannot approve their own deploy", errUsage)
+		return fmt.Errorf("%w: --deploy-approval needs authentication (--auth-tokens or --oidc-issuer): without it every request is the same local user, who cannot approve their own deploy", errUsage)
 	}
 	if a.OIDCRedirectURL != "" {
 		u, err := url.Parse(a.OIDCRedirectURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("%w: -oidc-redirect-url %q is not an http(s) URL", errUsage, a.OIDCRedirectURL)
+			return fmt.Errorf("%w: --oidc-redirect-url %q is not an http(s) URL", errUsage, a.OIDCRedirectURL)
 		}
 		if a.OIDCClientSecret == "" {
-			return fmt.Errorf("%w: the sign-in (-oidc-redirect-url) needs the client secret in %s", errUsage, envOIDCClientSecret)
+			return fmt.Errorf("%w: the sign-in (--oidc-redirect-url) needs the client secret in %s", errUsage, envOIDCClientSecret)
 		}
 	}
 	return nil
@@ -123,8 +123,9 @@ var errUnsafeAddress = errors.New("refusing to listen without authentication on 
 // checkPosture refuses, unless --insecure-no-auth, a server without authentication whose
 // listener ln is on another address than loopback (0.0.0.0, ::, a LAN address): anyone
 // reaching it could deploy, cancel and read everything. With --insecure-no-auth it logs a
-// warning instead.
-func (a authConfig) checkPosture(ln net.Listener, log *slog.Logger) error {
+// warning instead. The messages name addr, the address as given (--addr), with the port
+// listened on: the listener's own address writes 0.0.0.0 as [::].
+func (a authConfig) checkPosture(ln net.Listener, addr string, log *slog.Logger) error {
 	if a.configured() {
 		return nil
 	}
@@ -135,14 +136,20 @@ func (a authConfig) checkPosture(ln net.Listener, log *slog.Logger) error {
 	if ip != nil && ip.IsLoopback() {
 		return nil
 	}
+	// The host as given with the port listened on: 0.0.0.0:8080 rather than the listener's [::]:8080.
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		if tcp, ok := ln.Addr().(*net.TCPAddr); ok {
+			addr = net.JoinHostPort(host, strconv.Itoa(tcp.Port))
+		}
+	}
 	if a.InsecureNoAuth {
 		log.Warn("authentication is off and the server listens beyond loopback: anyone who reaches "+
-			ln.Addr().String()+" may deploy, cancel and read everything (--insecure-no-auth)",
-			"addr", ln.Addr().String())
+			addr+" may deploy, cancel and read everything (--insecure-no-auth)",
+			"addr", addr)
 		return nil
 	}
 	return fmt.Errorf("%w: %s. Turn authentication on (--auth-tokens or --oidc-issuer), listen on 127.0.0.1, or accept the risk with --insecure-no-auth",
-		errUnsafeAddress, ln.Addr())
+		errUnsafeAddress, addr)
 }
 
 // authenticator is the API's authenticator and the designer's sign-in: nil when

@@ -256,19 +256,19 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		return serveConfig{}, fmt.Errorf("%w: log level %q: use debug, info, warn or error", errUsage, level)
 	}
 	if cfg.MaxBodyBytes <= 0 {
-		return serveConfig{}, fmt.Errorf("%w: -max-body-bytes must be positive", errUsage)
+		return serveConfig{}, fmt.Errorf("%w: --max-body-bytes must be positive", errUsage)
 	}
 	if cfg.CheckpointInterval < 0 || cfg.MaxBacklog < 0 || cfg.MaxDeploymentState < 0 {
-		return serveConfig{}, fmt.Errorf("%w: -checkpoint-interval, -max-backlog and -max-deployment-state must not be negative", errUsage)
+		return serveConfig{}, fmt.Errorf("%w: --checkpoint-interval, --max-backlog and --max-deployment-state must not be negative", errUsage)
 	}
 	if cfg.ResultRetention < 0 || cfg.BatchKeyRetention < 0 {
-		return serveConfig{}, fmt.Errorf("%w: -result-retention and -batch-key-retention must not be negative", errUsage)
+		return serveConfig{}, fmt.Errorf("%w: --result-retention and --batch-key-retention must not be negative", errUsage)
 	}
 	if cfg.CrashLoopLimit < 0 {
-		return serveConfig{}, fmt.Errorf("%w: -crash-loop-limit must not be negative", errUsage)
+		return serveConfig{}, fmt.Errorf("%w: --crash-loop-limit must not be negative", errUsage)
 	}
 	if cfg.TestMaxRecords < 0 || cfg.TestMaxBytes < 0 || cfg.TestTimeout < 0 {
-		return serveConfig{}, fmt.Errorf("%w: -test-max-records, -test-max-bytes and -test-timeout must not be negative", errUsage)
+		return serveConfig{}, fmt.Errorf("%w: --test-max-records, --test-max-bytes and --test-timeout must not be negative", errUsage)
 	}
 	if err := cfg.Auth.validate(); err != nil {
 		return serveConfig{}, err
@@ -361,7 +361,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 	}
 	defer ln.Close()
-	if err := cfg.Auth.checkPosture(ln, log); err != nil {
+	if err := cfg.Auth.checkPosture(ln, cfg.Addr, log); err != nil {
 		return err
 	}
 	tlsConfig, err := cfg.Auth.tlsConfig()
@@ -636,14 +636,14 @@ func (g *guardConfig) validate() error {
 	if g.publicURL != "" {
 		u, err := url.Parse(g.publicURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("%w: -public-url %q: want http(s)://host[:port]", errUsage, g.publicURL)
+			return fmt.Errorf("%w: --public-url %q: want http(s)://host[:port]", errUsage, g.publicURL)
 		}
 	}
 	if _, err := g.trustedProxies(); err != nil {
 		return err
 	}
 	if g.ingestRate < 0 || g.ingestBurst < 0 || g.testRate < 0 || g.testBurst < 0 || g.maxTests < 0 {
-		return fmt.Errorf("%w: -ingest-rate, -ingest-burst, -test-rate, -test-burst and -max-concurrent-tests must not be negative", errUsage)
+		return fmt.Errorf("%w: --ingest-rate, --ingest-burst, --test-rate, --test-burst and --max-concurrent-tests must not be negative", errUsage)
 	}
 	return nil
 }
@@ -656,7 +656,7 @@ func (g *guardConfig) trustedProxies() ([]netip.Prefix, error) {
 		if err != nil {
 			addr, aerr := netip.ParseAddr(p)
 			if aerr != nil {
-				return nil, fmt.Errorf("%w: -trusted-proxies: %q is neither an address nor a CIDR range", errUsage, p)
+				return nil, fmt.Errorf("%w: --trusted-proxies: %q is neither an address nor a CIDR range", errUsage, p)
 			}
 			addr = addr.Unmap()
 			prefix = netip.PrefixFrom(addr, addr.BitLen())
