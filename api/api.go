@@ -173,6 +173,9 @@ func New(cfg Config) (*Handler, error) {
 	r.Use(authenticate(cfg.Authenticator))
 	r.Use((&auditor{store: cfg.Store, now: time.Now, refusals: newBuckets(auditRefusalRate, auditRefusalBurst)}).auditRoutes(r))
 	r.Use(requireRoles(r))
+	// HEAD is answered as GET without the body (curl -I, load balancers' probes), on every
+	// GET route: requireRoles and the audit already treat a HEAD as its GET.
+	r.Use(middleware.GetHead)
 	r.Use(newRateLimiter(cfg.RateLimits).limit)
 	r.Use(ndjsonRecords(cfg.TestMaxBytes))
 	limitOf := func(path string) int64 {

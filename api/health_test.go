@@ -50,3 +50,37 @@ func TestStoreFullIs503(t *testing.T) {
 		t.Errorf("write on a full store: Retry-After %q, detail %q", r.Header.Get("Retry-After"), p.Detail)
 	}
 }
+
+// HEAD is answered as GET without a body on every GET route (curl -I, load balancers'
+// probes), with GET's status and content type; a stream ends at once; a route without GET
+// stays 405.
+func TestHeadAnswersAsGet(t *testing.T) {
+	c := newClient(t, sqliteStore(t))
+	c.post("/api/scenarios", map[string]any{"name": "h", "graph": map[string]any{"nodes": []any{}, "edges": []any{}}}).ok(t, http.StatusCreated, nil)
+	for path, want := range map[string]string{
+		"/healthz":                              "application/json",
+		"/api/scenarios":                        "application/json",
+		"/api/scenarios/h":                      "application/json",
+		"/":                                     "text/html; charset=utf-8",
+		"/api/scenarios/nothing-here/deploy":    "",
+		"/api/scenarios/h/versions/1/deploy-no": "",
+	} {
+		get := c.send(request{Method: http.MethodGet, Path: path})
+		head := c.send(request{Method: http.MethodHead, Path: path})
+		if head.Status != get.Status || len(head.Body) != 0 || head.Header.Get("Content-Type") != get.Header.Get("Content-Type") {
+			t.Errorf("HEAD %s: %d %q %q; GET: %d %q", path, head.Status, head.Header.Get("Content-Type"), head.Body, get.Status, get.Header.Get("Content-Type"))
+		}
+		if want != "" && (get.Status != http.StatusOK || get.Header.Get("Content-Type") != want) {
+			t.Errorf("GET %s: %d %q, want 200 %s", path, get.Status, get.Header.Get("Content-Type"), want)
+		}
+	}
+	// A stream answers its headers and ends (a GET would go on).
+	if r := c.send(request{Method: http.MethodHead, Path: "/api/scenarios/h/counts/stream"}); r.Status != http.StatusOK ||
+		r.Header.Get("Content-Type") != "text/event-stream" || len(r.Body) != 0 {
+		t.Errorf("HEAD of the counts stream: %d %q %q", r.Status, r.Header.Get("Content-Type"), r.Body)
+	}
+	// A route with POST only: 405 for HEAD as for GET.
+	if r := c.send(request{Method: http.MethodHead, Path: "/api/validation"}); r.Status != http.StatusMethodNotAllowed {
+		t.Errorf("HEAD /api/validation: %d, want 405", r.Status)
+	}
+}

@@ -187,6 +187,9 @@ func (h *handlers) countsStream(ctx context.Context, in *scenarioPath) (*huma.St
 	return &huma.StreamResponse{Body: func(hctx huma.Context) {
 		r, w := humachi.Unwrap(hctx)
 		sse := startSSE(w, h.streamWriteTimeout)
+		if r.Method == http.MethodHead { // the headers are the answer
+			return
+		}
 		keepAlive := time.NewTicker(streamKeepAlive)
 		defer keepAlive.Stop()
 		recheck := time.NewTicker(h.streamRecheck)
@@ -246,6 +249,9 @@ func (h *handlers) resultsStream(ctx context.Context, in *resultsStreamInput) (*
 		r, w := humachi.Unwrap(hctx)
 		ctx := r.Context()
 		sse := startSSE(w, h.streamWriteTimeout)
+		if r.Method == http.MethodHead { // the headers are the answer
+			return
+		}
 		keepAlive := time.NewTicker(streamKeepAlive)
 		defer keepAlive.Stop()
 		poll := time.NewTicker(streamPoll)
