@@ -27,12 +27,21 @@ type Deployment struct {
 	// CreatedAt and UpdatedAt are when the deploy was requested and when the status last changed.
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
+	// Paused: see isPaused.
+	Paused bool `json:"paused" doc:"True when the deployment is RUNNING (or DEPLOYING) in the store but this server does not run it: it started in safe mode (--no-resume) and did not resume it. Its events are refused until it is deployed again or the server restarts without --no-resume; reason says so."`
+}
+
+// isPaused says whether d is a deployment the store keeps running that this server did not
+// resume (safe mode, --no-resume): the runtime leaves such deployments as they are in the
+// store, with deploy.PausedReason, so that a later start without --no-resume resumes them.
+func isPaused(d store.Deployment) bool {
+	return (d.Status == store.StatusRunning || d.Status == store.StatusDeploying) && d.Reason == deploy.PausedReason
 }
 
 func deploymentOut(d store.Deployment) Deployment {
 	return Deployment{
 		ID: d.ID, Scenario: d.Scenario, Version: d.Version, Status: string(d.Status), Reason: d.Reason,
-		Comment: d.Comment, User: d.User, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
+		Comment: d.Comment, User: d.User, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt, Paused: isPaused(d),
 	}
 }
 
@@ -45,6 +54,7 @@ type ScenarioDeployment struct {
 	// CheckpointError comes from the running deployment (LiveCounts.CheckpointError).
 	CheckpointError string      `json:"checkpointError,omitempty" doc:"Set while the running deployment's checkpoints fail: why the last one failed (see the counts)."`
 	Deployment      *Deployment `json:"deployment,omitempty" doc:"The latest deployment; absent when never deployed."`
+	Paused          bool        `json:"paused" doc:"The latest deployment's paused (see Deployment): RUNNING in the store, not run by this server (safe mode)."`
 }
 
 func scenarioDeployment(name string, latest *store.Deployment) ScenarioDeployment {
@@ -52,7 +62,7 @@ func scenarioDeployment(name string, latest *store.Deployment) ScenarioDeploymen
 		return ScenarioDeployment{Scenario: name, Status: string(store.StatusNotDeployed)}
 	}
 	d := deploymentOut(*latest)
-	return ScenarioDeployment{Scenario: name, Status: d.Status, Reason: d.Reason, Deployment: &d}
+	return ScenarioDeployment{Scenario: name, Status: d.Status, Reason: d.Reason, Deployment: &d, Paused: d.Paused}
 }
 
 // DeploymentStatusList is every scenario's deployment status.

@@ -13,7 +13,6 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/scenario-server/scenario-server/deploy"
-	"github.com/scenario-server/scenario-server/store"
 )
 
 // ndjson is the media type of newline-delimited JSON: one event per line.
@@ -183,7 +182,7 @@ func (h *handlers) pausedProblem(ctx context.Context, name string) *ProblemDetai
 		return nil
 	}
 	d := list[0]
-	if (d.Status != store.StatusRunning && d.Status != store.StatusDeploying) || d.Reason != deploy.PausedReason {
+	if !isPaused(d) {
 		return nil
 	}
 	return problemf(http.StatusConflict, CodeNotDeployed, "scenario %q is paused, not running (deployment %d, version %d): %s", name, d.ID, d.Version, d.Reason)

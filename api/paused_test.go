@@ -32,7 +32,19 @@ func TestPausedSaysPaused(t *testing.T) {
 	if !strings.Contains(p.Detail, `"fraud" is paused, not running`) || !strings.Contains(p.Detail, "deploy the scenario again") {
 		t.Errorf("detail %q; want it to say paused and how to resume", p.Detail)
 	}
-	// Deployed again, it runs and takes events.
+	// The deployment lists say paused, beside the status RUNNING the store keeps for a start
+	// without --no-resume.
+	var list api.DeploymentStatusList
+	c.get("/api/deployments").ok(t, http.StatusOK, &list)
+	if len(list.Scenarios) != 1 || !list.Scenarios[0].Paused || list.Scenarios[0].Status != "RUNNING" ||
+		list.Scenarios[0].Deployment == nil || !list.Scenarios[0].Deployment.Paused {
+		t.Errorf("deployments %+v; want fraud RUNNING and paused", list.Scenarios)
+	}
+	// Deployed again, it runs and takes events, and is no longer paused.
 	c.post("/api/scenarios/fraud/deploy", nil).ok(t, http.StatusOK, nil)
 	postEvents(c, "fraud", "in", "", events(0, 1)).ok(t, http.StatusAccepted, nil)
+	c.get("/api/deployments").ok(t, http.StatusOK, &list)
+	if len(list.Scenarios) != 1 || list.Scenarios[0].Paused || list.Scenarios[0].Status != "RUNNING" {
+		t.Errorf("deployments after the deploy %+v; want fraud RUNNING, not paused", list.Scenarios)
+	}
 }

@@ -13,8 +13,9 @@ const emptyGraph = { nodes: [], edges: [] };
 function DeploymentStatus({ d, archived }: { d: Schemas['ScenarioDeployment'] | undefined; archived: boolean }) {
   if (!d || d.status === 'NOT_DEPLOYED') return <span className="muted">{archived ? 'archived' : 'not deployed'}</span>;
   return (
-    <span className={`badge status-${d.status}`} title={d.reason}>
-      {d.status.toLowerCase()}
+    // paused: RUNNING in the store, not run by this server (safe mode, --no-resume).
+    <span className={`badge status-${d.paused ? 'PAUSED' : d.status}`} title={d.reason}>
+      {d.paused ? 'paused' : d.status.toLowerCase()}
       {d.deployment ? ` v${d.deployment.version}` : ''}
     </span>
   );

@@ -1112,6 +1112,8 @@ export interface components {
              * @example 7
              */
             id: number;
+            /** @description True when the deployment is RUNNING (or DEPLOYING) in the store but this server does not run it: it started in safe mode (--no-resume) and did not resume it. Its events are refused until it is deployed again or the server restarts without --no-resume; reason says so. */
+            paused: boolean;
             /**
              * @description Why it is in this status: the failure, who canceled it, or the version that replaced it.
              * @example canceled by anna: maintenance
@@ -1946,6 +1948,8 @@ export interface components {
             checkpointError?: string;
             /** @description The latest deployment; absent when never deployed. */
             deployment?: components["schemas"]["Deployment"];
+            /** @description The latest deployment's paused (see Deployment): RUNNING in the store, not run by this server (safe mode). */
+            paused: boolean;
             /** @description The latest deployment's reason (failure message, cancel note). */
             reason?: string;
             /** @example large payments */

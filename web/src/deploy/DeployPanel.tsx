@@ -150,8 +150,9 @@ export function DeployPanel({ name, version, dirty, collectSinks, deployment }: 
     await refresh();
   };
 
-  const state = status?.status ?? '…';
-  const running = state === 'RUNNING' || state === 'DEPLOYING';
+  // A paused deployment (safe mode) is RUNNING in the store but does not run here.
+  const state = status?.paused ? 'PAUSED' : (status?.status ?? '…');
+  const running = state === 'RUNNING' || state === 'DEPLOYING' || state === 'PAUSED';
   const d = status?.deployment;
 
   return (
