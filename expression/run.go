@@ -6,6 +6,8 @@ import (
 	"math"
 	"reflect"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/expr-lang/expr/file"
@@ -122,9 +124,69 @@ func RunVars(p *Program, vars Vars) (value.Value, error) {
 			clear(st.keys)
 		}
 		p.states.Put(st)
+		if err != nil {
+			p.nameNulls(err, vars)
+		}
 		return v, err
 	}
-	return p.convert(out, err, orders)
+	v, err := p.convert(out, err, orders)
+	if err != nil {
+		p.nameNulls(err, vars)
+	}
+	return v, err
+}
+
+// nameNulls adds to a RunError about a null operand ("invalid operation: <nil> > int", as expr
+// words it) which of the variables and fields the expression reads are null or missing in
+// vars, in name order, "#input.delay is null or missing", so that an event without a field is not a riddle.
+// It runs on failures only.
+func (p *Program) nameNulls(err error, vars Vars) {
+	var re *RunError
+	if !errors.As(err, &re) || !strings.Contains(re.Message, "<nil>") {
+		return
+	}
+	binds := p.fastBinds
+	if p.fast == nil || p.fast == p.program || binds == nil {
+		binds = p.whole
+	}
+	var nulls []string
+	seen := map[string]bool{}
+	for _, b := range binds {
+		v, ok := vars.Var(b.name)
+		path := "#" + b.name
+		for _, s := range b.path {
+			if !ok || v.IsNull() {
+				break
+			}
+			if s.index >= 0 {
+				path += "[" + strconv.Itoa(s.index) + "]"
+				list := v.List()
+				ok = v.Kind() == value.KindList && s.index < len(list)
+				if ok {
+					v = list[s.index]
+				}
+			} else {
+				path += "." + s.field
+				ok = v.Kind() == value.KindRecord
+				if ok {
+					v, ok = v.Record().Get(s.field)
+				}
+			}
+		}
+		if (!ok || v.IsNull()) && !seen[path] {
+			seen[path] = true
+			nulls = append(nulls, path)
+		}
+	}
+	if len(nulls) == 0 {
+		return
+	}
+	sort.Strings(nulls)
+	verb := " is"
+	if len(nulls) > 1 {
+		verb = " are"
+	}
+	re.Message += " (" + strings.Join(nulls, ", ") + verb + " null or missing)"
 }
 
 // convert converts what expr returned.
