@@ -78,6 +78,10 @@ func testEnforceSchema(t *testing.T, c *client) {
 	if got, want := res.Nodes["in"].Counts, (api.TestCounts{In: 3, Out: 3}); got != want {
 		t.Errorf("not enforced: source counts %+v, want %+v", got, want)
 	}
+	// Line 3 lacks amount: the filter's error names it.
+	if len(res.Errors) == 2 && !strings.HasSuffix(res.Errors[1].Message, "<nil> > int (#input.amount is null or missing)") {
+		t.Errorf("not enforced: line 3's message %q does not name #input.amount", res.Errors[1].Message)
+	}
 }
 
 // Deployed, the same source (an HTTP source without timestamp: its events are pushed as

@@ -338,15 +338,25 @@ func (ev *evaluator) eval(c *event) (value.Value, error) {
 				return value.Bool(r), nil
 			}
 		}
-		return expression.RunVars(ev.prog, c)
+		return ev.run(c)
 	case ev.keys != nil:
 		rec, vals := value.MakeRecord(ev.keys)
 		if !ev.fill(c, vals) {
-			return expression.RunVars(ev.prog, c) // expr's own error, with its position
+			return ev.run(c) // expr's own error, with its position
 		}
 		return rec, nil
 	}
-	return expression.RunVars(ev.prog, c)
+	return ev.run(c)
+}
+
+// run runs the expression by expr; a failure on a null operand names the fields that are
+// null or missing in the event (Program.NameNulls).
+func (ev *evaluator) run(c *event) (value.Value, error) {
+	v, err := expression.RunVars(ev.prog, c)
+	if err != nil {
+		ev.prog.NameNulls(err, c)
+	}
+	return v, err
 }
 
 // fill sets the values of a record literal of paths; false when a path
@@ -373,7 +383,7 @@ func (ev *evaluator) evalTransient(c *event) (value.Value, error) {
 		ev.scratch, ev.scratchVals = value.MakeRecord(ev.keys)
 	}
 	if !ev.fill(c, ev.scratchVals) {
-		return expression.RunVars(ev.prog, c)
+		return ev.run(c)
 	}
 	return ev.scratch, nil
 }

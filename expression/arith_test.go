@@ -216,7 +216,7 @@ func TestCheckedIntegerOperations(t *testing.T) {
 	}
 }
 
-// An operation on a null operand names the variables and fields the expression reads that are
+// NameNulls: an operation on a null operand names the variables and fields the expression reads that are
 // null or missing in the event, worked out by hand for each case.
 func TestNullOperandNamesTheField(t *testing.T) {
 	env := TypeEnv{"input": Unknown, "agg": Unknown}
@@ -231,14 +231,18 @@ func TestNullOperandNamesTheField(t *testing.T) {
 		{"#input.other[0] > 1", "(#input.other[0] is null or missing)"},
 		{"#agg.total > 1", "(#agg is null or missing)"},
 	} {
-		_, err := Run(mustCompile(t, tt.text, env), map[string]value.Value{"input": input})
+		prog, vars := mustCompile(t, tt.text, env), Map{"input": input}
+		_, err := RunVars(prog, vars)
+		prog.NameNulls(err, vars)
 		var re *RunError
 		if !errors.As(err, &re) || !strings.Contains(re.Message, "<nil>") || !strings.HasSuffix(re.Message, tt.want) {
 			t.Errorf("Run(%q) error %v, want it to end with %q", tt.text, err, tt.want)
 		}
 	}
 	// Other errors, and nulls not involved, are left as they are.
-	_, err = Run(mustCompile(t, "#input.tags[3] + #input.geo.lat", env), map[string]value.Value{"input": input})
+	prog, vars := mustCompile(t, "#input.tags[3] + #input.geo.lat", env), Map{"input": input}
+	_, err = RunVars(prog, vars)
+	prog.NameNulls(err, vars)
 	if err == nil || strings.Contains(err.Error(), "null or missing") {
 		t.Errorf("error %v, want one without a null named", err)
 	}

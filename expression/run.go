@@ -124,23 +124,17 @@ func RunVars(p *Program, vars Vars) (value.Value, error) {
 			clear(st.keys)
 		}
 		p.states.Put(st)
-		if err != nil {
-			p.nameNulls(err, vars)
-		}
 		return v, err
 	}
-	v, err := p.convert(out, err, orders)
-	if err != nil {
-		p.nameNulls(err, vars)
-	}
-	return v, err
+	return p.convert(out, err, orders)
 }
 
-// nameNulls adds to a RunError about a null operand ("invalid operation: <nil> > int", as expr
-// words it) which of the variables and fields the expression reads are null or missing in
-// vars, in name order, "#input.delay is null or missing", so that an event without a field is not a riddle.
-// It runs on failures only.
-func (p *Program) nameNulls(err error, vars Vars) {
+// NameNulls adds to err, when it is a *RunError of RunVars(p, vars) about a null operand
+// ("invalid operation: <nil> > int", "cannot fetch lat from <nil>", as expr words them), which
+// of the variables and fields p reads are null or missing in vars, in name order: "...
+// (#input.delay is null or missing)", so that an event without a field is not a riddle. Other
+// errors are left as they are. Call it on failures only: it reads vars again, whole.
+func (p *Program) NameNulls(err error, vars Vars) {
 	var re *RunError
 	if !errors.As(err, &re) || !strings.Contains(re.Message, "<nil>") {
 		return
