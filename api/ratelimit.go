@@ -152,7 +152,9 @@ func (rl *rateLimiter) limit(next http.Handler) http.Handler {
 			return
 		}
 		var b *buckets
-		testRun := isTestPath(r.URL.Path)
+		// A run of a scenario's saved test cases (POST .../tests/run, up to 100 cases) counts
+		// as a test run too, for the rate and for the concurrent bound.
+		testRun := isTestPath(r.URL.Path) || isRunSavedTestsPath(r.URL.Path)
 		switch {
 		case testRun:
 			b = rl.test

@@ -7,7 +7,8 @@ import (
 	"testing"
 )
 
-// TestConcurrentTestRuns: with a bound of 2, a third test run while two run is answered 503
+// TestConcurrentTestRuns: with a bound of 2, a third test run (of a graph, or of a scenario's
+// saved test cases) while two run is answered 503
 // test-runs-busy with Retry-After, and one is accepted again once a run ends. The runs are
 // held inside the handler by channels, not by time.
 func TestConcurrentTestRuns(t *testing.T) {
@@ -51,13 +52,17 @@ func TestConcurrentTestRuns(t *testing.T) {
 		}()
 		<-entered
 	}
-	resp := post("/api/test", false)
-	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" {
-		t.Errorf("third run: %d, Retry-After %q; want 503, 1", resp.StatusCode, resp.Header.Get("Retry-After"))
+	for _, path := range []string{"/api/test", "/api/scenarios/x/tests/run"} {
+		resp := post(path, false)
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" {
+			t.Errorf("third run %s: %d, Retry-After %q; want 503, 1", path, resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
 	}
 	// Other routes are not bounded.
-	if resp := post("/api/validation", false); resp.StatusCode != http.StatusNoContent {
-		t.Errorf("validation while two runs run: %d", resp.StatusCode)
+	for _, path := range []string{"/api/validation", "/api/scenarios/x/tests/runs", "/api/scenarios//tests/run"} {
+		if resp := post(path, false); resp.StatusCode != http.StatusNoContent {
+			t.Errorf("%s while two runs run: %d", path, resp.StatusCode)
+		}
 	}
 	release <- struct{}{}
 	if code := <-done; code != http.StatusNoContent {

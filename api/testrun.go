@@ -561,6 +561,17 @@ func isTestPath(path string) bool {
 	return path == testGraphPath || isSavedTestPath(path)
 }
 
+// isRunSavedTestsPath reports /api/scenarios/{name}/tests/run, which runs the scenario's saved
+// test cases: a test run for the rate limits (its body is small: no test body limit).
+func isRunSavedTestsPath(path string) bool {
+	name, ok := strings.CutPrefix(path, "/api/scenarios/")
+	if !ok {
+		return false
+	}
+	name, ok = strings.CutSuffix(name, "/tests/run")
+	return ok && name != ""
+}
+
 // isSavedTestPath reports /api/scenarios/{name}/test.
 func isSavedTestPath(path string) bool {
 	name, ok := strings.CutPrefix(path, "/api/scenarios/")
