@@ -88,6 +88,18 @@ func testBadRequests(t *testing.T, c *client) {
 			}
 		})
 	}
+
+	// A rejected value is repeated cut to 256 bytes and "…": a 1 MB comment (the limit is
+	// 10,000 characters) is not sent back whole. "é" is 2 bytes: the cut falls between its
+	// bytes at 256 and moves back to 255.
+	t.Run("long rejected value", func(t *testing.T) {
+		comment := "x" + strings.Repeat("é", 1<<19)
+		r := c.send(request{Method: "POST", Path: "/api/scenarios/exists/deploy", Body: rawBody("comment", quote(comment))})
+		p := r.problem(t, http.StatusUnprocessableEntity, api.CodeValidationFailed)
+		if len(r.Body) > 2000 || len(p.Errors) != 1 || p.Errors[0].Value != "x"+strings.Repeat("é", 127)+"…" {
+			t.Errorf("answer of %d bytes: %s", len(r.Body), r.Body[:min(len(r.Body), 600)])
+		}
+	})
 }
 
 // testBodyLimit: bodies over the limit answer 413 body-too-large whether their length is

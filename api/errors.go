@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"unicode/utf8"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -194,6 +195,34 @@ func init() {
 	}
 }
 
+// maxEchoedValue bounds, in bytes, the rejected value an error detail repeats: a 5 MB comment
+// that is too long is not sent back whole.
+const maxEchoedValue = 256
+
+// echoedValue is v as an error detail repeats it: a string longer than maxEchoedValue bytes
+// cut there (at a character boundary) with "…" after it; another value whose JSON is longer,
+// left out (nil).
+func echoedValue(v any) any {
+	switch x := v.(type) {
+	case nil:
+		return nil
+	case string:
+		if len(x) <= maxEchoedValue {
+			return x
+		}
+		cut := maxEchoedValue
+		for cut > 0 && !utf8.RuneStart(x[cut]) {
+			cut--
+		}
+		return x[:cut] + "…"
+	default:
+		if b, err := json.Marshal(x); err != nil || len(b) > maxEchoedValue {
+			return nil
+		}
+		return v
+	}
+}
+
 func humaProblem(ctx huma.Context, status int, msg string, errs []error) *ProblemDetails {
 	var details []*huma.ErrorDetail
 	for _, err := range errs {
@@ -211,6 +240,7 @@ func humaProblem(ctx huma.Context, status int, msg string, errs []error) *Proble
 		if d.Location == "body" {
 			d.Value = nil // the whole body, maybe megabytes long
 		}
+		d.Value = echoedValue(d.Value)
 	}
 	p := newProblem(status, "", msg)
 	switch status {
