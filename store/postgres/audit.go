@@ -10,6 +10,9 @@ import (
 	"github.com/scenario-server/scenario-server/store"
 )
 
+// auditAppendLock is the key of the transaction-level advisory lock AppendAudit takes.
+const auditAppendLock = 0x617564697400 // "audit\0"
+
 // AppendAudit implements store.Store.
 func (s *Store) AppendAudit(ctx context.Context, e store.AuditEntry) (store.AuditEntry, error) {
 	e = store.CutAuditFields(e)
@@ -18,6 +21,12 @@ func (s *Store) AppendAudit(ctx context.Context, e store.AuditEntry) (store.Audi
 	}
 	e.Time = e.Time.UTC().Truncate(time.Microsecond)
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		// One append at a time, to its commit: ids are then committed in the order they are
+		// taken, so a reader paging with After (id > the last it saw) cannot pass an id
+		// whose entry commits later (a sequence hands ids out before commit).
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, auditAppendLock); err != nil {
+			return err
+		}
 		return tx.QueryRow(ctx,
 			`INSERT INTO audit_log (at, subject, name, address, action, scenario, version, outcome, request_id)
 			 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,

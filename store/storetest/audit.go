@@ -3,6 +3,7 @@ package storetest
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -90,5 +91,61 @@ func testAudit(t *testing.T, open func(t *testing.T) store.Store) {
 	}
 	if long.Time.IsZero() {
 		t.Error("an entry without Time did not get the store's clock")
+	}
+}
+
+// testAuditPagingConcurrent: a reader paging with After while 4 writers append 50 entries each
+// sees every entry exactly once, in id order: ids are committed in the order they are given.
+func testAuditPagingConcurrent(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	const writers, each = 4, 50
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				if _, err := s.AppendAudit(ctx, store.AuditEntry{Name: fmt.Sprintf("w%d", w), Action: "deploy", Outcome: "ok", RequestID: fmt.Sprint(i)}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	seen := map[int64]bool{}
+	var after int64
+	finished := false
+	for !finished {
+		select {
+		case <-done:
+			finished = true // one more pass reads what the last writes committed
+		default:
+		}
+		for {
+			page, err := s.ListAudit(ctx, store.AuditFilter{After: after, Limit: 7})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range page {
+				if e.ID <= after || seen[e.ID] {
+					t.Fatalf("id %d after %d, or twice", e.ID, after)
+				}
+				seen[e.ID] = true
+				after = e.ID
+			}
+			if len(page) < 7 {
+				break
+			}
+		}
+	}
+	all, err := s.ListAudit(ctx, store.AuditFilter{Limit: store.MaxAuditPage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != writers*each || len(seen) != writers*each {
+		t.Fatalf("%d entries stored, %d seen by paging; want %d both", len(all), len(seen), writers*each)
 	}
 }

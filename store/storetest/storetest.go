@@ -69,6 +69,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Ping", testPing},
 		{"Tokens", testTokens},
 		{"Audit", testAudit},
+		{"AuditPagingConcurrent", testAuditPagingConcurrent},
 		{"DeployRequests", testDeployRequests},
 		{"TestCases", testTestCases},
 	}
