@@ -5,8 +5,8 @@
 // client address. Screenshots go to test-results/auth-*.png. Any browser console error fails.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { node, openBrowser, select, shot, startServer } from './harness.mjs';
-import { CLIENT_ID, CLIENT_SECRET, signIn as signInAs, signOut as signOutOf, startProvider } from './oidc-provider.mjs';
+import { node, select, shot } from './harness.mjs';
+import { startWithProvider } from './oidc-provider.mjs';
 
 const SCENARIO = 'card checks';
 
@@ -16,33 +16,21 @@ const USERS = {
   ada: { sub: 'u-ada', name: 'Ada Admin', email: 'ada@example.com', roles: ['admin'] },
 };
 
+let setup;
 let provider;
 let server;
-let browser;
 let page;
-let consoleErrors;
 
 before(async () => {
-  provider = await startProvider(USERS);
-  server = await startServer({
-    args: (url) => ['--oidc-issuer', provider.issuer, '--oidc-client-id', CLIENT_ID, '--oidc-redirect-url', `${url}/auth/callback`, '--oidc-roles-claim', 'roles'],
-    env: { SCENARIO_SERVER_OIDC_CLIENT_SECRET: CLIENT_SECRET },
-  });
-  ({ browser, page, consoleErrors } = await openBrowser());
+  setup = await startWithProvider(USERS);
+  ({ provider, server, page } = setup);
 });
 
-after(async () => {
-  await browser?.close();
-  await server?.stop();
-  await provider?.close();
-});
+after(() => setup?.close());
 
-function noConsoleErrors(step) {
-  assert.deepEqual(consoleErrors, [], `browser console errors after "${step}"`);
-}
-
-const signIn = (user) => signInAs(page, server.url, provider, user);
-const signOut = () => signOutOf(page);
+const noConsoleErrors = (step) => setup.noConsoleErrors(step);
+const signIn = (user) => setup.signIn(user);
+const signOut = () => setup.signOut();
 
 const graph = {
   nodes: [

@@ -1,7 +1,9 @@
 // A tiny OpenID Connect provider for the browser tests, started in the test (node:http and
 // node:crypto only): it stands in for the external identity provider. See startProvider.
+import assert from 'node:assert/strict';
 import { createHash, generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 import { createServer } from 'node:http';
+import { openBrowser, startServer } from './harness.mjs';
 
 export const CLIENT_ID = 'scenario-designer';
 export const CLIENT_SECRET = 'designer-secret';
@@ -116,4 +118,37 @@ export async function signIn(page, serverUrl, provider, user) {
 export async function signOut(page) {
   await page.getByTestId('sign-out').click();
   await page.getByTestId('sign-in-page').waitFor();
+}
+
+/**
+ * The set-up of the sign-in tests: a provider with users, the server signing in with it
+ * (roles from the "roles" claim; extraArgs after those flags) and a browser. The answer holds
+ * provider, server, page, signIn(user), signOut(), noConsoleErrors(step) (fails on any browser
+ * console error so far) and close(), which stops what was started.
+ */
+export async function startWithProvider(users, extraArgs = []) {
+  const s = { provider: null, server: null, browser: null, page: null, consoleErrors: [] };
+  s.close = async () => {
+    await s.browser?.close();
+    await s.server?.stop();
+    await s.provider?.close();
+  };
+  try {
+    s.provider = await startProvider(users);
+    s.server = await startServer({
+      args: (url) => [
+        '--oidc-issuer', s.provider.issuer, '--oidc-client-id', CLIENT_ID, '--oidc-redirect-url', `${url}/auth/callback`,
+        '--oidc-roles-claim', 'roles', ...extraArgs,
+      ],
+      env: { SCENARIO_SERVER_OIDC_CLIENT_SECRET: CLIENT_SECRET },
+    });
+    Object.assign(s, await openBrowser());
+  } catch (e) {
+    await s.close();
+    throw e;
+  }
+  s.signIn = (user) => signIn(s.page, s.server.url, s.provider, user);
+  s.signOut = () => signOut(s.page);
+  s.noConsoleErrors = (step) => assert.deepEqual(s.consoleErrors, [], `browser console errors after "${step}"`);
+  return s;
 }
