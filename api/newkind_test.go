@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/scenario-server/scenario-server/api"
+	"github.com/scenario-server/scenario-server/deploy"
 	"github.com/scenario-server/scenario-server/expression"
 	"github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/scenario"
@@ -133,5 +134,45 @@ func TestRegisteredKind(t *testing.T) {
 	c.post("/api/node-test", rawBody("graph", upperCaseGraph, "nodeId", quote("up"), "variables", `{"input": {"name": 1}}`)).ok(t, http.StatusOK, &nt)
 	if len(nt.Outputs) != 0 || nt.Error != "text: text is not a string" {
 		t.Errorf("node test of a number: %s", mustJSON(nt))
+	}
+}
+
+// upperCaseDeployedGraph is upperCaseGraph with an HTTP source whose events carry no time of
+// their own (they take the time they were accepted).
+const upperCaseDeployedGraph = `{"nodes": [
+	{"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": []}},
+	{"id": "up", "type": "CustomNode", "nodeType": "upper-case", "outputVar": "loud", "parameters": [
+		{"name": "text", "expression": {"language": "expr", "expression": "#input.name"}}]},
+	{"id": "out", "type": "Sink", "ref": {"typ": "collect", "parameters": [
+		{"name": "value", "expression": {"language": "expr", "expression": "{\"shout\": #loud}"}}]}}
+], "edges": [{"from": "in", "to": "up"}, {"from": "up", "to": "out"}]}`
+
+// TestRegisteredKindDeployed deploys a scenario using the kind registered from this file:
+// the runtime is built with the registry (deploy.Config.Nodes), the API takes it from the
+// runtime, and events sent over HTTP come out upper-cased in the collect sink's results.
+func TestRegisteredKindDeployed(t *testing.T) {
+	reg := nodes.Builtin()
+	if err := reg.Register(upperCaseKind()); err != nil {
+		t.Fatal(err)
+	}
+	c := newDeployClient(t, sqliteStore(t), func(cfg *deploy.Config) { cfg.Nodes = reg })
+	c.post("/api/scenarios", rawBody("name", quote("loud"), "graph", upperCaseDeployedGraph)).ok(t, http.StatusCreated, nil)
+	var d api.Deployment
+	c.post("/api/scenarios/loud/deploy", nil).ok(t, http.StatusOK, &d)
+	if d.Status != "RUNNING" {
+		t.Fatalf("deployment %s", mustJSON(d))
+	}
+	postEvents(c, "loud", "in", "", [][]byte{[]byte(`{"name": "ada"}`), []byte(`{"name": 7}`), []byte(`{"name": "Grace Hopper"}`)}).
+		ok(t, http.StatusAccepted, nil)
+	lc := waitCounts(t, c, "loud", committed(3))
+	if n := lc.Nodes["up"]; n.In != 3 || n.Out != 2 || n.Errors != 1 {
+		t.Errorf("upper-case counts %+v", n)
+	}
+	var got []string
+	for _, r := range readResults(t, c, "loud", "out", 10) {
+		got = append(got, string(r.Value))
+	}
+	if strings.Join(got, " ") != `{"shout":"ADA"} {"shout":"GRACE HOPPER"}` {
+		t.Errorf("results %v", got)
 	}
 }

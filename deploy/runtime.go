@@ -115,6 +115,11 @@ type Config struct {
 	KafkaBrokers []string
 	// Kafka is the client id, TLS and SASL of every connection to KafkaBrokers.
 	Kafka KafkaCluster
+	// Nodes is the registry of node kinds the deployed versions are validated and built
+	// with: kinds registered on it (nodes.Builtin() plus Register) can be deployed. Nil
+	// means nodes.Default(). The runtime does not modify it; Runtime.Nodes is it, with the
+	// Kafka sources typed from the schema registry when there is one.
+	Nodes *nodes.Registry
 	// Stdout receives what stdout sinks write. Nil means os.Stdout.
 	Stdout io.Writer
 	// Metrics, when set, gets the per-node counters of running deployments
@@ -184,7 +189,7 @@ type Runtime struct {
 	kafka kafkaConn // KafkaBrokers and Kafka, checked and read
 	// schemas is Kafka.SchemaRegistry's client (nil: no registry).
 	schemas *schemaregistry.Registry
-	// nodes validates the deployed versions: nodes.Default(), with the Kafka sources typed
+	// nodes validates the deployed versions: Config.Nodes, with the Kafka sources typed
 	// from schemas when there is a registry.
 	nodes *nodes.Registry
 	// ctx bounds every store call of the deployments; cancelled when Shutdown ends (or gives up).
@@ -256,7 +261,10 @@ func New(cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("deploy: %w", err)
 	}
-	reg := nodes.Default()
+	reg := cfg.Nodes
+	if reg == nil {
+		reg = nodes.Default()
+	}
 	if schemas != nil {
 		reg = reg.WithSourceSchemas(kafkaSourceSchemas{schemas})
 	}
