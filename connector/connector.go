@@ -336,7 +336,8 @@ type Output interface {
 	// deployment from starting: it is marked FAILED with the error.
 	Restore(ctx context.Context, state []byte, others [][]byte) error
 	// Write buffers the value the sink node wrote for one event, until the next checkpoint.
-	// It does not fail: a value the sink cannot write fails at Prepare.
+	// v is valid only during the call (the engine reuses its memory): encode or copy it. It
+	// does not fail: a value the sink cannot write fails at Prepare.
 	Write(v value.Value)
 	// Pending is how many values wait for the next checkpoint: the deployment forces a
 	// checkpoint when too many wait, and reads no more while checkpoints fail.
