@@ -54,9 +54,11 @@
 // does not verify (store.ErrCorrupt) or whose event-log position is not in the log fails the
 // deployment with the reason. Config.NoResume starts without resuming anything.
 //
-// Kafka and file sources (input.go) are read by the deployment itself; their positions (Kafka
-// offsets per partition, byte offsets) go into the same checkpoints, so the guarantees above
-// hold for them too: after a crash they are read again from the checkpointed positions.
+// Kafka and file sources (connector/kafka, connector/file: a connector.Input each) are read by
+// the deployment itself; their positions (Kafka offsets per partition, byte offsets) go into
+// the same checkpoints, so the guarantees above hold for them too: after a crash they are
+// read again from the checkpointed positions. File and Kafka sinks (a connector.Output each)
+// are written in two phases around the store's commit; see package connector.
 package deploy
 
 import (

@@ -85,11 +85,8 @@ func (s checkpointState) encode() []byte {
 // decodeState decodes a checkpoint state with the snapshots' codec (slices.Reader); its
 // errors wrap errCorruptState.
 func decodeState(b []byte) (checkpointState, error) {
-	if len(b) > 0 && b[0] == stateVersionV1 {
-		return decodeStateV1(b)
-	}
 	var s checkpointState
-	if len(b) == 0 || b[0] != stateVersion {
+	if len(b) == 0 || (b[0] != stateVersion && b[0] != stateVersionV1) {
 		return s, fmt.Errorf("%w: unknown version", errCorruptState)
 	}
 	r := snapshot.NewReader(b[1:])
@@ -99,24 +96,24 @@ func decodeState(b []byte) (checkpointState, error) {
 	if s.engine = r.Bytes(); r.Err() != nil {
 		return corrupt("engine snapshot")
 	}
-	n := r.Len(len(r.Rest()))
-	s.outputs = make(map[string]outputState, n)
-	for i := 0; i < n && r.Err() == nil; i++ {
-		id := string(r.Bytes())
-		kind := string(r.Bytes())
-		s.outputs[id] = outputState{kind: kind, state: r.Bytes()}
-	}
-	if r.Err() != nil {
-		return corrupt("sinks")
-	}
-	n = r.Len(len(r.Rest()))
-	s.inputs = make(map[string][]byte, n)
-	for i := 0; i < n && r.Err() == nil; i++ {
-		id := string(r.Bytes())
-		s.inputs[id] = r.Bytes()
-	}
-	if r.Err() != nil {
-		return corrupt("inputs")
+	if b[0] == stateVersionV1 {
+		if what := decodeV1(&s, r); what != "" {
+			return corrupt(what)
+		}
+	} else {
+		n := r.Len(len(r.Rest()))
+		s.outputs = make(map[string]outputState, n)
+		for i := 0; i < n && r.Err() == nil; i++ {
+			id := string(r.Bytes())
+			kind := string(r.Bytes())
+			s.outputs[id] = outputState{kind: kind, state: r.Bytes()}
+		}
+		if r.Err() != nil {
+			return corrupt("sinks")
+		}
+		if s.inputs = readInputs(r); r.Err() != nil {
+			return corrupt("inputs")
+		}
 	}
 	if len(r.Rest()) != 0 {
 		return s, fmt.Errorf("%w: %d bytes after the state", errCorruptState, len(r.Rest()))
@@ -124,19 +121,23 @@ func decodeState(b []byte) (checkpointState, error) {
 	return s, nil
 }
 
-// decodeStateV1 decodes a state of version 1 (see above).
-func decodeStateV1(b []byte) (checkpointState, error) {
-	var s checkpointState
-	r := snapshot.NewReader(b[1:])
-	corrupt := func(what string) (checkpointState, error) {
-		return s, fmt.Errorf("%w: %s: %w", errCorruptState, what, r.Err())
+// readInputs reads the inputs section: a count, then per source its id and identity.
+func readInputs(r *snapshot.Reader) map[string][]byte {
+	n := r.Len(len(r.Rest()))
+	inputs := make(map[string][]byte, n)
+	for i := 0; i < n && r.Err() == nil; i++ {
+		id := string(r.Bytes())
+		inputs[id] = r.Bytes()
 	}
-	if s.engine = r.Bytes(); r.Err() != nil {
-		return corrupt("engine snapshot")
-	}
+	return inputs
+}
+
+// decodeV1 reads the sections of a version 1 state after the engine snapshot (see above)
+// into s, and returns what does not decode ("" when all does).
+func decodeV1(s *checkpointState, r *snapshot.Reader) string {
 	n := r.Len(len(r.Rest()))
 	if r.Err() != nil {
-		return corrupt("file sinks")
+		return "file sinks"
 	}
 	s.outputs = make(map[string]outputState, n)
 	for range n {
@@ -147,18 +148,13 @@ func decodeStateV1(b []byte) (checkpointState, error) {
 			r.Fail("size %d of file sink %q", size, id)
 		}
 		if r.Err() != nil {
-			return corrupt("file sink")
+			return "file sink"
 		}
 	}
 	s.inputs = map[string][]byte{}
 	if len(r.Rest()) > 0 {
-		n := r.Len(len(r.Rest()))
-		for i := 0; i < n && r.Err() == nil; i++ {
-			id := string(r.Bytes())
-			s.inputs[id] = r.Bytes()
-		}
-		if r.Err() != nil {
-			return corrupt("inputs")
+		if s.inputs = readInputs(r); r.Err() != nil {
+			return "inputs"
 		}
 	}
 	if len(r.Rest()) > 0 {
@@ -180,11 +176,8 @@ func decodeStateV1(b []byte) (checkpointState, error) {
 			}
 		}
 		if r.Err() != nil {
-			return corrupt("kafka transactions")
+			return "kafka transactions"
 		}
 	}
-	if len(r.Rest()) != 0 {
-		return s, fmt.Errorf("%w: %d bytes after the state", errCorruptState, len(r.Rest()))
-	}
-	return s, nil
+	return ""
 }

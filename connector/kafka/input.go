@@ -222,7 +222,7 @@ func (k *Input) read(ctx context.Context, from map[int32]int64, wake func()) {
 	}
 }
 
-// kafkaReader is the state of kafkaInput.read.
+// kafkaReader is the state of Input.read.
 type kafkaReader struct {
 	k        *Input
 	cl       *kgo.Client
