@@ -181,9 +181,11 @@ func (r *Registry) Merge(o *Registry) error {
 // checkpoint covers agree.
 //
 // The calls, in order: Restore once; Start once; then Poll, Advance, Positions, Identity,
-// PendingPartitions and IdleClock any number of times; Stop once (also when Restore failed
-// or Start was never called). Only the deployment's goroutine calls them, one at a time.
-// Status may be called from any goroutine, at any time after Open.
+// PendingPartitions and IdleClock any number of times; Stop once when the deployment's run
+// ends (also when Restore failed, before Start). A version refused, or a deploy that fails,
+// after Open drops the Input without any other call: until Start, an Input holds nothing
+// that needs releasing. Only the deployment's goroutine calls these, one at a time. Status
+// may be called from any goroutine, at any time after Open.
 type Input interface {
 	// Restore sets where reading resumes: the positions of this source in the checkpoint
 	// restored (none for a new source, or one whose input changed), and the identity of the
@@ -195,10 +197,11 @@ type Input interface {
 	// ID: a topic deleted and created again is another input); nil when no more is known
 	// than the source's parameters.
 	Identity() []byte
-	// Start begins reading: ctx lives until the deployment stops (Stop is called after it
-	// ends, or with it still alive on a clean stop); background work started here ends with
-	// it. wake may be called from any goroutine whenever events become available, or the
-	// Status changed: the deployment then polls soon.
+	// Start begins reading. ctx is the runtime's: it ends when the runtime shuts down or is
+	// aborted, which may be before or after Stop (a clean stop of the deployment calls Stop
+	// with ctx alive); background work started here ends at whichever comes first. wake may
+	// be called from any goroutine whenever events become available, or the Status changed:
+	// the deployment then polls soon.
 	Start(ctx context.Context, wake func())
 	// Poll returns the next events read, in order, or nil when none waits; it does not
 	// block on the outside world for long (a file read, a channel receive). reset: the
@@ -322,10 +325,12 @@ func (h *Health) Get() string {
 //
 // The calls, in order: Restore once; then, repeatedly, Write any number of times followed
 // by a checkpoint: Prepare, then Commit when the store committed the checkpoint, or Abort
-// when it did not (or when another Output's Prepare failed); Close once when the deployment
-// stops (also when Restore failed). Only the deployment's goroutine calls them, one at a
-// time. Every ctx is the checkpoint's: it ends when the deployment is aborted, or when a
-// final checkpoint runs out of time; nothing may outlive the call.
+// when it did not (or when it, or another Output, failed to Prepare); Close once when the
+// deployment's run ends (also when Restore failed). A version refused, or a deploy that
+// fails, after Open drops the Output, at most with Close: until Restore, an Output holds
+// nothing that needs releasing. Only the deployment's goroutine calls these, one at a time.
+// Every ctx ends when the runtime is aborted or shut down, and a final checkpoint's when it
+// runs out of time; nothing started in a call may outlive it.
 type Output interface {
 	// Restore is called before the first Write with the state this sink's Prepare returned
 	// for the checkpoint restored (nil: none; a new sink, or a deployment of another version
