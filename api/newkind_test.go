@@ -143,13 +143,11 @@ func TestRegisteredKind(t *testing.T) {
 
 // upperCaseDeployedGraph is upperCaseGraph with an HTTP source whose events carry no time of
 // their own (they take the time they were accepted).
-const upperCaseDeployedGraph = `{"nodes": [
-	{"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": []}},
-	{"id": "up", "type": "CustomNode", "nodeType": "upper-case", "outputVar": "loud", "parameters": [
-		{"name": "text", "expression": {"language": "expr", "expression": "#input.name"}}]},
-	{"id": "out", "type": "Sink", "ref": {"typ": "collect", "parameters": [
-		{"name": "value", "expression": {"language": "expr", "expression": "{\"shout\": #loud}"}}]}}
-], "edges": [{"from": "in", "to": "up"}, {"from": "up", "to": "out"}]}`
+func upperCaseDeployedGraph(t *testing.T) string {
+	return replace(t, upperCaseGraph, `{"typ": "file", "parameters": [
+		{"name": "path", "value": "x.jsonl"}, {"name": "timestamp", "expression": {"language": "expr", "expression": "#input.t"}}]}`,
+		`{"typ": "http", "parameters": []}`)
+}
 
 // TestRegisteredKindDeployed deploys a scenario using the kind registered from this file:
 // the runtime is built with the registry (deploy.Config.Nodes), the API takes it from the
@@ -160,7 +158,7 @@ func TestRegisteredKindDeployed(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := newDeployClient(t, sqliteStore(t), func(cfg *deploy.Config) { cfg.Nodes = reg })
-	c.post("/api/scenarios", rawBody("name", quote("loud"), "graph", upperCaseDeployedGraph)).ok(t, http.StatusCreated, nil)
+	c.post("/api/scenarios", rawBody("name", quote("loud"), "graph", upperCaseDeployedGraph(t))).ok(t, http.StatusCreated, nil)
 	var d api.Deployment
 	c.post("/api/scenarios/loud/deploy", nil).ok(t, http.StatusOK, &d)
 	if d.Status != "RUNNING" {
@@ -262,7 +260,7 @@ func TestRegisteredSinkConnector(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := newDeployClient(t, sqliteStore(t), func(cfg *deploy.Config) { cfg.Nodes, cfg.Connectors = reg, conns })
-	graph := replace(t, upperCaseDeployedGraph, `{"id": "out", "type": "Sink", "ref": {"typ": "collect", "parameters": [
+	graph := replace(t, upperCaseDeployedGraph(t), `{"id": "out", "type": "Sink", "ref": {"typ": "collect", "parameters": [
 		{"name": "value", "expression": {"language": "expr", "expression": "{\"shout\": #loud}"}}]}}`,
 		`{"id": "out", "type": "Sink", "ref": {"typ": "memory", "parameters": [
 		{"name": "value", "expression": {"language": "expr", "expression": "#loud"}}]}}`)
