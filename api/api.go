@@ -55,7 +55,9 @@ type Config struct {
 	// 413 with code body-too-large. 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 	// Nodes is the registry of node kinds that validation, suggestions and the palette use.
-	// Nil means nodes.Default().
+	// With a Runtime it should be Runtime.Nodes() (the registry given to deploy.Config.Nodes),
+	// so that what validates here deploys there. Nil means Runtime.Nodes() with a Runtime,
+	// nodes.Default() without.
 	Nodes *nodes.Registry
 	// Metrics is the Prometheus registry served at /metrics, to which New adds the HTTP
 	// request metrics. Nil means a new registry with the Go runtime and process collectors.
@@ -128,6 +130,9 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.Nodes == nil && cfg.Runtime != nil {
+		cfg.Nodes = cfg.Runtime.Nodes()
 	}
 	if cfg.Nodes == nil {
 		cfg.Nodes = nodes.Default()

@@ -1,142 +1,81 @@
 package deploy
 
 import (
+	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"time"
 
+	"github.com/scenario-server/scenario-server/connector"
+	"github.com/scenario-server/scenario-server/connector/file"
+	"github.com/scenario-server/scenario-server/connector/kafka"
 	"github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/scenario"
+	"github.com/scenario-server/scenario-server/schemaregistry"
 	"github.com/scenario-server/scenario-server/value"
 )
 
 // Connectors are what a deployment reads from and writes to for the source and sink kinds
-// (nodes' RoleSource and RoleSink kinds), by nodes.Kind ID: the engine runs every node the
-// same way, and only here does a deployment say where a source's events come from and where
-// a sink's values go. prepare opens a connector for every source and sink node of a version
-// before the deployment starts; a kind without one cannot be deployed (unsupported-source,
-// unsupported-sink).
+// (nodes' RoleSource and RoleSink kinds), by nodes.Kind ID (package connector holds the
+// contract): the engine runs every node the same way, and only here does a deployment say
+// where a source's events come from and where a sink's values go. prepare opens a connector
+// for every source and sink node of a version before the deployment starts; a kind without
+// one cannot be deployed (unsupported-source, unsupported-sink).
+//
+// The runtime's own connectors are the HTTP source, whose events are the store's event log
+// (Ingest appends them, the deployment reads them back: ingest.go), and the collect sink,
+// whose results go into the store with the checkpoints (sinks.go); both are the store's,
+// not a connector's. The stdout sink writes to Config.Stdout. Kafka and file sources and
+// sinks are connector/kafka's and connector/file's. Config.Connectors adds more.
 
-// inputConnector is how a deployment reads a source kind.
-type inputConnector struct {
-	// open makes the input of source node id (see the input interface for its contract), or
-	// nil for a source whose events come through the API into the store's event log (HTTP).
-	// A problem says why the deployment cannot read it; the deployment does not start.
-	open func(r *Runtime, id string, p *nodes.Plan, scenarioName string) (input, *scenario.Problem)
-	// arrivalTime: an event of a source without a timestamp expression takes the time it
-	// came (accepted in the log, the Kafka record's timestamp); false: the source has no
-	// such time (a file's lines).
-	arrivalTime bool
-	// identity is the parameter naming what the source reads ("topic", "path") and how it is
-	// compared: positions of one input do not carry over to another (sourceIdentities).
-	identity      string
-	identityValue func(string) string
-	// mark records where an event being pushed sits, for its dead letter (pushing).
-	mark func(p *pushing, line int64)
-	// pollEvery, when set, caps how long the deployment waits before polling the input
-	// again (a file, which does not wake the deployment).
-	pollEvery time.Duration
-	// partitioned: events come with input partitions (Kafka).
-	partitioned bool
-}
+// The ref.typ of the runtime's own connectors' kinds.
+const (
+	sourceHTTPKind  = "Source/http"
+	sinkCollectKind = "Sink/collect"
+	sinkStdoutKind  = "Sink/stdout"
+)
 
-var inputConnectors = map[string]*inputConnector{
-	"Source/http": {
-		arrivalTime: true,
-		open:        func(*Runtime, string, *nodes.Plan, string) (input, *scenario.Problem) { return nil, nil },
-	},
-	"Source/kafka": {
-		arrivalTime: true, partitioned: true,
-		identity: "topic", identityValue: func(s string) string { return s },
-		mark: func(p *pushing, line int64) { p.offset = line - 1 },
-		open: func(r *Runtime, id string, p *nodes.Plan, scenarioName string) (input, *scenario.Problem) {
-			if len(r.cfg.KafkaBrokers) == 0 {
-				return nil, &scenario.Problem{NodeID: id, Field: "ref.typ", Code: "kafka-not-configured",
-					Message: "the server has no Kafka brokers to read from: start it with --kafka-brokers host:port (env SCENARIO_SERVER_KAFKA_BROKERS)"}
-			}
-			in := newKafkaInput(id, p.Typed.(*nodes.SourcePlan).Topic, r.kafka, r.log.With("scenario", scenarioName))
-			in.schemas = r.schemas
-			return in, nil
-		},
-	},
-	"Source/file": {
-		// A file source replays a bounded file in `run`; deployed, it follows the file.
-		identity: "path", identityValue: filepath.Clean, // "./a" and "a" are one file
-		mark:      func(p *pushing, line int64) { p.offset, p.line = -1, line },
-		pollEvery: filePollInterval,
-		open: func(r *Runtime, id string, p *nodes.Plan, scenarioName string) (input, *scenario.Problem) {
-			rel := p.Typed.(*nodes.SourcePlan).Path
-			if prob := nonLocalPath(id, rel, "source reads inside the server's source directory"); prob != nil {
-				return nil, prob
-			}
-			return newFileInput(id, r.cfg.FileSourceDir, rel, r.log.With("scenario", scenarioName)), nil
-		},
-	},
-}
-
-// sinkWriter takes the values one sink node writes, buffered until the next checkpoint
-// (see sinks).
-type sinkWriter interface {
-	writeValue(s *sinks, id string, v value.Value)
-}
-
-// outputConnector is how a deployment writes a sink kind: open adds sink node id's writer to
-// s, or says why it cannot (files: the paths other file sinks of the version write, by path).
-// scenarioName is the deployment's scenario.
-type outputConnector func(r *Runtime, s *sinks, id string, p *nodes.Plan, files map[string]string, scenarioName string) *scenario.Problem
-
-var outputConnectors = map[string]outputConnector{
-	"Sink/collect": func(_ *Runtime, s *sinks, id string, _ *nodes.Plan, _ map[string]string, _ string) *scenario.Problem {
-		s.writers[id] = collectSink{}
-		return nil
-	},
-	"Sink/stdout": func(_ *Runtime, s *sinks, id string, _ *nodes.Plan, _ map[string]string, _ string) *scenario.Problem {
-		s.writers[id] = stdoutSink{}
-		return nil
-	},
-	"Sink/file":  openFileSink,
-	"Sink/kafka": openKafkaSink,
-}
-
-// openFileSink is the file sink's connector: a relative path inside the server's sink
-// directory, a file (not a directory), written by no other file sink of the version.
-func openFileSink(r *Runtime, s *sinks, id string, p *nodes.Plan, files map[string]string, _ string) *scenario.Problem {
-	rel := p.Typed.(*nodes.SinkPlan).Path
-	if prob := nonLocalPath(id, rel, "sink writes inside the server's sink directory"); prob != nil {
-		return prob
+// newConnectors returns the runtime's connectors: its own, connector/file's in the
+// configured directories, connector/kafka's on the runtime's Kafka connection, and extra.
+// Errors: a kind of extra that has a connector already.
+func (r *Runtime) newConnectors(extra *connector.Registry) (*connector.Registry, error) {
+	reg := connector.NewRegistry()
+	must := func(err error) {
+		if err != nil {
+			panic(err) // distinct kinds, below
+		}
 	}
-	path := filepath.Join(r.cfg.FileSinkDir, rel)
-	if info, err := os.Stat(path); err == nil && info.IsDir() {
-		return &scenario.Problem{NodeID: id, Field: "path", Code: "invalid-path",
-			Message: fmt.Sprintf("%q is a directory of the server's sink directory: a file sink needs a file", rel)}
+	must(reg.AddSource(sourceHTTPKind, &connector.Source{EventLog: true, ArrivalTime: true}))
+	must(reg.AddSource("Source/file", file.Source(r.cfg.FileSourceDir)))
+	must(reg.AddSource(kafka.SourceKind, kafka.Source(r.kafka, r.schemas)))
+	must(reg.AddSink(sinkCollectKind, &connector.Sink{Open: func(_ connector.Env, id string, _ *nodes.Plan) (connector.Output, *scenario.Problem) {
+		return &collectOutput{id: id}, nil // bound to the deployment's sinks by openConnectors
+	}}))
+	must(reg.AddSink(sinkStdoutKind, &connector.Sink{Open: func(connector.Env, string, *nodes.Plan) (connector.Output, *scenario.Problem) {
+		return &stdoutOutput{w: r.cfg.Stdout}, nil
+	}}))
+	must(reg.AddSink(fileSinkKind, file.Sink(r.cfg.FileSinkDir)))
+	must(reg.AddSink(kafka.SinkKind, kafka.Sink(r.kafka, r.schemas)))
+	if err := reg.Merge(extra); err != nil {
+		return nil, err
 	}
-	if other, ok := files[path]; ok {
-		return &scenario.Problem{NodeID: id, Field: "path", Code: "invalid-path",
-			Message: fmt.Sprintf("file sink %q writes to the same file", other)}
-	}
-	files[path] = id
-	s.addFile(id, r.cfg.FileSinkDir, rel, path)
-	return nil
+	return reg, nil
 }
 
 // openConnectors opens the connector of every source and sink node of d's engine, and
-// returns the problems of those that cannot be opened.
+// returns the problems of those that cannot be opened. Outputs opened before a problem are
+// closed by the caller's d.sinks.close (prepare).
 func (r *Runtime) openConnectors(d *deployment, scenarioName string) []scenario.Problem {
 	var problems []scenario.Problem
-	files := map[string]string{} // path → sink id
+	env := connector.Env{Scenario: scenarioName, Logger: r.log.With("scenario", scenarioName)}
+	exclusive := map[string]string{} // what a sink writes alone → its id
 	val := d.eng.Validation()
 	for _, id := range val.Order {
 		p := val.Plans[id]
 		var prob *scenario.Problem
 		if p.Kind.Role == nodes.RoleSource {
-			prob = r.openInput(d, id, p, scenarioName)
+			prob = r.openInput(d, env, id, p)
 		}
 		if p.Kind.Role == nodes.RoleSink {
-			prob = unsupported(id, p, "unsupported-sink", "write %s sinks")
-			if open := outputConnectors[p.Kind.ID]; open != nil {
-				prob = open(r, d.sinks, id, p, files, scenarioName)
-			}
+			prob = r.openOutput(d, env, id, p, exclusive)
 		}
 		if prob != nil {
 			problems = append(problems, *prob)
@@ -145,25 +84,66 @@ func (r *Runtime) openConnectors(d *deployment, scenarioName string) []scenario.
 	return problems
 }
 
-// openInput adds source node id to d, read through its kind's input connector.
-func (r *Runtime) openInput(d *deployment, id string, p *nodes.Plan, scenarioName string) *scenario.Problem {
-	conn := inputConnectors[p.Kind.ID]
-	if conn == nil {
+// openInput adds source node id to d, read through its kind's source connector.
+func (r *Runtime) openInput(d *deployment, env connector.Env, id string, p *nodes.Plan) *scenario.Problem {
+	conn, ok := r.connectors.Source(p.Kind.ID)
+	if !ok {
 		return unsupported(id, p, "unsupported-source", "read %s sources")
 	}
-	in, prob := conn.open(r, id, p, scenarioName)
+	var in connector.Input
+	if !conn.EventLog {
+		var prob *scenario.Problem
+		if in, prob = conn.Open(env, id, p); prob != nil {
+			return prob
+		}
+	}
+	idle := nodes.DefaultIdleTimeout
+	arrival := conn.ArrivalTime
+	if sp, ok := p.Typed.(*nodes.SourcePlan); ok {
+		idle = sp.IdleTimeout
+		if !sp.Live {
+			// A file source has no idle timeout of its own; the deployment paces its idle
+			// steps with the default's.
+			idle = nodes.DefaultIdleTimeout
+		}
+		arrival = arrival && sp.Timestamp.Program == nil
+	} else {
+		// A source kind registered from outside: its events take their own time unless it
+		// has a timestamp expression.
+		arrival = arrival && p.Programs["timestamp"] == nil
+	}
+	d.addSource(id, p.Node.Subtype(), conn, in, arrival, idle)
+	return nil
+}
+
+// openOutput adds sink node id to d, written through its kind's sink connector. exclusive
+// holds what the version's sinks before it write alone (connector.Sink.Exclusive).
+func (r *Runtime) openOutput(d *deployment, env connector.Env, id string, p *nodes.Plan, exclusive map[string]string) *scenario.Problem {
+	conn, ok := r.connectors.Sink(p.Kind.ID)
+	if !ok {
+		return unsupported(id, p, "unsupported-sink", "write %s sinks")
+	}
+	out, prob := conn.Open(env, id, p)
 	if prob != nil {
 		return prob
 	}
-	sp := p.Typed.(*nodes.SourcePlan)
-	idle := sp.IdleTimeout
-	if !sp.Live {
-		// A file source has no idle timeout of its own; the deployment paces its idle
-		// steps with the default's.
-		idle = nodes.DefaultIdleTimeout
+	k := &sink{id: id, kind: p.Kind.ID, out: out}
+	if conn.Exclusive != "" {
+		if v, ok := r.refParam(p.Kind.ID, p.Node, conn.Exclusive); ok {
+			key := exclusiveKey(p.Kind.ID, conn, v)
+			if other, dup := exclusive[key]; dup {
+				out.Close()
+				return &scenario.Problem{NodeID: id, Field: conn.Exclusive, Code: "invalid-path",
+					Message: fmt.Sprintf("%s sink %q writes to the same %s", p.Node.Subtype(), other, conn.ExclusiveNoun)}
+			}
+			exclusive[key] = id
+			k.exclusive, k.shown = key, v
+		}
 	}
-	arrival := conn.arrivalTime && sp.Timestamp.Program == nil
-	d.addSource(id, p.Node.Subtype(), conn, in, arrival, idle)
+	if c, ok := out.(*collectOutput); ok {
+		c.s = d.sinks
+	}
+	d.sinks.add(k)
 	return nil
 }
 
@@ -172,4 +152,14 @@ func (r *Runtime) openInput(d *deployment, id string, p *nodes.Plan, scenarioNam
 func unsupported(id string, p *nodes.Plan, code, what string) *scenario.Problem {
 	return &scenario.Problem{NodeID: id, Field: "ref.typ", Code: code,
 		Message: "deployments do not " + fmt.Sprintf(what, p.Node.Subtype())}
+}
+
+// encodeKafkaValue encodes a Kafka sink's value against the latest schema of subject in the
+// schema registry (engine.Options.EncodeKafkaValue).
+func (r *Runtime) encodeKafkaValue(subject string, v value.Value) ([]byte, error) {
+	// Not the runtime's context: a shutdown must not make the values of its last events
+	// errors.
+	ctx, cancel := context.WithTimeout(context.Background(), schemaregistry.Timeout)
+	defer cancel()
+	return r.schemas.Encode(ctx, subject, value.AppendJSON(nil, v))
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/scenario-server/scenario-server/connector"
 	"github.com/scenario-server/scenario-server/engine"
 	"github.com/scenario-server/scenario-server/store"
 	"github.com/scenario-server/scenario-server/value"
@@ -87,10 +88,11 @@ type deployment struct {
 type source struct {
 	id   string
 	kind string // the source node's ref.typ: "http", "kafka", "file"
-	conn *inputConnector
+	conn *connector.Source
 	log  store.EventLog
-	// in reads a Kafka or file source; nil for an HTTP source.
-	in input
+	// in reads a source through its connector (Kafka, file); nil for an HTTP source, whose
+	// events are the store's event log (conn.EventLog).
+	in connector.Input
 	// arrivalTime: the source has no timestamp expression, so an event's time is the time
 	// the store accepted it (stored with it: the same after a restart), or the Kafka
 	// record's timestamp.
@@ -127,7 +129,7 @@ func (s *source) noteAccepted(end int64) {
 func newDeployment(r *Runtime, v store.Version) *deployment {
 	d := &deployment{
 		rt: r, version: v,
-		sinks:   newSinks(r.cfg.Stdout),
+		sinks:   newSinks(),
 		byID:    map[string]*source{},
 		stopCh:  make(chan struct{}),
 		done:    make(chan struct{}),
@@ -138,8 +140,9 @@ func newDeployment(r *Runtime, v store.Version) *deployment {
 	return d
 }
 
-// addSource adds source id of the given kind; in reads it unless it is an HTTP source (nil).
-func (d *deployment) addSource(id, kind string, conn *inputConnector, in input, arrivalTime bool, idle time.Duration) {
+// addSource adds source id of the given kind; in reads it unless its events are the store's
+// event log (an HTTP source: nil).
+func (d *deployment) addSource(id, kind string, conn *connector.Source, in connector.Input, arrivalTime bool, idle time.Duration) {
 	s := &source{id: id, kind: kind, conn: conn, in: in, log: store.EventLog{Scenario: d.version.Scenario, Source: id}, arrivalTime: arrivalTime, idleTimeout: idle}
 	d.sources = append(d.sources, s)
 	d.byID[id] = s
@@ -193,7 +196,7 @@ func (d *deployment) run() {
 	}()
 	ctx := d.rt.ctx
 	defer d.stopInputs()
-	defer d.sinks.closeKafka()
+	defer d.sinks.close()
 	d.publish(PhaseStarting)
 
 	if err := d.restore(ctx); err != nil {
@@ -229,7 +232,7 @@ func (d *deployment) run() {
 	}
 	for _, s := range d.sources {
 		if s.in != nil {
-			s.in.start(ctx, d.wakeUp)
+			s.in.Start(ctx, d.wakeUp)
 		}
 	}
 	d.publish(PhaseRunning)
@@ -354,15 +357,12 @@ func (d *deployment) waitTime(now time.Time) time.Duration {
 		if s.idleTimeout > 0 {
 			wait = min(wait, max(s.idleTimeout/4, 10*time.Millisecond), time.Second)
 		}
-		if s.conn.pollEvery > 0 {
-			wait = min(wait, s.conn.pollEvery)
+		if s.conn.PollEvery > 0 {
+			wait = min(wait, s.conn.PollEvery)
 		}
 	}
 	return wait
 }
-
-// filePollInterval is how often an idle deployment looks for new lines in its file sources.
-const filePollInterval = 200 * time.Millisecond
 
 // inputsChanged says whether a Kafka or file source's reading problem or known end (new
 // records the brokers hold, a file's size) differs from what was published.
@@ -375,7 +375,7 @@ func (d *deployment) inputsChanged() bool {
 		if l == nil || i >= len(l.Sources) {
 			return true
 		}
-		if st := s.in.status(); l.Sources[i].Error != st.err || l.Sources[i].Accepted != st.known || l.Sources[i].Processed != st.processed {
+		if st := s.in.Status(); l.Sources[i].Error != st.Err || l.Sources[i].Accepted != st.Known || l.Sources[i].Processed != st.Processed {
 			return true
 		}
 	}
@@ -386,7 +386,7 @@ func (d *deployment) inputsChanged() bool {
 func (d *deployment) stopInputs() {
 	for _, s := range d.sources {
 		if s.in != nil {
-			s.in.stop()
+			s.in.Stop()
 		}
 	}
 }
@@ -439,14 +439,15 @@ func (d *deployment) restore(ctx context.Context) error {
 				if err != nil {
 					return err
 				}
-				cp.Positions = keepSameInputs(inherited.Positions, sourceIdentities(prev.Graph), sourceIdentities(d.version.Graph))
+				cp.Positions = keepSameInputs(inherited.Positions, d.rt.sourceIdentities(prev.Graph), d.rt.sourceIdentities(d.version.Graph))
 			}
 		}
 	}
 
-	sizes := map[string]int64{}
-	var inputs map[string][]byte // what the positions' inputs are (Kafka topic IDs)
-	if len(cp.State) > 0 {
+	var outputs map[string]outputState // the sinks' states
+	var inputs map[string][]byte       // what the positions' inputs are (Kafka topic IDs)
+	own := len(cp.State) > 0
+	if own {
 		state, err := decodeState(cp.State)
 		if err != nil {
 			return fmt.Errorf("checkpoint %d: %w", cp.Sequence, err)
@@ -454,31 +455,29 @@ func (d *deployment) restore(ctx context.Context) error {
 		if err := d.eng.Restore(state.engine); err != nil {
 			return fmt.Errorf("restoring checkpoint %d: %w", cp.Sequence, err)
 		}
-		sizes, inputs = state.files, state.inputs
-		d.sinks.restoreKafka(state.kafka)
+		outputs, inputs = state.outputs, state.inputs
 	} else if inheritedState != nil {
-		// Another version's state: only what its positions are in, and the Kafka
-		// transactions to commit.
+		// Another version's state: only what its positions are in, and the sinks' states
+		// to settle (its Kafka transactions to commit), none of them the new sinks' own.
 		if state, err := decodeState(inheritedState); err == nil {
-			inputs = state.inputs
-			d.sinks.restoreKafka(state.kafka)
+			outputs, inputs = state.outputs, state.inputs
 		}
 	}
-	if err := d.sinks.restoreFiles(sizes); err != nil {
+	if err := d.sinks.restore(ctx, outputs, own); err != nil {
 		return err
 	}
 	for _, s := range d.sources {
 		if s.in != nil {
-			var mine []store.SourcePosition
+			var mine []connector.Position
 			for _, p := range cp.Positions {
 				if p.Source == s.id {
-					mine = append(mine, p)
+					mine = append(mine, connector.Position{Partition: p.Partition, Offset: p.Offset})
 				}
 			}
-			if err := s.in.restore(mine, inputs[s.id]); err != nil {
+			if err := s.in.Restore(mine, inputs[s.id]); err != nil {
 				return fmt.Errorf("restoring checkpoint %d: %w", cp.Sequence, err)
 			}
-			s.committed.Store(s.in.status().processed)
+			s.committed.Store(s.in.Status().Processed)
 			continue
 		}
 		var pos int64
@@ -596,28 +595,28 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 	total := 0
 	for _, s := range d.sources {
 		if s.in != nil {
-			events, reset := s.in.poll()
-			if pending, known := s.in.pendingPartitions(); known {
+			events, reset := s.in.Poll()
+			if pending, known := s.in.PendingPartitions(); known {
 				// Partitions caught up and silent stop holding the watermark back: windows
 				// may close.
-				outputs := d.sinks.outputs
+				written := d.sinks.written
 				w0, _ := d.eng.SourceWatermark(s.id)
 				d.eng.SetPartitionsPending(s.id, pending)
-				if w1, _ := d.eng.SourceWatermark(s.id); w1 != w0 || d.sinks.outputs != outputs {
+				if w1, _ := d.eng.SourceWatermark(s.id); w1 != w0 || d.sinks.written != written {
 					total++ // state changed: checkpoint it
 				}
 			}
 			pushed := 0
 			for _, ev := range events {
-				if !ev.skip {
+				if !ev.Skip {
 					p := int32(-1)
-					if s.conn.partitioned {
-						p = ev.partition
+					if s.conn.Partitioned {
+						p = ev.Partition
 					}
-					d.pushPayload(s, ev.payload, ev.time, ev.line, p, ev.undecodable)
+					d.pushPayload(s, ev.Payload, ev.Time, ev.Line, p, ev.Undecodable)
 					pushed++
 				}
-				s.in.advance(ev)
+				s.in.Advance(ev)
 				if d.stopRequested(ctx) {
 					break // the positions cover what was pushed; the rest is read again
 				}
@@ -683,8 +682,11 @@ func (d *deployment) push(s *source, e store.Event) {
 // undecodable is why the input could not decode the event (inputEvent.undecodable): it is the
 // event's per-event error at the source, with payload as the record of its dead letter.
 func (d *deployment) pushPayload(s *source, payload []byte, at, line int64, partition int32, undecodable error) {
-	if s.conn.mark != nil { // an event log's offset is set by push
-		s.conn.mark(&d.pushing, line)
+	switch { // an event log's offset is set by push
+	case s.in != nil && s.conn.LineNumbers:
+		d.pushing.offset, d.pushing.line = -1, line
+	case s.in != nil:
+		d.pushing.offset = line - 1
 	}
 	d.pushing.src, d.pushing.payload, d.pushing.partition = s, payload, partition
 	defer func() { d.pushing = pushing{offset: -1, partition: -1} }()
@@ -712,7 +714,7 @@ func (d *deployment) idleTick(now time.Time) {
 	clock := now
 	for _, s := range d.sources {
 		if s.in != nil {
-			at, ok := s.in.idleClock(now)
+			at, ok := s.in.IdleClock(now)
 			if _, seen := d.eng.SourceWatermark(s.id); !seen {
 				continue // a source that has produced nothing holds nothing back (docs/semantics.md §1)
 			}
@@ -737,10 +739,10 @@ func (d *deployment) idleTick(now time.Time) {
 		return
 	}
 	before := d.watermarks()
-	outputs := d.sinks.outputs
+	written := d.sinks.written
 	d.eng.SetInputPartition(-1) // what an idle step closes belongs to no record
 	d.eng.Tick(clock)
-	if d.sinks.outputs != outputs {
+	if d.sinks.written != written {
 		// Windows closed: commit them with the state at once, rather than leave results that
 		// a crash would make depend on the time of the restart.
 		d.dirty, d.forceCheckpoint = true, true
@@ -769,28 +771,25 @@ func equalWatermarks(a, b []int64) bool {
 	return true
 }
 
-// checkpoint writes the file sinks' lines, then commits the collect results, the engine's
-// snapshot and the positions in one transaction, then truncates the logs below the positions.
+// checkpoint prepares the sinks' Outputs (phase 1: file lines appended and synced, stdout
+// lines written, Kafka records produced in a transaction), then commits the collect results,
+// the engine's snapshot, the Outputs' states and the positions in one store transaction,
+// then commits the Outputs (phase 2: the Kafka transaction) and truncates the logs below the
+// positions.
 func (d *deployment) checkpoint(ctx context.Context) error {
 	now := d.rt.cfg.Now()
 	d.lastCheckpoint = now
 	snapshot := d.eng.AppendSnapshot(nil)
-	if err := d.sinks.writeFiles(); err != nil {
-		d.commitFailing = true
-		d.noteCheckpointError(now, err)
-		return err
-	}
-	d.sinks.writeStdout()
-	txns, err := d.sinks.prepareKafka(ctx) // phase 1 of the Kafka sinks' two-phase commit
+	outputs, err := d.sinks.prepare(ctx) // phase 1 of the sinks' two-phase commit
 	if err != nil {
 		d.commitFailing = true
 		d.noteCheckpointError(now, err)
 		return err
 	}
-	state := checkpointState{engine: snapshot, files: d.sinks.fileSizes(), inputs: map[string][]byte{}, kafka: txns}
+	state := checkpointState{engine: snapshot, outputs: outputs, inputs: map[string][]byte{}}
 	for _, s := range d.sources {
 		if s.in != nil {
-			if id := s.in.identity(); id != nil {
+			if id := s.in.Identity(); id != nil {
 				state.inputs[s.id] = id
 			}
 		}
@@ -798,7 +797,7 @@ func (d *deployment) checkpoint(ctx context.Context) error {
 	var positions []store.SourcePosition
 	for _, s := range d.sources {
 		if s.in != nil {
-			positions = append(positions, s.in.positions()...)
+			positions = append(positions, inputPositions(s.id, s.in)...)
 			continue
 		}
 		positions = append(positions, store.SourcePosition{Source: s.id, Offset: s.next.Load()})
@@ -806,7 +805,7 @@ func (d *deployment) checkpoint(ctx context.Context) error {
 	cp, _, err := d.rt.cfg.Store.CommitCheckpoint(ctx,
 		store.Checkpoint{Deployment: d.info.ID, State: state.encode(), Positions: positions, Epoch: d.lease.Epoch}, d.sinks.collect)
 	if err != nil {
-		d.sinks.kafkaAborted(ctx) // the records are produced again at the next checkpoint
+		d.sinks.abort(ctx) // the Kafka records are produced again at the next checkpoint
 		d.commitFailing = true
 		d.noteCheckpointError(now, err)
 		if errors.Is(err, store.ErrLeaseLost) {
@@ -819,14 +818,13 @@ func (d *deployment) checkpoint(ctx context.Context) error {
 		}
 		return err
 	}
-	d.sinks.committed()
-	d.sinks.kafkaCommitted(ctx) // phase 2
+	d.sinks.commit(ctx) // phase 2
 	d.commitFailing, d.dirty, d.forceCheckpoint = false, false, false
 	d.checkpointErr, d.checkpointErrAt, d.checkpointFailures = "", time.Time{}, 0
 	d.checkpointSeq, d.checkpointAt = cp.Sequence, cp.CreatedAt
 	for _, s := range d.sources {
 		if s.in != nil {
-			s.committed.Store(s.in.status().processed)
+			s.committed.Store(s.in.Status().Processed)
 			continue
 		}
 		next := s.next.Load() // only this goroutine moves it
@@ -875,8 +873,8 @@ func (d *deployment) publish(phase Phase) {
 	for _, s := range d.sources {
 		sl := SourceLive{ID: s.id, Kind: s.kind, Accepted: s.accepted.Load(), Processed: s.next.Load(), Committed: s.committed.Load()}
 		if s.in != nil { // the input's own status; next and accepted are the HTTP log's
-			st := s.in.status()
-			sl.Error, sl.Accepted, sl.Processed = st.err, st.known, st.processed
+			st := s.in.Status()
+			sl.Error, sl.Accepted, sl.Processed = st.Err, st.Known, st.Processed
 		}
 		sl.Backlog = max(sl.Accepted-sl.Processed, 0)
 		if w, ok := d.eng.SourceWatermark(s.id); ok {

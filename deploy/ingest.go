@@ -53,7 +53,7 @@ func (r *Runtime) Ingest(ctx context.Context, scenarioName, sourceID, key string
 		return Accepted{}, ErrNotDeployed
 	}
 	s := d.byID[sourceID]
-	if s == nil || s.kind != sourceHTTP {
+	if s == nil || s.in != nil {
 		return Accepted{}, &UnknownSourceError{Scenario: scenarioName, Source: sourceID, Sources: d.sourceIDs()}
 	}
 	if len(records) == 0 {

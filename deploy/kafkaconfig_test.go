@@ -18,6 +18,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/scenario-server/scenario-server/connector/kafka"
 )
 
 // testCA is a certificate authority made for a test, with the PEM file of its certificate.
@@ -111,11 +113,11 @@ func TestKafkaSourceOverTLSAndSCRAM(t *testing.T) {
 	good := KafkaCluster{CAFile: ca.caFile, CertFile: certFile, KeyFile: keyFile, ClientID: "decisions",
 		SASLMechanism: "scram-sha-512", SASLUser: "alice", SASLPassword: "wonderland"}
 
-	conn, err := newKafkaConn(brokers, good, nil)
+	conn, err := kafka.NewConn(brokers, good, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	prod, err := conn.client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	prod, err := conn.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +205,7 @@ func TestKafkaClusterSettingsAreChecked(t *testing.T) {
 		{SASLMechanism: "plain", SASLUser: "u", SASLPassword: pw},
 		{SASLMechanism: "SCRAM-SHA-256", SASLUser: "u", SASLPassword: pw},
 	} {
-		if _, err := newKafkaConn([]string{"127.0.0.1:9092"}, k, nil); err != nil {
+		if _, err := kafka.NewConn([]string{"127.0.0.1:9092"}, k, nil); err != nil {
 			t.Errorf("%+v: %v", k.LogValue(), err)
 		}
 	}
@@ -221,7 +223,7 @@ func TestKafkaSinkOverTLSAndSCRAM(t *testing.T) {
 	_, certFile, keyFile := ca.issue(t, "scenario-server")
 	good := KafkaCluster{CAFile: ca.caFile, CertFile: certFile, KeyFile: keyFile,
 		SASLMechanism: SASLScramSHA512, SASLUser: "alice", SASLPassword: "wonderland"}
-	conn, err := newKafkaConn(brokers, good, nil)
+	conn, err := kafka.NewConn(brokers, good, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +239,7 @@ func TestKafkaSinkOverTLSAndSCRAM(t *testing.T) {
 	if err := r.Shutdown(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	equalResults(t, committedOutput(t, brokers, "decisions", conn.opts...), kafkaOracle(t, recs))
+	equalResults(t, committedOutput(t, brokers, "decisions", conn.Options()...), kafkaOracle(t, recs))
 
 	st = sqliteStore(t)
 	createScenario(t, st, "k", graph)

@@ -54,9 +54,11 @@
 // does not verify (store.ErrCorrupt) or whose event-log position is not in the log fails the
 // deployment with the reason. Config.NoResume starts without resuming anything.
 //
-// Kafka and file sources (input.go) are read by the deployment itself; their positions (Kafka
-// offsets per partition, byte offsets) go into the same checkpoints, so the guarantees above
-// hold for them too: after a crash they are read again from the checkpointed positions.
+// Kafka and file sources (connector/kafka, connector/file: a connector.Input each) are read by
+// the deployment itself; their positions (Kafka offsets per partition, byte offsets) go into
+// the same checkpoints, so the guarantees above hold for them too: after a crash they are
+// read again from the checkpointed positions. File and Kafka sinks (a connector.Output each)
+// are written in two phases around the store's commit; see package connector.
 package deploy
 
 import (
@@ -66,12 +68,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/scenario-server/scenario-server/connector"
+	"github.com/scenario-server/scenario-server/connector/kafka"
 	"github.com/scenario-server/scenario-server/engine"
 	"github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/scenario"
@@ -115,6 +118,15 @@ type Config struct {
 	KafkaBrokers []string
 	// Kafka is the client id, TLS and SASL of every connection to KafkaBrokers.
 	Kafka KafkaCluster
+	// Connectors adds source and sink connectors (package connector) for kinds registered
+	// on Nodes: a deployment reads and writes those kinds through them. A kind that has a
+	// connector already (the built-in sources and sinks) makes New fail. Nil adds none.
+	Connectors *connector.Registry
+	// Nodes is the registry of node kinds the deployed versions are validated and built
+	// with: kinds registered on it (nodes.Builtin() plus Register) can be deployed. Nil
+	// means nodes.Default(). The runtime does not modify it; Runtime.Nodes is it, with the
+	// Kafka sources typed from the schema registry when there is one.
+	Nodes *nodes.Registry
 	// Stdout receives what stdout sinks write. Nil means os.Stdout.
 	Stdout io.Writer
 	// Metrics, when set, gets the per-node counters of running deployments
@@ -181,10 +193,12 @@ const DefaultPruneInterval = time.Minute
 type Runtime struct {
 	cfg   Config
 	log   *slog.Logger
-	kafka kafkaConn // KafkaBrokers and Kafka, checked and read
+	kafka *kafka.Conn // KafkaBrokers and Kafka, checked and read
+	// connectors are the source and sink connectors by kind ID (connectors.go).
+	connectors *connector.Registry
 	// schemas is Kafka.SchemaRegistry's client (nil: no registry).
 	schemas *schemaregistry.Registry
-	// nodes validates the deployed versions: nodes.Default(), with the Kafka sources typed
+	// nodes validates the deployed versions: Config.Nodes, with the Kafka sources typed
 	// from schemas when there is a registry.
 	nodes *nodes.Registry
 	// ctx bounds every store call of the deployments; cancelled when Shutdown ends (or gives up).
@@ -248,7 +262,7 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.HealthyAfter <= 0 {
 		cfg.HealthyAfter = DefaultHealthyAfter
 	}
-	kafka, err := newKafkaConn(cfg.KafkaBrokers, cfg.Kafka, cfg.Logger)
+	kafkaConn, err := kafka.NewConn(cfg.KafkaBrokers, cfg.Kafka, cfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("deploy: %w", err)
 	}
@@ -256,11 +270,17 @@ func New(cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("deploy: %w", err)
 	}
-	reg := nodes.Default()
-	if schemas != nil {
-		reg = reg.WithSourceSchemas(kafkaSourceSchemas{schemas})
+	reg := cfg.Nodes
+	if reg == nil {
+		reg = nodes.Default()
 	}
-	r := &Runtime{cfg: cfg, kafka: kafka, schemas: schemas, nodes: reg, log: cfg.Logger, active: map[string]*deployment{}, pending: map[string]*deployment{}, locks: map[string]*sync.Mutex{}}
+	if schemas != nil {
+		reg = reg.WithSourceSchemas(kafka.SourceSchemas{Registry: schemas})
+	}
+	r := &Runtime{cfg: cfg, kafka: kafkaConn, schemas: schemas, nodes: reg, log: cfg.Logger, active: map[string]*deployment{}, pending: map[string]*deployment{}, locks: map[string]*sync.Mutex{}}
+	if r.connectors, err = r.newConnectors(cfg.Connectors); err != nil {
+		return nil, fmt.Errorf("deploy: %w", err)
+	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	if cfg.Metrics != nil {
 		if err := cfg.Metrics.Register(&collector{rt: r}); err != nil {
@@ -471,22 +491,23 @@ func (r *Runtime) launch(d *deployment) error {
 	return nil
 }
 
-// sinkPathInUse returns a *SinkPathInUseError when a file sink of d writes to a file that a
-// file sink of another scenario's running (or starting) deployment writes: restoring either
-// would cut the other's lines. Deployments of d's own scenario are not counted: they are
+// sinkPathInUse returns a *SinkPathInUseError when a sink of d writes what no other sink may
+// (a file sink's file: connector.Sink.Exclusive) and a sink of another scenario's running
+// (or starting) deployment writes it: restoring either would cut the other's lines. Deployments of d's own scenario are not counted: they are
 // replaced by d. The caller holds r.mu.
 func (r *Runtime) sinkPathInUse(d *deployment) error {
-	if len(d.sinks.files) == 0 {
+	mine := d.sinks.exclusives()
+	if len(mine) == 0 {
 		return nil
 	}
 	check := func(other *deployment) error {
 		if other == nil || other == d || other.info.Scenario == d.info.Scenario {
 			return nil
 		}
-		for _, f := range sortedFiles(d.sinks) {
-			for _, g := range sortedFiles(other.sinks) {
-				if f.path == g.path {
-					return &SinkPathInUseError{Scenario: d.info.Scenario, Sink: f.id, Path: f.rel,
+		for _, f := range mine {
+			for _, g := range other.sinks.exclusives() {
+				if f.exclusive == g.exclusive {
+					return &SinkPathInUseError{Scenario: d.info.Scenario, Sink: f.id, Path: f.shown,
 						OtherScenario: other.info.Scenario, OtherDeployment: other.info.ID, OtherSink: g.id}
 				}
 			}
@@ -839,29 +860,47 @@ func (r *Runtime) prepare(v store.Version) (*deployment, error) {
 	eng.OnError(d.deadLetter)
 	problems := r.openConnectors(d, v.Scenario)
 	if len(problems) > 0 {
+		d.sinks.close()
 		return nil, invalid(problems...)
 	}
 	d.publish(PhaseStarting)
 	return d, nil
 }
 
-// nonLocalPath is the problem of a file source's or sink's path that is not a relative path
-// staying inside the server's directory for it (what says which); nil when it is.
-func nonLocalPath(id, rel, what string) *scenario.Problem {
-	if filepath.IsLocal(rel) && filepath.Clean(rel) != "." {
-		return nil
-	}
-	return &scenario.Problem{NodeID: id, Field: "path", Code: "invalid-path",
-		Message: fmt.Sprintf("a deployed file %s: %q must be a relative path to a file that stays inside it", what, rel)}
-}
-
 // sourceIDs lists d's HTTP sources.
 func (d *deployment) sourceIDs() []string {
 	ids := []string{}
 	for _, s := range d.sources {
-		if s.kind == sourceHTTP {
+		if s.in == nil {
 			ids = append(ids, s.id)
 		}
 	}
 	return ids
+}
+
+// KafkaCluster is how the server connects to the Kafka brokers of Config.KafkaBrokers (see
+// kafka.Cluster).
+type KafkaCluster = kafka.Cluster
+
+// DefaultKafkaClientID is the client id the server gives the brokers when
+// KafkaCluster.ClientID is empty.
+const DefaultKafkaClientID = kafka.DefaultClientID
+
+// The SASL mechanisms of KafkaCluster.SASLMechanism.
+const (
+	SASLPlain       = kafka.SASLPlain
+	SASLScramSHA256 = kafka.SASLScramSHA256
+	SASLScramSHA512 = kafka.SASLScramSHA512
+)
+
+// ErrNoKafka is KafkaTopics' error when the server has no Kafka brokers (Config.KafkaBrokers).
+var ErrNoKafka = kafka.ErrNotConfigured
+
+// KafkaTopics lists the topics of the brokers of Config.KafkaBrokers, with their client id,
+// TLS and SASL, sorted by name. Internal topics (the brokers' own, and any whose name starts
+// with "__") are left out. It waits for the brokers until ctx ends: the caller gives it a
+// deadline. Errors: ErrNoKafka without brokers; otherwise the brokers' or ctx's error, with a
+// refused login or an untrusted certificate explained.
+func (r *Runtime) KafkaTopics(ctx context.Context) ([]string, error) {
+	return r.kafka.Topics(ctx)
 }

@@ -6,250 +6,197 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"sort"
+	"maps"
+	"slices"
 
+	"github.com/scenario-server/scenario-server/connector"
 	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/store"
 	"github.com/scenario-server/scenario-server/value"
 )
 
-// sinkFile is the ref.typ of file sinks (fileSinkPaths).
-const sinkFile = "file"
-
-// sinks buffers what a deployment's sinks write between two checkpoints, and writes it at the
-// checkpoint: collect results go into the same store transaction as the checkpoint, file lines
-// are appended and synced just before it, stdout lines written just before it.
+// sinks holds a deployment's sinks: the Output of each (connectors.go), written between two
+// checkpoints and prepared, then committed or aborted, at each checkpoint (see
+// connector.Output), and the collect results, which go into the same store transaction as the
+// checkpoint.
 //
 // Only the deployment's goroutine uses it.
 type sinks struct {
-	writers map[string]sinkWriter // by sink node id (see outputConnectors)
-	files   map[string]*fileSink  // by sink node id
-	kafka   map[string]*kafkaSink // by sink node id (kafkasink.go)
+	outputs map[string]*sink // by sink node id
+	ids     []string         // the sink node ids, sorted
 	collect []store.NewSinkResult
-	stdout  []byte
-	out     io.Writer // where stdout sinks write
-	// outputs counts every value written, to tell whether an idle tick emitted anything.
-	outputs int64
-	enc     value.JSONEncoder
+	// written counts every value written, to tell whether an idle tick emitted anything.
+	written int64
 }
 
-// fileSink is one file sink: the file it appends to and the lines not written yet.
-//
-// The file is opened inside the sink directory through an os.Root, as file sources read
-// theirs: neither the path nor a symbolic link on the way may lead outside the directory, so
-// a link planted in it cannot make a sink append to (or, restoring a checkpoint, cut back)
-// a file elsewhere. Only regular files are written.
-type fileSink struct {
-	id, path string
-	dir      string // Config.FileSinkDir; "" is the working directory
-	rel      string // the path parameter, relative to dir
-	pending  []byte
-	// size is the file's size after the last write: what a checkpoint records.
-	size int64
+// sink is one sink node of a deployment and its Output.
+type sink struct {
+	id, kind string
+	out      connector.Output
+	// exclusive is what the sink writes that no other sink may (connector.Sink.Exclusive:
+	// its kind and normalised value); "" when none. shown is the value as the scenario gives
+	// it, for messages.
+	exclusive, shown string
 }
 
-func newSinks(out io.Writer) *sinks {
-	return &sinks{writers: map[string]sinkWriter{}, files: map[string]*fileSink{}, kafka: map[string]*kafkaSink{}, out: out}
+func newSinks() *sinks {
+	return &sinks{outputs: map[string]*sink{}}
 }
 
-// addFile adds the file sink id writing to rel inside dir (path is dir and rel joined, for
-// comparisons and messages).
-func (s *sinks) addFile(id, dir, rel, path string) {
-	if dir == "" {
-		dir = "."
+// add adds sink node id of kind, written through out.
+func (s *sinks) add(k *sink) {
+	s.outputs[k.id] = k
+	s.ids = slices.Sorted(maps.Keys(s.outputs))
+}
+
+// exclusives returns the sinks that write what no other sink may, by id.
+func (s *sinks) exclusives() []*sink {
+	var list []*sink
+	for _, id := range s.ids {
+		if k := s.outputs[id]; k.exclusive != "" {
+			list = append(list, k)
+		}
 	}
-	f := &fileSink{id: id, dir: dir, rel: rel, path: path}
-	s.writers[id] = f
-	s.files[id] = f
-}
-
-// openRoot opens the sink directory, creating it when missing.
-func (f *fileSink) openRoot() (*os.Root, error) {
-	if err := os.MkdirAll(f.dir, 0o750); err != nil {
-		return nil, err
-	}
-	return os.OpenRoot(f.dir)
-}
-
-// stat returns the file's information inside the sink directory (following symbolic links
-// that stay in it); an error wrapping fs.ErrNotExist when there is no file yet, and an error
-// when the name is not a regular file or leads outside the directory.
-func (f *fileSink) stat(root *os.Root) (fs.FileInfo, error) {
-	info, err := root.Stat(f.rel)
-	if err != nil {
-		return nil, err
-	}
-	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%q in the sink directory is not a regular file (%s): a file sink writes a file", f.rel, info.Mode().Type())
-	}
-	return info, nil
-}
-
-// sortedFiles returns s's file sinks by id (for deterministic messages).
-func sortedFiles(s *sinks) []*fileSink {
-	list := make([]*fileSink, 0, len(s.files))
-	for _, f := range s.files {
-		list = append(list, f)
-	}
-	sort.Slice(list, func(i, j int) bool { return list[i].id < list[j].id })
 	return list
 }
 
 // output is the engine's Output.
 func (s *sinks) output(sinkID string, v value.Value, _ int64) {
-	s.outputs++
-	if w := s.writers[sinkID]; w != nil {
-		w.writeValue(s, sinkID, v)
+	s.written++
+	if k := s.outputs[sinkID]; k != nil {
+		k.out.Write(v)
 	}
 }
 
-// collectSink keeps values in the store, with the next checkpoint.
-type collectSink struct{}
-
-func (collectSink) writeValue(s *sinks, id string, v value.Value) {
-	s.collect = append(s.collect, store.NewSinkResult{Sink: id, Value: s.enc.Append(nil, v)})
+// pending reports how many collect results and Output values wait for the next checkpoint.
+func (s *sinks) pending() int {
+	n := len(s.collect)
+	for _, k := range s.outputs {
+		n += k.out.Pending()
+	}
+	return n
 }
 
-// stdoutSink writes values as JSON lines to the server's standard output.
-type stdoutSink struct{}
-
-func (stdoutSink) writeValue(s *sinks, _ string, v value.Value) {
-	s.stdout = append(s.enc.Append(s.stdout, v), '\n')
-}
-
-// writeValue appends v as a JSON line to the file's pending lines.
-func (f *fileSink) writeValue(s *sinks, _ string, v value.Value) {
-	f.pending = append(s.enc.Append(f.pending, v), '\n')
-}
-
-// writeValue adds v as a record of the sink's next Kafka transaction (kafkasink.go).
-func (k *kafkaSink) writeValue(s *sinks, _ string, v value.Value) { k.add(&s.enc, v) }
-
-// pending reports how many collect results and Kafka records wait for the next checkpoint.
-func (s *sinks) pending() int { return len(s.collect) + s.kafkaPending() }
-
-// restoreFiles cuts each file sink's file back to its size at the checkpoint (sizes), so the
-// lines written after it, which the deployment writes again as it reprocesses the events
-// after the checkpoint, are not there twice. A file sink without a size in the checkpoint
-// (a new sink) starts from its file's current size.
-func (s *sinks) restoreFiles(sizes map[string]int64) error {
-	for id, f := range s.files {
-		if err := f.restore(sizes); err != nil {
-			return fmt.Errorf("file sink %q: %w", id, err)
+// restore hands each Output its state in the checkpoint restored (own: the deployment's
+// own checkpoint; false: another version's, whose states all go as others). The states of
+// sinks the version does not have (or not of the same kind) go, as others, to the first sink
+// of their kind by node id.
+func (s *sinks) restore(ctx context.Context, states map[string]outputState, own bool) error {
+	mine := map[string][]byte{}
+	others := map[string][][]byte{}
+	for _, id := range slices.Sorted(maps.Keys(states)) {
+		st := states[id]
+		if k := s.outputs[id]; own && k != nil && k.kind == st.kind {
+			mine[id] = st.state
+			continue
 		}
+		others[st.kind] = append(others[st.kind], st.state)
 	}
-	return nil
-}
-
-func (f *fileSink) restore(sizes map[string]int64) error {
-	root, err := f.openRoot()
-	if err != nil {
-		return err
-	}
-	defer root.Close()
-	size, ok := sizes[f.id]
-	info, err := f.stat(root)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		f.size = 0
-		return nil
-	case err != nil:
-		return err
-	}
-	f.size = info.Size()
-	if !ok || info.Size() <= size {
-		return nil
-	}
-	file, err := root.OpenFile(f.rel, os.O_WRONLY, 0)
-	if err == nil {
-		err = errors.Join(file.Truncate(size), file.Close())
-	}
-	if err != nil {
-		return fmt.Errorf("cutting %s back to its checkpointed size: %w", f.path, err)
-	}
-	f.size = size
-	return nil
-}
-
-// fileSizes returns each file sink's size after its last write.
-func (s *sinks) fileSizes() map[string]int64 {
-	sizes := make(map[string]int64, len(s.files))
-	for id, f := range s.files {
-		sizes[id] = f.size
-	}
-	return sizes
-}
-
-// writeFiles appends each file sink's pending lines to its file and syncs it. A file that
-// fails is cut back to its previous size and keeps its lines for the next checkpoint.
-func (s *sinks) writeFiles() error {
-	var errs []error
-	for _, f := range s.files {
-		if err := f.write(); err != nil {
-			errs = append(errs, fmt.Errorf("file sink %q: %w", f.id, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func (f *fileSink) write() error {
-	if len(f.pending) == 0 {
-		return nil
-	}
-	root, err := f.openRoot()
-	if err != nil {
-		return err
-	}
-	defer root.Close()
-	if dir := filepath.Dir(f.rel); dir != "." {
-		if err := root.MkdirAll(dir, 0o750); err != nil {
+	for _, id := range s.ids {
+		k := s.outputs[id]
+		theirs := others[k.kind]
+		delete(others, k.kind)
+		if err := k.out.Restore(ctx, mine[id], theirs); err != nil {
 			return err
 		}
 	}
-	// Stat first: opening a FIFO to write would block until a reader comes.
-	if _, err := f.stat(root); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	file, err := root.OpenFile(f.rel, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
-	if err != nil {
-		return err
-	}
-	_, err = file.Write(f.pending)
-	if err == nil {
-		err = file.Sync()
-	}
-	var info os.FileInfo
-	if err == nil {
-		info, err = file.Stat()
-	}
-	if err != nil {
-		err = errors.Join(err, file.Truncate(f.size))
-		file.Close()
-		return err
-	}
-	if err := file.Close(); err != nil {
-		return err
-	}
-	f.size = info.Size()
-	f.pending = f.pending[:0]
 	return nil
 }
 
-// writeStdout writes the stdout sinks' pending lines: at least once (a crash after this and
-// before the checkpoint commits writes them again).
-func (s *sinks) writeStdout() {
-	if len(s.stdout) == 0 {
-		return
+// prepare is phase 1 of the checkpoint: every Output prepares, and the states to record are
+// returned. When one fails, every Output is aborted and the errors returned.
+func (s *sinks) prepare(ctx context.Context) (map[string]outputState, error) {
+	states := map[string]outputState{}
+	var errs []error
+	for _, id := range s.ids {
+		k := s.outputs[id]
+		st, err := k.out.Prepare(ctx)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if len(st) > 0 {
+			states[id] = outputState{kind: k.kind, state: st}
+		}
 	}
-	_, _ = s.out.Write(s.stdout)
-	s.stdout = s.stdout[:0]
+	if err := errors.Join(errs...); err != nil {
+		s.abort(ctx)
+		return nil, err
+	}
+	return states, nil
 }
 
-// checkSinkOwners returns a *SinkPathInUseError when a file sink of d writes to a file that
-// another scenario's latest deployment in the store owns: one deploying or running (in this
+// commit is phase 2, once the store committed the checkpoint: the collect results it stored
+// are forgotten and every Output commits.
+func (s *sinks) commit(ctx context.Context) {
+	clear(s.collect)
+	s.collect = s.collect[:0]
+	for _, id := range s.ids {
+		s.outputs[id].out.Commit(ctx)
+	}
+}
+
+// abort: the checkpoint was not committed; what the sinks hold waits for the next one.
+func (s *sinks) abort(ctx context.Context) {
+	for _, id := range s.ids {
+		s.outputs[id].out.Abort(ctx)
+	}
+}
+
+func (s *sinks) close() {
+	for _, id := range s.ids {
+		s.outputs[id].out.Close()
+	}
+}
+
+// collectOutput is a collect sink: its values go into the store, in the same transaction as
+// the checkpoint (sinks.collect); the results API reads them.
+type collectOutput struct {
+	id  string
+	s   *sinks
+	enc value.JSONEncoder
+}
+
+func (c *collectOutput) Restore(context.Context, []byte, [][]byte) error { return nil }
+func (c *collectOutput) Write(v value.Value) {
+	c.s.collect = append(c.s.collect, store.NewSinkResult{Sink: c.id, Value: c.enc.Append(nil, v)})
+}
+func (c *collectOutput) Pending() int                            { return 0 } // counted in sinks.collect
+func (c *collectOutput) Prepare(context.Context) ([]byte, error) { return nil, nil }
+func (c *collectOutput) Commit(context.Context)                  {}
+func (c *collectOutput) Abort(context.Context)                   {}
+func (c *collectOutput) Close()                                  {}
+
+// stdoutOutput is a stdout sink: it writes values as JSON lines to the server's standard
+// output at each checkpoint, before the store commits it: at least once (a crash after this
+// and before the checkpoint commits writes them again).
+type stdoutOutput struct {
+	w     io.Writer
+	lines []byte
+	n     int
+	enc   value.JSONEncoder
+}
+
+func (o *stdoutOutput) Restore(context.Context, []byte, [][]byte) error { return nil }
+func (o *stdoutOutput) Write(v value.Value) {
+	o.lines = append(o.enc.Append(o.lines, v), '\n')
+	o.n++
+}
+func (o *stdoutOutput) Pending() int { return o.n }
+func (o *stdoutOutput) Prepare(context.Context) ([]byte, error) {
+	if len(o.lines) > 0 {
+		_, _ = o.w.Write(o.lines)
+		o.lines, o.n = o.lines[:0], 0
+	}
+	return nil, nil
+}
+func (o *stdoutOutput) Commit(context.Context) {}
+func (o *stdoutOutput) Abort(context.Context)  {}
+func (o *stdoutOutput) Close()                 {}
+
+// checkSinkOwners returns a *SinkPathInUseError when a sink of d writes what no other sink
+// may (a file sink's file: connector.Sink.Exclusive) and another scenario's latest
+// deployment in the store owns it: one deploying or running (in this
 // server or another sharing the store, or listed active though it failed to resume), or one
 // CANCELED or FAILED of a scenario that is not archived. Deploying that scenario again
 // resumes its checkpoint and cuts the file back to the size it recorded, which would delete
@@ -257,7 +204,8 @@ func (s *sinks) writeStdout() {
 // the other scenario releases its files. d's own scenario is not counted: its new deployment
 // takes over the files. Errors: *SinkPathInUseError; store failures.
 func (r *Runtime) checkSinkOwners(ctx context.Context, d *deployment) error {
-	if len(d.sinks.files) == 0 {
+	mine := d.sinks.exclusives()
+	if len(mine) == 0 {
 		return nil
 	}
 	latest, err := r.cfg.Store.ListLatestDeployments(ctx)
@@ -294,10 +242,10 @@ func (r *Runtime) checkSinkOwners(ctx context.Context, d *deployment) error {
 		if err != nil {
 			return fmt.Errorf("reading the version of deployment %d of %q: %w", other.ID, other.Scenario, err)
 		}
-		owned := fileSinkPaths(v.Graph)
-		for _, f := range sortedFiles(d.sinks) {
-			if sink, ok := owned[filepath.Clean(f.rel)]; ok {
-				return &SinkPathInUseError{Scenario: d.info.Scenario, Sink: f.id, Path: f.rel,
+		owned := r.exclusiveSinks(v.Graph)
+		for _, f := range mine {
+			if sink, ok := owned[f.exclusive]; ok {
+				return &SinkPathInUseError{Scenario: d.info.Scenario, Sink: f.id, Path: f.shown,
 					OtherScenario: other.Scenario, OtherDeployment: other.ID, OtherSink: sink, OtherStatus: status}
 			}
 		}
@@ -305,31 +253,55 @@ func (r *Runtime) checkSinkOwners(ctx context.Context, d *deployment) error {
 	return nil
 }
 
-// fileSinkPaths maps the path of each file sink of a scenario graph, cleaned ("./a" and "a"
-// are one file), to the sink's id. A graph that does not decode has none.
-func fileSinkPaths(graph []byte) map[string]string {
+// exclusiveSinks maps what each sink of a scenario graph writes that no other sink may
+// (connector.Sink.Exclusive: its kind and normalised value, "./a" and "a" being one file) to
+// the sink's id. A graph that does not decode has none.
+func (r *Runtime) exclusiveSinks(graph []byte) map[string]string {
 	sc, err := scenario.Decode(graph)
 	if err != nil {
 		return nil
 	}
-	paths := map[string]string{}
+	out := map[string]string{}
 	for i := range sc.Nodes {
 		n := &sc.Nodes[i]
-		if n.Type != scenario.TypeSink || n.Subtype() != sinkFile || n.Ref == nil {
+		if n.Type != scenario.TypeSink || n.Ref == nil {
 			continue
 		}
-		for _, p := range n.Ref.Parameters {
-			var path string
-			if p.Name == "path" && json.Unmarshal(p.Value, &path) == nil && path != "" {
-				paths[filepath.Clean(path)] = n.ID
-			}
+		kind := string(n.Type) + "/" + n.Subtype()
+		conn, ok := r.connectors.Sink(kind)
+		if !ok || conn.Exclusive == "" {
+			continue
+		}
+		if v, ok := r.refParam(kind, n, conn.Exclusive); ok && v != "" {
+			out[exclusiveKey(kind, conn, v)] = n.ID
 		}
 	}
-	return paths
+	return out
 }
 
-// committed forgets the collect results a checkpoint stored.
-func (s *sinks) committed() {
-	clear(s.collect)
-	s.collect = s.collect[:0]
+// exclusiveKey is what a sink of kind writing v writes, for comparisons.
+func exclusiveKey(kind string, conn *connector.Sink, v string) string {
+	if conn.ExclusiveValue != nil {
+		v = conn.ExclusiveValue(v)
+	}
+	return kind + "\x00" + v
+}
+
+// refParam returns the string value of parameter name (or one of its aliases, in the
+// runtime's registry) of a source or sink node's ref.
+func (r *Runtime) refParam(kind string, n *scenario.Node, name string) (string, bool) {
+	k, _ := r.nodes.Kind(kind)
+	for _, p := range n.Ref.Parameters {
+		canonical := p.Name
+		if k != nil {
+			if spec, ok := k.Param(p.Name); ok {
+				canonical = spec.Name
+			}
+		}
+		var s string
+		if canonical == name && json.Unmarshal(p.Value, &s) == nil {
+			return s, true
+		}
+	}
+	return "", false
 }

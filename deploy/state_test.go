@@ -4,39 +4,66 @@ import (
 	"bytes"
 	"errors"
 	"maps"
-	"slices"
 	"testing"
+
+	"github.com/scenario-server/scenario-server/connector/file"
+	"github.com/scenario-server/scenario-server/connector/kafka"
 )
 
 func TestStateRoundTrip(t *testing.T) {
 	for _, s := range []checkpointState{
-		{engine: []byte{1, 2, 3}, files: map[string]int64{"out": 1 << 40, "b": 0}, inputs: map[string][]byte{"k": {0, 1, 2, 255}, "f": {}}},
-		{engine: nil, files: map[string]int64{}, inputs: map[string][]byte{}},
-		{engine: []byte{9}, files: map[string]int64{}, inputs: map[string][]byte{},
-			kafka: []kafkaTxn{{sink: "out", transactional: "ss.s.out.1", producerID: 1 << 40, epoch: -1, slot: 1}, {sink: "b", transactional: "t", epoch: 32767}}},
+		{engine: []byte{1, 2, 3}, outputs: map[string]outputState{"out": {kind: "Sink/file", state: []byte{1, 2}}, "b": {kind: "Sink/x", state: []byte{0}}},
+			inputs: map[string][]byte{"k": {0, 1, 2, 255}, "f": nil}},
+		{engine: nil, outputs: map[string]outputState{}, inputs: map[string][]byte{}},
 	} {
 		got, err := decodeState(s.encode())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(got.engine, s.engine) || !maps.Equal(got.files, s.files) || !maps.EqualFunc(got.inputs, s.inputs, bytes.Equal) ||
-			!slices.Equal(got.kafka, s.kafka) {
+		if !bytes.Equal(got.engine, s.engine) || !maps.EqualFunc(got.outputs, s.outputs, equalOutput) || !maps.EqualFunc(got.inputs, s.inputs, bytes.Equal) {
 			t.Errorf("round trip of %+v gave %+v", s, got)
+		}
+	}
+}
+
+func equalOutput(a, b outputState) bool { return a.kind == b.kind && bytes.Equal(a.state, b.state) }
+
+// A state of version 1, written by servers before the connector packages, byte by byte: its
+// file sizes and Kafka transactions become the file and Kafka sinks' states.
+func TestStateVersion1(t *testing.T) {
+	v1 := []byte{1, // version
+		2, 0xAA, 0xBB, // engine snapshot
+		1, 3, 'o', 'u', 't', 0x80, 0x01, // one file sink "out", size 64 (varint 128)
+		1, 1, 'k', 2, 7, 8, // one input "k", identity 07 08
+		1, 1, 'q', 1, 't', 0x04, 0x03, 1, // one Kafka transaction of sink "q": id "t", producer 2, epoch -2, slot 1
+	}
+	got, err := decodeState(v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := checkpointState{engine: []byte{0xAA, 0xBB},
+		outputs: map[string]outputState{"out": {kind: "Sink/file", state: file.SizeState(64)}, "q": {kind: "Sink/kafka", state: kafka.TxnState("t", 2, -2, 1)}},
+		inputs:  map[string][]byte{"k": {7, 8}}}
+	if !bytes.Equal(got.engine, want.engine) || !maps.EqualFunc(got.outputs, want.outputs, equalOutput) || !maps.EqualFunc(got.inputs, want.inputs, bytes.Equal) {
+		t.Errorf("version 1 decodes to %+v, want %+v", got, want)
+	}
+	for n := 1; n < len(v1); n++ {
+		cut, err := decodeState(v1[:n])
+		optional := n == 11 || n == 17 // the inputs and Kafka sections are optional
+		if optional && err != nil {
+			t.Errorf("version 1 without its optional sections (%d bytes): %v", n, err)
+		}
+		if !optional && !errors.Is(err, errCorruptState) {
+			t.Errorf("version 1 cut at %d: %+v, %v", n, cut, err)
 		}
 	}
 }
 
 // Every cut or changed byte of a state is an error wrapping errCorruptState, never a panic.
 func TestStateCorrupt(t *testing.T) {
-	good := checkpointState{engine: []byte("snapshot"), files: map[string]int64{"out": 1234}}.encode()
+	good := checkpointState{engine: []byte("snapshot"), outputs: map[string]outputState{"out": {kind: "Sink/file", state: []byte{1}}}}.encode()
 	for n := range len(good) {
 		_, err := decodeState(good[:n])
-		if n == len(good)-2 || n == len(good)-1 { // the optional inputs and Kafka sections (count 0) start here: an older state
-			if err != nil {
-				t.Errorf("a state without its inputs or Kafka section: %v", err)
-			}
-			continue
-		}
 		if !errors.Is(err, errCorruptState) {
 			t.Errorf("cut at %d: %v", n, err)
 		}
@@ -53,8 +80,9 @@ func TestStateCorrupt(t *testing.T) {
 
 // decodeState never panics, and a state it accepts encodes back to the same bytes.
 func FuzzDecodeState(f *testing.F) {
-	f.Add(checkpointState{engine: []byte("snapshot"), files: map[string]int64{"out": 1234, "b": 0}}.encode())
-	f.Add(checkpointState{files: map[string]int64{}}.encode())
+	f.Add(checkpointState{engine: []byte("snapshot"), outputs: map[string]outputState{"out": {kind: "Sink/file", state: []byte{1}}, "b": {kind: "Sink/kafka"}}}.encode())
+	f.Add(checkpointState{}.encode())
+	f.Add([]byte{1, 0, 1, 1, 'o', 2, 1, 0, 1, 1, 'q', 1, 't', 4, 3, 1}) // version 1
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := decodeState(b)
 		if err != nil {
@@ -64,7 +92,7 @@ func FuzzDecodeState(f *testing.F) {
 			return
 		}
 		again, err := decodeState(s.encode())
-		if err != nil || !bytes.Equal(again.engine, s.engine) || !maps.Equal(again.files, s.files) || !maps.EqualFunc(again.inputs, s.inputs, bytes.Equal) {
+		if err != nil || !bytes.Equal(again.engine, s.engine) || !maps.EqualFunc(again.outputs, s.outputs, equalOutput) || !maps.EqualFunc(again.inputs, s.inputs, bytes.Equal) {
 			t.Fatalf("%x decodes to %+v, which does not round trip (%+v, %v)", b, s, again, err)
 		}
 	})

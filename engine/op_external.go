@@ -93,3 +93,11 @@ func (out *externalSender) Send(edgeType string, set map[string]value.Value) {
 	}
 	out.e.forward(n, c, edgeType)
 }
+
+// Write hands v to the engine's Output, as the built-in sinks do.
+func (out *externalSender) Write(v value.Value) {
+	out.n.counts.Out++
+	if out.e.opts.Output != nil {
+		out.e.opts.Output(out.n.id, v, out.ev.time)
+	}
+}

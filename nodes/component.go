@@ -62,6 +62,10 @@ type Sender interface {
 	// A variable set must be one the node defines in Validate (Check.DefineVariable); others
 	// are ignored. Send returns once the nodes below have had the event.
 	Send(edgeType string, set map[string]value.Value)
+	// Write writes v as the node's value for the event, as a sink writes its value: a
+	// deployment hands it to the sink's connector.Output (deploy.Config.Connectors), a test
+	// run lists it among the sink's outputs. It is for the operators of RoleSink kinds.
+	Write(v value.Value)
 }
 
 // FieldError is a per-event error of a field of the node (its Field is the field's path, as

@@ -1,4 +1,4 @@
-package deploy
+package kafka
 
 import (
 	"bytes"
@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,8 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/scenario-server/scenario-server/connector"
 	"github.com/scenario-server/scenario-server/schemaregistry"
-	"github.com/scenario-server/scenario-server/store"
 )
 
 // Tuning of Kafka inputs.
@@ -37,9 +35,11 @@ const (
 	// added to the topic may be missing from a listing made that long after it was added, so
 	// a listing counts as made that much earlier.
 	kafkaMetadataAge = time.Second
+	// readBatch is the most records one poll hands the deployment.
+	readBatch = 2000
 )
 
-// kafkaInput reads one topic, every partition, with franz-go as a direct consumer (no
+// Input reads one topic, every partition, with franz-go as a direct consumer (no
 // consumer group): the partitions' offsets live in the deployment's checkpoints, not in
 // Kafka, as Flink's KafkaSource keeps them in its state. A partition without a checkpointed
 // offset is read from its start (the log start offset). Records are read with isolation level
@@ -58,9 +58,9 @@ const (
 // positions have reached was made; the deployment lets the wall clock move idle watermarks no
 // further than that, so records the brokers hold but could not deliver (an outage, a slow
 // restart) are not made late by idleness.
-type kafkaInput struct {
+type Input struct {
 	source, topic string
-	conn          kafkaConn
+	conn          *Conn
 	log           *slog.Logger
 	// schemas, when set, decodes values in the schema registry's wire format (decode).
 	schemas *schemaregistry.Registry
@@ -74,7 +74,7 @@ type kafkaInput struct {
 	batches chan kafkaBatch
 	cancel  context.CancelFunc
 	done    chan struct{}
-	problem problem
+	health  connector.Health
 
 	readerGen atomic.Int64 // the reader's topic generation: +1 when the topic was recreated
 
@@ -97,33 +97,18 @@ type kafkaBatch struct {
 	recs []*kgo.Record
 }
 
-func newKafkaInput(source, topic string, conn kafkaConn, log *slog.Logger) *kafkaInput {
-	k := &kafkaInput{source: source, topic: topic, conn: conn, log: log,
+// NewInput returns the Input of Kafka source node source, reading topic through conn;
+// schemas, when set, decodes values in the schema registry's wire format.
+func NewInput(source, topic string, conn *Conn, schemas *schemaregistry.Registry, log *slog.Logger) *Input {
+	k := &Input{source: source, topic: topic, conn: conn, log: log,
 		next: map[int32]int64{}, ends: map[int32]int64{}, base: map[int32]int64{}, starts: map[int32]int64{},
-		pushedAt: map[int32]time.Time{}}
-	k.problem.log = log.With("source", source, "topic", topic)
+		pushedAt: map[int32]time.Time{}, schemas: schemas}
+	k.health.Logger = log.With("source", source, "topic", topic)
 	return k
 }
 
-// checkBrokers returns an error for a broker address that is not host:port.
-func checkBrokers(brokers []string) error {
-	for _, b := range brokers {
-		host, port, err := net.SplitHostPort(b)
-		if err == nil {
-			var n int
-			n, err = strconv.Atoi(port)
-			if err == nil && (n <= 0 || n > 65535 || host == "") {
-				err = errors.New("no host, or a port out of range")
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("Kafka broker %q is not host:port: %w", b, err)
-		}
-	}
-	return nil
-}
-
-func (k *kafkaInput) restore(positions []store.SourcePosition, identity []byte) error {
+// Restore sets the offsets to read from, per partition, and the topic ID they belong to.
+func (k *Input) Restore(positions []connector.Position, identity []byte) error {
 	clear(k.next)
 	k.restoredID = nil
 	if len(identity) == len(kadm.TopicID{}) {
@@ -138,18 +123,18 @@ func (k *kafkaInput) restore(positions []store.SourcePosition, identity []byte) 
 	return nil
 }
 
-func (k *kafkaInput) start(ctx context.Context, wake func()) {
+// Start starts the reader goroutine, which connects and fetches until ctx ends or Stop.
+func (k *Input) Start(ctx context.Context, wake func()) {
 	ctx, k.cancel = context.WithCancel(ctx)
 	k.batches = make(chan kafkaBatch, 1)
 	k.done = make(chan struct{})
-	k.problem.mu.Lock()
-	k.problem.onChange = wake
-	k.problem.mu.Unlock()
+	k.health.OnChange(wake)
 	from := maps.Clone(k.next)
 	go k.read(ctx, from, wake)
 }
 
-func (k *kafkaInput) stop() {
+// Stop ends the reader and waits for it.
+func (k *Input) Stop() {
 	if k.cancel == nil {
 		return
 	}
@@ -160,16 +145,16 @@ func (k *kafkaInput) stop() {
 // read runs in its own goroutine until ctx is done: it connects, assigns the topic's
 // partitions at their offsets (from), hands fetched records to the deployment, and lists the
 // end offsets between polls.
-func (k *kafkaInput) read(ctx context.Context, from map[int32]int64, wake func()) {
+func (k *Input) read(ctx context.Context, from map[int32]int64, wake func()) {
 	defer close(k.done)
-	cl, err := k.conn.client(
+	cl, err := k.conn.Client(
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(), // transaction markers take offsets: the positions pass them
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.MetadataMinAge(kafkaMetadataAge),
 	)
 	if err != nil {
-		k.problem.set(fmt.Sprintf("kafka client: %v", err))
+		k.health.Set(fmt.Sprintf("kafka client: %v", err))
 		return
 	}
 	defer cl.Close()
@@ -186,7 +171,7 @@ func (k *kafkaInput) read(ctx context.Context, from map[int32]int64, wake func()
 				if ctx.Err() != nil {
 					return
 				}
-				k.problem.set(k.conn.explain(err).Error())
+				k.health.Set(k.conn.explain(err).Error())
 				if len(r.assigned) == 0 {
 					sleepCtx(ctx, kafkaRetryDelay)
 					continue
@@ -199,10 +184,10 @@ func (k *kafkaInput) read(ctx context.Context, from map[int32]int64, wake func()
 				if ctx.Err() != nil {
 					return
 				}
-				k.problem.set(k.conn.explain(err).Error())
+				k.health.Set(k.conn.explain(err).Error())
 				discovered = time.Time{} // look at the topic again: deleted? created again?
 			} else {
-				k.problem.set("")
+				k.health.Set("")
 			}
 		}
 		if !k.listed() {
@@ -221,7 +206,7 @@ func (k *kafkaInput) read(ctx context.Context, from map[int32]int64, wake func()
 		}
 		fetches.EachError(func(topic string, partition int32, err error) {
 			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-				k.problem.set(fmt.Sprintf("reading partition %d of topic %q: %v", partition, topic, k.conn.explain(err)))
+				k.health.Set(fmt.Sprintf("reading partition %d of topic %q: %v", partition, topic, k.conn.explain(err)))
 			}
 		})
 		recs := fetches.Records()
@@ -237,9 +222,9 @@ func (k *kafkaInput) read(ctx context.Context, from map[int32]int64, wake func()
 	}
 }
 
-// kafkaReader is the state of kafkaInput.read.
+// kafkaReader is the state of Input.read.
 type kafkaReader struct {
-	k        *kafkaInput
+	k        *Input
 	cl       *kgo.Client
 	adm      *kadm.Client
 	assigned map[int32]bool
@@ -384,10 +369,11 @@ func (r *kafkaReader) confirm(ctx context.Context) error {
 	return nil
 }
 
-func (k *kafkaInput) poll() ([]inputEvent, bool) {
+// Poll takes the records the reader fetched, once the topic's end offsets are listed.
+func (k *Input) Poll() ([]connector.Event, bool) {
 	reset := k.syncGen()
 	reset = k.skipDeleted() || reset
-	if _, listed := k.pendingPartitions(); !listed {
+	if _, listed := k.PendingPartitions(); !listed {
 		// Which partitions have records waiting is not known yet (after a start, or a topic
 		// created again): pushing records now could let the per-partition watermark pass
 		// partitions not read yet. The reader lists the offsets before it polls.
@@ -403,12 +389,12 @@ func (k *kafkaInput) poll() ([]inputEvent, bool) {
 		return nil, reset // records of the topic before it was created again
 	}
 	k.polledAt = time.Now()
-	out := make([]inputEvent, len(b.recs))
+	out := make([]connector.Event, len(b.recs))
 	for i, r := range b.recs {
-		out[i] = inputEvent{payload: r.Value, time: r.Timestamp.UnixMilli(), line: r.Offset + 1,
-			partition: r.Partition, offset: r.Offset + 1, skip: r.Attrs.IsControl()}
-		if !out[i].skip {
-			out[i].payload, out[i].undecodable = k.decode(r.Value)
+		out[i] = connector.Event{Payload: r.Value, Time: r.Timestamp.UnixMilli(), Line: r.Offset + 1,
+			Partition: r.Partition, Offset: r.Offset + 1, Skip: r.Attrs.IsControl()}
+		if !out[i].Skip {
+			out[i].Payload, out[i].Undecodable = k.decode(r.Value)
 		}
 	}
 	return out, reset
@@ -418,7 +404,7 @@ func (k *kafkaInput) poll() ([]inputEvent, bool) {
 // its wire format (a zero byte, never the start of JSON) is decoded by the schema its id
 // names; a value that cannot be is undecodable, kept as it came for its dead letter. Other
 // values are JSON already.
-func (k *kafkaInput) decode(v []byte) ([]byte, error) {
+func (k *Input) decode(v []byte) ([]byte, error) {
 	if k.schemas == nil || !schemaregistry.IsWireFormat(v) {
 		return v, nil
 	}
@@ -433,7 +419,7 @@ func (k *kafkaInput) decode(v []byte) ([]byte, error) {
 
 // skipDeleted moves the positions below their partition's log start offset up to it:
 // retention deleted those records before they were read. It says whether it moved any.
-func (k *kafkaInput) skipDeleted() bool {
+func (k *Input) skipDeleted() bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	moved := false
@@ -450,7 +436,7 @@ func (k *kafkaInput) skipDeleted() bool {
 
 // syncGen forgets the positions of a topic the reader found deleted and created again, and
 // says whether it did.
-func (k *kafkaInput) syncGen() bool {
+func (k *Input) syncGen() bool {
 	g := k.readerGen.Load()
 	if g == k.gen {
 		return false
@@ -461,13 +447,14 @@ func (k *kafkaInput) syncGen() bool {
 	return true
 }
 
-func (k *kafkaInput) advance(ev inputEvent) {
-	k.next[ev.partition] = ev.offset
-	k.pushedAt[ev.partition] = k.polledAt
+// Advance moves ev's partition past it.
+func (k *Input) Advance(ev connector.Event) {
+	k.next[ev.Partition] = ev.Offset
+	k.pushedAt[ev.Partition] = k.polledAt
 }
 
-// identity is the topic ID the positions belong to; the restored one until the reader knows.
-func (k *kafkaInput) identity() []byte {
+// Identity is the topic ID the positions belong to; the restored one until the reader knows.
+func (k *Input) Identity() []byte {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.topicID != (kadm.TopicID{}) && k.gen == k.readerGen.Load() {
@@ -479,29 +466,30 @@ func (k *kafkaInput) identity() []byte {
 	return nil
 }
 
-func (k *kafkaInput) positions() []store.SourcePosition {
+// Positions are the next offsets per partition, by partition.
+func (k *Input) Positions() []connector.Position {
 	parts := slices.Sorted(maps.Keys(k.next))
-	out := make([]store.SourcePosition, len(parts))
+	out := make([]connector.Position, len(parts))
 	for i, p := range parts {
-		out[i] = store.SourcePosition{Source: k.source, Partition: p, Offset: k.next[p]}
+		out[i] = connector.Position{Partition: p, Offset: k.next[p]}
 	}
 	return out
 }
 
-// status sums over the partitions: known is the end offsets, processed the next offsets.
-func (k *kafkaInput) status() inputStatus {
-	st := inputStatus{err: k.problem.get()}
+// Status sums over the partitions: known is the end offsets, processed the next offsets.
+func (k *Input) Status() connector.Status {
+	st := connector.Status{Err: k.health.Get()}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for p, n := range k.positionsLocked() {
-		st.processed += n
-		st.known += max(n, k.ends[p])
+		st.Processed += n
+		st.Known += max(n, k.ends[p])
 	}
 	return st
 }
 
 // positionsLocked is, per partition known, the next offset to process. k.mu is held.
-func (k *kafkaInput) positionsLocked() map[int32]int64 {
+func (k *Input) positionsLocked() map[int32]int64 {
 	pos := maps.Clone(k.base)
 	if k.gen == k.readerGen.Load() {
 		maps.Copy(pos, k.next)
@@ -510,22 +498,22 @@ func (k *kafkaInput) positionsLocked() map[int32]int64 {
 }
 
 // listed says whether the end offsets of the reader's topic generation have been listed.
-func (k *kafkaInput) listed() bool {
+func (k *Input) listed() bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.listedLocked()
 }
 
 // listedLocked is listed with k.mu held.
-func (k *kafkaInput) listedLocked() bool {
+func (k *Input) listedLocked() bool {
 	return !k.confirmedAt.IsZero() && k.endsGen == k.readerGen.Load()
 }
 
-// pendingPartitions lists the partitions that may have records waiting: those whose end
+// PendingPartitions lists the partitions that may have records waiting: those whose end
 // offset, as last listed, is beyond the position processed, those not listed yet, and those
 // that had records after the last listing (more may have come since). listed is false
 // before the first listing of the topic's generation: nothing is known then.
-func (k *kafkaInput) pendingPartitions() (out []int32, listed bool) {
+func (k *Input) PendingPartitions() (out []int32, listed bool) {
 	if k.gen != k.readerGen.Load() {
 		return nil, false
 	}
@@ -543,10 +531,10 @@ func (k *kafkaInput) pendingPartitions() (out []int32, listed bool) {
 	return out, true
 }
 
-// idleClock is the time of the last end-offset listing whose offsets every partition has
+// IdleClock is the time of the last end-offset listing whose offsets every partition has
 // been processed up to (never later than now); false while records wait, or before a
 // listing.
-func (k *kafkaInput) idleClock(now time.Time) (time.Time, bool) {
+func (k *Input) IdleClock(now time.Time) (time.Time, bool) {
 	if k.gen != k.readerGen.Load() {
 		return time.Time{}, false // poll has not seen the new topic yet
 	}
@@ -577,20 +565,24 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	}
 }
 
-// kafkaSourceSchemas types a Kafka source's #input from the latest schema of its topic's
-// value subject in the schema registry (nodes.SourceSchemas); a topic without a subject
+// SourceSchemas types a Kafka source's #input from the latest schema of its topic's value
+// subject in the schema registry Registry (nodes.SourceSchemas); a topic without a subject
 // keeps a dynamic #input.
-type kafkaSourceSchemas struct{ reg *schemaregistry.Registry }
+type SourceSchemas struct{ Registry *schemaregistry.Registry }
 
-func (k kafkaSourceSchemas) SourceSchema(kindID, topic string) ([]byte, error) {
-	if kindID != "Source/kafka" {
+// SourceSchema is the JSON Schema of the topic's values, for kind "Source/kafka" only; nil
+// when the topic has no subject.
+func (k SourceSchemas) SourceSchema(kindID, topic string) ([]byte, error) {
+	if kindID != SourceKind {
 		return nil, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), schemaregistry.Timeout)
 	defer cancel()
-	raw, err := k.reg.InputSchema(ctx, schemaregistry.ValueSubject(topic))
+	raw, err := k.Registry.InputSchema(ctx, schemaregistry.ValueSubject(topic))
 	if schemaregistry.IsSubjectNotFound(err) {
 		return nil, nil
 	}
 	return raw, err
 }
+
+var _ connector.Input = (*Input)(nil)

@@ -1,4 +1,4 @@
-package deploy
+package file
 
 import (
 	"bytes"
@@ -13,8 +13,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/scenario-server/scenario-server/store"
+	"github.com/scenario-server/scenario-server/connector"
 )
+
+// PollInterval is how often an idle deployment polls a file input for new lines (its
+// connector's PollEvery): a file does not wake the deployment.
+const PollInterval = 200 * time.Millisecond
 
 // fileReadChunk is how many bytes a file input reads at once; maxFileLine is the longest
 // line it reads (its buffer grows to hold a longer line, up to that).
@@ -23,7 +27,7 @@ const (
 	maxFileLine   = 64 << 20
 )
 
-// fileInput follows a file of events, one JSON object per line, as `tail -F` does: it reads
+// Input follows a file of events, one JSON object per line, as `tail -F` does: it reads
 // the complete lines (ended by '\n') from its byte position and waits for more. A last line
 // without its '\n' is read once the line is complete. Blank lines are skipped but counted in
 // line numbers. The position is a byte offset (partition 0) in the checkpoint; after a restart
@@ -38,7 +42,7 @@ const (
 // (os.Root): neither the path nor a symbolic link may lead outside it. The checkpoint keeps
 // which file the position is in (device and inode, fileID): when the name gives another file
 // after a restart (rotated or replaced meanwhile), that file is read from its start.
-type fileInput struct {
+type Input struct {
 	source string
 	dir    string // the server's source directory
 	rel    string // the path inside it, as the scenario names it
@@ -55,22 +59,24 @@ type fileInput struct {
 	readLn     int64
 	size       int64
 	buf        []byte
-	problem    problem
+	health     connector.Health
 	counted    bool // line matches pos
 }
 
-func newFileInput(source, dir, rel string, log *slog.Logger) *fileInput {
+// NewInput returns the Input of file source node source, reading rel inside dir ("": the
+// working directory).
+func NewInput(source, dir, rel string, log *slog.Logger) *Input {
 	if dir == "" {
 		dir = "." // the working directory
 	}
-	f := &fileInput{source: source, dir: dir, rel: rel, log: log}
-	f.problem.log = log.With("source", source, "path", rel)
+	f := &Input{source: source, dir: dir, rel: rel, log: log}
+	f.health.Logger = log.With("source", source, "path", rel)
 	return f
 }
 
-// identity is the fileID of the file the position is in: the open file, or the restored one
+// Identity is the fileID of the file the position is in: the open file, or the restored one
 // until the file is opened; nil at position 0 (true of any file).
-func (f *fileInput) identity() []byte {
+func (f *Input) Identity() []byte {
 	switch {
 	case f.pos == 0:
 		return nil
@@ -81,7 +87,7 @@ func (f *fileInput) identity() []byte {
 	}
 }
 
-func (f *fileInput) restore(positions []store.SourcePosition, identity []byte) error {
+func (f *Input) Restore(positions []connector.Position, identity []byte) error {
 	f.restoredID = identity
 	f.pos, f.line, f.counted = 0, 0, true
 	for _, p := range positions {
@@ -95,10 +101,10 @@ func (f *fileInput) restore(positions []store.SourcePosition, identity []byte) e
 	return nil
 }
 
-// start does nothing: poll reads the file; the deployment polls while it has file inputs.
-func (f *fileInput) start(context.Context, func()) {}
+// Start does nothing: poll reads the file; the deployment polls it every PollInterval.
+func (f *Input) Start(context.Context, func()) {}
 
-func (f *fileInput) stop() {
+func (f *Input) Stop() {
 	if f.file != nil {
 		_ = f.file.Close()
 		f.file = nil
@@ -107,17 +113,17 @@ func (f *fileInput) stop() {
 
 // open opens the file the name now gives, inside the source directory, if it is a regular
 // file; nil (and the problem set) otherwise.
-func (f *fileInput) open() *os.File {
+func (f *Input) open() *os.File {
 	root, err := os.OpenRoot(f.dir)
 	if err != nil {
-		f.problem.set(fmt.Sprintf("the source directory %s: %v", f.shownDir(), err))
+		f.health.Set(fmt.Sprintf("the source directory %s: %v", f.shownDir(), err))
 		return nil
 	}
 	defer root.Close()
 	// Stat first: opening a FIFO would block until a writer comes.
 	info, err := root.Stat(f.rel)
 	if err == nil && !info.Mode().IsRegular() {
-		f.problem.set(fmt.Sprintf("%q in the source directory %s is not a regular file (%s): a file source reads a file", f.rel, f.shownDir(), info.Mode().Type()))
+		f.health.Set(fmt.Sprintf("%q in the source directory %s is not a regular file (%s): a file source reads a file", f.rel, f.shownDir(), info.Mode().Type()))
 		return nil
 	}
 	var file *os.File
@@ -126,11 +132,11 @@ func (f *fileInput) open() *os.File {
 	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			f.problem.set(fmt.Sprintf("file %q does not exist (yet) in the source directory %s", f.rel, f.shownDir()))
+			f.health.Set(fmt.Sprintf("file %q does not exist (yet) in the source directory %s", f.rel, f.shownDir()))
 		} else if strings.Contains(err.Error(), "path escapes from parent") { // os.Root's error
-			f.problem.set(fmt.Sprintf("%q leads out of the source directory %s (through a symbolic link): a file source reads only inside it", f.rel, f.shownDir()))
+			f.health.Set(fmt.Sprintf("%q leads out of the source directory %s (through a symbolic link): a file source reads only inside it", f.rel, f.shownDir()))
 		} else {
-			f.problem.set(fmt.Sprintf("file %q: %v", f.rel, err))
+			f.health.Set(fmt.Sprintf("file %q: %v", f.rel, err))
 		}
 		return nil
 	}
@@ -138,7 +144,7 @@ func (f *fileInput) open() *os.File {
 }
 
 // renamed says whether the name now gives another file than the open one (or none).
-func (f *fileInput) renamed() bool {
+func (f *Input) renamed() bool {
 	root, err := os.OpenRoot(f.dir)
 	if err != nil {
 		return false
@@ -152,9 +158,9 @@ func (f *fileInput) renamed() bool {
 	return err == nil && !os.SameFile(open, now)
 }
 
-// poll reads the complete lines written since the last poll. reset: the position went back
+// Poll reads the complete lines written since the last poll. reset: the position went back
 // to the start of the file (a truncation, another file under the name) without events.
-func (f *fileInput) poll() ([]inputEvent, bool) {
+func (f *Input) Poll() ([]connector.Event, bool) {
 	reset := false
 	if f.file == nil {
 		if f.file = f.open(); f.file == nil {
@@ -164,7 +170,7 @@ func (f *fileInput) poll() ([]inputEvent, bool) {
 	}
 	info, err := f.file.Stat()
 	if err != nil {
-		f.problem.set(fmt.Sprintf("file %q: %v", f.rel, err))
+		f.health.Set(fmt.Sprintf("file %q: %v", f.rel, err))
 		return nil, false
 	}
 	if f.fileID == nil {
@@ -186,11 +192,11 @@ func (f *fileInput) poll() ([]inputEvent, bool) {
 	}
 	if !f.counted {
 		if err := f.countLines(); err != nil {
-			f.problem.set(fmt.Sprintf("file %q: %v", f.rel, err))
+			f.health.Set(fmt.Sprintf("file %q: %v", f.rel, err))
 			return nil, reset
 		}
 	}
-	f.problem.set("")
+	f.health.Set("")
 	events, ok := f.read(false)
 	if !ok || len(events) > 0 || !f.renamed() {
 		return events, reset
@@ -203,7 +209,7 @@ func (f *fileInput) poll() ([]inputEvent, bool) {
 	_ = f.file.Close()
 	f.file = nil
 	if len(events) > 0 {
-		events[len(events)-1].restart = true
+		events[len(events)-1].Restart = true
 	} else {
 		f.rewind()
 		reset = true
@@ -212,13 +218,13 @@ func (f *fileInput) poll() ([]inputEvent, bool) {
 }
 
 // rewind moves the positions to the start of the file.
-func (f *fileInput) rewind() {
+func (f *Input) rewind() {
 	f.pos, f.line, f.readPos, f.readLn, f.counted = 0, 0, 0, 0, true
 }
 
 // read returns the lines from readPos to the file's last '\n' (to its end when final). ok is
 // false when the file cannot be read (the problem is set).
-func (f *fileInput) read(final bool) ([]inputEvent, bool) {
+func (f *Input) read(final bool) ([]connector.Event, bool) {
 	if f.readPos >= f.size && !final {
 		return nil, true
 	}
@@ -231,7 +237,7 @@ func (f *fileInput) read(final bool) ([]inputEvent, bool) {
 	for {
 		n, err := f.file.ReadAt(f.buf, f.readPos)
 		if err != nil && err != io.EOF {
-			f.problem.set(fmt.Sprintf("file %q: %v", f.rel, err))
+			f.health.Set(fmt.Sprintf("file %q: %v", f.rel, err))
 			return nil, false
 		}
 		chunk = f.buf[:n]
@@ -244,7 +250,7 @@ func (f *fileInput) read(final bool) ([]inputEvent, bool) {
 		}
 		// One line fills the buffer: grow it to read the whole line.
 		if len(f.buf) >= maxFileLine {
-			f.problem.set(fmt.Sprintf("file %q: line %d is longer than %d bytes; the source cannot go past it", f.rel, f.readLn+1, maxFileLine))
+			f.health.Set(fmt.Sprintf("file %q: line %d is longer than %d bytes; the source cannot go past it", f.rel, f.readLn+1, maxFileLine))
 			return nil, false
 		}
 		f.buf = make([]byte, 2*len(f.buf))
@@ -256,7 +262,7 @@ func (f *fileInput) read(final bool) ([]inputEvent, bool) {
 		return nil, true // the line is not complete yet
 	}
 	chunk = bytes.Clone(chunk[:end+1]) // the events keep their payloads; f.buf is reused
-	var out []inputEvent
+	var out []connector.Event
 	off := f.readPos
 	for len(chunk) > 0 {
 		i := bytes.IndexByte(chunk, '\n')
@@ -265,18 +271,18 @@ func (f *fileInput) read(final bool) ([]inputEvent, bool) {
 		f.readLn++
 		chunk = chunk[i+1:]
 		// Blank: nothing to push, but the position moves past it.
-		out = append(out, inputEvent{payload: line, skip: len(bytes.TrimSpace(line)) == 0, line: f.readLn, offset: off})
+		out = append(out, connector.Event{Payload: line, Skip: len(bytes.TrimSpace(line)) == 0, Line: f.readLn, Offset: off})
 	}
 	if synthetic {
 		off--
-		out[len(out)-1].offset = off
+		out[len(out)-1].Offset = off
 	}
 	f.readPos = off
 	return out, true
 }
 
 // countLines sets f.line to the number of lines before f.pos.
-func (f *fileInput) countLines() error {
+func (f *Input) countLines() error {
 	r := io.NewSectionReader(f.file, 0, f.pos)
 	buf := make([]byte, 64<<10)
 	var n int64
@@ -295,32 +301,34 @@ func (f *fileInput) countLines() error {
 }
 
 // shownDir is the source directory as messages show it: absolute when it can be.
-func (f *fileInput) shownDir() string {
+func (f *Input) shownDir() string {
 	if abs, err := filepath.Abs(f.dir); err == nil {
 		return abs
 	}
 	return f.dir
 }
 
-func (f *fileInput) pendingPartitions() ([]int32, bool) { return nil, false }
+func (f *Input) PendingPartitions() ([]int32, bool) { return nil, false }
 
-// idleClock: poll read every complete line the file had, so the file is caught up now.
-func (f *fileInput) idleClock(now time.Time) (time.Time, bool) { return now, true }
+// IdleClock: poll read every complete line the file had, so the file is caught up now.
+func (f *Input) IdleClock(now time.Time) (time.Time, bool) { return now, true }
 
-// advance moves the position past ev; after the last line of a file another one replaced,
+// Advance moves the position past ev; after the last line of a file another one replaced,
 // to the start of the new file.
-func (f *fileInput) advance(ev inputEvent) {
-	f.pos, f.line = ev.offset, ev.line
-	if ev.restart {
+func (f *Input) Advance(ev connector.Event) {
+	f.pos, f.line = ev.Offset, ev.Line
+	if ev.Restart {
 		f.rewind()
 	}
 }
 
-func (f *fileInput) positions() []store.SourcePosition {
-	return []store.SourcePosition{{Source: f.source, Partition: 0, Offset: f.pos}}
+func (f *Input) Positions() []connector.Position {
+	return []connector.Position{{Partition: 0, Offset: f.pos}}
 }
 
-// status counts bytes: known is the file's size, processed the position.
-func (f *fileInput) status() inputStatus {
-	return inputStatus{known: max(f.size, f.pos), processed: f.pos, err: f.problem.get()}
+// Status counts bytes: known is the file's size, processed the position.
+func (f *Input) Status() connector.Status {
+	return connector.Status{Known: max(f.size, f.pos), Processed: f.pos, Err: f.health.Get()}
 }
+
+var _ connector.Input = (*Input)(nil)

@@ -1,6 +1,6 @@
 //go:build unix
 
-package deploy
+package file
 
 import (
 	"encoding/binary"

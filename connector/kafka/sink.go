@@ -1,22 +1,21 @@
-package deploy
+package kafka
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
+	"math"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/scenario-server/scenario-server/connector"
 	"github.com/scenario-server/scenario-server/engine"
-	"github.com/scenario-server/scenario-server/nodes"
-	"github.com/scenario-server/scenario-server/scenario"
-	"github.com/scenario-server/scenario-server/schemaregistry"
+	snapshot "github.com/scenario-server/scenario-server/slices"
 	"github.com/scenario-server/scenario-server/value"
 )
 
@@ -33,22 +32,22 @@ const kafkaTransactionTimeout = time.Minute
 // deployment (and its stop) for ever.
 const kafkaPrepareTimeout = 30 * time.Second
 
-// kafkaSink is a deployment's Kafka sink: exactly-once, by a two-phase commit of each
+// Output is a deployment's Kafka sink: exactly-once, by a two-phase commit of each
 // checkpoint between Kafka and the store, as Flink's two-phase commit sink does.
 //
-//   - Between two checkpoints the records are buffered (pending), bounded with the collect
-//     results by maxPendingResults.
-//   - Phase 1 (prepare, before the store commit): the records go into one Kafka transaction,
+//   - Between two checkpoints the records are buffered (Write, Pending).
+//   - Phase 1 (Prepare, before the store commit): the records go into one Kafka transaction,
 //     produced and acknowledged but not committed; read_committed consumers do not see them
-//     yet. The transaction (transactional id, producer id and epoch) is recorded in the
-//     checkpoint's state.
-//   - The store commits the checkpoint. When it fails, the transaction is aborted and the
-//     records stay pending: they are produced again in the next checkpoint's transaction.
-//   - Phase 2 (commit, after the store commit): the Kafka transaction is committed. When that
+//     yet. The transaction (transactional id, producer id and epoch) is the state the
+//     checkpoint records.
+//   - The store commits the checkpoint. When it fails (Abort), the transaction is aborted and
+//     the records stay pending: they are produced again in the next checkpoint's transaction.
+//   - Phase 2 (Commit, after the store commit): the Kafka transaction is committed. When that
 //     fails, the transaction is committed from its record (EndTxn with the recorded producer
 //     id and epoch) before the next transaction begins, and the next checkpoint waits for it.
 //   - After a crash, or in a new deployment of the scenario, the transactions the restored
-//     checkpoint records are committed that way first; then the sink's producers are
+//     checkpoint records (Restore: this sink's, and those of Kafka sinks the version no
+//     longer has) are committed that way first; then the sink's producers are
 //     initialised, which fences the producers of the previous run (their commits are refused)
 //     and aborts what they left open (a checkpoint the store never committed).
 //
@@ -60,14 +59,15 @@ const kafkaPrepareTimeout = 30 * time.Second
 // sink: a restart or a redeploy fences the producers of the one before.
 //
 // Only the deployment's goroutine uses it.
-type kafkaSink struct {
+type Output struct {
 	id, topic string
 	// encoded: the engine hands the values encoded for the schema registry, as strings of
 	// their bytes (engine.Options.EncodeKafkaValue).
 	encoded bool
 	txnIDs  [2]string
-	conn    kafkaConn
+	conn    *Conn
 	log     *slog.Logger
+	enc     value.JSONEncoder
 
 	pending []*kgo.Record
 	// restored are the transactions of the checkpoint the deployment restored, committed
@@ -83,17 +83,20 @@ type kafkaSink struct {
 	control   *kgo.Client
 }
 
-// kafkaTxn is a Kafka transaction a checkpoint records.
+// kafkaTxn is a Kafka transaction a checkpoint records (TxnState).
 type kafkaTxn struct {
-	sink          string
 	transactional string
 	producerID    int64
 	epoch         int16
 	slot          int
 }
 
-func newKafkaSink(id, topic, scenario string, conn kafkaConn, clientID string, log *slog.Logger) *kafkaSink {
-	k := &kafkaSink{id: id, topic: topic, conn: conn, log: log.With("sink", id, "topic", topic)}
+// NewOutput returns the Output of Kafka sink node id of scenario, writing to topic through
+// conn. encoded: the engine hands the values encoded for the schema registry, as strings of
+// their bytes (engine.Options.EncodeKafkaValue).
+func NewOutput(id, topic, scenario string, encoded bool, conn *Conn, log *slog.Logger) *Output {
+	clientID := conn.clientID
+	k := &Output{id: id, topic: topic, encoded: encoded, conn: conn, log: log.With("sink", id, "topic", topic)}
 	for i := range k.txnIDs {
 		k.txnIDs[i] = fmt.Sprintf("%s.%s.%s.%d", clientID, scenario, id, i)
 	}
@@ -101,7 +104,7 @@ func newKafkaSink(id, topic, scenario string, conn kafkaConn, clientID string, l
 }
 
 // add buffers the record of one event: v is the engine's {key, value, headers} record.
-func (k *kafkaSink) add(enc *value.JSONEncoder, v value.Value) {
+func (k *Output) add(enc *value.JSONEncoder, v value.Value) {
 	rec := &kgo.Record{Topic: k.topic}
 	r := v.Record()
 	if r == nil { // not from a Kafka sink node: the value alone
@@ -142,7 +145,7 @@ func kafkaBytes(enc *value.JSONEncoder, v value.Value) []byte {
 // one whose commit failed), then produces the pending records in a new transaction and
 // returns it (none without records). On an error the transaction is aborted and the records
 // stay pending.
-func (k *kafkaSink) prepare(ctx context.Context) (*kafkaTxn, error) {
+func (k *Output) prepare(ctx context.Context) (*kafkaTxn, error) {
 	if len(k.pending) == 0 && len(k.restored) == 0 && len(k.unsettled) == 0 {
 		// Nothing to write or to settle: the checkpoint does not need the brokers (a deploy
 		// is not held up by them; the producers are initialised with the first records).
@@ -177,7 +180,7 @@ func (k *kafkaSink) prepare(ctx context.Context) (*kafkaTxn, error) {
 		var pid int64
 		var epoch int16
 		pid, epoch, err = cl.ProducerID(ctx)
-		txn = &kafkaTxn{sink: k.id, transactional: k.txnIDs[k.slot], producerID: pid, epoch: epoch, slot: k.slot}
+		txn = &kafkaTxn{transactional: k.txnIDs[k.slot], producerID: pid, epoch: epoch, slot: k.slot}
 	}
 	if err != nil {
 		k.abortOn(parent, k.slot)
@@ -190,7 +193,7 @@ func (k *kafkaSink) prepare(ctx context.Context) (*kafkaTxn, error) {
 // committed is phase 2, once the store committed the checkpoint: the records are the
 // transaction's now, which is committed in Kafka. A commit that fails is retried from the
 // record before the next transaction begins.
-func (k *kafkaSink) committed(ctx context.Context) {
+func (k *Output) committed(ctx context.Context) {
 	if k.prepared == nil {
 		return
 	}
@@ -212,7 +215,7 @@ func (k *kafkaSink) committed(ctx context.Context) {
 
 // aborted is the other end of phase 2: the store did not commit the checkpoint. The
 // transaction is aborted; its records stay pending for the next checkpoint.
-func (k *kafkaSink) aborted(ctx context.Context) {
+func (k *Output) aborted(ctx context.Context) {
 	if k.prepared == nil {
 		return
 	}
@@ -223,7 +226,7 @@ func (k *kafkaSink) aborted(ctx context.Context) {
 
 // abortOn aborts the open transaction of producer slot; a producer that cannot is dropped (the
 // next one, initialised with the same transactional id, aborts it).
-func (k *kafkaSink) abortOn(ctx context.Context, slot int) {
+func (k *Output) abortOn(ctx context.Context, slot int) {
 	cl := k.producers[slot]
 	if cl == nil {
 		return
@@ -241,7 +244,7 @@ func (k *kafkaSink) abortOn(ctx context.Context, slot int) {
 // both producers: that fences the previous run's producers and aborts what they left open.
 // (A zombie that could commit before then has lost the deployment's lease: its store commit
 // fails, so it aborts its transaction.)
-func (k *kafkaSink) settle(ctx context.Context) error {
+func (k *Output) settle(ctx context.Context) error {
 	for len(k.restored) > 0 || len(k.unsettled) > 0 {
 		var txn kafkaTxn
 		if len(k.restored) > 0 {
@@ -275,9 +278,9 @@ func (k *kafkaSink) settle(ctx context.Context) error {
 // KIP-890 a retry of the commit), or aborted (the transaction timeout passed: its records
 // are lost, logged as an error), or fenced (a newer producer took the id); only failures to
 // reach the coordinator are returned, to try again.
-func (k *kafkaSink) commitRecorded(ctx context.Context, txn kafkaTxn) error {
+func (k *Output) commitRecorded(ctx context.Context, txn kafkaTxn) error {
 	if k.control == nil {
-		cl, err := k.conn.client(kgo.RetryTimeout(kafkaRequestTimeout))
+		cl, err := k.conn.Client(kgo.RetryTimeout(kafkaRequestTimeout))
 		if err != nil {
 			return k.failed("connecting", err)
 		}
@@ -306,13 +309,13 @@ func (k *kafkaSink) commitRecorded(ctx context.Context, txn kafkaTxn) error {
 
 // producer returns the transactional client of slot, initialised (its producer id loaded,
 // which fences the id's earlier producers).
-func (k *kafkaSink) producer(ctx context.Context, slot int) (*kgo.Client, error) {
+func (k *Output) producer(ctx context.Context, slot int) (*kgo.Client, error) {
 	if cl := k.producers[slot]; cl != nil {
 		return cl, nil
 	}
 	// Requests are retried for kafkaRequestTimeout, not kgo's 30 s: a refused login shows
 	// as such in the checkpoint error (not as the checkpoint's timeout), and soon.
-	cl, err := k.conn.client(kgo.TransactionalID(k.txnIDs[slot]), kgo.TransactionTimeout(kafkaTransactionTimeout),
+	cl, err := k.conn.Client(kgo.TransactionalID(k.txnIDs[slot]), kgo.TransactionTimeout(kafkaTransactionTimeout),
 		kgo.DefaultProduceTopic(k.topic), kgo.RetryTimeout(kafkaRequestTimeout))
 	if err != nil {
 		return nil, k.failed("creating the producer", err)
@@ -326,18 +329,18 @@ func (k *kafkaSink) producer(ctx context.Context, slot int) (*kgo.Client, error)
 }
 
 // reset drops the producer of slot after a failure.
-func (k *kafkaSink) reset(slot int) {
+func (k *Output) reset(slot int) {
 	if cl := k.producers[slot]; cl != nil {
 		cl.Close()
 		k.producers[slot] = nil
 	}
 }
 
-func (k *kafkaSink) failed(what string, err error) error {
+func (k *Output) failed(what string, err error) error {
 	return fmt.Errorf("kafka sink %q (topic %q): %s: %w", k.id, k.topic, what, k.conn.explain(err))
 }
 
-func (k *kafkaSink) close() {
+func (k *Output) close() {
 	for slot := range k.producers {
 		k.reset(slot)
 	}
@@ -347,95 +350,77 @@ func (k *kafkaSink) close() {
 	}
 }
 
-// The sinks' side of the two-phase commit (see kafkaSink), in the order the checkpoint calls
-// them: prepareKafka before the store commit, then kafkaCommitted or kafkaAborted.
+var _ connector.Output = (*Output)(nil)
 
-// prepareKafka runs phase 1 on every Kafka sink and returns the transactions the checkpoint
-// records. On an error the sinks' open transactions are aborted.
-func (s *sinks) prepareKafka(ctx context.Context) ([]kafkaTxn, error) {
-	var txns []kafkaTxn
-	for _, id := range slices.Sorted(maps.Keys(s.kafka)) {
-		txn, err := s.kafka[id].prepare(ctx)
-		if err != nil {
-			s.kafkaAborted(ctx)
-			return nil, err
-		}
-		if txn != nil {
-			txns = append(txns, *txn)
-		}
-	}
-	return txns, nil
+// TxnState is the state a checkpoint records for a Kafka transaction: the transactional id,
+// the producer id and epoch, and the producer slot (0 or 1), in the snapshots' codec.
+func TxnState(transactional string, producerID int64, epoch int16, slot int) []byte {
+	b := snapshot.AppendBytes(nil, []byte(transactional))
+	b = binary.AppendVarint(b, producerID)
+	b = binary.AppendVarint(b, int64(epoch))
+	return binary.AppendUvarint(b, uint64(slot))
 }
 
-func (s *sinks) kafkaCommitted(ctx context.Context) {
-	for _, k := range s.kafka {
-		k.committed(ctx)
+func decodeTxn(b []byte) (kafkaTxn, error) {
+	r := snapshot.NewReader(b)
+	txn := kafkaTxn{transactional: string(r.Bytes()), producerID: r.Varint()}
+	epoch := r.Varint()
+	if r.Err() == nil && (epoch < math.MinInt16 || epoch > math.MaxInt16) {
+		r.Fail("producer epoch %d", epoch)
 	}
+	txn.epoch = int16(epoch)
+	if r.Bool() {
+		txn.slot = 1
+	}
+	if r.Err() == nil && len(r.Rest()) != 0 {
+		r.Fail("%d bytes after the transaction", len(r.Rest()))
+	}
+	if r.Err() != nil {
+		return kafkaTxn{}, fmt.Errorf("the checkpoint's Kafka transaction does not decode: %w", r.Err())
+	}
+	return txn, nil
 }
 
-func (s *sinks) kafkaAborted(ctx context.Context) {
-	for _, k := range s.kafka {
-		k.aborted(ctx)
-	}
-}
-
-// restoreKafka hands each Kafka sink the transactions of the checkpoint restored, to commit
-// before it writes.
-func (s *sinks) restoreKafka(txns []kafkaTxn) {
-	for _, txn := range txns {
-		if k := s.kafka[txn.sink]; k != nil {
-			k.restored = append(k.restored, txn)
-			k.slot = 1 - txn.slot
+// Restore takes the transactions of the checkpoint restored (this sink's state, and others:
+// those of Kafka sinks the version no longer has), to commit before the sink writes; the
+// next transaction uses the other producer than the checkpoint's.
+func (k *Output) Restore(_ context.Context, state []byte, others [][]byte) error {
+	for i, b := range append([][]byte{state}, others...) {
+		if b == nil {
 			continue
 		}
-		// A sink the new version no longer has: its last transaction is committed all the
-		// same, by another Kafka sink (with none, it is left to the brokers' timeout).
-		for _, id := range slices.Sorted(maps.Keys(s.kafka)) {
-			s.kafka[id].restored = append(s.kafka[id].restored, txn)
-			break
+		txn, err := decodeTxn(b)
+		if err != nil {
+			return fmt.Errorf("kafka sink %q: %w", k.id, err)
+		}
+		k.restored = append(k.restored, txn)
+		if i == 0 {
+			k.slot = 1 - txn.slot
 		}
 	}
-}
-
-func (s *sinks) closeKafka() {
-	for _, k := range s.kafka {
-		k.close()
-	}
-}
-
-// kafkaPending counts the records the Kafka sinks hold for the next checkpoint.
-func (s *sinks) kafkaPending() int {
-	n := 0
-	for _, k := range s.kafka {
-		n += len(k.pending)
-	}
-	return n
-}
-
-// openKafkaSink is the Kafka sink's connector: it adds sink node id to s; the problem when the server has no
-// brokers to write to.
-func openKafkaSink(r *Runtime, s *sinks, id string, p *nodes.Plan, _ map[string]string, scenarioName string) *scenario.Problem {
-	if len(r.cfg.KafkaBrokers) == 0 {
-		return &scenario.Problem{NodeID: id, Field: "ref.typ", Code: "kafka-not-configured",
-			Message: "the server has no Kafka brokers to write to: start it with --kafka-brokers host:port (env SCENARIO_SERVER_KAFKA_BROKERS)"}
-	}
-	plan := p.Typed.(*nodes.SinkPlan)
-	if plan.ValueSubject != "" && r.schemas == nil {
-		return &scenario.Problem{NodeID: id, Field: "valueSubject", Code: "schema-registry-not-configured",
-			Message: "the server has no schema registry to encode values with: start it with --kafka-schema-registry URL (env SCENARIO_SERVER_KAFKA_SCHEMA_REGISTRY)"}
-	}
-	k := newKafkaSink(id, plan.Topic, scenarioName, r.kafka, r.cfg.Kafka.clientID(), r.log.With("scenario", scenarioName))
-	k.encoded = plan.ValueSubject != ""
-	s.kafka[id], s.writers[id] = k, k
 	return nil
 }
 
-// encodeKafkaValue encodes a Kafka sink's value against the latest schema of subject in the
-// schema registry (engine.Options.EncodeKafkaValue).
-func (r *Runtime) encodeKafkaValue(subject string, v value.Value) ([]byte, error) {
-	// Not the runtime's context: a shutdown must not make the values of its last events
-	// errors.
-	ctx, cancel := context.WithTimeout(context.Background(), schemaregistry.Timeout)
-	defer cancel()
-	return r.schemas.Encode(ctx, subject, value.AppendJSON(nil, v))
+// Write buffers the record of one event: v is the engine's {key, value, headers} record.
+func (k *Output) Write(v value.Value) { k.add(&k.enc, v) }
+
+// Pending is the number of records buffered for the next checkpoint.
+func (k *Output) Pending() int { return len(k.pending) }
+
+// Prepare is phase 1 (prepare); its state is the transaction (TxnState), nil without one.
+func (k *Output) Prepare(ctx context.Context) ([]byte, error) {
+	txn, err := k.prepare(ctx)
+	if err != nil || txn == nil {
+		return nil, err
+	}
+	return TxnState(txn.transactional, txn.producerID, txn.epoch, txn.slot), nil
 }
+
+// Commit is phase 2 (committed).
+func (k *Output) Commit(ctx context.Context) { k.committed(ctx) }
+
+// Abort aborts the checkpoint's transaction (aborted).
+func (k *Output) Abort(ctx context.Context) { k.aborted(ctx) }
+
+// Close closes the producers.
+func (k *Output) Close() { k.close() }

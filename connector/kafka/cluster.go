@@ -1,16 +1,21 @@
-package deploy
+package kafka
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/scenario-server/scenario-server/schemaregistry"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
@@ -18,23 +23,23 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
-// DefaultKafkaClientID is the client id the server gives the brokers when
-// KafkaCluster.ClientID is empty.
-const DefaultKafkaClientID = "scenario-server"
+// DefaultClientID is the client id the server gives the brokers when Cluster.ClientID is
+// empty.
+const DefaultClientID = "scenario-server"
 
-// The SASL mechanisms of KafkaCluster.SASLMechanism.
+// The SASL mechanisms of Cluster.SASLMechanism.
 const (
 	SASLPlain       = "PLAIN"
 	SASLScramSHA256 = "SCRAM-SHA-256"
 	SASLScramSHA512 = "SCRAM-SHA-512"
 )
 
-// KafkaCluster is how the server connects to the Kafka brokers of Config.KafkaBrokers, beyond
-// their addresses: the client id, TLS and SASL. The zero value is plaintext without
-// authentication, as client id DefaultKafkaClientID.
-type KafkaCluster struct {
+// Cluster is how the server connects to the Kafka brokers, beyond their addresses: the
+// client id, TLS and SASL. The zero value is plaintext without authentication, as client id
+// DefaultClientID.
+type Cluster struct {
 	// ClientID names the server to the brokers (their request logs, quotas); empty:
-	// DefaultKafkaClientID.
+	// DefaultClientID.
 	ClientID string
 	// TLS connects to the brokers over TLS, checking their certificates against CAFile (or
 	// the system's roots when it is empty). CAFile, CertFile and KeyFile imply it.
@@ -57,7 +62,7 @@ type KafkaCluster struct {
 }
 
 // LogValue shows the settings without the password.
-func (k KafkaCluster) LogValue() slog.Value {
+func (k Cluster) LogValue() slog.Value {
 	attrs := []slog.Attr{slog.String("client_id", k.clientID()), slog.Bool("tls", k.tlsOn())}
 	if k.SASLMechanism != "" {
 		attrs = append(attrs, slog.String("sasl", strings.ToUpper(k.SASLMechanism)), slog.String("sasl_user", k.SASLUser))
@@ -68,48 +73,51 @@ func (k KafkaCluster) LogValue() slog.Value {
 	return slog.GroupValue(attrs...)
 }
 
-func (k KafkaCluster) clientID() string {
+func (k Cluster) clientID() string {
 	if k.ClientID == "" {
-		return DefaultKafkaClientID
+		return DefaultClientID
 	}
 	return k.ClientID
 }
 
-func (k KafkaCluster) tlsOn() bool {
+func (k Cluster) tlsOn() bool {
 	return k.TLS || k.CAFile != "" || k.CertFile != "" || k.KeyFile != ""
 }
 
-// kafkaConn is what every Kafka client of the runtime is built from: the seed brokers and the
-// options of KafkaCluster (files read once, when the runtime is built).
-type kafkaConn struct {
-	brokers []string
-	opts    []kgo.Opt
+// Conn is what every Kafka client of a runtime is built from: the seed brokers and the
+// options of a Cluster (files read once, by NewConn). Its methods are safe for concurrent
+// use.
+type Conn struct {
+	brokers  []string
+	clientID string
+	opts     []kgo.Opt
 	// sasl describes the SASL login, for the error a refused login gives ("" without SASL).
 	sasl string
 }
 
-// newKafkaConn checks the brokers and the cluster settings and reads the TLS files. Its
-// errors name the setting at fault and never hold the password.
-func newKafkaConn(brokers []string, k KafkaCluster, log *slog.Logger) (kafkaConn, error) {
+// NewConn checks the brokers ("host:port"; none is allowed: Kafka sources and sinks then do
+// not deploy) and the cluster settings, and reads the TLS files. Its errors name the setting
+// at fault and never hold the password. log, when set, warns of a password sent in clear.
+func NewConn(brokers []string, k Cluster, log *slog.Logger) (*Conn, error) {
 	if err := checkBrokers(brokers); err != nil {
-		return kafkaConn{}, err
+		return nil, err
 	}
-	c := kafkaConn{brokers: brokers, opts: []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ClientID(k.clientID())}}
+	c := &Conn{brokers: brokers, clientID: k.clientID(), opts: []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ClientID(k.clientID())}}
 	if k.tlsOn() {
 		cfg, err := k.tlsConfig()
 		if err != nil {
-			return kafkaConn{}, err
+			return nil, err
 		}
 		c.opts = append(c.opts, kgo.DialTLSConfig(cfg))
 	}
 	if k.SASLMechanism == "" {
 		if k.SASLUser != "" || k.SASLPassword != "" {
-			return kafkaConn{}, errors.New("Kafka SASL: a user or password is set but no mechanism (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)")
+			return nil, errors.New("Kafka SASL: a user or password is set but no mechanism (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)")
 		}
 		return c, nil
 	}
 	if k.SASLUser == "" || k.SASLPassword == "" {
-		return kafkaConn{}, fmt.Errorf("Kafka SASL %s needs both a user and a password", k.SASLMechanism)
+		return nil, fmt.Errorf("Kafka SASL %s needs both a user and a password", k.SASLMechanism)
 	}
 	var m sasl.Mechanism
 	switch mech := strings.ToUpper(k.SASLMechanism); mech {
@@ -123,7 +131,7 @@ func newKafkaConn(brokers []string, k KafkaCluster, log *slog.Logger) (kafkaConn
 	case SASLScramSHA512:
 		m = scram.Auth{User: k.SASLUser, Pass: k.SASLPassword}.AsSha512Mechanism()
 	default:
-		return kafkaConn{}, fmt.Errorf("Kafka SASL mechanism %q: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", k.SASLMechanism)
+		return nil, fmt.Errorf("Kafka SASL mechanism %q: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", k.SASLMechanism)
 	}
 	c.opts = append(c.opts, kgo.SASL(m))
 	c.sasl = fmt.Sprintf("SASL %s as user %q", m.Name(), k.SASLUser)
@@ -131,7 +139,7 @@ func newKafkaConn(brokers []string, k KafkaCluster, log *slog.Logger) (kafkaConn
 }
 
 // tlsConfig reads the CA and the client certificate.
-func (k KafkaCluster) tlsConfig() (*tls.Config, error) {
+func (k Cluster) tlsConfig() (*tls.Config, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if k.CAFile != "" {
 		pem, err := os.ReadFile(k.CAFile)
@@ -157,13 +165,68 @@ func (k KafkaCluster) tlsConfig() (*tls.Config, error) {
 	return cfg, nil
 }
 
-// client is a new client of the cluster with the options extra added.
-func (c kafkaConn) client(extra ...kgo.Opt) (*kgo.Client, error) {
+// Configured reports whether the server has brokers.
+func (c *Conn) Configured() bool { return len(c.brokers) > 0 }
+
+// checkBrokers returns an error for a broker address that is not host:port.
+func checkBrokers(brokers []string) error {
+	for _, b := range brokers {
+		host, port, err := net.SplitHostPort(b)
+		if err == nil {
+			var n int
+			n, err = strconv.Atoi(port)
+			if err == nil && (n <= 0 || n > 65535 || host == "") {
+				err = errors.New("no host, or a port out of range")
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("Kafka broker %q is not host:port: %w", b, err)
+		}
+	}
+	return nil
+}
+
+// ErrNotConfigured is Topics' error when there are no brokers.
+var ErrNotConfigured = errors.New("the server has no Kafka brokers (--kafka-brokers)")
+
+// Topics lists the topics of the brokers, sorted by name. Internal topics (the brokers' own,
+// and any whose name starts with "__") are left out. It waits for the brokers until ctx
+// ends: the caller gives it a deadline. Errors: ErrNotConfigured without brokers; otherwise
+// the brokers' or ctx's error, with a refused login or an untrusted certificate explained.
+func (c *Conn) Topics(ctx context.Context) ([]string, error) {
+	if !c.Configured() {
+		return nil, ErrNotConfigured
+	}
+	cl, err := c.Client()
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	details, err := kadm.NewClient(cl).ListTopics(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing the Kafka topics: %w", c.explain(err))
+	}
+	names := make([]string, 0, len(details))
+	for name, d := range details {
+		if !d.IsInternal && !strings.HasPrefix(name, "__") {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// Options are the client options of the connection: the seed brokers, client id, TLS and
+// SASL (a copy).
+func (c *Conn) Options() []kgo.Opt { return append([]kgo.Opt(nil), c.opts...) }
+
+// Client is a new client of the cluster with the options extra added; the caller closes it.
+func (c *Conn) Client(extra ...kgo.Opt) (*kgo.Client, error) {
 	return kgo.NewClient(append(append([]kgo.Opt(nil), c.opts...), extra...)...)
 }
 
 // explain adds to err what a refused login or certificate means, for the live status.
-func (c kafkaConn) explain(err error) error {
+func (c *Conn) explain(err error) error {
 	if err == nil {
 		return nil
 	}

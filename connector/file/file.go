@@ -1,0 +1,64 @@
+// Package file is the file connector of deployments: file sources follow a file of JSON
+// lines inside the server's source directory (Input), file sinks append JSON lines to a file
+// inside its sink directory (Output). Source and Sink are the connectors package deploy
+// registers for the kinds "Source/file" and "Sink/file".
+package file
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/scenario-server/scenario-server/connector"
+	"github.com/scenario-server/scenario-server/nodes"
+	"github.com/scenario-server/scenario-server/scenario"
+)
+
+// Source is the connector of file sources reading inside dir ("": the working directory):
+// the plan's path must be a relative path staying inside it. A file source replays a bounded
+// file in `run`; deployed, it follows the file.
+func Source(dir string) *connector.Source {
+	return &connector.Source{
+		Identity: "path", IdentityValue: filepath.Clean, // "./a" and "a" are one file
+		LineNumbers: true,
+		PollEvery:   PollInterval,
+		Open: func(env connector.Env, id string, p *nodes.Plan) (connector.Input, *scenario.Problem) {
+			rel := p.Typed.(*nodes.SourcePlan).Path
+			if prob := nonLocalPath(id, rel, "source reads inside the server's source directory"); prob != nil {
+				return nil, prob
+			}
+			return NewInput(id, dir, rel, env.Logger), nil
+		},
+	}
+}
+
+// Sink is the connector of file sinks writing inside dir ("": the working directory): the
+// plan's path must be a relative path staying inside it, and not a directory. Two sinks
+// writing one file are refused (connector.Sink.Exclusive).
+func Sink(dir string) *connector.Sink {
+	return &connector.Sink{
+		Exclusive: "path", ExclusiveValue: filepath.Clean, ExclusiveNoun: "file",
+		Open: func(_ connector.Env, id string, p *nodes.Plan) (connector.Output, *scenario.Problem) {
+			rel := p.Typed.(*nodes.SinkPlan).Path
+			if prob := nonLocalPath(id, rel, "sink writes inside the server's sink directory"); prob != nil {
+				return nil, prob
+			}
+			out := NewOutput(id, dir, rel)
+			if info, err := os.Stat(out.path); err == nil && info.IsDir() {
+				return nil, &scenario.Problem{NodeID: id, Field: "path", Code: "invalid-path",
+					Message: fmt.Sprintf("%q is a directory of the server's sink directory: a file sink needs a file", rel)}
+			}
+			return out, nil
+		},
+	}
+}
+
+// nonLocalPath is the problem of a file source's or sink's path that is not a relative path
+// staying inside the server's directory for it (what says which); nil when it is.
+func nonLocalPath(id, rel, what string) *scenario.Problem {
+	if filepath.IsLocal(rel) && filepath.Clean(rel) != "." {
+		return nil
+	}
+	return &scenario.Problem{NodeID: id, Field: "path", Code: "invalid-path",
+		Message: fmt.Sprintf("a deployed file %s: %q must be a relative path to a file that stays inside it", what, rel)}
+}

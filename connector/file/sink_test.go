@@ -1,0 +1,100 @@
+package file
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/scenario-server/scenario-server/value"
+)
+
+// TestFileSinkStaysInsideDirectory: with real files and symbolic links, a file sink writes
+// and cuts back only files inside its directory. A link to a file outside, or a linked
+// directory leading outside, makes the write (and the restore after a crash) fail and leaves
+// the outside file as it was; a link that stays inside is followed.
+func TestFileSinkStaysInsideDirectory(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	target := filepath.Join(outside, "target.txt")
+	if err := os.WriteFile(target, []byte("keep\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []struct{ old, new string }{
+		{target, filepath.Join(dir, "link.txt")},
+		{outside, filepath.Join(dir, "sub")},
+		{"real.txt", filepath.Join(dir, "alias.txt")}, // relative: stays inside
+	} {
+		if err := os.Symlink(l.old, l.new); err != nil {
+			t.Skipf("symbolic links: %v", err)
+		}
+	}
+	outsideUnchanged := func(what string) {
+		t.Helper()
+		if b, err := os.ReadFile(target); err != nil || string(b) != "keep\n" {
+			t.Errorf("%s: the file outside holds %q, %v", what, b, err)
+		}
+		if _, err := os.Stat(filepath.Join(outside, "new.txt")); !os.IsNotExist(err) {
+			t.Errorf("%s: a file was created outside: %v", what, err)
+		}
+	}
+
+	ctx := t.Context()
+	link, sub, alias := NewOutput("link", dir, "link.txt"), NewOutput("sub", dir, "sub/new.txt"), NewOutput("alias", dir, "alias.txt")
+	for _, o := range []*Output{link, sub, alias} {
+		o.Write(value.Int(12345)) // the line "12345\n"
+	}
+	if _, err := link.Prepare(ctx); err == nil {
+		t.Error("writing through a link to a file outside: no error")
+	}
+	if _, err := sub.Prepare(ctx); err == nil {
+		t.Error("writing through a linked directory outside: no error")
+	}
+	outsideUnchanged("write")
+	if link.Pending() != 1 {
+		t.Errorf("the refused write dropped its line: %d pending", link.Pending())
+	}
+	state, err := alias.Prepare(ctx)
+	if err != nil {
+		t.Fatalf("writing through a link inside: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "real.txt")); err != nil || string(b) != "12345\n" {
+		t.Errorf("real.txt holds %q, %v", b, err)
+	}
+	if !bytes.Equal(state, SizeState(6)) || alias.Pending() != 0 {
+		t.Errorf("state after writing 6 bytes: %x, %d pending", state, alias.Pending())
+	}
+
+	// A restore after a crash would cut the file back to the checkpoint's size (0 here, "keep\n"
+	// is 5 bytes): refused outside, done inside.
+	if err := NewOutput("link", dir, "link.txt").Restore(ctx, SizeState(0), nil); err == nil {
+		t.Error("restoring through a link to a file outside: no error")
+	}
+	outsideUnchanged("restore")
+	if err := NewOutput("alias", dir, "alias.txt").Restore(ctx, SizeState(2), nil); err != nil {
+		t.Fatalf("restoring through a link inside: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "real.txt")); string(b) != "12" {
+		t.Errorf("real.txt cut back to %q, want %q", b, "12")
+	}
+}
+
+// TestFileSinkCreatesItsDirectories: a sink directory and subdirectories that do not exist yet
+// are created, inside the sink directory.
+func TestFileSinkCreatesItsDirectories(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sinks")
+	o := NewOutput("out", dir, "a/b/out.ndjson")
+	if err := o.Restore(t.Context(), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	o.Write(value.NewRecord(nil, nil)) // {}
+	state, err := o.Prepare(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "a", "b", "out.ndjson")); err != nil || string(b) != "{}\n" {
+		t.Errorf("out.ndjson holds %q, %v", b, err)
+	}
+	if !bytes.Equal(state, SizeState(3)) {
+		t.Errorf("state %x, want the size 3", state)
+	}
+}
