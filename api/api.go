@@ -28,6 +28,7 @@ import (
 
 	"github.com/scenario-server/scenario-server/auth"
 	"github.com/scenario-server/scenario-server/deploy"
+	"github.com/scenario-server/scenario-server/engine"
 	"github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/store"
 )
@@ -55,7 +56,7 @@ type Config struct {
 	// 413 with code body-too-large. 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 	// Nodes is the registry of node kinds that validation, suggestions and the palette use.
-	// Nil means nodes.Default().
+	// Nil means engine.Default(), the built-in kinds.
 	Nodes *nodes.Registry
 	// Metrics is the Prometheus registry served at /metrics, to which New adds the HTTP
 	// request metrics. Nil means a new registry with the Go runtime and process collectors.
@@ -130,7 +131,7 @@ func New(cfg Config) (*Handler, error) {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if cfg.Nodes == nil {
-		cfg.Nodes = nodes.Default()
+		cfg.Nodes = engine.Default()
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = prometheus.NewRegistry()

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/scenario-server/scenario-server/api"
+	"github.com/scenario-server/scenario-server/engine"
 	"github.com/scenario-server/scenario-server/expression"
 	"github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/scenario"
@@ -59,7 +60,7 @@ const upperCaseGraph = `{"nodes": [
 // palette lists it, validation reports its problems at its fields, a test run and a node
 // test run it.
 func TestRegisteredKind(t *testing.T) {
-	reg := nodes.Builtin()
+	reg := engine.Builtin()
 	if err := reg.Register(upperCaseKind()); err != nil {
 		t.Fatal(err)
 	}

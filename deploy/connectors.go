@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/scenario-server/scenario-server/engine"
 	"github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/value"
@@ -55,7 +56,7 @@ var inputConnectors = map[string]*inputConnector{
 				return nil, &scenario.Problem{NodeID: id, Field: "ref.typ", Code: "kafka-not-configured",
 					Message: "the server has no Kafka brokers to read from: start it with --kafka-brokers host:port (env SCENARIO_SERVER_KAFKA_BROKERS)"}
 			}
-			in := newKafkaInput(id, p.Typed.(*nodes.SourcePlan).Topic, r.kafka, r.log.With("scenario", scenarioName))
+			in := newKafkaInput(id, p.Typed.(*engine.SourcePlan).Topic, r.kafka, r.log.With("scenario", scenarioName))
 			in.schemas = r.schemas
 			return in, nil
 		},
@@ -66,7 +67,7 @@ var inputConnectors = map[string]*inputConnector{
 		mark:      func(p *pushing, line int64) { p.offset, p.line = -1, line },
 		pollEvery: filePollInterval,
 		open: func(r *Runtime, id string, p *nodes.Plan, scenarioName string) (input, *scenario.Problem) {
-			rel := p.Typed.(*nodes.SourcePlan).Path
+			rel := p.Typed.(*engine.SourcePlan).Path
 			if prob := nonLocalPath(id, rel, "source reads inside the server's source directory"); prob != nil {
 				return nil, prob
 			}
@@ -102,7 +103,7 @@ var outputConnectors = map[string]outputConnector{
 // openFileSink is the file sink's connector: a relative path inside the server's sink
 // directory, a file (not a directory), written by no other file sink of the version.
 func openFileSink(r *Runtime, s *sinks, id string, p *nodes.Plan, files map[string]string, _ string) *scenario.Problem {
-	rel := p.Typed.(*nodes.SinkPlan).Path
+	rel := p.Typed.(*engine.SinkPlan).Path
 	if prob := nonLocalPath(id, rel, "sink writes inside the server's sink directory"); prob != nil {
 		return prob
 	}
@@ -155,12 +156,12 @@ func (r *Runtime) openInput(d *deployment, id string, p *nodes.Plan, scenarioNam
 	if prob != nil {
 		return prob
 	}
-	sp := p.Typed.(*nodes.SourcePlan)
+	sp := p.Typed.(*engine.SourcePlan)
 	idle := sp.IdleTimeout
 	if !sp.Live {
 		// A file source has no idle timeout of its own; the deployment paces its idle
 		// steps with the default's.
-		idle = nodes.DefaultIdleTimeout
+		idle = engine.DefaultIdleTimeout
 	}
 	arrival := conn.arrivalTime && sp.Timestamp.Program == nil
 	d.addSource(id, p.Node.Subtype(), conn, in, arrival, idle)

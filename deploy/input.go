@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/scenario-server/scenario-server/nodes"
+	"github.com/scenario-server/scenario-server/engine"
 	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/store"
 )
@@ -143,7 +143,7 @@ func sourceIdentities(graph []byte) map[string]string {
 			for _, p := range n.Ref.Parameters {
 				var s string
 				_ = json.Unmarshal(p.Value, &s)
-				if nodes.ParamName(string(n.Type)+"/"+id, p.Name) == conn.identity {
+				if engine.ParamName(string(n.Type)+"/"+id, p.Name) == conn.identity {
 					id += "\x00" + conn.identityValue(s)
 				}
 			}

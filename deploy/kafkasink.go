@@ -419,7 +419,7 @@ func openKafkaSink(r *Runtime, s *sinks, id string, p *nodes.Plan, _ map[string]
 		return &scenario.Problem{NodeID: id, Field: "ref.typ", Code: "kafka-not-configured",
 			Message: "the server has no Kafka brokers to write to: start it with --kafka-brokers host:port (env SCENARIO_SERVER_KAFKA_BROKERS)"}
 	}
-	plan := p.Typed.(*nodes.SinkPlan)
+	plan := p.Typed.(*engine.SinkPlan)
 	if plan.ValueSubject != "" && r.schemas == nil {
 		return &scenario.Problem{NodeID: id, Field: "valueSubject", Code: "schema-registry-not-configured",
 			Message: "the server has no schema registry to encode values with: start it with --kafka-schema-registry URL (env SCENARIO_SERVER_KAFKA_SCHEMA_REGISTRY)"}

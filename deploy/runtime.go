@@ -184,7 +184,7 @@ type Runtime struct {
 	kafka kafkaConn // KafkaBrokers and Kafka, checked and read
 	// schemas is Kafka.SchemaRegistry's client (nil: no registry).
 	schemas *schemaregistry.Registry
-	// nodes validates the deployed versions: nodes.Default(), with the Kafka sources typed
+	// nodes validates the deployed versions: engine.Default(), with the Kafka sources typed
 	// from schemas when there is a registry.
 	nodes *nodes.Registry
 	// ctx bounds every store call of the deployments; cancelled when Shutdown ends (or gives up).
@@ -256,7 +256,7 @@ func New(cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("deploy: %w", err)
 	}
-	reg := nodes.Default()
+	reg := engine.Default()
 	if schemas != nil {
 		reg = reg.WithSourceSchemas(kafkaSourceSchemas{schemas})
 	}

@@ -195,7 +195,7 @@ type Engine struct {
 func New(s *scenario.Scenario, opts Options) (*Engine, error) {
 	reg := opts.Registry
 	if reg == nil {
-		reg = nodes.Default()
+		reg = Default()
 	}
 	v := reg.Validate(s)
 	if len(v.Errors) > 0 {
