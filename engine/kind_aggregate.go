@@ -349,13 +349,15 @@ func sessionKind() *nodes.Kind {
 
 // countKind is the count window.
 func countKind() *nodes.Kind {
-	return aggregateKind(AggregateCount, "Count window",
+	k := aggregateKind(AggregateCount, "Count window",
 		"Aggregates per key over every windowLength events, optionally sliding by slide events; one new event per full window.",
 		checkCount, countWindow,
 		nodes.ParamSpec{Name: "windowLength", In: nodes.InParameters, Editor: nodes.EditorInteger, Type: "integer", Required: true, Min: ptr(1), Label: "Window length (events)",
 			Description: "Number of events per window."},
 		nodes.ParamSpec{Name: "slide", In: nodes.InParameters, Editor: nodes.EditorInteger, Type: "integer", Min: ptr(1), Label: "Slide (events)",
 			Description: "Optional: a new window starts every slide events (1 ≤ slide ≤ windowLength); windowLength when absent."})
+	k.Edges = nodes.EdgeRulesOf(scenario.TypeCustomNode) // no lateness: no Late output
+	return k
 }
 
 // aggregateKind is an aggregate whose window check checks its window parameters and shape
@@ -369,17 +371,15 @@ func aggregateKind(subtype, label, desc string, check func(*nodes.Check, *aggreg
 			Description: "What to compute: [{\"name\", \"aggregator\", \"aggregateBy\"}], names unique."},
 	}
 	params = append(params, window...)
-	k := &nodes.Kind{
+	return &nodes.Kind{
 		ID: "CustomNode/" + subtype, NodeType: scenario.TypeCustomNode, Subtype: subtype, Group: nodes.GroupAggregates, Label: label, Description: desc, Role: nodes.RoleAggregate,
 		Parameters: params,
-		Validate:   func(c *nodes.Check) { checkAggregate(c, check) },
-		Typed:      typedAggregate,
-		Runtime:    windowOf(shape),
+		// A time-window aggregate has a Late output (docs/semantics.md §2); countKind has none.
+		Edges:    scenario.RulesFor(scenario.TypeCustomNode),
+		Validate: func(c *nodes.Check) { checkAggregate(c, check) },
+		Typed:    typedAggregate,
+		Runtime:  windowOf(shape),
 	}
-	if hasLateOutput(subtype) {
-		k.Edges = scenario.RulesFor(scenario.TypeCustomNode) // with its Late output
-	}
-	return k
 }
 
 func ptr(f float64) *float64 { return &f }
@@ -389,16 +389,6 @@ var precisionSpec = nodes.ParamSpec{Name: "precision", In: nodes.InParameters, E
 
 func windowLengthSpec(desc string) nodes.ParamSpec {
 	return nodes.ParamSpec{Name: "windowLength", In: nodes.InParameters, Editor: nodes.EditorDuration, Type: "duration", Required: true, Label: "Window length", Description: desc}
-}
-
-// hasLateOutput says whether custom node kind subtype may have a Late edge: the time-window
-// aggregates do (docs/semantics.md §2); count windows have no lateness, for-each no windows.
-func hasLateOutput(subtype string) bool {
-	switch subtype {
-	case AggregateSliding, AggregateTumbling, AggregateHopping, AggregateSession:
-		return true
-	}
-	return false
 }
 
 // AggregatePlan is an aggregate's plan (docs/semantics.md §4): per key (GroupBy's values)
