@@ -11,15 +11,23 @@ import (
 // deployment's output connectors, a test run's listing). Sink/dead-end takes events and
 // writes nothing. (The Kafka sink is kind_kafka_sink.go.)
 
+// The subtypes of the sinks (Sink/collect, ...; the Kafka sink's is SinkKafka).
+const (
+	SinkCollect = "collect"
+	SinkFile    = "file"
+	SinkStdout  = "stdout"
+	SinkDeadEnd = "dead-end"
+)
+
 // collectSinkKind is the collect sink.
 func collectSinkKind() *nodes.Kind {
-	return sinkKind("collect", "Collect", "Keeps the value of each event in the server's store, read back through the API with a cursor or as a stream of server-sent events.",
+	return sinkKind(SinkCollect, "Collect", "Keeps the value of each event in the server's store, read back through the API with a cursor or as a stream of server-sent events.",
 		valueSpec)
 }
 
 // fileSinkKind is the file sink.
 func fileSinkKind() *nodes.Kind {
-	return sinkKind("file", "File sink", "Appends the value of each event, as one JSON line, to a file.",
+	return sinkKind(SinkFile, "File sink", "Appends the value of each event, as one JSON line, to a file.",
 		nodes.ParamSpec{Name: "path", In: nodes.InParameters, Editor: nodes.EditorString, Type: "string", Required: true, Label: "Path",
 			Description: "Path of the file to append to."},
 		valueSpec)
@@ -27,12 +35,12 @@ func fileSinkKind() *nodes.Kind {
 
 // stdoutSinkKind is the standard output sink.
 func stdoutSinkKind() *nodes.Kind {
-	return sinkKind("stdout", "Standard output", "Writes the value of each event as one JSON line to the server's standard output.", valueSpec)
+	return sinkKind(SinkStdout, "Standard output", "Writes the value of each event as one JSON line to the server's standard output.", valueSpec)
 }
 
 // deadEndKind is the dead end.
 func deadEndKind() *nodes.Kind {
-	return sinkKind("dead-end", "Dead end", "Drops the events that reach it; ends a path that needs no output.")
+	return sinkKind(SinkDeadEnd, "Dead end", "Drops the events that reach it; ends a path that needs no output.")
 }
 
 var valueSpec = nodes.ParamSpec{Name: "value", In: nodes.InParameters, Editor: nodes.EditorExpression, Required: true, Default: "#input", Label: "Value",

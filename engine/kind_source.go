@@ -19,6 +19,13 @@ import (
 // time a record for a source (Engine.pushValue), and it keeps the watermark; a deployment
 // reads them through its input connectors. Nothing flows into a source.
 
+// The subtypes of the sources (Source/file, Source/http, Source/kafka).
+const (
+	SourceFile  = "file"
+	SourceHTTP  = "http"
+	SourceKafka = "kafka"
+)
+
 // Default durations.
 const (
 	DefaultMaxOutOfOrderness = 60 * time.Second
@@ -30,36 +37,33 @@ const (
 
 // fileSourceKind is the file source.
 func fileSourceKind() *nodes.Kind {
-	return sourceKind("file", "File source",
+	return sourceKind(SourceFile, "File source",
 		"Reads events, one JSON object per line, from a file. A run or test replays the file once, in file order, as a bounded input; a deployment follows the file as lines are appended (tail -F).",
-		true, nodes.ParamSpec{Name: "path", In: nodes.InParameters, Editor: nodes.EditorString, Type: "string", Required: true, Label: "Path",
+		true, "", nodes.ParamSpec{Name: "path", In: nodes.InParameters, Editor: nodes.EditorString, Type: "string", Required: true, Label: "Path",
 			Description: "Path of the file, one JSON object per line; deployed, relative to the server's source directory (--source-dir)."})
 }
 
 // httpSourceKind is the HTTP source.
 func httpSourceKind() *nodes.Kind {
-	return sourceKind("http", "HTTP source",
+	return sourceKind(SourceHTTP, "HTTP source",
 		"Receives events POSTed to the server's ingestion endpoint for this scenario and source.",
-		false)
+		false, " Without it, the time the server accepted the event is used.")
 }
 
 // kafkaSourceKind is the Kafka source.
 func kafkaSourceKind() *nodes.Kind {
-	return sourceKind("kafka", "Kafka source",
+	return sourceKind(SourceKafka, "Kafka source",
 		"Reads events, JSON objects (the records' values), from every partition of a Kafka topic, on the brokers the server was started with (--kafka-brokers).",
-		false, nodes.ParamSpec{Name: "topic", In: nodes.InParameters, Editor: nodes.EditorString, Type: "string", Required: true, Label: "Topic",
+		false, " Without it, the record's timestamp is used.", nodes.ParamSpec{Name: "topic", In: nodes.InParameters, Editor: nodes.EditorString, Type: "string", Required: true, Label: "Topic",
 			Description: "The Kafka topic to read.", Aliases: []string{"Topic"}})
 }
 
-func sourceKind(typ, label, desc string, bounded bool, extra ...nodes.ParamSpec) *nodes.Kind {
+// sourceKind is a source of subtype typ; a bounded one (a file) needs a timestamp, a live one
+// has an idle timeout. untimed says, for a live one, what time an event without a timestamp
+// expression gets.
+func sourceKind(typ, label, desc string, bounded bool, untimed string, extra ...nodes.ParamSpec) *nodes.Kind {
 	params := append([]nodes.ParamSpec{}, extra...)
-	tsDesc := "Event time: epoch milliseconds or an RFC 3339 string, e.g. #input.ts or parseTime(#input.date, \"yyyy/MM/dd HH:mm\")."
-	switch typ {
-	case "http":
-		tsDesc += " Without it, the time the server accepted the event is used."
-	case "kafka":
-		tsDesc += " Without it, the record's timestamp is used."
-	}
+	tsDesc := "Event time: epoch milliseconds or an RFC 3339 string, e.g. #input.ts or parseTime(#input.date, \"yyyy/MM/dd HH:mm\")." + untimed
 	params = append(params,
 		nodes.ParamSpec{Name: "timestamp", In: nodes.InParameters, Editor: nodes.EditorExpression, Type: "timestamp", Required: bounded, Label: "Timestamp", Description: tsDesc},
 		nodes.ParamSpec{Name: "maxOutOfOrderness", In: nodes.InParameters, Editor: nodes.EditorDuration, Type: "duration", Default: "60s", Label: "Max out-of-orderness",
