@@ -18,9 +18,10 @@ import (
 //
 // The typed parameter readers (String, Duration, Enum, Bool, Int, ExpressionList,
 // Aggregations) read an entry of the node's "parameters", or its kind's default when it is
-// absent; they report a value of the wrong form at the parameter's name and then return
-// false (as they do for an absent parameter without a default), and record what they parsed
-// in Plan.Params.
+// absent; they report a value of the wrong form at the parameter's name (or at name[i] for an
+// item of a list) and then return false, as they do for an absent parameter without a
+// default. String, Duration, Enum, Bool and Int record what they parsed in Plan.Params,
+// Aggregations in Plan.Aggregations.
 type Check struct{ c *nodeCheck }
 
 // Node returns the node being checked.
