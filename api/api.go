@@ -28,6 +28,7 @@ import (
 
 	"github.com/scenario-server/scenario-server/auth"
 	"github.com/scenario-server/scenario-server/deploy"
+	"github.com/scenario-server/scenario-server/engine"
 	"github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/store"
 )
@@ -57,7 +58,7 @@ type Config struct {
 	// Nodes is the registry of node kinds that validation, suggestions and the palette use.
 	// With a Runtime it should be Runtime.Nodes() (the registry given to deploy.Config.Nodes),
 	// so that what validates here deploys there. Nil means Runtime.Nodes() with a Runtime,
-	// nodes.Default() without.
+	// engine.Default() without.
 	Nodes *nodes.Registry
 	// Metrics is the Prometheus registry served at /metrics, to which New adds the HTTP
 	// request metrics. Nil means a new registry with the Go runtime and process collectors.
@@ -135,7 +136,7 @@ func New(cfg Config) (*Handler, error) {
 		cfg.Nodes = cfg.Runtime.Nodes()
 	}
 	if cfg.Nodes == nil {
-		cfg.Nodes = nodes.Default()
+		cfg.Nodes = engine.Default()
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = prometheus.NewRegistry()

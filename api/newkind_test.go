@@ -12,6 +12,7 @@ import (
 	"github.com/scenario-server/scenario-server/api"
 	"github.com/scenario-server/scenario-server/connector"
 	"github.com/scenario-server/scenario-server/deploy"
+	"github.com/scenario-server/scenario-server/engine"
 	"github.com/scenario-server/scenario-server/expression"
 	"github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/scenario"
@@ -64,7 +65,7 @@ const upperCaseGraph = `{"nodes": [
 // palette lists it, validation reports its problems at its fields, a test run and a node
 // test run it.
 func TestRegisteredKind(t *testing.T) {
-	reg := nodes.Builtin()
+	reg := engine.Builtin()
 	if err := reg.Register(upperCaseKind()); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func upperCaseDeployedGraph(t *testing.T) string {
 // the runtime is built with the registry (deploy.Config.Nodes), the API takes it from the
 // runtime, and events sent over HTTP come out upper-cased in the collect sink's results.
 func TestRegisteredKindDeployed(t *testing.T) {
-	reg := nodes.Builtin()
+	reg := engine.Builtin()
 	if err := reg.Register(upperCaseKind()); err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +247,7 @@ func memorySinkKind() *nodes.Kind {
 // connector.Output (deploy.Config.Connectors). Events sent over HTTP come out upper-cased in
 // the memory sink once their checkpoint is committed.
 func TestRegisteredSinkConnector(t *testing.T) {
-	reg := nodes.Builtin()
+	reg := engine.Builtin()
 	for _, k := range []*nodes.Kind{upperCaseKind(), memorySinkKind()} {
 		if err := reg.Register(k); err != nil {
 			t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/scenario-server/scenario-server/engine"
 	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/store"
 )
@@ -99,7 +100,7 @@ func (h *handlers) checkSink(ctx context.Context, name, sink string) error {
 			continue
 		}
 		for _, node := range s.Nodes {
-			if node.ID == sink && node.Type == scenario.TypeSink && node.Subtype() == "collect" {
+			if node.ID == sink && node.Type == scenario.TypeSink && node.Subtype() == engine.SinkCollect {
 				return nil
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/scenario-server/scenario-server/api"
+	"github.com/scenario-server/scenario-server/engine"
 	"github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/store"
 )
@@ -527,7 +528,7 @@ func testComponents(t *testing.T, c *client) {
 		} `json:"aggregators"`
 	}
 	c.get("/api/components").ok(t, http.StatusOK, &comp)
-	reg := nodes.Default()
+	reg := engine.Default()
 	if len(comp.Kinds) != len(reg.Kinds()) || len(comp.Aggregators) != len(reg.Aggregators()) {
 		t.Fatalf("%d kinds and %d aggregators, the registry has %d and %d", len(comp.Kinds), len(comp.Aggregators), len(reg.Kinds()), len(reg.Aggregators()))
 	}

@@ -50,7 +50,7 @@ type Env struct {
 // Source is how deployments read the nodes of a source kind.
 type Source struct {
 	// Open makes the Input of source node id, whose plan p is the validated node (p.Typed
-	// is the kind's typed plan; for the built-in sources a *nodes.SourcePlan). It is called
+	// is the kind's typed plan; for the built-in sources an *engine.SourcePlan). It is called
 	// when a version is deployed or resumed, before the deployment starts, on the caller's
 	// goroutine; it must not block on the outside world (connect in Input.Start). A returned
 	// problem (a parameter the server cannot serve, a missing setting) refuses the version:
@@ -86,7 +86,7 @@ type Source struct {
 // Sink is how deployments write the nodes of a sink kind.
 type Sink struct {
 	// Open makes the Output of sink node id, whose plan p is the validated node (for the
-	// built-in sinks p.Typed is a *nodes.SinkPlan). It is called when a version is deployed
+	// built-in sinks p.Typed is an *engine.SinkPlan). It is called when a version is deployed
 	// or resumed, before the deployment starts, on the caller's goroutine; it must not block
 	// on the outside world. A returned problem refuses the version, as Source.Open's does.
 	Open func(env Env, id string, p *nodes.Plan) (Output, *scenario.Problem)

@@ -7,6 +7,7 @@ import (
 	"github.com/scenario-server/scenario-server/connector"
 	"github.com/scenario-server/scenario-server/connector/file"
 	"github.com/scenario-server/scenario-server/connector/kafka"
+	"github.com/scenario-server/scenario-server/engine"
 	"github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/schemaregistry"
@@ -97,14 +98,14 @@ func (r *Runtime) openInput(d *deployment, env connector.Env, id string, p *node
 			return prob
 		}
 	}
-	idle := nodes.DefaultIdleTimeout
+	idle := engine.DefaultIdleTimeout
 	arrival := conn.ArrivalTime
-	if sp, ok := p.Typed.(*nodes.SourcePlan); ok {
+	if sp, ok := p.Typed.(*engine.SourcePlan); ok {
 		idle = sp.IdleTimeout
 		if !sp.Live {
 			// A file source has no idle timeout of its own; the deployment paces its idle
 			// steps with the default's.
-			idle = nodes.DefaultIdleTimeout
+			idle = engine.DefaultIdleTimeout
 		}
 		arrival = arrival && sp.Timestamp.Program == nil
 	} else {

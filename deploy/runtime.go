@@ -123,8 +123,8 @@ type Config struct {
 	// connector already (the built-in sources and sinks) makes New fail. Nil adds none.
 	Connectors *connector.Registry
 	// Nodes is the registry of node kinds the deployed versions are validated and built
-	// with: kinds registered on it (nodes.Builtin() plus Register) can be deployed. Nil
-	// means nodes.Default(). The runtime does not modify it; Runtime.Nodes is it, with the
+	// with: kinds registered on it (engine.Builtin() plus Register) can be deployed. Nil
+	// means engine.Default(). The runtime does not modify it; Runtime.Nodes is it, with the
 	// Kafka sources typed from the schema registry when there is one.
 	Nodes *nodes.Registry
 	// Stdout receives what stdout sinks write. Nil means os.Stdout.
@@ -272,7 +272,7 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	reg := cfg.Nodes
 	if reg == nil {
-		reg = nodes.Default()
+		reg = engine.Default()
 	}
 	if schemas != nil {
 		reg = reg.WithSourceSchemas(kafka.SourceSchemas{Registry: schemas})

@@ -141,7 +141,7 @@ func TestConformanceCoversRegistry(t *testing.T) {
 	for _, c := range conformanceCases {
 		cases[c.kind] = true
 	}
-	for _, k := range nodes.Default().Kinds() {
+	for _, k := range Default().Kinds() {
 		if !cases[k.ID] {
 			t.Errorf("node kind %s has no conformance case", k.ID)
 		}
@@ -155,7 +155,7 @@ func TestConformanceCoversRegistry(t *testing.T) {
 func TestConformance(t *testing.T) {
 	for _, c := range conformanceCases {
 		t.Run(c.kind, func(t *testing.T) {
-			k, ok := nodes.Default().Kind(c.kind)
+			k, ok := Default().Kind(c.kind)
 			if !ok {
 				t.Fatalf("not registered")
 			}
@@ -164,7 +164,7 @@ func TestConformance(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			v := nodes.Validate(s)
+			v := Default().Validate(s)
 			if !v.OK() {
 				t.Fatalf("the case does not validate: %v", v.Errors)
 			}
@@ -226,7 +226,7 @@ func checkInvalid(t *testing.T, c conformanceCase) {
 		t.Fatalf("the graph has no %s", c.old)
 	}
 	bad := strings.Replace(c.graph, c.old, c.new, 1)
-	v := nodes.ValidateJSON([]byte(bad))
+	v := Default().ValidateJSON([]byte(bad))
 	under := "x"
 	if strings.HasPrefix(c.kind, "Source/") {
 		under = "in"

@@ -129,7 +129,7 @@ type Options struct {
 	// means time.Now.
 	Now func() time.Time
 	// Registry holds the node kinds the scenario is validated and built with; nil means
-	// nodes.Default().
+	// Default(), the built-in kinds.
 	Registry *nodes.Registry
 	// EncodeKafkaValue, when set, encodes the value of a Kafka sink with a valueSubject
 	// against that subject's schema (a deployment with a schema registry): the sink hands
@@ -195,7 +195,7 @@ type Engine struct {
 func New(s *scenario.Scenario, opts Options) (*Engine, error) {
 	reg := opts.Registry
 	if reg == nil {
-		reg = nodes.Default()
+		reg = Default()
 	}
 	v := reg.Validate(s)
 	if len(v.Errors) > 0 {

@@ -37,27 +37,12 @@ type wired interface {
 }
 
 // builder makes the operator of node n from its plan (n.plan); n's id, subtype, plan and
-// engine are set; n.plan.Typed is the kind's typed plan. A builder may set n.varName (the variable the node defines) and, for
-// sources and aggregates, n.src or n.agg. An error stops New: the scenario validated, so it
-// is a programming error or a resource the node cannot have.
+// engine are set; n.plan.Typed is the kind's typed plan. A builder may set n.varName (the
+// variable the node defines) and, for sources and aggregates, n.src or n.agg. An error stops
+// New: the scenario validated, so it is a programming error or a resource the node cannot
+// have. A built-in kind (kind_*.go) gives its builder as its nodes.Kind's Runtime; a kind
+// registered from outside the server (nodes.Kind.NewOperator) runs through externalOperator.
 type builder func(e *Engine, n *node) (operator, error)
-
-// builders holds the operator of each built-in node kind, by nodes.Kind ID. Each built-in
-// kind's operator lives in its own file (op_*.go) and adds itself here; a kind registered
-// from outside the server (nodes.Kind.NewOperator) runs through externalOperator.
-var builders = map[string]builder{}
-
-// builtIn registers b as the operator of the node kinds ids; its result is ignored (it lets
-// the op_*.go files register in a package-level var).
-func builtIn(b builder, ids ...string) bool {
-	for _, id := range ids {
-		if _, dup := builders[id]; dup {
-			panic("engine: two operators for node kind " + id)
-		}
-		builders[id] = b
-	}
-	return true
-}
 
 type edge struct {
 	to   *node
@@ -100,10 +85,10 @@ func (e *Engine) build(p *nodes.Plan) (*node, error) {
 	sn := p.Node
 	n := &node{id: sn.ID, plan: p, subtype: sn.Subtype(), engine: e, varSlot: -1}
 	var err error
-	switch b := builders[p.Kind.ID]; {
+	switch b, builtIn := p.Kind.Runtime.(builder); {
 	case p.Kind.NewOperator != nil:
 		n.op, err = newExternal(e, n)
-	case b != nil:
+	case builtIn:
 		n.op, err = b(e, n)
 	default:
 		return nil, fmt.Errorf("node kind %q has no operator", p.Kind.ID)

@@ -140,7 +140,7 @@ func RunNode(ctx context.Context, s *scenario.Scenario, v *nodes.Validation, id 
 			run.Expressions[field] = ExpressionValue{Value: x}
 		}
 	}
-	union, _ := plan.Typed.(*nodes.UnionPlan)
+	union, _ := plan.Typed.(*UnionPlan)
 	switch {
 	case n.src != nil:
 		src := n.src

@@ -2,24 +2,27 @@ package nodes
 
 import (
 	"fmt"
+	"slices"
 
-	"github.com/scenario-server/scenario-server/expression"
 	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/value"
 )
 
 // A component is one registered Kind: its spec (what the palette and forms render), its
-// validation, the Plan its validation leaves, and the operator the engine runs. The built-in
-// kinds are checked by this package and run by operators built into the engine (one file per
-// kind there, engine/op_*.go); a kind registered from elsewhere brings its own, through
-// Kind.Validate and Kind.NewOperator, and needs no other package edited. Its lifecycle, as
-// Caddy's modules have theirs:
+// validation (Kind.Validate, through Check), the typed plan its validation leaves
+// (Kind.Typed) and the operator the engine runs. This package is the framework: it holds
+// no kind. The built-in kinds live in the engine, one file each (engine/kind_*.go, whose
+// operators are the engine's own: Kind.Runtime); a kind registered from elsewhere brings its
+// operator through Kind.NewOperator, and needs no other package edited. Both are checked
+// through the same Check. Its lifecycle, as Caddy's modules have theirs:
 //
-//  1. Registry.Register checks the spec once (its ID, its checks).
+//  1. Registry.Register checks the spec once (its ID, its checks, its operator).
 //  2. Validate calls Kind.Validate for every node of the kind, in graph order, with the
-//     variables in scope; what it compiles goes into the node's Plan.
-//  3. The engine calls Kind.NewOperator once per node, with the Plan, when it builds a
-//     scenario (a run, a test run, a node test, a deployment's start or restart).
+//     variables in scope; what it compiles goes into the node's Plan, and Kind.Typed makes
+//     Plan.Typed from it.
+//  3. The engine calls Kind.NewOperator (or builds its own, Kind.Runtime) once per node,
+//     with the Plan, when it builds a scenario (a run, a test run, a node test, a
+//     deployment's start or restart).
 //  4. The engine calls Operator.Process for every event that reaches the node.
 //  5. The operator is dropped with its engine; it holds nothing to close.
 
@@ -79,69 +82,41 @@ func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
 
 func (e *FieldError) Unwrap() error { return e.Err }
 
-// Check is what a registered kind's Validate sees of one node: its parameters, the
-// variables in scope, and where to report problems. Problems are reported at a field of the
-// node; the node's Plan keeps what the checks compiled.
-type Check struct{ c *nodeCheck }
-
-// Node returns the node being checked.
-func (k *Check) Node() *scenario.Node { return k.c.n }
-
-// Expression compiles the expression parameter name (an entry of the node's "parameters"),
-// in the node's scope, wanting a result of type want (expression.Unknown for any). Its
-// problems are reported at field name; the compiled program goes into Plan.Programs[name].
-// It returns nil when the parameter is absent (a required one is reported missing before
-// Validate runs) or does not compile.
-func (k *Check) Expression(name string, want expression.Type) *expression.Program {
-	e := k.c.expressionParam(name)
-	if e == nil {
-		return nil
-	}
-	return k.c.compile(name, e, k.c.in.env(), want)
-}
-
-// String returns the string parameter name (reported when it is not a string), and false
-// when it is absent or not a string.
-func (k *Check) String(name string) (string, bool) { return k.c.stringParam(name) }
-
-// DefineVariable checks the name of a variable the node defines, given in the node's field
-// (a name already in scope, reserved or invalid is reported there), and, when it can be
-// used, adds it with type t to the scope of the nodes below.
-func (k *Check) DefineVariable(field, name string, t expression.Type) {
-	if name, ok := k.c.defineName(field, name); ok {
-		k.c.out = k.c.out.with(name, t, k.c.n.ID)
-	}
-}
-
-// Errorf reports an error of the node at field.
-func (k *Check) Errorf(field, code, format string, args ...any) {
-	k.c.errorf(field, code, format, args...)
-}
-
-// checkRegistered runs a registered kind's Validate: the node passes its scope on, plus the
-// variables Validate defines.
-func checkRegistered(k *Kind) func(c *nodeCheck) {
-	return func(c *nodeCheck) {
-		c.out = c.in
-		k.Validate(&Check{c: c})
-	}
-}
-
-// prepareRegistered completes a kind registered with Validate: its checks and, when it says
-// none, the edges of its node type (without a Late output).
-func prepareRegistered(k *Kind) error {
+// prepare completes a kind being registered: it needs Validate and an operator (NewOperator,
+// or the engine's own, Runtime); when it says none, it takes the edges of its node type
+// (without a Late output for a CustomNode: EdgeRulesOf).
+func prepare(k *Kind) error {
 	if k.Validate == nil {
-		return nil
+		return fmt.Errorf("registering node kind %q: it has no checks", k.ID)
 	}
-	if k.check != nil {
-		return fmt.Errorf("registering node kind %q: it has its own checks", k.ID)
-	}
-	if k.NewOperator == nil {
+	if k.NewOperator == nil && k.Runtime == nil {
 		return fmt.Errorf("registering node kind %q: it has Validate but no NewOperator", k.ID)
 	}
-	k.check = checkRegistered(k)
 	if k.Edges.Outputs == nil && k.Edges.MinInputs == 0 && k.Edges.MaxInputs == 0 {
-		k.Edges = edgeRulesOf(k)
+		k.Edges = EdgeRulesOf(k.NodeType)
 	}
 	return nil
+}
+
+// EdgeRulesOf is the edges a kind of node type t takes and gives when it says none: its node
+// type's (scenario.RulesFor), without a Late output for a CustomNode (a kind with late events
+// gives its edges itself).
+func EdgeRulesOf(t scenario.NodeType) scenario.EdgeRules {
+	r := scenario.RulesFor(t)
+	if t == scenario.TypeCustomNode {
+		r.Outputs = slices.DeleteFunc(slices.Clone(r.Outputs), func(r scenario.OutputRule) bool {
+			return r.EdgeType == scenario.EdgeLate
+		})
+	}
+	return r
+}
+
+// hasLateOutput says whether kind k gives a Late edge (its Edges have a Late output).
+func hasLateOutput(k *Kind) bool {
+	for _, o := range k.Edges.Outputs {
+		if o.EdgeType == scenario.EdgeLate {
+			return true
+		}
+	}
+	return false
 }

@@ -1,20 +1,23 @@
-// Package nodes holds the kinds of node a scenario is made of: sources
-// (file, http, kafka), Filter, Variable, VariableBuilder (record variable),
-// Switch (choice), Split, Join "union", CustomNode "for-each", the aggregates
-// of docs/semantics.md §4 (aggregate-sliding, -tumbling, -hopping, -session, -count)
-// and sinks (collect, file, stdout, dead-end).
+// Package nodes is the framework of the kinds of node a scenario is made of: Kind (a
+// component: its spec, its checks, its typed plan, its operator), Registry, ParamSpec, the
+// validation of a whole scenario, Plan, and Check, through which a kind checks its nodes. It
+// holds no kind itself: the built-in ones (sources file, http and kafka, Filter, Variable,
+// VariableBuilder (record variable), Switch (choice), Split, Join "union", CustomNode
+// "for-each", the aggregates of docs/semantics.md §4 (aggregate-sliding, -tumbling, -hopping,
+// -session, -count) and the sinks collect, file, kafka, stdout and dead-end) live in the
+// engine, one file each (engine/kind_*.go), and engine.Builtin and engine.Default are
+// registries of them. A kind registered from elsewhere is written against the same API
+// (Kind.Validate, Kind.Typed, Kind.NewOperator; see component.go and docs/architecture.md).
 //
 // Each Kind describes itself (its palette group, label, and the name, form,
 // editor, type, default and description of each parameter) so that the
 // designer renders its palette and forms from Registry.Kinds and
 // Registry.Aggregators, never from hand-written lists. Each kind also checks
 // its nodes, says how they change the variables in scope, and leaves a typed
-// plan (Plan.Typed) for the runtime. A built-in kind lives in one file,
-// kind_*.go; its operator is the engine's (engine/op_*.go). A kind registered
-// from elsewhere brings its checks and operator (Kind.Validate,
-// Kind.NewOperator; see component.go and docs/architecture.md).
+// plan (Plan.Typed) for the runtime. The aggregators (Aggregators) are the aggregate
+// package's catalogue.
 //
-// Validate checks a whole scenario: the structure (scenario.Validate), then
+// Registry.Validate checks a whole scenario: the structure (scenario.Validate), then
 // every node in graph order with the variables in scope, every expression
 // compiled in its scope with the type its node needs, every parameter
 // against its kind (durations, choices, time zones, window lengths against
@@ -57,9 +60,9 @@
 // edges gets that error alone: no node is checked. The variables in scope
 // are reported for nodes in graph order until MaxScopeReport is reached;
 // the nodes after that have none, and a scope-report-truncated warning
-// says so. A sliding or hopping window has at most MaxSlicesPerWindow
+// says so. A sliding or hopping window has at most engine.MaxSlicesPerWindow
 // slices (windowLength / precision; window-too-many-slices) and a hopping
-// window counts an event in at most MaxWindowsPerEvent windows
+// window counts an event in at most engine.MaxWindowsPerEvent windows
 // (windowLength / slide; window-too-many-windows). A node id must survive
 // a URL path segment: not "." nor "..", no '/', valid UTF-8
 // (invalid-node-id). These and the expression package's compile limits

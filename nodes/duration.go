@@ -194,9 +194,9 @@ func parseISODuration(s string) (time.Duration, error) {
 	return total, nil
 }
 
-// formatDuration writes d in the shortest of Go's forms with days: "1h",
+// FormatDuration writes d in the shortest of Go's forms with days: "1h",
 // "90s", "1d", "1h30m", "500ms".
-func formatDuration(d time.Duration) string {
+func FormatDuration(d time.Duration) string {
 	if d == 0 {
 		return "0s"
 	}

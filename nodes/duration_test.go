@@ -51,8 +51,8 @@ func TestFormatDuration(t *testing.T) {
 		0: "0s", time.Minute: "1m", 90 * time.Second: "1m30s", 1500 * time.Millisecond: "1s500ms",
 		25 * time.Hour: "1d1h", 3 * time.Nanosecond: "3ns",
 	} {
-		if got := formatDuration(d); got != want {
-			t.Errorf("formatDuration(%v) = %s, want %s", d, got, want)
+		if got := FormatDuration(d); got != want {
+			t.Errorf("FormatDuration(%v) = %s, want %s", d, got, want)
 		}
 	}
 }

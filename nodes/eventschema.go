@@ -28,9 +28,9 @@ var schemaPrinter = message.NewPrinter(language.English)
 // maxSchemaProblems is how many of an event's problems its error lists.
 const maxSchemaProblems = 3
 
-// compileEventSchema compiles a source's schema parameter (raw JSON). A $ref may only point
+// CompileEventSchema compiles a source's schema parameter (raw JSON). A $ref may only point
 // inside the schema or at the JSON Schema meta-schemas: no file or URL is read.
-func compileEventSchema(raw []byte) (*EventSchema, error) {
+func CompileEventSchema(raw []byte) (*EventSchema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return nil, err

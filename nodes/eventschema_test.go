@@ -1,17 +1,19 @@
-package nodes
+package nodes_test
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/scenario-server/scenario-server/engine"
+	. "github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/scenario"
 )
 
 // sourceNode is an HTTP source (node "n") with the given literal parameters.
 func sourceNode(t *testing.T, params map[string]any) *scenario.Scenario {
 	t.Helper()
-	k, _ := Default().Kind("Source/http")
+	k, _ := builtin.Kind("Source/http")
 	n := minimalNode(k, func(p ParamSpec) bool { return p.Required })
 	for name, val := range params {
 		raw, err := json.Marshal(val)
@@ -43,7 +45,7 @@ func TestEnforceSchemaValidation(t *testing.T) {
 			"a": map[string]any{"type": "string", "pattern": "("}}}}, "schema", CodeInvalidSchema},
 	}
 	for _, tt := range tests {
-		v := Validate(sourceNode(t, tt.params))
+		v := validate(sourceNode(t, tt.params))
 		switch {
 		case tt.code == "" && !v.OK():
 			t.Errorf("%s: %v", tt.name, v.Errors)
@@ -52,8 +54,8 @@ func TestEnforceSchemaValidation(t *testing.T) {
 		}
 	}
 	for _, enforce := range []bool{false, true} {
-		v := Validate(sourceNode(t, map[string]any{"enforceSchema": enforce, "schema": amount}))
-		if got := v.Plans["n"].Typed.(*SourcePlan).Schema != nil; got != enforce {
+		v := validate(sourceNode(t, map[string]any{"enforceSchema": enforce, "schema": amount}))
+		if got := v.Plans["n"].Typed.(*engine.SourcePlan).Schema != nil; got != enforce {
 			t.Errorf("enforceSchema %v: plan has a schema: %v", enforce, got)
 		}
 	}
@@ -61,7 +63,7 @@ func TestEnforceSchemaValidation(t *testing.T) {
 
 // Check says where and why, for each problem; worked by hand from the schema.
 func TestEventSchemaCheck(t *testing.T) {
-	s, err := compileEventSchema([]byte(`{"type": "object", "properties": {
+	s, err := CompileEventSchema([]byte(`{"type": "object", "properties": {
 		"amount": {"type": "number"}, "tags": {"type": "array", "items": {"type": "string"}},
 		"a/b": {"type": "integer"}}, "required": ["amount"]}`))
 	if err != nil {

@@ -1,4 +1,4 @@
-package nodes
+package nodes_test
 
 import (
 	"encoding/json"
@@ -50,7 +50,7 @@ func FuzzDecodeScenario(f *testing.F) {
 	}
 	f.Add([]byte(strings.Repeat("[", 100_000)))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		v := ValidateJSON(data)
+		v := validateJSON(data)
 		if v.Errors == nil || v.Warnings == nil || v.Variables == nil {
 			t.Fatalf("nil lists in %+v", v)
 		}

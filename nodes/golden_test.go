@@ -1,4 +1,4 @@
-package nodes
+package nodes_test
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	. "github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/scenario"
 )
 
@@ -108,7 +109,7 @@ func TestGoldenValidation(t *testing.T) {
 	for _, path := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(path), ".txt"), func(t *testing.T) {
 			input, want, withVars := readGolden(t, path)
-			got := goldenView(ValidateJSON(input), withVars)
+			got := goldenView(validateJSON(input), withVars)
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("%s: validation result differs\n got: %s\nwant: %s", path, pretty(got), pretty(want))
 			}
@@ -122,7 +123,7 @@ func TestGoldenValidation(t *testing.T) {
 			if err != nil {
 				t.Fatalf("encode: %v", err)
 			}
-			again := goldenView(ValidateJSON(encoded), withVars)
+			again := goldenView(validateJSON(encoded), withVars)
 			if !reflect.DeepEqual(again, want) {
 				t.Errorf("%s: after an encoding round trip the result differs\n got: %s", path, pretty(again))
 			}

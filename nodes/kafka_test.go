@@ -1,8 +1,11 @@
-package nodes
+package nodes_test
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/scenario-server/scenario-server/engine"
+	. "github.com/scenario-server/scenario-server/nodes"
 )
 
 // kafkaInOut is a graph from a Kafka topic to a Kafka topic; params are the sink's
@@ -18,7 +21,7 @@ func kafkaInOut(source, params string) string {
 // and sinks: the plan has them under this server's names. Both names of one parameter are a
 // duplicate.
 func TestKafkaNussknackerParameterNames(t *testing.T) {
-	v := ValidateJSON([]byte(kafkaInOut(`{"name": "Topic", "value": "payments"}`,
+	v := validateJSON([]byte(kafkaInOut(`{"name": "Topic", "value": "payments"}`,
 		`{"name": "Topic", "value": "decisions"},
 		 {"name": "Key", "expression": {"language": "expr", "expression": "#input.card"}},
 		 {"name": "Value", "expression": {"language": "expr", "expression": "#input"}},
@@ -33,11 +36,11 @@ func TestKafkaNussknackerParameterNames(t *testing.T) {
 	if out.Params["topic"] != "decisions" || out.Programs["key"] == nil || out.Programs["value"] == nil || out.Programs["headers"] == nil {
 		t.Errorf("sink plan: params %v, programs key %v value %v headers %v", out.Params, out.Programs["key"], out.Programs["value"], out.Programs["headers"])
 	}
-	if ParamName("Sink/kafka", "Value") != "value" || ParamName("Source/kafka", "Topic") != "topic" || ParamName("Sink/kafka", "Schema version") != "Schema version" {
+	if engine.ParamName("Sink/kafka", "Value") != "value" || engine.ParamName("Source/kafka", "Topic") != "topic" || engine.ParamName("Sink/kafka", "Schema version") != "Schema version" {
 		t.Error("ParamName does not map the aliases")
 	}
 
-	v = ValidateJSON([]byte(kafkaInOut(`{"name": "topic", "value": "a"}, {"name": "Topic", "value": "b"}`,
+	v = validateJSON([]byte(kafkaInOut(`{"name": "topic", "value": "a"}, {"name": "Topic", "value": "b"}`,
 		`{"name": "topic", "value": "c"}, {"name": "Value", "expression": {"language": "expr", "expression": "#input"}}`)))
 	if v.OK() || len(v.Errors) != 1 || v.Errors[0].Code != CodeDuplicateParameter || v.Errors[0].NodeID != "in" ||
 		!strings.Contains(v.Errors[0].Message, `"topic" and "Topic" are one parameter`) {
@@ -55,7 +58,7 @@ func TestKafkaSinkChecks(t *testing.T) {
 		{`{"name": "topic", "value": "ok"}, ` + value + `, {"name": "headers", "expression": {"language": "expr", "expression": "1 + 1"}}`, "headers", "must be a record"},
 		{`{"name": "topic", "value": "ok"}`, "value", `"value" is required`},
 	} {
-		v := ValidateJSON([]byte(kafkaInOut(`{"name": "topic", "value": "in"}`, tc.params)))
+		v := validateJSON([]byte(kafkaInOut(`{"name": "topic", "value": "in"}`, tc.params)))
 		if v.OK() || v.Errors[0].Field != tc.field || !strings.Contains(v.Errors[0].Message, tc.want) {
 			t.Errorf("%s: %v, want an error at %s with %q", tc.params, v.Errors, tc.field, tc.want)
 		}

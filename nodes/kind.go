@@ -101,22 +101,23 @@ type Kind struct {
 	Parameters  []ParamSpec        `json:"parameters"`
 	Edges       scenario.EdgeRules `json:"edges"`
 
-	// Validate and NewOperator make a kind registered from outside this package and the
-	// engine (see component.go): Validate checks a node of the kind, after its parameters
-	// were matched against Parameters (unknown, missing, duplicate ones are reported before
-	// it runs); NewOperator makes the operator the engine runs for one node, from the node's
-	// Plan, once per engine built (an error stops the build). Built-in kinds have neither:
-	// this package checks them, and the engine's own operators run them.
 	// Role says what, beyond running them, the server does with the kind's nodes.
 	Role Role `json:"-"`
 
-	Validate    func(c *Check)                  `json:"-"`
+	// Validate checks a node of the kind, after its parameters were matched against
+	// Parameters (unknown, missing, duplicate ones are reported before it runs), and sets
+	// the scope below the node (see Check).
+	Validate func(c *Check) `json:"-"`
+	// Typed, when set, makes the node's typed plan (Plan.Typed) once Validate has run: a Go
+	// struct of what Validate parsed, defaults applied, which the kind's operator reads.
+	Typed func(c *Check) any `json:"-"`
+	// NewOperator makes the operator the engine runs for one node of a kind from outside the
+	// server (see component.go), from the node's Plan, once per engine built (an error stops
+	// the build).
 	NewOperator func(p *Plan) (Operator, error) `json:"-"`
-
-	// check validates a node of this kind and works out its output scope.
-	check func(c *nodeCheck)
-	// typed makes a built-in kind's typed plan (Plan.Typed) once check has run.
-	typed func(c *nodeCheck) any
+	// Runtime is, for the engine's built-in kinds, the engine's own operator constructor
+	// (opaque to this package, which never reads it); nil for a kind with NewOperator.
+	Runtime any `json:"-"`
 }
 
 // Param returns the spec of the parameter name, or of which name is an alias.
@@ -151,10 +152,10 @@ const (
 	RoleTransform Role = ""
 )
 
-// ParamName is the name the plan uses for parameter name of the kind kindID in the default
-// registry ("topic" for "Topic" of "Source/kafka"); name itself when it is no alias.
-func ParamName(kindID, name string) string {
-	if k, ok := Default().Kind(kindID); ok {
+// ParamName is the name the plan uses for parameter name of the kind kindID ("topic" for
+// "Topic" of "Source/kafka"); name itself when it is no alias or the kind is unknown.
+func (r *Registry) ParamName(kindID, name string) string {
+	if k, ok := r.Kind(kindID); ok {
 		if spec, ok := k.Param(name); ok {
 			return spec.Name
 		}
@@ -201,11 +202,8 @@ func (r *Registry) Register(k *Kind) error {
 	if _, dup := r.byID[k.ID]; dup {
 		return fmt.Errorf("registering node kind %q: already registered", k.ID)
 	}
-	if err := prepareRegistered(k); err != nil {
+	if err := prepare(k); err != nil {
 		return err
-	}
-	if k.check == nil {
-		return fmt.Errorf("registering node kind %q: it has no checks", k.ID)
 	}
 	r.kinds = append(r.kinds, k)
 	r.byID[k.ID] = k
@@ -266,25 +264,6 @@ func (r *Registry) Aggregator(name string) (*Aggregator, bool) {
 	return a, ok
 }
 
-var defaultRegistry = Builtin()
-
-// Builtin returns a new registry of the built-in node kinds and aggregators, to which more
-// kinds may be registered (Default's kinds, in a registry of its own).
-func Builtin() *Registry {
-	r := NewRegistry()
-	for _, k := range builtinKinds() {
-		if err := r.Register(k); err != nil {
-			panic(err) // a programming error in this package, caught by its tests
-		}
-	}
-	for _, a := range builtinAggregators() {
-		if err := r.RegisterAggregator(a); err != nil {
-			panic(err)
-		}
-	}
-	return r
-}
-
-// Default returns the registry of the built-in node kinds and aggregators.
-// It must not be modified.
-func Default() *Registry { return defaultRegistry }
+// Aggregators returns the aggregate package's aggregators (aggregate.Funcs), to register in a
+// registry (RegisterAggregator).
+func Aggregators() []*Aggregator { return builtinAggregators() }

@@ -1,10 +1,12 @@
-package nodes
+package nodes_test
 
 import (
 	"encoding/json"
 	"testing"
 	"time"
 
+	"github.com/scenario-server/scenario-server/engine"
+	. "github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/slices"
 )
@@ -24,7 +26,7 @@ import (
 //   - hopping 60s / 10s with precision "5s": the explicit 5s.
 func TestEffectivePrecision(t *testing.T) {
 	node := func(kind string, params map[string]any) *scenario.Scenario {
-		k, _ := Default().Kind("CustomNode/" + kind)
+		k, _ := builtin.Kind("CustomNode/" + kind)
 		n := minimalNode(k, func(p ParamSpec) bool { return p.Required && params[p.Name] == nil })
 		for name, val := range params {
 			raw, _ := json.Marshal(val)
@@ -38,14 +40,14 @@ func TestEffectivePrecision(t *testing.T) {
 		length, slide time.Duration // the runtime's geometry: slide 0 for sliding
 		want          time.Duration
 	}{
-		{AggregateHopping, map[string]any{"windowLength": "60s", "slide": "10s"}, time.Minute, 10 * time.Second, 10 * time.Second},
-		{AggregateHopping, map[string]any{"windowLength": "2m", "slide": "30s"}, 2 * time.Minute, 30 * time.Second, 30 * time.Second},
-		{AggregateSliding, map[string]any{"windowLength": "60s"}, time.Minute, 0, time.Minute},
-		{AggregateSliding, map[string]any{"windowLength": "90s"}, 90 * time.Second, 0, time.Second},
-		{AggregateSession, map[string]any{"sessionTimeout": "30m"}, 0, 0, time.Minute},
-		{AggregateHopping, map[string]any{"windowLength": "60s", "slide": "10s", "precision": "5s"}, 0, 0, 5 * time.Second},
+		{engine.AggregateHopping, map[string]any{"windowLength": "60s", "slide": "10s"}, time.Minute, 10 * time.Second, 10 * time.Second},
+		{engine.AggregateHopping, map[string]any{"windowLength": "2m", "slide": "30s"}, 2 * time.Minute, 30 * time.Second, 30 * time.Second},
+		{engine.AggregateSliding, map[string]any{"windowLength": "60s"}, time.Minute, 0, time.Minute},
+		{engine.AggregateSliding, map[string]any{"windowLength": "90s"}, 90 * time.Second, 0, time.Second},
+		{engine.AggregateSession, map[string]any{"sessionTimeout": "30m"}, 0, 0, time.Minute},
+		{engine.AggregateHopping, map[string]any{"windowLength": "60s", "slide": "10s", "precision": "5s"}, 0, 0, 5 * time.Second},
 	} {
-		v := Validate(node(tc.kind, tc.params))
+		v := validate(node(tc.kind, tc.params))
 		if !v.OK() {
 			t.Errorf("%s %v: %v", tc.kind, tc.params, v.Errors)
 			continue

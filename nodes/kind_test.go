@@ -1,4 +1,4 @@
-package nodes
+package nodes_test
 
 import (
 	"encoding/json"
@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/scenario-server/scenario-server/engine"
 	"github.com/scenario-server/scenario-server/expression"
+	. "github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/scenario"
 )
 
@@ -172,16 +174,16 @@ func TestKindConformance(t *testing.T) {
 		EditorAggregations: true, EditorBoolean: true, EditorString: true, EditorInteger: true, EditorNumber: true,
 		EditorJSONSchema: true, EditorVariableName: true, EditorRecordFields: true}
 	ins := map[string]bool{InNode: true, InParameters: true, InBranchParameters: true}
-	for _, k := range Default().Kinds() {
+	for _, k := range builtin.Kinds() {
 		t.Run(k.ID, func(t *testing.T) {
 			// The self-description is complete and renders as JSON.
-			if k.Label == "" || k.Description == "" || groupOrder[k.Group] == 0 && k.Group != GroupSources {
+			if k.Label == "" || k.Description == "" || GroupOrder[k.Group] == 0 && k.Group != GroupSources {
 				t.Errorf("kind %s: label %q, description %q, group %q", k.ID, k.Label, k.Description, k.Group)
 			}
 			// The edges are scenario.RulesFor's, but for a Late output, which only the
 			// time-window aggregates have.
 			want := scenario.RulesFor(k.NodeType)
-			timeWindow := map[string]bool{AggregateSliding: true, AggregateTumbling: true, AggregateHopping: true, AggregateSession: true}
+			timeWindow := map[string]bool{engine.AggregateSliding: true, engine.AggregateTumbling: true, engine.AggregateHopping: true, engine.AggregateSession: true}
 			if k.NodeType == scenario.TypeCustomNode && !timeWindow[k.Subtype] {
 				want.Outputs = []scenario.OutputRule{{EdgeType: "", Min: 1, Max: 1}}
 			}
@@ -204,12 +206,12 @@ func TestKindConformance(t *testing.T) {
 
 			// Only the required parameters: the defaults make it valid.
 			required := minimalNode(k, func(p ParamSpec) bool { return p.Required })
-			if v := Validate(inGraph(k, required)); !v.OK() || len(v.Warnings) > 0 {
+			if v := validate(inGraph(k, required)); !v.OK() || len(v.Warnings) > 0 {
 				t.Errorf("kind %s with required parameters only: %v %v", k.ID, v.Errors, v.Warnings)
 			}
 			// Every parameter set to a sample value is valid too.
 			all := minimalNode(k, func(p ParamSpec) bool { return true })
-			v := Validate(inGraph(k, all))
+			v := validate(inGraph(k, all))
 			if !v.OK() {
 				t.Errorf("kind %s with all parameters: %v", k.ID, v.Errors)
 			}
@@ -222,7 +224,7 @@ func TestKindConformance(t *testing.T) {
 					continue
 				}
 				n := minimalNode(k, func(q ParamSpec) bool { return q.Required && q.Name != p.Name })
-				v := Validate(inGraph(k, n))
+				v := validate(inGraph(k, n))
 				if !hasProblem(v.Errors, "n", p.Name, CodeMissingParameter) {
 					t.Errorf("kind %s without %s: %v", k.ID, p.Name, v.Errors)
 				}
@@ -237,13 +239,17 @@ func TestKindConformance(t *testing.T) {
 				} else {
 					n.Parameters = append(n.Parameters, extra)
 				}
-				if v := Validate(inGraph(k, n)); !hasProblem(v.Errors, "n", "bogus", CodeUnknownParameter) {
+				if v := validate(inGraph(k, n)); !hasProblem(v.Errors, "n", "bogus", CodeUnknownParameter) {
 					t.Errorf("kind %s with an unknown parameter: %v", k.ID, v.Errors)
 				}
 			}
 		})
 	}
 }
+
+func passThrough(*Check) {}
+
+func noOperator(*Plan) (Operator, error) { return nil, nil }
 
 func contains(list []string, s string) bool {
 	for _, x := range list {
@@ -264,7 +270,7 @@ func hasProblem(ps []scenario.Problem, node, field, code string) bool {
 }
 
 func TestRegistry(t *testing.T) {
-	r := Default()
+	r := builtin
 	var ids []string
 	for _, k := range r.Kinds() {
 		ids = append(ids, k.ID)
@@ -275,19 +281,19 @@ func TestRegistry(t *testing.T) {
 	if got := strings.Join(ids, " "); got != want {
 		t.Errorf("kinds:\n got %s\nwant %s", got, want)
 	}
-	if got := aggregatorNames(r); !reflect.DeepEqual(got, AggregatorNames) {
+	if got := RegistryAggregatorNames(r); !reflect.DeepEqual(got, AggregatorNames) {
 		t.Errorf("aggregators %v, want %v", got, AggregatorNames)
 	}
-	if err := r.Register(&Kind{ID: "Filter", NodeType: scenario.TypeFilter, check: passThrough}); err == nil {
+	if err := r.Register(&Kind{ID: "Filter", NodeType: scenario.TypeFilter, Validate: passThrough, NewOperator: noOperator}); err == nil {
 		t.Error("registering Filter twice succeeded")
 	}
-	if err := NewRegistry().Register(&Kind{ID: "Source/x", NodeType: scenario.TypeSource, Subtype: "y", check: passThrough}); err == nil {
+	if err := NewRegistry().Register(&Kind{ID: "Source/x", NodeType: scenario.TypeSource, Subtype: "y", Validate: passThrough, NewOperator: noOperator}); err == nil {
 		t.Error("registering a kind whose id does not match succeeded")
 	}
 }
 
 func TestAggregatorResultTypes(t *testing.T) {
-	r := Default()
+	r := builtin
 	in := map[string]string{ // aggregator -> input type -> result
 		"Count": "integer", "CountWhen": "integer", "Average": "float?", "Min": "string?", "First": "string?",
 		"List": "list(string)", "Set": "list(string)", "CountDistinct": "integer", "ApproximateSetCardinality": "integer",
@@ -309,7 +315,7 @@ func TestAggregatorResultTypes(t *testing.T) {
 
 func TestAggregationParameters(t *testing.T) {
 	agg := func(items string) *scenario.Scenario {
-		k, _ := Default().Kind("CustomNode/aggregate-sliding")
+		k, _ := builtin.Kind("CustomNode/aggregate-sliding")
 		n := minimalNode(k, func(p ParamSpec) bool { return p.Required && p.Name != "aggregations" })
 		n.Parameters = append(n.Parameters, scenario.Parameter{Name: "aggregations", Value: json.RawMessage(items)})
 		return inGraph(k, n)
@@ -336,13 +342,13 @@ func TestAggregationParameters(t *testing.T) {
 		{`[{"name": "a", "aggregator": "Count", "quantile": 0.5}]`, "aggregations[0].quantile", scenario.CodeUnknownField},
 	}
 	for _, tt := range tests {
-		v := Validate(agg(tt.items))
+		v := validate(agg(tt.items))
 		if !hasProblem(v.Errors, "n", tt.field, tt.code) {
 			t.Errorf("aggregations %s: want %s on %s, got %v", tt.items, tt.code, tt.field, v.Errors)
 		}
 	}
 	// Count ignores aggregateBy, with a warning.
-	v := Validate(agg(`[{"name": "a", "aggregator": "Count", "aggregateBy": {"language": "expr", "expression": "1"}}]`))
+	v := validate(agg(`[{"name": "a", "aggregator": "Count", "aggregateBy": {"language": "expr", "expression": "1"}}]`))
 	if !v.OK() || !hasProblem(v.Warnings, "n", "aggregations[0].aggregateBy", CodeIgnoredAggregateBy) {
 		t.Errorf("Count with aggregateBy: %v %v", v.Errors, v.Warnings)
 	}
@@ -350,7 +356,7 @@ func TestAggregationParameters(t *testing.T) {
 
 func TestWindowParameters(t *testing.T) {
 	node := func(kind string, params map[string]any) *scenario.Scenario {
-		k, _ := Default().Kind("CustomNode/" + kind)
+		k, _ := builtin.Kind("CustomNode/" + kind)
 		n := minimalNode(k, func(p ParamSpec) bool { return p.Required && params[p.Name] == nil })
 		for name, val := range params {
 			raw, _ := json.Marshal(val)
@@ -364,29 +370,29 @@ func TestWindowParameters(t *testing.T) {
 		field  string
 		code   string // "" for valid
 	}{
-		{AggregateSliding, map[string]any{"windowLength": "90s"}, "", ""}, // default precision 1s
-		{AggregateSliding, map[string]any{"windowLength": "1500ms"}, "windowLength", CodeNotMultipleOfPrec},
-		{AggregateSliding, map[string]any{"windowLength": "1500ms", "precision": "500ms"}, "", ""},
-		{AggregateSliding, map[string]any{"windowLength": "500ms"}, "windowLength", CodeShorterThanPrecision},
-		{AggregateSliding, map[string]any{"windowLength": "0s"}, "windowLength", CodeInvalidDuration},
-		{AggregateSliding, map[string]any{"windowLength": "-1h"}, "windowLength", CodeInvalidDuration},
-		{AggregateSliding, map[string]any{"windowLength": "1h", "precision": "0s"}, "precision", CodeInvalidDuration},
-		{AggregateSliding, map[string]any{"windowLength": "1h", "emitWhenEventLeft": "yes"}, "emitWhenEventLeft", CodeInvalidParameter},
-		{AggregateTumbling, map[string]any{"windowLength": "1d", "timeZone": "Europe/Warsaw", "offset": "PT6H"}, "", ""},
-		{AggregateTumbling, map[string]any{"windowLength": "1h", "offset": "1h"}, "offset", CodeOffsetOutOfRange},
-		{AggregateTumbling, map[string]any{"windowLength": "1h", "timeZone": "Local"}, "timeZone", CodeInvalidTimeZone},
-		{AggregateTumbling, map[string]any{"windowLength": "1h", "emitWhen": "OnEndWithExtraWindow"}, "", ""},
-		{AggregateHopping, map[string]any{"windowLength": "2m", "slide": "30s"}, "", ""}, // precision = the slide, 30s
-		{AggregateHopping, map[string]any{"windowLength": "2m", "slide": "30s", "precision": "1m"}, "slide", CodeSlideNotMultiple},
-		{AggregateHopping, map[string]any{"windowLength": "1m", "slide": "5m"}, "windowLength", CodeNotMultipleOfSlide},
-		{AggregateSession, map[string]any{"sessionTimeout": "30s", "precision": "1m"}, "sessionTimeout", CodeShorterThanPrecision},
-		{AggregateSession, map[string]any{"sessionTimeout": "30m", "emitWhen": "OnEndWithExtraWindow"}, "emitWhen", CodeInvalidEnum},
-		{AggregateCount, map[string]any{"windowLength": 3, "slide": 4}, "slide", CodeSlideOutOfRange},
-		{AggregateCount, map[string]any{"windowLength": 0}, "windowLength", CodeInvalidParameter},
-		{AggregateCount, map[string]any{"windowLength": 2.5}, "windowLength", CodeInvalidParameter},
+		{engine.AggregateSliding, map[string]any{"windowLength": "90s"}, "", ""}, // default precision 1s
+		{engine.AggregateSliding, map[string]any{"windowLength": "1500ms"}, "windowLength", CodeNotMultipleOfPrec},
+		{engine.AggregateSliding, map[string]any{"windowLength": "1500ms", "precision": "500ms"}, "", ""},
+		{engine.AggregateSliding, map[string]any{"windowLength": "500ms"}, "windowLength", CodeShorterThanPrecision},
+		{engine.AggregateSliding, map[string]any{"windowLength": "0s"}, "windowLength", CodeInvalidDuration},
+		{engine.AggregateSliding, map[string]any{"windowLength": "-1h"}, "windowLength", CodeInvalidDuration},
+		{engine.AggregateSliding, map[string]any{"windowLength": "1h", "precision": "0s"}, "precision", CodeInvalidDuration},
+		{engine.AggregateSliding, map[string]any{"windowLength": "1h", "emitWhenEventLeft": "yes"}, "emitWhenEventLeft", CodeInvalidParameter},
+		{engine.AggregateTumbling, map[string]any{"windowLength": "1d", "timeZone": "Europe/Warsaw", "offset": "PT6H"}, "", ""},
+		{engine.AggregateTumbling, map[string]any{"windowLength": "1h", "offset": "1h"}, "offset", CodeOffsetOutOfRange},
+		{engine.AggregateTumbling, map[string]any{"windowLength": "1h", "timeZone": "Local"}, "timeZone", CodeInvalidTimeZone},
+		{engine.AggregateTumbling, map[string]any{"windowLength": "1h", "emitWhen": "OnEndWithExtraWindow"}, "", ""},
+		{engine.AggregateHopping, map[string]any{"windowLength": "2m", "slide": "30s"}, "", ""}, // precision = the slide, 30s
+		{engine.AggregateHopping, map[string]any{"windowLength": "2m", "slide": "30s", "precision": "1m"}, "slide", CodeSlideNotMultiple},
+		{engine.AggregateHopping, map[string]any{"windowLength": "1m", "slide": "5m"}, "windowLength", CodeNotMultipleOfSlide},
+		{engine.AggregateSession, map[string]any{"sessionTimeout": "30s", "precision": "1m"}, "sessionTimeout", CodeShorterThanPrecision},
+		{engine.AggregateSession, map[string]any{"sessionTimeout": "30m", "emitWhen": "OnEndWithExtraWindow"}, "emitWhen", CodeInvalidEnum},
+		{engine.AggregateCount, map[string]any{"windowLength": 3, "slide": 4}, "slide", CodeSlideOutOfRange},
+		{engine.AggregateCount, map[string]any{"windowLength": 0}, "windowLength", CodeInvalidParameter},
+		{engine.AggregateCount, map[string]any{"windowLength": 2.5}, "windowLength", CodeInvalidParameter},
 	}
 	for _, tt := range tests {
-		v := Validate(node(tt.kind, tt.params))
+		v := validate(node(tt.kind, tt.params))
 		switch {
 		case tt.code == "" && !v.OK():
 			t.Errorf("%s %v: %v", tt.kind, tt.params, v.Errors)
@@ -403,24 +409,24 @@ func TestScopesOfAggregates(t *testing.T) {
 		params map[string]any
 		want   string
 	}{
-		{AggregateSliding, nil, "input key meta out"},
-		{AggregateSliding, map[string]any{"emitWhenEventLeft": true}, "key meta out"},
-		{AggregateTumbling, map[string]any{"emitWhen": "OnEvent"}, "input key meta out"},
-		{AggregateTumbling, map[string]any{"emitWhen": "OnEnd"}, "key meta out window"},
-		{AggregateTumbling, nil, "key meta out window"}, // OnEnd is the default
-		{AggregateHopping, nil, "key meta out window"},
-		{AggregateSession, map[string]any{"emitWhen": "OnEvent"}, "input key meta out"},
-		{AggregateSession, nil, "key meta out window"},
-		{AggregateCount, nil, "key meta out window"},
+		{engine.AggregateSliding, nil, "input key meta out"},
+		{engine.AggregateSliding, map[string]any{"emitWhenEventLeft": true}, "key meta out"},
+		{engine.AggregateTumbling, map[string]any{"emitWhen": "OnEvent"}, "input key meta out"},
+		{engine.AggregateTumbling, map[string]any{"emitWhen": "OnEnd"}, "key meta out window"},
+		{engine.AggregateTumbling, nil, "key meta out window"}, // OnEnd is the default
+		{engine.AggregateHopping, nil, "key meta out window"},
+		{engine.AggregateSession, map[string]any{"emitWhen": "OnEvent"}, "input key meta out"},
+		{engine.AggregateSession, nil, "key meta out window"},
+		{engine.AggregateCount, nil, "key meta out window"},
 	}
 	for _, tt := range tests {
-		k, _ := Default().Kind("CustomNode/" + tt.kind)
+		k, _ := builtin.Kind("CustomNode/" + tt.kind)
 		n := minimalNode(k, func(p ParamSpec) bool { return p.Required })
 		for name, val := range tt.params {
 			raw, _ := json.Marshal(val)
 			n.Parameters = append(n.Parameters, scenario.Parameter{Name: name, Value: raw})
 		}
-		v := Validate(inGraph(k, n))
+		v := validate(inGraph(k, n))
 		if !v.OK() {
 			t.Errorf("%s %v: %v", tt.kind, tt.params, v.Errors)
 			continue
@@ -436,14 +442,14 @@ func TestDocExampleIsValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := ValidateJSON(src)
+	v := validateJSON(src)
 	if !v.OK() || len(v.Warnings) > 0 {
 		t.Errorf("the example in scenario/doc.go: %v %v\n%s", v.Errors, v.Warnings, src)
 	}
 }
 
-func ExampleValidateJSON() {
-	v := ValidateJSON([]byte(`{
+func ExampleRegistry_ValidateJSON() {
+	v := engine.Default().ValidateJSON([]byte(`{
   "nodes": [
     {"id": "src", "type": "Source", "ref": {"typ": "http"}},
     {"id": "f", "type": "Filter", "expression": {"language": "expr", "expression": "#input.amount > 10 &&\n  #inptu.ok"}},

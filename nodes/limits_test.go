@@ -1,10 +1,11 @@
-package nodes
+package nodes_test
 
 import (
 	"fmt"
 	"strings"
 	"testing"
 
+	. "github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/scenario"
 )
 
@@ -35,7 +36,7 @@ func reportSize(v *Validation) int {
 	n := 0
 	for _, env := range v.Variables {
 		for _, t := range env {
-			n += 1 + typeSize(t, 1<<30)
+			n += 1 + TypeSize(t, 1<<30)
 		}
 	}
 	return n
@@ -43,7 +44,7 @@ func reportSize(v *Validation) int {
 
 func TestTooManyNodesChecksNothingElse(t *testing.T) {
 	s := variableChain(scenario.MaxNodes+1, "#nothing + 1") // the expression would be an error
-	v := Validate(s)
+	v := validate(s)
 	if len(v.Errors) != 1 || v.Errors[0].Code != scenario.CodeTooManyNodes || len(v.Warnings) != 0 {
 		t.Fatalf("want only %s, got %v %v", scenario.CodeTooManyNodes, v.Errors, v.Warnings)
 	}
@@ -58,7 +59,7 @@ func TestTooManyNodesChecksNothingElse(t *testing.T) {
 }
 
 func TestLongestChainValidates(t *testing.T) {
-	v := Validate(variableChain(scenario.MaxNodes, "1"))
+	v := validate(variableChain(scenario.MaxNodes, "1"))
 	if !v.OK() {
 		t.Fatalf("a %d-node chain: %v", scenario.MaxNodes, v.Errors[:min(3, len(v.Errors))])
 	}
@@ -91,7 +92,7 @@ func TestLongestChainValidates(t *testing.T) {
 	}
 
 	// A short chain is reported whole, without a warning.
-	short := Validate(variableChain(20, "1"))
+	short := validate(variableChain(20, "1"))
 	if !short.OK() || len(short.Warnings) != 0 || len(short.Variables) != 20 {
 		t.Errorf("20 nodes: %v %v, %d scopes", short.Errors, short.Warnings, len(short.Variables))
 	}
@@ -107,7 +108,7 @@ func TestScopeReportCountsTypeSizes(t *testing.T) {
 	for i := range 400 {
 		s.Nodes[1].Fields = append(s.Nodes[1].Fields, scenario.RecordField{Name: fmt.Sprintf("f%d", i), Expression: scenario.Expr("[1, 2]")})
 	}
-	v := Validate(s)
+	v := validate(s)
 	if !v.OK() {
 		t.Fatalf("%v", v.Errors[:min(3, len(v.Errors))])
 	}
@@ -126,12 +127,12 @@ func TestScopeReportCountsTypeSizes(t *testing.T) {
 }
 
 func TestTypeSizeStopsAtLimit(t *testing.T) {
-	v := Validate(variableChain(3, "[[[[1]]]]"))
+	v := validate(variableChain(3, "[[[[1]]]]"))
 	typ := v.Variables["out"]["v1"]
-	if got := typeSize(typ, 100); got != 4 {
+	if got := TypeSize(typ, 100); got != 4 {
 		t.Errorf("size of %s: %d, want 4", typ, got)
 	}
-	if got := typeSize(typ, 2); got <= 2 {
+	if got := TypeSize(typ, 2); got <= 2 {
 		t.Errorf("size of %s within 2: %d, want more than 2", typ, got)
 	}
 }
@@ -142,7 +143,7 @@ func BenchmarkTooManyNodes(b *testing.B) {
 	s := variableChain(10_000, "1")
 	b.ReportAllocs()
 	for b.Loop() {
-		Validate(s)
+		validate(s)
 	}
 }
 
@@ -150,21 +151,21 @@ func BenchmarkLongestChain(b *testing.B) {
 	s := variableChain(scenario.MaxNodes, "1")
 	b.ReportAllocs()
 	for b.Loop() {
-		Validate(s)
+		validate(s)
 	}
 }
 
 // An expression that calls now() validates, with a warning on its node and field: its value
 // depends on when it runs.
 func TestNowIsAWarning(t *testing.T) {
-	v := Validate(variableChain(4, "now()"))
+	v := validate(variableChain(4, "now()"))
 	if !v.OK() {
 		t.Fatalf("errors: %v", v.Errors)
 	}
 	if len(v.Warnings) != 1 || v.Warnings[0].Code != CodeReadsClock || v.Warnings[0].NodeID != "v1" || v.Warnings[0].Field != "value" {
 		t.Fatalf("warnings: %+v, want one %s on v1 value", v.Warnings, CodeReadsClock)
 	}
-	if w := Validate(variableChain(4, "1")).Warnings; len(w) != 0 {
+	if w := validate(variableChain(4, "1")).Warnings; len(w) != 0 {
 		t.Errorf("warnings without now(): %+v", w)
 	}
 }

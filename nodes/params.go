@@ -168,7 +168,7 @@ func (c *nodeCheck) durationParam(name string, positive bool) (time.Duration, bo
 		return 0, false
 	}
 	if d%time.Millisecond != 0 {
-		c.errorf(name, CodeInvalidDuration, "parameter %q must be a whole number of milliseconds, not %q (%s)", name, s, formatDuration(d))
+		c.errorf(name, CodeInvalidDuration, "parameter %q must be a whole number of milliseconds, not %q (%s)", name, s, FormatDuration(d))
 		return 0, false
 	}
 	if positive && d <= 0 {

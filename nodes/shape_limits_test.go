@@ -1,10 +1,11 @@
-package nodes
+package nodes_test
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/scenario-server/scenario-server/expression"
+	. "github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/scenario"
 )
 
@@ -34,7 +35,7 @@ func TestNodeIDsInURLs(t *testing.T) {
 		s := variableChain(3, "1")
 		s.Nodes[1].ID = tc.id
 		s.Edges[0].To, s.Edges[1].From = tc.id, tc.id
-		v := Validate(s)
+		v := validate(s)
 		var idErrors []scenario.Problem
 		for _, p := range v.Errors {
 			if p.Code == scenario.CodeInvalidNodeID {
@@ -73,26 +74,18 @@ func TestLimitClass(t *testing.T) {
 		}
 	}
 	// A type error is not a limit: the draft validates with errors, none of them limits.
-	v := Validate(variableChain(3, `"a" + 1`))
+	v := validate(variableChain(3, `"a" + 1`))
 	if v.OK() || len(v.LimitErrors()) != 0 {
 		t.Errorf("a type error: errors %v, limit errors %v", v.Errors, v.LimitErrors())
 	}
 	// An expression nested past the compile limit is, at its node and field.
-	v = Validate(variableChain(3, strings.Repeat("(", 1000)+"1"+strings.Repeat(")", 1000)))
+	v = validate(variableChain(3, strings.Repeat("(", 1000)+"1"+strings.Repeat(")", 1000)))
 	if got := v.LimitErrors(); len(got) != 1 || got[0].Code != expression.CodeTooDeep || got[0].NodeID != "v1" || got[0].Field != "value" {
 		t.Errorf("a deep expression: limit errors %v", got)
 	}
 	// Too many nodes is.
-	v = Validate(variableChain(scenario.MaxNodes+1, "1"))
+	v = validate(variableChain(scenario.MaxNodes+1, "1"))
 	if got := v.LimitErrors(); len(got) != 1 || got[0].Code != scenario.CodeTooManyNodes {
 		t.Errorf("too many nodes: limit errors %v", got)
-	}
-}
-
-func TestGroupDigits(t *testing.T) {
-	for n, want := range map[int64]string{0: "0", 7: "7", 999: "999", 1000: "1,000", 86_400_000: "86,400,000", -12345: "-12,345"} {
-		if got := groupDigits(n); got != want {
-			t.Errorf("groupDigits(%d) = %q, want %q", n, got, want)
-		}
 	}
 }

@@ -40,8 +40,8 @@ const (
 	CodeZoneNeedsWholeDays   = "time-zone-needs-whole-days"
 	CodeScopeReportTruncated = "scope-report-truncated"
 	CodeReadsClock           = "reads-wall-clock"        // a warning: the expression calls now()
-	CodeTooManySlices        = "window-too-many-slices"  // windowLength / precision > MaxSlicesPerWindow
-	CodeTooManyWindows       = "window-too-many-windows" // hopping windowLength / slide > MaxWindowsPerEvent
+	CodeTooManySlices        = "window-too-many-slices"  // windowLength / precision > engine.MaxSlicesPerWindow
+	CodeTooManyWindows       = "window-too-many-windows" // hopping windowLength / slide > engine.MaxWindowsPerEvent
 )
 
 // limitCodes are the problems of the limit class: a graph with one of them is refused when
@@ -61,7 +61,7 @@ var limitCodes = map[string]bool{
 
 // IsLimit reports whether a problem code is of the limit class: too many nodes or edges,
 // a node id that is not usable in a URL path segment (or otherwise invalid), a window shape
-// past MaxSlicesPerWindow or MaxWindowsPerEvent, an expression past the expression package's
+// past engine.MaxSlicesPerWindow or engine.MaxWindowsPerEvent, an expression past the expression package's
 // compile limits (too long, too deep, too large). The API refuses to store a graph that has such an error (422, the problems
 // with node and field); other errors are saved as drafts.
 func IsLimit(code string) bool { return limitCodes[code] }
@@ -168,9 +168,9 @@ type Plan struct {
 	Programs     map[string]*expression.Program
 	Params       map[string]any
 	Aggregations []Aggregation
-	// Typed is the built-in kind's typed plan (*FilterPlan, *AggregatePlan, ... see
-	// plans.go), what the runtime reads; nil for a registered kind, whose operator reads
-	// Programs and Params.
+	// Typed is the kind's typed plan (Kind.Typed: the engine's *FilterPlan,
+	// *AggregatePlan, ...), what its operator reads; nil for a kind without Typed, whose
+	// operator reads Programs and Params.
 	Typed any
 }
 
@@ -178,15 +178,8 @@ type Plan struct {
 // aggregateBy program is Programs["aggregations[i].aggregateBy"].
 type Aggregation = aggregation
 
-// Validate validates s with the default registry.
-func Validate(s *scenario.Scenario) *Validation { return Default().Validate(s) }
-
-// ValidateJSON decodes a scenario and validates it with the default
-// registry. When the JSON cannot be decoded, the decoding problems are the
-// errors (see scenario.Decode) and nothing else is checked.
-func ValidateJSON(data []byte) *Validation { return Default().ValidateJSON(data) }
-
-// ValidateJSON decodes a scenario and validates it (see the function).
+// ValidateJSON decodes a scenario and validates it. When the JSON cannot be decoded, the
+// decoding problems are the errors (see scenario.Decode) and nothing else is checked.
 func (r *Registry) ValidateJSON(data []byte) *Validation {
 	s, err := scenario.Decode(data)
 	if err != nil {
@@ -488,9 +481,10 @@ func (v *validation) checkNode(i int, in scope) {
 	c.plan.Kind = k
 	v.plans[node.ID] = c.plan
 	c.collectParameters()
-	k.check(c)
-	if k.typed != nil {
-		c.plan.Typed = k.typed(c)
+	c.out = c.in
+	k.Validate(&Check{c: c})
+	if k.Typed != nil {
+		c.plan.Typed = k.Typed(&Check{c: c})
 	}
 	v.out[i] = c.out
 	c.checkLateEdges()
@@ -616,7 +610,7 @@ func (c *nodeCheck) checkLateEdges() {
 	if c.n.Type != scenario.TypeCustomNode {
 		return
 	}
-	late := hasLateOutput(c.k.Subtype)
+	late := hasLateOutput(c.k)
 	if late && c.in != nil {
 		c.v.late[c.i] = c.in.with(VarLate, LateType, c.n.ID)
 	}

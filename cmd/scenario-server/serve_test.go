@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scenario-server/scenario-server/nodes"
+	"github.com/scenario-server/scenario-server/engine"
 	"github.com/scenario-server/scenario-server/store"
 	"github.com/scenario-server/scenario-server/store/sqlite"
 )
@@ -63,7 +63,7 @@ func TestSeedExamplesIntoAnEmptyStore(t *testing.T) {
 		if !bytes.Equal(v.Graph, file) {
 			t.Errorf("%s: the stored graph differs from examples/%s.json", name, name)
 		}
-		if val := nodes.ValidateJSON(v.Graph); !val.OK() {
+		if val := engine.Default().ValidateJSON(v.Graph); !val.OK() {
 			t.Errorf("%s does not validate: %v", name, val.Errors)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/scenario-server/scenario-server/connector"
+	"github.com/scenario-server/scenario-server/engine"
 	"github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/scenario"
 )
@@ -23,7 +24,7 @@ func Source(dir string) *connector.Source {
 		LineNumbers: true,
 		PollEvery:   PollInterval,
 		Open: func(env connector.Env, id string, p *nodes.Plan) (connector.Input, *scenario.Problem) {
-			rel := p.Typed.(*nodes.SourcePlan).Path
+			rel := p.Typed.(*engine.SourcePlan).Path
 			if prob := nonLocalPath(id, rel, "source reads inside the server's source directory"); prob != nil {
 				return nil, prob
 			}
@@ -39,7 +40,7 @@ func Sink(dir string) *connector.Sink {
 	return &connector.Sink{
 		Exclusive: "path", ExclusiveValue: filepath.Clean, ExclusiveNoun: "file",
 		Open: func(_ connector.Env, id string, p *nodes.Plan) (connector.Output, *scenario.Problem) {
-			rel := p.Typed.(*nodes.SinkPlan).Path
+			rel := p.Typed.(*engine.SinkPlan).Path
 			if prob := nonLocalPath(id, rel, "sink writes inside the server's sink directory"); prob != nil {
 				return nil, prob
 			}

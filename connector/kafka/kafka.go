@@ -7,6 +7,7 @@ package kafka
 
 import (
 	"github.com/scenario-server/scenario-server/connector"
+	"github.com/scenario-server/scenario-server/engine"
 	"github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/schemaregistry"
@@ -30,7 +31,7 @@ func Source(conn *Conn, schemas *schemaregistry.Registry) *connector.Source {
 				return nil, &scenario.Problem{NodeID: id, Field: "ref.typ", Code: "kafka-not-configured",
 					Message: "the server has no Kafka brokers to read from: start it with --kafka-brokers host:port (env SCENARIO_SERVER_KAFKA_BROKERS)"}
 			}
-			return NewInput(id, p.Typed.(*nodes.SourcePlan).Topic, conn, schemas, env.Logger), nil
+			return NewInput(id, p.Typed.(*engine.SourcePlan).Topic, conn, schemas, env.Logger), nil
 		},
 	}
 }
@@ -46,7 +47,7 @@ func Sink(conn *Conn, schemas *schemaregistry.Registry) *connector.Sink {
 				return nil, &scenario.Problem{NodeID: id, Field: "ref.typ", Code: "kafka-not-configured",
 					Message: "the server has no Kafka brokers to write to: start it with --kafka-brokers host:port (env SCENARIO_SERVER_KAFKA_BROKERS)"}
 			}
-			plan := p.Typed.(*nodes.SinkPlan)
+			plan := p.Typed.(*engine.SinkPlan)
 			if plan.ValueSubject != "" && schemas == nil {
 				return nil, &scenario.Problem{NodeID: id, Field: "valueSubject", Code: "schema-registry-not-configured",
 					Message: "the server has no schema registry to encode values with: start it with --kafka-schema-registry URL (env SCENARIO_SERVER_KAFKA_SCHEMA_REGISTRY)"}

@@ -5,18 +5,173 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"time"
 
 	"github.com/scenario-server/scenario-server/expression"
 	"github.com/scenario-server/scenario-server/nodes"
+	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/slices"
 	"github.com/scenario-server/scenario-server/value"
 )
 
-// A source (Source/file, Source/http, Source/kafka) is where events enter: the engine's
-// PushJSON, PushValue and Replay decode and time a record for it (Engine.pushValue), and it
-// keeps the watermark of docs/semantics.md §1. Nothing flows into a source.
+// Sources (Source/file, Source/http, Source/kafka): where events enter, with their event time
+// and watermark (docs/semantics.md §1). The engine's PushJSON, PushValue and Replay decode and
+// time a record for a source (Engine.pushValue), and it keeps the watermark; a deployment
+// reads them through its input connectors. Nothing flows into a source.
 
-var _ = builtIn(newSource, "Source/file", "Source/http", "Source/kafka")
+// The subtypes of the sources (Source/file, Source/http, Source/kafka).
+const (
+	SourceFile  = "file"
+	SourceHTTP  = "http"
+	SourceKafka = "kafka"
+)
+
+// Default durations.
+const (
+	DefaultMaxOutOfOrderness = 60 * time.Second
+	DefaultIdleTimeout       = 3 * time.Minute
+	// DefaultMaxFutureSkew is how far ahead of the wall clock a live source's event time may
+	// be (docs/semantics.md §1).
+	DefaultMaxFutureSkew = time.Hour
+)
+
+// fileSourceKind is the file source.
+func fileSourceKind() *nodes.Kind {
+	return sourceKind(SourceFile, "File source",
+		"Reads events, one JSON object per line, from a file. A run or test replays the file once, in file order, as a bounded input; a deployment follows the file as lines are appended (tail -F).",
+		true, "", nodes.ParamSpec{Name: "path", In: nodes.InParameters, Editor: nodes.EditorString, Type: "string", Required: true, Label: "Path",
+			Description: "Path of the file, one JSON object per line; deployed, relative to the server's source directory (--source-dir)."})
+}
+
+// httpSourceKind is the HTTP source.
+func httpSourceKind() *nodes.Kind {
+	return sourceKind(SourceHTTP, "HTTP source",
+		"Receives events POSTed to the server's ingestion endpoint for this scenario and source.",
+		false, " Without it, the time the server accepted the event is used.")
+}
+
+// kafkaSourceKind is the Kafka source.
+func kafkaSourceKind() *nodes.Kind {
+	return sourceKind(SourceKafka, "Kafka source",
+		"Reads events, JSON objects (the records' values), from every partition of a Kafka topic, on the brokers the server was started with (--kafka-brokers).",
+		false, " Without it, the record's timestamp is used.", nodes.ParamSpec{Name: "topic", In: nodes.InParameters, Editor: nodes.EditorString, Type: "string", Required: true, Label: "Topic",
+			Description: "The Kafka topic to read.", Aliases: []string{"Topic"}})
+}
+
+// sourceKind is a source of subtype typ; a bounded one (a file) needs a timestamp, a live one
+// has an idle timeout. untimed says, for a live one, what time an event without a timestamp
+// expression gets.
+func sourceKind(typ, label, desc string, bounded bool, untimed string, extra ...nodes.ParamSpec) *nodes.Kind {
+	params := append([]nodes.ParamSpec{}, extra...)
+	tsDesc := "Event time: epoch milliseconds or an RFC 3339 string, e.g. #input.ts or parseTime(#input.date, \"yyyy/MM/dd HH:mm\")." + untimed
+	params = append(params,
+		nodes.ParamSpec{Name: "timestamp", In: nodes.InParameters, Editor: nodes.EditorExpression, Type: "timestamp", Required: bounded, Label: "Timestamp", Description: tsDesc},
+		nodes.ParamSpec{Name: "maxOutOfOrderness", In: nodes.InParameters, Editor: nodes.EditorDuration, Type: "duration", Default: "60s", Label: "Max out-of-orderness",
+			Description: "How late an event may come: the watermark is the largest event time seen less this (0 allowed)."},
+		nodes.ParamSpec{Name: "schema", In: nodes.InParameters, Editor: nodes.EditorJSONSchema, Type: "object", Label: "JSON Schema",
+			Description: "Optional JSON Schema of the events; #input is typed from it (dynamic without it)."},
+		nodes.ParamSpec{Name: "enforceSchema", In: nodes.InParameters, Editor: nodes.EditorBoolean, Type: "boolean", Default: false, Label: "Enforce schema",
+			Description: "Check each event against the JSON Schema: an event that does not fit is an error at the source (field schema, saying where and why, e.g. /amount: got string, want number) and goes no further; deployed, it goes to the dead letters. Needs a schema."},
+		nodes.ParamSpec{Name: "maxFutureSkew", In: nodes.InParameters, Editor: nodes.EditorDuration, Type: "duration", Default: "1h", Label: "Max future skew",
+			Description: "Deployed: an event whose time is further ahead of the server's clock than this is refused, as an error at the source that does not move the watermark, so one mistyped timestamp cannot make every later event late. Tests and runs have no such bound."},
+	)
+	if !bounded {
+		params = append(params, nodes.ParamSpec{Name: "idleTimeout", In: nodes.InParameters, Editor: nodes.EditorDuration, Type: "duration", Default: "3m", Label: "Idle timeout",
+			Description: "A source silent this long stops holding back the watermark of the nodes it feeds."})
+	}
+	return &nodes.Kind{
+		ID: "Source/" + typ, NodeType: scenario.TypeSource, Subtype: typ, Group: nodes.GroupSources, Label: label, Description: desc, Role: nodes.RoleSource,
+		Parameters: params,
+		Validate:   func(c *nodes.Check) { checkSource(c, bounded) },
+		Typed:      typedSource,
+		Runtime:    builder(newSource),
+	}
+}
+
+func checkSource(c *nodes.Check, bounded bool) {
+	inputType := expression.Unknown
+	enforce, _ := c.Bool("enforceSchema")
+	raw := c.Literal("schema")
+	if enforce && raw == nil {
+		c.Errorf("enforceSchema", nodes.CodeInvalidParameter, "enforceSchema needs a JSON Schema in parameter \"schema\"")
+	}
+	if raw == nil {
+		raw = c.SourceSchema() // a schema registry's, if any
+	}
+	if raw != nil {
+		t, err := expression.TypeFromJSONSchema(raw)
+		switch {
+		case err != nil:
+			c.Errorf("schema", nodes.CodeInvalidSchema, "%v", err)
+		case t.Kind != expression.KindRecord && t.Kind != expression.KindUnknown:
+			c.Errorf("schema", nodes.CodeInvalidSchema, "the schema describes %s values, but events are JSON objects (\"type\": \"object\")", t.Kind)
+		default:
+			t.Nullable = false // an event is never null
+			inputType = t
+			if enforce {
+				if s, err := nodes.CompileEventSchema(raw); err != nil {
+					c.Errorf("schema", nodes.CodeInvalidSchema, "the schema cannot be enforced: %v", err)
+				} else {
+					c.Record("schema", s)
+				}
+			}
+		}
+	}
+	c.Duration("maxOutOfOrderness", false)
+	c.Duration("maxFutureSkew", false)
+	if !bounded {
+		c.Duration("idleTimeout", true)
+	}
+	for _, name := range []string{"path", "topic"} {
+		if _, ok := c.Kind().Param(name); ok && c.Given(name) {
+			if s, ok := c.String(name); ok && s == "" {
+				c.Errorf(name, nodes.CodeInvalidParameter, "parameter %q must not be empty", name)
+			}
+		}
+	}
+	env := c.With(nodes.EmptyScope(), nodes.VarInput, inputType)
+	if e := c.ExpressionParam("timestamp"); e != nil {
+		if prog := c.Compile("timestamp", e, env.Env(), expression.Unknown); prog != nil {
+			switch t := prog.Result(); t.Kind {
+			case expression.KindInteger, expression.KindFloat, expression.KindNumber, expression.KindString, expression.KindUnknown:
+			default:
+				c.ResultProblem("timestamp", e, "the timestamp must be epoch milliseconds (an integer) or an RFC 3339 string, but it is %s", t)
+			}
+		}
+	}
+	c.SetVisible(env)
+	c.SetOut(c.With(env, nodes.VarMeta, nodes.MetaType))
+}
+
+// SourcePlan is a source's plan (Source/file, Source/http, Source/kafka).
+type SourcePlan struct {
+	Timestamp nodes.Expr // nil Program: no timestamp expression
+	// MaxOutOfOrderness and MaxFutureSkew, defaults applied.
+	MaxOutOfOrderness, MaxFutureSkew time.Duration
+	// Live: the source follows an unbounded input and has an IdleTimeout (default
+	// applied); a file source has neither.
+	Live        bool
+	IdleTimeout time.Duration
+	Topic, Path string // Kafka's topic, a file's path ("" for the others)
+	// Schema is the compiled schema each event is checked against (enforceSchema); nil:
+	// events are not checked.
+	Schema *nodes.EventSchema
+}
+
+func typedSource(c *nodes.Check) any {
+	p := &SourcePlan{
+		Timestamp:         c.Expr("timestamp"),
+		MaxOutOfOrderness: c.DurationOr("maxOutOfOrderness", DefaultMaxOutOfOrderness),
+		MaxFutureSkew:     c.DurationOr("maxFutureSkew", DefaultMaxFutureSkew),
+	}
+	if _, live := c.Kind().Param("idleTimeout"); live {
+		p.Live, p.IdleTimeout = true, c.DurationOr("idleTimeout", DefaultIdleTimeout)
+	}
+	p.Topic, _ = c.Plan().Params["topic"].(string)
+	p.Path, _ = c.Plan().Params["path"].(string)
+	p.Schema, _ = c.Plan().Params["schema"].(*nodes.EventSchema)
+	return p
+}
 
 // source is a source node's reading state.
 type source struct {
@@ -53,7 +208,7 @@ type source struct {
 }
 
 func newSource(e *Engine, n *node) (operator, error) {
-	p := n.plan.Typed.(*nodes.SourcePlan)
+	p := n.plan.Typed.(*SourcePlan)
 	s := &source{node: n, idleW: idleFloorUnset}
 	s.timestamp = n.evaluator(p.Timestamp)
 	s.outOfOrder = p.MaxOutOfOrderness.Milliseconds()

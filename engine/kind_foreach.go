@@ -1,0 +1,75 @@
+package engine
+
+import (
+	"github.com/scenario-server/scenario-server/expression"
+	"github.com/scenario-server/scenario-server/nodes"
+	"github.com/scenario-server/scenario-server/scenario"
+)
+
+// A CustomNode "for-each" sends one event per element of a list, with the element in its
+// outputVar.
+
+// forEachKind is CustomNode "for-each".
+func forEachKind() *nodes.Kind {
+	return &nodes.Kind{
+		ID: "CustomNode/for-each", NodeType: scenario.TypeCustomNode, Subtype: "for-each", Group: nodes.GroupBase, Label: "For each",
+		Description: "Sends one event per element of a list, with the element in outputVar.",
+		Parameters: []nodes.ParamSpec{
+			outputVarSpec("element", "The variable holding the current element."),
+			{Name: "Elements", In: nodes.InParameters, Editor: nodes.EditorExpression, Type: "list", Required: true, Label: "Elements",
+				Description: "An expression giving a list."},
+		},
+		Validate: checkForEach,
+		Typed:    typedForEach,
+		Runtime:  builder(newForEach),
+	}
+}
+
+func checkForEach(c *nodes.Check) {
+	name, ok := c.DefineName("outputVar", c.Node().OutputVar)
+	elem := expression.Unknown
+	if e := c.ExpressionParam("Elements"); e != nil {
+		if prog := c.Compile("Elements", e, c.In().Env(), expression.ListOf(expression.Unknown).OrNull()); prog != nil {
+			if t := expression.Boundary(prog.Result()); t.Kind == expression.KindList && t.Elem != nil {
+				elem = *t.Elem
+			}
+		}
+	}
+	c.SetOut(c.In())
+	if ok {
+		c.SetOut(c.With(c.In(), name, elem))
+	}
+}
+
+// ForEachPlan is a for-each's plan: one event per element of Elements, in OutputVar.
+type ForEachPlan struct {
+	OutputVar string
+	Elements  nodes.Expr
+}
+
+func typedForEach(c *nodes.Check) any {
+	return &ForEachPlan{OutputVar: c.Node().OutputVar, Elements: c.Expr("Elements")}
+}
+
+type forEach struct {
+	field    string
+	elements *evaluator
+}
+
+func newForEach(_ *Engine, n *node) (operator, error) {
+	p := n.plan.Typed.(*ForEachPlan)
+	n.varName = p.OutputVar
+	return &forEach{field: p.Elements.Field, elements: n.evaluator(p.Elements)}, nil
+}
+
+func (f *forEach) process(e *Engine, n *node, ev *event, _ string) {
+	v, err := f.elements.eval(ev)
+	if err != nil {
+		e.fail(n, f.field, err)
+		return
+	}
+	for _, item := range v.List() {
+		n.counts.Out++
+		e.forward(n, n.with(ev, item), "")
+	}
+}
