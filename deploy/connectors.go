@@ -27,13 +27,6 @@ import (
 // not a connector's. The stdout sink writes to Config.Stdout. Kafka and file sources and
 // sinks are connector/kafka's and connector/file's. Config.Connectors adds more.
 
-// The ref.typ of the runtime's own connectors' kinds.
-const (
-	sourceHTTPKind  = "Source/http"
-	sinkCollectKind = "Sink/collect"
-	sinkStdoutKind  = "Sink/stdout"
-)
-
 // newConnectors returns the runtime's connectors: its own, connector/file's in the
 // configured directories, connector/kafka's on the runtime's Kafka connection, and extra.
 // Errors: a kind of extra that has a connector already.
@@ -44,13 +37,13 @@ func (r *Runtime) newConnectors(extra *connector.Registry) (*connector.Registry,
 			panic(err) // distinct kinds, below
 		}
 	}
-	must(reg.AddSource(sourceHTTPKind, &connector.Source{EventLog: true, ArrivalTime: true}))
-	must(reg.AddSource("Source/file", file.Source(r.cfg.FileSourceDir)))
+	must(reg.AddSource(engine.SourceHTTPKind, &connector.Source{EventLog: true, ArrivalTime: true}))
+	must(reg.AddSource(engine.SourceFileKind, file.Source(r.cfg.FileSourceDir)))
 	must(reg.AddSource(kafka.SourceKind, kafka.Source(r.kafka, r.schemas)))
-	must(reg.AddSink(sinkCollectKind, &connector.Sink{Open: func(_ connector.Env, id string, _ *nodes.Plan) (connector.Output, *scenario.Problem) {
+	must(reg.AddSink(engine.SinkCollectKind, &connector.Sink{Open: func(_ connector.Env, id string, _ *nodes.Plan) (connector.Output, *scenario.Problem) {
 		return &collectOutput{id: id}, nil // bound to the deployment's sinks by openConnectors
 	}}))
-	must(reg.AddSink(sinkStdoutKind, &connector.Sink{Open: func(connector.Env, string, *nodes.Plan) (connector.Output, *scenario.Problem) {
+	must(reg.AddSink(engine.SinkStdoutKind, &connector.Sink{Open: func(connector.Env, string, *nodes.Plan) (connector.Output, *scenario.Problem) {
 		return &stdoutOutput{w: r.cfg.Stdout}, nil
 	}}))
 	must(reg.AddSink(fileSinkKind, file.Sink(r.cfg.FileSinkDir)))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/scenario-server/scenario-server/connector/file"
 	"github.com/scenario-server/scenario-server/connector/kafka"
+	"github.com/scenario-server/scenario-server/engine"
 	snapshot "github.com/scenario-server/scenario-server/slices"
 )
 
@@ -42,8 +43,8 @@ const (
 
 // The kinds whose sink states version 1 kept in sections of their own.
 const (
-	fileSinkKind  = "Sink/file"
-	kafkaSinkKind = kafka.SinkKind
+	fileSinkKind  = engine.SinkFileKind
+	kafkaSinkKind = engine.SinkKafkaKind
 )
 
 // errCorruptState means a checkpoint's state does not decode.

@@ -8,7 +8,7 @@ import (
 
 // A Kafka sink (Sink/kafka) writes the record {key, value, headers} of each event to the
 // engine's Output: the deployment turns it into a Kafka record of its next transaction
-// (deploy/kafkasink.go); a run or a test run writes it as other sinks write their value. Key
+// (connector/kafka/sink.go); a run or a test run writes it as other sinks write their value. Key
 // and headers are optional; headers must be a record.
 
 // SinkKafka is the subtype of the Kafka sink (Sink/kafka).
@@ -18,7 +18,7 @@ const SinkKafka = "kafka"
 const maxTopicLength = 249
 
 // kafkaSinkKind writes a record per event to a Kafka topic: value (JSON), an optional key and
-// optional headers. Deployed it is exactly-once (deploy/kafkasink.go); in a run or a test run
+// optional headers. Deployed it is exactly-once (connector/kafka/sink.go); in a run or a test run
 // it writes {"key", "value", "headers"} to the output as other sinks write their value.
 func kafkaSinkKind() *nodes.Kind {
 	k := sinkKind(SinkKafka, "Kafka sink",

@@ -19,6 +19,14 @@ const (
 	SinkDeadEnd = "dead-end"
 )
 
+// The kind IDs of the sinks, for the connectors (nodes.Kind.ID).
+const (
+	SinkCollectKind = "Sink/" + SinkCollect
+	SinkFileKind    = "Sink/" + SinkFile
+	SinkStdoutKind  = "Sink/" + SinkStdout
+	SinkKafkaKind   = "Sink/" + SinkKafka
+)
+
 // collectSinkKind is the collect sink.
 func collectSinkKind() *nodes.Kind {
 	return sinkKind(SinkCollect, "Collect", "Keeps the value of each event in the server's store, read back through the API with a cursor or as a stream of server-sent events.",

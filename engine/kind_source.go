@@ -26,6 +26,13 @@ const (
 	SourceKafka = "kafka"
 )
 
+// The kind IDs of the sources, for the connectors (nodes.Kind.ID).
+const (
+	SourceFileKind  = "Source/" + SourceFile
+	SourceHTTPKind  = "Source/" + SourceHTTP
+	SourceKafkaKind = "Source/" + SourceKafka
+)
+
 // Default durations.
 const (
 	DefaultMaxOutOfOrderness = 60 * time.Second

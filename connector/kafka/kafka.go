@@ -15,8 +15,8 @@ import (
 
 // The kinds of the Kafka connectors.
 const (
-	SourceKind = "Source/kafka"
-	SinkKind   = "Sink/kafka"
+	SourceKind = engine.SourceKafkaKind
+	SinkKind   = engine.SinkKafkaKind
 )
 
 // Source is the connector of Kafka sources reading through conn; schemas, when set, decodes
