@@ -107,6 +107,10 @@ type kafkaSink struct {
 	valueField          string
 	valueSubject        string   // encode the value against it (Options.EncodeKafkaValue); "": no
 	keys                []string // the fields of the record handed to Output
+	// record and vals are the record handed to Output, reused from event to event: an Output
+	// value is valid only during the call (engine.Output).
+	record value.Value
+	vals   []value.Value
 }
 
 func newKafkaSink(_ *Engine, n *node) (operator, error) {
@@ -121,11 +125,12 @@ func newKafkaSink(_ *Engine, n *node) (operator, error) {
 		k.headers = n.evaluator(p.Headers)
 		k.keys = append(k.keys, KafkaHeaders)
 	}
+	k.record, k.vals = value.MakeRecord(k.keys)
 	return k, nil
 }
 
 func (k *kafkaSink) process(e *Engine, n *node, ev *event, _ string) {
-	vals := make([]value.Value, 0, len(k.keys))
+	vals := k.vals[:0]
 	if k.key != nil {
 		key, err := k.key.eval(ev)
 		if err != nil {
@@ -162,6 +167,6 @@ func (k *kafkaSink) process(e *Engine, n *node, ev *event, _ string) {
 	}
 	n.counts.Out++
 	if e.opts.Output != nil {
-		e.opts.Output(n.id, value.NewRecord(k.keys, vals), ev.time)
+		e.opts.Output(n.id, k.record, ev.time)
 	}
 }
