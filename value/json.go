@@ -233,13 +233,13 @@ func (d *Decoder) ParseFieldsInto(b []byte, want *FieldSet, dst []Value) (presen
 
 // The recent strings of ParseFieldsInto: events of a stream repeat the same short strings
 // (group keys, kinds, codes), and a string equal to one of the last calls' is handed out
-// again instead of being allocated. A call with only top-level strings, few and short, all
+// again instead of being allocated (two entries a hash, so thousands of keys are held). A call with only top-level strings, few and short, all
 // of them recent, allocates nothing.
 const (
-	recentStrings   = 512 // entries of the table, by hash of the bytes
-	recentMaxString = 32  // longer strings are not kept
-	recentMaxCall   = 4   // nor those of a call with more strings
-	recentMaxArena  = 64  // nor those of a call with more bytes of strings (what one pins)
+	recentStrings   = 4096 // entries of the table, by hash of the bytes
+	recentMaxString = 32   // longer strings are not kept
+	recentMaxCall   = 4    // nor those of a call with more strings
+	recentMaxArena  = 64   // nor those of a call with more bytes of strings (what one pins)
 )
 
 // reuseRecent ends a ParseFieldsInto call whose strings are all recent: it points the
@@ -255,9 +255,12 @@ func (d *Decoder) reuseRecent(dst []Value) bool {
 		if len(b) > recentMaxString {
 			return false
 		}
-		s := d.recent[recentHash(b)]
+		h := recentHash(b)
+		s := d.recent[h]
 		if s != string(b) {
-			return false
+			if s = d.recent[h^1]; s != string(b) {
+				return false
+			}
 		}
 		found[k], start = s, end
 	}
@@ -281,8 +284,10 @@ func (d *Decoder) keepRecent(dst []Value) {
 	}
 	for k := range dst {
 		if dst[k].kind == KindString {
+			// Two entries a hash: the newest string, and the one it replaced.
 			s := dst[k].Str()
-			d.recent[recentHash(unsafe.Slice(unsafe.StringData(s), len(s)))] = s
+			h := recentHash(unsafe.Slice(unsafe.StringData(s), len(s)))
+			d.recent[h^1], d.recent[h] = d.recent[h], s
 		}
 	}
 }
