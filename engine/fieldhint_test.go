@@ -1,11 +1,8 @@
 package engine
 
 import (
-	"bufio"
-	"bytes"
 	"testing"
 
-	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/value"
 )
 
@@ -18,17 +15,7 @@ func TestFieldOfPushedRecordsOfChangingShapes(t *testing.T) {
 		`{"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": []}}`,
 		sinkNode("out", "{b: #input.b, a: #input.a}"),
 	}, []string{link("in", "out")})
-	s, err := scenario.Decode([]byte(sc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	w := bufio.NewWriter(&buf)
-	var written int64
-	e, err := New(s, Options{ScenarioName: "test", Output: WriteOutput(w, &written), Bounded: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, _, output := writingEngine(t, sc)
 	ab := []string{"a", "b"}
 	ba := []string{"b", "a"}
 	records := []value.Value{
@@ -47,9 +34,6 @@ func TestFieldOfPushedRecordsOfChangingShapes(t *testing.T) {
 		}
 	}
 	e.Flush()
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
 	want := `{"sink":"out","value":{"b":2,"a":1}}
 {"sink":"out","value":{"b":4,"a":3}}
 {"sink":"out","value":{"b":null,"a":5}}
@@ -58,8 +42,8 @@ func TestFieldOfPushedRecordsOfChangingShapes(t *testing.T) {
 {"sink":"out","value":{"b":10,"a":11}}
 {"sink":"out","value":{"b":13,"a":14}}
 `
-	if buf.String() != want {
-		t.Errorf("output\n%s\nwant\n%s", buf.String(), want)
+	if got := output(); got != want {
+		t.Errorf("output\n%s\nwant\n%s", got, want)
 	}
 	if _, n := e.Errors(); n != 1 {
 		t.Errorf("%d errors, want 1 (the integer pushed as a record)", n)
