@@ -48,7 +48,8 @@ import (
 // remembers, per key as written, whether the set has it, so a stream of one
 // shape looks nothing up. ParseFieldsInto puts the kept values into a slice
 // the caller reuses: no record at all, so one allocation (the strings) per
-// flat event.
+// flat event, and none when its strings are few, short and were in recent
+// events (a stream's group keys): those are handed out again.
 
 // MaxDepth is the deepest nesting of lists and records that ParseJSON and a
 // Decoder accept: 1000 nested '[' or '{' are allowed, 1001 are an error.
@@ -213,7 +214,9 @@ func (d *Decoder) ParseObject(b []byte) (Value, error) {
 // have want.Len() elements, and want at most MaxFieldsInto names; the
 // elements of members the object lacks are set to null. It fails exactly
 // when ParseFields fails, and makes no allocation for the record: one for
-// the strings of the call, if any, and those of nested values.
+// the strings of the call, if any (none when they are all recent strings:
+// up to 4 top-level strings of up to 32 bytes seen in recent calls), and
+// those of nested values.
 func (d *Decoder) ParseFieldsInto(b []byte, want *FieldSet, dst []Value) (present uint64, err error) {
 	if want.Len() > MaxFieldsInto || len(dst) != want.Len() {
 		return 0, fmt.Errorf("value: ParseFieldsInto with %d names and %d values (at most %d)", want.Len(), len(dst), MaxFieldsInto)
