@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"syscall"
@@ -20,10 +19,7 @@ type decoded struct {
 
 func decodedWorkload(n int) decoded {
 	d := decoded{times: make([]int64, n), keys: make([]string, n), amounts: make([]float64, n)}
-	names := make([]string, workloadKeys)
-	for k := range names {
-		names[k] = fmt.Sprintf("k%03d", k)
-	}
+	names := keyNames()
 	genWorkload(n, func(i int, t int64, key int, cents int64) {
 		d.times[i], d.keys[i], d.amounts[i] = t, names[key], float64(cents)/100
 	})

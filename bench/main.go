@@ -7,6 +7,8 @@
 //   - `scenario-server run` on the standard workload (1,000,000 events, 1,000 keys, hopping
 //     60 s / 10 s, 5 s of disorder) against a loop that decodes the lines with goccy/go-json
 //     and feeds a hand-written ring of slice partials; peak RSS from /usr/bin/time -v;
+//   - the engine alone: the same scenario's engine fed the workload already decoded, against
+//     the ring part of that loop fed the same decoded events (bench/engine.go);
 //   - the window core on decoded events at 10 s and 1 s slices against the ring;
 //   - session windows: allocations per event and live heap.
 //
@@ -50,7 +52,7 @@ type options struct {
 
 func main() {
 	var o options
-	child := flag.String("child", "", "internal: run one measurement in this process (ref-run, ceiling, core-product, core-ring, sessions); workload writes the run figure's events to -output and its scenario to -input")
+	child := flag.String("child", "", "internal: run one measurement in this process (ref-run, ceiling, core-product, core-ring, engine-product, engine-ring, sessions); workload writes the run figure's events to -output and its scenario to -input")
 	dir := flag.String("dir", "", "internal: the ceiling server's directory")
 	input := flag.String("input", "", "internal: ref-run's input")
 	output := flag.String("output", "", "internal: ref-run's output")
@@ -89,6 +91,17 @@ func main() {
 		var rate float64
 		var results int
 		rate, results, err = f(o.coreEvents, *precision)
+		if err == nil {
+			err = json.NewEncoder(os.Stdout).Encode(map[string]float64{"rate": rate, "results": float64(results)})
+		}
+	case "engine-product", "engine-ring":
+		f := engineProduct
+		if *child == "engine-ring" {
+			f = engineRing
+		}
+		var rate float64
+		var results int64
+		rate, results, err = f(o.events, *output)
 		if err == nil {
 			err = json.NewEncoder(os.Stdout).Encode(map[string]float64{"rate": rate, "results": float64(results)})
 		}
@@ -246,6 +259,9 @@ func orchestrate(o options) error {
 		if err := runFigure(self, o); err != nil {
 			return err
 		}
+		if err := engineFigure(self, o); err != nil {
+			return err
+		}
 	}
 	if only["ingest"] {
 		if err := ingestFigures(self, o); err != nil {
@@ -257,16 +273,69 @@ func orchestrate(o options) error {
 }
 
 func childRate(bin, child string, o options, precision int64) (float64, error) {
-	out, err := exec.Command(bin, "-child", child, "-core-events", strconv.Itoa(o.coreEvents),
-		"-precision", strconv.FormatInt(precision, 10)).Output()
+	r, err := childFigures(bin, child, "-core-events", strconv.Itoa(o.coreEvents),
+		"-precision", strconv.FormatInt(precision, 10))
+	return r["rate"], err
+}
+
+// childFigures runs bin -child child with args and returns the figures it prints.
+func childFigures(bin, child string, args ...string) (map[string]float64, error) {
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, append([]string{"-child", child}, args...)...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		return 0, fmt.Errorf("%s -child %s: %w", bin, child, err)
+		return nil, fmt.Errorf("%s -child %s: %w: %s", bin, child, err, stderr.String())
 	}
 	var r map[string]float64
 	if err := json.Unmarshal(out, &r); err != nil {
-		return 0, err
+		return nil, err
 	}
-	return r["rate"], nil
+	return r, nil
+}
+
+// engineFigure measures the engine alone (engine-product, and engine-product of -base-bench)
+// against the reference loop's ring part (engine-ring), alternated, and checks that both
+// give the same number of results.
+func engineFigure(self string, o options) error {
+	dir, err := os.MkdirTemp("", "bench-engine-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	out := filepath.Join(dir, "out.ndjson")
+	f := figure{name: "engine alone (decoded events)", unit: "ev/CPU-s", target: 0.85}
+	var results []float64
+	measure := func(bin, child string, into *[]float64) error {
+		r, err := childFigures(bin, child, "-events", strconv.Itoa(o.events), "-output", out)
+		if err != nil {
+			return err
+		}
+		*into = append(*into, r["rate"])
+		results = append(results, r["results"])
+		return nil
+	}
+	for range o.rounds {
+		if err := measure(self, "engine-product", &f.after); err != nil {
+			return err
+		}
+		if o.baseBench != "" {
+			if err := measure(o.baseBench, "engine-product", &f.before); err != nil {
+				return err
+			}
+		}
+		if err := measure(self, "engine-ring", &f.ref); err != nil {
+			return err
+		}
+	}
+	for _, r := range results[1:] {
+		if r != results[0] {
+			return fmt.Errorf("engine alone: the product and the reference gave different numbers of results: %v", results)
+		}
+	}
+	f.print()
+	fmt.Printf("  (%.0f results each; load average %s)\n", results[0], loadavg())
+	return nil
 }
 
 var (

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"time"
 
 	gojson "github.com/goccy/go-json"
@@ -148,15 +147,7 @@ func refRun(inPath, outPath string) error {
 	var line []byte
 	results := 0
 	ring := newRefRing(10_000, 60_000, 10_000, 5_000, func(k string, start, n int64, total float64) {
-		line = append(line[:0], `{"sink":"out","value":{"key":"`...)
-		line = append(line, k...)
-		line = append(line, `","n":`...)
-		line = strconv.AppendInt(line, n, 10)
-		line = append(line, `,"start":`...)
-		line = strconv.AppendInt(line, start, 10)
-		line = append(line, `,"total":`...)
-		line = strconv.AppendFloat(line, total, 'g', -1, 64)
-		line = append(line, "}}\n"...)
+		line = appendRefResult(line[:0], k, start, n, total)
 		w.Write(line)
 		results++
 	})

@@ -1,12 +1,9 @@
 package engine
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"testing"
 
-	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/value"
 )
 
@@ -23,17 +20,7 @@ func TestEnforceSchemaOnPushedValues(t *testing.T) {
 			{"name": "schema", "value": ` + schema + `}, {"name": "enforceSchema", "value": true}]}}`,
 		sinkNode("out", "#input.n"),
 	}, []string{link("in", "out")})
-	s, err := scenario.Decode([]byte(sc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	w := bufio.NewWriter(&buf)
-	var written int64
-	e, err := New(s, Options{ScenarioName: "test", Output: WriteOutput(w, &written), Bounded: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, written, _ := writingEngine(t, sc)
 	records := []struct{ json, problem string }{
 		{`{"n": 1, "x": 2, "ok": true, "none": null, "tags": ["a"], "sub": {"k": 1}}`, ""},
 		{`{"n": 2, "x": 2.5}`, ""},
@@ -75,7 +62,7 @@ func TestEnforceSchemaOnPushedValues(t *testing.T) {
 	if c := e.Counts()["in"]; c.In != 8 || c.Out != 2 || c.Errors != 6 {
 		t.Errorf("source counts %+v, want in 8, out 2, errors 6", c)
 	}
-	if written != 2 {
-		t.Errorf("%d values written, want 2", written)
+	if *written != 2 {
+		t.Errorf("%d values written, want 2", *written)
 	}
 }

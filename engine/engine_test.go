@@ -91,6 +91,29 @@ func replay(t *testing.T, scenarioText, input string) ([]string, *Engine, Summar
 	return out, e, sum
 }
 
+// writingEngine builds a bounded engine of the scenario whose Output writes to a buffer:
+// written counts the values, output flushes and returns what was written.
+func writingEngine(t *testing.T, scenarioText string) (e *Engine, written *int64, output func() string) {
+	t.Helper()
+	s, err := scenario.Decode([]byte(scenarioText))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	w := bufio.NewWriter(&buf)
+	written = new(int64)
+	e, err = New(s, Options{ScenarioName: "test", Output: WriteOutput(w, written), Bounded: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, written, func() string {
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		return buf.String()
+	}
+}
+
 func expectLines(t *testing.T, got []string, want ...string) {
 	t.Helper()
 	if len(got) != len(want) {
@@ -282,24 +305,13 @@ func TestBoundedRunWithoutTimestampExpression(t *testing.T) {
 		`{"id": "in", "type": "Source", "ref": {"typ": "http"}}`,
 		sinkNode("out", "{v: #input.v, at: #meta.eventTime}"),
 	}, []string{link("in", "out")})
-	s, err := scenario.Decode([]byte(sc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	w := bufio.NewWriter(&buf)
-	var n int64
-	e, err := New(s, Options{Bounded: true, Output: WriteOutput(w, &n)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, _, output := writingEngine(t, sc)
 	if _, err := Replay(context.Background(), e, strings.NewReader(`{"v": 1}
 {"sourceId": "in", "record": {"v": 2}, "timestamp": 5000}
 `)); err != nil {
 		t.Fatal(err)
 	}
-	w.Flush()
-	expectLines(t, strings.Split(strings.TrimSpace(buf.String()), "\n"),
+	expectLines(t, strings.Split(strings.TrimSpace(output()), "\n"),
 		`{"sink":"out","value":{"v":1,"at":0}}`,
 		`{"sink":"out","value":{"v":2,"at":5000}}`,
 	)

@@ -44,6 +44,10 @@ type evaluator struct {
 type pathRef struct {
 	slot  int
 	steps []pathStep
+	// Where the first step, a field name, was found in the last record read: records of one
+	// shape share their Keys, so the next one has it at the same position.
+	hintKeys *string // &Keys[0] of that record
+	hintPos  int
 }
 
 // pathStep is a field name, or a list index when index >= 0. field is the

@@ -71,7 +71,29 @@ func (c *event) read(p *pathRef) (value.Value, error) {
 	if len(p.steps) == 0 {
 		return v, nil
 	}
+	if st := &p.steps[0]; st.index < 0 && v.Kind() == value.KindRecord {
+		v = p.field(v.Record(), st.name)
+		if len(p.steps) == 1 {
+			return v, nil
+		}
+		return walk(v, p.steps[1:])
+	}
 	return walk(v, p.steps)
+}
+
+// field returns the field name (p's first step) of r, null when r has none, as walk does,
+// looking first where the last record of r's keys had it.
+func (p *pathRef) field(r *value.Record, name string) value.Value {
+	if len(r.Keys) > 0 && p.hintKeys == &r.Keys[0] && p.hintPos < len(r.Keys) {
+		return r.Values[p.hintPos]
+	}
+	for i, k := range r.Keys {
+		if k == name {
+			p.hintKeys, p.hintPos = &r.Keys[0], i
+			return r.Values[i]
+		}
+	}
+	return value.Null()
 }
 
 // copyFrom makes c a copy of src (lazy variables stay lazy).

@@ -48,7 +48,8 @@ import (
 // remembers, per key as written, whether the set has it, so a stream of one
 // shape looks nothing up. ParseFieldsInto puts the kept values into a slice
 // the caller reuses: no record at all, so one allocation (the strings) per
-// flat event.
+// flat event, and none when its strings are few, short and were in recent
+// events (a stream's group keys): those are handed out again.
 
 // MaxDepth is the deepest nesting of lists and records that ParseJSON and a
 // Decoder accept: 1000 nested '[' or '{' are allowed, 1001 are an error.
@@ -144,16 +145,17 @@ type Decoder struct {
 	fix    []*Value // string values moved into lists and records
 	esc    []byte   // scratch for unescaping a key
 
-	intern      map[string]string // key bytes to a shared string
-	shapes      [shapeDepth]shape // last record keys at each depth
-	fieldsShape shape             // last keys kept by ParseFields
-	inTok       []byte            // keys of the last ParseFields object, as written
-	inEnds      []int             // key k ends at inTok[inEnds[k]]
-	inPlain     []bool            // key k has no escapes
-	inIdx       []int32           // key k's position in inFS, -1 when not wanted
-	inFS        *FieldSet         // the set inIdx was worked out for
-	present     uint64            // ParseFieldsInto's members found
-	seen        map[string]int    // scratch for removing repeated keys
+	intern      map[string]string      // key bytes to a shared string
+	shapes      [shapeDepth]shape      // last record keys at each depth
+	fieldsShape shape                  // last keys kept by ParseFields
+	inTok       []byte                 // keys of the last ParseFields object, as written
+	inEnds      []int                  // key k ends at inTok[inEnds[k]]
+	inPlain     []bool                 // key k has no escapes
+	inIdx       []int32                // key k's position in inFS, -1 when not wanted
+	inFS        *FieldSet              // the set inIdx was worked out for
+	present     uint64                 // ParseFieldsInto's members found
+	recent      *[recentStrings]string // ParseFieldsInto's recent short strings, by hash
+	seen        map[string]int         // scratch for removing repeated keys
 }
 
 const (
@@ -212,7 +214,9 @@ func (d *Decoder) ParseObject(b []byte) (Value, error) {
 // have want.Len() elements, and want at most MaxFieldsInto names; the
 // elements of members the object lacks are set to null. It fails exactly
 // when ParseFields fails, and makes no allocation for the record: one for
-// the strings of the call, if any, and those of nested values.
+// the strings of the call, if any (none when they are all recent strings:
+// up to 4 top-level strings of up to 32 bytes seen in recent calls), and
+// those of nested values.
 func (d *Decoder) ParseFieldsInto(b []byte, want *FieldSet, dst []Value) (present uint64, err error) {
 	if want.Len() > MaxFieldsInto || len(dst) != want.Len() {
 		return 0, fmt.Errorf("value: ParseFieldsInto with %d names and %d values (at most %d)", want.Len(), len(dst), MaxFieldsInto)
@@ -223,8 +227,81 @@ func (d *Decoder) ParseFieldsInto(b []byte, want *FieldSet, dst []Value) (presen
 		clear(dst)
 		return 0, err
 	}
-	d.settle(dst) // the fields missing are null, not strings
+	if !d.reuseRecent(dst) {
+		d.settle(dst) // the fields missing are null, not strings
+		d.keepRecent(dst)
+	}
 	return d.present, nil
+}
+
+// The recent strings of ParseFieldsInto: events of a stream repeat the same short strings
+// (group keys, kinds, codes), and a string equal to one of the last calls' is handed out
+// again instead of being allocated (two entries a hash, so thousands of keys are held). A call with only top-level strings, few and short, all
+// of them recent, allocates nothing.
+const (
+	recentStrings   = 4096 // entries of the table, by hash of the bytes
+	recentMaxString = 32   // longer strings are not kept
+	recentMaxCall   = 4    // nor those of a call with more strings
+	recentMaxArena  = 64   // nor those of a call with more bytes of strings (what one pins)
+)
+
+// reuseRecent ends a ParseFieldsInto call whose strings are all recent: it points the
+// string values of dst at them and says so; otherwise it changes nothing.
+func (d *Decoder) reuseRecent(dst []Value) bool {
+	if d.recent == nil || len(d.fix) > 0 || len(d.ends) > recentMaxCall {
+		return false
+	}
+	var found [recentMaxCall]string
+	start := 0
+	for k, end := range d.ends {
+		b := d.strbuf[start:end]
+		if len(b) > recentMaxString {
+			return false
+		}
+		h := recentHash(b)
+		s := d.recent[h]
+		if s != string(b) {
+			if s = d.recent[h^1]; s != string(b) {
+				return false
+			}
+		}
+		found[k], start = s, end
+	}
+	for k := range dst {
+		if dst[k].kind == KindString {
+			dst[k] = String(found[dst[k].n])
+		}
+	}
+	d.b = nil
+	return true
+}
+
+// keepRecent remembers the strings a settled ParseFieldsInto call gave, when they are few
+// and short.
+func (d *Decoder) keepRecent(dst []Value) {
+	if len(d.ends) == 0 || len(d.ends) > recentMaxCall || len(d.strbuf) > recentMaxArena {
+		return
+	}
+	if d.recent == nil {
+		d.recent = new([recentStrings]string)
+	}
+	for k := range dst {
+		if dst[k].kind == KindString {
+			// Two entries a hash: the newest string, and the one it replaced.
+			s := dst[k].Str()
+			h := recentHash(unsafe.Slice(unsafe.StringData(s), len(s)))
+			d.recent[h^1], d.recent[h] = d.recent[h], s
+		}
+	}
+}
+
+// recentHash is the entry of b in the recent strings (FNV-1a).
+func recentHash(b []byte) uint32 {
+	h := uint32(2166136261)
+	for _, c := range b {
+		h = (h ^ uint32(c)) * 16777619
+	}
+	return h % recentStrings
 }
 
 // MaxFieldsInto is the most names a FieldSet given to ParseFieldsInto may
@@ -440,12 +517,49 @@ func (d *Decoder) parseNumber(i int) (int, error) {
 		}
 		return i, d.numberFail(i, msgIntegerRange)
 	}
-	f, err := d.parseFloat(i, end)
-	if err != nil {
-		return i, err
+	f, ok := shortDecimal(b[i:end], form)
+	if !ok {
+		if f, err = d.parseFloat(i, end); err != nil {
+			return i, err
+		}
 	}
 	d.vals = append(d.vals, Value{kind: KindFloat, n: math.Float64bits(f)})
 	return end, nil
+}
+
+// float64Pow10 holds the powers of ten a short decimal divides by, all exact in float64.
+var float64Pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15}
+
+// shortDecimal converts a number with a fraction and no exponent, whose syntax was checked,
+// of at most 15 digits (12.34, -0.5): its digits make an integer below 2^53 and its fraction
+// a power of ten up to 1e15, both exact in float64, so one division gives the correctly
+// rounded value strconv.ParseFloat gives, without parsing the number again. ok is false for
+// any other number.
+func shortDecimal(num []byte, form uint8) (f float64, ok bool) {
+	if form != numFraction {
+		return 0, false
+	}
+	neg := num[0] == '-'
+	if neg {
+		num = num[1:]
+	}
+	if len(num) > 16 { // 15 digits and the point
+		return 0, false
+	}
+	var mant uint64
+	frac := 0
+	for k, c := range num {
+		if c == '.' {
+			frac = len(num) - k - 1
+			continue
+		}
+		mant = mant*10 + uint64(c-'0')
+	}
+	f = float64(mant) / float64Pow10[frac]
+	if neg {
+		f = -f
+	}
+	return f, true
 }
 
 // parseFloat converts the number b[i:end], whose syntax was checked, and

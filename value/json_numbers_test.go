@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math"
 	"math/big"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -143,6 +145,51 @@ func TestNumbersNeverChange(t *testing.T) {
 			if tc.field != "" && !strings.Contains(err.Error(), "(field "+tc.field+")") {
 				t.Errorf("%s(%s): %q does not name the field", name, tc.in, err)
 			}
+		}
+	}
+}
+
+// TestShortDecimalsAsStrconv decodes numbers with a fraction and up to 15 digits (the
+// decoder's own conversion) and numbers just past that (strconv's), and checks each float
+// against strconv.ParseFloat of the same text, bit for bit (the sign of zero too).
+func TestShortDecimalsAsStrconv(t *testing.T) {
+	texts := []string{"0.0", "-0.0", "0.5", "-0.5", "12.34", "0.1", "0.2", "0.3", "1.7976931348623157",
+		"999999999999999.0", "99999999999999.9", "0.000000000000001", "-0.000000000000001",
+		"9007199254740993.0", "900719925474099.3", "1234567890.12345", "1234567890.123456",
+		"0.30000000000000004", "8.589973e9", "1.5e3", "00.5"}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 200_000 {
+		intDigits, fracDigits := 1+rng.IntN(12), 1+rng.IntN(8)
+		var b strings.Builder
+		if rng.IntN(4) == 0 {
+			b.WriteByte('-')
+		}
+		b.WriteByte(byte('1' + rng.IntN(9)))
+		for range intDigits - 1 {
+			b.WriteByte(byte('0' + rng.IntN(10)))
+		}
+		b.WriteByte('.')
+		for range fracDigits {
+			b.WriteByte(byte('0' + rng.IntN(10)))
+		}
+		texts = append(texts, b.String(), "0."+b.String()[strings.IndexByte(b.String(), '.')+1:])
+	}
+	var d Decoder
+	for _, text := range texts {
+		want, werr := strconv.ParseFloat(text, 64)
+		v, err := d.Parse([]byte(text))
+		if werr != nil || text == "00.5" {
+			if err == nil {
+				t.Errorf("%s: decoded %v, want an error", text, v)
+			}
+			continue
+		}
+		if err != nil || v.Kind() != KindFloat || math.Float64bits(v.Float()) != math.Float64bits(want) {
+			t.Fatalf("%s: decoded %v (%v, %v), want %v", text, v, v.Kind(), err, want)
+		}
+		digits := len(strings.NewReplacer("-", "", ".", "").Replace(text))
+		if _, ok := shortDecimal([]byte(text), numFraction); !strings.ContainsAny(text, "eE") && ok != (digits <= 15) {
+			t.Errorf("%s: shortDecimal took it: %v", text, ok)
 		}
 	}
 }

@@ -519,7 +519,8 @@ func TestDecoderAllocations(t *testing.T) {
 	}{
 		{"Parse", func() (Value, error) { return d.Parse(line) }, 2},
 		{"ParseFields", func() (Value, error) { return d.ParseFields(line, want) }, 2},
-		{"ParseFieldsInto", func() (Value, error) { _, err := d.ParseFieldsInto(line, want, into); return Value{}, err }, 1},
+		// Its string was in the last call too: it is handed out again.
+		{"ParseFieldsInto", func() (Value, error) { _, err := d.ParseFieldsInto(line, want, into); return Value{}, err }, 0},
 		{"Parse without strings", func() (Value, error) { return d.Parse(numbers) }, 1},
 		{"Parse nested", func() (Value, error) { return d.Parse(nested) }, 5}, // 2 records, list and its box, strings
 	} {
@@ -529,6 +530,60 @@ func TestDecoderAllocations(t *testing.T) {
 		if n := testing.AllocsPerRun(100, func() { tc.parse() }); n > tc.max {
 			t.Errorf("%s: %v allocations, want at most %v", tc.name, n, tc.max)
 		}
+	}
+}
+
+// TestParseFieldsIntoRecentStrings decodes lines whose strings repeat (from 3,000 keys, so
+// that entries of the recent strings collide and are replaced), are long, escaped, nested or
+// many, and checks each field against a fresh Decoder's Parse of the same line. It also
+// checks that a string seen in the last call is handed out again, not allocated.
+func TestParseFieldsIntoRecentStrings(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	want := NewFieldSet("key", "kind", "n", "more")
+	into := make([]Value, want.Len())
+	var d Decoder
+	for i := range 50_000 {
+		key := fmt.Sprintf("k%d", rng.IntN(3000))
+		var line string
+		switch rng.IntN(6) {
+		case 0:
+			line = fmt.Sprintf(`{"key":%q,"n":%d}`, key, i)
+		case 1:
+			line = fmt.Sprintf(`{"n":%d,"key":%q,"kind":"sale"}`, i, key+strings.Repeat("x", rng.IntN(40)))
+		case 2:
+			line = fmt.Sprintf(`{"key":"\u00e9%s","kind":"refund","skip":"zz"}`, key)
+		case 3:
+			line = fmt.Sprintf(`{"key":%q,"more":{"a":"b"},"kind":"sale"}`, key)
+		case 4:
+			line = fmt.Sprintf(`{"key":%q,"more":"a","kind":"b","n":"c","x":"y"}`, key)
+		default:
+			line = fmt.Sprintf(`{"key":%q,"kind":%q}`, key, key)
+		}
+		present, err := d.ParseFieldsInto([]byte(line), want, into)
+		if err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		ref, err := new(Decoder).Parse([]byte(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, name := range want.Names() {
+			w, ok := ref.Record().Get(name)
+			if ok != (present&(1<<k) != 0) || !same(into[k], w) {
+				t.Fatalf("%s: field %s = %s (present %v), want %s (%v)", line, name, AppendJSON(nil, into[k]), present&(1<<k) != 0, AppendJSON(nil, w), ok)
+			}
+		}
+	}
+	line := []byte(`{"key":"k1","kind":"sale","n":1}`)
+	if _, err := d.ParseFieldsInto(line, want, into); err != nil {
+		t.Fatal(err)
+	}
+	first := unsafe.StringData(into[0].Str())
+	if _, err := d.ParseFieldsInto(line, want, into); err != nil {
+		t.Fatal(err)
+	}
+	if unsafe.StringData(into[0].Str()) != first || into[0].Str() != "k1" || into[1].Str() != "sale" {
+		t.Errorf("the second call gave %s and %s, not the first call's strings", AppendJSON(nil, into[0]), AppendJSON(nil, into[1]))
 	}
 }
 
