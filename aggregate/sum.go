@@ -418,7 +418,13 @@ func (c *sumColumn) Add(i int, v value.Value, _ int64, _ uint64) {
 			c.carry(i, x)
 		}
 	case value.KindFloat:
-		c.addFloat(i, math.Float64frombits(bits))
+		if !c.floats {
+			c.addFloat(i, math.Float64frombits(bits))
+			return
+		}
+		p := &c.fl[i]
+		p.sum, p.cmp = neumaier(p.sum, p.cmp, math.Float64frombits(bits))
+		p.n++
 	}
 }
 
