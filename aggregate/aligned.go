@@ -28,8 +28,12 @@ const infinity = math.MaxInt64 // the watermark after Flush
 // Window k covers slices [k*s, k*s + n - 1]. Windows close in order of k, so
 // one running block holds, for every key, the invertible partials of the
 // next window to close ("subtract-on-evict": a step from window k to k+1
-// retracts the s slices that leave and merges the s that enter, whole
-// columns at a time). Non-invertible aggregations are merged at firing time
+// retracts the s slices that leave, whole columns at a time). The slices
+// that enter are folded in lazily, when the window fires: the running block
+// holds slices [next*s, folded) of window next, and an event goes to its
+// slice alone unless that slice is already folded (an event behind the
+// watermark's slice, still in window next), so an on-time event is added
+// once, not twice. Non-invertible aggregations are merged at firing time
 // from tier blocks (slices.Cover). Both are dense loops over all key slots.
 //
 // In OnEvent mode (tumbling only) every event emits its own window's running
@@ -50,7 +54,10 @@ type aligned struct {
 
 	next    int64 // the next window to close, when hasNext
 	hasNext bool
-	open    int64 // the first window that has not closed, for the watermark w
+	// folded is the first slice not folded into the running block: it holds
+	// slices [next*s, folded), next*s <= folded <= next*s+n, when hasNext.
+	folded int64
+	open   int64 // the first window that has not closed, for the watermark w
 	// Thresholds on the slice index j of an event, worked out once per
 	// watermark so that Add divides once (for j): the event is late when
 	// j < lateBelow (floor(j/s) < open <=> j < open*s), and partly late
@@ -187,10 +194,11 @@ func (a *aligned) Add(e *Event) error {
 	case !a.hasNext || j < (a.next-1)*a.s+a.n && a.open < a.next:
 		// The first event, or one whose first open window comes before the
 		// running one (floor((j-n)/s)+1 < next <=> j < (next-1)*s+n):
-		// rebuild the running block from the slices.
+		// restart the running block at that window.
 		a.next, a.hasNext = max(slices.FloorDiv(j-a.n, a.s)+1, a.firstOpen()), true
 		a.rebuildRunning()
-	case j >= a.next*a.s && j < a.next*a.s+a.n:
+	case j >= a.next*a.s && j < a.folded:
+		// The slice is folded into the running block already.
 		a.running.fit(a.keys.Cap())
 		a.running.count[slot]++
 		a.running.total++
@@ -223,17 +231,22 @@ func (a *aligned) emitOnEvent(e *Event, slot int, k int64) {
 	a.r.Event = nil
 }
 
-// rebuildRunning recomputes the running block for window next from slices.
+// rebuildRunning empties the running block for window next; its slices are
+// folded in when it fires (foldRunning).
 func (a *aligned) rebuildRunning() {
-	a.running.fit(a.keys.Cap())
-	clear(a.running.count)
-	a.running.total = 0
-	for _, c := range a.running.cols {
-		if c != nil {
-			c.ResetAll()
-		}
+	a.resetRunning()
+	a.folded = a.next * a.s
+}
+
+// foldRunning folds the slices of window next not yet in the running block
+// into it, which then holds the whole window.
+func (a *aligned) foldRunning() {
+	end := a.next*a.s + a.n
+	if a.folded >= end {
+		return
 	}
-	a.mergeRangeAll(a.running, a.runWant, a.next*a.s, a.next*a.s+a.n-1)
+	a.mergeRangeAll(a.running, a.runWant, a.folded, end-1)
+	a.folded = end
 }
 
 func (a *aligned) Advance(w int64) {
@@ -252,6 +265,7 @@ func (a *aligned) Advance(w int64) {
 	}
 	fired := false
 	for a.hasNext && a.closed(a.next) {
+		a.foldRunning()
 		a.fire(a.next)
 		a.step()
 		fired = true
@@ -322,7 +336,8 @@ func (a *aligned) step() {
 		a.rebuildRunning()
 		return
 	}
-	// Subtract the slices that leave, add the ones that enter.
+	// Subtract the slices that leave (fire folded them in); the ones that
+	// enter are folded in when window k+1 fires.
 	a.running.fit(a.keys.Cap())
 	a.level0.Range(k*a.s, (k+1)*a.s-1, func(_ int64, b *block) {
 		kernels.SubInt64(a.running.count, b.count)
@@ -333,19 +348,11 @@ func (a *aligned) step() {
 			}
 		}
 	})
-	a.level0.Range(k*a.s+a.n, (k+1)*a.s+a.n-1, func(_ int64, b *block) {
-		kernels.AddInt64(a.running.count, b.count)
-		a.running.total += b.total
-		for i, c := range a.running.cols {
-			if c != nil {
-				_ = c.MergeAll(b.cols[i])
-			}
-		}
-	})
 	a.next = k + 1
 }
 
 func (a *aligned) resetRunning() {
+	a.running.fit(a.keys.Cap())
 	clear(a.running.count)
 	a.running.total = 0
 	for _, c := range a.running.cols {

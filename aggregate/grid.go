@@ -29,6 +29,11 @@ type grid struct {
 	n      int64 // slices per window
 	levels int   // tier levels above the slices
 	tiered []bool
+	// shared0 is the index of the plain Count whose column is a slice's event
+	// count (block.shared), or -1; add0 lists the other aggregations, whose
+	// columns an event is added to in its slice.
+	shared0 int
+	add0    []int
 
 	keys     *slices.KeyTable
 	keyVals  [][]value.Value // group key values by slot
@@ -55,10 +60,16 @@ func newGrid(aggs []Named, slicer slices.Slicer, n int64, tierAll bool) *grid {
 		w:      NoWatermark,
 	}
 	g.tiered = make([]bool, len(aggs))
+	g.shared0 = -1
 	anyTiered := false
 	for i, a := range aggs {
 		g.tiered[i] = tierAll || !a.Aggregator.Invertible()
 		anyTiered = anyTiered || g.tiered[i]
+		if c, ok := a.Aggregator.(*countAgg); ok && !c.when && g.shared0 < 0 {
+			g.shared0 = i
+		} else {
+			g.add0 = append(g.add0, i)
+		}
 	}
 	if anyTiered {
 		g.levels = slices.Levels(n)
@@ -68,8 +79,18 @@ func newGrid(aggs []Named, slicer slices.Slicer, n int64, tierAll bool) *grid {
 	return g
 }
 
-// slot returns the key's slot, registering a new key.
+// slot returns the key's slot, registering a new key. A known key of one
+// string, the usual group key, is looked up inline.
 func (g *grid) slot(key []value.Value) int {
+	if len(key) == 1 && key[0].Kind() == value.KindString {
+		if s, ok := g.keys.LookupString(key[0].Str()); ok {
+			return s
+		}
+	}
+	return g.slotSlow(key)
+}
+
+func (g *grid) slotSlow(key []value.Value) int {
 	var s int
 	var isNew bool
 	g.keyBuf, s, isNew = keySlot(g.keys, g.keyBuf, key)
@@ -102,12 +123,12 @@ func (g *grid) newBlock(level int) *block {
 		return b
 	}
 	b := &block{cols: make([]Column, len(g.aggs)), tier: level > 0, shared: -1}
+	if level == 0 {
+		b.shared = g.shared0
+	}
 	for i, a := range g.aggs {
 		if level == 0 || g.tiered[i] {
 			b.cols[i] = a.Aggregator.NewColumn()
-			if cc, ok := b.cols[i].(*countColumn); ok && level == 0 && !cc.when && b.shared < 0 {
-				b.shared = i
-			}
 		}
 	}
 	return b
@@ -183,10 +204,17 @@ func (g *grid) addTo(b *block, s int, e *Event) {
 }
 
 // add stores the event in its slice and the tier blocks above it and returns
-// the slice's block.
+// the slice's block. (The slice's part is addTo's, without its tests.)
 func (g *grid) add(j int64, s int, e *Event) *block {
 	b := g.level0.GetOrCreate(j, func() *block { return g.newBlock(0) })
-	g.addTo(b, s, e)
+	if s >= len(b.count) {
+		b.fit(g.keys.Cap())
+	}
+	b.count[s]++
+	b.total++
+	for _, i := range g.add0 {
+		b.cols[i].Add(s, e.Inputs[i], e.Time, g.seq)
+	}
 	for l := 1; l <= g.levels; l++ {
 		tb := g.tiers[l-1].GetOrCreate(slices.Block(j, l), func() *block { return g.newBlock(l) })
 		g.addTo(tb, s, e)

@@ -25,9 +25,12 @@ import (
 // instead of read as slices of the wrong width. Version 1 snapshots, which
 // lack it, are still read, except a hopping window's whose precision is not
 // the one the version 1 rule gave (60 s, or 1 s when the length or slide is
-// not whole minutes): hopping windows now slice by their slide.
+// not whole minutes): hopping windows now slice by their slide. Version 3 adds,
+// at the end of a tumbling or hopping window's snapshot, how many slices of
+// the next window to close its running block holds (before version 3 it held
+// them all; now the slices that enter are folded in when the window fires).
 
-const snapshotVersion = 2
+const snapshotVersion = 3
 
 // ErrSnapshotMismatch is returned by Restore for a snapshot of another kind
 // of operator, another number of aggregations, or another version.
@@ -38,7 +41,7 @@ func appendHeader(b []byte, kind WindowKind, aggs int) []byte {
 	return binary.AppendUvarint(b, uint64(aggs))
 }
 
-// readHeader reads a snapshot's header and returns its version (1 or 2).
+// readHeader reads a snapshot's header and returns its version (1 to snapshotVersion).
 func readHeader(r *slices.Reader, kind WindowKind, aggs int) (byte, error) {
 	rest := r.Rest()
 	if len(rest) < 2 {
@@ -304,7 +307,12 @@ func (a *aligned) AppendSnapshot(b []byte) []byte {
 	for _, s := range a.extra {
 		b = binary.AppendUvarint(b, uint64(s))
 	}
-	return b
+	// Version 3: how many slices of window next the running block holds.
+	var folded int64
+	if a.hasNext {
+		folded = a.folded - a.next*a.s
+	}
+	return binary.AppendUvarint(b, uint64(folded))
 }
 
 // Restore implements Operator.
@@ -326,6 +334,12 @@ func (a *aligned) Restore(snapshot []byte) error {
 	for range ne {
 		a.extra = append(a.extra, r.Len(a.keys.Cap()-1))
 	}
+	// Before version 3 the running block held the whole of window next.
+	folded := a.n
+	if version >= 3 {
+		folded = int64(r.Len(int(a.n)))
+	}
+	a.folded = a.next*a.s + folded
 	if err := r.Err(); err != nil {
 		return err
 	}

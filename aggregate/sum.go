@@ -23,30 +23,37 @@ func (a *sumAgg) NewColumn() Column          { return &sumColumn{agg: a} }
 // exactSum is the per-cell partial that Sum and Average share: the integer
 // inputs' exact sum as a 128-bit number hi·2^64 + lo, where lo is a signed
 // int64 (so while hi is 0 the sum is just lo), and the float inputs' sum as a
-// compensated pair fsum + fcmp, with their count fcnt.
+// compensated pair sum + cmp, with their count n (a floatPart per cell).
 //
 // Only lo is always present (8 bytes a cell). hi is allocated the first time
-// an addition carries out of int64; fsum, fcmp and fcnt the first time the
-// column sees a float. hi cannot itself overflow: it moves by at most 1 per
-// input event, so that would take 2^63 events.
+// an addition carries out of int64; fl the first time the column sees a
+// float. hi cannot itself overflow: it moves by at most 1 per input event,
+// so that would take 2^63 events. A cell's float part is one 24-byte struct,
+// not three arrays, so that adding a float to a cell touches one cache line
+// (two when it straddles), not three.
 //
-// The float pair is a Neumaier (Kahan–Babuška) sum: fcmp collects the
-// rounding error of every addition to fsum, computed exactly, so fsum + fcmp
+// The float pair is a Neumaier (Kahan–Babuška) sum: cmp collects the
+// rounding error of every addition to sum, computed exactly, so sum + cmp
 // stays the exact sum of what was added up to the (much smaller) rounding of
-// fcmp itself. Merging adds the other pair's sum to fsum, compensated, and
-// its compensation to fcmp; retracting subtracts them likewise. That is what
+// cmp itself. Merging adds the other pair's sum to sum, compensated, and
+// its compensation to cmp; retracting subtracts them likewise. That is what
 // lets a running window cell that saw 1e100 arrive and leave again still
 // hold 1e-5 exactly. When a retraction takes the float count to 0 the pair is
 // set to exactly 0, so no drift survives the last float leaving.
 type exactSum struct {
-	lo   []int64
-	hi   []int64   // nil until the first carry
-	fsum []float64 // until the first float, nil or unused: the float inputs' running sum
-	fcmp []float64 // likewise: its compensation
-	fcnt []int64   // likewise: how many float inputs
-	// floats: fsum, fcmp and fcnt are in use. resetAll keeps their room for the next
+	lo []int64
+	hi []int64     // nil until the first carry
+	fl []floatPart // until the first float, nil or unused: the float inputs
+	// floats: fl is in use. resetAll keeps its room for the next
 	// floats of a recycled slice, without a new allocation.
 	floats bool
+}
+
+// floatPart is one cell's float inputs: their compensated sum sum + cmp, and
+// how many there are.
+type floatPart struct {
+	sum, cmp float64
+	n        int64
 }
 
 // neumaier adds x to the compensated sum (s, c): the Kahan–Babuška sum of
@@ -65,9 +72,7 @@ func neumaier(s, c, x float64) (float64, float64) {
 func (e *exactSum) resize(n int) {
 	e.lo = resize(e.lo, n)
 	e.hi = resizeLazy(e.hi, n)
-	e.fsum = resizeLazy(e.fsum, n)
-	e.fcmp = resizeLazy(e.fcmp, n)
-	e.fcnt = resizeLazy(e.fcnt, n)
+	e.fl = resizeLazy(e.fl, n)
 }
 
 func (e *exactSum) needHi() {
@@ -81,15 +86,11 @@ func (e *exactSum) needFloat() {
 		return
 	}
 	e.floats = true
-	if e.fsum != nil && len(e.fsum) == len(e.lo) {
-		clear(e.fsum)
-		clear(e.fcmp)
-		clear(e.fcnt)
+	if e.fl != nil && len(e.fl) == len(e.lo) {
+		clear(e.fl)
 		return
 	}
-	e.fsum = make([]float64, len(e.lo), cap(e.lo))
-	e.fcmp = make([]float64, len(e.lo), cap(e.lo))
-	e.fcnt = make([]int64, len(e.lo), cap(e.lo))
+	e.fl = make([]floatPart, len(e.lo), cap(e.lo))
 }
 
 // addInt adds x to cell i's integer sum. (The Add methods repeat it inline.)
@@ -117,12 +118,13 @@ func (e *exactSum) carry(i int, x int64) {
 //go:noinline
 func (e *exactSum) addFloat(i int, f float64) {
 	e.needFloat()
-	e.fsum[i], e.fcmp[i] = neumaier(e.fsum[i], e.fcmp[i], f)
-	e.fcnt[i]++
+	p := &e.fl[i]
+	p.sum, p.cmp = neumaier(p.sum, p.cmp, f)
+	p.n++
 }
 
 // hasFloat reports whether cell i holds a float input.
-func (e *exactSum) hasFloat(i int) bool { return e.floats && e.fcnt[i] != 0 }
+func (e *exactSum) hasFloat(i int) bool { return e.floats && e.fl[i].n != 0 }
 
 // hiOf is cell i's high word.
 func (e *exactSum) hiOf(i int) int64 {
@@ -136,7 +138,7 @@ func (e *exactSum) hiOf(i int) int64 {
 func (e *exactSum) total(i int) float64 {
 	f := int128Float(e.hiOf(i), e.lo[i])
 	if e.hasFloat(i) {
-		f += e.fsum[i] + e.fcmp[i]
+		f += e.fl[i].sum + e.fl[i].cmp
 	}
 	return f
 }
@@ -144,31 +146,30 @@ func (e *exactSum) total(i int) float64 {
 // merge adds o's cell j to cell i (o may be e, and j may be i).
 func (e *exactSum) merge(i int, o *exactSum, j int) {
 	x, h := o.lo[j], o.hiOf(j)
-	var fs, fc float64
-	var fn int64
+	var of floatPart
 	if o.floats {
-		fs, fc, fn = o.fsum[j], o.fcmp[j], o.fcnt[j]
+		of = o.fl[j]
 	}
 	e.addInt(i, x)
 	if h != 0 {
 		e.needHi()
 		e.hi[i] += h
 	}
-	if fn != 0 {
+	if of.n != 0 {
 		e.needFloat()
-		s, c := neumaier(e.fsum[i], e.fcmp[i], fs)
-		e.fsum[i], e.fcmp[i] = s, c+fc
-		e.fcnt[i] += fn
+		p := &e.fl[i]
+		s, c := neumaier(p.sum, p.cmp, of.sum)
+		p.sum, p.cmp = s, c+of.cmp
+		p.n += of.n
 	}
 }
 
 // retract removes o's cell j from cell i (o may be e).
 func (e *exactSum) retract(i int, o *exactSum, j int) {
 	y, h := o.lo[j], o.hiOf(j)
-	var fs, fc float64
-	var fn int64
+	var of floatPart
 	if o.floats {
-		fs, fc, fn = o.fsum[j], o.fcmp[j], o.fcnt[j]
+		of = o.fl[j]
 	}
 	a := e.lo[i]
 	d := a - y
@@ -185,13 +186,14 @@ func (e *exactSum) retract(i int, o *exactSum, j int) {
 		e.needHi()
 		e.hi[i] -= h
 	}
-	if fn != 0 {
+	if of.n != 0 {
 		e.needFloat()
-		s, c := neumaier(e.fsum[i], e.fcmp[i], -fs)
-		e.fsum[i], e.fcmp[i] = s, c-fc
-		e.fcnt[i] -= fn
-		if e.fcnt[i] == 0 {
-			e.fsum[i], e.fcmp[i] = 0, 0 // no drift survives the last float leaving
+		p := &e.fl[i]
+		s, c := neumaier(p.sum, p.cmp, -of.sum)
+		p.sum, p.cmp = s, c-of.cmp
+		p.n -= of.n
+		if p.n == 0 {
+			p.sum, p.cmp = 0, 0 // no drift survives the last float leaving
 		}
 	}
 }
@@ -199,7 +201,7 @@ func (e *exactSum) retract(i int, o *exactSum, j int) {
 // mergeAll adds the low words with kernels.AddInt64Overflow and, only when a
 // lane overflowed, finds those lanes again (a lane overflowed iff the old
 // value and the addend have one sign and the new value the other) to carry.
-// The compensated float pairs have no kernel: one loop over the lanes.
+// The float parts have no kernel: one loop over the lanes.
 func (e *exactSum) mergeAll(o *exactSum) {
 	n := min(len(e.lo), len(o.lo))
 	dst, s := e.lo[:n], o.lo[:n]
@@ -217,13 +219,12 @@ func (e *exactSum) mergeAll(o *exactSum) {
 	}
 	if o.floats {
 		e.needFloat()
-		fs, fc := e.fsum[:n], e.fcmp[:n]
-		ofc := o.fcmp[:n]
-		for k, x := range o.fsum[:n] {
-			s, c := neumaier(fs[k], fc[k], x)
-			fs[k], fc[k] = s, c+ofc[k]
+		fl := e.fl[:n]
+		for k, x := range o.fl[:n] {
+			p := &fl[k]
+			s, c := neumaier(p.sum, p.cmp, x.sum)
+			p.sum, p.cmp, p.n = s, c+x.cmp, p.n+x.n
 		}
-		kernels.AddInt64(e.fcnt[:n], o.fcnt[:n])
 	}
 }
 
@@ -258,16 +259,13 @@ func (e *exactSum) retractAll(o *exactSum) {
 	}
 	if o.floats {
 		e.needFloat()
-		fs, fc := e.fsum[:n], e.fcmp[:n]
-		ofc := o.fcmp[:n]
-		for k, x := range o.fsum[:n] {
-			s, c := neumaier(fs[k], fc[k], -x)
-			fs[k], fc[k] = s, c-ofc[k]
-		}
-		kernels.SubInt64(e.fcnt[:n], o.fcnt[:n])
-		for k, fn := range e.fcnt[:n] {
-			if fn == 0 {
-				fs[k], fc[k] = 0, 0
+		fl := e.fl[:n]
+		for k, x := range o.fl[:n] {
+			p := &fl[k]
+			s, c := neumaier(p.sum, p.cmp, -x.sum)
+			p.sum, p.cmp, p.n = s, c-x.cmp, p.n-x.n
+			if p.n == 0 {
+				p.sum, p.cmp = 0, 0
 			}
 		}
 	}
@@ -279,7 +277,7 @@ func (e *exactSum) reset(i int) {
 		e.hi[i] = 0
 	}
 	if e.floats {
-		e.fsum[i], e.fcmp[i], e.fcnt[i] = 0, 0, 0
+		e.fl[i] = floatPart{}
 	}
 }
 
@@ -290,7 +288,7 @@ func (e *exactSum) resetAll() {
 }
 
 func (e *exactSum) sizeBytes() int {
-	return 8 * (cap(e.lo) + cap(e.hi) + cap(e.fsum) + cap(e.fcmp) + cap(e.fcnt))
+	return 8*(cap(e.lo)+cap(e.hi)) + 24*cap(e.fl)
 }
 
 // Encoding of an exactSum cell: flags (1: hi follows, 2: floats follow, 4:
@@ -312,7 +310,7 @@ func (e *exactSum) appendCell(b []byte, i int) []byte {
 	}
 	if e.hasFloat(i) {
 		flags |= sumHasFloat
-		if e.fcmp[i] != 0 {
+		if e.fl[i].cmp != 0 {
 			flags |= sumHasComp
 		}
 	}
@@ -322,11 +320,11 @@ func (e *exactSum) appendCell(b []byte, i int) []byte {
 		b = binary.AppendVarint(b, h)
 	}
 	if flags&sumHasFloat != 0 {
-		b = binary.AppendVarint(b, e.fcnt[i])
-		b = appendFloat(b, e.fsum[i])
+		b = binary.AppendVarint(b, e.fl[i].n)
+		b = appendFloat(b, e.fl[i].sum)
 	}
 	if flags&sumHasComp != 0 {
-		b = appendFloat(b, e.fcmp[i])
+		b = appendFloat(b, e.fl[i].cmp)
 	}
 	return b
 }
@@ -386,7 +384,7 @@ func (e *exactSum) store(i int, x exactCell) {
 		e.needFloat()
 	}
 	if e.floats {
-		e.fsum[i], e.fcmp[i], e.fcnt[i] = x.fsum, x.fcmp, x.fcnt
+		e.fl[i] = floatPart{sum: x.fsum, cmp: x.fcmp, n: x.fcnt}
 	}
 }
 
@@ -420,7 +418,13 @@ func (c *sumColumn) Add(i int, v value.Value, _ int64, _ uint64) {
 			c.carry(i, x)
 		}
 	case value.KindFloat:
-		c.addFloat(i, math.Float64frombits(bits))
+		if !c.floats {
+			c.addFloat(i, math.Float64frombits(bits))
+			return
+		}
+		p := &c.fl[i]
+		p.sum, p.cmp = neumaier(p.sum, p.cmp, math.Float64frombits(bits))
+		p.n++
 	}
 }
 

@@ -69,6 +69,13 @@ func (t *KeyTable) SlotString(k string) (slot int, isNew bool) {
 	return int(s), true
 }
 
+// LookupString returns the slot of the single-string key k without
+// allocating one.
+func (t *KeyTable) LookupString(k string) (int, bool) {
+	s, ok := t.strs[k]
+	return int(s), ok
+}
+
 // Slot returns the slot of key, allocating one when the key is new; isNew
 // reports the allocation. The key bytes are copied when stored.
 func (t *KeyTable) Slot(key []byte) (slot int, isNew bool) {

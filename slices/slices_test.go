@@ -212,6 +212,12 @@ func TestKeyTableIntAndStringKeys(t *testing.T) {
 	if again, isNew := kt.SlotInt(7); again != i || isNew {
 		t.Fatal("int key not found again")
 	}
+	if got, ok := kt.LookupString("7"); !ok || got != s {
+		t.Fatalf("LookupString(\"7\") = %d, %v; want %d, true", got, ok, s)
+	}
+	if _, ok := kt.LookupString("8"); ok || kt.Count() != 3 {
+		t.Fatalf("LookupString of an unknown key found it or allocated (count %d)", kt.Count())
+	}
 	if kt.Count() != 3 {
 		t.Fatalf("Count = %d", kt.Count())
 	}
@@ -219,6 +225,9 @@ func TestKeyTableIntAndStringKeys(t *testing.T) {
 	kt.Free(s)
 	if _, isNew := kt.SlotInt(7); !isNew {
 		t.Fatal("freed int key still present")
+	}
+	if _, ok := kt.LookupString("7"); ok {
+		t.Fatal("freed string key still found")
 	}
 	if _, isNew := kt.SlotString("7"); !isNew {
 		t.Fatal("freed string key still present")
