@@ -335,10 +335,10 @@ type Output interface {
 	// Restore is called before the first Write with the state this sink's Prepare returned
 	// for the checkpoint restored (nil: none; a new sink, or a deployment of another version
 	// starting after the scenario's previous one), and others: the states in that
-	// checkpoint of sinks of the same kind that are not this sink's own (sinks the deployed
-	// version no longer has; every sink's, when the checkpoint is another version's), handed
-	// to the first sink of the kind by node id, to settle: a Kafka sink commits their
-	// transactions, a file sink ignores them. It undoes what was written after that checkpoint (a file cut
+	// checkpoint of sinks of the same kind that are not this sink's own, to settle: when the
+	// checkpoint is another version's, the state of the sink of the same id and kind; and the
+	// states of sinks the deployed version no longer has, handed to the first sink of the kind
+	// by node id. A Kafka sink commits their transactions, a file sink ignores them. It undoes what was written after that checkpoint (a file cut
 	// back to its size) or makes it be settled before the next write. An error stops the
 	// deployment from starting: it is marked FAILED with the error.
 	Restore(ctx context.Context, state []byte, others [][]byte) error

@@ -3,7 +3,6 @@ package deploy
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -78,24 +77,34 @@ func (s *sinks) pending() int {
 }
 
 // restore hands each Output its state in the checkpoint restored (own: the deployment's
-// own checkpoint; false: another version's, whose states all go as others). The states of
-// sinks the version does not have (or not of the same kind) go, as others, to the first sink
-// of their kind by node id.
+// own checkpoint; false: another version's). Of another version's checkpoint, the state of a
+// sink the version has, of the same kind, goes to that sink as one of its others (so that,
+// say, a Kafka sink settles its own transaction before it sets up the producers whose ids
+// would abort it); the states of sinks the version does not have (or not of the same kind)
+// go, as others, to the first sink of their kind by node id.
 func (s *sinks) restore(ctx context.Context, states map[string]outputState, own bool) error {
 	mine := map[string][]byte{}
-	others := map[string][][]byte{}
+	others := map[string][][]byte{}   // by sink id
+	leftover := map[string][][]byte{} // by kind
 	for _, id := range slices.Sorted(maps.Keys(states)) {
 		st := states[id]
-		if k := s.outputs[id]; own && k != nil && k.kind == st.kind {
+		k := s.outputs[id]
+		switch {
+		case k != nil && k.kind == st.kind && own:
 			mine[id] = st.state
-			continue
+		case k != nil && k.kind == st.kind:
+			others[id] = append(others[id], st.state)
+		default:
+			leftover[st.kind] = append(leftover[st.kind], st.state)
 		}
-		others[st.kind] = append(others[st.kind], st.state)
 	}
 	for _, id := range s.ids {
 		k := s.outputs[id]
-		theirs := others[k.kind]
-		delete(others, k.kind)
+		theirs := others[id]
+		if l := leftover[k.kind]; l != nil {
+			theirs = append(theirs, l...)
+			delete(leftover, k.kind)
+		}
 		if err := k.out.Restore(ctx, mine[id], theirs); err != nil {
 			return err
 		}
@@ -103,25 +112,22 @@ func (s *sinks) restore(ctx context.Context, states map[string]outputState, own 
 	return nil
 }
 
-// prepare is phase 1 of the checkpoint: every Output prepares, and the states to record are
-// returned. When one fails, every Output is aborted and the errors returned.
+// prepare is phase 1 of the checkpoint: the Outputs prepare, by node id, and the states to
+// record are returned. At the first that fails, every Output is aborted and its error
+// returned: the ones after it do not prepare (a Kafka sink would produce a transaction only
+// to abort it).
 func (s *sinks) prepare(ctx context.Context) (map[string]outputState, error) {
 	states := map[string]outputState{}
-	var errs []error
 	for _, id := range s.ids {
 		k := s.outputs[id]
 		st, err := k.out.Prepare(ctx)
 		if err != nil {
-			errs = append(errs, err)
-			continue
+			s.abort(ctx)
+			return nil, err
 		}
 		if len(st) > 0 {
 			states[id] = outputState{kind: k.kind, state: st}
 		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		s.abort(ctx)
-		return nil, err
 	}
 	return states, nil
 }

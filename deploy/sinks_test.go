@@ -2,12 +2,16 @@ package deploy
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/scenario-server/scenario-server/engine"
 	"github.com/scenario-server/scenario-server/store"
+	"github.com/scenario-server/scenario-server/value"
 )
 
 // TestCanceledDeploymentKeepsItsFile is the issue's case with real files, on SQLite and
@@ -50,5 +54,75 @@ func TestCanceledDeploymentKeepsItsFile(t *testing.T) {
 				t.Errorf("a's file changed at its redeploy: %d bytes, had %d", len(after), len(before))
 			}
 		})
+	}
+}
+
+// recordingOutput is a connector.Output that records the calls the deployment makes.
+type recordingOutput struct {
+	id    string
+	calls *[]string
+	fail  bool // Prepare fails
+}
+
+func (o *recordingOutput) Restore(_ context.Context, state []byte, others [][]byte) error {
+	*o.calls = append(*o.calls, fmt.Sprintf("%s.Restore(%q, %q)", o.id, state, others))
+	return nil
+}
+func (o *recordingOutput) Write(value.Value) {}
+func (o *recordingOutput) Pending() int      { return 0 }
+func (o *recordingOutput) Prepare(context.Context) ([]byte, error) {
+	*o.calls = append(*o.calls, o.id+".Prepare")
+	if o.fail {
+		return nil, errors.New("broker down")
+	}
+	return []byte(o.id + "-state"), nil
+}
+func (o *recordingOutput) Commit(context.Context) { *o.calls = append(*o.calls, o.id+".Commit") }
+func (o *recordingOutput) Abort(context.Context)  { *o.calls = append(*o.calls, o.id+".Abort") }
+func (o *recordingOutput) Close()                 {}
+
+// Which states each sink gets on restore, and what a failed Prepare stops: sinks a and out
+// (Kafka) and f (file); the checkpoint holds out's transaction T1, T2 of a Kafka sink "gone"
+// the version no longer has, and f's size S. Worked out by hand from the contract
+// (connector.Output.Restore).
+func TestSinksRestoreAndPrepare(t *testing.T) {
+	newSinksOf := func(calls *[]string, failing string) *sinks {
+		s := newSinks()
+		for id, kind := range map[string]string{"a": engine.SinkKafkaKind, "out": engine.SinkKafkaKind, "f": engine.SinkFileKind} {
+			s.add(&sink{id: id, kind: kind, out: &recordingOutput{id: id, calls: calls, fail: id == failing}})
+		}
+		return s
+	}
+	states := map[string]outputState{
+		"out":  {kind: engine.SinkKafkaKind, state: []byte("T1")},
+		"gone": {kind: engine.SinkKafkaKind, state: []byte("T2")},
+		"f":    {kind: engine.SinkFileKind, state: []byte("S")},
+	}
+	for _, tc := range []struct {
+		own  bool
+		want []string
+	}{
+		// Its own checkpoint: each sink its state; the gone sink's to the first Kafka sink.
+		{true, []string{`a.Restore("", ["T2"])`, `f.Restore("S", [])`, `out.Restore("T1", [])`}},
+		// Another version's: a sink of the same id and kind settles its own state first, as
+		// one of its others (out commits T1 before its producers would abort it); the gone
+		// sink's still to the first Kafka sink.
+		{false, []string{`a.Restore("", ["T2"])`, `f.Restore("", ["S"])`, `out.Restore("", ["T1"])`}},
+	} {
+		var calls []string
+		if err := newSinksOf(&calls, "").restore(t.Context(), states, tc.own); err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(calls) != fmt.Sprint(tc.want) {
+			t.Errorf("own %v: calls\n%q\nwant\n%q", tc.own, calls, tc.want)
+		}
+	}
+	// f's Prepare fails: out does not prepare, and every sink aborts.
+	var calls []string
+	if _, err := newSinksOf(&calls, "f").prepare(t.Context()); err == nil || err.Error() != "broker down" {
+		t.Errorf("prepare: %v, want broker down", err)
+	}
+	if want := []string{"a.Prepare", "f.Prepare", "a.Abort", "f.Abort", "out.Abort"}; fmt.Sprint(calls) != fmt.Sprint(want) {
+		t.Errorf("prepare calls %q, want %q", calls, want)
 	}
 }
