@@ -180,9 +180,10 @@ func New(cfg Config) (*Handler, error) {
 	r.Use((&auditor{store: cfg.Store, now: time.Now, refusals: newBuckets(auditRefusalRate, auditRefusalBurst)}).auditRoutes(r))
 	r.Use(requireRoles(r))
 	// HEAD is answered as GET without the body (curl -I, load balancers' probes), on every
-	// GET route: requireRoles and the audit already treat a HEAD as its GET.
+	// GET route: requireRoles and the audit treat a HEAD as its GET (its role, its entry).
 	r.Use(middleware.GetHead)
-	r.Use(newRateLimiter(cfg.RateLimits).limit)
+	limiter := newRateLimiter(cfg.RateLimits)
+	r.Use(limiter.limit)
 	r.Use(ndjsonRecords(cfg.TestMaxBytes))
 	limitOf := func(path string) int64 {
 		if isTestPath(path) {
@@ -217,6 +218,7 @@ func New(cfg Config) (*Handler, error) {
 		testMaxRecords: cfg.TestMaxRecords,
 		testMaxBytes:   cfg.TestMaxBytes,
 		testTimeout:    cfg.TestTimeout,
+		testSlots:      limiter.running,
 
 		runtime:            cfg.Runtime,
 		streamsDone:        make(chan struct{}),
@@ -265,10 +267,13 @@ func (h *Handler) OpenAPI() *huma.OpenAPI { return h.api.OpenAPI() }
 
 // handlers holds what the operations share.
 type handlers struct {
-	store   store.Store
-	nodes   *nodes.Registry
-	maxBody int64
-	metrics *prometheus.Registry
+	// testSlots is the test runs' concurrent bound (rateLimiter.running; nil: none), which a
+	// deploy's saved test cases take a place in too.
+	testSlots chan struct{}
+	store     store.Store
+	nodes     *nodes.Registry
+	maxBody   int64
+	metrics   *prometheus.Registry
 
 	testMaxRecords int
 	testMaxBytes   int64

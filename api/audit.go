@@ -203,8 +203,15 @@ func (a *auditor) auditRoutes(mux *chi.Mux) func(http.Handler) http.Handler {
 				path = r.URL.RawPath
 			}
 			rctx := chi.NewRouteContext()
-			pattern := mux.Find(rctx, r.Method, path)
-			action, ok := auditActions[r.Method+" "+pattern]
+			method := r.Method
+			pattern := mux.Find(rctx, method, path)
+			if pattern == "" && method == http.MethodHead {
+				// A HEAD runs the GET handler (chi's GetHead): audited as that GET.
+				method = http.MethodGet
+				rctx = chi.NewRouteContext()
+				pattern = mux.Find(rctx, method, path)
+			}
+			action, ok := auditActions[method+" "+pattern]
 			if _, signedIn := auth.FromContext(r.Context()); !ok || !signedIn {
 				// Requests without an identity are refused with 401 and are in the request
 				// log, not the store: anyone could fill the audit log with them.

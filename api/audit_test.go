@@ -38,11 +38,18 @@ func testAuditLog(t *testing.T, st store.Store) {
 	as(viewer, http.MethodPost, "/api/scenarios/fraud/cancel", nil).problem(t, http.StatusForbidden, api.CodeForbidden)
 	as(deployer, http.MethodPost, "/api/scenarios/nope/deploy", nil).problem(t, http.StatusNotFound, api.CodeScenarioNotFound)
 	as(viewer, http.MethodGet, "/api/scenarios/fraud/sinks/out/results", nil).ok(t, http.StatusOK, nil)
+	// A HEAD runs the GET handler: audited as the GET.
+	if r := as(viewer, http.MethodHead, "/api/scenarios/fraud/sinks/out/results", nil); r.Status != http.StatusOK {
+		t.Errorf("HEAD of the results: %d", r.Status)
+	}
 	as(deployer, http.MethodPost, "/api/scenarios/fraud/cancel", nil).ok(t, http.StatusOK, nil)
 	// Reads that are not audited leave no entry.
 	as(viewer, http.MethodGet, "/api/scenarios/fraud", nil).ok(t, http.StatusOK, nil)
 
 	as(deployer, http.MethodGet, "/api/audit", nil).problem(t, http.StatusForbidden, api.CodeForbidden)
+	if r := as(deployer, http.MethodHead, "/api/audit", nil); r.Status != http.StatusForbidden {
+		t.Errorf("HEAD of the audit log by a deployer: %d", r.Status)
+	}
 	as(admin, http.MethodPost, "/api/tokens", rawBody("name", quote("new"), "role", quote("viewer"))).ok(t, http.StatusCreated, nil)
 	var page api.AuditPage
 	as(admin, http.MethodGet, "/api/audit?limit=100", nil).ok(t, http.StatusOK, &page)
@@ -59,7 +66,9 @@ func testAuditLog(t *testing.T, st store.Store) {
 		"token:2 dashboards 127.0.0.1 cancel v0 fraud forbidden",
 		"token:1 ci 127.0.0.1 deploy v0 nope scenario-not-found",
 		"token:2 dashboards 127.0.0.1 results.read v0 fraud ok",
+		"token:2 dashboards 127.0.0.1 results.read v0 fraud ok",
 		"token:1 ci 127.0.0.1 cancel v1 fraud ok",
+		"token:1 ci 127.0.0.1 audit.read v0  forbidden",
 		"token:1 ci 127.0.0.1 audit.read v0  forbidden",
 		"token:3 root 127.0.0.1 token.create v0  ok",
 	}
