@@ -1,10 +1,16 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/scenario-server/scenario-server/store"
+	"github.com/scenario-server/scenario-server/store/sqlite"
 )
 
 // TestConcurrentTestRuns: with a bound of 2, a third test run (of a graph, or of a scenario's
@@ -75,5 +81,47 @@ func TestConcurrentTestRuns(t *testing.T) {
 	release <- struct{}{}
 	if code := <-done; code != http.StatusNoContent {
 		t.Errorf("held run: %d", code)
+	}
+}
+
+// TestDeployTestCasesTakeATestSlot: a deploy's saved test cases take a place among the test
+// runs that run at once: with the only place held, a deploy of a scenario with a saved test
+// case is answered 503 test-runs-busy with Retry-After 1 before anything runs, and one
+// without saved test cases is not held back.
+func TestDeployTestCasesTakeATestSlot(t *testing.T) {
+	t.Parallel()
+	st, err := sqlite.Open(t.Context(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	graph := []byte(`{"nodes": [], "edges": []}`)
+	with, err := st.CreateScenario(t.Context(), "with", store.Draft{Graph: graph})
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, err := st.CreateScenario(t.Context(), "without", store.Draft{Graph: graph})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.PutTestCase(t.Context(), store.TestCase{Scenario: "with", Name: "one", Records: `{"a": 1}`, Expected: `{}`}); err != nil {
+		t.Fatal(err)
+	}
+	h := &handlers{store: st, testSlots: make(chan struct{}, 1)}
+	h.testSlots <- struct{}{} // a test run holds the only place
+	_, err = h.runTestCases(t.Context(), with, true)
+	var se huma.StatusError
+	var p *ProblemDetails
+	if !errors.As(err, &se) || se.GetStatus() != http.StatusServiceUnavailable || !errors.As(err, &p) || p.Code != CodeTestRunsBusy {
+		t.Fatalf("deploy's test cases while the place is held: %v, want 503 test-runs-busy", err)
+	}
+	if hs, ok := err.(huma.HeadersError); !ok || hs.GetHeaders().Get("Retry-After") != "1" {
+		t.Errorf("no Retry-After: 1 on %v", err)
+	}
+	if run, err := h.runTestCases(t.Context(), without, true); err != nil || !run.Passed || len(run.Tests) != 0 {
+		t.Errorf("deploy without saved test cases: %+v, %v; want passed, none run", run, err)
+	}
+	if len(h.testSlots) != 1 {
+		t.Errorf("%d places held, want the test run's 1", len(h.testSlots))
 	}
 }

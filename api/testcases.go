@@ -224,7 +224,7 @@ func (h *handlers) registerTestCases(hapi huma.API) {
 		if err != nil {
 			return nil, err
 		}
-		run, err := h.runTestCases(ctx, v)
+		run, err := h.runTestCases(ctx, v, false) // the route holds a place already (rateLimiter)
 		if err != nil {
 			return nil, err
 		}
@@ -235,10 +235,21 @@ func (h *handlers) registerTestCases(hapi huma.API) {
 // runTestCases runs the scenario's saved test cases on version v, all within the server's test
 // time limit. A test case whose graph cannot run (validation errors) fails with the reason; a
 // run cut short (the request ended, the time limit) is an error (422 test-timeout).
-func (h *handlers) runTestCases(ctx context.Context, v store.Version) (TestCasesRun, error) {
+func (h *handlers) runTestCases(ctx context.Context, v store.Version, takeSlot bool) (TestCasesRun, error) {
 	list, err := h.store.ListTestCases(ctx, v.Scenario)
 	if err != nil {
 		return TestCasesRun{}, storeError(ctx, err, v.Scenario, 0)
+	}
+	if takeSlot && len(list) > 0 && h.testSlots != nil {
+		// A deploy's saved test cases are test runs for the concurrent bound too.
+		select {
+		case h.testSlots <- struct{}{}:
+			defer func() { <-h.testSlots }()
+		default:
+			return TestCasesRun{}, huma.ErrorWithHeaders(problemf(http.StatusServiceUnavailable, CodeTestRunsBusy,
+				"the server is running %d test runs, as many as it runs at once, and this deploy runs %d saved test cases; retry in a second", cap(h.testSlots), len(list)),
+				http.Header{"Retry-After": {"1"}})
+		}
 	}
 	run := TestCasesRun{Scenario: v.Scenario, Version: v.Number, Passed: true, Tests: []TestCaseResult{}}
 	// All of them together get the time of one test run (the server's --test-timeout), not
@@ -381,7 +392,7 @@ func (h *handlers) checkTestCases(ctx context.Context, req *deploy.DeployRequest
 	}
 	req.Version = v.Number
 	noteAudit(ctx, "", v.Number) // refusals from here on name the version too
-	run, err := h.runTestCases(ctx, v)
+	run, err := h.runTestCases(ctx, v, true)
 	if err != nil || run.Passed {
 		return err
 	}
