@@ -76,6 +76,9 @@ type externalSender struct {
 }
 
 func (out *externalSender) Send(edgeType string, set map[string]value.Value) {
+	if out.ev == nil { // outside Process: the Sender is valid only during the call
+		return
+	}
 	n, c := out.n, out.ev
 	if len(set) > 0 {
 		c = &n.scratch
@@ -94,8 +97,12 @@ func (out *externalSender) Send(edgeType string, set map[string]value.Value) {
 	out.e.forward(n, c, edgeType)
 }
 
-// Write hands v to the engine's Output, as the built-in sinks do.
+// Write hands v to the engine's Output, as the built-in sinks do. Outside Process (the
+// Sender is valid only during the call) it does nothing.
 func (out *externalSender) Write(v value.Value) {
+	if out.ev == nil {
+		return
+	}
 	out.n.counts.Out++
 	if out.e.opts.Output != nil {
 		out.e.opts.Output(out.n.id, v, out.ev.time)
