@@ -458,6 +458,10 @@ func ingestFigures(self string, o options) error {
 		fmt.Printf("  (%d events a run, %d clients, batches of %d; 429 answers a run: median %.0f; load average %s)\n",
 			o.ingestEvents, o.clients, o.batch, median(retries), loadavg())
 		if o.profileDir != "" {
+			// The server writes its profile when it exits, into a directory that must exist.
+			if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
+				return err
+			}
 			for _, b := range []struct{ bin, name string }{{o.server, "after"}, {o.baseServer, "before"}} {
 				if b.bin == "" {
 					continue
