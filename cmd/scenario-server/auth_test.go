@@ -37,10 +37,8 @@ func TestAuthBinary(t *testing.T) {
 // unless the command exits with status want.
 func runToken(t *testing.T, bin string, st serverStore, want int, args ...string) (string, string) {
 	t.Helper()
+	// The flags after the arguments (token revoke 2 --data-dir d): they may stand anywhere.
 	cmd := exec.CommandContext(t.Context(), bin, append(append([]string{"token"}, args...), "--data-dir", st.dataDir)...)
-	if args[0] == "revoke" { // flags go before the ID
-		cmd = exec.CommandContext(t.Context(), bin, "token", "revoke", "--data-dir", st.dataDir, args[1])
-	}
 	cmd.Env = append(os.Environ(), envDatabaseURL+"="+st.databaseURL, envDataDir+"=")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -69,6 +67,18 @@ func testBinaryTokens(t *testing.T, bin string, st serverStore) {
 	_, stderr := runToken(t, bin, st, 2, "create", "--name", "x", "--role", "root")
 	if !strings.Contains(stderr, `unknown role "root"`) {
 		t.Errorf("bad role: %s", stderr)
+	}
+	if _, stderr := runToken(t, bin, st, 2, "create", "--name", "x", "--role", "viewer", "--expires", "30d"); !strings.Contains(stderr, "such as 720h for 30 days") {
+		t.Errorf("--expires 30d: %s", stderr)
+	}
+	// It says which store it used, and when a SQLite store is new.
+	if _, stderr := runToken(t, bin, st, 0, "list"); !strings.Contains(stderr, "store: ") || strings.Contains(stderr, "a new, empty store") {
+		t.Errorf("token list on the server's store: %s", stderr)
+	}
+	elsewhere := exec.CommandContext(t.Context(), bin, "token", "list", "--data-dir", filepath.Join(t.TempDir(), "d"))
+	elsewhere.Env = append(os.Environ(), envDatabaseURL+"=", envDataDir+"=")
+	if out, err := elsewhere.CombinedOutput(); err != nil || !strings.Contains(string(out), "scenario-server.db (a new, empty store: give the server's --data-dir") {
+		t.Errorf("token list on a new directory: %v\n%s", err, out)
 	}
 
 	p := startServer(t, bin, st, "--auth-tokens")

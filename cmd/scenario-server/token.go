@@ -6,6 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
+	"os"
+	"path/filepath"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -13,6 +16,7 @@ import (
 	"github.com/scenario-server/scenario-server/api"
 	"github.com/scenario-server/scenario-server/auth"
 	"github.com/scenario-server/scenario-server/store"
+	"github.com/scenario-server/scenario-server/store/sqlite"
 )
 
 const tokenUsage = `Usage:
@@ -47,23 +51,38 @@ func tokenCommand(ctx context.Context, args []string, getenv func(string) string
 	case "create":
 		fs.StringVar(&name, "name", "", "who or what uses the token (`name`, at most 100 characters); the history shows it")
 		fs.StringVar(&roleName, "role", "", "the `role` the token grants: viewer, editor, deployer or admin")
-		fs.DurationVar(&expires, "expires", 0, "the token is refused after this `duration` (720h: 30 days); 0: never")
+		fs.Func("expires", "the token is refused after this `duration` (720h: 30 days; from 1m to 87600h); 0 or absent: never", func(v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return errors.New("want a duration in hours or minutes, such as 720h for 30 days (from 1m to 87600h), or 0 for never")
+			}
+			expires = d
+			return nil
+		})
 	case "list", "revoke":
 	default:
 		fmt.Fprint(stderr, tokenUsage)
 		return fmt.Errorf("%w: unknown token command %q", errUsage, sub)
 	}
-	if err := fs.Parse(rest); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
+	// Flags may stand before or after the arguments (token revoke 3 --data-dir d).
+	var params []string
+	for {
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return err
+			}
+			return fmt.Errorf("%w: %v", errUsage, err)
 		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+		if fs.NArg() == 0 {
+			break
+		}
+		params, rest = append(params, fs.Arg(0)), fs.Args()[1:]
 	}
 	var revokeID int64
 	switch sub {
 	case "create":
-		if fs.NArg() > 0 {
-			return fmt.Errorf("%w: token create takes no arguments, got %q", errUsage, fs.Args())
+		if len(params) > 0 {
+			return fmt.Errorf("%w: token create takes no arguments, got %q", errUsage, params)
 		}
 		if name == "" || len(name) > 100 {
 			return fmt.Errorf("%w: --name is required, at most 100 characters", errUsage)
@@ -72,16 +91,16 @@ func tokenCommand(ctx context.Context, args []string, getenv func(string) string
 			return fmt.Errorf("%w: --expires must be 0 (never) or from 1m to 87600h", errUsage)
 		}
 	case "list":
-		if fs.NArg() > 0 {
-			return fmt.Errorf("%w: token list takes no arguments, got %q", errUsage, fs.Args())
+		if len(params) > 0 {
+			return fmt.Errorf("%w: token list takes no arguments, got %q", errUsage, params)
 		}
 	case "revoke":
 		var err error
-		if fs.NArg() != 1 {
+		if len(params) != 1 {
 			return fmt.Errorf("%w: token revoke takes one token ID", errUsage)
 		}
-		if revokeID, err = strconv.ParseInt(fs.Arg(0), 10, 64); err != nil || revokeID < 1 {
-			return fmt.Errorf("%w: %q is not a token ID (token list shows them)", errUsage, fs.Arg(0))
+		if revokeID, err = strconv.ParseInt(params[0], 10, 64); err != nil || revokeID < 1 {
+			return fmt.Errorf("%w: %q is not a token ID (token list shows them)", errUsage, params[0])
 		}
 	}
 	role, err := auth.ParseRole(roleName)
@@ -89,11 +108,22 @@ func tokenCommand(ctx context.Context, args []string, getenv func(string) string
 		return fmt.Errorf("%w: --role: %v", errUsage, err)
 	}
 
+	// Which store, said on stderr: a token in another store than the server's is refused
+	// with nothing to say why.
+	where := "PostgreSQL (" + envDatabaseURL + ")"
+	if getenv(envDatabaseURL) == "" {
+		db := filepath.Join(*dataDir, sqlite.FileName)
+		where = "SQLite " + db
+		if _, err := os.Stat(db); errors.Is(err, iofs.ErrNotExist) {
+			where += " (a new, empty store: give the server's --data-dir if it is elsewhere)"
+		}
+	}
 	st, _, err := openStore(ctx, serveConfig{DataDir: *dataDir, DatabaseURL: getenv(envDatabaseURL)})
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	fmt.Fprintf(stderr, "store: %s\n", where)
 	switch sub {
 	case "create":
 		t, secret, err := api.CreateToken(ctx, st, name, role, expires)
