@@ -236,6 +236,11 @@ func testTokens(t *testing.T, newStore newStoreFunc) {
 	// Unknown, and not Bearer.
 	as("sst_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", request{Method: "GET", Path: "/api/scenarios"}).problem(t, http.StatusUnauthorized, api.CodeUnauthenticated)
 	c.send(request{Method: "GET", Path: "/api/scenarios", Header: map[string]string{"Authorization": "Basic YTpi"}}).problem(t, http.StatusUnauthorized, api.CodeUnauthenticated)
+	// A token without the Bearer scheme: the answer says what is missing.
+	if p := c.send(request{Method: "GET", Path: "/api/scenarios", Header: map[string]string{"Authorization": admin}}).
+		problem(t, http.StatusUnauthorized, api.CodeUnauthenticated); p.Detail != "the Authorization header needs the Bearer scheme: Authorization: Bearer <token>" {
+		t.Errorf("token without Bearer: %q", p.Detail)
+	}
 	// A JWT-looking bearer without OIDC configured.
 	as("eyJhbGciOiJSUzI1NiJ9.e30.c2ln", request{Method: "GET", Path: "/api/scenarios"}).problem(t, http.StatusUnauthorized, api.CodeUnauthenticated)
 
