@@ -185,5 +185,6 @@ func (h *handlers) pausedProblem(ctx context.Context, name string) *ProblemDetai
 	if !isPaused(d) {
 		return nil
 	}
-	return problemf(http.StatusConflict, CodeNotDeployed, "scenario %q is paused, not running (deployment %d, version %d): %s", name, d.ID, d.Version, d.Reason)
+	return problemf(http.StatusConflict, CodeNotDeployed, "scenario %q is paused, not running (deployment %d, version %d): %s; to resume this version, deploy it with {\"version\": %d} (a deploy without a version takes the latest)",
+		name, d.ID, d.Version, d.Reason, d.Version)
 }

@@ -29,7 +29,8 @@ func TestPausedSaysPaused(t *testing.T) {
 	}
 	c := newDeployClient(t, st, func(cfg *deploy.Config) { cfg.NoResume = true })
 	p := postEvents(c, "fraud", "in", "", events(0, 1)).problem(t, http.StatusConflict, api.CodeNotDeployed)
-	if !strings.Contains(p.Detail, `"fraud" is paused, not running`) || !strings.Contains(p.Detail, "deploy the scenario again") {
+	if !strings.Contains(p.Detail, `"fraud" is paused, not running`) || !strings.Contains(p.Detail, "deploy the scenario again") ||
+		!strings.Contains(p.Detail, `deploy it with {"version": 1}`) {
 		t.Errorf("detail %q; want it to say paused and how to resume", p.Detail)
 	}
 	// The deployment lists say paused, beside the status RUNNING the store keeps for a start
