@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -157,8 +158,14 @@ func testPosture(t *testing.T, bin string) {
 		t.Errorf("warning logged as %v", warn["level"])
 	}
 	p.stop()
-	// With authentication it starts without the flag.
-	startServer(t, bin, sqliteServerStore(t), "--addr", "0.0.0.0:0", "--auth-tokens").stop()
+	// With authentication it starts without the flag; with no token in its store it says how
+	// to create one.
+	p = startServer(t, bin, sqliteServerStore(t), "--addr", "0.0.0.0:0", "--auth-tokens")
+	if warn := waitForLog(t, p.logs, msgNoTokens); warn["level"] != "WARN" || warn["tokens"] != float64(0) ||
+		!strings.HasPrefix(fmt.Sprint(warn["create"]), "scenario-server token create --data-dir ") {
+		t.Errorf("no-token warning %v", warn)
+	}
+	p.stop()
 }
 
 func testTLS(t *testing.T, bin string) {

@@ -377,6 +377,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if err := seedExamples(ctx, st, log); err != nil {
 		return err
 	}
+	if cfg.Auth.Tokens {
+		warnWithoutTokens(ctx, st, cfg, log)
+	}
 
 	metrics := prometheus.NewRegistry()
 	metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -674,3 +677,27 @@ func (g *guardConfig) rateLimits() api.RateLimits {
 	return api.RateLimits{IngestRate: g.ingestRate, IngestBurst: g.ingestBurst, TestRate: g.testRate,
 		TestBurst: g.testBurst, MaxConcurrentTests: g.maxTests}
 }
+
+// warnWithoutTokens logs, for a server with API tokens, when its store holds no token that can
+// be used (none, or all revoked or expired), and how to create one: every request but the
+// public routes would be refused.
+func warnWithoutTokens(ctx context.Context, st store.Store, cfg serveConfig, log *slog.Logger) {
+	list, err := st.ListTokens(ctx)
+	if err != nil {
+		return
+	}
+	now := time.Now()
+	for _, t := range list {
+		if t.RevokedAt.IsZero() && (t.ExpiresAt.IsZero() || t.ExpiresAt.After(now)) {
+			return
+		}
+	}
+	where := "--data-dir " + cfg.DataDir
+	if cfg.DatabaseURL != "" {
+		where = "with " + envDatabaseURL + " set as the server's"
+	}
+	log.Warn(msgNoTokens, "tokens", len(list), "create", "scenario-server token create "+where+" --name NAME --role admin")
+}
+
+// msgNoTokens is the warning of a server with API tokens and no usable token.
+const msgNoTokens = "API tokens are on but the store holds no usable token: every route but the public ones answers 401 until one is created with scenario-server token create"
