@@ -129,6 +129,7 @@ type EventError struct {
 type LiveCounts struct {
 	Scenario     string                `json:"scenario"`
 	Running      bool                  `json:"running" doc:"False when the scenario has no deployment running in this server; the other fields are then empty."`
+	Paused       bool                  `json:"paused,omitempty" doc:"True (with running false) when the scenario's deployment is paused: RUNNING in the store, not resumed by this server (safe mode, --no-resume); its counts and checkpoint are kept and come back when it runs again."`
 	DeploymentID int64                 `json:"deploymentId,omitempty"`
 	Version      int                   `json:"version,omitempty"`
 	Phase        string                `json:"phase,omitempty" enum:"starting,running,failed,stopped" doc:"starting while it restores its last checkpoint."`
@@ -412,7 +413,13 @@ func (h *handlers) counts(ctx context.Context, in *scenarioPath) (*liveCountsOut
 	if err := h.checkScenario(ctx, in.Name); err != nil {
 		return nil, err
 	}
-	return &liveCountsOutput{Body: h.liveCounts(in.Name)}, nil
+	out := h.liveCounts(in.Name)
+	if !out.Running {
+		if list, err := h.store.ListDeployments(ctx, in.Name); err == nil && len(list) > 0 && isPaused(list[0]) {
+			out.Paused = true
+		}
+	}
+	return &liveCountsOutput{Body: out}, nil
 }
 
 func (h *handlers) liveCounts(name string) LiveCounts {

@@ -33,6 +33,11 @@ func TestPausedSaysPaused(t *testing.T) {
 		!strings.Contains(p.Detail, `deploy it with {"version": 1}`) {
 		t.Errorf("detail %q; want it to say paused and how to resume", p.Detail)
 	}
+	// The counts say paused (not running, and no counts yet: they come back when it runs).
+	var counts api.LiveCounts
+	if c.get("/api/scenarios/fraud/counts").ok(t, http.StatusOK, &counts); counts.Running || !counts.Paused {
+		t.Errorf("counts of the paused deployment: running %v paused %v, want false, true", counts.Running, counts.Paused)
+	}
 	// The deployment lists say paused, beside the status RUNNING the store keeps for a start
 	// without --no-resume.
 	var list api.DeploymentStatusList
@@ -44,6 +49,10 @@ func TestPausedSaysPaused(t *testing.T) {
 	// Deployed again, it runs and takes events, and is no longer paused.
 	c.post("/api/scenarios/fraud/deploy", nil).ok(t, http.StatusOK, nil)
 	postEvents(c, "fraud", "in", "", events(0, 1)).ok(t, http.StatusAccepted, nil)
+	counts = api.LiveCounts{}
+	if c.get("/api/scenarios/fraud/counts").ok(t, http.StatusOK, &counts); !counts.Running || counts.Paused {
+		t.Errorf("counts after the deploy: running %v paused %v, want true, false", counts.Running, counts.Paused)
+	}
 	c.get("/api/deployments").ok(t, http.StatusOK, &list)
 	if len(list.Scenarios) != 1 || list.Scenarios[0].Paused || list.Scenarios[0].Status != "RUNNING" {
 		t.Errorf("deployments after the deploy %+v; want fraud RUNNING, not paused", list.Scenarios)

@@ -143,7 +143,7 @@ func (h *handlers) registerTestCases(hapi huma.API) {
 		}
 		if n := countRecords(in.Body.Records); n > h.testMaxRecords {
 			return nil, problemf(http.StatusRequestEntityTooLarge, CodeTooManyRecords,
-				"the records are %d non-blank lines; a test case takes at most %d (the server's test record limit)", n, h.testMaxRecords)
+				"the records are %d non-blank lines; a test case takes at most %d (the server's test record limit, --test-max-records)", n, h.testMaxRecords)
 		}
 		list, err := h.store.ListTestCases(ctx, in.Name)
 		if err != nil {

@@ -234,7 +234,7 @@ func (h *handlers) registerTestRuns(hapi huma.API) {
 func (h *handlers) testRun(ctx context.Context, g Graph, name, records string, perNode int) (*testOutput, error) {
 	if n := countRecords(records); n > h.testMaxRecords {
 		return nil, problemf(http.StatusRequestEntityTooLarge, CodeTooManyRecords,
-			"the records are %d non-blank lines; a test run takes at most %d (the server's test record limit)", n, h.testMaxRecords)
+			"the records are %d non-blank lines; a test run takes at most %d (the server's test record limit, --test-max-records)", n, h.testMaxRecords)
 	}
 	s, v := h.validate(g)
 	if !v.OK() {

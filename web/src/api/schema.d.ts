@@ -1396,6 +1396,8 @@ export interface components {
             nodes: {
                 [key: string]: components["schemas"]["NodeCounts"];
             };
+            /** @description True (with running false) when the scenario's deployment is paused: RUNNING in the store, not resumed by this server (safe mode, --no-resume); its counts and checkpoint are kept and come back when it runs again. */
+            paused?: boolean;
             /**
              * @description starting while it restores its last checkpoint.
              * @enum {string}
