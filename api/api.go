@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -196,8 +197,26 @@ func New(cfg Config) (*Handler, error) {
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, newProblem(http.StatusNotFound, CodeRouteNotFound, "no route "+r.URL.Path))
 	})
+	mux := r
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, newProblem(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "method "+r.Method+" is not allowed on "+r.URL.Path))
+		// The methods the path has (RFC 9110: a 405 carries Allow), found as chi routes it.
+		path := r.URL.Path
+		if r.URL.RawPath != "" {
+			path = r.URL.RawPath
+		}
+		var allowed []string
+		for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+			find := m
+			if m == http.MethodHead {
+				find = http.MethodGet // GetHead serves HEAD on every GET route
+			}
+			if mux.Find(chi.NewRouteContext(), find, path) != "" {
+				allowed = append(allowed, m)
+			}
+		}
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		writeProblem(w, newProblem(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+			"method "+r.Method+" is not allowed on "+r.URL.Path+"; allowed: "+strings.Join(allowed, ", ")))
 	})
 
 	hc := huma.DefaultConfig("scenario-server API", cfg.Version)

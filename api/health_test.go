@@ -79,8 +79,13 @@ func TestHeadAnswersAsGet(t *testing.T) {
 		r.Header.Get("Content-Type") != "text/event-stream" || len(r.Body) != 0 {
 		t.Errorf("HEAD of the counts stream: %d %q %q", r.Status, r.Header.Get("Content-Type"), r.Body)
 	}
-	// A route with POST only: 405 for HEAD as for GET.
-	if r := c.send(request{Method: http.MethodHead, Path: "/api/validation"}); r.Status != http.StatusMethodNotAllowed {
-		t.Errorf("HEAD /api/validation: %d, want 405", r.Status)
+	// A route with POST only: 405 for HEAD as for GET, with the methods it has in Allow.
+	if r := c.send(request{Method: http.MethodHead, Path: "/api/validation"}); r.Status != http.StatusMethodNotAllowed || r.Header.Get("Allow") != "POST" {
+		t.Errorf("HEAD /api/validation: %d, Allow %q; want 405, POST", r.Status, r.Header.Get("Allow"))
+	}
+	r := c.send(request{Method: http.MethodPut, Path: "/api/scenarios"})
+	if p := r.problem(t, http.StatusMethodNotAllowed, "method-not-allowed"); r.Header.Get("Allow") != "GET, HEAD, POST" ||
+		p.Detail != "method PUT is not allowed on /api/scenarios; allowed: GET, HEAD, POST" {
+		t.Errorf("PUT /api/scenarios: Allow %q, %q", r.Header.Get("Allow"), p.Detail)
 	}
 }
