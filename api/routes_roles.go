@@ -3,7 +3,6 @@ package api
 import (
 	"errors"
 	"net/http"
-	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -124,7 +123,7 @@ func requireRoles(mux *chi.Mux) func(http.Handler) http.Handler {
 				if f, _ := r.Context().Value(authnFailureKey{}).(authnFailure); f.err != nil && !errors.Is(f.err, auth.ErrNoCredentials) {
 					challenge += `, error="invalid_token"`
 					detail = "the credentials were refused (unknown, revoked or expired token, or a JWT that fails verification)"
-					if h := r.Header.Get("Authorization"); h != "" && !hasBearerScheme(h) {
+					if errors.Is(f.err, auth.ErrNotBearer) {
 						detail = "the Authorization header needs the Bearer scheme: Authorization: Bearer <token>"
 					}
 				}
@@ -151,9 +150,3 @@ func requireRoles(mux *chi.Mux) func(http.Handler) http.Handler {
 	}
 }
 
-// hasBearerScheme reports whether an Authorization header value starts with the Bearer scheme
-// (case-insensitive, RFC 7235).
-func hasBearerScheme(h string) bool {
-	scheme, _, _ := strings.Cut(h, " ")
-	return strings.EqualFold(scheme, "Bearer")
-}

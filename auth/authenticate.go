@@ -17,8 +17,13 @@ var ErrNoCredentials = errors.New("no credentials")
 // ErrInvalidCredentials means the request carries credentials that are not accepted: an
 // unknown, revoked or expired API token, a JWT that fails verification, or an Authorization
 // header of another scheme than Bearer. The wrapped error says which, for the log; the client
-// is told only that its credentials were refused.
+// is told only that its credentials were refused, or (ErrNotBearer) that the scheme is wrong.
 var ErrInvalidCredentials = errors.New("invalid credentials")
+
+// ErrNotBearer is the ErrInvalidCredentials of an Authorization header without the Bearer
+// scheme and a credential ("Authorization: sst_...", "Basic ..."): the answer can say what is
+// missing.
+var ErrNotBearer = fmt.Errorf("%w: the Authorization scheme must be Bearer", ErrInvalidCredentials)
 
 // Authenticator establishes a request's identity from its credentials.
 type Authenticator struct {
@@ -59,7 +64,7 @@ func (a *Authenticator) Authenticate(r *http.Request) (Identity, error) {
 	scheme, cred, _ := strings.Cut(header, " ")
 	cred = strings.TrimSpace(cred)
 	if !strings.EqualFold(scheme, "Bearer") || cred == "" {
-		return Identity{}, fmt.Errorf("%w: the Authorization scheme must be Bearer", ErrInvalidCredentials)
+		return Identity{}, ErrNotBearer
 	}
 	if IsTokenSecret(cred) {
 		if a.Tokens == nil {
