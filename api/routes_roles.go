@@ -149,4 +149,3 @@ func requireRoles(mux *chi.Mux) func(http.Handler) http.Handler {
 		})
 	}
 }
-
