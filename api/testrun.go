@@ -563,22 +563,18 @@ func isTestPath(path string) bool {
 
 // isRunSavedTestsPath reports /api/scenarios/{name}/tests/run, which runs the scenario's saved
 // test cases: a test run for the rate limits (its body is small: no test body limit).
-func isRunSavedTestsPath(path string) bool {
-	name, ok := strings.CutPrefix(path, "/api/scenarios/")
-	if !ok {
-		return false
-	}
-	name, ok = strings.CutSuffix(name, "/tests/run")
-	return ok && name != ""
-}
+func isRunSavedTestsPath(path string) bool { return isScenarioPath(path, "/tests/run") }
 
 // isSavedTestPath reports /api/scenarios/{name}/test.
-func isSavedTestPath(path string) bool {
+func isSavedTestPath(path string) bool { return isScenarioPath(path, "/test") }
+
+// isScenarioPath reports /api/scenarios/{name}<suffix>, {name} one path segment.
+func isScenarioPath(path, suffix string) bool {
 	name, ok := strings.CutPrefix(path, "/api/scenarios/")
 	if !ok {
 		return false
 	}
-	name, ok = strings.CutSuffix(name, "/test")
+	name, ok = strings.CutSuffix(name, suffix)
 	return ok && name != "" && !strings.Contains(name, "/")
 }
 
