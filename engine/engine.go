@@ -236,7 +236,7 @@ func New(s *scenario.Scenario, opts Options) (*Engine, error) {
 		if out.typ == scenario.EdgeLate && from.agg != nil {
 			from.agg.lateOut = true
 		}
-		from.out = append(from.out, out)
+		from.addEdge(out)
 	}
 	for _, n := range e.order {
 		if w, ok := n.op.(wired); ok {
@@ -658,11 +658,16 @@ func (e *Engine) forward(n *node, c *event, onlyType string) {
 		e.probe.forwarded(n, c, onlyType)
 		return
 	}
-	for _, out := range n.out {
-		if onlyType != out.typ && (onlyType != "" || out.typ == scenario.EdgeLate) {
-			continue
+	if onlyType == "" {
+		for _, to := range n.main {
+			e.push(to, c, n.id)
 		}
-		e.push(out.to, c, n.id)
+		return
+	}
+	for i := range n.out {
+		if out := &n.out[i]; out.typ == onlyType {
+			e.push(out.to, c, n.id)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/scenario-server/scenario-server/nodes"
+	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/slices"
 	"github.com/scenario-server/scenario-server/value"
 )
@@ -62,8 +63,11 @@ type node struct {
 	subtype string
 	plan    *nodes.Plan
 	out     []edge
-	counts  Counts
-	op      operator
+	// main are the nodes of out's edges that forward(n, c, "") sends to: all but Late
+	// edges, in edge order (forward's common case without comparing edge types).
+	main   []*node
+	counts Counts
+	op     operator
 
 	upstream []*source // sources whose watermark this node uses
 
@@ -140,4 +144,12 @@ func (n *node) lazyField(slot int, step pathStep) (value.Value, bool) {
 		return n.src.lazyField(step)
 	}
 	return n.agg.lazyField(slot, step)
+}
+
+// addEdge attaches an outgoing edge to n.
+func (n *node) addEdge(out edge) {
+	n.out = append(n.out, out)
+	if out.typ != scenario.EdgeLate {
+		n.main = append(n.main, out.to)
+	}
 }

@@ -93,7 +93,7 @@ func RunNode(ctx context.Context, s *scenario.Scenario, v *nodes.Validation, id 
 		if ed.EdgeType != nil {
 			out.typ = ed.EdgeType.Type
 		}
-		n.out = append(n.out, out)
+		n.addEdge(out)
 	}
 	if w, ok := n.op.(wired); ok {
 		w.wire(e, n)

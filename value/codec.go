@@ -99,6 +99,9 @@ func (e *JSONEncoder) Append(b []byte, v Value) []byte {
 func (v Value) MarshalJSON() ([]byte, error) { return AppendJSON(nil, v), nil }
 
 func appendFloat(b []byte, f float64) []byte {
+	if m, k, ok := shortFloat(f); ok {
+		return appendShortFloat(b, f < 0, m, k)
+	}
 	start := len(b)
 	abs := math.Abs(f)
 	format := byte('f')
@@ -112,6 +115,51 @@ func appendFloat(b []byte, f float64) []byte {
 		}
 	}
 	return append(b, '.', '0')
+}
+
+// shortFloat finds the decimal m/10^k (k at most 3 fraction digits, m without trailing zero
+// digit when k > 0) that is the shortest to read back as |f|, for 0 < |f| < 1e12: the
+// decimals of a money amount or of a sum of them, which most results are. ok is false for
+// any other float, which strconv formats.
+//
+// It gives strconv.AppendFloat(|f|, 'f', -1, 64)'s digits: below 1e12 a float's rounding
+// interval is narrower than 1e-3 (its spacing is at most 2^-13), so it holds at most one
+// decimal of k fraction digits, k <= 3; the check float64(m)/10^k == |f| (a correctly
+// rounded division of two floats exact below 2^53, as ParseFloat reads the decimal) says it
+// is that decimal, and the smallest such k gives the fewest digits (TestShortFloat compares
+// with strconv).
+func shortFloat(f float64) (m uint64, k int, ok bool) {
+	a := math.Abs(f)
+	if !(a > 0 && a < 1e12) {
+		return 0, 0, false
+	}
+	for k = 0; k <= 3; k++ {
+		r := math.Round(a * float64Pow10[k])
+		if r/float64Pow10[k] == a {
+			return uint64(r), k, true
+		}
+	}
+	return 0, 0, false
+}
+
+// appendShortFloat appends the decimal m/10^k of shortFloat, with "-" when neg, and ".0"
+// when it is whole (a float stays a float in JSON, see appendFloat).
+func appendShortFloat(b []byte, neg bool, m uint64, k int) []byte {
+	if neg {
+		b = append(b, '-')
+	}
+	if k == 0 {
+		b = strconv.AppendUint(b, m, 10)
+		return append(b, '.', '0')
+	}
+	p := uint64(float64Pow10[k])
+	b = strconv.AppendUint(b, m/p, 10)
+	b = append(b, '.')
+	frac := m % p
+	for q := p / 10; q > frac && q > 1; q /= 10 {
+		b = append(b, '0')
+	}
+	return strconv.AppendUint(b, frac, 10)
 }
 
 const hexDigits = "0123456789abcdef"
