@@ -160,6 +160,7 @@ type Engine struct {
 	nodes      map[string]*node
 	order      []*node // topological
 	sources    map[string]*source
+	lastSource *source       // the source last pushed to (see source)
 	aggregates []*aggregator // topological
 
 	needsMeta bool // some expression reads #meta
@@ -474,7 +475,7 @@ func (e *Engine) errorPartition() *int32 {
 // per-event error of the source. It returns an error
 // only for an unknown source or an engine that was flushed.
 func (e *Engine) PushJSON(sourceID string, record []byte, line int64) error {
-	src := e.sources[sourceID]
+	src := e.source(sourceID)
 	if src == nil {
 		return fmt.Errorf("engine: unknown source %q", sourceID)
 	}
@@ -499,6 +500,19 @@ func (e *Engine) PushUndecodable(sourceID string, line int64, err error) error {
 	return nil
 }
 
+// source returns the source of id, nil when there is none. The last one found is kept: a
+// run pushes record after record to the same source.
+func (e *Engine) source(id string) *source {
+	if src := e.lastSource; src != nil && src.node.id == id {
+		return src
+	}
+	src := e.sources[id]
+	if src != nil {
+		e.lastSource = src
+	}
+	return src
+}
+
 // pushJSON is PushJSON for a known source.
 func (e *Engine) pushJSON(src *source, record []byte, line int64) {
 	e.line = line
@@ -515,7 +529,7 @@ func (e *Engine) pushJSON(src *source, record []byte, line int64) {
 // event time; otherwise eventTime is used (test records that carry their
 // own timestamp).
 func (e *Engine) PushValue(sourceID string, record value.Value, eventTime int64, line int64) error {
-	src := e.sources[sourceID]
+	src := e.source(sourceID)
 	if src == nil {
 		return fmt.Errorf("engine: unknown source %q", sourceID)
 	}
@@ -687,20 +701,29 @@ const stopEvery = 16
 
 // push processes context c arriving at node n from node from.
 func (e *Engine) push(n *node, c *event, from string) {
-	if e.ctx != nil {
-		if e.stopped {
-			return
-		}
-		if e.pushes++; e.pushes%stopEvery == 0 && e.ctx.Err() != nil {
-			e.stopped = true
-			return
-		}
+	if !e.enter(n) {
+		return
 	}
-	n.counts.In++
 	if e.opts.Observe != nil {
 		e.opts.Observe(n.id, c.varsMap(), c.time)
 	}
 	n.op.process(e, n, c, from)
+}
+
+// enter counts an event entering node n, and reports false when the run's context has
+// ended (then nothing enters).
+func (e *Engine) enter(n *node) bool {
+	if e.ctx != nil {
+		if e.stopped {
+			return false
+		}
+		if e.pushes++; e.pushes%stopEvery == 0 && e.ctx.Err() != nil {
+			e.stopped = true
+			return false
+		}
+	}
+	n.counts.In++
+	return true
 }
 
 // sortedIDs returns the keys of m in order (for deterministic summaries).

@@ -499,6 +499,98 @@ type aggregator struct {
 	// scratchFresh: the scratch event holds only what the last new event set (so the
 	// next one need not clear it).
 	scratchFresh bool
+	// direct, when not nil, writes new results straight into the value of the one sink
+	// they go to (see wire).
+	direct *directSink
+}
+
+// directSink is an aggregate's results projected straight into its sink's value: the sink
+// is the aggregate's one output, and its value is a record literal whose every field reads
+// a result variable ({key: #key[0], start: #window.start, n: #agg.n}), so a result needs no
+// event, no edge and no path reads, only its parts copied into the record Output gets. It
+// does what forward to that sink would do (the sink's counts, the run's context), and gives
+// Output the same value.
+type directSink struct {
+	sink  *node
+	field string
+	parts []resultPart
+	rec   value.Value
+	vals  []value.Value
+}
+
+// resultPart is one field of a directSink's record: what it reads, and the number
+// conversion its declared type makes.
+type resultPart struct {
+	what uint8 // partKey, partStart, partEnd or partAgg
+	i    int   // the group key's index (partKey), the aggregation's (partAgg)
+	conv conversion
+}
+
+const (
+	partKey uint8 = iota
+	partStart
+	partEnd
+	partAgg
+)
+
+// wire sets a.direct when the aggregate's results can go straight into its sink's value.
+func (a *aggregator) wire(e *Engine, n *node) {
+	if len(n.main) != 1 || e.opts.Observe != nil {
+		return
+	}
+	to := n.main[0]
+	sk, ok := to.op.(*sink)
+	if !ok || sk.value == nil || sk.value.keys == nil {
+		return
+	}
+	d := &directSink{sink: to, field: sk.field}
+	for i, p := range sk.value.paths {
+		part := resultPart{conv: sk.value.types[i]}
+		switch {
+		case len(p.steps) != 1:
+			return
+		case p.slot == e.keySlot && p.steps[0].index >= 0 && p.steps[0].index < len(a.groupBy):
+			part.what, part.i = partKey, p.steps[0].index
+		case p.slot == e.windowSlot && p.steps[0].index < 0 && p.steps[0].name == "start":
+			part.what = partStart
+		case p.slot == e.windowSlot && p.steps[0].index < 0 && p.steps[0].name == "end":
+			part.what = partEnd
+		case p.slot == a.varSlot && a.varSlot >= 0 && p.steps[0].index < 0 && a.aggIndex(p.steps[0].name) >= 0:
+			part.what, part.i = partAgg, a.aggIndex(p.steps[0].name)
+		default:
+			return
+		}
+		d.parts = append(d.parts, part)
+	}
+	d.rec, d.vals = value.MakeRecord(sk.value.keys)
+	a.direct = d
+}
+
+// emitDirect is emit through a.direct, for a new result (r.Event nil).
+func (a *aggregator) emitDirect(e *Engine, r *aggregate.Result) {
+	a.counts.Out++
+	d := a.direct
+	if !e.enter(d.sink) {
+		return
+	}
+	for i, p := range d.parts {
+		var v value.Value
+		switch p.what {
+		case partKey:
+			v = r.Key[p.i]
+		case partStart:
+			v = value.Int(r.Start)
+		case partEnd:
+			v = value.Int(r.End)
+		default:
+			v = r.Values[p.i]
+		}
+		d.vals[i] = conform(v, p.conv)
+	}
+	d.sink.counts.Out++
+	if e.opts.Output != nil {
+		e.opts.Output(d.sink.id, d.rec, r.Time)
+	}
 }
 
 // windowOf is the builder of an aggregate whose window shape shape sets.
@@ -642,6 +734,10 @@ func (a *aggregator) emit(r *aggregate.Result) {
 		// at the end of input): the message names the window and key.
 		e.fail(a.node, "aggregations", fmt.Errorf("window [%d, %d) of key %s: %w",
 			r.Start, r.End, value.AppendJSON(nil, value.List(r.Key)), r.Err))
+	}
+	if a.direct != nil && r.Event == nil && e.probe == nil {
+		a.emitDirect(e, r)
+		return
 	}
 	a.cur = r
 	c := &a.scratch

@@ -44,7 +44,10 @@ func (e *Engine) ObserveEmitted(f EmitObserver) {
 		}
 		id := emitProbePrefix + n.id
 		probes[id] = n.id
-		n.out = append(n.out, edge{to: &node{id: id, op: deadEnd{}, varSlot: -1, engine: e}, from: n.id})
+		n.addEdge(edge{to: &node{id: id, op: deadEnd{}, varSlot: -1, engine: e}, from: n.id})
+		if n.agg != nil {
+			n.agg.direct = nil // its results go to the probe too
+		}
 	}
 	// Observers see each record whole, as the source read it.
 	for _, src := range e.sources {

@@ -148,18 +148,17 @@ func appendShortFloat(b []byte, neg bool, m uint64, k int) []byte {
 	if neg {
 		b = append(b, '-')
 	}
-	if k == 0 {
-		b = strconv.AppendUint(b, m, 10)
-		return append(b, '.', '0')
+	switch k {
+	case 0:
+		return append(strconv.AppendUint(b, m, 10), '.', '0')
+	case 1:
+		return append(strconv.AppendUint(b, m/10, 10), '.', byte('0'+m%10))
+	case 2:
+		f := m % 100
+		return append(strconv.AppendUint(b, m/100, 10), '.', byte('0'+f/10), byte('0'+f%10))
 	}
-	p := uint64(float64Pow10[k])
-	b = strconv.AppendUint(b, m/p, 10)
-	b = append(b, '.')
-	frac := m % p
-	for q := p / 10; q > frac && q > 1; q /= 10 {
-		b = append(b, '0')
-	}
-	return strconv.AppendUint(b, frac, 10)
+	f := m % 1000
+	return append(strconv.AppendUint(b, m/1000, 10), '.', byte('0'+f/100), byte('0'+f/10%10), byte('0'+f%10))
 }
 
 const hexDigits = "0123456789abcdef"

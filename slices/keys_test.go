@@ -1,0 +1,66 @@
+package slices
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// LookupString, with its cache of recent strings by address, answers what a plain map of
+// the live keys answers (the model), over random lookups, allocations and frees of keys
+// that come as the same string value again and again, as equal strings at other addresses,
+// and as keys longer than the cache keeps.
+func TestKeyTableLookupStringModel(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		kt := NewKeyTable()
+		model := map[string]int{} // live key -> slot
+		// The same value of each key (one address), and ways to make an equal one elsewhere.
+		pool := make([]string, 40)
+		for i := range pool {
+			pool[i] = fmt.Sprintf("k%02d", i)
+			if i%10 == 9 {
+				pool[i] += strings.Repeat("x", recentKeyBytes) // not cached
+			}
+		}
+		draw := func() string {
+			k := pool[rapid.IntRange(0, len(pool)-1).Draw(rt, "key")]
+			if rapid.Bool().Draw(rt, "copy") {
+				k = strings.Clone(k) // equal bytes, another address
+			}
+			return k
+		}
+		for range rapid.IntRange(1, 400).Draw(rt, "steps") {
+			switch rapid.IntRange(0, 5).Draw(rt, "op") {
+			case 0, 1, 2:
+				k := draw()
+				s, ok := kt.LookupString(k)
+				want, wantOK := model[k]
+				if ok != wantOK || ok && s != want {
+					rt.Fatalf("LookupString(%q) = %d, %v; want %d, %v", k, s, ok, want, wantOK)
+				}
+			case 3, 4:
+				k := draw()
+				s, isNew := kt.SlotString(k)
+				want, had := model[k]
+				if isNew == had || had && s != want {
+					rt.Fatalf("SlotString(%q) = %d, new %v; the model has %d, %v", k, s, isNew, want, had)
+				}
+				model[k] = s
+			case 5:
+				if len(model) == 0 {
+					continue
+				}
+				k := draw()
+				if s, ok := model[k]; ok {
+					kt.Free(s)
+					delete(model, k)
+				}
+			}
+		}
+		if kt.Count() != len(model) {
+			rt.Fatalf("Count %d, the model has %d keys", kt.Count(), len(model))
+		}
+	})
+}
