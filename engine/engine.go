@@ -590,6 +590,9 @@ func (e *Engine) pushValue(src *source, eventTime int64) error {
 			src.lastArrival = now
 		}
 	}
+	// moved: the source's watermark may have moved, so windows are evaluated after the event
+	// (Advance with an unchanged watermark does nothing).
+	moved := true
 	if e.partition >= 0 && src.idleTimeout > 0 {
 		ps := src.part(e.partition)
 		if !ps.seen || t > ps.max {
@@ -598,7 +601,8 @@ func (e *Engine) pushValue(src *source, eventTime int64) error {
 		ps.seen, ps.arrival = true, src.lastArrival
 		src.raiseFloor(src.lastArrival)
 	} else {
-		if !src.seen || t > src.maxTime {
+		moved = !src.seen || t > src.maxTime
+		if moved {
 			src.maxTime = t
 		}
 		src.seen = true
@@ -610,7 +614,9 @@ func (e *Engine) pushValue(src *source, eventTime int64) error {
 	// (#meta is set for every event or for none.)
 	src.counts.Out++
 	e.forward(src.node, c, "")
-	e.step()
+	if moved {
+		e.step()
+	}
 	return nil
 }
 
