@@ -19,24 +19,21 @@ type KeyTable struct {
 	intKeys []int64  // by slot: the integer key
 	kinds   []uint8  // by slot: keyFree, keyBytes, keyInt, keyString
 	free    []int32
-	// recent caches LookupString by the address of the key's bytes (see LookupString);
-	// epoch is raised by every Free, which makes every entry stale.
+	// recent caches LookupString by the address of the key's bytes (see LookupString).
 	recent []recentKey
-	epoch  uint32
 }
 
-// recentKey is one entry of KeyTable.recent: a string looked up (kept, so that its bytes
-// stay where they are and no other string can have them), its slot and the epoch it was
-// found in.
+// recentKey is one entry of KeyTable.recent: the address and length of a string looked up
+// (not the string: the cache keeps no memory alive) and the slot it was found in.
 type recentKey struct {
-	k     string
-	slot  int32
-	epoch uint32
+	p    uintptr
+	n    int32
+	slot int32
 }
 
 // recentKeys is the number of entries of KeyTable.recent (a power of two); recentKeyBytes
-// the longest key it keeps (a longer one is looked up in the map: hashing is a smaller part
-// of its cost, and the cache must not pin large strings).
+// the longest key it finds (a longer one is looked up in the map: hashing is a smaller part
+// of its cost, as is the compare a hit makes).
 const (
 	recentKeyBits  = 12
 	recentKeys     = 1 << recentKeyBits
@@ -98,18 +95,19 @@ func (t *KeyTable) SlotString(k string) (slot int, isNew bool) {
 //
 // The same string value (the same bytes at the same address: decoders hand out one string
 // for a key seen recently) is found again without hashing its bytes, through a small
-// direct-mapped cache by address. Go strings are immutable and the cache keeps the string
-// it holds, so an entry with k's address and length holds k's bytes; a Free makes every
-// entry stale, so a cached slot is always k's slot.
+// direct-mapped cache by address: an entry gives a slot, which is taken when that slot holds
+// a string key equal to k (a compare of at most recentKeyBytes bytes). Keys and slots are
+// one to one, so an entry left by a freed key, or by bytes since changed, is not taken.
 func (t *KeyTable) LookupString(k string) (int, bool) {
 	if len(k) == 0 || len(k) > recentKeyBytes {
 		s, ok := t.strs[k]
 		return int(s), ok
 	}
+	p := uintptr(unsafe.Pointer(unsafe.StringData(k)))
 	// Fibonacci hashing of the address: small strings are packed a few bytes apart.
-	i := uint64(uintptr(unsafe.Pointer(unsafe.StringData(k)))) * 0x9E3779B97F4A7C15 >> (64 - recentKeyBits)
+	i := uint64(p) * 0x9E3779B97F4A7C15 >> (64 - recentKeyBits)
 	if t.recent != nil {
-		if r := &t.recent[i]; r.epoch == t.epoch && len(r.k) == len(k) && unsafe.StringData(r.k) == unsafe.StringData(k) {
+		if r := &t.recent[i]; r.p == p && int(r.n) == len(k) && t.kinds[r.slot] == keyString && t.keys[r.slot] == k {
 			return int(r.slot), true
 		}
 	}
@@ -117,9 +115,8 @@ func (t *KeyTable) LookupString(k string) (int, bool) {
 	if ok {
 		if t.recent == nil {
 			t.recent = make([]recentKey, recentKeys)
-			t.epoch = 1 // the zero entries are stale
 		}
-		t.recent[i] = recentKey{k: k, slot: s, epoch: t.epoch}
+		t.recent[i] = recentKey{p: p, n: int32(len(k)), slot: s}
 	}
 	return int(s), ok
 }
@@ -157,12 +154,6 @@ func (t *KeyTable) Free(s int) {
 	}
 	t.keys[s], t.intKeys[s], t.kinds[s] = "", 0, keyFree
 	t.free = append(t.free, int32(s))
-	if t.recent != nil {
-		if t.epoch++; t.epoch == 0 { // wrapped: an old entry could look current
-			clear(t.recent)
-			t.epoch = 1
-		}
-	}
 }
 
 // Live reports whether slot s holds a key.
@@ -176,13 +167,10 @@ func (t *KeyTable) Cap() int { return len(t.keys) }
 func (t *KeyTable) Count() int { return len(t.slots) + len(t.ints) + len(t.strs) }
 
 // SizeBytes estimates the heap bytes held: per slot a string header, an
-// integer and a kind byte; per live key a map entry and its bytes; the recent-keys cache
-// (at most recentKeys entries of recentKeyBytes).
+// integer and a kind byte; per live key a map entry and its bytes; the recent-keys cache.
 func (t *KeyTable) SizeBytes() int {
 	n := len(t.keys)*(16+8+1) + cap(t.free)*4
-	if t.recent != nil {
-		n += recentKeys * (24 + recentKeyBytes)
-	}
+	n += len(t.recent) * 16
 	n += len(t.ints) * 24
 	for k := range t.slots {
 		n += len(k) + 32
