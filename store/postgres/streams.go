@@ -121,16 +121,17 @@ func (s *Store) ReadEvents(ctx context.Context, log store.EventLog, from int64, 
 }
 
 // readEvents reads the chunks that hold offsets from max(from, the truncation point) on, in
-// order, until limit events or the byte budget.
+// order, until limit events or the byte budget. The first query finds the scenario by name
+// itself; only when it finds no chunk does a second one tell an unknown scenario from a log
+// with nothing to read.
 func (s *Store) readEvents(ctx context.Context, log store.EventLog, from int64, limit int) ([]store.Event, error) {
-	row, err := lookupScenario(ctx, s.pool, log.Scenario, "")
-	if err != nil {
-		return nil, err
-	}
 	var list []store.Event
 	var used int64
 	for {
-		n, done, err := s.readChunks(ctx, row.id, log.Source, from, limit, &list, &used)
+		n, done, err := s.readChunks(ctx, log, from, limit, &list, &used)
+		if err == nil && len(list) == 0 {
+			_, err = lookupScenario(ctx, s.pool, log.Scenario, "")
+		}
 		if err != nil || done || n < chunksPerQuery {
 			return list, err
 		}
@@ -142,15 +143,16 @@ func (s *Store) readEvents(ctx context.Context, log store.EventLog, from int64, 
 // early still receives all its rows, so a read asks for a few at a time.
 const chunksPerQuery = 32
 
-// readChunks appends to list the events of up to chunksPerQuery chunks from offset from on,
-// and returns how many chunks it read and whether the read is complete.
-func (s *Store) readChunks(ctx context.Context, scenarioID int64, source string, from int64, limit int,
+// readChunks appends to list the events of up to chunksPerQuery chunks of log from offset
+// from on, and returns how many chunks it read and whether the read is complete.
+func (s *Store) readChunks(ctx context.Context, log store.EventLog, from int64, limit int,
 	list *[]store.Event, used *int64) (n int, done bool, err error) {
 	rows, err := s.pool.Query(ctx,
 		`SELECT greatest($1::bigint, l.truncated_below), c.last_offset, c.event_count, c.payloads, c.accepted_at
-		 FROM event_logs l JOIN event_chunks c ON c.scenario_id = l.scenario_id AND c.source = l.source
-		 WHERE l.scenario_id = $2 AND l.source = $3 AND c.last_offset >= greatest($1::bigint, l.truncated_below)
-		 ORDER BY c.last_offset LIMIT $4`, from, scenarioID, source, chunksPerQuery)
+		 FROM scenarios s JOIN event_logs l ON l.scenario_id = s.id
+		   JOIN event_chunks c ON c.scenario_id = l.scenario_id AND c.source = l.source
+		 WHERE s.name = $2 AND l.source = $3 AND c.last_offset >= greatest($1::bigint, l.truncated_below)
+		 ORDER BY c.last_offset LIMIT $4`, from, log.Scenario, log.Source, chunksPerQuery)
 	if err != nil {
 		return 0, false, err
 	}
