@@ -40,31 +40,47 @@ type keyedBatch struct {
 	hash        []byte // nil for a batch stored before hashes were
 }
 
-// commitAppends runs a group of appends in one transaction and four round trips whatever
-// the group's size: BEGIN; one pipeline that locks each log's row (creating it when new) in
-// (scenario, source) order, so that two servers' groups cannot deadlock, reads its next offset
-// and looks up the group's keys among its batches; one pipeline that writes the chunks, the
-// keyed batches and the logs' new next offsets; COMMIT. Offsets are handed out under the
-// locks, hence in commit order. An append refused on its own (an unknown scenario, a reused
-// key) writes nothing and leaves the others be; a batch whose key an earlier batch of the
-// group (or of the log) holds is a duplicate of it, as if they had come one after the other.
+// commitAppends runs a group of appends in one transaction and two round trips whatever
+// the group's size: one pipeline that begins the transaction, locks each log's row (creating
+// it when new) in (scenario, source) order, so that two servers' groups cannot deadlock,
+// reads its next offset and looks up the group's keys among its batches; and one pipeline
+// that writes the chunks, the keyed batches and the logs' new next offsets, and commits.
+// Offsets are handed out under the locks, hence in commit order. An append refused on its own
+// (an unknown scenario, a reused key) writes nothing and leaves the others be; a batch whose
+// key an earlier batch of the group (or of the log) holds is a duplicate of it, as if they had
+// come one after the other. A failure rolls the whole group back.
 func (s *Store) commitAppends(calls []*appendCall) error {
 	ctx := context.WithoutCancel(calls[0].Req.Ctx)
 	logs := groupByLog(calls)
-	return s.inTx(ctx, func(tx pgx.Tx) error {
-		if err := lockLogs(ctx, tx, logs); err != nil {
-			return err
-		}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	var lock pgx.Batch
+	lock.Queue(`BEGIN`)
+	queueLocks(&lock, logs)
+	err = conn.SendBatch(ctx, &lock).Close()
+	if err == nil {
 		at := now() // the time of the group's commit
-		var b pgx.Batch
+		var write pgx.Batch
 		for _, l := range logs {
-			queueAppends(&b, l, at)
+			queueAppends(&write, l, at)
 		}
-		if b.Len() == 0 {
-			return nil
+		write.Queue(`COMMIT`)
+		err = conn.SendBatch(ctx, &write).Close()
+	}
+	if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
+		// The transaction failed before its COMMIT (the statements after the failure, COMMIT
+		// included, were skipped): end it, or drop the connection.
+		if _, rerr := conn.Exec(ctx, `ROLLBACK`); rerr != nil {
+			conn.Conn().Close(ctx)
 		}
-		return tx.SendBatch(ctx, &b).Close()
-	})
+	}
+	if err == nil || isFull(err) {
+		return s.classify(err)
+	}
+	return err
 }
 
 // groupByLog sorts a group's calls by event log, in (scenario, source) order, keeping their
@@ -85,11 +101,10 @@ func groupByLog(calls []*appendCall) []*logAppends {
 	return logs
 }
 
-// lockLogs locks each log's row, creating it when new, and reads its next offset and the
-// batches stored under the keys of its calls, in one pipeline. A log whose scenario does not
-// exist is left not found.
-func lockLogs(ctx context.Context, tx pgx.Tx, logs []*logAppends) error {
-	var b pgx.Batch
+// queueLocks queues, for each log, the statements that lock its row, creating it when new,
+// and read its next offset and the batches stored under the keys of its calls. A log whose
+// scenario does not exist is left not found.
+func queueLocks(b *pgx.Batch, logs []*logAppends) {
 	for _, l := range logs {
 		b.Queue(`INSERT INTO event_logs AS l (scenario_id, source, next_offset)
 			 SELECT id, $2, 0 FROM scenarios WHERE name = $1
@@ -130,7 +145,6 @@ func lockLogs(ctx context.Context, tx pgx.Tx, logs []*logAppends) error {
 				return rows.Err()
 			})
 	}
-	return tx.SendBatch(ctx, &b).Close()
 }
 
 // queueAppends answers l's calls, accepted at at (the batches of a group share it), and

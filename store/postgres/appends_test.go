@@ -121,3 +121,43 @@ func TestCommitAppendsGroup(t *testing.T) {
 		t.Errorf("k3 after the group: %+v, %v; want first offset 8", next, err)
 	}
 }
+
+// A group whose transaction fails half-way (here a chunk at an offset a stray row holds)
+// answers every call with the failure and stores nothing of it: no chunk, no key, no offset;
+// and the connection it ran on is usable afterwards (the pool has one).
+func TestCommitAppendsGroupFails(t *testing.T) {
+	_, schemaURL := pgtest.Schema(t)
+	s, err := Open(t.Context(), schemaURL+"&pool_max_conns=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ctx := t.Context()
+	if _, err := s.CreateScenario(ctx, "alpha", store.Draft{Graph: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	a := store.EventLog{Scenario: "alpha", Source: "in"}
+	if _, err := s.AppendEventBatch(ctx, a, "k0", [][]byte{[]byte(`{"e":0}`)}); err != nil { // offset 0
+		t.Fatal(err)
+	}
+	// A stray chunk ending at offset 2, where the group's second batch ends (1-2).
+	if _, err := s.pool.Exec(ctx, `INSERT INTO event_chunks (scenario_id, source, last_offset, event_count, payloads, accepted_at)
+		SELECT id, 'in', 2, 1, '\x00'::bytea, now() FROM scenarios WHERE name = 'alpha'`); err != nil {
+		t.Fatal(err)
+	}
+	calls := []*appendCall{
+		{Req: check.Append{Ctx: ctx, Log: a, Key: "k0", Payloads: [][]byte{[]byte(`{"e":0}`)}}}, // duplicate
+		{Req: check.Append{Ctx: ctx, Log: a, Key: "k1", Payloads: [][]byte{[]byte(`{"e":1}`), []byte(`{"e":2}`)}}},
+	}
+	if err := s.commitAppends(calls); err == nil || !isUnique(err, "event_chunks_pkey") {
+		t.Fatalf("commitAppends = %v, want the unique violation of event_chunks_pkey", err)
+	}
+	if _, err := s.pool.Exec(ctx, `DELETE FROM event_chunks WHERE last_offset = 2`); err != nil {
+		t.Fatal(err) // also: the one connection is not left in a failed transaction
+	}
+	// Nothing of the group stayed: k1 is new, at offset 1.
+	b, err := s.AppendEventBatch(ctx, a, "k1", [][]byte{[]byte(`{"e":1}`), []byte(`{"e":2}`)})
+	if err != nil || b.Duplicate || b.FirstOffset != 1 {
+		t.Errorf("k1 after the failed group: %+v, %v; want a new batch at offset 1", b, err)
+	}
+}
