@@ -81,6 +81,22 @@ type deployment struct {
 	// pushing is the event being pushed (for its dead letters); deadLetters counts them.
 	pushing     pushing
 	deadLetters int64
+	// async: the loop's checkpoints commit while it processes on (see checkpoint); inflight
+	// is the one committing, nil when none.
+	async    bool
+	inflight *inflightCheckpoint
+}
+
+// inflightCheckpoint is a checkpoint whose store commit runs in a goroutine of its own while
+// the deployment processes on. The goroutine sets cp and err, closes done and wakes the loop,
+// which then finishes the checkpoint (finishCheckpoint).
+type inflightCheckpoint struct {
+	done      chan struct{}
+	at        time.Time
+	results   []store.NewSinkResult // the collect results it commits
+	positions []int64               // each source's next offset it records
+	cp        store.Checkpoint
+	err       error
 }
 
 // source is one source of a deployment and its position: in the source's event log for an
@@ -159,6 +175,7 @@ func (d *deployment) loseLease() {
 
 // fenced stops the deployment after the store refused its lease: another server runs it now.
 func (d *deployment) fenced(err error) {
+	d.settleCheckpoint()
 	d.logger().Warn("stopping: the deployment's lease is no longer this server's", "error", err)
 	d.publish(PhaseStopped)
 	d.rt.remove(d)
@@ -238,10 +255,12 @@ func (d *deployment) run() {
 	d.publish(PhaseRunning)
 	startedOnce()
 	log.Info("deployment running", "version", d.info.Version, "checkpoint", d.checkpointSeq)
+	d.async = d.canCheckpointAsync()
 
 	for {
 		select {
 		case <-ctx.Done():
+			d.settleCheckpoint()
 			d.publish(PhaseStopped)
 			return
 		case <-d.stopCh:
@@ -250,7 +269,7 @@ func (d *deployment) run() {
 				return
 			}
 			fctx, cancel := context.WithTimeout(ctx, finalCheckpointTimeout)
-			err := d.checkpoint(fctx)
+			err := d.checkpoint(fctx, false)
 			if errors.Is(err, errFenced) {
 				cancel()
 				d.fenced(err)
@@ -304,8 +323,17 @@ func (d *deployment) run() {
 			d.idleTick(now)
 		}
 		due := d.dirty && now.Sub(d.lastCheckpoint) >= d.rt.cfg.CheckpointInterval
-		if due || d.forceCheckpoint || d.sinks.pending() >= maxPendingResults {
-			err := d.checkpoint(ctx)
+		// A checkpoint committing is finished once it ended; the next one is not taken
+		// before, unless the results waiting for it reach their limit.
+		finished := d.inflight != nil && d.inflight.finished()
+		committing := d.inflight != nil && !finished
+		if finished || (!committing && (due || d.forceCheckpoint)) || d.sinks.pending() >= maxPendingResults {
+			var err error
+			if finished {
+				err = d.finishCheckpoint(ctx)
+			} else {
+				err = d.checkpoint(ctx, d.async)
+			}
 			switch {
 			case errors.Is(err, errFenced):
 				d.fenced(err)
@@ -502,7 +530,7 @@ func (d *deployment) restore(ctx context.Context) error {
 	// The first checkpoint records the positions and the file sinks' sizes at start, so that
 	// a crash before the next one neither re-reads older events nor keeps lines written after.
 	return d.retry(ctx, "committing the first checkpoint", func() error {
-		err := d.checkpoint(ctx)
+		err := d.checkpoint(ctx, false)
 		if err != nil {
 			d.publish(PhaseStarting) // the failure shows in Live
 		}
@@ -775,8 +803,23 @@ func equalWatermarks(a, b []int64) bool {
 // lines written, Kafka records produced in a transaction), then commits the collect results,
 // the engine's snapshot, the Outputs' states and the positions in one store transaction,
 // then commits the Outputs (phase 2: the Kafka transaction) and truncates the logs below the
-// positions.
-func (d *deployment) checkpoint(ctx context.Context) error {
+// positions. A checkpoint still committing is finished first.
+//
+// async (for a deployment that canCheckpointAsync): the store transaction runs in a goroutine
+// of its own, with the results collected so far, and checkpoint returns at once; the loop
+// processes on, its new results waiting for the next checkpoint, and finishes this one when
+// it ends (finishCheckpoint). The snapshot, the results and the positions are those of one
+// moment, as when the loop waits: after a crash the deployment restores the last checkpoint
+// committed and reads on from its positions. The loop's checkpoints are async when they can
+// be; the first and the final ones never are.
+func (d *deployment) checkpoint(ctx context.Context, async bool) error {
+	if d.inflight != nil {
+		// One checkpoint at a time, in order: the one committing ends first.
+		err := d.finishCheckpoint(ctx)
+		if err != nil && (async || errors.Is(err, errFenced) || errors.Is(err, errPermanent)) {
+			return err
+		}
+	}
 	now := d.rt.cfg.Now()
 	d.lastCheckpoint = now
 	snapshot := d.eng.AppendSnapshot(nil)
@@ -795,47 +838,128 @@ func (d *deployment) checkpoint(ctx context.Context) error {
 		}
 	}
 	var positions []store.SourcePosition
-	for _, s := range d.sources {
+	next := make([]int64, len(d.sources))
+	for i, s := range d.sources {
 		if s.in != nil {
 			positions = append(positions, inputPositions(s.id, s.in)...)
 			continue
 		}
-		positions = append(positions, store.SourcePosition{Source: s.id, Offset: s.next.Load()})
+		next[i] = s.next.Load() // only this goroutine moves it
+		positions = append(positions, store.SourcePosition{Source: s.id, Offset: next[i]})
 	}
-	cp, _, err := d.rt.cfg.Store.CommitCheckpoint(ctx,
-		store.Checkpoint{Deployment: d.info.ID, State: state.encode(), Positions: positions, Epoch: d.lease.Epoch}, d.sinks.collect)
+	c := store.Checkpoint{Deployment: d.info.ID, State: state.encode(), Positions: positions, Epoch: d.lease.Epoch}
+	if async {
+		// The results go with the checkpoint; those of the events processed meanwhile wait
+		// for the next one.
+		p := &inflightCheckpoint{done: make(chan struct{}), at: now, results: d.sinks.collect, positions: next}
+		d.sinks.collect = nil
+		d.inflight = p
+		d.dirty, d.forceCheckpoint = false, false
+		go func() {
+			p.cp, _, p.err = d.rt.cfg.Store.CommitCheckpoint(ctx, c, p.results)
+			close(p.done)
+			d.wakeUp()
+		}()
+		return nil
+	}
+	cp, _, err := d.rt.cfg.Store.CommitCheckpoint(ctx, c, d.sinks.collect)
 	if err != nil {
 		d.sinks.abort(ctx) // the Kafka records are produced again at the next checkpoint
-		d.commitFailing = true
-		d.noteCheckpointError(now, err)
-		if errors.Is(err, store.ErrLeaseLost) {
-			return fmt.Errorf("%w: %w", errFenced, err)
-		}
-		if errors.Is(err, store.ErrInvalidJSON) || errors.Is(err, store.ErrNotFound) {
-			// A value the store refuses fails every checkpoint from now on; a deployment
-			// that is gone has nowhere to checkpoint.
-			return fmt.Errorf("%w: %w", errPermanent, err)
-		}
-		return err
+		return d.checkpointFailed(now, err)
 	}
 	d.sinks.commit(ctx) // phase 2
-	d.commitFailing, d.dirty, d.forceCheckpoint = false, false, false
+	d.dirty, d.forceCheckpoint = false, false
+	d.checkpointCommitted(ctx, cp, next)
+	return nil
+}
+
+// canCheckpointAsync says whether the deployment's checkpoints may commit while it processes
+// on: when every source is an HTTP source (its positions are the offsets the loop moves) and
+// every sink a collect sink (its results go into the checkpoint's transaction, and nothing
+// outside the store has to commit or abort with it).
+func (d *deployment) canCheckpointAsync() bool {
+	for _, s := range d.sources {
+		if s.in != nil {
+			return false
+		}
+	}
+	for _, k := range d.sinks.outputs {
+		if _, ok := k.out.(*collectOutput); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// finished says whether the checkpoint's commit ended.
+func (p *inflightCheckpoint) finished() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// finishCheckpoint waits for the checkpoint committing to end and finishes it: committed, the
+// deployment records it and truncates its logs; failed, its results go back before those
+// produced since, to be committed by the next checkpoint with a later snapshot.
+func (d *deployment) finishCheckpoint(ctx context.Context) error {
+	p := d.inflight
+	<-p.done
+	d.inflight = nil
+	if p.err != nil {
+		d.sinks.collect = append(p.results, d.sinks.collect...)
+		d.dirty = true
+		return d.checkpointFailed(p.at, p.err)
+	}
+	d.checkpointCommitted(ctx, p.cp, p.positions)
+	return nil
+}
+
+// settleCheckpoint waits for the checkpoint committing, if any, to end, and forgets it: the
+// deployment stops without recording it (a restart reads the store).
+func (d *deployment) settleCheckpoint() {
+	if d.inflight != nil {
+		<-d.inflight.done
+		d.inflight = nil
+	}
+}
+
+// checkpointFailed records a checkpoint that the store did not commit (taken at now) and
+// returns the error to act on.
+func (d *deployment) checkpointFailed(now time.Time, err error) error {
+	d.commitFailing = true
+	d.noteCheckpointError(now, err)
+	if errors.Is(err, store.ErrLeaseLost) {
+		return fmt.Errorf("%w: %w", errFenced, err)
+	}
+	if errors.Is(err, store.ErrInvalidJSON) || errors.Is(err, store.ErrNotFound) {
+		// A value the store refuses fails every checkpoint from now on; a deployment
+		// that is gone has nowhere to checkpoint.
+		return fmt.Errorf("%w: %w", errPermanent, err)
+	}
+	return err
+}
+
+// checkpointCommitted records checkpoint cp, committed with the HTTP sources' next offsets
+// next (by source index), and truncates their logs below them.
+func (d *deployment) checkpointCommitted(ctx context.Context, cp store.Checkpoint, next []int64) {
+	d.commitFailing = false
 	d.checkpointErr, d.checkpointErrAt, d.checkpointFailures = "", time.Time{}, 0
 	d.checkpointSeq, d.checkpointAt = cp.Sequence, cp.CreatedAt
-	for _, s := range d.sources {
+	for i, s := range d.sources {
 		if s.in != nil {
 			s.committed.Store(s.in.Status().Processed)
 			continue
 		}
-		next := s.next.Load() // only this goroutine moves it
-		if prev := s.committed.Swap(next); next > prev {
-			if _, err := d.rt.cfg.Store.TruncateEvents(ctx, s.log, next); err != nil && ctx.Err() == nil {
+		if prev := s.committed.Swap(next[i]); next[i] > prev {
+			if _, err := d.rt.cfg.Store.TruncateEvents(ctx, s.log, next[i]); err != nil && ctx.Err() == nil {
 				d.logger().Warn("truncating the event log", "source", s.id, "error", err)
 			}
 		}
 	}
 	d.publish(PhaseRunning)
-	return nil
 }
 
 func (d *deployment) noteCheckpointError(now time.Time, err error) {
@@ -845,6 +969,7 @@ func (d *deployment) noteCheckpointError(now time.Time, err error) {
 
 // fail marks the deployment FAILED with reason.
 func (d *deployment) fail(reason string) {
+	d.settleCheckpoint()
 	d.publish(PhaseFailed)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(d.rt.ctx), 5*time.Second)
 	defer cancel()

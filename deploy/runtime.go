@@ -18,19 +18,21 @@
 // every batch it got no answer for has each of its events in the log exactly once.
 //
 // Each deployment is one goroutine that owns its engine.Engine. It reads the event logs from
-// its positions and pushes the events through the engine in log order, buffering what the
-// sinks write. At each checkpoint (every Config.CheckpointInterval when something changed,
-// and at Shutdown) it commits in ONE store transaction (store.CommitCheckpoint) the collect
-// sinks' results produced since the previous checkpoint, the engine's snapshot and the log
-// positions. Results become visible at checkpoints. After a crash the deployment restores its
+// its positions and pushes the events through the engine in log order, buffering what the sinks
+// write. At each checkpoint (every Config.CheckpointInterval when something changed, and at
+// Shutdown) it commits in ONE store transaction (store.CommitCheckpoint) the collect sinks'
+// results produced since the previous checkpoint, the engine's snapshot and the log positions,
+// all as of one moment; a deployment whose sources are all HTTP sources and whose sinks are all
+// collect sinks processes on while that transaction commits, and takes the next checkpoint once
+// it ended. Results become visible at checkpoints. After a crash the deployment restores its
 // last checkpoint and reads the logs again from the positions it holds; the engine is
-// deterministic for a given input order (docs/semantics.md §6), so it produces again exactly the
-// results that had not been committed. Collect sinks are therefore effectively exactly-once:
-// each accepted event is processed into committed state once, and no result is stored twice
-// or lost. File sinks are exactly-once too while nothing else writes their files: their lines
-// are appended and synced just before the checkpoint that covers them, the checkpoint records
-// each file's size, and a restore cuts the file back to that size before reprocessing. Stdout
-// sinks are at-least-once.
+// deterministic for a given input order (docs/semantics.md §6), so it produces again exactly
+// the results that had not been committed. Collect sinks are therefore effectively
+// exactly-once: each accepted event is processed into committed state once, and no result is
+// stored twice or lost. File sinks are exactly-once too while nothing else writes their files:
+// their lines are appended and synced just before the checkpoint that covers them, the
+// checkpoint records each file's size, and a restore cuts the file back to that size before
+// reprocessing. Stdout sinks are at-least-once.
 //
 // Limits. Idle sources (docs/semantics.md §1) follow the wall clock: Engine.Tick runs only when no
 // accepted event waits, and its effect is checkpointed with the state, but a crash between an

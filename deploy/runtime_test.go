@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,6 +35,7 @@ func runRuntimeSuite(t *testing.T, newStore newStoreFunc) {
 		{"ResultsEqualReplay", testResultsEqualReplay},
 		{"DeadLetters", testDeadLetters},
 		{"CrashesContinueExactly", testCrashesContinueExactly},
+		{"CheckpointCommitsWhileProcessing", testCheckpointCommitsWhileProcessing},
 		{"ShutdownAndResume", testShutdownAndResume},
 		{"Redeploy", testRedeploy},
 		{"InvalidVersionKeepsRunning", testInvalidVersionKeepsRunning},
@@ -174,6 +177,67 @@ func testCrashesContinueExactly(t *testing.T, st store.Store) {
 	equalResults(t, collected(t, st, "sums"), replay(t, graph, recs))
 	if in := l.Nodes["in"].In; in != int64(len(recs)) {
 		t.Errorf("source counted %d events over 3 crashes, want %d", in, len(recs))
+	}
+}
+
+// heldCommits is a store whose next checkpoint commit, once hold is set, waits for its answer
+// on release: an error fails it, nil lets it through.
+type heldCommits struct {
+	store.Store
+	hold    atomic.Bool
+	entered chan struct{} // a commit is held
+	release chan error
+}
+
+func (h *heldCommits) CommitCheckpoint(ctx context.Context, c store.Checkpoint, results []store.NewSinkResult) (store.Checkpoint, []int64, error) {
+	if h.hold.CompareAndSwap(true, false) {
+		h.entered <- struct{}{}
+		if err := <-h.release; err != nil {
+			return store.Checkpoint{}, nil, err
+		}
+	}
+	return h.Store.CommitCheckpoint(ctx, c, results)
+}
+
+// A deployment of HTTP sources and collect sinks processes on while its checkpoint commits:
+// with a commit held, it processes every event sent meanwhile. The held commit then fails: its
+// results go with the next checkpoint, and the results equal a replay, none twice, none
+// missing.
+func testCheckpointCommitsWhileProcessing(t *testing.T, st store.Store) {
+	graph := tumblingGraph("")
+	createScenario(t, st, "sums", graph)
+	hs := &heldCommits{Store: st, entered: make(chan struct{}), release: make(chan error, 1)}
+	r := newRuntime(t, hs)
+	t.Cleanup(func() { // before the runtime's shutdown, should the test end early
+		select {
+		case hs.release <- nil:
+		default:
+		}
+	})
+	deploy(t, r, "sums", 0)
+	recs := records(3000)
+	ingestAll(t, r, "sums", recs[:1000], 0, 250)
+	waitCommitted(t, r, "sums", 1000)
+	hs.hold.Store(true)
+	ingestAll(t, r, "sums", recs[:2000], 1000, 250)
+	select {
+	case <-hs.entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no checkpoint commit within 20 s of new events")
+	}
+	ingestAll(t, r, "sums", recs, 2000, 250)
+	waitFor(t, "every event processed while a checkpoint commit is held", func() bool {
+		l, _ := r.Live("sums")
+		return l.Sources[0].Processed == int64(len(recs))
+	})
+	if l, _ := r.Live("sums"); l.Sources[0].Committed >= int64(len(recs)) {
+		t.Fatalf("committed %d events while the commit was held", l.Sources[0].Committed)
+	}
+	hs.release <- errInjected
+	l := waitCommitted(t, r, "sums", int64(len(recs)))
+	equalResults(t, collected(t, st, "sums"), replay(t, graph, recs))
+	if l.CheckpointError != "" {
+		t.Errorf("checkpoint error %q after a successful checkpoint", l.CheckpointError)
 	}
 }
 

@@ -1,18 +1,15 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/scenario-server/scenario-server/store"
 	"github.com/scenario-server/scenario-server/store/internal/check"
-	"github.com/scenario-server/scenario-server/store/internal/group"
 )
 
 // AppendSinkResults implements store.Store.
@@ -114,92 +111,6 @@ func (s *Store) AppendEventBatch(ctx context.Context, log store.EventLog, key st
 	return check.AppendEventBatch(check.Append{Ctx: ctx, Log: log, Key: key, Payloads: payloads}, s.appends.Do)
 }
 
-// commitAppends runs a group of appends in one transaction, locking their logs' rows in
-// (scenario, source) order so that two servers' groups cannot deadlock. An append refused
-// on its own (an unknown scenario, a reused key) writes nothing and leaves the others be.
-func (s *Store) commitAppends(calls []*group.Call[check.Append, store.EventBatch]) error {
-	ctx := context.WithoutCancel(calls[0].Req.Ctx)
-	ordered := slices.Clone(calls)
-	slices.SortStableFunc(ordered, func(a, b *group.Call[check.Append, store.EventBatch]) int {
-		return cmp.Or(cmp.Compare(a.Req.Log.Scenario, b.Req.Log.Scenario), cmp.Compare(a.Req.Log.Source, b.Req.Log.Source))
-	})
-	return s.inTx(ctx, func(tx pgx.Tx) error {
-		at := now() // the time of the group's commit
-		for _, c := range ordered {
-			b, refusal, err := appendChunk(ctx, tx, c.Req, at)
-			if err != nil {
-				return err
-			}
-			c.Res, c.Err = b, refusal
-		}
-		return nil
-	})
-}
-
-// appendChunk appends one request's events in tx, accepted at at (the batches of a group
-// share it). refusal is the request's own error (nothing written); err a failure of the
-// transaction.
-func appendChunk(ctx context.Context, tx pgx.Tx, r check.Append, at time.Time) (b store.EventBatch, refusal, err error) {
-	b = store.EventBatch{Key: r.Key, Count: len(r.Payloads)}
-	row, err := lookupScenario(ctx, tx, r.Log.Scenario, "")
-	if errors.Is(err, store.ErrNotFound) {
-		return b, err, nil
-	}
-	if err != nil {
-		return b, nil, err
-	}
-	var hash []byte
-	if r.Key != "" {
-		hash = check.BatchHash(r.Payloads)
-		// Lock the log's row (creating it when new) before looking for the key: appends
-		// to one log take turns from here to commit, so two requests with the same key
-		// cannot both miss it.
-		if _, err := tx.Exec(ctx,
-			`INSERT INTO event_logs AS l (scenario_id, source, next_offset) VALUES ($1, $2, 0)
-			 ON CONFLICT (scenario_id, source) DO UPDATE SET next_offset = l.next_offset`, row.id, r.Log.Source); err != nil {
-			return b, nil, err
-		}
-		var count int
-		var stored []byte
-		err = tx.QueryRow(ctx,
-			`SELECT first_offset, event_count, accepted_at, batch_sha256 FROM event_batches
-			 WHERE scenario_id = $1 AND source = $2 AND batch_key = $3`, row.id, r.Log.Source, r.Key).
-			Scan(&b.FirstOffset, &count, &b.AcceptedAt, &stored)
-		switch {
-		case err == nil:
-			if err := check.SameBatch(count, stored, len(r.Payloads), hash); err != nil {
-				return store.EventBatch{Key: r.Key, Count: len(r.Payloads)}, err, nil
-			}
-			b.AcceptedAt, b.Duplicate = b.AcceptedAt.UTC(), true
-			return b, nil, nil
-		case !errors.Is(err, pgx.ErrNoRows):
-			return b, nil, err
-		}
-	}
-	// The upsert locks the log's row until commit: offsets are handed out in commit order.
-	var next int64
-	err = tx.QueryRow(ctx,
-		`INSERT INTO event_logs AS l (scenario_id, source, next_offset) VALUES ($1, $2, $3)
-		 ON CONFLICT (scenario_id, source) DO UPDATE SET next_offset = l.next_offset + excluded.next_offset
-		 RETURNING next_offset`, row.id, r.Log.Source, len(r.Payloads)).Scan(&next)
-	if err != nil {
-		return b, nil, err
-	}
-	b.AcceptedAt = at
-	b.FirstOffset = next - int64(len(r.Payloads))
-	if _, err := tx.Exec(ctx,
-		`INSERT INTO event_chunks (scenario_id, source, last_offset, event_count, payloads, accepted_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-		row.id, r.Log.Source, next-1, len(r.Payloads), check.EncodeChunk(r.Payloads), b.AcceptedAt); err != nil {
-		return b, nil, err
-	}
-	if r.Key != "" {
-		_, err = tx.Exec(ctx,
-			`INSERT INTO event_batches (scenario_id, source, batch_key, first_offset, event_count, accepted_at, batch_sha256)
-			 VALUES ($1, $2, $3, $4, $5, $6, $7)`, row.id, r.Log.Source, r.Key, b.FirstOffset, len(r.Payloads), b.AcceptedAt, hash)
-	}
-	return b, nil, err
-}
-
 // ReadEvents implements store.Store.
 func (s *Store) ReadEvents(ctx context.Context, log store.EventLog, from int64, limit int) ([]store.Event, error) {
 	list, err := s.readEvents(ctx, log, from, check.Limit(limit))
@@ -210,16 +121,17 @@ func (s *Store) ReadEvents(ctx context.Context, log store.EventLog, from int64, 
 }
 
 // readEvents reads the chunks that hold offsets from max(from, the truncation point) on, in
-// order, until limit events or the byte budget.
+// order, until limit events or the byte budget. The first query finds the scenario by name
+// itself; only when it finds no chunk does a second one tell an unknown scenario from a log
+// with nothing to read.
 func (s *Store) readEvents(ctx context.Context, log store.EventLog, from int64, limit int) ([]store.Event, error) {
-	row, err := lookupScenario(ctx, s.pool, log.Scenario, "")
-	if err != nil {
-		return nil, err
-	}
 	var list []store.Event
 	var used int64
 	for {
-		n, done, err := s.readChunks(ctx, row.id, log.Source, from, limit, &list, &used)
+		n, done, err := s.readChunks(ctx, log, from, limit, &list, &used)
+		if err == nil && len(list) == 0 {
+			_, err = lookupScenario(ctx, s.pool, log.Scenario, "")
+		}
 		if err != nil || done || n < chunksPerQuery {
 			return list, err
 		}
@@ -231,15 +143,16 @@ func (s *Store) readEvents(ctx context.Context, log store.EventLog, from int64, 
 // early still receives all its rows, so a read asks for a few at a time.
 const chunksPerQuery = 32
 
-// readChunks appends to list the events of up to chunksPerQuery chunks from offset from on,
-// and returns how many chunks it read and whether the read is complete.
-func (s *Store) readChunks(ctx context.Context, scenarioID int64, source string, from int64, limit int,
+// readChunks appends to list the events of up to chunksPerQuery chunks of log from offset
+// from on, and returns how many chunks it read and whether the read is complete.
+func (s *Store) readChunks(ctx context.Context, log store.EventLog, from int64, limit int,
 	list *[]store.Event, used *int64) (n int, done bool, err error) {
 	rows, err := s.pool.Query(ctx,
 		`SELECT greatest($1::bigint, l.truncated_below), c.last_offset, c.event_count, c.payloads, c.accepted_at
-		 FROM event_logs l JOIN event_chunks c ON c.scenario_id = l.scenario_id AND c.source = l.source
-		 WHERE l.scenario_id = $2 AND l.source = $3 AND c.last_offset >= greatest($1::bigint, l.truncated_below)
-		 ORDER BY c.last_offset LIMIT $4`, from, scenarioID, source, chunksPerQuery)
+		 FROM scenarios s JOIN event_logs l ON l.scenario_id = s.id
+		   JOIN event_chunks c ON c.scenario_id = l.scenario_id AND c.source = l.source
+		 WHERE s.name = $2 AND l.source = $3 AND c.last_offset >= greatest($1::bigint, l.truncated_below)
+		 ORDER BY c.last_offset LIMIT $4`, from, log.Scenario, log.Source, chunksPerQuery)
 	if err != nil {
 		return 0, false, err
 	}
