@@ -1,6 +1,9 @@
 package slices
 
-import "unsafe"
+import (
+	"math/bits"
+	"unsafe"
+)
 
 // KeyTable gives each live group key a small integer slot, so that the
 // partials of one slice for all keys can sit side by side in columns. Slots of
@@ -19,8 +22,10 @@ type KeyTable struct {
 	intKeys []int64  // by slot: the integer key
 	kinds   []uint8  // by slot: keyFree, keyBytes, keyInt, keyString
 	free    []int32
-	// recent caches LookupString by the address of the key's bytes (see LookupString).
-	recent []recentKey
+	// recent caches LookupString by the address of the key's bytes (see LookupString): 2^bits
+	// entries, two to four times the most string keys there have been, up to recentKeys.
+	recent     []recentKey
+	recentBits uint
 }
 
 // recentKey is one entry of KeyTable.recent: the address and length of a string looked up
@@ -31,7 +36,7 @@ type recentKey struct {
 	slot int32
 }
 
-// recentKeys is the number of entries of KeyTable.recent (a power of two); recentKeyBytes
+// recentKeys is the most entries KeyTable.recent has (a power of two); recentKeyBytes
 // the longest key it finds (a longer one is looked up in the map: hashing is a smaller part
 // of its cost, as is the compare a hit makes).
 const (
@@ -105,18 +110,20 @@ func (t *KeyTable) LookupString(k string) (int, bool) {
 	}
 	p := uintptr(unsafe.Pointer(unsafe.StringData(k)))
 	// Fibonacci hashing of the address: small strings are packed a few bytes apart.
-	i := uint64(p) * 0x9E3779B97F4A7C15 >> (64 - recentKeyBits)
+	h := uint64(p) * 0x9E3779B97F4A7C15
 	if t.recent != nil {
-		if r := &t.recent[i]; r.p == p && int(r.n) == len(k) && t.kinds[r.slot] == keyString && t.keys[r.slot] == k {
+		if r := &t.recent[h>>(64-t.recentBits)]; r.p == p && int(r.n) == len(k) && t.kinds[r.slot] == keyString && t.keys[r.slot] == k {
 			return int(r.slot), true
 		}
 	}
 	s, ok := t.strs[k]
 	if ok {
-		if t.recent == nil {
-			t.recent = make([]recentKey, recentKeys)
+		if want := min(uint(bits.Len(uint(len(t.strs))))+2, recentKeyBits); t.recent == nil || want > t.recentBits {
+			// Grown with the keys (and never shrunk), so that a table of few keys keeps a
+			// small cache; its entries are dropped.
+			t.recent, t.recentBits = make([]recentKey, 1<<want), want
 		}
-		t.recent[i] = recentKey{p: p, n: int32(len(k)), slot: s}
+		t.recent[h>>(64-t.recentBits)] = recentKey{p: p, n: int32(len(k)), slot: s}
 	}
 	return int(s), ok
 }

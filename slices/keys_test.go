@@ -64,3 +64,28 @@ func TestKeyTableLookupStringModel(t *testing.T) {
 		}
 	})
 }
+
+// The recent-keys cache grows with the keys: a table of one key looked up again and again
+// keeps a few entries (4, of 16 bytes), one of 5,000 keys at most recentKeys.
+func TestKeyTableRecentGrowsWithKeys(t *testing.T) {
+	kt := NewKeyTable()
+	kt.SlotString("only")
+	before := kt.SizeBytes()
+	for range 100 {
+		kt.LookupString("only")
+	}
+	if got := kt.SizeBytes() - before; got != 4*16 {
+		t.Fatalf("one key: the cache adds %d bytes, want 64", got)
+	}
+	for i := range 5000 {
+		kt.SlotString(fmt.Sprint(i))
+	}
+	for i := range 5000 {
+		if s, ok := kt.LookupString(fmt.Sprint(i)); !ok || s != i+1 {
+			t.Fatalf("LookupString(%d) = %d, %v; want %d", i, s, ok, i+1)
+		}
+	}
+	if len(kt.recent) != recentKeys {
+		t.Fatalf("5,000 keys: %d cache entries, want %d", len(kt.recent), recentKeys)
+	}
+}
