@@ -23,7 +23,7 @@ type KeyTable struct {
 	kinds   []uint8  // by slot: keyFree, keyBytes, keyInt, keyString
 	free    []int32
 	// recent caches LookupString by the address of the key's bytes (see LookupString): 2^bits
-	// entries, two to four times the most string keys there have been, up to recentKeys.
+	// entries, four to eight times the most string keys there have been, up to recentKeys.
 	recent     []recentKey
 	recentBits uint
 }
