@@ -97,6 +97,7 @@ type inflightCheckpoint struct {
 	positions []int64               // each source's next offset it records
 	cp        store.Checkpoint
 	err       error
+	panicked  any // what the commit panicked with, if it did
 }
 
 // source is one source of a deployment and its position: in the source's event log for an
@@ -295,7 +296,7 @@ func (d *deployment) run() {
 		}
 
 		n := 0
-		if !d.commitFailing || d.sinks.pending() < maxPendingResults {
+		if !d.commitFailing || d.pendingResults() < maxPendingResults {
 			var err error
 			n, err = d.process(ctx)
 			if err != nil {
@@ -856,9 +857,17 @@ func (d *deployment) checkpoint(ctx context.Context, async bool) error {
 		d.inflight = p
 		d.dirty, d.forceCheckpoint = false, false
 		go func() {
+			defer func() {
+				// A panic goes on in the loop (finishCheckpoint), where it fails this
+				// deployment alone, as a panic of a synchronous commit does.
+				if rec := recover(); rec != nil {
+					d.logger().Error("checkpoint commit panicked", "panic", fmt.Sprint(rec), "stack", string(debug.Stack()))
+					p.panicked = rec
+				}
+				close(p.done)
+				d.wakeUp()
+			}()
 			p.cp, _, p.err = d.rt.cfg.Store.CommitCheckpoint(ctx, c, p.results)
-			close(p.done)
-			d.wakeUp()
 		}()
 		return nil
 	}
@@ -891,6 +900,18 @@ func (d *deployment) canCheckpointAsync() bool {
 	return true
 }
 
+// pendingResults counts the results not yet committed: those waiting for a checkpoint and
+// those of the checkpoint committing, which come back when its commit fails. While commits
+// fail the loop stops reading at maxPendingResults, so a retried checkpoint carries at most
+// that many (and a committing one and the next hold at most about twice as many).
+func (d *deployment) pendingResults() int {
+	n := d.sinks.pending()
+	if d.inflight != nil {
+		n += len(d.inflight.results)
+	}
+	return n
+}
+
 // finished says whether the checkpoint's commit ended.
 func (p *inflightCheckpoint) finished() bool {
 	select {
@@ -908,6 +929,9 @@ func (d *deployment) finishCheckpoint(ctx context.Context) error {
 	p := d.inflight
 	<-p.done
 	d.inflight = nil
+	if p.panicked != nil {
+		panic(p.panicked)
+	}
 	if p.err != nil {
 		d.sinks.collect = append(p.results, d.sinks.collect...)
 		d.dirty = true

@@ -125,16 +125,22 @@ func testKafkaSinkExactlyOnce(t *testing.T, st store.Store) {
 }
 
 // failingCommits is a store whose checkpoint commits fail while fail is above 0 (each
-// failure counts it down).
+// failure counts it down, and counts into failed); most is the most results a failed commit
+// was given.
 type failingCommits struct {
 	store.Store
-	fail atomic.Int32
+	fail         atomic.Int32
+	failed, most atomic.Int64
 }
 
 var errInjected = errors.New("injected store failure")
 
 func (f *failingCommits) CommitCheckpoint(ctx context.Context, c store.Checkpoint, results []store.NewSinkResult) (store.Checkpoint, []int64, error) {
 	if f.fail.Add(-1) >= 0 {
+		f.failed.Add(1)
+		for m := f.most.Load(); int64(len(results)) > m && !f.most.CompareAndSwap(m, int64(len(results))); {
+			m = f.most.Load()
+		}
 		return store.Checkpoint{}, nil, errInjected
 	}
 	f.fail.Store(0)
