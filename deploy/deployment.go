@@ -1,11 +1,13 @@
 package deploy
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,6 +97,7 @@ type inflightCheckpoint struct {
 	at        time.Time
 	results   []store.NewSinkResult // the collect results it commits
 	positions []int64               // each source's next offset it records
+	sent      store.Checkpoint      // what it commits
 	cp        store.Checkpoint
 	err       error
 	panicked  any // what the commit panicked with, if it did
@@ -852,7 +855,7 @@ func (d *deployment) checkpoint(ctx context.Context, async bool) error {
 	if async {
 		// The results go with the checkpoint; those of the events processed meanwhile wait
 		// for the next one.
-		p := &inflightCheckpoint{done: make(chan struct{}), at: now, results: d.sinks.collect, positions: next}
+		p := &inflightCheckpoint{done: make(chan struct{}), at: now, results: d.sinks.collect, positions: next, sent: c}
 		d.sinks.collect = nil
 		d.inflight = p
 		d.dirty, d.forceCheckpoint = false, false
@@ -873,8 +876,10 @@ func (d *deployment) checkpoint(ctx context.Context, async bool) error {
 	}
 	cp, _, err := d.rt.cfg.Store.CommitCheckpoint(ctx, c, d.sinks.collect)
 	if err != nil {
-		d.sinks.abort(ctx) // the Kafka records are produced again at the next checkpoint
-		return d.checkpointFailed(now, err)
+		if cp, err = d.landed(ctx, c, err); err != nil {
+			d.sinks.abort(ctx) // the Kafka records are produced again at the next checkpoint
+			return d.checkpointFailed(now, err)
+		}
 	}
 	d.sinks.commit(ctx) // phase 2
 	d.dirty, d.forceCheckpoint = false, false
@@ -933,6 +938,9 @@ func (d *deployment) finishCheckpoint(ctx context.Context) error {
 		panic(p.panicked)
 	}
 	if p.err != nil {
+		p.cp, p.err = d.landed(ctx, p.sent, p.err)
+	}
+	if p.err != nil {
 		d.sinks.collect = append(p.results, d.sinks.collect...)
 		d.dirty = true
 		return d.checkpointFailed(p.at, p.err)
@@ -948,6 +956,24 @@ func (d *deployment) settleCheckpoint() {
 		<-d.inflight.done
 		d.inflight = nil
 	}
+}
+
+// landed checks whether checkpoint c, whose commit answered err, was committed all the same
+// (the connection dropped after the store received COMMIT): then the store's latest checkpoint
+// of the deployment is newer than the last one the deployment knows of and holds c's state
+// and positions, and landed returns it. Otherwise it returns err: the results go back and
+// the next checkpoint commits them, which would store them twice had they been committed.
+// When the store cannot be read either, that risk remains (see the Limits in runtime.go).
+func (d *deployment) landed(ctx context.Context, c store.Checkpoint, err error) (store.Checkpoint, error) {
+	if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrInvalidJSON) || errors.Is(err, store.ErrNotFound) || ctx.Err() != nil {
+		return store.Checkpoint{}, err // refused: nothing was stored
+	}
+	latest, gerr := d.rt.cfg.Store.GetLatestCheckpoint(ctx, d.info.ID)
+	if gerr != nil || latest.Sequence <= d.checkpointSeq || !slices.Equal(latest.Positions, c.Positions) || !bytes.Equal(latest.State, c.State) {
+		return store.Checkpoint{}, err
+	}
+	d.logger().Warn("the store answered a checkpoint's commit with an error, but it was committed", "checkpoint", latest.Sequence, "error", err)
+	return latest, nil
 }
 
 // checkpointFailed records a checkpoint that the store did not commit (taken at now) and

@@ -43,6 +43,10 @@
 // so results are exact per source but may differ where their events meet (a union, a shared
 // aggregate). A Kafka source keeps its watermark per partition (engine.SetPartitionsPending),
 // so the interleaving of its partitions changes results only through events that come late.
+// A checkpoint whose commit the store answers with an error although it was committed (the
+// connection dropped after COMMIT) is recognised by reading the store's latest checkpoint
+// back (its state and positions are the ones sent), and its results are not committed again;
+// when that read fails too, the next checkpoint commits them again, a second time.
 //
 // # Ownership and resume
 //
