@@ -16,12 +16,7 @@ import (
 // reused key), a key stored before the group, an unknown scenario. Offsets, answers and the
 // stored events are worked out by hand from the arrival order.
 func TestCommitAppendsGroup(t *testing.T) {
-	_, schemaURL := pgtest.Schema(t)
-	s, err := Open(t.Context(), schemaURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openSchema(t, "")
 	ctx := t.Context()
 	for _, name := range []string{"alpha", "beta"} {
 		if _, err := s.CreateScenario(ctx, name, store.Draft{Graph: []byte(`{}`)}); err != nil {
@@ -126,12 +121,7 @@ func TestCommitAppendsGroup(t *testing.T) {
 // answers every call with the failure and stores nothing of it: no chunk, no key, no offset;
 // and the connection it ran on is usable afterwards (the pool has one).
 func TestCommitAppendsGroupFails(t *testing.T) {
-	_, schemaURL := pgtest.Schema(t)
-	s, err := Open(t.Context(), schemaURL+"&pool_max_conns=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openSchema(t, "&pool_max_conns=1")
 	ctx := t.Context()
 	if _, err := s.CreateScenario(ctx, "alpha", store.Draft{Graph: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
@@ -160,4 +150,17 @@ func TestCommitAppendsGroupFails(t *testing.T) {
 	if err != nil || b.Duplicate || b.FirstOffset != 1 {
 		t.Errorf("k1 after the failed group: %+v, %v; want a new batch at offset 1", b, err)
 	}
+}
+
+// openSchema opens a Store on a schema of its own in the test database (pgtest.Schema), its
+// URL followed by params, closed when the test ends.
+func openSchema(t *testing.T, params string) *Store {
+	t.Helper()
+	_, schemaURL := pgtest.Schema(t)
+	s, err := Open(t.Context(), schemaURL+params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }

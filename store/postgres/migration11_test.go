@@ -8,19 +8,13 @@ import (
 
 	"github.com/scenario-server/scenario-server/migrations"
 	"github.com/scenario-server/scenario-server/store"
-	"github.com/scenario-server/scenario-server/store/postgres/pgtest"
 )
 
 // Migration 00011 down and up again, twice, on a schema holding a result: down gives back
 // pglz and the sink_results foreign key, up gives lz4 (where the server has it) and drops the
 // key; the result stays.
 func TestMigration11DownAndUp(t *testing.T) {
-	_, schemaURL := pgtest.Schema(t)
-	s, err := Open(t.Context(), schemaURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openSchema(t, "")
 	ctx := t.Context()
 	if _, err := s.CreateScenario(ctx, "alpha", store.Draft{Graph: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
