@@ -34,6 +34,8 @@ const (
 	readBatch = 2000
 	// maxPendingResults forces a checkpoint when this many collect results wait for one.
 	maxPendingResults = 20_000
+	// readBackTimeout bounds the read of the latest checkpoint after a commit's error (landed).
+	readBackTimeout = 5 * time.Second
 	// retryDelay is the wait after a failed store call before trying again.
 	retryDelay = 500 * time.Millisecond
 	// finalCheckpointTimeout bounds the checkpoint a stopping deployment commits.
@@ -907,8 +909,9 @@ func (d *deployment) canCheckpointAsync() bool {
 
 // pendingResults counts the results not yet committed: those waiting for a checkpoint and
 // those of the checkpoint committing, which come back when its commit fails. While commits
-// fail the loop stops reading at maxPendingResults, so a retried checkpoint carries at most
-// that many (and a committing one and the next hold at most about twice as many).
+// fail the loop stops reading at maxPendingResults; a commit that is slow before it fails
+// has up to maxPendingResults waiting behind it, so a retried checkpoint carries at most
+// about twice maxPendingResults (and no more however long commits fail).
 func (d *deployment) pendingResults() int {
 	n := d.sinks.pending()
 	if d.inflight != nil {
@@ -962,12 +965,16 @@ func (d *deployment) settleCheckpoint() {
 // (the connection dropped after the store received COMMIT): then the store's latest checkpoint
 // of the deployment is newer than the last one the deployment knows of and holds c's state
 // and positions, and landed returns it. Otherwise it returns err: the results go back and
-// the next checkpoint commits them, which would store them twice had they been committed.
-// When the store cannot be read either, that risk remains (see the Limits in runtime.go).
+// the next checkpoint commits them, which would store them twice had they been committed
+// after all: when the read back fails too, or comes before the dropped commit is visible
+// (see the Limits in runtime.go). The read back has a context of its own (a cancelled commit
+// is as unclear as a dropped one), of at most readBackTimeout.
 func (d *deployment) landed(ctx context.Context, c store.Checkpoint, err error) (store.Checkpoint, error) {
-	if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrInvalidJSON) || errors.Is(err, store.ErrNotFound) || ctx.Err() != nil {
+	if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrInvalidJSON) || errors.Is(err, store.ErrNotFound) {
 		return store.Checkpoint{}, err // refused: nothing was stored
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
+	defer cancel()
 	latest, gerr := d.rt.cfg.Store.GetLatestCheckpoint(ctx, d.info.ID)
 	if gerr != nil || latest.Sequence <= d.checkpointSeq || !slices.Equal(latest.Positions, c.Positions) || !bytes.Equal(latest.State, c.State) {
 		return store.Checkpoint{}, err

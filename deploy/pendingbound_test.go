@@ -6,8 +6,9 @@ import (
 )
 
 // While the store refuses every checkpoint, a deployment stops reading at maxPendingResults
-// results not committed, those of a checkpoint committing included: no retried checkpoint
-// carries more, however long the backlog (a review found async commits carrying 62,000 and
+// results not committed, those of a checkpoint committing included: when commits fail from
+// the first one on, no retried checkpoint carries more, however long the backlog (a slow
+// commit that then fails allows about twice as many, see pendingResults) (a review found async commits carrying 62,000 and
 // growing, since the results of the commit in flight were not counted).
 func TestPendingResultsBoundedWhileCommitsFail(t *testing.T) {
 	st := &failingCommits{Store: sqliteStore(t)}

@@ -46,7 +46,9 @@
 // A checkpoint whose commit the store answers with an error although it was committed (the
 // connection dropped after COMMIT) is recognised by reading the store's latest checkpoint
 // back (its state and positions are the ones sent), and its results are not committed again;
-// when that read fails too, the next checkpoint commits them again, a second time.
+// when that read fails too, or reads the store before the commit is visible (the server
+// still writing it), the next checkpoint commits them again, a second time. (A commit
+// conditional on the previous checkpoint's sequence would close this; the store has none.)
 //
 // # Ownership and resume
 //

@@ -16,9 +16,10 @@
 -- checkpoint (scenarios, then sink_results) and appends (scenarios, then event_chunks) take
 -- them: ALTER TABLE alone would lock event_chunks, then sink_results and scenarios, and could
 -- deadlock with a server of the previous version still running (a rolling upgrade). The
--- lock waits at most 30 s: then the migration fails and the server does not start, and
--- starting it again tries again.
-SET LOCAL lock_timeout = '30s';
+-- lock waits at most 5 s (holding scenarios meanwhile, which stops the running servers'
+-- statements on it): then the migration fails and the server does not start, and starting
+-- it again tries again.
+SET LOCAL lock_timeout = '5s';
 LOCK TABLE scenarios, sink_results, event_chunks IN ACCESS EXCLUSIVE MODE;
 -- +goose StatementBegin
 DO $$
@@ -32,7 +33,7 @@ $$;
 ALTER TABLE sink_results DROP CONSTRAINT sink_results_scenario_id_fkey;
 
 -- +goose Down
-SET LOCAL lock_timeout = '30s';
+SET LOCAL lock_timeout = '5s';
 LOCK TABLE scenarios, sink_results, event_chunks IN ACCESS EXCLUSIVE MODE;
 ALTER TABLE sink_results ADD CONSTRAINT sink_results_scenario_id_fkey
     FOREIGN KEY (scenario_id) REFERENCES scenarios (id);
