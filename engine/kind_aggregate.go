@@ -506,32 +506,18 @@ type aggregator struct {
 
 // directSink is an aggregate's results projected straight into its sink's value: the sink
 // is the aggregate's one output, and its value is a record literal whose every field reads
-// a result variable ({key: #key[0], start: #window.start, n: #agg.n}), so a result needs no
-// event, no edge and no path reads, only its parts copied into the record Output gets. It
-// does what forward to that sink would do (the sink's counts, the run's context), and gives
-// Output the same value.
+// one step of a result variable ({key: #key[0], start: #window.start, n: #agg.n}), so a
+// result needs no event, no edge and no event reads: each field is read where the result is
+// (lazyField, as an event's read would) into the record Output gets. It does what forward
+// to that sink would do (the sink's counts, the run's context), and gives Output the same
+// value.
 type directSink struct {
 	sink  *node
-	field string
-	parts []resultPart
+	paths []*pathRef   // the sink value's paths, each one step of a result variable
+	convs []conversion // the number conversion of each field's declared type
 	rec   value.Value
 	vals  []value.Value
 }
-
-// resultPart is one field of a directSink's record: what it reads, and the number
-// conversion its declared type makes.
-type resultPart struct {
-	what uint8 // partKey, partStart, partEnd or partAgg
-	i    int   // the group key's index (partKey), the aggregation's (partAgg)
-	conv conversion
-}
-
-const (
-	partKey uint8 = iota
-	partStart
-	partEnd
-	partAgg
-)
 
 // wire sets a.direct when the aggregate's results can go straight into its sink's value.
 func (a *aggregator) wire(e *Engine, n *node) {
@@ -543,25 +529,19 @@ func (a *aggregator) wire(e *Engine, n *node) {
 	if !ok || sk.value == nil || sk.value.keys == nil {
 		return
 	}
-	d := &directSink{sink: to, field: sk.field}
-	for i, p := range sk.value.paths {
-		part := resultPart{conv: sk.value.types[i]}
-		switch {
-		case len(p.steps) != 1:
+	for _, p := range sk.value.paths {
+		// The steps lazyField answers: an index of #key within the key, a field of #window
+		// or of the output variable.
+		switch st := p.steps; {
+		case len(st) != 1:
 			return
-		case p.slot == e.keySlot && p.steps[0].index >= 0 && p.steps[0].index < len(a.groupBy):
-			part.what, part.i = partKey, p.steps[0].index
-		case p.slot == e.windowSlot && p.steps[0].index < 0 && p.steps[0].name == "start":
-			part.what = partStart
-		case p.slot == e.windowSlot && p.steps[0].index < 0 && p.steps[0].name == "end":
-			part.what = partEnd
-		case p.slot == a.varSlot && a.varSlot >= 0 && p.steps[0].index < 0 && a.aggIndex(p.steps[0].name) >= 0:
-			part.what, part.i = partAgg, a.aggIndex(p.steps[0].name)
+		case p.slot == e.keySlot && st[0].index >= 0 && st[0].index < len(a.groupBy):
+		case (p.slot == e.windowSlot || p.slot == a.varSlot && a.varSlot >= 0) && st[0].index < 0:
 		default:
 			return
 		}
-		d.parts = append(d.parts, part)
 	}
+	d := &directSink{sink: to, paths: sk.value.paths, convs: sk.value.types}
 	d.rec, d.vals = value.MakeRecord(sk.value.keys)
 	a.direct = d
 }
@@ -573,20 +553,12 @@ func (a *aggregator) emitDirect(e *Engine, r *aggregate.Result) {
 	if !e.enter(d.sink) {
 		return
 	}
-	for i, p := range d.parts {
-		var v value.Value
-		switch p.what {
-		case partKey:
-			v = r.Key[p.i]
-		case partStart:
-			v = value.Int(r.Start)
-		case partEnd:
-			v = value.Int(r.End)
-		default:
-			v = r.Values[p.i]
-		}
-		d.vals[i] = conform(v, p.conv)
+	a.cur = r
+	for i, p := range d.paths {
+		v, _ := a.lazyField(p.slot, p.steps[0])
+		d.vals[i] = conform(v, d.convs[i])
 	}
+	a.cur = nil
 	d.sink.counts.Out++
 	if e.opts.Output != nil {
 		e.opts.Output(d.sink.id, d.rec, r.Time)
