@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"testing"
@@ -58,8 +59,15 @@ func TestDirectSink(t *testing.T) {
 	if e.nodes["agg"].agg.direct == nil {
 		t.Fatal("the aggregate does not write into its sink directly")
 	}
-	if e = newTestEngine(t, sc, true); e.nodes["agg"].agg.direct != nil {
-		t.Fatal("with Observe, the aggregate writes into its sink directly")
+	if e.sources["in"].feeds != e.nodes["agg"].agg || !e.sources["in"].tsField {
+		t.Fatal("the source does not hand its events and their times to the aggregate directly")
+	}
+	if e = newTestEngine(t, sc, true); e.nodes["agg"].agg.direct != nil || e.sources["in"].feeds != nil {
+		t.Fatal("with Observe, the aggregate writes into its sink, or its source into it, directly")
+	}
+	// A groupBy that is not one field of #input is evaluated through the graph.
+	if e = newTestEngine(t, strings.Replace(sc, `"#input.r"`, `"#input.r + 'x'"`, 1), false); e.sources["in"].feeds != nil {
+		t.Fatal("a source feeds an aggregate whose groupBy computes")
 	}
 	// A sink value that reads anything but result variables goes through the graph.
 	other := strings.Replace(sc, "hi: #agg.hi}", "hi: #agg.hi, k: #key[2]}", 1)
@@ -111,6 +119,13 @@ func TestDirectSinkAgreesWithGraph(t *testing.T) {
 			x = "2.5"
 		}
 		lines = append(lines, fmt.Sprintf(`{"t": %d, "k": "k%d", "r": %d, "x": %s}`, t, i%5, i%2, x))
+		switch i {
+		case 100: // fields missing, of other kinds, or no record at all: per-event errors or nulls
+			lines = append(lines, `{"k": "k1", "r": 1, "x": 1}`, `{"t": "soon", "k": "k1", "r": 1, "x": 1}`,
+				`{"t": 100500, "r": 1, "x": 1}`, `{"t": 100500, "k": 7, "r": 1, "x": 1}`,
+				`{"t": 100500, "k": "k1", "r": 1, "x": "many"}`, `{"t": 100500, "k": "k1", "r": 1}`,
+				`{"t": 100500, "k": {"a": 1}, "r": [1], "x": 1}`, `[1, 2]`, `"text"`, `{"x": 1, "t": 100500, "k": "k9"}`)
+		}
 	}
 	input := []byte(strings.Join(lines, "\n"))
 	all := ""
@@ -132,7 +147,11 @@ func TestDirectSinkAgreesWithGraph(t *testing.T) {
 			nodes, edges = append(nodes, sinkNode("late", "#input.t")), append(edges, typedEdge("agg", "late", "Late"))
 		}
 		sc := scenarioJSON(nodes, edges)
-		run := func(direct bool) string {
+		// direct: the aggregate writes into its sink (aggregator.wire); fed: the source hands
+		// its events to the aggregate (source.wire); pushed: each line goes in through
+		// PushValue as a decoded record, else through Replay (which reads only the fields
+		// read).
+		run := func(direct, fed, pushed bool) string {
 			e := newTestEngine(t, sc, false)
 			a := e.nodes["agg"].agg
 			if !direct {
@@ -141,13 +160,35 @@ func TestDirectSinkAgreesWithGraph(t *testing.T) {
 			if direct && a.direct == nil {
 				t.Fatalf("%s: no direct path", shape)
 			}
+			src := e.sources["in"]
+			if !fed {
+				src.feeds = nil
+			}
+			if fed && src.feeds != a {
+				t.Fatalf("%s: the source does not feed its aggregate", shape)
+			}
 			var buf strings.Builder
 			e.opts.Output = func(id string, v value.Value, at int64) {
 				fmt.Fprintf(&buf, "%s@%d %s\n", id, at, value.AppendJSON(nil, v))
 			}
-			sum, err := Replay(context.Background(), e, bytes.NewReader(input))
-			if err != nil {
-				t.Fatal(err)
+			var sum Summary
+			if pushed {
+				for i, l := range lines {
+					v, err := value.ParseJSON([]byte(l))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := e.PushValue("in", v, math.MinInt64, int64(i+1)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				e.Flush()
+				sum.Counts = e.Counts()
+			} else {
+				var err error
+				if sum, err = Replay(context.Background(), e, bytes.NewReader(input)); err != nil {
+					t.Fatal(err)
+				}
 			}
 			kept, _ := e.Errors()
 			for _, x := range kept {
@@ -156,9 +197,14 @@ func TestDirectSinkAgreesWithGraph(t *testing.T) {
 			sum.Elapsed = 0
 			return buf.String() + sum.String()
 		}
-		got, want := run(true), run(false)
-		if got != want {
-			t.Fatalf("%s: direct path\n%s\nthrough the graph\n%s", shape, got, want)
+		got := run(true, true, false)
+		for _, m := range []struct{ direct, fed, pushed bool }{{false, false, false}, {true, false, false}, {false, true, false}} {
+			if want := run(m.direct, m.fed, m.pushed); got != want {
+				t.Fatalf("%s: direct and fed\n%s\n%+v\n%s", shape, got, m, want)
+			}
+		}
+		if pushed, want := run(true, true, true), run(false, false, true); pushed != want {
+			t.Fatalf("%s: records pushed, direct and fed\n%s\nthrough the graph\n%s", shape, pushed, want)
 		}
 		if testing.Verbose() {
 			t.Logf("%s: %d lines, %d late, overflow %v", shape, strings.Count(got, "\n"), strings.Count(got, "late@"), strings.Contains(got, "overflow"))

@@ -613,7 +613,14 @@ func (e *Engine) pushValue(src *source, eventTime int64) error {
 	}
 	// (#meta is set for every event or for none.)
 	src.counts.Out++
-	e.forward(src.node, c, "")
+	if a := src.feeds; a != nil && e.probe == nil {
+		// forward along the source's one edge, without the graph (source.wire).
+		if e.enter(a.node) && a.inputsFrom(e, src, c) {
+			a.add(e, c)
+		}
+	} else {
+		e.forward(src.node, c, "")
+	}
 	if moved {
 		e.step()
 	}

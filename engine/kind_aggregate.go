@@ -643,11 +643,40 @@ func (a *aggregator) inputs(e *Engine, ev *event) bool {
 	return true
 }
 
+// inputsFrom is inputs for an event of the source that feeds the aggregate (source.wire):
+// each expression reads one field of #input, read where src holds it.
+func (a *aggregator) inputsFrom(e *Engine, src *source, ev *event) bool {
+	for i, p := range a.groupBy {
+		v, err := src.inputField(ev, p.path)
+		if err != nil {
+			e.fail(a.node, a.groupByFields[i], err)
+			return false
+		}
+		a.keyBuf[i] = conform(v, p.conv)
+	}
+	for i, p := range a.aggBy {
+		if p == nil {
+			continue
+		}
+		v, err := src.inputField(ev, p.path)
+		if err != nil {
+			e.fail(a.node, a.aggByFields[i], err)
+			return false
+		}
+		a.inBuf[i] = conform(v, p.conv)
+	}
+	return true
+}
+
 // process evaluates the aggregate's expressions for ev and adds the event.
 func (a *aggregator) process(e *Engine, _ *node, ev *event, _ string) {
-	if !a.inputs(e, ev) {
-		return
+	if a.inputs(e, ev) {
+		a.add(e, ev)
 	}
+}
+
+// add adds ev, whose key and inputs are in keyBuf and inBuf, to the window.
+func (a *aggregator) add(e *Engine, ev *event) {
 	in := &a.ev // its Key and Inputs are keyBuf and inBuf
 	in.Time, in.Payload = ev.time, ev
 	if a.endCond != nil {

@@ -212,6 +212,55 @@ type source struct {
 	// record as JSON, when it was decoded from JSON, and otherwise from input.
 	schema *nodes.EventSchema
 	raw    []byte
+	// feeds, when not nil, is the aggregate the source's one edge leads to, whose groupBy
+	// and aggregateBy expressions all read one field of #input: the source hands it each
+	// event directly (see wire). tsField: the timestamp expression reads one field of
+	// #input.
+	feeds   *aggregator
+	tsField bool
+}
+
+// wire sets s.feeds and s.tsField: an event then reaches its aggregate, and its event time,
+// with each field read where the source holds it (inputField) instead of through the graph
+// and the event's slots; what is counted, reported and added is the same (TestDirectSinkAgreesWithGraph).
+func (s *source) wire(e *Engine, n *node) {
+	s.tsField = s.timestamp != nil && e.oneInputField(s.timestamp.path)
+	if len(n.out) != 1 || len(n.main) != 1 || e.opts.Observe != nil {
+		return
+	}
+	a := n.main[0].agg
+	if a == nil || a.endCond != nil {
+		return
+	}
+	for _, ev := range a.groupBy {
+		if !e.oneInputField(ev.path) {
+			return
+		}
+	}
+	for _, ev := range a.aggBy {
+		if ev != nil && !e.oneInputField(ev.path) {
+			return
+		}
+	}
+	s.feeds = a
+}
+
+// oneInputField says whether p (nil: not a path) reads one field of #input (#input.amount).
+func (e *Engine) oneInputField(p *pathRef) bool {
+	return p != nil && p.slot == e.inputSlot && len(p.steps) == 1 && p.steps[0].index < 0
+}
+
+// inputField reads the field of #input that p names (oneInputField) for the event being
+// pushed in c, as c.read(p) would: where it was decoded, or in the record given.
+func (s *source) inputField(c *event, p *pathRef) (value.Value, error) {
+	if s.lazyInput {
+		if v, ok := s.lazyField(p.steps[0]); ok {
+			return v, nil
+		}
+	} else if r := s.input.Record(); r != nil {
+		return p.field(r, p.steps[0].name), nil
+	}
+	return c.read(p)
 }
 
 func newSource(e *Engine, n *node) (operator, error) {
@@ -427,7 +476,14 @@ func (s *source) eventTime(e *Engine, ev *event) (int64, error) {
 		}
 		return e.opts.now().UnixMilli(), nil
 	}
-	tv, err := s.timestamp.eval(ev)
+	var tv value.Value
+	var err error
+	if s.tsField {
+		tv, err = s.inputField(ev, s.timestamp.path)
+		tv = conform(tv, s.timestamp.conv)
+	} else {
+		tv, err = s.timestamp.eval(ev)
+	}
 	if err != nil {
 		return 0, err
 	}
