@@ -59,14 +59,29 @@ func AppendJSON(b []byte, v Value) []byte {
 // A JSONEncoder is AppendJSON for a stream of values that are mostly
 // records of one shape (a sink's output): it keeps the encoded keys of the
 // last top-level record's Keys slice, so that the next record with the same
-// slice (records built from one key list share it) writes them by copying.
+// slice (records built from one key list share it) writes them by copying;
+// and, per field, the digits of the last large integer written there (a
+// window's start and end, shared by every result of the window), written
+// again by copying while the field holds the same integer.
 // The zero JSONEncoder is ready to use; it is not safe for concurrent use.
 type JSONEncoder struct {
-	keys *string // &Keys[0] of the cached record keys
-	n    int     // their number
-	enc  []byte  // "k0":"k1":... encoded, each ending with ':'
-	ends []int   // key i is enc[ends[i-1]:ends[i]]
+	keys *string   // &Keys[0] of the cached record keys
+	n    int       // their number
+	enc  []byte    // "k0":,"k1":... encoded, each ending with ':', each after the first with ','
+	ends []int     // key i is enc[ends[i-1]:ends[i]]
+	ints []lastInt // by field
 }
+
+// lastInt is the last integer of at least cachedIntDigits digits a field held, and its digits.
+type lastInt struct {
+	v      int64
+	n      uint8 // digits[:n]; 0: none
+	digits [20]byte
+}
+
+// cachedIntMin: integers from 10 digits (event times in ms have 13) are cached; shorter
+// ones are written faster than they are compared and stored.
+const cachedIntMin = 1_000_000_000
 
 // Append appends the JSON of v to b, as AppendJSON does.
 func (e *JSONEncoder) Append(b []byte, v Value) []byte {
@@ -77,22 +92,42 @@ func (e *JSONEncoder) Append(b []byte, v Value) []byte {
 	if e.keys != &r.Keys[0] || e.n != len(r.Keys) {
 		e.keys, e.n = &r.Keys[0], len(r.Keys)
 		e.enc, e.ends = e.enc[:0], e.ends[:0]
-		for _, k := range r.Keys {
+		for i, k := range r.Keys {
+			if i > 0 {
+				e.enc = append(e.enc, ',')
+			}
 			e.enc = append(appendString(e.enc, k), ':')
 			e.ends = append(e.ends, len(e.enc))
+		}
+		if cap(e.ints) < len(r.Keys) {
+			e.ints = make([]lastInt, len(r.Keys))
+		} else {
+			e.ints = e.ints[:len(r.Keys)]
+			clear(e.ints)
 		}
 	}
 	b = append(b, '{')
 	start := 0
 	for i, end := range e.ends {
-		if i > 0 {
-			b = append(b, ',')
-		}
 		b = append(b, e.enc[start:end]...)
-		b = AppendJSON(b, r.Values[i])
 		start = end
+		if x := r.Values[i]; x.kind == KindInt {
+			if n := int64(x.n); n >= cachedIntMin || n <= -cachedIntMin {
+				b = e.ints[i].append(b, n)
+				continue
+			}
+		}
+		b = AppendJSON(b, r.Values[i])
 	}
 	return append(b, '}')
+}
+
+// append appends v's digits, from the cache when it holds v.
+func (l *lastInt) append(b []byte, v int64) []byte {
+	if l.n == 0 || l.v != v {
+		l.v, l.n = v, uint8(len(strconv.AppendInt(l.digits[:0], v, 10)))
+	}
+	return append(b, l.digits[:l.n]...)
 }
 
 // MarshalJSON implements json.Marshaler.

@@ -186,6 +186,14 @@ func TestJSONEncoderAgreesWithAppendJSON(t *testing.T) {
 		NewRecord(nil, nil),
 		Int(7), String("s"), List([]Value{NewRecord(cd, []Value{Int(1), Int(2)})}),
 		NewRecord(ab, []Value{NewRecord(cd, []Value{Int(1), Int(2)}), List(nil)}),
+		// Large integers, written again from the field's last one when equal.
+		NewRecord(ab, []Value{Int(1_700_000_000_000), Int(-1_000_000_000)}),
+		NewRecord(ab, []Value{Int(1_700_000_000_000), Int(-1_000_000_000)}),
+		NewRecord(ab, []Value{Int(1_700_000_010_000), Int(-999_999_999)}),
+		NewRecord(ab, []Value{Int(math.MaxInt64), Int(math.MinInt64)}),
+		NewRecord(ab, []Value{Int(math.MaxInt64), Float(1e12)}),
+		NewRecord(ab, []Value{Int(1_700_000_010_000), Int(math.MinInt64)}),
+		NewRecord(ab[1:], []Value{Int(1_700_000_010_000)}), // another slice: its own fields
 	}
 	var e JSONEncoder
 	for round := range 2 {
