@@ -61,6 +61,10 @@ func (s *Store[T]) find(i int64) (int, bool) {
 	if n == 0 || s.idx[n-1] < i {
 		return n, false
 	}
+	if n > 1 && s.idx[n-2] == i { // an event a little out of order: the slice before the last
+		s.last = n - 2
+		return n - 2, true
+	}
 	p := sort.Search(n, func(k int) bool { return s.idx[k] >= i })
 	if p < n && s.idx[p] == i {
 		s.last = p

@@ -171,13 +171,17 @@ func shortFloat(f float64) (m uint64, k int, ok bool) {
 	if !(a > 0 && a < 1e12) {
 		return 0, 0, false
 	}
-	for k = 0; k <= 3; k++ {
-		r := math.Round(a * float64Pow10[k])
-		if r/float64Pow10[k] == a {
-			return uint64(r), k, true
-		}
+	// The decimal with k <= 3 is the one with k = 3 (any with fewer digits is it with zeros
+	// appended): one check at k = 3, then the trailing zero digits dropped.
+	r := math.Round(a * 1000)
+	if r/1000 != a {
+		return 0, 0, false
 	}
-	return 0, 0, false
+	m, k = uint64(r), 3
+	for k > 0 && m%10 == 0 {
+		m, k = m/10, k-1
+	}
+	return m, k, true
 }
 
 // appendShortFloat appends the decimal m/10^k of shortFloat, with "-" when neg, and ".0"
