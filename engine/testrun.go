@@ -48,6 +48,9 @@ func (e *Engine) ObserveEmitted(f EmitObserver) {
 		if n.agg != nil {
 			n.agg.direct = nil // its results go to the probe too
 		}
+		if n.src != nil {
+			n.src.feeds = nil // its records go to the probe too
+		}
 	}
 	// Observers see each record whole, as the source read it.
 	for _, src := range e.sources {

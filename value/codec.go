@@ -72,7 +72,7 @@ type JSONEncoder struct {
 	ints []lastInt // by field
 }
 
-// lastInt is the last integer of at least cachedIntDigits digits a field held, and its digits.
+// lastInt is the last integer of magnitude at least cachedIntMin a field held, and its digits.
 type lastInt struct {
 	v      int64
 	n      uint8 // digits[:n]; 0: none
