@@ -508,15 +508,15 @@ type aggregator struct {
 // is the aggregate's one output, and its value is a record literal whose every field reads
 // one step of a result variable ({key: #key[0], start: #window.start, n: #agg.n}), so a
 // result needs no event, no edge and no event reads: each field is read where the result is
-// (lazyField, as an event's read would) into the record Output gets. It does what forward
-// to that sink would do (the sink's counts, the run's context), and gives Output the same
-// value.
+// (resultField, as an event's read through lazyField would) into the record Output gets. It
+// does what forward to that sink would do (the sink's counts, the run's context), and gives
+// Output the same value.
 type directSink struct {
-	sink  *node
-	paths []*pathRef   // the sink value's paths, each one step of a result variable
-	convs []conversion // the number conversion of each field's declared type
-	rec   value.Value
-	vals  []value.Value
+	sink   *node
+	fields []resultRef  // where each of the sink value's paths is in a result
+	convs  []conversion // the number conversion of each field's declared type
+	rec    value.Value
+	vals   []value.Value
 }
 
 // wire sets a.direct when the aggregate's results can go straight into its sink's value.
@@ -529,19 +529,19 @@ func (a *aggregator) wire(e *Engine, n *node) {
 	if !ok || sk.value == nil || sk.value.keys == nil {
 		return
 	}
+	d := &directSink{sink: to, convs: sk.value.types}
 	for _, p := range sk.value.paths {
 		// The steps lazyField answers: an index of #key within the key, a field of #window
 		// or of the output variable.
-		switch st := p.steps; {
-		case len(st) != 1:
-			return
-		case p.slot == e.keySlot && st[0].index >= 0 && st[0].index < len(a.groupBy):
-		case (p.slot == e.windowSlot || p.slot == a.varSlot && a.varSlot >= 0) && st[0].index < 0:
-		default:
+		if len(p.steps) != 1 {
 			return
 		}
+		f := a.fieldOf(p.slot, p.steps[0])
+		if f.what == notInResult || f.what == resultKey && f.index >= len(a.groupBy) {
+			return
+		}
+		d.fields = append(d.fields, f)
 	}
-	d := &directSink{sink: to, paths: sk.value.paths, convs: sk.value.types}
 	d.rec, d.vals = value.MakeRecord(sk.value.keys)
 	a.direct = d
 }
@@ -554,8 +554,8 @@ func (a *aggregator) emitDirect(e *Engine, r *aggregate.Result) {
 		return
 	}
 	a.cur = r
-	for i, p := range d.paths {
-		v, _ := a.lazyField(p.slot, p.steps[0])
+	for i, f := range d.fields {
+		v, _ := a.resultField(f)
 		d.vals[i] = conform(v, d.convs[i])
 	}
 	a.cur = nil
@@ -788,30 +788,73 @@ func (a *aggregator) materialize(slot int) value.Value {
 
 // lazyField reads one step of a result variable from the result being emitted.
 func (a *aggregator) lazyField(slot int, step pathStep) (value.Value, bool) {
+	if a.cur == nil {
+		return value.Null(), false
+	}
+	return a.resultField(a.fieldOf(slot, step))
+}
+
+// A resultRef is where a step of a result variable is in the result being emitted (fieldOf).
+type resultRef struct {
+	what  resultPart
+	index int // of the key's values, or of the aggregations
+}
+
+type resultPart uint8
+
+const (
+	notInResult resultPart = iota // not a step lazyField answers
+	resultNull                    // a step that reads null (a field the variable lacks)
+	resultKey                     // #key[index]
+	resultStart                   // #window.start
+	resultEnd                     // #window.end
+	resultAgg                     // the output variable's field of aggregation index
+)
+
+// fieldOf finds where step of the result variable in slot is.
+func (a *aggregator) fieldOf(slot int, step pathStep) resultRef {
 	e := a.engine
 	switch {
-	case a.cur == nil:
 	case slot == a.varSlot:
 		if step.index < 0 {
 			if i := a.aggIndex(step.name); i >= 0 {
-				return a.cur.Values[i], true
+				return resultRef{resultAgg, i}
 			}
-			return value.Null(), true
+			return resultRef{what: resultNull}
 		}
 	case slot == e.keySlot:
-		if step.index >= 0 && step.index < len(a.cur.Key) {
-			return a.cur.Key[step.index], true
+		if step.index >= 0 {
+			return resultRef{resultKey, step.index}
 		}
 	case slot == e.windowSlot:
 		switch {
 		case step.index >= 0:
 		case step.name == "start":
-			return value.Int(a.cur.Start), true
+			return resultRef{what: resultStart}
 		case step.name == "end":
-			return value.Int(a.cur.End), true
+			return resultRef{what: resultEnd}
 		default:
-			return value.Null(), true
+			return resultRef{what: resultNull}
 		}
+	}
+	return resultRef{}
+}
+
+// resultField reads f of the result being emitted (a.cur, not nil).
+func (a *aggregator) resultField(f resultRef) (value.Value, bool) {
+	switch r := a.cur; f.what {
+	case resultNull:
+		return value.Null(), true
+	case resultKey:
+		if f.index < len(r.Key) {
+			return r.Key[f.index], true
+		}
+	case resultStart:
+		return value.Int(r.Start), true
+	case resultEnd:
+		return value.Int(r.End), true
+	case resultAgg:
+		return r.Values[f.index], true
 	}
 	return value.Null(), false
 }
