@@ -248,19 +248,24 @@ func (u *unclearCommits) landHeld() {
 func TestAmbiguousCommitUnclearReadBack(t *testing.T) {
 	for name, mode := range map[string]int{"ReadFails": readFails, "ReadBeforeCommitVisible": readEarly,
 		"NotCommitted": notCommitted, "FenceUnclear": fenceUnclear} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			st := &unclearCommits{Store: sqliteStore(t), mode: mode}
-			graph := tumblingGraph("")
-			recs := sumsAroundFault(t, st, graph, &st.armed)
-			want := map[int]int32{readFails: 2, readEarly: 2, notCommitted: 1, fenceUnclear: 2}[mode]
-			if h := st.hooked.Load(); h != want {
-				t.Fatalf("%d injected steps happened, want %d: the test did not test what it says", h, want)
-			}
-			equalWindows(t, "collected", collectedWindows(t, st, "sums"), windowOracle(t, recs))
-			equalResults(t, collected(t, st, "sums"), replay(t, graph, recs))
-		})
+		for storeName, newStore := range map[string]newStoreFunc{"SQLite": sqliteStore, "Postgres": postgresStore} {
+			t.Run(name+"On"+storeName, func(t *testing.T) {
+				t.Parallel()
+				testUnclearReadBack(t, &unclearCommits{Store: newStore(t), mode: mode})
+			})
+		}
 	}
+}
+
+func testUnclearReadBack(t *testing.T, st *unclearCommits) {
+	graph := tumblingGraph("")
+	recs := sumsAroundFault(t, st, graph, &st.armed)
+	want := map[int]int32{readFails: 2, readEarly: 2, notCommitted: 1, fenceUnclear: 2}[st.mode]
+	if h := st.hooked.Load(); h != want {
+		t.Fatalf("%d injected steps happened, want %d: the test did not test what it says", h, want)
+	}
+	equalWindows(t, "collected", collectedWindows(t, st, "sums"), windowOracle(t, recs))
+	equalResults(t, collected(t, st, "sums"), replay(t, graph, recs))
 }
 
 // unclearKafkaCommit is a store whose first commit of a checkpoint with a Kafka transaction,
