@@ -359,6 +359,8 @@ type Output interface {
 	// the checkpoint is committed.
 	Commit(ctx context.Context)
 	// Abort: the checkpoint was not committed; the values stay pending for the next one.
+	// While the store's answer is unclear (an error that may follow a commit) neither Commit
+	// nor Abort is called, and Write is not: the deployment has the store decide first.
 	Abort(ctx context.Context)
 	// Close releases what the Output holds.
 	Close()

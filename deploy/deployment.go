@@ -34,7 +34,8 @@ const (
 	readBatch = 2000
 	// maxPendingResults forces a checkpoint when this many collect results wait for one.
 	maxPendingResults = 20_000
-	// readBackTimeout bounds the read of the latest checkpoint after a commit's error (landed).
+	// readBackTimeout bounds a read of the latest checkpoint that decides a checkpoint in
+	// doubt (resolve).
 	readBackTimeout = 5 * time.Second
 	// retryDelay is the wait after a failed store call before trying again.
 	retryDelay = 500 * time.Millisecond
@@ -89,20 +90,29 @@ type deployment struct {
 	// is the one committing, nil when none.
 	async    bool
 	inflight *inflightCheckpoint
+	// doubt is the checkpoint whose commit answered an unclear error (settle), until the next
+	// checkpoint has the store decide it (resolve). Nil when none.
+	doubt *inflightCheckpoint
 }
 
-// inflightCheckpoint is a checkpoint whose store commit runs in a goroutine of its own while
-// the deployment processes on. The goroutine sets cp and err, closes done and wakes the loop,
-// which then finishes the checkpoint (finishCheckpoint).
+// inflightCheckpoint is a checkpoint sent to the store. An async one's commit runs in a
+// goroutine of its own while the deployment processes on: the goroutine sets cp and err,
+// closes done and wakes the loop, which then finishes the checkpoint (finishCheckpoint).
 type inflightCheckpoint struct {
 	done      chan struct{}
 	at        time.Time
 	results   []store.NewSinkResult // the collect results it commits
 	positions []int64               // each source's next offset it records
 	sent      store.Checkpoint      // what it commits
-	cp        store.Checkpoint
-	err       error
-	panicked  any // what the commit panicked with, if it did
+	// sync: committed with the loop waiting; the Outputs prepared for it (phase 1) commit
+	// or abort once the store decided.
+	sync bool
+	// fence is the copy of the checkpoint it follows that resolve sent to decide it, once
+	// it is in doubt (d.doubt); nil before.
+	fence    *store.Checkpoint
+	cp       store.Checkpoint
+	err      error
+	panicked any // what the commit panicked with, if it did
 }
 
 // source is one source of a deployment and its position: in the source's event log for an
@@ -287,7 +297,7 @@ func (d *deployment) run() {
 				return
 			}
 			if err != nil {
-				log.Error("final checkpoint failed; a restart resumes from the previous one", "error", err)
+				log.Error("final checkpoint failed; a restart resumes from the store's latest checkpoint", "error", err)
 			}
 			// A clean stop: the process did not die while running it.
 			d.endRun(fctx)
@@ -301,7 +311,7 @@ func (d *deployment) run() {
 		}
 
 		n := 0
-		if !d.commitFailing || d.pendingResults() < maxPendingResults {
+		if (!d.commitFailing || d.pendingResults() < maxPendingResults) && !d.holding() {
 			var err error
 			n, err = d.process(ctx)
 			if err != nil {
@@ -325,10 +335,10 @@ func (d *deployment) run() {
 		} else if d.inputsChanged() {
 			d.publish(PhaseRunning)
 		}
-		if n == 0 {
+		if n == 0 && !d.holding() {
 			d.idleTick(now)
 		}
-		due := d.dirty && now.Sub(d.lastCheckpoint) >= d.rt.cfg.CheckpointInterval
+		due := (d.dirty || d.doubt != nil) && now.Sub(d.lastCheckpoint) >= d.rt.cfg.CheckpointInterval
 		// A checkpoint committing is finished once it ended; the next one is not taken
 		// before, unless the results waiting for it reach their limit.
 		finished := d.inflight != nil && d.inflight.finished()
@@ -809,7 +819,8 @@ func equalWatermarks(a, b []int64) bool {
 // lines written, Kafka records produced in a transaction), then commits the collect results,
 // the engine's snapshot, the Outputs' states and the positions in one store transaction,
 // then commits the Outputs (phase 2: the Kafka transaction) and truncates the logs below the
-// positions. A checkpoint still committing is finished first.
+// positions. A checkpoint still committing is finished first, and a checkpoint in doubt (see
+// settle) is sent again before any new one is taken.
 //
 // async (for a deployment that canCheckpointAsync): the store transaction runs in a goroutine
 // of its own, with the results collected so far, and checkpoint returns at once; the loop
@@ -828,6 +839,14 @@ func (d *deployment) checkpoint(ctx context.Context, async bool) error {
 	}
 	now := d.rt.cfg.Now()
 	d.lastCheckpoint = now
+	if d.doubt != nil {
+		d.doubt.at = now
+		if err := d.resolve(ctx); err != nil || (!d.dirty && !d.forceCheckpoint) {
+			return err
+		}
+		// Decided, and there is more to commit: its results, not committed, or what was
+		// processed meanwhile (async). A checkpoint of now follows.
+	}
 	snapshot := d.eng.AppendSnapshot(nil)
 	outputs, err := d.sinks.prepare(ctx) // phase 1 of the sinks' two-phase commit
 	if err != nil {
@@ -853,40 +872,187 @@ func (d *deployment) checkpoint(ctx context.Context, async bool) error {
 		next[i] = s.next.Load() // only this goroutine moves it
 		positions = append(positions, store.SourcePosition{Source: s.id, Offset: next[i]})
 	}
-	c := store.Checkpoint{Deployment: d.info.ID, State: state.encode(), Positions: positions, Epoch: d.lease.Epoch}
+	c := store.Checkpoint{Deployment: d.info.ID, State: state.encode(), Positions: positions, Epoch: d.lease.Epoch,
+		Conditional: true, Previous: d.checkpointSeq}
+	// The results go with the checkpoint; async, those of the events processed meanwhile
+	// wait for the next one.
+	p := &inflightCheckpoint{at: now, results: d.sinks.collect, positions: next, sent: c, sync: !async}
+	d.sinks.collect = nil
+	d.dirty, d.forceCheckpoint = false, false
 	if async {
-		// The results go with the checkpoint; those of the events processed meanwhile wait
-		// for the next one.
-		p := &inflightCheckpoint{done: make(chan struct{}), at: now, results: d.sinks.collect, positions: next, sent: c}
-		d.sinks.collect = nil
-		d.inflight = p
-		d.dirty, d.forceCheckpoint = false, false
-		go func() {
-			defer func() {
-				// A panic goes on in the loop (finishCheckpoint), where it fails this
-				// deployment alone, as a panic of a synchronous commit does.
-				if rec := recover(); rec != nil {
-					d.logger().Error("checkpoint commit panicked", "panic", fmt.Sprint(rec), "stack", string(debug.Stack()))
-					p.panicked = rec
-				}
-				close(p.done)
-				d.wakeUp()
-			}()
-			p.cp, _, p.err = d.rt.cfg.Store.CommitCheckpoint(ctx, c, p.results)
-		}()
+		d.send(ctx, p)
 		return nil
 	}
-	cp, _, err := d.rt.cfg.Store.CommitCheckpoint(ctx, c, d.sinks.collect)
-	if err != nil {
-		if cp, err = d.landed(ctx, c, err); err != nil {
-			d.sinks.abort(ctx) // the Kafka records are produced again at the next checkpoint
-			return d.checkpointFailed(now, err)
+	cp, _, err := d.rt.cfg.Store.CommitCheckpoint(ctx, p.sent, p.results)
+	return d.settle(ctx, p, cp, err)
+}
+
+// send starts the store commit of checkpoint p in a goroutine of its own (p becomes
+// d.inflight), which wakes the loop when it ends.
+func (d *deployment) send(ctx context.Context, p *inflightCheckpoint) {
+	p.done = make(chan struct{})
+	d.inflight = p
+	go func() {
+		defer func() {
+			// A panic goes on in the loop (finishCheckpoint), where it fails this
+			// deployment alone, as a panic of a synchronous commit does.
+			if rec := recover(); rec != nil {
+				d.logger().Error("checkpoint commit panicked", "panic", fmt.Sprint(rec), "stack", string(debug.Stack()))
+				p.panicked = rec
+			}
+			close(p.done)
+			d.wakeUp()
+		}()
+		p.cp, _, p.err = d.rt.cfg.Store.CommitCheckpoint(ctx, p.sent, p.results)
+	}()
+}
+
+// settle acts on the store's answer (cp, err) to the commit of checkpoint p, which is sent on
+// top of the last checkpoint the deployment knows committed (store.Checkpoint.Conditional,
+// Previous = checkpointSeq):
+//
+//   - committed: the Outputs commit (phase 2), the results are stored, the positions recorded.
+//   - refused (store.ErrLeaseLost, ErrInvalidJSON, ErrNotFound, or ErrCheckpointMoved:
+//     another writer): nothing was stored. The Outputs abort and the results go back before
+//     those produced since (the deployment stops: fenced, or failed).
+//   - any other error is unclear: the connection may have dropped after the database
+//     committed, or the database may still be committing it. p is then in doubt (d.doubt)
+//     until resolve has the store decide: its results and its Outputs' prepared state (a
+//     Kafka transaction) are kept, neither stored again nor aborted, and a synchronous p
+//     holds the loop (no event is processed, so that the Outputs take no new values) until
+//     then.
+func (d *deployment) settle(ctx context.Context, p *inflightCheckpoint, cp store.Checkpoint, err error) error {
+	switch {
+	case err == nil:
+		if p.sync {
+			d.sinks.commit(ctx) // phase 2
+		}
+		d.checkpointCommitted(ctx, cp, p.positions)
+		return nil
+	case refused(err):
+		d.dropCheckpoint(ctx, p)
+	default:
+		d.doubt = p
+	}
+	return d.checkpointFailed(p.at, err)
+}
+
+// refused says whether a commit's error is the store's refusal: nothing was stored.
+func refused(err error) bool {
+	return errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrInvalidJSON) ||
+		errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrCheckpointMoved)
+}
+
+// dropCheckpoint undoes checkpoint p, which the store did not commit and never will: the
+// Outputs abort (the Kafka records are produced again at the next checkpoint) and its results
+// go back before those produced since.
+func (d *deployment) dropCheckpoint(ctx context.Context, p *inflightCheckpoint) {
+	if p.sync {
+		d.sinks.abort(ctx)
+	}
+	d.sinks.collect = append(p.results, d.sinks.collect...)
+	d.dirty = true
+}
+
+// resolve has the store decide the checkpoint in doubt, p (d.doubt), which follows checkpoint
+// K (p.sent.Previous), and acts on it. It reads the deployment's latest checkpoint:
+//
+//   - p (newer than K, with p's state and positions): p was committed. It is taken as such
+//     (settle): its results are stored, its Outputs commit.
+//   - K: p is not committed, or is being committed right now (a database still writing it
+//     when the connection dropped). resolve then commits a fence on top of K, conditionally:
+//     a copy of K (its state and positions, no results), which a restore treats as K. Stored,
+//     p never will be (its condition names K): p is dropped as a refused checkpoint is (its
+//     results go back, its Outputs abort: a Kafka transaction left open for long would be
+//     aborted by the brokers anyway, and its records are produced again), and the fence is
+//     the latest checkpoint. Refused with ErrCheckpointMoved, p (or an earlier sending of the
+//     fence) was committed first: the latest checkpoint, read again, tells which. When K is
+//     none (p is the deployment's first checkpoint) or is p's copy, p itself is sent again
+//     instead: committed now, it is taken as committed.
+//   - the fence: p is not committed, as above.
+//   - anything else: another writer committed it, and the deployment stops (fenced).
+//
+// A read or a commit that fails unclearly leaves p in doubt, to be resolved at the next
+// checkpoint; a refusal of the fence stops the deployment. A deployment that stops with p in
+// doubt (shutdown, lease lost, crash) leaves its Outputs' prepared state as it is: the next
+// run restores the store's latest checkpoint, which settles it (a Kafka sink commits the
+// transaction p recorded when p is that checkpoint; otherwise the initialisation of its
+// producers aborts it).
+func (d *deployment) resolve(ctx context.Context) error {
+	p := d.doubt
+	prev := p.sent.Previous
+	for range 2 { // a commit refused as moved is followed by a read that decides
+		latest, err := d.readLatest(ctx)
+		if err != nil {
+			return d.checkpointFailed(p.at, err)
+		}
+		switch {
+		case latest.Sequence > prev && sameContent(latest, p.sent):
+			d.doubt = nil
+			d.logger().Warn("a checkpoint whose commit answered an error was committed", "checkpoint", latest.Sequence)
+			return d.settle(ctx, p, latest, nil)
+		case latest.Sequence > prev && p.fence != nil && sameContent(latest, *p.fence):
+			d.notCommitted(ctx, p, latest)
+			return nil
+		case latest.Sequence != prev:
+			return d.checkpointFailed(p.at, fmt.Errorf("%w: the deployment's latest checkpoint is %d, neither checkpoint %d nor the one this server sent on top of it",
+				store.ErrCheckpointMoved, latest.Sequence, prev))
+		}
+		c, results, isFence := p.sent, p.results, false
+		if prev > 0 && !sameContent(latest, p.sent) {
+			c = store.Checkpoint{Deployment: d.info.ID, State: latest.State, Positions: latest.Positions, Epoch: d.lease.Epoch,
+				Conditional: true, Previous: prev}
+			results, isFence = nil, true
+			p.fence = &c
+		}
+		cp, _, err := d.rt.cfg.Store.CommitCheckpoint(ctx, c, results)
+		switch {
+		case err == nil && isFence:
+			d.notCommitted(ctx, p, cp)
+			return nil
+		case err == nil:
+			d.doubt = nil
+			return d.settle(ctx, p, cp, nil)
+		case !errors.Is(err, store.ErrCheckpointMoved):
+			return d.checkpointFailed(p.at, err) // in doubt still; a refusal stops the deployment
 		}
 	}
-	d.sinks.commit(ctx) // phase 2
-	d.dirty, d.forceCheckpoint = false, false
-	d.checkpointCommitted(ctx, cp, next)
-	return nil
+	return d.checkpointFailed(p.at, errors.New("deciding the checkpoint in doubt: the latest checkpoint read is not the one the store's refusal implies"))
+}
+
+// notCommitted drops checkpoint p, in doubt, once the store decided it was not committed:
+// the fence cp, a copy of the checkpoint p followed, is the latest checkpoint (resolve).
+func (d *deployment) notCommitted(ctx context.Context, p *inflightCheckpoint, cp store.Checkpoint) {
+	d.doubt = nil
+	d.logger().Warn("a checkpoint whose commit answered an error was not committed; its results go with the next one", "fence", cp.Sequence)
+	d.dropCheckpoint(ctx, p)
+	d.checkpointSeq, d.checkpointAt = cp.Sequence, cp.CreatedAt
+}
+
+// readLatest reads the deployment's latest checkpoint (Sequence 0 when it has none), within
+// readBackTimeout. Its errors are not refusals (see refused).
+func (d *deployment) readLatest(ctx context.Context) (store.Checkpoint, error) {
+	ctx, cancel := context.WithTimeout(ctx, readBackTimeout)
+	defer cancel()
+	latest, err := d.rt.cfg.Store.GetLatestCheckpoint(ctx, d.info.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Checkpoint{}, nil
+	}
+	if err != nil {
+		return store.Checkpoint{}, fmt.Errorf("deciding the checkpoint whose commit answered an error: %v", err)
+	}
+	return latest, nil
+}
+
+// sameContent says whether checkpoints a and b hold the same state and positions.
+func sameContent(a, b store.Checkpoint) bool {
+	return bytes.Equal(a.State, b.State) && slices.Equal(a.Positions, b.Positions)
+}
+
+// holding says whether the loop must not process: a synchronous checkpoint is in doubt, and
+// its Outputs keep what they prepared for it until the store decides (settle).
+func (d *deployment) holding() bool {
+	return d.doubt != nil && d.doubt.sync
 }
 
 // canCheckpointAsync says whether the deployment's checkpoints may commit while it processes
@@ -908,14 +1074,18 @@ func (d *deployment) canCheckpointAsync() bool {
 }
 
 // pendingResults counts the results not yet committed: those waiting for a checkpoint and
-// those of the checkpoint committing, which come back when its commit fails. While commits
-// fail the loop stops reading at maxPendingResults; a commit that is slow before it fails
-// has up to maxPendingResults waiting behind it, so a retried checkpoint carries at most
-// about twice maxPendingResults (and no more however long commits fail).
+// those of the checkpoint committing or in doubt, which come back when the store did not
+// commit it. While commits fail the loop stops reading at maxPendingResults; a commit that
+// is slow before it fails has up to maxPendingResults waiting behind it, so a retried
+// checkpoint carries at most about twice maxPendingResults (and no more however long commits
+// fail).
 func (d *deployment) pendingResults() int {
 	n := d.sinks.pending()
 	if d.inflight != nil {
 		n += len(d.inflight.results)
+	}
+	if d.doubt != nil {
+		n += len(d.doubt.results)
 	}
 	return n
 }
@@ -930,9 +1100,9 @@ func (p *inflightCheckpoint) finished() bool {
 	}
 }
 
-// finishCheckpoint waits for the checkpoint committing to end and finishes it: committed, the
-// deployment records it and truncates its logs; failed, its results go back before those
-// produced since, to be committed by the next checkpoint with a later snapshot.
+// finishCheckpoint waits for the checkpoint committing to end and settles it: committed, the
+// deployment records it and truncates its logs; refused, its results go back before those
+// produced since; unclear, it is in doubt until the next checkpoint resolves it (settle).
 func (d *deployment) finishCheckpoint(ctx context.Context) error {
 	p := d.inflight
 	<-p.done
@@ -940,16 +1110,7 @@ func (d *deployment) finishCheckpoint(ctx context.Context) error {
 	if p.panicked != nil {
 		panic(p.panicked)
 	}
-	if p.err != nil {
-		p.cp, p.err = d.landed(ctx, p.sent, p.err)
-	}
-	if p.err != nil {
-		d.sinks.collect = append(p.results, d.sinks.collect...)
-		d.dirty = true
-		return d.checkpointFailed(p.at, p.err)
-	}
-	d.checkpointCommitted(ctx, p.cp, p.positions)
-	return nil
+	return d.settle(ctx, p, p.cp, p.err)
 }
 
 // settleCheckpoint waits for the checkpoint committing, if any, to end, and forgets it: the
@@ -961,34 +1122,13 @@ func (d *deployment) settleCheckpoint() {
 	}
 }
 
-// landed checks whether checkpoint c, whose commit answered err, was committed all the same
-// (the connection dropped after the store received COMMIT): then the store's latest checkpoint
-// of the deployment is newer than the last one the deployment knows of and holds c's state
-// and positions, and landed returns it. Otherwise it returns err: the results go back and
-// the next checkpoint commits them, which would store them twice had they been committed
-// after all: when the read back fails too, or comes before the dropped commit is visible
-// (see the Limits in runtime.go). The read back has a context of its own (a cancelled commit
-// is as unclear as a dropped one), of at most readBackTimeout.
-func (d *deployment) landed(ctx context.Context, c store.Checkpoint, err error) (store.Checkpoint, error) {
-	if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrInvalidJSON) || errors.Is(err, store.ErrNotFound) {
-		return store.Checkpoint{}, err // refused: nothing was stored
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
-	defer cancel()
-	latest, gerr := d.rt.cfg.Store.GetLatestCheckpoint(ctx, d.info.ID)
-	if gerr != nil || latest.Sequence <= d.checkpointSeq || !slices.Equal(latest.Positions, c.Positions) || !bytes.Equal(latest.State, c.State) {
-		return store.Checkpoint{}, err
-	}
-	d.logger().Warn("the store answered a checkpoint's commit with an error, but it was committed", "checkpoint", latest.Sequence, "error", err)
-	return latest, nil
-}
-
 // checkpointFailed records a checkpoint that the store did not commit (taken at now) and
 // returns the error to act on.
 func (d *deployment) checkpointFailed(now time.Time, err error) error {
 	d.commitFailing = true
 	d.noteCheckpointError(now, err)
-	if errors.Is(err, store.ErrLeaseLost) {
+	if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrCheckpointMoved) {
+		// ErrCheckpointMoved: another writer committed a checkpoint of the deployment.
 		return fmt.Errorf("%w: %w", errFenced, err)
 	}
 	if errors.Is(err, store.ErrInvalidJSON) || errors.Is(err, store.ErrNotFound) {

@@ -148,8 +148,10 @@ func (f *failingCommits) CommitCheckpoint(ctx context.Context, c store.Checkpoin
 }
 
 // When the store does not commit a checkpoint, the Kafka transaction holding its records is
-// aborted, and the records are produced again in the next checkpoint's transaction: a
-// read_committed consumer sees each once; a read_uncommitted one sees the aborted copies too.
+// aborted once the store decided so (the commit's error does not say: a fence on top of the
+// previous checkpoint is committed, after two more failures), and the records are produced
+// again in the next checkpoint's transaction: a read_committed consumer sees each once; a
+// read_uncommitted one sees the aborted copies too.
 func testKafkaSinkStoreCommitFails(t *testing.T, st store.Store) {
 	brokers, prod := newKafka(t, map[string]int32{"events": 1, "decisions": 1})
 	createScenario(t, st, "k", kafkaSinkGraph(t, "events", "decisions"))
@@ -265,33 +267,47 @@ func (c *crashAfterCommit) CommitCheckpoint(ctx context.Context, cp store.Checkp
 // transaction: the restart commits the transaction from the checkpoint's record (EndTxn with
 // its producer id and epoch) before anything else, and the consumer sees each result once.
 func testKafkaSinkCrashBetweenCommits(t *testing.T, st store.Store) {
+	cs := &crashAfterCommit{Store: st, committed: make(chan struct{})}
+	brokers, recs := kafkaSinkCrash(t, st, cs, &cs.armed, cs.committed, func(brokers []string) {
+		// The checkpoint's transaction is open, its records produced.
+		if len(consumeAll(t, brokers, "decisions", kgo.ReadUncommitted())) == 0 {
+			t.Fatal("the checkpoint's transaction produced nothing")
+		}
+	})
+	equalResults(t, committedOutput(t, brokers, "decisions"), kafkaOracle(t, recs))
+}
+
+// kafkaSinkCrash runs the Kafka sink graph (topic events to topic decisions, made on new
+// brokers) on faulty, a store over st, armed before the first 1000 of 2000 records are
+// produced; once crashed closes the server dies (abort) and afterCrash, when not nil, looks
+// at the brokers. Then a server on st reads the other 1000 and stops once all are committed.
+func kafkaSinkCrash(t *testing.T, st, faulty store.Store, armed *atomic.Bool, crashed <-chan struct{}, afterCrash func(brokers []string)) ([]string, [][]byte) {
+	t.Helper()
 	brokers, prod := newKafka(t, map[string]int32{"events": 1, "decisions": 1})
 	createScenario(t, st, "k", kafkaSinkGraph(t, "events", "decisions"))
-	cs := &crashAfterCommit{Store: st, committed: make(chan struct{})}
 	withBrokers := func(c *Config) { c.KafkaBrokers = brokers }
-	r := newRuntime(t, cs, withBrokers)
+	r := newRuntime(t, faulty, withBrokers)
 	deploy(t, r, "k", 0)
 	recs := records(2000)
-	cs.armed.Store(true)
+	armed.Store(true)
 	produce(t, prod, "events", 0, recs[:1000], nil)
 	select {
-	case <-cs.committed:
+	case <-crashed:
 	case <-time.After(30 * time.Second):
-		t.Fatal("no checkpoint with a Kafka transaction was committed")
+		t.Fatal("the store's fault did not happen")
 	}
 	r.abort()
-	// The checkpoint's transaction is open, its records produced.
-	if len(consumeAll(t, brokers, "decisions", kgo.ReadUncommitted())) == 0 {
-		t.Fatal("the checkpoint's transaction produced nothing")
+	if afterCrash != nil {
+		afterCrash(brokers)
 	}
 
 	r = newRuntime(t, st, withBrokers)
 	produce(t, prod, "events", 0, recs[1000:], nil)
-	waitCommitted(t, r, "k", 2000)
+	waitCommitted(t, r, "k", int64(len(recs)))
 	if err := r.Shutdown(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	equalResults(t, committedOutput(t, brokers, "decisions"), kafkaOracle(t, recs))
+	return brokers, recs
 }
 
 // A Kafka source's topic given under Nussknacker's name (Topic) is the same input as under

@@ -43,12 +43,26 @@
 // so results are exact per source but may differ where their events meet (a union, a shared
 // aggregate). A Kafka source keeps its watermark per partition (engine.SetPartitionsPending),
 // so the interleaving of its partitions changes results only through events that come late.
-// A checkpoint whose commit the store answers with an error although it was committed (the
-// connection dropped after COMMIT) is recognised by reading the store's latest checkpoint
-// back (its state and positions are the ones sent), and its results are not committed again;
-// when that read fails too, or reads the store before the commit is visible (the server
-// still writing it), the next checkpoint commits them again, a second time. (A commit
-// conditional on the previous checkpoint's sequence would close this; the store has none.)
+// A checkpoint's commit that the store answers with an error may have been committed all the
+// same (the connection dropped after COMMIT, or the database is still writing it). Such a
+// checkpoint is in doubt, and its fate is the store's to tell, never guessed. Each commit is
+// conditional on the deployment's latest checkpoint being the last one the deployment knows
+// committed (store.Checkpoint.Conditional), and the next checkpoint starts by reading the
+// latest back: when it is the checkpoint in doubt, that one is committed (its results are not
+// sent again, its Outputs commit); when it is still the previous one, a copy of that one (a
+// fence) is committed on top of it, conditionally, after which the checkpoint in doubt can
+// never be (a database still writing it is waited for): stored, its results and Kafka records
+// go with the next checkpoint; refused, the checkpoint in doubt was committed first, which a
+// second read shows (resolve, in deployment.go). Meanwhile its results and its Outputs'
+// prepared state (a Kafka transaction) are kept, neither committed again nor aborted. A
+// deployment whose checkpoints are synchronous (any source other than HTTP, or sink other
+// than collect) processes no event until the store decided, which it asks again every
+// checkpoint interval (at least 500 ms): back-pressure holds its inputs; an async one
+// processes on, its new results bounded as while commits fail. A Kafka transaction in doubt
+// for longer than its timeout (1 minute) is aborted by the brokers: when its checkpoint proves
+// committed, its records are lost (logged as an error), as when the server dies between the
+// two commits for that long. A server that stops with a checkpoint in doubt leaves it to the
+// next run, which restores the store's latest checkpoint.
 //
 // # Ownership and resume
 //

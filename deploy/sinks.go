@@ -132,11 +132,9 @@ func (s *sinks) prepare(ctx context.Context) (map[string]outputState, error) {
 	return states, nil
 }
 
-// commit is phase 2, once the store committed the checkpoint: the collect results it stored
-// are forgotten and every Output commits.
+// commit is phase 2, once the store committed the checkpoint: every Output commits. (The
+// collect results went with the checkpoint.)
 func (s *sinks) commit(ctx context.Context) {
-	clear(s.collect)
-	s.collect = s.collect[:0]
 	for _, id := range s.ids {
 		s.outputs[id].out.Commit(ctx)
 	}

@@ -97,6 +97,13 @@ var ErrStoreFull = errors.New("the store is full")
 // holder stops running it without writing anything more.
 var ErrLeaseLost = errors.New("deployment lease lost")
 
+// ErrCheckpointMoved means a conditional checkpoint (Checkpoint.Conditional) was refused: the
+// deployment's latest checkpoint is not the one the write named (Checkpoint.Previous), so a
+// checkpoint was committed since the writer last knew. Nothing was stored. A deployment that
+// sends again a checkpoint whose commit answered an unclear error learns from it that the
+// first sending was committed (see package deploy).
+var ErrCheckpointMoved = errors.New("the deployment's latest checkpoint is not the one the commit follows")
+
 // ErrLeaseHeld is what a *LeaseHeldError matches with errors.Is.
 var ErrLeaseHeld = errors.New("deployment lease held by another server")
 

@@ -25,9 +25,10 @@ import (
 // Errors are wrapped with context and checked with errors.Is / errors.As against the sentinels
 // and typed errors of this package (ErrNotFound, ErrAlreadyExists, ErrInvalidName, ErrInvalidJSON,
 // ErrArchived, ErrDeploymentActive, ErrBatchKeyReused, ErrCorrupt, ErrStoreFull, ErrLeaseLost,
-// *ConflictError, *TransitionError, *LeaseHeldError); any
-// other error is a failure of the database itself (the caller reports it as an internal error,
-// and may retry).
+// ErrCheckpointMoved, *ConflictError, *TransitionError, *LeaseHeldError); any other error is a
+// failure of the database itself (the caller reports it as an internal error, and may retry).
+// Such an error of a write does not say that nothing was written: the connection may have
+// dropped after the database committed (see Checkpoint.Conditional).
 type Store interface {
 	// CreateScenario creates the scenario name, not archived, with first as its version 1, and
 	// returns that version.
@@ -107,7 +108,8 @@ type Store interface {
 	// PutCheckpoint stores c as the latest checkpoint of deployment c.Deployment, replacing
 	// the previous one (only the latest is kept), and returns it with its Sequence (1 for the
 	// first checkpoint of a deployment, then +1 per put) and CreatedAt set.
-	// Errors: ErrNotFound when the deployment does not exist.
+	// Errors: ErrNotFound when the deployment does not exist; ErrLeaseLost and
+	// ErrCheckpointMoved as for CommitCheckpoint.
 	PutCheckpoint(ctx context.Context, c Checkpoint) (Checkpoint, error)
 
 	// CommitCheckpoint is PutCheckpoint and AppendSinkResults in one transaction: it appends
@@ -120,7 +122,8 @@ type Store interface {
 	// stored exactly once.
 	// Errors: ErrNotFound when the deployment does not exist; ErrInvalidJSON when a Value is not
 	// valid JSON (nothing is stored); ErrLeaseLost when c.Epoch is set and is no longer the
-	// deployment's epoch (nothing is stored).
+	// deployment's epoch (nothing is stored); ErrCheckpointMoved when c.Conditional is set and
+	// the deployment's latest checkpoint is not c.Previous (nothing is stored).
 	CommitCheckpoint(ctx context.Context, c Checkpoint, results []NewSinkResult) (Checkpoint, []int64, error)
 
 	// GetLatestCheckpoint returns the latest checkpoint of the deployment. The store keeps a
@@ -430,6 +433,18 @@ type Checkpoint struct {
 	// PutCheckpoint and CommitCheckpoint store it only while it is the deployment's current
 	// epoch, and refuse it with ErrLeaseLost otherwise. 0 writes without this check.
 	Epoch int64
+	// Conditional makes the write a compare-and-set on the deployment's latest checkpoint:
+	// PutCheckpoint and CommitCheckpoint store c only while the deployment's latest
+	// checkpoint is the one of Sequence Previous (Previous 0: while it has none), and refuse
+	// it with ErrCheckpointMoved otherwise, storing nothing. The check is made in the write's
+	// transaction, after the epoch's (a writer that lost its lease gets ErrLeaseLost), on the
+	// checkpoint as committed: a write of the same deployment still running when the check is
+	// made is waited for. So a writer that got an unclear error for a checkpoint (the
+	// connection dropped after COMMIT) learns its fate by sending it again on the same
+	// Previous: stored now, the first sending was not; ErrCheckpointMoved, it was (when the
+	// writer is the only one of its epoch). Without Conditional, Previous is ignored.
+	Conditional bool
+	Previous    int64
 }
 
 // SourcePosition is the position of one source (one partition of it) in its input.

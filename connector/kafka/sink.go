@@ -40,8 +40,10 @@ const kafkaPrepareTimeout = 30 * time.Second
 //     produced and acknowledged but not committed; read_committed consumers do not see them
 //     yet. The transaction (transactional id, producer id and epoch) is the state the
 //     checkpoint records.
-//   - The store commits the checkpoint. When it fails (Abort), the transaction is aborted and
-//     the records stay pending: they are produced again in the next checkpoint's transaction.
+//   - The store commits the checkpoint. When it did not (Abort, once the store decided: an
+//     error that may follow a commit leaves the transaction open until then), the
+//     transaction is aborted and the records stay pending: they are produced again in the
+//     next checkpoint's transaction.
 //   - Phase 2 (Commit, after the store commit): the Kafka transaction is committed. When that
 //     fails, the transaction is committed from its record (EndTxn with the recorded producer
 //     id and epoch) before the next transaction begins, and the next checkpoint waits for it.

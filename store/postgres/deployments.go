@@ -164,6 +164,9 @@ func (s *Store) PutCheckpoint(ctx context.Context, c store.Checkpoint) (store.Ch
 		if err := checkEpoch(ctx, tx, c.Deployment, c.Epoch); err != nil {
 			return err
 		}
+		if err := checkPrevious(ctx, tx, c); err != nil {
+			return err
+		}
 		return putCheckpoint(ctx, tx, &c, positions)
 	})
 	var pgErr *pgconn.PgError
@@ -201,6 +204,9 @@ func (s *Store) CommitCheckpoint(ctx context.Context, c store.Checkpoint, result
 		if err := checkEpoch(ctx, tx, c.Deployment, c.Epoch); err != nil {
 			return err
 		}
+		if err := checkPrevious(ctx, tx, c); err != nil {
+			return err
+		}
 		if len(results) > 0 {
 			if ids, err = appendSinkResults(ctx, tx, `id = $2`, scenarioID, results); err != nil {
 				return err
@@ -224,14 +230,51 @@ func encodePositions(p []store.SourcePosition) (string, error) {
 	return string(b), err
 }
 
-// putCheckpoint upserts c (CreatedAt set) and sets its Sequence.
+// checkPrevious refuses early a conditional checkpoint (c.Conditional) whose Previous is not
+// the deployment's latest committed checkpoint: sequences only grow, so it never will be.
+// putCheckpoint makes the decisive check, on the row it locks.
+func checkPrevious(ctx context.Context, tx pgx.Tx, c store.Checkpoint) error {
+	if !c.Conditional {
+		return nil
+	}
+	var latest int64
+	err := tx.QueryRow(ctx, `SELECT sequence FROM checkpoints WHERE deployment_id = $1`, c.Deployment).Scan(&latest)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return err
+	}
+	return movedUnless(latest == c.Previous, c, latest)
+}
+
+func movedUnless(ok bool, c store.Checkpoint, latest int64) error {
+	if ok {
+		return nil
+	}
+	if latest < 0 {
+		return fmt.Errorf("%w: the checkpoint follows checkpoint %d, the deployment's latest is another", store.ErrCheckpointMoved, c.Previous)
+	}
+	return fmt.Errorf("%w: the checkpoint follows checkpoint %d, the deployment's latest is %d", store.ErrCheckpointMoved, c.Previous, latest)
+}
+
+// putCheckpoint upserts c (CreatedAt set) and sets its Sequence. A conditional checkpoint
+// (c.Conditional) updates the row only while its sequence is c.Previous; it inserts one only
+// when there is none, which checkPrevious passed only for Previous 0 (rows are never deleted).
+// The upsert locks the row, or waits on the key of a row another transaction is inserting, and
+// checks the condition on the row as committed (in READ COMMITTED): a concurrent write of the
+// same deployment (one whose client lost the connection while the server still commits it)
+// is decided before this one.
 func putCheckpoint(ctx context.Context, q querier, c *store.Checkpoint, positions string) error {
-	return q.QueryRow(ctx,
-		`INSERT INTO checkpoints AS c (deployment_id, sequence, state, positions, created_at, state_crc32c) VALUES ($1, 1, $2, $3, $4, $5)
+	err := q.QueryRow(ctx,
+		`INSERT INTO checkpoints AS c (deployment_id, sequence, state, positions, created_at, state_crc32c)
+		 VALUES ($1, 1, $2, $3, $4, $5)
 		 ON CONFLICT (deployment_id) DO UPDATE SET sequence = c.sequence + 1, state = excluded.state,
 		   positions = excluded.positions, created_at = excluded.created_at, state_crc32c = excluded.state_crc32c
+		   WHERE NOT $6 OR c.sequence = $7
 		 RETURNING sequence`,
-		c.Deployment, nonNil(c.State), positions, c.CreatedAt, int64(store.StateChecksum(c.State))).Scan(&c.Sequence)
+		c.Deployment, nonNil(c.State), positions, c.CreatedAt, int64(store.StateChecksum(c.State)), c.Conditional, c.Previous).Scan(&c.Sequence)
+	if errors.Is(err, pgx.ErrNoRows) { // refused by the condition
+		return movedUnless(false, *c, -1)
+	}
+	return err
 }
 
 // GetLatestCheckpoint implements store.Store.

@@ -190,6 +190,9 @@ func (s *Store) commitCheckpoint(ctx context.Context, c store.Checkpoint, result
 		if err := checkEpoch(ctx, tx, c.Deployment, c.Epoch); err != nil {
 			return err
 		}
+		if err := checkPrevious(ctx, tx, c); err != nil {
+			return err
+		}
 		if len(results) > 0 {
 			if ids, err = appendSinkResults(ctx, tx, `id = ?`, scenarioID, results); err != nil {
 				return err
@@ -203,6 +206,24 @@ func (s *Store) commitCheckpoint(ctx context.Context, c store.Checkpoint, result
 			c.Deployment, nonNil(c.State), string(positions), micros(c.CreatedAt), int64(store.StateChecksum(c.State))).Scan(&c.Sequence)
 	})
 	return c, ids, err
+}
+
+// checkPrevious refuses a conditional checkpoint (c.Conditional) with store.ErrCheckpointMoved
+// when the deployment's latest checkpoint is not c.Previous. The write transaction is
+// IMMEDIATE: no other write of the database runs until it ends.
+func checkPrevious(ctx context.Context, tx *sql.Tx, c store.Checkpoint) error {
+	if !c.Conditional {
+		return nil
+	}
+	var latest int64
+	err := tx.QueryRowContext(ctx, `SELECT sequence FROM checkpoints WHERE deployment_id = ?`, c.Deployment).Scan(&latest)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	if latest != c.Previous {
+		return fmt.Errorf("%w: the checkpoint follows checkpoint %d, the deployment's latest is %d", store.ErrCheckpointMoved, c.Previous, latest)
+	}
+	return nil
 }
 
 // GetLatestCheckpoint implements store.Store.

@@ -59,6 +59,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"BatchKeyContent", testBatchKeyContent},
 		{"Retention", testRetention},
 		{"CommitCheckpoint", testCommitCheckpoint},
+		{"ConditionalCheckpoint", testConditionalCheckpoint},
 		{"LatestDeployments", testLatestDeployments},
 		{"CanceledContext", testCanceledContext},
 		{"SurvivesReopen", testSurvivesReopen},
