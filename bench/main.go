@@ -202,9 +202,18 @@ func orchestrate(o options) error {
 	if err != nil {
 		return err
 	}
+	if o.rounds < 1 || o.events < 1 || o.coreEvents < 2 || o.ingestEvents < 1 || o.clients < 1 || o.batch < 1 {
+		return errors.New("-rounds, -events, -ingest-events, -clients and -batch must be at least 1, -core-events at least 2")
+	}
 	only := map[string]bool{}
 	for _, s := range strings.Split(o.only, ",") {
-		only[strings.TrimSpace(s)] = true
+		s = strings.TrimSpace(s)
+		switch s {
+		case "ingest", "run", "core", "sessions":
+			only[s] = true
+		default:
+			return fmt.Errorf("-only: unknown figure %q (ingest, run, core, sessions)", s)
+		}
 	}
 	host, _ := os.Hostname()
 	cpus, _ := exec.Command("nproc").Output()

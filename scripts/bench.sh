@@ -1,24 +1,41 @@
 #!/usr/bin/env bash
-# The benchmark of issue 14: the main job against hand-written references, side by side.
+# The benchmark of the main job against hand-written references, side by side.
 #
 #   scripts/bench.sh [--base REV] [bench flags...]
 #
 # Builds scenario-server and the bench command (bench/) into a temp dir and runs the bench,
 # which prints each figure, its reference and their ratio, with the load average. With
-# --base REV it also builds REV's scenario-server and the bench command against REV's
-# packages, and measures them in the same rounds (the "before" figures). Flags after that go
-# to the bench command: -rounds N, -only ingest,run,core,sessions, -pg postgres://...
-# (PostgreSQL ingestion; use a server with fsync on), -cpuprofile-dir DIR, -events N,
-# -ingest-events N (go run ./bench -h lists them). Takes several minutes.
+# --base REV (or -base REV, anywhere among the flags) it also builds REV's scenario-server
+# and the bench command against REV's packages, and measures them in the same rounds (the
+# "before" figures). The other flags go to the bench command: -rounds N, -only
+# ingest,run,core,sessions, -pg postgres://... (PostgreSQL ingestion; use a server with fsync
+# on), -cpuprofile-dir DIR, -events N (run and engine figures), -core-events N (window core
+# and sessions), -ingest-events N (go run ./bench -h lists them). The defaults take several
+# minutes; the peak RSS figure needs /usr/bin/time (Debian package time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+base=""
+rest=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --base | -base)
+      [ $# -ge 2 ] || { echo "bench.sh: $1 needs a revision" >&2; exit 2; }
+      base=$2
+      shift 2
+      ;;
+    --base=* | -base=*)
+      base=${1#*=}
+      shift
+      ;;
+    *)
+      rest+=("$1")
+      shift
+      ;;
+  esac
+done
+set -- ${rest[@]+"${rest[@]}"}
 tmp=$(mktemp -d /tmp/scenario-bench.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-base=""
-if [ "${1:-}" = "--base" ]; then
-  base=$2
-  shift 2
-fi
 go build -o "$tmp/scenario-server" ./cmd/scenario-server
 go build -o "$tmp/bench" ./bench
 args=(-server "$tmp/scenario-server")
