@@ -237,7 +237,8 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: scenario-server [serve] [flags]\n\n"+
 			"Serves the REST API (/api), its docs (/api/docs), /healthz, /readyz and /metrics, and runs the deployed scenarios.\n"+
-			"The store is PostgreSQL when %s is set (a postgres:// URL), else SQLite in the data directory.\n\nFlags:\n", envDatabaseURL)
+			"The store is PostgreSQL when %s is set (a postgres:// URL), else SQLite in the data directory.\n"+
+			"Other commands: scenario-server run (replay a file of events through a scenario file), token (API tokens), help.\n\nFlags:\n", envDatabaseURL)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
