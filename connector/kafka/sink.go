@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -24,8 +25,10 @@ import (
 // transaction of a checkpoint that never commits (the server died before the store commit,
 // and does not come back). A server that dies after the store committed a checkpoint and
 // before Kafka committed its transaction must be back within it: later, the brokers have
-// aborted the transaction and the checkpoint's records are lost (logged as an error).
-const kafkaTransactionTimeout = time.Minute
+// aborted the transaction and the checkpoint's records are lost (logged as an error). A
+// server that is still running (its checkpoint was in doubt for longer, the store
+// unreachable) produces them again instead (commitRecorded). A variable for tests.
+var kafkaTransactionTimeout = time.Minute
 
 // kafkaPrepareTimeout bounds phase 1 of a checkpoint (settling, producing, acknowledging):
 // brokers that do not answer fail the checkpoint, which is tried again, rather than hold the
@@ -72,6 +75,9 @@ type Output struct {
 	enc     value.JSONEncoder
 
 	pending []*kgo.Record
+	// requeued: pending[:requeued] are records of committed checkpoints whose transactions
+	// the brokers aborted, in their order, produced again before the others (commitRecorded).
+	requeued int
 	// restored are the transactions of the checkpoint the deployment restored, committed
 	// before the producers are initialised; ready is set once they are.
 	restored []kafkaTxn
@@ -91,6 +97,9 @@ type kafkaTxn struct {
 	producerID    int64
 	epoch         int16
 	slot          int
+	// records are the transaction's records while this Output still holds them (a commit
+	// that failed, see committed); nil for a restored transaction.
+	records []*kgo.Record
 }
 
 // NewOutput returns the Output of Kafka sink node id of scenario, writing to topic through
@@ -200,11 +209,13 @@ func (k *Output) committed(ctx context.Context) {
 		return
 	}
 	txn := *k.prepared
-	clear(k.pending) // the records are the transaction's now
-	k.prepared, k.pending = nil, k.pending[:0]
+	recs := k.pending // the records are the transaction's now
+	k.prepared, k.pending, k.requeued = nil, nil, 0
 	k.slot = 1 - txn.slot
 	if cl := k.producers[txn.slot]; cl != nil {
 		if err := cl.EndTransaction(ctx, kgo.TryCommit); err == nil {
+			clear(recs)
+			k.pending = recs[:0]
 			return
 		} else {
 			k.log.Warn("committing the checkpoint's Kafka transaction failed; committing it again before the next one",
@@ -212,6 +223,9 @@ func (k *Output) committed(ctx context.Context) {
 		}
 	}
 	k.reset(txn.slot)
+	// Kept until the transaction is known committed: aborted by the brokers meanwhile, they
+	// are produced again (commitRecorded).
+	txn.records = recs
 	k.unsettled = append(k.unsettled, txn)
 }
 
@@ -296,6 +310,15 @@ func (k *Output) commitRecorded(ctx context.Context, txn kafkaTxn) error {
 	}
 	switch {
 	case err == nil:
+		return nil
+	case errors.Is(err, kerr.InvalidTxnState) && len(txn.records) > 0:
+		// Aborted (a commit of a committed transaction succeeds): this Output still holds
+		// its records, which go first into the next transaction. Only a server that dies
+		// before that one commits loses them.
+		k.log.Warn("the brokers aborted the Kafka transaction of a committed checkpoint (its transaction timeout passed?): its records are produced again",
+			"transactional_id", txn.transactional, "producer_id", txn.producerID, "epoch", txn.epoch, "records", len(txn.records))
+		k.pending = slices.Insert(k.pending, k.requeued, txn.records...)
+		k.requeued += len(txn.records)
 		return nil
 	case errors.Is(err, kerr.InvalidTxnState):
 		k.log.Error("the brokers aborted the Kafka transaction of a committed checkpoint (its transaction timeout passed?): its records are lost",

@@ -1,0 +1,90 @@
+package kafka
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/scenario-server/scenario-server/internal/kafkatest"
+	"github.com/scenario-server/scenario-server/value"
+)
+
+// A checkpoint the store committed, whose Kafka transaction the brokers aborted before its
+// commit reached them (the transaction timeout passed while the store's answer was in
+// doubt): the Output still holds its records and produces them again, first, in the next
+// transaction. Worked out by hand, read_committed: nothing after the failed commit, then 1,
+// 2, 3, 4, 5 once each (the two aborted transactions' records in their order, then the new
+// one's).
+func TestAbortedTransactionOfACommittedCheckpointIsProducedAgain(t *testing.T) {
+	old := kafkaTransactionTimeout
+	kafkaTransactionTimeout = 1500 * time.Millisecond
+	defer func() { kafkaTransactionTimeout = old }()
+	brokers := kafkatest.Cluster(t, kfake.SeedTopics(1, "out")).ListenAddrs()
+	conn, err := NewConn(brokers, Cluster{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed := func() []string {
+		var out []string
+		for _, r := range kafkatest.ReadTopic(t, brokers, "out", kgo.ReadCommitted()) {
+			out = append(out, string(r.Value))
+		}
+		return out
+	}
+	ctx := t.Context()
+	o := NewOutput("k", "out", "s", false, conn, discard)
+	defer o.Close()
+	if err := o.Restore(ctx, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Two checkpoints in a row whose transactions the brokers abort before Commit.
+	for _, batch := range [][]int64{{1, 2}, {3, 4}} {
+		for _, v := range batch {
+			o.Write(value.Int(v))
+		}
+		if _, err := o.Prepare(ctx); err != nil {
+			t.Fatal(err)
+		}
+		waitAborted(t, brokers, o.prepared.transactional)
+		o.Commit(ctx)
+	}
+	if got := committed(); len(got) != 0 {
+		t.Fatalf("after the aborted transactions: %v committed", got)
+	}
+	o.Write(value.Int(5))
+	if _, err := o.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	o.Commit(ctx)
+	if got := committed(); !slices.Equal(got, []string{"1", "2", "3", "4", "5"}) {
+		t.Fatalf("committed %v, want 1 to 5 once each, in order", got)
+	}
+}
+
+// waitAborted waits until the brokers no longer hold transaction id open (its timeout passed).
+func waitAborted(t *testing.T, brokers []string, id string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		d, err := adm.DescribeTransactions(t.Context(), id)
+		if err == nil {
+			if st, ok := d[id]; ok && st.State != "Ongoing" {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("transaction %q still open after 30 s: %v %v", id, d, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
