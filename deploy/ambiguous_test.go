@@ -9,10 +9,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/scenario-server/scenario-server/store"
+	"github.com/scenario-server/scenario-server/store/postgres"
+	"github.com/scenario-server/scenario-server/store/postgres/pgtest"
 )
 
 // ambiguousCommits commits a checkpoint with results once armed and then answers an error,
@@ -334,4 +338,102 @@ func TestAmbiguousCommitKafkaSink(t *testing.T) {
 	}
 	equalWindows(t, "read_committed", got, windowOracle(t, recs))
 	equalResults(t, committedOutput(t, brokers, "decisions"), kafkaOracle(t, recs))
+}
+
+// lostCommits answers the first commit with results after being armed with an error without
+// sending it to the store (the connection dropped before COMMIT), and calls onLost first.
+type lostCommits struct {
+	store.Store
+	armed  atomic.Bool
+	lost   chan struct{}
+	onLost func()
+}
+
+func (s *lostCommits) CommitCheckpoint(ctx context.Context, c store.Checkpoint, results []store.NewSinkResult) (store.Checkpoint, []int64, error) {
+	if len(results) > 0 && s.armed.CompareAndSwap(true, false) {
+		s.onLost()
+		close(s.lost)
+		return store.Checkpoint{}, nil, errInjected
+	}
+	return s.Store.CommitCheckpoint(ctx, c, results)
+}
+
+// A checkpoint in doubt whose transaction PostgreSQL still holds open (a dropped client's
+// backend not gone yet: here another connection holding the checkpoint row): the fence waits
+// on the row at most fenceTimeout, so the deployment's loop goes on and can be cancelled at
+// once (a reviewer's finding: the loop waited as long as the row was held, and Cancel until
+// the final checkpoint's own bound).
+func TestFenceWaitIsBounded(t *testing.T) {
+	old := fenceTimeout
+	fenceTimeout = 300 * time.Millisecond
+	defer func() { fenceTimeout = old }()
+	_, url := pgtest.Schema(t)
+	st, err := postgres.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	tx, err := conn.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	s := &lostCommits{Store: st, lost: make(chan struct{})}
+	createScenario(t, st, "sums", tumblingGraph(""))
+	r := newRuntime(t, s)
+	d := deploy(t, r, "sums", 0)
+	recs := records(2000)
+	ingestAll(t, r, "sums", recs[:1000], 0, 250)
+	waitCommitted(t, r, "sums", 1000)
+	s.onLost = func() {
+		if _, err := tx.Exec(context.Background(), `SELECT 1 FROM checkpoints WHERE deployment_id = $1 FOR UPDATE`, d.ID); err != nil {
+			panic(err)
+		}
+	}
+	s.armed.Store(true)
+	ingestAll(t, r, "sums", recs, 1000, 250)
+	<-s.lost
+	// Wait until the fence waits on the row (its upsert, in pg_stat_activity).
+	probe, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close(context.Background())
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var waiting int
+		if err := probe.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO checkpoints%'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no commit waits on the checkpoint row after 30 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Cancel(context.Background(), "sums", "ann", "stop")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("cancel while the checkpoint row is held: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		// fenceTimeout is 300 ms here. Without it the fence waits on the row until the
+		// stop's final checkpoint gives up (finalCheckpointTimeout, 10 s), the loop stuck
+		// meanwhile.
+		t.Error("Cancel has not returned after 5 s while the checkpoint row is held")
+		tx.Rollback(context.Background())
+		<-done
+	}
 }

@@ -43,6 +43,9 @@ const (
 	finalCheckpointTimeout = 10 * time.Second
 )
 
+// fenceTimeout bounds the commit of a fence in resolve (a variable for tests).
+var fenceTimeout = 10 * time.Second
+
 // deployment is one running deployment: its engine, owned by the goroutine running run, and
 // what other goroutines may read (its sources' positions, the last published Live).
 type deployment struct {
@@ -1005,7 +1008,7 @@ func (d *deployment) resolve(ctx context.Context) error {
 			results, isFence = nil, true
 			p.fence = &c
 		}
-		cp, _, err := d.rt.cfg.Store.CommitCheckpoint(ctx, c, results)
+		cp, _, err := d.commitFence(ctx, c, results, isFence)
 		switch {
 		case err == nil && isFence:
 			d.notCommitted(ctx, p, cp)
@@ -1018,6 +1021,19 @@ func (d *deployment) resolve(ctx context.Context) error {
 		}
 	}
 	return d.checkpointFailed(p.at, errors.New("deciding the checkpoint in doubt: the latest checkpoint read is not the one the store's refusal implies"))
+}
+
+// commitFence commits c with results in resolve: a fence within fenceTimeout (it waits on a
+// commit the database may still be running, which may be stuck; timed out, the checkpoint
+// stays in doubt, and the deployment can be stopped), a checkpoint sent again without a
+// bound, as every checkpoint is.
+func (d *deployment) commitFence(ctx context.Context, c store.Checkpoint, results []store.NewSinkResult, fence bool) (store.Checkpoint, []int64, error) {
+	if fence {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, fenceTimeout)
+		defer cancel()
+	}
+	return d.rt.cfg.Store.CommitCheckpoint(ctx, c, results)
 }
 
 // notCommitted drops checkpoint p, in doubt, once the store decided it was not committed:

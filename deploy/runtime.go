@@ -56,13 +56,15 @@
 // second read shows (resolve, in deployment.go). Meanwhile its results and its Outputs'
 // prepared state (a Kafka transaction) are kept, neither committed again nor aborted. A
 // deployment whose checkpoints are synchronous (any source other than HTTP, or sink other
-// than collect) processes no event until the store decided, which it asks again every
-// checkpoint interval (at least 500 ms): back-pressure holds its inputs; an async one
-// processes on, its new results bounded as while commits fail. A Kafka transaction in doubt
-// for longer than its timeout (1 minute) is aborted by the brokers: when its checkpoint proves
-// committed, its records are lost (logged as an error), as when the server dies between the
-// two commits for that long. A server that stops with a checkpoint in doubt leaves it to the
-// next run, which restores the store's latest checkpoint.
+// than collect) processes no event until the store decided, which it asks again at each
+// checkpoint interval (a fence waits at most 10 s on a commit the database still runs):
+// back-pressure holds its inputs; an async one processes on, its new results bounded as
+// while commits fail. A Kafka transaction in doubt for longer than its timeout (1 minute) is
+// aborted by the brokers: when its checkpoint proves committed, the sink still holds its
+// records and produces them again, first, in its next transaction (only a server that dies
+// before that one commits loses them, logged as an error, as when the server dies between
+// the two commits for that long). A server that stops with a checkpoint in doubt leaves it to
+// the next run, which restores the store's latest checkpoint.
 //
 // # Ownership and resume
 //
