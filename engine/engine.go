@@ -615,7 +615,7 @@ func (e *Engine) pushValue(src *source, eventTime int64) error {
 	src.counts.Out++
 	if a := src.feeds; a != nil && e.probe == nil {
 		// forward along the source's one edge, without the graph (source.wire).
-		if e.enter(a.node) && a.inputsFrom(e, src, c) {
+		if e.enter(a.node) && a.inputs(e, src, c) {
 			a.add(e, c)
 		}
 	} else {

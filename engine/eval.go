@@ -330,6 +330,16 @@ func isKeyword(s string) bool {
 	return false
 }
 
+// evalFrom is eval, reading the one field of #input the expression is (oneInputField) where
+// src holds it when src is not nil (source.wire).
+func (ev *evaluator) evalFrom(src *source, c *event) (value.Value, error) {
+	if src == nil {
+		return ev.eval(c)
+	}
+	v, err := src.inputField(c, ev.path)
+	return conform(v, ev.conv), err
+}
+
 // eval returns the expression's value for c.
 func (ev *evaluator) eval(c *event) (value.Value, error) {
 	switch {

@@ -619,10 +619,11 @@ func (a *aggregator) restoreState(_ *Engine, r *slices.Reader) error {
 }
 
 // inputs evaluates the aggregate's groupBy and aggregateBy expressions for ev into keyBuf
-// and inBuf; false when one failed (reported).
-func (a *aggregator) inputs(e *Engine, ev *event) bool {
+// and inBuf; false when one failed (reported). src, when not nil, is the source that feeds
+// the aggregate (source.wire), where each expression's one field of #input is read.
+func (a *aggregator) inputs(e *Engine, src *source, ev *event) bool {
 	for i, p := range a.groupBy {
-		v, err := p.eval(ev)
+		v, err := p.evalFrom(src, ev)
 		if err != nil {
 			e.fail(a.node, a.groupByFields[i], err)
 			return false
@@ -633,7 +634,7 @@ func (a *aggregator) inputs(e *Engine, ev *event) bool {
 		if p == nil {
 			continue
 		}
-		v, err := p.eval(ev)
+		v, err := p.evalFrom(src, ev)
 		if err != nil {
 			e.fail(a.node, a.aggByFields[i], err)
 			return false
@@ -643,34 +644,9 @@ func (a *aggregator) inputs(e *Engine, ev *event) bool {
 	return true
 }
 
-// inputsFrom is inputs for an event of the source that feeds the aggregate (source.wire):
-// each expression reads one field of #input, read where src holds it.
-func (a *aggregator) inputsFrom(e *Engine, src *source, ev *event) bool {
-	for i, p := range a.groupBy {
-		v, err := src.inputField(ev, p.path)
-		if err != nil {
-			e.fail(a.node, a.groupByFields[i], err)
-			return false
-		}
-		a.keyBuf[i] = conform(v, p.conv)
-	}
-	for i, p := range a.aggBy {
-		if p == nil {
-			continue
-		}
-		v, err := src.inputField(ev, p.path)
-		if err != nil {
-			e.fail(a.node, a.aggByFields[i], err)
-			return false
-		}
-		a.inBuf[i] = conform(v, p.conv)
-	}
-	return true
-}
-
 // process evaluates the aggregate's expressions for ev and adds the event.
 func (a *aggregator) process(e *Engine, _ *node, ev *event, _ string) {
-	if a.inputs(e, ev) {
+	if a.inputs(e, nil, ev) {
 		a.add(e, ev)
 	}
 }

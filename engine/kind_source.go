@@ -476,14 +476,11 @@ func (s *source) eventTime(e *Engine, ev *event) (int64, error) {
 		}
 		return e.opts.now().UnixMilli(), nil
 	}
-	var tv value.Value
-	var err error
-	if s.tsField {
-		tv, err = s.inputField(ev, s.timestamp.path)
-		tv = conform(tv, s.timestamp.conv)
-	} else {
-		tv, err = s.timestamp.eval(ev)
+	from := s
+	if !s.tsField {
+		from = nil
 	}
+	tv, err := s.timestamp.evalFrom(from, ev)
 	if err != nil {
 		return 0, err
 	}
