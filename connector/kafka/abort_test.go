@@ -6,10 +6,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/scenario-server/scenario-server/internal/kafkatest"
 	"github.com/scenario-server/scenario-server/value"
 )
 
@@ -23,24 +20,8 @@ func TestAbortedTransactionOfACommittedCheckpointIsProducedAgain(t *testing.T) {
 	old := kafkaTransactionTimeout
 	kafkaTransactionTimeout = 1500 * time.Millisecond
 	defer func() { kafkaTransactionTimeout = old }()
-	brokers := kafkatest.Cluster(t, kfake.SeedTopics(1, "out")).ListenAddrs()
-	conn, err := NewConn(brokers, Cluster{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	committed := func() []string {
-		var out []string
-		for _, r := range kafkatest.ReadTopic(t, brokers, "out", kgo.ReadCommitted()) {
-			out = append(out, string(r.Value))
-		}
-		return out
-	}
+	o, conn, committed := newTestOutput(t)
 	ctx := t.Context()
-	o := NewOutput("k", "out", "s", false, conn, discard)
-	defer o.Close()
-	if err := o.Restore(ctx, nil, nil); err != nil {
-		t.Fatal(err)
-	}
 	// Two checkpoints in a row whose transactions the brokers abort before Commit.
 	for _, batch := range [][]int64{{1, 2}, {3, 4}} {
 		for _, v := range batch {
@@ -49,7 +30,7 @@ func TestAbortedTransactionOfACommittedCheckpointIsProducedAgain(t *testing.T) {
 		if _, err := o.Prepare(ctx); err != nil {
 			t.Fatal(err)
 		}
-		waitAborted(t, brokers, o.prepared.transactional)
+		waitAborted(t, conn, o.prepared.transactional)
 		o.Commit(ctx)
 	}
 	if got := committed(); len(got) != 0 {
@@ -66,9 +47,9 @@ func TestAbortedTransactionOfACommittedCheckpointIsProducedAgain(t *testing.T) {
 }
 
 // waitAborted waits until the brokers no longer hold transaction id open (its timeout passed).
-func waitAborted(t *testing.T, brokers []string, id string) {
+func waitAborted(t *testing.T, conn *Conn, id string) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	cl, err := conn.Client()
 	if err != nil {
 		t.Fatal(err)
 	}

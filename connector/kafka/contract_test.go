@@ -113,24 +113,8 @@ func TestInputContract(t *testing.T) {
 // Prepare; a new Output restored with the state of a prepared, not committed, checkpoint
 // commits it.
 func TestOutputContract(t *testing.T) {
-	brokers := kafkatest.Cluster(t, kfake.SeedTopics(1, "out")).ListenAddrs()
-	conn, err := NewConn(brokers, Cluster{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	committed := func() []string {
-		var out []string
-		for _, r := range kafkatest.ReadTopic(t, brokers, "out", kgo.ReadCommitted()) {
-			out = append(out, string(r.Value))
-		}
-		return out
-	}
+	o, conn, committed := newTestOutput(t)
 	ctx := t.Context()
-	o := NewOutput("k", "out", "s", false, conn, discard)
-	defer o.Close()
-	if err := o.Restore(ctx, nil, nil); err != nil {
-		t.Fatal(err)
-	}
 	o.Write(value.Int(1))
 	o.Write(value.Int(2))
 	if o.Pending() != 2 {
@@ -175,4 +159,28 @@ func TestOutputContract(t *testing.T) {
 	if err := next.Restore(ctx, []byte{0xff}, nil); err == nil {
 		t.Error("a state that does not decode restored without an error")
 	}
+}
+
+// newTestOutput starts brokers with topic "out" and returns a restored (empty) Output of sink
+// "k" writing to it, the connection, and a reader of the topic's committed values.
+func newTestOutput(t *testing.T) (*Output, *Conn, func() []string) {
+	t.Helper()
+	brokers := kafkatest.Cluster(t, kfake.SeedTopics(1, "out")).ListenAddrs()
+	conn, err := NewConn(brokers, Cluster{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed := func() []string {
+		var out []string
+		for _, r := range kafkatest.ReadTopic(t, brokers, "out", kgo.ReadCommitted()) {
+			out = append(out, string(r.Value))
+		}
+		return out
+	}
+	o := NewOutput("k", "out", "s", false, conn, discard)
+	t.Cleanup(o.Close)
+	if err := o.Restore(t.Context(), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	return o, conn, committed
 }
