@@ -36,8 +36,11 @@ done
 set -- ${rest[@]+"${rest[@]}"}
 tmp=$(mktemp -d /tmp/scenario-bench.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
+# The server reads its default.pgo (scripts/pgo.sh) by itself; the bench command is built with
+# the same profile, so that the product's packages in it are compiled as in the server.
+pgo() { if [ -f cmd/scenario-server/default.pgo ]; then echo "$PWD/cmd/scenario-server/default.pgo"; else echo off; fi; }
 go build -o "$tmp/scenario-server" ./cmd/scenario-server
-go build -o "$tmp/bench" ./bench
+go build -pgo="$(pgo)" -o "$tmp/bench" ./bench
 args=(-server "$tmp/scenario-server")
 if [ -n "$base" ]; then
   mkdir "$tmp/base"
@@ -49,7 +52,7 @@ if [ -n "$base" ]; then
   grep 'github.com/goccy/go-json' go.sum >>"$tmp/base/go.sum"
   (cd "$tmp/base" && go mod edit -require "$goccy" &&
     go build -o "$tmp/scenario-server-base" ./cmd/scenario-server &&
-    go build -o "$tmp/bench-base" ./bench)
+    go build -pgo="$(pgo)" -o "$tmp/bench-base" ./bench)
   args+=(-base-server "$tmp/scenario-server-base" -base-bench "$tmp/bench-base")
 fi
 "$tmp/bench" "${args[@]}" "$@"

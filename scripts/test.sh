@@ -66,4 +66,8 @@ fi
 # --- end of the designer block ---
 
 echo "== go test -race"
-go test -race -count=1 -timeout 30m ./...
+# Without the server's profile (cmd/scenario-server/default.pgo, scripts/pgo.sh): every test
+# binary, and the servers the tests build with go build -race, then share one compiled copy
+# of the packages instead of a second one for the profile. The browser tests above ran the
+# server as it ships, built with it.
+GOFLAGS="${GOFLAGS:-} -pgo=off" go test -race -count=1 -timeout 30m ./...
