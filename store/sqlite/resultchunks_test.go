@@ -163,3 +163,30 @@ func FuzzResultReader(f *testing.F) {
 		}
 	})
 }
+
+// A page that holds results reads no large result (a chunk of one result whose BLOB the
+// query left out) that would take it past MaxResultReadBytes; it reads one that fits, and one
+// that comes first whatever its size.
+func TestPageReadsNoLargeResultPastTheBudget(t *testing.T) {
+	var fetched []int64
+	fetch := func(rowid int64) ([]byte, error) {
+		fetched = append(fetched, rowid)
+		return []byte(`"x"`), nil // 3 bytes stand for the large value
+	}
+	large := func(rowid int64, size int64) []chunkCursor {
+		return []chunkCursor{{rowid: rowid, segment: rowid, sink: "a", first: rowid, last: rowid, count: 1, size: size}}
+	}
+	// 3 MiB used: 1 MiB more fits (4 MiB), 1 MiB + 1 byte does not.
+	p := resultPage{after: 0, limit: 10, fetch: fetch, used: 3 << 20, list: make([]store.SinkResult, 1)}
+	if err := p.add(large(7, 1<<20+1)); err != nil || !p.done || len(fetched) != 0 {
+		t.Errorf("past the budget: done %v, fetched %v, %v; want done, none fetched", p.done, fetched, err)
+	}
+	p = resultPage{after: 0, limit: 10, fetch: fetch, used: 3 << 20, list: make([]store.SinkResult, 1)}
+	if err := p.add(large(8, 1<<20)); err != nil || p.done || len(fetched) != 1 || len(p.list) != 2 {
+		t.Errorf("within the budget: done %v, fetched %v, %d results, %v; want 8 fetched, 2 results", p.done, fetched, len(p.list), err)
+	}
+	p = resultPage{after: 0, limit: 10, fetch: fetch}
+	if err := p.add(large(9, 10<<20)); err != nil || len(fetched) != 2 || len(p.list) != 1 || p.list[0].ID != 9 {
+		t.Errorf("first of a page: fetched %v, %v, %v; want 9 fetched and returned", fetched, p.list, err)
+	}
+}

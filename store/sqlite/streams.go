@@ -75,37 +75,44 @@ func (s *Store) ReadSinkResults(ctx context.Context, scenario, sink string, afte
 	return list, nil
 }
 
-// readSinkResults reads, in one query, the chunks of the segments that end after after (of
-// sink's chunks only when sink is set), in segment order, and stops at the first segment
-// that completes the page (see resultchunks.go).
+// readSinkResults reads, in one read transaction, the chunks of the segments that end after
+// after (of sink's chunks only when sink is set), in segment order, and stops at the first
+// segment that completes the page (see resultchunks.go). The query leaves out the BLOB of a
+// chunk of one result larger than segmentBytes (a segment alone): it is read by rowid once
+// the page takes it, so a page never loads a large result it does not return.
 func (s *Store) readSinkResults(ctx context.Context, scenario, sink string, after int64, limit int) ([]store.SinkResult, error) {
-	row, err := lookupScenario(ctx, s.read, scenario)
+	tx, err := s.read.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
+	defer tx.Rollback()
+	row, err := lookupScenario(ctx, tx, scenario)
+	if err != nil {
+		return nil, err
+	}
+	const columns = `SELECT rowid, segment_last, sink, first_id, last_id, result_count, octet_length(results),
+		CASE WHEN result_count = 1 AND octet_length(results) > ? THEN NULL ELSE results END, created_at FROM result_chunks`
 	var rows *sql.Rows
 	if sink != "" {
-		rows, err = s.read.QueryContext(ctx,
-			`SELECT segment_last, sink, first_id, last_id, result_count, results, created_at FROM result_chunks
-			 WHERE scenario_id = ? AND sink = ? AND segment_last > ? ORDER BY segment_last`, row.id, sink, after)
+		rows, err = tx.QueryContext(ctx, columns+`
+			WHERE scenario_id = ? AND sink = ? AND segment_last > ? ORDER BY segment_last`, segmentBytes, row.id, sink, after)
 	} else {
-		rows, err = s.read.QueryContext(ctx,
-			`SELECT segment_last, sink, first_id, last_id, result_count, results, created_at FROM result_chunks
-			 WHERE scenario_id = ? AND segment_last > ? ORDER BY segment_last, sink`, row.id, after)
+		rows, err = tx.QueryContext(ctx, columns+`
+			WHERE scenario_id = ? AND segment_last > ? ORDER BY segment_last, sink`, segmentBytes, row.id, after)
 	}
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	p := resultPage{after: after, limit: limit}
+	p := resultPage{after: after, limit: limit, fetch: func(rowid int64) (blob []byte, err error) {
+		err = tx.QueryRowContext(ctx, `SELECT results FROM result_chunks WHERE rowid = ?`, rowid).Scan(&blob)
+		return blob, err
+	}}
 	var segment []chunkCursor // the chunks of the segment being read
 	for rows.Next() {
 		var c chunkCursor
-		var last int64
-		var count int
-		var blob []byte
 		var created int64
-		if err := rows.Scan(&c.segment, &c.sink, &c.first, &last, &count, &blob, &created); err != nil {
+		if err := rows.Scan(&c.rowid, &c.segment, &c.sink, &c.first, &c.last, &c.count, &c.size, &c.blob, &created); err != nil {
 			return nil, err
 		}
 		if len(segment) > 0 && segment[0].segment != c.segment {
@@ -113,9 +120,6 @@ func (s *Store) readSinkResults(ctx context.Context, scenario, sink string, afte
 				return p.list, err
 			}
 			segment = segment[:0]
-		}
-		if c.results, err = newResultReader(c.first, last, count, blob); err != nil {
-			return nil, fmt.Errorf("chunk of segment %d, sink %q: %w", c.segment, c.sink, err)
 		}
 		c.created = fromMicros(created)
 		segment = append(segment, c)
@@ -131,11 +135,15 @@ func (s *Store) readSinkResults(ctx context.Context, scenario, sink string, afte
 
 // chunkCursor is a chunk being read: its next result is (id, value) while ok.
 type chunkCursor struct {
-	segment int64
-	sink    string
-	first   int64
-	created time.Time
-	results resultReader
+	rowid       int64
+	segment     int64
+	sink        string
+	first, last int64
+	count       int
+	size        int64  // bytes of the BLOB
+	blob        []byte // nil until read, for a chunk of one large result
+	created     time.Time
+	results     resultReader
 
 	id    int64
 	value []byte
@@ -155,7 +163,8 @@ func (c *chunkCursor) next() error {
 type resultPage struct {
 	after int64
 	limit int
-	used  int64 // bytes of the values in list
+	fetch func(rowid int64) ([]byte, error) // reads a chunk's BLOB
+	used  int64                             // bytes of the values in list
 	list  []store.SinkResult
 	done  bool // the limit or the byte budget is reached
 }
@@ -163,8 +172,24 @@ type resultPage struct {
 // add adds the results of a segment's chunks with IDs above after, in ID order, until the
 // page is done.
 func (p *resultPage) add(chunks []chunkCursor) error {
+	if c := &chunks[0]; len(chunks) == 1 && c.blob == nil && c.first > p.after && len(p.list) > 0 &&
+		p.used+c.size > store.MaxResultReadBytes {
+		p.done = true // a large result alone (its value is its BLOB), past the budget: not read
+		return nil
+	}
 	for i := range chunks {
-		if err := chunks[i].next(); err != nil {
+		c := &chunks[i]
+		if c.blob == nil {
+			var err error
+			if c.blob, err = p.fetch(c.rowid); err != nil {
+				return fmt.Errorf("chunk of segment %d, sink %q: %w", c.segment, c.sink, err)
+			}
+		}
+		var err error
+		if c.results, err = newResultReader(c.first, c.last, c.count, c.blob); err != nil {
+			return fmt.Errorf("chunk of segment %d, sink %q: %w", c.segment, c.sink, err)
+		}
+		if err := c.next(); err != nil {
 			return err
 		}
 	}
