@@ -152,3 +152,38 @@ func ids(list []store.SinkResult) []int64 {
 	}
 	return out
 }
+
+// A prune of more chunks than one statement deletes (500) goes on until none is left and
+// counts every result: 1201 results in chunks of one, 1000 more in one chunk.
+func TestPruneManyChunks(t *testing.T) {
+	sqlite.SetSegmentLimits(t, 1, 64)
+	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	if _, err := s.CreateScenario(ctx, "many", store.Draft{Graph: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	batch := make([]store.NewSinkResult, 1201)
+	for i := range batch {
+		batch[i] = store.NewSinkResult{Sink: "out", Value: json.RawMessage(`1`)}
+	}
+	if _, err := s.AppendSinkResults(ctx, "many", batch); err != nil {
+		t.Fatal(err)
+	}
+	sqlite.SetSegmentLimits(t, 1000, 1<<20)
+	if _, err := s.AppendSinkResults(ctx, "many", batch[:1000]); err != nil {
+		t.Fatal(err)
+	}
+	cut := time.Now().Add(time.Microsecond)
+	for !time.Now().After(cut) {
+	}
+	if n, err := s.PruneSinkResults(ctx, cut); err != nil || n != 2201 {
+		t.Errorf("pruned %d, %v; want 2201", n, err)
+	}
+	if got, err := s.ReadSinkResults(ctx, "many", "", 0, 10); err != nil || got != nil {
+		t.Errorf("after the prune: %d results, %v", len(got), err)
+	}
+}

@@ -396,14 +396,18 @@ func (s *Store) TruncateEvents(ctx context.Context, log store.EventLog, below in
 }
 
 // pruneChunk is how many rows one statement of a prune deletes, so that a large prune
-// does not hold the write lock for long.
-const pruneChunk = 5000
+// does not hold the write lock for long; pruneResultChunks the same for result_chunks, whose
+// rows hold up to segmentBytes of values each.
+const (
+	pruneChunk        = 5000
+	pruneResultChunks = 500
+)
 
 // PruneSinkResults implements store.Store.
 func (s *Store) PruneSinkResults(ctx context.Context, before time.Time) (int64, error) {
 	// The results of a chunk share its created_at: a chunk goes whole.
 	n, err := s.prune(ctx, `DELETE FROM result_chunks WHERE rowid IN
-		(SELECT rowid FROM result_chunks WHERE created_at < ? LIMIT ?) RETURNING result_count`, micros(before))
+		(SELECT rowid FROM result_chunks WHERE created_at < ? LIMIT ?) RETURNING result_count`, micros(before), pruneResultChunks)
 	if err != nil {
 		return n, fmt.Errorf("pruning sink results created before %v: %w", before, err)
 	}
@@ -413,23 +417,23 @@ func (s *Store) PruneSinkResults(ctx context.Context, before time.Time) (int64, 
 // PruneEventBatches implements store.Store.
 func (s *Store) PruneEventBatches(ctx context.Context, before time.Time) (int64, error) {
 	n, err := s.prune(ctx, `DELETE FROM event_batches WHERE (scenario_id, source, batch_key) IN
-		(SELECT scenario_id, source, batch_key FROM event_batches WHERE accepted_at < ? LIMIT ?) RETURNING 1`, micros(before))
+		(SELECT scenario_id, source, batch_key FROM event_batches WHERE accepted_at < ? LIMIT ?) RETURNING 1`, micros(before), pruneChunk)
 	if err != nil {
 		return n, fmt.Errorf("pruning event batch keys accepted before %v: %w", before, err)
 	}
 	return n, nil
 }
 
-// prune runs a chunked delete (arguments: the bound, then the chunk size) that returns a
-// count per row it deletes (RETURNING), until a chunk deletes fewer rows than it may, and
-// returns the sum of the counts.
-func (s *Store) prune(ctx context.Context, query string, bound int64) (int64, error) {
+// prune runs a chunked delete (arguments: the bound, then limit, the chunk size) that
+// returns a count per row it deletes (RETURNING), until a chunk deletes fewer rows than
+// limit, and returns the sum of the counts.
+func (s *Store) prune(ctx context.Context, query string, bound int64, limit int64) (int64, error) {
 	var total int64
 	for {
 		var rowsDeleted, n int64
 		err := s.inTx(ctx, func(tx *sql.Tx) error {
 			rowsDeleted, n = 0, 0
-			rows, err := tx.QueryContext(ctx, query, bound, pruneChunk)
+			rows, err := tx.QueryContext(ctx, query, bound, limit)
 			if err != nil {
 				return err
 			}
@@ -447,7 +451,7 @@ func (s *Store) prune(ctx context.Context, query string, bound int64) (int64, er
 			return total, err
 		}
 		total += n
-		if rowsDeleted < pruneChunk {
+		if rowsDeleted < limit {
 			return total, nil
 		}
 	}
