@@ -1,7 +1,9 @@
 // Package migrations embeds the SQL schema migrations of the store, one folder per database:
 // sqlite/ for store/sqlite and postgres/ for store/postgres. Each file is a goose SQL migration
 // (NNNNN_name.sql with "-- +goose Up" and "-- +goose Down" sections); the stores apply the
-// pending ones when they open. Both folders describe the same tables and must change together.
+// pending ones when they open. Both folders have the same versions and describe the same
+// tables, but for sink results: SQLite keeps them in result_chunks, a few rows per append
+// (00012), PostgreSQL in sink_results, a row each (its 00012 changes nothing).
 package migrations
 
 import (

@@ -276,7 +276,8 @@ const (
 // (value bytes, as stored) holds at most, besides its row limit, unless a single event or
 // result is larger (it is then returned alone). They bound the memory of a reader whatever the
 // size of the rows: the store finds where a read stops from the rows' sizes, without loading
-// the rows beyond it.
+// the large rows beyond it (the SQLite store, which keeps results in chunks, loads at most the
+// chunks of a few hundred KiB of results beyond it).
 const (
 	MaxEventReadBytes  = 8 << 20 // 8 MiB
 	MaxResultReadBytes = 4 << 20 // 4 MiB

@@ -4,3 +4,11 @@ import "database/sql"
 
 // WriteDB is the store's one write connection, for tests that change its settings.
 func WriteDB(s *Store) *sql.DB { return s.write }
+
+// SetSegmentLimits sets the results and value bytes of a segment of sink results (see
+// resultchunks.go) until the test ends, so that small appends take several segments.
+func SetSegmentLimits(t interface{ Cleanup(func()) }, results, bytes int) {
+	oldResults, oldBytes := segmentResults, segmentBytes
+	segmentResults, segmentBytes = results, bytes
+	t.Cleanup(func() { segmentResults, segmentBytes = oldResults, oldBytes })
+}

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/scenario-server/scenario-server/store"
@@ -52,41 +51,20 @@ func appendSinkResults(ctx context.Context, tx *sql.Tx, where string, arg any, r
 	for i := range ids {
 		ids[i] = first + int64(i)
 	}
-	// Many rows a statement: the statements, not the rows, are what costs.
-	var stmt *sql.Stmt
-	stmtRows := 0
-	defer func() {
-		if stmt != nil {
-			stmt.Close()
-		}
-	}()
-	args := make([]any, 0, 5*resultsPerInsert)
-	for start := 0; start < len(results); start += resultsPerInsert {
-		part := results[start:min(start+resultsPerInsert, len(results))]
-		if len(part) != stmtRows {
-			if stmt != nil {
-				stmt.Close()
-			}
-			q := `INSERT INTO sink_results (scenario_id, id, sink, value, created_at) VALUES (?, ?, ?, ?, ?)` +
-				strings.Repeat(`, (?, ?, ?, ?, ?)`, len(part)-1)
-			if stmt, err = tx.PrepareContext(ctx, q); err != nil {
+	for start := 0; start < len(results); {
+		end := segmentEnd(results, start)
+		for _, c := range encodeSegment(results[start:end], ids[start]) {
+			if _, err := tx.ExecContext(ctx,
+				`INSERT INTO result_chunks (scenario_id, segment_last, sink, first_id, last_id, result_count, results, created_at)
+				 VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+				scenarioID, ids[end-1], c.sink, c.first, c.last, c.count, c.blob, created); err != nil {
 				return nil, err
 			}
-			stmtRows = len(part)
 		}
-		args = args[:0]
-		for i, r := range part {
-			args = append(args, scenarioID, ids[start+i], r.Sink, string(r.Value), created)
-		}
-		if _, err := stmt.ExecContext(ctx, args...); err != nil {
-			return nil, err
-		}
+		start = end
 	}
 	return ids, nil
 }
-
-// resultsPerInsert is how many results one INSERT statement writes (5 parameters each).
-const resultsPerInsert = 200
 
 // ReadSinkResults implements store.Store.
 func (s *Store) ReadSinkResults(ctx context.Context, scenario, sink string, after int64, limit int) ([]store.SinkResult, error) {
@@ -97,37 +75,151 @@ func (s *Store) ReadSinkResults(ctx context.Context, scenario, sink string, afte
 	return list, nil
 }
 
+// readSinkResults reads, in one read transaction, the chunks of the segments that end after
+// after (of sink's chunks only when sink is set), in segment order, and stops at the first
+// segment that completes the page (see resultchunks.go). The query leaves out the BLOB of a
+// chunk of one result larger than segmentBytes (a segment alone): it is read by rowid once
+// the page takes it, so a page never loads a large result it does not return.
 func (s *Store) readSinkResults(ctx context.Context, scenario, sink string, after int64, limit int) ([]store.SinkResult, error) {
-	row, err := lookupScenario(ctx, s.read, scenario)
+	tx, err := s.read.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
-	last, n, err := lastWithin(ctx, s.read, store.MaxResultReadBytes,
-		`SELECT id, octet_length(value) FROM sink_results
-		 WHERE scenario_id = ? AND id > ? AND (? = '' OR sink = ?)
-		 ORDER BY id LIMIT ?`, row.id, after, sink, sink, limit)
-	if err != nil || n == 0 {
+	defer tx.Rollback()
+	row, err := lookupScenario(ctx, tx, scenario)
+	if err != nil {
 		return nil, err
 	}
-	rows, err := s.read.QueryContext(ctx,
-		`SELECT id, sink, value, created_at FROM sink_results
-		 WHERE scenario_id = ? AND id > ? AND id <= ? AND (? = '' OR sink = ?)
-		 ORDER BY id LIMIT ?`, row.id, after, last, sink, sink, n)
+	const columns = `SELECT rowid, segment_last, sink, first_id, last_id, result_count, octet_length(results),
+		CASE WHEN result_count = 1 AND octet_length(results) > ? THEN NULL ELSE results END, created_at FROM result_chunks`
+	var rows *sql.Rows
+	if sink != "" {
+		rows, err = tx.QueryContext(ctx, columns+`
+			WHERE scenario_id = ? AND sink = ? AND segment_last > ? ORDER BY segment_last`, segmentBytes, row.id, sink, after)
+	} else {
+		rows, err = tx.QueryContext(ctx, columns+`
+			WHERE scenario_id = ? AND segment_last > ? ORDER BY segment_last, sink`, segmentBytes, row.id, after)
+	}
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var list []store.SinkResult
+	p := resultPage{after: after, limit: limit, fetch: func(rowid int64) (blob []byte, err error) {
+		err = tx.QueryRowContext(ctx, `SELECT results FROM result_chunks WHERE rowid = ?`, rowid).Scan(&blob)
+		return blob, err
+	}}
+	var segment []chunkCursor // the chunks of the segment being read
 	for rows.Next() {
-		var r store.SinkResult
+		var c chunkCursor
 		var created int64
-		if err := rows.Scan(&r.ID, &r.Sink, (*[]byte)(&r.Value), &created); err != nil {
+		if err := rows.Scan(&c.rowid, &c.segment, &c.sink, &c.first, &c.last, &c.count, &c.size, &c.blob, &created); err != nil {
 			return nil, err
 		}
-		r.CreatedAt = fromMicros(created)
-		list = append(list, r)
+		if len(segment) > 0 && segment[0].segment != c.segment {
+			if err := p.add(segment); err != nil || p.done {
+				return p.list, err
+			}
+			segment = segment[:0]
+		}
+		c.created = fromMicros(created)
+		segment = append(segment, c)
 	}
-	return list, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(segment) > 0 {
+		err = p.add(segment)
+	}
+	return p.list, err
+}
+
+// chunkCursor is a chunk being read: its next result is (id, value) while ok.
+type chunkCursor struct {
+	rowid       int64
+	segment     int64
+	sink        string
+	first, last int64
+	count       int
+	size        int64  // bytes of the BLOB
+	blob        []byte // nil until read, for a chunk of one large result
+	created     time.Time
+	results     resultReader
+
+	id    int64
+	value []byte
+	ok    bool
+}
+
+func (c *chunkCursor) next() error {
+	var err error
+	c.id, c.value, c.ok, err = c.results.next()
+	if err != nil {
+		return fmt.Errorf("chunk of segment %d, sink %q: %w", c.segment, c.sink, err)
+	}
+	return nil
+}
+
+// resultPage is a page of ReadSinkResults being filled.
+type resultPage struct {
+	after int64
+	limit int
+	fetch func(rowid int64) ([]byte, error) // reads a chunk's BLOB
+	used  int64                             // bytes of the values in list
+	list  []store.SinkResult
+	done  bool // the limit or the byte budget is reached
+}
+
+// add adds the results of a segment's chunks with IDs above after, in ID order, until the
+// page is done.
+func (p *resultPage) add(chunks []chunkCursor) error {
+	if c := &chunks[0]; len(chunks) == 1 && c.blob == nil && c.first > p.after && len(p.list) > 0 &&
+		p.used+c.size > store.MaxResultReadBytes {
+		p.done = true // a large result alone (its value is its BLOB), past the budget: not read
+		return nil
+	}
+	for i := range chunks {
+		c := &chunks[i]
+		if c.blob == nil {
+			var err error
+			if c.blob, err = p.fetch(c.rowid); err != nil {
+				return fmt.Errorf("chunk of segment %d, sink %q: %w", c.segment, c.sink, err)
+			}
+		}
+		var err error
+		if c.results, err = newResultReader(c.first, c.last, c.count, c.blob); err != nil {
+			return fmt.Errorf("chunk of segment %d, sink %q: %w", c.segment, c.sink, err)
+		}
+		if err := c.next(); err != nil {
+			return err
+		}
+	}
+	for {
+		var c *chunkCursor // the chunk whose next result has the lowest ID
+		for i := range chunks {
+			if chunks[i].ok && (c == nil || chunks[i].id < c.id) {
+				c = &chunks[i]
+			}
+		}
+		if c == nil {
+			return nil
+		}
+		if c.id > p.after {
+			size := int64(len(c.value))
+			if len(p.list) > 0 && p.used+size > store.MaxResultReadBytes {
+				p.done = true
+				return nil
+			}
+			p.used += size
+			p.list = append(p.list, store.SinkResult{ID: c.id, Sink: c.sink, Value: c.value, CreatedAt: c.created})
+			if len(p.list) >= p.limit {
+				p.done = true
+				return nil
+			}
+		}
+		if err := c.next(); err != nil {
+			return err
+		}
+	}
 }
 
 // AppendEvents implements store.Store. Concurrent appends commit together (group commit,
@@ -264,31 +356,6 @@ func (s *Store) readEvents(ctx context.Context, log store.EventLog, from int64, 
 	return list, rows.Err()
 }
 
-// lastWithin runs query, whose rows are (key, size in bytes) in key order, and returns the key
-// of the last row a read bounded by budget bytes takes and how many rows it takes: the rows
-// while their sizes add up to at most budget, and always the first. The sizes come from
-// octet_length, which SQLite answers from the record header without reading the value, so
-// only the rows a read returns are ever loaded (by a second query, up to key).
-func lastWithin(ctx context.Context, q queryer, budget int64, query string, args ...any) (last int64, n int, err error) {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer rows.Close()
-	var used int64
-	for rows.Next() {
-		var key, size int64
-		if err := rows.Scan(&key, &size); err != nil {
-			return 0, 0, err
-		}
-		if n > 0 && used+size > budget {
-			break
-		}
-		last, used, n = key, used+size, n+1
-	}
-	return last, n, rows.Err()
-}
-
 // TruncateEvents implements store.Store.
 func (s *Store) TruncateEvents(ctx context.Context, log store.EventLog, below int64) (int64, error) {
 	var n int64
@@ -329,13 +396,18 @@ func (s *Store) TruncateEvents(ctx context.Context, log store.EventLog, below in
 }
 
 // pruneChunk is how many rows one statement of a prune deletes, so that a large prune
-// does not hold the write lock for long.
-const pruneChunk = 5000
+// does not hold the write lock for long; pruneResultChunks the same for result_chunks, whose
+// rows hold up to segmentBytes of values each.
+const (
+	pruneChunk        = 5000
+	pruneResultChunks = 500
+)
 
 // PruneSinkResults implements store.Store.
 func (s *Store) PruneSinkResults(ctx context.Context, before time.Time) (int64, error) {
-	n, err := s.prune(ctx, `DELETE FROM sink_results WHERE (scenario_id, id) IN
-		(SELECT scenario_id, id FROM sink_results WHERE created_at < ? LIMIT ?)`, micros(before))
+	// The results of a chunk share its created_at: a chunk goes whole.
+	n, err := s.prune(ctx, `DELETE FROM result_chunks WHERE rowid IN
+		(SELECT rowid FROM result_chunks WHERE created_at < ? LIMIT ?) RETURNING result_count`, micros(before), pruneResultChunks)
 	if err != nil {
 		return n, fmt.Errorf("pruning sink results created before %v: %w", before, err)
 	}
@@ -345,30 +417,42 @@ func (s *Store) PruneSinkResults(ctx context.Context, before time.Time) (int64, 
 // PruneEventBatches implements store.Store.
 func (s *Store) PruneEventBatches(ctx context.Context, before time.Time) (int64, error) {
 	n, err := s.prune(ctx, `DELETE FROM event_batches WHERE (scenario_id, source, batch_key) IN
-		(SELECT scenario_id, source, batch_key FROM event_batches WHERE accepted_at < ? LIMIT ?)`, micros(before))
+		(SELECT scenario_id, source, batch_key FROM event_batches WHERE accepted_at < ? LIMIT ?) RETURNING 1`, micros(before), pruneChunk)
 	if err != nil {
 		return n, fmt.Errorf("pruning event batch keys accepted before %v: %w", before, err)
 	}
 	return n, nil
 }
 
-// prune runs a chunked delete (arguments: the bound, then the chunk size) until a chunk
-// deletes fewer rows than it may.
-func (s *Store) prune(ctx context.Context, query string, bound int64) (int64, error) {
+// prune runs a chunked delete (arguments: the bound, then limit, the chunk size) that
+// returns a count per row it deletes (RETURNING), until a chunk deletes fewer rows than
+// limit, and returns the sum of the counts.
+func (s *Store) prune(ctx context.Context, query string, bound int64, limit int64) (int64, error) {
 	var total int64
 	for {
-		var n int64
+		var rowsDeleted, n int64
 		err := s.inTx(ctx, func(tx *sql.Tx) error {
-			res, err := tx.ExecContext(ctx, query, bound, pruneChunk)
+			rowsDeleted, n = 0, 0
+			rows, err := tx.QueryContext(ctx, query, bound, limit)
 			if err != nil {
 				return err
 			}
-			n, err = res.RowsAffected()
-			return err
+			defer rows.Close()
+			for rows.Next() {
+				var count int64
+				if err := rows.Scan(&count); err != nil {
+					return err
+				}
+				rowsDeleted, n = rowsDeleted+1, n+count
+			}
+			return rows.Err()
 		})
-		total += n
-		if err != nil || n < pruneChunk {
+		if err != nil {
 			return total, err
+		}
+		total += n
+		if rowsDeleted < limit {
+			return total, nil
 		}
 	}
 }

@@ -49,6 +49,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"SinkResults", testSinkResults},
 		{"ConcurrentSinkAppends", testConcurrentSinkAppends},
 		{"ManySinkResults", testManySinkResults},
+		{"SinkResultsAcrossChunks", testSinkResultsAcrossChunks},
 		{"EventLog", testEventLog},
 		{"EventReadBytes", testEventReadBytes},
 		{"ResultReadBytes", testResultReadBytes},
@@ -886,6 +887,71 @@ func testManySinkResults(t *testing.T, open func(t *testing.T) store.Store) {
 	if page := must(s.ReadSinkResults(ctx, "many", "sink-2", 440, 100))(t); len(page) != 4 || page[0].ID != 441 {
 		t.Errorf("sink-2 after 440: %d results from %v, want 4 from 441 (indices 440, 443, 446, 449)", len(page), page)
 	}
+}
+
+// One append of 10,000 results (more than a chunk of the SQLite store holds: 4096 results)
+// in three sinks, one of them rare (every 997th result), and a second append: every page,
+// of every sink and of each, starting anywhere (also inside a chunk), holds the results a
+// scan of the appended list gives.
+func testSinkResultsAcrossChunks(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	must(s.CreateScenario(ctx, "chunks", draft(1, "")))(t)
+	var all []store.NewSinkResult // index i has ID i+1
+	add := func(n int) {
+		t.Helper()
+		batch := make([]store.NewSinkResult, n)
+		for i := range batch {
+			id := len(all) + i + 1
+			sink := []string{"even", "odd"}[id%2]
+			if id%997 == 0 {
+				sink = "rare"
+			}
+			batch[i] = store.NewSinkResult{Sink: sink, Value: json.RawMessage(fmt.Sprintf(`{"id":%d}`, id))}
+		}
+		ids := must(s.AppendSinkResults(ctx, "chunks", batch))(t)
+		if len(ids) != n || ids[0] != int64(len(all)+1) {
+			t.Fatalf("IDs %d.. of %d, want %d..", ids[0], len(ids), len(all)+1)
+		}
+		all = append(all, batch...)
+	}
+	add(10_000)
+	add(3)
+	for _, c := range []struct {
+		sink  string
+		after int64
+		limit int
+	}{
+		{"", 0, store.MaxReadLimit}, {"", 4095, 3}, {"", 4096, 2}, {"", 8190, 10}, {"", 9999, 100},
+		{"rare", 0, 100}, {"rare", 997, 1}, {"rare", 4000, 2}, {"rare", 9970, 5},
+		{"odd", 4094, 3}, {"even", 8191, 4}, {"even", 10_003, 4},
+	} {
+		var want []int64
+		for i, r := range all {
+			if id := int64(i + 1); id > c.after && (c.sink == "" || r.Sink == c.sink) && len(want) < c.limit {
+				want = append(want, id)
+			}
+		}
+		got := must(s.ReadSinkResults(ctx, "chunks", c.sink, c.after, c.limit))(t)
+		var ids []int64
+		for _, r := range got {
+			ids = append(ids, r.ID)
+			if w := all[r.ID-1]; r.Sink != w.Sink || !bytes.Equal(r.Value, w.Value) {
+				t.Errorf("sink %q after %d: result %d is %s %s, want %s %s", c.sink, c.after, r.ID, r.Sink, r.Value, w.Sink, w.Value)
+			}
+		}
+		if !slices.Equal(ids, want) {
+			t.Errorf("sink %q after %d limit %d: IDs %v, want %v", c.sink, c.after, c.limit, short(ids), short(want))
+		}
+	}
+}
+
+// short is ids, or its ends when it is long.
+func short(ids []int64) string {
+	if len(ids) <= 12 {
+		return fmt.Sprint(ids)
+	}
+	return fmt.Sprintf("%v ... %v (%d)", ids[:6], ids[len(ids)-6:], len(ids))
 }
 
 func testEventLog(t *testing.T, open func(t *testing.T) store.Store) {

@@ -31,8 +31,8 @@ func EncodeChunk(payloads [][]byte) []byte {
 	return b
 }
 
-// errChunk means a stored chunk is not what EncodeChunk makes of its count of events.
-var errChunk = errors.New("corrupt event chunk")
+// ErrCorrupt means a stored chunk is not what EncodeChunk makes of its count of payloads.
+var ErrCorrupt = errors.New("corrupt chunk")
 
 // ChunkEvents appends to list the events of a chunk (count events, the last at offset last,
 // blob from EncodeChunk) with Offset ≥ from, and stops before the event that would take the
@@ -48,25 +48,61 @@ func ChunkEvents(list []store.Event, used *int64, last int64, count int, blob []
 		}
 		return addEvent(list, used, store.Event{Offset: first, Payload: blob, AcceptedAt: accepted}, limit, budget)
 	}
-	rest := blob
-	for i := range count {
-		n, k := binary.Uvarint(rest)
-		if k <= 0 || uint64(len(rest)-k) < n {
-			return list, true, fmt.Errorf("%w ending at offset %d", errChunk, last)
+	r := NewChunkReader(count, blob)
+	for off := first; ; off++ {
+		p, ok, err := r.Next()
+		if err != nil {
+			return list, true, fmt.Errorf("%w ending at offset %d", err, last)
 		}
-		p := rest[k : k+int(n) : k+int(n)]
-		rest = rest[k+int(n):]
-		if off := first + int64(i); off >= from {
+		if !ok {
+			return list, false, nil
+		}
+		if off >= from {
 			var done bool
 			if list, done, _ = addEvent(list, used, store.Event{Offset: off, Payload: p, AcceptedAt: accepted}, limit, budget); done {
 				return list, true, nil
 			}
 		}
 	}
-	if len(rest) != 0 {
-		return list, true, fmt.Errorf("%w ending at offset %d", errChunk, last)
+}
+
+// ChunkReader reads the payloads of a chunk that EncodeChunk made, in order, without
+// copying them. Make it with NewChunkReader.
+type ChunkReader struct {
+	left int  // payloads not read yet; -1 for a count below 1
+	one  bool // a chunk of one payload: blob is the payload
+	rest []byte
+}
+
+// NewChunkReader reads the count payloads of blob.
+func NewChunkReader(count int, blob []byte) ChunkReader {
+	return ChunkReader{left: max(count, -1), one: count == 1, rest: blob}
+}
+
+// Next returns the next payload (sharing blob's memory), or ok false after the last one. The
+// error (wrapping ErrCorrupt) means blob is not count payloads: a count below 1, a length
+// past the end of blob, or bytes after the last payload.
+func (r *ChunkReader) Next() (p []byte, ok bool, err error) {
+	switch {
+	case r.left < 0:
+		return nil, false, fmt.Errorf("%w: a count below 1", ErrCorrupt)
+	case r.left == 0:
+		if len(r.rest) != 0 {
+			return nil, false, fmt.Errorf("%w: %d bytes after the last payload", ErrCorrupt, len(r.rest))
+		}
+		return nil, false, nil
+	case r.one:
+		r.left, p, r.rest = 0, r.rest, nil
+		return p, true, nil
 	}
-	return list, false, nil
+	n, k := binary.Uvarint(r.rest)
+	if k <= 0 || uint64(len(r.rest)-k) < n {
+		return nil, false, fmt.Errorf("%w: a length past the end", ErrCorrupt)
+	}
+	p = r.rest[k : k+int(n) : k+int(n)]
+	r.rest = r.rest[k+int(n):]
+	r.left--
+	return p, true, nil
 }
 
 func addEvent(list []store.Event, used *int64, e store.Event, limit int, budget int64) ([]store.Event, bool, error) {

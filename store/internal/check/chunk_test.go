@@ -2,6 +2,7 @@ package check
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -62,4 +63,39 @@ func TestChunkEvents(t *testing.T) {
 	if _, _, err := ChunkEvents(nil, new(int64), 13, 3, blob, at, 0, 100, 1<<20); err == nil {
 		t.Error("a chunk with more events than its count read without an error")
 	}
+}
+
+// A corrupt chunk is an error wrapping ErrCorrupt, never a panic; a chunk that reads gives
+// count payloads, and EncodeChunk of them reads back the same payloads.
+func FuzzChunkReader(f *testing.F) {
+	f.Add(3, EncodeChunk([][]byte{[]byte("ab"), {}, []byte("c")}))
+	f.Add(1, []byte("abc"))
+	f.Add(2, []byte{0x80, 0x80, 0x80})
+	f.Fuzz(func(t *testing.T, count int, blob []byte) {
+		read := func(count int, blob []byte) ([][]byte, error) {
+			var list [][]byte
+			r := NewChunkReader(count, blob)
+			for {
+				p, ok, err := r.Next()
+				if err != nil || !ok {
+					return list, err
+				}
+				list = append(list, p)
+			}
+		}
+		payloads, err := read(count, blob)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("error not wrapping ErrCorrupt: %v", err)
+			}
+			return
+		}
+		if len(payloads) != count {
+			t.Fatalf("%d payloads of a chunk of %d", len(payloads), count)
+		}
+		again, err := read(count, EncodeChunk(payloads))
+		if err != nil || fmt.Sprintf("%q", again) != fmt.Sprintf("%q", payloads) {
+			t.Fatalf("encoded again: %q %v, want %q", again, err, payloads)
+		}
+	})
 }
