@@ -400,7 +400,7 @@ func (s *Store) TruncateEvents(ctx context.Context, log store.EventLog, below in
 // rows hold up to segmentBytes of values each.
 const (
 	pruneChunk        = 5000
-	pruneResultChunks = 500
+	pruneResultChunks = 50 // at most 12.5 MiB of values a transaction
 )
 
 // PruneSinkResults implements store.Store.
