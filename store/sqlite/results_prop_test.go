@@ -52,12 +52,7 @@ func modelPage(kept []modelResult, sink string, after int64, limit int) []modelR
 // segments are cut small (5 results, 64 bytes) so that appends take several segments, and a
 // sink's chunk holds IDs with gaps.
 func TestReadSinkResultsAgainstModel(t *testing.T) {
-	sqlite.SetSegmentLimits(t, 5, 64)
-	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "data"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openWithSegments(t, 5, 64)
 	scenarios := 0
 	rapid.Check(t, func(rt *rapid.T) {
 		ctx := t.Context()
@@ -153,15 +148,10 @@ func ids(list []store.SinkResult) []int64 {
 	return out
 }
 
-// A prune of more chunks than one statement deletes (500) goes on until none is left and
+// A prune of more chunks than one statement deletes (50) goes on until none is left and
 // counts every result: 1201 results in chunks of one, 1000 more in one chunk.
 func TestPruneManyChunks(t *testing.T) {
-	sqlite.SetSegmentLimits(t, 1, 64)
-	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "data"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openWithSegments(t, 1, 64)
 	ctx := t.Context()
 	if _, err := s.CreateScenario(ctx, "many", store.Draft{Graph: json.RawMessage(`{}`)}); err != nil {
 		t.Fatal(err)
@@ -186,4 +176,18 @@ func TestPruneManyChunks(t *testing.T) {
 	if got, err := s.ReadSinkResults(ctx, "many", "", 0, 10); err != nil || got != nil {
 		t.Errorf("after the prune: %d results, %v", len(got), err)
 	}
+}
+
+// openWithSegments opens a SQLite store in a temporary directory whose appends are cut into
+// segments of at most results results and bytes bytes (SetSegmentLimits), closed at the
+// test's end.
+func openWithSegments(t *testing.T, results, bytes int) *sqlite.Store {
+	t.Helper()
+	sqlite.SetSegmentLimits(t, results, bytes)
+	s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
