@@ -29,7 +29,13 @@ import (
 
 // engineProduct runs the decoded workload of n events through the product's engine and
 // returns events per CPU second and results; out receives the results.
-func engineProduct(n int, out string) (float64, int64, error) {
+func engineProduct(n int, out string) (float64, int64, error) { return engineRun(n, out, false) }
+
+// engineCount is engineProduct with an Output that counts the results and writes nothing:
+// the engine alone less its JSON lines (the breakdown engineFigure prints).
+func engineCount(n int, out string) (float64, int64, error) { return engineRun(n, out, true) }
+
+func engineRun(n int, out string, countOnly bool) (float64, int64, error) {
 	s, err := scenario.Decode([]byte(runScenario))
 	if err != nil {
 		return 0, 0, err
@@ -41,7 +47,11 @@ func engineProduct(n int, out string) (float64, int64, error) {
 	defer f.Close()
 	w := bufio.NewWriterSize(f, 1<<20)
 	var results int64
-	e, err := engine.New(s, engine.Options{ScenarioName: "scenario", Bounded: true, Output: engine.WriteOutput(w, &results)})
+	output := engine.WriteOutput(w, &results)
+	if countOnly {
+		output = func(string, value.Value, int64) { results++ }
+	}
+	e, err := engine.New(s, engine.Options{ScenarioName: "scenario", Bounded: true, Output: output})
 	if err != nil {
 		return 0, 0, err
 	}

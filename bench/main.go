@@ -52,7 +52,7 @@ type options struct {
 
 func main() {
 	var o options
-	child := flag.String("child", "", "internal: run one measurement in this process (ref-run, ceiling, core-product, core-ring, engine-product, engine-ring, sessions); workload writes the run figure's events to -output and its scenario to -input")
+	child := flag.String("child", "", "internal: run one measurement in this process (ref-run, ceiling, core-product, core-ring, engine-product, engine-count, engine-ring, sessions); workload writes the run figure's events to -output and its scenario to -input")
 	dir := flag.String("dir", "", "internal: the ceiling server's directory")
 	input := flag.String("input", "", "internal: ref-run's input")
 	output := flag.String("output", "", "internal: ref-run's output")
@@ -94,11 +94,9 @@ func main() {
 		if err == nil {
 			err = json.NewEncoder(os.Stdout).Encode(map[string]float64{"rate": rate, "results": float64(results)})
 		}
-	case "engine-product", "engine-ring":
-		f := engineProduct
-		if *child == "engine-ring" {
-			f = engineRing
-		}
+	case "engine-product", "engine-count", "engine-ring":
+		f := map[string]func(int, string) (float64, int64, error){
+			"engine-product": engineProduct, "engine-count": engineCount, "engine-ring": engineRing}[*child]
 		var rate float64
 		var results int64
 		rate, results, err = f(o.events, *output)
@@ -305,7 +303,9 @@ func childFigures(bin, child string, args ...string) (map[string]float64, error)
 
 // engineFigure measures the engine alone (engine-product, and engine-product of -base-bench)
 // against the reference loop's ring part (engine-ring), alternated, and checks that both
-// give the same number of results.
+// give the same number of results. In the same rounds it measures engine-count and the
+// window core at 10 s slices on the same events, and prints where the time per event goes
+// on each side (enginePerEvent).
 func engineFigure(self string, o options) error {
 	dir, err := os.MkdirTemp("", "bench-engine-")
 	if err != nil {
@@ -314,7 +314,7 @@ func engineFigure(self string, o options) error {
 	defer os.RemoveAll(dir)
 	out := filepath.Join(dir, "out.ndjson")
 	f := figure{name: "engine alone (decoded events)", unit: "ev/CPU-s", target: 0.85}
-	var results []float64
+	var results, counted, core, coreRef []float64
 	measure := func(bin, child string, into *[]float64) error {
 		r, err := childFigures(bin, child, "-events", strconv.Itoa(o.events), "-output", out)
 		if err != nil {
@@ -336,6 +336,19 @@ func engineFigure(self string, o options) error {
 		if err := measure(self, "engine-ring", &f.ref); err != nil {
 			return err
 		}
+		if err := measure(self, "engine-count", &counted); err != nil {
+			return err
+		}
+		for _, c := range []struct {
+			child string
+			into  *[]float64
+		}{{"core-product", &core}, {"core-ring", &coreRef}} {
+			r, err := childFigures(self, c.child, "-core-events", strconv.Itoa(o.events), "-precision", "10000")
+			if err != nil {
+				return err
+			}
+			*c.into = append(*c.into, r["rate"])
+		}
 	}
 	for _, r := range results[1:] {
 		if r != results[0] {
@@ -344,7 +357,23 @@ func engineFigure(self string, o options) error {
 	}
 	f.print()
 	fmt.Printf("  (%.0f results each; load average %s)\n", results[0], loadavg())
+	fmt.Println("  " + enginePerEvent(median(f.after), median(counted), median(core), median(f.ref), median(coreRef)))
 	return nil
+}
+
+// enginePerEvent says where the engine alone's time per event goes, from the median rates
+// (events per CPU second) of: the engine (product), the engine with results counted, not
+// written (counted), the window core (core), and on the reference's side the ring with its
+// JSON lines (ref) and without (coreRef). The window core's events are built outside its
+// timing, so "the engine's layers" is all the engine does around the window operator:
+// reading the record's fields, the event time and watermark, the group key and inputs,
+// handing each result to the sink.
+func enginePerEvent(product, counted, core, ref, coreRef float64) string {
+	ns := func(rate float64) float64 { return 1e9 / rate }
+	return fmt.Sprintf("per event: window core %.1f ns (ring %.1f ns); the engine's layers around it %.1f ns "+
+		"(the engine with results counted, not written, less the window core); results as JSON lines %.1f ns "+
+		"(reference %.1f ns); in all %.1f ns (reference %.1f ns)",
+		ns(core), ns(coreRef), ns(counted)-ns(core), ns(product)-ns(counted), ns(ref)-ns(coreRef), ns(product), ns(ref))
 }
 
 var (
