@@ -159,12 +159,14 @@ func checkMultiple(c *nodes.Check, field string, length, p time.Duration, explic
 // of its window (windowLength / precision slices), and a hopping window's event is counted in
 // windowLength / slide windows, each fired on its own. So a hopping window of 1d sliding every
 // 1ms would hold 86,400,000 slices per key and fire as many windows per event: such shapes are
-// validation errors (nodes.CodeTooManySlices, nodes.CodeTooManyWindows), checked before anything runs.
+// validation errors (nodes.CodeTooManySlices, nodes.CodeTooManyWindows), checked before anything runs;
+// so is a count window of more than MaxSlicesPerWindow count-slices per key (checkCount).
 // Tumbling windows have one slice per window and sessions one cell per session (its bounds
 // exact to the millisecond, whatever the precision), so neither has a shape limit.
 const (
 	// MaxSlicesPerWindow is the most slices (windowLength / precision) a sliding or hopping
-	// window may have.
+	// window may have, and the most count-slices a count window may keep per key (see
+	// checkCount).
 	MaxSlicesPerWindow = 10_000
 	// MaxWindowsPerEvent is the most windows (windowLength / slide) a hopping window may count
 	// one event in: a window of a day sliding every minute is the longest.
@@ -270,13 +272,36 @@ func checkSession(c *nodes.Check, out *aggregateOutput) {
 	out.enrich = ok && emit == EmitOnEvent
 }
 
+// checkCount checks a count window's shape. Its state is, per key, windowLength /
+// gcd(windowLength, slide) count-slices (aggregate-count cuts a key's events into slices of
+// gcd events and keeps a window's worth of them), allocated when the key's first event
+// arrives: more than MaxSlicesPerWindow is a validation error (nodes.CodeTooManySlices), as it
+// is for a time window.
 func checkCount(c *nodes.Check, out *aggregateOutput) {
 	length, okL := c.Int("windowLength")
+	slide, okS := length, okL
 	if c.Given("slide") {
-		if slide, ok := c.Int("slide"); ok && okL && slide > length {
+		slide, okS = c.Int("slide")
+		if okS && okL && slide > length {
 			c.Errorf("slide", nodes.CodeSlideOutOfRange, "slide %d is more than windowLength %d: events between windows would be skipped", slide, length)
+			return
 		}
 	}
+	if !okL || !okS || length <= 0 || slide <= 0 {
+		return
+	}
+	if n := length / gcd(length, slide); n > MaxSlicesPerWindow {
+		c.Errorf("windowLength", nodes.CodeTooManySlices, "windowLength %s events sliding by %s are kept per key as %s count-slices (windowLength / gcd(windowLength, slide)); at most %s: set a slide that divides windowLength into at most %s parts",
+			groupDigits(length), groupDigits(slide), groupDigits(n), groupDigits(MaxSlicesPerWindow), groupDigits(MaxSlicesPerWindow))
+	}
+}
+
+// gcd is the greatest common divisor of a and b (both positive).
+func gcd(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 // Emission modes of emitWhen.

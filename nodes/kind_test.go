@@ -389,6 +389,14 @@ func TestWindowParameters(t *testing.T) {
 		{engine.AggregateSession, map[string]any{"sessionTimeout": "30m", "emitWhen": "OnEndWithExtraWindow"}, "emitWhen", CodeInvalidEnum},
 		{engine.AggregateCount, map[string]any{"windowLength": 3, "slide": 4}, "slide", CodeSlideOutOfRange},
 		{engine.AggregateCount, map[string]any{"windowLength": 0}, "windowLength", CodeInvalidParameter},
+		// Count-slices per key: windowLength / gcd(windowLength, slide), at most 10,000.
+		{engine.AggregateCount, map[string]any{"windowLength": 1_000_000_000, "slide": 1}, "windowLength", CodeTooManySlices}, // 10^9 slices
+		{engine.AggregateCount, map[string]any{"windowLength": 1_000_000_000_000_000_000}, "", ""},                            // slide 10^18 too: 1 slice
+		{engine.AggregateCount, map[string]any{"windowLength": 10_000, "slide": 1}, "", ""},                                   // 10,000 slices
+		{engine.AggregateCount, map[string]any{"windowLength": 10_001, "slide": 1}, "windowLength", CodeTooManySlices},
+		{engine.AggregateCount, map[string]any{"windowLength": 20_000, "slide": 2}, "", ""},                            // gcd 2: 10,000
+		{engine.AggregateCount, map[string]any{"windowLength": 20_001, "slide": 2}, "windowLength", CodeTooManySlices}, // gcd 1: 20,001
+		{engine.AggregateCount, map[string]any{"windowLength": 30_000, "slide": 20_000}, "", ""},                       // gcd 10,000: 3
 		{engine.AggregateCount, map[string]any{"windowLength": 2.5}, "windowLength", CodeInvalidParameter},
 	}
 	for _, tt := range tests {
