@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/scenario-server/scenario-server/internal/names"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -129,7 +130,7 @@ func CompileWith(text string, env TypeEnv, want Type, opts Options) (prog *Progr
 	defer func() {
 		if r := recover(); r != nil {
 			prog = nil
-			problems = []scenario.Problem{{Code: CodeInternalError, Message: fmt.Sprintf("internal error compiling the expression: %v", r), Line: 1, Column: 1}}
+			problems = []scenario.Problem{{Code: CodeInternalError, Message: withoutStack(fmt.Sprintf("internal error compiling the expression: %v", r)), Line: 1, Column: 1}}
 		}
 	}()
 	if strings.TrimSpace(text) == "" {
@@ -173,12 +174,15 @@ func CompileWith(text string, env TypeEnv, want Type, opts Options) (prog *Progr
 	if err := optimizer.Optimize(&tree.Node, config); err != nil {
 		return nil, []scenario.Problem{src.problem(err, CodeType, nil)}
 	}
+	if p := src.checkPatterns(tree); p != nil {
+		return nil, []scenario.Problem{*p}
+	}
 	p := &Program{src: src, result: result, env: env, vars: vars, allVars: readsEnv(tree.Node), readsClock: callsNow(tree.Node), budget: budget}
 	p.orders = mapKeyOrders(tree.Node)
 	p.shape = literalShape(&tree.Node)
 	p.budgeted = patchBudgets(&tree.Node, budget, !p.allVars)
 	if p.program, err = compiler.Compile(tree, config); err != nil {
-		return nil, []scenario.Problem{src.problem(err, CodeInternalError, nil)}
+		return nil, []scenario.Problem{internalProblem(src.problem(err, CodeInternalError, nil))}
 	}
 	p.whole = wholeBindings(vars, env)
 	p.fast, p.fastBinds = p.program, p.whole
@@ -192,7 +196,7 @@ func CompileWith(text string, env TypeEnv, want Type, opts Options) (prog *Progr
 	}
 	if binds, ok := bindFields(&tree.Node, env, isVar); ok {
 		if p.fast, err = compiler.Compile(tree, config); err != nil {
-			return nil, []scenario.Problem{src.problem(err, CodeInternalError, nil)}
+			return nil, []scenario.Problem{internalProblem(src.problem(err, CodeInternalError, nil))}
 		}
 		p.fastBinds = binds
 	}
@@ -377,6 +381,41 @@ func (s *source) checkCalls(tree *parser.Tree) *scenario.Problem {
 		}
 	}))
 	return found
+}
+
+// checkPatterns reports a `matches` whose pattern is a constant that is not a valid regular
+// expression (RE2 syntax, Go's regexp), at the operator as for a literal. expr's checker refuses a literal
+// pattern itself; this catches one its optimizer made constant (`s matches ("(" + "")`),
+// which expr's compiler would otherwise compile with regexp.MustCompile.
+func (s *source) checkPatterns(tree *parser.Tree) *scenario.Problem {
+	var found *scenario.Problem
+	ast.Walk(&tree.Node, visitorFunc(func(n *ast.Node) {
+		bin, ok := (*n).(*ast.BinaryNode)
+		if found != nil || !ok || bin.Operator != "matches" {
+			return
+		}
+		if lit, ok := bin.Right.(*ast.StringNode); ok {
+			if _, err := regexp.Compile(lit.Value); err != nil {
+				found = s.at(bin, CodeType, err.Error())
+			}
+		}
+	}))
+	return found
+}
+
+// internalProblem is p with its message cut before a goroutine stack: expr's compiler
+// recovers a panic into an error that carries the stack, which is not for the client.
+func internalProblem(p scenario.Problem) scenario.Problem {
+	p.Message = withoutStack(p.Message)
+	return p
+}
+
+// withoutStack is msg up to a goroutine stack trace ("\ngoroutine N [...]:") in it.
+func withoutStack(msg string) string {
+	if i := strings.Index(msg, "\ngoroutine "); i >= 0 {
+		return msg[:i]
+	}
+	return msg
 }
 
 func (s *source) at(n ast.Node, code, msg string) *scenario.Problem {

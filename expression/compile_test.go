@@ -3,6 +3,8 @@ package expression
 import (
 	"strings"
 	"testing"
+
+	"github.com/scenario-server/scenario-server/scenario"
 )
 
 var testEnv = TypeEnv{
@@ -82,6 +84,10 @@ func TestCompileProblemPositions(t *testing.T) {
 		{"empty", "  \n ", Unknown, CodeEmpty, 1, 1, "empty"},
 		{"unterminated string: at the end of the text", "#input.country == \"PL", Unknown, CodeSyntax, 1, 22, "literal not terminated"},
 		{"unclosed comment after a ref", "#total /* x", Unknown, CodeSyntax, 1, 12, "unclosed comment"},
+		{"bad literal pattern, at matches", `#input.country matches "("`, Boolean, CodeType, 1, 16, "missing closing )"},
+		// A pattern the optimizer folds into a constant is checked too, at matches (expr's
+		// compiler used to panic on it, and the problem carried the goroutine's stack).
+		{"bad constant pattern", `#input.country matches ("(" + "")`, Boolean, CodeType, 1, 16, "missing closing ): `(`"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -94,6 +100,18 @@ func TestCompileProblemPositions(t *testing.T) {
 				t.Errorf("Compile(%q) problem %+v; want code %s at %d:%d containing %q", tt.text, p, tt.code, tt.line, tt.col, tt.msgContain)
 			}
 		})
+	}
+}
+
+// TestInternalProblemHasNoStack: a problem's message, which goes to the client, never carries
+// a goroutine stack.
+func TestInternalProblemHasNoStack(t *testing.T) {
+	msg := "1:1: error parsing regexp: missing closing ): `(`\ngoroutine 5 [running]:\nruntime/debug.Stack()\n"
+	if got := internalProblem(scenario.Problem{Message: msg}).Message; got != "1:1: error parsing regexp: missing closing ): `(`" {
+		t.Errorf("message %q", got)
+	}
+	if got := withoutStack("no stack here"); got != "no stack here" {
+		t.Errorf("message %q", got)
 	}
 }
 
