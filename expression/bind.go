@@ -85,9 +85,15 @@ func typeOf(env TypeEnv, name string, path []step) Type {
 	return t
 }
 
+// maxBoundSteps is the most steps of a field path bindFields binds: a longer path's first
+// maxBoundSteps are bound and expr follows the rest. Each bound prefix of a path has its own
+// identifier and step list, so binding a path of n steps whole would cost O(n²) (a chain
+// of 4,900 steps, under the compile limits, took 450 MB); capped, it is O(n).
+const maxBoundSteps = 16
+
 // bindFields rewrites the field paths on variables (isVar) into identifiers
 // of their own and returns the bindings the rewritten tree reads, and
-// whether it rewrote any path.
+// whether it rewrote any path. A path is bound up to maxBoundSteps steps.
 func bindFields(root *ast.Node, env TypeEnv, isVar func(string) bool) ([]binding, bool) {
 	paths := map[*ast.IdentifierNode][]step{} // of the identifiers made
 	vars := map[*ast.IdentifierNode]string{}  // their variables
@@ -114,7 +120,7 @@ func bindFields(root *ast.Node, env TypeEnv, isVar func(string) bool) ([]binding
 			return
 		}
 		base, patched := paths[id]
-		if !patched && !isVar(id.Value) {
+		if !patched && !isVar(id.Value) || len(base) >= maxBoundSteps {
 			return
 		}
 		field := &ast.IdentifierNode{Value: id.Value + name}

@@ -250,3 +250,47 @@ func TestFieldVarsGiveWhatMapsGive(t *testing.T) {
 		}
 	}
 }
+
+// TestLongPathsBindInLinearSpace: a field path longer than maxBoundSteps is bound up to that
+// many steps and followed by expr after them, with the same value; compiling a chain of 4,900
+// steps (under every compile limit) makes no more than maxBoundSteps bound steps, where
+// binding it whole made one identifier and one step list per prefix (12 million steps).
+func TestLongPathsBindInLinearSpace(t *testing.T) {
+	// #input.a.a...a (n steps) on a record nested n deep whose innermost value is 42.
+	nested := func(n int) value.Value {
+		v := value.Int(42)
+		for range n {
+			v = value.NewRecord([]string{"a"}, []value.Value{v})
+		}
+		return v
+	}
+	env := TypeEnv{"input": Unknown}
+	for _, n := range []int{1, maxBoundSteps, maxBoundSteps + 1, 40} {
+		text := "#input" + strings.Repeat(".a", n)
+		p, problems := Compile(text, env, Unknown)
+		if p == nil {
+			t.Fatalf("%d steps: %v", n, problems)
+		}
+		vars := map[string]value.Value{"input": nested(n)}
+		got, err := Run(p, vars)
+		if err != nil || got.Kind() != value.KindInt || got.Int() != 42 {
+			t.Errorf("%d steps: %s, want 42", n, describe(got, err))
+		}
+		for _, b := range p.fastBinds {
+			if len(b.path) > maxBoundSteps {
+				t.Errorf("%d steps: a binding of %d steps", n, len(b.path))
+			}
+		}
+	}
+	p, problems := Compile("#input"+strings.Repeat(".a", 4_900), env, Unknown)
+	if p == nil {
+		t.Fatalf("4,900 steps: %v", problems)
+	}
+	steps := 0
+	for _, b := range p.fastBinds {
+		steps += len(b.path)
+	}
+	if steps > maxBoundSteps {
+		t.Errorf("4,900 steps: %d bound steps, want at most %d", steps, maxBoundSteps)
+	}
+}
