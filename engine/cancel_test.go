@@ -45,3 +45,39 @@ func TestReplayStopsWhenItsContextEnds(t *testing.T) {
 		t.Errorf("the source had %d records, want 1 (the second line is not read)", c.In)
 	}
 }
+
+// One input event makes at most MaxForEachEvents events through the for-each nodes, nested
+// ones together: 1..400 inside 1..400 would be 400 + 160,000. Worked by hand: each outer
+// element costs 401 events (itself and its 400), so 249 of them make 99,849; the 250th makes
+// 99,850 and its inner loop sends 150 more, reaching 100,000; the 151st inner element is the
+// error (once, at the inner node) and nothing more is sent. The sink gets 249*400 + 150 =
+// 99,750 events for each record: the count starts again with the next input event.
+func TestForEachEventsPerInputEventAreBounded(t *testing.T) {
+	graph := `{"nodes": [` + srcNode("in", "#input.t", "0s") + `,
+		{"id": "outer", "type": "CustomNode", "nodeType": "for-each", "outputVar": "i", "parameters": [
+			{"name": "Elements", "expression": {"language": "expr", "expression": "1..400"}}]},
+		{"id": "inner", "type": "CustomNode", "nodeType": "for-each", "outputVar": "j", "parameters": [
+			{"name": "Elements", "expression": {"language": "expr", "expression": "1..400"}}]},
+		` + sinkNode("out", "#i * 1000 + #j") + `],
+		"edges": [{"from": "in", "to": "outer"}, {"from": "outer", "to": "inner"}, {"from": "inner", "to": "out"}]}`
+	out, e, _ := replay(t, graph, `{"t": 1}`+"\n"+`{"t": 2}`)
+	if len(out) != 2*99_750 {
+		t.Fatalf("%d results, want %d", len(out), 2*99_750)
+	}
+	// The last result of the first record is outer element 250, inner element 150.
+	if want := `{"sink":"out","value":250150}`; out[99_749] != want || out[2*99_750-1] != want {
+		t.Errorf("last results %s and %s, want %s", out[99_749], out[2*99_750-1], want)
+	}
+	errs, n := e.Errors()
+	if n != 2 {
+		t.Fatalf("%d errors (%v), want one per record", n, errs)
+	}
+	for i, x := range errs {
+		if x.NodeID != "inner" || x.Field != "Elements" || x.Line != int64(i+1) || !strings.Contains(x.Message, "more than 100000 events") {
+			t.Errorf("error %d: %+v", i, x)
+		}
+	}
+	if c := e.Counts()["outer"]; c.Out != 2*250 {
+		t.Errorf("outer sent %d, want %d", c.Out, 2*250)
+	}
+}

@@ -187,6 +187,10 @@ type Engine struct {
 	ctx     context.Context
 	pushes  int
 	stopped bool
+	// forEachSent counts the events the for-each nodes sent for the input event being
+	// processed (see MaxForEachEvents); forEachOver: that input event passed the limit.
+	forEachSent int
+	forEachOver bool
 	// probe, when set, captures what one node does instead of passing it on (RunNode).
 	probe *probe
 }
@@ -545,6 +549,7 @@ func (e *Engine) PushValue(sourceID string, record value.Value, eventTime int64,
 // pushValue pushes the record the source has just decoded (see node.decode)
 // or been given.
 func (e *Engine) pushValue(src *source, eventTime int64) error {
+	e.newInputEvent()
 	if src.schema != nil {
 		if err := src.conform(); err != nil {
 			// Refused before it is timed: an event that does not fit goes no further.
@@ -670,12 +675,16 @@ func (e *Engine) Flush() {
 	if e.flushed {
 		return
 	}
+	e.newInputEvent()
 	e.flushed = true
 	e.line = 0
 	for _, a := range e.aggregates {
 		a.window.Flush()
 	}
 }
+
+// newInputEvent starts the per-input-event counts (MaxForEachEvents).
+func (e *Engine) newInputEvent() { e.forEachSent, e.forEachOver = 0, false }
 
 // forward sends c from n along its outgoing edges of type onlyType, or with
 // onlyType "" along all of them but Late edges (Split, Source, and nodes with

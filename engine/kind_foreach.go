@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/scenario-server/scenario-server/expression"
 	"github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/scenario"
@@ -62,6 +65,17 @@ func newForEach(_ *Engine, n *node) (operator, error) {
 	return &forEach{field: p.Elements.Field, elements: n.evaluator(p.Elements)}, nil
 }
 
+// MaxForEachEvents is the most events the for-each nodes may send for one input event (one
+// record pushed, or one Tick or Flush), all of them together: nested for-each nodes multiply
+// (1..100000 inside 1..100000 is 10^10 events), and the engine takes an input event whole
+// before the next, a cancel included. The event past it is a per-event error at the for-each
+// node that reached it (field Elements, wrapping ErrTooManyEvents); the rest of the input
+// event's elements are not sent, by any for-each node.
+const MaxForEachEvents = 100_000
+
+// ErrTooManyEvents is the error of a for-each past MaxForEachEvents.
+var ErrTooManyEvents = errors.New("too many events")
+
 func (f *forEach) process(e *Engine, n *node, ev *event, _ string) {
 	v, err := f.elements.eval(ev)
 	if err != nil {
@@ -69,6 +83,14 @@ func (f *forEach) process(e *Engine, n *node, ev *event, _ string) {
 		return
 	}
 	for _, item := range v.List() {
+		if e.forEachSent >= MaxForEachEvents || e.stopped {
+			if !e.forEachOver && !e.stopped {
+				e.forEachOver = true
+				e.fail(n, f.field, fmt.Errorf("%w: the for-each nodes would send more than %d events for one input event; the rest are not sent", ErrTooManyEvents, MaxForEachEvents))
+			}
+			return
+		}
+		e.forEachSent++
 		n.counts.Out++
 		e.forward(n, n.with(ev, item), "")
 	}

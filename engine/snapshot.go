@@ -182,6 +182,7 @@ func (e *Engine) restoreParts(r *slices.Reader) error {
 // windows are evaluated. Bounded replays and tests never call Tick, so their output does
 // not depend on the wall clock.
 func (e *Engine) Tick(now time.Time) {
+	e.newInputEvent()
 	ms := now.UnixMilli()
 	moved := false
 	for _, src := range e.sources {
