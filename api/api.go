@@ -310,12 +310,23 @@ type handlers struct {
 	deployApproval bool
 }
 
+// bodyReadTimeout is how long a request body may take to arrive (refuseNUL reads most
+// bodies under it; event batches and test runs set it on their operation).
+const bodyReadTimeout = time.Minute
+
 // register declares an operation with the body limit (unless op sets its own) and the error
-// answers every operation may give.
+// answers every operation may give. Unless op sets its own BodyReadTimeout, huma is told to
+// leave no read deadline on the connection (-1): refuseNUL has read the body already, under
+// bodyReadTimeout. huma's default sets one of 5 s and never clears it, so a handler that ran
+// longer (a deploy running saved test cases) had its context cancelled at 5 s, and so had the
+// later requests on the same keep-alive connection.
 func register[I, O any](hapi huma.API, h *handlers, op huma.Operation, handler func(context.Context, *I) (*O, error)) {
 	// huma refuses a body of exactly MaxBodyBytes; one more lets the configured size through.
 	if op.MaxBodyBytes == 0 {
 		op.MaxBodyBytes = h.maxBody + 1
+	}
+	if op.BodyReadTimeout == 0 {
+		op.BodyReadTimeout = -1
 	}
 	op.Errors = append(op.Errors, http.StatusInternalServerError)
 	huma.Register(hapi, op, handler)

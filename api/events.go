@@ -44,11 +44,13 @@ type ingestOutput struct {
 
 func (h *handlers) registerEvents(hapi huma.API) {
 	register(hapi, h, huma.Operation{
-		OperationID:   "ingest-events",
-		Method:        http.MethodPost,
-		Path:          "/api/scenarios/{name}/sources/{sourceId}/events",
-		Summary:       "Send events to a running scenario",
-		DefaultStatus: http.StatusAccepted,
+		OperationID: "ingest-events",
+		// Not read by refuseNUL: huma reads it, within bodyReadTimeout.
+		BodyReadTimeout: bodyReadTimeout,
+		Method:          http.MethodPost,
+		Path:            "/api/scenarios/{name}/sources/{sourceId}/events",
+		Summary:         "Send events to a running scenario",
+		DefaultStatus:   http.StatusAccepted,
 		Description: "Accepts a batch of events, each a JSON object, for an HTTP source of the scenario's running deployment: " +
 			"one object or an array of objects as application/json, or one object a line as application/x-ndjson. " +
 			"The answer 202 comes once the batch is durable in the source's event log: it survives a crash of the server, and the deployment " +

@@ -2,9 +2,12 @@ package api
 
 import (
 	"bytes"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // CodeNULCharacter (400): a text field or query parameter holds the NUL character (U+0000),
@@ -27,8 +30,18 @@ func refuseNUL(limitOf func(path string) int64) func(http.Handler) http.Handler 
 				next.ServeHTTP(w, r)
 				return
 			}
+			// Read within bodyReadTimeout, and then no deadline is left on the connection (the
+			// handler may take longer than that; see register).
+			rc := http.NewResponseController(w)
+			_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
 			body, err := io.ReadAll(io.LimitReader(r.Body, limitOf(r.URL.Path)+1))
+			_ = rc.SetReadDeadline(time.Time{})
 			if err != nil {
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					writeProblem(w, problemf(http.StatusRequestTimeout, CodeRequestTimeout, "the request body did not arrive within %v", bodyReadTimeout))
+					return
+				}
 				writeProblem(w, newProblem(http.StatusBadRequest, CodeBadRequest, "reading the request body: "+err.Error()))
 				return
 			}

@@ -175,10 +175,6 @@ type testOutput struct {
 	Body TestResult
 }
 
-// testBodyReadTimeout is how long the body of a test run may take to arrive: megabytes of
-// records, where other operations' bodies are a graph (huma's default, 5 s).
-const testBodyReadTimeout = time.Minute
-
 // The paths of the test operations, for their own body limit (see isTestPath).
 const (
 	testGraphPath = "/api/test"
@@ -196,7 +192,7 @@ func (h *handlers) registerTestRuns(hapi huma.API) {
 		Tags:            []string{tagTesting},
 		Errors:          errs,
 		MaxBodyBytes:    h.testMaxBytes + 1,
-		BodyReadTimeout: testBodyReadTimeout,
+		BodyReadTimeout: bodyReadTimeout,
 	}, func(ctx context.Context, in *testGraphInput) (*testOutput, error) {
 		return h.testRun(ctx, in.Body.Graph, "", in.Body.Records, in.MaxRecordsPerNode)
 	})
@@ -210,7 +206,7 @@ func (h *handlers) registerTestRuns(hapi huma.API) {
 		Tags:            []string{tagTesting},
 		Errors:          append(errs, http.StatusNotFound),
 		MaxBodyBytes:    h.testMaxBytes + 1,
-		BodyReadTimeout: testBodyReadTimeout,
+		BodyReadTimeout: bodyReadTimeout,
 	}, func(ctx context.Context, in *testSavedInput) (*testOutput, error) {
 		v, err := h.loadVersion(ctx, in.Name, in.Version)
 		if err != nil {
@@ -595,12 +591,12 @@ func ndjsonRecords(limit int64) func(http.Handler) http.Handler {
 				writeProblem(w, tooLarge)
 				return
 			}
-			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(testBodyReadTimeout))
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
 			body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 			if err != nil {
 				var ne net.Error
 				if errors.As(err, &ne) && ne.Timeout() {
-					writeProblem(w, problemf(http.StatusRequestTimeout, CodeRequestTimeout, "the request body did not arrive within %v", testBodyReadTimeout))
+					writeProblem(w, problemf(http.StatusRequestTimeout, CodeRequestTimeout, "the request body did not arrive within %v", bodyReadTimeout))
 					return
 				}
 				writeProblem(w, problemf(http.StatusBadRequest, CodeBadRequest, "reading the request body: %v", err))
