@@ -45,6 +45,9 @@ const (
 	DefaultTestMaxBytes = 10 << 20
 	// DefaultTestTimeout is how long one test run may take.
 	DefaultTestTimeout = 30 * time.Second
+	// DefaultTestMaxState is the most window state (engine.Engine.StateBytes) one test run
+	// may hold: 256 MiB.
+	DefaultTestMaxState = 256 << 20
 )
 
 // Config is what New needs. Only Store is required.
@@ -81,6 +84,9 @@ type Config struct {
 	// into very many contexts); a longer run is stopped and answered 422 test-timeout. 0
 	// means DefaultTestTimeout.
 	TestTimeout time.Duration
+	// TestMaxState is the most window state, in bytes, one test run may hold; past it the run
+	// is stopped and answered 422 test-state-too-large. 0 means DefaultTestMaxState.
+	TestMaxState int64
 	// StreamWriteTimeout is how long a server-sent event stream waits for its client to take
 	// one event (or keep-alive comment); a client that takes nothing for that long is
 	// disconnected. 0 means DefaultStreamWriteTimeout.
@@ -151,6 +157,9 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if cfg.TestMaxBytes <= 0 {
 		cfg.TestMaxBytes = DefaultTestMaxBytes
+	}
+	if cfg.TestMaxState <= 0 {
+		cfg.TestMaxState = DefaultTestMaxState
 	}
 	if cfg.TestTimeout <= 0 {
 		cfg.TestTimeout = DefaultTestTimeout
@@ -237,6 +246,7 @@ func New(cfg Config) (*Handler, error) {
 		testMaxRecords: cfg.TestMaxRecords,
 		testMaxBytes:   cfg.TestMaxBytes,
 		testTimeout:    cfg.TestTimeout,
+		testMaxState:   cfg.TestMaxState,
 		testSlots:      limiter.running,
 
 		runtime:            cfg.Runtime,
@@ -297,6 +307,7 @@ type handlers struct {
 	testMaxRecords int
 	testMaxBytes   int64
 	testTimeout    time.Duration
+	testMaxState   int64
 
 	runtime     *deploy.Runtime
 	streamsDone chan struct{} // closed by Handler.CloseStreams

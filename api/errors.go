@@ -43,6 +43,9 @@ const (
 	// CodeTestTimeout (422): a test run took longer than the server's limit
 	// (Config.TestTimeout) and was stopped; test fewer records or a lighter graph.
 	CodeTestTimeout = "test-timeout"
+	// CodeTestStateTooLarge (422): a test run's window state passed Config.TestMaxState and the run was
+	// stopped; test fewer records or keys, or a window that keeps less.
+	CodeTestStateTooLarge = "test-state-too-large"
 	// CodeInvalidEvent (400): an event sent to an HTTP source is not a JSON object the engine
 	// can decode (a number out of range, nesting deeper than 1000), or the body has none;
 	// nothing of the batch was accepted.
@@ -113,7 +116,7 @@ const (
 // Codes lists every code of ProblemDetails.Code.
 var Codes = []string{
 	CodeInvalidJSON, CodeBadRequest, CodeInvalidName, CodeValidationFailed, CodeInvalidScenario,
-	CodeScenarioExceedsLimits, CodeUnknownNode, CodeScenarioHasErrors, CodeTestTimeout, CodeInvalidEvent, CodeIdempotencyKeyReused,
+	CodeScenarioExceedsLimits, CodeUnknownNode, CodeScenarioHasErrors, CodeTestTimeout, CodeTestStateTooLarge, CodeInvalidEvent, CodeIdempotencyKeyReused,
 	CodeSinkPathInUse, CodeNULCharacter, CodeTestsFailed, CodeTestCaseNotFound, CodeApprovalRequired, CodeRequestPending, CodeRequestDecided, CodeSelfApproval, CodeRequestNotFound,
 	CodeUnauthenticated, CodeForbidden, CodeTokenNotFound, CodeSignInFailed, CodeSignInNotConfigured,
 	CodeScenarioNotFound, CodeVersionNotFound, CodeSourceNotFound, CodeSinkNotFound, CodeRouteNotFound,

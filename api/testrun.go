@@ -240,12 +240,13 @@ func (h *handlers) testRun(ctx context.Context, g Graph, name, records string, p
 	defer cancel()
 	obs := &testObserver{perNode: perNode, budget: maxListedBytes}
 	eng, err := engine.New(s, engine.Options{
-		Registry:     h.nodes,
-		ScenarioName: name,
-		Bounded:      true,
-		MaxErrors:    maxTestErrors,
-		Observe:      obs.observe,
-		Output:       obs.output,
+		Registry:      h.nodes,
+		ScenarioName:  name,
+		Bounded:       true,
+		MaxErrors:     maxTestErrors,
+		MaxStateBytes: h.testMaxState,
+		Observe:       obs.observe,
+		Output:        obs.output,
 	})
 	if err != nil {
 		var inv *engine.InvalidError
@@ -265,6 +266,12 @@ func (h *handlers) testRun(ctx context.Context, g Graph, name, records string, p
 	}
 	start := time.Now()
 	sum, err := engine.Replay(ctx, eng, strings.NewReader(records))
+	var over *engine.StateBudgetError
+	if errors.As(err, &over) {
+		return nil, problemf(http.StatusUnprocessableEntity, CodeTestStateTooLarge,
+			"the test run was stopped after %d records: its window state passed %d bytes (%d bytes, most of it in aggregate node %q); test fewer records or keys, or a window that keeps less",
+			sum.Events, over.Budget, over.Bytes, over.Node)
+	}
 	if err != nil {
 		return nil, stopped()
 	}

@@ -391,19 +391,20 @@ func testTestLimits(t *testing.T, c *client) {
 	}
 
 	// A run longer than the time limit is stopped: each record fans out into 100,000
-	// contexts.
+	// contexts (the most the for-each nodes may send for one record, engine.MaxForEachEvents).
 	fanOut := `{"nodes": [
 		{"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [{"name": "timestamp", "expression": {"language": "expr", "expression": "#input.t"}}]}},
 		{"id": "each", "type": "CustomNode", "nodeType": "for-each", "outputVar": "item", "parameters": [
 			{"name": "Elements", "expression": {"language": "expr", "expression": "1..100000"}}]},
 		{"id": "end", "type": "Sink", "ref": {"typ": "dead-end"}}
 	], "edges": [{"from": "in", "to": "each", "edgeType": null}, {"from": "each", "to": "end", "edgeType": null}]}`
-	// Twice over: 10^10 contexts a record, which no machine gets through in a test's time, so
-	// an answer at all shows the run was stopped (no wall-clock bound to trip under -race).
+	// Each of them through a variable of 100,000 steps: 10^10 steps a record, which no machine
+	// gets through in a test's time, so an answer at all shows the run was stopped (no
+	// wall-clock bound to trip under -race).
 	fanOutTwice := strings.Replace(fanOut, `{"from": "each", "to": "end", "edgeType": null}`,
 		`{"from": "each", "to": "again", "edgeType": null}, {"from": "again", "to": "end", "edgeType": null}`, 1)
-	fanOutTwice = strings.Replace(fanOutTwice, `{"id": "end",`, `{"id": "again", "type": "CustomNode", "nodeType": "for-each", "outputVar": "inner", "parameters": [
-			{"name": "Elements", "expression": {"language": "expr", "expression": "1..100000"}}]},
+	fanOutTwice = strings.Replace(fanOutTwice, `{"id": "end",`, `{"id": "again", "type": "Variable", "varName": "heavy",
+			"value": {"language": "expr", "expression": "count(1..100000, # > #item)"}},
 		{"id": "end",`, 1)
 	const limit = 200 * time.Millisecond
 	quick := c.withConfig(func(cfg *api.Config) { cfg.TestTimeout = limit })
@@ -411,6 +412,38 @@ func testTestLimits(t *testing.T, c *client) {
 	if !strings.Contains(p.Detail, limit.String()) {
 		t.Errorf("detail %q does not give the limit", p.Detail)
 	}
+	// A run whose window state passes the server's limit is stopped: a sliding window of
+	// 10,000 one-second slices, each record a new key in a slice of its own. The slice of
+	// record i is made for at least i keys, 8 bytes a key (its count, which Count reads), so
+	// records 1..n hold at least 4·n² bytes: 1 MiB by n = 512 of the 2,000 records sent. The
+	// state is looked at every 16 records at the most (engine.StateWatch), and 32 records
+	// hold far less than 1 MiB (32 slices of at most 64 keys).
+	wide := `{"nodes": [
+		{"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [{"name": "timestamp", "expression": {"language": "expr", "expression": "#input.t"}}]}},
+		{"id": "w", "type": "CustomNode", "nodeType": "aggregate-sliding", "outputVar": "agg", "parameters": [
+			{"name": "groupBy", "value": [{"language": "expr", "expression": "#input.k"}]},
+			{"name": "aggregations", "value": [{"name": "n", "aggregator": "Count"}]},
+			{"name": "windowLength", "value": "10000s"}, {"name": "precision", "value": "1s"}]},
+		{"id": "end", "type": "Sink", "ref": {"typ": "dead-end"}}
+	], "edges": [{"from": "in", "to": "w", "edgeType": null}, {"from": "w", "to": "end", "edgeType": null}]}`
+	var records strings.Builder
+	for i := range 2_000 {
+		fmt.Fprintf(&records, "{\"t\": %d, \"k\": \"k%d\"}\n", i*1000, i)
+	}
+	lowState := c.withConfig(func(cfg *api.Config) { cfg.TestMaxState = 1 << 20 })
+	p = lowState.post("/api/test", rawBody("graph", wide, "records", quote(records.String()))).problem(t, http.StatusUnprocessableEntity, api.CodeTestStateTooLarge)
+	var stoppedAt int
+	if _, err := fmt.Sscanf(p.Detail, "the test run was stopped after %d records", &stoppedAt); err != nil || stoppedAt >= 2_000 || stoppedAt < 32 ||
+		!strings.Contains(p.Detail, "passed 1048576 bytes") || !strings.Contains(p.Detail, `node "w"`) {
+		t.Errorf("detail %q (stopped after %d records)", p.Detail, stoppedAt)
+	}
+	// Under the default limit (256 MiB) the same records run.
+	var wideRes api.TestResult
+	c.post("/api/test", rawBody("graph", wide, "records", quote(records.String()))).ok(t, http.StatusOK, &wideRes)
+	if n := wideRes.Nodes["w"].Counts.In; n != 2_000 {
+		t.Errorf("the window took %d records, want 2,000", n)
+	}
+
 	// The same graph on one record runs (100,000 contexts), under the default limit.
 	var res1 api.TestResult
 	c.post("/api/test", rawBody("graph", fanOut, "records", quote(`{"t": 1}`))).ok(t, http.StatusOK, &res1)

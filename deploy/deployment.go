@@ -49,9 +49,14 @@ var fenceTimeout = 10 * time.Second
 // deployment is one running deployment: its engine, owned by the goroutine running run, and
 // what other goroutines may read (its sources' positions, the last published Live).
 type deployment struct {
-	rt      *Runtime
-	info    store.Deployment // set before run starts; the status there is the one at start
-	version store.Version
+	rt *Runtime
+	// stateWatch looks at the engine's window state while a batch goes in (every few
+	// events), so that the state budget stops the deployment within the batch rather than
+	// after it; overBudget is what it found.
+	stateWatch engine.StateWatch
+	overBudget *engine.StateBudgetError
+	info       store.Deployment // set before run starts; the status there is the one at start
+	version    store.Version
 	// lease is this server's lease on the deployment, set before run starts; its Epoch goes
 	// with every checkpoint. lost is set once the lease renewal found it taken over.
 	lease store.Lease
@@ -330,6 +335,12 @@ func (d *deployment) run() {
 		if n > 0 {
 			d.dirty = true
 			d.publish(PhaseRunning)
+			if over := d.overBudget; over != nil {
+				err := &StateBudgetError{Bytes: over.Bytes, Budget: over.Budget, Node: over.Node, State: d.eng.State()[over.Node]}
+				log.Error("deployment failed", "error", err)
+				d.fail(err.Error())
+				return
+			}
 			if err := checkStateBudget(d.live.Load(), d.rt.cfg.MaxDeploymentState); err != nil {
 				log.Error("deployment failed", "error", err)
 				d.fail(err.Error())
@@ -640,7 +651,11 @@ func (d *deployment) retry(ctx context.Context, what string, f func() error) err
 // returns how many it pushed.
 func (d *deployment) process(ctx context.Context) (int, error) {
 	total := 0
+	d.stateWatch.Max = d.rt.cfg.MaxDeploymentState
 	for _, s := range d.sources {
+		if d.overBudget != nil {
+			break
+		}
 		if s.in != nil {
 			events, reset := s.in.Poll()
 			if pending, known := s.in.PendingPartitions(); known {
@@ -664,7 +679,7 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 					pushed++
 				}
 				s.in.Advance(ev)
-				if d.stopRequested(ctx) {
+				if d.stopRequested(ctx) || d.pastStateBudget() {
 					break // the positions cover what was pushed; the rest is read again
 				}
 			}
@@ -687,7 +702,7 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 		for _, e := range events {
 			d.push(s, e)
 			s.next.Store(e.Offset + 1)
-			if d.stopRequested(ctx) {
+			if d.stopRequested(ctx) || d.pastStateBudget() {
 				break
 			}
 		}
@@ -698,6 +713,18 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 		}
 	}
 	return total, nil
+}
+
+// pastStateBudget counts an event pushed into the state watch and reports whether the
+// window state passed the deployment's budget (Config.MaxDeploymentState), setting
+// overBudget: the run loop then fails the deployment, keeping its last checkpoint.
+func (d *deployment) pastStateBudget() bool {
+	err := d.stateWatch.Check(d.eng)
+	if err == nil {
+		return false
+	}
+	errors.As(err, &d.overBudget)
+	return true
 }
 
 // stopRequested reports a stop (cancel, redeploy, shutdown) or an ended context: process

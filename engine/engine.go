@@ -120,6 +120,9 @@ type Options struct {
 	Output Output
 	// MaxErrors caps the EventErrors kept (all are counted); 0 means 10,000.
 	MaxErrors int
+	// MaxStateBytes, when positive, is the most window state (StateBytes) a Replay may hold:
+	// past it, Replay stops between two lines and returns a *StateBudgetError (see StateWatch).
+	MaxStateBytes int64
 	// Observe, when set, is called for every context that enters a node,
 	// with the node's id and the context's variables (for test runs that
 	// show each record's variables per node). It must not keep vars.

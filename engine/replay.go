@@ -69,13 +69,15 @@ type envelope struct {
 // and name it); with several, each line is {"sourceId": ..., "record": {...}} with an optional
 // "timestamp" (epoch ms) that overrides the source's timestamp expression.
 // Sink values are written by e's Output. Replay returns an error only when
-// reading fails; bad lines are per-event errors.
+// reading fails, when ctx ends, and when the window state passes Options.MaxStateBytes (a
+// *StateBudgetError, between two lines); bad lines are per-event errors.
 func Replay(ctx context.Context, e *Engine, in io.Reader) (Summary, error) {
 	if ctx.Done() != nil {
 		e.ctx = ctx
 		defer func() { e.ctx = nil }()
 	}
 	start := time.Now()
+	watch := StateWatch{Max: e.opts.MaxStateBytes}
 	r := bufio.NewReaderSize(in, 1<<20)
 	sources := e.Sources()
 	var one *source
@@ -103,6 +105,9 @@ func Replay(ctx context.Context, e *Engine, in io.Reader) (Summary, error) {
 			if len(trimmed) > 0 {
 				sum.Events++
 				e.pushLine(one, trimmed, lineNo)
+				if err := watch.Check(e); err != nil {
+					return sum, err
+				}
 			}
 		}
 		if e.ctx != nil && (e.stopped || e.ctx.Err() != nil) {

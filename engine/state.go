@@ -1,6 +1,12 @@
 package engine
 
-import "github.com/scenario-server/scenario-server/aggregate"
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/scenario-server/scenario-server/aggregate"
+)
 
 // State returns the size of every aggregate node's window state (keys, slices, estimated
 // heap bytes), by node id; nodes of other kinds hold no window state and are not listed. It
@@ -11,4 +17,74 @@ func (e *Engine) State() map[string]aggregate.StateSize {
 		out[a.id] = a.window.StateSize()
 	}
 	return out
+}
+
+// StateBytes returns the estimated heap bytes of every aggregate node's window state, summed
+// (aggregate.Operator.StateBytes), and the id of the node holding the most ("" with none).
+// It walks the state as State does.
+func (e *Engine) StateBytes() (total int64, largest string) {
+	most := int64(-1)
+	for _, a := range e.aggregates {
+		b := int64(a.window.StateBytes())
+		total += b
+		if b > most {
+			most, largest = b, a.id
+		}
+	}
+	return total, largest
+}
+
+// ErrStateBudget is what a *StateBudgetError matches with errors.Is.
+var ErrStateBudget = errors.New("window state over its budget")
+
+// StateBudgetError is a run's window state (StateBytes) past its budget (StateWatch.Max,
+// Options.MaxStateBytes for Replay).
+type StateBudgetError struct {
+	Bytes, Budget int64
+	Node          string // the aggregate node holding the most
+}
+
+func (e *StateBudgetError) Error() string {
+	return fmt.Sprintf("window state of %d bytes passed its budget of %d bytes; the largest is aggregate node %q", e.Bytes, e.Budget, e.Node)
+}
+
+// Is makes errors.Is(err, ErrStateBudget) true.
+func (e *StateBudgetError) Is(target error) bool { return target == ErrStateBudget }
+
+// StateWatch checks an engine's window state against a budget while events go in, between
+// two events: one event adds a bounded amount (a key's cells, one slice's partials, values
+// within the expression budgets), so the state passes the budget by at most what the events
+// since the last look added. It looks every stateCheckEvents events, and no sooner than ten
+// times as long as its last look took after it (StateBytes walks the keys and slices held: a
+// state of millions of keys is looked at less often, so that looking costs at most about a
+// tenth of the time). The zero StateWatch with Max set is ready; Max ≤ 0: no budget.
+type StateWatch struct {
+	Max    int64
+	events int       // since the last look
+	after  time.Time // no look before
+}
+
+// stateCheckEvents is how many events StateWatch lets in between two looks, at most.
+const stateCheckEvents = 16
+
+// Check counts one event into e and, when it is time to look, returns a *StateBudgetError if
+// e's state passed Max.
+func (w *StateWatch) Check(e *Engine) error {
+	if w.Max <= 0 {
+		return nil
+	}
+	if w.events++; w.events < stateCheckEvents {
+		return nil
+	}
+	now := time.Now()
+	if now.Before(w.after) {
+		return nil
+	}
+	w.events = 0
+	bytes, node := e.StateBytes()
+	w.after = now.Add(10 * time.Since(now))
+	if bytes > w.Max {
+		return &StateBudgetError{Bytes: bytes, Budget: w.Max, Node: node}
+	}
+	return nil
 }
