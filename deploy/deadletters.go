@@ -77,6 +77,6 @@ func (d *deployment) deadLetter(x engine.EventError) {
 	if err != nil {
 		return // unreachable: every field marshals
 	}
-	d.sinks.collect = append(d.sinks.collect, store.NewSinkResult{Sink: DeadLetterSink, Value: b})
+	d.sinks.addResult(store.NewSinkResult{Sink: DeadLetterSink, Value: b})
 	d.deadLetters++
 }

@@ -32,8 +32,12 @@ const (
 	// stops a read at store.MaxEventReadBytes of payloads (at least one event), whatever the
 	// events' size.
 	readBatch = 2000
-	// maxPendingResults forces a checkpoint when this many collect results wait for one.
+	// maxPendingResults forces a checkpoint when this many collect results wait for one (as
+	// Config.MaxPendingResultBytes does in bytes; the events after them are read once it is
+	// taken).
 	maxPendingResults = 20_000
+	// DefaultMaxPendingResultBytes is the default of Config.MaxPendingResultBytes: 64 MiB.
+	DefaultMaxPendingResultBytes = 64 << 20
 	// readBackTimeout bounds a read of the latest checkpoint that decides a checkpoint in
 	// doubt (resolve).
 	readBackTimeout = 5 * time.Second
@@ -107,11 +111,12 @@ type deployment struct {
 // goroutine of its own while the deployment processes on: the goroutine sets cp and err,
 // closes done and wakes the loop, which then finishes the checkpoint (finishCheckpoint).
 type inflightCheckpoint struct {
-	done      chan struct{}
-	at        time.Time
-	results   []store.NewSinkResult // the collect results it commits
-	positions []int64               // each source's next offset it records
-	sent      store.Checkpoint      // what it commits
+	done        chan struct{}
+	at          time.Time
+	results     []store.NewSinkResult // the collect results it commits
+	resultBytes int64                 // the bytes of their values
+	positions   []int64               // each source's next offset it records
+	sent        store.Checkpoint      // what it commits
 	// sync: committed with the loop waiting; the Outputs prepared for it (phase 1) commit
 	// or abort once the store decided.
 	sync bool
@@ -319,7 +324,7 @@ func (d *deployment) run() {
 		}
 
 		n := 0
-		if (!d.commitFailing || d.pendingResults() < maxPendingResults) && !d.holding() {
+		if (!d.commitFailing || d.pendingResults() < maxPendingResults && d.pendingResultBytes() < d.rt.cfg.MaxPendingResultBytes) && !d.holding() {
 			var err error
 			n, err = d.process(ctx)
 			if err != nil {
@@ -357,7 +362,7 @@ func (d *deployment) run() {
 		// before, unless the results waiting for it reach their limit.
 		finished := d.inflight != nil && d.inflight.finished()
 		committing := d.inflight != nil && !finished
-		if finished || (!committing && (due || d.forceCheckpoint)) || d.sinks.pending() >= maxPendingResults {
+		if finished || (!committing && (due || d.forceCheckpoint)) || d.resultsFull() {
 			var err error
 			if finished {
 				err = d.finishCheckpoint(ctx)
@@ -679,7 +684,7 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 					pushed++
 				}
 				s.in.Advance(ev)
-				if d.stopRequested(ctx) || d.pastStateBudget() {
+				if d.stopRequested(ctx) || d.pastStateBudget() || d.resultsFull() {
 					break // the positions cover what was pushed; the rest is read again
 				}
 			}
@@ -702,7 +707,7 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 		for _, e := range events {
 			d.push(s, e)
 			s.next.Store(e.Offset + 1)
-			if d.stopRequested(ctx) || d.pastStateBudget() {
+			if d.stopRequested(ctx) || d.pastStateBudget() || d.resultsFull() {
 				break
 			}
 		}
@@ -906,8 +911,8 @@ func (d *deployment) checkpoint(ctx context.Context, async bool) error {
 		Conditional: true, Previous: d.checkpointSeq}
 	// The results go with the checkpoint; async, those of the events processed meanwhile
 	// wait for the next one.
-	p := &inflightCheckpoint{at: now, results: d.sinks.collect, positions: next, sent: c, sync: !async}
-	d.sinks.collect = nil
+	p := &inflightCheckpoint{at: now, results: d.sinks.collect, resultBytes: d.sinks.collectBytes, positions: next, sent: c, sync: !async}
+	d.sinks.collect, d.sinks.collectBytes = nil, 0
 	d.dirty, d.forceCheckpoint = false, false
 	if async {
 		d.send(ctx, p)
@@ -981,6 +986,7 @@ func (d *deployment) dropCheckpoint(ctx context.Context, p *inflightCheckpoint) 
 		d.sinks.abort(ctx)
 	}
 	d.sinks.collect = append(p.results, d.sinks.collect...)
+	d.sinks.collectBytes += p.resultBytes
 	d.dirty = true
 }
 
@@ -1131,6 +1137,25 @@ func (d *deployment) pendingResults() int {
 		n += len(d.doubt.results)
 	}
 	return n
+}
+
+// pendingResultBytes is pendingResults in bytes of the collect results' values.
+func (d *deployment) pendingResultBytes() int64 {
+	n := d.sinks.collectBytes
+	if d.inflight != nil {
+		n += d.inflight.resultBytes
+	}
+	if d.doubt != nil {
+		n += d.doubt.resultBytes
+	}
+	return n
+}
+
+// resultsFull reports whether the results waiting for the next checkpoint reached
+// maxPendingResults or Config.MaxPendingResultBytes: process stops between two events, and
+// the loop takes the checkpoint before it reads more.
+func (d *deployment) resultsFull() bool {
+	return d.sinks.pending() >= maxPendingResults || d.sinks.collectBytes >= d.rt.cfg.MaxPendingResultBytes
 }
 
 // finished says whether the checkpoint's commit ended.

@@ -168,10 +168,14 @@ type Config struct {
 	// PruneInterval is how often retention is applied; 0 means DefaultPruneInterval.
 	PruneInterval time.Duration
 	// MaxDeploymentState is the most window state, in bytes (the aggregate nodes' estimated
-	// heap bytes, summed), that one deployment may hold: checked after each batch of events,
+	// heap bytes, summed), that one deployment may hold: looked at every few events (engine.StateWatch),
 	// a deployment over it fails with a *StateBudgetError as its reason. 0 means
 	// DefaultMaxDeploymentState (1 GiB); negative means no budget.
 	MaxDeploymentState int64
+	// MaxPendingResultBytes is the most bytes of collect results (and dead letters) waiting
+	// for a checkpoint: reaching it, the deployment stops reading between two events and
+	// takes the checkpoint. 0 means DefaultMaxPendingResultBytes (64 MiB).
+	MaxPendingResultBytes int64
 
 	// Owner identifies this server among the servers sharing the store: a deployment runs in
 	// the one server holding its lease (store.Store.AcquireLease), and its checkpoints carry
@@ -273,6 +277,9 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	if cfg.MaxDeploymentState == 0 {
 		cfg.MaxDeploymentState = DefaultMaxDeploymentState
+	}
+	if cfg.MaxPendingResultBytes <= 0 {
+		cfg.MaxPendingResultBytes = DefaultMaxPendingResultBytes
 	}
 	if cfg.Owner == "" {
 		cfg.Owner = DefaultOwner

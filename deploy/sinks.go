@@ -24,6 +24,8 @@ type sinks struct {
 	outputs map[string]*sink // by sink node id
 	ids     []string         // the sink node ids, sorted
 	collect []store.NewSinkResult
+	// collectBytes is the bytes of the values in collect (see Config.MaxPendingResultBytes).
+	collectBytes int64
 	// written counts every value written, to tell whether an idle tick emitted anything.
 	written int64
 }
@@ -68,6 +70,12 @@ func (s *sinks) output(sinkID string, v value.Value, _ int64) {
 }
 
 // pending reports how many collect results and Output values wait for the next checkpoint.
+// addResult adds a collect result (or a dead letter) for the next checkpoint.
+func (s *sinks) addResult(r store.NewSinkResult) {
+	s.collect = append(s.collect, r)
+	s.collectBytes += int64(len(r.Value))
+}
+
 func (s *sinks) pending() int {
 	n := len(s.collect)
 	for _, k := range s.outputs {
@@ -163,7 +171,7 @@ type collectOutput struct {
 
 func (c *collectOutput) Restore(context.Context, []byte, [][]byte) error { return nil }
 func (c *collectOutput) Write(v value.Value) {
-	c.s.collect = append(c.s.collect, store.NewSinkResult{Sink: c.id, Value: c.enc.Append(nil, v)})
+	c.s.addResult(store.NewSinkResult{Sink: c.id, Value: c.enc.Append(nil, v)})
 }
 func (c *collectOutput) Pending() int                            { return 0 } // counted in sinks.collect
 func (c *collectOutput) Prepare(context.Context) ([]byte, error) { return nil, nil }
