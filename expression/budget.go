@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"regexp"
+	"regexp/syntax"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -264,6 +266,10 @@ func patchBudgets(root *ast.Node, b Budget, fromEnv bool) bool {
 			case (x.Operator == "==" || x.Operator == "!=") && b.Steps >= 0 && mayBeCollection(x.Left) && mayBeCollection(x.Right):
 				patchBinary(n, x.Operator, budgetRef(x), x.Left, x.Right)
 			case x.Operator == "in" && b.Steps >= 0 && mayBeList(x.Right):
+				patchBinary(n, x.Operator, budgetRef(x), x.Left, x.Right)
+			case x.Operator == "matches" && (b.Steps >= 0 || b.Memory >= 0) && !isStringLiteral(x.Right):
+				// A constant pattern is compiled once, with the expression; one read from the
+				// event is compiled at each run, within the budgets (budgetMatchesRight).
 				patchBinary(n, x.Operator, budgetRef(x), x.Left, x.Right)
 			}
 		case *ast.CallNode:
@@ -657,10 +663,67 @@ func budgetInRight(b, list any) any {
 	return runtime.In(x, list)
 }
 
+// MaxPatternBytes is the longest pattern a `matches` compiles while an expression runs (one
+// that is not a constant of the expression, such as #input.pattern): 1 KiB.
+const MaxPatternBytes = 1 << 10
+
+// patternInstBytes is what one instruction of a compiled pattern counts as in the memory
+// budget, and matchStepsPer how many instruction-bytes of matching make one step (Go's
+// regexp runs in time proportional to the program's instructions times the text's bytes).
+const (
+	patternInstBytes = 64
+	matchStepsPer    = 100
+)
+
+// budgetMatchesRight is `s matches pattern` for a pattern made while the expression runs:
+// past MaxPatternBytes it is a budget error; the compiled program's instructions are charged
+// to the memory budget (patternInstBytes each) and the match to the steps budget (the text's
+// bytes times the instructions, per matchStepsPer), before the work.
+func budgetMatchesRight(b, pattern any) any {
+	rb := b.(*runBudget)
+	x := rb.popLeft()
+	s, ok := x.(string)
+	p, okP := pattern.(string)
+	if !ok || !okP {
+		panic(fmt.Errorf("matches needs a string and a string pattern, not %s and %s", kindName(x), kindName(pattern)))
+	}
+	if len(p) > MaxPatternBytes {
+		panic(fmt.Errorf("%w: the pattern of matches has %d bytes; at most %d when it is not a constant of the expression", ErrBudgetExceeded, len(p), MaxPatternBytes))
+	}
+	re, err := syntax.Parse(p, syntax.Perl)
+	if err != nil {
+		panic(err)
+	}
+	prog, err := syntax.Compile(re.Simplify())
+	if err != nil {
+		panic(err)
+	}
+	n := len(prog.Inst)
+	memory, okM := mulInt(n, patternInstBytes)
+	rb.charge("matches", memory, okM)
+	steps, okS := mulInt(n, len(s)+1)
+	rb.stepsFor("matches", steps/matchStepsPer, okS)
+	return regexp.MustCompile(p).MatchString(s)
+}
+
+// kindName names the kind of a run-time value for an error.
+func kindName(v any) string {
+	if v == nil {
+		return "null"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// isStringLiteral reports whether n is a string constant of the expression.
+func isStringLiteral(n ast.Node) bool {
+	_, ok := n.(*ast.StringNode)
+	return ok
+}
+
 // rightOperand are the right functions of the binary operators patched
 // with budgetLeft.
 var rightOperand = map[string]func(b, y any) any{
-	"+": budgetAddRight, "==": budgetEqualRight, "!=": budgetNotEqualRight, "in": budgetInRight,
+	"+": budgetAddRight, "==": budgetEqualRight, "!=": budgetNotEqualRight, "in": budgetInRight, "matches": budgetMatchesRight,
 }
 
 // patchAdd replaces *n, x op y, by the calls of budgetLeft and the right
