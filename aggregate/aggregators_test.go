@@ -138,6 +138,15 @@ func TestHandWorked(t *testing.T) {
 		{"Sum float overflow down", Spec{Func: "Sum"}, hFloats(-1e308, -1e308), vNull, ErrFloatOverflow, 0},
 		{"Sum float near max", Spec{Func: "Sum"}, hFloats(1e308, 7e307), vFloat(1.7e308), nil, 1e293},
 		{"Average float overflow", Spec{Func: "Average"}, hFloats(1e308, 1e308), vNull, ErrFloatOverflow, 0},
+		// Variances: 1e150 and -1e150 have mean 0 and M2 = 2·(1e150)² = 2e300, VarPop 1e300.
+		// 1e154 and -1e154 have M2 = 2e308, past MaxFloat64 (VarPop 1e308 would fit, M2 does
+		// not); 1e308 and -1e308 deviate by 2e308 (their M2 used to come out -Inf, taken as 0);
+		// 0 and 1e308 have M2 = 5e615. Each is an error, never 0 or a silent null.
+		{"VarPop 1e150 apart", Spec{Func: "VarPop"}, hFloats(1e150, -1e150), vFloat(1e300), nil, 1e288},
+		{"VarPop M2 overflow", Spec{Func: "VarPop"}, hFloats(1e154, -1e154), vNull, ErrFloatOverflow, 0},
+		{"VarPop deviation overflow", Spec{Func: "VarPop"}, hFloats(1e308, -1e308), vNull, ErrFloatOverflow, 0},
+		{"VarSamp overflow", Spec{Func: "VarSamp"}, hFloats(0, 1e308), vNull, ErrFloatOverflow, 0},
+		{"StddevPop overflow", Spec{Func: "StddevPop"}, hFloats(1e308, -1e308), vNull, ErrFloatOverflow, 0},
 		// Count counts events, CountWhen trues.
 		{"Count", Spec{Func: "Count"}, hVals(vNull, vInt(1), vStr("x")), vInt(3), nil, 0},
 		{"CountWhen with nulls", Spec{Func: "CountWhen"}, hVals(value.Bool(true), vNull, value.Bool(false), value.Bool(true), vNull), vInt(2), nil, 0},

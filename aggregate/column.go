@@ -94,8 +94,9 @@ var (
 	// The window's result is this error instead of a wrapped number.
 	ErrSumOverflow = errors.New("aggregate: integer sum overflows int64")
 	// ErrFloatOverflow: a float Sum, or the sum an Average divides, beyond
-	// ±math.MaxFloat64 (about 1.8e308). The window's result is this error
-	// instead of a silent null.
+	// ±math.MaxFloat64 (about 1.8e308), or a variance's sum of squared deviations
+	// (VarPop, VarSamp, StddevPop, StddevSamp) beyond it. The window's result is this
+	// error instead of a silent null (or, for a variance, a silent 0).
 	ErrFloatOverflow = errors.New("aggregate: float sum beyond ±1.8e308")
 	// ErrCorrupt: a checkpoint's bytes do not decode to a partial.
 	ErrCorrupt = errors.New("aggregate: corrupt partial encoding")

@@ -19,7 +19,8 @@ import (
 // roots. Null inputs are ignored; empty: null; one input: Pop = 0 and
 // Samp = null. When n returns to 0 the cell is zeroed exactly, and an M2
 // that rounding would make negative is taken as 0. Inputs whose deviations
-// overflow float64 (beyond about 1e154 apart) give null. Invertible.
+// overflow float64 (M2 past about 1.8e308: inputs about 1e154 apart) give
+// ErrFloatOverflow, not a value. Invertible.
 //
 // Unlike Sum and Average, mean and M2 carry no compensation: their updates
 // are not sums of the inputs but products and quotients (d·nb/n,
@@ -165,6 +166,10 @@ func (c *varianceColumn) RetractAll(src Column) error {
 }
 
 func (c *varianceColumn) Result(i int) (value.Value, error) {
+	if c.n[i] > 0 && (isNaNOrInf(c.mean[i]) || isNaNOrInf(c.m2[i])) {
+		// Deviations past float64: M2 is ±Inf or NaN (-Inf would pass for 0 below).
+		return value.Null(), ErrFloatOverflow
+	}
 	n, q := c.n[i], max(c.m2[i], 0)
 	var r float64
 	switch {
@@ -182,6 +187,8 @@ func (c *varianceColumn) Result(i int) (value.Value, error) {
 	}
 	return value.Float(r), nil // NaN or ±Inf become null
 }
+
+func isNaNOrInf(f float64) bool { return math.IsNaN(f) || math.IsInf(f, 0) }
 
 func (c *varianceColumn) Reset(i int) { c.n[i], c.mean[i], c.m2[i] = 0, 0, 0 }
 
