@@ -658,7 +658,7 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 	total := 0
 	d.stateWatch.Max = d.rt.cfg.MaxDeploymentState
 	for _, s := range d.sources {
-		if d.overBudget != nil {
+		if d.overBudget != nil || d.resultsFull() {
 			break
 		}
 		if s.in != nil {
