@@ -6,10 +6,44 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/sr"
 )
+
+// MaxAvroItems is the most items an Avro array or map of a record may have, and
+// MaxAvroBytes the longest Avro string or bytes: hamba/avro allocates an array's items (16
+// bytes each, decoded to any) from its count before it reads them, and by default allows
+// counts up to 2^48, so a 15-byte record naming 2^40 items ended the process (out of memory).
+const (
+	MaxAvroItems = 1 << 20
+	MaxAvroBytes = 1 << 20
+)
+
+// avroAPI decodes and encodes Avro data within MaxAvroItems and MaxAvroBytes; past them the
+// data is an error.
+var avroAPI = avro.Config{MaxSliceAllocSize: MaxAvroItems, MaxByteSliceSize: MaxAvroBytes}.Freeze()
+
+// decodeAvro decodes data, one value of schema, whole: data that end before the value does,
+// or go on after it, are an error (hamba/avro's Unmarshal takes the end of the data for zero
+// values, so a cut record decoded as a record of nulls).
+func decodeAvro(schema avro.Schema, data []byte) (any, error) {
+	r := avro.NewReader(nil, 0, avro.WithReaderConfig(avroAPI)).Reset(data)
+	var raw any
+	r.ReadVal(schema, &raw)
+	switch {
+	case errors.Is(r.Error, io.EOF) || errors.Is(r.Error, io.ErrUnexpectedEOF):
+		return nil, errors.New("the data end before the value does")
+	case r.Error != nil:
+		return nil, r.Error
+	}
+	var one [1]byte
+	if r.Read(one[:]); r.Error == nil {
+		return nil, errors.New("there are data after the value")
+	}
+	return raw, nil
+}
 
 // IsWireFormat says whether b can be a value in the registry's wire format: a zero magic
 // byte and a 4-byte schema id. (A JSON value never starts with a zero byte.)
@@ -34,8 +68,8 @@ func (r *Registry) Decode(ctx context.Context, b []byte) ([]byte, error) {
 		}
 		return payload, nil
 	}
-	var raw any
-	if err := avro.Unmarshal(s.avro, payload, &raw); err != nil {
+	raw, err := decodeAvro(s.avro, payload)
+	if err != nil {
 		return nil, fmt.Errorf("schema id %d: Avro data: %w", id, err)
 	}
 	v, err := jsonValue(s.avro, raw, 0)
@@ -105,7 +139,7 @@ func (r *Registry) Encode(ctx context.Context, subject string, value []byte) ([]
 	if err != nil {
 		return nil, fmt.Errorf("the value does not fit the Avro schema of subject %q: %w", subject, err)
 	}
-	data, err := avro.Marshal(s.avro, a)
+	data, err := avroAPI.Marshal(s.avro, a)
 	if err != nil {
 		return nil, fmt.Errorf("the value does not fit the Avro schema of subject %q: %w", subject, err)
 	}

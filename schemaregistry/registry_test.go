@@ -2,6 +2,7 @@ package schemaregistry
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -189,5 +190,48 @@ func TestLatestSchemaKeptWhileRegistryDown(t *testing.T) {
 	}
 	if _, err := r.Encode(t.Context(), "other-value", []byte(`{}`)); err == nil {
 		t.Error("a subject never fetched, registry down: no error")
+	}
+}
+
+// An Avro array whose count passes MaxAvroItems is an error, before anything is allocated for
+// it: clickAvro's fields up to tags (user "", amount 0, ok false, note null, at 0: one zero
+// byte each), then a block count of 2^40 (a zig-zag varint): a 15-byte record that ended the
+// process with "fatal error: out of memory" (hamba/avro allowed counts up to 2^48). A count
+// of MaxAvroItems is a count, not an error of that kind: the record then ends before its items.
+func TestAvroArrayCountBounded(t *testing.T) {
+	fake, r := newFake(t)
+	fake.SeedSchema("clicks-value", 1, 1, sr.Schema{Schema: clickAvro, Type: sr.TypeAvro})
+	record := func(count int64) []byte {
+		return wire(1, append([]byte{0, 0, 0, 0, 0}, binary.AppendVarint(nil, count)...)...)
+	}
+	for _, count := range []int64{1 << 40, MaxAvroItems + 1} {
+		_, err := r.Decode(t.Context(), record(count))
+		if err == nil || !strings.Contains(err.Error(), "MaxSliceAllocSize") {
+			t.Errorf("a count of %d: %v, want an error naming the bound", count, err)
+		}
+	}
+	if _, err := r.Decode(t.Context(), record(MaxAvroItems)); err == nil || !strings.Contains(err.Error(), "the data end before the value does") {
+		t.Errorf("a count of MaxAvroItems with no items: %v, want the record's end as the error", err)
+	}
+}
+
+// Avro data are decoded whole: a record cut short is an error (it decoded as a record of
+// nulls), and so are bytes after it. The whole record (user "ab", amount 150, ok true, note
+// "x", at 1000, tags ["t"], level HIGH) decodes; each of its prefixes does not.
+func TestAvroDataWhole(t *testing.T) {
+	fake, r := newFake(t)
+	fake.SeedSchema("clicks-value", 1, 1, sr.Schema{Schema: clickAvro, Type: sr.TypeAvro})
+	whole := []byte{0x04, 'a', 'b', 0xAC, 0x02, 0x01, 0x02, 0x02, 'x', 0xD0, 0x0F, 0x02, 0x02, 't', 0x00, 0x02}
+	out, err := r.Decode(t.Context(), wire(1, whole...))
+	if err != nil || string(out) != `{"amount":150,"at":1000,"level":"HIGH","note":"x","ok":true,"tags":["t"],"user":"ab"}` {
+		t.Fatalf("the whole record: %s, %v", out, err)
+	}
+	for n := range len(whole) {
+		if out, err := r.Decode(t.Context(), wire(1, whole[:n]...)); err == nil || !strings.Contains(err.Error(), "the data end before the value does") {
+			t.Errorf("the first %d bytes: %s, %v", n, out, err)
+		}
+	}
+	if out, err := r.Decode(t.Context(), wire(1, append(whole, 0x00)...)); err == nil || !strings.Contains(err.Error(), "data after the value") {
+		t.Errorf("a byte after it: %s, %v", out, err)
 	}
 }
