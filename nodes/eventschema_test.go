@@ -93,3 +93,23 @@ func TestEventSchemaCheck(t *testing.T) {
 		t.Errorf("four problems: %v", err)
 	}
 }
+
+// A number the validator cannot compare (0e9223372036854775808: zero, with an exponent past
+// int64, which value.ParseJSON reads as 0.0 and big.Rat refuses) against a numeric keyword is
+// an error for that event, not a panic: the validator dereferenced nil, which failed the
+// deployment on the event, again at each redeploy, and answered a test run 500.
+func TestEventSchemaCheckNeverPanics(t *testing.T) {
+	for _, schema := range []string{`{"properties": {"a": {"minimum": 0}}}`, `{"properties": {"a": {"multipleOf": 2}}}`,
+		`{"properties": {"a": {"exclusiveMaximum": 1}}}`} {
+		s, err := CompileEventSchema([]byte(schema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CheckJSON([]byte(`{"a": 0e9223372036854775808}`)); err == nil || !strings.Contains(err.Error(), "could not be checked against the schema") {
+			t.Errorf("%s: %v", schema, err)
+		}
+		if err := s.CheckJSON([]byte(`{"a": 4}`)); (err != nil) != strings.Contains(schema, "exclusiveMaximum") {
+			t.Errorf("%s, a = 4: %v", schema, err)
+		}
+	}
+}

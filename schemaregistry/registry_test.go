@@ -235,3 +235,17 @@ func TestAvroDataWhole(t *testing.T) {
 		t.Errorf("a byte after it: %s, %v", out, err)
 	}
 }
+
+// A JSON value the validator cannot compare (0e9223372036854775808 against minimum) is an
+// error of the record, not a panic of the deployment reading it.
+func TestJSONSchemaCheckNeverPanics(t *testing.T) {
+	fake, r := newFake(t)
+	fake.SeedSchema("views-value", 1, 2, sr.Schema{Type: sr.TypeJSON, Schema: `{"properties": {"a": {"minimum": 0}}}`})
+	_, err := r.Decode(t.Context(), wire(2, []byte(`{"a": 0e9223372036854775808}`)...))
+	if err == nil || !strings.Contains(err.Error(), "could not be checked against the JSON Schema") {
+		t.Errorf("got %v", err)
+	}
+	if out, err := r.Decode(t.Context(), wire(2, []byte(`{"a": 1}`)...)); err != nil || string(out) != `{"a": 1}` {
+		t.Errorf("a = 1: %s, %v", out, err)
+	}
+}
