@@ -38,6 +38,10 @@ const (
 	maxPendingResults = 20_000
 	// DefaultMaxPendingResultBytes is the default of Config.MaxPendingResultBytes: 64 MiB.
 	DefaultMaxPendingResultBytes = 64 << 20
+	// eventResultsFactor: the collect results waiting may reach this many times
+	// Config.MaxPendingResultBytes within one event (a window closing for many keys, a
+	// for-each); past that the deployment fails (errEventResults).
+	eventResultsFactor = 16
 	// readBackTimeout bounds a read of the latest checkpoint that decides a checkpoint in
 	// doubt (resolve).
 	readBackTimeout = 5 * time.Second
@@ -357,6 +361,14 @@ func (d *deployment) run() {
 		if n == 0 && !d.holding() {
 			d.idleTick(now)
 		}
+		// Before any checkpoint: results past the limit were not kept, so none may commit.
+		if d.sinks.overflow {
+			err := fmt.Errorf("%w: %d bytes (%d times the %d bytes that make a checkpoint); the last checkpoint is kept: change the scenario to write less for one event (a for-each of fewer elements, smaller values) and deploy again",
+				errEventResults, d.sinks.maxCollectBytes, eventResultsFactor, d.rt.cfg.MaxPendingResultBytes)
+			log.Error("deployment failed", "error", err)
+			d.fail(err.Error())
+			return
+		}
 		due := (d.dirty || d.doubt != nil) && now.Sub(d.lastCheckpoint) >= d.rt.cfg.CheckpointInterval
 		// A checkpoint committing is finished once it ended; the next one is not taken
 		// before, unless the results waiting for it reach their limit.
@@ -657,6 +669,7 @@ func (d *deployment) retry(ctx context.Context, what string, f func() error) err
 func (d *deployment) process(ctx context.Context) (int, error) {
 	total := 0
 	d.stateWatch.Max = d.rt.cfg.MaxDeploymentState
+	d.sinks.maxCollectBytes = eventResultsFactor * d.rt.cfg.MaxPendingResultBytes
 	for _, s := range d.sources {
 		if d.overBudget != nil || d.resultsFull() {
 			break
@@ -865,6 +878,11 @@ func equalWatermarks(a, b []int64) bool {
 // committed and reads on from its positions. The loop's checkpoints are async when they can
 // be; the first and the final ones never are.
 func (d *deployment) checkpoint(ctx context.Context, async bool) error {
+	if d.sinks.overflow {
+		// Results past the limit were not kept: nothing of the state since the last
+		// checkpoint may commit (the run loop fails the deployment).
+		return fmt.Errorf("%w: %w", errPermanent, errEventResults)
+	}
 	if d.inflight != nil {
 		// One checkpoint at a time, in order: the one committing ends first.
 		err := d.finishCheckpoint(ctx)
@@ -1151,11 +1169,16 @@ func (d *deployment) pendingResultBytes() int64 {
 	return n
 }
 
+// errEventResults is why a deployment failed whose collect results waiting for a checkpoint
+// passed eventResultsFactor times Config.MaxPendingResultBytes (within one event: the bound
+// is looked at between events).
+var errEventResults = errors.New("the collect results (and dead letters) waiting for a checkpoint passed their limit within one event")
+
 // resultsFull reports whether the results waiting for the next checkpoint reached
 // maxPendingResults or Config.MaxPendingResultBytes: process stops between two events, and
 // the loop takes the checkpoint before it reads more.
 func (d *deployment) resultsFull() bool {
-	return d.sinks.pending() >= maxPendingResults || d.sinks.collectBytes >= d.rt.cfg.MaxPendingResultBytes
+	return d.sinks.overflow || d.sinks.pending() >= maxPendingResults || d.sinks.collectBytes >= d.rt.cfg.MaxPendingResultBytes
 }
 
 // finished says whether the checkpoint's commit ended.

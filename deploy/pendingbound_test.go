@@ -3,6 +3,7 @@ package deploy
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -82,4 +83,45 @@ func (l *largestCommit) CommitCheckpoint(ctx context.Context, c store.Checkpoint
 		}
 	}
 	return cp, ids, err
+}
+
+// One event whose collect results pass 16 times Config.MaxPendingResultBytes fails the
+// deployment before anything of it is committed: the bound is looked at between events, and
+// past this the values are not kept (a for-each of 100,000 elements into a sink of 1 MB
+// values would hold 100 GB). With a bound of 64 KiB (a limit of 1 MiB), an event that
+// fans out into 20 results of 65,538 bytes (1,310,760) fails it; one of 10 (655,380) does
+// not, in another deployment, and its results are committed.
+func TestOneEventsResultsBounded(t *testing.T) {
+	st := sqliteStore(t)
+	graph := func(n int) string {
+		return fmt.Sprintf(`{"nodes": [
+		{"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": []}},
+		{"id": "each", "type": "CustomNode", "nodeType": "for-each", "outputVar": "i", "parameters": [
+			{"name": "Elements", "expression": {"language": "expr", "expression": "1..%d"}}]},
+		{"id": "out", "type": "Sink", "ref": {"typ": "collect", "parameters": [{"name": "value", "expression": {"language": "expr", "expression": "repeat('x', 65536)"}}]}}
+	], "edges": [{"from": "in", "to": "each", "edgeType": null}, {"from": "each", "to": "out", "edgeType": null}]}`, n)
+	}
+	createScenario(t, st, "wide", graph(20))
+	createScenario(t, st, "narrow", graph(10))
+	r := newRuntime(t, st, func(c *Config) { c.MaxPendingResultBytes = 64 << 10 })
+	wide := deploy(t, r, "wide", 0)
+	deploy(t, r, "narrow", 0)
+	ingestAll(t, r, "wide", [][]byte{[]byte(`{}`)}, 0, 1)
+	ingestAll(t, r, "narrow", [][]byte{[]byte(`{}`)}, 0, 1)
+	var failed store.Deployment
+	waitFor(t, "the wide deployment failed", func() bool {
+		var err error
+		failed, err = st.GetDeployment(t.Context(), wide.ID)
+		return err == nil && failed.Status == store.StatusFailed
+	})
+	if !strings.Contains(failed.Reason, "passed their limit within one event: 1048576 bytes") {
+		t.Errorf("reason %q", failed.Reason)
+	}
+	if page, err := st.ReadSinkResults(t.Context(), "wide", "out", 0, store.MaxReadLimit); err != nil || len(page) != 0 {
+		t.Errorf("the wide deployment committed %d results (%v), want none", len(page), err)
+	}
+	waitFor(t, "the narrow deployment's 10 results", func() bool {
+		page, err := st.ReadSinkResults(t.Context(), "narrow", "out", 0, store.MaxReadLimit)
+		return err == nil && len(page) == 10
+	})
 }

@@ -25,7 +25,12 @@ type sinks struct {
 	ids     []string         // the sink node ids, sorted
 	collect []store.NewSinkResult
 	// collectBytes is the bytes of the values in collect (see Config.MaxPendingResultBytes).
-	collectBytes int64
+	// Past maxCollectBytes (one event's results alone can pass the pending bound: the
+	// bound is looked at between events) no more is kept and overflow is set: the
+	// deployment then fails, keeping its last checkpoint.
+	collectBytes    int64
+	maxCollectBytes int64
+	overflow        bool
 	// written counts every value written, to tell whether an idle tick emitted anything.
 	written int64
 }
@@ -72,6 +77,10 @@ func (s *sinks) output(sinkID string, v value.Value, _ int64) {
 // pending reports how many collect results and Output values wait for the next checkpoint.
 // addResult adds a collect result (or a dead letter) for the next checkpoint.
 func (s *sinks) addResult(r store.NewSinkResult) {
+	if s.maxCollectBytes > 0 && s.collectBytes+int64(len(r.Value)) > s.maxCollectBytes {
+		s.overflow = true
+		return
+	}
 	s.collect = append(s.collect, r)
 	s.collectBytes += int64(len(r.Value))
 }
