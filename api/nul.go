@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // CodeNULCharacter (400): a text field or query parameter holds the NUL character (U+0000),
@@ -47,6 +48,12 @@ func refuseNUL(limitOf func(path string) int64) func(http.Handler) http.Handler 
 			}
 			if limit := limitOf(r.URL.Path); int64(len(body)) > limit {
 				writeProblem(w, problemf(http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "the request body is larger than %d bytes", limit))
+				return
+			}
+			if !utf8.Valid(body) {
+				// JSON is UTF-8 (RFC 8259); decoded, the invalid bytes would become U+FFFD
+				// silently (a node id the client did not send).
+				writeProblem(w, newProblem(http.StatusBadRequest, CodeBadRequest, "the request body is not valid UTF-8"))
 				return
 			}
 			if hasJSONNUL(body) {

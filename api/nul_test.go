@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/scenario-server/scenario-server/api"
@@ -37,6 +38,13 @@ func testNULRefused(t *testing.T, c *client) {
 	c.post("/api/scenarios/fraud/versions", `{"baseVersion": 1, "comment": "x\u0000", "graph": `+countGraph("20s")+`}`).
 		problem(t, http.StatusBadRequest, api.CodeNULCharacter)
 	c.get("/api/audit?identity=%00").problem(t, http.StatusBadRequest, api.CodeNULCharacter)
+	// A body that is not UTF-8 is refused: decoded, a node id "bad\xff" became "bad\ufffd".
+	p := c.post("/api/scenarios", rawBody("name", quote("bytes"), "graph", strings.Replace(countGraph("10s"), `"id": "in"`, "\"id\": \"bad\xff\"", 1))).
+		problem(t, http.StatusBadRequest, api.CodeBadRequest)
+	if p.Detail != "the request body is not valid UTF-8" {
+		t.Errorf("detail %q", p.Detail)
+	}
+	c.get("/api/scenarios/bytes").problem(t, http.StatusNotFound, api.CodeScenarioNotFound)
 	// An escaped backslash before u0000 is not the character.
 	var d api.Deployment
 	c.post("/api/scenarios/fraud/cancel", `{"comment": "path C:\\u0000"}`).ok(t, http.StatusOK, &d)
