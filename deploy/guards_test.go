@@ -117,8 +117,9 @@ func testSinkPathInUseAtRestart(t *testing.T, st store.Store) {
 	}
 }
 
-// A file sink whose path is the sink directory itself, or a directory in it, is refused at
-// deploy like the other bad paths.
+// A file sink whose path is the sink directory itself, or a directory in it, or longer than
+// file systems allow (a name of 256 bytes, a path of 1,025), is refused at deploy like the
+// other bad paths (a 5,000-byte path deployed and then failed).
 func testFileSinkDirectoryPath(t *testing.T, st store.Store) {
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o750); err != nil {
@@ -127,8 +128,14 @@ func testFileSinkDirectoryPath(t *testing.T, st store.Store) {
 	createScenario(t, st, "dot", fileSinkGraph("."))
 	createScenario(t, st, "dotslash", fileSinkGraph("./"))
 	createScenario(t, st, "sub", fileSinkGraph("sub"))
+	createScenario(t, st, "longname", fileSinkGraph(strings.Repeat("n", 256)))
+	createScenario(t, st, "longpath", fileSinkGraph(strings.Repeat("d/", 512)+"f"))
+	createScenario(t, st, "fits", fileSinkGraph(strings.Repeat("d/", 10)+strings.Repeat("n", 255)))
 	r := newRuntime(t, st, func(c *Config) { c.FileSinkDir = dir })
-	for _, name := range []string{"dot", "dotslash", "sub"} {
+	if _, err := r.Deploy(t.Context(), DeployRequest{Scenario: "fits"}); err != nil {
+		t.Errorf("deploying a path of 275 bytes with a name of 255: %v", err)
+	}
+	for _, name := range []string{"dot", "dotslash", "sub", "longname", "longpath"} {
 		_, err := r.Deploy(t.Context(), DeployRequest{Scenario: name})
 		var inv *InvalidVersionError
 		if !errors.As(err, &inv) || len(inv.Problems) != 1 || inv.Problems[0].Code != "invalid-path" || inv.Problems[0].NodeID != "out" {

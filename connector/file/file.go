@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/scenario-server/scenario-server/connector"
 	"github.com/scenario-server/scenario-server/engine"
@@ -56,10 +57,26 @@ func Sink(dir string) *connector.Sink {
 
 // nonLocalPath is the problem of a file source's or sink's path that is not a relative path
 // staying inside the server's directory for it (what says which); nil when it is.
+// A path's length, in bytes: at most maxPathBytes whole and maxNameBytes a name in it (most
+// file systems' limits, which the operating system would refuse only when the deployment
+// opens the file).
 func nonLocalPath(id, rel, what string) *scenario.Problem {
-	if filepath.IsLocal(rel) && filepath.Clean(rel) != "." {
-		return nil
+	if !filepath.IsLocal(rel) || filepath.Clean(rel) == "." {
+		return &scenario.Problem{NodeID: id, Field: "path", Code: "invalid-path",
+			Message: fmt.Sprintf("a deployed file %s: %q must be a relative path to a file that stays inside it", what, rel)}
 	}
-	return &scenario.Problem{NodeID: id, Field: "path", Code: "invalid-path",
-		Message: fmt.Sprintf("a deployed file %s: %q must be a relative path to a file that stays inside it", what, rel)}
+	long := len(rel) > maxPathBytes
+	for _, name := range strings.Split(filepath.ToSlash(rel), "/") {
+		long = long || len(name) > maxNameBytes
+	}
+	if long {
+		return &scenario.Problem{NodeID: id, Field: "path", Code: "invalid-path",
+			Message: fmt.Sprintf("a deployed file %s: the path must be at most %d bytes, and each name in it at most %d (%d bytes)", what, maxPathBytes, maxNameBytes, len(rel))}
+	}
+	return nil
 }
+
+const (
+	maxPathBytes = 1024
+	maxNameBytes = 255
+)
