@@ -48,6 +48,10 @@ const (
 	// DefaultTestMaxState is the most window state (engine.Engine.StateBytes) one test run
 	// may hold: 256 MiB.
 	DefaultTestMaxState = 256 << 20
+	// DefaultTestCasesMaxBytes is the most bytes of records (and expected values) a
+	// scenario's saved test cases hold together: 64 MiB. POST .../tests/run and a deploy
+	// load them all.
+	DefaultTestCasesMaxBytes = 64 << 20
 )
 
 // Config is what New needs. Only Store is required.
@@ -87,6 +91,9 @@ type Config struct {
 	// TestMaxState is the most window state, in bytes, one test run may hold; past it the run
 	// is stopped and answered 422 test-state-too-large. 0 means DefaultTestMaxState.
 	TestMaxState int64
+	// TestCasesMaxBytes is the most bytes a scenario's saved test cases hold together; 0
+	// means DefaultTestCasesMaxBytes.
+	TestCasesMaxBytes int64
 	// StreamWriteTimeout is how long a server-sent event stream waits for its client to take
 	// one event (or keep-alive comment); a client that takes nothing for that long is
 	// disconnected. 0 means DefaultStreamWriteTimeout.
@@ -160,6 +167,9 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if cfg.TestMaxState <= 0 {
 		cfg.TestMaxState = DefaultTestMaxState
+	}
+	if cfg.TestCasesMaxBytes <= 0 {
+		cfg.TestCasesMaxBytes = DefaultTestCasesMaxBytes
 	}
 	if cfg.TestTimeout <= 0 {
 		cfg.TestTimeout = DefaultTestTimeout
@@ -247,6 +257,7 @@ func New(cfg Config) (*Handler, error) {
 		testMaxBytes:   cfg.TestMaxBytes,
 		testTimeout:    cfg.TestTimeout,
 		testMaxState:   cfg.TestMaxState,
+		testCasesMax:   cfg.TestCasesMaxBytes,
 		testSlots:      limiter.running,
 
 		runtime:            cfg.Runtime,
@@ -308,6 +319,7 @@ type handlers struct {
 	testMaxBytes   int64
 	testTimeout    time.Duration
 	testMaxState   int64
+	testCasesMax   int64
 
 	runtime     *deploy.Runtime
 	streamsDone chan struct{} // closed by Handler.CloseStreams

@@ -130,7 +130,7 @@ func (h *handlers) registerTestCases(hapi huma.API) {
 		Method:      http.MethodPut,
 		Path:        "/api/scenarios/{name}/tests/{test}",
 		Summary:     "Save a test case",
-		Description: fmt.Sprintf("Saves (or replaces) the named test case: sample records and, per sink, the values it must write. At most %d test cases a scenario; records as a test run takes them (its record limit applies).", MaxTestCases),
+		Description: fmt.Sprintf("Saves (or replaces) the named test case: sample records and, per sink, the values it must write. At most %d test cases a scenario, holding at most 64 MiB together by default (413 body-too-large past it); records as a test run takes them (its record limit applies).", MaxTestCases),
 		Tags:        []string{tagTesting},
 		Errors:      []int{http.StatusBadRequest, http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity},
 	}, func(ctx context.Context, in *putTestCaseInput) (*testCaseOutput, error) {
@@ -150,8 +150,12 @@ func (h *handlers) registerTestCases(hapi huma.API) {
 			return nil, storeError(ctx, err, in.Name, 0)
 		}
 		exists := false
+		var others int64 // bytes of the other test cases
 		for _, c := range list {
 			exists = exists || c.Name == in.Test
+			if c.Name != in.Test {
+				others += int64(len(c.Records) + len(c.Expected))
+			}
 		}
 		if !exists && len(list) >= MaxTestCases {
 			return nil, problemf(http.StatusUnprocessableEntity, CodeValidationFailed, "scenario %q has %d test cases, the most it keeps", in.Name, MaxTestCases)
@@ -159,6 +163,14 @@ func (h *handlers) registerTestCases(hapi huma.API) {
 		expected := in.Body.Expected
 		if expected == nil {
 			expected = map[string][]json.RawMessage{}
+		}
+		enc, err := json.Marshal(expected)
+		if err != nil {
+			return nil, newProblem(http.StatusBadRequest, CodeInvalidJSON, "expected: "+err.Error())
+		}
+		if total := others + int64(len(in.Body.Records)+len(enc)); total > h.testCasesMax {
+			return nil, problemf(http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
+				"scenario %q's test cases would hold %d bytes of records and expected values together; at most %d (a run of them loads them all)", in.Name, total, h.testCasesMax)
 		}
 		latest, err := h.store.GetLatestVersion(ctx, in.Name)
 		if err != nil {
@@ -174,10 +186,6 @@ func (h *handlers) registerTestCases(hapi huma.API) {
 				return nil, problemf(http.StatusUnprocessableEntity, CodeValidationFailed,
 					"expected.%s: %d values; a test case compares at most %d per sink", sink, len(values), maxComparedOutputs)
 			}
-		}
-		enc, err := json.Marshal(expected)
-		if err != nil {
-			return nil, newProblem(http.StatusBadRequest, CodeInvalidJSON, "expected: "+err.Error())
 		}
 		c, err := h.store.PutTestCase(ctx, store.TestCase{Scenario: in.Name, Name: in.Test, Records: in.Body.Records, Expected: string(enc), Author: identityName(ctx)})
 		if err != nil {

@@ -96,4 +96,20 @@ func testTestCases(t *testing.T, c *client) {
 	if !run.Passed || len(run.Tests) != 0 {
 		t.Fatalf("with no test cases: %s; want passed", mustJSON(run))
 	}
+
+	// A scenario's test cases hold at most TestCasesMaxBytes together (records and the
+	// expected values' JSON, here "{}": 2 bytes). With 1,000: a case of 600 bytes of records
+	// (602) fits; another of 500 (502) would make 1,104 and is refused; the first replaced by
+	// one of 900 (902, the old one not counted) fits.
+	small := c.withConfig(func(cfg *api.Config) { cfg.TestCasesMaxBytes = 1000 })
+	lines := func(n int) map[string]any {
+		return map[string]any{"records": strings.Repeat("x", n-1) + "\n", "expected": map[string]any{}}
+	}
+	small.send(request{Method: http.MethodPut, Path: "/api/scenarios/fraud/tests/a", Body: lines(600)}).ok(t, http.StatusOK, nil)
+	p = small.send(request{Method: http.MethodPut, Path: "/api/scenarios/fraud/tests/b", Body: lines(500)}).
+		problem(t, http.StatusRequestEntityTooLarge, api.CodeBodyTooLarge)
+	if !strings.Contains(p.Detail, "would hold 1104 bytes") || !strings.Contains(p.Detail, "at most 1000") {
+		t.Errorf("detail %q", p.Detail)
+	}
+	small.send(request{Method: http.MethodPut, Path: "/api/scenarios/fraud/tests/a", Body: lines(900)}).ok(t, http.StatusOK, nil)
 }
