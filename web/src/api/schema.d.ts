@@ -569,7 +569,7 @@ export interface paths {
         get?: never;
         /**
          * Save a test case
-         * @description Saves (or replaces) the named test case: sample records and, per sink, the values it must write. At most 100 test cases a scenario; records as a test run takes them (its record limit applies).
+         * @description Saves (or replaces) the named test case: sample records and, per sink, the values it must write. At most 100 test cases a scenario, holding at most 64 MiB together by default (413 body-too-large past it); records as a test run takes them (its record limit applies).
          */
         put: operations["put-test-case"];
         post?: never;
