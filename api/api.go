@@ -46,8 +46,9 @@ const (
 	// DefaultTestTimeout is how long one test run may take.
 	DefaultTestTimeout = 30 * time.Second
 	// DefaultTestMaxState is the most window state (engine.Engine.StateBytes) one test run
-	// may hold: 256 MiB.
-	DefaultTestMaxState = 256 << 20
+	// may hold: 64 MiB (up to --max-concurrent-tests runs hold it at once; four of 256 MiB
+	// each took the process past 2 GB).
+	DefaultTestMaxState = 64 << 20
 	// DefaultTestCasesMaxBytes is the most bytes of records (and expected values) a
 	// scenario's saved test cases hold together: 64 MiB. POST .../tests/run and a deploy
 	// load them all.

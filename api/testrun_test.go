@@ -437,7 +437,7 @@ func testTestLimits(t *testing.T, c *client) {
 		!strings.Contains(p.Detail, "passed 1048576 bytes") || !strings.Contains(p.Detail, `node "w"`) {
 		t.Errorf("detail %q (stopped after %d records)", p.Detail, stoppedAt)
 	}
-	// Under the default limit (256 MiB) the same records run.
+	// Under the default limit (64 MiB) the same records run.
 	var wideRes api.TestResult
 	c.post("/api/test", rawBody("graph", wide, "records", quote(records.String()))).ok(t, http.StatusOK, &wideRes)
 	if n := wideRes.Nodes["w"].Counts.In; n != 2_000 {

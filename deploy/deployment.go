@@ -41,7 +41,7 @@ const (
 	// eventResultsFactor: the collect results waiting may reach this many times
 	// Config.MaxPendingResultBytes within one event (a window closing for many keys, a
 	// for-each); past that the deployment fails (errEventResults).
-	eventResultsFactor = 16
+	eventResultsFactor = 4
 	// readBackTimeout bounds a read of the latest checkpoint that decides a checkpoint in
 	// doubt (resolve).
 	readBackTimeout = 5 * time.Second
@@ -58,10 +58,9 @@ var fenceTimeout = 10 * time.Second
 // what other goroutines may read (its sources' positions, the last published Live).
 type deployment struct {
 	rt *Runtime
-	// stateWatch looks at the engine's window state while a batch goes in (every few
-	// events), so that the state budget stops the deployment within the batch rather than
-	// after it; overBudget is what it found.
-	stateWatch engine.StateWatch
+	// overBudget is the engine's *StateBudgetError once its window state passed
+	// Config.MaxDeploymentState (engine.Options.MaxStateBytes, looked at every few events,
+	// within a batch and within one event's for-each).
 	overBudget *engine.StateBudgetError
 	info       store.Deployment // set before run starts; the status there is the one at start
 	version    store.Version
@@ -668,7 +667,6 @@ func (d *deployment) retry(ctx context.Context, what string, f func() error) err
 // returns how many it pushed.
 func (d *deployment) process(ctx context.Context) (int, error) {
 	total := 0
-	d.stateWatch.Max = d.rt.cfg.MaxDeploymentState
 	d.sinks.maxCollectBytes = eventResultsFactor * d.rt.cfg.MaxPendingResultBytes
 	for _, s := range d.sources {
 		if d.overBudget != nil || d.resultsFull() {
@@ -737,11 +735,10 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 // window state passed the deployment's budget (Config.MaxDeploymentState), setting
 // overBudget: the run loop then fails the deployment, keeping its last checkpoint.
 func (d *deployment) pastStateBudget() bool {
-	err := d.stateWatch.Check(d.eng)
-	if err == nil {
+	if !d.eng.CheckState() {
 		return false
 	}
-	errors.As(err, &d.overBudget)
+	errors.As(d.eng.StateErr(), &d.overBudget)
 	return true
 }
 

@@ -85,12 +85,12 @@ func (l *largestCommit) CommitCheckpoint(ctx context.Context, c store.Checkpoint
 	return cp, ids, err
 }
 
-// One event whose collect results pass 16 times Config.MaxPendingResultBytes fails the
+// One event whose collect results pass 4 times Config.MaxPendingResultBytes fails the
 // deployment before anything of it is committed: the bound is looked at between events, and
 // past this the values are not kept (a for-each of 100,000 elements into a sink of 1 MB
-// values would hold 100 GB). With a bound of 64 KiB (a limit of 1 MiB), an event that
-// fans out into 20 results of 65,538 bytes (1,310,760) fails it; one of 10 (655,380) does
-// not, in another deployment, and its results are committed.
+// values would hold 100 GB). With a bound of 64 KiB (a limit of 262,144 bytes), an event that
+// fans out into 20 results of 65,538 bytes fails it (the 4th makes 262,152); one of 3
+// (196,614) does not, in another deployment, and its results are committed.
 func TestOneEventsResultsBounded(t *testing.T) {
 	st := sqliteStore(t)
 	graph := func(n int) string {
@@ -102,7 +102,7 @@ func TestOneEventsResultsBounded(t *testing.T) {
 	], "edges": [{"from": "in", "to": "each", "edgeType": null}, {"from": "each", "to": "out", "edgeType": null}]}`, n)
 	}
 	createScenario(t, st, "wide", graph(20))
-	createScenario(t, st, "narrow", graph(10))
+	createScenario(t, st, "narrow", graph(3))
 	r := newRuntime(t, st, func(c *Config) { c.MaxPendingResultBytes = 64 << 10 })
 	wide := deploy(t, r, "wide", 0)
 	deploy(t, r, "narrow", 0)
@@ -114,14 +114,14 @@ func TestOneEventsResultsBounded(t *testing.T) {
 		failed, err = st.GetDeployment(t.Context(), wide.ID)
 		return err == nil && failed.Status == store.StatusFailed
 	})
-	if !strings.Contains(failed.Reason, "passed their limit within one event: 1048576 bytes") {
+	if !strings.Contains(failed.Reason, "passed their limit within one event: 262144 bytes") {
 		t.Errorf("reason %q", failed.Reason)
 	}
 	if page, err := st.ReadSinkResults(t.Context(), "wide", "out", 0, store.MaxReadLimit); err != nil || len(page) != 0 {
 		t.Errorf("the wide deployment committed %d results (%v), want none", len(page), err)
 	}
-	waitFor(t, "the narrow deployment's 10 results", func() bool {
+	waitFor(t, "the narrow deployment's 3 results", func() bool {
 		page, err := st.ReadSinkResults(t.Context(), "narrow", "out", 0, store.MaxReadLimit)
-		return err == nil && len(page) == 10
+		return err == nil && len(page) == 3
 	})
 }

@@ -875,6 +875,8 @@ func (r *Runtime) prepare(v store.Version) (*deployment, error) {
 		MaxErrors:    maxFirstErrors,
 		Now:          r.cfg.Now,
 		Registry:     r.nodes,
+		// Negative (no budget) is none for the engine too.
+		MaxStateBytes: r.cfg.MaxDeploymentState,
 	}
 	if r.schemas != nil {
 		opts.EncodeKafkaValue = r.encodeKafkaValue

@@ -81,3 +81,40 @@ func TestForEachEventsPerInputEventAreBounded(t *testing.T) {
 		t.Errorf("outer sent %d, want %d", c.Out, 2*250)
 	}
 }
+
+// The window state is looked at while one input event fans out through a for-each, not only
+// between input events: a for-each of 1..5,000, each element a new group key of a tumbling
+// window, against a budget of 64 KiB, stops within the first record's fan-out, Replay
+// returns the *StateBudgetError, and the second record is not taken. (A for-each of 30,000
+// into a List of 100 KB values ended the process in one test run.)
+func TestStateBudgetWithinOneEventsForEach(t *testing.T) {
+	graph := `{"nodes": [` + srcNode("in", "#input.t", "0s") + `,
+		{"id": "each", "type": "CustomNode", "nodeType": "for-each", "outputVar": "i", "parameters": [
+			{"name": "Elements", "expression": {"language": "expr", "expression": "1..5000"}}]},
+		{"id": "w", "type": "CustomNode", "nodeType": "aggregate-tumbling", "outputVar": "agg", "parameters": [
+			{"name": "groupBy", "value": [{"language": "expr", "expression": "#i"}]},
+			{"name": "aggregations", "value": [{"name": "n", "aggregator": "Count"}]},
+			{"name": "windowLength", "value": "1m"}]},
+		` + sinkNode("out", "#agg.n") + `],
+		"edges": [{"from": "in", "to": "each"}, {"from": "each", "to": "w"}, {"from": "w", "to": "out"}]}`
+	s, err := scenario.Decode([]byte(graph))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(s, Options{Bounded: true, MaxStateBytes: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Replay(context.Background(), e, strings.NewReader(`{"t": 1}`+"\n"+`{"t": 2}`))
+	var over *StateBudgetError
+	if !errors.As(err, &over) || over.Budget != 64<<10 || over.Bytes <= 64<<10 || over.Node != "w" {
+		t.Fatalf("Replay returned %v, want a *StateBudgetError of node w past 65536 bytes", err)
+	}
+	counts := e.Counts()
+	if n := counts["w"].In; n == 0 || n >= 5_000 {
+		t.Errorf("the window took %d of the 5,000 elements; want the fan-out stopped within it", n)
+	}
+	if c := counts["in"]; c.In != 1 {
+		t.Errorf("the source took %d records, want 1 (the second is not taken)", c.In)
+	}
+}

@@ -120,8 +120,11 @@ type Options struct {
 	Output Output
 	// MaxErrors caps the EventErrors kept (all are counted); 0 means 10,000.
 	MaxErrors int
-	// MaxStateBytes, when positive, is the most window state (StateBytes) a Replay may hold:
-	// past it, Replay stops between two lines and returns a *StateBudgetError (see StateWatch).
+	// MaxStateBytes, when positive, is the most window state (StateBytes) the engine may
+	// hold. It is looked at (StateWatch) when the caller calls CheckState after an input
+	// event, as Replay does after each line, and as a for-each sends its events (one input
+	// event may fan out into many); past it StateErr returns a *StateBudgetError, a for-each
+	// sends no more, and the engine takes no more input events.
 	MaxStateBytes int64
 	// Observe, when set, is called for every context that enters a node,
 	// with the node's id and the context's variables (for test runs that
@@ -194,6 +197,10 @@ type Engine struct {
 	// processed (see MaxForEachEvents); forEachOver: that input event passed the limit.
 	forEachSent int
 	forEachOver bool
+	// stateWatch looks at the window state against Options.MaxStateBytes (CheckState, and
+	// each event a for-each sends); stateErr is the *StateBudgetError once it passed it.
+	stateWatch StateWatch
+	stateErr   error
 	// probe, when set, captures what one node does instead of passing it on (RunNode).
 	probe *probe
 }
@@ -317,6 +324,7 @@ func New(s *scenario.Scenario, opts Options) (*Engine, error) {
 // newEngine is an engine without nodes, with the slots of the server's variables.
 func newEngine(opts Options, v *nodes.Validation) *Engine {
 	e := &Engine{opts: opts, validation: v, partition: -1, nodes: map[string]*node{}, sources: map[string]*source{}, counts: map[string]*Counts{}}
+	e.stateWatch.Max = opts.MaxStateBytes
 	e.inputSlot = e.lay.slot(nodes.VarInput)
 	e.metaSlot = e.lay.slot(nodes.VarMeta)
 	e.keySlot = e.lay.slot(nodes.VarKey)
@@ -552,6 +560,9 @@ func (e *Engine) PushValue(sourceID string, record value.Value, eventTime int64,
 // pushValue pushes the record the source has just decoded (see node.decode)
 // or been given.
 func (e *Engine) pushValue(src *source, eventTime int64) error {
+	if e.stateErr != nil {
+		return nil // past Options.MaxStateBytes: nothing more goes in
+	}
 	e.newInputEvent()
 	if src.schema != nil {
 		if err := src.conform(); err != nil {

@@ -83,6 +83,9 @@ func (f *forEach) process(e *Engine, n *node, ev *event, _ string) {
 		return
 	}
 	for _, item := range v.List() {
+		if e.CheckState() {
+			return // the state passed Options.MaxStateBytes: the caller stops the run
+		}
 		if e.forEachSent >= MaxForEachEvents || e.stopped {
 			if !e.forEachOver && !e.stopped {
 				e.forEachOver = true

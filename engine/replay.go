@@ -77,7 +77,6 @@ func Replay(ctx context.Context, e *Engine, in io.Reader) (Summary, error) {
 		defer func() { e.ctx = nil }()
 	}
 	start := time.Now()
-	watch := StateWatch{Max: e.opts.MaxStateBytes}
 	r := bufio.NewReaderSize(in, 1<<20)
 	sources := e.Sources()
 	var one *source
@@ -105,8 +104,8 @@ func Replay(ctx context.Context, e *Engine, in io.Reader) (Summary, error) {
 			if len(trimmed) > 0 {
 				sum.Events++
 				e.pushLine(one, trimmed, lineNo)
-				if err := watch.Check(e); err != nil {
-					return sum, err
+				if e.CheckState() {
+					return sum, e.StateErr()
 				}
 			}
 		}

@@ -34,6 +34,20 @@ func (e *Engine) StateBytes() (total int64, largest string) {
 	return total, largest
 }
 
+// CheckState counts one event into the watch of Options.MaxStateBytes and, when it is time
+// (see StateWatch), looks at the window state; it reports whether the state passed the budget
+// (then StateErr says by how much, and the engine takes no more input events).
+func (e *Engine) CheckState() bool {
+	if e.stateErr == nil {
+		e.stateErr = e.stateWatch.Check(e)
+	}
+	return e.stateErr != nil
+}
+
+// StateErr returns the *StateBudgetError once the window state passed Options.MaxStateBytes,
+// and nil before.
+func (e *Engine) StateErr() error { return e.stateErr }
+
 // ErrStateBudget is what a *StateBudgetError matches with errors.Is.
 var ErrStateBudget = errors.New("window state over its budget")
 
