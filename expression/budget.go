@@ -667,9 +667,49 @@ func budgetInRight(b, list any) any {
 // that is not a constant of the expression, such as #input.pattern): 1 KiB.
 const MaxPatternBytes = 1 << 10
 
-// patternInstBytes is what one instruction of a compiled pattern counts as in the memory
-// budget, and matchStepsPer how many instruction-bytes of matching make one step (Go's
-// regexp runs in time proportional to the program's instructions times the text's bytes).
+// MaxPatternCost is the largest patternCost of a pattern a `matches` compiles, a constant of
+// the expression or one made while it runs.
+const MaxPatternCost = 20_000
+
+// patternCost estimates what compiling a parsed pattern costs, from its syntax tree without
+// compiling it: one per instruction, and one per two ranges of a character class (Go's
+// regexp keeps a table per class instruction), a counted repetition multiplying what it
+// repeats (x{n,m} is m copies of x; x{n,} is n+1). \p{L} alone costs about 330, \p{L}{1000}
+// 330,000, [a-z]{1,64} 64. It stops counting past limit, returning limit+1.
+func patternCost(re *syntax.Regexp, limit int) int {
+	cost := 0
+	add := func(n int) {
+		cost = min(cost+n, limit+1)
+	}
+	switch re.Op {
+	case syntax.OpLiteral:
+		add(len(re.Rune))
+	case syntax.OpCharClass:
+		add(1 + len(re.Rune)/2/2)
+	case syntax.OpRepeat:
+		times := re.Max
+		if times < 0 {
+			times = re.Min + 1
+		}
+		for _, sub := range re.Sub {
+			one := patternCost(sub, limit)
+			if times > 0 && one > (limit+1-cost)/times {
+				return limit + 1
+			}
+			add(one * times)
+		}
+	default:
+		add(1)
+		for _, sub := range re.Sub {
+			add(patternCost(sub, limit))
+		}
+	}
+	return cost
+}
+
+// patternInstBytes is what one unit of patternCost counts as in the memory budget, and
+// matchStepsPer how many cost-bytes of matching make one step (Go's regexp runs in time
+// proportional to the program's instructions times the text's bytes).
 const (
 	patternInstBytes = 64
 	matchStepsPer    = 100
@@ -694,11 +734,10 @@ func budgetMatchesRight(b, pattern any) any {
 	if err != nil {
 		panic(err)
 	}
-	prog, err := syntax.Compile(re.Simplify())
-	if err != nil {
-		panic(err)
+	n := patternCost(re, MaxPatternCost)
+	if n > MaxPatternCost {
+		panic(fmt.Errorf("%w: the pattern of matches is too large to compile: it would cost more than %d", ErrBudgetExceeded, MaxPatternCost))
 	}
-	n := len(prog.Inst)
 	memory, okM := mulInt(n, patternInstBytes)
 	rb.charge("matches", memory, okM)
 	steps, okS := mulInt(n, len(s)+1)

@@ -2,6 +2,7 @@ package expression
 
 import (
 	"errors"
+	"regexp/syntax"
 	"runtime"
 	"strconv"
 	"strings"
@@ -427,4 +428,56 @@ func TestDynamicPatternBudget(t *testing.T) {
 	if !errors.As(err, &re) || errors.Is(err, ErrBudgetExceeded) || !strings.Contains(re.Message, "missing closing )") {
 		t.Errorf("an invalid pattern: %v", err)
 	}
+}
+
+// patternCost, worked by hand from the parsed trees: a literal costs its characters, a class
+// one and one per two ranges (Rune holds two bounds a range), a counted repetition what it
+// repeats times its most, any other node one and its parts.
+func TestPatternCost(t *testing.T) {
+	for _, tt := range []struct {
+		pattern string
+		want    int
+	}{
+		{"abc", 3},             // one literal of 3
+		{"a{3}", 3},            // 3 × 1
+		{"(ab)*", 4},           // star 1 + capture 1 + literal 2
+		{"[a-z]{1,64}", 64},    // 64 × (1 + 2/4 = 1)
+		{"[a-cx-z]", 2},        // 1 + 4/4
+		{"(?:x{10}){10}", 100}, // 10 × 10
+	} {
+		re, err := syntax.Parse(tt.pattern, syntax.Perl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := patternCost(re, MaxPatternCost); got != tt.want {
+			t.Errorf("patternCost(%q) = %d, want %d", tt.pattern, got, tt.want)
+		}
+	}
+	// Saturates past the limit: x{1000} is 1,000.
+	re, err := syntax.Parse("x{1000}", syntax.Perl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := patternCost(re, 100); got != 101 {
+		t.Errorf("a pattern of 1,000 against a limit of 100: %d, want 101", got)
+	}
+}
+
+// A constant pattern too large to compile is a limit problem at matches, found before expr's
+// checker compiles it (\p{L}{1000} 800 times took 248 MB and 2 s for one expression, through
+// /api/validation); one made while the expression runs is a budget error.
+func TestPatternTooLarge(t *testing.T) {
+	huge := `\\p{L}{1000}`
+	prog, problems := Compile(`#input.country matches "`+huge+`"`, testEnv, Boolean)
+	if prog != nil || len(problems) != 1 || problems[0].Code != CodeTooLarge || problems[0].Column != 16 ||
+		!strings.Contains(problems[0].Message, "too large to compile") {
+		t.Fatalf("constant: %v %+v", prog != nil, problems)
+	}
+	if _, problems := Compile(`#input.country matches "[a-z]{1,64}@[a-z]{1,64}"`, testEnv, Boolean); len(problems) != 0 {
+		t.Errorf("an address pattern: %+v", problems)
+	}
+	vars := map[string]value.Value{"input": value.NewRecord([]string{"country", "tags"},
+		[]value.Value{value.String("x"), value.List([]value.Value{value.String(`\p{L}{1000}`)})})}
+	_, err := runWith(t, `#input.country matches #input.tags[0]`, Budget{}, vars)
+	budgetError(t, "dynamic", err, "too large to compile")
 }

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/scenario-server/scenario-server/internal/names"
-	"regexp"
+	rsyntax "regexp/syntax"
 	"sort"
 	"strings"
 	"sync"
@@ -151,6 +151,11 @@ func CompileWith(text string, env TypeEnv, want Type, opts Options) (prog *Progr
 		}
 		return nil, []scenario.Problem{src.problem(err, CodeSyntax, nil)}
 	}
+	// Before expr's checker, which compiles a literal pattern: one too large to compile is a
+	// limit problem, not work.
+	if p := src.checkPatterns(tree, false); p != nil {
+		return nil, []scenario.Problem{*p}
+	}
 	if _, err := new(checker.Checker).PatchAndCheck(tree, config); err != nil {
 		return nil, []scenario.Problem{src.problem(err, CodeType, tree)}
 	}
@@ -174,7 +179,7 @@ func CompileWith(text string, env TypeEnv, want Type, opts Options) (prog *Progr
 	if err := optimizer.Optimize(&tree.Node, config); err != nil {
 		return nil, []scenario.Problem{src.problem(err, CodeType, nil)}
 	}
-	if p := src.checkPatterns(tree); p != nil {
+	if p := src.checkPatterns(tree, true); p != nil {
 		return nil, []scenario.Problem{*p}
 	}
 	p := &Program{src: src, result: result, env: env, vars: vars, allVars: readsEnv(tree.Node), readsClock: callsNow(tree.Node), budget: budget}
@@ -383,20 +388,31 @@ func (s *source) checkCalls(tree *parser.Tree) *scenario.Problem {
 	return found
 }
 
-// checkPatterns reports a `matches` whose pattern is a constant that is not a valid regular
-// expression (RE2 syntax, Go's regexp), at the operator as for a literal. expr's checker refuses a literal
-// pattern itself; this catches one its optimizer made constant (`s matches ("(" + "")`),
-// which expr's compiler would otherwise compile with regexp.MustCompile.
-func (s *source) checkPatterns(tree *parser.Tree) *scenario.Problem {
+// checkPatterns reports a `matches` whose pattern is a constant too large to compile
+// (patternCost past MaxPatternCost: a limit problem, CodeTooLarge) and, with syntax, one that
+// is not a valid regular expression (RE2 syntax, Go's regexp: a type problem), at the
+// operator as expr's checker reports a literal one. Without syntax it runs before the checker
+// (which compiles a literal pattern); with it, after the optimizer, which may have folded a
+// pattern into a constant (`s matches ("(" + "")`) that expr's compiler would otherwise
+// compile with regexp.MustCompile.
+func (s *source) checkPatterns(tree *parser.Tree, syntaxToo bool) *scenario.Problem {
 	var found *scenario.Problem
 	ast.Walk(&tree.Node, visitorFunc(func(n *ast.Node) {
 		bin, ok := (*n).(*ast.BinaryNode)
 		if found != nil || !ok || bin.Operator != "matches" {
 			return
 		}
-		if lit, ok := bin.Right.(*ast.StringNode); ok {
-			if _, err := regexp.Compile(lit.Value); err != nil {
-				found = s.at(bin, CodeType, err.Error())
+		lit, ok := bin.Right.(*ast.StringNode)
+		if !ok {
+			return
+		}
+		re, err := rsyntax.Parse(lit.Value, rsyntax.Perl)
+		switch {
+		case err != nil && syntaxToo:
+			found = s.at(bin, CodeType, err.Error())
+		case err == nil:
+			if cost := patternCost(re, MaxPatternCost); cost > MaxPatternCost {
+				found = s.at(bin, CodeTooLarge, fmt.Sprintf("the pattern of matches is too large to compile: it would cost more than %d (its repetitions multiply its characters and classes); at most %d", MaxPatternCost, MaxPatternCost))
 			}
 		}
 	}))
