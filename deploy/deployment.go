@@ -343,12 +343,6 @@ func (d *deployment) run() {
 		if n > 0 {
 			d.dirty = true
 			d.publish(PhaseRunning)
-			if over := d.overBudget; over != nil {
-				err := &StateBudgetError{Bytes: over.Bytes, Budget: over.Budget, Node: over.Node, State: d.eng.State()[over.Node]}
-				log.Error("deployment failed", "error", err)
-				d.fail(err.Error())
-				return
-			}
 			if err := checkStateBudget(d.live.Load(), d.rt.cfg.MaxDeploymentState); err != nil {
 				log.Error("deployment failed", "error", err)
 				d.fail(err.Error())
@@ -360,7 +354,16 @@ func (d *deployment) run() {
 		if n == 0 && !d.holding() {
 			d.idleTick(now)
 		}
-		// Before any checkpoint: results past the limit were not kept, so none may commit.
+		// Before any checkpoint: past the state budget (within a batch, or an idle step's
+		// for-each) the engine took no more events, and past the results' limit they were not
+		// kept, so nothing since the last checkpoint may commit.
+		if errors.As(d.eng.StateErr(), &d.overBudget) {
+			over := d.overBudget
+			err := &StateBudgetError{Bytes: over.Bytes, Budget: over.Budget, Node: over.Node, State: d.eng.State()[over.Node]}
+			log.Error("deployment failed", "error", err)
+			d.fail(err.Error())
+			return
+		}
 		if d.sinks.overflow {
 			err := fmt.Errorf("%w: %d bytes (%d times the %d bytes that make a checkpoint); the last checkpoint is kept: change the scenario to write less for one event (a for-each of fewer elements, smaller values) and deploy again",
 				errEventResults, d.sinks.maxCollectBytes, eventResultsFactor, d.rt.cfg.MaxPendingResultBytes)
@@ -879,6 +882,11 @@ func (d *deployment) checkpoint(ctx context.Context, async bool) error {
 		// Results past the limit were not kept: nothing of the state since the last
 		// checkpoint may commit (the run loop fails the deployment).
 		return fmt.Errorf("%w: %w", errPermanent, errEventResults)
+	}
+	if err := d.eng.StateErr(); err != nil {
+		// Past the state budget the engine took no more events: the positions read since
+		// must not commit.
+		return fmt.Errorf("%w: %w", errPermanent, err)
 	}
 	if d.inflight != nil {
 		// One checkpoint at a time, in order: the one committing ends first.
