@@ -123,6 +123,9 @@ func Replay(ctx context.Context, e *Engine, in io.Reader) (Summary, error) {
 	if e.stopped {
 		return sum, ctx.Err()
 	}
+	if e.stateErr != nil { // passed while the end of input closed the windows (a for-each below them)
+		return sum, e.stateErr
+	}
 	sum.Elapsed = time.Since(start)
 	sum.Counts = e.Counts()
 	sum.Late = e.Late()
