@@ -40,6 +40,18 @@ type countWindow struct {
 	r     Result
 }
 
+// maxGrowCells is the most cells a count window's columns grow by at once (with five
+// aggregations, about 40 MB).
+const maxGrowCells = 1 << 18
+
+// grown is s with n elements, exactly: a new array of n when s has fewer (append's own
+// growth would add a quarter more).
+func grown(s []int64, n int) []int64 {
+	out := make([]int64, n)
+	copy(out, s)
+	return out
+}
+
 func gcd(a, b int64) int64 {
 	for b != 0 {
 		a, b = b, a%b
@@ -106,10 +118,12 @@ func (c *countWindow) Add(e *Event) error {
 		c.keyVals[slot] = append([]value.Value(nil), e.Key...)
 		c.filled[slot] = 0
 		if cells := (slot + 1) * int(c.per); cells > len(c.cnt) {
-			n := max(cells, 2*len(c.cnt))
-			c.cnt = append(c.cnt, make([]int64, n-len(c.cnt))...)
-			c.minT = append(c.minT, make([]int64, n-len(c.minT))...)
-			c.maxT = append(c.maxT, make([]int64, n-len(c.maxT))...)
+			// Doubling, but by at most maxGrowCells a time: the columns of all keys are one
+			// array each, so a doubling of a large state in one event is a large jump that the
+			// state budget (looked at between events) cannot stop in time (1 GiB of cells
+			// became 2 GiB, and the process died, at the 1,025th key of 10,000 cells).
+			n := max(cells, len(c.cnt)+min(len(c.cnt), maxGrowCells))
+			c.cnt, c.minT, c.maxT = grown(c.cnt, n), grown(c.minT, n), grown(c.maxT, n)
 			for _, col := range c.cols {
 				col.Resize(n)
 			}
