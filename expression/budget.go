@@ -667,15 +667,17 @@ func budgetInRight(b, list any) any {
 // that is not a constant of the expression, such as #input.pattern): 1 KiB.
 const MaxPatternBytes = 1 << 10
 
-// MaxPatternCost is the largest patternCost of a pattern a `matches` compiles, a constant of
-// the expression or one made while it runs.
-const MaxPatternCost = 20_000
+// MaxPatternCost is the most patternCost an expression's `matches` patterns may have: its
+// constant patterns together, and each pattern made while it runs. Compiled, a unit takes
+// about 60 bytes (more for large classes), so the 500 nodes of a scenario hold at most a
+// few tens of MB of patterns, and validating one is cheap.
+const MaxPatternCost = 2_000
 
 // patternCost estimates what compiling a parsed pattern costs, from its syntax tree without
-// compiling it: one per instruction, and one per two ranges of a character class (Go's
-// regexp keeps a table per class instruction), a counted repetition multiplying what it
-// repeats (x{n,m} is m copies of x; x{n,} is n+1). \p{L} alone costs about 330, \p{L}{1000}
-// 330,000, [a-z]{1,64} 64. It stops counting past limit, returning limit+1.
+// compiling it: one per instruction, and one more per 128 ranges of a character class, a
+// counted repetition multiplying what it repeats (x{n,m} is m copies of x; x{n,} is n+1).
+// [a-z]{1,64} costs 64, \p{L} 6, \p{L}{1000} about 6,000. It stops counting past limit,
+// returning limit+1.
 func patternCost(re *syntax.Regexp, limit int) int {
 	cost := 0
 	add := func(n int) {
@@ -685,7 +687,7 @@ func patternCost(re *syntax.Regexp, limit int) int {
 	case syntax.OpLiteral:
 		add(len(re.Rune))
 	case syntax.OpCharClass:
-		add(1 + len(re.Rune)/2/2)
+		add(1 + len(re.Rune)/256)
 	case syntax.OpRepeat:
 		times := re.Max
 		if times < 0 {

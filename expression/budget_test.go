@@ -431,8 +431,8 @@ func TestDynamicPatternBudget(t *testing.T) {
 }
 
 // patternCost, worked by hand from the parsed trees: a literal costs its characters, a class
-// one and one per two ranges (Rune holds two bounds a range), a counted repetition what it
-// repeats times its most, any other node one and its parts.
+// one and one more per 128 ranges (Rune holds two bounds a range), a counted repetition what
+// it repeats times its most, any other node one and its parts.
 func TestPatternCost(t *testing.T) {
 	for _, tt := range []struct {
 		pattern string
@@ -441,8 +441,8 @@ func TestPatternCost(t *testing.T) {
 		{"abc", 3},             // one literal of 3
 		{"a{3}", 3},            // 3 × 1
 		{"(ab)*", 4},           // star 1 + capture 1 + literal 2
-		{"[a-z]{1,64}", 64},    // 64 × (1 + 2/4 = 1)
-		{"[a-cx-z]", 2},        // 1 + 4/4
+		{"[a-z]{1,64}", 64},    // 64 × (1 + 2/256 = 1)
+		{"[a-cx-z]", 1},        // 1 + 4/256
 		{"(?:x{10}){10}", 100}, // 10 × 10
 	} {
 		re, err := syntax.Parse(tt.pattern, syntax.Perl)
@@ -475,6 +475,16 @@ func TestPatternTooLarge(t *testing.T) {
 	}
 	if _, problems := Compile(`#input.country matches "[a-z]{1,64}@[a-z]{1,64}"`, testEnv, Boolean); len(problems) != 0 {
 		t.Errorf("an address pattern: %+v", problems)
+	}
+	// An expression's patterns count together: [a-z]{1000} costs 1,000, two make 2,000 (the
+	// most), a third passes it, at its matches (column 1 + 2·40 + 15).
+	clause := `#input.country matches "[a-z]{1000}"`
+	if _, problems := Compile(clause+" && "+clause, testEnv, Boolean); len(problems) != 0 {
+		t.Errorf("two patterns of 1,000: %+v", problems)
+	}
+	_, problems = Compile(clause+" && "+clause+" && "+clause, testEnv, Boolean)
+	if len(problems) != 1 || problems[0].Code != CodeTooLarge || problems[0].Column != 96 {
+		t.Errorf("three patterns of 1,000: %+v", problems)
 	}
 	vars := map[string]value.Value{"input": value.NewRecord([]string{"country", "tags"},
 		[]value.Value{value.String("x"), value.List([]value.Value{value.String(`\p{L}{1000}`)})})}

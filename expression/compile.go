@@ -388,8 +388,9 @@ func (s *source) checkCalls(tree *parser.Tree) *scenario.Problem {
 	return found
 }
 
-// checkPatterns reports a `matches` whose pattern is a constant too large to compile
-// (patternCost past MaxPatternCost: a limit problem, CodeTooLarge) and, with syntax, one that
+// checkPatterns reports the `matches` whose constant pattern makes the expression's patterns
+// too large to compile (their patternCost together past MaxPatternCost: a limit problem,
+// CodeTooLarge) and, with syntax, one whose pattern
 // is not a valid regular expression (RE2 syntax, Go's regexp: a type problem), at the
 // operator as expr's checker reports a literal one. Without syntax it runs before the checker
 // (which compiles a literal pattern); with it, after the optimizer, which may have folded a
@@ -397,6 +398,7 @@ func (s *source) checkCalls(tree *parser.Tree) *scenario.Problem {
 // compile with regexp.MustCompile.
 func (s *source) checkPatterns(tree *parser.Tree, syntaxToo bool) *scenario.Problem {
 	var found *scenario.Problem
+	total := 0 // of the expression's constant patterns together
 	ast.Walk(&tree.Node, visitorFunc(func(n *ast.Node) {
 		bin, ok := (*n).(*ast.BinaryNode)
 		if found != nil || !ok || bin.Operator != "matches" {
@@ -411,8 +413,8 @@ func (s *source) checkPatterns(tree *parser.Tree, syntaxToo bool) *scenario.Prob
 		case err != nil && syntaxToo:
 			found = s.at(bin, CodeType, err.Error())
 		case err == nil:
-			if cost := patternCost(re, MaxPatternCost); cost > MaxPatternCost {
-				found = s.at(bin, CodeTooLarge, fmt.Sprintf("the pattern of matches is too large to compile: it would cost more than %d (its repetitions multiply its characters and classes); at most %d", MaxPatternCost, MaxPatternCost))
+			if total += patternCost(re, MaxPatternCost); total > MaxPatternCost {
+				found = s.at(bin, CodeTooLarge, fmt.Sprintf("the patterns of matches are too large to compile: their size (instructions, counted repetitions multiplying them) passes %d, the most for an expression's patterns together", MaxPatternCost))
 			}
 		}
 	}))
