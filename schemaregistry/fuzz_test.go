@@ -43,17 +43,9 @@ func FuzzDecodeAvro(f *testing.F) {
 	f.Add(byte(3), []byte{1, 2, 3, 4, 0x02, 0x10, 0, 0, 0, 0, 0, 0, 0, 1, 0x02, 0x02, 0x02, 0x02, 0, 0, 0, 0, 0x04, 0x02, 'x'})
 	f.Add(byte(4), []byte{0x08, 0x00})
 	f.Add(byte(5), []byte{0x08, 0x00})
-	fake := srfake.New()
-	f.Cleanup(fake.Close)
-	r, err := New(Config{URL: fake.URL()})
-	if err != nil {
-		f.Fatal(err)
-	}
-	subjects := make([]string, len(fuzzSchemas))
+	r, subjects := fuzzRegistry(f)
 	checks := make([]*jsonschema.Schema, len(fuzzSchemas))
-	for i, s := range fuzzSchemas {
-		subjects[i] = "s" + string(rune('a'+i)) + "-value"
-		fake.SeedSchema(subjects[i], 1, i+1, sr.Schema{Schema: s, Type: sr.TypeAvro})
+	for i := range fuzzSchemas {
 		raw, err := r.InputSchema(f.Context(), subjects[i])
 		if err != nil {
 			f.Fatalf("schema %d: %v", i, err)
@@ -116,17 +108,7 @@ func FuzzEncodeAvro(f *testing.F) {
 			f.Add(byte(i), []byte(s))
 		}
 	}
-	fake := srfake.New()
-	f.Cleanup(fake.Close)
-	r, err := New(Config{URL: fake.URL()})
-	if err != nil {
-		f.Fatal(err)
-	}
-	subjects := make([]string, len(fuzzSchemas))
-	for i, s := range fuzzSchemas {
-		subjects[i] = "s" + string(rune('a'+i)) + "-value"
-		fake.SeedSchema(subjects[i], 1, i+1, sr.Schema{Schema: s, Type: sr.TypeAvro})
-	}
+	r, subjects := fuzzRegistry(f)
 	f.Fuzz(func(t *testing.T, which byte, in []byte) {
 		i := int(which) % len(fuzzSchemas)
 		enc, err := r.Encode(t.Context(), subjects[i], in)
@@ -139,4 +121,21 @@ func FuzzEncodeAvro(f *testing.F) {
 			t.Fatalf("schema %d: %s encoded to % x, which does not decode: %v", i, in, enc, err)
 		}
 	})
+}
+
+// fuzzRegistry is a registry client of a stand-in registry holding fuzzSchemas, schema i
+// (id i+1) as the latest of subject subjects[i].
+func fuzzRegistry(f *testing.F) (*Registry, []string) {
+	fake := srfake.New()
+	f.Cleanup(fake.Close)
+	r, err := New(Config{URL: fake.URL()})
+	if err != nil {
+		f.Fatal(err)
+	}
+	subjects := make([]string, len(fuzzSchemas))
+	for i, s := range fuzzSchemas {
+		subjects[i] = "s" + string(rune('a'+i)) + "-value"
+		fake.SeedSchema(subjects[i], 1, i+1, sr.Schema{Schema: s, Type: sr.TypeAvro})
+	}
+	return r, subjects
 }
