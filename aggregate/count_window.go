@@ -52,6 +52,11 @@ func grown(s []int64, n int) []int64 {
 	return out
 }
 
+// CountSlices is how many count-slices a count window of n events sliding by m (m ≤ n, both
+// positive) keeps per key: n / gcd(n, m), each of gcd(n, m) events. Its state per key grows
+// with it (engine's validation bounds it).
+func CountSlices(n, m int64) int64 { return n / gcd(n, m) }
+
 func gcd(a, b int64) int64 {
 	for b != 0 {
 		a, b = b, a%b

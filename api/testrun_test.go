@@ -416,7 +416,7 @@ func testTestLimits(t *testing.T, c *client) {
 	// 10,000 one-second slices, each record a new key in a slice of its own. The slice of
 	// record i is made for at least i keys, 8 bytes a key (its count, which Count reads), so
 	// records 1..n hold at least 4·n² bytes: 1 MiB by n = 512 of the 2,000 records sent. The
-	// state is looked at every 16 records at the most (engine.StateWatch), and 32 records
+	// state is looked at every 16 records at the most (engine.Options.MaxStateBytes), and 32 records
 	// hold far less than 1 MiB (32 slices of at most 64 keys).
 	wide := `{"nodes": [
 		{"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [{"name": "timestamp", "expression": {"language": "expr", "expression": "#input.t"}}]}},

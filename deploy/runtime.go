@@ -168,7 +168,7 @@ type Config struct {
 	// PruneInterval is how often retention is applied; 0 means DefaultPruneInterval.
 	PruneInterval time.Duration
 	// MaxDeploymentState is the most window state, in bytes (the aggregate nodes' estimated
-	// heap bytes, summed), that one deployment may hold: looked at every few events (engine.StateWatch),
+	// heap bytes, summed), that one deployment may hold: looked at every few events (engine.Options.MaxStateBytes),
 	// a deployment over it fails with a *StateBudgetError as its reason. 0 means
 	// DefaultMaxDeploymentState (1 GiB); negative means no budget.
 	MaxDeploymentState int64

@@ -121,7 +121,7 @@ type Options struct {
 	// MaxErrors caps the EventErrors kept (all are counted); 0 means 10,000.
 	MaxErrors int
 	// MaxStateBytes, when positive, is the most window state (StateBytes) the engine may
-	// hold. It is looked at (StateWatch) when the caller calls CheckState after an input
+	// hold. It is looked at (stateWatcher) when the caller calls CheckState after an input
 	// event, as Replay does after each line, and as a for-each sends its events (one input
 	// event may fan out into many); past it StateErr returns a *StateBudgetError, a for-each
 	// sends no more, and the engine takes no more input events.
@@ -199,7 +199,7 @@ type Engine struct {
 	forEachOver bool
 	// stateWatch looks at the window state against Options.MaxStateBytes (CheckState, and
 	// each event a for-each sends); stateErr is the *StateBudgetError once it passed it.
-	stateWatch StateWatch
+	stateWatch stateWatcher
 	stateErr   error
 	// probe, when set, captures what one node does instead of passing it on (RunNode).
 	probe *probe

@@ -290,18 +290,10 @@ func checkCount(c *nodes.Check, out *aggregateOutput) {
 	if !okL || !okS || length <= 0 || slide <= 0 {
 		return
 	}
-	if n := length / gcd(length, slide); n > MaxSlicesPerWindow {
+	if n := aggregate.CountSlices(length, slide); n > MaxSlicesPerWindow {
 		c.Errorf("windowLength", nodes.CodeTooManySlices, "windowLength %s events sliding by %s are kept per key as %s count-slices (windowLength / gcd(windowLength, slide)); at most %s: set a slide that divides windowLength into at most %s parts",
 			groupDigits(length), groupDigits(slide), groupDigits(n), groupDigits(MaxSlicesPerWindow), groupDigits(MaxSlicesPerWindow))
 	}
-}
-
-// gcd is the greatest common divisor of a and b (both positive).
-func gcd(a, b int64) int64 {
-	for b != 0 {
-		a, b = b, a%b
-	}
-	return a
 }
 
 // Emission modes of emitWhen.

@@ -35,7 +35,7 @@ func (e *Engine) StateBytes() (total int64, largest string) {
 }
 
 // CheckState counts one event into the watch of Options.MaxStateBytes and, when it is time
-// (see StateWatch), looks at the window state; it reports whether the state passed the budget
+// (see stateWatcher), looks at the window state; it reports whether the state passed the budget
 // (then StateErr says by how much, and the engine takes no more input events).
 func (e *Engine) CheckState() bool {
 	if e.stateErr == nil {
@@ -51,7 +51,7 @@ func (e *Engine) StateErr() error { return e.stateErr }
 // ErrStateBudget is what a *StateBudgetError matches with errors.Is.
 var ErrStateBudget = errors.New("window state over its budget")
 
-// StateBudgetError is a run's window state (StateBytes) past its budget (StateWatch.Max,
+// StateBudgetError is a run's window state (StateBytes) past its budget (stateWatcher.Max,
 // Options.MaxStateBytes for Replay).
 type StateBudgetError struct {
 	Bytes, Budget int64
@@ -65,25 +65,25 @@ func (e *StateBudgetError) Error() string {
 // Is makes errors.Is(err, ErrStateBudget) true.
 func (e *StateBudgetError) Is(target error) bool { return target == ErrStateBudget }
 
-// StateWatch checks an engine's window state against a budget while events go in, between
+// stateWatcher checks an engine's window state against a budget while events go in, between
 // two events: one event adds a bounded amount (a key's cells, one slice's partials, values
 // within the expression budgets), so the state passes the budget by at most what the events
 // since the last look added. It looks every stateCheckEvents events, and no sooner than ten
 // times as long as its last look took after it (StateBytes walks the keys and slices held: a
 // state of millions of keys is looked at less often, so that looking costs at most about a
-// tenth of the time). The zero StateWatch with Max set is ready; Max ≤ 0: no budget.
-type StateWatch struct {
+// tenth of the time). The zero stateWatcher with Max set is ready; Max ≤ 0: no budget.
+type stateWatcher struct {
 	Max    int64
 	events int       // since the last look
 	after  time.Time // no look before
 }
 
-// stateCheckEvents is how many events StateWatch lets in between two looks, at most.
+// stateCheckEvents is how many events a stateWatcher lets in between two looks, at most.
 const stateCheckEvents = 16
 
 // Check counts one event into e and, when it is time to look, returns a *StateBudgetError if
 // e's state passed Max.
-func (w *StateWatch) Check(e *Engine) error {
+func (w *stateWatcher) Check(e *Engine) error {
 	if w.Max <= 0 {
 		return nil
 	}
