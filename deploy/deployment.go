@@ -57,13 +57,9 @@ var fenceTimeout = 10 * time.Second
 // deployment is one running deployment: its engine, owned by the goroutine running run, and
 // what other goroutines may read (its sources' positions, the last published Live).
 type deployment struct {
-	rt *Runtime
-	// overBudget is the engine's *StateBudgetError once its window state passed
-	// Config.MaxDeploymentState (engine.Options.MaxStateBytes, looked at every few events,
-	// within a batch and within one event's for-each).
-	overBudget *engine.StateBudgetError
-	info       store.Deployment // set before run starts; the status there is the one at start
-	version    store.Version
+	rt      *Runtime
+	info    store.Deployment // set before run starts; the status there is the one at start
+	version store.Version
 	// lease is this server's lease on the deployment, set before run starts; its Epoch goes
 	// with every checkpoint. lost is set once the lease renewal found it taken over.
 	lease store.Lease
@@ -177,7 +173,7 @@ func (s *source) noteAccepted(end int64) {
 func newDeployment(r *Runtime, v store.Version) *deployment {
 	d := &deployment{
 		rt: r, version: v,
-		sinks:   newSinks(),
+		sinks:   newSinks(eventResultsFactor * r.cfg.MaxPendingResultBytes),
 		byID:    map[string]*source{},
 		stopCh:  make(chan struct{}),
 		done:    make(chan struct{}),
@@ -357,8 +353,7 @@ func (d *deployment) run() {
 		// Before any checkpoint: past the state budget (within a batch, or an idle step's
 		// for-each) the engine took no more events, and past the results' limit they were not
 		// kept, so nothing since the last checkpoint may commit.
-		if errors.As(d.eng.StateErr(), &d.overBudget) {
-			over := d.overBudget
+		if over := (*engine.StateBudgetError)(nil); errors.As(d.eng.StateErr(), &over) {
 			err := &StateBudgetError{Bytes: over.Bytes, Budget: over.Budget, Node: over.Node, State: d.eng.State()[over.Node]}
 			log.Error("deployment failed", "error", err)
 			d.fail(err.Error())
@@ -670,9 +665,8 @@ func (d *deployment) retry(ctx context.Context, what string, f func() error) err
 // returns how many it pushed.
 func (d *deployment) process(ctx context.Context) (int, error) {
 	total := 0
-	d.sinks.maxCollectBytes = eventResultsFactor * d.rt.cfg.MaxPendingResultBytes
 	for _, s := range d.sources {
-		if d.overBudget != nil || d.resultsFull() {
+		if d.eng.StateErr() != nil || d.resultsFull() {
 			break
 		}
 		if s.in != nil {
@@ -698,7 +692,7 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 					pushed++
 				}
 				s.in.Advance(ev)
-				if d.stopRequested(ctx) || d.pastStateBudget() || d.resultsFull() {
+				if d.stopRequested(ctx) || d.eng.CheckState() || d.resultsFull() {
 					break // the positions cover what was pushed; the rest is read again
 				}
 			}
@@ -721,7 +715,7 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 		for _, e := range events {
 			d.push(s, e)
 			s.next.Store(e.Offset + 1)
-			if d.stopRequested(ctx) || d.pastStateBudget() || d.resultsFull() {
+			if d.stopRequested(ctx) || d.eng.CheckState() || d.resultsFull() {
 				break
 			}
 		}
@@ -732,17 +726,6 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 		}
 	}
 	return total, nil
-}
-
-// pastStateBudget counts an event pushed into the state watch and reports whether the
-// window state passed the deployment's budget (Config.MaxDeploymentState), setting
-// overBudget: the run loop then fails the deployment, keeping its last checkpoint.
-func (d *deployment) pastStateBudget() bool {
-	if !d.eng.CheckState() {
-		return false
-	}
-	errors.As(d.eng.StateErr(), &d.overBudget)
-	return true
 }
 
 // stopRequested reports a stop (cancel, redeploy, shutdown) or an ended context: process

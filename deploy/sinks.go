@@ -45,8 +45,10 @@ type sink struct {
 	exclusive, shown string
 }
 
-func newSinks() *sinks {
-	return &sinks{outputs: map[string]*sink{}}
+// newSinks returns an empty set of sinks keeping at most maxCollectBytes of collect results
+// waiting for a checkpoint (0: no limit).
+func newSinks(maxCollectBytes int64) *sinks {
+	return &sinks{outputs: map[string]*sink{}, maxCollectBytes: maxCollectBytes}
 }
 
 // add adds sink node id of kind, written through out.

@@ -87,7 +87,7 @@ func (o *recordingOutput) Close()                 {}
 // (connector.Output.Restore).
 func TestSinksRestoreAndPrepare(t *testing.T) {
 	newSinksOf := func(calls *[]string, failing string) *sinks {
-		s := newSinks()
+		s := newSinks(0)
 		for id, kind := range map[string]string{"a": engine.SinkKafkaKind, "out": engine.SinkKafkaKind, "f": engine.SinkFileKind} {
 			s.add(&sink{id: id, kind: kind, out: &recordingOutput{id: id, calls: calls, fail: id == failing}})
 		}
