@@ -31,23 +31,9 @@ func refuseNUL(limitOf func(path string) int64) func(http.Handler) http.Handler 
 				next.ServeHTTP(w, r)
 				return
 			}
-			// Read within bodyReadTimeout, and then no deadline is left on the connection (the
-			// handler may take longer than that; see register).
-			rc := http.NewResponseController(w)
-			_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
-			body, err := io.ReadAll(io.LimitReader(r.Body, limitOf(r.URL.Path)+1))
-			_ = rc.SetReadDeadline(time.Time{})
-			if err != nil {
-				var ne net.Error
-				if errors.As(err, &ne) && ne.Timeout() {
-					writeProblem(w, problemf(http.StatusRequestTimeout, CodeRequestTimeout, "the request body did not arrive within %v", bodyReadTimeout))
-					return
-				}
-				writeProblem(w, newProblem(http.StatusBadRequest, CodeBadRequest, "reading the request body: "+err.Error()))
-				return
-			}
-			if limit := limitOf(r.URL.Path); int64(len(body)) > limit {
-				writeProblem(w, problemf(http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "the request body is larger than %d bytes", limit))
+			body, p := readBody(w, r, limitOf(r.URL.Path))
+			if p != nil {
+				writeProblem(w, p)
 				return
 			}
 			if !utf8.Valid(body) {
@@ -87,4 +73,25 @@ func hasJSONNUL(b []byte) bool {
 		}
 		i = at + 1
 	}
+}
+
+// readBody reads r's body, at most limit bytes (more: 413 body-too-large) within
+// bodyReadTimeout (408 past it), and leaves no read deadline on the connection after it: the
+// handler may take longer than that (see register).
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *ProblemDetails) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(bodyReadTimeout))
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	_ = rc.SetReadDeadline(time.Time{})
+	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return nil, problemf(http.StatusRequestTimeout, CodeRequestTimeout, "the request body did not arrive within %v", bodyReadTimeout)
+		}
+		return nil, problemf(http.StatusBadRequest, CodeBadRequest, "reading the request body: %v", err)
+	}
+	if int64(len(body)) > limit {
+		return nil, problemf(http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "the request body is larger than %d bytes", limit)
+	}
+	return body, nil
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"mime"
-	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -593,24 +592,13 @@ func ndjsonRecords(limit int64) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
-			tooLarge := problemf(http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "the request body is larger than %d bytes", limit)
 			if r.ContentLength > limit {
-				writeProblem(w, tooLarge)
+				writeProblem(w, problemf(http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "the request body is larger than %d bytes", limit))
 				return
 			}
-			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyReadTimeout))
-			body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
-			if err != nil {
-				var ne net.Error
-				if errors.As(err, &ne) && ne.Timeout() {
-					writeProblem(w, problemf(http.StatusRequestTimeout, CodeRequestTimeout, "the request body did not arrive within %v", bodyReadTimeout))
-					return
-				}
-				writeProblem(w, problemf(http.StatusBadRequest, CodeBadRequest, "reading the request body: %v", err))
-				return
-			}
-			if int64(len(body)) > limit {
-				writeProblem(w, tooLarge)
+			body, p := readBody(w, r, limit)
+			if p != nil {
+				writeProblem(w, p)
 				return
 			}
 			const stand = `{"records":""}`
