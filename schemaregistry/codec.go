@@ -28,13 +28,19 @@ var avroAPI = avro.Config{MaxSliceAllocSize: MaxAvroItems, MaxByteSliceSize: Max
 // decodeAvro decodes data, one value of schema, whole: data that end before the value does,
 // or go on after it, are an error (hamba/avro's Unmarshal takes the end of the data for zero
 // values, so a cut record decoded as a record of nulls).
+//
+// The data are scanned first (scanAvro): what holds more than MaxAvroValues values or nests
+// deeper than MaxAvroDepth is an error before anything is decoded.
 func decodeAvro(schema avro.Schema, data []byte) (any, error) {
+	if err := scanAvro(schema, data); err != nil {
+		return nil, err
+	}
 	r := avro.NewReader(nil, 0, avro.WithReaderConfig(avroAPI)).Reset(data)
 	var raw any
 	r.ReadVal(schema, &raw)
 	switch {
 	case errors.Is(r.Error, io.EOF) || errors.Is(r.Error, io.ErrUnexpectedEOF):
-		return nil, errors.New("the data end before the value does")
+		return nil, errAvroEnd
 	case r.Error != nil:
 		return nil, r.Error
 	}

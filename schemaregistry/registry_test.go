@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -206,7 +207,7 @@ func TestAvroArrayCountBounded(t *testing.T) {
 	}
 	for _, count := range []int64{1 << 40, MaxAvroItems + 1} {
 		_, err := r.Decode(t.Context(), record(count))
-		if err == nil || !strings.Contains(err.Error(), "MaxSliceAllocSize") {
+		if err == nil || !strings.Contains(err.Error(), "more than 1048576 items") {
 			t.Errorf("a count of %d: %v, want an error naming the bound", count, err)
 		}
 	}
@@ -249,3 +250,57 @@ func TestJSONSchemaCheckNeverPanics(t *testing.T) {
 		t.Errorf("a = 1: %s, %v", out, err)
 	}
 }
+
+// Values that take no bytes do not let a small record stand for a great many: an array of
+// arrays of nulls, each inner array 4 bytes (a count of 2^19 as a zigzag varint, 80 80 40,
+// then the 0 that ends it), held 2^19 nulls a 4 bytes, and a few kilobytes ran the process
+// out of memory. One of them is 3 + 2^19 values (the record, its field, the inner array and
+// its nulls); two are 2 + 2·(1 + 2^19), past MaxAvroValues. And nesting is refused before
+// anything is decoded: a record whose field is the record again (a union ["null", "Node"]),
+// nested 500,000 deep in 500,001 bytes (each level its branch index 1, zigzag 02; the last
+// 00), allocated 870 MB in decoding; now under 64 KiB.
+func TestAvroValuesAndDepthBounded(t *testing.T) {
+	fake, r := newFake(t)
+	fake.SeedSchema("nulls-value", 1, 3, sr.Schema{Type: sr.TypeAvro, Schema: `{"type": "record", "name": "N", "fields": [
+	  {"name": "a", "type": {"type": "array", "items": {"type": "array", "items": "null"}}}]}`})
+	inner := []byte{0x80, 0x80, 0x40, 0x00} // 2^19 = zigzag 2^20 = 80 80 40
+	data := func(arrays int) []byte {
+		b := binary.AppendVarint(nil, int64(arrays))
+		for range arrays {
+			b = append(b, inner...)
+		}
+		return wire(3, append(b, 0x00)...)
+	}
+	if _, err := r.Decode(t.Context(), data(2)); err == nil || !strings.Contains(err.Error(), "more than 1048576 values in one record") {
+		t.Errorf("two arrays of 2^19 nulls: %v, want the values' bound", err)
+	}
+	out, err := r.Decode(t.Context(), data(1))
+	if err != nil || len(out) != len(`{"a":[[]]}`)+len("null,")*(1<<19)-1 {
+		t.Errorf("one array of 2^19 nulls: %d bytes, %v", len(out), err)
+	}
+
+	// Each level of Node is three as jsonValue counts them (the union, the name, the
+	// record): the top record and 21 more nest 64 deep and decode; 22 more do not.
+	fake.SeedSchema("nodes-value", 1, 4, sr.Schema{Type: sr.TypeAvro, Schema: `{"type": "record", "name": "Node", "fields": [
+	  {"name": "next", "type": ["null", "Node"]}]}`})
+	nested := func(levels int) []byte { return wire(4, append(bytes.Repeat([]byte{0x02}, levels), 0x00)...) }
+	out, err = r.Decode(t.Context(), nested(21))
+	if want := strings.Repeat(`{"next":`, 22) + "null" + strings.Repeat("}", 22); err != nil || string(out) != want {
+		t.Errorf("21 levels: %s, %v", out, err)
+	}
+	if _, err := r.Decode(t.Context(), nested(22)); err == nil || !strings.Contains(err.Error(), "nested deeper than 64 levels") {
+		t.Errorf("22 levels: %v, want the depth's bound", err)
+	}
+	deep := nested(500_000)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = r.Decode(t.Context(), deep)
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), "nested deeper than 64 levels") {
+		t.Errorf("500,000 levels: %v, want the depth's bound", err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64<<10 {
+		t.Errorf("500,000 levels: %d bytes allocated to refuse them, want under 64 KiB", alloc)
+	}
+}
+

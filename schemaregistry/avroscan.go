@@ -1,0 +1,211 @@
+package schemaregistry
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/hamba/avro/v2"
+)
+
+// MaxAvroValues is the most values one Avro record may hold in all: each record, field
+// value, array item and map entry counts one. MaxAvroDepth is how deep they may nest
+// (each record field, array item, map value, union branch and named reference is a level,
+// as jsonValue counts them).
+//
+// hamba/avro's own bounds are per array (MaxAvroItems) and per string (MaxAvroBytes); items
+// that take no bytes (null, or an empty record) let a few bytes stand for a great many
+// values: 4 bytes name 2^20 nulls, so a record of a few kilobytes held 2^30 of them and
+// decoding it ran out of memory. Nesting had no bound before decoding either: a 1 MB record
+// nested half a million levels deep took 870 MB and 5.7 s to decode before jsonValue refused
+// it. scanAvro checks both on the encoded bytes first, allocating nothing.
+const (
+	MaxAvroValues = 1 << 20
+	MaxAvroDepth  = 64
+)
+
+// errAvroEnd is the error of data that end before the value does.
+var errAvroEnd = errors.New("the data end before the value does")
+
+// scanAvro walks data, one value of schema in Avro's binary encoding
+// (https://avro.apache.org/docs/1.11.1/specification/#binary-encoding), as hamba/avro
+// reads it, without decoding it, and returns an error when the value holds more than
+// MaxAvroValues values, nests deeper than MaxAvroDepth, has a count, length or index out of
+// range, or ends early. It reads lengths, counts and indices exactly as hamba/avro's Reader
+// does (ReadLong, ReadInt), so the decoding that follows walks the same values; it reads
+// each byte at most once, in time linear in len(data) and the values it counts.
+func scanAvro(schema avro.Schema, data []byte) error {
+	s := avroScan{data: data}
+	return s.value(schema, 0)
+}
+
+type avroScan struct {
+	data   []byte
+	pos    int
+	values int
+}
+
+// long reads a zig-zag varint of at most 10 bytes, as hamba/avro's ReadLong.
+func (s *avroScan) long() (int64, error) {
+	var v uint64
+	for i := 0; i < 10; i++ {
+		if s.pos >= len(s.data) {
+			return 0, errAvroEnd
+		}
+		b := s.data[s.pos]
+		s.pos++
+		v |= uint64(b&0x7f) << (7 * i)
+		if b&0x80 == 0 {
+			return int64(v>>1) ^ -int64(v&1), nil
+		}
+	}
+	return 0, errors.New("a long longer than 10 bytes")
+}
+
+// int reads a zig-zag varint of at most 5 bytes, as hamba/avro's ReadInt.
+func (s *avroScan) int() (int32, error) {
+	var v uint32
+	for i := 0; i < 5; i++ {
+		if s.pos >= len(s.data) {
+			return 0, errAvroEnd
+		}
+		b := s.data[s.pos]
+		s.pos++
+		v |= uint32(b&0x7f) << (7 * i)
+		if b&0x80 == 0 {
+			return int32(v>>1) ^ -int32(v&1), nil
+		}
+	}
+	return 0, errors.New("an int longer than 5 bytes")
+}
+
+// skip passes n bytes.
+func (s *avroScan) skip(n int64) error {
+	if n > int64(len(s.data)-s.pos) {
+		return errAvroEnd
+	}
+	s.pos += int(n)
+	return nil
+}
+
+// bytes passes a string or bytes: its length, then that many bytes.
+func (s *avroScan) bytes() error {
+	n, err := s.long()
+	switch {
+	case err != nil:
+		return err
+	case n < 0:
+		return fmt.Errorf("a string or bytes of length %d", n)
+	case n > MaxAvroBytes:
+		return fmt.Errorf("a string or bytes of %d bytes, more than %d", n, MaxAvroBytes)
+	}
+	return s.skip(n)
+}
+
+func (s *avroScan) value(schema avro.Schema, depth int) error {
+	if depth > MaxAvroDepth {
+		return fmt.Errorf("nested deeper than %d levels", MaxAvroDepth)
+	}
+	if s.values++; s.values > MaxAvroValues {
+		return fmt.Errorf("more than %d values in one record", MaxAvroValues)
+	}
+	switch sc := schema.(type) {
+	case *avro.RefSchema:
+		s.values-- // a name, not a value of its own
+		return s.value(sc.Schema(), depth+1)
+	case *avro.RecordSchema:
+		for _, f := range sc.Fields() {
+			if err := s.value(f.Type(), depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	case *avro.ArraySchema:
+		return s.blocks(depth, false, sc.Items())
+	case *avro.MapSchema:
+		return s.blocks(depth, true, sc.Values())
+	case *avro.UnionSchema:
+		i, err := s.int()
+		if err != nil {
+			return err
+		}
+		if i < 0 || int(i) >= len(sc.Types()) {
+			return fmt.Errorf("union index %d out of range", i)
+		}
+		if sc.Types()[i].Type() == avro.Null {
+			return nil // a null, at no depth (jsonValue does not go into it either)
+		}
+		s.values-- // the branch's value is the value
+		return s.value(sc.Types()[i], depth+1)
+	case *avro.EnumSchema:
+		i, err := s.int()
+		if err != nil {
+			return err
+		}
+		if i < 0 || int(i) >= len(sc.Symbols()) {
+			return fmt.Errorf("enum index %d out of range", i)
+		}
+		return nil
+	case *avro.FixedSchema:
+		return s.skip(int64(sc.Size()))
+	case *avro.NullSchema:
+		return nil
+	case *avro.PrimitiveSchema:
+		switch sc.Type() {
+		case avro.Null:
+			return nil
+		case avro.Boolean:
+			return s.skip(1)
+		case avro.Int:
+			_, err := s.int()
+			return err
+		case avro.Long:
+			_, err := s.long()
+			return err
+		case avro.Float:
+			return s.skip(4)
+		case avro.Double:
+			return s.skip(8)
+		case avro.String, avro.Bytes:
+			return s.bytes()
+		}
+	}
+	return fmt.Errorf("an Avro type %s not supported", schema.Type())
+}
+
+// blocks passes an array's or a map's blocks: each a count (negative: then followed by the
+// block's size in bytes), then that many items (a map's: a key, then a value), until a
+// count of 0.
+func (s *avroScan) blocks(depth int, keyed bool, item avro.Schema) error {
+	items := int64(0)
+	for {
+		n, err := s.long()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		if n < 0 {
+			if n == -n { // the least int64 has no opposite
+				return fmt.Errorf("a block count of %d", n)
+			}
+			n = -n
+			if _, err := s.long(); err != nil {
+				return err
+			}
+		}
+		if items += n; items > MaxAvroItems {
+			return fmt.Errorf("an array or map of more than %d items", MaxAvroItems)
+		}
+		for range n {
+			if keyed {
+				if err := s.bytes(); err != nil {
+					return err
+				}
+			}
+			if err := s.value(item, depth+1); err != nil {
+				return err
+			}
+		}
+	}
+}
