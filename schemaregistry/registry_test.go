@@ -304,3 +304,19 @@ func TestAvroValuesAndDepthBounded(t *testing.T) {
 	}
 }
 
+// A union of several non-null members as an array's items: hamba/avro gives its values
+// unnamed (it resolves primitives), which decoded to "a union value hamba/avro did not
+// name". The data, by hand: a map block of 1 entry (zigzag 02), key "a" (02 61), an array
+// block of 5 (0A): branch 1 long 1 (02 02), branch 2 string "x" (04 02 78), branch 0 null
+// (00), branch 3 double 2.5 (06, then 0x4004000000000000 little-endian), branch 4 boolean
+// true (08 01); then the array's and the map's ends (00 00).
+func TestAvroUnionOfScalars(t *testing.T) {
+	fake, r := newFake(t)
+	fake.SeedSchema("scalars-value", 1, 5, sr.Schema{Type: sr.TypeAvro,
+		Schema: `{"type": "map", "values": {"type": "array", "items": ["null", "long", "string", "double", "boolean", "bytes"]}}`})
+	data := []byte{0x02, 0x02, 'a', 0x0A, 0x02, 0x02, 0x04, 0x02, 'x', 0x00, 0x06, 0, 0, 0, 0, 0, 0, 0x04, 0x40, 0x08, 0x01, 0x00, 0x00}
+	out, err := r.Decode(t.Context(), wire(5, data...))
+	if err != nil || string(out) != `{"a":[1,"x",null,2.5,true]}` {
+		t.Errorf("got %s, %v", out, err)
+	}
+}

@@ -207,31 +207,42 @@ func jsonValue(s avro.Schema, v any, depth int) (any, error) {
 			_, i := s.Indices()
 			return jsonValue(s.Types()[i], v, depth+1)
 		}
+		if _, named := v.(map[string]any); !named {
+			// Where a union is decoded into an interface (an array's items, a map's values)
+			// and every member is a type hamba/avro's TypeResolver knows (primitives and
+			// their logical types), it gives the value as it is, unnamed: a scalar.
+			return jsonScalar(nil, v), nil
+		}
 		return nil, errors.New("a union value hamba/avro did not name")
 	}
+	return jsonScalar(s, v), nil
+}
+
+// jsonScalar is the JSON value of a scalar hamba/avro decoded (for s, or nil where the
+// schema is not known: a union's unnamed value, never a fixed).
+func jsonScalar(s avro.Schema, v any) any {
 	switch x := v.(type) {
 	case time.Time:
-		return x.UnixMilli(), nil
+		return x.UnixMilli()
 	case time.Duration:
-		return x.Milliseconds(), nil
+		return x.Milliseconds()
 	case *big.Rat:
 		f, _ := x.Float64()
-		return f, nil
+		return f
 	case []byte:
-		return string(x), nil
+		return string(x)
 	case float32:
-		return float64(x), nil
+		return float64(x)
 	}
 	if a, ok := v.([]any); ok && a == nil {
-		return []any{}, nil
+		return []any{}
 	}
-	switch s.(type) {
-	case *avro.FixedSchema:
+	if _, fixed := s.(*avro.FixedSchema); fixed {
 		if b, ok := fixedBytes(v); ok {
-			return string(b), nil
+			return string(b)
 		}
 	}
-	return v, nil
+	return v
 }
 
 // fixedBytes is a decoded fixed ([n]byte) as bytes.
