@@ -241,6 +241,9 @@ func (d *deployment) run() {
 	}()
 	ctx := d.rt.ctx
 	defer d.stopInputs()
+	if d.rt.state != nil {
+		defer d.rt.state.Release(d.eng) // its state no longer counts in the server's
+	}
 	defer d.sinks.close()
 	d.publish(PhaseStarting)
 
@@ -354,7 +357,8 @@ func (d *deployment) run() {
 		// for-each) the engine took no more events, and past the results' limit they were not
 		// kept, so nothing since the last checkpoint may commit.
 		if over := (*engine.StateBudgetError)(nil); errors.As(d.eng.StateErr(), &over) {
-			err := &StateBudgetError{Bytes: over.Bytes, Budget: over.Budget, Node: over.Node, State: d.eng.State()[over.Node]}
+			err := &StateBudgetError{Bytes: over.Bytes, Budget: over.Budget, Node: over.Node, State: d.eng.State()[over.Node],
+				Total: over.Shared, TotalBudget: over.SharedBudget}
 			log.Error("deployment failed", "error", err)
 			d.fail(err.Error())
 			return

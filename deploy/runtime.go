@@ -172,6 +172,11 @@ type Config struct {
 	// a deployment over it fails with a *StateBudgetError as its reason. 0 means
 	// DefaultMaxDeploymentState (1 GiB); negative means no budget.
 	MaxDeploymentState int64
+	// MaxTotalState is the most window state, in bytes, of the server's deployments together
+	// (engine.SharedStateBudget): the deployment whose state grows while the total is past
+	// it fails with a *StateBudgetError as its reason, and the others go on. 0 or negative:
+	// no such budget.
+	MaxTotalState int64
 	// MaxPendingResultBytes is the most bytes of collect results (and dead letters) waiting
 	// for a checkpoint: reaching it, the deployment stops reading between two events and
 	// takes the checkpoint. 0 means DefaultMaxPendingResultBytes (64 MiB).
@@ -226,6 +231,8 @@ type Runtime struct {
 	connectors *connector.Registry
 	// schemas is Kafka.SchemaRegistry's client (nil: no registry).
 	schemas *schemaregistry.Registry
+	// state is the budget of the deployments' window state together (Config.MaxTotalState).
+	state *engine.SharedStateBudget
 	// nodes validates the deployed versions: Config.Nodes, with the Kafka sources typed
 	// from schemas when there is a registry.
 	nodes *nodes.Registry
@@ -309,6 +316,9 @@ func New(cfg Config) (*Runtime, error) {
 		reg = reg.WithSourceSchemas(kafka.SourceSchemas{Registry: schemas})
 	}
 	r := &Runtime{cfg: cfg, kafka: kafkaConn, schemas: schemas, nodes: reg, log: cfg.Logger, active: map[string]*deployment{}, pending: map[string]*deployment{}, locks: map[string]*sync.Mutex{}}
+	if cfg.MaxTotalState > 0 {
+		r.state = &engine.SharedStateBudget{Max: cfg.MaxTotalState}
+	}
 	if r.connectors, err = r.newConnectors(cfg.Connectors); err != nil {
 		return nil, fmt.Errorf("deploy: %w", err)
 	}
@@ -877,6 +887,7 @@ func (r *Runtime) prepare(v store.Version) (*deployment, error) {
 		Registry:     r.nodes,
 		// Negative (no budget) is none for the engine too.
 		MaxStateBytes: r.cfg.MaxDeploymentState,
+		SharedState:   r.state,
 	}
 	if r.schemas != nil {
 		opts.EncodeKafkaValue = r.encodeKafkaValue

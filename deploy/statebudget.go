@@ -27,9 +27,17 @@ type StateBudgetError struct {
 	// Node is the aggregate node that held the most, and its state.
 	Node  string
 	State aggregate.StateSize
+	// Total is the state of the server's deployments together and TotalBudget
+	// Config.MaxTotalState, when that budget was passed (both 0 otherwise).
+	Total, TotalBudget int64
 }
 
 func (e *StateBudgetError) Error() string {
+	if e.TotalBudget > 0 {
+		return fmt.Sprintf("window state of %d bytes brought the state of the server's deployments to %d bytes, past the server's state budget of %d bytes (--max-total-state); "+
+			"the largest here is aggregate node %q: %d bytes in %d keys and %d slices. The last checkpoint is kept: deploy again when other deployments hold less, "+
+			"after raising the budget, or after changing the scenario to keep less state", e.Bytes, e.Total, e.TotalBudget, e.Node, e.State.Bytes, e.State.Keys, e.State.Slices)
+	}
 	return fmt.Sprintf("window state of %d bytes passed the deployment's state budget of %d bytes (the server's --max-deployment-state); "+
 		"the largest is aggregate node %q: %d bytes in %d keys and %d slices. The last checkpoint is kept: deploy again after raising the budget, "+
 		"or after changing the scenario to keep less state", e.Bytes, e.Budget, e.Node, e.State.Bytes, e.State.Keys, e.State.Slices)

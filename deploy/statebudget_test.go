@@ -173,3 +173,61 @@ func TestStateBudget(t *testing.T) {
 		return ok && l.Phase == PhaseRunning && len(l.Sources) == 1 && l.Sources[0].Processed == 2
 	})
 }
+
+// The server's deployments share Config.MaxTotalState: each within its own budget, the one
+// whose state grows while their total is past the server's budget fails, with the total in
+// its reason; the other goes on, and the failed one's state no longer counts.
+func TestTotalStateBudget(t *testing.T) {
+	st := sqliteStore(t)
+	graph := tumblingGraph("")
+	createScenario(t, st, "first", graph)
+	createScenario(t, st, "second", graph)
+
+	// 300 keys each, in one window that stays open: the server's budget is one and a half
+	// times one deployment's state, so the second passes it before its 300th key.
+	recs := func(prefix string) [][]byte {
+		var out [][]byte
+		for i := range 300 {
+			out = append(out, rec(int64(i), fmt.Sprintf("%s %d", prefix, i)))
+		}
+		return out
+	}
+	first, second := recs("a"), recs("b")
+	one := int64(offlineState(t, graph, first)["win"].Bytes)
+	budget := one * 3 / 2
+	r := newRuntime(t, st, func(c *Config) { c.MaxTotalState = budget }) // MaxDeploymentState: 1 GiB
+	deploy(t, r, "first", 0)
+	secondDeployment := deploy(t, r, "second", 0)
+	ingestAll(t, r, "first", first, 0, len(first))
+	waitFor(t, "the first deployment processed its 300 events", func() bool {
+		l, ok := r.Live("first")
+		return ok && len(l.Sources) == 1 && l.Sources[0].Processed == 300
+	})
+	// The first's state counts from its last look, at its 288th event at the latest (a look
+	// every 16 events): more than half the budget.
+	if held := r.state.Total(); held <= budget/2 || held > one {
+		t.Fatalf("the first deployment's state counted: %d bytes, want over %d and at most %d", held, budget/2, one)
+	}
+	ingestAll(t, r, "second", second, 0, len(second))
+
+	var failed store.Deployment
+	waitFor(t, "the second deployment failed and stopped", func() bool {
+		var err error
+		failed, err = st.GetDeployment(t.Context(), secondDeployment.ID)
+		_, running := r.Live("second")
+		return err == nil && failed.Status == store.StatusFailed && !running
+	})
+	var bytes, total, budgetSaid int64
+	var node string
+	if _, err := fmt.Sscanf(failed.Reason, "window state of %d bytes brought the state of the server's deployments to %d bytes, past the server's state budget of %d bytes (--max-total-state); the largest here is aggregate node %q",
+		&bytes, &total, &budgetSaid, &node); err != nil || budgetSaid != budget || node != "win" || total <= budget || bytes >= one || bytes >= total {
+		t.Errorf("reason %q (%v): want the second's state below one deployment's %d bringing the total past %d, in node win", failed.Reason, err, one, budget)
+	}
+	// Its state is released; the first goes on.
+	waitFor(t, "the failed deployment's state released", func() bool { held := r.state.Total(); return held > 0 && held <= one })
+	ingestAll(t, r, "first", append(first, rec(1, "a 0")), 300, 1)
+	waitFor(t, "the first deployment processed its 301st event", func() bool {
+		l, ok := r.Live("first")
+		return ok && l.Phase == PhaseRunning && len(l.Sources) == 1 && l.Sources[0].Processed == 301
+	})
+}

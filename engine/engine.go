@@ -126,6 +126,11 @@ type Options struct {
 	// event may fan out into many); past it StateErr returns a *StateBudgetError, a for-each
 	// sends no more, and the engine takes no more input events.
 	MaxStateBytes int64
+	// SharedState, when set, is a budget of window state this engine shares with others (a
+	// server's deployments): each look at the state (as for MaxStateBytes, which may be 0
+	// here) records it there, and the look that finds the engines' total past the shared
+	// budget while this engine's state grew fails this engine as MaxStateBytes would.
+	SharedState *SharedStateBudget
 	// Observe, when set, is called for every context that enters a node,
 	// with the node's id and the context's variables (for test runs that
 	// show each record's variables per node). It must not keep vars.
@@ -324,7 +329,7 @@ func New(s *scenario.Scenario, opts Options) (*Engine, error) {
 // newEngine is an engine without nodes, with the slots of the server's variables.
 func newEngine(opts Options, v *nodes.Validation) *Engine {
 	e := &Engine{opts: opts, validation: v, partition: -1, nodes: map[string]*node{}, sources: map[string]*source{}, counts: map[string]*Counts{}}
-	e.stateWatch.Max = opts.MaxStateBytes
+	e.stateWatch.Max, e.stateWatch.Shared = opts.MaxStateBytes, opts.SharedState
 	e.inputSlot = e.lay.slot(nodes.VarInput)
 	e.metaSlot = e.lay.slot(nodes.VarMeta)
 	e.keySlot = e.lay.slot(nodes.VarKey)

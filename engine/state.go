@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/scenario-server/scenario-server/aggregate"
@@ -52,14 +53,65 @@ func (e *Engine) StateErr() error { return e.stateErr }
 var ErrStateBudget = errors.New("window state over its budget")
 
 // StateBudgetError is a run's window state (StateBytes) past its budget (stateWatcher.Max,
-// Options.MaxStateBytes for Replay).
+// Options.MaxStateBytes for Replay), or, with SharedBudget set, the state of the engines
+// sharing Options.SharedState past theirs while this engine's grew.
 type StateBudgetError struct {
 	Bytes, Budget int64
 	Node          string // the aggregate node holding the most
+	// Shared is the engines' total state, and SharedBudget their budget (SharedStateBudget.Max),
+	// when that budget was passed; both 0 otherwise.
+	Shared, SharedBudget int64
 }
 
 func (e *StateBudgetError) Error() string {
+	if e.SharedBudget > 0 {
+		return fmt.Sprintf("window state of %d bytes brought the state of the engines sharing a budget to %d bytes, past their budget of %d bytes; the largest is aggregate node %q",
+			e.Bytes, e.Shared, e.SharedBudget, e.Node)
+	}
 	return fmt.Sprintf("window state of %d bytes passed its budget of %d bytes; the largest is aggregate node %q", e.Bytes, e.Budget, e.Node)
+}
+
+// SharedStateBudget is a budget of window state shared by engines (Options.SharedState): the
+// state of a server's deployments together, each bounded on its own by MaxStateBytes. Each
+// look of an engine at its state (every few events, see stateWatcher) records the state here;
+// the look that finds the total past Max while its engine's state grew since its last look
+// fails that engine, so the deployment that grows into the budget stops and the others go on.
+// An engine's state counts from its first look until Release. Safe for concurrent use.
+type SharedStateBudget struct {
+	// Max is the most window state, in bytes, of the engines together; ≤ 0: no budget.
+	Max int64
+
+	mu    sync.Mutex
+	held  map[*Engine]int64
+	total int64
+}
+
+// record sets e's state to bytes and returns the engines' total, and whether e passed the
+// budget: the total is past Max and e's state grew.
+func (b *SharedStateBudget) record(e *Engine, bytes int64) (total int64, over bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.held == nil {
+		b.held = map[*Engine]int64{}
+	}
+	prev := b.held[e]
+	b.held[e], b.total = bytes, b.total+bytes-prev
+	return b.total, b.Max > 0 && b.total > b.Max && bytes > prev
+}
+
+// Release forgets e's state (e stopped).
+func (b *SharedStateBudget) Release(e *Engine) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.total -= b.held[e]
+	delete(b.held, e)
+}
+
+// Total returns the state the engines recorded, in bytes.
+func (b *SharedStateBudget) Total() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.total
 }
 
 // Is makes errors.Is(err, ErrStateBudget) true.
@@ -74,8 +126,9 @@ func (e *StateBudgetError) Is(target error) bool { return target == ErrStateBudg
 // tenth of the time). The zero stateWatcher with Max set is ready; Max ≤ 0: no budget.
 type stateWatcher struct {
 	Max    int64
-	events int       // since the last look
-	after  time.Time // no look before
+	Shared *SharedStateBudget // also recorded in, and looked at against, when set
+	events int                // since the last look
+	after  time.Time          // no look before
 }
 
 // stateCheckEvents is how many events a stateWatcher lets in between two looks, at most.
@@ -84,7 +137,7 @@ const stateCheckEvents = 16
 // Check counts one event into e and, when it is time to look, returns a *StateBudgetError if
 // e's state passed Max.
 func (w *stateWatcher) Check(e *Engine) error {
-	if w.Max <= 0 {
+	if w.Max <= 0 && w.Shared == nil {
 		return nil
 	}
 	if w.events++; w.events < stateCheckEvents {
@@ -97,8 +150,13 @@ func (w *stateWatcher) Check(e *Engine) error {
 	w.events = 0
 	bytes, node := e.StateBytes()
 	w.after = now.Add(10 * time.Since(now))
-	if bytes > w.Max {
+	if w.Max > 0 && bytes > w.Max {
 		return &StateBudgetError{Bytes: bytes, Budget: w.Max, Node: node}
+	}
+	if w.Shared != nil {
+		if total, over := w.Shared.record(e, bytes); over {
+			return &StateBudgetError{Bytes: bytes, Budget: w.Max, Node: node, Shared: total, SharedBudget: w.Shared.Max}
+		}
 	}
 	return nil
 }

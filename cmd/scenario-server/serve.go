@@ -44,6 +44,7 @@ const (
 	envCheckpointInterval = "SCENARIO_SERVER_CHECKPOINT_INTERVAL"
 	envMaxBacklog         = "SCENARIO_SERVER_MAX_BACKLOG"
 	envMaxDeploymentState = "SCENARIO_SERVER_MAX_DEPLOYMENT_STATE"
+	envMaxTotalState      = "SCENARIO_SERVER_MAX_TOTAL_STATE"
 	envSinkDir            = "SCENARIO_SERVER_SINK_DIR"
 	envSourceDir          = "SCENARIO_SERVER_SOURCE_DIR"
 	envKafkaBrokers       = "SCENARIO_SERVER_KAFKA_BROKERS"
@@ -94,6 +95,9 @@ type serveConfig struct {
 	// MaxDeploymentState is the most window state, in bytes, a deployment may hold before it
 	// fails; 0 means no budget.
 	MaxDeploymentState int64
+	// MaxTotalState is the most window state, in bytes, of all deployments together
+	// (deploy.Config.MaxTotalState); 0 means no budget.
+	MaxTotalState int64
 	// SinkDir is where deployed file sinks write; empty means DataDir/sinks.
 	SinkDir string
 	// SourceDir is where deployed file sources read; empty means DataDir/sources.
@@ -157,6 +161,12 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 			return serveConfig{}, err
 		}
 	}
+	maxTotalState := defaultMaxTotalState()
+	if getenv(envMaxTotalState) != "" {
+		if maxTotalState, err = envInt(getenv, envMaxTotalState); err != nil {
+			return serveConfig{}, err
+		}
+	}
 	testMaxRecords, err := envInt(getenv, envTestMaxRecords)
 	if err != nil {
 		return serveConfig{}, err
@@ -217,6 +227,9 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		fmt.Sprintf("ingestion answers 429 once a source has `n` accepted events waiting (env %s; 0: %d)", envMaxBacklog, deploy.DefaultMaxBacklog))
 	fs.Int64Var(&cfg.MaxDeploymentState, "max-deployment-state", maxState,
 		"a deployment whose aggregates' window state passes this many `bytes` fails, keeping its last checkpoint (env "+envMaxDeploymentState+"; 0: no budget)")
+	fs.Int64Var(&cfg.MaxTotalState, "max-total-state", maxTotalState,
+		"the deployment whose state grows while all deployments' window state together is past this many `bytes` fails, keeping its last checkpoint (env "+envMaxTotalState+
+			"; default: a quarter of the memory the server may use, the least of its cgroup's limit, the machine's and GOMEMLIMIT; 0: no budget)")
 	fs.StringVar(&cfg.SinkDir, "sink-dir", getenv(envSinkDir), "deployed file sinks write inside `dir` (env "+envSinkDir+"; default: the data directory's sinks/)")
 	fs.StringVar(&cfg.SourceDir, "source-dir", getenv(envSourceDir), "deployed file sources read inside `dir` (env "+envSourceDir+"; default: the data directory's sources/)")
 	fs.StringVar(&cfg.KafkaBrokers, "kafka-brokers", getenv(envKafkaBrokers), "Kafka sources read from and Kafka sinks write to these seed brokers, comma-separated `host:port,...` (env "+envKafkaBrokers+"); none: scenarios with a Kafka source or sink do not deploy")
@@ -259,8 +272,8 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	if cfg.MaxBodyBytes <= 0 {
 		return serveConfig{}, fmt.Errorf("%w: --max-body-bytes must be positive", errUsage)
 	}
-	if cfg.CheckpointInterval < 0 || cfg.MaxBacklog < 0 || cfg.MaxDeploymentState < 0 {
-		return serveConfig{}, fmt.Errorf("%w: --checkpoint-interval, --max-backlog and --max-deployment-state must not be negative", errUsage)
+	if cfg.CheckpointInterval < 0 || cfg.MaxBacklog < 0 || cfg.MaxDeploymentState < 0 || cfg.MaxTotalState < 0 {
+		return serveConfig{}, fmt.Errorf("%w: --checkpoint-interval, --max-backlog, --max-deployment-state and --max-total-state must not be negative", errUsage)
 	}
 	if cfg.ResultRetention < 0 || cfg.BatchKeyRetention < 0 {
 		return serveConfig{}, fmt.Errorf("%w: --result-retention and --batch-key-retention must not be negative", errUsage)
@@ -405,7 +418,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		FileSinkDir: sinkDir, FileSourceDir: sourceDir, KafkaBrokers: splitList(cfg.KafkaBrokers), Kafka: cfg.Kafka, Metrics: metrics,
 		ResultRetention: cfg.ResultRetention, BatchKeyRetention: cfg.BatchKeyRetention,
 		Owner: owner, NoResume: cfg.NoResume, CrashLoopLimit: crashLoopLimit(cfg.CrashLoopLimit),
-		MaxDeploymentState: stateBudget,
+		MaxDeploymentState: stateBudget, MaxTotalState: cfg.MaxTotalState,
 	})
 	if err != nil {
 		return err
@@ -472,7 +485,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		"addr", ln.Addr().String(),
 		"url", scheme + "://" + ln.Addr().String() + "/", "authentication", cfg.Auth.configured(),
 		"startup", time.Since(processStart).Round(time.Microsecond).String(),
-		"server", owner, "noResume", cfg.NoResume,
+		"server", owner, "noResume", cfg.NoResume, "maxTotalState", cfg.MaxTotalState,
 	}, storeAttrs...)...)
 
 	select {
