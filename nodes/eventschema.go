@@ -8,6 +8,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+
+	"github.com/scenario-server/scenario-server/internal/jsonschemas"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
@@ -29,18 +31,11 @@ var schemaPrinter = message.NewPrinter(language.English)
 const maxSchemaProblems = 3
 
 // CompileEventSchema compiles a source's schema parameter (raw JSON). A $ref may only point
-// inside the schema or at the JSON Schema meta-schemas: no file or URL is read.
+// inside the schema or at the JSON Schema meta-schemas: no file or URL is read. A schema that
+// could make checking one event take time exponential in its depth is an error
+// (jsonschemas.Check).
 func CompileEventSchema(raw []byte) (*EventSchema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return nil, err
-	}
-	c := jsonschema.NewCompiler()
-	c.UseLoader(jsonschema.SchemeURLLoader{}) // no scheme: nothing outside the schema is loaded
-	if err := c.AddResource(eventSchemaURL, doc); err != nil {
-		return nil, err
-	}
-	s, err := c.Compile(eventSchemaURL)
+	s, err := jsonschemas.Compile(raw, eventSchemaURL)
 	if err != nil {
 		return nil, err
 	}

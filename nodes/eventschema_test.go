@@ -43,6 +43,10 @@ func TestEnforceSchemaValidation(t *testing.T) {
 			"a": map[string]any{"$ref": "file:///etc/hostname"}}}}, "schema", CodeInvalidSchema},
 		{"a bad pattern", map[string]any{"enforceSchema": true, "schema": map[string]any{"type": "object", "properties": map[string]any{
 			"a": map[string]any{"type": "string", "pattern": "("}}}}, "schema", CodeInvalidSchema},
+		// checking {"a": [[[...[1]...]]]} would try both branches at every level: 2^depth
+		{"a check exponential in the event's depth", map[string]any{"enforceSchema": true, "schema": map[string]any{"type": "object", "properties": map[string]any{
+			"a": map[string]any{"type": "array", "items": map[string]any{"anyOf": []any{
+				map[string]any{"$ref": "#/properties/a"}, map[string]any{"$ref": "#/properties/a"}}}}}}}, "schema", CodeInvalidSchema},
 	}
 	for _, tt := range tests {
 		v := validate(sourceNode(t, tt.params))

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -318,5 +320,25 @@ func TestAvroUnionOfScalars(t *testing.T) {
 	out, err := r.Decode(t.Context(), wire(5, data...))
 	if err != nil || string(out) != `{"a":[1,"x",null,2.5,true]}` {
 		t.Errorf("got %s, %v", out, err)
+	}
+}
+
+// A JSON Schema subject is compiled as a source's schema is: a $ref to a file is not read
+// (it was: the subject's schema took the file's), and a schema whose check could take time
+// exponential in a value's depth is refused (jsonschemas.Check); values of such subjects do
+// not decode, with the reason.
+func TestJSONSchemaSubjectBounded(t *testing.T) {
+	fake, r := newFake(t)
+	file := filepath.Join(t.TempDir(), "s.json")
+	if err := os.WriteFile(file, []byte(`{"type": "string"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fake.SeedSchema("file-value", 1, 6, sr.Schema{Type: sr.TypeJSON, Schema: `{"properties": {"a": {"$ref": "file://` + file + `"}}}`})
+	if out, err := r.Decode(t.Context(), wire(6, []byte(`{"a": "x"}`)...)); err == nil || !strings.Contains(err.Error(), "JSON Schema") {
+		t.Errorf("a $ref to a file: %s, %v; want the schema refused", out, err)
+	}
+	fake.SeedSchema("deep-value", 1, 7, sr.Schema{Type: sr.TypeJSON, Schema: `{"type": "array", "items": {"anyOf": [{"$ref": "#"}, {"$ref": "#"}]}}`})
+	if out, err := r.Decode(t.Context(), wire(7, []byte(`[[1]]`)...)); err == nil || !strings.Contains(err.Error(), "could be checked against more than 1000 schemas") {
+		t.Errorf("a check exponential in depth: %s, %v; want the schema refused", out, err)
 	}
 }

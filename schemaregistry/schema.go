@@ -1,7 +1,6 @@
 package schemaregistry
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +12,8 @@ import (
 	"github.com/hamba/avro/v2"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/scenario-server/scenario-server/internal/jsonschemas"
 )
 
 // schema is a registry schema, parsed: Avro (avro set) or JSON Schema (json set).
@@ -43,15 +44,7 @@ func parseSchema(s sr.Schema) (*schema, error) {
 		}
 		return &schema{avro: a, jsonSchema: js}, nil
 	case sr.TypeJSON:
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(s.Schema)))
-		if err != nil {
-			return nil, fmt.Errorf("JSON Schema: %w", err)
-		}
-		c := jsonschema.NewCompiler()
-		if err := c.AddResource("registry.json", doc); err != nil {
-			return nil, fmt.Errorf("JSON Schema: %w", err)
-		}
-		compiled, err := c.Compile("registry.json")
+		compiled, err := jsonschemas.Compile([]byte(s.Schema), "registry.json")
 		if err != nil {
 			return nil, fmt.Errorf("JSON Schema: %w", err)
 		}
