@@ -46,8 +46,22 @@ type avroScan struct {
 
 // long reads a zig-zag varint of at most 10 bytes, as hamba/avro's ReadLong.
 func (s *avroScan) long() (int64, error) {
+	v, err := s.varint(10)
+	return int64(v>>1) ^ -int64(v&1), err
+}
+
+// int reads a zig-zag varint of at most 5 bytes, as hamba/avro's ReadInt (the bits past 32
+// dropped, as its uint32 shifts drop them).
+func (s *avroScan) int() (int32, error) {
+	v, err := s.varint(5)
+	u := uint32(v)
+	return int32(u>>1) ^ -int32(u&1), err
+}
+
+// varint reads a varint of at most size bytes, without its zig-zag.
+func (s *avroScan) varint(size int) (uint64, error) {
 	var v uint64
-	for i := 0; i < 10; i++ {
+	for i := range size {
 		if s.pos >= len(s.data) {
 			return 0, errAvroEnd
 		}
@@ -55,27 +69,10 @@ func (s *avroScan) long() (int64, error) {
 		s.pos++
 		v |= uint64(b&0x7f) << (7 * i)
 		if b&0x80 == 0 {
-			return int64(v>>1) ^ -int64(v&1), nil
+			return v, nil
 		}
 	}
-	return 0, errors.New("a long longer than 10 bytes")
-}
-
-// int reads a zig-zag varint of at most 5 bytes, as hamba/avro's ReadInt.
-func (s *avroScan) int() (int32, error) {
-	var v uint32
-	for i := 0; i < 5; i++ {
-		if s.pos >= len(s.data) {
-			return 0, errAvroEnd
-		}
-		b := s.data[s.pos]
-		s.pos++
-		v |= uint32(b&0x7f) << (7 * i)
-		if b&0x80 == 0 {
-			return int32(v>>1) ^ -int32(v&1), nil
-		}
-	}
-	return 0, errors.New("an int longer than 5 bytes")
+	return 0, fmt.Errorf("a varint longer than %d bytes", size)
 }
 
 // skip passes n bytes.

@@ -21,6 +21,7 @@ package jsonschemas
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -106,10 +107,10 @@ func (w *walker) closure(s *jsonschema.Schema) *applied {
 	add(s.If)
 	add(s.Then)
 	add(s.Else)
-	for _, k := range sortedKeys(s.DependentSchemas) {
+	for _, k := range slices.Sorted(maps.Keys(s.DependentSchemas)) {
 		add(s.DependentSchemas[k])
 	}
-	for _, k := range sortedKeys(s.Dependencies) {
+	for _, k := range slices.Sorted(maps.Keys(s.Dependencies)) {
 		if t, ok := s.Dependencies[k].(*jsonschema.Schema); ok {
 			add(t)
 		}
@@ -200,7 +201,7 @@ func (w *walker) children(a *applied) []child {
 		}
 		return append(ts, s.UnevaluatedProperties)
 	}
-	for _, name := range sortedKeys(names) {
+	for _, name := range slices.Sorted(maps.Keys(names)) {
 		build(strconv.Quote(name), func(s *jsonschema.Schema) []*jsonschema.Schema { return property(s, name, true) })
 	}
 	build("*", func(s *jsonschema.Schema) []*jsonschema.Schema { return property(s, "", false) })
@@ -240,13 +241,4 @@ func placeKey(a *applied) string {
 	}
 	slices.Sort(parts)
 	return strings.Join(parts, ",")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
