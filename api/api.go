@@ -99,6 +99,11 @@ type Config struct {
 	// one event (or keep-alive comment); a client that takes nothing for that long is
 	// disconnected. 0 means DefaultStreamWriteTimeout.
 	StreamWriteTimeout time.Duration
+	// StreamBufferBytes is the most bytes of result values the results streams hold
+	// together: a stream reads its next page only when it can reserve a page's budget
+	// (store.MaxResultReadBytes) within it, and otherwise waits as when no result is new.
+	// 0 means DefaultStreamBufferBytes; less than one page's budget is one page's budget.
+	StreamBufferBytes int64
 	// StreamRecheck is how often a server-sent event stream checks its request's credentials
 	// again (with Authenticator): a stream whose token was revoked or expired, or whose role
 	// no longer suffices, ends. 0 means 15 s.
@@ -266,6 +271,7 @@ func New(cfg Config) (*Handler, error) {
 		streamWriteTimeout: cfg.StreamWriteTimeout,
 		authn:              cfg.Authenticator,
 		streamRecheck:      cfg.StreamRecheck,
+		streamBufferBytes:  cfg.StreamBufferBytes,
 		deployApproval:     cfg.DeployApproval,
 	}
 	if h.streamRecheck <= 0 {
@@ -327,6 +333,7 @@ type handlers struct {
 	// streamWriteTimeout (Config.StreamWriteTimeout) and what the results streams hold.
 	streamWriteTimeout time.Duration
 	streamBuffer       *streamBuffer
+	streamBufferBytes  int64 // Config.StreamBufferBytes
 	// authn checks a stream's credentials again every streamRecheck (nil: no authentication).
 	authn         *auth.Authenticator
 	streamRecheck time.Duration

@@ -123,6 +123,52 @@ func TestResultsStreamClientNeverReads(t *testing.T) {
 	}
 }
 
+// Results streams together hold at most Config.StreamBufferBytes: six streams whose clients
+// never read, on a sink of 40 results of 1 MiB, held 24 MiB at once (a page of 4 MiB each);
+// with a budget of two pages (8 MiB) the others wait their turn, and every stream still gets
+// its page (each ends only when a write of it times out).
+func TestResultsStreamsShareABudget(t *testing.T) {
+	st := sqliteStore(t)
+	h, err := api.New(api.Config{Store: st, Logger: testLogger(t), StreamWriteTimeout: 200 * time.Millisecond, StreamBufferBytes: 8 * mib})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	c := &client{t: t, base: srv.URL, http: srv.Client(), store: st}
+	c.post("/api/scenarios", rawBody("name", quote("s"), "graph", countGraph("10s"))).ok(t, http.StatusCreated, nil)
+	var results []store.NewSinkResult
+	for i := range 40 {
+		results = append(results, store.NewSinkResult{Sink: "out", Value: jsonString(i%26, mib)})
+	}
+	if _, err := st.AppendSinkResults(t.Context(), "s", results); err != nil {
+		t.Fatal(err)
+	}
+	for range 6 {
+		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_ = conn.(*net.TCPConn).SetReadBuffer(4096)
+		if _, err := fmt.Fprintf(conn, "GET /api/scenarios/s/sinks/out/results/stream HTTP/1.1\r\nHost: %s\r\n\r\n", srv.Listener.Addr()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each stream ends once a write of its page times out: wait for the six to have ended.
+	ended := `scenario_server_http_requests_total{method="GET",route="/api/scenarios/{name}/sinks/{sinkId}/results/stream",status="200"} 6` + "\n"
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(string(c.get("/metrics").Body), ended); {
+		if time.Now().After(deadline) {
+			now, peak, open := api.StreamBuffer(h)
+			t.Fatalf("after a minute: buffered %d, peak %d, open streams %d; /metrics lacks %q", now, peak, open, ended)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if now, peak, _ := api.StreamBuffer(h); now != 0 || peak != 8*mib {
+		t.Errorf("buffered %d after the streams ended, at most %d; want 0, and two pages of 4 MiB = %d at most", now, peak, 8*mib)
+	}
+}
+
 // counters is nc without its state, for comparing counters alone.
 func counters(nc api.NodeCounts) api.NodeCounts {
 	nc.StateKeys, nc.StateSlices, nc.StateBytes = nil, nil, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/scenario-server/scenario-server/auth"
 	"github.com/scenario-server/scenario-server/store"
@@ -33,6 +34,10 @@ const (
 	streamPage = 1000
 )
 
+// DefaultStreamBufferBytes is the default of Config.StreamBufferBytes: 64 MiB, the pages of 16
+// results streams read at once.
+const DefaultStreamBufferBytes = 64 << 20
+
 // DefaultStreamWriteTimeout is the default of Config.StreamWriteTimeout: a stream's client
 // that takes no event for a minute is disconnected.
 const DefaultStreamWriteTimeout = time.Minute
@@ -41,14 +46,16 @@ const DefaultStreamWriteTimeout = time.Minute
 // the store and have not written to their clients yet. A stream holds one page at a time, at
 // most store.MaxResultReadBytes (or one larger result), whatever its client does: a client
 // that reads slowly, or not at all, makes its stream wait rather than buffer, and its results
-// wait in the store.
+// wait in the store. The streams together hold at most pages of Config.StreamBufferBytes:
+// a stream reserves a page's budget before it reads one (pages), and waits when it cannot.
 type streamBuffer struct {
 	now, peak atomic.Int64
 	open      atomic.Int64 // results streams being served
 	gauge     prometheus.Gauge
+	pages     *semaphore.Weighted // of Config.StreamBufferBytes, reserved store.MaxResultReadBytes a page
 }
 
-func newStreamBuffer(reg prometheus.Registerer) *streamBuffer {
+func newStreamBuffer(reg prometheus.Registerer, budget int64) *streamBuffer {
 	g := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "scenario_server_stream_buffered_bytes",
 		Help: "Bytes of result values the results streams read from the store and have not written to their clients yet.",
@@ -56,7 +63,10 @@ func newStreamBuffer(reg prometheus.Registerer) *streamBuffer {
 	if reused, err := registerOrReuse(reg, g); err == nil {
 		g = reused
 	}
-	return &streamBuffer{gauge: g}
+	if budget <= 0 {
+		budget = DefaultStreamBufferBytes
+	}
+	return &streamBuffer{gauge: g, pages: semaphore.NewWeighted(max(budget, store.MaxResultReadBytes))}
 }
 
 // add counts n more bytes held (fewer when n < 0).
@@ -91,7 +101,7 @@ func sseResponse(desc string) map[string]*huma.Response {
 }
 
 func (h *handlers) registerStreams(hapi huma.API) {
-	h.streamBuffer = newStreamBuffer(h.metrics)
+	h.streamBuffer = newStreamBuffer(h.metrics, h.streamBufferBytes)
 	register(hapi, h, huma.Operation{
 		OperationID: "stream-counts",
 		Method:      http.MethodGet,
@@ -266,31 +276,19 @@ func (h *handlers) resultsStream(ctx context.Context, in *resultsStreamInput) (*
 		}()
 		for {
 			changed := h.changed()
-			page, err := h.store.ReadSinkResults(ctx, in.Name, in.Sink, after, streamPage)
-			if err != nil {
-				if ctx.Err() == nil {
-					loggerFrom(ctx).Error("streaming sink results", "scenario", in.Name, "sink", in.Sink, "error", err)
-				}
-				return
-			}
-			for _, res := range page {
-				held += int64(len(res.Value))
-			}
-			h.streamBuffer.add(held)
-			for i, res := range page {
-				if err := sse.event(strconv.FormatInt(res.ID, 10), "result", sinkResultOut(res)); err != nil {
+			// A page's budget reserved, or wait as when nothing is new (the poll looks again).
+			if h.streamBuffer.pages.TryAcquire(store.MaxResultReadBytes) {
+				n, ok := h.streamPage(ctx, sse, in, &after, &held)
+				h.streamBuffer.pages.Release(store.MaxResultReadBytes)
+				if !ok {
 					return
 				}
-				after = res.ID
-				page[i] = store.SinkResult{} // written: its value may go
-				held -= int64(len(res.Value))
-				h.streamBuffer.add(-int64(len(res.Value)))
-			}
-			if len(page) > 0 {
-				// A page is cut at a byte budget as well as at streamPage results: read on
-				// until one comes back empty.
-				keepAlive.Reset(streamKeepAlive)
-				continue
+				if n > 0 {
+					// A page is cut at a byte budget as well as at streamPage results: read on
+					// until one comes back empty.
+					keepAlive.Reset(streamKeepAlive)
+					continue
+				}
 			}
 			select {
 			case <-ctx.Done():
@@ -310,6 +308,33 @@ func (h *handlers) resultsStream(ctx context.Context, in *resultsStreamInput) (*
 			}
 		}
 	}}, nil
+}
+
+// streamPage reads the results of in's sink after *after, one page, and writes them to sse,
+// moving *after on and keeping *held (and the streamBuffer) at the bytes of values not
+// written yet. It returns how many it read, and false when the stream must end.
+func (h *handlers) streamPage(ctx context.Context, sse *sseWriter, in *resultsStreamInput, after, held *int64) (int, bool) {
+	page, err := h.store.ReadSinkResults(ctx, in.Name, in.Sink, *after, streamPage)
+	if err != nil {
+		if ctx.Err() == nil {
+			loggerFrom(ctx).Error("streaming sink results", "scenario", in.Name, "sink", in.Sink, "error", err)
+		}
+		return 0, false
+	}
+	for _, res := range page {
+		*held += int64(len(res.Value))
+		h.streamBuffer.add(int64(len(res.Value)))
+	}
+	for i, res := range page {
+		if err := sse.event(strconv.FormatInt(res.ID, 10), "result", sinkResultOut(res)); err != nil {
+			return len(page), false
+		}
+		*after = res.ID
+		page[i] = store.SinkResult{} // written: its value may go
+		*held -= int64(len(res.Value))
+		h.streamBuffer.add(-int64(len(res.Value)))
+	}
+	return len(page), true
 }
 
 // stillAllowed checks a stream's credentials again (every Config.StreamRecheck): a token
