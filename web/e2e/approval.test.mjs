@@ -115,6 +115,8 @@ test('four-eyes deploy', async (t) => {
       ['deploy.approve', USERS.ben.name],
     ]) {
       await page.getByTestId('audit-action').selectOption(action);
+      // The entries read with this filter (not those of the one before, still shown while it loads).
+      await page.locator(`[data-testid="audit"][data-action="${action}"]`).waitFor();
       const row = page.getByTestId('audit-entry').filter({ has: page.getByTestId('audit-what').filter({ hasText: new RegExp(`^${action.replace('.', '\\.')}$`) }) });
       await row.first().waitFor();
       assert.equal(await row.count(), 1, action);

@@ -129,6 +129,7 @@ test('sign in, roles and the audit log', async (t) => {
     await page.getByTestId('audit-link').click();
     await page.getByTestId('audit').waitFor();
     await page.getByTestId('audit-action').selectOption('deploy');
+    await page.locator('[data-testid="audit"][data-action="deploy"]').waitFor(); // read with this filter
     const row = page.getByTestId('audit-entry').filter({ has: page.getByTestId('audit-what').filter({ hasText: /^deploy$/ }) });
     await row.first().waitFor();
     assert.equal(await row.count(), 1);

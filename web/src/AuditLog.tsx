@@ -1,6 +1,6 @@
 // The audit log (admins): who did what, from which address, on which scenario and version,
 // with which outcome; from GET /api/audit, newest first, with its filters.
-import { useCallback, useEffect, useState } from 'react';
+import { useCallback, useEffect, useRef, useState } from 'react';
 import { api, problemText, type Schemas } from './api/client';
 import { UserMenu, useAuth } from './auth';
 
@@ -18,15 +18,22 @@ export function AuditLog() {
   const [scenario, setScenario] = useState('');
   const [outcome, setOutcome] = useState('');
   const [entries, setEntries] = useState<AuditEntry[] | null>(null);
+  // The action filter the entries shown were read with (the table's data-action).
+  const [shownAction, setShownAction] = useState<string | null>(null);
   const [more, setMore] = useState(false);
   const [error, setError] = useState('');
+  // Each load's number: a load whose filters changed while it waited (a later load began)
+  // shows nothing, so that a slow answer to old filters cannot replace a newer one.
+  const loads = useRef(0);
 
   const load = useCallback(async () => {
+    const mine = ++loads.current;
     const all: AuditEntry[] = [];
     let after: number | undefined;
     for (;;) {
       const query = { identity: identity || undefined, action: action || undefined, scenario: scenario || undefined, outcome: outcome || undefined, after, limit: 500 };
       const { data, error } = await api.GET('/api/audit', { params: { query } });
+      if (mine !== loads.current) return;
       if (error) return setError(problemText(error));
       all.push(...(data.entries ?? []));
       if (data.next === undefined || all.length >= MAX_ENTRIES) {
@@ -37,6 +44,7 @@ export function AuditLog() {
     }
     setError('');
     setEntries(all.reverse());
+    setShownAction(action);
   }, [identity, action, scenario, outcome]);
 
   useEffect(() => {
@@ -82,7 +90,7 @@ export function AuditLog() {
               {error}
             </div>
           )}
-          <table className="scenarios audit" data-testid="audit">
+          <table className="scenarios audit" data-testid="audit" data-action={shownAction ?? undefined}>
             <thead>
               <tr>
                 <th>time</th>
