@@ -63,7 +63,13 @@ type aligned struct {
 	// j < lateBelow (floor(j/s) < open <=> j < open*s), and partly late
 	// when j < partlyBelow (floor((j-n)/s)+1 < open <=> j < (open-1)*s+n).
 	lateBelow, partlyBelow int64
-	extra                  []int // slots whose last emitted window was the one before next
+	// The slice of the watermark those were worked out for (when wSliceSet): a watermark
+	// moving within its slice changes none of them.
+	wSlice    int64
+	wSliceSet bool
+	// Where the last event times and watermarks fell: most fall in the slice of the one before.
+	eventSlices, wSlices slices.IndexCache
+	extra                []int // slots whose last emitted window was the one before next
 
 	r Result
 }
@@ -117,22 +123,26 @@ func newAligned(spec WindowSpec, aggs []Named, emit func(*Result)) (*aligned, er
 func (a *aligned) windowStart(k int64) int64 { return a.slicer.Start(k * a.s) }
 func (a *aligned) windowEnd(k int64) int64   { return a.slicer.Start(k*a.s + a.n) }
 
-// closed reports whether window k has closed (the watermark reached its end).
-func (a *aligned) closed(k int64) bool {
-	if a.w == NoWatermark {
-		return false
-	}
-	if a.w == infinity {
-		return true
-	}
-	return a.windowEnd(k) <= a.w
-}
+// closed reports whether window k has closed (the watermark reached its end): k < open,
+// as watermarkMoved worked it out (windowEnd(k) <= w <=> Index(w) >= k*s+n <=>
+// floor((Index(w)-n)/s) >= k; with no watermark open is the least int64, at infinity past
+// every window).
+func (a *aligned) closed(k int64) bool { return k < a.open }
 
 // firstOpen returns the smallest window index that has not closed.
 func (a *aligned) firstOpen() int64 { return a.open }
 
 // watermarkMoved works out what depends on the watermark alone.
 func (a *aligned) watermarkMoved() {
+	finite := a.w != NoWatermark && a.w != infinity
+	if finite {
+		j := a.wSlices.Index(a.slicer, a.w)
+		if a.wSliceSet && j == a.wSlice {
+			return
+		}
+		a.wSlice = j
+	}
+	a.wSliceSet = finite
 	a.open = a.computeOpen()
 	a.lateBelow, a.partlyBelow = math.MinInt64, math.MinInt64
 	switch {
@@ -153,7 +163,7 @@ func (a *aligned) computeOpen() int64 {
 		return math.MaxInt64 >> 2
 	}
 	// Window k is open when its last slice k*s+n-1 reaches the watermark's slice.
-	return slices.FloorDiv(a.slicer.Index(a.w)-a.n, a.s) + 1
+	return slices.FloorDiv(a.wSlices.Index(a.slicer, a.w)-a.n, a.s) + 1
 }
 
 func (a *aligned) Watermark() int64 { return a.w }
@@ -172,7 +182,7 @@ func (a *aligned) Add(e *Event) error {
 		a.stats.Rejected++
 		return err
 	}
-	j := a.slicer.Index(e.Time)
+	j := a.eventSlices.Index(a.slicer, e.Time)
 	if j < a.lateBelow {
 		a.stats.Late++
 		// The first window holding slice j is k = floor((j-n)/s) + 1.

@@ -115,3 +115,26 @@ func civilDate(days int64) (int, time.Month, int) {
 	}
 	return int(y), time.Month(m), int(d)
 }
+
+// IndexCache remembers the slice of the last time it was asked about, so that a time in the
+// same slice (most event times and watermarks fall in the slice of the one before) is
+// answered with two comparisons, without Index (a division, or a time zone's calendar). The
+// zero IndexCache is empty; it must be used with one Slicer.
+type IndexCache struct {
+	lo, hi int64 // the slice idx is [lo, hi); empty while lo >= hi
+	idx    int64
+}
+
+// Index returns s.Index(t).
+func (c *IndexCache) Index(s Slicer, t int64) int64 {
+	if c.lo <= t && t < c.hi {
+		return c.idx
+	}
+	return c.miss(s, t)
+}
+
+func (c *IndexCache) miss(s Slicer, t int64) int64 {
+	i := s.Index(t)
+	c.lo, c.hi, c.idx = s.Start(i), s.Start(i+1), i
+	return i
+}
