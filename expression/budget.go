@@ -673,6 +673,17 @@ const MaxPatternBytes = 1 << 10
 // few tens of MB of patterns, and validating one is cheap.
 const MaxPatternCost = 2_000
 
+// PatternCost is patternCost of pattern parsed as Go's regexp parses it (syntax.Perl), for
+// other users of patterns (JSON Schemas' pattern keywords): past limit it returns limit+1;
+// its error is the parse's.
+func PatternCost(pattern string, limit int) (int, error) {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return 0, err
+	}
+	return patternCost(re, limit), nil
+}
+
 // patternCost estimates what compiling a parsed pattern costs, from its syntax tree without
 // compiling it: one per instruction, and one more per 128 ranges of a character class, a
 // counted repetition multiplying what it repeats (x{n,m} is m copies of x; x{n,} is n+1).

@@ -25,10 +25,13 @@ func Compile(raw []byte, url string) (*jsonschema.Schema, error) {
 	}
 	c := jsonschema.NewCompiler()
 	c.UseLoader(jsonschema.SchemeURLLoader{}) // no scheme: nothing outside the schema is loaded
+	pats := &patterns{}
+	c.UseRegexpEngine(pats.compile)
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, err
 	}
 	s, err := c.Compile(url)
+	pats.compiled = true
 	if err != nil {
 		return nil, err
 	}

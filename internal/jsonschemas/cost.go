@@ -11,11 +11,15 @@
 // with each. Check walks the schema, not the values: for every path a value can be reached
 // by (a property name, any other property, an item position, any other item, a property
 // name's string), it counts the schemas applied to the value there, and refuses the schema
-// when some value could have more than MaxApplied applied. Within the bound, checking a value
-// costs at most MaxApplied schema applications per value node in it: linear in its size.
+// when the same schemas apply more times to a value than to one above it on its path (the
+// count grows with depth, without bound), when some value could have more than MaxApplied
+// applied, or when it has a $dynamicRef or $recursiveRef (whose target depends on the path,
+// which this walk does not follow). Within the bound, checking a value costs at most
+// MaxApplied schema applications per value node in it: linear in its size.
 //
 // The count is an upper bound: every patternProperties schema is taken to match every
 // property, and both branches of if/then/else and every anyOf/oneOf branch are counted.
+// Patterns are bounded too (regexp.go).
 package jsonschemas
 
 import (
@@ -33,7 +37,7 @@ import (
 // schema counted into the set of those applying to a place, or looked at in one) Check takes
 // before it gives up on a schema as too complex to bound (under a second).
 const (
-	MaxApplied = 1000
+	MaxApplied = 10_000
 	MaxWork    = 2_000_000
 )
 
@@ -50,24 +54,40 @@ type applied struct {
 // Check returns an error when some value could have more than MaxApplied schemas of s
 // applied to it, or when bounding it takes more than MaxWork steps.
 func Check(s *jsonschema.Schema) error {
-	w := walker{closures: map[*jsonschema.Schema]*applied{}, visiting: map[*jsonschema.Schema]bool{}, seen: map[string]bool{}}
+	w := walker{closures: map[*jsonschema.Schema]*applied{}, visiting: map[*jsonschema.Schema]bool{}, seen: map[string]bool{},
+		onPath: map[string]int64{}, depthOf: map[string]int{}}
 	root := w.closure(s)
 	if w.work > MaxWork {
 		return errTooComplex
 	}
-	return w.place(root)
+	if err := w.place(root); err != nil {
+		return err
+	}
+	// Every schema below has been met (its closure taken).
+	if w.dynamic != "" {
+		return fmt.Errorf("%s has a $dynamicRef or $recursiveRef: which schema it applies depends on the path to the value, so the work of checking cannot be bounded in advance; use $ref", w.dynamic)
+	}
+	return nil
 }
 
 type walker struct {
 	closures map[*jsonschema.Schema]*applied // in-place closure of each schema
 	visiting map[*jsonschema.Schema]bool
 	seen     map[string]bool // places looked at, by key
-	path     []string        // the steps to the place being looked at
-	work     int
+	// The places on the path to the one being looked at, by their schemas without counts
+	// (placeKey's support): the total there, and the depth.
+	onPath  map[string]int64
+	depthOf map[string]int
+	path    []string // the steps to the place being looked at
+	work    int
+	dynamic string // the location of the first $dynamicRef or $recursiveRef met
 }
 
 // add counts from into a, times times each; a set past MaxApplied keeps its total only.
 func (w *walker) add(a, from *applied, times int64) {
+	if w.work > MaxWork {
+		return // Check gives up on the schema
+	}
 	if a.total > MaxApplied || from.total > MaxApplied || times > MaxApplied || a.total+from.total*times > MaxApplied {
 		a.total = MaxApplied + 1 // refused where it applies: what it holds no longer matters
 		return
@@ -89,14 +109,13 @@ func (w *walker) closure(s *jsonschema.Schema) *applied {
 	w.visiting[s] = true
 	c := &applied{n: map[*jsonschema.Schema]int64{s: 1}, total: 1}
 	add := func(t *jsonschema.Schema) {
-		if t != nil && !w.visiting[t] && w.work <= MaxWork {
+		if t != nil && !w.visiting[t] {
 			w.add(c, w.closure(t), 1)
 		}
 	}
 	add(s.Ref)
-	add(s.RecursiveRef)
-	if s.DynamicRef != nil {
-		add(s.DynamicRef.Ref)
+	if (s.RecursiveRef != nil || s.DynamicRef != nil) && w.dynamic == "" {
+		w.dynamic = s.Location
 	}
 	add(s.Not)
 	for _, group := range [][]*jsonschema.Schema{s.AllOf, s.AnyOf, s.OneOf} {
@@ -124,16 +143,29 @@ func (w *walker) closure(s *jsonschema.Schema) *applied {
 // below it.
 func (w *walker) place(a *applied) error {
 	if a.total > MaxApplied {
-		where := "/" + strings.Join(w.path, "/")
-		if len(where) > 200 {
-			where = where[:100] + " ... " + where[len(where)-100:]
-		}
-		return fmt.Errorf("a value at %s could be checked against more than %d schemas (references applied in place several times, nested): checking an event could take time exponential in its depth", where, MaxApplied)
+		return fmt.Errorf("a value at %s could be checked against more than %d schemas (references applied in place several times): checking an event would take too long", w.where(), MaxApplied)
 	}
-	key := placeKey(a)
+	key, support := placeKey(a)
+	// The same schemas applied more times than at a place above: applied more times at
+	// each repeat of the path between, their count grows with the value's depth.
+	if above, ok := w.onPath[support]; ok && a.total > above {
+		return fmt.Errorf("a value at %s could be checked against %d schemas where the value %d levels above it is checked against %d of the same: the count grows with the value's depth (references applied in place several times, nested), and checking an event would take time exponential in its depth",
+			w.where(), a.total, len(w.path)-w.depthOf[support], above)
+	}
 	if w.seen[key] {
 		return nil
 	}
+	prevTotal, hadTotal := w.onPath[support]
+	prevDepth := w.depthOf[support]
+	w.onPath[support], w.depthOf[support] = a.total, len(w.path)
+	defer func() {
+		if hadTotal {
+			w.onPath[support], w.depthOf[support] = prevTotal, prevDepth
+		} else {
+			delete(w.onPath, support)
+			delete(w.depthOf, support)
+		}
+	}()
 	if w.work += len(a.n); w.work > MaxWork {
 		return errTooComplex
 	}
@@ -149,6 +181,15 @@ func (w *walker) place(a *applied) error {
 		w.path = w.path[:len(w.path)-1]
 	}
 	return nil
+}
+
+// where is the path to the place being looked at, shortened past 200 bytes.
+func (w *walker) where() string {
+	where := "/" + strings.Join(w.path, "/")
+	if len(where) > 200 {
+		where = where[:100] + " ... " + where[len(where)-100:]
+	}
+	return where
 }
 
 type child struct {
@@ -232,13 +273,22 @@ func (w *walker) children(a *applied) []child {
 	return out
 }
 
-// placeKey is a's schemas and counts, in one string: places with the same key have the same
-// places below them.
-func placeKey(a *applied) string {
-	parts := make([]string, 0, len(a.n))
-	for s, n := range a.n {
-		parts = append(parts, fmt.Sprintf("%p:%d", s, n))
+// placeKey is a's schemas and counts in one string (places with the same key have the same
+// places below them), and its support: the schemas alone.
+func placeKey(a *applied) (key, support string) {
+	type entry struct {
+		ptr string
+		n   int64
 	}
-	slices.Sort(parts)
-	return strings.Join(parts, ",")
+	entries := make([]entry, 0, len(a.n))
+	for s, n := range a.n {
+		entries = append(entries, entry{fmt.Sprintf("%p", s), n})
+	}
+	slices.SortFunc(entries, func(x, y entry) int { return strings.Compare(x.ptr, y.ptr) })
+	var k, sup strings.Builder
+	for _, e := range entries {
+		fmt.Fprintf(&k, "%s:%d,", e.ptr, e.n)
+		sup.WriteString(e.ptr + ",")
+	}
+	return k.String(), sup.String()
 }
