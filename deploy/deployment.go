@@ -342,7 +342,7 @@ func (d *deployment) run() {
 		if n > 0 {
 			d.dirty = true
 			d.publish(PhaseRunning)
-			if err := checkStateBudget(d.live.Load(), d.rt.cfg.MaxDeploymentState); err != nil {
+			if err := checkStateBudget(d.live.Load(), d.rt.cfg.MaxDeploymentState, d.rt.state, d.eng); err != nil {
 				log.Error("deployment failed", "error", err)
 				d.fail(err.Error())
 				return

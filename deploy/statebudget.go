@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/scenario-server/scenario-server/aggregate"
+	"github.com/scenario-server/scenario-server/engine"
 )
 
 // DefaultMaxDeploymentState is the default of Config.MaxDeploymentState: 1 GiB.
@@ -47,12 +48,23 @@ func (e *StateBudgetError) Error() string {
 func (e *StateBudgetError) Is(target error) bool { return target == ErrStateBudget }
 
 // checkStateBudget returns a *StateBudgetError when the state published in l passes budget
-// (≤ 0: none).
-func checkStateBudget(l *Live, budget int64) error {
-	if budget <= 0 || l.StateBytes <= budget {
+// (≤ 0: none), or, recorded in shared (nil: none) as eng's, brings the deployments' total
+// past it: after a batch, for what the engine's looks within it (every 16 events at the most,
+// less often when looking takes long) left unseen.
+func checkStateBudget(l *Live, budget int64, shared *engine.SharedStateBudget, eng *engine.Engine) error {
+	var e *StateBudgetError
+	switch {
+	case budget > 0 && l.StateBytes > budget:
+		e = &StateBudgetError{Bytes: l.StateBytes, Budget: budget}
+	case shared != nil:
+		total, over := shared.Record(eng, l.StateBytes)
+		if !over {
+			return nil
+		}
+		e = &StateBudgetError{Bytes: l.StateBytes, Budget: budget, Total: total, TotalBudget: shared.Max}
+	default:
 		return nil
 	}
-	e := &StateBudgetError{Bytes: l.StateBytes, Budget: budget}
 	ids := make([]string, 0, len(l.State))
 	for id := range l.State {
 		ids = append(ids, id)

@@ -86,9 +86,10 @@ type SharedStateBudget struct {
 	total int64
 }
 
-// record sets e's state to bytes and returns the engines' total, and whether e passed the
-// budget: the total is past Max and e's state grew.
-func (b *SharedStateBudget) record(e *Engine, bytes int64) (total int64, over bool) {
+// Record sets e's state to bytes and returns the engines' total, and whether e passed the
+// budget: the total is past Max and e's state grew. The engine's looks call it; a caller
+// that measured e's state otherwise (after a batch of events) may too.
+func (b *SharedStateBudget) Record(e *Engine, bytes int64) (total int64, over bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.held == nil {
@@ -154,7 +155,7 @@ func (w *stateWatcher) Check(e *Engine) error {
 		return &StateBudgetError{Bytes: bytes, Budget: w.Max, Node: node}
 	}
 	if w.Shared != nil {
-		if total, over := w.Shared.record(e, bytes); over {
+		if total, over := w.Shared.Record(e, bytes); over {
 			return &StateBudgetError{Bytes: bytes, Budget: w.Max, Node: node, Shared: total, SharedBudget: w.Shared.Max}
 		}
 	}

@@ -22,7 +22,7 @@ func TestSharedStateBudget(t *testing.T) {
 		{e2, 40, 96, false},
 	}
 	for i, s := range steps {
-		if total, over := b.record(s.e, s.bytes); total != s.total || over != s.over {
+		if total, over := b.Record(s.e, s.bytes); total != s.total || over != s.over {
 			t.Errorf("step %d: total %d, over %v; want %d, %v", i, total, over, s.total, s.over)
 		}
 	}
@@ -34,7 +34,7 @@ func TestSharedStateBudget(t *testing.T) {
 	if got := b.Total(); got != 56 {
 		t.Errorf("after releasing e2 again: %d, want 56", got)
 	}
-	if total, over := (&SharedStateBudget{}).record(e1, 1<<40); total != 1<<40 || over {
+	if total, over := (&SharedStateBudget{}).Record(e1, 1<<40); total != 1<<40 || over {
 		t.Errorf("no budget (Max 0): %d, %v", total, over)
 	}
 }
