@@ -18,9 +18,19 @@ import (
 // decoding it ran out of memory. Nesting had no bound before decoding either: a 1 MB record
 // nested half a million levels deep took 870 MB and 5.7 s to decode before jsonValue refused
 // it. scanAvro checks both on the encoded bytes first, allocating nothing.
+//
+// MaxAvroJSONBytes bounds the JSON a record decodes to, as scanAvro estimates it: what the
+// schema writes for each value counts too (a record's field names, an enum's symbol), which
+// the bytes read do not bound: 4 KB of Avro naming 2^20 values of an enum whose symbol is
+// 100 KB decoded to 400 MB of JSON. MaxAvroDecimalBytes is the longest decimal's two's
+// complement (the most digits a decimal may have, MaxAvroPrecision, take 416 bytes); past it
+// big.Rat's reduction takes seconds.
 const (
-	MaxAvroValues = 1 << 20
-	MaxAvroDepth  = 64
+	MaxAvroValues       = 1 << 20
+	MaxAvroDepth        = 64
+	MaxAvroJSONBytes    = 16 << 20
+	MaxAvroDecimalBytes = 512
+	MaxAvroPrecision    = 1000
 )
 
 // errAvroEnd is the error of data that end before the value does.
@@ -42,6 +52,15 @@ type avroScan struct {
 	data   []byte
 	pos    int
 	values int
+	json   int // the JSON estimated so far, in bytes
+}
+
+// out counts n bytes of JSON.
+func (s *avroScan) out(n int) error {
+	if s.json += n; s.json > MaxAvroJSONBytes {
+		return fmt.Errorf("the data would decode to more than %d bytes of JSON", MaxAvroJSONBytes)
+	}
+	return nil
 }
 
 // long reads a zig-zag varint of at most 10 bytes, as hamba/avro's ReadLong.
@@ -84,16 +103,19 @@ func (s *avroScan) skip(n int64) error {
 	return nil
 }
 
-// bytes passes a string or bytes: its length, then that many bytes.
-func (s *avroScan) bytes() error {
+// bytes passes a string or bytes: its length (at most max), then that many bytes.
+func (s *avroScan) bytes(max int64) error {
 	n, err := s.long()
 	switch {
 	case err != nil:
 		return err
 	case n < 0:
 		return fmt.Errorf("a string or bytes of length %d", n)
-	case n > MaxAvroBytes:
-		return fmt.Errorf("a string or bytes of %d bytes, more than %d", n, MaxAvroBytes)
+	case n > max:
+		return fmt.Errorf("a string or bytes of %d bytes, more than %d", n, max)
+	}
+	if err := s.out(int(n) + 3); err != nil { // quoted, and a comma
+		return err
 	}
 	return s.skip(n)
 }
@@ -110,7 +132,13 @@ func (s *avroScan) value(schema avro.Schema, depth int) error {
 		s.values-- // a name, not a value of its own
 		return s.value(sc.Schema(), depth+1)
 	case *avro.RecordSchema:
+		if err := s.out(2); err != nil {
+			return err
+		}
 		for _, f := range sc.Fields() {
+			if err := s.out(len(f.Name()) + 4); err != nil { // "name":, and a comma
+				return err
+			}
 			if err := s.value(f.Type(), depth+1); err != nil {
 				return err
 			}
@@ -129,7 +157,7 @@ func (s *avroScan) value(schema avro.Schema, depth int) error {
 			return fmt.Errorf("union index %d out of range", i)
 		}
 		if sc.Types()[i].Type() == avro.Null {
-			return nil // a null, at no depth (jsonValue does not go into it either)
+			return s.out(5) // a null, at no depth (jsonValue does not go into it either)
 		}
 		s.values-- // the branch's value is the value
 		return s.value(sc.Types()[i], depth+1)
@@ -141,12 +169,24 @@ func (s *avroScan) value(schema avro.Schema, depth int) error {
 		if i < 0 || int(i) >= len(sc.Symbols()) {
 			return fmt.Errorf("enum index %d out of range", i)
 		}
-		return nil
+		return s.out(len(sc.Symbols()[i]) + 3)
 	case *avro.FixedSchema:
+		if err := s.out(sc.Size() + 3); err != nil {
+			return err
+		}
 		return s.skip(int64(sc.Size()))
 	case *avro.NullSchema:
-		return nil
+		return s.out(5)
 	case *avro.PrimitiveSchema:
+		if sc.Type() == avro.String || sc.Type() == avro.Bytes {
+			if l := sc.Logical(); l != nil && l.Type() == avro.Decimal {
+				return s.bytes(MaxAvroDecimalBytes)
+			}
+			return s.bytes(MaxAvroBytes)
+		}
+		if err := s.out(25); err != nil { // the longest number, true, false or null, and a comma
+			return err
+		}
 		switch sc.Type() {
 		case avro.Null:
 			return nil
@@ -162,8 +202,6 @@ func (s *avroScan) value(schema avro.Schema, depth int) error {
 			return s.skip(4)
 		case avro.Double:
 			return s.skip(8)
-		case avro.String, avro.Bytes:
-			return s.bytes()
 		}
 	}
 	return fmt.Errorf("an Avro type %s not supported", schema.Type())
@@ -173,6 +211,9 @@ func (s *avroScan) value(schema avro.Schema, depth int) error {
 // block's size in bytes), then that many items (a map's: a key, then a value), until a
 // count of 0.
 func (s *avroScan) blocks(depth int, keyed bool, item avro.Schema) error {
+	if err := s.out(3); err != nil {
+		return err
+	}
 	items := int64(0)
 	for {
 		n, err := s.long()
@@ -196,7 +237,7 @@ func (s *avroScan) blocks(depth int, keyed bool, item avro.Schema) error {
 		}
 		for range n {
 			if keyed {
-				if err := s.bytes(); err != nil {
+				if err := s.bytes(MaxAvroBytes); err != nil {
 					return err
 				}
 			}
@@ -205,4 +246,47 @@ func (s *avroScan) blocks(depth int, keyed bool, item avro.Schema) error {
 			}
 		}
 	}
+}
+
+// checkAvroDecimals returns an error when a decimal of schema has a precision past
+// MaxAvroPrecision: hamba/avro works out 10^scale (scale ≤ precision) for each value it
+// decodes (a scale of 10^8: 56 s for a 2-byte value).
+func checkAvroDecimals(schema avro.Schema) error {
+	seen := map[string]bool{}
+	var walk func(avro.Schema) error
+	walk = func(sc avro.Schema) error {
+		if n, ok := sc.(avro.NamedSchema); ok {
+			if seen[n.FullName()] {
+				return nil
+			}
+			seen[n.FullName()] = true
+		}
+		if l, ok := sc.(avro.LogicalTypeSchema); ok && l.Logical() != nil {
+			if d, ok := l.Logical().(*avro.DecimalLogicalSchema); ok && d.Precision() > MaxAvroPrecision {
+				return fmt.Errorf("a decimal of precision %d: at most %d", d.Precision(), MaxAvroPrecision)
+			}
+		}
+		switch sc := sc.(type) {
+		case *avro.RefSchema:
+			return walk(sc.Schema())
+		case *avro.RecordSchema:
+			for _, f := range sc.Fields() {
+				if err := walk(f.Type()); err != nil {
+					return err
+				}
+			}
+		case *avro.ArraySchema:
+			return walk(sc.Items())
+		case *avro.MapSchema:
+			return walk(sc.Values())
+		case *avro.UnionSchema:
+			for _, t := range sc.Types() {
+				if err := walk(t); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk(schema)
 }

@@ -342,3 +342,47 @@ func TestJSONSchemaSubjectBounded(t *testing.T) {
 		t.Errorf("a check exponential in depth: %s, %v; want the schema refused", out, err)
 	}
 }
+
+// What a record decodes to is bounded by what the schema writes too, not only by the bytes
+// read: an array of an enum whose one symbol is 100,000 bytes writes it, quoted and with a
+// comma, for each item: 100,003 bytes, the array 3 more. 167 items are 16,700,504 bytes, within
+// 16 MiB (16,777,216); 168 are 16,800,507, past it, refused before decoding. Decimals: a
+// precision past 1,000 is refused with the schema, a two's complement past 512 bytes with
+// the value. A JSON Schema subject's value with a number past float64 (1e999999) is refused
+// before the validator compares it.
+func TestAvroOutputAndDecimalsBounded(t *testing.T) {
+	fake, r := newFake(t)
+	symbol := "S" + strings.Repeat("s", 99_999)
+	fake.SeedSchema("enums-value", 1, 8, sr.Schema{Type: sr.TypeAvro, Schema: `{"type": "array", "items": {"type": "enum", "name": "E", "symbols": ["` + symbol + `"]}}`})
+	items := func(n int) []byte {
+		b := binary.AppendVarint(nil, int64(n))
+		return wire(8, append(append(b, make([]byte, n)...), 0x00)...) // each item index 0
+	}
+	out, err := r.Decode(t.Context(), items(167))
+	if err != nil || len(out) != 2+167*(len(symbol)+2)+166 {
+		t.Errorf("167 items: %d bytes, %v", len(out), err)
+	}
+	if _, err := r.Decode(t.Context(), items(168)); err == nil || !strings.Contains(err.Error(), "would decode to more than 16777216 bytes of JSON") {
+		t.Errorf("168 items: %v", err)
+	}
+
+	fake.SeedSchema("huge-decimal-value", 1, 9, sr.Schema{Type: sr.TypeAvro, Schema: `{"type": "bytes", "logicalType": "decimal", "precision": 100000000, "scale": 100000000}`})
+	if _, err := r.Decode(t.Context(), wire(9, 0x02, 0x01)); err == nil || !strings.Contains(err.Error(), "a decimal of precision 100000000: at most 1000") {
+		t.Errorf("precision 10^8: %v", err)
+	}
+	fake.SeedSchema("decimal-value", 1, 10, sr.Schema{Type: sr.TypeAvro, Schema: `{"type": "bytes", "logicalType": "decimal", "precision": 1000, "scale": 2}`})
+	long := func(n int) []byte { // n bytes of two's complement: 1, then zeros
+		return wire(10, append(binary.AppendVarint(nil, int64(n)), append([]byte{1}, make([]byte, n-1)...)...)...)
+	}
+	if _, err := r.Decode(t.Context(), long(513)); err == nil || !strings.Contains(err.Error(), "of 513 bytes, more than 512") {
+		t.Errorf("a decimal of 513 bytes: %v", err)
+	}
+	if out, err := r.Decode(t.Context(), wire(10, 0x02, 0x7B)); err != nil || string(out) != "1.23" { // 123 with scale 2
+		t.Errorf("123e-2: %s, %v", out, err)
+	}
+
+	fake.SeedSchema("numbers-value", 1, 11, sr.Schema{Type: sr.TypeJSON, Schema: `{"properties": {"a": {"minimum": 0}}}`})
+	if _, err := r.Decode(t.Context(), wire(11, []byte(`{"a": [1, {"b": 1e999999}]}`)...)); err == nil || !strings.Contains(err.Error(), "the number 1e999999 is out of range") {
+		t.Errorf("1e999999: %v", err)
+	}
+}

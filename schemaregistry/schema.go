@@ -35,6 +35,9 @@ func parseSchema(s sr.Schema) (*schema, error) {
 	case sr.TypeAvro:
 		// A cache of its own: two subjects may name different records alike.
 		a, err := avro.ParseWithCache(s.Schema, "", &avro.SchemaCache{})
+		if err == nil {
+			err = checkAvroDecimals(a)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("Avro schema: %w", err)
 		}
