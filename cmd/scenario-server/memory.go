@@ -5,20 +5,42 @@ import (
 	"bytes"
 	"math"
 	"os"
+	"path"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 )
 
-// serverMemory is the memory the server may use, in bytes: the least of its cgroup's
-// memory.max (cgroup v2, /sys/fs/cgroup/memory.max; "max" is none), the machine's MemTotal
-// (/proc/meminfo) and the Go runtime's memory limit (GOMEMLIMIT, debug.SetMemoryLimit); false
-// when none of them is known. read is os.ReadFile but in tests.
+// serverMemory is the memory the server may use, in bytes: the least of its cgroup's limit
+// (cgroup v2's memory.max, v1's memory.limit_in_bytes; of the cgroup /proc/self/cgroup
+// names, and of the root as a container sees it; "max" or v1's near-2^63 are none), the
+// machine's MemTotal (/proc/meminfo) and the Go runtime's memory limit (GOMEMLIMIT,
+// debug.SetMemoryLimit); false when none of them is known. read is os.ReadFile but in tests.
 func serverMemory(read func(string) ([]byte, error)) (int64, bool) {
 	least := int64(math.MaxInt64)
-	if b, err := read("/sys/fs/cgroup/memory.max"); err == nil {
-		if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && n > 0 {
-			least = min(least, n)
+	limit := func(file string) {
+		if b, err := read(file); err == nil {
+			if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && n > 0 && n < 1<<60 {
+				least = min(least, n)
+			}
+		}
+	}
+	limit("/sys/fs/cgroup/memory.max")
+	limit("/sys/fs/cgroup/memory/memory.limit_in_bytes")
+	if b, err := read("/proc/self/cgroup"); err == nil {
+		// v2: "0::/path"; v1: "N:memory:/path" (or "N:cpu,memory:/path").
+		for _, line := range strings.Split(string(b), "\n") {
+			parts := strings.SplitN(line, ":", 3)
+			if len(parts) != 3 || strings.Contains(parts[2], "..") {
+				continue
+			}
+			switch {
+			case parts[0] == "0" && parts[1] == "":
+				limit(path.Join("/sys/fs/cgroup", parts[2], "memory.max"))
+			case slices.Contains(strings.Split(parts[1], ","), "memory"):
+				limit(path.Join("/sys/fs/cgroup/memory", parts[2], "memory.limit_in_bytes"))
+			}
 		}
 	}
 	if b, err := read("/proc/meminfo"); err == nil {
@@ -39,12 +61,13 @@ func serverMemory(read func(string) ([]byte, error)) (int64, bool) {
 	return least, least < math.MaxInt64
 }
 
-// defaultMaxTotalState is the default of --max-total-state: a quarter of serverMemory (the
-// state estimate is about half the heap it stands for, and a checkpoint's encoding copies
-// it), or 4 GiB when the memory is not known.
+// defaultMaxTotalState is the default of --max-total-state: an eighth of serverMemory (the
+// state estimate is about half the heap it stands for, and a checkpoint copies it into its
+// snapshot and again into its encoding: a re-attack saw the process's memory at about five
+// times the state), or 2 GiB when the memory is not known.
 func defaultMaxTotalState() int64 {
 	if m, ok := serverMemory(os.ReadFile); ok {
-		return max(m/4, 1)
+		return max(m/8, 1)
 	}
-	return 4 << 30
+	return 2 << 30
 }
