@@ -181,6 +181,9 @@ func newDeployment(r *Runtime, v store.Version) *deployment {
 		wake:    make(chan struct{}, 1),
 	}
 	d.info = store.Deployment{Scenario: v.Scenario, Version: v.Number}
+	if r.cfg.MaxTotalPendingResultBytes > 0 {
+		d.sinks.shared, d.sinks.sharedMax = &r.pendingBytes, r.cfg.MaxTotalPendingResultBytes
+	}
 	return d
 }
 
@@ -241,6 +244,7 @@ func (d *deployment) run() {
 	}()
 	ctx := d.rt.ctx
 	defer d.stopInputs()
+	defer d.syncPending(true) // its results no longer count in the server's
 	if d.rt.state != nil {
 		defer d.rt.state.Release(d.eng) // its state no longer counts in the server's
 	}
@@ -325,6 +329,7 @@ func (d *deployment) run() {
 		default:
 		}
 
+		d.syncPending(false) // results committed or dropped since no longer count
 		n := 0
 		if (!d.commitFailing || d.pendingResults() < maxPendingResults && d.pendingResultBytes() < d.rt.cfg.MaxPendingResultBytes) && !d.holding() {
 			var err error
@@ -359,6 +364,13 @@ func (d *deployment) run() {
 		if over := (*engine.StateBudgetError)(nil); errors.As(d.eng.StateErr(), &over) {
 			err := &StateBudgetError{Bytes: over.Bytes, Budget: over.Budget, Node: over.Node, State: d.eng.State()[over.Node],
 				Total: over.Shared, TotalBudget: over.SharedBudget}
+			log.Error("deployment failed", "error", err)
+			d.fail(err.Error())
+			return
+		}
+		if d.sinks.overShared {
+			err := fmt.Errorf("%w: the collect results waiting in all deployments would pass %d bytes (the server's bound on them); the last checkpoint is kept: deploy again when other deployments have fewer waiting, or change the scenario to write less for one event",
+				errEventResults, d.rt.cfg.MaxTotalPendingResultBytes)
 			log.Error("deployment failed", "error", err)
 			d.fail(err.Error())
 			return
@@ -1149,6 +1161,20 @@ func (d *deployment) pendingResults() int {
 	return n
 }
 
+// syncPending sets the deployment's part of the runtime's pendingBytes to its
+// pendingResultBytes (0 when ended), as results commit or are dropped.
+func (d *deployment) syncPending(ended bool) {
+	if d.sinks.shared == nil {
+		return
+	}
+	cur := int64(0)
+	if !ended {
+		cur = d.pendingResultBytes()
+	}
+	d.sinks.shared.Add(cur - d.sinks.reported)
+	d.sinks.reported = cur
+}
+
 // pendingResultBytes is pendingResults in bytes of the collect results' values.
 func (d *deployment) pendingResultBytes() int64 {
 	n := d.sinks.collectBytes
@@ -1250,6 +1276,7 @@ func (d *deployment) noteCheckpointError(now time.Time, err error) {
 // fail marks the deployment FAILED with reason.
 func (d *deployment) fail(reason string) {
 	d.settleCheckpoint()
+	d.syncPending(true) // before it reads as FAILED: nothing of it waits any more
 	d.publish(PhaseFailed)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(d.rt.ctx), 5*time.Second)
 	defer cancel()

@@ -125,3 +125,50 @@ func TestOneEventsResultsBounded(t *testing.T) {
 		return err == nil && len(page) == 3
 	})
 }
+
+// The deployments' collect results waiting together are bounded too
+// (Config.MaxTotalPendingResultBytes, here 300,000 bytes; each deployment's own bound 4 MiB
+// within one event): an event of 5 results of 65,538 bytes (327,690) fails its deployment;
+// one of 3 (196,614) does not, in another deployment, and once they are committed they no
+// longer count: a second event of 3 (393,228 with the first) is kept and committed too.
+func TestTotalPendingResultBytesBounded(t *testing.T) {
+	st := sqliteStore(t)
+	graph := func(n int) string {
+		return fmt.Sprintf(`{"nodes": [
+		{"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": []}},
+		{"id": "each", "type": "CustomNode", "nodeType": "for-each", "outputVar": "i", "parameters": [
+			{"name": "Elements", "expression": {"language": "expr", "expression": "1..%d"}}]},
+		{"id": "out", "type": "Sink", "ref": {"typ": "collect", "parameters": [{"name": "value", "expression": {"language": "expr", "expression": "repeat('x', 65536)"}}]}}
+	], "edges": [{"from": "in", "to": "each", "edgeType": null}, {"from": "each", "to": "out", "edgeType": null}]}`, n)
+	}
+	createScenario(t, st, "five", graph(5))
+	createScenario(t, st, "three", graph(3))
+	r := newRuntime(t, st, func(c *Config) { c.MaxPendingResultBytes = 1 << 20; c.MaxTotalPendingResultBytes = 300_000 })
+	five := deploy(t, r, "five", 0)
+	deploy(t, r, "three", 0)
+	ingestAll(t, r, "five", [][]byte{[]byte(`{}`)}, 0, 1)
+	var failed store.Deployment
+	waitFor(t, "the deployment of five results failed", func() bool {
+		var err error
+		failed, err = st.GetDeployment(t.Context(), five.ID)
+		return err == nil && failed.Status == store.StatusFailed
+	})
+	if !strings.Contains(failed.Reason, "the collect results waiting in all deployments would pass 300000 bytes") {
+		t.Errorf("reason %q", failed.Reason)
+	}
+	recs := [][]byte{[]byte(`{"n": 1}`), []byte(`{"n": 2}`)}
+	ingestAll(t, r, "three", recs[:1], 0, 1)
+	waitFor(t, "the first 3 results", func() bool {
+		page, err := st.ReadSinkResults(t.Context(), "three", "out", 0, store.MaxReadLimit)
+		return err == nil && len(page) == 3
+	})
+	ingestAll(t, r, "three", recs, 1, 1)
+	waitFor(t, "the second 3 results", func() bool {
+		page, err := st.ReadSinkResults(t.Context(), "three", "out", 0, store.MaxReadLimit)
+		return err == nil && len(page) == 6
+	})
+	waitFor(t, "nothing waiting", func() bool { return r.pendingBytes.Load() == 0 })
+	if page, err := st.ReadSinkResults(t.Context(), "five", "out", 0, store.MaxReadLimit); err != nil || len(page) != 0 {
+		t.Errorf("the failed deployment committed %d results (%v), want none", len(page), err)
+	}
+}

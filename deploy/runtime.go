@@ -93,6 +93,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -181,6 +182,11 @@ type Config struct {
 	// for a checkpoint: reaching it, the deployment stops reading between two events and
 	// takes the checkpoint. 0 means DefaultMaxPendingResultBytes (64 MiB).
 	MaxPendingResultBytes int64
+	// MaxTotalPendingResultBytes is the most bytes of collect results (and dead letters) all
+	// deployments together keep waiting for their checkpoints: the deployment whose results
+	// would pass it fails, keeping its last checkpoint, as one past its own bound within one
+	// event does. 0 or negative: no such bound.
+	MaxTotalPendingResultBytes int64
 
 	// Owner identifies this server among the servers sharing the store: a deployment runs in
 	// the one server holding its lease (store.Store.AcquireLease), and its checkpoints carry
@@ -233,6 +239,9 @@ type Runtime struct {
 	schemas *schemaregistry.Registry
 	// state is the budget of the deployments' window state together (Config.MaxTotalState).
 	state *engine.SharedStateBudget
+	// pendingBytes is the bytes of collect results all deployments keep waiting
+	// (Config.MaxTotalPendingResultBytes).
+	pendingBytes atomic.Int64
 	// nodes validates the deployed versions: Config.Nodes, with the Kafka sources typed
 	// from schemas when there is a registry.
 	nodes *nodes.Registry

@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"sync/atomic"
 
 	"github.com/scenario-server/scenario-server/connector"
 	"github.com/scenario-server/scenario-server/scenario"
@@ -31,6 +32,14 @@ type sinks struct {
 	collectBytes    int64
 	maxCollectBytes int64
 	overflow        bool
+	// The collect results of all the runtime's deployments, waiting (Config.
+	// MaxTotalPendingResultBytes; nil: no bound): shared holds their bytes, of which
+	// reported are this deployment's (deployment.syncPending keeps it right as they go); past
+	// sharedMax no more is kept, and overflow and overShared are set.
+	shared     *atomic.Int64
+	sharedMax  int64
+	reported   int64
+	overShared bool
 	// written counts every value written, to tell whether an idle tick emitted anything.
 	written int64
 }
@@ -79,12 +88,21 @@ func (s *sinks) output(sinkID string, v value.Value, _ int64) {
 // pending reports how many collect results and Output values wait for the next checkpoint.
 // addResult adds a collect result (or a dead letter) for the next checkpoint.
 func (s *sinks) addResult(r store.NewSinkResult) {
-	if s.maxCollectBytes > 0 && s.collectBytes+int64(len(r.Value)) > s.maxCollectBytes {
+	n := int64(len(r.Value))
+	if s.maxCollectBytes > 0 && s.collectBytes+n > s.maxCollectBytes {
 		s.overflow = true
 		return
 	}
+	if s.shared != nil {
+		if s.shared.Add(n) > s.sharedMax {
+			s.shared.Add(-n)
+			s.overflow, s.overShared = true, true
+			return
+		}
+		s.reported += n
+	}
 	s.collect = append(s.collect, r)
-	s.collectBytes += int64(len(r.Value))
+	s.collectBytes += n
 }
 
 func (s *sinks) pending() int {

@@ -228,7 +228,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	fs.Int64Var(&cfg.MaxDeploymentState, "max-deployment-state", maxState,
 		"a deployment whose aggregates' window state passes this many `bytes` fails, keeping its last checkpoint (env "+envMaxDeploymentState+"; 0: no budget)")
 	fs.Int64Var(&cfg.MaxTotalState, "max-total-state", maxTotalState,
-		"the deployment whose state grows while all deployments' window state together is past this many `bytes` fails, keeping its last checkpoint (env "+envMaxTotalState+
+		"the deployment whose state grows while all deployments' window state together is past this many `bytes` fails, keeping its last checkpoint; so does the one whose collect results would bring those waiting for checkpoints in all deployments past as many (env "+envMaxTotalState+
 			"; default: an eighth of the memory the server may use, the least of its cgroup's limit, the machine's and GOMEMLIMIT; 0: no budget)")
 	fs.StringVar(&cfg.SinkDir, "sink-dir", getenv(envSinkDir), "deployed file sinks write inside `dir` (env "+envSinkDir+"; default: the data directory's sinks/)")
 	fs.StringVar(&cfg.SourceDir, "source-dir", getenv(envSourceDir), "deployed file sources read inside `dir` (env "+envSourceDir+"; default: the data directory's sources/)")
@@ -418,7 +418,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		FileSinkDir: sinkDir, FileSourceDir: sourceDir, KafkaBrokers: splitList(cfg.KafkaBrokers), Kafka: cfg.Kafka, Metrics: metrics,
 		ResultRetention: cfg.ResultRetention, BatchKeyRetention: cfg.BatchKeyRetention,
 		Owner: owner, NoResume: cfg.NoResume, CrashLoopLimit: crashLoopLimit(cfg.CrashLoopLimit),
-		MaxDeploymentState: stateBudget, MaxTotalState: cfg.MaxTotalState,
+		MaxDeploymentState: stateBudget, MaxTotalState: cfg.MaxTotalState, MaxTotalPendingResultBytes: cfg.MaxTotalState,
 	})
 	if err != nil {
 		return err
