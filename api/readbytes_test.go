@@ -74,32 +74,7 @@ func TestResultPagesByBytes(t *testing.T) {
 // 40 MiB waiting in the store, and lets it go once the client is disconnected for taking
 // nothing within the write timeout.
 func TestResultsStreamClientNeverReads(t *testing.T) {
-	st := sqliteStore(t)
-	h, err := api.New(api.Config{Store: st, Logger: testLogger(t), StreamWriteTimeout: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	c := &client{t: t, base: srv.URL, http: srv.Client(), store: st}
-	c.post("/api/scenarios", rawBody("name", quote("s"), "graph", countGraph("10s"))).ok(t, http.StatusCreated, nil)
-	var results []store.NewSinkResult
-	for i := range 40 {
-		results = append(results, store.NewSinkResult{Sink: "out", Value: jsonString(i%26, mib)})
-	}
-	if _, err := st.AppendSinkResults(t.Context(), "s", results); err != nil {
-		t.Fatal(err)
-	}
-
-	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.(*net.TCPConn).SetReadBuffer(4096)
-	if _, err := fmt.Fprintf(conn, "GET /api/scenarios/s/sinks/out/results/stream HTTP/1.1\r\nHost: %s\r\n\r\n", srv.Listener.Addr()); err != nil {
-		t.Fatal(err)
-	}
+	h, _ := streamsNeverRead(t, api.Config{}, 1)
 	// Never read. The stream cannot write 40 MiB into the sockets' buffers, so a write
 	// blocks and times out: wait until the stream has held a page and ended.
 	deadline := time.Now().Add(time.Minute)
@@ -128,8 +103,29 @@ func TestResultsStreamClientNeverReads(t *testing.T) {
 // with a budget of two pages (8 MiB) the others wait their turn, and every stream still gets
 // its page (each ends only when a write of it times out).
 func TestResultsStreamsShareABudget(t *testing.T) {
+	h, c := streamsNeverRead(t, api.Config{StreamBufferBytes: 8 * mib}, 6)
+	// Each stream ends once a write of its page times out: wait for the six to have ended.
+	ended := `scenario_server_http_requests_total{method="GET",route="/api/scenarios/{name}/sinks/{sinkId}/results/stream",status="200"} 6` + "\n"
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(string(c.get("/metrics").Body), ended); {
+		if time.Now().After(deadline) {
+			now, peak, open := api.StreamBuffer(h)
+			t.Fatalf("after a minute: buffered %d, peak %d, open streams %d; /metrics lacks %q", now, peak, open, ended)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if now, peak, _ := api.StreamBuffer(h); now != 0 || peak != 8*mib {
+		t.Errorf("buffered %d after the streams ended, at most %d; want 0, and two pages of 4 MiB = %d at most", now, peak, 8*mib)
+	}
+}
+
+// streamsNeverRead serves an api.New(cfg) (with a SQLite store and a stream write timeout of
+// 200 ms) holding 40 results of 1 MiB in sink out of scenario s, and opens n results streams
+// on it whose clients never read (a receive buffer of 4 KiB).
+func streamsNeverRead(t *testing.T, cfg api.Config, n int) (*api.Handler, *client) {
+	t.Helper()
 	st := sqliteStore(t)
-	h, err := api.New(api.Config{Store: st, Logger: testLogger(t), StreamWriteTimeout: 200 * time.Millisecond, StreamBufferBytes: 8 * mib})
+	cfg.Store, cfg.Logger, cfg.StreamWriteTimeout = st, testLogger(t), 200*time.Millisecond
+	h, err := api.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,29 +140,18 @@ func TestResultsStreamsShareABudget(t *testing.T) {
 	if _, err := st.AppendSinkResults(t.Context(), "s", results); err != nil {
 		t.Fatal(err)
 	}
-	for range 6 {
+	for range n {
 		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer conn.Close()
+		t.Cleanup(func() { conn.Close() })
 		_ = conn.(*net.TCPConn).SetReadBuffer(4096)
 		if _, err := fmt.Fprintf(conn, "GET /api/scenarios/s/sinks/out/results/stream HTTP/1.1\r\nHost: %s\r\n\r\n", srv.Listener.Addr()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// Each stream ends once a write of its page times out: wait for the six to have ended.
-	ended := `scenario_server_http_requests_total{method="GET",route="/api/scenarios/{name}/sinks/{sinkId}/results/stream",status="200"} 6` + "\n"
-	for deadline := time.Now().Add(time.Minute); !strings.Contains(string(c.get("/metrics").Body), ended); {
-		if time.Now().After(deadline) {
-			now, peak, open := api.StreamBuffer(h)
-			t.Fatalf("after a minute: buffered %d, peak %d, open streams %d; /metrics lacks %q", now, peak, open, ended)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if now, peak, _ := api.StreamBuffer(h); now != 0 || peak != 8*mib {
-		t.Errorf("buffered %d after the streams ended, at most %d; want 0, and two pages of 4 MiB = %d at most", now, peak, 8*mib)
-	}
+	return h, c
 }
 
 // counters is nc without its state, for comparing counters alone.

@@ -93,16 +93,8 @@ func (l *largestCommit) CommitCheckpoint(ctx context.Context, c store.Checkpoint
 // (196,614) does not, in another deployment, and its results are committed.
 func TestOneEventsResultsBounded(t *testing.T) {
 	st := sqliteStore(t)
-	graph := func(n int) string {
-		return fmt.Sprintf(`{"nodes": [
-		{"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": []}},
-		{"id": "each", "type": "CustomNode", "nodeType": "for-each", "outputVar": "i", "parameters": [
-			{"name": "Elements", "expression": {"language": "expr", "expression": "1..%d"}}]},
-		{"id": "out", "type": "Sink", "ref": {"typ": "collect", "parameters": [{"name": "value", "expression": {"language": "expr", "expression": "repeat('x', 65536)"}}]}}
-	], "edges": [{"from": "in", "to": "each", "edgeType": null}, {"from": "each", "to": "out", "edgeType": null}]}`, n)
-	}
-	createScenario(t, st, "wide", graph(20))
-	createScenario(t, st, "narrow", graph(3))
+	createScenario(t, st, "wide", fanOutGraph(20))
+	createScenario(t, st, "narrow", fanOutGraph(3))
 	r := newRuntime(t, st, func(c *Config) { c.MaxPendingResultBytes = 64 << 10 })
 	wide := deploy(t, r, "wide", 0)
 	deploy(t, r, "narrow", 0)
@@ -133,16 +125,8 @@ func TestOneEventsResultsBounded(t *testing.T) {
 // longer count: a second event of 3 (393,228 with the first) is kept and committed too.
 func TestTotalPendingResultBytesBounded(t *testing.T) {
 	st := sqliteStore(t)
-	graph := func(n int) string {
-		return fmt.Sprintf(`{"nodes": [
-		{"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": []}},
-		{"id": "each", "type": "CustomNode", "nodeType": "for-each", "outputVar": "i", "parameters": [
-			{"name": "Elements", "expression": {"language": "expr", "expression": "1..%d"}}]},
-		{"id": "out", "type": "Sink", "ref": {"typ": "collect", "parameters": [{"name": "value", "expression": {"language": "expr", "expression": "repeat('x', 65536)"}}]}}
-	], "edges": [{"from": "in", "to": "each", "edgeType": null}, {"from": "each", "to": "out", "edgeType": null}]}`, n)
-	}
-	createScenario(t, st, "five", graph(5))
-	createScenario(t, st, "three", graph(3))
+	createScenario(t, st, "five", fanOutGraph(5))
+	createScenario(t, st, "three", fanOutGraph(3))
 	r := newRuntime(t, st, func(c *Config) { c.MaxPendingResultBytes = 1 << 20; c.MaxTotalPendingResultBytes = 300_000 })
 	five := deploy(t, r, "five", 0)
 	deploy(t, r, "three", 0)
@@ -171,4 +155,15 @@ func TestTotalPendingResultBytesBounded(t *testing.T) {
 	if page, err := st.ReadSinkResults(t.Context(), "five", "out", 0, store.MaxReadLimit); err != nil || len(page) != 0 {
 		t.Errorf("the failed deployment committed %d results (%v), want none", len(page), err)
 	}
+}
+
+// fanOutGraph is a scenario whose every event fans out (for-each 1..n) into n collect results
+// of 65,538 bytes (65,536 x's, quoted).
+func fanOutGraph(n int) string {
+	return fmt.Sprintf(`{"nodes": [
+		{"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": []}},
+		{"id": "each", "type": "CustomNode", "nodeType": "for-each", "outputVar": "i", "parameters": [
+			{"name": "Elements", "expression": {"language": "expr", "expression": "1..%d"}}]},
+		{"id": "out", "type": "Sink", "ref": {"typ": "collect", "parameters": [{"name": "value", "expression": {"language": "expr", "expression": "repeat('x', 65536)"}}]}}
+	], "edges": [{"from": "in", "to": "each", "edgeType": null}, {"from": "each", "to": "out", "edgeType": null}]}`, n)
 }
