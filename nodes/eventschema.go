@@ -18,7 +18,7 @@ import (
 // enforceSchema parameter). It is compiled once, when the scenario is checked, and is safe
 // for concurrent use.
 type EventSchema struct {
-	s *jsonschema.Schema
+	s *jsonschemas.Schema
 }
 
 // eventSchemaURL names the schema inside its compiler; nothing is ever loaded from it.

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/hamba/avro/v2"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/scenario-server/scenario-server/internal/jsonschemas"
@@ -22,7 +21,7 @@ type schema struct {
 	// jsonSchema is the JSON Schema's text (for a JSON Schema) or the Avro schema's
 	// translation (inputTypeSchema); json checks values against a JSON Schema.
 	jsonSchema []byte
-	json       *jsonschema.Schema
+	json       *jsonschemas.Schema
 }
 
 // parseSchema parses a registry schema; schemas with references, and Protobuf, are not

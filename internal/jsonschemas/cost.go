@@ -31,6 +31,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/scenario-server/scenario-server/expression"
 )
 
 // MaxApplied is the most schemas that may apply to one value. MaxWork is the most steps (a
@@ -54,26 +56,43 @@ type applied struct {
 // Check returns an error when some value could have more than MaxApplied schemas of s
 // applied to it, or when bounding it takes more than MaxWork steps.
 func Check(s *jsonschema.Schema) error {
-	w := walker{closures: map[*jsonschema.Schema]*applied{}, visiting: map[*jsonschema.Schema]bool{}, seen: map[string]bool{},
+	_, err := bound(s)
+	return err
+}
+
+// bound is Check, and the root of the places it walked.
+func bound(s *jsonschema.Schema) (*Place, error) {
+	w := walker{closures: map[*jsonschema.Schema]*applied{}, visiting: map[*jsonschema.Schema]bool{}, seen: map[string]*Place{},
 		onPath: map[string]int64{}, depthOf: map[string]int{}}
 	root := w.closure(s)
 	if w.work > MaxWork {
-		return errTooComplex
+		return nil, errTooComplex
 	}
-	if err := w.place(root); err != nil {
-		return err
+	p, err := w.place(root)
+	if err != nil {
+		return nil, err
 	}
 	// Every schema below has been met (its closure taken).
 	if w.dynamic != "" {
-		return fmt.Errorf("%s has a $dynamicRef or $recursiveRef: which schema it applies depends on the path to the value, so the work of checking cannot be bounded in advance; use $ref", w.dynamic)
+		return nil, fmt.Errorf("%s has a $dynamicRef or $recursiveRef: which schema it applies depends on the path to the value, so the work of checking cannot be bounded in advance; use $ref", w.dynamic)
 	}
-	return nil
+	return p, nil
+}
+
+// Place is where a value can be in a document checked against a schema: how many schemas
+// apply to a value there (Applied), the patterns' cost (expression.PatternCost) matched
+// against a string there (Patterns) and against each property name of an object there
+// (NamePatterns, of patternProperties), and the places below, by step (a property's quoted
+// name, "*" for any other property, "(name)" for property names, "[i]", "[*]").
+type Place struct {
+	Applied, Patterns, NamePatterns int64
+	below                           map[string]*Place
 }
 
 type walker struct {
 	closures map[*jsonschema.Schema]*applied // in-place closure of each schema
 	visiting map[*jsonschema.Schema]bool
-	seen     map[string]bool // places looked at, by key
+	seen     map[string]*Place // places looked at, by key
 	// The places on the path to the one being looked at, by their schemas without counts
 	// (placeKey's support): the total there, and the depth.
 	onPath  map[string]int64
@@ -141,19 +160,19 @@ func (w *walker) closure(s *jsonschema.Schema) *applied {
 
 // place looks at the schemas applied to a value (a), then at those applied to each place
 // below it.
-func (w *walker) place(a *applied) error {
+func (w *walker) place(a *applied) (*Place, error) {
 	if a.total > MaxApplied {
-		return fmt.Errorf("a value at %s could be checked against more than %d schemas (references applied in place several times): checking an event would take too long", w.where(), MaxApplied)
+		return nil, fmt.Errorf("a value at %s could be checked against more than %d schemas (references applied in place several times): checking an event would take too long", w.where(), MaxApplied)
 	}
 	key, support := placeKey(a)
 	// The same schemas applied more times than at a place above: applied more times at
 	// each repeat of the path between, their count grows with the value's depth.
 	if above, ok := w.onPath[support]; ok && a.total > above {
-		return fmt.Errorf("a value at %s could be checked against %d schemas where the value %d levels above it is checked against %d of the same: the count grows with the value's depth (references applied in place several times, nested), and checking an event would take time exponential in its depth",
+		return nil, fmt.Errorf("a value at %s could be checked against %d schemas where the value %d levels above it is checked against %d of the same: the count grows with the value's depth (references applied in place several times, nested), and checking an event would take time exponential in its depth",
 			w.where(), a.total, len(w.path)-w.depthOf[support], above)
 	}
-	if w.seen[key] {
-		return nil
+	if p := w.seen[key]; p != nil {
+		return p, nil
 	}
 	prevTotal, hadTotal := w.onPath[support]
 	prevDepth := w.depthOf[support]
@@ -167,20 +186,41 @@ func (w *walker) place(a *applied) error {
 		}
 	}()
 	if w.work += len(a.n); w.work > MaxWork {
-		return errTooComplex
+		return nil, errTooComplex
 	}
-	w.seen[key] = true
+	p := &Place{Applied: a.total, below: map[string]*Place{}}
+	for s, n := range a.n {
+		if s.Pattern != nil {
+			p.Patterns += n * patternCost(s.Pattern)
+		}
+		for re := range s.PatternProperties {
+			p.NamePatterns += n * patternCost(re)
+		}
+	}
+	w.seen[key] = p
 	for _, c := range w.children(a) {
 		if w.work > MaxWork {
-			return errTooComplex
+			return nil, errTooComplex
 		}
 		w.path = append(w.path, c.step)
-		if err := w.place(c.applied); err != nil {
-			return err
+		below, err := w.place(c.applied)
+		if err != nil {
+			return nil, err
 		}
+		p.below[c.step] = below
 		w.path = w.path[:len(w.path)-1]
 	}
-	return nil
+	return p, nil
+}
+
+// patternCost is a compiled pattern's cost: boundedRegexp's, or worked out again for a
+// pattern compiled otherwise (tests').
+func patternCost(re jsonschema.Regexp) int64 {
+	if b, ok := re.(boundedRegexp); ok {
+		return int64(b.cost)
+	}
+	n, _ := expression.PatternCost(re.String(), expression.MaxPatternCost)
+	return int64(max(n, 1))
 }
 
 // where is the path to the place being looked at, shortened past 200 bytes.

@@ -1,0 +1,74 @@
+package jsonschemas
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// The work of checking a value is estimated before it is checked, worked by hand in the units
+// of Work (1,000 a schema applied, 10 a byte per unit of pattern cost).
+func TestCheckWorkBounded(t *testing.T) {
+	compile := func(schema string) *Schema {
+		s, err := Compile([]byte(schema), "s.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	validate := func(s *Schema, v any) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err, _ = r.(error)
+			}
+		}()
+		return s.Validate(v)
+	}
+	// Strings of 9,980 bytes (the most one match of [a-z]{1000}x, cost 1,002, takes) in a
+	// list: 1,000 for the list, and for each 1,000 + 10 · 1,002 · 9,980 = 100,000,600. Nine
+	// are 900,006,400; ten 1,000,007,000, past 10^9.
+	pat := compile(`{"type": "array", "items": {"type": "string", "pattern": "[a-z]{1000}x"}}`)
+	strs := func(n int) []any {
+		var l []any
+		for range n {
+			l = append(l, strings.Repeat("a", 9980))
+		}
+		return l
+	}
+	var cw *CheckWorkError
+	if err := validate(pat, strs(9)); errors.As(err, &cw) || err == nil {
+		t.Errorf("nine strings: %v, want the schema's own error (no x)", err)
+	}
+	if err := validate(pat, strs(10)); !errors.As(err, &cw) || cw.Work != 1_000_007_000 {
+		t.Errorf("ten strings: %v, want work 1,000,007,000", err)
+	}
+	// Each item has 141 schemas applied: items, its 70 allOf members and the number each
+	// refers to. 7,092 numbers are 1,000 + 7,092 · 141,000 = 999,973,000; 7,093 are
+	// 1,000,114,000.
+	var refs []string
+	for range 70 {
+		refs = append(refs, `{"$ref": "#/$defs/n"}`)
+	}
+	fan := compile(`{"$defs": {"n": {"type": "number"}}, "type": "array", "items": {"allOf": [` + strings.Join(refs, ", ") + `]}}`)
+	nums := func(n int) []any {
+		var l []any
+		for range n {
+			l = append(l, json.Number("1"))
+		}
+		return l
+	}
+	if err := validate(fan, nums(7092)); err != nil {
+		t.Errorf("7,092 numbers: %v", err)
+	}
+	if err := validate(fan, nums(7093)); !errors.As(err, &cw) || cw.Work != 1_000_114_000 {
+		t.Errorf("7,093 numbers: %v, want work 1,000,114,000", err)
+	}
+	// Property names against patternProperties: an object's root (1,000) and each property:
+	// 10 · 1,000 (the pattern [a-z]{1000}'s cost) per byte of its name, and its value's
+	// schema (1,000).
+	pp := compile(`{"patternProperties": {"[a-z]{1000}": {"type": "number"}}}`)
+	if w := pp.root.Work(map[string]any{"ab": json.Number("1"), "cde": json.Number("2")}, MaxCheckWork); w != 1000+(10*1000*2+1000)+(10*1000*3+1000) {
+		t.Errorf("two properties: work %d", w)
+	}
+}
