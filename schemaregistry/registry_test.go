@@ -377,6 +377,10 @@ func TestAvroOutputAndDecimalsBounded(t *testing.T) {
 	if _, err := r.Decode(t.Context(), long(513)); err == nil || !strings.Contains(err.Error(), "of 513 bytes, more than 512") {
 		t.Errorf("a decimal of 513 bytes: %v", err)
 	}
+	// 200 bytes, 1 then zeros: 2^1592 / 100, past float64's 1.8e308.
+	if _, err := r.Decode(t.Context(), long(200)); err == nil || !strings.Contains(err.Error(), "a decimal past the range of a float64") {
+		t.Errorf("a decimal of 2^1592: %v", err)
+	}
 	if out, err := r.Decode(t.Context(), wire(10, 0x02, 0x7B)); err != nil || string(out) != "1.23" { // 123 with scale 2
 		t.Errorf("123e-2: %s, %v", out, err)
 	}

@@ -206,38 +206,42 @@ func jsonValue(s avro.Schema, v any, depth int) (any, error) {
 			// Where a union is decoded into an interface (an array's items, a map's values)
 			// and every member is a type hamba/avro's TypeResolver knows (primitives and
 			// their logical types), it gives the value as it is, unnamed: a scalar.
-			return jsonScalar(nil, v), nil
+			return jsonScalar(nil, v)
 		}
 		return nil, errors.New("a union value hamba/avro did not name")
 	}
-	return jsonScalar(s, v), nil
+	return jsonScalar(s, v)
 }
 
 // jsonScalar is the JSON value of a scalar hamba/avro decoded (for s, or nil where the
-// schema is not known: a union's unnamed value, never a fixed).
-func jsonScalar(s avro.Schema, v any) any {
+// schema is not known: a union's unnamed value, never a fixed). Its error is a decimal past
+// float64's range, which JSON numbers here are.
+func jsonScalar(s avro.Schema, v any) (any, error) {
 	switch x := v.(type) {
 	case time.Time:
-		return x.UnixMilli()
+		return x.UnixMilli(), nil
 	case time.Duration:
-		return x.Milliseconds()
+		return x.Milliseconds(), nil
 	case *big.Rat:
 		f, _ := x.Float64()
-		return f
+		if math.IsInf(f, 0) {
+			return nil, fmt.Errorf("a decimal past the range of a float64 (about 1.8e308): %.20s…", x.FloatString(0))
+		}
+		return f, nil
 	case []byte:
-		return string(x)
+		return string(x), nil
 	case float32:
-		return float64(x)
+		return float64(x), nil
 	}
 	if a, ok := v.([]any); ok && a == nil {
-		return []any{}
+		return []any{}, nil
 	}
 	if _, fixed := s.(*avro.FixedSchema); fixed {
 		if b, ok := fixedBytes(v); ok {
-			return string(b)
+			return string(b), nil
 		}
 	}
-	return v
+	return v, nil
 }
 
 // fixedBytes is a decoded fixed ([n]byte) as bytes.
