@@ -1277,6 +1277,9 @@ func (d *deployment) noteCheckpointError(now time.Time, err error) {
 func (d *deployment) fail(reason string) {
 	d.settleCheckpoint()
 	d.syncPending(true) // before it reads as FAILED: nothing of it waits any more
+	if d.rt.state != nil {
+		d.rt.state.Release(d.eng) // nor does its state count
+	}
 	d.publish(PhaseFailed)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(d.rt.ctx), 5*time.Second)
 	defer cancel()
