@@ -27,8 +27,12 @@ const eventSchemaURL = "urn:scenario-server:source-schema"
 // schemaPrinter writes the library's messages in English.
 var schemaPrinter = message.NewPrinter(language.English)
 
-// maxSchemaProblems is how many of an event's problems its error lists.
-const maxSchemaProblems = 3
+// maxSchemaProblems is how many of an event's problems its error lists, and
+// maxSchemaProblemBytes the most bytes of each (an enum of thousands of values lists them).
+const (
+	maxSchemaProblems     = 3
+	maxSchemaProblemBytes = 1024
+)
 
 // CompileEventSchema compiles a source's schema parameter (raw JSON). A $ref may only point
 // inside the schema or at the JSON Schema meta-schemas: no file or URL is read. A schema that
@@ -68,7 +72,13 @@ func (s *EventSchema) Check(event any) (err error) {
 	if len(problems) == 0 { // not expected: the library's own text
 		return err
 	}
-	msg := strings.Join(problems[:min(len(problems), maxSchemaProblems)], "; ")
+	shown := problems[:min(len(problems), maxSchemaProblems)]
+	for i, p := range shown {
+		if len(p) > maxSchemaProblemBytes { // an enum's values, a pattern: the start says enough
+			shown[i] = strings.ToValidUTF8(p[:maxSchemaProblemBytes], "") + "…"
+		}
+	}
+	msg := strings.Join(shown, "; ")
 	if n := len(problems) - maxSchemaProblems; n > 0 {
 		msg += fmt.Sprintf("; and %d more", n)
 	}

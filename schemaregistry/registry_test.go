@@ -245,7 +245,7 @@ func TestJSONSchemaCheckNeverPanics(t *testing.T) {
 	fake, r := newFake(t)
 	fake.SeedSchema("views-value", 1, 2, sr.Schema{Type: sr.TypeJSON, Schema: `{"properties": {"a": {"minimum": 0}}}`})
 	_, err := r.Decode(t.Context(), wire(2, []byte(`{"a": 0e9223372036854775808}`)...))
-	if err == nil || !strings.Contains(err.Error(), "could not be checked against the JSON Schema") {
+	if err == nil || !strings.Contains(err.Error(), "the number 0e9223372036854775808 is out of range") {
 		t.Errorf("got %v", err)
 	}
 	if out, err := r.Decode(t.Context(), wire(2, []byte(`{"a": 1}`)...)); err != nil || string(out) != `{"a": 1}` {

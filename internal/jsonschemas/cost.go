@@ -86,7 +86,10 @@ func bound(s *jsonschema.Schema) (*Place, error) {
 // name, "*" for any other property, "(name)" for property names, "[i]", "[*]").
 type Place struct {
 	Applied, Patterns, NamePatterns int64
-	below                           map[string]*Place
+	// Lists is the length of the lists checked against a value there, each as much work as
+	// a schema applied (required's names, enum's values, dependentRequired's).
+	Lists int64
+	below map[string]*Place
 }
 
 type walker struct {
@@ -195,6 +198,13 @@ func (w *walker) place(a *applied) (*Place, error) {
 		}
 		for re := range s.PatternProperties {
 			p.NamePatterns += n * patternCost(re)
+		}
+		p.Lists += n * int64(len(s.Required))
+		if s.Enum != nil {
+			p.Lists += n * int64(len(s.Enum.Values))
+		}
+		for _, names := range s.DependentRequired {
+			p.Lists += n * int64(len(names))
 		}
 	}
 	w.seen[key] = p

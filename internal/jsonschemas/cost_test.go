@@ -117,7 +117,7 @@ func TestLargeSchemas(t *testing.T) {
 	doc := func(props []string) []byte {
 		return []byte(`{"$defs": {"n": {"type": "number"}}, "properties": {` + strings.Join(props, ", ") + `}}`)
 	}
-	if _, err := Compile(doc(props), "s.json"); err == nil || !strings.Contains(err.Error(), "the schema has more than 5000 objects and booleans") {
+	if _, err := Compile(doc(props), "s.json"); err == nil || !strings.Contains(err.Error(), "the schema has more than 5000 objects, booleans and array elements") {
 		t.Errorf("5,002 objects: %v", err)
 	}
 	if _, err := Compile(doc(props[:4996]), "s.json"); err != nil {
@@ -128,7 +128,7 @@ func TestLargeSchemas(t *testing.T) {
 	for i := range 5001 {
 		trues = append(trues, `"^p`+strconv.Itoa(i)+`$": true`)
 	}
-	if _, err := Compile([]byte(`{"patternProperties": {`+strings.Join(trues, ", ")+`}}`), "s.json"); err == nil || !strings.Contains(err.Error(), "more than 5000 objects and booleans") {
+	if _, err := Compile([]byte(`{"patternProperties": {`+strings.Join(trues, ", ")+`}}`), "s.json"); err == nil || !strings.Contains(err.Error(), "more than 5000 objects, booleans and array elements") {
 		t.Errorf("5,001 boolean schemas: %v", err)
 	}
 	var kinds []string

@@ -3,6 +3,7 @@ package jsonschemas
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -70,5 +71,55 @@ func TestCheckWorkBounded(t *testing.T) {
 	pp := compile(`{"patternProperties": {"[a-z]{1000}": {"type": "number"}}}`)
 	if w := pp.root.Work(map[string]any{"ab": json.Number("1"), "cde": json.Number("2")}, MaxCheckWork); w != 1000+(10*1000*2+1000)+(10*1000*3+1000) {
 		t.Errorf("two properties: work %d", w)
+	}
+}
+
+// The lists a value is checked against are charged as schemas applied, one a name or value:
+// items that require 1,000 names, against N objects: 1,000 for the list, and for each
+// 1,000 · (1 + 1,000). 999 objects are 1,000,000,000 (within); 1,000 are 1,001,001,000. A
+// list of 5,001 names is refused with the schema (array elements count toward MaxObjects).
+// Numbers the library would read slowly are refused first.
+func TestListsAndNumbersBounded(t *testing.T) {
+	names := func(n int) string {
+		var l []string
+		for i := range n {
+			l = append(l, `"n`+strconv.Itoa(i)+`"`)
+		}
+		return strings.Join(l, ", ")
+	}
+	s, err := Compile([]byte(`{"type": "array", "items": {"type": "object", "required": [`+names(1000)+`]}}`), "s.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objects := func(n int) []any {
+		l := make([]any, n)
+		for i := range l {
+			l[i] = map[string]any{}
+		}
+		return l
+	}
+	if w := s.root.Work(objects(999), MaxCheckWork); w != 1_000_000_000 {
+		t.Errorf("999 objects: work %d, want 1,000,000,000", w)
+	}
+	var cw *CheckWorkError
+	if err := s.Validate(objects(1000)); !errors.As(err, &cw) || cw.Work != 1_001_001_000 {
+		t.Errorf("1,000 objects: %v, want work 1,001,001,000", err)
+	}
+	if _, err := Compile([]byte(`{"required": [`+names(5001)+`]}`), "s.json"); err == nil || !strings.Contains(err.Error(), "more than 5000 objects, booleans and array elements") {
+		t.Errorf("required of 5,001 names: %v", err)
+	}
+
+	n, err := Compile([]byte(`{"items": {"type": "number"}}`), "n.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for num, ok := range map[string]bool{
+		"1e-400": true, "1e-401": false, "1e400": false, "0e9223372036854775808": false,
+		"1" + strings.Repeat("0", 99): true, "1" + strings.Repeat("0", 100): false, "0." + strings.Repeat("7", 98): true, "0." + strings.Repeat("7", 99): false,
+	} {
+		err := n.Validate([]any{json.Number(num)})
+		if got := err == nil; got != ok {
+			t.Errorf("%.30s (%d characters): %v, want accepted %v", num, len(num), err, ok)
+		}
 	}
 }
