@@ -82,6 +82,7 @@ type deployment struct {
 	startedAt       time.Time
 	lastCheckpoint  time.Time
 	checkpointSeq   int64
+	stateBufSize    int // the capacity a checkpoint's state encoding starts with (stateBufAfter)
 	checkpointAt    time.Time
 	dirty           bool // state changed since the last checkpoint
 	forceCheckpoint bool // checkpoint now (an idle step emitted results)
@@ -544,6 +545,7 @@ func (d *deployment) restore(ctx context.Context) error {
 			return fmt.Errorf("restoring checkpoint %d: %w", cp.Sequence, err)
 		}
 		outputs, inputs = state.outputs, state.inputs
+		d.stateBufSize = stateBufAfter(len(cp.State)) // the first checkpoint's is as large
 	} else if inheritedState != nil {
 		// Another version's state: only what its positions are in, and the sinks' states
 		// to settle (its Kafka transactions to commit), none of them the new sinks' own.
@@ -904,14 +906,13 @@ func (d *deployment) checkpoint(ctx context.Context, async bool) error {
 		// Decided, and there is more to commit: its results, not committed, or what was
 		// processed meanwhile (async). A checkpoint of now follows.
 	}
-	snapshot := d.eng.AppendSnapshot(nil)
 	outputs, err := d.sinks.prepare(ctx) // phase 1 of the sinks' two-phase commit
 	if err != nil {
 		d.commitFailing = true
 		d.noteCheckpointError(now, err)
 		return err
 	}
-	state := checkpointState{engine: snapshot, outputs: outputs, inputs: map[string][]byte{}}
+	state := checkpointState{outputs: outputs, inputs: map[string][]byte{}}
 	for _, s := range d.sources {
 		if s.in != nil {
 			if id := s.in.Identity(); id != nil {
@@ -929,7 +930,13 @@ func (d *deployment) checkpoint(ctx context.Context, async bool) error {
 		next[i] = s.next.Load() // only this goroutine moves it
 		positions = append(positions, store.SourcePosition{Source: s.id, Offset: next[i]})
 	}
-	c := store.Checkpoint{Deployment: d.info.ID, State: state.encode(), Positions: positions, Epoch: d.lease.Epoch,
+	// The engine's snapshot (the window state: most of a checkpoint) is written once, into
+	// the state's encoding, in a buffer with room for the last one's: growing it from nothing
+	// would allocate it about five times over (append grows large slices by a quarter), and
+	// the checkpoint of the largest state is where memory runs out.
+	encoded := state.appendEncoding(make([]byte, 0, d.stateBufSize), d.eng.AppendSnapshot)
+	d.stateBufSize = stateBufAfter(len(encoded))
+	c := store.Checkpoint{Deployment: d.info.ID, State: encoded, Positions: positions, Epoch: d.lease.Epoch,
 		Conditional: true, Previous: d.checkpointSeq}
 	// The results go with the checkpoint; async, those of the events processed meanwhile
 	// wait for the next one.
@@ -943,6 +950,10 @@ func (d *deployment) checkpoint(ctx context.Context, async bool) error {
 	cp, _, err := d.rt.cfg.Store.CommitCheckpoint(ctx, p.sent, p.results)
 	return d.settle(ctx, p, cp, err)
 }
+
+// stateBufAfter is the capacity a checkpoint's state encoding starts with after one of n
+// bytes: n and an eighth (state grows between checkpoints), and 4 KiB.
+func stateBufAfter(n int) int { return n + n/8 + 4096 }
 
 // send starts the store commit of checkpoint p in a goroutine of its own (p becomes
 // d.inflight), which wakes the loop when it ends.

@@ -63,10 +63,18 @@ type outputState struct {
 	state []byte
 }
 
+// encode returns the state's encoding.
 func (s checkpointState) encode() []byte {
-	b := make([]byte, 0, len(s.engine)+16+32*len(s.outputs))
+	return s.appendEncoding(make([]byte, 0, len(s.engine)+16+32*len(s.outputs)),
+		func(b []byte) []byte { return append(b, s.engine...) })
+}
+
+// appendEncoding appends the state's encoding to b, with as its engine snapshot (s.engine
+// is not read) what appendEngine appends: a checkpoint writes the engine's snapshot
+// straight into the state's encoding (snapshot.AppendSized), never apart and then copied.
+func (s checkpointState) appendEncoding(b []byte, appendEngine func([]byte) []byte) []byte {
 	b = append(b, stateVersion)
-	b = snapshot.AppendBytes(b, s.engine)
+	b = snapshot.AppendSized(b, appendEngine)
 	ids := slices.Sorted(maps.Keys(s.outputs))
 	b = binary.AppendUvarint(b, uint64(len(ids)))
 	for _, id := range ids {
@@ -94,7 +102,8 @@ func decodeState(b []byte) (checkpointState, error) {
 	corrupt := func(what string) (checkpointState, error) {
 		return s, fmt.Errorf("%w: %s: %w", errCorruptState, what, r.Err())
 	}
-	if s.engine = r.Bytes(); r.Err() != nil {
+	if s.engine = r.View(); r.Err() != nil { // read once, by Engine.Restore
+
 		return corrupt("engine snapshot")
 	}
 	if b[0] == stateVersionV1 {

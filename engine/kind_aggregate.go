@@ -621,11 +621,11 @@ func windowOf(shape func(*AggregatePlan, *aggregate.WindowSpec)) builder {
 }
 
 func (a *aggregator) appendState(b []byte) []byte {
-	return slices.AppendBytes(b, a.window.AppendSnapshot(nil))
+	return slices.AppendSized(b, a.window.AppendSnapshot)
 }
 
 func (a *aggregator) restoreState(_ *Engine, r *slices.Reader) error {
-	snap := r.Bytes()
+	snap := r.View() // the window keeps none of it
 	if r.Err() != nil {
 		return nil // reported by the caller
 	}

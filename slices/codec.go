@@ -75,6 +75,17 @@ func (r *Reader) Len(max int) int {
 
 // Bytes reads a length-prefixed byte string (a copy).
 func (r *Reader) Bytes() []byte {
+	v := r.View()
+	if v == nil {
+		return nil
+	}
+	return append([]byte(nil), v...)
+}
+
+// View reads a length-prefixed byte string as Bytes does, but returns the input's own bytes
+// rather than a copy: for a snapshot section read once by a decoder that keeps none of it
+// (a checkpoint's engine snapshot is as large as the state). Nil after an error.
+func (r *Reader) View() []byte {
 	v := r.Uvarint()
 	if r.err != nil {
 		return nil
@@ -84,7 +95,7 @@ func (r *Reader) Bytes() []byte {
 		return nil
 	}
 	n := int(v)
-	out := append([]byte(nil), r.b[:n]...)
+	out := r.b[:n:n]
 	r.b = r.b[n:]
 	return out
 }
@@ -117,6 +128,22 @@ func (r *Reader) Skip(n int) {
 func AppendBytes(b, s []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
+}
+
+// AppendSized appends the byte string that f appends to b, length-prefixed as AppendBytes
+// writes it, without a buffer of its own: f appends after room for the longest prefix
+// (binary.MaxVarintLen64 bytes), and its bytes then move back to follow the prefix. A
+// section as large as a deployment's state (a window's snapshot inside the engine's, the
+// engine's inside a checkpoint's) is then written once, where building it apart and
+// copying it would allocate it again, and several times over while its buffer grows.
+func AppendSized(b []byte, f func([]byte) []byte) []byte {
+	start := len(b)
+	b = append(b, make([]byte, binary.MaxVarintLen64)...)
+	b = f(b)
+	n := len(b) - start - binary.MaxVarintLen64
+	k := len(binary.AppendUvarint(b[start:start], uint64(n)))
+	copy(b[start+k:], b[start+binary.MaxVarintLen64:])
+	return b[:start+k+n]
 }
 
 // AppendBool appends a boolean as a varint.
