@@ -419,7 +419,7 @@ func (h *handlers) checkTestCases(ctx context.Context, req *deploy.DeployRequest
 	}
 	if strings.TrimSpace(body.Comment) == "" {
 		return problemf(http.StatusUnprocessableEntity, CodeValidationFailed,
-			"overrideTests needs a comment saying why version %d is deployed although it fails %d saved test cases", v.Number, failed)
+			"overrideTests needs a comment saying why version %d is deployed although it fails %d of its %d saved test cases", v.Number, failed, len(run.Tests))
 	}
 	req.Comment = fmt.Sprintf("%s (saved tests overridden: %d of %d failed)", body.Comment, failed, len(run.Tests))
 	h.audit(ctx, "tests.override", req.Scenario, v.Number, "ok")

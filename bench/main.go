@@ -69,6 +69,15 @@ func main() {
 	flag.StringVar(&o.pg, "pg", "", "a postgres:// URL: also measure ingestion on PostgreSQL (fsync should be on)")
 	flag.StringVar(&o.only, "only", "ingest,run,core,sessions", "which figures, comma-separated")
 	flag.StringVar(&o.profileDir, "cpuprofile-dir", "", "write CPU profiles of one extra ingestion run per server into this directory")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), `bench measures the main job against hand-written references, side by side, and prints
+each figure, its reference, their ratio and the target. scripts/bench.sh builds it and the
+server and passes -server; sizes below the defaults check that it runs, not the ratios.
+
+Usage: bench -server PATH [flags]
+`)
+		flag.PrintDefaults()
+	}
 	flag.Parse()
 	var err error
 	switch *child {
@@ -215,7 +224,7 @@ func orchestrate(o options) error {
 	}
 	host, _ := os.Hostname()
 	cpus, _ := exec.Command("nproc").Output()
-	fmt.Printf("bench %s on %s (%s CPUs), load average %s; medians of %d rounds, alternated\n",
+	fmt.Printf("bench %s on %s (%s CPUs), load average %s; medians of %d round(s), alternated\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), host, strings.TrimSpace(string(cpus)), loadavg(), o.rounds)
 	if only["core"] {
 		for _, p := range []int64{10_000, 1_000} {
