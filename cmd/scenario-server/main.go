@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -43,6 +44,9 @@ Run "scenario-server serve -h" for the server's flags and environment variables.
 `
 
 func main() {
+	if limit, ok := runtimeMemoryLimit(os.Getenv, os.ReadFile); ok {
+		debug.SetMemoryLimit(limit)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := runCommand(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	stop()

@@ -18,6 +18,28 @@ import (
 // machine's MemTotal (/proc/meminfo) and the Go runtime's memory limit (GOMEMLIMIT,
 // debug.SetMemoryLimit); false when none of them is known. read is os.ReadFile but in tests.
 func serverMemory(read func(string) ([]byte, error)) (int64, bool) {
+	least, _ := cgroupMemory(read)
+	if b, err := read("/proc/meminfo"); err == nil {
+		s := bufio.NewScanner(bytes.NewReader(b))
+		for s.Scan() {
+			// MemTotal:       24567890 kB
+			f := strings.Fields(s.Text())
+			if len(f) == 3 && f[0] == "MemTotal:" && f[2] == "kB" {
+				if n, err := strconv.ParseInt(f[1], 10, 64); err == nil && n > 0 && n <= math.MaxInt64/1024 {
+					least = min(least, n*1024)
+				}
+			}
+		}
+	}
+	if limit := debug.SetMemoryLimit(-1); limit > 0 {
+		least = min(least, limit) // math.MaxInt64 when not set
+	}
+	return least, least < math.MaxInt64
+}
+
+// cgroupMemory is the least of the memory limits of the server's cgroups, in bytes (see
+// serverMemory); math.MaxInt64 and false when none is set.
+func cgroupMemory(read func(string) ([]byte, error)) (int64, bool) {
 	least := int64(math.MaxInt64)
 	limit := func(file string) {
 		if b, err := read(file); err == nil {
@@ -43,22 +65,32 @@ func serverMemory(read func(string) ([]byte, error)) (int64, bool) {
 			}
 		}
 	}
-	if b, err := read("/proc/meminfo"); err == nil {
-		s := bufio.NewScanner(bytes.NewReader(b))
-		for s.Scan() {
-			// MemTotal:       24567890 kB
-			f := strings.Fields(s.Text())
-			if len(f) == 3 && f[0] == "MemTotal:" && f[2] == "kB" {
-				if n, err := strconv.ParseInt(f[1], 10, 64); err == nil && n > 0 && n <= math.MaxInt64/1024 {
-					least = min(least, n*1024)
-				}
-			}
-		}
-	}
-	if limit := debug.SetMemoryLimit(-1); limit > 0 {
-		least = min(least, limit) // math.MaxInt64 when not set
-	}
 	return least, least < math.MaxInt64
+}
+
+// runtimeMemoryLimit is the soft memory limit the server gives the Go runtime
+// (debug.SetMemoryLimit) when GOMEMLIMIT is not set and its cgroup has a limit: nine tenths
+// of the cgroup's, so that the collector works harder as the heap nears it rather than the
+// kernel ending the process (the runtime's default sets none; a container's limit is the
+// usual case). False when GOMEMLIMIT is set (the runtime has read it) or no cgroup limit is
+// known: a machine's memory is shared with other processes, so MemTotal is no limit of ours.
+func runtimeMemoryLimit(getenv func(string) string, read func(string) ([]byte, error)) (int64, bool) {
+	if getenv("GOMEMLIMIT") != "" {
+		return 0, false
+	}
+	m, ok := cgroupMemory(read)
+	if !ok {
+		return 0, false
+	}
+	return m - m/10, true
+}
+
+// memoryLimitSource names where the runtime's memory limit came from, for the log.
+func memoryLimitSource(getenv func(string) string) string {
+	if getenv("GOMEMLIMIT") != "" {
+		return "GOMEMLIMIT"
+	}
+	return "nine tenths of the cgroup's limit"
 }
 
 // defaultMaxTotalState is the default of --max-total-state: an eighth of serverMemory (the

@@ -55,3 +55,33 @@ func TestServerMemory(t *testing.T) {
 		t.Errorf("GOMEMLIMIT of 1 GiB: %d, %v", got, ok)
 	}
 }
+
+// The runtime's soft memory limit: nine tenths of a cgroup's limit when GOMEMLIMIT is not
+// set (2 GiB: 2,147,483,648 − 214,748,364); none from the machine's memory alone, nor when
+// GOMEMLIMIT is set (the runtime has read it).
+func TestRuntimeMemoryLimit(t *testing.T) {
+	meminfo := "MemTotal:       24567890 kB\n"
+	files := func(m map[string]string) func(string) ([]byte, error) {
+		return func(name string) ([]byte, error) {
+			if s, found := m[name]; found {
+				return []byte(s), nil
+			}
+			return nil, errors.New("no such file")
+		}
+	}
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	cgroup := map[string]string{"/sys/fs/cgroup/memory.max": "2147483648\n", "/proc/meminfo": meminfo}
+	if got, ok := runtimeMemoryLimit(env(nil), files(cgroup)); !ok || got != 1932735284 {
+		t.Errorf("cgroup limit of 2 GiB: %d, %v; want 1932735284, true", got, ok)
+	}
+	v1 := map[string]string{"/proc/self/cgroup": "4:memory:/app\n", "/sys/fs/cgroup/memory/app/memory.limit_in_bytes": "1000\n"}
+	if got, ok := runtimeMemoryLimit(env(nil), files(v1)); !ok || got != 900 {
+		t.Errorf("cgroup v1 limit of 1000 bytes: %d, %v; want 900, true", got, ok)
+	}
+	if got, ok := runtimeMemoryLimit(env(map[string]string{"GOMEMLIMIT": "3GiB"}), files(cgroup)); ok {
+		t.Errorf("with GOMEMLIMIT set: %d, true; want none", got)
+	}
+	if got, ok := runtimeMemoryLimit(env(nil), files(map[string]string{"/sys/fs/cgroup/memory.max": "max\n", "/proc/meminfo": meminfo})); ok {
+		t.Errorf("no cgroup limit, only MemTotal: %d, true; want none", got)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -358,6 +359,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return err
 	}
 	log := newLogger(cfg, stderr)
+	if limit := debug.SetMemoryLimit(-1); limit < math.MaxInt64 {
+		log.Info("the Go runtime's soft memory limit", "bytes", limit, "source", memoryLimitSource(getenv))
+	}
 
 	// The data directory holds the SQLite store, the file sinks and sources, and the
 	// server's identity: one server per directory, whatever the store.
