@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"mime"
 	"net/http"
 	"strings"
@@ -118,11 +119,20 @@ func (h *handlers) ingest(ctx context.Context, in *ingestInput) (*ingestOutput, 
 }
 
 // splitRecords splits a request body into its events, in order, by content type. It checks
-// the framing only (the runtime checks that each event is a JSON object).
+// the framing only (the runtime checks that each event is a JSON object), and stops at more
+// than deploy.MaxBatchEvents events, before it has framed them all: a 10 MiB body holds five
+// million "{}" lines, and framing them (a slice header each, for a batch that is then refused)
+// took a few hundred MB a request, so that a handful of such requests at once ended the
+// process.
 func splitRecords(contentType string, body []byte) ([][]byte, error) {
+	const most = deploy.MaxBatchEvents
+	tooMany := func() error {
+		return problemf(http.StatusBadRequest, CodeInvalidEvent,
+			"the batch has more than %d events; send at most %d at once", most, most)
+	}
 	mt, _, _ := mime.ParseMediaType(contentType)
 	if mt == ndjson {
-		var records [][]byte
+		records := make([][]byte, 0, min(bytes.Count(body, []byte{'\n'})+1, most+1))
 		for len(body) > 0 {
 			line := body
 			if i := bytes.IndexByte(body, '\n'); i >= 0 {
@@ -131,6 +141,9 @@ func splitRecords(contentType string, body []byte) ([][]byte, error) {
 				body = nil
 			}
 			if line = bytes.TrimSpace(line); len(line) > 0 {
+				if len(records) == most {
+					return nil, tooMany()
+				}
 				records = append(records, line)
 			}
 		}
@@ -146,16 +159,36 @@ func splitRecords(contentType string, body []byte) ([][]byte, error) {
 	if trimmed[0] != '[' {
 		return [][]byte{trimmed}, nil
 	}
-	var list []json.RawMessage
-	if err := json.Unmarshal(trimmed, &list); err != nil {
-		return nil, problemf(http.StatusBadRequest, CodeInvalidJSON, "the body is not a JSON array of events: %v", err)
+	// An array: its elements one at a time, as the decoder frames them.
+	notArray := func(err error) error {
+		return problemf(http.StatusBadRequest, CodeInvalidJSON, "the body is not a JSON array of events: %v", err)
 	}
-	if len(list) == 0 {
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	if _, err := dec.Token(); err != nil { // [
+		return nil, notArray(err)
+	}
+	var records [][]byte
+	for dec.More() {
+		if len(records) == most {
+			return nil, tooMany()
+		}
+		var r json.RawMessage
+		if err := dec.Decode(&r); err != nil {
+			return nil, notArray(err)
+		}
+		records = append(records, r)
+	}
+	if _, err := dec.Token(); err != nil { // ]
+		return nil, notArray(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		if err == nil {
+			err = errors.New("data after the array")
+		}
+		return nil, notArray(err)
+	}
+	if len(records) == 0 {
 		return nil, newProblem(http.StatusBadRequest, CodeInvalidEvent, "the body has no events")
-	}
-	records := make([][]byte, len(list))
-	for i, r := range list {
-		records[i] = r
 	}
 	return records, nil
 }
