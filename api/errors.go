@@ -122,7 +122,7 @@ var Codes = []string{
 	CodeScenarioNotFound, CodeVersionNotFound, CodeSourceNotFound, CodeSinkNotFound, CodeRouteNotFound,
 	CodeMethodNotAllowed, CodeNotAcceptable, CodeRequestTimeout, CodeScenarioExists,
 	CodeVersionConflict, CodeScenarioArchived, CodeDeploymentActive, CodeNotDeployed, CodeBodyTooLarge,
-	CodeTooManyRecords, CodeUnsupportedMediaType, CodeHostNotAllowed, CodeCrossOrigin, CodeRateLimited, CodeTestRunsBusy, CodeBacklogFull, CodeNotReady, CodeUnavailable, CodeKafkaNotConfigured, CodeKafkaUnavailable, CodeStoreFull, CodeInternal,
+	CodeTooManyRecords, CodeUnsupportedMediaType, CodeHostNotAllowed, CodeCrossOrigin, CodeRateLimited, CodeTestRunsBusy, CodeTooManyStreams, CodeStreamsBusy, CodeIngestBusy, CodeBacklogFull, CodeNotReady, CodeUnavailable, CodeKafkaNotConfigured, CodeKafkaUnavailable, CodeStoreFull, CodeInternal,
 }
 
 // ProblemDetails is every error answer: RFC 9457 problem details, sent as

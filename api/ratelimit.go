@@ -4,9 +4,11 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"golang.org/x/sync/semaphore"
 	"golang.org/x/time/rate"
 
 	"github.com/scenario-server/scenario-server/auth"
@@ -21,6 +23,17 @@ const (
 	// CodeTestRunsBusy (503): the server is running as many test runs as it runs at once
 	// (RateLimits.MaxConcurrentTests); Retry-After says when to try again.
 	CodeTestRunsBusy = "test-runs-busy"
+	// CodeTooManyStreams (429): the identity (or client address) has as many server-sent
+	// event streams open as it may (RateLimits.MaxStreamsPerClient); Retry-After says when
+	// to try again.
+	CodeTooManyStreams = "too-many-streams"
+	// CodeStreamsBusy (503): the server has as many streams open as it serves at once
+	// (RateLimits.MaxStreams).
+	CodeStreamsBusy = "streams-busy"
+	// CodeIngestBusy (503): the event batches being read and stored hold as many bytes as the
+	// server takes at once (RateLimits.IngestBodyBytes); send the batch again after
+	// Retry-After.
+	CodeIngestBusy = "ingest-busy"
 )
 
 // The default rate limits, per identity.
@@ -35,6 +48,17 @@ const (
 	DefaultTestBurst = 20
 	// DefaultMaxConcurrentTests is how many test runs the server runs at once.
 	DefaultMaxConcurrentTests = 4
+	// DefaultMaxStreams is how many server-sent event streams (counts and results) the
+	// server serves at once, and DefaultMaxStreamsPerClient how many of them one identity
+	// (or client address) holds: a stream is a connection and two goroutines, and a
+	// re-attack opened 20,000 (1.5 GB, every file descriptor: new connections were refused).
+	DefaultMaxStreams          = 1000
+	DefaultMaxStreamsPerClient = 32
+	// DefaultIngestBodyBytes is how many bytes of event batches (their declared
+	// Content-Length, or the body limit when undeclared) the server reads and stores at
+	// once: 256 MiB, 25 batches of the 10 MiB body limit (a batch takes about three times its
+	// body while it is framed, checked and stored).
+	DefaultIngestBodyBytes = 256 << 20
 )
 
 // maxRateKeys bounds the buckets kept: beyond it, idle (full) buckets are dropped, and while
@@ -55,6 +79,14 @@ type RateLimits struct {
 	// MaxConcurrentTests is how many test runs run at once, over all identities; more are
 	// answered 503 test-runs-busy.
 	MaxConcurrentTests int
+	// MaxStreams is how many server-sent event streams are open at once, over all
+	// identities; more are answered 503 streams-busy. MaxStreamsPerClient is how many one
+	// identity (rateKey) holds; more are answered 429 too-many-streams. 0: no bound.
+	MaxStreams, MaxStreamsPerClient int
+	// IngestBodyBytes is how many bytes of event batches are read and stored at once, each
+	// counted at its Content-Length (the body limit when it has none) from before its body
+	// is read until it is answered; a batch past it is answered 503 ingest-busy. 0: no bound.
+	IngestBodyBytes int64
 	// Now is the clock the buckets refill by. Nil means time.Now.
 	Now func() time.Time
 }
@@ -62,7 +94,8 @@ type RateLimits struct {
 // DefaultRateLimits returns the defaults.
 func DefaultRateLimits() RateLimits {
 	return RateLimits{IngestRate: DefaultIngestRate, IngestBurst: DefaultIngestBurst,
-		TestRate: DefaultTestRate, TestBurst: DefaultTestBurst, MaxConcurrentTests: DefaultMaxConcurrentTests}
+		TestRate: DefaultTestRate, TestBurst: DefaultTestBurst, MaxConcurrentTests: DefaultMaxConcurrentTests,
+		MaxStreams: DefaultMaxStreams, MaxStreamsPerClient: DefaultMaxStreamsPerClient, IngestBodyBytes: DefaultIngestBodyBytes}
 }
 
 // buckets is a token bucket per key.
@@ -120,13 +153,24 @@ func (b *buckets) dropFull(now time.Time) {
 type rateLimiter struct {
 	ingest, test *buckets
 	running      chan struct{} // one element per test run running; nil: no bound
+	streams      *streamSlots  // nil: no bound
+	ingestBodies *semaphore.Weighted
+	ingestBudget int64
+	maxBody      int64 // the request body limit: a batch without Content-Length counts as one this long
 	now          func() time.Time
 }
 
-func newRateLimiter(l RateLimits) *rateLimiter {
-	rl := &rateLimiter{ingest: newBuckets(l.IngestRate, l.IngestBurst), test: newBuckets(l.TestRate, l.TestBurst), now: l.Now}
+// newRateLimiter applies l; maxBody is the server's request body limit.
+func newRateLimiter(l RateLimits, maxBody int64) *rateLimiter {
+	rl := &rateLimiter{ingest: newBuckets(l.IngestRate, l.IngestBurst), test: newBuckets(l.TestRate, l.TestBurst), now: l.Now, maxBody: maxBody}
 	if l.MaxConcurrentTests > 0 {
 		rl.running = make(chan struct{}, l.MaxConcurrentTests)
+	}
+	if l.MaxStreams > 0 || l.MaxStreamsPerClient > 0 {
+		rl.streams = &streamSlots{most: l.MaxStreams, perClient: l.MaxStreamsPerClient, byKey: map[string]int{}}
+	}
+	if l.IngestBodyBytes > 0 {
+		rl.ingestBodies, rl.ingestBudget = semaphore.NewWeighted(l.IngestBodyBytes), l.IngestBodyBytes
 	}
 	if rl.now == nil {
 		rl.now = time.Now
@@ -147,6 +191,19 @@ func rateKey(r *http.Request) string {
 // and 503 test-runs-busy a test run beyond the concurrent bound; other requests pass.
 func (rl *rateLimiter) limit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			if rl.streams != nil && isStreamPath(r.URL.Path) {
+				key := rateKey(r)
+				if p := rl.streams.take(key); p != nil {
+					w.Header().Set("Retry-After", "5")
+					writeProblem(w, p)
+					return
+				}
+				defer rl.streams.give(key)
+			}
+			next.ServeHTTP(w, r)
+			return
+		}
 		if r.Method != http.MethodPost {
 			next.ServeHTTP(w, r)
 			return
@@ -176,6 +233,20 @@ func (rl *rateLimiter) limit(next http.Handler) http.Handler {
 				return
 			}
 		}
+		if !testRun && rl.ingestBodies != nil {
+			n := r.ContentLength
+			if n < 0 || n > rl.maxBody {
+				n = rl.maxBody // read up to the limit (longer is refused 413 as it is read)
+			}
+			n = min(max(n, 1), rl.ingestBudget)
+			if !rl.ingestBodies.TryAcquire(n) {
+				w.Header().Set("Retry-After", "1")
+				writeProblem(w, problemf(http.StatusServiceUnavailable, CodeIngestBusy,
+					"the server is reading and storing %d MiB of event batches, as many as it takes at once; retry in a second", rl.ingestBudget>>20))
+				return
+			}
+			defer rl.ingestBodies.Release(n)
+		}
 		if testRun && rl.running != nil {
 			select {
 			case rl.running <- struct{}{}:
@@ -194,4 +265,46 @@ func (rl *rateLimiter) limit(next http.Handler) http.Handler {
 // retryAfter is d in whole seconds, rounded up, at least 1.
 func retryAfter(d time.Duration) string {
 	return strconv.Itoa(max(1, int(math.Ceil(d.Seconds()))))
+}
+
+// streamSlots counts the server-sent event streams open, in all and per client (rateKey).
+type streamSlots struct {
+	mu              sync.Mutex
+	open            int
+	byKey           map[string]int
+	most, perClient int // 0: no bound
+}
+
+// take opens a stream for key, or returns why it cannot.
+func (s *streamSlots) take(key string) *ProblemDetails {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.perClient > 0 && s.byKey[key] >= s.perClient {
+		return problemf(http.StatusTooManyRequests, CodeTooManyStreams,
+			"you have %d streams open, as many as one client may; close one, or retry later", s.perClient)
+	}
+	if s.most > 0 && s.open >= s.most {
+		return problemf(http.StatusServiceUnavailable, CodeStreamsBusy,
+			"the server has %d streams open, as many as it serves at once; retry later", s.most)
+	}
+	s.open++
+	s.byKey[key]++
+	return nil
+}
+
+// give closes a stream of key.
+func (s *streamSlots) give(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.open--
+	if s.byKey[key]--; s.byKey[key] <= 0 {
+		delete(s.byKey, key)
+	}
+}
+
+// isStreamPath reports a server-sent event stream: /api/scenarios/{name}/counts/stream and
+// /api/scenarios/{name}/sinks/{sinkId}/results/stream.
+func isStreamPath(path string) bool {
+	return strings.HasPrefix(path, "/api/scenarios/") &&
+		(strings.HasSuffix(path, "/counts/stream") || strings.HasSuffix(path, "/results/stream"))
 }

@@ -2,8 +2,10 @@ package api
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -21,7 +23,7 @@ func TestConcurrentTestRuns(t *testing.T) {
 	t.Parallel()
 	entered := make(chan struct{})
 	release := make(chan struct{})
-	rl := newRateLimiter(RateLimits{MaxConcurrentTests: 2})
+	rl := newRateLimiter(RateLimits{MaxConcurrentTests: 2}, DefaultMaxBodyBytes)
 	srv := httptest.NewServer(rl.limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Hold") != "" {
 			entered <- struct{}{}
@@ -124,4 +126,92 @@ func TestDeployTestCasesTakeATestSlot(t *testing.T) {
 	if len(h.testSlots) != 1 {
 		t.Errorf("%d places held, want the test run's 1", len(h.testSlots))
 	}
+}
+
+// TestStreamsAndIngestBounded: with at most 3 streams, 2 a client, a client's third stream is
+// answered 429 too-many-streams and, with 3 open, another client's 503 streams-busy (both
+// with Retry-After 5), other GETs passing; with 100 bytes of event batches at once, a 60-byte
+// batch held makes another 60-byte one 503 ingest-busy (Retry-After 1) while a 40-byte one
+// passes (100 in all), and one without Content-Length counts as the whole budget. Slots come
+// back when their requests end. Requests are held inside the handler by channels.
+func TestStreamsAndIngestBounded(t *testing.T) {
+	t.Parallel()
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	rl := newRateLimiter(RateLimits{MaxStreams: 3, MaxStreamsPerClient: 2, IngestBodyBytes: 100}, 1000)
+	local := netip.MustParsePrefix("127.0.0.0/8")
+	srv := httptest.NewServer(withClientAddress([]netip.Prefix{local})(rl.limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if r.Header.Get("X-Hold") != "" {
+			entered <- struct{}{}
+			<-release
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))))
+	t.Cleanup(srv.Close)
+	type req struct {
+		method, path, client string
+		body                 io.Reader
+		hold                 bool
+	}
+	send := func(q req) *http.Response {
+		r, err := http.NewRequestWithContext(t.Context(), q.method, srv.URL+q.path, q.body)
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		r.Header.Set("X-Forwarded-For", q.client)
+		if q.hold {
+			r.Header.Set("X-Hold", "1")
+		}
+		resp, err := srv.Client().Do(r)
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		resp.Body.Close()
+		return resp
+	}
+	done := make(chan int, 8)
+	hold := func(q req) { // sends q, held until released; its status goes to done
+		q.hold = true
+		go func() {
+			if resp := send(q); resp != nil {
+				done <- resp.StatusCode
+			} else {
+				done <- 0
+			}
+		}()
+		<-entered
+	}
+	expect := func(q req, status int, retry string) {
+		t.Helper()
+		if resp := send(q); resp == nil || resp.StatusCode != status || resp.Header.Get("Retry-After") != retry {
+			t.Errorf("%s %s from %s: %v; want %d, Retry-After %q", q.method, q.path, q.client, resp, status, retry)
+		}
+	}
+	counts, results := "/api/scenarios/x/counts/stream", "/api/scenarios/x/sinks/y/results/stream"
+	hold(req{method: "GET", path: counts, client: "10.0.0.1"})
+	hold(req{method: "GET", path: results, client: "10.0.0.1"})
+	expect(req{method: "GET", path: counts, client: "10.0.0.1"}, http.StatusTooManyRequests, "5")
+	expect(req{method: "HEAD", path: results, client: "10.0.0.1"}, http.StatusTooManyRequests, "5")
+	expect(req{method: "GET", path: "/api/scenarios/x/counts", client: "10.0.0.1"}, http.StatusNoContent, "")
+	hold(req{method: "GET", path: counts, client: "10.0.0.2"})
+	expect(req{method: "GET", path: counts, client: "10.0.0.3"}, http.StatusServiceUnavailable, "5")
+
+	events := "/api/scenarios/x/sources/s/events"
+	hold(req{method: "POST", path: events, client: "10.0.0.1", body: strings.NewReader(strings.Repeat("x", 60))})
+	expect(req{method: "POST", path: events, client: "10.0.0.2", body: strings.NewReader(strings.Repeat("x", 60))}, http.StatusServiceUnavailable, "1")
+	expect(req{method: "POST", path: events, client: "10.0.0.2", body: strings.NewReader(strings.Repeat("x", 40))}, http.StatusNoContent, "")
+	expect(req{method: "POST", path: events, client: "10.0.0.2", body: io.MultiReader(strings.NewReader("x"))}, http.StatusServiceUnavailable, "1") // no Content-Length
+	expect(req{method: "POST", path: "/api/validation", client: "10.0.0.2", body: strings.NewReader(strings.Repeat("x", 60))}, http.StatusNoContent, "")
+
+	for range 4 { // the three streams and the batch end
+		release <- struct{}{}
+		if code := <-done; code != http.StatusNoContent {
+			t.Errorf("held request: %d", code)
+		}
+	}
+	expect(req{method: "GET", path: counts, client: "10.0.0.3"}, http.StatusNoContent, "")
+	expect(req{method: "POST", path: events, client: "10.0.0.2", body: strings.NewReader(strings.Repeat("x", 100))}, http.StatusNoContent, "")
 }

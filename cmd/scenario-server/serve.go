@@ -626,13 +626,22 @@ type guardConfig struct {
 	testRate     float64
 	testBurst    int
 	maxTests     int
+	maxStreams   int
+	perClient    int
+	ingestBytes  int64
 }
 
-// defaultGuard is guardConfig without flags: api.DefaultRateLimits.
+// defaultGuard is guardConfig without flags: api.DefaultRateLimits, the event batches read
+// at once at most a sixteenth of the server's memory (serverMemory).
 func defaultGuard() guardConfig {
 	d := api.DefaultRateLimits()
+	ingestBytes := d.IngestBodyBytes
+	if m, ok := serverMemory(os.ReadFile); ok {
+		ingestBytes = max(min(ingestBytes, m/16), 1)
+	}
 	return guardConfig{ingestRate: d.IngestRate, ingestBurst: d.IngestBurst, testRate: d.TestRate,
-		testBurst: d.TestBurst, maxTests: d.MaxConcurrentTests}
+		testBurst: d.TestBurst, maxTests: d.MaxConcurrentTests, maxStreams: d.MaxStreams,
+		perClient: d.MaxStreamsPerClient, ingestBytes: ingestBytes}
 }
 
 func (g *guardConfig) register(fs *flag.FlagSet, getenv func(string) string) {
@@ -651,6 +660,12 @@ func (g *guardConfig) register(fs *flag.FlagSet, getenv func(string) string) {
 	fs.IntVar(&g.testBurst, "test-burst", d.testBurst, "an identity may start `n` test runs at once before -test-rate applies")
 	fs.IntVar(&g.maxTests, "max-concurrent-tests", d.maxTests,
 		"the server runs at most `n` test runs at once; more are answered 503 test-runs-busy (0: no bound)")
+	fs.IntVar(&g.maxStreams, "max-streams", d.maxStreams,
+		"the server serves at most `n` server-sent event streams (counts and results) at once; more are answered 503 streams-busy (0: no bound)")
+	fs.IntVar(&g.perClient, "max-streams-per-client", d.perClient,
+		"an identity (or, without authentication, a client address) holds at most `n` streams at once; more are answered 429 too-many-streams (0: no bound)")
+	fs.Int64Var(&g.ingestBytes, "ingest-body-bytes", d.ingestBytes,
+		"the server reads and stores at most this many `bytes` of event batches at once, each counted at its Content-Length; more are answered 503 ingest-busy (default: 256 MiB or a sixteenth of the memory, the least; 0: no bound)")
 }
 
 func (g *guardConfig) validate() error {
@@ -663,8 +678,9 @@ func (g *guardConfig) validate() error {
 	if _, err := g.trustedProxies(); err != nil {
 		return err
 	}
-	if g.ingestRate < 0 || g.ingestBurst < 0 || g.testRate < 0 || g.testBurst < 0 || g.maxTests < 0 {
-		return fmt.Errorf("%w: --ingest-rate, --ingest-burst, --test-rate, --test-burst and --max-concurrent-tests must not be negative", errUsage)
+	if g.ingestRate < 0 || g.ingestBurst < 0 || g.testRate < 0 || g.testBurst < 0 || g.maxTests < 0 ||
+		g.maxStreams < 0 || g.perClient < 0 || g.ingestBytes < 0 {
+		return fmt.Errorf("%w: --ingest-rate, --ingest-burst, --test-rate, --test-burst, --max-concurrent-tests, --max-streams, --max-streams-per-client and --ingest-body-bytes must not be negative", errUsage)
 	}
 	return nil
 }
@@ -693,7 +709,8 @@ func (g *guardConfig) browser() api.BrowserConfig {
 
 func (g *guardConfig) rateLimits() api.RateLimits {
 	return api.RateLimits{IngestRate: g.ingestRate, IngestBurst: g.ingestBurst, TestRate: g.testRate,
-		TestBurst: g.testBurst, MaxConcurrentTests: g.maxTests}
+		TestBurst: g.testBurst, MaxConcurrentTests: g.maxTests, MaxStreams: g.maxStreams,
+		MaxStreamsPerClient: g.perClient, IngestBodyBytes: g.ingestBytes}
 }
 
 // warnWithoutTokens logs, for a server with API tokens, when its store holds no token that can
