@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // serverMemory is the memory the server may use, in bytes: the least of its cgroup's limit
@@ -103,3 +104,17 @@ func defaultMaxTotalState() int64 {
 	}
 	return 2 << 30
 }
+
+// defaultMaxConnections is the default of --max-connections: three quarters of the process's
+// open-file limit (RLIMIT_NOFILE; Go raises the soft limit to the hard one at start), or 4,096
+// when it is not known.
+func defaultMaxConnections() int {
+	var l syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil || l.Cur == 0 {
+		return 4096
+	}
+	return maxConnectionsFor(l.Cur)
+}
+
+// maxConnectionsFor is three quarters of an open-file limit, at least 1 and at most 2^30.
+func maxConnectionsFor(files uint64) int { return int(max(min(files/4*3, 1<<30), 1)) }

@@ -85,3 +85,16 @@ func TestRuntimeMemoryLimit(t *testing.T) {
 		t.Errorf("no cgroup limit, only MemTotal: %d, true; want none", got)
 	}
 }
+
+// --max-connections defaults to three quarters of the open-file limit (20,000 → 15,000; the
+// rest for the store, sinks and Kafka), at least 1.
+func TestMaxConnectionsFor(t *testing.T) {
+	for _, c := range []struct {
+		files uint64
+		want  int
+	}{{20000, 15000}, {1024, 768}, {3, 1}, {1, 1}, {1 << 62, 1 << 30}} {
+		if got := maxConnectionsFor(c.files); got != c.want {
+			t.Errorf("an open-file limit of %d: %d, want %d", c.files, got, c.want)
+		}
+	}
+}

@@ -25,6 +25,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"golang.org/x/net/netutil"
+
 	"github.com/scenario-server/scenario-server/api"
 	"github.com/scenario-server/scenario-server/deploy"
 	"github.com/scenario-server/scenario-server/examples"
@@ -87,6 +89,8 @@ type serveConfig struct {
 	// ShutdownTimeout is how long a shutdown waits for requests in flight, and then for the
 	// deployments' final checkpoints.
 	ShutdownTimeout time.Duration
+	// MaxConnections is how many client connections the server holds open at once; 0: no bound.
+	MaxConnections int
 	// CheckpointInterval is how often running deployments checkpoint; 0 means
 	// deploy.DefaultCheckpointInterval.
 	CheckpointInterval time.Duration
@@ -222,6 +226,8 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	fs.StringVar(&level, "log-level", envOr(envLogLevel, "info"), "log `level`: debug, info, warn or error (env "+envLogLevel+")")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", maxBody, "largest request body accepted, in `bytes` (env "+envMaxBodyBytes+")")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "on SIGINT or SIGTERM, wait this long for requests in flight")
+	fs.IntVar(&cfg.MaxConnections, "max-connections", defaultMaxConnections(),
+		"hold at most `n` client connections open at once; more wait to be accepted (default: three quarters of the process's open-file limit, the rest kept for the store, sinks and Kafka; 0: no bound)")
 	fs.DurationVar(&cfg.CheckpointInterval, "checkpoint-interval", checkpointInterval,
 		fmt.Sprintf("running deployments checkpoint their state and results this often (env %s; 0: %v)", envCheckpointInterval, deploy.DefaultCheckpointInterval))
 	fs.Int64Var(&cfg.MaxBacklog, "max-backlog", maxBacklog,
@@ -272,6 +278,9 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		return serveConfig{}, fmt.Errorf("%w: --max-body-bytes must be positive", errUsage)
+	}
+	if cfg.MaxConnections < 0 {
+		return serveConfig{}, fmt.Errorf("%w: --max-connections must not be negative", errUsage)
 	}
 	if cfg.CheckpointInterval < 0 || cfg.MaxBacklog < 0 || cfg.MaxDeploymentState < 0 || cfg.MaxTotalState < 0 {
 		return serveConfig{}, fmt.Errorf("%w: --checkpoint-interval, --max-backlog, --max-deployment-state and --max-total-state must not be negative", errUsage)
@@ -379,6 +388,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 	}
 	defer ln.Close()
+	if cfg.MaxConnections > 0 {
+		// Past it, connections wait in the kernel's backlog: every file descriptor taken by
+		// clients would leave the store, the file sinks and Kafka failing to open theirs.
+		ln = netutil.LimitListener(ln, cfg.MaxConnections)
+	}
 	if err := cfg.Auth.checkPosture(ln, cfg.Addr, log); err != nil {
 		return err
 	}
