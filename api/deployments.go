@@ -143,6 +143,7 @@ type LiveCounts struct {
 	CheckpointError    string     `json:"checkpointError,omitempty" doc:"Why the last checkpoint failed (a file sink's file cannot be written, the database refuses the commit); absent once a checkpoint succeeds. The deployment retries; nothing new is committed meanwhile."`
 	CheckpointFailures int64      `json:"checkpointFailures,omitempty" doc:"Checkpoints failed in a row since the last successful one."`
 	CheckpointErrorAt  *time.Time `json:"checkpointErrorAt,omitempty" doc:"When the last checkpoint failed."`
+	CheckpointInDoubt  bool       `json:"checkpointInDoubt,omitempty" doc:"True while the last checkpoint's commit answered an unclear error (a dropped database connection) and the store has not said yet whether it committed: the next checkpoint finds out, and its results are stored once either way."`
 	UpdatedAt          *time.Time `json:"updatedAt,omitempty" doc:"When these counts were taken."`
 }
 
@@ -172,7 +173,7 @@ func liveOut(name string, l deploy.Live, ok bool) LiveCounts {
 	if !l.CheckpointAt.IsZero() {
 		out.CheckpointAt = &l.CheckpointAt
 	}
-	out.CheckpointError, out.CheckpointFailures = l.CheckpointError, l.CheckpointFailures
+	out.CheckpointError, out.CheckpointFailures, out.CheckpointInDoubt = l.CheckpointError, l.CheckpointFailures, l.CheckpointInDoubt
 	if !l.CheckpointErrorAt.IsZero() {
 		out.CheckpointErrorAt = &l.CheckpointErrorAt
 	}

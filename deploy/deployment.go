@@ -1308,7 +1308,7 @@ func (d *deployment) publish(phase Phase) {
 		Nodes: d.eng.Counts(), State: d.eng.State(),
 		Checkpoint: d.checkpointSeq, CheckpointAt: d.checkpointAt,
 		CheckpointError: d.checkpointErr, CheckpointErrorAt: d.checkpointErrAt, CheckpointFailures: d.checkpointFailures,
-		UpdatedAt: d.rt.cfg.Now().UTC(),
+		CheckpointInDoubt: d.doubt != nil, UpdatedAt: d.rt.cfg.Now().UTC(),
 	}
 	for _, st := range l.State {
 		l.StateBytes += int64(st.Bytes)

@@ -53,7 +53,11 @@ type Live struct {
 	CheckpointError    string
 	CheckpointErrorAt  time.Time
 	CheckpointFailures int64
-	UpdatedAt          time.Time
+	// CheckpointInDoubt: the last checkpoint's commit answered an unclear error (a dropped
+	// connection), and the store has not said yet whether it committed; its results and a
+	// Kafka sink's transaction wait for the next checkpoint to find out (or the next run).
+	CheckpointInDoubt bool
+	UpdatedAt         time.Time
 }
 
 // SourceLive is the state of one source of a running deployment. Offsets are, for an HTTP

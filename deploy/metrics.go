@@ -30,10 +30,19 @@ var (
 	descBacklog = prometheus.NewDesc("scenario_server_source_backlog",
 		"Events a source of a running deployment accepted (HTTP), or that are in its topic (Kafka) or file (bytes), and that it has not processed yet.",
 		[]string{"scenario", "source"}, nil)
+	descCheckpointTime = prometheus.NewDesc("scenario_server_checkpoint_last_success_timestamp_seconds",
+		"When the last checkpoint of a running deployment was committed, in Unix seconds (absent before its first): an alert on time() minus it sees a deployment whose results and positions stopped being committed.",
+		[]string{"scenario"}, nil)
+	descCheckpointFailures = prometheus.NewDesc("scenario_server_checkpoint_failures",
+		"Checkpoints of a running deployment that failed in a row since its last successful one.", []string{"scenario"}, nil)
+	descCheckpointInDoubt = prometheus.NewDesc("scenario_server_checkpoint_in_doubt",
+		"1 while the last checkpoint of a running deployment is in doubt: its commit answered an unclear error and the store has not said yet whether it committed; 0 otherwise.",
+		[]string{"scenario"}, nil)
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descIn, descOut, descErrors, descLate, descPartlyLate, descStateBytes, descStateKeys, descStateSlices, descBacklog} {
+	for _, d := range []*prometheus.Desc{descIn, descOut, descErrors, descLate, descPartlyLate, descStateBytes, descStateKeys, descStateSlices, descBacklog,
+		descCheckpointTime, descCheckpointFailures, descCheckpointInDoubt} {
 		ch <- d
 	}
 }
@@ -56,5 +65,14 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		for _, s := range l.Sources {
 			ch <- prometheus.MustNewConstMetric(descBacklog, prometheus.GaugeValue, float64(s.Backlog), l.Scenario, s.ID)
 		}
+		if !l.CheckpointAt.IsZero() {
+			ch <- prometheus.MustNewConstMetric(descCheckpointTime, prometheus.GaugeValue, float64(l.CheckpointAt.UnixMilli())/1000, l.Scenario)
+		}
+		ch <- prometheus.MustNewConstMetric(descCheckpointFailures, prometheus.GaugeValue, float64(l.CheckpointFailures), l.Scenario)
+		inDoubt := 0.0
+		if l.CheckpointInDoubt {
+			inDoubt = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descCheckpointInDoubt, prometheus.GaugeValue, inDoubt, l.Scenario)
 	}
 }
