@@ -1383,6 +1383,8 @@ export interface components {
              * @description Checkpoints failed in a row since the last successful one.
              */
             checkpointFailures?: number;
+            /** @description True while the last checkpoint's commit answered an unclear error (a dropped database connection) and the store has not said yet whether it committed: the next checkpoint finds out, and its results are stored once either way. */
+            checkpointInDoubt?: boolean;
             /** Format: int64 */
             deploymentId?: number;
             /**
