@@ -188,7 +188,9 @@ func rateKey(r *http.Request) string {
 }
 
 // limit answers 429 rate-limited an event batch or a test run beyond its identity's rate,
-// and 503 test-runs-busy a test run beyond the concurrent bound; other requests pass.
+// 503 test-runs-busy a test run beyond the concurrent bound, 503 ingest-busy an event batch
+// beyond the bytes of batches read at once, and 429 too-many-streams or 503 streams-busy a
+// server-sent event stream beyond its identity's or the server's bound; other requests pass.
 func (rl *rateLimiter) limit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
@@ -242,7 +244,7 @@ func (rl *rateLimiter) limit(next http.Handler) http.Handler {
 			if !rl.ingestBodies.TryAcquire(n) {
 				w.Header().Set("Retry-After", "1")
 				writeProblem(w, problemf(http.StatusServiceUnavailable, CodeIngestBusy,
-					"the server is reading and storing %d MiB of event batches, as many as it takes at once; retry in a second", rl.ingestBudget>>20))
+					"the server is reading and storing %d bytes of event batches, as many as it takes at once; retry in a second", rl.ingestBudget))
 				return
 			}
 			defer rl.ingestBodies.Release(n)

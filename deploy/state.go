@@ -103,7 +103,6 @@ func decodeState(b []byte) (checkpointState, error) {
 		return s, fmt.Errorf("%w: %s: %w", errCorruptState, what, r.Err())
 	}
 	if s.engine = r.View(); r.Err() != nil { // read once, by Engine.Restore
-
 		return corrupt("engine snapshot")
 	}
 	if b[0] == stateVersionV1 {
