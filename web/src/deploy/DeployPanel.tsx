@@ -3,6 +3,7 @@
 import { useEffect, useState } from 'react';
 import { api, problemText, type Schemas } from '../api/client';
 import type { DeploymentState } from './useDeployment';
+import { CheckpointProblem } from './CheckpointProblem';
 import { needsText, useAuth } from '../auth';
 import { DeployRequestList, useDeployRequests } from './DeployRequests';
 
@@ -250,6 +251,7 @@ export function DeployPanel({ name, version, dirty, collectSinks, deployment }: 
             {live.phase}, checkpoint {live.checkpoint}
             {live.updatedAt ? `, at ${new Date(live.updatedAt).toLocaleTimeString()}` : ''}. The counts are on the nodes.
           </div>
+          <CheckpointProblem live={live} />
           <table className="counts">
             <thead>
               <tr>
