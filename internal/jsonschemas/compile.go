@@ -25,6 +25,9 @@ func Compile(raw []byte, url string) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := numbers(doc); err != nil {
+		return nil, fmt.Errorf("in the schema, %w: the library would read it slowly each time it is compared with a value", err)
+	}
 	if n := objects(doc, 0); n > MaxObjects {
 		return nil, fmt.Errorf("the schema has more than %d objects, booleans and array elements (schemas, the objects holding them, the values of lists such as required and enum): it would take too long to compile and check against", MaxObjects)
 	}
@@ -120,34 +123,70 @@ func (s *Schema) Validate(v any) error {
 // their exponent (1e-999999: 30 ms each).
 const MaxNumberText = 100
 
-// numbers returns an error for the first number of v past MaxNumberText characters, with an
-// exponent past ±400, or past float64's range.
+// numbers returns a *NumberError for the first number of v past MaxNumberText characters,
+// with an exponent past ±400, or past float64's range.
 func numbers(v any) error {
 	switch v := v.(type) {
 	case json.Number:
-		n := string(v)
-		bad := len(n) > MaxNumberText
-		if i := strings.IndexAny(n, "eE"); i >= 0 && !bad {
-			e, err := strconv.Atoi(strings.TrimPrefix(n[i+1:], "+"))
-			bad = err != nil || e > 400 || e < -400
-		}
-		if _, err := strconv.ParseFloat(n, 64); bad || err != nil {
-			return fmt.Errorf("the number %.40s is out of range (past float64, an exponent past ±400, or more than %d characters)", n, MaxNumberText)
+		if !numberInRange(string(v)) {
+			return &NumberError{Number: string(v)}
 		}
 	case map[string]any:
-		for _, x := range v {
+		for k, x := range v {
 			if err := numbers(x); err != nil {
+				err.(*NumberError).at(k)
 				return err
 			}
 		}
 	case []any:
-		for _, x := range v {
+		for i, x := range v {
 			if err := numbers(x); err != nil {
+				err.(*NumberError).at(strconv.Itoa(i))
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// numberInRange tells whether n, a JSON number, has at most MaxNumberText characters, an
+// exponent within ±400, and is within float64's range.
+func numberInRange(n string) bool {
+	if len(n) > MaxNumberText {
+		return false
+	}
+	if i := strings.IndexAny(n, "eE"); i >= 0 {
+		e, err := strconv.Atoi(strings.TrimPrefix(n[i+1:], "+"))
+		if err != nil || e > 400 || e < -400 {
+			return false
+		}
+	}
+	_, err := strconv.ParseFloat(n, 64)
+	return err == nil
+}
+
+// NumberError is a number the library would take long to read (numbers): its text and
+// where it is (a JSON pointer).
+type NumberError struct {
+	Number string
+	Where  string
+}
+
+// at puts step in front of e's place, as the walk returns up from it.
+func (e *NumberError) at(step string) {
+	step = strings.ReplaceAll(strings.ReplaceAll(step, "~", "~0"), "/", "~1")
+	e.Where = "/" + step + e.Where
+}
+
+func (e *NumberError) Error() string {
+	where := e.Where
+	if where == "" {
+		where = "/"
+	}
+	if len(where) > 200 {
+		where = where[:100] + " ... " + where[len(where)-100:]
+	}
+	return fmt.Sprintf("the number %.40s is out of range (past float64, an exponent past ±400, or more than %d characters) at %s", e.Number, MaxNumberText, where)
 }
 
 // Work estimates the work of checking v at p (see the work units), stopping past limit.

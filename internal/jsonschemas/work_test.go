@@ -123,3 +123,31 @@ func TestListsAndNumbersBounded(t *testing.T) {
 		}
 	}
 }
+
+// Numbers in the schema itself are bounded as an event's are, at Compile, saying where: the
+// library reads a schema's const, enum and numeric keywords as big.Rat against every number
+// checked (enum of 4,900 x 1e-999999 against one number: 118 s).
+func TestSchemaNumbersBounded(t *testing.T) {
+	for schema, where := range map[string]string{
+		`{"properties": {"a": {"const": 1e-400}}}`:                                          "",
+		`{"properties": {"a": {"const": 1e-401}}}`:                                          "/properties/a/const",
+		`{"items": {"multipleOf": 1e400}}`:                                                  "/items/multipleOf",
+		`{"items": {"multipleOf": 1e399}}`:                                                  "/items/multipleOf", // past float64
+		`{"minimum": -1e308}`:                                                               "",
+		`{"enum": [1, "x", 7e-999999]}`:                                                     "/enum/2",
+		`{"enum": [1` + strings.Repeat("0", 99) + `]}`:                                      "",
+		`{"enum": [1` + strings.Repeat("0", 100) + `]}`:                                     "/enum/0",
+		`{"properties": {"a/b~c": {"enum": [{"x": [0.` + strings.Repeat("7", 99) + `]}]}}}`: "/properties/a~1b~0c/enum/0/x/0",
+	} {
+		_, err := Compile([]byte(schema), "s.json")
+		if where == "" {
+			if err != nil {
+				t.Errorf("%.60s: %v", schema, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), "in the schema, the number ") || !strings.HasSuffix(strings.SplitN(err.Error(), ":", 2)[0], " at "+where) {
+			t.Errorf("%.60s: %v, want refused at %s", schema, err, where)
+		}
+	}
+}
