@@ -87,9 +87,20 @@ func bound(s *jsonschema.Schema) (*Place, error) {
 type Place struct {
 	Applied, Patterns, NamePatterns int64
 	// Lists is the length of the lists checked against a value there, each as much work as
-	// a schema applied (required's names, enum's values, dependentRequired's).
+	// a schema applied (required's names, dependentRequired's).
 	Lists int64
-	below map[string]*Place
+	// Unique is how many schemas with uniqueItems apply to an array there.
+	Unique int64
+	// compared are the enum and const values compared with a value there.
+	compared []comparedWith
+	below    map[string]*Place
+}
+
+// comparedWith is an enum's values (a const's one) compared with a value at a place, times
+// times (the schema applied that many times).
+type comparedWith struct {
+	values []size
+	times  int64
 }
 
 type walker struct {
@@ -201,7 +212,17 @@ func (w *walker) place(a *applied) (*Place, error) {
 		}
 		p.Lists += n * int64(len(s.Required))
 		if s.Enum != nil {
-			p.Lists += n * int64(len(s.Enum.Values))
+			c := comparedWith{times: n}
+			for _, v := range s.Enum.Values {
+				c.values = append(c.values, measure(v, MaxCheckWork))
+			}
+			p.compared = append(p.compared, c)
+		}
+		if s.Const != nil {
+			p.compared = append(p.compared, comparedWith{values: []size{measure(*s.Const, MaxCheckWork)}, times: n})
+		}
+		if s.UniqueItems {
+			p.Unique += n
 		}
 		for _, names := range s.DependentRequired {
 			p.Lists += n * int64(len(names))
