@@ -165,26 +165,29 @@ func keyed(n int) map[string]any {
 // each pair, fewer), at every level it applies: charged the values walked, 1,000 each.
 func TestUniqueItemsCharged(t *testing.T) {
 	var cw *CheckWorkError
-	// Three objects of K keys under {"uniqueItems": true}: the root applied (1,000) and 3
-	// pairs compared, each walking the smaller object's 1 + K values: 1,000 + 3,000·(1 + K).
-	// K = 333,332 is 1,000,000,000; K = 333,333 is 1,000,003,000.
-	pairs, err := Compile([]byte(`{"uniqueItems": true}`), "s.json")
+	fifty := strings.TrimSuffix(strings.Repeat(`{"uniqueItems": true}, `, 50), ", ")
+	// Three objects of K keys under an allOf of 50 {"uniqueItems": true}: 51 schemas applied
+	// to the root (51,000), and for each uniqueItems 3 pairs compared, each walking the
+	// smaller object's 1 + K values: 51,000 + 150,000·(1 + K). K = 6,665 is 999,951,000;
+	// K = 6,666 is 1,000,101,000.
+	pairs, err := Compile([]byte(`{"allOf": [`+fifty+`]}`), "s.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w := pairs.root.Work([]any{keyed(333_332), keyed(333_332), keyed(333_332)}, MaxCheckWork); w != 1_000_000_000 {
-		t.Errorf("3 objects of 333,332 keys: work %d, want 1,000,000,000", w)
+	if w := pairs.root.Work([]any{keyed(6665), keyed(6665), keyed(6665)}, MaxCheckWork); w != 999_951_000 {
+		t.Errorf("3 objects of 6,665 keys: work %d, want 999,951,000", w)
 	}
-	if err := pairs.Validate([]any{keyed(333_333), keyed(333_333), keyed(333_333)}); !errors.As(err, &cw) || cw.Work != 1_000_003_000 {
-		t.Errorf("3 objects of 333,333 keys: %v, want work 1,000,003,000", err)
+	if err := pairs.Validate([]any{keyed(6666), keyed(6666), keyed(6666)}); !errors.As(err, &cw) || cw.Work != 1_000_101_000 {
+		t.Errorf("3 objects of 6,666 keys: %v, want work 1,000,101,000", err)
 	}
 	// Nested through a $ref, each level hashing what is below it: the root and every item
-	// have 2 schemas applied (the root or items' {"$ref"}, and n). [[obj, "s" x 20], "s" x 20]
-	// with obj of K keys: 2,000 for the outer list, the inner list, obj and 40 strings
-	// (86,000), the inner list's 21 items hashed (obj 1 + K, 20 strings: K + 21), the outer's
-	// (the inner list 1 + (K + 1) + 20, 20 strings: K + 42): 1,000·(2K + 149). K = 499,925 is
-	// 999,999,000; K = 499,926 is 1,000,001,000.
-	nested, err := Compile([]byte(`{"$defs": {"n": {"uniqueItems": true, "items": {"$ref": "#/$defs/n"}}}, "$ref": "#/$defs/n"}`), "s.json")
+	// have 52 schemas applied (the root or items' {"$ref"}, n and its allOf's 50), 50 of them
+	// uniqueItems. [[obj, "s" x 20], "s" x 20] with obj of K keys: 52,000 for each of the
+	// outer list, the inner list, obj and 40 strings (2,236,000); for each uniqueItems the
+	// inner list's 21 items hashed (obj 1 + K, 20 strings: K + 21) and the outer's (the inner
+	// list 1 + (K + 1) + 20, 20 strings: K + 42): 50,000·(2K + 63). In all 5,386,000 +
+	// 100,000·K: K = 9,946 is 999,986,000; K = 9,947 is 1,000,086,000.
+	nested, err := Compile([]byte(`{"$defs": {"n": {"allOf": [`+fifty+`], "items": {"$ref": "#/$defs/n"}}}, "$ref": "#/$defs/n"}`), "s.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,11 +200,11 @@ func TestUniqueItemsCharged(t *testing.T) {
 		}
 		return pad([]any{pad([]any{keyed(k)})})
 	}
-	if w := nested.root.Work(twice(499_925), MaxCheckWork); w != 999_999_000 {
-		t.Errorf("nested, 499,925 keys: work %d, want 999,999,000", w)
+	if w := nested.root.Work(twice(9946), MaxCheckWork); w != 999_986_000 {
+		t.Errorf("nested, 9,946 keys: work %d, want 999,986,000", w)
 	}
-	if err := nested.Validate(twice(499_926)); !errors.As(err, &cw) || cw.Work != 1_000_001_000 {
-		t.Errorf("nested, 499,926 keys: %v, want work 1,000,001,000", err)
+	if err := nested.Validate(twice(9947)); !errors.As(err, &cw) || cw.Work != 1_000_086_000 {
+		t.Errorf("nested, 9,947 keys: %v, want work 1,000,086,000", err)
 	}
 }
 
