@@ -341,6 +341,9 @@ func (p *Place) Work(v any, limit int64) int64 {
 			}
 		default:
 			sz = measure(v, 1)
+			if sz.kind == 'n' {
+				w += workApplied * p.NumberReads * (1 + sz.extra)
+			}
 		}
 		for _, c := range p.compared {
 			for _, e := range c.values {

@@ -91,6 +91,10 @@ type Place struct {
 	Lists int64
 	// Unique is how many schemas with uniqueItems apply to an array there.
 	Unique int64
+	// NumberReads is how many times a number there is read as big.Rat: once for each schema
+	// with a numeric keyword (minimum, maximum, their exclusive forms, multipleOf), and once
+	// for each with type integer but not number.
+	NumberReads int64
 	// compared are the enum and const values compared with a value there.
 	compared []comparedWith
 	below    map[string]*Place
@@ -223,6 +227,14 @@ func (w *walker) place(a *applied) (*Place, error) {
 		}
 		if s.UniqueItems {
 			p.Unique += n
+		}
+		if s.Minimum != nil || s.Maximum != nil || s.ExclusiveMinimum != nil || s.ExclusiveMaximum != nil || s.MultipleOf != nil {
+			p.NumberReads += n
+		}
+		if s.Types != nil {
+			if types := s.Types.ToStrings(); slices.Contains(types, "integer") && !slices.Contains(types, "number") {
+				p.NumberReads += n
+			}
 		}
 		for _, names := range s.DependentRequired {
 			p.Lists += n * int64(len(names))
