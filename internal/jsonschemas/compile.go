@@ -347,6 +347,9 @@ func (p *Place) Work(v any, limit int64) int64 {
 		}
 		for _, c := range p.compared {
 			for _, e := range c.values {
+				if w > limit {
+					break
+				}
 				w += workApplied * c.times * compareWork(e, sz)
 			}
 		}

@@ -63,7 +63,7 @@ func Check(s *jsonschema.Schema) error {
 // bound is Check, and the root of the places it walked.
 func bound(s *jsonschema.Schema) (*Place, error) {
 	w := walker{closures: map[*jsonschema.Schema]*applied{}, visiting: map[*jsonschema.Schema]bool{}, seen: map[string]*Place{},
-		onPath: map[string]int64{}, depthOf: map[string]int{}}
+		onPath: map[string]int64{}, depthOf: map[string]int{}, sizes: map[*jsonschema.Schema][]size{}}
 	root := w.closure(s)
 	if w.work > MaxWork {
 		return nil, errTooComplex
@@ -117,7 +117,8 @@ type walker struct {
 	depthOf map[string]int
 	path    []string // the steps to the place being looked at
 	work    int
-	dynamic string // the location of the first $dynamicRef or $recursiveRef met
+	dynamic string                        // the location of the first $dynamicRef or $recursiveRef met
+	sizes   map[*jsonschema.Schema][]size // comparedValues's
 }
 
 // add counts from into a, times times each; a set past MaxApplied keeps its total only.
@@ -215,15 +216,8 @@ func (w *walker) place(a *applied) (*Place, error) {
 			p.NamePatterns += n * patternCost(re)
 		}
 		p.Lists += n * int64(len(s.Required))
-		if s.Enum != nil {
-			c := comparedWith{times: n}
-			for _, v := range s.Enum.Values {
-				c.values = append(c.values, measure(v, MaxCheckWork))
-			}
-			p.compared = append(p.compared, c)
-		}
-		if s.Const != nil {
-			p.compared = append(p.compared, comparedWith{values: []size{measure(*s.Const, MaxCheckWork)}, times: n})
+		if values := w.comparedValues(s); values != nil {
+			p.compared = append(p.compared, comparedWith{values: values, times: n})
 		}
 		if s.UniqueItems {
 			p.Unique += n
@@ -254,6 +248,28 @@ func (w *walker) place(a *applied) (*Place, error) {
 		w.path = w.path[:len(w.path)-1]
 	}
 	return p, nil
+}
+
+// comparedValues is the sizes of s's enum values and const (nil when it has neither),
+// measured once for all the places s applies at.
+func (w *walker) comparedValues(s *jsonschema.Schema) []size {
+	if s.Enum == nil && s.Const == nil {
+		return nil
+	}
+	if values, ok := w.sizes[s]; ok {
+		return values
+	}
+	var values []size
+	if s.Enum != nil {
+		for _, v := range s.Enum.Values {
+			values = append(values, measure(v, MaxCheckWork))
+		}
+	}
+	if s.Const != nil {
+		values = append(values, measure(*s.Const, MaxCheckWork))
+	}
+	w.sizes[s] = values
+	return values
 }
 
 // patternCost is a compiled pattern's cost: boundedRegexp's, or worked out again for a
