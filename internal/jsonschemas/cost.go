@@ -63,7 +63,7 @@ func Check(s *jsonschema.Schema) error {
 // bound is Check, and the root of the places it walked.
 func bound(s *jsonschema.Schema) (*Place, error) {
 	w := walker{closures: map[*jsonschema.Schema]*applied{}, visiting: map[*jsonschema.Schema]bool{}, seen: map[string]*Place{},
-		onPath: map[string]int64{}, depthOf: map[string]int{}}
+		onPath: map[string]int64{}, depthOf: map[string]int{}, sizes: map[*jsonschema.Schema][]size{}}
 	root := w.closure(s)
 	if w.work > MaxWork {
 		return nil, errTooComplex
@@ -87,9 +87,24 @@ func bound(s *jsonschema.Schema) (*Place, error) {
 type Place struct {
 	Applied, Patterns, NamePatterns int64
 	// Lists is the length of the lists checked against a value there, each as much work as
-	// a schema applied (required's names, enum's values, dependentRequired's).
+	// a schema applied (required's names, dependentRequired's).
 	Lists int64
-	below map[string]*Place
+	// Unique is how many schemas with uniqueItems apply to an array there.
+	Unique int64
+	// NumberReads is how many times a number there is read as big.Rat: once for each schema
+	// with a numeric keyword (minimum, maximum, their exclusive forms, multipleOf), and once
+	// for each with type integer but not number.
+	NumberReads int64
+	// compared are the enum and const values compared with a value there.
+	compared []comparedWith
+	below    map[string]*Place
+}
+
+// comparedWith is an enum's values (a const's one) compared with a value at a place, times
+// times (the schema applied that many times).
+type comparedWith struct {
+	values []size
+	times  int64
 }
 
 type walker struct {
@@ -102,7 +117,8 @@ type walker struct {
 	depthOf map[string]int
 	path    []string // the steps to the place being looked at
 	work    int
-	dynamic string // the location of the first $dynamicRef or $recursiveRef met
+	dynamic string                        // the location of the first $dynamicRef or $recursiveRef met
+	sizes   map[*jsonschema.Schema][]size // comparedValues's
 }
 
 // add counts from into a, times times each; a set past MaxApplied keeps its total only.
@@ -200,8 +216,19 @@ func (w *walker) place(a *applied) (*Place, error) {
 			p.NamePatterns += n * patternCost(re)
 		}
 		p.Lists += n * int64(len(s.Required))
-		if s.Enum != nil {
-			p.Lists += n * int64(len(s.Enum.Values))
+		if values := w.comparedValues(s); values != nil {
+			p.compared = append(p.compared, comparedWith{values: values, times: n})
+		}
+		if s.UniqueItems {
+			p.Unique += n
+		}
+		if s.Minimum != nil || s.Maximum != nil || s.ExclusiveMinimum != nil || s.ExclusiveMaximum != nil || s.MultipleOf != nil {
+			p.NumberReads += n
+		}
+		if s.Types != nil {
+			if types := s.Types.ToStrings(); slices.Contains(types, "integer") && !slices.Contains(types, "number") {
+				p.NumberReads += n
+			}
 		}
 		for _, names := range s.DependentRequired {
 			p.Lists += n * int64(len(names))
@@ -221,6 +248,28 @@ func (w *walker) place(a *applied) (*Place, error) {
 		w.path = w.path[:len(w.path)-1]
 	}
 	return p, nil
+}
+
+// comparedValues is the sizes of s's enum values and const (nil when it has neither),
+// measured once for all the places s applies at.
+func (w *walker) comparedValues(s *jsonschema.Schema) []size {
+	if s.Enum == nil && s.Const == nil {
+		return nil
+	}
+	if values, ok := w.sizes[s]; ok {
+		return values
+	}
+	var values []size
+	if s.Enum != nil {
+		for _, v := range s.Enum.Values {
+			values = append(values, measure(v, MaxCheckWork))
+		}
+	}
+	if s.Const != nil {
+		values = append(values, measure(*s.Const, MaxCheckWork))
+	}
+	w.sizes[s] = values
+	return values
 }
 
 // patternCost is a compiled pattern's cost: boundedRegexp's, or worked out again for a
