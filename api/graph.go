@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -73,6 +74,9 @@ func decodeGraph(g Graph) (*scenario.Scenario, error) {
 		p.Problems = de.Problems
 		if len(de.Problems) > 0 {
 			p.Detail += ": " + de.Problems[0].Error()
+		}
+		if de.More > 0 {
+			p.Detail += fmt.Sprintf(" (%d problems listed, %d more not)", len(de.Problems), de.More)
 		}
 	} else {
 		p.Problems = []scenario.Problem{{Code: scenario.CodeInvalidJSON, Message: err.Error()}}

@@ -5,24 +5,33 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // DecodeError reports why a scenario's JSON could not be decoded: every
 // problem found, in the order of the text. Each problem has the JSON text's
 // Line and Column; problems inside a node with a usable id carry its NodeID
 // and a Field relative to the node, the others the full JSON path in Field.
+//
+// At most MaxDecodeProblems are listed; More counts those found past them.
 type DecodeError struct {
 	Problems []Problem
+	More     int
 }
+
+// MaxDecodeProblems is the most problems a DecodeError lists: each is a line of the answer
+// that shows them, and a graph of thousands of empty nodes has a few problems each.
+const MaxDecodeProblems = 1000
 
 func (e *DecodeError) Error() string {
 	if len(e.Problems) == 0 {
 		return "decoding scenario: no problems"
 	}
 	msg := "decoding scenario: " + e.Problems[0].Error()
-	if n := len(e.Problems) - 1; n > 0 {
+	if n := len(e.Problems) - 1 + e.More; n > 0 {
 		msg += fmt.Sprintf(" (and %d more)", n)
 	}
 	return msg
@@ -52,7 +61,7 @@ func Decode(data []byte) (*Scenario, error) {
 	d := &decoder{src: data}
 	s := d.scenario(root)
 	if len(d.problems) > 0 {
-		return s, &DecodeError{Problems: d.problems}
+		return s, &DecodeError{Problems: d.problems, More: d.more}
 	}
 	return s, nil
 }
@@ -87,10 +96,51 @@ func (w where) index(i int) where {
 type decoder struct {
 	src      []byte
 	problems []Problem
+	more     int // problems past MaxDecodeProblems, counted only
+	// at is the line and column of the byte at.offset of src, where the last problem was, and
+	// marks the same every 4 KiB of the text read so far: each problem's position is read on
+	// from the nearest place before it, never from the text's start again.
+	at    mark
+	marks []mark
+}
+
+// mark is a place in the text: a byte offset and its line and column.
+type mark struct{ offset, line, column int }
+
+// position is Position(d.src, offset), read from the last problem's position or the nearest
+// mark before offset.
+func (d *decoder) position(offset int) (line, column int) {
+	offset = max(0, min(offset, len(d.src)))
+	if d.at.line == 0 {
+		d.at = mark{0, 1, 1}
+		d.marks = append(d.marks, d.at)
+	}
+	if offset < d.at.offset {
+		i := sort.Search(len(d.marks), func(i int) bool { return d.marks[i].offset > offset }) - 1
+		d.at = d.marks[i] // marks[0] is the text's start
+	}
+	for d.at.offset < offset {
+		r, size := utf8.DecodeRune(d.src[d.at.offset:])
+		if r == '\n' {
+			d.at.line++
+			d.at.column = 1
+		} else {
+			d.at.column++
+		}
+		d.at.offset += size
+		if last := d.marks[len(d.marks)-1]; d.at.offset-last.offset >= 4096 {
+			d.marks = append(d.marks, d.at)
+		}
+	}
+	return d.at.line, d.at.column
 }
 
 func (d *decoder) report(offset int, w where, code, format string, args ...any) {
-	line, col := Position(d.src, offset)
+	if len(d.problems) >= MaxDecodeProblems {
+		d.more++
+		return
+	}
+	line, col := d.position(offset)
 	d.problems = append(d.problems, Problem{
 		NodeID: w.nodeID, Field: w.path, Code: code,
 		Message: fmt.Sprintf(format, args...), Line: line, Column: col,

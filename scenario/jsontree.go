@@ -63,6 +63,13 @@ type jsonMember struct {
 // maxJSONDepth bounds nesting so that hostile input cannot exhaust the stack.
 const maxJSONDepth = 512
 
+// MaxJSONValues bounds the JSON values (objects, arrays, strings, numbers, literals, each
+// member's value) of a scenario's text: its tree takes about 100 bytes a value, and 10 MiB of
+// "{}," would be 3.5 million of them (several hundred MB for one request, and a decoder's
+// report for each). A scenario of MaxNodes nodes and MaxEdges edges has about 30,000 (the
+// examples have 43 a node at most, an edge 5).
+const MaxJSONValues = 200_000
+
 // jsonSyntaxError is a syntax error at a byte offset.
 type jsonSyntaxError struct {
 	offset int
@@ -72,9 +79,10 @@ type jsonSyntaxError struct {
 func (e *jsonSyntaxError) Error() string { return e.msg }
 
 type jsonParser struct {
-	src   []byte
-	pos   int
-	depth int
+	src    []byte
+	pos    int
+	depth  int
+	values int
 }
 
 // parseJSON parses exactly one JSON value (RFC 8259) surrounded by optional
@@ -123,6 +131,9 @@ func (p *jsonParser) skipSpace() {
 func (p *jsonParser) value() (*jsonValue, error) {
 	if p.pos >= len(p.src) {
 		return nil, p.errorf("unexpected end of input, expected a JSON value")
+	}
+	if p.values++; p.values > MaxJSONValues {
+		return nil, p.errorf("more than %d JSON values: a scenario has at most %d nodes and %d edges", MaxJSONValues, MaxNodes, MaxEdges)
 	}
 	switch c := p.src[p.pos]; {
 	case c == '{':
