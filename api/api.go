@@ -208,7 +208,7 @@ func New(cfg Config) (*Handler, error) {
 	// HEAD is answered as GET without the body (curl -I, load balancers' probes), on every
 	// GET route: requireRoles and the audit treat a HEAD as its GET (its role, its entry).
 	r.Use(middleware.GetHead)
-	limiter := newRateLimiter(cfg.RateLimits, cfg.MaxBodyBytes)
+	limiter := newRateLimiter(cfg.RateLimits)
 	r.Use(limiter.limit)
 	r.Use(ndjsonRecords(cfg.TestMaxBytes))
 	limitOf := func(path string) int64 {

@@ -246,6 +246,12 @@ func humaProblem(ctx huma.Context, status int, msg string, errs []error) *Proble
 		d.Value = echoedValue(d.Value)
 	}
 	p := newProblem(status, "", msg)
+	for _, err := range errs {
+		if errors.Is(err, errIngestBusy) { // the body's read passed the ingest budget
+			return problemf(http.StatusServiceUnavailable, CodeIngestBusy,
+				"the server is reading and storing as many bytes of event batches as it takes at once; retry in a second")
+		}
+	}
 	switch status {
 	case http.StatusBadRequest:
 		p.Code = CodeBadRequest

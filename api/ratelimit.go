@@ -1,6 +1,8 @@
 package api
 
 import (
+	"errors"
+	"io"
 	"math"
 	"net/http"
 	"strconv"
@@ -54,10 +56,9 @@ const (
 	// re-attack opened 20,000 (1.5 GB, every file descriptor: new connections were refused).
 	DefaultMaxStreams          = 1000
 	DefaultMaxStreamsPerClient = 32
-	// DefaultIngestBodyBytes is how many bytes of event batches (their declared
-	// Content-Length, or the body limit when undeclared) the server reads and stores at
-	// once: 256 MiB, 25 batches of the 10 MiB body limit (a batch takes about three times its
-	// body while it is framed, checked and stored).
+	// DefaultIngestBodyBytes is how many bytes of event batches the server holds read and
+	// being stored at once: 256 MiB, 25 batches of the 10 MiB body limit (a batch takes
+	// about three and a half times its body while it is framed, checked and stored).
 	DefaultIngestBodyBytes = 256 << 20
 )
 
@@ -83,9 +84,9 @@ type RateLimits struct {
 	// identities; more are answered 503 streams-busy. MaxStreamsPerClient is how many one
 	// identity (rateKey) holds; more are answered 429 too-many-streams. 0: no bound.
 	MaxStreams, MaxStreamsPerClient int
-	// IngestBodyBytes is how many bytes of event batches are read and stored at once, each
-	// counted at its Content-Length (the body limit when it has none) from before its body
-	// is read until it is answered; a batch past it is answered 503 ingest-busy. 0: no bound.
+	// IngestBodyBytes is how many bytes of event batches are read and being stored at once,
+	// each batch's counted as they are read (budgetedBody) until it is answered; a batch
+	// whose reading passes it is answered 503 ingest-busy. 0: no bound.
 	IngestBodyBytes int64
 	// Now is the clock the buckets refill by. Nil means time.Now.
 	Now func() time.Time
@@ -156,13 +157,12 @@ type rateLimiter struct {
 	streams      *streamSlots  // nil: no bound
 	ingestBodies *semaphore.Weighted
 	ingestBudget int64
-	maxBody      int64 // the request body limit: a batch without Content-Length counts as one this long
 	now          func() time.Time
 }
 
-// newRateLimiter applies l; maxBody is the server's request body limit.
-func newRateLimiter(l RateLimits, maxBody int64) *rateLimiter {
-	rl := &rateLimiter{ingest: newBuckets(l.IngestRate, l.IngestBurst), test: newBuckets(l.TestRate, l.TestBurst), now: l.Now, maxBody: maxBody}
+// newRateLimiter applies l.
+func newRateLimiter(l RateLimits) *rateLimiter {
+	rl := &rateLimiter{ingest: newBuckets(l.IngestRate, l.IngestBurst), test: newBuckets(l.TestRate, l.TestBurst), now: l.Now}
 	if l.MaxConcurrentTests > 0 {
 		rl.running = make(chan struct{}, l.MaxConcurrentTests)
 	}
@@ -235,19 +235,10 @@ func (rl *rateLimiter) limit(next http.Handler) http.Handler {
 				return
 			}
 		}
-		if !testRun && rl.ingestBodies != nil {
-			n := r.ContentLength
-			if n < 0 || n > rl.maxBody {
-				n = rl.maxBody // read up to the limit (longer is refused 413 as it is read)
-			}
-			n = min(max(n, 1), rl.ingestBudget)
-			if !rl.ingestBodies.TryAcquire(n) {
-				w.Header().Set("Retry-After", "1")
-				writeProblem(w, problemf(http.StatusServiceUnavailable, CodeIngestBusy,
-					"the server is reading and storing %d bytes of event batches, as many as it takes at once; retry in a second", rl.ingestBudget))
-				return
-			}
-			defer rl.ingestBodies.Release(n)
+		if !testRun && rl.ingestBodies != nil && r.Body != nil {
+			body := &budgetedBody{ReadCloser: r.Body, rl: rl, w: w}
+			r.Body = body
+			defer func() { rl.ingestBodies.Release(body.held) }()
 		}
 		if testRun && rl.running != nil {
 			select {
@@ -267,6 +258,41 @@ func (rl *rateLimiter) limit(next http.Handler) http.Handler {
 // retryAfter is d in whole seconds, rounded up, at least 1.
 func retryAfter(d time.Duration) string {
 	return strconv.Itoa(max(1, int(math.Ceil(d.Seconds()))))
+}
+
+// errIngestBusy is a batch's body read past the ingest budget (RateLimits.IngestBodyBytes):
+// the answer is 503 ingest-busy (humaProblem).
+var errIngestBusy = errors.New("ingest-busy")
+
+// budgetedBody takes an event batch's bytes from the ingest budget as they are read, and gives
+// them back when the request ends (rateLimiter.limit): a client that declares 10 MiB and
+// sends a byte a second holds a byte a second, and a batch sent without Content-Length
+// counts what it sends. A read past the budget fails with errIngestBusy. A batch that holds
+// the whole budget reads on without more (one batch larger than the budget still goes in,
+// alone).
+type budgetedBody struct {
+	io.ReadCloser
+	rl         *rateLimiter
+	w          http.ResponseWriter
+	held, read int64
+	refused    bool
+}
+
+func (b *budgetedBody) Read(p []byte) (int, error) {
+	if b.refused {
+		return 0, errIngestBusy
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.read += int64(n)
+	if more := min(b.read, b.rl.ingestBudget) - b.held; more > 0 {
+		if !b.rl.ingestBodies.TryAcquire(more) {
+			b.refused = true
+			b.w.Header().Set("Retry-After", "1")
+			return n, errIngestBusy
+		}
+		b.held += more
+	}
+	return n, err
 }
 
 // streamSlots counts the server-sent event streams open, in all and per client (rateKey).

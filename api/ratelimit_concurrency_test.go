@@ -23,7 +23,7 @@ func TestConcurrentTestRuns(t *testing.T) {
 	t.Parallel()
 	entered := make(chan struct{})
 	release := make(chan struct{})
-	rl := newRateLimiter(RateLimits{MaxConcurrentTests: 2}, DefaultMaxBodyBytes)
+	rl := newRateLimiter(RateLimits{MaxConcurrentTests: 2})
 	srv := httptest.NewServer(rl.limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Hold") != "" {
 			entered <- struct{}{}
@@ -130,18 +130,25 @@ func TestDeployTestCasesTakeATestSlot(t *testing.T) {
 
 // TestStreamsAndIngestBounded: with at most 3 streams, 2 a client, a client's third stream is
 // answered 429 too-many-streams and, with 3 open, another client's 503 streams-busy (both
-// with Retry-After 5), other GETs passing; with 100 bytes of event batches at once, a 60-byte
-// batch held makes another 60-byte one 503 ingest-busy (Retry-After 1) while a 40-byte one
-// passes (100 in all), and one without Content-Length counts as the whole budget. Slots come
-// back when their requests end. Requests are held inside the handler by channels.
+// with Retry-After 5), other GETs passing. With 100 bytes of event batches read at once, a
+// 60-byte batch held makes another 60-byte one 503 ingest-busy (Retry-After 1, as the API
+// answers a body that failed to read) while a 40-byte one passes (100 in all), with or
+// without Content-Length; a batch that declares 1,000 bytes and has sent 10 holds 10. Slots
+// come back when their requests end. Requests are held inside the handler by channels.
 func TestStreamsAndIngestBounded(t *testing.T) {
 	t.Parallel()
 	entered := make(chan struct{})
 	release := make(chan struct{})
-	rl := newRateLimiter(RateLimits{MaxStreams: 3, MaxStreamsPerClient: 2, IngestBodyBytes: 100}, 1000)
+	rl := newRateLimiter(RateLimits{MaxStreams: 3, MaxStreamsPerClient: 2, IngestBodyBytes: 100})
 	local := netip.MustParsePrefix("127.0.0.0/8")
 	srv := httptest.NewServer(withClientAddress([]netip.Prefix{local})(rl.limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
+		if r.Header.Get("X-Hold-Before-Reading") != "" {
+			entered <- struct{}{}
+		}
+		if _, err := io.Copy(io.Discard, r.Body); err != nil { // as huma reads a body
+			writeProblem(w, humaProblem(nil, http.StatusInternalServerError, "cannot read request body", []error{err}))
+			return
+		}
 		if r.Header.Get("X-Hold") != "" {
 			entered <- struct{}{}
 			<-release
@@ -153,6 +160,7 @@ func TestStreamsAndIngestBounded(t *testing.T) {
 		method, path, client string
 		body                 io.Reader
 		hold                 bool
+		length               int64 // declared, when not 0
 	}
 	send := func(q req) *http.Response {
 		r, err := http.NewRequestWithContext(t.Context(), q.method, srv.URL+q.path, q.body)
@@ -164,9 +172,15 @@ func TestStreamsAndIngestBounded(t *testing.T) {
 		if q.hold {
 			r.Header.Set("X-Hold", "1")
 		}
+		if q.length != 0 {
+			r.ContentLength = q.length
+			r.Header.Set("X-Hold-Before-Reading", "1")
+		}
 		resp, err := srv.Client().Do(r)
 		if err != nil {
-			t.Error(err)
+			if q.length == 0 { // the slow batch's client gives up
+				t.Error(err)
+			}
 			return nil
 		}
 		resp.Body.Close()
@@ -174,7 +188,7 @@ func TestStreamsAndIngestBounded(t *testing.T) {
 	}
 	done := make(chan int, 8)
 	hold := func(q req) { // sends q, held until released; its status goes to done
-		q.hold = true
+		q.hold = q.length == 0
 		go func() {
 			if resp := send(q); resp != nil {
 				done <- resp.StatusCode
@@ -186,7 +200,8 @@ func TestStreamsAndIngestBounded(t *testing.T) {
 	}
 	expect := func(q req, status int, retry string) {
 		t.Helper()
-		if resp := send(q); resp == nil || resp.StatusCode != status || resp.Header.Get("Retry-After") != retry {
+		resp := send(q)
+		if resp == nil || resp.StatusCode != status || resp.Header.Get("Retry-After") != retry {
 			t.Errorf("%s %s from %s: %v; want %d, Retry-After %q", q.method, q.path, q.client, resp, status, retry)
 		}
 	}
@@ -200,11 +215,25 @@ func TestStreamsAndIngestBounded(t *testing.T) {
 	expect(req{method: "GET", path: counts, client: "10.0.0.3"}, http.StatusServiceUnavailable, "5")
 
 	events := "/api/scenarios/x/sources/s/events"
-	hold(req{method: "POST", path: events, client: "10.0.0.1", body: strings.NewReader(strings.Repeat("x", 60))})
-	expect(req{method: "POST", path: events, client: "10.0.0.2", body: strings.NewReader(strings.Repeat("x", 60))}, http.StatusServiceUnavailable, "1")
-	expect(req{method: "POST", path: events, client: "10.0.0.2", body: strings.NewReader(strings.Repeat("x", 40))}, http.StatusNoContent, "")
-	expect(req{method: "POST", path: events, client: "10.0.0.2", body: io.MultiReader(strings.NewReader("x"))}, http.StatusServiceUnavailable, "1") // no Content-Length
-	expect(req{method: "POST", path: "/api/validation", client: "10.0.0.2", body: strings.NewReader(strings.Repeat("x", 60))}, http.StatusNoContent, "")
+	x := func(n int) io.Reader { return strings.NewReader(strings.Repeat("x", n)) }
+	chunked := func(n int) io.Reader { return io.MultiReader(x(n)) } // no Content-Length
+	hold(req{method: "POST", path: events, client: "10.0.0.1", body: x(60)})
+	expect(req{method: "POST", path: events, client: "10.0.0.2", body: x(60)}, http.StatusServiceUnavailable, "1")
+	expect(req{method: "POST", path: events, client: "10.0.0.2", body: chunked(60)}, http.StatusServiceUnavailable, "1")
+	expect(req{method: "POST", path: events, client: "10.0.0.2", body: x(40)}, http.StatusNoContent, "")
+	expect(req{method: "POST", path: events, client: "10.0.0.2", body: chunked(40)}, http.StatusNoContent, "")
+	expect(req{method: "POST", path: "/api/validation", client: "10.0.0.2", body: x(60)}, http.StatusNoContent, "")
+
+	// A slow batch: 1,000 bytes declared, 10 sent, the rest held back; 30 more fit beside it.
+	slow, more := io.Pipe()
+	hold(req{method: "POST", path: events, client: "10.0.0.3", body: slow, length: 1000})
+	if _, err := more.Write([]byte(strings.Repeat("y", 10))); err != nil {
+		t.Fatal(err)
+	}
+	expect(req{method: "POST", path: events, client: "10.0.0.2", body: x(30)}, http.StatusNoContent, "")
+	expect(req{method: "POST", path: events, client: "10.0.0.2", body: x(31)}, http.StatusServiceUnavailable, "1")
+	more.CloseWithError(io.ErrUnexpectedEOF) // the slow batch never ends: its client goes
+	<-done
 
 	for range 4 { // the three streams and the batch end
 		release <- struct{}{}
@@ -213,5 +242,5 @@ func TestStreamsAndIngestBounded(t *testing.T) {
 		}
 	}
 	expect(req{method: "GET", path: counts, client: "10.0.0.3"}, http.StatusNoContent, "")
-	expect(req{method: "POST", path: events, client: "10.0.0.2", body: strings.NewReader(strings.Repeat("x", 100))}, http.StatusNoContent, "")
+	expect(req{method: "POST", path: events, client: "10.0.0.2", body: x(100)}, http.StatusNoContent, "")
 }

@@ -679,7 +679,7 @@ func (g *guardConfig) register(fs *flag.FlagSet, getenv func(string) string) {
 	fs.IntVar(&g.perClient, "max-streams-per-client", d.perClient,
 		"an identity (or, without authentication, a client address) holds at most `n` streams at once; more are answered 429 too-many-streams (0: no bound)")
 	fs.Int64Var(&g.ingestBytes, "ingest-body-bytes", d.ingestBytes,
-		"the server reads and stores at most this many `bytes` of event batches at once, each counted at its Content-Length; more are answered 503 ingest-busy (default: 256 MiB or a sixteenth of the memory, the least; 0: no bound)")
+		"the server holds at most this many `bytes` of event batches read and being stored at once, each batch's counted as it arrives; a batch read past it is answered 503 ingest-busy (default: 256 MiB or a sixteenth of the memory, the least; 0: no bound)")
 }
 
 func (g *guardConfig) validate() error {
