@@ -4,6 +4,7 @@ import { useEffect, useState } from 'react';
 import { api, problemText, type Schemas } from '../api/client';
 import type { DeploymentState } from './useDeployment';
 import { CheckpointProblem } from './CheckpointProblem';
+import { openStream } from '../api/stream';
 import { needsText, useAuth } from '../auth';
 import { DeployRequestList, useDeployRequests } from './DeployRequests';
 
@@ -26,21 +27,30 @@ const KEEP_RESULTS = 20;
 /** The latest results of a collect sink, from its server-sent event stream. */
 function SinkResults({ name, sink }: { name: string; sink: string }) {
   const [results, setResults] = useState<SinkResult[]>([]);
+  const [problem, setProblem] = useState<string | null>(null);
   useEffect(() => {
     setResults([]);
-    const source = new EventSource(`/api/scenarios/${encodeURIComponent(name)}/sinks/${encodeURIComponent(sink)}/results/stream`);
-    source.addEventListener('result', (e) => {
-      const r = JSON.parse((e as MessageEvent<string>).data) as SinkResult;
-      setResults((rs) => [...rs, r].slice(-KEEP_RESULTS));
-    });
-    return () => source.close();
+    setProblem(null);
+    let last = 0; // opened again after a refusal, the stream resumes after the last result had
+    return openStream(
+      () => `/api/scenarios/${encodeURIComponent(name)}/sinks/${encodeURIComponent(sink)}/results/stream?after=${last}`,
+      {
+        result: (e) => {
+          const r = JSON.parse(e.data) as SinkResult;
+          last = Math.max(last, r.id);
+          setResults((rs) => [...rs, r].slice(-KEEP_RESULTS));
+        },
+      },
+      setProblem,
+    );
   }, [name, sink]);
   return (
     <div className="sink-results" data-testid={`sink-results-${sink}`}>
       <div className="param-label">
         {sink} <span className="muted small">latest {results.length} results</span>
       </div>
-      {results.length === 0 && <div className="muted small">No results yet.</div>}
+      {problem && <div className="field-error">{problem}</div>}
+      {results.length === 0 && !problem && <div className="muted small">No results yet.</div>}
       <ul className="outputs">
         {[...results].reverse().map((r) => (
           <li key={r.id}>
@@ -101,7 +111,7 @@ function DeadLetters({ name, errors, checkpoint }: { name: string; errors: numbe
 }
 
 export function DeployPanel({ name, version, dirty, collectSinks, deployment }: Props) {
-  const { status, live, refresh } = deployment;
+  const { status, live, liveProblem, refresh } = deployment;
   // Deploying and canceling need the deployer role: without it the buttons are not there.
   const { can, me } = useAuth();
   const canDeploy = can('deployer');
@@ -244,6 +254,11 @@ export function DeployPanel({ name, version, dirty, collectSinks, deployment }: 
         }}
       />
 
+      {liveProblem && (
+        <div className="field-error" data-testid="live-problem">
+          Live counts: {liveProblem}
+        </div>
+      )}
       {live?.running && (
         <>
           <h4>Live counts</h4>

@@ -2,6 +2,7 @@
 // "counts" server-sent events (GET /api/scenarios/{name}/counts/stream).
 import { useCallback, useEffect, useMemo, useState } from 'react';
 import { api, type Schemas } from '../api/client';
+import { openStream } from '../api/stream';
 import type { NodeCounts, NodeLateCounts } from '../editor/context';
 
 export type ScenarioDeployment = Schemas['ScenarioDeployment'];
@@ -10,6 +11,8 @@ export type LiveCounts = Schemas['LiveCounts'];
 export type DeploymentState = {
   status: ScenarioDeployment | null;
   live: LiveCounts | null;
+  /** Why the live counts' stream is down and when it is tried again; null while it is up. */
+  liveProblem: string | null;
   /** Events that entered each node of the running deployment. */
   liveCounts: NodeCounts | undefined;
   /** Late and partly late events of the running deployment's aggregates, for those that had any. */
@@ -27,6 +30,7 @@ function streams(status: ScenarioDeployment | null): boolean {
 export function useDeployment(name: string): DeploymentState {
   const [status, setStatus] = useState<ScenarioDeployment | null>(null);
   const [live, setLive] = useState<LiveCounts | null>(null);
+  const [liveProblem, setLiveProblem] = useState<string | null>(null);
 
   const refresh = useCallback(async () => {
     const { data } = await api.GET('/api/scenarios/{name}/deployment', { params: { path: { name } } });
@@ -39,13 +43,16 @@ export function useDeployment(name: string): DeploymentState {
 
   const running = streams(status);
   useEffect(() => {
+    setLiveProblem(null);
     if (!running) {
       setLive(null);
       return;
     }
-    const source = new EventSource(`/api/scenarios/${encodeURIComponent(name)}/counts/stream`);
-    source.addEventListener('counts', (e) => setLive(JSON.parse((e as MessageEvent<string>).data) as LiveCounts));
-    return () => source.close();
+    return openStream(
+      () => `/api/scenarios/${encodeURIComponent(name)}/counts/stream`,
+      { counts: (e) => setLive(JSON.parse(e.data) as LiveCounts) },
+      setLiveProblem,
+    );
   }, [name, running]);
 
   const { liveCounts, liveLate, liveErrors } = useMemo(() => {
@@ -60,5 +67,5 @@ export function useDeployment(name: string): DeploymentState {
     }
     return { liveCounts: counts, liveLate: late, liveErrors: errors };
   }, [live]);
-  return { status, live, liveCounts, liveLate, liveErrors, refresh };
+  return { status, live, liveProblem, liveCounts, liveLate, liveErrors, refresh };
 }
