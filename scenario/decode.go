@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 )
 
 // DecodeError reports why a scenario's JSON could not be decoded: every
@@ -104,9 +103,6 @@ type decoder struct {
 	marks []mark
 }
 
-// mark is a place in the text: a byte offset and its line and column.
-type mark struct{ offset, line, column int }
-
 // position is Position(d.src, offset), read from the last problem's position or the nearest
 // mark before offset.
 func (d *decoder) position(offset int) (line, column int) {
@@ -120,14 +116,7 @@ func (d *decoder) position(offset int) (line, column int) {
 		d.at = d.marks[i] // marks[0] is the text's start
 	}
 	for d.at.offset < offset {
-		r, size := utf8.DecodeRune(d.src[d.at.offset:])
-		if r == '\n' {
-			d.at.line++
-			d.at.column = 1
-		} else {
-			d.at.column++
-		}
-		d.at.offset += size
+		d.at.step(d.src)
 		if last := d.marks[len(d.marks)-1]; d.at.offset-last.offset >= 4096 {
 			d.marks = append(d.marks, d.at)
 		}

@@ -370,16 +370,24 @@ func (p *jsonParser) number() (*jsonValue, error) {
 // position just after the last character.
 func Position(text []byte, offset int) (line, column int) {
 	offset = max(0, min(offset, len(text)))
-	line, column = 1, 1
-	for i := 0; i < offset; {
-		r, size := utf8.DecodeRune(text[i:])
-		if r == '\n' {
-			line++
-			column = 1
-		} else {
-			column++
-		}
-		i += size
+	m := mark{0, 1, 1}
+	for m.offset < offset {
+		m.step(text)
 	}
-	return line, column
+	return m.line, m.column
+}
+
+// mark is a place in a text: a byte offset and its line and column (as Position gives them).
+type mark struct{ offset, line, column int }
+
+// step moves m past the character of text at m.offset.
+func (m *mark) step(text []byte) {
+	r, size := utf8.DecodeRune(text[m.offset:])
+	if r == '\n' {
+		m.line++
+		m.column = 1
+	} else {
+		m.column++
+	}
+	m.offset += size
 }
