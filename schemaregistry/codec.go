@@ -89,14 +89,9 @@ func (r *Registry) Decode(ctx context.Context, b []byte) ([]byte, error) {
 	return out, nil
 }
 
-// check decodes a JSON payload and checks it against the JSON Schema. A panic of the
-// validator (as nodes.EventSchema.Check says) is an error of the value.
-func (s *schema) check(payload []byte) (_ any, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("could not be checked against the JSON Schema: %v", r)
-		}
-	}()
+// check decodes a JSON payload and checks it against the JSON Schema (jsonschemas.Schema.Validate:
+// whatever the value, an error of the value).
+func (s *schema) check(payload []byte) (any, error) {
 	d := json.NewDecoder(bytes.NewReader(payload))
 	d.UseNumber()
 	var v any

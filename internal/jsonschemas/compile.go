@@ -119,15 +119,26 @@ func (e *CheckWorkError) Error() string {
 // float64, bool, nil): a *NumberError for a number the library would take long to read (more
 // than MaxNumberText characters, an exponent past ±400, past float64's range), and a
 // *CheckWorkError past MaxCheckWork, before anything is checked; the library's
-// *jsonschema.ValidationError when v does not fit. A match past MaxMatchWork panics (see
-// MatchTooLongError).
-func (s *Schema) Validate(v any) error {
+// *jsonschema.ValidationError when v does not fit; a *MatchTooLongError for a match past
+// MaxMatchWork; an error saying so when the library panics on a value (it does on some it
+// decoded itself: 0e9223372036854775808 against minimum, which big.Rat refuses). Whatever the
+// value, the error is the value's: the caller (a deployment, the registry's decoder) goes on.
+func (s *Schema) Validate(v any) (err error) {
 	if err := numbers(v); err != nil {
 		return err
 	}
 	if w := s.root.Work(v, MaxCheckWork); w > MaxCheckWork {
 		return &CheckWorkError{Work: w}
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			if m, ok := r.(*MatchTooLongError); ok {
+				err = m
+				return
+			}
+			err = fmt.Errorf("the value could not be checked against the schema: %v", r)
+		}
+	}()
 	return s.Schema.Validate(v)
 }
 

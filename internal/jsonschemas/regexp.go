@@ -15,8 +15,7 @@ import (
 // repeats; as an expression's `matches`), and those of one schema at most MaxPatternsCost
 // together. A match is bounded too: Go's regexp runs in time proportional to the pattern's
 // instructions times the text's bytes, and a match past MaxMatchWork of them is not run: it
-// panics with a *MatchTooLongError, which the schema's check (nodes.EventSchema.Check,
-// the registry's) recovers as the value's error.
+// panics with a *MatchTooLongError, which Schema.Validate recovers as the value's error.
 const (
 	MaxPatternsCost = 50_000
 	MaxMatchWork    = 10_000_000
