@@ -122,7 +122,7 @@ var Codes = []string{
 	CodeScenarioNotFound, CodeVersionNotFound, CodeSourceNotFound, CodeSinkNotFound, CodeRouteNotFound,
 	CodeMethodNotAllowed, CodeNotAcceptable, CodeRequestTimeout, CodeScenarioExists,
 	CodeVersionConflict, CodeScenarioArchived, CodeDeploymentActive, CodeNotDeployed, CodeBodyTooLarge,
-	CodeTooManyRecords, CodeUnsupportedMediaType, CodeHostNotAllowed, CodeCrossOrigin, CodeRateLimited, CodeTestRunsBusy, CodeTooManyStreams, CodeStreamsBusy, CodeIngestBusy, CodeBacklogFull, CodeNotReady, CodeUnavailable, CodeKafkaNotConfigured, CodeKafkaUnavailable, CodeStoreFull, CodeInternal,
+	CodeTooManyRecords, CodeUnsupportedMediaType, CodeHostNotAllowed, CodeCrossOrigin, CodeRateLimited, CodeTestRunsBusy, CodeTooManyStreams, CodeStreamsBusy, CodeIngestBusy, CodeRequestsBusy, CodeBacklogFull, CodeNotReady, CodeUnavailable, CodeKafkaNotConfigured, CodeKafkaUnavailable, CodeStoreFull, CodeInternal,
 }
 
 // ProblemDetails is every error answer: RFC 9457 problem details, sent as
@@ -247,9 +247,13 @@ func humaProblem(ctx huma.Context, status int, msg string, errs []error) *Proble
 	}
 	p := newProblem(status, "", msg)
 	for _, err := range errs {
-		if errors.Is(err, errIngestBusy) { // the body's read passed the ingest budget
+		switch { // the body's read passed its budget (bodyBudget)
+		case errors.Is(err, errIngestBusy):
 			return problemf(http.StatusServiceUnavailable, CodeIngestBusy,
 				"the server is reading and storing as many bytes of event batches as it takes at once; retry in a second")
+		case errors.Is(err, errRequestsBusy):
+			return problemf(http.StatusServiceUnavailable, CodeRequestsBusy,
+				"the server is reading and handling as many bytes of request bodies as it takes at once; retry in a second")
 		}
 	}
 	switch status {

@@ -84,6 +84,9 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *Pro
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	_ = rc.SetReadDeadline(time.Time{})
 	if err != nil {
+		if errors.Is(err, errRequestsBusy) || errors.Is(err, errIngestBusy) {
+			return nil, humaProblem(nil, http.StatusInternalServerError, "", []error{err})
+		}
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
 			return nil, problemf(http.StatusRequestTimeout, CodeRequestTimeout, "the request body did not arrive within %v", bodyReadTimeout)

@@ -36,6 +36,10 @@ const (
 	// server takes at once (RateLimits.IngestBodyBytes); send the batch again after
 	// Retry-After.
 	CodeIngestBusy = "ingest-busy"
+	// CodeRequestsBusy (503): the request bodies other than event batches being read and
+	// handled hold as many bytes as the server takes at once (RateLimits.RequestBodyBytes);
+	// send the request again after Retry-After.
+	CodeRequestsBusy = "requests-busy"
 )
 
 // The default rate limits, per identity.
@@ -60,6 +64,12 @@ const (
 	// being stored at once: 256 MiB, 25 batches of the 10 MiB body limit (a batch takes
 	// about three and a half times its body while it is framed, checked and stored).
 	DefaultIngestBodyBytes = 256 << 20
+	// DefaultRequestBodyBytes is how many bytes of the other request bodies (scenarios,
+	// graphs to test or validate, test cases, ...) the server holds read and being handled
+	// at once: 64 MiB. Such a body is decoded as JSON twice (huma checks it against the
+	// operation's schema as generic values first), and takes up to about 40 times its size
+	// while it is handled: a 9.9 MB graph of empty nodes peaked at 374 MB.
+	DefaultRequestBodyBytes = 64 << 20
 )
 
 // maxRateKeys bounds the buckets kept: beyond it, idle (full) buckets are dropped, and while
@@ -88,6 +98,11 @@ type RateLimits struct {
 	// each batch's counted as they are read (budgetedBody) until it is answered; a batch
 	// whose reading passes it is answered 503 ingest-busy. 0: no bound.
 	IngestBodyBytes int64
+	// RequestBodyBytes is the same for the bodies of every other request but GET and HEAD
+	// (the event batches have IngestBodyBytes), each counted as it is read until it is
+	// answered; a request whose reading passes it is answered 503 requests-busy. 0: no
+	// bound.
+	RequestBodyBytes int64
 	// Now is the clock the buckets refill by. Nil means time.Now.
 	Now func() time.Time
 }
@@ -96,7 +111,8 @@ type RateLimits struct {
 func DefaultRateLimits() RateLimits {
 	return RateLimits{IngestRate: DefaultIngestRate, IngestBurst: DefaultIngestBurst,
 		TestRate: DefaultTestRate, TestBurst: DefaultTestBurst, MaxConcurrentTests: DefaultMaxConcurrentTests,
-		MaxStreams: DefaultMaxStreams, MaxStreamsPerClient: DefaultMaxStreamsPerClient, IngestBodyBytes: DefaultIngestBodyBytes}
+		MaxStreams: DefaultMaxStreams, MaxStreamsPerClient: DefaultMaxStreamsPerClient, IngestBodyBytes: DefaultIngestBodyBytes,
+		RequestBodyBytes: DefaultRequestBodyBytes}
 }
 
 // buckets is a token bucket per key.
@@ -155,9 +171,10 @@ type rateLimiter struct {
 	ingest, test *buckets
 	running      chan struct{} // one element per test run running; nil: no bound
 	streams      *streamSlots  // nil: no bound
-	ingestBodies *semaphore.Weighted
-	ingestBudget int64
-	now          func() time.Time
+	// ingest counts the bytes of event batches read (RateLimits.IngestBodyBytes), requests
+	// those of the other bodies (RequestBodyBytes); nil: no bound.
+	ingestBodies, requestBodies *bodyBudget
+	now                         func() time.Time
 }
 
 // newRateLimiter applies l.
@@ -169,9 +186,8 @@ func newRateLimiter(l RateLimits) *rateLimiter {
 	if l.MaxStreams > 0 || l.MaxStreamsPerClient > 0 {
 		rl.streams = &streamSlots{most: l.MaxStreams, perClient: l.MaxStreamsPerClient, byKey: map[string]int{}}
 	}
-	if l.IngestBodyBytes > 0 {
-		rl.ingestBodies, rl.ingestBudget = semaphore.NewWeighted(l.IngestBodyBytes), l.IngestBodyBytes
-	}
+	rl.ingestBodies = newBodyBudget(l.IngestBodyBytes, errIngestBusy)
+	rl.requestBodies = newBodyBudget(l.RequestBodyBytes, errRequestsBusy)
 	if rl.now == nil {
 		rl.now = time.Now
 	}
@@ -189,7 +205,8 @@ func rateKey(r *http.Request) string {
 
 // limit answers 429 rate-limited an event batch or a test run beyond its identity's rate,
 // 503 test-runs-busy a test run beyond the concurrent bound, 503 ingest-busy an event batch
-// beyond the bytes of batches read at once, and 429 too-many-streams or 503 streams-busy a
+// beyond the bytes of batches read at once, 503 requests-busy another request beyond the
+// bytes of the other bodies read at once, and 429 too-many-streams or 503 streams-busy a
 // server-sent event stream beyond its identity's or the server's bound; other requests pass.
 func (rl *rateLimiter) limit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -207,10 +224,11 @@ func (rl *rateLimiter) limit(next http.Handler) http.Handler {
 			return
 		}
 		if r.Method != http.MethodPost {
-			next.ServeHTTP(w, r)
+			rl.requestBodies.serve(w, r, next)
 			return
 		}
 		var b *buckets
+		budget := rl.requestBodies
 		// A run of a scenario's saved test cases (POST .../tests/run, up to 100 cases) counts
 		// as a test run too, for the rate and for the concurrent bound.
 		testRun := isTestPath(r.URL.Path) || isRunSavedTestsPath(r.URL.Path)
@@ -218,10 +236,7 @@ func (rl *rateLimiter) limit(next http.Handler) http.Handler {
 		case testRun:
 			b = rl.test
 		case isEventsPath(r.URL.Path):
-			b = rl.ingest
-		default:
-			next.ServeHTTP(w, r)
-			return
+			b, budget = rl.ingest, rl.ingestBodies
 		}
 		if b != nil {
 			if wait, ok := b.take(rateKey(r), rl.now()); !ok {
@@ -235,11 +250,6 @@ func (rl *rateLimiter) limit(next http.Handler) http.Handler {
 				return
 			}
 		}
-		if !testRun && rl.ingestBodies != nil && r.Body != nil {
-			body := &budgetedBody{ReadCloser: r.Body, rl: rl, w: w}
-			r.Body = body
-			defer func() { rl.ingestBodies.Release(body.held) }()
-		}
 		if testRun && rl.running != nil {
 			select {
 			case rl.running <- struct{}{}:
@@ -251,7 +261,7 @@ func (rl *rateLimiter) limit(next http.Handler) http.Handler {
 				return
 			}
 		}
-		next.ServeHTTP(w, r)
+		budget.serve(w, r, next)
 	})
 }
 
@@ -260,19 +270,51 @@ func retryAfter(d time.Duration) string {
 	return strconv.Itoa(max(1, int(math.Ceil(d.Seconds()))))
 }
 
-// errIngestBusy is a batch's body read past the ingest budget (RateLimits.IngestBodyBytes):
-// the answer is 503 ingest-busy (humaProblem).
-var errIngestBusy = errors.New("ingest-busy")
+// errIngestBusy is a batch's body read past the ingest budget (RateLimits.IngestBodyBytes),
+// errRequestsBusy another request's body read past RateLimits.RequestBodyBytes: the answer is
+// 503 ingest-busy or requests-busy (humaProblem).
+var (
+	errIngestBusy   = errors.New("ingest-busy")
+	errRequestsBusy = errors.New("requests-busy")
+)
 
-// budgetedBody takes an event batch's bytes from the ingest budget as they are read, and gives
-// them back when the request ends (rateLimiter.limit): a client that declares 10 MiB and
-// sends a byte a second holds a byte a second, and a batch sent without Content-Length
-// counts what it sends. A read past the budget fails with errIngestBusy. A batch that holds
-// the whole budget reads on without more (one batch larger than the budget still goes in,
-// alone).
+// bodyBudget is the bytes of request bodies held read and being handled at once, over all
+// clients: each body's bytes are taken as they are read (budgetedBody) and given back when
+// its request is answered. A read past the budget fails with busy.
+type bodyBudget struct {
+	sem  *semaphore.Weighted
+	size int64
+	busy error
+}
+
+// newBodyBudget returns a budget of size bytes, or nil (no bound) when size is not positive.
+func newBodyBudget(size int64, busy error) *bodyBudget {
+	if size <= 0 {
+		return nil
+	}
+	return &bodyBudget{sem: semaphore.NewWeighted(size), size: size, busy: busy}
+}
+
+// serve serves r with its body counted against bb (a nil bb counts nothing).
+func (bb *bodyBudget) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	if bb == nil || r.Body == nil || r.Body == http.NoBody {
+		next.ServeHTTP(w, r)
+		return
+	}
+	body := &budgetedBody{ReadCloser: r.Body, budget: bb, w: w}
+	r.Body = body
+	defer func() { bb.sem.Release(body.held) }()
+	next.ServeHTTP(w, r)
+}
+
+// budgetedBody takes a request body's bytes from its budget as they are read, and gives them
+// back when the request ends (bodyBudget.serve): a client that declares 10 MiB and sends a
+// byte a second holds a byte a second, and a body sent without Content-Length counts what it
+// sends. A read past the budget fails with the budget's busy error. A body that holds the
+// whole budget reads on without more (one body larger than the budget still goes in, alone).
 type budgetedBody struct {
 	io.ReadCloser
-	rl         *rateLimiter
+	budget     *bodyBudget
 	w          http.ResponseWriter
 	held, read int64
 	refused    bool
@@ -280,15 +322,15 @@ type budgetedBody struct {
 
 func (b *budgetedBody) Read(p []byte) (int, error) {
 	if b.refused {
-		return 0, errIngestBusy
+		return 0, b.budget.busy
 	}
 	n, err := b.ReadCloser.Read(p)
 	b.read += int64(n)
-	if more := min(b.read, b.rl.ingestBudget) - b.held; more > 0 {
-		if !b.rl.ingestBodies.TryAcquire(more) {
+	if more := min(b.read, b.budget.size) - b.held; more > 0 {
+		if !b.budget.sem.TryAcquire(more) {
 			b.refused = true
 			b.w.Header().Set("Retry-After", "1")
-			return n, errIngestBusy
+			return n, b.budget.busy
 		}
 		b.held += more
 	}

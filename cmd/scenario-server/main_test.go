@@ -53,14 +53,14 @@ func TestParseServeFlags(t *testing.T) {
 			args: []string{"--addr", "0.0.0.0:80", "--data-dir", "d", "--log-format", "text", "--log-level", "warn",
 				"--max-body-bytes", "100", "--shutdown-timeout", "1s", "--result-retention", "0", "--batch-key-retention", "2h",
 				"--max-deployment-state", "4096", "--max-total-state", "8192", "--max-connections", "50",
-				"--max-streams", "7", "--max-streams-per-client", "3", "--ingest-body-bytes", "999"},
+				"--max-streams", "7", "--max-streams-per-client", "3", "--ingest-body-bytes", "999", "--request-body-bytes", "888"},
 			env: map[string]string{envAddr: ":9000", envDataDir: "/var/lib/ss", envLogFormat: "json", envMaxBodyBytes: "2048",
 				envResultRetention: "1h", envMaxDeploymentState: "0", envMaxTotalState: "0"},
 			want: serveConfig{Addr: "0.0.0.0:80", DataDir: "d", LogFormat: "text", LogLevel: slog.LevelWarn,
 				MaxBodyBytes: 100, ShutdownTimeout: time.Second, ResultRetention: 0, BatchKeyRetention: 2 * time.Hour,
 				MaxDeploymentState: 4096, MaxTotalState: 8192, MaxConnections: 50, CrashLoopLimit: 3, Guard: func() guardConfig {
 					g := defaultGuard()
-					g.maxStreams, g.perClient, g.ingestBytes = 7, 3, 999
+					g.maxStreams, g.perClient, g.ingestBytes, g.requestBytes = 7, 3, 999, 888
 					return g
 				}()},
 		},
@@ -97,6 +97,7 @@ func TestParseServeFlagsErrors(t *testing.T) {
 		{args: []string{"--max-streams", "-1"}},
 		{args: []string{"--max-streams-per-client", "-1"}},
 		{args: []string{"--ingest-body-bytes", "-1"}},
+		{args: []string{"--request-body-bytes", "-1"}},
 	}
 	for _, tt := range tests {
 		if _, err := parseServeFlags(tt.args, env(tt.env), io.Discard); !errors.Is(err, errUsage) {

@@ -25,8 +25,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"golang.org/x/net/netutil"
-
 	"github.com/scenario-server/scenario-server/api"
 	"github.com/scenario-server/scenario-server/deploy"
 	"github.com/scenario-server/scenario-server/examples"
@@ -227,7 +225,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", maxBody, "largest request body accepted, in `bytes` (env "+envMaxBodyBytes+")")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "on SIGINT or SIGTERM, wait this long for requests in flight")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", defaultMaxConnections(),
-		"hold at most `n` client connections open at once; more wait to be accepted (default: three quarters of the process's open-file limit, the rest kept for the store, sinks and Kafka; 0: no bound)")
+		"hold at most `n` client connections open at once; a new one closes the keep-alive connection idle the longest, or waits when none is idle (default: three quarters of the process's open-file limit, the rest kept for the store, sinks and Kafka; 0: no bound)")
 	fs.DurationVar(&cfg.CheckpointInterval, "checkpoint-interval", checkpointInterval,
 		fmt.Sprintf("running deployments checkpoint their state and results this often (env %s; 0: %v)", envCheckpointInterval, deploy.DefaultCheckpointInterval))
 	fs.Int64Var(&cfg.MaxBacklog, "max-backlog", maxBacklog,
@@ -388,10 +386,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 	}
 	defer ln.Close()
+	var limit *connLimit
 	if cfg.MaxConnections > 0 {
-		// Past it, connections wait in the kernel's backlog: every file descriptor taken by
-		// clients would leave the store, the file sinks and Kafka failing to open theirs.
-		ln = netutil.LimitListener(ln, cfg.MaxConnections)
+		// Past it, connections wait in the kernel's backlog (every file descriptor taken by
+		// clients would leave the store, the file sinks and Kafka failing to open theirs),
+		// and idle keep-alive connections are closed to make room.
+		limit = newConnLimit(ln, cfg.MaxConnections)
+		ln = limit
 	}
 	if err := cfg.Auth.checkPosture(ln, cfg.Addr, log); err != nil {
 		return err
@@ -489,6 +490,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	if limit != nil {
+		srv.ConnState = limit.connState
 	}
 	srv.RegisterOnShutdown(handler.CloseStreams)
 	served := make(chan error, 1)
@@ -643,19 +647,23 @@ type guardConfig struct {
 	maxStreams   int
 	perClient    int
 	ingestBytes  int64
+	requestBytes int64
 }
 
 // defaultGuard is guardConfig without flags: api.DefaultRateLimits, the event batches read
-// at once at most a sixteenth of the server's memory (serverMemory).
+// at once at most a sixteenth of the server's memory (serverMemory), the other request
+// bodies at most a 320th (they take up to about 40 times their size while handled, so an
+// eighth).
 func defaultGuard() guardConfig {
 	d := api.DefaultRateLimits()
-	ingestBytes := d.IngestBodyBytes
+	ingestBytes, requestBytes := d.IngestBodyBytes, d.RequestBodyBytes
 	if m, ok := serverMemory(os.ReadFile); ok {
 		ingestBytes = max(min(ingestBytes, m/16), 1)
+		requestBytes = max(min(requestBytes, m/320), 1)
 	}
 	return guardConfig{ingestRate: d.IngestRate, ingestBurst: d.IngestBurst, testRate: d.TestRate,
 		testBurst: d.TestBurst, maxTests: d.MaxConcurrentTests, maxStreams: d.MaxStreams,
-		perClient: d.MaxStreamsPerClient, ingestBytes: ingestBytes}
+		perClient: d.MaxStreamsPerClient, ingestBytes: ingestBytes, requestBytes: requestBytes}
 }
 
 func (g *guardConfig) register(fs *flag.FlagSet, getenv func(string) string) {
@@ -680,6 +688,8 @@ func (g *guardConfig) register(fs *flag.FlagSet, getenv func(string) string) {
 		"an identity (or, without authentication, a client address) holds at most `n` streams at once; more are answered 429 too-many-streams (0: no bound)")
 	fs.Int64Var(&g.ingestBytes, "ingest-body-bytes", d.ingestBytes,
 		"the server holds at most this many `bytes` of event batches read and being stored at once, each batch's counted as it arrives; a batch read past it is answered 503 ingest-busy (default: 256 MiB or a sixteenth of the memory, the least; 0: no bound)")
+	fs.Int64Var(&g.requestBytes, "request-body-bytes", d.requestBytes,
+		"the same for the bodies of every other request (scenarios, graphs to test or validate, test cases): at most this many `bytes` read and being handled at once, each body's counted as it arrives; a request read past it is answered 503 requests-busy; a body takes up to about 40 times its size while it is handled (default: 64 MiB or a 320th of the memory, the least; 0: no bound)")
 }
 
 func (g *guardConfig) validate() error {
@@ -693,8 +703,8 @@ func (g *guardConfig) validate() error {
 		return err
 	}
 	if g.ingestRate < 0 || g.ingestBurst < 0 || g.testRate < 0 || g.testBurst < 0 || g.maxTests < 0 ||
-		g.maxStreams < 0 || g.perClient < 0 || g.ingestBytes < 0 {
-		return fmt.Errorf("%w: --ingest-rate, --ingest-burst, --test-rate, --test-burst, --max-concurrent-tests, --max-streams, --max-streams-per-client and --ingest-body-bytes must not be negative", errUsage)
+		g.maxStreams < 0 || g.perClient < 0 || g.ingestBytes < 0 || g.requestBytes < 0 {
+		return fmt.Errorf("%w: --ingest-rate, --ingest-burst, --test-rate, --test-burst, --max-concurrent-tests, --max-streams, --max-streams-per-client, --ingest-body-bytes and --request-body-bytes must not be negative", errUsage)
 	}
 	return nil
 }
@@ -724,7 +734,7 @@ func (g *guardConfig) browser() api.BrowserConfig {
 func (g *guardConfig) rateLimits() api.RateLimits {
 	return api.RateLimits{IngestRate: g.ingestRate, IngestBurst: g.ingestBurst, TestRate: g.testRate,
 		TestBurst: g.testBurst, MaxConcurrentTests: g.maxTests, MaxStreams: g.maxStreams,
-		MaxStreamsPerClient: g.perClient, IngestBodyBytes: g.ingestBytes}
+		MaxStreamsPerClient: g.perClient, IngestBodyBytes: g.ingestBytes, RequestBodyBytes: g.requestBytes}
 }
 
 // warnWithoutTokens logs, for a server with API tokens, when its store holds no token that can

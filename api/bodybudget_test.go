@@ -1,0 +1,88 @@
+package api_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/scenario-server/scenario-server/api"
+)
+
+// TestRequestBodiesBounded: the bodies of requests other than event batches are counted
+// together as they are read, through the real server (refuseNUL's read, and huma's own for a
+// test run). With a budget of 1,000 bytes and a scenario of which 600 bytes have arrived, a
+// 500-byte body is answered 503 requests-busy with Retry-After 1 (600 + 500 > 1,000), a
+// 300-byte one passes (900), and when the slow request ends its 600 bytes are given back.
+func TestRequestBodiesBounded(t *testing.T) {
+	t.Parallel()
+	c := newClient(t, sqliteStore(t), func(cfg *api.Config) { cfg.RateLimits = api.RateLimits{RequestBodyBytes: 1000} })
+	// padded is a JSON body of exactly n bytes: fields, then spaces before the closing brace.
+	padded := func(n int, fields ...string) string {
+		b := rawBody(fields...)
+		if len(b) > n {
+			t.Fatalf("the body is %d bytes, more than %d", len(b), n)
+		}
+		return b[:len(b)-1] + strings.Repeat(" ", n-len(b)) + "}"
+	}
+	validate := func(n int) *response {
+		return c.send(request{Method: http.MethodPost, Path: "/api/validation", Body: padded(n, "graph", tinyGraph)})
+	}
+	// Alone, a body larger than the budget goes in: 1,500 bytes.
+	validate(1500).ok(t, http.StatusOK, nil)
+
+	slow, more := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, c.base+"/api/scenarios", slow)
+		if err != nil {
+			done <- 0
+			return
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.ContentLength = 2000
+		resp, err := c.http.Do(req)
+		if err != nil {
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	if _, err := more.Write([]byte(`{"name": "slow", "comment": "` + strings.Repeat("x", 600-len(`{"name": "slow", "comment": "`)))); err != nil {
+		t.Fatal(err)
+	}
+	// The server reads the 600 bytes when it gets them: wait until they are counted.
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("waited 20 s for %s", what)
+			}
+		}
+	}
+	var refused *response
+	waitFor("a 500-byte body to be refused", func() bool {
+		refused = validate(500)
+		return refused.Status == http.StatusServiceUnavailable
+	})
+	if p := refused.problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy); refused.Header.Get("Retry-After") != "1" {
+		t.Errorf("Retry-After %q, want 1 (%s)", refused.Header.Get("Retry-After"), p.Detail)
+	}
+	validate(300).ok(t, http.StatusOK, nil)
+	// A test run's body is read by huma itself: refused the same way.
+	testRun := c.send(request{Method: http.MethodPost, Path: "/api/test",
+		Body: padded(500, "graph", tinyGraph, "records", `"{}"`)})
+	testRun.problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy)
+	// Event batches have their own budget (IngestBodyBytes, unbounded here): not refused as
+	// busy (this server runs no deployments: 503 unavailable).
+	c.send(request{Method: http.MethodPost, Path: "/api/scenarios/none/sources/in/events",
+		Body: strings.Repeat(" ", 500) + "{}", ContentType: "application/x-ndjson"}).problem(t, http.StatusServiceUnavailable, api.CodeUnavailable)
+
+	more.CloseWithError(io.ErrUnexpectedEOF) // the slow client goes
+	if code := <-done; code != 0 {
+		t.Logf("the slow request was answered %d", code)
+	}
+	waitFor("the slow request's bytes to be given back", func() bool { return validate(500).Status == http.StatusOK })
+}

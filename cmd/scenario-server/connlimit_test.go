@@ -1,0 +1,81 @@
+package main
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"testing"
+	"time"
+)
+
+// TestConnLimitClosesIdlest: with room for 2 connections, both held idle by keep-alive
+// clients and the server's IdleTimeout an hour, a third client is served at once, in place of
+// the connection idle the longest; the other idle one is still there, reused by its client.
+// (A plain limit, golang.org/x/net/netutil's, kept the third client waiting for the hour.)
+func TestConnLimitClosesIdlest(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit := newConnLimit(ln, 2)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }),
+		IdleTimeout: time.Hour, ConnState: limit.connState}
+	go srv.Serve(limit)
+	t.Cleanup(func() { srv.Close() })
+	url := "http://" + ln.Addr().String() + "/"
+
+	// get sends a GET with its own client (one keep-alive connection each), within 20 s,
+	// and reports whether it went over a connection the client had already.
+	get := func(c *http.Client) bool {
+		t.Helper()
+		var reused bool
+		trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }}
+		req, err := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), http.MethodGet, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("GET: %v", err)
+		}
+		defer resp.Body.Close()
+		if b, _ := io.ReadAll(resp.Body); string(b) != "ok" {
+			t.Fatalf("GET: %q", b)
+		}
+		return reused
+	}
+	client := func() *http.Client {
+		tr := &http.Transport{MaxConnsPerHost: 1}
+		t.Cleanup(tr.CloseIdleConnections)
+		return &http.Client{Transport: tr, Timeout: 20 * time.Second}
+	}
+	idle := func(n int) { // waits until the server has seen n connections go idle
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(time.Millisecond) {
+			limit.mu.Lock()
+			got := limit.idle.Len()
+			limit.mu.Unlock()
+			if got == n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d idle connections after 20 s, want %d", got, n)
+			}
+		}
+	}
+	first, second, third := client(), client(), client()
+	get(first)
+	idle(1)
+	get(second)
+	idle(2)
+	if get(third) {
+		t.Error("the third client's first GET reused a connection")
+	}
+	if !get(second) {
+		t.Error("the second client's connection was closed; the first's was idle longer")
+	}
+	if get(first) {
+		t.Error("the first client's connection, idle the longest, was kept")
+	}
+}
