@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/scenario-server/scenario-server/engine"
 	"github.com/scenario-server/scenario-server/scenario"
@@ -23,6 +24,12 @@ const DeadLetterSink = scenario.ReservedIDPrefix + "dead-letters"
 // MaxDeadLetterRecord is how many bytes of a failed event's record a dead letter keeps; a
 // longer record is cut (recordTruncated) and kept as a string.
 const MaxDeadLetterRecord = 64 << 10
+
+// MaxDeadLettersPerEvent is how many dead letters one input event (or one idle step) keeps:
+// a for-each of 100,000 elements that all fail would otherwise store its record 100,000
+// times (a 2 KB event wrote 200 MB). The errors past it are counted in one more dead letter,
+// at the end of the event, and in the nodes' error counts.
+const MaxDeadLettersPerEvent = 100
 
 // DeadLetter is one failed event, as the dead-letter list holds it (JSON).
 type DeadLetter struct {
@@ -47,13 +54,43 @@ type pushing struct {
 	offset    int64 // -1: none
 	line      int64 // a file source's line; 0: none
 	partition int32 // -1: none
+	// errors counts the event's per-event errors (MaxDeadLettersPerEvent); record is its
+	// record as dead letters keep it, made at the first.
+	errors          int64
+	record          json.RawMessage
+	recordTruncated bool
 }
 
 // deadLetter is the engine's OnError callback: it keeps the failed event, with the error,
-// among the collect results of the next checkpoint.
+// among the collect results of the next checkpoint; past MaxDeadLettersPerEvent of one event,
+// it counts the error only (endEvent keeps the count).
 func (d *deployment) deadLetter(x engine.EventError) {
-	dl := DeadLetter{NodeID: x.NodeID, Field: x.Field, Message: x.Message, Partition: x.Partition}
-	if p := d.pushing; p.src != nil {
+	p := &d.pushing
+	if p.errors++; p.errors > MaxDeadLettersPerEvent {
+		return
+	}
+	d.keepDeadLetter(DeadLetter{NodeID: x.NodeID, Field: x.Field, Message: x.Message, Partition: x.Partition})
+}
+
+// endEvent keeps, when the event (or idle step) had more per-event errors than dead letters
+// kept, one more dead letter that says how many were not kept, and starts the count again.
+func (d *deployment) endEvent() {
+	if n := d.pushing.errors - MaxDeadLettersPerEvent; n > 0 {
+		msg := fmt.Sprintf("%d more per-event errors of this event are not kept: at most %d dead letters are kept for one event (the nodes' error counts have them all)", n, MaxDeadLettersPerEvent)
+		dl := DeadLetter{Message: msg}
+		if d.pushing.src != nil && d.pushing.partition >= 0 {
+			part := d.pushing.partition
+			dl.Partition = &part
+		}
+		d.keepDeadLetter(dl)
+	}
+	d.pushing.errors = 0
+}
+
+// keepDeadLetter adds dl, with the position and record of the event being pushed, to the
+// results of the next checkpoint.
+func (d *deployment) keepDeadLetter(dl DeadLetter) {
+	if p := &d.pushing; p.src != nil {
 		dl.Source = p.src.id
 		if p.offset >= 0 {
 			off := p.offset
@@ -63,15 +100,18 @@ func (d *deployment) deadLetter(x engine.EventError) {
 			line := p.line
 			dl.Line = &line
 		}
-		switch {
-		case len(p.payload) > MaxDeadLetterRecord:
-			dl.Record, _ = json.Marshal(string(p.payload[:MaxDeadLetterRecord]))
-			dl.RecordTruncated = true
-		case json.Valid(p.payload):
-			dl.Record = p.payload
-		default:
-			dl.Record, _ = json.Marshal(string(p.payload))
+		if p.record == nil {
+			switch {
+			case len(p.payload) > MaxDeadLetterRecord:
+				p.record, _ = json.Marshal(string(p.payload[:MaxDeadLetterRecord]))
+				p.recordTruncated = true
+			case json.Valid(p.payload):
+				p.record = p.payload
+			default:
+				p.record, _ = json.Marshal(string(p.payload))
+			}
 		}
+		dl.Record, dl.RecordTruncated = p.record, p.recordTruncated
 	}
 	b, err := json.Marshal(dl)
 	if err != nil {

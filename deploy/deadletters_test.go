@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,4 +87,48 @@ func testDeadLetters(t *testing.T, st store.Store) {
 		results = append(results, string(r.Value))
 	}
 	equalResults(t, results, replay(t, graph, good))
+}
+
+// One event whose for-each makes 250 failing elements keeps MaxDeadLettersPerEvent (100) dead
+// letters of them and one more saying that 150 were not kept; the next event, of 3 failing
+// elements, keeps its 3. The node's error count has all 253.
+func testDeadLettersPerEventBounded(t *testing.T, st store.Store) {
+	graph := `{"nodes": [
+  {"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [
+    {"name": "timestamp", "expression": {"language": "expr", "expression": "#input.ts"}}]}},
+  {"id": "each", "type": "CustomNode", "nodeType": "for-each", "outputVar": "el", "parameters": [
+    {"name": "Elements", "expression": {"language": "expr", "expression": "1..#input.n"}}]},
+  {"id": "out", "type": "Sink", "ref": {"typ": "collect", "parameters": [
+    {"name": "value", "expression": {"language": "expr", "expression": "#el % (#el - #el)"}}]}}
+], "edges": [{"from": "in", "to": "each", "edgeType": null}, {"from": "each", "to": "out", "edgeType": null}]}`
+	createScenario(t, st, "failing", graph)
+	r := newRuntime(t, st)
+	deploy(t, r, "failing", 0)
+	first, second := []byte(`{"ts":1000,"n":250}`), []byte(`{"ts":2000,"n":3}`) // compact, as kept
+	if _, err := r.Ingest(t.Context(), "failing", "in", "", [][]byte{first, second}); err != nil {
+		t.Fatal(err)
+	}
+	l := waitCommitted(t, r, "failing", 2)
+	if l.Nodes["out"].Errors != 253 {
+		t.Errorf("the sink's errors: %d, want 253", l.Nodes["out"].Errors)
+	}
+	dls := readDeadLetters(t, st, "failing")
+	if len(dls) != 104 {
+		t.Fatalf("%d dead letters, want 100 + 1 + 3", len(dls))
+	}
+	for i, d := range dls {
+		offset, node, record := int64(0), "out", first
+		switch {
+		case i == 100:
+			node = ""
+			if !strings.HasPrefix(d.Message, "150 more per-event errors of this event are not kept") {
+				t.Errorf("dead letter %d: %q, want the count of the 150 not kept", i, d.Message)
+			}
+		case i > 100:
+			offset, record = 1, second
+		}
+		if d.Offset == nil || *d.Offset != offset || d.NodeID != node || d.Source != "in" || !bytes.Equal(d.Record, record) {
+			t.Errorf("dead letter %d: %+v; want offset %d, node %q, record %s", i, d, offset, node, record)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/scenario-server/scenario-server/scenario"
@@ -116,5 +117,51 @@ func TestStateBudgetWithinOneEventsForEach(t *testing.T) {
 	}
 	if c := counts["in"]; c.In != 1 {
 		t.Errorf("the source took %d records, want 1 (the second is not taken)", c.In)
+	}
+}
+
+// An Interruptible engine is interrupted wherever it is once its stop is set, a window's
+// emissions included: of 10,000 keys' windows closed by one event, the one after the 100th
+// result (where the stop is set) is the last emitted; the call returns through Guard, and
+// no call runs after it.
+func TestInterruptibleStopsWindowEmissions(t *testing.T) {
+	graph := `{"nodes": [` + srcNode("in", "#input.t", "0s") + `,
+		{"id": "each", "type": "CustomNode", "nodeType": "for-each", "outputVar": "el", "parameters": [
+			{"name": "Elements", "expression": {"language": "expr", "expression": "#input.t == 0 ? 1..10000 : []"}}]},
+		{"id": "win", "type": "CustomNode", "nodeType": "aggregate-tumbling", "outputVar": "agg", "parameters": [
+			{"name": "groupBy", "value": [{"language": "expr", "expression": "#el"}]},
+			{"name": "aggregations", "value": [{"name": "n", "aggregator": "Count"}]},
+			{"name": "windowLength", "value": "1s"}]},
+		` + sinkNode("out", "#agg.n") + `],
+		"edges": [{"from": "in", "to": "each"}, {"from": "each", "to": "win"}, {"from": "win", "to": "out"}]}`
+	s, err := scenario.Decode([]byte(graph))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stop atomic.Bool
+	results := 0
+	e, err := New(s, Options{Output: func(string, value.Value, int64) {
+		if results++; results == 100 {
+			stop.Store(true)
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Interruptible(&stop)
+	if !e.Guard(func() { _ = e.PushJSON("in", []byte(`{"t": 0}`), 1) }) || results != 0 {
+		t.Fatalf("the first event: interrupted %v, %d results; want it through, none", e.Interrupted(), results)
+	}
+	if e.Guard(func() { _ = e.PushJSON("in", []byte(`{"t": 100000}`), 2) }) {
+		t.Fatalf("the event that closes 10,000 windows was not interrupted (%d results)", results)
+	}
+	if results != 100 {
+		t.Errorf("%d results; the stop was set at the 100th", results)
+	}
+	if n := e.Counts()["win"].Out; n != 101 {
+		t.Errorf("the window emitted %d results, want 101: the stop was set at the 100th", n)
+	}
+	if !e.Interrupted() || e.Guard(func() { t.Error("a call ran after the interruption") }) {
+		t.Error("the engine is usable after its interruption")
 	}
 }

@@ -34,6 +34,7 @@ import (
 	stdslices "slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/scenario-server/scenario-server/aggregate"
@@ -198,6 +199,10 @@ type Engine struct {
 	ctx     context.Context
 	pushes  int
 	stopped bool
+	// interrupt (Interruptible), once true, unwinds the call in progress at the next node
+	// entered (a window's emissions included); interrupted: that happened.
+	interrupt   *atomic.Bool
+	interrupted bool
 	// forEachSent counts the events the for-each nodes sent for the input event being
 	// processed (see MaxForEachEvents); forEachOver: that input event passed the limit.
 	forEachSent int
@@ -735,6 +740,41 @@ func (e *Engine) send(n *node, out *edge, c *event) {
 	e.push(out.to, c, n.id)
 }
 
+// errInterrupt unwinds an engine's call when it is interrupted (Interruptible, Guard).
+var errInterrupt = errors.New("engine: interrupted")
+
+// Interruptible makes stop, once true, interrupt whatever the engine is doing at the next
+// node an event enters (one expression's evaluation, which its budget bounds, is not cut):
+// an event going through the graph (a for-each of 100,000 elements, each through slow
+// expressions), or a window's emissions (a watermark step that closes the windows of a
+// million keys). The call in progress, made within Guard, returns there, and the engine is
+// unusable after it (Interrupted): its state and counts may hold part of an event. A
+// deployment's stop uses it when the event in progress does not end soon enough; the
+// deployment then resumes from its last checkpoint.
+func (e *Engine) Interruptible(stop *atomic.Bool) { e.interrupt = stop }
+
+// Guard runs f, which calls e's methods (PushJSON, PushValue, Tick, ...), and returns
+// false when Interruptible's stop interrupted it (and for any call after that).
+// Other panics go on.
+func (e *Engine) Guard(f func()) (ok bool) {
+	if e.interrupted {
+		return false
+	}
+	defer func() {
+		if e.interrupted {
+			if r := recover(); r != nil && r != errInterrupt {
+				panic(r)
+			}
+			ok = false
+		}
+	}()
+	f()
+	return true
+}
+
+// Interrupted reports whether Interruptible's stop interrupted a call.
+func (e *Engine) Interrupted() bool { return e.interrupted }
+
 // stopEvery is how many nodes entered between two looks at the run's context: often
 // enough that a run of slow expressions (each bounded by the expression budgets) stops
 // soon after its context ends.
@@ -762,6 +802,10 @@ func (e *Engine) enter(n *node) bool {
 			e.stopped = true
 			return false
 		}
+	}
+	if e.interrupt != nil && e.interrupt.Load() {
+		e.interrupted = true
+		panic(errInterrupt)
 	}
 	n.counts.In++
 	return true

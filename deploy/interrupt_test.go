@@ -1,0 +1,100 @@
+package deploy
+
+import (
+	"bytes"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/scenario-server/scenario-server/store"
+)
+
+// lockedBuffer is a log's output read while the runtime writes to it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// slowEventGraph sends each event's elements 1..#input.n to a filter that, for an event with
+// slow true, runs an expression of about a quarter of a second within every expression
+// budget (900,000 steps of 1,000,000): 100,000 elements make one event of hours.
+const slowEventGraph = `{"nodes": [
+  {"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [
+    {"name": "timestamp", "expression": {"language": "expr", "expression": "#input.ts"}}]}},
+  {"id": "each", "type": "CustomNode", "nodeType": "for-each", "outputVar": "el", "parameters": [
+    {"name": "Elements", "expression": {"language": "expr", "expression": "1..#input.n"}}]},
+  {"id": "slow", "type": "Filter", "expression": {"language": "expr", "expression": "#input.slow ? count(1..900000, # % 7 == 0) < 0 : true"}},
+  {"id": "out", "type": "Sink", "ref": {"typ": "collect", "parameters": [
+    {"name": "value", "expression": {"language": "expr", "expression": "#el"}}]}}
+], "edges": [
+  {"from": "in", "to": "each", "edgeType": null},
+  {"from": "each", "to": "slow", "edgeType": null},
+  {"from": "slow", "to": "out", "edgeType": {"type": "FilterTrue"}}
+]}`
+
+// A cancel, and a shutdown, end a deployment in the middle of an event of hours within
+// interruptGrace and a little: the event's partial work is not committed (the checkpoint
+// stays where it was, after the first event), and a deploy reads the event again.
+func testStopInterruptsALongEvent(t *testing.T, st store.Store) {
+	logs := &lockedBuffer{}
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	createScenario(t, st, "slow", slowEventGraph)
+	r := newRuntime(t, st, func(c *Config) { c.Logger = logger })
+	d := deploy(t, r, "slow", 0)
+	ingest := func(ev string) {
+		if _, err := r.Ingest(t.Context(), "slow", "in", "", [][]byte{[]byte(ev)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ingest(`{"ts": 1000, "n": 1, "slow": false}`)
+	waitCommitted(t, r, "slow", 1)
+	ingest(`{"ts": 2000, "n": 100000, "slow": true}`)
+	// Nothing shows that the deployment has started on the event (its counts are published
+	// between events): give it half a second. The interruption's log line below shows that
+	// it had.
+	time.Sleep(500 * time.Millisecond)
+	start := time.Now()
+	canceled, err := r.Cancel(t.Context(), "slow", "ann", "")
+	if took := time.Since(start); err != nil || canceled.Status != store.StatusCanceled || took > interruptGrace+10*time.Second {
+		t.Fatalf("cancel: %+v, %v after %v; want CANCELED within %v and a little", canceled, err, took, interruptGrace)
+	}
+	if !strings.Contains(logs.String(), "stopped in the middle of an event") {
+		t.Fatalf("the event was not interrupted; the logs:\n%s", logs)
+	}
+	cp, err := st.GetLatestCheckpoint(t.Context(), d.ID)
+	if err != nil || !slices.Equal(cp.Positions, []store.SourcePosition{{Source: "in", Offset: 1}}) {
+		t.Errorf("the canceled deployment's checkpoint: %+v, %v; want the first event's", cp, err)
+	}
+	if got := collected(t, st, "slow"); !slices.Equal(got, []string{"1"}) {
+		t.Errorf("collected %v, want the first event's one element", got)
+	}
+
+	// Deployed again, it reads the slow event again; a shutdown interrupts it too.
+	deploy(t, r, "slow", 0)
+	time.Sleep(500 * time.Millisecond) // as above; the second log line shows it
+	start = time.Now()
+	if err := r.Shutdown(t.Context()); err != nil || time.Since(start) > interruptGrace+10*time.Second {
+		t.Fatalf("shutdown: %v after %v", err, time.Since(start))
+	}
+	if n := strings.Count(logs.String(), "stopped in the middle of an event"); n != 2 {
+		t.Errorf("%d interruptions logged, want 2:\n%s", n, logs)
+	}
+	if got := collected(t, st, "slow"); !slices.Equal(got, []string{"1"}) {
+		t.Errorf("collected %v after the shutdown, want the first event's one element", got)
+	}
+}
