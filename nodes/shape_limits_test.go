@@ -62,7 +62,7 @@ func TestNodeIDsInURLs(t *testing.T) {
 // and nothing a draft may have while it is being edited.
 func TestLimitClass(t *testing.T) {
 	for _, code := range []string{scenario.CodeTooManyNodes, scenario.CodeTooManyScenarioEdges, scenario.CodeInvalidNodeID,
-		CodeTooManySlices, CodeTooManyWindows, expression.CodeTooLong, expression.CodeTooDeep, expression.CodeTooLarge} {
+		CodeTooManySlices, CodeTooManyWindows, CodeExpressionsTooLarge, expression.CodeTooLong, expression.CodeTooDeep, expression.CodeTooLarge} {
 		if !IsLimit(code) {
 			t.Errorf("%s is not of the limit class", code)
 		}
@@ -87,5 +87,33 @@ func TestLimitClass(t *testing.T) {
 	v = validate(variableChain(scenario.MaxNodes+1, "1"))
 	if got := v.LimitErrors(); len(got) != 1 || got[0].Code != scenario.CodeTooManyNodes {
 		t.Errorf("too many nodes: limit errors %v", got)
+	}
+}
+
+// TestScenarioExpressionBytes: a chain of 5 variables, each `"<60,000 x>" != ""` (60,008
+// bytes): 4 of them are 240,032 bytes, within MaxScenarioExpressionBytes (262,144); the 5th
+// makes 300,040, a limit error at v5's value, and nothing after it is compiled (v6's type
+// error is not reported). One variable less, no error.
+func TestScenarioExpressionBytes(t *testing.T) {
+	long := `"` + strings.Repeat("x", 60_000) + `" != ""`
+	chain := func(n int) *scenario.Scenario {
+		s := variableChain(n+3, "1")
+		for i := 1; i <= n; i++ {
+			s.Nodes[i].Value = scenario.Expr(long)
+		}
+		s.Nodes[n+1].Value = scenario.Expr(`"a" + 1`) // a type error
+		return s
+	}
+	v := validate(chain(5))
+	if len(v.Errors) != 1 || v.Errors[0].Code != CodeExpressionsTooLarge || v.Errors[0].NodeID != "v5" || v.Errors[0].Field != "value" ||
+		!strings.Contains(v.Errors[0].Message, "300040 bytes") {
+		t.Errorf("5 long expressions: %v", v.Errors)
+	}
+	if got := v.LimitErrors(); len(got) != 1 {
+		t.Errorf("limit errors %v, want the one", got)
+	}
+	v = validate(chain(4))
+	if len(v.Errors) != 1 || v.Errors[0].Code != "expression-type" || v.Errors[0].NodeID != "v5" {
+		t.Errorf("4 long expressions: %v; want only v5's type error", v.Errors)
 	}
 }
