@@ -264,7 +264,7 @@ func New(cfg Config) (*Handler, error) {
 		testTimeout:    cfg.TestTimeout,
 		testMaxState:   cfg.TestMaxState,
 		testCasesMax:   cfg.TestCasesMaxBytes,
-		testSlots:      limiter.running,
+		testSlots:      limiter.deploying,
 
 		runtime:            cfg.Runtime,
 		streamsDone:        make(chan struct{}),
@@ -314,8 +314,8 @@ func (h *Handler) OpenAPI() *huma.OpenAPI { return h.api.OpenAPI() }
 
 // handlers holds what the operations share.
 type handlers struct {
-	// testSlots is the test runs' concurrent bound (rateLimiter.running; nil: none), which a
-	// deploy's saved test cases take a place in too.
+	// testSlots is where a deploy's saved test cases run, one deploy at a time
+	// (rateLimiter.deploying; nil: no bound), beside the test runs.
 	testSlots chan struct{}
 	store     store.Store
 	nodes     *nodes.Registry

@@ -170,7 +170,15 @@ func (b *buckets) dropFull(now time.Time) {
 type rateLimiter struct {
 	ingest, test *buckets
 	running      chan struct{} // one element per test run running; nil: no bound
-	streams      *streamSlots  // nil: no bound
+	// testsBy counts the test runs running per client (rateKey), at most testRunsPerClient:
+	// half of the server's, at least 1.
+	testsMu           sync.Mutex
+	testsBy           map[string]int
+	testRunsPerClient int
+	// deploying is the place of a deploy's saved test cases: one at a time, beside the test
+	// runs (a client running test runs in every place would keep deploys from running theirs).
+	deploying chan struct{}
+	streams   *streamSlots // nil: no bound
 	// ingest counts the bytes of event batches read (RateLimits.IngestBodyBytes), requests
 	// those of the other bodies (RequestBodyBytes); nil: no bound.
 	ingestBodies, requestBodies *bodyBudget
@@ -182,6 +190,8 @@ func newRateLimiter(l RateLimits) *rateLimiter {
 	rl := &rateLimiter{ingest: newBuckets(l.IngestRate, l.IngestBurst), test: newBuckets(l.TestRate, l.TestBurst), now: l.Now}
 	if l.MaxConcurrentTests > 0 {
 		rl.running = make(chan struct{}, l.MaxConcurrentTests)
+		rl.testsBy, rl.testRunsPerClient = map[string]int{}, max(1, l.MaxConcurrentTests/2)
+		rl.deploying = make(chan struct{}, 1)
 	}
 	if l.MaxStreams > 0 || l.MaxStreamsPerClient > 0 {
 		rl.streams = &streamSlots{most: l.MaxStreams, perClient: l.MaxStreamsPerClient, byKey: map[string]int{}}
@@ -251,18 +261,46 @@ func (rl *rateLimiter) limit(next http.Handler) http.Handler {
 			}
 		}
 		if testRun && rl.running != nil {
-			select {
-			case rl.running <- struct{}{}:
-				defer func() { <-rl.running }()
-			default:
+			key := rateKey(r)
+			if p := rl.takeTestRun(key); p != nil {
 				w.Header().Set("Retry-After", "1")
-				writeProblem(w, problemf(http.StatusServiceUnavailable, CodeTestRunsBusy,
-					"the server is running %d test runs, as many as it runs at once; retry in a second", cap(rl.running)))
+				writeProblem(w, p)
 				return
 			}
+			defer rl.giveTestRun(key)
 		}
 		budget.serve(w, r, next)
 	})
+}
+
+// takeTestRun takes a place for a test run of key (rateKey), or returns why it cannot: key
+// runs testRunsPerClient already (so that one client does not hold every place: deploys
+// and other clients' runs would wait for it), or the server runs MaxConcurrentTests.
+func (rl *rateLimiter) takeTestRun(key string) *ProblemDetails {
+	rl.testsMu.Lock()
+	defer rl.testsMu.Unlock()
+	if rl.testsBy[key] >= rl.testRunsPerClient {
+		return problemf(http.StatusServiceUnavailable, CodeTestRunsBusy,
+			"you are running %d test runs, as many as one client runs at once (of the server's %d); retry when one has ended", rl.testRunsPerClient, cap(rl.running))
+	}
+	select {
+	case rl.running <- struct{}{}:
+	default:
+		return problemf(http.StatusServiceUnavailable, CodeTestRunsBusy,
+			"the server is running %d test runs, as many as it runs at once; retry in a second", cap(rl.running))
+	}
+	rl.testsBy[key]++
+	return nil
+}
+
+// giveTestRun ends a test run of key.
+func (rl *rateLimiter) giveTestRun(key string) {
+	rl.testsMu.Lock()
+	defer rl.testsMu.Unlock()
+	<-rl.running
+	if rl.testsBy[key]--; rl.testsBy[key] <= 0 {
+		delete(rl.testsBy, key)
+	}
 }
 
 // retryAfter is d in whole seconds, rounded up, at least 1.

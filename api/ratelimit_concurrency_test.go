@@ -15,29 +15,32 @@ import (
 	"github.com/scenario-server/scenario-server/store/sqlite"
 )
 
-// TestConcurrentTestRuns: with a bound of 2, a third test run (of a graph, or of a scenario's
-// saved test cases) while two run is answered 503
-// test-runs-busy with Retry-After, and one is accepted again once a run ends. The runs are
-// held inside the handler by channels, not by time.
+// TestConcurrentTestRuns: with a bound of 4, a client runs at most 2 at once: its third
+// (of a graph, or of a scenario's saved test cases) is answered 503 test-runs-busy with
+// Retry-After 1, while another client's 2 pass; a fifth run, of a third client, finds the
+// server full. Once a run ends, its client runs one again. The runs are held inside the
+// handler by channels, not by time.
 func TestConcurrentTestRuns(t *testing.T) {
 	t.Parallel()
 	entered := make(chan struct{})
 	release := make(chan struct{})
-	rl := newRateLimiter(RateLimits{MaxConcurrentTests: 2})
-	srv := httptest.NewServer(rl.limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	rl := newRateLimiter(RateLimits{MaxConcurrentTests: 4})
+	local := netip.MustParsePrefix("127.0.0.0/8")
+	srv := httptest.NewServer(withClientAddress([]netip.Prefix{local})(rl.limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Hold") != "" {
 			entered <- struct{}{}
 			<-release
 		}
 		w.WriteHeader(http.StatusNoContent)
-	})))
+	}))))
 	t.Cleanup(srv.Close)
-	post := func(path string, hold bool) *http.Response {
+	post := func(client, path string, hold bool) *http.Response {
 		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+path, strings.NewReader("{}"))
 		if err != nil {
 			t.Error(err)
 			return nil
 		}
+		req.Header.Set("X-Forwarded-For", client)
 		if hold {
 			req.Header.Set("X-Hold", "1")
 		}
@@ -49,10 +52,10 @@ func TestConcurrentTestRuns(t *testing.T) {
 		resp.Body.Close()
 		return resp
 	}
-	done := make(chan int, 2)
-	for _, path := range []string{"/api/test", "/api/scenarios/x/test"} {
+	done := make(chan int, 4)
+	hold := func(client, path string) {
 		go func() {
-			if resp := post(path, true); resp != nil {
+			if resp := post(client, path, true); resp != nil {
 				done <- resp.StatusCode
 			} else {
 				done <- 0
@@ -60,36 +63,47 @@ func TestConcurrentTestRuns(t *testing.T) {
 		}()
 		<-entered
 	}
-	for _, path := range []string{"/api/test", "/api/scenarios/x/tests/run"} {
-		resp := post(path, false)
+	busy := func(client, path, why string) {
+		t.Helper()
+		resp := post(client, path, false)
 		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" {
-			t.Errorf("third run %s: %d, Retry-After %q; want 503, 1", path, resp.StatusCode, resp.Header.Get("Retry-After"))
+			t.Errorf("%s (%s %s): %d, Retry-After %q; want 503, 1", why, client, path, resp.StatusCode, resp.Header.Get("Retry-After"))
 		}
 	}
+	hold("10.0.0.1", "/api/test")
+	hold("10.0.0.1", "/api/scenarios/x/test")
+	busy("10.0.0.1", "/api/test", "the client's third run")
+	busy("10.0.0.1", "/api/scenarios/x/tests/run", "the client's third run")
+	hold("10.0.0.2", "/api/test")
+	hold("10.0.0.2", "/api/scenarios/x/tests/run")
+	busy("10.0.0.3", "/api/test", "a fifth run")
 	// Other routes are not bounded.
 	for _, path := range []string{"/api/validation", "/api/scenarios/x/tests/runs", "/api/scenarios//tests/run"} {
-		if resp := post(path, false); resp.StatusCode != http.StatusNoContent {
-			t.Errorf("%s while two runs run: %d", path, resp.StatusCode)
+		if resp := post("10.0.0.1", path, false); resp.StatusCode != http.StatusNoContent {
+			t.Errorf("%s while four runs run: %d", path, resp.StatusCode)
 		}
 	}
-	release <- struct{}{}
+	release <- struct{}{} // the first client's first run ends
 	if code := <-done; code != http.StatusNoContent {
 		t.Errorf("held run: %d", code)
 	}
-	// One slot is free again once the finished run's handler has returned.
-	if resp := post("/api/test", false); resp.StatusCode != http.StatusNoContent {
-		t.Errorf("run after one ended: %d", resp.StatusCode)
+	// Its place is free again once the finished run's handler has returned.
+	if resp := post("10.0.0.1", "/api/test", false); resp.StatusCode != http.StatusNoContent {
+		t.Errorf("the first client's run after one ended: %d", resp.StatusCode)
 	}
-	release <- struct{}{}
-	if code := <-done; code != http.StatusNoContent {
-		t.Errorf("held run: %d", code)
+	for range 3 {
+		release <- struct{}{}
+		if code := <-done; code != http.StatusNoContent {
+			t.Errorf("held run: %d", code)
+		}
 	}
 }
 
-// TestDeployTestCasesTakeATestSlot: a deploy's saved test cases take a place among the test
-// runs that run at once: with the only place held, a deploy of a scenario with a saved test
-// case is answered 503 test-runs-busy with Retry-After 1 before anything runs, and one
-// without saved test cases is not held back.
+// TestDeployTestCasesTakeATestSlot: a deploy's saved test cases run one deploy at a time, in
+// a place of their own: with that place held (by another deploy), a deploy of a scenario with
+// a saved test case is answered 503 test-runs-busy with Retry-After 1 before anything runs,
+// and one without saved test cases is not held back; test runs in every place of the test
+// runs do not hold a deploy back.
 func TestDeployTestCasesTakeATestSlot(t *testing.T) {
 	t.Parallel()
 	st, err := sqlite.Open(t.Context(), t.TempDir())
@@ -124,7 +138,17 @@ func TestDeployTestCasesTakeATestSlot(t *testing.T) {
 		t.Errorf("deploy without saved test cases: %+v, %v; want passed, none run", run, err)
 	}
 	if len(h.testSlots) != 1 {
-		t.Errorf("%d places held, want the test run's 1", len(h.testSlots))
+		t.Errorf("%d places held, want the other deploy's 1", len(h.testSlots))
+	}
+	rl := newRateLimiter(RateLimits{MaxConcurrentTests: 2})
+	for _, key := range []string{"addr:10.0.0.1", "addr:10.0.0.2"} {
+		if p := rl.takeTestRun(key); p != nil {
+			t.Fatal(p)
+		}
+	}
+	h.testSlots = rl.deploying
+	if run, err := h.runTestCases(t.Context(), with, true); err != nil || len(run.Tests) != 1 {
+		t.Errorf("deploy while test runs fill their places: %+v, %v; want its test case run", run, err)
 	}
 }
 

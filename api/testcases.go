@@ -249,13 +249,13 @@ func (h *handlers) runTestCases(ctx context.Context, v store.Version, takeSlot b
 		return TestCasesRun{}, storeError(ctx, err, v.Scenario, 0)
 	}
 	if takeSlot && len(list) > 0 && h.testSlots != nil {
-		// A deploy's saved test cases are test runs for the concurrent bound too.
+		// A deploy's saved test cases run one deploy at a time, in a place of their own.
 		select {
 		case h.testSlots <- struct{}{}:
 			defer func() { <-h.testSlots }()
 		default:
 			return TestCasesRun{}, huma.ErrorWithHeaders(problemf(http.StatusServiceUnavailable, CodeTestRunsBusy,
-				"the server is running %d test runs, as many as it runs at once, and this deploy runs %d saved test cases; retry in a second", cap(h.testSlots), len(list)),
+				"another deploy is running its saved test cases, and this deploy runs %d; retry in a second", len(list)),
 				http.Header{"Retry-After": {"1"}})
 		}
 	}
