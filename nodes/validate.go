@@ -552,11 +552,16 @@ func (c *nodeCheck) compile(field string, e *scenario.Expression, env expression
 		c.errorf(field, CodeUnsupportedLanguage, "expression language %q is not supported; use %q", e.Language, scenario.LanguageExpr)
 		return nil
 	}
-	if c.v.exprBytes += len(e.Expression); c.v.exprBytes > MaxScenarioExpressionBytes {
-		if c.v.exprBytes-len(e.Expression) <= MaxScenarioExpressionBytes { // the first past it
-			c.errorf(field, CodeExpressionsTooLarge, "the scenario's expressions pass %d bytes together here (%d bytes with this one); the expressions after it are not checked: make them shorter (a variable computed once), or split the scenario", MaxScenarioExpressionBytes, c.v.exprBytes)
+	// A text past one expression's length is refused by Compile before any work, with its
+	// own problem; the others count toward the scenario's.
+	if n := len(e.Expression); n <= expression.DefaultMaxLength {
+		c.v.exprBytes += n
+		if c.v.exprBytes > MaxScenarioExpressionBytes {
+			if c.v.exprBytes-n <= MaxScenarioExpressionBytes { // the first past it
+				c.errorf(field, CodeExpressionsTooLarge, "the scenario's expressions pass %d bytes together here (%d bytes with this one); the expressions after it are not checked: make them shorter (a variable computed once), or split the scenario", MaxScenarioExpressionBytes, c.v.exprBytes)
+			}
+			return nil
 		}
-		return nil
 	}
 	prog, problems := expression.Compile(e.Expression, env, want)
 	for _, p := range problems {
