@@ -70,7 +70,11 @@ type deployment struct {
 	sources []*source
 	byID    map[string]*source
 
-	stopCh   chan struct{} // closed: commit a final checkpoint and return
+	stopCh chan struct{} // closed: commit a final checkpoint and return
+	// events counts the events pushed; event is the one in progress (0: none; negative:
+	// abandon it; watchEvents).
+	events   int64
+	event    atomic.Int64
 	stopOnce sync.Once
 	done     chan struct{} // closed when run returns
 	started  chan struct{} // closed once restored (or failed)
@@ -284,6 +288,7 @@ func (d *deployment) run() {
 		}
 	}
 	d.interruptOnStop(ctx)
+	d.watchEvents()
 	for _, s := range d.sources {
 		if s.in != nil {
 			s.in.Start(ctx, d.wakeUp)
@@ -803,7 +808,10 @@ func (d *deployment) pushPayload(s *source, payload []byte, at, line int64, part
 		d.pushing.offset = line - 1
 	}
 	d.pushing.src, d.pushing.payload, d.pushing.partition = s, payload, partition
+	d.events++
+	d.event.Store(d.events) // watchEvents
 	defer func() {
+		d.event.Store(0)
 		d.endEvent()
 		d.pushing = pushing{offset: -1, partition: -1}
 	}()
@@ -822,6 +830,40 @@ func (d *deployment) pushPayload(s *source, payload []byte, at, line int64, part
 		}
 		_ = d.eng.PushJSON(s.id, payload, line)
 	})
+}
+
+// watchEvents abandons an event that goes through the graph for longer than the runtime's
+// EventTimeout (engine.AbandonWhen): it looks at the event in progress (d.event, set by
+// pushPayload) every tenth of the timeout, at most every second, and an event seen in
+// progress for the timeout is marked. The watch ends with the run.
+func (d *deployment) watchEvents() {
+	timeout := d.rt.cfg.EventTimeout
+	if timeout <= 0 {
+		return
+	}
+	d.eng.AbandonWhen(&d.event, fmt.Sprintf("it went on for more than %v, the deployments' event timeout", timeout))
+	go func() {
+		tick := time.NewTicker(min(timeout/10, time.Second))
+		defer tick.Stop()
+		var seen int64
+		var since time.Time
+		for {
+			select {
+			case <-d.done:
+				return
+			case now := <-tick.C:
+				cur := d.event.Load()
+				switch {
+				case cur <= 0:
+					seen = 0
+				case cur != seen:
+					seen, since = cur, now
+				case now.Sub(since) >= timeout:
+					d.event.CompareAndSwap(cur, -cur)
+				}
+			}
+		}
+	}()
 }
 
 // interruptGrace is how long a stop (cancel, redeploy, shutdown) waits for the event in

@@ -98,3 +98,28 @@ func testStopInterruptsALongEvent(t *testing.T, st store.Store) {
 		t.Errorf("collected %v after the shutdown, want the first event's one element", got)
 	}
 }
+
+// An event past the runtime's EventTimeout (1 s here) is abandoned where it is, with its
+// dead letter at the node it was entering (the filter), and the deployment goes on: the next
+// event's result is collected. (Without the timeout the first event takes hours.)
+func testEventTimeout(t *testing.T, st store.Store) {
+	createScenario(t, st, "slow", slowEventGraph)
+	r := newRuntime(t, st, func(c *Config) { c.EventTimeout = time.Second })
+	deploy(t, r, "slow", 0)
+	batch := [][]byte{[]byte(`{"ts": 1000, "n": 100000, "slow": true}`), []byte(`{"ts": 2000, "n": 1, "slow": false}`)}
+	if _, err := r.Ingest(t.Context(), "slow", "in", "", batch); err != nil {
+		t.Fatal(err)
+	}
+	l := waitCommitted(t, r, "slow", 2)
+	if l.Nodes["slow"].Errors != 1 {
+		t.Errorf("the filter's errors: %d, want 1", l.Nodes["slow"].Errors)
+	}
+	dls := readDeadLetters(t, st, "slow")
+	if len(dls) != 1 || dls[0].NodeID != "slow" || dls[0].Offset == nil || *dls[0].Offset != 0 ||
+		!strings.Contains(dls[0].Message, "abandoned") || !strings.Contains(dls[0].Message, "more than 1s") {
+		t.Errorf("dead letters %+v; want the first event's, at the filter, abandoned after 1s", dls)
+	}
+	if got := collected(t, st, "slow"); !slices.Equal(got, []string{"1"}) {
+		t.Errorf("collected %v, want the second event's one element", got)
+	}
+}

@@ -110,6 +110,7 @@ import (
 // Defaults of Config.
 const (
 	DefaultCheckpointInterval = time.Second
+	DefaultEventTimeout       = 30 * time.Second
 	DefaultMaxBacklog         = 50_000
 	// DefaultRetryAfter is what a *BackpressureError tells the client to wait.
 	DefaultRetryAfter = time.Second
@@ -127,6 +128,11 @@ type Config struct {
 	// its results, state and positions; results become visible at that pace. 0 means
 	// DefaultCheckpointInterval (1 s).
 	CheckpointInterval time.Duration
+	// EventTimeout is how long one event may go through a deployment's graph: past it, the
+	// event is abandoned at the next node it enters, with a per-event error there and a dead
+	// letter, and the deployment goes on with the next (engine.AbandonWhen); what it did
+	// before stays. 0 means DefaultEventTimeout (30 s, as a test run); negative, none.
+	EventTimeout time.Duration
 	// MaxBacklog is, per HTTP source, the most accepted events not yet processed: Ingest
 	// refuses a batch that would take the backlog beyond it with a *BackpressureError, unless
 	// the backlog is 0 (a batch larger than the limit is accepted alone). The check counts
@@ -275,6 +281,9 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.EventTimeout == 0 {
+		cfg.EventTimeout = DefaultEventTimeout
 	}
 	if cfg.CheckpointInterval <= 0 {
 		cfg.CheckpointInterval = DefaultCheckpointInterval

@@ -42,6 +42,7 @@ func runRuntimeSuite(t *testing.T, newStore newStoreFunc) {
 		{"InvalidVersionKeepsRunning", testInvalidVersionKeepsRunning},
 		{"Cancel", testCancel},
 		{"StopInterruptsALongEvent", testStopInterruptsALongEvent},
+		{"EventTimeout", testEventTimeout},
 		{"Backpressure", testBackpressure},
 		{"FileSinkExactlyOnce", testFileSinkExactlyOnce},
 		{"IdleSourceClosesWindow", testIdleSourceClosesWindow},

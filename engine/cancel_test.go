@@ -165,3 +165,57 @@ func TestInterruptibleStopsWindowEmissions(t *testing.T) {
 		t.Error("the engine is usable after its interruption")
 	}
 }
+
+// An input event is abandoned at the next node it enters once AbandonWhen's flag is
+// negative: the first event's for-each of 100 elements into a window is abandoned when its
+// 51st element enters the window (the flag set as the 50th did), its error at "win"; the
+// second event, with the flag still negative, is abandoned at once, at "each"; but the
+// windows its watermark closes (a step, not the event's alone) all reach the sink: the 50
+// keys counted once each.
+func TestAbandonWhen(t *testing.T) {
+	graph := `{"nodes": [` + srcNode("in", "#input.t", "0s") + `,
+		{"id": "each", "type": "CustomNode", "nodeType": "for-each", "outputVar": "el", "parameters": [
+			{"name": "Elements", "expression": {"language": "expr", "expression": "1..#input.n"}}]},
+		{"id": "win", "type": "CustomNode", "nodeType": "aggregate-tumbling", "outputVar": "agg", "parameters": [
+			{"name": "groupBy", "value": [{"language": "expr", "expression": "#el"}]},
+			{"name": "aggregations", "value": [{"name": "n", "aggregator": "Count"}]},
+			{"name": "windowLength", "value": "1s"}]},
+		` + sinkNode("out", "#agg.n") + `],
+		"edges": [{"from": "in", "to": "each"}, {"from": "each", "to": "win"}, {"from": "win", "to": "out"}]}`
+	s, err := scenario.Decode([]byte(graph))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var event atomic.Int64
+	entered := 0
+	var results []string
+	e, err := New(s, Options{
+		Observe: func(node string, _ map[string]value.Value, _ int64) {
+			if node == "win" {
+				if entered++; entered == 50 {
+					event.Store(-1)
+				}
+			}
+		},
+		Output: func(_ string, v value.Value, _ int64) { results = append(results, string(value.AppendJSON(nil, v))) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.AbandonWhen(&event, "a test")
+	event.Store(1)
+	if err := e.PushJSON("in", []byte(`{"t": 0, "n": 100}`), 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.PushJSON("in", []byte(`{"t": 100000, "n": 5}`), 2); err != nil {
+		t.Fatal(err)
+	}
+	errs, n := e.Errors()
+	if n != 2 || errs[0].NodeID != "win" || errs[0].Line != 1 || errs[1].NodeID != "each" || errs[1].Line != 2 ||
+		!strings.Contains(errs[0].Message, ErrEventAbandoned.Error()+" (a test)") {
+		t.Errorf("errors %+v (%d), want the first event's at win, the second's at each", errs, n)
+	}
+	if entered != 50 || len(results) != 50 || results[0] != "1" {
+		t.Errorf("%d entered the window, results %v; want 50, and 50 results of 1", entered, results)
+	}
+}

@@ -203,6 +203,13 @@ type Engine struct {
 	// entered (a window's emissions included); interrupted: that happened.
 	interrupt   *atomic.Bool
 	interrupted bool
+	// event (AbandonWhen), when negative, abandons the input event being processed at the
+	// next node it enters, outside the watermark's steps (inStep); abandoned: that happened
+	// to this input event (reset by newInputEvent).
+	event      *atomic.Int64
+	abandonWhy string
+	inStep     bool
+	abandoned  bool
 	// forEachSent counts the events the for-each nodes sent for the input event being
 	// processed (see MaxForEachEvents); forEachOver: that input event passed the limit.
 	forEachSent int
@@ -686,11 +693,13 @@ func (e *Engine) watermarkOf(n *node) (int64, bool) {
 
 // step advances every aggregate to its watermark, upstream first.
 func (e *Engine) step() {
+	e.inStep = true // left set by an interruption: the engine is unusable then
 	for _, a := range e.aggregates {
 		if w, ok := e.watermarkOf(a.node); ok {
 			a.window.Advance(w)
 		}
 	}
+	e.inStep = false
 }
 
 // Flush ends a bounded input: every watermark becomes +infinity, every
@@ -708,7 +717,7 @@ func (e *Engine) Flush() {
 }
 
 // newInputEvent starts the per-input-event counts (MaxForEachEvents).
-func (e *Engine) newInputEvent() { e.forEachSent, e.forEachOver = 0, false }
+func (e *Engine) newInputEvent() { e.forEachSent, e.forEachOver, e.abandoned = 0, false, false }
 
 // forward sends c from n along its outgoing edges of type onlyType, or with
 // onlyType "" along all of them but Late edges (Split, Source, and nodes with
@@ -772,6 +781,19 @@ func (e *Engine) Guard(f func()) (ok bool) {
 	return true
 }
 
+// ErrEventAbandoned is the per-event error of an input event abandoned (AbandonWhen), at the
+// node it was entering.
+var ErrEventAbandoned = errors.New("the event was abandoned here: it goes no further, and what it did before stays (results sent, window state)")
+
+// AbandonWhen makes event, once negative, abandon the input event in progress at the next
+// node it enters: ErrEventAbandoned is its per-event error there, and no node after takes it
+// (those it went through keep what it did). The windows that the watermark closes after the
+// event (a step) are not abandoned: they are not the event's alone. The caller sets event
+// positive when an event starts, and makes it negative (from another goroutine, say when the
+// event has run too long).
+// why is added to the error.
+func (e *Engine) AbandonWhen(event *atomic.Int64, why string) { e.event, e.abandonWhy = event, why }
+
 // Interrupted reports whether Interruptible's stop interrupted a call.
 func (e *Engine) Interrupted() bool { return e.interrupted }
 
@@ -806,6 +828,13 @@ func (e *Engine) enter(n *node) bool {
 	if e.interrupt != nil && e.interrupt.Load() {
 		e.interrupted = true
 		panic(errInterrupt)
+	}
+	if e.event != nil && !e.inStep && e.event.Load() < 0 {
+		if !e.abandoned {
+			e.abandoned = true
+			e.fail(n, "", fmt.Errorf("%w (%s)", ErrEventAbandoned, e.abandonWhy))
+		}
+		return false
 	}
 	n.counts.In++
 	return true

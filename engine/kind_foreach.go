@@ -86,8 +86,8 @@ func (f *forEach) process(e *Engine, n *node, ev *event, _ string) {
 		if e.CheckState() {
 			return // the state passed Options.MaxStateBytes: the caller stops the run
 		}
-		if e.forEachSent >= MaxForEachEvents || e.stopped {
-			if !e.forEachOver && !e.stopped {
+		if e.forEachSent >= MaxForEachEvents || e.stopped || e.abandoned {
+			if !e.forEachOver && !e.stopped && !e.abandoned {
 				e.forEachOver = true
 				e.fail(n, f.field, fmt.Errorf("%w: the for-each nodes would send more than %d events for one input event; the rest are not sent", ErrTooManyEvents, MaxForEachEvents))
 			}
