@@ -125,19 +125,7 @@ func TestStateBudgetWithinOneEventsForEach(t *testing.T) {
 // result (where the stop is set) is the last emitted; the call returns through Guard, and
 // no call runs after it.
 func TestInterruptibleStopsWindowEmissions(t *testing.T) {
-	graph := `{"nodes": [` + srcNode("in", "#input.t", "0s") + `,
-		{"id": "each", "type": "CustomNode", "nodeType": "for-each", "outputVar": "el", "parameters": [
-			{"name": "Elements", "expression": {"language": "expr", "expression": "#input.t == 0 ? 1..10000 : []"}}]},
-		{"id": "win", "type": "CustomNode", "nodeType": "aggregate-tumbling", "outputVar": "agg", "parameters": [
-			{"name": "groupBy", "value": [{"language": "expr", "expression": "#el"}]},
-			{"name": "aggregations", "value": [{"name": "n", "aggregator": "Count"}]},
-			{"name": "windowLength", "value": "1s"}]},
-		` + sinkNode("out", "#agg.n") + `],
-		"edges": [{"from": "in", "to": "each"}, {"from": "each", "to": "win"}, {"from": "win", "to": "out"}]}`
-	s, err := scenario.Decode([]byte(graph))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := perElementWindow(t, "#input.t == 0 ? 1..10000 : []")
 	var stop atomic.Bool
 	results := 0
 	e, err := New(s, Options{Output: func(string, value.Value, int64) {
@@ -173,19 +161,7 @@ func TestInterruptibleStopsWindowEmissions(t *testing.T) {
 // windows its watermark closes (a step, not the event's alone) all reach the sink: the 50
 // keys counted once each.
 func TestAbandonWhen(t *testing.T) {
-	graph := `{"nodes": [` + srcNode("in", "#input.t", "0s") + `,
-		{"id": "each", "type": "CustomNode", "nodeType": "for-each", "outputVar": "el", "parameters": [
-			{"name": "Elements", "expression": {"language": "expr", "expression": "1..#input.n"}}]},
-		{"id": "win", "type": "CustomNode", "nodeType": "aggregate-tumbling", "outputVar": "agg", "parameters": [
-			{"name": "groupBy", "value": [{"language": "expr", "expression": "#el"}]},
-			{"name": "aggregations", "value": [{"name": "n", "aggregator": "Count"}]},
-			{"name": "windowLength", "value": "1s"}]},
-		` + sinkNode("out", "#agg.n") + `],
-		"edges": [{"from": "in", "to": "each"}, {"from": "each", "to": "win"}, {"from": "win", "to": "out"}]}`
-	s, err := scenario.Decode([]byte(graph))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := perElementWindow(t, "1..#input.n")
 	var event atomic.Int64
 	entered := 0
 	var results []string
@@ -218,4 +194,24 @@ func TestAbandonWhen(t *testing.T) {
 	if entered != 50 || len(results) != 50 || results[0] != "1" {
 		t.Errorf("%d entered the window, results %v; want 50, and 50 results of 1", entered, results)
 	}
+}
+
+// perElementWindow is a graph that sends each element of elements (an expression of
+// #input) into 1 s tumbling windows grouped by the element, counting, into a sink.
+func perElementWindow(t *testing.T, elements string) *scenario.Scenario {
+	t.Helper()
+	graph := `{"nodes": [` + srcNode("in", "#input.t", "0s") + `,
+		{"id": "each", "type": "CustomNode", "nodeType": "for-each", "outputVar": "el", "parameters": [
+			{"name": "Elements", "expression": {"language": "expr", "expression": "` + elements + `"}}]},
+		{"id": "win", "type": "CustomNode", "nodeType": "aggregate-tumbling", "outputVar": "agg", "parameters": [
+			{"name": "groupBy", "value": [{"language": "expr", "expression": "#el"}]},
+			{"name": "aggregations", "value": [{"name": "n", "aggregator": "Count"}]},
+			{"name": "windowLength", "value": "1s"}]},
+		` + sinkNode("out", "#agg.n") + `],
+		"edges": [{"from": "in", "to": "each"}, {"from": "each", "to": "win"}, {"from": "win", "to": "out"}]}`
+	s, err := scenario.Decode([]byte(graph))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
