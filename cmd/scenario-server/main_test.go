@@ -37,7 +37,8 @@ func TestParseServeFlags(t *testing.T) {
 			name: "defaults",
 			want: serveConfig{Addr: "127.0.0.1:8080", DataDir: "./data", LogFormat: "text", LogLevel: slog.LevelInfo,
 				MaxBodyBytes: api.DefaultMaxBodyBytes, ShutdownTimeout: 10 * time.Second, MaxConnections: defaultMaxConnections(),
-				ResultRetention: 7 * 24 * time.Hour, BatchKeyRetention: 24 * time.Hour, MaxDeploymentState: 1 << 30, MaxTotalState: defaultMaxTotalState(), CrashLoopLimit: 3, Guard: defaultGuard()},
+				ResultRetention: 7 * 24 * time.Hour, BatchKeyRetention: 24 * time.Hour, MaxDeploymentState: 1 << 30, MaxTotalState: defaultMaxTotalState(), CrashLoopLimit: 3, Guard: defaultGuard(),
+				EventTimeout: 30 * time.Second},
 		},
 		{
 			name: "environment",
@@ -46,19 +47,20 @@ func TestParseServeFlags(t *testing.T) {
 				envMaxDeploymentState: "0", envMaxTotalState: "0", envNoResume: "1", envCrashLoopLimit: "7"},
 			want: serveConfig{Addr: ":9000", DataDir: "/var/lib/ss", DatabaseURL: "postgres://db/x", LogFormat: "json",
 				LogLevel: slog.LevelDebug, MaxBodyBytes: 2048, ShutdownTimeout: 10 * time.Second, MaxConnections: defaultMaxConnections(),
-				ResultRetention: time.Hour, BatchKeyRetention: 0, MaxDeploymentState: 0, NoResume: true, CrashLoopLimit: 7, Guard: defaultGuard()},
+				ResultRetention: time.Hour, BatchKeyRetention: 0, MaxDeploymentState: 0, NoResume: true, CrashLoopLimit: 7, Guard: defaultGuard(),
+				EventTimeout: 30 * time.Second},
 		},
 		{
 			name: "flags win over the environment",
 			args: []string{"--addr", "0.0.0.0:80", "--data-dir", "d", "--log-format", "text", "--log-level", "warn",
 				"--max-body-bytes", "100", "--shutdown-timeout", "1s", "--result-retention", "0", "--batch-key-retention", "2h",
 				"--max-deployment-state", "4096", "--max-total-state", "8192", "--max-connections", "50",
-				"--max-streams", "7", "--max-streams-per-client", "3", "--ingest-body-bytes", "999", "--request-body-bytes", "888"},
+				"--max-streams", "7", "--max-streams-per-client", "3", "--ingest-body-bytes", "999", "--request-body-bytes", "888", "--event-timeout", "0"},
 			env: map[string]string{envAddr: ":9000", envDataDir: "/var/lib/ss", envLogFormat: "json", envMaxBodyBytes: "2048",
 				envResultRetention: "1h", envMaxDeploymentState: "0", envMaxTotalState: "0"},
 			want: serveConfig{Addr: "0.0.0.0:80", DataDir: "d", LogFormat: "text", LogLevel: slog.LevelWarn,
 				MaxBodyBytes: 100, ShutdownTimeout: time.Second, ResultRetention: 0, BatchKeyRetention: 2 * time.Hour,
-				MaxDeploymentState: 4096, MaxTotalState: 8192, MaxConnections: 50, CrashLoopLimit: 3, Guard: func() guardConfig {
+				MaxDeploymentState: 4096, MaxTotalState: 8192, MaxConnections: 50, CrashLoopLimit: 3, EventTimeout: 0, Guard: func() guardConfig {
 					g := defaultGuard()
 					g.maxStreams, g.perClient, g.ingestBytes, g.requestBytes = 7, 3, 999, 888
 					return g
@@ -98,6 +100,7 @@ func TestParseServeFlagsErrors(t *testing.T) {
 		{args: []string{"--max-streams-per-client", "-1"}},
 		{args: []string{"--ingest-body-bytes", "-1"}},
 		{args: []string{"--request-body-bytes", "-1"}},
+		{args: []string{"--event-timeout", "-1s"}},
 	}
 	for _, tt := range tests {
 		if _, err := parseServeFlags(tt.args, env(tt.env), io.Discard); !errors.Is(err, errUsage) {

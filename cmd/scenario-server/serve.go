@@ -92,6 +92,9 @@ type serveConfig struct {
 	// CheckpointInterval is how often running deployments checkpoint; 0 means
 	// deploy.DefaultCheckpointInterval.
 	CheckpointInterval time.Duration
+	// EventTimeout is how long one event may go through a deployment's graph before it is
+	// abandoned (deploy.Config.EventTimeout); 0: no limit.
+	EventTimeout time.Duration
 	// MaxBacklog is the per-source backlog of accepted, unprocessed events at which ingestion
 	// answers 429; 0 means deploy.DefaultMaxBacklog.
 	MaxBacklog int64
@@ -228,6 +231,8 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		"hold at most `n` client connections open at once; a new one closes the keep-alive connection idle the longest, or waits when none is idle (default: three quarters of the process's open-file limit, the rest kept for the store, sinks and Kafka; 0: no bound)")
 	fs.DurationVar(&cfg.CheckpointInterval, "checkpoint-interval", checkpointInterval,
 		fmt.Sprintf("running deployments checkpoint their state and results this often (env %s; 0: %v)", envCheckpointInterval, deploy.DefaultCheckpointInterval))
+	fs.DurationVar(&cfg.EventTimeout, "event-timeout", deploy.DefaultEventTimeout,
+		"an event that goes through a deployment's graph for longer than this is abandoned at the next node it enters, with a per-event error and a dead letter there; the windows its watermark closes are not abandoned (0: no limit)")
 	fs.Int64Var(&cfg.MaxBacklog, "max-backlog", maxBacklog,
 		fmt.Sprintf("ingestion answers 429 once a source has `n` accepted events waiting (env %s; 0: %d)", envMaxBacklog, deploy.DefaultMaxBacklog))
 	fs.Int64Var(&cfg.MaxDeploymentState, "max-deployment-state", maxState,
@@ -280,8 +285,8 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	if cfg.MaxConnections < 0 {
 		return serveConfig{}, fmt.Errorf("%w: --max-connections must not be negative", errUsage)
 	}
-	if cfg.CheckpointInterval < 0 || cfg.MaxBacklog < 0 || cfg.MaxDeploymentState < 0 || cfg.MaxTotalState < 0 {
-		return serveConfig{}, fmt.Errorf("%w: --checkpoint-interval, --max-backlog, --max-deployment-state and --max-total-state must not be negative", errUsage)
+	if cfg.CheckpointInterval < 0 || cfg.EventTimeout < 0 || cfg.MaxBacklog < 0 || cfg.MaxDeploymentState < 0 || cfg.MaxTotalState < 0 {
+		return serveConfig{}, fmt.Errorf("%w: --checkpoint-interval, --event-timeout, --max-backlog, --max-deployment-state and --max-total-state must not be negative", errUsage)
 	}
 	if cfg.ResultRetention < 0 || cfg.BatchKeyRetention < 0 {
 		return serveConfig{}, fmt.Errorf("%w: --result-retention and --batch-key-retention must not be negative", errUsage)
@@ -433,7 +438,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		stateBudget = -1 // no budget
 	}
 	rt, err := deploy.New(deploy.Config{
-		Store: st, Logger: log, CheckpointInterval: cfg.CheckpointInterval, MaxBacklog: cfg.MaxBacklog,
+		Store: st, Logger: log, CheckpointInterval: cfg.CheckpointInterval, EventTimeout: eventTimeout(cfg.EventTimeout), MaxBacklog: cfg.MaxBacklog,
 		FileSinkDir: sinkDir, FileSourceDir: sourceDir, KafkaBrokers: splitList(cfg.KafkaBrokers), Kafka: cfg.Kafka, Metrics: metrics,
 		ResultRetention: cfg.ResultRetention, BatchKeyRetention: cfg.BatchKeyRetention,
 		Owner: owner, NoResume: cfg.NoResume, CrashLoopLimit: crashLoopLimit(cfg.CrashLoopLimit),
@@ -760,3 +765,12 @@ func warnWithoutTokens(ctx context.Context, st store.Store, cfg serveConfig, log
 
 // msgNoTokens is the warning of a server with API tokens and no usable token.
 const msgNoTokens = "API tokens are on but the store holds no usable token: every route but the public ones answers 401 until one is created with scenario-server token create"
+
+// eventTimeout is deploy.Config.EventTimeout for --event-timeout d: 0 (no limit) is negative
+// there.
+func eventTimeout(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
