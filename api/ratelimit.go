@@ -23,7 +23,8 @@ const (
 	// many seconds the next one is accepted.
 	CodeRateLimited = "rate-limited"
 	// CodeTestRunsBusy (503): the server is running as many test runs as it runs at once
-	// (RateLimits.MaxConcurrentTests); Retry-After says when to try again.
+	// (RateLimits.MaxConcurrentTests), or the identity (or client address) half of them, or
+	// another deploy is running its saved test cases; Retry-After says when to try again.
 	CodeTestRunsBusy = "test-runs-busy"
 	// CodeTooManyStreams (429): the identity (or client address) has as many server-sent
 	// event streams open as it may (RateLimits.MaxStreamsPerClient); Retry-After says when
@@ -87,8 +88,9 @@ type RateLimits struct {
 	// TestRate is in test runs per second; TestBurst is the bucket's size.
 	TestRate  float64
 	TestBurst int
-	// MaxConcurrentTests is how many test runs run at once, over all identities; more are
-	// answered 503 test-runs-busy.
+	// MaxConcurrentTests is how many test runs run at once, over all identities, half of
+	// them (at least 1) for one identity (rateKey); more are answered 503 test-runs-busy. A
+	// deploy's saved test cases run beside them, one deploy at a time.
 	MaxConcurrentTests int
 	// MaxStreams is how many server-sent event streams are open at once, over all
 	// identities; more are answered 503 streams-busy. MaxStreamsPerClient is how many one
@@ -214,7 +216,8 @@ func rateKey(r *http.Request) string {
 }
 
 // limit answers 429 rate-limited an event batch or a test run beyond its identity's rate,
-// 503 test-runs-busy a test run beyond the concurrent bound, 503 ingest-busy an event batch
+// 503 test-runs-busy a test run beyond the concurrent bound (the server's, or its client's
+// half of it), 503 ingest-busy an event batch
 // beyond the bytes of batches read at once, 503 requests-busy another request beyond the
 // bytes of the other bodies read at once, and 429 too-many-streams or 503 streams-busy a
 // server-sent event stream beyond its identity's or the server's bound; other requests pass.

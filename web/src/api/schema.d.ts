@@ -550,7 +550,7 @@ export interface paths {
         put?: never;
         /**
          * Run a scenario's saved test cases
-         * @description Runs every saved test case on the version (the latest by default) as a test run, and compares each sink's outputs with the expected values, in order (JSON values compared as values: key order and number spelling do not matter). Deploys run them too. It is a test run for the rate limits: 429 rate-limited beyond the identity's test-run rate, 503 test-runs-busy while the server runs as many test runs as it runs at once.
+         * @description Runs every saved test case on the version (the latest by default) as a test run, and compares each sink's outputs with the expected values, in order (JSON values compared as values: key order and number spelling do not matter). Deploys run them too. It is a test run for the rate limits: 429 rate-limited beyond the identity's test-run rate, 503 test-runs-busy while the server runs as many test runs as it runs at once, or the identity (or client address) half of them.
          */
         post: operations["run-test-cases"];
         delete?: never;
