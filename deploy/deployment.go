@@ -736,7 +736,7 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 					pushed++
 				}
 				s.in.Advance(ev)
-				if d.stopRequested(ctx) || d.eng.CheckState() || d.resultsFull() || d.eng.Interrupted() {
+				if d.stopRequested(ctx) || d.eng.CheckState() || d.resultsFull() || d.eng.Interrupted() || d.checkpointDue() {
 					break // the positions cover what was pushed; the rest is read again
 				}
 			}
@@ -759,7 +759,7 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 		for _, e := range events {
 			d.push(s, e)
 			s.next.Store(e.Offset + 1)
-			if d.stopRequested(ctx) || d.eng.CheckState() || d.resultsFull() || d.eng.Interrupted() {
+			if d.stopRequested(ctx) || d.eng.CheckState() || d.resultsFull() || d.eng.Interrupted() || d.checkpointDue() {
 				break
 			}
 		}
@@ -784,6 +784,15 @@ func (d *deployment) stopRequested(ctx context.Context) bool {
 	default:
 		return false
 	}
+}
+
+// checkpointDue reports that a checkpoint interval has passed since the last checkpoint:
+// process returns between two events then, so that the events are committed at that pace
+// even when a batch of them takes long (slow events: a stop interrupts the one in progress,
+// and what was not committed is processed again).
+// While a checkpoint is still committing, none is due (the next waits for it).
+func (d *deployment) checkpointDue() bool {
+	return (d.inflight == nil || d.inflight.finished()) && d.rt.cfg.Now().Sub(d.lastCheckpoint) >= d.rt.cfg.CheckpointInterval
 }
 
 // push sends one event of an HTTP source's log through the engine. A source without a

@@ -43,6 +43,7 @@ func runRuntimeSuite(t *testing.T, newStore newStoreFunc) {
 		{"Cancel", testCancel},
 		{"StopInterruptsALongEvent", testStopInterruptsALongEvent},
 		{"EventTimeout", testEventTimeout},
+		{"SlowEventsCommitOneByOne", testSlowEventsCommitOneByOne},
 		{"Backpressure", testBackpressure},
 		{"FileSinkExactlyOnce", testFileSinkExactlyOnce},
 		{"IdleSourceClosesWindow", testIdleSourceClosesWindow},
