@@ -77,7 +77,7 @@ func (k *Check) Output(id string) Scope {
 // With returns s with variable name of type t, defined by the node being checked (unknown
 // stays unknown). Use DefineName first to check the name.
 func (k *Check) With(s Scope, name string, t expression.Type) Scope {
-	return Scope{s: s.s.with(name, t, k.c.n.ID)}
+	return Scope{s: s.s.with(name, k.c.boundType(name, t), k.c.n.ID)}
 }
 
 // SetOut sets the scope of the nodes below: In() unless Validate sets another; the zero
@@ -175,7 +175,7 @@ func (k *Check) DefineName(field, name string) (string, bool) { return k.c.defin
 // used, adds it with type t to the scope of the nodes below.
 func (k *Check) DefineVariable(field, name string, t expression.Type) {
 	if name, ok := k.c.defineName(field, name); ok {
-		k.c.out = k.c.out.with(name, t, k.c.n.ID)
+		k.c.out = k.c.out.with(name, k.c.boundType(name, t), k.c.n.ID)
 	}
 }
 

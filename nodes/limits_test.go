@@ -169,3 +169,28 @@ func TestNowIsAWarning(t *testing.T) {
 		t.Errorf("warnings without now(): %+v", w)
 	}
 }
+
+// TestVariableTypeBounded: a chain of record variables r1..r21, each {f0: #r<i-1>, f1:
+// #r<i-1>} (r1 {f0: 1, f1: 1}), has types of 2^(i+1) - 2 parts: r12 8,190, r13 16,382, past
+// MaxTypeParts (10,000): one type-too-large error at r13 (a limit), which is then unknown, so
+// r14 is 2 parts again and the chain validates at once (it took seconds a node more, and
+// 21 nodes ran a server out of memory).
+func TestVariableTypeBounded(t *testing.T) {
+	s := variableChain(23, "1")
+	for i := 1; i <= 21; i++ {
+		n := &s.Nodes[i]
+		n.Type, n.Value, n.VarName = scenario.TypeVariableBuilder, nil, fmt.Sprintf("r%d", i)
+		ref := fmt.Sprintf("#r%d", i-1)
+		if i == 1 {
+			ref = "1"
+		}
+		n.Fields = []scenario.RecordField{{Name: "f0", Expression: scenario.Expr(ref)}, {Name: "f1", Expression: scenario.Expr(ref)}}
+	}
+	v := validate(s)
+	if len(v.Errors) != 1 || v.Errors[0].Code != CodeTypeTooLarge || v.Errors[0].NodeID != "v13" || !IsLimit(CodeTypeTooLarge) {
+		t.Fatalf("errors %v, want one %s at v13", v.Errors, CodeTypeTooLarge)
+	}
+	if got := TypeSize(v.Variables["v13"]["r12"], 1<<20); got != 8190 {
+		t.Errorf("r12 has %d parts, want 8,190", got)
+	}
+}

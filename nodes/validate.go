@@ -42,10 +42,19 @@ const (
 	CodeReadsClock           = "reads-wall-clock"        // a warning: the expression calls now()
 	CodeTooManySlices        = "window-too-many-slices"  // windowLength / precision > engine.MaxSlicesPerWindow
 	CodeTooManyWindows       = "window-too-many-windows" // hopping windowLength / slide > engine.MaxWindowsPerEvent
+	// CodeTypeTooLarge: a variable's type has more than MaxTypeParts parts.
+	CodeTypeTooLarge = "type-too-large"
 	// CodeExpressionsTooLarge: the scenario's expressions together pass
 	// MaxScenarioExpressionBytes, at the expression that passes it.
 	CodeExpressionsTooLarge = "scenario-expressions-too-large"
 )
+
+// MaxTypeParts is the most parts (record fields and list elements, nested) the type of a
+// variable a node defines may have. Types are shared, not copied, so a record of two fields
+// that are both the record before it doubles in size with each node: 21 such nodes (a 4.9 KB
+// graph) were 2 million parts, and checking an expression that read them ran the server out
+// of memory. Past it the variable is reported (a limit: saving refused) and typed unknown.
+const MaxTypeParts = 10_000
 
 // MaxScenarioExpressionBytes is the most bytes of expression text one scenario holds, all its
 // expressions together; those past it are not compiled. Compiling and keeping an expression
@@ -65,6 +74,7 @@ var limitCodes = map[string]bool{
 	CodeTooManySlices:                 true,
 	CodeTooManyWindows:                true,
 	CodeExpressionsTooLarge:           true,
+	CodeTypeTooLarge:                  true,
 	expression.CodeTooLong:            true,
 	expression.CodeTooDeep:            true,
 	expression.CodeTooLarge:           true,
@@ -363,6 +373,16 @@ func (v *validation) report(id string, s scope) {
 		}
 	}
 	v.skipped++
+}
+
+// boundType returns t, or Unknown with a CodeTypeTooLarge problem when t has more than
+// MaxTypeParts parts.
+func (c *nodeCheck) boundType(name string, t expression.Type) expression.Type {
+	if typeSize(t, MaxTypeParts) <= MaxTypeParts {
+		return t
+	}
+	c.errorf("", CodeTypeTooLarge, "the type of #%s has more than %d parts (record fields and list elements, nested): build it from fewer or smaller records", name, MaxTypeParts)
+	return expression.Unknown
 }
 
 // typeSize counts the parts of t (record fields and list elements,
