@@ -736,7 +736,7 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 					pushed++
 				}
 				s.in.Advance(ev)
-				if d.stopRequested(ctx) || d.eng.CheckState() || d.resultsFull() || d.eng.Interrupted() || d.checkpointDue() {
+				if d.stopRequested(ctx) || d.eng.CheckState() || d.resultsFull() || d.eng.Interrupted() {
 					break // the positions cover what was pushed; the rest is read again
 				}
 			}
@@ -756,10 +756,11 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 		if err != nil {
 			return total, err
 		}
+		started := d.rt.cfg.Now()
 		for _, e := range events {
 			d.push(s, e)
 			s.next.Store(e.Offset + 1)
-			if d.stopRequested(ctx) || d.eng.CheckState() || d.resultsFull() || d.eng.Interrupted() || d.checkpointDue() {
+			if d.stopRequested(ctx) || d.eng.CheckState() || d.resultsFull() || d.eng.Interrupted() || d.batchLong(started) {
 				break
 			}
 		}
@@ -786,13 +787,13 @@ func (d *deployment) stopRequested(ctx context.Context) bool {
 	}
 }
 
-// checkpointDue reports that a checkpoint interval has passed since the last checkpoint:
-// process returns between two events then, so that the events are committed at that pace
-// even when a batch of them takes long (slow events: a stop interrupts the one in progress,
-// and what was not committed is processed again).
-// While a checkpoint is still committing, none is due (the next waits for it).
-func (d *deployment) checkpointDue() bool {
-	return (d.inflight == nil || d.inflight.finished()) && d.rt.cfg.Now().Sub(d.lastCheckpoint) >= d.rt.cfg.CheckpointInterval
+// batchLong reports that the events read from an HTTP source's log at started have taken
+// the checkpoint interval, and at least a second, so far: process returns between two events
+// then, so that slow events are committed at about that pace rather than when the whole read
+// (up to readBatch events) is done: a stop interrupts the event in progress, and what was not
+// committed is processed again. The rest of the read is read again from the log.
+func (d *deployment) batchLong(started time.Time) bool {
+	return d.rt.cfg.Now().Sub(started) >= max(d.rt.cfg.CheckpointInterval, time.Second)
 }
 
 // push sends one event of an HTTP source's log through the engine. A source without a
