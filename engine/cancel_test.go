@@ -3,9 +3,11 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/value"
@@ -214,4 +216,38 @@ func perElementWindow(t *testing.T, elements string) *scenario.Scenario {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// Work inside one node stops too: a VariableBuilder of 1,000 fields of about 28 ms each (28
+// s for one event) stops within stopEvery fields of its run's end (a context of 300 ms; 5 s allowed), not
+// at the next node.
+func TestStopsBetweenFieldsOfOneNode(t *testing.T) {
+	var fields strings.Builder
+	for i := range 1000 {
+		if i > 0 {
+			fields.WriteString(",")
+		}
+		fmt.Fprintf(&fields, `{"name": "f%d", "expression": {"language": "expr", "expression": "count(1..400000, # %% 7 == %d)"}}`, i, i%7)
+	}
+	graph := `{"nodes": [` + srcNode("in", "#input.t", "0s") + `,
+		{"id": "wide", "type": "VariableBuilder", "varName": "r", "fields": [` + fields.String() + `]},
+		` + sinkNode("out", "#r.f0") + `],
+		"edges": [{"from": "in", "to": "wide"}, {"from": "wide", "to": "out"}]}`
+	s, err := scenario.Decode([]byte(graph))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(s, Options{Bounded: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := Replay(ctx, e, strings.NewReader(`{"t": 1}`)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Replay returned %v, want the context's deadline", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the replay stopped after %v; its context ended at 300 ms (the node's fields take 28 s)", took)
+	}
 }

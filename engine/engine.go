@@ -816,13 +816,26 @@ func (e *Engine) push(n *node, c *event, from string) {
 // enter counts an event entering node n, and reports false when the run's context has
 // ended (then nothing enters).
 func (e *Engine) enter(n *node) bool {
+	if (e.ctx != nil || e.interrupt != nil || e.event != nil) && e.halted(n) {
+		return false
+	}
+	n.counts.In++
+	return true
+}
+
+// halted reports that the event in progress goes no further at node n: the run's context
+// has ended (looked at every stopEvery calls), or the event was abandoned (AbandonWhen; its
+// error at n the first time); Interruptible's stop unwinds the call instead. enter calls it,
+// and so do nodes between the many expressions one of them evaluates (a VariableBuilder's
+// fields, a Switch's conditions), so that work inside one node stops too.
+func (e *Engine) halted(n *node) bool {
 	if e.ctx != nil {
 		if e.stopped {
-			return false
+			return true
 		}
 		if e.pushes++; e.pushes%stopEvery == 0 && e.ctx.Err() != nil {
 			e.stopped = true
-			return false
+			return true
 		}
 	}
 	if e.interrupt != nil && e.interrupt.Load() {
@@ -834,10 +847,9 @@ func (e *Engine) enter(n *node) bool {
 			e.abandoned = true
 			e.fail(n, "", fmt.Errorf("%w (%s)", ErrEventAbandoned, e.abandonWhy))
 		}
-		return false
+		return true
 	}
-	n.counts.In++
-	return true
+	return false
 }
 
 // sortedIDs returns the keys of m in order (for deterministic summaries).

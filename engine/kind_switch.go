@@ -78,6 +78,9 @@ func (choice) process(e *Engine, n *node, ev *event, _ string) {
 		if out.typ != scenario.EdgeNextSwitch || out.cond == nil {
 			continue
 		}
+		if i > 0 && e.halted(n) { // between conditions, as between nodes
+			return
+		}
 		v, err := out.cond.eval(ev)
 		if err != nil {
 			e.failExpr(n, "condition", out.condField, err)
