@@ -196,6 +196,7 @@ func New(cfg Config) (*Handler, error) {
 	}
 
 	r := chi.NewRouter()
+	r.Use(drainDeadline)
 	r.Use(ownRequestID)
 	r.Use(middleware.RequestID)
 	r.Use(withClientAddress(cfg.TrustedProxies))

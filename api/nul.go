@@ -98,3 +98,20 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *Pro
 	}
 	return body, nil
 }
+
+// drainTimeout is how long the server reads, after a handler, the part of the request body
+// the handler left unread (drainDeadline).
+const drainTimeout = 2 * time.Second
+
+// drainDeadline gives the read of a request body's unread part after its handler a deadline.
+// net/http reads up to 256 KiB of it before it writes the answer, to keep the connection
+// (RFC 9112 §9.3), and the server has no read timeout (handlers may read long bodies, and
+// streams run for hours): a GET that declares a body of 200,000 bytes and sends none was never
+// answered, and held its connection, one of --max-connections, for good. Past the deadline
+// the answer is written and the connection closed.
+func drainDeadline(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() { _ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(drainTimeout)) }()
+		next.ServeHTTP(w, r)
+	})
+}
