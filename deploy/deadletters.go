@@ -45,7 +45,14 @@ type DeadLetter struct {
 	Message         string          `json:"message"`
 	Record          json.RawMessage `json:"record,omitempty" doc:"The event as it was read: its JSON, or a JSON string of its first 64 KiB when it is not JSON or longer."`
 	RecordTruncated bool            `json:"recordTruncated,omitempty" doc:"True when record holds only the first 64 KiB."`
+	RecordOmitted   bool            `json:"recordOmitted,omitempty" doc:"True when record is left out: one event keeps at most 256 KiB of records in its dead letters, so the event's first dead letters have it."`
 }
+
+// MaxDeadLetterRecordsPerEvent is how many bytes of the event's record the dead letters of one
+// event keep together: a for-each whose 100 elements fail keeps a 2 KB record in all 100
+// dead letters, a 64 KiB one in the first 4 (recordOmitted in the others). A 60 KB event made
+// 8 MB of dead letters without it.
+const MaxDeadLetterRecordsPerEvent = 256 << 10
 
 // pushing is what the deployment is pushing into the engine, for the dead letters of its errors.
 type pushing struct {
@@ -59,6 +66,7 @@ type pushing struct {
 	errors          int64
 	record          json.RawMessage
 	recordTruncated bool
+	recordBytes     int // of the record kept so far in the event's dead letters
 }
 
 // deadLetter is the engine's OnError callback: it keeps the failed event, with the error,
@@ -84,7 +92,7 @@ func (d *deployment) endEvent() {
 		}
 		d.keepDeadLetter(dl)
 	}
-	d.pushing.errors = 0
+	d.pushing.errors, d.pushing.recordBytes = 0, 0
 }
 
 // keepDeadLetter adds dl, with the position and record of the event being pushed, to the
@@ -111,7 +119,12 @@ func (d *deployment) keepDeadLetter(dl DeadLetter) {
 				p.record, _ = json.Marshal(string(p.payload))
 			}
 		}
-		dl.Record, dl.RecordTruncated = p.record, p.recordTruncated
+		if p.recordBytes+len(p.record) <= MaxDeadLetterRecordsPerEvent {
+			dl.Record, dl.RecordTruncated = p.record, p.recordTruncated
+			p.recordBytes += len(p.record)
+		} else {
+			dl.RecordOmitted = true
+		}
 	}
 	b, err := json.Marshal(dl)
 	if err != nil {

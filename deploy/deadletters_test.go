@@ -89,11 +89,9 @@ func testDeadLetters(t *testing.T, st store.Store) {
 	equalResults(t, results, replay(t, graph, good))
 }
 
-// One event whose for-each makes 250 failing elements keeps MaxDeadLettersPerEvent (100) dead
-// letters of them and one more saying that 150 were not kept; the next event, of 3 failing
-// elements, keeps its 3. The node's error count has all 253.
-func testDeadLettersPerEventBounded(t *testing.T, st store.Store) {
-	graph := `{"nodes": [
+// deadLetterForEachGraph sends each element of 1..#input.n to a collect sink whose value fails
+// (a division by zero).
+const deadLetterForEachGraph = `{"nodes": [
   {"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [
     {"name": "timestamp", "expression": {"language": "expr", "expression": "#input.ts"}}]}},
   {"id": "each", "type": "CustomNode", "nodeType": "for-each", "outputVar": "el", "parameters": [
@@ -101,6 +99,12 @@ func testDeadLettersPerEventBounded(t *testing.T, st store.Store) {
   {"id": "out", "type": "Sink", "ref": {"typ": "collect", "parameters": [
     {"name": "value", "expression": {"language": "expr", "expression": "#el % (#el - #el)"}}]}}
 ], "edges": [{"from": "in", "to": "each", "edgeType": null}, {"from": "each", "to": "out", "edgeType": null}]}`
+
+// One event whose for-each makes 250 failing elements keeps MaxDeadLettersPerEvent (100) dead
+// letters of them and one more saying that 150 were not kept; the next event, of 3 failing
+// elements, keeps its 3. The node's error count has all 253.
+func testDeadLettersPerEventBounded(t *testing.T, st store.Store) {
+	graph := deadLetterForEachGraph
 	createScenario(t, st, "failing", graph)
 	r := newRuntime(t, st)
 	deploy(t, r, "failing", 0)
@@ -129,6 +133,35 @@ func testDeadLettersPerEventBounded(t *testing.T, st store.Store) {
 		}
 		if d.Offset == nil || *d.Offset != offset || d.NodeID != node || d.Source != "in" || !bytes.Equal(d.Record, record) {
 			t.Errorf("dead letter %d: %+v; want offset %d, node %q, record %s", i, d, offset, node, record)
+		}
+	}
+}
+
+// The dead letters of one event keep at most MaxDeadLetterRecordsPerEvent (256 KiB) of its
+// record: an event of 100,000 bytes is kept as the JSON string of its first 64 KiB (65,543
+// bytes: 2 quotes, and a backslash before each of the 5 quotes in those 64 KiB), so of its 5
+// failing elements' dead letters the first 3 have it (196,629 bytes; a 4th would make
+// 262,172) and the last 2 say recordOmitted.
+func testDeadLetterRecordsPerEventBounded(t *testing.T, st store.Store) {
+	createScenario(t, st, "failing", strings.Replace(deadLetterForEachGraph, "1..#input.n", "1..5", 1))
+	r := newRuntime(t, st)
+	deploy(t, r, "failing", 0)
+	event := []byte(`{"ts": 1000, "pad": "` + strings.Repeat("x", 100_000-len(`{"ts": 1000, "pad": ""}`)) + `"}`)
+	if len(event) != 100_000 {
+		t.Fatalf("the event is %d bytes", len(event))
+	}
+	if _, err := r.Ingest(t.Context(), "failing", "in", "", [][]byte{event}); err != nil {
+		t.Fatal(err)
+	}
+	waitCommitted(t, r, "failing", 1)
+	dls := readDeadLetters(t, st, "failing")
+	if len(dls) != 5 {
+		t.Fatalf("%d dead letters, want 5", len(dls))
+	}
+	for i, d := range dls {
+		kept := i < 3
+		if kept != (len(d.Record) == 65_543) || kept != d.RecordTruncated || kept == d.RecordOmitted {
+			t.Errorf("dead letter %d: record %d bytes, truncated %v, omitted %v; want kept %v", i, len(d.Record), d.RecordTruncated, d.RecordOmitted, kept)
 		}
 	}
 }

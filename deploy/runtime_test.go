@@ -35,6 +35,7 @@ func runRuntimeSuite(t *testing.T, newStore newStoreFunc) {
 		{"ResultsEqualReplay", testResultsEqualReplay},
 		{"DeadLetters", testDeadLetters},
 		{"DeadLettersPerEventBounded", testDeadLettersPerEventBounded},
+		{"DeadLetterRecordsPerEventBounded", testDeadLetterRecordsPerEventBounded},
 		{"CrashesContinueExactly", testCrashesContinueExactly},
 		{"CheckpointCommitsWhileProcessing", testCheckpointCommitsWhileProcessing},
 		{"ShutdownAndResume", testShutdownAndResume},

@@ -989,6 +989,8 @@ export interface components {
             partition?: number;
             /** @description The event as it was read: its JSON, or a JSON string of its first 64 KiB when it is not JSON or longer. */
             record?: unknown;
+            /** @description True when record is left out: one event keeps at most 256 KiB of records in its dead letters, so the event's first dead letters have it. */
+            recordOmitted?: boolean;
             /** @description True when record holds only the first 64 KiB. */
             recordTruncated?: boolean;
             /** @description The source node that read the event; empty for an error of no event (a window closed by an idle step). */
