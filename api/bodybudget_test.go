@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -15,12 +16,17 @@ import (
 
 // TestRequestBodiesBounded: the bodies of requests other than event batches are counted
 // together as they are read, through the real server (refuseNUL's read, and huma's own for a
-// test run). With a budget of 1,000 bytes and a scenario of which 600 bytes have arrived, a
-// 500-byte body is answered 503 requests-busy with Retry-After 1 (600 + 500 > 1,000), a
-// 300-byte one passes (900), and when the slow request ends its 600 bytes are given back.
+// test run), a client holding at most a quarter of the budget but for a body it reads alone.
+// With a budget of 1,000 bytes and a scenario of client A of which 600 bytes have arrived:
+// client B's 500-byte body is answered 503 requests-busy with Retry-After 1 (600 + 500 >
+// 1,000), its 300-byte one passes (900); A's own 100-byte one is refused (700 > A's 250);
+// and when the slow request ends its 600 bytes are given back.
 func TestRequestBodiesBounded(t *testing.T) {
 	t.Parallel()
-	c := newClient(t, sqliteStore(t), func(cfg *api.Config) { cfg.RateLimits = api.RateLimits{RequestBodyBytes: 1000} })
+	c := newClient(t, sqliteStore(t), func(cfg *api.Config) {
+		cfg.RateLimits = api.RateLimits{RequestBodyBytes: 1000}
+		cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	})
 	// padded is a JSON body of exactly n bytes: fields, then spaces before the closing brace.
 	padded := func(n int, fields ...string) string {
 		b := rawBody(fields...)
@@ -29,11 +35,13 @@ func TestRequestBodiesBounded(t *testing.T) {
 		}
 		return b[:len(b)-1] + strings.Repeat(" ", n-len(b)) + "}"
 	}
-	validate := func(n int) *response {
-		return c.send(request{Method: http.MethodPost, Path: "/api/validation", Body: padded(n, "graph", tinyGraph)})
+	from := func(client string) map[string]string { return map[string]string{"X-Forwarded-For": client} }
+	validate := func(client string, n int) *response {
+		return c.send(request{Method: http.MethodPost, Path: "/api/validation", Body: padded(n, "graph", tinyGraph), Header: from(client)})
 	}
+	const a, b = "10.0.0.1", "10.0.0.2"
 	// Alone, a body larger than the budget goes in: 1,500 bytes.
-	validate(1500).ok(t, http.StatusOK, nil)
+	validate(b, 1500).ok(t, http.StatusOK, nil)
 
 	slow, more := io.Pipe()
 	done := make(chan int, 1)
@@ -43,6 +51,7 @@ func TestRequestBodiesBounded(t *testing.T) {
 			done <- 0
 			return
 		}
+		req.Header.Set("X-Forwarded-For", a)
 		req.Header.Set("Content-Type", "application/json")
 		req.ContentLength = 2000
 		resp, err := c.http.Do(req)
@@ -67,16 +76,17 @@ func TestRequestBodiesBounded(t *testing.T) {
 	}
 	var refused *response
 	waitFor("a 500-byte body to be refused", func() bool {
-		refused = validate(500)
+		refused = validate(b, 500)
 		return refused.Status == http.StatusServiceUnavailable
 	})
 	if p := refused.problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy); refused.Header.Get("Retry-After") != "1" {
 		t.Errorf("Retry-After %q, want 1 (%s)", refused.Header.Get("Retry-After"), p.Detail)
 	}
-	validate(300).ok(t, http.StatusOK, nil)
+	validate(b, 300).ok(t, http.StatusOK, nil)
+	validate(a, 100).problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy)
 	// A test run's body is read by huma itself: refused the same way.
 	testRun := c.send(request{Method: http.MethodPost, Path: "/api/test",
-		Body: padded(500, "graph", tinyGraph, "records", `"{}"`)})
+		Body: padded(500, "graph", tinyGraph, "records", `"{}"`), Header: from(b)})
 	testRun.problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy)
 	// Event batches have their own budget (IngestBodyBytes, unbounded here): not refused as
 	// busy (this server runs no deployments: 503 unavailable).
@@ -87,7 +97,7 @@ func TestRequestBodiesBounded(t *testing.T) {
 	if code := <-done; code != 0 {
 		t.Logf("the slow request was answered %d", code)
 	}
-	waitFor("the slow request's bytes to be given back", func() bool { return validate(500).Status == http.StatusOK })
+	waitFor("the slow request's bytes to be given back", func() bool { return validate(b, 500).Status == http.StatusOK })
 }
 
 // TestUnreadBodyDoesNotHoldTheAnswer: a GET that declares a body of 200,000 bytes (without a

@@ -322,10 +322,16 @@ var (
 // bodyBudget is the bytes of request bodies held read and being handled at once, over all
 // clients: each body's bytes are taken as they are read (budgetedBody) and given back when
 // its request is answered. A read past the budget fails with busy.
+//
+// One client (rateKey) holds at most a quarter of it, but for a body it reads alone: bodies
+// held open by one client (8 connections declaring 10 MiB, sending 8 and then nothing) kept
+// every other client's scenarios, deploys and batches out until the body read timeout.
 type bodyBudget struct {
 	sem  *semaphore.Weighted
 	size int64
 	busy error
+	mu   sync.Mutex
+	held map[string]int64 // per client
 }
 
 // newBodyBudget returns a budget of size bytes, or nil (no bound) when size is not positive.
@@ -333,7 +339,7 @@ func newBodyBudget(size int64, busy error) *bodyBudget {
 	if size <= 0 {
 		return nil
 	}
-	return &bodyBudget{sem: semaphore.NewWeighted(size), size: size, busy: busy}
+	return &bodyBudget{sem: semaphore.NewWeighted(size), size: size, busy: busy, held: map[string]int64{}}
 }
 
 // serve serves r with its body counted against bb (a nil bb counts nothing).
@@ -342,10 +348,40 @@ func (bb *bodyBudget) serve(w http.ResponseWriter, r *http.Request, next http.Ha
 		next.ServeHTTP(w, r)
 		return
 	}
-	body := &budgetedBody{ReadCloser: r.Body, budget: bb, w: w}
+	body := &budgetedBody{ReadCloser: r.Body, budget: bb, w: w, client: rateKey(r)}
 	r.Body = body
-	defer func() { bb.sem.Release(body.held) }()
+	defer func() { bb.give(body.client, body.held) }()
 	next.ServeHTTP(w, r)
+}
+
+// take takes n more bytes for a body of client that holds mine already, and reports whether
+// it could: within the client's quarter of the budget unless the body is the client's only
+// one, and within the budget.
+func (bb *bodyBudget) take(client string, mine, n int64) bool {
+	bb.mu.Lock()
+	defer bb.mu.Unlock()
+	others := bb.held[client] - mine
+	if others > 0 && others+mine+n > bb.size/4 {
+		return false
+	}
+	if !bb.sem.TryAcquire(n) {
+		return false
+	}
+	bb.held[client] += n
+	return true
+}
+
+// give gives back n bytes of client's.
+func (bb *bodyBudget) give(client string, n int64) {
+	if n == 0 {
+		return
+	}
+	bb.mu.Lock()
+	defer bb.mu.Unlock()
+	bb.sem.Release(n)
+	if bb.held[client] -= n; bb.held[client] <= 0 {
+		delete(bb.held, client)
+	}
 }
 
 // budgetedBody takes a request body's bytes from its budget as they are read, and gives them
@@ -357,6 +393,7 @@ type budgetedBody struct {
 	io.ReadCloser
 	budget     *bodyBudget
 	w          http.ResponseWriter
+	client     string // rateKey
 	held, read int64
 	refused    bool
 }
@@ -368,7 +405,7 @@ func (b *budgetedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	b.read += int64(n)
 	if more := min(b.read, b.budget.size) - b.held; more > 0 {
-		if !b.budget.sem.TryAcquire(more) {
+		if !b.budget.take(b.client, b.held, more) {
 			b.refused = true
 			b.w.Header().Set("Retry-After", "1")
 			return n, b.budget.busy
