@@ -265,7 +265,7 @@ func New(cfg Config) (*Handler, error) {
 		testTimeout:    cfg.TestTimeout,
 		testMaxState:   cfg.TestMaxState,
 		testCasesMax:   cfg.TestCasesMaxBytes,
-		testSlots:      limiter.deploying,
+		deployTests:    limiter.deploying,
 
 		runtime:            cfg.Runtime,
 		streamsDone:        make(chan struct{}),
@@ -315,13 +315,13 @@ func (h *Handler) OpenAPI() *huma.OpenAPI { return h.api.OpenAPI() }
 
 // handlers holds what the operations share.
 type handlers struct {
-	// testSlots is where a deploy's saved test cases run, one deploy at a time
-	// (rateLimiter.deploying; nil: no bound), beside the test runs.
-	testSlots chan struct{}
-	store     store.Store
-	nodes     *nodes.Registry
-	maxBody   int64
-	metrics   *prometheus.Registry
+	// deployTests are the places where deploys' saved test cases run (rateLimiter.deploying;
+	// nil: no bound), beside the test runs.
+	deployTests *places
+	store       store.Store
+	nodes       *nodes.Registry
+	maxBody     int64
+	metrics     *prometheus.Registry
 
 	testMaxRecords int
 	testMaxBytes   int64

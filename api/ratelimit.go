@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"io"
 	"math"
@@ -23,8 +24,9 @@ const (
 	// many seconds the next one is accepted.
 	CodeRateLimited = "rate-limited"
 	// CodeTestRunsBusy (503): the server is running as many test runs as it runs at once
-	// (RateLimits.MaxConcurrentTests), or the identity (or client address) half of them, or
-	// another deploy is running its saved test cases; Retry-After says when to try again.
+	// (RateLimits.MaxConcurrentTests), or the identity (or client address) half of them; or,
+	// for a deploy, as many deploys run their saved test cases, or the identity's other one
+	// does; Retry-After says when to try again.
 	CodeTestRunsBusy = "test-runs-busy"
 	// CodeTooManyStreams (429): the identity (or client address) has as many server-sent
 	// event streams open as it may (RateLimits.MaxStreamsPerClient); Retry-After says when
@@ -89,8 +91,8 @@ type RateLimits struct {
 	TestRate  float64
 	TestBurst int
 	// MaxConcurrentTests is how many test runs run at once, over all identities, half of
-	// them (at least 1) for one identity (rateKey); more are answered 503 test-runs-busy. A
-	// deploy's saved test cases run beside them, one deploy at a time.
+	// them (at least 1) for one identity (rateKey); more are answered 503 test-runs-busy.
+	// Deploys run their saved test cases beside them, as many at once, one an identity.
 	MaxConcurrentTests int
 	// MaxStreams is how many server-sent event streams are open at once, over all
 	// identities; more are answered 503 streams-busy. MaxStreamsPerClient is how many one
@@ -171,15 +173,14 @@ func (b *buckets) dropFull(now time.Time) {
 // rateLimiter applies RateLimits.
 type rateLimiter struct {
 	ingest, test *buckets
-	running      chan struct{} // one element per test run running; nil: no bound
-	// testsBy counts the test runs running per client (rateKey), at most testRunsPerClient:
-	// half of the server's, at least 1.
-	testsMu           sync.Mutex
-	testsBy           map[string]int
-	testRunsPerClient int
-	// deploying is the place of a deploy's saved test cases: one at a time, beside the test
-	// runs (a client running test runs in every place would keep deploys from running theirs).
-	deploying chan struct{}
+	// running are the test runs' places: MaxConcurrentTests, half of them (at least 1) per
+	// client; nil: no bound.
+	running *places
+	// deploying are the places of deploys' saved test cases, beside the test runs (a client
+	// running test runs in every place would keep deploys from running theirs): as many, one
+	// per client (one client's deploys, each running a slow saved test case, would keep the
+	// others' out).
+	deploying *places
 	streams   *streamSlots // nil: no bound
 	// ingest counts the bytes of event batches read (RateLimits.IngestBodyBytes), requests
 	// those of the other bodies (RequestBodyBytes); nil: no bound.
@@ -191,9 +192,8 @@ type rateLimiter struct {
 func newRateLimiter(l RateLimits) *rateLimiter {
 	rl := &rateLimiter{ingest: newBuckets(l.IngestRate, l.IngestBurst), test: newBuckets(l.TestRate, l.TestBurst), now: l.Now}
 	if l.MaxConcurrentTests > 0 {
-		rl.running = make(chan struct{}, l.MaxConcurrentTests)
-		rl.testsBy, rl.testRunsPerClient = map[string]int{}, max(1, l.MaxConcurrentTests/2)
-		rl.deploying = make(chan struct{}, 1)
+		rl.running = newPlaces(l.MaxConcurrentTests, max(1, l.MaxConcurrentTests/2), "test runs")
+		rl.deploying = newPlaces(l.MaxConcurrentTests, 1, "deploys running their saved test cases")
 	}
 	if l.MaxStreams > 0 || l.MaxStreamsPerClient > 0 {
 		rl.streams = &streamSlots{most: l.MaxStreams, perClient: l.MaxStreamsPerClient, byKey: map[string]int{}}
@@ -208,11 +208,14 @@ func newRateLimiter(l RateLimits) *rateLimiter {
 
 // rateKey is whom a request's bucket belongs to: its identity's Subject, or its client's
 // address when there is no authentication (everyone is the same local user).
-func rateKey(r *http.Request) string {
-	if id, ok := auth.FromContext(r.Context()); ok && id.Method != auth.MethodNone && id.Subject != "" {
+func rateKey(r *http.Request) string { return rateKeyOf(r.Context()) }
+
+// rateKeyOf is rateKey of the request whose context ctx is.
+func rateKeyOf(ctx context.Context) string {
+	if id, ok := auth.FromContext(ctx); ok && id.Method != auth.MethodNone && id.Subject != "" {
 		return "id:" + id.Subject
 	}
-	return "addr:" + clientAddress(r.Context())
+	return "addr:" + clientAddress(ctx)
 }
 
 // limit answers 429 rate-limited an event batch or a test run beyond its identity's rate,
@@ -265,44 +268,56 @@ func (rl *rateLimiter) limit(next http.Handler) http.Handler {
 		}
 		if testRun && rl.running != nil {
 			key := rateKey(r)
-			if p := rl.takeTestRun(key); p != nil {
+			if p := rl.running.take(key); p != nil {
 				w.Header().Set("Retry-After", "1")
 				writeProblem(w, p)
 				return
 			}
-			defer rl.giveTestRun(key)
+			defer rl.running.give(key)
 		}
 		budget.serve(w, r, next)
 	})
 }
 
-// takeTestRun takes a place for a test run of key (rateKey), or returns why it cannot: key
-// runs testRunsPerClient already (so that one client does not hold every place: deploys
-// and other clients' runs would wait for it), or the server runs MaxConcurrentTests.
-func (rl *rateLimiter) takeTestRun(key string) *ProblemDetails {
-	rl.testsMu.Lock()
-	defer rl.testsMu.Unlock()
-	if rl.testsBy[key] >= rl.testRunsPerClient {
+// places are concurrent places over all clients (rateKey), at most perClient of them for one
+// client.
+type places struct {
+	mu       sync.Mutex
+	byKey    map[string]int
+	open     int
+	all, per int
+	what     string // "test runs": what the places are for, in the answers
+}
+
+func newPlaces(all, perClient int, what string) *places {
+	return &places{byKey: map[string]int{}, all: all, per: perClient, what: what}
+}
+
+// take takes a place for key, or returns why it cannot (503 test-runs-busy): key holds
+// perClient places already, or every place is taken.
+func (p *places) take(key string) *ProblemDetails {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.byKey[key] >= p.per {
 		return problemf(http.StatusServiceUnavailable, CodeTestRunsBusy,
-			"you are running %d test runs, as many as one client runs at once (of the server's %d); retry when one has ended", rl.testRunsPerClient, cap(rl.running))
+			"you have %d %s, as many as one client has at once (of the server's %d); retry when one has ended", p.per, p.what, p.all)
 	}
-	select {
-	case rl.running <- struct{}{}:
-	default:
+	if p.open >= p.all {
 		return problemf(http.StatusServiceUnavailable, CodeTestRunsBusy,
-			"the server is running %d test runs, as many as it runs at once; retry in a second", cap(rl.running))
+			"the server has %d %s, as many as it has at once; retry in a second", p.all, p.what)
 	}
-	rl.testsBy[key]++
+	p.open++
+	p.byKey[key]++
 	return nil
 }
 
-// giveTestRun ends a test run of key.
-func (rl *rateLimiter) giveTestRun(key string) {
-	rl.testsMu.Lock()
-	defer rl.testsMu.Unlock()
-	<-rl.running
-	if rl.testsBy[key]--; rl.testsBy[key] <= 0 {
-		delete(rl.testsBy, key)
+// give gives a place of key back.
+func (p *places) give(key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.open--
+	if p.byKey[key]--; p.byKey[key] <= 0 {
+		delete(p.byKey, key)
 	}
 }
 

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -99,11 +100,11 @@ func TestConcurrentTestRuns(t *testing.T) {
 	}
 }
 
-// TestDeployTestCasesTakeATestSlot: a deploy's saved test cases run one deploy at a time, in
-// a place of their own: with that place held (by another deploy), a deploy of a scenario with
-// a saved test case is answered 503 test-runs-busy with Retry-After 1 before anything runs,
-// and one without saved test cases is not held back; test runs in every place of the test
-// runs do not hold a deploy back.
+// TestDeployTestCasesTakeATestSlot: a deploy's saved test cases run in a place of their own,
+// one a client: with its client's place held (by its other deploy), a deploy of a scenario
+// with a saved test case is answered 503 test-runs-busy with Retry-After 1 before anything
+// runs, and one without saved test cases is not held back; another client's deploy runs its
+// test case; and test runs in every place of the test runs hold no deploy back.
 func TestDeployTestCasesTakeATestSlot(t *testing.T) {
 	t.Parallel()
 	st, err := sqlite.Open(t.Context(), t.TempDir())
@@ -123,31 +124,35 @@ func TestDeployTestCasesTakeATestSlot(t *testing.T) {
 	if _, err := st.PutTestCase(t.Context(), store.TestCase{Scenario: "with", Name: "one", Records: `{"a": 1}`, Expected: `{}`}); err != nil {
 		t.Fatal(err)
 	}
-	h := &handlers{store: st, testSlots: make(chan struct{}, 1)}
-	h.testSlots <- struct{}{} // a test run holds the only place
-	_, err = h.runTestCases(t.Context(), with, true)
+	rl := newRateLimiter(RateLimits{MaxConcurrentTests: 2})
+	h := &handlers{store: st, deployTests: rl.deploying}
+	from := func(addr string) context.Context {
+		return context.WithValue(t.Context(), clientAddrKey{}, addr)
+	}
+	if p := h.deployTests.take("addr:10.0.0.1"); p != nil { // the client's other deploy
+		t.Fatal(p)
+	}
+	_, err = h.runTestCases(from("10.0.0.1"), with, true)
 	var se huma.StatusError
 	var p *ProblemDetails
 	if !errors.As(err, &se) || se.GetStatus() != http.StatusServiceUnavailable || !errors.As(err, &p) || p.Code != CodeTestRunsBusy {
-		t.Fatalf("deploy's test cases while the place is held: %v, want 503 test-runs-busy", err)
+		t.Fatalf("deploy's test cases while its client's place is held: %v, want 503 test-runs-busy", err)
 	}
 	if hs, ok := err.(huma.HeadersError); !ok || hs.GetHeaders().Get("Retry-After") != "1" {
 		t.Errorf("no Retry-After: 1 on %v", err)
 	}
-	if run, err := h.runTestCases(t.Context(), without, true); err != nil || !run.Passed || len(run.Tests) != 0 {
+	if run, err := h.runTestCases(from("10.0.0.1"), without, true); err != nil || !run.Passed || len(run.Tests) != 0 {
 		t.Errorf("deploy without saved test cases: %+v, %v; want passed, none run", run, err)
 	}
-	if len(h.testSlots) != 1 {
-		t.Errorf("%d places held, want the other deploy's 1", len(h.testSlots))
+	if run, err := h.runTestCases(from("10.0.0.2"), with, true); err != nil || len(run.Tests) != 1 {
+		t.Errorf("another client's deploy: %+v, %v; want its test case run", run, err)
 	}
-	rl := newRateLimiter(RateLimits{MaxConcurrentTests: 2})
-	for _, key := range []string{"addr:10.0.0.1", "addr:10.0.0.2"} {
-		if p := rl.takeTestRun(key); p != nil {
+	for _, key := range []string{"addr:10.0.0.3", "addr:10.0.0.4"} {
+		if p := rl.running.take(key); p != nil {
 			t.Fatal(p)
 		}
 	}
-	h.testSlots = rl.deploying
-	if run, err := h.runTestCases(t.Context(), with, true); err != nil || len(run.Tests) != 1 {
+	if run, err := h.runTestCases(from("10.0.0.3"), with, true); err != nil || len(run.Tests) != 1 {
 		t.Errorf("deploy while test runs fill their places: %+v, %v; want its test case run", run, err)
 	}
 }

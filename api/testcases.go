@@ -248,16 +248,13 @@ func (h *handlers) runTestCases(ctx context.Context, v store.Version, takeSlot b
 	if err != nil {
 		return TestCasesRun{}, storeError(ctx, err, v.Scenario, 0)
 	}
-	if takeSlot && len(list) > 0 && h.testSlots != nil {
-		// A deploy's saved test cases run one deploy at a time, in a place of their own.
-		select {
-		case h.testSlots <- struct{}{}:
-			defer func() { <-h.testSlots }()
-		default:
-			return TestCasesRun{}, huma.ErrorWithHeaders(problemf(http.StatusServiceUnavailable, CodeTestRunsBusy,
-				"another deploy is running its saved test cases, and this deploy runs %d; retry in a second", len(list)),
-				http.Header{"Retry-After": {"1"}})
+	if takeSlot && len(list) > 0 && h.deployTests != nil {
+		// A deploy's saved test cases run in a place of their own, one a client.
+		key := rateKeyOf(ctx)
+		if p := h.deployTests.take(key); p != nil {
+			return TestCasesRun{}, huma.ErrorWithHeaders(p, http.Header{"Retry-After": {"1"}})
 		}
+		defer h.deployTests.give(key)
 	}
 	run := TestCasesRun{Scenario: v.Scenario, Version: v.Number, Passed: true, Tests: []TestCaseResult{}}
 	// All of them together get the time of one test run (the server's --test-timeout), not

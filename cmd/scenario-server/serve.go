@@ -686,7 +686,7 @@ func (g *guardConfig) register(fs *flag.FlagSet, getenv func(string) string) {
 		"`n` test runs a second that an identity (or client address) may start; more are answered 429 rate-limited (0: no limit)")
 	fs.IntVar(&g.testBurst, "test-burst", d.testBurst, "an identity may start `n` test runs at once before -test-rate applies")
 	fs.IntVar(&g.maxTests, "max-concurrent-tests", d.maxTests,
-		"the server runs at most `n` test runs at once, half of them (at least 1) for one identity or client address; more are answered 503 test-runs-busy; a deploy's saved test cases run beside them, one deploy at a time (0: no bound)")
+		"the server runs at most `n` test runs at once, half of them (at least 1) for one identity or client address; more are answered 503 test-runs-busy; deploys run their saved test cases beside them, as many at once, one for an identity (0: no bound)")
 	fs.IntVar(&g.maxStreams, "max-streams", d.maxStreams,
 		"the server serves at most `n` server-sent event streams (counts and results) at once; more are answered 503 streams-busy (0: no bound)")
 	fs.IntVar(&g.perClient, "max-streams-per-client", d.perClient,
