@@ -828,12 +828,16 @@ func (e *Engine) enter(n *node) bool {
 // error at n the first time); Interruptible's stop unwinds the call instead. enter calls it,
 // and so do nodes between the many expressions one of them evaluates (a VariableBuilder's
 // fields, a Switch's conditions), so that work inside one node stops too.
-func (e *Engine) halted(n *node) bool {
+func (e *Engine) halted(n *node) bool { return e.haltedAt(n, false) }
+
+// haltedAt is halted, looking at the run's context at once when now is set (between slow
+// expressions of one node, where a look costs nothing beside them).
+func (e *Engine) haltedAt(n *node, now bool) bool {
 	if e.ctx != nil {
 		if e.stopped {
 			return true
 		}
-		if e.pushes++; e.pushes%stopEvery == 0 && e.ctx.Err() != nil {
+		if e.pushes++; (now || e.pushes%stopEvery == 0) && e.ctx.Err() != nil {
 			e.stopped = true
 			return true
 		}

@@ -103,7 +103,7 @@ func newRecordVariable(_ *Engine, n *node) (operator, error) {
 func (r *recordVariable) process(e *Engine, n *node, ev *event, _ string) {
 	vals := make([]value.Value, len(r.fields))
 	for i, p := range r.fields {
-		if i > 0 && e.halted(n) { // between fields: a thousand slow ones are one node
+		if i > 0 && e.haltedAt(n, true) { // between fields: a thousand slow ones are one node
 			return
 		}
 		v, err := p.eval(ev)

@@ -78,7 +78,7 @@ func (choice) process(e *Engine, n *node, ev *event, _ string) {
 		if out.typ != scenario.EdgeNextSwitch || out.cond == nil {
 			continue
 		}
-		if i > 0 && e.halted(n) { // between conditions, as between nodes
+		if i > 0 && e.haltedAt(n, true) { // between conditions, as between nodes
 			return
 		}
 		v, err := out.cond.eval(ev)
