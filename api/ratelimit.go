@@ -181,7 +181,7 @@ type rateLimiter struct {
 	// per client (one client's deploys, each running a slow saved test case, would keep the
 	// others' out).
 	deploying *places
-	streams   *streamSlots // nil: no bound
+	streams   *places // nil: no bound
 	// ingest counts the bytes of event batches read (RateLimits.IngestBodyBytes), requests
 	// those of the other bodies (RequestBodyBytes); nil: no bound.
 	ingestBodies, requestBodies *bodyBudget
@@ -192,11 +192,11 @@ type rateLimiter struct {
 func newRateLimiter(l RateLimits) *rateLimiter {
 	rl := &rateLimiter{ingest: newBuckets(l.IngestRate, l.IngestBurst), test: newBuckets(l.TestRate, l.TestBurst), now: l.Now}
 	if l.MaxConcurrentTests > 0 {
-		rl.running = newPlaces(l.MaxConcurrentTests, max(1, l.MaxConcurrentTests/2), "test runs")
-		rl.deploying = newPlaces(l.MaxConcurrentTests, 1, "deploys running their saved test cases")
+		rl.running = testPlaces(l.MaxConcurrentTests, max(1, l.MaxConcurrentTests/2), "test runs")
+		rl.deploying = testPlaces(l.MaxConcurrentTests, 1, "deploys running their saved test cases")
 	}
 	if l.MaxStreams > 0 || l.MaxStreamsPerClient > 0 {
-		rl.streams = &streamSlots{most: l.MaxStreams, perClient: l.MaxStreamsPerClient, byKey: map[string]int{}}
+		rl.streams = streamPlaces(l.MaxStreams, l.MaxStreamsPerClient)
 	}
 	rl.ingestBodies = newBodyBudget(l.IngestBodyBytes, errIngestBusy)
 	rl.requestBodies = newBodyBudget(l.RequestBodyBytes, errRequestsBusy)
@@ -279,46 +279,18 @@ func (rl *rateLimiter) limit(next http.Handler) http.Handler {
 	})
 }
 
-// places are concurrent places over all clients (rateKey), at most perClient of them for one
-// client.
-type places struct {
-	mu       sync.Mutex
-	byKey    map[string]int
-	open     int
-	all, per int
-	what     string // "test runs": what the places are for, in the answers
-}
-
-func newPlaces(all, perClient int, what string) *places {
-	return &places{byKey: map[string]int{}, all: all, per: perClient, what: what}
-}
-
-// take takes a place for key, or returns why it cannot (503 test-runs-busy): key holds
-// perClient places already, or every place is taken.
-func (p *places) take(key string) *ProblemDetails {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.byKey[key] >= p.per {
-		return problemf(http.StatusServiceUnavailable, CodeTestRunsBusy,
-			"you have %d %s, as many as one client has at once (of the server's %d); retry when one has ended", p.per, p.what, p.all)
-	}
-	if p.open >= p.all {
-		return problemf(http.StatusServiceUnavailable, CodeTestRunsBusy,
-			"the server has %d %s, as many as it has at once; retry in a second", p.all, p.what)
-	}
-	p.open++
-	p.byKey[key]++
-	return nil
-}
-
-// give gives a place of key back.
-func (p *places) give(key string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.open--
-	if p.byKey[key]--; p.byKey[key] <= 0 {
-		delete(p.byKey, key)
-	}
+// testPlaces are places for test runs (what: "test runs"), all of them over all clients and
+// perClient for one; refused with 503 test-runs-busy.
+func testPlaces(all, perClient int, what string) *places {
+	return &places{most: all, perClient: perClient, byKey: map[string]int{},
+		clientFull: func() *ProblemDetails {
+			return problemf(http.StatusServiceUnavailable, CodeTestRunsBusy,
+				"you have %d %s, as many as one client has at once (of the server's %d); retry when one has ended", perClient, what, all)
+		},
+		serverFull: func() *ProblemDetails {
+			return problemf(http.StatusServiceUnavailable, CodeTestRunsBusy,
+				"the server has %d %s, as many as it has at once; retry in a second", all, what)
+		}}
 }
 
 // retryAfter is d in whole seconds, rounded up, at least 1.
@@ -430,33 +402,47 @@ func (b *budgetedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// streamSlots counts the server-sent event streams open, in all and per client (rateKey).
-type streamSlots struct {
-	mu              sync.Mutex
-	open            int
-	byKey           map[string]int
-	most, perClient int // 0: no bound
+// places counts what is open (streams, test runs), in all and per client (rateKey), and
+// refuses past most in all or perClient for one client (0: no bound).
+type places struct {
+	mu                     sync.Mutex
+	open                   int
+	byKey                  map[string]int
+	most, perClient        int
+	clientFull, serverFull func() *ProblemDetails // why take refuses
 }
 
-// take opens a stream for key, or returns why it cannot.
-func (s *streamSlots) take(key string) *ProblemDetails {
+// streamPlaces are the server-sent event streams' places: 429 too-many-streams past
+// perClient, 503 streams-busy past most.
+func streamPlaces(most, perClient int) *places {
+	return &places{most: most, perClient: perClient, byKey: map[string]int{},
+		clientFull: func() *ProblemDetails {
+			return problemf(http.StatusTooManyRequests, CodeTooManyStreams,
+				"you have %d streams open, as many as one client may; close one, or retry later", perClient)
+		},
+		serverFull: func() *ProblemDetails {
+			return problemf(http.StatusServiceUnavailable, CodeStreamsBusy,
+				"the server has %d streams open, as many as it serves at once; retry later", most)
+		}}
+}
+
+// take takes a place for key, or returns why it cannot.
+func (s *places) take(key string) *ProblemDetails {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.perClient > 0 && s.byKey[key] >= s.perClient {
-		return problemf(http.StatusTooManyRequests, CodeTooManyStreams,
-			"you have %d streams open, as many as one client may; close one, or retry later", s.perClient)
+		return s.clientFull()
 	}
 	if s.most > 0 && s.open >= s.most {
-		return problemf(http.StatusServiceUnavailable, CodeStreamsBusy,
-			"the server has %d streams open, as many as it serves at once; retry later", s.most)
+		return s.serverFull()
 	}
 	s.open++
 	s.byKey[key]++
 	return nil
 }
 
-// give closes a stream of key.
-func (s *streamSlots) give(key string) {
+// give gives a place of key back.
+func (s *places) give(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.open--
