@@ -129,8 +129,9 @@ func testEventTimeout(t *testing.T, st store.Store) {
 // Slow events read in one batch are committed as they go, a batch cut once it has run for
 // the checkpoint interval and at least a second (batchLong), not when the whole batch ends: 20
 // events of 20 elements through the filter (about 0.14 s each, 2.8 s in all; ten times that
-// under the race detector) show committed counts between 0 and 20 while they run. (Read as one batch they were committed all at
-// once, and a stop that interrupted one of them lost them all.)
+// under the race detector) show a committed count between 0 and 20 while they run. (Read as
+// one batch they were committed all at once, and a stop that interrupted one of them lost them
+// all.)
 func testSlowEventsCommitOneByOne(t *testing.T, st store.Store) {
 	createScenario(t, st, "slow", slowEventGraph)
 	r := newRuntime(t, st)
@@ -142,25 +143,23 @@ func testSlowEventsCommitOneByOne(t *testing.T, st store.Store) {
 	if _, err := r.Ingest(t.Context(), "slow", "in", "", batch); err != nil {
 		t.Fatal(err)
 	}
+	// The first count between 0 and 20 shows the property; waiting for all 20 would only
+	// measure the machine (under the race detector on a loaded CI machine an event took 5 s).
 	seen := map[int64]bool{}
 	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		l, ok := r.Live("slow")
 		if ok && len(l.Sources) > 0 {
-			if seen[l.Sources[0].Committed] = true; l.Sources[0].Committed == 20 {
-				break
+			c := l.Sources[0].Committed
+			seen[c] = true
+			if c > 0 && c < 20 {
+				return
+			}
+			if c == 20 {
+				t.Fatalf("committed counts seen %v: none between 0 and 20", seen)
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the 20 events not committed after 90 s; committed counts seen %v", seen)
+			t.Fatalf("no event committed after 90 s; committed counts seen %v", seen)
 		}
-	}
-	between := 0
-	for c := range seen {
-		if c > 0 && c < 20 {
-			between++
-		}
-	}
-	if between == 0 {
-		t.Errorf("committed counts seen %v: none between 0 and 20", seen)
 	}
 }
