@@ -148,8 +148,8 @@ func TestStateBudget(t *testing.T) {
 		_, running := r.Live("big")
 		return err == nil && failed.Status == store.StatusFailed && !running
 	})
-	// The state is looked at within the batch (every 16 events at the most, engine.Options.MaxStateBytes):
-	// the deployment stops at the first look past the budget, with fewer keys than the 500
+	// The state is looked at within the batch (every 16 events while it is under 64 KiB,
+	// engine.Options.MaxStateBytes): the deployment stops at the first look past the budget, with fewer keys than the 500
 	// (the state grows with the keys; the budget is about half way).
 	var bytes, budgetSaid int64
 	var node string
