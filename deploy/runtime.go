@@ -948,6 +948,9 @@ type KafkaCluster = kafka.Cluster
 // KafkaCluster.ClientID is empty.
 const DefaultKafkaClientID = kafka.DefaultClientID
 
+// DefaultKafkaTransactionTimeout is KafkaCluster.TransactionTimeout's default.
+const DefaultKafkaTransactionTimeout = kafka.DefaultTransactionTimeout
+
 // The SASL mechanisms of KafkaCluster.SASLMechanism.
 const (
 	SASLPlain       = kafka.SASLPlain

@@ -16,6 +16,7 @@ const (
 	envKafkaSASLMechanism = "SCENARIO_SERVER_KAFKA_SASL_MECHANISM"
 	envKafkaSASLUser      = "SCENARIO_SERVER_KAFKA_SASL_USER"
 	envKafkaSASLPassword  = "SCENARIO_SERVER_KAFKA_SASL_PASSWORD" // environment only: never a flag, never logged
+	envKafkaTxnTimeout    = "SCENARIO_SERVER_KAFKA_TRANSACTION_TIMEOUT"
 
 	envKafkaSchemaRegistry         = "SCENARIO_SERVER_KAFKA_SCHEMA_REGISTRY"
 	envKafkaSchemaRegistryUser     = "SCENARIO_SERVER_KAFKA_SCHEMA_REGISTRY_USER"
@@ -31,6 +32,10 @@ func registerKafkaFlags(fs *flag.FlagSet, getenv func(string) string, k *deploy.
 	if err != nil {
 		return err
 	}
+	txnTimeout, err := envDuration(getenv, envKafkaTxnTimeout, deploy.DefaultKafkaTransactionTimeout)
+	if err != nil {
+		return err
+	}
 	fs.StringVar(&k.ClientID, "kafka-client-id", getenv(envKafkaClientID), "the client `id` the server gives the Kafka brokers (env "+envKafkaClientID+"; default "+deploy.DefaultKafkaClientID+")")
 	fs.BoolVar(&k.TLS, "kafka-tls", tlsOn, "connect to the Kafka brokers over TLS, trusting the system's CAs unless -kafka-tls-ca is set (env "+envKafkaTLS+"; implied by the other -kafka-tls flags)")
 	fs.StringVar(&k.CAFile, "kafka-tls-ca", getenv(envKafkaTLSCA), "trust the Kafka brokers' certificates signed by the CAs in this PEM `file` (env "+envKafkaTLSCA+")")
@@ -39,6 +44,7 @@ func registerKafkaFlags(fs *flag.FlagSet, getenv func(string) string, k *deploy.
 	fs.StringVar(&k.SASLMechanism, "kafka-sasl-mechanism", getenv(envKafkaSASLMechanism), "log in to the Kafka brokers with SASL `mechanism` PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (env "+envKafkaSASLMechanism+"; needs -kafka-sasl-user and env "+envKafkaSASLPassword+")")
 	fs.StringVar(&k.SASLUser, "kafka-sasl-user", getenv(envKafkaSASLUser), "the SASL `user` of -kafka-sasl-mechanism (env "+envKafkaSASLUser+"; the password: env "+envKafkaSASLPassword+" only)")
 	k.SASLPassword = getenv(envKafkaSASLPassword)
+	fs.DurationVar(&k.TransactionTimeout, "kafka-transaction-timeout", txnTimeout, "the brokers abort a Kafka sink's transaction left open this `long` (Kafka's transaction.timeout.ms; env "+envKafkaTxnTimeout+"): a server that dies between the store's commit of a checkpoint and Kafka's must be back within it, or that checkpoint's records are lost; at most the brokers' transaction.max.timeout.ms")
 	sr := &k.SchemaRegistry
 	fs.StringVar(&sr.URL, "kafka-schema-registry", getenv(envKafkaSchemaRegistry), "a Confluent-compatible schema registry's `URL` (http:// or https://): Kafka sources decode its wire format (Avro, JSON Schema) and type #input from the topic's subject, Kafka sinks can encode values against a subject (env "+envKafkaSchemaRegistry+")")
 	fs.StringVar(&sr.User, "kafka-schema-registry-user", getenv(envKafkaSchemaRegistryUser), "the basic-auth `user` of -kafka-schema-registry (env "+envKafkaSchemaRegistryUser+"; the password: env "+envKafkaSchemaRegistryPassword+" only)")

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/scenario-server/scenario-server/deploy"
 	"github.com/scenario-server/scenario-server/schemaregistry"
@@ -16,22 +17,29 @@ import (
 func TestKafkaFlags(t *testing.T) {
 	vars := map[string]string{envKafkaClientID: "decisions", envKafkaTLS: "true", envKafkaTLSCA: "/etc/kafka/ca.pem",
 		envKafkaTLSCert: "/etc/kafka/client.pem", envKafkaTLSKey: "/etc/kafka/client-key.pem",
-		envKafkaSASLMechanism: "SCRAM-SHA-512", envKafkaSASLUser: "alice", envKafkaSASLPassword: "wonderland"}
-	cfg, err := parseServeFlags(nil, env(vars), io.Discard)
+		envKafkaSASLMechanism: "SCRAM-SHA-512", envKafkaSASLUser: "alice", envKafkaSASLPassword: "wonderland",
+		envKafkaTxnTimeout: "5m"}
+	cfg, err := parseServeFlags(nil, env(nil), io.Discard)
+	if err != nil || cfg.Kafka.TransactionTimeout != 15*time.Minute {
+		t.Errorf("the transaction timeout by default: %v (%v), want 15m", cfg.Kafka.TransactionTimeout, err)
+	}
+	cfg, err = parseServeFlags(nil, env(vars), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := deploy.KafkaCluster{ClientID: "decisions", TLS: true, CAFile: "/etc/kafka/ca.pem", CertFile: "/etc/kafka/client.pem",
-		KeyFile: "/etc/kafka/client-key.pem", SASLMechanism: "SCRAM-SHA-512", SASLUser: "alice", SASLPassword: "wonderland"}
+		KeyFile: "/etc/kafka/client-key.pem", SASLMechanism: "SCRAM-SHA-512", SASLUser: "alice", SASLPassword: "wonderland",
+		TransactionTimeout: 5 * time.Minute}
 	if cfg.Kafka != want {
 		t.Errorf("from the environment: %+v, want %+v", cfg.Kafka, want)
 	}
 	cfg, err = parseServeFlags([]string{"--kafka-client-id", "c2", "--kafka-tls=false", "--kafka-tls-ca", "ca2.pem",
-		"--kafka-sasl-mechanism", "PLAIN", "--kafka-sasl-user", "bob"}, env(vars), io.Discard)
+		"--kafka-sasl-mechanism", "PLAIN", "--kafka-sasl-user", "bob", "--kafka-transaction-timeout", "1h"}, env(vars), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want.ClientID, want.TLS, want.CAFile, want.SASLMechanism, want.SASLUser = "c2", false, "ca2.pem", "PLAIN", "bob"
+	want.TransactionTimeout = time.Hour
 	if cfg.Kafka != want {
 		t.Errorf("flags over the environment: %+v, want %+v", cfg.Kafka, want)
 	}
@@ -40,6 +48,9 @@ func TestKafkaFlags(t *testing.T) {
 	}
 	if _, err := parseServeFlags(nil, env(map[string]string{envKafkaTLS: "yes please"}), io.Discard); !errors.Is(err, errUsage) {
 		t.Errorf("%s=\"yes please\": %v, want a usage error", envKafkaTLS, err)
+	}
+	if _, err := parseServeFlags(nil, env(map[string]string{envKafkaTxnTimeout: "soon"}), io.Discard); !errors.Is(err, errUsage) {
+		t.Errorf("%s=\"soon\": %v, want a usage error", envKafkaTxnTimeout, err)
 	}
 }
 
@@ -56,6 +67,7 @@ func TestServeStopsOnBadKafkaSettings(t *testing.T) {
 		{"unknown mechanism", []string{"--kafka-sasl-mechanism", "KERBEROS", "--kafka-sasl-user", "alice"},
 			map[string]string{envKafkaSASLPassword: "wonderland"}, `Kafka SASL mechanism "KERBEROS"`},
 		{"no password", []string{"--kafka-sasl-mechanism", "SCRAM-SHA-256", "--kafka-sasl-user", "alice"}, nil, "needs both a user and a password"},
+		{"transaction timeout under a second", []string{"--kafka-transaction-timeout", "500ms"}, nil, "the Kafka transaction timeout 500ms: give one between 1s and"},
 		{"registry URL scheme", []string{"--kafka-schema-registry", "ftp://registry:8081"}, nil, `schema registry URL "ftp://registry:8081"`},
 		{"registry URL unparsable", nil, map[string]string{envKafkaSchemaRegistry: "http://registry:port"}, `schema registry URL "http://registry:port"`},
 		{"registry credentials in the URL", []string{"--kafka-schema-registry", "http://alice:wonderland@registry:8081"}, nil, "not in the URL"},

@@ -17,10 +17,7 @@ import (
 // 2, 3, 4, 5 once each (the two aborted transactions' records in their order, then the new
 // one's).
 func TestAbortedTransactionOfACommittedCheckpointIsProducedAgain(t *testing.T) {
-	old := kafkaTransactionTimeout
-	kafkaTransactionTimeout = 1500 * time.Millisecond
-	defer func() { kafkaTransactionTimeout = old }()
-	o, conn, committed := newTestOutput(t)
+	o, conn, committed := newTestOutputWith(t, Cluster{TransactionTimeout: 1500 * time.Millisecond})
 	ctx := t.Context()
 	// Two checkpoints in a row whose transactions the brokers abort before Commit.
 	for _, batch := range [][]int64{{1, 2}, {3, 4}} {

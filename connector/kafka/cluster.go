@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/scenario-server/scenario-server/schemaregistry"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -26,6 +28,12 @@ import (
 // DefaultClientID is the client id the server gives the brokers when Cluster.ClientID is
 // empty.
 const DefaultClientID = "scenario-server"
+
+// DefaultTransactionTimeout is Cluster.TransactionTimeout's default: the most brokers allow
+// unless their transaction.max.timeout.ms is raised (15 minutes by default), where Kafka's
+// producers default to 1 minute and Flink's Kafka sink asks for an hour, for the time a
+// restart may take.
+const DefaultTransactionTimeout = 15 * time.Minute
 
 // The SASL mechanisms of Cluster.SASLMechanism.
 const (
@@ -55,6 +63,14 @@ type Cluster struct {
 	SASLUser      string
 	// SASLPassword is a secret: LogValue and the errors never show it.
 	SASLPassword string
+	// TransactionTimeout is how long the brokers keep a Kafka sink's transaction open before
+	// they abort it (Kafka's transaction.timeout.ms); 0: DefaultTransactionTimeout. A server
+	// that dies between the store's commit of a checkpoint and Kafka's must be back within it,
+	// or the checkpoint's records are lost; read_committed consumers wait behind the open
+	// transaction of a server that died before its store commit for as long, unless it comes
+	// back sooner (its sinks' producers abort it when they start). Brokers refuse more than
+	// their transaction.max.timeout.ms (15 minutes unless set). At least a second.
+	TransactionTimeout time.Duration
 	// SchemaRegistry, when its URL is set, is the schema registry of the topics' values:
 	// Kafka sources decode its wire format and type #input from it, Kafka sinks may encode
 	// against it (see package schemaregistry).
@@ -91,6 +107,8 @@ type Conn struct {
 	brokers  []string
 	clientID string
 	opts     []kgo.Opt
+	// txnTimeout is Cluster.TransactionTimeout, or its default.
+	txnTimeout time.Duration
 	// sasl describes the SASL login, for the error a refused login gives ("" without SASL).
 	sasl string
 }
@@ -102,7 +120,14 @@ func NewConn(brokers []string, k Cluster, log *slog.Logger) (*Conn, error) {
 	if err := checkBrokers(brokers); err != nil {
 		return nil, err
 	}
-	c := &Conn{brokers: brokers, clientID: k.clientID(), opts: []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ClientID(k.clientID())}}
+	c := &Conn{brokers: brokers, clientID: k.clientID(), opts: []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ClientID(k.clientID())},
+		txnTimeout: k.TransactionTimeout}
+	switch {
+	case c.txnTimeout == 0:
+		c.txnTimeout = DefaultTransactionTimeout
+	case c.txnTimeout < time.Second || c.txnTimeout > math.MaxInt32*time.Millisecond:
+		return nil, fmt.Errorf("the Kafka transaction timeout %v: give one between 1s and 596h (brokers allow up to their transaction.max.timeout.ms, 15m unless set)", c.txnTimeout)
+	}
 	if k.tlsOn() {
 		cfg, err := k.tlsConfig()
 		if err != nil {
@@ -238,6 +263,8 @@ func (c *Conn) explain(err error) error {
 		return fmt.Errorf("the brokers refused the login (%s): check the Kafka SASL settings: %w", c.sasl, err)
 	case errors.As(err, &unknown), errors.As(err, &invalid), errors.As(err, &hostname):
 		return fmt.Errorf("the brokers' TLS certificate is not trusted: check the Kafka TLS CA: %w", err)
+	case errors.Is(err, kerr.InvalidTransactionTimeout):
+		return fmt.Errorf("the brokers refuse the transaction timeout of %v, more than their transaction.max.timeout.ms: lower --kafka-transaction-timeout or raise theirs: %w", c.txnTimeout, err)
 	case c.sasl != "" && errors.Is(err, io.EOF):
 		// Some brokers answer a refused login by closing the connection.
 		return fmt.Errorf("the brokers closed the connection, as they do when they refuse the login (%s): check the Kafka SASL settings: %w", c.sasl, err)

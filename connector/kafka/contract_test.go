@@ -165,8 +165,14 @@ func TestOutputContract(t *testing.T) {
 // "k" writing to it, the connection, and a reader of the topic's committed values.
 func newTestOutput(t *testing.T) (*Output, *Conn, func() []string) {
 	t.Helper()
+	return newTestOutputWith(t, Cluster{})
+}
+
+// newTestOutputWith is newTestOutput with the cluster settings k.
+func newTestOutputWith(t *testing.T, k Cluster) (*Output, *Conn, func() []string) {
+	t.Helper()
 	brokers := kafkatest.Cluster(t, kfake.SeedTopics(1, "out")).ListenAddrs()
-	conn, err := NewConn(brokers, Cluster{}, nil)
+	conn, err := NewConn(brokers, k, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

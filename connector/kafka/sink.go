@@ -20,16 +20,6 @@ import (
 	"github.com/scenario-server/scenario-server/value"
 )
 
-// kafkaTransactionTimeout is how long the brokers keep a transaction of a Kafka sink open
-// before they abort it. It bounds how long read_committed consumers wait behind the
-// transaction of a checkpoint that never commits (the server died before the store commit,
-// and does not come back). A server that dies after the store committed a checkpoint and
-// before Kafka committed its transaction must be back within it: later, the brokers have
-// aborted the transaction and the checkpoint's records are lost (logged as an error). A
-// server that is still running (its checkpoint was in doubt for longer, the store
-// unreachable) produces them again instead (commitRecorded). A variable for tests.
-var kafkaTransactionTimeout = time.Minute
-
 // kafkaPrepareTimeout bounds phase 1 of a checkpoint (settling, producing, acknowledging):
 // brokers that do not answer fail the checkpoint, which is tried again, rather than hold the
 // deployment (and its stop) for ever.
@@ -340,7 +330,7 @@ func (k *Output) producer(ctx context.Context, slot int) (*kgo.Client, error) {
 	}
 	// Requests are retried for kafkaRequestTimeout, not kgo's 30 s: a refused login shows
 	// as such in the checkpoint error (not as the checkpoint's timeout), and soon.
-	cl, err := k.conn.Client(kgo.TransactionalID(k.txnIDs[slot]), kgo.TransactionTimeout(kafkaTransactionTimeout),
+	cl, err := k.conn.Client(kgo.TransactionalID(k.txnIDs[slot]), kgo.TransactionTimeout(k.conn.txnTimeout),
 		kgo.DefaultProduceTopic(k.topic), kgo.RetryTimeout(kafkaRequestTimeout))
 	if err != nil {
 		return nil, k.failed("creating the producer", err)
