@@ -150,8 +150,12 @@ func (g *browserGuard) browserSafety(next http.Handler) http.Handler {
 		}
 		if changesState(r.Method) {
 			if ct := r.Header.Get("Content-Type"); ct != "" && !jsonBodyType(ct, r.URL.Path) {
+				also := ""
+				if isEventsPath(r.URL.Path) || isSavedTestPath(r.URL.Path) {
+					also = " or " + ndjson
+				}
 				writeProblem(w, problemf(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
-					"%s requests must be application/json, with or without a body (Content-Type: %s)", r.Method, ct))
+					"%s requests must be application/json%s, with or without a body (Content-Type: %s)", r.Method, also, ct))
 				return
 			}
 		}

@@ -33,6 +33,15 @@ func TestBrowserSafetyOnSQLite(t *testing.T) {
 			c.send(request{Method: http.MethodPost, Path: "/api/scenarios/fraud/deploy", Body: "comment=x", ContentType: ct}).
 				problem(t, http.StatusUnsupportedMediaType, api.CodeUnsupportedMediaType)
 		}
+		// The 415 says which types the route takes: NDJSON too on a source's events.
+		if p := c.send(request{Method: http.MethodPost, Path: "/api/scenarios/fraud/sources/in/events", Body: "{}", ContentType: "text/plain"}).
+			problem(t, http.StatusUnsupportedMediaType, api.CodeUnsupportedMediaType); !strings.Contains(p.Detail, "must be application/json or application/x-ndjson,") {
+			t.Errorf("text/plain events: %q; want NDJSON named", p.Detail)
+		}
+		if p := c.send(request{Method: http.MethodPost, Path: "/api/scenarios/fraud/deploy", Body: "{}", ContentType: "text/plain"}).
+			problem(t, http.StatusUnsupportedMediaType, api.CodeUnsupportedMediaType); !strings.Contains(p.Detail, "must be application/json,") {
+			t.Errorf("text/plain deploy: %q; want JSON alone named", p.Detail)
+		}
 		// A sandboxed page sends Origin: null.
 		c.send(request{Method: http.MethodPost, Path: "/api/scenarios/fraud/deploy", Body: "{}",
 			Header: map[string]string{"Origin": "null"}}).problem(t, http.StatusForbidden, api.CodeCrossOrigin)

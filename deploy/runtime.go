@@ -948,6 +948,16 @@ type KafkaCluster = kafka.Cluster
 // KafkaCluster.ClientID is empty.
 const DefaultKafkaClientID = kafka.DefaultClientID
 
+// CheckKafkaSettings checks the brokers and the cluster settings as New does (reading the TLS
+// files), without connecting: a server checks them before it touches its data directory.
+func CheckKafkaSettings(brokers []string, k KafkaCluster) error {
+	if _, err := kafka.NewConn(brokers, k, nil); err != nil {
+		return err
+	}
+	_, err := schemaregistry.New(k.SchemaRegistry)
+	return err
+}
+
 // DefaultKafkaTransactionTimeout is KafkaCluster.TransactionTimeout's default.
 const DefaultKafkaTransactionTimeout = kafka.DefaultTransactionTimeout
 

@@ -86,7 +86,7 @@ func New(cfg Config) (*Registry, error) {
 		return nil, fmt.Errorf("schema registry URL %q: %w", cfg.URL, err)
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("schema registry URL %q: want http://host[:port] or https://host[:port]", cfg.URL)
+		return nil, fmt.Errorf("schema registry URL %q: want http://host[:port][/path] or https://host[:port][/path]", cfg.URL)
 	}
 	if u.User != nil {
 		return nil, fmt.Errorf("schema registry URL %q: give the credentials with the user flag and the password variable, not in the URL", u.Redacted())

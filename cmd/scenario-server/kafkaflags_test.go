@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -66,6 +68,7 @@ func TestServeStopsOnBadKafkaSettings(t *testing.T) {
 		{"CA file missing", []string{"--kafka-tls-ca", "/nonexistent/ca.pem"}, nil, "Kafka TLS CA file"},
 		{"unknown mechanism", []string{"--kafka-sasl-mechanism", "KERBEROS", "--kafka-sasl-user", "alice"},
 			map[string]string{envKafkaSASLPassword: "wonderland"}, `Kafka SASL mechanism "KERBEROS"`},
+		{"unknown mechanism without user", []string{"--kafka-sasl-mechanism", "FOO"}, nil, `Kafka SASL mechanism "FOO"`},
 		{"no password", []string{"--kafka-sasl-mechanism", "SCRAM-SHA-256", "--kafka-sasl-user", "alice"}, nil, "needs both a user and a password"},
 		{"transaction timeout under a second", []string{"--kafka-transaction-timeout", "500ms"}, nil, "the Kafka transaction timeout 500ms: give one between 1s and"},
 		{"registry URL scheme", []string{"--kafka-schema-registry", "ftp://registry:8081"}, nil, `schema registry URL "ftp://registry:8081"`},
@@ -74,7 +77,8 @@ func TestServeStopsOnBadKafkaSettings(t *testing.T) {
 		{"registry user without password", []string{"--kafka-schema-registry", "http://registry:8081", "--kafka-schema-registry-user", "alice"}, nil,
 			"schema registry: basic auth needs both a user and a password"},
 	} {
-		vars := map[string]string{envDataDir: filepath.Join(t.TempDir(), "data"), envKafkaBrokers: "127.0.0.1:9092"}
+		dataDir := filepath.Join(t.TempDir(), "data")
+		vars := map[string]string{envDataDir: dataDir, envKafkaBrokers: "127.0.0.1:9092"}
 		for k, v := range tc.vars {
 			vars[k] = v
 		}
@@ -82,6 +86,12 @@ func TestServeStopsOnBadKafkaSettings(t *testing.T) {
 		err := serve(t.Context(), append([]string{"--addr", "127.0.0.1:0"}, tc.args...), env(vars), logs)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error()+logs.String(), "wonderland") {
 			t.Errorf("%s: serve returned %v, want an error with %q and no password", tc.name, err, tc.want)
+		}
+		if strings.HasPrefix(err.Error(), "deploy:") {
+			t.Errorf("%s: %q reads as about a deploy", tc.name, err)
+		}
+		if _, err := os.Stat(dataDir); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: the data directory was made before the settings were checked (%v)", tc.name, err)
 		}
 	}
 }

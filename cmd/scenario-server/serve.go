@@ -375,6 +375,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		log.Info("the Go runtime's soft memory limit", "bytes", limit, "source", memoryLimitSource(getenv))
 	}
 
+	if err := deploy.CheckKafkaSettings(splitList(cfg.KafkaBrokers), cfg.Kafka); err != nil {
+		return err
+	}
 	// The data directory holds the SQLite store, the file sinks and sources, and the
 	// server's identity: one server per directory, whatever the store.
 	lock, err := sqlite.LockDataDir(cfg.DataDir)

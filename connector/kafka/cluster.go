@@ -141,6 +141,9 @@ func NewConn(brokers []string, k Cluster, log *slog.Logger) (*Conn, error) {
 		}
 		return c, nil
 	}
+	if mech := strings.ToUpper(k.SASLMechanism); mech != SASLPlain && mech != SASLScramSHA256 && mech != SASLScramSHA512 {
+		return nil, fmt.Errorf("Kafka SASL mechanism %q: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", k.SASLMechanism)
+	}
 	if k.SASLUser == "" || k.SASLPassword == "" {
 		return nil, fmt.Errorf("Kafka SASL %s needs both a user and a password", k.SASLMechanism)
 	}
