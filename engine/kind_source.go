@@ -54,7 +54,7 @@ func fileSourceKind() *nodes.Kind {
 func httpSourceKind() *nodes.Kind {
 	return sourceKind(SourceHTTP, "HTTP source",
 		"Receives events POSTed to the server's ingestion endpoint for this scenario and source.",
-		false, " Without it, the time the server accepted the event is used.")
+		false, " Without it, the time the server accepted the event is used; a test or a run, which replays records and never reads the clock, gives every record time 0 (1970-01-01T00:00:00Z).")
 }
 
 // kafkaSourceKind is the Kafka source.
