@@ -324,6 +324,7 @@ test('build, validate, save, test and reload a scenario', async (t) => {
     const curl = await page.getByTestId('ingestion-curl').innerText();
     assert.ok(curl.startsWith(`curl -X POST '${url}'`), curl);
     assert.match(curl, /"delay":66/); // the first sample record
+    assert.equal(await page.getByTestId('ingestion-no-sample').count(), 0); // so no hint of an empty one
     await page.getByTestId('ingestion').scrollIntoViewIfNeeded();
     await shot(page, '06b-ingestion-curl');
     const code = execFileSync('sh', ['-c', `${curl} -s -o /dev/null -w '%{http_code}'`], { encoding: 'utf8' });

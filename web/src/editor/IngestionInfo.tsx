@@ -38,6 +38,11 @@ export function IngestionInfo({ scenario, sourceId, sample }: { scenario: string
       <pre className="curl" data-testid="ingestion-curl">
         {curl}
       </pre>
+      {sample === undefined && (
+        <div className="muted small" data-testid="ingestion-no-sample">
+          No sample record yet, so the command sends an empty one: give the Test tab records and it sends the first.
+        </div>
+      )}
       <CopyText text={curl} what="the curl command" />
     </div>
   );
