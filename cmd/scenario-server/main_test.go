@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/scenario-server/scenario-server/api"
+	"github.com/scenario-server/scenario-server/deploy"
 )
 
 func env(vars map[string]string) func(string) string {
@@ -38,7 +39,7 @@ func TestParseServeFlags(t *testing.T) {
 			want: serveConfig{Addr: "127.0.0.1:8080", DataDir: "./data", LogFormat: "text", LogLevel: slog.LevelInfo,
 				MaxBodyBytes: api.DefaultMaxBodyBytes, ShutdownTimeout: 10 * time.Second, MaxConnections: defaultMaxConnections(),
 				ResultRetention: 7 * 24 * time.Hour, BatchKeyRetention: 24 * time.Hour, MaxDeploymentState: 1 << 30, MaxTotalState: defaultMaxTotalState(), CrashLoopLimit: 3, Guard: defaultGuard(),
-				EventTimeout: 30 * time.Second},
+				EventTimeout: 30 * time.Second, Kafka: deploy.KafkaCluster{TransactionTimeout: 15 * time.Minute}},
 		},
 		{
 			name: "environment",
@@ -48,7 +49,7 @@ func TestParseServeFlags(t *testing.T) {
 			want: serveConfig{Addr: ":9000", DataDir: "/var/lib/ss", DatabaseURL: "postgres://db/x", LogFormat: "json",
 				LogLevel: slog.LevelDebug, MaxBodyBytes: 2048, ShutdownTimeout: 10 * time.Second, MaxConnections: defaultMaxConnections(),
 				ResultRetention: time.Hour, BatchKeyRetention: 0, MaxDeploymentState: 0, NoResume: true, CrashLoopLimit: 7, Guard: defaultGuard(),
-				EventTimeout: 30 * time.Second},
+				EventTimeout: 30 * time.Second, Kafka: deploy.KafkaCluster{TransactionTimeout: 15 * time.Minute}},
 		},
 		{
 			name: "flags win over the environment",
@@ -60,7 +61,7 @@ func TestParseServeFlags(t *testing.T) {
 				envResultRetention: "1h", envMaxDeploymentState: "0", envMaxTotalState: "0"},
 			want: serveConfig{Addr: "0.0.0.0:80", DataDir: "d", LogFormat: "text", LogLevel: slog.LevelWarn,
 				MaxBodyBytes: 100, ShutdownTimeout: time.Second, ResultRetention: 0, BatchKeyRetention: 2 * time.Hour,
-				MaxDeploymentState: 4096, MaxTotalState: 8192, MaxConnections: 50, CrashLoopLimit: 3, EventTimeout: 0, Guard: func() guardConfig {
+				MaxDeploymentState: 4096, MaxTotalState: 8192, MaxConnections: 50, CrashLoopLimit: 3, EventTimeout: 0, Kafka: deploy.KafkaCluster{TransactionTimeout: 15 * time.Minute}, Guard: func() guardConfig {
 					g := defaultGuard()
 					g.maxStreams, g.perClient, g.ingestBytes, g.requestBytes = 7, 3, 999, 888
 					return g
