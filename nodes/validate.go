@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/scenario-server/scenario-server/expression"
@@ -353,6 +354,9 @@ type validation struct {
 	skipped  int
 	// exprBytes is the text of the expressions compiled so far (MaxScenarioExpressionBytes).
 	exprBytes int
+	// schemaDeadline ends the registry lookups of this validation (SourceSchemaBudget from
+	// the first); zero before it.
+	schemaDeadline time.Time
 }
 
 // report records the scope of a node in vars, within MaxScopeReport.

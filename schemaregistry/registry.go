@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -31,7 +32,48 @@ const (
 	LatestTTL = 30 * time.Second
 	// maxCachedIDs bounds the schemas kept by id; past it the cache starts again.
 	maxCachedIDs = 10_000
+	// MaxAnswerBytes bounds one answer of the registry: reading past it fails the lookup. (A
+	// registry streaming an endless answer ran the server to 1.2 GB within the timeout.) The
+	// largest schemas registries are set to keep are around a megabyte.
+	MaxAnswerBytes = 8 << 20
 )
+
+// ErrAnswerTooLarge is what reading an answer of the registry past MaxAnswerBytes returns.
+var ErrAnswerTooLarge = fmt.Errorf("the schema registry's answer is larger than %d bytes", MaxAnswerBytes)
+
+// cappedTransport reads at most MaxAnswerBytes of each answer's body.
+type cappedTransport struct{ next http.RoundTripper }
+
+func (c cappedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(req)
+	if err == nil {
+		resp.Body = &cappedBody{ReadCloser: resp.Body, left: MaxAnswerBytes}
+	}
+	return resp, err
+}
+
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte more tells an answer of exactly the limit from a longer one.
+		var one [1]byte
+		n, err := b.ReadCloser.Read(one[:])
+		if n > 0 {
+			return 0, ErrAnswerTooLarge
+		}
+		return 0, err
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
 
 // Config is how the server reaches the registry. The zero value (no URL) is no registry.
 type Config struct {
@@ -94,7 +136,7 @@ func New(cfg Config) (*Registry, error) {
 	if (cfg.User == "") != (cfg.Password == "") {
 		return nil, errors.New("schema registry: basic auth needs both a user and a password")
 	}
-	opts := []sr.ClientOpt{sr.URLs(strings.TrimRight(cfg.URL, "/")), sr.HTTPClient(&http.Client{Timeout: Timeout}), sr.UserAgent("scenario-server")}
+	opts := []sr.ClientOpt{sr.URLs(strings.TrimRight(cfg.URL, "/")), sr.HTTPClient(&http.Client{Timeout: Timeout, Transport: cappedTransport{next: http.DefaultTransport}}), sr.UserAgent("scenario-server")}
 	if cfg.User != "" {
 		opts = append(opts, sr.BasicAuth(cfg.User, cfg.Password))
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -388,5 +389,39 @@ func TestAvroOutputAndDecimalsBounded(t *testing.T) {
 	fake.SeedSchema("numbers-value", 1, 11, sr.Schema{Type: sr.TypeJSON, Schema: `{"properties": {"a": {"minimum": 0}}}`})
 	if _, err := r.Decode(t.Context(), wire(11, []byte(`{"a": [1, {"b": 1e999999}]}`)...)); err == nil || !strings.Contains(err.Error(), "the number 1e999999 is out of range") {
 		t.Errorf("1e999999: %v", err)
+	}
+}
+
+// An answer of the registry is read up to MaxAnswerBytes: an endless one fails the lookup
+// with ErrAnswerTooLarge once 8 MiB are read, not when the timeout ends it (a registry
+// streaming an answer ran the server to 1.2 GB in those 5 s); an answer of the limit exactly
+// is read whole (here: not JSON, so the lookup fails otherwise).
+func TestRegistryAnswersBounded(t *testing.T) {
+	fake, r := newFake(t)
+	var size atomic.Int64
+	fake.Intercept(func(w http.ResponseWriter, _ *http.Request) bool {
+		w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
+		chunk := bytes.Repeat([]byte(" "), 64<<10)
+		for left := size.Load(); left != 0; {
+			n := int64(len(chunk))
+			if left > 0 {
+				n = min(n, left)
+				left -= n
+			}
+			if _, err := w.Write(chunk[:n]); err != nil {
+				return true
+			}
+		}
+		return true
+	})
+	size.Store(-1) // endless
+	start := time.Now()
+	_, err := r.InputSchema(t.Context(), "views-value")
+	if !errors.Is(err, ErrAnswerTooLarge) || time.Since(start) > 4*time.Second {
+		t.Errorf("an endless answer: %v after %v; want %v before the timeout", err, time.Since(start), ErrAnswerTooLarge)
+	}
+	size.Store(MaxAnswerBytes)
+	if _, err := r.InputSchema(t.Context(), "other-value"); err == nil || errors.Is(err, ErrAnswerTooLarge) {
+		t.Errorf("an answer of exactly %d bytes: %v; want it read whole (and refused as not a schema)", MaxAnswerBytes, err)
 	}
 }

@@ -571,12 +571,13 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 type SourceSchemas struct{ Registry *schemaregistry.Registry }
 
 // SourceSchema is the JSON Schema of the topic's values, for kind "Source/kafka" only; nil
-// when the topic has no subject.
-func (k SourceSchemas) SourceSchema(kindID, topic string) ([]byte, error) {
+// when the topic has no subject. It returns by ctx's deadline, and within
+// schemaregistry.Timeout.
+func (k SourceSchemas) SourceSchema(ctx context.Context, kindID, topic string) ([]byte, error) {
 	if kindID != SourceKind {
 		return nil, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), schemaregistry.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, schemaregistry.Timeout)
 	defer cancel()
 	raw, err := k.Registry.InputSchema(ctx, schemaregistry.ValueSubject(topic))
 	if schemaregistry.IsSubjectNotFound(err) {
