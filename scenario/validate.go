@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // EdgeRules says which edges a node type takes and gives.
@@ -134,6 +135,31 @@ type validator struct {
 	out, in [][]int
 }
 
+// isFormatChar reports Unicode's format characters (category Cf): direction marks and
+// overrides, zero-width joiners and spaces, the byte order mark.
+func isFormatChar(r rune) bool { return unicode.Is(unicode.Cf, r) }
+
+func firstFormatChar(s string) rune {
+	for _, r := range s {
+		if isFormatChar(r) {
+			return r
+		}
+	}
+	return 0
+}
+
+// shortID is the first 40 characters of id, for messages about ids too long to repeat.
+func shortID(id string) string {
+	n := 0
+	for i := range id {
+		if n == 40 {
+			return id[:i]
+		}
+		n++
+	}
+	return id
+}
+
 func (v *validator) errorf(nodeID, field, code, format string, args ...any) {
 	v.r.Errors = append(v.r.Errors, Problem{NodeID: nodeID, Field: field, Code: code, Message: fmt.Sprintf(format, args...)})
 }
@@ -158,8 +184,12 @@ func (v *validator) run() {
 		case n.ID == "":
 			v.errorf("", "nodes["+strconv.Itoa(i)+"].id", CodeMissingNodeID, "node %d has no id", i)
 			continue
+		case utf8.RuneCountInString(n.ID) > MaxNodeIDLength:
+			v.errorf(n.ID, "id", CodeInvalidNodeID, "node id %q... has %d characters, more than %d", shortID(n.ID), utf8.RuneCountInString(n.ID), MaxNodeIDLength)
 		case strings.IndexFunc(n.ID, unicode.IsControl) >= 0:
 			v.errorf(n.ID, "id", CodeInvalidNodeID, "node id %q contains a control character", n.ID)
+		case strings.IndexFunc(n.ID, isFormatChar) >= 0:
+			v.errorf(n.ID, "id", CodeInvalidNodeID, "node id %q contains an invisible formatting character (%U: direction marks and overrides, zero-width characters), which makes ids that look alike", n.ID, firstFormatChar(n.ID))
 		case strings.HasPrefix(n.ID, ReservedIDPrefix):
 			v.errorf(n.ID, "id", CodeInvalidNodeID, "node id %q starts with %q, which the server keeps for its own ids (a deployment's dead letters)", n.ID, ReservedIDPrefix)
 		}

@@ -3,6 +3,7 @@ package scenario
 import (
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -33,6 +34,15 @@ func TestValidateStructure(t *testing.T) {
 			[]Edge{edge("s", "o")}, []Problem{{Field: "nodes[1].id", Code: CodeMissingNodeID}}},
 		{"control character in id", []Node{src("s\n"), sink("o")},
 			[]Edge{edge("s\n", "o")}, []Problem{{NodeID: "s\n", Field: "id", Code: CodeInvalidNodeID}}},
+		// 128 characters (ä is two bytes, one character) pass; 129 do not.
+		{"longest id", []Node{src(strings.Repeat("ä", 128)), sink("o")},
+			[]Edge{edge(strings.Repeat("ä", 128), "o")}, nil},
+		{"id too long", []Node{src(strings.Repeat("ä", 129)), sink("o")},
+			[]Edge{edge(strings.Repeat("ä", 129), "o")}, []Problem{{NodeID: strings.Repeat("ä", 129), Field: "id", Code: CodeInvalidNodeID}}},
+		{"right-to-left override in id", []Node{src("x‮gnp.exe"), sink("o")},
+			[]Edge{edge("x‮gnp.exe", "o")}, []Problem{{NodeID: "x‮gnp.exe", Field: "id", Code: CodeInvalidNodeID}}},
+		{"zero-width space in id", []Node{src("s"), sink("o​")},
+			[]Edge{edge("s", "o​")}, []Problem{{NodeID: "o​", Field: "id", Code: CodeInvalidNodeID}}},
 		{"edge into a source", []Node{src("a"), src("b"), sink("o")},
 			[]Edge{edge("a", "b"), edge("a", "o"), edge("b", "o")},
 			// The edge into b is reported and left out, so a has one output.
