@@ -85,10 +85,13 @@ func (a *Authenticator) Authenticate(r *http.Request) (Identity, error) {
 		if err != nil {
 			return Identity{}, fmt.Errorf("%w: token %d: %w", ErrInvalidCredentials, t.ID, err)
 		}
-		return Identity{Subject: "token:" + strconv.FormatInt(t.ID, 10), Name: t.Name, Role: role, Method: MethodToken}, nil
+		return Identity{Subject: tokenSubjectPrefix + strconv.FormatInt(t.ID, 10), Name: t.Name, Role: role, Method: MethodToken}, nil
 	}
 	if a.OIDC == nil {
 		return Identity{}, fmt.Errorf("%w: not an API token, and OIDC is not configured", ErrInvalidCredentials)
 	}
 	return a.OIDC.Verify(r.Context(), cred, MethodBearer)
 }
+
+// tokenSubjectPrefix starts the subjects of API tokens ("token:<id>"); OIDC subjects may not.
+const tokenSubjectPrefix = "token:"

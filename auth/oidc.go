@@ -75,6 +75,15 @@ func (o *OIDC) Verify(ctx context.Context, raw string, m Method) (Identity, erro
 	if err != nil {
 		return Identity{}, fmt.Errorf("%w: %w", ErrInvalidCredentials, err)
 	}
+	// The subject is the identity for good (audit, authors, the four-eyes rule): a token
+	// without one, or with one in the server's own namespace of API tokens ("token:<id>"),
+	// would be nobody, or someone else.
+	if tok.Subject == "" {
+		return Identity{}, fmt.Errorf("%w: the token has no subject (sub)", ErrInvalidCredentials)
+	}
+	if strings.HasPrefix(tok.Subject, tokenSubjectPrefix) {
+		return Identity{}, fmt.Errorf("%w: the token's subject %q is in the server's namespace of API tokens", ErrInvalidCredentials, tok.Subject)
+	}
 	var claims map[string]any
 	if err := tok.Claims(&claims); err != nil {
 		return Identity{}, fmt.Errorf("%w: reading claims: %w", ErrInvalidCredentials, err)

@@ -55,6 +55,9 @@ func TestBearerJWT(t *testing.T) {
 		{"not a JWT", "Bearer hello"},
 		{"Basic", "Basic YTpi"},
 		{"API token without a token store", "Bearer sst_abc"},
+		// The subject is the identity: none is nobody, an API token's is someone else.
+		{"no subject", "Bearer " + p.Token(t, map[string]any{"name": "Alice", "roles": []any{"admin"}}, time.Hour)},
+		{"an API token's subject", "Bearer " + p.Token(t, map[string]any{"sub": "token:1", "roles": []any{"admin"}}, time.Hour)},
 	} {
 		if _, err := authenticate(a, tc.header); !errors.Is(err, auth.ErrInvalidCredentials) {
 			t.Errorf("%s: %v; want ErrInvalidCredentials", tc.name, err)
