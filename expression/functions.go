@@ -12,6 +12,8 @@ import (
 	_ "time/tzdata" // time zones must not depend on the machine's files
 
 	"github.com/expr-lang/expr/builtin"
+
+	"github.com/scenario-server/scenario-server/slices"
 )
 
 // The functions this server adds to expr's built-ins, for the timestamp
@@ -221,8 +223,9 @@ func cachedLayout(pattern string) (string, error) {
 	return v.(string), nil
 }
 
-// LoadZone returns the IANA time zone name. "UTC" is UTC; "" and "Local"
-// are refused, because they would depend on the machine.
+// LoadZone returns the IANA time zone name. "UTC" is UTC; the names of the machine's
+// own zone (slices.MachineZone: "", "Local", "localtime", "posixrules") are refused, because
+// they would depend on the machine.
 func LoadZone(name string) (*time.Location, error) {
 	v, err := zones.get(name, loadZone)
 	if err != nil {
@@ -232,7 +235,7 @@ func LoadZone(name string) (*time.Location, error) {
 }
 
 func loadZone(name string) (any, error) {
-	if name == "" || name == "Local" {
+	if slices.MachineZone(name) {
 		return nil, fmt.Errorf("time zone %q depends on the machine; name an IANA zone such as \"UTC\" or \"Europe/Warsaw\"", name)
 	}
 	loc, err := time.LoadLocation(name)

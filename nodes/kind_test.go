@@ -381,6 +381,8 @@ func TestWindowParameters(t *testing.T) {
 		{engine.AggregateTumbling, map[string]any{"windowLength": "1d", "timeZone": "Europe/Warsaw", "offset": "PT6H"}, "", ""},
 		{engine.AggregateTumbling, map[string]any{"windowLength": "1h", "offset": "1h"}, "offset", CodeOffsetOutOfRange},
 		{engine.AggregateTumbling, map[string]any{"windowLength": "1h", "timeZone": "Local"}, "timeZone", CodeInvalidTimeZone},
+		{engine.AggregateTumbling, map[string]any{"windowLength": "1d", "timeZone": "localtime"}, "timeZone", CodeInvalidTimeZone},
+		{engine.AggregateTumbling, map[string]any{"windowLength": "1d", "timeZone": "posixrules"}, "timeZone", CodeInvalidTimeZone},
 		{engine.AggregateTumbling, map[string]any{"windowLength": "1h", "emitWhen": "OnEndWithExtraWindow"}, "", ""},
 		{engine.AggregateHopping, map[string]any{"windowLength": "2m", "slide": "30s"}, "", ""}, // precision = the slide, 30s
 		{engine.AggregateHopping, map[string]any{"windowLength": "2m", "slide": "30s", "precision": "1m"}, "slide", CodeSlideNotMultiple},

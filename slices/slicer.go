@@ -38,6 +38,13 @@ type Zoned struct {
 	Offset   int64 // ms after local midnight where a slice starts, in [0, 1 day)
 }
 
+// MachineZone reports the zone names time.LoadLocation resolves to the machine's own zone,
+// which a scenario may not name (its results would depend on the machine): "" and "Local",
+// and the zoneinfo files "localtime" and "posixrules" (links to the machine's zone).
+func MachineZone(name string) bool {
+	return name == "" || name == "Local" || name == "localtime" || name == "posixrules"
+}
+
 // NewZoned returns a slicer of days-long slices in the IANA time zone name,
 // starting offset ms after local midnight. Errors: ErrUnknownTimeZone,
 // ErrNonPositive.
@@ -46,7 +53,7 @@ func NewZoned(name string, days, offset int64) (Zoned, error) {
 		return Zoned{}, fmt.Errorf("days %d: %w", days, ErrNonPositive)
 	}
 	loc, err := time.LoadLocation(name)
-	if err != nil || name == "" || name == "Local" {
+	if err != nil || MachineZone(name) {
 		return Zoned{}, fmt.Errorf("%q: %w", name, ErrUnknownTimeZone)
 	}
 	return Zoned{Location: loc, Days: days, Offset: FloorMod(offset, Day)}, nil
