@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -258,6 +259,24 @@ func TestStreamsAndIngestBounded(t *testing.T) {
 	hold(req{method: "POST", path: events, client: "10.0.0.3", body: slow, length: 1000})
 	if _, err := more.Write([]byte(strings.Repeat("y", 10))); err != nil {
 		t.Fatal(err)
+	}
+	// The 10 bytes are read, and counted, once the server's handler gets them: wait for the
+	// budget to hold the first batch's 60 and these 10 (under load the next request could be
+	// read first, and CI once saw it refused).
+	held := func() int64 {
+		bb := rl.ingestBodies
+		bb.mu.Lock()
+		defer bb.mu.Unlock()
+		total := int64(0)
+		for _, n := range bb.held {
+			total += n
+		}
+		return total
+	}
+	for deadline := time.Now().Add(10 * time.Second); held() != 70; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the ingest budget holds %d bytes after 10 s; want the held batch's 60 and the slow one's 10", held())
+		}
 	}
 	expect(req{method: "POST", path: events, client: "10.0.0.2", body: x(30)}, http.StatusNoContent, "")
 	expect(req{method: "POST", path: events, client: "10.0.0.2", body: x(31)}, http.StatusServiceUnavailable, "1")
