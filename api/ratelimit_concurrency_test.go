@@ -292,3 +292,22 @@ func TestStreamsAndIngestBounded(t *testing.T) {
 	expect(req{method: "GET", path: counts, client: "10.0.0.3"}, http.StatusNoContent, "")
 	expect(req{method: "POST", path: events, client: "10.0.0.2", body: x(100)}, http.StatusNoContent, "")
 }
+
+// One "credentials refused" line a second: of 100 refusals in a row, the first is logged
+// and the 99 others are counted, given with the next line a second later.
+func TestRefusalsLoggedOnceASecond(t *testing.T) {
+	var s logSample
+	logged := 0
+	for range 100 {
+		if ok, _ := s.take(); ok {
+			logged++
+		}
+	}
+	if logged != 1 {
+		t.Errorf("%d of 100 logged at once; want 1", logged)
+	}
+	s.last = s.last.Add(-time.Second)
+	if ok, n := s.take(); !ok || n != 99 {
+		t.Errorf("a second later: %v, %d not logged; want logged, with 99", ok, n)
+	}
+}

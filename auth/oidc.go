@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/go-jose/go-jose/v4"
 )
 
 // DefaultRolesClaim is the claim that OIDC tokens carry their roles in when OIDCConfig.RolesClaim
@@ -57,13 +59,42 @@ func NewOIDC(ctx context.Context, cfg OIDCConfig) (*OIDC, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the OIDC provider %s: %w", cfg.IssuerURL, err)
 	}
+	var meta struct {
+		JWKS string   `json:"jwks_uri"`
+		Algs []string `json:"id_token_signing_alg_values_supported"`
+	}
+	if err := provider.Claims(&meta); err != nil || meta.JWKS == "" {
+		return nil, fmt.Errorf("the OIDC provider %s names no jwks_uri (%v)", cfg.IssuerURL, err)
+	}
+	keys := &keySet{url: meta.JWKS, client: cfg.HTTPClient}
+	algs := supportedAlgs(meta.Algs)
+	for _, a := range algs {
+		keys.algs = append(keys.algs, jose.SignatureAlgorithm(a))
+	}
+	verifier := oidc.NewVerifier(cfg.IssuerURL, keys, &oidc.Config{ClientID: cfg.ClientID, SupportedSigningAlgs: algs})
 	return &OIDC{
 		provider:   provider,
-		verifier:   provider.Verifier(&oidc.Config{ClientID: cfg.ClientID}),
+		verifier:   verifier,
 		clientID:   cfg.ClientID,
 		rolesClaim: cfg.RolesClaim,
 		httpClient: cfg.HTTPClient,
 	}, nil
+}
+
+// supportedAlgs are the provider's signing algorithms that go-oidc verifies (RS256 when it
+// names none, as OpenID Connect Discovery has it).
+func supportedAlgs(provider []string) []string {
+	known := []string{oidc.RS256, oidc.RS384, oidc.RS512, oidc.ES256, oidc.ES384, oidc.ES512, oidc.PS256, oidc.PS384, oidc.PS512, oidc.EdDSA}
+	var out []string
+	for _, a := range provider {
+		if slices.Contains(known, a) {
+			out = append(out, a)
+		}
+	}
+	if len(out) == 0 {
+		out = []string{oidc.RS256}
+	}
+	return out
 }
 
 // Verify checks a JWT from the provider (its signature against the provider's keys, the
