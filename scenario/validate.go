@@ -135,13 +135,13 @@ type validator struct {
 	out, in [][]int
 }
 
-// isFormatChar reports Unicode's format characters (category Cf): direction marks and
+// IsFormatChar reports Unicode's format characters (category Cf): direction marks and
 // overrides, zero-width joiners and spaces, the byte order mark.
-func isFormatChar(r rune) bool { return unicode.Is(unicode.Cf, r) }
+func IsFormatChar(r rune) bool { return unicode.Is(unicode.Cf, r) }
 
 func firstFormatChar(s string) rune {
 	for _, r := range s {
-		if isFormatChar(r) {
+		if IsFormatChar(r) {
 			return r
 		}
 	}
@@ -188,7 +188,7 @@ func (v *validator) run() {
 			v.errorf(n.ID, "id", CodeInvalidNodeID, "node id %q... has %d characters, more than %d", shortID(n.ID), utf8.RuneCountInString(n.ID), MaxNodeIDLength)
 		case strings.IndexFunc(n.ID, unicode.IsControl) >= 0:
 			v.errorf(n.ID, "id", CodeInvalidNodeID, "node id %q contains a control character", n.ID)
-		case strings.IndexFunc(n.ID, isFormatChar) >= 0:
+		case strings.IndexFunc(n.ID, IsFormatChar) >= 0:
 			v.errorf(n.ID, "id", CodeInvalidNodeID, "node id %q contains an invisible formatting character (%U: direction marks and overrides, zero-width characters), which makes ids that look alike", n.ID, firstFormatChar(n.ID))
 		case strings.HasPrefix(n.ID, ReservedIDPrefix):
 			v.errorf(n.ID, "id", CodeInvalidNodeID, "node id %q starts with %q, which the server keeps for its own ids (a deployment's dead letters)", n.ID, ReservedIDPrefix)
