@@ -113,8 +113,11 @@ func TestResultsStreamsShareABudget(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if now, peak, _ := api.StreamBuffer(h); now != 0 || peak != 8*mib {
-		t.Errorf("buffered %d after the streams ended, at most %d; want 0, and two pages of 4 MiB = %d at most", now, peak, 8*mib)
+	// At most the budget at once, and more than one page (the streams overlapped); the exact
+	// peak depends on how the pages overlap (two whole pages usually; a loaded machine once
+	// gave 7 MiB).
+	if now, peak, _ := api.StreamBuffer(h); now != 0 || peak > 8*mib || peak <= 4*mib {
+		t.Errorf("buffered %d after the streams ended, at most %d; want 0, and more than one page of 4 MiB, at most two = %d", now, peak, 8*mib)
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/scenario-server/scenario-server/auth"
-	"github.com/scenario-server/scenario-server/scenario"
+	"github.com/scenario-server/scenario-server/internal/names"
 	"github.com/scenario-server/scenario-server/store"
 )
 
@@ -87,16 +87,16 @@ type revokeTokenOutput struct {
 }
 
 // ErrInvalidTokenName is CreateToken's error for a name that is empty, longer than 100 bytes,
-// not UTF-8 or with control or invisible formatting characters: the name shows in the history,
+// not UTF-8 or with control or invisible characters (names.IsInvisible): the name shows in the history,
 // the audit log and `token list`, where a newline or an escape sequence could forge lines and
 // a direction override ("x\u202egnp.exe" shows as "xexe.png") could make it look like another.
-var ErrInvalidTokenName = errors.New("a token name is 1 to 100 bytes of UTF-8 without control or invisible formatting characters")
+var ErrInvalidTokenName = errors.New("a token name is 1 to 100 bytes of UTF-8 without control or invisible characters")
 
 // CreateToken draws a new token secret and stores its hash: what POST /api/tokens and the
 // token subcommand do. expiresIn 0 means the token does not expire. Errors:
 // ErrInvalidTokenName, and the store's.
 func CreateToken(ctx context.Context, st store.TokenStore, name string, role auth.Role, expiresIn time.Duration) (store.Token, string, error) {
-	if name == "" || len(name) > 100 || !utf8.ValidString(name) || strings.IndexFunc(name, unicode.IsControl) >= 0 || strings.IndexFunc(name, scenario.IsFormatChar) >= 0 {
+	if name == "" || len(name) > 100 || !utf8.ValidString(name) || strings.IndexFunc(name, unicode.IsControl) >= 0 || strings.IndexFunc(name, names.IsInvisible) >= 0 {
 		return store.Token{}, "", fmt.Errorf("%w: %q", ErrInvalidTokenName, name)
 	}
 	nt := store.NewToken{Name: name, Role: string(role)}

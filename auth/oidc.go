@@ -7,9 +7,12 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/go-jose/go-jose/v4"
+
+	"github.com/scenario-server/scenario-server/internal/names"
 )
 
 // DefaultRolesClaim is the claim that OIDC tokens carry their roles in when OIDCConfig.RolesClaim
@@ -81,6 +84,14 @@ func NewOIDC(ctx context.Context, cfg OIDCConfig) (*OIDC, error) {
 	}, nil
 }
 
+// visible is r, or -1 (left out) for an invisible or control character.
+func visible(r rune) rune {
+	if names.IsInvisible(r) || unicode.IsControl(r) {
+		return -1
+	}
+	return r
+}
+
 // supportedAlgs are the provider's signing algorithms that go-oidc verifies (RS256 when it
 // names none, as OpenID Connect Discovery has it).
 func supportedAlgs(provider []string) []string {
@@ -112,6 +123,9 @@ func (o *OIDC) Verify(ctx context.Context, raw string, m Method) (Identity, erro
 	if tok.Subject == "" {
 		return Identity{}, fmt.Errorf("%w: the token has no subject (sub)", ErrInvalidCredentials)
 	}
+	if strings.IndexFunc(tok.Subject, names.IsInvisible) >= 0 || strings.IndexFunc(tok.Subject, unicode.IsControl) >= 0 {
+		return Identity{}, fmt.Errorf("%w: the token's subject %q holds invisible or control characters", ErrInvalidCredentials, tok.Subject)
+	}
 	if strings.HasPrefix(tok.Subject, tokenSubjectPrefix) {
 		return Identity{}, fmt.Errorf("%w: the token's subject %q is in the server's namespace of API tokens", ErrInvalidCredentials, tok.Subject)
 	}
@@ -120,10 +134,14 @@ func (o *OIDC) Verify(ctx context.Context, raw string, m Method) (Identity, erro
 		return Identity{}, fmt.Errorf("%w: reading claims: %w", ErrInvalidCredentials, err)
 	}
 	id := Identity{Subject: tok.Subject, Role: highestRole(claimAt(claims, o.rolesClaim)), Method: m}
+	// The name shows in versions and the designer: invisible and control characters are left
+	// out of it ("\u202enimda" showed as "admin").
 	for _, c := range []string{"name", "preferred_username", "email"} {
-		if s, ok := claims[c].(string); ok && s != "" {
-			id.Name = s
-			break
+		if s, ok := claims[c].(string); ok {
+			if s = strings.Map(visible, s); s != "" {
+				id.Name = s
+				break
+			}
 		}
 	}
 	if id.Name == "" {

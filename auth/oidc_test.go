@@ -39,6 +39,9 @@ func TestBearerJWT(t *testing.T) {
 			auth.Identity{Subject: "u-2", Name: "b@x", Role: auth.Editor, Method: auth.MethodBearer}},
 		{"no known role", a, p.Token(t, map[string]any{"sub": "u-3", "roles": []any{"auditor"}}, time.Hour),
 			auth.Identity{Subject: "u-3", Name: "u-3", Role: "", Method: auth.MethodBearer}},
+		// Invisible characters are left out of the name: "\u202enimda" would show as "admin".
+		{"name without its direction override", a, p.Token(t, map[string]any{"sub": "u-5", "name": "\u202enimda", "roles": []any{"viewer"}}, time.Hour),
+			auth.Identity{Subject: "u-5", Name: "nimda", Role: auth.Viewer, Method: auth.MethodBearer}},
 		{"nested claim", nested, p.Token(t, map[string]any{"sub": "u-4", "preferred_username": "dora", "realm_access": map[string]any{"roles": []any{"admin"}}}, time.Hour),
 			auth.Identity{Subject: "u-4", Name: "dora", Role: auth.Admin, Method: auth.MethodBearer}},
 	} {
@@ -58,6 +61,8 @@ func TestBearerJWT(t *testing.T) {
 		// The subject is the identity: none is nobody, an API token's is someone else.
 		{"no subject", "Bearer " + p.Token(t, map[string]any{"name": "Alice", "roles": []any{"admin"}}, time.Hour)},
 		{"an API token's subject", "Bearer " + p.Token(t, map[string]any{"sub": "token:1", "roles": []any{"admin"}}, time.Hour)},
+		{"an invisible character in the subject", "Bearer " + p.Token(t, map[string]any{"sub": "\u202etoken:1", "roles": []any{"admin"}}, time.Hour)},
+		{"a zero-width space in the subject", "Bearer " + p.Token(t, map[string]any{"sub": "alice\u200b", "roles": []any{"admin"}}, time.Hour)},
 	} {
 		if _, err := authenticate(a, tc.header); !errors.Is(err, auth.ErrInvalidCredentials) {
 			t.Errorf("%s: %v; want ErrInvalidCredentials", tc.name, err)

@@ -40,7 +40,7 @@ func TestLoadZone(t *testing.T) {
 			t.Errorf("LoadZone(%q): %v", ok, err)
 		}
 	}
-	for _, bad := range []string{"", "Local", "localtime", "posixrules", "Europe/Warsawa", "../etc/passwd"} {
+	for _, bad := range []string{"", "Local", "localtime", "posixrules", "./localtime", ".//localtime", "Europe/../localtime", "right/UTC", "posix/Europe/Warsaw", "Europe/Warsawa", "../etc/passwd"} {
 		if _, err := LoadZone(bad); err == nil {
 			t.Errorf("LoadZone(%q) = nil error", bad)
 		}

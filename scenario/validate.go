@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"github.com/scenario-server/scenario-server/internal/names"
 	"strconv"
 	"strings"
 	"unicode"
@@ -135,13 +136,9 @@ type validator struct {
 	out, in [][]int
 }
 
-// IsFormatChar reports Unicode's format characters (category Cf): direction marks and
-// overrides, zero-width joiners and spaces, the byte order mark.
-func IsFormatChar(r rune) bool { return unicode.Is(unicode.Cf, r) }
-
-func firstFormatChar(s string) rune {
+func firstInvisible(s string) rune {
 	for _, r := range s {
-		if IsFormatChar(r) {
+		if names.IsInvisible(r) {
 			return r
 		}
 	}
@@ -188,8 +185,8 @@ func (v *validator) run() {
 			v.errorf(n.ID, "id", CodeInvalidNodeID, "node id %q... has %d characters, more than %d", shortID(n.ID), utf8.RuneCountInString(n.ID), MaxNodeIDLength)
 		case strings.IndexFunc(n.ID, unicode.IsControl) >= 0:
 			v.errorf(n.ID, "id", CodeInvalidNodeID, "node id %q contains a control character", n.ID)
-		case strings.IndexFunc(n.ID, IsFormatChar) >= 0:
-			v.errorf(n.ID, "id", CodeInvalidNodeID, "node id %q contains an invisible formatting character (%U: direction marks and overrides, zero-width characters), which makes ids that look alike", n.ID, firstFormatChar(n.ID))
+		case strings.IndexFunc(n.ID, names.IsInvisible) >= 0:
+			v.errorf(n.ID, "id", CodeInvalidNodeID, "node id %q contains an invisible or blank character (%U: direction marks and overrides, zero-width characters, fillers, blanks other than the space), which makes ids that look alike", n.ID, firstInvisible(n.ID))
 		case strings.HasPrefix(n.ID, ReservedIDPrefix):
 			v.errorf(n.ID, "id", CodeInvalidNodeID, "node id %q starts with %q, which the server keeps for its own ids (a deployment's dead letters)", n.ID, ReservedIDPrefix)
 		}

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/sr"
 )
@@ -32,6 +33,12 @@ const (
 	LatestTTL = 30 * time.Second
 	// maxCachedIDs bounds the schemas kept by id; past it the cache starts again.
 	maxCachedIDs = 10_000
+	// maxAsking bounds the requests to the registry at once (Registry.asking).
+	maxAsking = 4
+	// maxErrorText bounds the registry's text kept in an error (a message, or the schema a
+	// parser quotes): an answer of 8 MiB quoted whole in each of a validation's warnings made
+	// answers of 109 MB and the server 2.6 GB.
+	maxErrorText = 512
 	// MaxAnswerBytes bounds one answer of the registry: reading past it fails the lookup. (A
 	// registry streaming an endless answer ran the server to 1.2 GB within the timeout.) The
 	// largest schemas registries are set to keep are around a megabyte.
@@ -98,6 +105,10 @@ type Registry struct {
 	cl  *sr.Client
 	now func() time.Time
 
+	// asking holds a place for each request to the registry: at most maxAsking at once, so
+	// that answers of up to MaxAnswerBytes being parsed stay within a bound.
+	asking chan struct{}
+
 	mu     sync.Mutex
 	byID   map[int]*schema
 	latest map[string]latestEntry
@@ -144,7 +155,7 @@ func New(cfg Config) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schema registry: %w", err)
 	}
-	return &Registry{cl: cl, now: time.Now, byID: map[int]*schema{}, latest: map[string]latestEntry{}, failedID: map[int]latestEntry{}}, nil
+	return &Registry{cl: cl, now: time.Now, asking: make(chan struct{}, maxAsking), byID: map[int]*schema{}, latest: map[string]latestEntry{}, failedID: map[int]latestEntry{}}, nil
 }
 
 // ValueSubject is the subject of a topic's record values (TopicNameStrategy).
@@ -165,10 +176,15 @@ func (r *Registry) schemaByID(ctx context.Context, id int) (*schema, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
+	if err := r.ask(ctx); err != nil {
+		return nil, fmt.Errorf("schema registry: schema id %d: %w", id, err)
+	}
 	raw, err := r.cl.SchemaByID(ctx, id)
 	if err == nil {
 		s, err = parseSchema(raw)
 	}
+	<-r.asking
+	err = shortError(err)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil {
@@ -201,6 +217,9 @@ func (r *Registry) latestSchema(ctx context.Context, subject string) (*schema, i
 	}
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
+	if err := r.ask(ctx); err != nil {
+		return nil, 0, fmt.Errorf("schema registry: the latest schema of subject %q: %w", subject, err)
+	}
 	old := e
 	e = latestEntry{gotAt: now}
 	ss, err := r.cl.SchemaByVersion(ctx, subject, -1)
@@ -208,6 +227,8 @@ func (r *Registry) latestSchema(ctx context.Context, subject string) (*schema, i
 		e.s, err = parseSchema(ss.Schema)
 		e.id = ss.ID
 	}
+	<-r.asking
+	err = shortError(err)
 	if err != nil {
 		var re *sr.ResponseError
 		if old.s != nil && !(errors.As(err, &re) && re.StatusCode < 500) {
@@ -224,6 +245,43 @@ func (r *Registry) latestSchema(ctx context.Context, subject string) (*schema, i
 	r.latest[subject] = e
 	r.mu.Unlock()
 	return e.s, e.id, e.err
+}
+
+// ask takes a place to ask the registry (Registry.asking), waiting up to ctx's end.
+func (r *Registry) ask(ctx context.Context) error {
+	select {
+	case r.asking <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waited for one of the %d requests to the registry at once to end: %w", maxAsking, ctx.Err())
+	}
+}
+
+// shortError is err with at most maxErrorText bytes of its text: the registry's answer
+// (sr.ResponseError, kept as such with its text cut) or a parser's error quoting the schema.
+func shortError(err error) error {
+	if err == nil || len(err.Error()) <= maxErrorText {
+		return err
+	}
+	var re *sr.ResponseError
+	if errors.As(err, &re) {
+		c := *re
+		c.Message, c.Raw = cut(c.Message), []byte(cut(string(c.Raw)))
+		return &c
+	}
+	return errors.New(cut(err.Error()))
+}
+
+// cut is s up to maxErrorText bytes (on a rune boundary) and how much was left out.
+func cut(s string) string {
+	if len(s) <= maxErrorText {
+		return s
+	}
+	n := maxErrorText
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return fmt.Sprintf("%s... (%d bytes more)", s[:n], len(s)-n)
 }
 
 // IsSubjectNotFound says whether err is the registry's answer that a subject has no schema.

@@ -5,11 +5,13 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -423,5 +425,44 @@ func TestRegistryAnswersBounded(t *testing.T) {
 	size.Store(MaxAnswerBytes)
 	if _, err := r.InputSchema(t.Context(), "other-value"); err == nil || errors.Is(err, ErrAnswerTooLarge) {
 		t.Errorf("an answer of exactly %d bytes: %v; want it read whole (and refused as not a schema)", MaxAnswerBytes, err)
+	}
+}
+
+// The registry's text in an error is cut to 512 bytes: a schema of 1 MiB that does not parse
+// (quoted whole by the parser before) gives an error of under 600 bytes. And at most 4
+// requests go to the registry at once: 10 lookups of different subjects at once reach it 4 at
+// a time (the others wait their turn within their timeout).
+func TestRegistryErrorsAndRequestsBounded(t *testing.T) {
+	fake, r := newFake(t)
+	var now, most atomic.Int32
+	gate := make(chan struct{})
+	fake.Intercept(func(w http.ResponseWriter, req *http.Request) bool {
+		if strings.Contains(req.URL.Path, "wait") {
+			n := now.Add(1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			<-gate
+			now.Add(-1)
+		}
+		w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
+		fmt.Fprintf(w, `{"subject": "s", "version": 1, "id": 7, "schema": "%s"}`, strings.Repeat("a", 1<<20))
+		return true
+	})
+	_, err := r.InputSchema(t.Context(), "big-value")
+	if err == nil || len(err.Error()) > 600 {
+		t.Errorf("a schema of 1 MiB that does not parse: an error of %d bytes; want at most 600", len(err.Error()))
+	}
+	var wg sync.WaitGroup
+	for i := range 10 {
+		wg.Go(func() { r.InputSchema(t.Context(), fmt.Sprintf("wait%d-value", i)) })
+	}
+	for deadline := time.Now().Add(3 * time.Second); now.Load() < maxAsking && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	}
+	for range 10 {
+		gate <- struct{}{}
+	}
+	wg.Wait()
+	if m := most.Load(); m != maxAsking {
+		t.Errorf("%d requests at the registry at once; want %d", m, maxAsking)
 	}
 }

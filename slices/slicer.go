@@ -2,6 +2,8 @@ package slices
 
 import (
 	"fmt"
+	"path"
+	"strings"
 	"time"
 )
 
@@ -38,11 +40,20 @@ type Zoned struct {
 	Offset   int64 // ms after local midnight where a slice starts, in [0, 1 day)
 }
 
-// MachineZone reports the zone names time.LoadLocation resolves to the machine's own zone,
-// which a scenario may not name (its results would depend on the machine): "" and "Local",
-// and the zoneinfo files "localtime" and "posixrules" (links to the machine's zone).
+// MachineZone reports the zone names that may resolve to the machine's files rather than
+// to the zone data built into the server, which a scenario may not name (its results would
+// depend on the machine): "" and "Local"; the zoneinfo links to the machine's own zone,
+// "localtime" and "posixrules", however spelled ("./localtime" loads the same file); and the
+// "right/" and "posix/" trees, which only the machine's zoneinfo has.
 func MachineZone(name string) bool {
-	return name == "" || name == "Local" || name == "localtime" || name == "posixrules"
+	if name == "" || name == "Local" || path.Clean(name) != name || strings.HasPrefix(name, ".") {
+		return true
+	}
+	if first, _, _ := strings.Cut(name, "/"); first == "right" || first == "posix" {
+		return true
+	}
+	base := path.Base(name)
+	return base == "localtime" || base == "posixrules"
 }
 
 // NewZoned returns a slicer of days-long slices in the IANA time zone name,

@@ -1,6 +1,19 @@
 // Package names measures how close two names are, for "did you mean"
-// suggestions in validation messages.
+// suggestions in validation messages, and tells the characters a name may not hold.
 package names
+
+import "unicode"
+
+// IsInvisible reports characters that show as nothing, or as a blank other than the space:
+// Unicode's format characters (category Cf: direction marks and overrides, zero-width joiners
+// and spaces, the byte order mark), the other default-ignorable code points (the combining
+// grapheme joiner U+034F, Hangul fillers such as U+3164), variation selectors, the blank
+// Braille pattern U+2800, and white space other than U+0020. Names with them can look like
+// other names ("out" and "out\u3164"; "x\u202egnp.exe" shows as "xexe.png").
+func IsInvisible(r rune) bool {
+	return unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) ||
+		unicode.Is(unicode.Variation_Selector, r) || r == '\u2800' || (r != ' ' && unicode.IsSpace(r))
+}
 
 // Distance returns the Levenshtein edit distance between a and b, counted in
 // Unicode code points. Names longer than 64 code points are not compared:
