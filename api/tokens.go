@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -96,7 +95,7 @@ var ErrInvalidTokenName = errors.New("a token name is 1 to 100 bytes of UTF-8 wi
 // token subcommand do. expiresIn 0 means the token does not expire. Errors:
 // ErrInvalidTokenName, and the store's.
 func CreateToken(ctx context.Context, st store.TokenStore, name string, role auth.Role, expiresIn time.Duration) (store.Token, string, error) {
-	if name == "" || len(name) > 100 || !utf8.ValidString(name) || strings.IndexFunc(name, unicode.IsControl) >= 0 || strings.IndexFunc(name, names.IsInvisible) >= 0 {
+	if name == "" || len(name) > 100 || !utf8.ValidString(name) || strings.IndexFunc(name, names.IsHidden) >= 0 {
 		return store.Token{}, "", fmt.Errorf("%w: %q", ErrInvalidTokenName, name)
 	}
 	nt := store.NewToken{Name: name, Role: string(role)}

@@ -39,7 +39,6 @@ type keySet struct {
 	keys     []jose.JSONWebKey
 	fetched  time.Time // of the last fetch, even a failed one
 	fetching bool
-	fetches  int // for tests
 }
 
 // VerifySignature verifies raw's signature with the cached keys, or, when none verifies it
@@ -90,7 +89,6 @@ func (k *keySet) refresh(ctx context.Context) ([]jose.JSONWebKey, error) {
 		return keys, nil
 	}
 	k.fetching, k.fetched = true, time.Now()
-	k.fetches++
 	k.mu.Unlock()
 
 	keys, err := k.fetch(ctx)

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"unicode"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/go-jose/go-jose/v4"
@@ -84,9 +83,9 @@ func NewOIDC(ctx context.Context, cfg OIDCConfig) (*OIDC, error) {
 	}, nil
 }
 
-// visible is r, or -1 (left out) for an invisible or control character.
+// visible is r, or -1 (left out) for a control or invisible character (names.IsHidden).
 func visible(r rune) rune {
-	if names.IsInvisible(r) || unicode.IsControl(r) {
+	if names.IsHidden(r) {
 		return -1
 	}
 	return r
@@ -123,7 +122,7 @@ func (o *OIDC) Verify(ctx context.Context, raw string, m Method) (Identity, erro
 	if tok.Subject == "" {
 		return Identity{}, fmt.Errorf("%w: the token has no subject (sub)", ErrInvalidCredentials)
 	}
-	if strings.IndexFunc(tok.Subject, names.IsInvisible) >= 0 || strings.IndexFunc(tok.Subject, unicode.IsControl) >= 0 {
+	if strings.IndexFunc(tok.Subject, names.IsHidden) >= 0 {
 		return Identity{}, fmt.Errorf("%w: the token's subject %q holds invisible or control characters", ErrInvalidCredentials, tok.Subject)
 	}
 	if strings.HasPrefix(tok.Subject, tokenSubjectPrefix) {

@@ -2,11 +2,12 @@ package scenario
 
 import (
 	"fmt"
-	"github.com/scenario-server/scenario-server/internal/names"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/scenario-server/scenario-server/internal/names"
 )
 
 // EdgeRules says which edges a node type takes and gives.
@@ -136,27 +137,6 @@ type validator struct {
 	out, in [][]int
 }
 
-func firstInvisible(s string) rune {
-	for _, r := range s {
-		if names.IsInvisible(r) {
-			return r
-		}
-	}
-	return 0
-}
-
-// shortID is the first 40 characters of id, for messages about ids too long to repeat.
-func shortID(id string) string {
-	n := 0
-	for i := range id {
-		if n == 40 {
-			return id[:i]
-		}
-		n++
-	}
-	return id
-}
-
 func (v *validator) errorf(nodeID, field, code, format string, args ...any) {
 	v.r.Errors = append(v.r.Errors, Problem{NodeID: nodeID, Field: field, Code: code, Message: fmt.Sprintf(format, args...)})
 }
@@ -182,11 +162,12 @@ func (v *validator) run() {
 			v.errorf("", "nodes["+strconv.Itoa(i)+"].id", CodeMissingNodeID, "node %d has no id", i)
 			continue
 		case utf8.RuneCountInString(n.ID) > MaxNodeIDLength:
-			v.errorf(n.ID, "id", CodeInvalidNodeID, "node id %q... has %d characters, more than %d", shortID(n.ID), utf8.RuneCountInString(n.ID), MaxNodeIDLength)
+			v.errorf(n.ID, "id", CodeInvalidNodeID, "node id %q has %d characters, more than %d", names.Cut(n.ID, 120), utf8.RuneCountInString(n.ID), MaxNodeIDLength)
 		case strings.IndexFunc(n.ID, unicode.IsControl) >= 0:
 			v.errorf(n.ID, "id", CodeInvalidNodeID, "node id %q contains a control character", n.ID)
 		case strings.IndexFunc(n.ID, names.IsInvisible) >= 0:
-			v.errorf(n.ID, "id", CodeInvalidNodeID, "node id %q contains an invisible or blank character (%U: direction marks and overrides, zero-width characters, fillers, blanks other than the space), which makes ids that look alike", n.ID, firstInvisible(n.ID))
+			r, _ := utf8.DecodeRuneInString(n.ID[strings.IndexFunc(n.ID, names.IsInvisible):])
+			v.errorf(n.ID, "id", CodeInvalidNodeID, "node id %q contains an invisible or blank character (%U: direction marks and overrides, zero-width characters, fillers, blanks other than the space), which makes ids that look alike", n.ID, r)
 		case strings.HasPrefix(n.ID, ReservedIDPrefix):
 			v.errorf(n.ID, "id", CodeInvalidNodeID, "node id %q starts with %q, which the server keeps for its own ids (a deployment's dead letters)", n.ID, ReservedIDPrefix)
 		}

@@ -13,16 +13,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/scenario-server/scenario-server/internal/names"
 )
 
 // Defaults of the lookups' bounds.
@@ -45,41 +45,16 @@ const (
 	MaxAnswerBytes = 8 << 20
 )
 
-// ErrAnswerTooLarge is what reading an answer of the registry past MaxAnswerBytes returns.
-var ErrAnswerTooLarge = fmt.Errorf("the schema registry's answer is larger than %d bytes", MaxAnswerBytes)
-
-// cappedTransport reads at most MaxAnswerBytes of each answer's body.
+// cappedTransport reads at most MaxAnswerBytes of each answer's body (http.MaxBytesReader:
+// past it the read fails with an *http.MaxBytesError).
 type cappedTransport struct{ next http.RoundTripper }
 
 func (c cappedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := c.next.RoundTrip(req)
 	if err == nil {
-		resp.Body = &cappedBody{ReadCloser: resp.Body, left: MaxAnswerBytes}
+		resp.Body = http.MaxBytesReader(nil, resp.Body, MaxAnswerBytes)
 	}
 	return resp, err
-}
-
-type cappedBody struct {
-	io.ReadCloser
-	left int64
-}
-
-func (b *cappedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		// One byte more tells an answer of exactly the limit from a longer one.
-		var one [1]byte
-		n, err := b.ReadCloser.Read(one[:])
-		if n > 0 {
-			return 0, ErrAnswerTooLarge
-		}
-		return 0, err
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.ReadCloser.Read(p)
-	b.left -= int64(n)
-	return n, err
 }
 
 // Config is how the server reaches the registry. The zero value (no URL) is no registry.
@@ -266,22 +241,10 @@ func shortError(err error) error {
 	var re *sr.ResponseError
 	if errors.As(err, &re) {
 		c := *re
-		c.Message, c.Raw = cut(c.Message), []byte(cut(string(c.Raw)))
+		c.Message, c.Raw = names.Cut(c.Message, maxErrorText), []byte(names.Cut(string(c.Raw), maxErrorText))
 		return &c
 	}
-	return errors.New(cut(err.Error()))
-}
-
-// cut is s up to maxErrorText bytes (on a rune boundary) and how much was left out.
-func cut(s string) string {
-	if len(s) <= maxErrorText {
-		return s
-	}
-	n := maxErrorText
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return fmt.Sprintf("%s... (%d bytes more)", s[:n], len(s)-n)
+	return errors.New(names.Cut(err.Error(), maxErrorText))
 }
 
 // IsSubjectNotFound says whether err is the registry's answer that a subject has no schema.

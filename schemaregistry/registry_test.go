@@ -395,7 +395,7 @@ func TestAvroOutputAndDecimalsBounded(t *testing.T) {
 }
 
 // An answer of the registry is read up to MaxAnswerBytes: an endless one fails the lookup
-// with ErrAnswerTooLarge once 8 MiB are read, not when the timeout ends it (a registry
+// with an *http.MaxBytesError once 8 MiB are read, not when the timeout ends it (a registry
 // streaming an answer ran the server to 1.2 GB in those 5 s); an answer of the limit exactly
 // is read whole (here: not JSON, so the lookup fails otherwise).
 func TestRegistryAnswersBounded(t *testing.T) {
@@ -419,11 +419,12 @@ func TestRegistryAnswersBounded(t *testing.T) {
 	size.Store(-1) // endless
 	start := time.Now()
 	_, err := r.InputSchema(t.Context(), "views-value")
-	if !errors.Is(err, ErrAnswerTooLarge) || time.Since(start) > 4*time.Second {
-		t.Errorf("an endless answer: %v after %v; want %v before the timeout", err, time.Since(start), ErrAnswerTooLarge)
+	var tooLarge *http.MaxBytesError
+	if !errors.As(err, &tooLarge) || tooLarge.Limit != MaxAnswerBytes || time.Since(start) > 4*time.Second {
+		t.Errorf("an endless answer: %v after %v; want an *http.MaxBytesError of %d bytes before the timeout", err, time.Since(start), MaxAnswerBytes)
 	}
 	size.Store(MaxAnswerBytes)
-	if _, err := r.InputSchema(t.Context(), "other-value"); err == nil || errors.Is(err, ErrAnswerTooLarge) {
+	if _, err := r.InputSchema(t.Context(), "other-value"); err == nil || errors.As(err, &tooLarge) {
 		t.Errorf("an answer of exactly %d bytes: %v; want it read whole (and refused as not a schema)", MaxAnswerBytes, err)
 	}
 }

@@ -2,7 +2,11 @@
 // suggestions in validation messages, and tells the characters a name may not hold.
 package names
 
-import "unicode"
+import (
+	"fmt"
+	"unicode"
+	"unicode/utf8"
+)
 
 // IsInvisible reports characters that show as nothing, or as a blank other than the space:
 // Unicode's format characters (category Cf: direction marks and overrides, zero-width joiners
@@ -13,6 +17,22 @@ import "unicode"
 func IsInvisible(r rune) bool {
 	return unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) ||
 		unicode.Is(unicode.Variation_Selector, r) || r == '\u2800' || (r != ' ' && unicode.IsSpace(r))
+}
+
+// IsHidden reports control characters and invisible ones (IsInvisible): what a name shown to
+// people may not hold.
+func IsHidden(r rune) bool { return unicode.IsControl(r) || IsInvisible(r) }
+
+// Cut is s up to n bytes, cut on a character boundary, with how many bytes were left out
+// ("... (N bytes more)"); s itself when it is no longer.
+func Cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return fmt.Sprintf("%s... (%d bytes more)", s[:n], len(s)-n)
 }
 
 // Distance returns the Levenshtein edit distance between a and b, counted in

@@ -14,3 +14,33 @@ func TestDistance(t *testing.T) {
 		}
 	}
 }
+
+func TestCut(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"abc", 3, "abc"},
+		{"abcd", 3, "abc... (1 bytes more)"},
+		{"äbc", 1, "... (4 bytes more)"}, // ä is 2 bytes: not cut in its middle
+		{"aäb", 2, "a... (3 bytes more)"},
+	} {
+		if got := Cut(tc.s, tc.n); got != tc.want {
+			t.Errorf("Cut(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
+		}
+	}
+}
+
+func TestIsHidden(t *testing.T) {
+	for _, r := range []rune{'\n', '\x7f', '\u202e', '\u200b', '\u3164', '\u034f', '\ufe0f', '\u2800', '\u00a0'} {
+		if !IsHidden(r) {
+			t.Errorf("%U not hidden", r)
+		}
+	}
+	for _, r := range []rune{' ', 'a', 'ä', '☕', '%', '$'} {
+		if IsHidden(r) {
+			t.Errorf("%U hidden", r)
+		}
+	}
+}
