@@ -43,39 +43,9 @@ func TestRequestBodiesBounded(t *testing.T) {
 	// Alone, a body larger than the budget goes in: 1,500 bytes.
 	validate(b, 1500).ok(t, http.StatusOK, nil)
 
-	slow, more := io.Pipe()
-	done := make(chan int, 1)
-	go func() {
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, c.base+"/api/scenarios", slow)
-		if err != nil {
-			done <- 0
-			return
-		}
-		req.Header.Set("X-Forwarded-For", a)
-		req.Header.Set("Content-Type", "application/json")
-		req.ContentLength = 2000
-		resp, err := c.http.Do(req)
-		if err != nil {
-			done <- 0
-			return
-		}
-		resp.Body.Close()
-		done <- resp.StatusCode
-	}()
-	if _, err := more.Write([]byte(`{"name": "slow", "comment": "` + strings.Repeat("x", 600-len(`{"name": "slow", "comment": "`)))); err != nil {
-		t.Fatal(err)
-	}
-	// The server reads the 600 bytes when it gets them: wait until they are counted.
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("waited 20 s for %s", what)
-			}
-		}
-	}
+	finish := slowBody(t, c, a, 600)
 	var refused *response
-	waitFor("a 500-byte body to be refused", func() bool {
+	waitFor(t, "a 500-byte body to be refused", func() bool {
 		refused = validate(b, 500)
 		return refused.Status == http.StatusServiceUnavailable
 	})
@@ -93,11 +63,8 @@ func TestRequestBodiesBounded(t *testing.T) {
 	c.send(request{Method: http.MethodPost, Path: "/api/scenarios/none/sources/in/events",
 		Body: strings.Repeat(" ", 500) + "{}", ContentType: "application/x-ndjson"}).problem(t, http.StatusServiceUnavailable, api.CodeUnavailable)
 
-	more.CloseWithError(io.ErrUnexpectedEOF) // the slow client goes
-	if code := <-done; code != 0 {
-		t.Logf("the slow request was answered %d", code)
-	}
-	waitFor("the slow request's bytes to be given back", func() bool { return validate(b, 500).Status == http.StatusOK })
+	finish() // the slow client goes
+	waitFor(t, "the slow request's bytes to be given back", func() bool { return validate(b, 500).Status == http.StatusOK })
 }
 
 // TestUnreadBodyDoesNotHoldTheAnswer: a GET that declares a body of 200,000 bytes (without a
@@ -126,5 +93,96 @@ func TestUnreadBodyDoesNotHoldTheAnswer(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnsupportedMediaType || !resp.Close {
 		t.Errorf("answer %d, close %v; want 415 and the connection closed", resp.StatusCode, resp.Close)
+	}
+}
+
+// TestLoadedVersionsBounded: the stored versions a request loads are counted in the same
+// budget as request bodies, GETs included, from when they are loaded until the request is
+// answered. With a budget of 10,000 bytes, a scenario whose stored graph is 3,000 bytes, and
+// 6,000 bytes of client B's slow body held: client A's comparison of two versions (6,000 +
+// 6,000 > 10,000) is answered 503 requests-busy with Retry-After 1, its read of one version,
+// its scenario and its export (6,000 + 3,000) pass; B's own read of the version is refused (B
+// holds 6,000, more than its quarter, 2,500); once the slow body is given back the comparison
+// passes; and alone, a comparison of versions larger than the budget (2 x 12,000) passes.
+func TestLoadedVersionsBounded(t *testing.T) {
+	t.Parallel()
+	c := newClient(t, sqliteStore(t), func(cfg *api.Config) {
+		cfg.RateLimits = api.RateLimits{RequestBodyBytes: 10_000}
+		cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	})
+	const a, b = "10.0.0.1", "10.0.0.2"
+	from := func(client string) map[string]string { return map[string]string{"X-Forwarded-For": client} }
+	// graph is tinyGraph padded with spaces to n bytes, stored as sent.
+	graph := func(n int) string { return tinyGraph[:len(tinyGraph)-1] + strings.Repeat(" ", n-len(tinyGraph)) + "}" }
+	get := func(client, path string) *response {
+		return c.send(request{Method: http.MethodGet, Path: path, Header: from(client)})
+	}
+	for name, n := range map[string]int{"small": 3000, "large": 12_000} {
+		c.send(request{Method: http.MethodPost, Path: "/api/scenarios", Body: rawBody("name", quote(name), "graph", graph(n)), Header: from(a)}).
+			ok(t, http.StatusCreated, nil)
+		if got := get(a, "/api/scenarios/"+name+"/export"); got.Status != http.StatusOK || len(got.Body) != n {
+			t.Fatalf("export of %s: status %d, %d bytes; want 200 and the %d bytes stored", name, got.Status, len(got.Body), n)
+		}
+	}
+	get(a, "/api/scenarios/large/compare?from=1&to=1").ok(t, http.StatusOK, nil)
+
+	finish := slowBody(t, c, b, 6000)
+	var refused *response
+	waitFor(t, "a comparison to be refused", func() bool {
+		refused = get(a, "/api/scenarios/small/compare?from=1&to=1")
+		return refused.Status == http.StatusServiceUnavailable
+	})
+	if p := refused.problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy); refused.Header.Get("Retry-After") != "1" {
+		t.Errorf("Retry-After %q, want 1 (%s)", refused.Header.Get("Retry-After"), p.Detail)
+	}
+	for _, path := range []string{"/api/scenarios/small/versions/1", "/api/scenarios/small", "/api/scenarios/small/export"} {
+		get(a, path).ok(t, http.StatusOK, nil)
+	}
+	get(b, "/api/scenarios/small/versions/1").problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy)
+	// What loads no version is not refused.
+	get(b, "/api/scenarios").ok(t, http.StatusOK, nil)
+
+	finish()
+	waitFor(t, "the slow body's bytes to be given back", func() bool {
+		return get(a, "/api/scenarios/small/compare?from=1&to=1").Status == http.StatusOK
+	})
+}
+
+// slowBody starts client's POST /api/scenarios declaring n+1,000 bytes, sends n of them and
+// then nothing; finish ends it and waits for its answer.
+func slowBody(t *testing.T, c *client, client string, n int) (finish func()) {
+	t.Helper()
+	slow, more := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, c.base+"/api/scenarios", slow)
+		if err != nil {
+			return
+		}
+		req.Header.Set("X-Forwarded-For", client)
+		req.Header.Set("Content-Type", "application/json")
+		req.ContentLength = int64(n) + 1000
+		if resp, err := c.http.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	head := `{"name": "slow", "comment": "`
+	if _, err := more.Write([]byte(head + strings.Repeat("x", n-len(head)))); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		more.CloseWithError(io.ErrUnexpectedEOF)
+		<-done
+	}
+}
+
+// waitFor polls cond every 10 ms until it holds, failing t after 20 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 20 s for %s", what)
+		}
 	}
 }

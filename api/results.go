@@ -95,6 +95,9 @@ func (h *handlers) checkSink(ctx context.Context, name, sink string) error {
 		if err != nil {
 			return storeError(ctx, err, name, 0)
 		}
+		if err := holdLoaded(ctx, len(v.Graph)); err != nil {
+			return err
+		}
 		s, err := scenario.Decode(v.Graph)
 		if err != nil {
 			continue

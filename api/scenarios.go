@@ -187,6 +187,9 @@ func (h *handlers) getScenario(ctx context.Context, in *getScenarioInput) (*getS
 	if err != nil {
 		return nil, storeError(ctx, err, in.Name, 0)
 	}
+	if err := holdLoaded(ctx, len(v.Graph)); err != nil {
+		return nil, err
+	}
 	return &getScenarioOutput{Body: ScenarioWithVersion{Scenario: scenarioOut(s), Latest: versionOut(v)}}, nil
 }
 

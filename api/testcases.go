@@ -176,6 +176,9 @@ func (h *handlers) registerTestCases(hapi huma.API) {
 		if err != nil {
 			return nil, storeError(ctx, err, in.Name, 0)
 		}
+		if err := holdLoaded(ctx, len(latest.Graph)); err != nil {
+			return nil, err
+		}
 		sinks := sinkIDs(latest.Graph)
 		for sink, values := range expected {
 			if sinks != nil && !sinks[sink] {

@@ -208,7 +208,8 @@ func (h *handlers) getVersion(ctx context.Context, in *versionPath) (*getVersion
 }
 
 // loadVersion returns version number of the scenario name, or its latest version when number
-// is 0, with its graph.
+// is 0, with its graph, counted against the request's budget (holdLoaded: 503 requests-busy
+// past it).
 func (h *handlers) loadVersion(ctx context.Context, name string, number int) (store.Version, error) {
 	if err := checkName(name); err != nil {
 		return store.Version{}, err
@@ -218,13 +219,13 @@ func (h *handlers) loadVersion(ctx context.Context, name string, number int) (st
 		if err != nil {
 			return store.Version{}, storeError(ctx, err, name, 0)
 		}
-		return v, nil
+		return v, holdLoaded(ctx, len(v.Graph))
 	}
 	v, err := h.store.GetVersion(ctx, name, number)
 	if err != nil {
 		return store.Version{}, h.versionError(ctx, err, name, number)
 	}
-	return v, nil
+	return v, holdLoaded(ctx, len(v.Graph))
 }
 
 func (h *handlers) export(ctx context.Context, in *exportInput) (*exportOutput, error) {

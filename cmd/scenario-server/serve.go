@@ -697,7 +697,7 @@ func (g *guardConfig) register(fs *flag.FlagSet, getenv func(string) string) {
 	fs.Int64Var(&g.ingestBytes, "ingest-body-bytes", d.ingestBytes,
 		"the server holds at most this many `bytes` of event batches read and being stored at once, each batch's counted as it arrives, one identity (or client address) a quarter of them but for a batch it sends alone; a batch read past it is answered 503 ingest-busy (default: 256 MiB or a sixteenth of the memory, the least; 0: no bound)")
 	fs.Int64Var(&g.requestBytes, "request-body-bytes", d.requestBytes,
-		"the same for the bodies of every other request (scenarios, graphs to test or validate, test cases): at most this many `bytes` read and being handled at once, each body's counted as it arrives; a request read past it is answered 503 requests-busy; a body takes up to about 40 times its size while it is handled (default: 64 MiB or a 320th of the memory, the least; 0: no bound)")
+		"the same for the bodies of every other request (scenarios, graphs to test or validate, test cases) and the stored versions requests load, GETs included: at most this many `bytes` read or loaded and being handled at once, each body's counted as it arrives, each version's once loaded; a request past it is answered 503 requests-busy; a body takes up to about 40 times its size while it is handled (default: 64 MiB or a 320th of the memory, the least; 0: no bound)")
 }
 
 func (g *guardConfig) validate() error {

@@ -9,11 +9,51 @@ export const api = createClient<paths>({ baseUrl: '' });
 export const UNAUTHENTICATED_EVENT = 'scenario-unauthenticated';
 
 api.use({
-  onResponse({ response }) {
+  onResponse({ request, response }) {
     if (response.status === 401) window.dispatchEvent(new Event(UNAUTHENTICATED_EVENT));
-    return undefined;
+    return retryBusy(request, response);
   },
 });
+
+/** How many times a GET answered 503 requests-busy is sent again. */
+export const BUSY_RETRIES = 3;
+
+/**
+ * retryBusy sends a GET again while the server answers it 503 requests-busy (it holds as many
+ * bytes of requests and loaded scenario versions as it takes at once: a large scenario's
+ * version read beside another), up to BUSY_RETRIES times, waiting the answer's Retry-After
+ * seconds (1 when it has none, at most 10) before each; it returns the last answer, or
+ * undefined when it sent nothing again (other methods and answers, which the caller shows).
+ * send and wait are fetch and a timer, replaced in tests.
+ */
+export async function retryBusy(
+  request: Request,
+  response: Response,
+  send: (r: Request) => Promise<Response> = (r) => fetch(r),
+  wait: (ms: number) => Promise<void> = (ms) => new Promise((done) => setTimeout(done, ms)),
+): Promise<Response | undefined> {
+  if (request.method !== 'GET') return undefined;
+  let last = response;
+  for (let i = 0; i < BUSY_RETRIES && (await isRequestsBusy(last)); i++) {
+    await wait(retryAfterMs(last));
+    last = await send(new Request(request));
+  }
+  return last === response ? undefined : last;
+}
+
+async function isRequestsBusy(r: Response): Promise<boolean> {
+  if (r.status !== 503) return false;
+  try {
+    return ((await r.clone().json()) as Partial<ProblemDetails>).code === 'requests-busy';
+  } catch {
+    return false;
+  }
+}
+
+function retryAfterMs(r: Response): number {
+  const s = Number(r.headers.get('Retry-After'));
+  return Number.isFinite(s) && s > 0 ? Math.min(s, 10) * 1000 : 1000;
+}
 
 export type Schemas = components['schemas'];
 export type Kind = Schemas['Kind'];
