@@ -172,6 +172,9 @@ type Config struct {
 	// (store.PruneEventBatches): a batch re-sent under an older key is appended again. 0
 	// remembers them for ever.
 	BatchKeyRetention time.Duration
+	// AuditRetention is how long the audit log's entries are kept (store.PruneAudit; the
+	// newest is kept however old). 0 keeps them for ever.
+	AuditRetention time.Duration
 	// PruneInterval is how often retention is applied; 0 means DefaultPruneInterval.
 	PruneInterval time.Duration
 	// MaxDeploymentState is the most window state, in bytes (the aggregate nodes' estimated
@@ -452,7 +455,7 @@ func (r *Runtime) startLoops() {
 	if r.closed {
 		return
 	}
-	if (r.cfg.ResultRetention > 0 || r.cfg.BatchKeyRetention > 0) && r.pruneStop == nil {
+	if (r.cfg.ResultRetention > 0 || r.cfg.BatchKeyRetention > 0 || r.cfg.AuditRetention > 0) && r.pruneStop == nil {
 		r.pruneStop, r.pruneDone = make(chan struct{}), make(chan struct{})
 		go r.pruneLoop(r.pruneStop, r.pruneDone)
 	}
@@ -506,8 +509,8 @@ func (r *Runtime) pruneLoop(stop <-chan struct{}, done chan<- struct{}) {
 	}
 }
 
-// prune deletes the results and forgets the batch keys older than their retention. Errors
-// are logged; the next round tries again.
+// prune deletes the results and audit entries and forgets the batch keys older than their
+// retention. Errors are logged; the next round tries again.
 func (r *Runtime) prune() {
 	now := r.cfg.Now()
 	if d := r.cfg.ResultRetention; d > 0 {
@@ -526,6 +529,15 @@ func (r *Runtime) prune() {
 			r.log.Error("retention of batch keys", "error", err)
 		case n > 0:
 			r.log.Info("retention: forgot batch keys", "count", n, "olderThan", d)
+		}
+	}
+	if d := r.cfg.AuditRetention; d > 0 {
+		n, err := r.cfg.Store.PruneAudit(r.ctx, now.Add(-d))
+		switch {
+		case err != nil:
+			r.log.Error("retention of audit entries", "error", err)
+		case n > 0:
+			r.log.Info("retention: deleted audit entries", "count", n, "olderThan", d)
 		}
 	}
 }

@@ -87,15 +87,25 @@ func runRuntimeSuite(t *testing.T, newStore newStoreFunc) {
 	}
 }
 
-// Retention: collected results older than ResultRetention are deleted, and batch keys older
-// than BatchKeyRetention forgotten (a re-sent batch is then appended again), every
-// PruneInterval, while the deployment runs.
+// Retention: collected results older than ResultRetention are deleted, batch keys older
+// than BatchKeyRetention forgotten (a re-sent batch is then appended again), and audit
+// entries older than AuditRetention deleted but the newest, every PruneInterval, while the
+// deployment runs.
 func testRetention(t *testing.T, st store.Store) {
 	graph := tumblingGraph("")
 	createScenario(t, st, "kept", graph)
 	r := newRuntime(t, st, func(c *Config) {
 		c.ResultRetention, c.BatchKeyRetention, c.PruneInterval = 3*time.Second, 3*time.Second, 20*time.Millisecond
+		c.AuditRetention = time.Hour
 	})
+	var audit []store.AuditEntry
+	for _, at := range []time.Time{time.Now().Add(-3 * time.Hour), time.Now().Add(-2 * time.Hour), time.Now().Add(-2 * time.Hour), time.Now()} {
+		e, err := st.AppendAudit(t.Context(), store.AuditEntry{Time: at, Action: "deploy", Outcome: "ok"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		audit = append(audit, e)
+	}
 	deploy(t, r, "kept", 0)
 	recs := records(1000)
 	ingestAll(t, r, "kept", recs, 0, 500)
@@ -118,6 +128,14 @@ func testRetention(t *testing.T, st store.Store) {
 	if a.FirstOffset != 1000 || a.Count != 500 {
 		t.Errorf("re-sent after the key expired: %+v, want appended at offset 1000", a)
 	}
+	// The three entries of two and three hours ago go; the newest, of now, stays.
+	waitFor(t, "the old audit entries to expire", func() bool {
+		list, err := st.ListAudit(t.Context(), store.AuditFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(list) == 1 && list[0] == audit[3]
+	})
 }
 
 func deploy(t *testing.T, r *Runtime, name string, version int) store.Deployment {

@@ -17,7 +17,8 @@ const (
 )
 
 // AuditStore keeps the audit log: who did what to which scenario, from where, and how it
-// ended. Entries are only ever appended. Store embeds it.
+// ended. Entries are only ever appended, and deleted only by age (PruneAudit: retention).
+// Store embeds it.
 type AuditStore interface {
 	// AppendAudit stores e, its text fields cut to MaxAuditFieldBytes (at a UTF-8 boundary),
 	// with the store's clock as Time when e.Time is zero, and returns it with its ID.
@@ -27,6 +28,12 @@ type AuditStore interface {
 	// (1 to MaxAuditPage; other values mean MaxAuditPage). An empty result is a nil slice
 	// and no error.
 	ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
+
+	// PruneAudit deletes the entries recorded before before (Time < before), but the newest
+	// entry, and returns how many it deleted (retention: the runtime calls it periodically).
+	// The IDs of the other entries do not change, and new entries keep counting from the
+	// last ID given.
+	PruneAudit(ctx context.Context, before time.Time) (int64, error)
 }
 
 // AuditEntry is one entry of the audit log.

@@ -149,3 +149,46 @@ func testAuditPagingConcurrent(t *testing.T, open func(t *testing.T) store.Store
 		t.Fatalf("%d entries stored, %d seen by paging; want %d both", len(all), len(seen), writers*each)
 	}
 }
+
+// testAuditRetention: PruneAudit deletes the entries recorded before a time, in chunks (5,002
+// old entries, more than one chunk of 5,000), and leaves the later ones as they were; the
+// newest entry is kept however old, and the next entry's ID follows the last one given.
+func testAuditRetention(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	if n := must(s.PruneAudit(ctx, time.Now()))(t); n != 0 {
+		t.Fatalf("PruneAudit of an empty log = %d; want 0", n)
+	}
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	cut := t0.Add(time.Hour)
+	const old = 5002
+	for i := range old {
+		// The last old entry is recorded a microsecond before the cut.
+		at := t0.Add(time.Duration(i) * time.Millisecond)
+		if i == old-1 {
+			at = cut.Add(-time.Microsecond)
+		}
+		must(s.AppendAudit(ctx, store.AuditEntry{Time: at, Action: "results.read", Outcome: "ok", RequestID: fmt.Sprint(i)}))(t)
+	}
+	kept := []store.AuditEntry{
+		must(s.AppendAudit(ctx, store.AuditEntry{Time: cut, Action: "deploy", Scenario: "fraud", Outcome: "ok"}))(t),
+		must(s.AppendAudit(ctx, store.AuditEntry{Time: cut.Add(time.Minute), Action: "cancel", Scenario: "fraud", Outcome: "ok"}))(t),
+	}
+	if n := must(s.PruneAudit(ctx, t0))(t); n != 0 {
+		t.Fatalf("PruneAudit before the first entry = %d; want 0", n)
+	}
+	if n := must(s.PruneAudit(ctx, cut))(t); n != old {
+		t.Fatalf("PruneAudit(cut) = %d; want %d", n, old)
+	}
+	if list := must(s.ListAudit(ctx, store.AuditFilter{}))(t); len(list) != 2 || list[0] != kept[0] || list[1] != kept[1] {
+		t.Fatalf("after the prune: %+v; want %+v", list, kept)
+	}
+	// Everything is older than a time far ahead, but the newest entry is kept.
+	if n := must(s.PruneAudit(ctx, cut.Add(24*time.Hour)))(t); n != 1 {
+		t.Fatalf("PruneAudit of all = %d; want 1 (the newest kept)", n)
+	}
+	next := must(s.AppendAudit(ctx, store.AuditEntry{Action: "deploy", Outcome: "ok"}))(t)
+	if list := must(s.ListAudit(ctx, store.AuditFilter{}))(t); len(list) != 2 || list[0] != kept[1] || next.ID <= kept[1].ID {
+		t.Fatalf("after pruning all: %+v, next ID %d; want the newest (ID %d) and a later ID", list, next.ID, kept[1].ID)
+	}
+}

@@ -72,6 +72,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Tokens", testTokens},
 		{"Audit", testAudit},
 		{"AuditPagingConcurrent", testAuditPagingConcurrent},
+		{"AuditRetention", testAuditRetention},
 		{"DeployRequests", testDeployRequests},
 		{"TestCases", testTestCases},
 	}
