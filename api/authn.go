@@ -65,25 +65,29 @@ func authenticate(a *auth.Authenticator) func(http.Handler) http.Handler {
 	}
 }
 
-// logSample lets one log line through a second, counting those it holds back: anonymous
-// requests with bad credentials (15,859 in 10 s in a hostile test) wrote a line each.
+// logSample lets per log lines through a second (0: one), counting those it holds back:
+// anonymous requests with bad credentials (15,859 in 10 s in a hostile test) wrote a line
+// each.
 type logSample struct {
-	mu       sync.Mutex
-	last     time.Time
-	unlogged int
+	per              int
+	mu               sync.Mutex
+	start            time.Time // of the second being counted
+	logged, unlogged int
 }
 
-// take reports whether to log now, and how many were not logged since the last.
+// take reports whether to log now, and how many were not logged since the last line.
 func (s *logSample) take() (bool, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := time.Now()
-	if !s.last.IsZero() && now.Sub(s.last) < time.Second {
+	if now := time.Now(); s.start.IsZero() || now.Sub(s.start) >= time.Second {
+		s.start, s.logged = now, 0
+	}
+	if s.logged >= max(s.per, 1) {
 		s.unlogged++
 		return false, 0
 	}
 	n := s.unlogged
-	s.last, s.unlogged = now, 0
+	s.logged, s.unlogged = s.logged+1, 0
 	return true, n
 }
 

@@ -73,9 +73,20 @@ func registerOrReuse[C prometheus.Collector](reg prometheus.Registerer, c C) (C,
 // quietRoutes are logged at debug level: probes and scrapes come every few seconds.
 var quietRoutes = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
 
+// refusedLinesPerSecond is how many requests answered 401 (no or bad credentials) and how
+// many answered 429 (rate limited) the request log writes a second, each; the line after
+// those held back says how many (requests_not_logged). The metrics count every request.
+// Unsampled, an anonymous flood of 1,850 requests a second wrote 337 KB of log a second.
+const refusedLinesPerSecond = 10
+
 // requestLog gives each request a logger with its request id (see loggerFrom), then logs the
-// request and counts it in the metrics by route pattern, once it is answered.
+// request and counts it in the metrics by route pattern, once it is answered; requests
+// answered 401 or 429 are logged refusedLinesPerSecond a second.
 func requestLog(log *slog.Logger, m *httpMetrics) func(http.Handler) http.Handler {
+	sampled := map[int]*logSample{
+		http.StatusUnauthorized:    {per: refusedLinesPerSecond},
+		http.StatusTooManyRequests: {per: refusedLinesPerSecond},
+	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
@@ -104,14 +115,25 @@ func requestLog(log *slog.Logger, m *httpMetrics) func(http.Handler) http.Handle
 			if quietRoutes[route] && status < 400 {
 				level = slog.LevelDebug
 			}
-			reqLog.LogAttrs(r.Context(), level, "request",
+			attrs := []slog.Attr{
 				slog.String("client", clientAddress(r.Context())),
 				slog.String("method", r.Method),
 				slog.String("path", r.URL.Path),
 				slog.String("route", route),
 				slog.Int("status", status),
 				slog.Int("bytes", ww.BytesWritten()),
-				slog.Duration("duration", elapsed))
+				slog.Duration("duration", elapsed),
+			}
+			if s := sampled[status]; s != nil {
+				ok, unlogged := s.take()
+				if !ok {
+					return
+				}
+				if unlogged > 0 {
+					attrs = append(attrs, slog.Int("requests_not_logged", unlogged))
+				}
+			}
+			reqLog.LogAttrs(r.Context(), level, "request", attrs...)
 		})
 	}
 }

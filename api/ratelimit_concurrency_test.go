@@ -306,8 +306,27 @@ func TestRefusalsLoggedOnceASecond(t *testing.T) {
 	if logged != 1 {
 		t.Errorf("%d of 100 logged at once; want 1", logged)
 	}
-	s.last = s.last.Add(-time.Second)
+	s.start = s.start.Add(-time.Second)
 	if ok, n := s.take(); !ok || n != 99 {
 		t.Errorf("a second later: %v, %d not logged; want logged, with 99", ok, n)
+	}
+}
+
+// The request log's sample of 401 and 429 answers: 10 lines a second; of 100 in a row, 10
+// are logged and the 90 others given with the next line, a second later.
+func TestRefusedRequestsLoggedTenASecond(t *testing.T) {
+	s := logSample{per: refusedLinesPerSecond}
+	var logged, unlogged int
+	for range 100 {
+		if ok, n := s.take(); ok {
+			logged, unlogged = logged+1, unlogged+n
+		}
+	}
+	if logged != 10 || unlogged != 0 {
+		t.Errorf("%d of 100 logged at once, %d counted; want 10 and 0", logged, unlogged)
+	}
+	s.start = s.start.Add(-time.Second)
+	if ok, n := s.take(); !ok || n != 90 {
+		t.Errorf("a second later: %v, %d not logged; want logged, with 90", ok, n)
 	}
 }
