@@ -103,7 +103,8 @@ func TestUnreadBodyDoesNotHoldTheAnswer(t *testing.T) {
 // 6,000 > 10,000) is answered 503 requests-busy with Retry-After 1, its read of one version,
 // its scenario and its export (6,000 + 3,000) pass; B's own read of the version is refused (B
 // holds 6,000, more than its quarter, 2,500); once the slow body is given back the comparison
-// passes; and alone, a comparison of versions larger than the budget (2 x 12,000) passes.
+// passes; alone, a comparison of versions larger than the budget (2 x 12,000) passes; and an
+// open results stream does not hold the version it checked its sink in.
 func TestLoadedVersionsBounded(t *testing.T) {
 	t.Parallel()
 	c := newClient(t, sqliteStore(t), func(cfg *api.Config) {
@@ -146,6 +147,14 @@ func TestLoadedVersionsBounded(t *testing.T) {
 	waitFor(t, "the slow body's bytes to be given back", func() bool {
 		return get(a, "/api/scenarios/small/compare?from=1&to=1").Status == http.StatusOK
 	})
+
+	// A results stream holds its versions while it checks its sink only: with one open on
+	// a 6,000-byte version, B's comparison (6,000) passes.
+	sunk := countGraph("10s")
+	sunk = sunk[:len(sunk)-1] + strings.Repeat(" ", 6000-len(sunk)) + "}"
+	c.send(request{Method: http.MethodPost, Path: "/api/scenarios", Body: rawBody("name", quote("sunk"), "graph", sunk)}).ok(t, http.StatusCreated, nil)
+	openStream(t, c, "/api/scenarios/sunk/sinks/out/results/stream", "")
+	get(b, "/api/scenarios/small/compare?from=1&to=1").ok(t, http.StatusOK, nil)
 }
 
 // slowBody starts client's POST /api/scenarios declaring n+1,000 bytes, sends n of them and

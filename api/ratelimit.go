@@ -391,21 +391,30 @@ type requestHold struct {
 
 type requestHoldKey struct{}
 
-// take takes n more bytes, up to the whole budget, and reports whether it could; when it
-// could not, the answer will say Retry-After 1.
-func (h *requestHold) take(n int64) bool {
+// take takes n more bytes, up to the whole budget, and reports whether it could and how many
+// it took; when it could not, the answer will say Retry-After 1.
+func (h *requestHold) take(n int64) (int64, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	more := min(h.held+n, h.budget.size) - h.held
 	if more <= 0 {
-		return true
+		return 0, true
 	}
 	if !h.budget.take(h.client, h.held, more) {
 		h.w.Header().Set("Retry-After", "1")
-		return false
+		return 0, false
 	}
 	h.held += more
-	return true
+	return more, true
+}
+
+// give gives back n of the bytes taken.
+func (h *requestHold) give(n int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n = min(n, h.held)
+	h.budget.give(h.client, n)
+	h.held -= n
 }
 
 func (h *requestHold) release() {
@@ -425,12 +434,24 @@ func (h *requestHold) release() {
 // refused lets it go at once instead of holding it, and its copies, while it is handled.
 // Without it, 16 comparisons at once of two 9.8 MB versions each held 1.26 GB.
 func holdLoaded(ctx context.Context, n int) error {
+	_, err := holdLoadedUntil(ctx, n)
+	return err
+}
+
+// holdLoadedUntil is holdLoaded for a version the request lets go before it is answered (a
+// results stream checks its sink in a version, then streams for hours): release gives its
+// bytes back.
+func holdLoadedUntil(ctx context.Context, n int) (release func(), err error) {
 	h, _ := ctx.Value(requestHoldKey{}).(*requestHold)
-	if h == nil || h.take(int64(n)) {
-		return nil
+	if h == nil {
+		return func() {}, nil
 	}
-	return problemf(http.StatusServiceUnavailable, CodeRequestsBusy,
-		"the server is handling as many bytes of request bodies and stored versions as it takes at once; retry in a second")
+	took, ok := h.take(int64(n))
+	if !ok {
+		return nil, problemf(http.StatusServiceUnavailable, CodeRequestsBusy,
+			"the server is handling as many bytes of request bodies and stored versions as it takes at once; retry in a second")
+	}
+	return func() { h.give(took) }, nil
 }
 
 // budgetedBody takes a request body's bytes from its request's hold as they are read: a
@@ -448,7 +469,7 @@ func (b *budgetedBody) Read(p []byte) (int, error) {
 		return 0, b.hold.budget.busy
 	}
 	n, err := b.ReadCloser.Read(p)
-	if n > 0 && !b.hold.take(int64(n)) {
+	if _, ok := b.hold.take(int64(n)); n > 0 && !ok {
 		b.refused = true
 		return n, b.hold.budget.busy
 	}

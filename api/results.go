@@ -95,10 +95,13 @@ func (h *handlers) checkSink(ctx context.Context, name, sink string) error {
 		if err != nil {
 			return storeError(ctx, err, name, 0)
 		}
-		if err := holdLoaded(ctx, len(v.Graph)); err != nil {
+		// Held while it is read only: a results stream goes on for hours.
+		release, err := holdLoadedUntil(ctx, len(v.Graph))
+		if err != nil {
 			return err
 		}
 		s, err := scenario.Decode(v.Graph)
+		release()
 		if err != nil {
 			continue
 		}
