@@ -16,11 +16,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/sr"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/scenario-server/scenario-server/internal/names"
 )
@@ -83,6 +85,10 @@ type Registry struct {
 	// asking holds a place for each request to the registry: at most maxAsking at once, so
 	// that answers of up to MaxAnswerBytes being parsed stay within a bound.
 	asking chan struct{}
+	// lookups merges concurrent lookups of one id or subject into one request
+	// (golang.org/x/sync/singleflight): validations of many editors at once asked the
+	// registry for the same subject each.
+	lookups singleflight.Group
 
 	mu     sync.Mutex
 	byID   map[int]*schema
@@ -149,11 +155,27 @@ func (r *Registry) schemaByID(ctx context.Context, id int) (*schema, error) {
 	if ok && now.Sub(failed.gotAt) < LatestTTL {
 		return nil, failed.err
 	}
+	res := r.lookups.DoChan("id\x00"+strconv.Itoa(id), func() (any, error) {
+		return r.fetchByID(context.WithoutCancel(ctx), id, now)
+	})
+	select {
+	case v := <-res:
+		s, _ := v.Val.(*schema)
+		return s, v.Err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("schema registry: schema id %d: %w", id, ctx.Err())
+	}
+}
+
+// fetchByID asks the registry for the schema of id (one caller at a time: schemaByID) and
+// caches the answer, an error too, as schemaByID says.
+func (r *Registry) fetchByID(ctx context.Context, id int, now time.Time) (*schema, error) {
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
 	if err := r.ask(ctx); err != nil {
 		return nil, fmt.Errorf("schema registry: schema id %d: %w", id, err)
 	}
+	var s *schema
 	raw, err := r.cl.SchemaByID(ctx, id)
 	if err == nil {
 		s, err = parseSchema(raw)
@@ -190,13 +212,28 @@ func (r *Registry) latestSchema(ctx context.Context, subject string) (*schema, i
 	if ok && now.Sub(e.gotAt) < LatestTTL {
 		return e.s, e.id, e.err
 	}
+	res := r.lookups.DoChan("latest\x00"+subject, func() (any, error) {
+		return r.fetchLatest(context.WithoutCancel(ctx), subject, e, now), nil
+	})
+	select {
+	case v := <-res:
+		e := v.Val.(latestEntry)
+		return e.s, e.id, e.err
+	case <-ctx.Done():
+		return nil, 0, fmt.Errorf("schema registry: the latest schema of subject %q: %w", subject, ctx.Err())
+	}
+}
+
+// fetchLatest asks the registry for the latest schema of subject (one caller at a time:
+// latestSchema), old being the entry cached before, and caches the answer as latestSchema
+// says.
+func (r *Registry) fetchLatest(ctx context.Context, subject string, old latestEntry, now time.Time) latestEntry {
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
 	if err := r.ask(ctx); err != nil {
-		return nil, 0, fmt.Errorf("schema registry: the latest schema of subject %q: %w", subject, err)
+		return latestEntry{err: fmt.Errorf("schema registry: the latest schema of subject %q: %w", subject, err)}
 	}
-	old := e
-	e = latestEntry{gotAt: now}
+	e := latestEntry{gotAt: now}
 	ss, err := r.cl.SchemaByVersion(ctx, subject, -1)
 	if err == nil {
 		e.s, err = parseSchema(ss.Schema)
@@ -219,7 +256,7 @@ func (r *Registry) latestSchema(ctx context.Context, subject string) (*schema, i
 	}
 	r.latest[subject] = e
 	r.mu.Unlock()
-	return e.s, e.id, e.err
+	return e
 }
 
 // ask takes a place to ask the registry (Registry.asking), waiting up to ctx's end.

@@ -2,6 +2,7 @@ package schemaregistry
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -465,5 +466,57 @@ func TestRegistryErrorsAndRequestsBounded(t *testing.T) {
 	wg.Wait()
 	if m := most.Load(); m != maxAsking {
 		t.Errorf("%d requests at the registry at once; want %d", m, maxAsking)
+	}
+}
+
+// TestConcurrentLookupsMerged: ten lookups at once of one subject's latest schema make one
+// request to the registry, and all ten get its answer; a caller whose context ends stops
+// waiting without ending the others' request.
+func TestConcurrentLookupsMerged(t *testing.T) {
+	fake, r := newFake(t)
+	var requests atomic.Int32
+	gate := make(chan struct{})
+	fake.Intercept(func(w http.ResponseWriter, req *http.Request) bool {
+		if !strings.Contains(req.URL.Path, "same") {
+			return false
+		}
+		requests.Add(1)
+		<-gate
+		w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
+		fmt.Fprint(w, `{"subject": "same-value", "version": 1, "id": 7, "schema": "{\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"integer\"}}}", "schemaType": "JSON"}`)
+		return true
+	})
+	var entered atomic.Int32
+	r.now = func() time.Time { entered.Add(1); return time.Now() }
+	const callers = 10
+	results := make(chan error, callers)
+	for range callers {
+		go func() {
+			_, err := r.InputSchema(t.Context(), "same-value")
+			results <- err
+		}()
+	}
+	gone, cancel := context.WithCancel(t.Context())
+	left := make(chan error, 1)
+	go func() { _, err := r.InputSchema(gone, "same-value"); left <- err }()
+	for deadline := time.Now().Add(10 * time.Second); entered.Load() < callers+1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d lookups began in 10 s; want %d", entered.Load(), callers+1)
+		}
+	}
+	cancel()
+	if err := <-left; !errors.Is(err, context.Canceled) {
+		t.Errorf("the caller whose context ended: %v; want context.Canceled", err)
+	}
+	// Unmerged, the lookups reach the registry 4 at once within a few milliseconds.
+	time.Sleep(200 * time.Millisecond)
+	close(gate)
+	for range callers {
+		if err := <-results; err != nil {
+			t.Errorf("a merged lookup: %v", err)
+		}
+	}
+	if n := requests.Load(); n != 1 {
+		t.Errorf("%d requests to the registry for %d lookups at once; want 1", n, callers+1)
 	}
 }
