@@ -98,13 +98,16 @@ func TestUnreadBodyDoesNotHoldTheAnswer(t *testing.T) {
 
 // TestLoadedVersionsBounded: the stored versions a request loads are counted in the same
 // budget as request bodies, GETs included, from when they are loaded until the request is
-// answered. With a budget of 10,000 bytes, a scenario whose stored graph is 3,000 bytes, and
-// 6,000 bytes of client B's slow body held: client A's comparison of two versions (6,000 +
-// 6,000 > 10,000) is answered 503 requests-busy with Retry-After 1, its read of one version,
-// its scenario and its export (6,000 + 3,000) pass; B's own read of the version is refused (B
-// holds 6,000, more than its quarter, 2,500); once the slow body is given back the comparison
-// passes; alone, a comparison of versions larger than the budget (2 x 12,000) passes; and an
-// open results stream does not hold the version it checked its sink in.
+// answered. With a budget of 10,000 bytes, scenarios whose stored graphs are 3,000 (small),
+// 4,500 (medium) and 3,500 bytes (sunk, with a collect sink), and 6,000 bytes of client B's
+// slow body held: client A's comparison of two versions of small (6,000 + 6,000 > 10,000),
+// its read of medium and its save of a test case of medium (6,000 + 4,500) are answered 503
+// requests-busy with Retry-After 1; its read of one version of small, of small itself and of
+// its export (6,000 + 3,000) pass; B's own read of a version is refused (B holds 6,000, more
+// than its quarter, 2,500), but B's results stream of sunk opens (its sink check counts
+// against the whole budget only: 9,500), and holds nothing once open (A's read of small
+// passes beside it); once the slow body is given back the comparison passes; and alone, a
+// comparison of versions larger than the budget (2 x 12,000) passes.
 func TestLoadedVersionsBounded(t *testing.T) {
 	t.Parallel()
 	c := newClient(t, sqliteStore(t), func(cfg *api.Config) {
@@ -113,16 +116,21 @@ func TestLoadedVersionsBounded(t *testing.T) {
 	})
 	const a, b = "10.0.0.1", "10.0.0.2"
 	from := func(client string) map[string]string { return map[string]string{"X-Forwarded-For": client} }
-	// graph is tinyGraph padded with spaces to n bytes, stored as sent.
-	graph := func(n int) string { return tinyGraph[:len(tinyGraph)-1] + strings.Repeat(" ", n-len(tinyGraph)) + "}" }
+	// padded is graph padded with spaces to n bytes, stored as sent.
+	padded := func(graph string, n int) string {
+		return graph[:len(graph)-1] + strings.Repeat(" ", n-len(graph)) + "}"
+	}
 	get := func(client, path string) *response {
 		return c.send(request{Method: http.MethodGet, Path: path, Header: from(client)})
 	}
-	for name, n := range map[string]int{"small": 3000, "large": 12_000} {
-		c.send(request{Method: http.MethodPost, Path: "/api/scenarios", Body: rawBody("name", quote(name), "graph", graph(n)), Header: from(a)}).
+	for _, sc := range []struct {
+		name, graph string
+		n           int
+	}{{"small", tinyGraph, 3000}, {"medium", tinyGraph, 4500}, {"large", tinyGraph, 12_000}, {"sunk", countGraph("10s"), 3500}} {
+		c.send(request{Method: http.MethodPost, Path: "/api/scenarios", Body: rawBody("name", quote(sc.name), "graph", padded(sc.graph, sc.n)), Header: from(a)}).
 			ok(t, http.StatusCreated, nil)
-		if got := get(a, "/api/scenarios/"+name+"/export"); got.Status != http.StatusOK || len(got.Body) != n {
-			t.Fatalf("export of %s: status %d, %d bytes; want 200 and the %d bytes stored", name, got.Status, len(got.Body), n)
+		if got := get(a, "/api/scenarios/"+sc.name+"/export"); got.Status != http.StatusOK || len(got.Body) != sc.n {
+			t.Fatalf("export of %s: status %d, %d bytes; want 200 and the %d bytes stored", sc.name, got.Status, len(got.Body), sc.n)
 		}
 	}
 	get(a, "/api/scenarios/large/compare?from=1&to=1").ok(t, http.StatusOK, nil)
@@ -136,25 +144,35 @@ func TestLoadedVersionsBounded(t *testing.T) {
 	if p := refused.problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy); refused.Header.Get("Retry-After") != "1" {
 		t.Errorf("Retry-After %q, want 1 (%s)", refused.Header.Get("Retry-After"), p.Detail)
 	}
+	get(a, "/api/scenarios/medium").problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy)
+	c.send(request{Method: http.MethodPut, Path: "/api/scenarios/medium/tests/one", Body: `{"records": "{}", "expected": {}}`, Header: from(a)}).
+		problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy)
 	for _, path := range []string{"/api/scenarios/small/versions/1", "/api/scenarios/small", "/api/scenarios/small/export"} {
 		get(a, path).ok(t, http.StatusOK, nil)
 	}
 	get(b, "/api/scenarios/small/versions/1").problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy)
 	// What loads no version is not refused.
 	get(b, "/api/scenarios").ok(t, http.StatusOK, nil)
+	// B's stream opens, and once open holds nothing.
+	stream, err := http.NewRequestWithContext(t.Context(), http.MethodGet, c.base+"/api/scenarios/sunk/sinks/out/results/stream", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream.Header.Set("X-Forwarded-For", b)
+	resp, err := c.http.Do(stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("B's results stream: %d %s; want 200 text/event-stream", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	get(a, "/api/scenarios/small").ok(t, http.StatusOK, nil)
 
 	finish()
 	waitFor(t, "the slow body's bytes to be given back", func() bool {
 		return get(a, "/api/scenarios/small/compare?from=1&to=1").Status == http.StatusOK
 	})
-
-	// A results stream holds its versions while it checks its sink only: with one open on
-	// a 6,000-byte version, B's comparison (6,000) passes.
-	sunk := countGraph("10s")
-	sunk = sunk[:len(sunk)-1] + strings.Repeat(" ", 6000-len(sunk)) + "}"
-	c.send(request{Method: http.MethodPost, Path: "/api/scenarios", Body: rawBody("name", quote("sunk"), "graph", sunk)}).ok(t, http.StatusCreated, nil)
-	openStream(t, c, "/api/scenarios/sunk/sinks/out/results/stream", "")
-	get(b, "/api/scenarios/small/compare?from=1&to=1").ok(t, http.StatusOK, nil)
 }
 
 // slowBody starts client's POST /api/scenarios declaring n+1,000 bytes, sends n of them and
@@ -162,7 +180,7 @@ func TestLoadedVersionsBounded(t *testing.T) {
 func slowBody(t *testing.T, c *client, client string, n int) (finish func()) {
 	t.Helper()
 	slow, more := io.Pipe()
-	done := make(chan struct{})
+	done, finished := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
 		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, c.base+"/api/scenarios", slow)
@@ -172,8 +190,14 @@ func slowBody(t *testing.T, c *client, client string, n int) (finish func()) {
 		req.Header.Set("X-Forwarded-For", client)
 		req.Header.Set("Content-Type", "application/json")
 		req.ContentLength = int64(n) + 1000
-		if resp, err := c.http.Do(req); err == nil {
+		resp, err := c.http.Do(req)
+		if err == nil {
 			resp.Body.Close()
+		}
+		select {
+		case <-finished:
+		default:
+			t.Errorf("the slow request ended before the test ended it: %v, %v", resp, err)
 		}
 	}()
 	head := `{"name": "slow", "comment": "`
@@ -181,6 +205,7 @@ func slowBody(t *testing.T, c *client, client string, n int) (finish func()) {
 		t.Fatal(err)
 	}
 	return func() {
+		close(finished)
 		more.CloseWithError(io.ErrUnexpectedEOF)
 		<-done
 	}

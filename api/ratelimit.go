@@ -349,12 +349,12 @@ func (bb *bodyBudget) serve(w http.ResponseWriter, r *http.Request, next http.Ha
 
 // take takes n more bytes for a request of client that holds mine already, and reports
 // whether it could: within the client's quarter of the budget unless the request is the
-// client's only one, and within the budget.
-func (bb *bodyBudget) take(client string, mine, n int64) bool {
+// client's only one or anyClient, and within the budget.
+func (bb *bodyBudget) take(client string, mine, n int64, anyClient bool) bool {
 	bb.mu.Lock()
 	defer bb.mu.Unlock()
 	others := bb.held[client] - mine
-	if others > 0 && others+mine+n > bb.size/4 {
+	if !anyClient && others > 0 && others+mine+n > bb.size/4 {
 		return false
 	}
 	if !bb.sem.TryAcquire(n) {
@@ -391,16 +391,17 @@ type requestHold struct {
 
 type requestHoldKey struct{}
 
-// take takes n more bytes, up to the whole budget, and reports whether it could and how many
-// it took; when it could not, the answer will say Retry-After 1.
-func (h *requestHold) take(n int64) (int64, bool) {
+// take takes n more bytes, up to the whole budget (within the client's quarter unless
+// anyClient: bodyBudget.take), and returns how many it took and whether it could; when it
+// could not, the answer will say Retry-After 1.
+func (h *requestHold) take(n int64, anyClient bool) (int64, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	more := min(h.held+n, h.budget.size) - h.held
 	if more <= 0 {
 		return 0, true
 	}
-	if !h.budget.take(h.client, h.held, more) {
+	if !h.budget.take(h.client, h.held, more, anyClient) {
 		h.w.Header().Set("Retry-After", "1")
 		return 0, false
 	}
@@ -417,6 +418,7 @@ func (h *requestHold) give(n int64) {
 	h.held -= n
 }
 
+// release gives back all the request holds, when it is answered.
 func (h *requestHold) release() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -432,26 +434,38 @@ func (h *requestHold) release() {
 //
 // The bytes are counted once loaded: the store's copy is in memory already, but a request
 // refused lets it go at once instead of holding it, and its copies, while it is handled.
-// Without it, 16 comparisons at once of two 9.8 MB versions each held 1.26 GB.
+// Without it, 16 comparisons at once of two 9.7 MB versions by one client held 1.32 GB.
 func holdLoaded(ctx context.Context, n int) error {
-	_, err := holdLoadedUntil(ctx, n)
-	return err
+	h, _ := ctx.Value(requestHoldKey{}).(*requestHold)
+	if h == nil {
+		return nil
+	}
+	if _, ok := h.take(int64(n), false); !ok {
+		return errLoadBusy()
+	}
+	return nil
 }
 
-// holdLoadedUntil is holdLoaded for a version the request lets go before it is answered (a
-// results stream checks its sink in a version, then streams for hours): release gives its
-// bytes back.
-func holdLoadedUntil(ctx context.Context, n int) (release func(), err error) {
+// holdBriefly is holdLoaded for a version the request lets go before it is answered and
+// reads briefly (a results stream checks its sink in a version, then streams for hours):
+// release gives its bytes back. It counts against the whole budget only, not the client's
+// quarter: the designer opening a large deployed scenario reads it and opens a stream per
+// collect sink at once, and a stream refused waits seconds before it tries again.
+func holdBriefly(ctx context.Context, n int) (release func(), err error) {
 	h, _ := ctx.Value(requestHoldKey{}).(*requestHold)
 	if h == nil {
 		return func() {}, nil
 	}
-	took, ok := h.take(int64(n))
+	took, ok := h.take(int64(n), true)
 	if !ok {
-		return nil, problemf(http.StatusServiceUnavailable, CodeRequestsBusy,
-			"the server is handling as many bytes of request bodies and stored versions as it takes at once; retry in a second")
+		return nil, errLoadBusy()
 	}
 	return func() { h.give(took) }, nil
+}
+
+func errLoadBusy() error {
+	return problemf(http.StatusServiceUnavailable, CodeRequestsBusy,
+		"the server is handling as many bytes of request bodies and stored versions as it takes at once; retry in a second")
 }
 
 // budgetedBody takes a request body's bytes from its request's hold as they are read: a
@@ -469,7 +483,7 @@ func (b *budgetedBody) Read(p []byte) (int, error) {
 		return 0, b.hold.budget.busy
 	}
 	n, err := b.ReadCloser.Read(p)
-	if _, ok := b.hold.take(int64(n)); n > 0 && !ok {
+	if _, ok := b.hold.take(int64(n), false); n > 0 && !ok {
 		b.refused = true
 		return n, b.hold.budget.busy
 	}

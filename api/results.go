@@ -96,7 +96,7 @@ func (h *handlers) checkSink(ctx context.Context, name, sink string) error {
 			return storeError(ctx, err, name, 0)
 		}
 		// Held while it is read only: a results stream goes on for hours.
-		release, err := holdLoadedUntil(ctx, len(v.Graph))
+		release, err := holdBriefly(ctx, len(v.Graph))
 		if err != nil {
 			return err
 		}

@@ -513,31 +513,24 @@ func (r *Runtime) pruneLoop(stop <-chan struct{}, done chan<- struct{}) {
 // retention. Errors are logged; the next round tries again.
 func (r *Runtime) prune() {
 	now := r.cfg.Now()
-	if d := r.cfg.ResultRetention; d > 0 {
-		n, err := r.cfg.Store.PruneSinkResults(r.ctx, now.Add(-d))
-		switch {
-		case err != nil:
-			r.log.Error("retention of sink results", "error", err)
-		case n > 0:
-			r.log.Info("retention: deleted sink results", "count", n, "olderThan", d)
+	for _, p := range []struct {
+		keep  time.Duration
+		prune func(context.Context, time.Time) (int64, error)
+		what  string
+	}{
+		{r.cfg.ResultRetention, r.cfg.Store.PruneSinkResults, "sink results"},
+		{r.cfg.BatchKeyRetention, r.cfg.Store.PruneEventBatches, "batch keys"},
+		{r.cfg.AuditRetention, r.cfg.Store.PruneAudit, "audit entries"},
+	} {
+		if p.keep <= 0 {
+			continue
 		}
-	}
-	if d := r.cfg.BatchKeyRetention; d > 0 {
-		n, err := r.cfg.Store.PruneEventBatches(r.ctx, now.Add(-d))
+		n, err := p.prune(r.ctx, now.Add(-p.keep))
 		switch {
 		case err != nil:
-			r.log.Error("retention of batch keys", "error", err)
+			r.log.Error("retention of "+p.what, "error", err)
 		case n > 0:
-			r.log.Info("retention: forgot batch keys", "count", n, "olderThan", d)
-		}
-	}
-	if d := r.cfg.AuditRetention; d > 0 {
-		n, err := r.cfg.Store.PruneAudit(r.ctx, now.Add(-d))
-		switch {
-		case err != nil:
-			r.log.Error("retention of audit entries", "error", err)
-		case n > 0:
-			r.log.Info("retention: deleted audit entries", "count", n, "olderThan", d)
+			r.log.Info("retention: deleted "+p.what, "count", n, "olderThan", p.keep)
 		}
 	}
 }

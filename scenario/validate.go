@@ -171,8 +171,8 @@ func (v *validator) run() {
 			r, _ := utf8.DecodeRuneInString(n.ID[strings.IndexFunc(n.ID, names.IsInvisible):])
 			v.errorf(n.ID, "id", CodeInvalidNodeID, "node id %q contains an invisible or blank character (%U: direction marks and overrides, zero-width characters, fillers, blanks other than the space), which makes ids that look alike", n.ID, r)
 		case !norm.NFC.IsNormalString(n.ID):
-			// Two ids that render alike must be one id: é composed (U+00E9) or as e and U+0301.
-			v.errorf(n.ID, "id", CodeInvalidNodeID, "node id %q is not in Unicode normalization form C (NFC): write it %q, with accented letters composed, so that ids that look alike are one id", n.ID, norm.NFC.String(n.ID))
+			// The two spellings of one letter are one id: é composed (U+00E9) or as e and U+0301.
+			v.errorf(n.ID, "id", CodeInvalidNodeID, "node id %q is not in Unicode normalization form C (NFC): write it %q, with accented letters composed, so that the two spellings of a letter are one id", n.ID, norm.NFC.String(n.ID))
 		case strings.HasPrefix(n.ID, ReservedIDPrefix):
 			v.errorf(n.ID, "id", CodeInvalidNodeID, "node id %q starts with %q, which the server keeps for its own ids (a deployment's dead letters)", n.ID, ReservedIDPrefix)
 		}

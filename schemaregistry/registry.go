@@ -145,15 +145,8 @@ func ValueSubject(topic string) string { return topic + "-value" }
 // schemaByID is the schema of id, cached for good.
 func (r *Registry) schemaByID(ctx context.Context, id int) (*schema, error) {
 	now := r.now()
-	r.mu.Lock()
-	s := r.byID[id]
-	failed, ok := r.failedID[id]
-	r.mu.Unlock()
-	if s != nil {
-		return s, nil
-	}
-	if ok && now.Sub(failed.gotAt) < LatestTTL {
-		return nil, failed.err
+	if e, ok := r.cachedByID(id, now); ok {
+		return e.s, e.err
 	}
 	res := r.lookups.DoChan("id\x00"+strconv.Itoa(id), func() (any, error) {
 		return r.fetchByID(context.WithoutCancel(ctx), id, now)
@@ -168,8 +161,12 @@ func (r *Registry) schemaByID(ctx context.Context, id int) (*schema, error) {
 }
 
 // fetchByID asks the registry for the schema of id (one caller at a time: schemaByID) and
-// caches the answer, an error too, as schemaByID says.
+// caches the answer, an error too, as schemaByID says; an answer cached since the caller
+// looked (a lookup that ended meanwhile) is taken instead.
 func (r *Registry) fetchByID(ctx context.Context, id int, now time.Time) (*schema, error) {
+	if e, ok := r.cachedByID(id, now); ok {
+		return e.s, e.err
+	}
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
 	if err := r.ask(ctx); err != nil {
@@ -200,20 +197,31 @@ func (r *Registry) fetchByID(ctx context.Context, id int, now time.Time) (*schem
 	return s, nil
 }
 
+// cachedByID is the schema of id (e.s), or the error its lookup failed with within
+// LatestTTL of now (e.err), and whether the cache had either.
+func (r *Registry) cachedByID(id int, now time.Time) (e latestEntry, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s := r.byID[id]; s != nil {
+		return latestEntry{s: s}, true
+	}
+	if failed, ok := r.failedID[id]; ok && now.Sub(failed.gotAt) < LatestTTL {
+		return failed, true
+	}
+	return latestEntry{}, false
+}
+
 // latestSchema is the latest schema of subject and its id, asked again after LatestTTL
 // (a failed lookup too, so a registry that is down is not asked on every validation). When
 // asking again fails but the registry could not be reached (no answer, or a 5xx), the schema
 // it gave before is kept: a registry that is down does not make a sink's values errors.
 func (r *Registry) latestSchema(ctx context.Context, subject string) (*schema, int, error) {
 	now := r.now()
-	r.mu.Lock()
-	e, ok := r.latest[subject]
-	r.mu.Unlock()
-	if ok && now.Sub(e.gotAt) < LatestTTL {
+	if e, ok := r.cachedLatest(subject, now); ok {
 		return e.s, e.id, e.err
 	}
 	res := r.lookups.DoChan("latest\x00"+subject, func() (any, error) {
-		return r.fetchLatest(context.WithoutCancel(ctx), subject, e, now), nil
+		return r.fetchLatest(context.WithoutCancel(ctx), subject, now), nil
 	})
 	select {
 	case v := <-res:
@@ -225,9 +233,15 @@ func (r *Registry) latestSchema(ctx context.Context, subject string) (*schema, i
 }
 
 // fetchLatest asks the registry for the latest schema of subject (one caller at a time:
-// latestSchema), old being the entry cached before, and caches the answer as latestSchema
-// says.
-func (r *Registry) fetchLatest(ctx context.Context, subject string, old latestEntry, now time.Time) latestEntry {
+// latestSchema) and caches the answer as latestSchema says; an entry cached since the caller
+// looked (a lookup that ended meanwhile) is taken instead.
+func (r *Registry) fetchLatest(ctx context.Context, subject string, now time.Time) latestEntry {
+	if e, ok := r.cachedLatest(subject, now); ok {
+		return e
+	}
+	r.mu.Lock()
+	old := r.latest[subject] // kept when the registry cannot be reached
+	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
 	if err := r.ask(ctx); err != nil {
@@ -257,6 +271,14 @@ func (r *Registry) fetchLatest(ctx context.Context, subject string, old latestEn
 	r.latest[subject] = e
 	r.mu.Unlock()
 	return e
+}
+
+// cachedLatest is subject's cached entry and whether it is within LatestTTL of now.
+func (r *Registry) cachedLatest(subject string, now time.Time) (latestEntry, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.latest[subject]
+	return e, ok && now.Sub(e.gotAt) < LatestTTL
 }
 
 // ask takes a place to ask the registry (Registry.asking), waiting up to ctx's end.

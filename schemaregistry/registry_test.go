@@ -469,9 +469,9 @@ func TestRegistryErrorsAndRequestsBounded(t *testing.T) {
 	}
 }
 
-// TestConcurrentLookupsMerged: ten lookups at once of one subject's latest schema make one
-// request to the registry, and all ten get its answer; a caller whose context ends stops
-// waiting without ending the others' request.
+// TestConcurrentLookupsMerged: eleven lookups at once of one subject's latest schema make
+// one request to the registry, and the ten whose caller stays get its answer; the caller that
+// began it and goes stops waiting without ending the others' request.
 func TestConcurrentLookupsMerged(t *testing.T) {
 	fake, r := newFake(t)
 	var requests atomic.Int32
@@ -488,6 +488,19 @@ func TestConcurrentLookupsMerged(t *testing.T) {
 	})
 	var entered atomic.Int32
 	r.now = func() time.Time { entered.Add(1); return time.Now() }
+	wait := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("waited 10 s for %s", what)
+			}
+		}
+	}
+	// The first caller begins the request to the registry, which waits at the gate.
+	first, cancel := context.WithCancel(t.Context())
+	left := make(chan error, 1)
+	go func() { _, err := r.InputSchema(first, "same-value"); left <- err }()
+	wait("the first lookup's request", func() bool { return requests.Load() == 1 })
 	const callers = 10
 	results := make(chan error, callers)
 	for range callers {
@@ -496,20 +509,11 @@ func TestConcurrentLookupsMerged(t *testing.T) {
 			results <- err
 		}()
 	}
-	gone, cancel := context.WithCancel(t.Context())
-	left := make(chan error, 1)
-	go func() { _, err := r.InputSchema(gone, "same-value"); left <- err }()
-	for deadline := time.Now().Add(10 * time.Second); entered.Load() < callers+1; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d lookups began in 10 s; want %d", entered.Load(), callers+1)
-		}
-	}
+	wait("the other lookups to begin", func() bool { return entered.Load() == callers+1 })
 	cancel()
 	if err := <-left; !errors.Is(err, context.Canceled) {
 		t.Errorf("the caller whose context ended: %v; want context.Canceled", err)
 	}
-	// Unmerged, the lookups reach the registry 4 at once within a few milliseconds.
-	time.Sleep(200 * time.Millisecond)
 	close(gate)
 	for range callers {
 		if err := <-results; err != nil {

@@ -258,7 +258,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	fs.DurationVar(&cfg.BatchKeyRetention, "batch-key-retention", batchKeyRetention,
 		"ingested batches' idempotency keys are forgotten after this (env "+envBatchKeyRetention+"; 0: remembered for ever)")
 	fs.DurationVar(&cfg.AuditRetention, "audit-retention", auditRetention,
-		"audit log entries older than this are deleted, but the newest (env "+envAuditRetention+"; default 400 days; 0: kept for ever)")
+		"audit log entries older than this are deleted, but the newest (env "+envAuditRetention+"; 0: kept for ever)")
 	fs.IntVar(&cfg.TestMaxRecords, "test-max-records", int(testMaxRecords),
 		fmt.Sprintf("a test run takes at most `n` records, non-blank lines (env %s; 0: %d)", envTestMaxRecords, api.DefaultTestMaxRecords))
 	fs.Int64Var(&cfg.TestMaxBytes, "test-max-bytes", testMaxBytes,

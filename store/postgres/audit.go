@@ -70,7 +70,7 @@ func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]store.Aud
 // PruneAudit implements store.Store. The newest entry is kept, however old, as in SQLite.
 func (s *Store) PruneAudit(ctx context.Context, before time.Time) (int64, error) {
 	n, err := s.prune(ctx, `DELETE FROM audit_log WHERE id IN
-		(SELECT id FROM audit_log WHERE at < $1 AND id < (SELECT max(id) FROM audit_log) ORDER BY id LIMIT $2)`, before)
+		(SELECT id FROM audit_log WHERE at < $1 AND id < (SELECT max(id) FROM audit_log) LIMIT $2)`, before)
 	if err != nil {
 		return n, fmt.Errorf("pruning audit entries recorded before %v: %w", before, err)
 	}

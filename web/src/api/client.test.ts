@@ -59,6 +59,15 @@ describe('retryBusy', () => {
     expect(f.sent.length).toBe(0);
   });
 
+  it('returns the busy answer when a try does not reach the server', async () => {
+    // The first try is answered busy again; the second does not reach the server (fake throws).
+    const again = busy('1');
+    const f = fake(again);
+    const got = await retryBusy(new Request('http://h/a'), busy(), f.send, f.wait);
+    expect(f.sent.length).toBe(2);
+    expect(got).toBe(again);
+  });
+
   it('waits at most 10 s', async () => {
     const f = fake(ok());
     await retryBusy(new Request('http://h/a'), busy('3600'), f.send, f.wait);

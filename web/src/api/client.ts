@@ -9,9 +9,10 @@ export const api = createClient<paths>({ baseUrl: '' });
 export const UNAUTHENTICATED_EVENT = 'scenario-unauthenticated';
 
 api.use({
-  onResponse({ request, response }) {
-    if (response.status === 401) window.dispatchEvent(new Event(UNAUTHENTICATED_EVENT));
-    return retryBusy(request, response);
+  async onResponse({ request, response }) {
+    const retried = await retryBusy(request, response);
+    if ((retried ?? response).status === 401) window.dispatchEvent(new Event(UNAUTHENTICATED_EVENT));
+    return retried;
   },
 });
 
@@ -22,9 +23,10 @@ export const BUSY_RETRIES = 3;
  * retryBusy sends a GET again while the server answers it 503 requests-busy (it holds as many
  * bytes of requests and loaded scenario versions as it takes at once: a large scenario's
  * version read beside another), up to BUSY_RETRIES times, waiting the answer's Retry-After
- * seconds (1 when it has none, at most 10) before each; it returns the last answer, or
- * undefined when it sent nothing again (other methods and answers, which the caller shows).
- * send and wait are fetch and a timer, replaced in tests.
+ * seconds (1 when it has none, at most 10) before each; it returns the last answer (the one
+ * before a try that failed to reach the server), or undefined when it sent nothing again
+ * (other methods and answers, which the caller shows). send and wait are fetch and a timer,
+ * replaced in tests.
  */
 export async function retryBusy(
   request: Request,
@@ -36,7 +38,11 @@ export async function retryBusy(
   let last = response;
   for (let i = 0; i < BUSY_RETRIES && (await isRequestsBusy(last)); i++) {
     await wait(retryAfterMs(last));
-    last = await send(new Request(request));
+    try {
+      last = await send(new Request(request));
+    } catch {
+      break; // the server is not reached: the busy answer stands
+    }
   }
   return last === response ? undefined : last;
 }
