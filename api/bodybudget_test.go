@@ -99,10 +99,11 @@ func TestUnreadBodyDoesNotHoldTheAnswer(t *testing.T) {
 // TestLoadedVersionsBounded: the stored versions a request loads are counted in the same
 // budget as request bodies, GETs included, from when they are loaded until the request is
 // answered. With a budget of 10,000 bytes, scenarios whose stored graphs are 3,000 (small),
-// 4,500 (medium) and 3,500 bytes (sunk, with a collect sink), and 6,000 bytes of client B's
-// slow body held: client A's comparison of two versions of small (6,000 + 6,000 > 10,000),
-// its read of medium and its save of a test case of medium (6,000 + 4,500) are answered 503
-// requests-busy with Retry-After 1; its read of one version of small, of small itself and of
+// 4,500 (medium) and 3,500 bytes (sunk, with a collect sink), a test case of small of 4,000
+// bytes, and 6,000 bytes of client B's slow body held: client A's comparison of two versions
+// of small (6,000 + 6,000 > 10,000), its read of medium and its save of a test case of medium
+// (6,000 + 4,500), its list of small's test cases and its run of them (6,000 + 4,000, and
+// small's version too) are answered 503 requests-busy with Retry-After 1; its read of one version of small, of small itself and of
 // its export (6,000 + 3,000) pass; B's own read of a version is refused (B holds 6,000, more
 // than its quarter, 2,500), but B's results stream of sunk opens (its sink check counts
 // against the whole budget only: 9,500), and holds nothing once open (A's read of small
@@ -134,6 +135,10 @@ func TestLoadedVersionsBounded(t *testing.T) {
 		}
 	}
 	get(a, "/api/scenarios/large/compare?from=1&to=1").ok(t, http.StatusOK, nil)
+	// A test case of small holding 4,000 bytes of records.
+	records := `{"a": "` + strings.Repeat("x", 4000-len(`{"a": ""}`)) + `"}`
+	c.send(request{Method: http.MethodPut, Path: "/api/scenarios/small/tests/one", Body: rawBody("records", quote(records), "expected", "{}"), Header: from(a)}).
+		ok(t, http.StatusOK, nil)
 
 	finish := slowBody(t, c, b, 6000)
 	var refused *response
@@ -146,6 +151,10 @@ func TestLoadedVersionsBounded(t *testing.T) {
 	}
 	get(a, "/api/scenarios/medium").problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy)
 	c.send(request{Method: http.MethodPut, Path: "/api/scenarios/medium/tests/one", Body: `{"records": "{}", "expected": {}}`, Header: from(a)}).
+		problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy)
+	// The test cases of small, listed or run (after its version, 3,000), hold 4,000 more.
+	get(a, "/api/scenarios/small/tests").problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy)
+	c.send(request{Method: http.MethodPost, Path: "/api/scenarios/small/tests/run", Header: from(a)}).
 		problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy)
 	for _, path := range []string{"/api/scenarios/small/versions/1", "/api/scenarios/small", "/api/scenarios/small/export"} {
 		get(a, path).ok(t, http.StatusOK, nil)
