@@ -99,6 +99,10 @@ type Config struct {
 	// one event (or keep-alive comment); a client that takes nothing for that long is
 	// disconnected. 0 means DefaultStreamWriteTimeout.
 	StreamWriteTimeout time.Duration
+	// AnswerWriteTimeout is how long a client has to take an answer other than a stream's,
+	// from its first byte: past it the connection is closed, and what the answer held is
+	// let go (answerDeadline). 0 means DefaultAnswerWriteTimeout.
+	AnswerWriteTimeout time.Duration
 	// StreamBufferBytes is the most bytes of result values the results streams hold
 	// together: a stream reads its next page only when it can reserve a page's budget
 	// (store.MaxResultReadBytes) within it, and otherwise waits as when no result is new.
@@ -183,6 +187,9 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.StreamWriteTimeout <= 0 {
 		cfg.StreamWriteTimeout = DefaultStreamWriteTimeout
 	}
+	if cfg.AnswerWriteTimeout <= 0 {
+		cfg.AnswerWriteTimeout = DefaultAnswerWriteTimeout
+	}
 	metrics, err := newHTTPMetrics(cfg.Metrics)
 	if err != nil {
 		return nil, err
@@ -196,6 +203,7 @@ func New(cfg Config) (*Handler, error) {
 	}
 
 	r := chi.NewRouter()
+	r.Use(answerDeadline(cfg.AnswerWriteTimeout))
 	r.Use(drainDeadline)
 	r.Use(ownRequestID)
 	r.Use(middleware.RequestID)

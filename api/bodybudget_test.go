@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/scenario-server/scenario-server/api"
+	"github.com/scenario-server/scenario-server/store"
 )
 
 // TestRequestBodiesBounded: the bodies of requests other than event batches are counted
@@ -103,7 +104,8 @@ func TestUnreadBodyDoesNotHoldTheAnswer(t *testing.T) {
 // bytes, and 6,000 bytes of client B's slow body held: client A's comparison of two versions
 // of small (6,000 + 6,000 > 10,000), its read of medium and its save of a test case of medium
 // (6,000 + 4,500), its list of small's test cases and its run of them (6,000 + 4,000, and
-// small's version too) are answered 503 requests-busy with Retry-After 1; its read of one version of small, of small itself and of
+// small's version too), and its read of a page of sunk's results of 4,500 bytes are answered
+// 503 requests-busy with Retry-After 1; its read of one version of small, of small itself and of
 // its export (6,000 + 3,000) pass; B's own read of a version is refused (B holds 6,000, more
 // than its quarter, 2,500), but B's results stream of sunk opens (its sink check counts
 // against the whole budget only: 9,500), and holds nothing once open (A's read of small
@@ -162,6 +164,12 @@ func TestLoadedVersionsBounded(t *testing.T) {
 	get(b, "/api/scenarios/small/versions/1").problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy)
 	// What loads no version is not refused.
 	get(b, "/api/scenarios").ok(t, http.StatusOK, nil)
+	// A page of sunk's results, 4,500 bytes of values: refused (6,000 + 4,500 > 10,000);
+	// its check of the sink (3,500) alone would pass.
+	if _, err := c.store.AppendSinkResults(t.Context(), "sunk", []store.NewSinkResult{{Sink: "out", Value: []byte(`"` + strings.Repeat("r", 4498) + `"`)}}); err != nil {
+		t.Fatal(err)
+	}
+	get(a, "/api/scenarios/sunk/sinks/out/results").problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy)
 	// B's stream opens, and once open holds nothing.
 	stream, err := http.NewRequestWithContext(t.Context(), http.MethodGet, c.base+"/api/scenarios/sunk/sinks/out/results/stream", nil)
 	if err != nil {
@@ -228,4 +236,39 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("waited 20 s for %s", what)
 		}
 	}
+}
+
+// TestUnreadAnswerCut: a client that asks for a 9 MB export and reads nothing (a 4 KiB
+// receive buffer) is cut off once it has not taken the answer within AnswerWriteTimeout
+// (500 ms here): its handler returns, letting go of the answer (the requests in flight fall
+// back to the metrics request alone), and the server closes the connection. Without the
+// deadline the handler waited on the write for as long as the client kept the connection.
+func TestUnreadAnswerCut(t *testing.T) {
+	t.Parallel()
+	c := newClient(t, sqliteStore(t), func(cfg *api.Config) { cfg.AnswerWriteTimeout = 500 * time.Millisecond })
+	const size = 9_000_000
+	graph := tinyGraph[:len(tinyGraph)-1] + strings.Repeat(" ", size-len(tinyGraph)) + "}"
+	c.post("/api/scenarios", rawBody("name", quote("big"), "graph", graph)).ok(t, http.StatusCreated, nil)
+
+	conn, err := net.Dial("tcp", strings.TrimPrefix(c.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.(*net.TCPConn).SetReadBuffer(4096); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fmt.Fprintf(conn, "GET /api/scenarios/big/export HTTP/1.1\r\nHost: %s\r\n\r\n", strings.TrimPrefix(c.base, "http://")); err != nil {
+		t.Fatal(err)
+	}
+	inFlight := func() string {
+		for _, line := range strings.Split(string(c.get("/metrics").Body), "\n") {
+			if strings.HasPrefix(line, "scenario_server_http_requests_in_flight ") {
+				return strings.TrimPrefix(line, "scenario_server_http_requests_in_flight ")
+			}
+		}
+		return "?"
+	}
+	waitFor(t, "the export's handler to be in flight", func() bool { return inFlight() == "2" })
+	waitFor(t, "the unread export's handler to return", func() bool { return inFlight() == "1" })
 }

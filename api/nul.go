@@ -103,6 +103,59 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *Pro
 // the handler left unread (drainDeadline).
 const drainTimeout = 2 * time.Second
 
+// DefaultAnswerWriteTimeout is the default of Config.AnswerWriteTimeout: 2 minutes, a 58 MB
+// answer (the largest the server writes: a scenario's saved test cases) at 0.5 MB/s.
+const DefaultAnswerWriteTimeout = 2 * time.Minute
+
+// answerDeadline gives the client of every request but a stream (which has its own deadline
+// per event, Config.StreamWriteTimeout) timeout to take the answer, from its first byte; the
+// time the handler takes before does not count. Past it the write fails, the handler returns
+// and the connection is closed. Without it, a client that sent a GET and never read held its
+// answer, its goroutine and its request budget until it closed: 150 such connections held
+// 1 GB of results pages. The deadline is cleared when a request begins: the connection's last
+// request may have set it.
+func answerDeadline(timeout time.Duration) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if isStreamPath(r.URL.Path) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			rc := http.NewResponseController(w)
+			_ = rc.SetWriteDeadline(time.Time{})
+			next.ServeHTTP(&deadlineWriter{ResponseWriter: w, rc: rc, timeout: timeout}, r)
+		})
+	}
+}
+
+// deadlineWriter sets its connection's write deadline at its answer's first byte.
+type deadlineWriter struct {
+	http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	set     bool
+}
+
+func (d *deadlineWriter) start() {
+	if !d.set {
+		d.set = true
+		_ = d.rc.SetWriteDeadline(time.Now().Add(d.timeout))
+	}
+}
+
+func (d *deadlineWriter) WriteHeader(code int) {
+	d.start()
+	d.ResponseWriter.WriteHeader(code)
+}
+
+func (d *deadlineWriter) Write(b []byte) (int, error) {
+	d.start()
+	return d.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (d *deadlineWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter }
+
 // drainDeadline gives the read of a request body's unread part after its handler a deadline.
 // net/http reads up to 256 KiB of it before it writes the answer, to keep the connection
 // (RFC 9112 §9.3), and the server has no read timeout (handlers may read long bodies, and
