@@ -103,7 +103,8 @@ func TestUnreadBodyDoesNotHoldTheAnswer(t *testing.T) {
 // 4,500 (medium) and 3,500 bytes (sunk, with a collect sink), a test case of small of 4,000
 // bytes, and 6,000 bytes of client B's slow body held: client A's comparison of two versions
 // of small (6,000 + 6,000 > 10,000), its read of medium and its save of a test case of medium
-// (6,000 + 4,500), its list of small's test cases and its run of them (6,000 + 4,000, and
+// (6,000 + 4,500), its save of medium on a stale base (the 409 carries its latest version,
+// 4,500), its list of small's test cases and its run of them (6,000 + 4,000, and
 // small's version too), and its read of a page of sunk's results of 4,500 bytes are answered
 // 503 requests-busy with Retry-After 1; its read of one version of small, of small itself and of
 // its export (6,000 + 3,000) pass; B's own read of a version is refused (B holds 6,000, more
@@ -137,6 +138,9 @@ func TestLoadedVersionsBounded(t *testing.T) {
 		}
 	}
 	get(a, "/api/scenarios/large/compare?from=1&to=1").ok(t, http.StatusOK, nil)
+	// Version 2 of medium, 4,500 bytes too.
+	c.send(request{Method: http.MethodPost, Path: "/api/scenarios/medium/versions", Body: rawBody("graph", padded(tinyGraph, 4500), "baseVersion", "1"), Header: from(a)}).
+		ok(t, http.StatusCreated, nil)
 	// A test case of small holding 4,000 bytes of records.
 	records := `{"a": "` + strings.Repeat("x", 4000-len(`{"a": ""}`)) + `"}`
 	c.send(request{Method: http.MethodPut, Path: "/api/scenarios/small/tests/one", Body: rawBody("records", quote(records), "expected", "{}"), Header: from(a)}).
@@ -153,6 +157,9 @@ func TestLoadedVersionsBounded(t *testing.T) {
 	}
 	get(a, "/api/scenarios/medium").problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy)
 	c.send(request{Method: http.MethodPut, Path: "/api/scenarios/medium/tests/one", Body: `{"records": "{}", "expected": {}}`, Header: from(a)}).
+		problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy)
+	// A save on a stale base, whose 409 would carry medium's latest version (4,500).
+	c.send(request{Method: http.MethodPost, Path: "/api/scenarios/medium/versions", Body: rawBody("graph", tinyGraph, "baseVersion", "1"), Header: from(a)}).
 		problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy)
 	// The test cases of small, listed or run (after its version, 3,000), hold 4,000 more.
 	get(a, "/api/scenarios/small/tests").problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy)

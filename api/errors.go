@@ -299,6 +299,10 @@ func storeError(ctx context.Context, err error, name string, version int) error 
 	var conflict *store.ConflictError
 	switch {
 	case errors.As(err, &conflict):
+		// The answer carries the latest version whole: counted as a loaded version.
+		if err := holdLoaded(ctx, len(conflict.Latest.Graph)); err != nil {
+			return err
+		}
 		p := problemf(http.StatusConflict, CodeVersionConflict,
 			"version %d is not the latest version of %q (%d is, saved by %q); merge and save on top of version %d",
 			conflict.Base, conflict.Latest.Scenario, conflict.Latest.Number, conflict.Latest.Author, conflict.Latest.Number)
