@@ -47,7 +47,7 @@ func (r *Runtime) Check(ctx context.Context, req DeployRequest) (store.Version, 
 	if err != nil {
 		return store.Version{}, err
 	}
-	if _, err := r.prepare(v); err != nil {
+	if _, err := r.prepare(v, false); err != nil {
 		return store.Version{}, err
 	}
 	return v, nil

@@ -24,7 +24,7 @@ func registerPrepared(t *testing.T, r *Runtime, st store.Store, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := r.prepare(v)
+	d, err := r.prepare(v, false)
 	if err != nil {
 		t.Fatal(err)
 	}

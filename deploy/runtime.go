@@ -409,7 +409,7 @@ func (r *Runtime) Start(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("resuming deployment %d of %q: %w", sd.ID, sd.Scenario, err)
 		}
-		d, err := r.prepare(v)
+		d, err := r.prepare(v, true)
 		if err != nil {
 			r.log.Error("deployment cannot resume", "scenario", sd.Scenario, "deployment", sd.ID, "error", err)
 			if _, serr := r.cfg.Store.SetDeploymentStatus(ctx, sd.ID, store.StatusFailed, err.Error()); serr != nil {
@@ -763,7 +763,7 @@ func (r *Runtime) Deploy(ctx context.Context, req DeployRequest) (store.Deployme
 	if err != nil {
 		return store.Deployment{}, err
 	}
-	d, err := r.prepare(v)
+	d, err := r.prepare(v, false)
 	if err != nil {
 		return store.Deployment{}, err
 	}
@@ -888,8 +888,10 @@ func (r *Runtime) remove(d *deployment) {
 }
 
 // prepare decodes and validates version v and builds its engine, checking that the runtime
-// can run every node: it returns an *InvalidVersionError otherwise.
-func (r *Runtime) prepare(v store.Version) (*deployment, error) {
+// can run every node: it returns an *InvalidVersionError otherwise. stored is for a
+// deployment resumed from the store: an authoring rule newer than v does not stop it
+// (engine.Options.Stored).
+func (r *Runtime) prepare(v store.Version, stored bool) (*deployment, error) {
 	invalid := func(problems ...scenario.Problem) error {
 		return &InvalidVersionError{Scenario: v.Scenario, Version: v.Number, Problems: problems}
 	}
@@ -911,6 +913,7 @@ func (r *Runtime) prepare(v store.Version) (*deployment, error) {
 		// Negative (no budget) is none for the engine too.
 		MaxStateBytes: r.cfg.MaxDeploymentState,
 		SharedState:   r.state,
+		Stored:        stored,
 	}
 	if r.schemas != nil {
 		opts.EncodeKafkaValue = r.encodeKafkaValue

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/store"
 )
 
@@ -41,6 +42,7 @@ func runRuntimeSuite(t *testing.T, newStore newStoreFunc) {
 		{"ShutdownAndResume", testShutdownAndResume},
 		{"Redeploy", testRedeploy},
 		{"InvalidVersionKeepsRunning", testInvalidVersionKeepsRunning},
+		{"NewerAuthoringRuleResumes", testNewerAuthoringRuleResumes},
 		{"Cancel", testCancel},
 		{"StopInterruptsALongEvent", testStopInterruptsALongEvent},
 		{"EventTimeout", testEventTimeout},
@@ -300,6 +302,44 @@ func testShutdownAndResume(t *testing.T, st store.Store) {
 	}
 }
 
+// A version deployed before an authoring rule (scenario.Problem.Authoring) refused its node
+// ids resumes after the upgrade, and processes on, while a new deploy of it is refused: the
+// sink's id is "café" spelled with a combining accent (not NFC), written to the store as a
+// server that had no such rule would have, deployment and all.
+func testNewerAuthoringRuleResumes(t *testing.T, st store.Store) {
+	graph := strings.ReplaceAll(tumblingGraph(""), `"out"`, `"cafe\u0301"`)
+	createScenario(t, st, "sums", graph)
+	r := newRuntime(t, st)
+	_, err := r.Deploy(t.Context(), DeployRequest{Scenario: "sums", Version: 1})
+	var inv *InvalidVersionError
+	if !errors.As(err, &inv) || len(inv.Problems) != 1 || inv.Problems[0].NodeID != "cafe\u0301" || inv.Problems[0].Code != scenario.CodeInvalidNodeID {
+		t.Fatalf("a new deploy of a version with an id not in NFC: %v, want one invalid-node-id problem", err)
+	}
+	if err := r.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	d, err := st.CreateDeployment(t.Context(), store.NewDeployment{Scenario: "sums", Version: 1, User: "ann"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SetDeploymentStatus(t.Context(), d.ID, store.StatusRunning, ""); err != nil {
+		t.Fatal(err)
+	}
+	r = newRuntime(t, st)
+	waitFor(t, "resumed", func() bool { l, ok := r.Live("sums"); return ok && l.Phase == PhaseRunning && l.Deployment == d.ID })
+	recs := records(500)
+	ingestAll(t, r, "sums", recs, 0, 100)
+	waitFor(t, "events processed", func() bool { l, _ := r.Live("sums"); return l.Sources[0].Processed == 500 })
+	if err := r.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// The oracle: the same graph with the id spelled composed, which today's rules accept.
+	equalResults(t, collected(t, st, "sums"), replay(t, strings.ReplaceAll(graph, `"cafe\u0301"`, `"caf\u00e9"`), recs))
+	if got, _ := st.GetDeployment(t.Context(), d.ID); got.Status != store.StatusRunning {
+		t.Errorf("after shutdown the deployment is %s (%s), want RUNNING", got.Status, got.Reason)
+	}
+}
+
 // Redeploying: the old deployment is canceled with a reason; the new one continues the log
 // where the old one stopped. The same version keeps the window state, another starts empty.
 func testRedeploy(t *testing.T, st store.Store) {
@@ -432,7 +472,7 @@ func testBackpressure(t *testing.T, st store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := r.prepare(v)
+	d, err := r.prepare(v, false)
 	if err != nil {
 		t.Fatal(err)
 	}

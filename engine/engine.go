@@ -155,6 +155,10 @@ type Options struct {
 	// otherwise event time 0 (1970-01-01T00:00:00Z), so that the run's
 	// output never depends on when it ran.
 	Bounded bool
+	// Stored marks a scenario that was deployed before (a deployment resumed from the store):
+	// validation errors of authoring rules (scenario.Problem.Authoring), which may be newer
+	// than the version, do not stop it. They stop a new deploy, a test run and a replay.
+	Stored bool
 }
 
 func (o Options) now() time.Time {
@@ -222,15 +226,27 @@ type Engine struct {
 	probe *probe
 }
 
+// blocking reports whether errors stop a build: any does, but for a stored scenario only one
+// that is not of an authoring rule.
+func blocking(errors []scenario.Problem, stored bool) bool {
+	for _, p := range errors {
+		if !stored || !p.Authoring {
+			return true
+		}
+	}
+	return false
+}
+
 // New validates s and builds its operators. A scenario with validation
-// errors gives an *InvalidError (errors.Is ErrInvalidScenario).
+// errors gives an *InvalidError (errors.Is ErrInvalidScenario), but for
+// Options.Stored (see there).
 func New(s *scenario.Scenario, opts Options) (*Engine, error) {
 	reg := opts.Registry
 	if reg == nil {
 		reg = Default()
 	}
 	v := reg.Validate(s)
-	if len(v.Errors) > 0 {
+	if blocking(v.Errors, opts.Stored) {
 		return nil, &InvalidError{Validation: v}
 	}
 	if opts.MaxErrors == 0 {

@@ -48,7 +48,7 @@ func goldenView(v *Validation, withVariables bool) goldenResult {
 	conv := func(ps []scenario.Problem) []goldenProblem {
 		out := []goldenProblem{}
 		for _, p := range ps {
-			out = append(out, goldenProblem(p))
+			out = append(out, goldenProblem{NodeID: p.NodeID, Field: p.Field, Code: p.Code, Message: p.Message, Line: p.Line, Column: p.Column})
 		}
 		return out
 	}

@@ -29,6 +29,12 @@ type Problem struct {
 	Message string `json:"message"`
 	Line    int    `json:"line,omitempty"`
 	Column  int    `json:"column,omitempty"`
+	// Authoring marks a rule that keeps new text tidy rather than one the run needs (node ids
+	// that look alike: invisible characters, a spelling not in NFC). Such a rule may be newer
+	// than a version already deployed: a deployment resumed from the store is built despite
+	// it (engine.Options.Stored), while a new deploy, validation and the designer show it as
+	// any other error. Not part of the JSON: the code says the same to programs.
+	Authoring bool `json:"-"`
 }
 
 // Error formats the problem as `node "f", field "expression", 2:7: message (code)`.

@@ -143,6 +143,12 @@ func (v *validator) errorf(nodeID, field, code, format string, args ...any) {
 	v.r.Errors = append(v.r.Errors, Problem{NodeID: nodeID, Field: field, Code: code, Message: fmt.Sprintf(format, args...)})
 }
 
+// authoringf is errorf for a rule that keeps new text tidy (Problem.Authoring).
+func (v *validator) authoringf(nodeID, field, code, format string, args ...any) {
+	v.errorf(nodeID, field, code, format, args...)
+	v.r.Errors[len(v.r.Errors)-1].Authoring = true
+}
+
 func edgeField(i int, suffix string) string {
 	f := "edges[" + strconv.Itoa(i) + "]"
 	if suffix != "" {
@@ -169,10 +175,10 @@ func (v *validator) run() {
 			v.errorf(n.ID, "id", CodeInvalidNodeID, "node id %q contains a control character", n.ID)
 		case strings.IndexFunc(n.ID, names.IsInvisible) >= 0:
 			r, _ := utf8.DecodeRuneInString(n.ID[strings.IndexFunc(n.ID, names.IsInvisible):])
-			v.errorf(n.ID, "id", CodeInvalidNodeID, "node id %q contains an invisible or blank character (%U: direction marks and overrides, zero-width characters, fillers, blanks other than the space), which makes ids that look alike", n.ID, r)
+			v.authoringf(n.ID, "id", CodeInvalidNodeID, "node id %q contains an invisible or blank character (%U: direction marks and overrides, zero-width characters, fillers, blanks other than the space), which makes ids that look alike", n.ID, r)
 		case !norm.NFC.IsNormalString(n.ID):
 			// The two spellings of one letter are one id: é composed (U+00E9) or as e and U+0301.
-			v.errorf(n.ID, "id", CodeInvalidNodeID, "node id %q is not in Unicode normalization form C (NFC): write it %q, with accented letters composed, so that the two spellings of a letter are one id", n.ID, norm.NFC.String(n.ID))
+			v.authoringf(n.ID, "id", CodeInvalidNodeID, "node id %q is not in Unicode normalization form C (NFC): write it %q, with accented letters composed, so that the two spellings of a letter are one id", n.ID, norm.NFC.String(n.ID))
 		case strings.HasPrefix(n.ID, ReservedIDPrefix):
 			v.errorf(n.ID, "id", CodeInvalidNodeID, "node id %q starts with %q, which the server keeps for its own ids (a deployment's dead letters)", n.ID, ReservedIDPrefix)
 		}
