@@ -407,7 +407,7 @@ func (h *handlers) checkTestCases(ctx context.Context, req *deploy.DeployRequest
 	if err != nil {
 		return err
 	}
-	req.Version = v.Number
+	req.Version, req.Loaded = v.Number, &v // counted here (loadVersion), not loaded again
 	noteAudit(ctx, "", v.Number) // refusals from here on name the version too
 	run, err := h.runTestCases(ctx, v, true)
 	if err != nil || run.Passed {

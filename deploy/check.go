@@ -14,7 +14,9 @@ import (
 func (r *Runtime) resolve(ctx context.Context, req DeployRequest) (store.Version, error) {
 	var v store.Version
 	var err error
-	if req.Version == 0 {
+	if l := req.Loaded; l != nil && req.Version != 0 && l.Scenario == req.Scenario && l.Number == req.Version {
+		v = *l
+	} else if req.Version == 0 {
 		v, err = r.cfg.Store.GetLatestVersion(ctx, req.Scenario)
 	} else {
 		v, err = r.cfg.Store.GetVersion(ctx, req.Scenario, req.Version)

@@ -738,6 +738,9 @@ type DeployRequest struct {
 	Version int
 	// User and Comment say who and why; both may be empty.
 	User, Comment string
+	// Loaded, when set, is version Version (not 0) of Scenario as the caller has already
+	// loaded it (to run its saved test cases, counting its bytes): it is not loaded again.
+	Loaded *store.Version
 }
 
 // Deploy deploys a version of a scenario and returns the new deployment once it runs (or has

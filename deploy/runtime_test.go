@@ -43,6 +43,7 @@ func runRuntimeSuite(t *testing.T, newStore newStoreFunc) {
 		{"Redeploy", testRedeploy},
 		{"InvalidVersionKeepsRunning", testInvalidVersionKeepsRunning},
 		{"NewerAuthoringRuleResumes", testNewerAuthoringRuleResumes},
+		{"LoadedVersionNotLoadedAgain", testLoadedVersionNotLoadedAgain},
 		{"Cancel", testCancel},
 		{"StopInterruptsALongEvent", testStopInterruptsALongEvent},
 		{"EventTimeout", testEventTimeout},
@@ -337,6 +338,34 @@ func testNewerAuthoringRuleResumes(t *testing.T, st store.Store) {
 	equalResults(t, collected(t, st, "sums"), replay(t, strings.ReplaceAll(graph, `"cafe\u0301"`, `"caf\u00e9"`), recs))
 	if got, _ := st.GetDeployment(t.Context(), d.ID); got.Status != store.StatusRunning {
 		t.Errorf("after shutdown the deployment is %s (%s), want RUNNING", got.Status, got.Reason)
+	}
+}
+
+// A deploy request carrying the version its caller loaded (DeployRequest.Loaded: the API
+// loads it to run its saved test cases, counting its bytes) is checked and deployed from
+// that copy, not from a second load: the stored version 1 here does not validate, the copy
+// does. A copy of another version or scenario is not taken.
+func testLoadedVersionNotLoadedAgain(t *testing.T, st store.Store) {
+	good := tumblingGraph("")
+	createScenario(t, st, "sums", strings.Replace(good, `"aggregator": "Count"`, `"aggregator": "Countt"`, 1))
+	r := newRuntime(t, st)
+	v, err := st.GetVersion(t.Context(), "sums", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Graph = json.RawMessage(good)
+	if _, err := r.Check(t.Context(), DeployRequest{Scenario: "sums", Version: 1, Loaded: &v}); err != nil {
+		t.Fatalf("checking the loaded copy: %v", err)
+	}
+	other := v
+	other.Number = 2
+	var inv *InvalidVersionError
+	if _, err := r.Check(t.Context(), DeployRequest{Scenario: "sums", Version: 1, Loaded: &other}); !errors.As(err, &inv) {
+		t.Fatalf("a copy of version 2 given for version 1: %v, want the stored version 1's *InvalidVersionError", err)
+	}
+	d, err := r.Deploy(t.Context(), DeployRequest{Scenario: "sums", Version: 1, Loaded: &v})
+	if err != nil || d.Status != store.StatusRunning {
+		t.Fatalf("deploying the loaded copy: %+v, %v", d, err)
 	}
 }
 
