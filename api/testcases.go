@@ -408,7 +408,7 @@ func (h *handlers) checkTestCases(ctx context.Context, req *deploy.DeployRequest
 		return err
 	}
 	req.Version, req.Loaded = v.Number, &v // counted here (loadVersion), not loaded again
-	noteAudit(ctx, "", v.Number) // refusals from here on name the version too
+	noteAudit(ctx, "", v.Number)           // refusals from here on name the version too
 	run, err := h.runTestCases(ctx, v, true)
 	if err != nil || run.Passed {
 		return err
