@@ -36,7 +36,7 @@ type authnFailureKey struct{}
 // route check (requireRoles) answers it 401 on every other route. A failure of the store while
 // looking a token up is answered 503 here.
 func authenticate(a *auth.Authenticator) func(http.Handler) http.Handler {
-	var refusals logSample
+	var refusals, notReady logSample
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if a == nil {
@@ -55,7 +55,12 @@ func authenticate(a *auth.Authenticator) func(http.Handler) http.Handler {
 				}
 				r = r.WithContext(context.WithValue(r.Context(), authnFailureKey{}, authnFailure{err}))
 			default:
-				loggerFrom(r.Context()).Error("authenticating a request", "error", err.Error())
+				if !errors.Is(err, auth.ErrProviderNotReady) {
+					loggerFrom(r.Context()).Error("authenticating a request", "error", err.Error())
+				} else if log, unlogged := notReady.take(); log {
+					// Anyone can send a bearer JWT: sampled, as refusals are.
+					loggerFrom(r.Context()).Error("authenticating a request", "error", err.Error(), "not_logged", unlogged)
+				}
 				writeProblem(w, newProblem(http.StatusServiceUnavailable, CodeUnavailable,
 					"the credentials could not be checked; try again"))
 				return

@@ -34,7 +34,10 @@ func registerSignIn(r chi.Router, s *auth.SignIn) {
 			notConfigured(w)
 			return
 		}
-		s.Login(w, r)
+		if err := s.Login(w, r); err != nil {
+			loggerFrom(r.Context()).Error("sign-in: the provider could not be reached", "error", err.Error())
+			writeProblem(w, newProblem(http.StatusServiceUnavailable, CodeUnavailable, "the identity provider could not be reached; try again"))
+		}
 	})
 	r.Get("/auth/callback", func(w http.ResponseWriter, r *http.Request) {
 		if s == nil {

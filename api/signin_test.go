@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"crypto/rand"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -15,20 +16,27 @@ import (
 	"github.com/scenario-server/scenario-server/api"
 	"github.com/scenario-server/scenario-server/auth"
 	"github.com/scenario-server/scenario-server/auth/oidctest"
+	"github.com/scenario-server/scenario-server/store"
 )
 
 // signInServer is the API with API tokens, bearer JWTs and the designer's sign-in through p,
 // on a clock the test moves (clock holds Unix seconds added to the real time).
 func signInServer(t *testing.T, p *oidctest.Provider, clock *atomic.Int64) *client {
 	t.Helper()
-	st := sqliteStore(t)
-	srv := httptest.NewUnstartedServer(nil)
-	srv.Start()
-	t.Cleanup(srv.Close)
 	o, err := auth.NewOIDC(t.Context(), auth.OIDCConfig{IssuerURL: p.Issuer, ClientID: p.ClientID, RolesClaim: "groups"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return signInServerWith(t, p, clock, o)
+}
+
+// signInServerWith is signInServer with o as the provider's verifier.
+func signInServerWith(t *testing.T, p *oidctest.Provider, clock *atomic.Int64, o *auth.OIDC) *client {
+	t.Helper()
+	st := sqliteStore(t)
+	srv := httptest.NewUnstartedServer(nil)
+	srv.Start()
+	t.Cleanup(srv.Close)
 	key := make([]byte, auth.SessionKeyBytes)
 	rand.Read(key)
 	s, err := auth.NewSignIn(o, auth.SignInConfig{ClientSecret: p.ClientSecret, RedirectURL: srv.URL + "/auth/callback", Key: key,
@@ -227,5 +235,60 @@ func TestBearerJWTOverHTTP(t *testing.T) {
 	pr := as(none, request{Method: "GET", Path: "/api/scenarios"}).problem(t, http.StatusForbidden, api.CodeForbidden)
 	if !strings.HasSuffix(pr.Detail, "n-1 has no role") {
 		t.Errorf("detail %q", pr.Detail)
+	}
+}
+
+// downLink is the way to the provider, refusing every request while down.
+type downLink struct{ down atomic.Bool }
+
+func (l *downLink) RoundTrip(r *http.Request) (*http.Response, error) {
+	if l.down.Load() {
+		return nil, errors.New("connection refused (test)")
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// A provider down when the server starts: the server serves; its JWTs and sign-ins are
+// answered 503 unavailable (not checked, rather than 401 refused), API tokens work; once
+// the provider answers (its document is read again at most every 10 s, when a token comes)
+// its JWTs are accepted and sign-in redirects to it.
+func TestProviderDownAtStart(t *testing.T) {
+	t.Parallel()
+	p := oidctest.New(t)
+	link := &downLink{}
+	link.down.Store(true)
+	o, err := auth.NewOIDC(t.Context(), auth.OIDCConfig{IssuerURL: p.Issuer, ClientID: p.ClientID, RolesClaim: "groups",
+		HTTPClient: &http.Client{Transport: link}})
+	if !errors.Is(err, auth.ErrProviderNotReady) || o == nil {
+		t.Fatalf("NewOIDC with the provider down: %v, %v", o, err)
+	}
+	var clock atomic.Int64
+	c := signInServerWith(t, p, &clock, o)
+	secret, hash := auth.NewTokenSecret()
+	if _, err := c.store.CreateToken(t.Context(), store.NewToken{Name: "ci", Role: "viewer", SecretHash: hash}); err != nil {
+		t.Fatal(err)
+	}
+	bearer := func(tok string) *response {
+		return c.send(request{Method: http.MethodGet, Path: "/api/scenarios", Header: map[string]string{"Authorization": "Bearer " + tok}})
+	}
+	bearer(secret).ok(t, http.StatusOK, nil)
+	jwt := p.Token(t, map[string]any{"sub": "e-1", "groups": []any{"editor"}}, time.Hour)
+	bearer(jwt).problem(t, http.StatusServiceUnavailable, api.CodeUnavailable)
+	noRedirect := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	login := func() int {
+		resp, err := noRedirect.Get(c.base + "/auth/login")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := login(); got != http.StatusServiceUnavailable {
+		t.Errorf("sign-in with the provider down: %d; want 503", got)
+	}
+	link.down.Store(false)
+	waitFor(t, "the provider's JWT to be accepted", func() bool { return bearer(jwt).Status == http.StatusOK })
+	if got := login(); got != http.StatusFound {
+		t.Errorf("sign-in with the provider up: %d; want 302 to it", got)
 	}
 }

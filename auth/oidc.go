@@ -7,6 +7,9 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/go-jose/go-jose/v4"
@@ -36,17 +39,47 @@ type OIDCConfig struct {
 	HTTPClient *http.Client
 }
 
-// OIDC verifies the provider's tokens: ID tokens after sign-in and bearer JWTs.
+// OIDC verifies the provider's tokens: ID tokens after sign-in and bearer JWTs. It reads the
+// provider's discovery document when it is made and, while that fails (the provider is down
+// or unreachable when the server starts), again when a token or a sign-in needs it, at most
+// every discoveryRetry: meanwhile those answer ErrProviderNotReady, and API tokens work.
 type OIDC struct {
-	provider   *oidc.Provider
-	verifier   *oidc.IDTokenVerifier
+	cfg        OIDCConfig
 	clientID   string
 	rolesClaim string
 	httpClient *http.Client
+	now        func() time.Time
+
+	d      atomic.Pointer[discovered]
+	mu     sync.Mutex
+	tried  time.Time // the last attempt that failed
+	err    error     // its error
+	trying bool
 }
 
-// NewOIDC reads the provider's discovery document. It fails when the provider cannot be
-// reached or its document names another issuer.
+// discovered is what the provider's discovery document gave.
+type discovered struct {
+	provider *oidc.Provider
+	verifier *oidc.IDTokenVerifier
+}
+
+// discoveryRetry is the least time between two reads of a discovery document that failed;
+// discoveryTimeout bounds one read.
+const (
+	discoveryRetry   = 10 * time.Second
+	discoveryTimeout = 30 * time.Second
+)
+
+// ErrProviderNotReady means the provider's discovery document has not been read: the provider
+// could not be reached, or answered a document that does not fit (another issuer, no
+// jwks_uri). The wrapped error says which. The server answers 503: the credentials could not
+// be checked, not refused.
+var ErrProviderNotReady = errors.New("the OIDC provider's discovery document has not been read")
+
+// NewOIDC returns the verifier of cfg's provider and reads its discovery document. Errors: a
+// configuration without an issuer or a client id (nil OIDC); ErrProviderNotReady when the
+// document could not be read or does not fit, with a usable OIDC that reads it again when
+// it is needed (the caller may go on, or stop).
 func NewOIDC(ctx context.Context, cfg OIDCConfig) (*OIDC, error) {
 	if cfg.IssuerURL == "" || cfg.ClientID == "" {
 		return nil, errors.New("OIDC needs an issuer URL and a client id")
@@ -57,30 +90,69 @@ func NewOIDC(ctx context.Context, cfg OIDCConfig) (*OIDC, error) {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = http.DefaultClient
 	}
-	provider, err := oidc.NewProvider(oidc.ClientContext(ctx, cfg.HTTPClient), cfg.IssuerURL)
+	o := &OIDC{cfg: cfg, clientID: cfg.ClientID, rolesClaim: cfg.RolesClaim, httpClient: cfg.HTTPClient, now: time.Now}
+	_, err := o.ready(ctx)
+	return o, err
+}
+
+// ready returns what the discovery document gave, reading it when it has not been read and
+// the last attempt is discoveryRetry old; one read at a time, others answer the last error
+// at once. Errors: ErrProviderNotReady.
+func (o *OIDC) ready(ctx context.Context) (*discovered, error) {
+	if d := o.d.Load(); d != nil {
+		return d, nil
+	}
+	o.mu.Lock()
+	if d := o.d.Load(); d != nil {
+		o.mu.Unlock()
+		return d, nil
+	}
+	if o.trying || (o.err != nil && o.now().Sub(o.tried) < discoveryRetry) {
+		err := o.err
+		o.mu.Unlock()
+		if err == nil {
+			err = errors.New("it is being read")
+		}
+		return nil, fmt.Errorf("%w (%s): %w", ErrProviderNotReady, o.cfg.IssuerURL, err)
+	}
+	o.trying = true
+	o.mu.Unlock()
+	// A request that ends does not end the read the others wait for.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), discoveryTimeout)
+	defer cancel()
+	d, err := o.discover(ctx)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.trying = false
 	if err != nil {
-		return nil, fmt.Errorf("reading the OIDC provider %s: %w", cfg.IssuerURL, err)
+		o.tried, o.err = o.now(), err
+		return nil, fmt.Errorf("%w (%s): %w", ErrProviderNotReady, o.cfg.IssuerURL, err)
+	}
+	o.err = nil
+	o.d.Store(d)
+	return d, nil
+}
+
+// discover reads the provider's discovery document (go-oidc checks that it names the issuer).
+func (o *OIDC) discover(ctx context.Context) (*discovered, error) {
+	provider, err := oidc.NewProvider(oidc.ClientContext(ctx, o.httpClient), o.cfg.IssuerURL)
+	if err != nil {
+		return nil, err
 	}
 	var meta struct {
 		JWKS string   `json:"jwks_uri"`
 		Algs []string `json:"id_token_signing_alg_values_supported"`
 	}
 	if err := provider.Claims(&meta); err != nil || meta.JWKS == "" {
-		return nil, fmt.Errorf("the OIDC provider %s names no jwks_uri (%v)", cfg.IssuerURL, err)
+		return nil, fmt.Errorf("the document names no jwks_uri (%v)", err)
 	}
-	keys := &keySet{url: meta.JWKS, client: cfg.HTTPClient}
+	keys := &keySet{url: meta.JWKS, client: o.httpClient}
 	algs := supportedAlgs(meta.Algs)
 	for _, a := range algs {
 		keys.algs = append(keys.algs, jose.SignatureAlgorithm(a))
 	}
-	verifier := oidc.NewVerifier(cfg.IssuerURL, keys, &oidc.Config{ClientID: cfg.ClientID, SupportedSigningAlgs: algs})
-	return &OIDC{
-		provider:   provider,
-		verifier:   verifier,
-		clientID:   cfg.ClientID,
-		rolesClaim: cfg.RolesClaim,
-		httpClient: cfg.HTTPClient,
-	}, nil
+	verifier := oidc.NewVerifier(o.cfg.IssuerURL, keys, &oidc.Config{ClientID: o.clientID, SupportedSigningAlgs: algs})
+	return &discovered{provider: provider, verifier: verifier}, nil
 }
 
 // visible is r, or -1 (left out) for a control or invisible character (names.IsHidden).
@@ -110,9 +182,14 @@ func supportedAlgs(provider []string) []string {
 // Verify checks a JWT from the provider (its signature against the provider's keys, the
 // issuer, the audience and the expiry) and returns the identity it names, with Method m.
 // A token that carries no known role gives an identity with an empty Role: authenticated, but
-// allowed only what is public.
+// allowed only what is public. Errors: ErrInvalidCredentials for a token refused;
+// ErrProviderNotReady before the discovery document is read (ready).
 func (o *OIDC) Verify(ctx context.Context, raw string, m Method) (Identity, error) {
-	tok, err := o.verifier.Verify(oidc.ClientContext(ctx, o.httpClient), raw)
+	d, err := o.ready(ctx)
+	if err != nil {
+		return Identity{}, err
+	}
+	tok, err := d.verifier.Verify(oidc.ClientContext(ctx, o.httpClient), raw)
 	if err != nil {
 		return Identity{}, fmt.Errorf("%w: %w", ErrInvalidCredentials, err)
 	}

@@ -83,12 +83,25 @@ func NewSignIn(o *OIDC, cfg SignInConfig) (*SignIn, error) {
 	}
 	return &SignIn{
 		oidc: o,
+		// The endpoints come from the discovery document, when it is read (oauthConfig).
 		oauth: oauth2.Config{
 			ClientID: o.clientID, ClientSecret: cfg.ClientSecret, RedirectURL: cfg.RedirectURL,
-			Endpoint: o.provider.Endpoint(), Scopes: []string{oidc.ScopeOpenID, "profile", "email"},
+			Scopes: []string{oidc.ScopeOpenID, "profile", "email"},
 		},
 		key: cfg.Key, secure: cfg.Secure, ttl: cfg.SessionTTL, now: cfg.Now,
 	}, nil
+}
+
+// oauthConfig is the authorization code flow's configuration, with the provider's endpoints.
+// Errors: ErrProviderNotReady.
+func (s *SignIn) oauthConfig(ctx context.Context) (*oauth2.Config, *discovered, error) {
+	d, err := s.oidc.ready(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := s.oauth
+	c.Endpoint = d.provider.Endpoint()
+	return &c, d, nil
 }
 
 // loginState is what the login cookie carries between Login and Callback.
@@ -108,12 +121,18 @@ type session struct {
 }
 
 // Login starts a sign-in: it keeps a new state, PKCE verifier and nonce in the login cookie
-// and redirects the browser to the provider.
-func (s *SignIn) Login(w http.ResponseWriter, r *http.Request) {
+// and redirects the browser to the provider. Errors (nothing written then):
+// ErrProviderNotReady.
+func (s *SignIn) Login(w http.ResponseWriter, r *http.Request) error {
+	oauth, _, err := s.oauthConfig(r.Context())
+	if err != nil {
+		return err
+	}
 	st := loginState{State: rand.Text(), Verifier: oauth2.GenerateVerifier(), Nonce: rand.Text(),
 		Expires: s.now().Add(loginTTL).Unix()}
 	s.setCookie(w, loginCookie, "/auth/", s.seal(st), loginTTL)
-	http.Redirect(w, r, s.oauth.AuthCodeURL(st.State, oauth2.S256ChallengeOption(st.Verifier), oidc.Nonce(st.Nonce)), http.StatusFound)
+	http.Redirect(w, r, oauth.AuthCodeURL(st.State, oauth2.S256ChallengeOption(st.Verifier), oidc.Nonce(st.Nonce)), http.StatusFound)
+	return nil
 }
 
 // ErrSignIn means a callback that does not complete a sign-in: no or expired login cookie, a
@@ -142,10 +161,14 @@ func (s *SignIn) Callback(w http.ResponseWriter, r *http.Request) (Identity, err
 	if q.Get("state") == "" || !hmac.Equal([]byte(q.Get("state")), []byte(st.State)) {
 		return Identity{}, fmt.Errorf("%w: the state does not match the sign-in in progress", ErrSignIn)
 	}
+	oauth, d, err := s.oauthConfig(r.Context())
+	if err != nil {
+		return Identity{}, err
+	}
 	ctx := oidc.ClientContext(r.Context(), s.oidc.httpClient)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	tok, err := s.oauth.Exchange(ctx, q.Get("code"), oauth2.VerifierOption(st.Verifier))
+	tok, err := oauth.Exchange(ctx, q.Get("code"), oauth2.VerifierOption(st.Verifier))
 	if err != nil {
 		return Identity{}, fmt.Errorf("%w: exchanging the code: %w", ErrSignIn, err)
 	}
@@ -153,7 +176,7 @@ func (s *SignIn) Callback(w http.ResponseWriter, r *http.Request) (Identity, err
 	if raw == "" {
 		return Identity{}, fmt.Errorf("%w: the provider answered no ID token", ErrSignIn)
 	}
-	idTok, err := s.oidc.verifier.Verify(ctx, raw)
+	idTok, err := d.verifier.Verify(ctx, raw)
 	if err != nil {
 		return Identity{}, fmt.Errorf("%w: %w", ErrSignIn, err)
 	}

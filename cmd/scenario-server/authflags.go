@@ -154,8 +154,10 @@ func (a authConfig) checkPosture(ln net.Listener, addr string, log *slog.Logger)
 
 // authenticator is the API's authenticator and the designer's sign-in: nil when
 // authentication is not configured, and a nil sign-in without -oidc-redirect-url. It reads the
-// provider's discovery document, so a provider that cannot be reached stops the start.
-func (a authConfig) authenticator(ctx context.Context, st store.Store, dataDir string) (*auth.Authenticator, *auth.SignIn, error) {
+// provider's discovery document; a provider that cannot be reached does not stop the start
+// (it is logged): its tokens and sign-ins answer 503 until the document is read, API tokens
+// work meanwhile.
+func (a authConfig) authenticator(ctx context.Context, st store.Store, dataDir string, log *slog.Logger) (*auth.Authenticator, *auth.SignIn, error) {
 	if !a.configured() {
 		return nil, nil, nil
 	}
@@ -167,7 +169,10 @@ func (a authConfig) authenticator(ctx context.Context, st store.Store, dataDir s
 	defer cancel()
 	o, err := auth.NewOIDC(ctx, auth.OIDCConfig{IssuerURL: a.OIDCIssuer, ClientID: a.OIDCClientID, RolesClaim: a.OIDCRolesClaim,
 		HTTPClient: &http.Client{Timeout: 30 * time.Second}})
-	if err != nil {
+	switch {
+	case errors.Is(err, auth.ErrProviderNotReady):
+		log.Warn("the OIDC provider could not be read; its tokens and sign-ins are answered 503 until it can (tried again at most every 10 s, when one comes)", "error", err.Error())
+	case err != nil:
 		return nil, nil, err
 	}
 	authn.OIDC = o

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -94,6 +95,60 @@ func TestOIDCBinary(t *testing.T) {
 	}
 	if strings.Contains(proc.logs.String(), p.ClientSecret) {
 		t.Errorf("the client secret is in the log")
+	}
+	proc.stop()
+}
+
+// TestOIDCProviderDownAtStart: the binary with a provider that cannot be reached starts (the
+// warning in its log) and answers the provider's JWTs 503, not 401, rather than exiting.
+func TestOIDCProviderDownAtStart(t *testing.T) {
+	bin := buildServer(t, false)
+	p := oidctest.New(t)
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	issuer := "http://" + closed.Addr().String()
+	closed.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	st := sqliteServerStore(t)
+	cmd := exec.Command(bin, "--addr", addr, "--log-format", "json", "--data-dir", st.dataDir,
+		"--oidc-issuer", issuer, "--oidc-client-id", p.ClientID)
+	cmd.Env = append(os.Environ(), envDatabaseURL+"=", envDataDir+"=")
+	proc := &serverProcess{t: t, cmd: cmd, logs: &syncBuffer{}, exited: make(chan error, 1), base: "http://" + addr}
+	cmd.Stderr, cmd.Stdout = proc.logs, io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { proc.exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			<-proc.exited
+		}
+		if t.Failed() {
+			t.Logf("server logs:\n%s", lastLines(proc.logs.String(), 40))
+		}
+	})
+	warn := waitForLog(t, proc.logs, "the OIDC provider could not be read; its tokens and sign-ins are answered 503 until it can (tried again at most every 10 s, when one comes)")
+	if !strings.Contains(fmt.Sprint(warn["error"]), issuer) {
+		t.Errorf("the warning does not name the issuer: %v", warn)
+	}
+	waitForLog(t, proc.logs, "listening")
+	req, _ := http.NewRequest("GET", proc.base+"/api/scenarios", nil)
+	req.Header.Set("Authorization", "Bearer "+p.Token(t, map[string]any{"sub": "d-1"}, time.Hour))
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("a JWT with the provider down: %d; want 503", resp.StatusCode)
 	}
 	proc.stop()
 }

@@ -474,7 +474,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if err != nil {
 		return err
 	}
-	authn, signIn, err := cfg.Auth.authenticator(ctx, st, cfg.DataDir)
+	authn, signIn, err := cfg.Auth.authenticator(ctx, st, cfg.DataDir, log)
 	if err != nil {
 		return err
 	}
