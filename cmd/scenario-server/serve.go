@@ -59,6 +59,8 @@ const (
 	envTestMaxRecords = "SCENARIO_SERVER_TEST_MAX_RECORDS"
 	envTestMaxBytes   = "SCENARIO_SERVER_TEST_MAX_BYTES"
 	envTestTimeout    = "SCENARIO_SERVER_TEST_TIMEOUT"
+
+	envAnswerWriteTimeout = "SCENARIO_SERVER_ANSWER_WRITE_TIMEOUT"
 )
 
 // Defaults of serve.
@@ -129,6 +131,9 @@ type serveConfig struct {
 	TestMaxBytes int64
 	// TestTimeout is how long one test run may take; 0 means api.DefaultTestTimeout.
 	TestTimeout time.Duration
+	// AnswerWriteTimeout is how long a client has to take an answer (api.Config); 0 means
+	// api.DefaultAnswerWriteTimeout.
+	AnswerWriteTimeout time.Duration
 	// NoResume starts in safe mode: no deployment is resumed (deploy.Config.NoResume).
 	NoResume bool
 	// CrashLoopLimit: a deployment during whose runs the server died this many times in a
@@ -193,6 +198,10 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		if err != nil || testTimeout < 0 {
 			return serveConfig{}, fmt.Errorf("%w: %s=%q is not a duration such as 30s", errUsage, envTestTimeout, v)
 		}
+	}
+	answerWriteTimeout, err := envDuration(getenv, envAnswerWriteTimeout, 0)
+	if err != nil {
+		return serveConfig{}, err
 	}
 	resultRetention, err := envDuration(getenv, envResultRetention, defaultResultRetention)
 	if err != nil {
@@ -265,6 +274,8 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		fmt.Sprintf("largest request body of a test run, in `bytes` (env %s; 0: %d)", envTestMaxBytes, api.DefaultTestMaxBytes))
 	fs.DurationVar(&cfg.TestTimeout, "test-timeout", testTimeout,
 		fmt.Sprintf("stop a test run that takes longer than this `duration` (env %s; 0: %v)", envTestTimeout, api.DefaultTestTimeout))
+	fs.DurationVar(&cfg.AnswerWriteTimeout, "answer-write-timeout", answerWriteTimeout,
+		fmt.Sprintf("a client that has not taken an answer (an export, a page of results; not a stream) this `duration` after its first byte is cut off (env %s; 0: %v)", envAnswerWriteTimeout, api.DefaultAnswerWriteTimeout))
 	fs.BoolVar(&cfg.NoResume, "no-resume", noResume,
 		"safe mode: resume no deployment; they stay RUNNING with a \"paused\" reason until deployed again or a start without it (env "+envNoResume+")")
 	fs.IntVar(&cfg.CrashLoopLimit, "crash-loop-limit", int(crashLoopLimit),
@@ -306,8 +317,8 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	if cfg.CrashLoopLimit < 0 {
 		return serveConfig{}, fmt.Errorf("%w: --crash-loop-limit must not be negative", errUsage)
 	}
-	if cfg.TestMaxRecords < 0 || cfg.TestMaxBytes < 0 || cfg.TestTimeout < 0 {
-		return serveConfig{}, fmt.Errorf("%w: --test-max-records, --test-max-bytes and --test-timeout must not be negative", errUsage)
+	if cfg.TestMaxRecords < 0 || cfg.TestMaxBytes < 0 || cfg.TestTimeout < 0 || cfg.AnswerWriteTimeout < 0 {
+		return serveConfig{}, fmt.Errorf("%w: --test-max-records, --test-max-bytes, --test-timeout and --answer-write-timeout must not be negative", errUsage)
 	}
 	if err := cfg.Auth.validate(); err != nil {
 		return serveConfig{}, err
@@ -479,22 +490,23 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return err
 	}
 	handler, err := api.New(api.Config{
-		Runtime:        rt,
-		Nodes:          rt.Nodes(), // Kafka sources typed from the schema registry, as deployed
-		Metrics:        metrics,
-		Store:          st,
-		Logger:         log,
-		MaxBodyBytes:   cfg.MaxBodyBytes,
-		Version:        buildVersion(),
-		TestMaxRecords: cfg.TestMaxRecords,
-		TestMaxBytes:   cfg.TestMaxBytes,
-		TestTimeout:    cfg.TestTimeout,
-		Authenticator:  authn,
-		SignIn:         signIn,
-		Browser:        cfg.Guard.browser(),
-		TrustedProxies: trusted,
-		RateLimits:     cfg.Guard.rateLimits(),
-		DeployApproval: cfg.Auth.DeployApproval,
+		Runtime:            rt,
+		Nodes:              rt.Nodes(), // Kafka sources typed from the schema registry, as deployed
+		Metrics:            metrics,
+		Store:              st,
+		Logger:             log,
+		MaxBodyBytes:       cfg.MaxBodyBytes,
+		Version:            buildVersion(),
+		TestMaxRecords:     cfg.TestMaxRecords,
+		TestMaxBytes:       cfg.TestMaxBytes,
+		TestTimeout:        cfg.TestTimeout,
+		AnswerWriteTimeout: cfg.AnswerWriteTimeout,
+		Authenticator:      authn,
+		SignIn:             signIn,
+		Browser:            cfg.Guard.browser(),
+		TrustedProxies:     trusted,
+		RateLimits:         cfg.Guard.rateLimits(),
+		DeployApproval:     cfg.Auth.DeployApproval,
 	})
 	if err != nil {
 		return err

@@ -132,3 +132,30 @@ func TestTestLimitFlags(t *testing.T) {
 		}
 	}
 }
+
+// --answer-write-timeout and its variable: 0 (api.DefaultAnswerWriteTimeout) unless given,
+// and not negative.
+func TestAnswerWriteTimeoutFlag(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want time.Duration
+	}{
+		{nil, nil, 0},
+		{[]string{"--answer-write-timeout", "10m"}, nil, 10 * time.Minute},
+		{nil, map[string]string{envAnswerWriteTimeout: "45s"}, 45 * time.Second},
+		{[]string{"--answer-write-timeout", "1m"}, map[string]string{envAnswerWriteTimeout: "45s"}, time.Minute},
+	} {
+		cfg, err := parseServeFlags(tc.args, env(tc.env), io.Discard)
+		if err != nil || cfg.AnswerWriteTimeout != tc.want {
+			t.Errorf("%v %v: %v, %v; want %v", tc.args, tc.env, cfg.AnswerWriteTimeout, err, tc.want)
+		}
+	}
+	if _, err := parseServeFlags([]string{"--answer-write-timeout", "-1s"}, env(nil), io.Discard); !errors.Is(err, errUsage) {
+		t.Errorf("--answer-write-timeout -1s: %v; want a usage error", err)
+	}
+	if _, err := parseServeFlags(nil, env(map[string]string{envAnswerWriteTimeout: "soon"}), io.Discard); !errors.Is(err, errUsage) {
+		t.Errorf("%s=soon: %v; want a usage error", envAnswerWriteTimeout, err)
+	}
+}
