@@ -1,6 +1,7 @@
 package expression
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"math"
@@ -271,8 +272,24 @@ func patchBudgets(root *ast.Node, b Budget, fromEnv bool) bool {
 				// A constant pattern is compiled once, with the expression; one read from the
 				// event is compiled at each run, within the budgets (budgetMatchesRight).
 				patchBinary(n, x.Operator, budgetRef(x), x.Left, x.Right)
+			case x.Operator == "matches" && b.Steps >= 0:
+				// A constant pattern's match is charged as a pattern made at run time's is.
+				if m := newConstMatch(x.Right.(*ast.StringNode).Value); m != nil {
+					patchCall(n, m.match, budgetRef(x), x.Left)
+					(*n).SetLocation(x.Location())
+				}
 			}
 		case *ast.CallNode:
+			// The functions of functions() that replace expr's built-ins of the same names.
+			if id, ok := x.Callee.(*ast.IdentifierNode); ok && b.Memory >= 0 {
+				if fn, ok := budgetCalls[id.Value]; ok {
+					call := &ast.CallNode{Callee: callee(fn), Arguments: append([]ast.Node{budgetRef(x)}, x.Arguments...)}
+					call.SetNature(*x.Nature())
+					call.SetLocation(x.Location())
+					ast.Patch(n, call)
+					return
+				}
+			}
 			// checkArithmetic's checked + falls back to expr's +, which
 			// concatenates strings.
 			if c, ok := x.Callee.(*ast.ConstantNode); ok && b.Memory >= 0 && len(x.Arguments) == 2 && isFunc(c.Value, checkedAdd) &&
@@ -725,7 +742,7 @@ func patternCost(re *syntax.Regexp, limit int) int {
 // proportional to the program's instructions times the text's bytes).
 const (
 	patternInstBytes = 64
-	matchStepsPer    = 100
+	matchStepsPer    = 20
 )
 
 // budgetMatchesRight is `s matches pattern` for a pattern made while the expression runs:
@@ -756,6 +773,40 @@ func budgetMatchesRight(b, pattern any) any {
 	steps, okS := mulInt(n, len(s)+1)
 	rb.stepsFor("matches", steps/matchStepsPer, okS)
 	return regexp.MustCompile(p).MatchString(s)
+}
+
+// constMatch is `s matches pattern` for a constant pattern: compiled once, with its cost.
+type constMatch struct {
+	re   *regexp.Regexp
+	cost int
+}
+
+// newConstMatch is the constMatch of pattern, nil when it does not compile (expr's checker
+// has refused it then).
+func newConstMatch(pattern string) *constMatch {
+	parsed, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return nil
+	}
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return nil
+	}
+	return &constMatch{re: re, cost: patternCost(parsed, MaxPatternCost)}
+}
+
+// match charges the match to the steps budget as budgetMatchesRight does (the text's bytes
+// times the pattern's cost, per matchStepsPer), before the work: Go's regexp cannot be
+// stopped once it runs, and "[a-z]{1,1000}x" on a 1 MB text ran for a minute.
+func (m *constMatch) match(b, x any) any {
+	rb := b.(*runBudget)
+	s, ok := x.(string)
+	if !ok {
+		panic(fmt.Errorf("matches needs a string, not %s", kindName(x)))
+	}
+	steps, okS := mulInt(m.cost, len(s)+1)
+	rb.stepsFor("matches", steps/matchStepsPer, okS)
+	return m.re.MatchString(s)
 }
 
 // kindName names the kind of a run-time value for an error.
@@ -792,11 +843,133 @@ func patchBinary(n *ast.Node, op string, budget, x, y ast.Node) {
 	ast.Patch(n, call)
 }
 
+// scanBytesPerStep is how many bytes of a string a built-in that reads it whole (upper,
+// fromJSON, indexOf, ...) reads for one step: a step is about a microsecond of work, and so
+// is reading a KiB.
+const scanBytesPerStep = 1024
+
+// scan counts the steps of reading n bytes, before the work.
+func (rb *runBudget) scan(what string, n int) { rb.stepsFor(what, n/scanBytesPerStep, true) }
+
+// jsonValueBytes is what one JSON value that fromJSON decodes is counted as, beyond the
+// text's bytes: an interface value and a slice or map header, or a map entry ("[]" of 2
+// bytes decoded to about 45 bytes).
+const jsonValueBytes = 64
+
+// jsonValues counts the values of a JSON text, at least (an upper bound), up to limit (limit+1 past it), from its
+// brackets and commas outside strings: a text that is not JSON counts as some number of
+// values, and fromJSON refuses it.
+func jsonValues(s string, limit int) int {
+	n, inString, escaped := 1, false, false
+	for i := 0; i < len(s) && n <= limit; i++ {
+		c := s[i]
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{' || c == ',':
+			n++
+		}
+	}
+	return min(n, limit+1)
+}
+
+// textFunction is a built-in of one string that reads it whole and makes a result of
+// size(len) bytes (size nil: it makes nothing worth counting).
+func textFunction(name string, size func(n int) int) func(args ...any) any {
+	return func(args ...any) any {
+		rb := args[0].(*runBudget)
+		if len(args) >= 2 {
+			if s, ok := args[1].(string); ok {
+				rb.scan(name, len(s))
+				if size != nil {
+					rb.charge(name, size(len(s)), true)
+				}
+			}
+		}
+		return callBuiltin(name, args[1:])
+	}
+}
+
+// listFunction is a built-in whose result has an element for each element of its first
+// argument (a list or a record), of perElement bytes.
+func listFunction(name string, perElement int, call func(args []any) any) func(args ...any) any {
+	return func(args ...any) any {
+		rb := args[0].(*runBudget)
+		if len(args) >= 2 {
+			n, _ := lengthOf(args[1])
+			if m, ok := args[1].(map[string]any); ok {
+				n = len(m)
+			}
+			size, ok := mulInt(n, perElement)
+			rb.charge(name, size, ok && n >= 0)
+		}
+		return call(args[1:])
+	}
+}
+
+// budgetCalls replace the functions of functions() of the same names (keys, values and
+// toPairs, which replace expr's), as budgetFunctions do the built-ins.
+var budgetCalls = map[string]func(args ...any) any{
+	"keys":    listFunction("keys", elementBytes, callFunction("keys")),
+	"values":  listFunction("values", elementBytes, callFunction("values")),
+	"toPairs": listFunction("toPairs", 4*elementBytes, callFunction("toPairs")),
+}
+
+// callFunction calls the function name of functions(), panicking with its error as expr's
+// VM does.
+func callFunction(name string) func(args []any) any {
+	for _, f := range functions() {
+		if f.Name == name {
+			return func(args []any) any {
+				out, err := f.Func(args...)
+				if err != nil {
+					panic(err)
+				}
+				return out
+			}
+		}
+	}
+	panic("expression: no function " + name)
+}
+
 // budgetFunctions replace the built-ins of the same names; each takes the
 // run's *runBudget first, then the built-in's arguments (checked by expr's
 // checker against the built-in's own types).
 var budgetFunctions = map[string]func(args ...any) any{
-	"repeat": budgetRepeat,
+	"upper":       textFunction("upper", func(n int) int { return n }),
+	"lower":       textFunction("lower", func(n int) int { return n }),
+	"toBase64":    textFunction("toBase64", func(n int) int { return base64.StdEncoding.EncodedLen(n) }),
+	"fromBase64":  textFunction("fromBase64", func(n int) int { return base64.StdEncoding.DecodedLen(n) }),
+	"indexOf":     textFunction("indexOf", nil),
+	"lastIndexOf": textFunction("lastIndexOf", nil),
+	"fromJSON": func(args ...any) any {
+		rb := args[0].(*runBudget)
+		if len(args) == 2 {
+			if s, ok := args[1].(string); ok {
+				rb.scan("fromJSON", len(s))
+				limit := rb.remaining() / jsonValueBytes
+				n := jsonValues(s, limit)
+				size, ok := mulInt(n, jsonValueBytes)
+				if ok {
+					size, ok = addInt(size, len(s))
+				}
+				rb.charge("fromJSON", size, ok && n <= limit)
+			}
+		}
+		return callBuiltin("fromJSON", args[1:])
+	},
+	"reverse":   listFunction("reverse", elementBytes, func(args []any) any { return callBuiltin("reverse", args) }),
+	"fromPairs": listFunction("fromPairs", 4*elementBytes, func(args []any) any { return callBuiltin("fromPairs", args) }),
+	"repeat":    budgetRepeat,
 	"join": func(args ...any) any {
 		rb := args[0].(*runBudget)
 		n, ok := joinedSize(args[1:], rb.remaining())

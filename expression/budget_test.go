@@ -491,3 +491,99 @@ func TestPatternTooLarge(t *testing.T) {
 	_, err := runWith(t, `#input.country matches #input.tags[0]`, Budget{}, vars)
 	budgetError(t, "dynamic", err, "too large to compile")
 }
+
+// A constant pattern's match is charged to the steps budget before it runs, as one made at
+// run time is: "[a-z]{1,1000}x" costs 1,002 (a concatenation, 1,000 classes, a literal), so
+// on n bytes it is 1,002 * (n+1) / 20 steps: 250,550 on 5,000 bytes (within the 1,000,000),
+// 501,050,050 on 10,000,000 (refused, before the minutes the match would take). Round 12 F1.
+func TestConstantPatternBudget(t *testing.T) {
+	const text = `#input.country matches "[a-z]{1,1000}x"`
+	vars := func(s string) map[string]value.Value {
+		return map[string]value.Value{"input": value.NewRecord([]string{"country"}, []value.Value{value.String(s)})}
+	}
+	for _, tt := range []struct {
+		s    string
+		want bool
+	}{{strings.Repeat("a", 5000), false}, {"abx", true}, {"x", false}} {
+		v, err := runWith(t, text, Budget{}, vars(tt.s))
+		if err != nil || v.Kind() != value.KindBool || v.Bool() != tt.want {
+			t.Errorf("%.20q: %s, want %v", tt.s, describe(v, err), tt.want)
+		}
+	}
+	_, err := runWith(t, text, Budget{}, vars(strings.Repeat("a", 10_000_000)))
+	budgetError(t, text, err, "more than 1000000 steps (matches would")
+	// 256 matches of 5,000 bytes in a loop: 256 * 250,550 steps, refused at the fourth.
+	loop := `any(1..256, #input.country matches "[a-z]{1,1000}x")`
+	_, err = runWith(t, loop, Budget{}, vars(strings.Repeat("a", 5000)))
+	budgetError(t, loop, err, "more than 1000000 steps")
+	// Without a steps budget the constant pattern is expr's own.
+	if v, err := runWith(t, text, Budget{Steps: NoLimit}, vars("abx")); err != nil || !v.Bool() {
+		t.Errorf("no steps budget: %s", describe(v, err))
+	}
+}
+
+// The built-ins that read a whole string and make another, or a list or record from one, are
+// charged before they make it (round 12 F3: fromJSON of 10 MB of "[]," made 450 MB, upper in
+// a loop 1.75 GB): upper and lower their length, toBase64 4 bytes per 3, fromBase64 3 per 4,
+// fromJSON the text and 64 bytes a value, keys and values 16 bytes an entry, toPairs and
+// fromPairs 64, reverse 16; and a KiB read is a step.
+func TestTextFunctionsBudget(t *testing.T) {
+	const mib = 1 << 20
+	big := strings.Repeat("a", 4*mib)
+	vars := map[string]value.Value{"input": value.NewRecord([]string{"country"}, []value.Value{value.String(big)})}
+	// 3 uppercase copies of 4 MiB (12 MiB) fit in 16 MiB; 5 (20 MiB) do not, refused at the
+	// fifth (after 16 MiB): the fourth fits exactly.
+	ok := `let a = upper(#input.country); let b = lower(a); let c = upper(b); len(a) + len(b) + len(c)`
+	if v, err := runWith(t, ok, Budget{}, vars); err != nil || v.Int() != 12*mib {
+		t.Errorf("three copies: %s, want %d", describe(v, err), 12*mib)
+	}
+	five := `let a = upper(#input.country); let b = upper(a); let c = upper(b); let d = upper(c); let e = upper(d); len(e)`
+	_, err := runWith(t, five, Budget{}, vars)
+	budgetError(t, five, err, "upper would make 4194304 bytes, after 16777216 bytes made")
+	// toBase64 of 12 MiB: 16 MiB of text, and the input's read; with a copy before it, refused.
+	b64 := `let a = upper(#input.country); len(toBase64(a + a + a))`
+	_, err = runWith(t, b64, Budget{}, vars)
+	budgetError(t, b64, err, "bytes of memory")
+	// fromJSON: "[[],[],...]" of 3,000,001 values, 192 MB at 64 bytes each, refused before
+	// decoding; a small text decodes as before.
+	arr := `fromJSON("[" + repeat("[],", 3000000) + "[]]")`
+	_, err = runWith(t, arr, Budget{Memory: 64 * mib}, nil)
+	budgetError(t, arr, err, "fromJSON would make")
+	if v, err := runWith(t, `fromJSON('{"a": [1, "x,]"], "b": {}}').a[1]`, Budget{}, nil); err != nil || v.Str() != "x,]" {
+		t.Errorf("fromJSON of a small text: %s", describe(v, err))
+	}
+	// toPairs of a record of 300,000 entries: 19.2 MB, refused; its keys (4.8 MB) are not.
+	names := make([]string, 0, 300_000)
+	vals := make([]value.Value, 0, 300_000)
+	for i := range 300_000 {
+		names = append(names, "k"+strconv.Itoa(i))
+		vals = append(vals, value.Int(int64(i)))
+	}
+	many := map[string]value.Value{"input": value.NewRecord(names, vals)}
+	if v, err := runWith(t, `len(keys(#input))`, Budget{}, many); err != nil || v.Int() != 300_000 {
+		t.Errorf("keys of 300,000: %s", describe(v, err))
+	}
+	pairs := `len(toPairs(#input))`
+	_, err = runWith(t, pairs, Budget{}, many)
+	budgetError(t, pairs, err, "toPairs would make 19200000 bytes")
+	// indexOf reads the text: 4 MiB is 4,096 steps, 300 of them past a budget of 1,000,000.
+	scan := `sum(1..250, indexOf(#input.country, "b"))`
+	_, err = runWith(t, scan, Budget{}, vars)
+	budgetError(t, scan, err, "more than 1000000 steps")
+}
+
+// jsonValues counts by hand: brackets and commas outside strings, plus one (at least the
+// values: "[[],[]]" has 3 and counts 5).
+func TestJSONValues(t *testing.T) {
+	for _, tt := range []struct {
+		s    string
+		want int
+	}{{`1`, 1}, {`[]`, 2}, {`[1,2,3]`, 4}, {`{"a,[{":"\"],"}`, 2}, {`[[],[]]`, 5}} {
+		if got := jsonValues(tt.s, 100); got != tt.want {
+			t.Errorf("jsonValues(%q) = %d, want %d", tt.s, got, tt.want)
+		}
+	}
+	if got := jsonValues(strings.Repeat("[", 50), 10); got != 11 {
+		t.Errorf("past the limit: %d, want 11", got)
+	}
+}
