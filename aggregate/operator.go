@@ -163,6 +163,9 @@ type Operator interface {
 	StateBytes() int
 	// StateSize returns the keys and slices of the operator's window state, and StateBytes.
 	StateSize() StateSize
+	// KeyCount returns how many group keys hold state, in constant time (StateBytes walks the
+	// state): a state budget looks at the state again after new keys as well as after events.
+	KeyCount() int
 	// AppendSnapshot appends the operator's whole state to b (for
 	// checkpoints). See Restore.
 	AppendSnapshot(b []byte) []byte

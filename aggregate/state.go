@@ -38,3 +38,15 @@ func (c *countWindow) StateSize() StateSize {
 	keys := c.keys.Count()
 	return StateSize{Keys: keys, Slices: keys * int(c.per), Bytes: c.StateBytes()}
 }
+
+// KeyCount implements Operator.
+func (a *aligned) KeyCount() int { return a.keys.Count() }
+
+// KeyCount implements Operator.
+func (s *sliding) KeyCount() int { return s.keys.Count() }
+
+// KeyCount implements Operator.
+func (s *sessionOp) KeyCount() int { return s.keys.Count() }
+
+// KeyCount implements Operator.
+func (c *countWindow) KeyCount() int { return c.keys.Count() }

@@ -126,20 +126,39 @@ func (e *StateBudgetError) Is(target error) bool { return target == ErrStateBudg
 // and slices held (about 0.4 ns a key, 0.004 ns a byte, on the machines of 2026), so a look
 // costs about 16 ns an event whatever the state, and the state grows between two looks by
 // about a 4,096th of itself for each byte an event adds (an event adding a key of 90 bytes:
-// 2 %). By counts, not by time, so that where a look falls does not depend on the machine's
-// load. The zero stateWatcher with Max set is ready; Max ≤ 0: no budget.
+// 2 %). But an event may add far more: a count window's new key takes up to 10,000
+// count-slices of each aggregator (megabytes), and its columns grow by up to 262,144 cells at
+// once. So the watcher also looks after new keys (KeyCount, cheap: one look at each
+// aggregate's key table an event), every half of the budget left over the bytes a key holds
+// on average, and after events every half of it over what each event added since the last
+// look; near the budget that is every new key or every event. By counts, not by time, so
+// that where a look falls does not depend on the machine's load. The zero stateWatcher with
+// Max set is ready; Max ≤ 0: no budget.
 type stateWatcher struct {
 	Max    int64
 	Shared *SharedStateBudget // also recorded in, and looked at against, when set
 	events int                // since the last look
-	gap    int                // events between two looks: the last look's bytes / stateLookBytes
+	gap    int                // events between two looks (0: stateCheckEvents)
+	last   int64              // the state's bytes at the last look
+	keys   int                // the keys at the last look
+	keyGap int                // new keys between two looks (0: none)
 }
 
-// stateCheckEvents is how many events a stateWatcher lets in between two looks, at least.
+// stateCheckEvents is how many events a stateWatcher lets in between two looks while the
+// state is small and grows slowly.
 const stateCheckEvents = 16
 
 // stateLookBytes is how many bytes of state make one more event between two looks.
 const stateLookBytes = 4096
+
+// stateKeys is how many group keys hold state in e's aggregates.
+func (e *Engine) stateKeys() int {
+	n := 0
+	for _, a := range e.aggregates {
+		n += a.window.KeyCount()
+	}
+	return n
+}
 
 // Check counts one event into e and, when it is time to look, returns a *StateBudgetError if
 // e's state passed Max.
@@ -147,19 +166,46 @@ func (w *stateWatcher) Check(e *Engine) error {
 	if w.Max <= 0 && w.Shared == nil {
 		return nil
 	}
-	if w.events++; w.events < stateCheckEvents || w.events < w.gap {
+	w.events++
+	due := w.events >= max(w.gap, 1) && (w.gap != 0 || w.events >= stateCheckEvents)
+	keys := -1
+	if !due && w.keyGap > 0 {
+		keys = e.stateKeys()
+		due = keys-w.keys >= w.keyGap
+	}
+	if !due {
 		return nil
 	}
-	w.events = 0
+	if keys < 0 {
+		keys = e.stateKeys()
+	}
 	bytes, node := e.StateBytes()
-	w.gap = int(min(bytes/stateLookBytes, math.MaxInt32))
-	if w.Max > 0 && bytes > w.Max {
-		return &StateBudgetError{Bytes: bytes, Budget: w.Max, Node: node}
+	perEvent := max(bytes-w.last, 0) / int64(w.events)
+	w.events, w.last, w.keys = 0, bytes, keys
+	left := int64(math.MaxInt64)
+	if w.Max > 0 {
+		if bytes > w.Max {
+			return &StateBudgetError{Bytes: bytes, Budget: w.Max, Node: node}
+		}
+		left = w.Max - bytes
 	}
 	if w.Shared != nil {
-		if total, over := w.Shared.Record(e, bytes); over {
+		total, over := w.Shared.Record(e, bytes)
+		if over {
 			return &StateBudgetError{Bytes: bytes, Budget: w.Max, Node: node, Shared: total, SharedBudget: w.Shared.Max}
 		}
+		if w.Shared.Max > 0 {
+			left = min(left, max(w.Shared.Max-total, 0))
+		}
+	}
+	gap := max(bytes/stateLookBytes, stateCheckEvents)
+	if perEvent > 0 {
+		gap = min(gap, left/2/perEvent)
+	}
+	w.gap = int(max(min(gap, math.MaxInt32), 1))
+	w.keyGap = 0
+	if keys > 0 && left < math.MaxInt64 {
+		w.keyGap = int(max(min(left/2/max(bytes/int64(keys), 1), math.MaxInt32), 1))
 	}
 	return nil
 }
