@@ -56,11 +56,11 @@ func (h *handlers) registerNodeTest(hapi huma.API) {
 	register(hapi, h, huma.Operation{
 		OperationID: "test-node",
 		Method:      http.MethodPost,
-		Path:        "/api/node-test",
+		Path:        nodeTestPath,
 		Summary:     "Run one node on given variables",
-		Description: "Runs the expressions of one node of a graph on the variables given and tells what the node does with them: the edge a Filter or Switch takes, the variable a Variable adds, the value a Sink writes, an aggregate's key and inputs (without window state). The node must have no validation errors of its own (else 422 scenario-has-errors); other nodes may.",
+		Description: "Runs the expressions of one node of a graph on the variables given and tells what the node does with them: the edge a Filter or Switch takes, the variable a Variable adds, the value a Sink writes, an aggregate's key and inputs (without window state). The node must have no validation errors of its own (else 422 scenario-has-errors); other nodes may. It takes a test run's place while it runs: 503 test-runs-busy while the server runs as many test runs as it runs at once, or the identity (or client address) half of them.",
 		Tags:        []string{tagTesting},
-		Errors:      []int{http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusUnprocessableEntity},
+		Errors:      []int{http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType, http.StatusUnprocessableEntity, http.StatusServiceUnavailable},
 	}, h.testNode)
 }
 

@@ -18,7 +18,7 @@ import (
 )
 
 // TestConcurrentTestRuns: with a bound of 4, a client runs at most 2 at once: its third
-// (of a graph, or of a scenario's saved test cases) is answered 503 test-runs-busy with
+// (of a graph, of a scenario's saved test cases, or a node test) is answered 503 test-runs-busy with
 // Retry-After 1, while another client's 2 pass; a fifth run, of a third client, finds the
 // server full. Once a run ends, its client runs one again. The runs are held inside the
 // handler by channels, not by time.
@@ -76,7 +76,8 @@ func TestConcurrentTestRuns(t *testing.T) {
 	hold("10.0.0.1", "/api/scenarios/x/test")
 	busy("10.0.0.1", "/api/test", "the client's third run")
 	busy("10.0.0.1", "/api/scenarios/x/tests/run", "the client's third run")
-	hold("10.0.0.2", "/api/test")
+	busy("10.0.0.1", "/api/node-test", "a node test beside the client's two runs")
+	hold("10.0.0.2", "/api/node-test") // a node test takes a place too
 	hold("10.0.0.2", "/api/scenarios/x/tests/run")
 	busy("10.0.0.3", "/api/test", "a fifth run")
 	// Other routes are not bounded.

@@ -177,6 +177,7 @@ type testOutput struct {
 // The paths of the test operations, for their own body limit (see isTestPath).
 const (
 	testGraphPath = "/api/test"
+	nodeTestPath  = "/api/node-test"
 	testSavedPath = "/api/scenarios/{name}/test"
 )
 
