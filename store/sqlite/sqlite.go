@@ -52,6 +52,9 @@ type Store struct {
 
 	// appends commits concurrent event appends in one transaction (appendEvents).
 	appends group.Committer[check.Append, store.EventBatch]
+
+	// writeStmts and readStmts are the hot paths' statements, prepared once (prepared.go).
+	writeStmts, readStmts prepared
 }
 
 var _ store.Store = (*Store)(nil)
@@ -107,11 +110,17 @@ func Open(ctx context.Context, dataDir string) (*Store, error) {
 	read.SetMaxOpenConns(maxReaders)
 	read.SetMaxIdleConns(maxReaders)
 	s := &Store{write: write, read: read}
+	s.writeStmts.db, s.readStmts.db = write, read
 	s.appends.Commit = s.commitAppends
 
 	if err := s.migrate(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	if err := errors.Join(s.writeStmts.prepare(ctx, sqlLookupScenario, sqlBatchByKey, sqlNextOffset, sqlInsertChunk, sqlInsertBatch),
+		s.readStmts.prepare(ctx, sqlLookupScenario, sqlReadChunks)); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("opening %s: preparing statements: %w", path, err)
 	}
 	return s, nil
 }
@@ -131,7 +140,7 @@ func (s *Store) migrate(ctx context.Context) error {
 // Close closes the database. Calls after the first return nil.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.closeErr = errors.Join(s.read.Close(), s.write.Close())
+		s.closeErr = errors.Join(s.readStmts.close(), s.writeStmts.close(), s.read.Close(), s.write.Close())
 	})
 	return s.closeErr
 }
@@ -184,9 +193,12 @@ type scenarioRow struct {
 
 // lookupScenario reads the scenario name's row; it returns an error wrapping store.ErrNotFound
 // when there is none.
+// sqlLookupScenario is lookupScenario's statement (prepared at Open).
+const sqlLookupScenario = `SELECT id, archived, latest_version FROM scenarios WHERE name = ?`
+
 func lookupScenario(ctx context.Context, q queryer, name string) (scenarioRow, error) {
 	var r scenarioRow
-	err := q.QueryRowContext(ctx, `SELECT id, archived, latest_version FROM scenarios WHERE name = ?`, name).
+	err := q.QueryRowContext(ctx, sqlLookupScenario, name).
 		Scan(&r.id, &r.archived, &r.latestVersion)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, fmt.Errorf("scenario %q: %w", name, store.ErrNotFound)

@@ -241,7 +241,7 @@ func (s *Store) commitAppends(calls []*group.Call[check.Append, store.EventBatch
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		at := now() // the time of the group's commit
 		for _, c := range calls {
-			b, refusal, err := appendChunk(ctx, tx, c.Req, at)
+			b, refusal, err := appendChunk(ctx, preparedTx{tx, &s.writeStmts}, c.Req, at)
 			if err != nil {
 				return err
 			}
@@ -251,10 +251,26 @@ func (s *Store) commitAppends(calls []*group.Call[check.Append, store.EventBatch
 	})
 }
 
+// The statements of appending event batches and reading the event logs, prepared at Open.
+const (
+	sqlBatchByKey = `SELECT first_offset, event_count, accepted_at, batch_sha256 FROM event_batches
+		WHERE scenario_id = ? AND source = ? AND batch_key = ?`
+	sqlNextOffset = `INSERT INTO event_logs (scenario_id, source, next_offset) VALUES (?, ?, ?)
+		ON CONFLICT (scenario_id, source) DO UPDATE SET next_offset = next_offset + excluded.next_offset
+		RETURNING next_offset`
+	sqlInsertChunk = `INSERT INTO event_chunks (scenario_id, source, last_offset, event_count, payloads, accepted_at) VALUES (?, ?, ?, ?, ?, ?)`
+	sqlInsertBatch = `INSERT INTO event_batches (scenario_id, source, batch_key, first_offset, event_count, accepted_at, batch_sha256)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`
+	sqlReadChunks = `SELECT max(?, l.truncated_below), c.last_offset, c.event_count, c.payloads, c.accepted_at
+		FROM event_logs l JOIN event_chunks c ON c.scenario_id = l.scenario_id AND c.source = l.source
+		WHERE l.scenario_id = ? AND l.source = ? AND c.last_offset >= max(?, l.truncated_below)
+		ORDER BY c.last_offset`
+)
+
 // appendChunk appends one request's events in tx, accepted at at (the batches of a group
 // share it). refusal is the request's own error (nothing written); err a failure of the
 // transaction.
-func appendChunk(ctx context.Context, tx *sql.Tx, r check.Append, at time.Time) (b store.EventBatch, refusal, err error) {
+func appendChunk(ctx context.Context, tx preparedTx, r check.Append, at time.Time) (b store.EventBatch, refusal, err error) {
 	b = store.EventBatch{Key: r.Key, Count: len(r.Payloads)}
 	row, err := lookupScenario(ctx, tx, r.Log.Scenario)
 	if errors.Is(err, store.ErrNotFound) {
@@ -271,9 +287,7 @@ func appendChunk(ctx context.Context, tx *sql.Tx, r check.Append, at time.Time) 
 		var first, accepted int64
 		var count int
 		var stored []byte
-		err := tx.QueryRowContext(ctx,
-			`SELECT first_offset, event_count, accepted_at, batch_sha256 FROM event_batches
-			 WHERE scenario_id = ? AND source = ? AND batch_key = ?`, row.id, r.Log.Source, r.Key).
+		err := tx.QueryRowContext(ctx, sqlBatchByKey, row.id, r.Log.Source, r.Key).
 			Scan(&first, &count, &accepted, &stored)
 		switch {
 		case err == nil:
@@ -287,25 +301,19 @@ func appendChunk(ctx context.Context, tx *sql.Tx, r check.Append, at time.Time) 
 		}
 	}
 	var next int64
-	err = tx.QueryRowContext(ctx,
-		`INSERT INTO event_logs (scenario_id, source, next_offset) VALUES (?, ?, ?)
-		 ON CONFLICT (scenario_id, source) DO UPDATE SET next_offset = next_offset + excluded.next_offset
-		 RETURNING next_offset`, row.id, r.Log.Source, len(r.Payloads)).Scan(&next)
+	err = tx.QueryRowContext(ctx, sqlNextOffset, row.id, r.Log.Source, len(r.Payloads)).Scan(&next)
 	if err != nil {
 		return b, nil, err
 	}
 	b.AcceptedAt = at
 	accepted := micros(b.AcceptedAt)
 	b.FirstOffset = next - int64(len(r.Payloads))
-	if _, err := tx.ExecContext(ctx,
-		`INSERT INTO event_chunks (scenario_id, source, last_offset, event_count, payloads, accepted_at) VALUES (?, ?, ?, ?, ?, ?)`,
+	if _, err := tx.ExecContext(ctx, sqlInsertChunk,
 		row.id, r.Log.Source, next-1, len(r.Payloads), check.EncodeChunk(r.Payloads), accepted); err != nil {
 		return b, nil, err
 	}
 	if r.Key != "" {
-		_, err = tx.ExecContext(ctx,
-			`INSERT INTO event_batches (scenario_id, source, batch_key, first_offset, event_count, accepted_at, batch_sha256)
-			 VALUES (?, ?, ?, ?, ?, ?, ?)`, row.id, r.Log.Source, r.Key, b.FirstOffset, len(r.Payloads), accepted, hash)
+		_, err = tx.ExecContext(ctx, sqlInsertBatch, row.id, r.Log.Source, r.Key, b.FirstOffset, len(r.Payloads), accepted, hash)
 	}
 	return b, nil, err
 }
@@ -322,15 +330,12 @@ func (s *Store) ReadEvents(ctx context.Context, log store.EventLog, from int64, 
 // readEvents reads the chunks that hold offsets from max(from, the truncation point) on, in
 // order, until limit events or the byte budget.
 func (s *Store) readEvents(ctx context.Context, log store.EventLog, from int64, limit int) ([]store.Event, error) {
-	row, err := lookupScenario(ctx, s.read, log.Scenario)
+	read := preparedDB{&s.readStmts}
+	row, err := lookupScenario(ctx, read, log.Scenario)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.read.QueryContext(ctx,
-		`SELECT max(?, l.truncated_below), c.last_offset, c.event_count, c.payloads, c.accepted_at
-		 FROM event_logs l JOIN event_chunks c ON c.scenario_id = l.scenario_id AND c.source = l.source
-		 WHERE l.scenario_id = ? AND l.source = ? AND c.last_offset >= max(?, l.truncated_below)
-		 ORDER BY c.last_offset`, from, row.id, log.Source, from)
+	rows, err := read.QueryContext(ctx, sqlReadChunks, from, row.id, log.Source, from)
 	if err != nil {
 		return nil, err
 	}
