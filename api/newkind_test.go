@@ -204,6 +204,13 @@ func (o *memoryOutput) Write(v value.Value) {
 	o.pending = append(o.pending, string(value.AppendJSON(nil, v)))
 }
 func (o *memoryOutput) Pending() int { return len(o.pending) }
+func (o *memoryOutput) PendingBytes() int {
+	n := 0
+	for _, p := range o.pending {
+		n += len(p)
+	}
+	return n
+}
 func (o *memoryOutput) Prepare(context.Context) ([]byte, error) {
 	o.prepared, o.pending = append(o.prepared, o.pending...), nil
 	return nil, nil

@@ -349,6 +349,10 @@ type Output interface {
 	// Pending is how many values wait for the next checkpoint: the deployment forces a
 	// checkpoint when too many wait, and reads no more while checkpoints fail.
 	Pending() int
+	// PendingBytes is the bytes of those values as the sink holds them (their encoding):
+	// the deployment bounds them as it bounds its collect results (one event that makes
+	// gigabytes of lines through a for-each fails the deployment instead of the server).
+	PendingBytes() int
 	// Prepare is phase 1: it makes the values written since the last checkpoint durable
 	// but revocable, and returns the state the checkpoint records for Restore (nil: none).
 	// An error fails the checkpoint, which the deployment retries a little later: the

@@ -1310,13 +1310,14 @@ func (d *deployment) pendingResultBytes() int64 {
 // errEventResults is why a deployment failed whose collect results waiting for a checkpoint
 // passed eventResultsFactor times Config.MaxPendingResultBytes (within one event: the bound
 // is looked at between events).
-var errEventResults = errors.New("the collect results (and dead letters) waiting for a checkpoint passed their limit within one event")
+var errEventResults = errors.New("the results waiting for a checkpoint (collect results, dead letters, and the lines and records of file, stdout and Kafka sinks) passed their limit within one event")
 
 // resultsFull reports whether the results waiting for the next checkpoint reached
 // maxPendingResults or Config.MaxPendingResultBytes: process stops between two events, and
 // the loop takes the checkpoint before it reads more.
 func (d *deployment) resultsFull() bool {
-	return d.sinks.overflow || d.sinks.pending() >= maxPendingResults || d.sinks.collectBytes >= d.rt.cfg.MaxPendingResultBytes
+	return d.sinks.overflow || d.sinks.pending() >= maxPendingResults ||
+		d.sinks.collectBytes+int64(d.sinks.outputBytes()) >= d.rt.cfg.MaxPendingResultBytes
 }
 
 // finished says whether the checkpoint's commit ended.

@@ -3,6 +3,8 @@ package deploy
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -115,6 +117,43 @@ func TestOneEventsResultsBounded(t *testing.T) {
 	waitFor(t, "the narrow deployment's 3 results", func() bool {
 		page, err := st.ReadSinkResults(t.Context(), "narrow", "out", 0, store.MaxReadLimit)
 		return err == nil && len(page) == 3
+	})
+}
+
+// The lines of a file sink are bounded as collect results are (round 12 F4: one event of a
+// for-each over 1,000 elements into a stdout sink of a 1 MB value held, then wrote, 1 GB): an
+// event of 20 lines of 65,539 bytes (the value's JSON string, 65,538, and its newline; the 4th
+// makes 262,156, past 262,144) fails its deployment and nothing reaches its file; one of 3 does
+// not, in another deployment, and its file holds the 3 lines once they are committed.
+func TestOneEventsLinesBounded(t *testing.T) {
+	st := sqliteStore(t)
+	file := func(n int, name string) string {
+		return strings.Replace(fanOutGraph(n), `{"typ": "collect", "parameters": [`,
+			`{"typ": "file", "parameters": [{"name": "path", "value": "`+name+`.jsonl"}, `, 1)
+	}
+	createScenario(t, st, "wide", file(20, "wide"))
+	createScenario(t, st, "narrow", file(3, "narrow"))
+	dir := t.TempDir()
+	r := newRuntime(t, st, func(c *Config) { c.MaxPendingResultBytes = 64 << 10; c.FileSinkDir = dir })
+	wide := deploy(t, r, "wide", 0)
+	deploy(t, r, "narrow", 0)
+	ingestAll(t, r, "wide", [][]byte{[]byte(`{}`)}, 0, 1)
+	ingestAll(t, r, "narrow", [][]byte{[]byte(`{}`)}, 0, 1)
+	var failed store.Deployment
+	waitFor(t, "the wide deployment failed", func() bool {
+		var err error
+		failed, err = st.GetDeployment(t.Context(), wide.ID)
+		return err == nil && failed.Status == store.StatusFailed
+	})
+	if !strings.Contains(failed.Reason, "passed their limit within one event: 262144 bytes") {
+		t.Errorf("reason %q", failed.Reason)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "wide.jsonl")); len(b) != 0 {
+		t.Errorf("the wide deployment's file holds %d bytes (%v), want none", len(b), err)
+	}
+	waitFor(t, "the narrow deployment's 3 lines", func() bool {
+		b, err := os.ReadFile(filepath.Join(dir, "narrow.jsonl"))
+		return err == nil && len(b) == 3*(65536+2+1)
 	})
 }
 

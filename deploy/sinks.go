@@ -80,9 +80,23 @@ func (s *sinks) exclusives() []*sink {
 // output is the engine's Output.
 func (s *sinks) output(sinkID string, v value.Value, _ int64) {
 	s.written++
-	if k := s.outputs[sinkID]; k != nil {
+	if k := s.outputs[sinkID]; k != nil && !s.overflow {
 		k.out.Write(v)
+		// Past maxCollectBytes with the collect results, as addResult: nothing more is kept
+		// and the deployment fails, keeping its last checkpoint.
+		if s.maxCollectBytes > 0 && s.collectBytes+int64(s.outputBytes()) > s.maxCollectBytes {
+			s.overflow = true
+		}
 	}
+}
+
+// outputBytes is the bytes the Outputs hold for the next checkpoint.
+func (s *sinks) outputBytes() int {
+	n := 0
+	for _, k := range s.outputs {
+		n += k.out.PendingBytes()
+	}
+	return n
 }
 
 // pending reports how many collect results and Output values wait for the next checkpoint.
@@ -203,6 +217,7 @@ func (c *collectOutput) Write(v value.Value) {
 	c.s.addResult(store.NewSinkResult{Sink: c.id, Value: c.enc.Append(nil, v)})
 }
 func (c *collectOutput) Pending() int                            { return 0 } // counted in sinks.collect
+func (c *collectOutput) PendingBytes() int                       { return 0 }
 func (c *collectOutput) Prepare(context.Context) ([]byte, error) { return nil, nil }
 func (c *collectOutput) Commit(context.Context)                  {}
 func (c *collectOutput) Abort(context.Context)                   {}
@@ -223,7 +238,8 @@ func (o *stdoutOutput) Write(v value.Value) {
 	o.lines = append(o.enc.Append(o.lines, v), '\n')
 	o.n++
 }
-func (o *stdoutOutput) Pending() int { return o.n }
+func (o *stdoutOutput) Pending() int      { return o.n }
+func (o *stdoutOutput) PendingBytes() int { return len(o.lines) }
 func (o *stdoutOutput) Prepare(context.Context) ([]byte, error) {
 	if len(o.lines) > 0 {
 		_, _ = o.w.Write(o.lines)

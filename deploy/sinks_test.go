@@ -70,6 +70,7 @@ func (o *recordingOutput) Restore(_ context.Context, state []byte, others [][]by
 }
 func (o *recordingOutput) Write(value.Value) {}
 func (o *recordingOutput) Pending() int      { return 0 }
+func (o *recordingOutput) PendingBytes() int { return 0 }
 func (o *recordingOutput) Prepare(context.Context) ([]byte, error) {
 	*o.calls = append(*o.calls, o.id+".Prepare")
 	if o.fail {

@@ -80,6 +80,9 @@ func (f *Output) Write(v value.Value) {
 // Pending is the number of lines not written yet.
 func (f *Output) Pending() int { return f.lines }
 
+// PendingBytes is the bytes of the lines not written yet.
+func (f *Output) PendingBytes() int { return len(f.pending) }
+
 // Restore cuts the file back to the size state records (see Output); others are ignored.
 func (f *Output) Restore(_ context.Context, state []byte, _ [][]byte) error {
 	size, ok := int64(0), state != nil

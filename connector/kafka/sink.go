@@ -68,6 +68,8 @@ type Output struct {
 	// requeued: pending[:requeued] are records of committed checkpoints whose transactions
 	// the brokers aborted, in their order, produced again before the others (commitRecorded).
 	requeued int
+	// pendingBytes is PendingBytes: the bytes of pending's records.
+	pendingBytes int
 	// restored are the transactions of the checkpoint the deployment restored, committed
 	// before the producers are initialised; ready is set once they are.
 	restored []kafkaTxn
@@ -111,6 +113,7 @@ func (k *Output) add(enc *value.JSONEncoder, v value.Value) {
 	if r == nil { // not from a Kafka sink node: the value alone
 		rec.Value = enc.Append(nil, v)
 		k.pending = append(k.pending, rec)
+		k.pendingBytes += recordBytes(rec)
 		return
 	}
 	if key, ok := r.Get(engine.KafkaKey); ok && !key.IsNull() {
@@ -132,6 +135,16 @@ func (k *Output) add(enc *value.JSONEncoder, v value.Value) {
 		}
 	}
 	k.pending = append(k.pending, rec)
+	k.pendingBytes += recordBytes(rec)
+}
+
+// recordBytes is the bytes of a record's key, value and headers.
+func recordBytes(r *kgo.Record) int {
+	n := len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return n
 }
 
 // kafkaBytes is a key's or a header's bytes: a string's own, anything else's JSON.
@@ -200,7 +213,7 @@ func (k *Output) committed(ctx context.Context) {
 	}
 	txn := *k.prepared
 	recs := k.pending // the records are the transaction's now
-	k.prepared, k.pending, k.requeued = nil, nil, 0
+	k.prepared, k.pending, k.requeued, k.pendingBytes = nil, nil, 0, 0
 	k.slot = 1 - txn.slot
 	if cl := k.producers[txn.slot]; cl != nil {
 		if err := cl.EndTransaction(ctx, kgo.TryCommit); err == nil {
@@ -309,6 +322,9 @@ func (k *Output) commitRecorded(ctx context.Context, txn kafkaTxn) error {
 			"transactional_id", txn.transactional, "producer_id", txn.producerID, "epoch", txn.epoch, "records", len(txn.records))
 		k.pending = slices.Insert(k.pending, k.requeued, txn.records...)
 		k.requeued += len(txn.records)
+		for _, r := range txn.records {
+			k.pendingBytes += recordBytes(r)
+		}
 		return nil
 	case errors.Is(err, kerr.InvalidTxnState):
 		k.log.Error("the brokers aborted the Kafka transaction of a committed checkpoint (its transaction timeout passed?): its records are lost",
@@ -421,6 +437,9 @@ func (k *Output) Write(v value.Value) { k.add(&k.enc, v) }
 
 // Pending is the number of records buffered for the next checkpoint.
 func (k *Output) Pending() int { return len(k.pending) }
+
+// PendingBytes is the bytes of the pending records' keys, values and headers.
+func (k *Output) PendingBytes() int { return k.pendingBytes }
 
 // Prepare is phase 1 (prepare); its state is the transaction (TxnState), nil without one.
 func (k *Output) Prepare(ctx context.Context) ([]byte, error) {
