@@ -120,7 +120,7 @@ func (c *countWindow) Add(e *Event) error {
 			c.filled = append(c.filled, 0)
 			c.keyVals = append(c.keyVals, nil)
 		}
-		c.keyVals[slot] = append([]value.Value(nil), e.Key...)
+		c.keyVals[slot] = ownedKey(e.Key)
 		c.filled[slot] = 0
 		if cells := (slot + 1) * int(c.per); cells > len(c.cnt) {
 			// Doubling, but by at most maxGrowCells a time: the columns of all keys are one

@@ -100,7 +100,7 @@ func (g *grid) slotSlow(key []value.Value) int {
 			g.lastData = append(g.lastData, 0)
 			g.gen = append(g.gen, 0)
 		}
-		g.keyVals[s] = append([]value.Value(nil), key...)
+		g.keyVals[s] = ownedKey(key)
 		g.lastData[s] = minSlice
 	}
 	return s

@@ -56,7 +56,7 @@ func (c *listColumn) Resize(n int) { c.cells = resize(c.cells, n) }
 // entry's place (binary search).
 func (c *listColumn) Add(i int, v value.Value, t int64, seq uint64) {
 	l := c.cells[i]
-	e := listEntry{v: v, t: t, seq: seq}
+	e := listEntry{v: owned(v), t: t, seq: seq}
 	if len(l) == 0 || !entryLess(&e, &l[len(l)-1]) {
 		c.cells[i] = append(l, e)
 		return
@@ -244,7 +244,7 @@ func (c *distinctColumn) Resize(n int) { c.cells = resize(c.cells, n) }
 
 func (c *distinctColumn) Add(i int, v value.Value, _ int64, _ uint64) {
 	cell := &c.cells[i]
-	cell.vals = append(cell.vals, canonValue(v))
+	cell.vals = append(cell.vals, owned(canonValue(v)))
 	if p := len(cell.vals) - cell.ns; p >= distinctPendingMin && p >= cell.ns/2 {
 		c.fold(cell)
 	}

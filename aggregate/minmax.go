@@ -2,6 +2,7 @@ package aggregate
 
 import (
 	"math"
+	"strings"
 
 	"github.com/scenario-server/scenario-server/value"
 )
@@ -91,7 +92,7 @@ func (s *valueStore) set(i int, v value.Value) {
 		if s.strs == nil {
 			s.strs = make([]string, len(s.kind), cap(s.kind))
 		}
-		s.strs[i] = v.Str()
+		s.strs[i] = strings.Clone(v.Str()) // not the event's block (owned)
 	} else if s.strs != nil {
 		s.strs[i] = ""
 	}

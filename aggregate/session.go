@@ -144,13 +144,15 @@ const keySlab = 64
 // keySlab values, not once each. A copy is never written again, as Result.Key promises.
 func (s *sessionOp) copyKey(key []value.Value) []value.Value {
 	if len(key) > keySlab {
-		return append([]value.Value(nil), key...)
+		return ownedKey(key)
 	}
 	if len(s.slab) < len(key) {
 		s.slab = make([]value.Value, keySlab)
 	}
 	k := s.slab[:len(key):len(key)]
-	copy(k, key)
+	for i, v := range key {
+		k[i] = owned(v)
+	}
 	s.slab = s.slab[len(key):]
 	return k
 }

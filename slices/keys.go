@@ -2,6 +2,7 @@ package slices
 
 import (
 	"math/bits"
+	"strings"
 	"unsafe"
 )
 
@@ -90,6 +91,7 @@ func (t *KeyTable) SlotString(k string) (slot int, isNew bool) {
 	if s, ok := t.strs[k]; ok {
 		return int(s), false
 	}
+	k = strings.Clone(k) // its own memory, not an event's block (aggregate.owned)
 	s := t.alloc(keyString, k, 0)
 	t.strs[k] = s
 	return int(s), true
