@@ -33,9 +33,12 @@ import (
 //   - ==, != and in on lists and records, and max, min, mean, median and
 //     uniq, which go through every value of their lists (nested ones
 //     too, however many times a list is shared), count those values as
-//     steps first, in a walk that stops at the budget; uniq is made in
-//     time proportional to its list for numbers, strings and booleans
-//     (expr's compares every pair);
+//     steps first, in a walk that stops at the budget, and a step per KiB
+//     of the strings they compare (for in on a string, the elements of its
+//     length); uniq is made in time proportional to its list for numbers,
+//     strings and booleans (expr's compares every pair); sort and sortBy
+//     charge a KiB of their strings (sortBy: of its keys) times log2 of
+//     the list's length;
 //   - the built-ins whose result can be far larger than their arguments
 //     (repeat, join, replace, split, splitAfter, concat, flatten, toJSON,
 //     string, and + on strings) are replaced by functions that work out the
@@ -149,6 +152,9 @@ type runBudget struct {
 	maxTime time.Duration
 	// left holds the left operands of the + being made (budgetAddLeft)
 	left []any
+	// sortBits holds, per sortBy of the expression (patchSortBy), log2 of the length of the
+	// list it sorts now: what each of its string keys is charged for
+	sortBits []int
 }
 
 // timeEvery is how many steps are made between two reads of the clock.
@@ -163,7 +169,7 @@ func newRunBudget(b Budget) runBudget {
 // reset makes rb a new count for b, keeping the room of its stack.
 func (rb *runBudget) reset(b Budget) {
 	clear(rb.left) // after a Run that failed halfway
-	*rb = runBudget{maxSteps: b.Steps, maxMemory: b.Memory, maxTime: b.Time, left: rb.left[:0]}
+	*rb = runBudget{maxSteps: b.Steps, maxMemory: b.Memory, maxTime: b.Time, left: rb.left[:0], sortBits: rb.sortBits}
 	if rb.maxSteps < 0 {
 		rb.maxSteps = math.MaxInt
 	}
@@ -238,6 +244,7 @@ var anyType = reflect.TypeOf(new(any)).Elem()
 // map the user sees).
 func patchBudgets(root *ast.Node, b Budget, fromEnv bool) bool {
 	patched := false
+	sortBys := 0
 	budgetRef := func(at ast.Node) ast.Node {
 		id := &ast.IdentifierNode{Value: budgetName}
 		id.SetType(anyType)
@@ -250,6 +257,10 @@ func patchBudgets(root *ast.Node, b Budget, fromEnv bool) bool {
 		case *ast.BuiltinNode:
 			if isPredicateBuiltin(x.Name) && (b.Steps >= 0 || b.Time >= 0) {
 				patchSteps(x, budgetRef)
+				if x.Name == "sortBy" && b.Steps >= 0 {
+					patchSortBy(x, budgetRef, sortBys)
+					sortBys++
+				}
 				return
 			}
 			fn, ok := budgetFunctions[x.Name]
@@ -360,6 +371,48 @@ func patchSteps(x *ast.BuiltinNode, budgetRef func(ast.Node) ast.Node) {
 	x.Arguments[0] = charge
 }
 
+// patchSortBy makes sortBy number site charge its string keys as sort charges its strings:
+// each key's KiBs times log2 of the list's length, as the key is made (a sortBy of 1,000
+// suffixes of a 1 MiB string by themselves went through a GB of compares in one step of
+// each, round 13 B). x has been through patchSteps: its predicate's body is
+// [step, key]. The list's length is kept in the run's budget, per site, from when the list
+// is evaluated, before any key.
+func patchSortBy(x *ast.BuiltinNode, budgetRef func(ast.Node) ast.Node, site int) {
+	pred, ok := x.Arguments[1].(*ast.PredicateNode)
+	if !ok {
+		return
+	}
+	seq, ok := pred.Node.(*ast.SequenceNode)
+	if !ok || len(seq.Nodes) != 2 {
+		return
+	}
+	list := x.Arguments[0]
+	begin := &ast.CallNode{Callee: callee(func(b, list any) any {
+		rb := b.(*runBudget)
+		for len(rb.sortBits) <= site {
+			rb.sortBits = append(rb.sortBits, 0)
+		}
+		n, _ := lengthOf(list)
+		rb.sortBits[site] = bits.Len(uint(max(n, 1)))
+		return list
+	}), Arguments: []ast.Node{budgetRef(x), list}}
+	begin.SetNature(*list.Nature())
+	begin.SetLocation(x.Location())
+	x.Arguments[0] = begin
+	body := seq.Nodes[1]
+	key := &ast.CallNode{Callee: callee(func(b, key any) any {
+		rb := b.(*runBudget)
+		if s, ok := key.(string); ok && len(s) >= scanBytesPerStep && site < len(rb.sortBits) {
+			steps, fits := mulInt(len(s)/scanBytesPerStep, rb.sortBits[site])
+			rb.stepsFor("sortBy", steps, fits)
+		}
+		return key
+	}), Arguments: []ast.Node{budgetRef(x), body}}
+	key.SetNature(*body.Nature())
+	key.SetLocation(body.Location())
+	seq.Nodes[1] = key
+}
+
 // mayBeCollection reports whether a node's static type leaves room for a
 // list or a record at run time; mayBeList for a list.
 func mayBeCollection(n ast.Node) bool {
@@ -416,6 +469,11 @@ func (rb *runBudget) chargeEqual(op string, x, y any) {
 	if !okx && !oky {
 		rb.stepsFor(op, left+1, true)
 	}
+	// small is the side of fewer values, counted whole: the compare cannot go past it.
+	small := x
+	if !okx || oky && cy < cx {
+		small = y
+	}
 	if !okx {
 		cx = cy
 	}
@@ -423,6 +481,44 @@ func (rb *runBudget) chargeEqual(op string, x, y any) {
 		cy = cx
 	}
 	rb.stepsFor(op, min(cx, cy), true)
+	// Two strings compared are read up to the shorter one's length: at most the string bytes
+	// of small (a list of 1,000 references to one 1 MiB string compared with another is a GB
+	// of compares).
+	rb.stepsFor(op, stringBytesDeep(small)/scanBytesPerStep, true)
+}
+
+// stringBytesDeep sums the lengths of the strings in x and in its lists and records, nested
+// (a string shared n times counted n times), saturating at math.MaxInt. Its callers have
+// counted x's values (countValues) within the budget: the walk goes through that many.
+func stringBytesDeep(x any) int {
+	var buf [32]any
+	stack := append(buf[:0], x)
+	n := 0
+	for len(stack) > 0 {
+		v := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		switch v := v.(type) {
+		case string:
+			if n > math.MaxInt-len(v) {
+				return math.MaxInt
+			}
+			n += len(v)
+		case []any:
+			stack = append(stack, v...)
+		case map[string]any:
+			for _, e := range v {
+				stack = append(stack, e)
+			}
+		case []string:
+			for _, e := range v {
+				if n > math.MaxInt-len(e) {
+					return math.MaxInt
+				}
+				n += len(e)
+			}
+		}
+	}
+	return n
 }
 
 // stepsFor counts n steps for what (a function or operator): the values
@@ -694,8 +790,38 @@ func budgetInRight(b, list any) any {
 		}
 		cost, fits := mulInt(n, max(per, 1))
 		rb.stepsFor("in", cost, fits)
+		// x's strings are read in each compare: for a string, with each element of its length
+		// (Go compares the lengths first); for a list or record, at most all of them.
+		if s, ok := x.(string); ok && len(s) >= scanBytesPerStep {
+			same := sameLengthStrings(list, len(s))
+			cost, fits = mulInt(same, len(s)/scanBytesPerStep)
+			rb.stepsFor("in", cost, fits)
+		} else if isCollection(x) {
+			cost, fits = mulInt(n, stringBytesDeep(x)/scanBytesPerStep)
+			rb.stepsFor("in", cost, fits)
+		}
 	}
 	return runtime.In(x, list)
+}
+
+// sameLengthStrings counts the elements of list that are strings of n bytes.
+func sameLengthStrings(list any, n int) int {
+	c := 0
+	switch l := list.(type) {
+	case []any:
+		for _, e := range l {
+			if s, ok := e.(string); ok && len(s) == n {
+				c++
+			}
+		}
+	case []string:
+		for _, e := range l {
+			if len(e) == n {
+				c++
+			}
+		}
+	}
+	return c
 }
 
 // MaxPatternBytes is the longest pattern a `matches` compiles while an expression runs (one

@@ -596,24 +596,51 @@ func TestJSONValues(t *testing.T) {
 // elements, over them too; 50 of them (5e7 bytes) pass every one.
 func TestLongStringsBudget(t *testing.T) {
 	const mib = 1 << 20
+	// tags[1]: country's bytes at another address, so that == reads them all; tags[2]: the
+	// same but for its last byte, so that in reads each element whole
 	vars := map[string]value.Value{"input": value.NewRecord([]string{"country", "tags"},
-		[]value.Value{value.String(strings.Repeat("a", mib)), value.List([]value.Value{value.String(strings.Repeat("中", 300_000) + "é")})})}
+		[]value.Value{value.String(strings.Repeat("a", mib)), value.List([]value.Value{value.String(strings.Repeat("中", 300_000) + "é"),
+			value.String(strings.Repeat("a", mib)), value.String(strings.Repeat("a", mib-1) + "b")})})}
 	for _, text := range []string{
 		`len(sort(map(1..1000, #input.country[#:])))`,
 		`len(uniq(map(1..1000, #input.country[#:])))`,
 		`len(fromPairs(map(1..1000, [#input.country[#:], 1])))`,
 		`len(trim(repeat("é", 300000), #input.tags[0]))`,
+		// Strings of equal length at other addresses are compared byte by byte: 2,000
+		// compares of a MiB each, one value or one step each before (a sort by keys is
+		// charged as sort is, whatever the order of its list).
+		`len(sortBy(map(1..1000, #input.country[#:]), #))`,
+		`#input.country in map(1..2000, #input.tags[2])`,
+		`map(1..2000, #input.country) == map(1..2000, #input.tags[1])`,
+		`[map(1..2000, #input.country)] != [map(1..2000, #input.tags[1])]`,
+		`[#input.country] in map(1..2000, [#input.tags[2]])`,
 	} {
-		_, err := runWith(t, text, Budget{}, vars)
-		budgetError(t, text, err, "more than 1000000 steps")
+		t.Run(text, func(t *testing.T) {
+			_, err := runWith(t, text, Budget{}, vars)
+			budgetError(t, text, err, "more than 1000000 steps")
+		})
 	}
 	for _, text := range []string{
 		`len(sort(map(1..50, #input.country[#:])))`,
 		`len(uniq(map(1..50, #input.country[#:])))`,
 		`len(fromPairs(map(1..50, [#input.country[#:], 1])))`,
+		`len(sortBy(map(1..50, #input.country[#:]), #))`,
 	} {
 		if v, err := runWith(t, text, Budget{}, vars); err != nil || v.Int() != 50 {
 			t.Errorf("%s: %s, want 50", text, describe(v, err))
+		}
+	}
+	for _, c := range []struct {
+		text string
+		want bool
+	}{
+		{`#input.country in map(1..50, #input.tags[2])`, false},
+		{`#input.country in map(1..50000, "a")`, false}, // other lengths: not read
+		{`map(1..50, #input.country) == map(1..50, #input.tags[1])`, true},
+		{`[#input.country] in map(1..50, [#input.tags[2]])`, false},
+	} {
+		if v, err := runWith(t, c.text, Budget{}, vars); err != nil || v.Bool() != c.want {
+			t.Errorf("%s: %s, want %v", c.text, describe(v, err), c.want)
 		}
 	}
 	if v, err := runWith(t, `trim("  éa  ")`, Budget{}, nil); err != nil || v.Str() != "éa" {
