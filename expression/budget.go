@@ -1027,20 +1027,34 @@ func jsonValues(s string, limit int) int {
 }
 
 // textFunction is a built-in of one string that reads it whole and makes a result of
-// size(len) bytes (size nil: it makes nothing worth counting).
-func textFunction(name string, size func(n int) int) func(args ...any) any {
+// size(s) bytes (size nil: it makes nothing worth counting).
+func textFunction(name string, size func(s string) int) func(args ...any) any {
 	return func(args ...any) any {
 		rb := args[0].(*runBudget)
 		if len(args) >= 2 {
 			if s, ok := args[1].(string); ok {
 				rb.scan(name, len(s))
 				if size != nil {
-					rb.charge(name, size(len(s)), true)
+					rb.charge(name, size(s), true)
 				}
 			}
 		}
 		return callBuiltin(name, args[1:])
 	}
+}
+
+// caseMappedBytes bounds the bytes of upper(s) and lower(s): Go maps each character to one
+// character, of up to 3 bytes where it had 2 (U+023A, U+023F: every rune was tried), and each
+// byte that is not UTF-8 to U+FFFD, 3 bytes (fromBase64 and slicing make such strings). So
+// s's length for ASCII, 1.5 times it for UTF-8, 3 times it otherwise.
+func caseMappedBytes(s string) int {
+	switch {
+	case isASCII(s):
+		return len(s)
+	case utf8.ValidString(s):
+		return len(s) + len(s)/2 + 1
+	}
+	return 3 * len(s) // no overflow: a string is far shorter than MaxInt/3 bytes
 }
 
 // listFunction is a built-in whose result has an element for each element of its first
@@ -1153,10 +1167,10 @@ func callFunction(name string) func(args []any) any {
 // run's *runBudget first, then the built-in's arguments (checked by expr's
 // checker against the built-in's own types).
 var budgetFunctions = map[string]func(args ...any) any{
-	"upper":       textFunction("upper", func(n int) int { return n }),
-	"lower":       textFunction("lower", func(n int) int { return n }),
-	"toBase64":    textFunction("toBase64", func(n int) int { return base64.StdEncoding.EncodedLen(n) }),
-	"fromBase64":  textFunction("fromBase64", func(n int) int { return base64.StdEncoding.DecodedLen(n) }),
+	"upper":       textFunction("upper", caseMappedBytes),
+	"lower":       textFunction("lower", caseMappedBytes),
+	"toBase64":    textFunction("toBase64", func(s string) int { return base64.StdEncoding.EncodedLen(len(s)) }),
+	"fromBase64":  textFunction("fromBase64", func(s string) int { return base64.StdEncoding.DecodedLen(len(s)) }),
 	"indexOf":     textFunction("indexOf", nil),
 	"lastIndexOf": textFunction("lastIndexOf", nil),
 	"fromJSON": func(args ...any) any {

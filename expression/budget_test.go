@@ -540,6 +540,23 @@ func TestTextFunctionsBudget(t *testing.T) {
 	five := `let a = upper(#input.country); let b = upper(a); let c = upper(b); let d = upper(c); let e = upper(d); len(e)`
 	_, err := runWith(t, five, Budget{}, vars)
 	budgetError(t, five, err, "upper would make 4194304 bytes, after 16777216 bytes made")
+	// upper and lower make up to 1.5 times their text's bytes in UTF-8 (U+023A, 2 bytes,
+	// lowers to 3) and 3 times bytes that are not UTF-8 (each becomes U+FFFD, 3 bytes):
+	// lower of 12 MiB of U+023A and upper of 6 MiB of 0xFF make 18 MiB, charged as 12 and 6
+	// before; 4 MiB of either makes 6 and 12 MiB.
+	for _, c := range []struct{ fn, char string }{{"lower", "Ⱥ"}, {"upper", "\xff"}} {
+		per := len(c.char)                   // bytes a character
+		big := strings.Repeat(c.char, 6*mib) // 12 and 6 MiB
+		in := map[string]value.Value{"input": value.NewRecord([]string{"country", "tags"},
+			[]value.Value{value.String(big), value.List([]value.Value{value.String(big[:4*mib])})})}
+		text := "len(" + c.fn + "(#input.country))"
+		_, err := runWith(t, text, Budget{}, in)
+		budgetError(t, text, err, "bytes of memory")
+		small := "len(" + c.fn + "(#input.tags[0]))"
+		if v, err := runWith(t, small, Budget{}, in); err != nil || v.Int() != int64(4*mib/per) {
+			t.Errorf("%s of 4 MiB: %s, want %d characters", small, describe(v, err), 4*mib/per)
+		}
+	}
 	// toBase64 of 12 MiB: 16 MiB of text, and the input's read; with a copy before it, refused.
 	b64 := `let a = upper(#input.country); len(toBase64(a + a + a))`
 	_, err = runWith(t, b64, Budget{}, vars)
