@@ -152,10 +152,13 @@ type runBudget struct {
 	maxTime time.Duration
 	// left holds the left operands of the + being made (budgetAddLeft)
 	left []any
-	// sortBits holds, per sortBy of the expression (patchSortBy), log2 of the length of the
-	// list it sorts now: what each of its string keys is charged for
-	sortBits []int
+	// sortBys holds, per sortBy of the expression (patchSortBy), what its keys are charged
+	sortBys []sortByCharge
 }
+
+// sortByCharge is what the string keys of one sortBy are charged: a step per KiB of them all
+// (rem: the bytes not yet charged) times bits, log2 of the length of the list it sorts now.
+type sortByCharge struct{ bits, rem int }
 
 // timeEvery is how many steps are made between two reads of the clock.
 const timeEvery = 256
@@ -169,7 +172,7 @@ func newRunBudget(b Budget) runBudget {
 // reset makes rb a new count for b, keeping the room of its stack.
 func (rb *runBudget) reset(b Budget) {
 	clear(rb.left) // after a Run that failed halfway
-	*rb = runBudget{maxSteps: b.Steps, maxMemory: b.Memory, maxTime: b.Time, left: rb.left[:0], sortBits: rb.sortBits}
+	*rb = runBudget{maxSteps: b.Steps, maxMemory: b.Memory, maxTime: b.Time, left: rb.left[:0], sortBys: rb.sortBys}
 	if rb.maxSteps < 0 {
 		rb.maxSteps = math.MaxInt
 	}
@@ -190,7 +193,7 @@ func (rb *runBudget) step() {
 }
 
 func (rb *runBudget) checkTime() {
-	if rb.steps == 1 {
+	if rb.start.IsZero() {
 		rb.start = time.Now()
 		return
 	}
@@ -204,7 +207,18 @@ func (rb *runBudget) stepsN(n int) {
 	if n > rb.maxSteps-rb.steps {
 		panic(fmt.Errorf("%w: more than %d steps (count() would go through %d elements)", ErrBudgetExceeded, rb.maxSteps, n))
 	}
+	before := rb.steps
 	rb.steps += n
+	rb.tick(before)
+}
+
+// tick reads the clock, as step does, when steps counted at once since before took the count
+// past a multiple of timeEvery, or were the first: a charge of many steps comes before as
+// much work.
+func (rb *runBudget) tick(before int) {
+	if rb.maxTime > 0 && (rb.start.IsZero() || before/timeEvery != rb.steps/timeEvery) {
+		rb.checkTime()
+	}
 }
 
 // charge counts n bytes made by what (a function or operator), before they
@@ -372,7 +386,7 @@ func patchSteps(x *ast.BuiltinNode, budgetRef func(ast.Node) ast.Node) {
 }
 
 // patchSortBy makes sortBy number site charge its string keys as sort charges its strings:
-// each key's KiBs times log2 of the list's length, as the key is made (a sortBy of 1,000
+// a step per KiB of them times log2 of the list's length, as each key is made (a sortBy of 1,000
 // suffixes of a 1 MiB string by themselves went through a GB of compares in one step of
 // each, round 13 B). x has been through patchSteps: its predicate's body is
 // [step, key]. The list's length is kept in the run's budget, per site, from when the list
@@ -389,11 +403,11 @@ func patchSortBy(x *ast.BuiltinNode, budgetRef func(ast.Node) ast.Node, site int
 	list := x.Arguments[0]
 	begin := &ast.CallNode{Callee: callee(func(b, list any) any {
 		rb := b.(*runBudget)
-		for len(rb.sortBits) <= site {
-			rb.sortBits = append(rb.sortBits, 0)
+		for len(rb.sortBys) <= site {
+			rb.sortBys = append(rb.sortBys, sortByCharge{})
 		}
 		n, _ := lengthOf(list)
-		rb.sortBits[site] = bits.Len(uint(max(n, 1)))
+		rb.sortBys[site] = sortByCharge{bits: bits.Len(uint(max(n, 1)))}
 		return list
 	}), Arguments: []ast.Node{budgetRef(x), list}}
 	begin.SetNature(*list.Nature())
@@ -402,9 +416,12 @@ func patchSortBy(x *ast.BuiltinNode, budgetRef func(ast.Node) ast.Node, site int
 	body := seq.Nodes[1]
 	key := &ast.CallNode{Callee: callee(func(b, key any) any {
 		rb := b.(*runBudget)
-		if s, ok := key.(string); ok && len(s) >= scanBytesPerStep && site < len(rb.sortBits) {
-			steps, fits := mulInt(len(s)/scanBytesPerStep, rb.sortBits[site])
-			rb.stepsFor("sortBy", steps, fits)
+		if s, ok := key.(string); ok && site < len(rb.sortBys) {
+			c := &rb.sortBys[site]
+			bytes, fits := addInt(c.rem, len(s))
+			c.rem = bytes % scanBytesPerStep
+			steps, fits2 := mulInt(bytes/scanBytesPerStep, c.bits)
+			rb.stepsFor("sortBy", steps, fits && fits2)
 		}
 		return key
 	}), Arguments: []ast.Node{budgetRef(x), body}}
@@ -506,7 +523,11 @@ func stringBytesDeep(x any) int {
 		case []any:
 			stack = append(stack, v...)
 		case map[string]any:
-			for _, e := range v {
+			for k, e := range v {
+				if n > math.MaxInt-len(k) {
+					return math.MaxInt
+				}
+				n += len(k) // hashed and compared too
 				stack = append(stack, e)
 			}
 		case []string:
@@ -515,6 +536,22 @@ func stringBytesDeep(x any) int {
 					return math.MaxInt
 				}
 				n += len(e)
+			}
+		case nil, int, float64, bool:
+		default:
+			// as countValues walks them
+			rv := reflect.ValueOf(v)
+			switch rv.Kind() {
+			case reflect.Slice, reflect.Array:
+				if k := rv.Type().Elem().Kind(); k == reflect.String || !scalarKind(k) {
+					for i := range rv.Len() {
+						stack = append(stack, rv.Index(i).Interface())
+					}
+				}
+			case reflect.Map:
+				for it := rv.MapRange(); it.Next(); {
+					stack = append(stack, it.Key().Interface(), it.Value().Interface())
+				}
 			}
 		}
 	}
@@ -527,7 +564,9 @@ func (rb *runBudget) stepsFor(what string, n int, ok bool) {
 	if !ok || n > rb.maxSteps-rb.steps {
 		panic(fmt.Errorf("%w: more than %d steps (%s would go through more values than the %d steps left)", ErrBudgetExceeded, rb.maxSteps, what, rb.maxSteps-rb.steps))
 	}
+	before := rb.steps
 	rb.steps += n
+	rb.tick(before)
 }
 
 // countValues counts x and the values in its lists and records, nested, up
@@ -555,10 +594,29 @@ func countValues(x any, limit int) (int, bool) {
 			}
 		case nil, string, int, float64, bool:
 		default:
+			// Typed lists ([]int of a range, []string of split) and the maps of fromPairs and
+			// groupBy (map[any]any, map[any][]any): a map's keys are values too, compared
+			// and hashed.
 			rv := reflect.ValueOf(v)
 			switch rv.Kind() {
-			case reflect.Slice, reflect.Array, reflect.Map:
-				n += rv.Len() // typed lists of scalars ([]int of a range)
+			case reflect.Slice, reflect.Array:
+				if n+len(stack)+rv.Len() > limit {
+					return limit + 1, false
+				}
+				if scalarKind(rv.Type().Elem().Kind()) {
+					n += rv.Len()
+					break
+				}
+				for i := range rv.Len() {
+					stack = append(stack, rv.Index(i).Interface())
+				}
+			case reflect.Map:
+				if n+len(stack)+2*rv.Len() > limit {
+					return limit + 1, false
+				}
+				for it := rv.MapRange(); it.Next(); {
+					stack = append(stack, it.Key().Interface(), it.Value().Interface())
+				}
 			}
 		}
 		if n > limit {
@@ -566,6 +624,15 @@ func countValues(x any, limit int) (int, bool) {
 		}
 	}
 	return n, true
+}
+
+// scalarKind reports the kinds of Go values that hold no other values.
+func scalarKind(k reflect.Kind) bool {
+	switch k {
+	case reflect.Slice, reflect.Array, reflect.Map, reflect.Interface, reflect.Pointer, reflect.Struct:
+		return false
+	}
+	return true
 }
 
 // stepFunctions replace the built-ins that go through every value of

@@ -631,6 +631,12 @@ func TestLongStringsBudget(t *testing.T) {
 		`map(1..2000, #input.country) == map(1..2000, #input.tags[1])`,
 		`[map(1..2000, #input.country)] != [map(1..2000, #input.tags[1])]`,
 		`[#input.country] in map(1..2000, [#input.tags[2]])`,
+		// keys of 1,023 bytes, charged together (each one alone is under a KiB)
+		`len(sortBy(map(1..100000, #input.country[#:#+1023]), #))`,
+		// the maps of groupBy and fromPairs, and records' keys, are read by == too
+		`let g = groupBy(map(1..1000, #input.country), 0); let h = groupBy(map(1..1000, #input.tags[1]), 0); map(1..20, g) == map(1..20, h)`,
+		`let g = fromPairs([["a", map(1..1000, #input.country)]]); let h = fromPairs([["a", map(1..1000, #input.tags[1])]]); [g] == [h]`,
+		`let a = {(#input.country): 1, (#input.country[1:]): 1}; let b = {(#input.tags[1]): 1, (#input.tags[1][1:]): 1}; map(1..1000, a) == map(1..1000, b)`,
 	} {
 		t.Run(text, func(t *testing.T) {
 			_, err := runWith(t, text, Budget{}, vars)
@@ -655,6 +661,11 @@ func TestLongStringsBudget(t *testing.T) {
 		{`#input.country in map(1..50000, "a")`, false}, // other lengths: not read
 		{`map(1..50, #input.country) == map(1..50, #input.tags[1])`, true},
 		{`[#input.country] in map(1..50, [#input.tags[2]])`, false},
+		{`let g = groupBy(map(1..10, #input.country), 0); let h = groupBy(map(1..10, #input.tags[1]), 0); map(1..20, g) == map(1..20, h)`, true},
+		{`let a = {(#input.country): 1}; let b = {(#input.tags[1]): 1}; map(1..100, a) == map(1..100, b)`, true},
+		{`len(sortBy(map(1..1000, #input.country[#:#+100]), #)) == 1000`, true},
+		// a charge of many steps before the first step starts the clock: not 2562047h spent
+		{`indexOf(#input.country, "b") + len(map(1..600, #)) == 599`, true},
 	} {
 		if v, err := runWith(t, c.text, Budget{}, vars); err != nil || v.Bool() != c.want {
 			t.Errorf("%s: %s, want %v", c.text, describe(v, err), c.want)
