@@ -557,6 +557,14 @@ func TestTextFunctionsBudget(t *testing.T) {
 			t.Errorf("%s of 4 MiB: %s, want %d characters", small, describe(v, err), 4*mib/per)
 		}
 	}
+	// groupBy's map and lists, which expr does not count: 59 MB for 300,000 elements; 64 bytes
+	// an element, refused past 262,144.
+	group := `len(groupBy(1..300000, #))`
+	_, err = runWith(t, group, Budget{}, nil)
+	budgetError(t, group, err, "groupBy would make 64 bytes")
+	if v, err := runWith(t, `len(groupBy(1..200000, # % 7))`, Budget{}, nil); err != nil || v.Int() != 7 {
+		t.Errorf("groupBy of 200,000: %s, want 7 groups", describe(v, err))
+	}
 	// toBase64 of 12 MiB: 16 MiB of text, and the input's read; with a copy before it, refused.
 	b64 := `let a = upper(#input.country); len(toBase64(a + a + a))`
 	_, err = runWith(t, b64, Budget{}, vars)
