@@ -34,7 +34,7 @@ type VariableType struct {
 }
 
 func typeOut(t expression.Type) VariableType {
-	out := VariableType{Kind: t.Kind.String(), Nullable: t.Nullable, Open: t.Open, Display: t.String()}
+	out := VariableType{Kind: t.Kind.String(), Nullable: t.Nullable, Open: t.Open, Display: t.Display()}
 	if t.Elem != nil {
 		e := typeOut(*t.Elem)
 		out.Elem = &e

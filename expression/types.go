@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/expr-lang/expr/checker/nature"
 	"github.com/expr-lang/expr/types"
@@ -132,12 +134,62 @@ func (t Type) Field(name string) (Type, bool) {
 // "list(integer)", "record{a: integer, b: string}", "record{a: integer, ...}"
 // (open).
 func (t Type) String() string {
-	var b strings.Builder
+	b := displayWriter{max: math.MaxInt}
 	t.write(&b)
 	return b.String()
 }
 
-func (t Type) write(b *strings.Builder) {
+// MaxDisplayBytes is the most bytes of a type's text that Display gives, its "…" not
+// counted: a record nested 63 deep whose field names are 10 KB long reads as 630 KB at its
+// top, and a scope report that gives each nested type's text (its fields' too) would give
+// 20 MB for it.
+const MaxDisplayBytes = 1 << 10
+
+// Display is String cut after MaxDisplayBytes bytes (at a character boundary), with "…"
+// when cut: the text of a type for people, in O(MaxDisplayBytes) work.
+func (t Type) Display() string {
+	b := displayWriter{max: MaxDisplayBytes}
+	t.write(&b)
+	if !b.cut {
+		return b.String()
+	}
+	s := b.String()
+	// Drop a character cut in the middle: its first byte is among the last utf8.UTFMax.
+	for i := len(s) - 1; i >= 0 && i >= len(s)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(s[i]) {
+			if !utf8.FullRuneInString(s[i:]) {
+				s = s[:i]
+			}
+			break
+		}
+	}
+	return s + "…"
+}
+
+// displayWriter is a strings.Builder that keeps at most max bytes; past them, cut is set
+// and writes are dropped.
+type displayWriter struct {
+	strings.Builder
+	max int
+	cut bool
+}
+
+func (b *displayWriter) WriteString(s string) {
+	if b.cut {
+		return
+	}
+	if room := b.max - b.Len(); len(s) > room {
+		b.Builder.WriteString(s[:room])
+		b.cut = true
+		return
+	}
+	b.Builder.WriteString(s)
+}
+
+func (t Type) write(b *displayWriter) {
+	if b.cut {
+		return
+	}
 	switch t.Kind {
 	case KindList:
 		b.WriteString("list(")

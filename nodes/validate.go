@@ -128,6 +128,18 @@ func urlSegmentProblem(id string) string {
 // every scope.
 const MaxScopeReport = 50_000
 
+// MaxScopeReportBytes bounds the bytes of Validation.Variables as the API gives them, as
+// MaxScopeReport bounds its entries: for each variable its name, and for each part of its
+// type (itself, each record field and list element, recursively) the field name, its text
+// (expression.Type.Display, at most MaxDisplayBytes) and reportPartBytes. A source schema
+// nested 63 deep with field names of 10 KB (a 640 KB request) was 41.6 MB of report for
+// #input alone, and 40 variables after it passed 4 GB of the server's memory.
+const MaxScopeReportBytes = 8 << 20
+
+// reportPartBytes is what a part of a type adds to the report beyond its field name and text:
+// its kind and the JSON around them.
+const reportPartBytes = 64
+
 // The variables the server defines. Users cannot name variables so.
 const (
 	VarInput  = "input"  // the event, from the source (its JSON Schema's type, or unknown)
@@ -263,7 +275,7 @@ func (r *Registry) Validate(s *scenario.Scenario) *Validation {
 	v.walk()
 	if v.skipped > 0 {
 		res.Warnings = append(res.Warnings, scenario.Problem{Code: CodeScopeReportTruncated,
-			Message: fmt.Sprintf("the variables in scope are not reported for %d of the %d nodes: the report would pass %d entries", v.skipped, len(v.vars)+v.skipped, MaxScopeReport)})
+			Message: fmt.Sprintf("the variables in scope are not reported for %d of the %d nodes: the report would pass %d entries or %d bytes", v.skipped, len(v.vars)+v.skipped, MaxScopeReport, MaxScopeReportBytes)})
 	}
 	res.Sort(s)
 	return &Validation{Result: res, Variables: v.vars, Plans: v.plans, Order: v.order}
@@ -347,11 +359,12 @@ type validation struct {
 	plans map[string]*Plan
 	order []string
 
-	// reported is the size of vars so far (see MaxScopeReport); once
-	// full, skipped counts the nodes whose scope is left out.
-	reported int
-	full     bool
-	skipped  int
+	// reported and reportedBytes are the size of vars so far (see MaxScopeReport and
+	// MaxScopeReportBytes); once full, skipped counts the nodes whose scope is left out.
+	reported      int
+	reportedBytes int
+	full          bool
+	skipped       int
 	// exprBytes is the text of the expressions compiled so far (MaxScenarioExpressionBytes).
 	exprBytes int
 	// schemaDeadline ends the registry lookups of this validation (SourceSchemaBudget from
@@ -362,21 +375,56 @@ type validation struct {
 // report records the scope of a node in vars, within MaxScopeReport.
 func (v *validation) report(id string, s scope) {
 	if !v.full {
-		size := 0
-		for _, sv := range s {
+		size, bytes := 0, 0
+		for name, sv := range s {
 			size += 1 + typeSize(sv.t, MaxScopeReport-v.reported-size)
 			if v.reported+size > MaxScopeReport {
+				v.full = true
+				break
+			}
+			// within MaxScopeReport parts: so is the walk of reportBytes
+			b, _ := reportBytes(sv.t)
+			bytes += len(name) + b
+			if v.reportedBytes+bytes > MaxScopeReportBytes {
 				v.full = true
 				break
 			}
 		}
 		if !v.full {
 			v.reported += size
+			v.reportedBytes += bytes
 			v.vars[id] = s.env()
 			return
 		}
 	}
 	v.skipped++
+}
+
+// reportBytes returns the bytes t takes in the scope report (MaxScopeReportBytes), and the
+// length of its text, up to MaxDisplayBytes+3 (of "…"), in one walk of its parts.
+func reportBytes(t expression.Type) (report, display int) {
+	switch t.Kind {
+	case expression.KindList:
+		display = len("list()")
+		if t.Elem != nil {
+			r, d := reportBytes(*t.Elem)
+			report += r
+			display += d
+		} else {
+			display += len("unknown")
+		}
+	case expression.KindRecord:
+		display = len("record{}") + len(", ...")
+		for _, f := range t.Fields {
+			r, d := reportBytes(f.Type)
+			report += r + len(f.Name)
+			display += len(f.Name) + len(": , ") + d
+		}
+	default:
+		display = len(t.Kind.String())
+	}
+	display = min(display+len("?"), expression.MaxDisplayBytes+len("…"))
+	return report + display + reportPartBytes, display
 }
 
 // boundType returns t, or Unknown with a CodeTypeTooLarge problem when t has more than
