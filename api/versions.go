@@ -29,10 +29,17 @@ func versionOut(v store.Version) Version {
 	}
 }
 
-// VersionList is a scenario's version history.
+// VersionList is a page of a scenario's version history.
 type VersionList struct {
 	Scenario string    `json:"scenario"`
 	Versions []Version `json:"versions" doc:"Newest first, without graphs."`
+	Next     int       `json:"next,omitempty" doc:"When older versions remain: the before of the next page (the oldest version of this one)." example:"101"`
+}
+
+type listVersionsInput struct {
+	Name   string `path:"name" doc:"The scenario's name (URL-escaped: a space is %20)." example:"large payments"`
+	Before int    `query:"before" minimum:"0" maximum:"2147483647" doc:"Paging cursor: only versions numbered below this (the previous page's next); 0 (the default) starts at the latest."`
+	Limit  int    `query:"limit" minimum:"1" maximum:"1000" default:"100" doc:"Most versions in the page."`
 }
 
 // NewVersion is a version to save on top of BaseVersion.
@@ -96,7 +103,7 @@ func (h *handlers) registerVersions(hapi huma.API) {
 		Method:      http.MethodGet,
 		Path:        "/api/scenarios/{name}/versions",
 		Summary:     "Version history",
-		Description: "Lists the scenario's versions, newest first, without their graphs.",
+		Description: "Lists the scenario's versions, newest first, without their graphs, a page at a time (limit, 100 by default; next gives the before of the next page). Imports and saves add versions without end, so the history is read in pages.",
 		Tags:        []string{tagVersions},
 		Errors:      []int{http.StatusBadRequest, http.StatusNotFound},
 	}, h.listVersions)
@@ -151,15 +158,21 @@ func (h *handlers) registerVersions(hapi huma.API) {
 	}, h.importScenario)
 }
 
-func (h *handlers) listVersions(ctx context.Context, in *getScenarioInput) (*listVersionsOutput, error) {
+func (h *handlers) listVersions(ctx context.Context, in *listVersionsInput) (*listVersionsOutput, error) {
 	if err := checkName(in.Name); err != nil {
 		return nil, err
 	}
-	list, err := h.store.ListVersions(ctx, in.Name)
+	// One more than the page says whether older versions remain.
+	list, err := h.store.ListVersions(ctx, in.Name, in.Before, in.Limit+1)
 	if err != nil {
 		return nil, storeError(ctx, err, in.Name, 0)
 	}
-	out := &listVersionsOutput{Body: VersionList{Scenario: in.Name, Versions: make([]Version, len(list))}}
+	out := &listVersionsOutput{Body: VersionList{Scenario: in.Name}}
+	if len(list) > in.Limit {
+		list = list[:in.Limit]
+		out.Body.Next = list[len(list)-1].Number
+	}
+	out.Body.Versions = make([]Version, len(list))
 	for i, v := range list {
 		out.Body.Versions[i] = versionOut(v)
 	}

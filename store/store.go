@@ -70,8 +70,10 @@ type Store interface {
 	GetLatestVersion(ctx context.Context, name string) (Version, error)
 
 	// ListVersions returns the version history of the scenario name, newest first, without
-	// graphs (Graph is nil; GetVersion fetches one). Errors: ErrNotFound.
-	ListVersions(ctx context.Context, name string) ([]Version, error)
+	// graphs (Graph is nil; GetVersion fetches one): the versions numbered below before
+	// (before <= 0: from the latest), at most limit of them (limit <= 0: all). Errors:
+	// ErrNotFound (no such scenario; a scenario with no version below before gives none).
+	ListVersions(ctx context.Context, name string, before, limit int) ([]Version, error)
 
 	// CreateDeployment records a request to deploy version d.Version of scenario d.Scenario,
 	// with status StatusDeploying, and returns it with its ID.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -236,8 +237,15 @@ func (s *Store) GetLatestVersion(ctx context.Context, name string) (store.Versio
 }
 
 // ListVersions implements store.Store.
-func (s *Store) ListVersions(ctx context.Context, name string) ([]store.Version, error) {
-	rows, err := s.pool.Query(ctx, historySelect+` WHERE s.name = $1 ORDER BY v.number DESC`, name)
+func (s *Store) ListVersions(ctx context.Context, name string, before, limit int) ([]store.Version, error) {
+	if before <= 0 {
+		before = math.MaxInt32 // version numbers are integers
+	}
+	var lim *int // NULL: no limit
+	if limit > 0 {
+		lim = &limit
+	}
+	rows, err := s.pool.Query(ctx, historySelect+` WHERE s.name = $1 AND v.number < $2 ORDER BY v.number DESC LIMIT $3`, name, before, lim)
 	if err != nil {
 		return nil, fmt.Errorf("listing versions of %q: %w", name, err)
 	}
@@ -246,7 +254,13 @@ func (s *Store) ListVersions(ctx context.Context, name string) ([]store.Version,
 		return nil, fmt.Errorf("listing versions of %q: %w", name, err)
 	}
 	if len(list) == 0 { // every scenario has version 1
-		return nil, fmt.Errorf("listing versions of %q: %w", name, store.ErrNotFound)
+		var one int
+		if err := s.pool.QueryRow(ctx, `SELECT 1 FROM scenarios WHERE name = $1`, name).Scan(&one); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				err = store.ErrNotFound
+			}
+			return nil, fmt.Errorf("listing versions of %q: %w", name, err)
+		}
 	}
 	return list, nil
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/scenario-server/scenario-server/store"
@@ -230,8 +231,14 @@ func (s *Store) GetLatestVersion(ctx context.Context, name string) (store.Versio
 }
 
 // ListVersions implements store.Store.
-func (s *Store) ListVersions(ctx context.Context, name string) ([]store.Version, error) {
-	rows, err := s.read.QueryContext(ctx, historySelect+` WHERE s.name = ? ORDER BY v.number DESC`, name)
+func (s *Store) ListVersions(ctx context.Context, name string, before, limit int) ([]store.Version, error) {
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	rows, err := s.read.QueryContext(ctx, historySelect+` WHERE s.name = ? AND v.number < ? ORDER BY v.number DESC LIMIT ?`, name, before, limit)
 	if err != nil {
 		return nil, fmt.Errorf("listing versions of %q: %w", name, err)
 	}
@@ -248,7 +255,13 @@ func (s *Store) ListVersions(ctx context.Context, name string) ([]store.Version,
 		return nil, fmt.Errorf("listing versions of %q: %w", name, err)
 	}
 	if len(list) == 0 { // every scenario has version 1
-		return nil, fmt.Errorf("listing versions of %q: %w", name, store.ErrNotFound)
+		var one int
+		if err := s.read.QueryRowContext(ctx, `SELECT 1 FROM scenarios WHERE name = ?`, name).Scan(&one); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				err = store.ErrNotFound
+			}
+			return nil, fmt.Errorf("listing versions of %q: %w", name, err)
+		}
 	}
 	return list, nil
 }

@@ -239,7 +239,7 @@ func testNotFound(t *testing.T, open func(t *testing.T) store.Store) {
 		"GetVersion 0":       func() error { _, err := s.GetVersion(ctx, "exists", 0); return err },
 		"GetVersion 2":       func() error { _, err := s.GetVersion(ctx, "exists", 2); return err },
 		"GetLatestVersion":   func() error { _, err := s.GetLatestVersion(ctx, "missing"); return err },
-		"ListVersions":       func() error { _, err := s.ListVersions(ctx, "missing"); return err },
+		"ListVersions":       func() error { _, err := s.ListVersions(ctx, "missing", 0, 0); return err },
 		"CreateDeployment": func() error {
 			_, err := s.CreateDeployment(ctx, store.NewDeployment{Scenario: "missing", Version: 1})
 			return err
@@ -314,7 +314,7 @@ func testSaveVersion(t *testing.T, open func(t *testing.T) store.Store) {
 	}
 	checkVersion(t, "GetLatestVersion", must(s.GetLatestVersion(ctx, "alerts"))(t), saved[4])
 
-	history := must(s.ListVersions(ctx, "alerts"))(t)
+	history := must(s.ListVersions(ctx, "alerts", 0, 0))(t)
 	if len(history) != 5 {
 		t.Fatalf("ListVersions: %d versions, want 5", len(history))
 	}
@@ -322,6 +322,25 @@ func testSaveVersion(t *testing.T, open func(t *testing.T) store.Store) {
 		want := saved[4-i] // newest first
 		want.Graph = nil
 		checkVersion(t, fmt.Sprintf("ListVersions[%d]", i), v, want)
+	}
+	// Pages: below before, at most limit, newest first; none below version 1, and an unknown
+	// scenario is not found whatever the page.
+	for _, p := range []struct{ before, limit, from, n int }{{0, 2, 5, 2}, {4, 2, 3, 2}, {2, 2, 1, 1}, {3, 0, 2, 2}, {1, 2, 0, 0}, {9, 1, 5, 1}} {
+		page := must(s.ListVersions(ctx, "alerts", p.before, p.limit))(t)
+		var got []int
+		for _, v := range page {
+			got = append(got, v.Number)
+		}
+		var want []int
+		for i := range p.n {
+			want = append(want, p.from-i)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("ListVersions(before %d, limit %d): %v, want %v", p.before, p.limit, got, want)
+		}
+	}
+	if _, err := s.ListVersions(ctx, "missing", 3, 2); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("ListVersions of a missing scenario, a later page: %v, want ErrNotFound", err)
 	}
 
 	sc := must(s.GetScenario(ctx, "alerts"))(t)
@@ -366,7 +385,7 @@ func testConflictOnStaleBase(t *testing.T, open func(t *testing.T) store.Store) 
 	if v3.Number != 3 {
 		t.Errorf("save after merging: version %d, want 3", v3.Number)
 	}
-	history := must(s.ListVersions(ctx, "offers"))(t)
+	history := must(s.ListVersions(ctx, "offers", 0, 0))(t)
 	if len(history) != 3 {
 		t.Errorf("ListVersions after a conflict: %d versions, want 3", len(history))
 	}
@@ -411,7 +430,7 @@ func testConcurrentSavesOneWins(t *testing.T, open func(t *testing.T) store.Stor
 			t.Errorf("round %d: latest is %d with %s, want %d with the winner's graph", round, latest.Number, latest.Graph, round+1)
 		}
 	}
-	if n := len(must(s.ListVersions(ctx, "race"))(t)); n != rounds+1 {
+	if n := len(must(s.ListVersions(ctx, "race", 0, 0))(t)); n != rounds+1 {
 		t.Errorf("ListVersions: %d versions, want %d", n, rounds+1)
 	}
 }
@@ -484,7 +503,7 @@ func testArchive(t *testing.T, open func(t *testing.T) store.Store) {
 	}
 	// Archived scenarios keep their versions, readable.
 	must(s.GetVersion(ctx, "old", 1))(t)
-	must(s.ListVersions(ctx, "old"))(t)
+	must(s.ListVersions(ctx, "old", 0, 0))(t)
 
 	_, err := s.SaveVersion(ctx, "old", 1, draft(2, "ann"))
 	wantErr(t, "SaveVersion on archived", err, store.ErrArchived)
@@ -1417,7 +1436,7 @@ func testSurvivesReopen(t *testing.T, open func(t *testing.T) store.Store) {
 
 	s = open(t)
 	checkVersion(t, "latest after reopen", must(s.GetLatestVersion(ctx, "durable"))(t), v2)
-	if n := len(must(s.ListVersions(ctx, "durable"))(t)); n != 2 {
+	if n := len(must(s.ListVersions(ctx, "durable", 0, 0))(t)); n != 2 {
 		t.Errorf("%d versions after reopen, want 2", n)
 	}
 	if got := names(must(s.ListScenarios(ctx, store.ScenarioFilter{Archived: store.OnlyArchived}))(t)); !slices.Equal(got, []string{"shelved"}) {

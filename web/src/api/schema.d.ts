@@ -112,7 +112,7 @@ export interface paths {
         put?: never;
         /**
          * Run one node on given variables
-         * @description Runs the expressions of one node of a graph on the variables given and tells what the node does with them: the edge a Filter or Switch takes, the variable a Variable adds, the value a Sink writes, an aggregate's key and inputs (without window state). The node must have no validation errors of its own (else 422 scenario-has-errors); other nodes may.
+         * @description Runs the expressions of one node of a graph on the variables given and tells what the node does with them: the edge a Filter or Switch takes, the variable a Variable adds, the value a Sink writes, an aggregate's key and inputs (without window state). The node must have no validation errors of its own (else 422 scenario-has-errors); other nodes may. It takes a test run's place while it runs: 503 test-runs-busy while the server runs as many test runs as it runs at once, or the identity (or client address) half of them.
          */
         post: operations["test-node"];
         delete?: never;
@@ -626,7 +626,7 @@ export interface paths {
         };
         /**
          * Version history
-         * @description Lists the scenario's versions, newest first, without their graphs.
+         * @description Lists the scenario's versions, newest first, without their graphs, a page at a time (limit, 100 by default; next gives the before of the next page). Imports and saves add versions without end, so the history is read in pages.
          */
         get: operations["list-versions"];
         put?: never;
@@ -2522,6 +2522,12 @@ export interface components {
             latest: components["schemas"]["Version"];
         };
         VersionList: {
+            /**
+             * Format: int64
+             * @description When older versions remain: the before of the next page (the oldest version of this one).
+             * @example 101
+             */
+            next?: number;
             scenario: string;
             /** @description Newest first, without graphs. */
             versions: components["schemas"]["Version"][] | null;
@@ -2803,6 +2809,15 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4806,7 +4821,12 @@ export interface operations {
     };
     "list-versions": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Paging cursor: only versions numbered below this (the previous page's next); 0 (the default) starts at the latest. */
+                before?: number;
+                /** @description Most versions in the page. */
+                limit?: number;
+            };
             header?: never;
             path: {
                 /** @description The scenario's name (URL-escaped: a space is %20). */
