@@ -74,6 +74,13 @@ type DeploymentStatusList struct {
 type DeploymentList struct {
 	Scenario    string       `json:"scenario"`
 	Deployments []Deployment `json:"deployments" doc:"Newest first."`
+	Next        int64        `json:"next,omitempty" doc:"When older deployments remain: the before of the next page (the oldest deployment's id in this one)." example:"17"`
+}
+
+type listDeploymentsInput struct {
+	Name   string `path:"name" doc:"The scenario's name (URL-escaped: a space is %20)." example:"large payments"`
+	Before int64  `query:"before" minimum:"0" doc:"Paging cursor: only deployments of ids below this (the previous page's next); 0 (the default) starts at the latest."`
+	Limit  int    `query:"limit" minimum:"1" maximum:"1000" default:"100" doc:"Most deployments in the page."`
 }
 
 // DeployRequest is the body of a deploy; every field is optional.
@@ -258,7 +265,7 @@ func (h *handlers) registerDeployments(hapi huma.API) {
 		Method:      http.MethodGet,
 		Path:        "/api/scenarios/{name}/deployments",
 		Summary:     "List a scenario's deployments",
-		Description: "The deployment history: version, status and reason, who, when and the comment, newest first.",
+		Description: "The deployment history: version, status and reason, who, when and the comment, newest first, a page at a time (limit, 100 by default; next gives the before of the next page).",
 		Tags:        []string{tagDeployments},
 		Errors:      []int{http.StatusBadRequest, http.StatusNotFound},
 	}, h.listDeployments)
@@ -354,7 +361,7 @@ func (h *handlers) deploymentStatus(ctx context.Context, in *scenarioPath) (*sce
 	if err := checkName(in.Name); err != nil {
 		return nil, err
 	}
-	list, err := h.store.ListDeployments(ctx, in.Name)
+	list, err := h.store.ListDeployments(ctx, in.Name, 0, 1)
 	if err != nil {
 		return nil, storeError(ctx, err, in.Name, 0)
 	}
@@ -371,15 +378,21 @@ func (h *handlers) deploymentStatus(ctx context.Context, in *scenarioPath) (*sce
 	return out, nil
 }
 
-func (h *handlers) listDeployments(ctx context.Context, in *scenarioPath) (*deploymentListOutput, error) {
+func (h *handlers) listDeployments(ctx context.Context, in *listDeploymentsInput) (*deploymentListOutput, error) {
 	if err := checkName(in.Name); err != nil {
 		return nil, err
 	}
-	list, err := h.store.ListDeployments(ctx, in.Name)
+	// One more than the page says whether older deployments remain.
+	list, err := h.store.ListDeployments(ctx, in.Name, in.Before, in.Limit+1)
 	if err != nil {
 		return nil, storeError(ctx, err, in.Name, 0)
 	}
-	out := &deploymentListOutput{Body: DeploymentList{Scenario: in.Name, Deployments: make([]Deployment, len(list))}}
+	out := &deploymentListOutput{Body: DeploymentList{Scenario: in.Name}}
+	if len(list) > in.Limit {
+		list = list[:in.Limit]
+		out.Body.Next = list[len(list)-1].ID
+	}
+	out.Body.Deployments = make([]Deployment, len(list))
 	for i, d := range list {
 		out.Body.Deployments[i] = deploymentOut(d)
 	}
@@ -416,7 +429,7 @@ func (h *handlers) counts(ctx context.Context, in *scenarioPath) (*liveCountsOut
 	}
 	out := h.liveCounts(in.Name)
 	if !out.Running {
-		if list, err := h.store.ListDeployments(ctx, in.Name); err == nil && len(list) > 0 && isPaused(list[0]) {
+		if list, err := h.store.ListDeployments(ctx, in.Name, 0, 1); err == nil && len(list) > 0 && isPaused(list[0]) {
 			out.Paused = true
 		}
 	}

@@ -385,6 +385,18 @@ func testDeploymentStatuses(t *testing.T, c *client) {
 	if strings.Join(summary, "; ") != strings.Join(want, "; ") {
 		t.Errorf("history:\n got %q\nwant %q", summary, want)
 	}
+	// In pages of one: the second deployment and the next page's before (its id); then the
+	// first, and no next.
+	var page api.DeploymentList
+	c.get("/api/scenarios/a/deployments?limit=1").ok(t, http.StatusOK, &page)
+	if len(page.Deployments) != 1 || page.Deployments[0].ID != second.ID || page.Next != second.ID || history.Next != 0 {
+		t.Errorf("first page of 1: %s (whole history's next %d)", mustJSON(page), history.Next)
+	}
+	page = api.DeploymentList{}
+	c.get(fmt.Sprintf("/api/scenarios/a/deployments?limit=1&before=%d", second.ID)).ok(t, http.StatusOK, &page)
+	if len(page.Deployments) != 1 || page.Deployments[0].Comment != "first" || page.Next != 0 {
+		t.Errorf("second page of 1: %s", mustJSON(page))
+	}
 
 	var all api.DeploymentStatusList
 	c.get("/api/deployments").ok(t, http.StatusOK, &all)

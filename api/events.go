@@ -212,7 +212,7 @@ func isEventsPath(path string) bool {
 // keeps as running but this server does not run, paused (safe mode, --no-resume): it says so and
 // how to resume, where "is not deployed" would mislead. Nil otherwise.
 func (h *handlers) pausedProblem(ctx context.Context, name string) *ProblemDetails {
-	list, err := h.store.ListDeployments(ctx, name)
+	list, err := h.store.ListDeployments(ctx, name, 0, 1)
 	if err != nil || len(list) == 0 {
 		return nil
 	}

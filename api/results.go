@@ -96,7 +96,7 @@ func (h *handlers) checkSink(ctx context.Context, name, sink string) error {
 		return storeError(ctx, err, name, 0)
 	}
 	versions := []int{sc.LatestVersion}
-	if list, err := h.store.ListDeployments(ctx, name); err == nil && len(list) > 0 && list[0].Version != sc.LatestVersion {
+	if list, err := h.store.ListDeployments(ctx, name, 0, 1); err == nil && len(list) > 0 && list[0].Version != sc.LatestVersion {
 		versions = append(versions, list[0].Version)
 	}
 	for _, n := range versions {

@@ -652,24 +652,24 @@ func (e cannotResume) Unwrap() []error { return []error{errPermanent, e.err} }
 // previousCheckpoint returns the latest checkpoint of the newest earlier deployment of the
 // scenario that has one, and that deployment's version; nil when there is none.
 func (d *deployment) previousCheckpoint(ctx context.Context) (*store.Checkpoint, int, error) {
-	list, err := d.rt.cfg.Store.ListDeployments(ctx, d.info.Scenario)
-	if err != nil {
-		return nil, 0, err
-	}
-	for _, prev := range list { // newest first
-		if prev.ID >= d.info.ID {
-			continue
-		}
-		cp, err := d.rt.cfg.Store.GetLatestCheckpoint(ctx, prev.ID)
-		if errors.Is(err, store.ErrNotFound) {
-			continue
-		}
-		if err != nil {
+	// The earlier deployments, newest first, a page at a time: the history has no end.
+	for before := d.info.ID; ; {
+		list, err := d.rt.cfg.Store.ListDeployments(ctx, d.info.Scenario, before, 100)
+		if err != nil || len(list) == 0 {
 			return nil, 0, err
 		}
-		return &cp, prev.Version, nil
+		for _, prev := range list {
+			cp, err := d.rt.cfg.Store.GetLatestCheckpoint(ctx, prev.ID)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, 0, err
+			}
+			return &cp, prev.Version, nil
+		}
+		before = list[len(list)-1].ID
 	}
-	return nil, 0, nil
 }
 
 // errStopped means the deployment was stopped (or the runtime aborted) before it was restored.

@@ -49,7 +49,7 @@ func testSinkPathInUse(t *testing.T, st store.Store) {
 		inUse.OtherDeployment != da.ID || inUse.Sink != "out" || !strings.Contains(err.Error(), "shared.txt") {
 		t.Fatalf("deploying b onto a's file: %v", err)
 	}
-	if list, _ := st.ListDeployments(t.Context(), "b"); len(list) != 0 {
+	if list, _ := st.ListDeployments(t.Context(), "b", 0, 0); len(list) != 0 {
 		t.Errorf("the refused deploy created a deployment: %+v", list)
 	}
 	if l, ok := r.Live("a"); !ok || l.Deployment != da.ID {
@@ -141,7 +141,7 @@ func testFileSinkDirectoryPath(t *testing.T, st store.Store) {
 		if !errors.As(err, &inv) || len(inv.Problems) != 1 || inv.Problems[0].Code != "invalid-path" || inv.Problems[0].NodeID != "out" {
 			t.Errorf("deploying %q: %v", name, err)
 		}
-		if list, _ := st.ListDeployments(t.Context(), name); len(list) != 0 {
+		if list, _ := st.ListDeployments(t.Context(), name, 0, 0); len(list) != 0 {
 			t.Errorf("%q: a refused deploy created a deployment", name)
 		}
 	}

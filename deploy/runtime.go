@@ -834,7 +834,7 @@ func (r *Runtime) Cancel(ctx context.Context, scenarioName, user, comment string
 	d := r.lookup(scenarioName)
 	if d == nil {
 		// Not running here, but maybe active in the store (a deployment that failed to resume).
-		list, err := r.cfg.Store.ListDeployments(ctx, scenarioName)
+		list, err := r.cfg.Store.ListDeployments(ctx, scenarioName, 0, 1)
 		if err != nil {
 			return store.Deployment{}, err
 		}
@@ -867,7 +867,7 @@ func (r *Runtime) stopCurrent(ctx context.Context, name, reason string) error {
 		}
 		return nil
 	}
-	list, err := r.cfg.Store.ListDeployments(ctx, name)
+	list, err := r.cfg.Store.ListDeployments(ctx, name, 0, 1)
 	if err != nil {
 		return err
 	}

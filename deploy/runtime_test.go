@@ -406,7 +406,7 @@ func testRedeploy(t *testing.T, st store.Store) {
 		t.Errorf("version 2 counted %d events, want the 400 after the switch: %+v", l.Nodes["in"].In, l)
 	}
 	equalResults(t, collected(t, st, "sums")[before:], replay(t, v2, recs[800:]))
-	history, _ := st.ListDeployments(t.Context(), "sums")
+	history, _ := st.ListDeployments(t.Context(), "sums", 0, 0)
 	if len(history) != 3 || history[0].Version != 2 || history[0].Status != store.StatusRunning {
 		t.Errorf("history: %+v", history)
 	}

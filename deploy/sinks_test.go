@@ -45,7 +45,7 @@ func TestCanceledDeploymentKeepsItsFile(t *testing.T) {
 			if !errors.As(err, &inUse) || inUse.OtherDeployment != da.ID || inUse.OtherStatus != store.StatusCanceled || inUse.OtherSink != "out" {
 				t.Fatalf("deploying b onto a's file: %v", err)
 			}
-			if list, _ := st.ListDeployments(t.Context(), "b"); len(list) != 0 {
+			if list, _ := st.ListDeployments(t.Context(), "b", 0, 0); len(list) != 0 {
 				t.Errorf("the refused deploy created a deployment: %+v", list)
 			}
 			deploy(t, r, "a", 0)

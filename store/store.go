@@ -94,9 +94,10 @@ type Store interface {
 	// caller canceled it.
 	SetDeploymentStatus(ctx context.Context, id int64, to DeploymentStatus, reason string) (Deployment, error)
 
-	// ListDeployments returns the deployment history of the scenario name, newest first.
-	// Errors: ErrNotFound when the scenario does not exist.
-	ListDeployments(ctx context.Context, scenario string) ([]Deployment, error)
+	// ListDeployments returns the deployment history of the scenario name, newest first: the
+	// deployments of ids below before (before <= 0: from the latest), at most limit of them
+	// (limit <= 0: all). Errors: ErrNotFound when the scenario does not exist.
+	ListDeployments(ctx context.Context, scenario string, before int64, limit int) ([]Deployment, error)
 
 	// ListActiveDeployments returns every deployment whose status is deploying or running,
 	// over all scenarios, ordered by ID: what the runtime restarts when the server starts.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -105,12 +106,19 @@ func (s *Store) SetDeploymentStatus(ctx context.Context, id int64, to store.Depl
 }
 
 // ListDeployments implements store.Store.
-func (s *Store) ListDeployments(ctx context.Context, scenario string) ([]store.Deployment, error) {
+func (s *Store) ListDeployments(ctx context.Context, scenario string, before int64, limit int) ([]store.Deployment, error) {
 	row, err := lookupScenario(ctx, s.pool, scenario, "")
 	if err != nil {
 		return nil, fmt.Errorf("listing deployments: %w", err)
 	}
-	rows, err := s.pool.Query(ctx, deploymentSelect+` WHERE d.scenario_id = $1 ORDER BY d.id DESC`, row.id)
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	var lim *int // NULL: no limit
+	if limit > 0 {
+		lim = &limit
+	}
+	rows, err := s.pool.Query(ctx, deploymentSelect+` WHERE d.scenario_id = $1 AND d.id < $2 ORDER BY d.id DESC LIMIT $3`, row.id, before, lim)
 	if err != nil {
 		return nil, fmt.Errorf("listing deployments of %q: %w", scenario, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/scenario-server/scenario-server/store"
 	"github.com/scenario-server/scenario-server/store/internal/check"
@@ -117,12 +118,18 @@ func (s *Store) SetDeploymentStatus(ctx context.Context, id int64, to store.Depl
 }
 
 // ListDeployments implements store.Store.
-func (s *Store) ListDeployments(ctx context.Context, scenario string) ([]store.Deployment, error) {
+func (s *Store) ListDeployments(ctx context.Context, scenario string, before int64, limit int) ([]store.Deployment, error) {
 	row, err := lookupScenario(ctx, s.read, scenario)
 	if err != nil {
 		return nil, fmt.Errorf("listing deployments: %w", err)
 	}
-	list, err := listDeployments(ctx, s.read, ` WHERE d.scenario_id = ? ORDER BY d.id DESC`, row.id)
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	list, err := listDeployments(ctx, s.read, ` WHERE d.scenario_id = ? AND d.id < ? ORDER BY d.id DESC LIMIT ?`, row.id, before, limit)
 	if err != nil {
 		return nil, fmt.Errorf("listing deployments of %q: %w", scenario, err)
 	}

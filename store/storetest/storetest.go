@@ -253,7 +253,7 @@ func testNotFound(t *testing.T, open func(t *testing.T) store.Store) {
 			_, err := s.SetDeploymentStatus(ctx, 424242, store.StatusRunning, "")
 			return err
 		},
-		"ListDeployments": func() error { _, err := s.ListDeployments(ctx, "missing"); return err },
+		"ListDeployments": func() error { _, err := s.ListDeployments(ctx, "missing", 0, 0); return err },
 		"PutCheckpoint":   func() error { _, err := s.PutCheckpoint(ctx, store.Checkpoint{Deployment: 424242}); return err },
 		"CommitCheckpoint": func() error {
 			_, _, err := s.CommitCheckpoint(ctx, store.Checkpoint{Deployment: 424242}, []store.NewSinkResult{{Sink: "out", Value: json.RawMessage(`1`)}})
@@ -278,7 +278,7 @@ func testNotFound(t *testing.T, open func(t *testing.T) store.Store) {
 	}
 
 	// Existing but empty things are not errors.
-	if l := must(s.ListDeployments(ctx, "exists"))(t); l != nil {
+	if l := must(s.ListDeployments(ctx, "exists", 0, 0))(t); l != nil {
 		t.Errorf("ListDeployments of a never deployed scenario = %v, want nil", l)
 	}
 	if l := must(s.ReadSinkResults(ctx, "exists", "", 0, 10))(t); l != nil {
@@ -585,14 +585,24 @@ func testDeployments(t *testing.T, open func(t *testing.T) store.Store) {
 	}
 	d3 := must(s.CreateDeployment(ctx, store.NewDeployment{Scenario: "fraud", Version: 1, Comment: "rollback"}))(t)
 
-	history := must(s.ListDeployments(ctx, "fraud"))(t)
+	history := must(s.ListDeployments(ctx, "fraud", 0, 0))(t)
 	if len(history) != 3 {
 		t.Fatalf("ListDeployments: %d, want 3", len(history))
 	}
 	checkDeployment(t, "history[0]", history[0], d3)
 	checkDeployment(t, "history[1]", history[1], failed)
 	checkDeployment(t, "history[2]", history[2], canceled)
-	if h := must(s.ListDeployments(ctx, "offers"))(t); len(h) != 1 || h[0].ID != o1.ID {
+	// Pages: ids below before, at most limit, newest first.
+	if p := must(s.ListDeployments(ctx, "fraud", 0, 2))(t); len(p) != 2 || p[0].ID != d3.ID || p[1].ID != failed.ID {
+		t.Errorf("ListDeployments(fraud, limit 2) = %+v", p)
+	}
+	if p := must(s.ListDeployments(ctx, "fraud", failed.ID, 2))(t); len(p) != 1 || p[0].ID != canceled.ID {
+		t.Errorf("ListDeployments(fraud, before %d, limit 2) = %+v", failed.ID, p)
+	}
+	if p := must(s.ListDeployments(ctx, "fraud", canceled.ID, 0))(t); len(p) != 0 {
+		t.Errorf("ListDeployments(fraud, before the first) = %+v", p)
+	}
+	if h := must(s.ListDeployments(ctx, "offers", 0, 0))(t); len(h) != 1 || h[0].ID != o1.ID {
 		t.Errorf("ListDeployments(offers) = %+v", h)
 	}
 

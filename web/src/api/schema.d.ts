@@ -389,7 +389,7 @@ export interface paths {
         };
         /**
          * List a scenario's deployments
-         * @description The deployment history: version, status and reason, who, when and the comment, newest first.
+         * @description The deployment history: version, status and reason, who, when and the comment, newest first, a page at a time (limit, 100 by default; next gives the before of the next page).
          */
         get: operations["list-deployments"];
         put?: never;
@@ -1145,6 +1145,12 @@ export interface components {
         DeploymentList: {
             /** @description Newest first. */
             deployments: components["schemas"]["Deployment"][] | null;
+            /**
+             * Format: int64
+             * @description When older deployments remain: the before of the next page (the oldest deployment's id in this one).
+             * @example 17
+             */
+            next?: number;
             scenario: string;
         };
         DeploymentStatusList: {
@@ -3851,7 +3857,12 @@ export interface operations {
     };
     "list-deployments": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Paging cursor: only deployments of ids below this (the previous page's next); 0 (the default) starts at the latest. */
+                before?: number;
+                /** @description Most deployments in the page. */
+                limit?: number;
+            };
             header?: never;
             path: {
                 /** @description The scenario's name (URL-escaped: a space is %20). */
