@@ -816,7 +816,7 @@ export interface paths {
         };
         /**
          * Prometheus metrics
-         * @description Metrics in the Prometheus text format: HTTP requests by route pattern and status (scenario_server_http_requests_total), their durations (scenario_server_http_request_duration_seconds), and the Go runtime and process.
+         * @description Metrics in the Prometheus text format: HTTP requests by route pattern and status (scenario_server_http_requests_total), their durations (scenario_server_http_request_duration_seconds), and the Go runtime and process. At most 2 scrapes run at once; another is answered 503 at once.
          */
         get: operations["metrics"];
         put?: never;
@@ -5513,6 +5513,15 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Service Unavailable */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
