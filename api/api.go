@@ -217,15 +217,16 @@ func New(cfg Config) (*Handler, error) {
 	// HEAD is answered as GET without the body (curl -I, load balancers' probes), on every
 	// GET route: requireRoles and the audit treat a HEAD as its GET (its role, its entry).
 	r.Use(middleware.GetHead)
-	limiter := newRateLimiter(cfg.RateLimits)
-	r.Use(limiter.limit)
-	r.Use(ndjsonRecords(cfg.TestMaxBytes))
 	limitOf := func(path string) int64 {
 		if isTestPath(path) {
 			return cfg.TestMaxBytes
 		}
 		return cfg.MaxBodyBytes
 	}
+	limiter := newRateLimiter(cfg.RateLimits)
+	limiter.bodyLimit = limitOf
+	r.Use(limiter.limit)
+	r.Use(ndjsonRecords(cfg.TestMaxBytes))
 	r.Use(checkBody(limitOf))
 	r.Use(refuseNUL(limitOf))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {

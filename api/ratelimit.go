@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -186,7 +187,13 @@ type rateLimiter struct {
 	// those of the other bodies (RequestBodyBytes); nil: no bound.
 	ingestBodies, requestBodies *bodyBudget
 	now                         func() time.Time
+	// bodyLimit is the most bytes of a request body to path (checkBody's limit): a test run's
+	// body is read, up to it, before the run takes its place; nil: defaultBodyLimit.
+	bodyLimit func(path string) int64
 }
+
+// defaultBodyLimit is bodyLimit when none is set (the default --max-body-bytes).
+const defaultBodyLimit = 10 << 20
 
 // newRateLimiter applies l.
 func newRateLimiter(l RateLimits) *rateLimiter {
@@ -272,17 +279,57 @@ func (rl *rateLimiter) limit(next http.Handler) http.Handler {
 		// took the server's CPU (round 12: 40 at once). It takes a test run's place, not its
 		// rate (the designer tests nodes as the user edits them).
 		if (testRun || r.URL.Path == nodeTestPath) && rl.running != nil {
-			key := rateKey(r)
-			if p := rl.running.take(key); p != nil {
-				w.Header().Set("Retry-After", "1")
-				writeProblem(w, p)
-				return
-			}
-			defer rl.running.give(key)
+			budget.serve(w, r, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				// The body first (counted by the budget as it arrives), then the place: a body
+				// sent a byte at a time held a place for the 60 s of its read timeout, and 4
+				// such connections kept every other test run out, again and again (round 14b).
+				// A body that fails or passes its limit goes on without a place, to be refused.
+				limit := int64(defaultBodyLimit)
+				if rl.bodyLimit != nil {
+					limit = rl.bodyLimit(r.URL.Path)
+				}
+				if !bufferBody(r, limit) {
+					next.ServeHTTP(w, r)
+					return
+				}
+				key := rateKey(r)
+				if p := rl.running.take(key); p != nil {
+					w.Header().Set("Retry-After", "1")
+					writeProblem(w, p)
+					return
+				}
+				defer rl.running.give(key)
+				next.ServeHTTP(w, r)
+			}))
+			return
 		}
 		budget.serve(w, r, next)
 	})
 }
+
+// bufferBody reads r's body, up to limit+1 bytes, and gives r a body that reads the same
+// bytes again, then what the first read met (the rest past the limit, or its error); it
+// reports whether the whole body was read, within limit.
+func bufferBody(r *http.Request, limit int64) bool {
+	if r.Body == nil || r.Body == http.NoBody {
+		return true
+	}
+	data, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	rest := io.Reader(r.Body)
+	if err != nil {
+		rest = failedReader{err}
+	}
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(data), rest), r.Body}
+	return err == nil && int64(len(data)) <= limit
+}
+
+// failedReader returns err.
+type failedReader struct{ err error }
+
+func (f failedReader) Read([]byte) (int, error) { return 0, f.err }
 
 // testPlaces are places for test runs (what: "test runs"), all of them over all clients and
 // perClient for one; refused with 503 test-runs-busy.

@@ -331,3 +331,78 @@ func TestRefusedRequestsLoggedTenASecond(t *testing.T) {
 		t.Errorf("a second later: %v, %d not logged; want logged, with 90", ok, n)
 	}
 }
+
+// signalRead tells read once, at the first Read of its body.
+type signalRead struct {
+	io.ReadCloser
+	read chan<- struct{}
+	once bool
+}
+
+func (s *signalRead) Read(p []byte) (int, error) {
+	if !s.once {
+		s.once = true
+		s.read <- struct{}{}
+	}
+	return s.ReadCloser.Read(p)
+}
+
+// TestSlowBodiesHoldNoTestPlace (round 14b): a test run took its place before its body was
+// read, so 4 connections sending their bodies a byte every 20 s kept every other test run at
+// 503 test-runs-busy. Now the body is read first: with two test-run bodies of one client
+// still arriving, the server being read from, that client's complete run passes (its bound
+// is 2), and once the slow bodies end they run too.
+func TestSlowBodiesHoldNoTestPlace(t *testing.T) {
+	t.Parallel()
+	read := make(chan struct{}, 4)
+	rl := newRateLimiter(RateLimits{MaxConcurrentTests: 4})
+	limited := rl.limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadAll(r.Body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = &signalRead{ReadCloser: r.Body, read: read}
+		limited.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	post := func(body io.Reader) int {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/api/test", body)
+		if err != nil {
+			t.Error(err)
+			return 0
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Error(err)
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	var writers []*io.PipeWriter
+	done := make(chan int, 2)
+	for range 2 {
+		pr, pw := io.Pipe()
+		writers = append(writers, pw)
+		go func() { done <- post(pr) }()
+		if _, err := pw.Write([]byte("{")); err != nil {
+			t.Fatal(err)
+		}
+		<-read // the server reads this body (before: with the place taken)
+	}
+	if code := post(strings.NewReader("{}")); code != http.StatusNoContent {
+		t.Errorf("a complete run while two slow bodies arrive: %d, want 204", code)
+	}
+	for _, pw := range writers {
+		pw.Write([]byte("}"))
+		pw.Close()
+	}
+	for range 2 {
+		if code := <-done; code != http.StatusNoContent {
+			t.Errorf("a slow body's run: %d, want 204", code)
+		}
+	}
+}
