@@ -43,6 +43,10 @@ func TestRequestBodiesBounded(t *testing.T) {
 	const a, b = "10.0.0.1", "10.0.0.2"
 	// Alone, a body larger than the budget goes in: 1,500 bytes.
 	validate(b, 1500).ok(t, http.StatusOK, nil)
+	// Its bytes are given back when its handler returns, which may be after B has its answer:
+	// wait for that (a 300-byte body of B's passes then, and its own 300 bytes leave room for
+	// A's 600), or A's slow body may find the budget full and be refused at once.
+	waitFor(t, "the 1,500 bytes to be given back", func() bool { return validate(b, 300).Status == http.StatusOK })
 
 	finish := slowBody(t, c, a, 600)
 	var refused *response
