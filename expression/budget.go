@@ -512,81 +512,20 @@ func (rb *runBudget) chargeEqual(op string, x, y any) {
 		return
 	}
 	left := rb.maxSteps - rb.steps
-	cx, okx := countValues(x, left)
-	cy, oky := countValues(y, left)
+	cx, bx, okx := measureValues(x, left)
+	cy, by, oky := measureValues(y, left)
 	if !okx && !oky {
 		rb.stepsFor(op, left+1, true)
 	}
-	// small is the side of fewer values, counted whole: the compare cannot go past it.
-	small := x
+	// The compare cannot go past the side of fewer values, counted whole; two strings
+	// compared are read up to the shorter one's length: at most that side's string bytes (a
+	// list of 1,000 references to one 1 MiB string compared with another is a GB of compares).
+	small, bytes := cx, bx
 	if !okx || oky && cy < cx {
-		small = y
+		small, bytes = cy, by
 	}
-	if !okx {
-		cx = cy
-	}
-	if !oky {
-		cy = cx
-	}
-	rb.stepsFor(op, min(cx, cy), true)
-	// Two strings compared are read up to the shorter one's length: at most the string bytes
-	// of small (a list of 1,000 references to one 1 MiB string compared with another is a GB
-	// of compares).
-	rb.stepsFor(op, stringBytesDeep(small)/scanBytesPerStep, true)
-}
-
-// stringBytesDeep sums the lengths of the strings in x and in its lists and records, nested
-// (a string shared n times counted n times), saturating at math.MaxInt. Its callers have
-// counted x's values (countValues) within the budget: the walk goes through that many.
-func stringBytesDeep(x any) int {
-	var buf [32]any
-	stack := append(buf[:0], x)
-	n := 0
-	for len(stack) > 0 {
-		v := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		switch v := v.(type) {
-		case string:
-			if n > math.MaxInt-len(v) {
-				return math.MaxInt
-			}
-			n += len(v)
-		case []any:
-			stack = append(stack, v...)
-		case map[string]any:
-			for k, e := range v {
-				if n > math.MaxInt-len(k) {
-					return math.MaxInt
-				}
-				n += len(k) // hashed and compared too
-				stack = append(stack, e)
-			}
-		case []string:
-			for _, e := range v {
-				if n > math.MaxInt-len(e) {
-					return math.MaxInt
-				}
-				n += len(e)
-			}
-		case nil, int, float64, bool:
-		default:
-			// as countValues walks them
-			rv := reflect.ValueOf(v)
-			switch rv.Kind() {
-			case reflect.Slice, reflect.Array:
-				if k := rv.Type().Elem().Kind(); k == reflect.String || !scalarKind(k) {
-					for i := range rv.Len() {
-						stack = append(stack, rv.Index(i).Interface())
-					}
-				}
-			case reflect.Map:
-				for it := rv.MapRange(); it.Next(); {
-					stack = append(stack, it.Key().Interface(), it.Value().Interface())
-				}
-			}
-		}
-	}
-	return n
+	rb.stepsFor(op, small, true)
+	rb.stepsFor(op, bytes/scanBytesPerStep, true)
 }
 
 // stepsFor counts n steps for what (a function or operator): the values
@@ -603,27 +542,44 @@ func (rb *runBudget) stepsFor(what string, n int, ok bool) {
 // countValues counts x and the values in its lists and records, nested, up
 // to limit, without recursion; past limit it returns limit+1 and false.
 func countValues(x any, limit int) (int, bool) {
+	n, _, ok := measureValues(x, limit)
+	return n, ok
+}
+
+// measureValues is countValues, and the bytes of the strings among those values and of the
+// records' keys (hashed and compared too), saturating at math.MaxInt: a string shared n
+// times counts n times, as a compare reads it n times.
+func measureValues(x any, limit int) (n, bytes int, ok bool) {
+	addBytes := func(k int) {
+		if bytes > math.MaxInt-k {
+			bytes = math.MaxInt
+		} else {
+			bytes += k
+		}
+	}
 	var buf [32]any
 	stack := append(buf[:0], x)
-	n := 0
 	for len(stack) > 0 {
 		v := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		n++
 		switch v := v.(type) {
+		case string:
+			addBytes(len(v))
 		case []any:
 			if n+len(stack)+len(v) > limit {
-				return limit + 1, false
+				return limit + 1, bytes, false
 			}
 			stack = append(stack, v...)
 		case map[string]any:
 			if n+len(stack)+len(v) > limit {
-				return limit + 1, false
+				return limit + 1, bytes, false
 			}
-			for _, e := range v {
+			for k, e := range v {
+				addBytes(len(k))
 				stack = append(stack, e)
 			}
-		case nil, string, int, float64, bool:
+		case nil, int, float64, bool:
 		default:
 			// Typed lists ([]int of a range, []string of split) and the maps of fromPairs and
 			// groupBy (map[any]any, map[any][]any): a map's keys are values too, compared
@@ -632,18 +588,24 @@ func countValues(x any, limit int) (int, bool) {
 			switch rv.Kind() {
 			case reflect.Slice, reflect.Array:
 				if n+len(stack)+rv.Len() > limit {
-					return limit + 1, false
+					return limit + 1, bytes, false
 				}
-				if scalarKind(rv.Type().Elem().Kind()) {
+				switch k := rv.Type().Elem().Kind(); {
+				case k == reflect.String:
 					n += rv.Len()
-					break
-				}
-				for i := range rv.Len() {
-					stack = append(stack, rv.Index(i).Interface())
+					for i := range rv.Len() {
+						addBytes(rv.Index(i).Len())
+					}
+				case scalarKind(k):
+					n += rv.Len()
+				default:
+					for i := range rv.Len() {
+						stack = append(stack, rv.Index(i).Interface())
+					}
 				}
 			case reflect.Map:
 				if n+len(stack)+2*rv.Len() > limit {
-					return limit + 1, false
+					return limit + 1, bytes, false
 				}
 				for it := rv.MapRange(); it.Next(); {
 					stack = append(stack, it.Key().Interface(), it.Value().Interface())
@@ -651,10 +613,10 @@ func countValues(x any, limit int) (int, bool) {
 			}
 		}
 		if n > limit {
-			return limit + 1, false
+			return limit + 1, bytes, false
 		}
 	}
-	return n, true
+	return n, bytes, true
 }
 
 // scalarKind reports the kinds of Go values that hold no other values.
@@ -882,9 +844,9 @@ func budgetInRight(b, list any) any {
 	x := rb.popLeft()
 	if n, ok := lengthOf(list); ok && n > 0 {
 		// Each element is compared with x: at most x's values each.
-		per := 1
+		per, xBytes := 1, 0
 		if isCollection(x) {
-			per, _ = countValues(x, rb.maxSteps-rb.steps)
+			per, xBytes, _ = measureValues(x, rb.maxSteps-rb.steps)
 		}
 		cost, fits := mulInt(n, max(per, 1))
 		rb.stepsFor("in", cost, fits)
@@ -894,8 +856,8 @@ func budgetInRight(b, list any) any {
 			same := sameLengthStrings(list, len(s))
 			cost, fits = mulInt(same, len(s)/scanBytesPerStep)
 			rb.stepsFor("in", cost, fits)
-		} else if isCollection(x) {
-			cost, fits = mulInt(n, stringBytesDeep(x)/scanBytesPerStep)
+		} else if xBytes > 0 {
+			cost, fits = mulInt(n, xBytes/scanBytesPerStep)
 			rb.stepsFor("in", cost, fits)
 		}
 	}
