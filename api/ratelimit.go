@@ -234,16 +234,11 @@ func rateKeyOf(ctx context.Context) string {
 func (rl *rateLimiter) limit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
-			if rl.streams != nil && isStreamPath(r.URL.Path) {
-				key := rateKey(r)
-				if p := rl.streams.take(key); p != nil {
-					w.Header().Set("Retry-After", "5")
-					writeProblem(w, p)
-					return
-				}
-				defer rl.streams.give(key)
-			}
 			// No body, but the stored versions the request loads are counted (holdLoaded).
+			if rl.streams != nil && isStreamPath(r.URL.Path) {
+				rl.streams.serve(w, r, "5", func() { rl.requestBodies.serve(w, r, next) })
+				return
+			}
 			rl.requestBodies.serve(w, r, next)
 			return
 		}
@@ -292,14 +287,7 @@ func (rl *rateLimiter) limit(next http.Handler) http.Handler {
 					next.ServeHTTP(w, r)
 					return
 				}
-				key := rateKey(r)
-				if p := rl.running.take(key); p != nil {
-					w.Header().Set("Retry-After", "1")
-					writeProblem(w, p)
-					return
-				}
-				defer rl.running.give(key)
-				next.ServeHTTP(w, r)
+				rl.running.serve(w, r, "1", func() { next.ServeHTTP(w, r) })
 			}))
 			return
 		}
@@ -578,6 +566,19 @@ func (s *places) take(key string) *ProblemDetails {
 	s.open++
 	s.byKey[key]++
 	return nil
+}
+
+// serve runs f in a place of r's client (rateKey), or answers why there is none, with
+// Retry-After retry (seconds).
+func (s *places) serve(w http.ResponseWriter, r *http.Request, retry string, f func()) {
+	key := rateKey(r)
+	if p := s.take(key); p != nil {
+		w.Header().Set("Retry-After", retry)
+		writeProblem(w, p)
+		return
+	}
+	defer s.give(key)
+	f()
 }
 
 // give gives a place of key back.
