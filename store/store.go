@@ -108,6 +108,11 @@ type Store interface {
 	// deployment status at once. Scenarios never deployed are not in the list.
 	ListLatestDeployments(ctx context.Context) ([]Deployment, error)
 
+	// LatestDeploymentsOf is ListLatestDeployments for the scenarios named (a page of a
+	// scenario list: at most MaxNamesAtOnce names, else an error); names that are no
+	// scenario's, or of scenarios never deployed, are not in the list.
+	LatestDeploymentsOf(ctx context.Context, names []string) ([]Deployment, error)
+
 	// PutCheckpoint stores c as the latest checkpoint of deployment c.Deployment, replacing
 	// the previous one (only the latest is kept), and returns it with its Sequence (1 for the
 	// first checkpoint of a deployment, then +1 per put) and CreatedAt set.
@@ -269,6 +274,9 @@ type Store interface {
 	Close() error
 }
 
+// MaxNamesAtOnce is the most scenario names LatestDeploymentsOf takes in one call.
+const MaxNamesAtOnce = 1000
+
 // Read limits of ReadSinkResults and ReadEvents, in rows.
 const (
 	DefaultReadLimit = 100
@@ -343,6 +351,11 @@ type ScenarioFilter struct {
 	// keeps all.
 	NameContains string
 	Archived     ArchiveFilter
+	// After keeps the scenarios whose name comes after it in byte order (a paging cursor:
+	// the last name of the previous page); empty keeps all.
+	After string
+	// Limit is the most scenarios listed, the first by name; 0 lists all.
+	Limit int
 }
 
 // DeploymentStatus is the state of a deployment. A deployment starts as StatusDeploying; its

@@ -90,8 +90,17 @@ func (s *Store) ListScenarios(ctx context.Context, filter store.ScenarioFilter) 
 	case store.OnlyArchived:
 		query += ` AND s.archived`
 	}
+	args := []any{strings.ToLower(filter.NameContains)}
+	if filter.After != "" {
+		args = append(args, filter.After)
+		query += fmt.Sprintf(` AND s.name COLLATE "C" > $%d`, len(args))
+	}
 	query += ` ORDER BY s.name COLLATE "C"` // byte order, whatever the database's collation
-	rows, err := s.pool.Query(ctx, query, strings.ToLower(filter.NameContains))
+	if filter.Limit > 0 {
+		args = append(args, filter.Limit)
+		query += fmt.Sprintf(` LIMIT $%d`, len(args))
+	}
+	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("listing scenarios: %w", err)
 	}

@@ -92,9 +92,18 @@ func (s *Store) ListScenarios(ctx context.Context, filter store.ScenarioFilter) 
 	case store.OnlyArchived:
 		query += ` AND s.archived`
 	}
-	query += ` ORDER BY s.name`
 	needle := strings.ToLower(filter.NameContains)
-	rows, err := s.read.QueryContext(ctx, query, needle, needle)
+	args := []any{needle, needle}
+	if filter.After != "" {
+		query += ` AND s.name > ?` // BINARY collation: byte order
+		args = append(args, filter.After)
+	}
+	query += ` ORDER BY s.name`
+	if filter.Limit > 0 {
+		query += ` LIMIT ?`
+		args = append(args, filter.Limit)
+	}
+	rows, err := s.read.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("listing scenarios: %w", err)
 	}

@@ -478,6 +478,18 @@ func testListScenarios(t *testing.T, open func(t *testing.T) store.Store) {
 		{store.ScenarioFilter{NameContains: "a_d"}, nil},
 		{store.ScenarioFilter{NameContains: "d f"}, []string{"Card fraud"}},
 		{store.ScenarioFilter{NameContains: "nothing"}, nil},
+		// Pages: After is exclusive, in byte order; Limit takes the first names.
+		{store.ScenarioFilter{Limit: 2}, []string{"Card fraud", "Telecom offer"}},
+		{store.ScenarioFilter{After: "Telecom offer", Limit: 2}, []string{"alerts.cpu", "b"}},
+		{store.ScenarioFilter{After: "b", Limit: 2}, []string{"card_limits"}},
+		{store.ScenarioFilter{After: "card_limits", Limit: 2}, nil},
+		{store.ScenarioFilter{After: "B", Archived: store.AnyArchived}, []string{"Card fraud", "Telecom offer", "alerts.cpu", "alerts.disk", "b", "card_limits"}},
+		// A cursor need not be a scenario's name: "C" sorts after "B" and before "Card fraud",
+		// "a" after every upper-case name.
+		{store.ScenarioFilter{After: "C", Limit: 1, Archived: store.AnyArchived}, []string{"Card fraud"}},
+		{store.ScenarioFilter{After: "a", Limit: 3, Archived: store.AnyArchived}, []string{"alerts.cpu", "alerts.disk", "b"}},
+		{store.ScenarioFilter{After: "alerts.cpu", NameContains: "alerts.", Archived: store.AnyArchived}, []string{"alerts.disk"}},
+		{store.ScenarioFilter{After: "Card fraud", NameContains: "card", Limit: 5}, []string{"card_limits"}},
 	}
 	for _, c := range cases {
 		got := names(must(s.ListScenarios(ctx, c.filter))(t))
@@ -1401,6 +1413,34 @@ func testLatestDeployments(t *testing.T, open func(t *testing.T) store.Store) {
 	checkDeployment(t, "latest of B", latest[0], B1)
 	checkDeployment(t, "latest of a", latest[1], a2)
 	checkDeployment(t, "latest of b", latest[2], b1)
+
+	// Of some scenarios: names never deployed ("c") or of no scenario ("zz", "A") are left
+	// out; the list is by name whatever the order asked.
+	if l := must(s.LatestDeploymentsOf(ctx, nil))(t); l != nil {
+		t.Errorf("LatestDeploymentsOf(no names) = %+v", l)
+	}
+	of := must(s.LatestDeploymentsOf(ctx, []string{"c", "b", "zz", "a", "A"}))(t)
+	if len(of) != 2 {
+		t.Fatalf("LatestDeploymentsOf(c, b, zz, a, A): %+v", of)
+	}
+	checkDeployment(t, "latest of a (of)", of[0], a2)
+	checkDeployment(t, "latest of b (of)", of[1], b1)
+	of = must(s.LatestDeploymentsOf(ctx, []string{"B"}))(t)
+	if len(of) != 1 {
+		t.Fatalf("LatestDeploymentsOf(B): %+v", of)
+	}
+	checkDeployment(t, "latest of B (of)", of[0], B1)
+	many := make([]string, store.MaxNamesAtOnce)
+	for i := range many {
+		many[i] = fmt.Sprintf("s%04d", i)
+	}
+	many[len(many)-1] = "a"
+	if of := must(s.LatestDeploymentsOf(ctx, many))(t); len(of) != 1 || of[0].ID != a2.ID {
+		t.Errorf("LatestDeploymentsOf(%d names with a) = %+v", len(many), of)
+	}
+	if _, err := s.LatestDeploymentsOf(ctx, append(many, "b")); err == nil {
+		t.Errorf("LatestDeploymentsOf(%d names): no error", len(many)+1)
+	}
 }
 
 func testCanceledContext(t *testing.T, open func(t *testing.T) store.Store) {
