@@ -65,9 +65,15 @@ func scenarioDeployment(name string, latest *store.Deployment) ScenarioDeploymen
 	return ScenarioDeployment{Scenario: name, Status: d.Status, Reason: d.Reason, Deployment: &d, Paused: d.Paused}
 }
 
-// DeploymentStatusList is every scenario's deployment status.
+// DeploymentStatusList is a page of every scenario's deployment status.
 type DeploymentStatusList struct {
-	Scenarios []ScenarioDeployment `json:"scenarios" doc:"Every scenario that is not archived, and archived ones that were deployed, by name."`
+	Scenarios []ScenarioDeployment `json:"scenarios" doc:"Every scenario that is not archived, and archived ones that were deployed, by name (byte order). A page leaves out the archived scenarios never deployed among its limit of scenarios, so it may hold fewer than limit when more remain."`
+	Next      string               `json:"next,omitempty" doc:"When more scenarios remain: the after of the next page (the last scenario's name in this one, listed or not)." example:"large payments"`
+}
+
+type allStatusesInput struct {
+	After string `query:"after" maxLength:"100" doc:"Paging cursor: only scenarios whose name comes after this one in byte order (the previous page's next); empty (the default) starts at the first." example:"large payments"`
+	Limit int    `query:"limit" minimum:"1" maximum:"1000" default:"100" doc:"Most scenarios in the page (see scenarios)."`
 }
 
 // DeploymentList is a scenario's deployment history.
@@ -275,6 +281,7 @@ func (h *handlers) registerDeployments(hapi huma.API) {
 		Method:      http.MethodGet,
 		Path:        "/api/deployments",
 		Summary:     "List every scenario's deployment status",
+		Description: "Every scenario's latest deployment, by name, a page at a time (limit, 100 by default; next gives the after of the next page).",
 		Tags:        []string{tagDeployments},
 	}, h.allStatuses)
 
@@ -399,22 +406,14 @@ func (h *handlers) listDeployments(ctx context.Context, in *listDeploymentsInput
 	return out, nil
 }
 
-func (h *handlers) allStatuses(ctx context.Context, _ *struct{}) (*deploymentStatusListOutput, error) {
-	scenarios, err := h.store.ListScenarios(ctx, store.ScenarioFilter{Archived: store.AnyArchived})
+func (h *handlers) allStatuses(ctx context.Context, in *allStatusesInput) (*deploymentStatusListOutput, error) {
+	scenarios, next, latest, err := h.scenarioPage(ctx, store.ScenarioFilter{Archived: store.AnyArchived}, in.After, in.Limit)
 	if err != nil {
-		return nil, storeError(ctx, err, "", 0)
+		return nil, err
 	}
-	latest, err := h.store.ListLatestDeployments(ctx)
-	if err != nil {
-		return nil, storeError(ctx, err, "", 0)
-	}
-	byName := make(map[string]*store.Deployment, len(latest))
-	for i := range latest {
-		byName[latest[i].Scenario] = &latest[i]
-	}
-	out := &deploymentStatusListOutput{Body: DeploymentStatusList{Scenarios: []ScenarioDeployment{}}}
+	out := &deploymentStatusListOutput{Body: DeploymentStatusList{Scenarios: []ScenarioDeployment{}, Next: next}}
 	for _, s := range scenarios {
-		d := byName[s.Name]
+		d := latest[s.Name]
 		if s.Archived && d == nil {
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -411,6 +412,44 @@ func testDeploymentStatuses(t *testing.T, c *client) {
 	c.post("/api/scenarios/a/archive", nil).problem(t, http.StatusConflict, api.CodeDeploymentActive)
 	c.post("/api/scenarios/c/archive", nil).ok(t, http.StatusOK, nil)
 	c.post("/api/scenarios/c/deploy", nil).problem(t, http.StatusConflict, api.CodeScenarioArchived)
+
+	// In pages of one: the archived c, never deployed, is left out of its page (which is
+	// empty but has a next, as d follows).
+	c.post("/api/scenarios", rawBody("name", quote("d"), "graph", countGraph("10s"))).ok(t, http.StatusCreated, nil)
+	var pages []string
+	after := ""
+	for range 6 {
+		var p api.DeploymentStatusList
+		c.get("/api/deployments?limit=1&after="+after).ok(t, http.StatusOK, &p)
+		var page []string
+		for _, s := range p.Scenarios {
+			page = append(page, s.Scenario+" "+s.Status)
+		}
+		pages = append(pages, fmt.Sprintf("[%s] next %q", strings.Join(page, ", "), p.Next))
+		if after = p.Next; after == "" {
+			break
+		}
+	}
+	want = []string{`[a RUNNING] next "a"`, `[b CANCELED] next "b"`, `[] next "c"`, `[d NOT_DEPLOYED] next ""`}
+	if !slices.Equal(pages, want) {
+		t.Errorf("statuses in pages of 1:\n got %q\nwant %q", pages, want)
+	}
+	// The scenario list gives each scenario's status as the statuses do, archived or not.
+	var list api.ScenarioList
+	c.get("/api/scenarios?archived=any&limit=3").ok(t, http.StatusOK, &list)
+	var items []string
+	for _, s := range list.Scenarios {
+		st := s.DeploymentStatus
+		item := fmt.Sprintf("%s archived=%v %s %q", s.Name, s.Archived, st.Status, st.Reason)
+		if st.Deployment != nil {
+			item += fmt.Sprintf(" v%d #%d", st.Deployment.Version, st.Deployment.ID)
+		}
+		items = append(items, item)
+	}
+	want = []string{fmt.Sprintf(`a archived=false RUNNING "" v1 #%d`, second.ID), fmt.Sprintf(`b archived=false CANCELED "canceled by ben: maintenance" v1 #%d`, canceled.ID), `c archived=true NOT_DEPLOYED ""`}
+	if !slices.Equal(items, want) || list.Next != "c" {
+		t.Errorf("scenario list with statuses:\n got %q next %q\nwant %q next \"c\"", items, list.Next, want)
+	}
 }
 
 func testIngestion(t *testing.T, c *client) {

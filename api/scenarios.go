@@ -39,11 +39,20 @@ type ScenarioWithVersion struct {
 type listScenariosInput struct {
 	Search   string `query:"search" maxLength:"100" doc:"Keep the scenarios whose name contains this text, ignoring ASCII case."`
 	Archived string `query:"archived" enum:"false,true,any" default:"false" doc:"Keep the scenarios that are not archived (false), only the archived ones (true), or both (any)."`
+	After    string `query:"after" maxLength:"100" doc:"Paging cursor: only scenarios whose name comes after this one in byte order (the previous page's next); empty (the default) starts at the first." example:"large payments"`
+	Limit    int    `query:"limit" minimum:"1" maximum:"1000" default:"100" doc:"Most scenarios in the page."`
 }
 
-// ScenarioList is a list of scenarios.
+// ScenarioList is a page of the list of scenarios.
 type ScenarioList struct {
-	Scenarios []Scenario `json:"scenarios" doc:"Ordered by name."`
+	Scenarios []ScenarioListItem `json:"scenarios" doc:"Ordered by name (byte order)."`
+	Next      string             `json:"next,omitempty" doc:"When more scenarios remain: the after of the next page (the last name in this one)." example:"large payments"`
+}
+
+// ScenarioListItem is a scenario in the list, with its deployment status.
+type ScenarioListItem struct {
+	Scenario
+	DeploymentStatus ScenarioDeployment `json:"deploymentStatus" doc:"Its latest deployment, as GET /api/scenarios/{name}/deployment gives it."`
 }
 
 type listScenariosOutput struct {
@@ -84,7 +93,7 @@ func (h *handlers) registerScenarios(hapi huma.API) {
 		Method:      http.MethodGet,
 		Path:        "/api/scenarios",
 		Summary:     "List scenarios",
-		Description: "Lists the scenarios, by name, without their graphs: by default those not archived.",
+		Description: "Lists the scenarios, by name, without their graphs, with their deployment status: by default those not archived, a page at a time (limit, 100 by default; next gives the after of the next page).",
 		Tags:        []string{tagScenarios},
 	}, h.listScenarios)
 
@@ -140,16 +149,49 @@ func (h *handlers) listScenarios(ctx context.Context, in *listScenariosInput) (*
 	case "any":
 		filter.Archived = store.AnyArchived
 	}
-	list, err := h.store.ListScenarios(ctx, filter)
+	list, next, latest, err := h.scenarioPage(ctx, filter, in.After, in.Limit)
 	if err != nil {
-		return nil, storeError(ctx, err, "", 0)
+		return nil, err
 	}
 	out := &listScenariosOutput{}
-	out.Body.Scenarios = make([]Scenario, len(list))
+	out.Body.Next = next
+	out.Body.Scenarios = make([]ScenarioListItem, len(list))
 	for i, s := range list {
-		out.Body.Scenarios[i] = scenarioOut(s)
+		out.Body.Scenarios[i] = ScenarioListItem{Scenario: scenarioOut(s), DeploymentStatus: scenarioDeployment(s.Name, latest[s.Name])}
 	}
 	return out, nil
+}
+
+// scenarioPage reads a page of the scenarios filter keeps, the after of the next page when
+// more remain, and the latest deployment of each scenario in the page that has one.
+// (limit is at least 1 and at most store.MaxNamesAtOnce; out of that range, it is taken as
+// the nearest.)
+func (h *handlers) scenarioPage(ctx context.Context, filter store.ScenarioFilter, after string, limit int) ([]store.Scenario, string, map[string]*store.Deployment, error) {
+	limit = min(max(limit, 1), store.MaxNamesAtOnce)
+	// One more than the page says whether more remain.
+	filter.After, filter.Limit = after, limit+1
+	list, err := h.store.ListScenarios(ctx, filter)
+	if err != nil {
+		return nil, "", nil, storeError(ctx, err, "", 0)
+	}
+	next := ""
+	if len(list) > limit {
+		list = list[:limit]
+		next = list[len(list)-1].Name
+	}
+	names := make([]string, len(list))
+	for i, s := range list {
+		names[i] = s.Name
+	}
+	deployed, err := h.store.LatestDeploymentsOf(ctx, names)
+	if err != nil {
+		return nil, "", nil, storeError(ctx, err, "", 0)
+	}
+	latest := make(map[string]*store.Deployment, len(deployed))
+	for i := range deployed {
+		latest[deployed[i].Scenario] = &deployed[i]
+	}
+	return list, next, latest, nil
 }
 
 func (h *handlers) createScenario(ctx context.Context, in *createScenarioInput) (*versionOutput, error) {

@@ -36,6 +36,7 @@ func runAPISuite(t *testing.T, newStore newStoreFunc) {
 	}{
 		{"Journey", testJourney},
 		{"CreateListGet", testCreateListGet},
+		{"ListPages", testListPages},
 		{"Archive", testArchive},
 		{"ConcurrentSaves", testConcurrentSaves},
 		{"Compare", testCompare},
@@ -256,6 +257,67 @@ func testJourney(t *testing.T, c *client) {
 	}
 
 	testFlightsExample(t, c)
+}
+
+// The scenario list comes a page at a time: 100 by default, limit otherwise, with next the
+// after of the next page; every scenario once, in byte order, across the pages.
+func testListPages(t *testing.T, c *client) {
+	var want []string
+	for i := range 105 {
+		// "S000" ... "S104" sort before "s-..." in byte order; every seventh is lower case.
+		name := fmt.Sprintf("S%03d", i)
+		if i%7 == 0 {
+			name = fmt.Sprintf("s-%03d", i)
+		}
+		want = append(want, name)
+		c.post("/api/scenarios", rawBody("name", quote(name), "graph", tinyGraph)).ok(t, http.StatusCreated, nil)
+	}
+	slices.Sort(want)
+	var list api.ScenarioList
+	c.get("/api/scenarios").ok(t, http.StatusOK, &list)
+	if got := scenarioNames(list); len(got) != 100 || !slices.Equal(got, want[:100]) || list.Next != want[99] {
+		t.Fatalf("default page: %d scenarios, first %q, next %q; want 100 from %q, next %q", len(got), got[:1], list.Next, want[0], want[99])
+	}
+	next := list.Next
+	list = api.ScenarioList{}
+	c.get("/api/scenarios?after="+url.QueryEscape(next)).ok(t, http.StatusOK, &list)
+	if got := scenarioNames(list); !slices.Equal(got, want[100:]) || list.Next != "" {
+		t.Fatalf("second default page: %q, next %q; want %q", got, list.Next, want[100:])
+	}
+	// Pages of 10: 11 pages, the last of 5 without next.
+	var all []string
+	after, pages := "", 0
+	for {
+		list = api.ScenarioList{}
+		c.get("/api/scenarios?limit=10&after="+url.QueryEscape(after)).ok(t, http.StatusOK, &list)
+		pages++
+		all = append(all, scenarioNames(list)...)
+		if list.Next == "" {
+			break
+		}
+		if list.Next != list.Scenarios[len(list.Scenarios)-1].Name || pages > 11 {
+			t.Fatalf("page %d: next %q after %q", pages, list.Next, scenarioNames(list))
+		}
+		after = list.Next
+	}
+	if pages != 11 || !slices.Equal(all, want) {
+		t.Errorf("pages of 10: %d pages, %d scenarios; want 11 pages of the 105 in order", pages, len(all))
+	}
+	// A search pages through its matches only: the 15 lower-case names, 8 and 7.
+	list = api.ScenarioList{}
+	c.get("/api/scenarios?search=s-&limit=8").ok(t, http.StatusOK, &list)
+	if got := scenarioNames(list); len(got) != 8 || got[0] != "s-000" || list.Next != "s-049" {
+		t.Errorf("search s-, first page of 8: %q, next %q", got, list.Next)
+	}
+	list = api.ScenarioList{}
+	c.get("/api/scenarios?search=s-&limit=8&after=s-049").ok(t, http.StatusOK, &list)
+	if got := scenarioNames(list); len(got) != 7 || got[0] != "s-056" || got[6] != "s-098" || list.Next != "" {
+		t.Errorf("search s-, second page: %q, next %q", got, list.Next)
+	}
+	// Never deployed: each item says so.
+	if s := list.Scenarios[0].DeploymentStatus; s.Status != "NOT_DEPLOYED" || s.Scenario != "s-056" || s.Deployment != nil {
+		t.Errorf("deployment status of a scenario never deployed: %s", mustJSON(s))
+	}
 }
 
 func mustJSON(v any) string {

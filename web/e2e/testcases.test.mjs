@@ -1,7 +1,8 @@
 // Saved test cases end to end, in Debian's Chromium against the real server: run a test, save
 // it as a test case (its sink outputs become the expected ones), run all tests (passed); a new
 // version whose filter lets more through fails it; a deploy of that version is refused with the
-// failure, and deployed only with "Deploy anyway" and a comment. Screenshots go to
+// failure, and deployed only with "Deploy anyway" and a comment; the scenario list then shows it
+// running, a page of 100 scenarios at a time. Screenshots go to
 // test-results/testcases-*.png. Browser console errors other than the refused deploy's 422 fail.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -90,6 +91,30 @@ test('saved test cases guard a deploy', async (t) => {
     assert.equal(d.body.deployment.comment, 'new limit agreed with risk (saved tests overridden: 1 of 1 failed)');
     await shot(page, 'testcases-02-overridden');
     // The refused deploy's 422 is logged by the browser: the only error allowed.
+    const others = consoleErrors.filter((e) => !/status of 422 \(Unprocessable Entity\).*\/deploy\)$/.test(e));
+    assert.deepEqual(others, []);
+  });
+
+  await t.test('the scenario list shows 100 scenarios with their statuses, and the rest on "Show more"', async () => {
+    // With the server's example scenarios and "big payments" (running version 2), "list 000"
+    // ... "list 099" make more than 100: the first page ends at the 100th name in byte order.
+    for (let i = 0; i < 100; i++) {
+      assert.equal((await api('POST', '/api/scenarios', { name: `list ${String(i).padStart(3, '0')}`, graph: graph(100) })).status, 201);
+    }
+    const all = (await api('GET', '/api/scenarios?limit=1000')).body.scenarios.map((s) => s.name);
+    assert.ok(all.length > 100 && all.length < 200, `${all.length} scenarios`);
+    await page.goto(server.url + '/');
+    const rows = page.locator('[data-testid="scenarios"] tbody tr');
+    await page.getByTestId(`scenario-${all[99]}`).waitFor();
+    assert.equal(await rows.count(), 100);
+    assert.equal(await page.getByTestId(`scenario-${all[100]}`).count(), 0);
+    assert.equal(await page.getByTestId(`scenario-${SCENARIO}`).getByTestId('deployment-status').innerText(), 'running v2');
+    assert.equal(await page.getByTestId('scenario-list 000').getByTestId('deployment-status').innerText(), 'not deployed');
+    await page.getByTestId('more-scenarios').click();
+    await page.getByTestId(`scenario-${all[all.length - 1]}`).waitFor();
+    assert.equal(await rows.count(), all.length);
+    assert.equal(await page.getByTestId('more-scenarios').count(), 0, 'no more pages');
+    assert.deepEqual(await rows.evaluateAll((trs) => trs.map((tr) => tr.dataset.testid.replace(/^scenario-/, ''))), all);
     const others = consoleErrors.filter((e) => !/status of 422 \(Unprocessable Entity\).*\/deploy\)$/.test(e));
     assert.deepEqual(others, []);
   });

@@ -27,19 +27,34 @@ export function ScenarioList() {
   const [search, setSearch] = useState('');
   const [showArchived, setShowArchived] = useState(false);
   const [list, setList] = useState<ScenarioSummary[] | null>(null);
-  const [deployments, setDeployments] = useState<Map<string, Schemas['ScenarioDeployment']>>(new Map());
+  // next: the after of the list's next page, when more scenarios remain.
+  const [next, setNext] = useState<string | undefined>(undefined);
   const [error, setError] = useState('');
   const [newName, setNewName] = useState('');
   const [importName, setImportName] = useState('');
   const [importFile, setImportFile] = useState<File | null>(null);
 
+  // The list comes a page at a time (the server's 100 by default): load reads the first page,
+  // more the next one, after the last name shown.
+  const page = useCallback(
+    (after?: string) => api.GET('/api/scenarios', { params: { query: { search: search || undefined, archived: showArchived ? 'any' : 'false', after } } }),
+    [search, showArchived],
+  );
+
   const load = useCallback(async () => {
-    const { data, error } = await api.GET('/api/scenarios', { params: { query: { search: search || undefined, archived: showArchived ? 'any' : 'false' } } });
-    if (error) setError(problemText(error));
-    else setList(data.scenarios ?? []);
-    const statuses = await api.GET('/api/deployments');
-    if (statuses.data) setDeployments(new Map((statuses.data.scenarios ?? []).map((d) => [d.scenario, d])));
-  }, [search, showArchived]);
+    const { data, error } = await page();
+    if (error) return setError(problemText(error));
+    setList(data.scenarios ?? []);
+    setNext(data.next);
+  }, [page]);
+
+  const more = async () => {
+    if (!next) return;
+    const { data, error } = await page(next);
+    if (error) return setError(problemText(error));
+    setList((l) => [...(l ?? []), ...(data.scenarios ?? [])]);
+    setNext(data.next);
+  };
 
   useEffect(() => {
     const t = setTimeout(load, 150);
@@ -143,7 +158,7 @@ export function ScenarioList() {
               </td>
               <td>v{s.latestVersion}</td>
               <td data-testid="deployment-status">
-                <DeploymentStatus d={deployments.get(s.name)} archived={s.archived} />
+                <DeploymentStatus d={s.deploymentStatus} archived={s.archived} />
               </td>
               <td className="muted small">
                 {new Date(s.modifiedAt).toLocaleString()} by {s.modifiedBy}
@@ -159,6 +174,11 @@ export function ScenarioList() {
           ))}
         </tbody>
       </table>
+      {next && (
+        <button type="button" onClick={more} data-testid="more-scenarios">
+          Show more
+        </button>
+      )}
       {list && list.length === 0 && <p className="muted">No scenarios{search ? ` match "${search}"` : ''}.</p>}
     </div>
   );

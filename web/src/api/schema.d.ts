@@ -51,7 +51,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List every scenario's deployment status */
+        /**
+         * List every scenario's deployment status
+         * @description Every scenario's latest deployment, by name, a page at a time (limit, 100 by default; next gives the after of the next page).
+         */
         get: operations["list-deployment-statuses"];
         put?: never;
         post?: never;
@@ -130,7 +133,7 @@ export interface paths {
         };
         /**
          * List scenarios
-         * @description Lists the scenarios, by name, without their graphs: by default those not archived.
+         * @description Lists the scenarios, by name, without their graphs, with their deployment status: by default those not archived, a page at a time (limit, 100 by default; next gives the after of the next page).
          */
         get: operations["list-scenarios"];
         put?: never;
@@ -1154,7 +1157,12 @@ export interface components {
             scenario: string;
         };
         DeploymentStatusList: {
-            /** @description Every scenario that is not archived, and archived ones that were deployed, by name. */
+            /**
+             * @description When more scenarios remain: the after of the next page (the last scenario's name in this one, listed or not).
+             * @example large payments
+             */
+            next?: string;
+            /** @description Every scenario that is not archived, and archived ones that were deployed, by name (byte order). A page leaves out the archived scenarios never deployed among its limit of scenarios, so it may hold fewer than limit when more remain. */
             scenarios: components["schemas"]["ScenarioDeployment"][] | null;
         };
         Difference: {
@@ -1973,8 +1981,44 @@ export interface components {
             status: "NOT_DEPLOYED" | "DEPLOYING" | "RUNNING" | "CANCELED" | "FAILED";
         };
         ScenarioList: {
-            /** @description Ordered by name. */
-            scenarios: components["schemas"]["Scenario"][] | null;
+            /**
+             * @description When more scenarios remain: the after of the next page (the last name in this one).
+             * @example large payments
+             */
+            next?: string;
+            /** @description Ordered by name (byte order). */
+            scenarios: components["schemas"]["ScenarioListItem"][] | null;
+        };
+        ScenarioListItem: {
+            /** @description Archived scenarios are hidden from the default list and cannot change. */
+            archived: boolean;
+            /**
+             * Format: date-time
+             * @description When version 1 was saved (UTC).
+             */
+            createdAt: string;
+            /** @description Who saved version 1. */
+            createdBy: string;
+            /** @description Its latest deployment, as GET /api/scenarios/{name}/deployment gives it. */
+            deploymentStatus: components["schemas"]["ScenarioDeployment"];
+            /**
+             * Format: int64
+             * @description The number of the latest version (1, 2, ...).
+             * @example 3
+             */
+            latestVersion: number;
+            /**
+             * Format: date-time
+             * @description When the latest version was saved (UTC).
+             */
+            modifiedAt: string;
+            /** @description Who saved the latest version. */
+            modifiedBy: string;
+            /**
+             * @description The scenario's name: 1 to 100 ASCII letters, digits, spaces, '-', '_' or '.', not starting or ending with a space.
+             * @example large payments
+             */
+            name: string;
         };
         ScenarioWithVersion: {
             /** @description The latest version, with its graph. */
@@ -2661,7 +2705,12 @@ export interface operations {
     };
     "list-deployment-statuses": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Paging cursor: only scenarios whose name comes after this one in byte order (the previous page's next); empty (the default) starts at the first. */
+                after?: string;
+                /** @description Most scenarios in the page (see scenarios). */
+                limit?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -2675,6 +2724,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DeploymentStatusList"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
             /** @description Internal Server Error */
@@ -2840,6 +2898,10 @@ export interface operations {
                 search?: string;
                 /** @description Keep the scenarios that are not archived (false), only the archived ones (true), or both (any). */
                 archived?: "false" | "true" | "any";
+                /** @description Paging cursor: only scenarios whose name comes after this one in byte order (the previous page's next); empty (the default) starts at the first. */
+                after?: string;
+                /** @description Most scenarios in the page. */
+                limit?: number;
             };
             header?: never;
             path?: never;
