@@ -105,8 +105,10 @@ type Config struct {
 	AnswerWriteTimeout time.Duration
 	// StreamBufferBytes is the most bytes of result values the results streams hold
 	// together: a stream reads its next page only when it can reserve a page's budget
-	// (store.MaxResultReadBytes) within it, and otherwise waits as when no result is new.
-	// 0 means DefaultStreamBufferBytes; less than one page's budget is one page's budget.
+	// (store.MaxResultReadBytes) within it, and within its identity's (or client address's)
+	// quarter of it unless it is the identity's only page, and otherwise waits as when no
+	// result is new. 0 means DefaultStreamBufferBytes; less than one page's budget is one
+	// page's budget.
 	StreamBufferBytes int64
 	// StreamRecheck is how often a server-sent event stream checks its request's credentials
 	// again (with Authenticator): a stream whose token was revoked or expired, or whose role

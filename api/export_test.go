@@ -7,3 +7,15 @@ func StreamBuffer(h *Handler) (now, peak, open int64) {
 	b := h.h.streamBuffer
 	return b.now.Load(), b.peak.Load(), b.open.Load()
 }
+
+// StreamPages is the bytes of page budget the results streams have reserved, and how many
+// times one found no room for a page.
+func StreamPages(h *Handler) (reserved, waits int64) {
+	b := h.h.streamBuffer
+	b.pages.mu.Lock()
+	defer b.pages.mu.Unlock()
+	for _, n := range b.pages.held {
+		reserved += n
+	}
+	return reserved, b.waits.Load()
+}

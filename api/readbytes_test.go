@@ -1,12 +1,15 @@
 package api_test
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -101,9 +104,11 @@ func TestResultsStreamClientNeverReads(t *testing.T) {
 // Results streams together hold at most Config.StreamBufferBytes: six streams whose clients
 // never read, on a sink of 40 results of 1 MiB, held 24 MiB at once (a page of 4 MiB each);
 // with a budget of two pages (8 MiB) the others wait their turn, and every stream still gets
-// its page (each ends only when a write of it times out).
+// its page (each ends only when a write of it times out). (Six clients: the streams of one
+// share a quarter of the budget, TestResultsStreamsShareByClient.)
 func TestResultsStreamsShareABudget(t *testing.T) {
-	h, c := streamsNeverRead(t, api.Config{StreamBufferBytes: 8 * mib}, 6)
+	h, c := streamsNeverReadFrom(t, api.Config{StreamBufferBytes: 8 * mib, StreamWriteTimeout: 200 * time.Millisecond}, 6,
+		"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.5", "10.0.0.6")
 	// Each stream ends once a write of its page times out: wait for the six to have ended.
 	ended := `scenario_server_http_requests_total{method="GET",route="/api/scenarios/{name}/sinks/{sinkId}/results/stream",status="200"} 6` + "\n"
 	for deadline := time.Now().Add(time.Minute); !strings.Contains(string(c.get("/metrics").Body), ended); {
@@ -126,8 +131,18 @@ func TestResultsStreamsShareABudget(t *testing.T) {
 // on it whose clients never read (a receive buffer of 4 KiB).
 func streamsNeverRead(t *testing.T, cfg api.Config, n int) (*api.Handler, *client) {
 	t.Helper()
+	cfg.StreamWriteTimeout = 200 * time.Millisecond
+	return streamsNeverReadFrom(t, cfg, n)
+}
+
+// streamsNeverReadFrom is streamsNeverRead with cfg's stream write timeout, stream i from
+// client address from[i % len(from)] (X-Forwarded-For through a trusted proxy, 127.0.0.0/8),
+// or from 127.0.0.1 when from is empty.
+func streamsNeverReadFrom(t *testing.T, cfg api.Config, n int, from ...string) (*api.Handler, *client) {
+	t.Helper()
 	st := sqliteStore(t)
-	cfg.Store, cfg.Logger, cfg.StreamWriteTimeout = st, testLogger(t), 200*time.Millisecond
+	cfg.Store, cfg.Logger = st, testLogger(t)
+	cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 	h, err := api.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -143,14 +158,18 @@ func streamsNeverRead(t *testing.T, cfg api.Config, n int) (*api.Handler, *clien
 	if _, err := st.AppendSinkResults(t.Context(), "s", results); err != nil {
 		t.Fatal(err)
 	}
-	for range n {
+	for i := range n {
 		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { conn.Close() })
 		_ = conn.(*net.TCPConn).SetReadBuffer(4096)
-		if _, err := fmt.Fprintf(conn, "GET /api/scenarios/s/sinks/out/results/stream HTTP/1.1\r\nHost: %s\r\n\r\n", srv.Listener.Addr()); err != nil {
+		forwarded := ""
+		if len(from) > 0 {
+			forwarded = "X-Forwarded-For: " + from[i%len(from)] + "\r\n"
+		}
+		if _, err := fmt.Fprintf(conn, "GET /api/scenarios/s/sinks/out/results/stream HTTP/1.1\r\nHost: %s\r\n%s\r\n", srv.Listener.Addr(), forwarded); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -194,4 +213,49 @@ func TestLiveStateThroughAPI(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
+}
+
+// The results streams of one client reserve at most a quarter of Config.StreamBufferBytes:
+// with 16 MiB (four pages), four streams of a client that never reads hold one page between
+// them (each of the others found no room) and another client's stream gets its results at
+// once. Without the share the four held every page until their writes timed out (30 s here),
+// and the other client waited that long for its first result.
+func TestResultsStreamsShareByClient(t *testing.T) {
+	h, c := streamsNeverReadFrom(t, api.Config{StreamBufferBytes: 16 * mib, StreamWriteTimeout: 30 * time.Second}, 4, "10.0.0.1")
+	// Each of the four has reserved a page or found no room.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		_, _, open := api.StreamBuffer(h)
+		if reserved, waits := api.StreamPages(h); open == 4 && reserved+waits*4*mib >= 16*mib {
+			if reserved != 4*mib {
+				t.Errorf("the client's four streams reserved %d bytes of pages; want its quarter, one page of 4 MiB", reserved)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			reserved, waits := api.StreamPages(h)
+			t.Fatalf("after 30 s: %d streams open, %d bytes of pages reserved, %d waits", open, reserved, waits)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/api/scenarios/s/sinks/out/results/stream", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Forwarded-For", "10.0.0.2")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 4*mib)
+	for sc.Scan() {
+		if sc.Text() == "event: result" {
+			return
+		}
+	}
+	reserved, waits := api.StreamPages(h)
+	t.Fatalf("another client's stream got no result within 10 s: %v (%d bytes of pages reserved, %d waits)", sc.Err(), reserved, waits)
 }

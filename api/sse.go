@@ -14,7 +14,6 @@ import (
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/sync/semaphore"
 
 	"github.com/scenario-server/scenario-server/auth"
 	"github.com/scenario-server/scenario-server/store"
@@ -48,11 +47,15 @@ const DefaultStreamWriteTimeout = time.Minute
 // that reads slowly, or not at all, makes its stream wait rather than buffer, and its results
 // wait in the store. The streams together hold at most pages of Config.StreamBufferBytes:
 // a stream reserves a page's budget before it reads one (pages), and waits when it cannot.
+// The streams of one identity (or client address) reserve at most a quarter of it, but one
+// page always (as the request bodies share theirs): 16 streams of one client that never
+// reads would otherwise hold every page for a write timeout, again and again.
 type streamBuffer struct {
 	now, peak atomic.Int64
 	open      atomic.Int64 // results streams being served
+	waits     atomic.Int64 // pages not reserved for want of room
 	gauge     prometheus.Gauge
-	pages     *semaphore.Weighted // of Config.StreamBufferBytes, reserved store.MaxResultReadBytes a page
+	pages     *bodyBudget // of Config.StreamBufferBytes, reserved store.MaxResultReadBytes a page
 }
 
 func newStreamBuffer(reg prometheus.Registerer, budget int64) *streamBuffer {
@@ -66,8 +69,20 @@ func newStreamBuffer(reg prometheus.Registerer, budget int64) *streamBuffer {
 	if budget <= 0 {
 		budget = DefaultStreamBufferBytes
 	}
-	return &streamBuffer{gauge: g, pages: semaphore.NewWeighted(max(budget, store.MaxResultReadBytes))}
+	return &streamBuffer{gauge: g, pages: newBodyBudget(max(budget, store.MaxResultReadBytes), nil)}
 }
+
+// reserve reserves a page's budget for a stream of client, and reports whether it could.
+func (b *streamBuffer) reserve(client string) bool {
+	if b.pages.take(client, 0, store.MaxResultReadBytes, false) {
+		return true
+	}
+	b.waits.Add(1)
+	return false
+}
+
+// release gives back a page's budget of client's.
+func (b *streamBuffer) release(client string) { b.pages.give(client, store.MaxResultReadBytes) }
 
 // add counts n more bytes held (fewer when n < 0).
 func (b *streamBuffer) add(n int64) {
@@ -274,12 +289,13 @@ func (h *handlers) resultsStream(ctx context.Context, in *resultsStreamInput) (*
 			h.streamBuffer.add(-held)
 			h.streamBuffer.open.Add(-1)
 		}()
+		client := rateKey(r)
 		for {
 			changed := h.changed()
 			// A page's budget reserved, or wait as when nothing is new (the poll looks again).
-			if h.streamBuffer.pages.TryAcquire(store.MaxResultReadBytes) {
+			if h.streamBuffer.reserve(client) {
 				n, ok := h.streamPage(ctx, sse, in, &after, &held)
-				h.streamBuffer.pages.Release(store.MaxResultReadBytes)
+				h.streamBuffer.release(client)
 				if !ok {
 					return
 				}
