@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -148,11 +149,13 @@ func (h *handlers) registerStreams(hapi huma.API) {
 }
 
 // sseWriter writes server-sent events and flushes each. A write that its client does not
-// take within timeout fails, which ends the stream.
+// take within timeout fails, which ends the stream; after close, every write fails at once.
 type sseWriter struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	timeout time.Duration
+	mu      sync.Mutex // orders close before or after a deadline's setting
+	closed  bool
 }
 
 func startSSE(w http.ResponseWriter, timeout time.Duration) *sseWriter {
@@ -166,9 +169,39 @@ func startSSE(w http.ResponseWriter, timeout time.Duration) *sseWriter {
 	return s
 }
 
-// deadline gives the next write timeout to complete.
+// deadline gives the next write timeout to complete (none once closed).
 func (s *sseWriter) deadline() {
-	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout)) // not every ResponseWriter has deadlines
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := time.Now().Add(s.timeout)
+	if s.closed {
+		d = time.Now()
+	}
+	_ = s.rc.SetWriteDeadline(d) // not every ResponseWriter has deadlines
+}
+
+// close makes the stream's writes fail from now on, one blocked on a client that takes
+// nothing too, so that its handler returns.
+func (s *sseWriter) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	_ = s.rc.SetWriteDeadline(time.Now())
+}
+
+// closeOnShutdown closes sse when the server closes its streams (CloseStreams) before the
+// returned function is called: a stream writing to a client that takes nothing would
+// otherwise hold the shutdown for its write timeout.
+func (h *handlers) closeOnShutdown(sse *sseWriter) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-h.streamsDone:
+			sse.close()
+		case <-done:
+		}
+	}()
+	return func() { close(done) }
 }
 
 // event writes one event; id is left out when empty.
@@ -215,6 +248,7 @@ func (h *handlers) countsStream(ctx context.Context, in *scenarioPath) (*huma.St
 		if r.Method == http.MethodHead { // the headers are the answer
 			return
 		}
+		defer h.closeOnShutdown(sse)()
 		keepAlive := time.NewTicker(streamKeepAlive)
 		defer keepAlive.Stop()
 		recheck := time.NewTicker(h.streamRecheck)
@@ -277,6 +311,7 @@ func (h *handlers) resultsStream(ctx context.Context, in *resultsStreamInput) (*
 		if r.Method == http.MethodHead { // the headers are the answer
 			return
 		}
+		defer h.closeOnShutdown(sse)()
 		keepAlive := time.NewTicker(streamKeepAlive)
 		defer keepAlive.Stop()
 		poll := time.NewTicker(streamPoll)

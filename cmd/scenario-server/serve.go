@@ -551,8 +551,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
+		// Answers still being written (to clients that take them slowly, or not at all) after
+		// the timeout: their connections are closed, and the deployments still stop with a
+		// checkpoint.
+		log.Warn("closing the connections still being answered after the shutdown timeout", "timeout", cfg.ShutdownTimeout.String(), "error", err)
 		srv.Close()
-		return fmt.Errorf("shutting down: %w", err)
 	}
 	// No request adds events any more: checkpoint and stop the deployments.
 	if err := stopRuntime(); err != nil {
