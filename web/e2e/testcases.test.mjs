@@ -2,8 +2,9 @@
 // it as a test case (its sink outputs become the expected ones), run all tests (passed); a new
 // version whose filter lets more through fails it; a deploy of that version is refused with the
 // failure, and deployed only with "Deploy anyway" and a comment; the scenario list then shows it
-// running, a page of 100 scenarios at a time. Screenshots go to
-// test-results/testcases-*.png. Browser console errors other than the refused deploy's 422 fail.
+// running, a page of 100 scenarios at a time, and a history a page of 100 versions at a time.
+// Screenshots go to test-results/testcases-*.png. Browser console errors other than the refused
+// deploy's 422 fail.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { node, openBrowser, shot, startServer } from './harness.mjs';
@@ -115,6 +116,23 @@ test('saved test cases guard a deploy', async (t) => {
     assert.equal(await rows.count(), all.length);
     assert.equal(await page.getByTestId('more-scenarios').count(), 0, 'no more pages');
     assert.deepEqual(await rows.evaluateAll((trs) => trs.map((tr) => tr.dataset.testid.replace(/^scenario-/, ''))), all);
+  });
+
+  await t.test('the history shows the newest 100 versions, and the older ones on "Show older versions"', async () => {
+    // "list 000" gets versions 2 to 101: 101 in all.
+    for (let v = 2; v <= 101; v++) {
+      assert.equal((await api('POST', '/api/scenarios/list%20000/versions', { baseVersion: v - 1, graph: graph(v), comment: `limit ${v}` })).status, 201);
+    }
+    await page.goto(`${server.url}/#/scenarios/list%20000`);
+    await node(page, 'payments').waitFor();
+    await page.getByTestId('tab-history').click();
+    await page.getByTestId('version-2').waitFor();
+    assert.equal(await page.locator('[data-testid^="version-"]').count(), 100);
+    assert.equal(await page.getByTestId('version-1').count(), 0);
+    await page.getByTestId('older-versions').click();
+    await page.getByTestId('version-1').waitFor();
+    assert.equal(await page.locator('[data-testid^="version-"]').count(), 101);
+    assert.equal(await page.getByTestId('older-versions').count(), 0, 'no older versions');
     const others = consoleErrors.filter((e) => !/status of 422 \(Unprocessable Entity\).*\/deploy\)$/.test(e));
     assert.deepEqual(others, []);
   });

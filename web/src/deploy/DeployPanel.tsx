@@ -119,6 +119,8 @@ export function DeployPanel({ name, version, dirty, collectSinks, deployment }: 
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState('');
   const [history, setHistory] = useState<Deployment[]>([]);
+  // older: the before of the history's next page (100 deployments a page), when older ones remain.
+  const [older, setOlder] = useState<number | undefined>(undefined);
   const requests = useDeployRequests(name, status?.deployment?.id);
   // Canceling stops the running deployment: it is asked for twice.
   const [confirmCancel, setConfirmCancel] = useState(false);
@@ -127,7 +129,18 @@ export function DeployPanel({ name, version, dirty, collectSinks, deployment }: 
 
   const loadHistory = async () => {
     const { data } = await api.GET('/api/scenarios/{name}/deployments', { params: { path: { name } } });
-    if (data) setHistory(data.deployments ?? []);
+    if (data) {
+      setHistory(data.deployments ?? []);
+      setOlder(data.next || undefined);
+    }
+  };
+  const moreHistory = async () => {
+    if (!older) return;
+    const { data } = await api.GET('/api/scenarios/{name}/deployments', { params: { path: { name }, query: { before: older } } });
+    if (data) {
+      setHistory((l) => [...l, ...(data.deployments ?? [])]);
+      setOlder(data.next || undefined);
+    }
   };
   useEffect(() => {
     // Reload the history when the status changes.
@@ -332,6 +345,11 @@ export function DeployPanel({ name, version, dirty, collectSinks, deployment }: 
           </li>
         ))}
       </ul>
+      {older && (
+        <button type="button" className="small" onClick={moreHistory} data-testid="older-deployments">
+          Show older deployments
+        </button>
+      )}
     </div>
   );
 }

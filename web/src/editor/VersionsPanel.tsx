@@ -22,6 +22,8 @@ export function exportHref(name: string, version?: number): string {
 
 export function VersionsPanel({ name, latestVersion, onOpen, onCompare }: Props) {
   const [versions, setVersions] = useState<Version[]>([]);
+  // older: the before of the history's next page (100 versions a page), when older ones remain.
+  const [older, setOlder] = useState<number | undefined>(undefined);
   const [from, setFrom] = useState<number | null>(null);
   const [to, setTo] = useState<number | null>(null);
   const [error, setError] = useState('');
@@ -34,6 +36,7 @@ export function VersionsPanel({ name, latestVersion, onOpen, onCompare }: Props)
       else {
         const list = data.versions ?? [];
         setVersions(list);
+        setOlder(data.next || undefined);
         if (list.length >= 2) {
           setFrom(list[1].version);
           setTo(list[0].version);
@@ -44,6 +47,14 @@ export function VersionsPanel({ name, latestVersion, onOpen, onCompare }: Props)
       live = false;
     };
   }, [name, latestVersion]);
+
+  const more = async () => {
+    if (!older) return;
+    const { data, error } = await api.GET('/api/scenarios/{name}/versions', { params: { path: { name }, query: { before: older } } });
+    if (error) return setError(problemText(error));
+    setVersions((l) => [...l, ...(data.versions ?? [])]);
+    setOlder(data.next || undefined);
+  };
 
   const open = async (v: number) => {
     const { data, error } = await api.GET('/api/scenarios/{name}/versions/{version}', { params: { path: { name, version: v } } });
@@ -108,6 +119,11 @@ export function VersionsPanel({ name, latestVersion, onOpen, onCompare }: Props)
           </li>
         ))}
       </ul>
+      {older && (
+        <button type="button" className="small" onClick={more} data-testid="older-versions">
+          Show older versions
+        </button>
+      )}
     </div>
   );
 }
