@@ -158,22 +158,14 @@ func (s *Store) ListLatestDeployments(ctx context.Context) ([]store.Deployment, 
 
 // LatestDeploymentsOf implements store.Store.
 func (s *Store) LatestDeploymentsOf(ctx context.Context, names []string) ([]store.Deployment, error) {
-	if len(names) > store.MaxNamesAtOnce {
-		return nil, fmt.Errorf("listing latest deployments of %d scenarios: at most %d at once", len(names), store.MaxNamesAtOnce)
-	}
-	if len(names) == 0 {
-		return nil, nil
-	}
-	rows, err := s.pool.Query(ctx, deploymentSelect+
-		` WHERE s.name = ANY($1) AND d.id = (SELECT max(l.id) FROM deployments l WHERE l.scenario_id = d.scenario_id) ORDER BY s.name COLLATE "C"`, names)
-	if err != nil {
-		return nil, fmt.Errorf("listing latest deployments: %w", err)
-	}
-	list, err := collect(rows, scanDeployment)
-	if err != nil {
-		return nil, fmt.Errorf("listing latest deployments: %w", err)
-	}
-	return list, nil
+	return check.LatestOf(names, func(names []string) ([]store.Deployment, error) {
+		rows, err := s.pool.Query(ctx, deploymentSelect+
+			` WHERE s.name = ANY($1) AND d.id = (SELECT max(l.id) FROM deployments l WHERE l.scenario_id = d.scenario_id) ORDER BY s.name COLLATE "C"`, names)
+		if err != nil {
+			return nil, err
+		}
+		return collect(rows, scanDeployment)
+	})
 }
 
 // foreignKeyViolation is SQLSTATE foreign_key_violation.

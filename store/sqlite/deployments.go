@@ -157,22 +157,14 @@ func (s *Store) ListLatestDeployments(ctx context.Context) ([]store.Deployment, 
 
 // LatestDeploymentsOf implements store.Store.
 func (s *Store) LatestDeploymentsOf(ctx context.Context, names []string) ([]store.Deployment, error) {
-	if len(names) > store.MaxNamesAtOnce {
-		return nil, fmt.Errorf("listing latest deployments of %d scenarios: at most %d at once", len(names), store.MaxNamesAtOnce)
-	}
-	if len(names) == 0 {
-		return nil, nil
-	}
-	js, err := json.Marshal(names)
-	if err != nil {
-		return nil, fmt.Errorf("listing latest deployments: %w", err)
-	}
-	list, err := listDeployments(ctx, s.read,
-		` WHERE s.name IN (SELECT value FROM json_each(?)) AND d.id = (SELECT max(l.id) FROM deployments l WHERE l.scenario_id = d.scenario_id) ORDER BY s.name`, string(js))
-	if err != nil {
-		return nil, fmt.Errorf("listing latest deployments: %w", err)
-	}
-	return list, nil
+	return check.LatestOf(names, func(names []string) ([]store.Deployment, error) {
+		js, err := json.Marshal(names)
+		if err != nil {
+			return nil, err
+		}
+		return listDeployments(ctx, s.read,
+			` WHERE s.name IN (SELECT value FROM json_each(?)) AND d.id = (SELECT max(l.id) FROM deployments l WHERE l.scenario_id = d.scenario_id) ORDER BY s.name`, string(js))
+	})
 }
 
 // PutCheckpoint implements store.Store.

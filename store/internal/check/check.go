@@ -35,3 +35,20 @@ func Limit(limit int) int {
 	}
 	return min(limit, store.MaxReadLimit)
 }
+
+// LatestOf is store.Store.LatestDeploymentsOf for a store whose do lists the latest
+// deployments of one or more names: no names list nothing, more than store.MaxNamesAtOnce
+// are an error.
+func LatestOf(names []string, do func([]string) ([]store.Deployment, error)) ([]store.Deployment, error) {
+	if len(names) > store.MaxNamesAtOnce {
+		return nil, fmt.Errorf("listing latest deployments of %d scenarios: at most %d at once", len(names), store.MaxNamesAtOnce)
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	list, err := do(names)
+	if err != nil {
+		return nil, fmt.Errorf("listing latest deployments: %w", err)
+	}
+	return list, nil
+}
