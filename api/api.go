@@ -345,6 +345,7 @@ type handlers struct {
 	// streamWriteTimeout (Config.StreamWriteTimeout) and what the results streams hold.
 	streamWriteTimeout time.Duration
 	streamBuffer       *streamBuffer
+	countsEncoder      countsEncoder
 	streamBufferBytes  int64 // Config.StreamBufferBytes
 	// authn checks a stream's credentials again every streamRecheck (nil: no authentication).
 	authn         *auth.Authenticator

@@ -625,22 +625,42 @@ func testStreams(t *testing.T, c *client) {
 	c.get("/api/scenarios/s/sinks/nope/results/stream").problem(t, http.StatusNotFound, api.CodeSinkNotFound)
 	c.post("/api/scenarios/s/deploy", nil).ok(t, http.StatusOK, nil)
 
-	counts := openStream(t, c, "/api/scenarios/s/counts/stream", "")
-	first := counts.next(t)
-	if first.name != "counts" || !strings.Contains(first.data, `"running":true`) {
-		t.Errorf("first counts event: %+v", first)
+	// Three counts streams on s share one encoding of its counts; each gets them all.
+	var streams []*sseStream
+	for range 3 {
+		counts := openStream(t, c, "/api/scenarios/s/counts/stream", "")
+		first := counts.next(t)
+		if first.name != "counts" || !strings.Contains(first.data, `"running":true`) {
+			t.Errorf("first counts event: %+v", first)
+		}
+		streams = append(streams, counts)
 	}
 	results := openStream(t, c, "/api/scenarios/s/sinks/out/results/stream", "")
 	postEvents(c, "s", "in", "", events(0, 25)).ok(t, http.StatusAccepted, nil)
-	for {
-		ev := counts.next(t)
-		var lc api.LiveCounts
-		if err := json.Unmarshal([]byte(ev.data), &lc); err != nil {
-			t.Fatal(err)
+	for _, counts := range streams {
+		for {
+			ev := counts.next(t)
+			var lc api.LiveCounts
+			if err := json.Unmarshal([]byte(ev.data), &lc); err != nil {
+				t.Fatal(err)
+			}
+			if lc.Nodes["in"].In == 25 {
+				break
+			}
 		}
-		if lc.Nodes["in"].In == 25 {
-			break
+	}
+	if n := api.CountsEncodings(c.handler); n != 1 {
+		t.Errorf("three counts streams on one scenario keep %d encodings, want 1", n)
+	}
+	for _, counts := range streams {
+		counts.close()
+	}
+	// The last stream closed drops the encoding.
+	for deadline := time.Now().Add(10 * time.Second); api.CountsEncodings(c.handler) != 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after the counts streams closed: %d encodings kept", api.CountsEncodings(c.handler))
 		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	var ids []string
 	for range 6 { // 25 events, 10 s windows, 3 keys: 6 windows closed
@@ -661,6 +681,7 @@ type sseEvent struct{ id, name, data string }
 
 type sseStream struct {
 	events chan sseEvent
+	close  func() // ends the stream (its request's context)
 }
 
 // openStream reads a server-sent event stream until t ends.
@@ -682,7 +703,7 @@ func openStream(t *testing.T, c *client, path, lastEventID string) *sseStream {
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("stream %s: %d %s", path, resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
-	s := &sseStream{events: make(chan sseEvent, 100)}
+	s := &sseStream{events: make(chan sseEvent, 100), close: cancel}
 	go func() {
 		defer resp.Body.Close()
 		sc := bufio.NewScanner(resp.Body)

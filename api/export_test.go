@@ -19,3 +19,11 @@ func StreamPages(h *Handler) (reserved, waits int64) {
 	}
 	return reserved, b.waits.Load()
 }
+
+// CountsEncodings is how many scenarios the counts streams keep an encoding of.
+func CountsEncodings(h *Handler) int {
+	c := &h.h.countsEncoder
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.by)
+}

@@ -31,10 +31,11 @@ var (
 
 // client talks to an API server over HTTP.
 type client struct {
-	t     *testing.T
-	base  string
-	http  *http.Client
-	store store.Store // the server's store, for withConfig
+	t       *testing.T
+	base    string
+	http    *http.Client
+	handler *api.Handler
+	store   store.Store // the server's store, for withConfig
 	// configure is what configured the server, for postAs's twin.
 	configure []func(*api.Config)
 	// as is postAs's twin server with API tokens enabled, and a token secret per user.
@@ -58,7 +59,7 @@ func newClient(t *testing.T, st store.Store, configure ...func(*api.Config)) *cl
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &client{t: t, base: srv.URL, http: srv.Client(), store: st, configure: configure}
+	return &client{t: t, base: srv.URL, http: srv.Client(), handler: h, store: st, configure: configure}
 }
 
 // withConfig starts a second server on c's store, configured as the first with configure

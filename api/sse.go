@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -210,6 +211,11 @@ func (s *sseWriter) event(id, name string, data any) error {
 	if err != nil {
 		return err
 	}
+	return s.eventJSON(id, name, body)
+}
+
+// eventJSON is event with its data encoded already (one line of JSON).
+func (s *sseWriter) eventJSON(id, name string, body []byte) error {
 	s.deadline()
 	if id != "" {
 		if _, err := fmt.Fprintf(s.w, "id: %s\n", id); err != nil {
@@ -253,17 +259,19 @@ func (h *handlers) countsStream(ctx context.Context, in *scenarioPath) (*huma.St
 		defer keepAlive.Stop()
 		recheck := time.NewTicker(h.streamRecheck)
 		defer recheck.Stop()
+		sc := h.countsEncoder.open(in.Name)
+		defer h.countsEncoder.close(in.Name)
 		var last []byte
 		for {
 			changed := h.changed()
-			counts := h.liveCounts(in.Name)
-			same := counts
-			same.UpdatedAt = nil // changes with every publication, even when nothing else does
-			if now, _ := json.Marshal(same); string(now) != string(last) {
-				if err := sse.event("", "counts", counts); err != nil {
+			data, same := h.encodedCounts(sc, in.Name)
+			// same leaves out updatedAt, which changes with every publication, even when
+			// nothing else does.
+			if !bytes.Equal(same, last) {
+				if err := sse.eventJSON("", "counts", data); err != nil {
 					return
 				}
-				last = now
+				last = same
 				keepAlive.Reset(streamKeepAlive)
 			}
 			select {

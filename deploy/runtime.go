@@ -695,11 +695,21 @@ func (r *Runtime) Closing() bool {
 // Live returns what the scenario's running deployment published last, and false when the
 // scenario has none running in this server.
 func (r *Runtime) Live(scenarioName string) (Live, bool) {
+	if l := r.Published(scenarioName); l != nil {
+		return *l, true
+	}
+	return Live{}, false
+}
+
+// Published is Live without the copy: the value published itself, the same pointer until the
+// deployment publishes again (so that what is derived from it can be kept until then); nil
+// when the scenario has no deployment running in this server. It must not be changed.
+func (r *Runtime) Published(scenarioName string) *Live {
 	d := r.lookup(scenarioName)
 	if d == nil {
-		return Live{}, false
+		return nil
 	}
-	return *d.live.Load(), true
+	return d.live.Load()
 }
 
 func (r *Runtime) lookup(name string) *deployment {
