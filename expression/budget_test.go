@@ -656,6 +656,8 @@ func TestLongStringsBudget(t *testing.T) {
 		`let g = groupBy(map(1..1000, #input.country), 0); let h = groupBy(map(1..1000, #input.tags[1]), 0); map(1..20, g) == map(1..20, h)`,
 		`let g = fromPairs([["a", map(1..1000, #input.country)]]); let h = fromPairs([["a", map(1..1000, #input.tags[1])]]); [g] == [h]`,
 		`let a = {(#input.country): 1, (#input.country[1:]): 1}; let b = {(#input.tags[1]): 1, (#input.tags[1][1:]): 1}; map(1..1000, a) == map(1..1000, b)`,
+		// len of a string reads it whole: 2,000 reads of a MiB
+		`sum(map(1..2000, len(#input.country)))`,
 	} {
 		t.Run(text, func(t *testing.T) {
 			_, err := runWith(t, text, noClock, vars)
@@ -683,6 +685,8 @@ func TestLongStringsBudget(t *testing.T) {
 		{`let g = groupBy(map(1..10, #input.country), 0); let h = groupBy(map(1..10, #input.tags[1]), 0); map(1..20, g) == map(1..20, h)`, true},
 		{`let a = {(#input.country): 1}; let b = {(#input.tags[1]): 1}; map(1..100, a) == map(1..100, b)`, true},
 		{`len(sortBy(map(1..1000, #input.country[#:#+100]), #)) == 1000`, true},
+		{`sum(map(1..50, len(#input.country))) == 50 * 1048576`, true},
+		{`len(#input.tags[0]) == 300001`, true}, // characters, not bytes
 	} {
 		if v, err := runWith(t, c.text, noClock, vars); err != nil || v.Bool() != c.want {
 			t.Errorf("%s: %s, want %v", c.text, describe(v, err), c.want)
