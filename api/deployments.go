@@ -461,7 +461,10 @@ func runtimeError(ctx context.Context, err error, name string, version int) erro
 	var unknown *deploy.UnknownSourceError
 	var badEvent *deploy.InvalidEventError
 	var inUse *deploy.SinkPathInUseError
+	var tooMany *deploy.TooManyDeploymentsError
 	switch {
+	case errors.As(err, &tooMany):
+		return newProblem(http.StatusConflict, CodeTooManyDeployments, tooMany.Error())
 	case errors.As(err, &invalid):
 		p := problemf(http.StatusUnprocessableEntity, CodeInvalidScenario, "version %d of %q cannot be deployed", invalid.Version, invalid.Scenario)
 		if len(invalid.Problems) > 0 {

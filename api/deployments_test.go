@@ -68,6 +68,10 @@ func runDeploymentSuite(t *testing.T, newStore newStoreFunc) {
 		dir := t.TempDir()
 		testDeployAndIngestGuards(t, newDeployClient(t, newStore(t), func(c *deploy.Config) { c.FileSinkDir = dir }), dir)
 	})
+	t.Run("MaxDeployments", func(t *testing.T) {
+		t.Parallel()
+		testMaxDeployments(t, newDeployClient(t, newStore(t), func(c *deploy.Config) { c.MaxDeployments = 2 }))
+	})
 	t.Run("NoRuntime", func(t *testing.T) {
 		t.Parallel()
 		c := newClient(t, newStore(t))
@@ -805,4 +809,32 @@ func testDeployAndIngestGuards(t *testing.T, c *client, dir string) {
 	if lc.CheckpointError != "" || lc.CheckpointFailures != 0 {
 		t.Errorf("counts after a successful checkpoint: %s", mustJSON(lc))
 	}
+}
+
+// With --max-deployments 2: a third scenario's deploy is refused 409 too-many-deployments and
+// runs nothing; a new deploy of a running one replaces it; once one is canceled, the third
+// deploys.
+func testMaxDeployments(t *testing.T, c *client) {
+	for _, name := range []string{"a", "b", "c"} {
+		c.post("/api/scenarios", rawBody("name", quote(name), "graph", countGraph("10s"))).ok(t, http.StatusCreated, nil)
+	}
+	c.post("/api/scenarios/a/deploy", nil).ok(t, http.StatusOK, nil)
+	c.post("/api/scenarios/b/deploy", nil).ok(t, http.StatusOK, nil)
+	p := c.post("/api/scenarios/c/deploy", nil).problem(t, http.StatusConflict, api.CodeTooManyDeployments)
+	if !strings.Contains(p.Detail, "runs 2 scenarios") || !strings.Contains(p.Detail, "--max-deployments") {
+		t.Errorf("refused with %q", p.Detail)
+	}
+	var st api.ScenarioDeployment
+	c.get("/api/scenarios/c/deployment").ok(t, http.StatusOK, &st)
+	if st.Status != "NOT_DEPLOYED" {
+		t.Errorf("c after the refused deploy: %s", mustJSON(st))
+	}
+	var again api.Deployment
+	c.post("/api/scenarios/a/deploy", rawBody("comment", quote("again"))).ok(t, http.StatusOK, &again)
+	if again.Status != "RUNNING" || again.Comment != "again" {
+		t.Errorf("a deployed again: %s", mustJSON(again))
+	}
+	c.post("/api/scenarios/b/cancel", nil).ok(t, http.StatusOK, nil)
+	c.post("/api/scenarios/c/deploy", nil).ok(t, http.StatusOK, nil)
+	c.post("/api/scenarios/b/deploy", nil).problem(t, http.StatusConflict, api.CodeTooManyDeployments)
 }

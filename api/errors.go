@@ -84,6 +84,9 @@ const (
 	CodeScenarioArchived = "scenario-archived"
 	// CodeDeploymentActive (409): the scenario has a deploying or running deployment.
 	CodeDeploymentActive = "deployment-active"
+	// CodeTooManyDeployments (409): the server runs its most scenarios (--max-deployments); a
+	// deploy of one more waits for a cancel.
+	CodeTooManyDeployments = "too-many-deployments"
 	// CodeNotDeployed (409): the scenario has no running deployment (to cancel, or to send
 	// events to).
 	CodeNotDeployed = "not-deployed"

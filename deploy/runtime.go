@@ -138,6 +138,11 @@ type Config struct {
 	// the backlog is 0 (a batch larger than the limit is accepted alone). The check counts
 	// the batches being appended. 0 means DefaultMaxBacklog (50,000).
 	MaxBacklog int64
+	// MaxDeployments is the most scenarios this runtime runs at once: a deploy of a scenario
+	// not running here past it is refused with a *TooManyDeploymentsError (a new version of a
+	// running one replaces it, and the deployments resumed at start are not refused). 0 means
+	// no bound.
+	MaxDeployments int
 	// FileSinkDir is where file sinks write: their path parameter is a relative path inside
 	// it ("results/sessions.ndjson"). Empty means the working directory.
 	FileSinkDir string
@@ -594,6 +599,9 @@ func (r *Runtime) sinkPathInUse(d *deployment) error {
 func (r *Runtime) reserve(d *deployment) (func(), error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if limit := r.cfg.MaxDeployments; limit > 0 && r.othersRunning(d.info.Scenario) >= limit {
+		return nil, &TooManyDeploymentsError{Limit: limit}
+	}
 	if err := r.sinkPathInUse(d); err != nil {
 		return nil, err
 	}
@@ -605,6 +613,31 @@ func (r *Runtime) reserve(d *deployment) (func(), error) {
 		}
 		r.mu.Unlock()
 	}, nil
+}
+
+// othersRunning counts the scenarios other than name that run or are being deployed; r.mu
+// is held.
+func (r *Runtime) othersRunning(name string) int {
+	n := 0
+	for s := range r.active {
+		if s != name {
+			n++
+		}
+	}
+	for s := range r.pending {
+		if _, running := r.active[s]; !running && s != name {
+			n++
+		}
+	}
+	return n
+}
+
+// TooManyDeploymentsError is why a deploy was refused: the runtime runs Config.MaxDeployments
+// scenarios already.
+type TooManyDeploymentsError struct{ Limit int }
+
+func (e *TooManyDeploymentsError) Error() string {
+	return fmt.Sprintf("this server runs %d scenarios, its most (--max-deployments): cancel one first", e.Limit)
 }
 
 // Shutdown stops accepting deployments and events, has every deployment commit a final

@@ -40,6 +40,7 @@ func runRuntimeSuite(t *testing.T, newStore newStoreFunc) {
 		{"CrashesContinueExactly", testCrashesContinueExactly},
 		{"CheckpointCommitsWhileProcessing", testCheckpointCommitsWhileProcessing},
 		{"ShutdownAndResume", testShutdownAndResume},
+		{"MaxDeploymentsResumesAll", testMaxDeploymentsResumesAll},
 		{"Redeploy", testRedeploy},
 		{"InvalidVersionKeepsRunning", testInvalidVersionKeepsRunning},
 		{"NewerAuthoringRuleResumes", testNewerAuthoringRuleResumes},
@@ -265,6 +266,42 @@ func testCheckpointCommitsWhileProcessing(t *testing.T, st store.Store) {
 	if l.CheckpointError != "" {
 		t.Errorf("checkpoint error %q after a successful checkpoint", l.CheckpointError)
 	}
+}
+
+// MaxDeployments bounds what is deployed, not what is resumed: three deployments of a runtime
+// without the bound all resume in one with MaxDeployments 2 (its operator lowered it), which
+// then refuses a fourth scenario's deploy with a *TooManyDeploymentsError until two are
+// canceled.
+func testMaxDeploymentsResumesAll(t *testing.T, st store.Store) {
+	for _, name := range []string{"a", "b", "c", "d"} {
+		createScenario(t, st, name, tumblingGraph(""))
+	}
+	r := newRuntime(t, st)
+	for _, name := range []string{"a", "b", "c"} {
+		deploy(t, r, name, 0)
+	}
+	if err := r.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	r = newRuntime(t, st, func(c *Config) { c.MaxDeployments = 2 })
+	for _, name := range []string{"a", "b", "c"} {
+		waitFor(t, name+" resumed", func() bool { l, ok := r.Live(name); return ok && l.Phase == PhaseRunning })
+	}
+	_, err := r.Deploy(t.Context(), DeployRequest{Scenario: "d"})
+	var tooMany *TooManyDeploymentsError
+	if !errors.As(err, &tooMany) || tooMany.Limit != 2 {
+		t.Fatalf("deploying a fourth with 3 running and MaxDeployments 2: %v", err)
+	}
+	if _, err := r.Cancel(t.Context(), "a", "ann", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Deploy(t.Context(), DeployRequest{Scenario: "d"}); !errors.As(err, &tooMany) {
+		t.Fatalf("deploying a fourth with 2 running and MaxDeployments 2: %v", err)
+	}
+	if _, err := r.Cancel(t.Context(), "b", "ann", ""); err != nil {
+		t.Fatal(err)
+	}
+	deploy(t, r, "d", 0)
 }
 
 // Shutdown commits a final checkpoint: the next runtime has nothing to redo, and the

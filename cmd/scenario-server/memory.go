@@ -105,6 +105,17 @@ func defaultMaxTotalState() int64 {
 	return 2 << 30
 }
 
+// defaultMaxDeployments is the default of --max-deployments: one per 16 MiB of the server's
+// memory (serverMemory), at least 16, or 128 when the memory is not known. A running
+// scenario of a few hundred nodes takes 5 to 7 MB before its window state (which
+// --max-total-state bounds), and 200 of them were 264 MB of metrics a scrape.
+func defaultMaxDeployments() int {
+	if m, ok := serverMemory(os.ReadFile); ok {
+		return int(min(max(m/(16<<20), 16), math.MaxInt32))
+	}
+	return 128
+}
+
 // defaultMaxConnections is the default of --max-connections: three quarters of the process's
 // open-file limit (RLIMIT_NOFILE; Go raises the soft limit to the hard one at start), or 4,096
 // when it is not known.

@@ -46,6 +46,7 @@ const (
 	envMaxBacklog         = "SCENARIO_SERVER_MAX_BACKLOG"
 	envMaxDeploymentState = "SCENARIO_SERVER_MAX_DEPLOYMENT_STATE"
 	envMaxTotalState      = "SCENARIO_SERVER_MAX_TOTAL_STATE"
+	envMaxDeployments     = "SCENARIO_SERVER_MAX_DEPLOYMENTS"
 	envSinkDir            = "SCENARIO_SERVER_SINK_DIR"
 	envSourceDir          = "SCENARIO_SERVER_SOURCE_DIR"
 	envKafkaBrokers       = "SCENARIO_SERVER_KAFKA_BROKERS"
@@ -110,6 +111,9 @@ type serveConfig struct {
 	// MaxTotalState is the most window state, in bytes, of all deployments together
 	// (deploy.Config.MaxTotalState); 0 means no budget.
 	MaxTotalState int64
+	// MaxDeployments is the most scenarios the server runs at once
+	// (deploy.Config.MaxDeployments); 0 means no bound.
+	MaxDeployments int
 	// SinkDir is where deployed file sinks write; empty means DataDir/sinks.
 	SinkDir string
 	// SourceDir is where deployed file sources read; empty means DataDir/sources.
@@ -183,6 +187,14 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		if maxTotalState, err = envInt(getenv, envMaxTotalState); err != nil {
 			return serveConfig{}, err
 		}
+	}
+	maxDeployments := defaultMaxDeployments()
+	if getenv(envMaxDeployments) != "" {
+		n, err := envInt(getenv, envMaxDeployments)
+		if err != nil {
+			return serveConfig{}, err
+		}
+		maxDeployments = int(min(n, math.MaxInt32))
 	}
 	testMaxRecords, err := envInt(getenv, envTestMaxRecords)
 	if err != nil {
@@ -259,6 +271,9 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	fs.Int64Var(&cfg.MaxTotalState, "max-total-state", maxTotalState,
 		"the deployment whose state grows while all deployments' window state together is past this many `bytes` fails, keeping its last checkpoint; so does the one whose collect results would bring those waiting for checkpoints in all deployments past as many (env "+envMaxTotalState+
 			"; default: an eighth of the memory the server may use, the least of its cgroup's limit, the machine's and GOMEMLIMIT; 0: no budget)")
+	fs.IntVar(&cfg.MaxDeployments, "max-deployments", maxDeployments,
+		"deploying one more scenario than `n` running is refused with 409 too-many-deployments (a new version of a running one replaces it; those resumed at start are not refused) (env "+envMaxDeployments+
+			"; default: one per 16 MiB of the memory the server may use, at least 16; 0: no bound)")
 	fs.StringVar(&cfg.SinkDir, "sink-dir", getenv(envSinkDir), "deployed file sinks write inside `dir` (env "+envSinkDir+"; default: the data directory's sinks/)")
 	fs.StringVar(&cfg.SourceDir, "source-dir", getenv(envSourceDir), "deployed file sources read inside `dir` (env "+envSourceDir+"; default: the data directory's sources/)")
 	fs.StringVar(&cfg.KafkaBrokers, "kafka-brokers", getenv(envKafkaBrokers), "Kafka sources read from and Kafka sinks write to these seed brokers, comma-separated `host:port,...` (env "+envKafkaBrokers+"); none: scenarios with a Kafka source or sink do not deploy")
@@ -308,8 +323,8 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	if cfg.MaxConnections < 0 {
 		return serveConfig{}, fmt.Errorf("%w: --max-connections must not be negative", errUsage)
 	}
-	if cfg.CheckpointInterval < 0 || cfg.EventTimeout < 0 || cfg.MaxBacklog < 0 || cfg.MaxDeploymentState < 0 || cfg.MaxTotalState < 0 {
-		return serveConfig{}, fmt.Errorf("%w: --checkpoint-interval, --event-timeout, --max-backlog, --max-deployment-state and --max-total-state must not be negative", errUsage)
+	if cfg.CheckpointInterval < 0 || cfg.EventTimeout < 0 || cfg.MaxBacklog < 0 || cfg.MaxDeploymentState < 0 || cfg.MaxTotalState < 0 || cfg.MaxDeployments < 0 {
+		return serveConfig{}, fmt.Errorf("%w: --checkpoint-interval, --event-timeout, --max-backlog, --max-deployment-state, --max-total-state and --max-deployments must not be negative", errUsage)
 	}
 	if cfg.ResultRetention < 0 || cfg.BatchKeyRetention < 0 || cfg.AuditRetention < 0 {
 		return serveConfig{}, fmt.Errorf("%w: --result-retention, --batch-key-retention and --audit-retention must not be negative", errUsage)
@@ -469,6 +484,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		ResultRetention: cfg.ResultRetention, BatchKeyRetention: cfg.BatchKeyRetention, AuditRetention: cfg.AuditRetention,
 		Owner: owner, NoResume: cfg.NoResume, CrashLoopLimit: crashLoopLimit(cfg.CrashLoopLimit),
 		MaxDeploymentState: stateBudget, MaxTotalState: cfg.MaxTotalState, MaxTotalPendingResultBytes: cfg.MaxTotalState,
+		MaxDeployments: cfg.MaxDeployments,
 	})
 	if err != nil {
 		return err
