@@ -50,7 +50,7 @@ func TestParseServeFlags(t *testing.T) {
 				LogLevel: slog.LevelDebug, MaxBodyBytes: 2048, ShutdownTimeout: 10 * time.Second, MaxConnections: defaultMaxConnections(),
 				ResultRetention: time.Hour, BatchKeyRetention: 0, AuditRetention: 0, MaxDeploymentState: 0, NoResume: true, CrashLoopLimit: 7, Guard: defaultGuard(),
 				MaxDeployments: 0,
-				EventTimeout: 30 * time.Second, Kafka: deploy.KafkaCluster{TransactionTimeout: 15 * time.Minute}},
+				EventTimeout:   30 * time.Second, Kafka: deploy.KafkaCluster{TransactionTimeout: 15 * time.Minute}},
 		},
 		{
 			name: "flags win over the environment",
