@@ -124,7 +124,7 @@ var Codes = []string{
 	CodeUnauthenticated, CodeForbidden, CodeTokenNotFound, CodeSignInFailed, CodeSignInNotConfigured,
 	CodeScenarioNotFound, CodeVersionNotFound, CodeSourceNotFound, CodeSinkNotFound, CodeRouteNotFound,
 	CodeMethodNotAllowed, CodeNotAcceptable, CodeRequestTimeout, CodeScenarioExists,
-	CodeVersionConflict, CodeScenarioArchived, CodeDeploymentActive, CodeNotDeployed, CodeBodyTooLarge,
+	CodeVersionConflict, CodeScenarioArchived, CodeDeploymentActive, CodeTooManyDeployments, CodeNotDeployed, CodeBodyTooLarge,
 	CodeTooManyRecords, CodeUnsupportedMediaType, CodeHostNotAllowed, CodeCrossOrigin, CodeRateLimited, CodeTestRunsBusy, CodeTooManyStreams, CodeStreamsBusy, CodeIngestBusy, CodeRequestsBusy, CodeBacklogFull, CodeNotReady, CodeUnavailable, CodeKafkaNotConfigured, CodeKafkaUnavailable, CodeStoreFull, CodeInternal,
 }
 
