@@ -12,3 +12,13 @@ func SetSegmentLimits(t interface{ Cleanup(func()) }, results, bytes int) {
 	segmentResults, segmentBytes = results, bytes
 	t.Cleanup(func() { segmentResults, segmentBytes = oldResults, oldBytes })
 }
+
+// ReadDB is the store's pool of read connections.
+func ReadDB(s *Store) *sql.DB { return s.read }
+
+// The queries that read versions' metadata without their graphs: a scenario by name (as the
+// list reads each), and a version history.
+const (
+	ScenarioQuery = scenarioSelect + ` WHERE s.name = ?`
+	HistoryQuery  = historySelect + ` WHERE s.name = ? AND v.number < ? ORDER BY v.number DESC LIMIT ?`
+)

@@ -14,11 +14,13 @@ import (
 
 // scenarioSelect reads a store.Scenario with scanScenario; version 1 gives the creation, the
 // latest version the modification.
+// (The versions' metadata come from the index scenario_versions_meta alone: a version's row
+// holds its graph first, and reading the columns after it walks the graph's pages.)
 const scenarioSelect = `
 SELECT s.name, s.archived, s.latest_version, f.created_at, f.author, l.created_at, l.author
 FROM scenarios s
-JOIN scenario_versions f ON f.scenario_id = s.id AND f.number = 1
-JOIN scenario_versions l ON l.scenario_id = s.id AND l.number = s.latest_version`
+JOIN scenario_versions f INDEXED BY scenario_versions_meta ON f.scenario_id = s.id AND f.number = 1
+JOIN scenario_versions l INDEXED BY scenario_versions_meta ON l.scenario_id = s.id AND l.number = s.latest_version`
 
 func scanScenario(row interface{ Scan(...any) error }) (store.Scenario, error) {
 	var sc store.Scenario
@@ -196,10 +198,10 @@ const versionSelect = `
 SELECT v.number, v.graph, v.comment, v.author, v.created_at
 FROM scenario_versions v JOIN scenarios s ON s.id = v.scenario_id`
 
-// historySelect is versionSelect without the graphs.
+// historySelect is versionSelect without the graphs, read from the index of their metadata.
 const historySelect = `
 SELECT v.number, NULL, v.comment, v.author, v.created_at
-FROM scenario_versions v JOIN scenarios s ON s.id = v.scenario_id`
+FROM scenario_versions v INDEXED BY scenario_versions_meta JOIN scenarios s ON s.id = v.scenario_id`
 
 func scanVersion(row interface{ Scan(...any) error }, name string) (store.Version, error) {
 	v := store.Version{Scenario: name}
