@@ -403,6 +403,13 @@ func (bb *bodyBudget) take(client string, mine, n int64, anyClient bool) bool {
 	return true
 }
 
+// heldBy is how many bytes client holds.
+func (bb *bodyBudget) heldBy(client string) int64 {
+	bb.mu.Lock()
+	defer bb.mu.Unlock()
+	return bb.held[client]
+}
+
 // give gives back n bytes of client's.
 func (bb *bodyBudget) give(client string, n int64) {
 	if n == 0 {

@@ -140,6 +140,12 @@ func streamsNeverRead(t *testing.T, cfg api.Config, n int) (*api.Handler, *clien
 // or from 127.0.0.1 when from is empty.
 func streamsNeverReadFrom(t *testing.T, cfg api.Config, n int, from ...string) (*api.Handler, *client) {
 	t.Helper()
+	return streamsNeverReadOf(t, cfg, 40, mib, n, from...)
+}
+
+// streamsNeverReadOf is streamsNeverReadFrom with results results of size bytes each.
+func streamsNeverReadOf(t *testing.T, cfg api.Config, results, size, n int, from ...string) (*api.Handler, *client) {
+	t.Helper()
 	st := sqliteStore(t)
 	cfg.Store, cfg.Logger = st, testLogger(t)
 	cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
@@ -151,11 +157,11 @@ func streamsNeverReadFrom(t *testing.T, cfg api.Config, n int, from ...string) (
 	t.Cleanup(srv.Close)
 	c := &client{t: t, base: srv.URL, http: srv.Client(), store: st}
 	c.post("/api/scenarios", rawBody("name", quote("s"), "graph", countGraph("10s"))).ok(t, http.StatusCreated, nil)
-	var results []store.NewSinkResult
-	for i := range 40 {
-		results = append(results, store.NewSinkResult{Sink: "out", Value: jsonString(i%26, mib)})
+	var stored []store.NewSinkResult
+	for i := range results {
+		stored = append(stored, store.NewSinkResult{Sink: "out", Value: jsonString(i%26, size)})
 	}
-	if _, err := st.AppendSinkResults(t.Context(), "s", results); err != nil {
+	if _, err := st.AppendSinkResults(t.Context(), "s", stored); err != nil {
 		t.Fatal(err)
 	}
 	for i := range n {
@@ -258,4 +264,27 @@ func TestResultsStreamsShareByClient(t *testing.T) {
 	}
 	reserved, waits := api.StreamPages(h)
 	t.Fatalf("another client's stream got no result within 10 s: %v (%d bytes of pages reserved, %d waits)", sc.Err(), reserved, waits)
+}
+
+// A page of one result larger than a page's budget is read only when the rest of its bytes
+// can be reserved too: with a budget of 8 MiB, two clients' streams that never read, on
+// results of 6 MiB, hold one such page at a time (6 MiB), not two (12 MiB: hostile round 15
+// held 4 times the budget with 16 MiB results).
+func TestResultsStreamsReserveLargePages(t *testing.T) {
+	h, _ := streamsNeverReadOf(t, api.Config{StreamBufferBytes: 8 * mib, StreamWriteTimeout: 30 * time.Second}, 4, 6*mib, 2, "10.0.0.1", "10.0.0.2")
+	// One stream holds its 6 MiB page; the other has found no room for its page's rest.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		reserved, waits := api.StreamPages(h)
+		if _, _, open := api.StreamBuffer(h); open == 2 && reserved == 6*mib && waits > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			now, peak, open := api.StreamBuffer(h)
+			t.Fatalf("after 30 s: %d streams open, %d bytes of pages reserved, %d waits; buffered %d, peak %d", open, reserved, waits, now, peak)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, peak, _ := api.StreamBuffer(h); peak > 8*mib {
+		t.Errorf("the streams held %d bytes of results at once, more than the 8 MiB budget", peak)
+	}
 }

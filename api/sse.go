@@ -48,16 +48,21 @@ const DefaultStreamWriteTimeout = time.Minute
 // most store.MaxResultReadBytes (or one larger result), whatever its client does: a client
 // that reads slowly, or not at all, makes its stream wait rather than buffer, and its results
 // wait in the store. The streams together hold at most pages of Config.StreamBufferBytes:
-// a stream reserves a page's budget before it reads one (pages), and waits when it cannot.
-// The streams of one identity (or client address) reserve at most a quarter of it, but one
-// page always (as the request bodies share theirs): 16 streams of one client that never
-// reads would otherwise hold every page for a write timeout, again and again.
+// a stream reserves a page's budget before it reads one (pages), and the rest of a larger
+// page's bytes once it has read it, and waits when it cannot. The streams of one identity
+// (or client address) reserve at most a quarter of it, but one page always (as the request
+// bodies share theirs), and no more than the pages they hold while another client's stream
+// waits for room; a page must be written within the write timeout, whole (sseWriter.until).
+// Without these, 16 streams of one client that never reads held every page for a write
+// timeout, again and again, and 4 clients that read a little at a time held them for good.
 type streamBuffer struct {
 	now, peak atomic.Int64
 	open      atomic.Int64 // results streams being served
 	waits     atomic.Int64 // pages not reserved for want of room
 	gauge     prometheus.Gauge
 	pages     *bodyBudget // of Config.StreamBufferBytes, reserved store.MaxResultReadBytes a page
+	mu        sync.Mutex
+	waiting   map[string]int // by client, its streams that found no room and wait for it
 }
 
 func newStreamBuffer(reg prometheus.Registerer, budget int64) *streamBuffer {
@@ -71,20 +76,60 @@ func newStreamBuffer(reg prometheus.Registerer, budget int64) *streamBuffer {
 	if budget <= 0 {
 		budget = DefaultStreamBufferBytes
 	}
-	return &streamBuffer{gauge: g, pages: newBodyBudget(max(budget, store.MaxResultReadBytes), nil)}
+	return &streamBuffer{gauge: g, pages: newBodyBudget(max(budget, store.MaxResultReadBytes), nil), waiting: map[string]int{}}
 }
 
-// reserve reserves a page's budget for a stream of client, and reports whether it could.
-func (b *streamBuffer) reserve(client string) bool {
-	if b.pages.take(client, 0, store.MaxResultReadBytes, false) {
+// pageReservation is what one results stream has reserved of the streamBuffer.
+type pageReservation struct {
+	b       *streamBuffer
+	client  string
+	bytes   int64 // reserved now
+	waiting bool  // counted in b.waiting
+}
+
+// reserve reserves n more bytes, and reports whether it could; a stream that could not is
+// counted as waiting until it can, or ends (done).
+func (r *pageReservation) reserve(n int64) bool {
+	b := r.b
+	b.mu.Lock()
+	othersWait := len(b.waiting) > 1 || len(b.waiting) == 1 && b.waiting[r.client] == 0
+	b.mu.Unlock()
+	if !(othersWait && b.pages.heldBy(r.client) > r.bytes) && b.pages.take(r.client, r.bytes, n, false) {
+		r.bytes += n
+		r.setWaiting(false)
 		return true
 	}
 	b.waits.Add(1)
+	r.setWaiting(true)
 	return false
 }
 
-// release gives back a page's budget of client's.
-func (b *streamBuffer) release(client string) { b.pages.give(client, store.MaxResultReadBytes) }
+// release gives back what r holds.
+func (r *pageReservation) release() {
+	r.b.pages.give(r.client, r.bytes)
+	r.bytes = 0
+}
+
+// done releases r and stops counting it as waiting: its stream ends.
+func (r *pageReservation) done() {
+	r.release()
+	r.setWaiting(false)
+}
+
+func (r *pageReservation) setWaiting(w bool) {
+	if r.waiting == w {
+		return
+	}
+	r.waiting = w
+	b := r.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if w {
+		b.waiting[r.client]++
+	} else if b.waiting[r.client]--; b.waiting[r.client] <= 0 {
+		delete(b.waiting, r.client)
+	}
+}
 
 // add counts n more bytes held (fewer when n < 0).
 func (b *streamBuffer) add(n int64) {
@@ -157,6 +202,7 @@ type sseWriter struct {
 	timeout time.Duration
 	mu      sync.Mutex // orders close before or after a deadline's setting
 	closed  bool
+	until   time.Time // when set, no write's deadline is later: the page being written's
 }
 
 func startSSE(w http.ResponseWriter, timeout time.Duration) *sseWriter {
@@ -175,10 +221,21 @@ func (s *sseWriter) deadline() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d := time.Now().Add(s.timeout)
+	if !s.until.IsZero() && s.until.Before(d) {
+		d = s.until
+	}
 	if s.closed {
 		d = time.Now()
 	}
 	_ = s.rc.SetWriteDeadline(d) // not every ResponseWriter has deadlines
+}
+
+// writeWithin makes the writes from now on complete by d, all together (zero: each within
+// the timeout).
+func (s *sseWriter) writeWithin(d time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.until = d
 }
 
 // close makes the stream's writes fail from now on, one blocked on a client that takes
@@ -332,13 +389,14 @@ func (h *handlers) resultsStream(ctx context.Context, in *resultsStreamInput) (*
 			h.streamBuffer.add(-held)
 			h.streamBuffer.open.Add(-1)
 		}()
-		client := rateKey(r)
+		res := &pageReservation{b: h.streamBuffer, client: rateKey(r)}
+		defer res.done()
 		for {
 			changed := h.changed()
 			// A page's budget reserved, or wait as when nothing is new (the poll looks again).
-			if h.streamBuffer.reserve(client) {
-				n, ok := h.streamPage(ctx, sse, in, &after, &held)
-				h.streamBuffer.release(client)
+			if res.reserve(store.MaxResultReadBytes) {
+				n, ok := h.streamPage(ctx, sse, in, res, &after, &held)
+				res.release()
 				if !ok {
 					return
 				}
@@ -369,10 +427,12 @@ func (h *handlers) resultsStream(ctx context.Context, in *resultsStreamInput) (*
 	}}, nil
 }
 
-// streamPage reads the results of in's sink after *after, one page, and writes them to sse,
-// moving *after on and keeping *held (and the streamBuffer) at the bytes of values not
-// written yet. It returns how many it read, and false when the stream must end.
-func (h *handlers) streamPage(ctx context.Context, sse *sseWriter, in *resultsStreamInput, after, held *int64) (int, bool) {
+// streamPage reads the results of in's sink after *after, one page, and writes them to sse
+// within the stream's write timeout, moving *after on and keeping *held (and the
+// streamBuffer) at the bytes of values not written yet. A page of more bytes than res holds
+// (one larger result) is written once res has reserved them too, and left for later when it
+// cannot. It returns how many it wrote, and false when the stream must end.
+func (h *handlers) streamPage(ctx context.Context, sse *sseWriter, in *resultsStreamInput, res *pageReservation, after, held *int64) (int, bool) {
 	page, err := h.store.ReadSinkResults(ctx, in.Name, in.Sink, *after, streamPage)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -380,6 +440,15 @@ func (h *handlers) streamPage(ctx context.Context, sse *sseWriter, in *resultsSt
 		}
 		return 0, false
 	}
+	var bytes int64
+	for _, r := range page {
+		bytes += int64(len(r.Value))
+	}
+	if more := min(bytes, h.streamBuffer.pages.size) - res.bytes; more > 0 && !res.reserve(more) {
+		return 0, true // no room for it now: as when nothing is new
+	}
+	sse.writeWithin(time.Now().Add(sse.timeout))
+	defer sse.writeWithin(time.Time{})
 	for _, res := range page {
 		*held += int64(len(res.Value))
 		h.streamBuffer.add(int64(len(res.Value)))
