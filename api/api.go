@@ -18,6 +18,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -26,6 +27,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/scenario-server/scenario-server/auth"
 	"github.com/scenario-server/scenario-server/deploy"
@@ -280,6 +282,7 @@ func New(cfg Config) (*Handler, error) {
 
 		runtime:            cfg.Runtime,
 		streamsDone:        make(chan struct{}),
+		lists:              semaphore.NewWeighted(ScenarioListsAtOnce),
 		streamWriteTimeout: cfg.StreamWriteTimeout,
 		authn:              cfg.Authenticator,
 		streamRecheck:      cfg.StreamRecheck,
@@ -345,8 +348,12 @@ type handlers struct {
 	// streamWriteTimeout (Config.StreamWriteTimeout) and what the results streams hold.
 	streamWriteTimeout time.Duration
 	streamBuffer       *streamBuffer
-	countsEncoder      countsEncoder
 	streamBufferBytes  int64 // Config.StreamBufferBytes
+	countsEncoder      countsEncoder
+	// lists are the scenario lists (and deployment statuses) read at once
+	// (ScenarioListsAtOnce); listsWaiting those waiting their turn.
+	lists        *semaphore.Weighted
+	listsWaiting atomic.Int64
 	// authn checks a stream's credentials again every streamRecheck (nil: no authentication).
 	authn         *auth.Authenticator
 	streamRecheck time.Duration

@@ -27,3 +27,6 @@ func CountsEncodings(h *Handler) int {
 	defer c.mu.Unlock()
 	return len(c.by)
 }
+
+// ListsWaiting is how many scenario lists wait for their turn (ScenarioListsAtOnce).
+func ListsWaiting(h *Handler) int64 { return h.h.listsWaiting.Load() }

@@ -162,12 +162,26 @@ func (h *handlers) listScenarios(ctx context.Context, in *listScenariosInput) (*
 	return out, nil
 }
 
+// ScenarioListsAtOnce is how many scenario lists (GET /api/scenarios, GET /api/deployments)
+// the server reads from the store at once; others wait their turn. A list whose search
+// matches little reads every scenario's name (30,000 in 23 ms on SQLite): 30 clients listing
+// at once held the store's read connections, and a read of one scenario waited 1 s.
+const ScenarioListsAtOnce = 2
+
 // scenarioPage reads a page of the scenarios filter keeps, the after of the next page when
-// more remain, and the latest deployment of each scenario in the page that has one.
+// more remain, and the latest deployment of each scenario in the page that has one; at most
+// ScenarioListsAtOnce at once.
 // (limit is at least 1 and at most store.MaxNamesAtOnce; out of that range, it is taken as
 // the nearest.)
 func (h *handlers) scenarioPage(ctx context.Context, filter store.ScenarioFilter, after string, limit int) ([]store.Scenario, string, map[string]*store.Deployment, error) {
 	limit = min(max(limit, 1), store.MaxNamesAtOnce)
+	h.listsWaiting.Add(1)
+	err := h.lists.Acquire(ctx, 1)
+	h.listsWaiting.Add(-1)
+	if err != nil {
+		return nil, "", nil, err // the client is gone
+	}
+	defer h.lists.Release(1)
 	// One more than the page says whether more remain.
 	filter.After, filter.Limit = after, limit+1
 	list, err := h.store.ListScenarios(ctx, filter)
