@@ -355,11 +355,12 @@ var (
 // held open by one client (8 connections declaring 10 MiB, sending 8 and then nothing) kept
 // every other client's scenarios, deploys and batches out until the body read timeout.
 type bodyBudget struct {
-	sem  *semaphore.Weighted
-	size int64
-	busy error
-	mu   sync.Mutex
-	held map[string]int64 // per client
+	sem   *semaphore.Weighted
+	size  int64
+	busy  error
+	mu    sync.Mutex
+	held  map[string]int64 // per client
+	total int64            // held, all clients
 }
 
 // newBodyBudget returns a budget of size bytes, or nil (no bound) when size is not positive.
@@ -400,14 +401,15 @@ func (bb *bodyBudget) take(client string, mine, n int64, anyClient bool) bool {
 		return false
 	}
 	bb.held[client] += n
+	bb.total += n
 	return true
 }
 
-// heldBy is how many bytes client holds.
-func (bb *bodyBudget) heldBy(client string) int64 {
+// holding is how many bytes client holds, and how many are free.
+func (bb *bodyBudget) holding(client string) (held, free int64) {
 	bb.mu.Lock()
 	defer bb.mu.Unlock()
-	return bb.held[client]
+	return bb.held[client], bb.size - bb.total
 }
 
 // give gives back n bytes of client's.
@@ -418,6 +420,7 @@ func (bb *bodyBudget) give(client string, n int64) {
 	bb.mu.Lock()
 	defer bb.mu.Unlock()
 	bb.sem.Release(n)
+	bb.total -= n
 	if bb.held[client] -= n; bb.held[client] <= 0 {
 		delete(bb.held, client)
 	}

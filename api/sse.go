@@ -51,8 +51,8 @@ const DefaultStreamWriteTimeout = time.Minute
 // a stream reserves a page's budget before it reads one (pages), and the rest of a larger
 // page's bytes once it has read it, and waits when it cannot. The streams of one identity
 // (or client address) reserve at most a quarter of it, but one page always (as the request
-// bodies share theirs), and no more than the pages they hold while another client's stream
-// waits for room; a page must be written within the write timeout, whole (sseWriter.until).
+// bodies share theirs), and, holding pages, no more while another client's stream waits for
+// the last pages free; a page must be written within the write timeout, whole (sseWriter.until).
 // Without these, 16 streams of one client that never reads held every page for a write
 // timeout, again and again, and 4 clients that read a little at a time held them for good.
 type streamBuffer struct {
@@ -88,13 +88,19 @@ type pageReservation struct {
 }
 
 // reserve reserves n more bytes, and reports whether it could; a stream that could not is
-// counted as waiting until it can, or ends (done).
+// counted as waiting until it can, or ends (done). A client that holds pages already takes
+// n only when a page is left after it for each other client waiting.
 func (r *pageReservation) reserve(n int64) bool {
 	b := r.b
 	b.mu.Lock()
-	othersWait := len(b.waiting) > 1 || len(b.waiting) == 1 && b.waiting[r.client] == 0
+	others := len(b.waiting)
+	if b.waiting[r.client] > 0 {
+		others--
+	}
 	b.mu.Unlock()
-	if !(othersWait && b.pages.heldBy(r.client) > r.bytes) && b.pages.take(r.client, r.bytes, n, false) {
+	held, free := b.pages.holding(r.client)
+	crowding := held > r.bytes && free-n < int64(others)*store.MaxResultReadBytes
+	if !crowding && b.pages.take(r.client, r.bytes, n, false) {
 		r.bytes += n
 		r.setWaiting(false)
 		return true

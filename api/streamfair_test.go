@@ -46,6 +46,65 @@ func TestStreamPagesGoToTheClientWaiting(t *testing.T) {
 	}
 }
 
+// With room for everyone, clients holding pages and waiting ones do not keep each other
+// waiting: a and b hold a page each and wait for a second (the budget was full); once 12
+// pages are free, each gets its second. And a client holding pages leaves one for each other
+// client waiting: d stops at 3 pages (its quarter is 4) with 2 free and 2 clients waiting.
+func TestStreamPagesWithRoomForAll(t *testing.T) {
+	page := int64(store.MaxResultReadBytes)
+	b := newStreamBuffer(prometheus.NewRegistry(), 16*page)
+	take := func(c string) *pageReservation {
+		r := &pageReservation{b: b, client: c}
+		r.reserve(page)
+		return r
+	}
+	var fill []*pageReservation
+	for _, c := range []string{"f1", "f2", "f3", "f4"} {
+		for range 3 {
+			fill = append(fill, take(c))
+		}
+	}
+	take("a")
+	take("b")
+	take("g")
+	take("g")
+	a2, b2 := take("a"), take("b")
+	if a2.bytes != 0 || b2.bytes != 0 {
+		t.Fatal("a page taken beyond the budget")
+	}
+	for _, r := range fill {
+		r.done()
+	}
+	if !a2.reserve(page) {
+		t.Error("client a's second page refused with 12 free and one other client waiting")
+	}
+	if !b2.reserve(page) {
+		t.Error("client b's second page refused with 11 free and nobody else waiting")
+	}
+	// 10 free: b takes 2 more and then waits (its quarter is 4 pages), and so does e (as a
+	// stream refused earlier would). c takes 3 (5 left), then d 3, stopping with 2 free for
+	// the 2 clients waiting, though its quarter would give it a fourth.
+	take("b")
+	take("b")
+	if r := take("b"); r.bytes != 0 {
+		t.Fatal("client b past its quarter")
+	}
+	(&pageReservation{b: b, client: "e"}).setWaiting(true)
+	for i := range 3 {
+		if r := take("c"); r.bytes == 0 {
+			t.Fatalf("client c's page %d refused", i+1)
+		}
+	}
+	for i := range 3 {
+		if r := take("d"); r.bytes == 0 {
+			t.Fatalf("client d's page %d refused", i+1)
+		}
+	}
+	if r := take("d"); r.bytes != 0 {
+		t.Error("client d took a fourth page, leaving 1 for 2 clients waiting")
+	}
+}
+
 // deadlineRecorder is an http.ResponseWriter that records the write deadlines set on it
 // (http.ResponseController sets them through its SetWriteDeadline).
 type deadlineRecorder struct {
