@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -222,7 +223,23 @@ func rateKeyOf(ctx context.Context) string {
 	if id, ok := auth.FromContext(ctx); ok && id.Method != auth.MethodNone && id.Subject != "" {
 		return "id:" + id.Subject
 	}
-	return "addr:" + clientAddress(ctx)
+	return "addr:" + addressKey(clientAddress(ctx))
+}
+
+// addressKey is a client address as the per-client limits count it: an IPv6 address by its
+// /64, the block one host or one customer line usually has whole (RFC 6177), so that its
+// 2^64 addresses count as one client, not as 2^64 quarters of a budget; an IPv4 address (or
+// an IPv4 address mapped into IPv6) as itself.
+func addressKey(a string) string {
+	ip, err := netip.ParseAddr(a)
+	if err != nil || !ip.Is6() || ip.Is4In6() {
+		return a
+	}
+	p, err := ip.WithZone("").Prefix(64)
+	if err != nil {
+		return a
+	}
+	return p.String()
 }
 
 // limit answers 429 rate-limited an event batch or a test run beyond its identity's rate,
