@@ -283,6 +283,7 @@ func New(cfg Config) (*Handler, error) {
 		runtime:            cfg.Runtime,
 		streamsDone:        make(chan struct{}),
 		lists:              semaphore.NewWeighted(ScenarioListsAtOnce),
+		listsBy:            map[string]int{},
 		streamWriteTimeout: cfg.StreamWriteTimeout,
 		authn:              cfg.Authenticator,
 		streamRecheck:      cfg.StreamRecheck,
@@ -354,6 +355,8 @@ type handlers struct {
 	// (ScenarioListsAtOnce); listsWaiting those waiting their turn.
 	lists        *semaphore.Weighted
 	listsWaiting atomic.Int64
+	listsMu      sync.Mutex
+	listsBy      map[string]int // by client (rateKey): its lists being read or waiting
 	// authn checks a stream's credentials again every streamRecheck (nil: no authentication).
 	authn         *auth.Authenticator
 	streamRecheck time.Duration

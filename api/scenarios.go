@@ -168,6 +168,11 @@ func (h *handlers) listScenarios(ctx context.Context, in *listScenariosInput) (*
 // at once held the store's read connections, and a read of one scenario waited 1 s.
 const ScenarioListsAtOnce = 2
 
+// ScenarioListsPerClient is how many scenario lists one identity (or client address) may have
+// being read or waiting their turn; more are answered 503 requests-busy. One client's 120
+// connections listing made other clients' lists wait 3.25 s (hostile round 16).
+const ScenarioListsPerClient = 2
+
 // scenarioPage reads a page of the scenarios filter keeps, the after of the next page when
 // more remain, and the latest deployment of each scenario in the page that has one; at most
 // ScenarioListsAtOnce at once.
@@ -175,11 +180,29 @@ const ScenarioListsAtOnce = 2
 // the nearest.)
 func (h *handlers) scenarioPage(ctx context.Context, filter store.ScenarioFilter, after string, limit int) ([]store.Scenario, string, map[string]*store.Deployment, error) {
 	limit = min(max(limit, 1), store.MaxNamesAtOnce)
+	// A client's lists beyond ScenarioListsPerClient (reading or waiting) are refused, so that
+	// one client's many connections do not queue ahead of everyone else's lists.
+	client := rateKeyOf(ctx)
+	h.listsMu.Lock()
+	if h.listsBy[client] >= ScenarioListsPerClient {
+		h.listsMu.Unlock()
+		return nil, "", nil, huma.ErrorWithHeaders(problemf(http.StatusServiceUnavailable, CodeRequestsBusy,
+			"this client has %d scenario lists being read or waiting already; retry in a second", ScenarioListsPerClient), http.Header{"Retry-After": {"1"}})
+	}
+	h.listsBy[client]++
+	h.listsMu.Unlock()
+	defer func() {
+		h.listsMu.Lock()
+		if h.listsBy[client]--; h.listsBy[client] <= 0 {
+			delete(h.listsBy, client)
+		}
+		h.listsMu.Unlock()
+	}()
 	h.listsWaiting.Add(1)
 	err := h.lists.Acquire(ctx, 1)
 	h.listsWaiting.Add(-1)
 	if err != nil {
-		return nil, "", nil, err // the client is gone
+		return nil, "", nil, storeError(ctx, err, "", 0) // the client is gone: not an internal error
 	}
 	defer h.lists.Release(1)
 	// One more than the page says whether more remain.

@@ -88,8 +88,9 @@ type pageReservation struct {
 }
 
 // reserve reserves n more bytes, and reports whether it could; a stream that could not is
-// counted as waiting until it can, or ends (done). A client that holds pages already takes
-// n only when a page is left after it for each other client waiting.
+// counted as waiting until it can, or ends (done). A client that holds pages already, or a
+// stream not waiting yet, takes n only when a page is left after it for each other client
+// waiting.
 func (r *pageReservation) reserve(n int64) bool {
 	b := r.b
 	b.mu.Lock()
@@ -99,7 +100,11 @@ func (r *pageReservation) reserve(n int64) bool {
 	}
 	b.mu.Unlock()
 	held, free := b.pages.holding(r.client)
-	crowding := held > r.bytes && free-n < int64(others)*store.MaxResultReadBytes
+	// A stream not waiting already (one that has just given a page back, say) yields too:
+	// else it takes the page it gave back before the waiting ones look again (16 clients of
+	// one stream each, reading slowly, kept a 17th waiting for good: hostile round 16).
+	// (The rest of a large page it has read is not a new page: it takes it when it fits.)
+	crowding := (held > r.bytes || !r.waiting && r.bytes == 0) && free-n < int64(others)*store.MaxResultReadBytes
 	if !crowding && b.pages.take(r.client, r.bytes, n, false) {
 		r.bytes += n
 		r.setWaiting(false)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -145,5 +146,31 @@ func TestStreamPageDeadline(t *testing.T) {
 	}
 	if last := w.deadlines[len(w.deadlines)-1]; last.Before(before.Add(time.Minute)) {
 		t.Errorf("a write outside a page has deadline %v, want a minute on from %v", last, before)
+	}
+}
+
+// A stream that has just given a page back does not take it again while another client's
+// stream waits for the last free pages: 16 clients of one stream each, reading slowly, took
+// back every page they gave, and a 17th client waited for good (hostile round 16).
+func TestStreamPageGivenBackGoesToTheWaiting(t *testing.T) {
+	page := int64(store.MaxResultReadBytes)
+	b := newStreamBuffer(prometheus.NewRegistry(), 16*page)
+	held := make([]*pageReservation, 16)
+	for i := range held {
+		held[i] = &pageReservation{b: b, client: fmt.Sprintf("c%d", i)}
+		if !held[i].reserve(page) {
+			t.Fatalf("client c%d's page refused", i)
+		}
+	}
+	v := &pageReservation{b: b, client: "v"}
+	if v.reserve(page) {
+		t.Fatal("a page beyond the budget")
+	}
+	held[0].release() // its page written: the stream goes for the next one
+	if held[0].reserve(page) {
+		t.Error("client c0 took back the page it gave while client v waits")
+	}
+	if !v.reserve(page) {
+		t.Error("client v's page refused with a page free")
 	}
 }
