@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -229,6 +232,17 @@ func echoedValue(v any) any {
 	}
 }
 
+// bodyCutShort reports whether errs say that reading a request body failed because the
+// client ended it early or reset its connection.
+func bodyCutShort(errs []error) bool {
+	for _, err := range errs {
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, net.ErrClosed) {
+			return true
+		}
+	}
+	return false
+}
+
 func humaProblem(ctx huma.Context, status int, msg string, errs []error) *ProblemDetails {
 	var details []*huma.ErrorDetail
 	for _, err := range errs {
@@ -247,6 +261,11 @@ func humaProblem(ctx huma.Context, status int, msg string, errs []error) *Proble
 			d.Value = nil // the whole body, maybe megabytes long
 		}
 		d.Value = echoedValue(d.Value)
+	}
+	if status == http.StatusInternalServerError && bodyCutShort(errs) {
+		// The client's body ended before its Content-Length, or its connection was reset:
+		// the client's doing, not the server's (round 16: a 500 and an ERROR line each).
+		return newProblem(http.StatusBadRequest, CodeBadRequest, "the request body ended before its Content-Length, or the connection was reset while it was read")
 	}
 	p := newProblem(status, "", msg)
 	for _, err := range errs {
