@@ -821,7 +821,7 @@ func testMaxDeployments(t *testing.T, c *client) {
 	c.post("/api/scenarios/a/deploy", nil).ok(t, http.StatusOK, nil)
 	c.post("/api/scenarios/b/deploy", nil).ok(t, http.StatusOK, nil)
 	p := c.post("/api/scenarios/c/deploy", nil).problem(t, http.StatusConflict, api.CodeTooManyDeployments)
-	if !strings.Contains(p.Detail, "runs 2 scenarios") || !strings.Contains(p.Detail, "--max-deployments") {
+	if !strings.Contains(p.Detail, "runs 2 scenarios, and its most is 2") || !strings.Contains(p.Detail, "--max-deployments") {
 		t.Errorf("refused with %q", p.Detail)
 	}
 	var st api.ScenarioDeployment

@@ -599,8 +599,10 @@ func (r *Runtime) sinkPathInUse(d *deployment) error {
 func (r *Runtime) reserve(d *deployment) (func(), error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if limit := r.cfg.MaxDeployments; limit > 0 && r.othersRunning(d.info.Scenario) >= limit {
-		return nil, &TooManyDeploymentsError{Limit: limit}
+	if limit := r.cfg.MaxDeployments; limit > 0 && r.active[d.info.Scenario] == nil {
+		if n := r.othersRunning(d.info.Scenario); n >= limit {
+			return nil, &TooManyDeploymentsError{Running: n, Limit: limit}
+		}
 	}
 	if err := r.sinkPathInUse(d); err != nil {
 		return nil, err
@@ -634,10 +636,10 @@ func (r *Runtime) othersRunning(name string) int {
 
 // TooManyDeploymentsError is why a deploy was refused: the runtime runs Config.MaxDeployments
 // scenarios already.
-type TooManyDeploymentsError struct{ Limit int }
+type TooManyDeploymentsError struct{ Running, Limit int }
 
 func (e *TooManyDeploymentsError) Error() string {
-	return fmt.Sprintf("this server runs %d scenarios, its most (--max-deployments): cancel one first", e.Limit)
+	return fmt.Sprintf("this server runs %d scenarios, and its most is %d (--max-deployments): cancel one first", e.Running, e.Limit)
 }
 
 // Shutdown stops accepting deployments and events, has every deployment commit a final

@@ -289,9 +289,11 @@ func testMaxDeploymentsResumesAll(t *testing.T, st store.Store) {
 	}
 	_, err := r.Deploy(t.Context(), DeployRequest{Scenario: "d"})
 	var tooMany *TooManyDeploymentsError
-	if !errors.As(err, &tooMany) || tooMany.Limit != 2 {
+	if !errors.As(err, &tooMany) || tooMany.Limit != 2 || tooMany.Running != 3 {
 		t.Fatalf("deploying a fourth with 3 running and MaxDeployments 2: %v", err)
 	}
+	// A running one is replaced, over the bound as at it.
+	deploy(t, r, "c", 0)
 	if _, err := r.Cancel(t.Context(), "a", "ann", ""); err != nil {
 		t.Fatal(err)
 	}
