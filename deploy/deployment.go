@@ -346,6 +346,14 @@ func (d *deployment) run() {
 		default:
 		}
 
+		// A checkpoint whose commit has ended is settled before more events are read: its
+		// results then no longer count against the results' bounds (an event failed its
+		// deployment on the server's bound in the lag between a commit and its settling).
+		if d.inflight != nil && d.inflight.finished() {
+			if d.checkpointDone(ctx, d.finishCheckpoint(ctx)) {
+				return
+			}
+		}
 		d.syncPending(false) // results committed or dropped since no longer count
 		n := 0
 		if (!d.commitFailing || d.pendingResults() < maxPendingResults && d.pendingResultBytes() < d.rt.cfg.MaxPendingResultBytes) && !d.holding() {
@@ -417,17 +425,8 @@ func (d *deployment) run() {
 			} else {
 				err = d.checkpoint(ctx, d.async)
 			}
-			switch {
-			case errors.Is(err, errFenced):
-				d.fenced(err)
+			if d.checkpointDone(ctx, err) {
 				return
-			case errors.Is(err, errPermanent):
-				log.Error("deployment failed", "error", err)
-				d.fail(err.Error())
-				return
-			case err != nil && ctx.Err() == nil:
-				log.Error("checkpoint failed; retrying", "error", err)
-				d.publish(PhaseRunning) // the failure shows in Live
 			}
 		}
 		// Running for a while, checkpoints not failing: the unclean stops before were not
@@ -1311,6 +1310,24 @@ func (d *deployment) pendingResultBytes() int64 {
 // passed eventResultsFactor times Config.MaxPendingResultBytes (within one event: the bound
 // is looked at between events).
 var errEventResults = errors.New("the results waiting for a checkpoint (collect results, dead letters, and the lines and records of file, stdout and Kafka sinks) passed their limit within one event")
+
+// checkpointDone acts on a checkpoint's error: fenced or permanent, the deployment ends
+// (true); another is logged, shows in Live, and is retried.
+func (d *deployment) checkpointDone(ctx context.Context, err error) bool {
+	switch {
+	case errors.Is(err, errFenced):
+		d.fenced(err)
+		return true
+	case errors.Is(err, errPermanent):
+		d.logger().Error("deployment failed", "error", err)
+		d.fail(err.Error())
+		return true
+	case err != nil && ctx.Err() == nil:
+		d.logger().Error("checkpoint failed; retrying", "error", err)
+		d.publish(PhaseRunning) // the failure shows in Live
+	}
+	return false
+}
 
 // resultsFull reports whether the results waiting for the next checkpoint reached
 // maxPendingResults or Config.MaxPendingResultBytes: process stops between two events, and
