@@ -287,6 +287,7 @@ func New(cfg Config) (*Handler, error) {
 		streamWriteTimeout: cfg.StreamWriteTimeout,
 		authn:              cfg.Authenticator,
 		streamRecheck:      cfg.StreamRecheck,
+		streamPoll:         streamPoll,
 		streamBufferBytes:  cfg.StreamBufferBytes,
 		deployApproval:     cfg.DeployApproval,
 	}
@@ -360,6 +361,9 @@ type handlers struct {
 	// authn checks a stream's credentials again every streamRecheck (nil: no authentication).
 	authn         *auth.Authenticator
 	streamRecheck time.Duration
+	// streamPoll is how often a results stream looks for results when nothing tells it
+	// (streamPoll; tests set it).
+	streamPoll time.Duration
 	// deployApproval is Config.DeployApproval.
 	deployApproval bool
 }

@@ -1,5 +1,7 @@
 package api
 
+import "time"
+
 // StreamBuffer returns what the results streams of h hold: the bytes of result values read
 // from the store and not written yet, now and at most at once since h was built, and how
 // many results streams are open.
@@ -30,3 +32,6 @@ func CountsEncodings(h *Handler) int {
 
 // ListsWaiting is how many scenario lists wait for their turn (ScenarioListsAtOnce).
 func ListsWaiting(h *Handler) int64 { return h.h.listsWaiting.Load() }
+
+// SetStreamPoll sets how often h's results streams look for results when nothing tells them.
+func SetStreamPoll(h *Handler, d time.Duration) { h.h.streamPoll = d }

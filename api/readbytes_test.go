@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -146,8 +147,34 @@ func streamsNeverReadFrom(t *testing.T, cfg api.Config, n int, from ...string) (
 // streamsNeverReadOf is streamsNeverReadFrom with results results of size bytes each.
 func streamsNeverReadOf(t *testing.T, cfg api.Config, results, size, n int, from ...string) (*api.Handler, *client) {
 	t.Helper()
+	s := newUnreadStreams(t, cfg, results, size, nil)
+	for i := range n {
+		client := ""
+		if len(from) > 0 {
+			client = from[i%len(from)]
+		}
+		s.open(client)
+	}
+	return s.h, s.c
+}
+
+// unreadStreams serves an api.New(cfg) with a SQLite store (seen through wrap, when not nil)
+// holding results of sink out of scenario s, on which open opens results streams whose
+// clients never read.
+type unreadStreams struct {
+	t   *testing.T
+	h   *api.Handler
+	c   *client
+	srv *httptest.Server
+}
+
+func newUnreadStreams(t *testing.T, cfg api.Config, results, size int, wrap func(store.Store) store.Store) *unreadStreams {
+	t.Helper()
 	st := sqliteStore(t)
 	cfg.Store, cfg.Logger = st, testLogger(t)
+	if wrap != nil {
+		cfg.Store = wrap(st)
+	}
 	cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 	h, err := api.New(cfg)
 	if err != nil {
@@ -164,22 +191,94 @@ func streamsNeverReadOf(t *testing.T, cfg api.Config, results, size, n int, from
 	if _, err := st.AppendSinkResults(t.Context(), "s", stored); err != nil {
 		t.Fatal(err)
 	}
-	for i := range n {
-		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { conn.Close() })
-		_ = conn.(*net.TCPConn).SetReadBuffer(4096)
-		forwarded := ""
-		if len(from) > 0 {
-			forwarded = "X-Forwarded-For: " + from[i%len(from)] + "\r\n"
-		}
-		if _, err := fmt.Fprintf(conn, "GET /api/scenarios/s/sinks/out/results/stream HTTP/1.1\r\nHost: %s\r\n%s\r\n", srv.Listener.Addr(), forwarded); err != nil {
-			t.Fatal(err)
-		}
+	return &unreadStreams{t: t, h: h, c: c, srv: srv}
+}
+
+// open opens a results stream whose client never reads (a receive buffer of 4 KiB), from
+// client address from (X-Forwarded-For through a trusted proxy, 127.0.0.0/8), or from
+// 127.0.0.1 when from is empty, and returns its connection.
+func (s *unreadStreams) open(from string) net.Conn {
+	s.t.Helper()
+	conn, err := net.Dial("tcp", s.srv.Listener.Addr().String())
+	if err != nil {
+		s.t.Fatal(err)
 	}
-	return h, c
+	s.t.Cleanup(func() { conn.Close() })
+	_ = conn.(*net.TCPConn).SetReadBuffer(4096)
+	forwarded := ""
+	if from != "" {
+		forwarded = "X-Forwarded-For: " + from + "\r\n"
+	}
+	if _, err := fmt.Fprintf(conn, "GET /api/scenarios/s/sinks/out/results/stream HTTP/1.1\r\nHost: %s\r\n%s\r\n", s.srv.Listener.Addr(), forwarded); err != nil {
+		s.t.Fatal(err)
+	}
+	return conn
+}
+
+// waitStreams waits up to within for cond of the streams' open count and the page budget
+// they have reserved, and how many times one found no room.
+func waitStreams(t *testing.T, h *api.Handler, within time.Duration, what string, cond func(open, reserved, waits int64) bool) {
+	t.Helper()
+	for deadline := time.Now().Add(within); ; {
+		reserved, waits := api.StreamPages(h)
+		_, _, open := api.StreamBuffer(h)
+		if cond(open, reserved, waits) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s, not %s: %d streams open, %d bytes of pages reserved, %d waits", within, what, open, reserved, waits)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A stream waiting for room gets it as soon as another stream gives its page back, not on
+// its next poll: with the poll and the credentials' recheck an hour apart, a stream of
+// client B that waits while client A's stream holds the only page (A never reads) holds a
+// page itself once A's connection closes, well before its first keep-alive at 15 s.
+func TestWaitingStreamWakesWhenAPageIsFreed(t *testing.T) {
+	s := newUnreadStreams(t, api.Config{StreamBufferBytes: 4 * mib, StreamWriteTimeout: time.Hour, StreamRecheck: time.Hour}, 16, mib, nil)
+	api.SetStreamPoll(s.h, time.Hour)
+	a := s.open("10.0.0.1")
+	waitStreams(t, s.h, 30*time.Second, "A holding the page", func(open, reserved, _ int64) bool { return open == 1 && reserved == 4*mib })
+	s.open("10.0.0.2")
+	waitStreams(t, s.h, 30*time.Second, "B waiting", func(open, _, waits int64) bool { return open == 2 && waits > 0 })
+	a.Close()
+	waitStreams(t, s.h, 10*time.Second, "B holding the page after A left", func(open, reserved, _ int64) bool { return open == 1 && reserved == 4*mib })
+}
+
+// readBytesStore counts the bytes of result values read from the store.
+type readBytesStore struct {
+	store.Store
+	bytes atomic.Int64
+}
+
+func (r *readBytesStore) ReadSinkResults(ctx context.Context, scenario, sink string, after int64, limit int) ([]store.SinkResult, error) {
+	page, err := r.Store.ReadSinkResults(ctx, scenario, sink, after, limit)
+	for _, res := range page {
+		r.bytes.Add(int64(len(res.Value)))
+	}
+	return page, err
+}
+
+// A stream that read a page of one result larger than a page's budget and found no room for
+// the rest reserves the result's bytes before it reads it again: with a budget of 12 MiB and
+// results of 7 MiB, stream A holds one (its client never reads) and stream B, of another
+// client, reads it once, then waits without reading. Before, B read the 7 MiB and dropped
+// them on each look, its poll every 20 ms here (hostile round 16, F5: 64 streams of large
+// results peaked at 362 MB of RSS).
+func TestLargePageReservedBeforeItIsReadAgain(t *testing.T) {
+	var st *readBytesStore
+	s := newUnreadStreams(t, api.Config{StreamBufferBytes: 12 * mib, StreamWriteTimeout: time.Hour}, 2, 7*mib,
+		func(in store.Store) store.Store { st = &readBytesStore{Store: in}; return st })
+	api.SetStreamPoll(s.h, 20*time.Millisecond)
+	s.open("10.0.0.1")
+	waitStreams(t, s.h, 30*time.Second, "A holding its page", func(open, reserved, _ int64) bool { return open == 1 && reserved == 7*mib })
+	s.open("10.0.0.2")
+	waitStreams(t, s.h, 30*time.Second, "B waiting 50 times", func(open, _, waits int64) bool { return open == 2 && waits >= 50 })
+	if got, most := st.bytes.Load(), int64(2*7*mib); got > most {
+		t.Errorf("the streams read %d bytes of results (%d pages of 7 MiB), want at most %d: A's page and B's first look", got, got/(7*mib), most)
+	}
 }
 
 // counters is nc without its state, for comparing counters alone.

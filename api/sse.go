@@ -49,7 +49,8 @@ const DefaultStreamWriteTimeout = time.Minute
 // that reads slowly, or not at all, makes its stream wait rather than buffer, and its results
 // wait in the store. The streams together hold at most pages of Config.StreamBufferBytes:
 // a stream reserves a page's budget before it reads one (pages), and the rest of a larger
-// page's bytes once it has read it, and waits when it cannot. The streams of one identity
+// page's bytes once it has read it (and all of them before it reads that page again), and
+// waits when it cannot, until a stream gives pages back (freedSignal) or its poll. The streams of one identity
 // (or client address) reserve at most a quarter of it, but one page always (as the request
 // bodies share theirs), and, holding pages, no more while another client's stream waits for
 // the last pages free; a page must be written within the write timeout, whole (sseWriter.until).
@@ -63,6 +64,30 @@ type streamBuffer struct {
 	pages     *bodyBudget // of Config.StreamBufferBytes, reserved store.MaxResultReadBytes a page
 	mu        sync.Mutex
 	waiting   map[string]int // by client, its streams that found no room and wait for it
+	// freed is closed, and replaced, when a stream gives a page back: the streams that found
+	// no room wait on it, so they look again at once rather than on their poll.
+	freed chan struct{}
+}
+
+// freedSignal returns the channel closed when a stream next gives pages back. A stream takes
+// it before it tries to reserve, so that a page given back in between still wakes it.
+func (b *streamBuffer) freedSignal() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.freed == nil {
+		b.freed = make(chan struct{})
+	}
+	return b.freed
+}
+
+// wake wakes the streams waiting for room (freedSignal).
+func (b *streamBuffer) wake() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.freed != nil {
+		close(b.freed)
+		b.freed = nil
+	}
 }
 
 func newStreamBuffer(reg prometheus.Registerer, budget int64) *streamBuffer {
@@ -85,6 +110,16 @@ type pageReservation struct {
 	client  string
 	bytes   int64 // reserved now
 	waiting bool  // counted in b.waiting
+	// want is the bytes of the page the stream read last and could not reserve (one result
+	// larger than a page's budget): it reserves them before it reads the page again, rather
+	// than read it, find no room and drop it, again and again (hostile round 16, F5).
+	want int64
+}
+
+// need is what r reserves before it reads a page: a page's budget, or the bytes of the large
+// page it could not reserve last time (at most the whole budget).
+func (r *pageReservation) need() int64 {
+	return max(store.MaxResultReadBytes, min(r.want, r.b.pages.size))
 }
 
 // reserve reserves n more bytes, and reports whether it could; a stream that could not is
@@ -117,8 +152,12 @@ func (r *pageReservation) reserve(n int64) bool {
 
 // release gives back what r holds.
 func (r *pageReservation) release() {
+	if r.bytes == 0 {
+		return
+	}
 	r.b.pages.give(r.client, r.bytes)
 	r.bytes = 0
+	r.b.wake()
 }
 
 // done releases r and stops counting it as waiting: its stream ends.
@@ -390,7 +429,7 @@ func (h *handlers) resultsStream(ctx context.Context, in *resultsStreamInput) (*
 		defer h.closeOnShutdown(sse)()
 		keepAlive := time.NewTicker(streamKeepAlive)
 		defer keepAlive.Stop()
-		poll := time.NewTicker(streamPoll)
+		poll := time.NewTicker(h.streamPoll)
 		defer poll.Stop()
 		recheck := time.NewTicker(h.streamRecheck)
 		defer recheck.Stop()
@@ -403,9 +442,10 @@ func (h *handlers) resultsStream(ctx context.Context, in *resultsStreamInput) (*
 		res := &pageReservation{b: h.streamBuffer, client: rateKey(r)}
 		defer res.done()
 		for {
-			changed := h.changed()
-			// A page's budget reserved, or wait as when nothing is new (the poll looks again).
-			if res.reserve(store.MaxResultReadBytes) {
+			changed, freed := h.changed(), h.streamBuffer.freedSignal()
+			// A page's budget reserved, or wait as when nothing is new (the poll looks again),
+			// and until a stream gives pages back.
+			if res.reserve(res.need()) {
 				n, ok := h.streamPage(ctx, sse, in, res, &after, &held)
 				res.release()
 				if !ok {
@@ -417,6 +457,9 @@ func (h *handlers) resultsStream(ctx context.Context, in *resultsStreamInput) (*
 					keepAlive.Reset(streamKeepAlive)
 					continue
 				}
+			}
+			if !res.waiting {
+				freed = nil // room was not what it lacked
 			}
 			select {
 			case <-ctx.Done():
@@ -432,6 +475,7 @@ func (h *handlers) resultsStream(ctx context.Context, in *resultsStreamInput) (*
 					return
 				}
 			case <-changed:
+			case <-freed:
 			case <-poll.C:
 			}
 		}
@@ -456,8 +500,10 @@ func (h *handlers) streamPage(ctx context.Context, sse *sseWriter, in *resultsSt
 		bytes += int64(len(r.Value))
 	}
 	if more := min(bytes, h.streamBuffer.pages.size) - res.bytes; more > 0 && !res.reserve(more) {
-		return 0, true // no room for it now: as when nothing is new
+		res.want = bytes // no room for it now: as when nothing is new, and reserved first next time
+		return 0, true
 	}
+	res.want = 0
 	sse.writeWithin(time.Now().Add(sse.timeout))
 	defer sse.writeWithin(time.Time{})
 	for _, res := range page {
