@@ -1,6 +1,8 @@
 package deploy
 
 import (
+	"sort"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -35,6 +37,9 @@ var (
 		[]string{"scenario"}, nil)
 	descCheckpointFailures = prometheus.NewDesc("scenario_server_checkpoint_failures",
 		"Checkpoints of a running deployment that failed in a row since its last successful one.", []string{"scenario"}, nil)
+	descSeriesLeftOut = prometheus.NewDesc("scenario_server_node_series_left_out",
+		"Per-node and per-source series of running deployments that this scrape left out: those of whole deployments, last in scenario name order, past --max-node-series.",
+		nil, nil)
 	descCheckpointInDoubt = prometheus.NewDesc("scenario_server_checkpoint_in_doubt",
 		"1 while the last checkpoint of a running deployment is in doubt: its commit answered an unclear error and the store has not said yet whether it committed; 0 otherwise.",
 		[]string{"scenario"}, nil)
@@ -42,14 +47,37 @@ var (
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descIn, descOut, descErrors, descLate, descPartlyLate, descStateBytes, descStateKeys, descStateSlices, descBacklog,
-		descCheckpointTime, descCheckpointFailures, descCheckpointInDoubt} {
+		descCheckpointTime, descCheckpointFailures, descCheckpointInDoubt, descSeriesLeftOut} {
 		ch <- d
 	}
 }
 
+// DefaultMaxNodeSeries is the default of the server's --max-node-series (Config.MaxNodeSeries):
+// a scrape of 100,000 series takes about 53 MB while it is gathered (one of 501,116 took
+// 264 MB).
+const DefaultMaxNodeSeries = 100_000
+
+// nodeSeries is how many per-node and per-source series Collect gathers of l.
+func nodeSeries(l *Live) int { return 5*len(l.Nodes) + 3*len(l.State) + len(l.Sources) }
+
+// Collect gathers the series of the running deployments, in scenario name order; past
+// Config.MaxNodeSeries, a deployment's per-node and per-source series are left out, all of
+// them (a scrape of 200 scenarios of 500 nodes was 501,116 series and 264 MB).
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
-	for _, d := range c.rt.deployments() {
+	list := c.rt.deployments()
+	sort.Slice(list, func(i, j int) bool { return list[i].info.Scenario < list[j].info.Scenario })
+	room, leftOut := c.rt.cfg.MaxNodeSeries, 0
+	for _, d := range list {
 		l := d.live.Load()
+		if n := nodeSeries(l); c.rt.cfg.MaxNodeSeries > 0 {
+			if n > room {
+				leftOut += n
+				room = 0 // the next ones too: a scrape does not pick among those after a gap
+				c.scenarioSeries(ch, l)
+				continue
+			}
+			room -= n
+		}
 		for node, n := range l.Nodes {
 			ch <- prometheus.MustNewConstMetric(descIn, prometheus.CounterValue, float64(n.In), l.Scenario, node)
 			ch <- prometheus.MustNewConstMetric(descOut, prometheus.CounterValue, float64(n.Out), l.Scenario, node)
@@ -65,14 +93,20 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		for _, s := range l.Sources {
 			ch <- prometheus.MustNewConstMetric(descBacklog, prometheus.GaugeValue, float64(s.Backlog), l.Scenario, s.ID)
 		}
-		if !l.CheckpointAt.IsZero() {
-			ch <- prometheus.MustNewConstMetric(descCheckpointTime, prometheus.GaugeValue, float64(l.CheckpointAt.UnixMilli())/1000, l.Scenario)
-		}
-		ch <- prometheus.MustNewConstMetric(descCheckpointFailures, prometheus.GaugeValue, float64(l.CheckpointFailures), l.Scenario)
-		inDoubt := 0.0
-		if l.CheckpointInDoubt {
-			inDoubt = 1
-		}
-		ch <- prometheus.MustNewConstMetric(descCheckpointInDoubt, prometheus.GaugeValue, inDoubt, l.Scenario)
+		c.scenarioSeries(ch, l)
 	}
+	ch <- prometheus.MustNewConstMetric(descSeriesLeftOut, prometheus.GaugeValue, float64(leftOut))
+}
+
+// scenarioSeries gathers a deployment's per-scenario series (its checkpoints).
+func (c *collector) scenarioSeries(ch chan<- prometheus.Metric, l *Live) {
+	if !l.CheckpointAt.IsZero() {
+		ch <- prometheus.MustNewConstMetric(descCheckpointTime, prometheus.GaugeValue, float64(l.CheckpointAt.UnixMilli())/1000, l.Scenario)
+	}
+	ch <- prometheus.MustNewConstMetric(descCheckpointFailures, prometheus.GaugeValue, float64(l.CheckpointFailures), l.Scenario)
+	inDoubt := 0.0
+	if l.CheckpointInDoubt {
+		inDoubt = 1
+	}
+	ch <- prometheus.MustNewConstMetric(descCheckpointInDoubt, prometheus.GaugeValue, inDoubt, l.Scenario)
 }

@@ -143,6 +143,11 @@ type Config struct {
 	// running one replaces it, and the deployments resumed at start are not refused). 0 means
 	// no bound.
 	MaxDeployments int
+	// MaxNodeSeries is the most per-node and per-source series /metrics gathers over the
+	// running deployments (5 per node, 3 more per aggregate node, 1 per source): those of
+	// whole deployments, in scenario name order, that fit; the others are left out and
+	// counted in scenario_server_node_series_left_out. 0 means no bound.
+	MaxNodeSeries int
 	// FileSinkDir is where file sinks write: their path parameter is a relative path inside
 	// it ("results/sessions.ndjson"). Empty means the working directory.
 	FileSinkDir string

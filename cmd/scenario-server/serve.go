@@ -47,6 +47,7 @@ const (
 	envMaxDeploymentState = "SCENARIO_SERVER_MAX_DEPLOYMENT_STATE"
 	envMaxTotalState      = "SCENARIO_SERVER_MAX_TOTAL_STATE"
 	envMaxDeployments     = "SCENARIO_SERVER_MAX_DEPLOYMENTS"
+	envMaxNodeSeries      = "SCENARIO_SERVER_MAX_NODE_SERIES"
 	envSinkDir            = "SCENARIO_SERVER_SINK_DIR"
 	envSourceDir          = "SCENARIO_SERVER_SOURCE_DIR"
 	envKafkaBrokers       = "SCENARIO_SERVER_KAFKA_BROKERS"
@@ -114,6 +115,9 @@ type serveConfig struct {
 	// MaxDeployments is the most scenarios the server runs at once
 	// (deploy.Config.MaxDeployments); 0 means no bound.
 	MaxDeployments int
+	// MaxNodeSeries is the most per-node series a /metrics scrape gathers
+	// (deploy.Config.MaxNodeSeries); 0 means no bound.
+	MaxNodeSeries int
 	// SinkDir is where deployed file sinks write; empty means DataDir/sinks.
 	SinkDir string
 	// SourceDir is where deployed file sources read; empty means DataDir/sources.
@@ -196,6 +200,14 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		}
 		maxDeployments = int(min(n, math.MaxInt32))
 	}
+	maxNodeSeries := deploy.DefaultMaxNodeSeries
+	if getenv(envMaxNodeSeries) != "" {
+		n, err := envInt(getenv, envMaxNodeSeries)
+		if err != nil {
+			return serveConfig{}, err
+		}
+		maxNodeSeries = int(min(n, math.MaxInt32))
+	}
 	testMaxRecords, err := envInt(getenv, envTestMaxRecords)
 	if err != nil {
 		return serveConfig{}, err
@@ -274,6 +286,9 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	fs.IntVar(&cfg.MaxDeployments, "max-deployments", maxDeployments,
 		"deploying one more scenario than `n` running is refused with 409 too-many-deployments (a new version of a running one replaces it; those resumed at start are not refused) (env "+envMaxDeployments+
 			"; default: one per 16 MiB of the memory the server may use, at least 16; 0: no bound)")
+	fs.IntVar(&cfg.MaxNodeSeries, "max-node-series", maxNodeSeries,
+		"a /metrics scrape gathers at most `n` per-node and per-source series, those of whole deployments in scenario name order; the rest are counted in scenario_server_node_series_left_out (env "+envMaxNodeSeries+
+			"; 0: no bound)")
 	fs.StringVar(&cfg.SinkDir, "sink-dir", getenv(envSinkDir), "deployed file sinks write inside `dir` (env "+envSinkDir+"; default: the data directory's sinks/)")
 	fs.StringVar(&cfg.SourceDir, "source-dir", getenv(envSourceDir), "deployed file sources read inside `dir` (env "+envSourceDir+"; default: the data directory's sources/)")
 	fs.StringVar(&cfg.KafkaBrokers, "kafka-brokers", getenv(envKafkaBrokers), "Kafka sources read from and Kafka sinks write to these seed brokers, comma-separated `host:port,...` (env "+envKafkaBrokers+"); none: scenarios with a Kafka source or sink do not deploy")
@@ -323,8 +338,8 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	if cfg.MaxConnections < 0 {
 		return serveConfig{}, fmt.Errorf("%w: --max-connections must not be negative", errUsage)
 	}
-	if cfg.CheckpointInterval < 0 || cfg.EventTimeout < 0 || cfg.MaxBacklog < 0 || cfg.MaxDeploymentState < 0 || cfg.MaxTotalState < 0 || cfg.MaxDeployments < 0 {
-		return serveConfig{}, fmt.Errorf("%w: --checkpoint-interval, --event-timeout, --max-backlog, --max-deployment-state, --max-total-state and --max-deployments must not be negative", errUsage)
+	if cfg.CheckpointInterval < 0 || cfg.EventTimeout < 0 || cfg.MaxBacklog < 0 || cfg.MaxDeploymentState < 0 || cfg.MaxTotalState < 0 || cfg.MaxDeployments < 0 || cfg.MaxNodeSeries < 0 {
+		return serveConfig{}, fmt.Errorf("%w: --checkpoint-interval, --event-timeout, --max-backlog, --max-deployment-state, --max-total-state, --max-deployments and --max-node-series must not be negative", errUsage)
 	}
 	if cfg.ResultRetention < 0 || cfg.BatchKeyRetention < 0 || cfg.AuditRetention < 0 {
 		return serveConfig{}, fmt.Errorf("%w: --result-retention, --batch-key-retention and --audit-retention must not be negative", errUsage)
@@ -485,6 +500,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		Owner: owner, NoResume: cfg.NoResume, CrashLoopLimit: crashLoopLimit(cfg.CrashLoopLimit),
 		MaxDeploymentState: stateBudget, MaxTotalState: cfg.MaxTotalState, MaxTotalPendingResultBytes: cfg.MaxTotalState,
 		MaxDeployments: cfg.MaxDeployments,
+		MaxNodeSeries:  cfg.MaxNodeSeries,
 	})
 	if err != nil {
 		return err
