@@ -33,8 +33,11 @@ const (
 	Timeout = 5 * time.Second
 	// LatestTTL is how long a subject's latest schema is reused before it is asked again.
 	LatestTTL = 30 * time.Second
-	// maxCachedIDs bounds the schemas kept by id; past it the cache starts again.
-	maxCachedIDs = 10_000
+	// maxCachedIDs bounds the schemas kept by id, and the subjects' latest schemas kept;
+	// past it a cache starts again. maxCachedBytes bounds the bytes each cache's schemas hold
+	// (schema.size) likewise: 40 schemas of 709 KB by id held 736 MB.
+	maxCachedIDs   = 10_000
+	maxCachedBytes = 64 << 20
 	// maxAsking bounds the requests to the registry at once (Registry.asking).
 	maxAsking = 4
 	// maxErrorText bounds the registry's text kept in an error (a message, or the schema a
@@ -93,6 +96,9 @@ type Registry struct {
 	mu     sync.Mutex
 	byID   map[int]*schema
 	latest map[string]latestEntry
+	// byIDBytes and latestBytes are the sizes (schema.size) of the schemas in byID and in
+	// latest.
+	byIDBytes, latestBytes int
 	// failedID remembers, for LatestTTL, the ids whose lookup failed, so that a registry
 	// that is down is not asked once per record.
 	failedID map[int]latestEntry
@@ -189,10 +195,12 @@ func (r *Registry) fetchByID(ctx context.Context, id int, now time.Time) (*schem
 		r.failedID[id] = latestEntry{err: err, gotAt: now}
 		return nil, err
 	}
-	if len(r.byID) >= maxCachedIDs {
+	if len(r.byID) >= maxCachedIDs || r.byIDBytes+s.size > maxCachedBytes {
 		clear(r.byID)
+		r.byIDBytes = 0
 	}
 	r.byID[id] = s
+	r.byIDBytes += s.size
 	delete(r.failedID, id)
 	return s, nil
 }
@@ -265,12 +273,22 @@ func (r *Registry) fetchLatest(ctx context.Context, subject string, now time.Tim
 		}
 	}
 	r.mu.Lock()
-	if len(r.latest) >= maxCachedIDs {
+	if len(r.latest) >= maxCachedIDs || r.latestBytes+e.size() > maxCachedBytes {
 		clear(r.latest)
+		r.latestBytes = 0
 	}
+	r.latestBytes += e.size() - r.latest[subject].size()
 	r.latest[subject] = e
 	r.mu.Unlock()
 	return e
+}
+
+// size is the size of e's schema (schema.size), 0 without one.
+func (e latestEntry) size() int {
+	if e.s == nil {
+		return 0
+	}
+	return e.s.size
 }
 
 // cachedLatest is subject's cached entry and whether it is within LatestTTL of now.

@@ -524,3 +524,126 @@ func TestConcurrentLookupsMerged(t *testing.T) {
 		t.Errorf("%d requests to the registry for %d lookups at once; want 1", n, callers+1)
 	}
 }
+
+// typedSchemas counts the schemas of a JSON Schema translation that have a "type" (a
+// record's properties, array items and map values are walked).
+func typedSchemas(v any) int {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return 0
+	}
+	n := 0
+	if _, ok := m["type"]; ok {
+		n = 1
+	}
+	if props, ok := m["properties"].(map[string]any); ok {
+		for _, p := range props {
+			n += typedSchemas(p)
+		}
+	}
+	return n + typedSchemas(m["items"]) + typedSchemas(m["additionalProperties"])
+}
+
+// A record named inside itself is unknown where it is named again, and a schema whose
+// named types, expanded where they are used, would make more than maxJSONSchemaNodes
+// schemas has the rest unknown: before, the 113-byte tree took 6.9 GB to translate, and
+// chain(19) 2 GB.
+func TestAvroTranslationBounded(t *testing.T) {
+	tree := `{"type":"record","name":"Tree","fields":[{"name":"left","type":["null","Tree"]},{"name":"right","type":["null","Tree"]}]}`
+	s, err := parseSchema(sr.Schema{Schema: tree, Type: sr.TypeAvro})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"type":"object","required":["left","right"],"properties":{"left":{},"right":{}}}`; !jsonEqual(t, s.jsonSchema, []byte(want)) {
+		t.Errorf("the tree translated to %.300s, want %s", s.jsonSchema, want)
+	}
+
+	// chain(n): record Ri has a field a of record R(i+1), written out, and a field b naming
+	// R(i+1) again; R(n) has a long field v. Expanded, R0 holds 2^n records.
+	chain := func(n int) string {
+		inner := fmt.Sprintf(`{"type":"record","name":"R%d","fields":[{"name":"v","type":"long"}]}`, n)
+		for i := n - 1; i >= 0; i-- {
+			inner = fmt.Sprintf(`{"type":"record","name":"R%d","fields":[{"name":"a","type":%s},{"name":"b","type":"R%d"}]}`, i, inner, i+1)
+		}
+		return inner
+	}
+	for _, n := range []int{20, 60} {
+		s, err := parseSchema(sr.Schema{Schema: chain(n), Type: sr.TypeAvro})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v any
+		if err := json.Unmarshal(s.jsonSchema, &v); err != nil {
+			t.Fatal(err)
+		}
+		if got := typedSchemas(v); got > maxJSONSchemaNodes {
+			t.Errorf("chain(%d): %d typed schemas (%d bytes), want at most %d", n, got, len(s.jsonSchema), maxJSONSchemaNodes)
+		}
+		// Depth first, the first path down the a fields is typed to its long: n+1 records
+		// and the long are well within the bound.
+		at := v
+		for range n {
+			at = at.(map[string]any)["properties"].(map[string]any)["a"]
+		}
+		leaf := at.(map[string]any)["properties"].(map[string]any)["v"]
+		if !jsonEqual(t, mustJSON(t, leaf), []byte(`{"type":"integer"}`)) {
+			t.Errorf("chain(%d): R%d.v is %v, want an integer", n, n, leaf)
+		}
+		// R0's field b comes after the 2^(n-1) records below R0.a: past the bound.
+		if b := v.(map[string]any)["properties"].(map[string]any)["b"]; !jsonEqual(t, mustJSON(t, b), []byte(`{}`)) {
+			t.Errorf("chain(%d): R0.b is %.200s, want unknown ({}) past the bound", n, mustJSON(t, b))
+		}
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// The schemas cached by id hold at most maxCachedBytes (estimated as schema.size), plus the
+// one that was added last: before, 40 schemas of 709 KB took 736 MB.
+func TestSchemaCacheBytesBounded(t *testing.T) {
+	fake, r := newFake(t)
+	var fields []string
+	for i := range 30_000 {
+		fields = append(fields, fmt.Sprintf(`{"name":"f%d","type":"long"}`, i))
+	}
+	big := `{"type":"record","name":"Big","fields":[` + strings.Join(fields, ",") + `]}`
+	const n = 12
+	for id := 1; id <= n; id++ {
+		fake.SeedSchema(fmt.Sprintf("s%d-value", id), 1, id, sr.Schema{Schema: big, Type: sr.TypeAvro})
+	}
+	largest := 0
+	for id := 1; id <= n; id++ {
+		s, err := r.schemaByID(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		largest = max(largest, s.size)
+		r.mu.Lock()
+		cached, bytes := len(r.byID), r.byIDBytes
+		r.mu.Unlock()
+		if bytes > maxCachedBytes+largest || cached == id && id*s.size > maxCachedBytes+s.size {
+			t.Fatalf("after %d schemas of %d bytes of text: %d cached, %d bytes (at most %d + %d)", id, len(big), cached, bytes, maxCachedBytes, largest)
+		}
+	}
+	// A schema's size estimate is at least what it holds: measured as the heap it keeps.
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	s, err := parseSchema(sr.Schema{Schema: big, Type: sr.TypeAvro})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
+	if held := int(m1.HeapAlloc) - int(m0.HeapAlloc); held > s.size {
+		t.Errorf("a schema of %d bytes of text holds %d bytes, estimated %d", len(big), held, s.size)
+	}
+	runtime.KeepAlive(s)
+}
