@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/scenario-server/scenario-server/connector"
+	"github.com/scenario-server/scenario-server/engine"
 	"github.com/scenario-server/scenario-server/schemaregistry"
 )
 
@@ -37,6 +38,22 @@ const (
 	kafkaMetadataAge = time.Second
 	// readBatch is the most records one poll hands the deployment.
 	readBatch = 2000
+)
+
+// Bounds of what a Kafka input reads: a broker returns records as its producers wrote them,
+// and compressed batches let a few kilobytes stand for gigabytes (franz-go decompresses a
+// batch of up to 1 GiB by default, and every batch of a fetch).
+var (
+	// maxValueBytes is the longest record value read as an event (a file source's longest
+	// line, engine.MaxLineBytes): a longer one is a per-event error at the source, its
+	// first bytes in the dead letter.
+	maxValueBytes = engine.MaxLineBytes
+	// maxBatchBytes bounds what one record batch may decompress to: a longer one is skipped,
+	// a per-event error at the source for the batch's offsets (kgo.MaxDecompressBatchBytes).
+	maxBatchBytes = 32 << 20
+	// fetchBudgetBytes bounds what the batches fetched between two polls may decompress to
+	// in all (fetchBudget): past it, a partition's batches wait for the next fetch.
+	fetchBudgetBytes = 64 << 20
 )
 
 // Input reads one topic, every partition, with franz-go as a direct consumer (no
@@ -91,11 +108,57 @@ type Input struct {
 	confirmedAt time.Time
 }
 
-// kafkaBatch is what one poll returned, for the topic generation gen.
+// kafkaBatch is what one poll returned, for the topic generation gen: records, and batches
+// skipped as too large to decompress.
 type kafkaBatch struct {
-	gen  int64
-	recs []*kgo.Record
+	gen     int64
+	recs    []*kgo.Record
+	skipped []*kgo.ErrDecompressTooLarge
 }
+
+// errFetchBudget is fetchBudget's refusal: the partition is fetched again after a poll.
+var errFetchBudget = errors.New("the batches fetched since the last poll decompress to more than the input's bound; fetched again after the next poll")
+
+// fetchBudget decompresses record batches (kgo.WithDecompressor) with franz-go's own
+// decompressor bounded at maxBatchBytes per batch, and refuses a batch once those
+// decompressed since the last poll (release) reach fetchBudgetBytes: the bound on one batch
+// does not bound a fetch, whose every batch is decompressed (1 MiB of 600-byte zstd batches
+// stood for 1,700 batches of 32 MiB).
+type fetchBudget struct {
+	inner kgo.Decompressor
+	used  atomic.Int64
+}
+
+// boundedDecompressor is franz-go's decompressor bounded at maxBatchBytes per batch, taken
+// from a client configured so (kgo's own bound is not applied to a decompressor given with
+// WithDecompressor).
+func boundedDecompressor() (kgo.Decompressor, error) {
+	cl, err := kgo.NewClient(kgo.MaxDecompressBatchBytes(maxBatchBytes))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	d, ok := cl.OptValue(kgo.WithDecompressor).(kgo.Decompressor)
+	if !ok {
+		return nil, errors.New("kafka client: no decompressor")
+	}
+	return d, nil
+}
+
+func (b *fetchBudget) Decompress(src []byte, codec kgo.CompressionCodecType) ([]byte, error) {
+	if codec == kgo.CodecNone {
+		return src, nil // bounded by the fetch's bytes
+	}
+	if b.used.Load() >= int64(fetchBudgetBytes) {
+		return nil, errFetchBudget
+	}
+	out, err := b.inner.Decompress(src, codec)
+	b.used.Add(int64(len(out)))
+	return out, err
+}
+
+// release starts the budget again: what was decompressed before was polled.
+func (b *fetchBudget) release() { b.used.Store(0) }
 
 // NewInput returns the Input of Kafka source node source, reading topic through conn;
 // schemas, when set, decodes values in the schema registry's wire format.
@@ -147,7 +210,14 @@ func (k *Input) Stop() {
 // end offsets between polls.
 func (k *Input) read(ctx context.Context, from map[int32]int64, wake func()) {
 	defer close(k.done)
+	inner, err := boundedDecompressor()
+	if err != nil {
+		k.health.Set(fmt.Sprintf("kafka client: %v", err))
+		return
+	}
+	budget := &fetchBudget{inner: inner}
 	cl, err := k.conn.Client(
+		kgo.WithDecompressor(budget),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(), // transaction markers take offsets: the positions pass them
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -201,23 +271,37 @@ func (k *Input) read(ctx context.Context, from map[int32]int64, wake func()) {
 		pctx, cancel := context.WithTimeout(ctx, kafkaConfirmInterval)
 		fetches := cl.PollRecords(pctx, readBatch)
 		cancel()
+		budget.release()
 		if ctx.Err() != nil {
 			return
 		}
+		var skipped []*kgo.ErrDecompressTooLarge
 		fetches.EachError(func(topic string, partition int32, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+			var tooLarge *kgo.ErrDecompressTooLarge
+			switch {
+			case errors.As(err, &tooLarge):
+				if topic == k.topic {
+					skipped = append(skipped, tooLarge)
+				}
+			case errors.Is(err, errFetchBudget), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+			default:
 				k.health.Set(fmt.Sprintf("reading partition %d of topic %q: %v", partition, topic, k.conn.explain(err)))
 			}
 		})
 		recs := fetches.Records()
-		if len(recs) == 0 {
+		if len(recs) == 0 && len(skipped) == 0 {
 			continue
 		}
 		select {
-		case k.batches <- kafkaBatch{gen: k.readerGen.Load(), recs: recs}:
+		case k.batches <- kafkaBatch{gen: k.readerGen.Load(), recs: recs, skipped: skipped}:
 			wake()
 		case <-ctx.Done():
 			return
+		}
+		// franz-go stops reading a partition at a batch too large to decompress until its
+		// offset is set past it; the batch is the deployment's per-event error (Poll).
+		for _, s := range skipped {
+			cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{k.topic: {s.Partition: {Epoch: s.Epoch, Offset: s.NextOffset}}})
 		}
 	}
 }
@@ -389,13 +473,22 @@ func (k *Input) Poll() ([]connector.Event, bool) {
 		return nil, reset // records of the topic before it was created again
 	}
 	k.polledAt = time.Now()
-	out := make([]connector.Event, len(b.recs))
+	out := make([]connector.Event, len(b.recs), len(b.recs)+len(b.skipped))
 	for i, r := range b.recs {
 		out[i] = connector.Event{Payload: r.Value, Time: r.Timestamp.UnixMilli(), Line: r.Offset + 1,
 			Partition: r.Partition, Offset: r.Offset + 1, Skip: r.Attrs.IsControl()}
-		if !out[i].Skip {
+		switch {
+		case out[i].Skip:
+		case len(r.Value) > maxValueBytes:
+			out[i].Undecodable = fmt.Errorf("the record value is %d bytes, more than the %d a value may be", len(r.Value), maxValueBytes)
+		default:
 			out[i].Payload, out[i].Undecodable = k.decode(r.Value)
 		}
+	}
+	// A batch too large to decompress comes after the records fetched before it.
+	for _, s := range b.skipped {
+		out = append(out, connector.Event{Line: s.Offset + 1, Partition: s.Partition, Offset: s.NextOffset,
+			Undecodable: fmt.Errorf("the record batch at offsets %d to %d decompresses to more than %d bytes: its records are skipped", s.Offset, s.NextOffset-1, maxBatchBytes)})
 	}
 	return out, reset
 }

@@ -1,0 +1,143 @@
+package kafka
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/scenario-server/scenario-server/connector"
+	"github.com/scenario-server/scenario-server/internal/kafkatest"
+)
+
+// setBounds sets the input's bounds for one test.
+func setBounds(t *testing.T, value, batch, budget int) {
+	v, b, f := maxValueBytes, maxBatchBytes, fetchBudgetBytes
+	maxValueBytes, maxBatchBytes, fetchBudgetBytes = value, batch, budget
+	t.Cleanup(func() { maxValueBytes, maxBatchBytes, fetchBudgetBytes = v, b, f })
+}
+
+// zstdProducer is a client of brokers that compresses each batch with zstd, batches of up to
+// 64 MiB before compression.
+func zstdProducer(t *testing.T, brokers []string) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerBatchCompression(kgo.ZstdCompression()),
+		kgo.ProducerBatchMaxBytes(64<<20), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// startInput starts an Input of topic "ev" on brokers from the topic's start.
+func startInput(t *testing.T, brokers []string) *Input {
+	t.Helper()
+	conn, err := NewConn(brokers, Cluster{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := NewInput("in", "ev", conn, nil, discard)
+	if err := in.Restore(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	in.Start(ctx, func() {})
+	t.Cleanup(func() { cancel(); in.Stop() })
+	return in
+}
+
+// A value longer than maxValueBytes, and a batch that decompresses to more than
+// maxBatchBytes, are per-event errors at their offsets, and the records after them are read:
+// before, a 50 MB value was an event, and a batch decompressed up to 1 GiB.
+func TestValueAndBatchBounded(t *testing.T) {
+	setBounds(t, 100, 1<<20, 64<<20)
+	brokers := kafkatest.Cluster(t, kfake.SeedTopics(1, "ev")).ListenAddrs()
+	prod := zstdProducer(t, brokers)
+	for _, v := range [][]byte{
+		[]byte(`{"a":1}`),
+		[]byte(`{"s":"` + strings.Repeat("x", 200) + `"}`), // 208 bytes: past the value bound
+		bytes.Repeat([]byte(" "), 4<<20),                   // 4 MiB of spaces: a batch past 1 MiB
+		[]byte(`{"a":2}`),
+	} {
+		if err := prod.ProduceSync(t.Context(), &kgo.Record{Topic: "ev", Value: v}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := startInput(t, brokers)
+	got := pollAll(t, in, 4)
+	var desc []string
+	for _, ev := range got {
+		if ev.Undecodable != nil {
+			desc = append(desc, fmt.Sprintf("line %d, position %d: %v", ev.Line, ev.Offset, ev.Undecodable))
+		} else {
+			desc = append(desc, fmt.Sprintf("line %d, position %d: %.20s", ev.Line, ev.Offset, ev.Payload))
+		}
+	}
+	want := []string{
+		`line 1, position 1: {"a":1}`,
+		"line 2, position 2: the record value is 208 bytes, more than the 100 a value may be",
+		"line 3, position 3: the record batch at offsets 2 to 2 decompresses to more than 1048576 bytes: its records are skipped",
+		`line 4, position 4: {"a":2}`,
+	}
+	if strings.Join(desc, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(desc, "\n"), strings.Join(want, "\n"))
+	}
+	if st := in.Status(); st.Err != "" || st.Processed != 4 {
+		t.Errorf("status %+v, want 4 processed and no error", st)
+	}
+}
+
+// The batches one poll hands over decompress to at most about fetchBudgetBytes (twice it
+// and a batch, for a fetch that starts while the poll before is taken): before, every batch
+// of a fetch was decompressed, 9 MiB here for a fetch of a few kilobytes.
+func TestFetchDecompressionBounded(t *testing.T) {
+	const batch, budget = 1 << 20, 1 << 20
+	setBounds(t, 16<<20, batch, budget)
+	brokers := kafkatest.Cluster(t, kfake.SeedTopics(1, "ev")).ListenAddrs()
+	prod := zstdProducer(t, brokers)
+	const n, size = 10, 900 << 10
+	for i := range n {
+		v := append([]byte(fmt.Sprintf(`{"i":%d,"s":"`, i)), bytes.Repeat([]byte("x"), size)...)
+		v = append(v, `"}`...)
+		if err := prod.ProduceSync(t.Context(), &kgo.Record{Topic: "ev", Value: v}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := startInput(t, brokers)
+	var got []connector.Event
+	deadline := time.Now().Add(30 * time.Second)
+	for len(got) < n && time.Now().Before(deadline) {
+		events, _ := in.Poll()
+		polled := 0
+		for _, ev := range events {
+			in.Advance(ev)
+			if !ev.Skip {
+				got = append(got, ev)
+				polled += len(ev.Payload)
+			}
+		}
+		if polled > 2*(budget+batch) {
+			t.Errorf("one poll handed over %d bytes, want at most %d", polled, 2*(budget+batch))
+		}
+		if len(events) == 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if len(got) != n {
+		t.Fatalf("%d events after 30 s, want %d; status %+v", len(got), n, in.Status())
+	}
+	for i, ev := range got {
+		if ev.Undecodable != nil || !bytes.HasPrefix(ev.Payload, []byte(fmt.Sprintf(`{"i":%d,`, i))) {
+			t.Errorf("event %d: %.20s, %v", i, ev.Payload, ev.Undecodable)
+		}
+	}
+	if st := in.Status(); st.Err != "" {
+		t.Errorf("status %+v, want no error", st)
+	}
+}
