@@ -13,6 +13,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/scenario-server/scenario-server/aggregate"
+	"github.com/scenario-server/scenario-server/connector/kafka"
 	"github.com/scenario-server/scenario-server/engine"
 	"github.com/scenario-server/scenario-server/expression"
 	"github.com/scenario-server/scenario-server/nodes"
@@ -247,6 +248,8 @@ func (h *handlers) testRun(ctx context.Context, g Graph, name, records string, p
 		MaxStateBytes: h.testMaxState,
 		Observe:       obs.observe,
 		Output:        obs.output,
+		// A record a deployment's Kafka producer would refuse fails the test too.
+		MaxKafkaRecordBytes: kafka.MaxRecordBytes,
 	})
 	if err != nil {
 		var inv *engine.InvalidError

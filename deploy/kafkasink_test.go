@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/scenario-server/scenario-server/connector/kafka"
 	"github.com/scenario-server/scenario-server/internal/kafkatest"
 	"github.com/scenario-server/scenario-server/store"
 )
@@ -335,5 +338,53 @@ func TestKafkaSinkNeedsBrokers(t *testing.T) {
 	if !errors.As(err, &inv) || len(inv.Problems) != 1 || inv.Problems[0].NodeID != "out" || inv.Problems[0].Code != "kafka-not-configured" ||
 		!strings.Contains(inv.Problems[0].Message, "--kafka-brokers") {
 		t.Errorf("deploying a Kafka sink without brokers: %v", err)
+	}
+}
+
+// A Kafka sink's record past kafka.MaxRecordBytes is a per-event error at the sink's value
+// and a dead letter; the records before and after it are written and the deployment goes
+// on. Before, the producer refused the record (MESSAGE_TOO_LARGE), and with it every
+// checkpoint, forever. The value is the JSON string of n x's: n+2 bytes.
+func TestKafkaSinkRecordBounded(t *testing.T) {
+	st := sqliteStore(t)
+	brokers, _ := newKafka(t, map[string]int32{"out": 1})
+	graph := `{"nodes": [
+  {"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [
+    {"name": "timestamp", "expression": {"language": "expr", "expression": "#input.ts"}}]}},
+  {"id": "out", "type": "Sink", "ref": {"typ": "kafka", "parameters": [{"name": "topic", "value": "out"},
+    {"name": "value", "expression": {"language": "expr", "expression": "repeat(\"x\", #input.n)"}}]}}
+], "edges": [{"from": "in", "to": "out", "edgeType": null}]}`
+	createScenario(t, st, "big", graph)
+	r := newRuntime(t, st, func(c *Config) { c.KafkaBrokers = brokers; c.CheckpointInterval = 30 * time.Millisecond })
+	deploy(t, r, "big", 0)
+	// The third record is one byte past the bound; the fourth past the producer's own
+	// (1,000,012 bytes a batch).
+	sizes := []int{10, kafka.MaxRecordBytes - 2, kafka.MaxRecordBytes - 1, 1_000_100, 20}
+	var recs [][]byte
+	for i, n := range sizes {
+		recs = append(recs, fmt.Appendf(nil, `{"ts": %d, "n": %d}`, 1_700_000_000_000+i, n))
+	}
+	ingestAll(t, r, "big", recs, 0, 1)
+	l := waitCommitted(t, r, "big", int64(len(recs)))
+	if l.Nodes["out"].Errors != 2 {
+		t.Errorf("sink errors %d, want 2", l.Nodes["out"].Errors)
+	}
+	var got []int
+	for _, rec := range consumeAll(t, brokers, "out", kgo.ReadCommitted()) {
+		got = append(got, len(rec.Value))
+	}
+	if want := []int{12, kafka.MaxRecordBytes, 22}; !slices.Equal(got, want) {
+		t.Errorf("record values of %v bytes, want %v", got, want)
+	}
+	dls := readDeadLetters(t, st, "big")
+	if len(dls) != 2 {
+		t.Fatalf("dead letters %+v, want 2", dls)
+	}
+	for i, want := range []struct{ offset, bytes int }{{2, kafka.MaxRecordBytes + 1}, {3, 1_000_102}} {
+		d := dls[i]
+		if d.NodeID != "out" || d.Field != "value" || d.Offset == nil || *d.Offset != int64(want.offset) ||
+			!strings.Contains(d.Message, fmt.Sprintf("would be %d bytes", want.bytes)) {
+			t.Errorf("dead letter %d: %+v, want one at node out, field value, offset %d, of a record of %d bytes", i, d, want.offset, want.bytes)
+		}
 	}
 }

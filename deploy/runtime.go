@@ -967,6 +967,8 @@ func (r *Runtime) prepare(v store.Version, stored bool) (*deployment, error) {
 		MaxStateBytes: r.cfg.MaxDeploymentState,
 		SharedState:   r.state,
 		Stored:        stored,
+		// A record the producer would refuse is the event's error, not the checkpoint's.
+		MaxKafkaRecordBytes: kafka.MaxRecordBytes,
 	}
 	if r.schemas != nil {
 		opts.EncodeKafkaValue = r.encodeKafkaValue

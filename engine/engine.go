@@ -148,6 +148,11 @@ type Options struct {
 	// Output the encoded bytes as its value, a string, and a value that does not fit is a
 	// per-event error at the sink's value. Nil: such values are handed on as they are.
 	EncodeKafkaValue func(subject string, v value.Value) ([]byte, error)
+	// MaxKafkaRecordBytes, when positive, is the most bytes a Kafka sink's record may hold:
+	// its key, value (JSON, or the encoded bytes) and header names and values, and 10 bytes a
+	// header (KafkaRecordBytes). A record past it is a per-event error at the sink's value:
+	// the producer refuses such a record (MESSAGE_TOO_LARGE), and its checkpoint with it.
+	MaxKafkaRecordBytes int
 	// Bounded marks a replay or a test run: the wall clock is never read
 	// (docs/semantics.md §1), and sources have no maxFutureSkew. A record of a source without a timestamp expression
 	// takes the timestamp given with it (PushValue's eventTime, or

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+
 	"github.com/scenario-server/scenario-server/expression"
 	"github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/value"
@@ -111,6 +113,39 @@ type kafkaSink struct {
 	// value is valid only during the call (engine.Output).
 	record value.Value
 	vals   []value.Value
+	// enc and scratch measure a record's JSON (KafkaRecordBytes).
+	enc     value.JSONEncoder
+	scratch []byte
+}
+
+// KafkaRecordBytes is the bytes of the Kafka record a Kafka sink writes for {key, value,
+// headers} (the engine's Output record), as connector/kafka writes it: a string key or header
+// value its bytes, anything else its JSON; the value its JSON, or its bytes when encoded
+// (a string a schema registry encoded); a header its name, and 10 bytes of lengths; null
+// headers left out. scratch is reused to measure JSON; the grown one is returned.
+func KafkaRecordBytes(enc *value.JSONEncoder, scratch []byte, key, val, headers value.Value, encoded bool) (int, []byte) {
+	n := 0
+	measure := func(v value.Value, asString bool) {
+		if asString && v.Kind() == value.KindString {
+			n += len(v.Str())
+			return
+		}
+		scratch = enc.Append(scratch[:0], v)
+		n += len(scratch)
+	}
+	if !key.IsNull() {
+		measure(key, true)
+	}
+	measure(val, encoded)
+	if r := headers.Record(); r != nil {
+		for i, name := range r.Keys {
+			if !r.Values[i].IsNull() {
+				n += len(name) + 10
+				measure(r.Values[i], true)
+			}
+		}
+	}
+	return n, scratch
 }
 
 func newKafkaSink(_ *Engine, n *node) (operator, error) {
@@ -140,10 +175,11 @@ func (k *kafkaSink) process(e *Engine, n *node, ev *event, _ string) {
 		vals = append(vals, key)
 	}
 	v, err := k.value.eval(ev)
+	encoded := false
 	if err == nil && k.valueSubject != "" && e.opts.EncodeKafkaValue != nil {
 		var b []byte
 		if b, err = e.opts.EncodeKafkaValue(k.valueSubject, v); err == nil {
-			v = value.String(string(b))
+			v, encoded = value.String(string(b)), true
 		}
 	}
 	if err != nil {
@@ -164,6 +200,24 @@ func (k *kafkaSink) process(e *Engine, n *node, ev *event, _ string) {
 			h = value.NewRecord(nil, nil)
 		}
 		vals = append(vals, h)
+	}
+	if max := e.opts.MaxKafkaRecordBytes; max > 0 {
+		key, headers := value.Null(), value.Null()
+		if k.key != nil {
+			key = vals[0]
+		}
+		if k.headers != nil {
+			headers = vals[len(vals)-1]
+		}
+		var size int
+		size, k.scratch = KafkaRecordBytes(&k.enc, k.scratch, key, v, headers, encoded)
+		if cap(k.scratch) > 1<<20 {
+			k.scratch = nil // not kept past one large record
+		}
+		if size > max {
+			e.fail(n, k.valueField, &expression.RunError{Message: fmt.Sprintf("the Kafka record would be %d bytes (key, value and headers), more than the %d a record may be", size, max)})
+			return
+		}
 	}
 	n.counts.Out++
 	if e.opts.Output != nil {

@@ -338,6 +338,18 @@ func (k *Output) commitRecorded(ctx context.Context, txn kafkaTxn) error {
 	return k.failed(fmt.Sprintf("committing the transaction %q of a committed checkpoint", txn.transactional), err)
 }
 
+// maxBatchWriteBytes is the most bytes a record batch a sink produces may hold before
+// compression (kgo.ProducerBatchMaxBytes: its default, a little under the brokers' default
+// message.max.bytes of 1,048,588). A record past it fails its transaction, and so its
+// checkpoint; the engine refuses it first (MaxRecordBytes).
+const maxBatchWriteBytes = 1_000_012
+
+// MaxRecordBytes is the most bytes of key, value and headers (engine.KafkaRecordBytes) a
+// Kafka sink's record may hold (engine.Options.MaxKafkaRecordBytes): a record batch of one
+// record is its bytes, the batch's header (65 bytes) and the record's lengths (at most 36
+// bytes, and 10 a header, which KafkaRecordBytes counts).
+const MaxRecordBytes = maxBatchWriteBytes - 65 - 36
+
 // producer returns the transactional client of slot, initialised (its producer id loaded,
 // which fences the id's earlier producers).
 func (k *Output) producer(ctx context.Context, slot int) (*kgo.Client, error) {
@@ -347,7 +359,7 @@ func (k *Output) producer(ctx context.Context, slot int) (*kgo.Client, error) {
 	// Requests are retried for kafkaRequestTimeout, not kgo's 30 s: a refused login shows
 	// as such in the checkpoint error (not as the checkpoint's timeout), and soon.
 	cl, err := k.conn.Client(kgo.TransactionalID(k.txnIDs[slot]), kgo.TransactionTimeout(k.conn.txnTimeout),
-		kgo.DefaultProduceTopic(k.topic), kgo.RetryTimeout(kafkaRequestTimeout))
+		kgo.DefaultProduceTopic(k.topic), kgo.RetryTimeout(kafkaRequestTimeout), kgo.ProducerBatchMaxBytes(maxBatchWriteBytes))
 	if err != nil {
 		return nil, k.failed("creating the producer", err)
 	}
