@@ -390,6 +390,31 @@ func testTestLimits(t *testing.T, c *client) {
 		t.Errorf("listsCut %v with %d records of 1 MiB listed", cut.ListsCut, listed)
 	}
 
+	// The listing stops within a record: a VariableBuilder of ten 3,000,000-byte fields lists
+	// them (30,000,020 bytes of JSON, with the quotes), then the sink's context would list #r,
+	// 30 MB more: it is left out, and so is the sink's value. Before, the bound was looked
+	// at before each record only, and this answer was 60 MB (a hundred fields made 320 MB).
+	var fields []string
+	for i := range 10 {
+		fields = append(fields, fmt.Sprintf(`{"name": "f%d", "expression": {"language": "expr", "expression": "repeat('x', 3000000)"}}`, i))
+	}
+	wideRecord := `{"nodes": [
+		{"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [{"name": "timestamp", "expression": {"language": "expr", "expression": "#input.t"}}]}},
+		{"id": "rec", "type": "VariableBuilder", "varName": "r", "fields": [` + strings.Join(fields, ",") + `]},
+		{"id": "out", "type": "Sink", "ref": {"typ": "collect", "parameters": [{"name": "value", "expression": {"language": "expr", "expression": "#r"}}]}}
+	], "edges": [{"from": "in", "to": "rec", "edgeType": null}, {"from": "rec", "to": "out", "edgeType": null}]}`
+	answer := c.post("/api/test", rawBody("graph", wideRecord, "records", quote(`{"t": 1}`)))
+	var wideCut api.TestResult
+	answer.ok(t, http.StatusOK, &wideCut)
+	if len(answer.Body) > 32<<20+64<<10 {
+		t.Errorf("an answer of %d bytes, more than the 32 MiB listed and 64 KiB", len(answer.Body))
+	}
+	recs, outs := wideCut.Nodes["rec"].Records, wideCut.Nodes["out"].Records
+	if len(recs) != 1 || len(recs[0].Expressions) != 10 || len(outs) != 1 || outs[0].Variables["r"] != nil ||
+		len(outs[0].Expressions) != 0 || len(wideCut.SinkOutputs["out"].Outputs) != 0 || !wideCut.ListsCut {
+		t.Errorf("listed: rec %d records, out %d; want rec's ten fields, out's record without #r, no output, lists cut", len(recs), len(outs))
+	}
+
 	// A run longer than the time limit is stopped: each record fans out into 100,000
 	// contexts (the most the for-each nodes may send for one record, engine.MaxForEachEvents).
 	fanOut := `{"nodes": [

@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/scenario-server/scenario-server/aggregate"
+	"github.com/scenario-server/scenario-server/expression"
 	"github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/value"
@@ -113,6 +114,10 @@ func (e EventError) String() string {
 // it, as the sinks do, or copy it to keep it.
 type Output func(sinkID string, v value.Value, eventTime int64)
 
+// DefaultMaxEventBytes is Options.MaxEventBytes's default: four expressions' worth of
+// memory (expression.DefaultMemory).
+const DefaultMaxEventBytes = 4 * expression.DefaultMemory
+
 // Options configure an Engine.
 type Options struct {
 	// ScenarioName is #meta.scenarioName.
@@ -148,6 +153,15 @@ type Options struct {
 	// Output the encoded bytes as its value, a string, and a value that does not fit is a
 	// per-event error at the sink's value. Nil: such values are handed on as they are.
 	EncodeKafkaValue func(subject string, v value.Value) ([]byte, error)
+	// MaxEventBytes bounds what the variables one event's nodes define may hold in all
+	// (Variable, VariableBuilder fields, for-each elements, union outputs: the values their
+	// expressions made, as expression.Budget's memory counts them), along one path through
+	// the graph: an expression runs with the memory the event has left, when that is less
+	// than its own budget, and past it is a per-event error wrapping
+	// expression.ErrBudgetExceeded at its node and field. Each expression alone is bounded
+	// (16 MiB), but a hundred Variable nodes of 16 MiB strings held 1.77 GB for one event.
+	// 0 means DefaultMaxEventBytes, negative none.
+	MaxEventBytes int
 	// MaxKafkaRecordBytes, when positive, is the most bytes a Kafka sink's record may hold:
 	// its key, value (JSON, or the encoded bytes) and header names and values, and 10 bytes a
 	// header (KafkaRecordBytes). A record past it is a per-event error at the sink's value:
@@ -258,6 +272,12 @@ func New(s *scenario.Scenario, opts Options) (*Engine, error) {
 		opts.MaxErrors = 10_000
 	}
 	e := newEngine(opts, v)
+	switch {
+	case opts.MaxEventBytes == 0:
+		e.lay.maxEventBytes = DefaultMaxEventBytes
+	case opts.MaxEventBytes > 0:
+		e.lay.maxEventBytes = opts.MaxEventBytes
+	}
 	for _, id := range v.Order {
 		e.planSlots(v.Plans[id])
 	}

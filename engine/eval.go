@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -18,6 +19,9 @@ import (
 // are such paths, and this is the per-event hot path.
 type evaluator struct {
 	prog *expression.Program
+	// made is the bytes the value of the last eval holds that it made (RunVarsWithin's);
+	// 0 for a value read from the event as it is.
+	made int
 	path *pathRef // nil when prog must run
 	// A record literal whose values are all paths ({a: #input.x, b: #key[0]}):
 	// its keys in written order and one path per key.
@@ -102,6 +106,8 @@ type layout struct {
 	names  []string
 	slotOf map[string]int
 	paths  []*pathRef
+	// maxEventBytes bounds event.held (Options.MaxEventBytes); 0: no bound.
+	maxEventBytes int
 }
 
 // slot returns name's slot, giving it one if it has none.
@@ -342,6 +348,7 @@ func (ev *evaluator) evalFrom(src *source, c *event) (value.Value, error) {
 
 // eval returns the expression's value for c.
 func (ev *evaluator) eval(c *event) (value.Value, error) {
+	ev.made = 0
 	switch {
 	case ev.path != nil:
 		w, err := c.read(ev.path)
@@ -366,9 +373,27 @@ func (ev *evaluator) eval(c *event) (value.Value, error) {
 // run runs the expression by expr; a failure on a null operand names the fields that are
 // null or missing in the event (Program.NameNulls).
 func (ev *evaluator) run(c *event) (value.Value, error) {
-	v, err := expression.RunVars(ev.prog, c)
+	bound := c.lay.maxEventBytes
+	if bound <= 0 {
+		v, err := expression.RunVars(ev.prog, c)
+		if err != nil {
+			ev.prog.NameNulls(err, c)
+		}
+		return v, err
+	}
+	left := bound - c.held
+	if left <= 0 {
+		err := fmt.Errorf("%w: the event's variables hold %d bytes, all of the %d an event's may", expression.ErrBudgetExceeded, c.held, bound)
+		return value.Null(), &expression.RunError{Message: err.Error(), Err: err}
+	}
+	v, size, err := expression.RunVarsWithin(ev.prog, c, left)
+	ev.made = size
 	if err != nil {
 		ev.prog.NameNulls(err, c)
+		var re *expression.RunError
+		if m := ev.prog.Budget().Memory; (m < 0 || left < m) && errors.Is(err, expression.ErrBudgetExceeded) && errors.As(err, &re) && strings.Contains(re.Message, "bytes of memory") {
+			re.Message += fmt.Sprintf(" (the event's variables hold %d bytes already, of the %d an event's may)", c.held, bound)
+		}
 	}
 	return v, err
 }

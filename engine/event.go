@@ -20,6 +20,9 @@ type event struct {
 	slots []slotVal
 	time  int64
 	lay   *layout
+	// held is the bytes the variables the event's nodes defined hold (values their
+	// expressions made, as the memory budget counts them), within layout.maxEventBytes.
+	held int
 }
 
 type slotVal struct {
@@ -36,6 +39,7 @@ func (l *layout) newEvent() event {
 func (c *event) reset() {
 	clear(c.slots)
 	c.time = 0
+	c.held = 0
 }
 
 // set sets a variable.
@@ -100,6 +104,7 @@ func (p *pathRef) field(r *value.Record, name string) value.Value {
 func (c *event) copyFrom(src *event) {
 	copy(c.slots, src.slots)
 	c.time = src.time
+	c.held = src.held
 }
 
 // Var gives expressions run by expr their variables (expression.Vars).

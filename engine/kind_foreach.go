@@ -82,6 +82,7 @@ func (f *forEach) process(e *Engine, n *node, ev *event, _ string) {
 		e.fail(n, f.field, err)
 		return
 	}
+	made := f.elements.made // the list is held while its elements go
 	for _, item := range v.List() {
 		if e.CheckState() {
 			return // the state passed Options.MaxStateBytes: the caller stops the run
@@ -95,6 +96,6 @@ func (f *forEach) process(e *Engine, n *node, ev *event, _ string) {
 		}
 		e.forEachSent++
 		n.counts.Out++
-		e.forward(n, n.with(ev, item), "")
+		e.forward(n, n.withMade(ev, item, made), "")
 	}
 }

@@ -102,6 +102,8 @@ func newRecordVariable(_ *Engine, n *node) (operator, error) {
 
 func (r *recordVariable) process(e *Engine, n *node, ev *event, _ string) {
 	vals := make([]value.Value, len(r.fields))
+	held := ev.held // each field runs with what the fields before it left of the event's bound
+	defer func() { ev.held = held }()
 	for i, p := range r.fields {
 		if i > 0 && e.haltedAt(n, true) { // between fields: a thousand slow ones are one node
 			return
@@ -112,7 +114,10 @@ func (r *recordVariable) process(e *Engine, n *node, ev *event, _ string) {
 			return
 		}
 		vals[i] = v
+		ev.held += p.made
 	}
+	made := ev.held - held
+	ev.held = held
 	n.counts.Out++
-	e.forward(n, n.with(ev, value.NewRecord(r.names, vals)), "")
+	e.forward(n, n.withMade(ev, value.NewRecord(r.names, vals), made), "")
 }

@@ -163,7 +163,7 @@ func (u *union) process(e *Engine, n *node, ev *event, from string) {
 			e.failExpr(n, "branchParameters", b.field, err)
 			return
 		}
-		ev = n.with(ev, v)
+		ev = n.withMade(ev, v, b.expr.made)
 	}
 	n.counts.Out++
 	e.forward(n, ev, "")

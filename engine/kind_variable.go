@@ -67,5 +67,5 @@ func (o *variable) process(e *Engine, n *node, ev *event, _ string) {
 		return
 	}
 	n.counts.Out++
-	e.forward(n, n.with(ev, v), "")
+	e.forward(n, n.withMade(ev, v, o.value.made), "")
 }

@@ -128,6 +128,14 @@ func (n *node) with(ev *event, v value.Value) *event {
 	return out
 }
 
+// withMade is with, the event holding made bytes more (event.held): v's, made by the node's
+// expression.
+func (n *node) withMade(ev *event, v value.Value, made int) *event {
+	out := n.with(ev, v)
+	out.held += made
+	return out
+}
+
 // materialize makes the whole value of a lazy variable of a source (#input from its decoded
 // fields) or of an aggregate (from the result it is emitting).
 func (n *node) materialize(slot int) value.Value {

@@ -23,7 +23,8 @@ func runGeneral(p *Program, vars map[string]value.Value) (value.Value, error) {
 	env[budgetName] = &budget
 	machine := vm.VM{MemoryBudget: p.budget.vmMemory()}
 	out, err := machine.Run(p.program, env)
-	return p.convert(out, err, orders)
+	v, _, err := p.convert(out, err, orders, p.budget)
+	return v, err
 }
 
 func describe(v value.Value, err error) string {

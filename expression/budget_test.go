@@ -702,3 +702,36 @@ func TestLongStringsBudget(t *testing.T) {
 		t.Errorf("trim of spaces: %s", describe(v, err))
 	}
 }
+
+// RunVarsWithin runs with the smaller of its memory and the Program's, and gives the bytes
+// the result holds, worked out by hand: a string its bytes, a list 16 bytes and 16 a value
+// and the bytes of its strings.
+func TestRunVarsWithin(t *testing.T) {
+	compile := func(text string) *Program {
+		p, problems := CompileWith(text, testEnv, Unknown, Options{})
+		if len(problems) > 0 {
+			t.Fatalf("%q: %v", text, problems)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		text   string
+		memory int
+		size   int
+	}{
+		{`repeat("x", 100)`, 100, 100},
+		{`["ab", 1]`, 1 << 20, 16 + 16 + 2 + 16},
+		{`[["a"]]`, 1 << 20, 16 + 16 + 16 + 1},
+		{`1 + 2`, 1, 0},
+	} {
+		v, size, err := RunVarsWithin(compile(tc.text), Map{}, tc.memory)
+		if err != nil || size != tc.size {
+			t.Errorf("%q within %d: %v, %d bytes, %v; want %d bytes", tc.text, tc.memory, v, size, err, tc.size)
+		}
+	}
+	_, _, err := RunVarsWithin(compile(`repeat("x", 101)`), Map{}, 100)
+	budgetError(t, `repeat("x", 101)`, err, "more than 100 bytes of memory")
+	// More than the Program's own budget is its budget.
+	_, _, err = RunVarsWithin(compile(`repeat("x", 17000000)`), Map{}, 1<<30)
+	budgetError(t, `repeat("x", 17000000)`, err, "more than 16777216 bytes of memory")
+}

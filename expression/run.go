@@ -89,6 +89,26 @@ func (m Map) Each(f func(name string, v value.Value)) {
 
 // RunVars is Run with the variables given by vars.
 func RunVars(p *Program, vars Vars) (value.Value, error) {
+	v, _, err := p.run(vars, p.budget)
+	return v, err
+}
+
+// RunVarsWithin is RunVars with at most memory bytes (at least 1) for what the run makes and
+// its result holds, when that is less than p's Budget.Memory: an evaluation among others
+// that share a budget (the variables of one event). It also returns the bytes the result
+// holds, as the memory budget counts them: a string's bytes, a list's or record's size (16
+// bytes a value, and the bytes of strings and keys; values it reads from vars count too, as
+// they are converted into it), 0 for other values.
+func RunVarsWithin(p *Program, vars Vars, memory int) (value.Value, int, error) {
+	b := p.budget
+	if b.Memory < 0 || memory < b.Memory {
+		b.Memory = max(1, memory)
+	}
+	return p.run(vars, b)
+}
+
+// run is RunVars within budget b, and the bytes the result holds (RunVarsWithin).
+func (p *Program) run(vars Vars, b Budget) (value.Value, int, error) {
 	var out any
 	var err error
 	orders := p.orders
@@ -100,7 +120,7 @@ func RunVars(p *Program, vars Vars) (value.Value, error) {
 			env[name] = toGo(v, typeOf(p.env, name, nil), keys)
 		})
 		orders.vars = keys
-		machine := vm.VM{MemoryBudget: p.budget.vmMemory()}
+		machine := vm.VM{MemoryBudget: b.vmMemory()}
 		out, err = machine.Run(p.program, env)
 	} else {
 		st, _ := p.states.Get().(*runState)
@@ -110,8 +130,8 @@ func RunVars(p *Program, vars Vars) (value.Value, error) {
 				st.env[budgetName] = &st.budget
 			}
 		}
-		st.budget.reset(p.budget)
-		st.vm.MemoryBudget = p.budget.vmMemory()
+		st.budget.reset(b)
+		st.vm.MemoryBudget = b.vmMemory()
 		orders.vars = st.keys
 		prog := p.fast
 		if !bind(st.env, p.fastBinds, vars, st.keys) {
@@ -119,14 +139,14 @@ func RunVars(p *Program, vars Vars) (value.Value, error) {
 			bind(st.env, p.whole, vars, st.keys)
 		}
 		out, err = st.vm.Run(prog, st.env)
-		v, err := p.convert(out, err, orders) // while st.keys is valid
+		v, size, err := p.convert(out, err, orders, b) // while st.keys is valid
 		if len(st.keys) > 0 {
 			clear(st.keys)
 		}
 		p.states.Put(st)
-		return v, err
+		return v, size, err
 	}
-	return p.convert(out, err, orders)
+	return p.convert(out, err, orders, b)
 }
 
 // NameNulls adds to err, when it is a *RunError of RunVars(p, vars) about a null operand
@@ -184,25 +204,28 @@ func (p *Program) NameNulls(err error, vars Vars) {
 }
 
 // convert converts what expr returned.
-func (p *Program) convert(out any, err error, orders keyOrders) (value.Value, error) {
+func (p *Program) convert(out any, err error, orders keyOrders, b Budget) (value.Value, int, error) {
 	if err != nil {
-		return value.Null(), p.runError(err)
+		return value.Null(), 0, p.runError(err, b)
 	}
 	switch x := out.(type) { // the results of most expressions, quickly
 	case bool:
-		return value.Bool(x), nil
+		return value.Bool(x), 0, nil
 	case int:
-		return value.Int(int64(x)), nil
+		return value.Int(int64(x)), 0, nil
 	case string:
-		return value.String(x), nil
+		return value.String(x), len(x), nil
 	}
-	if p.budget.Memory >= 0 {
+	size := 0
+	if b.Memory >= 0 {
 		// A result may hold the same list many times over (each level of
 		// [a, a] doubles it); converting it would make every copy.
-		if n, ok := sizeWithin(out, p.budget.Memory, false); !ok {
-			err := fmt.Errorf("%w: more than %d bytes of memory (the result is at least %d bytes)", ErrBudgetExceeded, p.budget.Memory, n)
-			return value.Null(), &RunError{Message: err.Error(), Err: err}
+		n, ok := sizeWithin(out, b.Memory, false)
+		if !ok {
+			err := fmt.Errorf("%w: more than %d bytes of memory (the result is at least %d bytes)", ErrBudgetExceeded, b.Memory, n)
+			return value.Null(), 0, &RunError{Message: err.Error(), Err: err}
 		}
+		size = n
 	}
 	var v value.Value
 	if p.shape != nil {
@@ -211,9 +234,9 @@ func (p *Program) convert(out any, err error, orders keyOrders) (value.Value, er
 		v, err = fromGo(out, 0, orders)
 	}
 	if err != nil {
-		return value.Null(), &RunError{Message: err.Error(), Err: err}
+		return value.Null(), 0, &RunError{Message: err.Error(), Err: err}
 	}
-	return v, nil
+	return v, size, nil
 }
 
 // runState is what one Run works with; a Program keeps them in a pool.
@@ -225,7 +248,7 @@ type runState struct {
 	budget runBudget
 }
 
-func (p *Program) runError(err error) *RunError {
+func (p *Program) runError(err error, b Budget) *RunError {
 	var fe *file.Error
 	if !errors.As(err, &fe) {
 		return &RunError{Message: err.Error(), Err: err}
@@ -235,7 +258,7 @@ func (p *Program) runError(err error) *RunError {
 	msg := fe.Message
 	if cause == nil && msg == vmMemoryExceeded {
 		// expr's VM panics with a plain string past its MemoryBudget.
-		cause = vmMemoryError(p.budget)
+		cause = vmMemoryError(b)
 		msg = cause.Error()
 	}
 	return &RunError{Message: msg, Line: line, Column: col, Err: cause}

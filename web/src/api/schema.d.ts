@@ -2400,7 +2400,7 @@ export interface components {
             lateEvents: {
                 [key: string]: components["schemas"]["LateTestEvents"];
             };
-            /** @description True when the lists stopped growing before maxRecordsPerNode because the values listed reached 32 MiB of JSON (their truncated flags are set); counts and totals still cover every record. */
+            /** @description True when the lists stopped growing before maxRecordsPerNode because the values listed reached 32 MiB of JSON (their truncated flags are set; the record listed when they did has the variables and expressions that fit, in name order); counts and totals still cover every record. */
             listsCut: boolean;
             /** @description Per node id (every node of the graph): its counts and the first records it saw. */
             nodes: {

@@ -1,0 +1,78 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// variables is a chain of n Variable nodes p1..pn, each `repeat("x", #input.n)`, and their
+// nodes and edges from node from.
+func variables(p string, n int, from string) (nodes, edges []string, last string) {
+	last = from
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("%s%d", p, i)
+		nodes = append(nodes, `{"id": "`+id+`", "type": "Variable", "varName": "`+id+`", "value": {"language": "expr", "expression": "repeat('x', #input.n)"}}`)
+		edges = append(edges, link(last, id))
+		last = id
+	}
+	return nodes, edges, last
+}
+
+// The variables of one event hold at most DefaultMaxEventBytes (64 MiB = 67,108,864 bytes)
+// along its path, each expression running with what the event has left: before, a hundred
+// Variable nodes of 16 MiB strings held 1.77 GB for one event, and a VariableBuilder of a
+// hundred such fields 7.59 GB. The failing node and the bytes held are worked out by hand.
+func TestEventVariablesBounded(t *testing.T) {
+	const bound = 64 << 20
+	// 100 variables of 1,000,000 bytes: after 67 the event holds 67,000,000 bytes and has
+	// 108,864 left, less than the 68th makes. With n = 1,000 the 100 hold 100,000 bytes.
+	vars, edges, last := variables("v", 100, "in")
+	sc := scenarioJSON(append(append([]string{srcNode("in", "#input.t", "0s")}, vars...), sinkNode("out", "len(#v1) + len(#v100)")),
+		append(edges, link(last, "out")))
+	out, e, _ := replay(t, sc, `{"t": 1, "n": 1000000}
+{"t": 2, "n": 1000}
+`)
+	expectLines(t, out, `{"sink":"out","value":2000}`)
+	errs, n := e.Errors()
+	if n != 1 || errs[0].Line != 1 || errs[0].NodeID != "v68" ||
+		!strings.Contains(errs[0].Message, fmt.Sprintf("the event's variables hold 67000000 bytes already, of the %d", bound)) {
+		t.Errorf("errors %d: %+v; want one, line 1 at node v68, the event holding 67,000,000 bytes", n, errs)
+	}
+
+	// A VariableBuilder of 100 such fields: the 68th field fails the same way.
+	var fields []string
+	for i := 1; i <= 100; i++ {
+		fields = append(fields, fmt.Sprintf(`{"name": "f%d", "expression": {"language": "expr", "expression": "repeat('x', #input.n)"}}`, i))
+	}
+	sc = scenarioJSON([]string{srcNode("in", "#input.t", "0s"),
+		`{"id": "rec", "type": "VariableBuilder", "varName": "r", "fields": [` + strings.Join(fields, ",") + `]}`,
+		sinkNode("out", "len(#r.f1) + len(#r.f100)")}, []string{link("in", "rec"), link("rec", "out")})
+	out, e, _ = replay(t, sc, `{"t": 1, "n": 1000000}
+{"t": 2, "n": 1000}
+`)
+	expectLines(t, out, `{"sink":"out","value":2000}`)
+	errs, n = e.Errors()
+	if n != 1 || errs[0].Line != 1 || errs[0].NodeID != "rec" || errs[0].Field != "fields[67].expression" ||
+		!strings.Contains(errs[0].Message, "the event's variables hold 67000000 bytes already") {
+		t.Errorf("errors %d: %+v; want one, line 1 at node rec, field fields[67].expression (f68), the event holding 67,000,000 bytes", n, errs)
+	}
+
+	// A for-each's list is held while its elements go: 15 strings of 1,000,000 bytes are
+	// 16 + 15 × (16 + 1,000,000) = 15,000,256 bytes, leaving 52,108,608, so each element's
+	// chain of variables fails at c53 (52 hold 52,000,000; 108,608 are left): 15 errors.
+	vars, edges, last = variables("c", 60, "each")
+	sc = scenarioJSON(append(append([]string{srcNode("in", "#input.t", "0s"),
+		`{"id": "each", "type": "CustomNode", "nodeType": "for-each", "outputVar": "item", "parameters": [
+			{"name": "Elements", "expression": {"language": "expr", "expression": "map(1..15, repeat('x', #input.n))"}}]}`},
+		vars...), sinkNode("out", "len(#item) + len(#c60)")),
+		append(append([]string{link("in", "each")}, edges...), link(last, "out")))
+	out, e, _ = replay(t, sc, `{"t": 1, "n": 1000000}
+`)
+	expectLines(t, out)
+	errs, n = e.Errors()
+	if n != 15 || errs[0].NodeID != "c53" || errs[14].NodeID != "c53" ||
+		!strings.Contains(errs[0].Message, "the event's variables hold 67000256 bytes already") {
+		t.Errorf("errors %d: %+v; want 15 at node c53, the event holding 15,000,256 + 52,000,000 bytes", n, errs[:min(2, len(errs))])
+	}
+}
