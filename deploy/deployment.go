@@ -289,9 +289,20 @@ func (d *deployment) run() {
 	}
 	d.interruptOnStop(ctx)
 	d.watchEvents()
+	// The inputs' context ends with a stop: what they wait on for a poll (a Kafka input's
+	// schema registry) ends with it, and what was not handed over is read again.
+	inputsCtx, endInputs := context.WithCancel(ctx)
+	defer endInputs()
+	go func() {
+		select {
+		case <-d.stopCh:
+			endInputs()
+		case <-inputsCtx.Done():
+		}
+	}()
 	for _, s := range d.sources {
 		if s.in != nil {
-			s.in.Start(ctx, d.wakeUp)
+			s.in.Start(inputsCtx, d.wakeUp)
 		}
 	}
 	d.publish(PhaseRunning)

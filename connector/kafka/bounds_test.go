@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/scenario-server/scenario-server/connector"
 	"github.com/scenario-server/scenario-server/internal/kafkatest"
+	"github.com/scenario-server/scenario-server/schemaregistry"
 )
 
 // setBounds sets the input's bounds for one test.
@@ -140,4 +143,112 @@ func TestFetchDecompressionBounded(t *testing.T) {
 	if st := in.Status(); st.Err != "" {
 		t.Errorf("status %+v, want no error", st)
 	}
+}
+
+// A poll decodes for decodeTime at most, and not past the input's end, while the schema
+// registry does not answer: what it did not decode comes with the next poll, in order, none
+// lost. Before, a poll waited the registry's timeout (5 s) for each new schema id: a
+// deployment took 92 s to stop.
+func TestPollDecodingBounded(t *testing.T) {
+	const hang = 3 * time.Second
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(hang):
+		case <-r.Context().Done():
+		}
+		http.Error(w, `{"error_code": 50001, "message": "down"}`, http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	reg, err := schemaregistry.New(schemaregistry.Config{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	brokers := kafkatest.Cluster(t, kfake.SeedTopics(1, "ev")).ListenAddrs()
+	prod := zstdProducer(t, brokers)
+	for id := byte(1); id <= 2; id++ {
+		if err := prod.ProduceSync(t.Context(), &kgo.Record{Topic: "ev", Value: []byte{0, 0, 0, 0, id, 2}}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, err := NewConn(brokers, Cluster{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func() (*Input, context.CancelFunc) {
+		in := NewInput("in", "ev", conn, reg, discard)
+		if err := in.Restore(nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		in.Start(ctx, func() {})
+		t.Cleanup(func() { cancel(); in.Stop() })
+		return in, cancel
+	}
+
+	// Each poll returns within decodeTime, well before the registry's 3 s; the two records
+	// come out in order, each an error of its schema id once its lookup has failed.
+	old := decodeTime
+	decodeTime = 300 * time.Millisecond
+	in, _ := start()
+	var got []string
+	deadline := time.Now().Add(30 * time.Second)
+	for len(got) < 2 && time.Now().Before(deadline) {
+		began := time.Now()
+		events, _ := in.Poll()
+		if took := time.Since(began); took > 2*time.Second {
+			t.Fatalf("a poll took %v, with %v to decode", took, decodeTime)
+		}
+		for _, ev := range events {
+			in.Advance(ev)
+			got = append(got, fmt.Sprintf("%d: %v", ev.Offset, ev.Undecodable))
+		}
+		if len(events) == 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if len(got) != 2 || !strings.HasPrefix(got[0], "1: ") || !strings.Contains(got[0], "schema id 1") ||
+		!strings.HasPrefix(got[1], "2: ") || !strings.Contains(got[1], "schema id 2") {
+		t.Errorf("events %q, want the records at offsets 0 and 1, errors of schema ids 1 and 2", got)
+	}
+
+	// The input's end ends a poll's decoding: with a minute to decode, a poll waiting on the
+	// registry returns once the input's context ends.
+	decodeTime = time.Minute
+	t.Cleanup(func() { decodeTime = old })
+	reg2, err := schemaregistry.New(schemaregistry.Config{URL: srv.URL}) // nothing cached
+	if err != nil {
+		t.Fatal(err)
+	}
+	in2 := NewInput("in", "ev", conn, reg2, discard)
+	if err := in2.Restore(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	in2.Start(ctx, func() {})
+	defer in2.Stop()
+	waitPending := time.Now().Add(20 * time.Second)
+	for !in2.readyToPoll() && time.Now().Before(waitPending) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	polled := make(chan []connector.Event, 1)
+	go func() {
+		events, _ := in2.Poll()
+		polled <- events
+	}()
+	time.Sleep(100 * time.Millisecond) // the poll is waiting on the registry (3 s)
+	cancel()
+	select {
+	case events := <-polled:
+		if len(events) != 0 {
+			t.Errorf("the poll handed over %d events, want none decoded", len(events))
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the poll did not return within 2 s of the input's end")
+	}
+}
+
+// readyToPoll says whether a poll would decode: the topic is listed and a batch waits.
+func (k *Input) readyToPoll() bool {
+	_, listed := k.PendingPartitions()
+	return listed && len(k.batches) > 0
 }

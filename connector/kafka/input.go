@@ -40,6 +40,11 @@ const (
 	readBatch = 2000
 )
 
+// decodeTime is the longest one poll decodes record values (Input.Poll): the schema
+// registry's timeout for one request. A batch of 2,000 records naming new schema ids of a
+// registry that does not answer took 5 s each, and the deployment waited 92 s to stop.
+var decodeTime = schemaregistry.Timeout
+
 // Bounds of what a Kafka input reads: a broker returns records as its producers wrote them,
 // and compressed batches let a few kilobytes stand for gigabytes (franz-go decompresses a
 // batch of up to 1 GiB by default, and every batch of a fetch).
@@ -89,9 +94,15 @@ type Input struct {
 	polledAt time.Time           // when the batch being pushed was polled
 
 	batches chan kafkaBatch
-	cancel  context.CancelFunc
-	done    chan struct{}
-	health  connector.Health
+	// rest is what a poll fetched but did not hand over: its decoding ran out of the
+	// poll's time (decodeTime); the next poll hands it over first.
+	rest *kafkaBatch
+	// ctx is the input's, from Start: it ends with Stop or with Start's context, and
+	// ends the decoding of a poll with it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+	health connector.Health
 
 	readerGen atomic.Int64 // the reader's topic generation: +1 when the topic was recreated
 
@@ -189,6 +200,8 @@ func (k *Input) Restore(positions []connector.Position, identity []byte) error {
 // Start starts the reader goroutine, which connects and fetches until ctx ends or Stop.
 func (k *Input) Start(ctx context.Context, wake func()) {
 	ctx, k.cancel = context.WithCancel(ctx)
+	k.ctx = ctx
+	k.rest = nil
 	k.batches = make(chan kafkaBatch, 1)
 	k.done = make(chan struct{})
 	k.health.OnChange(wake)
@@ -464,15 +477,25 @@ func (k *Input) Poll() ([]connector.Event, bool) {
 		return nil, reset
 	}
 	var b kafkaBatch
-	select {
-	case b = <-k.batches:
-	default:
-		return nil, reset
+	if k.rest != nil {
+		b, k.rest = *k.rest, nil
+	} else {
+		select {
+		case b = <-k.batches:
+		default:
+			return nil, reset
+		}
+		k.polledAt = time.Now()
 	}
 	if b.gen != k.gen {
 		return nil, reset // records of the topic before it was created again
 	}
-	k.polledAt = time.Now()
+	// Decoding asks the schema registry (up to schemaregistry.Timeout for each schema id
+	// not known yet); a poll decodes for decodeTime at most, and not past a stop, so that the
+	// deployment checkpoints and stops on time while a registry hangs. What it did not
+	// decode is the next poll's.
+	ctx, cancel := context.WithTimeout(k.ctx, decodeTime)
+	defer cancel()
 	out := make([]connector.Event, len(b.recs), len(b.recs)+len(b.skipped))
 	for i, r := range b.recs {
 		out[i] = connector.Event{Payload: r.Value, Time: r.Timestamp.UnixMilli(), Line: r.Offset + 1,
@@ -482,7 +505,13 @@ func (k *Input) Poll() ([]connector.Event, bool) {
 		case len(r.Value) > maxValueBytes:
 			out[i].Undecodable = fmt.Errorf("the record value is %d bytes, more than the %d a value may be", len(r.Value), maxValueBytes)
 		default:
-			out[i].Payload, out[i].Undecodable = k.decode(r.Value)
+			out[i].Payload, out[i].Undecodable = k.decode(ctx, r.Value)
+			if out[i].Undecodable != nil && ctx.Err() != nil {
+				// Not the record's fault: the poll's time ran out, or the input stopped.
+				b.recs = b.recs[i:]
+				k.rest = &b
+				return out[:i], reset
+			}
 		}
 	}
 	// A batch too large to decompress comes after the records fetched before it.
@@ -497,12 +526,10 @@ func (k *Input) Poll() ([]connector.Event, bool) {
 // its wire format (a zero byte, never the start of JSON) is decoded by the schema its id
 // names; a value that cannot be is undecodable, kept as it came for its dead letter. Other
 // values are JSON already.
-func (k *Input) decode(v []byte) ([]byte, error) {
+func (k *Input) decode(ctx context.Context, v []byte) ([]byte, error) {
 	if k.schemas == nil || !schemaregistry.IsWireFormat(v) {
 		return v, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), schemaregistry.Timeout)
-	defer cancel()
 	out, err := k.schemas.Decode(ctx, v)
 	if err != nil {
 		return v, fmt.Errorf("the record value cannot be decoded: %w", err)
