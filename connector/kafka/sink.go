@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -46,7 +47,8 @@ const kafkaPrepareTimeout = 30 * time.Second
 //     initialised, which fences the producers of the previous run (their commits are refused)
 //     and aborts what they left open (a checkpoint the store never committed).
 //
-// Each sink has two transactional ids, CLIENT_ID.SCENARIO.SINK.0 and .1, used in turns: the
+// Each sink has two transactional ids, CLIENT_ID.SCENARIO.SINK.0 and .1 (TransactionalID),
+// used in turns: the
 // checkpoint's transaction is then the only one its id can have open, so committing it
 // from its record cannot commit a later checkpoint's transaction (on brokers that keep the
 // producer epoch from one transaction to the next, before KIP-890, a later transaction of
@@ -101,9 +103,19 @@ func NewOutput(id, topic, scenario string, encoded bool, conn *Conn, log *slog.L
 	clientID := conn.clientID
 	k := &Output{id: id, topic: topic, encoded: encoded, conn: conn, log: log.With("sink", id, "topic", topic)}
 	for i := range k.txnIDs {
-		k.txnIDs[i] = fmt.Sprintf("%s.%s.%s.%d", clientID, scenario, id, i)
+		k.txnIDs[i] = TransactionalID(clientID, scenario, id, i)
 	}
 	return k
+}
+
+// TransactionalID is the transactional id of slot (0 or 1) of Kafka sink node sink of
+// scenario, for a server of client id clientID: CLIENT_ID.SCENARIO.SINK.SLOT, each name with
+// '%' written %25 and '.' written %2E, so that no two sinks share an id (scenario a.b's sink
+// c and scenario a's sink b.c were both CLIENT_ID.a.b.c and fenced each other's producers).
+// Names without either are as they were.
+func TransactionalID(clientID, scenario, sink string, slot int) string {
+	esc := strings.NewReplacer("%", "%25", ".", "%2E")
+	return fmt.Sprintf("%s.%s.%s.%d", esc.Replace(clientID), esc.Replace(scenario), esc.Replace(sink), slot)
 }
 
 // add buffers the record of one event: v is the engine's {key, value, headers} record.
