@@ -273,14 +273,33 @@ type Status struct {
 
 // Health holds an Input's current reading problem, for Status, from any goroutine. A
 // change is logged (when Logger is set) and calls the function given to OnChange, when set,
-// so that the deployment shows it. The zero value is ready.
+// so that the deployment shows it. A message logged within HealthLogAgain is not logged
+// again until then (a source whose brokers are down alternated two messages, each logged
+// about once a second); when it is, the times it was left out are given with it. The zero
+// value is ready.
 type Health struct {
 	mu       sync.Mutex
 	msg      string
 	onChange func()
 	// Logger, when set, logs changes; set it before use.
 	Logger *slog.Logger
+	// now is the clock (time.Now when nil), for tests.
+	now func() time.Time
+	// logged is, by message ("" for reading again), when it was last logged and how many
+	// times it was left out since; at most healthLogged messages.
+	logged map[string]healthLog
 }
+
+type healthLog struct {
+	at      time.Time
+	skipped int
+}
+
+// HealthLogAgain is how long a Health message logged is not logged again.
+const HealthLogAgain = time.Minute
+
+// healthLogged bounds the messages Health remembers having logged.
+const healthLogged = 16
 
 // OnChange sets what Set calls on a change (the deployment's wake).
 func (h *Health) OnChange(f func()) {
@@ -295,20 +314,49 @@ func (h *Health) Set(msg string) {
 	changed := h.msg != msg
 	h.msg = msg
 	f, log := h.onChange, h.Logger
+	skipped, logIt := 0, false
+	if changed && log != nil {
+		skipped, logIt = h.toLog(msg)
+	}
 	h.mu.Unlock()
 	if !changed {
 		return
 	}
-	if log != nil {
+	if logIt {
+		var attrs []any
+		if skipped > 0 {
+			attrs = append(attrs, "left_out", skipped)
+		}
 		if msg != "" {
-			log.Warn("the source cannot read", "problem", msg)
+			log.Warn("the source cannot read", append([]any{"problem", msg}, attrs...)...)
 		} else {
-			log.Info("the source reads again")
+			log.Info("the source reads again", attrs...)
 		}
 	}
 	if f != nil {
 		f()
 	}
+}
+
+// toLog says whether msg is logged now, and how many times it was left out since it last
+// was. h.mu is held.
+func (h *Health) toLog(msg string) (skipped int, logIt bool) {
+	now := time.Now
+	if h.now != nil {
+		now = h.now
+	}
+	t := now()
+	if e, ok := h.logged[msg]; ok && t.Sub(e.at) < HealthLogAgain {
+		e.skipped++
+		h.logged[msg] = e
+		return 0, false
+	}
+	if h.logged == nil || len(h.logged) >= healthLogged {
+		h.logged = map[string]healthLog{}
+	}
+	skipped = h.logged[msg].skipped
+	h.logged[msg] = healthLog{at: t}
+	return skipped, true
 }
 
 // Get returns the problem, "" when none.
