@@ -590,4 +590,22 @@ func testNodeTest(t *testing.T, c *client) {
 	}
 	c.post("/api/node-test", rawBody("graph", payments, "nodeId", quote("nowhere"))).problem(t, http.StatusUnprocessableEntity, api.CodeUnknownNode)
 	c.post("/api/node-test", rawBody("graph", payments, "nodeId", quote("large"), "variables", `{"input": 1e999}`)).problem(t, http.StatusBadRequest, api.CodeInvalidJSON)
+
+	// A node test holds an event's variables to 64 MiB as a test run does (round 18: it had no
+	// bound, and a VariableBuilder of a hundred 16 MiB fields ran the server out of memory):
+	// fields of 1,000,000 bytes fail at the 68th, 67,000,000 bytes held and 108,864 left.
+	var fields []string
+	for i := range 100 {
+		fields = append(fields, fmt.Sprintf(`{"name": "f%d", "expression": {"language": "expr", "expression": "repeat('x', 1000000)"}}`, i))
+	}
+	wide := `{"nodes": [
+		{"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [{"name": "timestamp", "expression": {"language": "expr", "expression": "#input.t"}}]}},
+		{"id": "rec", "type": "VariableBuilder", "varName": "r", "fields": [` + strings.Join(fields, ",") + `]},
+		{"id": "out", "type": "Sink", "ref": {"typ": "dead-end"}}
+	], "edges": [{"from": "in", "to": "rec", "edgeType": null}, {"from": "rec", "to": "out", "edgeType": null}]}`
+	var wideRes api.NodeTestResult
+	c.post("/api/node-test", rawBody("graph", wide, "nodeId", quote("rec"), "variables", `{"input": {"t": 1}}`)).ok(t, http.StatusOK, &wideRes)
+	if len(wideRes.Outputs) != 0 || !strings.Contains(wideRes.Error, "fields[67].expression") || !strings.Contains(wideRes.Error, "the event's variables hold 67000000 bytes already") {
+		t.Errorf("a node test of a hundred 1 MB fields: %d outputs, error %.300q; want none, the 68th field failing", len(wideRes.Outputs), wideRes.Error)
+	}
 }

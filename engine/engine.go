@@ -39,10 +39,16 @@ import (
 
 	"github.com/scenario-server/scenario-server/aggregate"
 	"github.com/scenario-server/scenario-server/expression"
+	"github.com/scenario-server/scenario-server/internal/names"
 	"github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/value"
 )
+
+// MaxErrorMessage bounds a per-event error's message, in bytes (names.Cut): the errors are
+// kept (Errors, test runs, dead letters), and a message quoting a value whole was as large as
+// the value.
+const MaxErrorMessage = 4 << 10
 
 // ErrInvalidScenario is returned by New when the scenario does not
 // validate; the *InvalidError carries the problems.
@@ -272,12 +278,6 @@ func New(s *scenario.Scenario, opts Options) (*Engine, error) {
 		opts.MaxErrors = 10_000
 	}
 	e := newEngine(opts, v)
-	switch {
-	case opts.MaxEventBytes == 0:
-		e.lay.maxEventBytes = DefaultMaxEventBytes
-	case opts.MaxEventBytes > 0:
-		e.lay.maxEventBytes = opts.MaxEventBytes
-	}
 	for _, id := range v.Order {
 		e.planSlots(v.Plans[id])
 	}
@@ -388,6 +388,12 @@ func newEngine(opts Options, v *nodes.Validation) *Engine {
 	e.keySlot = e.lay.slot(nodes.VarKey)
 	e.windowSlot = e.lay.slot(nodes.VarWindow)
 	e.lateSlot = e.lay.slot(nodes.VarLate)
+	switch { // every engine, RunNode's too
+	case opts.MaxEventBytes == 0:
+		e.lay.maxEventBytes = DefaultMaxEventBytes
+	case opts.MaxEventBytes > 0:
+		e.lay.maxEventBytes = opts.MaxEventBytes
+	}
 	return e
 }
 
@@ -483,6 +489,7 @@ func (e *Engine) failExpr(n *node, field, exprField string, err error) {
 // record counts a per-event error, keeps it while fewer than MaxErrors are kept, and hands it
 // to the OnError callback.
 func (e *Engine) record(x EventError) {
+	x.Message = names.Cut(x.Message, MaxErrorMessage)
 	e.nErrs++
 	if len(e.errs) < e.opts.MaxErrors {
 		e.errs = append(e.errs, x)
@@ -641,6 +648,7 @@ func (e *Engine) pushValue(src *source, eventTime int64) error {
 		c.set(e.inputSlot, src.input)
 	}
 	c.slots[e.metaSlot] = slotVal{}
+	c.held = 0
 	t := eventTime
 	if t == math.MinInt64 {
 		var err error

@@ -13,6 +13,7 @@ import (
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/vm"
 
+	"github.com/scenario-server/scenario-server/internal/names"
 	"github.com/scenario-server/scenario-server/value"
 )
 
@@ -248,7 +249,19 @@ type runState struct {
 	budget runBudget
 }
 
+// MaxRunErrorMessage bounds a RunError's Message, in bytes (names.Cut): expr's functions
+// quote their argument whole in their errors (int(s) with a string of 16 MB made a message of
+// 16 MB, kept in each per-event error, test-run error and dead letter).
+const MaxRunErrorMessage = 1 << 10
+
 func (p *Program) runError(err error, b Budget) *RunError {
+	re := p.locatedError(err, b)
+	re.Message = names.Cut(re.Message, MaxRunErrorMessage)
+	return re
+}
+
+// locatedError is runError before its message is cut.
+func (p *Program) locatedError(err error, b Budget) *RunError {
 	var fe *file.Error
 	if !errors.As(err, &fe) {
 		return &RunError{Message: err.Error(), Err: err}
