@@ -647,3 +647,42 @@ func TestSchemaCacheBytesBounded(t *testing.T) {
 	}
 	runtime.KeepAlive(s)
 }
+
+// The translation's text is bounded too (maxJSONSchemaBytes, 2 MiB as estimated): an enum
+// of 100 symbols of 6,000 bytes named by 200 fields was 200 copies of 600 KB (round 18: a
+// 6.5 MB schema of this shape made about 114 GB). Worked out by hand: the record costs
+// 16 + 2 × (10 × 5 + 90 × 6 + 100 × 7) = 2,596 bytes (fields f0..f199 and 3 each), each
+// enum 16 + 100 × 6,003 = 600,316: three fit in the 2,094,556 left, and the fourth field on
+// is a string without its symbols.
+func TestAvroTranslationBytesBounded(t *testing.T) {
+	var syms []string
+	for i := range 100 {
+		syms = append(syms, fmt.Sprintf("%q", fmt.Sprintf("S%05d", i)+strings.Repeat("x", 5994)))
+	}
+	fields := []string{`{"name":"f0","type":{"type":"enum","name":"E","symbols":[` + strings.Join(syms, ",") + `]}}`}
+	for i := 1; i < 200; i++ {
+		fields = append(fields, fmt.Sprintf(`{"name":"f%d","type":"E"}`, i))
+	}
+	s, err := parseSchema(sr.Schema{Schema: `{"type":"record","name":"R","fields":[` + strings.Join(fields, ",") + `]}`, Type: sr.TypeAvro})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.jsonSchema) > maxJSONSchemaBytes {
+		t.Fatalf("a translation of %d bytes, want at most %d", len(s.jsonSchema), maxJSONSchemaBytes)
+	}
+	var v struct {
+		Properties map[string]struct {
+			Type string `json:"type"`
+			Enum []any  `json:"enum"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(s.jsonSchema, &v); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		f := v.Properties[fmt.Sprintf("f%d", i)]
+		if want := map[bool]int{true: 100, false: 0}[i < 3]; f.Type != "string" || len(f.Enum) != want {
+			t.Errorf("f%d: %s with %d symbols, want a string with %d", i, f.Type, len(f.Enum), want)
+		}
+	}
+}

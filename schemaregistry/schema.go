@@ -64,10 +64,23 @@ func parseSchema(s sr.Schema) (*schema, error) {
 }
 
 // maxJSONSchemaNodes bounds the schemas (objects) of one Avro schema's JSON Schema
-// translation (avroJSONSchema). Named types are expanded where they are used, so without a
-// bound a schema of 113 bytes whose record names itself twice translated to 369 MB (and took
-// 6.9 GB), and a chain of 19 records each naming the next twice to 2 GB.
-const maxJSONSchemaNodes = 20_000
+// translation (avroJSONSchema), and maxJSONSchemaBytes its text, as jsonSchemaBytes
+// estimates it. Named types are expanded where they are used, so without a bound a schema of
+// 113 bytes whose record names itself twice translated to 369 MB (and took 6.9 GB), a chain
+// of 19 records each naming the next twice to 2 GB, and a 6.5 MB schema naming an enum of
+// 6 MB of symbols in 19,000 fields to about 114 GB.
+const (
+	maxJSONSchemaNodes = 20_000
+	maxJSONSchemaBytes = 2 << 20
+)
+
+// The estimate of a translation's text, in bytes: each schema jsonSchemaBytes, and for each
+// record field and enum symbol its name's bytes and jsonNameBytes (a record's field names
+// are written twice, in "properties" and in "required").
+const (
+	jsonSchemaBytes = 16
+	jsonNameBytes   = 3
+)
 
 // avroJSONSchema translates an Avro schema to the JSON Schema of the JSON values its data
 // decode to (decodeAvro), for typing #input: records are closed objects whose fields are all
@@ -75,32 +88,52 @@ const maxJSONSchemaNodes = 20_000
 // long integers, float and double numbers, string, enum, bytes and fixed strings, and the
 // time logical types (date, timestamp-*, time-*) epoch milliseconds. Other unions are
 // unknown ({}), and so are a record named again inside itself (a recursive schema), what
-// lies deeper than 64 levels, and what comes after the first maxJSONSchemaNodes schemas of
-// the translation (depth first, fields in order).
+// lies deeper than 64 levels, and what comes after the first maxJSONSchemaNodes schemas or
+// maxJSONSchemaBytes of the translation (depth first, fields in order); an enum whose
+// symbols do not fit in what is left is a string without its list of symbols.
 func avroJSONSchema(s avro.Schema) map[string]any {
-	t := avroTranslation{left: maxJSONSchemaNodes, open: map[string]bool{}}
+	t := avroTranslation{left: maxJSONSchemaNodes, bytes: maxJSONSchemaBytes, open: map[string]bool{}}
 	return t.schema(s, 0)
 }
 
-// avroTranslation is one avroJSONSchema: the schemas it may still give, and the records
-// being translated (from the root to where it is).
+// avroTranslation is one avroJSONSchema: the schemas and bytes it may still give, and the
+// records being translated (from the root to where it is).
 type avroTranslation struct {
-	left int
-	open map[string]bool
+	left, bytes int
+	open        map[string]bool
+}
+
+// take charges n bytes of text to the translation, and says whether they fit in it.
+func (t *avroTranslation) take(n int) bool {
+	if n > t.bytes {
+		return false
+	}
+	t.bytes -= n
+	return true
 }
 
 func (t *avroTranslation) schema(s avro.Schema, depth int) map[string]any {
-	if depth > 64 || t.left <= 0 {
+	if r, ok := s.(*avro.RefSchema); ok { // a name, not a schema of its own
+		if depth > 64 {
+			return map[string]any{}
+		}
+		return t.schema(r.Schema(), depth+1)
+	}
+	if depth > 64 || t.left <= 0 || !t.take(jsonSchemaBytes) {
 		return map[string]any{}
 	}
 	t.left--
 	switch s := s.(type) {
-	case *avro.RefSchema:
-		t.left++ // a name, not a schema of its own
-		return t.schema(s.Schema(), depth+1)
 	case *avro.RecordSchema:
 		name := s.FullName()
 		if t.open[name] {
+			return map[string]any{}
+		}
+		names := 0
+		for _, f := range s.Fields() {
+			names += 2 * (len(f.Name()) + jsonNameBytes)
+		}
+		if !t.take(names) {
 			return map[string]any{}
 		}
 		t.open[name] = true
@@ -127,6 +160,13 @@ func (t *avroTranslation) schema(s avro.Schema, depth int) map[string]any {
 		}
 		return map[string]any{}
 	case *avro.EnumSchema:
+		n := 0
+		for _, x := range s.Symbols() {
+			n += len(x) + jsonNameBytes
+		}
+		if !t.take(n) {
+			return map[string]any{"type": "string"}
+		}
 		syms := make([]any, len(s.Symbols()))
 		for i, x := range s.Symbols() {
 			syms[i] = x
