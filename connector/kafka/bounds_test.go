@@ -3,6 +3,7 @@ package kafka
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -85,7 +87,7 @@ func TestValueAndBatchBounded(t *testing.T) {
 	want := []string{
 		`line 1, position 1: {"a":1}`,
 		"line 2, position 2: the record value is 208 bytes, more than the 100 a value may be",
-		"line 3, position 3: the record batch at offsets 2 to 2 decompresses to more than 1048576 bytes: its records are skipped",
+		"line 3, position 3: the record batch at offsets 2 to 2 is too large to read (more than 1048576 bytes decompressed, counting 168 bytes a record): its records are skipped",
 		`line 4, position 4: {"a":2}`,
 	}
 	if strings.Join(desc, "\n") != strings.Join(want, "\n") {
@@ -251,4 +253,54 @@ func TestPollDecodingBounded(t *testing.T) {
 func (k *Input) readyToPoll() bool {
 	_, listed := k.PendingPartitions()
 	return listed && len(k.batches) > 0
+}
+
+// tinyRecords is the records section of a batch of n records of 7 bytes each, worked out by
+// hand: a length of 6 (zig-zag varint 0x0C), then attributes, timestamp delta, offset delta,
+// no key (-1: 0x01), an empty value (0x00) and no headers (0x00).
+func tinyRecords(n int) []byte {
+	var b []byte
+	for i := range n {
+		b = append(b, 0x0C, 0, 0, byte(2*(i%64)), 0x01, 0x00, 0x00)
+	}
+	return b
+}
+
+// A batch is counted with what franz-go holds for each of its records (168 bytes) besides
+// its bytes: 1,000 records of 7 bytes are 175,000 bytes; a batch past maxBatchBytes so
+// counted is refused as too large (round 18: 2.8 million records of 11 bytes, 31 MB
+// decompressed, held 450 MB), and the batches between two polls are counted so.
+func TestBatchRecordsCounted(t *testing.T) {
+	if got := batchBytes(tinyRecords(1000)); got != 7000+1000*168 {
+		t.Errorf("batchBytes of 1,000 records of 7 bytes: %d, want 175,000", got)
+	}
+	setBounds(t, 16<<20, 1<<20, 2_000_000)
+	inner, err := boundedDecompressor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &fetchBudget{inner: inner}
+	// 5,900 records: 41,300 + 991,200 = 1,032,500 bytes, within 1 MiB (1,048,576).
+	if _, err := b.Decompress(enc.EncodeAll(tinyRecords(5900), nil), kgo.CodecZstd); err != nil || b.used.Load() != 1_032_500 {
+		t.Errorf("5,900 records: %v, %d counted; want 1,032,500", err, b.used.Load())
+	}
+	// 6,300 records: 44,100 + 1,058,400 = 1,102,500 bytes, past it: too large, not counted.
+	if _, err := b.Decompress(enc.EncodeAll(tinyRecords(6300), nil), kgo.CodecZstd); !errors.Is(err, kgo.ErrMaxDecompress) || b.used.Load() != 1_032_500 {
+		t.Errorf("6,300 records: %v, %d counted; want too large, 1,032,500", err, b.used.Load())
+	}
+	// The budget: after 2 × 1,032,500 = 2,065,000 ≥ 2,000,000, the next batch waits.
+	if _, err := b.Decompress(enc.EncodeAll(tinyRecords(5900), nil), kgo.CodecZstd); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Decompress(enc.EncodeAll(tinyRecords(10), nil), kgo.CodecZstd); !errors.Is(err, errFetchBudget) {
+		t.Errorf("past the budget: %v, want errFetchBudget", err)
+	}
+	b.release()
+	if _, err := b.Decompress(enc.EncodeAll(tinyRecords(10), nil), kgo.CodecZstd); err != nil {
+		t.Errorf("after a poll: %v", err)
+	}
 }

@@ -3,6 +3,7 @@ package kafka
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -53,13 +54,40 @@ var (
 	// line, engine.MaxLineBytes): a longer one is a per-event error at the source, its
 	// first bytes in the dead letter.
 	maxValueBytes = engine.MaxLineBytes
-	// maxBatchBytes bounds what one record batch may decompress to: a longer one is skipped,
-	// a per-event error at the source for the batch's offsets (kgo.MaxDecompressBatchBytes).
+	// maxBatchBytes bounds what one record batch may hold once decompressed, its records
+	// counted kgoRecordBytes each besides their bytes (batchBytes): a larger one is skipped, a
+	// per-event error at the source for the batch's offsets (kgo.MaxDecompressBatchBytes
+	// bounds the decompression itself).
 	maxBatchBytes = 32 << 20
-	// fetchBudgetBytes bounds what the batches fetched between two polls may decompress to
-	// in all (fetchBudget): past it, a partition's batches wait for the next fetch.
+	// fetchBudgetBytes bounds what the batches fetched between two polls may hold in all, as
+	// batchBytes counts them (fetchBudget): past it, a partition's batches wait for the next
+	// fetch.
 	fetchBudgetBytes = 64 << 20
+	// maxFetchBytes is the most bytes one fetch asks the brokers for (kgo.FetchMaxBytes,
+	// 50 MiB by default): uncompressed batches are not decompressed, so this bounds them, a
+	// broker giving at least one batch whatever its size.
+	maxFetchBytes = 4 << 20
 )
+
+// kgoRecordBytes is what franz-go holds for each record of a batch besides its bytes: a
+// kgo.Record (160 bytes) and its pointer. A batch of 2.8 million records of 11 bytes
+// decompresses to 31 MB and held 450 MB of records.
+const kgoRecordBytes = 168
+
+// batchBytes is what a decompressed batch, the records of Kafka's record batch format v2
+// (each a zig-zag varint length and that many bytes), holds once read: its bytes and
+// kgoRecordBytes a record. Records are counted until the bytes do not hold one more.
+func batchBytes(records []byte) int {
+	n := 0
+	for b := records; len(b) > 0; n++ {
+		l, k := binary.Varint(b)
+		if k <= 0 || l < 0 || l > int64(len(b)-k) {
+			break
+		}
+		b = b[k+int(l):]
+	}
+	return len(records) + n*kgoRecordBytes
+}
 
 // Input reads one topic, every partition, with franz-go as a direct consumer (no
 // consumer group): the partitions' offsets live in the deployment's checkpoints, not in
@@ -131,8 +159,9 @@ type kafkaBatch struct {
 var errFetchBudget = errors.New("the batches fetched since the last poll decompress to more than the input's bound; fetched again after the next poll")
 
 // fetchBudget decompresses record batches (kgo.WithDecompressor) with franz-go's own
-// decompressor bounded at maxBatchBytes per batch, and refuses a batch once those
-// decompressed since the last poll (release) reach fetchBudgetBytes: the bound on one batch
+// decompressor bounded at maxBatchBytes per batch, refuses as too large a batch that holds
+// more than maxBatchBytes as batchBytes counts it, and refuses a batch once those
+// decompressed since the last poll (release) hold fetchBudgetBytes: the bound on one batch
 // does not bound a fetch, whose every batch is decompressed (1 MiB of 600-byte zstd batches
 // stood for 1,700 batches of 32 MiB).
 type fetchBudget struct {
@@ -164,8 +193,16 @@ func (b *fetchBudget) Decompress(src []byte, codec kgo.CompressionCodecType) ([]
 		return nil, errFetchBudget
 	}
 	out, err := b.inner.Decompress(src, codec)
-	b.used.Add(int64(len(out)))
-	return out, err
+	if err != nil {
+		return out, err
+	}
+	n := batchBytes(out)
+	if n > maxBatchBytes {
+		// franz-go's error for a batch too large (kgo.ErrDecompressTooLarge) follows.
+		return nil, fmt.Errorf("%w: %d records' bytes", kgo.ErrMaxDecompress, n)
+	}
+	b.used.Add(int64(n))
+	return out, nil
 }
 
 // release starts the budget again: what was decompressed before was polled.
@@ -231,6 +268,7 @@ func (k *Input) read(ctx context.Context, from map[int32]int64, wake func()) {
 	budget := &fetchBudget{inner: inner}
 	cl, err := k.conn.Client(
 		kgo.WithDecompressor(budget),
+		kgo.FetchMaxBytes(int32(maxFetchBytes)),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(), // transaction markers take offsets: the positions pass them
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -517,7 +555,7 @@ func (k *Input) Poll() ([]connector.Event, bool) {
 	// A batch too large to decompress comes after the records fetched before it.
 	for _, s := range b.skipped {
 		out = append(out, connector.Event{Line: s.Offset + 1, Partition: s.Partition, Offset: s.NextOffset,
-			Undecodable: fmt.Errorf("the record batch at offsets %d to %d decompresses to more than %d bytes: its records are skipped", s.Offset, s.NextOffset-1, maxBatchBytes)})
+			Undecodable: fmt.Errorf("the record batch at offsets %d to %d is too large to read (more than %d bytes decompressed, counting %d bytes a record): its records are skipped", s.Offset, s.NextOffset-1, maxBatchBytes, kgoRecordBytes)})
 	}
 	return out, reset
 }
