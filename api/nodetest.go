@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -29,6 +31,7 @@ type NodeTestResult struct {
 	Expressions map[string]ExpressionResult `json:"expressions" doc:"The value of each of the node's expressions, by field (expression, value, fields[0].expression, groupBy[0], aggregations[1].aggregateBy, edges[3].edgeType.condition, timestamp ...)."`
 	Outputs     []NodeTestOutput            `json:"outputs" doc:"Where the context goes and what it carries from this node: a Filter or Switch the edge taken, a Variable or VariableBuilder the new variable, a for-each one output per element, a Sink its value, an aggregate the groupBy key and aggregateBy inputs. Empty when the context goes no further (an expression failed, a filter's false edge or a switch's default is not connected, a dead end)."`
 	Error       string                      `json:"error,omitempty" doc:"Why the context goes no further, when something failed: the field and message, as a test run would report it. For a Join run from every branch: the first branch expression that failed (the other branches' outputs are listed)."`
+	ListsCut    bool                        `json:"listsCut,omitempty" doc:"True when the values listed reached 32 MiB of JSON: the expressions past it (in field order) have an error saying they are not listed, and the outputs past it are left out."`
 }
 
 // NodeTestOutput is one context leaving the node.
@@ -123,34 +126,53 @@ func (h *handlers) testNode(ctx context.Context, in *nodeTestInput) (*nodeTestOu
 }
 
 // nodeTestResult is the answer for what engine.RunNode saw.
+// nodeTestResult is run as JSON: the values listed within maxListedBytes (testObserver.fits),
+// the expressions in field order, then the outputs in order.
 func nodeTestResult(id string, run engine.NodeRun) NodeTestResult {
 	res := NodeTestResult{NodeID: id, Expressions: make(map[string]ExpressionResult, len(run.Expressions)), Outputs: []NodeTestOutput{}, Error: run.Error}
-	for field, x := range run.Expressions {
-		if x.Err != "" {
-			res.Expressions[field] = ExpressionResult{Error: x.Err}
-		} else {
-			res.Expressions[field] = ExpressionResult{Value: value.AppendJSON(nil, x.Value)}
+	list := &testObserver{budget: maxListedBytes}
+	for _, field := range slices.Sorted(maps.Keys(run.Expressions)) {
+		x := run.Expressions[field]
+		r := ExpressionResult{Error: x.Err}
+		if x.Err == "" {
+			r = ExpressionResult{Value: value.AppendJSON(nil, x.Value)}
 		}
+		if list.budget <= 0 || !list.fits(r.Value, json.RawMessage(r.Error)) {
+			r = ExpressionResult{Error: fmt.Sprintf("not listed: the node test's values reached %d bytes of JSON", maxListedBytes)}
+		}
+		res.Expressions[field] = r
 	}
 	for _, o := range run.Outputs {
+		if list.budget <= 0 {
+			break
+		}
 		out := NodeTestOutput{EdgeType: o.EdgeType, Condition: o.Condition, To: o.To, From: o.From, EventTime: o.EventTime}
+		var values []json.RawMessage
 		if o.Variables != nil {
 			out.Variables = make(map[string]json.RawMessage, len(o.Variables))
 			for name, x := range o.Variables {
 				out.Variables[name] = value.AppendJSON(nil, x)
+				values = append(values, out.Variables[name])
 			}
 		}
 		if o.Sink {
 			out.Value = value.AppendJSON(nil, o.Written)
+			values = append(values, out.Value)
 		}
 		if o.Aggregate {
 			out.Key = value.AppendJSON(nil, value.List(o.Key))
 			out.Inputs = make(map[string]json.RawMessage, len(o.Inputs))
+			values = append(values, out.Key)
 			for _, in := range o.Inputs {
 				out.Inputs[in.Name] = value.AppendJSON(nil, in.Value)
+				values = append(values, out.Inputs[in.Name])
 			}
+		}
+		if !list.fits(values...) {
+			break
 		}
 		res.Outputs = append(res.Outputs, out)
 	}
+	res.ListsCut = list.budget <= 0
 	return res
 }

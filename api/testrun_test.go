@@ -604,8 +604,23 @@ func testNodeTest(t *testing.T, c *client) {
 		{"id": "out", "type": "Sink", "ref": {"typ": "dead-end"}}
 	], "edges": [{"from": "in", "to": "rec", "edgeType": null}, {"from": "rec", "to": "out", "edgeType": null}]}`
 	var wideRes api.NodeTestResult
-	c.post("/api/node-test", rawBody("graph", wide, "nodeId", quote("rec"), "variables", `{"input": {"t": 1}}`)).ok(t, http.StatusOK, &wideRes)
+	answer := c.post("/api/node-test", rawBody("graph", wide, "nodeId", quote("rec"), "variables", `{"input": {"t": 1}}`))
+	answer.ok(t, http.StatusOK, &wideRes)
 	if len(wideRes.Outputs) != 0 || !strings.Contains(wideRes.Error, "fields[67].expression") || !strings.Contains(wideRes.Error, "the event's variables hold 67000000 bytes already") {
 		t.Errorf("a node test of a hundred 1 MB fields: %d outputs, error %.300q; want none, the 68th field failing", len(wideRes.Outputs), wideRes.Error)
+	}
+	// Its expressions are listed within 32 MiB of JSON: 33 values of 1,000,002 bytes
+	// (33,000,066) fit, the 34th does not; the other 67 say they are not listed. Before, the
+	// hundred values were listed whole.
+	listed := 0
+	for _, x := range wideRes.Expressions {
+		if x.Value != nil {
+			listed++
+		} else if !strings.Contains(x.Error, "not listed") {
+			t.Errorf("an expression not listed says %.200q", x.Error)
+		}
+	}
+	if listed != 33 || !wideRes.ListsCut || len(answer.Body) > 32<<20+64<<10 {
+		t.Errorf("%d values listed, listsCut %v, an answer of %d bytes; want 33, true, at most 32 MiB and 64 KiB", listed, wideRes.ListsCut, len(answer.Body))
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/scenario-server/scenario-server/scenario"
+	"github.com/scenario-server/scenario-server/value"
 )
 
 // variables is a chain of n Variable nodes p1..pn, each `repeat("x", #input.n)`, and their
@@ -96,5 +99,38 @@ func TestErrorMessagesCut(t *testing.T) {
 	}
 	if m := errs[1].Message; strings.Contains(m, "bytes more") || !strings.Contains(m, "xxx") {
 		t.Errorf("a short message was cut: %q", m)
+	}
+}
+
+// RunNode lists the node's expressions, in field order, holding their values to
+// DefaultMaxEventBytes together: of a hundred fields of 1,000,000 bytes, 67 have a value
+// (67,000,000 bytes; the 68th has 108,864 left) and 33 an error (round 18: each had 16 MiB
+// of its own, 1.6 GB for a hundred fields).
+func TestRunNodeExpressionsBounded(t *testing.T) {
+	var fields []string
+	for i := range 100 {
+		fields = append(fields, fmt.Sprintf(`{"name": "f%d", "expression": {"language": "expr", "expression": "repeat('x', 1000000)"}}`, i))
+	}
+	sc := scenarioJSON([]string{srcNode("in", "#input.t", "0s"),
+		`{"id": "rec", "type": "VariableBuilder", "varName": "r", "fields": [` + strings.Join(fields, ",") + `]}`,
+		sinkNode("out", "1")}, []string{link("in", "rec"), link("rec", "out")})
+	s, err := scenario.Decode([]byte(sc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := RunNode(t.Context(), s, Default().Validate(s), "rec", map[string]value.Value{"input": value.NewRecord([]string{"t"}, []value.Value{value.Int(1)})}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	values, errs := 0, 0
+	for _, x := range run.Expressions {
+		if x.Err != "" {
+			errs++
+		} else {
+			values++
+		}
+	}
+	if values != 67 || errs != 33 || len(run.Outputs) != 0 || !strings.Contains(run.Error, "fields[67].expression") {
+		t.Errorf("%d values, %d errors, %d outputs, error %.200q; want 67, 33, none, the 68th field failing", values, errs, len(run.Outputs), run.Error)
 	}
 }

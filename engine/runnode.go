@@ -3,9 +3,12 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
+	stdslices "slices"
 
 	"github.com/scenario-server/scenario-server/expression"
+	"github.com/scenario-server/scenario-server/internal/names"
 	"github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/value"
@@ -126,16 +129,32 @@ func RunNode(ctx context.Context, s *scenario.Scenario, v *nodes.Validation, id 
 			}
 		}
 	}
-	// Every expression, as the node's own expressions read the event.
+	// Every expression, as the node's own expressions read the event, in field order; their
+	// values together hold at most what an event's variables may (Options.MaxEventBytes):
+	// a hundred fields of 16 MiB each held 1.6 GB.
 	branches := plan.Node.BranchParameters
-	for field, prog := range plan.Programs {
+	bound := e.lay.maxEventBytes
+	held := 0
+	for _, field := range stdslices.Sorted(maps.Keys(plan.Programs)) {
+		prog := plan.Programs[field]
 		var k int
 		if _, err := fmt.Sscanf(field, "branchParameters[%d]", &k); err == nil && k < len(branches) && branch != "" && branches[k].BranchID != branch {
 			continue
 		}
-		x, err := expression.Run(prog, vars)
+		var x value.Value
+		var err error
+		switch {
+		case bound <= 0:
+			x, err = expression.Run(prog, vars)
+		case held >= bound:
+			err = fmt.Errorf("%w: not evaluated: the node's expressions made %d bytes of values, all of the %d an event's may", expression.ErrBudgetExceeded, held, bound)
+		default:
+			var size int
+			x, size, err = expression.RunVarsWithin(prog, expression.Map(vars), bound-held)
+			held += size
+		}
 		if err != nil {
-			run.Expressions[field] = ExpressionValue{Err: err.Error()}
+			run.Expressions[field] = ExpressionValue{Err: names.Cut(err.Error(), MaxErrorMessage)}
 		} else {
 			run.Expressions[field] = ExpressionValue{Value: x}
 		}

@@ -1772,6 +1772,8 @@ export interface components {
             expressions: {
                 [key: string]: components["schemas"]["ExpressionResult"];
             };
+            /** @description True when the values listed reached 32 MiB of JSON: the expressions past it (in field order) have an error saying they are not listed, and the outputs past it are left out. */
+            listsCut?: boolean;
             nodeId: string;
             /** @description Where the context goes and what it carries from this node: a Filter or Switch the edge taken, a Variable or VariableBuilder the new variable, a for-each one output per element, a Sink its value, an aggregate the groupBy key and aggregateBy inputs. Empty when the context goes no further (an expression failed, a filter's false edge or a switch's default is not connected, a dead end). */
             outputs: components["schemas"]["NodeTestOutput"][] | null;
