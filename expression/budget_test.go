@@ -735,3 +735,17 @@ func TestRunVarsWithin(t *testing.T) {
 	_, _, err = RunVarsWithin(compile(`repeat("x", 17000000)`), Map{}, 1<<30)
 	budgetError(t, `repeat("x", 17000000)`, err, "more than 16777216 bytes of memory")
 }
+
+// fromPairs' map (keys of type any) is a record when its keys are strings, its keys in
+// order; other keys are an error naming them (round 18: every fromPairs result was "a map
+// with interface {} keys", so a Kafka sink's headers built with it always failed).
+func TestFromPairsIsARecord(t *testing.T) {
+	v, err := runWith(t, `fromPairs([["b", 1], ["a", [2]]])`, Budget{}, nil)
+	if err != nil || string(value.AppendJSON(nil, v)) != `{"a":[2],"b":1}` {
+		t.Errorf("fromPairs of string keys: %s, %v; want {\"a\":[2],\"b\":1}", value.AppendJSON(nil, v), err)
+	}
+	_, err = runWith(t, `fromPairs([[1, "x"]])`, Budget{}, nil)
+	if err == nil || !strings.Contains(err.Error(), "a record's keys are strings, not a number (1)") {
+		t.Errorf("fromPairs of a number key: %v", err)
+	}
+}

@@ -442,17 +442,32 @@ func fromReflect(rv reflect.Value, depth int, orders keyOrders) (value.Value, er
 		}
 		return value.List(items), nil
 	case reflect.Map:
-		if rv.Type().Key().Kind() != reflect.String {
+		// A record: string keys, or keys of an interface type that are all strings (the map
+		// fromPairs makes, map[any]any).
+		keyKind := rv.Type().Key().Kind()
+		if keyKind != reflect.String && keyKind != reflect.Interface {
 			return value.Null(), fmt.Errorf("%w: a map with %s keys", ErrNotJSON, rv.Type().Key())
 		}
+		byName := make(map[string]reflect.Value, rv.Len())
 		keys := make([]string, 0, rv.Len())
 		for _, k := range rv.MapKeys() {
+			if k.Kind() == reflect.Interface {
+				k = k.Elem()
+			}
+			if k.Kind() != reflect.String {
+				return value.Null(), fmt.Errorf("%w: a record's keys are strings, not %s (%v)", ErrNotJSON, jsonKindOf(k), k)
+			}
 			keys = append(keys, k.String())
+			byName[k.String()] = k
 		}
 		sort.Strings(keys)
 		vals := make([]value.Value, len(keys))
 		for i, k := range keys {
-			v, err := fromGo(rv.MapIndex(reflect.ValueOf(k).Convert(rv.Type().Key())).Interface(), depth+1, orders)
+			key := byName[k]
+			if keyKind == reflect.String {
+				key = key.Convert(rv.Type().Key())
+			}
+			v, err := fromGo(rv.MapIndex(key).Interface(), depth+1, orders)
 			if err != nil {
 				return value.Null(), err
 			}
@@ -469,6 +484,20 @@ func fromReflect(rv reflect.Value, depth int, orders keyOrders) (value.Value, er
 		return value.Null(), nil
 	}
 	return value.Null(), fmt.Errorf("%w: %s", ErrNotJSON, rv.Type())
+}
+
+// jsonKindOf names the kind of a map key that is not a string, for an error.
+func jsonKindOf(k reflect.Value) string {
+	if !k.IsValid() {
+		return "null"
+	}
+	switch k.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Bool:
+		return "a boolean"
+	}
+	return k.Type().String()
 }
 
 // ErrEventTime is wrapped by EventTime's errors.
