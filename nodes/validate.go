@@ -437,6 +437,10 @@ func (c *nodeCheck) boundType(name string, t expression.Type) expression.Type {
 	return expression.Unknown
 }
 
+// TypeFits says whether t has at most MaxTypeParts parts (record fields and list elements,
+// nested): a variable's type past it is a CodeTypeTooLarge error.
+func TypeFits(t expression.Type) bool { return typeSize(t, MaxTypeParts) <= MaxTypeParts }
+
 // typeSize counts the parts of t (record fields and list elements,
 // recursively), stopping once past limit.
 func typeSize(t expression.Type, limit int) int {
