@@ -686,3 +686,49 @@ func TestAvroTranslationBytesBounded(t *testing.T) {
 		}
 	}
 }
+
+// Encoding a value is bounded (maxAvroWork): round 19's union of record branches nested 22
+// levels, whose innermost "x" fits no branch, was tried for more than 15 minutes; defaults
+// of 100,000 bytes copied into 100 list elements are 10 MB past the 4 MiB of work. Both
+// end in an error at once; a small value of the same schemas still encodes.
+func TestAvroEncodingBounded(t *testing.T) {
+	union := `{"type": "record", "name": "A", "fields": [{"name": "f", "type": ["null", "A", {"type": "record", "name": "B", "fields": [{"name": "f", "type": ["null", "A", "B"]}]}, {"type": "record", "name": "C", "fields": [{"name": "f", "type": ["null", "A", "B", "C"]}]}]}]}`
+	defaults := `{"type": "record", "name": "Top", "fields": [{"name": "a", "type": {"type": "array", "items": {"type": "record", "name": "R", "fields": [{"name": "s", "type": "string", "default": "` + strings.Repeat("x", 100_000) + `"}]}}}]}`
+	nest := func(d int) any {
+		var v any = "x"
+		for range d {
+			v = map[string]any{"f": v}
+		}
+		return v
+	}
+	elems := func(n int) any {
+		l := make([]any, n)
+		for i := range l {
+			l[i] = map[string]any{}
+		}
+		return map[string]any{"a": l}
+	}
+	for _, tc := range []struct {
+		schema string
+		v      any
+		fails  string
+	}{
+		{union, nest(22), "field f"},
+		{union, map[string]any{"f": nil}, ""},
+		{defaults, elems(100), "units of work"},
+		{defaults, elems(2), ""},
+	} {
+		s, err := parseSchema(sr.Schema{Schema: tc.schema, Type: sr.TypeAvro})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		_, err = avroValue(s.avro, tc.v, 0)
+		if took := time.Since(start); took > 10*time.Second {
+			t.Errorf("took %v", took)
+		}
+		if tc.fails == "" && err != nil || tc.fails != "" && (err == nil || !strings.Contains(err.Error(), tc.fails)) {
+			t.Errorf("error %v, want %q", err, tc.fails)
+		}
+	}
+}

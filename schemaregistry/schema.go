@@ -338,13 +338,60 @@ func fixedBytes(v any) ([]byte, bool) {
 
 // avroValue turns a JSON value (numbers as json.Number) into what hamba/avro encodes for s,
 // or says why it does not fit.
+// maxAvroWork bounds the work of one avroValue: 16 a value tried (each branch of a union
+// tried counts) and the bytes of each field default it copies. A union of record branches
+// nested 22 levels was tried for more than 15 minutes, and defaults of 1 MB copied into
+// 20,000 list elements made 20 GB, before the record's size was looked at.
+const maxAvroWork = 4 << 20
+
+// avroWork is what one avroValue may still do (maxAvroWork).
+type avroWork struct{ left int }
+
+// charge spends n of w, and errs once it is spent.
+func (w *avroWork) charge(n int) error {
+	if w.left -= n; w.left < 0 {
+		return fmt.Errorf("encoding the value takes more than %d units of work (16 a value tried, and the bytes of each default copied)", maxAvroWork)
+	}
+	return nil
+}
+
+// defaultSize estimates the bytes of a field's default value.
+func defaultSize(x any) int {
+	switch x := x.(type) {
+	case string:
+		return len(x)
+	case []byte:
+		return len(x)
+	case []any:
+		n := 16
+		for _, e := range x {
+			n += defaultSize(e)
+		}
+		return n
+	case map[string]any:
+		n := 16
+		for k, e := range x {
+			n += len(k) + defaultSize(e)
+		}
+		return n
+	}
+	return 16
+}
+
 func avroValue(s avro.Schema, v any, depth int) (any, error) {
+	return avroValueW(s, v, depth, &avroWork{left: maxAvroWork})
+}
+
+func avroValueW(s avro.Schema, v any, depth int, w *avroWork) (any, error) {
 	if depth > 64 {
 		return nil, errors.New("nested deeper than 64 levels")
 	}
+	if err := w.charge(16); err != nil {
+		return nil, err
+	}
 	switch s := s.(type) {
 	case *avro.RefSchema:
-		return avroValue(s.Schema(), v, depth+1)
+		return avroValueW(s.Schema(), v, depth+1, w)
 	case *avro.RecordSchema:
 		m, ok := v.(map[string]any)
 		if !ok {
@@ -356,10 +403,13 @@ func avroValue(s avro.Schema, v any, depth int) (any, error) {
 			known[f.Name()] = true
 			x, present := m[f.Name()]
 			if !present && f.HasDefault() {
+				if err := w.charge(defaultSize(f.Default())); err != nil {
+					return nil, err
+				}
 				out[f.Name()] = f.Default()
 				continue
 			}
-			y, err := avroValue(f.Type(), x, depth+1)
+			y, err := avroValueW(f.Type(), x, depth+1, w)
 			if err != nil {
 				return nil, fmt.Errorf("field %s: %w", f.Name(), err)
 			}
@@ -383,7 +433,7 @@ func avroValue(s avro.Schema, v any, depth int) (any, error) {
 		}
 		out := make([]any, len(a))
 		for i, x := range a {
-			y, err := avroValue(s.Items(), x, depth+1)
+			y, err := avroValueW(s.Items(), x, depth+1, w)
 			if err != nil {
 				return nil, fmt.Errorf("[%d]: %w", i, err)
 			}
@@ -397,7 +447,7 @@ func avroValue(s avro.Schema, v any, depth int) (any, error) {
 		}
 		out := make(map[string]any, len(m))
 		for k, x := range m {
-			y, err := avroValue(s.Values(), x, depth+1)
+			y, err := avroValueW(s.Values(), x, depth+1, w)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", k, err)
 			}
@@ -418,7 +468,7 @@ func avroValue(s avro.Schema, v any, depth int) (any, error) {
 			if t.Type() == avro.Null {
 				continue
 			}
-			y, err := avroValue(t, v, depth+1)
+			y, err := avroValueW(t, v, depth+1, w)
 			if err == nil {
 				return map[string]any{unionName(t): y}, nil
 			}
