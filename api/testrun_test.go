@@ -394,15 +394,7 @@ func testTestLimits(t *testing.T, c *client) {
 	// them (30,000,020 bytes of JSON, with the quotes), then the sink's context would list #r,
 	// 30 MB more: it is left out, and so is the sink's value. Before, the bound was looked
 	// at before each record only, and this answer was 60 MB (a hundred fields made 320 MB).
-	var fields []string
-	for i := range 10 {
-		fields = append(fields, fmt.Sprintf(`{"name": "f%d", "expression": {"language": "expr", "expression": "repeat('x', 3000000)"}}`, i))
-	}
-	wideRecord := `{"nodes": [
-		{"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [{"name": "timestamp", "expression": {"language": "expr", "expression": "#input.t"}}]}},
-		{"id": "rec", "type": "VariableBuilder", "varName": "r", "fields": [` + strings.Join(fields, ",") + `]},
-		{"id": "out", "type": "Sink", "ref": {"typ": "collect", "parameters": [{"name": "value", "expression": {"language": "expr", "expression": "#r"}}]}}
-	], "edges": [{"from": "in", "to": "rec", "edgeType": null}, {"from": "rec", "to": "out", "edgeType": null}]}`
+	wideRecord := wideRecordGraph(10, 3_000_000, `{"typ": "collect", "parameters": [{"name": "value", "expression": {"language": "expr", "expression": "#r"}}]}`)
 	answer := c.post("/api/test", rawBody("graph", wideRecord, "records", quote(`{"t": 1}`)))
 	var wideCut api.TestResult
 	answer.ok(t, http.StatusOK, &wideCut)
@@ -594,15 +586,7 @@ func testNodeTest(t *testing.T, c *client) {
 	// A node test holds an event's variables to 64 MiB as a test run does (round 18: it had no
 	// bound, and a VariableBuilder of a hundred 16 MiB fields ran the server out of memory):
 	// fields of 1,000,000 bytes fail at the 68th, 67,000,000 bytes held and 108,864 left.
-	var fields []string
-	for i := range 100 {
-		fields = append(fields, fmt.Sprintf(`{"name": "f%d", "expression": {"language": "expr", "expression": "repeat('x', 1000000)"}}`, i))
-	}
-	wide := `{"nodes": [
-		{"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [{"name": "timestamp", "expression": {"language": "expr", "expression": "#input.t"}}]}},
-		{"id": "rec", "type": "VariableBuilder", "varName": "r", "fields": [` + strings.Join(fields, ",") + `]},
-		{"id": "out", "type": "Sink", "ref": {"typ": "dead-end"}}
-	], "edges": [{"from": "in", "to": "rec", "edgeType": null}, {"from": "rec", "to": "out", "edgeType": null}]}`
+	wide := wideRecordGraph(100, 1_000_000, `{"typ": "dead-end"}`)
 	var wideRes api.NodeTestResult
 	answer := c.post("/api/node-test", rawBody("graph", wide, "nodeId", quote("rec"), "variables", `{"input": {"t": 1}}`))
 	answer.ok(t, http.StatusOK, &wideRes)
@@ -623,4 +607,18 @@ func testNodeTest(t *testing.T, c *client) {
 	if listed != 33 || !wideRes.ListsCut || len(answer.Body) > 32<<20+64<<10 {
 		t.Errorf("%d values listed, listsCut %v, an answer of %d bytes; want 33, true, at most 32 MiB and 64 KiB", listed, wideRes.ListsCut, len(answer.Body))
 	}
+}
+
+// wideRecordGraph is an HTTP source into VariableBuilder "rec" (#r) of n fields f0..f(n-1),
+// each a string of size x's, into sink "out" of the given ref.
+func wideRecordGraph(n, size int, sinkRef string) string {
+	var fields []string
+	for i := range n {
+		fields = append(fields, fmt.Sprintf(`{"name": "f%d", "expression": {"language": "expr", "expression": "repeat('x', %d)"}}`, i, size))
+	}
+	return `{"nodes": [
+		{"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [{"name": "timestamp", "expression": {"language": "expr", "expression": "#input.t"}}]}},
+		{"id": "rec", "type": "VariableBuilder", "varName": "r", "fields": [` + strings.Join(fields, ",") + `]},
+		{"id": "out", "type": "Sink", "ref": ` + sinkRef + `}
+	], "edges": [{"from": "in", "to": "rec", "edgeType": null}, {"from": "rec", "to": "out", "edgeType": null}]}`
 }

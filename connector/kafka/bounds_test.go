@@ -40,21 +40,22 @@ func zstdProducer(t *testing.T, brokers []string) *kgo.Client {
 	return cl
 }
 
-// startInput starts an Input of topic "ev" on brokers from the topic's start.
-func startInput(t *testing.T, brokers []string) *Input {
+// startInput starts an Input of topic "ev" on brokers from the topic's start, decoding with
+// reg when not nil; cancel ends its context (Stop when t ends).
+func startInput(t *testing.T, brokers []string, reg *schemaregistry.Registry) (in *Input, cancel context.CancelFunc) {
 	t.Helper()
 	conn, err := NewConn(brokers, Cluster{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := NewInput("in", "ev", conn, nil, discard)
+	in = NewInput("in", "ev", conn, reg, discard)
 	if err := in.Restore(nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	in.Start(ctx, func() {})
 	t.Cleanup(func() { cancel(); in.Stop() })
-	return in
+	return in, cancel
 }
 
 // A value longer than maxValueBytes, and a batch that decompresses to more than
@@ -74,7 +75,7 @@ func TestValueAndBatchBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	in := startInput(t, brokers)
+	in, _ := startInput(t, brokers, nil)
 	got := pollAll(t, in, 4)
 	var desc []string
 	for _, ev := range got {
@@ -114,7 +115,7 @@ func TestFetchDecompressionBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	in := startInput(t, brokers)
+	in, _ := startInput(t, brokers, nil)
 	var got []connector.Event
 	deadline := time.Now().Add(30 * time.Second)
 	for len(got) < n && time.Now().Before(deadline) {
@@ -172,26 +173,11 @@ func TestPollDecodingBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	conn, err := NewConn(brokers, Cluster{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := func() (*Input, context.CancelFunc) {
-		in := NewInput("in", "ev", conn, reg, discard)
-		if err := in.Restore(nil, nil); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		in.Start(ctx, func() {})
-		t.Cleanup(func() { cancel(); in.Stop() })
-		return in, cancel
-	}
-
 	// Each poll returns within decodeTime, well before the registry's 3 s; the two records
 	// come out in order, each an error of its schema id once its lookup has failed.
 	old := decodeTime
 	decodeTime = 300 * time.Millisecond
-	in, _ := start()
+	in, _ := startInput(t, brokers, reg)
 	var got []string
 	deadline := time.Now().Add(30 * time.Second)
 	for len(got) < 2 && time.Now().Before(deadline) {
@@ -221,13 +207,7 @@ func TestPollDecodingBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in2 := NewInput("in", "ev", conn, reg2, discard)
-	if err := in2.Restore(nil, nil); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	in2.Start(ctx, func() {})
-	defer in2.Stop()
+	in2, cancel := startInput(t, brokers, reg2)
 	waitPending := time.Now().Add(20 * time.Second)
 	for !in2.readyToPoll() && time.Now().Before(waitPending) {
 		time.Sleep(10 * time.Millisecond)
