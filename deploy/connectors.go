@@ -122,6 +122,9 @@ func (r *Runtime) openOutput(d *deployment, env connector.Env, id string, p *nod
 		return prob
 	}
 	k := &sink{id: id, kind: p.Kind.ID, out: out}
+	if p.Kind.ID == kafka.SinkKind {
+		k.subject, _ = p.Params["valueSubject"].(string)
+	}
 	if conn.Exclusive != "" {
 		if v, ok := r.refParam(p.Kind.ID, p.Node, conn.Exclusive); ok {
 			key := exclusiveKey(p.Kind.ID, conn, v)

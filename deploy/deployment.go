@@ -96,6 +96,10 @@ type deployment struct {
 	checkpointErr      string
 	checkpointErrAt    time.Time
 	checkpointFailures int64
+	// waiting is why the loop does not process events (registryWait), "" while it does;
+	// waitCheckAt is when it looks again.
+	waiting     string
+	waitCheckAt time.Time
 	// healthy: the run has lasted Config.HealthyAfter with checkpoints, and its count of
 	// unclean stops was set back to 0 (store.Store.EndRun).
 	healthy bool
@@ -367,7 +371,7 @@ func (d *deployment) run() {
 		}
 		d.syncPending(false) // results committed or dropped since no longer count
 		n := 0
-		if (!d.commitFailing || d.pendingResults() < maxPendingResults && d.pendingResultBytes() < d.rt.cfg.MaxPendingResultBytes) && !d.holding() {
+		if (!d.commitFailing || d.pendingResults() < maxPendingResults && d.pendingResultBytes() < d.rt.cfg.MaxPendingResultBytes) && !d.holding() && !d.registryWait(inputsCtx) {
 			var err error
 			n, err = d.process(ctx)
 			if d.eng.Interrupted() {
@@ -394,7 +398,7 @@ func (d *deployment) run() {
 		} else if d.inputsChanged() {
 			d.publish(PhaseRunning)
 		}
-		if n == 0 && !d.holding() {
+		if n == 0 && !d.holding() && d.waiting == "" {
 			d.idleTick(now)
 			if d.eng.Interrupted() {
 				continue
@@ -468,10 +472,16 @@ func (d *deployment) sleep(wait time.Duration) {
 // idle step.
 func (d *deployment) waitTime(now time.Time) time.Duration {
 	wait := time.Minute
+	if d.waiting != "" {
+		wait = retryDelay // look at the registry again (registryWait)
+	}
 	if d.dirty || d.commitFailing {
 		wait = max(d.rt.cfg.CheckpointInterval-now.Sub(d.lastCheckpoint), time.Millisecond)
 		if d.commitFailing {
 			wait = max(wait, retryDelay)
+		}
+		if d.waiting != "" {
+			wait = min(wait, retryDelay)
 		}
 	}
 	for _, s := range d.sources {
@@ -1250,6 +1260,42 @@ func sameContent(a, b store.Checkpoint) bool {
 	return bytes.Equal(a.State, b.State) && slices.Equal(a.Positions, b.Positions)
 }
 
+// registryWait says whether the loop must not process because a Kafka sink encodes its
+// values against a schema-registry subject whose schema this server has not read and cannot
+// read now: the registry cannot be reached (schemaregistry.Registry.Reachable; a schema read
+// once is kept while the registry is down). Processing would make each value the sink writes
+// a per-event error and a dead letter; waiting holds the events back instead (an HTTP
+// source's backlog then answers 429, a Kafka source's records stay in the topic), as a
+// Kafka source's records wait for their schemas. It asks at most every retryDelay, within
+// ctx, which ends with a stop; d.waiting, published, says why it waits.
+func (d *deployment) registryWait(ctx context.Context) bool {
+	if d.rt.schemas == nil || len(d.sinks.subjects) == 0 {
+		return false
+	}
+	now := d.rt.cfg.Now()
+	if d.waiting != "" && now.Before(d.waitCheckAt) {
+		return true
+	}
+	waiting := ""
+	for _, k := range d.sinks.subjects {
+		if err := d.rt.schemas.Reachable(ctx, k.subject); err != nil {
+			waiting = fmt.Sprintf("Kafka sink %q waits for the schema registry to encode its values (subject %q): %v", k.id, k.subject, err)
+			break
+		}
+	}
+	d.waitCheckAt = now.Add(retryDelay)
+	if waiting != d.waiting {
+		if waiting != "" {
+			d.logger().Warn("not processing: " + waiting)
+		} else {
+			d.logger().Info("the schema registry answers: processing again")
+		}
+		d.waiting = waiting
+		d.publish(PhaseRunning)
+	}
+	return waiting != ""
+}
+
 // holding says whether the loop must not process: a synchronous checkpoint is in doubt, and
 // its Outputs keep what they prepared for it until the store decides (settle).
 func (d *deployment) holding() bool {
@@ -1446,7 +1492,7 @@ func (d *deployment) publish(phase Phase) {
 		Nodes: d.eng.Counts(), State: d.eng.State(),
 		Checkpoint: d.checkpointSeq, CheckpointAt: d.checkpointAt,
 		CheckpointError: d.checkpointErr, CheckpointErrorAt: d.checkpointErrAt, CheckpointFailures: d.checkpointFailures,
-		CheckpointInDoubt: d.doubt != nil, UpdatedAt: d.rt.cfg.Now().UTC(),
+		CheckpointInDoubt: d.doubt != nil, Waiting: d.waiting, UpdatedAt: d.rt.cfg.Now().UTC(),
 	}
 	for _, st := range l.State {
 		l.StateBytes += int64(st.Bytes)

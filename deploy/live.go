@@ -57,7 +57,12 @@ type Live struct {
 	// connection), and the store has not said yet whether it committed; its results and a
 	// Kafka sink's transaction wait for the next checkpoint to find out (or the next run).
 	CheckpointInDoubt bool
-	UpdatedAt         time.Time
+	// Waiting is why the deployment does not process events right now, while it waits for
+	// something outside it: a Kafka sink's schema-registry subject whose schema cannot be
+	// read (the registry cannot be reached), without which its values cannot be encoded.
+	// Events wait meanwhile (back-pressure), none become errors. Empty while it processes.
+	Waiting   string
+	UpdatedAt time.Time
 }
 
 // SourceLive is the state of one source of a running deployment. Offsets are, for an HTTP

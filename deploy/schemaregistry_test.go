@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -172,6 +174,76 @@ func TestKafkaSinkValueSubject(t *testing.T) {
 		{0, 0, 0, 0, 5, 0x02, 0, 0, 0, 0, 0, 0, 0x04, 0x40},
 		{0, 0, 0, 0, 5, 0x06, 0, 0, 0, 0, 0, 0, 0x10, 0x40},
 	}
+	got := consumeAll(t, brokers, "totals", kgo.ReadCommitted())
+	if len(got) != len(want) {
+		t.Fatalf("%d records in totals, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if !bytes.Equal(got[i].Value, want[i]) {
+			t.Errorf("record %d: % x, want % x", i, got[i].Value, want[i])
+		}
+	}
+}
+
+// A Kafka sink whose value subject's schema has not been read waits while the registry cannot
+// be reached (here it answers 503): the deployment processes no event, so none becomes an
+// error or a dead letter, and its live status says why. Once the registry answers, the
+// records are processed and written encoded (bytes worked out by hand). Before, each value
+// was a per-event error and a dead letter while the registry was down.
+func TestKafkaSinkWaitsForRegistry(t *testing.T) {
+	fake := srfake.New()
+	t.Cleanup(fake.Close)
+	fake.SeedSchema("totals-value", 1, 5, sr.Schema{Type: sr.TypeAvro,
+		Schema: `{"type": "record", "name": "Total", "fields": [{"name": "id", "type": "long"}]}`})
+	var down atomic.Bool
+	down.Store(true)
+	fake.Intercept(func(w http.ResponseWriter, _ *http.Request) bool {
+		if !down.Load() {
+			return false
+		}
+		http.Error(w, `{"error_code": 50001, "message": "down for maintenance"}`, http.StatusServiceUnavailable)
+		return true
+	})
+	brokers, prod := newKafka(t, map[string]int32{"orders": 1, "totals": 1})
+	st := sqliteStore(t)
+	createScenario(t, st, "totals", `{"nodes": [
+  {"id": "in", "type": "Source", "ref": {"typ": "kafka", "parameters": [{"name": "topic", "value": "orders"}]}},
+  {"id": "out", "type": "Sink", "ref": {"typ": "kafka", "parameters": [{"name": "topic", "value": "totals"},
+    {"name": "valueSubject", "value": "totals-value"},
+    {"name": "value", "expression": {"language": "expr", "expression": "{id: #input.id}"}}]}}
+], "edges": [{"from": "in", "to": "out", "edgeType": null}]}`)
+	r := newRuntime(t, st, func(c *Config) {
+		c.KafkaBrokers = brokers
+		c.Kafka.SchemaRegistry = schemaregistry.Config{URL: fake.URL()}
+	})
+	deploy(t, r, "totals", 0)
+	produce(t, prod, "orders", 0, [][]byte{[]byte(`{"id": 1}`), []byte(`{"id": 3}`)}, nil)
+	var l Live
+	waitFor(t, "the records listed while the deployment waits for the registry", func() bool {
+		var ok bool
+		l, ok = r.Live("totals")
+		return ok && strings.Contains(l.Waiting, `Kafka sink "out" waits for the schema registry`) && len(l.Sources) == 1 && l.Sources[0].Accepted == 2
+	})
+	if l.Nodes["in"].In != 0 || l.Errors != 0 || l.Sources[0].Processed != 0 {
+		t.Errorf("registry down: %d in, %d errors, %d processed; want none", l.Nodes["in"].In, l.Errors, l.Sources[0].Processed)
+	}
+	if !strings.Contains(l.Waiting, "down for maintenance") {
+		t.Errorf("waiting %q, want the registry's answer in it", l.Waiting)
+	}
+
+	down.Store(false)
+	l = waitCommitted(t, r, "totals", 2)
+	if l.Errors != 0 || l.Waiting != "" {
+		t.Errorf("registry up: %d errors, waiting %q; want none", l.Errors, l.Waiting)
+	}
+	if err := r.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if dls := readDeadLetters(t, st, "totals"); len(dls) != 0 {
+		t.Errorf("dead letters %+v, want none", dls)
+	}
+	// Magic byte 0, schema id 5, then the long zigzag-encoded: 1 → 02, 3 → 06.
+	want := [][]byte{{0, 0, 0, 0, 5, 0x02}, {0, 0, 0, 0, 5, 0x06}}
 	got := consumeAll(t, brokers, "totals", kgo.ReadCommitted())
 	if len(got) != len(want) {
 		t.Fatalf("%d records in totals, want %d", len(got), len(want))

@@ -42,6 +42,9 @@ type sinks struct {
 	overShared bool
 	// written counts every value written, to tell whether an idle tick emitted anything.
 	written int64
+	// subjects are the sinks that encode their values against a schema-registry subject
+	// (a Kafka sink's valueSubject), in id order.
+	subjects []*sink
 }
 
 // sink is one sink node of a deployment and its Output.
@@ -52,6 +55,8 @@ type sink struct {
 	// its kind and normalised value); "" when none. shown is the value as the scenario gives
 	// it, for messages.
 	exclusive, shown string
+	// subject is the schema-registry subject its values are encoded against, "" when none.
+	subject string
 }
 
 // newSinks returns an empty set of sinks keeping at most maxCollectBytes of collect results
@@ -64,6 +69,12 @@ func newSinks(maxCollectBytes int64) *sinks {
 func (s *sinks) add(k *sink) {
 	s.outputs[k.id] = k
 	s.ids = slices.Sorted(maps.Keys(s.outputs))
+	s.subjects = s.subjects[:0]
+	for _, id := range s.ids {
+		if k := s.outputs[id]; k.subject != "" {
+			s.subjects = append(s.subjects, k)
+		}
+	}
 }
 
 // exclusives returns the sinks that write what no other sink may, by id.

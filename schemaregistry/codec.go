@@ -118,6 +118,19 @@ func (r *Registry) InputSchema(ctx context.Context, subject string) ([]byte, err
 	return s.jsonSchema, nil
 }
 
+// Reachable looks up the latest schema of subject (cached, or asked now, within ctx and
+// Timeout). It returns an UnreachableError when the schema is not known because the registry
+// could not be reached (IsUnreachable), and nil otherwise: when it is known, and when the
+// registry refused it (no such subject, a schema not supported), which asking again would not
+// mend: Encode then says why for each value. A deployment with a Kafka sink encoding values
+// waits while it is not nil, rather than making each value an error.
+func (r *Registry) Reachable(ctx context.Context, subject string) error {
+	if _, _, err := r.latestSchema(ctx, subject); IsUnreachable(err) {
+		return err
+	}
+	return nil
+}
+
 // Encode encodes a JSON value against the latest schema of subject in the registry's wire
 // format. Its error says why the value does not fit (or the schema is not known).
 func (r *Registry) Encode(ctx context.Context, subject string, value []byte) ([]byte, error) {

@@ -31,8 +31,14 @@ import (
 const (
 	// Timeout bounds one request to the registry.
 	Timeout = 5 * time.Second
-	// LatestTTL is how long a subject's latest schema is reused before it is asked again.
+	// LatestTTL is how long a subject's latest schema is reused before it is asked again,
+	// and a lookup the registry refused (a 4xx, a schema not supported) is not asked again.
 	LatestTTL = 30 * time.Second
+	// UnreachableTTL is how long a lookup that could not reach the registry (no answer
+	// within Timeout, a 5xx, the requests at once all busy: IsUnreachable) is not asked
+	// again: what waits on it (a Kafka source's records, a Kafka sink's deployment) goes on
+	// within this of the registry's return.
+	UnreachableTTL = 2 * time.Second
 	// maxCachedIDs bounds the schemas kept by id, and the subjects' latest schemas kept;
 	// past it a cache starts again. maxCachedBytes bounds the bytes each cache's schemas hold
 	// (schema.size) likewise: 40 schemas of 709 KB by id held 736 MB.
@@ -175,15 +181,16 @@ func (r *Registry) fetchByID(ctx context.Context, id int, now time.Time) (*schem
 	}
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
-	if err := r.ask(ctx); err != nil {
-		return nil, fmt.Errorf("schema registry: schema id %d: %w", id, err)
-	}
 	var s *schema
-	raw, err := r.cl.SchemaByID(ctx, id)
+	err := r.ask(ctx)
 	if err == nil {
-		s, err = parseSchema(raw)
+		var raw sr.Schema
+		raw, err = r.cl.SchemaByID(ctx, id)
+		if err = unreachable(err); err == nil {
+			s, err = parseSchema(raw)
+		}
+		<-r.asking
 	}
-	<-r.asking
 	err = shortError(err)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -213,7 +220,7 @@ func (r *Registry) cachedByID(id int, now time.Time) (e latestEntry, ok bool) {
 	if s := r.byID[id]; s != nil {
 		return latestEntry{s: s}, true
 	}
-	if failed, ok := r.failedID[id]; ok && now.Sub(failed.gotAt) < LatestTTL {
+	if failed, ok := r.failedID[id]; ok && now.Sub(failed.gotAt) < failed.ttl() {
 		return failed, true
 	}
 	return latestEntry{}, false
@@ -252,20 +259,20 @@ func (r *Registry) fetchLatest(ctx context.Context, subject string, now time.Tim
 	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
-	if err := r.ask(ctx); err != nil {
-		return latestEntry{err: fmt.Errorf("schema registry: the latest schema of subject %q: %w", subject, err)}
-	}
 	e := latestEntry{gotAt: now}
-	ss, err := r.cl.SchemaByVersion(ctx, subject, -1)
+	err := r.ask(ctx)
 	if err == nil {
-		e.s, err = parseSchema(ss.Schema)
-		e.id = ss.ID
+		var ss sr.SubjectSchema
+		ss, err = r.cl.SchemaByVersion(ctx, subject, -1)
+		if err = unreachable(err); err == nil {
+			e.s, err = parseSchema(ss.Schema)
+			e.id = ss.ID
+		}
+		<-r.asking
 	}
-	<-r.asking
 	err = shortError(err)
 	if err != nil {
-		var re *sr.ResponseError
-		if old.s != nil && !(errors.As(err, &re) && re.StatusCode < 500) {
+		if old.s != nil && IsUnreachable(err) {
 			e = old
 			e.gotAt = now
 		} else {
@@ -296,17 +303,53 @@ func (r *Registry) cachedLatest(subject string, now time.Time) (latestEntry, boo
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, ok := r.latest[subject]
-	return e, ok && now.Sub(e.gotAt) < LatestTTL
+	return e, ok && now.Sub(e.gotAt) < e.ttl()
 }
 
-// ask takes a place to ask the registry (Registry.asking), waiting up to ctx's end.
+// ttl is how long e is reused: UnreachableTTL for a lookup that could not reach the
+// registry, LatestTTL otherwise.
+func (e latestEntry) ttl() time.Duration {
+	if e.s == nil && IsUnreachable(e.err) {
+		return UnreachableTTL
+	}
+	return LatestTTL
+}
+
+// ask takes a place to ask the registry (Registry.asking), waiting up to ctx's end; not
+// getting one is an UnreachableError.
 func (r *Registry) ask(ctx context.Context) error {
 	select {
 	case r.asking <- struct{}{}:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("waited for one of the %d requests to the registry at once to end: %w", maxAsking, ctx.Err())
+		return &UnreachableError{fmt.Errorf("waited for one of the %d requests to the registry at once to end: %w", maxAsking, ctx.Err())}
 	}
+}
+
+// UnreachableError is a lookup that did not get the registry's answer: no answer within
+// Timeout (or the caller's deadline), a connection that failed, a 5xx, or no place among the
+// requests at once. Asking again later may succeed, unlike a 4xx (no such subject or id) or a
+// schema that is not supported.
+type UnreachableError struct{ Err error }
+
+func (e *UnreachableError) Error() string { return "the registry cannot be reached: " + e.Err.Error() }
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// IsUnreachable says whether err is, or wraps, an UnreachableError.
+func IsUnreachable(err error) bool {
+	var u *UnreachableError
+	return errors.As(err, &u)
+}
+
+// unreachable is err of a request to the registry as an UnreachableError when it is one
+// (anything but an answer below 500, or an answer too long to read); nil stays nil.
+func unreachable(err error) error {
+	var re *sr.ResponseError
+	var tooLong *http.MaxBytesError
+	if err == nil || errors.As(err, &re) && re.StatusCode < 500 || errors.As(err, &tooLong) {
+		return err
+	}
+	return &UnreachableError{err}
 }
 
 // shortError is err with at most maxErrorText bytes of its text: the registry's answer
@@ -314,6 +357,9 @@ func (r *Registry) ask(ctx context.Context) error {
 func shortError(err error) error {
 	if err == nil || len(err.Error()) <= maxErrorText {
 		return err
+	}
+	if u := (*UnreachableError)(nil); errors.As(err, &u) {
+		return &UnreachableError{shortError(u.Err)}
 	}
 	var re *sr.ResponseError
 	if errors.As(err, &re) {

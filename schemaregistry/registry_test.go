@@ -732,3 +732,58 @@ func TestAvroEncodingBounded(t *testing.T) {
 		}
 	}
 }
+
+// A lookup that gets no answer the registry meant (a 5xx, here with a message longer than the
+// text an error keeps) is an UnreachableError, asked again after UnreachableTTL; a refusal
+// (404: no such subject) is not one, and is asked again only after LatestTTL. Reachable is an
+// error only for the first.
+func TestUnreachableClassified(t *testing.T) {
+	fake, r := newFake(t)
+	now := time.Unix(1_700_000_000, 0)
+	r.now = func() time.Time { return now }
+	var asked atomic.Int64
+	status := http.StatusServiceUnavailable
+	fake.Intercept(func(w http.ResponseWriter, _ *http.Request) bool {
+		asked.Add(1)
+		if status == http.StatusNotFound {
+			http.Error(w, `{"error_code": 40401, "message": "Subject not found"}`, status)
+		} else {
+			http.Error(w, `{"error_code": 50001, "message": "`+strings.Repeat("down ", 200)+`"}`, status)
+		}
+		return true
+	})
+	check := func(what string, wantAsked int64, wantUnreachable bool) {
+		t.Helper()
+		_, err := r.Encode(t.Context(), "s-value", []byte(`{}`))
+		if err == nil || IsUnreachable(err) != wantUnreachable {
+			t.Errorf("%s: %v; want an error, unreachable %v", what, err, wantUnreachable)
+		}
+		if rerr := r.Reachable(t.Context(), "s-value"); (rerr != nil) != wantUnreachable {
+			t.Errorf("%s: Reachable %v; want an error %v", what, rerr, wantUnreachable)
+		}
+		if got := asked.Load(); got != wantAsked {
+			t.Errorf("%s: the registry asked %d times, want %d", what, got, wantAsked)
+		}
+	}
+	check("503", 1, true)
+	now = now.Add(UnreachableTTL - time.Millisecond)
+	check("503, within UnreachableTTL", 1, true)
+	now = now.Add(time.Millisecond)
+	status = http.StatusNotFound
+	check("404 after UnreachableTTL", 2, false)
+	now = now.Add(LatestTTL - time.Millisecond)
+	check("404, within LatestTTL", 2, false)
+	now = now.Add(time.Millisecond)
+	check("404 after LatestTTL", 3, false)
+
+	// By id likewise.
+	status = http.StatusBadGateway
+	if _, err := r.Decode(t.Context(), []byte{0, 0, 0, 0, 9, '{', '}'}); !IsUnreachable(err) {
+		t.Errorf("id 9, 502: %v, want an UnreachableError", err)
+	}
+	status = http.StatusNotFound
+	now = now.Add(UnreachableTTL)
+	if _, err := r.Decode(t.Context(), []byte{0, 0, 0, 0, 9, '{', '}'}); err == nil || IsUnreachable(err) {
+		t.Errorf("id 9, 404 after UnreachableTTL: %v, want a refusal", err)
+	}
+}

@@ -8,12 +8,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
+	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/scenario-server/scenario-server/connector"
 	"github.com/scenario-server/scenario-server/internal/kafkatest"
@@ -159,7 +162,8 @@ func TestPollDecodingBounded(t *testing.T) {
 		case <-time.After(hang):
 		case <-r.Context().Done():
 		}
-		http.Error(w, `{"error_code": 50001, "message": "down"}`, http.StatusInternalServerError)
+		// A refusal (no such id), not a registry down: the records are errors of their ids.
+		http.Error(w, `{"error_code": 40403, "message": "Schema not found"}`, http.StatusNotFound)
 	}))
 	defer srv.Close()
 	reg, err := schemaregistry.New(schemaregistry.Config{URL: srv.URL})
@@ -282,5 +286,86 @@ func TestBatchRecordsCounted(t *testing.T) {
 	b.release()
 	if _, err := b.Decompress(enc.EncodeAll(tinyRecords(10), nil), kgo.CodecZstd); err != nil {
 		t.Errorf("after a poll: %v", err)
+	}
+}
+
+// While the schema registry cannot be reached (here it answers 503), a record in its wire
+// format waits, with those after it, for the registry rather than becoming a dead letter: no
+// event is handed over, the input's status says why, and the deployment is woken to poll
+// again. Once the registry answers, both records come out decoded, in order. Before, each
+// was handed over as an undecodable event (a dead letter) at once.
+func TestRecordsWaitForUnreachableRegistry(t *testing.T) {
+	fake := srfake.New()
+	t.Cleanup(fake.Close)
+	fake.SeedSchema("ev-value", 1, 7, sr.Schema{Type: sr.TypeJSON, Schema: `{"type": "object"}`})
+	var down atomic.Bool
+	down.Store(true)
+	fake.Intercept(func(w http.ResponseWriter, _ *http.Request) bool {
+		if !down.Load() {
+			return false
+		}
+		http.Error(w, `{"error_code": 50001, "message": "down for maintenance"}`, http.StatusServiceUnavailable)
+		return true
+	})
+	reg, err := schemaregistry.New(schemaregistry.Config{URL: fake.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	brokers := kafkatest.Cluster(t, kfake.SeedTopics(1, "ev")).ListenAddrs()
+	prod := zstdProducer(t, brokers)
+	for _, v := range []string{`{"a":1}`, `{"a":2}`} {
+		if err := prod.ProduceSync(t.Context(), &kgo.Record{Topic: "ev", Value: append([]byte{0, 0, 0, 0, 7}, v...)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, err := NewConn(brokers, Cluster{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := NewInput("in", "ev", conn, reg, discard)
+	if err := in.Restore(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	var woken atomic.Int64
+	ctx, cancel := context.WithCancel(t.Context())
+	in.Start(ctx, func() { woken.Add(1) })
+	t.Cleanup(func() { cancel(); in.Stop() })
+
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(in.Status().Err, "wait for the schema registry") {
+		if time.Now().After(deadline) {
+			t.Fatalf("status %q, want the records waiting for the registry", in.Status().Err)
+		}
+		if events, _ := in.Poll(); len(events) > 0 {
+			t.Fatalf("registry down: %d events handed over (the first: %v), want none", len(events), events[0].Undecodable)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The deployment is woken to poll again within UnreachableTTL, not left asleep.
+	before := woken.Load()
+	for woken.Load() == before {
+		if time.Now().After(deadline) {
+			t.Fatal("the deployment was not woken to poll again")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	down.Store(false)
+	var got []string
+	for len(got) < 2 && time.Now().Before(deadline) {
+		events, _ := in.Poll()
+		for _, ev := range events {
+			in.Advance(ev)
+			got = append(got, fmt.Sprintf("%d %s %v", ev.Offset, ev.Payload, ev.Undecodable))
+		}
+		if len(events) == 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if want := []string{`1 {"a":1} <nil>`, `2 {"a":2} <nil>`}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("events %q, want %q", got, want)
+	}
+	if st := in.Status().Err; st != "" {
+		t.Errorf("status %q once the registry answers, want none", st)
 	}
 }

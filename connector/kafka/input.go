@@ -131,6 +131,12 @@ type Input struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	health connector.Health
+	// decoding is why the records wait rather than being decoded (the schema registry
+	// cannot be reached), "" when they are decoded; wake is the deployment's (Start), and
+	// retry the timer that wakes it to poll again while they wait.
+	decoding connector.Health
+	wake     func()
+	retry    *time.Timer
 
 	readerGen atomic.Int64 // the reader's topic generation: +1 when the topic was recreated
 
@@ -215,6 +221,7 @@ func NewInput(source, topic string, conn *Conn, schemas *schemaregistry.Registry
 		next: map[int32]int64{}, ends: map[int32]int64{}, base: map[int32]int64{}, starts: map[int32]int64{},
 		pushedAt: map[int32]time.Time{}, schemas: schemas}
 	k.health.Logger = log.With("source", source, "topic", topic)
+	k.decoding.Logger = k.health.Logger
 	return k
 }
 
@@ -242,6 +249,8 @@ func (k *Input) Start(ctx context.Context, wake func()) {
 	k.batches = make(chan kafkaBatch, 1)
 	k.done = make(chan struct{})
 	k.health.OnChange(wake)
+	k.decoding.OnChange(wake)
+	k.wake = wake
 	from := maps.Clone(k.next)
 	go k.read(ctx, from, wake)
 }
@@ -253,6 +262,9 @@ func (k *Input) Stop() {
 	}
 	k.cancel()
 	<-k.done
+	if k.retry != nil {
+		k.retry.Stop()
+	}
 }
 
 // read runs in its own goroutine until ctx is done: it connects, assigns the topic's
@@ -544,20 +556,41 @@ func (k *Input) Poll() ([]connector.Event, bool) {
 			out[i].Undecodable = fmt.Errorf("the record value is %d bytes, more than the %d a value may be", len(r.Value), maxValueBytes)
 		default:
 			out[i].Payload, out[i].Undecodable = k.decode(ctx, r.Value)
-			if out[i].Undecodable != nil && ctx.Err() != nil {
-				// Not the record's fault: the poll's time ran out, or the input stopped.
+			if err := out[i].Undecodable; err != nil && (ctx.Err() != nil || schemaregistry.IsUnreachable(err)) {
+				// Not the record's fault: the poll's time ran out, the input stopped, or the
+				// registry cannot be reached. The record and those after it wait, in order,
+				// for the next poll (rather than becoming dead letters), which is soon:
+				// at once after the poll's time, UnreachableTTL later for the registry.
 				b.recs = b.recs[i:]
 				k.rest = &b
+				if ctx.Err() == nil {
+					k.decoding.Set(fmt.Sprintf("the records of partition %d from offset %d wait for the schema registry: %v", r.Partition, r.Offset, err))
+					k.pollAgain(schemaregistry.UnreachableTTL)
+				} else if k.ctx.Err() == nil {
+					k.pollAgain(0)
+				}
 				return out[:i], reset
 			}
 		}
 	}
+	k.decoding.Set("")
 	// A batch too large to decompress comes after the records fetched before it.
 	for _, s := range b.skipped {
 		out = append(out, connector.Event{Line: s.Offset + 1, Partition: s.Partition, Offset: s.NextOffset,
 			Undecodable: fmt.Errorf("the record batch at offsets %d to %d is too large to read (more than %d bytes decompressed, counting %d bytes a record): its records are skipped", s.Offset, s.NextOffset-1, maxBatchBytes, kgoRecordBytes)})
 	}
 	return out, reset
+}
+
+// pollAgain wakes the deployment after d to poll again (the timer set before is dropped).
+func (k *Input) pollAgain(d time.Duration) {
+	if k.wake == nil {
+		return
+	}
+	if k.retry != nil {
+		k.retry.Stop()
+	}
+	k.retry = time.AfterFunc(d, k.wake)
 }
 
 // decode is a record value as the JSON the engine reads. With a schema registry, a value in
@@ -637,6 +670,9 @@ func (k *Input) Positions() []connector.Position {
 // Status sums over the partitions: known is the end offsets, processed the next offsets.
 func (k *Input) Status() connector.Status {
 	st := connector.Status{Err: k.health.Get()}
+	if st.Err == "" {
+		st.Err = k.decoding.Get()
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for p, n := range k.positionsLocked() {

@@ -1432,6 +1432,8 @@ export interface components {
             updatedAt?: string;
             /** Format: int64 */
             version?: number;
+            /** @description Why the deployment does not process events right now, while it waits for something outside it: a Kafka sink's schema-registry subject whose schema cannot be read (the registry cannot be reached), without which its values cannot be encoded. Events wait meanwhile (an HTTP source's backlog grows to its 429 bound); none become errors. Absent while it processes. */
+            waiting?: string;
         };
         Me: {
             method: string;

@@ -280,6 +280,11 @@ export function DeployPanel({ name, version, dirty, collectSinks, deployment }: 
             {live.updatedAt ? `, at ${new Date(live.updatedAt).toLocaleTimeString()}` : ''}. The counts are on the nodes.
           </div>
           <CheckpointProblem live={live} />
+          {live.waiting && (
+            <div className="field-error" data-testid="live-waiting">
+              Not processing events: {live.waiting}. They wait (none become errors) and are processed once it is back.
+            </div>
+          )}
           <table className="counts">
             <thead>
               <tr>
