@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/scenario-server/scenario-server/connector"
+	"github.com/scenario-server/scenario-server/connector/kafka"
 	"github.com/scenario-server/scenario-server/engine"
 	"github.com/scenario-server/scenario-server/store"
 	"github.com/scenario-server/scenario-server/value"
@@ -371,7 +372,7 @@ func (d *deployment) run() {
 		}
 		d.syncPending(false) // results committed or dropped since no longer count
 		n := 0
-		if (!d.commitFailing || d.pendingResults() < maxPendingResults && d.pendingResultBytes() < d.rt.cfg.MaxPendingResultBytes) && !d.holding() && !d.registryWait(inputsCtx) {
+		if (!d.commitFailing || d.pendingResults() < maxPendingResults && d.pendingResultBytes() < d.rt.cfg.MaxPendingResultBytes) && !d.holding() && !d.sinksWait(inputsCtx) {
 			var err error
 			n, err = d.process(ctx)
 			if d.eng.Interrupted() {
@@ -473,7 +474,7 @@ func (d *deployment) sleep(wait time.Duration) {
 func (d *deployment) waitTime(now time.Time) time.Duration {
 	wait := time.Minute
 	if d.waiting != "" {
-		wait = retryDelay // look at the registry again (registryWait)
+		wait = retryDelay // look at the sinks again (sinksWait)
 	}
 	if d.dirty || d.commitFailing {
 		wait = max(d.rt.cfg.CheckpointInterval-now.Sub(d.lastCheckpoint), time.Millisecond)
@@ -1260,16 +1261,22 @@ func sameContent(a, b store.Checkpoint) bool {
 	return bytes.Equal(a.State, b.State) && slices.Equal(a.Positions, b.Positions)
 }
 
-// registryWait says whether the loop must not process because a Kafka sink encodes its
-// values against a schema-registry subject whose schema this server has not read and cannot
-// read now: the registry cannot be reached (schemaregistry.Registry.Reachable; a schema read
-// once is kept while the registry is down). Processing would make each value the sink writes
-// a per-event error and a dead letter; waiting holds the events back instead (an HTTP
-// source's backlog then answers 429, a Kafka source's records stay in the topic), as a
-// Kafka source's records wait for their schemas. It asks at most every retryDelay, within
-// ctx, which ends with a stop; d.waiting, published, says why it waits.
-func (d *deployment) registryWait(ctx context.Context) bool {
-	if d.rt.schemas == nil || len(d.sinks.subjects) == 0 {
+// sinksWait says whether the loop must not process because a sink cannot take values yet:
+//   - a Kafka sink has not read its topic's max.message.bytes, which bounds its records
+//     (kafka.Output.Ready), and the brokers cannot be asked: nothing could be committed
+//     meanwhile, and a record past the topic's bound would fail every checkpoint;
+//   - a Kafka sink encodes its values against a schema-registry subject whose schema this
+//     server has not read and cannot read now: the registry cannot be reached
+//     (schemaregistry.Registry.Reachable; a schema read once is kept while the registry is
+//     down). Processing would make each value the sink writes a per-event error and a dead
+//     letter.
+//
+// Waiting holds the events back instead (an HTTP source's backlog then answers 429, a Kafka
+// source's records stay in the topic), as a Kafka source's records wait for their schemas.
+// It asks at most every retryDelay, within ctx, which ends with a stop; d.waiting, published,
+// says why it waits.
+func (d *deployment) sinksWait(ctx context.Context) bool {
+	if len(d.sinks.readies) == 0 && (d.rt.schemas == nil || len(d.sinks.subjects) == 0) {
 		return false
 	}
 	now := d.rt.cfg.Now()
@@ -1277,10 +1284,18 @@ func (d *deployment) registryWait(ctx context.Context) bool {
 		return true
 	}
 	waiting := ""
-	for _, k := range d.sinks.subjects {
-		if err := d.rt.schemas.Reachable(ctx, k.subject); err != nil {
-			waiting = fmt.Sprintf("Kafka sink %q waits for the schema registry to encode its values (subject %q): %v", k.id, k.subject, err)
+	for _, k := range d.sinks.readies {
+		if err := k.out.(readyOutput).Ready(ctx); err != nil {
+			waiting = err.Error() // it names the sink and its topic
 			break
+		}
+	}
+	if d.rt.schemas != nil && waiting == "" {
+		for _, k := range d.sinks.subjects {
+			if err := d.rt.schemas.Reachable(ctx, k.subject); err != nil {
+				waiting = fmt.Sprintf("Kafka sink %q waits for the schema registry to encode its values (subject %q): %v", k.id, k.subject, err)
+				break
+			}
 		}
 	}
 	d.waitCheckAt = now.Add(retryDelay)
@@ -1288,12 +1303,29 @@ func (d *deployment) registryWait(ctx context.Context) bool {
 		if waiting != "" {
 			d.logger().Warn("not processing: " + waiting)
 		} else {
-			d.logger().Info("the schema registry answers: processing again")
+			d.logger().Info("the sinks can take values: processing again")
 		}
 		d.waiting = waiting
 		d.publish(PhaseRunning)
 	}
 	return waiting != ""
+}
+
+// readyOutput is an Output that may not take values yet (sinksWait): Ready says why, and
+// settles what it needs first (kafka.Output.Ready).
+type readyOutput interface {
+	Ready(ctx context.Context) error
+}
+
+// recordLimit is sink node id's own bound on its records (kafka.Output.MaxRecordBytes),
+// engine.Options.KafkaRecordLimit.
+func (d *deployment) recordLimit(id string) int {
+	if k, ok := d.sinks.outputs[id]; ok {
+		if b, ok := k.out.(interface{ MaxRecordBytes() int }); ok {
+			return b.MaxRecordBytes()
+		}
+	}
+	return kafka.MaxRecordBytes
 }
 
 // holding says whether the loop must not process: a synchronous checkpoint is in doubt, and

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -386,5 +388,63 @@ func TestKafkaSinkRecordBounded(t *testing.T) {
 			!strings.Contains(d.Message, fmt.Sprintf("would be %d bytes", want.bytes)) {
 			t.Errorf("dead letter %d: %+v, want one at node out, field value, offset %d, of a record of %d bytes", i, d, want.offset, want.bytes)
 		}
+	}
+}
+
+// A Kafka sink whose topic takes less than the producer's 1,000,012 bytes a batch
+// (max.message.bytes 2,000 here) bounds its records and batches by it: a record of more than
+// 2,000 − 101 = 1,899 bytes is a per-event error and a dead letter, one of 1,899 is written,
+// and 30 records of 102 bytes, whose batch would pass 2,000 bytes, are written in several
+// batches. Before, the brokers refused the batch (MESSAGE_TOO_LARGE) and with it every
+// checkpoint, forever. The values are random hex strings (n+2 bytes of JSON), which the
+// producer's compression does not shrink below the bound.
+func TestKafkaSinkTopicMaxMessageBytes(t *testing.T) {
+	st := sqliteStore(t)
+	brokers, cl := newKafka(t, map[string]int32{"small": 1})
+	if _, err := kadm.NewClient(cl).AlterTopicConfigs(t.Context(), []kadm.AlterConfig{{Name: "max.message.bytes", Value: kadm.StringPtr("2000")}}, "small"); err != nil {
+		t.Fatal(err)
+	}
+	createScenario(t, st, "small", `{"nodes": [
+  {"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [
+    {"name": "timestamp", "expression": {"language": "expr", "expression": "#input.ts"}}]}},
+  {"id": "out", "type": "Sink", "ref": {"typ": "kafka", "parameters": [{"name": "topic", "value": "small"},
+    {"name": "value", "expression": {"language": "expr", "expression": "#input.s"}}]}}
+], "edges": [{"from": "in", "to": "out", "edgeType": null}]}`)
+	r := newRuntime(t, st, func(c *Config) { c.KafkaBrokers = brokers })
+	deploy(t, r, "small", 0)
+	rng := rand.New(rand.NewPCG(1, 2))
+	hex := func(n int) string {
+		b := make([]byte, (n+1)/2)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		return fmt.Sprintf("%x", b)[:n]
+	}
+	var recs [][]byte
+	var want []string
+	for i := range 30 {
+		s := hex(100)
+		want = append(want, `"`+s+`"`)
+		recs = append(recs, fmt.Appendf(nil, `{"ts": %d, "s": %q}`, 1_700_000_000_000+i, s))
+	}
+	fits, past := hex(1_897), hex(1_898)
+	want = append(want, `"`+fits+`"`)
+	recs = append(recs, fmt.Appendf(nil, `{"ts": 1700000000030, "s": %q}`, fits), fmt.Appendf(nil, `{"ts": 1700000000031, "s": %q}`, past))
+	ingestAll(t, r, "small", recs, 0, 1)
+	l := waitCommitted(t, r, "small", int64(len(recs)))
+	if l.Nodes["out"].Errors != 1 || l.CheckpointError != "" {
+		t.Errorf("sink errors %d, checkpoint error %q; want 1 error and none", l.Nodes["out"].Errors, l.CheckpointError)
+	}
+	var got []string
+	for _, rec := range consumeAll(t, brokers, "small", kgo.ReadCommitted()) {
+		got = append(got, string(rec.Value))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("%d records written, want %d: the 30 small ones and the one of 1,899 bytes", len(got), len(want))
+	}
+	dls := readDeadLetters(t, st, "small")
+	if len(dls) != 1 || dls[0].Offset == nil || *dls[0].Offset != 31 ||
+		!strings.Contains(dls[0].Message, "would be 1900 bytes (key, value and headers), more than the 1899 a record may be in its topic") {
+		t.Errorf("dead letters %+v, want one at offset 31 of a record of 1,900 bytes", dls)
 	}
 }

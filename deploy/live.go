@@ -58,8 +58,10 @@ type Live struct {
 	// Kafka sink's transaction wait for the next checkpoint to find out (or the next run).
 	CheckpointInDoubt bool
 	// Waiting is why the deployment does not process events right now, while it waits for
-	// something outside it: a Kafka sink's schema-registry subject whose schema cannot be
-	// read (the registry cannot be reached), without which its values cannot be encoded.
+	// something outside it: a Kafka sink's brokers, which have not said yet how large a
+	// record its topic takes (they cannot be reached, or refuse the login), or a Kafka
+	// sink's schema-registry subject whose schema cannot be read (the registry cannot be
+	// reached), without which its values cannot be encoded.
 	// Events wait meanwhile (back-pressure), none become errors. Empty while it processes.
 	Waiting   string
 	UpdatedAt time.Time

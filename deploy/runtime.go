@@ -969,6 +969,8 @@ func (r *Runtime) prepare(v store.Version, stored bool) (*deployment, error) {
 		Stored:        stored,
 		// A record the producer would refuse is the event's error, not the checkpoint's.
 		MaxKafkaRecordBytes: kafka.MaxRecordBytes,
+		// and less for a topic that takes less (its sink's Output knows once it is Ready)
+		KafkaRecordLimit: d.recordLimit,
 	}
 	if r.schemas != nil {
 		opts.EncodeKafkaValue = r.encodeKafkaValue

@@ -43,8 +43,9 @@ type sinks struct {
 	// written counts every value written, to tell whether an idle tick emitted anything.
 	written int64
 	// subjects are the sinks that encode their values against a schema-registry subject
-	// (a Kafka sink's valueSubject), in id order.
-	subjects []*sink
+	// (a Kafka sink's valueSubject), readies those whose Output may not take values yet
+	// (readyOutput); both in id order.
+	subjects, readies []*sink
 }
 
 // sink is one sink node of a deployment and its Output.
@@ -69,10 +70,14 @@ func newSinks(maxCollectBytes int64) *sinks {
 func (s *sinks) add(k *sink) {
 	s.outputs[k.id] = k
 	s.ids = slices.Sorted(maps.Keys(s.outputs))
-	s.subjects = s.subjects[:0]
+	s.subjects, s.readies = s.subjects[:0], s.readies[:0]
 	for _, id := range s.ids {
-		if k := s.outputs[id]; k.subject != "" {
+		k := s.outputs[id]
+		if k.subject != "" {
 			s.subjects = append(s.subjects, k)
+		}
+		if _, ok := k.out.(readyOutput); ok {
+			s.readies = append(s.readies, k)
 		}
 	}
 }

@@ -173,6 +173,10 @@ type Options struct {
 	// header (KafkaRecordBytes). A record past it is a per-event error at the sink's value:
 	// the producer refuses such a record (MESSAGE_TOO_LARGE), and its checkpoint with it.
 	MaxKafkaRecordBytes int
+	// KafkaRecordLimit, when set, gives a Kafka sink node's own bound on its records (its
+	// topic's max.message.bytes, less what a batch adds), when it is less than
+	// MaxKafkaRecordBytes: 0 or more only. It is asked for each record.
+	KafkaRecordLimit func(sinkNode string) int
 	// Bounded marks a replay or a test run: the wall clock is never read
 	// (docs/semantics.md §1), and sources have no maxFutureSkew. A record of a source without a timestamp expression
 	// takes the timestamp given with it (PushValue's eventTime, or

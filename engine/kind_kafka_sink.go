@@ -202,6 +202,12 @@ func (k *kafkaSink) process(e *Engine, n *node, ev *event, _ string) {
 		vals = append(vals, h)
 	}
 	if max := e.opts.MaxKafkaRecordBytes; max > 0 {
+		why := ""
+		if f := e.opts.KafkaRecordLimit; f != nil {
+			if own := f(n.id); own < max {
+				max, why = own, " in its topic (the topic's max.message.bytes, less 101 bytes of a batch's header and lengths)"
+			}
+		}
 		key, headers := value.Null(), value.Null()
 		if k.key != nil {
 			key = vals[0]
@@ -215,7 +221,7 @@ func (k *kafkaSink) process(e *Engine, n *node, ev *event, _ string) {
 			k.scratch = nil // not kept past one large record
 		}
 		if size > max {
-			e.fail(n, k.valueField, &expression.RunError{Message: fmt.Sprintf("the Kafka record would be %d bytes (key, value and headers), more than the %d a record may be", size, max)})
+			e.fail(n, k.valueField, &expression.RunError{Message: fmt.Sprintf("the Kafka record would be %d bytes (key, value and headers), more than the %d a record may be%s", size, max, why)})
 			return
 		}
 	}

@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -83,6 +85,10 @@ type Output struct {
 	prepared  *kafkaTxn  // the transaction of the checkpoint being committed
 	unsettled []kafkaTxn // committed in the store, not known committed in Kafka
 	control   *kgo.Client
+	// topicBytes is the topic's max.message.bytes (Ready), 0 before it is known; boundSet:
+	// Ready has settled the bound (known, or the default when it cannot be read).
+	topicBytes int
+	boundSet   bool
 }
 
 // kafkaTxn is a Kafka transaction a checkpoint records (TxnState).
@@ -310,12 +316,8 @@ func (k *Output) settle(ctx context.Context) error {
 // are lost, logged as an error), or fenced (a newer producer took the id); only failures to
 // reach the coordinator are returned, to try again.
 func (k *Output) commitRecorded(ctx context.Context, txn kafkaTxn) error {
-	if k.control == nil {
-		cl, err := k.conn.Client(kgo.RetryTimeout(kafkaRequestTimeout))
-		if err != nil {
-			return k.failed("connecting", err)
-		}
-		k.control = cl
+	if _, err := k.controlClient(); err != nil {
+		return err
 	}
 	req := kmsg.NewPtrEndTxnRequest()
 	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = txn.transactional, txn.producerID, txn.epoch, true
@@ -362,6 +364,93 @@ const maxBatchWriteBytes = 1_000_012
 // bytes, and 10 a header, which KafkaRecordBytes counts).
 const MaxRecordBytes = maxBatchWriteBytes - 65 - 36
 
+// Ready reads the topic's max.message.bytes (DescribeConfigs), which bounds the record
+// batches the brokers take, once: the sink's records and batches are then bounded by it
+// (MaxRecordBytes; the producer's batches). Before, a topic whose bound was under the
+// producer's 1,000,012 bytes refused batches of small records and single large ones with
+// MESSAGE_TOO_LARGE, which failed every checkpoint for good. It returns an error while the
+// brokers cannot be asked (the deployment waits: nothing could be committed meanwhile); a
+// bound the brokers do not give (not allowed to describe the topic, a topic that does not
+// exist yet, a value not a number) is logged and the defaults stay.
+func (k *Output) Ready(ctx context.Context) error {
+	if k.boundSet {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, kafkaRequestTimeout)
+	defer cancel()
+	cl, err := k.controlClient()
+	if err != nil {
+		return err
+	}
+	configs, err := kadm.NewClient(cl).DescribeTopicConfigs(ctx, k.topic)
+	var rc kadm.ResourceConfig
+	if err == nil {
+		rc, err = configs.On(k.topic, nil)
+	}
+	if err == nil {
+		err = rc.Err
+	}
+	if err != nil && !isRefusal(err) {
+		return k.failed("reading the topic's max.message.bytes", err)
+	}
+	k.boundSet = true
+	if err != nil {
+		k.log.Warn("the topic's max.message.bytes cannot be read: records and batches are bounded by the producer's default", "error", err, "max_batch_bytes", maxBatchWriteBytes)
+		return nil
+	}
+	for _, c := range rc.Configs {
+		if c.Key != "max.message.bytes" {
+			continue
+		}
+		n, perr := strconv.Atoi(c.MaybeValue())
+		if perr != nil || n <= 0 {
+			k.log.Warn("the topic's max.message.bytes is not a positive number: records and batches are bounded by the producer's default", "value", c.MaybeValue())
+			return nil
+		}
+		k.topicBytes = n
+		if n < maxBatchWriteBytes {
+			k.log.Info("records and batches bounded by the topic's max.message.bytes", "max_message_bytes", n, "max_record_bytes", k.MaxRecordBytes())
+		}
+	}
+	return nil
+}
+
+// isRefusal says whether err is the brokers' answer that they will not describe the topic
+// (authorization, no such topic, a request they do not support): asking again will not help.
+func isRefusal(err error) bool {
+	var ke *kerr.Error
+	return errors.As(err, &ke) && (!ke.Retriable || ke == kerr.UnknownTopicOrPartition)
+}
+
+// MaxRecordBytes is the most bytes of key, value and headers (engine.KafkaRecordBytes) a
+// record of this sink may hold: MaxRecordBytes, or less for a topic whose max.message.bytes
+// is less than the producer's batch bound (that bound less 101 bytes of the batch's header
+// and the record's lengths; 0 when the topic's bound is under 101 bytes).
+func (k *Output) MaxRecordBytes() int {
+	return max(min(MaxRecordBytes, k.batchBytes()-(maxBatchWriteBytes-MaxRecordBytes)), 0)
+}
+
+// batchBytes bounds the record batches the producer makes: maxBatchWriteBytes, or the
+// topic's max.message.bytes when less (and at least 512 bytes, the least kgo takes).
+func (k *Output) batchBytes() int {
+	if k.topicBytes > 0 && k.topicBytes < maxBatchWriteBytes {
+		return max(k.topicBytes, 512)
+	}
+	return maxBatchWriteBytes
+}
+
+// controlClient is the sink's client outside transactions (created once).
+func (k *Output) controlClient() (*kgo.Client, error) {
+	if k.control == nil {
+		cl, err := k.conn.Client(kgo.RetryTimeout(kafkaRequestTimeout))
+		if err != nil {
+			return nil, k.failed("connecting", err)
+		}
+		k.control = cl
+	}
+	return k.control, nil
+}
+
 // producer returns the transactional client of slot, initialised (its producer id loaded,
 // which fences the id's earlier producers).
 func (k *Output) producer(ctx context.Context, slot int) (*kgo.Client, error) {
@@ -371,7 +460,7 @@ func (k *Output) producer(ctx context.Context, slot int) (*kgo.Client, error) {
 	// Requests are retried for kafkaRequestTimeout, not kgo's 30 s: a refused login shows
 	// as such in the checkpoint error (not as the checkpoint's timeout), and soon.
 	cl, err := k.conn.Client(kgo.TransactionalID(k.txnIDs[slot]), kgo.TransactionTimeout(k.conn.txnTimeout),
-		kgo.DefaultProduceTopic(k.topic), kgo.RetryTimeout(kafkaRequestTimeout), kgo.ProducerBatchMaxBytes(maxBatchWriteBytes))
+		kgo.DefaultProduceTopic(k.topic), kgo.RetryTimeout(kafkaRequestTimeout), kgo.ProducerBatchMaxBytes(int32(k.batchBytes())))
 	if err != nil {
 		return nil, k.failed("creating the producer", err)
 	}

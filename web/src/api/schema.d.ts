@@ -1432,7 +1432,7 @@ export interface components {
             updatedAt?: string;
             /** Format: int64 */
             version?: number;
-            /** @description Why the deployment does not process events right now, while it waits for something outside it: a Kafka sink's schema-registry subject whose schema cannot be read (the registry cannot be reached), without which its values cannot be encoded. Events wait meanwhile (an HTTP source's backlog grows to its 429 bound); none become errors. Absent while it processes. */
+            /** @description Why the deployment does not process events right now, while it waits for something outside it: a Kafka sink's brokers, which have not said yet how large a record its topic takes (max.message.bytes: they cannot be reached, or refuse the login), or a Kafka sink's schema-registry subject whose schema cannot be read (the registry cannot be reached), without which its values cannot be encoded. Events wait meanwhile (an HTTP source's backlog grows to its 429 bound); none become errors. Absent while it processes. */
             waiting?: string;
         };
         Me: {

@@ -282,7 +282,7 @@ export function DeployPanel({ name, version, dirty, collectSinks, deployment }: 
           <CheckpointProblem live={live} />
           {live.waiting && (
             <div className="field-error" data-testid="live-waiting">
-              Not processing events: {live.waiting}. They wait (none become errors) and are processed once it is back.
+              Not processing events: {live.waiting}. They wait (none become errors) and are processed once it answers.
             </div>
           )}
           <table className="counts">
