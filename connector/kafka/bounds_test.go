@@ -369,3 +369,22 @@ func TestRecordsWaitForUnreachableRegistry(t *testing.T) {
 		t.Errorf("status %q once the registry answers, want none", st)
 	}
 }
+
+// A topic's max.message.bytes bounds a sink's records at it less 101 bytes (a batch's header
+// and a record's lengths) and its batches at it, at least 512 (the least franz-go takes);
+// unknown (0) or past the producer's own bound, the defaults. Worked out by hand.
+func TestTopicBoundsRecords(t *testing.T) {
+	for _, tc := range []struct{ topic, record, batch int }{
+		{0, 999_911, 1_000_012},
+		{50, 0, 512},
+		{101, 0, 512},
+		{600, 499, 600},
+		{2_000, 1_899, 2_000},
+		{1_048_588, 999_911, 1_000_012},
+	} {
+		k := &Output{topicBytes: tc.topic}
+		if r, b := k.MaxRecordBytes(), k.batchBytes(); r != tc.record || b != tc.batch {
+			t.Errorf("max.message.bytes %d: records %d, batches %d; want %d and %d", tc.topic, r, b, tc.record, tc.batch)
+		}
+	}
+}

@@ -427,11 +427,15 @@ func isRefusal(err error) bool {
 // is less than the producer's batch bound (that bound less 101 bytes of the batch's header
 // and the record's lengths; 0 when the topic's bound is under 101 bytes).
 func (k *Output) MaxRecordBytes() int {
-	return max(min(MaxRecordBytes, k.batchBytes()-(maxBatchWriteBytes-MaxRecordBytes)), 0)
+	if k.topicBytes > 0 {
+		return max(min(MaxRecordBytes, k.topicBytes-(maxBatchWriteBytes-MaxRecordBytes)), 0)
+	}
+	return MaxRecordBytes
 }
 
 // batchBytes bounds the record batches the producer makes: maxBatchWriteBytes, or the
-// topic's max.message.bytes when less (and at least 512 bytes, the least kgo takes).
+// topic's max.message.bytes when less, and at least 512 bytes, the least kgo takes (so a
+// topic that takes less than 512 bytes may still refuse a batch of several small records).
 func (k *Output) batchBytes() int {
 	if k.topicBytes > 0 && k.topicBytes < maxBatchWriteBytes {
 		return max(k.topicBytes, 512)
