@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/scenario-server/scenario-server/expression"
+	"github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/value"
 )
@@ -132,5 +134,59 @@ func TestRunNodeExpressionsBounded(t *testing.T) {
 	}
 	if values != 67 || errs != 33 || len(run.Outputs) != 0 || !strings.Contains(run.Error, "fields[67].expression") {
 		t.Errorf("%d values, %d errors, %d outputs, error %.200q; want 67, 33, none, the 68th field failing", values, errs, len(run.Outputs), run.Error)
+	}
+}
+
+// A registered kind's operator (nodes.Operator) evaluates its expressions within the event's
+// bound too: "times" evaluates its text a hundred times in one Process call; with text
+// 1,000,000 bytes, the 68th Eval fails as the 68th Variable does (67 hold 67,000,000 bytes,
+// 108,864 are left). Before, every Eval had the whole 64 MiB: 100 MB held. The second
+// record (100 × 1,000 bytes) goes through to the sink.
+func TestRegisteredKindEvalsBounded(t *testing.T) {
+	kind := &nodes.Kind{
+		ID: "CustomNode/times", NodeType: scenario.TypeCustomNode, Subtype: "times", Group: nodes.GroupBase,
+		Label: "Times", Description: "Evaluates text a hundred times.",
+		Parameters: []nodes.ParamSpec{{Name: "text", In: nodes.InParameters, Editor: nodes.EditorExpression, Type: "string", Required: true, Label: "Text", Description: "A string."}},
+		Validate:   func(c *nodes.Check) { c.Expression("text", expression.String.OrNull()) },
+		NewOperator: func(*nodes.Plan) (nodes.Operator, error) {
+			return nodes.OperatorFunc(func(in nodes.Event, out nodes.Sender) error {
+				kept := make([]value.Value, 0, 100)
+				for i := range 100 {
+					v, err := in.Eval("text")
+					if err != nil {
+						return &nodes.FieldError{Field: "text", Err: fmt.Errorf("evaluation %d: %w", i+1, err)}
+					}
+					kept = append(kept, v)
+				}
+				out.Send("", nil)
+				return nil
+			}), nil
+		},
+	}
+	reg := Builtin()
+	if err := reg.Register(kind); err != nil {
+		t.Fatal(err)
+	}
+	times := func(id string) string {
+		return `{"id": "` + id + `", "type": "CustomNode", "nodeType": "times", "parameters": [
+			{"name": "text", "expression": {"language": "expr", "expression": "repeat('x', #input.n)"}}]}`
+	}
+	s, err := scenario.Decode([]byte(scenarioJSON([]string{srcNode("in", "#input.t", "0s"), times("x"), sinkNode("out", "1")},
+		[]string{link("in", "x"), link("x", "out")})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results int64
+	e, err := New(s, Options{ScenarioName: "test", Registry: reg, Output: func(string, value.Value, int64) { results++ }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Replay(t.Context(), e, strings.NewReader("{\"t\": 1, \"n\": 1000000}\n{\"t\": 2, \"n\": 1000}\n")); err != nil {
+		t.Fatal(err)
+	}
+	errs, n := e.Errors()
+	if n != 1 || errs[0].NodeID != "x" || errs[0].Field != "text" || !strings.HasPrefix(errs[0].Message, "evaluation 68: ") ||
+		!strings.Contains(errs[0].Message, "the event's variables hold 67000000 bytes already") || results != 1 {
+		t.Errorf("errors %d: %+v, %d results; want one at x.text on evaluation 68, the event holding 67,000,000 bytes, and the second record's result", n, errs, results)
 	}
 }
