@@ -55,6 +55,7 @@ func TestRequestBodiesBounded(t *testing.T) {
 		if slow.ended.Load() {
 			// A's body, past its quarter, goes in only alone: it came before B's 300 bytes
 			// were given back (seen on a loaded machine) and was refused. Send it again.
+			t.Logf("A's slow body ended at once (%s): sending it again", slow.answer)
 			slow.finish(t, false)
 			slow = slowBody(t, c, a, 600)
 		}
@@ -160,6 +161,14 @@ func TestLoadedVersionsBounded(t *testing.T) {
 	slow := slowBody(t, c, b, 6000)
 	var refused *response
 	waitFor(t, "a comparison to be refused", func() bool {
+		if slow.ended.Load() {
+			// B's body, past its quarter, goes in only alone: it came before the bytes of
+			// the requests above were given back (their handlers return after the answer),
+			// and was refused. Send it again.
+			t.Logf("B's slow body ended at once (%s): sending it again", slow.answer)
+			slow.finish(t, false)
+			slow = slowBody(t, c, b, 6000)
+		}
 		refused = get(a, "/api/scenarios/small/compare?from=1&to=1")
 		return refused.Status == http.StatusServiceUnavailable
 	})
