@@ -116,6 +116,8 @@ export async function signIn(page, serverUrl, provider, user) {
 
 /** Signs out of the designer and waits for the sign-in page. */
 export async function signOut(page) {
+  // Requests the page sent before (a validation) are answered before the session ends.
+  await page.waitForLoadState('networkidle');
   await page.getByTestId('sign-out').click();
   await page.getByTestId('sign-in-page').waitFor();
 }

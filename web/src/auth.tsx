@@ -1,7 +1,7 @@
 // Who the designer's user is (GET /api/me), what their role allows, and what happens on a 401:
 // the sign-in screen. Roles include one another: viewer < editor < deployer < admin.
 import { createContext, useContext } from 'react';
-import type { Schemas } from './api/client';
+import { startSigningOut, type Schemas } from './api/client';
 
 export type Me = Schemas['Me'];
 export type Role = 'viewer' | 'editor' | 'deployer' | 'admin';
@@ -34,6 +34,7 @@ export function UserMenu() {
   const { me } = useAuth();
   if (!me.signedIn || me.method === 'none') return null;
   const signOut = async () => {
+    startSigningOut();
     await fetch('/auth/logout', { method: 'POST', credentials: 'same-origin' });
     location.reload();
   };

@@ -1,6 +1,6 @@
 // The API client: typed by src/api/schema.d.ts, which `npm run gen:api` generates from the
 // server's OpenAPI document. Nothing here restates the API's shapes by hand.
-import createClient from 'openapi-fetch';
+import createClient, { type Middleware } from 'openapi-fetch';
 import type { components, paths } from './schema';
 
 export const api = createClient<paths>({ baseUrl: '' });
@@ -8,13 +8,31 @@ export const api = createClient<paths>({ baseUrl: '' });
 /** The event sent on a 401 answer (the session ended or never began): App shows the sign-in screen. */
 export const UNAUTHENTICATED_EVENT = 'scenario-unauthenticated';
 
-api.use({
+/**
+ * Set once the user signs out (UserMenu): a request made from then on (a validation's timer
+ * firing while the session ends) is not sent, since the page reloads; it is answered 401 here,
+ * without a failed request in the browser's console.
+ */
+let signingOut = false;
+
+/** Marks the start of a sign-out: see signingOut. */
+export function startSigningOut() {
+  signingOut = true;
+}
+
+/** What api does with each request and answer (exported for tests, on a client of their own). */
+export const middleware: Middleware = {
+  onRequest() {
+    if (signingOut) return new Response(null, { status: 401 });
+  },
   async onResponse({ request, response }) {
     const retried = await retryBusy(request, response);
     if ((retried ?? response).status === 401) window.dispatchEvent(new Event(UNAUTHENTICATED_EVENT));
     return retried;
   },
-});
+};
+
+api.use(middleware);
 
 /** How many times a GET answered 503 requests-busy is sent again. */
 export const BUSY_RETRIES = 3;
