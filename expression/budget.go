@@ -16,6 +16,8 @@ import (
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/builtin"
 	"github.com/expr-lang/expr/vm/runtime"
+
+	"github.com/scenario-server/scenario-server/value"
 )
 
 // Budgets of an evaluation.
@@ -504,6 +506,24 @@ func isCollection(x any) bool {
 	return k == reflect.Slice || k == reflect.Array || k == reflect.Map
 }
 
+// MaxNesting is the deepest nesting of lists and records (value.MaxDepth) that the functions
+// and operators walking a value whole go through: string, toJSON, ==, !=, in, uniq and the
+// aggregates (max, min, sum, mean, median). Go's fmt, encoding/json and reflect.DeepEqual
+// walk by recursion, about a KiB of stack a level: a list nested 524,000 levels, built by
+// reduce within the memory budget, grew one goroutine's stack to 512 MiB in string() and
+// ended the server. Past it the run fails with ErrBudgetExceeded, as the value would when it
+// leaves the expression.
+const MaxNesting = value.MaxDepth
+
+// tooDeep is what measureValues and sizeWithin count for a value nested past MaxNesting.
+const tooDeep = -1
+
+// nestingError is the run error of what (a function or operator) given a value nested past
+// MaxNesting.
+func nestingError(what string) error {
+	return fmt.Errorf("%w: %s would go through lists or records nested more than %d levels deep", ErrBudgetExceeded, what, MaxNesting)
+}
+
 // chargeEqual counts the values x == y compares: when both are lists or
 // records, at most as many as the smaller has (nested values included;
 // expr compares them one by one, a list shared twice twice).
@@ -514,6 +534,9 @@ func (rb *runBudget) chargeEqual(op string, x, y any) {
 	left := rb.maxSteps - rb.steps
 	cx, bx, okx := measureValues(x, left)
 	cy, by, oky := measureValues(y, left)
+	if cx == tooDeep || cy == tooDeep {
+		panic(nestingError(op))
+	}
 	if !okx && !oky {
 		rb.stepsFor(op, left+1, true)
 	}
@@ -557,27 +580,36 @@ func measureValues(x any, limit int) (n, bytes int, ok bool) {
 			bytes += k
 		}
 	}
-	var buf [32]any
-	stack := append(buf[:0], x)
+	type item struct {
+		v     any
+		depth int
+	}
+	var buf [32]item
+	stack := append(buf[:0], item{x, 0})
 	for len(stack) > 0 {
-		v := stack[len(stack)-1]
+		it := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		n++
-		switch v := v.(type) {
+		if it.depth >= MaxNesting && isCollection(it.v) {
+			return tooDeep, bytes, false
+		}
+		switch v := it.v.(type) {
 		case string:
 			addBytes(len(v))
 		case []any:
 			if n+len(stack)+len(v) > limit {
 				return limit + 1, bytes, false
 			}
-			stack = append(stack, v...)
+			for _, e := range v {
+				stack = append(stack, item{e, it.depth + 1})
+			}
 		case map[string]any:
 			if n+len(stack)+len(v) > limit {
 				return limit + 1, bytes, false
 			}
 			for k, e := range v {
 				addBytes(len(k))
-				stack = append(stack, e)
+				stack = append(stack, item{e, it.depth + 1})
 			}
 		case nil, int, float64, bool:
 		default:
@@ -600,15 +632,15 @@ func measureValues(x any, limit int) (n, bytes int, ok bool) {
 					n += rv.Len()
 				default:
 					for i := range rv.Len() {
-						stack = append(stack, rv.Index(i).Interface())
+						stack = append(stack, item{rv.Index(i).Interface(), it.depth + 1})
 					}
 				}
 			case reflect.Map:
 				if n+len(stack)+2*rv.Len() > limit {
 					return limit + 1, bytes, false
 				}
-				for it := rv.MapRange(); it.Next(); {
-					stack = append(stack, it.Key().Interface(), it.Value().Interface())
+				for m := rv.MapRange(); m.Next(); {
+					stack = append(stack, item{m.Key().Interface(), it.depth + 1}, item{m.Value().Interface(), it.depth + 1})
 				}
 			}
 		}
@@ -671,6 +703,9 @@ func aggregateSteps(name string) func(args ...any) any {
 		rb := args[0].(*runBudget)
 		for _, a := range args[1:] {
 			n, ok := countValues(a, rb.maxSteps-rb.steps)
+			if n == tooDeep {
+				panic(nestingError(name))
+			}
 			rb.stepsFor(name, n, ok)
 		}
 		return callBuiltin(name, args[1:])
@@ -857,6 +892,9 @@ func budgetInRight(b, list any) any {
 		per, xBytes := 1, 0
 		if isCollection(x) {
 			per, xBytes, _ = measureValues(x, rb.maxSteps-rb.steps)
+			if per == tooDeep {
+				panic(nestingError("in"))
+			}
 		}
 		cost, fits := mulInt(n, max(per, 1))
 		rb.stepsFor("in", cost, fits)
@@ -1310,6 +1348,9 @@ var budgetFunctions = map[string]func(args ...any) any{
 		rb := args[0].(*runBudget)
 		if len(args) == 2 {
 			n, ok := sizeWithin(args[1], rb.remaining(), true)
+			if n == tooDeep {
+				panic(nestingError("toJSON"))
+			}
 			rb.charge("toJSON", n, ok)
 		}
 		return callBuiltin("toJSON", args[1:])
@@ -1321,6 +1362,9 @@ var budgetFunctions = map[string]func(args ...any) any{
 			case string, int, float64, bool, nil:
 			default:
 				n, ok := sizeWithin(args[1], rb.remaining(), false)
+				if n == tooDeep {
+					panic(nestingError("string"))
+				}
 				rb.charge("string", n, ok)
 			}
 		}
@@ -1509,6 +1553,9 @@ func sizeWithin(x any, limit int, indented bool) (int, bool) {
 	for len(stack) > 0 {
 		it := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
+		if it.depth >= MaxNesting && isCollection(it.x) {
+			return tooDeep, false
+		}
 		each := elementBytes // the cost of each element of it.x
 		if indented {
 			each += 2 * (it.depth + 1)

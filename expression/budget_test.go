@@ -2,6 +2,7 @@ package expression
 
 import (
 	"errors"
+	"fmt"
 	"regexp/syntax"
 	"runtime"
 	"strconv"
@@ -748,4 +749,40 @@ func TestFromPairsIsARecord(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "a record's keys are strings, not a number (1)") {
 		t.Errorf("fromPairs of a number key: %v", err)
 	}
+}
+
+// The functions and operators that walk a value whole go through at most MaxNesting (1,000)
+// levels of lists: past it they fail with ErrBudgetExceeded before Go's recursive fmt,
+// encoding/json and reflect.DeepEqual start (round 20: string() of a list nested 524,000
+// levels, built by reduce within the memory budget, grew a goroutine's stack to 512 MiB and
+// ended the server). reduce(1..n, [#acc], []) nests n+1 lists: 999 make 1,000 levels, which
+// are walked (string() of them is 1,000 "[" and 1,000 "]"), 1,000 make 1,001, which are not.
+func TestDeepListsRefused(t *testing.T) {
+	deep := func(n int) string { return fmt.Sprintf("reduce(1..%d, [#acc], [])", n) }
+	for _, tc := range []struct{ text, what string }{
+		{`len(string(` + deep(1000) + `))`, "string"},
+		{`len(toJSON(` + deep(1000) + `))`, "toJSON"},
+		{`let x = ` + deep(1000) + `; x == x`, "=="},
+		{`let x = ` + deep(1000) + `; x != x`, "!="},
+		{`let x = ` + deep(1000) + `; x in [x]`, "in"},
+		{`let x = ` + deep(1000) + `; len(uniq([x, x]))`, "uniq"},
+		{`max(` + deep(1000) + `)`, "max"},
+	} {
+		_, err := runWith(t, tc.text, Budget{}, nil)
+		budgetError(t, tc.text, err, tc.what+" would go through lists or records nested more than 1000 levels deep")
+	}
+	v, err := runWith(t, `len(string(`+deep(999)+`))`, Budget{}, nil)
+	if err != nil || v.Int() != 2000 {
+		t.Errorf("string of 1,000 levels: %s, want 2000", describe(v, err))
+	}
+	v, err = runWith(t, `let x = `+deep(999)+`; x == x`, Budget{}, nil)
+	if err != nil || !v.Bool() {
+		t.Errorf("== of 1,000 levels: %s, want true", describe(v, err))
+	}
+	if v, err := runWith(t, deep(999), Budget{}, nil); err != nil || len(value.AppendJSON(nil, v)) != 2000 {
+		t.Errorf("a result of 1,000 levels: %s, want them", describe(v, err))
+	}
+	// A result nested past it leaves the expression as an error too.
+	_, err = runWith(t, deep(1000), Budget{}, nil)
+	budgetError(t, deep(1000), err, "the result nests lists or records more than 1000 levels deep")
 }

@@ -222,6 +222,10 @@ func (p *Program) convert(out any, err error, orders keyOrders, b Budget) (value
 		// A result may hold the same list many times over (each level of
 		// [a, a] doubles it); converting it would make every copy.
 		n, ok := sizeWithin(out, b.Memory, false)
+		if n == tooDeep {
+			err := fmt.Errorf("%w: the result nests lists or records more than %d levels deep", ErrBudgetExceeded, MaxNesting)
+			return value.Null(), 0, &RunError{Message: err.Error(), Err: err}
+		}
 		if !ok {
 			err := fmt.Errorf("%w: more than %d bytes of memory (the result is at least %d bytes)", ErrBudgetExceeded, b.Memory, n)
 			return value.Null(), 0, &RunError{Message: err.Error(), Err: err}
