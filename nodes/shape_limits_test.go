@@ -1,6 +1,8 @@
 package nodes_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -91,9 +93,9 @@ func TestLimitClass(t *testing.T) {
 }
 
 // TestScenarioExpressionBytes: a chain of 5 variables, each `"<60,000 x>" != ""` (60,008
-// bytes): 4 of them are 240,032 bytes, within MaxScenarioExpressionBytes (262,144); the 5th
-// makes 300,040, a limit error at v5's value, and nothing after it is compiled (v6's type
-// error is not reported). One variable less, no error.
+// bytes, and 16 an expression): 4 of them count 240,096 bytes, within
+// MaxScenarioExpressionBytes (262,144); the 5th makes 300,120, a limit error at v5's value, and
+// nothing after it is compiled (v6's type error is not reported). One variable less, no error.
 func TestScenarioExpressionBytes(t *testing.T) {
 	long := `"` + strings.Repeat("x", 60_000) + `" != ""`
 	chain := func(n int) *scenario.Scenario {
@@ -106,7 +108,7 @@ func TestScenarioExpressionBytes(t *testing.T) {
 	}
 	v := validate(chain(5))
 	if len(v.Errors) != 1 || v.Errors[0].Code != CodeExpressionsTooLarge || v.Errors[0].NodeID != "v5" || v.Errors[0].Field != "value" ||
-		!strings.Contains(v.Errors[0].Message, "300040 bytes") {
+		!strings.Contains(v.Errors[0].Message, "(300120 with this one") {
 		t.Errorf("5 long expressions: %v", v.Errors)
 	}
 	if got := v.LimitErrors(); len(got) != 1 {
@@ -115,5 +117,32 @@ func TestScenarioExpressionBytes(t *testing.T) {
 	v = validate(chain(4))
 	if len(v.Errors) != 1 || v.Errors[0].Code != "expression-type" || v.Errors[0].NodeID != "v5" {
 		t.Errorf("4 long expressions: %v; want only v5's type error", v.Errors)
+	}
+}
+
+// The types of the variables an expression names count toward MaxScenarioExpressionBytes, a
+// byte for each 2 parts (round 20: 490 expressions `#r0`, r0 a record of 9,000 fields, cost
+// 1.45 GB to validate, 29 KB of text). The source's schema makes #input a record of 2,000
+// integer fields; each variable `#input` counts its 6 bytes, 16, and (1 + 2,000) / 2 = 1,000
+// for the type it names: 1,022. 256 of them count 261,632 bytes, within 262,144; the 257th
+// (v257) makes 262,654, the limit error. Before, the 260 of them counted 1,560 bytes.
+func TestScenarioExpressionTypesCount(t *testing.T) {
+	props := map[string]any{}
+	for i := range 2000 {
+		props[fmt.Sprintf("f%d", i)] = map[string]any{"type": "integer"}
+	}
+	schema, err := json.Marshal(map[string]any{"type": "object", "properties": props})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := variableChain(262, "#input")
+	s.Nodes[0].Ref.Parameters = []scenario.Parameter{{Name: "schema", Value: schema}}
+	for i := 1; i <= 260; i++ {
+		s.Nodes[i].Value = scenario.Expr("#input")
+	}
+	v := validate(s)
+	if len(v.Errors) != 1 || v.Errors[0].Code != CodeExpressionsTooLarge || v.Errors[0].NodeID != "v257" ||
+		!strings.Contains(v.Errors[0].Message, "(262654 with this one") {
+		t.Errorf("260 variables #input of 2,000 fields: %v; want the limit error at v257, 262,654 bytes", v.Errors)
 	}
 }

@@ -57,12 +57,24 @@ const (
 // of memory. Past it the variable is reported (a limit: saving refused) and typed unknown.
 const MaxTypeParts = 10_000
 
-// MaxScenarioExpressionBytes is the most bytes of expression text one scenario holds, all its
-// expressions together; those past it are not compiled. Compiling and keeping an expression
-// costs about 2 µs and 200 bytes of memory a byte of its text: 498 expressions of 19 KB (each
-// within the limits of one expression) took 13 to 20 s to validate, and 1.7 GB while
-// deployed. The four examples hold 151 to 261 bytes.
+// MaxScenarioExpressionBytes bounds what compiling one scenario's expressions costs, all of
+// them together, counted in bytes of expression text; those past it are not compiled.
+// Compiling and keeping an expression costs about 2 µs and 200 bytes of memory a byte of its
+// text: 498 expressions of 19 KB (each within the limits of one expression) took 13 to 20 s
+// to validate, and 1.7 GB while deployed. It also costs about 3.6 KB kept whatever its text
+// (exprFixedBytes), and about 130 bytes kept (840 made) for each part of the type of each
+// variable it names (typePartsPerByte): round 20 validated 490 expressions `#r0`, r0 a record
+// of 9,000 fields (29 KB of text), at 1.45 GB, and three at once ended the server. The four
+// examples cost 151 to 261 bytes of text.
 const MaxScenarioExpressionBytes = 256 << 10
+
+// exprFixedBytes is what each expression counts toward MaxScenarioExpressionBytes besides its
+// text; typePartsPerByte the parts (record fields and list elements, nested, and the variable
+// itself) of the types of the variables it names that count as one byte.
+const (
+	exprFixedBytes   = 16
+	typePartsPerByte = 2
+)
 
 // limitCodes are the problems of the limit class: a graph with one of them is refused when
 // stored (not only when deployed), because merely opening, validating or running it would
@@ -629,12 +641,21 @@ func (c *nodeCheck) compile(field string, e *scenario.Expression, env expression
 		return nil
 	}
 	// A text past one expression's length is refused by Compile before any work, with its
-	// own problem; the others count toward the scenario's.
+	// own problem; the others count toward the scenario's: their text, exprFixedBytes, and
+	// the types of the variables they name (MaxScenarioExpressionBytes).
 	if n := len(e.Expression); n <= expression.DefaultMaxLength {
+		if c.v.exprBytes <= MaxScenarioExpressionBytes {
+			parts := 0
+			for _, t := range expression.NamedEnv(e.Expression, env) {
+				parts += 1 + typeSize(t, MaxTypeParts)
+			}
+			n += exprFixedBytes + parts/typePartsPerByte
+		}
 		c.v.exprBytes += n
 		if c.v.exprBytes > MaxScenarioExpressionBytes {
 			if c.v.exprBytes-n <= MaxScenarioExpressionBytes { // the first past it
-				c.errorf(field, CodeExpressionsTooLarge, "the scenario's expressions pass %d bytes together here (%d bytes with this one); the expressions after it are not checked: make them shorter (a variable computed once), or split the scenario", MaxScenarioExpressionBytes, c.v.exprBytes)
+				c.errorf(field, CodeExpressionsTooLarge, "compiling the scenario's expressions costs more than %d bytes of text together here (%d with this one, counting %d for each expression and a byte for each %d parts of the types of the variables it names); the expressions after it are not checked: make them shorter or fewer (a variable computed once), name smaller records (a variable of the fields used), or split the scenario",
+					MaxScenarioExpressionBytes, c.v.exprBytes, exprFixedBytes, typePartsPerByte)
 			}
 			return nil
 		}
