@@ -66,8 +66,11 @@ type deployment struct {
 	lease store.Lease
 	lost  atomic.Bool
 
-	eng     *engine.Engine
-	sinks   *sinks
+	eng   *engine.Engine
+	sinks *sinks
+	// weight is what it counts toward Config.MaxDeployments (deploymentWeight), set before
+	// it is reserved.
+	weight  int
 	sources []*source
 	byID    map[string]*source
 

@@ -41,6 +41,7 @@ func runRuntimeSuite(t *testing.T, newStore newStoreFunc) {
 		{"CheckpointCommitsWhileProcessing", testCheckpointCommitsWhileProcessing},
 		{"ShutdownAndResume", testShutdownAndResume},
 		{"MaxDeploymentsResumesAll", testMaxDeploymentsResumesAll},
+		{"MaxDeploymentsWeighed", testMaxDeploymentsWeighed},
 		{"Redeploy", testRedeploy},
 		{"InvalidVersionKeepsRunning", testInvalidVersionKeepsRunning},
 		{"NewerAuthoringRuleResumes", testNewerAuthoringRuleResumes},
@@ -695,4 +696,46 @@ func testArrivalTime(t *testing.T, st store.Store) {
 	ms := a.AcceptedAt.UnixMilli()
 	want := []string{`{"x":1,"t":` + strconv.FormatInt(ms, 10) + `}`, `{"x":2,"t":` + strconv.FormatInt(ms, 10) + `}`}
 	equalResults(t, collected(t, st, "arrivals"), want)
+}
+
+// A scenario counts toward MaxDeployments once for each 16 MiB its compiled expressions keep
+// (deploymentWeight): "heavy" holds three expressions of 60,008 bytes and a sink value #v1,
+// 3 × (60,008 + 16) + 3 + 16 = 180,091 units of compile cost, × 200 bytes = 36,018,200 bytes,
+// past 2 × 16 MiB (33,554,432): it counts 3. With MaxDeployments 4, a light one (1) and heavy
+// run; a second light one is refused (4 counted, 1 more); once the first is canceled it goes in.
+func testMaxDeploymentsWeighed(t *testing.T, st store.Store) {
+	long := strconv.Quote(`"` + strings.Repeat("x", 60_000) + `" != ""`) // 60,008 bytes, as a JSON string
+	heavy := `{"nodes": [
+  {"id": "in", "type": "Source", "ref": {"typ": "http"}},
+  {"id": "v1", "type": "Variable", "varName": "v1", "value": {"language": "expr", "expression": ` + long + `}},
+  {"id": "v2", "type": "Variable", "varName": "v2", "value": {"language": "expr", "expression": ` + long + `}},
+  {"id": "v3", "type": "Variable", "varName": "v3", "value": {"language": "expr", "expression": ` + long + `}},
+  {"id": "out", "type": "Sink", "ref": {"typ": "collect", "parameters": [{"name": "value", "expression": {"language": "expr", "expression": "#v1"}}]}}
+], "edges": [{"from": "in", "to": "v1", "edgeType": null}, {"from": "v1", "to": "v2", "edgeType": null}, {"from": "v2", "to": "v3", "edgeType": null}, {"from": "v3", "to": "out", "edgeType": null}]}`
+	createScenario(t, st, "heavy", heavy)
+	for _, name := range []string{"light1", "light2"} {
+		createScenario(t, st, name, tumblingGraph(""))
+	}
+	r := newRuntime(t, st, func(c *Config) { c.MaxDeployments = 4 })
+	deploy(t, r, "light1", 0)
+	deploy(t, r, "heavy", 0)
+	_, err := r.Deploy(t.Context(), DeployRequest{Scenario: "light2"})
+	var tooMany *TooManyDeploymentsError
+	if !errors.As(err, &tooMany) || tooMany.Running != 2 || tooMany.Counted != 4 || tooMany.Weight != 1 || tooMany.Limit != 4 ||
+		!strings.Contains(err.Error(), "runs 2 scenarios counting 4 toward its most of 4") {
+		t.Fatalf("deploying light2 beside light1 and heavy: %v; want refused, 2 running counting 4", err)
+	}
+	if _, err := r.Cancel(t.Context(), "light1", "ann", ""); err != nil {
+		t.Fatal(err)
+	}
+	deploy(t, r, "light2", 0)
+}
+
+// deploymentWeight, worked out by hand: 16 MiB is 16,777,216 bytes, 83,886 units of 200.
+func TestDeploymentWeight(t *testing.T) {
+	for _, tc := range []struct{ cost, want int }{{0, 1}, {83_886, 1}, {83_887, 2}, {167_772, 2}, {167_773, 3}, {262_144, 4}} {
+		if got := deploymentWeight(tc.cost); got != tc.want {
+			t.Errorf("cost %d: weight %d, want %d", tc.cost, got, tc.want)
+		}
+	}
 }

@@ -202,7 +202,16 @@ type Validation struct {
 	// Order lists the node ids in an order where every node comes after
 	// the nodes that feed it (ties in the order of the scenario's nodes).
 	Order []string `json:"-"`
+	// CompileCost is what compiling its expressions counted toward
+	// MaxScenarioExpressionBytes (their text, exprFixedBytes each, the types they name):
+	// about CompileCostBytes of memory each while the Programs are kept.
+	CompileCost int `json:"-"`
 }
+
+// CompileCostBytes is about the memory a unit of Validation.CompileCost keeps (a byte of
+// expression text compiled keeps about 200 bytes; a part of a type named, counted half a
+// unit, about 130).
+const CompileCostBytes = 200
 
 // Plan is one checked node: its compiled expressions by field (the field
 // names of its problems: "expression", "groupBy[0]",
@@ -290,7 +299,7 @@ func (r *Registry) Validate(s *scenario.Scenario) *Validation {
 			Message: fmt.Sprintf("the variables in scope are not reported for %d of the %d nodes: the report would pass %d entries or %d bytes", v.skipped, len(v.vars)+v.skipped, MaxScopeReport, MaxScopeReportBytes)})
 	}
 	res.Sort(s)
-	return &Validation{Result: res, Variables: v.vars, Plans: v.plans, Order: v.order}
+	return &Validation{Result: res, Variables: v.vars, Plans: v.plans, Order: v.order, CompileCost: v.exprBytes}
 }
 
 // scopeVar is a variable in scope: its type and the node that defined it.

@@ -284,7 +284,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		"the deployment whose state grows while all deployments' window state together is past this many `bytes` fails, keeping its last checkpoint; so does the one whose collect results would bring those waiting for checkpoints in all deployments past as many (env "+envMaxTotalState+
 			"; default: an eighth of the memory the server may use, the least of its cgroup's limit, the machine's and GOMEMLIMIT; 0: no budget)")
 	fs.IntVar(&cfg.MaxDeployments, "max-deployments", maxDeployments,
-		"deploying one more scenario than `n` running is refused with 409 too-many-deployments (a new version of a running one replaces it; those resumed at start are not refused) (env "+envMaxDeployments+
+		"deploying one more scenario than `n` running is refused with 409 too-many-deployments (a scenario counts once for each 16 MiB its compiled expressions keep; a new version of a running one replaces it; those resumed at start are not refused) (env "+envMaxDeployments+
 			"; default: one per 16 MiB of the memory the server may use, at least 16; 0: no bound)")
 	fs.IntVar(&cfg.MaxNodeSeries, "max-node-series", maxNodeSeries,
 		"a /metrics scrape gathers at most `n` per-node and per-source series, those of whole deployments in scenario name order; the rest are counted in scenario_server_node_series_left_out (env "+envMaxNodeSeries+
