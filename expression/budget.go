@@ -270,6 +270,33 @@ func patchBudgets(root *ast.Node, b Budget, fromEnv bool) bool {
 	}
 	ast.Walk(root, visitorFunc(func(n *ast.Node) {
 		switch x := (*n).(type) {
+		case *ast.MemberNode:
+			// expr's error for an index it cannot fetch prints the index with %v: a list
+			// nested a million levels overflowed the stack (round 21).
+			switch x.Property.(type) {
+			case *ast.StringNode, *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode, *ast.NilNode:
+			default:
+				guard := &ast.CallNode{Callee: callee(scalarIndex), Arguments: []ast.Node{x.Property}}
+				guard.SetNature(*x.Property.Nature())
+				guard.SetLocation(x.Property.Location())
+				x.Property = guard
+			}
+		case *ast.SliceNode:
+			// and its error for a slice it cannot make prints its start whole, and a value
+			// that is not a list or string: their kinds are checked first.
+			wrap := func(fn any, arg ast.Node) ast.Node {
+				guard := &ast.CallNode{Callee: callee(fn), Arguments: []ast.Node{arg}}
+				guard.SetNature(*arg.Nature())
+				guard.SetLocation(arg.Location())
+				return guard
+			}
+			x.Node = wrap(sliceable, x.Node)
+			if x.From != nil {
+				x.From = wrap(scalarIndex, x.From)
+			}
+			if x.To != nil {
+				x.To = wrap(scalarIndex, x.To)
+			}
 		case *ast.BuiltinNode:
 			if x.Name == "groupBy" && b.Memory >= 0 {
 				patchGroupBy(x, budgetRef)
@@ -504,6 +531,73 @@ func isCollection(x any) bool {
 	}
 	k := reflect.ValueOf(x).Kind()
 	return k == reflect.Slice || k == reflect.Array || k == reflect.Map
+}
+
+// kindWord names the kind of a run-time value for these errors: list, record, string,
+// number, boolean, null (Go's type for anything else).
+func kindWord(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "string"
+	case bool:
+		return "boolean"
+	case int, float64:
+		return "number"
+	case map[string]any:
+		return "record"
+	}
+	switch reflect.ValueOf(v).Kind() {
+	case reflect.Slice, reflect.Array:
+		return "list"
+	case reflect.Map:
+		return "record"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// scalarIndex is an index or key of a[i] that is not a constant, checked: a list or record
+// is an error naming its kind (expr's own prints it whole, by recursion).
+func scalarIndex(i any) any {
+	if isCollection(i) {
+		panic(fmt.Errorf("cannot index with a %s: an index is an integer, a key a string", kindWord(i)))
+	}
+	return i
+}
+
+// sliceable is the value of a[i:j], checked: a record (or another value that is not a list
+// or string) is an error naming its kind (expr's own prints it whole, by recursion).
+func sliceable(v any) any {
+	switch v.(type) {
+	case nil, string, []any:
+		return v
+	}
+	if k := reflect.ValueOf(v).Kind(); k == reflect.Slice || k == reflect.Array || k == reflect.String {
+		return v
+	}
+	panic(fmt.Errorf("cannot slice a %s: only lists and strings are sliced", kindWord(v)))
+}
+
+// checkPairs checks fromPairs' list: each element a list of two, the key not a list or
+// record (expr's own errors print the pair whole, by recursion).
+func checkPairs(list any) {
+	v := reflect.ValueOf(list)
+	if k := v.Kind(); k != reflect.Slice && k != reflect.Array {
+		return // expr's error names its type
+	}
+	for i := range v.Len() {
+		pair := reflect.ValueOf(v.Index(i).Interface())
+		if k := pair.Kind(); k != reflect.Slice && k != reflect.Array {
+			panic(fmt.Errorf("fromPairs: element %d is a %s, not a pair [key, value]", i, kindWord(v.Index(i).Interface())))
+		}
+		if pair.Len() != 2 {
+			panic(fmt.Errorf("fromPairs: element %d has %d values, not 2 [key, value]", i, pair.Len()))
+		}
+		if key := pair.Index(0).Interface(); isCollection(key) {
+			panic(fmt.Errorf("fromPairs: the key of element %d is a %s, not a string or number", i, kindWord(key)))
+		}
+	}
 }
 
 // MaxNesting is the deepest nesting of lists and records (value.MaxDepth) that the functions
@@ -1300,6 +1394,7 @@ var budgetFunctions = map[string]func(args ...any) any{
 	"reverse": listFunction("reverse", elementBytes, func(args []any) any { return callBuiltin("reverse", args) }),
 	"fromPairs": func(args ...any) any {
 		if len(args) >= 2 {
+			checkPairs(args[1])
 			args[0].(*runBudget).scan("fromPairs", stringBytes(args[1])) // each key hashed
 		}
 		return listFunction("fromPairs", 4*elementBytes, func(a []any) any { return callBuiltin("fromPairs", a) })(args...)

@@ -786,3 +786,37 @@ func TestDeepListsRefused(t *testing.T) {
 	_, err = runWith(t, deep(1000), Budget{}, nil)
 	budgetError(t, deep(1000), err, "the result nests lists or records more than 1000 levels deep")
 }
+
+// expr's errors for an index it cannot fetch, a slice it cannot make and a pair fromPairs
+// cannot take print the value with %v, by recursion: a list nested a million levels (two
+// reduces, within the budgets) overflowed the goroutine's stack, a fatal error (round 21).
+// Those operands are checked first: the error names their kind, not their value.
+func TestDeepValuesNotPrinted(t *testing.T) {
+	deep := `reduce(1..1100, [#acc], [])`
+	deepRecord := `[reduce(1..1100, ({a: #acc}), {}), 1][0]`
+	for _, tc := range []struct{ text, want string }{
+		{`let x = ` + deep + `; fromJSON("null")[x]`, "cannot index with a list"},
+		{`let x = ` + deep + `; let n = fromJSON("1"); n[x]`, "cannot index with a list"},
+		{`let x = ` + deep + `; fromJSON("null")[x:1]`, "cannot index with a list"},
+		{`let x = [` + deep + `, 1][0]; [1, 2, 3][1:x]`, "cannot index with a list"},
+		{`let x = ` + deepRecord + `; x[0:1]`, "cannot slice a record"},
+		{`let x = ` + deep + `; fromPairs([[x]])`, "fromPairs: element 0 has 1 values, not 2"},
+		{`let x = ` + deep + `; fromPairs([[x, 1]])`, "fromPairs: the key of element 0 is a list"},
+		{`let x = ` + deepRecord + `; fromPairs([x])`, "fromPairs: element 0 is a record, not a pair"},
+	} {
+		_, err := runWith(t, tc.text, Budget{}, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || len(err.Error()) > 120 {
+			t.Errorf("%s: %.200v; want an error of a few words with %q", tc.text, err, tc.want)
+		}
+	}
+	// What these guards let through still works.
+	for text, want := range map[string]string{
+		`[1, 2, 3][1:2]`: "[2]", `"abc"[1:]`: `"bc"`, `fromPairs([["a", 1]]).a`: "1", `{"a": 2}["a"]`: "2",
+		`let i = 1; [5, 6][i]`: "6", `let x = fromJSON("{\"k\": \"v\"}"); x["k"]`: `"v"`,
+	} {
+		v, err := runWith(t, text, Budget{}, nil)
+		if err != nil || string(value.AppendJSON(nil, v)) != want {
+			t.Errorf("%s: %s, want %s", text, describe(v, err), want)
+		}
+	}
+}
