@@ -604,8 +604,11 @@ func (r *Runtime) sinkPathInUse(d *deployment) error {
 func (r *Runtime) reserve(d *deployment) (func(), error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if limit := r.cfg.MaxDeployments; limit > 0 && r.active[d.info.Scenario] == nil {
-		if n, weight := r.othersRunning(d.info.Scenario); weight+d.weight > limit {
+	if limit := r.cfg.MaxDeployments; limit > 0 {
+		// A new version of a running scenario replaces it, over the bound as at it (the
+		// deployments resumed at start may pass it), but may not weigh more past it.
+		old := r.active[d.info.Scenario]
+		if n, weight := r.othersRunning(d.info.Scenario); weight+d.weight > limit && (old == nil || d.weight > old.weight) {
 			return nil, &TooManyDeploymentsError{Running: n, Counted: weight, Weight: d.weight, Limit: limit}
 		}
 	}

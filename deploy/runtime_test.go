@@ -729,6 +729,16 @@ func testMaxDeploymentsWeighed(t *testing.T, st store.Store) {
 		t.Fatal(err)
 	}
 	deploy(t, r, "light2", 0)
+	// A new version of a running one may not weigh more past the bound (round 21: light
+	// ones redeployed heavy passed it threefold); one that weighs the same replaces it.
+	if _, err := st.SaveVersion(t.Context(), "light2", 1, store.Draft{Graph: json.RawMessage(heavy)}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Deploy(t.Context(), DeployRequest{Scenario: "light2"})
+	if !errors.As(err, &tooMany) || tooMany.Running != 1 || tooMany.Counted != 3 || tooMany.Weight != 3 {
+		t.Fatalf("redeploying light2 with heavy's graph: %v; want refused, 1 other running counting 3, this one 3", err)
+	}
+	deploy(t, r, "light2", 1)
 }
 
 // deploymentWeight, worked out by hand: 16 MiB is 16,777,216 bytes, 83,886 units of 200.
