@@ -448,3 +448,48 @@ func TestKafkaSinkTopicMaxMessageBytes(t *testing.T) {
 		t.Errorf("dead letters %+v, want one at offset 31 of a record of 1,900 bytes", dls)
 	}
 }
+
+// A topic whose max.message.bytes is under the 512 bytes franz-go's batches may be bounded
+// at (300 here) takes the sink's records one at a time: 5 records of 102 bytes (random hex,
+// which compression does not shrink) are written, each a batch of its own (61 bytes of header
+// and about 10 of lengths with it, within 300), though two would pass it. Before, they went in
+// one batch and the brokers refused it, and every checkpoint failed.
+func TestKafkaSinkTinyTopic(t *testing.T) {
+	st := sqliteStore(t)
+	brokers, cl := newKafka(t, map[string]int32{"tiny": 1})
+	if _, err := kadm.NewClient(cl).AlterTopicConfigs(t.Context(), []kadm.AlterConfig{{Name: "max.message.bytes", Value: kadm.StringPtr("300")}}, "tiny"); err != nil {
+		t.Fatal(err)
+	}
+	createScenario(t, st, "tiny", `{"nodes": [
+  {"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [
+    {"name": "timestamp", "expression": {"language": "expr", "expression": "#input.ts"}}]}},
+  {"id": "out", "type": "Sink", "ref": {"typ": "kafka", "parameters": [{"name": "topic", "value": "tiny"},
+    {"name": "value", "expression": {"language": "expr", "expression": "#input.s"}}]}}
+], "edges": [{"from": "in", "to": "out", "edgeType": null}]}`)
+	r := newRuntime(t, st, func(c *Config) { c.KafkaBrokers = brokers })
+	deploy(t, r, "tiny", 0)
+	rng := rand.New(rand.NewPCG(3, 4))
+	var recs [][]byte
+	var want []string
+	for i := range 5 {
+		b := make([]byte, 50)
+		for j := range b {
+			b[j] = byte(rng.Uint32())
+		}
+		s := fmt.Sprintf("%x", b)
+		want = append(want, `"`+s+`"`)
+		recs = append(recs, fmt.Appendf(nil, `{"ts": %d, "s": %q}`, 1_700_000_000_000+i, s))
+	}
+	ingestAll(t, r, "tiny", recs, 0, 5)
+	l := waitCommitted(t, r, "tiny", 5)
+	if l.Errors != 0 || l.CheckpointError != "" {
+		t.Errorf("%d errors, checkpoint error %q; want none", l.Errors, l.CheckpointError)
+	}
+	var got []string
+	for _, rec := range consumeAll(t, brokers, "tiny", kgo.ReadCommitted()) {
+		got = append(got, string(rec.Value))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("%d records written, want the 5", len(got))
+	}
+}

@@ -433,12 +433,15 @@ func (k *Output) MaxRecordBytes() int {
 	return MaxRecordBytes
 }
 
+// minBatchBytes is the least bound on batches franz-go takes (kgo.ProducerBatchMaxBytes).
+const minBatchBytes = 512
+
 // batchBytes bounds the record batches the producer makes: maxBatchWriteBytes, or the
-// topic's max.message.bytes when less, and at least 512 bytes, the least kgo takes (so a
-// topic that takes less than 512 bytes may still refuse a batch of several small records).
+// topic's max.message.bytes when less, and at least minBatchBytes (below it the producer
+// sends one record at a time instead: see producer).
 func (k *Output) batchBytes() int {
 	if k.topicBytes > 0 && k.topicBytes < maxBatchWriteBytes {
-		return max(k.topicBytes, 512)
+		return max(k.topicBytes, minBatchBytes)
 	}
 	return maxBatchWriteBytes
 }
@@ -463,8 +466,14 @@ func (k *Output) producer(ctx context.Context, slot int) (*kgo.Client, error) {
 	}
 	// Requests are retried for kafkaRequestTimeout, not kgo's 30 s: a refused login shows
 	// as such in the checkpoint error (not as the checkpoint's timeout), and soon.
-	cl, err := k.conn.Client(kgo.TransactionalID(k.txnIDs[slot]), kgo.TransactionTimeout(k.conn.txnTimeout),
-		kgo.DefaultProduceTopic(k.topic), kgo.RetryTimeout(kafkaRequestTimeout), kgo.ProducerBatchMaxBytes(int32(k.batchBytes())))
+	opts := []kgo.Opt{kgo.TransactionalID(k.txnIDs[slot]), kgo.TransactionTimeout(k.conn.txnTimeout),
+		kgo.DefaultProduceTopic(k.topic), kgo.RetryTimeout(kafkaRequestTimeout), kgo.ProducerBatchMaxBytes(int32(k.batchBytes()))}
+	if k.topicBytes > 0 && k.topicBytes < minBatchBytes {
+		// Batches cannot be bounded below 512 bytes: one record at a time makes each batch
+		// one record, which MaxRecordBytes fits to the topic.
+		opts = append(opts, kgo.MaxBufferedRecords(1))
+	}
+	cl, err := k.conn.Client(opts...)
 	if err != nil {
 		return nil, k.failed("creating the producer", err)
 	}

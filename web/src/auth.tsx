@@ -35,8 +35,13 @@ export function UserMenu() {
   if (!me.signedIn || me.method === 'none') return null;
   const signOut = async () => {
     startSigningOut();
-    await fetch('/auth/logout', { method: 'POST', credentials: 'same-origin' });
-    location.reload();
+    try {
+      await fetch('/auth/logout', { method: 'POST', credentials: 'same-origin' });
+    } finally {
+      // Also when the request failed: the reload starts the page over, requests allowed
+      // again, signed in or not as the server says.
+      location.reload();
+    }
   };
   return (
     <span className="user-menu row" data-testid="user-menu">
