@@ -584,7 +584,7 @@ func sliceable(v any) any {
 func checkPairs(list any) {
 	v := reflect.ValueOf(list)
 	if k := v.Kind(); k != reflect.Slice && k != reflect.Array {
-		return // expr's error names its type
+		panic(fmt.Errorf("fromPairs takes a list of pairs [key, value], not a %s", kindWord(list)))
 	}
 	for i := range v.Len() {
 		pair := reflect.ValueOf(v.Index(i).Interface())

@@ -803,6 +803,7 @@ func TestDeepValuesNotPrinted(t *testing.T) {
 		{`let x = ` + deep + `; fromPairs([[x]])`, "fromPairs: element 0 has 1 values, not 2"},
 		{`let x = ` + deep + `; fromPairs([[x, 1]])`, "fromPairs: the key of element 0 is a list"},
 		{`let x = ` + deepRecord + `; fromPairs([x])`, "fromPairs: element 0 is a record, not a pair"},
+		{`let x = ` + deepRecord + `; fromPairs(x)`, "fromPairs takes a list of pairs [key, value], not a record"},
 	} {
 		_, err := runWith(t, tc.text, Budget{}, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || len(err.Error()) > 120 {
