@@ -487,7 +487,7 @@ func runtimeError(ctx context.Context, err error, name string, version int) erro
 	case errors.As(err, &badEvent):
 		return newProblem(http.StatusBadRequest, CodeInvalidEvent, badEvent.Error())
 	case errors.Is(err, deploy.ErrNotDeployed):
-		return problemf(http.StatusConflict, CodeNotDeployed, "scenario %q is not deployed", name)
+		return problemf(http.StatusConflict, CodeNotDeployed, "scenario %q is not deployed: deploy it first (POST /api/scenarios/%s/deploy)", name, url.PathEscape(name))
 	case errors.Is(err, deploy.ErrClosed):
 		return huma.ErrorWithHeaders(newProblem(http.StatusServiceUnavailable, CodeUnavailable, "the server is shutting down; retry later"),
 			http.Header{"Retry-After": {"1"}})

@@ -338,7 +338,7 @@ func storeError(ctx context.Context, err error, name string, version int) error 
 		if version > 0 {
 			return problemf(http.StatusNotFound, CodeVersionNotFound, "scenario %q has no version %d", name, version)
 		}
-		return problemf(http.StatusNotFound, CodeScenarioNotFound, "no scenario is named %q", name)
+		return problemf(http.StatusNotFound, CodeScenarioNotFound, "no scenario is named %q (POST /api/scenarios creates one)", name)
 	case errors.Is(err, store.ErrInvalidName):
 		return newProblem(http.StatusBadRequest, CodeInvalidName, err.Error())
 	case errors.Is(err, store.ErrInvalidJSON):

@@ -157,6 +157,13 @@ func splitRecords(contentType string, body []byte) ([][]byte, error) {
 		return nil, newProblem(http.StatusBadRequest, CodeInvalidEvent, "the body has no events")
 	}
 	if trimmed[0] != '[' {
+		// A first line that ends an object and a next one that starts another: NDJSON sent
+		// as application/json (no single JSON value reads so), the likeliest slip.
+		if i := bytes.IndexByte(trimmed, '\n'); i > 0 && bytes.HasSuffix(bytes.TrimSpace(trimmed[:i]), []byte("}")) &&
+			bytes.HasPrefix(bytes.TrimSpace(trimmed[i:]), []byte("{")) {
+			return nil, newProblem(http.StatusBadRequest, CodeInvalidEvent,
+				"the body holds one JSON object a line: send it with Content-Type: application/x-ndjson, or as a JSON array of objects")
+		}
 		return [][]byte{trimmed}, nil
 	}
 	// An array: its elements one at a time, as the decoder frames them.

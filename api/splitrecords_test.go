@@ -97,3 +97,36 @@ func TestSplitRecordsBounded(t *testing.T) {
 		t.Errorf("refusing 3,495,253 events allocated %d bytes", alloc)
 	}
 }
+
+// NDJSON sent as application/json is refused at once with a hint to send it as
+// application/x-ndjson (a new user's likeliest slip: the engine's "unexpected character '{'
+// after the JSON value" did not say what to do); that hint never comes for a body that is one
+// JSON value, which the oracle json.Valid tells.
+func TestSplitRecordsNDJSONAsJSON(t *testing.T) {
+	_, err := splitRecords("application/json", []byte("{\"a\": 1}\n{\"a\": 2}\n"))
+	if err == nil || !strings.Contains(err.Error(), "Content-Type: application/x-ndjson") {
+		t.Errorf("two lines as application/json: %v, want the hint", err)
+	}
+	for _, body := range []string{"{\n  \"a\": {\"b\": 1}\n}", "{\"a\": 1}\n", "{}\n\n", "{\"a\": {}\n, \"b\": {}}"} {
+		got, err := splitRecords("application/json", []byte(body))
+		if !json.Valid([]byte(body)) {
+			t.Fatalf("%q: not one JSON value", body)
+		}
+		if err != nil || len(got) != 1 {
+			t.Errorf("%q: %d records, %v; want the one", body, len(got), err)
+		}
+	}
+}
+
+func FuzzSplitRecordsNDJSONHint(f *testing.F) {
+	for _, s := range []string{"{}\n{}", "{\"a\": 1}\n", "{\n}"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		if !strings.HasPrefix(strings.TrimSpace(body), "[") && json.Valid([]byte(body)) {
+			if _, err := splitRecords("application/json", []byte(body)); err != nil && strings.Contains(err.Error(), "x-ndjson") {
+				t.Fatalf("%q is one JSON value, hinted as NDJSON", body)
+			}
+		}
+	})
+}
