@@ -100,7 +100,7 @@ type deployment struct {
 	checkpointErr      string
 	checkpointErrAt    time.Time
 	checkpointFailures int64
-	// waiting is why the loop does not process events (registryWait), "" while it does;
+	// waiting is why the loop does not process events (sinksWait), "" while it does;
 	// waitCheckAt is when it looks again.
 	waiting     string
 	waitCheckAt time.Time
