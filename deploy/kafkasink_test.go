@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -399,27 +400,9 @@ func TestKafkaSinkRecordBounded(t *testing.T) {
 // checkpoint, forever. The values are random hex strings (n+2 bytes of JSON), which the
 // producer's compression does not shrink below the bound.
 func TestKafkaSinkTopicMaxMessageBytes(t *testing.T) {
-	st := sqliteStore(t)
-	brokers, cl := newKafka(t, map[string]int32{"small": 1})
-	if _, err := kadm.NewClient(cl).AlterTopicConfigs(t.Context(), []kadm.AlterConfig{{Name: "max.message.bytes", Value: kadm.StringPtr("2000")}}, "small"); err != nil {
-		t.Fatal(err)
-	}
-	createScenario(t, st, "small", `{"nodes": [
-  {"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [
-    {"name": "timestamp", "expression": {"language": "expr", "expression": "#input.ts"}}]}},
-  {"id": "out", "type": "Sink", "ref": {"typ": "kafka", "parameters": [{"name": "topic", "value": "small"},
-    {"name": "value", "expression": {"language": "expr", "expression": "#input.s"}}]}}
-], "edges": [{"from": "in", "to": "out", "edgeType": null}]}`)
-	r := newRuntime(t, st, func(c *Config) { c.KafkaBrokers = brokers })
-	deploy(t, r, "small", 0)
+	st, brokers, r := boundedTopicSink(t, "small", 2000)
 	rng := rand.New(rand.NewPCG(1, 2))
-	hex := func(n int) string {
-		b := make([]byte, (n+1)/2)
-		for i := range b {
-			b[i] = byte(rng.Uint32())
-		}
-		return fmt.Sprintf("%x", b)[:n]
-	}
+	hex := func(n int) string { return randomHex(rng, n) }
 	var recs [][]byte
 	var want []string
 	for i := range 30 {
@@ -455,28 +438,12 @@ func TestKafkaSinkTopicMaxMessageBytes(t *testing.T) {
 // and about 10 of lengths with it, within 300), though two would pass it. Before, they went in
 // one batch and the brokers refused it, and every checkpoint failed.
 func TestKafkaSinkTinyTopic(t *testing.T) {
-	st := sqliteStore(t)
-	brokers, cl := newKafka(t, map[string]int32{"tiny": 1})
-	if _, err := kadm.NewClient(cl).AlterTopicConfigs(t.Context(), []kadm.AlterConfig{{Name: "max.message.bytes", Value: kadm.StringPtr("300")}}, "tiny"); err != nil {
-		t.Fatal(err)
-	}
-	createScenario(t, st, "tiny", `{"nodes": [
-  {"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [
-    {"name": "timestamp", "expression": {"language": "expr", "expression": "#input.ts"}}]}},
-  {"id": "out", "type": "Sink", "ref": {"typ": "kafka", "parameters": [{"name": "topic", "value": "tiny"},
-    {"name": "value", "expression": {"language": "expr", "expression": "#input.s"}}]}}
-], "edges": [{"from": "in", "to": "out", "edgeType": null}]}`)
-	r := newRuntime(t, st, func(c *Config) { c.KafkaBrokers = brokers })
-	deploy(t, r, "tiny", 0)
+	_, brokers, r := boundedTopicSink(t, "tiny", 300)
 	rng := rand.New(rand.NewPCG(3, 4))
 	var recs [][]byte
 	var want []string
 	for i := range 5 {
-		b := make([]byte, 50)
-		for j := range b {
-			b[j] = byte(rng.Uint32())
-		}
-		s := fmt.Sprintf("%x", b)
+		s := randomHex(rng, 100)
 		want = append(want, `"`+s+`"`)
 		recs = append(recs, fmt.Appendf(nil, `{"ts": %d, "s": %q}`, 1_700_000_000_000+i, s))
 	}
@@ -492,4 +459,33 @@ func TestKafkaSinkTinyTopic(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("%d records written, want the 5", len(got))
 	}
+}
+
+// boundedTopicSink deploys scenario name: HTTP events (#input.ts their time) whose #input.s a
+// Kafka sink writes to topic name, whose max.message.bytes is bound.
+func boundedTopicSink(t *testing.T, name string, bound int) (store.Store, []string, *Runtime) {
+	t.Helper()
+	st := sqliteStore(t)
+	brokers, cl := newKafka(t, map[string]int32{name: 1})
+	if _, err := kadm.NewClient(cl).AlterTopicConfigs(t.Context(), []kadm.AlterConfig{{Name: "max.message.bytes", Value: kadm.StringPtr(strconv.Itoa(bound))}}, name); err != nil {
+		t.Fatal(err)
+	}
+	createScenario(t, st, name, `{"nodes": [
+  {"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [
+    {"name": "timestamp", "expression": {"language": "expr", "expression": "#input.ts"}}]}},
+  {"id": "out", "type": "Sink", "ref": {"typ": "kafka", "parameters": [{"name": "topic", "value": "`+name+`"},
+    {"name": "value", "expression": {"language": "expr", "expression": "#input.s"}}]}}
+], "edges": [{"from": "in", "to": "out", "edgeType": null}]}`)
+	r := newRuntime(t, st, func(c *Config) { c.KafkaBrokers = brokers })
+	deploy(t, r, name, 0)
+	return st, brokers, r
+}
+
+// randomHex is n random hex digits, which the producer's compression does not shrink much.
+func randomHex(rng *rand.Rand, n int) string {
+	b := make([]byte, (n+1)/2)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	return fmt.Sprintf("%x", b)[:n]
 }
