@@ -274,7 +274,7 @@ func patchBudgets(root *ast.Node, b Budget, fromEnv bool) bool {
 			// expr's error for an index it cannot fetch prints the index with %v: a list
 			// nested a million levels overflowed the stack (round 21).
 			switch x.Property.(type) {
-			case *ast.StringNode, *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode, *ast.NilNode:
+			case *ast.StringNode, *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode, *ast.NilNode, *ast.ConstantNode:
 			default:
 				guard := &ast.CallNode{Callee: callee(scalarIndex), Arguments: []ast.Node{x.Property}}
 				guard.SetNature(*x.Property.Nature())
