@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -14,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/scenario-server/scenario-server/expression"
+	"github.com/scenario-server/scenario-server/internal/kafkatest"
 	"github.com/scenario-server/scenario-server/schemaregistry"
 )
 
@@ -170,13 +169,18 @@ func TestKafkaSinkValueSubject(t *testing.T) {
 	}
 	// Magic byte 0, schema id 5; id zigzag (1 → 02, 3 → 06), then the double little-endian:
 	// 2.5 = 0x4004000000000000, 4 = 0x4010000000000000.
-	want := [][]byte{
+	committedValues(t, brokers, "totals", [][]byte{
 		{0, 0, 0, 0, 5, 0x02, 0, 0, 0, 0, 0, 0, 0x04, 0x40},
 		{0, 0, 0, 0, 5, 0x06, 0, 0, 0, 0, 0, 0, 0x10, 0x40},
-	}
-	got := consumeAll(t, brokers, "totals", kgo.ReadCommitted())
+	})
+}
+
+// committedValues fails t unless topic's committed records have the values want, in order.
+func committedValues(t *testing.T, brokers []string, topic string, want [][]byte) {
+	t.Helper()
+	got := consumeAll(t, brokers, topic, kgo.ReadCommitted())
 	if len(got) != len(want) {
-		t.Fatalf("%d records in totals, want %d", len(got), len(want))
+		t.Fatalf("%d records in %s, want %d", len(got), topic, len(want))
 	}
 	for i := range want {
 		if !bytes.Equal(got[i].Value, want[i]) {
@@ -195,15 +199,7 @@ func TestKafkaSinkWaitsForRegistry(t *testing.T) {
 	t.Cleanup(fake.Close)
 	fake.SeedSchema("totals-value", 1, 5, sr.Schema{Type: sr.TypeAvro,
 		Schema: `{"type": "record", "name": "Total", "fields": [{"name": "id", "type": "long"}]}`})
-	var down atomic.Bool
-	down.Store(true)
-	fake.Intercept(func(w http.ResponseWriter, _ *http.Request) bool {
-		if !down.Load() {
-			return false
-		}
-		http.Error(w, `{"error_code": 50001, "message": "down for maintenance"}`, http.StatusServiceUnavailable)
-		return true
-	})
+	down := kafkatest.RegistryDown(fake)
 	brokers, prod := newKafka(t, map[string]int32{"orders": 1, "totals": 1})
 	st := sqliteStore(t)
 	createScenario(t, st, "totals", `{"nodes": [
@@ -243,14 +239,5 @@ func TestKafkaSinkWaitsForRegistry(t *testing.T) {
 		t.Errorf("dead letters %+v, want none", dls)
 	}
 	// Magic byte 0, schema id 5, then the long zigzag-encoded: 1 → 02, 3 → 06.
-	want := [][]byte{{0, 0, 0, 0, 5, 0x02}, {0, 0, 0, 0, 5, 0x06}}
-	got := consumeAll(t, brokers, "totals", kgo.ReadCommitted())
-	if len(got) != len(want) {
-		t.Fatalf("%d records in totals, want %d", len(got), len(want))
-	}
-	for i := range want {
-		if !bytes.Equal(got[i].Value, want[i]) {
-			t.Errorf("record %d: % x, want % x", i, got[i].Value, want[i])
-		}
-	}
+	committedValues(t, brokers, "totals", [][]byte{{0, 0, 0, 0, 5, 0x02}, {0, 0, 0, 0, 5, 0x06}})
 }

@@ -298,15 +298,7 @@ func TestRecordsWaitForUnreachableRegistry(t *testing.T) {
 	fake := srfake.New()
 	t.Cleanup(fake.Close)
 	fake.SeedSchema("ev-value", 1, 7, sr.Schema{Type: sr.TypeJSON, Schema: `{"type": "object"}`})
-	var down atomic.Bool
-	down.Store(true)
-	fake.Intercept(func(w http.ResponseWriter, _ *http.Request) bool {
-		if !down.Load() {
-			return false
-		}
-		http.Error(w, `{"error_code": 50001, "message": "down for maintenance"}`, http.StatusServiceUnavailable)
-		return true
-	})
+	down := kafkatest.RegistryDown(fake)
 	reg, err := schemaregistry.New(schemaregistry.Config{URL: fake.URL()})
 	if err != nil {
 		t.Fatal(err)
