@@ -1,6 +1,7 @@
 package slices
 
 import (
+	"encoding/binary"
 	"math/bits"
 	"strings"
 	"unsafe"
@@ -27,14 +28,21 @@ type KeyTable struct {
 	// entries, four to eight times the most string keys there have been, up to recentKeys.
 	recent     []recentKey
 	recentBits uint
+	// epoch numbers the string keys' frees (below 1<<24, then 0 again with recent cleared): an entry of recent made
+	// under another epoch may name a slot freed since, and its short-key check (see
+	// LookupString) does not take it.
+	epoch uint32
 }
 
-// recentKey is one entry of KeyTable.recent: the address and length of a string looked up
-// (not the string: the cache keeps no memory alive) and the slot it was found in.
+// recentKey is one entry of KeyTable.recent: the address of a string looked up (not the
+// string: the cache keeps no memory alive), the slot it was found in, tag (the table's epoch
+// then, shifted left 8 bits, or-ed with the string's length) and, for a string of at most 8
+// bytes, its bytes (shortWord).
 type recentKey struct {
 	p    uintptr
-	n    int32
+	w    uint64
 	slot int32
+	tag  uint32
 }
 
 // recentKeys is the most entries KeyTable.recent has (a power of two); recentKeyBytes
@@ -103,8 +111,11 @@ func (t *KeyTable) SlotString(k string) (slot int, isNew bool) {
 // The same string value (the same bytes at the same address: decoders hand out one string
 // for a key seen recently) is found again without hashing its bytes, through a small
 // direct-mapped cache by address: an entry gives a slot, which is taken when that slot holds
-// a string key equal to k (a compare of at most recentKeyBytes bytes). Keys and slots are
-// one to one, so an entry left by a freed key, or by bytes since changed, is not taken.
+// a string key equal to k. Keys and slots are one to one, so an entry left by a freed key,
+// or by bytes since changed, is not taken. For a key of at most 8 bytes the entry holds the
+// bytes and the epoch it was made in: equal bytes and an unchanged epoch (no string key freed
+// since) say that the slot still holds k, without reading the slot's key. A longer key is
+// compared with the slot's (at most recentKeyBytes bytes).
 func (t *KeyTable) LookupString(k string) (int, bool) {
 	if len(k) == 0 || len(k) > recentKeyBytes {
 		s, ok := t.strs[k]
@@ -114,8 +125,14 @@ func (t *KeyTable) LookupString(k string) (int, bool) {
 	// Fibonacci hashing of the address: small strings are packed a few bytes apart.
 	h := uint64(p) * 0x9E3779B97F4A7C15
 	if t.recent != nil {
-		if r := &t.recent[h>>(64-t.recentBits)]; r.p == p && int(r.n) == len(k) && t.kinds[r.slot] == keyString && t.keys[r.slot] == k {
-			return int(r.slot), true
+		if r := &t.recent[h>>(64-t.recentBits)]; r.p == p {
+			if len(k) <= 8 {
+				if r.tag == t.epoch<<8|uint32(len(k)) && r.w == shortWord(k) {
+					return int(r.slot), true
+				}
+			} else if int(r.tag&0xff) == len(k) && t.kinds[r.slot] == keyString && t.keys[r.slot] == k {
+				return int(r.slot), true
+			}
 		}
 	}
 	s, ok := t.strs[k]
@@ -125,9 +142,30 @@ func (t *KeyTable) LookupString(k string) (int, bool) {
 			// small cache; its entries are dropped.
 			t.recent, t.recentBits = make([]recentKey, 1<<want), want
 		}
-		t.recent[h>>(64-t.recentBits)] = recentKey{p: p, n: int32(len(k)), slot: s}
+		r := recentKey{p: p, slot: s, tag: t.epoch<<8 | uint32(len(k))}
+		if len(k) <= 8 {
+			r.w = shortWord(k)
+		}
+		t.recent[h>>(64-t.recentBits)] = r
 	}
 	return int(s), ok
+}
+
+// shortWord returns the bytes of k, of 1 to 8 bytes, as one word: with the length, it
+// tells such strings apart (the first and the last 4, 2 or 1 bytes, which may overlap, cover
+// them all).
+func shortWord(k string) uint64 {
+	if n := len(k); n >= 4 {
+		b := unsafe.Slice(unsafe.StringData(k), n)
+		return uint64(binary.LittleEndian.Uint32(b)) | uint64(binary.LittleEndian.Uint32(b[n-4:]))<<32
+	}
+	return tinyWord(k)
+}
+
+// tinyWord is shortWord of a string of 1 to 3 bytes.
+func tinyWord(k string) uint64 {
+	n := len(k)
+	return uint64(k[0]) | uint64(k[n/2])<<8 | uint64(k[n-1])<<16
 }
 
 // Slot returns the slot of key, allocating one when the key is new; isNew
@@ -160,6 +198,11 @@ func (t *KeyTable) Free(s int) {
 		delete(t.ints, t.intKeys[s])
 	case keyString:
 		delete(t.strs, t.keys[s])
+		// The cache's short-key entries made before no longer count (LookupString).
+		if t.epoch++; t.epoch == 1<<24 {
+			clear(t.recent)
+			t.epoch = 0
+		}
 	}
 	t.keys[s], t.intKeys[s], t.kinds[s] = "", 0, keyFree
 	t.free = append(t.free, int32(s))
@@ -179,7 +222,7 @@ func (t *KeyTable) Count() int { return len(t.slots) + len(t.ints) + len(t.strs)
 // integer and a kind byte; per live key a map entry and its bytes; the recent-keys cache.
 func (t *KeyTable) SizeBytes() int {
 	n := len(t.keys)*(16+8+1) + cap(t.free)*4
-	n += len(t.recent) * 16
+	n += len(t.recent) * int(unsafe.Sizeof(recentKey{}))
 	n += len(t.ints) * 24
 	for k := range t.slots {
 		n += len(k) + 32

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"pgregory.net/rapid"
 )
@@ -11,7 +12,8 @@ import (
 // LookupString, with its cache of recent strings by address, answers what a plain map of
 // the live keys answers (the model), over random lookups, allocations and frees of keys
 // that come as the same string value again and again, as equal strings at other addresses,
-// and as keys longer than the cache keeps.
+// as keys longer than the cache keeps, and as a string whose bytes are changed in place (the
+// same address, other bytes and lengths: a decoder's reused buffer).
 func TestKeyTableLookupStringModel(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		kt := NewKeyTable()
@@ -19,20 +21,31 @@ func TestKeyTableLookupStringModel(t *testing.T) {
 		// The same value of each key (one address), and ways to make an equal one elsewhere.
 		pool := make([]string, 40)
 		for i := range pool {
-			pool[i] = fmt.Sprintf("k%02d", i)
+			pool[i] = fmt.Sprintf("k%02d", i)[:1+i%3] + strings.Repeat("y", i%7) // 1 to 9 bytes
 			if i%10 == 9 {
 				pool[i] += strings.Repeat("x", recentKeyBytes) // not cached
 			}
 		}
+		buf := make([]byte, 2*recentKeyBytes)
+		var inPlace string // over buf
 		draw := func() string {
 			k := pool[rapid.IntRange(0, len(pool)-1).Draw(rt, "key")]
-			if rapid.Bool().Draw(rt, "copy") {
+			switch rapid.IntRange(0, 2).Draw(rt, "as") {
+			case 1:
 				k = strings.Clone(k) // equal bytes, another address
+			case 2:
+				if inPlace != "" {
+					k = inPlace
+				}
 			}
 			return k
 		}
 		for range rapid.IntRange(1, 400).Draw(rt, "steps") {
-			switch rapid.IntRange(0, 5).Draw(rt, "op") {
+			switch rapid.IntRange(0, 6).Draw(rt, "op") {
+			case 6:
+				// Another key's bytes in buf, at the same address.
+				k := pool[rapid.IntRange(0, len(pool)-1).Draw(rt, "bytes")]
+				inPlace = unsafe.String(&buf[0], copy(buf, k))
 			case 0, 1, 2:
 				k := draw()
 				s, ok := kt.LookupString(k)
@@ -47,7 +60,7 @@ func TestKeyTableLookupStringModel(t *testing.T) {
 				if isNew == had || had && s != want {
 					rt.Fatalf("SlotString(%q) = %d, new %v; the model has %d, %v", k, s, isNew, want, had)
 				}
-				model[k] = s
+				model[strings.Clone(k)] = s
 			case 5:
 				if len(model) == 0 {
 					continue
@@ -66,7 +79,7 @@ func TestKeyTableLookupStringModel(t *testing.T) {
 }
 
 // The recent-keys cache grows with the keys: a table of one key looked up again and again
-// keeps a few entries (8, of 16 bytes), one of 5,000 keys at most recentKeys.
+// keeps a few entries (8, of 24 bytes), one of 5,000 keys at most recentKeys.
 func TestKeyTableRecentGrowsWithKeys(t *testing.T) {
 	kt := NewKeyTable()
 	kt.SlotString("only")
@@ -74,8 +87,8 @@ func TestKeyTableRecentGrowsWithKeys(t *testing.T) {
 	for range 100 {
 		kt.LookupString("only")
 	}
-	if got := kt.SizeBytes() - before; got != 8*16 {
-		t.Fatalf("one key: the cache adds %d bytes, want 128", got)
+	if got := kt.SizeBytes() - before; got != 8*24 {
+		t.Fatalf("one key: the cache adds %d bytes, want 192", got)
 	}
 	for i := range 5000 {
 		kt.SlotString(fmt.Sprint(i))
