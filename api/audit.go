@@ -43,6 +43,14 @@ var auditActions = map[string]string{
 	"DELETE /api/tokens/{id}": "token.revoke",
 }
 
+// foldedActions are the actions a client may repeat in a loop (polling results, paging the
+// log): the same request (identity, address, action, scenario, version and outcome) within
+// auditFoldWindow of an entry's first is folded into that entry (store.AuditStore.FoldAudit),
+// so that a loop adds an entry a minute, not one a request.
+var foldedActions = map[string]bool{"results.read": true, "results.stream": true, "audit.read": true}
+
+const auditFoldWindow = time.Minute
+
 // maxAuditProblemBytes is how much of an error answer's body is kept to read its code.
 const maxAuditProblemBytes = 8 << 10
 
@@ -184,7 +192,13 @@ func (a *auditor) audit(ctx context.Context, action, scenario string, version in
 	// The client going away does not skip the entry.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if _, err := a.store.AppendAudit(wctx, e); err != nil {
+	var err error
+	if foldedActions[action] {
+		_, err = a.store.FoldAudit(wctx, e, e.Time.Add(-auditFoldWindow))
+	} else {
+		_, err = a.store.AppendAudit(wctx, e)
+	}
+	if err != nil {
 		loggerFrom(ctx).Error("writing the audit log", "action", action, "scenario", scenario, "error", err.Error())
 	}
 }

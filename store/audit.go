@@ -24,6 +24,13 @@ type AuditStore interface {
 	// with the store's clock as Time when e.Time is zero, and returns it with its ID.
 	AppendAudit(ctx context.Context, e AuditEntry) (AuditEntry, error)
 
+	// FoldAudit is AppendAudit for a request repeated in a loop (reading results): when the
+	// newest entry with e's Subject, Name, Address, Action, Scenario, Version and Outcome was
+	// recorded at or after since, e is folded into it (its Repeats counts one more and its
+	// LastTime becomes e.Time; its Time and RequestID stay the first request's), else e is
+	// appended. It returns the entry e is in, with its ID.
+	FoldAudit(ctx context.Context, e AuditEntry, since time.Time) (AuditEntry, error)
+
 	// ListAudit returns the entries matching f, ordered by ID, at most f.Limit of them
 	// (1 to MaxAuditPage; other values mean MaxAuditPage). An empty result is a nil slice
 	// and no error.
@@ -54,6 +61,10 @@ type AuditEntry struct {
 	// Outcome is "ok", or the stable code of the problem that answered the request.
 	Outcome   string `json:"outcome"`
 	RequestID string `json:"requestId,omitempty"`
+	// Repeats counts the same requests folded into this entry after the first (FoldAudit),
+	// and LastTime is the time of the last of them (nil when none was).
+	Repeats  int64      `json:"repeats,omitempty"`
+	LastTime *time.Time `json:"lastTime,omitempty"`
 }
 
 // AuditFilter selects entries of the audit log. Zero fields select everything.

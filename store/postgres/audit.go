@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -38,10 +39,50 @@ func (s *Store) AppendAudit(ctx context.Context, e store.AuditEntry) (store.Audi
 	return e, nil
 }
 
+// FoldAudit implements store.Store. It takes AppendAudit's lock: folding or appending is
+// one step, and two requests at once do not both append.
+func (s *Store) FoldAudit(ctx context.Context, e store.AuditEntry, since time.Time) (store.AuditEntry, error) {
+	e = store.CutAuditFields(e)
+	if e.Time.IsZero() {
+		e.Time = now()
+	}
+	e.Time = e.Time.UTC().Truncate(time.Microsecond)
+	var out store.AuditEntry
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, auditAppendLock); err != nil {
+			return err
+		}
+		out = e
+		err := tx.QueryRow(ctx,
+			`UPDATE audit_log SET repeats = repeats + 1, last_at = $1
+			 WHERE id = (SELECT id FROM audit_log WHERE at >= $2 AND subject = $3 AND name = $4 AND address = $5
+			   AND action = $6 AND scenario = $7 AND version = $8 AND outcome = $9 ORDER BY id DESC LIMIT 1)
+			 RETURNING id, at, request_id, repeats`,
+			e.Time, since, e.Subject, e.Name, e.Address, e.Action, e.Scenario, e.Version, e.Outcome).
+			Scan(&out.ID, &out.Time, &out.RequestID, &out.Repeats)
+		if err == nil {
+			out.Time, out.LastTime = out.Time.UTC(), &e.Time
+			return nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		out = e
+		return tx.QueryRow(ctx,
+			`INSERT INTO audit_log (at, subject, name, address, action, scenario, version, outcome, request_id)
+			 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
+			e.Time, e.Subject, e.Name, e.Address, e.Action, e.Scenario, e.Version, e.Outcome, e.RequestID).Scan(&out.ID)
+	})
+	if err != nil {
+		return store.AuditEntry{}, fmt.Errorf("appending to the audit log: %w", err)
+	}
+	return out, nil
+}
+
 // ListAudit implements store.Store.
 func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]store.AuditEntry, error) {
 	rows, err := s.pool.Query(ctx,
-		`SELECT id, at, subject, name, address, action, scenario, version, outcome, request_id FROM audit_log
+		`SELECT id, at, subject, name, address, action, scenario, version, outcome, request_id, repeats, last_at FROM audit_log
 		 WHERE id > $1
 		   AND ($2::timestamptz IS NULL OR at >= $2) AND ($3::timestamptz IS NULL OR at < $3)
 		   AND ($4 = '' OR subject = $4 OR name = $4)
@@ -55,10 +96,14 @@ func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]store.Aud
 	var list []store.AuditEntry
 	for rows.Next() {
 		var e store.AuditEntry
-		if err := rows.Scan(&e.ID, &e.Time, &e.Subject, &e.Name, &e.Address, &e.Action, &e.Scenario, &e.Version, &e.Outcome, &e.RequestID); err != nil {
+		if err := rows.Scan(&e.ID, &e.Time, &e.Subject, &e.Name, &e.Address, &e.Action, &e.Scenario, &e.Version, &e.Outcome, &e.RequestID, &e.Repeats, &e.LastTime); err != nil {
 			return nil, fmt.Errorf("listing the audit log: %w", err)
 		}
 		e.Time = e.Time.UTC()
+		if e.LastTime != nil {
+			t := e.LastTime.UTC()
+			e.LastTime = &t
+		}
 		list = append(list, e)
 	}
 	if err := rows.Err(); err != nil {

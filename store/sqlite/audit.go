@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -28,6 +29,42 @@ func (s *Store) AppendAudit(ctx context.Context, e store.AuditEntry) (store.Audi
 	return e, nil
 }
 
+// FoldAudit implements store.Store.
+func (s *Store) FoldAudit(ctx context.Context, e store.AuditEntry, since time.Time) (store.AuditEntry, error) {
+	e = store.CutAuditFields(e)
+	if e.Time.IsZero() {
+		e.Time = now()
+	}
+	e.Time = fromMicros(micros(e.Time))
+	out := e
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var at int64
+		err := tx.QueryRowContext(ctx,
+			`UPDATE audit_log SET repeats = repeats + 1, last_at = ?
+			 WHERE id = (SELECT id FROM audit_log WHERE at >= ? AND subject = ? AND name = ? AND address = ?
+			   AND action = ? AND scenario = ? AND version = ? AND outcome = ? ORDER BY id DESC LIMIT 1)
+			 RETURNING id, at, request_id, repeats`,
+			micros(e.Time), micros(since), e.Subject, e.Name, e.Address, e.Action, e.Scenario, e.Version, e.Outcome).
+			Scan(&out.ID, &at, &out.RequestID, &out.Repeats)
+		if err == nil {
+			out.Time, out.LastTime = fromMicros(at), &e.Time
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		out = e
+		return tx.QueryRowContext(ctx,
+			`INSERT INTO audit_log (at, subject, name, address, action, scenario, version, outcome, request_id)
+			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+			micros(e.Time), e.Subject, e.Name, e.Address, e.Action, e.Scenario, e.Version, e.Outcome, e.RequestID).Scan(&out.ID)
+	})
+	if err != nil {
+		return store.AuditEntry{}, fmt.Errorf("appending to the audit log: %w", err)
+	}
+	return out, nil
+}
+
 // ListAudit implements store.Store.
 func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]store.AuditEntry, error) {
 	var from, to int64 = 0, 0
@@ -38,7 +75,7 @@ func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]store.Aud
 		to = micros(f.To)
 	}
 	rows, err := s.read.QueryContext(ctx,
-		`SELECT id, at, subject, name, address, action, scenario, version, outcome, request_id FROM audit_log
+		`SELECT id, at, subject, name, address, action, scenario, version, outcome, request_id, repeats, last_at FROM audit_log
 		 WHERE id > ?
 		   AND (? = 0 OR at >= ?) AND (? = 0 OR at < ?)
 		   AND (? = '' OR subject = ? OR name = ?)
@@ -53,11 +90,15 @@ func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]store.Aud
 	var list []store.AuditEntry
 	for rows.Next() {
 		var e store.AuditEntry
-		var at int64
-		if err := rows.Scan(&e.ID, &at, &e.Subject, &e.Name, &e.Address, &e.Action, &e.Scenario, &e.Version, &e.Outcome, &e.RequestID); err != nil {
+		var at, last int64
+		if err := rows.Scan(&e.ID, &at, &e.Subject, &e.Name, &e.Address, &e.Action, &e.Scenario, &e.Version, &e.Outcome, &e.RequestID, &e.Repeats, &last); err != nil {
 			return nil, fmt.Errorf("listing the audit log: %w", err)
 		}
 		e.Time = fromMicros(at)
+		if e.Repeats > 0 {
+			t := fromMicros(last)
+			e.LastTime = &t
+		}
 		list = append(list, e)
 	}
 	if err := rows.Err(); err != nil {

@@ -192,3 +192,60 @@ func testAuditRetention(t *testing.T, open func(t *testing.T) store.Store) {
 		t.Fatalf("after pruning all: %+v, next ID %d; want the newest (ID %d) and a later ID", list, next.ID, kept[1].ID)
 	}
 }
+
+// testAuditFold: FoldAudit folds a request into the newest entry of the same identity,
+// address, action, scenario, version and outcome recorded at or after since, and appends it
+// otherwise; the list shows each entry's repeats and the time of its last.
+func testAuditFold(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	read := func(at time.Duration, address, outcome, requestID string) store.AuditEntry {
+		return store.AuditEntry{Time: t0.Add(at), Subject: "oidc|anna", Name: "anna@example.com", Address: address,
+			Action: "results.read", Scenario: "fraud", Outcome: outcome, RequestID: requestID}
+	}
+	fold := func(e store.AuditEntry) store.AuditEntry {
+		return must(s.FoldAudit(ctx, e, e.Time.Add(-time.Minute)))(t)
+	}
+	first := fold(read(0, "10.0.0.2", "ok", "r1"))
+	if first.ID == 0 || first.Repeats != 0 || first.LastTime != nil || first.RequestID != "r1" {
+		t.Fatalf("the first read: %+v; want a new entry without repeats", first)
+	}
+	again := fold(read(10*time.Second, "10.0.0.2", "ok", "r2"))
+	if again.ID != first.ID || again.Repeats != 1 || again.LastTime == nil || !again.LastTime.Equal(t0.Add(10*time.Second)) ||
+		!again.Time.Equal(t0) || again.RequestID != "r1" {
+		t.Fatalf("the same read 10 s later: %+v; want entry %d with 1 repeat, last at %v, time and request id of the first",
+			again, first.ID, t0.Add(10*time.Second))
+	}
+	otherAddress := fold(read(20*time.Second, "10.0.0.3", "ok", "r3"))
+	must(s.AppendAudit(ctx, store.AuditEntry{Time: t0.Add(25 * time.Second), Subject: "oidc|anna", Name: "anna@example.com",
+		Address: "10.0.0.2", Action: "deploy", Scenario: "fraud", Version: 2, Outcome: "ok", RequestID: "r4"}))(t)
+	fold(read(30*time.Second, "10.0.0.2", "ok", "r5"))                   // into the first, past the others
+	refused := fold(read(40*time.Second, "10.0.0.2", "forbidden", "r6")) // another outcome
+	fold(read(50*time.Second, "10.0.0.2", "forbidden", "r7"))
+	late := fold(read(61*time.Second, "10.0.0.2", "ok", "r8")) // the first is more than a minute older
+	fold(read(62*time.Second, "10.0.0.2", "ok", "r9"))
+	for _, e := range []store.AuditEntry{otherAddress, refused, late} {
+		if e.ID <= first.ID || e.Repeats != 0 {
+			t.Fatalf("%+v: want a new entry after %d", e, first.ID)
+		}
+	}
+	list := must(s.ListAudit(ctx, store.AuditFilter{}))(t)
+	type row struct {
+		request string
+		repeats int64
+		last    time.Duration // from t0; -1: none
+	}
+	var got []row
+	for _, e := range list {
+		r := row{e.RequestID, e.Repeats, -1}
+		if e.LastTime != nil {
+			r.last = e.LastTime.Sub(t0)
+		}
+		got = append(got, r)
+	}
+	want := []row{{"r1", 2, 30 * time.Second}, {"r3", 0, -1}, {"r4", 0, -1}, {"r6", 1, 50 * time.Second}, {"r8", 1, 62 * time.Second}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("listed (request id, repeats, last) %v; want %v", got, want)
+	}
+}

@@ -73,6 +73,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Audit", testAudit},
 		{"AuditPagingConcurrent", testAuditPagingConcurrent},
 		{"AuditRetention", testAuditRetention},
+		{"AuditFold", testAuditFold},
 		{"DeployRequests", testDeployRequests},
 		{"TestCases", testTestCases},
 	}

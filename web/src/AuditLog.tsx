@@ -107,6 +107,12 @@ export function AuditLog() {
                 <tr key={e.id} data-testid="audit-entry" className={e.outcome === 'ok' ? '' : 'audit-failed'}>
                   <td className="small" title={e.time}>
                     {new Date(e.time).toLocaleString()}
+                    {e.repeats ? (
+                      <span data-testid="audit-repeats" title="the same request, within a minute of the first, folded into this entry">
+                        {' '}
+                        ×{e.repeats + 1}, the last at {e.lastTime ? new Date(e.lastTime).toLocaleTimeString() : '?'}
+                      </span>
+                    ) : null}
                   </td>
                   <td title={e.subject} data-testid="audit-who">
                     {e.name || e.subject}

@@ -902,8 +902,12 @@ export interface components {
             address: string;
             /** Format: int64 */
             id: number;
+            /** Format: date-time */
+            lastTime?: string;
             name: string;
             outcome: string;
+            /** Format: int64 */
+            repeats?: number;
             requestId?: string;
             scenario?: string;
             subject: string;
