@@ -34,12 +34,11 @@ type KeyTable struct {
 	epoch uint32
 }
 
-// recentKey is one entry of KeyTable.recent: the address of a string looked up (not the
-// string: the cache keeps no memory alive), the slot it was found in, tag (the table's epoch
-// then, shifted left 8 bits, or-ed with the string's length) and, for a string of at most 8
-// bytes, its bytes (shortWord).
+// recentKey is one entry of KeyTable.recent, 16 bytes: the slot a string looked up was found
+// in; tag, the table's epoch then shifted left 8 bits, or-ed with the string's length; and w,
+// for a string of at most 8 bytes its bytes (shortWord), for a longer one its address (not
+// the string: the cache keeps no memory alive).
 type recentKey struct {
-	p    uintptr
 	w    uint64
 	slot int32
 	tag  uint32
@@ -110,12 +109,13 @@ func (t *KeyTable) SlotString(k string) (slot int, isNew bool) {
 //
 // The same string value (the same bytes at the same address: decoders hand out one string
 // for a key seen recently) is found again without hashing its bytes, through a small
-// direct-mapped cache by address: an entry gives a slot, which is taken when that slot holds
-// a string key equal to k. Keys and slots are one to one, so an entry left by a freed key,
-// or by bytes since changed, is not taken. For a key of at most 8 bytes the entry holds the
-// bytes and the epoch it was made in: equal bytes and an unchanged epoch (no string key freed
-// since) say that the slot still holds k, without reading the slot's key. A longer key is
-// compared with the slot's (at most recentKeyBytes bytes).
+// direct-mapped cache by address: an entry gives a slot, which is taken only when that slot
+// still holds a string key equal to k, so an entry left by a freed key, by another string at
+// an address of the same hash, or by bytes since changed, is not taken. For a key of at most
+// 8 bytes the entry holds the bytes and the epoch it was made in: equal length and bytes and
+// an unchanged epoch (no string key freed since) say that the slot holds k, without reading
+// the slot's key. For a longer key the entry holds its address, and a hit at the same address
+// is compared with the slot's key (at most recentKeyBytes bytes).
 func (t *KeyTable) LookupString(k string) (int, bool) {
 	if len(k) == 0 || len(k) > recentKeyBytes {
 		s, ok := t.strs[k]
@@ -125,14 +125,13 @@ func (t *KeyTable) LookupString(k string) (int, bool) {
 	// Fibonacci hashing of the address: small strings are packed a few bytes apart.
 	h := uint64(p) * 0x9E3779B97F4A7C15
 	if t.recent != nil {
-		if r := &t.recent[h>>(64-t.recentBits)]; r.p == p {
-			if len(k) <= 8 {
-				if r.tag == t.epoch<<8|uint32(len(k)) && r.w == shortWord(k) {
-					return int(r.slot), true
-				}
-			} else if int(r.tag&0xff) == len(k) && t.kinds[r.slot] == keyString && t.keys[r.slot] == k {
+		r := &t.recent[h>>(64-t.recentBits)]
+		if len(k) <= 8 {
+			if r.tag == t.epoch<<8|uint32(len(k)) && r.w == shortWord(k) {
 				return int(r.slot), true
 			}
+		} else if r.w == uint64(p) && int(r.tag&0xff) == len(k) && t.kinds[r.slot] == keyString && t.keys[r.slot] == k {
+			return int(r.slot), true
 		}
 	}
 	s, ok := t.strs[k]
@@ -142,7 +141,7 @@ func (t *KeyTable) LookupString(k string) (int, bool) {
 			// small cache; its entries are dropped.
 			t.recent, t.recentBits = make([]recentKey, 1<<want), want
 		}
-		r := recentKey{p: p, slot: s, tag: t.epoch<<8 | uint32(len(k))}
+		r := recentKey{w: uint64(p), slot: s, tag: t.epoch<<8 | uint32(len(k))}
 		if len(k) <= 8 {
 			r.w = shortWord(k)
 		}
@@ -222,7 +221,7 @@ func (t *KeyTable) Count() int { return len(t.slots) + len(t.ints) + len(t.strs)
 // integer and a kind byte; per live key a map entry and its bytes; the recent-keys cache.
 func (t *KeyTable) SizeBytes() int {
 	n := len(t.keys)*(16+8+1) + cap(t.free)*4
-	n += len(t.recent) * int(unsafe.Sizeof(recentKey{}))
+	n += len(t.recent) * 16
 	n += len(t.ints) * 24
 	for k := range t.slots {
 		n += len(k) + 32

@@ -79,7 +79,7 @@ func TestKeyTableLookupStringModel(t *testing.T) {
 }
 
 // The recent-keys cache grows with the keys: a table of one key looked up again and again
-// keeps a few entries (8, of 24 bytes), one of 5,000 keys at most recentKeys.
+// keeps a few entries (8, of 16 bytes), one of 5,000 keys at most recentKeys.
 func TestKeyTableRecentGrowsWithKeys(t *testing.T) {
 	kt := NewKeyTable()
 	kt.SlotString("only")
@@ -87,8 +87,8 @@ func TestKeyTableRecentGrowsWithKeys(t *testing.T) {
 	for range 100 {
 		kt.LookupString("only")
 	}
-	if got := kt.SizeBytes() - before; got != 8*24 {
-		t.Fatalf("one key: the cache adds %d bytes, want 192", got)
+	if got := kt.SizeBytes() - before; got != 8*16 {
+		t.Fatalf("one key: the cache adds %d bytes, want 128", got)
 	}
 	for i := range 5000 {
 		kt.SlotString(fmt.Sprint(i))
@@ -97,6 +97,9 @@ func TestKeyTableRecentGrowsWithKeys(t *testing.T) {
 		if s, ok := kt.LookupString(fmt.Sprint(i)); !ok || s != i+1 {
 			t.Fatalf("LookupString(%d) = %d, %v; want %d", i, s, ok, i+1)
 		}
+	}
+	if unsafe.Sizeof(recentKey{}) != 16 {
+		t.Fatalf("a cache entry is %d bytes; SizeBytes counts 16", unsafe.Sizeof(recentKey{}))
 	}
 	if len(kt.recent) != recentKeys {
 		t.Fatalf("5,000 keys: %d cache entries, want %d", len(kt.recent), recentKeys)
