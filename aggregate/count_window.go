@@ -38,6 +38,9 @@ type countWindow struct {
 	w     int64
 	stats Stats
 	r     Result
+
+	reserve   func(bytes int64) error // WindowSpec.Reserve
+	cellBytes int64                   // a cell's bytes over cnt, minT, maxT and the columns
 }
 
 // maxGrowCells is the most cells a count window's columns grow by at once (with five
@@ -90,7 +93,21 @@ func newCountWindow(spec WindowSpec, aggs []Named, emit func(*Result)) (*countWi
 		c.scratch[i].Resize(1)
 	}
 	c.r.Values = make([]value.Value, len(aggs))
+	c.reserve, c.cellBytes = spec.Reserve, countCellBytes(aggs)
 	return c, nil
+}
+
+// countCellBytes estimates the bytes of one cell of a count window with aggs: 24 of its
+// count and time range, and each aggregator's column's bytes a cell (measured on 64 cells).
+func countCellBytes(aggs []Named) int64 {
+	const cells = 64
+	n := int64(24)
+	for _, a := range aggs {
+		col := a.Aggregator.NewColumn()
+		col.Resize(cells)
+		n += (int64(col.SizeBytes()) + cells - 1) / cells
+	}
+	return n
 }
 
 func (c *countWindow) Watermark() int64 { return c.w }
@@ -116,18 +133,28 @@ func (c *countWindow) Add(e *Event) error {
 	var isNew bool
 	c.keyBuf, slot, isNew = keySlot(c.keys, c.keyBuf, e.Key)
 	if isNew {
+		// The columns of all keys are one array each: the new key's cells, when they are
+		// past its end, grow it, doubling, but by at most maxGrowCells a time (a doubling of
+		// a large state in one event is a large jump: 1 GiB of cells became 2 GiB, and the
+		// process died, at the 1,025th key of 10,000 cells). The growth is reserved first.
+		n := 0
+		if cells := (slot + 1) * int(c.per); cells > len(c.cnt) {
+			n = max(cells, len(c.cnt)+min(len(c.cnt), maxGrowCells))
+			if c.reserve != nil {
+				if err := c.reserve(int64(n-len(c.cnt)) * c.cellBytes); err != nil {
+					c.keys.Free(slot)
+					c.stats.Rejected++
+					return err
+				}
+			}
+		}
 		for len(c.filled) <= slot {
 			c.filled = append(c.filled, 0)
 			c.keyVals = append(c.keyVals, nil)
 		}
 		c.keyVals[slot] = ownedKey(e.Key)
 		c.filled[slot] = 0
-		if cells := (slot + 1) * int(c.per); cells > len(c.cnt) {
-			// Doubling, but by at most maxGrowCells a time: the columns of all keys are one
-			// array each, so a doubling of a large state in one event is a large jump that the
-			// state budget (looked at between events) cannot stop in time (1 GiB of cells
-			// became 2 GiB, and the process died, at the 1,025th key of 10,000 cells).
-			n := max(cells, len(c.cnt)+min(len(c.cnt), maxGrowCells))
+		if n > 0 {
 			c.cnt, c.minT, c.maxT = grown(c.cnt, n), grown(c.minT, n), grown(c.maxT, n)
 			for _, col := range c.cols {
 				col.Resize(n)

@@ -1,6 +1,7 @@
 package aggregate
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/scenario-server/scenario-server/value"
@@ -33,5 +34,59 @@ func TestCountWindowGrowsInSteps(t *testing.T) {
 		if grew := cap(cw.cnt) - before; before >= maxGrowCells && grew > maxGrowCells {
 			t.Fatalf("key %d grew the cells from %d by %d; want at most %d", k+1, before, grew, maxGrowCells)
 		}
+	}
+}
+
+// Before a count window takes a new key's cells it asks WindowSpec.Reserve for their bytes:
+// a refusal refuses the event with Reserve's error and takes no cells (nor the key: the key
+// table keeps at most the freed slot's few bytes); an
+// accepted reservation covers what the state grew by (StateBytes, measured before and after),
+// and not more than twice it.
+func TestCountWindowReservesNewKeys(t *testing.T) {
+	var named []Named
+	for _, f := range []string{"Count", "Sum", "List"} {
+		a, err := New(Spec{Func: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		named = append(named, Named{Name: f, Aggregator: a})
+	}
+	refuse := errors.New("over the budget")
+	var asked []int64
+	allow := 2
+	op, err := NewOperator(WindowSpec{Kind: CountWindow, Count: 1_000, CountSlide: 1, Reserve: func(b int64) error {
+		asked = append(asked, b)
+		if len(asked) > allow {
+			return refuse
+		}
+		return nil
+	}}, named, func(*Result) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := []value.Value{value.Null(), value.Int(1), value.Int(2)}
+	add := func(k int64) error {
+		return op.Add(&Event{Time: k, Key: []value.Value{value.Int(k)}, Inputs: in})
+	}
+	for k := range int64(allow) {
+		before := op.StateBytes()
+		if err := add(k); err != nil {
+			t.Fatalf("key %d: %v", k, err)
+		}
+		grew := int64(op.StateBytes() - before)
+		if r := asked[len(asked)-1]; r < grew || r > 2*grew {
+			t.Errorf("key %d: reserved %d bytes, the state grew by %d; want the reservation to cover it, within twice", k, r, grew)
+		}
+	}
+	// The same key again takes no new cells: nothing is asked.
+	if err := add(0); err != nil || len(asked) != allow {
+		t.Fatalf("key 0 again: %v, %d reservations; want nil, %d", err, len(asked), allow)
+	}
+	before, keys := op.StateBytes(), op.KeyCount()
+	if err := add(99); !errors.Is(err, refuse) {
+		t.Fatalf("a new key past the reservations: %v; want the refusal", err)
+	}
+	if grew := op.StateBytes() - before; grew > 64 || op.KeyCount() != keys || op.Stats().Rejected != 1 {
+		t.Errorf("after the refusal: %d bytes more, %d keys, %d rejected; want at most 64 (a free slot), %d, 1", grew, op.KeyCount(), op.Stats().Rejected, keys)
 	}
 }

@@ -122,6 +122,12 @@ type WindowSpec struct {
 	// Count is the number of events in a count window; CountSlide the number
 	// of events it slides by (0 means Count: non-overlapping windows).
 	Count, CountSlide int64
+	// Reserve, when set, is asked before the operator takes much memory at once, with the
+	// bytes it is about to take (an estimate): a count window's count-slices for a new key,
+	// or its columns grown for more keys. An error refuses the event: Add returns it, and
+	// nothing is taken. Other growth is a key's or a slice's at a time, which the caller's
+	// looks at StateBytes bound.
+	Reserve func(bytes int64) error
 }
 
 // Stats counts what an operator did. Late counts events dropped from every

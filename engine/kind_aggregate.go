@@ -168,6 +168,10 @@ const (
 	// window may have, and the most count-slices a count window may keep per key (see
 	// checkCount).
 	MaxSlicesPerWindow = 10_000
+	// MaxCountCellsPerKey is the most cells (count-slices × aggregations) a count window may
+	// take for a key (see checkCount): with 9 to 37 bytes a cell and 24 a count-slice, at most
+	// about 10 MiB.
+	MaxCountCellsPerKey = 1 << 18
 	// MaxWindowsPerEvent is the most windows (windowLength / slide) a hopping window may count
 	// one event in: a window of a day sliding every minute is the longest.
 	MaxWindowsPerEvent = 1_440
@@ -290,9 +294,16 @@ func checkCount(c *nodes.Check, out *aggregateOutput) {
 	if !okL || !okS || length <= 0 || slide <= 0 {
 		return
 	}
-	if n := aggregate.CountSlices(length, slide); n > MaxSlicesPerWindow {
+	n := aggregate.CountSlices(length, slide)
+	if n > MaxSlicesPerWindow {
 		c.Errorf("windowLength", nodes.CodeTooManySlices, "windowLength %s events sliding by %s are kept per key as %s count-slices (windowLength / gcd(windowLength, slide)); at most %s: set a slide that divides windowLength into at most %s parts",
 			groupDigits(length), groupDigits(slide), groupDigits(n), groupDigits(MaxSlicesPerWindow), groupDigits(MaxSlicesPerWindow))
+		return
+	}
+	// Each count-slice holds a cell of each aggregation, all taken with the key's first event.
+	if aggs := int64(len(c.Aggregations("aggregations"))); n*aggs > MaxCountCellsPerKey {
+		c.Errorf("aggregations", nodes.CodeTooManySlices, "%s count-slices (windowLength %s / gcd(windowLength, slide %s)) of %d aggregations are %s cells per key, taken with its first event; at most %s: fewer aggregations, or a slide that divides windowLength into fewer parts",
+			groupDigits(n), groupDigits(length), groupDigits(slide), aggs, groupDigits(n*aggs), groupDigits(MaxCountCellsPerKey))
 	}
 }
 
@@ -589,6 +600,7 @@ func windowOf(shape func(*AggregatePlan, *aggregate.WindowSpec)) builder {
 		a := &aggregator{node: n}
 		spec := aggregate.WindowSpec{Precision: p.Precision.Milliseconds(), Offset: p.Offset.Milliseconds()}
 		shape(p, &spec)
+		spec.Reserve = func(bytes int64) error { return e.reserveState(n.id, bytes) }
 		a.endCond = n.evaluator(p.EndSession)
 		for _, x := range p.GroupBy {
 			a.groupBy = append(a.groupBy, n.evaluator(x))

@@ -142,6 +142,38 @@ type stateWatcher struct {
 	last   int64              // the state's bytes at the last look
 	keys   int                // the keys at the last look
 	keyGap int                // new keys between two looks (0: none)
+	// reserved is what operators took at once since the last look (Engine.reserveState).
+	reserved int64
+}
+
+// reserveState is aggregate.WindowSpec.Reserve of aggregate node node: an operator is about
+// to take bytes at once (a count window's cells for a new key), more than the looks between
+// events bound. The state at the last look, what was reserved since, and bytes must fit
+// Options.MaxStateBytes, and with the others' state the shared budget; else the engine's state
+// error is set (it takes no more input, as after a look past the budget) and returned, and the
+// operator refuses the event without taking the bytes.
+func (e *Engine) reserveState(node string, bytes int64) error {
+	w := &e.stateWatch
+	if w.Max <= 0 && w.Shared == nil {
+		return nil
+	}
+	after := w.last + w.reserved + bytes
+	var err *StateBudgetError
+	if w.Max > 0 && after > w.Max {
+		err = &StateBudgetError{Bytes: after, Budget: w.Max, Node: node}
+	} else if w.Shared != nil && w.Shared.Max > 0 {
+		if total := w.Shared.Total() - w.last + after; total > w.Shared.Max {
+			err = &StateBudgetError{Bytes: after, Budget: w.Max, Node: node, Shared: total, SharedBudget: w.Shared.Max}
+		}
+	}
+	if err != nil {
+		if e.stateErr == nil {
+			e.stateErr = err
+		}
+		return err
+	}
+	w.reserved += bytes
+	return nil
 }
 
 // stateCheckEvents is how many events a stateWatcher lets in between two looks while the
@@ -181,7 +213,7 @@ func (w *stateWatcher) Check(e *Engine) error {
 	}
 	bytes, node := e.StateBytes()
 	perEvent := max(bytes-w.last, 0) / int64(w.events)
-	w.events, w.last, w.keys = 0, bytes, keys
+	w.events, w.last, w.keys, w.reserved = 0, bytes, keys, 0
 	left := int64(math.MaxInt64)
 	if w.Max > 0 {
 		if bytes > w.Max {

@@ -144,3 +144,60 @@ func TestStateDoesNotHoldEvents(t *testing.T) {
 	}
 	runtime.KeepAlive(e)
 }
+
+// One event through a Split to 30 count windows of 10,000 count-slices and 26 Counts each
+// (260,000 cells a key, within MaxCountCellsPerKey): each takes about 2.6 MB for the event's
+// key, 77 MB in all, before the event is over and any look between events (round 22: such a
+// fan-out, with more aggregations, took gigabytes from one record and ended the server).
+// Each window reserves its cells first (Engine.reserveState): past the 64 MiB budget the
+// event is refused at each window that would pass it, and the state stays within the budget.
+func TestStateBudgetReservedWithinAnEvent(t *testing.T) {
+	var aggs []string
+	for i := range 26 {
+		aggs = append(aggs, fmt.Sprintf(`{"name": "c%d", "aggregator": "Count"}`, i))
+	}
+	nodes := []string{srcNode("in", "#input.t", "0s"), `{"id": "split", "type": "Split"}`}
+	edges := []string{`{"from": "in", "to": "split"}`}
+	for j := range 30 {
+		nodes = append(nodes, fmt.Sprintf(`{"id": "w%d", "type": "CustomNode", "nodeType": "aggregate-count", "outputVar": "agg", "parameters": [
+			{"name": "groupBy", "value": [{"language": "expr", "expression": "#input.k"}]},
+			{"name": "aggregations", "value": [%s]},
+			{"name": "windowLength", "value": 10000}, {"name": "slide", "value": 1}]}`, j, strings.Join(aggs, ", ")),
+			collectSink(fmt.Sprintf("out%d", j), "#agg.c0"))
+		edges = append(edges, fmt.Sprintf(`{"from": "split", "to": "w%d"}, {"from": "w%d", "to": "out%d"}`, j, j, j))
+	}
+	s, err := scenario.Decode([]byte(`{"nodes": [` + strings.Join(nodes, ", ") + `], "edges": [` + strings.Join(edges, ", ") + `]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const budget = 64 << 20
+	e, err := New(s, Options{Bounded: true, MaxStateBytes: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.PushJSON("in", []byte(`{"t": 0, "k": "k0"}`), 1); err != nil {
+		t.Fatal(err)
+	}
+	held, _ := e.StateBytes()
+	var over *StateBudgetError
+	if !errors.As(e.StateErr(), &over) || !strings.HasPrefix(over.Node, "w") || over.Budget != budget {
+		t.Fatalf("state error %v; want a *StateBudgetError of a count window against %d", e.StateErr(), budget)
+	}
+	if held > budget || held < budget/2 {
+		t.Errorf("the event left %d bytes of state; want within the budget of %d, and over half of it", held, budget)
+	}
+	// Each window the event reached past the budget refused it: an error each; the others
+	// hold the key.
+	took := 0
+	for id, st := range e.State() {
+		if st.Keys == 1 {
+			took++
+		} else if st.Keys != 0 {
+			t.Errorf("window %s holds %d keys", id, st.Keys)
+		}
+	}
+	if _, errs := e.Errors(); took == 0 || took == 30 || errs != int64(30-took) {
+		t.Errorf("%d windows took the key, %d per-event errors; want some and not all, and an error for each of the others", took, errs)
+	}
+	t.Logf("%d bytes held; refused at %s: %v", held, over.Node, over)
+}

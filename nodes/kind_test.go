@@ -355,6 +355,13 @@ func TestAggregationParameters(t *testing.T) {
 }
 
 func TestWindowParameters(t *testing.T) {
+	counts := func(n int) []map[string]any {
+		var l []map[string]any
+		for i := range n {
+			l = append(l, map[string]any{"name": fmt.Sprintf("c%d", i), "aggregator": "Count"})
+		}
+		return l
+	}
 	node := func(kind string, params map[string]any) *scenario.Scenario {
 		k, _ := builtin.Kind("CustomNode/" + kind)
 		n := minimalNode(k, func(p ParamSpec) bool { return p.Required && params[p.Name] == nil })
@@ -400,6 +407,11 @@ func TestWindowParameters(t *testing.T) {
 		{engine.AggregateCount, map[string]any{"windowLength": 20_001, "slide": 2}, "windowLength", CodeTooManySlices}, // gcd 1: 20,001
 		{engine.AggregateCount, map[string]any{"windowLength": 30_000, "slide": 20_000}, "", ""},                       // gcd 10,000: 3
 		{engine.AggregateCount, map[string]any{"windowLength": 2.5}, "windowLength", CodeInvalidParameter},
+		// Cells per key: count-slices × aggregations, at most 262,144 (2^18).
+		{engine.AggregateCount, map[string]any{"windowLength": 10_000, "slide": 1, "aggregations": counts(26)}, "", ""}, // 260,000
+		{engine.AggregateCount, map[string]any{"windowLength": 10_000, "slide": 1, "aggregations": counts(27)}, "aggregations", CodeTooManySlices},
+		{engine.AggregateCount, map[string]any{"windowLength": 100, "slide": 1, "aggregations": counts(2_621)}, "", ""}, // 262,100
+		{engine.AggregateCount, map[string]any{"windowLength": 100, "slide": 1, "aggregations": counts(2_622)}, "aggregations", CodeTooManySlices},
 	}
 	for _, tt := range tests {
 		v := validate(node(tt.kind, tt.params))
