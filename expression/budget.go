@@ -277,6 +277,10 @@ func patchBudgets(root *ast.Node, b Budget, fromEnv bool) bool {
 			case *ast.StringNode, *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode, *ast.NilNode, *ast.ConstantNode:
 			default:
 				guard := &ast.CallNode{Callee: callee(scalarIndex), Arguments: []ast.Node{x.Property}}
+				if b.Steps >= 0 && mayBeString(x.Property) {
+					// and a key is hashed and compared whole: charged by its bytes.
+					guard = &ast.CallNode{Callee: callee(budgetKey), Arguments: []ast.Node{budgetRef(x), x.Property}}
+				}
 				guard.SetNature(*x.Property.Nature())
 				guard.SetLocation(x.Property.Location())
 				x.Property = guard
@@ -330,6 +334,10 @@ func patchBudgets(root *ast.Node, b Budget, fromEnv bool) bool {
 			case (x.Operator == "==" || x.Operator == "!=") && b.Steps >= 0 && mayBeCollection(x.Left) && mayBeCollection(x.Right):
 				patchBinary(n, x.Operator, budgetRef(x), x.Left, x.Right)
 			case x.Operator == "in" && b.Steps >= 0 && mayBeList(x.Right):
+				patchBinary(n, x.Operator, budgetRef(x), x.Left, x.Right)
+			case stringCompare[x.Operator] && b.Steps >= 0 && mayBeString(x.Left) && mayBeString(x.Right):
+				// Reading two strings is charged by their bytes, as == of collections is: a
+				// chain of contains on a 16 MB string held a CPU for minutes (round 22).
 				patchBinary(n, x.Operator, budgetRef(x), x.Left, x.Right)
 			case x.Operator == "matches" && (b.Steps >= 0 || b.Memory >= 0) && !isStringLiteral(x.Right):
 				// A constant pattern is compiled once, with the expression; one read from the
@@ -566,6 +574,15 @@ func scalarIndex(i any) any {
 	return i
 }
 
+// budgetKey is scalarIndex of a[k] with the budget: a string key is charged a step for each
+// KiB (hashed to find it, compared with the one found).
+func budgetKey(b, k any) any {
+	if s, ok := k.(string); ok {
+		b.(*runBudget).scan("[]", 2*len(s))
+	}
+	return scalarIndex(k)
+}
+
 // sliceable is the value of a[i:j], checked: a record (or another value that is not a list
 // or string) is an error naming its kind (expr's own prints it whole, by recursion).
 func sliceable(v any) any {
@@ -622,6 +639,12 @@ func nestingError(what string) error {
 // records, at most as many as the smaller has (nested values included;
 // expr compares them one by one, a list shared twice twice).
 func (rb *runBudget) chargeEqual(op string, x, y any) {
+	if s, ok := x.(string); ok {
+		if t, ok := y.(string); ok && len(s) == len(t) {
+			rb.scan(op, len(s)) // Go compares the lengths first
+		}
+		return
+	}
 	if !isCollection(x) || !isCollection(y) {
 		return
 	}
@@ -1173,6 +1196,65 @@ func isStringLiteral(n ast.Node) bool {
 // with budgetLeft.
 var rightOperand = map[string]func(b, y any) any{
 	"+": budgetAddRight, "==": budgetEqualRight, "!=": budgetNotEqualRight, "in": budgetInRight, "matches": budgetMatchesRight,
+	"<": budgetStringRight("<"), ">": budgetStringRight(">"), "<=": budgetStringRight("<="), ">=": budgetStringRight(">="),
+	"contains": budgetStringRight("contains"), "startsWith": budgetStringRight("startsWith"), "endsWith": budgetStringRight("endsWith"),
+}
+
+// stringCompare are the binary operators that read two strings, whole or up to the shorter
+// one: the right functions of ==, != (budgetEqualRight) and the others (budgetStringRight)
+// charge the bytes read.
+var stringCompare = map[string]bool{"==": true, "!=": true, "<": true, ">": true, "<=": true, ">=": true,
+	"contains": true, "startsWith": true, "endsWith": true}
+
+// stringOperands is expr's contains, startsWith or endsWith: false with a null operand, an
+// error naming the kinds for operands that are not strings (expr's own is a failed type
+// assertion).
+func stringOperands(op string, x, y any, f func(s, t string) bool) bool {
+	if runtime.IsNil(x) || runtime.IsNil(y) {
+		return false
+	}
+	s, ok1 := x.(string)
+	t, ok2 := y.(string)
+	if !ok1 || !ok2 {
+		panic(fmt.Errorf("%s takes two strings, not %s and %s", op, kindWord(x), kindWord(y)))
+	}
+	return f(s, t)
+}
+
+// budgetStringRight is the right function of operator op of stringCompare: two strings are
+// charged a step for each KiB it reads (contains: both; the others: up to the shorter), then
+// op is expr's.
+func budgetStringRight(op string) func(b, y any) any {
+	return func(b, y any) any {
+		rb := b.(*runBudget)
+		x := rb.popLeft()
+		if s, ok := x.(string); ok {
+			if t, ok := y.(string); ok {
+				n := min(len(s), len(t))
+				if op == "contains" {
+					n = len(s) + len(t)
+				}
+				rb.scan(op, n)
+			}
+		}
+		// What they give for operands that are not two strings (numbers, dates; null) is expr's.
+		switch op {
+		case "<":
+			return runtime.Less(x, y)
+		case ">":
+			return runtime.More(x, y)
+		case "<=":
+			return runtime.LessOrEqual(x, y)
+		case ">=":
+			return runtime.MoreOrEqual(x, y)
+		case "contains":
+			return stringOperands(op, x, y, strings.Contains)
+		case "startsWith":
+			return stringOperands(op, x, y, strings.HasPrefix)
+		default: // endsWith
+			return stringOperands(op, x, y, strings.HasSuffix)
+		}
+	}
 }
 
 // patchAdd replaces *n, x op y, by the calls of budgetLeft and the right

@@ -72,6 +72,59 @@ func TestStepBudget(t *testing.T) {
 	}
 }
 
+// Operators that read two strings are charged a step for each KiB they read (round 22: a
+// chain of contains on a 16 MB string held a CPU for minutes, uncharged): contains both
+// strings, the compares and startsWith, endsWith up to the shorter, == of two strings of one
+// length their length, a computed key twice its length (hashed, then compared). Steps worked
+// out by hand: s and u are 1 MiB (1,048,576 bytes), t 101 bytes, k 2 KiB; integer division.
+func TestStringOperatorsCharged(t *testing.T) {
+	mib := strings.Repeat("a", 1<<20)
+	vars := map[string]value.Value{"s": value.String(mib), "u": value.String(strings.Clone(mib)),
+		"t": value.String(strings.Repeat("a", 100) + "b"), "k": value.String(strings.Repeat("k", 2048)), "x": value.Int(3)}
+	env := TypeEnv{"s": String, "u": String, "t": String, "k": String, "x": Unknown}
+	runWith := func(t *testing.T, text string, b Budget, vars map[string]value.Value) (value.Value, error) {
+		t.Helper()
+		prog, problems := CompileWith(text, env, Unknown, Options{Budget: b})
+		if len(problems) > 0 {
+			t.Fatalf("%q: %v", text, problems)
+		}
+		return Run(prog, vars)
+	}
+	for _, tt := range []struct {
+		text  string
+		steps int
+		want  bool
+	}{
+		{"#s contains #t", 1024, false},                   // (1,048,576 + 101) / 1,024
+		{"#s contains #t || #s contains #t", 2048, false}, // twice
+		{"#s contains #t || #u contains #t || #s > #u", 3072, false},
+		{"#s startsWith #u", 1024, true},
+		{"#s endsWith #u", 1024, true},
+		{"#s < #u", 1024, false},
+		{"#s >= #u", 1024, true},
+		{"#s == #u", 1024, true},
+		{"#s != #u", 1024, false},
+		{"{a: 1}[#k] == nil", 4, true}, // 2 × 2,048 / 1,024
+	} {
+		v, err := runWith(t, tt.text, Budget{Steps: tt.steps}, vars)
+		if err != nil || v.Bool() != tt.want {
+			t.Errorf("%q with %d steps: %s; want %v", tt.text, tt.steps, describe(v, err), tt.want)
+		}
+		_, err = runWith(t, tt.text, Budget{Steps: tt.steps - 1}, vars)
+		budgetError(t, tt.text, err, "more than "+itoa(tt.steps-1)+" steps")
+	}
+	// An operand that is not a string is an error naming its kind.
+	if _, err := runWith(t, `#x contains "a"`, Budget{}, vars); err == nil || !strings.Contains(err.Error(), "contains takes two strings, not number and string") {
+		t.Errorf("an integer contains a string: %v; want the kinds named", err)
+	}
+	// Strings under a KiB, and operands that are not two strings, are not charged.
+	for _, text := range []string{"#t contains \"b\"", "#t < \"b\"", "1 < 2", "#t == #t"} {
+		if _, err := runWith(t, text, Budget{Steps: 1}, vars); err != nil {
+			t.Errorf("%q with 1 step: %v", text, err)
+		}
+	}
+}
+
 func itoa(n int) string { return strconv.Itoa(n) }
 
 // TestStepBudgetIssue: the issue's never-ending expression, 999^4 steps,
