@@ -1,12 +1,13 @@
 package aggregate
 
 import (
+	"cmp"
 	"encoding/binary"
 	"math"
 	"slices"
-	"sync"
 
 	"github.com/DataDog/sketches-go/ddsketch"
+	enc "github.com/DataDog/sketches-go/ddsketch/encoding"
 	"github.com/DataDog/sketches-go/ddsketch/mapping"
 	"github.com/DataDog/sketches-go/ddsketch/store"
 
@@ -359,6 +360,7 @@ type ddColumn struct {
 	q       float64
 	cells   []*ddCell
 	scratch []byte
+	bins    []ddBin // AppendCell's buckets of a store
 }
 
 func (c *ddColumn) other(src Column) (*ddColumn, error) {
@@ -447,25 +449,87 @@ func (c *ddColumn) AppendCell(b []byte, i int) []byte {
 	b = append(b, 1)
 	b = appendFloat(b, s.min)
 	b = appendFloat(b, s.max)
-	enc := ddEncoders.Get().(*ddsketch.DDSketch)
-	enc.Clear()
-	_ = enc.MergeWith(s.sk) // one shared mapping: no error
-	c.scratch = c.scratch[:0]
-	enc.Encode(&c.scratch, true)
-	ddEncoders.Put(enc)
+	c.scratch = appendDDSketch(c.scratch[:0], s.sk, &c.bins)
 	b = binary.AppendUvarint(b, uint64(len(c.scratch)))
 	return append(b, c.scratch...)
 }
 
-// ddEncoders holds sketches with dense stores for AppendCell. How a
-// BufferedPaginatedStore encodes its buckets depends on the order they came
-// in (which stayed in its buffer, which went to pages); a DenseStore's
-// encoding depends on the buckets only. So a cell is copied into dense
-// stores first, and encodes to the same bytes however it was built: a
-// restored cell encodes to the bytes it was restored from.
-var ddEncoders = sync.Pool{New: func() any {
-	return ddsketch.NewDDSketch(ddMapping, store.NewDenseStore(), store.NewDenseStore())
-}}
+// ddBin is a bucket of a sketch's store: its index and count.
+type ddBin struct {
+	index int
+	count float64
+}
+
+// appendDDSketch appends sk as the library's Encode writes it with the index mapping left
+// out, as if its stores were DenseStores: how a BufferedPaginatedStore encodes its buckets
+// depends on the order they came in (which stayed in its buffer, which went to pages); a
+// DenseStore's encoding depends on the buckets only, so a cell encodes to the same bytes
+// however it was built, and a restored cell to the bytes it was restored from. It reads the
+// buckets (bins, reused) and writes what DenseStore.Encode would, choosing as it does between
+// its dense and sparse forms, without copying them into a DenseStore first: that took time and
+// memory of the span between the lowest and highest bucket (about 70,000 a sign for values
+// of 1e-300 and 1e300: 0.3 ms a cell, round 22), not of the buckets.
+func appendDDSketch(b []byte, sk *ddsketch.DDSketch, bins *[]ddBin) []byte {
+	if z := sk.GetZeroCount(); z != 0 {
+		enc.EncodeFlag(&b, enc.FlagZeroCountVarFloat)
+		enc.EncodeVarfloat64(&b, z)
+	}
+	for _, st := range [2]struct {
+		store store.Store
+		t     enc.FlagType
+	}{{sk.GetPositiveValueStore(), enc.FlagTypePositiveStore}, {sk.GetNegativeValueStore(), enc.FlagTypeNegativeStore}} {
+		l := (*bins)[:0]
+		st.store.ForEach(func(index int, count float64) bool {
+			if count != 0 {
+				l = append(l, ddBin{index, count})
+			}
+			return false
+		})
+		*bins = l
+		if len(l) == 0 {
+			continue
+		}
+		slices.SortFunc(l, func(x, y ddBin) int { return cmp.Compare(x.index, y.index) })
+		// DenseStore.Encode's sizes: each bucket of the span, empty or not, densely; each
+		// non-empty one sparsely.
+		lo, hi := l[0].index, l[len(l)-1].index
+		span := uint64(hi-lo) + 1
+		dense := enc.Uvarint64Size(span) + enc.Varint64Size(int64(lo)) + enc.Varint64Size(1) +
+			int(span-uint64(len(l)))*enc.Varfloat64Size(0)
+		sparse := enc.Uvarint64Size(uint64(len(l)))
+		prev := lo
+		for _, x := range l {
+			size := enc.Varfloat64Size(x.count)
+			dense += size
+			sparse += enc.Varint64Size(int64(x.index-prev)) + size
+			prev = x.index
+		}
+		if dense <= sparse {
+			enc.EncodeFlag(&b, enc.NewFlag(st.t, enc.BinEncodingContiguousCounts))
+			enc.EncodeUvarint64(&b, span)
+			enc.EncodeVarint64(&b, int64(lo))
+			enc.EncodeVarint64(&b, 1)
+			next := lo
+			for _, x := range l {
+				for ; next < x.index; next++ {
+					enc.EncodeVarfloat64(&b, 0)
+				}
+				enc.EncodeVarfloat64(&b, x.count)
+				next++
+			}
+			continue
+		}
+		enc.EncodeFlag(&b, enc.NewFlag(st.t, enc.BinEncodingIndexDeltasAndCounts))
+		enc.EncodeUvarint64(&b, uint64(len(l)))
+		prev = 0
+		for _, x := range l {
+			enc.EncodeVarint64(&b, int64(x.index-prev))
+			enc.EncodeVarfloat64(&b, x.count)
+			prev = x.index
+		}
+	}
+	return b
+}
 
 // DecodeCell decodes the sketch with the library into sparse stores (whose
 // size is bounded by the input's, whatever bucket indexes it names), checks
