@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // connLimit is a listener that holds at most max accepted connections open at once (past it,
@@ -16,22 +17,26 @@ import (
 // server's ConnState) is closed, so that a client holding every connection idle does not keep
 // the others waiting until the server's IdleTimeout. Closing an idle connection is what
 // IdleTimeout does anyway, earlier: HTTP clients reconnect when a kept-alive connection is
-// closed (RFC 9112 §9.3.1 lets either side close it at any time).
+// closed (RFC 9112 §9.3.1 lets either side close it at any time). A connection that has sent
+// nothing yet (http.StateNew) counts as idle once it has been open newConnGrace: clients send
+// their request at once, and sockets opened and left silent held every slot for the server's
+// ReadHeaderTimeout (10 s), no credentials needed (round 22).
 type connLimit struct {
 	net.Listener
 	slots chan struct{} // one element per connection open
 	done  chan struct{} // closed by Close
 	close sync.Once
 
-	mu   sync.Mutex
-	idle *list.List                     // the idle connections, the longest idle first
-	at   map[*limitedConn]*list.Element // where each idle connection is in idle
-	woke chan struct{}                  // a connection became idle (1-buffered)
+	mu    sync.Mutex
+	idle  *list.List                     // the idle connections, the longest idle first
+	fresh *list.List                     // the new connections that sent nothing yet, the oldest first
+	at    map[*limitedConn]*list.Element // where each is in idle or fresh
+	woke  chan struct{}                  // a connection became idle (1-buffered)
 }
 
 func newConnLimit(l net.Listener, max int) *connLimit {
 	return &connLimit{Listener: l, slots: make(chan struct{}, max), done: make(chan struct{}),
-		idle: list.New(), at: map[*limitedConn]*list.Element{}, woke: make(chan struct{}, 1)}
+		idle: list.New(), fresh: list.New(), at: map[*limitedConn]*list.Element{}, woke: make(chan struct{}, 1)}
 }
 
 // Accept accepts a connection, then waits for a free slot for it, closing idle connections
@@ -50,19 +55,28 @@ func (l *connLimit) Accept() (net.Conn, error) {
 			return &limitedConn{Conn: c, l: l}, nil
 		default:
 		}
-		if l.closeIdlest() {
+		closed, wait := l.closeIdlest(time.Now())
+		if closed {
 			continue // its slot is free once it has closed: try again
+		}
+		var later <-chan time.Time
+		if wait > 0 { // a silent new connection counts as idle then
+			later = time.After(wait)
 		}
 		select {
 		case l.slots <- struct{}{}:
 			return &limitedConn{Conn: c, l: l}, nil
 		case <-l.woke:
+		case <-later:
 		case <-l.done:
 			c.Close()
 			return nil, net.ErrClosed
 		}
 	}
 }
+
+// newConnGrace is how long a new connection may send nothing before it counts as idle.
+const newConnGrace = 500 * time.Millisecond
 
 // Close closes the listener; the connections it accepted stay open.
 func (l *connLimit) Close() error {
@@ -71,19 +85,40 @@ func (l *connLimit) Close() error {
 	return err
 }
 
-// closeIdlest closes the connection idle the longest, and reports whether there was one.
-func (l *connLimit) closeIdlest() bool {
+// closeIdlest closes the connection idle the longest, or else the oldest new connection that
+// has sent nothing for newConnGrace, and reports whether there was one; when there is none but
+// a new connection still in its grace, it returns how long until that one counts as idle.
+func (l *connLimit) closeIdlest(now time.Time) (bool, time.Duration) {
 	l.mu.Lock()
 	e := l.idle.Front()
 	if e == nil {
-		l.mu.Unlock()
-		return false
+		e = l.fresh.Front()
+		if e == nil {
+			l.mu.Unlock()
+			return false, 0
+		}
+		if age := now.Sub(e.Value.(*limitedConn).since); age < newConnGrace {
+			l.mu.Unlock()
+			return false, newConnGrace - age
+		}
 	}
-	c := l.idle.Remove(e).(*limitedConn)
-	delete(l.at, c)
+	c := e.Value.(*limitedConn)
+	l.remove(c)
 	l.mu.Unlock()
 	c.Close()
-	return true
+	return true, 0
+}
+
+// remove drops c from the idle or the new connections (l.mu held).
+func (l *connLimit) remove(c *limitedConn) {
+	if e := l.at[c]; e != nil {
+		if c.new {
+			l.fresh.Remove(e)
+		} else {
+			l.idle.Remove(e)
+		}
+		delete(l.at, c)
+	}
 }
 
 // connState is the server's http.Server.ConnState: it keeps the idle connections in order.
@@ -97,11 +132,16 @@ func (l *connLimit) connState(nc net.Conn, state http.ConnState) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if e := l.at[c]; e != nil {
-		l.idle.Remove(e)
-		delete(l.at, c)
+	l.remove(c)
+	if c.shut.Load() {
+		return
 	}
-	if state == http.StateIdle && !c.shut.Load() {
+	switch state {
+	case http.StateNew:
+		c.new, c.since = true, time.Now()
+		l.at[c] = l.fresh.PushBack(c)
+	case http.StateIdle:
+		c.new = false
 		l.at[c] = l.idle.PushBack(c)
 		select {
 		case l.woke <- struct{}{}:
@@ -116,6 +156,10 @@ type limitedConn struct {
 	l    *connLimit
 	once sync.Once
 	shut atomic.Bool
+	// new: in l.fresh (it has sent nothing yet), since then; else in l.idle, or in neither
+	// (l.mu).
+	new   bool
+	since time.Time
 }
 
 func (c *limitedConn) Close() error {
@@ -128,12 +172,9 @@ func (c *limitedConn) Close() error {
 	return err
 }
 
-// forget drops c from the idle connections.
+// forget drops c from the idle and new connections.
 func (l *connLimit) forget(c *limitedConn) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if e := l.at[c]; e != nil {
-		l.idle.Remove(e)
-		delete(l.at, c)
-	}
+	l.remove(c)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -77,5 +78,63 @@ func TestConnLimitClosesIdlest(t *testing.T) {
 	}
 	if get(first) {
 		t.Error("the first client's connection, idle the longest, was kept")
+	}
+}
+
+// TestConnLimitClosesSilentNew: with room for 2 connections, both taken by sockets that
+// connect and send nothing (the server's ReadHeaderTimeout an hour), a client is served once
+// the older has been silent newConnGrace, in its place; the younger is still open. Before,
+// the client waited for the header timeout (round 22: 10 silent sockets held a server with
+// --max-connections 10 for 8.1 s, with no credentials).
+func TestConnLimitClosesSilentNew(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit := newConnLimit(ln, 2)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }),
+		ReadHeaderTimeout: time.Hour, IdleTimeout: time.Hour, ConnState: limit.connState}
+	go srv.Serve(limit)
+	t.Cleanup(func() { srv.Close() })
+	var silent []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		silent = append(silent, c)
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(time.Millisecond) { // the server took it
+			limit.mu.Lock()
+			n := limit.fresh.Len()
+			limit.mu.Unlock()
+			if n == len(silent) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d new connections seen after 20 s, want %d", n, len(silent))
+			}
+		}
+	}
+	client := &http.Client{Transport: &http.Transport{}, Timeout: 20 * time.Second}
+	resp, err := client.Get("http://" + ln.Addr().String() + "/")
+	if err != nil {
+		t.Fatalf("GET with both slots held by silent sockets: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "ok" {
+		t.Fatalf("GET: %q", b)
+	}
+	// The older socket was closed for it (a read ends at once); the younger is open (a read
+	// waits: its deadline passes).
+	for i, c := range silent {
+		c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		_, err := c.Read(make([]byte, 1))
+		var ne net.Error
+		timedOut := errors.As(err, &ne) && ne.Timeout()
+		if want := i == 1; timedOut != want {
+			t.Errorf("silent socket %d: read %v; want it open: %v", i, err, want)
+		}
 	}
 }
