@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/scenario-server/scenario-server/internal/names"
+	"reflect"
 	rsyntax "regexp/syntax"
 	"sort"
 	"strings"
@@ -19,7 +20,6 @@ import (
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/optimizer"
 	"github.com/expr-lang/expr/parser"
-	"github.com/expr-lang/expr/patcher"
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/scenario-server/scenario-server/scenario"
@@ -223,9 +223,33 @@ func newConfig(env TypeEnv) *conf.Config {
 	}
 	// date() and now() read the machine's zone otherwise; scenarios must
 	// behave the same everywhere.
-	config.Visitors = append(config.Visitors, patcher.WithTimezone{Location: time.UTC})
+	config.Visitors = append(config.Visitors, withUTC{})
 	config.Check()
 	return config
+}
+
+// withUTC passes time.UTC to date() and now(), as expr's patcher.WithTimezone does, with its
+// type set: without it, where the checker did not type the new argument again (a method called
+// on date()'s result, date("2024-01-01").Unix()), expr's compiler took it for a value of unknown
+// type and dereferenced it, and date() failed ("interface conversion: interface {} is
+// time.Location, not string", round 22). It passes the zone once, however often it runs.
+type withUTC struct{}
+
+func (withUTC) Visit(node *ast.Node) {
+	b, ok := (*node).(*ast.BuiltinNode)
+	if !ok || b.Name != "date" && b.Name != "now" {
+		return
+	}
+	if len(b.Arguments) > 0 {
+		if c, ok := b.Arguments[0].(*ast.ConstantNode); ok {
+			if _, ok := c.Value.(*time.Location); ok {
+				return // passed already
+			}
+		}
+	}
+	loc := &ast.ConstantNode{Value: time.UTC}
+	loc.SetType(reflect.TypeOf(time.UTC))
+	ast.Patch(node, &ast.BuiltinNode{Name: b.Name, Arguments: append([]ast.Node{loc}, b.Arguments...)})
 }
 
 func fieldsOf(m map[string]Type) []Field {

@@ -68,6 +68,13 @@ func TestRun(t *testing.T) {
 		{"#key[0] + '-' + string(#key[1])", `"JFK-7"`},
 		{"duration('1m30s')", "90000"},                    // durations leave as milliseconds
 		{"date('2024-05-01T10:00:00Z')", "1714557600000"}, // times leave as epoch ms
+		// Methods of date()'s result (round 22: each failed, "interface conversion").
+		{"date('2024-01-01').Unix()", "1704067200"},
+		{"date('2024-01-01T10:00:00Z').Year()", "2024"},
+		{"date('2024-01-01').Format('2006/01')", `"2024/01"`},
+		{"date('2024-01-01').Sub(date('2023-01-01')).Hours()", "8760.0"}, // 365 days
+		{"(date('2024-01-02') - date('2024-01-01')).Hours()", "24.0"},
+		{"date('2024-01-01').Location().String() + now().Location().String()", `"UTCUTC"`},
 		{"parseTime('2001/01/01 00:47', 'yyyy/MM/dd HH:mm')", "978310020000"},
 		{"parseTime('01.02.2024 10:00', 'dd.MM.yyyy HH:mm', 'Europe/Warsaw')", "1706778000000"},
 		{"toEpochMillis('2024-05-01T10:00:00.250+02:00')", "1714550400250"},
