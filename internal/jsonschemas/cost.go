@@ -73,6 +73,9 @@ func bound(s *jsonschema.Schema) (*Place, error) {
 		return nil, err
 	}
 	// Every schema below has been met (its closure taken).
+	if w.cycle != "" {
+		return nil, fmt.Errorf("%s applies itself to the same value (through $ref, allOf, anyOf, oneOf, not, if, then, else or dependentSchemas, without going into a property or an item): checking a value against it would never end, and every event would be refused", w.cycle)
+	}
 	if w.dynamic != "" {
 		return nil, fmt.Errorf("%s has a $dynamicRef or $recursiveRef: which schema it applies depends on the path to the value, so the work of checking cannot be bounded in advance; use $ref", w.dynamic)
 	}
@@ -118,6 +121,7 @@ type walker struct {
 	path    []string // the steps to the place being looked at
 	work    int
 	dynamic string                        // the location of the first $dynamicRef or $recursiveRef met
+	cycle   string                        // the location of the first schema met applying itself in place
 	sizes   map[*jsonschema.Schema][]size // comparedValues's
 }
 
@@ -147,7 +151,15 @@ func (w *walker) closure(s *jsonschema.Schema) *applied {
 	w.visiting[s] = true
 	c := &applied{n: map[*jsonschema.Schema]int64{s: 1}, total: 1}
 	add := func(t *jsonschema.Schema) {
-		if t != nil && !w.visiting[t] {
+		switch {
+		case t == nil:
+		case w.visiting[t]:
+			// t applies itself to the same value: the library ends each such check with an
+			// error (an infinite loop), whatever the value.
+			if w.cycle == "" {
+				w.cycle = t.Location
+			}
+		default:
 			w.add(c, w.closure(t), 1)
 		}
 	}

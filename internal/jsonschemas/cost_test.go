@@ -68,6 +68,32 @@ func TestExponentialRefused(t *testing.T) {
 	}
 }
 
+// A schema that applies itself to the same value (a $ref cycle, or one through allOf, anyOf,
+// not, without going into a property or an item) is refused: the library ends every check of
+// a value reaching it with an infinite-loop error (checked here for each, on the value it
+// reaches), so every event would be refused (round 22: saved as valid).
+func TestInPlaceCycleRefused(t *testing.T) {
+	for _, tc := range []struct{ schema, value string }{
+		{`{"$ref": "#"}`, `{}`},
+		{`{"$defs": {"x": {"$ref": "#/$defs/y"}, "y": {"$ref": "#/$defs/x"}}, "$ref": "#/$defs/x"}`, `1`},
+		{`{"allOf": [{"type": "object"}, {"$ref": "#"}]}`, `{}`},
+		{`{"not": {"not": {"$ref": "#"}}}`, `"a"`},
+		{`{"properties": {"a": {"anyOf": [{"type": "integer"}, {"$ref": "#/properties/a"}]}}}`, `{"a": "x"}`},
+	} {
+		s := compile(t, tc.schema)
+		v, err := jsonschema.UnmarshalJSON(strings.NewReader(tc.value))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Validate(v); err == nil {
+			t.Errorf("%s: the library accepted %s", tc.schema, tc.value)
+		}
+		if err := Check(s); err == nil || !strings.Contains(err.Error(), "applies itself to the same value") {
+			t.Errorf("%s: %v; want it refused", tc.schema, err)
+		}
+	}
+}
+
 // Schemas whose count does not grow with depth pass: recursive trees and lists, shared
 // definitions, the usual keywords.
 func TestBoundedAccepted(t *testing.T) {
