@@ -80,8 +80,9 @@ func TestStepBudget(t *testing.T) {
 func TestStringOperatorsCharged(t *testing.T) {
 	mib := strings.Repeat("a", 1<<20)
 	vars := map[string]value.Value{"s": value.String(mib), "u": value.String(strings.Clone(mib)),
-		"t": value.String(strings.Repeat("a", 100) + "b"), "k": value.String(strings.Repeat("k", 2048)), "x": value.Int(3)}
-	env := TypeEnv{"s": String, "u": String, "t": String, "k": String, "x": Unknown}
+		"t": value.String(strings.Repeat("a", 100) + "b"), "k": value.String(strings.Repeat("k", 2048)), "x": value.Int(3),
+		"z": value.String(strings.Repeat("0", 1<<20-1) + "1")}
+	env := TypeEnv{"s": String, "u": String, "t": String, "k": String, "x": Unknown, "z": String}
 	runWith := func(t *testing.T, text string, b Budget, vars map[string]value.Value) (value.Value, error) {
 		t.Helper()
 		prog, problems := CompileWith(text, env, Unknown, Options{Budget: b})
@@ -105,6 +106,12 @@ func TestStringOperatorsCharged(t *testing.T) {
 		{"#s == #u", 1024, true},
 		{"#s != #u", 1024, false},
 		{"{a: 1}[#k] == nil", 4, true}, // 2 × 2,048 / 1,024
+		// Built-ins that parse or search a string whole (round 23): z is 1 MiB of digits.
+		{"int(#z) == 1", 1024, true},
+		{"float(#z) == 1.0", 1024, true},
+		{`len(split(#s, "zz")) == 1`, 3072, true}, // three reads
+		{`len(splitAfter(#s, "zz")) == 1`, 3072, true},
+		{"hasPrefix(#s, #u)", 2048, true}, // both arguments
 	} {
 		v, err := runWith(t, tt.text, Budget{Steps: tt.steps}, vars)
 		if err != nil || v.Bool() != tt.want {
