@@ -88,7 +88,7 @@ func newCountWindow(spec WindowSpec, aggs []Named, emit func(*Result)) (*countWi
 	c.cols = make([]Column, len(aggs))
 	c.scratch = make([]Column, len(aggs))
 	for i, a := range aggs {
-		c.cols[i] = a.Aggregator.NewColumn()
+		c.cols[i] = newCountColumn(a.Aggregator)
 		c.scratch[i] = a.Aggregator.NewColumn()
 		c.scratch[i].Resize(1)
 	}
@@ -97,13 +97,29 @@ func newCountWindow(spec WindowSpec, aggs []Named, emit func(*Result)) (*countWi
 	return c, nil
 }
 
+// eagerColumn is a Column with side arrays it makes at their first use otherwise (a sum's
+// float parts at its first float), for all its cells at once: eagerSides makes them sized with
+// the cells from the start. A count window's columns hold every key's cells, so such a first
+// use would be a jump of the whole state in one event (round 23), past the reservation of the
+// key's cells; made with the cells, they are reserved with them.
+type eagerColumn interface{ eagerSides() }
+
+// newCountColumn is agg's column for a count window: its side arrays eager.
+func newCountColumn(agg Aggregator) Column {
+	col := agg.NewColumn()
+	if e, ok := col.(eagerColumn); ok {
+		e.eagerSides()
+	}
+	return col
+}
+
 // countCellBytes estimates the bytes of one cell of a count window with aggs: 24 of its
 // count and time range, and each aggregator's column's bytes a cell (measured on 64 cells).
 func countCellBytes(aggs []Named) int64 {
 	const cells = 64
 	n := int64(24)
 	for _, a := range aggs {
-		col := a.Aggregator.NewColumn()
+		col := newCountColumn(a.Aggregator)
 		col.Resize(cells)
 		n += (int64(col.SizeBytes()) + cells - 1) / cells
 	}

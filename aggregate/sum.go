@@ -47,6 +47,8 @@ type exactSum struct {
 	// floats: fl is in use. resetAll keeps its room for the next
 	// floats of a recycled slice, without a new allocation.
 	floats bool
+	// eager: hi and fl are sized with lo, not made at their first use (eagerColumn).
+	eager bool
 }
 
 // floatPart is one cell's float inputs: their compensated sum sum + cmp, and
@@ -71,9 +73,16 @@ func neumaier(s, c, x float64) (float64, float64) {
 
 func (e *exactSum) resize(n int) {
 	e.lo = resize(e.lo, n)
+	if e.eager {
+		e.hi, e.fl = resize(e.hi, n), resize(e.fl, n)
+		return
+	}
 	e.hi = resizeLazy(e.hi, n)
 	e.fl = resizeLazy(e.fl, n)
 }
+
+// eagerSides makes hi and fl sized with lo from now on (eagerColumn).
+func (e *exactSum) eagerSides() { e.eager = true }
 
 func (e *exactSum) needHi() {
 	if e.hi == nil {
