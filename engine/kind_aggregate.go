@@ -169,8 +169,8 @@ const (
 	// checkCount).
 	MaxSlicesPerWindow = 10_000
 	// MaxCountCellsPerKey is the most cells (count-slices × aggregations) a count window may
-	// take for a key (see checkCount): with 9 to 37 bytes a cell and 24 a count-slice, at most
-	// about 10 MiB.
+	// take for a key (see checkCount): with 9 to 51 bytes a cell (Count to Average) and 24 a
+	// count-slice, at most about 13 MiB.
 	MaxCountCellsPerKey = 1 << 18
 	// MaxWindowsPerEvent is the most windows (windowLength / slide) a hopping window may count
 	// one event in: a window of a day sliding every minute is the longest.
