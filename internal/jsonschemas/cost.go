@@ -73,13 +73,52 @@ func bound(s *jsonschema.Schema) (*Place, error) {
 		return nil, err
 	}
 	// Every schema below has been met (its closure taken).
-	if w.cycle != "" {
-		return nil, fmt.Errorf("%s applies itself to the same value (through $ref, allOf, anyOf, oneOf, not, if, then, else or dependentSchemas, without going into a property or an item): checking a value against it would never end, and every event would be refused", w.cycle)
+	if at := inPlaceCycle(w.closures); at != "" {
+		return nil, fmt.Errorf("%s applies itself to the same value whatever the value (through $ref, allOf or not, without going into a property or an item): the library refuses every value checked against it as an infinite loop", at)
 	}
 	if w.dynamic != "" {
 		return nil, fmt.Errorf("%s has a $dynamicRef or $recursiveRef: which schema it applies depends on the path to the value, so the work of checking cannot be bounded in advance; use $ref", w.dynamic)
 	}
 	return p, nil
+}
+
+// inPlaceCycle returns the location of a schema among met that applies itself to the same
+// value through the keywords whose errors are the value's ($ref, allOf, not), "" when none does: the
+// library ends the check of every value that reaches it with an infinite-loop error (round
+// 22: {"$ref": "#"} was saved, and every event refused). A cycle through anyOf, oneOf, if,
+// then, else or dependentSchemas is left: the library reaches it for some values only (an
+// anyOf whose first branch holds stops there; an error within if only picks else), and
+// refuses those as the event's error.
+func inPlaceCycle(met map[*jsonschema.Schema]*applied) string {
+	const (
+		unseen = iota
+		open
+		done
+	)
+	state := map[*jsonschema.Schema]int{}
+	var found string
+	var visit func(s *jsonschema.Schema)
+	visit = func(s *jsonschema.Schema) {
+		state[s] = open
+		next := append([]*jsonschema.Schema{s.Ref, s.Not}, s.AllOf...)
+		for _, t := range next {
+			switch {
+			case t == nil || found != "":
+			case state[t] == open:
+				found = t.Location
+			case state[t] == unseen:
+				visit(t)
+			}
+		}
+		state[s] = done
+	}
+	// In a fixed order, so that the location named does not vary.
+	for _, s := range slices.SortedFunc(maps.Keys(met), func(a, b *jsonschema.Schema) int { return strings.Compare(a.Location, b.Location) }) {
+		if state[s] == unseen && found == "" {
+			visit(s)
+		}
+	}
+	return found
 }
 
 // Place is where a value can be in a document checked against a schema: how many schemas
@@ -121,7 +160,6 @@ type walker struct {
 	path    []string // the steps to the place being looked at
 	work    int
 	dynamic string                        // the location of the first $dynamicRef or $recursiveRef met
-	cycle   string                        // the location of the first schema met applying itself in place
 	sizes   map[*jsonschema.Schema][]size // comparedValues's
 }
 
@@ -151,15 +189,7 @@ func (w *walker) closure(s *jsonschema.Schema) *applied {
 	w.visiting[s] = true
 	c := &applied{n: map[*jsonschema.Schema]int64{s: 1}, total: 1}
 	add := func(t *jsonschema.Schema) {
-		switch {
-		case t == nil:
-		case w.visiting[t]:
-			// t applies itself to the same value: the library ends each such check with an
-			// error (an infinite loop), whatever the value.
-			if w.cycle == "" {
-				w.cycle = t.Location
-			}
-		default:
+		if t != nil && !w.visiting[t] {
 			w.add(c, w.closure(t), 1)
 		}
 	}

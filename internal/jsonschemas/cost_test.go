@@ -68,17 +68,19 @@ func TestExponentialRefused(t *testing.T) {
 	}
 }
 
-// A schema that applies itself to the same value (a $ref cycle, or one through allOf, anyOf,
-// not, without going into a property or an item) is refused: the library ends every check of
-// a value reaching it with an infinite-loop error (checked here for each, on the value it
-// reaches), so every event would be refused (round 22: saved as valid).
+// A schema that applies itself to the same value whatever the value (a $ref cycle, or one
+// through allOf or not, without going into a property or an item) is refused: the library
+// ends every check of a value reaching it with an infinite-loop error (checked here for each,
+// on the value it reaches), so every event would be refused (round 22: saved as valid). One
+// through anyOf, oneOf, if, then, else or dependentSchemas is reached by some values only: it
+// passes (round 23), and the values that reach it are the events' errors.
 func TestInPlaceCycleRefused(t *testing.T) {
 	for _, tc := range []struct{ schema, value string }{
 		{`{"$ref": "#"}`, `{}`},
 		{`{"$defs": {"x": {"$ref": "#/$defs/y"}, "y": {"$ref": "#/$defs/x"}}, "$ref": "#/$defs/x"}`, `1`},
 		{`{"allOf": [{"type": "object"}, {"$ref": "#"}]}`, `{}`},
 		{`{"not": {"not": {"$ref": "#"}}}`, `"a"`},
-		{`{"properties": {"a": {"anyOf": [{"type": "integer"}, {"$ref": "#/properties/a"}]}}}`, `{"a": "x"}`},
+		{`{"properties": {"a": {"allOf": [{"type": "integer"}, {"$ref": "#/properties/a"}]}}}`, `{"a": 1}`},
 	} {
 		s := compile(t, tc.schema)
 		v, err := jsonschema.UnmarshalJSON(strings.NewReader(tc.value))
@@ -90,6 +92,25 @@ func TestInPlaceCycleRefused(t *testing.T) {
 		}
 		if err := Check(s); err == nil || !strings.Contains(err.Error(), "applies itself to the same value") {
 			t.Errorf("%s: %v; want it refused", tc.schema, err)
+		}
+	}
+	for _, tc := range []struct{ schema, value string }{
+		{`{"anyOf": [{"type": "integer"}, {"$ref": "#"}]}`, `1`},
+		{`{"if": {"type": "string"}, "then": {"$ref": "#"}}`, `1`},
+		{`{"if": {"$ref": "#"}, "then": {"type": "integer"}}`, `1`},
+		{`{"dependentSchemas": {"a": {"$ref": "#"}}}`, `{"b": 1}`},
+		{`{"oneOf": [{"type": "integer"}, {"type": "string", "allOf": [{"$ref": "#"}]}]}`, `1`},
+	} {
+		s := compile(t, tc.schema)
+		v, err := jsonschema.UnmarshalJSON(strings.NewReader(tc.value))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Validate(v); err != nil {
+			t.Errorf("%s: the library refused %s: %v", tc.schema, tc.value, err)
+		}
+		if err := Check(s); err != nil {
+			t.Errorf("%s: %v; want it accepted (some values never reach the cycle)", tc.schema, err)
 		}
 	}
 }

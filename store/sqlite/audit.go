@@ -29,6 +29,15 @@ func (s *Store) AppendAudit(ctx context.Context, e store.AuditEntry) (store.Audi
 	return e, nil
 }
 
+// foldAuditQuery folds a request into the newest matching entry at or after a time. The
+// entries since then are found by audit_log_at: the planner took audit_log_scenario (the
+// filter on scenario), which walks the scenario's whole history when no entry matches, within
+// the write transaction (26 ms with 150,000 older entries, round 23).
+const foldAuditQuery = `UPDATE audit_log SET repeats = repeats + 1, last_at = ?
+	WHERE id = (SELECT id FROM audit_log INDEXED BY audit_log_at WHERE at >= ? AND subject = ? AND name = ? AND address = ?
+	  AND action = ? AND scenario = ? AND version = ? AND outcome = ? ORDER BY id DESC LIMIT 1)
+	RETURNING id, at, request_id, repeats`
+
 // FoldAudit implements store.Store.
 func (s *Store) FoldAudit(ctx context.Context, e store.AuditEntry, since time.Time) (store.AuditEntry, error) {
 	e = store.CutAuditFields(e)
@@ -39,11 +48,7 @@ func (s *Store) FoldAudit(ctx context.Context, e store.AuditEntry, since time.Ti
 	out := e
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var at int64
-		err := tx.QueryRowContext(ctx,
-			`UPDATE audit_log SET repeats = repeats + 1, last_at = ?
-			 WHERE id = (SELECT id FROM audit_log WHERE at >= ? AND subject = ? AND name = ? AND address = ?
-			   AND action = ? AND scenario = ? AND version = ? AND outcome = ? ORDER BY id DESC LIMIT 1)
-			 RETURNING id, at, request_id, repeats`,
+		err := tx.QueryRowContext(ctx, foldAuditQuery,
 			micros(e.Time), micros(since), e.Subject, e.Name, e.Address, e.Action, e.Scenario, e.Version, e.Outcome).
 			Scan(&out.ID, &at, &out.RequestID, &out.Repeats)
 		if err == nil {

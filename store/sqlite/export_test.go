@@ -22,3 +22,6 @@ const (
 	ScenarioQuery = scenarioSelect + ` WHERE s.name = ?`
 	HistoryQuery  = historySelect + ` WHERE s.name = ? AND v.number < ? ORDER BY v.number DESC LIMIT ?`
 )
+
+// FoldAuditQuery is FoldAudit's update.
+const FoldAuditQuery = foldAuditQuery

@@ -54,3 +54,38 @@ func TestVersionMetadataFromTheIndex(t *testing.T) {
 		}
 	}
 }
+
+// FoldAudit finds the entries it may fold into by their time (audit_log_at), never by the
+// scenario (audit_log_scenario: the scenario's whole history walked when none matches).
+func TestFoldAuditReadsByTime(t *testing.T) {
+	st, err := sqlite.Open(t.Context(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rows, err := sqlite.ReadDB(st).QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+sqlite.FoldAuditQuery, 0, 0, "s", "n", "a", "results.read", "x", 0, "ok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	byTime := false
+	for rows.Next() {
+		var id, parent, notUsed int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notUsed, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+		if strings.Contains(detail, "audit_log_scenario") {
+			t.Errorf("the fold reads by scenario: %q", detail)
+		}
+		byTime = byTime || strings.Contains(detail, "USING INDEX audit_log_at")
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !byTime {
+		t.Errorf("the fold does not read by time: %q", plan)
+	}
+}
