@@ -16,32 +16,18 @@ const auditAppendLock = 0x617564697400 // "audit\0"
 
 // AppendAudit implements store.Store.
 func (s *Store) AppendAudit(ctx context.Context, e store.AuditEntry) (store.AuditEntry, error) {
-	e = store.CutAuditFields(e)
-	if e.Time.IsZero() {
-		e.Time = now()
-	}
-	e.Time = e.Time.UTC().Truncate(time.Microsecond)
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		// One append at a time, to its commit: ids are then committed in the order they are
-		// taken, so a reader paging with After (id > the last it saw) cannot pass an id
-		// whose entry commits later (a sequence hands ids out before commit).
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, auditAppendLock); err != nil {
-			return err
-		}
-		return tx.QueryRow(ctx,
-			`INSERT INTO audit_log (at, subject, name, address, action, scenario, version, outcome, request_id)
-			 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
-			e.Time, e.Subject, e.Name, e.Address, e.Action, e.Scenario, e.Version, e.Outcome, e.RequestID).Scan(&e.ID)
-	})
-	if err != nil {
-		return store.AuditEntry{}, fmt.Errorf("appending to the audit log: %w", err)
-	}
-	return e, nil
+	return s.writeAudit(ctx, e, time.Time{}, false)
 }
 
 // FoldAudit implements store.Store. It takes AppendAudit's lock: folding or appending is
 // one step, and two requests at once do not both append.
 func (s *Store) FoldAudit(ctx context.Context, e store.AuditEntry, since time.Time) (store.AuditEntry, error) {
+	return s.writeAudit(ctx, e, since, true)
+}
+
+// writeAudit appends e, or with fold folds it into the newest matching entry at or after
+// since when there is one.
+func (s *Store) writeAudit(ctx context.Context, e store.AuditEntry, since time.Time, fold bool) (store.AuditEntry, error) {
 	e = store.CutAuditFields(e)
 	if e.Time.IsZero() {
 		e.Time = now()
@@ -49,25 +35,30 @@ func (s *Store) FoldAudit(ctx context.Context, e store.AuditEntry, since time.Ti
 	e.Time = e.Time.UTC().Truncate(time.Microsecond)
 	var out store.AuditEntry
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		// One append at a time, to its commit: ids are then committed in the order they are
+		// taken, so a reader paging with After (id > the last it saw) cannot pass an id
+		// whose entry commits later (a sequence hands ids out before commit).
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, auditAppendLock); err != nil {
 			return err
 		}
 		out = e
-		err := tx.QueryRow(ctx,
-			`UPDATE audit_log SET repeats = repeats + 1, last_at = $1
-			 WHERE id = (SELECT id FROM audit_log WHERE at >= $2 AND subject = $3 AND name = $4 AND address = $5
-			   AND action = $6 AND scenario = $7 AND version = $8 AND outcome = $9 ORDER BY id DESC LIMIT 1)
-			 RETURNING id, at, request_id, repeats`,
-			e.Time, since, e.Subject, e.Name, e.Address, e.Action, e.Scenario, e.Version, e.Outcome).
-			Scan(&out.ID, &out.Time, &out.RequestID, &out.Repeats)
-		if err == nil {
-			out.Time, out.LastTime = out.Time.UTC(), &e.Time
-			return nil
+		if fold {
+			err := tx.QueryRow(ctx,
+				`UPDATE audit_log SET repeats = repeats + 1, last_at = $1
+				 WHERE id = (SELECT id FROM audit_log WHERE at >= $2 AND subject = $3 AND name = $4 AND address = $5
+				   AND action = $6 AND scenario = $7 AND version = $8 AND outcome = $9 ORDER BY id DESC LIMIT 1)
+				 RETURNING id, at, request_id, repeats`,
+				e.Time, since, e.Subject, e.Name, e.Address, e.Action, e.Scenario, e.Version, e.Outcome).
+				Scan(&out.ID, &out.Time, &out.RequestID, &out.Repeats)
+			if err == nil {
+				out.Time, out.LastTime = out.Time.UTC(), &e.Time
+				return nil
+			}
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			out = e
 		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return err
-		}
-		out = e
 		return tx.QueryRow(ctx,
 			`INSERT INTO audit_log (at, subject, name, address, action, scenario, version, outcome, request_id)
 			 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,

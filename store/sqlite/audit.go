@@ -12,21 +12,12 @@ import (
 
 // AppendAudit implements store.Store.
 func (s *Store) AppendAudit(ctx context.Context, e store.AuditEntry) (store.AuditEntry, error) {
-	e = store.CutAuditFields(e)
-	if e.Time.IsZero() {
-		e.Time = now()
-	}
-	e.Time = fromMicros(micros(e.Time))
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		return tx.QueryRowContext(ctx,
-			`INSERT INTO audit_log (at, subject, name, address, action, scenario, version, outcome, request_id)
-			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-			micros(e.Time), e.Subject, e.Name, e.Address, e.Action, e.Scenario, e.Version, e.Outcome, e.RequestID).Scan(&e.ID)
-	})
-	if err != nil {
-		return store.AuditEntry{}, fmt.Errorf("appending to the audit log: %w", err)
-	}
-	return e, nil
+	return s.writeAudit(ctx, e, time.Time{}, false)
+}
+
+// FoldAudit implements store.Store.
+func (s *Store) FoldAudit(ctx context.Context, e store.AuditEntry, since time.Time) (store.AuditEntry, error) {
+	return s.writeAudit(ctx, e, since, true)
 }
 
 // foldAuditQuery folds a request into the newest matching entry at or after a time. The
@@ -38,8 +29,9 @@ const foldAuditQuery = `UPDATE audit_log SET repeats = repeats + 1, last_at = ?
 	  AND action = ? AND scenario = ? AND version = ? AND outcome = ? ORDER BY id DESC LIMIT 1)
 	RETURNING id, at, request_id, repeats`
 
-// FoldAudit implements store.Store.
-func (s *Store) FoldAudit(ctx context.Context, e store.AuditEntry, since time.Time) (store.AuditEntry, error) {
+// writeAudit appends e, or with fold folds it into the entry foldAuditQuery finds since since
+// when there is one.
+func (s *Store) writeAudit(ctx context.Context, e store.AuditEntry, since time.Time, fold bool) (store.AuditEntry, error) {
 	e = store.CutAuditFields(e)
 	if e.Time.IsZero() {
 		e.Time = now()
@@ -47,18 +39,20 @@ func (s *Store) FoldAudit(ctx context.Context, e store.AuditEntry, since time.Ti
 	e.Time = fromMicros(micros(e.Time))
 	out := e
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		var at int64
-		err := tx.QueryRowContext(ctx, foldAuditQuery,
-			micros(e.Time), micros(since), e.Subject, e.Name, e.Address, e.Action, e.Scenario, e.Version, e.Outcome).
-			Scan(&out.ID, &at, &out.RequestID, &out.Repeats)
-		if err == nil {
-			out.Time, out.LastTime = fromMicros(at), &e.Time
-			return nil
+		if fold {
+			var at int64
+			err := tx.QueryRowContext(ctx, foldAuditQuery,
+				micros(e.Time), micros(since), e.Subject, e.Name, e.Address, e.Action, e.Scenario, e.Version, e.Outcome).
+				Scan(&out.ID, &at, &out.RequestID, &out.Repeats)
+			if err == nil {
+				out.Time, out.LastTime = fromMicros(at), &e.Time
+				return nil
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+			out = e
 		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		out = e
 		return tx.QueryRowContext(ctx,
 			`INSERT INTO audit_log (at, subject, name, address, action, scenario, version, outcome, request_id)
 			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,

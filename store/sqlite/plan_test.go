@@ -26,28 +26,15 @@ func TestVersionMetadataFromTheIndex(t *testing.T) {
 		{"a scenario of the list", sqlite.ScenarioQuery, []any{"x"}, 2},
 		{"a version history", sqlite.HistoryQuery, []any{"x", 10, 10}, 1},
 	} {
-		rows, err := sqlite.ReadDB(st).QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+q.query, q.args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
+		plan := queryPlan(t, st, q.query, q.args...)
 		reads := 0
-		for rows.Next() {
-			var id, parent, notUsed int
-			var detail string
-			if err := rows.Scan(&id, &parent, &notUsed, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
+		for _, detail := range plan {
 			if strings.Contains(detail, " v ") || strings.Contains(detail, " f ") || strings.Contains(detail, " l ") {
 				reads++
 				if !strings.Contains(detail, "USING COVERING INDEX scenario_versions_meta") {
 					t.Errorf("%s: %q reads scenario_versions past its index", q.name, detail)
 				}
 			}
-		}
-		if err := rows.Close(); err != nil {
-			t.Fatal(err)
 		}
 		if reads != q.reads {
 			t.Errorf("%s: %d reads of scenario_versions in the plan, want %d: %q", q.name, reads, q.reads, plan)
@@ -63,13 +50,28 @@ func TestFoldAuditReadsByTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	rows, err := sqlite.ReadDB(st).QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+sqlite.FoldAuditQuery, 0, 0, "s", "n", "a", "results.read", "x", 0, "ok")
+	plan := queryPlan(t, st, sqlite.FoldAuditQuery, 0, 0, "s", "n", "a", "results.read", "x", 0, "ok")
+	byTime := false
+	for _, detail := range plan {
+		if strings.Contains(detail, "audit_log_scenario") {
+			t.Errorf("the fold reads by scenario: %q", detail)
+		}
+		byTime = byTime || strings.Contains(detail, "USING INDEX audit_log_at")
+	}
+	if !byTime {
+		t.Errorf("the fold does not read by time: %q", plan)
+	}
+}
+
+// queryPlan is the detail of each step of SQLite's plan for query.
+func queryPlan(t *testing.T, st *sqlite.Store, query string, args ...any) []string {
+	t.Helper()
+	rows, err := sqlite.ReadDB(st).QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+query, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
 	var plan []string
-	byTime := false
 	for rows.Next() {
 		var id, parent, notUsed int
 		var detail string
@@ -77,15 +79,9 @@ func TestFoldAuditReadsByTime(t *testing.T) {
 			t.Fatal(err)
 		}
 		plan = append(plan, detail)
-		if strings.Contains(detail, "audit_log_scenario") {
-			t.Errorf("the fold reads by scenario: %q", detail)
-		}
-		byTime = byTime || strings.Contains(detail, "USING INDEX audit_log_at")
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if !byTime {
-		t.Errorf("the fold does not read by time: %q", plan)
-	}
+	return plan
 }
