@@ -338,6 +338,11 @@ func patchBudgets(root *ast.Node, b Budget, fromEnv bool) bool {
 				patchBinary(n, x.Operator, budgetRef(x), x.Left, x.Right)
 			case x.Operator == "in" && b.Steps >= 0 && mayBeList(x.Right):
 				patchBinary(n, x.Operator, budgetRef(x), x.Left, x.Right)
+			case x.Operator == "in" && b.Steps >= 0 && mayBeString(x.Left):
+				// A key looked up in a record: hashed, then compared, as m[k] is.
+				left := []ast.Node{x.Left}
+				scanArguments(left, "in", 2, budgetRef(x))
+				x.Left = left[0]
 			case stringCompare[x.Operator] && b.Steps >= 0 && mayBeString(x.Left) && mayBeString(x.Right):
 				// Reading two strings is charged by their bytes, as == of collections is: a
 				// chain of contains on a 16 MB string held a CPU for minutes (round 22).
@@ -1042,6 +1047,10 @@ func budgetNotEqualRight(b, y any) any {
 func budgetInRight(b, list any) any {
 	rb := b.(*runBudget)
 	x := rb.popLeft()
+	if s, ok := x.(string); ok && reflect.ValueOf(list).Kind() == reflect.Map {
+		rb.scan("in", 2*len(s)) // a key looked up in a record: hashed, then compared
+		return runtime.In(x, list)
+	}
 	if n, ok := lengthOf(list); ok && n > 0 {
 		// Each element is compared with x: at most x's values each.
 		per, xBytes := 1, 0

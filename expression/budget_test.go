@@ -80,9 +80,9 @@ func TestStepBudget(t *testing.T) {
 func TestStringOperatorsCharged(t *testing.T) {
 	mib := strings.Repeat("a", 1<<20)
 	vars := map[string]value.Value{"s": value.String(mib), "u": value.String(strings.Clone(mib)),
-		"t": value.String(strings.Repeat("a", 100) + "b"), "k": value.String(strings.Repeat("k", 2048)), "x": value.Int(3),
+		"t": value.String(strings.Repeat("a", 100) + "b"), "k": value.String(strings.Repeat("k", 2048)), "x": value.Int(3), "r": value.NewRecord([]string{"a"}, []value.Value{value.Int(1)}),
 		"z": value.String(strings.Repeat("0", 1<<20-1) + "1")}
-	env := TypeEnv{"s": String, "u": String, "t": String, "k": String, "x": Unknown, "z": String}
+	env := TypeEnv{"s": String, "u": String, "t": String, "k": String, "x": Unknown, "z": String, "r": Unknown}
 	runWith := func(t *testing.T, text string, b Budget, vars map[string]value.Value) (value.Value, error) {
 		t.Helper()
 		prog, problems := CompileWith(text, env, Unknown, Options{Budget: b})
@@ -112,6 +112,8 @@ func TestStringOperatorsCharged(t *testing.T) {
 		{`len(split(#s, "zz")) == 1`, 3072, true}, // three reads
 		{`len(splitAfter(#s, "zz")) == 1`, 3072, true},
 		{"hasPrefix(#s, #u)", 2048, true}, // both arguments
+		{"#k in {a: 1}", 4, false},        // a key looked up in a record: 2 × 2,048 / 1,024
+		{"#k in #r", 4, false},            // the same, the record unknown until it runs
 	} {
 		v, err := runWith(t, tt.text, Budget{Steps: tt.steps}, vars)
 		if err != nil || v.Bool() != tt.want {
