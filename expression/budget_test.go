@@ -134,6 +134,34 @@ func TestStringOperatorsCharged(t *testing.T) {
 	}
 }
 
+// A method's string arguments are charged a step a KiB and twice their bytes of memory
+// (round 24: date(...).Format(layout) of a 15 MB layout, 20 times in a map, held 300 MB and
+// charged nothing). By hand: a layout of 1 MiB is 1,024 steps and 2 MiB; 8 of them 16 MiB.
+func TestMethodArgumentsCharged(t *testing.T) {
+	env := TypeEnv{"z": String, "d": String}
+	vars := map[string]value.Value{"z": value.String(strings.Repeat("x", 1<<20)), "d": value.String("2024-01-01")}
+	run := func(text string, b Budget) (value.Value, error) {
+		t.Helper()
+		prog, problems := CompileWith(text, env, Unknown, Options{Budget: b})
+		if len(problems) > 0 {
+			t.Fatalf("%q: %v", text, problems)
+		}
+		return Run(prog, vars)
+	}
+	one := `date(#d).Format(#z) != ""` // != of strings of other lengths reads nothing
+	if v, err := run(one, Budget{Steps: 1024, Memory: NoLimit}); err != nil || !v.Bool() {
+		t.Errorf("%s with 1,024 steps: %s; want true", one, describe(v, err))
+	}
+	_, err := run(one, Budget{Steps: 1023, Memory: NoLimit})
+	budgetError(t, one, err, "more than 1023 steps")
+	many := `len(map(1..20, {date(#d).Format(#z)}))`
+	_, err = run(many, Budget{Steps: NoLimit, Memory: 8 << 20})
+	budgetError(t, many, err, "bytes of memory")
+	if v, err := run(`date(#d).Format("2006")`, Budget{}); err != nil || v.Str() != "2024" {
+		t.Errorf("a short layout: %s; want 2024", describe(v, err))
+	}
+}
+
 func itoa(n int) string { return strconv.Itoa(n) }
 
 // TestStepBudgetIssue: the issue's never-ending expression, 999^4 steps,
