@@ -602,37 +602,32 @@ var scanArgs = map[string]int{"float": 1, "duration": 1, "date": 1, "timezone": 
 // scanArguments wraps each argument of args that may be a string in a charge of reads of it,
 // named what.
 func scanArguments(args []ast.Node, what string, reads int, budget ast.Node) {
-	charge := func(b, v any) any {
-		if s, ok := v.(string); ok {
-			n, fits := mulInt(len(s), reads)
-			if !fits {
-				n = math.MaxInt
-			}
-			b.(*runBudget).scan(what, n)
+	chargeStrings(args, budget, func(rb *runBudget, s string) {
+		n, fits := mulInt(len(s), reads)
+		if !fits {
+			n = math.MaxInt
 		}
-		return v
-	}
-	for i, arg := range args {
-		if !mayBeString(arg) {
-			continue
-		}
-		call := &ast.CallNode{Callee: callee(charge), Arguments: []ast.Node{budget, arg}}
-		call.SetNature(*arg.Nature())
-		call.SetLocation(arg.Location())
-		args[i] = call
-	}
+		rb.scan(what, n)
+	})
 }
 
 // chargeMethodArguments wraps each argument of a method call that may be a string in a charge
 // of a step a KiB of it, and of twice its bytes of memory (a layout's elements expand to at
 // most about twice their length).
 func chargeMethodArguments(args []ast.Node, budget ast.Node) {
-	charge := func(b, v any) any {
+	chargeStrings(args, budget, func(rb *runBudget, s string) {
+		rb.scan("a method", len(s))
+		n, fits := mulInt(len(s), 2)
+		rb.charge("a method", n, fits)
+	})
+}
+
+// chargeStrings wraps each argument of args that may be a string in a call of charge with
+// the string it turns out to be, before the call that takes it.
+func chargeStrings(args []ast.Node, budget ast.Node, charge func(rb *runBudget, s string)) {
+	wrap := func(b, v any) any {
 		if s, ok := v.(string); ok {
-			rb := b.(*runBudget)
-			rb.scan("a method", len(s))
-			n, fits := mulInt(len(s), 2)
-			rb.charge("a method", n, fits)
+			charge(b.(*runBudget), s)
 		}
 		return v
 	}
@@ -640,7 +635,7 @@ func chargeMethodArguments(args []ast.Node, budget ast.Node) {
 		if !mayBeString(arg) {
 			continue
 		}
-		call := &ast.CallNode{Callee: callee(charge), Arguments: []ast.Node{budget, arg}}
+		call := &ast.CallNode{Callee: callee(wrap), Arguments: []ast.Node{budget, arg}}
 		call.SetNature(*arg.Nature())
 		call.SetLocation(arg.Location())
 		args[i] = call
