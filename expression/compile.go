@@ -249,7 +249,13 @@ func (withUTC) Visit(node *ast.Node) {
 	}
 	loc := &ast.ConstantNode{Value: time.UTC}
 	loc.SetType(reflect.TypeOf(time.UTC))
-	ast.Patch(node, &ast.BuiltinNode{Name: b.Name, Arguments: append([]ast.Node{loc}, b.Arguments...)})
+	call := &ast.BuiltinNode{Name: b.Name, Arguments: append([]ast.Node{loc}, b.Arguments...)}
+	// Typed too: expr's checker does not look again into a method call it typed before this
+	// patch (callNode keeps a call's type), so the new node under date(...).In(zone) would
+	// stay untyped, and the compiler, taking the method for a function value, dereferenced its
+	// *time.Location argument ("reflect: Call using time.Location as type *time.Location").
+	call.SetType(reflect.TypeOf(time.Time{}))
+	ast.Patch(node, call)
 }
 
 func fieldsOf(m map[string]Type) []Field {

@@ -75,6 +75,12 @@ func TestRun(t *testing.T) {
 		{"date('2024-01-01').Sub(date('2023-01-01')).Hours()", "8760.0"}, // 365 days
 		{"(date('2024-01-02') - date('2024-01-01')).Hours()", "24.0"},
 		{"date('2024-01-01').Location().String() + now().Location().String()", `"UTCUTC"`},
+		// A zone passed to a method (R23-6: "reflect: Call using time.Location as type
+		// *time.Location"): midnight UTC is 09:00 in Tokyo (UTC+9, no summer time), 20:30 UTC
+		// the next day's 05:30.
+		{"date('2024-01-01').In(timezone('Asia/Tokyo')).Hour()", "9"},
+		{"date('2024-01-01T20:30:00Z').In(timezone('Asia/Tokyo')).Format('2006-01-02 15:04')", `"2024-01-02 05:30"`},
+		{"now().In(timezone('Asia/Tokyo')).Location().String()", `"Asia/Tokyo"`},
 		{"parseTime('2001/01/01 00:47', 'yyyy/MM/dd HH:mm')", "978310020000"},
 		{"parseTime('01.02.2024 10:00', 'dd.MM.yyyy HH:mm', 'Europe/Warsaw')", "1706778000000"},
 		{"toEpochMillis('2024-05-01T10:00:00.250+02:00')", "1714550400250"},
