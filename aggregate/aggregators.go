@@ -177,6 +177,11 @@ func acceptNumber(fn string, v value.Value) error {
 // resize sets len(s) to n; cells below n are kept and new cells are zero.
 // The part cut off is cleared so that it holds no references and reads as
 // empty if the slice grows again.
+//
+// A growth of at least exactGrowth cells asked at once (a count window's new keys, a
+// restored snapshot, a session doubling its cells) makes an array of n exactly: the caller
+// has sized it, and what it reserved for it (WindowSpec.Reserve) is what it takes. Smaller
+// steps (a block's few more keys) grow as append does, amortized.
 func resize[T any](s []T, n int) []T {
 	if n < 0 {
 		n = 0
@@ -186,10 +191,18 @@ func resize[T any](s []T, n int) []T {
 		return s[:n]
 	}
 	old := len(s)
+	if n > cap(s) && n-old >= exactGrowth {
+		out := make([]T, n)
+		copy(out, s)
+		return out
+	}
 	s = slices.Grow(s, n-old)[:n]
 	clear(s[old:])
 	return s
 }
+
+// exactGrowth is the growth, in cells, from which resize sizes an array exactly.
+const exactGrowth = 1 << 10
 
 // resizeLazy is resize for a lazily allocated side array: nil stays nil.
 func resizeLazy[T any](s []T, n int) []T {

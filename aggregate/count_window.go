@@ -47,14 +47,6 @@ type countWindow struct {
 // aggregations, about 40 MB).
 const maxGrowCells = 1 << 18
 
-// grown is s with n elements, exactly: a new array of n when s has fewer (append's own
-// growth would add a quarter more).
-func grown(s []int64, n int) []int64 {
-	out := make([]int64, n)
-	copy(out, s)
-	return out
-}
-
 // CountSlices is how many count-slices a count window of n events sliding by m (m ≤ n, both
 // positive) keeps per key: n / gcd(n, m), each of gcd(n, m) events. Its state per key grows
 // with it (engine's validation bounds it).
@@ -171,7 +163,7 @@ func (c *countWindow) Add(e *Event) error {
 		c.keyVals[slot] = ownedKey(e.Key)
 		c.filled[slot] = 0
 		if n > 0 {
-			c.cnt, c.minT, c.maxT = grown(c.cnt, n), grown(c.minT, n), grown(c.maxT, n)
+			c.cnt, c.minT, c.maxT = resize(c.cnt, n), resize(c.minT, n), resize(c.maxT, n)
 			for _, col := range c.cols {
 				col.Resize(n)
 			}

@@ -90,3 +90,49 @@ func TestCountWindowReservesNewKeys(t *testing.T) {
 		t.Errorf("after the refusal: %d bytes more, %d keys, %d rejected; want at most 64 (a free slot), %d, 1", grew, op.KeyCount(), op.Stats().Rejected, keys)
 	}
 }
+
+// Every byte a count window's state grows by in an event was reserved before (R24-2: the
+// columns grew through append's rule, a quarter or more past the cells asked for, so that
+// once past maxGrowCells a key's event took up to 0.25 of the whole state at once, reserved
+// or not): 600 keys of 1,000 cells, past maxGrowCells, with columns of five kinds. The
+// reservations, in all, stay within a quarter over what the state grew by.
+func TestCountWindowReservationCoversGrowth(t *testing.T) {
+	var named []Named
+	in := []value.Value{}
+	for _, f := range []string{"Count", "Sum", "Max", "List", "Average"} {
+		a, err := New(Spec{Func: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		named = append(named, Named{Name: f, Aggregator: a})
+		in = append(in, value.Int(7))
+	}
+	var reserved int64
+	op, err := NewOperator(WindowSpec{Kind: CountWindow, Count: 1_000, CountSlide: 1, Reserve: func(b int64) error {
+		reserved += b
+		return nil
+	}}, named, func(*Result) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// slack: what a new key takes besides its cells (its slot in the key table and the
+	// per-key arrays, grown by append, of a few dozen bytes a key).
+	const slack = 16 << 10
+	var allReserved, allGrew int64
+	for k := range int64(600) {
+		before := op.StateBytes()
+		reserved = 0
+		if err := op.Add(&Event{Time: k, Key: []value.Value{value.Int(k)}, Inputs: in}); err != nil {
+			t.Fatalf("key %d: %v", k, err)
+		}
+		grew := int64(op.StateBytes() - before)
+		if grew > reserved+slack {
+			t.Fatalf("key %d: the state grew by %d bytes (to %d), %d were reserved", k, grew, op.StateBytes(), reserved)
+		}
+		allReserved += reserved
+		allGrew += grew
+	}
+	if allReserved > allGrew*5/4 {
+		t.Errorf("reserved %d bytes in all, the state grew by %d; want at most a quarter more", allReserved, allGrew)
+	}
+}
