@@ -74,7 +74,7 @@ func bound(s *jsonschema.Schema) (*Place, error) {
 	}
 	// Every schema below has been met (its closure taken).
 	if at := inPlaceCycle(w.closures); at != "" {
-		return nil, fmt.Errorf("%s applies itself to the same value whatever the value (through $ref, allOf or not, without going into a property or an item): the library refuses every value checked against it as an infinite loop", at)
+		return nil, fmt.Errorf("%s applies itself to the same value (through $ref, allOf, an even number of nots, or a branch every value takes, without going into a property or an item): the library refuses every value that reaches it as an infinite loop", at)
 	}
 	if w.dynamic != "" {
 		return nil, fmt.Errorf("%s has a $dynamicRef or $recursiveRef: which schema it applies depends on the path to the value, so the work of checking cannot be bounded in advance; use $ref", w.dynamic)
@@ -83,39 +83,67 @@ func bound(s *jsonschema.Schema) (*Place, error) {
 }
 
 // inPlaceCycle returns the location of a schema among met that applies itself to the same
-// value through the keywords whose errors are the value's ($ref, allOf, not), "" when none does: the
-// library ends the check of every value that reaches it with an infinite-loop error (round
-// 22: {"$ref": "#"} was saved, and every event refused). A cycle through anyOf, oneOf, if,
-// then, else or dependentSchemas is left: the library reaches it for some values only (an
-// anyOf whose first branch holds stops there; an error within if only picks else), and
-// refuses those as the event's error.
+// value through keywords every value goes through ($ref, allOf, not, an anyOf or oneOf of one
+// branch, then under "if": true, else under "if": false) with an even number of nots on the
+// way, "" when none does: the library ends the check of every value that reaches it with an
+// infinite-loop error (round 22: {"$ref": "#"} was saved, and every event refused). Through an
+// odd number of nots the error turns into a pass: the library accepts every value there
+// (R24-3). A cycle through anyOf or oneOf of more branches, if, then, else otherwise, or
+// dependentSchemas is left: the library reaches it for some values only (an anyOf whose first
+// branch holds stops there; an error within if only picks else), and refuses those as the
+// event's error.
 func inPlaceCycle(met map[*jsonschema.Schema]*applied) string {
-	const (
-		unseen = iota
-		open
-		done
-	)
-	state := map[*jsonschema.Schema]int{}
+	// A schema is reached with an even or odd number of nots; like the library, the walk
+	// stops where a schema on its way is met again: with the same parity, a cycle of an even
+	// number of nots (found), with the other, of an odd number.
+	type reached struct {
+		s   *jsonschema.Schema
+		odd bool
+	}
+	onWay := map[*jsonschema.Schema]bool{} // the parity each schema on the way was reached with
+	done := map[reached]bool{}
 	var found string
-	var visit func(s *jsonschema.Schema)
-	visit = func(s *jsonschema.Schema) {
-		state[s] = open
-		next := append([]*jsonschema.Schema{s.Ref, s.Not}, s.AllOf...)
+	var visit func(r reached)
+	visit = func(r reached) {
+		onWay[r.s] = r.odd
+		s := r.s
+		next := []reached{{s.Ref, r.odd}, {s.Not, !r.odd}}
+		for _, t := range s.AllOf {
+			next = append(next, reached{t, r.odd})
+		}
+		for _, of := range [][]*jsonschema.Schema{s.AnyOf, s.OneOf} {
+			if len(of) == 1 {
+				next = append(next, reached{of[0], r.odd})
+			}
+		}
+		if s.If != nil && s.If.Bool != nil {
+			if *s.If.Bool {
+				next = append(next, reached{s.Then, r.odd})
+			} else {
+				next = append(next, reached{s.Else, r.odd})
+			}
+		}
 		for _, t := range next {
-			switch {
-			case t == nil || found != "":
-			case state[t] == open:
-				found = t.Location
-			case state[t] == unseen:
+			if t.s == nil || found != "" {
+				continue
+			}
+			if odd, ok := onWay[t.s]; ok {
+				if odd == t.odd {
+					found = t.s.Location
+				}
+				continue
+			}
+			if !done[t] {
 				visit(t)
 			}
 		}
-		state[s] = done
+		delete(onWay, s)
+		done[r] = true
 	}
 	// In a fixed order, so that the location named does not vary.
 	for _, s := range slices.SortedFunc(maps.Keys(met), func(a, b *jsonschema.Schema) int { return strings.Compare(a.Location, b.Location) }) {
-		if state[s] == unseen && found == "" {
-			visit(s)
+		if r := (reached{s, false}); !done[r] && found == "" {
+			visit(r)
 		}
 	}
 	return found

@@ -68,12 +68,13 @@ func TestExponentialRefused(t *testing.T) {
 	}
 }
 
-// A schema that applies itself to the same value whatever the value (a $ref cycle, or one
-// through allOf or not, without going into a property or an item) is refused: the library
-// ends every check of a value reaching it with an infinite-loop error (checked here for each,
-// on the value it reaches), so every event would be refused (round 22: saved as valid). One
-// through anyOf, oneOf, if, then, else or dependentSchemas is reached by some values only: it
-// passes (round 23), and the values that reach it are the events' errors.
+// A schema that applies itself to the same value (a $ref cycle, or one through allOf, an even
+// number of nots or a branch every value takes, without going into a property or an item) is
+// refused: the library ends every check of a value reaching it with an infinite-loop error
+// (checked here for each, on the value it reaches), so every event would be refused (round
+// 22: saved as valid). One through an odd number of nots passes every value (R24-3); one
+// through anyOf, oneOf, if, then, else or dependentSchemas otherwise is reached by some values
+// only: it passes (round 23), and the values that reach it are the events' errors.
 func TestInPlaceCycleRefused(t *testing.T) {
 	for _, tc := range []struct{ schema, value string }{
 		{`{"$ref": "#"}`, `{}`},
@@ -81,6 +82,13 @@ func TestInPlaceCycleRefused(t *testing.T) {
 		{`{"allOf": [{"type": "object"}, {"$ref": "#"}]}`, `{}`},
 		{`{"not": {"not": {"$ref": "#"}}}`, `"a"`},
 		{`{"properties": {"a": {"allOf": [{"type": "integer"}, {"$ref": "#/properties/a"}]}}}`, `{"a": 1}`},
+		// R24-4: a branch every value goes through (an anyOf or oneOf of one, then under
+		// "if": true, else under "if": false) is as allOf's.
+		{`{"anyOf": [{"$ref": "#"}]}`, `1`},
+		{`{"oneOf": [{"allOf": [{"$ref": "#"}]}]}`, `"a"`},
+		{`{"if": true, "then": {"$ref": "#"}}`, `1`},
+		{`{"if": false, "else": {"$ref": "#"}}`, `{}`},
+		{`{"$defs": {"x": {"not": {"$ref": "#/$defs/y"}}, "y": {"not": {"$ref": "#/$defs/x"}}}, "$ref": "#/$defs/x"}`, `1`},
 	} {
 		s := compile(t, tc.schema)
 		v, err := jsonschema.UnmarshalJSON(strings.NewReader(tc.value))
@@ -100,6 +108,11 @@ func TestInPlaceCycleRefused(t *testing.T) {
 		{`{"if": {"$ref": "#"}, "then": {"type": "integer"}}`, `1`},
 		{`{"dependentSchemas": {"a": {"$ref": "#"}}}`, `{"b": 1}`},
 		{`{"oneOf": [{"type": "integer"}, {"type": "string", "allOf": [{"$ref": "#"}]}]}`, `1`},
+		// R24-3: through an odd number of nots, the loop's error is turned into a pass: the
+		// library accepts every value.
+		{`{"not": {"$ref": "#"}}`, `1`},
+		{`{"allOf": [{"type": "integer"}, {"not": {"not": {"not": {"$ref": "#"}}}}]}`, `1`},
+		{`{"if": true, "else": {"$ref": "#"}}`, `1`},
 	} {
 		s := compile(t, tc.schema)
 		v, err := jsonschema.UnmarshalJSON(strings.NewReader(tc.value))
