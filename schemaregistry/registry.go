@@ -230,14 +230,25 @@ func (r *Registry) cachedByID(id int, now time.Time) (e latestEntry, ok bool) {
 // (a failed lookup too, so a registry that is down is not asked on every validation). When
 // asking again fails but the registry could not be reached (no answer, or a 5xx), the schema
 // it gave before is kept: a registry that is down does not make a sink's values errors.
+//
+// Once a schema has been read, asking again does not wait: the schema read before is the
+// answer while the registry is asked in the background (stale-while-revalidate, as HTTP
+// caches do, RFC 5861), and the new answer serves the lookups after it. A registry that
+// hangs no longer holds the caller (a deployment's loop, each LatestTTL) for up to Timeout.
 func (r *Registry) latestSchema(ctx context.Context, subject string) (*schema, int, error) {
 	now := r.now()
-	if e, ok := r.cachedLatest(subject, now); ok {
+	r.mu.Lock()
+	e, had := r.latest[subject]
+	r.mu.Unlock()
+	if had && now.Sub(e.gotAt) < e.ttl() {
 		return e.s, e.id, e.err
 	}
 	res := r.lookups.DoChan("latest\x00"+subject, func() (any, error) {
 		return r.fetchLatest(context.WithoutCancel(ctx), subject, now), nil
 	})
+	if had && e.s != nil {
+		return e.s, e.id, nil // res, buffered, is dropped
+	}
 	select {
 	case v := <-res:
 		e := v.Val.(latestEntry)

@@ -192,11 +192,87 @@ func TestLatestSchemaKeptWhileRegistryDown(t *testing.T) {
 	if got, err := r.Encode(t.Context(), "views-value", []byte(`{"page": "/a"}`)); err != nil || !bytes.Equal(got, want) {
 		t.Errorf("registry down: %q, %v; want the schema kept", got, err)
 	}
-	if asked.Load() == 0 {
-		t.Error("the registry was not asked again after LatestTTL")
+	// Asked again in the background (latestSchema).
+	for deadline := time.Now().Add(10 * time.Second); asked.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the registry was not asked again after LatestTTL (waited 10 s)")
+		}
 	}
 	if _, err := r.Encode(t.Context(), "other-value", []byte(`{}`)); err == nil {
 		t.Error("a subject never fetched, registry down: no error")
+	}
+}
+
+// Once a subject's schema has been read, its lookup after LatestTTL does not wait for the
+// registry: while the registry holds the request (a hang, not a refusal), Encode answers with
+// the schema read before; when the registry answers, its new schema (version 2, id 3, which
+// requires a field) serves the lookups after. Before, each lookup after LatestTTL waited for
+// the answer, up to Timeout (5 s) with a registry that hangs: a Kafka sink's deployment loop
+// stood still that long every LatestTTL.
+func TestLatestSchemaRefreshedWithoutWaiting(t *testing.T) {
+	fake, r := newFake(t)
+	fake.SeedSchema("views-value", 1, 2, sr.Schema{Type: sr.TypeJSON, Schema: `{"type": "object"}`})
+	now := time.Unix(1_700_000_000, 0)
+	r.now = func() time.Time { return now }
+	value := []byte(`{"page": "/a"}`)
+	if got, err := r.Encode(t.Context(), "views-value", value); err != nil || !bytes.Equal(got, wire(2, value...)) {
+		t.Fatalf("first lookup: %q, %v", got, err)
+	}
+	gate := make(chan struct{})
+	var asked atomic.Int32
+	fake.Intercept(func(w http.ResponseWriter, req *http.Request) bool {
+		asked.Add(1)
+		<-gate
+		w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
+		fmt.Fprint(w, `{"subject": "views-value", "version": 2, "id": 3, "schema": "{\"type\": \"object\", \"required\": [\"user\"]}", "schemaType": "JSON"}`)
+		return true
+	})
+	defer func() {
+		select {
+		case <-gate:
+		default:
+			close(gate)
+		}
+	}()
+	now = now.Add(LatestTTL + time.Second)
+	done := make(chan error, 1)
+	go func() {
+		got, err := r.Encode(t.Context(), "views-value", value)
+		if err == nil && !bytes.Equal(got, wire(2, value...)) {
+			err = fmt.Errorf("encoded %q; want the schema read before (id 2)", got)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(Timeout / 2):
+		t.Fatalf("Encode waited %v for a registry that holds its request; want the schema read before at once", Timeout/2)
+	}
+	for deadline := time.Now().Add(10 * time.Second); asked.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the registry was not asked again (waited 10 s)")
+		}
+	}
+	close(gate)
+	// The new schema, once answered, is the one values are checked against: {"page"} lacks
+	// "user".
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		_, err := r.Encode(t.Context(), "views-value", value)
+		if err != nil && strings.Contains(err.Error(), "user") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the registry answered: %v; want the value refused by version 2 (no \"user\")", err)
+		}
+	}
+	if got, err := r.Encode(t.Context(), "views-value", []byte(`{"user": "u"}`)); err != nil || !bytes.Equal(got, wire(3, []byte(`{"user": "u"}`)...)) {
+		t.Errorf("a value of version 2: %q, %v; want id 3", got, err)
+	}
+	if n := asked.Load(); n != 1 {
+		t.Errorf("%d requests to the registry; want 1", n)
 	}
 }
 
