@@ -382,11 +382,16 @@ func (s *sliding) Restore(snapshot []byte) error {
 	s.readGrid(r)
 	readBlock(r, s.running)
 	s.latest = readInts(r)
+	if r.Err() == nil && len(s.latest) != s.keys.Cap() {
+		// One for each slot (Add grows it with the key table): a timer's slot past it
+		// panicked when it fired (FuzzRestore).
+		r.Fail("%d latest slices for %d key slots", len(s.latest), s.keys.Cap())
+	}
 	s.tseq = r.Uvarint()
 	nt := r.Len(len(r.Rest()))
 	s.timers = s.timers[:0]
 	for range nt {
-		t := timer{at: r.Varint(), slot: r.Len(s.keys.Cap()), gen: uint32(r.Uvarint()), i: r.Varint(), seq: r.Uvarint()}
+		t := timer{at: r.Varint(), slot: r.Len(s.keys.Cap() - 1), gen: uint32(r.Uvarint()), i: r.Varint(), seq: r.Uvarint()}
 		s.timers = append(s.timers, t)
 	}
 	if err := r.Err(); err != nil {
