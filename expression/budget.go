@@ -365,6 +365,10 @@ func patchBudgets(root *ast.Node, b Budget, fromEnv bool) bool {
 			if m, ok := x.Callee.(*ast.MemberNode); ok && m.Method && (b.Steps >= 0 || b.Memory >= 0) {
 				chargeMethodArguments(x.Arguments, budgetRef(x))
 			}
+			// The functions of functions() that parse their string arguments whole.
+			if id, ok := x.Callee.(*ast.IdentifierNode); ok && b.Steps >= 0 && scanCalls[id.Value] > 0 {
+				scanArguments(x.Arguments, id.Value, scanCalls[id.Value], budgetRef(x))
+			}
 			// The functions of functions() that replace expr's built-ins of the same names.
 			if id, ok := x.Callee.(*ast.IdentifierNode); ok && b.Memory >= 0 {
 				if fn, ok := budgetCalls[id.Value]; ok {
@@ -597,7 +601,10 @@ func scalarIndex(i any) any {
 // is charged a step a KiB read (round 23: 2,000 int() of a 15 MB string held a CPU for 3 min
 // 42 s, uncharged). split and splitAfter (three reads) are charged in budgetFunctions, and
 // int in its checked form (checkArithmetic).
-var scanArgs = map[string]int{"float": 1, "duration": 1, "date": 1, "timezone": 1, "hasPrefix": 1, "hasSuffix": 1}
+var scanArgs = map[string]int{"float": 1, "duration": 1, "date": 1, "hasPrefix": 1, "hasSuffix": 1}
+
+// scanCalls are scanArgs for the functions of functions() (timezone replaces expr's).
+var scanCalls = map[string]int{FuncParseTime: 1, FuncToEpochMillis: 1, FuncTimezone: 1}
 
 // scanArguments wraps each argument of args that may be a string in a charge of reads of it,
 // named what.

@@ -122,6 +122,17 @@ func TestStringOperatorsCharged(t *testing.T) {
 		_, err = runWith(t, tt.text, Budget{Steps: tt.steps - 1}, vars)
 		budgetError(t, tt.text, err, "more than "+itoa(tt.steps-1)+" steps")
 	}
+	// The functions of functions() that parse their strings whole, a step a KiB of each: a
+	// 1 MiB pattern, text or zone name is 1,024 steps (then refused as what it is, not by the
+	// budget), and with 1,023 the budget refuses it before it is read.
+	for _, text := range []string{`parseTime("2024", #s)`, `parseTime(#s, "yyyy")`, `toEpochMillis(#s)`, `timezone(#s)`} {
+		_, err := runWith(t, text, Budget{Steps: 1024}, vars)
+		if err == nil || errors.Is(err, ErrBudgetExceeded) {
+			t.Errorf("%q with 1024 steps: %v; want its own error", text, err)
+		}
+		_, err = runWith(t, text, Budget{Steps: 1023}, vars)
+		budgetError(t, text, err, "more than 1023 steps")
+	}
 	// An operand that is not a string is an error naming its kind.
 	if _, err := runWith(t, `#x contains "a"`, Budget{}, vars); err == nil || !strings.Contains(err.Error(), "contains takes two strings, not number and string") {
 		t.Errorf("an integer contains a string: %v; want the kinds named", err)

@@ -39,6 +39,7 @@ import (
 const (
 	FuncParseTime     = "parseTime"
 	FuncToEpochMillis = "toEpochMillis"
+	FuncTimezone      = "timezone"
 )
 
 // ErrTimePattern is wrapped by the errors of an unusable parseTime pattern.
@@ -179,9 +180,11 @@ func writeLiteral(b *strings.Builder, lit string) error {
 	return nil
 }
 
-// boundedCache remembers up to maxCacheEntries results; past that it
-// stops remembering, so that patterns or zones that come from events cannot
-// grow it without end.
+// boundedCache remembers up to maxCacheEntries results of keys of at most maxCachedKey
+// bytes; when full it starts again, so that patterns or zones that come from events can
+// neither grow it without end nor keep the ones scenarios use out of it. A longer key (no
+// pattern or zone is that long) is computed each time: kept, 256 patterns of 1 MB from test
+// records held 256 MB for the life of the process (the key and its error's text).
 type boundedCache struct {
 	mu      sync.Mutex
 	entries map[string]cacheEntry
@@ -192,9 +195,15 @@ type cacheEntry struct {
 	err error
 }
 
-const maxCacheEntries = 256
+const (
+	maxCacheEntries = 256
+	maxCachedKey    = 256
+)
 
 func (c *boundedCache) get(key string, compute func(string) (any, error)) (any, error) {
+	if len(key) > maxCachedKey {
+		return compute(key)
+	}
 	c.mu.Lock()
 	e, ok := c.entries[key]
 	c.mu.Unlock()
@@ -203,12 +212,10 @@ func (c *boundedCache) get(key string, compute func(string) (any, error)) (any, 
 	}
 	v, err := compute(key)
 	c.mu.Lock()
-	if c.entries == nil {
+	if c.entries == nil || len(c.entries) >= maxCacheEntries {
 		c.entries = map[string]cacheEntry{}
 	}
-	if len(c.entries) < maxCacheEntries {
-		c.entries[key] = cacheEntry{v, err}
-	}
+	c.entries[key] = cacheEntry{v, err}
 	c.mu.Unlock()
 	return v, err
 }
@@ -365,6 +372,23 @@ func functions() []*builtin.Function {
 				reflect.TypeOf(new(func(string, string) int)).Elem(),
 				reflect.TypeOf(new(func(string, string, string) int)).Elem(),
 			},
+		},
+		{
+			// expr's timezone, through LoadZone: a zone is read from its file once (expr's read
+			// it at each call, about 6 µs), and the machine's own zone ("Local") is refused, as
+			// date() and now() are given UTC (withUTC): a scenario reads the same times everywhere.
+			Name: FuncTimezone,
+			Func: func(args ...any) (any, error) {
+				if len(args) != 1 {
+					return nil, fmt.Errorf("timezone takes 1 argument, got %d", len(args))
+				}
+				name, ok := args[0].(string)
+				if !ok {
+					return nil, fmt.Errorf("timezone(name): name must be a string, got %T", args[0])
+				}
+				return LoadZone(name)
+			},
+			Types: []reflect.Type{reflect.TypeOf(new(func(string) *time.Location)).Elem()},
 		},
 		{
 			Name: FuncToEpochMillis,

@@ -47,6 +47,59 @@ func TestLoadZone(t *testing.T) {
 	}
 }
 
+// timezone() is LoadZone's: the machine's own zone is refused, as in parseTime (expr's
+// timezone("Local") gave the machine's zone), a zone's times are its own, and an unknown
+// name is the expression's error.
+func TestTimezoneFunction(t *testing.T) {
+	for _, tc := range []struct{ text, want string }{
+		{`date("2024-01-01T00:00:00Z").In(timezone("Asia/Tokyo")).Hour()`, "9"}, // UTC+9
+		{`timezone("Europe/Warsaw").String()`, `"Europe/Warsaw"`},
+	} {
+		prog := mustCompile(t, tc.text, TypeEnv{})
+		got, err := Run(prog, nil)
+		if err != nil || string(value.AppendJSON(nil, got)) != tc.want {
+			t.Errorf("%s = %s, %v; want %s", tc.text, value.AppendJSON(nil, got), err, tc.want)
+		}
+	}
+	for _, bad := range []string{"Local", "localtime", "Nowhere/City"} {
+		prog := mustCompile(t, `timezone(z).String()`, TypeEnv{"z": String})
+		if _, err := Run(prog, map[string]value.Value{"z": value.String(bad)}); err == nil {
+			t.Errorf("timezone(%q): no error", bad)
+		}
+	}
+}
+
+// The cache of patterns and zones keeps neither long keys (256 runs of a 1 MB pattern held
+// 256 MB for the life of the process: the key and its error's text) nor more than
+// maxCacheEntries: when full it starts again, so that what events bring does not keep the
+// scenarios' own patterns out of it.
+func TestBoundedCache(t *testing.T) {
+	var c boundedCache
+	calls := 0
+	compute := func(k string) (any, error) { calls++; return len(k), nil }
+	long := string(make([]byte, maxCachedKey+1))
+	for range 3 {
+		if v, _ := c.get(long, compute); v != maxCachedKey+1 {
+			t.Fatalf("get(long) = %v", v)
+		}
+	}
+	if calls != 3 || len(c.entries) != 0 {
+		t.Errorf("a key of %d bytes: computed %d times of 3, %d entries; want 3, 0", len(long), calls, len(c.entries))
+	}
+	for i := range maxCacheEntries {
+		c.get(string(rune('a'+i%26))+itoa(i), compute)
+	}
+	if len(c.entries) != maxCacheEntries {
+		t.Fatalf("%d entries after %d keys", len(c.entries), maxCacheEntries)
+	}
+	calls = 0
+	c.get("yyyy", compute)
+	c.get("yyyy", compute)
+	if calls != 1 || len(c.entries) != 1 {
+		t.Errorf("a new key when full: computed %d times of 2, %d entries; want 1 (kept after starting again), 1", calls, len(c.entries))
+	}
+}
+
 // keys and values list a record in sorted key order, the same every run
 // (expr's builtins follow Go's random map order).
 func TestKeysAndValuesAreSorted(t *testing.T) {
