@@ -240,16 +240,24 @@ func (withUTC) Visit(node *ast.Node) {
 	if !ok || b.Name != "date" && b.Name != "now" {
 		return
 	}
-	if len(b.Arguments) > 0 {
-		if c, ok := b.Arguments[0].(*ast.ConstantNode); ok {
-			if _, ok := c.Value.(*time.Location); ok {
-				return // passed already
-			}
-		}
+	if len(b.Arguments) > 0 && b.Arguments[0].Type() == reflect.TypeOf(time.UTC) {
+		return // passed already
 	}
-	loc := &ast.ConstantNode{Value: time.UTC}
-	loc.SetType(reflect.TypeOf(time.UTC))
-	call := &ast.BuiltinNode{Name: b.Name, Arguments: append([]ast.Node{loc}, b.Arguments...)}
+	var zone ast.Node = &ast.ConstantNode{Value: time.UTC}
+	zone.SetType(reflect.TypeOf(time.UTC))
+	args := b.Arguments
+	if b.Name == "date" && len(args) == 3 {
+		// date(text, layout, zone) read its zone's file at each call, and took "Local" for
+		// the machine's zone: the zone goes through timezone() (LoadZone) instead, as the
+		// first argument.
+		id := &ast.IdentifierNode{Value: FuncTimezone}
+		id.SetLocation(args[2].Location())
+		tz := &ast.CallNode{Callee: id, Arguments: []ast.Node{args[2]}}
+		tz.SetLocation(args[2].Location())
+		tz.SetType(reflect.TypeOf(time.UTC))
+		zone, args = tz, args[:2]
+	}
+	call := &ast.BuiltinNode{Name: b.Name, Arguments: append([]ast.Node{zone}, args...)}
 	// Typed too: expr's checker does not look again into a method call it typed before this
 	// patch (callNode keeps a call's type), so the new node under date(...).In(zone) would
 	// stay untyped, and the compiler, taking the method for a function value, dereferenced its

@@ -54,6 +54,10 @@ func TestTimezoneFunction(t *testing.T) {
 	for _, tc := range []struct{ text, want string }{
 		{`date("2024-01-01T00:00:00Z").In(timezone("Asia/Tokyo")).Hour()`, "9"}, // UTC+9
 		{`timezone("Europe/Warsaw").String()`, `"Europe/Warsaw"`},
+		// date's zone by name is timezone()'s: 10:00 in Tokyo is 01:00 UTC.
+		{`date("2024-01-01 10:00", "2006-01-02 15:04", "Asia/Tokyo").Unix()`, "1704070800"},
+		{`date("2024-01-01 10:00", "2006-01-02 15:04", "Asia/Tokyo").Hour()`, "10"},
+		{`toEpochMillis(date("2024-01-01 10:00", "2006-01-02 15:04", "UTC"))`, "1704103200000"},
 	} {
 		prog := mustCompile(t, tc.text, TypeEnv{})
 		got, err := Run(prog, nil)
@@ -62,9 +66,11 @@ func TestTimezoneFunction(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"Local", "localtime", "Nowhere/City"} {
-		prog := mustCompile(t, `timezone(z).String()`, TypeEnv{"z": String})
-		if _, err := Run(prog, map[string]value.Value{"z": value.String(bad)}); err == nil {
-			t.Errorf("timezone(%q): no error", bad)
+		for _, text := range []string{`timezone(z).String()`, `date("2024-01-01", "2006-01-02", z).Unix()`} {
+			prog := mustCompile(t, text, TypeEnv{"z": String})
+			if _, err := Run(prog, map[string]value.Value{"z": value.String(bad)}); err == nil {
+				t.Errorf("%s with z %q: no error", text, bad)
+			}
 		}
 	}
 }
