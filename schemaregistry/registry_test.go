@@ -765,7 +765,7 @@ func TestAvroTranslationBytesBounded(t *testing.T) {
 
 // Encoding a value is bounded (maxAvroWork): round 19's union of record branches nested 22
 // levels, whose innermost "x" fits no branch, was tried for more than 15 minutes; defaults
-// of 100,000 bytes copied into 100 list elements are 10 MB past the 4 MiB of work. Both
+// of 100,000 bytes copied into 400 list elements are 40 MB past the 32 Mi units of work. Both
 // end in an error at once; a small value of the same schemas still encodes.
 func TestAvroEncodingBounded(t *testing.T) {
 	union := `{"type": "record", "name": "A", "fields": [{"name": "f", "type": ["null", "A", {"type": "record", "name": "B", "fields": [{"name": "f", "type": ["null", "A", "B"]}]}, {"type": "record", "name": "C", "fields": [{"name": "f", "type": ["null", "A", "B", "C"]}]}]}]}`
@@ -791,7 +791,7 @@ func TestAvroEncodingBounded(t *testing.T) {
 	}{
 		{union, nest(22), "field f"},
 		{union, map[string]any{"f": nil}, ""},
-		{defaults, elems(100), "units of work"},
+		{defaults, elems(400), "units of work"},
 		{defaults, elems(2), ""},
 	} {
 		s, err := parseSchema(sr.Schema{Schema: tc.schema, Type: sr.TypeAvro})

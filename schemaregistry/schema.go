@@ -341,8 +341,11 @@ func fixedBytes(v any) ([]byte, bool) {
 // maxAvroWork bounds the work of one avroValue: 16 a value tried (each branch of a union
 // tried counts) and the bytes of each field default it copies. A union of record branches
 // nested 22 levels was tried for more than 15 minutes, and defaults of 1 MB copied into
-// 20,000 list elements made 20 GB, before the record's size was looked at.
-const maxAvroWork = 4 << 20
+// 20,000 list elements made 20 GB, before the record's size was looked at. It lets what a
+// record of up to 1 MiB decodes to be encoded again: a value a byte, and MaxAvroItems items
+// of no bytes (FuzzDecodeAvro: 4 bytes decoded to 262,143 empty records, whose encoding
+// passed the 4 Mi units this was before).
+const maxAvroWork = 16 * (MaxAvroItems + 1<<20)
 
 // avroWork is what one avroValue may still do (maxAvroWork).
 type avroWork struct{ left int }
