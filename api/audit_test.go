@@ -46,6 +46,10 @@ func testAuditLog(t *testing.T, st store.Store) {
 	for range 48 {
 		as(viewer, http.MethodGet, "/api/scenarios/fraud/sinks/out/results", nil).ok(t, http.StatusOK, nil)
 	}
+	// Reads of scenarios that do not exist are recorded without the name: one entry for them all.
+	for i := range 30 {
+		as(viewer, http.MethodGet, fmt.Sprintf("/api/scenarios/probe-%d/sinks/out/results", i), nil).problem(t, http.StatusNotFound, api.CodeScenarioNotFound)
+	}
 	as(deployer, http.MethodPost, "/api/scenarios/fraud/cancel", nil).ok(t, http.StatusOK, nil)
 	// Reads that are not audited leave no entry.
 	as(viewer, http.MethodGet, "/api/scenarios/fraud", nil).ok(t, http.StatusOK, nil)
@@ -73,6 +77,7 @@ func testAuditLog(t *testing.T, st store.Store) {
 		"token:2 dashboards 127.0.0.1 cancel v0 fraud forbidden +0",
 		"token:1 ci 127.0.0.1 deploy v0 nope scenario-not-found +0",
 		"token:2 dashboards 127.0.0.1 results.read v0 fraud ok +49", // GET, HEAD and 48 GETs
+		"token:2 dashboards 127.0.0.1 results.read v0  scenario-not-found +29",
 		"token:1 ci 127.0.0.1 cancel v1 fraud ok +0",
 		"token:1 ci 127.0.0.1 audit.read v0  forbidden +1", // GET and HEAD
 		"token:3 root 127.0.0.1 token.create v0  ok +0",

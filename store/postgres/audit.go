@@ -25,6 +25,17 @@ func (s *Store) FoldAudit(ctx context.Context, e store.AuditEntry, since time.Ti
 	return s.writeAudit(ctx, e, since, true)
 }
 
+// foldAuditQuery folds a request into the newest matching entry at or after a time ($2). The
+// entry is found by audit_log_fold (the fold's key, then the time), which gives the order
+// asked for: one step down the index, however long the log. Ordered by id, the generic plan
+// walked audit_log_pkey backwards and, when nothing matched, read the whole log (143 ms a
+// request with 1,000,000 entries, under auditAppendLock; round 25).
+const foldAuditQuery = `UPDATE audit_log SET repeats = repeats + 1, last_at = $1
+	WHERE id = (SELECT id FROM audit_log WHERE subject = $3 AND name = $4 AND address = $5
+	  AND action = $6 AND scenario = $7 AND version = $8 AND outcome = $9 AND at >= $2
+	  ORDER BY at DESC, id DESC LIMIT 1)
+	RETURNING id, at, request_id, repeats`
+
 // writeAudit appends e, or with fold folds it into the newest matching entry at or after
 // since when there is one.
 func (s *Store) writeAudit(ctx context.Context, e store.AuditEntry, since time.Time, fold bool) (store.AuditEntry, error) {
@@ -43,11 +54,7 @@ func (s *Store) writeAudit(ctx context.Context, e store.AuditEntry, since time.T
 		}
 		out = e
 		if fold {
-			err := tx.QueryRow(ctx,
-				`UPDATE audit_log SET repeats = repeats + 1, last_at = $1
-				 WHERE id = (SELECT id FROM audit_log WHERE at >= $2 AND subject = $3 AND name = $4 AND address = $5
-				   AND action = $6 AND scenario = $7 AND version = $8 AND outcome = $9 ORDER BY id DESC LIMIT 1)
-				 RETURNING id, at, request_id, repeats`,
+			err := tx.QueryRow(ctx, foldAuditQuery,
 				e.Time, since, e.Subject, e.Name, e.Address, e.Action, e.Scenario, e.Version, e.Outcome).
 				Scan(&out.ID, &out.Time, &out.RequestID, &out.Repeats)
 			if err == nil {
