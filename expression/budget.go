@@ -40,7 +40,8 @@ import (
 //     length); uniq is made in time proportional to its list for numbers,
 //     strings and booleans (expr's compares every pair); sort and sortBy
 //     charge a KiB of their strings (sortBy: of its keys) times log2 of
-//     the list's length;
+//     the list's length; keys, values and toPairs a step a key and a KiB
+//     of the keys times log2 of their number plus one;
 //   - the built-ins whose result can be far larger than their arguments
 //     (repeat, join, replace, split, splitAfter, concat, flatten, toJSON,
 //     string, and + on strings) are replaced by functions that work out the
@@ -1504,9 +1505,34 @@ func isASCII(s string) bool {
 // budgetCalls replace the functions of functions() of the same names (keys, values and
 // toPairs, which replace expr's), as budgetFunctions do the built-ins.
 var budgetCalls = map[string]func(args ...any) any{
-	"keys":    listFunction("keys", elementBytes, callFunction("keys")),
-	"values":  listFunction("values", elementBytes, callFunction("values")),
-	"toPairs": listFunction("toPairs", 4*elementBytes, callFunction("toPairs")),
+	"keys":    sortedKeysFunction("keys", elementBytes),
+	"values":  sortedKeysFunction("values", elementBytes),
+	"toPairs": sortedKeysFunction("toPairs", 4*elementBytes),
+}
+
+// sortedKeysFunction is keys, values or toPairs (listFunction), which sort the record's keys
+// and look each up again: a step a key, and a step a KiB of the keys times log2 of their number
+// plus one, as sort charges its strings and each key is hashed once more. Uncharged, keys of a
+// record of 512 keys of 15 KB with a common prefix, 1,400 times in one expression, took 5.5 s,
+// and the time budget, read every 256 steps, was never read (round 25).
+func sortedKeysFunction(name string, perElement int) func(args ...any) any {
+	list := listFunction(name, perElement, callFunction(name))
+	return func(args ...any) any {
+		if len(args) >= 2 {
+			if m, ok := args[1].(map[string]any); ok {
+				keyBytes := 0
+				for k := range m {
+					keyBytes += len(k) // no overflow: the keys are in memory
+				}
+				steps, ok := mulInt(keyBytes/scanBytesPerStep, bits.Len(uint(len(m)))+1)
+				if ok {
+					steps, ok = addInt(steps, len(m))
+				}
+				args[0].(*runBudget).stepsFor(name, steps, ok)
+			}
+		}
+		return list(args...)
+	}
 }
 
 // callFunction calls the function name of functions(), panicking with its error as expr's

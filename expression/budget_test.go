@@ -81,8 +81,10 @@ func TestStringOperatorsCharged(t *testing.T) {
 	mib := strings.Repeat("a", 1<<20)
 	vars := map[string]value.Value{"s": value.String(mib), "u": value.String(strings.Clone(mib)),
 		"t": value.String(strings.Repeat("a", 100) + "b"), "k": value.String(strings.Repeat("k", 2048)), "x": value.Int(3), "r": value.NewRecord([]string{"a"}, []value.Value{value.Int(1)}),
-		"z": value.String(strings.Repeat("0", 1<<20-1) + "1")}
-	env := TypeEnv{"s": String, "u": String, "t": String, "k": String, "x": Unknown, "z": String, "r": Unknown}
+		"z": value.String(strings.Repeat("0", 1<<20-1) + "1"),
+		"m": value.NewRecord([]string{strings.Repeat("m", 2047) + "1", strings.Repeat("m", 2047) + "2", strings.Repeat("m", 2047) + "3", strings.Repeat("m", 2047) + "4"},
+			[]value.Value{value.Int(1), value.Int(2), value.Int(3), value.Int(4)})}
+	env := TypeEnv{"s": String, "u": String, "t": String, "k": String, "x": Unknown, "z": String, "r": Unknown, "m": Unknown}
 	runWith := func(t *testing.T, text string, b Budget, vars map[string]value.Value) (value.Value, error) {
 		t.Helper()
 		prog, problems := CompileWith(text, env, Unknown, Options{Budget: b})
@@ -114,6 +116,12 @@ func TestStringOperatorsCharged(t *testing.T) {
 		{"hasPrefix(#s, #u)", 2048, true}, // both arguments
 		{"#k in {a: 1}", 4, false},        // a key looked up in a record: 2 × 2,048 / 1,024
 		{"#k in #r", 4, false},            // the same, the record unknown until it runs
+		// keys, values and toPairs sort the keys and look each up again: a step a key, and
+		// 8 KiB of keys times (log2(4) + 1) = 3 + 1: 4 + 8 × 4 steps (round 25).
+		{"len(keys(#m)) == 4", 36, true},
+		{"len(values(#m)) == 4", 36, true},
+		{"len(toPairs(#m)) == 4", 36, true},
+		{"len(keys(#m)) + len(keys(#m)) == 8", 72, true},
 	} {
 		v, err := runWith(t, tt.text, Budget{Steps: tt.steps}, vars)
 		if err != nil || v.Bool() != tt.want {
@@ -395,7 +403,8 @@ func TestBudgetPerRun(t *testing.T) {
 // do not see it among the variables.
 func TestBudgetWithEnv(t *testing.T) {
 	vars := map[string]value.Value{"total": value.Int(1)}
-	v, err := runWith(t, "all(1..3, true) ? keys($env) : []", Budget{Steps: 3}, vars)
+	// all's 3 steps, and keys' step for its one key.
+	v, err := runWith(t, "all(1..3, true) ? keys($env) : []", Budget{Steps: 4}, vars)
 	if b, _ := v.MarshalJSON(); err != nil || string(b) != `["total"]` {
 		t.Errorf("keys($env) = %v, %v; want [\"total\"]", v, err)
 	}
