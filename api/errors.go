@@ -128,7 +128,7 @@ var Codes = []string{
 	CodeScenarioNotFound, CodeVersionNotFound, CodeSourceNotFound, CodeSinkNotFound, CodeRouteNotFound,
 	CodeMethodNotAllowed, CodeNotAcceptable, CodeRequestTimeout, CodeScenarioExists,
 	CodeVersionConflict, CodeScenarioArchived, CodeDeploymentActive, CodeTooManyDeployments, CodeNotDeployed, CodeBodyTooLarge,
-	CodeTooManyRecords, CodeUnsupportedMediaType, CodeHostNotAllowed, CodeCrossOrigin, CodeRateLimited, CodeTestRunsBusy, CodeTooManyStreams, CodeStreamsBusy, CodeIngestBusy, CodeRequestsBusy, CodeBacklogFull, CodeNotReady, CodeUnavailable, CodeKafkaNotConfigured, CodeKafkaUnavailable, CodeStoreFull, CodeInternal,
+	CodeTooManyRecords, CodeUnsupportedMediaType, CodeHostNotAllowed, CodeCrossOrigin, CodeRateLimited, CodeTestRunsBusy, CodeTooManyStreams, CodeStreamsBusy, CodeTooManyBodies, CodeIngestBusy, CodeRequestsBusy, CodeBacklogFull, CodeNotReady, CodeUnavailable, CodeKafkaNotConfigured, CodeKafkaUnavailable, CodeStoreFull, CodeInternal,
 }
 
 // ProblemDetails is every error answer: RFC 9457 problem details, sent as

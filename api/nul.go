@@ -87,6 +87,10 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *Pro
 		if errors.Is(err, errRequestsBusy) || errors.Is(err, errIngestBusy) {
 			return nil, humaProblem(nil, http.StatusInternalServerError, "", []error{err})
 		}
+		var slow *slowBodyError
+		if errors.As(err, &slow) {
+			return nil, problemf(http.StatusRequestTimeout, CodeRequestTimeout, "%s", slow.Error())
+		}
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
 			return nil, problemf(http.StatusRequestTimeout, CodeRequestTimeout, "the request body did not arrive within %v", bodyReadTimeout)
@@ -161,10 +165,17 @@ func (d *deadlineWriter) Unwrap() http.ResponseWriter { return d.ResponseWriter 
 // (RFC 9112 §9.3), and the server has no read timeout (handlers may read long bodies, and
 // streams run for hours): a GET that declares a body of 200,000 bytes and sends none was never
 // answered, and held its connection, one of --max-connections, for good. Past the deadline
-// the answer is written and the connection closed.
+// the answer is written and the connection closed. An answer that closes the connection
+// (Connection: close, as a body arriving too slowly gets: minRateBody) reads nothing more.
 func drainDeadline(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		defer func() { _ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(drainTimeout)) }()
+		defer func() {
+			deadline := time.Now().Add(drainTimeout)
+			if w.Header().Get("Connection") == "close" {
+				deadline = time.Now()
+			}
+			_ = http.NewResponseController(w).SetReadDeadline(deadline)
+		}()
 		next.ServeHTTP(w, r)
 	})
 }

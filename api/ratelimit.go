@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -45,6 +47,10 @@ const (
 	// handled hold as many bytes as the server takes at once (RateLimits.RequestBodyBytes);
 	// send the request again after Retry-After.
 	CodeRequestsBusy = "requests-busy"
+	// CodeTooManyBodies (429): the identity (or client address) is sending as many request
+	// bodies at once as it may (RateLimits.MaxBodiesPerClient); Retry-After says when to try
+	// again.
+	CodeTooManyBodies = "too-many-bodies"
 )
 
 // The default rate limits, per identity.
@@ -75,6 +81,18 @@ const (
 	// operation's schema as generic values first), and takes up to about 40 times its size
 	// while it is handled: a 9.9 MB graph of empty nodes peaked at 374 MB.
 	DefaultRequestBodyBytes = 64 << 20
+	// DefaultMinBodyRate is the slowest a request body may arrive, in bytes a second on
+	// average, once DefaultBodyRateGrace has passed since the request's headers: the figures
+	// of ASP.NET Core Kestrel's MinRequestBodyDataRate. Slower, the request is answered 408
+	// and its connection closed. A client sending a byte a second otherwise held its
+	// connection, one of --max-connections, for the whole body read timeout (a minute).
+	DefaultMinBodyRate   = 240
+	DefaultBodyRateGrace = 5 * time.Second
+	// DefaultMaxBodiesPerClient is how many request bodies one identity (or client address)
+	// sends at once, from its headers until the body has arrived: past it, 429
+	// too-many-bodies. Bodies sent just fast enough each held a connection for the body read
+	// timeout: enough of them held every connection the server takes (round 25).
+	DefaultMaxBodiesPerClient = 64
 )
 
 // maxRateKeys bounds the buckets kept: beyond it, idle (full) buckets are dropped, and while
@@ -109,6 +127,16 @@ type RateLimits struct {
 	// versions (graphs) any request loads, GET included, each counted once loaded; a request
 	// whose reading or loading passes it is answered 503 requests-busy. 0: no bound.
 	RequestBodyBytes int64
+	// MinBodyRate is the slowest a request body may arrive, in bytes a second on average
+	// from its headers, once BodyRateGrace has passed (the clock of the body's reads, not of
+	// its handler): slower, the read fails (408 request-timeout) and the connection is
+	// closed. 0: no bound (the body read timeout, a minute, still holds).
+	MinBodyRate   int64
+	BodyRateGrace time.Duration
+	// MaxBodiesPerClient is how many request bodies one identity (rateKey) sends at once,
+	// each counted from its headers until it has arrived (or its request is answered); more
+	// are answered 429 too-many-bodies. 0: no bound.
+	MaxBodiesPerClient int
 	// Now is the clock the buckets refill by. Nil means time.Now.
 	Now func() time.Time
 }
@@ -118,7 +146,8 @@ func DefaultRateLimits() RateLimits {
 	return RateLimits{IngestRate: DefaultIngestRate, IngestBurst: DefaultIngestBurst,
 		TestRate: DefaultTestRate, TestBurst: DefaultTestBurst, MaxConcurrentTests: DefaultMaxConcurrentTests,
 		MaxStreams: DefaultMaxStreams, MaxStreamsPerClient: DefaultMaxStreamsPerClient, IngestBodyBytes: DefaultIngestBodyBytes,
-		RequestBodyBytes: DefaultRequestBodyBytes}
+		RequestBodyBytes: DefaultRequestBodyBytes, MinBodyRate: DefaultMinBodyRate, BodyRateGrace: DefaultBodyRateGrace,
+		MaxBodiesPerClient: DefaultMaxBodiesPerClient}
 }
 
 // buckets is a token bucket per key.
@@ -184,6 +213,11 @@ type rateLimiter struct {
 	// others' out).
 	deploying *places
 	streams   *places // nil: no bound
+	// bodies are the request bodies arriving, per client (MaxBodiesPerClient); nil: no bound.
+	bodies *places
+	// minBodyRate and bodyRateGrace: RateLimits.MinBodyRate (0: no bound) and BodyRateGrace.
+	minBodyRate   int64
+	bodyRateGrace time.Duration
 	// ingest counts the bytes of event batches read (RateLimits.IngestBodyBytes), requests
 	// those of the other bodies (RequestBodyBytes); nil: no bound.
 	ingestBodies, requestBodies *bodyBudget
@@ -206,6 +240,10 @@ func newRateLimiter(l RateLimits) *rateLimiter {
 	if l.MaxStreams > 0 || l.MaxStreamsPerClient > 0 {
 		rl.streams = streamPlaces(l.MaxStreams, l.MaxStreamsPerClient)
 	}
+	if l.MaxBodiesPerClient > 0 {
+		rl.bodies = bodyPlaces(l.MaxBodiesPerClient)
+	}
+	rl.minBodyRate, rl.bodyRateGrace = max(l.MinBodyRate, 0), max(l.BodyRateGrace, 0)
 	rl.ingestBodies = newBodyBudget(l.IngestBodyBytes, errIngestBusy)
 	rl.requestBodies = newBodyBudget(l.RequestBodyBytes, errRequestsBusy)
 	if rl.now == nil {
@@ -259,6 +297,13 @@ func (rl *rateLimiter) limit(next http.Handler) http.Handler {
 			rl.requestBodies.serve(w, r, next)
 			return
 		}
+		if hasBody(r) && (rl.bodies != nil || rl.minBodyRate > 0) {
+			arrived, ok := rl.guardBody(w, r)
+			if !ok {
+				return
+			}
+			defer arrived()
+		}
 		if r.Method != http.MethodPost {
 			rl.requestBodies.serve(w, r, next)
 			return
@@ -311,6 +356,104 @@ func (rl *rateLimiter) limit(next http.Handler) http.Handler {
 		budget.serve(w, r, next)
 	})
 }
+
+// hasBody reports whether r has a body to read: a Content-Length above 0, or a chunked one.
+func hasBody(r *http.Request) bool {
+	return r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
+}
+
+// guardBody takes a place among the bodies r's client is sending (rl.bodies), answering 429
+// too-many-bodies when there is none, and gives r a body that must arrive at rl.minBodyRate
+// (minRateBody). arrived gives the place back: when the body has been read to its end or
+// failed, or at the latest when r is answered (the caller defers it).
+func (rl *rateLimiter) guardBody(w http.ResponseWriter, r *http.Request) (arrived func(), ok bool) {
+	arrived = func() {}
+	if rl.bodies != nil {
+		key := rateKey(r)
+		if p := rl.bodies.take(key); p != nil {
+			w.Header().Set("Retry-After", "1")
+			writeProblem(w, p)
+			return nil, false
+		}
+		arrived = sync.OnceFunc(func() { rl.bodies.give(key) })
+	}
+	r.Body = &minRateBody{ReadCloser: r.Body, w: w, rc: http.NewResponseController(w), start: rl.now(), rate: rl.minBodyRate,
+		grace: rl.bodyRateGrace, arrived: arrived}
+	return arrived, true
+}
+
+// bodyPlaces are the places of request bodies arriving: 429 too-many-bodies past perClient.
+func bodyPlaces(perClient int) *places {
+	return &places{perClient: perClient, byKey: map[string]int{},
+		clientFull: func() *ProblemDetails {
+			return problemf(http.StatusTooManyRequests, CodeTooManyBodies,
+				"you are sending %d request bodies at once, as many as one client may; retry when one has arrived", perClient)
+		}}
+}
+
+// minRateBody is a request body that must arrive at rate bytes a second on average, from
+// start, once grace has passed (0: any rate), and within bodyReadTimeout of start: before
+// each read it sets the connection's read deadline to the time by which the bytes read so far
+// would be too few, start + grace + read/rate (Kestrel's MinRequestBodyDataRate checks the
+// same average). A read past it fails with a *slowBodyError, and the connection is closed
+// after the answer. At the body's end the deadline is cleared:
+// the handler may run longer (see register). arrived is called at the end or at the first
+// error.
+type minRateBody struct {
+	io.ReadCloser
+	w       http.ResponseWriter // the body is read by its handler, in its goroutine
+	rc      *http.ResponseController
+	start   time.Time
+	rate    int64
+	grace   time.Duration
+	read    int64
+	arrived func()
+	err     error // the first error of a read, returned again after
+}
+
+func (b *minRateBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	end := b.start.Add(bodyReadTimeout)
+	if b.rate > 0 {
+		if by := b.start.Add(b.grace + time.Duration(float64(b.read)/float64(b.rate)*float64(time.Second))); by.Before(end) {
+			end = by
+		}
+	}
+	_ = b.rc.SetReadDeadline(end)
+	n, err := b.ReadCloser.Read(p)
+	b.read += int64(n)
+	if err == nil {
+		return n, nil
+	}
+	b.err = err
+	b.arrived()
+	var ne net.Error
+	switch {
+	case err == io.EOF:
+		_ = b.rc.SetReadDeadline(time.Time{})
+	case errors.As(err, &ne) && ne.Timeout() && b.rate > 0 && end.Before(b.start.Add(bodyReadTimeout)):
+		b.err = &slowBodyError{rate: b.rate, grace: b.grace}
+		// The answer closes the connection: net/http would otherwise read on what is left of
+		// the body (up to 256 KiB, within drainDeadline's 2 s) before it sends the answer.
+		b.w.Header().Set("Connection", "close")
+	}
+	return n, b.err
+}
+
+// slowBodyError is a request body that arrived slower than its minimum rate (minRateBody): a
+// timeout, answered 408 request-timeout.
+type slowBodyError struct {
+	rate  int64
+	grace time.Duration
+}
+
+func (e *slowBodyError) Error() string {
+	return fmt.Sprintf("the request body arrived slower than %d bytes a second (on average, after its first %v)", e.rate, e.grace)
+}
+func (e *slowBodyError) Timeout() bool   { return true }
+func (e *slowBodyError) Temporary() bool { return false }
 
 // bufferBody reads r's body, up to limit+1 bytes, and gives r a body that reads the same
 // bytes again, then what the first read met (the rest past the limit, or its error); it

@@ -58,6 +58,7 @@ func TestParseServeFlags(t *testing.T) {
 				"--max-body-bytes", "100", "--shutdown-timeout", "1s", "--result-retention", "0", "--batch-key-retention", "2h", "--audit-retention", "720h",
 				"--max-deployment-state", "4096", "--max-total-state", "8192", "--max-connections", "50",
 				"--max-streams", "7", "--max-streams-per-client", "3", "--ingest-body-bytes", "999", "--request-body-bytes", "888", "--event-timeout", "0",
+				"--min-body-rate", "100", "--max-bodies-per-client", "4",
 				"--max-deployments", "5", "--max-node-series", "12"},
 			env: map[string]string{envAddr: ":9000", envDataDir: "/var/lib/ss", envLogFormat: "json", envMaxBodyBytes: "2048",
 				envResultRetention: "1h", envMaxDeploymentState: "0", envMaxTotalState: "0", envMaxDeployments: "9", envMaxNodeSeries: "7"},
@@ -66,6 +67,7 @@ func TestParseServeFlags(t *testing.T) {
 				MaxDeploymentState: 4096, MaxTotalState: 8192, MaxConnections: 50, CrashLoopLimit: 3, EventTimeout: 0, Kafka: deploy.KafkaCluster{TransactionTimeout: 15 * time.Minute}, MaxDeployments: 5, MaxNodeSeries: 12, Guard: func() guardConfig {
 					g := defaultGuard()
 					g.maxStreams, g.perClient, g.ingestBytes, g.requestBytes = 7, 3, 999, 888
+					g.minBodyRate, g.bodiesPer = 100, 4
 					return g
 				}()},
 		},
@@ -104,6 +106,8 @@ func TestParseServeFlagsErrors(t *testing.T) {
 		{args: []string{"--max-streams-per-client", "-1"}},
 		{args: []string{"--ingest-body-bytes", "-1"}},
 		{args: []string{"--request-body-bytes", "-1"}},
+		{args: []string{"--min-body-rate", "-1"}},
+		{args: []string{"--max-bodies-per-client", "-1"}},
 		{args: []string{"--event-timeout", "-1s"}},
 	}
 	for _, tt := range tests {

@@ -715,6 +715,8 @@ type guardConfig struct {
 	perClient    int
 	ingestBytes  int64
 	requestBytes int64
+	minBodyRate  int64
+	bodiesPer    int
 }
 
 // defaultGuard is guardConfig without flags: api.DefaultRateLimits, the event batches read
@@ -730,7 +732,8 @@ func defaultGuard() guardConfig {
 	}
 	return guardConfig{ingestRate: d.IngestRate, ingestBurst: d.IngestBurst, testRate: d.TestRate,
 		testBurst: d.TestBurst, maxTests: d.MaxConcurrentTests, maxStreams: d.MaxStreams,
-		perClient: d.MaxStreamsPerClient, ingestBytes: ingestBytes, requestBytes: requestBytes}
+		perClient: d.MaxStreamsPerClient, ingestBytes: ingestBytes, requestBytes: requestBytes,
+		minBodyRate: d.MinBodyRate, bodiesPer: d.MaxBodiesPerClient}
 }
 
 func (g *guardConfig) register(fs *flag.FlagSet, getenv func(string) string) {
@@ -757,6 +760,10 @@ func (g *guardConfig) register(fs *flag.FlagSet, getenv func(string) string) {
 		"the server holds at most this many `bytes` of event batches read and being stored at once, each batch's counted as it arrives, one identity (or client address) a quarter of them but for a batch it sends alone; a batch read past it is answered 503 ingest-busy (default: 256 MiB or a sixteenth of the memory, the least; 0: no bound)")
 	fs.Int64Var(&g.requestBytes, "request-body-bytes", d.requestBytes,
 		"the same for the bodies of every other request (scenarios, graphs to test or validate, test cases) and the stored versions requests load, GETs included: at most this many `bytes` read or loaded and being handled at once, each body's counted as it arrives, each version's once loaded; a request past it is answered 503 requests-busy; a body takes up to about 40 times its size while it is handled (default: 64 MiB or a 320th of the memory, the least; 0: no bound)")
+	fs.Int64Var(&g.minBodyRate, "min-body-rate", d.minBodyRate,
+		fmt.Sprintf("a request body must arrive at `bytes` a second on average, once %v have passed since its headers; slower, it is answered 408 request-timeout and its connection closed (0: no bound; the body read timeout, a minute, holds)", api.DefaultBodyRateGrace))
+	fs.IntVar(&g.bodiesPer, "max-bodies-per-client", d.bodiesPer,
+		"an identity (or, without authentication, a client address) sends at most `n` request bodies at once, each from its headers until it has arrived; more are answered 429 too-many-bodies (0: no bound)")
 }
 
 func (g *guardConfig) validate() error {
@@ -770,8 +777,8 @@ func (g *guardConfig) validate() error {
 		return err
 	}
 	if g.ingestRate < 0 || g.ingestBurst < 0 || g.testRate < 0 || g.testBurst < 0 || g.maxTests < 0 ||
-		g.maxStreams < 0 || g.perClient < 0 || g.ingestBytes < 0 || g.requestBytes < 0 {
-		return fmt.Errorf("%w: --ingest-rate, --ingest-burst, --test-rate, --test-burst, --max-concurrent-tests, --max-streams, --max-streams-per-client, --ingest-body-bytes and --request-body-bytes must not be negative", errUsage)
+		g.maxStreams < 0 || g.perClient < 0 || g.ingestBytes < 0 || g.requestBytes < 0 || g.minBodyRate < 0 || g.bodiesPer < 0 {
+		return fmt.Errorf("%w: --ingest-rate, --ingest-burst, --test-rate, --test-burst, --max-concurrent-tests, --max-streams, --max-streams-per-client, --ingest-body-bytes, --request-body-bytes, --min-body-rate and --max-bodies-per-client must not be negative", errUsage)
 	}
 	return nil
 }
@@ -801,7 +808,8 @@ func (g *guardConfig) browser() api.BrowserConfig {
 func (g *guardConfig) rateLimits() api.RateLimits {
 	return api.RateLimits{IngestRate: g.ingestRate, IngestBurst: g.ingestBurst, TestRate: g.testRate,
 		TestBurst: g.testBurst, MaxConcurrentTests: g.maxTests, MaxStreams: g.maxStreams,
-		MaxStreamsPerClient: g.perClient, IngestBodyBytes: g.ingestBytes, RequestBodyBytes: g.requestBytes}
+		MaxStreamsPerClient: g.perClient, IngestBodyBytes: g.ingestBytes, RequestBodyBytes: g.requestBytes,
+		MinBodyRate: g.minBodyRate, BodyRateGrace: api.DefaultBodyRateGrace, MaxBodiesPerClient: g.bodiesPer}
 }
 
 // warnWithoutTokens logs, for a server with API tokens, when its store holds no token that can
