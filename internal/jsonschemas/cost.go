@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -84,7 +85,7 @@ func bound(s *jsonschema.Schema) (*Place, error) {
 
 // inPlaceCycle returns the location of a schema among met that applies itself to the same
 // value through keywords every value goes through ($ref, allOf, not, an anyOf or oneOf of one
-// branch, then under "if": true, else under "if": false) with an even number of nots on the
+// branch that a value may pass (onlyBranch), then under "if": true, else under "if": false) with an even number of nots on the
 // way, "" when none does: the library ends the check of every value that reaches it with an
 // infinite-loop error (round 22: {"$ref": "#"} was saved, and every event refused). Through an
 // odd number of nots the error turns into a pass: the library accepts every value there
@@ -112,8 +113,8 @@ func inPlaceCycle(met map[*jsonschema.Schema]*applied) string {
 			next = append(next, reached{t, r.odd})
 		}
 		for _, of := range [][]*jsonschema.Schema{s.AnyOf, s.OneOf} {
-			if len(of) == 1 {
-				next = append(next, reached{of[0], r.odd})
+			if b := onlyBranch(of); b != nil {
+				next = append(next, reached{b, r.odd})
 			}
 		}
 		if s.If != nil && s.If.Bool != nil {
@@ -147,6 +148,63 @@ func inPlaceCycle(met map[*jsonschema.Schema]*applied) string {
 		}
 	}
 	return found
+}
+
+// onlyBranch is the one branch of an anyOf or oneOf that some value may pass, nil when there
+// are more or none: a branch that no value passes (false, {"not": {}}) leaves the others to
+// decide alone, so every value goes through the one left (R25-5: {"anyOf": [false, {"$ref":
+// "#"}]} failed every value, as {"anyOf": [{"$ref": "#"}]} does).
+func onlyBranch(of []*jsonschema.Schema) *jsonschema.Schema {
+	var only *jsonschema.Schema
+	for _, b := range of {
+		if alwaysFails(b) {
+			continue
+		}
+		if only != nil {
+			return nil
+		}
+		only = b
+	}
+	return only
+}
+
+// alwaysFails reports a schema that no value passes: false, or the not of a schema every value
+// passes (true, or a schema of annotations only: {}). It may miss some (it never reports one
+// that a value passes).
+func alwaysFails(s *jsonschema.Schema) bool {
+	if s.Bool != nil {
+		return !*s.Bool
+	}
+	if s.Not == nil || !alwaysPasses(s.Not) {
+		return false
+	}
+	// The not's schema may hold other keywords too: only a not alone (with annotations).
+	t := *s
+	t.Not = nil
+	return alwaysPasses(&t)
+}
+
+// annotations are the fields of a schema that do not check the value (identifiers and
+// annotations): alwaysPasses allows them.
+var annotations = map[string]bool{"DraftVersion": true, "Location": true, "ID": true, "Anchor": true, "DynamicAnchor": true,
+	"RecursiveAnchor": true, "Title": true, "Description": true, "Default": true, "Comment": true, "ReadOnly": true,
+	"WriteOnly": true, "Examples": true, "Deprecated": true}
+
+// alwaysPasses reports a schema every value passes: true, or one whose exported fields are all
+// annotations or empty (a field the library adds later counts as a check: it is never
+// reported empty wrongly).
+func alwaysPasses(s *jsonschema.Schema) bool {
+	if s.Bool != nil {
+		return *s.Bool
+	}
+	v := reflect.ValueOf(s).Elem()
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		if f.IsExported() && !annotations[f.Name] && !v.Field(i).IsZero() {
+			return false
+		}
+	}
+	return true
 }
 
 // Place is where a value can be in a document checked against a schema: how many schemas

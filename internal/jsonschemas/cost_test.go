@@ -89,6 +89,10 @@ func TestInPlaceCycleRefused(t *testing.T) {
 		{`{"if": true, "then": {"$ref": "#"}}`, `1`},
 		{`{"if": false, "else": {"$ref": "#"}}`, `{}`},
 		{`{"$defs": {"x": {"not": {"$ref": "#/$defs/y"}}, "y": {"not": {"$ref": "#/$defs/x"}}}, "$ref": "#/$defs/x"}`, `1`},
+		// R25-5: the other branches fail every value (false, the not of {} or of annotations).
+		{`{"anyOf": [false, {"$ref": "#"}]}`, `1`},
+		{`{"oneOf": [{"not": {}}, {"allOf": [{"$ref": "#"}]}]}`, `"a"`},
+		{`{"anyOf": [{"not": {"title": "x"}}, {"$ref": "#"}, {"not": true}]}`, `{}`},
 	} {
 		s := compile(t, tc.schema)
 		v, err := jsonschema.UnmarshalJSON(strings.NewReader(tc.value))
@@ -113,6 +117,10 @@ func TestInPlaceCycleRefused(t *testing.T) {
 		{`{"not": {"$ref": "#"}}`, `1`},
 		{`{"allOf": [{"type": "integer"}, {"not": {"not": {"not": {"$ref": "#"}}}}]}`, `1`},
 		{`{"if": true, "else": {"$ref": "#"}}`, `1`},
+		// A branch that fails some values only: the loop's branch fails, the other decides.
+		{`{"anyOf": [{"$ref": "#"}, {"type": "integer"}]}`, `1`},
+		{`{"oneOf": [{"not": {"type": "string"}}, {"$ref": "#"}]}`, `1`},
+		{`{"anyOf": [{"not": {}, "title": "x"}, {"not": {"type": "string"}}, {"$ref": "#"}]}`, `1`},
 	} {
 		s := compile(t, tc.schema)
 		v, err := jsonschema.UnmarshalJSON(strings.NewReader(tc.value))
