@@ -136,3 +136,52 @@ func TestCountWindowReservationCoversGrowth(t *testing.T) {
 		t.Errorf("reserved %d bytes in all, the state grew by %d; want at most a quarter more", allReserved, allGrew)
 	}
 }
+
+// A value held by several cells (a Variable's list aggregated by each event a for-each sends)
+// is counted once by StateBytes, as it is held once; copies are counted each (R25-6: a count
+// window of cells sharing 4.5-million-item lists was reported as 42 GB). 200 events of key 1
+// into a count window with List and Last, with one list of 1,000 integers (24,000 bytes of
+// items) shared by all: Last holds the list itself, once, and List a copy a cell (owned), so
+// the state is what it is with a list of one item in its place, less those items, plus 24,000
+// bytes and 200 × 24,000. With 200 lists, 200 × 24,000 for each column.
+func TestStateBytesCountsSharedValuesOnce(t *testing.T) {
+	stateWith := func(input func(i int) value.Value) int {
+		var named []Named
+		for _, f := range []string{"List", "Last"} {
+			a, err := New(Spec{Func: f})
+			if err != nil {
+				t.Fatal(err)
+			}
+			named = append(named, Named{Name: f, Aggregator: a})
+		}
+		op, err := NewOperator(WindowSpec{Kind: CountWindow, Count: 1_000, CountSlide: 1}, named, func(*Result) {})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 200 {
+			v := input(i)
+			if err := op.Add(&Event{Time: int64(i), Key: []value.Value{value.Int(1)}, Inputs: []value.Value{v, v}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return op.StateBytes()
+	}
+	list := func() value.Value {
+		items := make([]value.Value, 1000)
+		for i := range items {
+			items[i] = value.Int(int64(i))
+		}
+		return value.List(items)
+	}
+	shared := list()
+	const items = 1000 * valueHeader
+	// The same state with a list of one item in each event (24 bytes, counted each time) in
+	// its place: base - 2 × 200 × 24 is the state without the lists' items.
+	base := stateWith(func(int) value.Value { return value.List([]value.Value{value.Int(0)}) }) - 2*200*valueHeader
+	if got, want := stateWith(func(int) value.Value { return shared }), base+items+200*items; got != want {
+		t.Errorf("one list shared by 200 events: %d bytes, want %d (%d + %d + 200 × %d)", got, want, base, items, items)
+	}
+	if got, want := stateWith(func(int) value.Value { return list() }), base+2*200*items; got != want {
+		t.Errorf("200 copies of the list: %d bytes, want %d (%d + 2 × 200 × %d)", got, want, base, items)
+	}
+}

@@ -184,10 +184,11 @@ func (c *listColumn) DecodeCell(i int, b []byte) ([]byte, error) {
 
 func (c *listColumn) SizeBytes() int {
 	n := 48 + 24*cap(c.cells)
+	var sizer stateSizer
 	for _, l := range c.cells {
 		n += 64 * cap(l)
 		for k := range l {
-			n += valueSize(l[k].v)
+			n += sizer.size(l[k].v)
 		}
 	}
 	return n
@@ -434,10 +435,11 @@ func (c *distinctColumn) DecodeCell(i int, b []byte) ([]byte, error) {
 
 func (c *distinctColumn) SizeBytes() int {
 	n := 72 + 32*cap(c.cells) + valueHeader*cap(c.scratch)
+	var sizer stateSizer
 	for k := range c.cells {
 		n += valueHeader * cap(c.cells[k].vals)
 		for _, v := range c.cells[k].vals {
-			n += valueSize(v)
+			n += sizer.size(v)
 		}
 	}
 	return n

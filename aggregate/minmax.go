@@ -183,7 +183,7 @@ func (s *valueStore) clearAll() {
 
 func (s *valueStore) sizeBytes() int {
 	return 72 + cap(s.kind) + 8*cap(s.bits) + s.strs.sizeBytes(16, func(str string) int { return len(str) }) +
-		s.xs.sizeBytes(valueHeader, valueSize)
+		s.xs.sizeBytes(valueHeader, (&stateSizer{}).size)
 }
 
 // appendCell writes a presence byte (0: empty, 1: a value follows) and the
