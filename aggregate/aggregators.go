@@ -342,8 +342,7 @@ func hasNegZero(v value.Value) bool {
 	return false
 }
 
-
-// stateSizer is valueSize over the values of a state: a string of sharedBytes or more, or a
+// stateSizer estimates the heap bytes values of a state hold beyond their Value headers: a string of sharedBytes or more, or a
 // list or record of sharedItems or more, held by several values (one list of a Variable
 // aggregated by each event a for-each sends) is counted once, as it is held once. Before, a
 // count window's state of 4.5-million-item lists shared by its cells was reported as 42 GB.
