@@ -122,6 +122,9 @@ func TestStringOperatorsCharged(t *testing.T) {
 		{"len(values(#m)) == 4", 36, true},
 		{"len(toPairs(#m)) == 4", 36, true},
 		{"len(keys(#m)) + len(keys(#m)) == 8", 72, true},
+		// A map literal's computed key: hashed and compared, two reads of its 2,048 bytes.
+		{"{(#k): 1}[\"a\"] == nil", 4, true},
+		{"len({(#k): 1, (#k + \"\"): 2}) == 1", 8, true},
 	} {
 		v, err := runWith(t, tt.text, Budget{Steps: tt.steps}, vars)
 		if err != nil || v.Bool() != tt.want {
