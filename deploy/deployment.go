@@ -676,24 +676,23 @@ func (e cannotResume) Unwrap() []error { return []error{errPermanent, e.err} }
 // previousCheckpoint returns the latest checkpoint of the newest earlier deployment of the
 // scenario that has one, and that deployment's version; nil when there is none.
 func (d *deployment) previousCheckpoint(ctx context.Context) (*store.Checkpoint, int, error) {
-	// The earlier deployments, newest first, a page at a time: the history has no end.
-	for before := d.info.ID; ; {
-		list, err := d.rt.cfg.Store.ListDeployments(ctx, d.info.Scenario, before, 100)
-		if err != nil || len(list) == 0 {
-			return nil, 0, err
-		}
-		for _, prev := range list {
-			cp, err := d.rt.cfg.Store.GetLatestCheckpoint(ctx, prev.ID)
-			if errors.Is(err, store.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return nil, 0, err
-			}
-			return &cp, prev.Version, nil
-		}
-		before = list[len(list)-1].ID
+	// One query: a deployment read each earlier deployment's checkpoint in turn, a store
+	// round trip each, however many had failed before their first.
+	prev, err := d.rt.cfg.Store.LastCheckpointedDeployment(ctx, d.info.Scenario, d.info.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, 0, nil
 	}
+	if err != nil {
+		return nil, 0, err
+	}
+	cp, err := d.rt.cfg.Store.GetLatestCheckpoint(ctx, prev.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, 0, nil // cannot be: checkpoints are replaced, never deleted
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	return &cp, prev.Version, nil
 }
 
 // errStopped means the deployment was stopped (or the runtime aborted) before it was restored.

@@ -99,6 +99,12 @@ type Store interface {
 	// (limit <= 0: all). Errors: ErrNotFound when the scenario does not exist.
 	ListDeployments(ctx context.Context, scenario string, before int64, limit int) ([]Deployment, error)
 
+	// LastCheckpointedDeployment returns the newest deployment of the scenario name with an id
+	// below before that has a checkpoint: the one whose state a new deployment of the scenario
+	// takes over. One query, however many deployments without a checkpoint came after it.
+	// Errors: ErrNotFound when the scenario does not exist or no such deployment has one.
+	LastCheckpointedDeployment(ctx context.Context, scenario string, before int64) (Deployment, error)
+
 	// ListActiveDeployments returns every deployment whose status is deploying or running,
 	// over all scenarios, ordered by ID: what the runtime restarts when the server starts.
 	ListActiveDeployments(ctx context.Context) ([]Deployment, error)

@@ -129,6 +129,27 @@ func (s *Store) ListDeployments(ctx context.Context, scenario string, before int
 	return list, nil
 }
 
+// LastCheckpointedDeployment implements store.Store.
+func (s *Store) LastCheckpointedDeployment(ctx context.Context, scenario string, before int64) (store.Deployment, error) {
+	row, err := lookupScenario(ctx, s.pool, scenario, "")
+	if err != nil {
+		return store.Deployment{}, fmt.Errorf("finding the last deployment with a checkpoint: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, deploymentSelect+` WHERE d.scenario_id = $1 AND d.id < $2
+		AND EXISTS (SELECT 1 FROM checkpoints c WHERE c.deployment_id = d.id) ORDER BY d.id DESC LIMIT 1`, row.id, before)
+	var list []store.Deployment
+	if err == nil {
+		list, err = collect(rows, scanDeployment)
+	}
+	if err == nil && len(list) == 0 {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return store.Deployment{}, fmt.Errorf("finding the last deployment of %q with a checkpoint: %w", scenario, err)
+	}
+	return list[0], nil
+}
+
 // ListActiveDeployments implements store.Store.
 func (s *Store) ListActiveDeployments(ctx context.Context) ([]store.Deployment, error) {
 	rows, err := s.pool.Query(ctx, deploymentSelect+` WHERE d.status IN ('DEPLOYING', 'RUNNING') ORDER BY d.id`)

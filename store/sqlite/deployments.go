@@ -136,6 +136,23 @@ func (s *Store) ListDeployments(ctx context.Context, scenario string, before int
 	return list, nil
 }
 
+// LastCheckpointedDeployment implements store.Store.
+func (s *Store) LastCheckpointedDeployment(ctx context.Context, scenario string, before int64) (store.Deployment, error) {
+	row, err := lookupScenario(ctx, s.read, scenario)
+	if err != nil {
+		return store.Deployment{}, fmt.Errorf("finding the last deployment with a checkpoint: %w", err)
+	}
+	list, err := listDeployments(ctx, s.read, ` WHERE d.scenario_id = ? AND d.id < ?
+		AND EXISTS (SELECT 1 FROM checkpoints c WHERE c.deployment_id = d.id) ORDER BY d.id DESC LIMIT 1`, row.id, before)
+	if err == nil && len(list) == 0 {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return store.Deployment{}, fmt.Errorf("finding the last deployment of %q with a checkpoint: %w", scenario, err)
+	}
+	return list[0], nil
+}
+
 // ListActiveDeployments implements store.Store.
 func (s *Store) ListActiveDeployments(ctx context.Context) ([]store.Deployment, error) {
 	list, err := listDeployments(ctx, s.read, ` WHERE d.status IN ('DEPLOYING', 'RUNNING') ORDER BY d.id`)

@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Deployments", testDeployments},
 		{"DeploymentTransitions", testDeploymentTransitions},
 		{"Checkpoints", testCheckpoints},
+		{"LastCheckpointedDeployment", testLastCheckpointedDeployment},
 		{"SinkResults", testSinkResults},
 		{"ConcurrentSinkAppends", testConcurrentSinkAppends},
 		{"ManySinkResults", testManySinkResults},
@@ -678,6 +679,48 @@ func testDeploymentTransitions(t *testing.T, open func(t *testing.T) store.Store
 				must(s.SetDeploymentStatus(ctx, d.ID, store.StatusCanceled, ""))(t)
 			}
 		}
+	}
+}
+
+// testLastCheckpointedDeployment: the newest deployment of the scenario below an id that has a
+// checkpoint, past the ones without, never another scenario's.
+func testLastCheckpointedDeployment(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	must(s.CreateScenario(ctx, "fraud", draft(1, "")))(t)
+	must(s.SaveVersion(ctx, "fraud", 1, draft(2, "")))(t)
+	must(s.CreateScenario(ctx, "offers", draft(1, "")))(t)
+	_, err := s.LastCheckpointedDeployment(ctx, "fraud", 1<<40)
+	wantErr(t, "never deployed", err, store.ErrNotFound)
+	_, err = s.LastCheckpointedDeployment(ctx, "nobody", 1<<40)
+	wantErr(t, "no such scenario", err, store.ErrNotFound)
+	// deploy creates a deployment of fraud at version, with a checkpoint or not, and ends it.
+	deploy := func(scenario string, version int, checkpoint bool) store.Deployment {
+		d := must(s.CreateDeployment(ctx, store.NewDeployment{Scenario: scenario, Version: version}))(t)
+		if checkpoint {
+			must(s.PutCheckpoint(ctx, store.Checkpoint{Deployment: d.ID, State: []byte("state")}))(t)
+		}
+		must(s.SetDeploymentStatus(ctx, d.ID, store.StatusFailed, "ended"))(t)
+		return d
+	}
+	d1 := deploy("fraud", 1, true)
+	deploy("fraud", 2, false)
+	o := deploy("offers", 1, true)
+	d3 := deploy("fraud", 2, false)
+	for _, before := range []int64{d3.ID, d3.ID + 1, o.ID + 1000} {
+		got, err := s.LastCheckpointedDeployment(ctx, "fraud", before)
+		if err != nil || got.ID != d1.ID || got.Version != 1 || got.Scenario != "fraud" {
+			t.Errorf("before %d: %+v, %v; want deployment %d of version 1", before, got, err, d1.ID)
+		}
+	}
+	_, err = s.LastCheckpointedDeployment(ctx, "fraud", d1.ID)
+	wantErr(t, "before the first with a checkpoint", err, store.ErrNotFound)
+	d4 := deploy("fraud", 2, true)
+	if got := must(s.LastCheckpointedDeployment(ctx, "fraud", d4.ID+1))(t); got.ID != d4.ID || got.Version != 2 {
+		t.Errorf("after a newer one with a checkpoint: %+v; want deployment %d", got, d4.ID)
+	}
+	if got := must(s.LastCheckpointedDeployment(ctx, "offers", d4.ID+1))(t); got.ID != o.ID {
+		t.Errorf("offers: %+v; want deployment %d", got, o.ID)
 	}
 }
 
