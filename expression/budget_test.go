@@ -445,6 +445,9 @@ func TestStepBudgetValues(t *testing.T) {
 		// of equal-looking scalars: 1 == 1.0 (1 step); the strings and 2
 		// have buckets of their own.
 		{"len(uniq([1, 'a', 1.0, 2, 'b']))", 6},
+		// sort: a step an element, however short (the list is copied; round 26).
+		{"len(sort([3, 1, 2, 5]))", 4},
+		{"len(sort(#input.tags)) + len(sort([2, 1]))", 4},
 	}
 	for _, tt := range tests {
 		if _, err := runWith(t, tt.text, Budget{Steps: tt.steps}, vars); err != nil {
