@@ -78,6 +78,7 @@ type response struct {
 	Status int
 	Header http.Header
 	Body   []byte
+	Close  bool // the server closes the connection after it (Connection: close)
 }
 
 // request is one HTTP request. Body is sent as it is when it is a string or []byte, else
@@ -131,7 +132,7 @@ func (c *client) send(r request) *response {
 	if err != nil {
 		c.t.Fatalf("%s %s: reading the answer: %v", r.Method, r.Path, err)
 	}
-	return &response{Status: resp.StatusCode, Header: resp.Header, Body: data}
+	return &response{Status: resp.StatusCode, Header: resp.Header, Body: data, Close: resp.Close}
 }
 
 func (c *client) get(path string) *response {

@@ -372,6 +372,8 @@ func (rl *rateLimiter) guardBody(w http.ResponseWriter, r *http.Request) (arrive
 		key := rateKey(r)
 		if p := rl.bodies.take(key); p != nil {
 			w.Header().Set("Retry-After", "1")
+			// Its body is not read: the connection is closed rather than read on (drainDeadline).
+			w.Header().Set("Connection", "close")
 			writeProblem(w, p)
 			return nil, false
 		}

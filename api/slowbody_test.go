@@ -131,6 +131,9 @@ func TestBodiesPerClient(t *testing.T) {
 	if got := refused.Header.Get("Retry-After"); got != "1" {
 		t.Errorf("Retry-After %q, want 1", got)
 	}
+	if !refused.Close {
+		t.Errorf("the connection is kept after the refusal; want it closed (the body is not read on)")
+	}
 	validate(b).ok(t, http.StatusOK, nil)
 	first.finish(t, true)
 	second.finish(t, true)
