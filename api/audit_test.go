@@ -106,6 +106,34 @@ func testAuditLog(t *testing.T, st store.Store) {
 	as(admin, http.MethodGet, "/api/audit?from=yesterday", nil).problem(t, http.StatusUnprocessableEntity, api.CodeValidationFailed)
 }
 
+// TestAuditFoldsAnIPv6Block: reads that fold are recorded with an IPv6 client's /64 (a client
+// has 2^64 addresses to send each read from, each an entry of its own before), an IPv4 client
+// and every other action with the address itself.
+func TestAuditFoldsAnIPv6Block(t *testing.T) {
+	t.Parallel()
+	st := sqliteStore(t)
+	c := newClient(t, st, func(cfg *api.Config) { cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")} })
+	from := func(addr string) map[string]string { return map[string]string{"X-Forwarded-For": addr} }
+	for _, addr := range []string{"2001:db8::1", "2001:db8::2:3", "2001:db8:0:1::1", "203.0.113.7", "203.0.113.8"} {
+		c.send(request{Method: http.MethodGet, Path: "/api/audit", Header: from(addr)}).ok(t, http.StatusOK, nil)
+	}
+	c.send(request{Method: http.MethodPost, Path: "/api/scenarios", Body: rawBody("name", quote("x"), "graph", tinyGraph),
+		Header: from("2001:db8::9")}).ok(t, http.StatusCreated, nil)
+	list, err := st.ListAudit(t.Context(), store.AuditFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range list {
+		got = append(got, fmt.Sprintf("%s %s +%d", e.Action, e.Address, e.Repeats))
+	}
+	want := []string{"audit.read 2001:db8::/64 +1", "audit.read 2001:db8:0:1::/64 +0", "audit.read 203.0.113.7 +0",
+		"audit.read 203.0.113.8 +0", "scenario.create 2001:db8::9 +0"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("entries:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 // TestAuditClientAddress: X-Forwarded-For counts only from a trusted proxy, and then the
 // rightmost address that is not a trusted proxy is the client.
 func TestAuditClientAddress(t *testing.T) {
