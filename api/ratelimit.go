@@ -379,7 +379,8 @@ func (rl *rateLimiter) guardBody(w http.ResponseWriter, r *http.Request) (arrive
 		}
 		arrived = sync.OnceFunc(func() { rl.bodies.give(key) })
 	}
-	r.Body = &minRateBody{ReadCloser: r.Body, w: w, rc: http.NewResponseController(w), start: rl.now(), rate: rl.minBodyRate,
+	// The start by the connection's clock (its deadlines), not the buckets' (RateLimits.Now).
+	r.Body = &minRateBody{ReadCloser: r.Body, w: w, rc: http.NewResponseController(w), start: time.Now(), rate: rl.minBodyRate,
 		grace: rl.bodyRateGrace, arrived: arrived}
 	return arrived, true
 }
