@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -247,5 +248,24 @@ func testAuditFold(t *testing.T, open func(t *testing.T) store.Store) {
 	want := []row{{"r1", 2, 30 * time.Second}, {"r3", 0, -1}, {"r4", 0, -1}, {"r6", 1, 50 * time.Second}, {"r8", 1, 62 * time.Second}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("listed (request id, repeats, last) %v; want %v", got, want)
+	}
+
+	// Every text field of the fold's key at its longest, incompressible (cut from 1,000 bytes
+	// to MaxAuditFieldBytes): the index on the key takes it (PostgreSQL's B-tree refuses an
+	// entry past about 2,700 bytes), and the fold finds it.
+	rnd := rand.New(rand.NewPCG(25, 6))
+	text := func() string {
+		b := make([]byte, 1000)
+		for i := range b {
+			b[i] = byte('!' + rnd.IntN(94))
+		}
+		return string(b)
+	}
+	long := store.AuditEntry{Time: t0.Add(2 * time.Hour), Subject: text(), Name: text(), Address: text(), Action: text(),
+		Scenario: text(), Version: 7, Outcome: text(), RequestID: "long"}
+	firstLong := must(s.FoldAudit(ctx, long, long.Time.Add(-time.Minute)))(t)
+	long.Time, long.RequestID = long.Time.Add(time.Second), "long again"
+	if again := must(s.FoldAudit(ctx, long, long.Time.Add(-time.Minute)))(t); again.ID != firstLong.ID || again.Repeats != 1 {
+		t.Errorf("the longest key folded again: %+v; want entry %d with 1 repeat", again, firstLong.ID)
 	}
 }
