@@ -395,13 +395,13 @@ func bodyPlaces(perClient int) *places {
 }
 
 // minRateBody is a request body that must arrive at rate bytes a second on average, from
-// start, once grace has passed (0: any rate), and within bodyReadTimeout of start: before
-// each read it sets the connection's read deadline to the time by which the bytes read so far
-// would be too few, start + grace + read/rate (Kestrel's MinRequestBodyDataRate checks the
-// same average). A read past it fails with a *slowBodyError, and the connection is closed
-// after the answer. At the body's end the deadline is cleared:
-// the handler may run longer (see register). arrived is called at the end or at the first
-// error.
+// start, once grace has passed (0: any rate), and within bodyReadTimeout of start: before each
+// read it sets the connection's read deadline to the time by which the bytes read so far would
+// be too few, start + grace + read/rate (Kestrel's MinRequestBodyDataRate checks the same
+// average). A read past it fails with a *slowBodyError (past bodyReadTimeout, with the
+// connection's timeout), and the connection is closed after the answer. At the body's end the
+// deadline is cleared: the handler may run longer (see register). arrived is called at the
+// end or at the first error.
 type minRateBody struct {
 	io.ReadCloser
 	w       http.ResponseWriter // the body is read by its handler, in its goroutine
@@ -420,8 +420,10 @@ func (b *minRateBody) Read(p []byte) (int, error) {
 	}
 	end := b.start.Add(bodyReadTimeout)
 	if b.rate > 0 {
-		if by := b.start.Add(b.grace + time.Duration(float64(b.read)/float64(b.rate)*float64(time.Second))); by.Before(end) {
-			end = by
+		if secs := float64(b.read) / float64(b.rate); secs < bodyReadTimeout.Seconds() { // no overflow
+			if by := b.start.Add(b.grace + time.Duration(secs*float64(time.Second))); by.Before(end) {
+				end = by
+			}
 		}
 	}
 	_ = b.rc.SetReadDeadline(end)
@@ -436,8 +438,10 @@ func (b *minRateBody) Read(p []byte) (int, error) {
 	switch {
 	case err == io.EOF:
 		_ = b.rc.SetReadDeadline(time.Time{})
-	case errors.As(err, &ne) && ne.Timeout() && b.rate > 0 && end.Before(b.start.Add(bodyReadTimeout)):
-		b.err = &slowBodyError{rate: b.rate, grace: b.grace}
+	case errors.As(err, &ne) && ne.Timeout():
+		if b.rate > 0 && end.Before(b.start.Add(bodyReadTimeout)) {
+			b.err = &slowBodyError{rate: b.rate, grace: b.grace}
+		}
 		// The answer closes the connection: net/http would otherwise read on what is left of
 		// the body (up to 256 KiB, within drainDeadline's 2 s) before it sends the answer.
 		b.w.Header().Set("Connection", "close")
