@@ -163,9 +163,10 @@ func (h *handlers) audit(ctx context.Context, action, scenario string, version i
 type auditor struct {
 	store store.AuditStore
 	now   func() time.Time
-	// refusals bounds the refusals by role (forbidden) stored per identity: an identity
-	// that may call nothing else could otherwise fill the log at the speed of its requests.
-	// Refusals beyond it are in the request log only. Nil stores them all.
+	// refusals bounds the refusals by role (forbidden) and the other failed requests of
+	// actions that do not fold stored per identity: an identity that may call nothing else,
+	// or one sending invalid requests, could otherwise fill the log at the speed of its
+	// requests. Those beyond it are in the request log only. Nil stores them all.
 	refusals *buckets
 }
 
@@ -251,10 +252,13 @@ func (a *auditor) auditRoutes(mux *chi.Mux) func(http.Handler) http.Handler {
 			var once sync.Once
 			write := func(outcome string) {
 				once.Do(func() {
-					if outcome == CodeForbidden && a.refusals != nil {
+					// Refusals by role, and failed requests (a 4xx or 5xx: nothing was done) of
+					// actions that do not fold, share the identity's bucket: an editor sending
+					// invalid scenarios in a loop added an entry a request (round 26).
+					if outcome != "ok" && !foldedActions[action] && a.refusals != nil {
 						id, _ := auth.FromContext(ctx)
 						if _, ok := a.refusals.take(id.Subject, a.now()); !ok {
-							loggerFrom(ctx).Warn("refusal not stored in the audit log: too many from this identity", "action", action, "subject", id.Subject)
+							loggerFrom(ctx).Warn("failed request not stored in the audit log: too many from this identity", "action", action, "outcome", outcome, "subject", id.Subject)
 							return
 						}
 					}

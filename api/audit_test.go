@@ -245,6 +245,26 @@ func TestAuditRefusalsBounded(t *testing.T) {
 	if n := len(page.Entries); n < 30 || n > most {
 		t.Errorf("%d refusals stored of 200 sent in %v; want 30 to %d", n, elapsed, most)
 	}
+
+	// Failed requests of an action that is allowed (an editor's invalid scenarios) share the
+	// bound (round 26); a success after them is stored.
+	editor := "Bearer " + tokenFor(t, st, "maker", auth.Editor, time.Time{})
+	start = time.Now()
+	for range 200 {
+		c.send(request{Method: http.MethodPost, Path: "/api/scenarios", Body: rawBody("name", quote(" bad"), "graph", tinyGraph),
+			Header: map[string]string{"Authorization": editor}}).problem(t, http.StatusBadRequest, api.CodeInvalidName)
+	}
+	elapsed = time.Since(start)
+	c.send(request{Method: http.MethodPost, Path: "/api/scenarios", Body: rawBody("name", quote("good"), "graph", tinyGraph),
+		Header: map[string]string{"Authorization": editor}}).ok(t, http.StatusCreated, nil)
+	c.send(request{Method: http.MethodGet, Path: "/api/audit?identity=maker&limit=500", Header: map[string]string{"Authorization": admin}}).ok(t, http.StatusOK, &page)
+	most = min(30+int(elapsed.Seconds())+1, 200)
+	if n := len(page.Entries) - 1; n < 30 || n > most {
+		t.Errorf("%d failed creates stored of 200 sent in %v; want 30 to %d", n, elapsed, most)
+	}
+	if last := page.Entries[len(page.Entries)-1]; last.Outcome != "ok" || last.Scenario != "good" {
+		t.Errorf("the last entry %+v; want the successful create of good", last)
+	}
 }
 
 // authedDeployClient starts a runtime and the API on st with API tokens, configured further
