@@ -160,6 +160,34 @@ func TestServeInProcess(t *testing.T) {
 	waitForLog(t, logs, "stopped")
 }
 
+// A request's headers are bounded (maxHeaderBytes): 100 KB of them are answered 431, 60 KB
+// pass; the limit applies before any authentication (round 26: 1 MB header lines held
+// unfinished on 300 connections took the server from 41 to 584 MB).
+func TestRequestHeadersBounded(t *testing.T) {
+	addr, logs, stop := serveInProcess(t, nil, map[string]string{envDataDir: filepath.Join(t.TempDir(), "data")})
+	defer func() {
+		stop()
+		waitForLog(t, logs, "stopped")
+	}()
+	for _, tc := range []struct {
+		bytes, want int
+	}{{60_000, http.StatusOK}, {100_000, http.StatusRequestHeaderFieldsTooLarge}} {
+		req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/healthz", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Padding", strings.Repeat("a", tc.bytes))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%d bytes of headers: %v", tc.bytes, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("%d bytes of headers: %d, want %d", tc.bytes, resp.StatusCode, tc.want)
+		}
+	}
+}
+
 // serveInProcess runs serve in this process on 127.0.0.1:0 with JSON logs, the args added and
 // the environment vars, and returns its address once it listens, its logs, and stop, which
 // cancels it and fails t when it returns an error or not within 15 s.
