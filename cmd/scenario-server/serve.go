@@ -271,7 +271,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", maxBody, "largest request body accepted, in `bytes` (env "+envMaxBodyBytes+")")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "on SIGINT or SIGTERM, wait this long for requests in flight")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", defaultMaxConnections(),
-		"hold at most `n` client connections open at once; a new one closes the keep-alive connection idle the longest, or waits when none is idle (default: three quarters of the process's open-file limit, the rest kept for the store, sinks and Kafka; 0: no bound)")
+		"hold at most `n` client connections open at once; a new one closes the keep-alive connection idle the longest, or waits when none is idle (default: three quarters of the process's open-file limit, the rest kept for the store, sinks and Kafka, and at most an eighth of the memory at 160 KiB a connection; 0: no bound)")
 	fs.DurationVar(&cfg.CheckpointInterval, "checkpoint-interval", checkpointInterval,
 		fmt.Sprintf("running deployments checkpoint their state and results this often (env %s; 0: %v)", envCheckpointInterval, deploy.DefaultCheckpointInterval))
 	fs.DurationVar(&cfg.EventTimeout, "event-timeout", deploy.DefaultEventTimeout,
