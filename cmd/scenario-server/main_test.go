@@ -177,7 +177,7 @@ func TestRequestHeadersBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 		req.Header.Set("X-Padding", strings.Repeat("a", tc.bytes))
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 		if err != nil {
 			t.Fatalf("%d bytes of headers: %v", tc.bytes, err)
 		}
