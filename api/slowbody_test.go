@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"testing"
@@ -102,6 +103,53 @@ func TestSlowBodyCut(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("a body at 10,000 bytes a second: %d %s; want 200", resp.StatusCode, b)
+	}
+}
+
+// TestSlowBodyCutOverHTTP2: the same over HTTP/2 (TLS), where the read deadline is the
+// stream's: the 408 arrives, with its code, well before the minute.
+func TestSlowBodyCutOverHTTP2(t *testing.T) {
+	t.Parallel()
+	h, err := api.New(api.Config{Store: sqliteStore(t), Logger: testLogger(t),
+		RateLimits: api.RateLimits{MinBodyRate: 100, BodyRateGrace: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go func() { // a byte every 100 ms
+		if _, err := pw.Write([]byte("{")); err != nil {
+			return
+		}
+		for range 300 {
+			time.Sleep(100 * time.Millisecond)
+			if _, err := pw.Write([]byte(" ")); err != nil {
+				return
+			}
+		}
+	}()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/api/validation", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.ContentLength = 1000
+	client := srv.Client()
+	client.Timeout = 30 * time.Second // without the bound: the minute of the body read timeout
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var p api.ProblemDetails
+	_ = json.Unmarshal(body, &p)
+	if resp.ProtoMajor != 2 || resp.StatusCode != http.StatusRequestTimeout || p.Code != api.CodeRequestTimeout {
+		t.Errorf("%s %d %s; want HTTP/2 408 %s", resp.Proto, resp.StatusCode, body, api.CodeRequestTimeout)
 	}
 }
 
