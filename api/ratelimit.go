@@ -93,6 +93,19 @@ const (
 	// too-many-bodies. Bodies sent just fast enough each held a connection for the body read
 	// timeout: enough of them held every connection the server takes (round 25).
 	DefaultMaxBodiesPerClient = 64
+	// DefaultWriteRate is how many stored writes (the requests that change the store and are
+	// in the audit log: saves, imports, archives, deploys, cancels, deploy requests and their
+	// answers, test cases, tokens) an identity may make a second, after a burst of
+	// DefaultWriteBurst. GitHub's secondary rate limit allows 80 content-creating requests a
+	// minute; a script importing 1,000 scenarios takes 140 s.
+	DefaultWriteRate  = 5.0
+	DefaultWriteBurst = 300
+	// DefaultWriteBytesRate is how many bytes of stored writes' bodies an identity may send a
+	// second, after a burst of DefaultWriteBytesBurst: one client saving 8 MB versions in a
+	// loop stored 1.3 GB in 30 s (round 27). 256 KiB a second is 22 GB a day at most; a person
+	// saves a few KB a minute.
+	DefaultWriteBytesRate  = 256 << 10
+	DefaultWriteBytesBurst = 64 << 20
 )
 
 // maxRateKeys bounds the buckets kept: beyond it, idle (full) buckets are dropped, and while
@@ -137,6 +150,17 @@ type RateLimits struct {
 	// each counted from its headers until it has arrived (or its request is answered); more
 	// are answered 429 too-many-bodies. 0: no bound.
 	MaxBodiesPerClient int
+	// WriteRate is in stored writes per second (the requests Config's router audits that are
+	// not GETs: saves, imports, archives, deploys, cancels, deploy requests, approvals and
+	// rejections, test cases, tokens); WriteBurst is the bucket's size. 0: no limit.
+	WriteRate  float64
+	WriteBurst int
+	// WriteBytesRate is in bytes per second of those requests' bodies; WriteBytesBurst is the
+	// bucket's size. A body is taken from the bucket by its Content-Length before it is read
+	// (a body larger than the bucket takes it whole), and what it held beyond that when it has
+	// been read (a chunked body: all of it) is taken after, into debt. 0: no limit.
+	WriteBytesRate  float64
+	WriteBytesBurst int
 	// Now is the clock the buckets refill by. Nil means time.Now.
 	Now func() time.Time
 }
@@ -147,7 +171,8 @@ func DefaultRateLimits() RateLimits {
 		TestRate: DefaultTestRate, TestBurst: DefaultTestBurst, MaxConcurrentTests: DefaultMaxConcurrentTests,
 		MaxStreams: DefaultMaxStreams, MaxStreamsPerClient: DefaultMaxStreamsPerClient, IngestBodyBytes: DefaultIngestBodyBytes,
 		RequestBodyBytes: DefaultRequestBodyBytes, MinBodyRate: DefaultMinBodyRate, BodyRateGrace: DefaultBodyRateGrace,
-		MaxBodiesPerClient: DefaultMaxBodiesPerClient}
+		MaxBodiesPerClient: DefaultMaxBodiesPerClient, WriteRate: DefaultWriteRate, WriteBurst: DefaultWriteBurst,
+		WriteBytesRate: DefaultWriteBytesRate, WriteBytesBurst: DefaultWriteBytesBurst}
 }
 
 // buckets is a token bucket per key.
@@ -170,8 +195,36 @@ func newBuckets(perSecond float64, burst int) *buckets {
 
 // take takes a token of key's bucket at now, or returns how long until one is there.
 func (b *buckets) take(key string, now time.Time) (time.Duration, bool) {
+	_, wait, ok := b.takeN(key, 1, now)
+	return wait, ok
+}
+
+// takeN takes n tokens (at most the bucket's size) of key's bucket at now, or, when they are
+// not all there, none, and returns how long until they are. cancel gives them back.
+func (b *buckets) takeN(key string, n int, now time.Time) (cancel func(), wait time.Duration, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	r := b.bucket(key, now).ReserveN(now, min(max(n, 0), b.burst))
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return nil, d, false
+	}
+	return func() { r.CancelAt(now) }, 0, true
+}
+
+// charge takes n tokens (at most the bucket's size) of key's bucket at now whether they are
+// there or not: the bucket goes into debt, which the next takes wait for.
+func (b *buckets) charge(key string, n int, now time.Time) {
+	if n <= 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.bucket(key, now).ReserveN(now, min(n, b.burst))
+}
+
+// bucket is key's bucket, made when it has none (b.mu held).
+func (b *buckets) bucket(key string, now time.Time) *rate.Limiter {
 	lim, ok := b.byKey[key]
 	if !ok {
 		if len(b.byKey) >= maxRateKeys {
@@ -184,12 +237,7 @@ func (b *buckets) take(key string, now time.Time) (time.Duration, bool) {
 			b.byKey[key] = lim
 		}
 	}
-	r := lim.ReserveN(now, 1)
-	if d := r.DelayFrom(now); d > 0 {
-		r.CancelAt(now)
-		return d, false
-	}
-	return 0, true
+	return lim
 }
 
 // dropFull forgets the buckets that are full at now: a new bucket is the same.
@@ -204,6 +252,10 @@ func (b *buckets) dropFull(now time.Time) {
 // rateLimiter applies RateLimits.
 type rateLimiter struct {
 	ingest, test *buckets
+	// writes and writeBytes are the stored writes' buckets (RateLimits.WriteRate,
+	// WriteBytesRate; nil: no limit), storedWrite tells a stored write (nil: none is).
+	writes, writeBytes *buckets
+	storedWrite        func(r *http.Request) bool
 	// running are the test runs' places: MaxConcurrentTests, half of them (at least 1) per
 	// client; nil: no bound.
 	running *places
@@ -232,7 +284,8 @@ const defaultBodyLimit = 10 << 20
 
 // newRateLimiter applies l.
 func newRateLimiter(l RateLimits) *rateLimiter {
-	rl := &rateLimiter{ingest: newBuckets(l.IngestRate, l.IngestBurst), test: newBuckets(l.TestRate, l.TestBurst), now: l.Now}
+	rl := &rateLimiter{ingest: newBuckets(l.IngestRate, l.IngestBurst), test: newBuckets(l.TestRate, l.TestBurst),
+		writes: newBuckets(l.WriteRate, l.WriteBurst), writeBytes: newBuckets(l.WriteBytesRate, l.WriteBytesBurst), now: l.Now}
 	if l.MaxConcurrentTests > 0 {
 		rl.running = testPlaces(l.MaxConcurrentTests, max(1, l.MaxConcurrentTests/2), "test runs")
 		rl.deploying = testPlaces(l.MaxConcurrentTests, 1, "deploys running their saved test cases")
@@ -304,6 +357,13 @@ func (rl *rateLimiter) limit(next http.Handler) http.Handler {
 			}
 			defer arrived()
 		}
+		if (rl.writes != nil || rl.writeBytes != nil) && rl.storedWrite != nil && rl.storedWrite(r) {
+			done, ok := rl.admitWrite(w, r)
+			if !ok {
+				return
+			}
+			defer done()
+		}
 		if r.Method != http.MethodPost {
 			rl.requestBodies.serve(w, r, next)
 			return
@@ -355,6 +415,62 @@ func (rl *rateLimiter) limit(next http.Handler) http.Handler {
 		}
 		budget.serve(w, r, next)
 	})
+}
+
+// admitWrite takes a stored write's tokens from its identity's buckets: one write, and its
+// body's Content-Length in bytes, answering 429 rate-limited (with Retry-After) when they are
+// not there. done takes the bytes its body held beyond its Content-Length, once read, into
+// debt (a chunked body has none: all it held).
+func (rl *rateLimiter) admitWrite(w http.ResponseWriter, r *http.Request) (done func(), ok bool) {
+	key, now := rateKey(r), rl.now()
+	refuse := func(wait time.Duration, detail string, args ...any) {
+		w.Header().Set("Retry-After", retryAfter(wait))
+		if hasBody(r) {
+			// Its body is not read: the connection is closed rather than read on.
+			w.Header().Set("Connection", "close")
+		}
+		writeProblem(w, problemf(http.StatusTooManyRequests, CodeRateLimited, detail+"; retry in %v",
+			append(args, wait.Round(time.Millisecond))...))
+	}
+	giveBack := func() {}
+	if rl.writes != nil {
+		cancel, wait, ok := rl.writes.takeN(key, 1, now)
+		if !ok {
+			refuse(wait, "too many stored writes (saves, imports, deploys, deploy requests, test cases, tokens): %g a second (bursts of %d) are allowed",
+				float64(rl.writes.limit), rl.writes.burst)
+			return nil, false
+		}
+		giveBack = cancel
+	}
+	done = func() {}
+	if rl.writeBytes != nil {
+		declared := int(min(max(r.ContentLength, 0), int64(rl.writeBytes.burst)))
+		_, wait, ok := rl.writeBytes.takeN(key, declared, now)
+		if !ok {
+			giveBack()
+			refuse(wait, "too many bytes in stored writes: %g bytes a second (bursts of %d) are allowed, and this body is %d",
+				float64(rl.writeBytes.limit), rl.writeBytes.burst, max(r.ContentLength, 0))
+			return nil, false
+		}
+		if hasBody(r) {
+			counted := &countedBody{ReadCloser: r.Body}
+			r.Body = counted
+			done = func() { rl.writeBytes.charge(key, int(min(counted.n, int64(1)<<40)-int64(declared)), rl.now()) }
+		}
+	}
+	return done, true
+}
+
+// countedBody counts the bytes read from a body.
+type countedBody struct {
+	io.ReadCloser
+	n int64
+}
+
+func (c *countedBody) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // hasBody reports whether r has a body to read: a Content-Length above 0, or a chunked one.

@@ -718,6 +718,11 @@ type guardConfig struct {
 	requestBytes int64
 	minBodyRate  int64
 	bodiesPer    int
+	// writeRate, writeBurst, writeBytesRate and writeBytesBurst: api.RateLimits' Write*.
+	writeRate       float64
+	writeBurst      int
+	writeBytesRate  float64
+	writeBytesBurst int
 }
 
 // maxHeaderBytes bounds a request's line and headers (http.Server.MaxHeaderBytes; net/http
@@ -741,7 +746,8 @@ func defaultGuard() guardConfig {
 	return guardConfig{ingestRate: d.IngestRate, ingestBurst: d.IngestBurst, testRate: d.TestRate,
 		testBurst: d.TestBurst, maxTests: d.MaxConcurrentTests, maxStreams: d.MaxStreams,
 		perClient: d.MaxStreamsPerClient, ingestBytes: ingestBytes, requestBytes: requestBytes,
-		minBodyRate: d.MinBodyRate, bodiesPer: d.MaxBodiesPerClient}
+		minBodyRate: d.MinBodyRate, bodiesPer: d.MaxBodiesPerClient, writeRate: d.WriteRate, writeBurst: d.WriteBurst,
+		writeBytesRate: d.WriteBytesRate, writeBytesBurst: d.WriteBytesBurst}
 }
 
 func (g *guardConfig) register(fs *flag.FlagSet, getenv func(string) string) {
@@ -772,6 +778,13 @@ func (g *guardConfig) register(fs *flag.FlagSet, getenv func(string) string) {
 		fmt.Sprintf("a request body must arrive at `bytes` a second on average, once %v have passed since its headers; slower, it is answered 408 request-timeout and its connection closed (0: no bound; the body read timeout, a minute, holds)", api.DefaultBodyRateGrace))
 	fs.IntVar(&g.bodiesPer, "max-bodies-per-client", d.bodiesPer,
 		"an identity (or, without authentication, a client address) sends at most `n` request bodies at once, each from its headers until it has arrived; more are answered 429 too-many-bodies (0: no bound)")
+	fs.Float64Var(&g.writeRate, "write-rate", d.writeRate,
+		"`n` stored writes a second (saves, imports, archives, deploys, cancels, deploy requests and their answers, test cases, tokens) that an identity (or client address) may make; more are answered 429 rate-limited (0: no limit)")
+	fs.IntVar(&g.writeBurst, "write-burst", d.writeBurst, "an identity may make `n` stored writes at once before -write-rate applies")
+	fs.Float64Var(&g.writeBytesRate, "write-bytes-rate", d.writeBytesRate,
+		"`bytes` a second of stored writes' bodies that an identity (or client address) may send; more are answered 429 rate-limited (0: no limit)")
+	fs.IntVar(&g.writeBytesBurst, "write-bytes-burst", d.writeBytesBurst,
+		"an identity may send `bytes` of stored writes' bodies at once before -write-bytes-rate applies (a larger body takes them all)")
 }
 
 func (g *guardConfig) validate() error {
@@ -785,8 +798,9 @@ func (g *guardConfig) validate() error {
 		return err
 	}
 	if g.ingestRate < 0 || g.ingestBurst < 0 || g.testRate < 0 || g.testBurst < 0 || g.maxTests < 0 ||
-		g.maxStreams < 0 || g.perClient < 0 || g.ingestBytes < 0 || g.requestBytes < 0 || g.minBodyRate < 0 || g.bodiesPer < 0 {
-		return fmt.Errorf("%w: --ingest-rate, --ingest-burst, --test-rate, --test-burst, --max-concurrent-tests, --max-streams, --max-streams-per-client, --ingest-body-bytes, --request-body-bytes, --min-body-rate and --max-bodies-per-client must not be negative", errUsage)
+		g.maxStreams < 0 || g.perClient < 0 || g.ingestBytes < 0 || g.requestBytes < 0 || g.minBodyRate < 0 || g.bodiesPer < 0 ||
+		g.writeRate < 0 || g.writeBurst < 0 || g.writeBytesRate < 0 || g.writeBytesBurst < 0 {
+		return fmt.Errorf("%w: --ingest-rate, --ingest-burst, --test-rate, --test-burst, --max-concurrent-tests, --max-streams, --max-streams-per-client, --ingest-body-bytes, --request-body-bytes, --min-body-rate, --max-bodies-per-client, --write-rate, --write-burst, --write-bytes-rate and --write-bytes-burst must not be negative", errUsage)
 	}
 	return nil
 }
@@ -817,7 +831,8 @@ func (g *guardConfig) rateLimits() api.RateLimits {
 	return api.RateLimits{IngestRate: g.ingestRate, IngestBurst: g.ingestBurst, TestRate: g.testRate,
 		TestBurst: g.testBurst, MaxConcurrentTests: g.maxTests, MaxStreams: g.maxStreams,
 		MaxStreamsPerClient: g.perClient, IngestBodyBytes: g.ingestBytes, RequestBodyBytes: g.requestBytes,
-		MinBodyRate: g.minBodyRate, BodyRateGrace: api.DefaultBodyRateGrace, MaxBodiesPerClient: g.bodiesPer}
+		MinBodyRate: g.minBodyRate, BodyRateGrace: api.DefaultBodyRateGrace, MaxBodiesPerClient: g.bodiesPer,
+		WriteRate: g.writeRate, WriteBurst: g.writeBurst, WriteBytesRate: g.writeBytesRate, WriteBytesBurst: g.writeBytesBurst}
 }
 
 // warnWithoutTokens logs, for a server with API tokens, when its store holds no token that can
