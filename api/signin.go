@@ -39,11 +39,19 @@ func registerSignIn(r chi.Router, s *auth.SignIn) {
 			writeProblem(w, newProblem(http.StatusServiceUnavailable, CodeUnavailable, "the identity provider could not be reached; try again"))
 		}
 	})
+	exchanges := signInPlaces()
 	r.Get("/auth/callback", func(w http.ResponseWriter, r *http.Request) {
 		if s == nil {
 			notConfigured(w)
 			return
 		}
+		key := rateKey(r)
+		if p := exchanges.take(key); p != nil {
+			w.Header().Set("Retry-After", "1")
+			writeProblem(w, p)
+			return
+		}
+		defer exchanges.give(key)
 		id, err := s.Callback(w, r)
 		if errors.Is(err, auth.ErrSignIn) {
 			loggerFrom(r.Context()).Info("sign-in failed", "cause", err.Error())
@@ -64,6 +72,29 @@ func registerSignIn(r chi.Router, s *auth.SignIn) {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
+}
+
+// Sign-ins completing at once (GET /auth/callback): each exchanges its code with the provider,
+// up to 30 s, holding a connection to it. A sign-in's login cookie can be replayed, so that
+// without a bound one client with one cookie could keep as many exchanges open as it has
+// connections (and as many file descriptors again), and send the provider as many requests.
+const (
+	maxSignIns          = 32
+	maxSignInsPerClient = 4
+)
+
+// signInPlaces are the places of sign-ins completing: 429 rate-limited past
+// maxSignInsPerClient for one client address, 503 unavailable past maxSignIns.
+func signInPlaces() *places {
+	return &places{most: maxSignIns, perClient: maxSignInsPerClient, byKey: map[string]int{},
+		clientFull: func() *ProblemDetails {
+			return problemf(http.StatusTooManyRequests, CodeRateLimited,
+				"you are completing %d sign-ins at once, as many as one client may; retry in a second", maxSignInsPerClient)
+		},
+		serverFull: func() *ProblemDetails {
+			return problemf(http.StatusServiceUnavailable, CodeUnavailable,
+				"the server is completing %d sign-ins at once, as many as it does; retry in a second", maxSignIns)
+		}}
 }
 
 // Me is who the caller is, for the designer: it shows the name and hides what the role does

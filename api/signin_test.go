@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -290,5 +291,92 @@ func TestProviderDownAtStart(t *testing.T) {
 	waitFor(t, "the provider's JWT to be accepted", func() bool { return bearer(jwt).Status == http.StatusOK })
 	if got := login(); got != http.StatusFound {
 		t.Errorf("sign-in with the provider up: %d; want 302 to it", got)
+	}
+}
+
+// TestSignInsBounded (round 27): a sign-in's login cookie and state can be replayed, and each
+// callback exchanges its code with the provider (up to 30 s): one client completes at most 4
+// sign-ins at once; the others are answered 429 at once, without reaching the provider.
+func TestSignInsBounded(t *testing.T) {
+	p := oidctest.New(t)
+	var clock atomic.Int64
+	c := signInServer(t, p, &clock)
+	var inFlight, most atomic.Int64
+	release := make(chan struct{})
+	var released sync.Once
+	free := func() { released.Do(func() { close(release) }) }
+	t.Cleanup(free) // before the servers close: a failure leaves none waiting
+	p.BeforeToken = func() {
+		n := inFlight.Add(1)
+		for {
+			m := most.Load()
+			if n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		<-release
+		inFlight.Add(-1)
+	}
+	c.http.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	p.Login(map[string]any{"sub": "u-1", "groups": "viewer"})
+	resp, err := c.http.Get(c.base + "/auth/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var login *http.Cookie
+	for _, ck := range resp.Cookies() {
+		if ck.Name == "scenario_server_login" {
+			login = ck
+		}
+	}
+	if login == nil {
+		t.Fatal("no login cookie")
+	}
+	state := func() string { u, _ := url.Parse(resp.Header.Get("Location")); return u.Query().Get("state") }()
+	// Ten callbacks at once with the same cookie and state.
+	callback := func() int {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, c.base+"/auth/callback?code=c&state="+url.QueryEscape(state), nil)
+		req.AddCookie(login)
+		r, err := (&http.Client{Timeout: 20 * time.Second, CheckRedirect: c.http.CheckRedirect}).Do(req)
+		if err != nil {
+			t.Error(err)
+			return 0
+		}
+		r.Body.Close()
+		return r.StatusCode
+	}
+	codes := make(chan int, 10)
+	for range 10 {
+		go func() { codes <- callback() }()
+	}
+	// Six are refused while four wait at the provider.
+	refused := 0
+	for range 6 {
+		select {
+		case code := <-codes:
+			if code != http.StatusTooManyRequests {
+				t.Errorf("a callback beyond the four: %d, want 429", code)
+			}
+			refused++
+		case <-time.After(15 * time.Second):
+			t.Fatalf("%d callbacks answered, %d at the provider; want 6 refused while 4 wait", refused, inFlight.Load())
+		}
+	}
+	// The four reach the provider (waited for: they may still be on their way).
+	for deadline := time.Now().Add(15 * time.Second); inFlight.Load() < 4 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := inFlight.Load(); n != 4 {
+		t.Errorf("%d exchanges at the provider, want 4", n)
+	}
+	free()
+	for range 4 {
+		if code := <-codes; code != http.StatusBadRequest { // the code "c" was never given
+			t.Errorf("an exchanged callback: %d, want 400 sign-in-failed", code)
+		}
+	}
+	if m := most.Load(); m != 4 {
+		t.Errorf("at most %d exchanges at once, want 4", m)
 	}
 }

@@ -33,6 +33,10 @@ type Provider struct {
 	// other signs "wrongly signed" tokens: a key the provider does not publish.
 	other *rsa.PrivateKey
 
+	// BeforeToken, when set, is called as a code exchange reaches the token endpoint, before
+	// the code is checked: a test holds the exchanges there to see how many are in progress.
+	BeforeToken func()
+
 	mu sync.Mutex
 	// next are the claims of the user who signs in next (Login).
 	next map[string]any
@@ -165,6 +169,9 @@ func (p *Provider) authorize(w http.ResponseWriter, r *http.Request) {
 
 // token exchanges a code: the client authenticates with its secret and proves PKCE.
 func (p *Provider) token(w http.ResponseWriter, r *http.Request) {
+	if p.BeforeToken != nil {
+		p.BeforeToken()
+	}
 	if err := r.ParseForm(); err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_request"})
 		return
