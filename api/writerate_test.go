@@ -10,7 +10,6 @@ import (
 
 	"github.com/scenario-server/scenario-server/api"
 	"github.com/scenario-server/scenario-server/auth"
-	"github.com/scenario-server/scenario-server/store"
 )
 
 // TestStoredWriteRate (round 27): the requests that change the store (the audited ones that
@@ -20,15 +19,8 @@ import (
 func TestStoredWriteRate(t *testing.T) {
 	t.Parallel()
 	st := sqliteStore(t)
-	ctx := t.Context()
-	token := func(name string) string {
-		secret, hash := auth.NewTokenSecret()
-		if _, err := st.CreateToken(ctx, store.NewToken{Name: name, Role: "deployer", SecretHash: hash}); err != nil {
-			t.Fatal(err)
-		}
-		return "Bearer " + secret
-	}
-	anna, ben := token("anna"), token("ben")
+	anna := "Bearer " + tokenFor(t, st, "anna", auth.Deployer, time.Time{})
+	ben := "Bearer " + tokenFor(t, st, "ben", auth.Deployer, time.Time{})
 	limited := func(t *testing.T, r *response, retryAfter, detail string) {
 		t.Helper()
 		p := r.problem(t, http.StatusTooManyRequests, api.CodeRateLimited)
@@ -43,7 +35,7 @@ func TestStoredWriteRate(t *testing.T) {
 	t.Run("writes", func(t *testing.T) {
 		clock := &fakeClock{now: time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)}
 		c := newClient(t, st, func(cfg *api.Config) {
-			cfg.Authenticator = &auth.Authenticator{Tokens: st}
+			withTokens(st)(cfg)
 			cfg.RateLimits = api.RateLimits{WriteRate: 0.5, WriteBurst: 3, Now: clock.Now}
 		})
 		as := func(who string, method, path, body string) *response {
@@ -83,7 +75,7 @@ func TestStoredWriteRate(t *testing.T) {
 	t.Run("bytes", func(t *testing.T) {
 		clock := &fakeClock{now: time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)}
 		c := newClient(t, st, func(cfg *api.Config) {
-			cfg.Authenticator = &auth.Authenticator{Tokens: st}
+			withTokens(st)(cfg)
 			cfg.RateLimits = api.RateLimits{WriteBytesRate: 1000, WriteBytesBurst: 10000, Now: clock.Now}
 		})
 		version := 0
