@@ -87,6 +87,12 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *Pro
 		if errors.Is(err, errRequestsBusy) || errors.Is(err, errIngestBusy) {
 			return nil, humaProblem(nil, http.StatusInternalServerError, "", []error{err})
 		}
+		var wb *writeBytesError
+		if errors.As(err, &wb) {
+			w.Header().Set("Retry-After", retryAfter(wb.wait))
+			w.Header().Set("Connection", "close") // the rest of the body is not read
+			return nil, problemf(http.StatusTooManyRequests, CodeRateLimited, "%s", wb.Error())
+		}
 		var slow *slowBodyError
 		if errors.As(err, &slow) {
 			return nil, problemf(http.StatusRequestTimeout, CodeRequestTimeout, "%s", slow.Error())

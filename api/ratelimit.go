@@ -157,8 +157,8 @@ type RateLimits struct {
 	WriteBurst int
 	// WriteBytesRate is in bytes per second of those requests' bodies; WriteBytesBurst is the
 	// bucket's size. A body is taken from the bucket by its Content-Length before it is read
-	// (a body larger than the bucket takes it whole), and what it held beyond that when it has
-	// been read (a chunked body: all of it) is taken after, into debt. 0: no limit.
+	// (a body larger than the bucket takes it whole, when it is full); a body without one
+	// (chunked) as it arrives, failing when its bytes are not there. 0: no limit.
 	WriteBytesRate  float64
 	WriteBytesBurst int
 	// Now is the clock the buckets refill by. Nil means time.Now.
@@ -210,17 +210,6 @@ func (b *buckets) takeN(key string, n int, now time.Time) (cancel func(), wait t
 		return nil, d, false
 	}
 	return func() { r.CancelAt(now) }, 0, true
-}
-
-// charge takes n tokens (at most the bucket's size) of key's bucket at now whether they are
-// there or not: the bucket goes into debt, which the next takes wait for.
-func (b *buckets) charge(key string, n int, now time.Time) {
-	if n <= 0 {
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.bucket(key, now).ReserveN(now, min(n, b.burst))
 }
 
 // bucket is key's bucket, made when it has none (b.mu held).
@@ -358,11 +347,9 @@ func (rl *rateLimiter) limit(next http.Handler) http.Handler {
 			defer arrived()
 		}
 		if (rl.writes != nil || rl.writeBytes != nil) && rl.storedWrite != nil && rl.storedWrite(r) {
-			done, ok := rl.admitWrite(w, r)
-			if !ok {
+			if !rl.admitWrite(w, r) {
 				return
 			}
-			defer done()
 		}
 		if r.Method != http.MethodPost {
 			rl.requestBodies.serve(w, r, next)
@@ -418,10 +405,11 @@ func (rl *rateLimiter) limit(next http.Handler) http.Handler {
 }
 
 // admitWrite takes a stored write's tokens from its identity's buckets: one write, and its
-// body's Content-Length in bytes, answering 429 rate-limited (with Retry-After) when they are
-// not there. done takes the bytes its body held beyond its Content-Length, once read, into
-// debt (a chunked body has none: all it held).
-func (rl *rateLimiter) admitWrite(w http.ResponseWriter, r *http.Request) (done func(), ok bool) {
+// body's Content-Length in bytes (a body larger than the bucket: all of it, when it is full),
+// answering 429 rate-limited (with Retry-After) when they are not there. A body without a
+// Content-Length (chunked) takes its bytes as they arrive (writeBytesBody): a read whose
+// bytes are not there fails, and readBody answers 429 rate-limited.
+func (rl *rateLimiter) admitWrite(w http.ResponseWriter, r *http.Request) bool {
 	key, now := rateKey(r), rl.now()
 	refuse := func(wait time.Duration, detail string, args ...any) {
 		w.Header().Set("Retry-After", retryAfter(wait))
@@ -438,11 +426,10 @@ func (rl *rateLimiter) admitWrite(w http.ResponseWriter, r *http.Request) (done 
 		if !ok {
 			refuse(wait, "too many stored writes (saves, imports, deploys, deploy requests, test cases, tokens): %g a second (bursts of %d) are allowed",
 				float64(rl.writes.limit), rl.writes.burst)
-			return nil, false
+			return false
 		}
 		giveBack = cancel
 	}
-	done = func() {}
 	if rl.writeBytes != nil {
 		declared := int(min(max(r.ContentLength, 0), int64(rl.writeBytes.burst)))
 		_, wait, ok := rl.writeBytes.takeN(key, declared, now)
@@ -450,27 +437,50 @@ func (rl *rateLimiter) admitWrite(w http.ResponseWriter, r *http.Request) (done 
 			giveBack()
 			refuse(wait, "too many bytes in stored writes: %g bytes a second (bursts of %d) are allowed, and this body is %d",
 				float64(rl.writeBytes.limit), rl.writeBytes.burst, max(r.ContentLength, 0))
-			return nil, false
+			return false
 		}
-		if hasBody(r) {
-			counted := &countedBody{ReadCloser: r.Body}
-			r.Body = counted
-			done = func() { rl.writeBytes.charge(key, int(min(counted.n, int64(1)<<40)-int64(declared)), rl.now()) }
+		if r.ContentLength < 0 && hasBody(r) {
+			r.Body = &writeBytesBody{ReadCloser: r.Body, rl: rl, key: key}
 		}
 	}
-	return done, true
+	return true
 }
 
-// countedBody counts the bytes read from a body.
-type countedBody struct {
+// writeBytesBody is a stored write's body without a Content-Length: each read takes its bytes
+// from the identity's bytes bucket, and fails with a *writeBytesError when they are not there
+// (a chunked body larger than the bucket never passes: send its Content-Length).
+type writeBytesBody struct {
 	io.ReadCloser
-	n int64
+	rl  *rateLimiter
+	key string
+	err error
 }
 
-func (c *countedBody) Read(p []byte) (int, error) {
-	n, err := c.ReadCloser.Read(p)
-	c.n += int64(n)
+func (b *writeBytesBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		if _, wait, ok := b.rl.writeBytes.takeN(b.key, n, b.rl.now()); !ok || n > b.rl.writeBytes.burst {
+			b.err = &writeBytesError{wait: wait, rate: float64(b.rl.writeBytes.limit), burst: b.rl.writeBytes.burst}
+			return 0, b.err
+		}
+	}
 	return n, err
+}
+
+// writeBytesError is a chunked stored write's body whose bytes were not in its identity's
+// bytes bucket as they arrived: answered 429 rate-limited, Retry-After wait.
+type writeBytesError struct {
+	wait  time.Duration
+	rate  float64
+	burst int
+}
+
+func (e *writeBytesError) Error() string {
+	return fmt.Sprintf("too many bytes in stored writes: %g bytes a second (bursts of %d) are allowed, and this body (chunked, without a Content-Length) passed them as it arrived; retry in %v",
+		e.rate, e.burst, e.wait.Round(time.Millisecond))
 }
 
 // hasBody reports whether r has a body to read: a Content-Length above 0, or a chunked one.

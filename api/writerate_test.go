@@ -110,23 +110,35 @@ func TestStoredWriteRate(t *testing.T) {
 		// 2 s later they are there; the bucket is empty.
 		clock.advance(2 * time.Second)
 		created(save(6000, false))
-		// 10 s later it is full: a chunked body of 9,000 bytes passes (its length is taken
-		// once read), leaving 1,000: 2,000 bytes wait 1 s.
+		// 10 s later it is full: a chunked body of 9,000 bytes passes (its bytes taken as they
+		// arrive), leaving 1,000: 2,000 bytes declared wait 1 s.
 		clock.advance(10 * time.Second)
 		created(save(9000, true))
 		limited(t, save(2000, false), "1", "this body is 2000")
-		// A chunked body passes while the bucket is not in debt, and takes what it held after:
-		// 5,000 bytes of the 1,000 there leave a debt of 4,000; a write without a body waits
-		// 4 s.
+		// A chunked body of 5,000 bytes cannot arrive with 1,000 there: refused as it arrives,
+		// after at most 5 s to wait for its last read; nothing stored (the next save on the
+		// same base version is created).
+		r := save(5000, true)
+		r.problem(t, http.StatusTooManyRequests, api.CodeRateLimited)
+		if wait, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || wait < 1 || wait > 5 {
+			t.Errorf("Retry-After %q; want 1 to 5 (the rest of 5,000 bytes at 1,000 a second)", r.Header.Get("Retry-After"))
+		}
+		if !r.Close {
+			t.Error("a chunked body refused as it arrived: the connection stays open; want Connection: close")
+		}
+		clock.advance(10 * time.Second)
 		created(save(5000, true))
-		r := c.send(request{Method: http.MethodPost, Path: "/api/scenarios/b/archive", Header: map[string]string{"Authorization": anna}})
-		limited(t, r, "4", "this body is 0")
-		clock.advance(4 * time.Second)
-		c.send(request{Method: http.MethodPost, Path: "/api/scenarios/b/archive", Header: map[string]string{"Authorization": anna}}).ok(t, http.StatusOK, nil)
-		// A body larger than the bucket takes it whole when it is full, and waits for it
-		// otherwise: 3 s later 3,000 bytes are there, and 20,000 wait 7 s for 10,000.
+		// A chunked body larger than the bucket never passes, even from a full one.
+		clock.advance(10 * time.Second)
+		if p := save(20000, true).problem(t, http.StatusTooManyRequests, api.CodeRateLimited); !strings.Contains(p.Detail, "chunked") {
+			t.Errorf("detail %q; want it to say the chunked body passed the bucket", p.Detail)
+		}
+		// A body larger than the bucket with its Content-Length takes it whole when it is full
+		// (after the 10,000 the chunked one took, 10 s), and waits for it otherwise: 3 s later
+		// 3,000 bytes are there, and 20,000 wait 7 s for 10,000.
+		clock.advance(10 * time.Second)
+		created(save(20000, false))
 		clock.advance(3 * time.Second)
-		c.send(request{Method: http.MethodPost, Path: "/api/scenarios/b/unarchive", Header: map[string]string{"Authorization": anna}}).ok(t, http.StatusOK, nil)
 		limited(t, save(20000, false), "7", "this body is 20000")
 	})
 }
