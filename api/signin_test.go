@@ -3,10 +3,12 @@ package api_test
 import (
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -22,17 +24,17 @@ import (
 
 // signInServer is the API with API tokens, bearer JWTs and the designer's sign-in through p,
 // on a clock the test moves (clock holds Unix seconds added to the real time).
-func signInServer(t *testing.T, p *oidctest.Provider, clock *atomic.Int64) *client {
+func signInServer(t *testing.T, p *oidctest.Provider, clock *atomic.Int64, configure ...func(*api.Config)) *client {
 	t.Helper()
 	o, err := auth.NewOIDC(t.Context(), auth.OIDCConfig{IssuerURL: p.Issuer, ClientID: p.ClientID, RolesClaim: "groups"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return signInServerWith(t, p, clock, o)
+	return signInServerWith(t, p, clock, o, configure...)
 }
 
 // signInServerWith is signInServer with o as the provider's verifier.
-func signInServerWith(t *testing.T, p *oidctest.Provider, clock *atomic.Int64, o *auth.OIDC) *client {
+func signInServerWith(t *testing.T, p *oidctest.Provider, clock *atomic.Int64, o *auth.OIDC, configure ...func(*api.Config)) *client {
 	t.Helper()
 	st := sqliteStore(t)
 	srv := httptest.NewUnstartedServer(nil)
@@ -45,8 +47,12 @@ func signInServerWith(t *testing.T, p *oidctest.Provider, clock *atomic.Int64, o
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := api.New(api.Config{Store: st, Logger: testLogger(t), SignIn: s,
-		Authenticator: &auth.Authenticator{Tokens: st, OIDC: o, SignIn: s}})
+	cfg := api.Config{Store: st, Logger: testLogger(t), SignIn: s,
+		Authenticator: &auth.Authenticator{Tokens: st, OIDC: o, SignIn: s}}
+	for _, f := range configure {
+		f(&cfg)
+	}
+	h, err := api.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,11 +302,29 @@ func TestProviderDownAtStart(t *testing.T) {
 
 // TestSignInsBounded (round 27): a sign-in's login cookie and state can be replayed, and each
 // callback exchanges its code with the provider (up to 30 s): one client completes at most 4
-// sign-ins at once; the others are answered 429 at once, without reaching the provider.
+// sign-ins at once, and the server 32; the others are answered 429 (the client's bound) or
+// 503 (the server's) at once, without reaching the provider.
 func TestSignInsBounded(t *testing.T) {
+	t.Run("one client", func(t *testing.T) {
+		// Ten callbacks at once from one address: six refused while four wait.
+		checkSignInBound(t, 10, func(int) string { return "" }, http.StatusTooManyRequests, 4)
+	})
+	t.Run("the server", func(t *testing.T) {
+		// Forty from ten addresses (through a trusted proxy), four each: eight refused while
+		// thirty-two wait.
+		checkSignInBound(t, 40, func(i int) string { return fmt.Sprintf("10.0.0.%d", i%10) }, http.StatusServiceUnavailable, 32,
+			func(cfg *api.Config) { cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")} })
+	})
+}
+
+// checkSignInBound sends n callbacks at once with one login cookie and state, the i-th from
+// the client address from(i) ("": the connection's), while the provider holds the code
+// exchanges: want of them reach the provider, at most want at once, and the others are
+// answered refused; released, the exchanged ones fail (400: the code was never given).
+func checkSignInBound(t *testing.T, n int, from func(i int) string, refused, want int, configure ...func(*api.Config)) {
 	p := oidctest.New(t)
 	var clock atomic.Int64
-	c := signInServer(t, p, &clock)
+	c := signInServer(t, p, &clock, configure...)
 	var inFlight, most atomic.Int64
 	release := make(chan struct{})
 	var released sync.Once
@@ -334,10 +358,12 @@ func TestSignInsBounded(t *testing.T) {
 		t.Fatal("no login cookie")
 	}
 	state := func() string { u, _ := url.Parse(resp.Header.Get("Location")); return u.Query().Get("state") }()
-	// Ten callbacks at once with the same cookie and state.
-	callback := func() int {
+	callback := func(i int) int {
 		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, c.base+"/auth/callback?code=c&state="+url.QueryEscape(state), nil)
 		req.AddCookie(login)
+		if a := from(i); a != "" {
+			req.Header.Set("X-Forwarded-For", a)
+		}
 		r, err := (&http.Client{Timeout: 20 * time.Second, CheckRedirect: c.http.CheckRedirect}).Do(req)
 		if err != nil {
 			t.Error(err)
@@ -346,37 +372,36 @@ func TestSignInsBounded(t *testing.T) {
 		r.Body.Close()
 		return r.StatusCode
 	}
-	codes := make(chan int, 10)
-	for range 10 {
-		go func() { codes <- callback() }()
+	codes := make(chan int, n)
+	for i := range n {
+		go func() { codes <- callback(i) }()
 	}
-	// Six are refused while four wait at the provider.
-	refused := 0
-	for range 6 {
+	answered := 0
+	for range n - want {
 		select {
 		case code := <-codes:
-			if code != http.StatusTooManyRequests {
-				t.Errorf("a callback beyond the four: %d, want 429", code)
+			if code != refused {
+				t.Errorf("a callback beyond the %d: %d, want %d", want, code, refused)
 			}
-			refused++
+			answered++
 		case <-time.After(15 * time.Second):
-			t.Fatalf("%d callbacks answered, %d at the provider; want 6 refused while 4 wait", refused, inFlight.Load())
+			t.Fatalf("%d callbacks answered, %d at the provider; want %d refused while %d wait", answered, inFlight.Load(), n-want, want)
 		}
 	}
-	// The four reach the provider (waited for: they may still be on their way).
-	for deadline := time.Now().Add(15 * time.Second); inFlight.Load() < 4 && time.Now().Before(deadline); {
+	// The others reach the provider (waited for: they may still be on their way).
+	for deadline := time.Now().Add(15 * time.Second); inFlight.Load() < int64(want) && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if n := inFlight.Load(); n != 4 {
-		t.Errorf("%d exchanges at the provider, want 4", n)
+	if got := inFlight.Load(); got != int64(want) {
+		t.Errorf("%d exchanges at the provider, want %d", got, want)
 	}
 	free()
-	for range 4 {
+	for range want {
 		if code := <-codes; code != http.StatusBadRequest { // the code "c" was never given
 			t.Errorf("an exchanged callback: %d, want 400 sign-in-failed", code)
 		}
 	}
-	if m := most.Load(); m != 4 {
-		t.Errorf("at most %d exchanges at once, want 4", m)
+	if m := most.Load(); m != int64(want) {
+		t.Errorf("at most %d exchanges at once, want %d", m, want)
 	}
 }
