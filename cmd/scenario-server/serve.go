@@ -784,7 +784,7 @@ func (g *guardConfig) register(fs *flag.FlagSet, getenv func(string) string) {
 	fs.Float64Var(&g.writeBytesRate, "write-bytes-rate", d.writeBytesRate,
 		"`bytes` a second of stored writes' bodies that an identity (or client address) may send; more are answered 429 rate-limited (0: no limit)")
 	fs.IntVar(&g.writeBytesBurst, "write-bytes-burst", d.writeBytesBurst,
-		"an identity may send `bytes` of stored writes' bodies at once before -write-bytes-rate applies (a larger body takes them all)")
+		"an identity may send `bytes` of stored writes' bodies at once before -write-bytes-rate applies (a larger body with its Content-Length takes them all when the bucket is full; a chunked body takes its bytes as they arrive, refused when they are not there)")
 }
 
 func (g *guardConfig) validate() error {
