@@ -45,26 +45,7 @@ func registerSignIn(r chi.Router, s *auth.SignIn) {
 			notConfigured(w)
 			return
 		}
-		key := rateKey(r)
-		if p := exchanges.take(key); p != nil {
-			w.Header().Set("Retry-After", "1")
-			writeProblem(w, p)
-			return
-		}
-		defer exchanges.give(key)
-		id, err := s.Callback(w, r)
-		if errors.Is(err, auth.ErrSignIn) {
-			loggerFrom(r.Context()).Info("sign-in failed", "cause", err.Error())
-			writeProblem(w, newProblem(http.StatusBadRequest, CodeSignInFailed, "the sign-in did not complete; sign in again"))
-			return
-		}
-		if err != nil {
-			loggerFrom(r.Context()).Error("sign-in: the provider could not be reached", "error", err.Error())
-			writeProblem(w, newProblem(http.StatusServiceUnavailable, CodeUnavailable, "the identity provider could not be reached; try again"))
-			return
-		}
-		loggerFrom(r.Context()).Info("signed in", "subject", id.Subject, "name", id.Name, "role", string(id.Role))
-		http.Redirect(w, r, "/", http.StatusSeeOther)
+		exchanges.serve(w, r, "1", func() { completeSignIn(w, r, s) })
 	})
 	r.Post("/auth/logout", func(w http.ResponseWriter, r *http.Request) {
 		if s != nil {
@@ -72,6 +53,24 @@ func registerSignIn(r chi.Router, s *auth.SignIn) {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
+}
+
+// completeSignIn answers the callback that completes a sign-in: its session cookie and a
+// redirect to the designer, 400 sign-in-failed, or 503 when the provider cannot be reached.
+func completeSignIn(w http.ResponseWriter, r *http.Request, s *auth.SignIn) {
+	id, err := s.Callback(w, r)
+	if errors.Is(err, auth.ErrSignIn) {
+		loggerFrom(r.Context()).Info("sign-in failed", "cause", err.Error())
+		writeProblem(w, newProblem(http.StatusBadRequest, CodeSignInFailed, "the sign-in did not complete; sign in again"))
+		return
+	}
+	if err != nil {
+		loggerFrom(r.Context()).Error("sign-in: the provider could not be reached", "error", err.Error())
+		writeProblem(w, newProblem(http.StatusServiceUnavailable, CodeUnavailable, "the identity provider could not be reached; try again"))
+		return
+	}
+	loggerFrom(r.Context()).Info("signed in", "subject", id.Subject, "name", id.Name, "role", string(id.Role))
+	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
 // Sign-ins completing at once (GET /auth/callback): each exchanges its code with the provider,
