@@ -231,16 +231,10 @@ func New(cfg Config) (*Handler, error) {
 	limiter.bodyLimit = limitOf
 	router := r
 	limiter.storedWrite = func(req *http.Request) bool {
-		if req.Method == http.MethodGet || req.Method == http.MethodHead {
-			return false
-		}
-		path := req.URL.Path
-		if req.URL.RawPath != "" {
-			path = req.URL.RawPath
-		}
 		// The audited actions that are not reads: each changes the store (auditActions).
-		_, ok := auditActions[req.Method+" "+router.Find(chi.NewRouteContext(), req.Method, path)]
-		return ok
+		method, pattern, _ := findRoute(router, req)
+		_, ok := auditActions[method+" "+pattern]
+		return ok && method != http.MethodGet
 	}
 	r.Use(limiter.limit)
 	r.Use(ndjsonRecords(cfg.TestMaxBytes))

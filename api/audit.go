@@ -218,21 +218,8 @@ func (a *auditor) audit(ctx context.Context, action, scenario string, version in
 func (a *auditor) auditRoutes(mux *chi.Mux) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			// The path as chi routes it (the escaped one when there is one), as the role check
-			// reads it: "x%2Fdeploy" is one segment, and no deploy of "x".
-			path := r.URL.Path
-			if r.URL.RawPath != "" {
-				path = r.URL.RawPath
-			}
-			rctx := chi.NewRouteContext()
-			method := r.Method
-			pattern := mux.Find(rctx, method, path)
-			if pattern == "" && method == http.MethodHead {
-				// A HEAD runs the GET handler (chi's GetHead): audited as that GET.
-				method = http.MethodGet
-				rctx = chi.NewRouteContext()
-				pattern = mux.Find(rctx, method, path)
-			}
+			// The route as the role check finds it (a HEAD audited as its GET).
+			method, pattern, rctx := findRoute(mux, r)
 			action, ok := auditActions[method+" "+pattern]
 			if _, signedIn := auth.FromContext(r.Context()); !ok || !signedIn {
 				// Requests without an identity are refused with 401 and are in the request

@@ -86,27 +86,35 @@ func RouteRole(method, pattern string) (auth.Role, bool) {
 	return r, ok
 }
 
+// findRoute finds r's route as chi routes it: by the escaped path when there is one, so that
+// "a%2Fb" is one segment (a route found differently by the role check would go unchecked, and
+// "x%2Fdeploy" is no deploy of "x"), and a HEAD without a route of its own as its GET (chi's
+// GetHead runs the GET handler). It returns the method the route was found for, its pattern
+// ("" when none matches) and the route's context (its URL parameters).
+func findRoute(mux *chi.Mux, r *http.Request) (method, pattern string, rctx *chi.Context) {
+	path := r.URL.Path
+	if r.URL.RawPath != "" {
+		path = r.URL.RawPath
+	}
+	if path == "" {
+		path = "/"
+	}
+	method, rctx = r.Method, chi.NewRouteContext()
+	pattern = mux.Find(rctx, method, path)
+	if pattern == "" && method == http.MethodHead {
+		method, rctx = http.MethodGet, chi.NewRouteContext()
+		pattern = mux.Find(rctx, method, path)
+	}
+	return method, pattern, rctx
+}
+
 // requireRoles answers a request 401 (no identity) or 403 (a role too low) before it reaches
 // a route that needs a role, following routeRoles. Paths that match no route go on to the
 // 404 and 405 answers.
 func requireRoles(mux *chi.Mux) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			// The path exactly as chi routes it (the escaped path when there is one, so that
-			// "a%2Fb" is one segment): a route found differently here would go unchecked.
-			path := r.URL.Path
-			if r.URL.RawPath != "" {
-				path = r.URL.RawPath
-			}
-			if path == "" {
-				path = "/"
-			}
-			method := r.Method
-			pattern := mux.Find(chi.NewRouteContext(), method, path)
-			if pattern == "" && method == http.MethodHead {
-				method = http.MethodGet
-				pattern = mux.Find(chi.NewRouteContext(), method, path)
-			}
+			method, pattern, _ := findRoute(mux, r)
 			if pattern == "" {
 				next.ServeHTTP(w, r)
 				return
