@@ -138,10 +138,16 @@ func (g *browserGuard) browserSafety(next http.Handler) http.Handler {
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 
-		if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && !g.hostAllowed(r) {
-			writeProblem(w, problemf(http.StatusMisdirectedRequest, CodeHostNotAllowed,
-				"host %q is not this server's; configure it with --public-url or --allowed-hosts", r.Host))
-			return
+		if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
+			if ok, port := g.hostAllowed(r); !ok && port != "" {
+				writeProblem(w, problemf(http.StatusMisdirectedRequest, CodeHostNotAllowed,
+					"host %q is not this server's: a loopback name or the server's own address is accepted with the port the request came to (%s:%s); other names need --public-url or --allowed-hosts", r.Host, hostName(r.Host), port))
+				return
+			} else if !ok {
+				writeProblem(w, problemf(http.StatusMisdirectedRequest, CodeHostNotAllowed,
+					"host %q is not this server's; configure it with --public-url or --allowed-hosts", r.Host))
+				return
+			}
 		}
 		if origin := r.Header.Get("Origin"); origin != "" && !g.originAllowed(origin, r) {
 			writeProblem(w, problemf(http.StatusForbidden, CodeCrossOrigin,
@@ -155,7 +161,7 @@ func (g *browserGuard) browserSafety(next http.Handler) http.Handler {
 					also = " or " + ndjson
 				}
 				writeProblem(w, problemf(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
-					"%s requests must be application/json%s, with or without a body (Content-Type: %s)", r.Method, also, ct))
+					"a %s must send Content-Type application/json%s; it sent %s", r.Method, also, ct))
 				return
 			}
 		}
@@ -184,36 +190,51 @@ func jsonBodyType(ct, path string) bool {
 	return mt == ndjson && (isEventsPath(path) || isTestPath(path))
 }
 
-// hostAllowed reports whether r's Host is one of the server's names (see browserSafety).
-func (g *browserGuard) hostAllowed(r *http.Request) bool {
+// hostAllowed reports whether r's Host is one of the server's names (see browserSafety). When
+// it is not but its name is a local one (localhost, a loopback address, the connection's own
+// address) with another port or none, port is the one it is accepted with.
+func (g *browserGuard) hostAllowed(r *http.Request) (ok bool, port string) {
 	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
 	if !ok {
-		return true // an in-process call: no connection, no DNS
+		return true, "" // an in-process call: no connection, no DNS
 	}
 	host := strings.ToLower(r.Host)
 	if host == "" {
-		return false
+		return false, ""
 	}
 	if g.publicHost != "" && host == g.publicHost {
-		return true
+		return true, ""
 	}
-	name, port, err := net.SplitHostPort(host)
+	name, hostPort, err := net.SplitHostPort(host)
 	if err != nil {
 		name = strings.Trim(host, "[]")
-		port = "80"
+		hostPort = "80"
 		if r.TLS != nil {
-			port = "443"
+			hostPort = "443"
 		}
 	}
 	for _, a := range g.allowed {
 		if a == host || a == name {
-			return true
+			return true, ""
 		}
 	}
 	_, localPort, err := net.SplitHostPort(local.String())
-	if err != nil || port != localPort {
-		return false
+	if err != nil {
+		return false, ""
 	}
+	if !localName(name, local) {
+		return false, ""
+	}
+	if hostPort != localPort {
+		return false, localPort
+	}
+	return true, ""
+}
+
+// localName reports whether name is localhost, a loopback address or the address the
+// connection arrived on (local): a DNS-rebinding page names a host, never the server's own
+// IP address.
+func localName(name string, local net.Addr) bool {
 	if name == "localhost" {
 		return true
 	}
@@ -224,12 +245,20 @@ func (g *browserGuard) hostAllowed(r *http.Request) bool {
 	if ip.IsLoopback() {
 		return true
 	}
-	// The address the connection arrived on: a DNS-rebinding page names a host, never the
-	// server's own IP address.
-	if tcp, ok := local.(*net.TCPAddr); ok && tcp.IP.Equal(ip) {
-		return true
+	tcp, ok := local.(*net.TCPAddr)
+	return ok && tcp.IP.Equal(ip)
+}
+
+// hostName is a Host header's name, without its port, IPv6 addresses in brackets.
+func hostName(host string) string {
+	if name, _, err := net.SplitHostPort(host); err == nil {
+		host = name
 	}
-	return false
+	host = strings.Trim(host, "[]")
+	if strings.Contains(host, ":") {
+		return "[" + host + "]"
+	}
+	return host
 }
 
 // originAllowed reports whether origin is the server's own: the public URL's origin, or an

@@ -35,11 +35,11 @@ func TestBrowserSafetyOnSQLite(t *testing.T) {
 		}
 		// The 415 says which types the route takes: NDJSON too on a source's events.
 		if p := c.send(request{Method: http.MethodPost, Path: "/api/scenarios/fraud/sources/in/events", Body: "{}", ContentType: "text/plain"}).
-			problem(t, http.StatusUnsupportedMediaType, api.CodeUnsupportedMediaType); !strings.Contains(p.Detail, "must be application/json or application/x-ndjson,") {
+			problem(t, http.StatusUnsupportedMediaType, api.CodeUnsupportedMediaType); !strings.Contains(p.Detail, "must send Content-Type application/json or application/x-ndjson; it sent text/plain") {
 			t.Errorf("text/plain events: %q; want NDJSON named", p.Detail)
 		}
 		if p := c.send(request{Method: http.MethodPost, Path: "/api/scenarios/fraud/deploy", Body: "{}", ContentType: "text/plain"}).
-			problem(t, http.StatusUnsupportedMediaType, api.CodeUnsupportedMediaType); !strings.Contains(p.Detail, "must be application/json,") {
+			problem(t, http.StatusUnsupportedMediaType, api.CodeUnsupportedMediaType); !strings.Contains(p.Detail, "must send Content-Type application/json; it sent text/plain") {
 			t.Errorf("text/plain deploy: %q; want JSON alone named", p.Detail)
 		}
 		// A sandboxed page sends Origin: null.
@@ -72,6 +72,20 @@ func TestBrowserSafetyOnSQLite(t *testing.T) {
 		}
 		for _, host := range []string{"localhost:" + port, "127.0.0.1:" + port, "LOCALHOST:" + port} {
 			sendHost(t, c, host, request{Method: http.MethodGet, Path: "/api/scenarios"}).ok(t, http.StatusOK, nil)
+		}
+		// A local name without the port, or with another, is told the port it is accepted with;
+		// a foreign name is told of the flags only.
+		for host, want := range map[string]string{
+			"127.0.0.1":              "(127.0.0.1:" + port + ")",
+			"localhost:1":            "(localhost:" + port + ")",
+			"[::1]":                  "([::1]:" + port + ")",
+			"attacker.example":       "configure it with --public-url or --allowed-hosts",
+			"evil.localhost:" + port: "configure it with --public-url or --allowed-hosts",
+		} {
+			p := sendHost(t, c, host, request{Method: http.MethodGet, Path: "/api/scenarios"}).problem(t, http.StatusMisdirectedRequest, api.CodeHostNotAllowed)
+			if !strings.Contains(p.Detail, want) {
+				t.Errorf("Host %s: %q; want %q in it", host, p.Detail, want)
+			}
 		}
 		// Probes may use any name.
 		sendHost(t, c, "pod-1.internal", request{Method: http.MethodGet, Path: "/healthz"}).ok(t, http.StatusOK, nil)
