@@ -111,6 +111,18 @@ func testLateEvents(t *testing.T, c *client) {
 // for testLateEvents: tumbling late 2; hopping late 1, partly late 1).
 func testLateEventsDeployed(t *testing.T, c *client) {
 	const name = "late events"
+	// A stdout sink keeps no results to read: the 404 says what the node is.
+	c.post("/api/scenarios", rawBody("name", quote("stdout late"), "graph", lateGraph)).ok(t, http.StatusCreated, nil)
+	for sink, want := range map[string]string{
+		"late": `"late" of scenario "stdout late" is a stdout Sink node: only a collect sink keeps results to read here`,
+		"in":   `"in" of scenario "stdout late" is a Source node`,
+		"nope": `scenario "stdout late" has no collect sink "nope"`,
+	} {
+		p := c.get("/api/scenarios/stdout%20late/sinks/"+sink+"/results").problem(t, http.StatusNotFound, api.CodeSinkNotFound)
+		if !strings.Contains(p.Detail, want) {
+			t.Errorf("results of %s: %q; want %q in it", sink, p.Detail, want)
+		}
+	}
 	graph := replace(t, lateGraph, `"typ": "stdout"`, `"typ": "collect"`)
 	c.post("/api/scenarios", rawBody("name", quote(name), "graph", graph)).ok(t, http.StatusCreated, nil)
 	c.post("/api/scenarios/"+url.PathEscape(name)+"/deploy", rawBody()).ok(t, http.StatusOK, nil)

@@ -96,6 +96,7 @@ func (h *handlers) checkSink(ctx context.Context, name, sink string) error {
 		return storeError(ctx, err, name, 0)
 	}
 	versions := []int{sc.LatestVersion}
+	other := "" // the kind of a node of that id that is not a collect sink
 	if list, err := h.store.ListDeployments(ctx, name, 0, 1); err == nil && len(list) > 0 && list[0].Version != sc.LatestVersion {
 		versions = append(versions, list[0].Version)
 	}
@@ -115,10 +116,22 @@ func (h *handlers) checkSink(ctx context.Context, name, sink string) error {
 			continue
 		}
 		for _, node := range s.Nodes {
-			if node.ID == sink && node.Type == scenario.TypeSink && node.Subtype() == engine.SinkCollect {
+			if node.ID != sink {
+				continue
+			}
+			if node.Type == scenario.TypeSink && node.Subtype() == engine.SinkCollect {
 				return nil
 			}
+			if other == "" {
+				other = string(node.Type)
+				if node.Type == scenario.TypeSink {
+					other = node.Subtype() + " " + string(node.Type)
+				}
+			}
 		}
+	}
+	if other != "" {
+		return problemf(http.StatusNotFound, CodeSinkNotFound, "%q of scenario %q is a %s node: only a collect sink keeps results to read here", sink, name, other)
 	}
 	return problemf(http.StatusNotFound, CodeSinkNotFound, "scenario %q has no collect sink %q", name, sink)
 }
