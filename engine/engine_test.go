@@ -316,3 +316,24 @@ func TestBoundedRunWithoutTimestampExpression(t *testing.T) {
 		`{"sink":"out","value":{"v":2,"at":5000}}`,
 	)
 }
+
+// A line naming a source the scenario does not have is an input error that lists the ones it
+// has, and the run goes on.
+func TestReplayUnknownSourceListsSources(t *testing.T) {
+	sc := scenarioJSON([]string{
+		srcNode("b", "#input.t", "0s"),
+		srcNode("a", "#input.t", "0s"),
+		`{"id": "u", "type": "Join", "nodeType": "union", "outputVar": "o", "branchParameters": [
+			{"branchId": "a", "parameters": [{"name": "Output expression", "expression": {"language": "expr", "expression": "'a'"}}]},
+			{"branchId": "b", "parameters": [{"name": "Output expression", "expression": {"language": "expr", "expression": "'b'"}}]}]}`,
+		sinkNode("out", "#o"),
+	}, []string{link("a", "u"), link("b", "u"), link("u", "out")})
+	out, e, _ := replay(t, sc, `{"sourceId": "c", "record": {"t": 1}}
+{"sourceId": "b", "record": {"t": 2}}
+`)
+	expectLines(t, out, `{"sink":"out","value":"b"}`)
+	errs, n := e.Errors()
+	if n != 1 || errs[0].Line != 1 || !strings.Contains(errs[0].Message, `unknown source "c" (the scenario's sources: "a", "b")`) {
+		t.Fatalf("errors %v", errs)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -165,7 +167,7 @@ func (e *Engine) pushLine(one *source, line []byte, lineNo int64) {
 	}
 	if _, ok := e.sources[env.SourceID]; !ok {
 		e.line = lineNo
-		e.failInput(fmt.Errorf("unknown source %q", env.SourceID))
+		e.failInput(fmt.Errorf("unknown source %q (the scenario's sources: %s)", env.SourceID, sourceList(e.Sources())))
 		return
 	}
 	if env.Timestamp == nil {
@@ -211,4 +213,18 @@ func WriteOutput(w *bufio.Writer, n *int64) Output {
 		_, _ = w.Write(buf)
 		*n++
 	}
+}
+
+// sourceList is ids for an error message: sorted, quoted, at most 10 of them.
+func sourceList(ids []string) string {
+	ids = slices.Sorted(slices.Values(ids))
+	quoted := make([]string, 0, min(len(ids), 10))
+	for i, id := range ids {
+		if i == 10 {
+			quoted = append(quoted, fmt.Sprintf("and %d more", len(ids)-i))
+			break
+		}
+		quoted = append(quoted, strconv.Quote(id))
+	}
+	return strings.Join(quoted, ", ")
 }
