@@ -370,14 +370,14 @@ func (ev *evaluator) eval(c *event) (value.Value, error) {
 	return ev.run(c)
 }
 
-// run runs the expression by expr; a failure on a null operand names the fields that are
-// null or missing in the event (Program.NameNulls).
+// run runs the expression by expr; a failure on an operand of the wrong type names the fields
+// that are null or missing in the event, or of another type (Program.NameOperands).
 func (ev *evaluator) run(c *event) (value.Value, error) {
 	bound := c.lay.maxEventBytes
 	if bound <= 0 {
 		v, err := expression.RunVars(ev.prog, c)
 		if err != nil {
-			ev.prog.NameNulls(err, c)
+			ev.prog.NameOperands(err, c)
 		}
 		return v, err
 	}
@@ -389,7 +389,7 @@ func (ev *evaluator) run(c *event) (value.Value, error) {
 	v, size, err := expression.RunVarsWithin(ev.prog, c, left)
 	ev.made = size
 	if err != nil {
-		ev.prog.NameNulls(err, c)
+		ev.prog.NameOperands(err, c)
 		var re *expression.RunError
 		if m := ev.prog.Budget().Memory; (m < 0 || left < m) && errors.Is(err, expression.ErrBudgetExceeded) && errors.As(err, &re) && strings.Contains(re.Message, "bytes of memory") {
 			re.Message += fmt.Sprintf(" (the event's variables hold %d bytes already, of the %d an event's may)", c.held, bound)

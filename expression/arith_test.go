@@ -216,8 +216,8 @@ func TestCheckedIntegerOperations(t *testing.T) {
 	}
 }
 
-// NameNulls: an operation on a null operand names the variables and fields the expression reads that are
-// null or missing in the event, worked out by hand for each case.
+// NameOperands: an operation on a null operand names the variables and fields the expression
+// reads that are null or missing in the event, worked out by hand for each case.
 func TestNullOperandNamesTheField(t *testing.T) {
 	env := TypeEnv{"input": Unknown, "agg": Unknown}
 	input, err := value.ParseJSON([]byte(`{"delay": null, "geo": {"lat": 1}, "tags": ["a"], "other": [null]}`))
@@ -233,7 +233,7 @@ func TestNullOperandNamesTheField(t *testing.T) {
 	} {
 		prog, vars := mustCompile(t, tt.text, env), Map{"input": input}
 		_, err := RunVars(prog, vars)
-		prog.NameNulls(err, vars)
+		prog.NameOperands(err, vars)
 		var re *RunError
 		if !errors.As(err, &re) || !strings.Contains(re.Message, "<nil>") || !strings.HasSuffix(re.Message, tt.want) {
 			t.Errorf("Run(%q) error %v, want it to end with %q", tt.text, err, tt.want)
@@ -242,8 +242,49 @@ func TestNullOperandNamesTheField(t *testing.T) {
 	// Other errors, and nulls not involved, are left as they are.
 	prog, vars := mustCompile(t, "#input.tags[3] + #input.geo.lat", env), Map{"input": input}
 	_, err = RunVars(prog, vars)
-	prog.NameNulls(err, vars)
+	prog.NameOperands(err, vars)
 	if err == nil || strings.Contains(err.Error(), "null or missing") {
 		t.Errorf("error %v, want one without a null named", err)
+	}
+}
+
+// NameOperands: an operation on operands of other types names the variables and fields the
+// expression reads whose values are of a type the message names, worked out by hand.
+func TestWrongTypeOperandNamesTheField(t *testing.T) {
+	env := TypeEnv{"input": Unknown}
+	input, err := value.ParseJSON([]byte(`{"amount": "x", "limit": 3, "rate": 1.5, "ok": true, "geo": {"lat": 1}, "tags": ["a"], "name": "n"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ text, want string }{
+		{"#input.amount > 0", "invalid operation: string > int (#input.amount is a string)"},
+		{"#input.amount > #input.limit", "invalid operation: string > int (#input.amount is a string, #input.limit is an integer)"},
+		{"#input.geo > 1", "(#input.geo is a record)"},
+		{"#input.tags > #input.rate", "(#input.rate is a float, #input.tags is a list)"},
+		{"#input.ok < 2", "(#input.ok is a boolean)"},
+		// #input.name is a string too, though not an operand here: it is named as one.
+		{"#input.name != '' && #input.amount > 0", "(#input.amount is a string, #input.name is a string)"},
+	} {
+		prog, vars := mustCompile(t, tt.text, env), Map{"input": input}
+		_, err := RunVars(prog, vars)
+		prog.NameOperands(err, vars)
+		var re *RunError
+		if !errors.As(err, &re) || !strings.HasSuffix(re.Message, tt.want) {
+			t.Errorf("Run(%q) error %v, want it to end with %q", tt.text, err, tt.want)
+		}
+	}
+	// The integer is a literal: only #input.amount is read, and named.
+	prog, vars := mustCompile(t, "1 + #input.amount", env), Map{"input": input}
+	_, err = RunVars(prog, vars)
+	prog.NameOperands(err, vars)
+	if err == nil || !strings.HasSuffix(err.Error(), "(#input.amount is a string)") {
+		t.Errorf("error %v, want #input.amount named as a string", err)
+	}
+	// Other errors are left as they are.
+	prog, vars = mustCompile(t, "int(#input.amount) > 0", env), Map{"input": input}
+	_, err = RunVars(prog, vars)
+	prog.NameOperands(err, vars)
+	if err == nil || strings.Contains(err.Error(), " is a ") {
+		t.Errorf("error %v, want none named", err)
 	}
 }

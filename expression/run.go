@@ -150,21 +150,46 @@ func (p *Program) run(vars Vars, b Budget) (value.Value, int, error) {
 	return p.convert(out, err, orders, b)
 }
 
-// NameNulls adds to err, when it is a *RunError of RunVars(p, vars) about a null operand
-// ("invalid operation: <nil> > int", "cannot fetch lat from <nil>", as expr words them), which
-// of the variables and fields p reads are null or missing in vars, in name order: "...
-// (#input.delay is null or missing)", so that an event without a field is not a riddle. Other
-// errors are left as they are. Call it on failures only: it reads vars again, whole.
-func (p *Program) NameNulls(err error, vars Vars) {
+// NameOperands adds to err, when it is a *RunError of RunVars(p, vars) about an operand of
+// the wrong type, which of the variables and fields p reads are the culprits, in name order,
+// so that an event without a field, or with a field of another type, is not a riddle:
+//
+//   - about a null operand ("invalid operation: <nil> > int", "cannot fetch lat from <nil>",
+//     as expr words them): those null or missing in vars, "... (#input.delay is null or
+//     missing)";
+//   - about operands of other types ("invalid operation: string > int"): those whose value is
+//     of a type the message names, "... (#input.amount is a string)".
+//
+// At most maxNamedOperands are named. Other errors are left as they are. Call it on failures
+// only: it reads vars again, whole.
+func (p *Program) NameOperands(err error, vars Vars) {
 	var re *RunError
-	if !errors.As(err, &re) || !strings.Contains(re.Message, "<nil>") {
+	if !errors.As(err, &re) || len(re.Message) > maxNamedMessage {
 		return
+	}
+	nulls := strings.Contains(re.Message, "<nil>")
+	var types map[string]bool
+	if !nulls {
+		// "T1 op T2" or "op T", T a Go type name as %T writes it.
+		rest, ok := strings.CutPrefix(re.Message, "invalid operation: ")
+		if !ok {
+			return
+		}
+		w := strings.Fields(strings.ReplaceAll(rest, "interface {}", "interface{}"))
+		switch len(w) {
+		case 3:
+			types = map[string]bool{w[0]: true, w[2]: true}
+		case 2:
+			types = map[string]bool{w[1]: true}
+		default:
+			return
+		}
 	}
 	binds := p.fastBinds
 	if p.fast == nil || p.fast == p.program || binds == nil {
 		binds = p.whole
 	}
-	var nulls []string
+	var named []string
 	seen := map[string]bool{}
 	for _, b := range binds {
 		v, ok := vars.Var(b.name)
@@ -188,20 +213,66 @@ func (p *Program) NameNulls(err error, vars Vars) {
 				}
 			}
 		}
-		if (!ok || v.IsNull()) && !seen[path] {
+		if seen[path] {
+			continue
+		}
+		switch {
+		case nulls && (!ok || v.IsNull()):
 			seen[path] = true
-			nulls = append(nulls, path)
+			named = append(named, path)
+		case !nulls && ok:
+			if goName, what := operandType(v); goName != "" && types[goName] {
+				seen[path] = true
+				named = append(named, path+" is "+what)
+			}
 		}
 	}
-	if len(nulls) == 0 {
+	if len(named) == 0 {
 		return
 	}
-	sort.Strings(nulls)
-	verb := " is"
-	if len(nulls) > 1 {
-		verb = " are"
+	sort.Strings(named)
+	more := ""
+	if len(named) > maxNamedOperands {
+		more = fmt.Sprintf(", and %d more", len(named)-maxNamedOperands)
+		named = named[:maxNamedOperands]
 	}
-	re.Message += " (" + strings.Join(nulls, ", ") + verb + " null or missing)"
+	verb := ""
+	if nulls {
+		verb = " is null or missing"
+		if len(named) > 1 {
+			verb = " are null or missing"
+		}
+	}
+	re.Message += " (" + names.Cut(strings.Join(named, ", ")+more, maxNamedMessage) + verb + ")"
+}
+
+const (
+	// maxNamedOperands is the most variables and fields NameOperands names.
+	maxNamedOperands = 5
+	// maxNamedMessage bounds the messages NameOperands adds to (a longer one quotes the
+	// event's data, not types), and the bytes it adds, so that the message stays within
+	// MaxRunErrorMessage.
+	maxNamedMessage = MaxRunErrorMessage / 3
+)
+
+// operandType is the Go type expr names v by in its errors (the %T of ToGo(v, Unknown),
+// "interface {}" written without its space), and v's type in the user's words; "" for a null.
+func operandType(v value.Value) (goName, what string) {
+	switch v.Kind() {
+	case value.KindString:
+		return "string", "a string"
+	case value.KindInt:
+		return "int", "an integer"
+	case value.KindFloat:
+		return "float64", "a float"
+	case value.KindBool:
+		return "bool", "a boolean"
+	case value.KindList:
+		return "[]interface{}", "a list"
+	case value.KindRecord:
+		return "map[string]interface{}", "a record"
+	}
+	return "", ""
 }
 
 // convert converts what expr returned.
