@@ -248,6 +248,10 @@ func TestMemoryBudget(t *testing.T) {
 		{"string(#input.tags)", 16 + 2*18},
 		// flatten counts the 2 leaves.
 		{"len(flatten([#input.tags]))", 2 * 16},
+		// A record literal is a Go map: 340 bytes up to 8 entries, 48 an entry beyond; each
+		// made is charged (expr's own count, 16 an entry, is apart).
+		{"len(map(1..10, ({a: #})))", 10 * 340},
+		{"len(map(1..2, ({a: #, b: #, c: #, d: #, e: #, f: #, g: #, h: #, i: #})))", 2 * (340 + 48)},
 	}
 	for _, tt := range tests {
 		if _, err := runWith(t, tt.text, Budget{Memory: tt.bytes}, pl); err != nil {
