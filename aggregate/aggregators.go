@@ -350,6 +350,18 @@ func hasNegZero(v value.Value) bool {
 // would cost more than it saves): at most sharedBytes, or sharedItems values, too many each.
 type stateSizer struct {
 	seen map[sharedData]struct{}
+	// all counts every string, list and record each time it is met, shared or not.
+	all bool
+}
+
+// HeldBytes is what v may hold once kept in a window's state, as StateBytes counts a value
+// beyond its header: a string's bytes, a value header an item of a list, 48 bytes a record
+// and, an entry, its key's bytes and 16 bytes more. What several items of v share is
+// counted each time (an aggregator keeps its own copy of an input: List, Set). It walks v:
+// its cost is the number of items.
+func HeldBytes(v value.Value) int {
+	s := stateSizer{all: true}
+	return s.size(v)
 }
 
 // sharedData is where a string's bytes or a list's items start, and how many: a shorter part
@@ -366,6 +378,9 @@ const (
 
 // first reports whether the data at p, n long, is met for the first time.
 func (s *stateSizer) first(p unsafe.Pointer, n int) bool {
+	if s.all {
+		return true
+	}
 	if s.seen == nil {
 		s.seen = map[sharedData]struct{}{}
 	}

@@ -146,25 +146,28 @@ type stateWatcher struct {
 	reserved int64
 }
 
-// reserveState is aggregate.WindowSpec.Reserve of aggregate node node: an operator is about
-// to take bytes at once (a count window's cells for a new key), more than the looks between
-// events bound. The state at the last look, what was reserved since, and bytes must fit
-// Options.MaxStateBytes, and with the others' state the shared budget; else the engine's state
-// error is set (it takes no more input, as after a look past the budget) and returned, and the
-// operator refuses the event without taking the bytes.
+// reserveState is aggregate.WindowSpec.Reserve of aggregate node node, and what an aggregate
+// asks before it adds an event with large inputs (aggregator.reserveInputs): an operator is
+// about to take bytes at once (a count window's cells for a new key, a List's copy of a list
+// of a million items), more than the looks between events bound. The state at the last look,
+// what was reserved since, and bytes must fit Options.MaxStateBytes, and with the others'
+// state the shared budget. When they do not, the state is looked at again (what was reserved
+// may not have been kept, and windows may have closed since), and then the state and bytes
+// must fit; else the engine's state error is set (it takes no more input, as after a look
+// past the budget) and returned, and the operator refuses the event without taking the bytes.
 func (e *Engine) reserveState(node string, bytes int64) error {
 	w := &e.stateWatch
 	if w.Max <= 0 && w.Shared == nil {
 		return nil
 	}
-	after := w.last + w.reserved + bytes
-	var err *StateBudgetError
-	if w.Max > 0 && after > w.Max {
-		err = &StateBudgetError{Bytes: after, Budget: w.Max, Node: node}
-	} else if w.Shared != nil && w.Shared.Max > 0 {
-		if total := w.Shared.Total() - w.last + after; total > w.Shared.Max {
-			err = &StateBudgetError{Bytes: after, Budget: w.Max, Node: node, Shared: total, SharedBudget: w.Shared.Max}
+	err := w.fits(node, bytes)
+	if err != nil && w.reserved > 0 {
+		now, _ := e.StateBytes()
+		w.last, w.reserved = now, 0
+		if w.Shared != nil {
+			w.Shared.Record(e, now)
 		}
+		err = w.fits(node, bytes)
 	}
 	if err != nil {
 		if e.stateErr == nil {
@@ -173,6 +176,21 @@ func (e *Engine) reserveState(node string, bytes int64) error {
 		return err
 	}
 	w.reserved += bytes
+	return nil
+}
+
+// fits returns nil when the state at the last look, what was reserved since and bytes fit
+// Max and the shared budget, and else their *StateBudgetError at node.
+func (w *stateWatcher) fits(node string, bytes int64) *StateBudgetError {
+	after := w.last + w.reserved + bytes
+	if w.Max > 0 && after > w.Max {
+		return &StateBudgetError{Bytes: after, Budget: w.Max, Node: node}
+	}
+	if w.Shared != nil && w.Shared.Max > 0 {
+		if total := w.Shared.Total() - w.last + after; total > w.Shared.Max {
+			return &StateBudgetError{Bytes: after, Budget: w.Max, Node: node, Shared: total, SharedBudget: w.Shared.Max}
+		}
+	}
 	return nil
 }
 

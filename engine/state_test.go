@@ -148,7 +148,8 @@ func TestStateDoesNotHoldEvents(t *testing.T) {
 // key, 77 MB in all, before the event is over and any look between events (round 22: such a
 // fan-out, with more aggregations, took gigabytes from one record and ended the server).
 // Each window reserves its cells first (Engine.reserveState): past the 64 MiB budget the
-// event is refused at each window that would pass it, and the state stays within the budget.
+// event is refused at the window that would pass it, with an error there, the windows after
+// it are not reached (the run ends), and the state stays within the budget.
 func TestStateBudgetReservedWithinAnEvent(t *testing.T) {
 	var aggs []string
 	for i := range 26 {
@@ -180,8 +181,8 @@ func TestStateBudgetReservedWithinAnEvent(t *testing.T) {
 	if held > budget || held < budget/2 {
 		t.Errorf("the event left %d bytes of state; want within the budget of %d, and over half of it", held, budget)
 	}
-	// Each window the event reached past the budget refused it: an error each; the others
-	// hold the key.
+	// The window that would pass the budget refused the event, with an error; the windows
+	// before it hold the key, those after it were not reached.
 	took := 0
 	for id, st := range e.State() {
 		if st.Keys == 1 {
@@ -190,10 +191,94 @@ func TestStateBudgetReservedWithinAnEvent(t *testing.T) {
 			t.Errorf("window %s holds %d keys", id, st.Keys)
 		}
 	}
-	if _, errs := e.Errors(); took == 0 || took == 30 || errs != int64(30-took) {
-		t.Errorf("%d windows took the key, %d per-event errors; want some and not all, and an error for each of the others", took, errs)
+	if errs, n := e.Errors(); took == 0 || took == 30 || n != 1 || errs[0].NodeID != over.Node {
+		t.Errorf("%d windows took the key, per-event errors %v; want some and not all, and one error, at %s", took, errs, over.Node)
 	}
 	t.Logf("%d bytes held; refused at %s: %v", held, over.Node, over)
+}
+
+// An aggregate reserves an event's large inputs before it adds them (aggregator.reserveInputs):
+// one event through 8 branches of 4 List aggregations of a 1,000,000-byte string would add 32
+// MB at once, where the looks between events assume that one event adds little. With a
+// budget of 8 MiB (8,388,608 bytes), worked by hand: the first branch reserves 4,000,000, the
+// second 4,000,000 more (8,000,000 fit), the third would pass it: the state is looked at again
+// (the two branches' 8,000,000 bytes and their cells), and the event is refused there, with an
+// error; the other branches are not reached.
+func TestStateBudgetReservesLargeInputs(t *testing.T) {
+	var aggs []string
+	for i := range 4 {
+		aggs = append(aggs, fmt.Sprintf(`{"name": "l%d", "aggregator": "List", "aggregateBy": {"language": "expr", "expression": "repeat('x', #input.n)"}}`, i))
+	}
+	nodes := []string{srcNode("in", "#input.t", "0s"), `{"id": "split", "type": "Split"}`}
+	edges := []string{`{"from": "in", "to": "split"}`}
+	for j := range 8 {
+		nodes = append(nodes, fmt.Sprintf(`{"id": "w%d", "type": "CustomNode", "nodeType": "aggregate-tumbling", "outputVar": "agg", "parameters": [
+			{"name": "groupBy", "value": [{"language": "expr", "expression": "#input.k"}]},
+			{"name": "aggregations", "value": [%s]},
+			{"name": "windowLength", "value": "1h"}]}`, j, strings.Join(aggs, ", ")), collectSink(fmt.Sprintf("out%d", j), "#agg.l0"))
+		edges = append(edges, fmt.Sprintf(`{"from": "split", "to": "w%d"}, {"from": "w%d", "to": "out%d"}`, j, j, j))
+	}
+	s, err := scenario.Decode([]byte(`{"nodes": [` + strings.Join(nodes, ", ") + `], "edges": [` + strings.Join(edges, ", ") + `]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const budget = 8 << 20
+	e, err := New(s, Options{Bounded: true, MaxStateBytes: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.PushJSON("in", []byte(`{"t": 0, "k": "k0", "n": 1000000}`), 1); err != nil {
+		t.Fatal(err)
+	}
+	held, _ := e.StateBytes()
+	var over *StateBudgetError
+	if !errors.As(e.StateErr(), &over) || over.Budget != budget {
+		t.Fatalf("state error %v; want a *StateBudgetError against %d after one event", e.StateErr(), budget)
+	}
+	if held < 8_000_000 || held > budget {
+		t.Errorf("the event left %d bytes of state; want the two branches' 8,000,000 and their cells, within %d", held, budget)
+	}
+	took := 0
+	for _, st := range e.State() {
+		if st.Keys == 1 {
+			took++
+		}
+	}
+	if errs, n := e.Errors(); took != 2 || n != 1 || errs[0].NodeID != over.Node {
+		t.Errorf("%d windows took the event, per-event errors %v; want 2, and one error at %s", took, errs, over.Node)
+	}
+}
+
+// A reservation is what an input may add, not what it adds: a HyperLogLog keeps none of its
+// 100,000-byte strings. 100 of them (10,000,000 bytes reserved in all) against a budget of
+// 1 MiB pass, the state looked at again each time the reservations would pass it.
+func TestStateBudgetLooksBeforeRefusing(t *testing.T) {
+	s, err := scenario.Decode([]byte(scenarioJSON([]string{
+		srcNode("in", "#input.t", "0s"),
+		`{"id": "w", "type": "CustomNode", "nodeType": "aggregate-tumbling", "outputVar": "agg", "parameters": [
+			{"name": "groupBy", "value": []},
+			{"name": "aggregations", "value": [{"name": "u", "aggregator": "ApproximateSetCardinality", "aggregateBy": {"language": "expr", "expression": "repeat(string(#input.t), 100000)"}}]},
+			{"name": "windowLength", "value": "1h"}]}`,
+		collectSink("out", "#agg.u"),
+	}, []string{link("in", "w"), link("w", "out")})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(s, Options{Bounded: true, MaxStateBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		if err := e.PushJSON("in", []byte(fmt.Sprintf(`{"t": %d}`, i)), int64(i+1)); err != nil {
+			t.Fatal(err)
+		}
+		if e.CheckState() {
+			t.Fatalf("event %d: %v", i, e.StateErr())
+		}
+	}
+	if errs, n := e.Errors(); n != 0 {
+		t.Fatalf("errors %v", errs)
+	}
 }
 
 // A count window's columns hold every key's cells: a first string in a Max column, or a first
