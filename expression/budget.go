@@ -1415,8 +1415,9 @@ const jsonValueBytes = 64
 
 // jsonValues counts the values of a JSON text, at least (an upper bound), up to limit (limit+1 past it), from its
 // brackets and commas outside strings: a text that is not JSON counts as some number of
-// values, and fromJSON refuses it.
-func jsonValues(s string, limit int) int {
+// values, and fromJSON refuses it. objects is how many of the brackets counted open an
+// object (each a Go map once decoded).
+func jsonValues(s string, limit int) (n, objects int) {
 	n, inString, escaped := 1, false, false
 	for i := 0; i < len(s) && n <= limit; i++ {
 		c := s[i]
@@ -1432,11 +1433,14 @@ func jsonValues(s string, limit int) int {
 			}
 		case c == '"':
 			inString = true
-		case c == '[' || c == '{' || c == ',':
+		case c == '{':
+			n++
+			objects++
+		case c == '[' || c == ',':
 			n++
 		}
 	}
-	return min(n, limit+1)
+	return min(n, limit+1), objects
 }
 
 // textFunction is a built-in of one string that reads it whole and makes a result of
@@ -1616,9 +1620,15 @@ var budgetFunctions = map[string]func(args ...any) any{
 		if len(args) == 2 {
 			if s, ok := args[1].(string); ok {
 				rb.scan("fromJSON", len(s))
+				// An object is a Go map besides its value: recordBytes(0) more.
 				limit := rb.remaining() / jsonValueBytes
-				n := jsonValues(s, limit)
+				n, objects := jsonValues(s, limit)
 				size, ok := mulInt(n, jsonValueBytes)
+				if maps, mok := mulInt(objects, recordBytes(0)); ok && mok {
+					size, ok = addInt(size, maps)
+				} else {
+					ok = false
+				}
 				if ok {
 					size, ok = addInt(size, len(s))
 				}

@@ -252,6 +252,9 @@ func TestMemoryBudget(t *testing.T) {
 		// made is charged (expr's own count, 16 an entry, is apart).
 		{"len(map(1..10, ({a: #})))", 10 * 340},
 		{"len(map(1..2, ({a: #, b: #, c: #, d: #, e: #, f: #, g: #, h: #, i: #})))", 2 * (340 + 48)},
+		// fromJSON: the text's 7 bytes, 64 for each of its 5 values as counted ("[", "{", ","
+		// and "{", and one) and 340 for each of its 2 objects.
+		{"len(fromJSON('[{},{}]'))", 7 + 5*64 + 2*340},
 	}
 	for _, tt := range tests {
 		if _, err := runWith(t, tt.text, Budget{Memory: tt.bytes}, pl); err != nil {
@@ -728,17 +731,17 @@ func TestTextFunctionsBudget(t *testing.T) {
 }
 
 // jsonValues counts by hand: brackets and commas outside strings, plus one (at least the
-// values: "[[],[]]" has 3 and counts 5).
+// values: "[[],[]]" has 3 and counts 5), and the objects' braces.
 func TestJSONValues(t *testing.T) {
 	for _, tt := range []struct {
-		s    string
-		want int
-	}{{`1`, 1}, {`[]`, 2}, {`[1,2,3]`, 4}, {`{"a,[{":"\"],"}`, 2}, {`[[],[]]`, 5}} {
-		if got := jsonValues(tt.s, 100); got != tt.want {
-			t.Errorf("jsonValues(%q) = %d, want %d", tt.s, got, tt.want)
+		s             string
+		want, objects int
+	}{{`1`, 1, 0}, {`[]`, 2, 0}, {`[1,2,3]`, 4, 0}, {`{"a,[{":"\"],"}`, 2, 1}, {`[[],[]]`, 5, 0}, {`[{"a":1},{"a":{}}]`, 6, 3}} {
+		if got, objects := jsonValues(tt.s, 100); got != tt.want || objects != tt.objects {
+			t.Errorf("jsonValues(%q) = %d, %d, want %d, %d", tt.s, got, objects, tt.want, tt.objects)
 		}
 	}
-	if got := jsonValues(strings.Repeat("[", 50), 10); got != 11 {
+	if got, _ := jsonValues(strings.Repeat("[", 50), 10); got != 11 {
 		t.Errorf("past the limit: %d, want 11", got)
 	}
 }
