@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/scenario-server/scenario-server/connector"
+	"github.com/scenario-server/scenario-server/engine"
 )
 
 // PollInterval is how often an idle deployment polls a file input for new lines (its
@@ -21,10 +22,14 @@ import (
 const PollInterval = 200 * time.Millisecond
 
 // fileReadChunk is how many bytes a file input reads at once; maxFileLine is the longest
-// line it reads (its buffer grows to hold a longer line, up to that).
+// line it reads, the engine's (its buffer grows to hold a longer line, up to that, and is
+// let go once the line is read). A longer line is a per-event error at the source (its
+// first longLineHeadBytes in the dead letter), as the engine makes of one: the input reads on
+// to its end, at most maxFileLine bytes a poll, without keeping them.
 const (
-	fileReadChunk = 1 << 20
-	maxFileLine   = 64 << 20
+	fileReadChunk     = 1 << 20
+	maxFileLine       = engine.MaxLineBytes
+	longLineHeadBytes = 1 << 10
 )
 
 // Input follows a file of events, one JSON object per line, as `tail -F` does: it reads
@@ -61,6 +66,10 @@ type Input struct {
 	buf        []byte
 	health     connector.Health
 	counted    bool // line matches pos
+	// A line longer than maxFileLine from readPos, being read past: its first bytes, and
+	// where the reading got to (0: no such line).
+	longHead []byte
+	longPos  int64
 }
 
 // NewInput returns the Input of file source node source, reading rel inside dir ("": the
@@ -90,6 +99,7 @@ func (f *Input) Identity() []byte {
 func (f *Input) Restore(positions []connector.Position, identity []byte) error {
 	f.restoredID = identity
 	f.pos, f.line, f.counted = 0, 0, true
+	f.longHead, f.longPos = nil, 0
 	for _, p := range positions {
 		if p.Partition != 0 || p.Offset < 0 {
 			return fmt.Errorf("file source %q: checkpointed position %d/%d is not a byte offset", f.source, p.Partition, p.Offset)
@@ -220,11 +230,15 @@ func (f *Input) Poll() ([]connector.Event, bool) {
 // rewind moves the positions to the start of the file.
 func (f *Input) rewind() {
 	f.pos, f.line, f.readPos, f.readLn, f.counted = 0, 0, 0, 0, true
+	f.longHead, f.longPos = nil, 0
 }
 
 // read returns the lines from readPos to the file's last '\n' (to its end when final). ok is
 // false when the file cannot be read (the problem is set).
 func (f *Input) read(final bool) ([]connector.Event, bool) {
+	if f.longPos > 0 {
+		return f.readLong(final)
+	}
 	if f.readPos >= f.size && !final {
 		return nil, true
 	}
@@ -250,13 +264,16 @@ func (f *Input) read(final bool) ([]connector.Event, bool) {
 		}
 		// One line fills the buffer: grow it to read the whole line.
 		if len(f.buf) >= maxFileLine {
-			f.health.Set(fmt.Sprintf("file %q: line %d is longer than %d bytes; the source cannot go past it", f.rel, f.readLn+1, maxFileLine))
-			return nil, false
+			// Too long: read past it, keeping its head for the dead letter.
+			f.longHead = bytes.Clone(f.buf[:longLineHeadBytes])
+			f.longPos = f.readPos + int64(len(f.buf))
+			f.buf = nil
+			return f.readLong(final)
 		}
 		f.buf = make([]byte, 2*len(f.buf))
 	}
-	if len(f.buf) > fileReadChunk && len(chunk) < fileReadChunk/2 {
-		f.buf = nil // done with the long line: the next poll reads with a chunk-sized buffer
+	if len(f.buf) > fileReadChunk {
+		f.buf = nil // done with the long line: the next read takes a chunk-sized buffer
 	}
 	if end < 0 {
 		return nil, true // the line is not complete yet
@@ -270,8 +287,14 @@ func (f *Input) read(final bool) ([]connector.Event, bool) {
 		off += int64(i) + 1
 		f.readLn++
 		chunk = chunk[i+1:]
-		// Blank: nothing to push, but the position moves past it.
-		out = append(out, connector.Event{Payload: line, Skip: len(bytes.TrimSpace(line)) == 0, Line: f.readLn, Offset: off})
+		// Blank: nothing to push, but the position moves past it; blank lines in a row are
+		// one such event (a file of a million blank lines a MiB made 80 MB of them).
+		blank := len(bytes.TrimSpace(line)) == 0
+		if last := len(out) - 1; blank && last >= 0 && out[last].Skip {
+			out[last].Line, out[last].Offset = f.readLn, off
+			continue
+		}
+		out = append(out, connector.Event{Payload: line, Skip: blank, Line: f.readLn, Offset: off})
 	}
 	if synthetic {
 		off--
@@ -279,6 +302,44 @@ func (f *Input) read(final bool) ([]connector.Event, bool) {
 	}
 	f.readPos = off
 	return out, true
+}
+
+// readLong reads on past the line at readPos, longer than maxFileLine, from longPos: at most
+// maxFileLine bytes a poll, in chunks of fileReadChunk, none kept. Once its '\n' is read (or
+// the file's end, when final) the line is one event, undecodable, its first bytes as its
+// payload; until then there are none.
+func (f *Input) readLong(final bool) ([]connector.Event, bool) {
+	f.health.Set(fmt.Sprintf("file %q: line %d is longer than %d bytes: reading past it (%d bytes so far)", f.rel, f.readLn+1, maxFileLine, f.longPos-f.readPos))
+	buf := make([]byte, fileReadChunk)
+	end := int64(-1)
+	for read := 0; read < maxFileLine; {
+		n, err := f.file.ReadAt(buf, f.longPos)
+		if err != nil && err != io.EOF {
+			f.health.Set(fmt.Sprintf("file %q: %v", f.rel, err))
+			return nil, false
+		}
+		if i := bytes.IndexByte(buf[:n], '\n'); i >= 0 {
+			end = f.longPos + int64(i) + 1
+			break
+		}
+		f.longPos += int64(n)
+		read += n
+		if n < len(buf) {
+			if final {
+				end = f.longPos // the last line of a file no longer written
+			}
+			break
+		}
+	}
+	if end < 0 {
+		return nil, true // not at its end yet
+	}
+	f.readLn++
+	ev := connector.Event{Payload: f.longHead, Line: f.readLn, Offset: end,
+		Undecodable: fmt.Errorf("line %d is longer than %d bytes (%d bytes): not read; its first %d bytes are kept", f.readLn, maxFileLine, end-f.readPos, len(f.longHead))}
+	f.readPos, f.longHead, f.longPos = end, nil, 0
+	f.health.Set("")
+	return []connector.Event{ev}, true
 }
 
 // countLines sets f.line to the number of lines before f.pos.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,5 +102,131 @@ func TestInputContract(t *testing.T) {
 	}
 	if err := NewInput("in", dir, "ev.ndjson", discard).Restore([]connector.Position{{Partition: 1, Offset: 3}}, nil); err == nil {
 		t.Error("a position in partition 1 restored without an error")
+	}
+}
+
+// Blank lines in a row are one skipped event, at the last of them (a file of a million blank
+// lines a MiB made a million events a poll): worked by hand, "\n\n\n" is lines 1-3 (bytes
+// 0-2), `{"a":1}` line 4 (bytes 3-10), "\n\n" lines 5-6 (bytes 11-12).
+func TestInputBlankLinesInARow(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "ev.ndjson"), []byte("\n\n\n{\"a\":1}\n\n\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in := NewInput("in", dir, "ev.ndjson", discard)
+	defer in.Stop()
+	if err := in.Restore(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	events, _ := in.Poll()
+	var got []string
+	for _, ev := range events {
+		in.Advance(ev)
+		p := string(ev.Payload)
+		if ev.Skip {
+			p = "-"
+		}
+		got = append(got, p+"@"+strconv.FormatInt(ev.Line, 10)+"/"+strconv.FormatInt(ev.Offset, 10))
+	}
+	if want := []string{"-@3/3", `{"a":1}@4/11`, "-@6/13"}; !slices.Equal(got, want) {
+		t.Errorf("events %v, want %v", got, want)
+	}
+}
+
+// A line longer than maxFileLine is read past, at most maxFileLine bytes a poll, and is one
+// undecodable event with its first longLineHeadBytes; the lines after it follow, and the
+// buffer grown for it is let go. The file is sparse: a line of 20 MiB of zero bytes (line 1,
+// bytes 0 to 20 MiB, its '\n' at 20 MiB), then `{"a":1}` (line 2). Worked by hand: the first
+// poll grows the buffer to 16 MiB (maxFileLine), finds no '\n', and reads on 4 MiB to it:
+// the event of line 1 ends at 20 MiB + 1; the second poll reads line 2.
+func TestInputLineLongerThanTheMost(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ev.ndjson")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const long = 20 << 20
+	if _, err := f.WriteAt([]byte("\n{\"a\":1}\n"), long); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	in := NewInput("in", dir, "ev.ndjson", discard)
+	defer in.Stop()
+	if err := in.Restore(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	events, _ := in.Poll()
+	if len(events) != 1 || events[0].Undecodable == nil || events[0].Line != 1 || events[0].Offset != long+1 || len(events[0].Payload) != longLineHeadBytes {
+		t.Fatalf("first poll: %d events %+v; want line 1 undecodable, ending at %d, with its first %d bytes", len(events), events, long+1, longLineHeadBytes)
+	}
+	in.Advance(events[0])
+	if len(in.buf) > fileReadChunk {
+		t.Errorf("the buffer holds %d bytes after the long line; want at most %d", len(in.buf), fileReadChunk)
+	}
+	if got, _ := lines(t, in); !slices.Equal(got, []string{`{"a":1}@2`}) {
+		t.Errorf("second poll: %v", got)
+	}
+	if st := in.Status(); st.Err != "" || st.Processed != long+9 {
+		t.Errorf("status %+v, want no problem and %d processed", st, long+9)
+	}
+}
+
+// A line longer than maxFileLine still being written is read past as it grows, at most
+// maxFileLine bytes a poll, and never read again from its start: 50 MiB of zero bytes take
+// the first poll (16 MiB in the buffer, 16 MiB more), a second of 16 MiB and a third of 2
+// MiB, and then wait for the line's end.
+func TestInputLongLineReadOnce(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ev.ndjson")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, 50<<20); err != nil {
+		t.Fatal(err)
+	}
+	in := NewInput("in", dir, "ev.ndjson", discard)
+	defer in.Stop()
+	if err := in.Restore(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int64{32 << 20, 48 << 20, 50 << 20, 50 << 20} {
+		if events, _ := in.Poll(); len(events) != 0 || in.longPos != want {
+			t.Fatalf("poll %d: %d events, read up to %d; want none, up to %d", i+1, len(events), in.longPos, want)
+		}
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if events, _ := in.Poll(); len(events) != 1 || events[0].Undecodable == nil || events[0].Offset != 50<<20+1 {
+		t.Fatalf("after its end: %+v", events)
+	}
+}
+
+// The buffer grown for a long line is let go once the line is read, though the same read
+// took the lines after it (a 40 MiB line kept 64 MiB for good in each deployment reading it).
+func TestInputLetsTheLongLineBufferGo(t *testing.T) {
+	dir := t.TempDir()
+	line := `{"pad":"` + strings.Repeat("y", 3<<20) + "\"}\n"
+	if err := os.WriteFile(filepath.Join(dir, "ev.ndjson"), []byte(line+"{\"a\":1}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in := NewInput("in", dir, "ev.ndjson", discard)
+	defer in.Stop()
+	if err := in.Restore(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if events, _ := in.Poll(); len(events) != 2 || len(events[0].Payload) != len(line)-1 {
+		t.Fatalf("%d events, want the long line and the short one", len(events))
+	}
+	if len(in.buf) > fileReadChunk {
+		t.Errorf("the buffer holds %d bytes after the long line; want at most %d", len(in.buf), fileReadChunk)
 	}
 }
