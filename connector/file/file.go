@@ -80,3 +80,29 @@ const (
 	maxPathBytes = 1024
 	maxNameBytes = 255
 )
+
+// openRegular opens rel inside root with flag and perm, and the open file only when it is a
+// regular file: else it is closed and the error is a *notRegularError. The open does not wait
+// for a FIFO's other end (nonBlocking; a FIFO put under the name between a look at it and
+// the open held a deployment, its cancel and the server's shutdown for good), and the check
+// is of the file opened, not of the name.
+func openRegular(root *os.Root, rel string, flag int, perm os.FileMode) (*os.File, error) {
+	file, err := root.OpenFile(rel, flag|nonBlocking, perm)
+	if err != nil {
+		return nil, err
+	}
+	info, err := file.Stat()
+	if err == nil && !info.Mode().IsRegular() {
+		err = &notRegularError{mode: info.Mode().Type()}
+	}
+	if err != nil {
+		file.Close()
+		return nil, err
+	}
+	return file, nil
+}
+
+// notRegularError is openRegular's error for a file that is not a regular one.
+type notRegularError struct{ mode os.FileMode }
+
+func (e *notRegularError) Error() string { return fmt.Sprintf("not a regular file (%s)", e.mode) }

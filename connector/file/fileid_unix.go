@@ -18,3 +18,6 @@ func fileID(info os.FileInfo) []byte {
 	b := binary.BigEndian.AppendUint64(nil, uint64(st.Dev)) // Dev is int32 or uint64, by system
 	return binary.BigEndian.AppendUint64(b, uint64(st.Ino))
 }
+
+// nonBlocking is the open flag that keeps opening a FIFO from waiting for its other end.
+const nonBlocking = syscall.O_NONBLOCK

@@ -130,18 +130,12 @@ func (f *Input) open() *os.File {
 		return nil
 	}
 	defer root.Close()
-	// Stat first: opening a FIFO would block until a writer comes.
-	info, err := root.Stat(f.rel)
-	if err == nil && !info.Mode().IsRegular() {
-		f.health.Set(fmt.Sprintf("%q in the source directory %s is not a regular file (%s): a file source reads a file", f.rel, f.shownDir(), info.Mode().Type()))
-		return nil
-	}
-	var file *os.File
-	if err == nil {
-		file, err = root.Open(f.rel)
-	}
+	file, err := openRegular(root, f.rel, os.O_RDONLY, 0)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+		var nr *notRegularError
+		if errors.As(err, &nr) {
+			f.health.Set(fmt.Sprintf("%q in the source directory %s is not a regular file (%s): a file source reads a file", f.rel, f.shownDir(), nr.mode))
+		} else if errors.Is(err, fs.ErrNotExist) {
 			f.health.Set(fmt.Sprintf("file %q does not exist (yet) in the source directory %s", f.rel, f.shownDir()))
 		} else if strings.Contains(err.Error(), "path escapes from parent") { // os.Root's error
 			f.health.Set(fmt.Sprintf("%q leads out of the source directory %s (through a symbolic link): a file source reads only inside it", f.rel, f.shownDir()))

@@ -120,7 +120,7 @@ func (f *Output) restore(size int64, ok bool) error {
 	if !ok || info.Size() <= size {
 		return nil
 	}
-	file, err := root.OpenFile(f.rel, os.O_WRONLY, 0)
+	file, err := openRegular(root, f.rel, os.O_WRONLY, 0)
 	if err == nil {
 		err = errors.Join(file.Truncate(size), file.Close())
 	}
@@ -155,12 +155,16 @@ func (f *Output) write() error {
 			return err
 		}
 	}
-	// Stat first: opening a FIFO to write would block until a reader comes.
+	// Stat first, for the error's words; the open checks the file it opens.
 	if _, err := f.stat(root); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	file, err := root.OpenFile(f.rel, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
+	file, err := openRegular(root, f.rel, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
 	if err != nil {
+		var nr *notRegularError
+		if errors.As(err, &nr) {
+			return fmt.Errorf("%q in the sink directory is not a regular file (%s): a file sink writes a file", f.rel, nr.mode)
+		}
 		return err
 	}
 	_, err = file.Write(f.pending)
