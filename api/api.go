@@ -286,6 +286,7 @@ func New(cfg Config) (*Handler, error) {
 		testMaxState:   cfg.TestMaxState,
 		testCasesMax:   cfg.TestCasesMaxBytes,
 		deployTests:    limiter.deploying,
+		compiles:       newCompileGate(cfg.RateLimits.MaxConcurrentValidations),
 
 		runtime:            cfg.Runtime,
 		streamsDone:        make(chan struct{}),
@@ -341,10 +342,12 @@ type handlers struct {
 	// deployTests are the places where deploys' saved test cases run (rateLimiter.deploying;
 	// nil: no bound), beside the test runs.
 	deployTests *places
-	store       store.Store
-	nodes       *nodes.Registry
-	maxBody     int64
-	metrics     *prometheus.Registry
+	// compiles are the places of graphs being validated (compileGate; nil: no bound).
+	compiles *compileGate
+	store    store.Store
+	nodes    *nodes.Registry
+	maxBody  int64
+	metrics  *prometheus.Registry
 
 	testMaxRecords int
 	testMaxBytes   int64

@@ -68,7 +68,10 @@ func (h *handlers) registerNodeTest(hapi huma.API) {
 }
 
 func (h *handlers) testNode(ctx context.Context, in *nodeTestInput) (*nodeTestOutput, error) {
-	s, v := h.validate(in.Body.Graph)
+	s, v, err := h.validate(ctx, in.Body.Graph)
+	if err != nil {
+		return nil, err
+	}
 	id := in.Body.NodeID
 	if s == nil {
 		return nil, hasErrors(v, "the graph is not a scenario")

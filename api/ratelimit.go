@@ -65,6 +65,9 @@ const (
 	DefaultTestBurst = 20
 	// DefaultMaxConcurrentTests is how many test runs the server runs at once.
 	DefaultMaxConcurrentTests = 4
+	// DefaultMaxConcurrentValidations is how many graphs the server validates at once
+	// (compileGate).
+	DefaultMaxConcurrentValidations = 4
 	// DefaultMaxStreams is how many server-sent event streams (counts and results) the
 	// server serves at once, and DefaultMaxStreamsPerClient how many of them one identity
 	// (or client address) holds: a stream is a connection and two goroutines, and a
@@ -127,6 +130,10 @@ type RateLimits struct {
 	// them (at least 1) for one identity (rateKey); more are answered 503 test-runs-busy.
 	// Deploys run their saved test cases beside them, as many at once, one an identity.
 	MaxConcurrentTests int
+	// MaxConcurrentValidations is how many graphs are validated (compiled) at once, over all
+	// identities, half of them (at least 1) for one identity; more wait, up to 10 s, and
+	// are then answered 503 requests-busy (compileGate). 0: no bound.
+	MaxConcurrentValidations int
 	// MaxStreams is how many server-sent event streams are open at once, over all
 	// identities; more are answered 503 streams-busy. MaxStreamsPerClient is how many one
 	// identity (rateKey) holds; more are answered 429 too-many-streams. 0: no bound.
@@ -168,7 +175,7 @@ type RateLimits struct {
 // DefaultRateLimits returns the defaults.
 func DefaultRateLimits() RateLimits {
 	return RateLimits{IngestRate: DefaultIngestRate, IngestBurst: DefaultIngestBurst,
-		TestRate: DefaultTestRate, TestBurst: DefaultTestBurst, MaxConcurrentTests: DefaultMaxConcurrentTests,
+		TestRate: DefaultTestRate, TestBurst: DefaultTestBurst, MaxConcurrentTests: DefaultMaxConcurrentTests, MaxConcurrentValidations: DefaultMaxConcurrentValidations,
 		MaxStreams: DefaultMaxStreams, MaxStreamsPerClient: DefaultMaxStreamsPerClient, IngestBodyBytes: DefaultIngestBodyBytes,
 		RequestBodyBytes: DefaultRequestBodyBytes, MinBodyRate: DefaultMinBodyRate, BodyRateGrace: DefaultBodyRateGrace,
 		MaxBodiesPerClient: DefaultMaxBodiesPerClient, WriteRate: DefaultWriteRate, WriteBurst: DefaultWriteBurst,

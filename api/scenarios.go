@@ -240,7 +240,7 @@ func (h *handlers) createScenario(ctx context.Context, in *createScenarioInput) 
 	if err != nil {
 		return nil, err
 	}
-	if err := h.checkStorable(s); err != nil {
+	if err := h.checkStorable(ctx, s); err != nil {
 		return nil, err
 	}
 	v, err := h.store.CreateScenario(ctx, in.Body.Name, store.Draft{

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/scenario-server/scenario-server/scenario"
@@ -12,8 +13,12 @@ import (
 // expression past the compile limits. Opening, validating or deploying such a graph later
 // would cost the server more than it allows, so it is never stored. Other errors (a type
 // error, a missing edge) are saved: a draft need not be valid.
-func (h *handlers) checkStorable(s *scenario.Scenario) error {
-	if limits := h.nodes.Validate(s).LimitErrors(); len(limits) > 0 {
+func (h *handlers) checkStorable(ctx context.Context, s *scenario.Scenario) error {
+	v, err := h.validateScenario(ctx, s)
+	if err != nil {
+		return err
+	}
+	if limits := v.LimitErrors(); len(limits) > 0 {
 		return exceedsLimits(limits)
 	}
 	return nil

@@ -236,7 +236,10 @@ func (h *handlers) testRun(ctx context.Context, g Graph, name, records string, p
 		return nil, problemf(http.StatusRequestEntityTooLarge, CodeTooManyRecords,
 			"the records are %d non-blank lines; a test run takes at most %d (the server's test record limit, --test-max-records)", n, h.testMaxRecords)
 	}
-	s, v := h.validate(g)
+	s, v, err := h.validate(ctx, g)
+	if err != nil {
+		return nil, err
+	}
 	if !v.OK() {
 		return nil, hasErrors(v, "the graph has validation errors; it cannot run")
 	}

@@ -83,12 +83,14 @@ func validationOut(v *nodes.Validation) ValidationResult {
 	return out
 }
 
-// validate decodes and validates a graph. The scenario is nil when the graph does not
-// decode; the validation's errors then are the decoding problems.
-func (h *handlers) validate(g Graph) (*scenario.Scenario, *nodes.Validation) {
+// validate decodes and validates a graph, in a place of h.compiles. The scenario is nil when
+// the graph does not decode; the validation's errors then are the decoding problems. err is
+// the 503 requests-busy answer when no place came.
+func (h *handlers) validate(ctx context.Context, g Graph) (*scenario.Scenario, *nodes.Validation, error) {
 	s, err := scenario.Decode(g)
 	if err == nil {
-		return s, h.nodes.Validate(s)
+		v, err := h.validateScenario(ctx, s)
+		return s, v, err
 	}
 	res := scenario.NewResult()
 	var de *scenario.DecodeError
@@ -97,7 +99,18 @@ func (h *handlers) validate(g Graph) (*scenario.Scenario, *nodes.Validation) {
 	} else {
 		res.Errors = append(res.Errors, scenario.Problem{Code: scenario.CodeInvalidJSON, Message: err.Error()})
 	}
-	return nil, &nodes.Validation{Result: res, Variables: map[string]expression.TypeEnv{}}
+	return nil, &nodes.Validation{Result: res, Variables: map[string]expression.TypeEnv{}}, nil
+}
+
+// validateScenario validates s in a place of h.compiles (compileGate); err is the 503
+// requests-busy answer when no place came.
+func (h *handlers) validateScenario(ctx context.Context, s *scenario.Scenario) (*nodes.Validation, error) {
+	release, err := h.compiles.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return h.nodes.Validate(s), nil
 }
 
 // GraphToValidate is an unsaved graph to validate.
@@ -183,7 +196,10 @@ func (h *handlers) registerValidation(hapi huma.API) {
 		Tags:        []string{tagValidation},
 		Errors:      bodyErrors,
 	}, func(ctx context.Context, in *validateGraphInput) (*validationOutput, error) {
-		_, v := h.validate(in.Body.Graph)
+		_, v, err := h.validate(ctx, in.Body.Graph)
+		if err != nil {
+			return nil, err
+		}
 		return &validationOutput{Body: validationOut(v)}, nil
 	})
 
@@ -200,7 +216,10 @@ func (h *handlers) registerValidation(hapi huma.API) {
 		if err != nil {
 			return nil, err
 		}
-		_, res := h.validate(Graph(v.Graph))
+		_, res, err := h.validate(ctx, Graph(v.Graph))
+		if err != nil {
+			return nil, err
+		}
 		return &validationOutput{Body: validationOut(res)}, nil
 	})
 
@@ -226,7 +245,10 @@ func (h *handlers) registerValidation(hapi huma.API) {
 }
 
 func (h *handlers) validateNode(ctx context.Context, in *validateNodeInput) (*validateNodeOutput, error) {
-	s, v := h.validate(in.Body.Graph)
+	s, v, err := h.validate(ctx, in.Body.Graph)
+	if err != nil {
+		return nil, err
+	}
 	id := in.Body.NodeID
 	if s != nil && s.Node(id) == nil {
 		return nil, problemf(http.StatusUnprocessableEntity, CodeUnknownNode, "the graph has no node %q", id)
@@ -251,7 +273,10 @@ func (h *handlers) validateNode(ctx context.Context, in *validateNodeInput) (*va
 }
 
 func (h *handlers) suggest(ctx context.Context, in *suggestInput) (*suggestOutput, error) {
-	s, v := h.validate(in.Body.Graph)
+	s, v, err := h.validate(ctx, in.Body.Graph)
+	if err != nil {
+		return nil, err
+	}
 	id := in.Body.NodeID
 	if s != nil && s.Node(id) == nil {
 		return nil, problemf(http.StatusUnprocessableEntity, CodeUnknownNode, "the graph has no node %q", id)

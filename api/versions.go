@@ -187,7 +187,7 @@ func (h *handlers) saveVersion(ctx context.Context, in *saveVersionInput) (*vers
 	if err != nil {
 		return nil, err
 	}
-	if err := h.checkStorable(s); err != nil {
+	if err := h.checkStorable(ctx, s); err != nil {
 		return nil, err
 	}
 	v, err := h.store.SaveVersion(ctx, in.Name, in.Body.BaseVersion, store.Draft{
@@ -261,7 +261,10 @@ func (h *handlers) importScenario(ctx context.Context, in *importInput) (*import
 	if err != nil {
 		return nil, err
 	}
-	validation := h.nodes.Validate(s)
+	validation, err := h.validateScenario(ctx, s)
+	if err != nil {
+		return nil, err
+	}
 	if limits := validation.LimitErrors(); len(limits) > 0 {
 		return nil, exceedsLimits(limits)
 	}

@@ -704,20 +704,21 @@ const (
 // guardConfig is the browser checks (api.BrowserConfig), the proxies trusted to name the
 // client, and the rate limits (api.RateLimits), as the flags give them.
 type guardConfig struct {
-	publicURL    string
-	allowedHosts string
-	proxies      string
-	ingestRate   float64
-	ingestBurst  int
-	testRate     float64
-	testBurst    int
-	maxTests     int
-	maxStreams   int
-	perClient    int
-	ingestBytes  int64
-	requestBytes int64
-	minBodyRate  int64
-	bodiesPer    int
+	publicURL      string
+	allowedHosts   string
+	proxies        string
+	ingestRate     float64
+	ingestBurst    int
+	testRate       float64
+	testBurst      int
+	maxTests       int
+	maxValidations int
+	maxStreams     int
+	perClient      int
+	ingestBytes    int64
+	requestBytes   int64
+	minBodyRate    int64
+	bodiesPer      int
 	// writeRate, writeBurst, writeBytesRate and writeBytesBurst: api.RateLimits' Write*.
 	writeRate       float64
 	writeBurst      int
@@ -744,7 +745,7 @@ func defaultGuard() guardConfig {
 		requestBytes = max(min(requestBytes, m/320), 1)
 	}
 	return guardConfig{ingestRate: d.IngestRate, ingestBurst: d.IngestBurst, testRate: d.TestRate,
-		testBurst: d.TestBurst, maxTests: d.MaxConcurrentTests, maxStreams: d.MaxStreams,
+		testBurst: d.TestBurst, maxTests: d.MaxConcurrentTests, maxValidations: d.MaxConcurrentValidations, maxStreams: d.MaxStreams,
 		perClient: d.MaxStreamsPerClient, ingestBytes: ingestBytes, requestBytes: requestBytes,
 		minBodyRate: d.MinBodyRate, bodiesPer: d.MaxBodiesPerClient, writeRate: d.WriteRate, writeBurst: d.WriteBurst,
 		writeBytesRate: d.WriteBytesRate, writeBytesBurst: d.WriteBytesBurst}
@@ -766,6 +767,8 @@ func (g *guardConfig) register(fs *flag.FlagSet, getenv func(string) string) {
 	fs.IntVar(&g.testBurst, "test-burst", d.testBurst, "an identity may start `n` test runs at once before -test-rate applies")
 	fs.IntVar(&g.maxTests, "max-concurrent-tests", d.maxTests,
 		"the server runs at most `n` test runs at once, half of them (at least 1) for one identity or client address; more are answered 503 test-runs-busy; deploys run their saved test cases beside them, as many at once, one for an identity (0: no bound)")
+	fs.IntVar(&g.maxValidations, "max-concurrent-validations", d.maxValidations,
+		"the server validates at most `n` graphs at once (validations, saves, imports, test runs, node tests, suggestions), half of them (at least 1) for one identity or client address; more wait up to 10 s, then are answered 503 requests-busy (0: no bound)")
 	fs.IntVar(&g.maxStreams, "max-streams", d.maxStreams,
 		"the server serves at most `n` server-sent event streams (counts and results) at once; more are answered 503 streams-busy (0: no bound)")
 	fs.IntVar(&g.perClient, "max-streams-per-client", d.perClient,
@@ -797,10 +800,10 @@ func (g *guardConfig) validate() error {
 	if _, err := g.trustedProxies(); err != nil {
 		return err
 	}
-	if g.ingestRate < 0 || g.ingestBurst < 0 || g.testRate < 0 || g.testBurst < 0 || g.maxTests < 0 ||
+	if g.ingestRate < 0 || g.ingestBurst < 0 || g.testRate < 0 || g.testBurst < 0 || g.maxTests < 0 || g.maxValidations < 0 ||
 		g.maxStreams < 0 || g.perClient < 0 || g.ingestBytes < 0 || g.requestBytes < 0 || g.minBodyRate < 0 || g.bodiesPer < 0 ||
 		g.writeRate < 0 || g.writeBurst < 0 || g.writeBytesRate < 0 || g.writeBytesBurst < 0 {
-		return fmt.Errorf("%w: --ingest-rate, --ingest-burst, --test-rate, --test-burst, --max-concurrent-tests, --max-streams, --max-streams-per-client, --ingest-body-bytes, --request-body-bytes, --min-body-rate, --max-bodies-per-client, --write-rate, --write-burst, --write-bytes-rate and --write-bytes-burst must not be negative", errUsage)
+		return fmt.Errorf("%w: --ingest-rate, --ingest-burst, --test-rate, --test-burst, --max-concurrent-tests, --max-concurrent-validations, --max-streams, --max-streams-per-client, --ingest-body-bytes, --request-body-bytes, --min-body-rate, --max-bodies-per-client, --write-rate, --write-burst, --write-bytes-rate and --write-bytes-burst must not be negative", errUsage)
 	}
 	return nil
 }
@@ -829,7 +832,7 @@ func (g *guardConfig) browser() api.BrowserConfig {
 
 func (g *guardConfig) rateLimits() api.RateLimits {
 	return api.RateLimits{IngestRate: g.ingestRate, IngestBurst: g.ingestBurst, TestRate: g.testRate,
-		TestBurst: g.testBurst, MaxConcurrentTests: g.maxTests, MaxStreams: g.maxStreams,
+		TestBurst: g.testBurst, MaxConcurrentTests: g.maxTests, MaxConcurrentValidations: g.maxValidations, MaxStreams: g.maxStreams,
 		MaxStreamsPerClient: g.perClient, IngestBodyBytes: g.ingestBytes, RequestBodyBytes: g.requestBytes,
 		MinBodyRate: g.minBodyRate, BodyRateGrace: api.DefaultBodyRateGrace, MaxBodiesPerClient: g.bodiesPer,
 		WriteRate: g.writeRate, WriteBurst: g.writeBurst, WriteBytesRate: g.writeBytesRate, WriteBytesBurst: g.writeBytesBurst}
