@@ -50,15 +50,20 @@ func (h *handlers) registerHealth(hapi huma.API) {
 	// At most MetricsScrapesInFlight scrapes at once, the others 503 at once: one scrape of
 	// 200 deployed scenarios of 500 nodes (501,116 series) is 264 MB and 5 CPU-seconds, and 12
 	// at once passed 4 GB (round 14).
+	// And one a client (identity or address), so that a client scraping in a loop, twice at
+	// once, does not keep the monitoring's scrapes out (round 26: 14 of 15 refused).
 	metrics := promhttp.HandlerFor(h.metrics, promhttp.HandlerOpts{MaxRequestsInFlight: MetricsScrapesInFlight})
+	scrapes := &places{perClient: 1, byKey: map[string]int{}, clientFull: func() *ProblemDetails {
+		return problemf(http.StatusTooManyRequests, CodeRateLimited, "you have a /metrics scrape running, as many as one client has at once; retry when it has ended")
+	}}
 	register(hapi, h, huma.Operation{
 		OperationID: "metrics",
 		Method:      http.MethodGet,
 		Path:        "/metrics",
 		Summary:     "Prometheus metrics",
-		Description: "Metrics in the Prometheus text format: HTTP requests by route pattern and status (scenario_server_http_requests_total), their durations (scenario_server_http_request_duration_seconds), and the Go runtime and process. At most 2 scrapes run at once; another is answered 503 at once.",
+		Description: "Metrics in the Prometheus text format: HTTP requests by route pattern and status (scenario_server_http_requests_total), their durations (scenario_server_http_request_duration_seconds), and the Go runtime and process. At most 2 scrapes run at once, another answered 503 at once, and 1 of one identity (or client address), another answered 429.",
 		Tags:        []string{tagOperations},
-		Errors:      []int{http.StatusServiceUnavailable},
+		Errors:      []int{http.StatusTooManyRequests, http.StatusServiceUnavailable},
 		Responses: map[string]*huma.Response{"200": {
 			Description: "Metrics in the Prometheus exposition format.",
 			Content:     map[string]*huma.MediaType{"text/plain": {Schema: &huma.Schema{Type: huma.TypeString}}},
@@ -66,7 +71,7 @@ func (h *handlers) registerHealth(hapi huma.API) {
 	}, func(context.Context, *struct{}) (*huma.StreamResponse, error) {
 		return &huma.StreamResponse{Body: func(ctx huma.Context) {
 			r, w := humachi.Unwrap(ctx)
-			metrics.ServeHTTP(w, r)
+			scrapes.serve(w, r, "1", func() { metrics.ServeHTTP(w, r) })
 		}}, nil
 	})
 }
