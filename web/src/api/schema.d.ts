@@ -819,7 +819,7 @@ export interface paths {
         };
         /**
          * Prometheus metrics
-         * @description Metrics in the Prometheus text format: HTTP requests by route pattern and status (scenario_server_http_requests_total), their durations (scenario_server_http_request_duration_seconds), and the Go runtime and process. At most 2 scrapes run at once; another is answered 503 at once.
+         * @description Metrics in the Prometheus text format: HTTP requests by route pattern and status (scenario_server_http_requests_total), their durations (scenario_server_http_request_duration_seconds), and the Go runtime and process. At most 2 scrapes run at once, another answered 503 at once, and 1 of one identity (or client address), another answered 429.
          */
         get: operations["metrics"];
         put?: never;
@@ -5579,6 +5579,15 @@ export interface operations {
                 };
                 content: {
                     "text/plain": string;
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
             /** @description Internal Server Error */
