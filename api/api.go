@@ -216,7 +216,8 @@ func New(cfg Config) (*Handler, error) {
 	r.Use(guard.browserSafety)
 	r.Use(recoverProblem)
 	r.Use(authenticate(cfg.Authenticator))
-	r.Use((&auditor{store: cfg.Store, now: time.Now, refusals: newBuckets(auditRefusalRate, auditRefusalBurst)}).auditRoutes(r))
+	r.Use((&auditor{store: cfg.Store, now: time.Now, refusals: newBuckets(auditRefusalRate, auditRefusalBurst),
+		reads: newBuckets(auditReadRate, auditReadBurst)}).auditRoutes(r))
 	r.Use(requireRoles(r))
 	// HEAD is answered as GET without the body (curl -I, load balancers' probes), on every
 	// GET route: requireRoles and the audit treat a HEAD as its GET (its role, its entry).
