@@ -113,11 +113,7 @@ func TestInputBlankLinesInARow(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ev.ndjson"), []byte("\n\n\n{\"a\":1}\n\n\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	in := NewInput("in", dir, "ev.ndjson", discard)
-	defer in.Stop()
-	if err := in.Restore(nil, nil); err != nil {
-		t.Fatal(err)
-	}
+	in := newInput(t, dir)
 	events, _ := in.Poll()
 	var got []string
 	for _, ev := range events {
@@ -153,11 +149,7 @@ func TestInputLineLongerThanTheMost(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	in := NewInput("in", dir, "ev.ndjson", discard)
-	defer in.Stop()
-	if err := in.Restore(nil, nil); err != nil {
-		t.Fatal(err)
-	}
+	in := newInput(t, dir)
 	events, _ := in.Poll()
 	if len(events) != 1 || events[0].Undecodable == nil || events[0].Line != 1 || events[0].Offset != long+1 || len(events[0].Payload) != longLineHeadBytes {
 		t.Fatalf("first poll: %d events %+v; want line 1 undecodable, ending at %d, with its first %d bytes", len(events), events, long+1, longLineHeadBytes)
@@ -187,11 +179,7 @@ func TestInputLongLineReadOnce(t *testing.T) {
 	if err := os.Truncate(path, 50<<20); err != nil {
 		t.Fatal(err)
 	}
-	in := NewInput("in", dir, "ev.ndjson", discard)
-	defer in.Stop()
-	if err := in.Restore(nil, nil); err != nil {
-		t.Fatal(err)
-	}
+	in := newInput(t, dir)
 	for i, want := range []int64{32 << 20, 48 << 20, 50 << 20, 50 << 20} {
 		if events, _ := in.Poll(); len(events) != 0 || in.longPos != want {
 			t.Fatalf("poll %d: %d events, read up to %d; want none, up to %d", i+1, len(events), in.longPos, want)
@@ -218,15 +206,22 @@ func TestInputLetsTheLongLineBufferGo(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ev.ndjson"), []byte(line+"{\"a\":1}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	in := NewInput("in", dir, "ev.ndjson", discard)
-	defer in.Stop()
-	if err := in.Restore(nil, nil); err != nil {
-		t.Fatal(err)
-	}
+	in := newInput(t, dir)
 	if events, _ := in.Poll(); len(events) != 2 || len(events[0].Payload) != len(line)-1 {
 		t.Fatalf("%d events, want the long line and the short one", len(events))
 	}
 	if len(in.buf) > fileReadChunk {
 		t.Errorf("the buffer holds %d bytes after the long line; want at most %d", len(in.buf), fileReadChunk)
 	}
+}
+
+// newInput is the Input of ev.ndjson in dir, restored at the file's start.
+func newInput(t *testing.T, dir string) *Input {
+	t.Helper()
+	in := NewInput("in", dir, "ev.ndjson", discard)
+	t.Cleanup(in.Stop)
+	if err := in.Restore(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	return in
 }
