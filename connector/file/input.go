@@ -304,7 +304,13 @@ func (f *Input) read(final bool) ([]connector.Event, bool) {
 // payload; until then there are none.
 func (f *Input) readLong(final bool) ([]connector.Event, bool) {
 	f.health.Set(fmt.Sprintf("file %q: line %d is longer than %d bytes: reading past it (%d bytes so far)", f.rel, f.readLn+1, maxFileLine, f.longPos-f.readPos))
-	buf := make([]byte, fileReadChunk)
+	if f.longPos >= f.size && !final {
+		return nil, true // nothing new
+	}
+	if len(f.buf) < fileReadChunk {
+		f.buf = make([]byte, fileReadChunk)
+	}
+	buf := f.buf[:fileReadChunk]
 	end := int64(-1)
 	for read := 0; read < maxFileLine; {
 		// A sparse file's hole is zeros: skipped, not read (a line of 100 GB of them read
