@@ -182,8 +182,9 @@ type auditor struct {
 	named map[string]time.Time
 }
 
-// maxNamedReads bounds auditor.named; past it, the entries older than auditFoldWindow are
-// forgotten, and while it stays full a read is taken as new.
+// maxNamedReads bounds auditor.named; when it is full it is forgotten whole (once each
+// maxNamedReads entries, not a scan of it each read): a read forgotten so takes a token of
+// reads again, and at worst is recorded without its scenario.
 const maxNamedReads = 100_000
 
 // New entries of folded actions naming a scenario, per identity: a burst of
@@ -266,14 +267,7 @@ func (a *auditor) remember(e store.AuditEntry, at time.Time) {
 		a.named = map[string]time.Time{}
 	}
 	if len(a.named) >= maxNamedReads {
-		for k, at := range a.named {
-			if at.Before(e.Time.Add(-auditFoldWindow)) {
-				delete(a.named, k)
-			}
-		}
-		if len(a.named) >= maxNamedReads {
-			return
-		}
+		clear(a.named)
 	}
 	a.named[foldKey(e)] = at
 }
