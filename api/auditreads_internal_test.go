@@ -6,9 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scenario-server/scenario-server/auth"
 	"github.com/scenario-server/scenario-server/store"
-	"github.com/scenario-server/scenario-server/store/sqlite"
 )
 
 // The reads of many scenarios' results by one identity name at most auditReadBurst scenarios
@@ -18,16 +16,9 @@ import (
 // folds into those entries (taking no token: a poller of one scenario keeps its name), so
 // 121 entries in all. Ben's reads have their own tokens.
 func TestAuditReadsOfManyScenarios(t *testing.T) {
-	st, err := sqlite.Open(context.Background(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := sqliteStoreOf(t)
 	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
 	a := &auditor{store: st, now: func() time.Time { return now }, reads: newBuckets(auditReadRate, auditReadBurst)}
-	as := func(subject string) context.Context {
-		return auth.WithIdentity(context.Background(), auth.Identity{Method: auth.MethodToken, Subject: subject, Name: subject})
-	}
 	for range 2 {
 		for i := range 125 {
 			a.audit(as("ann"), "results.read", fmt.Sprintf("s%03d", i), 0, "ok")

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -9,8 +8,6 @@ import (
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
-
-	"github.com/scenario-server/scenario-server/auth"
 )
 
 // The compile gate, worked by hand for 4 places, 2 an identity: a's third request waits for
@@ -19,9 +16,6 @@ import (
 // one; a place given back serves a waiting request; the gate forgets identities that have
 // nothing in it.
 func TestCompileGate(t *testing.T) {
-	as := func(subject string) context.Context {
-		return auth.WithIdentity(context.Background(), auth.Identity{Method: auth.MethodToken, Subject: subject})
-	}
 	busy := func(err error, want string) {
 		t.Helper()
 		var p *ProblemDetails

@@ -8,20 +8,13 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/scenario-server/scenario-server/auth"
-	"github.com/scenario-server/scenario-server/store/sqlite"
 )
 
 // The routes that validate a graph take a place of the compile gate: with every place held
 // (by two other identities), each waits and is answered 503 requests-busy with Retry-After 1,
 // nothing done (no scenario created); with the places given back, each is served.
 func TestCompileGateRoutes(t *testing.T) {
-	st, err := sqlite.Open(context.Background(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := sqliteStoreOf(t)
 	h, err := New(Config{Store: st, RateLimits: RateLimits{MaxConcurrentValidations: 4}})
 	if err != nil {
 		t.Fatal(err)
@@ -32,7 +25,7 @@ func TestCompileGateRoutes(t *testing.T) {
 	gate.wait = 100 * time.Millisecond
 	var releases []func()
 	for _, who := range []string{"x", "x", "y", "y"} {
-		release, err := gate.enter(auth.WithIdentity(context.Background(), auth.Identity{Method: auth.MethodToken, Subject: who}))
+		release, err := gate.enter(as(who))
 		if err != nil {
 			t.Fatal(err)
 		}
