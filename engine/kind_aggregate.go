@@ -648,8 +648,9 @@ func (a *aggregator) restoreState(_ *Engine, r *slices.Reader) error {
 }
 
 // inputs evaluates the aggregate's groupBy and aggregateBy expressions for ev into keyBuf
-// and inBuf; false when one failed (reported), or the state passed its budget before. src, when not nil, is the source that feeds
-// the aggregate (source.wire), where each expression's one field of #input is read.
+// and inBuf; false when one failed (reported), or the state passed its budget before. src,
+// when not nil, is the source that feeds the aggregate (source.wire), where each
+// expression's one field of #input is read.
 func (a *aggregator) inputs(e *Engine, src *source, ev *event) bool {
 	if e.stateErr != nil {
 		// Past the state budget the run ends (the caller stops it): the other branches of

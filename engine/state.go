@@ -152,7 +152,8 @@ type stateWatcher struct {
 // of a million items), more than the looks between events bound. The state at the last look,
 // what was reserved since, and bytes must fit Options.MaxStateBytes, and with the others'
 // state the shared budget. When they do not, the state is looked at again (what was reserved
-// may not have been kept, and windows may have closed since), and then the state and bytes
+// may not have been kept, and windows may have closed since: a look, once, as the run ends
+// when it still does not fit), and then the state and bytes
 // must fit; else the engine's state error is set (it takes no more input, as after a look
 // past the budget) and returned, and the operator refuses the event without taking the bytes.
 func (e *Engine) reserveState(node string, bytes int64) error {
@@ -161,7 +162,7 @@ func (e *Engine) reserveState(node string, bytes int64) error {
 		return nil
 	}
 	err := w.fits(node, bytes)
-	if err != nil && w.reserved > 0 {
+	if err != nil {
 		now, _ := e.StateBytes()
 		w.last, w.reserved = now, 0
 		if w.Shared != nil {
