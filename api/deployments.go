@@ -464,7 +464,10 @@ func runtimeError(ctx context.Context, err error, name string, version int) erro
 	var badEvent *deploy.InvalidEventError
 	var inUse *deploy.SinkPathInUseError
 	var tooMany *deploy.TooManyDeploymentsError
+	var stopping *deploy.StillStoppingError
 	switch {
+	case errors.As(err, &stopping):
+		return newProblem(http.StatusConflict, CodeDeploymentActive, stopping.Error())
 	case errors.As(err, &tooMany):
 		return newProblem(http.StatusConflict, CodeTooManyDeployments, tooMany.Error())
 	case errors.As(err, &invalid):

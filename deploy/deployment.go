@@ -80,9 +80,12 @@ type deployment struct {
 	events   int64
 	event    atomic.Int64
 	stopOnce sync.Once
-	done     chan struct{} // closed when run returns
-	started  chan struct{} // closed once restored (or failed)
-	wake     chan struct{} // an Ingest appended events
+	// stopAsked is when a stop that gave up on it asked it to stop (Runtime.stopAndWait;
+	// under the runtime's mu).
+	stopAsked time.Time
+	done      chan struct{} // closed when run returns
+	started   chan struct{} // closed once restored (or failed)
+	wake      chan struct{} // an Ingest appended events
 
 	live atomic.Pointer[Live]
 

@@ -21,6 +21,30 @@ var ErrUnknownSource = errors.New("no such HTTP source")
 // accepts no events. The API answers 503; clients retry once the server is back.
 var ErrClosed = errors.New("the runtime is shutting down")
 
+// ErrStillStopping is what a *StillStoppingError matches with errors.Is.
+var ErrStillStopping = errors.New("a deployment of the scenario has not stopped")
+
+// StillStoppingError is Deploy's error while a deployment of the scenario that a cancel or a
+// redeploy gave up waiting for (Config.StopWait) has not returned from the call it is blocked
+// in: it is CANCELED in the store and fenced off (nothing it commits counts), but it may
+// still write to its sinks, so the scenario is not deployed again until it returns. The API
+// answers 409 deployment-active.
+type StillStoppingError struct {
+	Scenario   string
+	Deployment int64
+	// Asked is when it was asked to stop; Wait how long the stop waited.
+	Asked time.Time
+	Wait  time.Duration
+}
+
+func (e *StillStoppingError) Error() string {
+	return fmt.Sprintf("deployment %d of %q has not stopped: asked to stop at %s, it is still blocked in a call that no stop interrupts (a sink's write, a source's read) %v later; it is canceled and nothing it commits counts; deploy %q once it has returned",
+		e.Deployment, e.Scenario, e.Asked.UTC().Format(time.RFC3339), e.Wait, e.Scenario)
+}
+
+// Is reports whether target is ErrStillStopping.
+func (e *StillStoppingError) Is(target error) bool { return target == ErrStillStopping }
+
 // ErrInvalidVersion is what an *InvalidVersionError matches with errors.Is.
 var ErrInvalidVersion = errors.New("version cannot be deployed")
 

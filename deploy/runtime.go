@@ -92,6 +92,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -230,6 +231,12 @@ type Config struct {
 	// healthy again (store.Store.EndRun): the count of unclean stops starts over. A clean
 	// stop starts it over too. 0 means DefaultHealthyAfter.
 	HealthyAfter time.Duration
+	// StopWait is how long Cancel, a Deploy that replaces a running version and Shutdown
+	// (past its context) wait for a deployment asked to stop, its final checkpoint included,
+	// before they give up on it: one blocked in a call that no stop interrupts (a stdout
+	// sink's write to a standard output nobody reads, a file on a hung network filesystem).
+	// 0 means DefaultStopWait. See Cancel.
+	StopWait time.Duration
 }
 
 // Defaults of the ownership and crash-loop settings of Config.
@@ -238,6 +245,9 @@ const (
 	DefaultLeaseTTL       = 15 * time.Second
 	DefaultCrashLoopLimit = 3
 	DefaultHealthyAfter   = time.Minute
+	// DefaultStopWait covers a stop's grace for the event in progress (2 s) and its final
+	// checkpoint (at most 10 s), with some to spare.
+	DefaultStopWait = 15 * time.Second
 )
 
 // PausedReason is the reason a deployment not resumed by a Start with Config.NoResume gets.
@@ -273,9 +283,13 @@ type Runtime struct {
 	// pending holds, by scenario name, the deployment a Deploy is starting (from before it
 	// stops the running one until it returns), so that its file sinks count as in use.
 	pending map[string]*deployment
-	locks   map[string]*sync.Mutex // serialize Deploy and Cancel per scenario
-	closed  bool
-	running sync.WaitGroup
+	// stopping holds, by scenario name, a deployment that Cancel or Deploy gave up waiting
+	// for (Config.StopWait): ended in the store and fenced off, its goroutine not returned.
+	// The scenario is not deployed again, nor its files taken, until it returns.
+	stopping map[string]*deployment
+	locks    map[string]*sync.Mutex // serialize Deploy and Cancel per scenario
+	closed   bool
+	running  sync.WaitGroup
 	// The retention loop: stopped by closing pruneStop; pruneDone closes when it returns.
 	pruneStop, pruneDone chan struct{}
 	// The lease renewal loop: stopped by closing leaseStop; leaseDone closes when it returns.
@@ -331,6 +345,9 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.HealthyAfter <= 0 {
 		cfg.HealthyAfter = DefaultHealthyAfter
 	}
+	if cfg.StopWait <= 0 {
+		cfg.StopWait = DefaultStopWait
+	}
 	kafkaConn, err := kafka.NewConn(cfg.KafkaBrokers, cfg.Kafka, cfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("deploy: %w", err)
@@ -346,7 +363,7 @@ func New(cfg Config) (*Runtime, error) {
 	if schemas != nil {
 		reg = reg.WithSourceSchemas(kafka.SourceSchemas{Registry: schemas})
 	}
-	r := &Runtime{cfg: cfg, kafka: kafkaConn, schemas: schemas, nodes: reg, log: cfg.Logger, active: map[string]*deployment{}, pending: map[string]*deployment{}, locks: map[string]*sync.Mutex{}}
+	r := &Runtime{cfg: cfg, kafka: kafkaConn, schemas: schemas, nodes: reg, log: cfg.Logger, active: map[string]*deployment{}, pending: map[string]*deployment{}, stopping: map[string]*deployment{}, locks: map[string]*sync.Mutex{}}
 	if cfg.MaxTotalState > 0 {
 		r.state = &engine.SharedStateBudget{Max: cfg.MaxTotalState}
 	}
@@ -588,7 +605,7 @@ func (r *Runtime) sinkPathInUse(d *deployment) error {
 		}
 		return nil
 	}
-	for _, m := range []map[string]*deployment{r.active, r.pending} {
+	for _, m := range []map[string]*deployment{r.active, r.pending, r.stopping} {
 		for _, other := range m {
 			if err := check(other); err != nil {
 				return err
@@ -684,8 +701,10 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 	}
 	r.closed = true
 	var list []*deployment
-	for _, d := range r.active {
-		list = append(list, d)
+	for _, m := range []map[string]*deployment{r.active, r.stopping} {
+		for _, d := range m {
+			list = append(list, d)
+		}
 	}
 	if r.pruneStop != nil {
 		close(r.pruneStop)
@@ -721,10 +740,28 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		r.cancel()
-		<-done
+	}
+	// The context's end interrupts their store and Kafka calls; a deployment blocked where
+	// nothing interrupts it is given up on after Config.StopWait more, as the process's end
+	// would (its next run resumes from its last checkpoint).
+	t := time.NewTimer(r.cfg.StopWait)
+	defer t.Stop()
+	select {
+	case <-done:
 		waitPrune()
 		return fmt.Errorf("stopping deployments: %w", ctx.Err())
+	case <-t.C:
 	}
+	var stuck []string
+	for _, d := range list {
+		select {
+		case <-d.done:
+		default:
+			stuck = append(stuck, fmt.Sprintf("deployment %d of %q", d.info.ID, d.info.Scenario))
+		}
+	}
+	waitPrune()
+	return fmt.Errorf("stopping deployments: %w; given up on after %v more, still blocked in a call that no stop interrupts (a sink's write, a source's read): %s", ctx.Err(), r.cfg.StopWait, strings.Join(stuck, ", "))
 }
 
 // abort stops every deployment at once, without a final checkpoint, as a crash of the server
@@ -837,6 +874,9 @@ func (r *Runtime) Deploy(ctx context.Context, req DeployRequest) (store.Deployme
 	if r.Closing() {
 		return store.Deployment{}, ErrClosed
 	}
+	if err := r.stillStopping(req.Scenario); err != nil {
+		return store.Deployment{}, err
+	}
 	v, err := r.resolve(ctx, req)
 	if err != nil {
 		return store.Deployment{}, err
@@ -918,8 +958,9 @@ func (r *Runtime) Cancel(ctx context.Context, scenarioName, user, comment string
 		}
 		return r.cfg.Store.SetDeploymentStatus(ctx, list[0].ID, store.StatusCanceled, reason)
 	}
-	d.stop()
-	<-d.done
+	if !r.stopAndWait(d) {
+		reason += fmt.Sprintf(" (it had not stopped %v after being asked: fenced off)", r.cfg.StopWait)
+	}
 	r.remove(d)
 	sd, err := r.cfg.Store.SetDeploymentStatus(ctx, d.info.ID, store.StatusCanceled, reason)
 	if errors.Is(err, store.ErrInvalidTransition) {
@@ -933,12 +974,17 @@ func (r *Runtime) Cancel(ctx context.Context, scenarioName, user, comment string
 // stopCurrent stops and cancels the scenario's active deployment, if any, with reason.
 func (r *Runtime) stopCurrent(ctx context.Context, name, reason string) error {
 	if d := r.lookup(name); d != nil {
-		d.stop()
-		<-d.done
+		stopped := r.stopAndWait(d)
+		if !stopped {
+			reason += fmt.Sprintf(" (it had not stopped %v after being asked: fenced off)", r.cfg.StopWait)
+		}
 		r.remove(d)
 		_, err := r.cfg.Store.SetDeploymentStatus(ctx, d.info.ID, store.StatusCanceled, reason)
 		if err != nil && !errors.Is(err, store.ErrInvalidTransition) {
 			return err
+		}
+		if !stopped {
+			return r.stillStopping(name)
 		}
 		return nil
 	}
@@ -951,6 +997,51 @@ func (r *Runtime) stopCurrent(ctx context.Context, name, reason string) error {
 		if err != nil && !errors.Is(err, store.ErrInvalidTransition) {
 			return err
 		}
+	}
+	return nil
+}
+
+// stopAndWait asks d to stop and waits for its run to return, at most Config.StopWait, and
+// reports whether it did. One that did not is given up on: it is kept in r.stopping until it
+// returns, so that its scenario is not deployed again nor its files taken meanwhile
+// (stillStopping). The caller holds the scenario's lock, and ends d in the store, which
+// ends its lease: what it commits once it returns from its blocked call is refused
+// (store.ErrLeaseLost), and the lease loop stops it too.
+func (r *Runtime) stopAndWait(d *deployment) bool {
+	asked := r.cfg.Now()
+	d.stop()
+	t := time.NewTimer(r.cfg.StopWait)
+	defer t.Stop()
+	select {
+	case <-d.done:
+		return true
+	case <-t.C:
+	}
+	d.logger().Error("the deployment has not stopped within the stop's wait (blocked in a call that no stop interrupts: a sink's write, a source's read); ended in the store and fenced off, its scenario deploys again once it returns", "wait", r.cfg.StopWait)
+	r.mu.Lock()
+	d.stopAsked = asked
+	r.stopping[d.info.Scenario] = d
+	r.mu.Unlock()
+	go func() {
+		<-d.done
+		r.mu.Lock()
+		if r.stopping[d.info.Scenario] == d {
+			delete(r.stopping, d.info.Scenario)
+		}
+		r.mu.Unlock()
+		d.logger().Warn("the deployment given up on has returned", "blocked", r.cfg.Now().Sub(asked).String())
+		r.changes.Notify()
+	}()
+	return false
+}
+
+// stillStopping returns a *StillStoppingError when a deployment of the scenario that a stop
+// gave up on (stopAndWait) has not returned.
+func (r *Runtime) stillStopping(name string) error {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if d := r.stopping[name]; d != nil {
+		return &StillStoppingError{Scenario: name, Deployment: d.info.ID, Asked: d.stopAsked, Wait: r.cfg.StopWait}
 	}
 	return nil
 }

@@ -1,0 +1,130 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/scenario-server/scenario-server/store"
+)
+
+// stuckWriter is a standard output that nobody reads (a terminal on hold, a full pipe): a
+// write blocks until release closes, whatever the context.
+type stuckWriter struct {
+	entered chan struct{} // closed at the first write
+	release chan struct{}
+	once    sync.Once
+	mu      sync.Mutex
+	got     []byte
+}
+
+func newStuckWriter() *stuckWriter {
+	return &stuckWriter{entered: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (w *stuckWriter) Write(p []byte) (int, error) {
+	w.once.Do(func() { close(w.entered) })
+	<-w.release
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.got = append(w.got, p...)
+	return len(p), nil
+}
+
+const stdoutSink = `{"typ": "stdout", "parameters": [{"name": "value", "expression": {"language": "expr", "expression": "{key: #key[0], n: #agg.n}"}}]}`
+
+// A deployment blocked in a write that no stop interrupts (a stdout sink's standard output
+// that nobody reads) does not hold its cancel, a new deploy of its scenario or the server's
+// shutdown for ever: each waits Config.StopWait, then the cancel fences the deployment off
+// (its lease ends: nothing it commits afterwards counts) and answers; a deploy of the scenario
+// is refused while the old run has not returned, and served once it has; a shutdown gives up
+// with an error naming the deployment.
+func TestStuckDeploymentDoesNotHoldItsCancel(t *testing.T) {
+	st := sqliteStore(t)
+	createScenario(t, st, "s", tumblingGraph(stdoutSink))
+	createScenario(t, st, "other", tumblingGraph(""))
+	w := newStuckWriter()
+	r := newRuntime(t, st, func(c *Config) { c.Stdout = w; c.StopWait = 500 * time.Millisecond })
+	first := deploy(t, r, "s", 0)
+	deploy(t, r, "other", 0)
+	// Events 20 s apart: each closes the window before it, whose result goes to stdout.
+	ingestAll(t, r, "s", [][]byte{[]byte(`{"ts": 0, "key": "a", "v": 1}`), []byte(`{"ts": 20000, "key": "a", "v": 1}`)}, 0, 2)
+	select {
+	case <-w.entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the stdout sink never wrote")
+	}
+
+	canceled := make(chan error, 1)
+	var got store.Deployment
+	go func() {
+		var err error
+		got, err = r.Cancel(t.Context(), "s", "ann", "stuck")
+		canceled <- err
+	}()
+	select {
+	case err := <-canceled:
+		if err != nil {
+			t.Fatalf("cancel: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		close(w.release)
+		t.Fatal("cancel still waiting after 30 s for a deployment blocked in a write")
+	}
+	if got.ID != first.ID || got.Status != store.StatusCanceled {
+		t.Errorf("cancel answered %d %s, want %d CANCELED", got.ID, got.Status, first.ID)
+	}
+	if _, err := r.Deploy(t.Context(), DeployRequest{Scenario: "s"}); !errors.Is(err, ErrStillStopping) {
+		t.Errorf("a deploy while the old run is blocked: %v, want ErrStillStopping", err)
+	} else if !strings.Contains(err.Error(), "has not stopped") {
+		t.Errorf("message %q", err)
+	}
+	// The other scenario goes on.
+	ingestAll(t, r, "other", records(40), 0, 40)
+	waitCommitted(t, r, "other", 40)
+
+	close(w.release)
+	// The old run returns: what it wrote is written, its checkpoint is refused (the lease
+	// ended with the cancel), and the scenario deploys again.
+	waitFor(t, "a deploy served once the old run returned", func() bool {
+		_, err := r.Deploy(t.Context(), DeployRequest{Scenario: "s"})
+		return err == nil
+	})
+	if d, err := st.GetDeployment(t.Context(), first.ID); err != nil || d.Status != store.StatusCanceled {
+		t.Errorf("the first deployment is %s (%v), want CANCELED", d.Status, err)
+	}
+}
+
+// A shutdown gives up on a deployment blocked in a write once its context ends, with an
+// error naming it, instead of waiting for the write.
+func TestShutdownGivesUpOnAStuckDeployment(t *testing.T) {
+	st := sqliteStore(t)
+	createScenario(t, st, "s", tumblingGraph(stdoutSink))
+	w := newStuckWriter()
+	defer close(w.release)
+	r, err := New(Config{Store: st, CheckpointInterval: 20 * time.Millisecond, FileSinkDir: t.TempDir(), CrashLoopLimit: -1, Stdout: w, StopWait: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	deploy(t, r, "s", 0)
+	ingestAll(t, r, "s", [][]byte{[]byte(`{"ts": 0, "key": "a", "v": 1}`), []byte(`{"ts": 20000, "key": "a", "v": 1}`)}, 0, 2)
+	<-w.entered
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- r.Shutdown(ctx) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), `"s"`) {
+			t.Errorf("shutdown: %v, want an error naming the deployment of \"s\"", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("shutdown still waiting after 30 s for a deployment blocked in a write")
+	}
+}
