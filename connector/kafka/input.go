@@ -104,10 +104,12 @@ func batchBytes(records []byte) int {
 // line, and its partition.
 //
 // Idleness: the input knows it has read everything only from an end-offset listing
-// (every kafkaConfirmInterval). caughtUpAt says when the last listing that the processed
+// (every kafkaConfirmInterval). IdleClock says when the last listing that the processed
 // positions have reached was made; the deployment lets the wall clock move idle watermarks no
 // further than that, so records the brokers hold but could not deliver (an outage, a slow
-// restart) are not made late by idleness.
+// restart) are not made late by idleness. Nor are those their producers kept while the
+// brokers were away: the time the input could not list the topic (a listing failed, or none
+// was made for blindGap) is not silence, and IdleClock leaves it out.
 type Input struct {
 	source, topic string
 	conn          *Conn
@@ -151,6 +153,67 @@ type Input struct {
 	ends        map[int32]int64 // per partition: the high watermark, as listed at confirmedAt
 	endsGen     int64
 	confirmedAt time.Time
+	// listedOK is when the last listing that succeeded was asked (of any generation);
+	// listFailed says one failed since. blind are the spans of time between two listings
+	// that the brokers could not be seen in (blindSpans), oldest first.
+	listedOK   time.Time
+	listFailed bool
+	blind      []timeSpan
+}
+
+// timeSpan is the time from from to to.
+type timeSpan struct{ from, to time.Time }
+
+// blindGap is the longest time between two listings that counts as the brokers seen: the
+// reader lists every kafkaConfirmInterval, a fetch waits as long, and a request may take
+// kafkaRequestTimeout. maxBlindSpans bounds the spans kept: past it, the two oldest become
+// one, which covers the time between them too (idleness waits longer, never less).
+const (
+	blindGap      = 2*kafkaConfirmInterval + kafkaRequestTimeout
+	maxBlindSpans = 32
+)
+
+// noteListing records a listing asked at asked that succeeded (ok) or failed, under k.mu: a
+// success after a failure, or after blindGap without one, adds the time since the last
+// success to the blind spans.
+func (k *Input) noteListing(asked time.Time, ok bool) {
+	if !ok {
+		k.listFailed = true
+		return
+	}
+	if !k.listedOK.IsZero() && asked.After(k.listedOK) && (k.listFailed || asked.Sub(k.listedOK) > blindGap) {
+		k.blind = append(k.blind, timeSpan{k.listedOK, asked})
+		if len(k.blind) > maxBlindSpans {
+			k.blind[1].from = k.blind[0].from
+			k.blind = k.blind[1:]
+		}
+	}
+	if asked.After(k.listedOK) {
+		k.listedOK = asked
+	}
+	k.listFailed = false
+}
+
+// blindSince is how much of the time from since to until the brokers could not be seen, under
+// k.mu; it forgets the spans that ended before since.
+func (k *Input) blindSince(since, until time.Time) time.Duration {
+	for len(k.blind) > 0 && !k.blind[0].to.After(since) {
+		k.blind = k.blind[1:]
+	}
+	var d time.Duration
+	for _, b := range k.blind {
+		from, to := b.from, b.to
+		if from.Before(since) {
+			from = since
+		}
+		if to.After(until) {
+			to = until
+		}
+		if to.After(from) {
+			d += to.Sub(from)
+		}
+	}
+	return d
 }
 
 // kafkaBatch is what one poll returned, for the topic generation gen: records, and batches
@@ -473,19 +536,27 @@ func (r *kafkaReader) confirm(ctx context.Context) error {
 	gen := k.readerGen.Load()
 	cctx, cancel := context.WithTimeout(ctx, kafkaRequestTimeout)
 	defer cancel()
+	var starts kadm.ListedOffsets
 	listed, err := r.adm.ListEndOffsets(cctx, k.topic)
 	if err == nil {
 		err = listed.Error()
 	}
-	if err != nil {
-		return fmt.Errorf("listing the end offsets of topic %q: %w", k.topic, err)
-	}
-	starts, err := r.adm.ListStartOffsets(cctx, k.topic)
 	if err == nil {
-		err = starts.Error()
+		starts, err = r.adm.ListStartOffsets(cctx, k.topic)
+		if err == nil {
+			err = starts.Error()
+		}
+		if err != nil {
+			err = fmt.Errorf("listing the start offsets of topic %q: %w", k.topic, err)
+		}
+	} else {
+		err = fmt.Errorf("listing the end offsets of topic %q: %w", k.topic, err)
 	}
+	k.mu.Lock()
+	k.noteListing(asked, err == nil)
+	k.mu.Unlock()
 	if err != nil {
-		return fmt.Errorf("listing the start offsets of topic %q: %w", k.topic, err)
+		return err
 	}
 	unassigned := false
 	listed.Each(func(lo kadm.ListedOffset) {
@@ -726,8 +797,9 @@ func (k *Input) PendingPartitions() (out []int32, listed bool) {
 }
 
 // IdleClock is the time of the last end-offset listing whose offsets every partition has
-// been processed up to (never later than now); false while records wait, or before a
-// listing.
+// been processed up to (never later than now), less the time since the last record was
+// pushed that the brokers could not be seen in (noteListing); false while records wait, or
+// before a listing.
 func (k *Input) IdleClock(now time.Time) (time.Time, bool) {
 	if k.gen != k.readerGen.Load() {
 		return time.Time{}, false // poll has not seen the new topic yet
@@ -743,10 +815,19 @@ func (k *Input) IdleClock(now time.Time) (time.Time, bool) {
 			return time.Time{}, false
 		}
 	}
-	if k.confirmedAt.After(now) {
-		return now, true
+	clock := k.confirmedAt
+	if clock.After(now) {
+		clock = now
 	}
-	return k.confirmedAt, true
+	// The engine counts the source's silence from its last record (or its start): leave out
+	// what of it the brokers could not be seen in.
+	var last time.Time
+	for _, at := range k.pushedAt {
+		if at.After(last) {
+			last = at
+		}
+	}
+	return clock.Add(-k.blindSince(last, clock)), true
 }
 
 // sleepCtx waits d or until ctx is done.
