@@ -3,6 +3,7 @@ package kafka
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/http"
@@ -91,7 +92,7 @@ func TestValueAndBatchBounded(t *testing.T) {
 	want := []string{
 		`line 1, position 1: {"a":1}`,
 		"line 2, position 2: the record value is 208 bytes, more than the 100 a value may be",
-		"line 3, position 3: the record batch at offsets 2 to 2 is too large to read (more than 1048576 bytes decompressed, counting 168 bytes a record): its records are skipped",
+		"line 3, position 3: the record batch at offsets 2 to 2 is too large to read (more than 1048576 bytes decompressed, counting 168 bytes a record and 40 a header): its records are skipped",
 		`line 4, position 4: {"a":2}`,
 	}
 	if strings.Join(desc, "\n") != strings.Join(want, "\n") {
@@ -286,6 +287,64 @@ func TestBatchRecordsCounted(t *testing.T) {
 	b.release()
 	if _, err := b.Decompress(enc.EncodeAll(tinyRecords(10), nil), kgo.CodecZstd); err != nil {
 		t.Errorf("after a poll: %v", err)
+	}
+}
+
+// headerRecords is the records section of one record, worked out by hand: its length
+// (zig-zag varint), attributes, timestamp delta and offset delta (0 each), no key (-1:
+// 0x01), an empty value (0x00), the number of headers (zig-zag varint) and each header's
+// key and value, each a zig-zag varint length and its bytes.
+func headerRecords(claimed int, headers ...[2]string) []byte {
+	body := []byte{0, 0, 0, 0x01, 0x00}
+	body = binary.AppendVarint(body, int64(claimed))
+	for _, h := range headers {
+		body = binary.AppendVarint(body, int64(len(h[0])))
+		body = append(body, h[0]...)
+		body = binary.AppendVarint(body, int64(len(h[1])))
+		body = append(body, h[1]...)
+	}
+	return append(binary.AppendVarint(nil, int64(len(body))), body...)
+}
+
+// A record's headers are counted with what franz-go makes for them (40 bytes a header, its
+// key copied) besides their bytes: 16 million empty headers, 3 KB once compressed, held
+// 640 MB (hostile round). Worked by hand: 1,000 empty headers are 2,000 bytes, the count 2
+// (2,000 as a zig-zag varint) and the record's first 5 bytes: a body of 2,007 bytes, its
+// length 2 more: 2,009 + 168 + 40,000 = 42,177. Three headers "abc": "xy" are 7 bytes each:
+// a body of 27, 28 in all: 28 + 168 + 3 × (40 + 3) = 325. A record claiming more headers than
+// its bytes can hold makes none (franz-go's reader refuses it): 1,000,000 claimed is 3 bytes
+// (2,000,000 as a zig-zag varint), a body of 8, 9 in all, and 168.
+func TestBatchHeadersCounted(t *testing.T) {
+	empty := make([][2]string, 1000)
+	if got := batchBytes(headerRecords(1000, empty...)); got != 42_177 {
+		t.Errorf("1,000 empty headers: %d, want 42,177", got)
+	}
+	abc := [2]string{"abc", "xy"}
+	if got := batchBytes(headerRecords(3, abc, abc, abc)); got != 325 {
+		t.Errorf("3 headers abc: %d, want 325", got)
+	}
+	if got := batchBytes(headerRecords(1_000_000)); got != 9+168 {
+		t.Errorf("a record claiming 1,000,000 headers in 0 bytes: %d, want 177", got)
+	}
+	// Through the decompressor: 100,000 empty headers (a count of 3 bytes, a body of 200,008,
+	// its length 3 more) are 200,011 bytes decompressed, counted 200,011 + 168 + 4,000,000:
+	// past a batch bound of 1 MiB, refused as too large.
+	setBounds(t, 16<<20, 1<<20, 64<<20)
+	inner, err := boundedDecompressor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &fetchBudget{inner: inner}
+	bomb := headerRecords(100_000, make([][2]string, 100_000)...)
+	if len(bomb) != 200_011 {
+		t.Fatalf("the record is %d bytes, want 200,011", len(bomb))
+	}
+	if _, err := b.Decompress(enc.EncodeAll(bomb, nil), kgo.CodecZstd); !errors.Is(err, kgo.ErrMaxDecompress) || b.used.Load() != 0 {
+		t.Errorf("100,000 empty headers: %v, %d counted; want too large, none", err, b.used.Load())
 	}
 }
 

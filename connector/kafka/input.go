@@ -3,7 +3,6 @@ package kafka
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/scenario-server/scenario-server/connector"
@@ -74,19 +74,48 @@ var (
 // decompresses to 31 MB and held 450 MB of records.
 const kgoRecordBytes = 168
 
+// kgoHeaderBytes is what franz-go holds for each header of a record besides its bytes: a
+// kgo.RecordHeader (a string and a slice, 40 bytes), made for as many headers as the record
+// says it has (up to its bytes left), and its key copied into a string. A header is 2 bytes
+// on the wire: one record of 16 million empty headers, 3 KB once compressed, held 640 MB.
+const kgoHeaderBytes = 40
+
 // batchBytes is what a decompressed batch, the records of Kafka's record batch format v2
-// (each a zig-zag varint length and that many bytes), holds once read: its bytes and
-// kgoRecordBytes a record. Records are counted until the bytes do not hold one more.
+// (each a zig-zag varint length and that many bytes), holds once read: its bytes,
+// kgoRecordBytes a record, and kgoHeaderBytes and its key's bytes a header. It reads the
+// records as franz-go does (kbin, readRawRecordsDirect), until the bytes do not hold one more.
 func batchBytes(records []byte) int {
-	n := 0
-	for b := records; len(b) > 0; n++ {
-		l, k := binary.Varint(b)
-		if k <= 0 || l < 0 || l > int64(len(b)-k) {
+	n := len(records)
+	for b := records; len(b) > 0; {
+		l, k := kbin.Varint(b)
+		if k <= 0 || l < 0 || int64(l) > int64(len(b)-k) {
 			break
 		}
+		n += kgoRecordBytes + headersBytes(b[k:k+int(l)])
 		b = b[k+int(l):]
 	}
-	return len(records) + n*kgoRecordBytes
+	return n
+}
+
+// headersBytes is what franz-go makes for the headers of record r (its bytes after its
+// length): kgoHeaderBytes for each header it says it has, and each key's bytes.
+func headersBytes(r []byte) int {
+	b := kbin.Reader{Src: r}
+	b.Int8()        // attributes
+	b.Varlong()     // timestamp delta
+	b.Varint()      // offset delta
+	b.VarintBytes() // key
+	b.VarintBytes() // value
+	nh := int(b.VarintArrayLen())
+	if nh <= 0 {
+		return 0
+	}
+	n := nh * kgoHeaderBytes
+	for i := 0; i < nh && b.Ok(); i++ {
+		n += len(b.VarintBytes()) // the key, copied
+		b.VarintBytes()           // the value, not copied
+	}
+	return n
 }
 
 // Input reads one topic, every partition, with franz-go as a direct consumer (no
@@ -648,7 +677,7 @@ func (k *Input) Poll() ([]connector.Event, bool) {
 	// A batch too large to decompress comes after the records fetched before it.
 	for _, s := range b.skipped {
 		out = append(out, connector.Event{Line: s.Offset + 1, Partition: s.Partition, Offset: s.NextOffset,
-			Undecodable: fmt.Errorf("the record batch at offsets %d to %d is too large to read (more than %d bytes decompressed, counting %d bytes a record): its records are skipped", s.Offset, s.NextOffset-1, maxBatchBytes, kgoRecordBytes)})
+			Undecodable: fmt.Errorf("the record batch at offsets %d to %d is too large to read (more than %d bytes decompressed, counting %d bytes a record and %d a header): its records are skipped", s.Offset, s.NextOffset-1, maxBatchBytes, kgoRecordBytes, kgoHeaderBytes)})
 	}
 	return out, reset
 }
