@@ -489,3 +489,45 @@ func randomHex(rng *rand.Rand, n int) string {
 	}
 	return fmt.Sprintf("%x", b)[:n]
 }
+
+// A Kafka sink's topic deleted, written to while missing, and created again while deployed
+// (a new topic ID): the records kept meanwhile and those after reach the new topic (hostile
+// round: every checkpoint failed with UNKNOWN_TOPIC_ID for minutes, the producer keeping
+// the old topic's ID).
+func TestKafkaSinkTopicRecreated(t *testing.T) {
+	_, brokers, r := boundedTopicSink(t, "again", 1<<20)
+	ingestAll(t, r, "again", [][]byte{[]byte(`{"ts": 1, "s": "a"}`)}, 0, 1)
+	waitCommitted(t, r, "again", 1)
+	adm := kadm.NewClient(newProducer(t, brokers))
+	if _, err := adm.DeleteTopics(t.Context(), "again"); err != nil {
+		t.Fatal(err)
+	}
+	// A record while the topic is missing: its checkpoint fails, and is tried again.
+	if _, err := r.Ingest(t.Context(), "again", "in", "second", [][]byte{[]byte(`{"ts": 2, "s": "b"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a checkpoint failing for the missing topic", func() bool {
+		l, _ := r.Live("again")
+		return strings.Contains(l.CheckpointError, "UNKNOWN_TOPIC_OR_PARTITION")
+	})
+	if _, err := adm.CreateTopic(t.Context(), 1, 1, nil, "again"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Ingest(t.Context(), "again", "in", "third", [][]byte{[]byte(`{"ts": 3, "s": "c"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for l, _ := r.Live("again"); l.Sources[0].Committed < 3; l, _ = r.Live("again") {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d events committed after 20 s, want 3; the checkpoint's error: %s", l.Sources[0].Committed, l.CheckpointError)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var got []string
+	for _, rec := range consumeAll(t, brokers, "again", kgo.ReadCommitted()) {
+		got = append(got, string(rec.Value))
+	}
+	if !slices.Equal(got, []string{`"b"`, `"c"`}) {
+		t.Errorf("the new topic holds %q, want b and c", got)
+	}
+}

@@ -216,6 +216,12 @@ func (k *Output) prepare(ctx context.Context) (*kafkaTxn, error) {
 	}
 	if err != nil {
 		k.abortOn(parent, k.slot)
+		if errors.Is(err, kerr.UnknownTopicID) {
+			// The topic was deleted and created again: the producer keeps the old one's ID
+			// until its metadata ages out (minutes). A new producer, with the same
+			// transactional id, reads the new one.
+			k.reset(k.slot)
+		}
 		return nil, k.failed("producing the checkpoint's records", err)
 	}
 	k.prepared = txn
