@@ -460,6 +460,29 @@ test('build, validate, save, test and reload a scenario', async (t) => {
     await page.getByTestId('deploy-status').filter({ hasText: 'CANCELED' }).waitFor();
     noConsoleErrors('cancel');
   });
+
+  await t.test('leaving with unsaved changes asks first: staying keeps them, leaving goes', async () => {
+    await page.getByTestId('dirty').waitFor(); // the pasted filter 2 is not saved
+    const asked = [];
+    const answer = (accept) => page.once('dialog', (d) => {
+      asked.push(d.message());
+      return accept ? d.accept() : d.dismiss();
+    });
+    answer(false);
+    const before = await page.evaluate(() => history.length);
+    await page.locator('a.back').click();
+    for (let i = 0; asked.length === 0 && i < 400; i++) await page.waitForTimeout(25);
+    assert.deepEqual(asked, [`"${SCENARIO}" has unsaved changes. Leave it and lose them?`]);
+    assert.ok(page.url().endsWith(`#/scenarios/${encodeURIComponent(SCENARIO)}`), page.url());
+    assert.equal(await page.evaluate(() => history.length), before, 'staying added a history entry');
+    await node(page, 'filter 2').waitFor();
+    await page.getByTestId('dirty').waitFor();
+    answer(true);
+    await page.goBack(); // the browser's Back asks too
+    await page.getByTestId('scenarios').waitFor();
+    assert.equal(asked.length, 2);
+    noConsoleErrors('leave');
+  });
 });
 
 // A tumbling window of 10 s over events timed by #input.t with no out-of-orderness allowed: the
@@ -712,6 +735,9 @@ test('the window timeline of 10,000 flights', async (t) => {
       body: JSON.stringify({ name: BIG_SCENARIO, graph: bigGraph, comment: 'created' }),
     });
     assert.ok(res.ok, await res.text());
+    // The late-events scenario has unsaved edges: opening another asks, and we leave it.
+    assert.equal(await page.getByTestId('dirty').count(), 1);
+    page.once('dialog', (d) => d.accept());
     await page.goto(`${server.url}/#/scenarios/${encodeURIComponent(BIG_SCENARIO)}`);
     await node(page, 'per hour').waitFor();
     await page.getByTestId('tab-test').click();

@@ -6,6 +6,7 @@ import { api, problemText, UNAUTHENTICATED_EVENT, type Components } from './api/
 import { AuditLog } from './AuditLog';
 import { AuthContext, roleAllows, SignIn, type AuthValue, type Me } from './auth';
 import { Editor } from './editor/Editor';
+import { mayLeave, setLeaveGuard } from './leaveGuard';
 import { ScenarioList } from './ScenarioList';
 
 type Route = { page: 'list' } | { page: 'audit' } | { page: 'editor'; name: string };
@@ -25,12 +26,33 @@ export function App() {
   const [error, setError] = useState('');
 
   useEffect(() => {
-    const onHash = () => setR(route());
+    let shown = location.hash;
+    const onHash = (e: HashChangeEvent) => {
+      if (location.hash === shown) return;
+      if (!mayLeave()) {
+        // Back, Forward or a typed URL: the URL has changed already. The page's comes back
+        // as a new entry, so that Back asks again.
+        history.pushState(history.state, '', e.oldURL);
+        return;
+      }
+      shown = location.hash;
+      setR(route());
+    };
     window.addEventListener('hashchange', onHash);
+    // A link of the designer asks before it is followed: staying leaves the history as it was.
+    const onClick = (e: MouseEvent) => {
+      if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+      const a = e.target instanceof Element ? e.target.closest('a[href^="#"]') : null;
+      if (!a || a.getAttribute('href') === location.hash) return;
+      if (mayLeave()) setLeaveGuard(null);
+      else e.preventDefault();
+    };
+    document.addEventListener('click', onClick, true);
     const on401 = () => setExpired(true);
     window.addEventListener(UNAUTHENTICATED_EVENT, on401);
     return () => {
       window.removeEventListener('hashchange', onHash);
+      document.removeEventListener('click', onClick, true);
       window.removeEventListener(UNAUTHENTICATED_EVENT, on401);
     };
   }, []);

@@ -11,6 +11,7 @@ import { contentKey, kindIdOf, normalizeGraph, type ScenarioGraph } from '../gra
 import { freshId, newNode } from '../graph/params';
 import { samplesBySource, sourceIds, withSampleSchemas } from '../graph/samples';
 import { useAuth } from '../auth';
+import { setLeaveGuard } from '../leaveGuard';
 import { DeployPanel } from '../deploy/DeployPanel';
 import { useDeployment } from '../deploy/useDeployment';
 import { labelledEdges } from './canvasEdges';
@@ -241,13 +242,18 @@ function EditorInner({ name, components }: Props) {
     return () => window.removeEventListener('keydown', onKey);
   }, [copy, canEdit]);
 
-  // Warn before leaving with unsaved work.
+  // Warn before leaving with unsaved work: the browser asks when the tab closes or reloads,
+  // the designer when another of its pages is opened (a link, Back).
   useEffect(() => {
     if (!dirty) return;
     const onBeforeUnload = (e: BeforeUnloadEvent) => e.preventDefault();
     window.addEventListener('beforeunload', onBeforeUnload);
-    return () => window.removeEventListener('beforeunload', onBeforeUnload);
-  }, [dirty]);
+    setLeaveGuard(() => window.confirm(`"${name}" has unsaved changes. Leave it and lose them?`));
+    return () => {
+      window.removeEventListener('beforeunload', onBeforeUnload);
+      setLeaveGuard(null);
+    };
+  }, [dirty, name]);
 
   const selected = nodes.filter((n) => n.selected);
   const selectedNode = selected.length === 1 ? selected[0] : undefined;
