@@ -298,6 +298,16 @@ test('build, validate, save, test and reload a scenario', async (t) => {
     noConsoleErrors('dead letter');
   });
 
+  await t.test('a test run while deployed says the nodes show the live counts', async () => {
+    await page.getByTestId('tab-test').click();
+    await page.getByTestId('run-test').click();
+    await page.getByTestId('test-result').filter({ hasText: "The nodes show the running deployment's counts; this test's are in the table below." }).waitFor();
+    assert.equal(await node(page, 'filter').getByTestId('test-count').count(), 0);
+    await node(page, 'filter').getByTestId('live-count').waitFor();
+    await page.getByTestId('tab-deploy').click();
+    noConsoleErrors('test while deployed');
+  });
+
   await t.test('reload: the saved scenario is all still there', async () => {
     await page.reload();
     for (const id of ['http source', 'filter', 'tumbling window', 'collect']) await node(page, id).waitFor();
@@ -546,6 +556,14 @@ test('route late events on a window\'s late edge and read them in the test panel
     await page.goto(`${server.url}/#/scenarios/${encodeURIComponent(LATE_SCENARIO)}`);
     for (const id of ['events', 'per 10s', 'results', 'too late']) await node(page, id).waitFor();
     assert.equal(await page.getByTestId('handle-per 10s-Late').innerText(), 'late');
+  });
+
+  await t.test('a saved version with errors cannot be deployed: the panel says why', async () => {
+    await page.getByTestId('tab-deploy').click();
+    const why = page.getByTestId('deploy-invalid');
+    await why.waitFor();
+    assert.equal(await why.innerText(), 'v1 has 1 error (see Problems): fix and save it to deploy.');
+    assert.equal(await page.getByTestId('deploy').isDisabled(), true);
   });
 
   await t.test('drag from the window\'s late handle to the sink: a "late" edge', async () => {

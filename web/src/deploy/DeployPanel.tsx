@@ -17,6 +17,9 @@ type Props = {
   /** The saved version the editor is on. */
   version: number;
   dirty: boolean;
+  /** The errors validation finds in the saved version (0 while there are unsaved changes, or
+   * before validation answers): a version with errors cannot be deployed. */
+  savedErrors: number;
   /** Ids of the graph's collect sinks, whose results the server keeps. */
   collectSinks: string[];
   deployment: DeploymentState;
@@ -110,7 +113,7 @@ function DeadLetters({ name, errors, checkpoint }: { name: string; errors: numbe
   );
 }
 
-export function DeployPanel({ name, version, dirty, collectSinks, deployment }: Props) {
+export function DeployPanel({ name, version, dirty, savedErrors, collectSinks, deployment }: Props) {
   const { status, live, liveProblem, refresh } = deployment;
   // Deploying and canceling need the deployer role: without it the buttons are not there.
   const { can, me } = useAuth();
@@ -204,7 +207,7 @@ export function DeployPanel({ name, version, dirty, collectSinks, deployment }: 
         <input value={comment} placeholder="Comment (why)" onChange={(e) => setComment(e.target.value)} data-testid="deploy-comment" />
       </div>
       <div className="row">
-        <button type="button" className="primary" disabled={busy || version === 0} onClick={() => act('deploy')} data-testid="deploy">
+        <button type="button" className="primary" disabled={busy || version === 0 || savedErrors > 0} onClick={() => act('deploy')} data-testid="deploy">
           {requests.approval ? `Ask to deploy v${version}` : `Deploy v${version}`}
         </button>
         <button type="button" disabled={busy || !running || confirmCancel} onClick={() => setConfirmCancel(true)} data-testid="cancel-deployment">
@@ -236,6 +239,11 @@ export function DeployPanel({ name, version, dirty, collectSinks, deployment }: 
         </div>
       )}
       {dirty && <div className="muted small">Unsaved changes are not deployed: save first.</div>}
+      {savedErrors > 0 && (
+        <div className="field-error small" data-testid="deploy-invalid">
+          v{version} has {savedErrors === 1 ? '1 error' : `${savedErrors} errors`} (see Problems): fix and save it to deploy.
+        </div>
+      )}
       {requests.approval && (
         <div className="muted small" data-testid="approval-required">
           This server deploys only what another deployer approves.

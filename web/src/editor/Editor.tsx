@@ -481,6 +481,7 @@ function EditorInner({ name, components }: Props) {
                   run={testRun}
                   onRun={setTestRun}
                   stale={testStale}
+                  liveShown={!!liveCounts}
                 />
               )}
               {tab === 'deploy' && (
@@ -488,6 +489,7 @@ function EditorInner({ name, components }: Props) {
                   name={name}
                   version={baseVersion}
                   dirty={dirty}
+                  savedErrors={!dirty && validationCurrent ? errorCount : 0}
                   collectSinks={nodes.filter((n) => kindIdOf(n.data.node) === 'Sink/collect').map((n) => n.id)}
                   deployment={deployment}
                 />

@@ -53,6 +53,8 @@ type Props = {
   onRun: (run: TestRun | null) => void;
   /** The graph changed since the run: its results are of the graph before. */
   stale: boolean;
+  /** The nodes show the running deployment's counts, not the test's. */
+  liveShown: boolean;
 };
 
 /** Per edge, keyed by `${from}\u0000${to}`: the records its target received, where the target has that edge alone as input. */
@@ -236,7 +238,7 @@ function NodeRecords({ id, records, errors, open }: { id: string; records?: Test
   );
 }
 
-export function TestPanel({ name, graph, records, onRecords: setRecords, inferredFor, onGenerateSchema, selectedId, run, onRun, stale }: Props) {
+export function TestPanel({ name, graph, records, onRecords: setRecords, inferredFor, onGenerateSchema, selectedId, run, onRun, stale, liveShown }: Props) {
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
   const [picked, setPicked] = useState<string>('');
@@ -331,7 +333,8 @@ export function TestPanel({ name, graph, records, onRecords: setRecords, inferre
       {result && (
         <div className="test-result" data-testid="test-result">
           <div className="muted small">
-            {result.records} records in {result.elapsedMs.toFixed(1)} ms. Counts are on the nodes.
+            {result.records} records in {result.elapsedMs.toFixed(1)} ms.{' '}
+            {liveShown ? "The nodes show the running deployment's counts; this test's are in the table below." : 'Counts are on the nodes.'}
           </div>
           {stale && (
             <div className="stale-results small" data-testid="test-stale">
