@@ -90,7 +90,7 @@ function DeadLetters({ name, errors, checkpoint }: { name: string; errors: numbe
     <div data-testid="dead-letters">
       <h4>Dead letters</h4>
       <div className="muted small">
-        Events that failed went no further; the deployment went on. The first {letters.length} (all: GET
+        Events that failed went no further; the others were processed. The first {letters.length} (all: GET
         /api/scenarios/{'{name}'}/dead-letters).
       </div>
       <ul className="test-errors">
@@ -320,7 +320,7 @@ export function DeployPanel({ name, version, dirty, savedErrors, collectSinks, d
           {(live.sources ?? []).map((s) => (
             <div key={s.id} className="small" data-testid="source-state">
               <span className="muted">
-                {s.kind} source {s.id}: {s.accepted} {sourceUnit(s.kind, 'accepted')}, {s.processed}{' '}
+                {s.id} ({s.kind} source): {s.accepted} {sourceUnit(s.kind, 'accepted')}, {s.processed}{' '}
                 processed, backlog {s.backlog}
               </span>
               {s.error && <div className="field-error">{s.error}</div>}
