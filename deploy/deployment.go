@@ -550,6 +550,12 @@ func (d *deployment) restore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if fresh && d.info.Status == store.StatusRunning {
+		// A deployment is RUNNING only once its first checkpoint committed (below), and its
+		// latest is never deleted: the store lost it (a damaged SQLite page reads as no row).
+		// Starting as new would run on without its windows, and its results would be wrong.
+		return cannotResume{fmt.Errorf("the store has no checkpoint of deployment %d, which committed one before it ran: the store lost it (damaged data?); it is not started without its window state", d.info.ID)}
+	}
 	var inheritedState []byte
 	if fresh {
 		var inherited *store.Checkpoint
