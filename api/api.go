@@ -340,6 +340,8 @@ func (h *Handler) OpenAPI() *huma.OpenAPI { return h.api.OpenAPI() }
 
 // handlers holds what the operations share.
 type handlers struct {
+	// probe runs /readyz's store probes, one at a time, each waited for at most readyTimeout.
+	probe storeProbe
 	// deployTests are the places where deploys' saved test cases run (rateLimiter.deploying;
 	// nil: no bound), beside the test runs.
 	deployTests *places

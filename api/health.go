@@ -3,7 +3,9 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -77,17 +79,64 @@ func (h *handlers) registerHealth(hapi huma.API) {
 }
 
 func (h *handlers) ready(ctx context.Context, _ *struct{}) (*healthOutput, error) {
-	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
-	defer cancel()
-	if err := h.store.Ping(ctx); err != nil {
+	err := h.probe.ping(ctx, h.store)
+	if err != nil {
 		loggerFrom(ctx).Warn("not ready: store probe failed", "error", err)
 		if errors.Is(err, store.ErrStoreFull) {
 			return nil, huma.ErrorWithHeaders(newProblem(http.StatusServiceUnavailable, CodeStoreFull,
 				"the store's disk is full: writes fail"), http.Header{"Retry-After": {storeFullRetryAfter}})
 		}
+		if errors.Is(err, errProbeStalled) {
+			return nil, newProblem(http.StatusServiceUnavailable, CodeNotReady, fmt.Sprintf("the store did not answer within %v (a read and a one-row write)", readyTimeout))
+		}
 		return nil, newProblem(http.StatusServiceUnavailable, CodeNotReady, "the store cannot be read and written")
 	}
 	return &healthOutput{Body: Health{Status: "ok"}}, nil
+}
+
+// errProbeStalled is storeProbe's error when the store has not answered within readyTimeout.
+var errProbeStalled = errors.New("the store probe did not return in time")
+
+// storeProbe runs the store's probe for /readyz, one at a time: a probe asked for while one
+// runs waits for that one. Each waits at most readyTimeout, whether or not the store returns
+// by then: SQLite's probe waits behind a write stuck in fsync whatever its context (a frozen
+// disk held /readyz for 45.9 s), and probes piling up behind it would each hold a goroutine.
+type storeProbe struct {
+	mu      sync.Mutex
+	running *probeRun
+}
+
+// probeRun is one call of the store's probe: err is set before done closes.
+type probeRun struct {
+	done chan struct{}
+	err  error
+}
+
+func (p *storeProbe) ping(ctx context.Context, st store.Store) error {
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	p.mu.Lock()
+	run := p.running
+	if run == nil {
+		run = &probeRun{done: make(chan struct{})}
+		p.running = run
+		go func() {
+			pctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+			defer cancel()
+			run.err = st.Ping(pctx)
+			p.mu.Lock()
+			p.running = nil
+			p.mu.Unlock()
+			close(run.done)
+		}()
+	}
+	p.mu.Unlock()
+	select {
+	case <-run.done:
+		return run.err
+	case <-ctx.Done():
+		return errProbeStalled
+	}
 }
 
 // MetricsScrapesInFlight is the most /metrics scrapes served at once (a Prometheus pair of

@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/scenario-server/scenario-server/store"
 )
@@ -33,6 +36,43 @@ func TestReadyzFailsWhenTheStoreFails(t *testing.T) {
 	st.Close()
 	c.get("/readyz").problem(t, http.StatusServiceUnavailable, "not-ready")
 	c.get("/healthz").ok(t, http.StatusOK, nil) // the process still serves
+}
+
+// stalledStore is a store whose probe waits, whatever its context, until release closes: SQLite's
+// waits behind a write stuck in fsync (a frozen or failing disk). calls counts the probes.
+type stalledStore struct {
+	store.Store
+	release chan struct{}
+	calls   atomic.Int64
+}
+
+func (s *stalledStore) Ping(context.Context) error {
+	s.calls.Add(1)
+	<-s.release
+	return nil
+}
+
+// /readyz answers within its 2 s even when the store's probe does not return (hostile round:
+// 45.9 s behind a frozen disk): 503 not-ready saying so. The probes waiting meanwhile share one
+// store call; once it returns, /readyz answers 200 again.
+func TestReadyzBoundedWhenTheStoreStalls(t *testing.T) {
+	st := &stalledStore{Store: sqliteStore(t), release: make(chan struct{})}
+	c := newClient(t, st)
+	for range 3 {
+		start := time.Now()
+		p := c.get("/readyz").problem(t, http.StatusServiceUnavailable, "not-ready")
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("/readyz answered after %v, want about 2 s", took)
+		}
+		if !strings.Contains(p.Detail, "did not answer within 2s") {
+			t.Errorf("detail %q", p.Detail)
+		}
+	}
+	if n := st.calls.Load(); n != 1 {
+		t.Errorf("%d store probes for 3 readyz, want 1 (the others wait for it)", n)
+	}
+	close(st.release)
+	c.get("/readyz").ok(t, http.StatusOK, nil)
 }
 
 // A full disk answers 503 store-full with Retry-After, on /readyz and on a write, never a
