@@ -465,7 +465,17 @@ func runtimeError(ctx context.Context, err error, name string, version int) erro
 	var inUse *deploy.SinkPathInUseError
 	var tooMany *deploy.TooManyDeploymentsError
 	var stopping *deploy.StillStoppingError
+	var notRecorded *deploy.CancelNotRecordedError
 	switch {
+	case errors.As(err, &notRecorded):
+		code, why, retry := CodeUnavailable, "the store could not be written", "send the cancel again"
+		if errors.Is(notRecorded.Err, store.ErrStoreFull) {
+			code, why, retry = CodeStoreFull, "the store's disk is full", "send the cancel again once space is freed"
+		}
+		loggerFrom(ctx).Error("cancel not recorded", "scenario", name, "error", err)
+		return huma.ErrorWithHeaders(problemf(http.StatusServiceUnavailable, code,
+			"deployment %d of %q is stopped in this server, but its cancel was not recorded (%s): the store still lists it RUNNING, and the next start resumes it; %s",
+			notRecorded.Deployment, name, why, retry), http.Header{"Retry-After": {storeFullRetryAfter}})
 	case errors.As(err, &stopping):
 		return newProblem(http.StatusConflict, CodeDeploymentActive, stopping.Error())
 	case errors.As(err, &tooMany):

@@ -45,6 +45,22 @@ func (e *StillStoppingError) Error() string {
 // Is reports whether target is ErrStillStopping.
 func (e *StillStoppingError) Is(target error) bool { return target == ErrStillStopping }
 
+// CancelNotRecordedError is Cancel's error when the deployment stopped in this server (its
+// final checkpoint taken, if the store took it) but the store did not record it CANCELED: Err
+// says why (errors.Is store.ErrStoreFull for a full disk). The store still lists it RUNNING,
+// so the next start resumes it; a cancel sent again records it. The API answers 503.
+type CancelNotRecordedError struct {
+	Scenario   string
+	Deployment int64
+	Err        error
+}
+
+func (e *CancelNotRecordedError) Error() string {
+	return fmt.Sprintf("deployment %d of %q stopped in this server, but the store did not record its cancel: %v", e.Deployment, e.Scenario, e.Err)
+}
+
+func (e *CancelNotRecordedError) Unwrap() error { return e.Err }
+
 // ErrInvalidVersion is what an *InvalidVersionError matches with errors.Is.
 var ErrInvalidVersion = errors.New("version cannot be deployed")
 

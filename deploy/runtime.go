@@ -967,8 +967,13 @@ func (r *Runtime) Cancel(ctx context.Context, scenarioName, user, comment string
 		// It had failed meanwhile: its final status stays.
 		return r.cfg.Store.GetDeployment(ctx, d.info.ID)
 	}
+	if err != nil {
+		r.log.Error("the deployment stopped here, but the store did not record its cancel: it stays RUNNING there, resumed at the next start, until a cancel is recorded",
+			"scenario", scenarioName, "deployment", d.info.ID, "error", err)
+		return sd, &CancelNotRecordedError{Scenario: scenarioName, Deployment: d.info.ID, Err: err}
+	}
 	r.log.Info("canceled", "scenario", scenarioName, "deployment", d.info.ID, "user", user)
-	return sd, err
+	return sd, nil
 }
 
 // stopCurrent stops and cancels the scenario's active deployment, if any, with reason.

@@ -3,8 +3,10 @@ package deploy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -126,5 +128,42 @@ func TestShutdownGivesUpOnAStuckDeployment(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("shutdown still waiting after 30 s for a deployment blocked in a write")
+	}
+}
+
+// cancelRefusingStore refuses to record a cancel while full is set, as a full disk does.
+type cancelRefusingStore struct {
+	store.Store
+	full atomic.Bool
+}
+
+func (s *cancelRefusingStore) SetDeploymentStatus(ctx context.Context, id int64, to store.DeploymentStatus, reason string) (store.Deployment, error) {
+	if to == store.StatusCanceled && s.full.Load() {
+		return store.Deployment{}, fmt.Errorf("setting the status: %w: database or disk is full (13)", store.ErrStoreFull)
+	}
+	return s.Store.SetDeploymentStatus(ctx, id, to, reason)
+}
+
+// A cancel the store cannot record (its disk is full) says so: the deployment stopped here,
+// the store still lists it RUNNING (hostile round: the answer said nothing was written and
+// the log said "canceled"); sent again once the store takes writes, it is recorded.
+func TestCancelNotRecordedSaysSo(t *testing.T) {
+	st := &cancelRefusingStore{Store: sqliteStore(t)}
+	createScenario(t, st, "c", tumblingGraph(""))
+	r := newRuntime(t, st)
+	d := deploy(t, r, "c", 0)
+	st.full.Store(true)
+	_, err := r.Cancel(t.Context(), "c", "ann", "")
+	var nr *CancelNotRecordedError
+	if !errors.As(err, &nr) || nr.Deployment != d.ID || !errors.Is(err, store.ErrStoreFull) {
+		t.Fatalf("cancel on a full store: %v, want a *CancelNotRecordedError of deployment %d wrapping ErrStoreFull", err, d.ID)
+	}
+	if got, _ := st.GetDeployment(t.Context(), d.ID); got.Status != store.StatusRunning {
+		t.Errorf("the store lists it %s, want RUNNING (nothing recorded)", got.Status)
+	}
+	st.full.Store(false)
+	got, err := r.Cancel(t.Context(), "c", "ann", "again")
+	if err != nil || got.Status != store.StatusCanceled {
+		t.Errorf("the cancel sent again: %+v, %v; want CANCELED", got, err)
 	}
 }
