@@ -499,6 +499,9 @@ func runtimeError(ctx context.Context, err error, name string, version int) erro
 		return newProblem(http.StatusNotFound, CodeSourceNotFound, unknown.Error())
 	case errors.As(err, &badEvent):
 		return newProblem(http.StatusBadRequest, CodeInvalidEvent, badEvent.Error())
+	case errors.Is(err, deploy.ErrDeploying):
+		return huma.ErrorWithHeaders(problemf(http.StatusServiceUnavailable, CodeUnavailable,
+			"scenario %q is being deployed (its new deployment starts); send again in a second", name), http.Header{"Retry-After": {"1"}})
 	case errors.Is(err, deploy.ErrNotDeployed):
 		return problemf(http.StatusConflict, CodeNotDeployed, "scenario %q is not deployed: deploy it first (POST /api/scenarios/%s/deploy)", name, url.PathEscape(name))
 	case errors.Is(err, deploy.ErrClosed):

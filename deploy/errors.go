@@ -14,6 +14,12 @@ import (
 // nowhere to send events, Cancel nothing to cancel. The API answers 409 not-deployed.
 var ErrNotDeployed = errors.New("scenario is not deployed")
 
+// ErrDeploying means the scenario has no deployment running in this server at this moment
+// because a Deploy is starting one (a new version replacing the running one, between the
+// old one's stop and the new one's start). The API answers 503 with Retry-After: 1; the
+// events are taken once it runs.
+var ErrDeploying = errors.New("the scenario is being deployed")
+
 // ErrUnknownSource is what an *UnknownSourceError matches with errors.Is.
 var ErrUnknownSource = errors.New("no such HTTP source")
 

@@ -50,6 +50,9 @@ func (r *Runtime) Ingest(ctx context.Context, scenarioName, sourceID, key string
 	}
 	d := r.lookup(scenarioName)
 	if d == nil {
+		if r.deploying(scenarioName) {
+			return Accepted{}, ErrDeploying
+		}
 		return Accepted{}, ErrNotDeployed
 	}
 	s := d.byID[sourceID]

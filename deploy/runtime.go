@@ -1051,6 +1051,13 @@ func (r *Runtime) stillStopping(name string) error {
 	return nil
 }
 
+// deploying reports whether a Deploy of the scenario is starting a deployment (reserve).
+func (r *Runtime) deploying(name string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.pending[name] != nil
+}
+
 // remove unregisters d if it is still its scenario's deployment.
 func (r *Runtime) remove(d *deployment) {
 	r.mu.Lock()

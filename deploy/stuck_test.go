@@ -167,3 +167,49 @@ func TestCancelNotRecordedSaysSo(t *testing.T) {
 		t.Errorf("the cancel sent again: %+v, %v; want CANCELED", got, err)
 	}
 }
+
+// slowCreateStore holds CreateDeployment until release closes, once hold is set.
+type slowCreateStore struct {
+	store.Store
+	hold    atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *slowCreateStore) CreateDeployment(ctx context.Context, d store.NewDeployment) (store.Deployment, error) {
+	if s.hold.Load() {
+		close(s.entered)
+		<-s.release
+	}
+	return s.Store.CreateDeployment(ctx, d)
+}
+
+// Between a redeploy's stop of the running deployment and the start of the new one, events
+// are answered ErrDeploying (503, retry in a second), not ErrNotDeployed (409 "deploy it
+// first", which a client need not retry: hostile round, seen during redeploys); once the
+// new one runs they are taken.
+func TestIngestDuringARedeploy(t *testing.T) {
+	st := &slowCreateStore{Store: sqliteStore(t), entered: make(chan struct{}), release: make(chan struct{})}
+	createScenario(t, st, "r", tumblingGraph(""))
+	r := newRuntime(t, st)
+	deploy(t, r, "r", 0)
+	st.hold.Store(true)
+	deployed := make(chan error, 1)
+	go func() {
+		_, err := r.Deploy(t.Context(), DeployRequest{Scenario: "r"})
+		deployed <- err
+	}()
+	<-st.entered // the old deployment is stopped; the new one is being created
+	batch := [][]byte{[]byte(`{"ts": 1, "key": "a", "v": 1}`)}
+	if _, err := r.Ingest(t.Context(), "r", "in", "k1", batch); !errors.Is(err, ErrDeploying) {
+		t.Errorf("ingest during the redeploy: %v, want ErrDeploying", err)
+	}
+	st.hold.Store(false)
+	close(st.release)
+	if err := <-deployed; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Ingest(t.Context(), "r", "in", "k1", batch); err != nil {
+		t.Errorf("ingest after the redeploy: %v", err)
+	}
+}
