@@ -158,6 +158,8 @@ type source struct {
 	// record's timestamp.
 	arrivalTime bool
 	idleTimeout time.Duration
+	// resumed is the latest time its input saw its origin again (noteResumed).
+	resumed time.Time
 
 	// Event-log offsets of an HTTP source; an input reports its own (status), and only
 	// committed is kept for it: what its status said processed at the last checkpoint.
@@ -743,6 +745,7 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 		}
 		if s.in != nil {
 			events, reset := s.in.Poll()
+			d.noteResumed(s)
 			if pending, known := s.in.PendingPartitions(); known {
 				// Partitions caught up and silent stop holding the watermark back: windows
 				// may close.
@@ -938,6 +941,23 @@ func (d *deployment) interruptOnStop(ctx context.Context) {
 	}()
 }
 
+// resumer is an input that can say when it saw its records' origin again after it could not
+// (connector/kafka.Input: its brokers were away).
+type resumer interface{ ResumedAt() time.Time }
+
+// noteResumed tells the engine when s's input saw its origin again, once each time: its
+// silence counts from then (engine.Engine.SourceResumed).
+func (d *deployment) noteResumed(s *source) {
+	r, ok := s.in.(resumer)
+	if !ok {
+		return
+	}
+	if at := r.ResumedAt(); at.After(s.resumed) {
+		s.resumed = at
+		d.eng.SourceResumed(s.id, at)
+	}
+}
+
 // idleTick lets idle sources' watermarks move with the wall clock (docs/semantics.md §1), only when
 // no accepted event waits. After a restart the engine has no arrival time for a source until
 // it sees an event, so a source counts as silent since the restore: nothing moves before one
@@ -947,6 +967,7 @@ func (d *deployment) idleTick(now time.Time) {
 	clock := now
 	for _, s := range d.sources {
 		if s.in != nil {
+			d.noteResumed(s)
 			at, ok := s.in.IdleClock(now)
 			if _, seen := d.eng.SourceWatermark(s.id); !seen {
 				continue // a source that has produced nothing holds nothing back (docs/semantics.md §1)

@@ -723,6 +723,25 @@ func (e *Engine) meta(t int64) value.Value {
 
 // SourceWatermark returns source id's watermark, and false while it has
 // seen nothing.
+// SourceResumed tells the engine that the live source id could not see its input until at
+// (a Kafka source whose brokers were away): the records its producers kept meanwhile arrive
+// only now, so its silence, and each of its partitions', counts from at rather than from
+// their last events (docs/semantics.md §1: silence is what the source saw; an outage is not
+// silence). Without an idle timeout it does nothing.
+func (e *Engine) SourceResumed(id string, at time.Time) {
+	src := e.sources[id]
+	if src == nil || src.idleTimeout <= 0 {
+		return
+	}
+	ms := at.UnixMilli()
+	src.lastArrival = max(src.lastArrival, ms)
+	for _, ps := range src.parts {
+		if ps.seen {
+			ps.arrival = max(ps.arrival, ms)
+		}
+	}
+}
+
 func (e *Engine) SourceWatermark(id string) (int64, bool) {
 	n := e.sources[id]
 	if n == nil || !n.seen {

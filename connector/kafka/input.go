@@ -137,8 +137,10 @@ func headersBytes(r []byte) int {
 // positions have reached was made; the deployment lets the wall clock move idle watermarks no
 // further than that, so records the brokers hold but could not deliver (an outage, a slow
 // restart) are not made late by idleness. Nor are those their producers kept while the
-// brokers were away: the time the input could not list the topic (a listing failed, or none
-// was made for blindGap) is not silence, and IdleClock leaves it out.
+// brokers were away: the time the input could not see the brokers (a listing or a fetch
+// failed, or no listing came for blindGap) is not silence. ResumedAt says when it saw them
+// again; the deployment has the engine count each partition's silence from then
+// (engine.Engine.SourceResumed), before it pushes the records fetched after it.
 type Input struct {
 	source, topic string
 	conn          *Conn
@@ -183,66 +185,54 @@ type Input struct {
 	endsGen     int64
 	confirmedAt time.Time
 	// listedOK is when the last listing that succeeded was asked (of any generation);
-	// listFailed says one failed since. blind are the spans of time between two listings
-	// that the brokers could not be seen in (blindSpans), oldest first.
-	listedOK   time.Time
-	listFailed bool
-	blind      []timeSpan
+	// blind says a listing or a fetch failed since. resumedAt is when the input saw the
+	// brokers again after it could not (noteListing, noteFetched).
+	listedOK  time.Time
+	blind     bool
+	resumedAt time.Time
 }
-
-// timeSpan is the time from from to to.
-type timeSpan struct{ from, to time.Time }
 
 // blindGap is the longest time between two listings that counts as the brokers seen: the
 // reader lists every kafkaConfirmInterval, a fetch waits as long, and a request may take
-// kafkaRequestTimeout. maxBlindSpans bounds the spans kept: past it, the two oldest become
-// one, which covers the time between them too (idleness waits longer, never less).
-const (
-	blindGap      = 2*kafkaConfirmInterval + kafkaRequestTimeout
-	maxBlindSpans = 32
-)
+// kafkaRequestTimeout.
+const blindGap = 2*kafkaConfirmInterval + kafkaRequestTimeout
+
+// blindLocked reports, under k.mu, whether the brokers have not been seen at now: a listing
+// or a fetch failed since the last listing that succeeded, or none succeeded for blindGap.
+func (k *Input) blindLocked(now time.Time) bool {
+	return k.blind || !k.listedOK.IsZero() && now.Sub(k.listedOK) > blindGap
+}
 
 // noteListing records a listing asked at asked that succeeded (ok) or failed, under k.mu: a
-// success after a failure, or after blindGap without one, adds the time since the last
-// success to the blind spans.
+// success while blind is when the input saw the brokers again.
 func (k *Input) noteListing(asked time.Time, ok bool) {
 	if !ok {
-		k.listFailed = true
+		k.blind = true
 		return
 	}
-	if !k.listedOK.IsZero() && asked.After(k.listedOK) && (k.listFailed || asked.Sub(k.listedOK) > blindGap) {
-		k.blind = append(k.blind, timeSpan{k.listedOK, asked})
-		if len(k.blind) > maxBlindSpans {
-			k.blind[1].from = k.blind[0].from
-			k.blind = k.blind[1:]
-		}
+	if k.blindLocked(asked) && asked.After(k.resumedAt) {
+		k.resumedAt = asked
 	}
 	if asked.After(k.listedOK) {
 		k.listedOK = asked
 	}
-	k.listFailed = false
+	k.blind = false
 }
 
-// blindSince is how much of the time from since to until the brokers could not be seen, under
-// k.mu; it forgets the spans that ended before since.
-func (k *Input) blindSince(since, until time.Time) time.Duration {
-	for len(k.blind) > 0 && !k.blind[0].to.After(since) {
-		k.blind = k.blind[1:]
+// noteFetched records, under k.mu, that records were fetched at now: fetched while blind (a
+// fetch can come back before the next listing does), now is when the brokers were seen again.
+func (k *Input) noteFetched(now time.Time) {
+	if k.blindLocked(now) && now.After(k.resumedAt) {
+		k.resumedAt = now
 	}
-	var d time.Duration
-	for _, b := range k.blind {
-		from, to := b.from, b.to
-		if from.Before(since) {
-			from = since
-		}
-		if to.After(until) {
-			to = until
-		}
-		if to.After(from) {
-			d += to.Sub(from)
-		}
-	}
-	return d
+}
+
+// ResumedAt is when the input last saw the brokers again after it could not (zero: never):
+// the silence of its partitions counts from then, not from their last records.
+func (k *Input) ResumedAt() time.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.resumedAt
 }
 
 // kafkaBatch is what one poll returned, for the topic generation gen: records, and batches
@@ -441,12 +431,18 @@ func (k *Input) read(ctx context.Context, from map[int32]int64, wake func()) {
 			case errors.Is(err, errFetchBudget), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 			default:
 				k.health.Set(fmt.Sprintf("reading partition %d of topic %q: %v", partition, topic, k.conn.explain(err)))
+				k.mu.Lock()
+				k.blind = true
+				k.mu.Unlock()
 			}
 		})
 		recs := fetches.Records()
 		if len(recs) == 0 && len(skipped) == 0 {
 			continue
 		}
+		k.mu.Lock()
+		k.noteFetched(time.Now())
+		k.mu.Unlock()
 		select {
 		case k.batches <- kafkaBatch{gen: k.readerGen.Load(), recs: recs, skipped: skipped}:
 			wake()
@@ -826,9 +822,8 @@ func (k *Input) PendingPartitions() (out []int32, listed bool) {
 }
 
 // IdleClock is the time of the last end-offset listing whose offsets every partition has
-// been processed up to (never later than now), less the time since the last record was
-// pushed that the brokers could not be seen in (noteListing); false while records wait, or
-// before a listing.
+// been processed up to (never later than now); false while records wait, or before a
+// listing.
 func (k *Input) IdleClock(now time.Time) (time.Time, bool) {
 	if k.gen != k.readerGen.Load() {
 		return time.Time{}, false // poll has not seen the new topic yet
@@ -844,19 +839,10 @@ func (k *Input) IdleClock(now time.Time) (time.Time, bool) {
 			return time.Time{}, false
 		}
 	}
-	clock := k.confirmedAt
-	if clock.After(now) {
-		clock = now
+	if k.confirmedAt.After(now) {
+		return now, true
 	}
-	// The engine counts the source's silence from its last record (or its start): leave out
-	// what of it the brokers could not be seen in.
-	var last time.Time
-	for _, at := range k.pushedAt {
-		if at.After(last) {
-			last = at
-		}
-	}
-	return clock.Add(-k.blindSince(last, clock)), true
+	return k.confirmedAt, true
 }
 
 // sleepCtx waits d or until ctx is done.
