@@ -17,7 +17,7 @@ import (
 // A deploy refused because the scenario's previous deployment has not stopped is a 409
 // deployment-active naming it, not a 500.
 func TestStillStoppingIsAConflict(t *testing.T) {
-	err := fmtWrap(&deploy.StillStoppingError{Scenario: "s", Deployment: 7, Asked: time.Unix(0, 0), Wait: 15 * time.Second})
+	err := fmtWrap(&deploy.StillStoppingError{Scenario: "s", Deployment: 7, Asked: time.Unix(0, 0), Blocked: 75 * time.Second})
 	var p *ProblemDetails
 	if !errors.As(runtimeError(t.Context(), err, "s", 0), &p) {
 		t.Fatalf("not a problem: %v", err)

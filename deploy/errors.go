@@ -38,14 +38,14 @@ var ErrStillStopping = errors.New("a deployment of the scenario has not stopped"
 type StillStoppingError struct {
 	Scenario   string
 	Deployment int64
-	// Asked is when it was asked to stop; Wait how long the stop waited.
-	Asked time.Time
-	Wait  time.Duration
+	// Asked is when it was asked to stop; Blocked how long ago that was.
+	Asked   time.Time
+	Blocked time.Duration
 }
 
 func (e *StillStoppingError) Error() string {
-	return fmt.Sprintf("deployment %d of %q has not stopped: asked to stop at %s, it is still blocked in a call that no stop interrupts (a sink's write, a source's read) %v later; it is canceled and nothing it commits counts; deploy %q once it has returned",
-		e.Deployment, e.Scenario, e.Asked.UTC().Format(time.RFC3339), e.Wait, e.Scenario)
+	return fmt.Sprintf("deployment %d of %q has not stopped: asked to stop at %s, it has been blocked for %v in a call that no stop interrupts (a sink's write, a source's read); it is canceled and nothing it commits counts; deploy %q once it has returned",
+		e.Deployment, e.Scenario, e.Asked.UTC().Format(time.RFC3339), e.Blocked.Round(time.Second), e.Scenario)
 }
 
 // Is reports whether target is ErrStillStopping.

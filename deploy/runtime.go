@@ -885,6 +885,12 @@ func (r *Runtime) Deploy(ctx context.Context, req DeployRequest) (store.Deployme
 	if err != nil {
 		return store.Deployment{}, err
 	}
+	launched := false
+	defer func() {
+		if !launched {
+			d.sinks.close() // its run never starts: nothing else lets its outputs go
+		}
+	}()
 	release, err := r.reserve(d)
 	if err != nil {
 		return store.Deployment{}, err
@@ -920,6 +926,7 @@ func (r *Runtime) Deploy(ctx context.Context, req DeployRequest) (store.Deployme
 		// ErrClosed: reserve keeps other scenarios off d's files, so not *SinkPathInUseError.
 		return sd, err
 	}
+	launched = true
 	r.log.Info("deploying", "scenario", req.Scenario, "deployment", sd.ID, "version", v.Number, "user", req.User)
 	r.changes.Notify()
 	select {
@@ -962,6 +969,10 @@ func (r *Runtime) Cancel(ctx context.Context, scenarioName, user, comment string
 		reason += fmt.Sprintf(" (it had not stopped %v after being asked: fenced off)", r.cfg.StopWait)
 	}
 	r.remove(d)
+	// Stopped: what follows records it, whether or not the client still waits for the answer
+	// (a client that gave up must not leave a stopped deployment RUNNING and not fenced).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
 	sd, err := r.cfg.Store.SetDeploymentStatus(ctx, d.info.ID, store.StatusCanceled, reason)
 	if errors.Is(err, store.ErrInvalidTransition) {
 		// It had failed meanwhile: its final status stays.
@@ -981,9 +992,11 @@ func (r *Runtime) stopCurrent(ctx context.Context, name, reason string) error {
 	if d := r.lookup(name); d != nil {
 		stopped := r.stopAndWait(d)
 		if !stopped {
-			reason += fmt.Sprintf(" (it had not stopped %v after being asked: fenced off)", r.cfg.StopWait)
+			reason = fmt.Sprintf("a deploy asked it to stop for version %s; it had not stopped %v after being asked: fenced off, and nothing replaced it", strings.TrimPrefix(reason, "replaced by version "), r.cfg.StopWait)
 		}
 		r.remove(d)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout) // as in Cancel
+		defer cancel()
 		_, err := r.cfg.Store.SetDeploymentStatus(ctx, d.info.ID, store.StatusCanceled, reason)
 		if err != nil && !errors.Is(err, store.ErrInvalidTransition) {
 			return err
@@ -1005,6 +1018,9 @@ func (r *Runtime) stopCurrent(ctx context.Context, name, reason string) error {
 	}
 	return nil
 }
+
+// recordTimeout bounds the store call that records a stop once the deployment has stopped.
+const recordTimeout = 10 * time.Second
 
 // stopAndWait asks d to stop and waits for its run to return, at most Config.StopWait, and
 // reports whether it did. One that did not is given up on: it is kept in r.stopping until it
@@ -1046,7 +1062,7 @@ func (r *Runtime) stillStopping(name string) error {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if d := r.stopping[name]; d != nil {
-		return &StillStoppingError{Scenario: name, Deployment: d.info.ID, Asked: d.stopAsked, Wait: r.cfg.StopWait}
+		return &StillStoppingError{Scenario: name, Deployment: d.info.ID, Asked: d.stopAsked, Blocked: r.cfg.Now().Sub(d.stopAsked)}
 	}
 	return nil
 }

@@ -63,8 +63,12 @@ func TestStuckDeploymentDoesNotHoldItsCancel(t *testing.T) {
 	canceled := make(chan error, 1)
 	var got store.Deployment
 	go func() {
+		// The client gives up before the stop's wait ends: the cancel is recorded anyway (a
+		// review found it left RUNNING, not fenced, with the request's context canceled).
+		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+		defer cancel()
 		var err error
-		got, err = r.Cancel(t.Context(), "s", "ann", "stuck")
+		got, err = r.Cancel(ctx, "s", "ann", "stuck")
 		canceled <- err
 	}()
 	select {
@@ -78,6 +82,9 @@ func TestStuckDeploymentDoesNotHoldItsCancel(t *testing.T) {
 	}
 	if got.ID != first.ID || got.Status != store.StatusCanceled {
 		t.Errorf("cancel answered %d %s, want %d CANCELED", got.ID, got.Status, first.ID)
+	}
+	if d, err := st.GetDeployment(t.Context(), first.ID); err != nil || d.Status != store.StatusCanceled || !strings.Contains(d.Reason, "fenced off") {
+		t.Errorf("the store has it %s %q (%v), want CANCELED, fenced off", d.Status, d.Reason, err)
 	}
 	if _, err := r.Deploy(t.Context(), DeployRequest{Scenario: "s"}); !errors.Is(err, ErrStillStopping) {
 		t.Errorf("a deploy while the old run is blocked: %v, want ErrStillStopping", err)
