@@ -217,10 +217,12 @@ func (k *Output) prepare(ctx context.Context) (*kafkaTxn, error) {
 	if err != nil {
 		k.abortOn(parent, k.slot)
 		if errors.Is(err, kerr.UnknownTopicID) {
-			// The topic was deleted and created again: the producer keeps the old one's ID
-			// until its metadata ages out (minutes). A new producer, with the same
-			// transactional id, reads the new one.
-			k.reset(k.slot)
+			// The topic was deleted and created again: a producer keeps the old one's ID
+			// until its metadata ages out (minutes). New producers, with the same
+			// transactional ids, read the new one; both go, as the other has the old ID too
+			// (it has no open transaction: settle committed the last one through control).
+			k.reset(0)
+			k.reset(1)
 		}
 		return nil, k.failed("producing the checkpoint's records", err)
 	}
