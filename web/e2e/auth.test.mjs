@@ -5,7 +5,7 @@
 // client address. Screenshots go to test-results/auth-*.png. Any browser console error fails.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { node, select, shot } from './harness.mjs';
+import { expressionText, node, select, shot, typeExpression } from './harness.mjs';
 import { startWithProvider } from './oidc-provider.mjs';
 
 const SCENARIO = 'card checks';
@@ -166,5 +166,32 @@ test('sign in, roles and the audit log', async (t) => {
     const p = await res.json();
     assert.equal(p.code, 'forbidden');
     assert.match(p.detail, /needs the deployer role; Vera Viewer has viewer/);
+  });
+
+  await t.test('a session that ends under unsaved changes keeps them: sign in again in a new tab, go on', async () => {
+    await signOut(); // the admin's
+    await signIn('dan');
+    await page.goto(`${server.url}/#/scenarios/${encodeURIComponent(SCENARIO)}`);
+    await node(page, 'payments').waitFor();
+    await select(page, 'flagged');
+    await page.context().clearCookies(); // the session ends (expired, or signed out elsewhere)
+    await typeExpression(page, 'expr-value', '{card: #input.card}'); // its validation meets the 401
+    const note = page.getByTestId('session-ended');
+    await note.waitFor();
+    assert.match(await note.innerText(), /Your session has ended\. What is on this page stays here, unsaved changes included/);
+    await page.getByTestId('dirty').waitFor();
+    assert.equal(await page.getByTestId('sign-in-page').count(), 0);
+    await shot(page, 'auth-05-session-ended');
+    const [tab] = await Promise.all([page.context().waitForEvent('page'), page.getByTestId('session-sign-in').click()]);
+    await tab.getByTestId('user-name').filter({ hasText: USERS.dan.name }).waitFor();
+    await tab.close();
+    await page.getByTestId('session-resume').click();
+    await note.waitFor({ state: 'detached' });
+    assert.equal(await expressionText(page, 'expr-value'), '{card: #input.card}');
+    await page.getByTestId('dirty').waitFor();
+    // The 401s of the ended session are the only errors in the console.
+    const others = setup.consoleErrors.filter((e) => !/status of 401/.test(e));
+    assert.deepEqual(others, []);
+    setup.consoleErrors.length = 0;
   });
 });

@@ -76,7 +76,7 @@ export function App() {
   const auth = useMemo<AuthValue | null>(() => (me ? { me, can: (want) => roleAllows(me.role, want) } : null), [me]);
 
   if (!me || !auth) return <div className="page muted">{error ? `Who you are could not be loaded: ${error}` : 'Loading…'}</div>;
-  if (!signedIn) {
+  if (!me.signedIn || (expired && !me.signIn)) {
     // refused: the session cookie the browser sent has expired or was ended elsewhere.
     if (me.signIn) return <SignIn expired={expired || me.refused} />;
     return <div className="page field-error" data-testid="unauthenticated">This server needs credentials (an API token); the designer has no sign-in configured.</div>;
@@ -87,5 +87,47 @@ export function App() {
   else if (r.page === 'audit') content = <AuditLog />;
   else if (!components) content = <div className="page muted">Loading…</div>;
   else content = <Editor key={r.name} name={r.name} components={components} />;
-  return <AuthContext.Provider value={auth}>{content}</AuthContext.Provider>;
+  // A session that ends while a page is open (a 401) keeps the page, and an editor's unsaved
+  // changes, under a note: signing in again in another tab renews the session for this one.
+  const resume = () =>
+    api.GET('/api/me').then(({ data }) => {
+      if (data?.signedIn) {
+        setMe(data);
+        setExpired(false);
+      }
+    });
+  return (
+    <AuthContext.Provider value={auth}>
+      {content}
+      {expired && <SessionEnded onResume={resume} />}
+    </AuthContext.Provider>
+  );
+}
+
+/** The note over a page whose session has ended. */
+function SessionEnded({ onResume }: { onResume: () => Promise<void> }) {
+  const [asked, setAsked] = useState(false);
+  return (
+    <div className="session-ended" role="alertdialog" aria-label="Your session has ended" data-testid="session-ended">
+      <p>
+        Your session has ended. What is on this page stays here, unsaved changes included:{' '}
+        <a href="/auth/login" target="_blank" rel="noopener" data-testid="session-sign-in">
+          sign in again in a new tab
+        </a>
+        , then go on here.
+      </p>
+      {asked && <p className="field-error small">Not signed in yet.</p>}
+      <button
+        type="button"
+        className="primary"
+        data-testid="session-resume"
+        onClick={() => {
+          setAsked(false);
+          onResume().then(() => setAsked(true));
+        }}
+      >
+        Go on here
+      </button>
+    </div>
+  );
 }
