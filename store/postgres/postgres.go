@@ -15,6 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,6 +48,13 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
+// defaultMaxConns is the pool's size when the URL does not give pool_max_conns: pgxpool's own
+// default, max(4, CPUs), let 30 reads waiting on one locked table hold every connection and
+// stop every deployment's ingestion and checkpoints for as long (hostile round: 55 s).
+func defaultMaxConns() int32 {
+	return int32(max(16, 4*runtime.NumCPU()))
+}
+
 // Open connects to the database at url, a PostgreSQL URL or keyword/value string as pgxpool
 // accepts ("postgres://user:pass@host:5432/db?sslmode=disable&pool_max_conns=10"), and applies
 // the pending migrations of migrations.Postgres() to the current schema. Concurrent Opens on
@@ -58,6 +67,9 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err != nil {
 		// pgx's parse errors do not repeat the URL, which may hold a password.
 		return nil, fmt.Errorf("parsing PostgreSQL URL: %w", err)
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = defaultMaxConns()
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
