@@ -130,19 +130,30 @@ func defaultMaxConnections() int {
 	return maxConnectionsFor(files, memory)
 }
 
+// minOwnFiles is the least number of open files kept from the connections for the server
+// itself: SQLite held 9 (the database 5 times, its WAL 4), and file sinks and sources, Kafka
+// and the lock file take more; with a limit of 64, three quarters to the connections left the
+// store unable to open its file (hostile round: "unable to open database file").
+const minOwnFiles = 48
+
 // connBytes is what one client connection may hold: measured, 2,000 connections each holding
 // an unfinished header line of nearly maxHeaderBytes took 277 MB (140 KB each), with its
 // goroutine and buffers.
 const connBytes = 160 << 10
 
-// maxConnectionsFor is three quarters of an open-file limit (0: not known, 4,096), and at most
-// an eighth of memory bytes (0 or math.MaxInt64: not known) at connBytes a connection; at
-// least 1 and at most 2^30. Bound by the files alone, 15,000 connections of a server with a
-// limit of 20,000 could take 2.1 GB (round 26).
+// maxConnectionsFor is an open-file limit (0: not known, 4,096) less what the server keeps
+// for itself, a quarter of it and at least minOwnFiles, and at most an eighth of memory bytes
+// (0 or math.MaxInt64: not known) at connBytes a connection; at least 1 and at most 2^30.
+// Bound by the files alone, 15,000 connections of a server with a limit of 20,000 could take
+// 2.1 GB (round 26).
 func maxConnectionsFor(files uint64, memory int64) int {
 	n := uint64(4096)
 	if files > 0 {
-		n = files / 4 * 3
+		own := max(files-files/4*3, minOwnFiles)
+		n = 0
+		if files > own {
+			n = files - own
+		}
 	}
 	if memory > 0 && memory < math.MaxInt64 {
 		n = min(n, uint64(memory/8/connBytes))

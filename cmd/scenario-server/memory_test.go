@@ -87,16 +87,16 @@ func TestRuntimeMemoryLimit(t *testing.T) {
 }
 
 // --max-connections defaults to three quarters of the open-file limit (20,000 → 15,000; the
-// rest for the store, sinks and Kafka), 4,096 when it is not known, and at most an eighth of
-// the memory at 160 KiB a connection (1 GiB: 1,073,741,824 / 8 / 163,840 = 819; 24 GiB:
-// 19,660), at least 1.
+// rest for the store, sinks and Kafka), at least 48 files kept (64 → 16, 100 → 52), 4,096
+// when it is not known, and at most an eighth of the memory at 160 KiB a connection (1 GiB:
+// 1,073,741,824 / 8 / 163,840 = 819; 24 GiB: 19,660), at least 1.
 func TestMaxConnectionsFor(t *testing.T) {
 	const gib = 1 << 30
 	for _, c := range []struct {
 		files  uint64
 		memory int64
 		want   int
-	}{{20000, 0, 15000}, {1024, 0, 768}, {3, 0, 1}, {1, 0, 1}, {1 << 62, 0, 1 << 30}, {0, 0, 4096},
+	}{{20000, 0, 15000}, {1024, 0, 768}, {64, 0, 16}, {100, 0, 52}, {48, 0, 1}, {3, 0, 1}, {1, 0, 1}, {1 << 62, 0, 1 << 30}, {0, 0, 4096},
 		{20000, gib, 819}, {20000, 24 * gib, 15000}, {1 << 20, 24 * gib, 19660}, {0, gib, 819}, {1024, math.MaxInt64, 768}, {20000, 100, 1}} {
 		if got := maxConnectionsFor(c.files, c.memory); got != c.want {
 			t.Errorf("an open-file limit of %d, %d bytes of memory: %d, want %d", c.files, c.memory, got, c.want)
