@@ -103,7 +103,8 @@ const (
 	// CodeBacklogFull (429): the deployment has fallen behind: the source's accepted events
 	// waiting to be processed reached the server's limit. Retry-After says when to send again.
 	CodeBacklogFull = "backlog-full"
-	// CodeNotReady (503): the store cannot be reached (readiness).
+	// CodeNotReady (503): the store cannot be reached (readiness; a request whose store call
+	// could not reach the database, with Retry-After).
 	CodeNotReady = "not-ready"
 	// CodeUnavailable (503): the request was cut short (server shutting down, timeout).
 	CodeUnavailable = "unavailable"
@@ -356,8 +357,21 @@ func storeError(ctx context.Context, err error, name string, version int) error 
 		return huma.ErrorWithHeaders(newProblem(http.StatusServiceUnavailable, CodeStoreFull,
 			"the store's disk is full: nothing was written; retry once space is freed"), http.Header{"Retry-After": {storeFullRetryAfter}})
 	}
+	if unreachable(err) {
+		loggerFrom(ctx).Error("store unreachable", "scenario", name, "error", err)
+		return huma.ErrorWithHeaders(newProblem(http.StatusServiceUnavailable, CodeNotReady,
+			"the store cannot be reached (its database is down or restarting); retry later"), http.Header{"Retry-After": {"5"}})
+	}
 	loggerFrom(ctx).Error("store failed", "scenario", name, "error", err)
 	return newProblem(http.StatusInternalServerError, CodeInternal, "internal error; the server log has the cause")
+}
+
+// unreachable reports whether err is the store's database not answering on the network (a
+// PostgreSQL server stopped or restarting: connection refused or reset), which a retry may
+// get past: 503, not a 500 (hostile round: 357 ingestions answered 500 during a 20 s outage).
+func unreachable(err error) bool {
+	var netErr net.Error
+	return errors.As(err, &netErr) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // storeFullRetryAfter is the Retry-After, in seconds, of a store-full answer.

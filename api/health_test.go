@@ -3,9 +3,12 @@ package api_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -73,6 +76,28 @@ func TestReadyzBoundedWhenTheStoreStalls(t *testing.T) {
 	}
 	close(st.release)
 	c.get("/readyz").ok(t, http.StatusOK, nil)
+}
+
+// downStore is a store whose database is not listening (a PostgreSQL server stopped): its
+// calls fail with the refused connection pgx wraps.
+type downStore struct {
+	store.Store
+}
+
+func (downStore) CreateScenario(context.Context, string, store.Draft) (store.Version, error) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}
+	return store.Version{}, fmt.Errorf("creating scenario: failed to connect to `user=postgres database=x`: %w", refused)
+}
+
+// A store whose database cannot be reached answers 503 not-ready with Retry-After, not a 500
+// (hostile round: 357 answers 500 during a PostgreSQL outage of 20 s).
+func TestUnreachableStoreIs503(t *testing.T) {
+	c := newClient(t, downStore{sqliteStore(t)})
+	r := c.post("/api/scenarios", map[string]any{"name": "down", "graph": map[string]any{"nodes": []any{}, "edges": []any{}}})
+	p := r.problem(t, http.StatusServiceUnavailable, "not-ready")
+	if r.Header.Get("Retry-After") != "5" || !strings.Contains(p.Detail, "cannot be reached") {
+		t.Errorf("Retry-After %q, detail %q", r.Header.Get("Retry-After"), p.Detail)
+	}
 }
 
 // A full disk answers 503 store-full with Retry-After, on /readyz and on a write, never a
