@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"math"
 	"net"
@@ -438,6 +439,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return err
 	}
 	defer lock.Unlock()
+	if cfg.DatabaseURL == "" {
+		if why := lostStore(cfg.DataDir); why != "" {
+			log.Warn("starting with an empty store: "+why+"; if that is not meant, stop the server and put the store's file back from a backup",
+				"dataDir", cfg.DataDir)
+		}
+	}
 	owner, err := serverIdentity(cfg.DataDir)
 	if err != nil {
 		return err
@@ -607,6 +614,24 @@ func crashLoopLimit(n int) int {
 		return -1
 	}
 	return n
+}
+
+// lostStore says why the SQLite store of a data directory that has held a server (its
+// serverIDFile is there) looks lost: its file is missing or empty (SQLite takes an empty
+// file for a new database: every scenario and deployment gone, without a word); "" when it
+// does not.
+func lostStore(dataDir string) string {
+	if _, err := os.Stat(filepath.Join(dataDir, serverIDFile)); err != nil {
+		return "" // a new data directory
+	}
+	fi, err := os.Stat(filepath.Join(dataDir, sqlite.FileName))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Sprintf("%s is missing from a data directory a server has used (%s is there)", sqlite.FileName, serverIDFile)
+	case err == nil && fi.Size() == 0:
+		return fmt.Sprintf("%s is empty in a data directory a server has used (%s is there)", sqlite.FileName, serverIDFile)
+	}
+	return ""
 }
 
 // serverIDFile holds the server's identity in the data directory.
