@@ -473,24 +473,23 @@ test('build, validate, save, test and reload a scenario', async (t) => {
 
   await t.test('leaving with unsaved changes asks first: staying keeps them, leaving goes', async () => {
     await page.getByTestId('dirty').waitFor(); // the pasted filter 2 is not saved
-    const asked = [];
-    const answer = (accept) => page.once('dialog', (d) => {
-      asked.push(d.message());
-      return accept ? d.accept() : d.dismiss();
-    });
-    answer(false);
     const before = await page.evaluate(() => history.length);
     await page.locator('a.back').click();
-    for (let i = 0; asked.length === 0 && i < 400; i++) await page.waitForTimeout(25);
-    assert.deepEqual(asked, [`"${SCENARIO}" has unsaved changes. Leave it and lose them?`]);
+    const ask = page.getByTestId('leave-confirm');
+    await ask.waitFor();
+    assert.equal(await ask.locator('p').innerText(), `"${SCENARIO}" has unsaved changes. Leave it and lose them?`);
+    await shot(page, '08c-leave-confirm');
+    await page.getByTestId('leave-stay').click();
+    await ask.waitFor({ state: 'detached' });
     assert.ok(page.url().endsWith(`#/scenarios/${encodeURIComponent(SCENARIO)}`), page.url());
     assert.equal(await page.evaluate(() => history.length), before, 'staying added a history entry');
     await node(page, 'filter 2').waitFor();
     await page.getByTestId('dirty').waitFor();
-    answer(true);
     await page.goBack(); // the browser's Back asks too
+    await ask.waitFor();
+    await node(page, 'filter 2').waitFor(); // still shown while asked
+    await page.getByTestId('leave-go').click();
     await page.getByTestId('scenarios').waitFor();
-    assert.equal(asked.length, 2);
     noConsoleErrors('leave');
   });
 });
@@ -755,8 +754,8 @@ test('the window timeline of 10,000 flights', async (t) => {
     assert.ok(res.ok, await res.text());
     // The late-events scenario has unsaved edges: opening another asks, and we leave it.
     assert.equal(await page.getByTestId('dirty').count(), 1);
-    page.once('dialog', (d) => d.accept());
     await page.goto(`${server.url}/#/scenarios/${encodeURIComponent(BIG_SCENARIO)}`);
+    await page.getByTestId('leave-go').click();
     await node(page, 'per hour').waitFor();
     await page.getByTestId('tab-test').click();
     // Uploaded as a file, as one would (typing 900 kB into the text area is the browser's slow path).

@@ -6,7 +6,7 @@ import { api, problemText, UNAUTHENTICATED_EVENT, type Components } from './api/
 import { AuditLog } from './AuditLog';
 import { AuthContext, roleAllows, SignIn, type AuthValue, type Me } from './auth';
 import { Editor } from './editor/Editor';
-import { mayLeave, setLeaveGuard } from './leaveGuard';
+import { leaveQuestion, setLeaveGuard } from './leaveGuard';
 import { ScenarioList } from './ScenarioList';
 
 type Route = { page: 'list' } | { page: 'audit' } | { page: 'editor'; name: string };
@@ -25,14 +25,20 @@ export function App() {
   const [components, setComponents] = useState<Components | null>(null);
   const [error, setError] = useState('');
 
+  // A leave the guard asks about (leaveQuestion): where to, and the question; the page stays
+  // until it is answered.
+  const [leaving, setLeaving] = useState<{ to: string; question: string } | null>(null);
   useEffect(() => {
     let shown = location.hash;
     const onHash = (e: HashChangeEvent) => {
       if (location.hash === shown) return;
-      if (!mayLeave()) {
+      const question = leaveQuestion();
+      if (question) {
         // Back, Forward or a typed URL: the URL has changed already. The page's comes back
-        // as a new entry, so that Back asks again.
+        // as a new entry (so that Back asks again) while the question is asked.
+        const to = location.hash;
         history.pushState(history.state, '', e.oldURL);
+        setLeaving({ to, question });
         return;
       }
       shown = location.hash;
@@ -41,11 +47,14 @@ export function App() {
     window.addEventListener('hashchange', onHash);
     // A link of the designer asks before it is followed: staying leaves the history as it was.
     const onClick = (e: MouseEvent) => {
-      if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+      if (e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
       const a = e.target instanceof Element ? e.target.closest('a[href^="#"]') : null;
-      if (!a || a.getAttribute('href') === location.hash) return;
-      if (mayLeave()) setLeaveGuard(null);
-      else e.preventDefault();
+      const to = a?.getAttribute('href');
+      if (!to || to === location.hash) return;
+      const question = leaveQuestion();
+      if (!question) return;
+      e.preventDefault();
+      setLeaving({ to, question });
     };
     document.addEventListener('click', onClick, true);
     const on401 = () => setExpired(true);
@@ -100,6 +109,28 @@ export function App() {
     <AuthContext.Provider value={auth}>
       {content}
       {expired && <SessionEnded onResume={resume} />}
+      {leaving && (
+        <div className="leave-confirm" role="alertdialog" aria-label="Leave this page?" data-testid="leave-confirm">
+          <p>{leaving.question}</p>
+          <div className="row">
+            <button type="button" onClick={() => setLeaving(null)} data-testid="leave-stay">
+              Stay
+            </button>
+            <button
+              type="button"
+              className="danger"
+              onClick={() => {
+                setLeaveGuard(null);
+                setLeaving(null);
+                location.hash = leaving.to;
+              }}
+              data-testid="leave-go"
+            >
+              Leave and lose them
+            </button>
+          </div>
+        </div>
+      )}
     </AuthContext.Provider>
   );
 }

@@ -248,7 +248,7 @@ function EditorInner({ name, components }: Props) {
     if (!dirty) return;
     const onBeforeUnload = (e: BeforeUnloadEvent) => e.preventDefault();
     window.addEventListener('beforeunload', onBeforeUnload);
-    setLeaveGuard(() => window.confirm(`"${name}" has unsaved changes. Leave it and lose them?`));
+    setLeaveGuard(() => `"${name}" has unsaved changes. Leave it and lose them?`);
     return () => {
       window.removeEventListener('beforeunload', onBeforeUnload);
       setLeaveGuard(null);
