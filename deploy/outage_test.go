@@ -7,56 +7,82 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// An outage of the brokers is not silence (hostile round: a broker away for 12 s made 1,785
-// records late): the records producers kept while the brokers were away reach them only
-// after the input lists the topic again, so the idle timeout counts from there, not from the
-// last record before the outage. Worked by hand: tumbling 10 s windows, out-of-orderness 2 s,
-// idle timeout 1 s; record A at 17 s (W = 15 s); the brokers refuse fetches and listings for
-// 3 s; record B at 16 s is produced once they list again. Counting the outage as silence,
-// W = 17 s + (≥ 3 s) − 1 s ≥ 19 s, and more before B arrives: [10 s, 20 s) closes with A
-// alone and B is late. Not counting it, B is in time and the window closes by idleness
-// later with both: n 2, sum 3.
-func TestKafkaOutageIsNotIdleness(t *testing.T) {
+// outage is a deployed scenario "k" reading topic "ev" of a one-broker cluster whose
+// listings and fetches can be refused, as while the broker is away (producing still works:
+// the producers that kept records during an outage send them once it ends).
+type outage struct {
+	r    *Runtime
+	prod *kgo.Client
+	// down refuses listings and fetches; listed counts the listings served since reset.
+	down   atomic.Bool
+	listed atomic.Int64
+}
+
+// newOutage deploys the tumbling graph (10 s windows, out-of-orderness 2 s, idle timeout
+// idle) on topic "ev" of partitions partitions.
+func newOutage(t *testing.T, partitions int, idle string) (*outage, func() []string) {
 	st := sqliteStore(t)
-	c := newCluster(t, kfake.SeedTopics(1, "ev"))
+	c := newCluster(t, kfake.SeedTopics(int32(partitions), "ev"))
 	brokers := c.ListenAddrs()
-	prod := newProducer(t, brokers)
-	var down atomic.Bool
-	var listedSinceUp atomic.Int64
-	refuse := func(key kmsg.Key) {
+	o := &outage{prod: newProducer(t, brokers)}
+	for _, key := range []kmsg.Key{kmsg.ListOffsets, kmsg.Fetch} {
 		c.ControlKey(int16(key), func(kmsg.Request) (kmsg.Response, error, bool) {
 			c.KeepControl()
-			if down.Load() {
+			if o.down.Load() {
 				return nil, errors.New("the broker is away"), true
 			}
 			if key == kmsg.ListOffsets {
-				listedSinceUp.Add(1)
+				o.listed.Add(1)
 			}
 			return nil, nil, false
 		})
 	}
-	refuse(kmsg.ListOffsets)
-	refuse(kmsg.Fetch)
 	g := replaceOnce(t, kafkaGraph(t, "ev", "2s"), `{"name": "maxOutOfOrderness", "value": "2s"}`,
-		`{"name": "maxOutOfOrderness", "value": "2s"}, {"name": "idleTimeout", "value": "1s"}`)
+		`{"name": "maxOutOfOrderness", "value": "2s"}, {"name": "idleTimeout", "value": "`+idle+`"}`)
 	createScenario(t, st, "k", g)
-	r := newRuntime(t, st, func(c *Config) { c.KafkaBrokers = brokers })
-	deploy(t, r, "k", 0)
+	o.r = newRuntime(t, st, func(c *Config) { c.KafkaBrokers = brokers })
+	deploy(t, o.r, "k", 0)
+	return o, func() []string { return collected(t, st, "k") }
+}
 
-	produce(t, prod, "ev", 0, [][]byte{[]byte(`{"ts": 17000, "key": "k", "v": 1}`)}, nil)
-	waitFor(t, "A processed", func() bool { l, _ := r.Live("k"); return l.Sources[0].Processed == 1 })
-	down.Store(true)
-	time.Sleep(5 * time.Second) // the outage itself, not a wait for something to happen
-	listedSinceUp.Store(0)
-	down.Store(false)
-	waitFor(t, "a listing once the brokers answer again", func() bool { return listedSinceUp.Load() > 0 })
-	produce(t, prod, "ev", 0, [][]byte{[]byte(`{"ts": 16000, "key": "k", "v": 2}`)}, nil)
-	waitFor(t, "the window closed", func() bool { return len(collected(t, st, "k")) > 0 })
-	equalResults(t, collected(t, st, "k"), []string{`{"key":"k","start":10000,"n":2,"sum":3}`})
-	if l, _ := r.Live("k"); l.Nodes["win"].Late != 0 {
+// away refuses listings and fetches for d (the outage itself: a sleep that is the outage,
+// not a wait for something to happen), then waits for a listing served after it.
+func (o *outage) away(t *testing.T, d time.Duration) {
+	t.Helper()
+	o.down.Store(true)
+	time.Sleep(d)
+	o.listed.Store(0)
+	o.down.Store(false)
+	waitFor(t, "a listing once the brokers answer again", func() bool { return o.listed.Load() > 0 })
+}
+
+// processed waits until n records of the source are processed.
+func (o *outage) processed(t *testing.T, n int64) {
+	t.Helper()
+	waitFor(t, "records processed", func() bool { l, _ := o.r.Live("k"); return l.Sources[0].Processed == n })
+}
+
+// An outage of the brokers is not silence (hostile round: a broker away for 12 s made 1,785
+// records late): the records producers kept while the brokers were away reach them only
+// after the input sees the brokers again, so the idle timeout counts from there, not from
+// the last record before the outage. Worked by hand: tumbling 10 s windows, out-of-orderness
+// 2 s, idle timeout 1 s; record A at 17 s (W = 15 s); the brokers refuse fetches and listings
+// for 5 s; record B at 16 s is produced once they list again. Counting the outage as silence,
+// W = 17 s + (≥ 5 s) − 1 s ≥ 21 s: [10 s, 20 s) closes with A alone and B is late. Not
+// counting it, B is in time and the window closes by idleness later with both: n 2, sum 3.
+func TestKafkaOutageIsNotIdleness(t *testing.T) {
+	o, results := newOutage(t, 1, "1s")
+	produce(t, o.prod, "ev", 0, [][]byte{[]byte(`{"ts": 17000, "key": "k", "v": 1}`)}, nil)
+	o.processed(t, 1)
+	o.away(t, 5*time.Second)
+	produce(t, o.prod, "ev", 0, [][]byte{[]byte(`{"ts": 16000, "key": "k", "v": 2}`)}, nil)
+	waitFor(t, "the window closed", func() bool { return len(results()) > 0 })
+	equalResults(t, results(), []string{`{"key":"k","start":10000,"n":2,"sum":3}`})
+	if l, _ := o.r.Live("k"); l.Nodes["win"].Late != 0 {
 		t.Errorf("%d records late, want none", l.Nodes["win"].Late)
 	}
 }
@@ -69,44 +95,18 @@ func TestKafkaOutageIsNotIdleness(t *testing.T) {
 // the floor (23 s: W = 21 s) and closes [10 s, 20 s), so C is late; counting its silence from
 // the brokers' return, partition 1 holds the floor at 17 s (W = 15 s) and C is in time.
 func TestKafkaOutageIsNotIdlenessPerPartition(t *testing.T) {
-	st := sqliteStore(t)
-	c := newCluster(t, kfake.SeedTopics(2, "ev"))
-	brokers := c.ListenAddrs()
-	prod := newProducer(t, brokers)
-	var down atomic.Bool
-	var listedSinceUp atomic.Int64
-	for _, key := range []kmsg.Key{kmsg.ListOffsets, kmsg.Fetch} {
-		c.ControlKey(int16(key), func(kmsg.Request) (kmsg.Response, error, bool) {
-			c.KeepControl()
-			if down.Load() {
-				return nil, errors.New("the broker is away"), true
-			}
-			if key == kmsg.ListOffsets {
-				listedSinceUp.Add(1)
-			}
-			return nil, nil, false
-		})
-	}
-	g := replaceOnce(t, kafkaGraph(t, "ev", "2s"), `{"name": "maxOutOfOrderness", "value": "2s"}`,
-		`{"name": "maxOutOfOrderness", "value": "2s"}, {"name": "idleTimeout", "value": "3s"}`)
-	createScenario(t, st, "k", g)
-	r := newRuntime(t, st, func(c *Config) { c.KafkaBrokers = brokers })
-	deploy(t, r, "k", 0)
-	produce(t, prod, "ev", 0, [][]byte{[]byte(`{"ts": 17000, "key": "k", "v": 1}`)}, nil)
-	produce(t, prod, "ev", 1, [][]byte{[]byte(`{"ts": 17000, "key": "k", "v": 1}`)}, nil)
-	waitFor(t, "the first two processed", func() bool { l, _ := r.Live("k"); return l.Sources[0].Processed == 2 })
-	down.Store(true)
-	time.Sleep(5 * time.Second) // the outage itself, not a wait for something to happen
-	listedSinceUp.Store(0)
-	down.Store(false)
-	waitFor(t, "a listing once the brokers answer again", func() bool { return listedSinceUp.Load() > 0 })
-	produce(t, prod, "ev", 0, [][]byte{[]byte(`{"ts": 23000, "key": "k", "v": 2}`)}, nil)
-	waitFor(t, "B processed", func() bool { l, _ := r.Live("k"); return l.Sources[0].Processed == 3 })
-	produce(t, prod, "ev", 1, [][]byte{[]byte(`{"ts": 16000, "key": "k", "v": 4}`)}, nil)
-	waitFor(t, "C processed", func() bool { l, _ := r.Live("k"); return l.Sources[0].Processed == 4 })
-	waitFor(t, "the window closed", func() bool { return len(collected(t, st, "k")) > 0 })
-	equalResults(t, collected(t, st, "k")[:1], []string{`{"key":"k","start":10000,"n":3,"sum":6}`})
-	if l, _ := r.Live("k"); l.Nodes["win"].Late != 0 {
+	o, results := newOutage(t, 2, "3s")
+	produce(t, o.prod, "ev", 0, [][]byte{[]byte(`{"ts": 17000, "key": "k", "v": 1}`)}, nil)
+	produce(t, o.prod, "ev", 1, [][]byte{[]byte(`{"ts": 17000, "key": "k", "v": 1}`)}, nil)
+	o.processed(t, 2)
+	o.away(t, 5*time.Second)
+	produce(t, o.prod, "ev", 0, [][]byte{[]byte(`{"ts": 23000, "key": "k", "v": 2}`)}, nil)
+	o.processed(t, 3)
+	produce(t, o.prod, "ev", 1, [][]byte{[]byte(`{"ts": 16000, "key": "k", "v": 4}`)}, nil)
+	o.processed(t, 4)
+	waitFor(t, "the window closed", func() bool { return len(results()) > 0 })
+	equalResults(t, results()[:1], []string{`{"key":"k","start":10000,"n":3,"sum":6}`})
+	if l, _ := o.r.Live("k"); l.Nodes["win"].Late != 0 {
 		t.Errorf("%d records late, want none", l.Nodes["win"].Late)
 	}
 }

@@ -251,6 +251,21 @@ func tinyRecords(n int) []byte {
 	return b
 }
 
+// zstdBudget is a fetchBudget over franz-go's bounded decompressor (the bounds set before),
+// and a zstd encoder to make its batches.
+func zstdBudget(t *testing.T) (*fetchBudget, *zstd.Encoder) {
+	t.Helper()
+	inner, err := boundedDecompressor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fetchBudget{inner: inner}, enc
+}
+
 // A batch is counted with what franz-go holds for each of its records (168 bytes) besides
 // its bytes: 1,000 records of 7 bytes are 175,000 bytes; a batch past maxBatchBytes so
 // counted is refused as too large (round 18: 2.8 million records of 11 bytes, 31 MB
@@ -260,15 +275,7 @@ func TestBatchRecordsCounted(t *testing.T) {
 		t.Errorf("batchBytes of 1,000 records of 7 bytes: %d, want 175,000", got)
 	}
 	setBounds(t, 16<<20, 1<<20, 2_000_000)
-	inner, err := boundedDecompressor()
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc, err := zstd.NewWriter(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &fetchBudget{inner: inner}
+	b, enc := zstdBudget(t)
 	// 5,900 records: 41,300 + 991,200 = 1,032,500 bytes, within 1 MiB (1,048,576).
 	if _, err := b.Decompress(enc.EncodeAll(tinyRecords(5900), nil), kgo.CodecZstd); err != nil || b.used.Load() != 1_032_500 {
 		t.Errorf("5,900 records: %v, %d counted; want 1,032,500", err, b.used.Load())
@@ -330,15 +337,7 @@ func TestBatchHeadersCounted(t *testing.T) {
 	// its length 3 more) are 200,011 bytes decompressed, counted 200,011 + 168 + 4,000,000:
 	// past a batch bound of 1 MiB, refused as too large.
 	setBounds(t, 16<<20, 1<<20, 64<<20)
-	inner, err := boundedDecompressor()
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc, err := zstd.NewWriter(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &fetchBudget{inner: inner}
+	b, enc := zstdBudget(t)
 	bomb := headerRecords(100_000, make([][2]string, 100_000)...)
 	if len(bomb) != 200_011 {
 		t.Fatalf("the record is %d bytes, want 200,011", len(bomb))
