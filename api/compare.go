@@ -279,11 +279,15 @@ func compareEdges(ga, gb *graphJSON) []Difference {
 	}
 	ka, ra := outgoing(ea)
 	kb, rb := outgoing(eb)
+	// Once per id: a draft may repeat one (497 Switches named "x" with 1,990 edges reordered
+	// were each reported with every edge of "x", a 407 MB answer: hostile round).
+	reported := map[string]bool{}
 	for _, n := range gb.Nodes {
 		id, _ := n["id"].(string)
-		if n["type"] != "Switch" || reflect.DeepEqual(ka[id], kb[id]) || !sameMultiset(ka[id], kb[id]) {
+		if n["type"] != "Switch" || reported[id] || reflect.DeepEqual(ka[id], kb[id]) || !sameMultiset(ka[id], kb[id]) {
 			continue
 		}
+		reported[id] = true
 		diffs = append(diffs, Difference{Kind: DiffEdgesReordered, NodeID: id, Before: rawJSON(ra[id]), After: rawJSON(rb[id])})
 	}
 	return diffs
