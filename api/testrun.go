@@ -245,7 +245,7 @@ func (h *handlers) testRun(ctx context.Context, g Graph, name, records string, p
 	}
 	ctx, cancel := context.WithTimeout(ctx, h.testTimeout)
 	defer cancel()
-	obs := &testObserver{perNode: perNode, budget: maxListedBytes}
+	obs := &testObserver{ctx: ctx, perNode: perNode, budget: maxListedBytes}
 	eng, err := engine.New(s, engine.Options{
 		Registry:      h.nodes,
 		ScenarioName:  name,
@@ -331,6 +331,8 @@ func countRecords(records string) int {
 // is counted; the first perNode of each node are kept, as JSON, with their expressions'
 // values.
 type testObserver struct {
+	// ctx is the run's: past its end no expression is evaluated for the listing.
+	ctx     context.Context
 	perNode int
 	budget  int64 // bytes of JSON that may still be listed
 	eng     *engine.Engine
@@ -465,8 +467,8 @@ func (o *testObserver) record(n *nodeObservation, vars map[string]value.Value, e
 		Expressions: make(map[string]ExpressionResult, len(n.programs)),
 	}
 	for _, field := range slices.Sorted(maps.Keys(n.programs)) {
-		if o.budget <= 0 {
-			break
+		if o.budget <= 0 || o.ctx != nil && o.ctx.Err() != nil {
+			break // the run's time is up: the engine stops at its next look
 		}
 		// Its value is made within what the budget has left: a hundred fields' values of
 		// 16 MiB each were made whole before (1.6 GB), however little of them was listed.

@@ -622,3 +622,35 @@ func wideRecordGraph(n, size int, sinkRef string) string {
 		{"id": "out", "type": "Sink", "ref": ` + sinkRef + `}
 	], "edges": [{"from": "in", "to": "rec", "edgeType": null}, {"from": "rec", "to": "out", "edgeType": null}]}`
 }
+
+// One node of many slow expressions is stopped at the test time limit, in a test run and in a
+// node test (hostile round: a VariableBuilder of 6,500 fields of 27 ms ran 207 s against a
+// 30 s limit, the test run's listing evaluating every field before the engine looked at the
+// time; a node test had no limit at all). Here 3,000 fields of nearly a million steps each
+// are about 90 s of work (more under -race); an answer within 20 s shows they were stopped.
+func TestSlowNodeStoppedAtTheTestTimeout(t *testing.T) {
+	var fields []string
+	for i := range 3000 {
+		fields = append(fields, fmt.Sprintf(`{"name": "f%d", "expression": {"language": "expr", "expression": "count(1..999000, # > 0)"}}`, i))
+	}
+	graph := `{"nodes": [
+		{"id": "in", "type": "Source", "ref": {"typ": "http"}},
+		{"id": "rec", "type": "VariableBuilder", "varName": "r", "fields": [` + strings.Join(fields, ",") + `]},
+		{"id": "end", "type": "Sink", "ref": {"typ": "dead-end"}}
+	], "edges": [{"from": "in", "to": "rec", "edgeType": null}, {"from": "rec", "to": "end", "edgeType": null}]}`
+	const limit = 300 * time.Millisecond
+	c := newClient(t, sqliteStore(t), func(cfg *api.Config) { cfg.TestTimeout = limit })
+	for _, call := range []struct{ path, body string }{
+		{"/api/test", rawBody("graph", graph, "records", quote(`{"a": 1}`))},
+		{"/api/node-test", rawBody("graph", graph, "nodeId", quote("rec"), "variables", `{"input": {"a": 1}}`)},
+	} {
+		start := time.Now()
+		p := c.post(call.path, call.body).problem(t, http.StatusUnprocessableEntity, api.CodeTestTimeout)
+		if took := time.Since(start); took > 20*time.Second {
+			t.Errorf("%s: answered after %v", call.path, took)
+		}
+		if !strings.Contains(p.Detail, limit.String()) {
+			t.Errorf("%s: detail %q does not give the limit", call.path, p.Detail)
+		}
+	}
+}

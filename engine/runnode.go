@@ -136,6 +136,9 @@ func RunNode(ctx context.Context, s *scenario.Scenario, v *nodes.Validation, id 
 	bound := e.lay.maxEventBytes
 	held := 0
 	for _, field := range stdslices.Sorted(maps.Keys(plan.Programs)) {
+		if err := ctx.Err(); err != nil {
+			return run, err // between expressions: a thousand slow ones are one node
+		}
 		prog := plan.Programs[field]
 		var k int
 		if _, err := fmt.Sscanf(field, "branchParameters[%d]", &k); err == nil && k < len(branches) && branch != "" && branches[k].BranchID != branch {
