@@ -253,6 +253,52 @@ func (h *handlers) export(ctx context.Context, in *exportInput) (*exportOutput, 
 	}, nil
 }
 
+// importRetries is how many times an import without a base version looks again at the
+// scenario after another save or import came between its look and its write.
+const importRetries = 32
+
+// importDraft saves draft as scenario name's next version: on top of version base, or
+// without a base (0) on top of the latest, creating the scenario when there is none. Without
+// a base, another save or import between its look and its write (409 scenario-exists or
+// version-conflict, hostile round: 6 of 8 concurrent imports) makes it look again, up to
+// importRetries times: such an import means "on top of whatever is latest".
+func (h *handlers) importDraft(ctx context.Context, name string, base int, draft store.Draft) (store.Version, bool, error) {
+	for attempt := 0; ; attempt++ {
+		b, created := base, false
+		if b == 0 {
+			sc, err := h.store.GetScenario(ctx, name)
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+				created = true
+			case err != nil:
+				return store.Version{}, false, storeError(ctx, err, name, 0)
+			default:
+				b = sc.LatestVersion
+			}
+		}
+		var v store.Version
+		var err error
+		if created {
+			v, err = h.store.CreateScenario(ctx, name, draft)
+		} else {
+			v, err = h.store.SaveVersion(ctx, name, b, draft)
+		}
+		var conflict *store.ConflictError
+		raced := errors.Is(err, store.ErrAlreadyExists) || errors.As(err, &conflict)
+		if base == 0 && raced && attempt < importRetries {
+			continue
+		}
+		switch {
+		case err == nil:
+			return v, created, nil
+		case created:
+			return store.Version{}, false, storeError(ctx, err, name, 0)
+		default:
+			return store.Version{}, false, h.versionError(ctx, err, name, b)
+		}
+	}
+}
+
 func (h *handlers) importScenario(ctx context.Context, in *importInput) (*importOutput, error) {
 	if err := checkName(in.Name); err != nil {
 		return nil, err
@@ -269,29 +315,9 @@ func (h *handlers) importScenario(ctx context.Context, in *importInput) (*import
 		return nil, exceedsLimits(limits)
 	}
 	draft := store.Draft{Graph: []byte(in.Body), Comment: in.Comment, Author: identityName(ctx)}
-	base, created := in.BaseVersion, false
-	var v store.Version
-	if base == 0 {
-		sc, err := h.store.GetScenario(ctx, in.Name)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			created = true
-		case err != nil:
-			return nil, storeError(ctx, err, in.Name, 0)
-		default:
-			base = sc.LatestVersion
-		}
-	}
-	if created {
-		v, err = h.store.CreateScenario(ctx, in.Name, draft)
-		if err != nil {
-			return nil, storeError(ctx, err, in.Name, 0)
-		}
-	} else {
-		v, err = h.store.SaveVersion(ctx, in.Name, base, draft)
-		if err != nil {
-			return nil, h.versionError(ctx, err, in.Name, base)
-		}
+	v, created, err := h.importDraft(ctx, in.Name, in.BaseVersion, draft)
+	if err != nil {
+		return nil, err
 	}
 	v.Graph = nil
 	noteAudit(ctx, "", v.Number)
