@@ -88,18 +88,19 @@ func TestKafkaOutageIsNotIdleness(t *testing.T) {
 }
 
 // The same with two partitions (review of the first fix, which left the outage out of the
-// source's idle clock only): the kept record of one partition arrives first, the other's a
-// second later. Worked by hand: tumbling 10 s windows, out-of-orderness 2 s, idle timeout
-// 3 s; a record at 17 s in each partition; the brokers away 5 s; then B at 23 s in partition
-// 0 and C at 16 s in partition 1. Counting the outage as partition 1's silence, B alone sets
-// the floor (23 s: W = 21 s) and closes [10 s, 20 s), so C is late; counting its silence from
-// the brokers' return, partition 1 holds the floor at 17 s (W = 15 s) and C is in time.
+// source's idle clock only): the kept record of one partition arrives first, the other's
+// after it. Worked by hand: tumbling 10 s windows, out-of-orderness 2 s, idle timeout 5 s;
+// a record at 17 s in each partition; the brokers away 7 s; then B at 23 s in partition 0
+// and C at 16 s in partition 1 (within 5 s of the brokers' return, even under -race).
+// Counting the outage as partition 1's silence, B alone sets the floor (23 s: W = 21 s) and
+// closes [10 s, 20 s), so C is late; counting its silence from the brokers' return,
+// partition 1 holds the floor at 17 s (W = 15 s) and C is in time.
 func TestKafkaOutageIsNotIdlenessPerPartition(t *testing.T) {
-	o, results := newOutage(t, 2, "3s")
+	o, results := newOutage(t, 2, "5s")
 	produce(t, o.prod, "ev", 0, [][]byte{[]byte(`{"ts": 17000, "key": "k", "v": 1}`)}, nil)
 	produce(t, o.prod, "ev", 1, [][]byte{[]byte(`{"ts": 17000, "key": "k", "v": 1}`)}, nil)
 	o.processed(t, 2)
-	o.away(t, 5*time.Second)
+	o.away(t, 7*time.Second)
 	produce(t, o.prod, "ev", 0, [][]byte{[]byte(`{"ts": 23000, "key": "k", "v": 2}`)}, nil)
 	o.processed(t, 3)
 	produce(t, o.prod, "ev", 1, [][]byte{[]byte(`{"ts": 16000, "key": "k", "v": 4}`)}, nil)

@@ -210,8 +210,9 @@ func (k *Input) noteListing(asked time.Time, ok bool) {
 		k.blind = true
 		return
 	}
-	if k.blindLocked(asked) && asked.After(k.resumedAt) {
-		k.resumedAt = asked
+	// Seen again now, when the answer came (asked is a second earlier: kafkaMetadataAge).
+	if now := time.Now(); k.blindLocked(asked) && now.After(k.resumedAt) {
+		k.resumedAt = now
 	}
 	if asked.After(k.listedOK) {
 		k.listedOK = asked
