@@ -969,9 +969,7 @@ func (r *Runtime) Cancel(ctx context.Context, scenarioName, user, comment string
 		reason += fmt.Sprintf(" (it had not stopped %v after being asked: fenced off)", r.cfg.StopWait)
 	}
 	r.remove(d)
-	// Stopped: what follows records it, whether or not the client still waits for the answer
-	// (a client that gave up must not leave a stopped deployment RUNNING and not fenced).
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	ctx, cancel := recordContext(ctx)
 	defer cancel()
 	sd, err := r.cfg.Store.SetDeploymentStatus(ctx, d.info.ID, store.StatusCanceled, reason)
 	if errors.Is(err, store.ErrInvalidTransition) {
@@ -995,7 +993,7 @@ func (r *Runtime) stopCurrent(ctx context.Context, name, reason string) error {
 			reason = fmt.Sprintf("a deploy asked it to stop for version %s; it had not stopped %v after being asked: fenced off, and nothing replaced it", strings.TrimPrefix(reason, "replaced by version "), r.cfg.StopWait)
 		}
 		r.remove(d)
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout) // as in Cancel
+		ctx, cancel := recordContext(ctx)
 		defer cancel()
 		_, err := r.cfg.Store.SetDeploymentStatus(ctx, d.info.ID, store.StatusCanceled, reason)
 		if err != nil && !errors.Is(err, store.ErrInvalidTransition) {
@@ -1021,6 +1019,13 @@ func (r *Runtime) stopCurrent(ctx context.Context, name, reason string) error {
 
 // recordTimeout bounds the store call that records a stop once the deployment has stopped.
 const recordTimeout = 10 * time.Second
+
+// recordContext is ctx's values without its end, bounded by recordTimeout: a stop is recorded
+// whether or not the client still waits (one that gave up left a stopped deployment RUNNING
+// and not fenced).
+func recordContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+}
 
 // stopAndWait asks d to stop and waits for its run to return, at most Config.StopWait, and
 // reports whether it did. One that did not is given up on: it is kept in r.stopping until it
