@@ -110,7 +110,7 @@ export function App() {
       {content}
       {expired && <SessionEnded onResume={resume} />}
       {leaving && (
-        <div className="leave-confirm" role="alertdialog" aria-label="Leave this page?" data-testid="leave-confirm">
+        <div className="page-note leave-confirm" role="alertdialog" aria-label="Leave this page?" data-testid="leave-confirm">
           <p>{leaving.question}</p>
           <div className="row">
             <button type="button" onClick={() => setLeaving(null)} data-testid="leave-stay">
@@ -139,7 +139,7 @@ export function App() {
 function SessionEnded({ onResume }: { onResume: () => Promise<void> }) {
   const [asked, setAsked] = useState(false);
   return (
-    <div className="session-ended" role="alertdialog" aria-label="Your session has ended" data-testid="session-ended">
+    <div className="page-note" role="alertdialog" aria-label="Your session has ended" data-testid="session-ended">
       <p>
         Your session has ended. What is on this page stays here, unsaved changes included:{' '}
         <a href="/auth/login" target="_blank" rel="noopener" data-testid="session-sign-in">
