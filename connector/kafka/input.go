@@ -153,6 +153,10 @@ type Input struct {
 	gen      int64               // the topic generation next belongs to
 	pushedAt map[int32]time.Time // per partition, when its last record was polled
 	polledAt time.Time           // when the batch being pushed was polled
+	// taken is, per partition, the offset after the last record a poll took from the
+	// reader (handed over, or kept in rest): records up to it wait to be pushed until next
+	// reaches it.
+	taken map[int32]int64
 
 	batches chan kafkaBatch
 	// rest is what a poll fetched but did not hand over: its decoding ran out of the
@@ -302,7 +306,7 @@ func (b *fetchBudget) release() { b.used.Store(0) }
 func NewInput(source, topic string, conn *Conn, schemas *schemaregistry.Registry, log *slog.Logger) *Input {
 	k := &Input{source: source, topic: topic, conn: conn, log: log,
 		next: map[int32]int64{}, ends: map[int32]int64{}, base: map[int32]int64{}, starts: map[int32]int64{},
-		pushedAt: map[int32]time.Time{}, schemas: schemas}
+		pushedAt: map[int32]time.Time{}, taken: map[int32]int64{}, schemas: schemas}
 	k.health.Logger = log.With("source", source, "topic", topic)
 	k.decoding.Logger = k.health.Logger
 	return k
@@ -637,6 +641,7 @@ func (k *Input) Poll() ([]connector.Event, bool) {
 	if b.gen != k.gen {
 		return nil, reset // records of the topic before it was created again
 	}
+	k.take(b)
 	// Decoding asks the schema registry (up to schemaregistry.Timeout for each schema id
 	// not known yet); a poll decodes for decodeTime at most, and not past a stop, so that the
 	// deployment checkpoints and stops on time while a registry hangs. What it did not
@@ -677,6 +682,20 @@ func (k *Input) Poll() ([]connector.Event, bool) {
 			Undecodable: fmt.Errorf("the record batch at offsets %d to %d is too large to read (more than %d bytes decompressed, counting %d bytes a record and %d a header): its records are skipped", s.Offset, s.NextOffset-1, maxBatchBytes, kgoRecordBytes, kgoHeaderBytes)})
 	}
 	return out, reset
+}
+
+// take notes the partitions of b's records as waiting to be pushed (PendingPartitions), up
+// to the offset after each one's last record. Each partition's records hold the source's
+// watermark back from before the first of the batch is pushed: a batch lists its partitions'
+// records one partition after another, and the partition pushed first must not move the
+// watermark past records of another that wait behind it in the same batch.
+func (k *Input) take(b kafkaBatch) {
+	for _, r := range b.recs {
+		k.taken[r.Partition] = max(k.taken[r.Partition], r.Offset+1)
+	}
+	for _, s := range b.skipped {
+		k.taken[s.Partition] = max(k.taken[s.Partition], s.NextOffset)
+	}
 }
 
 // pollAgain wakes the deployment after d to poll again (the timer set before is dropped).
@@ -731,6 +750,7 @@ func (k *Input) syncGen() bool {
 	}
 	clear(k.next)
 	clear(k.pushedAt)
+	clear(k.taken)
 	k.gen = g
 	return true
 }
@@ -801,9 +821,10 @@ func (k *Input) listedLocked() bool {
 }
 
 // PendingPartitions lists the partitions that may have records waiting: those whose end
-// offset, as last listed, is beyond the position processed, those not listed yet, and those
-// that had records after the last listing (more may have come since). listed is false
-// before the first listing of the topic's generation: nothing is known then.
+// offset, as last listed, is beyond the position processed, those not listed yet, those
+// with records a poll took and the deployment has not pushed yet (take), and those that had
+// records after the last listing (more may have come since). listed is false before the
+// first listing of the topic's generation: nothing is known then.
 func (k *Input) PendingPartitions() (out []int32, listed bool) {
 	if k.gen != k.readerGen.Load() {
 		return nil, false
@@ -815,7 +836,7 @@ func (k *Input) PendingPartitions() (out []int32, listed bool) {
 	}
 	for p, pos := range k.positionsLocked() {
 		end, listed := k.ends[p]
-		if !listed || pos < end || !k.pushedAt[p].Before(k.confirmedAt) {
+		if !listed || pos < end || pos < k.taken[p] || !k.pushedAt[p].Before(k.confirmedAt) {
 			out = append(out, p)
 		}
 	}
