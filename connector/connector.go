@@ -181,7 +181,7 @@ func (r *Registry) Merge(o *Registry) error {
 // checkpoint covers agree.
 //
 // The calls, in order: Restore once; Start once; then Poll, Advance, Positions, Identity,
-// PendingPartitions and IdleClock any number of times; Stop once when the deployment's run
+// PendingPartitions, Listing, Partitions and IdleClock any number of times; Stop once when the deployment's run
 // ends (also when Restore failed, before Start). A version refused, or a deploy that fails,
 // after Open drops the Input without any other call: until Start, an Input holds nothing
 // that needs releasing. Only the deployment's goroutine calls these, one at a time. Status
@@ -222,6 +222,14 @@ type Input interface {
 	// for the engine's per-partition watermarks; known is false when the input cannot tell
 	// yet, or has no partitions.
 	PendingPartitions() (pending []int32, known bool)
+	// Listing says, for an input that lists its partitions' ends (Kafka), when its latest
+	// listing was sent and when the latest one that answered was sent (zero: none yet);
+	// records the input handed over before a listing was sent are in what it found, and a
+	// partition it found with nothing waiting gets only records produced after it. Zero
+	// times for other inputs. Partitions lists every partition the input reads (nil for
+	// inputs without partitions).
+	Listing() (sent, answered time.Time)
+	Partitions() []int32
 	// IdleClock is how far the wall clock may move the source's idle watermark
 	// (docs/semantics.md §1): to now, or to the last time the input knew it had read
 	// everything. false: events wait, or the input does not know yet; no idle step then.

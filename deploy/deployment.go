@@ -160,6 +160,11 @@ type source struct {
 	idleTimeout time.Duration
 	// resumed is the latest time its input saw its origin again (noteResumed).
 	resumed time.Time
+	// tookAt is when a poll of its input last returned events; marked when the listing of
+	// the input's partitions that the engine was last told of (noteListing) was sent, and
+	// marking that its answer is awaited.
+	tookAt, marked time.Time
+	marking        bool
 
 	// Event-log offsets of an HTTP source; an input reports its own (status), and only
 	// committed is kept for it: what its status said processed at the last checkpoint.
@@ -747,11 +752,14 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 			events, reset := s.in.Poll()
 			d.noteResumed(s)
 			if pending, known := s.in.PendingPartitions(); known {
-				// Partitions caught up and silent stop holding the watermark back: windows
-				// may close.
+				// Partitions caught up and silent stop holding the watermark back, and a
+				// listing answered may let them move it on: windows may close.
 				written := d.sinks.written
 				w0, _ := d.eng.SourceWatermark(s.id)
-				ok := d.eng.Guard(func() { d.eng.SetPartitionsPending(s.id, pending) })
+				ok := d.eng.Guard(func() {
+					d.noteListing(s)
+					d.eng.SetPartitionsPending(s.id, pending)
+				})
 				d.endEvent()
 				if !ok {
 					return total, nil
@@ -759,6 +767,9 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 				if w1, _ := d.eng.SourceWatermark(s.id); w1 != w0 || d.sinks.written != written {
 					total++ // state changed: checkpoint it
 				}
+			}
+			if len(events) > 0 {
+				s.tookAt = time.Now() // (the input's clock: Listing)
 			}
 			pushed := 0
 			for _, ev := range events {
@@ -806,6 +817,26 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 		}
 	}
 	return total, nil
+}
+
+// noteListing tells the engine about the listings of s's input's partitions, before the
+// events of a poll are pushed (engine.Engine.MarkPartitions): a listing sent after the
+// events pushed so far were taken from the input is marked, and confirmed once it (or a
+// later one) answered.
+func (d *deployment) noteListing(s *source) {
+	sent, answered := s.in.Listing()
+	if s.marking && !answered.Before(s.marked) {
+		d.eng.ConfirmPartitions(s.id)
+		s.marking = false
+	}
+	if sent.After(s.tookAt) && sent.After(s.marked) {
+		d.eng.MarkPartitions(s.id, s.in.Partitions())
+		s.marked, s.marking = sent, true
+		if !answered.Before(sent) {
+			d.eng.ConfirmPartitions(s.id)
+			s.marking = false
+		}
+	}
 }
 
 // stopRequested reports a stop (cancel, redeploy, shutdown) or an ended context: process

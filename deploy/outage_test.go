@@ -21,20 +21,34 @@ type outage struct {
 	// served since reset.
 	down, unlisted atomic.Bool
 	listed         atomic.Int64
+	// Fetches from broker holdNode - 1 (0: none) wait until release is closed; held counts
+	// them.
+	holdNode atomic.Int32
+	held     atomic.Int64
+	release  chan struct{}
+	c        *kfake.Cluster
 }
 
 // newOutage deploys the tumbling graph (10 s windows, out-of-orderness 2 s, idle timeout
-// idle) on topic "ev" of partitions partitions.
-func newOutage(t *testing.T, partitions int, idle string) (*outage, func() []string) {
+// idle) on topic "ev" of partitions partitions, on a cluster of one broker unless opts say
+// otherwise; prepare runs before the deployment.
+func newOutage(t *testing.T, partitions int, idle string, prepare func(*kfake.Cluster), opts ...kfake.Opt) (*outage, func() []string) {
 	st := sqliteStore(t)
-	c := newCluster(t, kfake.SeedTopics(int32(partitions), "ev"))
+	c := newCluster(t, append([]kfake.Opt{kfake.SeedTopics(int32(partitions), "ev")}, opts...)...)
+	if prepare != nil {
+		prepare(c)
+	}
 	brokers := c.ListenAddrs()
-	o := &outage{prod: newProducer(t, brokers)}
+	o := &outage{prod: newProducer(t, brokers), c: c, release: make(chan struct{})}
 	for _, key := range []kmsg.Key{kmsg.ListOffsets, kmsg.Fetch} {
 		c.ControlKey(int16(key), func(kmsg.Request) (kmsg.Response, error, bool) {
 			c.KeepControl()
 			if o.down.Load() || (key == kmsg.ListOffsets && o.unlisted.Load()) {
 				return nil, errors.New("the broker is away"), true
+			}
+			if key == kmsg.Fetch && o.holdNode.Load() == c.CurrentNode()+1 {
+				o.held.Add(1)
+				c.SleepControl(func() { <-o.release })
 			}
 			if key == kmsg.ListOffsets {
 				o.listed.Add(1)
@@ -76,7 +90,7 @@ func (o *outage) processed(t *testing.T, n int64) {
 // W = 17 s + (≥ 5 s) − 1 s ≥ 21 s: [10 s, 20 s) closes with A alone and B is late. Not
 // counting it, B is in time and the window closes by idleness later with both: n 2, sum 3.
 func TestKafkaOutageIsNotIdleness(t *testing.T) {
-	o, results := newOutage(t, 1, "1s")
+	o, results := newOutage(t, 1, "1s", nil)
 	produce(t, o.prod, "ev", 0, [][]byte{[]byte(`{"ts": 17000, "key": "k", "v": 1}`)}, nil)
 	o.processed(t, 1)
 	o.away(t, 5*time.Second)
@@ -97,7 +111,7 @@ func TestKafkaOutageIsNotIdleness(t *testing.T) {
 // closes [10 s, 20 s), so C is late; counting its silence from the brokers' return,
 // partition 1 holds the floor at 17 s (W = 15 s) and C is in time.
 func TestKafkaOutageIsNotIdlenessPerPartition(t *testing.T) {
-	o, results := newOutage(t, 2, "5s")
+	o, results := newOutage(t, 2, "5s", nil)
 	produce(t, o.prod, "ev", 0, [][]byte{[]byte(`{"ts": 17000, "key": "k", "v": 1}`)}, nil)
 	produce(t, o.prod, "ev", 1, [][]byte{[]byte(`{"ts": 17000, "key": "k", "v": 1}`)}, nil)
 	o.processed(t, 2)
@@ -123,7 +137,7 @@ func TestKafkaOutageIsNotIdlenessPerPartition(t *testing.T) {
 // its own record, and the other's 16 s (17 s) is late: n 1. Both pending until pushed, W
 // moves to min(30 s, 31 s) − 2 s = 28 s once both are in: n 2, sum 1 + 4 = 5.
 func TestKafkaPartitionsFetchedTogether(t *testing.T) {
-	o, results := newOutage(t, 2, "1m")
+	o, results := newOutage(t, 2, "1m", nil)
 	o.listed.Store(0)
 	waitFor(t, "a listing of the empty topic", func() bool { return o.listed.Load() > 0 })
 	o.unlisted.Store(true)
@@ -139,6 +153,55 @@ func TestKafkaPartitionsFetchedTogether(t *testing.T) {
 	o.processed(t, 4)
 	waitFor(t, "the window closed", func() bool { return len(results()) > 0 })
 	equalResults(t, results(), []string{`{"key":"k","start":10000,"n":2,"sum":5}`})
+	if l, _ := o.r.Live("k"); l.Nodes["win"].Late != 0 {
+		t.Errorf("%d records late, want none", l.Nodes["win"].Late)
+	}
+}
+
+// The same with the two partitions on two brokers, so that they come in two fetches: the
+// records of partition 1 reach the deployment after those of partition 0, which has moved on
+// (the broker of partition 1 answers its fetches late). A first record at 1 s in partition 0
+// (v 0) shows that the input listed the topic, partition 1 empty. Worked by hand as above,
+// with partition 0's records fetched first: they may not move W past what the last listing knew
+// (1 s), since partition 1, empty then, may have had records produced
+// since; the next listing finds partition 1's, which then hold W back until they are
+// pushed. W = min(30 s, 31 s) − 2 s = 28 s: [0 s, 10 s) with n 1, sum 0, and [10 s, 20 s)
+// with n 2, sum 5. Taking partition 0's records alone, W = 28 s at once: n 1, sum 1, and
+// 16 s is late.
+func TestKafkaPartitionsFetchedApart(t *testing.T) {
+	o, results := newOutage(t, 2, "1m", func(c *kfake.Cluster) {
+		for p := range int32(2) { // partition p on broker p
+			if err := c.MoveTopicPartition("ev", p, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}, kfake.NumBrokers(2))
+	if o.c.LeaderFor("ev", 0) == o.c.LeaderFor("ev", 1) {
+		t.Fatalf("both partitions are led by broker %d", o.c.LeaderFor("ev", 0))
+	}
+	// Nothing is fetched before a listing: a first record processed shows one was made.
+	produce(t, o.prod, "ev", 0, [][]byte{[]byte(`{"ts": 1000, "key": "k", "v": 0}`)}, nil)
+	o.processed(t, 1)
+	// Partition 1's broker holds its fetches from the next one on (that one comes after the
+	// fetch in flight, which may have begun before).
+	o.holdNode.Store(o.c.LeaderFor("ev", 1) + 1)
+	waitFor(t, "a fetch held", func() bool { return o.held.Load() > 0 })
+	o.unlisted.Store(true)
+	recs := []*kgo.Record{
+		{Topic: "ev", Partition: 0, Value: []byte(`{"ts": 17000, "key": "k", "v": 1}`)},
+		{Topic: "ev", Partition: 0, Value: []byte(`{"ts": 30000, "key": "k", "v": 2}`)},
+		{Topic: "ev", Partition: 1, Value: []byte(`{"ts": 16000, "key": "k", "v": 4}`)},
+		{Topic: "ev", Partition: 1, Value: []byte(`{"ts": 31000, "key": "k", "v": 8}`)},
+	}
+	if err := o.prod.ProduceSync(t.Context(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	o.processed(t, 3)
+	o.unlisted.Store(false)
+	close(o.release)
+	o.processed(t, 5)
+	waitFor(t, "the windows closed", func() bool { return len(results()) > 1 })
+	equalResults(t, results(), []string{`{"key":"k","start":0,"n":1,"sum":0}`, `{"key":"k","start":10000,"n":2,"sum":5}`})
 	if l, _ := o.r.Live("k"); l.Nodes["win"].Late != 0 {
 		t.Errorf("%d records late, want none", l.Nodes["win"].Late)
 	}

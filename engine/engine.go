@@ -544,6 +544,50 @@ func (e *Engine) SetPartitionsPending(sourceID string, pending []int32) {
 	}
 }
 
+// MarkPartitions tells the engine that a listing of the end offsets of every partition
+// (all) of the live source sourceID's input was asked after every event pushed so far had
+// been fetched; ConfirmPartitions, that it answered. From the first call on, while a
+// partition holds the source's watermark back not at all (no record of it waits and it has
+// had none, or it has been silent for the idle timeout), the watermark moves no further than
+// the largest event time of the events fetched before the last listing that answered (less
+// maxOutOfOrderness): the next records of such a partition were produced after that listing,
+// so after those events, but maybe after none of the ones fetched since (a partition led by
+// another broker is fetched apart). Sources without partitions, and bounded runs, are not
+// affected.
+func (e *Engine) MarkPartitions(sourceID string, all []int32) {
+	src := e.sources[sourceID]
+	if src == nil || src.idleTimeout <= 0 {
+		return
+	}
+	src.listed = true
+	for _, p := range all {
+		if p >= 0 {
+			src.part(p)
+		}
+	}
+	for _, ps := range src.parts {
+		if ps.seen {
+			ps.marked = ps.max
+		}
+	}
+}
+
+// ConfirmPartitions tells the engine that the listing of the last MarkPartitions of the live
+// source sourceID answered (or a later one did); when that lets its watermark move on,
+// windows are evaluated.
+func (e *Engine) ConfirmPartitions(sourceID string) {
+	src := e.sources[sourceID]
+	if src == nil || src.idleTimeout <= 0 {
+		return
+	}
+	for _, ps := range src.parts {
+		ps.confirmed = max(ps.confirmed, ps.marked)
+	}
+	if src.raiseFloor(e.opts.now().UnixMilli()) {
+		e.step()
+	}
+}
+
 func (e *Engine) errorPartition() *int32 {
 	if e.partition < 0 {
 		return nil

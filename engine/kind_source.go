@@ -205,7 +205,10 @@ type source struct {
 	// parts: a live source whose events come with input partitions (Kafka; see
 	// Engine.SetInputPartition) keeps per partition what its watermark needs; maxTime is
 	// then the partitions' floor (partitionFloor), not the largest event time.
-	parts      map[int32]*partState
+	parts map[int32]*partState
+	// listed: the source's input lists its partitions (MarkPartitions): while a partition
+	// holds nothing back, the watermark goes no further than what the last listing knew.
+	listed     bool
 	decoder    value.Decoder
 	wantFields *value.FieldSet // top-level #input fields the scenario reads; nil: all
 	// The record being pushed: its wanted fields (by position in
@@ -312,6 +315,10 @@ type partState struct {
 	max     int64 // the largest event time of the partition's events
 	arrival int64 // wall-clock ms of its last event (of the restore, after one)
 	pending bool  // records wait to be read (Engine.SetPartitionsPending)
+	// marked is max when a listing of the input was asked (MarkPartitions), confirmed the
+	// marked value of the last listing that answered (ConfirmPartitions): the largest event
+	// time of the partition's events fetched before it. math.MinInt64: none.
+	marked, confirmed int64
 }
 
 func (s *source) part(p int32) *partState {
@@ -320,7 +327,7 @@ func (s *source) part(p int32) *partState {
 	}
 	ps := s.parts[p]
 	if ps == nil {
-		ps = &partState{}
+		ps = &partState{marked: math.MinInt64, confirmed: math.MinInt64}
 		s.parts[p] = ps
 	}
 	return ps
@@ -331,16 +338,22 @@ func (s *source) part(p int32) *partState {
 // time over the partitions that hold it back. A partition holds it back while records of it
 // wait (entirely, when it has had no event yet) and until it has been silent for the idle
 // timeout, as docs/semantics.md §1 has a source do. When none holds it back, the largest event time
-// of all. ok is false while no partition has had an event.
+// of all. When the input lists its partitions (listed) and one of them holds nothing back,
+// the floor goes no further than the largest event time of the events fetched before the
+// last listing that answered: that partition's next records may have been produced at any
+// time since that listing, after those events, but not before them. ok is false while no
+// partition has had an event.
 func (s *source) partitionFloor(now int64) (floor int64, ok bool) {
-	floor, active, any := int64(math.MaxInt64), false, false
-	latest := int64(math.MinInt64)
+	floor, active, any, idle := int64(math.MaxInt64), false, false, false
+	latest, confirmed := int64(math.MinInt64), int64(math.MinInt64)
 	for _, ps := range s.parts {
 		if ps.seen {
 			any = true
 			latest = max(latest, ps.max)
+			confirmed = max(confirmed, ps.confirmed)
 		}
 		if !ps.pending && !(ps.seen && now-ps.arrival < s.idleTimeout) {
+			idle = true
 			continue
 		}
 		active = true
@@ -354,7 +367,10 @@ func (s *source) partitionFloor(now int64) (floor int64, ok bool) {
 		return 0, false
 	}
 	if !active {
-		return latest, true
+		floor = latest
+	}
+	if s.listed && idle {
+		floor = min(floor, confirmed)
 	}
 	return floor, true
 }

@@ -529,3 +529,67 @@ func TestSnapshotWrittenInPlace(t *testing.T) {
 		t.Errorf("a snapshot of %d bytes allocated %d bytes", len(want), alloc)
 	}
 }
+
+// A partition that holds nothing back (listed with nothing waiting and no event yet, or
+// silent for the idle timeout) lets the watermark go only as far as the events fetched before
+// the last listing that answered: its next records may have been produced at any time since
+// (MarkPartitions, ConfirmPartitions). Worked by hand: 10 s tumbling counts, no
+// out-of-orderness, idle timeout 2 s; partitions 0 and 1 listed, nothing waiting, partition 1
+// never has an event. Partition 0's 1,003,000 and 1,012,000 move nothing until a listing
+// marked after them answers; then W = 1,012,000 closes [1,000,000, 1,010,000) with 1
+// event. Partition 0's 1,025,000, fetched after that listing, moves nothing; a listing
+// marked after it, answered, closes [1,010,000, 1,020,000) with 1 event. Without the
+// listings (the engine not told of them), 1,012,000 alone closes the first window.
+func TestUnheldPartitionBoundedByListing(t *testing.T) {
+	wall := int64(9_000_000)
+	var got []string
+	e, err := New(idleCountScenario(t), Options{Now: func() time.Time { return time.UnixMilli(wall) }, Output: func(_ string, v valueT, _ int64) {
+		got = append(got, jsonOf(v))
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	push := func(ts int64) {
+		t.Helper()
+		e.SetInputPartition(0)
+		if err := e.PushJSON("in", fmt.Appendf(nil, `{"t": %d}`, ts), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(when string, want ...string) {
+		t.Helper()
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: results %v, want %v", when, got, want)
+		}
+	}
+	e.MarkPartitions("in", []int32{0, 1})
+	e.ConfirmPartitions("in")
+	e.SetPartitionsPending("in", nil)
+	push(1_003_000)
+	push(1_012_000)
+	check("before a listing after the events")
+	e.MarkPartitions("in", []int32{0, 1})
+	wall += 100
+	push(1_025_000) // fetched after the listing was sent
+	check("listing sent, not answered")
+	e.ConfirmPartitions("in")
+	check("listing answered", `{"start":1000000,"n":1}`)
+	e.MarkPartitions("in", []int32{0, 1})
+	e.ConfirmPartitions("in")
+	check("a listing after 1,025,000", `{"start":1000000,"n":1}`, `{"start":1010000,"n":1}`)
+
+	// Without listings: 1,012,000 closes the first window at once.
+	got = nil
+	e2, err := New(idleCountScenario(t), Options{Now: func() time.Time { return time.UnixMilli(wall) }, Output: func(_ string, v valueT, _ int64) {
+		got = append(got, jsonOf(v))
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2.SetPartitionsPending("in", nil)
+	for _, ts := range []int64{1_003_000, 1_012_000} {
+		e2.SetInputPartition(0)
+		_ = e2.PushJSON("in", fmt.Appendf(nil, `{"t": %d}`, ts), 1)
+	}
+	check("without listings", `{"start":1000000,"n":1}`)
+}

@@ -374,6 +374,12 @@ func (f *Input) shownDir() string {
 
 func (f *Input) PendingPartitions() ([]int32, bool) { return nil, false }
 
+// Listing: a file has no partitions to list.
+func (f *Input) Listing() (sent, answered time.Time) { return time.Time{}, time.Time{} }
+
+// Partitions: none.
+func (f *Input) Partitions() []int32 { return nil }
+
 // IdleClock: poll read every complete line the file had, so the file is caught up now.
 func (f *Input) IdleClock(now time.Time) (time.Time, bool) { return now, true }
 

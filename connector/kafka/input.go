@@ -194,6 +194,9 @@ type Input struct {
 	listedOK  time.Time
 	blind     bool
 	resumedAt time.Time
+	// sentAt is when the latest end-offset listing was sent, answeredAt when the latest one
+	// that answered (and counts: confirmedAt) was (Listing).
+	sentAt, answeredAt time.Time
 }
 
 // blindGap is the longest time between two listings that counts as the brokers seen: the
@@ -408,6 +411,7 @@ func (k *Input) read(ctx context.Context, from map[int32]int64, wake func()) {
 				discovered = time.Time{} // look at the topic again: deleted? created again?
 			} else {
 				k.health.Set("")
+				wake() // the answer may let the watermark move on (Listing)
 			}
 		}
 		if !k.listed() {
@@ -562,8 +566,12 @@ func (r *kafkaReader) confirm(ctx context.Context) error {
 	if len(r.assigned) == 0 {
 		return nil
 	}
-	asked := time.Now().Add(-kafkaMetadataAge) // see kafkaMetadataAge
+	sent := time.Now()
+	asked := sent.Add(-kafkaMetadataAge) // see kafkaMetadataAge
 	gen := k.readerGen.Load()
+	k.mu.Lock()
+	k.sentAt = sent
+	k.mu.Unlock()
 	cctx, cancel := context.WithTimeout(ctx, kafkaRequestTimeout)
 	defer cancel()
 	var starts kadm.ListedOffsets
@@ -613,7 +621,7 @@ func (r *kafkaReader) confirm(ctx context.Context) error {
 			k.starts[lo.Partition] = lo.Offset
 		}
 	})
-	k.endsGen, k.confirmedAt = gen, asked
+	k.endsGen, k.confirmedAt, k.answeredAt = gen, asked, sent
 	return nil
 }
 
@@ -841,6 +849,28 @@ func (k *Input) PendingPartitions() (out []int32, listed bool) {
 		}
 	}
 	return out, true
+}
+
+// Listing says when the latest end-offset listing was sent, and when the latest one that
+// answered was (zero: none of the reader's topic generation yet). Records fetched before a
+// listing was sent are in its end offsets.
+func (k *Input) Listing() (sent, answered time.Time) {
+	if k.gen != k.readerGen.Load() {
+		return time.Time{}, time.Time{}
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.listedLocked() {
+		return k.sentAt, time.Time{}
+	}
+	return k.sentAt, k.answeredAt
+}
+
+// Partitions lists every partition the input reads.
+func (k *Input) Partitions() []int32 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return slices.Collect(maps.Keys(k.positionsLocked()))
 }
 
 // IdleClock is the time of the last end-offset listing whose offsets every partition has
