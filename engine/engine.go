@@ -531,6 +531,7 @@ func (e *Engine) SetPartitionsPending(sourceID string, pending []int32) {
 	if src == nil || src.idleTimeout <= 0 {
 		return
 	}
+	src.floor.fresh = false
 	for _, ps := range src.parts {
 		ps.pending = false
 	}
@@ -727,12 +728,7 @@ func (e *Engine) pushValue(src *source, eventTime int64) error {
 	// (Advance with an unchanged watermark does nothing).
 	moved := true
 	if e.partition >= 0 && src.idleTimeout > 0 {
-		ps := src.part(e.partition)
-		if !ps.seen || t > ps.max {
-			ps.max = t
-		}
-		ps.seen, ps.arrival = true, src.lastArrival
-		src.raiseFloor(src.lastArrival)
+		moved = src.partitionEvent(src.part(e.partition), t, src.lastArrival)
 	} else {
 		moved = !src.seen || t > src.maxTime
 		if moved {
@@ -779,6 +775,7 @@ func (e *Engine) SourceResumed(id string, at time.Time) {
 	}
 	ms := at.UnixMilli()
 	src.lastArrival = max(src.lastArrival, ms)
+	src.floor.fresh = false
 	for _, ps := range src.parts {
 		if ps.seen {
 			ps.arrival = max(ps.arrival, ms)

@@ -132,7 +132,7 @@ func (e *Engine) Restore(snapshot []byte) error {
 // partition's last event counts as made at the restore, as a source's does.
 func (e *Engine) restoreParts(r *slices.Reader) error {
 	for _, n := range e.sources {
-		n.parts = nil
+		n.parts, n.floor = nil, floorScan{}
 	}
 	if r.Err() != nil || len(r.Rest()) == 0 {
 		return nil
