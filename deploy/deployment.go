@@ -751,14 +751,17 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 		if s.in != nil {
 			events, reset := s.in.Poll()
 			d.noteResumed(s)
+			// The listing asked first: the pending partitions come from its end offsets or
+			// later ones, and are set before its bound counts.
+			sent, answered := s.in.Listing()
 			if pending, known := s.in.PendingPartitions(); known {
 				// Partitions caught up and silent stop holding the watermark back, and a
 				// listing answered may let them move it on: windows may close.
 				written := d.sinks.written
 				w0, _ := d.eng.SourceWatermark(s.id)
 				ok := d.eng.Guard(func() {
-					d.noteListing(s)
 					d.eng.SetPartitionsPending(s.id, pending)
+					d.noteListing(s, sent, answered)
 				})
 				d.endEvent()
 				if !ok {
@@ -819,12 +822,11 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 	return total, nil
 }
 
-// noteListing tells the engine about the listings of s's input's partitions, before the
-// events of a poll are pushed (engine.Engine.MarkPartitions): a listing sent after the
-// events pushed so far were taken from the input is marked, and confirmed once it (or a
-// later one) answered.
-func (d *deployment) noteListing(s *source) {
-	sent, answered := s.in.Listing()
+// noteListing tells the engine about the listings of s's input's partitions (Listing's
+// sent and answered), after the pending partitions they found and before the events of a
+// poll are pushed (engine.Engine.MarkPartitions): a listing sent after the events pushed so
+// far were taken from the input is marked, and confirmed once it (or a later one) answered.
+func (d *deployment) noteListing(s *source, sent, answered time.Time) {
 	if s.marking && !answered.Before(s.marked) {
 		d.eng.ConfirmPartitions(s.id)
 		s.marking = false

@@ -197,7 +197,16 @@ func TestKafkaPartitionsFetchedApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	o.processed(t, 3)
+	// Listings again, while partition 1's records still wait on their broker: one finds
+	// them, and must hold W back before it lets partition 0's records count (review: the
+	// deployment applied the listing's bound before the pending partitions it found, and
+	// closed [10 s, 20 s) with partition 0's record alone). A listing is 4 requests here (end
+	// and start offsets from each broker), one after another: 9 served after the reset
+	// include a whole listing and the next one's start, after the deployment was woken for
+	// the first.
+	o.listed.Store(0)
 	o.unlisted.Store(false)
+	waitFor(t, "listings served", func() bool { return o.listed.Load() >= 9 })
 	close(o.release)
 	o.processed(t, 5)
 	waitFor(t, "the windows closed", func() bool { return len(results()) > 1 })
