@@ -165,6 +165,9 @@ type source struct {
 	// marking that its answer is awaited.
 	tookAt, marked time.Time
 	marking        bool
+	// leftover is what the last poll of its input handed over and was not pushed: the
+	// results' bound cut the batch (process). It is pushed before the input is polled again.
+	leftover []connector.Event
 
 	// Event-log offsets of an HTTP source; an input reports its own (status), and only
 	// committed is kept for it: what its status said processed at the last checkpoint.
@@ -749,7 +752,11 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 			break
 		}
 		if s.in != nil {
-			events, reset := s.in.Poll()
+			events, reset, polled := s.leftover, false, len(s.leftover) == 0
+			if polled {
+				events, reset = s.in.Poll()
+			}
+			s.leftover = nil // taken before: pushed first, before the input is polled again
 			d.noteResumed(s)
 			// The listing asked first: the pending partitions come from its end offsets or
 			// later ones, and are set before its bound counts.
@@ -771,11 +778,11 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 					total++ // state changed: checkpoint it
 				}
 			}
-			if len(events) > 0 {
+			if len(events) > 0 && polled {
 				s.tookAt = time.Now() // (the input's clock: Listing)
 			}
 			pushed := 0
-			for _, ev := range events {
+			for i, ev := range events {
 				if !ev.Skip {
 					p := int32(-1)
 					if s.conn.Partitioned {
@@ -786,7 +793,11 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 				}
 				s.in.Advance(ev)
 				if d.stopRequested(ctx) || d.eng.CheckState() || d.resultsFull() || d.eng.Interrupted() {
-					break // the positions cover what was pushed; the rest is read again
+					// The positions cover what was pushed. The rest goes first next time
+					// (the input has handed it over: a poll would not give it again), or,
+					// after a stop, is read again from the positions.
+					s.leftover = events[i+1:]
+					break
 				}
 			}
 			if reset {
