@@ -129,17 +129,21 @@ func TestKafkaOutageIsNotIdlenessPerPartition(t *testing.T) {
 
 // The records of two partitions fetched together are all pushed before either moves the
 // source's watermark past the other's (TestKafkaCrashRecovery failed so, once, under load).
-// The topic is listed while empty, then listings are refused, so that no listing comes
-// between the records and their fetch (under load, none did). Worked by hand: tumbling 10 s
-// windows, out-of-orderness 2 s; one produce request of 17 s and 30 s to partition 0, and
-// 16 s and 31 s to partition 1. Pushed one partition after the other with neither pending,
-// the first one's 30 s (or 31 s) alone moves W to 28 s (29 s) and closes [10 s, 20 s) with
-// its own record, and the other's 16 s (17 s) is late: n 1. Both pending until pushed, W
-// moves to min(30 s, 31 s) − 2 s = 28 s once both are in: n 2, sum 1 + 4 = 5.
+// A first record at 1 s in partition 0 (v 0) shows that the input listed the topic,
+// partition 1 empty; then listings are refused, so that no listing comes between the
+// records and their fetch (under load, none did). Worked by hand: tumbling 10 s windows,
+// out-of-orderness 2 s; one produce request of 17 s and 30 s to partition 0, and 16 s and
+// 31 s to partition 1. Pushed one partition after the other, partition 1 neither pending
+// nor bounding W, the first one's 30 s (or 31 s) alone moves W to 28 s (29 s) and closes
+// [10 s, 20 s) with its own record, and the other's 16 s (17 s) is late: n 1. Two things
+// each prevent it: the records a poll took keep their partitions pending until pushed
+// (connector/kafka TestPolledPartitionsArePending), and partition 1, empty at the last
+// listing, bounds W by what that listing knew (1 s). W moves to min(30 s, 31 s) − 2 s =
+// 28 s once both are in: n 2, sum 1 + 4 = 5.
 func TestKafkaPartitionsFetchedTogether(t *testing.T) {
 	o, results := newOutage(t, 2, "1m", nil)
-	o.listed.Store(0)
-	waitFor(t, "a listing of the empty topic", func() bool { return o.listed.Load() > 0 })
+	produce(t, o.prod, "ev", 0, [][]byte{[]byte(`{"ts": 1000, "key": "k", "v": 0}`)}, nil)
+	o.processed(t, 1)
 	o.unlisted.Store(true)
 	recs := []*kgo.Record{
 		{Topic: "ev", Partition: 0, Value: []byte(`{"ts": 17000, "key": "k", "v": 1}`)},
@@ -150,9 +154,9 @@ func TestKafkaPartitionsFetchedTogether(t *testing.T) {
 	if err := o.prod.ProduceSync(t.Context(), recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	o.processed(t, 4)
-	waitFor(t, "the window closed", func() bool { return len(results()) > 0 })
-	equalResults(t, results(), []string{`{"key":"k","start":10000,"n":2,"sum":5}`})
+	o.processed(t, 5)
+	waitFor(t, "the windows closed", func() bool { return len(results()) > 1 })
+	equalResults(t, results(), []string{`{"key":"k","start":0,"n":1,"sum":0}`, `{"key":"k","start":10000,"n":2,"sum":5}`})
 	if l, _ := o.r.Live("k"); l.Nodes["win"].Late != 0 {
 		t.Errorf("%d records late, want none", l.Nodes["win"].Late)
 	}
