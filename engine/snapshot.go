@@ -162,10 +162,6 @@ func (e *Engine) restoreParts(r *slices.Reader) error {
 			}
 			ps := src.part(int32(p))
 			ps.seen, ps.max, ps.arrival = seen, m, now
-			if seen {
-				// Fetched before this process began: before any listing it makes.
-				ps.marked, ps.confirmed = m, m
-			}
 		}
 	}
 	return nil

@@ -539,7 +539,8 @@ func TestSnapshotWrittenInPlace(t *testing.T) {
 // marked after them answers; then W = 1,012,000 closes [1,000,000, 1,010,000) with 1
 // event. Partition 0's 1,025,000, fetched after that listing, moves nothing; a listing
 // marked after it, answered, closes [1,010,000, 1,020,000) with 1 event. Without the
-// listings (the engine not told of them), 1,012,000 alone closes the first window.
+// listings (the same two partitions known, nothing waiting), 1,012,000 alone closes the
+// first window.
 func TestUnheldPartitionBoundedByListing(t *testing.T) {
 	wall := int64(9_000_000)
 	var got []string
@@ -586,6 +587,7 @@ func TestUnheldPartitionBoundedByListing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e2.SetPartitionsPending("in", []int32{0, 1}) // both known, as MarkPartitions made them
 	e2.SetPartitionsPending("in", nil)
 	for _, ts := range []int64{1_003_000, 1_012_000} {
 		e2.SetInputPartition(0)
