@@ -127,6 +127,23 @@ func TestKafkaOutageIsNotIdlenessPerPartition(t *testing.T) {
 	}
 }
 
+// produceBothPartitions sends, in one produce request, 17 s (v 1) and 30 s (v 2) to
+// partition 0 and 16 s (v 4) and 31 s (v 8) to partition 1, after the first record at 1 s
+// (v 0) of partition 0 was processed and with listings refused: the records of the tests of
+// partitions fetched together and apart.
+func (o *outage) produceBothPartitions(t *testing.T) {
+	t.Helper()
+	recs := []*kgo.Record{
+		{Topic: "ev", Partition: 0, Value: []byte(`{"ts": 17000, "key": "k", "v": 1}`)},
+		{Topic: "ev", Partition: 0, Value: []byte(`{"ts": 30000, "key": "k", "v": 2}`)},
+		{Topic: "ev", Partition: 1, Value: []byte(`{"ts": 16000, "key": "k", "v": 4}`)},
+		{Topic: "ev", Partition: 1, Value: []byte(`{"ts": 31000, "key": "k", "v": 8}`)},
+	}
+	if err := o.prod.ProduceSync(t.Context(), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // The records of two partitions fetched together are all pushed before either moves the
 // source's watermark past the other's (TestKafkaCrashRecovery failed so, once, under load).
 // A first record at 1 s in partition 0 (v 0) shows that the input listed the topic,
@@ -145,15 +162,7 @@ func TestKafkaPartitionsFetchedTogether(t *testing.T) {
 	produce(t, o.prod, "ev", 0, [][]byte{[]byte(`{"ts": 1000, "key": "k", "v": 0}`)}, nil)
 	o.processed(t, 1)
 	o.unlisted.Store(true)
-	recs := []*kgo.Record{
-		{Topic: "ev", Partition: 0, Value: []byte(`{"ts": 17000, "key": "k", "v": 1}`)},
-		{Topic: "ev", Partition: 0, Value: []byte(`{"ts": 30000, "key": "k", "v": 2}`)},
-		{Topic: "ev", Partition: 1, Value: []byte(`{"ts": 16000, "key": "k", "v": 4}`)},
-		{Topic: "ev", Partition: 1, Value: []byte(`{"ts": 31000, "key": "k", "v": 8}`)},
-	}
-	if err := o.prod.ProduceSync(t.Context(), recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	o.produceBothPartitions(t)
 	o.processed(t, 5)
 	waitFor(t, "the windows closed", func() bool { return len(results()) > 1 })
 	equalResults(t, results(), []string{`{"key":"k","start":0,"n":1,"sum":0}`, `{"key":"k","start":10000,"n":2,"sum":5}`})
@@ -191,15 +200,7 @@ func TestKafkaPartitionsFetchedApart(t *testing.T) {
 	o.holdNode.Store(o.c.LeaderFor("ev", 1) + 1)
 	waitFor(t, "a fetch held", func() bool { return o.held.Load() > 0 })
 	o.unlisted.Store(true)
-	recs := []*kgo.Record{
-		{Topic: "ev", Partition: 0, Value: []byte(`{"ts": 17000, "key": "k", "v": 1}`)},
-		{Topic: "ev", Partition: 0, Value: []byte(`{"ts": 30000, "key": "k", "v": 2}`)},
-		{Topic: "ev", Partition: 1, Value: []byte(`{"ts": 16000, "key": "k", "v": 4}`)},
-		{Topic: "ev", Partition: 1, Value: []byte(`{"ts": 31000, "key": "k", "v": 8}`)},
-	}
-	if err := o.prod.ProduceSync(t.Context(), recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	o.produceBothPartitions(t)
 	o.processed(t, 3)
 	// Listings again, while partition 1's records still wait on their broker: one finds
 	// them, and must hold W back before it lets partition 0's records count (review: the
