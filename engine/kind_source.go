@@ -321,6 +321,7 @@ type partState struct {
 	// marked value of the last listing that answered (ConfirmPartitions): the largest event
 	// time of the partition's events fetched before it. math.MinInt64: none.
 	marked, confirmed int64
+	hi                int // its index in the floor's heap (floorScan), -1: not in it
 }
 
 func (s *source) part(p int32) *partState {
@@ -329,23 +330,27 @@ func (s *source) part(p int32) *partState {
 	}
 	ps := s.parts[p]
 	if ps == nil {
-		ps = &partState{marked: math.MinInt64, confirmed: math.MinInt64}
+		ps = &partState{marked: math.MinInt64, confirmed: math.MinInt64, hi: -1}
 		s.parts[p] = ps
 		s.floor.fresh = false
 	}
 	return ps
 }
 
-// floorScan is what partitionFloor's scan of the partitions found, so that an event of a
-// partition that does not hold the floor need not scan them all again (partitionEvent): a
-// scan per event made 1,000 partitions cost 11 µs an event.
+// floorScan is what partitionFloor's scan of the partitions found, so that an event need not
+// scan them all again (partitionEvent): a scan per event made 1,000 partitions cost 11 µs an
+// event.
 type floorScan struct {
-	fresh bool // the rest holds: no partition's pending flag or arrival changed since
-	// low is the least largest event time over the seen partitions that hold the floor
-	// (math.MinInt64 when an unseen one holds it, math.MaxInt64 when none does), lows how
-	// many of them have it.
-	low  int64
-	lows int
+	fresh bool  // the rest holds: no partition's pending flag or arrival changed since
+	at    int64 // the wall-clock ms of the scan
+	// heap holds the seen partitions that hold the floor back, least largest event time
+	// first (partState.hi is each one's index); unseen says an unseen one holds it (the
+	// floor is then math.MinInt64), idle that one holds nothing back, confirmed is the
+	// largest confirmed event time of all.
+	heap      []*partState
+	unseen    bool
+	idle      bool
+	confirmed int64
 	// until is the wall-clock ms at which the first of those that hold it by their recent
 	// events stops holding it (math.MaxInt64: none does).
 	until int64
@@ -353,32 +358,63 @@ type floorScan struct {
 
 // partitionEvent records an event of time t of partition ps, arrived at now (wall ms), and
 // raises the source's maxTime to the partitions' floor; it says whether maxTime may have
-// moved. It scans the partitions only when the event can move the floor: ps did not hold
-// it, was the last partition with the floor's event time, or time made one stop holding it.
+// moved. Between scans of the partitions (partitionFloor) the floor is the least of a heap
+// of those that hold it back, fixed for the event's partition in O(log n); it scans them
+// again when the event's partition did not hold the floor back, when a partition's idle
+// time may have passed, or when the clock went back.
 func (s *source) partitionEvent(ps *partState, t, now int64) bool {
-	held := ps.seen && (ps.pending || now-ps.arrival < s.idleTimeout)
+	f := &s.floor
+	// (A clock that stepped back, since the scan or since ps's last event, could make a
+	// partition hold or stop holding before the scan's until: scan again.)
+	held := ps.seen && (ps.pending || now-ps.arrival < s.idleTimeout) && now >= ps.arrival
 	old := ps.max
 	if !ps.seen || t > ps.max {
 		ps.max = t
 	}
 	ps.seen, ps.arrival = true, now
-	if partitionScanAlways || !held || !s.floor.fresh || now >= s.floor.until {
+	if partitionScanAlways || !held || !f.fresh || now >= f.until || now < f.at || ps.hi < 0 {
 		return s.raiseFloor(now)
 	}
-	// ps held the floor and still does, with a larger event time or the same: the floor
-	// moves only if ps was the last to have it.
-	switch {
-	case ps.max == old || old > s.floor.low:
-		return false
-	case old == s.floor.low && s.floor.lows > 1:
-		s.floor.lows--
+	if ps.max == old {
 		return false
 	}
-	return s.raiseFloor(now)
+	f.down(ps.hi)
+	if f.unseen {
+		return false
+	}
+	floor := f.heap[0].max
+	if s.listed && f.idle {
+		floor = min(floor, f.confirmed)
+	}
+	if floor <= s.maxTime {
+		return false
+	}
+	s.maxTime = floor
+	return true
+}
+
+// down moves the heap's element i, whose largest event time grew, down to its place.
+func (f *floorScan) down(i int) {
+	h := f.heap
+	for {
+		c := 2*i + 1
+		if c >= len(h) {
+			break
+		}
+		if c+1 < len(h) && h[c+1].max < h[c].max {
+			c++
+		}
+		if h[i].max <= h[c].max {
+			break
+		}
+		h[i], h[c] = h[c], h[i]
+		h[i].hi, h[c].hi = i, c
+		i = c
+	}
 }
 
 // partitionScanAlways makes partitionEvent scan the partitions for every event (tests: the
-// scan is the oracle of the shortcut).
+// scan is the oracle of the heap).
 var partitionScanAlways = false
 
 // partitionFloor is the event time a partitioned source's watermark follows at wall-clock
@@ -390,44 +426,51 @@ var partitionScanAlways = false
 // the floor goes no further than the largest event time of the events fetched before the
 // last listing that answered: that partition's next records may have been produced at any
 // time since that listing, after those events, but not before them. ok is false while no
-// partition has had an event.
+// partition has had an event. It builds s.floor for partitionEvent.
 func (s *source) partitionFloor(now int64) (floor int64, ok bool) {
-	floor, active, any, idle := int64(math.MaxInt64), false, false, false
-	latest, confirmed := int64(math.MinInt64), int64(math.MinInt64)
-	lows, until := 0, int64(math.MaxInt64)
+	f := &s.floor
+	*f = floorScan{fresh: true, at: now, heap: f.heap[:0], confirmed: math.MinInt64, until: math.MaxInt64}
+	active, any := false, false
+	latest := int64(math.MinInt64)
 	for _, ps := range s.parts {
+		ps.hi = -1
 		if ps.seen {
 			any = true
 			latest = max(latest, ps.max)
-			confirmed = max(confirmed, ps.confirmed)
+			f.confirmed = max(f.confirmed, ps.confirmed)
 		}
 		recent := ps.seen && now-ps.arrival < s.idleTimeout
 		if !ps.pending && !recent {
-			idle = true
+			f.idle = true
 			continue
 		}
 		active = true
-		switch {
-		case !ps.seen:
-			floor = math.MinInt64
-		case ps.max < floor:
-			floor, lows = ps.max, 1
-		case ps.max == floor:
-			lows++
+		if !ps.seen {
+			f.unseen = true
+		} else {
+			ps.hi = len(f.heap)
+			f.heap = append(f.heap, ps)
 		}
 		if recent && !ps.pending {
-			until = min(until, ps.arrival+s.idleTimeout)
+			f.until = min(f.until, ps.arrival+s.idleTimeout)
 		}
 	}
-	s.floor = floorScan{fresh: true, low: floor, lows: lows, until: until}
+	for i := len(f.heap)/2 - 1; i >= 0; i-- {
+		f.down(i)
+	}
 	if !any {
 		return 0, false
 	}
-	if !active {
+	switch {
+	case !active:
 		floor = latest
+	case f.unseen:
+		floor = math.MinInt64
+	default:
+		floor = f.heap[0].max
 	}
-	if s.listed && idle {
-		floor = min(floor, confirmed)
+	if s.listed && f.idle {
+		floor = min(floor, f.confirmed)
 	}
 	return floor, true
 }
