@@ -181,10 +181,10 @@ func (r *Registry) Merge(o *Registry) error {
 // checkpoint covers agree.
 //
 // The calls, in order: Restore once; Start once; then Poll, Advance, Positions, Identity,
-// PendingPartitions, Listing, Partitions and IdleClock any number of times; Stop once when the deployment's run
-// ends (also when Restore failed, before Start). A version refused, or a deploy that fails,
-// after Open drops the Input without any other call: until Start, an Input holds nothing
-// that needs releasing. Only the deployment's goroutine calls these, one at a time. Status
+// PendingPartitions, Listing, Partitions, ResumedAt and IdleClock any number of times; Stop
+// once when the deployment's run ends (also when Restore failed, before Start). A version
+// refused, or a deploy that fails, after Open drops the Input without any other call: until
+// Start, an Input holds nothing that needs releasing. Only the deployment's goroutine calls these, one at a time. Status
 // may be called from any goroutine, at any time after Open.
 type Input interface {
 	// Restore sets where reading resumes: the positions of this source in the checkpoint
@@ -230,6 +230,10 @@ type Input interface {
 	// inputs without partitions).
 	Listing() (sent, answered time.Time)
 	Partitions() []int32
+	// ResumedAt is when the input last saw its records' origin again after it could not
+	// (a Kafka input whose brokers were away); zero when never, and for inputs that cannot
+	// lose theirs. The source's silence counts from then (engine.Engine.SourceResumed).
+	ResumedAt() time.Time
 	// IdleClock is how far the wall clock may move the source's idle watermark
 	// (docs/semantics.md §1): to now, or to the last time the input knew it had read
 	// everything. false: events wait, or the input does not know yet; no idle step then.

@@ -985,18 +985,10 @@ func (d *deployment) interruptOnStop(ctx context.Context) {
 	}()
 }
 
-// resumer is an input that can say when it saw its records' origin again after it could not
-// (connector/kafka.Input: its brokers were away).
-type resumer interface{ ResumedAt() time.Time }
-
 // noteResumed tells the engine when s's input saw its origin again, once each time: its
 // silence counts from then (engine.Engine.SourceResumed).
 func (d *deployment) noteResumed(s *source) {
-	r, ok := s.in.(resumer)
-	if !ok {
-		return
-	}
-	if at := r.ResumedAt(); at.After(s.resumed) {
+	if at := s.in.ResumedAt(); at.After(s.resumed) {
 		s.resumed = at
 		d.eng.SourceResumed(s.id, at)
 	}

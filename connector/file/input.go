@@ -380,6 +380,9 @@ func (f *Input) Listing() (sent, answered time.Time) { return time.Time{}, time.
 // Partitions: none.
 func (f *Input) Partitions() []int32 { return nil }
 
+// ResumedAt: a file is not lost and found again.
+func (f *Input) ResumedAt() time.Time { return time.Time{} }
+
 // IdleClock: poll read every complete line the file had, so the file is caught up now.
 func (f *Input) IdleClock(now time.Time) (time.Time, bool) { return now, true }
 
