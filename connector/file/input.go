@@ -56,7 +56,8 @@ type Input struct {
 	// Owned by the deployment's goroutine.
 	file   *os.File // the file read, open between polls; nil before it exists
 	fileID []byte   // fileID of file
-	// restoredID is the fileID of the file the restored position is in; nil when unknown.
+	// restoredID is the fileID of the file the position is in while none is open (restored,
+	// or replaced and closed); nil when unknown.
 	restoredID []byte
 	pos        int64 // byte offset after the last line pushed
 	line       int64 // lines before pos
@@ -83,8 +84,9 @@ func NewInput(source, dir, rel string, log *slog.Logger) *Input {
 	return f
 }
 
-// Identity is the fileID of the file the position is in: the open file, or the restored one
-// until the file is opened; nil at position 0 (true of any file).
+// Identity is the fileID of the file the position is in: the open file, the restored one
+// until the file is opened, or a replaced one, closed, until its last lines are pushed; nil
+// at position 0 (true of any file).
 func (f *Input) Identity() []byte {
 	switch {
 	case f.pos == 0:
@@ -211,7 +213,9 @@ func (f *Input) Poll() ([]connector.Event, bool) {
 	f.log.Warn("another file took the name: reading it from its start",
 		"source", f.source, "path", f.rel, "read", f.readPos)
 	_ = f.file.Close()
-	f.file = nil
+	// Until the events are pushed (the last one's Advance rewinds), the position is in the
+	// closed file: a checkpoint meanwhile keeps its identity (Identity reads restoredID).
+	f.file, f.restoredID = nil, f.fileID
 	if len(events) > 0 {
 		events[len(events)-1].Restart = true
 	} else {

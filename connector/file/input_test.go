@@ -223,3 +223,66 @@ func newInput(t *testing.T, dir string) *Input {
 	}
 	return in
 }
+
+// A checkpoint taken while the last lines of a file another one replaced are being pushed
+// keeps the replaced file's identity, so that a restore there reads the new file from its
+// start. Worked by hand: the old file is `{"a":1}\n` (8 bytes, pushed) then `{"a":2}` without
+// its '\n'; the new file, renamed over it, is `{"b":1}\n{"b":2}\n`. The poll hands over
+// `{"a":2}` (the old file's unended last line, marked Restart); before it is advanced, the
+// position is byte 8 of the old file. Restored there with the identity it had, the new
+// file is another file, so it is read from its start: both its lines, at lines 1 and 2.
+// With no identity, the new file was read from its byte 8: `{"b":2}` alone, at line 1.
+func TestInputCheckpointWhileTheReplacedFileEnds(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ev.ndjson")
+	if err := os.WriteFile(path, []byte("{\"a\":1}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in := NewInput("in", dir, "ev.ndjson", discard)
+	defer in.Stop()
+	if err := in.Restore(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := lines(t, in); !slices.Equal(got, []string{`{"a":1}@1`}) {
+		t.Fatalf("first poll: %v", got)
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(`{"a":2}`); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, "new.tmp")
+	if err := os.WriteFile(tmp, []byte("{\"b\":1}\n{\"b\":2}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	events, _ := in.Poll()
+	if len(events) != 1 || string(events[0].Payload) != `{"a":2}` || !events[0].Restart {
+		t.Fatalf("the replaced file's last line: %+v", events)
+	}
+	pos, id := in.Positions(), in.Identity() // a checkpoint before the event is pushed
+	if !slices.Equal(pos, []connector.Position{{Partition: 0, Offset: 8}}) || len(id) == 0 {
+		t.Fatalf("checkpoint at %+v with identity %x, want byte 8 of the replaced file", pos, id)
+	}
+	again := NewInput("in", dir, "ev.ndjson", discard)
+	defer again.Stop()
+	if err := again.Restore(pos, id); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := lines(t, again); !slices.Equal(got, []string{`{"b":1}@1`, `{"b":2}@2`}) {
+		t.Errorf("restored: %v, want the new file from its start", got)
+	}
+
+	// Without the checkpoint, the first Input goes on with the new file from its start.
+	in.Advance(events[0])
+	if got, _ := lines(t, in); !slices.Equal(got, []string{`{"b":1}@1`, `{"b":2}@2`}) {
+		t.Errorf("after the replaced file's last line: %v", got)
+	}
+}
