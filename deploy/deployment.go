@@ -641,12 +641,15 @@ func (d *deployment) restore(ctx context.Context) error {
 				pos = p.Offset
 			}
 		}
-		if err := d.checkLogPosition(ctx, s, pos, cp.Sequence); err != nil {
+		end, err := d.checkLogPosition(ctx, s, pos, cp.Sequence)
+		if err != nil {
 			return err
 		}
 		s.next.Store(pos)
 		s.committed.Store(pos)
-		s.noteAccepted(pos)
+		// The log's end, not pos: events accepted before the restart wait there, and the
+		// idle step and back-pressure count them (accepted − next) as Ingest's would.
+		s.noteAccepted(end)
 	}
 	now := d.rt.cfg.Now()
 	d.startedAt, d.lastCheckpoint = now, now
@@ -665,10 +668,11 @@ func (d *deployment) restore(ctx context.Context) error {
 	})
 }
 
-// checkLogPosition returns a permanent error when pos, where the HTTP source s resumes, is not
-// a position of its event log: negative, or past its end (reading on from there would skip
-// every event appended until the log reached it).
-func (d *deployment) checkLogPosition(ctx context.Context, s *source, pos, sequence int64) error {
+// checkLogPosition returns the end of the HTTP source s's event log (the offset its next
+// event takes), and a permanent error when pos, where s resumes, is not a position of the
+// log: negative, or past its end (reading on from there would skip every event appended
+// until the log reached it).
+func (d *deployment) checkLogPosition(ctx context.Context, s *source, pos, sequence int64) (int64, error) {
 	var end int64
 	err := d.retry(ctx, "reading the end of an event log", func() error {
 		var err error
@@ -676,13 +680,13 @@ func (d *deployment) checkLogPosition(ctx context.Context, s *source, pos, seque
 		return err
 	})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if pos < 0 || pos > end {
-		return cannotResume{fmt.Errorf("checkpoint %d: source %q resumes at offset %d, which is not in its event log (offsets 0 to %d: %d events were ever accepted)",
+		return 0, cannotResume{fmt.Errorf("checkpoint %d: source %q resumes at offset %d, which is not in its event log (offsets 0 to %d: %d events were ever accepted)",
 			sequence, s.id, pos, end, end)}
 	}
-	return nil
+	return end, nil
 }
 
 // cannotResume is a permanent error (errors.Is errPermanent) of a restore: what was stored
