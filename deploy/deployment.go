@@ -567,6 +567,7 @@ func (d *deployment) restore(ctx context.Context) error {
 		return cannotResume{fmt.Errorf("the store has no checkpoint of deployment %d, which committed one before it ran: the store lost it (damaged data?); it is not started without its window state", d.info.ID)}
 	}
 	var inheritedState []byte
+	var sameAs map[string]string // the sinks that write what a sink of the inherited version wrote
 	if fresh {
 		var inherited *store.Checkpoint
 		var version int
@@ -594,6 +595,7 @@ func (d *deployment) restore(ctx context.Context) error {
 					return err
 				}
 				cp.Positions = keepSameInputs(inherited.Positions, d.rt.sourceIdentities(prev.Graph), d.rt.sourceIdentities(d.version.Graph))
+				sameAs = d.sameSinks(prev.Graph)
 			}
 		}
 	}
@@ -618,7 +620,7 @@ func (d *deployment) restore(ctx context.Context) error {
 			outputs, inputs = state.outputs, state.inputs
 		}
 	}
-	if err := d.sinks.restore(ctx, outputs, own); err != nil {
+	if err := d.sinks.restore(ctx, outputs, own, sameAs); err != nil {
 		return err
 	}
 	for _, s := range d.sources {

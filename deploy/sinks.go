@@ -144,19 +144,32 @@ func (s *sinks) pending() int {
 }
 
 // restore hands each Output its state in the checkpoint restored (own: the deployment's
-// own checkpoint; false: another version's). Of another version's checkpoint, the state of a
-// sink the version has, of the same kind, goes to that sink as one of its others (so that,
-// say, a Kafka sink settles its own transaction before it sets up the producers whose ids
-// would abort it); the states of sinks the version does not have (or not of the same kind)
-// go, as others, to the first sink of their kind by node id.
-func (s *sinks) restore(ctx context.Context, states map[string]outputState, own bool) error {
+// own checkpoint; false: another version's). Of another version's checkpoint, the state of
+// that version's sink that wrote what a sink writes alone (connector.Sink.Exclusive: the
+// same file), sameAs[sink id] (its id there), is the sink's own: it is the same file's
+// (a file sink cuts the file back to the checkpoint's size, as when the same version is
+// deployed again). The state of another sink the version has, of the same kind, goes to that
+// sink as one of its others (so that, say, a Kafka sink settles its own transaction before
+// it sets up the producers whose ids would abort it); the states of sinks the version does
+// not have (or not of the same kind) go, as others, to the first sink of their kind by node
+// id.
+func (s *sinks) restore(ctx context.Context, states map[string]outputState, own bool, sameAs map[string]string) error {
 	mine := map[string][]byte{}
+	taken := map[string]bool{} // states given as a sink's own by sameAs
+	if !own {
+		for id, prev := range sameAs {
+			if st, ok := states[prev]; ok && s.outputs[id] != nil && s.outputs[id].kind == st.kind {
+				mine[id], taken[prev] = st.state, true
+			}
+		}
+	}
 	others := map[string][][]byte{}   // by sink id
 	leftover := map[string][][]byte{} // by kind
 	for _, id := range slices.Sorted(maps.Keys(states)) {
 		st := states[id]
 		k := s.outputs[id]
 		switch {
+		case taken[id]:
 		case k != nil && k.kind == st.kind && own:
 			mine[id] = st.state
 		case k != nil && k.kind == st.kind:
@@ -350,6 +363,22 @@ func (r *Runtime) exclusiveSinks(graph []byte) map[string]string {
 		}
 	}
 	return out
+}
+
+// sameSinks maps each of d's sinks that writes what no other sink may (a file) to the sink
+// of graph (another version of the scenario) that wrote the same, by id; nil when none does.
+func (d *deployment) sameSinks(graph []byte) map[string]string {
+	var same map[string]string
+	before := d.rt.exclusiveSinks(graph)
+	for _, k := range d.sinks.exclusives() {
+		if id, ok := before[k.exclusive]; ok {
+			if same == nil {
+				same = map[string]string{}
+			}
+			same[k.id] = id
+		}
+	}
+	return same
 }
 
 // exclusiveKey is what a sink of kind writing v writes, for comparisons.

@@ -100,22 +100,28 @@ func TestSinksRestoreAndPrepare(t *testing.T) {
 		"f":    {kind: engine.SinkFileKind, state: []byte("S")},
 	}
 	for _, tc := range []struct {
-		own  bool
-		want []string
+		own    bool
+		sameAs map[string]string
+		want   []string
 	}{
 		// Its own checkpoint: each sink its state; the gone sink's to the first Kafka sink.
-		{true, []string{`a.Restore("", ["T2"])`, `f.Restore("S", [])`, `out.Restore("T1", [])`}},
+		{true, nil, []string{`a.Restore("", ["T2"])`, `f.Restore("S", [])`, `out.Restore("T1", [])`}},
 		// Another version's: a sink of the same id and kind settles its own state first, as
 		// one of its others (out commits T1 before its producers would abort it); the gone
 		// sink's still to the first Kafka sink.
-		{false, []string{`a.Restore("", ["T2"])`, `f.Restore("", ["S"])`, `out.Restore("", ["T1"])`}},
+		{false, nil, []string{`a.Restore("", ["T2"])`, `f.Restore("", ["S"])`, `out.Restore("", ["T1"])`}},
+		// Another version's whose sink f wrote the same file as f: its state is f's own.
+		{false, map[string]string{"f": "f"}, []string{`a.Restore("", ["T2"])`, `f.Restore("S", [])`, `out.Restore("", ["T1"])`}},
+		// ... and a sink that writes what gone wrote takes its state as its own (of its kind
+		// only: f is not given T1).
+		{false, map[string]string{"a": "gone", "f": "out"}, []string{`a.Restore("T2", [])`, `f.Restore("", ["S"])`, `out.Restore("", ["T1"])`}},
 	} {
 		var calls []string
-		if err := newSinksOf(&calls, "").restore(t.Context(), states, tc.own); err != nil {
+		if err := newSinksOf(&calls, "").restore(t.Context(), states, tc.own, tc.sameAs); err != nil {
 			t.Fatal(err)
 		}
 		if fmt.Sprint(calls) != fmt.Sprint(tc.want) {
-			t.Errorf("own %v: calls\n%q\nwant\n%q", tc.own, calls, tc.want)
+			t.Errorf("own %v, same as %v: calls\n%q\nwant\n%q", tc.own, tc.sameAs, calls, tc.want)
 		}
 	}
 	// f's Prepare fails: out does not prepare, and every sink aborts.
