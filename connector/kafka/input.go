@@ -182,10 +182,11 @@ type Input struct {
 	restoredID *kadm.TopicID
 
 	mu          sync.Mutex
-	topicID     kadm.TopicID    // the ID of the topic read in readerGen
-	base        map[int32]int64 // per partition: the offset reading started from (readerGen)
-	starts      map[int32]int64 // per partition: the log start offset, as last listed
-	ends        map[int32]int64 // per partition: the high watermark, as listed at confirmedAt
+	topicID     kadm.TopicID           // the ID of the topic read in readerGen
+	genIDs      map[int64]kadm.TopicID // by earlier generation, its topic's ID (the positions' until Poll syncs)
+	base        map[int32]int64        // per partition: the offset reading started from (readerGen)
+	starts      map[int32]int64        // per partition: the log start offset, as last listed
+	ends        map[int32]int64        // per partition: the high watermark, as listed at confirmedAt
 	endsGen     int64
 	confirmedAt time.Time
 	// listedOK is when the last listing that succeeded was asked (of any generation);
@@ -309,7 +310,7 @@ func (b *fetchBudget) release() { b.used.Store(0) }
 func NewInput(source, topic string, conn *Conn, schemas *schemaregistry.Registry, log *slog.Logger) *Input {
 	k := &Input{source: source, topic: topic, conn: conn, log: log,
 		next: map[int32]int64{}, ends: map[int32]int64{}, base: map[int32]int64{}, starts: map[int32]int64{},
-		pushedAt: map[int32]time.Time{}, taken: map[int32]int64{}, schemas: schemas}
+		pushedAt: map[int32]time.Time{}, taken: map[int32]int64{}, schemas: schemas, genIDs: map[int64]kadm.TopicID{}}
 	k.health.Logger = log.With("source", source, "topic", topic)
 	k.decoding.Logger = k.health.Logger
 	return k
@@ -509,6 +510,7 @@ func (r *kafkaReader) discover(ctx context.Context) error {
 		clear(r.assigned)
 		r.from = nil
 		k.mu.Lock()
+		k.genIDs[k.readerGen.Load()] = r.topicID
 		k.readerGen.Add(1)
 		clear(k.base)
 		clear(k.starts)
@@ -760,6 +762,9 @@ func (k *Input) syncGen() bool {
 	clear(k.pushedAt)
 	clear(k.taken)
 	k.gen = g
+	k.mu.Lock()
+	maps.DeleteFunc(k.genIDs, func(gen int64, _ kadm.TopicID) bool { return gen < g })
+	k.mu.Unlock()
 	return true
 }
 
@@ -769,11 +774,19 @@ func (k *Input) Advance(ev connector.Event) {
 	k.pushedAt[ev.Partition] = k.polledAt
 }
 
-// Identity is the topic ID the positions belong to; the restored one until the reader knows.
+// Identity is the topic ID the positions belong to: the restored one until the reader knows,
+// and the old topic's after the reader found the topic deleted and created again, until Poll
+// moves the positions to the new one.
 func (k *Input) Identity() []byte {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.topicID != (kadm.TopicID{}) && k.gen == k.readerGen.Load() {
+	if k.gen != k.readerGen.Load() {
+		if id, ok := k.genIDs[k.gen]; ok && id != (kadm.TopicID{}) {
+			return bytes.Clone(id[:])
+		}
+		return nil
+	}
+	if k.topicID != (kadm.TopicID{}) {
 		return bytes.Clone(k.topicID[:])
 	}
 	if k.restoredID != nil && k.gen == 0 {
