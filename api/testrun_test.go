@@ -547,6 +547,12 @@ func testNodeTest(t *testing.T, c *client) {
 	}
 	expect(run(payments, "how many", `{"hour": {"count": 2}}`), "SwitchDefault>log")
 	expect(run(payments, "log", `{"summary": {"card": "A"}, "input": {"amount": -9223372036854775808}}`), `> {"card":"A","amount":-9223372036854775808}`)
+	// A variable not given: a field of it is an error, as the expression's own value says,
+	// and nothing is written (a record with a null card was, beside that error).
+	res = run(payments, "log", `{"input": {"amount": 5}}`)
+	if len(res.Outputs) != 0 || !strings.HasPrefix(res.Error, "value: ") || res.Expressions["value"].Error == "" {
+		t.Errorf("sink without #summary: %s", mustJSON(res))
+	}
 
 	// The other kinds, on the graph of testdata/kinds.json: a switch of two conditions in
 	// order, variables, a union with an expression per branch, a split, a for-each.

@@ -61,7 +61,9 @@ func (c *event) get(slot int) (value.Value, bool) {
 func (c *event) read(p *pathRef) (value.Value, error) {
 	s := &c.slots[p.slot]
 	if !s.set {
-		return value.Null(), nil
+		// A variable the event does not have is null, as expr gives for one its
+		// environment lacks, and a field of it an error (walk), as expr's is.
+		return walk(value.Null(), p.steps)
 	}
 	if s.lazy != nil && len(p.steps) > 0 {
 		if v, ok := s.lazy.lazyField(p.slot, p.steps[0]); ok {
