@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/big"
 	"net"
 	"net/http"
@@ -132,9 +133,11 @@ func testBinaryTokens(t *testing.T, bin string, st serverStore) {
 }
 
 func testPosture(t *testing.T, bin string) {
-	// Without authentication on 0.0.0.0: exits 1 with the reason, before serving.
+	// Without authentication on 0.0.0.0: exits 1 with the reason, before serving, and before
+	// it writes anything: no data directory.
 	for _, addr := range []string{"0.0.0.0:0", "[::]:0"} {
-		cmd := exec.CommandContext(t.Context(), bin, "--addr", addr, "--data-dir", t.TempDir())
+		dataDir := filepath.Join(t.TempDir(), "data")
+		cmd := exec.CommandContext(t.Context(), bin, "--addr", addr, "--data-dir", dataDir)
 		cmd.Env = append(os.Environ(), envDatabaseURL+"=", envDataDir+"=")
 		out, err := cmd.CombinedOutput()
 		var exit *exec.ExitError
@@ -144,6 +147,9 @@ func testPosture(t *testing.T, bin string) {
 		if !strings.Contains(string(out), "refusing to listen without authentication on a non-loopback address") ||
 			!strings.Contains(string(out), "--insecure-no-auth") {
 			t.Errorf("%s: the message does not say why and what to do:\n%s", addr, out)
+		}
+		if _, err := os.Stat(dataDir); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: the refused start made its data directory (%v)", addr, err)
 		}
 		// It names the address as given (0.0.0.0, not the listener's [::]), with the port.
 		if host := addr[:strings.LastIndex(addr, ":")]; !strings.Contains(string(out), "non-loopback address: "+host+":") {

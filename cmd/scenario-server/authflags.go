@@ -126,6 +126,7 @@ var errUnsafeAddress = errors.New("refusing to listen without authentication on 
 // warning instead. The messages name addr, the address as given (--addr), with the port
 // listened on: the listener's own address writes 0.0.0.0 as [::].
 func (a authConfig) checkPosture(ln net.Listener, addr string, log *slog.Logger) error {
+	// (checkAddress has refused an IP address already; a host name is known once listened on.)
 	if a.configured() {
 		return nil
 	}
@@ -146,6 +147,28 @@ func (a authConfig) checkPosture(ln net.Listener, addr string, log *slog.Logger)
 		log.Warn("authentication is off and the server listens beyond loopback: anyone who reaches "+
 			addr+" may deploy, cancel and read everything (--insecure-no-auth)",
 			"addr", addr)
+		return nil
+	}
+	return fmt.Errorf("%w: %s. Turn authentication on (--auth-tokens or --oidc-issuer), listen on 127.0.0.1, or accept the risk with --insecure-no-auth",
+		errUnsafeAddress, addr)
+}
+
+// checkAddress is checkPosture's refusal for an address whose host is an IP address (or
+// none: every interface), before the server writes anything (its data directory, lock and
+// identity): a refused start leaves no trace. A host name is checked once listened on.
+func (a authConfig) checkAddress(addr string) error {
+	if a.configured() || a.InsecureNoAuth {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil // net.Listen says what is wrong with it
+	}
+	ip := net.ParseIP(host)
+	if host == "" {
+		ip = net.IPv4zero
+	}
+	if ip == nil || ip.IsLoopback() {
 		return nil
 	}
 	return fmt.Errorf("%w: %s. Turn authentication on (--auth-tokens or --oidc-issuer), listen on 127.0.0.1, or accept the risk with --insecure-no-auth",
