@@ -483,6 +483,12 @@ func testIngestion(t *testing.T, c *client) {
 		t.Errorf("re-sent: %+v", res)
 	}
 	postEvents(c, "in", "in", "k1", events(3, 2)).problem(t, http.StatusUnprocessableEntity, api.CodeIdempotencyKeyReused)
+	// A key is printable ASCII, as the IETF draft's (a structured-field string): bytes that
+	// are not UTF-8 (PostgreSQL refused them, failing every batch committed in the same group
+	// with a 500) and control characters are refused, nothing stored.
+	for _, key := range []string{"caf\xe9", "caf\u00e9", "a\tb"} {
+		postEvents(c, "in", "in", key, events(6, 1)).problem(t, http.StatusUnprocessableEntity, api.CodeValidationFailed)
+	}
 	waitCounts(t, c, "in", func(lc api.LiveCounts) bool { return lc.Nodes["in"].In == 6 && lc.Sources[0].Accepted == 6 })
 
 	// Refused batches store nothing.

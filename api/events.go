@@ -32,7 +32,7 @@ type IngestResult struct {
 type ingestInput struct {
 	Name           string `path:"name" doc:"The scenario's name (URL-escaped: a space is %20)." example:"large payments"`
 	Source         string `path:"sourceId" doc:"The id of an HTTP source node of the running version." example:"payments"`
-	IdempotencyKey string `header:"Idempotency-Key" maxLength:"200" doc:"Optional key naming this batch: a batch re-sent with the same key and the same events (after a timeout, a lost answer or a server restart) is stored once and answered with the first batch's offsets. The same key with other events (compared by a SHA-256 of the events) is refused with 422 idempotency-key-reused, nothing stored. Use a new key for each batch."`
+	IdempotencyKey string `header:"Idempotency-Key" maxLength:"200" pattern:"^[ -~]*$" patternDescription:"printable ASCII" doc:"Optional key naming this batch, of printable ASCII (as the IETF draft's Idempotency-Key, a structured-field string; a UUID is typical): a batch re-sent with the same key and the same events (after a timeout, a lost answer or a server restart) is stored once and answered with the first batch's offsets. The same key with other events (compared by a SHA-256 of the events) is refused with 422 idempotency-key-reused, nothing stored. Use a new key for each batch."`
 	ContentType    string `header:"Content-Type" doc:"application/json (one object, or an array of objects) or application/x-ndjson (one object a line)."`
 	// ContentEncoding: the server does not decompress bodies.
 	ContentEncoding string `header:"Content-Encoding" doc:"identity or absent: compressed bodies are refused (415 unsupported-media-type)."`
