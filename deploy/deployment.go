@@ -187,6 +187,14 @@ type source struct {
 	pushedSinceStart bool
 }
 
+// appending says whether batches are being appended to the HTTP source's log (Ingest): their
+// events are not in the log yet, but an idle step must not pass them.
+func (s *source) appending() bool {
+	s.ingestMu.Lock()
+	defer s.ingestMu.Unlock()
+	return s.inflight > 0
+}
+
 func (s *source) noteAccepted(end int64) {
 	for {
 		cur := s.accepted.Load()
@@ -1020,8 +1028,8 @@ func (d *deployment) idleTick(now time.Time) {
 			if at.Before(clock) {
 				clock = at
 			}
-		} else if s.accepted.Load() > s.next.Load() {
-			return
+		} else if s.accepted.Load() > s.next.Load() || s.appending() {
+			return // events wait in the log, or are being appended to it
 		}
 		if s.idleTimeout <= 0 {
 			continue
