@@ -157,6 +157,7 @@ type LiveCounts struct {
 	CheckpointFailures int64      `json:"checkpointFailures,omitempty" doc:"Checkpoints failed in a row since the last successful one."`
 	CheckpointErrorAt  *time.Time `json:"checkpointErrorAt,omitempty" doc:"When the last checkpoint failed."`
 	CheckpointInDoubt  bool       `json:"checkpointInDoubt,omitempty" doc:"True while the last checkpoint's commit answered an unclear error (a dropped database connection) and the store has not said yet whether it committed: the next checkpoint finds out, and its results are stored once either way."`
+	UncommittedSince   *time.Time `json:"uncommittedSince,omitempty" doc:"When the oldest work not committed yet was done (events processed, windows an idle step closed): its results and positions wait for a checkpoint since then. Absent when everything the deployment did is committed. Prometheus: scenario_server_checkpoint_lag_seconds."`
 	Waiting            string     `json:"waiting,omitempty" doc:"Why the deployment does not process events right now, while it waits for something outside it: a Kafka sink's brokers, which have not said yet how large a record its topic takes (max.message.bytes: they cannot be reached, or refuse the login), or a Kafka sink's schema-registry subject whose schema cannot be read (the registry cannot be reached), without which its values cannot be encoded. Events wait meanwhile (an HTTP source's backlog grows to its 429 bound); none become errors. Absent while it processes."`
 	UpdatedAt          *time.Time `json:"updatedAt,omitempty" doc:"When these counts were taken."`
 }
@@ -191,6 +192,9 @@ func liveOut(name string, l deploy.Live, ok bool) LiveCounts {
 	out.Waiting = l.Waiting
 	if !l.CheckpointErrorAt.IsZero() {
 		out.CheckpointErrorAt = &l.CheckpointErrorAt
+	}
+	if !l.UncommittedSince.IsZero() {
+		out.UncommittedSince = &l.UncommittedSince
 	}
 	if !l.UpdatedAt.IsZero() {
 		out.UpdatedAt = &l.UpdatedAt

@@ -90,12 +90,16 @@ type deployment struct {
 	live atomic.Pointer[Live]
 
 	// Owned by run.
-	startedAt       time.Time
-	lastCheckpoint  time.Time
-	checkpointSeq   int64
-	stateBufSize    int // the capacity a checkpoint's state encoding starts with (stateBufAfter)
-	checkpointAt    time.Time
-	dirty           bool // state changed since the last checkpoint
+	startedAt      time.Time
+	lastCheckpoint time.Time
+	checkpointSeq  int64
+	stateBufSize   int // the capacity a checkpoint's state encoding starts with (stateBufAfter)
+	checkpointAt   time.Time
+	dirty          bool // state changed since the last checkpoint
+	// dirtySince is when the state first changed since the last checkpoint taken (zero while
+	// not dirty): with the checkpoints committing or in doubt, when the oldest work not yet
+	// committed was done (uncommittedSince).
+	dirtySince      time.Time
 	forceCheckpoint bool // checkpoint now (an idle step emitted results)
 	commitFailing   bool
 	// The last checkpoint failure (file sink write or store commit), published in Live
@@ -128,6 +132,7 @@ type deployment struct {
 type inflightCheckpoint struct {
 	done        chan struct{}
 	at          time.Time
+	since       time.Time             // the oldest work it commits was done then (dirtySince)
 	results     []store.NewSinkResult // the collect results it commits
 	resultBytes int64                 // the bytes of their values
 	positions   []int64               // each source's next offset it records
@@ -413,7 +418,7 @@ func (d *deployment) run() {
 		}
 		now := d.rt.cfg.Now()
 		if n > 0 {
-			d.dirty = true
+			d.setDirty(now)
 			d.publish(PhaseRunning)
 			if err := checkStateBudget(d.live.Load(), d.rt.cfg.MaxDeploymentState, d.rt.state, d.eng); err != nil {
 				log.Error("deployment failed", "error", err)
@@ -1050,12 +1055,13 @@ func (d *deployment) idleTick(now time.Time) {
 	if d.sinks.written != written {
 		// Windows closed: commit them with the state at once, rather than leave results that
 		// a crash would make depend on the time of the restart.
-		d.dirty, d.forceCheckpoint = true, true
+		d.setDirty(now)
+		d.forceCheckpoint = true
 		d.publish(PhaseRunning)
 		return
 	}
 	if after := d.watermarks(); !equalWatermarks(before, after) {
-		d.dirty = true
+		d.setDirty(now)
 	}
 }
 
@@ -1152,7 +1158,11 @@ func (d *deployment) checkpoint(ctx context.Context, async bool) error {
 		Conditional: true, Previous: d.checkpointSeq}
 	// The results go with the checkpoint; async, those of the events processed meanwhile
 	// wait for the next one.
-	p := &inflightCheckpoint{at: now, results: d.sinks.collect, resultBytes: d.sinks.collectBytes, positions: next, sent: c, sync: !async}
+	since := d.dirtySince
+	if !d.dirty {
+		since = now // a forced checkpoint of positions moved without events
+	}
+	p := &inflightCheckpoint{at: now, since: since, results: d.sinks.collect, resultBytes: d.sinks.collectBytes, positions: next, sent: c, sync: !async}
 	d.sinks.collect, d.sinks.collectBytes = nil, 0
 	d.dirty, d.forceCheckpoint = false, false
 	if async {
@@ -1232,7 +1242,31 @@ func (d *deployment) dropCheckpoint(ctx context.Context, p *inflightCheckpoint) 
 	}
 	d.sinks.collect = append(p.results, d.sinks.collect...)
 	d.sinks.collectBytes += p.resultBytes
+	d.setDirty(p.since)
+}
+
+// setDirty records that the state changed (at since) and waits for a checkpoint.
+func (d *deployment) setDirty(since time.Time) {
+	if !d.dirty || since.Before(d.dirtySince) {
+		d.dirtySince = since
+	}
 	d.dirty = true
+}
+
+// uncommittedSince is when the oldest work not yet committed was done: events processed or
+// windows an idle step closed since the last committed checkpoint, by the checkpoint in doubt,
+// the one committing, or none yet; zero when everything done is committed.
+func (d *deployment) uncommittedSince() time.Time {
+	var since time.Time
+	for _, p := range []*inflightCheckpoint{d.doubt, d.inflight} {
+		if p != nil && (since.IsZero() || p.since.Before(since)) {
+			since = p.since
+		}
+	}
+	if d.dirty && (since.IsZero() || d.dirtySince.Before(since)) {
+		since = d.dirtySince
+	}
+	return since
 }
 
 // resolve has the store decide the checkpoint in doubt, p (d.doubt), which follows checkpoint
@@ -1606,7 +1640,7 @@ func (d *deployment) publish(phase Phase) {
 		Nodes: d.eng.Counts(), State: d.eng.State(),
 		Checkpoint: d.checkpointSeq, CheckpointAt: d.checkpointAt,
 		CheckpointError: d.checkpointErr, CheckpointErrorAt: d.checkpointErrAt, CheckpointFailures: d.checkpointFailures,
-		CheckpointInDoubt: d.doubt != nil, Waiting: d.waiting, UpdatedAt: d.rt.cfg.Now().UTC(),
+		CheckpointInDoubt: d.doubt != nil, UncommittedSince: d.uncommittedSince(), Waiting: d.waiting, UpdatedAt: d.rt.cfg.Now().UTC(),
 	}
 	for _, st := range l.State {
 		l.StateBytes += int64(st.Bytes)

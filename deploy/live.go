@@ -57,6 +57,11 @@ type Live struct {
 	// connection), and the store has not said yet whether it committed; its results and a
 	// Kafka sink's transaction wait for the next checkpoint to find out (or the next run).
 	CheckpointInDoubt bool
+	// UncommittedSince is when the oldest work of the deployment not committed yet was done
+	// (events processed, windows an idle step closed): its results and positions wait for a
+	// checkpoint since then. Zero when everything it did is committed, as on a deployment
+	// with nothing to do.
+	UncommittedSince time.Time
 	// Waiting is why the deployment does not process events right now, while it waits for
 	// something outside it: a Kafka sink's brokers, which have not said yet how large a
 	// record its topic takes (they cannot be reached, or refuse the login), or a Kafka

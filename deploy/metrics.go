@@ -35,6 +35,9 @@ var (
 	descCheckpointTime = prometheus.NewDesc("scenario_server_checkpoint_last_success_timestamp_seconds",
 		"When the last checkpoint of a running deployment was committed, in Unix seconds (absent before its first): an alert on time() minus it sees a deployment whose results and positions stopped being committed.",
 		[]string{"scenario"}, nil)
+	descCheckpointLag = prometheus.NewDesc("scenario_server_checkpoint_lag_seconds",
+		"How long the oldest work of a running deployment not committed yet (events processed, windows an idle step closed) has waited for a checkpoint, in seconds at the scrape; 0 when everything it did is committed. Alert on it (say above a minute): unlike time() minus the last success, it stays 0 on a deployment with nothing to commit.",
+		[]string{"scenario"}, nil)
 	descCheckpointFailures = prometheus.NewDesc("scenario_server_checkpoint_failures",
 		"Checkpoints of a running deployment that failed in a row since its last successful one.", []string{"scenario"}, nil)
 	descSeriesLeftOut = prometheus.NewDesc("scenario_server_node_series_left_out",
@@ -47,7 +50,7 @@ var (
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descIn, descOut, descErrors, descLate, descPartlyLate, descStateBytes, descStateKeys, descStateSlices, descBacklog,
-		descCheckpointTime, descCheckpointFailures, descCheckpointInDoubt, descSeriesLeftOut} {
+		descCheckpointTime, descCheckpointLag, descCheckpointFailures, descCheckpointInDoubt, descSeriesLeftOut} {
 		ch <- d
 	}
 }
@@ -103,6 +106,11 @@ func (c *collector) scenarioSeries(ch chan<- prometheus.Metric, l *Live) {
 	if !l.CheckpointAt.IsZero() {
 		ch <- prometheus.MustNewConstMetric(descCheckpointTime, prometheus.GaugeValue, float64(l.CheckpointAt.UnixMilli())/1000, l.Scenario)
 	}
+	lag := 0.0
+	if !l.UncommittedSince.IsZero() {
+		lag = max(c.rt.cfg.Now().Sub(l.UncommittedSince).Seconds(), 0)
+	}
+	ch <- prometheus.MustNewConstMetric(descCheckpointLag, prometheus.GaugeValue, lag, l.Scenario)
 	ch <- prometheus.MustNewConstMetric(descCheckpointFailures, prometheus.GaugeValue, float64(l.CheckpointFailures), l.Scenario)
 	inDoubt := 0.0
 	if l.CheckpointInDoubt {

@@ -1431,6 +1431,11 @@ export interface components {
             sources: components["schemas"]["SourceState"][] | null;
             /**
              * Format: date-time
+             * @description When the oldest work not committed yet was done (events processed, windows an idle step closed): its results and positions wait for a checkpoint since then. Absent when everything the deployment did is committed. Prometheus: scenario_server_checkpoint_lag_seconds.
+             */
+            uncommittedSince?: string;
+            /**
+             * Format: date-time
              * @description When these counts were taken.
              */
             updatedAt?: string;
@@ -4286,7 +4291,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional key naming this batch: a batch re-sent with the same key and the same events (after a timeout, a lost answer or a server restart) is stored once and answered with the first batch's offsets. The same key with other events (compared by a SHA-256 of the events) is refused with 422 idempotency-key-reused, nothing stored. Use a new key for each batch. */
+                /** @description Optional key naming this batch, of printable ASCII (as the IETF draft's Idempotency-Key, a structured-field string; a UUID is typical): a batch re-sent with the same key and the same events (after a timeout, a lost answer or a server restart) is stored once and answered with the first batch's offsets. The same key with other events (compared by a SHA-256 of the events) is refused with 422 idempotency-key-reused, nothing stored. Use a new key for each batch. */
                 "Idempotency-Key"?: string;
                 /** @description application/json (one object, or an array of objects) or application/x-ndjson (one object a line). */
                 "Content-Type"?: string;
