@@ -255,6 +255,9 @@ func TestMemoryBudget(t *testing.T) {
 		// fromJSON: the text's 7 bytes, 64 for each of its 5 values as counted ("[", "{", ","
 		// and "{", and one) and 340 for each of its 2 objects.
 		{"len(fromJSON('[{},{}]'))", 7 + 5*64 + 2*340},
+		// uniq keeps 3 distinct values of 5 (1 and 1.0 are equal, as are the two 'a'): 256
+		// bytes each (uniqElementBytes).
+		{"len(uniq([1, 'a', 1.0, 'a', 2]))", 3 * 256},
 	}
 	for _, tt := range tests {
 		if _, err := runWith(t, tt.text, Budget{Memory: tt.bytes}, pl); err != nil {
@@ -312,6 +315,10 @@ func TestMemoryBudgetRefusesBeforeAllocating(t *testing.T) {
 		// 2,000*2,000 elements of 16 bytes refused once 1,048,576
 		// elements (8 MiB of ints) are made.
 		{"len(map(1..2000, 1..2000))", 10 * mib},
+		// 999,999 distinct elements, 256 bytes each kept (244 MB), refused once 16 MiB is
+		// reached (65,536 elements, after the 8 MiB range): it kept them all, 300 MB, and
+		// took 2.9 s past the 1 s budget (found by a hostile client).
+		{"len(uniq(1..999999))", 32 * mib},
 	}
 	for _, tt := range tests {
 		var before, after runtime.MemStats
@@ -513,8 +520,9 @@ func TestStepBudgetSharedLists(t *testing.T) {
 		_, err := runWith(t, text, Budget{Time: NoLimit}, nil)
 		budgetError(t, text[len(text)-20:], err, "steps")
 	}
-	// uniq of 200,000 distinct numbers is 200,000 steps, not 200,000^2/2.
-	if v, err := runWith(t, "len(uniq(1..200000))", Budget{Time: NoLimit}, nil); err != nil || v.Int() != 200000 {
+	// uniq of 200,000 distinct numbers is 200,000 steps, not 200,000^2/2 (and 51 MB kept,
+	// past the default memory budget).
+	if v, err := runWith(t, "len(uniq(1..200000))", Budget{Time: NoLimit, Memory: NoLimit}, nil); err != nil || v.Int() != 200000 {
 		t.Errorf("uniq of 200,000 distinct numbers: %v, %v", v, err)
 	}
 }
