@@ -32,7 +32,7 @@ type NodeTestResult struct {
 	Expressions map[string]ExpressionResult `json:"expressions" doc:"The value of each of the node's expressions, by field (expression, value, fields[0].expression, groupBy[0], aggregations[1].aggregateBy, edges[3].edgeType.condition, timestamp ...)."`
 	Outputs     []NodeTestOutput            `json:"outputs" doc:"Where the context goes and what it carries from this node: a Filter or Switch the edge taken, a Variable or VariableBuilder the new variable, a for-each one output per element, a Sink its value, an aggregate the groupBy key and aggregateBy inputs. Empty when the context goes no further (an expression failed, a filter's false edge or a switch's default is not connected, a dead end)."`
 	Error       string                      `json:"error,omitempty" doc:"Why the context goes no further, when something failed: the field and message, as a test run would report it. For a Join run from every branch: the first branch expression that failed (the other branches' outputs are listed)."`
-	ListsCut    bool                        `json:"listsCut,omitempty" doc:"True when the values listed reached 32 MiB of JSON: the expressions past it (in field order) have an error saying they are not listed, and the outputs past it are left out."`
+	ListsCut    bool                        `json:"listsCut,omitempty" doc:"True when the values listed reached 32 MiB of JSON, each counted with its name and 64 bytes more: the expressions past it (in field order) have an error saying they are not listed, and the outputs past it are left out."`
 }
 
 // NodeTestOutput is one context leaving the node.

@@ -67,7 +67,7 @@ type TestResult struct {
 	Errors          []TestError                  `json:"errors" doc:"Per-event errors, in order, each with its node, field, input line and message (at most 1,000 listed)."`
 	TotalErrors     int64                        `json:"totalErrors" doc:"Per-event errors in all."`
 	ErrorsTruncated bool                         `json:"errorsTruncated" doc:"True when errors lists fewer than totalErrors."`
-	ListsCut        bool                         `json:"listsCut" doc:"True when the lists stopped growing before maxRecordsPerNode because the values listed reached 32 MiB of JSON (their truncated flags are set; the record listed when they did has the variables and expressions that fit, in name order); counts and totals still cover every record."`
+	ListsCut        bool                         `json:"listsCut" doc:"True when the lists stopped growing before maxRecordsPerNode because the values listed reached 32 MiB of JSON, each value counted with its name and 64 bytes more, each record, result or output with 128 more (their truncated flags are set; the record listed when they did has the variables and expressions that fit, in name order); counts and totals still cover every record."`
 }
 
 // TestCounts are a node's counters in a test run.
@@ -414,15 +414,41 @@ func (o *testObserver) lateEvent(id string, vars map[string]value.Value, eventTi
 	l.Events = append(l.Events, ev)
 }
 
-// listing reports whether a list of length n may take one more item.
-func (o *testObserver) listing(n int) bool { return n < o.perNode && o.budget > 0 }
+// listedItemBytes is what each record, result, late event or output listed is charged
+// beside its values: the JSON around them in the answer and the structure that holds them.
+// listedValueBytes is what each value listed is charged beside its JSON (and its name's): its
+// punctuation in the answer and the map entry that holds it. Counted without them, a chain of
+// 498 Variable nodes of value 1 tested on 150 records listed 18 MB of values in a 167 MB
+// answer that took 2 GB of memory (found by a hostile client).
+const (
+	listedItemBytes  = 128
+	listedValueBytes = 64
+)
+
+// listing reports whether a list of length n may take one more item, and charges the item
+// (listedItemBytes) when it may.
+func (o *testObserver) listing(n int) bool {
+	if n >= o.perNode || o.budget <= 0 {
+		return false
+	}
+	if listedItemBytes > o.budget {
+		o.budget = 0
+		return false
+	}
+	o.budget -= listedItemBytes
+	return true
+}
 
 // fits charges values, the JSON of one listed item, to the budget, and says whether they
 // fit in it; when they do not, the budget is spent and they are not listed.
-func (o *testObserver) fits(values ...json.RawMessage) bool {
-	n := int64(0)
+func (o *testObserver) fits(values ...json.RawMessage) bool { return o.fitsNamed("", values...) }
+
+// fitsNamed is fits of values listed under name (a variable's, an expression's field), each
+// charged listedValueBytes besides.
+func (o *testObserver) fitsNamed(name string, values ...json.RawMessage) bool {
+	n := int64(len(name))
 	for _, v := range values {
-		n += int64(len(v))
+		n += int64(len(v)) + listedValueBytes
 	}
 	if n > o.budget {
 		o.budget = 0
@@ -439,7 +465,7 @@ func (o *testObserver) listVariables(vars map[string]value.Value) map[string]jso
 		if o.budget <= 0 {
 			break
 		}
-		if b := value.AppendJSON(nil, vars[name]); o.fits(b) {
+		if b := value.AppendJSON(nil, vars[name]); o.fitsNamed(name, b) {
 			out[name] = b
 		}
 	}
@@ -477,7 +503,7 @@ func (o *testObserver) record(n *nodeObservation, vars map[string]value.Value, e
 			o.budget = 0
 			break
 		}
-		if o.fits(x.Value, json.RawMessage(x.Error)) {
+		if o.fitsNamed(field, x.Value, json.RawMessage(x.Error)) {
 			r.Expressions[field] = x
 		}
 	}

@@ -660,3 +660,34 @@ func TestSlowNodeStoppedAtTheTestTimeout(t *testing.T) {
 		}
 	}
 }
+
+// A test run's listing counts each value's name and its place in the answer, not only its
+// JSON (found by a hostile client: 498 Variable nodes of value 1 on 150 records listed 18 MB
+// of values in a 167 MB answer, 2 GB of memory). Here 50 Variable nodes in a chain, each
+// naming its 1 with 200 bytes, on 150 records: record k lists k variables at node k (#input
+// and k-1 names), 1,275 entries of about 205 bytes of JSON a record, 39 MB for 150. Counted
+// with their names, the lists stop within 32 MiB and say so; before, the answer was the 39 MB
+// with listsCut false.
+func TestListingCountsNames(t *testing.T) {
+	nodes := []string{`{"id": "in", "type": "Source", "ref": {"typ": "http"}}`}
+	edges := []string{}
+	prev := "in"
+	for i := range 50 {
+		id := fmt.Sprintf("v%d", i)
+		name := fmt.Sprintf("v%d_%s", i, strings.Repeat("n", 195))
+		nodes = append(nodes, fmt.Sprintf(`{"id": %q, "type": "Variable", "varName": %q, "value": {"language": "expr", "expression": "1"}}`, id, name))
+		edges = append(edges, fmt.Sprintf(`{"from": %q, "to": %q, "edgeType": null}`, prev, id))
+		prev = id
+	}
+	nodes = append(nodes, `{"id": "end", "type": "Sink", "ref": {"typ": "dead-end"}}`)
+	edges = append(edges, fmt.Sprintf(`{"from": %q, "to": "end", "edgeType": null}`, prev))
+	graph := `{"nodes": [` + strings.Join(nodes, ",") + `], "edges": [` + strings.Join(edges, ",") + `]}`
+	records := strings.Repeat("{}\n", 150)
+	c := newClient(t, sqliteStore(t))
+	answer := c.post("/api/test?maxRecordsPerNode=1000", rawBody("graph", graph, "records", quote(records)))
+	var res api.TestResult
+	answer.ok(t, http.StatusOK, &res)
+	if !res.ListsCut || len(answer.Body) > 32<<20+64<<10 {
+		t.Errorf("an answer of %d bytes, listsCut %v; want at most 32 MiB and 64 KiB, lists cut", len(answer.Body), res.ListsCut)
+	}
+}

@@ -1783,7 +1783,7 @@ export interface components {
             expressions: {
                 [key: string]: components["schemas"]["ExpressionResult"];
             };
-            /** @description True when the values listed reached 32 MiB of JSON: the expressions past it (in field order) have an error saying they are not listed, and the outputs past it are left out. */
+            /** @description True when the values listed reached 32 MiB of JSON, each counted with its name and 64 bytes more: the expressions past it (in field order) have an error saying they are not listed, and the outputs past it are left out. */
             listsCut?: boolean;
             nodeId: string;
             /** @description Where the context goes and what it carries from this node: a Filter or Switch the edge taken, a Variable or VariableBuilder the new variable, a for-each one output per element, a Sink its value, an aggregate the groupBy key and aggregateBy inputs. Empty when the context goes no further (an expression failed, a filter's false edge or a switch's default is not connected, a dead end). */
@@ -2413,7 +2413,7 @@ export interface components {
             lateEvents: {
                 [key: string]: components["schemas"]["LateTestEvents"];
             };
-            /** @description True when the lists stopped growing before maxRecordsPerNode because the values listed reached 32 MiB of JSON (their truncated flags are set; the record listed when they did has the variables and expressions that fit, in name order); counts and totals still cover every record. */
+            /** @description True when the lists stopped growing before maxRecordsPerNode because the values listed reached 32 MiB of JSON, each value counted with its name and 64 bytes more, each record, result or output with 128 more (their truncated flags are set; the record listed when they did has the variables and expressions that fit, in name order); counts and totals still cover every record. */
             listsCut: boolean;
             /** @description Per node id (every node of the graph): its counts and the first records it saw. */
             nodes: {
