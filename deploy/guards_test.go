@@ -117,7 +117,7 @@ func testSinkPathInUseAtRestart(t *testing.T, st store.Store) {
 	}
 }
 
-// A file sink whose path is the sink directory itself, or a directory in it, or longer than
+// A file sink whose path is the sink directory itself, or a directory in it (or ends in '/'), or longer than
 // file systems allow (a name of 256 bytes, a path of 1,025), is refused at deploy like the
 // other bad paths (a 5,000-byte path deployed and then failed).
 func testFileSinkDirectoryPath(t *testing.T, st store.Store) {
@@ -128,6 +128,9 @@ func testFileSinkDirectoryPath(t *testing.T, st store.Store) {
 	createScenario(t, st, "dot", fileSinkGraph("."))
 	createScenario(t, st, "dotslash", fileSinkGraph("./"))
 	createScenario(t, st, "sub", fileSinkGraph("sub"))
+	// A path ending in '/' names a directory, even one not there yet (the sink made it, and
+	// every checkpoint then failed: found by a hostile client).
+	createScenario(t, st, "slash", fileSinkGraph("x/"))
 	createScenario(t, st, "longname", fileSinkGraph(strings.Repeat("n", 256)))
 	createScenario(t, st, "longpath", fileSinkGraph(strings.Repeat("d/", 512)+"f"))
 	createScenario(t, st, "fits", fileSinkGraph(strings.Repeat("d/", 10)+strings.Repeat("n", 255)))
@@ -135,7 +138,7 @@ func testFileSinkDirectoryPath(t *testing.T, st store.Store) {
 	if _, err := r.Deploy(t.Context(), DeployRequest{Scenario: "fits"}); err != nil {
 		t.Errorf("deploying a path of 275 bytes with a name of 255: %v", err)
 	}
-	for _, name := range []string{"dot", "dotslash", "sub", "longname", "longpath"} {
+	for _, name := range []string{"dot", "dotslash", "sub", "slash", "longname", "longpath"} {
 		_, err := r.Deploy(t.Context(), DeployRequest{Scenario: name})
 		var inv *InvalidVersionError
 		if !errors.As(err, &inv) || len(inv.Problems) != 1 || inv.Problems[0].Code != "invalid-path" || inv.Problems[0].NodeID != "out" {

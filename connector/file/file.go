@@ -56,12 +56,13 @@ func Sink(dir string) *connector.Sink {
 }
 
 // nonLocalPath is the problem of a file source's or sink's path that is not a relative path
-// staying inside the server's directory for it (what says which); nil when it is.
+// to a file staying inside the server's directory for it (what says which): absolute, leading
+// out, the directory itself, or ending in a separator (a directory's); nil when it is.
 // A path's length, in bytes: at most maxPathBytes whole and maxNameBytes a name in it (most
 // file systems' limits, which the operating system would refuse only when the deployment
 // opens the file).
 func nonLocalPath(id, rel, what string) *scenario.Problem {
-	if !filepath.IsLocal(rel) || filepath.Clean(rel) == "." {
+	if !filepath.IsLocal(rel) || filepath.Clean(rel) == "." || strings.HasSuffix(filepath.ToSlash(rel), "/") {
 		return &scenario.Problem{NodeID: id, Field: "path", Code: "invalid-path",
 			Message: fmt.Sprintf("a deployed file %s: %q must be a relative path to a file that stays inside it", what, rel)}
 	}
