@@ -69,13 +69,33 @@ func divisionByZero(a any, op string, b any) error {
 	return fmt.Errorf("%w in %v %s %v", ErrDivisionByZero, a, op, b)
 }
 
-// integer returns the value of an int or a time.Duration.
+// integer returns the value of an integer of any Go integer type that fits in an int (the
+// int64 results of Go methods such as Time.Unix and Duration.Nanoseconds, a time.Duration),
+// which expr's own operators compute as an int.
 func integer(x any) (int, bool) {
 	switch x := x.(type) {
 	case int:
 		return x, true
 	case time.Duration:
 		return int(x), true
+	case int64:
+		return int(x), true
+	case int32:
+		return int(x), true
+	case int16:
+		return int(x), true
+	case int8:
+		return int(x), true
+	case uint32:
+		return int(x), true
+	case uint16:
+		return int(x), true
+	case uint8:
+		return int(x), true
+	case uint:
+		return int(x), x <= math.MaxInt64
+	case uint64:
+		return int(x), x <= math.MaxInt64
 	}
 	return 0, false
 }
@@ -89,9 +109,9 @@ func checkedAdd(a, b any) any {
 			panic(overflow(a, "+", b))
 		}
 	}
-	if x, ok := a.(time.Duration); ok {
-		if y, ok := b.(time.Duration); ok {
-			if _, ok := addInt(int(x), int(y)); !ok {
+	if x, ok := integer(a); ok {
+		if y, ok := integer(b); ok {
+			if _, ok := addInt(x, y); !ok {
 				panic(overflow(a, "+", b))
 			}
 		}
@@ -108,9 +128,9 @@ func checkedSubtract(a, b any) any {
 			panic(overflow(a, "-", b))
 		}
 	}
-	if x, ok := a.(time.Duration); ok {
-		if y, ok := b.(time.Duration); ok {
-			if _, ok := subInt(int(x), int(y)); !ok {
+	if x, ok := integer(a); ok {
+		if y, ok := integer(b); ok {
+			if _, ok := subInt(x, y); !ok {
 				panic(overflow(a, "-", b))
 			}
 		}

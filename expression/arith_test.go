@@ -78,6 +78,15 @@ func TestIntegerOverflowIsAnError(t *testing.T) {
 		{"int(#input.f * 1e300)", 1, 1, ErrIntegerOverflow, ""},
 		{"duration('2562047h') * 2", 1, 22, ErrIntegerOverflow, ""},
 		{"let x = #input.n; x * 4", 1, 21, ErrIntegerOverflow, ""},
+		// The int64 results of Go methods (Unix, UnixMilli, Nanoseconds) are checked too:
+		// they wrapped (found by a hostile client: 1704067200 * 10^12 gave
+		// 6966745218721251328), and / 0 was "+Inf is not a finite number".
+		{"date('2024-01-01').Unix() * 1000000000000", 1, 27, ErrIntegerOverflow, "integer overflow in 1704067200 * 1000000000000"},
+		{"duration('1h').Nanoseconds() * 9999999999", 1, 30, ErrIntegerOverflow, "integer overflow in 3600000000000 * 9999999999"},
+		{"date('2024-01-01').Unix() + 9223372036854775807", 1, 27, ErrIntegerOverflow, "integer overflow"},
+		{"date('2024-01-01').Unix() - -9223372036854775807", 1, 27, ErrIntegerOverflow, "integer overflow"},
+		{"date('2024-01-01').UnixMilli() / 0", 1, 32, ErrDivisionByZero, "division by zero in 1704067200000 / 0"},
+		{"date('2024-01-01').Unix() % 0", 1, 27, ErrDivisionByZero, "division by zero"},
 	}
 	vars := arithVars()
 	for _, tt := range tests {
