@@ -11,7 +11,7 @@ import (
 // deployments in scenario name order. tumblingGraph's deployment has 19: 5 for each of its 3
 // nodes, 3 for its aggregate's state and 1 for its source's backlog. With a bound of 40, a
 // and b are gathered (38), c is left out (19 counted in node_series_left_out) but keeps its
-// 3 checkpoint series, and with the bound at 0 (none) all 57 are.
+// 4 checkpoint series, and with the bound at 0 (none) all 57 are.
 func TestNodeSeriesBounded(t *testing.T) {
 	for _, tc := range []struct {
 		max      int
@@ -41,7 +41,8 @@ func TestNodeSeriesBounded(t *testing.T) {
 				switch name := f.GetName(); name {
 				case "scenario_server_node_series_left_out":
 					leftOut = m.GetGauge().GetValue()
-				case "scenario_server_checkpoint_failures", "scenario_server_checkpoint_in_doubt", "scenario_server_checkpoint_last_success_timestamp_seconds":
+				case "scenario_server_checkpoint_failures", "scenario_server_checkpoint_in_doubt", "scenario_server_checkpoint_last_success_timestamp_seconds",
+					"scenario_server_checkpoint_lag_seconds":
 					checkpointSeries[label(m.GetLabel(), "scenario")]++
 				default:
 					nodeSeries[label(m.GetLabel(), "scenario")]++
@@ -52,9 +53,9 @@ func TestNodeSeriesBounded(t *testing.T) {
 			if nodeSeries[name] != want {
 				t.Errorf("bound %d: %d series of %s gathered, want %d", tc.max, nodeSeries[name], name, want)
 			}
-			// failures and in doubt always; the last success's time once one has committed
-			if n := checkpointSeries[name]; n < 2 || n > 3 {
-				t.Errorf("bound %d: %d checkpoint series of %s, want 2 or 3", tc.max, n, name)
+			// failures, in doubt and lag always; the last success's time once one has committed
+			if n := checkpointSeries[name]; n < 3 || n > 4 {
+				t.Errorf("bound %d: %d checkpoint series of %s, want 3 or 4", tc.max, n, name)
 			}
 		}
 		if leftOut != tc.leftOut {
