@@ -91,8 +91,9 @@ func (l *largestCommit) CommitCheckpoint(ctx context.Context, c store.Checkpoint
 // deployment before anything of it is committed: the bound is looked at between events, and
 // past this the values are not kept (a for-each of 100,000 elements into a sink of 1 MB
 // values would hold 100 GB). With a bound of 64 KiB (a limit of 262,144 bytes), an event that
-// fans out into 20 results of 65,538 bytes fails it (the 4th makes 262,152); one of 3
-// (196,614) does not, in another deployment, and its results are committed.
+// fans out into 20 results of 65,538 bytes, each counted 64 more (collectResultBytes), fails
+// it (the 4th makes 262,408); one of 3 (196,806) does not, in another deployment, and its
+// results are committed.
 func TestOneEventsResultsBounded(t *testing.T) {
 	st := sqliteStore(t)
 	createScenario(t, st, "wide", fanOutGraph(20))
@@ -117,6 +118,42 @@ func TestOneEventsResultsBounded(t *testing.T) {
 	waitFor(t, "the narrow deployment's 3 results", func() bool {
 		page, err := st.ReadSinkResults(t.Context(), "narrow", "out", 0, store.MaxReadLimit)
 		return err == nil && len(page) == 3
+	})
+}
+
+// Many small collect results of one event are bounded by what they hold, not only by their
+// values' bytes (found by a hostile client: a for-each of 100,000 into 100 collect sinks of
+// value 1 made 10,000,000 results of 1 byte, 1.5 GB, within a 256 MiB bound). Each counts
+// its value and collectResultBytes (64): with a bound of 64 KiB (a limit of 262,144 bytes),
+// an event of 5,000 results of 1 byte (325,000 so counted; 5,000 by their values alone)
+// fails its deployment, and nothing of it is committed; one of 4,000 (260,000) does not.
+func TestOneEventsSmallResultsBounded(t *testing.T) {
+	st := sqliteStore(t)
+	small := func(n int) string {
+		return strings.Replace(fanOutGraph(n), "repeat('x', 65536)", "1", 1)
+	}
+	createScenario(t, st, "wide", small(5000))
+	createScenario(t, st, "narrow", small(4000))
+	r := newRuntime(t, st, func(c *Config) { c.MaxPendingResultBytes = 64 << 10 })
+	wide := deploy(t, r, "wide", 0)
+	deploy(t, r, "narrow", 0)
+	ingestAll(t, r, "wide", [][]byte{[]byte(`{}`)}, 0, 1)
+	ingestAll(t, r, "narrow", [][]byte{[]byte(`{}`)}, 0, 1)
+	var failed store.Deployment
+	waitFor(t, "the wide deployment failed", func() bool {
+		var err error
+		failed, err = st.GetDeployment(t.Context(), wide.ID)
+		return err == nil && failed.Status == store.StatusFailed
+	})
+	if !strings.Contains(failed.Reason, "passed their limit within one event: 262144 bytes") {
+		t.Errorf("reason %q", failed.Reason)
+	}
+	if page, err := st.ReadSinkResults(t.Context(), "wide", "out", 0, store.MaxReadLimit); err != nil || len(page) != 0 {
+		t.Errorf("the wide deployment committed %d results (%v), want none", len(page), err)
+	}
+	waitFor(t, "the narrow deployment's 4,000 results", func() bool {
+		page, err := st.ReadSinkResults(t.Context(), "narrow", "out", 0, store.MaxReadLimit)
+		return err == nil && len(page) == 4000
 	})
 }
 
@@ -159,9 +196,10 @@ func TestOneEventsLinesBounded(t *testing.T) {
 
 // The deployments' collect results waiting together are bounded too
 // (Config.MaxTotalPendingResultBytes, here 300,000 bytes; each deployment's own bound 4 MiB
-// within one event): an event of 5 results of 65,538 bytes (327,690) fails its deployment;
-// one of 3 (196,614) does not, in another deployment, and once they are committed they no
-// longer count: a second event of 3 (393,228 with the first) is kept and committed too.
+// within one event): an event of 5 results of 65,538 bytes, each counted 64 more (328,010),
+// fails its deployment; one of 3 (196,806) does not, in another deployment, and once they are
+// committed they no longer count: a second event of 3 (393,612 with the first) is kept and
+// committed too.
 func TestTotalPendingResultBytesBounded(t *testing.T) {
 	st := sqliteStore(t)
 	createScenario(t, st, "five", fanOutGraph(5))

@@ -72,7 +72,7 @@ type Output struct {
 	// requeued: pending[:requeued] are records of committed checkpoints whose transactions
 	// the brokers aborted, in their order, produced again before the others (commitRecorded).
 	requeued int
-	// pendingBytes is PendingBytes: the bytes of pending's records.
+	// pendingBytes is PendingBytes: what pending's records hold (recordBytes).
 	pendingBytes int
 	// restored are the transactions of the checkpoint the deployment restored, committed
 	// before the producers are initialised; ready is set once they are.
@@ -156,11 +156,13 @@ func (k *Output) add(enc *value.JSONEncoder, v value.Value) {
 	k.pendingBytes += recordBytes(rec)
 }
 
-// recordBytes is the bytes of a record's key, value and headers.
+// recordBytes is what a pending record holds: the bytes of its key, value and headers, and
+// franz-go's record (kgoRecordBytes) and headers (kgoHeaderBytes) around them (counted by
+// their bytes alone, a million records of 1 byte passed no bound).
 func recordBytes(r *kgo.Record) int {
-	n := len(r.Key) + len(r.Value)
+	n := kgoRecordBytes + len(r.Key) + len(r.Value)
 	for _, h := range r.Headers {
-		n += len(h.Key) + len(h.Value)
+		n += kgoHeaderBytes + len(h.Key) + len(h.Value)
 	}
 	return n
 }
