@@ -1623,11 +1623,25 @@ func (d *deployment) fail(reason string) {
 	if d.rt.state != nil {
 		d.rt.state.Release(d.eng) // nor does its state count
 	}
-	d.publish(PhaseFailed)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(d.rt.ctx), 5*time.Second)
 	defer cancel()
-	if _, err := d.rt.cfg.Store.SetDeploymentStatus(ctx, d.info.ID, store.StatusFailed, reason); err != nil {
+	// Under its lease: a server whose lease another took (it has not found out yet) does not
+	// end the deployment the other runs.
+	var err error
+	if d.lease.Epoch != 0 {
+		_, err = d.rt.cfg.Store.FailDeployment(ctx, d.lease, reason)
+	} else {
+		_, err = d.rt.cfg.Store.SetDeploymentStatus(ctx, d.info.ID, store.StatusFailed, reason)
+	}
+	switch {
+	case errors.Is(err, store.ErrLeaseLost):
+		d.logger().Warn("stopping, not marked failed: the deployment's lease is no longer this server's", "reason", reason, "error", err)
+		d.publish(PhaseStopped)
+	case err != nil:
 		d.logger().Error("marking deployment failed", "error", err)
+		d.publish(PhaseFailed)
+	default:
+		d.publish(PhaseFailed)
 	}
 	d.rt.remove(d)
 }

@@ -3,6 +3,7 @@ package deploy
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -232,4 +233,42 @@ func TestTotalStateBudget(t *testing.T) {
 		l, ok := r.Live("first")
 		return ok && l.Phase == PhaseRunning && len(l.Sources) == 1 && l.Sources[0].Processed == 302
 	})
+}
+
+// A deployment whose lease another server took, before it found out, does not mark the
+// deployment FAILED when it passes its state budget (found by review: the FAILED status
+// fenced off the server now running it, which was within its budgets). The lease is taken
+// over (released and taken by server-b, epoch 2) while the deployment idles; then 500 keys
+// pass its budget: it stops, and the deployment stays RUNNING under server-b's lease.
+func TestStaleHolderDoesNotFail(t *testing.T) {
+	st := sqliteStore(t)
+	graph := tumblingGraph("")
+	createScenario(t, st, "big", graph)
+	var big [][]byte
+	for i := range 500 {
+		big = append(big, rec(int64(i), fmt.Sprintf("key %d", i)))
+	}
+	budget := int64(offlineState(t, graph, big)["win"].Bytes) / 2
+	r := newRuntime(t, st, func(c *Config) { c.MaxDeploymentState = budget })
+	d := deploy(t, r, "big", 0)
+	lease, err := st.GetLease(t.Context(), d.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.ReleaseLease(t.Context(), lease); err != nil {
+		t.Fatal(err)
+	}
+	taken, err := st.AcquireLease(t.Context(), d.ID, "server-b", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ingestAll(t, r, "big", big, 0, len(big))
+	waitFor(t, "the stale holder stopped", func() bool { _, running := r.Live("big"); return !running })
+	got, err := st.GetDeployment(t.Context(), d.ID)
+	if err != nil || got.Status != store.StatusRunning {
+		t.Errorf("the deployment after the stale holder passed its budget: %+v, %v; want RUNNING", got, err)
+	}
+	if l, err := st.GetLease(t.Context(), d.ID); err != nil || l != taken {
+		t.Errorf("lease %+v, %v; want server-b's %+v", l, err, taken)
+	}
 }

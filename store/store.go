@@ -94,6 +94,13 @@ type Store interface {
 	// caller canceled it.
 	SetDeploymentStatus(ctx context.Context, id int64, to DeploymentStatus, reason string) (Deployment, error)
 
+	// FailDeployment is SetDeploymentStatus(lease.Deployment, StatusFailed, reason) by the
+	// server holding lease, written only while lease.Epoch is the deployment's epoch: a server
+	// whose lease another took cannot end the deployment the other now runs. Errors: those of
+	// SetDeploymentStatus; ErrLeaseLost (nothing written) when the epoch moved on, or lease
+	// has none.
+	FailDeployment(ctx context.Context, lease Lease, reason string) (Deployment, error)
+
 	// ListDeployments returns the deployment history of the scenario name, newest first: the
 	// deployments of ids below before (before <= 0: from the latest), at most limit of them
 	// (limit <= 0: all). Errors: ErrNotFound when the scenario does not exist.

@@ -34,7 +34,8 @@ func (s *Store) classify(err error) error {
 	return err
 }
 
-// checkEpoch returns store.ErrLeaseLost unless epoch is 0 or the deployment's current epoch.
+// checkEpoch returns store.ErrLeaseLost unless epoch is 0 or the deployment's current epoch
+// (a checkpoint's, a status's written under a lease).
 // FOR SHARE: an AcquireLease of the deployment waits until this transaction ends, so a
 // checkpoint either commits before the take-over (and the new holder reads it) or is refused.
 func checkEpoch(ctx context.Context, tx pgx.Tx, deployment, epoch int64) error {
@@ -47,7 +48,7 @@ func checkEpoch(ctx context.Context, tx pgx.Tx, deployment, epoch int64) error {
 		return err
 	}
 	if current != epoch {
-		return fmt.Errorf("%w: the checkpoint was taken under epoch %d, the deployment's epoch is %d", store.ErrLeaseLost, epoch, current)
+		return fmt.Errorf("%w: written under epoch %d, the deployment's epoch is %d", store.ErrLeaseLost, epoch, current)
 	}
 	return nil
 }

@@ -91,8 +91,24 @@ func (s *Store) GetDeployment(ctx context.Context, id int64) (store.Deployment, 
 
 // SetDeploymentStatus implements store.Store.
 func (s *Store) SetDeploymentStatus(ctx context.Context, id int64, to store.DeploymentStatus, reason string) (store.Deployment, error) {
+	return s.setStatus(ctx, id, to, reason, 0)
+}
+
+// FailDeployment implements store.Store.
+func (s *Store) FailDeployment(ctx context.Context, lease store.Lease, reason string) (store.Deployment, error) {
+	if lease.Epoch == 0 {
+		return store.Deployment{}, fmt.Errorf("failing deployment %d: %w: no lease", lease.Deployment, store.ErrLeaseLost)
+	}
+	return s.setStatus(ctx, lease.Deployment, store.StatusFailed, reason, lease.Epoch)
+}
+
+// setStatus is SetDeploymentStatus, under the lease of epoch when it is not 0 (checkEpoch).
+func (s *Store) setStatus(ctx context.Context, id int64, to store.DeploymentStatus, reason string, epoch int64) (store.Deployment, error) {
 	var d store.Deployment
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if err := checkEpoch(ctx, tx, id, epoch); err != nil {
+			return err
+		}
 		var err error
 		d, err = getDeployment(ctx, tx, id)
 		if err != nil {

@@ -34,7 +34,8 @@ func (s *Store) classify(err error) error {
 	return err
 }
 
-// checkEpoch returns store.ErrLeaseLost unless epoch is 0 or the deployment's current epoch.
+// checkEpoch returns store.ErrLeaseLost unless epoch is 0 or the deployment's current epoch
+// (a checkpoint's, a status's written under a lease).
 func checkEpoch(ctx context.Context, tx *sql.Tx, deployment, epoch int64) error {
 	if epoch == 0 {
 		return nil
@@ -45,7 +46,7 @@ func checkEpoch(ctx context.Context, tx *sql.Tx, deployment, epoch int64) error 
 		return err
 	}
 	if current != epoch {
-		return fmt.Errorf("%w: the checkpoint was taken under epoch %d, the deployment's epoch is %d", store.ErrLeaseLost, epoch, current)
+		return fmt.Errorf("%w: written under epoch %d, the deployment's epoch is %d", store.ErrLeaseLost, epoch, current)
 	}
 	return nil
 }

@@ -99,6 +99,19 @@ func testLeases(t *testing.T, open func(t *testing.T) store.Store) {
 		t.Errorf("AcquireLease after release: epoch %d, want 4", c4.Epoch)
 	}
 
+	// A server whose lease was taken over cannot fail the deployment (found by review: a
+	// stale holder past a server-wide budget ended the deployment the new holder ran).
+	_, err = s.FailDeployment(ctx, b3, "stale holder over its budget")
+	wantErr(t, "FailDeployment under epoch 3", err, store.ErrLeaseLost)
+	_, err = s.FailDeployment(ctx, store.Lease{Deployment: d.ID}, "no lease")
+	wantErr(t, "FailDeployment without a lease", err, store.ErrLeaseLost)
+	if got := must(s.GetDeployment(ctx, d.ID))(t); !got.Status.Active() || got.Reason != "" {
+		t.Errorf("after refused fails: %+v", got)
+	}
+	if got := must(s.GetLease(ctx, d.ID))(t); got.Owner != "server-c" || got.Epoch != 4 {
+		t.Errorf("a refused fail moved the lease: %+v", got)
+	}
+
 	// A final status ends the lease: its holder is fenced off, and nobody takes it again.
 	must(s.SetDeploymentStatus(ctx, d.ID, store.StatusCanceled, "done"))(t)
 	_, err = s.RenewLease(ctx, c4, time.Hour)
@@ -111,6 +124,28 @@ func testLeases(t *testing.T, open func(t *testing.T) store.Store) {
 	wantErr(t, "AcquireLease of no deployment", err, store.ErrNotFound)
 	_, err = s.GetLease(ctx, 1<<40)
 	wantErr(t, "GetLease of no deployment", err, store.ErrNotFound)
+}
+
+// FailDeployment under the current lease fails the deployment with its reason and fences the
+// lease off, as SetDeploymentStatus to FAILED does.
+func testFailUnderLease(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	must(s.CreateScenario(ctx, "failing", draft(1, "")))(t)
+	d := must(s.CreateDeployment(ctx, store.NewDeployment{Scenario: "failing", Version: 1}))(t)
+	l := must(s.AcquireLease(ctx, d.ID, "server-a", time.Hour))(t)
+	must(s.SetDeploymentStatus(ctx, d.ID, store.StatusRunning, ""))(t)
+	got := must(s.FailDeployment(ctx, l, "over its budget"))(t)
+	if got.Status != store.StatusFailed || got.Reason != "over its budget" {
+		t.Errorf("FailDeployment: %+v", got)
+	}
+	if stored := must(s.GetDeployment(ctx, d.ID))(t); stored.Status != store.StatusFailed || stored.Reason != "over its budget" {
+		t.Errorf("stored after FailDeployment: %+v", stored)
+	}
+	_, err := s.RenewLease(ctx, l, time.Hour)
+	wantErr(t, "RenewLease after FailDeployment", err, store.ErrLeaseLost)
+	_, err = s.FailDeployment(ctx, l, "again")
+	wantErr(t, "FailDeployment of a failed deployment", err, store.ErrLeaseLost)
 }
 
 // BeginRun counts the runs that did not end with EndRun; the deployment shows the count.

@@ -66,6 +66,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"CanceledContext", testCanceledContext},
 		{"SurvivesReopen", testSurvivesReopen},
 		{"Leases", testLeases},
+		{"FailUnderLease", testFailUnderLease},
 		{"UncleanRuns", testUncleanRuns},
 		{"DeploymentReason", testDeploymentReason},
 		{"EventLogEnd", testEventLogEnd},
