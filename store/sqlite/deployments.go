@@ -106,12 +106,14 @@ func (s *Store) FailDeployment(ctx context.Context, lease store.Lease, reason st
 func (s *Store) setStatus(ctx context.Context, id int64, to store.DeploymentStatus, reason string, epoch int64) (store.Deployment, error) {
 	var d store.Deployment
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		if err := checkEpoch(ctx, tx, id, epoch); err != nil {
-			return err
-		}
 		var err error
 		d, err = getDeployment(ctx, tx, id)
 		if err != nil {
+			return err
+		}
+		// After the deployment's row is locked, as a cancel and a lease's take lock it before
+		// the lease's row (the other order deadlocked with them on PostgreSQL).
+		if err := checkEpoch(ctx, tx, id, epoch); err != nil {
 			return err
 		}
 		if !d.Status.CanMoveTo(to) {
