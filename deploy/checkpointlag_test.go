@@ -32,9 +32,9 @@ func TestCheckpointLagShown(t *testing.T) {
 	st.fail.Store(1 << 30)
 	sent := time.Now()
 	ingestAll(t, r, "sums", recs, 100, 100)
-	waitFor(t, "the events processed, their checkpoint failed, a second passed", func() bool {
+	waitFor(t, "the events processed, their checkpoint failed, uncommitted for a second", func() bool {
 		l, _ := r.Live("sums")
-		return l.Sources[0].Processed == 200 && st.failed.Load() > 0 && time.Since(sent) > time.Second
+		return l.Sources[0].Processed == 200 && st.failed.Load() > 0 && !l.UncommittedSince.IsZero() && time.Since(l.UncommittedSince) > time.Second
 	})
 	l, _ := r.Live("sums")
 	before := time.Now()

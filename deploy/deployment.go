@@ -1033,8 +1033,10 @@ func (d *deployment) idleTick(now time.Time) {
 			if at.Before(clock) {
 				clock = at
 			}
-		} else if s.accepted.Load() > s.next.Load() || s.appending() {
-			return // events wait in the log, or are being appended to it
+		} else if s.appending() || s.accepted.Load() > s.next.Load() {
+			// Events are being appended to the log, or wait in it. In this order: a batch
+			// appended meanwhile moved accepted before it stopped counting as appending.
+			return
 		}
 		if s.idleTimeout <= 0 {
 			continue
@@ -1061,7 +1063,11 @@ func (d *deployment) idleTick(now time.Time) {
 		return
 	}
 	if after := d.watermarks(); !equalWatermarks(before, after) {
+		wasDirty := d.dirty
 		d.setDirty(now)
+		if !wasDirty {
+			d.publish(PhaseRunning) // uncommitted work shows (Live.UncommittedSince)
+		}
 	}
 }
 
