@@ -149,7 +149,7 @@ func nodeTestResult(id string, run engine.NodeRun) NodeTestResult {
 		if x.Err == "" {
 			r = ExpressionResult{Value: value.AppendJSON(nil, x.Value)}
 		}
-		if list.budget <= 0 || !list.fits(r.Value, json.RawMessage(r.Error)) {
+		if list.budget <= 0 || !list.fitsNamed(field, r.Value, json.RawMessage(r.Error)) {
 			r = ExpressionResult{Error: fmt.Sprintf("not listed: the node test's values reached %d bytes of JSON", maxListedBytes)}
 		}
 		res.Expressions[field] = r
@@ -160,11 +160,15 @@ func nodeTestResult(id string, run engine.NodeRun) NodeTestResult {
 		}
 		out := NodeTestOutput{EdgeType: o.EdgeType, Condition: o.Condition, To: o.To, From: o.From, EventTime: o.EventTime}
 		var values []json.RawMessage
+		// The output's strings and its values' names are listed too (testObserver.listing's
+		// listedItemBytes for the rest of it).
+		extra := int64(listedItemBytes + len(o.EdgeType) + len(o.Condition) + len(o.To) + len(o.From))
 		if o.Variables != nil {
 			out.Variables = make(map[string]json.RawMessage, len(o.Variables))
 			for name, x := range o.Variables {
 				out.Variables[name] = value.AppendJSON(nil, x)
 				values = append(values, out.Variables[name])
+				extra += int64(len(name))
 			}
 		}
 		if o.Sink {
@@ -178,9 +182,10 @@ func nodeTestResult(id string, run engine.NodeRun) NodeTestResult {
 			for _, in := range o.Inputs {
 				out.Inputs[in.Name] = value.AppendJSON(nil, in.Value)
 				values = append(values, out.Inputs[in.Name])
+				extra += int64(len(in.Name))
 			}
 		}
-		if !list.fits(values...) {
+		if !list.fitsWith(extra, values...) {
 			break
 		}
 		res.Outputs = append(res.Outputs, out)

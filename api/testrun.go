@@ -446,7 +446,13 @@ func (o *testObserver) fits(values ...json.RawMessage) bool { return o.fitsNamed
 // fitsNamed is fits of values listed under name (a variable's, an expression's field), each
 // charged listedValueBytes besides.
 func (o *testObserver) fitsNamed(name string, values ...json.RawMessage) bool {
-	n := int64(len(name))
+	return o.fitsWith(int64(len(name)), values...)
+}
+
+// fitsWith is fits of values listed with extra bytes besides (their names, an item's
+// strings), each value charged listedValueBytes besides.
+func (o *testObserver) fitsWith(extra int64, values ...json.RawMessage) bool {
+	n := extra
 	for _, v := range values {
 		n += int64(len(v)) + listedValueBytes
 	}

@@ -691,3 +691,31 @@ func TestListingCountsNames(t *testing.T) {
 		t.Errorf("an answer of %d bytes, listsCut %v; want at most 32 MiB and 64 KiB, lists cut", len(answer.Body), res.ListsCut)
 	}
 }
+
+// A node test's listing counts its outputs' strings and names too (found by review: the
+// listing of a for-each's 100,000 outputs to a node of a 1,000-byte id, each with a variable
+// of a 61-byte name, was a 109,200,069-byte answer, 6.5 MB counted). The expression's value,
+// 100,000 ones (200,001 bytes of JSON), is charged with its 8-byte name and 64: 200,073.
+// Each output is then charged 128 bytes, its 1,000-byte "to", the name and 64 bytes besides
+// the value's 1: 1,254 bytes, so (33,554,432 - 200,073) / 1,254 = 26,598 outputs are listed,
+// within 32 MiB, and the lists say they were cut.
+func TestNodeTestListingCountsNames(t *testing.T) {
+	next := strings.Repeat("n", 1000)
+	varName := "v" + strings.Repeat("x", 60)
+	graph := fmt.Sprintf(`{"nodes": [
+	  {"id": "in", "type": "Source", "ref": {"typ": "http"}},
+	  {"id": "each", "type": "CustomNode", "nodeType": "for-each", "outputVar": %q, "parameters": [
+	    {"name": "Elements", "expression": {"language": "expr", "expression": "map(1..100000, 1)"}}]},
+	  {"id": %q, "type": "Sink", "ref": {"typ": "dead-end"}}
+	], "edges": [
+	  {"from": "in", "to": "each", "edgeType": null},
+	  {"from": "each", "to": %q, "edgeType": null}
+	]}`, varName, next, next)
+	c := newClient(t, sqliteStore(t))
+	answer := c.post("/api/node-test", rawBody("graph", graph, "nodeId", quote("each"), "variables", `{"input": {}}`))
+	var res api.NodeTestResult
+	answer.ok(t, http.StatusOK, &res)
+	if len(answer.Body) > 32<<20+64<<10 || !res.ListsCut || len(res.Outputs) != 26598 {
+		t.Errorf("node test answer of %d bytes, listsCut %v, %d outputs; want at most 32 MiB and 64 KiB, cut, 26,598", len(answer.Body), res.ListsCut, len(res.Outputs))
+	}
+}

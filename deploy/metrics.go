@@ -33,7 +33,7 @@ var (
 		"Events a source of a running deployment accepted (HTTP), or that are in its topic (Kafka) or file (bytes), and that it has not processed yet.",
 		[]string{"scenario", "source"}, nil)
 	descCheckpointTime = prometheus.NewDesc("scenario_server_checkpoint_last_success_timestamp_seconds",
-		"When the last checkpoint of a running deployment was committed, in Unix seconds (absent before its first): an alert on time() minus it sees a deployment whose results and positions stopped being committed.",
+		"When the last checkpoint of a running deployment was committed, in Unix seconds (absent before its first). It grows old on a deployment with nothing to commit too: alert on scenario_server_checkpoint_lag_seconds instead.",
 		[]string{"scenario"}, nil)
 	descCheckpointLag = prometheus.NewDesc("scenario_server_checkpoint_lag_seconds",
 		"How long the oldest work of a running deployment not committed yet (events processed, windows an idle step closed) has waited for a checkpoint, in seconds at the scrape; 0 when everything it did is committed. Alert on it (say above a minute): unlike time() minus the last success, it stays 0 on a deployment with nothing to commit.",

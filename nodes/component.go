@@ -63,7 +63,9 @@ type Sender interface {
 	// Send passes the event on along the node's outgoing edges of edgeType ("" for every
 	// edge but Late edges), with the variables of set set on it (nil or empty: unchanged).
 	// A variable set must be one the node defines in Validate (Check.DefineVariable); others
-	// are ignored. Send returns once the nodes below have had the event.
+	// are ignored. A variable the node defines but does not set reads as null below it, and a
+	// field of it (#v.f) is a per-event error there. Send returns once the nodes below have
+	// had the event.
 	Send(edgeType string, set map[string]value.Value)
 	// Write writes v as the node's value for the event, as a sink writes its value: a
 	// deployment hands it to the sink's connector.Output (deploy.Config.Connectors), a test
