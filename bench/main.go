@@ -18,7 +18,8 @@
 // shared with other work does not skew as it skews wall time; ingestion is events per
 // second of wall time, from the first request to the last 202. With -base-server and -base-bench (built from another revision,
 // see scripts/bench.sh) the product of that revision runs in the same rounds, so the ratios
-// before and after a change come from one run. Run it through scripts/bench.sh, which
+// before and after a change come from one run; the two take turns at going first in a round
+// (inTurn). Run it through scripts/bench.sh, which
 // builds the binaries; it is not a test and CI only compiles it. BENCH_CPUPROFILE=FILE
 // writes a CPU profile of the timed part of a -child measurement.
 package main
@@ -145,6 +146,23 @@ func timedPart() func() {
 	return func() { pprof.StopCPUProfile(); f.Close() }
 }
 
+// inTurn runs after, and before when there is a base, in round's order: the product first in
+// even rounds, the base first in odd ones, so that what the first of a pair pays is spread
+// over both (a control of one revision against itself, product first each round, measured the
+// second of each pair 11 % faster on the engine-alone figure).
+func inTurn(round int, base bool, after, before func() error) error {
+	if !base {
+		return after()
+	}
+	if round%2 == 1 {
+		after, before = before, after
+	}
+	if err := after(); err != nil {
+		return err
+	}
+	return before()
+}
+
 func loadavg() string {
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
@@ -229,19 +247,21 @@ func orchestrate(o options) error {
 	if only["core"] {
 		for _, p := range []int64{10_000, 1_000} {
 			f := figure{name: fmt.Sprintf("window core, %d s slices", p/1000), unit: "ev/CPU-s", target: map[int64]float64{10_000: 0.6, 1_000: 0.5}[p]}
-			for range o.rounds {
-				v, err := childRate(self, "core-product", o, p)
+			for round := range o.rounds {
+				err := inTurn(round, o.baseBench != "", func() error {
+					v, err := childRate(self, "core-product", o, p)
+					f.after = append(f.after, v)
+					return err
+				}, func() error {
+					v, err := childRate(o.baseBench, "core-product", o, p)
+					f.before = append(f.before, v)
+					return err
+				})
 				if err != nil {
 					return err
 				}
-				f.after = append(f.after, v)
-				if o.baseBench != "" {
-					if v, err = childRate(o.baseBench, "core-product", o, p); err != nil {
-						return err
-					}
-					f.before = append(f.before, v)
-				}
-				if v, err = childRate(self, "core-ring", o, p); err != nil {
+				v, err := childRate(self, "core-ring", o, p)
+				if err != nil {
 					return err
 				}
 				f.ref = append(f.ref, v)
@@ -333,14 +353,12 @@ func engineFigure(self string, o options) error {
 		results = append(results, r["results"])
 		return nil
 	}
-	for range o.rounds {
-		if err := measure(self, "engine-product", &f.after); err != nil {
+	for round := range o.rounds {
+		err := inTurn(round, o.baseBench != "",
+			func() error { return measure(self, "engine-product", &f.after) },
+			func() error { return measure(o.baseBench, "engine-product", &f.before) })
+		if err != nil {
 			return err
-		}
-		if o.baseBench != "" {
-			if err := measure(o.baseBench, "engine-product", &f.before); err != nil {
-				return err
-			}
 		}
 		if err := measure(self, "engine-ring", &f.ref); err != nil {
 			return err
@@ -433,17 +451,18 @@ func runFigure(self string, o options) error {
 		d, kb, err := timed(bin, "run", "--scenario", scen, "--input", input, "--output", out)
 		return float64(o.events) / d.Seconds(), float64(kb) / 1024, err
 	}
-	for range o.rounds {
-		v, m, err := product(o.server)
+	for round := range o.rounds {
+		err := inTurn(round, o.baseServer != "", func() error {
+			v, m, err := product(o.server)
+			f.after, rss.after = append(f.after, v), append(rss.after, m)
+			return err
+		}, func() error {
+			v, m, err := product(o.baseServer)
+			f.before, rss.before = append(f.before, v), append(rss.before, m)
+			return err
+		})
 		if err != nil {
 			return err
-		}
-		f.after, rss.after = append(f.after, v), append(rss.after, m)
-		if o.baseServer != "" {
-			if v, m, err = product(o.baseServer); err != nil {
-				return err
-			}
-			f.before, rss.before = append(f.before, v), append(rss.before, m)
 		}
 		d, kb, err := timed(self, "-child", "ref-run", "-input", input, "-output", out)
 		if err != nil {
@@ -481,17 +500,24 @@ func ingestFigures(self string, o options) error {
 			retries = append(retries, float64(r))
 			return float64(o.ingestEvents) / acc.Seconds(), float64(o.ingestEvents) / done.Seconds(), err
 		}
-		for range o.rounds {
-			a, p, err := product(o.server, "")
-			if err != nil {
-				return fmt.Errorf("ingestion on %s: %w", st.name, err)
-			}
-			f.after, proc.after = append(f.after, a), append(proc.after, p)
-			if o.baseServer != "" {
-				if a, p, err = product(o.baseServer, ""); err != nil {
+		for round := range o.rounds {
+			err := inTurn(round, o.baseServer != "", func() error {
+				a, p, err := product(o.server, "")
+				if err != nil {
+					return fmt.Errorf("ingestion on %s: %w", st.name, err)
+				}
+				f.after, proc.after = append(f.after, a), append(proc.after, p)
+				return nil
+			}, func() error {
+				a, p, err := product(o.baseServer, "")
+				if err != nil {
 					return fmt.Errorf("ingestion on %s (base): %w", st.name, err)
 				}
 				f.before, proc.before = append(f.before, a), append(proc.before, p)
+				return nil
+			})
+			if err != nil {
+				return err
 			}
 			d, err := ingestCeiling(self, bodies, o.clients)
 			if err != nil {
