@@ -844,3 +844,37 @@ func testMaxDeployments(t *testing.T, c *client) {
 	c.post("/api/scenarios/c/deploy", nil).ok(t, http.StatusOK, nil)
 	c.post("/api/scenarios/b/deploy", nil).problem(t, http.StatusConflict, api.CodeTooManyDeployments)
 }
+
+// What a deploy would refuse of a graph without the outside world is a validation error on
+// its node and field, so that the designer shows it before a deploy (found by a new user: a
+// file sink of "../../evil.ndjson" validated, and the deploy then answered 422); a test run of
+// the graph still runs (it writes no file), and a server without deployments does not look.
+func TestValidationShowsServerProblems(t *testing.T) {
+	st := sqliteStore(t)
+	c := newDeployClient(t, st)
+	bad := replace(t, paymentsGraph(t), `"large-payments.jsonl"`, `"../../evil.jsonl"`)
+	var val api.ValidationResult
+	c.post("/api/validation", rawBody("graph", bad)).ok(t, http.StatusOK, &val)
+	if val.Valid || len(val.Errors) != 1 || val.Errors[0].NodeID != "log" || val.Errors[0].Field != "path" || val.Errors[0].Code != "invalid-path" {
+		t.Errorf("validation of a file sink leading out: %s", mustJSON(val))
+	}
+	var nv api.NodeValidationResult
+	c.post("/api/validation/node", rawBody("graph", bad, "nodeId", quote("log"))).ok(t, http.StatusOK, &nv)
+	if nv.Valid || len(nv.Errors) != 1 || nv.Errors[0].Code != "invalid-path" {
+		t.Errorf("node validation of the sink: %s", mustJSON(nv))
+	}
+	c.post("/api/scenarios", rawBody("name", quote("out of bounds"), "graph", bad)).ok(t, http.StatusCreated, nil)
+	c.get("/api/scenarios/out%20of%20bounds/validation").ok(t, http.StatusOK, &val)
+	if val.Valid || len(val.Errors) != 1 || val.Errors[0].Code != "invalid-path" {
+		t.Errorf("validation of the saved version: %s", mustJSON(val))
+	}
+	c.post("/api/test", rawBody("graph", bad, "records", quote(`{"card":"A","amount":2000,"time":"2024-05-01T10:00:00Z"}`))).ok(t, http.StatusOK, nil)
+	c.post("/api/validation", rawBody("graph", paymentsGraph(t))).ok(t, http.StatusOK, &val)
+	if !val.Valid {
+		t.Errorf("validation of the graph with its own path: %s", mustJSON(val))
+	}
+	newClient(t, st).post("/api/validation", rawBody("graph", bad)).ok(t, http.StatusOK, &val)
+	if !val.Valid {
+		t.Errorf("validation without deployments: %s", mustJSON(val))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sort"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -102,6 +103,35 @@ func (h *handlers) validate(ctx context.Context, g Graph) (*scenario.Scenario, *
 	return nil, &nodes.Validation{Result: res, Variables: map[string]expression.TypeEnv{}}, nil
 }
 
+// validateForServer is validate with, among the errors, what this server's deployments would
+// refuse of the graph without the outside world (deploy.Runtime.ServerProblems: a file path
+// leading out of its directory), in the order of the graph's nodes: what the validation
+// endpoints answer, so that the designer shows it on the node before a deploy. Test runs
+// validate without it (they write no files).
+func (h *handlers) validateForServer(ctx context.Context, g Graph) (*scenario.Scenario, *nodes.Validation, error) {
+	s, v, err := h.validate(ctx, g)
+	if err != nil || s == nil || h.runtime == nil {
+		return s, v, err
+	}
+	probs := h.runtime.ServerProblems(s, v)
+	if len(probs) == 0 {
+		return s, v, nil
+	}
+	order := make(map[string]int, len(s.Nodes))
+	for i := range s.Nodes {
+		order[s.Nodes[i].ID] = i
+	}
+	at := func(p scenario.Problem) int {
+		if i, ok := order[p.NodeID]; ok {
+			return i
+		}
+		return -1 // the graph's own problems first
+	}
+	v.Errors = append(v.Errors, probs...)
+	sort.SliceStable(v.Errors, func(i, j int) bool { return at(v.Errors[i]) < at(v.Errors[j]) })
+	return s, v, nil
+}
+
 // validateScenario validates s in a place of h.compiles (compileGate); err is the 503
 // requests-busy answer when no place came.
 func (h *handlers) validateScenario(ctx context.Context, s *scenario.Scenario) (*nodes.Validation, error) {
@@ -192,11 +222,11 @@ func (h *handlers) registerValidation(hapi huma.API) {
 		Method:      http.MethodPost,
 		Path:        "/api/validation",
 		Summary:     "Validate an unsaved graph",
-		Description: "Validates a whole graph: its form, its structure, every node's parameters and expressions in their scope. Problems answer 200 with valid false; a graph that does not decode has its decoding problems as errors.",
+		Description: "Validates a whole graph: its form, its structure, every node's parameters and expressions in their scope, and what this server's deployments would refuse of it without the outside world (a file source's or sink's path leading out of the server's directory for it). Problems answer 200 with valid false; a graph that does not decode has its decoding problems as errors.",
 		Tags:        []string{tagValidation},
 		Errors:      bodyErrors,
 	}, func(ctx context.Context, in *validateGraphInput) (*validationOutput, error) {
-		_, v, err := h.validate(ctx, in.Body.Graph)
+		_, v, err := h.validateForServer(ctx, in.Body.Graph)
 		if err != nil {
 			return nil, err
 		}
@@ -216,7 +246,7 @@ func (h *handlers) registerValidation(hapi huma.API) {
 		if err != nil {
 			return nil, err
 		}
-		_, res, err := h.validate(ctx, Graph(v.Graph))
+		_, res, err := h.validateForServer(ctx, Graph(v.Graph))
 		if err != nil {
 			return nil, err
 		}
@@ -245,7 +275,7 @@ func (h *handlers) registerValidation(hapi huma.API) {
 }
 
 func (h *handlers) validateNode(ctx context.Context, in *validateNodeInput) (*validateNodeOutput, error) {
-	s, v, err := h.validate(ctx, in.Body.Graph)
+	s, v, err := h.validateForServer(ctx, in.Body.Graph)
 	if err != nil {
 		return nil, err
 	}

@@ -57,6 +57,10 @@ type Source struct {
 	// the deploy is answered with it, or a resumed deployment is marked FAILED with it. Nil
 	// for an EventLog source.
 	Open func(env Env, id string, p *nodes.Plan) (Input, *scenario.Problem)
+	// Check, when set, is what Open would refuse of the plan without the outside world (a
+	// path leading out of the server's directory): validation shows it on the node as the
+	// designer's user types, before a deploy. It must be cheap and must not block.
+	Check func(id string, p *nodes.Plan) *scenario.Problem
 	// EventLog: the source's events come through the API into the store's event log
 	// (deploy.Runtime.Ingest), which the deployment reads itself; there is no Input.
 	EventLog bool
@@ -90,6 +94,8 @@ type Sink struct {
 	// or resumed, before the deployment starts, on the caller's goroutine; it must not block
 	// on the outside world. A returned problem refuses the version, as Source.Open's does.
 	Open func(env Env, id string, p *nodes.Plan) (Output, *scenario.Problem)
+	// Check is Source.Check for a sink.
+	Check func(id string, p *nodes.Plan) *scenario.Problem
 	// Exclusive names the parameter saying what the sink writes that no other sink may
 	// write ("path" for a file), ExclusiveValue normalises its value (nil: as it is) and
 	// ExclusiveNoun says what it is in messages ("file"). A deployment is refused when two

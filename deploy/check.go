@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/scenario-server/scenario-server/nodes"
+	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/store"
 )
 
@@ -53,4 +55,38 @@ func (r *Runtime) Check(ctx context.Context, req DeployRequest) (store.Version, 
 		return store.Version{}, err
 	}
 	return v, nil
+}
+
+// ServerProblems are the problems this runtime's connectors find in the validated scenario s
+// without the outside world (connector.Source.Check, connector.Sink.Check: a file path
+// leading out of the server's directory), which a deploy would refuse, in the order of s's
+// nodes: validation adds them to its errors, so that the designer shows them on the node
+// before a deploy. v is s's validation; nodes without a plan are skipped.
+func (r *Runtime) ServerProblems(s *scenario.Scenario, v *nodes.Validation) []scenario.Problem {
+	var out []scenario.Problem
+	for i := range s.Nodes {
+		n := &s.Nodes[i]
+		p := v.Plans[n.ID]
+		if p == nil || p.Kind == nil {
+			continue
+		}
+		var check func(string, *nodes.Plan) *scenario.Problem
+		switch n.Type {
+		case scenario.TypeSource:
+			if c, ok := r.connectors.Source(p.Kind.ID); ok {
+				check = c.Check
+			}
+		case scenario.TypeSink:
+			if c, ok := r.connectors.Sink(p.Kind.ID); ok {
+				check = c.Check
+			}
+		}
+		if check == nil {
+			continue
+		}
+		if prob := check(n.ID, p); prob != nil {
+			out = append(out, *prob)
+		}
+	}
+	return out
 }

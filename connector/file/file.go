@@ -24,14 +24,33 @@ func Source(dir string) *connector.Source {
 		Identity: "path", IdentityValue: filepath.Clean, // "./a" and "a" are one file
 		LineNumbers: true,
 		PollEvery:   PollInterval,
+		Check:       checkSource,
 		Open: func(env connector.Env, id string, p *nodes.Plan) (connector.Input, *scenario.Problem) {
-			rel := p.Typed.(*engine.SourcePlan).Path
-			if prob := nonLocalPath(id, rel, "source reads inside the server's source directory"); prob != nil {
+			if prob := checkSource(id, p); prob != nil {
 				return nil, prob
 			}
-			return NewInput(id, dir, rel, env.Logger), nil
+			return NewInput(id, dir, p.Typed.(*engine.SourcePlan).Path, env.Logger), nil
 		},
 	}
+}
+
+// checkSource is the file source's connector.Source.Check: its path (nonLocalPath); nothing
+// for a plan without one (a node its validation refused).
+func checkSource(id string, p *nodes.Plan) *scenario.Problem {
+	sp, ok := p.Typed.(*engine.SourcePlan)
+	if !ok || sp == nil {
+		return nil
+	}
+	return nonLocalPath(id, sp.Path, "source reads inside the server's source directory")
+}
+
+// checkSink is the file sink's connector.Sink.Check, as checkSource.
+func checkSink(id string, p *nodes.Plan) *scenario.Problem {
+	sp, ok := p.Typed.(*engine.SinkPlan)
+	if !ok || sp == nil {
+		return nil
+	}
+	return nonLocalPath(id, sp.Path, "sink writes inside the server's sink directory")
 }
 
 // Sink is the connector of file sinks writing inside dir ("": the working directory): the
@@ -40,11 +59,12 @@ func Source(dir string) *connector.Source {
 func Sink(dir string) *connector.Sink {
 	return &connector.Sink{
 		Exclusive: "path", ExclusiveValue: filepath.Clean, ExclusiveNoun: "file",
+		Check:     checkSink,
 		Open: func(_ connector.Env, id string, p *nodes.Plan) (connector.Output, *scenario.Problem) {
-			rel := p.Typed.(*engine.SinkPlan).Path
-			if prob := nonLocalPath(id, rel, "sink writes inside the server's sink directory"); prob != nil {
+			if prob := checkSink(id, p); prob != nil {
 				return nil, prob
 			}
+			rel := p.Typed.(*engine.SinkPlan).Path
 			out := NewOutput(id, dir, rel)
 			if info, err := os.Stat(out.path); err == nil && info.IsDir() {
 				return nil, &scenario.Problem{NodeID: id, Field: "path", Code: "invalid-path",

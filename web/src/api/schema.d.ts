@@ -761,7 +761,7 @@ export interface paths {
         put?: never;
         /**
          * Validate an unsaved graph
-         * @description Validates a whole graph: its form, its structure, every node's parameters and expressions in their scope. Problems answer 200 with valid false; a graph that does not decode has its decoding problems as errors.
+         * @description Validates a whole graph: its form, its structure, every node's parameters and expressions in their scope, and what this server's deployments would refuse of it without the outside world (a file source's or sink's path leading out of the server's directory for it). Problems answer 200 with valid false; a graph that does not decode has its decoding problems as errors.
          */
         post: operations["validate-graph"];
         delete?: never;
