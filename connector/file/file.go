@@ -59,7 +59,7 @@ func checkSink(id string, p *nodes.Plan) *scenario.Problem {
 func Sink(dir string) *connector.Sink {
 	return &connector.Sink{
 		Exclusive: "path", ExclusiveValue: filepath.Clean, ExclusiveNoun: "file",
-		Check:     checkSink,
+		Check: checkSink,
 		Open: func(_ connector.Env, id string, p *nodes.Plan) (connector.Output, *scenario.Problem) {
 			if prob := checkSink(id, p); prob != nil {
 				return nil, prob
