@@ -95,9 +95,16 @@ func (l *largestCommit) CommitCheckpoint(ctx context.Context, c store.Checkpoint
 // it (the 4th makes 262,408); one of 3 (196,806) does not, in another deployment, and its
 // results are committed.
 func TestOneEventsResultsBounded(t *testing.T) {
+	oneEventsResultsBounded(t, fanOutGraph(20), fanOutGraph(3), 3)
+}
+
+// oneEventsResultsBounded deploys wide and narrow with a bound of 64 KiB on pending results
+// (a limit of 262,144 bytes within one event) and sends each one event: wide's fails its
+// deployment, nothing of it committed; narrow's n results are committed.
+func oneEventsResultsBounded(t *testing.T, wideGraph, narrowGraph string, n int) {
 	st := sqliteStore(t)
-	createScenario(t, st, "wide", fanOutGraph(20))
-	createScenario(t, st, "narrow", fanOutGraph(3))
+	createScenario(t, st, "wide", wideGraph)
+	createScenario(t, st, "narrow", narrowGraph)
 	r := newRuntime(t, st, func(c *Config) { c.MaxPendingResultBytes = 64 << 10 })
 	wide := deploy(t, r, "wide", 0)
 	deploy(t, r, "narrow", 0)
@@ -115,9 +122,9 @@ func TestOneEventsResultsBounded(t *testing.T) {
 	if page, err := st.ReadSinkResults(t.Context(), "wide", "out", 0, store.MaxReadLimit); err != nil || len(page) != 0 {
 		t.Errorf("the wide deployment committed %d results (%v), want none", len(page), err)
 	}
-	waitFor(t, "the narrow deployment's 3 results", func() bool {
+	waitFor(t, fmt.Sprintf("the narrow deployment's %d results", n), func() bool {
 		page, err := st.ReadSinkResults(t.Context(), "narrow", "out", 0, store.MaxReadLimit)
-		return err == nil && len(page) == 3
+		return err == nil && len(page) == n
 	})
 }
 
@@ -128,33 +135,10 @@ func TestOneEventsResultsBounded(t *testing.T) {
 // an event of 5,000 results of 1 byte (325,000 so counted; 5,000 by their values alone)
 // fails its deployment, and nothing of it is committed; one of 4,000 (260,000) does not.
 func TestOneEventsSmallResultsBounded(t *testing.T) {
-	st := sqliteStore(t)
 	small := func(n int) string {
 		return strings.Replace(fanOutGraph(n), "repeat('x', 65536)", "1", 1)
 	}
-	createScenario(t, st, "wide", small(5000))
-	createScenario(t, st, "narrow", small(4000))
-	r := newRuntime(t, st, func(c *Config) { c.MaxPendingResultBytes = 64 << 10 })
-	wide := deploy(t, r, "wide", 0)
-	deploy(t, r, "narrow", 0)
-	ingestAll(t, r, "wide", [][]byte{[]byte(`{}`)}, 0, 1)
-	ingestAll(t, r, "narrow", [][]byte{[]byte(`{}`)}, 0, 1)
-	var failed store.Deployment
-	waitFor(t, "the wide deployment failed", func() bool {
-		var err error
-		failed, err = st.GetDeployment(t.Context(), wide.ID)
-		return err == nil && failed.Status == store.StatusFailed
-	})
-	if !strings.Contains(failed.Reason, "passed their limit within one event: 262144 bytes") {
-		t.Errorf("reason %q", failed.Reason)
-	}
-	if page, err := st.ReadSinkResults(t.Context(), "wide", "out", 0, store.MaxReadLimit); err != nil || len(page) != 0 {
-		t.Errorf("the wide deployment committed %d results (%v), want none", len(page), err)
-	}
-	waitFor(t, "the narrow deployment's 4,000 results", func() bool {
-		page, err := st.ReadSinkResults(t.Context(), "narrow", "out", 0, store.MaxReadLimit)
-		return err == nil && len(page) == 4000
-	})
+	oneEventsResultsBounded(t, small(5000), small(4000), 4000)
 }
 
 // The lines of a file sink are bounded as collect results are (round 12 F4: one event of a

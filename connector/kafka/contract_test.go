@@ -42,12 +42,11 @@ func pollAll(t *testing.T, in connector.Input, n int) []connector.Event {
 	return got
 }
 
-// The Kafka Input against the contract: it reads every partition from its start, gives each
-// record's offset + 1 as its line and the position after it, its positions are the next
-// offsets per partition, and an Input restored at those positions reads only what came
-// after them.
-func TestInputContract(t *testing.T) {
-	brokers := kafkatest.Cluster(t, kfake.SeedTopics(2, "ev")).ListenAddrs()
+// testCluster starts a kfake cluster with topic of the given partitions, and returns a Conn
+// to it and a producer through it that writes to the partition each record names.
+func testCluster(t *testing.T, partitions int32, topic string) (*Conn, *kgo.Client) {
+	t.Helper()
+	brokers := kafkatest.Cluster(t, kfake.SeedTopics(partitions, topic)).ListenAddrs()
 	conn, err := NewConn(brokers, Cluster{}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +55,16 @@ func TestInputContract(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer prod.Close()
+	t.Cleanup(prod.Close)
+	return conn, prod
+}
+
+// The Kafka Input against the contract: it reads every partition from its start, gives each
+// record's offset + 1 as its line and the position after it, its positions are the next
+// offsets per partition, and an Input restored at those positions reads only what came
+// after them.
+func TestInputContract(t *testing.T) {
+	conn, prod := testCluster(t, 2, "ev")
 	produce := func(p int32, values ...string) {
 		for _, v := range values {
 			if err := prod.ProduceSync(t.Context(), &kgo.Record{Topic: "ev", Partition: p, Value: []byte(v)}).FirstErr(); err != nil {

@@ -8,11 +8,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/scenario-server/scenario-server/connector"
-	"github.com/scenario-server/scenario-server/internal/kafkatest"
 )
 
 // Between the reader finding the topic deleted and created again and the next poll, the
@@ -22,16 +20,7 @@ import (
 // restore applied the old offsets to the new topic: with 3 old records read, the new topic's
 // first 3 records were skipped.
 func TestIdentityWhileTheTopicIsRecreated(t *testing.T) {
-	brokers := kafkatest.Cluster(t, kfake.SeedTopics(1, "ev")).ListenAddrs()
-	conn, err := NewConn(brokers, Cluster{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	prod, err := conn.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
+	conn, prod := testCluster(t, 1, "ev")
 	adm := kadm.NewClient(prod)
 	produce := func(cl *kgo.Client, values ...string) {
 		for _, v := range values {
