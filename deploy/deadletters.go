@@ -3,6 +3,7 @@ package deploy
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/scenario-server/scenario-server/engine"
 	"github.com/scenario-server/scenario-server/scenario"
@@ -30,6 +31,25 @@ const MaxDeadLetterRecord = 64 << 10
 // times (a 2 KB event wrote 200 MB). The errors past it are counted in one more dead letter,
 // at the end of the event, and in the nodes' error counts.
 const MaxDeadLettersPerEvent = 100
+
+// DefaultMaxDeadLettersPerHour and DefaultMaxDeadLetterBytesPerHour are the defaults of
+// Config.MaxDeadLettersPerHour and MaxDeadLetterBytesPerHour: a deployment whose every event
+// fails keeps about 10,000 dead letters an hour, at most 16 MiB, 2.7 GB in the 7 days dead
+// letters are retained by default at the most (3,000,000 lines of {} made 536 MB of dead
+// letters in 24 s before, and could fill the disk: every deployment then fails store-full).
+const (
+	DefaultMaxDeadLettersPerHour     = 10_000
+	DefaultMaxDeadLetterBytesPerHour = 16 << 20
+)
+
+// deadLetterBudget counts the dead letters a deployment kept in the hour of its run that
+// started at start (its clock, Config.Now); over is set once one was not kept in it.
+type deadLetterBudget struct {
+	start time.Time
+	count int
+	bytes int64
+	over  bool
+}
 
 // DeadLetter is one failed event, as the dead-letter list holds it (JSON).
 type DeadLetter struct {
@@ -130,6 +150,38 @@ func (d *deployment) keepDeadLetter(dl DeadLetter) {
 	if err != nil {
 		return // unreachable: every field marshals
 	}
+	if !d.deadLetterFits(len(b)) {
+		return
+	}
 	d.sinks.addResult(store.NewSinkResult{Sink: DeadLetterSink, Value: b})
 	d.deadLetters++
+}
+
+// deadLetterFits counts a dead letter of n bytes into the hour's budget and says whether it
+// is kept. The first one of an hour that is not kept is replaced by one that says until when
+// none are (it is kept, beyond the budget).
+func (d *deployment) deadLetterFits(n int) bool {
+	maxCount, maxBytes := d.rt.cfg.MaxDeadLettersPerHour, d.rt.cfg.MaxDeadLetterBytesPerHour
+	if maxCount < 0 && maxBytes < 0 {
+		return true
+	}
+	b, now := &d.deadLetterBudget, d.rt.cfg.Now()
+	if b.start.IsZero() || now.Sub(b.start) >= time.Hour {
+		*b = deadLetterBudget{start: now}
+	}
+	if (maxCount < 0 || b.count < maxCount) && (maxBytes < 0 || b.bytes+int64(n) <= maxBytes) {
+		b.count++
+		b.bytes += int64(n)
+		return true
+	}
+	if !b.over {
+		b.over = true
+		msg := fmt.Sprintf("per-event errors until %s are not kept as dead letters: at most %d dead letters and %d bytes of them are kept an hour (the nodes' error counts have them all)",
+			b.start.Add(time.Hour).UTC().Format(time.RFC3339), maxCount, maxBytes)
+		if summary, err := json.Marshal(DeadLetter{Message: msg}); err == nil {
+			d.sinks.addResult(store.NewSinkResult{Sink: DeadLetterSink, Value: summary})
+			d.deadLetters++
+		}
+	}
+	return false
 }

@@ -117,6 +117,8 @@ type deployment struct {
 	// pushing is the event being pushed (for its dead letters); deadLetters counts them.
 	pushing     pushing
 	deadLetters int64
+	// deadLetterBudget: the dead letters kept in the hour (Config.MaxDeadLettersPerHour).
+	deadLetterBudget deadLetterBudget
 	// async: the loop's checkpoints commit while it processes on (see checkpoint); inflight
 	// is the one committing, nil when none.
 	async    bool

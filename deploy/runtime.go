@@ -207,6 +207,12 @@ type Config struct {
 	// would pass it fails, keeping its last checkpoint, as one past its own bound within one
 	// event does. 0 or negative: no such bound.
 	MaxTotalPendingResultBytes int64
+	// MaxDeadLettersPerHour and MaxDeadLetterBytesPerHour bound the dead letters a deployment
+	// keeps in an hour of its run (deadLetterBudget); past them its per-event errors are only
+	// counted, and one dead letter says so. 0 means DefaultMaxDeadLettersPerHour (10,000),
+	// DefaultMaxDeadLetterBytesPerHour (16 MiB); negative: no bound.
+	MaxDeadLettersPerHour     int
+	MaxDeadLetterBytesPerHour int64
 
 	// Owner identifies this server among the servers sharing the store: a deployment runs in
 	// the one server holding its lease (store.Store.AcquireLease), and its checkpoints carry
@@ -332,6 +338,12 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	if cfg.MaxPendingResultBytes <= 0 {
 		cfg.MaxPendingResultBytes = DefaultMaxPendingResultBytes
+	}
+	if cfg.MaxDeadLettersPerHour == 0 {
+		cfg.MaxDeadLettersPerHour = DefaultMaxDeadLettersPerHour
+	}
+	if cfg.MaxDeadLetterBytesPerHour == 0 {
+		cfg.MaxDeadLetterBytesPerHour = DefaultMaxDeadLetterBytesPerHour
 	}
 	if cfg.Owner == "" {
 		cfg.Owner = DefaultOwner
