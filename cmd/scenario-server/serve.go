@@ -49,6 +49,7 @@ const (
 	envMaxTotalState      = "SCENARIO_SERVER_MAX_TOTAL_STATE"
 	envMaxDeployments     = "SCENARIO_SERVER_MAX_DEPLOYMENTS"
 	envMaxNodeSeries      = "SCENARIO_SERVER_MAX_NODE_SERIES"
+	envMaxDeadLetters     = "SCENARIO_SERVER_MAX_DEAD_LETTERS"
 	envSinkDir            = "SCENARIO_SERVER_SINK_DIR"
 	envSourceDir          = "SCENARIO_SERVER_SOURCE_DIR"
 	envKafkaBrokers       = "SCENARIO_SERVER_KAFKA_BROKERS"
@@ -119,6 +120,9 @@ type serveConfig struct {
 	// MaxNodeSeries is the most per-node series a /metrics scrape gathers
 	// (deploy.Config.MaxNodeSeries); 0 means no bound.
 	MaxNodeSeries int
+	// MaxDeadLetters is the most dead letters a deployment keeps an hour
+	// (deploy.Config.MaxDeadLettersPerHour); 0 means no bound.
+	MaxDeadLetters int
 	// SinkDir is where deployed file sinks write; empty means DataDir/sinks.
 	SinkDir string
 	// SourceDir is where deployed file sources read; empty means DataDir/sources.
@@ -209,6 +213,14 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		}
 		maxNodeSeries = int(min(n, math.MaxInt32))
 	}
+	maxDeadLetters := deploy.DefaultMaxDeadLettersPerHour
+	if getenv(envMaxDeadLetters) != "" {
+		n, err := envInt(getenv, envMaxDeadLetters)
+		if err != nil {
+			return serveConfig{}, err
+		}
+		maxDeadLetters = int(min(n, math.MaxInt32))
+	}
 	testMaxRecords, err := envInt(getenv, envTestMaxRecords)
 	if err != nil {
 		return serveConfig{}, err
@@ -290,6 +302,9 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	fs.IntVar(&cfg.MaxNodeSeries, "max-node-series", maxNodeSeries,
 		"a /metrics scrape gathers at most `n` per-node and per-source series, those of whole deployments in scenario name order; the rest are counted in scenario_server_node_series_left_out (env "+envMaxNodeSeries+
 			"; 0: no bound)")
+	fs.IntVar(&cfg.MaxDeadLetters, "max-dead-letters", maxDeadLetters,
+		"a deployment keeps at most `n` dead letters, and 16 MiB of them, an hour of its run; past it its per-event errors are only counted, and one dead letter says so (env "+envMaxDeadLetters+
+			"; 0: no bound)")
 	fs.StringVar(&cfg.SinkDir, "sink-dir", getenv(envSinkDir), "deployed file sinks write inside `dir` (env "+envSinkDir+"; default: the data directory's sinks/)")
 	fs.StringVar(&cfg.SourceDir, "source-dir", getenv(envSourceDir), "deployed file sources read inside `dir` (env "+envSourceDir+"; default: the data directory's sources/)")
 	fs.StringVar(&cfg.KafkaBrokers, "kafka-brokers", getenv(envKafkaBrokers), "Kafka sources read from and Kafka sinks write to these seed brokers, comma-separated `host:port,...` (env "+envKafkaBrokers+"); none: scenarios with a Kafka source or sink do not deploy")
@@ -339,8 +354,8 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	if cfg.MaxConnections < 0 {
 		return serveConfig{}, fmt.Errorf("%w: --max-connections must not be negative", errUsage)
 	}
-	if cfg.CheckpointInterval < 0 || cfg.EventTimeout < 0 || cfg.MaxBacklog < 0 || cfg.MaxDeploymentState < 0 || cfg.MaxTotalState < 0 || cfg.MaxDeployments < 0 || cfg.MaxNodeSeries < 0 {
-		return serveConfig{}, fmt.Errorf("%w: --checkpoint-interval, --event-timeout, --max-backlog, --max-deployment-state, --max-total-state, --max-deployments and --max-node-series must not be negative", errUsage)
+	if cfg.CheckpointInterval < 0 || cfg.EventTimeout < 0 || cfg.MaxBacklog < 0 || cfg.MaxDeploymentState < 0 || cfg.MaxTotalState < 0 || cfg.MaxDeployments < 0 || cfg.MaxNodeSeries < 0 || cfg.MaxDeadLetters < 0 {
+		return serveConfig{}, fmt.Errorf("%w: --checkpoint-interval, --event-timeout, --max-backlog, --max-deployment-state, --max-total-state, --max-deployments, --max-node-series and --max-dead-letters must not be negative", errUsage)
 	}
 	if cfg.ResultRetention < 0 || cfg.BatchKeyRetention < 0 || cfg.AuditRetention < 0 {
 		return serveConfig{}, fmt.Errorf("%w: --result-retention, --batch-key-retention and --audit-retention must not be negative", errUsage)
@@ -509,8 +524,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		ResultRetention: cfg.ResultRetention, BatchKeyRetention: cfg.BatchKeyRetention, AuditRetention: cfg.AuditRetention,
 		Owner: owner, NoResume: cfg.NoResume, CrashLoopLimit: crashLoopLimit(cfg.CrashLoopLimit),
 		MaxDeploymentState: stateBudget, MaxTotalState: cfg.MaxTotalState, MaxTotalPendingResultBytes: cfg.MaxTotalState,
-		MaxDeployments: cfg.MaxDeployments,
-		MaxNodeSeries:  cfg.MaxNodeSeries,
+		MaxDeployments:        cfg.MaxDeployments,
+		MaxNodeSeries:         cfg.MaxNodeSeries,
+		MaxDeadLettersPerHour: deadLetterBound(cfg.MaxDeadLetters), MaxDeadLetterBytesPerHour: deadLetterBytes(cfg.MaxDeadLetters),
 	})
 	if err != nil {
 		return err
@@ -617,6 +633,23 @@ func crashLoopLimit(n int) int {
 		return -1
 	}
 	return n
+}
+
+// deadLetterBound is deploy.Config.MaxDeadLettersPerHour for --max-dead-letters n: 0 (no
+// bound) is deploy's negative; deadLetterBytes is MaxDeadLetterBytesPerHour: its default with
+// a bound, none without.
+func deadLetterBound(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
+}
+
+func deadLetterBytes(n int) int64 {
+	if n == 0 {
+		return -1
+	}
+	return deploy.DefaultMaxDeadLetterBytesPerHour
 }
 
 // lostStore says why the SQLite store of a data directory that has held a server (its
