@@ -526,7 +526,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		MaxDeploymentState: stateBudget, MaxTotalState: cfg.MaxTotalState, MaxTotalPendingResultBytes: cfg.MaxTotalState,
 		MaxDeployments:        cfg.MaxDeployments,
 		MaxNodeSeries:         cfg.MaxNodeSeries,
-		MaxDeadLettersPerHour: deadLetterBound(cfg.MaxDeadLetters), MaxDeadLetterBytesPerHour: deadLetterBytes(cfg.MaxDeadLetters),
+		MaxDeadLettersPerHour: crashLoopLimit(cfg.MaxDeadLetters), MaxDeadLetterBytesPerHour: deadLetterBytes(cfg.MaxDeadLetters),
 	})
 	if err != nil {
 		return err
@@ -627,7 +627,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	return nil
 }
 
-// crashLoopLimit is deploy.Config.CrashLoopLimit for the flag's value (0: never).
+// crashLoopLimit is deploy.Config.CrashLoopLimit for the flag's value (0: never), and
+// deploy.Config.MaxDeadLettersPerHour for --max-dead-letters (0: no bound): deploy reads 0
+// as its default and a negative value as none.
 func crashLoopLimit(n int) int {
 	if n == 0 {
 		return -1
@@ -635,16 +637,8 @@ func crashLoopLimit(n int) int {
 	return n
 }
 
-// deadLetterBound is deploy.Config.MaxDeadLettersPerHour for --max-dead-letters n: 0 (no
-// bound) is deploy's negative; deadLetterBytes is MaxDeadLetterBytesPerHour: its default with
-// a bound, none without.
-func deadLetterBound(n int) int {
-	if n == 0 {
-		return -1
-	}
-	return n
-}
-
+// deadLetterBytes is deploy.Config.MaxDeadLetterBytesPerHour for --max-dead-letters n: its
+// default with a bound, none without.
 func deadLetterBytes(n int) int64 {
 	if n == 0 {
 		return -1
