@@ -30,6 +30,9 @@ const (
 	fileReadChunk     = 1 << 20
 	maxFileLine       = engine.MaxLineBytes
 	longLineHeadBytes = 1 << 10
+	// markBytes is how many bytes before a position tell whether the file was rewritten in
+	// place (see Input).
+	markBytes = 16
 )
 
 // Input follows a file of events, one JSON object per line, as `tail -F` does: it reads
@@ -42,11 +45,18 @@ const (
 // the file deleted and written again, as log rotation does), the open one is read to its end
 // first, its last line too even without a '\n', and then the new file from its start. When
 // the open file becomes shorter than the position (truncated), it is read again from its
-// start. Both are logged. A file that does not exist yet is waited for. Only regular files are
+// start. So does a file rewritten in place, as logrotate's copytruncate does (copied, then
+// truncated and written again): a truncation followed, before the next poll, by new lines
+// past the position does not make the file shorter than it, so the input also remembers the
+// markBytes bytes before the position it read to and reads them again each poll; when they
+// changed, the file is read again from its start. A file rewritten with the same bytes there
+// is not told from one appended to. Both are logged. A file that does not exist yet is waited for. Only regular files are
 // read (not a directory, a FIFO or a device), and only inside the server's source directory
 // (os.Root): neither the path nor a symbolic link may lead outside it. The checkpoint keeps
 // which file the position is in (device and inode, fileID): when the name gives another file
-// after a restart (rotated or replaced meanwhile), that file is read from its start.
+// after a restart (rotated or replaced meanwhile), that file is read from its start, and the
+// markBytes bytes before the position (after the fileID, in the checkpoint's identity): when
+// the file has others there, it was rewritten in place meanwhile and is read from its start.
 type Input struct {
 	source string
 	dir    string // the server's source directory
@@ -56,17 +66,20 @@ type Input struct {
 	// Owned by the deployment's goroutine.
 	file   *os.File // the file read, open between polls; nil before it exists
 	fileID []byte   // fileID of file
-	// restoredID is the fileID of the file the position is in while none is open (restored,
-	// or replaced and closed); nil when unknown.
+	// restoredID is the identity of the file the position is in while none is open (restored,
+	// or replaced and closed): its fileID and, when restored, the bytes before the position;
+	// nil when unknown.
 	restoredID []byte
-	pos        int64 // byte offset after the last line pushed
-	line       int64 // lines before pos
-	readPos    int64 // byte offset after the last line read (≥ pos)
-	readLn     int64
-	size       int64
-	buf        []byte
-	health     connector.Health
-	counted    bool // line matches pos
+	// mark is the file's bytes before readPos as they were read (at most markBytes; nil at 0).
+	mark    []byte
+	pos     int64 // byte offset after the last line pushed
+	line    int64 // lines before pos
+	readPos int64 // byte offset after the last line read (≥ pos)
+	readLn  int64
+	size    int64
+	buf     []byte
+	health  connector.Health
+	counted bool // line matches pos
 	// A line longer than maxFileLine from readPos, being read past: its first bytes, and
 	// where the reading got to (0: no such line).
 	longHead []byte
@@ -86,20 +99,35 @@ func NewInput(source, dir, rel string, log *slog.Logger) *Input {
 
 // Identity is the fileID of the file the position is in: the open file, the restored one
 // until the file is opened, or a replaced one, closed, until its last lines are pushed; nil
-// at position 0 (true of any file).
+// at position 0 (true of any file). The open file's is followed by the bytes before the
+// position (at most markBytes), when they can be read.
 func (f *Input) Identity() []byte {
 	switch {
 	case f.pos == 0:
 		return nil
 	case f.file != nil:
-		return f.fileID
+		if f.fileID == nil {
+			return nil
+		}
+		return append(bytes.Clone(f.fileID), f.before(f.pos)...)
 	default:
 		return f.restoredID
 	}
 }
 
+// before returns the open file's bytes before at (at most markBytes), nil when they cannot
+// be read.
+func (f *Input) before(at int64) []byte {
+	n := min(at, markBytes)
+	b := make([]byte, n)
+	if k, _ := f.file.ReadAt(b, at-n); int64(k) != n {
+		return nil
+	}
+	return b
+}
+
 func (f *Input) Restore(positions []connector.Position, identity []byte) error {
-	f.restoredID = identity
+	f.restoredID, f.mark = identity, nil
 	f.pos, f.line, f.counted = 0, 0, true
 	f.longHead, f.longPos = nil, 0
 	for _, p := range positions {
@@ -179,20 +207,31 @@ func (f *Input) Poll() ([]connector.Event, bool) {
 		f.health.Set(fmt.Sprintf("file %q: %v", f.rel, err))
 		return nil, false
 	}
+	f.size = info.Size()
 	if f.fileID == nil {
 		f.fileID = fileID(info)
-		if f.restoredID != nil && f.fileID != nil && !bytes.Equal(f.restoredID, f.fileID) && f.pos > 0 {
-			f.log.Warn("another file than the checkpointed one has the name: reading it from its start",
-				"source", f.source, "path", f.rel, "position", f.pos)
-			f.rewind()
-			reset = true
-		}
+		restored := f.restoredID
 		f.restoredID = nil
+		if restored != nil && f.fileID != nil && f.pos > 0 {
+			id, mark := restored[:min(len(restored), len(f.fileID))], restored[min(len(restored), len(f.fileID)):]
+			if !bytes.Equal(id, f.fileID) {
+				f.log.Warn("another file than the checkpointed one has the name: reading it from its start",
+					"source", f.source, "path", f.rel, "position", f.pos)
+				f.rewind()
+				reset = true
+			} else if len(mark) > 0 && f.size >= f.pos {
+				f.mark = mark // checked below as the bytes before readPos (= pos)
+			}
+		}
 	}
-	f.size = info.Size()
 	if f.size < f.pos {
 		f.log.Warn("the file was truncated: reading it again from its start",
 			"source", f.source, "path", f.rel, "position", f.pos, "size", f.size)
+		f.rewind()
+		reset = true
+	} else if f.mark != nil && !bytes.Equal(f.before(f.readPos), f.mark) {
+		f.log.Warn("the file was rewritten in place (as copytruncate does): reading it again from its start",
+			"source", f.source, "path", f.rel, "position", f.pos)
 		f.rewind()
 		reset = true
 	}
@@ -228,7 +267,7 @@ func (f *Input) Poll() ([]connector.Event, bool) {
 // rewind moves the positions to the start of the file.
 func (f *Input) rewind() {
 	f.pos, f.line, f.readPos, f.readLn, f.counted = 0, 0, 0, 0, true
-	f.longHead, f.longPos = nil, 0
+	f.longHead, f.longPos, f.mark = nil, 0, nil
 }
 
 // read returns the lines from readPos to the file's last '\n' (to its end when final). ok is
@@ -299,6 +338,7 @@ func (f *Input) read(final bool) ([]connector.Event, bool) {
 		out[len(out)-1].Offset = off
 	}
 	f.readPos = off
+	f.mark = f.before(off)
 	return out, true
 }
 
@@ -345,6 +385,7 @@ func (f *Input) readLong(final bool) ([]connector.Event, bool) {
 	ev := connector.Event{Payload: f.longHead, Line: f.readLn, Offset: end,
 		Undecodable: fmt.Errorf("line %d is longer than %d bytes (%d bytes): not read; its first %d bytes are kept", f.readLn, maxFileLine, end-f.readPos, len(f.longHead))}
 	f.readPos, f.longHead, f.longPos = end, nil, 0
+	f.mark = f.before(end)
 	f.health.Set("")
 	return []connector.Event{ev}, true
 }

@@ -286,3 +286,99 @@ func TestInputCheckpointWhileTheReplacedFileEnds(t *testing.T) {
 		t.Errorf("after the replaced file's last line: %v", got)
 	}
 }
+
+// A file rewritten in place, as logrotate's copytruncate does (truncated, then written
+// again, before the next poll), is read again from its start, while the server runs and
+// after a restore at a checkpoint taken before. Worked by hand: `{"a":1}\n{"a":2}\n` is
+// 16 bytes, read; the file is then truncated and `{"b":10}\n{"b":20}\n{"b":3}\n` (26 bytes)
+// written, so it is not shorter than the position. Read from byte 16, as it was without
+// the bytes before the position remembered, it gave `}` (the end of `{"b":20}`) and
+// `{"b":3}` at lines 3 and 4, and lost the others.
+func TestInputRewrittenInPlace(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		t.Run(map[bool]string{false: "running", true: "restored"}[restart], func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "ev.ndjson")
+			if err := os.WriteFile(path, []byte("{\"a\":1}\n{\"a\":2}\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			in := newInput(t, dir)
+			if got, _ := lines(t, in); !slices.Equal(got, []string{`{"a":1}@1`, `{"a":2}@2`}) {
+				t.Fatalf("first poll: %v", got)
+			}
+			before, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pos, id := in.Positions(), in.Identity()
+			f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0) // the same file: copytruncate's
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteString("{\"b\":10}\n{\"b\":20}\n{\"b\":3}\n"); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if after, err := os.Stat(path); err != nil || !os.SameFile(before, after) {
+				t.Fatalf("the rewrite made another file (%v)", err)
+			}
+			if restart {
+				in.Stop()
+				in = NewInput("in", dir, "ev.ndjson", discard)
+				t.Cleanup(in.Stop)
+				if err := in.Restore(pos, id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, reset := lines(t, in)
+			if want := []string{`{"b":10}@1`, `{"b":20}@2`, `{"b":3}@3`}; !reset || !slices.Equal(got, want) {
+				t.Errorf("after the rewrite: %v, reset %v; want %v, reset", got, reset, want)
+			}
+		})
+	}
+}
+
+// Lines appended after the position are not taken for a rewrite, while running and after
+// a restore with the identity of an older version (the fileID alone, without the bytes
+// before the position): `{"a":1}\n` read, then `{"a":2}\n` appended, read as line 2 without
+// a reset.
+func TestInputAppendedIsNotARewrite(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ev.ndjson")
+	if err := os.WriteFile(path, []byte("{\"a\":1}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in := newInput(t, dir)
+	if got, _ := lines(t, in); !slices.Equal(got, []string{`{"a":1}@1`}) {
+		t.Fatalf("first poll: %v", got)
+	}
+	pos, id := in.Positions(), in.Identity()
+	if len(id) != 16+8 {
+		t.Fatalf("identity of %d bytes, want the fileID's 16 and the 8 before the position", len(id))
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("{\"a\":2}\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, restoredID := range [][]byte{nil, id, id[:16]} {
+		again := in
+		if restoredID != nil {
+			again = NewInput("in", dir, "ev.ndjson", discard)
+			t.Cleanup(again.Stop)
+			if err := again.Restore(pos, restoredID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, reset := lines(t, again); reset || !slices.Equal(got, []string{`{"a":2}@2`}) {
+			t.Errorf("identity %x: %v, reset %v; want line 2, no reset", restoredID, got, reset)
+		}
+	}
+}
