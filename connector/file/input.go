@@ -254,7 +254,7 @@ func (f *Input) Poll() ([]connector.Event, bool) {
 	_ = f.file.Close()
 	// Until the events are pushed (the last one's Advance rewinds), the position is in the
 	// closed file: a checkpoint meanwhile keeps its identity (Identity reads restoredID).
-	f.file, f.restoredID = nil, f.fileID
+	f.file, f.restoredID, f.mark = nil, f.fileID, nil
 	if len(events) > 0 {
 		events[len(events)-1].Restart = true
 	} else {
