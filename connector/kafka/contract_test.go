@@ -176,10 +176,11 @@ func newTestOutput(t *testing.T) (*Output, *Conn, func() []string) {
 	return newTestOutputWith(t, Cluster{})
 }
 
-// newTestOutputWith is newTestOutput with the cluster settings k.
-func newTestOutputWith(t *testing.T, k Cluster) (*Output, *Conn, func() []string) {
+// newTestOutputWith is newTestOutput with the cluster settings k, on brokers made with opts
+// besides the topic.
+func newTestOutputWith(t *testing.T, k Cluster, opts ...kfake.Opt) (*Output, *Conn, func() []string) {
 	t.Helper()
-	brokers := kafkatest.Cluster(t, kfake.SeedTopics(1, "out")).ListenAddrs()
+	brokers := kafkatest.Cluster(t, append([]kfake.Opt{kfake.SeedTopics(1, "out")}, opts...)...).ListenAddrs()
 	conn, err := NewConn(brokers, k, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -322,9 +322,14 @@ func (k *Output) settle(ctx context.Context) error {
 
 // commitRecorded commits a recorded transaction with EndTxn, as its producer would. Brokers
 // that no longer hold it open answer: committed already (success, or for brokers with
-// KIP-890 a retry of the commit), or aborted (the transaction timeout passed: its records
-// are lost, logged as an error), or fenced (a newer producer took the id); only failures to
-// reach the coordinator are returned, to try again.
+// KIP-890 a retry of the commit), or aborted (the transaction timeout passed), or fenced (a
+// newer producer took the id, or, on brokers before KIP-890, the epoch the brokers bumped
+// when they aborted it on its timeout). Aborted or fenced, the records this Output still
+// holds (a commit of its own that failed) are produced again, first, in the next
+// transaction: only the store's commit of that one's checkpoint makes them visible, which
+// a server that lost the deployment's lease cannot have. A restored transaction's records
+// are not held: aborted, they are lost (logged as an error). Only failures to reach the
+// coordinator are returned, to try again.
 func (k *Output) commitRecorded(ctx context.Context, txn kafkaTxn) error {
 	if _, err := k.controlClient(); err != nil {
 		return err
@@ -335,15 +340,14 @@ func (k *Output) commitRecorded(ctx context.Context, txn kafkaTxn) error {
 	if err == nil {
 		err = kerr.ErrorForCode(resp.ErrorCode)
 	}
+	notOpen := errors.Is(err, kerr.InvalidTxnState) || errors.Is(err, kerr.ProducerFenced) ||
+		errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.InvalidProducerIDMapping)
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, kerr.InvalidTxnState) && len(txn.records) > 0:
-		// Aborted (a commit of a committed transaction succeeds): this Output still holds
-		// its records, which go first into the next transaction. Only a server that dies
-		// before that one commits loses them.
-		k.log.Warn("the brokers aborted the Kafka transaction of a committed checkpoint (its transaction timeout passed?): its records are produced again",
-			"transactional_id", txn.transactional, "producer_id", txn.producerID, "epoch", txn.epoch, "records", len(txn.records))
+	case notOpen && len(txn.records) > 0:
+		k.log.Warn("the Kafka transaction of a committed checkpoint is no longer open with its producer (the brokers aborted it: its transaction timeout passed?): its records are produced again",
+			"transactional_id", txn.transactional, "producer_id", txn.producerID, "epoch", txn.epoch, "records", len(txn.records), "error", err)
 		k.pending = slices.Insert(k.pending, k.requeued, txn.records...)
 		k.requeued += len(txn.records)
 		for _, r := range txn.records {
@@ -354,7 +358,7 @@ func (k *Output) commitRecorded(ctx context.Context, txn kafkaTxn) error {
 		k.log.Error("the brokers aborted the Kafka transaction of a committed checkpoint (its transaction timeout passed?): its records are lost",
 			"transactional_id", txn.transactional, "producer_id", txn.producerID, "epoch", txn.epoch, "error", err)
 		return nil
-	case errors.Is(err, kerr.ProducerFenced), errors.Is(err, kerr.InvalidProducerEpoch), errors.Is(err, kerr.InvalidProducerIDMapping):
+	case notOpen:
 		k.log.Warn("the Kafka transaction of a committed checkpoint is no longer open with its producer; if it was not committed, its records are lost",
 			"transactional_id", txn.transactional, "producer_id", txn.producerID, "epoch", txn.epoch, "error", err)
 		return nil
