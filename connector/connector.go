@@ -104,6 +104,11 @@ type Sink struct {
 	Exclusive      string
 	ExclusiveValue func(string) string
 	ExclusiveNoun  string
+	// Settle, when not nil, makes an Output that settles, at its Prepare, the states of the
+	// kind's sinks that a deployed version no longer has any sink of the kind for (its
+	// Restore's others; it is never written to): a Kafka sink's transactions, which would
+	// otherwise never be committed. Nil: such states are dropped.
+	Settle func(env Env) Output
 }
 
 // Registry holds the connectors of a runtime by node kind ID. Add to it before giving it to
@@ -434,4 +439,13 @@ type Output interface {
 	Abort(ctx context.Context)
 	// Close releases what the Output holds.
 	Close()
+}
+
+// Unsettled is what an Output may offer to say that checkpoints the store committed left it
+// something to settle with the outside world (a Kafka transaction not known committed):
+// Unsettled describes it, "" when nothing. A deployment resumed with such an Output
+// checkpoints at once (its Prepare settles first), rather than when new work comes; one
+// that stops leaving it says so in its status.
+type Unsettled interface {
+	Unsettled() string
 }

@@ -100,8 +100,11 @@ type deployment struct {
 	// not dirty): with the checkpoints committing or in doubt, when the oldest work not yet
 	// committed was done (uncommittedSince).
 	dirtySince      time.Time
-	forceCheckpoint bool // checkpoint now (an idle step emitted results)
-	commitFailing   bool
+	forceCheckpoint bool // checkpoint now (an idle step emitted results, a restore left sinks unsettled)
+	// stopNote says what a clean stop left unsettled (sinks.unsettled), for the stop's
+	// status; written before done closes.
+	stopNote      string
+	commitFailing bool
 	// The last checkpoint failure (file sink write or store commit), published in Live
 	// until a checkpoint succeeds; failures counts the consecutive ones.
 	checkpointErr      string
@@ -382,6 +385,11 @@ func (d *deployment) run() {
 			if err != nil {
 				log.Error("final checkpoint failed; a restart resumes from the store's latest checkpoint", "error", err)
 			}
+			if what := d.sinks.unsettled(); what != "" {
+				// Only a deployment of the scenario settles it now (its first checkpoint).
+				d.stopNote = what + ": deploy the scenario again before the brokers' transaction timeout to commit them, or their records are lost"
+				log.Error("stopped with sinks not settled", "unsettled", d.stopNote)
+			}
 			// A clean stop: the process did not die while running it.
 			d.endRun(fctx)
 			if err := d.rt.cfg.Store.ReleaseLease(fctx, d.lease); err != nil && fctx.Err() == nil {
@@ -635,7 +643,17 @@ func (d *deployment) restore(ctx context.Context) error {
 			outputs, inputs = state.outputs, state.inputs
 		}
 	}
-	if err := d.sinks.restore(ctx, outputs, own, sameAs); err != nil {
+	settle := func(kind string) connector.Output {
+		if conn, ok := d.rt.connectors.Sink(kind); ok && conn.Settle != nil {
+			return conn.Settle(connector.Env{Scenario: d.info.Scenario, Logger: d.logger()})
+		}
+		return nil
+	}
+	dropped := func(kind string, n int) {
+		d.logger().Warn("the checkpoint restored has the states of sinks of a kind this server cannot settle: dropped",
+			"kind", kind, "states", n)
+	}
+	if err := d.sinks.restore(ctx, outputs, own, sameAs, settle, dropped); err != nil {
 		return err
 	}
 	for _, s := range d.sources {
@@ -672,6 +690,11 @@ func (d *deployment) restore(ctx context.Context) error {
 	d.startedAt, d.lastCheckpoint = now, now
 	if !fresh {
 		d.checkpointSeq, d.checkpointAt = cp.Sequence, cp.CreatedAt
+		// What the checkpoint left to settle (a Kafka transaction the store committed but a
+		// crash kept from Kafka) is settled at once, by a checkpoint's Prepare: waiting for
+		// new work, the brokers could abort it at its timeout meanwhile, and until then
+		// read_committed consumers see nothing after it.
+		d.forceCheckpoint = d.sinks.unsettled() != ""
 		return nil
 	}
 	// The first checkpoint records the positions and the file sinks' sizes at start, so that

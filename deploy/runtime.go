@@ -979,6 +979,8 @@ func (r *Runtime) Cancel(ctx context.Context, scenarioName, user, comment string
 	}
 	if !r.stopAndWait(d) {
 		reason += fmt.Sprintf(" (it had not stopped %v after being asked: fenced off)", r.cfg.StopWait)
+	} else if d.stopNote != "" {
+		reason += " (" + d.stopNote + ")"
 	}
 	r.remove(d)
 	ctx, cancel := recordContext(ctx)

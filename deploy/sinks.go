@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"sync/atomic"
 
 	"github.com/scenario-server/scenario-server/connector"
@@ -46,6 +47,9 @@ type sinks struct {
 	// (a Kafka sink's valueSubject), readies those whose Output may not take values yet
 	// (readyOutput); both in id order.
 	subjects, readies []*sink
+	// settlers settle the restored states of sink kinds the version has no sink of
+	// (connector.Sink.Settle), before the sinks prepare; never written to.
+	settlers []connector.Output
 }
 
 // sink is one sink node of a deployment and its Output.
@@ -159,8 +163,10 @@ func (s *sinks) pending() int {
 // sink as one of its others (so that, say, a Kafka sink settles its own transaction before
 // it sets up the producers whose ids would abort it); the states of sinks the version does
 // not have (or not of the same kind) go, as others, to the first sink of their kind by node
-// id.
-func (s *sinks) restore(ctx context.Context, states map[string]outputState, own bool, sameAs map[string]string) error {
+// id. The states of a kind the version has no sink of go to an Output settle makes for the
+// kind (connector.Sink.Settle; nil: they are dropped, and dropped names them).
+func (s *sinks) restore(ctx context.Context, states map[string]outputState, own bool, sameAs map[string]string,
+	settle func(kind string) connector.Output, dropped func(kind string, n int)) error {
 	mine := map[string][]byte{}
 	taken := map[string]bool{} // states given as a sink's own by sameAs
 	if !own {
@@ -196,7 +202,47 @@ func (s *sinks) restore(ctx context.Context, states map[string]outputState, own 
 			return err
 		}
 	}
+	for _, kind := range slices.Sorted(maps.Keys(leftover)) {
+		var out connector.Output
+		if settle != nil {
+			out = settle(kind)
+		}
+		if out == nil {
+			if dropped != nil {
+				dropped(kind, len(leftover[kind]))
+			}
+			continue
+		}
+		if err := out.Restore(ctx, nil, leftover[kind]); err != nil {
+			out.Close()
+			return err
+		}
+		s.settlers = append(s.settlers, out)
+	}
 	return nil
+}
+
+// unsettled describes what the Outputs have not settled of committed checkpoints
+// (connector.Unsettled), "" when nothing.
+func (s *sinks) unsettled() string {
+	var what []string
+	for _, out := range s.all() {
+		if u, ok := out.(connector.Unsettled); ok {
+			if w := u.Unsettled(); w != "" {
+				what = append(what, w)
+			}
+		}
+	}
+	return strings.Join(what, "; ")
+}
+
+// all returns the settlers, then the sinks' Outputs by node id.
+func (s *sinks) all() []connector.Output {
+	out := slices.Clone(s.settlers)
+	for _, id := range s.ids {
+		out = append(out, s.outputs[id].out)
+	}
+	return out
 }
 
 // prepare is phase 1 of the checkpoint: the Outputs prepare, by node id, and the states to
@@ -205,6 +251,13 @@ func (s *sinks) restore(ctx context.Context, states map[string]outputState, own 
 // to abort it).
 func (s *sinks) prepare(ctx context.Context) (map[string]outputState, error) {
 	states := map[string]outputState{}
+	for _, out := range s.settlers {
+		// Settled ones prepare nothing more (and record no state).
+		if _, err := out.Prepare(ctx); err != nil {
+			s.abort(ctx)
+			return nil, err
+		}
+	}
 	for _, id := range s.ids {
 		k := s.outputs[id]
 		st, err := k.out.Prepare(ctx)
@@ -222,21 +275,21 @@ func (s *sinks) prepare(ctx context.Context) (map[string]outputState, error) {
 // commit is phase 2, once the store committed the checkpoint: every Output commits. (The
 // collect results went with the checkpoint.)
 func (s *sinks) commit(ctx context.Context) {
-	for _, id := range s.ids {
-		s.outputs[id].out.Commit(ctx)
+	for _, out := range s.all() {
+		out.Commit(ctx)
 	}
 }
 
 // abort: the checkpoint was not committed; what the sinks hold waits for the next one.
 func (s *sinks) abort(ctx context.Context) {
-	for _, id := range s.ids {
-		s.outputs[id].out.Abort(ctx)
+	for _, out := range s.all() {
+		out.Abort(ctx)
 	}
 }
 
 func (s *sinks) close() {
-	for _, id := range s.ids {
-		s.outputs[id].out.Close()
+	for _, out := range s.all() {
+		out.Close()
 	}
 }
 

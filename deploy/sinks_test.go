@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/scenario-server/scenario-server/connector"
 	"github.com/scenario-server/scenario-server/engine"
 	"github.com/scenario-server/scenario-server/store"
 	"github.com/scenario-server/scenario-server/value"
@@ -117,7 +118,7 @@ func TestSinksRestoreAndPrepare(t *testing.T) {
 		{false, map[string]string{"a": "gone", "f": "out"}, []string{`a.Restore("T2", [])`, `f.Restore("", ["S"])`, `out.Restore("", ["T1"])`}},
 	} {
 		var calls []string
-		if err := newSinksOf(&calls, "").restore(t.Context(), states, tc.own, tc.sameAs); err != nil {
+		if err := newSinksOf(&calls, "").restore(t.Context(), states, tc.own, tc.sameAs, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		if fmt.Sprint(calls) != fmt.Sprint(tc.want) {
@@ -131,5 +132,41 @@ func TestSinksRestoreAndPrepare(t *testing.T) {
 	}
 	if want := []string{"a.Prepare", "f.Prepare", "a.Abort", "f.Abort", "out.Abort"}; fmt.Sprint(calls) != fmt.Sprint(want) {
 		t.Errorf("prepare calls %q, want %q", calls, want)
+	}
+
+	// A version with the file sink alone: the Kafka states (gone's T2, out's T1, by id) go
+	// to an Output the kind's Settle makes, which prepares before the sinks, commits and
+	// closes with them; without one, they are dropped and named.
+	fileOnly := func(calls *[]string) *sinks {
+		s := newSinks(0)
+		s.add(&sink{id: "f", kind: engine.SinkFileKind, out: &recordingOutput{id: "f", calls: calls}})
+		return s
+	}
+	calls = nil
+	settle := func(kind string) connector.Output {
+		if kind != engine.SinkKafkaKind {
+			t.Errorf("settle asked for %q", kind)
+		}
+		return &recordingOutput{id: "settle", calls: &calls}
+	}
+	s := fileOnly(&calls)
+	if err := s.restore(t.Context(), states, false, nil, settle, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.prepare(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	s.commit(t.Context())
+	if want := []string{`f.Restore("", ["S"])`, `settle.Restore("", ["T2" "T1"])`, "settle.Prepare", "f.Prepare", "settle.Commit", "f.Commit"}; fmt.Sprint(calls) != fmt.Sprint(want) {
+		t.Errorf("with a settler, calls\n%q\nwant\n%q", calls, want)
+	}
+	calls = nil
+	var dropped []string
+	if err := fileOnly(&calls).restore(t.Context(), states, false, nil, func(string) connector.Output { return nil },
+		func(kind string, n int) { dropped = append(dropped, fmt.Sprint(kind, n)) }); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{engine.SinkKafkaKind + "2"}; fmt.Sprint(dropped) != fmt.Sprint(want) {
+		t.Errorf("dropped %q, want %q", dropped, want)
 	}
 }

@@ -54,5 +54,15 @@ func Sink(conn *Conn, schemas *schemaregistry.Registry) *connector.Sink {
 			}
 			return NewOutput(id, plan.Topic, env.Scenario, plan.ValueSubject != "", conn, env.Logger), nil
 		},
+		// The transactions of Kafka sinks a new version has none of are committed by an
+		// Output that writes nothing (nil without brokers: nothing can commit them).
+		Settle: func(env connector.Env) connector.Output {
+			if !conn.Configured() {
+				return nil
+			}
+			k := NewOutput("", "", env.Scenario, false, conn, env.Logger)
+			k.settleOnly = true
+			return k
+		},
 	}
 }

@@ -89,6 +89,9 @@ type Output struct {
 	// Ready has settled the bound (known, or the default when it cannot be read).
 	topicBytes int
 	boundSet   bool
+	// settleOnly: the Output only commits the transactions it restored (connector.Sink.Settle);
+	// it has no producers of its own.
+	settleOnly bool
 }
 
 // kafkaTxn is a Kafka transaction a checkpoint records (TxnState).
@@ -308,7 +311,7 @@ func (k *Output) settle(ctx context.Context) error {
 			k.unsettled = k.unsettled[1:]
 		}
 	}
-	if k.ready {
+	if k.ready || k.settleOnly {
 		return nil
 	}
 	for slot := range k.producers {
@@ -570,6 +573,27 @@ func (k *Output) Restore(_ context.Context, state []byte, others [][]byte) error
 		}
 	}
 	return nil
+}
+
+// Unsettled describes the transactions of committed checkpoints not known committed in
+// Kafka (restored, or whose commit failed): connector.Unsettled.
+func (k *Output) Unsettled() string {
+	n := len(k.restored) + len(k.unsettled)
+	if n == 0 {
+		return ""
+	}
+	var records int
+	for _, txn := range k.unsettled {
+		records += len(txn.records)
+	}
+	what := fmt.Sprintf("%d Kafka transaction(s) of committed checkpoints not known committed", n)
+	if k.id != "" {
+		what = fmt.Sprintf("kafka sink %q (topic %q): %s", k.id, k.topic, what)
+	}
+	if records > 0 {
+		what += fmt.Sprintf(" (%d records)", records)
+	}
+	return what
 }
 
 // Write buffers the record of one event: v is the engine's {key, value, headers} record.
