@@ -121,7 +121,7 @@ function EditorInner({ name, components }: Props) {
   }, [session.comparison]);
 
   // Sample records: the test panel's, and the types completion takes from them for sources without a schema.
-  const [records, setRecords] = useSampleRecords(name);
+  const [records, setRecords, recordsNotKept] = useSampleRecords(name);
   // Parsed again only when the records or the sources change, not on every edit.
   const sourceKey = sourceIds(scenarioGraph).join('\u0000');
   const samples = useMemo(() => samplesBySource(records, sourceKey ? sourceKey.split('\u0000') : []), [records, sourceKey]);
@@ -475,6 +475,7 @@ function EditorInner({ name, components }: Props) {
                   graph={scenarioGraph}
                   records={records}
                   onRecords={setRecords}
+                  recordsNotKept={recordsNotKept}
                   inferredFor={inferredFor}
                   onGenerateSchema={generateSchemas}
                   selectedId={selectedNode?.id}

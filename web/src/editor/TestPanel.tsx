@@ -44,6 +44,8 @@ type Props = {
   /** The sample records, JSON lines (kept per scenario by the editor). */
   records: string;
   onRecords: (text: string) => void;
+  /** Why the records are not kept in the browser's storage, '' when they are. */
+  recordsNotKept?: string;
   /** The sources whose completion uses the types of the samples (they have no schema). */
   inferredFor: string[];
   /** Writes the schema of the samples into each source with samples. */
@@ -238,7 +240,7 @@ function NodeRecords({ id, records, errors, open }: { id: string; records?: Test
   );
 }
 
-export function TestPanel({ name, graph, records, onRecords: setRecords, inferredFor, onGenerateSchema, selectedId, run, onRun, stale, liveShown }: Props) {
+export function TestPanel({ name, graph, records, onRecords: setRecords, recordsNotKept, inferredFor, onGenerateSchema, selectedId, run, onRun, stale, liveShown }: Props) {
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
   const [picked, setPicked] = useState<string>('');
@@ -319,6 +321,11 @@ export function TestPanel({ name, graph, records, onRecords: setRecords, inferre
           </button>
         )}
       </div>
+      {recordsNotKept && (
+        <div className="field-error" data-testid="records-not-kept">
+          {recordsNotKept}
+        </div>
+      )}
       <SavedTests name={name} records={records} onRecords={setRecords} result={stale ? undefined : run?.result} />
       {inferredFor.length > 0 && (
         <div className="muted small" data-testid="inferred-schema">

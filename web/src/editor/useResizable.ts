@@ -13,16 +13,28 @@ export function clampWidth(w: number, max: number): number {
   return Math.round(Math.min(max, Math.max(SIDE_MIN, w)));
 }
 
+function storedWidth(): string | null {
+  try {
+    return localStorage.getItem(KEY);
+  } catch {
+    return null; // storage denied
+  }
+}
+
 /**
  * The side panel's width, kept in local storage, and the props of the separator on its left
  * edge: dragged with the pointer, or moved 20 px (Shift: 100 px) with the arrow keys, Home and End.
  */
 export function useResizable() {
-  const [width, setWidth] = useState(() => clampWidth(Number(localStorage.getItem(KEY)) || SIDE_DEFAULT, sideMax()));
+  const [width, setWidth] = useState(() => clampWidth(Number(storedWidth()) || SIDE_DEFAULT, sideMax()));
   const [dragging, setDragging] = useState(false);
   const start = useRef<{ x: number; w: number } | null>(null);
   useEffect(() => {
-    localStorage.setItem(KEY, String(width));
+    try {
+      localStorage.setItem(KEY, String(width));
+    } catch {
+      // the storage full or denied: the width is kept while the page is open
+    }
   }, [width]);
   const onPointerDown = useCallback(
     (e: React.PointerEvent) => {

@@ -1,8 +1,23 @@
 import { describe, expect, it } from 'vitest';
 import type { Kind } from '../api/client';
-import { inferSchema, samplesBySource, withSampleSchemas } from './samples';
+import { inferSchema, MAX_SCHEMA_DEPTH, samplesBySource, withSampleSchemas } from './samples';
 
 describe('inferSchema', () => {
+  it('stops at MAX_SCHEMA_DEPTH: a record nested 20,000 deep overflowed the stack', () => {
+    let v: unknown = 1;
+    for (let i = 0; i < 20_000; i++) v = [v];
+    let s = inferSchema([v]);
+    let links = 0;
+    while (s.items) {
+      expect(s.type).toBe('array');
+      s = s.items;
+      links++;
+    }
+    // Levels 0 to 63 are arrays, each with its items; level 64 is any value.
+    expect(links).toBe(MAX_SCHEMA_DEPTH);
+    expect(s).toEqual({});
+  });
+
   it('types fields, widens integers to numbers, makes nulls nullable and requires the fields in every sample', () => {
     expect(inferSchema([{ delay: 66, origin: 'DTW', ok: true }, { delay: 1.5, origin: null }])).toEqual({
       type: 'object',

@@ -44,13 +44,19 @@ function kindOf(v: unknown): string {
   return typeof v; // string, boolean, object
 }
 
+/** How deep inferSchema describes values; below, a schema without a type (any value). */
+export const MAX_SCHEMA_DEPTH = 64;
+
 /**
  * The JSON Schema of the values: one type ("integer" widened to "number" when some are
  * fractional; "null" added when some are null; no type at all when they mix others), objects with
  * the properties seen and as required those present in every sample, arrays with the schema of
  * all their elements.
  */
-export function inferSchema(values: unknown[]): JSONSchema {
+export function inferSchema(values: unknown[], depth = 0): JSONSchema {
+  // Deeper than MAX_SCHEMA_DEPTH: any value (a record nested 20,000 deep overflowed the
+  // stack during render and blanked the designer).
+  if (depth >= MAX_SCHEMA_DEPTH) return {};
   const kinds = new Set(values.map(kindOf));
   const nullable = kinds.delete('null');
   if (kinds.has('integer') && kinds.has('number')) kinds.delete('integer');
@@ -62,12 +68,12 @@ export function inferSchema(values: unknown[]): JSONSchema {
     const objects = present as Record<string, unknown>[];
     const names = [...new Set(objects.flatMap((o) => Object.keys(o)))];
     out.properties = {};
-    for (const n of names) out.properties[n] = inferSchema(objects.filter((o) => n in o).map((o) => o[n]));
+    for (const n of names) out.properties[n] = inferSchema(objects.filter((o) => n in o).map((o) => o[n]), depth + 1);
     const required = names.filter((n) => objects.every((o) => n in o));
     if (required.length > 0) out.required = required;
   } else if (kind === 'array') {
     const items = (present as unknown[][]).flat();
-    if (items.length > 0) out.items = inferSchema(items);
+    if (items.length > 0) out.items = inferSchema(items, depth + 1);
   }
   return out;
 }
