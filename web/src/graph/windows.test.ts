@@ -35,4 +35,13 @@ describe('windowOf', () => {
     expect(windowOf(tumbling, at('10:59:59'))).toEqual({ start: at('10:00:00'), end: at('11:00:00') });
     expect(windowOf({ id: 's', type: 'CustomNode', nodeType: 'aggregate-session' }, 5)).toBeUndefined();
   });
+  it('shifts a tumbling window by its offset, and gives none with a time zone', () => {
+    const tumbling = (extra: { name: string; value: string }[], length = '1h') => ({ id: 't', type: 'CustomNode', nodeType: 'aggregate-tumbling', parameters: [{ name: 'windowLength', value: length }, ...extra] });
+    // 1 h windows from 00:15: 00:10 is in [23:15, 00:15) of the day before, 00:20 and 00:50 in [00:15, 01:15).
+    const offset = tumbling([{ name: 'offset', value: '15m' }]);
+    expect(windowOf(offset, at('00:10:00'))).toEqual({ start: at('00:15:00') - 3_600_000, end: at('00:15:00') });
+    expect(windowOf(offset, at('00:20:00'))).toEqual({ start: at('00:15:00'), end: at('01:15:00') });
+    expect(windowOf(offset, at('00:50:00'))).toEqual({ start: at('00:15:00'), end: at('01:15:00') });
+    expect(windowOf(tumbling([{ name: 'timeZone', value: 'Europe/Warsaw' }], '1d'), at('10:00:00'))).toBeUndefined();
+  });
 });

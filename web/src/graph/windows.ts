@@ -36,7 +36,9 @@ export type Bounds = { start: number; end: number };
 /**
  * The window of a result at event time t of the aggregate node, when the result does not carry
  * one: a sliding window's is the windowLength / P slices ending with t's slice, P the precision
- * (default 60 s for whole minutes, else 1 s); a tumbling window's is the one holding t.
+ * (default 60 s for whole minutes, else 1 s); a tumbling window's is the one holding t,
+ * [k·windowLength + offset, (k+1)·windowLength + offset); none for a tumbling window with a
+ * timeZone (local calendar days).
  */
 export function windowOf(node: ScenarioNode, t: number, given?: unknown): Bounds | undefined {
   const w = given as Partial<Bounds> | null | undefined;
@@ -51,7 +53,11 @@ export function windowOf(node: ScenarioNode, t: number, given?: unknown): Bounds
     return { start: (j - n + 1) * p, end: (j + 1) * p };
   }
   if (kind === 'CustomNode/aggregate-tumbling') {
-    const start = Math.floor(t / length) * length;
+    // Local calendar days of a time zone: not worked out here (no bounds rather than wrong ones).
+    const zone = param(node, 'timeZone');
+    if (typeof zone === 'string' && zone.trim()) return undefined;
+    const offset = parseDuration(param(node, 'offset')) ?? 0;
+    const start = Math.floor((t - offset) / length) * length + offset;
     return { start, end: start + length };
   }
   return undefined;
