@@ -338,9 +338,9 @@ func (r *Registry) ask(ctx context.Context) error {
 }
 
 // UnreachableError is a lookup that did not get the registry's answer: no answer within
-// Timeout (or the caller's deadline), a connection that failed, a 5xx, or no place among the
-// requests at once. Asking again later may succeed, unlike a 4xx (no such subject or id) or a
-// schema that is not supported.
+// Timeout (or the caller's deadline), a connection that failed, a 5xx, a 401, 403, 408 or
+// 429, or no place among the requests at once. Asking again later may succeed, unlike
+// another 4xx (no such subject or id) or a schema that is not supported.
 type UnreachableError struct{ Err error }
 
 func (e *UnreachableError) Error() string { return "the registry cannot be reached: " + e.Err.Error() }
@@ -353,14 +353,26 @@ func IsUnreachable(err error) bool {
 }
 
 // unreachable is err of a request to the registry as an UnreachableError when it is one
-// (anything but an answer below 500, or an answer too long to read); nil stays nil.
+// (anything but an answer below 500, or an answer too long to read); nil stays nil. Answers
+// that say nothing of the schema asked for are unreachable too, to ask again: 401 and 403
+// (the registry did not take the credentials: they may be put right, and until then the
+// records wait rather than becoming dead letters), 408 and 429 (slow down).
 func unreachable(err error) error {
 	var re *sr.ResponseError
 	var tooLong *http.MaxBytesError
-	if err == nil || errors.As(err, &re) && re.StatusCode < 500 || errors.As(err, &tooLong) {
+	if err == nil || errors.As(err, &re) && re.StatusCode < 500 && !askAgain(re.StatusCode) || errors.As(err, &tooLong) {
 		return err
 	}
 	return &UnreachableError{err}
+}
+
+// askAgain says whether an answer of status code below 500 is worth asking again for.
+func askAgain(code int) bool {
+	switch code {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusRequestTimeout, http.StatusTooManyRequests:
+		return true
+	}
+	return false
 }
 
 // shortError is err with at most maxErrorText bytes of its text: the registry's answer

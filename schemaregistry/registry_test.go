@@ -862,4 +862,22 @@ func TestUnreachableClassified(t *testing.T) {
 	if _, err := r.Decode(t.Context(), []byte{0, 0, 0, 0, 9, '{', '}'}); err == nil || IsUnreachable(err) {
 		t.Errorf("id 9, 404 after UnreachableTTL: %v, want a refusal", err)
 	}
+
+	// 401, 403 (credentials the registry did not take), 408 and 429 (slow down) say nothing
+	// of the schema: asked again after UnreachableTTL, as a 5xx (they were refusals kept for
+	// LatestTTL, and a Kafka source's records became dead letters meanwhile).
+	for i, code := range []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusRequestTimeout, http.StatusTooManyRequests} {
+		status = code
+		now = now.Add(LatestTTL)
+		id := byte(10 + i)
+		if _, err := r.Decode(t.Context(), []byte{0, 0, 0, 0, id, '{', '}'}); !IsUnreachable(err) {
+			t.Errorf("id %d, %d: %v, want an UnreachableError", id, code, err)
+		}
+		before := asked.Load()
+		now = now.Add(UnreachableTTL)
+		r.Decode(t.Context(), []byte{0, 0, 0, 0, id, '{', '}'})
+		if got := asked.Load(); got != before+1 {
+			t.Errorf("id %d, %d: asked %d times after UnreachableTTL, want 1", id, code, got-before)
+		}
+	}
 }
