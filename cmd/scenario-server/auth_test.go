@@ -156,6 +156,26 @@ func testPosture(t *testing.T, bin string) {
 			t.Errorf("%s: the message does not name %s:\n%s", addr, host, out)
 		}
 	}
+	// On loopback behind a proxy or a public name, without authentication: refused likewise
+	// (before, it started and every request through the proxy was the local admin).
+	for _, args := range [][]string{{"--public-url", "https://scenarios.example.com"}, {"--allowed-hosts", "scenarios.internal"}, {"--trusted-proxies", "127.0.0.1"}} {
+		dataDir := filepath.Join(t.TempDir(), "data")
+		cmd := exec.CommandContext(t.Context(), bin, append([]string{"--addr", "127.0.0.1:0", "--data-dir", dataDir}, args...)...)
+		cmd.Env = append(os.Environ(), envDatabaseURL+"=", envDataDir+"=")
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+			t.Fatalf("%v without auth: %v\n%s", args, err, out)
+		}
+		if !strings.Contains(string(out), args[0]+" "+args[1]) || !strings.Contains(string(out), "reach the server from beyond this machine") {
+			t.Errorf("%v: the message does not say why:\n%s", args, out)
+		}
+		if _, err := os.Stat(dataDir); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%v: the refused start made its data directory (%v)", args, err)
+		}
+	}
+	// A loopback public URL is this machine's.
+	startServer(t, bin, sqliteServerStore(t), "--addr", "127.0.0.1:0", "--public-url", "http://localhost:8080").stop()
 	// With --insecure-no-auth it starts and warns.
 	p := startServer(t, bin, sqliteServerStore(t), "--addr", "0.0.0.0:0", "--insecure-no-auth")
 	warn := waitForLog(t, p.logs, "authentication is off and the server listens beyond loopback: anyone who reaches "+

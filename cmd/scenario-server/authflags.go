@@ -153,6 +153,54 @@ func (a authConfig) checkPosture(ln net.Listener, addr string, log *slog.Logger)
 		errUnsafeAddress, addr)
 }
 
+// checkReached is checkPosture for a server that listens on loopback behind a reverse proxy:
+// without authentication, unless --insecure-no-auth (then a warning), it refuses a public URL
+// or accepted Host names other than loopback ones, and trusted proxies (even on loopback: a
+// proxy forwards other people's requests), which say that people reach the server from beyond
+// this machine (every request would be the local admin).
+func (a authConfig) checkReached(g guardConfig, log *slog.Logger) error {
+	if a.configured() {
+		return nil
+	}
+	var beyond []string
+	if g.publicURL != "" {
+		if u, err := url.Parse(g.publicURL); err == nil && !loopbackName(u.Hostname()) {
+			beyond = append(beyond, "--public-url "+g.publicURL)
+		}
+	}
+	for _, h := range splitList(g.allowedHosts) {
+		name := h
+		if host, _, err := net.SplitHostPort(h); err == nil {
+			name = host
+		}
+		if !loopbackName(name) {
+			beyond = append(beyond, "--allowed-hosts "+h)
+		}
+	}
+	if g.proxies != "" {
+		beyond = append(beyond, "--trusted-proxies "+g.proxies) // a proxy forwards others' requests
+	}
+	if len(beyond) == 0 {
+		return nil
+	}
+	what := strings.Join(beyond, ", ")
+	if a.InsecureNoAuth {
+		log.Warn("authentication is off and the server is reached through a proxy or a public name: anyone who reaches it may deploy, cancel and read everything (--insecure-no-auth)", "settings", what)
+		return nil
+	}
+	return fmt.Errorf("%w: %s say that people reach the server from beyond this machine. Turn authentication on (--auth-tokens or --oidc-issuer), or accept the risk with --insecure-no-auth",
+		errUnsafeAddress, what)
+}
+
+// loopbackName says whether host is "localhost" or a loopback address.
+func loopbackName(host string) bool {
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 // checkAddress is checkPosture's refusal for an address whose host is an IP address (or
 // none: every interface), before the server writes anything (its data directory, lock and
 // identity): a refused start leaves no trace. A host name is checked once listened on.

@@ -450,6 +450,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if err := cfg.Auth.checkAddress(cfg.Addr); err != nil {
 		return err
 	}
+	if err := cfg.Auth.checkReached(cfg.Guard, log); err != nil {
+		return err
+	}
 	// The data directory holds the SQLite store, the file sinks and sources, and the
 	// server's identity: one server per directory, whatever the store.
 	lock, err := sqlite.LockDataDir(cfg.DataDir)
