@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -160,7 +161,9 @@ func testPosture(t *testing.T, bin string) {
 	// (before, it started and every request through the proxy was the local admin).
 	for _, args := range [][]string{{"--public-url", "https://scenarios.example.com"}, {"--allowed-hosts", "scenarios.internal"}, {"--trusted-proxies", "127.0.0.1"}} {
 		dataDir := filepath.Join(t.TempDir(), "data")
-		cmd := exec.CommandContext(t.Context(), bin, append([]string{"--addr", "127.0.0.1:0", "--data-dir", dataDir}, args...)...)
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second) // a server that starts is killed
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, append([]string{"--addr", "127.0.0.1:0", "--data-dir", dataDir}, args...)...)
 		cmd.Env = append(os.Environ(), envDatabaseURL+"=", envDataDir+"=")
 		out, err := cmd.CombinedOutput()
 		var exit *exec.ExitError
