@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
@@ -18,6 +19,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/scenario-server/scenario-server/auth"
+	"github.com/scenario-server/scenario-server/internal/names"
 	"github.com/scenario-server/scenario-server/store"
 )
 
@@ -219,7 +221,7 @@ func (a *auditor) audit(ctx context.Context, action, scenario string, version in
 	}
 	e := store.AuditEntry{
 		Time: a.now(), Subject: id.Subject, Name: id.Name, Address: address,
-		Action: action, Scenario: scenario, Version: version, Outcome: outcome,
+		Action: action, Scenario: escapeHidden(scenario), Version: version, Outcome: outcome,
 		RequestID: middleware.GetReqID(ctx),
 	}
 	// The client going away does not skip the entry.
@@ -447,4 +449,24 @@ func (h *handlers) listAudit(ctx context.Context, in *auditInput) (*auditOutput,
 		out.Body.Entries = []store.AuditEntry{}
 	}
 	return out, nil
+}
+
+// escapeHidden is s with each control or invisible character (names.IsHidden) written as
+// \uXXXX: the scenario of a refused request (a path or a body naming no valid scenario) is
+// stored as the client sent it, and a newline, an escape sequence or a direction override
+// (a name shown as "prod-fraud certified") would show as something else in the log and its
+// views. Valid scenario names have none, and stay as they are.
+func escapeHidden(s string) string {
+	if !strings.ContainsFunc(s, names.IsHidden) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if names.IsHidden(r) {
+			fmt.Fprintf(&b, "\\u%04X", r)
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -304,4 +305,28 @@ func authedDeployClient(t *testing.T, st store.Store, configure ...func(*api.Con
 		return c.send(request{Method: method, Path: path, Body: body, Header: map[string]string{"Authorization": who}})
 	}
 	return c, bearer, as
+}
+
+// TestAuditEscapesHiddenCharacters: a refused request's scenario is stored as the client sent
+// it, its control and invisible characters written \uXXXX (a newline, an escape sequence and
+// a direction override, which showed "prod-fraud \u202edeifitrec" as "prod-fraud certified").
+func TestAuditEscapesHiddenCharacters(t *testing.T) {
+	st := sqliteStore(t)
+	c := newClient(t, st, withTokens(st))
+	admin := "Bearer " + tokenFor(t, st, "a", auth.Admin, time.Time{})
+	c.send(request{Method: http.MethodPost, Path: "/api/scenarios/%0Ax%1B%5B2K%E2%80%AEevil/cancel", Header: map[string]string{"Authorization": admin}})
+	c.send(request{Method: http.MethodPost, Path: "/api/scenarios", Body: rawBody("name", quote("prod-fraud \u202edeifitrec\u202c"), "graph", countGraph("10s")),
+		Header: map[string]string{"Authorization": admin}})
+	var page api.AuditPage
+	c.send(request{Method: http.MethodGet, Path: "/api/audit", Header: map[string]string{"Authorization": admin}}).ok(t, http.StatusOK, &page)
+	var got []string
+	for _, e := range page.Entries {
+		if e.Scenario != "" {
+			got = append(got, e.Scenario)
+		}
+	}
+	want := []string{`\u000Ax\u001B[2K\u202Eevil`, `prod-fraud \u202Edeifitrec\u202C`}
+	if slices.Sort(got); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("scenarios %q; want %q", got, want)
+	}
 }

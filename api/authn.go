@@ -40,12 +40,14 @@ func authenticate(a *auth.Authenticator) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if a == nil {
+				noteSubject(r.Context(), localIdentity.Subject)
 				next.ServeHTTP(w, r.WithContext(auth.WithIdentity(r.Context(), localIdentity)))
 				return
 			}
 			id, err := a.Authenticate(r)
 			switch {
 			case err == nil:
+				noteSubject(r.Context(), id.Subject)
 				r = r.WithContext(auth.WithIdentity(r.Context(), id))
 			case errors.Is(err, auth.ErrNoCredentials), errors.Is(err, auth.ErrInvalidCredentials):
 				if !errors.Is(err, auth.ErrNoCredentials) {

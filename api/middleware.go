@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -79,9 +80,24 @@ var quietRoutes = map[string]bool{"/healthz": true, "/readyz": true, "/metrics":
 // Unsampled, an anonymous flood of 1,850 requests a second wrote 337 KB of log a second.
 const refusedLinesPerSecond = 10
 
+// requestSubject is who a request came from, for its request log line: the authenticated
+// identity's subject (noteSubject), "" without one. Only the request's goroutines write it,
+// before the line is written.
+type requestSubject struct{ subject string }
+
+type requestSubjectKey struct{}
+
+// noteSubject records the identity's subject for the request log line of ctx's request.
+func noteSubject(ctx context.Context, subject string) {
+	if who, ok := ctx.Value(requestSubjectKey{}).(*requestSubject); ok {
+		who.subject = subject
+	}
+}
+
 // requestLog gives each request a logger with its request id (see loggerFrom), then logs the
-// request and counts it in the metrics by route pattern, once it is answered; requests
-// answered 401 or 429 are logged refusedLinesPerSecond a second.
+// request (with the authenticated identity's subject: who sent the events an ingestion took,
+// say) and counts it in the metrics by route pattern, once it is answered; requests answered
+// 401 or 429 are logged refusedLinesPerSecond a second.
 func requestLog(log *slog.Logger, m *httpMetrics) func(http.Handler) http.Handler {
 	sampled := map[int]*logSample{
 		http.StatusUnauthorized:    {per: refusedLinesPerSecond},
@@ -91,7 +107,8 @@ func requestLog(log *slog.Logger, m *httpMetrics) func(http.Handler) http.Handle
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
 			reqLog := log.With("requestId", middleware.GetReqID(r.Context()))
-			r = r.WithContext(withLogger(r.Context(), reqLog))
+			who := &requestSubject{}
+			r = r.WithContext(context.WithValue(withLogger(r.Context(), reqLog), requestSubjectKey{}, who))
 			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 			m.inFlight.Inc()
 			defer m.inFlight.Dec()
@@ -123,6 +140,9 @@ func requestLog(log *slog.Logger, m *httpMetrics) func(http.Handler) http.Handle
 				slog.Int("status", status),
 				slog.Int("bytes", ww.BytesWritten()),
 				slog.Duration("duration", elapsed),
+			}
+			if who.subject != "" {
+				attrs = append(attrs, slog.String("subject", who.subject))
 			}
 			if s := sampled[status]; s != nil {
 				ok, unlogged := s.take()
