@@ -549,7 +549,8 @@ func (r *Runtime) pruneLoop(stop <-chan struct{}, done chan<- struct{}) {
 }
 
 // prune deletes the results and audit entries and forgets the batch keys older than their
-// retention. Errors are logged; the next round tries again.
+// retention, and deletes the checkpoints no deployment needs (store.PruneCheckpoints).
+// Errors are logged; the next round tries again.
 func (r *Runtime) prune() {
 	now := r.cfg.Now()
 	for _, p := range []struct {
@@ -571,6 +572,13 @@ func (r *Runtime) prune() {
 		case n > 0:
 			r.log.Info("retention: deleted "+p.what, "count", n, "olderThan", p.keep)
 		}
+	}
+	// The checkpoints no deployment can resume or inherit, whatever their age.
+	switch n, err := r.cfg.Store.PruneCheckpoints(r.ctx); {
+	case err != nil:
+		r.log.Error("deleting the checkpoints of ended deployments", "error", err)
+	case n > 0:
+		r.log.Info("deleted the checkpoints of ended deployments that newer ones replaced", "count", n)
 	}
 }
 

@@ -141,6 +141,20 @@ func testRetention(t *testing.T, st store.Store) {
 		}
 		return len(list) == 1 && list[0] == audit[3]
 	})
+	// Deployed again, the first deployment's checkpoint goes once the second has one of its
+	// own (its scenario's newest); the second's stays.
+	first, err := st.ListDeployments(t.Context(), "kept", 0, 1)
+	if err != nil || len(first) != 1 {
+		t.Fatalf("deployments: %+v, %v", first, err)
+	}
+	second := deploy(t, r, "kept", 0)
+	waitFor(t, "the replaced deployment's checkpoint to go", func() bool {
+		_, err := st.GetLatestCheckpoint(t.Context(), first[0].ID)
+		return errors.Is(err, store.ErrNotFound)
+	})
+	if _, err := st.GetLatestCheckpoint(t.Context(), second.ID); err != nil {
+		t.Errorf("the running deployment's checkpoint: %v", err)
+	}
 }
 
 func deploy(t *testing.T, r *Runtime, name string, version int) store.Deployment {

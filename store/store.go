@@ -218,6 +218,13 @@ type Store interface {
 	// last ID given.
 	PruneSinkResults(ctx context.Context, before time.Time) (int64, error)
 
+	// PruneCheckpoints deletes the checkpoints no deployment can resume or inherit: those of
+	// deployments that are neither deploying nor running and have a newer deployment of their
+	// scenario with a checkpoint (LastCheckpointedDeployment finds that one, or a newer, for any
+	// later deployment). It returns how many it deleted. Every ended deployment's last
+	// checkpoint was kept for good: 21 redeploys of a scenario kept 21 copies of its state.
+	PruneCheckpoints(ctx context.Context) (int64, error)
+
 	// PruneEventBatches forgets the keys of the event batches, of every log, accepted before
 	// before, and returns how many it forgot: a batch re-sent later under a forgotten key is
 	// appended again. The events are not touched (TruncateEvents deletes them).

@@ -257,6 +257,18 @@ func (s *Store) PruneSinkResults(ctx context.Context, before time.Time) (int64, 
 	return n, nil
 }
 
+// PruneCheckpoints implements store.Store.
+func (s *Store) PruneCheckpoints(ctx context.Context) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM checkpoints WHERE deployment_id IN (
+		SELECT d.id FROM deployments d WHERE d.status NOT IN ('DEPLOYING', 'RUNNING')
+		AND EXISTS (SELECT 1 FROM deployments n JOIN checkpoints c ON c.deployment_id = n.id
+			WHERE n.scenario_id = d.scenario_id AND n.id > d.id))`)
+	if err != nil {
+		return 0, fmt.Errorf("pruning the checkpoints of ended deployments: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
 // PruneEventBatches implements store.Store.
 func (s *Store) PruneEventBatches(ctx context.Context, before time.Time) (int64, error) {
 	n, err := s.prune(ctx, `DELETE FROM event_batches WHERE (scenario_id, source, batch_key) IN

@@ -47,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"DeploymentTransitions", testDeploymentTransitions},
 		{"Checkpoints", testCheckpoints},
 		{"LastCheckpointedDeployment", testLastCheckpointedDeployment},
+		{"PruneCheckpoints", testPruneCheckpoints},
 		{"SinkResults", testSinkResults},
 		{"ConcurrentSinkAppends", testConcurrentSinkAppends},
 		{"ManySinkResults", testManySinkResults},
@@ -722,6 +723,50 @@ func testLastCheckpointedDeployment(t *testing.T, open func(t *testing.T) store.
 	}
 	if got := must(s.LastCheckpointedDeployment(ctx, "offers", d4.ID+1))(t); got.ID != o.ID {
 		t.Errorf("offers: %+v; want deployment %d", got, o.ID)
+	}
+}
+
+// testPruneCheckpoints: of fraud's deployments d1 (checkpoint, ended), d2 (none, ended), d3
+// (checkpoint, ended), d4 (checkpoint, deploying) and offers' o1 (checkpoint, ended), worked by
+// hand: d1 and d3 have a newer deployment with a checkpoint and are ended, so theirs go (2);
+// d4 is active and o1 is its scenario's newest: kept. Again: nothing more.
+func testPruneCheckpoints(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	must(s.CreateScenario(ctx, "fraud", draft(1, "")))(t)
+	must(s.CreateScenario(ctx, "offers", draft(1, "")))(t)
+	deploy := func(scenario string, checkpoint, end bool) store.Deployment {
+		d := must(s.CreateDeployment(ctx, store.NewDeployment{Scenario: scenario, Version: 1}))(t)
+		if checkpoint {
+			must(s.PutCheckpoint(ctx, store.Checkpoint{Deployment: d.ID, State: []byte("state")}))(t)
+		}
+		if end {
+			must(s.SetDeploymentStatus(ctx, d.ID, store.StatusCanceled, "ended"))(t)
+		}
+		return d
+	}
+	d1 := deploy("fraud", true, true)
+	deploy("fraud", false, true)
+	o1 := deploy("offers", true, true)
+	d3 := deploy("fraud", true, true)
+	d4 := deploy("fraud", true, false)
+	if n, err := s.PruneCheckpoints(ctx); n != 2 || err != nil {
+		t.Fatalf("pruned %d, %v; want 2", n, err)
+	}
+	for _, d := range []store.Deployment{d1, d3} {
+		_, err := s.GetLatestCheckpoint(ctx, d.ID)
+		wantErr(t, fmt.Sprintf("deployment %d's checkpoint", d.ID), err, store.ErrNotFound)
+	}
+	for _, d := range []store.Deployment{d4, o1} {
+		if _, err := s.GetLatestCheckpoint(ctx, d.ID); err != nil {
+			t.Errorf("deployment %d's checkpoint: %v; want it kept", d.ID, err)
+		}
+	}
+	if got := must(s.LastCheckpointedDeployment(ctx, "fraud", d4.ID+1))(t); got.ID != d4.ID {
+		t.Errorf("the last checkpointed deployment of fraud: %d; want %d", got.ID, d4.ID)
+	}
+	if n, err := s.PruneCheckpoints(ctx); n != 0 || err != nil {
+		t.Errorf("pruned again %d, %v; want 0", n, err)
 	}
 }
 
