@@ -49,7 +49,11 @@ func registerSignIn(r chi.Router, s *auth.SignIn) {
 	})
 	r.Post("/auth/logout", func(w http.ResponseWriter, r *http.Request) {
 		if s != nil {
-			s.Logout(w)
+			if err := s.Logout(w, r); err != nil {
+				loggerFrom(r.Context()).Error("signing out: the session could not be ended in the store", "error", err.Error())
+				writeProblem(w, newProblem(http.StatusServiceUnavailable, CodeUnavailable, "the session could not be ended; try again"))
+				return
+			}
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})

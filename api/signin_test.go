@@ -43,7 +43,7 @@ func signInServerWith(t *testing.T, p *oidctest.Provider, clock *atomic.Int64, o
 	key := make([]byte, auth.SessionKeyBytes)
 	rand.Read(key)
 	s, err := auth.NewSignIn(o, auth.SignInConfig{ClientSecret: p.ClientSecret, RedirectURL: srv.URL + "/auth/callback", Key: key,
-		Now: func() time.Time { return time.Now().Add(time.Duration(clock.Load()) * time.Second) }})
+		Now: func() time.Time { return time.Now().Add(time.Duration(clock.Load()) * time.Second) }, Sessions: st})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestSignIn(t *testing.T) {
 	}
 	c.http.Jar = jar
 
-	// Logout clears the cookie.
+	// Logout clears the cookie, and ends the session: a copy of the cookie is refused.
 	if r := c.send(request{Method: http.MethodPost, Path: "/auth/logout"}); r.Status != http.StatusNoContent {
 		t.Errorf("logout: %d %s", r.Status, r.Body)
 	}
@@ -174,6 +174,57 @@ func TestSignIn(t *testing.T) {
 	c.get("/api/me").ok(t, http.StatusOK, &me)
 	if me.SignedIn || me.Refused {
 		t.Errorf("me after logout %+v", me)
+	}
+	c.http.Jar, _ = cookiejar.New(nil)
+	c.http.Jar.SetCookies(u, []*http.Cookie{session})
+	c.get("/api/scenarios").problem(t, http.StatusUnauthorized, api.CodeUnauthenticated)
+	c.http.Jar = jar
+}
+
+// signInAs signs claims in through the provider and returns the session cookie set.
+func signInAs(t *testing.T, c *client, p *oidctest.Provider, claims map[string]any) *http.Cookie {
+	t.Helper()
+	c.http.Jar, _ = cookiejar.New(nil)
+	p.Login(claims)
+	resp, err := c.http.Get(c.base + "/auth/login") // follows the provider back to the callback
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	u, _ := url.Parse(c.base)
+	for _, ck := range c.http.Jar.Cookies(u) {
+		if ck.Name == auth.SessionCookie {
+			return ck
+		}
+	}
+	t.Fatalf("signing %v in: no session cookie (%d)", claims, resp.StatusCode)
+	return nil
+}
+
+// A sign-in with a lower role than the subject had ends the subject's sessions with higher
+// roles (the provider took the role away): a copy of Ada's admin cookie was accepted for its
+// eight hours after she was signed in again as a viewer, and could make admin API tokens.
+// Her other viewer session, and Bob's admin one, stay.
+func TestSignInWithALowerRoleEndsHigherSessions(t *testing.T) {
+	p := oidctest.New(t)
+	var clock atomic.Int64
+	c := signInServer(t, p, &clock)
+	u, _ := url.Parse(c.base)
+	adaAdmin := signInAs(t, c, p, map[string]any{"sub": "ada", "groups": []any{"admin"}})
+	adaViewer := signInAs(t, c, p, map[string]any{"sub": "ada", "groups": []any{"viewer"}})
+	bob := signInAs(t, c, p, map[string]any{"sub": "bob", "groups": []any{"admin"}})
+	adaAgain := signInAs(t, c, p, map[string]any{"sub": "ada", "groups": []any{"viewer"}})
+	for _, tc := range []struct {
+		name   string
+		cookie *http.Cookie
+		want   int
+	}{{"ada's admin session", adaAdmin, http.StatusUnauthorized}, {"ada's first viewer session", adaViewer, http.StatusOK},
+		{"bob's admin session", bob, http.StatusOK}, {"ada's second viewer session", adaAgain, http.StatusOK}} {
+		c.http.Jar, _ = cookiejar.New(nil)
+		c.http.Jar.SetCookies(u, []*http.Cookie{tc.cookie})
+		if r := c.get("/api/scenarios"); r.Status != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, r.Status, tc.want)
+		}
 	}
 }
 

@@ -15,6 +15,8 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
+
+	"github.com/scenario-server/scenario-server/store"
 )
 
 // The cookies of the designer's sign-in.
@@ -52,6 +54,10 @@ type SignInConfig struct {
 	// SessionTTL is how long a session lasts, from sign-in; 0 means DefaultSessionTTL. The
 	// role is the one the provider gave at sign-in, until the next sign-in.
 	SessionTTL time.Duration
+	// Sessions keeps the sessions: a session cookie is accepted while its session is there.
+	// Signing out ends the session, and a sign-in with a lower role than the subject had
+	// ends the subject's sessions with higher ones. Required.
+	Sessions store.SessionStore
 	// Now is the clock of the cookies' expiry. Nil means time.Now.
 	Now func() time.Time
 }
@@ -63,8 +69,9 @@ type SignIn struct {
 	oauth  oauth2.Config
 	key    []byte
 	secure bool
-	ttl    time.Duration
-	now    func() time.Time
+	ttl      time.Duration
+	now      func() time.Time
+	sessions store.SessionStore
 }
 
 // NewSignIn returns the sign-in through o's provider.
@@ -74,6 +81,9 @@ func NewSignIn(o *OIDC, cfg SignInConfig) (*SignIn, error) {
 	}
 	if cfg.RedirectURL == "" {
 		return nil, errors.New("the sign-in needs a redirect URL (the public URL and /auth/callback)")
+	}
+	if cfg.Sessions == nil {
+		return nil, errors.New("the sign-in needs a session store")
 	}
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = DefaultSessionTTL
@@ -88,7 +98,7 @@ func NewSignIn(o *OIDC, cfg SignInConfig) (*SignIn, error) {
 			ClientID: o.clientID, ClientSecret: cfg.ClientSecret, RedirectURL: cfg.RedirectURL,
 			Scopes: []string{oidc.ScopeOpenID, "profile", "email"},
 		},
-		key: cfg.Key, secure: cfg.Secure, ttl: cfg.SessionTTL, now: cfg.Now,
+		key: cfg.Key, secure: cfg.Secure, ttl: cfg.SessionTTL, now: cfg.Now, sessions: cfg.Sessions,
 	}, nil
 }
 
@@ -112,8 +122,9 @@ type loginState struct {
 	Expires  int64  `json:"e"`
 }
 
-// session is what the session cookie carries.
+// session is what the session cookie carries: ID names its stored session.
 type session struct {
+	ID      string `json:"id"`
 	Subject string `json:"sub"`
 	Name    string `json:"name"`
 	Role    Role   `json:"role"`
@@ -187,17 +198,40 @@ func (s *SignIn) Callback(w http.ResponseWriter, r *http.Request) (Identity, err
 	if err != nil {
 		return Identity{}, fmt.Errorf("%w: %w", ErrSignIn, err)
 	}
-	s.setCookie(w, SessionCookie, "/", s.seal(session{Subject: id.Subject, Name: id.Name, Role: id.Role,
-		Expires: s.now().Add(s.ttl).Unix()}), s.ttl)
+	// The subject's sessions with a role above this one end: the provider took it away.
+	var above []string
+	for _, r := range Roles {
+		if r.rank() > id.Role.rank() {
+			above = append(above, string(r))
+		}
+	}
+	if _, err := s.sessions.EndSessions(ctx, id.Subject, above); err != nil {
+		return Identity{}, err
+	}
+	ss := session{ID: rand.Text(), Subject: id.Subject, Name: id.Name, Role: id.Role, Expires: s.now().Add(s.ttl).Unix()}
+	if err := s.sessions.CreateSession(ctx, store.Session{ID: ss.ID, Subject: ss.Subject, Role: string(ss.Role),
+		ExpiresAt: time.Unix(ss.Expires, 0)}); err != nil {
+		return Identity{}, err
+	}
+	s.setCookie(w, SessionCookie, "/", s.seal(ss), s.ttl)
 	return id, nil
 }
 
-// Logout ends the browser's session by clearing its cookie. The session's cookie value, if it
-// was copied, stays valid until it expires: sessions live only in their cookies.
-func (s *SignIn) Logout(w http.ResponseWriter) { s.setCookie(w, SessionCookie, "/", "", -1) }
+// Logout ends the browser's session: its stored session (so that a copy of the cookie is
+// refused too) and its cookie. Errors: failures of the store (the cookie is cleared even so).
+func (s *SignIn) Logout(w http.ResponseWriter, r *http.Request) error {
+	s.setCookie(w, SessionCookie, "/", "", -1)
+	c, err := r.Cookie(SessionCookie)
+	var ss session
+	if err != nil || c.Value == "" || !s.open(c.Value, &ss) || ss.ID == "" {
+		return nil // no session of this server's to end
+	}
+	return s.sessions.EndSession(r.Context(), ss.ID)
+}
 
 // Session returns the identity of r's session cookie. Errors: ErrNoCredentials without one;
-// ErrInvalidCredentials when it is not signed by this server's key or has expired.
+// ErrInvalidCredentials when it is not signed by this server's key, has expired or has ended
+// (its stored session is gone); failures of the store.
 func (s *SignIn) Session(r *http.Request) (Identity, error) {
 	c, err := r.Cookie(SessionCookie)
 	if err != nil || c.Value == "" {
@@ -209,6 +243,16 @@ func (s *SignIn) Session(r *http.Request) (Identity, error) {
 	}
 	if s.now().Unix() >= ss.Expires {
 		return Identity{}, fmt.Errorf("%w: the session has expired; sign in again", ErrInvalidCredentials)
+	}
+	if ss.ID == "" {
+		return Identity{}, fmt.Errorf("%w: the session is of an older server version; sign in again", ErrInvalidCredentials)
+	}
+	live, err := s.sessions.SessionLive(r.Context(), ss.ID, s.now())
+	if err != nil {
+		return Identity{}, err
+	}
+	if !live {
+		return Identity{}, fmt.Errorf("%w: the session has ended (signed out, or signed in again with another role); sign in again", ErrInvalidCredentials)
 	}
 	return Identity{Subject: ss.Subject, Name: ss.Name, Role: ss.Role, Method: MethodSession}, nil
 }

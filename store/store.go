@@ -282,6 +282,7 @@ type Store interface {
 	Ping(ctx context.Context) error
 
 	TokenStore
+	SessionStore
 
 	AuditStore
 

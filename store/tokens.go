@@ -52,3 +52,32 @@ type Token struct {
 	// RevokedAt is zero for a token not revoked.
 	RevokedAt time.Time `json:"revokedAt"`
 }
+
+// SessionStore keeps the sessions of the designer's sign-in (auth.SignIn): a session cookie
+// is accepted while its session is here and not expired. Store embeds it.
+type SessionStore interface {
+	// CreateSession stores s, and deletes sessions expired at s's creation (at most 100 at a
+	// time, so that the table does not grow with them).
+	// Errors: ErrAlreadyExists when a session with s.ID exists.
+	CreateSession(ctx context.Context, s Session) error
+
+	// SessionLive reports whether session id is stored and its ExpiresAt is after at.
+	SessionLive(ctx context.Context, id string, at time.Time) (bool, error)
+
+	// EndSession deletes session id (signing out). An unknown id is not an error.
+	EndSession(ctx context.Context, id string) error
+
+	// EndSessions deletes the sessions of subject whose role is one of roles (a sign-in with
+	// a lower role ends those with higher ones), and returns how many it deleted.
+	EndSessions(ctx context.Context, subject string, roles []string) (int64, error)
+}
+
+// Session is a stored session of the designer's sign-in.
+type Session struct {
+	// ID is the session's random name, which its signed cookie carries.
+	ID      string
+	Subject string
+	// Role is the role the provider gave at sign-in, one of auth.Roles' names.
+	Role      string
+	ExpiresAt time.Time
+}

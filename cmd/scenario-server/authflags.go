@@ -255,7 +255,7 @@ func (a authConfig) authenticator(ctx context.Context, st store.Store, dataDir s
 		return nil, nil, err
 	}
 	signIn, err := auth.NewSignIn(o, auth.SignInConfig{ClientSecret: a.OIDCClientSecret, RedirectURL: a.OIDCRedirectURL,
-		Key: key, Secure: a.TLSCert != "" || strings.HasPrefix(a.OIDCRedirectURL, "https://")})
+		Key: key, Secure: a.TLSCert != "" || strings.HasPrefix(a.OIDCRedirectURL, "https://"), Sessions: st})
 	if err != nil {
 		return nil, nil, err
 	}

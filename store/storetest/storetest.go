@@ -73,6 +73,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"EventLogEnd", testEventLogEnd},
 		{"Ping", testPing},
 		{"Tokens", testTokens},
+		{"Sessions", testSessions},
 		{"Audit", testAudit},
 		{"AuditPagingConcurrent", testAuditPagingConcurrent},
 		{"AuditRetention", testAuditRetention},

@@ -81,3 +81,52 @@ func testTokens(t *testing.T, open func(t *testing.T) store.Store) {
 		t.Errorf("ListTokens after revoking = %+v; want both, ci revoked", list)
 	}
 }
+
+// testSessions: sessions a (alice, admin), b (alice, viewer), c (bob, admin) for an hour and e
+// (eve) expired a second ago; worked by hand: a, b and c live, e and an unknown id not; a
+// second a refused; ending alice's admin and deployer sessions ends a alone (1); signing b
+// out ends it; an unknown id signs out without an error; c is not live at its expiry.
+func testSessions(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	hour := now.Add(time.Hour)
+	for _, ss := range []store.Session{{ID: "a", Subject: "alice", Role: "admin", ExpiresAt: hour}, {ID: "b", Subject: "alice", Role: "viewer", ExpiresAt: hour},
+		{ID: "c", Subject: "bob", Role: "admin", ExpiresAt: hour}, {ID: "e", Subject: "eve", Role: "viewer", ExpiresAt: now.Add(-time.Second)}} {
+		if err := s.CreateSession(ctx, ss); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live := func(id string, at time.Time) bool {
+		t.Helper()
+		ok, err := s.SessionLive(ctx, id, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	check := func(what string, want map[string]bool) {
+		t.Helper()
+		for id, w := range want {
+			if got := live(id, now); got != w {
+				t.Errorf("%s: session %q live %v, want %v", what, id, got, w)
+			}
+		}
+	}
+	check("created", map[string]bool{"a": true, "b": true, "c": true, "e": false, "nope": false})
+	wantErr(t, "a second a", s.CreateSession(ctx, store.Session{ID: "a", Subject: "mallory", Role: "admin", ExpiresAt: hour}), store.ErrAlreadyExists)
+	if n, err := s.EndSessions(ctx, "alice", []string{"admin", "deployer"}); n != 1 || err != nil {
+		t.Errorf("ending alice's admin and deployer sessions: %d, %v; want 1", n, err)
+	}
+	check("alice's admin session ended", map[string]bool{"a": false, "b": true, "c": true})
+	if err := s.EndSession(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EndSession(ctx, "nope"); err != nil {
+		t.Errorf("ending an unknown session: %v", err)
+	}
+	check("b signed out", map[string]bool{"b": false, "c": true})
+	if live("c", hour) {
+		t.Error("c live at its expiry")
+	}
+}
