@@ -65,10 +65,10 @@ type SignInConfig struct {
 // SignIn runs the authorization code flow with PKCE for the designer and keeps the sessions
 // it creates in signed cookies.
 type SignIn struct {
-	oidc   *OIDC
-	oauth  oauth2.Config
-	key    []byte
-	secure bool
+	oidc     *OIDC
+	oauth    oauth2.Config
+	key      []byte
+	secure   bool
 	ttl      time.Duration
 	now      func() time.Time
 	sessions store.SessionStore
