@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -90,9 +91,61 @@ func NewOIDC(ctx context.Context, cfg OIDCConfig) (*OIDC, error) {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = http.DefaultClient
 	}
-	o := &OIDC{cfg: cfg, clientID: cfg.ClientID, rolesClaim: cfg.RolesClaim, httpClient: cfg.HTTPClient, now: time.Now}
+	o := &OIDC{cfg: cfg, clientID: cfg.ClientID, rolesClaim: cfg.RolesClaim, httpClient: boundedClient(cfg.HTTPClient, providerMaxBytes), now: time.Now}
 	_, err := o.ready(ctx)
 	return o, err
+}
+
+// providerMaxBytes bounds each answer of the provider that is read (the discovery document,
+// the code exchange's; the key set has its own bound, jwksMaxBytes): go-oidc reads the
+// discovery document whole and keeps it, and a document of 800 MiB held 1.95 GB for the life
+// of the server.
+const providerMaxBytes = 1 << 20
+
+// boundedClient is c whose answers' bodies fail past max bytes.
+func boundedClient(c *http.Client, max int64) *http.Client {
+	b := *c
+	rt := b.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	b.Transport = boundedTransport{rt: rt, max: max}
+	return &b
+}
+
+type boundedTransport struct {
+	rt  http.RoundTripper
+	max int64
+}
+
+func (t boundedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.rt.RoundTrip(r)
+	if err == nil {
+		resp.Body = &boundedBody{ReadCloser: resp.Body, left: t.max, max: t.max, url: r.URL.Redacted()}
+	}
+	return resp, err
+}
+
+// boundedBody fails a read past left bytes.
+type boundedBody struct {
+	io.ReadCloser
+	left, max int64
+	url       string
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, fmt.Errorf("%s: an answer larger than %d bytes", b.url, b.max)
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1] // one more, to tell an answer of exactly left bytes from a longer one
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return 0, fmt.Errorf("%s: an answer larger than %d bytes", b.url, b.max)
+	}
+	return n, err
 }
 
 // ready returns what the discovery document gave, reading it when it has not been read and

@@ -2,7 +2,11 @@ package auth_test
 
 import (
 	"errors"
+	"fmt"
+	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,5 +74,32 @@ func TestBearerJWT(t *testing.T) {
 	}
 	if _, err := authenticate(a, ""); !errors.Is(err, auth.ErrNoCredentials) {
 		t.Errorf("no header: %v; want ErrNoCredentials", err)
+	}
+}
+
+// The provider's answers are read up to 1 MiB: a discovery document of 2 MiB (here, padding
+// in an unknown field) is ErrProviderNotReady with the bound as its cause, where go-oidc
+// read and kept any size (800 MiB held 1.95 GB for the life of the server); the same
+// document with 1 KB of padding is read.
+func TestDiscoveryDocumentBounded(t *testing.T) {
+	var pad atomic.Int64
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"issuer": %q, "jwks_uri": %q, "authorization_endpoint": %q, "token_endpoint": %q, "pad": %q}`,
+			srv.URL, srv.URL+"/keys", srv.URL+"/authorize", srv.URL+"/token", strings.Repeat("x", int(pad.Load())))
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		pad  int64
+		fits bool
+	}{{1000, true}, {2 << 20, false}} {
+		pad.Store(tc.pad)
+		_, err := auth.NewOIDC(t.Context(), auth.OIDCConfig{IssuerURL: srv.URL, ClientID: "c"})
+		if tc.fits && err != nil {
+			t.Errorf("a document with %d bytes of padding: %v", tc.pad, err)
+		}
+		if !tc.fits && (!errors.Is(err, auth.ErrProviderNotReady) || !strings.Contains(err.Error(), "an answer larger than 1048576 bytes")) {
+			t.Errorf("a document with %d bytes of padding: %v; want ErrProviderNotReady, larger than 1048576 bytes", tc.pad, err)
+		}
 	}
 }
