@@ -545,3 +545,56 @@ func TestKafkaSinkTopicRecreated(t *testing.T) {
 		t.Errorf("the new topic holds %q, want b, c and d", got)
 	}
 }
+
+// The topic's max.message.bytes lowered while deployed (from 1 MiB to 2,000): a batch of the
+// 30 records of 100 bytes one event batch makes (about 3,300 bytes) is refused with
+// MESSAGE_TOO_LARGE; the bound is read again and the producers made again with batches
+// within it, and the records are written (before, every checkpoint failed on the same batch
+// for good). A record of 5,000 bytes made after is over the bound read again: a dead letter,
+// and the one after it is written.
+func TestKafkaSinkTopicBoundLowered(t *testing.T) {
+	st, brokers, r := boundedTopicSink(t, "lowered", 1<<20)
+	rng := rand.New(rand.NewPCG(5, 6))
+	var want []string
+	event := func(n int) []byte {
+		s := randomHex(rng, n)
+		want = append(want, `"`+s+`"`)
+		return fmt.Appendf(nil, `{"ts": 1700000000000, "s": %q}`, s)
+	}
+	ingestAll(t, r, "lowered", [][]byte{event(10)}, 0, 1)
+	waitCommitted(t, r, "lowered", 1)
+	if _, err := kadm.NewClient(newProducer(t, brokers)).AlterTopicConfigs(t.Context(),
+		[]kadm.AlterConfig{{Name: "max.message.bytes", Value: kadm.StringPtr("2000")}}, "lowered"); err != nil {
+		t.Fatal(err)
+	}
+	var batch [][]byte
+	for range 30 {
+		batch = append(batch, event(100))
+	}
+	if _, err := r.Ingest(t.Context(), "lowered", "in", "thirty", batch); err != nil {
+		t.Fatal(err)
+	}
+	waitCommitted(t, r, "lowered", 31)
+	got := func() []string {
+		var out []string
+		for _, rec := range consumeAll(t, brokers, "lowered", kgo.ReadCommitted()) {
+			out = append(out, string(rec.Value))
+		}
+		return out
+	}
+	if g := got(); !slices.Equal(g, want) {
+		t.Fatalf("%d records written, want the %d", len(g), len(want))
+	}
+
+	if _, err := r.Ingest(t.Context(), "lowered", "in", "large", [][]byte{event(5000), event(10)}); err != nil {
+		t.Fatal(err)
+	}
+	want = slices.Delete(want, len(want)-2, len(want)-1) // the large one is a dead letter
+	waitCommitted(t, r, "lowered", 33)
+	if g := got(); !slices.Equal(g, want) {
+		t.Errorf("%d records written, want the %d: the large one a dead letter", len(g), len(want))
+	}
+	if dls := readDeadLetters(t, st, "lowered"); len(dls) != 1 || !strings.Contains(dls[0].Message, "more than the 1899 a record may be in its topic") {
+		t.Errorf("dead letters %+v, want the large record's", dls)
+	}
+}

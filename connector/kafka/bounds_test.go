@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
@@ -22,6 +23,7 @@ import (
 	"github.com/scenario-server/scenario-server/connector"
 	"github.com/scenario-server/scenario-server/internal/kafkatest"
 	"github.com/scenario-server/scenario-server/schemaregistry"
+	"github.com/scenario-server/scenario-server/value"
 )
 
 // setBounds sets the input's bounds for one test.
@@ -436,5 +438,44 @@ func TestTopicBoundsRecords(t *testing.T) {
 		if r, b := k.MaxRecordBytes(), k.batchBytes(); r != tc.record || b != tc.batch {
 			t.Errorf("max.message.bytes %d: records %d, batches %d; want %d and %d", tc.topic, r, b, tc.record, tc.batch)
 		}
+	}
+}
+
+// A record buffered before the topic's max.message.bytes was lowered under it (made while the
+// bound was 1 MiB; 2,000 now, read by Ready before the checkpoint): Prepare fails naming the
+// record's size, the bound and what to do, rather than the brokers' MESSAGE_TOO_LARGE at every
+// try; a record within the bound (1,899 bytes: 2,000 less 101) is written.
+func TestPendingRecordOverALoweredBound(t *testing.T) {
+	o, _, committed := newTestOutputWith(t, Cluster{})
+	ctx := t.Context()
+	if err := o.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	o.Write(value.String(strings.Repeat("x", 1_900)))
+	cl, err := o.conn.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "max.message.bytes", Value: kadm.StringPtr("2000")}}, "out"); err != nil {
+		t.Fatal(err)
+	}
+	o.boundSet = false // as a MESSAGE_TOO_LARGE leaves it
+	if err := o.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err = o.Prepare(ctx)
+	if err == nil || !strings.Contains(err.Error(), "a record of 1902 bytes (key, value and headers) waits to be written, and the topic's max.message.bytes (2000, lowered since the record was made) takes at most 1899") {
+		t.Fatalf("prepare: %v", err)
+	}
+	o.Abort(ctx)
+	o.pending, o.pendingBytes = nil, 0 // as a deployment deployed again has
+	o.Write(value.String(strings.Repeat("y", 1_897)))
+	if _, err := o.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	o.Commit(ctx)
+	if got := committed(); len(got) != 1 || len(got[0]) != 1_899 {
+		t.Errorf("committed %d records, want the one of 1,899 bytes", len(got))
 	}
 }

@@ -159,6 +159,15 @@ func (k *Output) add(enc *value.JSONEncoder, v value.Value) {
 	k.pendingBytes += recordBytes(rec)
 }
 
+// headerBytes is the bytes of r's headers' names and values.
+func headerBytes(r *kgo.Record) int {
+	n := 0
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return n
+}
+
 // recordBytes is what a pending record holds: the bytes of its key, value and headers, and
 // franz-go's record (kgoRecordBytes) and headers (kgoHeaderBytes) around them (counted by
 // their bytes alone, a million records of 1 byte passed no bound).
@@ -197,6 +206,15 @@ func (k *Output) prepare(ctx context.Context) (*kafkaTxn, error) {
 	if len(k.pending) == 0 {
 		return nil, nil
 	}
+	if limit := k.MaxRecordBytes(); k.topicBytes > 0 {
+		for _, r := range k.pending {
+			if n := len(r.Key) + len(r.Value) + headerBytes(r); n > limit {
+				// Made before the topic's bound was lowered: the brokers refuse it at every try.
+				return nil, fmt.Errorf("kafka sink %q (topic %q): a record of %d bytes (key, value and headers) waits to be written, and the topic's max.message.bytes (%d, lowered since the record was made) takes at most %d: raise it back, or deploy the scenario again (the events since the last checkpoint are processed again, and a record over the bound is then a per-event error with a dead letter)",
+					k.id, k.topic, n, k.topicBytes, limit)
+			}
+		}
+	}
 	cl, err := k.producer(ctx, k.slot)
 	if err != nil {
 		return nil, err
@@ -221,6 +239,13 @@ func (k *Output) prepare(ctx context.Context) (*kafkaTxn, error) {
 	}
 	if err != nil {
 		k.abortOn(parent, k.slot)
+		if errors.Is(err, kerr.MessageTooLarge) {
+			// The topic's bound was lowered since Ready read it: it is read again before the
+			// next try, and the producers made again with the batches it allows.
+			k.boundSet, k.topicBytes = false, 0
+			k.reset(0)
+			k.reset(1)
+		}
 		if errors.Is(err, kerr.UnknownTopicID) {
 			// The topic was deleted and created again: a producer keeps the old one's ID
 			// until its metadata ages out (minutes). New producers, with the same
