@@ -457,6 +457,8 @@ test('build, validate, save, test and reload a scenario', async (t) => {
   await t.test('cancel asks for confirmation before stopping the deployment', async () => {
     await page.getByTestId('tab-deploy').click();
     await page.getByTestId('deploy-status').filter({ hasText: 'RUNNING' }).waitFor();
+    // v6 is saved, v2 runs: deploying v6 would start its windows empty, and the panel says so.
+    await page.getByTestId('deploy-other-version').filter({ hasText: 'Deploying v6 replaces the running v2' }).waitFor();
     await page.getByTestId('cancel-deployment').click();
     const confirm = page.getByTestId('cancel-confirm');
     await confirm.waitFor();
@@ -780,4 +782,22 @@ test('the window timeline of 10,000 flights', async (t) => {
     await shot(page, '10b-timeline-10k-scrolled');
     noConsoleErrors('timeline 10k');
   });
+});
+
+test('importing a file named as an existing scenario asks first, and imports as its next version', async () => {
+  const name = 'imported-twice';
+  const graph = { nodes: [{ id: 'http source', type: 'Source', ref: { typ: 'http', parameters: [] } }], edges: [] };
+  const res = await fetch(`${server.url}/api/scenarios`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name, graph, comment: 'v1' }) });
+  assert.ok(res.ok, await res.text());
+  await page.goto(server.url + '/');
+  await page.getByTestId('leave-go').click({ timeout: 2000 }).catch(() => {}); // unsaved edits of the test before
+  await page.getByTestId('import-file').setInputFiles({ name: `${name}-v7.json`, mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(graph)) });
+  await page.getByTestId('import').click();
+  // Before, the file became v2 without a word.
+  await page.getByTestId('import-into').filter({ hasText: `A scenario named ${name} exists (latest v1). Import the file as its v2?` }).waitFor();
+  assert.equal((await (await fetch(`${server.url}/api/scenarios/${name}`)).json()).scenario.latestVersion, 1);
+  await page.getByTestId('import-into-confirm').click();
+  await page.getByTestId('import-into').waitFor({ state: 'detached' });
+  assert.equal((await (await fetch(`${server.url}/api/scenarios/${name}`)).json()).scenario.latestVersion, 2);
+  noConsoleErrors('import into an existing scenario');
 });

@@ -70,6 +70,10 @@ export function ScenarioList() {
     location.hash = scenarioHref(name);
   };
 
+  // An import whose name is an existing scenario's waits for the author to say it is meant as
+  // that scenario's next version (before, it became one without a word).
+  const [importInto, setImportInto] = useState<{ name: string; graph: unknown; latest: number } | null>(null);
+
   const importScenario = async (e: React.FormEvent) => {
     e.preventDefault();
     if (!importFile) return;
@@ -80,7 +84,21 @@ export function ScenarioList() {
     } catch (err) {
       return setError(`${importFile.name} is not JSON: ${(err as Error).message}`);
     }
-    const { data, error } = await api.POST('/api/scenarios/{name}/import', { params: { path: { name }, query: { comment: `imported from ${importFile.name}` } }, body: graph as Record<string, unknown> });
+    const { data: existing, response } = await api.GET('/api/scenarios/{name}', { params: { path: { name } } });
+    if (existing) return setImportInto({ name, graph, latest: existing.scenario.latestVersion });
+    if (response.status !== 404) return setError(`looking for a scenario named "${name}": ${response.status}`);
+    await sendImport(name, graph);
+  };
+
+  // sendImport imports graph as scenario name: on top of version base when given (409 when it
+  // is no longer the latest: someone saved meanwhile), else as a new scenario.
+  const sendImport = async (name: string, graph: unknown, base?: number) => {
+    if (!importFile) return;
+    const { data, error } = await api.POST('/api/scenarios/{name}/import', {
+      params: { path: { name }, query: { comment: `imported from ${importFile.name}`, baseVersion: base } },
+      body: graph as Record<string, unknown>,
+    });
+    setImportInto(null);
     if (error) return setError(problemText(error));
     setError('');
     if (!data.validation.valid) setError(`imported "${name}" v${data.version.version}; it has ${data.validation.errors?.length ?? 0} validation errors`);
@@ -135,6 +153,19 @@ export function ScenarioList() {
         </form>
         )}
       </div>
+      {importInto && (
+        <div className="row" data-testid="import-into">
+          <span>
+            A scenario named <b>{importInto.name}</b> exists (latest v{importInto.latest}). Import the file as its v{importInto.latest + 1}?
+          </span>
+          <button type="button" className="primary" onClick={() => sendImport(importInto.name, importInto.graph, importInto.latest)} data-testid="import-into-confirm">
+            Import as v{importInto.latest + 1}
+          </button>
+          <button type="button" onClick={() => setImportInto(null)}>
+            Cancel
+          </button>
+        </div>
+      )}
       {error && (
         <div className="field-error" data-testid="list-error">
           {error}

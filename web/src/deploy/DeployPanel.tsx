@@ -206,6 +206,12 @@ export function DeployPanel({ name, version, dirty, savedErrors, collectSinks, d
       <div className="param">
         <input value={comment} placeholder="Comment (why)" onChange={(e) => setComment(e.target.value)} data-testid="deploy-comment" />
       </div>
+      {running && d && version !== 0 && d.version !== version && (
+        <div className="muted small" data-testid="deploy-other-version">
+          Deploying v{version} replaces the running v{d.version}: the event log goes on where it stops, but the windows start empty
+          (another version's window state does not fit its graph): the events already in the windows open now are not in v{version}'s.
+        </div>
+      )}
       <div className="row">
         <button type="button" className="primary" disabled={busy || version === 0 || savedErrors > 0} onClick={() => act('deploy')} data-testid="deploy">
           {requests.approval ? `Ask to deploy v${version}` : `Deploy v${version}`}

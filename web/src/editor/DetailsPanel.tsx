@@ -33,12 +33,16 @@ type Props = {
   onMoveEdge: (edgeId: string, direction: -1 | 1) => void;
 };
 
-function IdField({ id, onRename }: { id: string; onRename: (id: string) => boolean }) {
+export function IdField({ id, onRename }: { id: string; onRename: (id: string) => boolean }) {
   const [text, setText] = useState(id);
   const [error, setError] = useState('');
   useEffect(() => setText(id), [id]);
   const commit = () => {
     if (text === id) return;
+    if (!text.trim()) {
+      setError('a node needs a name');
+      return;
+    }
     if (!onRename(text)) {
       setError(`another node is named "${text}"`);
       return;
