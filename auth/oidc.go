@@ -77,10 +77,10 @@ const (
 // be checked, not refused.
 var ErrProviderNotReady = errors.New("the OIDC provider's discovery document has not been read")
 
-// NewOIDC returns the verifier of cfg's provider and reads its discovery document. Errors: a
-// configuration without an issuer or a client id (nil OIDC); ErrProviderNotReady when the
-// document could not be read or does not fit, with a usable OIDC that reads it again when
-// it is needed (the caller may go on, or stop).
+// NewOIDC returns the verifier of cfg's provider and reads its discovery document, waiting
+// for it until ctx ends. Errors: a configuration without an issuer or a client id (nil OIDC);
+// ErrProviderNotReady when the document could not be read (by then) or does not fit, with a
+// usable OIDC that reads it again when it is needed (the caller may go on, or stop).
 func NewOIDC(ctx context.Context, cfg OIDCConfig) (*OIDC, error) {
 	if cfg.IssuerURL == "" || cfg.ClientID == "" {
 		return nil, errors.New("OIDC needs an issuer URL and a client id")
@@ -92,8 +92,19 @@ func NewOIDC(ctx context.Context, cfg OIDCConfig) (*OIDC, error) {
 		cfg.HTTPClient = http.DefaultClient
 	}
 	o := &OIDC{cfg: cfg, clientID: cfg.ClientID, rolesClaim: cfg.RolesClaim, httpClient: boundedClient(cfg.HTTPClient, providerMaxBytes), now: time.Now}
-	_, err := o.ready(ctx)
-	return o, err
+	// The read goes on past ctx (up to discoveryTimeout) when ctx ends first: the caller does
+	// not wait for a provider that does not answer, and tokens work once it has.
+	done := make(chan error, 1)
+	go func() {
+		_, err := o.ready(ctx)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return o, err
+	case <-ctx.Done():
+		return o, fmt.Errorf("%w (%s): no answer yet (%w); still reading it", ErrProviderNotReady, cfg.IssuerURL, ctx.Err())
+	}
 }
 
 // providerMaxBytes bounds each answer of the provider that is read (the discovery document,

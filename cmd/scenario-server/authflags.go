@@ -223,6 +223,9 @@ func (a authConfig) checkAddress(addr string) error {
 		errUnsafeAddress, addr)
 }
 
+// startDiscoveryWait bounds the read of the provider's discovery document at start.
+const startDiscoveryWait = 5 * time.Second
+
 // authenticator is the API's authenticator and the designer's sign-in: nil when
 // authentication is not configured, and a nil sign-in without -oidc-redirect-url. It reads the
 // provider's discovery document; a provider that cannot be reached does not stop the start
@@ -236,7 +239,10 @@ func (a authConfig) authenticator(ctx context.Context, st store.Store, dataDir s
 	if a.OIDCIssuer == "" {
 		return authn, nil, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	// A provider that does not answer holds the start (the server does not listen yet) for
+	// startDiscoveryWait at most: it was 30 s, long enough for an orchestrator's probes to
+	// give up on the server. Its document is read again when a token or a sign-in needs it.
+	ctx, cancel := context.WithTimeout(ctx, startDiscoveryWait)
 	defer cancel()
 	o, err := auth.NewOIDC(ctx, auth.OIDCConfig{IssuerURL: a.OIDCIssuer, ClientID: a.OIDCClientID, RolesClaim: a.OIDCRolesClaim,
 		HTTPClient: &http.Client{Timeout: 30 * time.Second}})

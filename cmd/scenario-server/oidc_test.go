@@ -100,16 +100,38 @@ func TestOIDCBinary(t *testing.T) {
 }
 
 // TestOIDCProviderDownAtStart: the binary with a provider that cannot be reached starts (the
-// warning in its log) and answers the provider's JWTs 503, not 401, rather than exiting.
+// warning in its log) and answers the provider's JWTs 503, not 401, rather than exiting; so it
+// does with a provider that takes connections and never answers, within 15 s (it waited 30 s
+// for it before listening: a health probe got no answer meanwhile).
 func TestOIDCProviderDownAtStart(t *testing.T) {
 	bin := buildServer(t, false)
+	for _, provider := range []string{"closed", "hanging"} {
+		t.Run(provider, func(t *testing.T) { testOIDCProviderDownAtStart(t, bin, provider) })
+	}
+}
+
+func testOIDCProviderDownAtStart(t *testing.T, bin, provider string) {
 	p := oidctest.New(t)
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	down, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	issuer := "http://" + closed.Addr().String()
-	closed.Close()
+	issuer := "http://" + down.Addr().String()
+	if provider == "closed" {
+		down.Close()
+	} else {
+		defer down.Close()
+		go func() { // takes connections, reads the requests, answers nothing
+			for {
+				c, err := down.Accept()
+				if err != nil {
+					return
+				}
+				defer c.Close()
+				go io.Copy(io.Discard, c)
+			}
+		}()
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -135,11 +157,15 @@ func TestOIDCProviderDownAtStart(t *testing.T) {
 			t.Logf("server logs:\n%s", lastLines(proc.logs.String(), 40))
 		}
 	})
+	started := time.Now()
 	warn := waitForLog(t, proc.logs, "the OIDC provider could not be read; its tokens and sign-ins are answered 503 until it can (tried again at most every 10 s, when one comes)")
 	if !strings.Contains(fmt.Sprint(warn["error"]), issuer) {
 		t.Errorf("the warning does not name the issuer: %v", warn)
 	}
 	waitForLog(t, proc.logs, "listening")
+	if waited := time.Since(started); waited > 15*time.Second {
+		t.Errorf("listening %v after the start; want within 15 s", waited.Round(time.Second))
+	}
 	req, _ := http.NewRequest("GET", proc.base+"/api/scenarios", nil)
 	req.Header.Set("Authorization", "Bearer "+p.Token(t, map[string]any{"sub": "d-1"}, time.Hour))
 	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
