@@ -3,7 +3,10 @@ package api
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/go-chi/chi/v5"
@@ -40,9 +43,16 @@ func registerSignIn(r chi.Router, s *auth.SignIn) {
 		}
 	})
 	exchanges := signInPlaces()
+	callbacks := newBuckets(signInRate, signInBurst)
 	r.Get("/auth/callback", func(w http.ResponseWriter, r *http.Request) {
 		if s == nil {
 			notConfigured(w)
+			return
+		}
+		if _, wait, ok := callbacks.takeN(rateKey(r), 1, time.Now()); !ok {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+			writeProblem(w, problemf(http.StatusTooManyRequests, CodeRateLimited,
+				"more than %d sign-ins from this client in a short time (then one every %v); retry later", signInBurst, time.Duration(float64(time.Second)/signInRate)))
 			return
 		}
 		exchanges.serve(w, r, "1", func() { completeSignIn(w, r, s) })
@@ -81,6 +91,15 @@ func completeSignIn(w http.ResponseWriter, r *http.Request, s *auth.SignIn) {
 // up to 30 s, holding a connection to it. A sign-in's login cookie can be replayed, so that
 // without a bound one client with one cookie could keep as many exchanges open as it has
 // connections (and as many file descriptors again), and send the provider as many requests.
+// signInRate and signInBurst bound the callbacks one client (address, an IPv6 one by its /64)
+// completes over time: a burst of 30, then one a second. Each asks the provider to exchange
+// a code with the server's client secret: replaying one login cookie made 4,137 exchanges in
+// 3 s, which could have the provider throttle or lock the client out for everyone.
+const (
+	signInRate  = 1.0
+	signInBurst = 30
+)
+
 const (
 	maxSignIns          = 32
 	maxSignInsPerClient = 4

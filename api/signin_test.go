@@ -456,3 +456,31 @@ func checkSignInBound(t *testing.T, n int, from func(i int) string, refused, wan
 		t.Errorf("at most %d exchanges at once, want %d", m, want)
 	}
 }
+
+// One client completes 30 sign-ins at once, then one a second: each callback asks the
+// provider to exchange a code (a replayed login cookie made 4,137 exchanges in 3 s). Here 35
+// callbacks in a row without a sign-in in progress: 30 answered 400, the other 5 429 with a
+// Retry-After.
+func TestSignInCallbacksRateLimited(t *testing.T) {
+	p := oidctest.New(t)
+	var clock atomic.Int64
+	c := signInServer(t, p, &clock)
+	var failed, limited int
+	start := time.Now()
+	for range 35 {
+		r := c.get("/auth/callback?code=x&state=y")
+		switch {
+		case r.Status == http.StatusBadRequest:
+			failed++
+		case r.Status == http.StatusTooManyRequests && r.Header.Get("Retry-After") != "":
+			limited++
+		default:
+			t.Fatalf("callback: %d %s", r.Status, r.Body)
+		}
+	}
+	// A slow machine refills a place a second meanwhile.
+	refilled := int(time.Since(start).Seconds())
+	if failed < 30 || failed > 30+refilled || failed+limited != 35 {
+		t.Errorf("%d failed and %d rate-limited in %v; want 30 (and %d refilled at most) and the rest", failed, limited, time.Since(start), refilled)
+	}
+}
