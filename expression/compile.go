@@ -159,6 +159,9 @@ func CompileWith(text string, env TypeEnv, want Type, opts Options) (prog *Progr
 	if _, err := new(checker.Checker).PatchAndCheck(tree, config); err != nil {
 		return nil, []scenario.Problem{src.problem(err, CodeType, tree)}
 	}
+	if p := src.checkPresent(env); p != nil {
+		return nil, []scenario.Problem{*p}
+	}
 	result := fromNature(tree.Node.Nature(), 0)
 	if t, ok := referenceType(tree.Node, env); ok {
 		result = t
@@ -206,6 +209,59 @@ func CompileWith(text string, env TypeEnv, want Type, opts Options) (prog *Progr
 		p.fastBinds = binds
 	}
 	return p, nil
+}
+
+// checkPresent type-checks the expression again with each value that may be null taken as
+// present (its type without null): expr's checker sees a value that may be null as "any"
+// (exprType), so that `#input.time * 1000` on a string field that is not required, or
+// `#input.amount + "x"` on a number, passed validation, and every event then failed. Null
+// itself stays a value these types take (`#input.x == nil`, `#input.x ?? 0`). A problem
+// found only so is a type problem at its place; nil when there is none, or nothing may be
+// null.
+func (s *source) checkPresent(env TypeEnv) *scenario.Problem {
+	if env == nil {
+		return nil
+	}
+	present := make(TypeEnv, len(env))
+	changed := false
+	for name, t := range s.checkerEnv(env) {
+		p := withoutNull(t, 0)
+		changed = changed || !reflect.DeepEqual(p, t)
+		present[name] = p
+	}
+	if !changed {
+		return nil // the check made was this one
+	}
+	config := newConfig(present)
+	tree, err := parser.ParseWithConfig(s.rewritten, config)
+	if err != nil {
+		return nil // parsed before: cannot be
+	}
+	if _, err := new(checker.Checker).PatchAndCheck(tree, config); err != nil {
+		p := s.problem(err, CodeType, tree)
+		return &p
+	}
+	return nil
+}
+
+// withoutNull is t, and the types inside it (fields, elements), not nullable.
+func withoutNull(t Type, depth int) Type {
+	t.Nullable = false
+	if depth > 64 {
+		return t
+	}
+	if t.Elem != nil {
+		e := withoutNull(*t.Elem, depth+1)
+		t.Elem = &e
+	}
+	if len(t.Fields) > 0 {
+		fields := make([]Field, len(t.Fields))
+		for i, f := range t.Fields {
+			fields[i] = Field{Name: f.Name, Type: withoutNull(f.Type, depth+1)}
+		}
+		t.Fields = fields
+	}
+	return t
 }
 
 func newConfig(env TypeEnv) *conf.Config {
