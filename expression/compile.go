@@ -112,10 +112,13 @@ func (p *Program) Variables() []string { return p.vars }
 // checker infers and that is not AssignableTo want is CodeResultType. A
 // result of unknown type passes and is checked when the expression runs.
 //
+// Problems come with a nil Program, but for one found only with values that may be null
+// taken as present (checkPresent): that one is Authoring, and the Program is returned.
+//
 // Problems have Code, Message and the 1-based Line and Column (in code
 // points) in text as the user wrote it; a '#name' reference is located at
 // its '#'. NodeID and Field are left for the caller to fill. Compile
-// never panics on any text; on problems the Program is nil.
+// never panics on any text; on problems the Program is nil (but see below).
 //
 // Compile applies the default Limits (a text past one is CodeTooLong,
 // CodeTooDeep or CodeTooLarge) and gives the Program the default Budget;
@@ -159,8 +162,12 @@ func CompileWith(text string, env TypeEnv, want Type, opts Options) (prog *Progr
 	if _, err := new(checker.Checker).PatchAndCheck(tree, config); err != nil {
 		return nil, []scenario.Problem{src.problem(err, CodeType, tree)}
 	}
+	// A problem only with values taken as present is a rule newer than scenarios already
+	// deployed (Authoring: they resume); the program is made all the same.
+	var present []scenario.Problem
 	if p := src.checkPresent(env); p != nil {
-		return nil, []scenario.Problem{*p}
+		p.Authoring = true
+		present = []scenario.Problem{*p}
 	}
 	result := fromNature(tree.Node.Nature(), 0)
 	if t, ok := referenceType(tree.Node, env); ok {
@@ -195,7 +202,7 @@ func CompileWith(text string, env TypeEnv, want Type, opts Options) (prog *Progr
 	p.whole = wholeBindings(vars, env)
 	p.fast, p.fastBinds = p.program, p.whole
 	if p.allVars || env == nil {
-		return p, nil
+		return p, present
 	}
 	lets := letNames(tree.Node)
 	isVar := func(name string) bool {
@@ -208,7 +215,7 @@ func CompileWith(text string, env TypeEnv, want Type, opts Options) (prog *Progr
 		}
 		p.fastBinds = binds
 	}
-	return p, nil
+	return p, present
 }
 
 // checkPresent type-checks the expression again with each value that may be null taken as
@@ -216,8 +223,8 @@ func CompileWith(text string, env TypeEnv, want Type, opts Options) (prog *Progr
 // (exprType), so that `#input.time * 1000` on a string field that is not required, or
 // `#input.amount + "x"` on a number, passed validation, and every event then failed. Null
 // itself stays a value these types take (`#input.x == nil`, `#input.x ?? 0`). A problem
-// found only so is a type problem at its place; nil when there is none, or nothing may be
-// null.
+// found only so is a type problem at its place, which Compile returns with the program; nil
+// when there is none, or nothing may be null.
 func (s *source) checkPresent(env TypeEnv) *scenario.Problem {
 	if env == nil {
 		return nil
