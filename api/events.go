@@ -14,6 +14,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/scenario-server/scenario-server/deploy"
+	"github.com/scenario-server/scenario-server/store"
 )
 
 // ndjson is the media type of newline-delimited JSON: one event per line.
@@ -217,13 +218,20 @@ func isEventsPath(path string) bool {
 
 // pausedProblem is the not-deployed answer for a scenario whose latest deployment the store
 // keeps as running but this server does not run, paused (safe mode, --no-resume): it says so and
-// how to resume, where "is not deployed" would mislead. Nil otherwise.
+// how to resume, where "is not deployed" would mislead; and for one whose latest deployment
+// FAILED, with its reason. Nil otherwise.
 func (h *handlers) pausedProblem(ctx context.Context, name string) *ProblemDetails {
 	list, err := h.store.ListDeployments(ctx, name, 0, 1)
 	if err != nil || len(list) == 0 {
 		return nil
 	}
 	d := list[0]
+	if d.Status == store.StatusFailed {
+		// A client retrying on 409 learns why (a crash loop, a checkpoint the store lost)
+		// rather than to deploy a scenario someone deployed.
+		return problemf(http.StatusConflict, CodeNotDeployed, "scenario %q is not running: its deployment %d (version %d) FAILED: %s; deploy it again once the cause is fixed",
+			name, d.ID, d.Version, d.Reason)
+	}
 	if !isPaused(d) {
 		return nil
 	}

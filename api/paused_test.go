@@ -58,3 +58,27 @@ func TestPausedSaysPaused(t *testing.T) {
 		t.Errorf("deployments after the deploy %+v; want fraud RUNNING, not paused", list.Scenarios)
 	}
 }
+
+// Events sent to a scenario whose latest deployment FAILED are answered 409 with the failure
+// and its reason (a crash loop here), not "deploy it first": a client retrying on 409 never
+// learned why, and the scenario had been deployed.
+func TestIngestIntoAFailedDeploymentSaysWhy(t *testing.T) {
+	t.Parallel()
+	st := sqliteStore(t)
+	ctx := context.Background()
+	if _, err := st.CreateScenario(ctx, "fraud", store.Draft{Graph: []byte(countGraph("10s"))}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := st.CreateDeployment(ctx, store.NewDeployment{Scenario: "fraud", Version: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SetDeploymentStatus(ctx, d.ID, store.StatusFailed, "the server stopped 3 times in a row while running it"); err != nil {
+		t.Fatal(err)
+	}
+	c := newDeployClient(t, st)
+	p := postEvents(c, "fraud", "in", "", events(0, 1)).problem(t, http.StatusConflict, api.CodeNotDeployed)
+	if want := `scenario "fraud" is not running: its deployment 1 (version 1) FAILED: the server stopped 3 times in a row while running it; deploy it again once the cause is fixed`; p.Detail != want {
+		t.Errorf("detail %q; want %q", p.Detail, want)
+	}
+}
