@@ -103,6 +103,10 @@ type kafkaTxn struct {
 	// records are the transaction's records while this Output still holds them (a commit
 	// that failed, see committed); nil for a restored transaction.
 	records []*kgo.Record
+	// partition and offset are where the transaction's first record went (txnCommitted
+	// reads its marker from there); unknown for a restored transaction.
+	partition int32
+	offset    int64
 }
 
 // NewOutput returns the Output of Kafka sink node id of scenario, writing to topic through
@@ -235,7 +239,8 @@ func (k *Output) prepare(ctx context.Context) (*kafkaTxn, error) {
 		var pid int64
 		var epoch int16
 		pid, epoch, err = cl.ProducerID(ctx)
-		txn = &kafkaTxn{transactional: k.txnIDs[k.slot], producerID: pid, epoch: epoch, slot: k.slot}
+		txn = &kafkaTxn{transactional: k.txnIDs[k.slot], producerID: pid, epoch: epoch, slot: k.slot,
+			partition: recs[0].Partition, offset: recs[0].Offset}
 	}
 	if err != nil {
 		k.abortOn(parent, k.slot)
@@ -351,13 +356,14 @@ func (k *Output) settle(ctx context.Context) error {
 // commitRecorded commits a recorded transaction with EndTxn, as its producer would. Brokers
 // that no longer hold it open answer: committed already (success, or for brokers with
 // KIP-890 a retry of the commit), or aborted (the transaction timeout passed), or fenced (a
-// newer producer took the id, or, on brokers before KIP-890, the epoch the brokers bumped
-// when they aborted it on its timeout). Aborted or fenced, the records this Output still
-// holds (a commit of its own that failed) are produced again, first, in the next
-// transaction: only the store's commit of that one's checkpoint makes them visible, which
-// a server that lost the deployment's lease cannot have. A restored transaction's records
-// are not held: aborted, they are lost (logged as an error). Only failures to reach the
-// coordinator are returned, to try again.
+// newer epoch took the id: on brokers before KIP-890 the brokers' abort on the timeout, or
+// another producer of the id, after the transaction committed or not). Fenced, the
+// transaction's marker in its partition tells (txnCommitted). Aborted, the records this
+// Output still holds (a commit of its own that failed) are produced again, first, in the
+// next transaction: only the store's commit of that one's checkpoint makes them visible,
+// which a server that lost the deployment's lease cannot have. A restored transaction's
+// records are not held: aborted, they are lost (logged as an error). Failures to reach the
+// coordinator, or to read the marker, are returned, to try again.
 func (k *Output) commitRecorded(ctx context.Context, txn kafkaTxn) error {
 	if _, err := k.controlClient(); err != nil {
 		return err
@@ -374,7 +380,19 @@ func (k *Output) commitRecorded(ctx context.Context, txn kafkaTxn) error {
 	case err == nil:
 		return nil
 	case notOpen && len(txn.records) > 0:
-		k.log.Warn("the Kafka transaction of a committed checkpoint is no longer open with its producer (the brokers aborted it: its transaction timeout passed?): its records are produced again",
+		if !errors.Is(err, kerr.InvalidTxnState) {
+			// Fenced: a newer epoch took the id, either the brokers' abort on the timeout
+			// (before KIP-890) or another producer of the id after the transaction ended
+			// either way (a zombie of the deployment). The transaction's marker says which.
+			committed, perr := k.txnCommitted(ctx, txn)
+			if perr != nil {
+				return k.failed(fmt.Sprintf("reading how the transaction %q of a committed checkpoint ended (its commit was answered %v)", txn.transactional, err), perr)
+			}
+			if committed {
+				return nil
+			}
+		}
+		k.log.Warn("the brokers aborted the Kafka transaction of a committed checkpoint (its transaction timeout passed?): its records are produced again",
 			"transactional_id", txn.transactional, "producer_id", txn.producerID, "epoch", txn.epoch, "records", len(txn.records), "error", err)
 		k.pending = slices.Insert(k.pending, k.requeued, txn.records...)
 		k.requeued += len(txn.records)
@@ -392,6 +410,48 @@ func (k *Output) commitRecorded(ctx context.Context, txn kafkaTxn) error {
 		return nil
 	}
 	return k.failed(fmt.Sprintf("committing the transaction %q of a committed checkpoint", txn.transactional), err)
+}
+
+// txnCommitted says how txn ended, from the marker (a control record) its producer's id wrote
+// after its first record: it reads that record's partition from there, control records kept,
+// to the partition's end as it is now. True for a commit, false for an abort. Errors: no
+// marker by then (the transaction still open), the brokers not answering, ctx ending.
+func (k *Output) txnCommitted(ctx context.Context, txn kafkaTxn) (bool, error) {
+	cl, err := k.conn.Client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{k.topic: {txn.partition: kgo.NewOffset().At(txn.offset)}}),
+		kgo.FetchIsolationLevel(kgo.ReadUncommitted()), kgo.KeepControlRecords())
+	if err != nil {
+		return false, err
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, k.topic)
+	if err != nil {
+		return false, err
+	}
+	end, ok := ends.Lookup(k.topic, txn.partition)
+	if !ok || end.Err != nil {
+		return false, fmt.Errorf("the end of partition %d: %v", txn.partition, end.Err)
+	}
+	for next := txn.offset; next < end.Offset; {
+		fetches := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		if err := fetches.Err(); err != nil {
+			return false, err
+		}
+		var decided, committed bool
+		fetches.EachRecord(func(r *kgo.Record) {
+			next = max(next, r.Offset+1)
+			if !decided && r.Attrs.IsControl() && r.ProducerID == txn.producerID && len(r.Key) >= 4 {
+				// A control record's key: version (int16), then type (int16): 0 abort, 1 commit.
+				decided, committed = true, binary.BigEndian.Uint16(r.Key[2:4]) == 1
+			}
+		})
+		if decided {
+			return committed, nil
+		}
+	}
+	return false, fmt.Errorf("no marker of producer %d after offset %d of partition %d yet: the transaction is still open", txn.producerID, txn.offset, txn.partition)
 }
 
 // maxBatchWriteBytes is the most bytes a record batch a sink produces may hold before
