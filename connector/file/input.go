@@ -109,6 +109,12 @@ func (f *Input) Identity() []byte {
 		if f.fileID == nil {
 			return nil
 		}
+		if f.pos == f.readPos && f.mark != nil {
+			// The bytes as they were read: read again now, a file rewritten since the last
+			// poll would give the new file's, and a restore would take it for the same.
+			return append(bytes.Clone(f.fileID), f.mark...)
+		}
+		// In the middle of a poll's lines (a checkpoint between them): read again.
 		return append(bytes.Clone(f.fileID), f.before(f.pos)...)
 	default:
 		return f.restoredID
@@ -317,7 +323,7 @@ func (f *Input) read(final bool) ([]connector.Event, bool) {
 	}
 	chunk = bytes.Clone(chunk[:end+1]) // the events keep their payloads; f.buf is reused
 	var out []connector.Event
-	off := f.readPos
+	all, start, off := chunk, f.readPos, f.readPos
 	for len(chunk) > 0 {
 		i := bytes.IndexByte(chunk, '\n')
 		line := chunk[:i]
@@ -338,8 +344,17 @@ func (f *Input) read(final bool) ([]connector.Event, bool) {
 		out[len(out)-1].Offset = off
 	}
 	f.readPos = off
-	f.mark = f.before(off)
+	f.mark = markAfter(f.mark, all[:off-start]) // as read (not the synthetic '\n')
 	return out, true
+}
+
+// markAfter is the last markBytes bytes of prev followed by b.
+func markAfter(prev, b []byte) []byte {
+	if len(b) >= markBytes {
+		return bytes.Clone(b[len(b)-markBytes:])
+	}
+	keep := min(len(prev), markBytes-len(b))
+	return append(bytes.Clone(prev[len(prev)-keep:]), b...)
 }
 
 // readLong reads on past the line at readPos, longer than maxFileLine, from longPos: at most
