@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -318,6 +319,31 @@ func TestAuthFlags(t *testing.T) {
 		_, err := parseServeFlags(tc.args, env(tc.env), io.Discard)
 		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v; want a usage error with %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// checkReached takes loopback names, with or without brackets and ports, for this machine's,
+// and refuses others without authentication (review: "[::1]" was refused).
+func TestCheckReachedLoopbackNames(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, tc := range []struct {
+		g    guardConfig
+		fine bool
+	}{
+		{guardConfig{allowedHosts: "[::1]"}, true},
+		{guardConfig{allowedHosts: "[::1]:8080,localhost:8080,127.0.0.1,::1,app.localhost"}, true},
+		{guardConfig{publicURL: "http://[::1]:8080"}, true},
+		{guardConfig{allowedHosts: "scenarios.internal"}, false},
+		{guardConfig{publicURL: "https://scenarios.example.com"}, false},
+		{guardConfig{proxies: "127.0.0.1"}, false},
+	} {
+		err := authConfig{}.checkReached(tc.g, log)
+		if (err == nil) != tc.fine {
+			t.Errorf("%+v: %v; want fine %v", tc.g, err, tc.fine)
+		}
+		if err := (authConfig{Tokens: true}).checkReached(tc.g, log); err != nil {
+			t.Errorf("%+v with authentication: %v", tc.g, err)
 		}
 	}
 }

@@ -117,8 +117,12 @@ func (a authConfig) validate() error {
 // configured reports whether requests are authenticated.
 func (a authConfig) configured() bool { return a.Tokens || a.OIDCIssuer != "" }
 
-// errUnsafeAddress is the refusal of a server without authentication on a non-loopback address.
-var errUnsafeAddress = errors.New("refusing to listen without authentication on a non-loopback address")
+// errUnsafeAddress is the refusal of a server without authentication on a non-loopback address;
+// errReachedBeyond of one on loopback that is told people reach it from elsewhere (checkReached).
+var (
+	errUnsafeAddress = errors.New("refusing to listen without authentication on a non-loopback address")
+	errReachedBeyond = errors.New("refusing to serve without authentication")
+)
 
 // checkPosture refuses, unless --insecure-no-auth, a server without authentication whose
 // listener ln is on another address than loopback (0.0.0.0, ::, a LAN address): anyone
@@ -189,11 +193,12 @@ func (a authConfig) checkReached(g guardConfig, log *slog.Logger) error {
 		return nil
 	}
 	return fmt.Errorf("%w: %s say that people reach the server from beyond this machine. Turn authentication on (--auth-tokens or --oidc-issuer), or accept the risk with --insecure-no-auth",
-		errUnsafeAddress, what)
+		errReachedBeyond, what)
 }
 
-// loopbackName says whether host is "localhost" or a loopback address.
+// loopbackName says whether host is "localhost" or a loopback address ("[::1]" too).
 func loopbackName(host string) bool {
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
 		return true
 	}
