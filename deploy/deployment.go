@@ -750,7 +750,7 @@ func (d *deployment) previousCheckpoint(ctx context.Context) (*store.Checkpoint,
 	}
 	cp, err := d.rt.cfg.Store.GetLatestCheckpoint(ctx, prev.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, 0, nil // cannot be: checkpoints are replaced, never deleted
+		return nil, 0, nil // cannot be: the newest checkpointed deployment's is not pruned (store.PruneCheckpoints)
 	}
 	if err != nil {
 		return nil, 0, err
