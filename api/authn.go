@@ -57,6 +57,9 @@ func authenticate(a *auth.Authenticator) func(http.Handler) http.Handler {
 				}
 				r = r.WithContext(context.WithValue(r.Context(), authnFailureKey{}, authnFailure{err}))
 			default:
+				if r.Context().Err() != nil {
+					return // the client went away while its session was looked up: no answer to give
+				}
 				if !errors.Is(err, auth.ErrProviderNotReady) {
 					loggerFrom(r.Context()).Error("authenticating a request", "error", err.Error())
 				} else if log, unlogged := notReady.take(); log {
