@@ -84,15 +84,38 @@ export function ScenarioList() {
     } catch (err) {
       return setError(`${importFile.name} is not JSON: ${(err as Error).message}`);
     }
-    const { data: existing, response } = await api.GET('/api/scenarios/{name}', { params: { path: { name } } });
-    if (existing) return setImportInto({ name, graph, latest: existing.scenario.latestVersion });
-    if (response.status !== 404) return setError(`looking for a scenario named "${name}": ${response.status}`);
-    await sendImport(name, graph);
+    await importNew(name, graph);
   };
 
-  // sendImport imports graph as scenario name: on top of version base when given (409 when it
-  // is no longer the latest: someone saved meanwhile), else as a new scenario.
-  const sendImport = async (name: string, graph: unknown, base?: number) => {
+  // importNew creates scenario name with graph as its version 1 (create, not import: an import
+  // goes on top of a scenario of the name without a word); when one of the name exists (409),
+  // it asks first (importInto).
+  const importNew = async (name: string, graph: unknown) => {
+    if (!importFile) return;
+    const { error, response } = await api.POST('/api/scenarios', {
+      body: { name, graph: graph as Record<string, unknown>, comment: `imported from ${importFile.name}` },
+    });
+    if (response.status === 409) {
+      const { data: existing, error: getError } = await api.GET('/api/scenarios/{name}', { params: { path: { name } } });
+      if (getError) return setError(problemText(getError));
+      return setImportInto({ name, graph, latest: existing.scenario.latestVersion });
+    }
+    if (error) return setError(problemText(error));
+    const { data: check } = await api.POST('/api/validation', { body: { graph: graph as Record<string, unknown> } });
+    done(name, 1, check?.errors?.length ?? 0);
+  };
+
+  // done clears the import form and reloads the list, saying when the import has errors.
+  const done = (name: string, version: number, errors: number) => {
+    setError(errors > 0 ? `imported "${name}" v${version}; it has ${errors} validation errors` : '');
+    setImportFile(null);
+    setImportName('');
+    load();
+  };
+
+  // sendImport imports graph as the next version of scenario name, on top of version base (409
+  // when it is no longer the latest: someone saved meanwhile).
+  const sendImport = async (name: string, graph: unknown, base: number) => {
     if (!importFile) return;
     const { data, error } = await api.POST('/api/scenarios/{name}/import', {
       params: { path: { name }, query: { comment: `imported from ${importFile.name}`, baseVersion: base } },
@@ -100,11 +123,7 @@ export function ScenarioList() {
     });
     setImportInto(null);
     if (error) return setError(problemText(error));
-    setError('');
-    if (!data.validation.valid) setError(`imported "${name}" v${data.version.version}; it has ${data.validation.errors?.length ?? 0} validation errors`);
-    setImportFile(null);
-    setImportName('');
-    load();
+    done(name, data.version.version, data.validation.valid ? 0 : (data.validation.errors?.length ?? 0));
   };
 
   const setArchived = async (name: string, archived: boolean) => {
