@@ -142,6 +142,21 @@ func TestRunCommand(t *testing.T) {
 	}
 }
 
+// run with a scenario that does not decode lists each problem once, on stderr, and its error
+// counts them (it said the first problem again, "decoding scenario" twice).
+func TestRunUndecodableScenario(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(path, []byte("{\"nodes\": [\n x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	err := runCommand(t.Context(), []string{"run", "--scenario", path, "--input", os.DevNull}, env(nil), nil, &out, &errOut)
+	want := path + ": at 2:2: invalid JSON: unexpected character 'x', expected a JSON value [invalid-json]\n"
+	if err == nil || err.Error() != "scenario "+path+" does not decode: 1 problem(s)" || errOut.String() != want {
+		t.Errorf("error %v, stderr %q; want the problem once", err, errOut.String())
+	}
+}
+
 // serve, in process: it opens the store in the data directory, answers, and returns nil once
 // its context is cancelled.
 func TestServeInProcess(t *testing.T) {

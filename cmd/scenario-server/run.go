@@ -53,6 +53,8 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			for _, p := range de.Problems {
 				fmt.Fprintf(stderr, "%s: %s\n", *scenarioPath, describeProblem(p))
 			}
+			// Listed above, one a line: the error counts them, as a validation error does.
+			return fmt.Errorf("scenario %s does not decode: %d problem(s)", *scenarioPath, len(de.Problems))
 		}
 		return fmt.Errorf("decoding scenario %s: %w", *scenarioPath, err)
 	}
