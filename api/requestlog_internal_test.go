@@ -2,13 +2,17 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/scenario-server/scenario-server/auth"
 )
 
 // A request's log line names the authenticated identity's subject (who sent the events of an
@@ -38,5 +42,25 @@ func TestRequestLogNamesTheSubject(t *testing.T) {
 		if line["msg"] != "request" || line["status"] != float64(http.StatusAccepted) || line["subject"] != tc.want {
 			t.Errorf("%s: line %v; want subject %v", tc.name, line, tc.want)
 		}
+	}
+}
+
+// A client gone while its credentials are looked up (its request's context ended) gets no
+// answer written and no ERROR line: it wrote 503 and "authenticating a request" at ERROR for
+// every such client, unsampled.
+func TestAuthenticateClientGone(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&buf, nil))
+	h := authenticate(&auth.Authenticator{Tokens: sqliteStoreOf(t)})(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusTeapot) // reached only with an identity or none
+	}))
+	ctx, cancel := context.WithCancel(withLogger(context.Background(), log))
+	cancel()
+	r := httptest.NewRequest("GET", "/api/scenarios", nil).WithContext(ctx)
+	r.Header.Set("Authorization", "Bearer "+auth.TokenPrefix+"abc")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code == http.StatusServiceUnavailable || w.Code == http.StatusTeapot || strings.Contains(buf.String(), "authenticating a request") {
+		t.Errorf("answered %d, logged %q; want nothing", w.Code, buf.String())
 	}
 }
