@@ -71,15 +71,21 @@ type Input struct {
 	// nil when unknown.
 	restoredID []byte
 	// mark is the file's bytes before readPos as they were read (at most markBytes; nil at 0).
-	mark    []byte
-	pos     int64 // byte offset after the last line pushed
-	line    int64 // lines before pos
-	readPos int64 // byte offset after the last line read (≥ pos)
-	readLn  int64
-	size    int64
-	buf     []byte
-	health  connector.Health
-	counted bool // line matches pos
+	mark []byte
+	// chunk is what the last read gave, from chunkStart, with chunkMark the bytes before it
+	// as read: while its lines are being pushed (pos < readPos) the bytes before pos come
+	// from it (the events' payloads hold it anyway); nil once they are.
+	chunk      []byte
+	chunkStart int64
+	chunkMark  []byte
+	pos        int64 // byte offset after the last line pushed
+	line       int64 // lines before pos
+	readPos    int64 // byte offset after the last line read (≥ pos)
+	readLn     int64
+	size       int64
+	buf        []byte
+	health     connector.Health
+	counted    bool // line matches pos
 	// A line longer than maxFileLine from readPos, being read past: its first bytes, and
 	// where the reading got to (0: no such line).
 	longHead []byte
@@ -109,12 +115,16 @@ func (f *Input) Identity() []byte {
 		if f.fileID == nil {
 			return nil
 		}
+		// The bytes as they were read: read again now, a file rewritten since the last poll
+		// would give the new file's, and a restore would take it for the same.
 		if f.pos == f.readPos && f.mark != nil {
-			// The bytes as they were read: read again now, a file rewritten since the last
-			// poll would give the new file's, and a restore would take it for the same.
 			return append(bytes.Clone(f.fileID), f.mark...)
 		}
-		// In the middle of a poll's lines (a checkpoint between them): read again.
+		if f.chunk != nil && f.pos >= f.chunkStart && f.pos-f.chunkStart <= int64(len(f.chunk)) {
+			if m := markAfter(f.chunkMark, f.chunk[:f.pos-f.chunkStart]); len(m) == int(min(f.pos, markBytes)) {
+				return append(bytes.Clone(f.fileID), m...)
+			}
+		}
 		return append(bytes.Clone(f.fileID), f.before(f.pos)...)
 	default:
 		return f.restoredID
@@ -133,7 +143,7 @@ func (f *Input) before(at int64) []byte {
 }
 
 func (f *Input) Restore(positions []connector.Position, identity []byte) error {
-	f.restoredID, f.mark = identity, nil
+	f.restoredID, f.mark, f.chunk, f.chunkMark = identity, nil, nil, nil
 	f.pos, f.line, f.counted = 0, 0, true
 	f.longHead, f.longPos = nil, 0
 	for _, p := range positions {
@@ -260,7 +270,7 @@ func (f *Input) Poll() ([]connector.Event, bool) {
 	_ = f.file.Close()
 	// Until the events are pushed (the last one's Advance rewinds), the position is in the
 	// closed file: a checkpoint meanwhile keeps its identity (Identity reads restoredID).
-	f.file, f.restoredID, f.mark = nil, f.fileID, nil
+	f.file, f.restoredID, f.mark, f.chunk, f.chunkMark = nil, f.fileID, nil, nil, nil
 	if len(events) > 0 {
 		events[len(events)-1].Restart = true
 	} else {
@@ -273,7 +283,7 @@ func (f *Input) Poll() ([]connector.Event, bool) {
 // rewind moves the positions to the start of the file.
 func (f *Input) rewind() {
 	f.pos, f.line, f.readPos, f.readLn, f.counted = 0, 0, 0, 0, true
-	f.longHead, f.longPos, f.mark = nil, 0, nil
+	f.longHead, f.longPos, f.mark, f.chunk, f.chunkMark = nil, 0, nil, nil, nil
 }
 
 // read returns the lines from readPos to the file's last '\n' (to its end when final). ok is
@@ -344,7 +354,13 @@ func (f *Input) read(final bool) ([]connector.Event, bool) {
 		out[len(out)-1].Offset = off
 	}
 	f.readPos = off
+	f.chunk, f.chunkStart, f.chunkMark = all, start, f.mark
 	f.mark = markAfter(f.mark, all[:off-start]) // as read (not the synthetic '\n')
+	if len(f.mark) < int(min(off, markBytes)) {
+		// The bytes before this read are not known as read (restored from a checkpoint
+		// that did not keep them): the file's now, once, rather than too few.
+		f.mark = f.before(off)
+	}
 	return out, true
 }
 
@@ -399,6 +415,9 @@ func (f *Input) readLong(final bool) ([]connector.Event, bool) {
 	f.readLn++
 	ev := connector.Event{Payload: f.longHead, Line: f.readLn, Offset: end,
 		Undecodable: fmt.Errorf("line %d is longer than %d bytes (%d bytes): not read; its first %d bytes are kept", f.readLn, maxFileLine, end-f.readPos, len(f.longHead))}
+	// The line's bytes are not kept: a checkpoint before its event is pushed has the mark
+	// of the position before it (chunkMark).
+	f.chunk, f.chunkStart, f.chunkMark = []byte{}, f.readPos, f.mark
 	f.readPos, f.longHead, f.longPos = end, nil, 0
 	f.mark = f.before(end)
 	f.health.Set("")
@@ -450,6 +469,9 @@ func (f *Input) IdleClock(now time.Time) (time.Time, bool) { return now, true }
 // to the start of the new file.
 func (f *Input) Advance(ev connector.Event) {
 	f.pos, f.line = ev.Offset, ev.Line
+	if f.pos == f.readPos {
+		f.chunk, f.chunkMark = nil, nil // its lines are pushed: the events let it go
+	}
 	if ev.Restart {
 		f.rewind()
 	}
