@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/go-chi/chi/v5"
@@ -98,8 +99,8 @@ func peerAddress(remote string, forwarded []string, trusted []netip.Prefix) stri
 		}
 	}
 	for i := len(hops) - 1; i >= 0; i-- {
-		hop, err := netip.ParseAddr(hops[i])
-		if err != nil {
+		hop, ok := hopAddress(hops[i])
+		if !ok {
 			return host // a hop that is not an address: the chain cannot be trusted past it
 		}
 		if !isTrusted(hop, trusted) {
@@ -108,6 +109,25 @@ func peerAddress(remote string, forwarded []string, trusted []netip.Prefix) stri
 		host = hop.String()
 	}
 	return host
+}
+
+// hopAddress reads an X-Forwarded-For hop: an address, with a port ("203.0.113.5:5555",
+// "[2001:db8::5]:443", as some proxies write it) or in brackets ("[2001:db8::5]"). Read as an
+// address alone, such a hop ended the chain, and every client behind the proxy shared the
+// proxy's address, its limits and its audit entries.
+func hopAddress(hop string) (netip.Addr, bool) {
+	if ip, err := netip.ParseAddr(hop); err == nil {
+		return ip, true
+	}
+	if ap, err := netip.ParseAddrPort(hop); err == nil {
+		return ap.Addr(), true
+	}
+	if strings.HasPrefix(hop, "[") && strings.HasSuffix(hop, "]") {
+		if ip, err := netip.ParseAddr(hop[1 : len(hop)-1]); err == nil {
+			return ip, true
+		}
+	}
+	return netip.Addr{}, false
 }
 
 func isTrusted(ip netip.Addr, trusted []netip.Prefix) bool {
@@ -457,16 +477,21 @@ func (h *handlers) listAudit(ctx context.Context, in *auditInput) (*auditOutput,
 // (a name shown as "prod-fraud certified") would show as something else in the log and its
 // views. Valid scenario names have none, and stay as they are.
 func escapeHidden(s string) string {
-	if !strings.ContainsFunc(s, names.IsHidden) {
+	if utf8.ValidString(s) && !strings.ContainsFunc(s, names.IsHidden) {
 		return s
 	}
 	var b strings.Builder
-	for _, r := range s {
-		if names.IsHidden(r) {
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, "\\x%02X", s[i]) // not UTF-8 (PostgreSQL refused the entry)
+		case names.IsHidden(r):
 			fmt.Fprintf(&b, "\\u%04X", r)
-		} else {
-			b.WriteRune(r)
+		default:
+			b.WriteString(s[i : i+n])
 		}
+		i += n
 	}
 	return b.String()
 }

@@ -151,6 +151,11 @@ func TestAuditClientAddress(t *testing.T) {
 			"1.2.3.4, 203.0.113.7, 10.1.1.1", "203.0.113.7"},
 		{"garbage hop", []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, "203.0.113.7, not-an-ip", "127.0.0.1"},
 		{"proxy not trusted", []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, "203.0.113.7", "127.0.0.1"},
+		// Hops with a port or in brackets, as some proxies write them (they ended the chain:
+		// every client had the proxy's address).
+		{"hop with a port", []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, "203.0.113.7:5555", "203.0.113.7"},
+		{"IPv6 hop with a port", []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, "[2001:db8::5]:443", "2001:db8::5"},
+		{"IPv6 hop in brackets", []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, "[2001:db8::5]", "2001:db8::5"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -317,6 +322,10 @@ func TestAuditEscapesHiddenCharacters(t *testing.T) {
 	c.send(request{Method: http.MethodPost, Path: "/api/scenarios/%0Ax%1B%5B2K%E2%80%AEevil/cancel", Header: map[string]string{"Authorization": admin}})
 	c.send(request{Method: http.MethodPost, Path: "/api/scenarios", Body: rawBody("name", quote("prod-fraud \u202edeifitrec\u202c"), "graph", countGraph("10s")),
 		Header: map[string]string{"Authorization": admin}})
+	// Bytes that are not UTF-8 are written \xHH: PostgreSQL refused the entry, and the
+	// refusal went unrecorded.
+	viewer := "Bearer " + tokenFor(t, st, "v", auth.Viewer, time.Time{})
+	c.send(request{Method: http.MethodPost, Path: "/api/scenarios/card%FFtotals/cancel", Header: map[string]string{"Authorization": viewer}})
 	var page api.AuditPage
 	c.send(request{Method: http.MethodGet, Path: "/api/audit", Header: map[string]string{"Authorization": admin}}).ok(t, http.StatusOK, &page)
 	var got []string
@@ -325,7 +334,7 @@ func TestAuditEscapesHiddenCharacters(t *testing.T) {
 			got = append(got, e.Scenario)
 		}
 	}
-	want := []string{`\u000Ax\u001B[2K\u202Eevil`, `prod-fraud \u202Edeifitrec\u202C`}
+	want := []string{`\u000Ax\u001B[2K\u202Eevil`, `card\xFFtotals`, `prod-fraud \u202Edeifitrec\u202C`}
 	if slices.Sort(got); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("scenarios %q; want %q", got, want)
 	}
