@@ -49,6 +49,13 @@ func registerSignIn(r chi.Router, s *auth.SignIn) {
 			notConfigured(w)
 			return
 		}
+		// Only a callback that would ask the provider counts: one without a sign-in in
+		// progress fails at once, and counting it let anyone use up a shared address's
+		// sign-ins (a NAT, a proxy) with requests that cost nothing.
+		if !s.InProgress(r) {
+			completeSignIn(w, r, s)
+			return
+		}
 		if _, wait, ok := callbacks.takeN(rateKey(r), 1, time.Now()); !ok {
 			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
 			writeProblem(w, problemf(http.StatusTooManyRequests, CodeRateLimited,

@@ -457,18 +457,40 @@ func checkSignInBound(t *testing.T, n int, from func(i int) string, refused, wan
 	}
 }
 
-// One client completes 30 sign-ins at once, then one a second: each callback asks the
-// provider to exchange a code (a replayed login cookie made 4,137 exchanges in 3 s). Here 35
-// callbacks in a row without a sign-in in progress: 30 answered 400, the other 5 429 with a
-// Retry-After.
+// One client completes 30 sign-ins at once, then one a second: each callback of a sign-in in
+// progress asks the provider to exchange a code (a replayed login cookie made 4,137 exchanges
+// in 3 s). Callbacks without a sign-in in progress fail at once and do not count (counted, 31
+// of them kept a shared address from signing in). Here 40 of those (400), then 35 replays
+// of one login cookie and its state with a code the provider refuses: 30 answered 400, the
+// other 5 429 with a Retry-After.
 func TestSignInCallbacksRateLimited(t *testing.T) {
 	p := oidctest.New(t)
 	var clock atomic.Int64
 	c := signInServer(t, p, &clock)
+	for range 40 {
+		c.get("/auth/callback?code=x&state=y").problem(t, http.StatusBadRequest, api.CodeSignInFailed)
+	}
+	c.http.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := c.http.Get(c.base + "/auth/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	to, _ := url.Parse(resp.Header.Get("Location"))
+	var login *http.Cookie
+	for _, ck := range resp.Cookies() {
+		if ck.Name != auth.SessionCookie {
+			login = ck
+		}
+	}
+	if login == nil {
+		t.Fatal("no login cookie")
+	}
 	var failed, limited int
 	start := time.Now()
 	for range 35 {
-		r := c.get("/auth/callback?code=x&state=y")
+		r := c.send(request{Method: http.MethodGet, Path: "/auth/callback?code=refused&state=" + url.QueryEscape(to.Query().Get("state")),
+			Header: map[string]string{"Cookie": login.Name + "=" + login.Value}})
 		switch {
 		case r.Status == http.StatusBadRequest:
 			failed++

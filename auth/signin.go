@@ -151,6 +151,19 @@ func (s *SignIn) Login(w http.ResponseWriter, r *http.Request) error {
 // token that fails verification. The wrapped error says which.
 var ErrSignIn = errors.New("sign-in failed")
 
+// InProgress says whether r carries a sign-in in progress that a callback would complete: a
+// login cookie of this server's, not expired, whose state the query's matches. One that does
+// not fails at once in Callback, without asking the provider.
+func (s *SignIn) InProgress(r *http.Request) bool {
+	c, err := r.Cookie(loginCookie)
+	if err != nil {
+		return false
+	}
+	var st loginState
+	state := r.URL.Query().Get("state")
+	return s.open(c.Value, &st) && s.now().Unix() < st.Expires && state != "" && hmac.Equal([]byte(state), []byte(st.State))
+}
+
 // Callback completes a sign-in: it checks the state against the login cookie, exchanges the
 // code with the PKCE verifier, verifies the ID token and its nonce, and sets the session
 // cookie. It returns the signed-in identity. Errors wrap ErrSignIn, or are failures to reach
