@@ -385,10 +385,14 @@ func (k *Output) commitRecorded(ctx context.Context, txn kafkaTxn) error {
 			// (before KIP-890) or another producer of the id after the transaction ended
 			// either way (a zombie of the deployment). The transaction's marker says which.
 			committed, perr := k.txnCommitted(ctx, txn)
-			if perr != nil {
+			switch {
+			case errors.Is(perr, errTxnGone):
+				// Cannot be told: produced again, at least once rather than lost.
+				k.log.Warn("how the Kafka transaction of a committed checkpoint ended cannot be told (its records are no longer in their partition): they are produced again",
+					"transactional_id", txn.transactional, "error", perr)
+			case perr != nil:
 				return k.failed(fmt.Sprintf("reading how the transaction %q of a committed checkpoint ended (its commit was answered %v)", txn.transactional, err), perr)
-			}
-			if committed {
+			case committed:
 				return nil
 			}
 		}
@@ -423,13 +427,23 @@ func (k *Output) txnCommitted(ctx context.Context, txn kafkaTxn) (bool, error) {
 		return false, err
 	}
 	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, k.topic)
+	adm := kadm.NewClient(cl)
+	starts, err := adm.ListStartOffsets(ctx, k.topic)
 	if err != nil {
 		return false, err
 	}
-	end, ok := ends.Lookup(k.topic, txn.partition)
-	if !ok || end.Err != nil {
-		return false, fmt.Errorf("the end of partition %d: %v", txn.partition, end.Err)
+	ends, err := adm.ListEndOffsets(ctx, k.topic)
+	if err != nil {
+		return false, err
+	}
+	start, okStart := starts.Lookup(k.topic, txn.partition)
+	end, okEnd := ends.Lookup(k.topic, txn.partition)
+	if !okStart || !okEnd || start.Err != nil || end.Err != nil {
+		return false, fmt.Errorf("the offsets of partition %d: %v %v", txn.partition, start.Err, end.Err)
+	}
+	if start.Offset > txn.offset || end.Offset <= txn.offset {
+		// Deleted (retention, DeleteRecords) or another topic of the name: no marker to read.
+		return false, fmt.Errorf("%w: partition %d holds offsets %d to %d, the transaction's first record was %d", errTxnGone, txn.partition, start.Offset, end.Offset, txn.offset)
 	}
 	for next := txn.offset; next < end.Offset; {
 		fetches := cl.PollFetches(ctx)
@@ -439,20 +453,31 @@ func (k *Output) txnCommitted(ctx context.Context, txn kafkaTxn) (bool, error) {
 		if err := fetches.Err(); err != nil {
 			return false, err
 		}
-		var decided, committed bool
+		var decided, committed, gone bool
 		fetches.EachRecord(func(r *kgo.Record) {
-			next = max(next, r.Offset+1)
-			if !decided && r.Attrs.IsControl() && r.ProducerID == txn.producerID && len(r.Key) >= 4 {
+			switch {
+			case decided || gone || r.Offset < txn.offset:
+			case next == txn.offset && (r.Offset != txn.offset || r.ProducerID != txn.producerID):
+				gone = true // the first record is not the transaction's: it went meanwhile
+			case r.Attrs.IsControl() && r.ProducerID == txn.producerID && r.ProducerEpoch >= txn.epoch && len(r.Key) >= 4:
 				// A control record's key: version (int16), then type (int16): 0 abort, 1 commit.
 				decided, committed = true, binary.BigEndian.Uint16(r.Key[2:4]) == 1
 			}
+			next = max(next, r.Offset+1)
 		})
-		if decided {
+		switch {
+		case gone:
+			return false, fmt.Errorf("%w: the record at offset %d of partition %d is not the transaction's", errTxnGone, txn.offset, txn.partition)
+		case decided:
 			return committed, nil
 		}
 	}
 	return false, fmt.Errorf("no marker of producer %d after offset %d of partition %d yet: the transaction is still open", txn.producerID, txn.offset, txn.partition)
 }
+
+// errTxnGone is txnCommitted's answer when the transaction's records are no longer in their
+// partition (deleted, or the topic created again): how it ended cannot be read.
+var errTxnGone = errors.New("the transaction's records are no longer in their partition")
 
 // maxBatchWriteBytes is the most bytes a record batch a sink produces may hold before
 // compression (kgo.ProducerBatchMaxBytes: its default, a little under the brokers' default
@@ -664,19 +689,30 @@ func (k *Output) Restore(_ context.Context, state []byte, others [][]byte) error
 // Kafka (restored, or whose commit failed): connector.Unsettled.
 func (k *Output) Unsettled() string {
 	n := len(k.restored) + len(k.unsettled)
-	if n == 0 {
+	if n == 0 && k.requeued == 0 {
 		return ""
 	}
 	var records int
 	for _, txn := range k.unsettled {
 		records += len(txn.records)
 	}
-	what := fmt.Sprintf("%d Kafka transaction(s) of committed checkpoints not known committed", n)
+	var what string
+	if n > 0 {
+		what = fmt.Sprintf("%d Kafka transaction(s) of committed checkpoints not known committed", n)
+		if records > 0 {
+			what += fmt.Sprintf(" (%d records)", records)
+		}
+	}
+	if k.requeued > 0 {
+		// Records of committed checkpoints whose transactions the brokers aborted, produced
+		// again in a transaction not committed yet: only this Output holds them.
+		if what != "" {
+			what += "; "
+		}
+		what += fmt.Sprintf("%d records of committed checkpoints to produce again", k.requeued)
+	}
 	if k.id != "" {
 		what = fmt.Sprintf("kafka sink %q (topic %q): %s", k.id, k.topic, what)
-	}
-	if records > 0 {
-		what += fmt.Sprintf(" (%d records)", records)
 	}
 	return what
 }
