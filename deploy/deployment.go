@@ -387,7 +387,7 @@ func (d *deployment) run() {
 			}
 			if what := d.sinks.unsettled(); what != "" {
 				// Only a deployment of the scenario settles it now (its first checkpoint).
-				d.stopNote = what + ": deploy the scenario again before the brokers' transaction timeout to commit them, or their records are lost"
+				d.stopNote = what + ": a deployment of the scenario started before the brokers' transaction timeout commits the transactions still open; records only this deployment held (to produce again) are lost"
 				log.Error("stopped with sinks not settled", "unsettled", d.stopNote)
 			}
 			// A clean stop: the process did not die while running it.

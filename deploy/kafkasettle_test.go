@@ -98,7 +98,7 @@ func TestUnsettledTransactionAfterTheDeployment(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !strings.Contains(sd.Reason, "not known committed") || !strings.Contains(sd.Reason, "deploy the scenario again") {
+				if !strings.Contains(sd.Reason, "not known committed") || !strings.Contains(sd.Reason, "a deployment of the scenario started before the brokers' transaction timeout commits") {
 					t.Errorf("the cancel's reason %q does not say a transaction is left", sd.Reason)
 				}
 				failEnd.Store(false)
