@@ -297,6 +297,9 @@ func (d *deployment) run() {
 
 	if err := d.restore(ctx); err != nil {
 		if errors.Is(err, errStopped) {
+			// Stopped while its first checkpoint waited to settle what it inherited (the
+			// brokers' coordinator away): the stop says so, as a running one's does.
+			d.noteUnsettled(log)
 			d.publish(PhaseStopped)
 			return
 		}
@@ -385,11 +388,7 @@ func (d *deployment) run() {
 			if err != nil {
 				log.Error("final checkpoint failed; a restart resumes from the store's latest checkpoint", "error", err)
 			}
-			if what := d.sinks.unsettled(); what != "" {
-				// Only a deployment of the scenario settles it now (its first checkpoint).
-				d.stopNote = what + ": a deployment of the scenario started before the brokers' transaction timeout commits the transactions still open; records only this deployment held (to produce again) are lost"
-				log.Error("stopped with sinks not settled", "unsettled", d.stopNote)
-			}
+			d.noteUnsettled(log)
 			// A clean stop: the process did not die while running it.
 			d.endRun(fctx)
 			if err := d.rt.cfg.Store.ReleaseLease(fctx, d.lease); err != nil && fctx.Err() == nil {
@@ -493,6 +492,15 @@ func (d *deployment) run() {
 		if n == 0 {
 			d.sleep(d.waitTime(now))
 		}
+	}
+}
+
+// noteUnsettled sets stopNote, and logs it, when the sinks are left with something to settle
+// at a stop: only a deployment of the scenario settles it then (its first checkpoint).
+func (d *deployment) noteUnsettled(log *slog.Logger) {
+	if what := d.sinks.unsettled(); what != "" {
+		d.stopNote = what + ": a deployment of the scenario started before the brokers' transaction timeout commits the transactions still open; records only this deployment held (to produce again) are lost"
+		log.Error("stopped with sinks not settled", "unsettled", d.stopNote)
 	}
 }
 

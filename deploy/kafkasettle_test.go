@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -122,4 +123,53 @@ func TestUnsettledTransactionAfterTheDeployment(t *testing.T) {
 			equalResults(t, committedOutput(t, brokers, "decisions"), want)
 		})
 	}
+}
+
+// A new version without a Kafka sink whose first checkpoint waits to commit the inherited
+// transaction (EndTxn failing), canceled before it could: the cancel's reason says a
+// transaction is left, as a running deployment's does (re-test: it said nothing); deployed
+// again once the coordinator answers, the records are committed.
+func TestCancelWhileSettlingTheInheritedTransaction(t *testing.T) {
+	st := sqliteStore(t)
+	c := newCluster(t)
+	brokers := c.ListenAddrs()
+	createTopic(t, newProducer(t, brokers), "decisions", 1)
+	var failEnd atomic.Bool
+	c.ControlKey(int16(kmsg.EndTxn), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if failEnd.Load() {
+			return nil, errors.New("the coordinator is away"), true
+		}
+		return nil, nil, false
+	})
+	createScenario(t, st, "k", tumblingGraph(kafkaSinkRef("decisions")))
+	cfg := func(c *Config) { c.KafkaBrokers = brokers }
+	r := newRuntime(t, st, cfg)
+	deploy(t, r, "k", 0)
+	recs := records(1000)
+	ingestAll(t, r, "k", recs, 0, 250)
+	waitCommitted(t, r, "k", 1000)
+	failEnd.Store(true)
+	recs = append(recs, lateRecord(1000))
+	ingestAll(t, r, "k", recs, 1000, 1)
+	waitCommitted(t, r, "k", 1001)
+	want := kafkaOracle(t, recs)
+	if _, err := st.SaveVersion(t.Context(), "k", 1, store.Draft{Graph: []byte(tumblingGraph(""))}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	if d, err := r.Deploy(ctx, DeployRequest{Scenario: "k", Version: 2, User: "ann"}); err == nil {
+		t.Fatalf("version 2 deployed (%s) with the coordinator away", d.Status)
+	}
+	cancel()
+	sd, err := r.Cancel(t.Context(), "k", "ann", "stop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sd.Reason, "not known committed") {
+		t.Errorf("the cancel's reason %q does not say a transaction is left", sd.Reason)
+	}
+	failEnd.Store(false)
+	deploy(t, r, "k", 1)
+	equalResults(t, committedOutput(t, brokers, "decisions"), want)
 }
