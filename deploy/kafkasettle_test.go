@@ -66,33 +66,8 @@ func TestRestartSettlesTheTransactionAtOnce(t *testing.T) {
 func TestUnsettledTransactionAfterTheDeployment(t *testing.T) {
 	for _, how := range []string{"version without a Kafka sink", "cancel"} {
 		t.Run(how, func(t *testing.T) {
-			st := sqliteStore(t)
-			c := newCluster(t)
-			brokers := c.ListenAddrs()
-			createTopic(t, newProducer(t, brokers), "decisions", 1)
-			var failEnd atomic.Bool
-			var endTxns atomic.Int64
-			c.ControlKey(int16(kmsg.EndTxn), func(kmsg.Request) (kmsg.Response, error, bool) {
-				c.KeepControl()
-				endTxns.Add(1)
-				if failEnd.Load() {
-					return nil, errors.New("the coordinator is away"), true
-				}
-				return nil, nil, false
-			})
-			createScenario(t, st, "k", tumblingGraph(kafkaSinkRef("decisions")))
-			cfg := func(c *Config) { c.KafkaBrokers = brokers }
-			r := newRuntime(t, st, cfg)
-			deploy(t, r, "k", 0)
-			recs := records(1000)
-			ingestAll(t, r, "k", recs, 0, 250)
-			waitCommitted(t, r, "k", 1000)
-			// One event closes the last windows; its checkpoint's Kafka commit fails.
-			failEnd.Store(true)
-			recs = append(recs, lateRecord(1000))
-			ingestAll(t, r, "k", recs, 1000, 1)
-			waitCommitted(t, r, "k", 1001)
-			want := kafkaOracle(t, recs)
+			k := endTxnFailing(t)
+			st, r, brokers, failEnd, endTxns, want := k.st, k.r, k.brokers, &k.failEnd, &k.endTxns, k.want
 			switch how {
 			case "cancel":
 				sd, err := r.Cancel(t.Context(), "k", "ann", "stop")
@@ -130,30 +105,8 @@ func TestUnsettledTransactionAfterTheDeployment(t *testing.T) {
 // transaction is left, as a running deployment's does (re-test: it said nothing); deployed
 // again once the coordinator answers, the records are committed.
 func TestCancelWhileSettlingTheInheritedTransaction(t *testing.T) {
-	st := sqliteStore(t)
-	c := newCluster(t)
-	brokers := c.ListenAddrs()
-	createTopic(t, newProducer(t, brokers), "decisions", 1)
-	var failEnd atomic.Bool
-	c.ControlKey(int16(kmsg.EndTxn), func(kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		if failEnd.Load() {
-			return nil, errors.New("the coordinator is away"), true
-		}
-		return nil, nil, false
-	})
-	createScenario(t, st, "k", tumblingGraph(kafkaSinkRef("decisions")))
-	cfg := func(c *Config) { c.KafkaBrokers = brokers }
-	r := newRuntime(t, st, cfg)
-	deploy(t, r, "k", 0)
-	recs := records(1000)
-	ingestAll(t, r, "k", recs, 0, 250)
-	waitCommitted(t, r, "k", 1000)
-	failEnd.Store(true)
-	recs = append(recs, lateRecord(1000))
-	ingestAll(t, r, "k", recs, 1000, 1)
-	waitCommitted(t, r, "k", 1001)
-	want := kafkaOracle(t, recs)
+	k := endTxnFailing(t)
+	st, r, brokers, want := k.st, k.r, k.brokers, k.want
 	if _, err := st.SaveVersion(t.Context(), "k", 1, store.Draft{Graph: []byte(tumblingGraph(""))}); err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +122,49 @@ func TestCancelWhileSettlingTheInheritedTransaction(t *testing.T) {
 	if !strings.Contains(sd.Reason, "not known committed") {
 		t.Errorf("the cancel's reason %q does not say a transaction is left", sd.Reason)
 	}
-	failEnd.Store(false)
+	k.failEnd.Store(false)
 	deploy(t, r, "k", 1)
 	equalResults(t, committedOutput(t, brokers, "decisions"), want)
+}
+
+// endTxnDeployment is the scenario "k" (tumbling windows into a Kafka sink to topic
+// decisions, on brokers whose EndTxn fails while failEnd is set; endTxns counts them)
+// deployed, its 1,000 records committed, then one more that closes their last windows,
+// whose checkpoint the store committed and Kafka did not; want is the replay's records.
+type endTxnDeployment struct {
+	st      store.Store
+	r       *Runtime
+	brokers []string
+	failEnd atomic.Bool
+	endTxns atomic.Int64
+	want    []string
+}
+
+func endTxnFailing(t *testing.T) *endTxnDeployment {
+	t.Helper()
+	k := &endTxnDeployment{st: sqliteStore(t)}
+	c := newCluster(t)
+	k.brokers = c.ListenAddrs()
+	createTopic(t, newProducer(t, k.brokers), "decisions", 1)
+	c.ControlKey(int16(kmsg.EndTxn), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		k.endTxns.Add(1)
+		if k.failEnd.Load() {
+			return nil, errors.New("the coordinator is away"), true
+		}
+		return nil, nil, false
+	})
+	createScenario(t, k.st, "k", tumblingGraph(kafkaSinkRef("decisions")))
+	k.r = newRuntime(t, k.st, func(c *Config) { c.KafkaBrokers = k.brokers })
+	deploy(t, k.r, "k", 0)
+	recs := records(1000)
+	ingestAll(t, k.r, "k", recs, 0, 250)
+	waitCommitted(t, k.r, "k", 1000)
+	// One event closes the last windows; its checkpoint's Kafka commit fails.
+	k.failEnd.Store(true)
+	recs = append(recs, lateRecord(1000))
+	ingestAll(t, k.r, "k", recs, 1000, 1)
+	waitCommitted(t, k.r, "k", 1001)
+	k.want = kafkaOracle(t, recs)
+	return k
 }
