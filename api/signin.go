@@ -3,9 +3,7 @@ package api
 import (
 	"context"
 	"errors"
-	"math"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -57,7 +55,7 @@ func registerSignIn(r chi.Router, s *auth.SignIn) {
 			return
 		}
 		if _, wait, ok := callbacks.takeN(rateKey(r), 1, time.Now()); !ok {
-			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+			w.Header().Set("Retry-After", retryAfter(wait))
 			writeProblem(w, problemf(http.StatusTooManyRequests, CodeRateLimited,
 				"more than %d sign-ins from this client in a short time (then one every %v); retry later", signInBurst, time.Duration(float64(time.Second)/signInRate)))
 			return
