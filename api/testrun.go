@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"math"
@@ -67,6 +68,7 @@ type TestResult struct {
 	Errors          []TestError                  `json:"errors" doc:"Per-event errors, in order, each with its node, field, input line and message (at most 1,000 listed)."`
 	TotalErrors     int64                        `json:"totalErrors" doc:"Per-event errors in all."`
 	ErrorsTruncated bool                         `json:"errorsTruncated" doc:"True when errors lists fewer than totalErrors."`
+	Warnings        []TestWarning                `json:"warnings" doc:"Likely mistakes the run shows, at their node and field: a source whose event times are all before 1973-03-03 (a timestamp in seconds read as milliseconds), an aggregation whose aggregateBy was null for every event that reached it (a misspelt field)."`
 	ListsCut        bool                         `json:"listsCut" doc:"True when the lists stopped growing before maxRecordsPerNode because the values listed reached 32 MiB of JSON, each value counted with its name and 64 bytes more, each record, result or output with 128 more (their truncated flags are set; the record listed when they did has the variables and expressions that fit, in name order); counts and totals still cover every record."`
 }
 
@@ -152,6 +154,14 @@ type SinkOutput struct {
 	Line      int64           `json:"line" doc:"The input line being processed; 0 at the end of the records."`
 	EventTime int64           `json:"eventTime" doc:"Epoch ms."`
 	Value     json.RawMessage `json:"value"`
+}
+
+// TestWarning is a likely mistake a test run shows: nothing failed, but the results are
+// probably not what was meant.
+type TestWarning struct {
+	NodeID  string `json:"nodeId" example:"per card"`
+	Field   string `json:"field" doc:"The node's field the warning is about." example:"aggregations[0].aggregateBy"`
+	Message string `json:"message" example:"aggregateBy was null for all 12 events that reached the node"`
 }
 
 // TestError is one per-event error of a test run.
@@ -245,7 +255,7 @@ func (h *handlers) testRun(ctx context.Context, g Graph, name, records string, p
 	}
 	ctx, cancel := context.WithTimeout(ctx, h.testTimeout)
 	defer cancel()
-	obs := &testObserver{ctx: ctx, perNode: perNode, budget: maxListedBytes}
+	obs := &testObserver{ctx: ctx, perNode: perNode, budget: maxListedBytes, registry: h.nodes}
 	eng, err := engine.New(s, engine.Options{
 		Registry:      h.nodes,
 		ScenarioName:  name,
@@ -335,11 +345,13 @@ type testObserver struct {
 	ctx     context.Context
 	perNode int
 	budget  int64 // bytes of JSON that may still be listed
-	eng     *engine.Engine
-	nodes   map[string]*nodeObservation
-	windows map[string]*WindowTestResults
-	sinks   map[string]*SinkTestOutputs
-	late    map[string]*LateTestEvents
+	// registry tells the aggregators' inputs (warnings)
+	registry *nodes.Registry
+	eng      *engine.Engine
+	nodes    map[string]*nodeObservation
+	windows  map[string]*WindowTestResults
+	sinks    map[string]*SinkTestOutputs
+	late     map[string]*LateTestEvents
 }
 
 type nodeObservation struct {
@@ -349,7 +361,28 @@ type nodeObservation struct {
 	source   bool
 	// aggregates: the output variable
 	outputVar string
+	// sources: the latest event time of the records emitted (TestResult.Warnings)
+	latest     int64
+	seenRecord bool
+	// aggregates: their aggregateBy expressions, watched for a null in every event
+	nullInputs []*nullInput
+	// inputFields are #input's field names in the first event that reached the node.
+	inputFields []string
 }
+
+// nullInput watches one aggregation's aggregateBy for a value other than null: one null
+// for every event that reached the node is likely a misspelt field (TestResult.Warnings).
+type nullInput struct {
+	field       string // aggregations[i].aggregateBy
+	aggregator  string
+	ignoresNull bool // the aggregator ignores null (docs/semantics.md §5)
+	prog        *expression.Program
+	nulls       int64
+	other       bool // a value other than null, or a failure: no warning
+}
+
+// maxNamedFields bounds the field names a null-input warning lists.
+const maxNamedFields = 20
 
 // attach prepares the observation of eng's nodes; call it before the first event.
 func (o *testObserver) attach(eng *engine.Engine) {
@@ -375,6 +408,14 @@ func (o *testObserver) attach(eng *engine.Engine) {
 		if p.Kind.Role == nodes.RoleAggregate {
 			obs.outputVar = p.Node.OutputVar
 			o.windows[id] = &WindowTestResults{Results: []WindowResult{}}
+			for i, a := range p.Aggregations {
+				field := fmt.Sprintf("aggregations[%d].aggregateBy", i)
+				if prog := p.Programs[field]; prog != nil {
+					agg, _ := o.registry.Aggregator(a.Aggregator)
+					obs.nullInputs = append(obs.nullInputs, &nullInput{field: field, aggregator: a.Aggregator, prog: prog,
+						ignoresNull: agg != nil && (agg.Input == nodes.InputNumber || agg.Input == nodes.InputNumberOrString)})
+				}
+			}
 		}
 		if hasLate(p.Kind) {
 			o.late[id] = &LateTestEvents{Events: []LateEvent{}}
@@ -484,7 +525,33 @@ func (o *testObserver) observe(id string, vars map[string]value.Value, eventTime
 	if n == nil || n.source {
 		return
 	}
+	if n.nullInputs != nil {
+		o.watchNulls(n, vars)
+	}
 	o.record(n, vars, eventTime)
+}
+
+// watchNulls evaluates, for an event reaching an aggregate, each aggregateBy that has given
+// null for every event so far; one that gives anything else (or fails, or needs more than
+// 64 KiB) is watched no more, so a run pays for this only while the warning may still come.
+func (o *testObserver) watchNulls(n *nodeObservation, vars map[string]value.Value) {
+	if n.total == 0 {
+		if in, ok := vars[nodes.VarInput]; ok && in.Kind() == value.KindRecord {
+			keys := in.Record().Keys
+			n.inputFields = slices.Clone(keys[:min(len(keys), maxNamedFields+1)])
+		}
+	}
+	for _, w := range n.nullInputs {
+		if w.other || o.ctx != nil && o.ctx.Err() != nil {
+			continue
+		}
+		v, _, err := expression.RunVarsWithin(w.prog, expression.Map(vars), 64<<10)
+		if err != nil || !v.IsNull() {
+			w.other = true
+			continue
+		}
+		w.nulls++
+	}
 }
 
 func (o *testObserver) record(n *nodeObservation, vars map[string]value.Value, eventTime int64) {
@@ -524,6 +591,9 @@ func (o *testObserver) emitted(id string, vars map[string]value.Value, eventTime
 		return
 	}
 	if n.source {
+		if !n.seenRecord || eventTime > n.latest {
+			n.latest, n.seenRecord = eventTime, true
+		}
 		o.record(n, vars, eventTime)
 		return
 	}
@@ -602,7 +672,44 @@ func (o *testObserver) result(eng *engine.Engine) TestResult {
 	res.TotalErrors = total
 	res.ErrorsTruncated = int64(len(errs)) < total
 	res.ListsCut = o.budget <= 0
+	res.Warnings = o.warnings(eng)
 	return res
+}
+
+// warnings are the run's TestResult.Warnings, in the graph's node order.
+func (o *testObserver) warnings(eng *engine.Engine) []TestWarning {
+	out := []TestWarning{}
+	for _, id := range eng.Validation().Order {
+		n := o.nodes[id]
+		if n == nil {
+			continue
+		}
+		if n.source && n.seenRecord {
+			if hint := engine.SecondsHint(n.latest); hint != "" {
+				out = append(out, TestWarning{NodeID: id, Field: "timestamp", Message: hint})
+			}
+		}
+		for _, w := range n.nullInputs {
+			if w.other || w.nulls == 0 || w.nulls != n.total {
+				continue
+			}
+			msg := fmt.Sprintf("aggregateBy was null for all %d events that reached the node", w.nulls)
+			if w.ignoresNull {
+				msg += fmt.Sprintf(" (%s ignores null: every result is that of an empty window)", w.aggregator)
+			}
+			msg += ": is the field's name right?"
+			if len(n.inputFields) > 0 {
+				names := n.inputFields[:min(len(n.inputFields), maxNamedFields)]
+				msg += " #input's fields are " + strings.Join(names, ", ")
+				if len(n.inputFields) > maxNamedFields {
+					msg += ", ..."
+				}
+				msg += "."
+			}
+			out = append(out, TestWarning{NodeID: id, Field: w.field, Message: msg})
+		}
+	}
+	return out
 }
 
 // evaluate runs an expression on the variables, with at most memory bytes for what it makes

@@ -719,3 +719,66 @@ func TestNodeTestListingCountsNames(t *testing.T) {
 		t.Errorf("node test answer of %d bytes, listsCut %v, %d outputs; want at most 32 MiB and 64 KiB, cut, 26,598", len(answer.Body), res.ListsCut, len(res.Outputs))
 	}
 }
+
+// warningsGraph sums aggregateBy per key in tumbling windows of 1 minute of the timestamp
+// expression ts, and lists #input.amount too.
+func warningsGraph(ts, aggregateBy string) string {
+	return `{"nodes": [
+  {"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [
+    {"name": "timestamp", "expression": {"language": "expr", "expression": "` + ts + `"}}]}},
+  {"id": "win", "type": "CustomNode", "nodeType": "aggregate-tumbling", "outputVar": "agg", "parameters": [
+    {"name": "groupBy", "value": [{"language": "expr", "expression": "#input.key"}]},
+    {"name": "aggregations", "value": [
+      {"name": "total", "aggregator": "Sum", "aggregateBy": {"language": "expr", "expression": "` + aggregateBy + `"}},
+      {"name": "all", "aggregator": "List", "aggregateBy": {"language": "expr", "expression": "#input.amount"}}]},
+    {"name": "windowLength", "value": "1m"}]},
+  {"id": "out", "type": "Sink", "ref": {"typ": "collect", "parameters": [
+    {"name": "value", "expression": {"language": "expr", "expression": "#agg"}}]}}
+], "edges": [{"from": "in", "to": "win", "edgeType": null}, {"from": "win", "to": "out", "edgeType": null}]}`
+}
+
+// A test run warns of the two mistakes that give results without an error (found by a new
+// user): a timestamp in epoch seconds, read as milliseconds (1,700,000,000 s is 2023-11-14,
+// as ms 1970-01-20T16:13:20Z, every event in one minute's window), and a misspelt field in
+// aggregateBy (the Sum of "amout", null for the 3 records, is 0 for every window). Neither
+// warns when the unit and the field are right.
+func TestTestRunWarnings(t *testing.T) {
+	records := `{"ts": 1700000000, "key": "a", "amount": 1.5}
+{"ts": 1700000030, "key": "a", "amount": 2}
+{"ts": 1700000090, "key": "b", "amount": 3}
+`
+	c := newClient(t, sqliteStore(t))
+	run := func(ts, aggregateBy string) api.TestResult {
+		t.Helper()
+		var res api.TestResult
+		c.post("/api/test", rawBody("graph", warningsGraph(ts, aggregateBy), "records", quote(records))).ok(t, http.StatusOK, &res)
+		if res.TotalErrors != 0 {
+			t.Fatalf("errors: %v", res.Errors)
+		}
+		return res
+	}
+
+	res := run("#input.ts", "#input.amout")
+	want := []api.TestWarning{
+		{NodeID: "in", Field: "timestamp", Message: "every event time is before 1973-03-03 (the latest is 1700000090 ms, 1970-01-20T16:13:20.09Z): " +
+			"event times are epoch milliseconds; if the timestamp is in seconds, multiply it by 1000"},
+		{NodeID: "win", Field: "aggregations[0].aggregateBy", Message: "aggregateBy was null for all 3 events that reached the node " +
+			"(Sum ignores null: every result is that of an empty window): is the field's name right? #input's fields are ts, key, amount."},
+	}
+	if !slices.Equal(res.Warnings, want) {
+		t.Errorf("warnings:\n%v\nwant\n%v", res.Warnings, want)
+	}
+	// Seconds read as ms put the 3 events in one window of key a and one of b, each total 0.
+	if out := res.SinkOutputs["out"]; out.Total != 2 {
+		t.Errorf("%d outputs, want 2", out.Total)
+	}
+
+	if res := run("#input.ts * 1000", "#input.amount"); len(res.Warnings) != 0 {
+		t.Errorf("warnings with the timestamp in ms and the field right: %v", res.Warnings)
+	}
+	// One record with the field is enough: no warning.
+	records = strings.Replace(records, `"amount": 3`, `"amout": 3`, 1)
+	if res := run("#input.ts * 1000", "#input.amout"); len(res.Warnings) != 0 {
+		t.Errorf("warnings with one record of the field: %v", res.Warnings)
+	}
+}

@@ -708,7 +708,7 @@ func (e *Engine) pushValue(src *source, eventTime int64) error {
 		}
 	}
 	if t < aggregate.MinEventTime || t > aggregate.MaxEventTime {
-		e.fail(src.node, "timestamp", fmt.Errorf("event time %d ms is out of range", t))
+		e.fail(src.node, "timestamp", outOfRange(t))
 		return nil
 	}
 	if !e.opts.Bounded && (src.idleTimeout > 0 || src.maxFutureSkew > 0) {
@@ -761,8 +761,6 @@ func (e *Engine) meta(t int64) value.Value {
 	return value.NewRecord([]string{"eventTime", "scenarioName"}, []value.Value{value.Int(t), value.String(e.opts.ScenarioName)})
 }
 
-// SourceWatermark returns source id's watermark, and false while it has
-// seen nothing.
 // SourceResumed tells the engine that the live source id could not see its input until at
 // (a Kafka source whose brokers were away): the records its producers kept meanwhile arrive
 // only now, so its silence, and each of its partitions', counts from at rather than from
@@ -783,6 +781,18 @@ func (e *Engine) SourceResumed(id string, at time.Time) {
 	}
 }
 
+// LatestEventTime returns the latest event time source id has seen (epoch ms), and false while
+// it has seen nothing. For a partitioned source it is the time its watermark follows.
+func (e *Engine) LatestEventTime(id string) (int64, bool) {
+	n := e.sources[id]
+	if n == nil || !n.seen {
+		return 0, false
+	}
+	return n.maxTime, true
+}
+
+// SourceWatermark returns source id's watermark, and false while it has
+// seen nothing.
 func (e *Engine) SourceWatermark(id string) (int64, bool) {
 	n := e.sources[id]
 	if n == nil || !n.seen {

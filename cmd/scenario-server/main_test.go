@@ -339,3 +339,45 @@ func waitForLog(t *testing.T, logs *syncBuffer, msg string) map[string]any {
 	t.Fatalf("no %q in the logs:\n%s", msg, logs)
 	return nil
 }
+
+// run warns when every event time is before 1973-03-03: a timestamp in seconds read as ms
+// (1,700,000,000 s is 2023-11-14; as ms 1970-01-20T16:13:20Z). A timestamp in microseconds
+// is past the event times the engine takes (2^50 ms): its per-event error says to divide.
+func TestRunWarnsOfTimestampUnits(t *testing.T) {
+	dir := t.TempDir()
+	scenarioPath := filepath.Join(dir, "s.json")
+	graph := `{"nodes": [
+  {"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [
+    {"name": "timestamp", "expression": {"language": "expr", "expression": "#input.ts"}}]}},
+  {"id": "out", "type": "Sink", "ref": {"typ": "stdout", "parameters": [
+    {"name": "value", "expression": {"language": "expr", "expression": "#input.ts"}}]}}
+], "edges": [{"from": "in", "to": "out", "edgeType": null}]}`
+	if err := os.WriteFile(scenarioPath, []byte(graph), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := func(events string) string {
+		t.Helper()
+		input := filepath.Join(dir, "in.ndjson")
+		if err := os.WriteFile(input, []byte(events), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var out, errOut bytes.Buffer
+		if err := runCommand(t.Context(), []string{"run", "--scenario", scenarioPath, "--input", input}, env(nil), nil, &out, &errOut); err != nil {
+			t.Fatalf("run: %v\n%s", err, errOut.String())
+		}
+		return errOut.String()
+	}
+	const seconds = `warning: source "in": every event time is before 1973-03-03 (the latest is 1700000030 ms, 1970-01-20T16:13:20.03Z): ` +
+		"event times are epoch milliseconds; if the timestamp is in seconds, multiply it by 1000\n"
+	if got := run("{\"ts\": 1700000000}\n{\"ts\": 1700000030}\n"); !strings.Contains(got, seconds) {
+		t.Errorf("stderr %q; want %q", got, seconds)
+	}
+	if got := run("{\"ts\": 1700000000000}\n"); strings.Contains(got, "warning") {
+		t.Errorf("stderr %q; want no warning for ms", got)
+	}
+	const micro = "event time 1700000000000000 ms is out of range (±1125899906842624 ms, the year 37648); " +
+		"event times are epoch milliseconds: if the timestamp is in microseconds, divide it by 1000"
+	if got := run("{\"ts\": 1700000000000000}\n"); !strings.Contains(got, micro) {
+		t.Errorf("stderr %q; want %q", got, micro)
+	}
+}

@@ -682,6 +682,19 @@ test('route late events on a window\'s late edge and read them in the test panel
     await shot(page, '09c-runtime-error-badge');
     noConsoleErrors('runtime errors');
   });
+
+  await t.test('a timestamp in seconds is a warning of the test run', async () => {
+    // 1,700,000,000 s is 2023-11-14; read as ms, 1970-01-20T16:13:20Z.
+    await page.getByTestId('test-records').fill('{"t": 1700000000}\n{"t": 1700000030}');
+    await page.getByTestId('run-test').click();
+    const warnings = page.getByTestId('test-warnings');
+    await warnings.waitFor();
+    assert.match(await warnings.innerText(), /events timestamp: every event time is before 1973-03-03 \(the latest is 1700000030 ms, 1970-01-20T16:13:20.03Z\).*if the timestamp is in seconds, multiply it by 1000/);
+    await page.getByTestId('test-records').fill(LATE_RECORDS);
+    await page.getByTestId('run-test').click();
+    await warnings.waitFor({ state: 'detached' });
+    noConsoleErrors('warnings');
+  });
 });
 
 // The window timeline for 10,000 flights: one lane per origin, hour windows, in a canvas.

@@ -2433,10 +2433,23 @@ export interface components {
              * @description Per-event errors in all.
              */
             totalErrors: number;
+            /** @description Likely mistakes the run shows, at their node and field: a source whose event times are all before 1973-03-03 (a timestamp in seconds read as milliseconds), an aggregation whose aggregateBy was null for every event that reached it (a misspelt field). */
+            warnings: components["schemas"]["TestWarning"][] | null;
             /** @description Per aggregate node id: the results it emitted (contexts leaving it), in order. */
             windowResults: {
                 [key: string]: components["schemas"]["WindowTestResults"];
             };
+        };
+        TestWarning: {
+            /**
+             * @description The node's field the warning is about.
+             * @example aggregations[0].aggregateBy
+             */
+            field: string;
+            /** @example aggregateBy was null for all 12 events that reached the node */
+            message: string;
+            /** @example per card */
+            nodeId: string;
         };
         TokenListOutputBody: {
             /** @description Every token, revoked and expired ones too, by ID. */

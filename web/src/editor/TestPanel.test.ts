@@ -26,6 +26,7 @@ describe('countsOf', () => {
     listsCut: false,
     records: 5,
     totalErrors: 0,
+    warnings: [],
     sinkOutputs: {},
     windowResults: {},
     lateEvents: {},

@@ -348,6 +348,18 @@ export function TestPanel({ name, graph, records, onRecords: setRecords, records
               Stale: these results are of the graph before your last edit. Run the test again.
             </div>
           )}
+          {(result.warnings ?? []).length > 0 && (
+            <div className="stale-results small" data-testid="test-warnings">
+              <b>Warnings</b>: the run gave results, but probably not the ones meant.
+              <ul>
+                {(result.warnings ?? []).map((w, i) => (
+                  <li key={i}>
+                    <b>{w.nodeId}</b> {w.field}: {w.message}
+                  </li>
+                ))}
+              </ul>
+            </div>
+          )}
           <div className="row">
             <h4>Counts</h4>
             <span className="spacer" />

@@ -1,0 +1,44 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/scenario-server/scenario-server/aggregate"
+)
+
+// Event times are epoch milliseconds. Timestamps in another unit read as milliseconds land far
+// from now: epoch seconds of today (1.7e9) are January 1970, epoch microseconds (1.7e15) are
+// past aggregate.MaxEventTime (year 37,648). The bounds below tell such times apart from real
+// ones: no stream of real events has all its times between 1970-01-02 (1e8 ms) and 1973-03-03
+// (1e11 ms), and epoch seconds from 1973-03-03 to the year 5138 are in that range.
+const (
+	secondsLikeFrom  = int64(1e8)
+	secondsLikeUntil = int64(1e11)
+)
+
+// SecondsHint returns, for a source whose latest event time is latest (epoch ms), a warning
+// when that time, and so every one, is between 1970-01-02 and 1973-03-03: likely a timestamp
+// in seconds read as milliseconds. It returns "" otherwise.
+func SecondsHint(latest int64) string {
+	if latest < secondsLikeFrom || latest >= secondsLikeUntil {
+		return ""
+	}
+	return fmt.Sprintf("every event time is before 1973-03-03 (the latest is %d ms, %s): event times are epoch milliseconds; if the timestamp is in seconds, multiply it by 1000",
+		latest, time.UnixMilli(latest).UTC().Format(time.RFC3339Nano))
+}
+
+// outOfRange is the per-event error of an event time t outside ±aggregate.MaxEventTime, with
+// the unit it was likely written in when dividing by a thousand or a million brings it to
+// within a few hundred years of now.
+func outOfRange(t int64) error {
+	hint := ""
+	near := func(ms int64) bool { return ms > -5e12 && ms < 2e13 } // 1811 to 2603
+	switch {
+	case near(t / 1000):
+		hint = "; event times are epoch milliseconds: if the timestamp is in microseconds, divide it by 1000"
+	case near(t / 1_000_000):
+		hint = "; event times are epoch milliseconds: if the timestamp is in nanoseconds, divide it by 1,000,000"
+	}
+	return fmt.Errorf("event time %d ms is out of range (±%d ms, the year %d)%s", t, aggregate.MaxEventTime, time.UnixMilli(aggregate.MaxEventTime).UTC().Year(), hint)
+}
