@@ -318,7 +318,7 @@ func New(cfg Config) (*Handler, error) {
 	h.registerAudit(hapi)
 	h.registerTokens(hapi)
 	h.registerMe(hapi, cfg.SignIn != nil)
-	registerSignIn(r, cfg.SignIn)
+	registerSignIn(r, cfg.SignIn, &auditor{store: cfg.Store, now: time.Now})
 	if err := serveOpenAPI(r, hapi); err != nil {
 		return nil, err
 	}

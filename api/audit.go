@@ -145,6 +145,7 @@ type auditNote struct {
 	mu       sync.Mutex
 	scenario string
 	version  int
+	target   string // store.AuditEntry.Target
 	// write appends the request's entry with an outcome, once (later calls do nothing).
 	write func(outcome string)
 }
@@ -167,6 +168,16 @@ func noteAudit(ctx context.Context, scenario string, version int) {
 	n.version = version
 }
 
+// noteTarget records, for the request's audit entry, what it acts on besides a scenario
+// (store.AuditEntry.Target). It does nothing on a route that is not audited.
+func noteTarget(ctx context.Context, target string) {
+	if n, ok := ctx.Value(auditNoteKey{}).(*auditNote); ok {
+		n.mu.Lock()
+		n.target = target
+		n.mu.Unlock()
+	}
+}
+
 // auditNow appends the request's audit entry at once with the outcome, instead of when the
 // answer is written: for an action that is done (an approval committed) before the request's
 // slower part, which a crash or a failure must not leave unrecorded. The entry is written once:
@@ -180,7 +191,7 @@ func auditNow(ctx context.Context, outcome string) {
 // audit appends an audit entry for the request of ctx, for actions that are not a route of
 // auditActions (see auditor.audit).
 func (h *handlers) audit(ctx context.Context, action, scenario string, version int, outcome string) {
-	(&auditor{store: h.store, now: time.Now}).audit(ctx, action, scenario, version, outcome)
+	(&auditor{store: h.store, now: time.Now}).audit(ctx, action, scenario, version, "", outcome)
 }
 
 // auditor writes the audit log.
@@ -228,7 +239,7 @@ const (
 // made through the API, say): the identity, the client's address and the request id come
 // from ctx; outcome is "ok" or a problem's code. A failure to write is logged, not returned:
 // the action happened.
-func (a *auditor) audit(ctx context.Context, action, scenario string, version int, outcome string) {
+func (a *auditor) audit(ctx context.Context, action, scenario string, version int, target, outcome string) {
 	id, ok := auth.FromContext(ctx)
 	if !ok {
 		id = auth.Identity{Name: "anonymous"}
@@ -241,7 +252,7 @@ func (a *auditor) audit(ctx context.Context, action, scenario string, version in
 	}
 	e := store.AuditEntry{
 		Time: a.now(), Subject: id.Subject, Name: id.Name, Address: address,
-		Action: action, Scenario: escapeHidden(scenario), Version: version, Outcome: outcome,
+		Action: action, Scenario: escapeHidden(scenario), Version: version, Target: escapeHidden(target), Outcome: outcome,
 		RequestID: middleware.GetReqID(ctx),
 	}
 	// The client going away does not skip the entry.
@@ -333,9 +344,9 @@ func (a *auditor) auditRoutes(mux *chi.Mux) func(http.Handler) http.Handler {
 						}
 					}
 					note.mu.Lock()
-					scenario, version := note.scenario, note.version
+					scenario, version, target := note.scenario, note.version, note.target
 					note.mu.Unlock()
-					a.audit(ctx, action, scenario, version, outcome)
+					a.audit(ctx, action, scenario, version, target, outcome)
 				})
 			}
 			note.write = write

@@ -60,11 +60,26 @@ func testAuditLog(t *testing.T, st store.Store) {
 		t.Errorf("HEAD of the audit log by a deployer: %d", r.Status)
 	}
 	as(admin, http.MethodPost, "/api/tokens", rawBody("name", quote("new"), "role", quote("viewer"))).ok(t, http.StatusCreated, nil)
+	as(admin, http.MethodPost, "/api/tokens", rawBody("name", quote("later"), "role", quote("editor"), "expiresIn", quote("1h"))).ok(t, http.StatusCreated, nil)
+	as(admin, http.MethodDelete, "/api/tokens/4", nil).ok(t, http.StatusOK, nil)
+	as(admin, http.MethodDelete, "/api/tokens/99", nil).problem(t, http.StatusNotFound, api.CodeTokenNotFound)
 	var page api.AuditPage
 	as(admin, http.MethodGet, "/api/audit?limit=100", nil).ok(t, http.StatusOK, &page)
 	var got []string
 	for _, e := range page.Entries {
-		got = append(got, fmt.Sprintf("%s %s %s %s v%d %s %s +%d", e.Subject, e.Name, e.Address, e.Action, e.Version, e.Scenario, e.Outcome, e.Repeats))
+		line := fmt.Sprintf("%s %s %s %s v%d %s %s +%d", e.Subject, e.Name, e.Address, e.Action, e.Version, e.Scenario, e.Outcome, e.Repeats)
+		if e.Target != "" {
+			line += " | " + e.Target
+		}
+		if e.Action == "token.create" && e.Target != "" && strings.Contains(e.Target, "later") {
+			// Its expiry is an hour after its creation (to the second).
+			at := line[strings.Index(line, "expires ")+len("expires ") : len(line)-1]
+			if exp, err := time.Parse(time.RFC3339, at); err != nil || exp.Sub(e.Time).Round(time.Minute) != time.Hour {
+				t.Errorf("the token made with expiresIn 1h at %v expires %q", e.Time, at)
+			}
+			line = line[:strings.Index(line, "expires ")] + "expires ...)"
+		}
+		got = append(got, line)
 		if e.RequestID == "" || e.Time.IsZero() {
 			t.Errorf("entry without request id or time: %+v", e)
 		}
@@ -81,7 +96,11 @@ func testAuditLog(t *testing.T, st store.Store) {
 		"token:2 dashboards 127.0.0.1 results.read v0  scenario-not-found +29",
 		"token:1 ci 127.0.0.1 cancel v1 fraud ok +0",
 		"token:1 ci 127.0.0.1 audit.read v0  forbidden +1", // GET and HEAD
-		"token:3 root 127.0.0.1 token.create v0  ok +0",
+		// The tokens acted on, with their ids (1 to 3 were made for the test).
+		`token:3 root 127.0.0.1 token.create v0  ok +0 | token 4 "new" (viewer, no expiry)`,
+		`token:3 root 127.0.0.1 token.create v0  ok +0 | token 5 "later" (editor, expires ...)`,
+		`token:3 root 127.0.0.1 token.revoke v0  ok +0 | token 4 "new" (viewer, no expiry)`,
+		`token:3 root 127.0.0.1 token.revoke v0  token-not-found +0 | token 99`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("audit log:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

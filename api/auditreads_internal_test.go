@@ -21,10 +21,10 @@ func TestAuditReadsOfManyScenarios(t *testing.T) {
 	a := &auditor{store: st, now: func() time.Time { return now }, reads: newBuckets(auditReadRate, auditReadBurst)}
 	for range 2 {
 		for i := range 125 {
-			a.audit(as("ann"), "results.read", fmt.Sprintf("s%03d", i), 0, "ok")
+			a.audit(as("ann"), "results.read", fmt.Sprintf("s%03d", i), 0, "", "ok")
 		}
 	}
-	a.audit(as("ben"), "results.read", "s124", 0, "ok")
+	a.audit(as("ben"), "results.read", "s124", 0, "", "ok")
 	entries, err := st.ListAudit(context.Background(), store.AuditFilter{Identity: "ann", Limit: 1000})
 	if err != nil {
 		t.Fatal(err)

@@ -25,8 +25,9 @@ const (
 // registerSignIn adds the designer's sign-in through the OIDC provider: GET /auth/login
 // (redirects to the provider), GET /auth/callback (back from it: sets the session cookie and
 // redirects to the designer) and POST /auth/logout (clears it, 204). Without s, login and
-// callback answer 404 sign-in-not-configured.
-func registerSignIn(r chi.Router, s *auth.SignIn) {
+// callback answer 404 sign-in-not-configured. A sign-in completed and a session ended are in
+// the audit log (session.start with the role, session.end), through au.
+func registerSignIn(r chi.Router, s *auth.SignIn, au *auditor) {
 	notConfigured := func(w http.ResponseWriter) {
 		writeProblem(w, newProblem(http.StatusNotFound, CodeSignInNotConfigured, "this server has no OIDC provider to sign in with"))
 	}
@@ -51,7 +52,7 @@ func registerSignIn(r chi.Router, s *auth.SignIn) {
 		// progress fails at once, and counting it let anyone use up a shared address's
 		// sign-ins (a NAT, a proxy) with requests that cost nothing.
 		if !s.InProgress(r) {
-			completeSignIn(w, r, s)
+			completeSignIn(w, r, s, au)
 			return
 		}
 		if _, wait, ok := callbacks.takeN(rateKey(r), 1, time.Now()); !ok {
@@ -60,7 +61,7 @@ func registerSignIn(r chi.Router, s *auth.SignIn) {
 				"more than %d sign-ins from this client in a short time (then one every %v); retry later", signInBurst, time.Duration(float64(time.Second)/signInRate)))
 			return
 		}
-		exchanges.serve(w, r, "1", func() { completeSignIn(w, r, s) })
+		exchanges.serve(w, r, "1", func() { completeSignIn(w, r, s, au) })
 	})
 	r.Post("/auth/logout", func(w http.ResponseWriter, r *http.Request) {
 		if s != nil {
@@ -69,6 +70,9 @@ func registerSignIn(r chi.Router, s *auth.SignIn) {
 				writeProblem(w, newProblem(http.StatusServiceUnavailable, CodeUnavailable, "the session could not be ended; try again"))
 				return
 			}
+			if id, ok := auth.FromContext(r.Context()); ok && id.Method == auth.MethodSession {
+				au.audit(r.Context(), "session.end", "", 0, "", "ok")
+			}
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
@@ -76,7 +80,7 @@ func registerSignIn(r chi.Router, s *auth.SignIn) {
 
 // completeSignIn answers the callback that completes a sign-in: its session cookie and a
 // redirect to the designer, 400 sign-in-failed, or 503 when the provider cannot be reached.
-func completeSignIn(w http.ResponseWriter, r *http.Request, s *auth.SignIn) {
+func completeSignIn(w http.ResponseWriter, r *http.Request, s *auth.SignIn, au *auditor) {
 	id, err := s.Callback(w, r)
 	if errors.Is(err, auth.ErrSignIn) {
 		loggerFrom(r.Context()).Info("sign-in failed", "cause", err.Error())
@@ -89,6 +93,7 @@ func completeSignIn(w http.ResponseWriter, r *http.Request, s *auth.SignIn) {
 		return
 	}
 	loggerFrom(r.Context()).Info("signed in", "subject", id.Subject, "name", id.Name, "role", string(id.Role))
+	au.audit(auth.WithIdentity(r.Context(), id), "session.start", "", 0, "role "+string(id.Role), "ok")
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 

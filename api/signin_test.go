@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -70,7 +71,8 @@ func signInServerWith(t *testing.T, p *oidctest.Provider, clock *atomic.Int64, o
 func TestSignIn(t *testing.T) {
 	p := oidctest.New(t)
 	var clock atomic.Int64
-	c := signInServer(t, p, &clock)
+	var st store.Store
+	c := signInServer(t, p, &clock, func(cfg *api.Config) { st = cfg.Store })
 
 	var me api.Me
 	c.get("/api/me").ok(t, http.StatusOK, &me)
@@ -179,6 +181,25 @@ func TestSignIn(t *testing.T) {
 	c.http.Jar.SetCookies(u, []*http.Cookie{session})
 	c.get("/api/scenarios").problem(t, http.StatusUnauthorized, api.CodeUnauthenticated)
 	c.http.Jar = jar
+
+	// The audit log has the sign-in, with the role it gave, and the sign-out; the refused
+	// callback (no identity) and the logout without a session are not in it.
+	if r := c.send(request{Method: http.MethodPost, Path: "/auth/logout"}); r.Status != http.StatusNoContent {
+		t.Errorf("second logout: %d %s", r.Status, r.Body)
+	}
+	var got []string
+	for _, action := range []string{"session.start", "session.end"} {
+		list, err := st.ListAudit(t.Context(), store.AuditFilter{Action: action})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range list {
+			got = append(got, fmt.Sprintf("%s %s %s %s %s", e.Action, e.Subject, e.Name, e.Target, e.Outcome))
+		}
+	}
+	if want := []string{"session.start u-7 Vera Viewer role viewer ok", "session.end u-7 Vera Viewer  ok"}; !slices.Equal(got, want) {
+		t.Errorf("audit entries %q, want %q", got, want)
+	}
 }
 
 // signInAs signs claims in through the provider and returns the session cookie set.

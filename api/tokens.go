@@ -39,6 +39,17 @@ type APIToken struct {
 	RevokedAt *time.Time `json:"revokedAt,omitempty" doc:"When the token was revoked; absent for a token in use."`
 }
 
+// TokenAuditTarget is a token's store.AuditEntry.Target in the entries of its creation and
+// revocation: `token 12 "ci" (deployer, expires 2027-01-05T08:00:00Z)`, with "no expiry" for a
+// token that does not expire.
+func TokenAuditTarget(t store.Token) string {
+	expiry := "no expiry"
+	if !t.ExpiresAt.IsZero() {
+		expiry = "expires " + t.ExpiresAt.UTC().Format(time.RFC3339)
+	}
+	return fmt.Sprintf("token %d %q (%s, %s)", t.ID, t.Name, t.Role, expiry)
+}
+
 func apiToken(t store.Token) APIToken {
 	out := APIToken{ID: t.ID, Name: t.Name, Role: t.Role, CreatedAt: t.CreatedAt}
 	if !t.ExpiresAt.IsZero() {
@@ -144,6 +155,7 @@ func (h *handlers) registerTokens(hapi huma.API) {
 		Tags:          []string{tagAccess},
 		Errors:        []int{http.StatusUnprocessableEntity},
 	}, func(ctx context.Context, in *createTokenInput) (*createTokenOutput, error) {
+		noteTarget(ctx, fmt.Sprintf("token %q (%s)", in.Body.Name, in.Body.Role))
 		role, err := auth.ParseRole(in.Body.Role)
 		if err != nil {
 			return nil, problemf(http.StatusUnprocessableEntity, CodeValidationFailed, "role: %v", err)
@@ -163,6 +175,7 @@ func (h *handlers) registerTokens(hapi huma.API) {
 		if err != nil {
 			return nil, storeError(ctx, err, "", 0)
 		}
+		noteTarget(ctx, TokenAuditTarget(t))
 		return &createTokenOutput{Body: CreatedAPIToken{Token: apiToken(t), Secret: secret}}, nil
 	})
 	register(hapi, h, huma.Operation{
@@ -174,7 +187,11 @@ func (h *handlers) registerTokens(hapi huma.API) {
 		Tags:        []string{tagAccess},
 		Errors:      []int{http.StatusNotFound},
 	}, func(ctx context.Context, in *revokeTokenInput) (*revokeTokenOutput, error) {
+		noteTarget(ctx, fmt.Sprintf("token %d", in.ID))
 		t, err := h.store.RevokeToken(ctx, in.ID)
+		if err == nil {
+			noteTarget(ctx, TokenAuditTarget(t))
+		}
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, problemf(http.StatusNotFound, CodeTokenNotFound, "there is no token %d", in.ID)
 		}

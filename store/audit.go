@@ -59,6 +59,10 @@ type AuditEntry struct {
 	Scenario string `json:"scenario,omitempty"`
 	// Version is the scenario's version acted on; 0 when none applies.
 	Version int `json:"version,omitempty"`
+	// Target is what else was acted on, as text: the token of token.create and token.revoke
+	// (`token 12 "ci" (deployer)`), the role a sign-in gave. Empty when none applies.
+	// FoldAudit does not compare it: the actions it folds have none.
+	Target string `json:"target,omitempty"`
 	// Outcome is "ok", or the stable code of the problem that answered the request.
 	Outcome   string `json:"outcome"`
 	RequestID string `json:"requestId,omitempty"`
@@ -92,7 +96,7 @@ func (f AuditFilter) AuditLimit() int {
 
 // CutAuditFields cuts e's text fields to MaxAuditFieldBytes, at UTF-8 boundaries.
 func CutAuditFields(e AuditEntry) AuditEntry {
-	for _, p := range []*string{&e.Subject, &e.Name, &e.Address, &e.Action, &e.Scenario, &e.Outcome, &e.RequestID} {
+	for _, p := range []*string{&e.Subject, &e.Name, &e.Address, &e.Action, &e.Scenario, &e.Target, &e.Outcome, &e.RequestID} {
 		*p = cutUTF8(*p, MaxAuditFieldBytes)
 	}
 	return e

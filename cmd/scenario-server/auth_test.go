@@ -21,10 +21,13 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/scenario-server/scenario-server/store"
 )
 
 // TestAuthBinary runs the real binary: the token subcommand, API tokens on the server, the
@@ -132,6 +135,42 @@ func testBinaryTokens(t *testing.T, bin string, st serverStore) {
 		t.Errorf("revoked viewer: %d; want 401", code)
 	}
 	runToken(t, bin, st, 1, "revoke", "9")
+
+	// The commands are in the audit log, by the operating system's user, with the tokens.
+	admin, _ := runToken(t, bin, st, 0, "create", "--name", "auditor", "--role", "admin")
+	code, body := status("GET", "/api/audit?action=token.create", strings.TrimSpace(admin), nil)
+	var page struct{ Entries []store.AuditEntry }
+	if err := json.Unmarshal(body, &page); err != nil || code != 200 {
+		t.Fatalf("audit log: %d %s", code, body)
+	}
+	_, body = status("GET", "/api/audit?action=token.revoke", strings.TrimSpace(admin), nil)
+	var revokes struct{ Entries []store.AuditEntry }
+	if err := json.Unmarshal(body, &revokes); err != nil {
+		t.Fatalf("audit log: %s", body)
+	}
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range append(page.Entries, revokes.Entries...) {
+		got = append(got, fmt.Sprintf("%s|%s|%s|%s|%s|%s", e.Subject, e.Name, e.Address, e.Action, e.Target, e.Outcome))
+	}
+	who := "cli:" + u.Username + "|" + u.Username + " (command line)|local|"
+	want := []string{
+		who + `token.create|token 1 "ci" (deployer, expires `,
+		who + `token.create|token 2 "watcher" (viewer, no expiry)|ok`,
+		who + `token.create|token 3 "auditor" (admin, no expiry)|ok`,
+		who + `token.revoke|token 2 "watcher" (viewer, no expiry)|ok`,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("audit entries:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("audit entry %d: %s; want %s...", i, got[i], want[i])
+		}
+	}
 }
 
 func testPosture(t *testing.T, bin string) {

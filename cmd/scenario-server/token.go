@@ -8,6 +8,7 @@ import (
 	"io"
 	iofs "io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"text/tabwriter"
@@ -132,6 +133,7 @@ func tokenCommand(ctx context.Context, args []string, getenv func(string) string
 		}
 		fmt.Fprintf(stderr, "token %d (%s, %s%s) created; its secret, shown this once:\n", t.ID, t.Name, t.Role, expiresText(t))
 		fmt.Fprintln(stdout, secret)
+		return auditCLI(ctx, st, "token.create", t)
 	case "list":
 		list, err := st.ListTokens(ctx)
 		if err != nil {
@@ -153,6 +155,24 @@ func tokenCommand(ctx context.Context, args []string, getenv func(string) string
 			return fmt.Errorf("revoking token %d: %w", revokeID, err)
 		}
 		fmt.Fprintf(stdout, "token %d (%s) revoked at %s\n", t.ID, t.Name, t.RevokedAt.Format(time.RFC3339))
+		return auditCLI(ctx, st, "token.revoke", t)
+	}
+	return nil
+}
+
+// auditCLI writes the audit entry of a token command: the same action and target as the API's
+// (api.TokenAuditTarget), by the operating system's user who ran it, subject "cli:<user>",
+// from the address "local". The token is made or revoked already when this fails: the error
+// says so.
+func auditCLI(ctx context.Context, st store.Store, action string, t store.Token) error {
+	who := "unknown"
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		who = u.Username
+	}
+	e := store.AuditEntry{Subject: "cli:" + who, Name: who + " (command line)", Address: "local", Action: action,
+		Target: api.TokenAuditTarget(t), Outcome: "ok"}
+	if _, err := st.AppendAudit(ctx, e); err != nil {
+		return fmt.Errorf("%s done, but its audit entry could not be written: %w", action, err)
 	}
 	return nil
 }

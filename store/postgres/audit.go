@@ -67,9 +67,9 @@ func (s *Store) writeAudit(ctx context.Context, e store.AuditEntry, since time.T
 			out = e
 		}
 		return tx.QueryRow(ctx,
-			`INSERT INTO audit_log (at, subject, name, address, action, scenario, version, outcome, request_id)
-			 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
-			e.Time, e.Subject, e.Name, e.Address, e.Action, e.Scenario, e.Version, e.Outcome, e.RequestID).Scan(&out.ID)
+			`INSERT INTO audit_log (at, subject, name, address, action, scenario, version, target, outcome, request_id)
+			 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id`,
+			e.Time, e.Subject, e.Name, e.Address, e.Action, e.Scenario, e.Version, e.Target, e.Outcome, e.RequestID).Scan(&out.ID)
 	})
 	if err != nil {
 		return store.AuditEntry{}, fmt.Errorf("appending to the audit log: %w", err)
@@ -80,7 +80,7 @@ func (s *Store) writeAudit(ctx context.Context, e store.AuditEntry, since time.T
 // ListAudit implements store.Store.
 func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]store.AuditEntry, error) {
 	rows, err := s.pool.Query(ctx,
-		`SELECT id, at, subject, name, address, action, scenario, version, outcome, request_id, repeats, last_at FROM audit_log
+		`SELECT id, at, subject, name, address, action, scenario, version, target, outcome, request_id, repeats, last_at FROM audit_log
 		 WHERE id > $1
 		   AND ($2::timestamptz IS NULL OR at >= $2) AND ($3::timestamptz IS NULL OR at < $3)
 		   AND ($4 = '' OR subject = $4 OR name = $4)
@@ -94,7 +94,7 @@ func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]store.Aud
 	var list []store.AuditEntry
 	for rows.Next() {
 		var e store.AuditEntry
-		if err := rows.Scan(&e.ID, &e.Time, &e.Subject, &e.Name, &e.Address, &e.Action, &e.Scenario, &e.Version, &e.Outcome, &e.RequestID, &e.Repeats, &e.LastTime); err != nil {
+		if err := rows.Scan(&e.ID, &e.Time, &e.Subject, &e.Name, &e.Address, &e.Action, &e.Scenario, &e.Version, &e.Target, &e.Outcome, &e.RequestID, &e.Repeats, &e.LastTime); err != nil {
 			return nil, fmt.Errorf("listing the audit log: %w", err)
 		}
 		e.Time = e.Time.UTC()

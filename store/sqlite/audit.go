@@ -56,9 +56,9 @@ func (s *Store) writeAudit(ctx context.Context, e store.AuditEntry, since time.T
 			out = e
 		}
 		return tx.QueryRowContext(ctx,
-			`INSERT INTO audit_log (at, subject, name, address, action, scenario, version, outcome, request_id)
-			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-			micros(e.Time), e.Subject, e.Name, e.Address, e.Action, e.Scenario, e.Version, e.Outcome, e.RequestID).Scan(&out.ID)
+			`INSERT INTO audit_log (at, subject, name, address, action, scenario, version, target, outcome, request_id)
+			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+			micros(e.Time), e.Subject, e.Name, e.Address, e.Action, e.Scenario, e.Version, e.Target, e.Outcome, e.RequestID).Scan(&out.ID)
 	})
 	if err != nil {
 		return store.AuditEntry{}, fmt.Errorf("appending to the audit log: %w", err)
@@ -76,7 +76,7 @@ func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]store.Aud
 		to = micros(f.To)
 	}
 	rows, err := s.read.QueryContext(ctx,
-		`SELECT id, at, subject, name, address, action, scenario, version, outcome, request_id, repeats, last_at FROM audit_log
+		`SELECT id, at, subject, name, address, action, scenario, version, target, outcome, request_id, repeats, last_at FROM audit_log
 		 WHERE id > ?
 		   AND (? = 0 OR at >= ?) AND (? = 0 OR at < ?)
 		   AND (? = '' OR subject = ? OR name = ?)
@@ -92,7 +92,7 @@ func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]store.Aud
 	for rows.Next() {
 		var e store.AuditEntry
 		var at, last int64
-		if err := rows.Scan(&e.ID, &at, &e.Subject, &e.Name, &e.Address, &e.Action, &e.Scenario, &e.Version, &e.Outcome, &e.RequestID, &e.Repeats, &last); err != nil {
+		if err := rows.Scan(&e.ID, &at, &e.Subject, &e.Name, &e.Address, &e.Action, &e.Scenario, &e.Version, &e.Target, &e.Outcome, &e.RequestID, &e.Repeats, &last); err != nil {
 			return nil, fmt.Errorf("listing the audit log: %w", err)
 		}
 		e.Time = fromMicros(at)

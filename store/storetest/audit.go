@@ -25,7 +25,7 @@ func testAudit(t *testing.T, open func(t *testing.T) store.Store) {
 		{Time: t0.Add(2 * time.Minute), Subject: "oidc|anna", Name: "anna@example.com", Address: "10.0.0.2", Action: "deploy", Scenario: "alerts", Version: 3, Outcome: "deployment-active", RequestID: "r3"},
 		{Time: t0.Add(3 * time.Minute), Subject: "oidc|anna", Name: "anna@example.com", Address: "10.0.0.2", Action: "results.read", Scenario: "fraud", Outcome: "ok"},
 		// Nanoseconds are cut to microseconds, as every store time.
-		{Time: t0.Add(4*time.Minute + 1500), Subject: "", Name: "local", Address: "127.0.0.1", Action: "token.create", Outcome: "ok"},
+		{Time: t0.Add(4*time.Minute + 1500), Subject: "", Name: "local", Address: "127.0.0.1", Action: "token.create", Target: `token 7 "ci" (deployer, no expiry)`, Outcome: "ok"},
 	}
 	for i, e := range entries {
 		got := must(s.AppendAudit(ctx, e))(t)
@@ -82,9 +82,9 @@ func testAudit(t *testing.T, open func(t *testing.T) store.Store) {
 
 	// Fields are cut to MaxAuditFieldBytes at a UTF-8 boundary: 255 bytes of "a" and "é"
 	// (2 bytes) would end mid-rune at 256, so 255 are kept.
-	long := must(s.AppendAudit(ctx, store.AuditEntry{Name: strings.Repeat("a", 255) + "é", Address: strings.Repeat("x", 1000), Action: "deploy", Outcome: "ok"}))(t)
-	if len(long.Name) != 255 || len(long.Address) != store.MaxAuditFieldBytes {
-		t.Errorf("cut lengths %d, %d; want 255, %d", len(long.Name), len(long.Address), store.MaxAuditFieldBytes)
+	long := must(s.AppendAudit(ctx, store.AuditEntry{Name: strings.Repeat("a", 255) + "é", Address: strings.Repeat("x", 1000), Action: "deploy", Target: strings.Repeat("t", 300), Outcome: "ok"}))(t)
+	if len(long.Name) != 255 || len(long.Address) != store.MaxAuditFieldBytes || len(long.Target) != store.MaxAuditFieldBytes {
+		t.Errorf("cut lengths %d, %d, %d; want 255, %d, %d", len(long.Name), len(long.Address), len(long.Target), store.MaxAuditFieldBytes, store.MaxAuditFieldBytes)
 	}
 	list := must(s.ListAudit(ctx, store.AuditFilter{After: entries[4].ID}))(t)
 	if len(list) != 1 || list[0] != long {

@@ -44,3 +44,22 @@ it('drops an answer to filters changed since', async () => {
   expect(shown).toEqual(['deploy']);
   expect(host.querySelector('[data-testid="audit"]')!.getAttribute('data-action')).toBe('deploy');
 });
+
+it('shows the target of an entry that names no scenario', async () => {
+  vi.useFakeTimers();
+  vi.spyOn(api, 'GET').mockResolvedValue({
+    data: {
+      entries: [
+        { ...entry(1, 'token.create'), target: 'token 4 "ci" (deployer, no expiry)' },
+        { ...entry(2, 'deploy'), scenario: 'fraud', version: 3 },
+      ],
+    },
+  } as never);
+  host = document.createElement('div');
+  document.body.append(host);
+  root = createRoot(host);
+  act(() => root!.render(<AuditLog />));
+  await act(async () => vi.advanceTimersByTime(150));
+  const shown = [...host.querySelectorAll('[data-testid="audit-scenario-name"]')].map((td) => td.textContent);
+  expect(shown).toEqual(['fraud', 'token 4 "ci" (deployer, no expiry)']); // newest first
+});

@@ -9,7 +9,7 @@ type AuditEntry = Schemas['AuditEntry'];
 /** At most this many entries are read (pages of 500, oldest first), and the newest shown first. */
 const MAX_ENTRIES = 5000;
 
-const ACTIONS = ['scenario.create', 'scenario.save', 'scenario.import', 'scenario.archive', 'scenario.unarchive', 'deploy', 'deploy.request', 'deploy.approve', 'deploy.reject', 'tests.save', 'tests.delete', 'tests.override', 'cancel', 'results.read', 'results.stream', 'audit.read', 'token.create', 'token.revoke'];
+const ACTIONS = ['scenario.create', 'scenario.save', 'scenario.import', 'scenario.archive', 'scenario.unarchive', 'deploy', 'deploy.request', 'deploy.approve', 'deploy.reject', 'tests.save', 'tests.delete', 'tests.override', 'cancel', 'results.read', 'results.stream', 'audit.read', 'token.create', 'token.revoke', 'session.start', 'session.end'];
 
 export function AuditLog() {
   const { can, me } = useAuth();
@@ -97,7 +97,7 @@ export function AuditLog() {
                 <th>identity</th>
                 <th>client address</th>
                 <th>action</th>
-                <th>scenario</th>
+                <th title="the scenario, or what else was acted on: a token, the role of a sign-in">scenario or target</th>
                 <th>version</th>
                 <th>outcome</th>
               </tr>
@@ -119,7 +119,7 @@ export function AuditLog() {
                   </td>
                   <td data-testid="audit-address">{e.address}</td>
                   <td data-testid="audit-what">{e.action}</td>
-                  <td data-testid="audit-scenario-name">{e.scenario ?? ''}</td>
+                  <td data-testid="audit-scenario-name">{e.scenario || e.target || ''}</td>
                   <td data-testid="audit-version">{e.version ? `v${e.version}` : ''}</td>
                   <td data-testid="audit-outcome-value" title={e.requestId ? `request ${e.requestId}` : undefined}>
                     {e.outcome}

@@ -911,6 +911,7 @@ export interface components {
             requestId?: string;
             scenario?: string;
             subject: string;
+            target?: string;
             /** Format: date-time */
             time: string;
             /** Format: int64 */
