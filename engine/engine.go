@@ -989,11 +989,17 @@ func sortedIDs[T any](m map[string]T) []string {
 	return ids
 }
 
-// aheadText writes a positive span of ms as a duration, or in days beyond what a
-// time.Duration holds (about 292 years: event times run to the year 9999).
+// aheadText writes a positive span of ms as a duration below 2 days, in whole days from 2
+// days, with years (of 365.2425 days) from 2 years: an event of 2099 was "634657h50m4.979s
+// ahead" (a new user). Days hold what a time.Duration cannot (event times run to the year
+// 9999).
 func aheadText(ms int64) string {
-	if ms > math.MaxInt64/int64(time.Millisecond) {
-		return fmt.Sprintf("%d days", ms/86_400_000)
+	const day = 86_400_000
+	switch {
+	case ms >= 2*365*day:
+		return fmt.Sprintf("%d days (about %.0f years)", ms/day, float64(ms)/(365.2425*day))
+	case ms >= 2*day:
+		return fmt.Sprintf("%d days", ms/day)
 	}
 	return (time.Duration(ms) * time.Millisecond).String()
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strconv"
 	"time"
@@ -605,6 +606,10 @@ func (s *source) eventTime(e *Engine, ev *event) (int64, error) {
 	tv, err := s.timestamp.evalFrom(from, ev)
 	if err != nil {
 		return 0, err
+	}
+	if tv.IsNull() {
+		// Say which expression: the event has no null of its own when the field is missing.
+		return 0, fmt.Errorf("%w: the timestamp expression %s is null for this record (is the field missing?)", expression.ErrEventTime, s.timestamp.prog.Text())
 	}
 	return expression.EventTime(tv)
 }

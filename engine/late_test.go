@@ -193,9 +193,9 @@ func TestFarFutureEventRefused(t *testing.T) {
 	errs, n := e.Errors()
 	// 9999-12-31T00:00:00Z is 253,402,214,400,000 ms; T0 (2026-12-01T08:00:00Z) is
 	// 1,796,112,000,000 ms: 251,606,102,400,000 ms ahead, 2,912,107 whole days (beyond what a
-	// time.Duration holds).
+	// time.Duration holds), 2,912,107 / 365.2425 = 7,973.05 years.
 	if n != 1 || errs[0].NodeID != "in" || errs[0].Field != "timestamp" || errs[0].Line != 2 ||
-		errs[0].Message != "event time 9999-12-31T00:00:00Z is 2912107 days ahead of the server's clock, more than maxFutureSkew 1h0m0s" {
+		errs[0].Message != "event time 9999-12-31T00:00:00Z is 2912107 days (about 7973 years) ahead of the server's clock, more than maxFutureSkew 1h0m0s" {
 		t.Fatalf("errors %d %+v, want one at node in, field timestamp, line 2, naming maxFutureSkew", n, errs)
 	}
 	push(t0-5_000, 3)
@@ -249,6 +249,27 @@ func TestMaxFutureSkewParameter(t *testing.T) {
 		}
 		if _, n := e.Errors(); n != tc.errs {
 			t.Errorf("%s, %d ms ahead: %d errors, want %d", tc.param, tc.ahead, n, tc.errs)
+		}
+	}
+}
+
+// aheadText, worked by hand: a span under 2 days as a duration, whole days from 2 days, and
+// years of 365.2425 days from 2 years (26,444.2 days = 72.4 years).
+func TestAheadText(t *testing.T) {
+	const day = 86_400_000
+	for _, tc := range []struct {
+		ms   int64
+		want string
+	}{
+		{1_500, "1.5s"},
+		{2*day - 1, "47h59m59.999s"},
+		{2 * day, "2 days"},
+		{2*365*day - 1, "729 days"},
+		{2 * 365 * day, "730 days (about 2 years)"},
+		{26_444*day + 5*3600_000, "26444 days (about 72 years)"},
+	} {
+		if got := aheadText(tc.ms); got != tc.want {
+			t.Errorf("aheadText(%d) = %q, want %q", tc.ms, got, tc.want)
 		}
 	}
 }

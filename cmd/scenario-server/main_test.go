@@ -380,4 +380,35 @@ func TestRunWarnsOfTimestampUnits(t *testing.T) {
 	if got := run("{\"ts\": 1700000000000000}\n"); !strings.Contains(got, micro) {
 		t.Errorf("stderr %q; want %q", got, micro)
 	}
+	// A record without the field: the error names the expression (the record has no null).
+	const missing = "error: line 1: node in field timestamp: not an event time: the timestamp expression #input.ts is null for this record (is the field missing?)"
+	if got := run("{\"time\": 1700000000000}\n"); !strings.Contains(got, missing) {
+		t.Errorf("stderr %q; want %q", got, missing)
+	}
+}
+
+// run without --input reads standard input, and says so first: from a terminal it waited
+// without a word (a new user). With --input - it says nothing.
+func TestRunSaysItReadsStandardInput(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.json")
+	graph := `{"nodes": [{"id": "in", "type": "Source", "ref": {"typ": "http"}},
+  {"id": "out", "type": "Sink", "ref": {"typ": "stdout", "parameters": [{"name": "value", "expression": {"language": "expr", "expression": "#input.a"}}]}}],
+  "edges": [{"from": "in", "to": "out", "edgeType": null}]}`
+	if err := os.WriteFile(path, []byte(graph), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		note bool
+	}{{nil, true}, {[]string{"--input", "-"}, false}} {
+		var out, errOut bytes.Buffer
+		args := append([]string{"run", "--scenario", path}, tc.args...)
+		if err := runCommand(t.Context(), args, env(nil), strings.NewReader(`{"a": 7}`+"\n"), &out, &errOut); err != nil {
+			t.Fatal(err)
+		}
+		const note = "reading events from standard input (--input FILE reads a file)\n"
+		if strings.HasPrefix(errOut.String(), note) != tc.note || out.String() != `{"sink":"out","value":7}`+"\n" {
+			t.Errorf("%v: stdout %q, stderr %q; want the note %v", tc.args, out.String(), errOut.String(), tc.note)
+		}
+	}
 }

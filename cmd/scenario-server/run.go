@@ -83,6 +83,12 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}()
 
 	in := stdin
+	inputGiven := false
+	fs.Visit(func(f *flag.Flag) { inputGiven = inputGiven || f.Name == "input" })
+	if !inputGiven {
+		// Without --input a run from a terminal would wait without a word (a new user).
+		fmt.Fprintln(stderr, "reading events from standard input (--input FILE reads a file)")
+	}
 	if *inputPath != "-" {
 		f, err := os.Open(*inputPath)
 		if err != nil {
