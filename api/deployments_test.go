@@ -877,4 +877,12 @@ func TestValidationShowsServerProblems(t *testing.T) {
 	if !val.Valid {
 		t.Errorf("validation without deployments: %s", mustJSON(val))
 	}
+
+	// A Kafka source on a server without brokers (found by a new user: the designer said
+	// "valid" and offered to deploy it; the deploy then answered 422).
+	kafka := replace(t, paymentsGraph(t), `"typ": "http", "parameters": [`, `"typ": "kafka", "parameters": [{"name": "topic", "value": "payments"},`)
+	c.post("/api/validation", rawBody("graph", kafka)).ok(t, http.StatusOK, &val)
+	if val.Valid || len(val.Errors) != 1 || val.Errors[0].NodeID != "payments" || val.Errors[0].Field != "ref.typ" || val.Errors[0].Code != "kafka-not-configured" {
+		t.Errorf("validation of a Kafka source without brokers: %s", mustJSON(val))
+	}
 }
