@@ -63,7 +63,15 @@ function EditorInner({ name, components }: Props) {
   const [testRun, setTestRun] = useState<TestRun | null>(null);
   const deployment = useDeployment(name);
   const sideSize = useResizable();
-  const liveCounts = deployment.liveCounts;
+  // The running deployment's counts are of its version: on another version's graph a node of
+  // the same id may be another node (a new user read v1's HTTP source counts on v2's Kafka
+  // source), so they show only on the running version's graph.
+  const runningVersion = deployment.status?.deployment?.version;
+  const liveElsewhere =
+    deployment.liveCounts !== undefined && runningVersion !== undefined && runningVersion !== (session.viewing ?? session.baseVersion) ? runningVersion : undefined;
+  const liveCounts = liveElsewhere === undefined ? deployment.liveCounts : undefined;
+  const liveLate = liveElsewhere === undefined ? deployment.liveLate : undefined;
+  const liveErrors = liveElsewhere === undefined ? deployment.liveErrors : undefined;
   const { nodes, edges } = doc;
   const docRef = useRef(doc);
   docRef.current = doc;
@@ -167,14 +175,14 @@ function EditorInner({ name, components }: Props) {
       testCounts: testRun?.counts,
       liveCounts,
       testLate: testRun?.late,
-      liveLate: deployment.liveLate,
+      liveLate,
       testErrors: testRun?.errors,
-      liveErrors: deployment.liveErrors,
+      liveErrors,
       testStale,
       diff,
       suggest,
     }),
-    [kinds, components, errorsByNode, testRun, liveCounts, deployment.liveLate, deployment.liveErrors, testStale, diff, suggest],
+    [kinds, components, errorsByNode, testRun, liveCounts, liveLate, liveErrors, testStale, diff, suggest],
   );
 
   // Canvas events.
@@ -330,6 +338,7 @@ function EditorInner({ name, components }: Props) {
           name={name}
           baseVersion={baseVersion}
           viewing={session.viewing}
+          liveElsewhere={liveElsewhere}
           archived={session.archived}
           dirty={dirty}
           deployment={deployment.status}

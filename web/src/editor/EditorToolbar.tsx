@@ -8,6 +8,8 @@ type Props = {
   name: string;
   baseVersion: number;
   viewing: number | null;
+  /** The running version, when the graph shown is another: its live counts are not on it. */
+  liveElsewhere?: number;
   archived: boolean;
   dirty: boolean;
   deployment: ScenarioDeployment | null;
@@ -43,6 +45,11 @@ export function EditorToolbar(p: Props) {
         <span className={`badge status-${d.status}`} title={d.reason}>
           {d.status.toLowerCase()}
           {d.deployment ? ` v${d.deployment.version}` : ''}
+        </span>
+      )}
+      {p.liveElsewhere !== undefined && (
+        <span className="muted small" data-testid="live-elsewhere" title="Live counts are of the version that runs: open it (History) to see them on its graph.">
+          live counts are of v{p.liveElsewhere}
         </span>
       )}
       {p.dirty && (
