@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -134,7 +135,10 @@ func (d *deployment) keepDeadLetter(dl DeadLetter) {
 				p.record, _ = json.Marshal(string(p.payload[:MaxDeadLetterRecord]))
 				p.recordTruncated = true
 			case json.Valid(p.payload):
-				p.record = p.payload
+				// json.Valid takes bytes that are not UTF-8 within strings; PostgreSQL's json
+				// refused them, failing every checkpoint after (a hostile event froze the
+				// deployment for good). Outside strings they are not valid JSON.
+				p.record = bytes.ToValidUTF8(p.payload, []byte("\uFFFD"))
 			default:
 				p.record, _ = json.Marshal(string(p.payload))
 			}

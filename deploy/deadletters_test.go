@@ -31,13 +31,16 @@ func readDeadLetters(t *testing.T, st store.Store, name string) []DeadLetter {
 // good ones, with two crashes in between: the deployment goes on, each poison event is in the
 // dead-letter list exactly once with its log offset (100 and 201: the good events before
 // them, worked out by hand), node, field and record, and the results equal a replay of the
-// good events alone (a failed timestamp moves no watermark, so nothing else changes).
+// good events alone (a failed timestamp moves no watermark, so nothing else changes). The
+// second has a byte that is not UTF-8 in a string: its record is kept with U+FFFD for it
+// (PostgreSQL's json column refused it, and every checkpoint after it failed: a hostile
+// client froze the deployment for good, cancel and deploy again included).
 func testDeadLetters(t *testing.T, st store.Store) {
 	graph := tumblingGraph("")
 	createScenario(t, st, "poison", graph)
 	good := records(300)
 	noTime := []byte(`{"key": "k1", "v": 1}`)
-	badTime := []byte(`{"ts": "yesterday", "key": "k2", "v": 2}`)
+	badTime := []byte("{\"ts\": \"yesterday\xff\", \"key\": \"k2\", \"v\": 2}")
 	all := slices.Concat(good[:100], [][]byte{noTime}, good[100:200], [][]byte{badTime}, good[200:])
 	config := func(c *Config) { c.CheckpointInterval = 20 * time.Millisecond }
 	r := newRuntime(t, st, config)
@@ -62,7 +65,7 @@ func testDeadLetters(t *testing.T, st store.Store) {
 	for i, want := range []struct {
 		offset int64
 		record []byte
-	}{{100, noTime}, {201, badTime}} {
+	}{{100, noTime}, {201, []byte(`{"ts": "yesterday` + "\uFFFD" + `", "key": "k2", "v": 2}`)}} {
 		d := dls[i]
 		var compact bytes.Buffer
 		if err := json.Compact(&compact, want.record); err != nil {
