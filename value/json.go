@@ -55,6 +55,14 @@ import (
 // Decoder accept: 1000 nested '[' or '{' are allowed, 1001 are an error.
 const MaxDepth = 1000
 
+// MaxValues is the most values one document may decode into (ParseJSON and a Decoder):
+// every number, string, literal, list and record counts one, at any depth. Decoded, a value
+// takes from 24 bytes (a number in a list) to about 100 (an empty record, {}), against as
+// little as 2 bytes of JSON: a 10 MiB event of 3.5 million {} took 600 MB to decode, and ten
+// of them at once stopped the server (found by a hostile client). At this bound a document
+// takes at most about 60 MB decoded; one past it is an error at the first value beyond.
+const MaxValues = 1 << 19
+
 // SyntaxError describes why JSON text could not be decoded and where.
 type SyntaxError struct {
 	// Offset is the byte offset in the input of the problem: the first byte
@@ -85,6 +93,7 @@ const (
 	msgIntegerRange    = "integer out of range: beyond int64 (±9223372036854775807) it would not be exact; send it as a string or with a fraction or exponent"
 	msgNumberUnderflow = "number out of range: too small for float64, it would become 0"
 	msgTooDeep         = "nested deeper than 1000 levels"
+	msgTooManyValues   = "more than 524288 values (numbers, strings, literals, lists and records at any depth) in one document"
 )
 
 // ParseJSON decodes one JSON value (RFC 8259) from b. Whitespace may surround
@@ -111,7 +120,7 @@ const (
 // "01", "-" or "1." or ".5" or "1e", NaN and Infinity, raw control
 // characters in strings, invalid escapes, anything unterminated, trailing
 // data, a byte order mark), an integer beyond int64, a number out of
-// float64's range (over or under), and nesting deeper than MaxDepth.
+// float64's range (over or under), nesting deeper than MaxDepth, and more than MaxValues values.
 // Invalid UTF-8 is not an error (encoding/json accepts it too).
 //
 // Records may share their Keys slices with other records (see Decoder).
@@ -135,8 +144,9 @@ var decoderPool = sync.Pool{New: func() any { return new(Decoder) }}
 // stay valid after further calls. Records decoded by one Decoder may share
 // their Keys slices and key strings with one another.
 type Decoder struct {
-	b     []byte // the input of the current call; nil between calls
-	depth int    // lists and records open
+	b      []byte // the input of the current call; nil between calls
+	depth  int    // lists and records open
+	values int    // values decoded in the current call (MaxValues)
 
 	vals   []Value  // values of the open lists and records, innermost last
 	keys   []string // keys of the open records, innermost last
@@ -320,6 +330,7 @@ func (d *Decoder) parseFields(b []byte, want *FieldSet, into []Value) error {
 	case b[i] != '{':
 		err = d.unexpected(i, "", ", expected a JSON object")
 	default:
+		d.values++ // the object, as parseValue counts it: ParseFields fails where Parse does
 		i, err = d.parseObjectFields(i, want, into)
 	}
 	if err == nil {
@@ -385,6 +396,7 @@ func (fs *FieldSet) Index(name string) int {
 func (d *Decoder) begin(b []byte) {
 	d.b = b
 	d.depth = 0
+	d.values = 0
 	d.vals = d.vals[:0]
 	d.keys = d.keys[:0]
 	d.strbuf = d.strbuf[:0]
@@ -456,6 +468,9 @@ func (d *Decoder) parseValue(i int) (int, error) {
 	b := d.b
 	if i >= len(b) {
 		return i, d.eof(i)
+	}
+	if d.values++; d.values > MaxValues {
+		return i, d.fail(i, msgTooManyValues)
 	}
 	switch b[i] {
 	case '"':
@@ -1321,6 +1336,9 @@ func (d *Decoder) skipValue(i int) (int, error) {
 	b := d.b
 	if i >= len(b) {
 		return i, d.eof(i)
+	}
+	if d.values++; d.values > MaxValues {
+		return i, d.fail(i, msgTooManyValues)
 	}
 	switch b[i] {
 	case '"':

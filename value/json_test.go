@@ -1089,3 +1089,40 @@ func FuzzParseFields(f *testing.F) {
 		}
 	})
 }
+
+// A document decodes into at most MaxValues values, counted at any depth (the object and each
+// value in it): {"a":[{},{},...]} with 524,286 records is 524,288 values and decodes; one
+// record more is an error at that record's byte (6 bytes of {"a":[ and 3 per record before
+// it). ParseFields fails exactly where Parse does, skipped members counted.
+func TestMaxValues(t *testing.T) {
+	doc := func(records int) []byte {
+		b := []byte(`{"a":[`)
+		for i := range records {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, "{}"...)
+		}
+		return append(b, "]}"...)
+	}
+	ok := doc(MaxValues - 2)
+	if v, err := ParseJSON(ok); err != nil || len(v.Record().Values[0].List()) != MaxValues-2 {
+		t.Fatalf("at the bound: %v", err)
+	}
+	over := doc(MaxValues - 1)
+	var d Decoder
+	for name, parse := range map[string]func([]byte) error{
+		"Parse":              func(b []byte) error { _, err := d.Parse(b); return err },
+		"ParseFields":        func(b []byte) error { _, err := d.ParseFields(b, NewFieldSet("b")); return err },
+		"ParseFields wanted": func(b []byte) error { _, err := d.ParseFields(b, NewFieldSet("a")); return err },
+	} {
+		if err := parse(ok); err != nil {
+			t.Errorf("%s at the bound: %v", name, err)
+		}
+		var se *SyntaxError
+		err := parse(over)
+		if !errors.As(err, &se) || se.Offset != int64(6+3*(MaxValues-2)) || se.Msg != msgTooManyValues {
+			t.Errorf("%s past the bound: %v, want the error at byte %d", name, err, 6+3*(MaxValues-2))
+		}
+	}
+}
