@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/scenario-server/scenario-server/api"
+	"github.com/scenario-server/scenario-server/deploy"
 	"github.com/scenario-server/scenario-server/store"
 )
 
@@ -158,6 +159,16 @@ func TestLoadedVersionsBounded(t *testing.T) {
 	c.send(request{Method: http.MethodPut, Path: "/api/scenarios/small/tests/one", Body: rawBody("records", quote(records), "expected", "{}"), Header: from(a)}).
 		ok(t, http.StatusOK, nil)
 
+	// Version 3 of medium, with a comment of 4,000 bytes: a page of medium's versions is
+	// counted 256 bytes an entry besides its text, 4,261 + 261 + 261 = 4,783 bytes.
+	c.send(request{Method: http.MethodPost, Path: "/api/scenarios/medium/versions", Body: rawBody("graph", padded(tinyGraph, 4500), "baseVersion", "2", "comment", quote(strings.Repeat("c", 4000))), Header: from(a)}).
+		ok(t, http.StatusCreated, nil)
+	// A dead letter of sunk of 2,500 bytes: a page of it is counted twice (decoded and
+	// encoded again), 5,000 bytes.
+	if _, err := c.store.AppendSinkResults(t.Context(), "sunk", []store.NewSinkResult{{Sink: deploy.DeadLetterSink, Value: []byte(`{"message":"` + strings.Repeat("d", 2500-len(`{"message":""}`)) + `"}`)}}); err != nil {
+		t.Fatal(err)
+	}
+
 	slow := slowBody(t, c, b, 6000)
 	var refused *response
 	waitFor(t, "a comparison to be refused", func() bool {
@@ -197,6 +208,10 @@ func TestLoadedVersionsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	get(a, "/api/scenarios/sunk/sinks/out/results").problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy)
+	// Pages of history and of dead letters count too (found by a hostile client: 100 readers
+	// of a 40 MB page of versions that read nothing ran the server out of memory).
+	get(a, "/api/scenarios/medium/versions").problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy)
+	get(a, "/api/scenarios/sunk/dead-letters").problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy)
 	// B's stream opens, and once open holds nothing.
 	stream, err := http.NewRequestWithContext(t.Context(), http.MethodGet, c.base+"/api/scenarios/sunk/sinks/out/results/stream", nil)
 	if err != nil {
@@ -217,6 +232,8 @@ func TestLoadedVersionsBounded(t *testing.T) {
 	waitFor(t, "the slow body's bytes to be given back", func() bool {
 		return get(a, "/api/scenarios/small/compare?from=1&to=1").Status == http.StatusOK
 	})
+	get(a, "/api/scenarios/medium/versions").ok(t, http.StatusOK, nil)
+	get(a, "/api/scenarios/sunk/dead-letters").ok(t, http.StatusOK, nil)
 }
 
 // slowRequest is a request whose body slowBody sends in part.

@@ -38,6 +38,11 @@ func isPaused(d store.Deployment) bool {
 	return (d.Status == store.StatusRunning || d.Status == store.StatusDeploying) && d.Reason == deploy.PausedReason
 }
 
+// deploymentText is the bytes of the text a deployment's entry carries (holdPage).
+func deploymentText(d store.Deployment) int {
+	return len(d.Scenario) + len(d.Reason) + len(d.Comment) + len(d.User)
+}
+
 func deploymentOut(d store.Deployment) Deployment {
 	return Deployment{
 		ID: d.ID, Scenario: d.Scenario, Version: d.Version, Status: string(d.Status), Reason: d.Reason,
@@ -405,6 +410,14 @@ func (h *handlers) listDeployments(ctx context.Context, in *listDeploymentsInput
 		list = list[:in.Limit]
 		out.Body.Next = list[len(list)-1].ID
 	}
+	keep, err := holdPage(ctx, len(list), func(i int) int { return deploymentText(list[i]) })
+	if err != nil {
+		return nil, err
+	}
+	if keep < len(list) {
+		list = list[:keep]
+		out.Body.Next = list[keep-1].ID
+	}
 	out.Body.Deployments = make([]Deployment, len(list))
 	for i, d := range list {
 		out.Body.Deployments[i] = deploymentOut(d)
@@ -418,6 +431,19 @@ func (h *handlers) allStatuses(ctx context.Context, in *allStatusesInput) (*depl
 		return nil, err
 	}
 	out := &deploymentStatusListOutput{Body: DeploymentStatusList{Scenarios: []ScenarioDeployment{}, Next: next}}
+	keep, err := holdPage(ctx, len(scenarios), func(i int) int {
+		if d := latest[scenarios[i].Name]; d != nil {
+			return deploymentText(*d)
+		}
+		return len(scenarios[i].Name)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if keep < len(scenarios) {
+		scenarios = scenarios[:keep]
+		out.Body.Next = scenarios[keep-1].Name
+	}
 	for _, s := range scenarios {
 		d := latest[s.Name]
 		if s.Archived && d == nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -75,4 +76,28 @@ func TestScenarioListsTakeTurns(t *testing.T) {
 		t.Errorf("%d lists read at once, want %d", m, api.ScenarioListsAtOnce)
 	}
 	c.send(request{Method: http.MethodGet, Path: "/api/scenarios", Header: from("10.0.0.1")}).ok(t, http.StatusOK, nil)
+}
+
+// A page of versions is cut at 4 MiB of text, counting 256 bytes an entry besides its comment
+// and author, and its cursor goes on from the last kept: 120 versions with comments of 10,000
+// "𝔸" (40,000 bytes) and the first without are counted 40,261 bytes each (author "local") and
+// 261; 4,194,304 / 40,261 = 104.2, so the first page of at most 1,000 holds v121 to v18 (104)
+// and the next v17 to v1 (17): each version once (found by a hostile client: a page of 1,000
+// such versions was 40 MB).
+func TestVersionPagesCutByBytes(t *testing.T) {
+	c := newClient(t, sqliteStore(t))
+	c.post("/api/scenarios", rawBody("name", quote("long"), "graph", tinyGraph)).ok(t, http.StatusCreated, nil)
+	comment := strings.Repeat("𝔸", 10_000)
+	for v := 1; v <= 120; v++ {
+		c.post("/api/scenarios/long/versions", rawBody("graph", tinyGraph, "baseVersion", fmt.Sprint(v), "comment", quote(comment))).ok(t, http.StatusCreated, nil)
+	}
+	var first, second api.VersionList
+	c.get("/api/scenarios/long/versions?limit=1000").ok(t, http.StatusOK, &first)
+	if n := len(first.Versions); n != 104 || first.Versions[0].Version != 121 || first.Versions[n-1].Version != 18 || first.Next != 18 {
+		t.Fatalf("first page: %d versions, v%d to v%d, next %d; want 104, v121 to v18, next 18", n, first.Versions[0].Version, first.Versions[n-1].Version, first.Next)
+	}
+	c.get(fmt.Sprintf("/api/scenarios/long/versions?limit=1000&before=%d", first.Next)).ok(t, http.StatusOK, &second)
+	if n := len(second.Versions); n != 17 || second.Versions[0].Version != 17 || second.Versions[n-1].Version != 1 || second.Next != 0 {
+		t.Fatalf("second page: %d versions, v%d to v%d, next %d; want 17, v17 to v1, no next", n, second.Versions[0].Version, second.Versions[n-1].Version, second.Next)
+	}
 }

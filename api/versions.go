@@ -172,6 +172,14 @@ func (h *handlers) listVersions(ctx context.Context, in *listVersionsInput) (*li
 		list = list[:in.Limit]
 		out.Body.Next = list[len(list)-1].Number
 	}
+	keep, err := holdPage(ctx, len(list), func(i int) int { return len(list[i].Comment) + len(list[i].Author) })
+	if err != nil {
+		return nil, err
+	}
+	if keep < len(list) {
+		list = list[:keep]
+		out.Body.Next = list[keep-1].Number
+	}
 	out.Body.Versions = make([]Version, len(list))
 	for i, v := range list {
 		out.Body.Versions[i] = versionOut(v)
