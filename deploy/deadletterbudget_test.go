@@ -15,8 +15,10 @@ import (
 // hostile client: 3,000,000 lines of {} made 536 MB of dead letters in 24 s, and kept for 7
 // days they could fill the disk, every deployment then failing store-full). With 5 an hour,
 // 20 events without their timestamp are 20 per-event errors: the first 5 are kept, then one
-// dead letter says the rest of the hour's are not; the errors count all 20. An hour later (the
-// runtime's clock moved on), 3 more are kept.
+// dead letter says the rest of the hour's are not; the errors count all 20. The budget is the
+// scenario's, not the deployment's: deployed again within the hour, 10 more are counted and
+// none kept (found by a hostile client: a loop of deploys and failing events kept 71,690 dead
+// letters, 778 MB, in a minute). An hour later (the runtime's clock moved on), 3 more are kept.
 func TestDeadLettersBoundedPerHour(t *testing.T) {
 	st := sqliteStore(t)
 	createScenario(t, st, "sums", tumblingGraph(""))
@@ -51,11 +53,23 @@ func TestDeadLettersBoundedPerHour(t *testing.T) {
 		t.Fatalf("%d dead letters, the first at offsets %v, the last %s; want 6: offsets 0 to 4, then the bound's", len(page), offsets, page[len(page)-1].Value)
 	}
 
+	deploy(t, r, "sums", 0)
+	if _, err := r.Ingest(t.Context(), "sums", "in", "", bad[:10]); err != nil {
+		t.Fatal(err)
+	}
+	// The same version goes on with the first deployment's state and counts: 20 + 10.
+	if l := waitCommitted(t, r, "sums", 30); l.Errors != 30 {
+		t.Errorf("the second deployment counted %d errors, want 30", l.Errors)
+	}
+	if page, err = st.ReadSinkResults(t.Context(), "sums", DeadLetterSink, 0, store.MaxReadLimit); err != nil || len(page) != 6 {
+		t.Errorf("deployed again within the hour: %d dead letters (%v), want still 6", len(page), err)
+	}
+
 	shift.Store(int64(time.Hour))
 	if _, err := r.Ingest(t.Context(), "sums", "in", "", bad[:3]); err != nil {
 		t.Fatal(err)
 	}
-	waitCommitted(t, r, "sums", 23)
+	waitCommitted(t, r, "sums", 33)
 	if page, err = st.ReadSinkResults(t.Context(), "sums", DeadLetterSink, 0, store.MaxReadLimit); err != nil || len(page) != 9 {
 		t.Errorf("an hour later: %d dead letters (%v), want 9", len(page), err)
 	}

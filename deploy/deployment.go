@@ -120,8 +120,9 @@ type deployment struct {
 	// pushing is the event being pushed (for its dead letters); deadLetters counts them.
 	pushing     pushing
 	deadLetters int64
-	// deadLetterBudget: the dead letters kept in the hour (Config.MaxDeadLettersPerHour).
-	deadLetterBudget deadLetterBudget
+	// deadLetterBudget: the scenario's dead letters kept in the hour
+	// (Config.MaxDeadLettersPerHour), shared with its other deployments.
+	deadLetterBudget *deadLetterBudget
 	// async: the loop's checkpoints commit while it processes on (see checkpoint); inflight
 	// is the one committing, nil when none.
 	async    bool
@@ -225,6 +226,7 @@ func newDeployment(r *Runtime, v store.Version) *deployment {
 		wake:    make(chan struct{}, 1),
 	}
 	d.info = store.Deployment{Scenario: v.Scenario, Version: v.Number}
+	d.deadLetterBudget = r.deadLetterBudgetOf(v.Scenario)
 	if r.cfg.MaxTotalPendingResultBytes > 0 {
 		d.sinks.shared, d.sinks.sharedMax = &r.pendingBytes, r.cfg.MaxTotalPendingResultBytes
 	}

@@ -294,8 +294,11 @@ type Runtime struct {
 	// The scenario is not deployed again, nor its files taken, until it returns.
 	stopping map[string]*deployment
 	locks    map[string]*sync.Mutex // serialize Deploy and Cancel per scenario
-	closed   bool
-	running  sync.WaitGroup
+	// deadLetterBudgets are the scenarios' hourly budgets of dead letters, shared by their
+	// deployments one after another (deadLetterBudget).
+	deadLetterBudgets map[string]*deadLetterBudget
+	closed            bool
+	running           sync.WaitGroup
 	// The retention loop: stopped by closing pruneStop; pruneDone closes when it returns.
 	pruneStop, pruneDone chan struct{}
 	// The lease renewal loop: stopped by closing leaseStop; leaseDone closes when it returns.
@@ -375,7 +378,8 @@ func New(cfg Config) (*Runtime, error) {
 	if schemas != nil {
 		reg = reg.WithSourceSchemas(kafka.SourceSchemas{Registry: schemas})
 	}
-	r := &Runtime{cfg: cfg, kafka: kafkaConn, schemas: schemas, nodes: reg, log: cfg.Logger, active: map[string]*deployment{}, pending: map[string]*deployment{}, stopping: map[string]*deployment{}, locks: map[string]*sync.Mutex{}}
+	r := &Runtime{cfg: cfg, kafka: kafkaConn, schemas: schemas, nodes: reg, log: cfg.Logger, active: map[string]*deployment{}, pending: map[string]*deployment{}, stopping: map[string]*deployment{}, locks: map[string]*sync.Mutex{},
+		deadLetterBudgets: map[string]*deadLetterBudget{}}
 	if cfg.MaxTotalState > 0 {
 		r.state = &engine.SharedStateBudget{Max: cfg.MaxTotalState}
 	}
