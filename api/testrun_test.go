@@ -782,3 +782,30 @@ func TestTestRunWarnings(t *testing.T) {
 		t.Errorf("warnings with one record of the field: %v", res.Warnings)
 	}
 }
+
+// A node test of a sink lists the value it writes whole, however many values it holds: a list
+// of 300,000 one-element lists is 600,001 values, past what one JSON document decodes into
+// (value.MaxValues), and was listed as null without a word (found by review) when the output
+// was copied through JSON.
+func TestNodeTestSinkOutputPastMaxValues(t *testing.T) {
+	graph := `{"nodes": [
+	  {"id": "in", "type": "Source", "ref": {"typ": "http"}},
+	  {"id": "out", "type": "Sink", "ref": {"typ": "collect", "parameters": [
+	    {"name": "value", "expression": {"language": "expr", "expression": "map(1..300000, [1])"}}]}}
+	], "edges": [{"from": "in", "to": "out", "edgeType": null}]}`
+	c := newClient(t, sqliteStore(t))
+	var res struct {
+		Outputs []struct {
+			Value [][]int `json:"value"`
+		} `json:"outputs"`
+		Error string `json:"error"`
+	}
+	c.post("/api/node-test", rawBody("graph", graph, "nodeId", quote("out"), "variables", `{"input": {}}`)).ok(t, http.StatusOK, &res)
+	if len(res.Outputs) != 1 || len(res.Outputs[0].Value) != 300_000 || res.Outputs[0].Value[299_999][0] != 1 || res.Error != "" {
+		n := -1
+		if len(res.Outputs) == 1 {
+			n = len(res.Outputs[0].Value)
+		}
+		t.Errorf("%d outputs, the first of %d elements, error %q; want one of 300,000 [1]", len(res.Outputs), n, res.Error)
+	}
+}

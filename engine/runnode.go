@@ -110,12 +110,9 @@ func RunNode(ctx context.Context, s *scenario.Scenario, v *nodes.Validation, id 
 	pr := &probe{run: &run}
 	e.probe = pr
 	e.opts.Output = func(_ string, x value.Value, _ int64) {
-		// x lives only during the call (see Output): kept as a copy.
-		kept, err := value.ParseJSON(value.AppendJSON(nil, x))
-		if err != nil {
-			kept = value.Null()
-		}
-		run.Outputs = append(run.Outputs, NodeOutput{Sink: true, Written: kept})
+		// x lives only during the call (see Output): kept as a copy. (Through JSON it was
+		// null past value.MaxValues, without a word.)
+		run.Outputs = append(run.Outputs, NodeOutput{Sink: true, Written: value.Clone(x)})
 	}
 	e.onError = func(x EventError) {
 		if run.Error == "" {

@@ -11,6 +11,7 @@ package value
 import (
 	"math"
 	"strconv"
+	"strings"
 	"unsafe"
 )
 
@@ -303,4 +304,34 @@ func MakeRecord(keys []string) (Value, []Value) {
 	r := newRecord(len(keys))
 	r.Keys = keys
 	return recordValue(r), r.Values
+}
+
+// Clone returns a copy of v that shares no memory with it: its strings, lists and records
+// (keys too) are copied, at every depth. A value that lives only during a call (an Output's)
+// is kept so. It copies what v holds once; values nest at most MaxDepth levels where they are
+// made (decoding, expressions), so the recursion is bounded.
+func Clone(v Value) Value {
+	switch v.kind {
+	case KindString:
+		return String(strings.Clone(v.Str()))
+	case KindList:
+		items := v.List()
+		out := make([]Value, len(items))
+		for i, x := range items {
+			out[i] = Clone(x)
+		}
+		return List(out)
+	case KindRecord:
+		r := v.Record()
+		keys := make([]string, len(r.Keys))
+		for i, k := range r.Keys {
+			keys[i] = strings.Clone(k)
+		}
+		vals := make([]Value, len(r.Values))
+		for i, x := range r.Values {
+			vals[i] = Clone(x)
+		}
+		return NewRecord(keys, vals)
+	}
+	return v
 }

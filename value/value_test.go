@@ -205,3 +205,18 @@ func TestJSONEncoderAgreesWithAppendJSON(t *testing.T) {
 		}
 	}
 }
+
+// Clone shares no memory with what it copies: a record of a string made over a buffer that is
+// then written over, and of a list that is then changed, keeps its values.
+func TestClone(t *testing.T) {
+	buf := []byte("abc")
+	s := unsafe.String(&buf[0], len(buf)) // a string over buf, as a scratch value is
+	items := []Value{Int(1), String(s)}
+	v := NewRecord([]string{"k"}, []Value{List(items)})
+	c := Clone(v)
+	copy(buf, "xyz")
+	items[0] = Int(9)
+	if got := string(AppendJSON(nil, c)); got != `{"k":[1,"abc"]}` {
+		t.Errorf("clone after the originals changed: %s, want {\"k\":[1,\"abc\"]}", got)
+	}
+}
