@@ -68,7 +68,7 @@ type TestResult struct {
 	Errors          []TestError                  `json:"errors" doc:"Per-event errors, in order, each with its node, field, input line and message (at most 1,000 listed)."`
 	TotalErrors     int64                        `json:"totalErrors" doc:"Per-event errors in all."`
 	ErrorsTruncated bool                         `json:"errorsTruncated" doc:"True when errors lists fewer than totalErrors."`
-	Warnings        []TestWarning                `json:"warnings" doc:"Likely mistakes the run shows, at their node and field: a source whose event times are all before 1973-03-03 (a timestamp in seconds read as milliseconds), an aggregation whose aggregateBy was null for every event that reached it (a misspelt field)."`
+	Warnings        []TestWarning                `json:"warnings" doc:"Likely mistakes the run shows, at their node and field: a source whose latest event time is from 1970-01-02 to before 1973-03-03 (1e8 to 1e11 ms: a timestamp in seconds read as milliseconds), an aggregation whose aggregateBy was null for every event that reached it (a misspelt field)."`
 	ListsCut        bool                         `json:"listsCut" doc:"True when the lists stopped growing before maxRecordsPerNode because the values listed reached 32 MiB of JSON, each value counted with its name and 64 bytes more, each record, result or output with 128 more (their truncated flags are set; the record listed when they did has the variables and expressions that fit, in name order); counts and totals still cover every record."`
 }
 
@@ -361,9 +361,6 @@ type nodeObservation struct {
 	source   bool
 	// aggregates: the output variable
 	outputVar string
-	// sources: the latest event time of the records emitted (TestResult.Warnings)
-	latest     int64
-	seenRecord bool
 	// aggregates: their aggregateBy expressions, watched for a null in every event
 	nullInputs []*nullInput
 	// inputFields are #input's field names in the first event that reached the node.
@@ -591,9 +588,6 @@ func (o *testObserver) emitted(id string, vars map[string]value.Value, eventTime
 		return
 	}
 	if n.source {
-		if !n.seenRecord || eventTime > n.latest {
-			n.latest, n.seenRecord = eventTime, true
-		}
 		o.record(n, vars, eventTime)
 		return
 	}
@@ -684,8 +678,8 @@ func (o *testObserver) warnings(eng *engine.Engine) []TestWarning {
 		if n == nil {
 			continue
 		}
-		if n.source && n.seenRecord {
-			if hint := engine.SecondsHint(n.latest); hint != "" {
+		if latest, ok := eng.LatestEventTime(id); ok && n.source {
+			if hint := engine.SecondsHint(latest); hint != "" {
 				out = append(out, TestWarning{NodeID: id, Field: "timestamp", Message: hint})
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/scenario-server/scenario-server/expression"
+	"github.com/scenario-server/scenario-server/internal/names"
 	"github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/slices"
@@ -609,7 +610,8 @@ func (s *source) eventTime(e *Engine, ev *event) (int64, error) {
 	}
 	if tv.IsNull() {
 		// Say which expression: the event has no null of its own when the field is missing.
-		return 0, fmt.Errorf("%w: the timestamp expression %s is null for this record (is the field missing?)", expression.ErrEventTime, s.timestamp.prog.Text())
+		// (Its text, of up to 64 KiB, is cut: the message is made for every such event.)
+		return 0, fmt.Errorf("%w: the timestamp expression %s is null for this record (is the field missing?)", expression.ErrEventTime, names.Cut(s.timestamp.prog.Text(), 200))
 	}
 	return expression.EventTime(tv)
 }
