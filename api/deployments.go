@@ -38,9 +38,10 @@ func isPaused(d store.Deployment) bool {
 	return (d.Status == store.StatusRunning || d.Status == store.StatusDeploying) && d.Reason == deploy.PausedReason
 }
 
-// deploymentText is the bytes of the text a deployment's entry carries (holdPage).
+// deploymentText is the bytes of the text a deployment's entry carries in an answer
+// (holdPage).
 func deploymentText(d store.Deployment) int {
-	return len(d.Scenario) + len(d.Reason) + len(d.Comment) + len(d.User)
+	return jsonTextBytes(d.Scenario, d.Reason, d.Comment, d.User)
 }
 
 func deploymentOut(d store.Deployment) Deployment {
@@ -433,9 +434,11 @@ func (h *handlers) allStatuses(ctx context.Context, in *allStatusesInput) (*depl
 	out := &deploymentStatusListOutput{Body: DeploymentStatusList{Scenarios: []ScenarioDeployment{}, Next: next}}
 	keep, err := holdPage(ctx, len(scenarios), func(i int) int {
 		if d := latest[scenarios[i].Name]; d != nil {
-			return deploymentText(*d)
+			// The name and the reason are in the answer twice: the scenario's and its
+			// deployment's.
+			return deploymentText(*d) + jsonTextBytes(d.Scenario, d.Reason)
 		}
-		return len(scenarios[i].Name)
+		return jsonTextBytes(scenarios[i].Name)
 	})
 	if err != nil {
 		return nil, err

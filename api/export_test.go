@@ -35,3 +35,6 @@ func ListsWaiting(h *Handler) int64 { return h.h.listsWaiting.Load() }
 
 // SetStreamPoll sets how often h's results streams look for results when nothing tells them.
 func SetStreamPoll(h *Handler, d time.Duration) { h.h.streamPoll = d }
+
+// JSONTextBytes is jsonTextBytes, for tests.
+var JSONTextBytes = jsonTextBytes

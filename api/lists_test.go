@@ -100,4 +100,34 @@ func TestVersionPagesCutByBytes(t *testing.T) {
 	if n := len(second.Versions); n != 17 || second.Versions[0].Version != 17 || second.Versions[n-1].Version != 1 || second.Next != 0 {
 		t.Fatalf("second page: %d versions, v%d to v%d, next %d; want 17, v17 to v1, no next", n, second.Versions[0].Version, second.Versions[n-1].Version, second.Next)
 	}
+
+	// A comment of 10,000 control characters is 60,000 bytes in the answer (\u0001 each), and
+	// counted so (found by review: counted 10,000): 60,261 an entry, 69 to a page
+	// (4,194,304 / 60,261 = 69.6): v81 to v13, then v12 to v1.
+	c.post("/api/scenarios", rawBody("name", quote("ctrl"), "graph", tinyGraph)).ok(t, http.StatusCreated, nil)
+	ctrl := strings.Repeat(`\u0001`, 10_000) // JSON escapes: the comment is 10,000 U+0001
+	for v := 1; v <= 80; v++ {
+		c.post("/api/scenarios/ctrl/versions", rawBody("graph", tinyGraph, "baseVersion", fmt.Sprint(v), "comment", `"`+ctrl+`"`)).ok(t, http.StatusCreated, nil)
+	}
+	first, second = api.VersionList{}, api.VersionList{}
+	answer := c.get("/api/scenarios/ctrl/versions?limit=1000")
+	answer.ok(t, http.StatusOK, &first)
+	if n := len(first.Versions); n != 69 || first.Versions[n-1].Version != 13 || first.Next != 13 || len(answer.Body) > 4<<20 {
+		t.Fatalf("first page of ctrl: %d versions, the last v%d, next %d, %d bytes; want 69, v13, next 13, at most 4 MiB", n, first.Versions[n-1].Version, first.Next, len(answer.Body))
+	}
+	c.get("/api/scenarios/ctrl/versions?limit=1000&before=13").ok(t, http.StatusOK, &second)
+	if n := len(second.Versions); n != 12 || second.Versions[0].Version != 12 || second.Next != 0 {
+		t.Fatalf("second page of ctrl: %d versions from v%d, next %d; want 12 from v12, no next", n, second.Versions[0].Version, second.Next)
+	}
+}
+
+// jsonTextBytes, worked by hand against what encoding/json writes for "a\x01\"<é\u2028\xff":
+// a (1), \u0001 (6), \" (2), \u003c (6), é (2), \u2028 (6), \ufffd (6): 29.
+func TestJSONTextBytes(t *testing.T) {
+	if got := api.JSONTextBytes("a\x01\"<é\u2028\xff"); got != 29 {
+		t.Errorf("jsonTextBytes = %d, want 29", got)
+	}
+	if got := api.JSONTextBytes("ab", "cd"); got != 4 {
+		t.Errorf("jsonTextBytes of two = %d, want 4", got)
+	}
 }

@@ -172,7 +172,7 @@ func (h *handlers) listVersions(ctx context.Context, in *listVersionsInput) (*li
 		list = list[:in.Limit]
 		out.Body.Next = list[len(list)-1].Number
 	}
-	keep, err := holdPage(ctx, len(list), func(i int) int { return len(list[i].Comment) + len(list[i].Author) })
+	keep, err := holdPage(ctx, len(list), func(i int) int { return jsonTextBytes(list[i].Comment, list[i].Author) })
 	if err != nil {
 		return nil, err
 	}
