@@ -74,3 +74,34 @@ func TestDeadLettersBoundedPerHour(t *testing.T) {
 		t.Errorf("an hour later: %d dead letters (%v), want 9", len(page), err)
 	}
 }
+
+// The bytes of dead letters all scenarios keep in an hour are bounded too (found by review: a
+// new scenario had 16 MiB more each, and creating one is one write). With 1 byte for them
+// all, two scenarios of 20 failing events each keep no dead letter of an event, and one each
+// saying why; the errors count all 20.
+func TestDeadLettersBoundedForAllScenarios(t *testing.T) {
+	st := sqliteStore(t)
+	r := newRuntime(t, st, func(c *Config) {
+		c.MaxDeadLettersPerHour = 5
+		c.MaxTotalDeadLetterBytesPerHour = 1
+	})
+	var bad [][]byte
+	for i := range 20 {
+		bad = append(bad, fmt.Appendf(nil, `{"key": "k", "v": %d}`, i))
+	}
+	for _, name := range []string{"a", "b"} {
+		createScenario(t, st, name, tumblingGraph(""))
+		deploy(t, r, name, 0)
+		ingestAll(t, r, name, bad, 0, 20)
+		if l := waitCommitted(t, r, name, 20); l.Errors != 20 {
+			t.Errorf("%s: %d errors counted, want 20", name, l.Errors)
+		}
+		page, err := st.ReadSinkResults(t.Context(), name, DeadLetterSink, 0, store.MaxReadLimit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) != 1 || !strings.Contains(string(page[0].Value), "all scenarios together keep at most 1 bytes of them an hour") {
+			t.Errorf("%s: %d dead letters %v; want one saying the bound of all scenarios", name, len(page), page)
+		}
+	}
+}

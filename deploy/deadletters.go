@@ -57,16 +57,45 @@ type deadLetterBudget struct {
 	over  bool
 }
 
-// deadLetterBudgetOf returns the dead-letter budget of scenario name.
+// deadLetterBudgetOf returns the dead-letter budget of scenario name. Past 1,024 scenarios'
+// budgets, those whose hour has ended are let go first (a deployment holding one goes on with
+// it; the scenario's next starts a new hour, as it would).
 func (r *Runtime) deadLetterBudgetOf(name string) *deadLetterBudget {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	b := r.deadLetterBudgets[name]
-	if b == nil {
-		b = &deadLetterBudget{}
-		r.deadLetterBudgets[name] = b
+	if b != nil {
+		return b
 	}
+	if len(r.deadLetterBudgets) >= 1024 {
+		now := r.cfg.Now()
+		for n, old := range r.deadLetterBudgets {
+			old.mu.Lock()
+			ended := now.Sub(old.start) >= time.Hour
+			old.mu.Unlock()
+			if ended {
+				delete(r.deadLetterBudgets, n)
+			}
+		}
+	}
+	b = &deadLetterBudget{}
+	r.deadLetterBudgets[name] = b
 	return b
+}
+
+// take counts n bytes into the budget's hour at now when they fit in max, and says whether
+// they did (the budget of all scenarios: its count and over are not used).
+func (b *deadLetterBudget) take(now time.Time, n, max int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.start.IsZero() || now.Sub(b.start) >= time.Hour {
+		b.start, b.bytes = now, 0
+	}
+	if b.bytes+n > max {
+		return false
+	}
+	b.bytes += n
+	return true
 }
 
 // DeadLetter is one failed event, as the dead-letter list holds it (JSON).
@@ -182,8 +211,8 @@ func (d *deployment) keepDeadLetter(dl DeadLetter) {
 // is kept. The first one of an hour that is not kept is replaced by one that says until when
 // none are (it is kept, beyond the budget).
 func (d *deployment) deadLetterFits(n int) bool {
-	maxCount, maxBytes := d.rt.cfg.MaxDeadLettersPerHour, d.rt.cfg.MaxDeadLetterBytesPerHour
-	if maxCount < 0 && maxBytes < 0 {
+	maxCount, maxBytes, maxTotal := d.rt.cfg.MaxDeadLettersPerHour, d.rt.cfg.MaxDeadLetterBytesPerHour, d.rt.cfg.MaxTotalDeadLetterBytesPerHour
+	if maxCount < 0 && maxBytes < 0 && maxTotal < 0 {
 		return true
 	}
 	b, now := d.deadLetterBudget, d.rt.cfg.Now()
@@ -192,7 +221,9 @@ func (d *deployment) deadLetterFits(n int) bool {
 	if b.start.IsZero() || now.Sub(b.start) >= time.Hour {
 		b.start, b.count, b.bytes, b.over = now, 0, 0, false
 	}
-	if (maxCount < 0 || b.count < maxCount) && (maxBytes < 0 || b.bytes+int64(n) <= maxBytes) {
+	fits := (maxCount < 0 || b.count < maxCount) && (maxBytes < 0 || b.bytes+int64(n) <= maxBytes)
+	total := &d.rt.deadLetterTotal
+	if fits && (maxTotal < 0 || total.take(now, int64(n), maxTotal)) {
 		b.count++
 		b.bytes += int64(n)
 		return true
@@ -201,6 +232,13 @@ func (d *deployment) deadLetterFits(n int) bool {
 		b.over = true
 		msg := fmt.Sprintf("per-event errors until %s are not kept as dead letters: at most %d dead letters and %d bytes of them are kept an hour (the nodes' error counts have them all)",
 			b.start.Add(time.Hour).UTC().Format(time.RFC3339), maxCount, maxBytes)
+		if fits {
+			total.mu.Lock()
+			until := total.start.Add(time.Hour)
+			total.mu.Unlock()
+			msg = fmt.Sprintf("per-event errors are not kept as dead letters until %s: all scenarios together keep at most %d bytes of them an hour (the nodes' error counts have them all)",
+				until.UTC().Format(time.RFC3339), maxTotal)
+		}
 		if summary, err := json.Marshal(DeadLetter{Message: msg}); err == nil {
 			d.sinks.addResult(store.NewSinkResult{Sink: DeadLetterSink, Value: summary})
 			d.deadLetters++

@@ -207,12 +207,17 @@ type Config struct {
 	// would pass it fails, keeping its last checkpoint, as one past its own bound within one
 	// event does. 0 or negative: no such bound.
 	MaxTotalPendingResultBytes int64
-	// MaxDeadLettersPerHour and MaxDeadLetterBytesPerHour bound the dead letters a deployment
-	// keeps in an hour of its run (deadLetterBudget); past them its per-event errors are only
+	// MaxDeadLettersPerHour and MaxDeadLetterBytesPerHour bound the dead letters a scenario's
+	// deployments keep in an hour (deadLetterBudget); past them its per-event errors are only
 	// counted, and one dead letter says so. 0 means DefaultMaxDeadLettersPerHour (10,000),
 	// DefaultMaxDeadLetterBytesPerHour (16 MiB); negative: no bound.
 	MaxDeadLettersPerHour     int
 	MaxDeadLetterBytesPerHour int64
+	// MaxTotalDeadLetterBytesPerHour bounds the bytes of dead letters all scenarios together
+	// keep in an hour, past which their per-event errors are only counted: each new scenario
+	// had 16 MiB more. 0 means 4 × MaxDeadLetterBytesPerHour (64 MiB by default; no bound
+	// when that is none); negative: no bound.
+	MaxTotalDeadLetterBytesPerHour int64
 
 	// Owner identifies this server among the servers sharing the store: a deployment runs in
 	// the one server holding its lease (store.Store.AcquireLease), and its checkpoints carry
@@ -295,8 +300,10 @@ type Runtime struct {
 	stopping map[string]*deployment
 	locks    map[string]*sync.Mutex // serialize Deploy and Cancel per scenario
 	// deadLetterBudgets are the scenarios' hourly budgets of dead letters, shared by their
-	// deployments one after another (deadLetterBudget).
+	// deployments one after another (deadLetterBudget); deadLetterTotal is all scenarios'
+	// (Config.MaxTotalDeadLetterBytesPerHour).
 	deadLetterBudgets map[string]*deadLetterBudget
+	deadLetterTotal   deadLetterBudget
 	closed            bool
 	running           sync.WaitGroup
 	// The retention loop: stopped by closing pruneStop; pruneDone closes when it returns.
@@ -347,6 +354,12 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	if cfg.MaxDeadLetterBytesPerHour == 0 {
 		cfg.MaxDeadLetterBytesPerHour = DefaultMaxDeadLetterBytesPerHour
+	}
+	if cfg.MaxTotalDeadLetterBytesPerHour == 0 {
+		cfg.MaxTotalDeadLetterBytesPerHour = -1
+		if cfg.MaxDeadLetterBytesPerHour > 0 {
+			cfg.MaxTotalDeadLetterBytesPerHour = 4 * cfg.MaxDeadLetterBytesPerHour
+		}
 	}
 	if cfg.Owner == "" {
 		cfg.Owner = DefaultOwner

@@ -303,7 +303,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		"a /metrics scrape gathers at most `n` per-node and per-source series, those of whole deployments in scenario name order; the rest are counted in scenario_server_node_series_left_out (env "+envMaxNodeSeries+
 			"; 0: no bound)")
 	fs.IntVar(&cfg.MaxDeadLetters, "max-dead-letters", maxDeadLetters,
-		"a deployment keeps at most `n` dead letters, and 16 MiB of them, an hour of its run; past it its per-event errors are only counted, and one dead letter says so (env "+envMaxDeadLetters+
+		"a scenario's deployments keep at most `n` dead letters, and 16 MiB of them, an hour (all scenarios together 64 MiB); past it their per-event errors are only counted, and one dead letter says so (env "+envMaxDeadLetters+
 			"; 0: no bound)")
 	fs.StringVar(&cfg.SinkDir, "sink-dir", getenv(envSinkDir), "deployed file sinks write inside `dir` (env "+envSinkDir+"; default: the data directory's sinks/)")
 	fs.StringVar(&cfg.SourceDir, "source-dir", getenv(envSourceDir), "deployed file sources read inside `dir` (env "+envSourceDir+"; default: the data directory's sources/)")
