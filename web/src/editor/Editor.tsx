@@ -66,7 +66,7 @@ function EditorInner({ name, components }: Props) {
   // The running deployment's counts are of its version: on another version's graph a node of
   // the same id may be another node (a new user read v1's HTTP source counts on v2's Kafka
   // source), so they show only on the running version's graph.
-  const runningVersion = deployment.status?.deployment?.version;
+  const runningVersion = deployment.live?.running ? deployment.live.version : undefined;
   const liveElsewhere =
     deployment.liveCounts !== undefined && runningVersion !== undefined && runningVersion !== (session.viewing ?? session.baseVersion) ? runningVersion : undefined;
   const liveCounts = liveElsewhere === undefined ? deployment.liveCounts : undefined;
