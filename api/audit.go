@@ -435,7 +435,7 @@ type auditInput struct {
 	From     time.Time `query:"from" doc:"Only entries at or after this time (RFC 3339)."`
 	To       time.Time `query:"to" doc:"Only entries before this time (RFC 3339)."`
 	Identity string    `query:"identity" maxLength:"256" doc:"Only entries of this identity: its subject or its name."`
-	Action   string    `query:"action" maxLength:"64" doc:"Only entries of this action (scenario.create, scenario.save, scenario.import, scenario.archive, scenario.unarchive, deploy, deploy.request, deploy.approve, deploy.reject, cancel, results.read, results.stream, audit.read, token.create, token.revoke)."`
+	Action   string    `query:"action" maxLength:"64" doc:"Only entries of this action (scenario.create, scenario.save, scenario.import, scenario.archive, scenario.unarchive, deploy, deploy.request, deploy.approve, deploy.reject, tests.save, tests.delete, tests.override, cancel, results.read, results.stream, audit.read, token.create, token.revoke, session.start, session.end)."`
 	Scenario string    `query:"scenario" maxLength:"256" doc:"Only entries about this scenario."`
 	Outcome  string    `query:"outcome" maxLength:"64" doc:"Only entries with this outcome: ok, or a problem code."`
 	After    int64     `query:"after" minimum:"0" doc:"Paging cursor: only entries with a greater id (the previous page's next)."`

@@ -222,7 +222,7 @@ func (h *handlers) registerValidation(hapi huma.API) {
 		Method:      http.MethodPost,
 		Path:        "/api/validation",
 		Summary:     "Validate an unsaved graph",
-		Description: "Validates a whole graph: its form, its structure, every node's parameters and expressions in their scope, and what this server's deployments would refuse of it without the outside world (a file source's or sink's path leading out of the server's directory for it). Problems answer 200 with valid false; a graph that does not decode has its decoding problems as errors.",
+		Description: "Validates a whole graph: its form, its structure, every node's parameters and expressions in their scope, and what this server's deployments would refuse of it without the outside world (a file source's or sink's path leading out of the server's directory for it, invalid-path; a Kafka source or sink on a server without brokers, kafka-not-configured; a Kafka sink's valueSubject without a schema registry, schema-registry-not-configured). Problems answer 200 with valid false; a graph that does not decode has its decoding problems as errors.",
 		Tags:        []string{tagValidation},
 		Errors:      bodyErrors,
 	}, func(ctx context.Context, in *validateGraphInput) (*validationOutput, error) {

@@ -60,7 +60,8 @@ type AuditEntry struct {
 	// Version is the scenario's version acted on; 0 when none applies.
 	Version int `json:"version,omitempty"`
 	// Target is what else was acted on, as text: the token of token.create and token.revoke
-	// (`token 12 "ci" (deployer)`), the role a sign-in gave. Empty when none applies.
+	// (`token 12 "ci" (deployer, expires 2027-01-05T08:00:00Z)`), the role a sign-in gave
+	// (`role deployer`). Empty when none applies.
 	// FoldAudit does not compare it: the actions it folds have none.
 	Target string `json:"target,omitempty"`
 	// Outcome is "ok", or the stable code of the problem that answered the request.

@@ -761,7 +761,7 @@ export interface paths {
         put?: never;
         /**
          * Validate an unsaved graph
-         * @description Validates a whole graph: its form, its structure, every node's parameters and expressions in their scope, and what this server's deployments would refuse of it without the outside world (a file source's or sink's path leading out of the server's directory for it). Problems answer 200 with valid false; a graph that does not decode has its decoding problems as errors.
+         * @description Validates a whole graph: its form, its structure, every node's parameters and expressions in their scope, and what this server's deployments would refuse of it without the outside world (a file source's or sink's path leading out of the server's directory for it, invalid-path; a Kafka source or sink on a server without brokers, kafka-not-configured; a Kafka sink's valueSubject without a schema registry, schema-registry-not-configured). Problems answer 200 with valid false; a graph that does not decode has its decoding problems as errors.
          */
         post: operations["validate-graph"];
         delete?: never;
@@ -2434,7 +2434,7 @@ export interface components {
              * @description Per-event errors in all.
              */
             totalErrors: number;
-            /** @description Likely mistakes the run shows, at their node and field: a source whose event times are all before 1973-03-03 (a timestamp in seconds read as milliseconds), an aggregation whose aggregateBy was null for every event that reached it (a misspelt field). */
+            /** @description Likely mistakes the run shows, at their node and field: a source whose latest event time is from 1970-01-02 to before 1973-03-03 (1e8 to 1e11 ms: a timestamp in seconds read as milliseconds), an aggregation whose aggregateBy was null for every event that reached it (a misspelt field). */
             warnings: components["schemas"]["TestWarning"][] | null;
             /** @description Per aggregate node id: the results it emitted (contexts leaving it), in order. */
             windowResults: {
@@ -2655,7 +2655,7 @@ export interface operations {
                 to?: string;
                 /** @description Only entries of this identity: its subject or its name. */
                 identity?: string;
-                /** @description Only entries of this action (scenario.create, scenario.save, scenario.import, scenario.archive, scenario.unarchive, deploy, deploy.request, deploy.approve, deploy.reject, cancel, results.read, results.stream, audit.read, token.create, token.revoke). */
+                /** @description Only entries of this action (scenario.create, scenario.save, scenario.import, scenario.archive, scenario.unarchive, deploy, deploy.request, deploy.approve, deploy.reject, tests.save, tests.delete, tests.override, cancel, results.read, results.stream, audit.read, token.create, token.revoke, session.start, session.end). */
                 action?: string;
                 /** @description Only entries about this scenario. */
                 scenario?: string;
