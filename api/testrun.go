@@ -20,6 +20,7 @@ import (
 	"github.com/scenario-server/scenario-server/connector/kafka"
 	"github.com/scenario-server/scenario-server/engine"
 	"github.com/scenario-server/scenario-server/expression"
+	"github.com/scenario-server/scenario-server/internal/names"
 	"github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/value"
@@ -68,7 +69,7 @@ type TestResult struct {
 	Errors          []TestError                  `json:"errors" doc:"Per-event errors, in order, each with its node, field, input line and message (at most 1,000 listed)."`
 	TotalErrors     int64                        `json:"totalErrors" doc:"Per-event errors in all."`
 	ErrorsTruncated bool                         `json:"errorsTruncated" doc:"True when errors lists fewer than totalErrors."`
-	Warnings        []TestWarning                `json:"warnings" doc:"Likely mistakes the run shows, at their node and field: a source whose latest event time is from 1970-01-02 to before 1973-03-03 (1e8 to 1e11 ms: a timestamp in seconds read as milliseconds), an aggregation whose aggregateBy was null for every event that reached it (a misspelt field)."`
+	Warnings        []TestWarning                `json:"warnings" doc:"Likely mistakes the run shows (at most 100), at their node and field: a source whose latest event time is from 1970-01-02 to before 1973-03-03 (1e8 to 1e11 ms: a timestamp in seconds read as milliseconds), an aggregation whose aggregateBy was null for every event that reached it (a misspelt field)."`
 	ListsCut        bool                         `json:"listsCut" doc:"True when the lists stopped growing before maxRecordsPerNode because the values listed reached 32 MiB of JSON, each value counted with its name and 64 bytes more, each record, result or output with 128 more (their truncated flags are set; the record listed when they did has the variables and expressions that fit, in name order); counts and totals still cover every record."`
 }
 
@@ -363,8 +364,9 @@ type nodeObservation struct {
 	outputVar string
 	// aggregates: their aggregateBy expressions, watched for a null in every event
 	nullInputs []*nullInput
-	// inputFields are #input's field names in the first event that reached the node.
-	inputFields []string
+	// inputFields lists #input's field names in the first event that reached the node, for
+	// a null-input warning: each cut to 64 bytes, the list to maxNamedFields and 1 KiB.
+	inputFields string
 }
 
 // nullInput watches one aggregation's aggregateBy for a value other than null: one null
@@ -378,8 +380,14 @@ type nullInput struct {
 	other       bool // a value other than null, or a failure: no warning
 }
 
-// maxNamedFields bounds the field names a null-input warning lists.
-const maxNamedFields = 20
+// maxNamedFields bounds the field names a null-input warning lists; maxTestWarnings the
+// warnings a test run answers. Unbounded, 21 field names of 400 KB each in each of 300
+// null-input warnings made an answer of gigabytes and ended the server (found by a hostile
+// client).
+const (
+	maxNamedFields  = 20
+	maxTestWarnings = 100
+)
 
 // attach prepares the observation of eng's nodes; call it before the first event.
 func (o *testObserver) attach(eng *engine.Engine) {
@@ -535,7 +543,15 @@ func (o *testObserver) watchNulls(n *nodeObservation, vars map[string]value.Valu
 	if n.total == 0 {
 		if in, ok := vars[nodes.VarInput]; ok && in.Kind() == value.KindRecord {
 			keys := in.Record().Keys
-			n.inputFields = slices.Clone(keys[:min(len(keys), maxNamedFields+1)])
+			listed := make([]string, 0, min(len(keys), maxNamedFields))
+			for _, k := range keys[:min(len(keys), maxNamedFields)] {
+				listed = append(listed, names.Cut(k, 64))
+			}
+			n.inputFields = strings.Join(listed, ", ")
+			if len(keys) > maxNamedFields {
+				n.inputFields += ", ..."
+			}
+			n.inputFields = names.Cut(n.inputFields, 1024)
 		}
 	}
 	for _, w := range n.nullInputs {
@@ -680,6 +696,9 @@ func (o *testObserver) warnings(eng *engine.Engine) []TestWarning {
 		}
 		if latest, ok := eng.LatestEventTime(id); ok && n.source {
 			if hint := engine.SecondsHint(latest); hint != "" {
+				if len(out) == maxTestWarnings {
+					return out
+				}
 				out = append(out, TestWarning{NodeID: id, Field: "timestamp", Message: hint})
 			}
 		}
@@ -692,13 +711,11 @@ func (o *testObserver) warnings(eng *engine.Engine) []TestWarning {
 				msg += fmt.Sprintf(" (%s ignores null: every result is that of an empty window)", w.aggregator)
 			}
 			msg += ": is the field's name right?"
-			if len(n.inputFields) > 0 {
-				names := n.inputFields[:min(len(n.inputFields), maxNamedFields)]
-				msg += " #input's fields are " + strings.Join(names, ", ")
-				if len(n.inputFields) > maxNamedFields {
-					msg += ", ..."
-				}
-				msg += "."
+			if n.inputFields != "" {
+				msg += " #input's fields are " + n.inputFields + "."
+			}
+			if len(out) == maxTestWarnings {
+				return out
 			}
 			out = append(out, TestWarning{NodeID: id, Field: w.field, Message: msg})
 		}

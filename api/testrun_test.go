@@ -809,3 +809,34 @@ func TestNodeTestSinkOutputPastMaxValues(t *testing.T) {
 		t.Errorf("%d outputs, the first of %d elements, error %q; want one of 300,000 [1]", len(res.Outputs), n, res.Error)
 	}
 }
+
+// A test run answers at most 100 warnings, and a null-input warning names #input's fields cut
+// to 64 bytes each (found by a hostile client: 21 field names of 400 KB in each of 300
+// warnings made an answer of gigabytes). 150 aggregations of a field no record has, on one
+// record with two fields of 10,000 bytes: 100 warnings, each naming the fields cut.
+func TestTestRunWarningsBounded(t *testing.T) {
+	var aggs []string
+	for i := range 150 {
+		aggs = append(aggs, fmt.Sprintf(`{"name": "s%d", "aggregator": "Sum", "aggregateBy": {"language": "expr", "expression": "#input.nosuch"}}`, i))
+	}
+	graph := `{"nodes": [
+  {"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [
+    {"name": "timestamp", "expression": {"language": "expr", "expression": "#input.ts"}}]}},
+  {"id": "win", "type": "CustomNode", "nodeType": "aggregate-tumbling", "outputVar": "agg", "parameters": [
+    {"name": "groupBy", "value": [{"language": "expr", "expression": "'x'"}]},
+    {"name": "aggregations", "value": [` + strings.Join(aggs, ",") + `]},
+    {"name": "windowLength", "value": "1m"}]},
+  {"id": "out", "type": "Sink", "ref": {"typ": "collect", "parameters": [
+    {"name": "value", "expression": {"language": "expr", "expression": "#agg.s0"}}]}}
+], "edges": [{"from": "in", "to": "win", "edgeType": null}, {"from": "win", "to": "out", "edgeType": null}]}`
+	a, b := strings.Repeat("a", 10_000), strings.Repeat("b", 10_000)
+	record := fmt.Sprintf(`{%q: 1, %q: 2, "ts": 1700000000000}`, a, b)
+	c := newClient(t, sqliteStore(t))
+	var res api.TestResult
+	c.post("/api/test?maxRecordsPerNode=1", rawBody("graph", graph, "records", quote(record))).ok(t, http.StatusOK, &res)
+	want := "aggregateBy was null for all 1 events that reached the node (Sum ignores null: every result is that of an empty window): " +
+		"is the field's name right? #input's fields are " + a[:64] + "... (9936 bytes more), " + b[:64] + "... (9936 bytes more), ts."
+	if len(res.Warnings) != 100 || res.Warnings[0].Message != want || res.Warnings[99].Field != "aggregations[99].aggregateBy" {
+		t.Fatalf("%d warnings, the first %q; want 100, the first %q", len(res.Warnings), res.Warnings[0].Message, want)
+	}
+}
