@@ -432,21 +432,6 @@ func (h *handlers) allStatuses(ctx context.Context, in *allStatusesInput) (*depl
 		return nil, err
 	}
 	out := &deploymentStatusListOutput{Body: DeploymentStatusList{Scenarios: []ScenarioDeployment{}, Next: next}}
-	keep, err := holdPage(ctx, len(scenarios), func(i int) int {
-		if d := latest[scenarios[i].Name]; d != nil {
-			// The name and the reason are in the answer twice: the scenario's and its
-			// deployment's.
-			return deploymentText(*d) + jsonTextBytes(d.Scenario, d.Reason)
-		}
-		return jsonTextBytes(scenarios[i].Name)
-	})
-	if err != nil {
-		return nil, err
-	}
-	if keep < len(scenarios) {
-		scenarios = scenarios[:keep]
-		out.Body.Next = scenarios[keep-1].Name
-	}
 	for _, s := range scenarios {
 		d := latest[s.Name]
 		if s.Archived && d == nil {

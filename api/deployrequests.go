@@ -64,7 +64,7 @@ func deployRequestOut(ctx context.Context, r store.DeployRequest) DeployRequestO
 type DeployRequestList struct {
 	Scenario string             `json:"scenario"`
 	Approval bool               `json:"approval" doc:"Whether this server deploys only approved requests (--deploy-approval)."`
-	Requests []DeployRequestOut `json:"requests" doc:"Newest first, at most 100."`
+	Requests []DeployRequestOut `json:"requests" doc:"Newest first, at most 100, and fewer when their text passes 4 MiB (comments, names, outcomes)."`
 }
 
 // DecisionRequest is the body of an approval or a rejection; optional.
@@ -187,6 +187,17 @@ func (h *handlers) listDeployRequests(ctx context.Context, in *scenarioPath) (*d
 	if err != nil {
 		return nil, storeError(ctx, err, in.Name, 0)
 	}
+	// Cut at maxPageBytes of text and counted in the request budget, as pages of history are:
+	// 100 requests with 40 KB comments and decisions were 8 MB, and 600 slow readers of them
+	// ended the server (found by a hostile re-test). The newest come first.
+	keep, err := holdPage(ctx, len(list), func(i int) int {
+		r := list[i]
+		return jsonTextBytes(r.Scenario, r.Comment, r.RequestedSubject, r.RequestedName, r.DecidedSubject, r.DecidedName, r.DecisionComment, r.Outcome)
+	})
+	if err != nil {
+		return nil, err
+	}
+	list = list[:keep]
 	out := &deployRequestListOutput{Body: DeployRequestList{Scenario: in.Name, Approval: h.deployApproval, Requests: make([]DeployRequestOut, len(list))}}
 	for i, r := range list {
 		out.Body.Requests[i] = deployRequestOut(ctx, r)

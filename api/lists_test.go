@@ -131,3 +131,39 @@ func TestJSONTextBytes(t *testing.T) {
 		t.Errorf("jsonTextBytes of two = %d, want 4", got)
 	}
 }
+
+// Pages of scenarios and of every scenario's status are cut at 4 MiB of text too (found by a
+// hostile re-test: 1,000 scenarios whose deployments had 40 KB comments and reasons made a
+// 120 MB page, and 40 slow readers of it ended the server). 60 scenarios s00 to s59, each
+// deployed and canceled with comments of 10,000 "𝔸" (40,000 bytes): an entry is counted 256
+// bytes, its name and authors (3 + 5 + 5), its deployment's name, reason ("canceled by
+// local: " and the comment, 40,019), comment and user (3 + 40,019 + 40,000 + 5), and its name
+// and reason again (3 + 40,019): 120,318 bytes, 34 to a page (4,194,304 / 120,318 = 34.9).
+func TestScenarioPagesCutByBytes(t *testing.T) {
+	c := newDeployClient(t, sqliteStore(t))
+	comment := quote(strings.Repeat("𝔸", 10_000))
+	for i := range 60 {
+		name := fmt.Sprintf("s%02d", i)
+		c.post("/api/scenarios", rawBody("name", quote(name), "graph", countGraph("10s"))).ok(t, http.StatusCreated, nil)
+		c.post("/api/scenarios/"+name+"/deploy", rawBody("comment", comment)).ok(t, http.StatusOK, nil)
+		c.post("/api/scenarios/"+name+"/cancel", rawBody("comment", comment)).ok(t, http.StatusOK, nil)
+	}
+	var list struct {
+		Scenarios []struct{ Name string }
+		Next      string
+	}
+	c.get("/api/scenarios?limit=1000").ok(t, http.StatusOK, &list)
+	if n := len(list.Scenarios); n != 34 || list.Scenarios[n-1].Name != "s33" || list.Next != "s33" {
+		t.Errorf("scenarios: %d listed, next %q; want 34, s00 to s33, next s33", n, list.Next)
+	}
+	var statuses api.DeploymentStatusList
+	c.get("/api/deployments?limit=1000").ok(t, http.StatusOK, &statuses)
+	if n := len(statuses.Scenarios); n != 34 || statuses.Next != "s33" {
+		t.Errorf("statuses: %d listed, next %q; want 34, next s33", n, statuses.Next)
+	}
+	statuses = api.DeploymentStatusList{}
+	c.get("/api/deployments?limit=1000&after=s33").ok(t, http.StatusOK, &statuses)
+	if n := len(statuses.Scenarios); n != 26 || statuses.Scenarios[0].Scenario != "s34" || statuses.Next != "" {
+		t.Errorf("statuses after s33: %d listed, next %q; want 26 from s34, no next", n, statuses.Next)
+	}
+}

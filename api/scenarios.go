@@ -228,6 +228,26 @@ func (h *handlers) scenarioPage(ctx context.Context, filter store.ScenarioFilter
 	for i := range deployed {
 		latest[deployed[i].Scenario] = &deployed[i]
 	}
+	// The page is cut at maxPageBytes of its text and counted in the request budget
+	// (holdPage): each scenario's names, and its latest deployment's text, whose name and
+	// reason an answer writes twice (the scenario's status and its deployment). A page of
+	// 1,000 scenarios whose deployments had 40 KB comments and reasons was 120 MB, and 40
+	// slow readers of it ended the server (found by a hostile re-test).
+	keep, err := holdPage(ctx, len(list), func(i int) int {
+		s := list[i]
+		n := jsonTextBytes(s.Name, s.CreatedBy, s.ModifiedBy)
+		if d := latest[s.Name]; d != nil {
+			n += deploymentText(*d) + jsonTextBytes(d.Scenario, d.Reason)
+		}
+		return n
+	})
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if keep < len(list) {
+		list = list[:keep]
+		next = list[keep-1].Name
+	}
 	return list, next, latest, nil
 }
 
