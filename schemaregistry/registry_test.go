@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/scenario-server/scenario-server/expression"
+	"github.com/scenario-server/scenario-server/value"
 )
 
 // clickAvro is an Avro record of every kind of field the tests decode.
@@ -466,8 +467,16 @@ func TestAvroOutputAndDecimalsBounded(t *testing.T) {
 	}
 
 	fake.SeedSchema("numbers-value", 1, 11, sr.Schema{Type: sr.TypeJSON, Schema: `{"properties": {"a": {"minimum": 0}}}`})
-	if _, err := r.Decode(t.Context(), wire(11, []byte(`{"a": [1, {"b": 1e999999}]}`)...)); err == nil || !strings.Contains(err.Error(), "the number 1e999999 is out of range") {
+	if _, err := r.Decode(t.Context(), wire(11, []byte(`{"a": [1, {"b": 1e999999}]}`)...)); err == nil || !strings.Contains(err.Error(), "(field a[1].b): number out of range: beyond float64") {
 		t.Errorf("1e999999: %v", err)
+	}
+	// A JSON record is held to the engine's bounds before encoding/json decodes it: one of
+	// 524,288 {} in a list is 524,290 values with the record and its list, past
+	// value.MaxValues; encoding/json took 700 MB for 5.6 million, and ten at once ended the
+	// server (found by a hostile re-test).
+	many := []byte(`{"a": [{}` + strings.Repeat(`,{}`, value.MaxValues-1) + `]}`)
+	if _, err := r.Decode(t.Context(), wire(11, many...)); err == nil || !strings.Contains(err.Error(), "more than 524288 values") {
+		t.Errorf("%d {} in a list: %v, want the values' bound", value.MaxValues, err)
 	}
 }
 

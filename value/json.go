@@ -192,6 +192,22 @@ func (d *Decoder) Parse(b []byte) (Value, error) {
 	return d.finish(), nil
 }
 
+// Check reports whether b is one JSON value that Parse decodes, with Parse's errors (syntax,
+// number range, MaxDepth, MaxValues), without building it: what a caller decoding b another
+// way (encoding/json into any, for a JSON Schema) checks first, so that it meets the same
+// bounds.
+func (d *Decoder) Check(b []byte) error {
+	d.begin(b)
+	i, err := d.skipValue(skipSpace(b, 0))
+	if err == nil {
+		if i = skipSpace(b, i); i < len(b) {
+			err = d.unexpected(i, "", " after the JSON value")
+		}
+	}
+	d.abort()
+	return err
+}
+
 // ParseFields decodes a JSON object from b (whitespace may surround it,
 // nothing else may follow), keeping only the members whose names are in want.
 // It returns a record of those members in document order; a repeated name

@@ -1126,3 +1126,15 @@ func TestMaxValues(t *testing.T) {
 		}
 	}
 }
+
+// Check fails where Parse fails, with the same error, and passes where it passes.
+func TestCheck(t *testing.T) {
+	var d Decoder
+	for _, in := range []string{`{"a": [1, 2.5, "x", null, true]}`, ` 7 `, `[{}]`, `{"a": 1e999}`, `[1,]`, `{"a": 1} x`, "[" + strings.Repeat("[", MaxDepth) + "]"} {
+		_, perr := ParseJSON([]byte(in))
+		cerr := d.Check([]byte(in))
+		if fmt.Sprint(perr) != fmt.Sprint(cerr) {
+			t.Errorf("%.40q: Check %v, Parse %v", in, cerr, perr)
+		}
+	}
+}
