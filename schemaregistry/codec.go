@@ -11,6 +11,7 @@ import (
 	"github.com/hamba/avro/v2"
 	"github.com/twmb/franz-go/pkg/sr"
 
+	"github.com/scenario-server/scenario-server/internal/jsonschemas"
 	"github.com/scenario-server/scenario-server/value"
 )
 
@@ -111,7 +112,7 @@ func (s *schema) check(payload []byte) (any, error) {
 		return nil, errors.New("not JSON: data after the value")
 	}
 	if err := s.json.Validate(v); err != nil {
-		return nil, fmt.Errorf("does not fit the JSON Schema: %.1024s", err) // its first 1,024 characters: an enum of thousands lists them all
+		return nil, fmt.Errorf("does not fit the JSON Schema: %w", jsonschemas.Problems(err))
 	}
 	return v, nil
 }
