@@ -200,8 +200,10 @@ func TestLoadedVersionsBounded(t *testing.T) {
 		get(a, path).ok(t, http.StatusOK, nil)
 	}
 	get(b, "/api/scenarios/small/versions/1").problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy)
-	// What loads no version is not refused.
-	get(b, "/api/scenarios").ok(t, http.StatusOK, nil)
+	// A page of scenarios counts its text too (4 entries of 256 bytes and their names, about
+	// 1,100 bytes): B, past its quarter, is refused; A's passes.
+	get(b, "/api/scenarios").problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy)
+	get(a, "/api/scenarios").ok(t, http.StatusOK, nil)
 	// A page of sunk's results, 4,500 bytes of values: refused (6,000 + 4,500 > 10,000);
 	// its check of the sink (3,500) alone would pass.
 	if _, err := c.store.AppendSinkResults(t.Context(), "sunk", []store.NewSinkResult{{Sink: "out", Value: []byte(`"` + strings.Repeat("r", 4498) + `"`)}}); err != nil {

@@ -65,6 +65,8 @@ type DeployRequestList struct {
 	Scenario string             `json:"scenario"`
 	Approval bool               `json:"approval" doc:"Whether this server deploys only approved requests (--deploy-approval)."`
 	Requests []DeployRequestOut `json:"requests" doc:"Newest first, at most 100, and fewer when their text passes 4 MiB (comments, names, outcomes)."`
+	// Truncated says older requests were left out for the 4 MiB bound.
+	Truncated bool `json:"truncated,omitempty" doc:"True when requests within the 100 newest were left out because the text passed 4 MiB."`
 }
 
 // DecisionRequest is the body of an approval or a rejection; optional.
@@ -197,8 +199,9 @@ func (h *handlers) listDeployRequests(ctx context.Context, in *scenarioPath) (*d
 	if err != nil {
 		return nil, err
 	}
+	truncated := keep < len(list)
 	list = list[:keep]
-	out := &deployRequestListOutput{Body: DeployRequestList{Scenario: in.Name, Approval: h.deployApproval, Requests: make([]DeployRequestOut, len(list))}}
+	out := &deployRequestListOutput{Body: DeployRequestList{Scenario: in.Name, Approval: h.deployApproval, Requests: make([]DeployRequestOut, len(list)), Truncated: truncated}}
 	for i, r := range list {
 		out.Body.Requests[i] = deployRequestOut(ctx, r)
 	}

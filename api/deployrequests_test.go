@@ -153,3 +153,27 @@ func testDeployApproval(t *testing.T, st store.Store) {
 		t.Errorf("audit log of deploys:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// A scenario's deploy requests are listed newest first within 4 MiB of text, and say when some
+// were left out (found by a hostile re-test: 100 requests with 40 KB comments and decisions
+// were 8 MB, and 600 slow readers ended the server). 60 requests by anna (subject token:1),
+// each rejected by ben (token:2), both with comments of 10,000 "𝔸" (40,000 bytes): an entry
+// is counted 256 bytes and its text, "dr" (2), the comment, token:1 and anna (7 + 4), token:2
+// and ben (7 + 3), the decision's comment: 80,279 bytes, 52 to a page (4,194,304 / 80,279 =
+// 52.2), the newest: requests 60 to 9.
+func TestDeployRequestListBounded(t *testing.T) {
+	_, token, as := authedDeployClient(t, sqliteStore(t), func(cfg *api.Config) { cfg.DeployApproval = true })
+	anna, ben := token("anna", "deployer"), token("ben", "deployer")
+	as(anna, http.MethodPost, "/api/scenarios", rawBody("name", quote("dr"), "graph", countGraph("10s"))).ok(t, http.StatusCreated, nil)
+	comment := quote(strings.Repeat("𝔸", 10_000))
+	for range 60 {
+		var req api.DeployRequestOut
+		as(anna, http.MethodPost, "/api/scenarios/dr/deploy-requests", rawBody("comment", comment)).ok(t, http.StatusCreated, &req)
+		as(ben, http.MethodPost, fmt.Sprintf("/api/scenarios/dr/deploy-requests/%d/reject", req.ID), rawBody("comment", comment)).ok(t, http.StatusOK, nil)
+	}
+	var list api.DeployRequestList
+	as(ben, http.MethodGet, "/api/scenarios/dr/deploy-requests", nil).ok(t, http.StatusOK, &list)
+	if n := len(list.Requests); n != 52 || !list.Truncated || list.Requests[0].ID != 60 || list.Requests[n-1].ID != 9 {
+		t.Errorf("%d requests listed (truncated %v); want 52, 60 to 9, truncated", n, list.Truncated)
+	}
+}

@@ -60,17 +60,18 @@ type TestRequest struct {
 
 // TestResult is what a test run saw.
 type TestResult struct {
-	Records         int64                        `json:"records" doc:"Records read: the non-blank lines."`
-	ElapsedMs       float64                      `json:"elapsedMs" doc:"How long the run took on the server, in milliseconds: the replay with its observation, without decoding the request or writing the answer." example:"412.5"`
-	Nodes           map[string]NodeTestRecords   `json:"nodes" doc:"Per node id (every node of the graph): its counts and the first records it saw."`
-	WindowResults   map[string]WindowTestResults `json:"windowResults" doc:"Per aggregate node id: the results it emitted (contexts leaving it), in order."`
-	SinkOutputs     map[string]SinkTestOutputs   `json:"sinkOutputs" doc:"Per sink node id (dead ends excluded): the values it wrote, in order."`
-	LateEvents      map[string]LateTestEvents    `json:"lateEvents" doc:"Per time-window aggregate node id (sliding, tumbling, hopping, session), whether or not it has a Late edge: the events that came too late for every window they belong to, in order, with the first window each missed (docs/semantics.md §2)."`
-	Errors          []TestError                  `json:"errors" doc:"Per-event errors, in order, each with its node, field, input line and message (at most 1,000 listed)."`
-	TotalErrors     int64                        `json:"totalErrors" doc:"Per-event errors in all."`
-	ErrorsTruncated bool                         `json:"errorsTruncated" doc:"True when errors lists fewer than totalErrors."`
-	Warnings        []TestWarning                `json:"warnings" doc:"Likely mistakes the run shows (at most 100), at their node and field: a source whose latest event time is from 1970-01-02 to before 1973-03-03 (1e8 to 1e11 ms: a timestamp in seconds read as milliseconds), an aggregation whose aggregateBy was null for every event that reached it (a misspelt field)."`
-	ListsCut        bool                         `json:"listsCut" doc:"True when the lists stopped growing before maxRecordsPerNode because the values listed reached 32 MiB of JSON, each value counted with its name and 64 bytes more, each record, result or output with 128 more (their truncated flags are set; the record listed when they did has the variables and expressions that fit, in name order); counts and totals still cover every record."`
+	Records           int64                        `json:"records" doc:"Records read: the non-blank lines."`
+	ElapsedMs         float64                      `json:"elapsedMs" doc:"How long the run took on the server, in milliseconds: the replay with its observation, without decoding the request or writing the answer." example:"412.5"`
+	Nodes             map[string]NodeTestRecords   `json:"nodes" doc:"Per node id (every node of the graph): its counts and the first records it saw."`
+	WindowResults     map[string]WindowTestResults `json:"windowResults" doc:"Per aggregate node id: the results it emitted (contexts leaving it), in order."`
+	SinkOutputs       map[string]SinkTestOutputs   `json:"sinkOutputs" doc:"Per sink node id (dead ends excluded): the values it wrote, in order."`
+	LateEvents        map[string]LateTestEvents    `json:"lateEvents" doc:"Per time-window aggregate node id (sliding, tumbling, hopping, session), whether or not it has a Late edge: the events that came too late for every window they belong to, in order, with the first window each missed (docs/semantics.md §2)."`
+	Errors            []TestError                  `json:"errors" doc:"Per-event errors, in order, each with its node, field, input line and message (at most 1,000 listed)."`
+	TotalErrors       int64                        `json:"totalErrors" doc:"Per-event errors in all."`
+	ErrorsTruncated   bool                         `json:"errorsTruncated" doc:"True when errors lists fewer than totalErrors."`
+	WarningsTruncated bool                         `json:"warningsTruncated,omitempty" doc:"True when the run had more than the 100 warnings listed."`
+	Warnings          []TestWarning                `json:"warnings" doc:"Likely mistakes the run shows (at most 100), at their node and field: a source whose latest event time is from 1970-01-02 to before 1973-03-03 (1e8 to 1e11 ms: a timestamp in seconds read as milliseconds), an aggregation whose aggregateBy was null for every event that reached it (a misspelt field)."`
+	ListsCut          bool                         `json:"listsCut" doc:"True when the lists stopped growing before maxRecordsPerNode because the values listed reached 32 MiB of JSON, each value counted with its name and 64 bytes more, each record, result or output with 128 more (their truncated flags are set; the record listed when they did has the variables and expressions that fit, in name order); counts and totals still cover every record."`
 }
 
 // TestCounts are a node's counters in a test run.
@@ -682,12 +683,13 @@ func (o *testObserver) result(eng *engine.Engine) TestResult {
 	res.TotalErrors = total
 	res.ErrorsTruncated = int64(len(errs)) < total
 	res.ListsCut = o.budget <= 0
-	res.Warnings = o.warnings(eng)
+	res.Warnings, res.WarningsTruncated = o.warnings(eng)
 	return res
 }
 
-// warnings are the run's TestResult.Warnings, in the graph's node order.
-func (o *testObserver) warnings(eng *engine.Engine) []TestWarning {
+// warnings are the run's TestResult.Warnings, in the graph's node order, and whether more
+// than maxTestWarnings were left out.
+func (o *testObserver) warnings(eng *engine.Engine) ([]TestWarning, bool) {
 	out := []TestWarning{}
 	for _, id := range eng.Validation().Order {
 		n := o.nodes[id]
@@ -697,7 +699,7 @@ func (o *testObserver) warnings(eng *engine.Engine) []TestWarning {
 		if latest, ok := eng.LatestEventTime(id); ok && n.source {
 			if hint := engine.SecondsHint(latest); hint != "" {
 				if len(out) == maxTestWarnings {
-					return out
+					return out, true
 				}
 				out = append(out, TestWarning{NodeID: id, Field: "timestamp", Message: hint})
 			}
@@ -705,6 +707,9 @@ func (o *testObserver) warnings(eng *engine.Engine) []TestWarning {
 		for _, w := range n.nullInputs {
 			if w.other || w.nulls == 0 || w.nulls != n.total {
 				continue
+			}
+			if len(out) == maxTestWarnings {
+				return out, true
 			}
 			msg := fmt.Sprintf("aggregateBy was null for all %d events that reached the node", w.nulls)
 			if w.ignoresNull {
@@ -714,13 +719,10 @@ func (o *testObserver) warnings(eng *engine.Engine) []TestWarning {
 			if n.inputFields != "" {
 				msg += " #input's fields are " + n.inputFields + "."
 			}
-			if len(out) == maxTestWarnings {
-				return out
-			}
 			out = append(out, TestWarning{NodeID: id, Field: w.field, Message: msg})
 		}
 	}
-	return out
+	return out, false
 }
 
 // evaluate runs an expression on the variables, with at most memory bytes for what it makes

@@ -836,7 +836,7 @@ func TestTestRunWarningsBounded(t *testing.T) {
 	c.post("/api/test?maxRecordsPerNode=1", rawBody("graph", graph, "records", quote(record))).ok(t, http.StatusOK, &res)
 	want := "aggregateBy was null for all 1 events that reached the node (Sum ignores null: every result is that of an empty window): " +
 		"is the field's name right? #input's fields are " + a[:64] + "... (9936 bytes more), " + b[:64] + "... (9936 bytes more), ts."
-	if len(res.Warnings) != 100 || res.Warnings[0].Message != want || res.Warnings[99].Field != "aggregations[99].aggregateBy" {
+	if len(res.Warnings) != 100 || !res.WarningsTruncated || res.Warnings[0].Message != want || res.Warnings[99].Field != "aggregations[99].aggregateBy" {
 		t.Fatalf("%d warnings, the first %q; want 100, the first %q", len(res.Warnings), res.Warnings[0].Message, want)
 	}
 }

@@ -1053,9 +1053,11 @@ export interface components {
         DeployRequestList: {
             /** @description Whether this server deploys only approved requests (--deploy-approval). */
             approval: boolean;
-            /** @description Newest first, at most 100. */
+            /** @description Newest first, at most 100, and fewer when their text passes 4 MiB (comments, names, outcomes). */
             requests: components["schemas"]["DeployRequestOut"][] | null;
             scenario: string;
+            /** @description True when requests within the 100 newest were left out because the text passed 4 MiB. */
+            truncated?: boolean;
         };
         DeployRequestOut: {
             /** @description The requester's comment; the deployment's comment once approved. */
@@ -2434,8 +2436,10 @@ export interface components {
              * @description Per-event errors in all.
              */
             totalErrors: number;
-            /** @description Likely mistakes the run shows, at their node and field: a source whose latest event time is from 1970-01-02 to before 1973-03-03 (1e8 to 1e11 ms: a timestamp in seconds read as milliseconds), an aggregation whose aggregateBy was null for every event that reached it (a misspelt field). */
+            /** @description Likely mistakes the run shows (at most 100), at their node and field: a source whose latest event time is from 1970-01-02 to before 1973-03-03 (1e8 to 1e11 ms: a timestamp in seconds read as milliseconds), an aggregation whose aggregateBy was null for every event that reached it (a misspelt field). */
             warnings: components["schemas"]["TestWarning"][] | null;
+            /** @description True when the run had more than the 100 warnings listed. */
+            warningsTruncated?: boolean;
             /** @description Per aggregate node id: the results it emitted (contexts leaving it), in order. */
             windowResults: {
                 [key: string]: components["schemas"]["WindowTestResults"];
