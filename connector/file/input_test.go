@@ -352,11 +352,7 @@ func TestInputRewrittenInPlace(t *testing.T) {
 // before the position): `{"a":1}\n` read, then `{"a":2}\n` appended, read as line 2 without
 // a reset.
 func TestInputAppendedIsNotARewrite(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "ev.ndjson")
-	if err := os.WriteFile(path, []byte("{\"a\":1}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, path := eventFile(t, "{\"a\":1}\n")
 	in := newInput(t, dir)
 	if got, _ := lines(t, in); !slices.Equal(got, []string{`{"a":1}@1`}) {
 		t.Fatalf("first poll: %v", got)

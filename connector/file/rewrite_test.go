@@ -11,6 +11,31 @@ import (
 	"github.com/scenario-server/scenario-server/connector"
 )
 
+// eventFile writes content to ev.ndjson in a new directory, and returns both.
+func eventFile(t *testing.T, content string) (dir, path string) {
+	t.Helper()
+	dir = t.TempDir()
+	path = filepath.Join(dir, "ev.ndjson")
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir, path
+}
+
+// appendsAreNotRewrites appends {"b":2}, which in reads as one line without a reset, then
+// {"c":3}, which it reads as the one line want, without a reset.
+func appendsAreNotRewrites(t *testing.T, in *Input, path, want string) {
+	t.Helper()
+	appendTo(t, path, "{\"b\":2}\n")
+	if got, reset := lines(t, in); reset || len(got) != 1 {
+		t.Fatalf("after restore: %v reset %v", got, reset)
+	}
+	appendTo(t, path, "{\"c\":3}\n")
+	if got, reset := lines(t, in); reset || !slices.Equal(got, []string{want}) {
+		t.Errorf("plain append after a short first read: got %d events (reset %v) %v; want %v", len(got), reset, head(got), want)
+	}
+}
+
 func appendTo(t *testing.T, path, s string) {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
@@ -28,18 +53,14 @@ func appendTo(t *testing.T, path, s string) {
 // rewrite (a review found it was: the whole file was read again, 15 events of old lines).
 func TestInputOldIdentityShortReadThenAppend(t *testing.T) {
 	for _, prefix := range []int{8, 100} {
-		t.Run(strings.Repeat("x", 0)+map[int]string{8: "pos8", 100: "pos100"}[prefix], func(t *testing.T) {
-			dir := t.TempDir()
-			path := filepath.Join(dir, "ev.ndjson")
+		t.Run("pos"+strconv.Itoa(prefix), func(t *testing.T) {
 			var sb strings.Builder
 			n := 0
 			for sb.Len() < prefix {
 				sb.WriteString("{\"a\":1}\n")
 				n++
 			}
-			if err := os.WriteFile(path, []byte(sb.String()), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			dir, path := eventFile(t, sb.String())
 			in := newInput(t, dir)
 			got, _ := lines(t, in)
 			if len(got) != n {
@@ -53,16 +74,7 @@ func TestInputOldIdentityShortReadThenAppend(t *testing.T) {
 			if err := again.Restore(pos, old); err != nil {
 				t.Fatal(err)
 			}
-			appendTo(t, path, "{\"b\":2}\n")
-			if got, reset := lines(t, again); reset || len(got) != 1 {
-				t.Fatalf("after restore: %v reset %v", got, reset)
-			}
-			appendTo(t, path, "{\"c\":3}\n")
-			got, reset := lines(t, again)
-			want := []string{`{"c":3}@` + itoa(n+2)}
-			if reset || !slices.Equal(got, want) {
-				t.Errorf("plain append after a short first read: got %d events (reset %v) %v; want %v", len(got), reset, head(got), want)
-			}
+			appendsAreNotRewrites(t, again, path, `{"c":3}@`+strconv.Itoa(n+2))
 		})
 	}
 }
@@ -70,36 +82,20 @@ func TestInputOldIdentityShortReadThenAppend(t *testing.T) {
 // The same with no identity at all (fileID nil: systems without device/inode, or a
 // checkpoint taken before fileIDs existed).
 func TestInputNilIdentityShortReadThenAppend(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "ev.ndjson")
-	if err := os.WriteFile(path, []byte(strings.Repeat("{\"a\":1}\n", 10)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, path := eventFile(t, strings.Repeat("{\"a\":1}\n", 10))
 	in := NewInput("in", dir, "ev.ndjson", discard)
 	t.Cleanup(in.Stop)
 	if err := in.Restore(connectorPosList{{0, 80}}.conv(), nil); err != nil {
 		t.Fatal(err)
 	}
-	appendTo(t, path, "{\"b\":2}\n")
-	if got, reset := lines(t, in); reset || len(got) != 1 {
-		t.Fatalf("after restore: %v reset %v", got, reset)
-	}
-	appendTo(t, path, "{\"c\":3}\n")
-	got, reset := lines(t, in)
-	if want := []string{`{"c":3}@12`}; reset || !slices.Equal(got, want) {
-		t.Errorf("got %d events (reset %v) %v; want %v", len(got), reset, head(got), want)
-	}
+	appendsAreNotRewrites(t, in, path, `{"c":3}@12`)
 }
 
 // A checkpoint taken in the middle of a poll's lines (pos < readPos), after the file was
 // rewritten in place since the poll: a restore there reads the new file from its start (a
 // review found the checkpoint read the bytes again: "}@2 {\"b\":30}@3 ...", no reset).
 func TestInputMidPollCheckpointAfterRewrite(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "ev.ndjson")
-	if err := os.WriteFile(path, []byte("{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n{\"a\":4}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, path := eventFile(t, "{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n{\"a\":4}\n")
 	in := newInput(t, dir)
 	events, _ := in.Poll()
 	if len(events) != 4 {
@@ -138,7 +134,7 @@ func TestInputNoFalseResetOnAppends(t *testing.T) {
 	total := 0
 	pieces := []string{"{\"a\"", ":1}\r", "\n", "{", "\"a\":2}\r\n\n\n", "x\n", strings.Repeat("y", (1<<20)-1) + "\n", strings.Repeat("z", (1<<20)+5) + "\n", "{\"q\":1}"}
 	for i := 0; i < 200; i++ {
-		pieces = append(pieces, "{\"i\":"+itoa(i)+"}\n")
+		pieces = append(pieces, "{\"i\":"+strconv.Itoa(i)+"}\n")
 	}
 	for i, p := range pieces {
 		appendTo(t, path, p)
@@ -164,10 +160,6 @@ type connectorPos struct {
 	p int32
 	o int64
 }
-
-func itoa(i int) string { return strconvItoa(i) }
-
-func strconvItoa(i int) string { return strconv.Itoa(i) }
 
 type connectorPosList []connectorPos
 

@@ -63,6 +63,55 @@ func (e *txnEnv) committed(t *testing.T) []string {
 	return out
 }
 
+// writeAndPrepare writes records of keys and prepares them as one checkpoint.
+func (e *txnEnv) writeAndPrepare(t *testing.T, keys ...string) {
+	t.Helper()
+	e.write(keys...)
+	if _, err := e.o.Prepare(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeAndCommit writes records of keys and commits them as one checkpoint.
+func (e *txnEnv) writeAndCommit(t *testing.T, keys ...string) {
+	t.Helper()
+	e.writeAndPrepare(t, keys...)
+	e.o.Commit(t.Context())
+}
+
+// zombie is a second producer of the transactional id that writes a transaction of its own
+// (records of keys, each its value too) and commits it, or aborts it: it fences ours.
+func (e *txnEnv) zombie(t *testing.T, transactional string, commit bool, keys ...string) {
+	t.Helper()
+	ctx := t.Context()
+	z, _ := kgo.NewClient(kgo.SeedBrokers(e.addrs...), kgo.TransactionalID(transactional), kgo.DefaultProduceTopic("out"))
+	defer z.Close()
+	if err := z.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if err := z.ProduceSync(ctx, &kgo.Record{Key: []byte(k), Value: []byte(k)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := z.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// deleteAll deletes partition 0's records (data and markers), as retention or DeleteRecords
+// does.
+func (e *txnEnv) deleteAll(t *testing.T) {
+	t.Helper()
+	acl, _ := kgo.NewClient(kgo.SeedBrokers(e.addrs...))
+	defer acl.Close()
+	ends, _ := kadm.NewClient(acl).ListEndOffsets(t.Context(), "out")
+	end, _ := ends.Lookup("out", 0)
+	if err := e.c.DeleteRecords("out", 0, end.Offset); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func keys(prefix string, n int) []string {
 	var out []string
 	for i := range n {
@@ -87,10 +136,7 @@ func TestMultiPartitionCommittedThenFenced(t *testing.T) {
 			e := txnSetup(t, 4, 0, old)
 			ctx := t.Context()
 			a := keys("a", 40)
-			e.write(a...)
-			if _, err := e.o.Prepare(ctx); err != nil {
-				t.Fatal(err)
-			}
+			e.writeAndPrepare(t, a...)
 			txn := *e.o.prepared
 			other, _ := kgo.NewClient(kgo.SeedBrokers(e.addrs...))
 			defer other.Close()
@@ -102,27 +148,10 @@ func TestMultiPartitionCommittedThenFenced(t *testing.T) {
 			h := e.c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, TopLevel: true, Err: kerr.UnknownServerError, Count: -1})
 			e.o.Commit(ctx)
 			h.Remove()
-			// zombie: fences and writes a committed transaction of its own on every partition
-			z, _ := kgo.NewClient(kgo.SeedBrokers(e.addrs...), kgo.TransactionalID(txn.transactional), kgo.DefaultProduceTopic("out"))
-			defer z.Close()
-			zk := keys("z", 20)
-			if err := z.BeginTransaction(); err != nil {
-				t.Fatal(err)
-			}
-			for _, k := range zk {
-				if err := z.ProduceSync(ctx, &kgo.Record{Key: []byte(k), Value: []byte(k)}).FirstErr(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := z.EndTransaction(ctx, kgo.TryAbort); err != nil { // aborted zombie txn after ours
-				t.Fatal(err)
-			}
+			// zombie: fences, and writes an aborted transaction of its own on every partition
+			e.zombie(t, txn.transactional, false, keys("z", 20)...)
 			b := keys("b", 10)
-			e.write(b...)
-			if _, err := e.o.Prepare(ctx); err != nil {
-				t.Fatal(err)
-			}
-			e.o.Commit(ctx)
+			e.writeAndCommit(t, b...)
 			if got, want := e.committed(t), sorted(a, b); !slices.Equal(got, want) {
 				t.Errorf("committed %d records, want %d (a once, b once)", len(got), len(want))
 			}
@@ -137,18 +166,11 @@ func TestMultiPartitionAbortedProducedAgain(t *testing.T) {
 			e := txnSetup(t, 4, 1500*time.Millisecond, old)
 			ctx := t.Context()
 			a := keys("a", 40)
-			e.write(a...)
-			if _, err := e.o.Prepare(ctx); err != nil {
-				t.Fatal(err)
-			}
+			e.writeAndPrepare(t, a...)
 			waitAborted(t, e.conn, e.o.prepared.transactional)
 			e.o.Commit(ctx)
 			b := keys("b", 10)
-			e.write(b...)
-			if _, err := e.o.Prepare(ctx); err != nil {
-				t.Fatal(err)
-			}
-			e.o.Commit(ctx)
+			e.writeAndCommit(t, b...)
 			if got, want := e.committed(t), sorted(a, b); !slices.Equal(got, want) {
 				t.Errorf("committed %d records %v, want %d", len(got), got, len(want))
 			}
@@ -162,10 +184,7 @@ func abortedUnsettled(t *testing.T, partitions int32) (*txnEnv, kafkaTxn, []stri
 	e := txnSetup(t, partitions, 1500*time.Millisecond, true)
 	ctx := t.Context()
 	a := keys("a", 5)
-	e.write(a...)
-	if _, err := e.o.Prepare(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e.writeAndPrepare(t, a...)
 	txn := *e.o.prepared
 	waitAborted(t, e.conn, txn.transactional)
 	e.o.Commit(ctx)
@@ -179,33 +198,9 @@ func abortedUnsettled(t *testing.T, partitions int32) (*txnEnv, kafkaTxn, []stri
 // DeleteRecords) before the retry; a zombie of the id commits a transaction after.
 func TestDeletedRecordsThenZombieCommit(t *testing.T) {
 	e, txn, a := abortedUnsettled(t, 1)
-	ctx := t.Context()
-	acl, _ := kgo.NewClient(kgo.SeedBrokers(e.addrs...))
-	defer acl.Close()
-	adm := kadm.NewClient(acl)
-	ends, _ := adm.ListEndOffsets(ctx, "out")
-	end, _ := ends.Lookup("out", 0)
-	if err := e.c.DeleteRecords("out", 0, end.Offset); err != nil {
-		t.Fatal(err)
-	}
-	z, _ := kgo.NewClient(kgo.SeedBrokers(e.addrs...), kgo.TransactionalID(txn.transactional), kgo.DefaultProduceTopic("out"))
-	defer z.Close()
-	if err := z.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	if err := z.ProduceSync(ctx, &kgo.Record{Value: []byte("Z")}).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	if err := z.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		t.Fatal(err)
-	}
-	zpid, _, _ := z.ProducerID(ctx)
-	t.Logf("our pid %d, zombie pid %d", txn.producerID, zpid)
-	e.write("b")
-	if _, err := e.o.Prepare(ctx); err != nil {
-		t.Fatal(err)
-	}
-	e.o.Commit(ctx)
+	e.deleteAll(t)
+	e.zombie(t, txn.transactional, true, "Z")
+	e.writeAndCommit(t, "b")
 	if got, want := e.committed(t), sorted(a, []string{"Z", "b"}); !slices.Equal(got, want) {
 		t.Errorf("committed %v, want %v (the aborted transaction's records produced again)", got, want)
 	}
@@ -216,14 +211,7 @@ func TestDeletedRecordsThenZombieCommit(t *testing.T) {
 func TestDeletedRecordsDoNotStall(t *testing.T) {
 	e, _, a := abortedUnsettled(t, 1)
 	ctx := t.Context()
-	acl, _ := kgo.NewClient(kgo.SeedBrokers(e.addrs...))
-	defer acl.Close()
-	adm := kadm.NewClient(acl)
-	ends, _ := adm.ListEndOffsets(ctx, "out")
-	end, _ := ends.Lookup("out", 0)
-	if err := e.c.DeleteRecords("out", 0, end.Offset); err != nil {
-		t.Fatal(err)
-	}
+	e.deleteAll(t)
 	e.write("b")
 	for i := range 3 {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -282,25 +270,8 @@ func TestTopicRecreatedDoesNotStall(t *testing.T) {
 // ours (same producer id, bumped epoch): our abort marker comes first.
 func TestAbortedThenZombieCommits(t *testing.T) {
 	e, txn, a := abortedUnsettled(t, 3)
-	ctx := t.Context()
-	z, _ := kgo.NewClient(kgo.SeedBrokers(e.addrs...), kgo.TransactionalID(txn.transactional), kgo.DefaultProduceTopic("out"))
-	defer z.Close()
-	if err := z.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range keys("z", 6) {
-		if err := z.ProduceSync(ctx, &kgo.Record{Key: []byte(k), Value: []byte(k)}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := z.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		t.Fatal(err)
-	}
-	e.write("b")
-	if _, err := e.o.Prepare(ctx); err != nil {
-		t.Fatal(err)
-	}
-	e.o.Commit(ctx)
+	e.zombie(t, txn.transactional, true, keys("z", 6)...)
+	e.writeAndCommit(t, "b")
 	if got, want := e.committed(t), sorted(a, keys("z", 6), []string{"b"}); !slices.Equal(got, want) {
 		t.Errorf("committed %v, want %v", got, want)
 	}
