@@ -249,6 +249,51 @@ func TestSignInWithALowerRoleEndsHigherSessions(t *testing.T) {
 	}
 }
 
+// An ID token issued to another client is not a sign-in here (OpenID Connect Core §3.1.3.7):
+// one naming another authorized party (azp), or listing several audiences without naming
+// one, gives no session; one naming this server's client, or one audience without azp, does.
+func TestSignInChecksAuthorizedParty(t *testing.T) {
+	p := oidctest.New(t)
+	var clock atomic.Int64
+	c := signInServer(t, p, &clock)
+	c.http.CheckRedirect = nil
+	u, _ := url.Parse(c.base)
+	for _, tc := range []struct {
+		name    string
+		claims  map[string]any
+		session bool
+	}{
+		{"azp of another client", map[string]any{"azp": "other-client"}, false},
+		{"two audiences, no azp", map[string]any{"aud": []any{p.ClientID, "other-client"}}, false},
+		{"two audiences, azp of another client", map[string]any{"aud": []any{p.ClientID, "other-client"}, "azp": "other-client"}, false},
+		{"two audiences, azp of this client", map[string]any{"aud": []any{p.ClientID, "other-client"}, "azp": p.ClientID}, true},
+		{"one audience, azp of this client", map[string]any{"azp": p.ClientID}, true},
+		{"one audience, no azp", map[string]any{}, true},
+	} {
+		claims := map[string]any{"sub": "ada", "groups": []any{"admin"}}
+		for k, v := range tc.claims {
+			claims[k] = v
+		}
+		c.http.Jar, _ = cookiejar.New(nil)
+		p.Login(claims)
+		resp, err := c.http.Get(c.base + "/auth/login")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		got := false
+		for _, ck := range c.http.Jar.Cookies(u) {
+			got = got || ck.Name == auth.SessionCookie && ck.Value != ""
+		}
+		if got != tc.session {
+			t.Errorf("%s: a session %v (the callback answered %d), want %v", tc.name, got, resp.StatusCode, tc.session)
+		}
+		if want := map[bool]int{true: http.StatusOK, false: http.StatusUnauthorized}[tc.session]; c.get("/api/scenarios").Status != want {
+			t.Errorf("%s: /api/scenarios answered %d, want %d", tc.name, c.get("/api/scenarios").Status, want)
+		}
+	}
+}
+
 // A callback whose state does not match the sign-in in progress, or without one, fails.
 func TestSignInStateMismatch(t *testing.T) {
 	p := oidctest.New(t)

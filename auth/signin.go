@@ -16,6 +16,7 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
+	"github.com/scenario-server/scenario-server/internal/names"
 	"github.com/scenario-server/scenario-server/store"
 )
 
@@ -207,6 +208,9 @@ func (s *SignIn) Callback(w http.ResponseWriter, r *http.Request) (Identity, err
 	if !hmac.Equal([]byte(idTok.Nonce), []byte(st.Nonce)) {
 		return Identity{}, fmt.Errorf("%w: the ID token's nonce does not match", ErrSignIn)
 	}
+	if err := authorizedParty(idTok, s.oidc.clientID); err != nil {
+		return Identity{}, fmt.Errorf("%w: %w", ErrSignIn, err)
+	}
 	id, err := s.oidc.Verify(ctx, raw, MethodSession)
 	if err != nil {
 		return Identity{}, fmt.Errorf("%w: %w", ErrSignIn, err)
@@ -228,6 +232,26 @@ func (s *SignIn) Callback(w http.ResponseWriter, r *http.Request) (Identity, err
 	}
 	s.setCookie(w, SessionCookie, "/", s.seal(ss), s.ttl)
 	return id, nil
+}
+
+// authorizedParty checks an ID token's azp claim as OpenID Connect Core 1.0 §3.1.3.7 asks
+// (items 4 and 5): an ID token for several audiences must name the party it was issued to,
+// and a token that names one must name this server's client. A token issued to another client
+// that also lists this one is not this server's sign-in. Errors: one saying which rule failed.
+func authorizedParty(tok *oidc.IDToken, clientID string) error {
+	var c struct {
+		Azp *string `json:"azp"`
+	}
+	if err := tok.Claims(&c); err != nil {
+		return fmt.Errorf("reading the ID token's azp: %w", err)
+	}
+	switch {
+	case c.Azp == nil && len(tok.Audience) > 1:
+		return fmt.Errorf("the ID token is for %d audiences and names no authorized party (azp)", len(tok.Audience))
+	case c.Azp != nil && *c.Azp != clientID:
+		return fmt.Errorf("the ID token was issued to %q (azp), not to this server's client %q", names.Cut(*c.Azp, 200), clientID)
+	}
+	return nil
 }
 
 // Logout ends the browser's session: its stored session (so that a copy of the cookie is
