@@ -72,6 +72,8 @@ type DeployRequestList struct {
 // DecisionRequest is the body of an approval or a rejection; optional.
 type DecisionRequest struct {
 	Comment string `json:"comment,omitempty" maxLength:"10000" doc:"Why; kept with the request." example:"checked with risk"`
+	// OverrideTests approves a version that fails the saved test cases (approvals only).
+	OverrideTests bool `json:"overrideTests,omitempty" doc:"Approvals: deploy although the version fails the scenario's saved test cases as they are now (needs a comment saying why; recorded in the audit log as tests.override and in the deployment's comment)."`
 }
 
 // ApprovalResult is what an approval answers: the request and the deployment it started.
@@ -128,7 +130,10 @@ func (h *handlers) registerDeployRequests(hapi huma.API) {
 		Path:        "/api/scenarios/{name}/deploy-requests/{id}/approve",
 		Summary:     "Approve a deploy request and deploy it",
 		Description: "Approves the pending request and deploys its version as POST .../deploy does; the deployment's user is the requester and its comment " +
-			"the request's. The approver must be another identity than the requester, by subject and by name (403 self-approval). The approval is recorded " +
+			"the request's. The approver must be another identity than the requester, by subject and by name (403 self-approval). The scenario's saved " +
+			"test cases run again on the request's version, as they are now: a failing version answers 422 tests-failed with the run and the request " +
+			"stays pending, unless the body says overrideTests with a comment (tests.override in the audit log; the comment follows the requester's " +
+			"in the deployment's). The approval is recorded " +
 			"(and in the audit log, deploy.approve) before the deploy starts; the deploy is in the audit log as deploy with its own outcome. The version is " +
 			"checked again: when it cannot be deployed now, the answer is still 200, the request APPROVED with its outcome saying why and no deployment.",
 		Tags:   []string{tagDeployments},
@@ -241,8 +246,22 @@ func (h *handlers) approveDeployRequest(ctx context.Context, in *decisionInput) 
 			"%s asked for deploy request %d and cannot approve it: another deployer must", r.RequestedName, r.ID)
 	}
 	d := store.DeployDecision{Status: store.RequestApproved, Subject: id.Subject, Name: id.Name}
+	// The saved test cases run again on the version the request pinned, as they are now: a
+	// test case saved since the request (a reviewer's, showing what is wrong) guards the
+	// deploy the approval starts, and a failing version needs the approver's own override.
+	// Refused, the request stays pending.
+	req := deploy.DeployRequest{Scenario: r.Scenario, Version: r.Version}
+	override := &DeployRequest{}
 	if in.Body != nil {
 		d.Comment = in.Body.Comment
+		override.Comment, override.OverrideTests = in.Body.Comment, in.Body.OverrideTests
+	}
+	if err := h.checkTestCases(ctx, &req, override); err != nil {
+		return nil, err
+	}
+	comment := r.Comment
+	if req.Comment != "" {
+		comment = strings.TrimSpace(r.Comment + " (approved by " + id.Name + ": " + req.Comment + ")")
 	}
 	if r, err = h.store.DecideDeployRequest(ctx, r.ID, d); err != nil {
 		return nil, deployRequestError(ctx, err, in.Name)
@@ -251,7 +270,7 @@ func (h *handlers) approveDeployRequest(ctx context.Context, in *decisionInput) 
 	auditNow(ctx, "ok")
 	// The deploy goes on when the approver's request ends early: the approval is recorded.
 	dctx := context.WithoutCancel(ctx)
-	dep, err := h.runtime.Deploy(dctx, deploy.DeployRequest{Scenario: r.Scenario, Version: r.Version, User: r.RequestedName, Comment: r.Comment})
+	dep, err := h.runtime.Deploy(dctx, deploy.DeployRequest{Scenario: r.Scenario, Version: r.Version, User: r.RequestedName, Comment: comment, Loaded: req.Loaded})
 	outcome, code := "", "ok"
 	if err != nil {
 		// What the deploy's answer would have said, not the error's internals.

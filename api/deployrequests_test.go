@@ -177,3 +177,58 @@ func TestDeployRequestListBounded(t *testing.T) {
 		t.Errorf("%d requests listed (truncated %v); want 52, 60 to 9, truncated", n, list.Truncated)
 	}
 }
+
+// An approval runs the saved test cases again on the version the request pinned, as they are
+// when it approves: a test case ben saves after anna's request (20 s windows, worked by hand:
+// a at 0 s and 5 s and b at 12 s in one window [0, 20 s), a: 2 and b: 1) fails version 1's
+// 10 s windows (b's window starts at 10 s), so his approval is refused with the run and the
+// request stays pending; an override needs his comment, which the deployment keeps after
+// anna's, and is in the audit log.
+func TestApprovalRunsTheSavedTestsAgain(t *testing.T) {
+	_, token, as := authedDeployClient(t, sqliteStore(t), func(cfg *api.Config) { cfg.DeployApproval = true })
+	anna, ben, admin := token("anna", "deployer"), token("ben", "deployer"), token("root", "admin")
+	as(anna, http.MethodPost, "/api/scenarios", rawBody("name", quote("fraud"), "graph", countGraph("10s"))).ok(t, http.StatusCreated, nil)
+	var req api.DeployRequestOut
+	as(anna, http.MethodPost, "/api/scenarios/fraud/deploy-requests", rawBody("comment", quote("first run"))).ok(t, http.StatusCreated, &req)
+
+	tc := map[string]any{"records": "{\"ts\": 0, \"key\": \"a\"}\n{\"ts\": 5000, \"key\": \"a\"}\n{\"ts\": 12000, \"key\": \"b\"}\n",
+		"expected": map[string]any{"out": []any{map[string]any{"key": "a", "start": 0, "n": 2}, map[string]any{"key": "b", "start": 0, "n": 1}}}}
+	as(ben, http.MethodPut, "/api/scenarios/fraud/tests/one%20window", tc).ok(t, http.StatusOK, nil)
+
+	approve := fmt.Sprintf("/api/scenarios/fraud/deploy-requests/%d/approve", req.ID)
+	p := as(ben, http.MethodPost, approve, rawBody("comment", quote("looks right"))).problem(t, http.StatusUnprocessableEntity, api.CodeTestsFailed)
+	if p.Tests == nil || p.Tests.Version != 1 || p.Tests.Passed || len(p.Tests.Tests) != 1 || p.Tests.Tests[0].Name != "one window" {
+		t.Fatalf("refused approval without the run of version 1: %s", mustJSON(p))
+	}
+	as(ben, http.MethodPost, approve, rawBody("overrideTests", "true")).problem(t, http.StatusUnprocessableEntity, api.CodeValidationFailed)
+	var list api.DeployRequestList
+	as(ben, http.MethodGet, "/api/scenarios/fraud/deploy-requests", nil).ok(t, http.StatusOK, &list)
+	if len(list.Requests) != 1 || list.Requests[0].Status != "PENDING" || list.Requests[0].DecidedBy != "" {
+		t.Fatalf("after refused approvals: %s; want the request still pending", mustJSON(list))
+	}
+	var d api.ScenarioDeployment
+	as(ben, http.MethodGet, "/api/scenarios/fraud/deployment", nil).ok(t, http.StatusOK, &d)
+	if d.Status != "NOT_DEPLOYED" {
+		t.Fatalf("after refused approvals the status is %s; want NOT_DEPLOYED", d.Status)
+	}
+
+	var res api.ApprovalResult
+	as(ben, http.MethodPost, approve, rawBody("overrideTests", "true", "comment", quote("known, v2 fixes it"))).ok(t, http.StatusOK, &res)
+	if res.Request.Status != "APPROVED" || res.Deployment == nil || res.Deployment.Status != "RUNNING" || res.Deployment.Version != 1 ||
+		res.Deployment.Comment != "first run (approved by ben: known, v2 fixes it (saved tests overridden: 1 of 1 failed))" {
+		t.Fatalf("approval with the override: %s", mustJSON(res))
+	}
+	var page api.AuditPage
+	as(admin, http.MethodGet, "/api/audit?limit=100", nil).ok(t, http.StatusOK, &page)
+	var got []string
+	for _, e := range page.Entries {
+		if strings.HasPrefix(e.Action, "deploy.approve") || strings.HasPrefix(e.Action, "tests.override") || e.Action == "deploy" {
+			got = append(got, fmt.Sprintf("%s %s v%d %s", e.Name, e.Action, e.Version, e.Outcome))
+		}
+	}
+	want := []string{"ben deploy.approve v1 tests-failed", "ben deploy.approve v1 validation-failed",
+		"ben tests.override v1 ok", "ben deploy.approve v1 ok", "ben deploy v1 ok"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("audit log:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

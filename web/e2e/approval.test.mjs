@@ -1,7 +1,8 @@
 // Four-eyes deploy end to end, in Debian's Chromium against the real server started with
 // --deploy-approval and an OpenID Connect provider started here: a deployer asks to deploy and
-// cannot approve her own request; another deployer approves it and the scenario runs; an admin
-// finds the request and the approval, by whom, in the audit log. Screenshots go to
+// cannot approve her own request; another deployer saves a test case the version fails, so his
+// approval is refused until he approves anyway, and the scenario runs; an admin finds the
+// request, the approvals and the override, by whom, in the audit log. Screenshots go to
 // test-results/approval-*.png. Any browser console error fails.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -89,7 +90,14 @@ test('four-eyes deploy', async (t) => {
     await signOut();
   });
 
-  await t.test('ben approves, and the scenario runs', async () => {
+  await t.test('ben saves a test case that v1 fails; his approval runs it and is refused', async () => {
+    // {"amount": 5} goes to the sink as it is: expecting 6 fails.
+    const res = await fetch(`${server.url}/api/scenarios/${SCENARIO}/tests/reviewer`, {
+      method: 'PUT',
+      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${provider.token('ben')}` },
+      body: JSON.stringify({ records: '{"amount": 5}\n', expected: { flagged: [{ amount: 6 }] } }),
+    });
+    assert.equal(res.status, 200, await res.text());
     await signIn('ben');
     await openDeployTab();
     const pending = page.locator('[data-testid="deploy-request"][data-status="PENDING"]');
@@ -97,11 +105,26 @@ test('four-eyes deploy', async (t) => {
     assert.equal(await page.getByTestId('approve-deploy').isDisabled(), false);
     await page.getByTestId('decision-comment').fill('checked with risk');
     await page.getByTestId('approve-deploy').click();
+    await page.getByTestId('approve-override').waitFor();
+    assert.match(await page.getByTestId('decision-error').innerText(), /fails 1 of its 1 saved test cases/);
+    assert.equal(await page.locator('[data-testid="deploy-request"][data-status="PENDING"]').count(), 1);
+    assert.equal(await page.getByTestId('deploy-status').innerText(), 'NOT_DEPLOYED');
+    await shot(page, 'approval-02-tests-failed');
+    // The refused approval's 422 is logged by the browser: the only error allowed.
+    const refused = setup.consoleErrors.filter((e) => /status of 422 \(Unprocessable Entity\).*\/deploy-requests\/\d+\/approve\)$/.test(e));
+    assert.equal(refused.length, 1, setup.consoleErrors.join('\n'));
+    setup.consoleErrors.splice(setup.consoleErrors.indexOf(refused[0]), 1);
+    noConsoleErrors('a refused approval');
+  });
+
+  await t.test('ben approves anyway, and the scenario runs', async () => {
+    assert.equal(await page.getByTestId('approve-override').isDisabled(), false);
+    await page.getByTestId('approve-override').click();
     await page.getByTestId('deploy-status').filter({ hasText: 'RUNNING' }).waitFor({ timeout: 20_000 });
     const approved = page.locator('[data-testid="deploy-request"][data-status="APPROVED"]');
     await approved.waitFor();
     assert.match(await approved.innerText(), /approved by Ben Approver/);
-    await shot(page, 'approval-02-approved');
+    await shot(page, 'approval-03-approved');
     noConsoleErrors('approving');
     await signOut();
   });
@@ -110,21 +133,24 @@ test('four-eyes deploy', async (t) => {
     await signIn('ada');
     await page.getByTestId('audit-link').click();
     await page.getByTestId('audit').waitFor();
-    for (const [action, who] of [
-      ['deploy.request', USERS.anna.name],
-      ['deploy.approve', USERS.ben.name],
+    for (const [action, who, outcomes] of [
+      ['deploy.request', USERS.anna.name, ['ok']],
+      ['deploy.approve', USERS.ben.name, ['ok', 'tests-failed']],
+      ['tests.override', USERS.ben.name, ['ok']],
     ]) {
       await page.getByTestId('audit-action').selectOption(action);
       // The entries read with this filter (not those of the one before, still shown while it loads).
       await page.locator(`[data-testid="audit"][data-action="${action}"]`).waitFor();
       const row = page.getByTestId('audit-entry').filter({ has: page.getByTestId('audit-what').filter({ hasText: new RegExp(`^${action.replace('.', '\\.')}$`) }) });
       await row.first().waitFor();
-      assert.equal(await row.count(), 1, action);
-      assert.equal(await row.getByTestId('audit-who').innerText(), who);
-      assert.equal(await row.getByTestId('audit-version').innerText(), 'v1');
-      assert.equal(await row.getByTestId('audit-outcome-value').innerText(), 'ok');
+      assert.equal(await row.count(), outcomes.length, action);
+      for (let i = 0; i < outcomes.length; i++) {
+        assert.equal(await row.nth(i).getByTestId('audit-who').innerText(), who);
+        assert.equal(await row.nth(i).getByTestId('audit-version').innerText(), 'v1');
+        assert.equal(await row.nth(i).getByTestId('audit-outcome-value').innerText(), outcomes[i], `${action} #${i}`);
+      }
     }
-    await shot(page, 'approval-03-audit');
+    await shot(page, 'approval-04-audit');
     noConsoleErrors('the audit log');
   });
 });

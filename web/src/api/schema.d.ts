@@ -337,7 +337,7 @@ export interface paths {
         put?: never;
         /**
          * Approve a deploy request and deploy it
-         * @description Approves the pending request and deploys its version as POST .../deploy does; the deployment's user is the requester and its comment the request's. The approver must be another identity than the requester, by subject and by name (403 self-approval). The approval is recorded (and in the audit log, deploy.approve) before the deploy starts; the deploy is in the audit log as deploy with its own outcome. The version is checked again: when it cannot be deployed now, the answer is still 200, the request APPROVED with its outcome saying why and no deployment.
+         * @description Approves the pending request and deploys its version as POST .../deploy does; the deployment's user is the requester and its comment the request's. The approver must be another identity than the requester, by subject and by name (403 self-approval). The scenario's saved test cases run again on the request's version, as they are now: a failing version answers 422 tests-failed with the run and the request stays pending, unless the body says overrideTests with a comment (tests.override in the audit log; the comment follows the requester's in the deployment's). The approval is recorded (and in the audit log, deploy.approve) before the deploy starts; the deploy is in the audit log as deploy with its own outcome. The version is checked again: when it cannot be deployed now, the answer is still 200, the request APPROVED with its outcome saying why and no deployment.
          */
         post: operations["approve-deploy-request"];
         delete?: never;
@@ -1034,6 +1034,8 @@ export interface components {
              * @example checked with risk
              */
             comment?: string;
+            /** @description Approvals: deploy although the version fails the scenario's saved test cases as they are now (needs a comment saying why; recorded in the audit log as tests.override and in the deployment's comment). */
+            overrideTests?: boolean;
         };
         DeployRequest: {
             /**

@@ -51,18 +51,26 @@ export function DeployRequestList({
   const [comment, setComment] = useState('');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState('');
+  // The approval ran the saved test cases again and the version failed them: an approval
+  // with overrideTests and a comment deploys it anyway.
+  const [testsFailed, setTestsFailed] = useState(false);
   if (requests.length === 0) return null;
-  const decide = async (r: DeployRequest, how: 'approve' | 'reject') => {
+  const decide = async (r: DeployRequest, how: 'approve' | 'reject', overrideTests = false) => {
     setBusy(true);
     setError('');
-    const opts = { params: { path: { name, id: r.id } }, body: { comment } };
+    setTestsFailed(false);
     const res =
       how === 'approve'
-        ? await api.POST('/api/scenarios/{name}/deploy-requests/{id}/approve', opts)
-        : await api.POST('/api/scenarios/{name}/deploy-requests/{id}/reject', opts);
+        ? await api.POST('/api/scenarios/{name}/deploy-requests/{id}/approve', {
+            params: { path: { name, id: r.id } },
+            body: { comment, overrideTests },
+          })
+        : await api.POST('/api/scenarios/{name}/deploy-requests/{id}/reject', { params: { path: { name, id: r.id } }, body: { comment } });
     setBusy(false);
-    if (res.error) setError(problemText(res.error));
-    else setComment('');
+    if (res.error) {
+      setError(problemText(res.error));
+      setTestsFailed(how === 'approve' && (res.error as Schemas['ProblemDetails']).code === 'tests-failed');
+    } else setComment('');
     await onDecided();
   };
   return (
@@ -99,6 +107,22 @@ export function DeployRequestList({
                     {r.mine ? 'Withdraw' : 'Reject'}
                   </button>
                 </div>
+                {testsFailed && !r.mine && (
+                  <div className="row" data-testid="approve-override-tests">
+                    <button
+                      type="button"
+                      className="danger"
+                      disabled={busy || !comment.trim()}
+                      onClick={() => decide(r, 'approve', true)}
+                      data-testid="approve-override"
+                    >
+                      Approve anyway
+                    </button>
+                    <span className="muted small">
+                      {comment.trim() ? 'The override and your comment are recorded.' : 'Say why in the comment to approve anyway.'}
+                    </span>
+                  </div>
+                )}
                 {r.mine && (
                   <div className="muted small" data-testid="needs-other-approver">
                     Waiting for another deployer to approve.
