@@ -75,6 +75,8 @@ type deployment struct {
 	byID    map[string]*source
 
 	stopCh chan struct{} // closed: commit a final checkpoint and return
+	// inputsCtx ends with a stop (or the run): set by run before the first event.
+	inputsCtx context.Context
 	// events counts the events pushed; event is the one in progress (0: none; negative:
 	// abandon it; watchEvents).
 	events   int64
@@ -337,6 +339,7 @@ func (d *deployment) run() {
 	// schema registry) ends with it, and what was not handed over is read again.
 	inputsCtx, endInputs := context.WithCancel(ctx)
 	defer endInputs()
+	d.inputsCtx = inputsCtx
 	go func() {
 		select {
 		case <-d.stopCh:
@@ -963,6 +966,9 @@ func (d *deployment) pushPayload(s *source, payload []byte, at, line int64, part
 		_ = d.eng.PushUndecodable(s.id, line, undecodable)
 		return
 	}
+	if release := d.rt.takeLargeEvent(d.inputsCtx, len(payload)); release != nil {
+		defer release()
+	}
 	d.eng.Guard(func() { // interruptOnStop
 		if s.arrivalTime {
 			if v, err := value.ParseJSON(payload); err == nil && v.Kind() == value.KindRecord {
@@ -973,6 +979,34 @@ func (d *deployment) pushPayload(s *source, payload []byte, at, line int64, part
 		}
 		_ = d.eng.PushJSON(s.id, payload, line)
 	})
+}
+
+// LargeEvent is the size, in bytes as read from its source, from which an event counts in
+// Config.LargeEventBytes: smaller events, the common ones, go through without it.
+const LargeEvent = 64 << 10
+
+// takeLargeEvent takes the part of the large-event budget (Config.LargeEventBytes) an event
+// of n bytes needs, waiting while the deployments' other large events hold it, and returns
+// what gives it back; nil when the event needs none (smaller than LargeEvent, or no budget).
+// An event larger than the budget takes all of it. When ctx ends (the deployment stops) the
+// event goes on without waiting: a stop does not wait on other deployments, and the event it
+// leaves half-read would be read again anyway.
+func (r *Runtime) takeLargeEvent(ctx context.Context, n int) (release func()) {
+	if r.largeEvents == nil || n < LargeEvent {
+		return nil
+	}
+	w := min(int64(n), r.cfg.LargeEventBytes)
+	if err := r.largeEvents.Acquire(ctx, w); err != nil {
+		return nil
+	}
+	inUse := r.largeInUse.Add(w)
+	if r.onLargeEvent != nil {
+		r.onLargeEvent(inUse)
+	}
+	return func() {
+		r.largeInUse.Add(-w)
+		r.largeEvents.Release(w)
+	}
 }
 
 // watchEvents abandons an event that goes through the graph for longer than the runtime's

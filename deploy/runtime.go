@@ -98,6 +98,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/scenario-server/scenario-server/connector"
 	"github.com/scenario-server/scenario-server/connector/kafka"
@@ -198,6 +199,14 @@ type Config struct {
 	// it fails with a *StateBudgetError as its reason, and the others go on. 0 or negative:
 	// no such budget.
 	MaxTotalState int64
+	// LargeEventBytes is the most bytes of large events (LargeEvent bytes or more each, as
+	// read from their source) that all deployments together decode and push through their
+	// graphs at once: a deployment whose next event would pass it waits until the others'
+	// large events have gone through (back-pressure on its source). An event larger than it
+	// goes through alone. 0 or negative: no such bound. A decoded event takes up to about 60
+	// times its JSON (3.5 million {} in 10 MiB took 600 MB before value.MaxValues), and 80
+	// deployments decoding a 524,000-value event each at once took 3.66 GB (hostile re-test).
+	LargeEventBytes int64
 	// MaxPendingResultBytes is the most bytes of collect results (and dead letters) waiting
 	// for a checkpoint: reaching it, the deployment stops reading between two events and
 	// takes the checkpoint. 0 means DefaultMaxPendingResultBytes (64 MiB).
@@ -279,6 +288,12 @@ type Runtime struct {
 	schemas *schemaregistry.Registry
 	// state is the budget of the deployments' window state together (Config.MaxTotalState).
 	state *engine.SharedStateBudget
+	// largeEvents is the budget of large events being decoded and pushed at once
+	// (Config.LargeEventBytes; nil: none); largeInUse the bytes it has given, and onLargeEvent,
+	// set by tests, is called with them while an event holds its part.
+	largeEvents  *semaphore.Weighted
+	largeInUse   atomic.Int64
+	onLargeEvent func(inUse int64)
 	// pendingBytes is the bytes of collect results all deployments keep waiting
 	// (Config.MaxTotalPendingResultBytes).
 	pendingBytes atomic.Int64
@@ -395,6 +410,9 @@ func New(cfg Config) (*Runtime, error) {
 		deadLetterBudgets: map[string]*deadLetterBudget{}}
 	if cfg.MaxTotalState > 0 {
 		r.state = &engine.SharedStateBudget{Max: cfg.MaxTotalState}
+	}
+	if cfg.LargeEventBytes > 0 {
+		r.largeEvents = semaphore.NewWeighted(cfg.LargeEventBytes)
 	}
 	if r.connectors, err = r.newConnectors(cfg.Connectors); err != nil {
 		return nil, fmt.Errorf("deploy: %w", err)

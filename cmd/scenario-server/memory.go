@@ -105,6 +105,16 @@ func defaultMaxTotalState() int64 {
 	return 2 << 30
 }
 
+// defaultLargeEventBytes is the default of --large-event-bytes: a 256th of serverMemory (a
+// decoded event takes up to about 60 times its JSON: so about a quarter of the memory), or
+// 64 MiB when the memory is not known.
+func defaultLargeEventBytes() int64 {
+	if m, ok := serverMemory(os.ReadFile); ok {
+		return max(m/256, 1)
+	}
+	return 64 << 20
+}
+
 // defaultMaxDeployments is the default of --max-deployments: one per 16 MiB of the server's
 // memory (serverMemory), at least 16, or 128 when the memory is not known. A running
 // scenario of a few hundred nodes takes 5 to 7 MB before its window state (which

@@ -47,6 +47,7 @@ const (
 	envMaxBacklog         = "SCENARIO_SERVER_MAX_BACKLOG"
 	envMaxDeploymentState = "SCENARIO_SERVER_MAX_DEPLOYMENT_STATE"
 	envMaxTotalState      = "SCENARIO_SERVER_MAX_TOTAL_STATE"
+	envLargeEventBytes    = "SCENARIO_SERVER_LARGE_EVENT_BYTES"
 	envMaxDeployments     = "SCENARIO_SERVER_MAX_DEPLOYMENTS"
 	envMaxNodeSeries      = "SCENARIO_SERVER_MAX_NODE_SERIES"
 	envMaxDeadLetters     = "SCENARIO_SERVER_MAX_DEAD_LETTERS"
@@ -114,6 +115,9 @@ type serveConfig struct {
 	// MaxTotalState is the most window state, in bytes, of all deployments together
 	// (deploy.Config.MaxTotalState); 0 means no budget.
 	MaxTotalState int64
+	// LargeEventBytes is the most bytes of large events all deployments decode and push at
+	// once (deploy.Config.LargeEventBytes); 0 means no bound.
+	LargeEventBytes int64
 	// MaxDeployments is the most scenarios the server runs at once
 	// (deploy.Config.MaxDeployments); 0 means no bound.
 	MaxDeployments int
@@ -194,6 +198,12 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	maxTotalState := defaultMaxTotalState()
 	if getenv(envMaxTotalState) != "" {
 		if maxTotalState, err = envInt(getenv, envMaxTotalState); err != nil {
+			return serveConfig{}, err
+		}
+	}
+	largeEventBytes := defaultLargeEventBytes()
+	if getenv(envLargeEventBytes) != "" {
+		if largeEventBytes, err = envInt(getenv, envLargeEventBytes); err != nil {
 			return serveConfig{}, err
 		}
 	}
@@ -296,6 +306,8 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	fs.Int64Var(&cfg.MaxTotalState, "max-total-state", maxTotalState,
 		"the deployment whose state grows while all deployments' window state together is past this many `bytes` fails, keeping its last checkpoint; so does the one whose collect results would bring those waiting for checkpoints in all deployments past as many (env "+envMaxTotalState+
 			"; default: an eighth of the memory the server may use, the least of its cgroup's limit, the machine's and GOMEMLIMIT; 0: no budget)")
+	fs.Int64Var(&cfg.LargeEventBytes, "large-event-bytes", largeEventBytes,
+		fmt.Sprintf("the deployments together decode and run at most this many `bytes` of events of %d bytes or more at once; a deployment whose next such event would pass it waits (env %s; default: a 256th of the memory the server may use, 64 MiB when it is not known; 0: no bound)", deploy.LargeEvent, envLargeEventBytes))
 	fs.IntVar(&cfg.MaxDeployments, "max-deployments", maxDeployments,
 		"deploying one more scenario than `n` running is refused with 409 too-many-deployments (a scenario counts once for each 16 MiB its compiled expressions keep; a new version of a running one replaces it; those resumed at start are not refused) (env "+envMaxDeployments+
 			"; default: one per 16 MiB of the memory the server may use, at least 16; 0: no bound)")
@@ -354,8 +366,8 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	if cfg.MaxConnections < 0 {
 		return serveConfig{}, fmt.Errorf("%w: --max-connections must not be negative", errUsage)
 	}
-	if cfg.CheckpointInterval < 0 || cfg.EventTimeout < 0 || cfg.MaxBacklog < 0 || cfg.MaxDeploymentState < 0 || cfg.MaxTotalState < 0 || cfg.MaxDeployments < 0 || cfg.MaxNodeSeries < 0 || cfg.MaxDeadLetters < 0 {
-		return serveConfig{}, fmt.Errorf("%w: --checkpoint-interval, --event-timeout, --max-backlog, --max-deployment-state, --max-total-state, --max-deployments, --max-node-series and --max-dead-letters must not be negative", errUsage)
+	if cfg.CheckpointInterval < 0 || cfg.EventTimeout < 0 || cfg.MaxBacklog < 0 || cfg.MaxDeploymentState < 0 || cfg.MaxTotalState < 0 || cfg.LargeEventBytes < 0 || cfg.MaxDeployments < 0 || cfg.MaxNodeSeries < 0 || cfg.MaxDeadLetters < 0 {
+		return serveConfig{}, fmt.Errorf("%w: --checkpoint-interval, --event-timeout, --max-backlog, --max-deployment-state, --max-total-state, --large-event-bytes, --max-deployments, --max-node-series and --max-dead-letters must not be negative", errUsage)
 	}
 	if cfg.ResultRetention < 0 || cfg.BatchKeyRetention < 0 || cfg.AuditRetention < 0 {
 		return serveConfig{}, fmt.Errorf("%w: --result-retention, --batch-key-retention and --audit-retention must not be negative", errUsage)
@@ -526,7 +538,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		FileSinkDir: sinkDir, FileSourceDir: sourceDir, KafkaBrokers: splitList(cfg.KafkaBrokers), Kafka: cfg.Kafka, Metrics: metrics,
 		ResultRetention: cfg.ResultRetention, BatchKeyRetention: cfg.BatchKeyRetention, AuditRetention: cfg.AuditRetention,
 		Owner: owner, NoResume: cfg.NoResume, CrashLoopLimit: crashLoopLimit(cfg.CrashLoopLimit),
-		MaxDeploymentState: stateBudget, MaxTotalState: cfg.MaxTotalState, MaxTotalPendingResultBytes: cfg.MaxTotalState,
+		MaxDeploymentState: stateBudget, MaxTotalState: cfg.MaxTotalState, MaxTotalPendingResultBytes: cfg.MaxTotalState, LargeEventBytes: cfg.LargeEventBytes,
 		MaxDeployments:        cfg.MaxDeployments,
 		MaxNodeSeries:         cfg.MaxNodeSeries,
 		MaxDeadLettersPerHour: crashLoopLimit(cfg.MaxDeadLetters), MaxDeadLetterBytesPerHour: deadLetterBytes(cfg.MaxDeadLetters),
