@@ -317,6 +317,7 @@ func New(cfg Config) (*Handler, error) {
 	h.registerHealth(hapi)
 	h.registerAudit(hapi)
 	h.registerTokens(hapi)
+	h.registerSessions(hapi)
 	h.registerMe(hapi, cfg.SignIn != nil)
 	registerSignIn(r, cfg.SignIn, &auditor{store: cfg.Store, now: time.Now})
 	if err := serveOpenAPI(r, hapi); err != nil {

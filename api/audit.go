@@ -45,6 +45,7 @@ var auditActions = map[string]string{
 	"GET /api/audit":          "audit.read",
 	"POST /api/tokens":        "token.create",
 	"DELETE /api/tokens/{id}": "token.revoke",
+	"DELETE /api/sessions":    "sessions.end",
 }
 
 // foldedActions are the actions a client may repeat in a loop (polling results, paging the
@@ -435,7 +436,7 @@ type auditInput struct {
 	From     time.Time `query:"from" doc:"Only entries at or after this time (RFC 3339)."`
 	To       time.Time `query:"to" doc:"Only entries before this time (RFC 3339)."`
 	Identity string    `query:"identity" maxLength:"256" doc:"Only entries of this identity: its subject or its name."`
-	Action   string    `query:"action" maxLength:"64" doc:"Only entries of this action (scenario.create, scenario.save, scenario.import, scenario.archive, scenario.unarchive, deploy, deploy.request, deploy.approve, deploy.reject, tests.save, tests.delete, tests.override, cancel, results.read, results.stream, audit.read, token.create, token.revoke, session.start, session.end)."`
+	Action   string    `query:"action" maxLength:"64" doc:"Only entries of this action (scenario.create, scenario.save, scenario.import, scenario.archive, scenario.unarchive, deploy, deploy.request, deploy.approve, deploy.reject, tests.save, tests.delete, tests.override, cancel, results.read, results.stream, audit.read, token.create, token.revoke, session.start, session.end, sessions.end)."`
 	Scenario string    `query:"scenario" maxLength:"256" doc:"Only entries about this scenario."`
 	Outcome  string    `query:"outcome" maxLength:"64" doc:"Only entries with this outcome: ok, or a problem code."`
 	After    int64     `query:"after" minimum:"0" doc:"Paging cursor: only entries with a greater id (the previous page's next)."`

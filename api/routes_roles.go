@@ -77,6 +77,7 @@ var routeRoles = map[string]auth.Role{
 	"GET /api/tokens":         auth.Admin,
 	"POST /api/tokens":        auth.Admin,
 	"DELETE /api/tokens/{id}": auth.Admin,
+	"DELETE /api/sessions":    auth.Admin,
 }
 
 // RouteRole returns the least role that may call the route (method and chi pattern), Public

@@ -294,6 +294,56 @@ func TestSignInChecksAuthorizedParty(t *testing.T) {
 	}
 }
 
+// An admin ends a person's designer sessions (DELETE /api/sessions?subject=): bob's two
+// sessions, of two roles, are refused from their next request; ada's stays; a subject with
+// none ends 0; a deployer may not; the admin's request is in the audit log with its target.
+func TestEndSessions(t *testing.T) {
+	p := oidctest.New(t)
+	var clock atomic.Int64
+	c := signInServer(t, p, &clock)
+	u, _ := url.Parse(c.base)
+	ada := signInAs(t, c, p, map[string]any{"sub": "ada", "name": "Ada", "groups": []any{"admin"}})
+	bobViewer := signInAs(t, c, p, map[string]any{"sub": "bob/1", "name": "Bob", "groups": []any{"viewer"}})
+	bobDeployer := signInAs(t, c, p, map[string]any{"sub": "bob/1", "name": "Bob", "groups": []any{"deployer"}})
+	as := func(ck *http.Cookie, method, path string) *response {
+		c.http.Jar, _ = cookiejar.New(nil)
+		c.http.Jar.SetCookies(u, []*http.Cookie{ck})
+		return c.send(request{Method: method, Path: path})
+	}
+	as(bobDeployer, http.MethodDelete, "/api/sessions?subject=ada").problem(t, http.StatusForbidden, api.CodeForbidden)
+	as(ada, http.MethodDelete, "/api/sessions").problem(t, http.StatusUnprocessableEntity, api.CodeValidationFailed)
+	var ended api.EndedSessions
+	as(ada, http.MethodDelete, "/api/sessions?subject=bob%2F1").ok(t, http.StatusOK, &ended)
+	if ended.Subject != "bob/1" || ended.Ended != 2 {
+		t.Errorf("ended %+v, want bob/1's 2 sessions", ended)
+	}
+	for _, tc := range []struct {
+		name   string
+		cookie *http.Cookie
+		want   int
+	}{{"bob's viewer session", bobViewer, http.StatusUnauthorized}, {"bob's deployer session", bobDeployer, http.StatusUnauthorized},
+		{"ada's session", ada, http.StatusOK}} {
+		if r := as(tc.cookie, http.MethodGet, "/api/scenarios"); r.Status != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, r.Status, tc.want)
+		}
+	}
+	as(ada, http.MethodDelete, "/api/sessions?subject=nobody").ok(t, http.StatusOK, &ended)
+	if ended.Ended != 0 {
+		t.Errorf("a subject without sessions: %+v", ended)
+	}
+	var page api.AuditPage
+	as(ada, http.MethodGet, "/api/audit?action=sessions.end").ok(t, http.StatusOK, &page)
+	var got []string
+	for _, e := range page.Entries {
+		got = append(got, e.Name+" "+e.Target+" "+e.Outcome)
+	}
+	// Oldest first; a refusal by role comes before the handler names its target.
+	want := []string{`Bob  forbidden`, `Ada  validation-failed`, `Ada sessions of "bob/1" (2 ended) ok`, `Ada sessions of "nobody" (0 ended) ok`}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("audit entries:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 // A callback whose state does not match the sign-in in progress, or without one, fails.
 func TestSignInStateMismatch(t *testing.T) {
 	p := oidctest.New(t)

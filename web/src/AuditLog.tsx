@@ -9,7 +9,7 @@ type AuditEntry = Schemas['AuditEntry'];
 /** At most this many entries are read (pages of 500, oldest first), and the newest shown first. */
 const MAX_ENTRIES = 5000;
 
-const ACTIONS = ['scenario.create', 'scenario.save', 'scenario.import', 'scenario.archive', 'scenario.unarchive', 'deploy', 'deploy.request', 'deploy.approve', 'deploy.reject', 'tests.save', 'tests.delete', 'tests.override', 'cancel', 'results.read', 'results.stream', 'audit.read', 'token.create', 'token.revoke', 'session.start', 'session.end'];
+const ACTIONS = ['scenario.create', 'scenario.save', 'scenario.import', 'scenario.archive', 'scenario.unarchive', 'deploy', 'deploy.request', 'deploy.approve', 'deploy.reject', 'tests.save', 'tests.delete', 'tests.override', 'cancel', 'results.read', 'results.stream', 'audit.read', 'token.create', 'token.revoke', 'session.start', 'session.end', 'sessions.end'];
 
 export function AuditLog() {
   const { can, me } = useAuth();

@@ -664,6 +664,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * End a person's designer sessions
+         * @description Ends every designer session (sign-in cookie) of the subject: each is refused (401) from its next request on, and an event stream opened with it ends at its next check of the credentials. API tokens are not sessions (DELETE /api/tokens/{id} revokes one); a bearer JWT of the provider stays valid until it expires. Ending the sessions of a subject that has none is not an error (ended 0). In the audit log as sessions.end. Admin only.
+         */
+        delete: operations["end-sessions"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/suggestions": {
         parameters: {
             query?: never;
@@ -1192,6 +1212,15 @@ export interface components {
             /** Format: int64 */
             minInputs: number;
             outputs: components["schemas"]["OutputRule"][] | null;
+        };
+        EndedSessions: {
+            /**
+             * Format: int64
+             * @description How many of its designer sessions there were, and ended.
+             */
+            ended: number;
+            /** @description The identity provider's subject (sub) whose sessions ended. */
+            subject: string;
         };
         ErrorDetail: {
             /** @description Where the error occurred, e.g. 'body.items[3].tags' or 'path.thing-id' */
@@ -2661,7 +2690,7 @@ export interface operations {
                 to?: string;
                 /** @description Only entries of this identity: its subject or its name. */
                 identity?: string;
-                /** @description Only entries of this action (scenario.create, scenario.save, scenario.import, scenario.archive, scenario.unarchive, deploy, deploy.request, deploy.approve, deploy.reject, tests.save, tests.delete, tests.override, cancel, results.read, results.stream, audit.read, token.create, token.revoke, session.start, session.end). */
+                /** @description Only entries of this action (scenario.create, scenario.save, scenario.import, scenario.archive, scenario.unarchive, deploy, deploy.request, deploy.approve, deploy.reject, tests.save, tests.delete, tests.override, cancel, results.read, results.stream, audit.read, token.create, token.revoke, session.start, session.end, sessions.end). */
                 action?: string;
                 /** @description Only entries about this scenario. */
                 scenario?: string;
@@ -5119,6 +5148,47 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
+                };
+            };
+        };
+    };
+    "end-sessions": {
+        parameters: {
+            query: {
+                /** @description The subject (the provider's sub, as the audit log shows it) whose sessions end. */
+                subject: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndedSessions"];
                 };
             };
             /** @description Unprocessable Entity */
