@@ -73,7 +73,7 @@ export interface paths {
         };
         /**
          * List the Kafka topics
-         * @description The topics of the server's Kafka brokers (--kafka-brokers, with the cluster's TLS and SASL settings), for the designer to suggest in the topic parameter of Kafka sources and sinks. 503 with code kafka-not-configured when the server has no brokers, and with code kafka-unavailable when they do not answer within 3 s (or refuse the login).
+         * @description The topics of the server's Kafka brokers (--kafka-brokers, with the cluster's TLS and SASL settings), for the designer to suggest in the topic parameter of Kafka sources and sinks. 503 with code kafka-not-configured when the server has no brokers, and with code kafka-unavailable when they do not answer within 3 s (or refuse the login). The callers share one listing at a time, and a list is answered again for 5 s: a topic created since may show up to 5 s later.
          */
         get: operations["list-kafka-topics"];
         put?: never;
