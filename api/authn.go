@@ -23,7 +23,7 @@ const (
 
 // localIdentity is every request's identity when authentication is not configured: the
 // server's own user, with every role (see Config.Authenticator).
-var localIdentity = auth.Identity{Subject: "local", Name: "local", Role: auth.Admin, Method: auth.MethodNone}
+var localIdentity = auth.Identity{Subject: auth.LocalSubject, Name: "local", Role: auth.Admin, Method: auth.MethodNone}
 
 // authnFailure is why a request has no identity, kept for the route check.
 type authnFailure struct{ err error }

@@ -95,3 +95,16 @@ func (a *Authenticator) Authenticate(r *http.Request) (Identity, error) {
 
 // tokenSubjectPrefix starts the subjects of API tokens ("token:<id>"); OIDC subjects may not.
 const tokenSubjectPrefix = "token:"
+
+// The server's own subjects besides API tokens', which OIDC subjects may not be either: the
+// local user's without authentication (LocalSubject), and the command line's audit entries'
+// (CLISubjectPrefix + the OS user). A provider's "cli:root" was the CLI's root in the audit log.
+const (
+	LocalSubject     = "local"
+	CLISubjectPrefix = "cli:"
+)
+
+// ownSubject says whether sub is in the server's own namespace of subjects.
+func ownSubject(sub string) bool {
+	return sub == LocalSubject || strings.HasPrefix(sub, tokenSubjectPrefix) || strings.HasPrefix(sub, CLISubjectPrefix)
+}

@@ -243,8 +243,12 @@ func supportedAlgs(provider []string) []string {
 	return out
 }
 
+// maxClockSkew is how far ahead of the server's clock a token's issue time (iat) may be, as
+// go-oidc allows a not-before (nbf) ahead: clocks of the provider and the server differ.
+const maxClockSkew = 5 * time.Minute
+
 // Verify checks a JWT from the provider (its signature against the provider's keys, the
-// issuer, the audience and the expiry) and returns the identity it names, with Method m.
+// issuer, the audience, the expiry and an issue time not past maxClockSkew ahead) and returns the identity it names, with Method m.
 // A token that carries no known role gives an identity with an empty Role: authenticated, but
 // allowed only what is public. Errors: ErrInvalidCredentials for a token refused;
 // ErrProviderNotReady before the discovery document is read (ready).
@@ -266,8 +270,13 @@ func (o *OIDC) Verify(ctx context.Context, raw string, m Method) (Identity, erro
 	if strings.IndexFunc(tok.Subject, names.IsHidden) >= 0 {
 		return Identity{}, fmt.Errorf("%w: the token's subject %q holds invisible or control characters", ErrInvalidCredentials, tok.Subject)
 	}
-	if strings.HasPrefix(tok.Subject, tokenSubjectPrefix) {
-		return Identity{}, fmt.Errorf("%w: the token's subject %q is in the server's namespace of API tokens", ErrInvalidCredentials, tok.Subject)
+	if ownSubject(tok.Subject) {
+		return Identity{}, fmt.Errorf("%w: the token's subject %q is in the server's own namespace (local, token:, cli:)", ErrInvalidCredentials, tok.Subject)
+	}
+	// Issued in the future: a provider's clock far ahead, or a token made to outlive a key.
+	if now := o.now(); tok.IssuedAt.After(now.Add(maxClockSkew)) {
+		return Identity{}, fmt.Errorf("%w: the token was issued at %s, more than %v after the server's clock (%s)",
+			ErrInvalidCredentials, tok.IssuedAt.UTC().Format(time.RFC3339), maxClockSkew, now.UTC().Format(time.RFC3339))
 	}
 	var claims map[string]any
 	if err := tok.Claims(&claims); err != nil {

@@ -46,6 +46,10 @@ func TestBearerJWT(t *testing.T) {
 		// Invisible characters are left out of the name: "\u202enimda" would show as "admin".
 		{"name without its direction override", a, p.Token(t, map[string]any{"sub": "u-5", "name": "\u202enimda", "roles": []any{"viewer"}}, time.Hour),
 			auth.Identity{Subject: "u-5", Name: "nimda", Role: auth.Viewer, Method: auth.MethodBearer}},
+		{"issued within the clock skew allowed", a, p.Token(t, map[string]any{"sub": "u-6", "iat": time.Now().Add(4 * time.Minute).Unix(), "roles": []any{"viewer"}}, time.Hour),
+			auth.Identity{Subject: "u-6", Name: "u-6", Role: auth.Viewer, Method: auth.MethodBearer}},
+		{"a subject that only looks like the local user's", a, p.Token(t, map[string]any{"sub": "locals", "roles": []any{"viewer"}}, time.Hour),
+			auth.Identity{Subject: "locals", Name: "locals", Role: auth.Viewer, Method: auth.MethodBearer}},
 		{"nested claim", nested, p.Token(t, map[string]any{"sub": "u-4", "preferred_username": "dora", "realm_access": map[string]any{"roles": []any{"admin"}}}, time.Hour),
 			auth.Identity{Subject: "u-4", Name: "dora", Role: auth.Admin, Method: auth.MethodBearer}},
 	} {
@@ -67,6 +71,11 @@ func TestBearerJWT(t *testing.T) {
 		{"an API token's subject", "Bearer " + p.Token(t, map[string]any{"sub": "token:1", "roles": []any{"admin"}}, time.Hour)},
 		{"an invisible character in the subject", "Bearer " + p.Token(t, map[string]any{"sub": "\u202etoken:1", "roles": []any{"admin"}}, time.Hour)},
 		{"a zero-width space in the subject", "Bearer " + p.Token(t, map[string]any{"sub": "alice\u200b", "roles": []any{"admin"}}, time.Hour)},
+		// The server's own subjects: the local user's, the command line's audit entries'.
+		{"the local user's subject", "Bearer " + p.Token(t, map[string]any{"sub": "local", "roles": []any{"admin"}}, time.Hour)},
+		{"the command line's subject", "Bearer " + p.Token(t, map[string]any{"sub": "cli:root", "roles": []any{"admin"}}, time.Hour)},
+		// Issued 10 minutes ahead of the clock, past the 5 minutes of skew allowed.
+		{"issued in the future", "Bearer " + p.Token(t, map[string]any{"sub": "u-1", "iat": time.Now().Add(10 * time.Minute).Unix(), "roles": []any{"admin"}}, time.Hour)},
 	} {
 		if _, err := authenticate(a, tc.header); !errors.Is(err, auth.ErrInvalidCredentials) {
 			t.Errorf("%s: %v; want ErrInvalidCredentials", tc.name, err)
