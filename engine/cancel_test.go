@@ -251,3 +251,56 @@ func TestStopsBetweenFieldsOfOneNode(t *testing.T) {
 		t.Errorf("the replay stopped after %v; its context ended at 300 ms (the node's fields take 28 s)", took)
 	}
 }
+
+// An aggregate's expressions stop the same way: 1,000 aggregations whose aggregateBy takes
+// about 28 ms each, or 500 groupBy expressions as slow, stop within one expression of their
+// run's end (a context of 300 ms; 5 s allowed), not when the node is done (28 s, 14 s).
+func TestStopsBetweenExpressionsOfAnAggregate(t *testing.T) {
+	slow := func(i int) string {
+		return fmt.Sprintf(`{"language": "expr", "expression": "count(1..400000, # %% 7 == %d)"}`, i%7)
+	}
+	var aggs, keys strings.Builder
+	for i := range 1000 {
+		if i > 0 {
+			aggs.WriteString(",")
+		}
+		fmt.Fprintf(&aggs, `{"name": "a%d", "aggregator": "Sum", "aggregateBy": %s}`, i, slow(i))
+	}
+	for i := range 500 {
+		if i > 0 {
+			keys.WriteString(",")
+		}
+		keys.WriteString(slow(i))
+	}
+	for _, tc := range []struct{ name, groupBy, aggregations string }{
+		{"aggregateBy", `{"language": "expr", "expression": "#input.k"}`, aggs.String()},
+		{"groupBy", keys.String(), `{"name": "n", "aggregator": "Count"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			graph := `{"nodes": [` + srcNode("in", "#input.t", "0s") + `,
+				{"id": "win", "type": "CustomNode", "nodeType": "aggregate-tumbling", "outputVar": "agg", "parameters": [
+					{"name": "groupBy", "value": [` + tc.groupBy + `]},
+					{"name": "aggregations", "value": [` + tc.aggregations + `]},
+					{"name": "windowLength", "value": "10s"}]},
+				` + sinkNode("out", "#agg") + `],
+				"edges": [{"from": "in", "to": "win"}, {"from": "win", "to": "out"}]}`
+			s, err := scenario.Decode([]byte(graph))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := New(s, Options{Bounded: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			if _, err := Replay(ctx, e, strings.NewReader(`{"t": 1, "k": "a"}`)); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Replay returned %v, want the context's deadline", err)
+			}
+			if took := time.Since(start); took > 5*time.Second {
+				t.Errorf("the replay stopped after %v; its context ended at 300 ms", took)
+			}
+		})
+	}
+}

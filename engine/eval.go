@@ -43,6 +43,10 @@ type evaluator struct {
 	cmpLit  value.Value
 }
 
+// runs says whether an evaluation of p may run its program (expr): it is not a path, a
+// record of paths, nor a comparison of a path with a literal, which are read without it.
+func (p *evaluator) runs() bool { return p.path == nil && p.paths == nil && p.cmpPath == nil }
+
 // pathRef is a variable, by its slot in the context, and the fields and
 // indexes read from it.
 type pathRef struct {
