@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -410,5 +411,48 @@ func TestRunSaysItReadsStandardInput(t *testing.T) {
 		if strings.HasPrefix(errOut.String(), note) != tc.note || out.String() != `{"sink":"out","value":7}`+"\n" {
 			t.Errorf("%v: stdout %q, stderr %q; want the note %v", tc.args, out.String(), errOut.String(), tc.note)
 		}
+	}
+}
+
+// run stops with an error once its window state passes --max-state: a count window of 10,000
+// events sliding by 1 keeps 10,000 count-slices for each key from its first event (24 bytes
+// each and a Max cell, so over 240,000 bytes a key), so 300 lines of new keys pass a budget of
+// 1,000,000 bytes within their first 5 keys; the run says so, names the node, and reads no
+// more. Without a budget the same input ran to its end (a hostile round's 2,000 lines ended the
+// process out of memory).
+func TestRunStateBudget(t *testing.T) {
+	dir := t.TempDir()
+	scenarioPath := filepath.Join(dir, "s.json")
+	graph := `{"nodes": [
+ {"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [{"name": "timestamp", "expression": {"language": "expr", "expression": "#input.t"}}]}},
+ {"id": "agg", "type": "CustomNode", "nodeType": "aggregate-count", "outputVar": "agg", "parameters": [
+   {"name": "groupBy", "value": [{"language": "expr", "expression": "#input.k"}]},
+   {"name": "aggregations", "value": [{"name": "m", "aggregator": "Max", "aggregateBy": {"language": "expr", "expression": "#input.v"}}]},
+   {"name": "windowLength", "value": 10000}, {"name": "slide", "value": 1}]},
+ {"id": "out", "type": "Sink", "ref": {"typ": "stdout", "parameters": [{"name": "value", "expression": {"language": "expr", "expression": "#agg.m"}}]}}],
+ "edges": [{"from": "in", "to": "agg", "edgeType": null}, {"from": "agg", "to": "out", "edgeType": null}]}`
+	var lines strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&lines, "{\"t\": %d, \"k\": %d, \"v\": 1.5}\n", i, i)
+	}
+	input := filepath.Join(dir, "in.ndjson")
+	if err := os.WriteFile(scenarioPath, []byte(graph), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(input, []byte(lines.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	err := runCommand(t.Context(), []string{"run", "--scenario", scenarioPath, "--input", input, "--max-state", "1000000"}, env(nil), nil, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "passed its budget of 1000000 bytes") || !strings.Contains(err.Error(), `aggregate node "agg"`) {
+		t.Fatalf("run: %v; want the state budget's error naming agg\n%s", err, errOut.String())
+	}
+	var events int
+	if _, serr := fmt.Sscanf(errOut.String()[strings.Index(errOut.String(), "summary: "):], "summary: events=%d", &events); serr != nil || events < 1 || events > 5 {
+		t.Errorf("stopped after %d events (%v); want within the first 5\n%s", events, serr, errOut.String())
+	}
+	errOut.Reset()
+	if err := runCommand(t.Context(), []string{"run", "--scenario", scenarioPath, "--input", input, "--max-state", "-1"}, env(nil), nil, &out, &errOut); !errors.Is(err, errUsage) {
+		t.Errorf("--max-state -1: %v; want a usage error", err)
 	}
 }

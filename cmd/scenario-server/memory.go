@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/scenario-server/scenario-server/deploy"
 )
 
 // serverMemory is the memory the server may use, in bytes: the least of its cgroup's limit
@@ -103,6 +105,14 @@ func defaultMaxTotalState() int64 {
 		return max(m/8, 1)
 	}
 	return 2 << 30
+}
+
+// defaultRunMaxState is the default of run's --max-state: a deployment's default budget
+// (deploy.DefaultMaxDeploymentState, 1 GiB), and at most defaultMaxTotalState. Without one,
+// a count window over 300 lines of new keys took 1.64 GB, and 2,000 lines ended the process
+// out of memory (hostile round).
+func defaultRunMaxState() int64 {
+	return min(int64(deploy.DefaultMaxDeploymentState), defaultMaxTotalState())
 }
 
 // defaultLargeEventBytes is the default of --large-event-bytes: a 256th of serverMemory (a

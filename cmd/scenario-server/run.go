@@ -35,8 +35,13 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	inputPath := fs.String("input", "-", "the events, one JSON record a line; - reads standard input")
 	outputPath := fs.String("output", "-", "where the results go; - writes standard output")
 	name := fs.String("name", "", "the scenario's name, for #meta.scenarioName (default: the file name without extension)")
+	maxState := fs.Int64("max-state", defaultRunMaxState(),
+		"the run stops with an error when its aggregates' window state passes this many `bytes` (default: as a deployment's, 1 GiB, and at most an eighth of the memory the process may use; 0: no budget)")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if *maxState < 0 {
+		return fmt.Errorf("%w: --max-state must not be negative", errUsage)
 	}
 	if *scenarioPath == "" || fs.NArg() > 0 {
 		fs.Usage()
@@ -109,7 +114,7 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	w := bufio.NewWriterSize(out, 1<<20)
 	var outputs int64
-	e, err := engine.New(s, engine.Options{ScenarioName: *name, Bounded: true, Output: engine.WriteOutput(w, &outputs)})
+	e, err := engine.New(s, engine.Options{ScenarioName: *name, Bounded: true, Output: engine.WriteOutput(w, &outputs), MaxStateBytes: *maxState})
 	if err != nil {
 		var inv *engine.InvalidError
 		if errors.As(err, &inv) {
