@@ -297,3 +297,30 @@ func TestWrongTypeOperandNamesTheField(t *testing.T) {
 		t.Errorf("error %v, want none named", err)
 	}
 }
+
+// A date or a duration whose milliseconds do not fit in an int64 is an error, not a wrapped
+// number: 2024 plus 1,000,000,000 years is past the year 292,278,994 that epoch milliseconds
+// reach (it wrapped to -5336534443351903232); 1000-01-01 to 2024-01-01 is 1,024 years, past the
+// 292 years where Go's Sub saturates. 2024 plus 100,000 years fits: 102024-01-01T00:00:00Z,
+// worked out as 3,157,717,766,400,000 ms (100,000 years of 365.2425 days is 36,524,250 days
+// exactly, as the Gregorian calendar repeats every 400 years, so 1,704,067,200,000 ms of
+// 2024-01-01 plus 36,524,250 × 86,400,000).
+func TestDatesOutOfRangeAreErrors(t *testing.T) {
+	for _, text := range []string{
+		`date("2024-01-01").AddDate(1000000000, 0, 0)`,
+		`date("2024-01-01").AddDate(-1000000000, 0, 0)`,
+		`toEpochMillis(date("2024-01-01").AddDate(1000000000, 0, 0))`,
+		`date("2024-01-01").Sub(date("1000-01-01"))`,
+	} {
+		prog := mustCompile(t, text, arithEnv)
+		_, err := Run(prog, nil)
+		var re *RunError
+		if !errors.As(err, &re) || !strings.Contains(re.Message, "out of range") {
+			t.Errorf("Run(%q) error %v, want a RunError: out of range", text, err)
+		}
+	}
+	prog := mustCompile(t, `date("2024-01-01").AddDate(100000, 0, 0)`, arithEnv)
+	if got, err := Run(prog, nil); err != nil || got.Int() != 1_704_067_200_000+36_524_250*86_400_000 {
+		t.Errorf("2024 plus 100,000 years: %v, %v; want 3157717766400000", got, err)
+	}
+}

@@ -301,7 +301,11 @@ func toEpochMillis(args ...any) (any, error) {
 		}
 		return int(x), nil
 	case time.Time:
-		return int(x.UnixMilli()), nil
+		ms, err := epochMillis(x)
+		if err != nil {
+			return nil, fmt.Errorf("toEpochMillis: %w", err)
+		}
+		return int(ms), nil
 	}
 	return nil, fmt.Errorf("toEpochMillis: cannot convert %T to epoch milliseconds", args[0])
 }

@@ -414,6 +414,22 @@ const maxResultDepth = 1000
 // ErrNotJSON is wrapped by FromGo's errors: the value has no JSON form.
 var ErrNotJSON = errors.New("value has no JSON form")
 
+// The times whose epoch milliseconds fit in an int64 (about 292 million years either way).
+var (
+	minEpochTime = time.UnixMilli(math.MinInt64)
+	maxEpochTime = time.UnixMilli(math.MaxInt64)
+)
+
+// epochMillis is t in epoch milliseconds, or an error wrapping ErrNotJSON when they do not fit
+// in an int64: date("2024-01-01").AddDate(1000000000, 0, 0) wrapped to -5336534443351903232
+// (hostile round).
+func epochMillis(t time.Time) (int64, error) {
+	if t.Before(minEpochTime) || t.After(maxEpochTime) {
+		return 0, fmt.Errorf("%w: the date (year %d) is out of range: epoch milliseconds reach about the year 292,000,000 either way", ErrNotJSON, t.Year())
+	}
+	return t.UnixMilli(), nil
+}
+
 // FromGo converts a result of expr to a value: nil to null, booleans,
 // integers of every Go width (a uint64 above the int64 range is an error),
 // finite floats (NaN and infinities are errors), strings, times to epoch
@@ -452,8 +468,13 @@ func fromGo(x any, depth int, orders keyOrders) (value.Value, error) {
 	case string:
 		return value.String(x), nil
 	case time.Time:
-		return value.Int(x.UnixMilli()), nil
+		ms, err := epochMillis(x)
+		return value.Int(ms), err
 	case time.Duration:
+		if x == math.MaxInt64 || x == math.MinInt64 {
+			// Go's Time.Sub saturates there, about 292 years: the true span is longer.
+			return value.Null(), fmt.Errorf("%w: the duration is out of range (more than about 292 years)", ErrNotJSON)
+		}
 		return value.Int(x.Milliseconds()), nil
 	case []any:
 		items := make([]value.Value, len(x))
