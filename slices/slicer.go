@@ -83,14 +83,39 @@ func (z Zoned) Index(t int64) int64 {
 	return FloorDiv(day, z.Days)
 }
 
-// Start implements Slicer. A start that falls in a daylight-saving gap is
-// moved forward as package time does.
+// Start implements Slicer: the first millisecond that Index puts in slice i or later. It is
+// the slice's local date at Offset, but for one that local time does not have: a start in a
+// daylight-saving gap (America/Santiago's 2024-09-08 has no midnight) is the gap's end, and a
+// day the zone skipped (Pacific/Apia's 2011-12-30) starts and ends there, empty. (package
+// time's own answer for a local time in a gap is not one Index agrees with: it put Santiago's
+// 2024-09-08 at 03:00Z, an hour that Index, as the wall clock, gives to 09-07.)
 func (z Zoned) Start(i int64) int64 {
 	y, m, d := civilDate(i * z.Days)
 	off := time.Duration(z.Offset) * time.Millisecond
 	h, mi := int(off/time.Hour), int(off%time.Hour/time.Minute)
 	s, ns := int(off%time.Minute/time.Second), int(off%time.Second)
-	return time.Date(y, m, d, h, mi, s, ns, z.Location).UnixMilli()
+	c := time.Date(y, m, d, h, mi, s, ns, z.Location).UnixMilli()
+	if z.Index(c) >= i && z.Index(c-1) < i {
+		return c // the local time exists (nearly every day)
+	}
+	// The first t with Index(t) >= i, Index being monotone: within a day or so of c, as a
+	// zone's offset changes by at most a day.
+	lo, hi := c-2*Day, c+2*Day
+	for z.Index(lo) >= i {
+		lo -= 2 * Day
+	}
+	for z.Index(hi) < i {
+		hi += 2 * Day
+	}
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if z.Index(mid) >= i {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
 }
 
 // civilDays returns the number of days from 1970-01-01 to y-m-d in the

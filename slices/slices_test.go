@@ -236,3 +236,65 @@ func TestKeyTableIntAndStringKeys(t *testing.T) {
 		t.Fatalf("slots not reused: cap %d", kt.Cap())
 	}
 }
+
+// A slice's start is the first millisecond Index puts in it, also where its local start time
+// does not exist, so that every event is in [Start(i), Start(i+1)) of its slice i (a hostile
+// round found 12 events outside the bounds of their windows). Worked by hand from the zones'
+// rules:
+//   - America/Santiago, 2024-09-08: clocks go from 00:00 (UTC-4) to 01:00 (UTC-3) at 04:00Z;
+//     09-07 is [09-07T04:00Z, 09-08T04:00Z) (local 00:00 of 09-07 at UTC-4), 09-08 starts at
+//     the gap's end, 04:00Z, and ends at 09-09T03:00Z (local midnight at UTC-3).
+//   - America/New_York with offset 2h30m, 2024-03-10: 02:30 local does not exist (02:00 EST
+//     becomes 03:00 EDT at 07:00Z); 03-09's slice is [03-09T07:30Z, 03-10T07:00Z), and 03-10's
+//     starts at 07:00Z and ends at 03-11T06:30Z (02:30 EDT).
+//   - Pacific/Apia, 2011-12-30: skipped (12-29 at UTC-10 ends at 10:00Z on 12-30, and 12-31 at
+//     UTC+14 starts then); 12-29 is [12-29T10:00Z, 12-30T10:00Z), 12-30 is empty at 10:00Z.
+func TestZonedStartsInGaps(t *testing.T) {
+	utc := func(s string) int64 {
+		tm, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tm.UnixMilli()
+	}
+	for _, tc := range []struct {
+		zone        string
+		offset      int64
+		day         string // a time in the slice, UTC
+		start, next string
+	}{
+		{"America/Santiago", 0, "2024-09-07T12:00:00Z", "2024-09-07T04:00:00Z", "2024-09-08T04:00:00Z"},
+		{"America/Santiago", 0, "2024-09-08T12:00:00Z", "2024-09-08T04:00:00Z", "2024-09-09T03:00:00Z"},
+		{"America/New_York", 2*Hour + 30*Minute, "2024-03-09T12:00:00Z", "2024-03-09T07:30:00Z", "2024-03-10T07:00:00Z"},
+		{"America/New_York", 2*Hour + 30*Minute, "2024-03-10T12:00:00Z", "2024-03-10T07:00:00Z", "2024-03-11T06:30:00Z"},
+		{"Pacific/Apia", 0, "2011-12-29T20:00:00Z", "2011-12-29T10:00:00Z", "2011-12-30T10:00:00Z"},
+	} {
+		z, err := NewZoned(tc.zone, 1, tc.offset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := z.Index(utc(tc.day))
+		if z.Start(i) != utc(tc.start) || z.Start(i+1) != utc(tc.next) {
+			t.Errorf("%s %s: slice [%s, %s), want [%s, %s)", tc.zone, tc.day, time.UnixMilli(z.Start(i)).UTC().Format(time.RFC3339),
+				time.UnixMilli(z.Start(i+1)).UTC().Format(time.RFC3339), tc.start, tc.next)
+		}
+	}
+	apia, _ := NewZoned("Pacific/Apia", 1, 0)
+	skipped := apia.Index(utc("2011-12-29T20:00:00Z")) + 1
+	if apia.Start(skipped) != utc("2011-12-30T10:00:00Z") || apia.Start(skipped+1) != utc("2011-12-30T10:00:00Z") {
+		t.Errorf("Apia's 2011-12-30: [%d, %d), want empty at 2011-12-30T10:00Z", apia.Start(skipped), apia.Start(skipped+1))
+	}
+	// Every 5 minutes over those days, each time is within its slice's bounds.
+	for _, zone := range []string{"America/Santiago", "America/Sao_Paulo", "America/New_York", "Pacific/Apia", "Europe/Warsaw", "Australia/Lord_Howe"} {
+		for _, offset := range []int64{0, 2*Hour + 30*Minute} {
+			z, _ := NewZoned(zone, 1, offset)
+			for _, from := range []string{"2011-12-28T00:00:00Z", "2018-11-02T00:00:00Z", "2024-03-08T00:00:00Z", "2024-09-06T00:00:00Z", "2024-10-05T00:00:00Z"} {
+				for t0 := utc(from); t0 < utc(from)+4*Day; t0 += 5 * Minute {
+					if i := z.Index(t0); t0 < z.Start(i) || t0 >= z.Start(i+1) {
+						t.Fatalf("%s offset %d: %s in slice %d = [%d, %d)", zone, offset, time.UnixMilli(t0).UTC().Format(time.RFC3339), i, z.Start(i), z.Start(i+1))
+					}
+				}
+			}
+		}
+	}
+}
