@@ -94,13 +94,13 @@ var registry = []funcDef{
 		func(b base) Aggregator { return &exactPctAgg{base: b, q: 0.99} }},
 	{FuncInfo{"ApproximatePercentile", "number", "float64", "null", "Percentile q from a mergeable sketch with 1 % relative error (null for an empty window).", false, "quantile"}, 18,
 		func(b base) Aggregator { return &ddAgg{base: b} }},
-	{FuncInfo{"VarPop", "number", "float64", "null", "Population variance (null for an empty window; 0 for one value).", true, ""}, 19,
+	{FuncInfo{"VarPop", "number", "float64", "null", "Population variance (null for an empty window; 0 for one value).", false, ""}, 19,
 		func(b base) Aggregator { return &varianceAgg{base: b, kind: varPop} }},
-	{FuncInfo{"VarSamp", "number", "float64", "null", "Sample variance (null for an empty window and for one value).", true, ""}, 20,
+	{FuncInfo{"VarSamp", "number", "float64", "null", "Sample variance (null for an empty window and for one value).", false, ""}, 20,
 		func(b base) Aggregator { return &varianceAgg{base: b, kind: varSamp} }},
-	{FuncInfo{"StddevPop", "number", "float64", "null", "Population standard deviation (null for an empty window; 0 for one value).", true, ""}, 21,
+	{FuncInfo{"StddevPop", "number", "float64", "null", "Population standard deviation (null for an empty window; 0 for one value).", false, ""}, 21,
 		func(b base) Aggregator { return &varianceAgg{base: b, kind: stddevPop} }},
-	{FuncInfo{"StddevSamp", "number", "float64", "null", "Sample standard deviation (null for an empty window and for one value).", true, ""}, 22,
+	{FuncInfo{"StddevSamp", "number", "float64", "null", "Sample standard deviation (null for an empty window and for one value).", false, ""}, 22,
 		func(b base) Aggregator { return &varianceAgg{base: b, kind: stddevSamp} }},
 }
 

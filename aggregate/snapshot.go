@@ -29,8 +29,12 @@ import (
 // at the end of a tumbling or hopping window's snapshot, how many slices of
 // the next window to close its running block holds (before version 3 it held
 // them all; now the slices that enter are folded in when the window fires).
+// Version 4 writes the variances (VarPop, VarSamp, StddevPop, StddevSamp) as
+// the aggregations answered from tier blocks they now are, not as invertible
+// ones with a running cell; an earlier snapshot is read as it was written and
+// its variances' tier blocks are then made from its slices (legacyVariances).
 
-const snapshotVersion = 3
+const snapshotVersion = 4
 
 // ErrSnapshotMismatch is returned by Restore for a snapshot of another kind
 // of operator, another number of aggregations, or another version.
@@ -258,8 +262,86 @@ func (g *grid) appendGrid(b []byte) []byte {
 	return b
 }
 
-// readGrid restores what appendGrid wrote into a new grid.
-func (g *grid) readGrid(r *slices.Reader) {
+// legacyVariances lists, for a snapshot before version 4, the aggregations it wrote as
+// invertible and are now tiered: the variances (nil when there are none, or for a later
+// snapshot). Such a snapshot has no tier blocks of them, no tier levels at all when they
+// were its only aggregations that needed some, and their cells in the running block.
+func (g *grid) legacyVariances(version byte) []bool {
+	if version >= 4 {
+		return nil
+	}
+	var legacy []bool
+	for i, a := range g.aggs {
+		if _, ok := a.Aggregator.(*varianceAgg); ok {
+			if legacy == nil {
+				legacy = make([]bool, len(g.aggs))
+			}
+			legacy[i] = true
+		}
+	}
+	return legacy
+}
+
+// readLegacy reads a block written before version 4 into blk: with the columns of legacy
+// hidden in a tier block (written without them; they are then sized as the others), and
+// given a column of their own, read and then dropped, in a running block (written with
+// them). aggs are the grid's aggregations.
+func readLegacy(r *slices.Reader, blk *block, legacy []bool, running bool, aggs []Named) {
+	if legacy == nil {
+		readBlock(r, blk)
+		return
+	}
+	saved := append([]Column(nil), blk.cols...)
+	for i, on := range legacy {
+		switch {
+		case on && blk.tier:
+			blk.cols[i] = nil
+		case on && running && blk.cols[i] == nil:
+			blk.cols[i] = aggs[i].Aggregator.NewColumn()
+		}
+	}
+	readBlock(r, blk)
+	n := blk.cells()
+	copy(blk.cols, saved)
+	if blk.tier {
+		for i, on := range legacy {
+			if on && blk.cols[i] != nil {
+				blk.cols[i].Resize(n)
+			}
+		}
+	}
+}
+
+// tierLegacy makes the tier blocks of the legacy aggregations from the slices, once a
+// snapshot before version 4 has been read: each slice's cells merged into the block of each
+// level above it, as Add would have added its events. (Merging rounds as adding does not:
+// the variances of windows that began before the restore may differ in their last bits from
+// an uninterrupted run's.)
+func (g *grid) tierLegacy(legacy []bool) {
+	if legacy == nil {
+		return
+	}
+	for p := 0; p < g.level0.Len(); p++ {
+		j, blk := g.level0.At(p)
+		for l := 1; l <= g.levels; l++ {
+			tb := g.tiers[l-1].GetOrCreate(slices.Block(j, l), func() *block { return g.newBlock(l) })
+			tb.fit(g.keys.Cap())
+			for i, on := range legacy {
+				if !on {
+					continue
+				}
+				for s := range min(len(blk.count), tb.cells()) {
+					if blk.count[s] > 0 {
+						_ = tb.cols[i].Merge(s, blk.cols[i], s)
+					}
+				}
+			}
+		}
+	}
+}
+
+// readGrid restores what appendGrid wrote into a new grid; legacy is legacyVariances'.
+func (g *grid) readGrid(r *slices.Reader, legacy []bool) {
 	g.w = r.Varint()
 	g.seq = r.Uvarint()
 	g.stats = readStats(r)
@@ -275,7 +357,17 @@ func (g *grid) readGrid(r *slices.Reader) {
 	if r.Err() == nil && (len(g.keyVals) != slots || len(g.lastData) != slots || ng != slots) {
 		r.Fail("per-slot state for %d slots", slots)
 	}
-	for level := 0; level <= g.levels && r.Err() == nil; level++ {
+	levels := g.levels
+	if legacy != nil {
+		// Written with the levels the aggregations other than the legacy ones needed.
+		levels = 0
+		for i, t := range g.tiered {
+			if t && !legacy[i] {
+				levels = g.levels
+			}
+		}
+	}
+	for level := 0; level <= levels && r.Err() == nil; level++ {
 		st := &g.level0
 		if level > 0 {
 			st = &g.tiers[level-1]
@@ -290,8 +382,11 @@ func (g *grid) readGrid(r *slices.Reader) {
 			}
 			last = idx
 			blk := st.GetOrCreate(idx, func() *block { return g.newBlock(level) })
-			readBlock(r, blk)
+			readLegacy(r, blk, legacy, false, g.aggs)
 		}
+	}
+	if r.Err() == nil {
+		g.tierLegacy(legacy)
 	}
 }
 
@@ -325,10 +420,11 @@ func (a *aligned) Restore(snapshot []byte) error {
 	if err := a.checkGeometry(r, version, a.kind, a.s); err != nil {
 		return err
 	}
-	a.readGrid(r)
+	legacy := a.legacyVariances(version)
+	a.readGrid(r, legacy)
 	a.hasNext = r.Bool()
 	a.next = r.Varint()
-	readBlock(r, a.running)
+	readLegacy(r, a.running, legacy, true, a.aggs)
 	ne := r.Len(a.keys.Cap())
 	a.extra = a.extra[:0]
 	for range ne {
@@ -379,8 +475,9 @@ func (s *sliding) Restore(snapshot []byte) error {
 	if err := s.checkGeometry(r, version, Sliding, 0); err != nil {
 		return err
 	}
-	s.readGrid(r)
-	readBlock(r, s.running)
+	legacy := s.legacyVariances(version)
+	s.readGrid(r, legacy)
+	readLegacy(r, s.running, legacy, true, s.aggs)
 	s.latest = readInts(r)
 	if r.Err() == nil && len(s.latest) != s.keys.Cap() {
 		// One for each slot (Add grows it with the key table): a timer's slot past it

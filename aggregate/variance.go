@@ -13,20 +13,22 @@ import (
 // for calculating corrected sums of squares and products", Technometrics
 // 4(3)); cells merge with the parallel formula of Chan, Golub, LeVeque 1979
 // ("Updating formulae and a pairwise algorithm for computing sample
-// variances"), and Retract inverts that merge. Never a sum of squares.
+// variances"). Never a sum of squares.
 //
 // VarPop = M2/n, VarSamp = M2/(n-1), the standard deviations their square
 // roots. Null inputs are ignored; empty: null; one input: Pop = 0 and
 // Samp = null. When n returns to 0 the cell is zeroed exactly, and an M2
 // that rounding would make negative is taken as 0. Inputs whose deviations
 // overflow float64 (M2 past about 1.8e308: inputs about 1e154 apart) give
-// ErrFloatOverflow, not a value. Invertible.
+// ErrFloatOverflow, not a value.
 //
-// Unlike Sum and Average, mean and M2 carry no compensation: their updates
-// are not sums of the inputs but products and quotients (d·nb/n,
-// d²·na·nb/n) with rounding of their own, and Retract divides by the count
-// that remains, so a compensation of the additions alone would not make a
-// retraction cancel its merge.
+// Not invertible: windows answer it from coarser pre-merged partials, as Min
+// and Max, never by taking the slice that leaves out of a running cell.
+// Inverting the merge subtracts M2 terms of the size of the largest
+// deviation the cell has seen: once an input of 1e17 had been in a sliding
+// window, every later VarPop of the key was wrong ({1, 2} gave 1.0, and
+// 2.5e33, for 0.25; a hostile round), as no compensation of floats can keep
+// 34 orders of magnitude.
 type varianceAgg struct {
 	base
 	kind varKind
@@ -101,30 +103,6 @@ func welfordMerge(na int64, ma, qa float64, nb int64, mb, qb float64) (int64, fl
 	return n, ma + d*(fb/fn), qa + qb + d*d*(fa*(fb/fn))
 }
 
-// welfordRetract inverts welfordMerge: given the merge (n, m, q) and the part
-// (nb, mb, qb), it returns the other part.
-func welfordRetract(n int64, m, q float64, nb int64, mb, qb float64) (int64, float64, float64) {
-	if nb == 0 {
-		return n, m, q
-	}
-	na := n - nb
-	switch {
-	case na <= 0:
-		return 0, 0, 0
-	case na == 1:
-		// mean·n = ma·na + mb·nb; a single value has M2 = 0 exactly.
-		return 1, m + (m-mb)*(float64(nb)/float64(na)), 0
-	}
-	fa, fb, fn := float64(na), float64(nb), float64(n)
-	ma := m + (m-mb)*(fb/fa)
-	d := mb - ma
-	qa := q - qb - d*d*(fa*(fb/fn))
-	if qa < 0 {
-		qa = 0
-	}
-	return na, ma, qa
-}
-
 func (c *varianceColumn) Merge(i int, src Column, j int) error {
 	o, err := c.other(src)
 	if err != nil {
@@ -145,25 +123,9 @@ func (c *varianceColumn) MergeAll(src Column) error {
 	return nil
 }
 
-func (c *varianceColumn) Retract(i int, src Column, j int) error {
-	o, err := c.other(src)
-	if err != nil {
-		return err
-	}
-	c.n[i], c.mean[i], c.m2[i] = welfordRetract(c.n[i], c.mean[i], c.m2[i], o.n[j], o.mean[j], o.m2[j])
-	return nil
-}
-
-func (c *varianceColumn) RetractAll(src Column) error {
-	o, err := c.other(src)
-	if err != nil {
-		return err
-	}
-	for k := range min(c.Len(), o.Len()) {
-		c.n[k], c.mean[k], c.m2[k] = welfordRetract(c.n[k], c.mean[k], c.m2[k], o.n[k], o.mean[k], o.m2[k])
-	}
-	return nil
-}
+// Retract and RetractAll: not invertible (see varianceAgg).
+func (c *varianceColumn) Retract(int, Column, int) error { return ErrNotInvertible }
+func (c *varianceColumn) RetractAll(Column) error        { return ErrNotInvertible }
 
 func (c *varianceColumn) Result(i int) (value.Value, error) {
 	if c.n[i] > 0 && (isNaNOrInf(c.mean[i]) || isNaNOrInf(c.m2[i])) {

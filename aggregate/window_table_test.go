@@ -563,3 +563,51 @@ func TestLateErrorNamesTheFirstWindowMissed(t *testing.T) {
 		})
 	}
 }
+
+// The variances of sliding and hopping windows stay exact after a large input has left the
+// window (a hostile round: once 1e17 had been in, every later VarPop of the key was wrong, {1,
+// 2} giving 1.0 or 2.5e33). Events every minute, 1e17 then 1, 2, 1, 2, ...; windows of 2 min
+// at a precision (slide) of 1 min hold an event and the one before it. Worked by hand: {1e17}
+// is 0; {1e17, 1} has mean (1e17 + 1)/2 and VarPop ((1e17 − 1)/2)² = 2.5e33 in float64 (1e17 −
+// 1 rounds to 1e17, and 5e16² = 2.5e33); {1, 2} has mean 1.5 and VarPop (0.25 + 0.25)/2 = 0.25,
+// exactly.
+func TestVarianceWindowsAfterALargeValue(t *testing.T) {
+	var steps []step
+	for i := range 21 {
+		var v value.Value
+		switch {
+		case i == 0:
+			v = value.Float(1e17)
+		case i%2 == 1:
+			v = value.Float(1)
+		default:
+			v = value.Float(2)
+		}
+		steps = append(steps, ev(int64(i)*60_000, "k", v))
+	}
+	steps = append(steps, flush())
+	for _, spec := range []WindowSpec{{Kind: Sliding, Length: 120_000, Precision: 60_000}, {Kind: Hopping, Length: 120_000, Slide: 60_000}} {
+		out := runSteps(t, spec, Spec{Func: "VarPop"}, steps)
+		var vals []string
+		for _, g := range out {
+			vals = append(vals, g.val)
+		}
+		// Sliding: one result an event, 21. Hopping: the windows from [-60 s, 60 s) to [20 min,
+		// 22 min), 22, the first and the last of one event.
+		want, n := []string{"0.0", "2.5e+33"}, 21
+		if spec.Kind == Hopping {
+			n = 22
+		}
+		for len(want) < n-1 {
+			want = append(want, "0.25")
+		}
+		if spec.Kind == Hopping {
+			want = append(want, "0.0")
+		} else {
+			want = append(want, "0.25")
+		}
+		if fmt.Sprint(vals) != fmt.Sprint(want) {
+			t.Errorf("%v: VarPop %v, want %v", spec.Kind, vals, want)
+		}
+	}
+}
