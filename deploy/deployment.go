@@ -845,7 +845,10 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 					if s.conn.Partitioned {
 						p = ev.Partition
 					}
-					d.pushPayload(s, ev.Payload, ev.Time, ev.Line, p, ev.Undecodable)
+					if !d.pushPayload(s, ev.Payload, ev.Time, ev.Line, p, ev.Undecodable) {
+						s.leftover = events[i:] // stopped before it: read again after the stop's checkpoint
+						break
+					}
 					pushed++
 				}
 				s.in.Advance(ev)
@@ -875,7 +878,9 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 		}
 		started := d.rt.cfg.Now()
 		for _, e := range events {
-			d.push(s, e)
+			if !d.push(s, e) {
+				break // stopped before it: read from the log again
+			}
 			s.next.Store(e.Offset + 1)
 			if d.stopRequested(ctx) || d.eng.CheckState() || d.resultsFull() || d.eng.Interrupted() || d.batchLong(started) {
 				break
@@ -936,9 +941,9 @@ func (d *deployment) batchLong(started time.Time) bool {
 // timestamp expression gets the time its event was accepted, which the log keeps, rather
 // than the engine's clock: the event's time is then the same when it is processed again
 // after a restart.
-func (d *deployment) push(s *source, e store.Event) {
+func (d *deployment) push(s *source, e store.Event) bool {
 	d.pushing.offset = e.Offset
-	d.pushPayload(s, e.Payload, e.AcceptedAt.UnixMilli(), e.Offset+1, -1, nil)
+	return d.pushPayload(s, e.Payload, e.AcceptedAt.UnixMilli(), e.Offset+1, -1, nil)
 }
 
 // pushPayload sends one event through the engine; at is its time when the source has no
@@ -946,7 +951,22 @@ func (d *deployment) push(s *source, e store.Event) {
 // its Kafka partition (-1 for other sources), which its per-event errors report. A non-nil
 // undecodable is why the input could not decode the event (inputEvent.undecodable): it is the
 // event's per-event error at the source, with payload as the record of its dead letter.
-func (d *deployment) pushPayload(s *source, payload []byte, at, line int64, partition int32, undecodable error) {
+// It reports false when the event was not pushed: the deployment stopped while the event
+// waited for its part of the large-event budget (takeLargeEvent); the caller leaves it to be
+// read again.
+func (d *deployment) pushPayload(s *source, payload []byte, at, line int64, partition int32, undecodable error) bool {
+	if undecodable == nil {
+		// Before the event counts as in progress: the wait is not the event's time
+		// (watchEvents would abandon an event that waited past the event timeout).
+		release, ok := d.rt.takeLargeEvent(d.inputsCtx, len(payload))
+		if !ok {
+			d.pushing = pushing{offset: -1, partition: -1}
+			return false
+		}
+		if release != nil {
+			defer release()
+		}
+	}
 	switch { // an event log's offset is set by push
 	case s.in != nil && s.conn.LineNumbers:
 		d.pushing.offset, d.pushing.line = -1, line
@@ -964,10 +984,7 @@ func (d *deployment) pushPayload(s *source, payload []byte, at, line int64, part
 	d.eng.SetInputPartition(partition)
 	if undecodable != nil {
 		_ = d.eng.PushUndecodable(s.id, line, undecodable)
-		return
-	}
-	if release := d.rt.takeLargeEvent(d.inputsCtx, len(payload)); release != nil {
-		defer release()
+		return true
 	}
 	d.eng.Guard(func() { // interruptOnStop
 		if s.arrivalTime {
@@ -979,6 +996,7 @@ func (d *deployment) pushPayload(s *source, payload []byte, at, line int64, part
 		}
 		_ = d.eng.PushJSON(s.id, payload, line)
 	})
+	return true
 }
 
 // LargeEvent is the size, in bytes as read from its source, from which an event counts in
@@ -987,17 +1005,21 @@ const LargeEvent = 64 << 10
 
 // takeLargeEvent takes the part of the large-event budget (Config.LargeEventBytes) an event
 // of n bytes needs, waiting while the deployments' other large events hold it, and returns
-// what gives it back; nil when the event needs none (smaller than LargeEvent, or no budget).
-// An event larger than the budget takes all of it. When ctx ends (the deployment stops) the
-// event goes on without waiting: a stop does not wait on other deployments, and the event it
-// leaves half-read would be read again anyway.
-func (r *Runtime) takeLargeEvent(ctx context.Context, n int) (release func()) {
+// what gives it back (nil when the event needs none: smaller than LargeEvent, or no budget)
+// and true. An event larger than the budget takes all of it. When ctx ends (the deployment
+// stops) while it waits, it returns false: the event is not pushed but read again from the
+// positions the stop commits (pushed without the budget, the events of every deployment
+// waiting at a server's shutdown would decode at once).
+func (r *Runtime) takeLargeEvent(ctx context.Context, n int) (release func(), ok bool) {
 	if r.largeEvents == nil || n < LargeEvent {
-		return nil
+		return nil, true
 	}
 	w := min(int64(n), r.cfg.LargeEventBytes)
-	if err := r.largeEvents.Acquire(ctx, w); err != nil {
-		return nil
+	r.largeWaiting.Add(1)
+	err := r.largeEvents.Acquire(ctx, w)
+	r.largeWaiting.Add(-1)
+	if err != nil {
+		return nil, false
 	}
 	inUse := r.largeInUse.Add(w)
 	if r.onLargeEvent != nil {
@@ -1006,7 +1028,7 @@ func (r *Runtime) takeLargeEvent(ctx context.Context, n int) (release func()) {
 	return func() {
 		r.largeInUse.Add(-w)
 		r.largeEvents.Release(w)
-	}
+	}, true
 }
 
 // watchEvents abandons an event that goes through the graph for longer than the runtime's

@@ -289,10 +289,12 @@ type Runtime struct {
 	// state is the budget of the deployments' window state together (Config.MaxTotalState).
 	state *engine.SharedStateBudget
 	// largeEvents is the budget of large events being decoded and pushed at once
-	// (Config.LargeEventBytes; nil: none); largeInUse the bytes it has given, and onLargeEvent,
+	// (Config.LargeEventBytes; nil: none); largeInUse the bytes it has given, largeWaiting the
+	// events waiting for their part, and onLargeEvent,
 	// set by tests, is called with them while an event holds its part.
 	largeEvents  *semaphore.Weighted
 	largeInUse   atomic.Int64
+	largeWaiting atomic.Int64 // events waiting for their part
 	onLargeEvent func(inUse int64)
 	// pendingBytes is the bytes of collect results all deployments keep waiting
 	// (Config.MaxTotalPendingResultBytes).
