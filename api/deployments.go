@@ -341,7 +341,7 @@ func (h *handlers) deploy(ctx context.Context, in *deployInput) (*deploymentOutp
 	if in.Body != nil {
 		req.Version, req.Comment = in.Body.Version, in.Body.Comment
 	}
-	if err := h.checkTestCases(ctx, &req, in.Body); err != nil {
+	if err := h.checkTestCases(ctx, &req, in.Body, true); err != nil {
 		return nil, err
 	}
 	d, err := h.runtime.Deploy(ctx, req)

@@ -163,7 +163,7 @@ func (h *handlers) requestDeploy(ctx context.Context, in *deployInput) (*deployR
 		req.Version, req.Comment = in.Body.Version, in.Body.Comment
 		noteAudit(ctx, "", req.Version)
 	}
-	if err := h.checkTestCases(ctx, &req, in.Body); err != nil {
+	if err := h.checkTestCases(ctx, &req, in.Body, true); err != nil {
 		return nil, err
 	}
 	v, err := h.runtime.Check(ctx, req)
@@ -245,6 +245,11 @@ func (h *handlers) approveDeployRequest(ctx context.Context, in *decisionInput) 
 		return nil, problemf(http.StatusForbidden, CodeSelfApproval,
 			"%s asked for deploy request %d and cannot approve it: another deployer must", r.RequestedName, r.ID)
 	}
+	if r.Status != store.RequestPending {
+		// Before the test cases: a decided request is a 409, not a test run (DecideDeployRequest
+		// checks again, for two approvers at once).
+		return nil, deployRequestError(ctx, fmt.Errorf("deploy request %d is %s: %w", r.ID, r.Status, store.ErrRequestDecided), in.Name)
+	}
 	d := store.DeployDecision{Status: store.RequestApproved, Subject: id.Subject, Name: id.Name}
 	// The saved test cases run again on the version the request pinned, as they are now: a
 	// test case saved since the request (a reviewer's, showing what is wrong) guards the
@@ -256,7 +261,7 @@ func (h *handlers) approveDeployRequest(ctx context.Context, in *decisionInput) 
 		d.Comment = in.Body.Comment
 		override.Comment, override.OverrideTests = in.Body.Comment, in.Body.OverrideTests
 	}
-	if err := h.checkTestCases(ctx, &req, override); err != nil {
+	if err := h.checkTestCases(ctx, &req, override, false); err != nil {
 		return nil, err
 	}
 	comment := r.Comment
@@ -265,6 +270,9 @@ func (h *handlers) approveDeployRequest(ctx context.Context, in *decisionInput) 
 	}
 	if r, err = h.store.DecideDeployRequest(ctx, r.ID, d); err != nil {
 		return nil, deployRequestError(ctx, err, in.Name)
+	}
+	if req.Comment != "" { // overridden, and now approved
+		h.audit(ctx, "tests.override", r.Scenario, r.Version, "ok")
 	}
 	// The approval is done: in the audit log now, whatever happens to the deploy.
 	auditNow(ctx, "ok")

@@ -186,7 +186,7 @@ func TestDeployRequestListBounded(t *testing.T) {
 // anna's, and is in the audit log.
 func TestApprovalRunsTheSavedTestsAgain(t *testing.T) {
 	_, token, as := authedDeployClient(t, sqliteStore(t), func(cfg *api.Config) { cfg.DeployApproval = true })
-	anna, ben, admin := token("anna", "deployer"), token("ben", "deployer"), token("root", "admin")
+	anna, ben, carl, admin := token("anna", "deployer"), token("ben", "deployer"), token("carl", "deployer"), token("root", "admin")
 	as(anna, http.MethodPost, "/api/scenarios", rawBody("name", quote("fraud"), "graph", countGraph("10s"))).ok(t, http.StatusCreated, nil)
 	var req api.DeployRequestOut
 	as(anna, http.MethodPost, "/api/scenarios/fraud/deploy-requests", rawBody("comment", quote("first run"))).ok(t, http.StatusCreated, &req)
@@ -218,6 +218,9 @@ func TestApprovalRunsTheSavedTestsAgain(t *testing.T) {
 		res.Deployment.Comment != "first run (approved by ben: known, v2 fixes it (saved tests overridden: 1 of 1 failed))" {
 		t.Fatalf("approval with the override: %s", mustJSON(res))
 	}
+	// Decided: a 409 before any test run, and no override in the audit log (a review found the
+	// tests run, and carl's override recorded, for a request decided already).
+	as(carl, http.MethodPost, approve, rawBody("overrideTests", "true", "comment", quote("me too"))).problem(t, http.StatusConflict, api.CodeRequestDecided)
 	var page api.AuditPage
 	as(admin, http.MethodGet, "/api/audit?limit=100", nil).ok(t, http.StatusOK, &page)
 	var got []string
@@ -227,7 +230,7 @@ func TestApprovalRunsTheSavedTestsAgain(t *testing.T) {
 		}
 	}
 	want := []string{"ben deploy.approve v1 tests-failed", "ben deploy.approve v1 validation-failed",
-		"ben tests.override v1 ok", "ben deploy.approve v1 ok", "ben deploy v1 ok"}
+		"ben tests.override v1 ok", "ben deploy.approve v1 ok", "ben deploy v1 ok", "carl deploy.approve v1 deploy-request-decided"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("audit log:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

@@ -61,7 +61,8 @@ type AuditEntry struct {
 	Version int `json:"version,omitempty"`
 	// Target is what else was acted on, as text: the token of token.create and token.revoke
 	// (`token 12 "ci" (deployer, expires 2027-01-05T08:00:00Z)`), the role a sign-in gave
-	// (`role deployer`). Empty when none applies.
+	// (`role deployer`), the sessions sessions.end ended (`sessions of "u-7" (2 ended)`).
+	// Empty when none applies.
 	// FoldAudit does not compare it: the actions it folds have none.
 	Target string `json:"target,omitempty"`
 	// Outcome is "ok", or the stable code of the problem that answered the request.
