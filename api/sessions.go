@@ -14,7 +14,7 @@ import (
 // EndedSessions is the answer of DELETE /api/sessions.
 type EndedSessions struct {
 	Subject string `json:"subject" doc:"The identity provider's subject (sub) whose sessions ended."`
-	Ended   int64  `json:"ended" doc:"How many of its designer sessions there were, and ended."`
+	Ended   int64  `json:"ended" doc:"How many of its designer sessions were stored, and ended (sessions expired and not pruned yet count too: they are pruned as new sessions start)."`
 }
 
 type endSessionsInput struct {

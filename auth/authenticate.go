@@ -104,7 +104,19 @@ const (
 	CLISubjectPrefix = "cli:"
 )
 
-// ownSubject says whether sub is in the server's own namespace of subjects.
+// ownSubject says whether sub is in the server's own namespace of subjects, in any case
+// ("Local", "CLI:root" read as the server's in a list of entries).
 func ownSubject(sub string) bool {
-	return sub == LocalSubject || strings.HasPrefix(sub, tokenSubjectPrefix) || strings.HasPrefix(sub, CLISubjectPrefix)
+	hasPrefix := func(p string) bool { return len(sub) >= len(p) && strings.EqualFold(sub[:len(p)], p) }
+	return strings.EqualFold(sub, LocalSubject) || hasPrefix(tokenSubjectPrefix) || hasPrefix(CLISubjectPrefix)
 }
+
+// ownName says whether a name claim reads as one of the server's own identities: the local
+// user's name, or the command line's (CLINameSuffix): the audit log shows names.
+func ownName(name string) bool {
+	n := strings.TrimSpace(name)
+	return strings.EqualFold(n, LocalSubject) || len(n) >= len(CLINameSuffix) && strings.EqualFold(n[len(n)-len(CLINameSuffix):], CLINameSuffix)
+}
+
+// CLINameSuffix ends the names of the command line's audit entries ("root (command line)").
+const CLINameSuffix = " (command line)"

@@ -287,7 +287,9 @@ func (o *OIDC) Verify(ctx context.Context, raw string, m Method) (Identity, erro
 	// out of it ("\u202enimda" showed as "admin").
 	for _, c := range []string{"name", "preferred_username", "email"} {
 		if s, ok := claims[c].(string); ok {
-			if s = strings.Map(visible, s); s != "" {
+			// Nor a name of the server's own identities: "root (command line)" read as the
+			// command line's entries in the audit log (review).
+			if s = strings.Map(visible, s); s != "" && !ownName(s) {
 				id.Name = s
 				break
 			}

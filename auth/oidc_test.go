@@ -48,6 +48,11 @@ func TestBearerJWT(t *testing.T) {
 			auth.Identity{Subject: "u-5", Name: "nimda", Role: auth.Viewer, Method: auth.MethodBearer}},
 		{"issued within the clock skew allowed", a, p.Token(t, map[string]any{"sub": "u-6", "iat": time.Now().Add(4 * time.Minute).Unix(), "roles": []any{"viewer"}}, time.Hour),
 			auth.Identity{Subject: "u-6", Name: "u-6", Role: auth.Viewer, Method: auth.MethodBearer}},
+		// Names of the server's own identities are not taken: the subject is the name.
+		{"the command line's name", a, p.Token(t, map[string]any{"sub": "u-7", "name": "root (Command Line)", "email": "r@x", "roles": []any{"viewer"}}, time.Hour),
+			auth.Identity{Subject: "u-7", Name: "r@x", Role: auth.Viewer, Method: auth.MethodBearer}},
+		{"the local user's name", a, p.Token(t, map[string]any{"sub": "u-8", "name": " Local ", "roles": []any{"viewer"}}, time.Hour),
+			auth.Identity{Subject: "u-8", Name: "u-8", Role: auth.Viewer, Method: auth.MethodBearer}},
 		{"a subject that only looks like the local user's", a, p.Token(t, map[string]any{"sub": "locals", "roles": []any{"viewer"}}, time.Hour),
 			auth.Identity{Subject: "locals", Name: "locals", Role: auth.Viewer, Method: auth.MethodBearer}},
 		{"nested claim", nested, p.Token(t, map[string]any{"sub": "u-4", "preferred_username": "dora", "realm_access": map[string]any{"roles": []any{"admin"}}}, time.Hour),
@@ -74,6 +79,9 @@ func TestBearerJWT(t *testing.T) {
 		// The server's own subjects: the local user's, the command line's audit entries'.
 		{"the local user's subject", "Bearer " + p.Token(t, map[string]any{"sub": "local", "roles": []any{"admin"}}, time.Hour)},
 		{"the command line's subject", "Bearer " + p.Token(t, map[string]any{"sub": "cli:root", "roles": []any{"admin"}}, time.Hour)},
+		{"the local user's subject in capitals", "Bearer " + p.Token(t, map[string]any{"sub": "Local", "roles": []any{"admin"}}, time.Hour)},
+		{"the command line's subject in capitals", "Bearer " + p.Token(t, map[string]any{"sub": "CLI:root", "roles": []any{"admin"}}, time.Hour)},
+		{"an API token's subject in capitals", "Bearer " + p.Token(t, map[string]any{"sub": "Token:1", "roles": []any{"admin"}}, time.Hour)},
 		// Issued 10 minutes ahead of the clock, past the 5 minutes of skew allowed.
 		{"issued in the future", "Bearer " + p.Token(t, map[string]any{"sub": "u-1", "iat": time.Now().Add(10 * time.Minute).Unix(), "roles": []any{"admin"}}, time.Hour)},
 	} {

@@ -169,7 +169,7 @@ func auditCLI(ctx context.Context, st store.Store, action string, t store.Token)
 	if u, err := user.Current(); err == nil && u.Username != "" {
 		who = u.Username
 	}
-	e := store.AuditEntry{Subject: auth.CLISubjectPrefix + who, Name: who + " (command line)", Address: "local", Action: action,
+	e := store.AuditEntry{Subject: auth.CLISubjectPrefix + who, Name: who + auth.CLINameSuffix, Address: "local", Action: action,
 		Target: api.TokenAuditTarget(t), Outcome: "ok"}
 	if _, err := st.AppendAudit(ctx, e); err != nil {
 		return fmt.Errorf("%s done, but its audit entry could not be written: %w", action, err)

@@ -254,6 +254,9 @@ func (c *Conn) Topics(ctx context.Context) ([]string, error) {
 	if !c.Configured() {
 		return nil, ErrNotConfigured
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // no listing for a caller gone
+	}
 	l := &c.topics
 	l.mu.Lock()
 	now := time.Now

@@ -1216,7 +1216,7 @@ export interface components {
         EndedSessions: {
             /**
              * Format: int64
-             * @description How many of its designer sessions there were, and ended.
+             * @description How many of its designer sessions were stored, and ended (sessions expired and not pruned yet count too: they are pruned as new sessions start).
              */
             ended: number;
             /** @description The identity provider's subject (sub) whose sessions ended. */
