@@ -339,3 +339,24 @@ func BenchmarkHoppingDefaultPrecision(b *testing.B) {
 	b.ReportMetric(n/t1.Seconds(), "old1s-events/s")
 	b.ReportMetric(t1.Seconds()/tDefault.Seconds(), "speedup")
 }
+
+// BenchmarkSessionsClosedByCondition: one key's 50,000 events, each closing its own session
+// (endSessionCondition true, a timeout of 1000 days, so that no closed session is forgotten):
+// an op is the 50,000. The sessions closed by the condition were a list scanned at each event
+// (quadratic in the key's events); now one search.
+func BenchmarkSessionsClosedByCondition(b *testing.B) {
+	key := []value.Value{value.String("a")}
+	in := []value.Value{value.Int(1)}
+	for range b.N {
+		op, err := NewOperator(WindowSpec{Kind: Session, SessionTimeout: 1000 * 86_400_000},
+			[]Named{{Name: "n", Aggregator: mustAgg(b, Spec{Func: "Count"})}}, func(*Result) {})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for t := range int64(50_000) {
+			if err := op.Add(&Event{Time: t, Key: key, Inputs: in, EndSession: true}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

@@ -2,6 +2,7 @@ package aggregate
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/scenario-server/scenario-server/slices"
 	"github.com/scenario-server/scenario-server/value"
@@ -57,7 +58,13 @@ type sessionOp struct {
 	freeCells []int
 	open      [][]sess // per slot, sorted by start
 	tombs     []tomb   // per slot: the latest session closed by its timeout, if any
-	condTombs [][]tomb // per slot: sessions closed by endSessionCondition, in closing order
+	// condTombs: per slot, the sessions closed by endSessionCondition, by start. Their spans
+	// do not overlap (an event within one's reach is late, so no later session can reach into
+	// it), so they are by last too: missedSession finds the one an event reaches by binary
+	// search, and maybeFree drops the expired ones from the front. (A list in closing order,
+	// scanned at each event, made one key's events quadratic: 100,000 events closing their
+	// own sessions, with a timeout of 1000 days, took 6 s and the next 100,000 28 s.)
+	condTombs [][]tomb
 	closing   sessHeap
 	hseq      uint64
 	nextID    uint64
@@ -280,7 +287,7 @@ func (s *sessionOp) Add(e *Event) error {
 			s.emitSession(slot, closed, closed.last+1, nil)
 		}
 		s.freeCell(closed.cell)
-		s.condTombs[slot] = append(s.condTombs[slot], tomb{start: closed.start, last: closed.last, set: true})
+		s.condTombs[slot] = insertTomb(s.condTombs[slot], tomb{start: closed.start, last: closed.last, set: true})
 		s.closing.push(closeAt{at: closed.last + 2*s.timeout, slot: slot, gen: s.gen[slot], tomb: true, seq: s.hseq})
 		s.maybeFree(slot)
 		return nil
@@ -325,12 +332,24 @@ func (s *sessionOp) missedSession(slot int, t int64) (start, end int64, ok bool)
 	if tb := s.tombs[slot]; tb.set && s.joins(t, tb.start, tb.last) {
 		start, end, ok = tb.start, tb.last+s.timeout, true
 	}
-	for _, tb := range s.condTombs[slot] {
-		if t >= tb.start-s.timeout && t <= tb.last && better(tb.start, tb.last+1) {
+	// The first with last >= t is the one with the smallest end that t may be within.
+	ts := s.condTombs[slot]
+	if i := sort.Search(len(ts), func(i int) bool { return ts[i].last >= t }); i < len(ts) {
+		if tb := ts[i]; t >= tb.start-s.timeout && better(tb.start, tb.last+1) {
 			start, end, ok = tb.start, tb.last+1, true
 		}
 	}
 	return start, end, ok
+}
+
+// insertTomb inserts tb into ts, which is by start, in its place (a session closed by an
+// out-of-order event may start before one closed earlier).
+func insertTomb(ts []tomb, tb tomb) []tomb {
+	i := sort.Search(len(ts), func(i int) bool { return ts[i].start > tb.start })
+	ts = append(ts, tomb{})
+	copy(ts[i+1:], ts[i:])
+	ts[i] = tb
+	return ts
 }
 
 // maybeFree drops slot's tombstones that no event can reach any more, when
@@ -343,13 +362,13 @@ func (s *sessionOp) maybeFree(slot int) {
 	if tb := s.tombs[slot]; tb.set && expired(tb) {
 		s.tombs[slot] = tomb{}
 	}
-	conds := s.condTombs[slot][:0]
-	for _, tb := range s.condTombs[slot] {
-		if !expired(tb) {
-			conds = append(conds, tb)
-		}
+	// Expired are a prefix: they are by last.
+	conds := s.condTombs[slot]
+	k := 0
+	for k < len(conds) && expired(conds[k]) {
+		k++
 	}
-	clear(s.condTombs[slot][len(conds):])
+	conds = conds[k:] // the room before is let go when an append grows the list
 	s.condTombs[slot] = conds
 	if s.tombs[slot].set || len(conds) > 0 {
 		return

@@ -608,7 +608,9 @@ func (s *sessionOp) Restore(snapshot []byte) error {
 		for slot := 0; slot < slots && r.Err() == nil; slot++ {
 			n := r.Len(len(r.Rest()))
 			for range n {
-				s.condTombs[slot] = append(s.condTombs[slot], tomb{start: r.Varint(), last: r.Varint(), set: true})
+				// In place by start: snapshots before the list was kept by start list
+				// them in closing order.
+				s.condTombs[slot] = insertTomb(s.condTombs[slot], tomb{start: r.Varint(), last: r.Varint(), set: true})
 			}
 		}
 	}
