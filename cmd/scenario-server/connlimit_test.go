@@ -3,9 +3,12 @@ package main
 import (
 	"errors"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -136,5 +139,92 @@ func TestConnLimitClosesSilentNew(t *testing.T) {
 		if want := i == 1; timedOut != want {
 			t.Errorf("silent socket %d: read %v; want it open: %v", i, err, want)
 		}
+	}
+}
+
+// fdLimited is a listener of a process with few file descriptors: a connection that comes
+// while full() says there is none left is not accepted (Accept fails with EMFILE, as accept4
+// does) but waits, as in the listen backlog, until one is free.
+type fdLimited struct {
+	net.Listener
+	full    func() bool
+	pending net.Conn
+}
+
+func (f *fdLimited) Accept() (net.Conn, error) {
+	if f.pending == nil {
+		c, err := f.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		f.pending = c
+	}
+	if f.full() {
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	}
+	c := f.pending
+	f.pending = nil
+	return c, nil
+}
+
+// TestConnLimitClosesIdlestWhenOutOfFiles: with room for 10 connections but file descriptors
+// for 2, both held by idle keep-alive clients (the server's IdleTimeout an hour), a third
+// client is served, in place of the connection idle the longest. Before, Accept's EMFILE went
+// to http.Server, which retried without end while the idle connections kept every
+// descriptor (a hostile round).
+func TestConnLimitClosesIdlestWhenOutOfFiles(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var limit *connLimit
+	limit = newConnLimit(&fdLimited{Listener: ln, full: func() bool { return len(limit.slots) >= 2 }}, 10)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }),
+		IdleTimeout: time.Hour, ConnState: limit.connState, ErrorLog: log.New(io.Discard, "", 0)}
+	go srv.Serve(limit)
+	t.Cleanup(func() { srv.Close() })
+	url := "http://" + ln.Addr().String() + "/"
+	get := func(c *http.Client) bool {
+		t.Helper()
+		var reused bool
+		trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }}
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), http.MethodGet, url, nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("GET: %v", err)
+		}
+		defer resp.Body.Close()
+		io.Copy(io.Discard, resp.Body)
+		return reused
+	}
+	client := func() *http.Client {
+		tr := &http.Transport{MaxConnsPerHost: 1}
+		t.Cleanup(tr.CloseIdleConnections)
+		return &http.Client{Transport: tr, Timeout: 20 * time.Second}
+	}
+	idle := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(time.Millisecond) {
+			limit.mu.Lock()
+			got := limit.idle.Len()
+			limit.mu.Unlock()
+			if got == n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d idle connections after 20 s, want %d", got, n)
+			}
+		}
+	}
+	first, second, third := client(), client(), client()
+	get(first)
+	idle(1)
+	get(second)
+	idle(2)
+	if get(third) {
+		t.Error("the third client's first GET reused a connection")
+	}
+	if !get(second) {
+		t.Error("the second client's connection was closed; the first's was idle longer")
 	}
 }
