@@ -877,6 +877,18 @@ func TestFromPairsIsARecord(t *testing.T) {
 	if err != nil || string(value.AppendJSON(nil, v)) != `{"a":[2],"b":1}` {
 		t.Errorf("fromPairs of string keys: %s, %v; want {\"a\":[2],\"b\":1}", value.AppendJSON(nil, v), err)
 	}
+	// keys, values and toPairs take it as any record, in key order (they failed: "cannot
+	// get keys from map"; a hostile round).
+	for text, want := range map[string]string{
+		`keys(fromPairs([["b", 1], ["a", [2]]]))`:    `["a","b"]`,
+		`values(fromPairs([["b", 1], ["a", [2]]]))`:  `[[2],1]`,
+		`toPairs(fromPairs([["b", 1], ["a", [2]]]))`: `[["a",[2]],["b",1]]`,
+	} {
+		v, err := runWith(t, text, Budget{}, nil)
+		if err != nil || string(value.AppendJSON(nil, v)) != want {
+			t.Errorf("%s: %s, %v; want %s", text, value.AppendJSON(nil, v), err, want)
+		}
+	}
 	_, err = runWith(t, `fromPairs([[1, "x"]])`, Budget{}, nil)
 	if err == nil || !strings.Contains(err.Error(), "a record's keys are strings, not a number (1)") {
 		t.Errorf("fromPairs of a number key: %v", err)

@@ -319,6 +319,17 @@ func mapKeysSorted(name string, args []any) ([]string, map[string]any, error) {
 		return nil, nil, fmt.Errorf("%s: invalid number of arguments (expected 1, got %d)", name, len(args))
 	}
 	m, ok := args[0].(map[string]any)
+	if am, isAny := args[0].(map[any]any); isAny {
+		// fromPairs' record: keys(fromPairs(...)) failed with "cannot get keys from map".
+		m, ok = make(map[string]any, len(am)), true
+		for k, v := range am {
+			ks, isString := k.(string)
+			if !isString {
+				return nil, nil, fmt.Errorf("%s: a record's keys are strings, not %T (%v)", name, k, k)
+			}
+			m[ks] = v
+		}
+	}
 	if !ok {
 		return nil, nil, fmt.Errorf("cannot get %s from %s", name, reflect.ValueOf(args[0]).Kind())
 	}
