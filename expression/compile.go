@@ -41,15 +41,17 @@ func (e TypeEnv) Names() []string {
 
 // Codes of the problems Compile reports.
 const (
-	CodeEmpty         = "empty-expression"
-	CodeSyntax        = "expression-syntax"
-	CodeUnknownName   = "unknown-variable"
-	CodeUnknownField  = "unknown-record-field"
-	CodeType          = "expression-type"
-	CodeResultType    = "result-type"
-	CodeTimePattern   = "invalid-time-pattern"
-	CodeTimeZone      = "invalid-time-zone"
-	CodeInternalError = "expression-internal-error"
+	CodeEmpty       = "empty-expression"
+	CodeSyntax      = "expression-syntax"
+	CodeUnknownName = "unknown-variable"
+	// CodeFunctionNotCalled: a function named without a call (`#x == date`).
+	CodeFunctionNotCalled = "function-not-called"
+	CodeUnknownField      = "unknown-record-field"
+	CodeType              = "expression-type"
+	CodeResultType        = "result-type"
+	CodeTimePattern       = "invalid-time-pattern"
+	CodeTimeZone          = "invalid-time-zone"
+	CodeInternalError     = "expression-internal-error"
 )
 
 // Program is a compiled expression, safe for concurrent use (Run included).
@@ -440,6 +442,19 @@ type visitorFunc func(*ast.Node)
 
 func (f visitorFunc) Visit(n *ast.Node) { f(n) }
 
+// isFunction says whether name is a function of expr's or of this server's.
+func isFunction(name string) bool {
+	if _, ok := builtin.Index[name]; ok {
+		return true
+	}
+	for _, f := range functions() {
+		if f.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // closest returns the name within edit distance 2 of name (and less than
 // its length) that is nearest, or "".
 func closest(name string, candidates []string) string {
@@ -456,8 +471,27 @@ func closest(name string, candidates []string) string {
 // checkCalls checks the constant arguments of this server's functions: a
 // parseTime pattern and time zone written as string literals are read when
 // the expression compiles, so that their mistakes are found before it runs.
+//
+// It also refuses a function named without a call (`#input.day == date`), which expr took as
+// a value and compared as null, silently false (a hostile round): CodeFunctionNotCalled.
 func (s *source) checkCalls(tree *parser.Tree) *scenario.Problem {
 	var found *scenario.Problem
+	callees := map[ast.Node]bool{}
+	ast.Walk(&tree.Node, visitorFunc(func(n *ast.Node) {
+		if call, ok := (*n).(*ast.CallNode); ok {
+			callees[call.Callee] = true
+		}
+	}))
+	ast.Walk(&tree.Node, visitorFunc(func(n *ast.Node) {
+		id, ok := (*n).(*ast.IdentifierNode)
+		if found != nil || !ok || callees[id] || s.hashed[id.Location().From] || !isFunction(id.Value) {
+			return
+		}
+		found = s.at(id, CodeFunctionNotCalled, fmt.Sprintf("%s is a function: call it, as %s(...)", id.Value, id.Value))
+	}))
+	if found != nil {
+		return found
+	}
 	ast.Walk(&tree.Node, visitorFunc(func(n *ast.Node) {
 		if found != nil {
 			return
@@ -558,18 +592,6 @@ func referencedVariables(tree *parser.Tree, env TypeEnv) []string {
 	}
 	sort.Strings(vars)
 	return vars
-}
-
-func isFunction(name string) bool {
-	if name == FuncParseTime || name == FuncToEpochMillis {
-		return true
-	}
-	for _, b := range builtin.Names {
-		if b == name {
-			return true
-		}
-	}
-	return false
 }
 
 // StartOf returns the 1-based line and column (in code points) of the first

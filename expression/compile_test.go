@@ -198,3 +198,24 @@ func TestReadsClock(t *testing.T) {
 		}
 	}
 }
+
+// A function named without a call is a problem at it, not a value: `#input.day == date`
+// compared the function as null, false for every event, without a word (a hostile round).
+// A variable of the same name, written #date, is a variable.
+func TestFunctionNotCalled(t *testing.T) {
+	env := TypeEnv{"input": Unknown, "date": Unknown}
+	for _, tc := range []struct {
+		text string
+		col  int
+	}{{"date", 1}, {"#input.day == date", 15}, {"len", 1}, {"[duration]", 2}, {"keys", 1}, {"parseTime", 1}} {
+		_, problems := Compile(tc.text, env, Unknown)
+		if len(problems) != 1 || problems[0].Code != CodeFunctionNotCalled || problems[0].Column != tc.col {
+			t.Errorf("%q: %v; want function-not-called at column %d", tc.text, problems, tc.col)
+		}
+	}
+	for _, text := range []string{"#date", `date("2024-01-01")`, "len([1])", "#input.day == #date", `keys({a: 1})`} {
+		if _, problems := Compile(text, env, Unknown); len(problems) != 0 {
+			t.Errorf("%q: %v; want none", text, problems)
+		}
+	}
+}
