@@ -29,45 +29,7 @@ func TestConnLimitClosesIdlest(t *testing.T) {
 	t.Cleanup(func() { srv.Close() })
 	url := "http://" + ln.Addr().String() + "/"
 
-	// get sends a GET with its own client (one keep-alive connection each), within 20 s,
-	// and reports whether it went over a connection the client had already.
-	get := func(c *http.Client) bool {
-		t.Helper()
-		var reused bool
-		trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }}
-		req, err := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), http.MethodGet, url, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatalf("GET: %v", err)
-		}
-		defer resp.Body.Close()
-		if b, _ := io.ReadAll(resp.Body); string(b) != "ok" {
-			t.Fatalf("GET: %q", b)
-		}
-		return reused
-	}
-	client := func() *http.Client {
-		tr := &http.Transport{MaxConnsPerHost: 1}
-		t.Cleanup(tr.CloseIdleConnections)
-		return &http.Client{Transport: tr, Timeout: 20 * time.Second}
-	}
-	idle := func(n int) { // waits until the server has seen n connections go idle
-		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(time.Millisecond) {
-			limit.mu.Lock()
-			got := limit.idle.Len()
-			limit.mu.Unlock()
-			if got == n {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d idle connections after 20 s, want %d", got, n)
-			}
-		}
-	}
+	get, client, idle := keepAliveClients(t, url, limit)
 	first, second, third := client(), client(), client()
 	get(first)
 	idle(1)
@@ -184,25 +146,49 @@ func TestConnLimitClosesIdlestWhenOutOfFiles(t *testing.T) {
 	go srv.Serve(limit)
 	t.Cleanup(func() { srv.Close() })
 	url := "http://" + ln.Addr().String() + "/"
-	get := func(c *http.Client) bool {
+	get, client, idle := keepAliveClients(t, url, limit)
+	first, second, third := client(), client(), client()
+	get(first)
+	idle(1)
+	get(second)
+	idle(2)
+	if get(third) {
+		t.Error("the third client's first GET reused a connection")
+	}
+	if !get(second) {
+		t.Error("the second client's connection was closed; the first's was idle longer")
+	}
+}
+
+// keepAliveClients gives the connection tests: get, which sends a GET to url with a client
+// of client's (one keep-alive connection each) within 20 s and reports whether it went over
+// a connection the client had already; client; and idle, which waits until limit has seen n
+// connections go idle.
+func keepAliveClients(t *testing.T, url string, limit *connLimit) (get func(*http.Client) bool, client func() *http.Client, idle func(n int)) {
+	get = func(c *http.Client) bool {
 		t.Helper()
 		var reused bool
 		trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }}
-		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), http.MethodGet, url, nil)
+		req, err := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), http.MethodGet, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
 		resp, err := c.Do(req)
 		if err != nil {
 			t.Fatalf("GET: %v", err)
 		}
 		defer resp.Body.Close()
-		io.Copy(io.Discard, resp.Body)
+		if b, _ := io.ReadAll(resp.Body); string(b) != "ok" {
+			t.Fatalf("GET: %q", b)
+		}
 		return reused
 	}
-	client := func() *http.Client {
+	client = func() *http.Client {
 		tr := &http.Transport{MaxConnsPerHost: 1}
 		t.Cleanup(tr.CloseIdleConnections)
 		return &http.Client{Transport: tr, Timeout: 20 * time.Second}
 	}
-	idle := func(n int) {
+	idle = func(n int) {
 		t.Helper()
 		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(time.Millisecond) {
 			limit.mu.Lock()
@@ -216,15 +202,5 @@ func TestConnLimitClosesIdlestWhenOutOfFiles(t *testing.T) {
 			}
 		}
 	}
-	first, second, third := client(), client(), client()
-	get(first)
-	idle(1)
-	get(second)
-	idle(2)
-	if get(third) {
-		t.Error("the third client's first GET reused a connection")
-	}
-	if !get(second) {
-		t.Error("the second client's connection was closed; the first's was idle longer")
-	}
+	return get, client, idle
 }
