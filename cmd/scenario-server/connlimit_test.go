@@ -29,21 +29,7 @@ func TestConnLimitClosesIdlest(t *testing.T) {
 	t.Cleanup(func() { srv.Close() })
 	url := "http://" + ln.Addr().String() + "/"
 
-	get, client, idle := keepAliveClients(t, url, limit)
-	first, second, third := client(), client(), client()
-	get(first)
-	idle(1)
-	get(second)
-	idle(2)
-	if get(third) {
-		t.Error("the third client's first GET reused a connection")
-	}
-	if !get(second) {
-		t.Error("the second client's connection was closed; the first's was idle longer")
-	}
-	if get(first) {
-		t.Error("the first client's connection, idle the longest, was kept")
-	}
+	thirdInPlaceOfIdlest(t, url, limit)
 }
 
 // TestConnLimitClosesSilentNew: with room for 2 connections, both taken by sockets that
@@ -146,6 +132,14 @@ func TestConnLimitClosesIdlestWhenOutOfFiles(t *testing.T) {
 	go srv.Serve(limit)
 	t.Cleanup(func() { srv.Close() })
 	url := "http://" + ln.Addr().String() + "/"
+	thirdInPlaceOfIdlest(t, url, limit)
+}
+
+// thirdInPlaceOfIdlest: two keep-alive clients' connections go idle, the first's first; a
+// third client is served on a new connection, the second's connection is still there, and
+// the first's, idle the longest, was closed for it.
+func thirdInPlaceOfIdlest(t *testing.T, url string, limit *connLimit) {
+	t.Helper()
 	get, client, idle := keepAliveClients(t, url, limit)
 	first, second, third := client(), client(), client()
 	get(first)
@@ -157,6 +151,9 @@ func TestConnLimitClosesIdlestWhenOutOfFiles(t *testing.T) {
 	}
 	if !get(second) {
 		t.Error("the second client's connection was closed; the first's was idle longer")
+	}
+	if get(first) {
+		t.Error("the first client's connection, idle the longest, was kept")
 	}
 }
 
