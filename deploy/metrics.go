@@ -43,6 +43,12 @@ var (
 	descSeriesLeftOut = prometheus.NewDesc("scenario_server_node_series_left_out",
 		"Per-node and per-source series of running deployments that this scrape left out: those of whole deployments, last in scenario name order, past --max-node-series.",
 		nil, nil)
+	descLargeInUse = prometheus.NewDesc("scenario_server_large_event_bytes_in_use",
+		"Bytes of the large-event budget (--large-event-bytes) the deployments' large events hold at the scrape: each being decoded or going through a graph takes its size, at most a quarter of the budget.",
+		nil, nil)
+	descLargeWaiting = prometheus.NewDesc("scenario_server_large_events_waiting",
+		"Large events of running deployments waiting for their part of the large-event budget at the scrape (their deployments wait with them).",
+		nil, nil)
 	descCheckpointInDoubt = prometheus.NewDesc("scenario_server_checkpoint_in_doubt",
 		"1 while the last checkpoint of a running deployment is in doubt: its commit answered an unclear error and the store has not said yet whether it committed; 0 otherwise.",
 		[]string{"scenario"}, nil)
@@ -50,7 +56,7 @@ var (
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descIn, descOut, descErrors, descLate, descPartlyLate, descStateBytes, descStateKeys, descStateSlices, descBacklog,
-		descCheckpointTime, descCheckpointLag, descCheckpointFailures, descCheckpointInDoubt, descSeriesLeftOut} {
+		descCheckpointTime, descCheckpointLag, descCheckpointFailures, descCheckpointInDoubt, descSeriesLeftOut, descLargeInUse, descLargeWaiting} {
 		ch <- d
 	}
 }
@@ -99,6 +105,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		c.scenarioSeries(ch, l)
 	}
 	ch <- prometheus.MustNewConstMetric(descSeriesLeftOut, prometheus.GaugeValue, float64(leftOut))
+	ch <- prometheus.MustNewConstMetric(descLargeInUse, prometheus.GaugeValue, float64(c.rt.largeInUse.Load()))
+	ch <- prometheus.MustNewConstMetric(descLargeWaiting, prometheus.GaugeValue, float64(c.rt.largeWaiting.Load()))
 }
 
 // scenarioSeries gathers a deployment's per-scenario series (its checkpoints).

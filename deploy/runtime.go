@@ -202,8 +202,8 @@ type Config struct {
 	// LargeEventBytes is the most bytes of large events (LargeEvent bytes or more each, as
 	// read from their source) that all deployments together decode and push through their
 	// graphs at once: a deployment whose next event would pass it waits until the others'
-	// large events have gone through (back-pressure on its source). An event larger than it
-	// goes through alone. 0 or negative: no such bound. A decoded event takes up to about 60
+	// large events have gone through (back-pressure on its source). An event takes its size,
+	// at most a quarter of it (largeEventShare). 0 or negative: no such bound. A decoded event takes up to about 60
 	// times its JSON (3.5 million {} in 10 MiB took 600 MB before value.MaxValues), and 80
 	// deployments decoding a 524,000-value event each at once took 3.66 GB (hostile re-test).
 	LargeEventBytes int64
@@ -291,11 +291,11 @@ type Runtime struct {
 	// largeEvents is the budget of large events being decoded and pushed at once
 	// (Config.LargeEventBytes; nil: none); largeInUse the bytes it has given, largeWaiting the
 	// events waiting for their part, and onLargeEvent,
-	// set by tests, is called with them while an event holds its part.
+	// set by tests, is called with an event's size and them while it holds its part.
 	largeEvents  *semaphore.Weighted
 	largeInUse   atomic.Int64
 	largeWaiting atomic.Int64 // events waiting for their part
-	onLargeEvent func(inUse int64)
+	onLargeEvent func(size int, inUse int64)
 	// pendingBytes is the bytes of collect results all deployments keep waiting
 	// (Config.MaxTotalPendingResultBytes).
 	pendingBytes atomic.Int64

@@ -307,7 +307,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		"the deployment whose state grows while all deployments' window state together is past this many `bytes` fails, keeping its last checkpoint; so does the one whose collect results would bring those waiting for checkpoints in all deployments past as many (env "+envMaxTotalState+
 			"; default: an eighth of the memory the server may use, the least of its cgroup's limit, the machine's and GOMEMLIMIT; 0: no budget)")
 	fs.Int64Var(&cfg.LargeEventBytes, "large-event-bytes", largeEventBytes,
-		fmt.Sprintf("the deployments together decode and run at most this many `bytes` of events of %d bytes or more at once; a deployment whose next such event would pass it waits (env %s; default: a 256th of the memory the server may use, 64 MiB when it is not known; 0: no bound)", deploy.LargeEvent, envLargeEventBytes))
+		fmt.Sprintf("the deployments together decode and run at most this many `bytes` of events of %d bytes or more at once, each counted at most a quarter of it; a deployment whose next such event would pass it waits (env %s; default: a 256th of the memory the server may use, 64 MiB when it is not known; 0: no bound)", deploy.LargeEvent, envLargeEventBytes))
 	fs.IntVar(&cfg.MaxDeployments, "max-deployments", maxDeployments,
 		"deploying one more scenario than `n` running is refused with 409 too-many-deployments (a scenario counts once for each 16 MiB its compiled expressions keep; a new version of a running one replaces it; those resumed at start are not refused) (env "+envMaxDeployments+
 			"; default: one per 16 MiB of the memory the server may use, at least 16; 0: no bound)")
