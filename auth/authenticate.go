@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/scenario-server/scenario-server/store"
 )
 
@@ -104,17 +106,20 @@ const (
 	CLISubjectPrefix = "cli:"
 )
 
-// ownSubject says whether sub is in the server's own namespace of subjects, in any case
-// ("Local", "CLI:root" read as the server's in a list of entries).
+// ownSubject says whether sub reads as one of the server's own subjects: compared after
+// NFKC normalisation (a fullwidth colon, a Kelvin sign for K), without the spaces around it,
+// in any case (" local", "CLI：root", "To\u212Aen:1" read as the server's in a list of
+// entries). Look-alike letters of other scripts (a Cyrillic о) are not caught.
 func ownSubject(sub string) bool {
-	hasPrefix := func(p string) bool { return len(sub) >= len(p) && strings.EqualFold(sub[:len(p)], p) }
-	return strings.EqualFold(sub, LocalSubject) || hasPrefix(tokenSubjectPrefix) || hasPrefix(CLISubjectPrefix)
+	s := strings.TrimSpace(norm.NFKC.String(sub))
+	hasPrefix := func(p string) bool { return len(s) >= len(p) && strings.EqualFold(s[:len(p)], p) }
+	return strings.EqualFold(s, LocalSubject) || hasPrefix(tokenSubjectPrefix) || hasPrefix(CLISubjectPrefix)
 }
 
-// ownName says whether a name claim reads as one of the server's own identities: the local
-// user's name, or the command line's (CLINameSuffix): the audit log shows names.
+// ownName says whether a name claim reads as one of the server's own identities, compared
+// as ownSubject compares: the local user's name, or the command line's (CLINameSuffix).
 func ownName(name string) bool {
-	n := strings.TrimSpace(name)
+	n := strings.TrimSpace(norm.NFKC.String(name))
 	return strings.EqualFold(n, LocalSubject) || len(n) >= len(CLINameSuffix) && strings.EqualFold(n[len(n)-len(CLINameSuffix):], CLINameSuffix)
 }
 

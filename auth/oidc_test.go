@@ -82,6 +82,12 @@ func TestBearerJWT(t *testing.T) {
 		{"the local user's subject in capitals", "Bearer " + p.Token(t, map[string]any{"sub": "Local", "roles": []any{"admin"}}, time.Hour)},
 		{"the command line's subject in capitals", "Bearer " + p.Token(t, map[string]any{"sub": "CLI:root", "roles": []any{"admin"}}, time.Hour)},
 		{"an API token's subject in capitals", "Bearer " + p.Token(t, map[string]any{"sub": "Token:1", "roles": []any{"admin"}}, time.Hour)},
+		// Compared after NFKC and without the spaces around (a re-test): a space, an
+		// ideographic space, a Kelvin sign for K, a fullwidth colon.
+		{"the local user's subject with a space", "Bearer " + p.Token(t, map[string]any{"sub": " local", "roles": []any{"admin"}}, time.Hour)},
+		{"the local user's subject with an ideographic space", "Bearer " + p.Token(t, map[string]any{"sub": "local\u3000", "roles": []any{"admin"}}, time.Hour)},
+		{"an API token's subject with a Kelvin sign", "Bearer " + p.Token(t, map[string]any{"sub": "To\u212Aen:1", "roles": []any{"admin"}}, time.Hour)},
+		{"the command line's subject with a fullwidth colon", "Bearer " + p.Token(t, map[string]any{"sub": "cli\uFF1Aroot", "roles": []any{"admin"}}, time.Hour)},
 		// Issued 10 minutes ahead of the clock, past the 5 minutes of skew allowed.
 		{"issued in the future", "Bearer " + p.Token(t, map[string]any{"sub": "u-1", "iat": time.Now().Add(10 * time.Minute).Unix(), "roles": []any{"admin"}}, time.Hour)},
 	} {
