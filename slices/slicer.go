@@ -70,8 +70,26 @@ func NewZoned(name string, days, offset int64) (Zoned, error) {
 	return Zoned{Location: loc, Days: days, Offset: FloorMod(offset, Day)}, nil
 }
 
-// Index implements Slicer.
+// Index implements Slicer: the slice of the latest local time the zone's clock has shown by
+// t. Where the clock falls back (Australia/Lord_Howe's 2024-04-07 shows 01:30 to 02:00 twice),
+// a time shown the second time is in the slice it was first in: a slice starting at 01:45
+// starts at its first 01:45, and what follows it is in it, as time goes on (by the wall clock
+// alone, the second 01:30 to 01:45 went back to the day before: Index was not monotone).
 func (z Zoned) Index(t int64) int64 {
+	i := z.wallIndex(t)
+	if start, _ := time.UnixMilli(t).In(z.Location).ZoneBounds(); !start.IsZero() {
+		// The latest time the clock showed before t is its own, or the one just before the
+		// transition that began t's zone period when the clock fell back there (within the
+		// last two days: from then on t's own is later).
+		if s := start.UnixMilli(); t-s < 2*Day {
+			i = max(i, z.wallIndex(s-1))
+		}
+	}
+	return i
+}
+
+// wallIndex is the slice of the local date and time at t, by the wall clock alone.
+func (z Zoned) wallIndex(t int64) int64 {
 	wall := time.UnixMilli(t).In(z.Location)
 	y, m, d := wall.Date()
 	sinceMidnight := int64(wall.Hour())*Hour + int64(wall.Minute())*Minute +
@@ -86,9 +104,10 @@ func (z Zoned) Index(t int64) int64 {
 // Start implements Slicer: the first millisecond that Index puts in slice i or later. It is
 // the slice's local date at Offset, but for one that local time does not have: a start in a
 // daylight-saving gap (America/Santiago's 2024-09-08 has no midnight) is the gap's end, and a
-// day the zone skipped (Pacific/Apia's 2011-12-30) starts and ends there, empty. (package
-// time's own answer for a local time in a gap is not one Index agrees with: it put Santiago's
-// 2024-09-08 at 03:00Z, an hour that Index, as the wall clock, gives to 09-07.)
+// day the zone skipped (Pacific/Apia's 2011-12-30) starts and ends there, empty; a local time
+// shown twice is its first. (package time's own answer for a local time in a gap is not one
+// Index agrees with: it put Santiago's 2024-09-08 at 03:00Z, an hour that Index, as the wall
+// clock, gives to 09-07; for one shown twice it takes either.)
 func (z Zoned) Start(i int64) int64 {
 	y, m, d := civilDate(i * z.Days)
 	off := time.Duration(z.Offset) * time.Millisecond

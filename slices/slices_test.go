@@ -298,3 +298,59 @@ func TestZonedStartsInGaps(t *testing.T) {
 		}
 	}
 }
+
+// Where the clock falls back, a slice starts at the first time its local start is shown, and
+// Index goes on forward through the repeated times (it went back a day: not monotone; a
+// hostile re-test). Worked by hand from the zones' rules:
+//   - Australia/Lord_Howe, 2024-04-07, offset 1h45m: at 02:00 (UTC+11, 15:00Z on 04-06) the
+//     clock goes back to 01:30 (UTC+10:30), so 01:45 is shown at 14:45Z and at 15:15Z. The
+//     04-07 slice is [04-06T14:45Z, 04-07T15:15Z) (04-08 01:45 at UTC+10:30), and 04-06's
+//     [04-05T14:45Z, 04-06T14:45Z). The second 01:30 to 01:45 (15:00Z to 15:15Z) is in 04-07's.
+//   - America/Havana, 2024-11-03, offset 30m: at 01:00 (UTC-4, 05:00Z) the clock goes back to
+//     00:00 (UTC-5); 00:30 is shown at 04:30Z and 05:30Z. 11-03 is [04:30Z, 11-04T05:30Z).
+func TestZonedStartsAtTheFirstOfRepeatedTimes(t *testing.T) {
+	utc := func(s string) int64 {
+		tm, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tm.UnixMilli()
+	}
+	for _, tc := range []struct {
+		zone        string
+		offset      int64
+		at          string // a time in the slice, UTC
+		start, next string
+	}{
+		{"Australia/Lord_Howe", Hour + 45*Minute, "2024-04-06T15:05:00Z", "2024-04-06T14:45:00Z", "2024-04-07T15:15:00Z"},
+		{"Australia/Lord_Howe", Hour + 45*Minute, "2024-04-06T14:40:00Z", "2024-04-05T14:45:00Z", "2024-04-06T14:45:00Z"},
+		{"America/Havana", 30 * Minute, "2024-11-03T05:10:00Z", "2024-11-03T04:30:00Z", "2024-11-04T05:30:00Z"},
+	} {
+		z, err := NewZoned(tc.zone, 1, tc.offset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := z.Index(utc(tc.at))
+		if z.Start(i) != utc(tc.start) || z.Start(i+1) != utc(tc.next) {
+			t.Errorf("%s %s: slice [%s, %s), want [%s, %s)", tc.zone, tc.at, time.UnixMilli(z.Start(i)).UTC().Format(time.RFC3339),
+				time.UnixMilli(z.Start(i+1)).UTC().Format(time.RFC3339), tc.start, tc.next)
+		}
+	}
+	// Every minute over the days around each change of clock: Index never goes back, and each
+	// time is within its slice.
+	for _, zone := range []string{"Australia/Lord_Howe", "America/Havana", "Europe/Warsaw", "America/Santiago", "Pacific/Apia"} {
+		for _, offset := range []int64{0, 30 * Minute, Hour + 45*Minute, 2*Hour + 30*Minute} {
+			z, _ := NewZoned(zone, 1, offset)
+			for _, from := range []string{"2024-04-05T00:00:00Z", "2024-11-01T00:00:00Z", "2024-10-26T00:00:00Z", "2024-03-29T00:00:00Z", "2011-12-28T00:00:00Z"} {
+				prev := z.Index(utc(from))
+				for t0 := utc(from); t0 < utc(from)+4*Day; t0 += Minute {
+					i := z.Index(t0)
+					if i < prev || t0 < z.Start(i) || t0 >= z.Start(i+1) {
+						t.Fatalf("%s offset %d: %s in slice %d (before: %d) = [%d, %d)", zone, offset, time.UnixMilli(t0).UTC().Format(time.RFC3339), i, prev, z.Start(i), z.Start(i+1))
+					}
+					prev = i
+				}
+			}
+		}
+	}
+}
