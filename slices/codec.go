@@ -201,12 +201,14 @@ func RestoreKeyTable(r *Reader) *KeyTable {
 				r.Fail("key twice")
 			}
 			t.slots[key] = int32(s)
+			t.textBytes += len(key) + 32
 		case keyString:
 			key = string(r.Bytes())
 			if _, dup := t.strs[key]; dup {
 				r.Fail("key twice")
 			}
 			t.strs[key] = int32(s)
+			t.textBytes += len(key) + 32
 		default:
 			r.Fail("key kind %d", kind)
 		}
