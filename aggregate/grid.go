@@ -28,7 +28,10 @@ type grid struct {
 	slicer slices.Slicer
 	n      int64 // slices per window
 	levels int   // tier levels above the slices
-	tiered []bool
+	// tierAll: every aggregation is tiered (a tumbling window emitting OnEvent), so a
+	// snapshot before version 4 wrote its variances tiered too (legacyVariances).
+	tierAll bool
+	tiered  []bool
 	// shared0 is the index of the plain Count whose column is a slice's event
 	// count (block.shared), or -1; add0 lists the other aggregations, whose
 	// columns an event is added to in its slice.
@@ -59,6 +62,7 @@ func newGrid(aggs []Named, slicer slices.Slicer, n int64, tierAll bool) *grid {
 		keys:   slices.NewKeyTable(),
 		w:      NoWatermark,
 	}
+	g.tierAll = tierAll
 	g.tiered = make([]bool, len(aggs))
 	g.shared0 = -1
 	anyTiered := false

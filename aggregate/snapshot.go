@@ -267,8 +267,8 @@ func (g *grid) appendGrid(b []byte) []byte {
 // snapshot). Such a snapshot has no tier blocks of them, no tier levels at all when they
 // were its only aggregations that needed some, and their cells in the running block.
 func (g *grid) legacyVariances(version byte) []bool {
-	if version >= 4 {
-		return nil
+	if version >= 4 || g.tierAll {
+		return nil // a grid that tiers every aggregation wrote its variances tiered already
 	}
 	var legacy []bool
 	for i, a := range g.aggs {

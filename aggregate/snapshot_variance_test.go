@@ -30,7 +30,8 @@ func varianceFixtureEvents() []Event {
 // and no tier blocks), are read by version 4 (tier blocks): testdata/variance-v3-snapshots.txt
 // holds, from the version 3 code (commit 2419607), the snapshots of a sliding window (60 s at
 // 10 s, Count and VarPop: no tier levels then), a hopping one (60 s by 10 s, Max and VarSamp)
-// and a tumbling one (60 s, Sum and StddevPop), each after the first 120 events with the
+// a tumbling one (60 s, Sum and StddevPop) and a tumbling one emitting OnEvent (120 s at
+// 1 s, Sum and VarPop, commit 2419607 too), each after the first 120 events with the
 // watermark 2 s behind. Restored, and given the other 120 events and the end of input, each
 // gives what an operator given all 240 gives (the variances within 1e-9 of them: the restore
 // merges slices where the other added events).
@@ -44,8 +45,12 @@ func TestRestoreVersion3Variances(t *testing.T) {
 		"sliding":  {Kind: Sliding, Length: 60_000, Precision: 10_000},
 		"hopping":  {Kind: Hopping, Length: 60_000, Slide: 10_000},
 		"tumbling": {Kind: Tumbling, Length: 60_000},
+		// Every aggregation tiered, the variance too, with 2 tier levels (120 slices): a
+		// review found such a snapshot misread as one of an invertible variance.
+		"tumbling-onevent": {Kind: Tumbling, Length: 120_000, Precision: 1_000, EmitWhen: OnEvent},
 	}
-	funcs := map[string][2]string{"sliding": {"Count", "VarPop"}, "hopping": {"Max", "VarSamp"}, "tumbling": {"Sum", "StddevPop"}}
+	funcs := map[string][2]string{"sliding": {"Count", "VarPop"}, "hopping": {"Max", "VarSamp"}, "tumbling": {"Sum", "StddevPop"},
+		"tumbling-onevent": {"Sum", "VarPop"}}
 	seen := 0
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
@@ -108,7 +113,7 @@ func TestRestoreVersion3Variances(t *testing.T) {
 			}
 		}
 	}
-	if seen != 3 {
-		t.Fatalf("%d snapshots in the file, want 3", seen)
+	if seen != 4 {
+		t.Fatalf("%d snapshots in the file, want 4", seen)
 	}
 }

@@ -19,7 +19,7 @@ func largeEvent(i, size int) []byte {
 // The deployments together decode and push at most Config.LargeEventBytes of large events at
 // once, an event taking its size but at most a quarter of the budget: six scenarios, each sent
 // three events of 100 KiB, with a budget of 400 KiB, have at most four such events in their
-// graphs at a time (each holds its part 20 ms, and others are seen waiting meanwhile), and
+// graphs at a time (each holds its part 20 ms), and
 // every event goes through; an event of 200 KiB takes a quarter, 100 KiB, as one deployment
 // never holds more. Events under LargeEvent take no part.
 func TestLargeEventsBounded(t *testing.T) {
@@ -53,9 +53,11 @@ func TestLargeEventsBounded(t *testing.T) {
 		waitCommitted(t, r, n, 4)
 	}
 	mu.Lock()
-	if most > budget || calls != 18 || waiting == 0 {
-		t.Errorf("large events: %d bytes in the graphs at most, %d events, at most %d waiting; want at most 409600, 18 (not the small ones), and others waiting meanwhile",
-			most, calls, waiting)
+	// (Whether others waited meanwhile depends on the machine's timing: the gauges of
+	// TestLargeEventNotPushedWhenStoppedWaiting show a wait for certain.)
+	if most > budget || calls != 18 {
+		t.Errorf("large events: %d bytes in the graphs at most (%d seen waiting), %d events; want at most 409600, 18 (not the small ones)",
+			most, waiting, calls)
 	}
 	mu.Unlock()
 

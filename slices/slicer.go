@@ -2,6 +2,7 @@ package slices
 
 import (
 	"fmt"
+	"math"
 	"path"
 	"strings"
 	"time"
@@ -119,11 +120,22 @@ func (z Zoned) Start(i int64) int64 {
 	}
 	// The first t with Index(t) >= i, Index being monotone: within a day or so of c, as a
 	// zone's offset changes by at most a day.
+	// (Bounded: near the ends of int64, where time.Date's milliseconds overflow, the search
+	// gives up with c rather than loop; event times are within ±2^50 ms.)
+	if c > math.MaxInt64/2 || c < math.MinInt64/2 {
+		return c
+	}
 	lo, hi := c-2*Day, c+2*Day
-	for z.Index(lo) >= i {
+	for k := 0; z.Index(lo) >= i; k++ {
+		if k == 8 || lo < math.MinInt64/2 {
+			return c
+		}
 		lo -= 2 * Day
 	}
-	for z.Index(hi) < i {
+	for k := 0; z.Index(hi) < i; k++ {
+		if k == 8 || hi > math.MaxInt64/2 {
+			return c
+		}
 		hi += 2 * Day
 	}
 	for hi-lo > 1 {

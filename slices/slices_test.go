@@ -2,6 +2,7 @@ package slices
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -352,5 +353,27 @@ func TestZonedStartsAtTheFirstOfRepeatedTimes(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Start returns near the ends of int64 (a restored snapshot's watermark may be anything):
+// the search for a start looped for ever where time.Date's milliseconds overflow (review).
+func TestZonedStartAtTheEnds(t *testing.T) {
+	z, err := NewZoned("Europe/Berlin", 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, tm := range []int64{math.MaxInt64, math.MaxInt64 - 10_000, math.MinInt64, 1 << 40, -1 << 40} {
+			i := z.Index(tm)
+			_, _ = z.Start(i), z.Start(i+1)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Start did not return within 20 s")
 	}
 }
