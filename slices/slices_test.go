@@ -251,13 +251,7 @@ func TestKeyTableIntAndStringKeys(t *testing.T) {
 //   - Pacific/Apia, 2011-12-30: skipped (12-29 at UTC-10 ends at 10:00Z on 12-30, and 12-31 at
 //     UTC+14 starts then); 12-29 is [12-29T10:00Z, 12-30T10:00Z), 12-30 is empty at 10:00Z.
 func TestZonedStartsInGaps(t *testing.T) {
-	utc := func(s string) int64 {
-		tm, err := time.Parse(time.RFC3339, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tm.UnixMilli()
-	}
+	utc := func(v string) int64 { return utcMillis(t, v) }
 	for _, tc := range []struct {
 		zone        string
 		offset      int64
@@ -270,15 +264,7 @@ func TestZonedStartsInGaps(t *testing.T) {
 		{"America/New_York", 2*Hour + 30*Minute, "2024-03-10T12:00:00Z", "2024-03-10T07:00:00Z", "2024-03-11T06:30:00Z"},
 		{"Pacific/Apia", 0, "2011-12-29T20:00:00Z", "2011-12-29T10:00:00Z", "2011-12-30T10:00:00Z"},
 	} {
-		z, err := NewZoned(tc.zone, 1, tc.offset)
-		if err != nil {
-			t.Fatal(err)
-		}
-		i := z.Index(utc(tc.day))
-		if z.Start(i) != utc(tc.start) || z.Start(i+1) != utc(tc.next) {
-			t.Errorf("%s %s: slice [%s, %s), want [%s, %s)", tc.zone, tc.day, time.UnixMilli(z.Start(i)).UTC().Format(time.RFC3339),
-				time.UnixMilli(z.Start(i+1)).UTC().Format(time.RFC3339), tc.start, tc.next)
-		}
+		checkZonedSlice(t, tc.zone, tc.offset, tc.day, tc.start, tc.next)
 	}
 	apia, _ := NewZoned("Pacific/Apia", 1, 0)
 	skipped := apia.Index(utc("2011-12-29T20:00:00Z")) + 1
@@ -310,13 +296,7 @@ func TestZonedStartsInGaps(t *testing.T) {
 //   - America/Havana, 2024-11-03, offset 30m: at 01:00 (UTC-4, 05:00Z) the clock goes back to
 //     00:00 (UTC-5); 00:30 is shown at 04:30Z and 05:30Z. 11-03 is [04:30Z, 11-04T05:30Z).
 func TestZonedStartsAtTheFirstOfRepeatedTimes(t *testing.T) {
-	utc := func(s string) int64 {
-		tm, err := time.Parse(time.RFC3339, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tm.UnixMilli()
-	}
+	utc := func(v string) int64 { return utcMillis(t, v) }
 	for _, tc := range []struct {
 		zone        string
 		offset      int64
@@ -327,15 +307,7 @@ func TestZonedStartsAtTheFirstOfRepeatedTimes(t *testing.T) {
 		{"Australia/Lord_Howe", Hour + 45*Minute, "2024-04-06T14:40:00Z", "2024-04-05T14:45:00Z", "2024-04-06T14:45:00Z"},
 		{"America/Havana", 30 * Minute, "2024-11-03T05:10:00Z", "2024-11-03T04:30:00Z", "2024-11-04T05:30:00Z"},
 	} {
-		z, err := NewZoned(tc.zone, 1, tc.offset)
-		if err != nil {
-			t.Fatal(err)
-		}
-		i := z.Index(utc(tc.at))
-		if z.Start(i) != utc(tc.start) || z.Start(i+1) != utc(tc.next) {
-			t.Errorf("%s %s: slice [%s, %s), want [%s, %s)", tc.zone, tc.at, time.UnixMilli(z.Start(i)).UTC().Format(time.RFC3339),
-				time.UnixMilli(z.Start(i+1)).UTC().Format(time.RFC3339), tc.start, tc.next)
-		}
+		checkZonedSlice(t, tc.zone, tc.offset, tc.at, tc.start, tc.next)
 	}
 	// Every minute over the days around each change of clock: Index never goes back, and each
 	// time is within its slice.
@@ -375,5 +347,30 @@ func TestZonedStartAtTheEnds(t *testing.T) {
 	case <-done:
 	case <-time.After(20 * time.Second):
 		t.Fatal("Start did not return within 20 s")
+	}
+}
+
+// utcMillis is an RFC 3339 time in epoch ms.
+func utcMillis(t *testing.T, s string) int64 {
+	t.Helper()
+	tm, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tm.UnixMilli()
+}
+
+// checkZonedSlice checks that the one-day slice of zone with offset holding the time at is
+// [start, next), all RFC 3339 in UTC.
+func checkZonedSlice(t *testing.T, zone string, offset int64, at, start, next string) {
+	t.Helper()
+	z, err := NewZoned(zone, 1, offset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := z.Index(utcMillis(t, at))
+	if z.Start(i) != utcMillis(t, start) || z.Start(i+1) != utcMillis(t, next) {
+		t.Errorf("%s %s: slice [%s, %s), want [%s, %s)", zone, at, time.UnixMilli(z.Start(i)).UTC().Format(time.RFC3339),
+			time.UnixMilli(z.Start(i+1)).UTC().Format(time.RFC3339), start, next)
 	}
 }
