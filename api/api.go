@@ -240,6 +240,7 @@ func New(cfg Config) (*Handler, error) {
 	r.Use(limiter.limit)
 	r.Use(ndjsonRecords(cfg.TestMaxBytes))
 	r.Use(checkBody(limitOf))
+	r.Use(checkQuery)
 	r.Use(refuseNUL(limitOf))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, newProblem(http.StatusNotFound, CodeRouteNotFound, "no route "+r.URL.Path))

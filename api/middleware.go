@@ -5,15 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"mime"
 	"net/http"
+	"net/url"
 	"runtime/debug"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/scenario-server/scenario-server/internal/names"
 )
 
 // httpMetrics are the request metrics served at /metrics.
@@ -182,6 +188,32 @@ func recoverProblem(next http.Handler) http.Handler {
 			loggerFrom(r.Context()).Error("panic in handler", "panic", fmt.Sprint(rec), "stack", string(debug.Stack()))
 			writeProblem(w, newProblem(http.StatusInternalServerError, CodeInternal, "internal error; the server log has the cause"))
 		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// checkQuery refuses an API request whose query string is not valid percent-encoding, or that
+// gives a parameter more than once (400 bad-request): no parameter of the API takes a list, and
+// a route reading the first of several would act on one the client may not have meant
+// (DELETE /api/sessions?subject=a&subject=b ended a's sessions alone).
+func checkQuery(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.RawQuery == "" || !strings.HasPrefix(r.URL.Path, "/api/") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		q, err := url.ParseQuery(r.URL.RawQuery)
+		if err != nil {
+			writeProblem(w, problemf(http.StatusBadRequest, CodeBadRequest, "the query string is not valid: %v", err))
+			return
+		}
+		for _, k := range slices.Sorted(maps.Keys(q)) {
+			if n := len(q[k]); n > 1 {
+				writeProblem(w, problemf(http.StatusBadRequest, CodeBadRequest,
+					"query parameter %q is given %d times; give it once", names.Cut(k, 100), n))
+				return
+			}
+		}
 		next.ServeHTTP(w, r)
 	})
 }
