@@ -3,8 +3,11 @@ package aggregate
 import (
 	"bufio"
 	"encoding/hex"
+	"errors"
+	"maps"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -26,6 +29,21 @@ func varianceFixtureEvents() []Event {
 	return evs
 }
 
+// varianceFixtureSpecs and varianceFixtureFuncs are the windows and aggregations of the
+// snapshots in testdata/variance-v3-snapshots.txt, by the name each line begins with.
+var (
+	varianceFixtureSpecs = map[string]WindowSpec{
+		"sliding":  {Kind: Sliding, Length: 60_000, Precision: 10_000},
+		"hopping":  {Kind: Hopping, Length: 60_000, Slide: 10_000},
+		"tumbling": {Kind: Tumbling, Length: 60_000},
+		// Every aggregation tiered, the variance too, with 2 tier levels (120 slices): a
+		// review found such a snapshot misread as one of an invertible variance.
+		"tumbling-onevent": {Kind: Tumbling, Length: 120_000, Precision: 1_000, EmitWhen: OnEvent},
+	}
+	varianceFixtureFuncs = map[string][2]string{"sliding": {"Count", "VarPop"}, "hopping": {"Max", "VarSamp"},
+		"tumbling": {"Sum", "StddevPop"}, "tumbling-onevent": {"Sum", "VarPop"}}
+)
+
 // Snapshots of version 3, which kept the variances as invertible aggregations (a running cell
 // and no tier blocks), are read by version 4 (tier blocks): testdata/variance-v3-snapshots.txt
 // holds, from the version 3 code (commit 2419607), the snapshots of a sliding window (60 s at
@@ -41,16 +59,7 @@ func TestRestoreVersion3Variances(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	specs := map[string]WindowSpec{
-		"sliding":  {Kind: Sliding, Length: 60_000, Precision: 10_000},
-		"hopping":  {Kind: Hopping, Length: 60_000, Slide: 10_000},
-		"tumbling": {Kind: Tumbling, Length: 60_000},
-		// Every aggregation tiered, the variance too, with 2 tier levels (120 slices): a
-		// review found such a snapshot misread as one of an invertible variance.
-		"tumbling-onevent": {Kind: Tumbling, Length: 120_000, Precision: 1_000, EmitWhen: OnEvent},
-	}
-	funcs := map[string][2]string{"sliding": {"Count", "VarPop"}, "hopping": {"Max", "VarSamp"}, "tumbling": {"Sum", "StddevPop"},
-		"tumbling-onevent": {"Sum", "VarPop"}}
+	specs, funcs := varianceFixtureSpecs, varianceFixtureFuncs
 	seen := 0
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
@@ -116,4 +125,55 @@ func TestRestoreVersion3Variances(t *testing.T) {
 	if seen != 4 {
 		t.Fatalf("%d snapshots in the file, want 4", seen)
 	}
+}
+
+// FuzzRestoreTiered is FuzzRestore for the windows that keep tier blocks (pre-merged partials
+// of Min, Max and, since version 4, the variances) and for the version 3 snapshots read by
+// the legacy path: seeded with testdata/variance-v3-snapshots.txt and with version 4
+// snapshots of the same windows. A snapshot, however corrupt, gives an error or an operator
+// that takes events and ends its input, never a panic.
+func FuzzRestoreTiered(f *testing.F) {
+	names := slices.Sorted(maps.Keys(varianceFixtureSpecs))
+	newOp := func(name string) Operator {
+		fn := varianceFixtureFuncs[name]
+		x, err1 := New(Spec{Func: fn[0]})
+		v, err2 := New(Spec{Func: fn[1]})
+		op, err3 := NewOperator(varianceFixtureSpecs[name], []Named{{Name: "x", Aggregator: x}, {Name: "v", Aggregator: v}}, func(*Result) {})
+		if err := errors.Join(err1, err2, err3); err != nil {
+			f.Fatal(err)
+		}
+		return op
+	}
+	raw, err := os.ReadFile("testdata/variance-v3-snapshots.txt")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for line := range strings.Lines(string(raw)) {
+		name, hexSnap, _ := strings.Cut(strings.TrimSpace(line), " ")
+		snap, err := hex.DecodeString(hexSnap)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(byte(slices.Index(names, name)), snap)
+	}
+	evs := varianceFixtureEvents()
+	for i, name := range names {
+		op := newOp(name)
+		for j := range evs[:150] {
+			_ = op.Add(&evs[j])
+			op.Advance(evs[j].Time - 2_000)
+		}
+		f.Add(byte(i), op.AppendSnapshot(nil))
+	}
+	f.Fuzz(func(t *testing.T, which byte, snap []byte) {
+		op := newOp(names[int(which)%len(names)])
+		if err := op.Restore(snap); err != nil {
+			return
+		}
+		for j := 150; j < 170; j++ {
+			_ = op.Add(&evs[j])
+			op.Advance(evs[j].Time - 2_000)
+		}
+		op.Flush()
+	})
 }
