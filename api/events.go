@@ -14,6 +14,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/scenario-server/scenario-server/deploy"
+	"github.com/scenario-server/scenario-server/internal/names"
 	"github.com/scenario-server/scenario-server/store"
 )
 
@@ -107,7 +108,7 @@ func (h *handlers) ingest(ctx context.Context, in *ingestInput) (*ingestOutput, 
 			return nil, err
 		}
 		if errors.Is(err, deploy.ErrNotDeployed) {
-			if p := h.pausedProblem(ctx, in.Name); p != nil {
+			if p := h.notRunningHereProblem(ctx, in.Name); p != nil {
 				return nil, p
 			}
 		}
@@ -216,11 +217,13 @@ func isEventsPath(path string) bool {
 	return ok && name != "" && source != "" && !strings.Contains(source, "/")
 }
 
-// pausedProblem is the not-deployed answer for a scenario whose latest deployment the store
-// keeps as running but this server does not run, paused (safe mode, --no-resume): it says so and
-// how to resume, where "is not deployed" would mislead; and for one whose latest deployment
-// FAILED, with its reason. Nil otherwise.
-func (h *handlers) pausedProblem(ctx context.Context, name string) *ProblemDetails {
+// notRunningHereProblem is the not-deployed answer for a scenario whose latest deployment the
+// store keeps as running but this server does not run: paused (safe mode, --no-resume), it
+// says so and how to resume; run by another server on the same store (its lease held), it
+// names that server, where "is not deployed: deploy it first" would mislead (a deploy here
+// takes the deployment over). For one whose latest deployment FAILED it gives the reason.
+// Nil otherwise.
+func (h *handlers) notRunningHereProblem(ctx context.Context, name string) *ProblemDetails {
 	list, err := h.store.ListDeployments(ctx, name, 0, 1)
 	if err != nil || len(list) == 0 {
 		return nil
@@ -232,8 +235,17 @@ func (h *handlers) pausedProblem(ctx context.Context, name string) *ProblemDetai
 		return problemf(http.StatusConflict, CodeNotDeployed, "scenario %q is not running: its deployment %d (version %d) FAILED: %s; deploy it again once the cause is fixed",
 			name, d.ID, d.Version, d.Reason)
 	}
-	if !isPaused(d) {
+	if d.Status != store.StatusRunning && d.Status != store.StatusDeploying {
 		return nil
+	}
+	if !isPaused(d) {
+		l, err := h.store.GetLease(ctx, d.ID)
+		if err != nil || l.Owner == "" || l.Owner == h.runtime.Owner() || !time.Now().Before(l.ExpiresAt) {
+			return nil
+		}
+		return problemf(http.StatusConflict, CodeNotDeployed, "scenario %q runs on another server sharing this store, %q (deployment %d, version %d; "+
+			"its lease renewed until %s): send its events to that server (deploying the scenario here would take the deployment over from it)",
+			name, names.Cut(l.Owner, 200), d.ID, d.Version, l.ExpiresAt.UTC().Format(time.RFC3339))
 	}
 	return problemf(http.StatusConflict, CodeNotDeployed, "scenario %q is paused, not running (deployment %d, version %d): %s; to resume this version, deploy it with {\"version\": %d} (a deploy without a version takes the latest)",
 		name, d.ID, d.Version, d.Reason, d.Version)

@@ -432,6 +432,9 @@ func New(cfg Config) (*Runtime, error) {
 // with it too, so that the designer sees #input typed as deployments do.
 func (r *Runtime) Nodes() *nodes.Registry { return r.nodes }
 
+// Owner is this server's identity among the servers sharing the store (Config.Owner).
+func (r *Runtime) Owner() string { return r.cfg.Owner }
+
 // Start resumes every deployment the store lists as deploying or running: each restores its
 // latest checkpoint and continues its event logs from there, in its own goroutine. Start
 // returns once they are registered (Ingest accepts their events at once), not restored. A

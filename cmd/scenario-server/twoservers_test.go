@@ -3,6 +3,8 @@ package main
 import (
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -38,8 +40,12 @@ func TestTwoServersOnOnePostgres(t *testing.T) {
 	}
 	status, _, body, err := call(http.MethodPost, second.base+"/api/scenarios/"+url.PathEscape(name)+"/sources/log/events",
 		"application/x-ndjson", nil, batches[half])
-	if err != nil || status != http.StatusConflict || !strings.Contains(string(body), "not-deployed") {
-		t.Errorf("events sent to the second server: %d %s %v, want 409 not-deployed", status, body, err)
+	// The answer names the server that runs it (not "deploy it first", which would take the
+	// deployment over): its identity is in its data directory.
+	firstID, err2 := os.ReadFile(filepath.Join(st.dataDir, "server-id"))
+	if err != nil || err2 != nil || status != http.StatusConflict || !strings.Contains(string(body), "not-deployed") ||
+		!strings.Contains(string(body), "runs on another server") || !strings.Contains(string(body), strings.TrimSpace(string(firstID))) {
+		t.Errorf("events sent to the second server: %d %s %v %v, want 409 not-deployed naming the first server, %s", status, body, err, err2, firstID)
 	}
 
 	for b := half; b < len(batches); b++ {
