@@ -96,8 +96,8 @@ func (r *Runtime) openInput(d *deployment, env connector.Env, id string, p *node
 	if sp, ok := p.Typed.(*engine.SourcePlan); ok {
 		idle = sp.IdleTimeout
 		if !sp.Live {
-			// A file source has no idle timeout of its own; the deployment paces its idle
-			// steps with the default's.
+			// A source kind without an idle timeout of its own: the deployment paces its
+			// idle steps with the default's.
 			idle = engine.DefaultIdleTimeout
 		}
 		arrival = arrival && sp.Timestamp.Program == nil

@@ -65,6 +65,7 @@ func runRuntimeSuite(t *testing.T, newStore newStoreFunc) {
 		{"KafkaSourcePartitions", testKafkaSourcePartitions},
 		{"KafkaSourceWaitsForTopic", testKafkaSourceWaitsForTopic},
 		{"FileSourceFollowsFile", testFileSourceFollowsFile},
+		{"FileSourceGoesIdle", testFileSourceGoesIdle},
 		{"FileSourceTruncationAndLinks", testFileSourceTruncationAndLinks},
 		{"FileSourceReplacedAndAliased", testFileSourceReplacedAndAliased},
 		{"KafkaTransactions", testKafkaTransactions},

@@ -67,9 +67,10 @@ func kafkaSourceKind() *nodes.Kind {
 			Description: "The Kafka topic to read.", Aliases: []string{"Topic"}})
 }
 
-// sourceKind is a source of subtype typ; a bounded one (a file) needs a timestamp, a live one
-// has an idle timeout. untimed says, for a live one, what time an event without a timestamp
-// expression gets.
+// sourceKind is a source of subtype typ; a bounded one (a file: a run or test reads it to its
+// end) needs a timestamp. Each has an idle timeout, which deployments use (a deployed file
+// is followed as it grows). untimed says, for one that is not bounded, what time an event
+// without a timestamp expression gets.
 func sourceKind(typ, label, desc string, bounded bool, untimed string, extra ...nodes.ParamSpec) *nodes.Kind {
 	params := append([]nodes.ParamSpec{}, extra...)
 	tsDesc := "Event time: epoch milliseconds or an RFC 3339 string, e.g. #input.ts or parseTime(#input.date, \"yyyy/MM/dd HH:mm\")." + untimed
@@ -84,10 +85,12 @@ func sourceKind(typ, label, desc string, bounded bool, untimed string, extra ...
 		nodes.ParamSpec{Name: "maxFutureSkew", In: nodes.InParameters, Editor: nodes.EditorDuration, Type: "duration", Default: "1h", Label: "Max future skew",
 			Description: "Deployed: an event whose time is further ahead of the server's clock than this is refused, as an error at the source that does not move the watermark, so one mistyped timestamp cannot make every later event late. Tests and runs have no such bound."},
 	)
-	if !bounded {
-		params = append(params, nodes.ParamSpec{Name: "idleTimeout", In: nodes.InParameters, Editor: nodes.EditorDuration, Type: "duration", Default: "3m", Label: "Idle timeout",
-			Description: "A source silent this long stops holding back the watermark of the nodes it feeds."})
+	idleDesc := "A source silent this long stops holding back the watermark of the nodes it feeds: its watermark moves on at the wall clock's pace."
+	if bounded {
+		idleDesc = "Deployed (the file followed as it grows): a file with no new line this long stops holding back the watermark of the nodes it feeds, so the windows open at its last line close. A run or test ends with the file and never reads the clock."
 	}
+	params = append(params, nodes.ParamSpec{Name: "idleTimeout", In: nodes.InParameters, Editor: nodes.EditorDuration, Type: "duration", Default: "3m", Label: "Idle timeout",
+		Description: idleDesc})
 	return &nodes.Kind{
 		ID: "Source/" + typ, NodeType: scenario.TypeSource, Subtype: typ, Group: nodes.GroupSources, Label: label, Description: desc, Role: nodes.RoleSource,
 		Parameters: params,
@@ -134,9 +137,7 @@ func checkSource(c *nodes.Check, bounded bool) {
 	}
 	c.Duration("maxOutOfOrderness", false)
 	c.Duration("maxFutureSkew", false)
-	if !bounded {
-		c.Duration("idleTimeout", true)
-	}
+	c.Duration("idleTimeout", true)
 	for _, name := range []string{"path", "topic"} {
 		if _, ok := c.Kind().Param(name); ok && c.Given(name) {
 			if s, ok := c.String(name); ok && s == "" {
@@ -163,8 +164,9 @@ type SourcePlan struct {
 	Timestamp nodes.Expr // nil Program: no timestamp expression
 	// MaxOutOfOrderness and MaxFutureSkew, defaults applied.
 	MaxOutOfOrderness, MaxFutureSkew time.Duration
-	// Live: the source follows an unbounded input and has an IdleTimeout (default
-	// applied); a file source has neither.
+	// Live: the source's kind has an idle timeout, IdleTimeout (default applied), which a
+	// deployment uses: every source kind of the engine's (a deployed file is followed as it
+	// grows), not always one registered from outside.
 	Live        bool
 	IdleTimeout time.Duration
 	Topic, Path string // Kafka's topic, a file's path ("" for the others)
@@ -281,7 +283,7 @@ func newSource(e *Engine, n *node) (operator, error) {
 	s := &source{node: n, idleW: idleFloorUnset}
 	s.timestamp = n.evaluator(p.Timestamp)
 	s.outOfOrder = p.MaxOutOfOrderness.Milliseconds()
-	if p.Live { // a bounded source (a file) has no idle timeout
+	if p.Live {
 		s.idleTimeout = p.IdleTimeout.Milliseconds()
 	}
 	s.maxFutureSkew = p.MaxFutureSkew.Milliseconds()
