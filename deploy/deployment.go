@@ -989,6 +989,9 @@ func (d *deployment) pushPayload(s *source, payload []byte, at, line int64, part
 	d.eng.Guard(func() { // interruptOnStop
 		if s.arrivalTime {
 			if v, err := value.ParseJSON(payload); err == nil && v.Kind() == value.KindRecord {
+				if len(payload) >= engine.ReleaseAfterBytes {
+					defer d.eng.ReleaseEvent() // as PushJSON does after a record this large
+				}
 				_ = d.eng.PushValue(s.id, v, at, line)
 				return
 			}

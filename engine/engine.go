@@ -611,6 +611,9 @@ func (e *Engine) PushJSON(sourceID string, record []byte, line int64) error {
 	if e.flushed {
 		return errors.New("engine: input after the end of input")
 	}
+	if len(record) >= ReleaseAfterBytes {
+		defer e.ReleaseEvent() // also when Guard's interruption unwinds the push
+	}
 	e.pushJSON(src, record, line)
 	return nil
 }
@@ -836,6 +839,32 @@ func (e *Engine) Flush() {
 	e.line = 0
 	for _, a := range e.aggregates {
 		a.window.Flush()
+	}
+}
+
+// ReleaseAfterBytes is the size of a JSON record from which the engine lets go of what the
+// event decoded to once it has gone through the graph (releaseEvent): smaller ones, the
+// common ones, leave their values in the buffers the next event reuses. An event of empty
+// objects decodes to about 24 times its JSON (1.5 MB to 40 MB), and each deployment kept
+// its last one: one such event to each of 140 deployments ended a server out of memory (a
+// hostile round). At 4 KiB, a deployment keeps at most about 100 KB of its last event.
+const ReleaseAfterBytes = 4 << 10
+
+// ReleaseEvent lets go of every value of the last event the engine holds in buffers it
+// reuses (the source's record and fields, the nodes' scratch events, the expressions'
+// scratch records, an aggregate's key and inputs): what a window keeps it has copied. It
+// costs a pass over the nodes and expressions; the engine calls it itself after a JSON record
+// of ReleaseAfterBytes or more, and a caller of PushValue calls it after a large record.
+func (e *Engine) ReleaseEvent() {
+	for _, n := range e.nodes {
+		clear(n.scratch.slots)
+		n.scratch.held = 0
+		if h, ok := n.op.(eventHolder); ok {
+			h.releaseEvent()
+		}
+	}
+	for _, ev := range e.lay.evaluators {
+		clear(ev.scratchVals)
 	}
 }
 

@@ -110,6 +110,8 @@ type layout struct {
 	names  []string
 	slotOf map[string]int
 	paths  []*pathRef
+	// evaluators are every evaluator made, whose scratch records releaseEvent clears.
+	evaluators []*evaluator
 	// maxEventBytes bounds event.held (Options.MaxEventBytes); 0: no bound.
 	maxEventBytes int
 }
@@ -140,6 +142,7 @@ func (l *layout) newEvaluator(p *expression.Program) *evaluator {
 		return nil
 	}
 	ev := &evaluator{prog: p}
+	l.evaluators = append(l.evaluators, ev)
 	text := p.Text()
 	if name, steps := parsePath(text); name != "" {
 		typ := p.Result()

@@ -689,6 +689,17 @@ func (a *aggregator) inputs(e *Engine, src *source, ev *event) bool {
 	return true
 }
 
+// releaseEvent drops the last event's key, inputs and variables (eventHolder): what the window
+// keeps of them it has copied (aggregate.owned).
+func (a *aggregator) releaseEvent() {
+	clear(a.keyBuf)
+	clear(a.inBuf)
+	a.ev.Payload = nil
+	a.cur = nil
+	a.scratchFresh = false // the engine clears the scratch event
+	clear(a.lateEv.slots)
+}
+
 // process evaluates the aggregate's expressions for ev and adds the event.
 func (a *aggregator) process(e *Engine, _ *node, ev *event, _ string) {
 	if a.inputs(e, nil, ev) {

@@ -293,6 +293,15 @@ func newSource(e *Engine, n *node) (operator, error) {
 	return s, nil
 }
 
+// releaseEvent drops the record last pushed (eventHolder).
+func (s *source) releaseEvent() {
+	s.input, s.raw, s.lazyInput = value.Null(), nil, false
+	s.decoder.Release()
+	clear(s.fields)
+	clear(s.ev.slots)
+	s.ev.held = 0
+}
+
 // process: nothing enters a source along an edge (validation refuses edges into sources).
 func (s *source) process(*Engine, *node, *event, string) {}
 

@@ -22,6 +22,12 @@ type operator interface {
 	process(e *Engine, n *node, ev *event, from string)
 }
 
+// eventHolder is an operator that keeps values of the last event in buffers it reuses
+// beyond what the engine clears itself (see Engine.releaseEvent): releaseEvent drops them.
+type eventHolder interface {
+	releaseEvent()
+}
+
 // stateful is an operator with state that must survive a restart (docs/semantics.md §6):
 // appendState appends it to a snapshot, restoreState reads it back from a snapshot written
 // by the same scenario. restoreState reports bytes that do not decode through r's error, and

@@ -1,0 +1,99 @@
+package engine
+
+import (
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/scenario-server/scenario-server/scenario"
+	"github.com/scenario-server/scenario-server/value"
+)
+
+// What an event decoded to is let go once the event has gone through the graph: before, each
+// deployment kept its last event until its next one, and an event within every limit (1.5 MB
+// of JSON, 524,280 empty objects) decodes to about 40 MB, so one client sending one such event
+// to each of 140 deployments took the server to `fatal error: out of memory` (a hostile round,
+// helper 113). Each graph gets an event of 200,000 empty objects, decoded to several MB
+// (checked below), and after it the live heap may hold no more than 1 MiB more than before.
+func TestLastEventLetGo(t *testing.T) {
+	src := `{"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [
+		{"name": "timestamp", "expression": {"language": "expr", "expression": "#input.t"}}]}}`
+	agg := func(groupBy, aggregateBy string) string {
+		return `{"id": "agg", "type": "CustomNode", "nodeType": "aggregate-tumbling", "outputVar": "agg", "parameters": [
+		{"name": "groupBy", "value": [{"language": "expr", "expression": "` + groupBy + `"}]},
+		{"name": "aggregations", "value": [{"name": "n", "aggregator": "Count"},
+			{"name": "s", "aggregator": "Sum", "aggregateBy": {"language": "expr", "expression": "` + aggregateBy + `"}}]},
+		{"name": "windowLength", "value": "10s"}]}`
+	}
+	graphs := map[string]string{
+		"sink of #input": scenarioJSON([]string{src, sinkNode("out", "#input")}, []string{link("in", "out")}),
+		"variable, filter, sink": scenarioJSON([]string{src,
+			`{"id": "v", "type": "Variable", "varName": "v", "value": {"language": "expr", "expression": "#input.a"}}`,
+			`{"id": "f", "type": "Filter", "expression": {"language": "expr", "expression": "len(#v) > 0"}}`,
+			sinkNode("out", "len(#v)")}, []string{link("in", "v"), link("v", "f"), typedEdge("f", "out", "FilterTrue")}),
+		"switch, union, variable builder, for-each": scenarioJSON([]string{src,
+			`{"id": "sw", "type": "Switch"}`,
+			`{"id": "yes", "type": "Variable", "varName": "l", "value": {"language": "expr", "expression": "#input.a"}}`,
+			`{"id": "no", "type": "Variable", "varName": "l", "value": {"language": "expr", "expression": "[]"}}`,
+			`{"id": "u", "type": "Join", "nodeType": "union", "outputVar": "all", "branchParameters": [
+				{"branchId": "yes", "parameters": [{"name": "Output expression", "expression": {"language": "expr", "expression": "#l"}}]},
+				{"branchId": "no", "parameters": [{"name": "Output expression", "expression": {"language": "expr", "expression": "#l"}}]}]}`,
+			`{"id": "rec", "type": "VariableBuilder", "varName": "r", "fields": [{"name": "all", "expression": {"language": "expr", "expression": "#all"}}]}`,
+			`{"id": "each", "type": "CustomNode", "nodeType": "for-each", "outputVar": "item", "parameters": [
+				{"name": "Elements", "expression": {"language": "expr", "expression": "#r.all[0:10]"}}]}`,
+			sinkNode("out", "#item")},
+			[]string{link("in", "sw"),
+				`{"from": "sw", "to": "yes", "edgeType": {"type": "NextSwitch", "condition": {"language": "expr", "expression": "len(#input.a) > 0"}}}`,
+				typedEdge("sw", "no", "SwitchDefault"), link("yes", "u"), link("no", "u"), link("u", "rec"), link("rec", "each"), link("each", "out")}),
+		"aggregate fed directly": scenarioJSON([]string{src, agg("#input.k", "#input.t"), sinkNode("out", "#agg.n")},
+			[]string{link("in", "agg"), link("agg", "out")}),
+		"aggregate of an expression": scenarioJSON([]string{src, agg("#input.k", "len(#input.a)"), sinkNode("out", "#agg.s")},
+			[]string{link("in", "agg"), link("agg", "out")}),
+	}
+	big := []byte(`{"t": 1000, "k": "x", "a": [` + strings.Repeat("{},", 199_999) + `{}]}`)
+	var m runtime.MemStats
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	// The event's decoded size, as a guard that the test would see it held.
+	before := heap()
+	held, err := value.ParseJSON(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decoded := heap() - before
+	runtime.KeepAlive(held)
+	if decoded < 4<<20 {
+		t.Fatalf("the event decodes to %d bytes; the test needs several MB to see it held", decoded)
+	}
+	for name, g := range graphs {
+		t.Run(name, func(t *testing.T) {
+			s, err := scenario.Decode([]byte(g))
+			if err != nil {
+				t.Fatal(err)
+			}
+			outputs := 0
+			e, err := New(s, Options{ScenarioName: "last", Output: func(string, value.Value, int64) { outputs++ }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := e.PushJSON("in", []byte(`{"t": 1, "k": "x", "a": [{}]}`), 1); err != nil {
+				t.Fatal(err)
+			}
+			before := heap()
+			if err := e.PushJSON("in", big, 2); err != nil {
+				t.Fatal(err)
+			}
+			after := heap()
+			if errs, n := e.Errors(); n != 0 {
+				t.Fatalf("%d per-event errors: %+v", n, errs)
+			}
+			if after > before+1<<20 {
+				t.Errorf("after the event the heap holds %d bytes more (the event decodes to %d); want at most 1 MiB more", after-before, decoded)
+			}
+			runtime.KeepAlive(e)
+		})
+	}
+}
