@@ -503,7 +503,7 @@ func runtimeError(ctx context.Context, err error, name string, version int) erro
 		if len(invalid.Problems) > 0 {
 			p.Detail += ": " + invalid.Problems[0].Error()
 		}
-		p.Problems = invalid.Problems
+		p.Problems = boundedList(invalid.Problems)
 		return p
 	case errors.As(err, &inUse):
 		return newProblem(http.StatusUnprocessableEntity, CodeSinkPathInUse, inUse.Error())

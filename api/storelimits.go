@@ -31,6 +31,6 @@ func exceedsLimits(limits []scenario.Problem) *ProblemDetails {
 	if len(limits) > 1 {
 		p.Detail += " (and more: see problems)"
 	}
-	p.Problems = limits
+	p.Problems = boundedList(limits)
 	return p
 }

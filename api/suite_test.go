@@ -42,6 +42,7 @@ func runAPISuite(t *testing.T, newStore newStoreFunc) {
 		{"Compare", testCompare},
 		{"ExportImport", testExportImport},
 		{"Validation", testValidation},
+		{"ValidationReportBounded", testValidationReportBounded},
 		{"NodeValidationAndSuggestions", testNodeValidationAndSuggestions},
 		{"Components", testComponents},
 		{"Operations", testOperations},

@@ -57,11 +57,28 @@ func envOut(env expression.TypeEnv) map[string]VariableType {
 	return out
 }
 
+// boundedReport is what an answer shows of a validation's errors and warnings
+// (scenario.Result.Bound), on copies: a graph within every limit made a report of 300 MB, and
+// a viewer's unread answers held them until the server ran out of memory (a hostile round).
+func boundedReport(errs, warnings []scenario.Problem) scenario.Result {
+	r := scenario.Result{Errors: append([]scenario.Problem{}, errs...), Warnings: append([]scenario.Problem{}, warnings...)}
+	r.Bound()
+	return r
+}
+
+// boundedList is boundedReport of one list, with the warning that problems were left out, if
+// any, at its end.
+func boundedList(list []scenario.Problem) []scenario.Problem {
+	r := boundedReport(list, nil)
+	return append(r.Errors, r.Warnings...)
+}
+
 func validationOut(v *nodes.Validation) ValidationResult {
+	shown := boundedReport(v.Errors, v.Warnings)
 	out := ValidationResult{
 		Valid:     v.OK(),
-		Errors:    v.Errors,
-		Warnings:  v.Warnings,
+		Errors:    shown.Errors,
+		Warnings:  shown.Warnings,
 		Variables: make(map[string]map[string]VariableType, len(v.Variables)),
 	}
 	if out.Errors == nil {
@@ -296,6 +313,8 @@ func (h *handlers) validateNode(ctx context.Context, in *validateNodeInput) (*va
 		}
 	}
 	out.Valid = len(out.Errors) == 0
+	shown := boundedReport(out.Errors, out.Warnings)
+	out.Errors, out.Warnings = shown.Errors, shown.Warnings
 	env, known := v.Variables[id]
 	out.ScopeKnown = known
 	out.Variables = envOut(env)

@@ -392,18 +392,23 @@ func (s *source) problem(err error, code string, tree *parser.Tree) scenario.Pro
 	return p
 }
 
+// maxListedNames is about the most bytes of names a message lists (the fields of a record,
+// the variables in scope): a record of 100 field names of 1,000 bytes in each of 3,000
+// expressions' messages made a validation answer of 300 MB (a hostile round).
+const maxListedNames = 512
+
 func (s *source) unknownNameMessage(name string, at int) string {
 	written := name
 	if s.hashed[at] {
 		written = "#" + name
 	}
 	msg := fmt.Sprintf("unknown variable %s", written)
-	names := s.env.Names()
-	if best := closest(name, names); best != "" {
+	varNames := s.env.Names()
+	if best := closest(name, varNames); best != "" {
 		return msg + fmt.Sprintf(" (did you mean #%s?)", best)
 	}
-	if len(names) > 0 {
-		return msg + " (in scope: #" + strings.Join(names, ", #") + ")"
+	if len(varNames) > 0 {
+		return msg + " (in scope: #" + names.Join(varNames, ", #", maxListedNames) + ")"
 	}
 	return msg + " (no variables are in scope)"
 }
@@ -425,17 +430,17 @@ func unknownFieldMessage(field string, at int, tree *parser.Tree) string {
 	if base == nil || base.Kind != KindRecord {
 		return msg
 	}
-	names := make([]string, len(base.Fields))
+	fields := make([]string, len(base.Fields))
 	for i, f := range base.Fields {
-		names[i] = f.Name
+		fields[i] = f.Name
 	}
-	if best := closest(field, names); best != "" {
+	if best := closest(field, fields); best != "" {
 		return msg + fmt.Sprintf(" (did you mean %s?)", best)
 	}
-	if len(names) == 0 {
+	if len(fields) == 0 {
 		return msg + " (the record has no fields)"
 	}
-	return msg + " (fields: " + strings.Join(names, ", ") + ")"
+	return msg + " (fields: " + names.Join(fields, ", ", maxListedNames) + ")"
 }
 
 type visitorFunc func(*ast.Node)

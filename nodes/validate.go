@@ -247,6 +247,7 @@ func (r *Registry) ValidateJSON(data []byte) *Validation {
 			res.Errors = append(res.Errors, scenario.Problem{Code: scenario.CodeInvalidJSON, Message: err.Error()})
 		}
 		res.Sort(s)
+		res.CutMessages()
 		return &Validation{Result: res, Variables: map[string]expression.TypeEnv{}}
 	}
 	return r.Validate(s)
@@ -276,6 +277,7 @@ func (r *Registry) ValidateJSON(data []byte) *Validation {
 func (r *Registry) Validate(s *scenario.Scenario) *Validation {
 	res := scenario.Validate(s)
 	if scenario.TooLarge(s) {
+		res.CutMessages()
 		return &Validation{Result: res, Variables: map[string]expression.TypeEnv{}, Plans: map[string]*Plan{}}
 	}
 	for i := range s.Nodes {
@@ -299,6 +301,7 @@ func (r *Registry) Validate(s *scenario.Scenario) *Validation {
 			Message: fmt.Sprintf("the variables in scope are not reported for %d of the %d nodes: the report would pass %d entries or %d bytes", v.skipped, len(v.vars)+v.skipped, MaxScopeReport, MaxScopeReportBytes)})
 	}
 	res.Sort(s)
+	res.CutMessages()
 	return &Validation{Result: res, Variables: v.vars, Plans: v.plans, Order: v.order, CompileCost: v.exprBytes}
 }
 

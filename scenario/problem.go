@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/scenario-server/scenario-server/internal/names"
 )
 
 // Problem is one validation error or warning, located as precisely as
@@ -99,8 +101,67 @@ func (r *Result) Sort(s *Scenario) {
 	}
 }
 
+// The bounds of a validation report (Result.Bound): a scenario within every limit could
+// make a report of 300 MB (3,000 expressions each naming a field of a record of 100 long
+// field names, each message listing them all; 1,444 cycles each listing a path of 500 long
+// ids), which a viewer's unread answers held until the server ran out of memory (a hostile
+// round). The first problems, in node order, are kept whole.
+const (
+	// MaxProblemMessage is the most bytes of one problem's message; a longer one is cut
+	// ("... (N bytes more)").
+	MaxProblemMessage = 2 << 10
+	// MaxProblems is the most problems, errors and warnings together, a report lists.
+	MaxProblems = 1_000
+	// MaxProblemBytes is the most bytes of messages, node ids, fields and codes a report lists.
+	MaxProblemBytes = 1 << 20
+)
+
+// CutMessages cuts each message to MaxProblemMessage bytes. Validation does it to what it
+// finds; the problems themselves, and their codes, stay: what is built or refused depends on
+// them, not on how many a report shows (Bound).
+func (r *Result) CutMessages() {
+	for _, list := range [][]Problem{r.Errors, r.Warnings} {
+		for i := range list {
+			if len(list[i].Message) > MaxProblemMessage {
+				list[i].Message = names.Cut(list[i].Message, MaxProblemMessage)
+			}
+		}
+	}
+}
+
+// Bound is what a report (an answer) shows of r: each message cut to MaxProblemMessage bytes,
+// and the first problems (errors first, then warnings) while they are within MaxProblems and
+// MaxProblemBytes; when it leaves any out it adds the warning CodeProblemsTruncated saying
+// how many. A result with errors keeps at least one. It changes r's lists in place.
+func (r *Result) Bound() {
+	r.CutMessages()
+	n, bytes := 0, 0
+	keep := func(list []Problem) ([]Problem, int) {
+		for i := range list {
+			p := &list[i]
+			size := len(p.Message) + len(p.NodeID) + len(p.Field) + len(p.Code) + 64
+			if n > 0 && (n+1 > MaxProblems || bytes+size > MaxProblemBytes) {
+				return list[:i:i], len(list) - i
+			}
+			n, bytes = n+1, bytes+size
+		}
+		return list, 0
+	}
+	var leftErrors, leftWarnings int
+	r.Errors, leftErrors = keep(r.Errors)
+	r.Warnings, leftWarnings = keep(r.Warnings)
+	if leftErrors+leftWarnings > 0 {
+		r.Warnings = append(r.Warnings, Problem{Code: CodeProblemsTruncated, Message: fmt.Sprintf(
+			"%d more errors and %d more warnings are not reported: the report lists at most %d problems and %d bytes of them",
+			leftErrors, leftWarnings, MaxProblems, MaxProblemBytes)})
+	}
+}
+
 // Codes of the problems found by Decode and Validate.
 const (
+	// CodeProblemsTruncated: a warning that the report leaves problems out (Result.Bound).
+	CodeProblemsTruncated = "problems-truncated"
+
 	// Decoding.
 	CodeInvalidJSON     = "invalid-json"      // not JSON at all; Line/Column in the JSON text
 	CodeUnknownField    = "unknown-field"     // a field this format does not have

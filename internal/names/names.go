@@ -4,6 +4,7 @@ package names
 
 import (
 	"fmt"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -33,6 +34,28 @@ func Cut(s string, n int) string {
 		n--
 	}
 	return fmt.Sprintf("%s... (%d bytes more)", s[:n], len(s)-n)
+}
+
+// Join joins items with sep, as strings.Join does, up to about max bytes: the items that
+// would pass it are left out and counted at the end ("..., and 2995 more"). The first item is
+// always given, cut by Cut when it alone passes max. A message listing names (a record's
+// fields, the variables in scope, a cycle's path) stays short however many there are.
+func Join(items []string, sep string, max int) string {
+	var b strings.Builder
+	for i, it := range items {
+		if i > 0 && b.Len()+len(sep)+len(it) > max {
+			fmt.Fprintf(&b, "%s... and %d more", sep, len(items)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(sep)
+		}
+		if i == 0 {
+			it = Cut(it, max)
+		}
+		b.WriteString(it)
+	}
+	return b.String()
 }
 
 // Distance returns the Levenshtein edit distance between a and b, counted in

@@ -32,6 +32,23 @@ func TestCut(t *testing.T) {
 	}
 }
 
+func TestJoin(t *testing.T) {
+	for _, tc := range []struct {
+		items []string
+		max   int
+		want  string
+	}{
+		{nil, 10, ""},
+		{[]string{"a", "b", "c"}, 10, "a, b, c"}, // 7 bytes
+		{[]string{"ab", "cd", "ef", "gh"}, 10, "ab, cd, ef, ... and 1 more"}, // "ab, cd, ef" is 10 bytes: gh would pass it
+		{[]string{"abcdef", "g"}, 4, "abcd... (2 bytes more), ... and 1 more"},
+	} {
+		if got := Join(tc.items, ", ", tc.max); got != tc.want {
+			t.Errorf("Join(%q, %d) = %q, want %q", tc.items, tc.max, got, tc.want)
+		}
+	}
+}
+
 func TestIsHidden(t *testing.T) {
 	for _, r := range []rune{'\n', '\x7f', '\u202e', '\u200b', '\u3164', '\u034f', '\ufe0f', '\u2800', '\u00a0'} {
 		if !IsHidden(r) {
