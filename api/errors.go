@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"syscall"
 	"unicode/utf8"
 
@@ -369,9 +370,23 @@ func storeError(ctx context.Context, err error, name string, version int) error 
 // unreachable reports whether err is the store's database not answering on the network (a
 // PostgreSQL server stopped or restarting: connection refused or reset), which a retry may
 // get past: 503, not a 500 (hostile round: 357 ingestions answered 500 during a 20 s outage).
+//
+// A PostgreSQL server restarting also answers, while it shuts down and starts up, with the
+// SQLSTATEs of class 08 (connection exception) and 57P (57P01 admin_shutdown, 57P02
+// crash_shutdown, 57P03 cannot_connect_now), and a connection it drops mid-answer reads as an
+// unexpected EOF: a pg_ctl restart under ingestion gave 6 to 194 answers 500 (a hostile round).
 func unreachable(err error) bool {
 	var netErr net.Error
-	return errors.As(err, &netErr) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
+	if errors.As(err, &netErr) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	var coded interface{ SQLState() string } // pgconn.PgError's, without the driver here
+	if errors.As(err, &coded) {
+		state := coded.SQLState()
+		return strings.HasPrefix(state, "08") || strings.HasPrefix(state, "57P")
+	}
+	return false
 }
 
 // storeFullRetryAfter is the Retry-After, in seconds, of a store-full answer.
