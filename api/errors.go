@@ -15,6 +15,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/scenario-server/scenario-server/internal/names"
 	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/store"
 )
@@ -279,6 +280,10 @@ func humaProblem(ctx huma.Context, status int, msg string, errs []error) *Proble
 			return problemf(http.StatusServiceUnavailable, CodeRequestsBusy,
 				"the server is reading and handling as many bytes of request bodies as it takes at once; retry in a second")
 		}
+	}
+	var malformed *malformedBody
+	if status == http.StatusInternalServerError && len(errs) > 0 && errors.As(errors.Join(errs...), &malformed) {
+		return problemf(http.StatusBadRequest, CodeBadRequest, "the request body could not be read: %s", names.Cut(malformed.Error(), 200))
 	}
 	switch status {
 	case http.StatusBadRequest:

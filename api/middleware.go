@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"runtime/debug"
@@ -192,6 +194,28 @@ func recoverProblem(next http.Handler) http.Handler {
 	})
 }
 
+// chunkedBody is a request body of unannounced length (chunked) whose read errors other than
+// timeouts are the client's: a malformed chunk (a size that is not hex or overflows, a
+// chunk line over 4 KiB, no CRLF after a chunk) answered 500 internal-error and an ERROR line
+// each (a hostile round); humaProblem answers them 400 (malformedBody).
+type chunkedBody struct{ io.ReadCloser }
+
+func (b *chunkedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		if ne, ok := err.(net.Error); !ok || !ne.Timeout() { // huma answers a timeout 408 itself
+			err = &malformedBody{err}
+		}
+	}
+	return n, err
+}
+
+// malformedBody is a chunked body's read error (chunkedBody).
+type malformedBody struct{ err error }
+
+func (e *malformedBody) Error() string { return e.err.Error() }
+func (e *malformedBody) Unwrap() error { return e.err }
+
 // checkQuery refuses an API request whose query string is not valid percent-encoding, or that
 // gives a parameter more than once (400 bad-request): no parameter of the API takes a list, and
 // a route reading the first of several would act on one the client may not have meant
@@ -232,6 +256,9 @@ func checkBody(limitOf func(path string) int64) func(http.Handler) http.Handler 
 				return
 			}
 			hasBody := r.ContentLength > 0 || (r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody)
+			if hasBody && r.ContentLength < 0 {
+				r.Body = &chunkedBody{r.Body}
+			}
 			if hasBody {
 				ct := r.Header.Get("Content-Type")
 				mt, _, err := mime.ParseMediaType(ct)
