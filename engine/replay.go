@@ -90,20 +90,33 @@ func Replay(ctx context.Context, e *Engine, in io.Reader) (Summary, error) {
 	var long []byte
 	for {
 		line, err := r.ReadSlice('\n')
+		// size: the bytes of the line without its line end, all of them for a line longer
+		// than the buffer, of which long keeps at most MaxLineBytes and a chunk; blank: it
+		// has none but white space.
+		size, blank := len(bytes.TrimRight(line, "\r\n")), true
 		if errors.Is(err, bufio.ErrBufferFull) {
 			long = append(long[:0], line...)
+			size = len(line)
 			for errors.Is(err, bufio.ErrBufferFull) {
+				blank = blank && len(bytes.TrimSpace(line)) == 0
 				line, err = r.ReadSlice('\n')
+				size += len(bytes.TrimRight(line, "\r\n"))
 				if len(long) <= MaxLineBytes {
 					long = append(long, line...)
 				}
 			}
+			blank = blank && len(bytes.TrimSpace(line)) == 0
 			line = long
 		}
 		if len(line) > 0 {
 			lineNo++
-			trimmed := bytes.TrimSpace(line)
-			if len(trimmed) > 0 {
+			if trimmed := bytes.TrimSpace(line); size > MaxLineBytes && !blank {
+				// Not kept whole: its length is all it read, not the part kept, whose blanks,
+				// trimmed, let a line of 20 MB of spaces and a record through as that record,
+				// and text past the part kept go unseen (helper 113).
+				sum.Events++
+				e.lineTooLong(one, size, lineNo)
+			} else if len(trimmed) > 0 {
 				sum.Events++
 				e.pushLine(one, trimmed, lineNo)
 				if e.CheckState() {
@@ -136,18 +149,24 @@ func Replay(ctx context.Context, e *Engine, in io.Reader) (Summary, error) {
 	return sum, nil
 }
 
+// lineTooLong is the per-event error of input line lineNo, of size bytes (more than
+// MaxLineBytes), at source one (nil: the input's).
+func (e *Engine) lineTooLong(one *source, size int, lineNo int64) {
+	e.line = lineNo
+	err := fmt.Errorf("line of %d bytes is longer than %d", size, MaxLineBytes)
+	if one != nil {
+		one.counts.In++
+		e.fail(one.node, "", err)
+	} else {
+		e.failInput(err)
+	}
+}
+
 // pushLine pushes one input line: a bare record for source one, or an
 // envelope when one is nil (or the line is one).
 func (e *Engine) pushLine(one *source, line []byte, lineNo int64) {
 	if len(line) > MaxLineBytes {
-		e.line = lineNo
-		err := fmt.Errorf("line of %d bytes is longer than %d", len(line), MaxLineBytes)
-		if one != nil {
-			one.counts.In++
-			e.fail(one.node, "", err)
-		} else {
-			e.failInput(err)
-		}
+		e.lineTooLong(one, len(line), lineNo)
 		return
 	}
 	if one != nil && !isEnvelope(line, one.id) {
