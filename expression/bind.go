@@ -161,8 +161,9 @@ func bindFields(root *ast.Node, env TypeEnv, isVar func(string) bool) ([]binding
 }
 
 // bind sets env for bs from vars; it reports false when a field path does
-// not lead through records.
-func bind(env map[string]any, bs []binding, vars Vars, keys varKeys) bool {
+// not lead through records. The lists and records it converts take from *left (bytes; a
+// negative *left: no bound): when one would pass it, bind stops and returns its name, "#v".
+func bind(env map[string]any, bs []binding, vars Vars, keys varKeys, left *int) (bool, string) {
 	fv, _ := vars.(FieldVars)
 	var v, fx value.Value
 	name, have := "", false
@@ -183,25 +184,30 @@ func bind(env map[string]any, bs []binding, vars Vars, keys varKeys) bool {
 			if s.index >= 0 {
 				items := x.List()
 				if s.index >= len(items) {
-					return false
+					return false, ""
 				}
 				x = &items[s.index]
 				continue
 			}
 			r := x.Record()
 			if r == nil {
-				return false
+				return false, ""
 			}
 			if x = field(r, s.field); x == nil {
 				if j < len(path)-1 {
-					return false
+					return false, ""
 				}
 				x = &null // a missing last field is null
 			}
 		}
+		if k := x.Kind(); *left >= 0 && (k == value.KindList || k == value.KindRecord) {
+			if *left = chargeConversion(*x, *left); *left < 0 {
+				return false, "#" + name
+			}
+		}
 		env[b.key] = b.toGo(x, keys)
 	}
-	return true
+	return true, ""
 }
 
 var null value.Value

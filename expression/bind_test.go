@@ -18,7 +18,8 @@ func runGeneral(p *Program, vars map[string]value.Value) (value.Value, error) {
 	env := map[string]any{}
 	orders := p.orders
 	orders.vars = varKeys{}
-	bind(env, p.whole, Map(vars), orders.vars)
+	noBound := -1
+	bind(env, p.whole, Map(vars), orders.vars, &noBound)
 	budget := newRunBudget(p.budget)
 	env[budgetName] = &budget
 	machine := vm.VM{MemoryBudget: p.budget.vmMemory()}

@@ -2,6 +2,7 @@ package expression
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -214,5 +215,52 @@ func TestLargeRunStateNotPooled(t *testing.T) {
 	if !heldLarge(map[string]any{"a": []any{map[string]any{"b": make([]any, pooledValues)}}}) ||
 		heldLarge(map[string]any{"a": make([]any, pooledValues-1), "b": 7}) {
 		t.Errorf("heldLarge: nested %d values not large, or %d values large", pooledValues+2, pooledValues-1)
+	}
+}
+
+// Converting the variables an expression reads (a record becomes a Go map, about 320 bytes
+// for one of one field) takes from the run's memory budget, at least 64 KiB of it: a test run
+// whose variables held a list of 40,000 records ten times over, read through $env, took 1 GB
+// and 80 s that no budget counted (a hostile round). Worked out: 40,000 records of one field
+// are 40,000 × (8 + 352) + 24 + 16 × 40,000 = 15,040,024 bytes to convert, within the default
+// 16 MiB (16,777,216) once, not twice; 100 of them are 36,664 bytes, within 64 KiB.
+func TestVariableConversionCharged(t *testing.T) {
+	records := func(n int) value.Value {
+		items := make([]value.Value, n)
+		for i := range items {
+			items[i] = record("a", value.Int(int64(i)))
+		}
+		return value.List(items)
+	}
+	big := records(40_000)
+	for _, tc := range []struct {
+		text string
+		vars map[string]value.Value
+		err  string // "" for none
+	}{
+		{"len(#v0)", map[string]value.Value{"v0": big}, ""},
+		{"len($env) > 0", map[string]value.Value{"v0": big}, ""},
+		{"len(#v0) + len(#v1)", map[string]value.Value{"v0": big, "v1": big}, "converting #v1 for the expression would make more"},
+		{"len($env) > 0", map[string]value.Value{"v0": big, "v1": big}, "converting $env for the expression would make more"},
+		{"len(#v1[0].a)", map[string]value.Value{"v1": value.List([]value.Value{big, big})}, "converting #v1"},
+	} {
+		env := TypeEnv{}
+		for name := range tc.vars {
+			env[name] = Unknown
+		}
+		prog := mustCompile(t, tc.text, env)
+		_, err := Run(prog, tc.vars)
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v, want no error", tc.text, err)
+		case tc.err != "" && (!errors.Is(err, ErrBudgetExceeded) || !strings.Contains(fmt.Sprint(err), tc.err)):
+			t.Errorf("%s: %v, want the budget exceeded, %q", tc.text, err, tc.err)
+		}
+	}
+	// A small value is converted whatever the budget (a run of 10 bytes).
+	prog := mustCompile(t, "len(#v0)", TypeEnv{"v0": Unknown})
+	got, _, err := RunVarsWithin(prog, Map(map[string]value.Value{"v0": records(100)}), 10)
+	if err != nil || got.Int() != 100 {
+		t.Errorf("len of 100 records within 10 bytes: %v, %v", got, err)
 	}
 }
