@@ -440,7 +440,7 @@ type auditInput struct {
 	Scenario string    `query:"scenario" maxLength:"256" doc:"Only entries about this scenario."`
 	Outcome  string    `query:"outcome" maxLength:"64" doc:"Only entries with this outcome: ok, or a problem code."`
 	After    int64     `query:"after" minimum:"0" doc:"Paging cursor: only entries with a greater id (the previous page's next)."`
-	Limit    int       `query:"limit" minimum:"0" maximum:"500" default:"100" doc:"Most entries in the page."`
+	Limit    int       `query:"limit" minimum:"1" maximum:"500" default:"100" doc:"Most entries in the page."`
 }
 
 type auditOutput struct {

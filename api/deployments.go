@@ -474,6 +474,22 @@ func (h *handlers) checkScenario(ctx context.Context, name string) error {
 	return nil
 }
 
+// checkUnarchived is checkScenario for a change: an archived scenario cannot change (409
+// scenario-archived, as a save of a version answers), its test cases neither.
+func (h *handlers) checkUnarchived(ctx context.Context, name string) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	sc, err := h.store.GetScenario(ctx, name)
+	if err != nil {
+		return storeError(ctx, err, name, 0)
+	}
+	if sc.Archived {
+		return storeError(ctx, store.ErrArchived, name, 0)
+	}
+	return nil
+}
+
 // runtimeError turns an error of the runtime into the answer; store errors go to storeError.
 func runtimeError(ctx context.Context, err error, name string, version int) error {
 	var invalid *deploy.InvalidVersionError

@@ -261,15 +261,30 @@ func checkBody(limitOf func(path string) int64) func(http.Handler) http.Handler 
 			}
 			if hasBody {
 				ct := r.Header.Get("Content-Type")
-				mt, _, err := mime.ParseMediaType(ct)
+				mt, params, err := mime.ParseMediaType(ct)
 				if err != nil || (mt != "application/json" && !(mt == ndjson && isEventsPath(r.URL.Path))) {
 					if ct == "" {
 						ct = "none"
 					}
 					writeProblem(w, problemf(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
-						"request bodies must be application/json (Content-Type: %s)", ct))
+						"request bodies must be application/json (Content-Type: %s)", names.Cut(ct, 200)))
 					return
 				}
+				// A body in another charset, or compressed, would be read as UTF-8 text (a gzip
+				// body answered "not valid UTF-8", a br one was read as it came; a hostile round).
+				if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+					writeProblem(w, problemf(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
+						"request bodies must be UTF-8 (charset %s)", names.Cut(cs, 100)))
+					return
+				}
+				if enc := strings.TrimSpace(r.Header.Get("Content-Encoding")); enc != "" && !strings.EqualFold(enc, "identity") {
+					writeProblem(w, problemf(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
+						"Content-Encoding %q is not supported: send the body uncompressed", names.Cut(enc, 100)))
+					return
+				}
+				// As parsed (lower case): huma matches the media type as written, and answered
+				// application/JSON 415 "validation failed".
+				r.Header.Set("Content-Type", mt)
 			}
 			next.ServeHTTP(w, r)
 		})

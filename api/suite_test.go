@@ -395,7 +395,13 @@ func testArchive(t *testing.T, c *client) {
 	c.get("/api/scenarios/a/versions/1").ok(t, http.StatusOK, nil)
 	c.post("/api/scenarios", rawBody("name", quote("a"), "graph", tinyGraph)).problem(t, http.StatusConflict, api.CodeScenarioExists)
 	c.post("/api/scenarios/a/import", tinyGraph).problem(t, http.StatusConflict, api.CodeScenarioArchived)
+	// Nor do its test cases change (a hostile round saved one: 200).
+	c.send(request{Method: http.MethodPut, Path: "/api/scenarios/a/tests/t1", Body: `{"records": "{}", "expected": {}}`}).problem(t, http.StatusConflict, api.CodeScenarioArchived)
+	c.send(request{Method: http.MethodDelete, Path: "/api/scenarios/a/tests/t1"}).problem(t, http.StatusConflict, api.CodeScenarioArchived)
 	c.post("/api/scenarios/a/unarchive", nil).ok(t, http.StatusOK, &s)
+	c.send(request{Method: http.MethodPut, Path: "/api/scenarios/a/tests/t1", Body: `{"records": "{}", "expected": {}}`}).ok(t, http.StatusOK, nil)
+	// A media type in upper case is the same media type (huma answered application/JSON 415).
+	c.send(request{Method: http.MethodPost, Path: "/api/scenarios", Body: rawBody("name", quote("c"), "graph", tinyGraph), ContentType: "Application/JSON"}).ok(t, http.StatusCreated, nil)
 	if s.Archived {
 		t.Errorf("unarchived: %+v", s)
 	}

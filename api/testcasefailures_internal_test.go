@@ -24,3 +24,14 @@ func TestTestCaseFailuresQuoteClippedValues(t *testing.T) {
 		t.Errorf("a short value: %q", f)
 	}
 }
+
+// A per-event error without a field is named by its node alone ("the first at s, line 1"),
+// not with a space before the comma (a hostile round saw "the first at s , line 1").
+func TestTestCaseFailureOfARecordNotRead(t *testing.T) {
+	res := TestResult{SinkOutputs: map[string]SinkTestOutputs{}, TotalErrors: 1,
+		Errors: []TestError{{NodeID: "s", Line: 1, Message: "not a JSON record"}}}
+	want := []string{"1 per-event error: the first at s, line 1: not a JSON record"}
+	if got := compareOutputs(map[string][]json.RawMessage{}, res); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("failures %q, want %q", got, want)
+	}
+}

@@ -35,7 +35,7 @@ const (
 	maxComparedOutputs = 1000
 )
 
-var testCaseName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9 _.-]{0,99}$`)
+var testCaseName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9 _.-]{0,98}[A-Za-z0-9_.-])?$`)
 
 // TestCase is a saved test case.
 type TestCase struct {
@@ -136,14 +136,14 @@ func (h *handlers) registerTestCases(hapi huma.API) {
 		Summary:     "Save a test case",
 		Description: fmt.Sprintf("Saves (or replaces) the named test case: sample records and, per sink, the values it must write. At most %d test cases a scenario, holding at most 64 MiB together by default (413 body-too-large past it); records as a test run takes them (its record limit applies).", MaxTestCases),
 		Tags:        []string{tagTesting},
-		Errors:      []int{http.StatusBadRequest, http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity},
+		Errors:      []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity},
 	}, func(ctx context.Context, in *putTestCaseInput) (*testCaseOutput, error) {
-		if err := h.checkScenario(ctx, in.Name); err != nil {
+		if err := h.checkUnarchived(ctx, in.Name); err != nil {
 			return nil, err
 		}
 		if !testCaseName.MatchString(in.Test) {
 			return nil, problemf(http.StatusUnprocessableEntity, CodeValidationFailed,
-				"test case name %q: 1 to 100 letters, digits, spaces, _ . or -, starting with a letter or digit", in.Test)
+				"test case name %q: 1 to 100 letters, digits, spaces, _ . or -, starting with a letter or digit and not ending with a space", in.Test)
 		}
 		if n := countRecords(in.Body.Records); n > h.testMaxRecords {
 			return nil, problemf(http.StatusRequestEntityTooLarge, CodeTooManyRecords,
@@ -211,9 +211,9 @@ func (h *handlers) registerTestCases(hapi huma.API) {
 		DefaultStatus: http.StatusNoContent,
 		Summary:       "Delete a test case",
 		Tags:          []string{tagTesting},
-		Errors:        []int{http.StatusBadRequest, http.StatusNotFound},
+		Errors:        []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict},
 	}, func(ctx context.Context, in *testCasePath) (*struct{}, error) {
-		if err := h.checkScenario(ctx, in.Name); err != nil {
+		if err := h.checkUnarchived(ctx, in.Name); err != nil {
 			return nil, err
 		}
 		if err := h.store.DeleteTestCase(ctx, in.Name, in.Test); err != nil {
@@ -337,7 +337,11 @@ func compareOutputs(expected map[string][]json.RawMessage, res TestResult) []str
 		first := ""
 		if len(res.Errors) > 0 {
 			e := res.Errors[0]
-			first = fmt.Sprintf(": the first at %s %s, line %d: %s", e.NodeID, e.Field, e.Line, e.Message)
+			at := e.NodeID
+			if e.Field != "" {
+				at += " " + e.Field
+			}
+			first = fmt.Sprintf(": the first at %s, line %d: %s", at, e.Line, e.Message)
 		}
 		failures = append(failures, fmt.Sprintf("%s%s", plural(int(res.TotalErrors), "per-event error"), strings.TrimSpace(first)))
 	}

@@ -351,10 +351,10 @@ func describeType(t Type) string {
 		return "of unknown type"
 	case KindNull:
 		return "null"
-	case KindInteger, KindList:
+	case KindInteger:
 		return "an " + s
 	}
-	return "a " + s
+	return "a " + s // a list(integer), a record{...}
 }
 
 // start returns the position of the first non-space character.

@@ -76,6 +76,7 @@ func TestCompileProblemPositions(t *testing.T) {
 		{"columns count code points", "\"żółć\" + #nope", Unknown, CodeUnknownName, 1, 10, "#nope"},
 		{"tabs count as one column", "\t#nope", Unknown, CodeUnknownName, 1, 2, "#nope"},
 		{"result type at first character", "  #input.amount", Boolean, CodeResultType, 1, 3, "must be a boolean, but it is an integer"},
+		{"a list, with its article", "[1, 2]", Boolean, CodeResultType, 1, 1, "but it is a list(integer)"},
 		{"nullable result where non-null needed", "#input.delay", Integer, CodeResultType, 1, 1, "integer or null"},
 		{"null is never a boolean", "nil", Boolean, CodeResultType, 1, 1, "but it is null"},
 		{"type error", "#input.country > 1", Unknown, CodeType, 1, 16, "invalid operation"},
