@@ -97,16 +97,17 @@ type revokeTokenOutput struct {
 }
 
 // ErrInvalidTokenName is CreateToken's error for a name that is empty, longer than 100 bytes,
-// not UTF-8 or with control or invisible characters (names.IsInvisible): the name shows in the history,
+// not UTF-8, with control or invisible characters (names.IsInvisible), or reading as the
+// server's own identities (auth.ReadsAsOwn): the name shows in the history,
 // the audit log and `token list`, where a newline or an escape sequence could forge lines and
 // a direction override ("x\u202egnp.exe" shows as "xexe.png") could make it look like another.
-var ErrInvalidTokenName = errors.New("a token name is 1 to 100 bytes of UTF-8 without control or invisible characters")
+var ErrInvalidTokenName = errors.New("a token name is 1 to 100 bytes of UTF-8 without control or invisible characters, and does not read as the server's own identities (local, token:..., cli:..., ... (command line))")
 
 // CreateToken draws a new token secret and stores its hash: what POST /api/tokens and the
 // token subcommand do. expiresIn 0 means the token does not expire. Errors:
 // ErrInvalidTokenName, and the store's.
 func CreateToken(ctx context.Context, st store.TokenStore, name string, role auth.Role, expiresIn time.Duration) (store.Token, string, error) {
-	if name == "" || len(name) > 100 || !utf8.ValidString(name) || strings.IndexFunc(name, names.IsHidden) >= 0 {
+	if name == "" || len(name) > 100 || !utf8.ValidString(name) || strings.IndexFunc(name, names.IsHidden) >= 0 || auth.ReadsAsOwn(name) {
 		return store.Token{}, "", fmt.Errorf("%w: %q", ErrInvalidTokenName, name)
 	}
 	nt := store.NewToken{Name: name, Role: string(role)}

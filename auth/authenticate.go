@@ -123,5 +123,11 @@ func ownName(name string) bool {
 	return strings.EqualFold(n, LocalSubject) || len(n) >= len(CLINameSuffix) && strings.EqualFold(n[len(n)-len(CLINameSuffix):], CLINameSuffix)
 }
 
+// ReadsAsOwn says whether s, a name or subject shown in the audit log and the history, reads as
+// one of the server's own identities (the local user, a token's subject, the command line's
+// subjects and names), compared as ownSubject and ownName compare: an API token named
+// "cli:root" or "local" read as them (a hostile round).
+func ReadsAsOwn(s string) bool { return ownSubject(s) || ownName(s) }
+
 // CLINameSuffix ends the names of the command line's audit entries ("root (command line)").
 const CLINameSuffix = " (command line)"
