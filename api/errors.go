@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"syscall"
 	"unicode/utf8"
 
@@ -377,8 +376,8 @@ func storeError(ctx context.Context, err error, name string, version int) error 
 // get past: 503, not a 500 (hostile round: 357 ingestions answered 500 during a 20 s outage).
 //
 // A PostgreSQL server restarting also answers, while it shuts down and starts up, with the
-// SQLSTATEs of class 08 (connection exception) and 57P (57P01 admin_shutdown, 57P02
-// crash_shutdown, 57P03 cannot_connect_now), and a connection it drops mid-answer reads as an
+// SQLSTATEs of connection exceptions (class 08) and of its shutdown and start (57P01
+// admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now), and a connection it drops mid-answer reads as an
 // unexpected EOF: a pg_ctl restart under ingestion gave 6 to 194 answers 500 (a hostile round).
 func unreachable(err error) bool {
 	var netErr net.Error
@@ -388,8 +387,14 @@ func unreachable(err error) bool {
 	}
 	var coded interface{ SQLState() string } // pgconn.PgError's, without the driver here
 	if errors.As(err, &coded) {
-		state := coded.SQLState()
-		return strings.HasPrefix(state, "08") || strings.HasPrefix(state, "57P")
+		switch coded.SQLState() {
+		case "08000", "08001", "08003", "08004", "08006", "57P01", "57P02", "57P03":
+			// connection_exception, sqlclient_unable_to_establish_sqlconnection,
+			// connection_does_not_exist, sqlserver_rejected_establishment_of_sqlconnection,
+			// connection_failure, admin_shutdown, crash_shutdown, cannot_connect_now; not
+			// 08P01 protocol_violation nor 57P04 database_dropped, which a retry does not mend
+			return true
+		}
 	}
 	return false
 }

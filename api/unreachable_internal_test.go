@@ -25,6 +25,8 @@ func TestStoreRestartingIsNotReady(t *testing.T) {
 		{&pgconn.PgError{Code: "08006", Message: "connection failure"}, http.StatusServiceUnavailable},
 		{fmt.Errorf("getting scenario %q: %w", "s", io.ErrUnexpectedEOF), http.StatusServiceUnavailable},
 		{&pgconn.PgError{Code: "42P01", Message: "relation does not exist"}, http.StatusInternalServerError},
+		{&pgconn.PgError{Code: "08P01", Message: "protocol violation"}, http.StatusInternalServerError},
+		{&pgconn.PgError{Code: "57P04", Message: "database dropped"}, http.StatusInternalServerError},
 		{errors.New("something else"), http.StatusInternalServerError},
 	} {
 		err := storeError(context.Background(), fmt.Errorf("appending: %w", tc.err), "s", 0)

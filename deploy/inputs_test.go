@@ -290,10 +290,10 @@ func testFileSourceFollowsFile(t *testing.T, st store.Store) {
 // open at the file's last line close (before, file sources had no idle timeout and those
 // windows stayed open for good: a new user's file tour, helper 115). Worked by hand: 10 s
 // tumbling windows, 2 s out-of-orderness, a 1 s idle timeout; key a at 1 s (v 1) and 4 s
-// (v 2), key b at 12 s (v 4), from the base 1,700,000,000,000 (a whole 10 s). The event at
-// 12 s moves the watermark to 10 s: [0, 10 s) closes with a: n 2, sum 3. [10 s, 20 s) waits
-// for a watermark of 20 s, which only the idle steps give, 8 s of wall clock after the idle
-// timeout: b, n 1, sum 4.
+// (v 2), key b at 19 s (v 4), from the base 1,700,000,000,000 (a whole 10 s). The event at
+// 19 s moves the watermark to 17 s: [0, 10 s) closes with a: n 2, sum 3. [10 s, 20 s) waits
+// for a watermark of 20 s, which only the idle steps give: 19 s + (now − last line) − 1 s,
+// 2 s of wall clock after the last line: b, n 1, sum 4.
 func testFileSourceGoesIdle(t *testing.T, st store.Store) {
 	dir := t.TempDir()
 	g := tumblingGraph("")
@@ -303,7 +303,7 @@ func testFileSourceGoesIdle(t *testing.T, st store.Store) {
 	const base = int64(1_700_000_000_000)
 	appendFile(t, filepath.Join(dir, "events.ndjson"), fmt.Appendf(nil, "%s\n%s\n%s\n",
 		fmt.Sprintf(`{"ts": %d, "key": "a", "v": 1}`, base+1_000), fmt.Sprintf(`{"ts": %d, "key": "a", "v": 2}`, base+4_000),
-		fmt.Sprintf(`{"ts": %d, "key": "b", "v": 4}`, base+12_000)))
+		fmt.Sprintf(`{"ts": %d, "key": "b", "v": 4}`, base+19_000)))
 	r := newRuntime(t, st, func(c *Config) { c.FileSourceDir = dir; c.CheckpointInterval = 30 * time.Millisecond })
 	deploy(t, r, "idle file", 0)
 	waitFor(t, "the window open at the file's last line to close", func() bool { return len(collected(t, st, "idle file")) == 2 })

@@ -696,6 +696,9 @@ func (a *aggregator) releaseEvent() {
 	clear(a.inBuf)
 	a.ev.Payload = nil
 	a.cur = nil
+	if a.direct != nil {
+		clear(a.direct.vals) // the last result's values, handed to the sink
+	}
 	a.scratchFresh = false // the engine clears the scratch event
 	clear(a.lateEv.slots)
 }

@@ -118,6 +118,15 @@ type kafkaSink struct {
 	scratch []byte
 }
 
+// releaseEvent drops the last record handed to Output (eventHolder), and the JSON scratch a
+// large one grew.
+func (k *kafkaSink) releaseEvent() {
+	clear(k.vals)
+	if cap(k.scratch) > 64<<10 {
+		k.scratch = nil
+	}
+}
+
 // KafkaRecordBytes is the bytes of the Kafka record a Kafka sink writes for {key, value,
 // headers} (the engine's Output record), as connector/kafka writes it: a string key or header
 // value its bytes, anything else its JSON; the value its JSON, or its bytes when encoded

@@ -45,6 +45,9 @@ func TestLastEventLetGo(t *testing.T) {
 			[]string{link("in", "sw"),
 				`{"from": "sw", "to": "yes", "edgeType": {"type": "NextSwitch", "condition": {"language": "expr", "expression": "len(#input.a) > 0"}}}`,
 				typedEdge("sw", "no", "SwitchDefault"), link("yes", "u"), link("no", "u"), link("u", "rec"), link("rec", "each"), link("each", "out")}),
+		"Kafka sink of #input": scenarioJSON([]string{src, `{"id": "out", "type": "Sink", "ref": {"typ": "kafka", "parameters": [
+			{"name": "topic", "value": "t"}, {"name": "value", "expression": {"language": "expr", "expression": "#input"}}]}}`},
+			[]string{link("in", "out")}),
 		"aggregate fed directly": scenarioJSON([]string{src, agg("#input.k", "#input.t"), sinkNode("out", "#agg.n")},
 			[]string{link("in", "agg"), link("agg", "out")}),
 		"aggregate of an expression": scenarioJSON([]string{src, agg("#input.k", "len(#input.a)"), sinkNode("out", "#agg.s")},

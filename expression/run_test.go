@@ -218,12 +218,14 @@ func TestLargeRunStateNotPooled(t *testing.T) {
 	}
 }
 
-// Converting the variables an expression reads (a record becomes a Go map, about 320 bytes
+// Converting the variables an expression reads (a record becomes a Go map, about 530 bytes
 // for one of one field) takes from the run's memory budget, at least 64 KiB of it: a test run
 // whose variables held a list of 40,000 records ten times over, read through $env, took 1 GB
-// and 80 s that no budget counted (a hostile round). Worked out: 40,000 records of one field
-// are 40,000 × (8 + 352) + 24 + 16 × 40,000 = 15,040,024 bytes to convert, within the default
-// 16 MiB (16,777,216) once, not twice; 100 of them are 36,664 bytes, within 64 KiB.
+// and 80 s that no budget counted (a hostile round). It may take twice the memory budget,
+// 32 MiB (33,554,432 bytes) by default. Worked out: 40,000 records of one field are
+// 40,000 × (8 + 528) + 24 + 16 × 40,000 = 22,080,024 bytes to convert, within it once, not
+// twice; 100 of them are 55,224 bytes, within the 64 KiB any run may convert. A run refused so
+// is not pooled: its state held the records converted before the refusal.
 func TestVariableConversionCharged(t *testing.T) {
 	records := func(n int) value.Value {
 		items := make([]value.Value, n)
@@ -257,9 +259,16 @@ func TestVariableConversionCharged(t *testing.T) {
 			t.Errorf("%s: %v, want the budget exceeded, %q", tc.text, err, tc.err)
 		}
 	}
+	refused := mustCompile(t, "len(#v0) + len(#v1)", TypeEnv{"v0": Unknown, "v1": Unknown})
+	if _, err := Run(refused, map[string]value.Value{"v0": big, "v1": big}); err == nil {
+		t.Fatal("two lists over the budget: no error")
+	}
+	if st := refused.states.Get(); st != nil {
+		t.Errorf("a run refused while converting its variables was pooled, %d maps' key orders kept", len(st.(*runState).keys))
+	}
 	// A small value is converted whatever the budget (a run of 10 bytes).
 	prog := mustCompile(t, "len(#v0)", TypeEnv{"v0": Unknown})
-	got, _, err := RunVarsWithin(prog, Map(map[string]value.Value{"v0": records(100)}), 10)
+	got, _, err := RunVarsWithin(prog, Map(map[string]value.Value{"v0": records(100)}), 10) // 20 bytes to convert
 	if err != nil || got.Int() != 100 {
 		t.Errorf("len of 100 records within 10 bytes: %v, %v", got, err)
 	}

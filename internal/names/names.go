@@ -37,14 +37,14 @@ func Cut(s string, n int) string {
 }
 
 // Join joins items with sep, as strings.Join does, up to about max bytes: the items that
-// would pass it are left out and counted at the end ("..., and 2995 more"). The first item is
+// would pass it are left out and counted at the end ("a, b, and 2995 more"). The first item is
 // always given, cut by Cut when it alone passes max. A message listing names (a record's
 // fields, the variables in scope, a cycle's path) stays short however many there are.
 func Join(items []string, sep string, max int) string {
 	var b strings.Builder
 	for i, it := range items {
 		if i > 0 && b.Len()+len(sep)+len(it) > max {
-			fmt.Fprintf(&b, "%s... and %d more", sep, len(items)-i)
+			fmt.Fprintf(&b, ", and %d more", len(items)-i)
 			break
 		}
 		if i > 0 {

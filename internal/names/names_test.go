@@ -40,8 +40,8 @@ func TestJoin(t *testing.T) {
 	}{
 		{nil, 10, ""},
 		{[]string{"a", "b", "c"}, 10, "a, b, c"}, // 7 bytes
-		{[]string{"ab", "cd", "ef", "gh"}, 10, "ab, cd, ef, ... and 1 more"}, // "ab, cd, ef" is 10 bytes: gh would pass it
-		{[]string{"abcdef", "g"}, 4, "abcd... (2 bytes more), ... and 1 more"},
+		{[]string{"ab", "cd", "ef", "gh"}, 10, "ab, cd, ef, and 1 more"}, // "ab, cd, ef" is 10 bytes: gh would pass it
+		{[]string{"abcdef", "g"}, 4, "abcd... (2 bytes more), and 1 more"},
 	} {
 		if got := Join(tc.items, ", ", tc.max); got != tc.want {
 			t.Errorf("Join(%q, %d) = %q, want %q", tc.items, tc.max, got, tc.want)
