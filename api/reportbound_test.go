@@ -78,3 +78,24 @@ func testValidationReportBounded(t *testing.T, c *client) {
 		t.Errorf("%d cycles reported, want the 59 back edges' (errors: %d)", cycles, len(res.Errors))
 	}
 }
+
+// A graph that does not decode answers its problems bounded as validation does: an unknown
+// field of a 1 MB name (its name in field and message) and 2,000 unknown fields of 2,000
+// bytes (a hostile re-test: a 9 MB name answered 36 MB; 1,000 of 9,000 bytes, 18 MB).
+func testDecodeProblemsBounded(t *testing.T, c *client) {
+	long := strings.Repeat("n", 1<<20)
+	resp := c.post("/api/scenarios", `{"name": "d1", "graph": {"nodes": [], "edges": [], "`+long+`": 1}}`)
+	p := resp.problem(t, http.StatusUnprocessableEntity, api.CodeInvalidScenario)
+	if len(resp.Body) > 16<<10 || len(p.Problems) != 1 {
+		t.Errorf("one unknown field of 1 MiB: %d problems in %d bytes; want one within 16 KiB", len(p.Problems), len(resp.Body))
+	}
+	var fields []string
+	for i := range 2_000 {
+		fields = append(fields, fmt.Sprintf(`"%s%04d": 1`, strings.Repeat("f", 1996), i))
+	}
+	resp = c.post("/api/scenarios", `{"name": "d2", "graph": {"nodes": [], "edges": [], `+strings.Join(fields, ",")+`}}`)
+	p = resp.problem(t, http.StatusUnprocessableEntity, api.CodeInvalidScenario)
+	if len(resp.Body) > 2<<20 {
+		t.Errorf("2,000 unknown fields of 2,000 bytes: %d problems in %d bytes; want within 2 MiB", len(p.Problems), len(resp.Body))
+	}
+}

@@ -43,6 +43,7 @@ func runAPISuite(t *testing.T, newStore newStoreFunc) {
 		{"ExportImport", testExportImport},
 		{"Validation", testValidation},
 		{"ValidationReportBounded", testValidationReportBounded},
+		{"DecodeProblemsBounded", testDecodeProblemsBounded},
 		{"NodeValidationAndSuggestions", testNodeValidationAndSuggestions},
 		{"Components", testComponents},
 		{"Operations", testOperations},

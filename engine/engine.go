@@ -615,7 +615,16 @@ func (e *Engine) PushJSON(sourceID string, record []byte, line int64) error {
 		defer e.ReleaseEvent() // also when Guard's interruption unwinds the push
 	}
 	e.pushJSON(src, record, line)
+	e.releaseIfMade()
 	return nil
+}
+
+// releaseIfMade lets go of the event's values (ReleaseEvent) when its expressions made
+// ReleaseAfterBytes or more since the last release.
+func (e *Engine) releaseIfMade() {
+	if e.lay.made >= ReleaseAfterBytes {
+		e.ReleaseEvent()
+	}
 }
 
 // PushUndecodable counts a record of source sourceID that its input could not decode (a
@@ -671,7 +680,9 @@ func (e *Engine) PushValue(sourceID string, record value.Value, eventTime int64,
 	e.line = line
 	src.counts.In++
 	src.input, src.lazyInput, src.raw = record, false, nil
-	return e.pushValue(src, eventTime)
+	err := e.pushValue(src, eventTime)
+	e.releaseIfMade()
+	return err
 }
 
 // pushValue pushes the record the source has just decoded (see node.decode)
@@ -854,7 +865,8 @@ const ReleaseAfterBytes = 4 << 10
 // reuses (the source's record and fields, the nodes' scratch events, the expressions'
 // scratch records, an aggregate's key and inputs): what a window keeps it has copied. It
 // costs a pass over the nodes and expressions; the engine calls it itself after a JSON record
-// of ReleaseAfterBytes or more, and a caller of PushValue calls it after a large record.
+// of ReleaseAfterBytes or more, PushJSON and PushValue after an event whose expressions made
+// as many, and a caller of PushValue calls it after a large record.
 func (e *Engine) ReleaseEvent() {
 	for _, n := range e.nodes {
 		clear(n.scratch.slots)
@@ -866,6 +878,7 @@ func (e *Engine) ReleaseEvent() {
 	for _, ev := range e.lay.evaluators {
 		clear(ev.scratchVals)
 	}
+	e.lay.made = 0
 }
 
 // newInputEvent starts the per-input-event counts (MaxForEachEvents).

@@ -112,6 +112,11 @@ type layout struct {
 	paths  []*pathRef
 	// evaluators are every evaluator made, whose scratch records releaseEvent clears.
 	evaluators []*evaluator
+	// made is the bytes the expressions run by expr made (RunVarsWithin's size) since the
+	// last ReleaseEvent: the engine lets go of an event's values when it made many, however
+	// small its record (a 7-byte event, four repeat("x", 15000000) variables: 60 MB kept by
+	// each deployment until its next event; a hostile re-test).
+	made int
 	// maxEventBytes bounds event.held (Options.MaxEventBytes); 0: no bound.
 	maxEventBytes int
 }
@@ -395,6 +400,7 @@ func (ev *evaluator) run(c *event) (value.Value, error) {
 	}
 	v, size, err := expression.RunVarsWithin(ev.prog, c, left)
 	ev.made = size
+	c.lay.made += size
 	if err != nil {
 		ev.prog.NameOperands(err, c)
 		var re *expression.RunError

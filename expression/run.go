@@ -162,7 +162,7 @@ func (p *Program) run(vars Vars, b Budget) (value.Value, int, error) {
 		if len(st.keys) > 0 {
 			clear(st.keys)
 		}
-		if heldLarge(st.env) {
+		if heldLarge(st.env) || size >= pooledMadeBytes {
 			// The run state keeps what it was given (the env, and the VM's stack and
 			// scopes): one that was given a large list or record is let go, not pooled, so
 			// that it does not outlive the event (400 nodes each reading len(#input.l) of a
@@ -382,12 +382,24 @@ func (p *Program) locatedError(err error, b Budget) *RunError {
 // may have been given and still be pooled (heldLarge).
 const pooledValues = 4096
 
-// heldLarge reports whether the values bound in env hold more than pooledValues values.
+// pooledMadeBytes is the most bytes a run's result may hold (its size, as the memory budget
+// counts it) for its state to be pooled: the VM's stack keeps the result after the run, so a
+// pooled state kept an 8 MB string of repeat() until the expression ran again (a hostile
+// re-test: 60 MB a deployment).
+const pooledMadeBytes = 64 << 10
+
+// heldLarge reports whether the values bound in env hold more than pooledValues values, or
+// pooledMadeBytes bytes of strings.
 func heldLarge(env map[string]any) bool {
-	n := 0
+	n, text := 0, 0
 	var walk func(x any) bool
 	walk = func(x any) bool {
 		switch x := x.(type) {
+		case string:
+			// A long string is large too: a state given an 8 MB string kept it (a re-test).
+			if text += len(x); text >= pooledMadeBytes {
+				return true
+			}
 		case []any:
 			if n += len(x); n > pooledValues {
 				return true

@@ -116,14 +116,16 @@ const (
 	MaxProblemBytes = 1 << 20
 )
 
-// CutMessages cuts each message to MaxProblemMessage bytes. Validation does it to what it
-// finds; the problems themselves, and their codes, stay: what is built or refused depends on
-// them, not on how many a report shows (Bound).
+// CutMessages cuts each message, and each field (a JSON path naming what the input named), to
+// MaxProblemMessage bytes. Validation does it to what it finds; the problems themselves, and
+// their codes, stay: what is built or refused depends on them, not on how many a report shows
+// (Bound).
 func (r *Result) CutMessages() {
 	for _, list := range [][]Problem{r.Errors, r.Warnings} {
 		for i := range list {
-			if len(list[i].Message) > MaxProblemMessage {
-				list[i].Message = names.Cut(list[i].Message, MaxProblemMessage)
+			if p := &list[i]; len(p.Message) > MaxProblemMessage || len(p.Field) > MaxProblemMessage {
+				p.Message = names.Cut(p.Message, MaxProblemMessage)
+				p.Field = names.Cut(p.Field, MaxProblemMessage)
 			}
 		}
 	}
