@@ -90,10 +90,10 @@ func Replay(ctx context.Context, e *Engine, in io.Reader) (Summary, error) {
 	var long []byte
 	for {
 		line, err := r.ReadSlice('\n')
-		// size: the bytes of the line without its line end, all of them for a line longer
-		// than the buffer, of which long keeps at most MaxLineBytes and a chunk; blank: it
-		// has none but white space.
-		size, blank := len(bytes.TrimRight(line, "\r\n")), true
+		// size: for a line longer than the buffer, of which long keeps at most MaxLineBytes
+		// and a chunk, the bytes of all of it without its line end (a line within the buffer
+		// is within MaxLineBytes: 0); blank: it has none but white space.
+		size, blank := 0, true
 		if errors.Is(err, bufio.ErrBufferFull) {
 			long = append(long[:0], line...)
 			size = len(line)
