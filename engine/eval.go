@@ -41,11 +41,18 @@ type evaluator struct {
 	cmpConv conversion
 	cmpOp   string
 	cmpLit  value.Value
+	// cmpLen: the comparison's left side is len(cmpPath) (len(#input.items) > 0); lenPath:
+	// the expression is len(lenPath). Both read a list's or record's length where the event
+	// holds it (collectionLen), and run expr for any other value.
+	cmpLen  bool
+	lenPath *pathRef
 }
 
 // runs says whether an evaluation of p may run its program (expr): it is not a path, a
 // record of paths, nor a comparison of a path with a literal, which are read without it.
-func (p *evaluator) runs() bool { return p.path == nil && p.paths == nil && p.cmpPath == nil }
+func (p *evaluator) runs() bool {
+	return p.path == nil && p.paths == nil && p.cmpPath == nil && p.lenPath == nil
+}
 
 // pathRef is a variable, by its slot in the context, and the fields and
 // indexes read from it.
@@ -73,6 +80,32 @@ var pathExpr = regexp.MustCompile(`^\s*#?([A-Za-z_][A-Za-z0-9_]*)((?:\s*(?:\.\s*
 // cmpExpr matches `path OP literal` with a number, a plain string (no
 // escapes) or a boolean literal.
 var cmpExpr = regexp.MustCompile(`^(.*?)(==|!=|<=|>=|<|>)\s*(-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|"[^"\\]*"|'[^'\\]*'|true|false)\s*$`)
+
+// lenExpr matches `len(path)`: the length of a list or record is read where the event holds
+// it, without converting it for expr (which refuses a list of 60,000 small records: its
+// conversion passes the expression's memory).
+var lenExpr = regexp.MustCompile(`^\s*len\((.*)\)\s*$`)
+
+// lenPath returns the path of `len(path)`, or "" when text is not one.
+func lenPath(text string) (string, []pathStep) {
+	m := lenExpr.FindStringSubmatch(text)
+	if m == nil {
+		return "", nil
+	}
+	return parsePath(m[1])
+}
+
+// collectionLen is expr's len of a list or record value; false for any other value (expr
+// counts a string's characters, and refuses null and numbers: it runs then).
+func collectionLen(v value.Value) (value.Value, bool) {
+	switch v.Kind() {
+	case value.KindList:
+		return value.Int(int64(len(v.List()))), true
+	case value.KindRecord:
+		return value.Int(int64(len(v.Record().Keys))), true
+	}
+	return value.Null(), false
+}
 
 // stepExpr splits the steps of a matched path.
 var stepExpr = regexp.MustCompile(`\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*([0-9]+)\s*\]`)
@@ -157,11 +190,21 @@ func (l *layout) newEvaluator(p *expression.Program) *evaluator {
 		ev.conv = conversionFor(typ)
 		return ev
 	}
+	if name, steps := lenPath(text); name != "" {
+		ev.lenPath = l.ref(name, steps)
+		return ev
+	}
 	if m := cmpExpr.FindStringSubmatch(text); m != nil {
 		if name, steps := parsePath(m[1]); name != "" {
 			if lit, ok := parseLiteral(m[3]); ok {
 				ev.cmpPath, ev.cmpOp, ev.cmpLit = l.ref(name, steps), m[2], lit
 				ev.cmpConv = conversionFor(typeAt(p.Env(), name, steps))
+				return ev
+			}
+		}
+		if name, steps := lenPath(m[1]); name != "" {
+			if lit, ok := parseLiteral(m[3]); ok {
+				ev.cmpPath, ev.cmpOp, ev.cmpLit, ev.cmpLen = l.ref(name, steps), m[2], lit, true
 				return ev
 			}
 		}
@@ -365,10 +408,25 @@ func (ev *evaluator) eval(c *event) (value.Value, error) {
 	case ev.path != nil:
 		w, err := c.read(ev.path)
 		return conform(w, ev.conv), err
+	case ev.lenPath != nil:
+		if w, err := c.read(ev.lenPath); err == nil {
+			if n, ok := collectionLen(w); ok {
+				return n, nil
+			}
+		}
+		return ev.run(c)
 	case ev.cmpPath != nil:
 		if w, err := c.read(ev.cmpPath); err == nil {
-			if r, ok := compare(conform(w, ev.cmpConv), ev.cmpOp, ev.cmpLit); ok {
-				return value.Bool(r), nil
+			ok := true
+			if ev.cmpLen {
+				w, ok = collectionLen(w)
+			} else {
+				w = conform(w, ev.cmpConv)
+			}
+			if ok {
+				if r, ok := compare(w, ev.cmpOp, ev.cmpLit); ok {
+					return value.Bool(r), nil
+				}
 			}
 		}
 		return ev.run(c)

@@ -164,3 +164,40 @@ func (l *layout) eventOf(vars map[string]value.Value) *event {
 	}
 	return &c
 }
+
+// len(path), alone or compared with a literal, agrees with expr whatever the value: lists and
+// records are counted where they are held, anything else runs expr (a string's characters,
+// its error for null, numbers and missing fields).
+func TestLenFastPathAgreesWithExpr(t *testing.T) {
+	var lay layout
+	input := value.NewRecord([]string{"l", "r", "e", "s", "u", "n", "i"}, []value.Value{
+		value.List([]value.Value{value.Int(1), value.Null(), value.String("x")}),
+		value.NewRecord([]string{"a", "b"}, []value.Value{value.Int(1), value.Int(2)}),
+		value.List(nil), value.String("ab"), value.String("żółć"), value.Null(), value.Int(7),
+	})
+	vars := map[string]value.Value{"input": input}
+	env := expression.TypeEnv{"input": expression.Unknown}
+	n := 0
+	for _, p := range []string{"#input.l", "#input.r", "#input.e", "#input.s", "#input.u", "#input.n", "#input.i", "#input.missing", "#input", "#input.l[2]"} {
+		for _, text := range []string{"len(" + p + ")", "len(" + p + ") > 2", "len(" + p + ") == 0", "len(" + p + ") != 3"} {
+			prog, problems := expression.Compile(text, env, expression.Unknown)
+			if len(problems) > 0 {
+				t.Errorf("%q does not compile: %v", text, problems)
+				continue
+			}
+			ev := lay.newEvaluator(prog)
+			if ev.lenPath == nil && !ev.cmpLen {
+				t.Fatalf("%q not taken as len of a path", text)
+			}
+			want, wantErr := expression.Run(prog, vars)
+			got, gotErr := ev.eval(lay.eventOf(vars))
+			if (wantErr != nil) != (gotErr != nil) || wantErr == nil && !value.Equal(got, want) {
+				t.Errorf("%q: fast (%s, %v), expr (%s, %v)", text, value.AppendJSON(nil, got), gotErr, value.AppendJSON(nil, want), wantErr)
+			}
+			n++
+		}
+	}
+	if n != 40 {
+		t.Fatalf("%d cases compiled, want 40", n)
+	}
+}
