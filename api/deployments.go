@@ -465,29 +465,30 @@ func (h *handlers) liveCounts(name string) LiveCounts {
 
 // checkScenario answers invalid-name or scenario-not-found unless the scenario exists.
 func (h *handlers) checkScenario(ctx context.Context, name string) error {
-	if err := checkName(name); err != nil {
-		return err
-	}
-	if _, err := h.store.GetScenario(ctx, name); err != nil {
-		return storeError(ctx, err, name, 0)
-	}
-	return nil
+	_, err := h.scenarioNamed(ctx, name)
+	return err
 }
 
 // checkUnarchived is checkScenario for a change: an archived scenario cannot change (409
 // scenario-archived, as a save of a version answers), its test cases neither.
 func (h *handlers) checkUnarchived(ctx context.Context, name string) error {
+	sc, err := h.scenarioNamed(ctx, name)
+	if err == nil && sc.Archived {
+		err = storeError(ctx, store.ErrArchived, name, 0)
+	}
+	return err
+}
+
+// scenarioNamed returns the scenario name, or the answer for a bad name or a store error.
+func (h *handlers) scenarioNamed(ctx context.Context, name string) (store.Scenario, error) {
 	if err := checkName(name); err != nil {
-		return err
+		return store.Scenario{}, err
 	}
 	sc, err := h.store.GetScenario(ctx, name)
 	if err != nil {
-		return storeError(ctx, err, name, 0)
+		return store.Scenario{}, storeError(ctx, err, name, 0)
 	}
-	if sc.Archived {
-		return storeError(ctx, store.ErrArchived, name, 0)
-	}
-	return nil
+	return sc, nil
 }
 
 // runtimeError turns an error of the runtime into the answer; store errors go to storeError.

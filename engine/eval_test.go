@@ -139,17 +139,24 @@ func TestComparisonFastPathAgreesWithExpr(t *testing.T) {
 				if ev.cmpPath == nil {
 					t.Fatalf("%q not taken as a comparison", text)
 				}
-				want, wantErr := expression.Run(prog, vars)
-				got, gotErr := ev.eval(lay.eventOf(vars))
-				if (wantErr != nil) != (gotErr != nil) || wantErr == nil && !value.Equal(got, want) {
-					t.Errorf("%q: fast (%s, %v), expr (%s, %v)", text, value.AppendJSON(nil, got), gotErr, value.AppendJSON(nil, want), wantErr)
-				}
+				agreesWithExpr(t, &lay, ev, prog, vars)
 				n++
 			}
 		}
 	}
 	if n < 200 {
 		t.Fatalf("only %d comparisons compiled", n)
+	}
+}
+
+// agreesWithExpr checks that ev, prog's evaluator taking a shortcut, gives what expr gives for
+// vars: the same value, or an error when expr's is one.
+func agreesWithExpr(t *testing.T, lay *layout, ev *evaluator, prog *expression.Program, vars map[string]value.Value) {
+	t.Helper()
+	want, wantErr := expression.Run(prog, vars)
+	got, gotErr := ev.eval(lay.eventOf(vars))
+	if (wantErr != nil) != (gotErr != nil) || wantErr == nil && !value.Equal(got, want) {
+		t.Errorf("%q: fast (%s, %v), expr (%s, %v)", prog.Text(), value.AppendJSON(nil, got), gotErr, value.AppendJSON(nil, want), wantErr)
 	}
 }
 
@@ -189,11 +196,7 @@ func TestLenFastPathAgreesWithExpr(t *testing.T) {
 			if ev.lenPath == nil && !ev.cmpLen {
 				t.Fatalf("%q not taken as len of a path", text)
 			}
-			want, wantErr := expression.Run(prog, vars)
-			got, gotErr := ev.eval(lay.eventOf(vars))
-			if (wantErr != nil) != (gotErr != nil) || wantErr == nil && !value.Equal(got, want) {
-				t.Errorf("%q: fast (%s, %v), expr (%s, %v)", text, value.AppendJSON(nil, got), gotErr, value.AppendJSON(nil, want), wantErr)
-			}
+			agreesWithExpr(t, &lay, ev, prog, vars)
 			n++
 		}
 	}

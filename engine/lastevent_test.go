@@ -56,51 +56,62 @@ func TestLastEventLetGo(t *testing.T) {
 	// Integers: an expression reading the list converts it within its memory (16 MiB; 24
 	// bytes an integer), where 200,000 empty objects would take 70 MB and be refused.
 	big := []byte(`{"t": 1000, "k": "x", "a": [` + strings.Repeat("0,", 299_999) + `0]}`)
-	var m runtime.MemStats
-	heap := func() uint64 {
-		runtime.GC()
-		runtime.ReadMemStats(&m)
-		return m.HeapAlloc
-	}
 	// The event's decoded size, as a guard that the test would see it held.
-	before := heap()
+	before := liveHeap()
 	held, err := value.ParseJSON(big)
 	if err != nil {
 		t.Fatal(err)
 	}
-	decoded := heap() - before
+	decoded := liveHeap() - before
 	runtime.KeepAlive(held)
 	if decoded < 4<<20 {
 		t.Fatalf("the event decodes to %d bytes; the test needs several MB to see it held", decoded)
 	}
 	for name, g := range graphs {
 		t.Run(name, func(t *testing.T) {
-			s, err := scenario.Decode([]byte(g))
-			if err != nil {
-				t.Fatal(err)
+			if grew := heldAfterPush(t, g, []byte(`{"t": 1, "k": "x", "a": [{}]}`), big); grew > 1<<20 {
+				t.Errorf("after the event the heap holds %d bytes more (the event decodes to %d); want at most 1 MiB more", grew, decoded)
 			}
-			outputs := 0
-			e, err := New(s, Options{ScenarioName: "last", Output: func(string, value.Value, int64) { outputs++ }})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := e.PushJSON("in", []byte(`{"t": 1, "k": "x", "a": [{}]}`), 1); err != nil {
-				t.Fatal(err)
-			}
-			before := heap()
-			if err := e.PushJSON("in", big, 2); err != nil {
-				t.Fatal(err)
-			}
-			after := heap()
-			if errs, n := e.Errors(); n != 0 {
-				t.Fatalf("%d per-event errors: %+v", n, errs)
-			}
-			if after > before+1<<20 {
-				t.Errorf("after the event the heap holds %d bytes more (the event decodes to %d); want at most 1 MiB more", after-before, decoded)
-			}
-			runtime.KeepAlive(e)
 		})
 	}
+}
+
+// liveHeap is the heap's live bytes after a collection.
+func liveHeap() int64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
+}
+
+// heldAfterPush builds an engine of graph (source "in"), pushes warmup (when not nil), then
+// record, and returns by how many bytes the live heap grew over the push of record, the
+// engine kept alive. A per-event error fails the test.
+func heldAfterPush(t *testing.T, graph string, warmup, record []byte) int64 {
+	t.Helper()
+	s, err := scenario.Decode([]byte(graph))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(s, Options{ScenarioName: "held", Output: func(string, value.Value, int64) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if warmup != nil {
+		if err := e.PushJSON("in", warmup, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := liveHeap()
+	if err := e.PushJSON("in", record, 2); err != nil {
+		t.Fatal(err)
+	}
+	grew := liveHeap() - before
+	if errs, n := e.Errors(); n != 0 {
+		t.Fatalf("%d per-event errors: %+v", n, errs)
+	}
+	runtime.KeepAlive(e)
+	return grew
 }
 
 // What an event's expressions make is let go too, however small the event: a 7-byte event
@@ -130,34 +141,11 @@ func TestMadeValuesLetGo(t *testing.T) {
 			sinkNode("out", "len(#item)")},
 			[]string{link("in", "sp"), link("sp", "a"), link("sp", "b"), link("a", "u"), link("b", "u"), link("u", "each"), link("each", "out")}),
 	}
-	var m runtime.MemStats
-	heap := func() uint64 {
-		runtime.GC()
-		runtime.ReadMemStats(&m)
-		return m.HeapAlloc
-	}
 	for name, g := range graphs {
 		t.Run(name, func(t *testing.T) {
-			s, err := scenario.Decode([]byte(g))
-			if err != nil {
-				t.Fatal(err)
+			if grew := heldAfterPush(t, g, nil, []byte(`{"t": 1, "k": "x"}`)); grew > 1<<20 {
+				t.Errorf("after an event whose expressions made 8,000,000 bytes the heap holds %d bytes more; want at most 1 MiB more", grew)
 			}
-			e, err := New(s, Options{ScenarioName: "made", Output: func(string, value.Value, int64) {}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			before := heap()
-			if err := e.PushJSON("in", []byte(`{"t": 1, "k": "x"}`), 1); err != nil {
-				t.Fatal(err)
-			}
-			after := heap()
-			if errs, n := e.Errors(); n != 0 {
-				t.Fatalf("%d per-event errors: %+v", n, errs)
-			}
-			if after > before+1<<20 {
-				t.Errorf("after an event whose expressions made 8,000,000 bytes the heap holds %d bytes more; want at most 1 MiB more", after-before)
-			}
-			runtime.KeepAlive(e)
 		})
 	}
 }
