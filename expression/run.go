@@ -437,22 +437,32 @@ func heldLarge(env map[string]any) bool {
 func chargeConversion(v value.Value, left int) int {
 	var buf [16]value.Value // on the stack while the value is small
 	stack := append(buf[:0], v)
+	// Scalars are counted where they are met; only lists and records wait on the stack, so
+	// that the walk of a list of numbers takes nothing.
+	take := func(items []value.Value) {
+		for i := 0; i < len(items) && left >= 0; i++ {
+			switch items[i].Kind() {
+			case value.KindInt, value.KindFloat:
+				left -= 8 // boxed in an interface
+			case value.KindString:
+				left -= 16
+			case value.KindList, value.KindRecord:
+				stack = append(stack, items[i])
+			}
+		}
+	}
 	for len(stack) > 0 && left >= 0 {
 		x := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		switch x.Kind() {
-		case value.KindInt, value.KindFloat:
-			left -= 8 // boxed in an interface
-		case value.KindString:
-			left -= 16
 		case value.KindList:
 			items := x.List()
 			left -= 24 + 16*len(items)
-			stack = append(stack, items...)
+			take(items)
 		case value.KindRecord:
 			r := x.Record()
 			left -= recordConversionBytes(len(r.Keys))
-			stack = append(stack, r.Values...)
+			take(r.Values)
 		}
 	}
 	return left
