@@ -36,7 +36,8 @@ type ingestInput struct {
 	Source         string `path:"sourceId" doc:"The id of an HTTP source node of the running version." example:"payments"`
 	IdempotencyKey string `header:"Idempotency-Key" maxLength:"200" pattern:"^[ -~]*$" doc:"Optional key naming this batch, of printable ASCII (as the IETF draft's Idempotency-Key, a structured-field string; a UUID is typical): a batch re-sent with the same key and the same events (after a timeout, a lost answer or a server restart) is stored once and answered with the first batch's offsets. The same key with other events (compared by a SHA-256 of the events) is refused with 422 idempotency-key-reused, nothing stored. Use a new key for each batch."`
 	ContentType    string `header:"Content-Type" doc:"application/json (one object, or an array of objects) or application/x-ndjson (one object a line)."`
-	// ContentEncoding: the server does not decompress bodies.
+	// ContentEncoding: the server does not decompress bodies (checkBody refuses them, for every
+	// route); declared here for the API's description.
 	ContentEncoding string `header:"Content-Encoding" doc:"identity or absent: compressed bodies are refused (415 unsupported-media-type)."`
 	RawBody         []byte `contentType:"application/x-ndjson"`
 }
@@ -93,10 +94,6 @@ func (h *handlers) ingest(ctx context.Context, in *ingestInput) (*ingestOutput, 
 	}
 	if err := h.needRuntime(); err != nil {
 		return nil, err
-	}
-	if enc := strings.TrimSpace(in.ContentEncoding); enc != "" && !strings.EqualFold(enc, "identity") {
-		return nil, problemf(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
-			"Content-Encoding %q is not supported: send the events uncompressed", enc)
 	}
 	records, err := splitRecords(in.ContentType, in.RawBody)
 	if err != nil {
