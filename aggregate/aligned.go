@@ -286,6 +286,22 @@ func (a *aligned) Advance(w int64) {
 			bound = a.next * a.s
 		}
 		a.evictAndFree(bound)
+		a.releaseFired()
+	}
+}
+
+// releaseFired lets go of the last fired window's values: the tiered aggregations merged
+// into scratch for it (a List's entries, a Set's values) are emitted and needed no more, and
+// kept there they would be held and counted in StateBytes until the next window fires, which
+// may be never (a closed window of 180 MB of List entries kept counting against
+// --max-total-state).
+func (a *aligned) releaseFired() {
+	if anyTrue(a.tierWnt) {
+		for _, c := range a.scratch.cols {
+			if c != nil {
+				c.ResetAll()
+			}
+		}
 	}
 }
 

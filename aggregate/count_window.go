@@ -221,6 +221,9 @@ func (c *countWindow) emitWindow(slot, base int) {
 	c.r.Start, c.r.End = start, end+1
 	c.r.Time = end
 	emitCells(&c.stats, c.emit, &c.r, c.scratch, 0)
+	for _, s := range c.scratch {
+		s.Reset(0) // emitted: the window's merged values are needed no more
+	}
 }
 
 // Advance only records the watermark: count windows do not close on time.

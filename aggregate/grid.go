@@ -340,6 +340,7 @@ func emitCells(st *Stats, emit func(*Result), r *Result, cols []Column, i int) {
 		st.Errors++
 	}
 	emit(r)
+	clear(r.Values) // emitted: r is reused, and must not keep the last result alive
 }
 
 // stateBytes estimates the grid's heap bytes.

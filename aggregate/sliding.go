@@ -280,6 +280,9 @@ func (s *sliding) Advance(w int64) {
 		}
 	})
 	s.evictBelow(bound)
+	for _, c := range s.scratch {
+		c.Reset(0) // the last window emitted: its values (a List's entries) are needed no more
+	}
 	for slot := 0; slot < s.keys.Cap(); slot++ {
 		if s.keys.Live(slot) && s.lastData[slot] < bound {
 			s.resetRunning(slot)
