@@ -541,7 +541,7 @@ func (e *Engine) SetPartitionsPending(sourceID string, pending []int32) {
 		}
 	}
 	if src.raiseFloor(e.opts.now().UnixMilli()) {
-		e.step()
+		e.stepAlone()
 	}
 }
 
@@ -585,7 +585,7 @@ func (e *Engine) ConfirmPartitions(sourceID string) {
 		ps.confirmed = max(ps.confirmed, ps.marked)
 	}
 	if src.raiseFloor(e.opts.now().UnixMilli()) {
-		e.step()
+		e.stepAlone()
 	}
 }
 
@@ -839,6 +839,13 @@ func (e *Engine) step() {
 	e.inStep = false
 }
 
+// stepAlone is step outside a push (a clock tick, a partition listing): what the windows it
+// closes emit is let go of as after a push (releaseIfMade).
+func (e *Engine) stepAlone() {
+	e.step()
+	e.releaseIfMade()
+}
+
 // Flush ends a bounded input: every watermark becomes +infinity, every
 // window closes and emits, upstream aggregates first.
 func (e *Engine) Flush() {
@@ -851,6 +858,7 @@ func (e *Engine) Flush() {
 	for _, a := range e.aggregates {
 		a.window.Flush()
 	}
+	e.releaseIfMade()
 }
 
 // ReleaseAfterBytes is the size of a JSON record from which the engine lets go of what the

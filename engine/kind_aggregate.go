@@ -811,6 +811,7 @@ func (a *aggregator) emit(r *aggregate.Result) {
 		e.fail(a.node, "aggregations", fmt.Errorf("window [%d, %d) of key %s: %w",
 			r.Start, r.End, value.AppendJSON(nil, value.List(r.Key)), r.Err))
 	}
+	madeByResult(e, r)
 	if a.direct != nil && r.Event == nil && e.probe == nil {
 		a.emitDirect(e, r)
 		return
@@ -839,6 +840,31 @@ func (a *aggregator) emit(r *aggregate.Result) {
 	a.counts.Out++
 	e.forward(a.node, c, "")
 	a.cur = nil
+}
+
+// madeByResult counts a result's strings, lists and records in what the event made
+// (layout.made), until that reaches ReleaseAfterBytes: the result goes on to variables and
+// sinks that keep it until the engine lets go of the event (releaseIfMade). A closed window's
+// List of 20 MB was held by the aggregate's scratch event, its sink and the expressions
+// that read it, after a small event had closed it, until the next large one.
+func madeByResult(e *Engine, r *aggregate.Result) {
+	for _, v := range r.Values {
+		if e.lay.made >= ReleaseAfterBytes {
+			return
+		}
+		switch v.Kind() {
+		case value.KindString:
+			e.lay.made += len(v.Str())
+		case value.KindList:
+			if n := len(v.List()); n >= ReleaseAfterBytes/24 {
+				e.lay.made += 24 * n // a value header an item, at least
+				return
+			}
+			e.lay.made += aggregate.HeldBytes(v)
+		case value.KindRecord:
+			e.lay.made += aggregate.HeldBytes(v)
+		}
+	}
 }
 
 // materialize makes a result variable whole from the result being emitted.

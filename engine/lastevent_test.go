@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/value"
@@ -146,6 +148,75 @@ func TestMadeValuesLetGo(t *testing.T) {
 			if grew := heldAfterPush(t, g, nil, []byte(`{"t": 1, "k": "x"}`)); grew > 1<<20 {
 				t.Errorf("after an event whose expressions made 8,000,000 bytes the heap holds %d bytes more; want at most 1 MiB more", grew)
 			}
+		})
+	}
+}
+
+// What a closed window emits is let go too, whoever closes it: a small event, a clock tick or
+// the end of input. Each graph's window holds n events of 1 MiB strings in a List; a small
+// event of another key, far later, or a clock tick an hour later (the source idle), closes
+// it and the List goes to a sink (directly, in a
+// record built by expr, to Kafka, through a Variable). With 20 MiB, more than an expression
+// may make (16 MiB), the record built by expr fails at the sink: before, that failed run kept
+// the result until the next large event, 20 MiB a deployment that the state budget had given
+// back. After the close the heap may hold at most 1 MiB more than before the first event.
+func TestClosedWindowResultLetGo(t *testing.T) {
+	src := `{"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [
+		{"name": "timestamp", "expression": {"language": "expr", "expression": "#input.t"}}]}}`
+	agg := `{"id": "agg", "type": "CustomNode", "nodeType": "aggregate-tumbling", "outputVar": "agg", "parameters": [
+		{"name": "groupBy", "value": [{"language": "expr", "expression": "#input.k"}]},
+		{"name": "aggregations", "value": [{"name": "l", "aggregator": "List", "aggregateBy": {"language": "expr", "expression": "#input.s"}}]},
+		{"name": "windowLength", "value": "10s"}]}`
+	edges := []string{link("in", "agg"), link("agg", "out")}
+	record := scenarioJSON([]string{src, agg, sinkNode("out", "{a: #agg, k: #key}")}, edges)
+	idle := `{"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [{"name": "idleTimeout", "value": "2s"},
+		{"name": "timestamp", "expression": {"language": "expr", "expression": "#input.t"}}]}}`
+	tests := []struct {
+		name      string
+		graph     string
+		n, errors int
+		tick      bool // closed by Tick, not by an event
+	}{
+		{"sink of the result", scenarioJSON([]string{src, agg, sinkNode("out", "#agg.l")}, edges), 10, 0, false},
+		{"sink of a record of it", record, 10, 0, false},
+		{"sink of a record of it, too large", record, 20, 1, false},
+		{"the same, closed by a clock tick", scenarioJSON([]string{idle, agg, sinkNode("out", "{a: #agg, k: #key}")}, edges), 20, 1, true},
+		{"Kafka sink of the result", scenarioJSON([]string{src, agg, `{"id": "out", "type": "Sink", "ref": {"typ": "kafka", "parameters": [{"name": "topic", "value": "t"}, {"name": "value", "expression": {"language": "expr", "expression": "#agg.l"}}]}}`}, edges), 10, 0, false},
+		{"variable of it, then a sink", scenarioJSON([]string{src, agg, `{"id": "v", "type": "Variable", "varName": "v", "value": {"language": "expr", "expression": "#agg.l"}}`, sinkNode("out", "len(#v)")}, []string{link("in", "agg"), link("agg", "v"), link("v", "out")}), 10, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := scenario.Decode([]byte(tt.graph))
+			if err != nil {
+				t.Fatal(err)
+			}
+			outs := 0
+			clock := time.UnixMilli(10_000_000) // no event time is ahead of it
+			e, err := New(s, Options{ScenarioName: "held", Now: func() time.Time { return clock },
+				Output: func(string, value.Value, int64) { outs++ }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := liveHeap()
+			for i := range tt.n {
+				rec := fmt.Sprintf(`{"t": %d, "k": "x", "s": "%s"}`, 1000+i, strings.Repeat(string(rune('a'+i)), 1<<20))
+				if err := e.PushJSON("in", []byte(rec), int64(i+1)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tt.tick {
+				e.Tick(clock.Add(time.Hour))
+			} else if err := e.PushJSON("in", []byte(`{"t": 6000000, "k": "y", "s": ""}`), int64(tt.n+1)); err != nil {
+				t.Fatal(err)
+			}
+			grew := liveHeap() - before
+			if errs, n := e.Errors(); n != int64(tt.errors) || outs != 1-tt.errors {
+				t.Fatalf("%d outputs and %d per-event errors (%+v), want %d and %d", outs, n, errs, 1-tt.errors, tt.errors)
+			}
+			if grew > 1<<20 {
+				t.Errorf("after the window closed the heap holds %d bytes more than before its events (%d MiB were in it); want at most 1 MiB more", grew, tt.n)
+			}
+			runtime.KeepAlive(e)
 		})
 	}
 }

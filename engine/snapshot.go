@@ -199,6 +199,6 @@ func (e *Engine) Tick(now time.Time) {
 		}
 	}
 	if moved {
-		e.step()
+		e.stepAlone()
 	}
 }
