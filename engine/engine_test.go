@@ -337,3 +337,35 @@ func TestReplayUnknownSourceListsSources(t *testing.T) {
 		t.Fatalf("errors %v", errs)
 	}
 }
+
+// A path of #input that walk does not follow gives expr's value wherever it is read: in a
+// Variable, in a record literal of paths and in the group key of an aggregate that reads the
+// source's record (evalFrom). A string's index is its character's code (expr's own answer:
+// "abc"[0] is 97); out of range it is an error of the node (a hostile round: #input.s[0] in
+// a Variable was an error where (#input.s[0]) was 97).
+func TestPathStepsOnlyExprFollows(t *testing.T) {
+	src := `{"id": "in", "type": "Source", "ref": {"typ": "file", "parameters": [{"name": "path", "value": "x"},
+		{"name": "timestamp", "expression": {"language": "expr", "expression": "#input.t"}}]}}`
+	input := `{"t": 1, "s": "abc"}` + "\n" + `{"t": 2, "s": "x"}` + "\n"
+	variable := scenarioJSON([]string{src,
+		`{"id": "v", "type": "Variable", "varName": "c", "value": {"language": "expr", "expression": "#input.s[0]"}}`,
+		sinkNode("out", "{first: #c, second: #input.s[1]}")},
+		[]string{link("in", "v"), link("v", "out")})
+	got, e, _ := replay(t, variable, input)
+	expectLines(t, got, `{"sink":"out","value":{"first":97,"second":98}}`)
+	if errs, n := e.Errors(); n != 1 || errs[0].NodeID != "out" || errs[0].Line != 2 {
+		t.Fatalf("%d errors %+v, want one, at out on line 2 (\"x\"[1] is out of range)", n, errs)
+	}
+	grouped := scenarioJSON([]string{src,
+		`{"id": "agg", "type": "CustomNode", "nodeType": "aggregate-tumbling", "outputVar": "agg", "parameters": [
+			{"name": "groupBy", "value": [{"language": "expr", "expression": "#input.s[1]"}]},
+			{"name": "aggregations", "value": [{"name": "n", "aggregator": "Count"}]},
+			{"name": "windowLength", "value": "10s"}]}`,
+		sinkNode("out", "{key: #key[0], n: #agg.n}")},
+		[]string{link("in", "agg"), link("agg", "out")})
+	got, e, _ = replay(t, grouped, input)
+	expectLines(t, got, `{"sink":"out","value":{"key":98,"n":1}}`)
+	if errs, n := e.Errors(); n != 1 || errs[0].NodeID != "agg" || errs[0].Line != 2 {
+		t.Fatalf("%d errors %+v, want one, at agg on line 2", n, errs)
+	}
+}

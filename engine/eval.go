@@ -183,7 +183,9 @@ func (l *layout) newEvaluator(p *expression.Program) *evaluator {
 	l.evaluators = append(l.evaluators, ev)
 	text := p.Text()
 	if name, steps := parsePath(text); name != "" {
-		typ := p.Result()
+		// The type declared where the path ends, as expr's binding converts it: a field under a
+		// nullable record is typed nullable (p.Result()) but declared, and converted, as is.
+		typ := typeAt(p.Env(), name, steps)
 		if scalarOrUnknown(typ) { // a typed record or list: expr converts inside it
 			ev.path = l.ref(name, steps)
 		}
@@ -398,7 +400,10 @@ func (ev *evaluator) evalFrom(src *source, c *event) (value.Value, error) {
 		return ev.eval(c)
 	}
 	v, err := src.inputField(c, ev.path)
-	return conform(v, ev.conv), err
+	if err != nil {
+		return ev.run(c) // expr's own answer: a string's character, or its error and message
+	}
+	return conform(v, ev.conv), nil
 }
 
 // eval returns the expression's value for c.
@@ -407,7 +412,12 @@ func (ev *evaluator) eval(c *event) (value.Value, error) {
 	switch {
 	case ev.path != nil:
 		w, err := c.read(ev.path)
-		return conform(w, ev.conv), err
+		if err != nil {
+			// walk does not follow every step expr does (#input.s[0] of a string is its first
+			// character): expr gives the value, or its own error and message.
+			return ev.run(c)
+		}
+		return conform(w, ev.conv), nil
 	case ev.lenPath != nil:
 		if w, err := c.read(ev.lenPath); err == nil {
 			if n, ok := collectionLen(w); ok {
