@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/scenario-server/scenario-server/connector"
 	"github.com/scenario-server/scenario-server/connector/kafka"
 	"github.com/scenario-server/scenario-server/engine"
@@ -70,9 +72,12 @@ type deployment struct {
 	sinks *sinks
 	// weight is what it counts toward Config.MaxDeployments (deploymentWeight), set before
 	// it is reserved.
-	weight  int
-	sources []*source
-	byID    map[string]*source
+	weight int
+	// eventMemory is what each of its events takes of Config.EventMemoryBytes
+	// (engine.Engine.EventMemory; 0: none).
+	eventMemory int64
+	sources     []*source
+	byID        map[string]*source
 
 	stopCh chan struct{} // closed: commit a final checkpoint and return
 	// inputsCtx ends with a stop (or the run): set by run before the first event.
@@ -966,6 +971,20 @@ func (d *deployment) pushPayload(s *source, payload []byte, at, line int64, part
 		if release != nil {
 			defer release()
 		}
+		// What the event's expressions may make and hold (engine.Engine.EventMemory), within
+		// the deployments' event memory (Config.EventMemoryBytes): 150 deployments each
+		// holding 48 MB of strings made by a 7-byte event ended a server out of memory.
+		w, ok := d.rt.eventMemory.take(d.inputsCtx, d.eventMemory)
+		if !ok {
+			d.pushing = pushing{offset: -1, partition: -1}
+			return false
+		}
+		if w > 0 {
+			defer d.rt.eventMemory.give(w)
+			if d.rt.onEventMemory != nil {
+				d.rt.onEventMemory(d.rt.eventMemory.inUse.Load())
+			}
+		}
 	}
 	switch { // an event log's offset is set by push
 	case s.in != nil && s.conn.LineNumbers:
@@ -1006,40 +1025,90 @@ func (d *deployment) pushPayload(s *source, payload []byte, at, line int64, part
 // Config.LargeEventBytes: smaller events, the common ones, go through without it.
 const LargeEvent = 64 << 10
 
-// largeEventShare is the most of the large-event budget one event takes: a quarter. A
-// deployment pushes one event at a time, so one scenario holds at most a quarter while its
-// events run: an event taking it all for its seconds in the graph held every other
-// deployment's large events back (a hostile re-test: each of 8 deployments went on at one
-// line a second behind one slow scenario). Decoded, an event is bounded anyway
-// (value.MaxValues); four such at once are within the budget's intent.
-func largeEventShare(budget int64) int64 { return max(budget/4, 1) }
+// eventBudget bounds what the deployments' events hold at once (Config.LargeEventBytes,
+// Config.EventMemoryBytes): an event takes its part before it goes through its graph and gives
+// it back after, waiting while the others' events hold the budget; inUse is what it has given
+// and waiting the events waiting for their part. nil is no bound.
+//
+// An event takes at most a quarter of the budget (share). A deployment pushes one event at a
+// time, so one scenario holds at most a quarter while its events run: an event taking it all
+// for its seconds in the graph held every other deployment's large events back (a hostile
+// re-test: each of 8 deployments went on at one line a second behind one slow scenario).
+type eventBudget struct {
+	sem            *semaphore.Weighted
+	share          int64
+	inUse, waiting atomic.Int64
+}
 
-// takeLargeEvent takes the part of the large-event budget (Config.LargeEventBytes) an event
-// of n bytes needs, waiting while the deployments' other large events hold it, and returns
-// what gives it back (nil when the event needs none: smaller than LargeEvent, or no budget)
-// and true. An event takes its size, at most largeEventShare of the budget. When ctx ends (the deployment
+// newEventBudget is the budget of limit bytes; nil for 0 or less (no bound).
+func newEventBudget(limit int64) *eventBudget {
+	if limit <= 0 {
+		return nil
+	}
+	return &eventBudget{sem: semaphore.NewWeighted(limit), share: max(limit/4, 1)}
+}
+
+// take takes n bytes of b, at most its share, waiting while other events hold it, and returns
+// what it took (0: nothing, for no bound or n of 0) and true. When ctx ends (the deployment
 // stops) while it waits, it returns false: the event is not pushed but read again from the
 // positions the stop commits (pushed without the budget, the events of every deployment
-// waiting at a server's shutdown would decode at once).
+// waiting at a server's shutdown would go through at once).
+func (b *eventBudget) take(ctx context.Context, n int64) (int64, bool) {
+	if b == nil || n <= 0 {
+		return 0, true
+	}
+	w := min(n, b.share)
+	b.waiting.Add(1)
+	err := b.sem.Acquire(ctx, w)
+	b.waiting.Add(-1)
+	if err != nil {
+		return 0, false
+	}
+	b.inUse.Add(w)
+	return w, true
+}
+
+// inUseBytes is what b has given (0 for no bound).
+func (b *eventBudget) inUseBytes() int64 {
+	if b == nil {
+		return 0
+	}
+	return b.inUse.Load()
+}
+
+// waitingEvents is how many events wait for their part of b (0 for no bound).
+func (b *eventBudget) waitingEvents() int64 {
+	if b == nil {
+		return 0
+	}
+	return b.waiting.Load()
+}
+
+// give gives back what take took.
+func (b *eventBudget) give(w int64) {
+	if w > 0 {
+		b.inUse.Add(-w)
+		b.sem.Release(w)
+	}
+}
+
+// takeLargeEvent takes the part of the large-event budget (Config.LargeEventBytes) an event
+// of n bytes needs, as eventBudget.take, and returns what gives it back (nil when the event
+// needs none: smaller than LargeEvent, or no budget) and true; false when the deployment
+// stopped while it waited. Decoded, an event is bounded anyway (value.MaxValues); four such at
+// once are within the budget's intent.
 func (r *Runtime) takeLargeEvent(ctx context.Context, n int) (release func(), ok bool) {
-	if r.largeEvents == nil || n < LargeEvent {
+	if n < LargeEvent {
 		return nil, true
 	}
-	w := min(int64(n), largeEventShare(r.cfg.LargeEventBytes))
-	r.largeWaiting.Add(1)
-	err := r.largeEvents.Acquire(ctx, w)
-	r.largeWaiting.Add(-1)
-	if err != nil {
-		return nil, false
+	w, ok := r.largeEvents.take(ctx, int64(n))
+	if !ok || w == 0 {
+		return nil, ok
 	}
-	inUse := r.largeInUse.Add(w)
 	if r.onLargeEvent != nil {
-		r.onLargeEvent(n, inUse)
+		r.onLargeEvent(n, r.largeEvents.inUse.Load())
 	}
-	return func() {
-		r.largeInUse.Add(-w)
-		r.largeEvents.Release(w)
-	}, true
+	return func() { r.largeEvents.give(w) }, true
 }
 
 // watchEvents abandons an event that goes through the graph for longer than the runtime's

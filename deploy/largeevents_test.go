@@ -35,7 +35,7 @@ func TestLargeEventsBounded(t *testing.T) {
 	r.onLargeEvent = func(_ int, inUse int64) {
 		time.Sleep(20 * time.Millisecond)
 		mu.Lock()
-		most, calls, waiting, last = max(most, inUse), calls+1, max(waiting, r.largeWaiting.Load()), inUse
+		most, calls, waiting, last = max(most, inUse), calls+1, max(waiting, r.largeEvents.waitingEvents()), inUse
 		mu.Unlock()
 	}
 	for _, n := range names {
@@ -144,7 +144,7 @@ func TestLargeEventNotPushedWhenStoppedWaiting(t *testing.T) {
 		<-holding
 	}
 	ingestAll(t, r, "wait", [][]byte{largeEvent(0, 120<<10)}, 0, 1)
-	waitFor(t, "wait's event waiting for the budget", func() bool { return r.largeWaiting.Load() == 1 })
+	waitFor(t, "wait's event waiting for the budget", func() bool { return r.largeEvents.waitingEvents() == 1 })
 	// The scrape says so: the four holders' 4 × 102,400 bytes, and one event waiting.
 	if g := gauges(t, reg, "", ""); g["scenario_server_large_event_bytes_in_use"] != 409600 || g["scenario_server_large_events_waiting"] != 1 {
 		t.Errorf("large-event gauges %v; want 409600 bytes in use, 1 waiting", g)

@@ -49,6 +49,12 @@ var (
 	descLargeWaiting = prometheus.NewDesc("scenario_server_large_events_waiting",
 		"Large events of running deployments waiting for their part of the large-event budget at the scrape (their deployments wait with them).",
 		nil, nil)
+	descEventMemoryInUse = prometheus.NewDesc("scenario_server_event_memory_bytes_in_use",
+		"Bytes of the event memory budget (--event-memory) the deployments' events hold at the scrape: each event of a scenario with an expression run by expr takes what its expressions may make and hold, at most a quarter of the budget, while it goes through its graph.",
+		nil, nil)
+	descEventMemoryWaiting = prometheus.NewDesc("scenario_server_event_memory_waiting",
+		"Events of running deployments waiting for their part of the event memory budget at the scrape (their deployments wait with them).",
+		nil, nil)
 	descCheckpointInDoubt = prometheus.NewDesc("scenario_server_checkpoint_in_doubt",
 		"1 while the last checkpoint of a running deployment is in doubt: its commit answered an unclear error and the store has not said yet whether it committed; 0 otherwise.",
 		[]string{"scenario"}, nil)
@@ -56,7 +62,7 @@ var (
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descIn, descOut, descErrors, descLate, descPartlyLate, descStateBytes, descStateKeys, descStateSlices, descBacklog,
-		descCheckpointTime, descCheckpointLag, descCheckpointFailures, descCheckpointInDoubt, descSeriesLeftOut, descLargeInUse, descLargeWaiting} {
+		descCheckpointTime, descCheckpointLag, descCheckpointFailures, descCheckpointInDoubt, descSeriesLeftOut, descLargeInUse, descLargeWaiting, descEventMemoryInUse, descEventMemoryWaiting} {
 		ch <- d
 	}
 }
@@ -105,8 +111,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		c.scenarioSeries(ch, l)
 	}
 	ch <- prometheus.MustNewConstMetric(descSeriesLeftOut, prometheus.GaugeValue, float64(leftOut))
-	ch <- prometheus.MustNewConstMetric(descLargeInUse, prometheus.GaugeValue, float64(c.rt.largeInUse.Load()))
-	ch <- prometheus.MustNewConstMetric(descLargeWaiting, prometheus.GaugeValue, float64(c.rt.largeWaiting.Load()))
+	ch <- prometheus.MustNewConstMetric(descLargeInUse, prometheus.GaugeValue, float64(c.rt.largeEvents.inUseBytes()))
+	ch <- prometheus.MustNewConstMetric(descLargeWaiting, prometheus.GaugeValue, float64(c.rt.largeEvents.waitingEvents()))
+	ch <- prometheus.MustNewConstMetric(descEventMemoryInUse, prometheus.GaugeValue, float64(c.rt.eventMemory.inUseBytes()))
+	ch <- prometheus.MustNewConstMetric(descEventMemoryWaiting, prometheus.GaugeValue, float64(c.rt.eventMemory.waitingEvents()))
 }
 
 // scenarioSeries gathers a deployment's per-scenario series (its checkpoints).

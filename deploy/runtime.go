@@ -98,7 +98,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/sync/semaphore"
 
 	"github.com/scenario-server/scenario-server/connector"
 	"github.com/scenario-server/scenario-server/connector/kafka"
@@ -207,6 +206,16 @@ type Config struct {
 	// times its JSON (3.5 million {} in 10 MiB took 600 MB before value.MaxValues), and 80
 	// deployments decoding a 524,000-value event each at once took 3.66 GB (hostile re-test).
 	LargeEventBytes int64
+	// EventMemoryBytes is the most memory, in bytes, the events of all deployments may take in
+	// their graphs at once by what their expressions make: an event of a scenario with an
+	// expression run by expr takes engine.Engine.EventMemory (what its variables may hold and
+	// one run may make, 112 MiB by default), at most a quarter of this, while it goes through;
+	// a deployment whose next event would pass it waits (back-pressure on its source). Events
+	// of scenarios whose expressions are all paths, comparisons and records of paths take no
+	// part. 0 or negative: no such bound. Each event is bounded on its own, but 150
+	// deployments each holding 48 MB made by a 7-byte event took 5.57 GB and ended the server
+	// (hostile round).
+	EventMemoryBytes int64
 	// MaxPendingResultBytes is the most bytes of collect results (and dead letters) waiting
 	// for a checkpoint: reaching it, the deployment stops reading between two events and
 	// takes the checkpoint. 0 means DefaultMaxPendingResultBytes (64 MiB).
@@ -289,13 +298,15 @@ type Runtime struct {
 	// state is the budget of the deployments' window state together (Config.MaxTotalState).
 	state *engine.SharedStateBudget
 	// largeEvents is the budget of large events being decoded and pushed at once
-	// (Config.LargeEventBytes; nil: none); largeInUse the bytes it has given, largeWaiting the
-	// events waiting for their part, and onLargeEvent,
-	// set by tests, is called with an event's size and them while it holds its part.
-	largeEvents  *semaphore.Weighted
-	largeInUse   atomic.Int64
-	largeWaiting atomic.Int64 // events waiting for their part
+	// (Config.LargeEventBytes; nil: none), and onLargeEvent, set by tests, is called with an
+	// event's size and the bytes in use while it holds its part.
+	largeEvents  *eventBudget
 	onLargeEvent func(size int, inUse int64)
+	// eventMemory is the budget of what events make in their graphs at once
+	// (Config.EventMemoryBytes; nil: none), and onEventMemory, set by tests, is called with
+	// the bytes in use while an event holds its part.
+	eventMemory   *eventBudget
+	onEventMemory func(inUse int64)
 	// pendingBytes is the bytes of collect results all deployments keep waiting
 	// (Config.MaxTotalPendingResultBytes).
 	pendingBytes atomic.Int64
@@ -413,9 +424,8 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.MaxTotalState > 0 {
 		r.state = &engine.SharedStateBudget{Max: cfg.MaxTotalState}
 	}
-	if cfg.LargeEventBytes > 0 {
-		r.largeEvents = semaphore.NewWeighted(cfg.LargeEventBytes)
-	}
+	r.largeEvents = newEventBudget(cfg.LargeEventBytes)
+	r.eventMemory = newEventBudget(cfg.EventMemoryBytes)
 	if r.connectors, err = r.newConnectors(cfg.Connectors); err != nil {
 		return nil, fmt.Errorf("deploy: %w", err)
 	}
@@ -1196,6 +1206,7 @@ func (r *Runtime) prepare(v store.Version, stored bool) (*deployment, error) {
 	}
 	d.eng = eng
 	d.weight = deploymentWeight(eng.Validation().CompileCost)
+	d.eventMemory = eng.EventMemory()
 	eng.OnError(d.deadLetter)
 	problems := r.openConnectors(d, v.Scenario)
 	if len(problems) > 0 {

@@ -861,6 +861,34 @@ func (e *Engine) Flush() {
 	e.releaseIfMade()
 }
 
+// EventMemory is the most memory, in bytes, one event may take in the engine by what its
+// expressions make, when some expression of the scenario runs expr: what the event's
+// variables may hold (Options.MaxEventBytes, 64 MiB by default) and three times what one run
+// may make besides (its memory budget, 16 MiB by default, within that; converting the
+// variables it reads may take twice as much again), 112 MiB by default. 0 when no expression
+// runs expr (paths, comparisons of a path with a literal, len of a path and records of paths
+// make nothing of their own) or the event's variables have no bound. What the event decoded
+// to, and the window state, are bounded apart.
+func (e *Engine) EventMemory() int64 {
+	if e.lay.maxEventBytes <= 0 {
+		return 0
+	}
+	run := 0
+	for _, ev := range e.lay.evaluators {
+		if ev.runs() {
+			m := ev.prog.Budget().Memory
+			if m < 0 || m > e.lay.maxEventBytes {
+				m = e.lay.maxEventBytes // a run makes at most what the event may hold still
+			}
+			run = max(run, m)
+		}
+	}
+	if run == 0 {
+		return 0
+	}
+	return int64(e.lay.maxEventBytes) + 3*int64(run)
+}
+
 // ReleaseAfterBytes is the size of a JSON record from which the engine lets go of what the
 // event decoded to once it has gone through the graph (releaseEvent): smaller ones, the
 // common ones, leave their values in the buffers the next event reuses. An event of empty

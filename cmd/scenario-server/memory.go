@@ -125,6 +125,17 @@ func defaultLargeEventBytes() int64 {
 	return 64 << 20
 }
 
+// defaultEventMemory is the default of --event-memory: a quarter of serverMemory, or 1 GiB
+// when the memory is not known. With the state (an eighth), large events (a 256th of their
+// JSON, about a quarter decoded) and connections (an eighth) it leaves the rest to the
+// runtime and the store.
+func defaultEventMemory() int64 {
+	if m, ok := serverMemory(os.ReadFile); ok {
+		return max(m/4, 1)
+	}
+	return 1 << 30
+}
+
 // defaultMaxDeployments is the default of --max-deployments: one per 16 MiB of the server's
 // memory (serverMemory), at least 16, or 128 when the memory is not known. A running
 // scenario of a few hundred nodes takes 5 to 7 MB before its window state (which

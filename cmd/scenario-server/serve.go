@@ -48,6 +48,7 @@ const (
 	envMaxDeploymentState = "SCENARIO_SERVER_MAX_DEPLOYMENT_STATE"
 	envMaxTotalState      = "SCENARIO_SERVER_MAX_TOTAL_STATE"
 	envLargeEventBytes    = "SCENARIO_SERVER_LARGE_EVENT_BYTES"
+	envEventMemory        = "SCENARIO_SERVER_EVENT_MEMORY"
 	envMaxDeployments     = "SCENARIO_SERVER_MAX_DEPLOYMENTS"
 	envMaxNodeSeries      = "SCENARIO_SERVER_MAX_NODE_SERIES"
 	envMaxDeadLetters     = "SCENARIO_SERVER_MAX_DEAD_LETTERS"
@@ -118,6 +119,9 @@ type serveConfig struct {
 	// LargeEventBytes is the most bytes of large events all deployments decode and push at
 	// once (deploy.Config.LargeEventBytes); 0 means no bound.
 	LargeEventBytes int64
+	// EventMemory is the most memory the events of all deployments take at once by what their
+	// expressions make (deploy.Config.EventMemoryBytes); 0 means no bound.
+	EventMemory int64
 	// MaxDeployments is the most scenarios the server runs at once
 	// (deploy.Config.MaxDeployments); 0 means no bound.
 	MaxDeployments int
@@ -204,6 +208,12 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	largeEventBytes := defaultLargeEventBytes()
 	if getenv(envLargeEventBytes) != "" {
 		if largeEventBytes, err = envInt(getenv, envLargeEventBytes); err != nil {
+			return serveConfig{}, err
+		}
+	}
+	eventMemory := defaultEventMemory()
+	if getenv(envEventMemory) != "" {
+		if eventMemory, err = envInt(getenv, envEventMemory); err != nil {
 			return serveConfig{}, err
 		}
 	}
@@ -308,6 +318,9 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 			"; default: an eighth of the memory the server may use, the least of its cgroup's limit, the machine's and GOMEMLIMIT; 0: no budget)")
 	fs.Int64Var(&cfg.LargeEventBytes, "large-event-bytes", largeEventBytes,
 		fmt.Sprintf("the deployments together decode and run at most this many `bytes` of events of %d bytes or more at once, each counted at most a quarter of it; a deployment whose next such event would pass it waits (env %s; default: a 256th of the memory the server may use, 64 MiB when it is not known; 0: no bound)", deploy.LargeEvent, envLargeEventBytes))
+	fs.Int64Var(&cfg.EventMemory, "event-memory", eventMemory,
+		"the events of all deployments take at most this many `bytes` at once by what their expressions make: an event of a scenario with an expression run by expr takes what its variables may hold and one run may make (112 MiB), at most a quarter of this, while it goes through its graph; a deployment whose next event would pass it waits (env "+envEventMemory+
+			"; default: a quarter of the memory the server may use, 1 GiB when it is not known; 0: no bound)")
 	fs.IntVar(&cfg.MaxDeployments, "max-deployments", maxDeployments,
 		"deploying one more scenario than `n` running is refused with 409 too-many-deployments (a scenario counts once for each 16 MiB its compiled expressions keep; a new version of a running one replaces it; those resumed at start are not refused) (env "+envMaxDeployments+
 			"; default: one per 16 MiB of the memory the server may use, at least 16; 0: no bound)")
@@ -366,8 +379,8 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	if cfg.MaxConnections < 0 {
 		return serveConfig{}, fmt.Errorf("%w: --max-connections must not be negative", errUsage)
 	}
-	if cfg.CheckpointInterval < 0 || cfg.EventTimeout < 0 || cfg.MaxBacklog < 0 || cfg.MaxDeploymentState < 0 || cfg.MaxTotalState < 0 || cfg.LargeEventBytes < 0 || cfg.MaxDeployments < 0 || cfg.MaxNodeSeries < 0 || cfg.MaxDeadLetters < 0 {
-		return serveConfig{}, fmt.Errorf("%w: --checkpoint-interval, --event-timeout, --max-backlog, --max-deployment-state, --max-total-state, --large-event-bytes, --max-deployments, --max-node-series and --max-dead-letters must not be negative", errUsage)
+	if cfg.CheckpointInterval < 0 || cfg.EventTimeout < 0 || cfg.MaxBacklog < 0 || cfg.MaxDeploymentState < 0 || cfg.MaxTotalState < 0 || cfg.LargeEventBytes < 0 || cfg.EventMemory < 0 || cfg.MaxDeployments < 0 || cfg.MaxNodeSeries < 0 || cfg.MaxDeadLetters < 0 {
+		return serveConfig{}, fmt.Errorf("%w: --checkpoint-interval, --event-timeout, --max-backlog, --max-deployment-state, --max-total-state, --large-event-bytes, --event-memory, --max-deployments, --max-node-series and --max-dead-letters must not be negative", errUsage)
 	}
 	if cfg.ResultRetention < 0 || cfg.BatchKeyRetention < 0 || cfg.AuditRetention < 0 {
 		return serveConfig{}, fmt.Errorf("%w: --result-retention, --batch-key-retention and --audit-retention must not be negative", errUsage)
@@ -539,6 +552,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		ResultRetention: cfg.ResultRetention, BatchKeyRetention: cfg.BatchKeyRetention, AuditRetention: cfg.AuditRetention,
 		Owner: owner, NoResume: cfg.NoResume, CrashLoopLimit: crashLoopLimit(cfg.CrashLoopLimit),
 		MaxDeploymentState: stateBudget, MaxTotalState: cfg.MaxTotalState, MaxTotalPendingResultBytes: cfg.MaxTotalState, LargeEventBytes: cfg.LargeEventBytes,
+		EventMemoryBytes:      cfg.EventMemory,
 		MaxDeployments:        cfg.MaxDeployments,
 		MaxNodeSeries:         cfg.MaxNodeSeries,
 		MaxDeadLettersPerHour: crashLoopLimit(cfg.MaxDeadLetters), MaxDeadLetterBytesPerHour: deadLetterBytes(cfg.MaxDeadLetters),
