@@ -164,6 +164,10 @@ type base struct {
 
 func (b base) Func() string     { return b.spec.Func }
 func (b base) Invertible() bool { return b.def.info.Invertible }
+func (b base) NumericResult() bool {
+	in := b.def.info.Input
+	return in == "none" || in == "boolean" || in == "number"
+}
 
 // Input checks shared by the aggregators.
 

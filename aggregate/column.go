@@ -76,6 +76,10 @@ type Aggregator interface {
 	// Invertible reports whether Retract is supported (Count, CountWhen, Sum,
 	// Average, VarPop, VarSamp, StddevPop, StddevSamp).
 	Invertible() bool
+	// NumericResult reports that every result is a number or null: the functions whose input
+	// is none, a boolean or a number (Count, CountWhen, Sum, Average, the percentiles and
+	// variances); Min, Max, First, Last, List, Set and the distinct counts are not said to be.
+	NumericResult() bool
 	// Accept reports whether v is a valid input: nil, or an *InputError.
 	Accept(v value.Value) error
 	// NewColumn returns an empty column with no cells.

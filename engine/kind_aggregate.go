@@ -514,7 +514,10 @@ type aggregator struct {
 	groupBy  []*evaluator
 	aggBy    []*evaluator // nil for Count
 	aggNames []string
-	endCond  *evaluator
+	// numeric: every aggregation's result is a number or null (NumericResult), so a result
+	// makes nothing an event would hold (madeByResult).
+	numeric bool
+	endCond *evaluator
 	// The fields of groupBy's and aggBy's expressions, for their errors.
 	groupByFields, aggByFields []string
 	cur                        *aggregate.Result // the result being emitted
@@ -613,6 +616,7 @@ func windowOf(shape func(*AggregatePlan, *aggregate.WindowSpec)) builder {
 				return nil, err
 			}
 			named = append(named, aggregate.Named{Name: ag.Name, Aggregator: fn})
+			a.numeric = (i == 0 || a.numeric) && fn.NumericResult()
 			a.aggNames = append(a.aggNames, ag.Name)
 			a.aggBy = append(a.aggBy, n.evaluator(p.AggregateBy[i]))
 			a.aggByFields = append(a.aggByFields, p.AggregateBy[i].Field)
@@ -811,7 +815,9 @@ func (a *aggregator) emit(r *aggregate.Result) {
 		e.fail(a.node, "aggregations", fmt.Errorf("window [%d, %d) of key %s: %w",
 			r.Start, r.End, value.AppendJSON(nil, value.List(r.Key)), r.Err))
 	}
-	madeByResult(e, r)
+	if !a.numeric {
+		madeByResult(e, r)
+	}
 	if a.direct != nil && r.Event == nil && e.probe == nil {
 		a.emitDirect(e, r)
 		return
