@@ -464,7 +464,7 @@ func (d *deployment) run() {
 			return
 		}
 		if d.sinks.overShared {
-			err := fmt.Errorf("%w: the collect results waiting in all deployments would pass %d bytes (the server's bound on them); the last checkpoint is kept: deploy again when other deployments have fewer waiting, or change the scenario to write less for one event",
+			err := fmt.Errorf("%w: the results waiting in all deployments (collect results, dead letters, and the lines and records of file, stdout and Kafka sinks) would pass %d bytes (the server's bound on them); the last checkpoint is kept: deploy again when other deployments have fewer waiting, or change the scenario to write less for one event",
 				errEventResults, d.rt.cfg.MaxTotalPendingResultBytes)
 			log.Error("deployment failed", "error", err)
 			d.fail(err.Error())
@@ -1663,17 +1663,19 @@ func (d *deployment) pendingResults() int {
 }
 
 // syncPending sets the deployment's part of the runtime's pendingBytes to its
-// pendingResultBytes (0 when ended), as results commit or are dropped.
+// pendingResultBytes and what its Outputs hold (0 when ended), as results commit or are
+// dropped.
 func (d *deployment) syncPending(ended bool) {
 	if d.sinks.shared == nil {
 		return
 	}
-	cur := int64(0)
+	cur, out := int64(0), int64(0)
 	if !ended {
-		cur = d.pendingResultBytes()
+		out = int64(d.sinks.outputBytes())
+		cur = d.pendingResultBytes() + out
 	}
 	d.sinks.shared.Add(cur - d.sinks.reported)
-	d.sinks.reported = cur
+	d.sinks.reported, d.sinks.outCharged = cur, out
 }
 
 // pendingResultBytes is pendingResults in bytes of the collect results' values.

@@ -148,12 +148,8 @@ func TestOneEventsSmallResultsBounded(t *testing.T) {
 // not, in another deployment, and its file holds the 3 lines once they are committed.
 func TestOneEventsLinesBounded(t *testing.T) {
 	st := sqliteStore(t)
-	file := func(n int, name string) string {
-		return strings.Replace(fanOutGraph(n), `{"typ": "collect", "parameters": [`,
-			`{"typ": "file", "parameters": [{"name": "path", "value": "`+name+`.jsonl"}, `, 1)
-	}
-	createScenario(t, st, "wide", file(20, "wide"))
-	createScenario(t, st, "narrow", file(3, "narrow"))
+	createScenario(t, st, "wide", fileFanOutGraph(20, "wide"))
+	createScenario(t, st, "narrow", fileFanOutGraph(3, "narrow"))
 	dir := t.TempDir()
 	r := newRuntime(t, st, func(c *Config) { c.MaxPendingResultBytes = 64 << 10; c.FileSinkDir = dir })
 	wide := deploy(t, r, "wide", 0)
@@ -198,7 +194,7 @@ func TestTotalPendingResultBytesBounded(t *testing.T) {
 		failed, err = st.GetDeployment(t.Context(), five.ID)
 		return err == nil && failed.Status == store.StatusFailed
 	})
-	if !strings.Contains(failed.Reason, "the collect results waiting in all deployments would pass 300000 bytes") {
+	if !strings.Contains(failed.Reason, "the results waiting in all deployments (collect results, dead letters, and the lines and records of file, stdout and Kafka sinks) would pass 300000 bytes") {
 		t.Errorf("reason %q", failed.Reason)
 	}
 	recs := [][]byte{[]byte(`{"n": 1}`), []byte(`{"n": 2}`)}
@@ -251,4 +247,52 @@ func TestKafkaBatchCutByTheResultsBound(t *testing.T) {
 	if got, most := st.committed.Load(), st.most.Load(); got != 200 || most > 20 {
 		t.Errorf("%d results committed, at most %d in one checkpoint; want 200, in checkpoints of about 16", got, most)
 	}
+}
+
+// fileFanOutGraph is fanOutGraph(n) into a file sink writing name.jsonl: n lines of 65,539
+// bytes (the value's JSON string, 65,538, and its newline) an event.
+func fileFanOutGraph(n int, name string) string {
+	return strings.Replace(fanOutGraph(n), `{"typ": "collect", "parameters": [`,
+		`{"typ": "file", "parameters": [{"name": "path", "value": "`+name+`.jsonl"}, `, 1)
+}
+
+// What sinks hold for their checkpoints counts in the server's bound with the collect results
+// (before, only against each deployment's own bound: 24 deployments each holding 255 Kafka
+// records of 1 MB ended a server out of memory at 5.8 GB, a hostile round). With a bound of
+// 300,000 bytes for all and 1 MiB each: an event of 5 lines of 65,539 bytes (327,695) fails
+// its deployment and nothing reaches its file; one of 3 (196,617) does not, in another
+// deployment; once committed its lines no longer count, and a second event of 3 is kept and
+// committed too; then nothing waits.
+func TestTotalPendingSinkBytesBounded(t *testing.T) {
+	st := sqliteStore(t)
+	createScenario(t, st, "five", fileFanOutGraph(5, "five"))
+	createScenario(t, st, "three", fileFanOutGraph(3, "three"))
+	dir := t.TempDir()
+	r := newRuntime(t, st, func(c *Config) {
+		c.MaxPendingResultBytes, c.MaxTotalPendingResultBytes, c.FileSinkDir = 1<<20, 300_000, dir
+	})
+	five := deploy(t, r, "five", 0)
+	deploy(t, r, "three", 0)
+	ingestAll(t, r, "five", [][]byte{[]byte(`{}`)}, 0, 1)
+	var failed store.Deployment
+	waitFor(t, "the deployment of five lines failed", func() bool {
+		var err error
+		failed, err = st.GetDeployment(t.Context(), five.ID)
+		return err == nil && failed.Status == store.StatusFailed
+	})
+	if !strings.Contains(failed.Reason, "the results waiting in all deployments (collect results, dead letters, and the lines and records of file, stdout and Kafka sinks) would pass 300000 bytes") {
+		t.Errorf("reason %q", failed.Reason)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "five.jsonl")); len(b) != 0 {
+		t.Errorf("the failed deployment's file holds %d bytes (%v), want none", len(b), err)
+	}
+	recs := [][]byte{[]byte(`{"n": 1}`), []byte(`{"n": 2}`)}
+	for i, want := range []int{3, 6} {
+		ingestAll(t, r, "three", recs[:i+1], i, 1)
+		waitFor(t, fmt.Sprintf("%d lines of three", want), func() bool {
+			b, err := os.ReadFile(filepath.Join(dir, "three.jsonl"))
+			return err == nil && len(b) == want*(65536+2+1)
+		})
+	}
+	waitFor(t, "nothing waiting", func() bool { return r.pendingBytes.Load() == 0 })
 }

@@ -220,8 +220,10 @@ type Config struct {
 	// for a checkpoint: reaching it, the deployment stops reading between two events and
 	// takes the checkpoint. 0 means DefaultMaxPendingResultBytes (64 MiB).
 	MaxPendingResultBytes int64
-	// MaxTotalPendingResultBytes is the most bytes of collect results (and dead letters) all
-	// deployments together keep waiting for their checkpoints: the deployment whose results
+	// MaxTotalPendingResultBytes is the most bytes of results all deployments together keep
+	// waiting for their checkpoints: collect results and dead letters, and the lines and
+	// records file, stdout and Kafka sinks hold until then (connector.Output.PendingBytes).
+	// The deployment whose results
 	// would pass it fails, keeping its last checkpoint, as one past its own bound within one
 	// event does. 0 or negative: no such bound.
 	MaxTotalPendingResultBytes int64

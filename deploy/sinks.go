@@ -33,13 +33,16 @@ type sinks struct {
 	collectBytes    int64
 	maxCollectBytes int64
 	overflow        bool
-	// The collect results of all the runtime's deployments, waiting (Config.
-	// MaxTotalPendingResultBytes; nil: no bound): shared holds their bytes, of which
-	// reported are this deployment's (deployment.syncPending keeps it right as they go); past
-	// sharedMax no more is kept, and overflow and overShared are set.
+	// The results of all the runtime's deployments waiting for their checkpoints, collect
+	// results and dead letters and what the Outputs hold (Config.MaxTotalPendingResultBytes;
+	// nil: no bound): shared holds their bytes, of which reported are this deployment's
+	// (deployment.syncPending keeps it right as they go) and outCharged the part of those its
+	// Outputs held when last counted; past sharedMax no more is kept, and overflow and
+	// overShared are set.
 	shared     *atomic.Int64
 	sharedMax  int64
 	reported   int64
+	outCharged int64
 	overShared bool
 	// written counts every value written, to tell whether an idle tick emitted anything.
 	written int64
@@ -104,8 +107,20 @@ func (s *sinks) output(sinkID string, v value.Value, _ int64) {
 		k.out.Write(v)
 		// Past maxCollectBytes with the collect results, as addResult: nothing more is kept
 		// and the deployment fails, keeping its last checkpoint.
-		if s.maxCollectBytes > 0 && s.collectBytes+int64(s.outputBytes()) > s.maxCollectBytes {
+		out := int64(s.outputBytes())
+		if s.maxCollectBytes > 0 && s.collectBytes+out > s.maxCollectBytes {
 			s.overflow = true
+		}
+		// And past the server's bound with every deployment's results: 24 deployments each
+		// holding 255 Kafka records of 1 MB for their checkpoints, each within its own
+		// bound, ended a server out of memory (hostile round).
+		if d := out - s.outCharged; s.shared != nil && d > 0 {
+			if s.shared.Add(d) > s.sharedMax {
+				s.shared.Add(-d)
+				s.overflow, s.overShared = true, true
+				return
+			}
+			s.outCharged, s.reported = out, s.reported+d
 		}
 	}
 }
