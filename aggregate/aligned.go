@@ -266,11 +266,19 @@ func (a *aligned) Advance(w int64) {
 	a.w = w
 	a.watermarkMoved()
 	if a.mode == OnEvent {
-		if a.w == infinity {
-			a.evictAndFree(math.MaxInt64 >> 2)
-			return
+		bound := int64(math.MaxInt64 >> 2)
+		if a.w != infinity {
+			bound = a.firstOpen() * a.s
 		}
-		a.evictAndFree(a.firstOpen() * a.s)
+		if a.evictAndFree(bound) {
+			// A window closed: the last event's window merged into scratch cell 0
+			// (emitOnEvent) may be that one's, and is needed no more.
+			for _, c := range a.scratch.cols {
+				if c != nil {
+					c.ResetAll()
+				}
+			}
+		}
 		return
 	}
 	fired := false
@@ -400,10 +408,11 @@ func (a *aligned) firstSliceFrom(j int64) (int64, bool) {
 	return first, found
 }
 
-// evictAndFree drops slices below j and frees the slots left with no data.
-func (a *aligned) evictAndFree(j int64) {
+// evictAndFree drops slices below j and frees the slots left with no data; it reports
+// whether any slice was dropped.
+func (a *aligned) evictAndFree(j int64) bool {
 	if !a.evictBelow(j) {
-		return
+		return false
 	}
 	pending := make(map[int]bool, len(a.extra))
 	for _, s := range a.extra {
@@ -419,6 +428,7 @@ func (a *aligned) evictAndFree(j int64) {
 			a.free(slot)
 		}
 	}
+	return true
 }
 
 func anyTrue(b []bool) bool {

@@ -222,7 +222,7 @@ func (c *countWindow) emitWindow(slot, base int) {
 	c.r.Time = end
 	emitCells(&c.stats, c.emit, &c.r, c.scratch, 0)
 	for _, s := range c.scratch {
-		s.Reset(0) // emitted: the window's merged values are needed no more
+		s.ResetAll() // emitted: the window's merged values, and their arrays, are needed no more
 	}
 }
 

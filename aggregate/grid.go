@@ -341,6 +341,7 @@ func emitCells(st *Stats, emit func(*Result), r *Result, cols []Column, i int) {
 	}
 	emit(r)
 	clear(r.Values) // emitted: r is reused, and must not keep the last result alive
+	r.Key = nil
 }
 
 // stateBytes estimates the grid's heap bytes.

@@ -143,14 +143,39 @@ func (s *sessionOp) slot(key []value.Value) int {
 	return slot
 }
 
-// keySlab is how many key values copyKey allocates at once.
-const keySlab = 64
+// keySlab is how many key values copyKey allocates at once, and slabKeyBytes the most bytes
+// of strings, lists and records a key in a slab holds (HeldBytes).
+const (
+	keySlab      = 64
+	slabKeyBytes = 1 << 10
+)
+
+// heldKeyBytes is what key's strings, lists and records hold (HeldBytes); it stops at the
+// value that takes it past slabKeyBytes.
+func heldKeyBytes(key []value.Value) int {
+	n := 0
+	for _, v := range key {
+		switch v.Kind() {
+		case value.KindString:
+			n += len(v.Str())
+		case value.KindList, value.KindRecord:
+			n += HeldBytes(v)
+		}
+		if n > slabKeyBytes {
+			break
+		}
+	}
+	return n
+}
 
 // copyKey copies key into the operator's current slab of key values: keys that come and go
 // (a key's state is dropped once its sessions and tombstones are gone) allocate once per
-// keySlab values, not once each. A copy is never written again, as Result.Key promises.
+// keySlab values, not once each. A copy is never written again, as Result.Key promises. A key
+// of more than slabKeyBytes of strings, lists or records has its own copy: in a slab, a
+// dropped key's values stay reachable while another key of the slab lives (a closed session's
+// key of 20 MiB stayed held).
 func (s *sessionOp) copyKey(key []value.Value) []value.Value {
-	if len(key) > keySlab {
+	if len(key) > keySlab || heldKeyBytes(key) > slabKeyBytes {
 		return ownedKey(key)
 	}
 	if len(s.slab) < len(key) {

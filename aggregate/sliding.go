@@ -281,7 +281,7 @@ func (s *sliding) Advance(w int64) {
 	})
 	s.evictBelow(bound)
 	for _, c := range s.scratch {
-		c.Reset(0) // the last window emitted: its values (a List's entries) are needed no more
+		c.ResetAll() // the last window emitted: its values (a List's entries) and their arrays are needed no more
 	}
 	for slot := 0; slot < s.keys.Cap(); slot++ {
 		if s.keys.Live(slot) && s.lastData[slot] < bound {

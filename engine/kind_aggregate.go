@@ -514,8 +514,8 @@ type aggregator struct {
 	groupBy  []*evaluator
 	aggBy    []*evaluator // nil for Count
 	aggNames []string
-	// numeric: every aggregation's result is a number or null (NumericResult), so a result
-	// makes nothing an event would hold (madeByResult).
+	// numeric: every aggregation's result is a number or null (NumericResult), so a result's
+	// values make nothing an event would hold (madeByResult).
 	numeric bool
 	endCond *evaluator
 	// The fields of groupBy's and aggBy's expressions, for their errors.
@@ -815,9 +815,7 @@ func (a *aggregator) emit(r *aggregate.Result) {
 		e.fail(a.node, "aggregations", fmt.Errorf("window [%d, %d) of key %s: %w",
 			r.Start, r.End, value.AppendJSON(nil, value.List(r.Key)), r.Err))
 	}
-	if !a.numeric {
-		madeByResult(e, r)
-	}
+	madeByResult(e, r, a.numeric)
 	if a.direct != nil && r.Event == nil && e.probe == nil {
 		a.emitDirect(e, r)
 		return
@@ -848,13 +846,23 @@ func (a *aggregator) emit(r *aggregate.Result) {
 	a.cur = nil
 }
 
-// madeByResult counts a result's strings, lists and records in what the event made
-// (layout.made), until that reaches ReleaseAfterBytes: the result goes on to variables and
-// sinks that keep it until the engine lets go of the event (releaseIfMade). A closed window's
-// List of 20 MB was held by the aggregate's scratch event, its sink and the expressions
-// that read it, after a small event had closed it, until the next large one.
-func madeByResult(e *Engine, r *aggregate.Result) {
-	for _, v := range r.Values {
+// madeByResult counts a result's key and values that are strings, lists or records in what
+// the event made (layout.made), until that reaches ReleaseAfterBytes; numeric says the values
+// are all numbers (aggregator.numeric), and only the key is looked at. The result goes on to
+// variables and sinks that keep it until the engine lets go of the event (releaseIfMade): a
+// closed window's List of 20 MB, or its key of 20 MB, was held by the aggregate's scratch
+// event, its sink and the expressions that read it, after a small event had closed it, until
+// the next large one.
+func madeByResult(e *Engine, r *aggregate.Result, numeric bool) {
+	madeBy(e, r.Key)
+	if !numeric {
+		madeBy(e, r.Values)
+	}
+}
+
+// madeBy counts vals' strings, lists and records in layout.made (madeByResult).
+func madeBy(e *Engine, vals []value.Value) {
+	for _, v := range vals {
 		if e.lay.made >= ReleaseAfterBytes {
 			return
 		}
