@@ -828,10 +828,14 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 				// listing answered may let them move it on: windows may close.
 				written := d.sinks.written
 				w0, _ := d.eng.SourceWatermark(s.id)
-				ok := d.eng.Guard(func() {
-					d.eng.SetPartitionsPending(s.id, pending)
-					d.noteListing(s, sent, answered)
-				})
+				w, ok := d.takeEventMemory(true) // as an idle step; taken at a later poll when not free
+				if ok {
+					ok = d.eng.Guard(func() {
+						d.eng.SetPartitionsPending(s.id, pending)
+						d.noteListing(s, sent, answered)
+					})
+					d.rt.eventMemory.give(w)
+				}
 				d.endEvent()
 				if !ok {
 					return total, nil
@@ -974,17 +978,12 @@ func (d *deployment) pushPayload(s *source, payload []byte, at, line int64, part
 		// What the event's expressions may make and hold (engine.Engine.EventMemory), within
 		// the deployments' event memory (Config.EventMemoryBytes): 150 deployments each
 		// holding 48 MB of strings made by a 7-byte event ended a server out of memory.
-		w, ok := d.rt.eventMemory.take(d.inputsCtx, d.eventMemory)
+		w, ok := d.takeEventMemory(false)
 		if !ok {
 			d.pushing = pushing{offset: -1, partition: -1}
 			return false
 		}
-		if w > 0 {
-			defer d.rt.eventMemory.give(w)
-			if d.rt.onEventMemory != nil {
-				d.rt.onEventMemory(d.rt.eventMemory.inUse.Load())
-			}
-		}
+		defer d.rt.eventMemory.give(w)
 	}
 	switch { // an event log's offset is set by push
 	case s.in != nil && s.conn.LineNumbers:
@@ -1068,6 +1067,19 @@ func (b *eventBudget) take(ctx context.Context, n int64) (int64, bool) {
 	return w, true
 }
 
+// tryTake is take without the wait: false when the part is not free at once.
+func (b *eventBudget) tryTake(n int64) (int64, bool) {
+	if b == nil || n <= 0 {
+		return 0, true
+	}
+	w := min(n, b.share)
+	if !b.sem.TryAcquire(w) {
+		return 0, false
+	}
+	b.inUse.Add(w)
+	return w, true
+}
+
 // inUseBytes is what b has given (0 for no bound).
 func (b *eventBudget) inUseBytes() int64 {
 	if b == nil {
@@ -1090,6 +1102,26 @@ func (b *eventBudget) give(w int64) {
 		b.inUse.Add(-w)
 		b.sem.Release(w)
 	}
+}
+
+// takeEventMemory takes the deployment's part of the event memory (Config.EventMemoryBytes,
+// d.eventMemory) for an event, as eventBudget.take: false when the deployment stopped while it
+// waited. For a step outside an event (an idle source's, a partition listing's), whose closed
+// windows run expressions, step is set: the part is taken only when free at once (false
+// otherwise), so that the deployment's loop, which commits its checkpoints, does not wait
+// for other deployments' events; the step is taken at a later round.
+func (d *deployment) takeEventMemory(step bool) (int64, bool) {
+	var w int64
+	ok := true
+	if step {
+		w, ok = d.rt.eventMemory.tryTake(d.eventMemory)
+	} else {
+		w, ok = d.rt.eventMemory.take(d.inputsCtx, d.eventMemory)
+	}
+	if w > 0 && d.rt.onEventMemory != nil {
+		d.rt.onEventMemory(d.rt.eventMemory.inUse.Load(), step)
+	}
+	return w, ok
 }
 
 // takeLargeEvent takes the part of the large-event budget (Config.LargeEventBytes) an event
@@ -1222,8 +1254,15 @@ func (d *deployment) idleTick(now time.Time) {
 	}
 	before := d.watermarks()
 	written := d.sinks.written
-	d.eng.SetInputPartition(-1)               // what an idle step closes belongs to no record
+	d.eng.SetInputPartition(-1) // what an idle step closes belongs to no record
+	// The windows a step closes run their sinks' expressions: within the event memory, as an
+	// event (the deployments' idle sources step at about the same time).
+	w, ok := d.takeEventMemory(true)
+	if !ok {
+		return // the event memory is taken: the step is taken at a later round
+	}
 	d.eng.Guard(func() { d.eng.Tick(clock) }) // interruptOnStop
+	d.rt.eventMemory.give(w)
 	d.endEvent()
 	if d.sinks.written != written {
 		// Windows closed: commit them with the state at once, rather than leave results that

@@ -1,9 +1,12 @@
 package deploy
 
 import (
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/scenario-server/scenario-server/store"
 )
 
 // The events of all deployments take at most Config.EventMemoryBytes at once by what their
@@ -29,7 +32,10 @@ func TestEventMemoryBounded(t *testing.T) {
 	var mu sync.Mutex
 	var most, calls, odd int64
 	r := newRuntime(t, st, func(c *Config) { c.EventMemoryBytes = budget })
-	r.onEventMemory = func(inUse int64) {
+	r.onEventMemory = func(inUse int64, step bool) {
+		if step {
+			return // an idle step's part (TestIdleStepTakesEventMemory)
+		}
 		time.Sleep(20 * time.Millisecond)
 		mu.Lock()
 		most, calls = max(most, inUse), calls+1
@@ -57,5 +63,40 @@ func TestEventMemoryBounded(t *testing.T) {
 	}
 	if got := r.eventMemory.inUseBytes(); got != 0 {
 		t.Errorf("%d bytes still in use after every event went through, want 0", got)
+	}
+}
+
+// The windows an idle source's step closes run their sinks' expressions as an event's do,
+// within the event memory: a scenario of an idle timeout of 1 s and windows of 1 s, sent one
+// event, takes its
+// part for the steps that close its window, whose result is committed (before, a step took
+// none: many deployments' idle sources close their windows at about the same time, each
+// making what its expressions make, the review found).
+func TestIdleStepTakesEventMemory(t *testing.T) {
+	st := sqliteStore(t)
+	exprSink := `{"typ": "collect", "parameters": [{"name": "value", "expression": {"language": "expr", "expression": "{key: #key[0], twice: #agg.n * 2}"}}]}`
+	g := strings.Replace(tumblingGraph(exprSink), `{"name": "maxOutOfOrderness", "value": "2s"}`,
+		`{"name": "maxOutOfOrderness", "value": "0s"}, {"name": "idleTimeout", "value": "1s"}`, 1)
+	createScenario(t, st, "idle", strings.Replace(g, `{"name": "windowLength", "value": "10s"}`, `{"name": "windowLength", "value": "1s"}`, 1))
+	var mu sync.Mutex
+	calls := 0
+	r := newRuntime(t, st, func(c *Config) { c.EventMemoryBytes = 4 * 112 << 20 })
+	r.onEventMemory = func(_ int64, step bool) {
+		mu.Lock()
+		if step {
+			calls++
+		}
+		mu.Unlock()
+	}
+	deploy(t, r, "idle", 0)
+	ingestAll(t, r, "idle", records(1), 0, 1)
+	waitFor(t, "the window closed by the idle step, committed", func() bool {
+		page, err := st.ReadSinkResults(t.Context(), "idle", "out", 0, store.MaxReadLimit)
+		return err == nil && len(page) == 1
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if calls < 1 {
+		t.Errorf("the event memory was taken for %d steps, want at least the one that closed the window", calls)
 	}
 }

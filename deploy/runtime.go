@@ -306,9 +306,9 @@ type Runtime struct {
 	onLargeEvent func(size int, inUse int64)
 	// eventMemory is the budget of what events make in their graphs at once
 	// (Config.EventMemoryBytes; nil: none), and onEventMemory, set by tests, is called with
-	// the bytes in use while an event holds its part.
+	// the bytes in use while an event (or a step: step set) holds its part.
 	eventMemory   *eventBudget
-	onEventMemory func(inUse int64)
+	onEventMemory func(inUse int64, step bool)
 	// pendingBytes is the bytes of collect results all deployments keep waiting
 	// (Config.MaxTotalPendingResultBytes).
 	pendingBytes atomic.Int64

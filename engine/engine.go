@@ -867,7 +867,8 @@ func (e *Engine) Flush() {
 // may make besides (its memory budget, 16 MiB by default, within that; converting the
 // variables it reads may take twice as much again), 112 MiB by default. 0 when no expression
 // runs expr (paths, comparisons of a path with a literal, len of a path and records of paths
-// make nothing of their own) or the event's variables have no bound. What the event decoded
+// make nothing of their own; a path only expr follows, such as #input.s[0] of a string, runs
+// it and makes a few bytes) or the event's variables have no bound. What the event decoded
 // to, and the window state, are bounded apart.
 func (e *Engine) EventMemory() int64 {
 	if e.lay.maxEventBytes <= 0 {

@@ -48,8 +48,10 @@ type evaluator struct {
 	lenPath *pathRef
 }
 
-// runs says whether an evaluation of p may run its program (expr): it is not a path, a
-// record of paths, nor a comparison of a path with a literal, which are read without it.
+// runs says whether an evaluation of p may run its program (expr) for more than a step walk
+// does not follow: it is not a path, a record of paths, nor a comparison of a path with a
+// literal, which are read without it (a path's step walk cannot follow, #input.s[0] of a
+// string, runs expr, which makes a few bytes).
 func (p *evaluator) runs() bool {
 	return p.path == nil && p.paths == nil && p.cmpPath == nil && p.lenPath == nil
 }
