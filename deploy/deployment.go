@@ -828,13 +828,17 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 				// listing answered may let them move it on: windows may close.
 				written := d.sinks.written
 				w0, _ := d.eng.SourceWatermark(s.id)
-				w, ok := d.takeEventMemory(true) // as an idle step; taken at a later poll when not free
-				if ok {
-					ok = d.eng.Guard(func() {
-						d.eng.SetPartitionsPending(s.id, pending)
-						d.noteListing(s, sent, answered)
-					})
-					d.rt.eventMemory.give(w)
+				// The event memory as for an idle step, when free at once; when not, the step
+				// goes on without it (it is not put off: the events polled with it wait on it).
+				w, _ := d.takeEventMemory(true)
+				keys := d.eng.KeyCount()
+				ok := d.eng.Guard(func() {
+					d.eng.SetPartitionsPending(s.id, pending)
+					d.noteListing(s, sent, answered)
+				})
+				d.rt.eventMemory.give(w)
+				if ok && d.eng.KeyCount() < keys {
+					d.eng.LookAtState() // as after an idle step
 				}
 				d.endEvent()
 				if !ok {
@@ -1261,9 +1265,13 @@ func (d *deployment) idleTick(now time.Time) {
 	if !ok {
 		return // the event memory is taken: the step is taken at a later round
 	}
+	keys := d.eng.KeyCount()
 	d.eng.Guard(func() { d.eng.Tick(clock) }) // interruptOnStop
 	d.rt.eventMemory.give(w)
 	d.endEvent()
+	if d.eng.KeyCount() < keys {
+		d.eng.LookAtState() // windows closed: their state no longer counts in --max-total-state
+	}
 	if d.sinks.written != written {
 		// Windows closed: commit them with the state at once, rather than leave results that
 		// a crash would make depend on the time of the restart.

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -98,5 +99,43 @@ func TestIdleStepTakesEventMemory(t *testing.T) {
 	defer mu.Unlock()
 	if calls < 1 {
 		t.Errorf("the event memory was taken for %d steps, want at least the one that closed the window", calls)
+	}
+}
+
+// Windows an idle step closes stop counting in the state all deployments share
+// (Config.MaxTotalState) at once, not at the deployment's next look at its state, which with
+// no more events is never: "idle" holds 30 events of 100 KiB in a List (about 3 MB, within a
+// total of 4 MiB) until its idle source's step closes the window; then "busy" takes 20 such
+// events (about 2 MB) and runs. Before, idle's 3 MB still counted, and busy failed on the
+// total (a hostile re-test: a deployment's 300 MB of closed windows failed another's 120 MB).
+func TestIdleClosedWindowsLeaveTheTotalState(t *testing.T) {
+	st := sqliteStore(t)
+	list := func(g string) string {
+		return strings.Replace(g, `{"name": "n", "aggregator": "Count"},`,
+			`{"name": "n", "aggregator": "Count"}, {"name": "l", "aggregator": "List", "aggregateBy": {"language": "expr", "expression": "#input.pad"}},`, 1)
+	}
+	idle := strings.Replace(list(tumblingGraph("")), `{"name": "maxOutOfOrderness", "value": "2s"}`,
+		`{"name": "maxOutOfOrderness", "value": "0s"}, {"name": "idleTimeout", "value": "1s"}`, 1)
+	createScenario(t, st, "idle", strings.Replace(idle, `{"name": "windowLength", "value": "10s"}`, `{"name": "windowLength", "value": "1s"}`, 1))
+	createScenario(t, st, "busy", list(tumblingGraph("")))
+	r := newRuntime(t, st, func(c *Config) { c.MaxTotalState = 4 << 20 })
+	deploy(t, r, "idle", 0)
+	busy := deploy(t, r, "busy", 0)
+	events := func(n int) [][]byte {
+		out := make([][]byte, n)
+		for i := range out {
+			out[i] = fmt.Appendf(nil, `{"ts": %d, "key": "k", "v": 1, "pad": "%s"}`, 1_700_000_000_000+int64(i), strings.Repeat("x", 100<<10))
+		}
+		return out
+	}
+	ingestAll(t, r, "idle", events(30), 0, 30)
+	waitFor(t, "idle's window closed by its idle step and committed", func() bool {
+		page, err := st.ReadSinkResults(t.Context(), "idle", "out", 0, store.MaxReadLimit)
+		return err == nil && len(page) == 1
+	})
+	ingestAll(t, r, "busy", events(20), 0, 20)
+	waitCommitted(t, r, "busy", 20)
+	if d, err := st.GetDeployment(t.Context(), busy.ID); err != nil || d.Status != store.StatusRunning {
+		t.Fatalf("busy: %s %q (%v), want RUNNING", d.Status, d.Reason, err)
 	}
 }

@@ -45,6 +45,24 @@ func (e *Engine) CheckState() bool {
 	return e.stateErr != nil
 }
 
+// LookAtState looks at the window state now, as CheckState does when it is time, and reports
+// the same: after windows closed outside an event (an idle step, a partition listing), what
+// they held no longer counts in the state the engines sharing Options.SharedState report (it
+// counted until this engine's next look, which with no events was never: a deployment whose
+// 300 MB of windows an idle step closed kept another from being deployed).
+func (e *Engine) LookAtState() bool {
+	if e.stateErr == nil {
+		w := &e.stateWatch
+		w.events = max(w.gap, stateCheckEvents) - 1 // Check counts one more: due
+		e.stateErr = w.Check(e)
+	}
+	return e.stateErr != nil
+}
+
+// KeyCount is how many group keys hold state in the engine's aggregates, in constant time an
+// aggregate (windows that close and leave no later data free their keys).
+func (e *Engine) KeyCount() int { return e.stateKeys() }
+
 // StateErr returns the *StateBudgetError once the window state passed Options.MaxStateBytes,
 // and nil before.
 func (e *Engine) StateErr() error { return e.stateErr }
