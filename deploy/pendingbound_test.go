@@ -3,6 +3,7 @@ package deploy
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/scenario-server/scenario-server/store"
+	"github.com/scenario-server/scenario-server/value"
 )
 
 // While the store refuses every checkpoint, a deployment stops reading at maxPendingResults
@@ -295,4 +297,49 @@ func TestTotalPendingSinkBytesBounded(t *testing.T) {
 		})
 	}
 	waitFor(t, "nothing waiting", func() bool { return r.pendingBytes.Load() == 0 })
+}
+
+// A value whose JSON cannot fit what the bounds on waiting results leave is refused before it
+// is encoded, and one of 1 MiB or more reserves its size in the server's bound while it is:
+// a record of 200 paths to one string of 60,000 bytes (read at no cost) is at least
+// 200 × (60,002 + 4 + the key) bytes of JSON, about 12 MB. Before, each event encoded it
+// whole and the bounds were looked at after (a hostile re-test: 150 deployments encoding
+// 90 MB each at once ended a server out of memory). The sink is a stdout sink, whose lines
+// wait in memory for the checkpoint: nothing may be in them after a refusal.
+func TestValueRefusedBeforeItIsEncoded(t *testing.T) {
+	keys := make([]string, 200)
+	vals := make([]value.Value, 200)
+	for i := range keys {
+		keys[i], vals[i] = fmt.Sprintf("a%d", i), value.String(strings.Repeat("x", 60_000))
+	}
+	big := value.NewRecord(keys, vals)
+	newOut := func(maxOwn, sharedMax, others int64) (*sinks, *stdoutOutput, *atomic.Int64) {
+		s := newSinks(maxOwn)
+		out := &stdoutOutput{w: io.Discard}
+		s.add(&sink{id: "out", kind: "stdout", out: out})
+		shared := &atomic.Int64{}
+		shared.Store(others)
+		s.shared, s.sharedMax = shared, sharedMax
+		return s, out, shared
+	}
+	// The deployment's own bound, 1 MiB.
+	s, out, _ := newOut(1<<20, 1<<30, 0)
+	s.output("out", big, 0)
+	if !s.overflow || s.overShared || len(out.lines) != 0 {
+		t.Errorf("own bound: overflow %v, overShared %v, %d bytes encoded; want true, false, 0", s.overflow, s.overShared, len(out.lines))
+	}
+	// The server's, 20 MiB, of which other deployments' results hold 10 MiB.
+	s, out, shared := newOut(1<<30, 20<<20, 10<<20)
+	s.output("out", big, 0)
+	if !s.overflow || !s.overShared || len(out.lines) != 0 || shared.Load() != 10<<20 {
+		t.Errorf("server's bound: overflow %v, overShared %v, %d bytes encoded, %d in the bound; want true, true, 0, %d",
+			s.overflow, s.overShared, len(out.lines), shared.Load(), 10<<20)
+	}
+	// With 5 MiB held by others it fits: encoded, and counted once, by its line.
+	s, out, shared = newOut(1<<30, 20<<20, 5<<20)
+	s.output("out", big, 0)
+	if s.overflow || len(out.lines) < 200*60_006 || shared.Load() != 5<<20+int64(len(out.lines)) {
+		t.Errorf("fitting: overflow %v, %d bytes encoded, %d in the bound; want false, at least %d, %d",
+			s.overflow, len(out.lines), shared.Load(), 200*60_006, 5<<20+int64(len(out.lines)))
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -43,6 +44,7 @@ type sinks struct {
 	sharedMax  int64
 	reported   int64
 	outCharged int64
+	reserved   int64 // what the value being encoded reserved in shared (roomFor)
 	overShared bool
 	// written counts every value written, to tell whether an idle tick emitted anything.
 	written int64
@@ -104,7 +106,14 @@ func (s *sinks) exclusives() []*sink {
 func (s *sinks) output(sinkID string, v value.Value, _ int64) {
 	s.written++
 	if k := s.outputs[sinkID]; k != nil && !s.overflow {
+		if !s.roomFor(v) {
+			return
+		}
 		k.out.Write(v)
+		if s.reserved > 0 {
+			s.shared.Add(-s.reserved) // what Write kept is counted below (or by addResult)
+			s.reserved = 0
+		}
 		// Past maxCollectBytes with the collect results, as addResult: nothing more is kept
 		// and the deployment fails, keeping its last checkpoint.
 		out := int64(s.outputBytes())
@@ -123,6 +132,75 @@ func (s *sinks) output(sinkID string, v value.Value, _ int64) {
 			s.outCharged, s.reported = out, s.reported+d
 		}
 	}
+}
+
+// reserveFrom is the size of a value's JSON from which the value reserves it in the server's
+// bound on waiting results while it is encoded (sinks.roomFor).
+const reserveFrom = 1 << 20
+
+// roomFor reports whether v's JSON may be encoded for a sink: at least as many bytes as it
+// takes (jsonAtLeast) are within what the deployment's bound and the server's leave, and one
+// of reserveFrom bytes or more reserves them in the server's while it is encoded (reserved).
+// When not, it sets overflow (and overShared) as addResult does, before anything is encoded:
+// a record of 1,500 paths to one string of 60 KB, read at no cost, encoded to 90 MB for each
+// event, and 150 deployments doing so at once ended a server out of memory (hostile
+// re-test), the bounds looked at only after.
+func (s *sinks) roomFor(v value.Value) bool {
+	room := int64(math.MaxInt64)
+	if s.maxCollectBytes > 0 {
+		room = s.maxCollectBytes - s.collectBytes - int64(s.outputBytes())
+	}
+	shared := int64(math.MaxInt64)
+	if s.shared != nil {
+		shared = s.sharedMax - s.shared.Load()
+	}
+	n := jsonAtLeast(v, min(room, shared))
+	switch {
+	case n > room:
+		s.overflow = true
+		return false
+	case n > shared:
+		s.overflow, s.overShared = true, true
+		return false
+	case s.shared != nil && n >= reserveFrom:
+		if s.shared.Add(n) > s.sharedMax {
+			s.shared.Add(-n)
+			s.overflow, s.overShared = true, true
+			return false
+		}
+		s.reserved = n
+	}
+	return true
+}
+
+// jsonAtLeast is at least the bytes of v's JSON: a string's or key's bytes and its quotes, a
+// byte a number, 4 a boolean or null, the brackets and separators of lists and records. It
+// stops counting once past stop.
+func jsonAtLeast(v value.Value, stop int64) int64 {
+	switch v.Kind() {
+	case value.KindString:
+		return int64(len(v.Str())) + 2
+	case value.KindList:
+		n := int64(2)
+		for _, x := range v.List() {
+			if n += jsonAtLeast(x, stop-n) + 1; n > stop {
+				break
+			}
+		}
+		return n
+	case value.KindRecord:
+		r := v.Record()
+		n := int64(2)
+		for i, x := range r.Values {
+			if n += int64(len(r.Keys[i])) + 4 + jsonAtLeast(x, stop-n); n > stop {
+				break
+			}
+		}
+		return n
+	case value.KindInt, value.KindFloat:
+		return 1
+	}
+	return 4
 }
 
 // outputBytes is the bytes the Outputs hold for the next checkpoint.
@@ -150,7 +228,8 @@ func (s *sinks) addResult(r store.NewSinkResult) {
 		return
 	}
 	if s.shared != nil {
-		if s.shared.Add(n) > s.sharedMax {
+		// (What the value reserved while it was encoded, roomFor, is still in shared.)
+		if s.shared.Add(n)-s.reserved > s.sharedMax {
 			s.shared.Add(-n)
 			s.overflow, s.overShared = true, true
 			return
