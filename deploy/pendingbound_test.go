@@ -343,3 +343,22 @@ func TestValueRefusedBeforeItIsEncoded(t *testing.T) {
 			s.overflow, len(out.lines), shared.Load(), 200*60_006, 5<<20+int64(len(out.lines)))
 	}
 }
+
+// jsonAtLeast is never more than the JSON's bytes (value.AppendJSON, the encoding the sinks
+// write), and equal to them for values of strings without escapes, integers of one digit,
+// lists and records.
+func TestJSONAtLeastIsALowerBound(t *testing.T) {
+	for text, exact := range map[string]bool{
+		`[]`: true, `{}`: true, `[1]`: true, `[1,2,3]`: true, `{"a":1}`: true, `{"a":"xy","bb":[1,[]],"c":{}}`: true,
+		`"é"`: true, `[true,null,false]`: false, `{"k":[{"x":12345}]}`: false, `"a\"b"`: false, `[1.5e300]`: false,
+	} {
+		v, err := value.ParseJSON([]byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := int64(len(value.AppendJSON(nil, v)))
+		if got := jsonAtLeast(v, 1<<40); got > n || exact && got != n {
+			t.Errorf("%s: %d, its JSON %d bytes", text, got, n)
+		}
+	}
+}

@@ -181,22 +181,22 @@ func jsonAtLeast(v value.Value, stop int64) int64 {
 	case value.KindString:
 		return int64(len(v.Str())) + 2
 	case value.KindList:
-		n := int64(2)
+		n := int64(1) // the brackets, and a comma an item but the last
 		for _, x := range v.List() {
 			if n += jsonAtLeast(x, stop-n) + 1; n > stop {
 				break
 			}
 		}
-		return n
+		return max(n, 2)
 	case value.KindRecord:
 		r := v.Record()
-		n := int64(2)
+		n := int64(1) // the braces, and a key's quotes, colon and comma an entry but the last's comma
 		for i, x := range r.Values {
 			if n += int64(len(r.Keys[i])) + 4 + jsonAtLeast(x, stop-n); n > stop {
 				break
 			}
 		}
-		return n
+		return max(n, 2)
 	case value.KindInt, value.KindFloat:
 		return 1
 	}
