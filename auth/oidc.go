@@ -282,6 +282,11 @@ func (o *OIDC) Verify(ctx context.Context, raw string, m Method) (Identity, erro
 	if err := tok.Claims(&claims); err != nil {
 		return Identity{}, fmt.Errorf("%w: reading claims: %w", ErrInvalidCredentials, err)
 	}
+	// The issue time as the token writes it: go-oidc's wraps past int64 seconds, and "iat":
+	// 1e300 read as long ago (a hostile round: accepted).
+	if iat, ok := claims["iat"].(float64); ok && !(iat <= float64(o.now().Add(maxClockSkew).Unix())) {
+		return Identity{}, fmt.Errorf("%w: the token's issue time (iat) %g is more than %v after the server's clock", ErrInvalidCredentials, iat, maxClockSkew)
+	}
 	id := Identity{Subject: tok.Subject, Role: highestRole(claimAt(claims, o.rolesClaim)), Method: m}
 	// The name shows in versions and the designer: invisible and control characters are left
 	// out of it ("\u202enimda" showed as "admin").
@@ -289,7 +294,7 @@ func (o *OIDC) Verify(ctx context.Context, raw string, m Method) (Identity, erro
 		if s, ok := claims[c].(string); ok {
 			// Nor a name of the server's own identities: "root (command line)" read as the
 			// command line's entries in the audit log (review).
-			if s = strings.Map(visible, s); s != "" && !ownName(s) {
+			if s = strings.Map(visible, s); s != "" && !ReadsAsOwn(s) {
 				id.Name = s
 				break
 			}

@@ -53,6 +53,10 @@ func TestBearerJWT(t *testing.T) {
 			auth.Identity{Subject: "u-7", Name: "r@x", Role: auth.Viewer, Method: auth.MethodBearer}},
 		{"the local user's name", a, p.Token(t, map[string]any{"sub": "u-8", "name": " Local ", "roles": []any{"viewer"}}, time.Hour),
 			auth.Identity{Subject: "u-8", Name: "u-8", Role: auth.Viewer, Method: auth.MethodBearer}},
+		// Nor names that read as an API token's or the command line's subject (a hostile
+		// round: "token:1" was shown as the author).
+		{"an API token's subject as a name", a, p.Token(t, map[string]any{"sub": "u-9", "name": "token:1", "preferred_username": "cli:root", "roles": []any{"viewer"}}, time.Hour),
+			auth.Identity{Subject: "u-9", Name: "u-9", Role: auth.Viewer, Method: auth.MethodBearer}},
 		{"a subject that only looks like the local user's", a, p.Token(t, map[string]any{"sub": "locals", "roles": []any{"viewer"}}, time.Hour),
 			auth.Identity{Subject: "locals", Name: "locals", Role: auth.Viewer, Method: auth.MethodBearer}},
 		{"nested claim", nested, p.Token(t, map[string]any{"sub": "u-4", "preferred_username": "dora", "realm_access": map[string]any{"roles": []any{"admin"}}}, time.Hour),
@@ -90,6 +94,9 @@ func TestBearerJWT(t *testing.T) {
 		{"the command line's subject with a fullwidth colon", "Bearer " + p.Token(t, map[string]any{"sub": "cli\uFF1Aroot", "roles": []any{"admin"}}, time.Hour)},
 		// Issued 10 minutes ahead of the clock, past the 5 minutes of skew allowed.
 		{"issued in the future", "Bearer " + p.Token(t, map[string]any{"sub": "u-1", "iat": time.Now().Add(10 * time.Minute).Unix(), "roles": []any{"admin"}}, time.Hour)},
+		// Past int64 seconds: go-oidc's issue time wraps (a hostile round: accepted).
+		{"issued past int64 seconds", "Bearer " + p.Token(t, map[string]any{"sub": "u-1", "iat": 1e300, "roles": []any{"admin"}}, time.Hour)},
+		{"issued at 2^63 seconds", "Bearer " + p.Token(t, map[string]any{"sub": "u-1", "iat": 9.223372036854775807e18, "roles": []any{"admin"}}, time.Hour)},
 	} {
 		if _, err := authenticate(a, tc.header); !errors.Is(err, auth.ErrInvalidCredentials) {
 			t.Errorf("%s: %v; want ErrInvalidCredentials", tc.name, err)
