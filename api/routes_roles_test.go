@@ -301,7 +301,7 @@ func TestAuthorizationTwiceAndTokenNames(t *testing.T) {
 	}
 	for _, name := range []string{"evil\nlevel=ERROR msg=forged", "red \u001b[31m", "x\u202egnp.exe", "zero\u200bwidth", "bot\u3164", "\u2800", "", strings.Repeat("n", 101),
 		// names that read as the server's own identities (a hostile round named tokens so)
-		"local", "Local ", "cli:root", "token:1", "TOKEN:7", "root (command line)"} {
+		"local", "Local ", "cli:root", "token:1", "TOKEN:7", "root (command line)", "Scenario-Server"} {
 		c.send(request{Method: "POST", Path: "/api/tokens", Body: map[string]any{"name": name, "role": "viewer"},
 			Header: map[string]string{"Authorization": "Bearer " + admin}}).problem(t, http.StatusUnprocessableEntity, api.CodeValidationFailed)
 	}

@@ -99,11 +99,13 @@ func (a *Authenticator) Authenticate(r *http.Request) (Identity, error) {
 const tokenSubjectPrefix = "token:"
 
 // The server's own subjects besides API tokens', which OIDC subjects may not be either: the
-// local user's without authentication (LocalSubject), and the command line's audit entries'
-// (CLISubjectPrefix + the OS user). A provider's "cli:root" was the CLI's root in the audit log.
+// local user's without authentication (LocalSubject), the command line's audit entries'
+// (CLISubjectPrefix + the OS user), and the author of the example scenarios a new store gets
+// (ExamplesSubject). A provider's "cli:root" was the CLI's root in the audit log.
 const (
 	LocalSubject     = "local"
 	CLISubjectPrefix = "cli:"
+	ExamplesSubject  = "scenario-server"
 )
 
 // ownSubject says whether sub reads as one of the server's own subjects: compared after
@@ -113,14 +115,16 @@ const (
 func ownSubject(sub string) bool {
 	s := strings.TrimSpace(norm.NFKC.String(sub))
 	hasPrefix := func(p string) bool { return len(s) >= len(p) && strings.EqualFold(s[:len(p)], p) }
-	return strings.EqualFold(s, LocalSubject) || hasPrefix(tokenSubjectPrefix) || hasPrefix(CLISubjectPrefix)
+	return strings.EqualFold(s, LocalSubject) || strings.EqualFold(s, ExamplesSubject) || hasPrefix(tokenSubjectPrefix) || hasPrefix(CLISubjectPrefix)
 }
 
 // ownName says whether a name claim reads as one of the server's own identities, compared
-// as ownSubject compares: the local user's name, or the command line's (CLINameSuffix).
+// as ownSubject compares: the local user's name, the examples' author's, or the command
+// line's (CLINameSuffix).
 func ownName(name string) bool {
 	n := strings.TrimSpace(norm.NFKC.String(name))
-	return strings.EqualFold(n, LocalSubject) || len(n) >= len(CLINameSuffix) && strings.EqualFold(n[len(n)-len(CLINameSuffix):], CLINameSuffix)
+	return strings.EqualFold(n, LocalSubject) || strings.EqualFold(n, ExamplesSubject) ||
+		len(n) >= len(CLINameSuffix) && strings.EqualFold(n[len(n)-len(CLINameSuffix):], CLINameSuffix)
 }
 
 // ReadsAsOwn says whether s, a name or subject shown in the audit log and the history, reads as

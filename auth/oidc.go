@@ -271,7 +271,7 @@ func (o *OIDC) Verify(ctx context.Context, raw string, m Method) (Identity, erro
 		return Identity{}, fmt.Errorf("%w: the token's subject %q holds invisible or control characters", ErrInvalidCredentials, tok.Subject)
 	}
 	if ownSubject(tok.Subject) {
-		return Identity{}, fmt.Errorf("%w: the token's subject %q is in the server's own namespace (local, token:, cli:)", ErrInvalidCredentials, tok.Subject)
+		return Identity{}, fmt.Errorf("%w: the token's subject %q is in the server's own namespace (local, scenario-server, token:, cli:)", ErrInvalidCredentials, tok.Subject)
 	}
 	// Issued in the future: a provider's clock far ahead, or a token made to outlive a key.
 	if now := o.now(); tok.IssuedAt.After(now.Add(maxClockSkew)) {

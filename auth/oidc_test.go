@@ -57,6 +57,8 @@ func TestBearerJWT(t *testing.T) {
 		// round: "token:1" was shown as the author).
 		{"an API token's subject as a name", a, p.Token(t, map[string]any{"sub": "u-9", "name": "token:1", "preferred_username": "cli:root", "roles": []any{"viewer"}}, time.Hour),
 			auth.Identity{Subject: "u-9", Name: "u-9", Role: auth.Viewer, Method: auth.MethodBearer}},
+		{"the examples' author's name", a, p.Token(t, map[string]any{"sub": "u-10", "name": "scenario-server", "email": "s@x", "roles": []any{"viewer"}}, time.Hour),
+			auth.Identity{Subject: "u-10", Name: "s@x", Role: auth.Viewer, Method: auth.MethodBearer}},
 		{"a subject that only looks like the local user's", a, p.Token(t, map[string]any{"sub": "locals", "roles": []any{"viewer"}}, time.Hour),
 			auth.Identity{Subject: "locals", Name: "locals", Role: auth.Viewer, Method: auth.MethodBearer}},
 		{"nested claim", nested, p.Token(t, map[string]any{"sub": "u-4", "preferred_username": "dora", "realm_access": map[string]any{"roles": []any{"admin"}}}, time.Hour),
@@ -95,6 +97,8 @@ func TestBearerJWT(t *testing.T) {
 		// Issued 10 minutes ahead of the clock, past the 5 minutes of skew allowed.
 		{"issued in the future", "Bearer " + p.Token(t, map[string]any{"sub": "u-1", "iat": time.Now().Add(10 * time.Minute).Unix(), "roles": []any{"admin"}}, time.Hour)},
 		// Past int64 seconds: go-oidc's issue time wraps (a hostile round: accepted).
+		// The examples' author, in any case.
+		{"the examples' author's subject", "Bearer " + p.Token(t, map[string]any{"sub": "Scenario-Server", "roles": []any{"admin"}}, time.Hour)},
 		{"issued past int64 seconds", "Bearer " + p.Token(t, map[string]any{"sub": "u-1", "iat": 1e300, "roles": []any{"admin"}}, time.Hour)},
 		{"issued at 2^63 seconds", "Bearer " + p.Token(t, map[string]any{"sub": "u-1", "iat": 9.223372036854775807e18, "roles": []any{"admin"}}, time.Hour)},
 	} {

@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/scenario-server/scenario-server/api"
+	"github.com/scenario-server/scenario-server/auth"
 	"github.com/scenario-server/scenario-server/deploy"
 	"github.com/scenario-server/scenario-server/examples"
 	"github.com/scenario-server/scenario-server/store"
@@ -724,7 +725,7 @@ func serverIdentity(dataDir string) (string, error) {
 
 // The author and comment of the example scenarios seedExamples imports.
 const (
-	exampleAuthor  = "scenario-server"
+	exampleAuthor  = auth.ExamplesSubject
 	exampleComment = "example"
 )
 
