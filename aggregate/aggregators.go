@@ -368,6 +368,31 @@ func HeldBytes(v value.Value) int {
 	return s.size(v)
 }
 
+// HeldBytesOf is the sum of HeldBytes of vals (their strings, lists and records), counted
+// until it passes stop: a list whose value headers alone pass what is left of stop counts
+// them without its items being walked.
+func HeldBytesOf(vals []value.Value, stop int) int {
+	n := 0
+	for _, v := range vals {
+		if n > stop {
+			break
+		}
+		switch v.Kind() {
+		case value.KindString:
+			n += len(v.Str())
+		case value.KindList:
+			if h := len(v.List()) * valueHeader; h > stop-n {
+				n += h
+				continue
+			}
+			n += HeldBytes(v)
+		case value.KindRecord:
+			n += HeldBytes(v)
+		}
+	}
+	return n
+}
+
 // sharedData is where a string's bytes or a list's items start, and how many: a shorter part
 // of the same array is another (counted again: never less than what is held).
 type sharedData struct {

@@ -150,24 +150,6 @@ const (
 	slabKeyBytes = 1 << 10
 )
 
-// heldKeyBytes is what key's strings, lists and records hold (HeldBytes); it stops at the
-// value that takes it past slabKeyBytes.
-func heldKeyBytes(key []value.Value) int {
-	n := 0
-	for _, v := range key {
-		switch v.Kind() {
-		case value.KindString:
-			n += len(v.Str())
-		case value.KindList, value.KindRecord:
-			n += HeldBytes(v)
-		}
-		if n > slabKeyBytes {
-			break
-		}
-	}
-	return n
-}
-
 // copyKey copies key into the operator's current slab of key values: keys that come and go
 // (a key's state is dropped once its sessions and tombstones are gone) allocate once per
 // keySlab values, not once each. A copy is never written again, as Result.Key promises. A key
@@ -175,7 +157,7 @@ func heldKeyBytes(key []value.Value) int {
 // dropped key's values stay reachable while another key of the slab lives (a closed session's
 // key of 20 MiB stayed held).
 func (s *sessionOp) copyKey(key []value.Value) []value.Value {
-	if len(key) > keySlab || heldKeyBytes(key) > slabKeyBytes {
+	if len(key) > keySlab || HeldBytesOf(key, slabKeyBytes) > slabKeyBytes {
 		return ownedKey(key)
 	}
 	if len(s.slab) < len(key) {

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -767,17 +768,7 @@ func (a *aggregator) reserveInputs(e *Engine) error {
 	if w.Max <= 0 && w.Shared == nil {
 		return nil
 	}
-	n := 0
-	for _, buf := range [2][]value.Value{a.keyBuf, a.inBuf} {
-		for i := range buf {
-			switch buf[i].Kind() {
-			case value.KindString:
-				n += len(buf[i].Str())
-			case value.KindList, value.KindRecord:
-				n += aggregate.HeldBytes(buf[i])
-			}
-		}
-	}
+	n := aggregate.HeldBytesOf(a.keyBuf, math.MaxInt) + aggregate.HeldBytesOf(a.inBuf, math.MaxInt)
 	if n < largeInputBytes {
 		return nil
 	}
@@ -860,24 +851,11 @@ func madeByResult(e *Engine, r *aggregate.Result, numeric bool) {
 	}
 }
 
-// madeBy counts vals' strings, lists and records in layout.made (madeByResult).
+// madeBy counts vals' strings, lists and records in layout.made (madeByResult), until it
+// reaches ReleaseAfterBytes.
 func madeBy(e *Engine, vals []value.Value) {
-	for _, v := range vals {
-		if e.lay.made >= ReleaseAfterBytes {
-			return
-		}
-		switch v.Kind() {
-		case value.KindString:
-			e.lay.made += len(v.Str())
-		case value.KindList:
-			if n := len(v.List()); n >= ReleaseAfterBytes/24 {
-				e.lay.made += 24 * n // a value header an item, at least
-				return
-			}
-			e.lay.made += aggregate.HeldBytes(v)
-		case value.KindRecord:
-			e.lay.made += aggregate.HeldBytes(v)
-		}
+	if left := ReleaseAfterBytes - e.lay.made; left > 0 {
+		e.lay.made += aggregate.HeldBytesOf(vals, left)
 	}
 }
 
