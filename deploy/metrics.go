@@ -55,6 +55,12 @@ var (
 	descEventMemoryWaiting = prometheus.NewDesc("scenario_server_event_memory_waiting",
 		"Events of running deployments waiting for their part of the event memory budget at the scrape (their deployments wait with them).",
 		nil, nil)
+	descKafkaFetchInUse = prometheus.NewDesc("scenario_server_kafka_fetch_memory_bytes_in_use",
+		"Bytes of the Kafka fetch memory (--kafka-fetch-memory) the deployments' Kafka sources hold at the scrape: each response of the brokers from when it arrives until the deployment has pushed its records, up to 25 times its size until they are read out, at most a quarter of the budget.",
+		nil, nil)
+	descKafkaFetchWaiting = prometheus.NewDesc("scenario_server_kafka_fetch_responses_waiting",
+		"Responses of the Kafka brokers to running deployments' sources waiting for their part of the Kafka fetch memory at the scrape (their sources wait with them).",
+		nil, nil)
 	descCheckpointInDoubt = prometheus.NewDesc("scenario_server_checkpoint_in_doubt",
 		"1 while the last checkpoint of a running deployment is in doubt: its commit answered an unclear error and the store has not said yet whether it committed; 0 otherwise.",
 		[]string{"scenario"}, nil)
@@ -62,7 +68,7 @@ var (
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descIn, descOut, descErrors, descLate, descPartlyLate, descStateBytes, descStateKeys, descStateSlices, descBacklog,
-		descCheckpointTime, descCheckpointLag, descCheckpointFailures, descCheckpointInDoubt, descSeriesLeftOut, descLargeInUse, descLargeWaiting, descEventMemoryInUse, descEventMemoryWaiting} {
+		descCheckpointTime, descCheckpointLag, descCheckpointFailures, descCheckpointInDoubt, descSeriesLeftOut, descLargeInUse, descLargeWaiting, descEventMemoryInUse, descEventMemoryWaiting, descKafkaFetchInUse, descKafkaFetchWaiting} {
 		ch <- d
 	}
 }
@@ -115,6 +121,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descLargeWaiting, prometheus.GaugeValue, float64(c.rt.largeEvents.waitingEvents()))
 	ch <- prometheus.MustNewConstMetric(descEventMemoryInUse, prometheus.GaugeValue, float64(c.rt.eventMemory.inUseBytes()))
 	ch <- prometheus.MustNewConstMetric(descEventMemoryWaiting, prometheus.GaugeValue, float64(c.rt.eventMemory.waitingEvents()))
+	fetch := c.rt.kafka.FetchMemory()
+	ch <- prometheus.MustNewConstMetric(descKafkaFetchInUse, prometheus.GaugeValue, float64(fetch.InUse()))
+	ch <- prometheus.MustNewConstMetric(descKafkaFetchWaiting, prometheus.GaugeValue, float64(fetch.Waiting()))
 }
 
 // scenarioSeries gathers a deployment's per-scenario series (its checkpoints).

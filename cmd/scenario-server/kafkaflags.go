@@ -17,6 +17,7 @@ const (
 	envKafkaSASLUser      = "SCENARIO_SERVER_KAFKA_SASL_USER"
 	envKafkaSASLPassword  = "SCENARIO_SERVER_KAFKA_SASL_PASSWORD" // environment only: never a flag, never logged
 	envKafkaTxnTimeout    = "SCENARIO_SERVER_KAFKA_TRANSACTION_TIMEOUT"
+	envKafkaFetchMemory   = "SCENARIO_SERVER_KAFKA_FETCH_MEMORY"
 
 	envKafkaSchemaRegistry         = "SCENARIO_SERVER_KAFKA_SCHEMA_REGISTRY"
 	envKafkaSchemaRegistryUser     = "SCENARIO_SERVER_KAFKA_SCHEMA_REGISTRY_USER"
@@ -36,6 +37,15 @@ func registerKafkaFlags(fs *flag.FlagSet, getenv func(string) string, k *deploy.
 	if err != nil {
 		return err
 	}
+	fetchMemory := defaultKafkaFetchMemory()
+	if getenv(envKafkaFetchMemory) != "" {
+		if fetchMemory, err = envInt(getenv, envKafkaFetchMemory); err != nil {
+			return err
+		}
+	}
+	fs.Int64Var(&k.FetchMemory, "kafka-fetch-memory", fetchMemory,
+		"the Kafka sources of all deployments hold at most this many `bytes` at once of the records they fetched, a response counted at up to 25 times its size until its records are read out, at most a quarter of this; a source whose next response would pass it waits (env "+envKafkaFetchMemory+
+			"; default: a sixteenth of the memory the server may use, 256 MiB when it is not known; 0: no bound)")
 	fs.StringVar(&k.ClientID, "kafka-client-id", getenv(envKafkaClientID), "the client `id` the server gives the Kafka brokers (env "+envKafkaClientID+"; default "+deploy.DefaultKafkaClientID+")")
 	fs.BoolVar(&k.TLS, "kafka-tls", tlsOn, "connect to the Kafka brokers over TLS, trusting the system's CAs unless -kafka-tls-ca is set (env "+envKafkaTLS+"; implied by the other -kafka-tls flags)")
 	fs.StringVar(&k.CAFile, "kafka-tls-ca", getenv(envKafkaTLSCA), "trust the Kafka brokers' certificates signed by the CAs in this PEM `file` (env "+envKafkaTLSCA+")")

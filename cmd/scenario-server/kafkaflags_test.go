@@ -20,7 +20,7 @@ func TestKafkaFlags(t *testing.T) {
 	vars := map[string]string{envKafkaClientID: "decisions", envKafkaTLS: "true", envKafkaTLSCA: "/etc/kafka/ca.pem",
 		envKafkaTLSCert: "/etc/kafka/client.pem", envKafkaTLSKey: "/etc/kafka/client-key.pem",
 		envKafkaSASLMechanism: "SCRAM-SHA-512", envKafkaSASLUser: "alice", envKafkaSASLPassword: "wonderland",
-		envKafkaTxnTimeout: "5m"}
+		envKafkaTxnTimeout: "5m", envKafkaFetchMemory: "123456"}
 	cfg, err := parseServeFlags(nil, env(nil), io.Discard)
 	if err != nil || cfg.Kafka.TransactionTimeout != 15*time.Minute {
 		t.Errorf("the transaction timeout by default: %v (%v), want 15m", cfg.Kafka.TransactionTimeout, err)
@@ -31,17 +31,17 @@ func TestKafkaFlags(t *testing.T) {
 	}
 	want := deploy.KafkaCluster{ClientID: "decisions", TLS: true, CAFile: "/etc/kafka/ca.pem", CertFile: "/etc/kafka/client.pem",
 		KeyFile: "/etc/kafka/client-key.pem", SASLMechanism: "SCRAM-SHA-512", SASLUser: "alice", SASLPassword: "wonderland",
-		TransactionTimeout: 5 * time.Minute}
+		TransactionTimeout: 5 * time.Minute, FetchMemory: 123456}
 	if cfg.Kafka != want {
 		t.Errorf("from the environment: %+v, want %+v", cfg.Kafka, want)
 	}
 	cfg, err = parseServeFlags([]string{"--kafka-client-id", "c2", "--kafka-tls=false", "--kafka-tls-ca", "ca2.pem",
-		"--kafka-sasl-mechanism", "PLAIN", "--kafka-sasl-user", "bob", "--kafka-transaction-timeout", "1h"}, env(vars), io.Discard)
+		"--kafka-sasl-mechanism", "PLAIN", "--kafka-sasl-user", "bob", "--kafka-transaction-timeout", "1h", "--kafka-fetch-memory", "0"}, env(vars), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want.ClientID, want.TLS, want.CAFile, want.SASLMechanism, want.SASLUser = "c2", false, "ca2.pem", "PLAIN", "bob"
-	want.TransactionTimeout = time.Hour
+	want.TransactionTimeout, want.FetchMemory = time.Hour, 0
 	if cfg.Kafka != want {
 		t.Errorf("flags over the environment: %+v, want %+v", cfg.Kafka, want)
 	}
@@ -50,6 +50,12 @@ func TestKafkaFlags(t *testing.T) {
 	}
 	if _, err := parseServeFlags(nil, env(map[string]string{envKafkaTLS: "yes please"}), io.Discard); !errors.Is(err, errUsage) {
 		t.Errorf("%s=\"yes please\": %v, want a usage error", envKafkaTLS, err)
+	}
+	if cfg, _ := parseServeFlags(nil, env(nil), io.Discard); cfg.Kafka.FetchMemory != defaultKafkaFetchMemory() || cfg.Kafka.FetchMemory <= 0 {
+		t.Errorf("the Kafka fetch memory by default: %d, want a sixteenth of the server's memory, %d", cfg.Kafka.FetchMemory, defaultKafkaFetchMemory())
+	}
+	if _, err := parseServeFlags(nil, env(map[string]string{envKafkaFetchMemory: "lots"}), io.Discard); !errors.Is(err, errUsage) {
+		t.Errorf("%s=\"lots\": %v, want a usage error", envKafkaFetchMemory, err)
 	}
 	if _, err := parseServeFlags(nil, env(map[string]string{envKafkaTxnTimeout: "soon"}), io.Discard); !errors.Is(err, errUsage) {
 		t.Errorf("%s=\"soon\": %v, want a usage error", envKafkaTxnTimeout, err)

@@ -136,6 +136,15 @@ func defaultEventMemory() int64 {
 	return 1 << 30
 }
 
+// defaultKafkaFetchMemory is the default of --kafka-fetch-memory: a sixteenth of serverMemory,
+// or 256 MiB when the memory is not known (kafka.FetchMemory).
+func defaultKafkaFetchMemory() int64 {
+	if m, ok := serverMemory(os.ReadFile); ok {
+		return max(m/16, 1)
+	}
+	return 256 << 20
+}
+
 // defaultMaxDeployments is the default of --max-deployments: one per 16 MiB of the server's
 // memory (serverMemory), at least 16, or 128 when the memory is not known. A running
 // scenario of a few hundred nodes takes 5 to 7 MB before its window state (which

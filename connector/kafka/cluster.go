@@ -72,6 +72,9 @@ type Cluster struct {
 	// back sooner (its sinks' producers abort it when they start). Brokers refuse more than
 	// their transaction.max.timeout.ms (15 minutes unless set). At least a second.
 	TransactionTimeout time.Duration
+	// FetchMemory is the most bytes the Kafka sources of all deployments hold at once of the
+	// records they fetched (FetchMemory); 0 or negative: no such bound.
+	FetchMemory int64
 	// SchemaRegistry, when its URL is set, is the schema registry of the topics' values:
 	// Kafka sources decode its wire format and type #input from it, Kafka sinks may encode
 	// against it (see package schemaregistry).
@@ -114,6 +117,20 @@ type Conn struct {
 	sasl string
 	// topics is Topics' listing, shared by its callers.
 	topics topicListing
+	// tls is the TLS configuration (nil: plaintext), also in opts: a source's client dials
+	// with it itself (fetchLedger.dialer).
+	tls   *tls.Config
+	tlsAt int // the index of kgo.DialTLSConfig in opts (-1: none)
+	// fetchMem is the sources' budget of fetched records (Cluster.FetchMemory; nil: none).
+	fetchMem *FetchMemory
+}
+
+// FetchMemory is the sources' budget of fetched records (nil: none).
+func (c *Conn) FetchMemory() *FetchMemory {
+	if c == nil {
+		return nil
+	}
+	return c.fetchMem
 }
 
 // topicListing is the brokers' topic list as Topics shares it: one listing at a time, its
@@ -145,7 +162,7 @@ func NewConn(brokers []string, k Cluster, log *slog.Logger) (*Conn, error) {
 		return nil, err
 	}
 	c := &Conn{brokers: brokers, clientID: k.clientID(), opts: []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.ClientID(k.clientID())},
-		txnTimeout: k.TransactionTimeout}
+		txnTimeout: k.TransactionTimeout, fetchMem: NewFetchMemory(k.FetchMemory), tlsAt: -1}
 	switch {
 	case c.txnTimeout == 0:
 		c.txnTimeout = DefaultTransactionTimeout
@@ -157,6 +174,7 @@ func NewConn(brokers []string, k Cluster, log *slog.Logger) (*Conn, error) {
 		if err != nil {
 			return nil, err
 		}
+		c.tls, c.tlsAt = cfg, len(c.opts)
 		c.opts = append(c.opts, kgo.DialTLSConfig(cfg))
 	}
 	if k.SASLMechanism == "" {
@@ -327,6 +345,20 @@ func (c *Conn) Options() []kgo.Opt { return append([]kgo.Opt(nil), c.opts...) }
 // Client is a new client of the cluster with the options extra added; the caller closes it.
 func (c *Conn) Client(extra ...kgo.Opt) (*kgo.Client, error) {
 	return kgo.NewClient(append(append([]kgo.Opt(nil), c.opts...), extra...)...)
+}
+
+// sourceClient is Client for a source whose fetched records l counts in the FetchMemory: its
+// connections take each response's part before reading it (fetchConn; TLS dialed by l's
+// dialer rather than kgo.DialTLSConfig), and l's hooks follow the fetches. ctx is the
+// source's: its end ends a wait for the budget.
+func (c *Conn) sourceClient(ctx context.Context, l *fetchLedger, extra ...kgo.Opt) (*kgo.Client, error) {
+	opts := make([]kgo.Opt, 0, len(c.opts)+len(extra)+2)
+	for i, o := range c.opts {
+		if i != c.tlsAt {
+			opts = append(opts, o)
+		}
+	}
+	return kgo.NewClient(append(append(opts, kgo.Dialer(l.dialer(ctx, c.tls)), kgo.WithHooks(l)), extra...)...)
 }
 
 // explain adds to err what a refused login or certificate means, for the live status.

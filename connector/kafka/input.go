@@ -65,9 +65,17 @@ var (
 	fetchBudgetBytes = 64 << 20
 	// maxFetchBytes is the most bytes one fetch asks the brokers for (kgo.FetchMaxBytes,
 	// 50 MiB by default): uncompressed batches are not decompressed, so this bounds them, a
-	// broker giving at least one batch whatever its size.
-	maxFetchBytes = 4 << 20
+	// broker giving at least one batch whatever its size. A response takes up to 25 times
+	// its size of the FetchMemory until the client has handed its records over (chargeOf).
+	maxFetchBytes = 1 << 20
 )
+
+// maxResponseBytes is the largest response of the brokers a source's client reads
+// (kgo.BrokerMaxReadBytes, 100 MiB by default): a fetch's first batch, whatever its size, and
+// maxFetchBytes after it. A partition whose next batch is larger is not read past it: the
+// source's error says so. A batch that large is one a producer wrote past
+// maxBatchBytes, which compressed it would be a per-event error at the source.
+func maxResponseBytes() int32 { return int32(maxBatchBytes + maxFetchBytes + 64<<10) }
 
 // kgoRecordBytes is what franz-go holds for each record of a batch besides its bytes: a
 // kgo.Record (160 bytes) and its pointer. A batch of 2.8 million records of 11 bytes
@@ -153,6 +161,11 @@ type Input struct {
 	gen      int64               // the topic generation next belongs to
 	pushedAt map[int32]time.Time // per partition, when its last record was polled
 	polledAt time.Time           // when the batch being pushed was polled
+	// ledger is what the reader's client holds of the FetchMemory (a new one each Start);
+	// handedPoll is the reader's poll whose batch Poll handed over last (0: none): pushed
+	// when Poll is called again without a rest.
+	ledger     *fetchLedger
+	handedPoll int64
 	// taken is, per partition, the offset after the last record a poll took from the
 	// reader (handed over, or kept in rest): records up to it wait to be pushed until next
 	// reaches it.
@@ -248,6 +261,7 @@ func (k *Input) ResumedAt() time.Time {
 // skipped as too large to decompress.
 type kafkaBatch struct {
 	gen     int64
+	poll    int64 // the reader's poll (fetchLedger.pollStarted)
 	recs    []*kgo.Record
 	skipped []*kgo.ErrDecompressTooLarge
 }
@@ -261,9 +275,14 @@ var errFetchBudget = errors.New("the batches fetched since the last poll decompr
 // decompressed since the last poll (release) hold fetchBudgetBytes: the bound on one batch
 // does not bound a fetch, whose every batch is decompressed (1 MiB of 600-byte zstd batches
 // stood for 1,700 batches of 32 MiB).
+//
+// A batch also takes maxBatchBytes of the FetchMemory before it is decompressed, and keeps
+// what it decompressed to in its response's part (fetchLedger.decompressed); when that is not
+// free at once, it is refused as past the budget.
 type fetchBudget struct {
-	inner kgo.Decompressor
-	used  atomic.Int64
+	inner  kgo.Decompressor
+	ledger *fetchLedger
+	used   atomic.Int64
 }
 
 // boundedDecompressor is franz-go's decompressor bounded at maxBatchBytes per batch, taken
@@ -289,14 +308,24 @@ func (b *fetchBudget) Decompress(src []byte, codec kgo.CompressionCodecType) ([]
 	if b.used.Load() >= int64(fetchBudgetBytes) {
 		return nil, errFetchBudget
 	}
+	var took int64
+	if b.ledger != nil {
+		var ok bool
+		if took, ok = b.ledger.reserveDecompress(); !ok {
+			return nil, errFetchBudget
+		}
+	}
 	out, err := b.inner.Decompress(src, codec)
+	n := batchBytes(out)
+	if err == nil && n > maxBatchBytes {
+		// franz-go's error for a batch too large (kgo.ErrDecompressTooLarge) follows.
+		out, err = nil, fmt.Errorf("%w: %d records' bytes", kgo.ErrMaxDecompress, n)
+	}
+	if b.ledger != nil {
+		b.ledger.decompressed(int64(len(out)), took)
+	}
 	if err != nil {
 		return out, err
-	}
-	n := batchBytes(out)
-	if n > maxBatchBytes {
-		// franz-go's error for a batch too large (kgo.ErrDecompressTooLarge) follows.
-		return nil, fmt.Errorf("%w: %d records' bytes", kgo.ErrMaxDecompress, n)
 	}
 	b.used.Add(int64(n))
 	return out, nil
@@ -342,6 +371,7 @@ func (k *Input) Start(ctx context.Context, wake func()) {
 	k.health.OnChange(wake)
 	k.decoding.OnChange(wake)
 	k.wake = wake
+	k.ledger, k.handedPoll = &fetchLedger{mem: k.conn.fetchMem}, 0
 	from := maps.Clone(k.next)
 	go k.read(ctx, from, wake)
 }
@@ -356,6 +386,7 @@ func (k *Input) Stop() {
 	if k.retry != nil {
 		k.retry.Stop()
 	}
+	k.ledger.close() // the client is closed; the batches not pushed are dropped
 }
 
 // read runs in its own goroutine until ctx is done: it connects, assigns the topic's
@@ -368,10 +399,14 @@ func (k *Input) read(ctx context.Context, from map[int32]int64, wake func()) {
 		k.health.Set(fmt.Sprintf("kafka client: %v", err))
 		return
 	}
-	budget := &fetchBudget{inner: inner}
-	cl, err := k.conn.Client(
+	budget := &fetchBudget{inner: inner, ledger: k.ledger}
+	cl, err := k.conn.sourceClient(ctx, k.ledger,
 		kgo.WithDecompressor(budget),
 		kgo.FetchMaxBytes(int32(maxFetchBytes)),
+		// One fetch at a time, sent only while the reader polls, so that the FetchMemory
+		// counts what the client holds (fetchLedger).
+		kgo.MaxConcurrentFetches(0),
+		kgo.BrokerMaxReadBytes(maxResponseBytes()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(), // transaction markers take offsets: the positions pass them
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -424,6 +459,7 @@ func (k *Input) read(ctx context.Context, from map[int32]int64, wake func()) {
 			continue
 		}
 		pctx, cancel := context.WithTimeout(ctx, kafkaConfirmInterval)
+		poll := k.ledger.pollStarted()
 		fetches := cl.PollRecords(pctx, readBatch)
 		cancel()
 		budget.release()
@@ -448,13 +484,15 @@ func (k *Input) read(ctx context.Context, from map[int32]int64, wake func()) {
 		})
 		recs := fetches.Records()
 		if len(recs) == 0 && len(skipped) == 0 {
+			k.ledger.pollFinished(poll, false)
 			continue
 		}
+		k.ledger.pollFinished(poll, true)
 		k.mu.Lock()
 		k.noteFetched(time.Now())
 		k.mu.Unlock()
 		select {
-		case k.batches <- kafkaBatch{gen: k.readerGen.Load(), recs: recs, skipped: skipped}:
+		case k.batches <- kafkaBatch{gen: k.readerGen.Load(), poll: poll, recs: recs, skipped: skipped}:
 			wake()
 		case <-ctx.Done():
 			return
@@ -629,6 +667,12 @@ func (r *kafkaReader) confirm(ctx context.Context) error {
 
 // Poll takes the records the reader fetched, once the topic's end offsets are listed.
 func (k *Input) Poll() ([]connector.Event, bool) {
+	if k.rest == nil && k.handedPoll != 0 {
+		// Polled again with nothing left over: the deployment pushed the batch (its
+		// events' payloads are the records' bytes).
+		k.ledger.pushed(k.handedPoll)
+		k.handedPoll = 0
+	}
 	reset := k.syncGen()
 	reset = k.skipDeleted() || reset
 	if _, listed := k.PendingPartitions(); !listed {
@@ -649,8 +693,10 @@ func (k *Input) Poll() ([]connector.Event, bool) {
 		k.polledAt = time.Now()
 	}
 	if b.gen != k.gen {
+		k.ledger.pushed(b.poll)
 		return nil, reset // records of the topic before it was created again
 	}
+	k.handedPoll = b.poll
 	k.take(b)
 	// Decoding asks the schema registry (up to schemaregistry.Timeout for each schema id
 	// not known yet); a poll decodes for decodeTime at most, and not past a stop, so that the
