@@ -348,17 +348,18 @@ func (c *Conn) Client(extra ...kgo.Opt) (*kgo.Client, error) {
 }
 
 // sourceClient is Client for a source whose fetched records l counts in the FetchMemory: its
-// connections take each response's part before reading it (fetchConn; TLS dialed by l's
-// dialer rather than kgo.DialTLSConfig), and l's hooks follow the fetches. ctx is the
-// source's: its end ends a wait for the budget.
-func (c *Conn) sourceClient(ctx context.Context, l *fetchLedger, extra ...kgo.Opt) (*kgo.Client, error) {
+// connections take each fetch response's part before reading it (fetchConn; TLS dialed by
+// l's dialer rather than kgo.DialTLSConfig), refusing responses past maxRead bytes
+// (kgo.BrokerMaxReadBytes), and l's hook counts the records buffered.
+func (c *Conn) sourceClient(l *fetchLedger, maxRead int32, extra ...kgo.Opt) (*kgo.Client, error) {
 	opts := make([]kgo.Opt, 0, len(c.opts)+len(extra)+2)
 	for i, o := range c.opts {
 		if i != c.tlsAt {
 			opts = append(opts, o)
 		}
 	}
-	return kgo.NewClient(append(append(opts, kgo.Dialer(l.dialer(ctx, c.tls)), kgo.WithHooks(l)), extra...)...)
+	opts = append(opts, kgo.Dialer(l.dialer(c.tls, maxRead)), kgo.BrokerMaxReadBytes(maxRead), kgo.WithHooks(l))
+	return kgo.NewClient(append(opts, extra...)...)
 }
 
 // explain adds to err what a refused login or certificate means, for the live status.

@@ -21,35 +21,40 @@ import (
 // pushed it: 90 deployments reading a topic of 15 MB records held 5.4 GB, and the server died
 // out of memory (hostile round).
 //
-// A source takes its part when a response of the brokers arrives, from the size the response
-// says it has (its first four bytes), before the client reads the rest of it (fetchConn): a
-// response of S bytes takes chargeOf(S), what franz-go may make of it (its bytes, and a
-// record of kgoRecordBytes for each 7 bytes, the least a record takes), and at most a quarter
-// of the budget (share), so that a response larger than the budget is read too, four at a
-// time at most. A response of fetchWaitFrom bytes or more waits while the others hold the
-// budget, oldest first; a smaller one (an answer to a listing, an empty fetch) takes its part
-// without waiting, which may pass the budget by that much. Once the client has read a
-// fetched response's records out (the next fetch is sent) the part shrinks to what they
-// hold (their bytes, decompressed, and kgoRecordBytes and kgoHeaderBytes each), and it is
-// given back once the deployment has pushed them (fetchLedger). A batch to decompress takes
-// maxBatchBytes before it is, from what its response's part holds beyond what it holds
-// already, then from the budget when that is free at once, or past it for the oldest response
-// held (so that one always goes on: decompressing waits for nothing, which could hold the
-// budget for ever); otherwise the partition is fetched again later (errFetchBudget), its next
-// response taking the place of this one among the oldest.
+// A source's client fetches one response at a time, and only while the source polls
+// (kgo.MaxConcurrentFetches(0)). A fetch's response takes its part when its size (its first
+// four bytes) arrives, before the client reads the rest of it (fetchConn): chargeOf(size), what
+// franz-go may make of it, at most the whole budget. A response of fetchWaitFrom bytes or more
+// waits while the others hold the budget, oldest first; a smaller one (an empty fetch) takes its
+// part at once, which may pass the budget by that much for each source. The answers to other
+// requests (metadata, offsets) take none: the connection knows which request each answers. Once
+// the client has buffered the response's records, its part shrinks to what they hold (their
+// bytes, decompressed, and kgoRecordBytes and kgoHeaderBytes each: the first is handed to a
+// poll), and it is given back once the client has handed them all to the source's polls and
+// the deployment has pushed them (fetchLedger).
+//
+// A compressed batch takes what it may decompress to (maxBatchBytes) beyond its response's
+// part before it is decompressed: from the budget, waiting for it, or past it for the oldest
+// response held, which so always goes on (the others may be waiting for the budget it holds).
+// It keeps what it decompressed to, records counted (batchBytes).
+//
+// Memory stays within the budget, what the oldest response decompresses past it (its batches of
+// one poll: fetchBudgetBytes and one batch), and the small responses.
 //
 // A nil *FetchMemory is no bound.
 type FetchMemory struct {
-	limit, share int64
+	limit int64
 
 	mu      sync.Mutex
 	used    int64
 	waiters list.List // of *fetchWaiter, oldest first
-	// live lists the responses holding parts, oldest (least seq) first; seq numbers them.
-	live    list.List
-	seq     uint64
-	inUse   atomic.Int64
-	waiting atomic.Int64
+	// live lists the responses holding parts, oldest (least seq) first; seq numbers them;
+	// frontKick is closed when the oldest changes (a decompression waiting may go on).
+	live      list.List
+	seq       uint64
+	frontKick chan struct{}
+	inUse     atomic.Int64
+	waiting   atomic.Int64
 }
 
 // fetchWaiter is a response waiting for its part of a FetchMemory: ready is closed once it
@@ -59,11 +64,9 @@ type fetchWaiter struct {
 	ready chan struct{}
 }
 
-// fetchWaitFrom is the size, in bytes, from which a response waits for its part of the
-// FetchMemory; a smaller one takes it at once. The answers a source waits for between
-// polls (metadata and offsets of one topic) are smaller, so that a listing is not held
-// back for the fetches of others; a response under it holds at most chargeOf(fetchWaitFrom),
-// 400 KiB, past the budget for each connection of each source.
+// fetchWaitFrom is the size, in bytes, from which a fetch's response waits for its part of the
+// FetchMemory; a smaller one takes it at once: chargeOf(fetchWaitFrom), 400 KiB, past the budget
+// at most for each source (it holds one response at a time).
 const fetchWaitFrom = 16 << 10
 
 // NewFetchMemory is the budget of limit bytes; nil for 0 or less (no bound).
@@ -71,7 +74,7 @@ func NewFetchMemory(limit int64) *FetchMemory {
 	if limit <= 0 {
 		return nil
 	}
-	return &FetchMemory{limit: limit, share: max(limit/4, 1)}
+	return &FetchMemory{limit: limit, frontKick: make(chan struct{})}
 }
 
 // InUse is the bytes the sources hold of the budget (0 for no bound).
@@ -82,7 +85,7 @@ func (m *FetchMemory) InUse() int64 {
 	return m.inUse.Load()
 }
 
-// Waiting is how many responses wait for their part (0 for no bound).
+// Waiting is how many responses and batches wait for their parts (0 for no bound).
 func (m *FetchMemory) Waiting() int64 {
 	if m == nil {
 		return 0
@@ -90,30 +93,22 @@ func (m *FetchMemory) Waiting() int64 {
 	return m.waiting.Load()
 }
 
-// Limit is the budget's bytes (0 for no bound).
-func (m *FetchMemory) Limit() int64 {
-	if m == nil {
-		return 0
-	}
-	return m.limit
-}
-
-// chargeOf is what a response of size bytes may hold once franz-go has read its records:
-// its bytes, and a kgo.Record (kgoRecordBytes) for each 7 bytes, the least a record of
-// Kafka's format v2 takes (its length, attributes, timestamp and offset deltas, key and value
-// lengths and header count, a byte each).
+// chargeOf is what a fetch's response of size bytes may hold once franz-go has read its
+// records: its bytes, and a kgo.Record (kgoRecordBytes) for each 7 bytes, the least a record
+// of Kafka's format v2 takes (its length, attributes, timestamp and offset deltas, key and
+// value lengths and header count, a byte each).
 func chargeOf(size int64) int64 {
 	return size + size/7*kgoRecordBytes
 }
 
-// take takes n bytes, at most the share: at once when wait is false (past the limit if need
-// be), otherwise when they fit and no response waits before it. It returns what it took, or
-// an error when ctx ends or kick is closed while it waits (nothing taken then).
+// take takes n bytes, at most the limit: at once when wait is false (past the limit if need
+// be), otherwise when they fit and no one waits before it. It returns what it took, or an
+// error when ctx ends or kick is closed while it waits (nothing taken then).
 func (m *FetchMemory) take(ctx context.Context, kick <-chan struct{}, n int64, wait bool) (int64, error) {
 	if m == nil || n <= 0 {
 		return 0, nil
 	}
-	n = min(n, m.share)
+	n = min(n, m.limit)
 	m.mu.Lock()
 	if !wait || m.waiters.Len() == 0 && m.used+n <= m.limit {
 		m.used += n
@@ -148,87 +143,17 @@ func (m *FetchMemory) take(ctx context.Context, kick <-chan struct{}, n int64, w
 	return 0, errFetchWaitKicked
 }
 
-// errFetchWaitKicked is take's error when its connection's read deadline changed while it
-// waited: the client gave up on the response.
+// errFetchWaitKicked is take's error when kick was closed while it waited.
 var errFetchWaitKicked = os.ErrDeadlineExceeded
 
-// enter puts f among the responses holding parts, by its seq (a new one when it has none).
-func (m *FetchMemory) enter(f *fetchFrame) {
-	if m == nil {
-		return
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if f.seq == 0 {
-		m.seq++
-		f.seq = m.seq
-	}
-	e := m.live.Back()
-	for e != nil && e.Value.(*fetchFrame).seq > f.seq {
-		e = e.Prev()
-	}
-	if e == nil {
-		f.elem = m.live.PushFront(f)
-	} else {
-		f.elem = m.live.InsertAfter(f, e)
-	}
-}
-
-// leave takes f out of the responses holding parts.
-func (m *FetchMemory) leave(f *fetchFrame) {
-	if m == nil || f.elem == nil {
-		return
-	}
-	m.mu.Lock()
-	m.live.Remove(f.elem)
-	f.elem = nil
-	m.mu.Unlock()
-}
-
-// oldest reports whether no response holding a part is older than f (one of the same seq is
-// its source's response before it, given back soon).
-func (m *FetchMemory) oldest(f *fetchFrame) bool {
-	if m == nil {
-		return true
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	e := m.live.Front()
-	return e == nil || e.Value.(*fetchFrame).seq >= f.seq
-}
-
-// force takes n bytes (at most the share) at once, past the limit if need be.
+// force takes n bytes (at most the limit) at once, past the limit if need be.
 func (m *FetchMemory) force(n int64) int64 {
-	if m == nil || n <= 0 {
-		return 0
-	}
-	n = min(n, m.share)
-	m.mu.Lock()
-	m.used += n
-	m.mu.Unlock()
-	m.inUse.Add(n)
+	n, _ = m.take(context.Background(), nil, n, false)
 	return n
 }
 
-// tryTake takes n bytes (at most the share) only when they fit at once and no response
-// waits; false otherwise.
-func (m *FetchMemory) tryTake(n int64) (int64, bool) {
-	if m == nil || n <= 0 {
-		return 0, true
-	}
-	n = min(n, m.share)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.waiters.Len() > 0 || m.used+n > m.limit {
-		return 0, false
-	}
-	m.used += n
-	m.inUse.Add(n)
-	return n, true
-}
-
-// give gives back n bytes that take or tryTake took, and lets the responses that now fit
-// have theirs, oldest first.
+// give gives back n bytes that take took, and lets the waiters that now fit have theirs,
+// oldest first.
 func (m *FetchMemory) give(n int64) {
 	if m == nil || n <= 0 {
 		return
@@ -254,41 +179,103 @@ func (m *FetchMemory) wakeLocked() {
 	}
 }
 
-// frameState is where a response a source took its part for is in its life.
+// enter puts f among the responses holding parts, by its seq (a new one when it has none).
+func (m *FetchMemory) enter(f *fetchFrame) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if f.seq == 0 {
+		m.seq++
+		f.seq = m.seq
+	}
+	e := m.live.Back()
+	for e != nil && e.Value.(*fetchFrame).seq > f.seq {
+		e = e.Prev()
+	}
+	if e == nil {
+		f.elem = m.live.PushFront(f)
+		m.kickFrontLocked()
+	} else {
+		f.elem = m.live.InsertAfter(f, e)
+	}
+}
+
+// leave takes f out of the responses holding parts.
+func (m *FetchMemory) leave(f *fetchFrame) {
+	if m == nil || f.elem == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.live.Front() == f.elem {
+		m.kickFrontLocked()
+	}
+	m.live.Remove(f.elem)
+	f.elem = nil
+}
+
+// kickFrontLocked tells those waiting to be the oldest that the oldest changed, under m.mu.
+func (m *FetchMemory) kickFrontLocked() {
+	close(m.frontKick)
+	m.frontKick = make(chan struct{})
+}
+
+// oldest reports whether no response holding a part is older than f (one of the same seq is
+// its source's response before it, given back soon), and the channel closed when the oldest
+// changes.
+func (m *FetchMemory) oldest(f *fetchFrame) (bool, <-chan struct{}) {
+	if m == nil {
+		return true, nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.live.Front()
+	return e == nil || e.Value.(*fetchFrame).seq >= f.seq, m.frontKick
+}
+
+// frameState is where a fetch's response is in its life.
 type frameState int
 
 const (
 	frameReading frameState = iota // its bytes are being read
-	frameRead                      // read; which request it answers is not known yet
-	frameFetched                   // a fetch's response: the client holds its records
+	frameFetched                   // read: the client holds its records
 	frameDrained                   // the client handed all its records to polls
 )
 
-// fetchFrame is one response of the brokers and the part of the FetchMemory it holds.
+// fetchFrame is one fetch's response and the part of the FetchMemory it holds.
 type fetchFrame struct {
 	size   int64 // its bytes, past the four of its size
 	charge int64 // the part it holds
 	state  frameState
-	// made is what franz-go made of its records besides its bytes: decompressed batches,
-	// and kgoRecordBytes and kgoHeaderBytes for each record and header.
+	// made is what franz-go made of its records besides its bytes: decompressed batches, and
+	// kgoRecordBytes and kgoHeaderBytes for each record and header it buffered.
 	made int64
 	// drainedAt is the poll of the reader during which the client had handed all its
 	// records over (frameDrained).
 	drainedAt int64
+	// records counts its records buffered, polled those handed to polls.
+	records, polled int64
 	// seq orders the responses holding parts, oldest first, and elem is f's place among
 	// them (FetchMemory.live).
 	seq  uint64
 	elem *list.Element
 }
 
-// fetchLedger is what one Kafka source holds of the FetchMemory: the responses of its
-// client's brokers (fetchConn takes their parts), and the batches the reader handed the
-// deployment. A fetch's response is held until the client has handed all its records to the
-// reader's polls (the client fetches one at a time and sends the next fetch only then:
-// kgo.MaxConcurrentFetches(0)) and the deployment has pushed the batches of those polls.
-// Other responses are given back once read.
+// held is what f holds for certain: its bytes and what was made of them.
+func (f *fetchFrame) held() int64 { return f.size + f.made }
+
+// room is what f's part holds beyond what f holds so far.
+func (f *fetchFrame) room() int64 { return max(f.charge-f.held(), 0) }
+
+// fetchLedger is what one Kafka source holds of the FetchMemory: its client's fetch responses
+// (fetchConn takes their parts), until their records are pushed. A response is held until
+// the client has handed all its records to the reader's polls (the client sends the next fetch
+// only then) and the deployment has pushed the batches of those polls.
 type fetchLedger struct {
 	mem *FetchMemory
+	ctx context.Context // the source's: its stop ends a wait
 
 	mu     sync.Mutex
 	frames []*fetchFrame
@@ -297,15 +284,13 @@ type fetchLedger struct {
 	// not pushed yet, oldest first.
 	polls, finished int64
 	outstanding     []int64
-	// aged is the seq of a response whose batch could not be decompressed for want of the
-	// budget: the next response takes it, keeping its place among the oldest (0: none). The
-	// oldest response's first batch is decompressed whatever the budget holds (reserveDecompress):
-	// at most one batch, maxBatchBytes, past the budget at a time.
+	// aged is the seq of a response whose batch could not wait to be decompressed (the
+	// source stopped): the next response takes it, keeping its place among the oldest.
 	aged uint64
 }
 
-// charge takes the part of a response of size bytes (fetchWaitFrom or more: waiting, as
-// FetchMemory.take) and returns its frame.
+// charge takes the part of a fetch's response of size bytes (fetchWaitFrom or more: waiting,
+// as FetchMemory.take) and returns its frame.
 func (l *fetchLedger) charge(ctx context.Context, kick <-chan struct{}, size int64) (*fetchFrame, error) {
 	n, err := l.mem.take(ctx, kick, chargeOf(size), size >= fetchWaitFrom)
 	if err != nil {
@@ -314,25 +299,22 @@ func (l *fetchLedger) charge(ctx context.Context, kick <-chan struct{}, size int
 	f := &fetchFrame{size: size, charge: n}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if size >= fetchWaitFrom {
-		f.seq, l.aged = l.aged, 0
-	}
+	f.seq, l.aged = l.aged, 0
 	l.mem.enter(f)
 	l.frames = append(l.frames, f)
 	return f, nil
 }
 
-// read notes that f's bytes have all been read.
+// read notes that f's bytes have all been read: the client holds its records.
 func (l *fetchLedger) read(f *fetchFrame) {
 	l.mu.Lock()
 	if f.state == frameReading {
-		f.state = frameRead
+		f.state = frameFetched
 	}
 	l.mu.Unlock()
 }
 
-// drop gives f's part back: its bytes could not be read, or they answer another request
-// than a fetch.
+// drop gives f's part back: its bytes could not be read.
 func (l *fetchLedger) drop(f *fetchFrame) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -352,44 +334,24 @@ func (l *fetchLedger) removeLocked(f *fetchFrame) {
 	}
 }
 
-// OnBrokerRead (kgo.HookBrokerRead) learns which request a response read answers: a fetch's
-// is kept, any other's given back. The response is found by its size among those read.
-func (l *fetchLedger) OnBrokerRead(_ kgo.BrokerMetadata, key int16, bytesRead int, _, _ time.Duration, err error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, f := range l.frames {
-		if f.state == frameRead && f.size+4 == int64(bytesRead) {
-			if err != nil || key != fetchKey {
-				l.removeLocked(f)
-			} else {
-				f.state = frameFetched
-			}
-			return
-		}
+// shrinkLocked gives back what f's part holds beyond what f holds, under l.mu.
+func (l *fetchLedger) shrinkLocked(f *fetchFrame) {
+	if r := f.room(); r > 0 {
+		l.mem.give(r)
+		f.charge -= r
 	}
 }
 
-// fetchKey is the Fetch request's API key.
-const fetchKey = 1
-
-// OnBrokerWrite (kgo.HookBrokerWrite): a fetch sent means the client has handed every record
-// of the fetches before to the reader's polls (one fetch at a time), up to the one in
-// progress: their parts shrink to what their records hold, and they are given back once the
-// batches of those polls are pushed.
-func (l *fetchLedger) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
-	if key != fetchKey || err != nil {
-		return
-	}
+// fetchSent notes a fetch sent: the client has handed every record of the responses before
+// to the reader's polls (it fetches one at a time), up to the poll in progress. They are given
+// back once the batches of those polls are pushed.
+func (l *fetchLedger) fetchSent() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, f := range l.frames {
-		if f.state != frameFetched {
-			continue
-		}
-		f.state, f.drainedAt = frameDrained, l.polls
-		if held := f.size + f.made; held < f.charge {
-			l.mem.give(f.charge - held)
-			f.charge = held
+		if f.state == frameFetched {
+			f.state, f.drainedAt = frameDrained, l.polls
+			l.shrinkLocked(f)
 		}
 	}
 	l.releaseLocked()
@@ -402,15 +364,28 @@ func (l *fetchLedger) OnFetchRecordBuffered(r *kgo.Record) {
 	for _, h := range r.Headers {
 		n += int64(len(h.Key))
 	}
-	l.addMade(n)
-}
-
-// addMade adds n to what the latest fetch's response made.
-func (l *fetchLedger) addMade(n int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if f := l.latestFetchedLocked(); f != nil {
 		f.made += n
+		f.records++
+	}
+}
+
+// OnFetchRecordUnbuffered (kgo.HookFetchRecordUnbuffered) counts a record handed to a poll
+// (polled) or dropped, of the oldest response holding records not yet handed over: the client
+// hands them over in order. Its first means the response was buffered whole: its part shrinks to
+// what it holds.
+func (l *fetchLedger) OnFetchRecordUnbuffered(_ *kgo.Record, _ bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, f := range l.frames {
+		if f.polled < f.records {
+			if f.polled++; f.polled == 1 {
+				l.shrinkLocked(f)
+			}
+			return
+		}
 	}
 }
 
@@ -424,42 +399,55 @@ func (l *fetchLedger) latestFetchedLocked() *fetchFrame {
 	return nil
 }
 
-// room is what f's part holds beyond what f holds so far.
-func (f *fetchFrame) room() int64 { return max(f.charge-f.size-f.made, 0) }
-
-// reserveDecompress takes what a batch of the latest fetch's response needs to be
-// decompressed (maxBatchBytes) beyond its part's room: from the budget when free at once, past
-// it for the first batch of the oldest response held; false when neither (the response's
-// place is kept: aged). franz-go hands over the batches before a refused one, and fetches
-// the partition again from it.
+// reserveDecompress takes what a batch of the latest fetch's response needs to be decompressed
+// (maxBatchBytes) beyond its part's room, at most a quarter of the budget: from the budget,
+// waiting for it while the response is not the oldest held, past it once it is. It returns what it took; false when the source
+// stopped while it waited (the response's place is kept: aged).
 func (l *fetchLedger) reserveDecompress() (int64, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	f := l.latestFetchedLocked()
-	var room int64
-	if f != nil {
-		room = f.room()
+	for {
+		l.mu.Lock()
+		f := l.latestFetchedLocked()
+		need := int64(maxBatchBytes)
+		if f != nil {
+			need -= f.room()
+		}
+		if l.mem != nil {
+			// At most a quarter of the budget: more would wait for it all. What the batch
+			// decompresses to past it is taken after (decompressed).
+			need = min(need, max(l.mem.limit/4, 1))
+		}
+		l.mu.Unlock()
+		if need <= 0 {
+			return 0, true
+		}
+		if f == nil {
+			return l.mem.force(need), true
+		}
+		oldest, kick := l.mem.oldest(f)
+		if oldest {
+			return l.mem.force(need), true
+		}
+		took, err := l.mem.take(l.ctx, kick, need, true)
+		if err == nil {
+			return took, true
+		}
+		if l.ctx.Err() != nil {
+			l.mu.Lock()
+			if l.aged == 0 {
+				l.aged = f.seq
+			}
+			l.mu.Unlock()
+			return 0, false
+		}
+		// The oldest changed: f may be it now.
 	}
-	need := int64(maxBatchBytes) - room
-	if need <= 0 {
-		return 0, true
-	}
-	if took, ok := l.mem.tryTake(need); ok {
-		return took, true
-	}
-	if f == nil || f.made == 0 && l.mem.oldest(f) {
-		return l.mem.force(need), true
-	}
-	if l.aged == 0 {
-		l.aged = f.seq
-	}
-	return 0, false
 }
 
-// decompressed counts a batch of the latest fetch's response decompressed to n bytes, with
-// took of the budget taken for it (reserveDecompress): its part keeps what n needs beyond its
-// room, and gives the rest back.
-func (l *fetchLedger) decompressed(n, took int64) {
+// decompressed counts a batch of the latest fetch's response decompressed to raw bytes, n with
+// its records counted (batchBytes), with took of the budget taken for it (reserveDecompress):
+// its part grows by what n needs beyond its room, and the rest of took is given back. The
+// records themselves are counted as they are buffered (OnFetchRecordBuffered).
+func (l *fetchLedger) decompressed(n, raw, took int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	f := l.latestFetchedLocked()
@@ -467,9 +455,14 @@ func (l *fetchLedger) decompressed(n, took int64) {
 		l.mem.give(took)
 		return
 	}
-	keep := min(max(n-f.room(), 0), took)
+	extra := max(n-f.room(), 0)
+	keep := min(extra, took)
 	l.mem.give(took - keep)
-	f.made += n
+	if extra > keep {
+		// Past the quarter of the budget it waited for: four such at most at once.
+		keep += l.mem.force(extra - keep)
+	}
+	f.made += raw
 	f.charge += keep
 }
 
@@ -497,19 +490,13 @@ func (l *fetchLedger) pollFinished(p int64, handed bool) {
 func (l *fetchLedger) pushed(p int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if i := indexOf(l.outstanding, p); i >= 0 {
-		l.outstanding = append(l.outstanding[:i], l.outstanding[i+1:]...)
-	}
-	l.releaseLocked()
-}
-
-func indexOf(s []int64, v int64) int {
-	for i, x := range s {
-		if x == v {
-			return i
+	for i, q := range l.outstanding {
+		if q == p {
+			l.outstanding = append(l.outstanding[:i], l.outstanding[i+1:]...)
+			break
 		}
 	}
-	return -1
+	l.releaseLocked()
 }
 
 // releaseLocked gives back the responses whose records have all been pushed: drained during
@@ -536,35 +523,82 @@ func (l *fetchLedger) close() {
 	l.frames, l.outstanding = nil, nil
 }
 
-// held is what the ledger holds of the budget (tests).
-func (l *fetchLedger) held() int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var n int64
-	for _, f := range l.frames {
-		n += f.charge
-	}
-	return n
-}
-
-// fetchConn is a connection to a broker that takes each response's part of the FetchMemory
-// (fetchLedger.charge) when it has read the response's size, before it hands the client
-// anything of the response. Kafka's responses are a 4-byte big-endian size and that many
-// bytes, one after the other.
+// fetchConn is a connection to a broker that takes each fetch response's part of the
+// FetchMemory (fetchLedger.charge) when it has read the response's size, before it hands the
+// client anything of the response. Kafka's requests and responses are a 4-byte big-endian size
+// and that many bytes, one after the other, a request's starting with its API key; a broker
+// answers a connection's requests in order, so the connection knows which request each
+// response answers. franz-go writes a request in one Write.
 type fetchConn struct {
 	net.Conn
-	l   *fetchLedger
-	ctx context.Context // the source's: its stop ends a wait
+	l       *fetchLedger
+	ctx     context.Context // the source's: its stop ends a wait
+	maxRead int64           // the client's BrokerMaxReadBytes: a larger response is refused, not charged
 
-	hdr        [4]byte
-	hdrIn      int   // bytes of the size read from the broker
-	hdrOut     int   // bytes of the size handed to the client
-	left       int64 // bytes of the response not yet read
-	frame      *fetchFrame
-	prev       *fetchFrame // the response read before, until the client knows what it answers
+	keysMu sync.Mutex
+	keys   []int16 // the API keys of the requests written and not yet answered, in order
+	wleft  int     // bytes of the request being written not yet written
+
+	hdr    [4]byte
+	hdrIn  int   // bytes of the size read from the broker
+	hdrOut int   // bytes of the size handed to the client
+	left   int64 // bytes of the response not yet read
+	// frameMu guards frame, the fetch response being read (nil: none, or another answer),
+	// against Close from another goroutine.
+	frameMu sync.Mutex
+	frame   *fetchFrame
+
 	deadlineMu sync.Mutex
 	deadline   time.Time     // the read deadline (zero: none), which a wait keeps to
 	kick       chan struct{} // closed when the read deadline changes: a wait gives up
+}
+
+// fetchKey is the Fetch request's API key.
+const fetchKey = 1
+
+// keyUnknown stands for a request whose API key was not read (a write cut inside its first
+// six bytes): its response is counted as a fetch's.
+const keyUnknown = -1
+
+func (c *fetchConn) Write(p []byte) (int, error) {
+	c.keysMu.Lock()
+	for b := p; len(b) > 0; {
+		if c.wleft > 0 {
+			n := min(c.wleft, len(b))
+			c.wleft -= n
+			b = b[n:]
+			continue
+		}
+		key := int16(keyUnknown)
+		size := 0
+		if len(b) >= 6 {
+			size = int(int32(binary.BigEndian.Uint32(b)))
+			key = int16(binary.BigEndian.Uint16(b[4:]))
+		}
+		if size < 0 || len(b) < 6 {
+			c.keys = append(c.keys, keyUnknown)
+			break
+		}
+		c.keys = append(c.keys, key)
+		c.wleft = 4 + size
+		if key == fetchKey {
+			c.l.fetchSent()
+		}
+	}
+	c.keysMu.Unlock()
+	return c.Conn.Write(p)
+}
+
+// answers is the API key of the request the next response answers.
+func (c *fetchConn) answers() int16 {
+	c.keysMu.Lock()
+	defer c.keysMu.Unlock()
+	if len(c.keys) == 0 {
+		return keyUnknown
+	}
+	k := c.keys[0]
+	c.keys = c.keys[1:]
+	return k
 }
 
 func (c *fetchConn) Read(p []byte) (int, error) {
@@ -587,12 +621,17 @@ func (c *fetchConn) Read(p []byte) (int, error) {
 		if c.left > 0 {
 			n, err := c.Conn.Read(p[:min(int64(len(p)), c.left)])
 			c.left -= int64(n)
-			if c.left == 0 && c.frame != nil {
-				c.l.read(c.frame)
-				c.prev, c.frame = c.frame, nil
-			} else if err != nil && c.frame != nil {
-				c.l.drop(c.frame)
-				c.frame = nil
+			if c.left == 0 || err != nil {
+				c.frameMu.Lock()
+				if f := c.frame; f != nil {
+					if c.left == 0 {
+						c.l.read(f)
+					} else {
+						c.l.drop(f)
+					}
+					c.frame = nil
+				}
+				c.frameMu.Unlock()
 			}
 			return n, err
 		}
@@ -600,22 +639,13 @@ func (c *fetchConn) Read(p []byte) (int, error) {
 	}
 }
 
-// charge takes the part of the response whose size was read, waiting as the FetchMemory
-// says, and until the read deadline at most.
+// charge takes the part of the fetch response whose size was read, waiting as the FetchMemory
+// says, and until the read deadline at most. Other answers, and a response the client refuses
+// as too large, take none.
 func (c *fetchConn) charge() error {
 	size := int64(int32(binary.BigEndian.Uint32(c.hdr[:])))
 	c.left = max(size, 0)
-	if c.prev != nil {
-		// The client has looked at the response before (it reads one at a time on a
-		// connection): one it did not tell the hooks of (a SASL challenge) is not a fetch's.
-		c.l.mu.Lock()
-		if c.prev.state == frameRead {
-			c.l.removeLocked(c.prev)
-		}
-		c.l.mu.Unlock()
-		c.prev = nil
-	}
-	if size <= 0 {
+	if key := c.answers(); key != fetchKey && key != keyUnknown || size <= 0 || size > c.maxRead {
 		return nil
 	}
 	c.deadlineMu.Lock()
@@ -634,7 +664,9 @@ func (c *fetchConn) charge() error {
 		}
 		return err
 	}
+	c.frameMu.Lock()
 	c.frame = f
+	c.frameMu.Unlock()
 	return nil
 }
 
@@ -661,20 +693,20 @@ func (c *fetchConn) newDeadline(t time.Time) {
 
 func (c *fetchConn) Close() error {
 	err := c.Conn.Close()
-	c.l.mu.Lock()
-	for _, f := range []*fetchFrame{c.frame, c.prev} {
-		if f != nil && f.state <= frameRead {
-			c.l.removeLocked(f)
-		}
+	c.frameMu.Lock()
+	if c.frame != nil {
+		c.l.drop(c.frame) // read in part: the client drops it
+		c.frame = nil
 	}
-	c.l.mu.Unlock()
+	c.frameMu.Unlock()
 	return err
 }
 
-// dialer is the dialer of a source's client whose connections take their responses' parts
-// of the ledger's FetchMemory (fetchConn), over TLS when cfg is set, as kgo.DialTLSConfig
-// dials: a clone of cfg naming the broker's host when it names no server.
-func (l *fetchLedger) dialer(ctx context.Context, cfg *tls.Config) func(context.Context, string, string) (net.Conn, error) {
+// dialer is the dialer of a source's client whose connections take their fetch responses'
+// parts of the ledger's FetchMemory (fetchConn), over TLS when cfg is set, as kgo.DialTLSConfig
+// dials: a clone of cfg naming the broker's host when it names no server, within 10 s. maxRead
+// is the client's kgo.BrokerMaxReadBytes.
+func (l *fetchLedger) dialer(cfg *tls.Config, maxRead int32) func(context.Context, string, string) (net.Conn, error) {
 	d := &net.Dialer{Timeout: 10 * time.Second}
 	return func(dctx context.Context, network, host string) (net.Conn, error) {
 		var conn net.Conn
@@ -695,12 +727,11 @@ func (l *fetchLedger) dialer(ctx context.Context, cfg *tls.Config) func(context.
 		if err != nil {
 			return nil, err
 		}
-		return &fetchConn{Conn: conn, l: l, ctx: ctx, kick: make(chan struct{})}, nil
+		return &fetchConn{Conn: conn, l: l, ctx: l.ctx, maxRead: int64(maxRead), kick: make(chan struct{})}, nil
 	}
 }
 
 var (
-	_ kgo.HookBrokerRead          = (*fetchLedger)(nil)
-	_ kgo.HookBrokerWrite         = (*fetchLedger)(nil)
-	_ kgo.HookFetchRecordBuffered = (*fetchLedger)(nil)
+	_ kgo.HookFetchRecordBuffered   = (*fetchLedger)(nil)
+	_ kgo.HookFetchRecordUnbuffered = (*fetchLedger)(nil)
 )

@@ -15,31 +15,33 @@ import (
 	"github.com/scenario-server/scenario-server/internal/kafkatest"
 )
 
-// The budget hands its bytes out oldest first, a part at most a quarter of it, lets a
-// small part pass it without waiting, and gives a waiter up when its context ends.
+// The budget hands its bytes out oldest first, a part at most all of it, lets a part pass it
+// without waiting when asked, gives a waiter up when its context ends, and knows the oldest
+// response holding a part.
 func TestFetchMemoryTakesInOrder(t *testing.T) {
 	m := NewFetchMemory(100)
 	ctx := t.Context()
-	if n, err := m.take(ctx, nil, 1000, true); err != nil || n != 25 {
-		t.Fatalf("a part past the share: took %d, %v; want the share, 25", n, err)
+	if n, err := m.take(ctx, nil, 1000, true); err != nil || n != 100 {
+		t.Fatalf("a part past the budget: took %d, %v; want all of it, 100", n, err)
 	}
-	for range 3 {
+	m.give(100)
+	for range 4 {
 		m.take(ctx, nil, 25, true)
 	}
 	// Full: a waiter of 20 waits; one of 5 after it waits too, though 5 fits once 10 are
-	// given back; a small part passes at once.
+	// given back; a part taken without waiting passes at once.
 	got := make(chan int64, 2)
 	go func() { n, _ := m.take(ctx, nil, 20, true); got <- n }()
 	waitFor(t, func() bool { return m.Waiting() == 1 })
 	go func() { n, _ := m.take(ctx, nil, 5, true); got <- n }()
 	waitFor(t, func() bool { return m.Waiting() == 2 })
-	if n, _ := m.take(ctx, nil, 7, false); n != 7 || m.InUse() != 107 {
+	if n := m.force(7); n != 7 || m.InUse() != 107 {
 		t.Fatalf("a part taken without waiting: %d, in use %d; want 7, 107", n, m.InUse())
 	}
 	m.give(7)
 	m.give(10) // 90 in use: 5 would fit, but 20 waits before it
 	if m.InUse() != 90 || m.Waiting() != 2 {
-		t.Fatalf("in use %d, %d waiting; want 90, 2 (the 5 behind the 30)", m.InUse(), m.Waiting())
+		t.Fatalf("in use %d, %d waiting; want 90, 2 (the 5 behind the 20)", m.InUse(), m.Waiting())
 	}
 	m.give(25) // 65: 20 fits, then 5
 	if a, b := <-got, <-got; a+b != 25 {
@@ -57,11 +59,36 @@ func TestFetchMemoryTakesInOrder(t *testing.T) {
 	if err := <-errc; err == nil {
 		t.Fatal("a waiter whose context ended took its part")
 	}
-	if n, ok := m.tryTake(10); !ok || n != 10 || m.InUse() != 100 {
-		t.Fatalf("tryTake after the waiter left: %d, %v, in use %d", n, ok, m.InUse())
+	if n, err := m.take(ctx, nil, 10, true); err != nil || n != 10 || m.InUse() != 100 {
+		t.Fatalf("a part after the waiter left: %d, %v, in use %d; want 10 at once, 100", n, err, m.InUse())
 	}
-	if _, ok := m.tryTake(1); ok {
-		t.Fatal("tryTake passed the limit")
+	if _, err := m.take(wctx, nil, 1, true); err == nil {
+		t.Fatal("a part past the limit was taken without waiting")
+	}
+	// The oldest response: by seq; the next response of a source keeps its place (aged).
+	f1, f2 := &fetchFrame{}, &fetchFrame{}
+	m.enter(f1)
+	m.enter(f2)
+	if old, _ := m.oldest(f1); !old {
+		t.Error("the first response entered is not the oldest")
+	}
+	old, kick := m.oldest(f2)
+	if old {
+		t.Error("the second response entered is the oldest")
+	}
+	f3 := &fetchFrame{seq: f1.seq}
+	m.leave(f1)
+	select {
+	case <-kick:
+	default:
+		t.Error("the oldest left, and those waiting to be it were not told")
+	}
+	m.enter(f3)
+	if old, _ := m.oldest(f3); !old {
+		t.Error("a response of an aged seq is not the oldest")
+	}
+	if old, _ := m.oldest(f2); old {
+		t.Error("a response entered after an older seq is the oldest")
 	}
 }
 
@@ -92,6 +119,8 @@ func TestFetchMemoryBoundsSources(t *testing.T) {
 // fetchMemoryBoundsSources runs sources sources of a topic of records written compressed
 // with snappy or not.
 func fetchMemoryBoundsSources(t *testing.T, compressed bool, sources int) {
+	// The oldest response decompresses past the budget what one poll may (4 MiB and a batch).
+	setBounds(t, maxValueBytes, 4<<20, 4<<20)
 	codec := kgo.NoCompression()
 	if compressed {
 		codec = kgo.SnappyCompression()
@@ -174,8 +203,8 @@ func fetchMemoryBoundsSources(t *testing.T, compressed bool, sources int) {
 		t.Errorf("after the sources stopped, %d bytes of the budget are held; want 0", got)
 	}
 	// Small responses take their parts without waiting (a few hundred kilobytes past it),
-	// and the oldest response's first batch is decompressed past it (a quarter of it).
-	if got := maxInUse.Load(); got > budget+budget/4+int64(sources)*chargeOf(fetchWaitFrom) {
+	// and the oldest response's batches of one poll are decompressed past it.
+	if got := maxInUse.Load(); got > budget+int64(fetchBudgetBytes+maxBatchBytes)+int64(sources)*chargeOf(fetchWaitFrom) {
 		t.Errorf("the sources held %d bytes of a budget of %d", got, budget)
 	}
 	if waited.Load() == 0 {

@@ -62,7 +62,7 @@ var (
 	// fetchBudgetBytes bounds what the batches fetched between two polls may hold in all, as
 	// batchBytes counts them (fetchBudget): past it, a partition's batches wait for the next
 	// fetch.
-	fetchBudgetBytes = 64 << 20
+	fetchBudgetBytes = 16 << 20
 	// maxFetchBytes is the most bytes one fetch asks the brokers for (kgo.FetchMaxBytes,
 	// 50 MiB by default): uncompressed batches are not decompressed, so this bounds them, a
 	// broker giving at least one batch whatever its size. A response takes up to 25 times
@@ -71,11 +71,17 @@ var (
 )
 
 // maxResponseBytes is the largest response of the brokers a source's client reads
-// (kgo.BrokerMaxReadBytes, 100 MiB by default): a fetch's first batch, whatever its size, and
-// maxFetchBytes after it. A partition whose next batch is larger is not read past it: the
-// source's error says so. A batch that large is one a producer wrote past
-// maxBatchBytes, which compressed it would be a per-event error at the source.
-func maxResponseBytes() int32 { return int32(maxBatchBytes + maxFetchBytes + 64<<10) }
+// (kgo.BrokerMaxReadBytes, 100 MiB by default): a fetch's first batch of one record of
+// maxValueBytes, and maxFetchBytes after it. A partition whose next batch is larger is not read
+// past it: the source's error says so (franz-go's "response exceeds BrokerMaxReadBytes"). A
+// response may hold 25 times its bytes once read (chargeOf): this bounds what one response
+// takes past the FetchMemory when it is larger than it.
+func maxResponseBytes() int32 { return int32(maxValueBytes + maxFetchBytes + 64<<10) }
+
+// pollWait is the longest one poll of the reader waits for records. The client fetches only
+// while the reader polls, and a response is given back at the end of the poll during which
+// its records were all handed over: short polls hand the budget on soon.
+const pollWait = 100 * time.Millisecond
 
 // kgoRecordBytes is what franz-go holds for each record of a batch besides its bytes: a
 // kgo.Record (160 bytes) and its pointer. A batch of 2.8 million records of 11 bytes
@@ -276,9 +282,9 @@ var errFetchBudget = errors.New("the batches fetched since the last poll decompr
 // does not bound a fetch, whose every batch is decompressed (1 MiB of 600-byte zstd batches
 // stood for 1,700 batches of 32 MiB).
 //
-// A batch also takes maxBatchBytes of the FetchMemory before it is decompressed, and keeps
-// what it decompressed to in its response's part (fetchLedger.decompressed); when that is not
-// free at once, it is refused as past the budget.
+// A batch also takes maxBatchBytes of the FetchMemory beyond its response's part before it is
+// decompressed (fetchLedger.reserveDecompress), and keeps what it decompressed to, records
+// counted, in the response's part (fetchLedger.decompressed).
 type fetchBudget struct {
 	inner  kgo.Decompressor
 	ledger *fetchLedger
@@ -322,7 +328,11 @@ func (b *fetchBudget) Decompress(src []byte, codec kgo.CompressionCodecType) ([]
 		out, err = nil, fmt.Errorf("%w: %d records' bytes", kgo.ErrMaxDecompress, n)
 	}
 	if b.ledger != nil {
-		b.ledger.decompressed(int64(len(out)), took)
+		var kept, raw int64
+		if err == nil {
+			kept, raw = int64(n), int64(len(out))
+		}
+		b.ledger.decompressed(kept, raw, took)
 	}
 	if err != nil {
 		return out, err
@@ -371,7 +381,7 @@ func (k *Input) Start(ctx context.Context, wake func()) {
 	k.health.OnChange(wake)
 	k.decoding.OnChange(wake)
 	k.wake = wake
-	k.ledger, k.handedPoll = &fetchLedger{mem: k.conn.fetchMem}, 0
+	k.ledger, k.handedPoll = &fetchLedger{mem: k.conn.fetchMem, ctx: ctx}, 0
 	from := maps.Clone(k.next)
 	go k.read(ctx, from, wake)
 }
@@ -400,13 +410,12 @@ func (k *Input) read(ctx context.Context, from map[int32]int64, wake func()) {
 		return
 	}
 	budget := &fetchBudget{inner: inner, ledger: k.ledger}
-	cl, err := k.conn.sourceClient(ctx, k.ledger,
+	cl, err := k.conn.sourceClient(k.ledger, maxResponseBytes(),
 		kgo.WithDecompressor(budget),
 		kgo.FetchMaxBytes(int32(maxFetchBytes)),
 		// One fetch at a time, sent only while the reader polls, so that the FetchMemory
 		// counts what the client holds (fetchLedger).
 		kgo.MaxConcurrentFetches(0),
-		kgo.BrokerMaxReadBytes(maxResponseBytes()),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(), // transaction markers take offsets: the positions pass them
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -458,7 +467,7 @@ func (k *Input) read(ctx context.Context, from map[int32]int64, wake func()) {
 			sleepCtx(ctx, kafkaRetryDelay)
 			continue
 		}
-		pctx, cancel := context.WithTimeout(ctx, kafkaConfirmInterval)
+		pctx, cancel := context.WithTimeout(ctx, pollWait)
 		poll := k.ledger.pollStarted()
 		fetches := cl.PollRecords(pctx, readBatch)
 		cancel()
