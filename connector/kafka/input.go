@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,6 +78,10 @@ var (
 // response may hold 25 times its bytes once read (chargeOf): this bounds what one response
 // takes past the FetchMemory when it is larger than it.
 func maxResponseBytes() int32 { return int32(maxValueBytes + maxFetchBytes + 64<<10) }
+
+// tooLargeShown is how long after a response past maxResponseBytes the source's status says
+// so (franz-go tries again after a backoff of up to a few seconds).
+const tooLargeShown = time.Minute
 
 // pollWait is the longest one poll of the reader waits for records. The client fetches only
 // while the reader polls, and a response is given back at the end of the poll during which
@@ -217,6 +222,8 @@ type Input struct {
 	// sentAt is when the latest end-offset listing was sent, answeredAt when the latest one
 	// that answered (and counts: confirmedAt) was (Listing).
 	sentAt, answeredAt time.Time
+	// tooLargeAt is when the brokers last sent a response past maxResponseBytes (zero: never).
+	tooLargeAt time.Time
 }
 
 // blindGap is the longest time between two listings that counts as the brokers seen: the
@@ -484,6 +491,13 @@ func (k *Input) read(ctx context.Context, from map[int32]int64, wake func()) {
 					skipped = append(skipped, tooLarge)
 				}
 			case errors.Is(err, errFetchBudget), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+			case strings.Contains(err.Error(), "BrokerMaxReadBytes"):
+				// franz-go's error for a response past maxResponseBytes, for no partition: it
+				// fetches the same again after a while, so the next listing would clear a
+				// health set here; the error is kept for a minute after each try (Status).
+				k.mu.Lock()
+				k.tooLargeAt = time.Now()
+				k.mu.Unlock()
 			default:
 				k.health.Set(fmt.Sprintf("reading partition %d of topic %q: %v", partition, topic, k.conn.explain(err)))
 				k.mu.Lock()
@@ -868,6 +882,9 @@ func (k *Input) Status() connector.Status {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if st.Err == "" && !k.tooLargeAt.IsZero() && time.Since(k.tooLargeAt) < tooLargeShown {
+		st.Err = fmt.Sprintf("a response of the brokers is larger than the %d bytes a Kafka source reads (a record batch of more than %d bytes): the partition it comes from is not read past it; its records must be written in smaller batches", maxResponseBytes(), maxValueBytes)
+	}
 	for p, n := range k.positionsLocked() {
 		st.Processed += n
 		st.Known += max(n, k.ends[p])
