@@ -449,3 +449,17 @@ type Output interface {
 type Unsettled interface {
 	Unsettled() string
 }
+
+// maxKeptBuffer is the largest buffer an output keeps between checkpoints (EmptyBuffer).
+const maxKeptBuffer = 1 << 20
+
+// EmptyBuffer returns b emptied for the next checkpoint's lines, or nil when it grew past
+// maxKeptBuffer: a file or stdout sink kept the capacity of the largest checkpoint it wrote
+// for as long as its deployment ran (36 file sinks of one 6.5 MB event each, in 26
+// deployments, ended the server out of memory, hostile round).
+func EmptyBuffer(b []byte) []byte {
+	if cap(b) > maxKeptBuffer {
+		return nil
+	}
+	return b[:0]
+}

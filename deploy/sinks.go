@@ -426,7 +426,7 @@ func (o *stdoutOutput) PendingBytes() int { return len(o.lines) }
 func (o *stdoutOutput) Prepare(context.Context) ([]byte, error) {
 	if len(o.lines) > 0 {
 		_, _ = o.w.Write(o.lines)
-		o.lines, o.n = o.lines[:0], 0
+		o.lines, o.n = connector.EmptyBuffer(o.lines), 0
 	}
 	return nil, nil
 }

@@ -42,3 +42,42 @@ func TestJSONEncoderKeepsNoWideRecord(t *testing.T) {
 		t.Error("the wide record lost fields")
 	}
 }
+
+// A Decoder keeps the keys of the records it decodes as the shape of their depth only for
+// small records: after a record of more than maxShapeKeys fields, or of keys of more than
+// maxShapeKeyBytes, it keeps none, and it decodes the next records as ParseJSON does. Before,
+// a source's decoder kept the widest record's keys for as long as its deployment ran.
+func TestDecoderKeepsNoWideShape(t *testing.T) {
+	object := func(n, keyLen int, seed ...int) []byte {
+		var b strings.Builder
+		b.WriteByte('{')
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `"%0*d":%d`, keyLen, i, i+len(seed)*7)
+		}
+		b.WriteByte('}')
+		return []byte(b.String())
+	}
+	var d Decoder
+	for _, c := range []struct {
+		name string
+		b    []byte
+		kept bool
+	}{{"small", object(3, 2), true}, {"wide", object(maxShapeKeys+1, 4), false}, {"small again", object(3, 2, 1), true},
+		{"long keys", object(10, maxShapeKeyBytes/8), false}, {"long keys again", object(10, maxShapeKeyBytes/8, 1), false}} {
+		got, err := d.Parse(c.b)
+		want, werr := ParseJSON(c.b)
+		if err != nil || werr != nil || string(AppendJSON(nil, got)) != string(AppendJSON(nil, want)) {
+			t.Errorf("%s: decoded %.60s (%v), want %.60s (%v)", c.name, AppendJSON(nil, got), err, AppendJSON(nil, want), werr)
+		}
+		kept := false
+		for _, sh := range d.shapes {
+			kept = kept || sh.keys != nil
+		}
+		if kept != c.kept {
+			t.Errorf("%s: keys kept %v, want %v", c.name, kept, c.kept)
+		}
+	}
+}

@@ -1023,15 +1023,32 @@ type shape struct {
 }
 
 func newShape(keys []string) shape {
+	if len(keys) > maxShapeKeys {
+		return shape{}
+	}
+	plain, n := true, 0
 	for _, k := range keys {
-		for i := 0; i < len(k); i++ {
+		n += len(k)
+		for i := 0; i < len(k) && plain; i++ {
 			if c := k[i]; c < 0x20 || c == '"' || c == '\\' {
-				return shape{keys: keys}
+				plain = false
 			}
 		}
 	}
-	return shape{keys: keys, plain: true}
+	if n > maxShapeKeyBytes {
+		return shape{}
+	}
+	return shape{keys: keys, plain: plain}
 }
+
+// maxShapeKeys and maxShapeKeyBytes bound the record keys a Decoder keeps as the shape of a
+// depth (newShape): a wider record's are not kept. A source's decoder kept the keys of the
+// widest record it decoded for as long as its deployment ran (12.8 MB a deployment for events
+// of 520,000 fields, hostile round).
+const (
+	maxShapeKeys     = 256
+	maxShapeKeyBytes = 64 << 10
+)
 
 // matchKey reports whether the string whose opening quote is at b[i] is
 // key, which has no byte that needs escaping (so the input must have key's

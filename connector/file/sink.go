@@ -184,7 +184,7 @@ func (f *Output) write() error {
 		return err
 	}
 	f.size = info.Size()
-	f.pending, f.lines = f.pending[:0], 0
+	f.pending, f.lines = connector.EmptyBuffer(f.pending), 0
 	return nil
 }
 

@@ -98,3 +98,34 @@ func TestFileSinkCreatesItsDirectories(t *testing.T) {
 		t.Errorf("state %x, want the size 3", state)
 	}
 }
+
+// A file sink lets go of a buffer grown past 1 MiB once its lines are written, and keeps a
+// smaller one: before, it kept the capacity of its largest checkpoint for as long as its
+// deployment ran (36 file sinks of one 6.5 MB event each, in 26 deployments, ended the server
+// out of memory, hostile round).
+func TestFileSinkLetsGoOfLargeBuffers(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	f := NewOutput("out", dir, "out.txt")
+	if err := f.Restore(ctx, SizeState(0), nil); err != nil {
+		t.Fatal(err)
+	}
+	f.Write(value.String(string(bytes.Repeat([]byte("x"), 2<<20))))
+	if _, err := f.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c := cap(f.pending); c != 0 {
+		t.Errorf("after a line of 2 MiB was written, the sink keeps a buffer of %d bytes; want none", c)
+	}
+	f.Write(value.Int(1))
+	if _, err := f.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c := cap(f.pending); c == 0 {
+		t.Error("after a small line was written, the sink let go of its buffer; want it kept")
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "out.txt"))
+	if err != nil || len(b) != 2<<20+2+1+2 {
+		t.Errorf("the file holds %d bytes (%v); want the 2 MiB string's line and 1's", len(b), err)
+	}
+}
