@@ -442,20 +442,10 @@ var shrinkFrom = 1024
 // in the server's state, after the window closed (hostile round: four such idle deployments
 // made a fifth fail on --max-total-state). A new key starts a new table.
 func (a *aligned) shrinkIfEmpty() {
-	if a.keys.Count() > 0 || a.keys.Cap() < shrinkFrom || len(a.extra) > 0 || a.level0.Len() > 0 {
+	if len(a.extra) > 0 || !a.keysGone() {
 		return
 	}
-	for l := range a.tiers {
-		if a.tiers[l].Len() > 0 {
-			return
-		}
-	}
-	g := a.grid
-	g.keys = slices.NewKeyTable()
-	g.keyVals, g.lastData, g.gen, g.keyBuf = nil, nil, nil, nil
-	for l := range g.pool {
-		g.pool[l] = nil
-	}
+	a.dropKeys()
 	a.running = &block{cols: make([]Column, len(a.aggs)), shared: -1}
 	a.scratch = &block{cols: make([]Column, len(a.aggs)), shared: -1}
 	for i, ag := range a.aggs {

@@ -137,3 +137,41 @@ func TestClosedWindowsLetGoOfKeys(t *testing.T) {
 		})
 	}
 }
+
+// The same for a sliding window: its keys' table, running block and latest slices are let go
+// once no key, slice or timer is left, and new keys are counted right after.
+func TestClosedSlidingWindowLetsGoOfKeys(t *testing.T) {
+	const keys = 200_000
+	count, err := New(Spec{Func: "Count"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, results := map[string]int64{}, 0
+	op, err := NewOperator(WindowSpec{Kind: Sliding, Length: 10_000}, []Named{{Name: "n", Aggregator: count}}, func(r *Result) {
+		last[r.Key[0].Str()] = r.Values[0].Int()
+		results++
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := func(at int64, k string) {
+		if err := op.Add(&Event{Time: at, Key: []value.Value{value.String(k)}, Inputs: []value.Value{value.Int(1)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range keys {
+		add(1000, fmt.Sprint("k", i))
+	}
+	open := op.StateBytes()
+	op.Advance(100_000)
+	if b := op.StateBytes(); b > 64<<10 {
+		t.Errorf("StateBytes %d after the windows of %d keys closed (%d while open), want at most 64 KiB", b, keys, open)
+	}
+	add(200_500, "a")
+	add(200_600, "a")
+	add(200_700, "b")
+	op.Advance(400_000)
+	if results != keys+3 || last["a"] != 2 || last["b"] != 1 || last["k7"] != 1 {
+		t.Errorf("%d results, a %d, b %d, k7 %d; want %d, 2, 1, 1", results, last["a"], last["b"], last["k7"], keys+3)
+	}
+}

@@ -119,6 +119,30 @@ func (g *grid) free(s int) {
 	g.gen[s]++
 }
 
+// keysGone reports whether no key and no slice or tier block is left, in a table of
+// shrinkFrom slots or more: what was sized by the keys may be let go (dropKeys).
+func (g *grid) keysGone() bool {
+	if g.keys.Count() > 0 || g.keys.Cap() < shrinkFrom || g.level0.Len() > 0 {
+		return false
+	}
+	for l := range g.tiers {
+		if g.tiers[l].Len() > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// dropKeys lets go of the key table, the per-slot bookkeeping and the pooled blocks, all
+// sized by the most keys there have been: a new key starts a new table.
+func (g *grid) dropKeys() {
+	g.keys = slices.NewKeyTable()
+	g.keyVals, g.lastData, g.gen, g.keyBuf = nil, nil, nil, nil
+	for l := range g.pool {
+		g.pool[l] = nil
+	}
+}
+
 // newBlock returns an empty block for a level, recycled when possible.
 func (g *grid) newBlock(level int) *block {
 	if p := g.pool[level]; len(p) > 0 {

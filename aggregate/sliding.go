@@ -289,6 +289,17 @@ func (s *sliding) Advance(w int64) {
 			s.free(slot)
 		}
 	}
+	if len(s.timers) == 0 && s.keysGone() {
+		// As a tumbling window's (aligned.shrinkIfEmpty): no key, slice or timer is left.
+		s.dropKeys()
+		s.running = &block{cols: make([]Column, len(s.aggs)), shared: -1}
+		for i, a := range s.aggs {
+			if !s.tiered[i] {
+				s.running.cols[i] = a.Aggregator.NewColumn()
+			}
+		}
+		s.latest, s.timers = nil, nil
+	}
 }
 
 // fireLeave emits the window at slice t.i for t.slot when a slice with data
