@@ -70,6 +70,9 @@ type aligned struct {
 	// Where the last event times and watermarks fell: most fall in the slice of the one before.
 	eventSlices, wSlices slices.IndexCache
 	extra                []int // slots whose last emitted window was the one before next
+	// extraEmitted: extra windows were emitted since the last evictAndFree, whose slots may
+	// be left with no data though no slice is dropped.
+	extraEmitted bool
 
 	r Result
 }
@@ -329,6 +332,7 @@ func (a *aligned) fire(k int64) {
 			emitCells(&a.stats, a.emit, &a.r, a.empty, 0)
 		}
 		a.extra = a.extra[:0]
+		a.extraEmitted = true
 	}
 	if a.running.total == 0 {
 		return
@@ -408,12 +412,15 @@ func (a *aligned) firstSliceFrom(j int64) (int64, bool) {
 	return first, found
 }
 
-// evictAndFree drops slices below j and frees the slots left with no data; it reports
-// whether any slice was dropped.
+// evictAndFree drops slices below j and frees the slots left with no data (after extra
+// windows too, with no slice dropped); it reports whether any slice was dropped.
 func (a *aligned) evictAndFree(j int64) bool {
-	if !a.evictBelow(j) {
+	dropped := a.evictBelow(j)
+	if !dropped && !a.extraEmitted {
+		a.shrinkIfEmpty() // the last tier block may have gone
 		return false
 	}
+	a.extraEmitted = false
 	pending := make(map[int]bool, len(a.extra))
 	for _, s := range a.extra {
 		pending[s] = true
@@ -429,7 +436,7 @@ func (a *aligned) evictAndFree(j int64) bool {
 		}
 	}
 	a.shrinkIfEmpty()
-	return true
+	return dropped
 }
 
 // shrinkFrom is the number of key slots from which a window operator with no key and no

@@ -1,6 +1,8 @@
 package aggregate
 
 import (
+	"math"
+
 	"github.com/scenario-server/scenario-server/kernels"
 	"github.com/scenario-server/scenario-server/slices"
 	"github.com/scenario-server/scenario-server/value"
@@ -119,23 +121,20 @@ func (g *grid) free(s int) {
 	g.gen[s]++
 }
 
-// keysGone reports whether no key and no slice or tier block is left, in a table of
-// shrinkFrom slots or more: what was sized by the keys may be let go (dropKeys).
+// keysGone reports whether no key and no slice is left, in a table of shrinkFrom slots or
+// more: what was sized by the keys may be let go (dropKeys). A tier block left then holds
+// only slices evicted (evictBelow keeps one straddling its bound), which no window reads
+// again.
 func (g *grid) keysGone() bool {
-	if g.keys.Count() > 0 || g.keys.Cap() < shrinkFrom || g.level0.Len() > 0 {
-		return false
-	}
-	for l := range g.tiers {
-		if g.tiers[l].Len() > 0 {
-			return false
-		}
-	}
-	return true
+	return g.keys.Count() == 0 && g.keys.Cap() >= shrinkFrom && g.level0.Len() == 0
 }
 
-// dropKeys lets go of the key table, the per-slot bookkeeping and the pooled blocks, all
-// sized by the most keys there have been: a new key starts a new table.
+// dropKeys lets go of the key table, the per-slot bookkeeping, the tier blocks left and the
+// pooled blocks, all sized by the most keys there have been: a new key starts a new table.
 func (g *grid) dropKeys() {
+	for l := range g.tiers {
+		g.tiers[l].EvictBelow(math.MaxInt64, func(int64, *block) {})
+	}
 	g.keys = slices.NewKeyTable()
 	g.keyVals, g.lastData, g.gen, g.keyBuf = nil, nil, nil, nil
 	for l := range g.pool {

@@ -270,6 +270,7 @@ func (s *sliding) Advance(w int64) {
 	}
 	first, ok := s.level0.First()
 	if !ok || first >= bound {
+		s.shrinkIfEmpty() // the last tier block may have gone
 		return
 	}
 	s.level0.Range(first, bound-1, func(idx int64, blk *block) {
@@ -289,8 +290,13 @@ func (s *sliding) Advance(w int64) {
 			s.free(slot)
 		}
 	}
+	s.shrinkIfEmpty()
+}
+
+// shrinkIfEmpty lets go of what the keys sized once no key, slice or timer is left, as a
+// tumbling window's (aligned.shrinkIfEmpty).
+func (s *sliding) shrinkIfEmpty() {
 	if len(s.timers) == 0 && s.keysGone() {
-		// As a tumbling window's (aligned.shrinkIfEmpty): no key, slice or timer is left.
 		s.dropKeys()
 		s.running = &block{cols: make([]Column, len(s.aggs)), shared: -1}
 		for i, a := range s.aggs {

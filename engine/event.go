@@ -109,7 +109,7 @@ func (p *pathRef) field(r *value.Record, name string) value.Value {
 
 // maxHintKeys and maxHintKeyBytes bound the record keys a path keeps as its hint (field).
 const (
-	maxHintKeys     = 256
+	maxHintKeys     = 4096 // 64 KiB of string headers: records of 300 to 1,000 fields, common, keep theirs (review)
 	maxHintKeyBytes = 64 << 10
 )
 

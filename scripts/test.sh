@@ -50,17 +50,22 @@ if [ -z "${CHROMIUM_PATH:-}" ] && [ ! -x /usr/bin/chromium ]; then
     echo "the browser tests need Chromium: apt-get install chromium (or set CHROMIUM_PATH)"; exit 1
   fi
 fi
-# The committed build is kept aside and compared with the fresh one file by file (not with git:
-# a copy of the tree that is not a git checkout, an unpacked archive, is tested the same).
+# In a git checkout the fresh build is compared with the committed one (git diff: a build made and
+# not committed fails too); in a copy of the tree that is not one (an unpacked archive), with the
+# build the tree came with, kept aside file by file.
 dist_before=$(mktemp -d)
 cp -a web/dist/. "$dist_before/"
-(cd web && npm ci --no-audit --no-fund --loglevel=error && npx vitest run && npm run --silent build)
-if ! diff -rq "$dist_before" web/dist > "$dist_before.diff"; then
-  head -20 "$dist_before.diff"
-  rm -rf "$dist_before" "$dist_before.diff"
+(cd web && npm ci --no-audit --no-fund --loglevel=error && npx vitest run && npm run --silent build) || { rm -rf "$dist_before"; exit 1; }
+if git rev-parse --is-inside-work-tree > /dev/null 2>&1; then
+  dist_diff=$(git status --short -- web/dist)
+else
+  dist_diff=$(diff -rq "$dist_before" web/dist || true)
+fi
+rm -rf "$dist_before"
+if [ -n "$dist_diff" ]; then
+  echo "$dist_diff" | head -20
   echo "web/dist differs from a fresh build: run (cd web && npm ci && npm run build) and commit web/dist"; exit 1
 fi
-rm -rf "$dist_before" "$dist_before.diff"
 ui_tmp=$(mktemp -d)
 go build -o "$ui_tmp/scenario-server" ./cmd/scenario-server
 ui_status=0

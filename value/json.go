@@ -1046,7 +1046,7 @@ func newShape(keys []string) shape {
 // widest record it decoded for as long as its deployment ran (12.8 MB a deployment for events
 // of 520,000 fields, hostile round).
 const (
-	maxShapeKeys     = 256
+	maxShapeKeys     = 4096 // 64 KiB of string headers: records of 300 to 1,000 fields, common, keep theirs (review)
 	maxShapeKeyBytes = 64 << 10
 )
 
