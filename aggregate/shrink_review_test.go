@@ -175,17 +175,7 @@ func episodeProperty(kind WindowKind) func(*rapid.T) {
 		got, verdicts := runOperator(t, spec, sd.specs, sd.ops)
 		compareVerdicts(t, sd.ops, verdicts, o.verdicts)
 		compareRuns(t, sd.specs, got, want)
-		cut := rapid.IntRange(0, len(sd.ops)-1).Draw(t, "cut")
-		whole := runOps(t, spec, sd.specs, sd.ops, -1)
-		parts := runOps(t, spec, sd.specs, sd.ops, cut)
-		if len(whole) != len(parts) {
-			t.Fatalf("%d results uninterrupted, %d with a restore after op %d", len(whole), len(parts), cut)
-		}
-		for i := range whole {
-			if whole[i] != parts[i] {
-				t.Fatalf("result %d:\nuninterrupted %s\n     restored %s", i, whole[i], parts[i])
-			}
-		}
+		checkRestored(t, spec, sd)
 	}
 }
 

@@ -19,17 +19,22 @@ func snapshotProperty(kind WindowKind) func(*rapid.T) {
 	return func(t *rapid.T) {
 		spec := windowSpecGen(t, kind)
 		sd := drawScenario(t, kind)
-		cut := rapid.IntRange(0, len(sd.ops)-1).Draw(t, "cut")
+		checkRestored(t, spec, sd)
+	}
+}
 
-		whole := runOps(t, spec, sd.specs, sd.ops, -1)
-		parts := runOps(t, spec, sd.specs, sd.ops, cut)
-		if len(whole) != len(parts) {
-			t.Fatalf("%d results uninterrupted, %d with a restore after op %d", len(whole), len(parts), cut)
-		}
-		for i := range whole {
-			if whole[i] != parts[i] {
-				t.Fatalf("result %d:\nuninterrupted %s\n     restored %s", i, whole[i], parts[i])
-			}
+// checkRestored runs sd's operations uninterrupted and with a snapshot after an operation drawn
+// at random, restored into a new operator, and fails t unless both give the same results.
+func checkRestored(t *rapid.T, spec WindowSpec, sd scenarioDraw) {
+	cut := rapid.IntRange(0, len(sd.ops)-1).Draw(t, "cut")
+	whole := runOps(t, spec, sd.specs, sd.ops, -1)
+	parts := runOps(t, spec, sd.specs, sd.ops, cut)
+	if len(whole) != len(parts) {
+		t.Fatalf("%d results uninterrupted, %d with a restore after op %d", len(whole), len(parts), cut)
+	}
+	for i := range whole {
+		if whole[i] != parts[i] {
+			t.Fatalf("result %d:\nuninterrupted %s\n     restored %s", i, whole[i], parts[i])
 		}
 	}
 }
