@@ -170,11 +170,7 @@ func episodeProperty(kind WindowKind) func(*rapid.T) {
 	return func(t *rapid.T) {
 		spec := windowSpecGen(t, kind)
 		sd := drawEpisodes(t, kind)
-		o := newWindowOracle(spec, sd.specs)
-		want := o.run(sd.ops)
-		got, verdicts := runOperator(t, spec, sd.specs, sd.ops)
-		compareVerdicts(t, sd.ops, verdicts, o.verdicts)
-		compareRuns(t, sd.specs, got, want)
+		checkAgainstOracle(t, spec, sd)
 		checkRestored(t, spec, sd)
 	}
 }

@@ -298,14 +298,20 @@ func compareRuns(t *rapid.T, specs []Spec, got, want map[string][]oracleOut) {
 func windowProperty(kind WindowKind, tally *lateTally) func(*rapid.T) {
 	return func(t *rapid.T) {
 		spec := windowSpecGen(t, kind)
-		sd := drawScenario(t, kind)
-		o := newWindowOracle(spec, sd.specs)
-		want := o.run(sd.ops)
-		got, verdicts := runOperator(t, spec, sd.specs, sd.ops)
-		compareVerdicts(t, sd.ops, verdicts, o.verdicts)
-		compareRuns(t, sd.specs, got, want)
-		tally.add(o.verdicts)
+		tally.add(checkAgainstOracle(t, spec, drawScenario(t, kind)))
 	}
+}
+
+// checkAgainstOracle runs sd's operations through the operator of spec and through the
+// brute-force oracle, fails t unless their verdicts and results agree, and returns the
+// oracle's verdicts.
+func checkAgainstOracle(t *rapid.T, spec WindowSpec, sd scenarioDraw) []verdict {
+	o := newWindowOracle(spec, sd.specs)
+	want := o.run(sd.ops)
+	got, verdicts := runOperator(t, spec, sd.specs, sd.ops)
+	compareVerdicts(t, sd.ops, verdicts, o.verdicts)
+	compareRuns(t, sd.specs, got, want)
+	return o.verdicts
 }
 
 // checkWindowProperty runs kind's property and logs how many late and
