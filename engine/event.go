@@ -88,38 +88,23 @@ func (c *event) read(p *pathRef) (value.Value, error) {
 }
 
 // field returns the field name (p's first step) of r, null when r has none, as walk does,
-// looking first where the last record of r's keys had it. The keys of a record of more than
-// maxHintKeys fields or maxHintKeyBytes are not kept as the hint: a deployment kept them for as
-// long as it ran after its last such event (with its collect sinks' encoders, 46 MB a
-// deployment for events of 520,000 fields, hostile round).
+// looking first where the last record of r's keys had it. Keys that value.KeepsKeys says are
+// not to be kept are not kept as the hint: a deployment kept them for as long as it ran after
+// its last such event (with its collect sinks' encoders, 46 MB a deployment for events of
+// 520,000 fields, hostile round).
 func (p *pathRef) field(r *value.Record, name string) value.Value {
 	if len(r.Keys) > 0 && p.hintKeys == &r.Keys[0] && p.hintPos < len(r.Keys) {
 		return r.Values[p.hintPos]
 	}
 	for i, k := range r.Keys {
 		if k == name {
-			if len(r.Keys) <= maxHintKeys && keyBytes(r.Keys) <= maxHintKeyBytes {
+			if value.KeepsKeys(r.Keys) {
 				p.hintKeys, p.hintPos = &r.Keys[0], i
 			}
 			return r.Values[i]
 		}
 	}
 	return value.Null()
-}
-
-// maxHintKeys and maxHintKeyBytes bound the record keys a path keeps as its hint (field).
-const (
-	maxHintKeys     = 4096 // 64 KiB of string headers: records of 300 to 1,000 fields, common, keep theirs (review)
-	maxHintKeyBytes = 64 << 10
-)
-
-// keyBytes is the bytes of keys.
-func keyBytes(keys []string) int {
-	n := 0
-	for _, k := range keys {
-		n += len(k)
-	}
-	return n
 }
 
 // copyFrom makes c a copy of src (lazy variables stay lazy).

@@ -9,7 +9,7 @@ import (
 )
 
 // A path keeps the keys of the record it read as its hint only for small records: a record of
-// more than maxHintKeys fields, or of keys of more than maxHintKeyBytes, is read without being
+// more than value.MaxKeptKeys fields, or of keys of more than value.MaxKeptKeyBytes, is read without being
 // kept (before, a deployment kept the last wide event's keys for as long as it ran).
 func TestPathHintKeepsNoWideRecord(t *testing.T) {
 	record := func(n, keyLen int) *value.Record {
@@ -24,7 +24,7 @@ func TestPathHintKeepsNoWideRecord(t *testing.T) {
 		name string
 		r    *value.Record
 		kept bool
-	}{{"small", record(4, 1), true}, {"wide", record(maxHintKeys+1, 3), false}, {"long keys", record(4, maxHintKeyBytes/2), false}} {
+	}{{"small", record(4, 1), true}, {"wide", record(value.MaxKeptKeys+1, 3), false}, {"long keys", record(4, value.MaxKeptKeyBytes/2), false}} {
 		p := &pathRef{}
 		name := c.r.Keys[2]
 		if got := p.field(c.r, name); got.Int() != 2 {

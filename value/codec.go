@@ -72,16 +72,6 @@ type JSONEncoder struct {
 	ints []lastInt // by field
 }
 
-// maxEncoderKeys and maxEncoderKeyBytes bound the record keys a JSONEncoder keeps: a record of
-// more fields is encoded by AppendJSON, and the encoded keys' buffer is let go past the bytes.
-// A collect sink's encoder kept the keys of the widest record it wrote for as long as its
-// deployment ran: 36 sinks of events of 520,000 fields, one event each in 6 deployments, ended
-// the server out of memory (hostile round).
-const (
-	maxEncoderKeys     = 4096 // 64 KiB of string headers: records of 300 to 1,000 fields, common, keep theirs (review)
-	maxEncoderKeyBytes = 64 << 10
-)
-
 // lastInt is the last integer of magnitude at least cachedIntMin a field held, and its digits.
 type lastInt struct {
 	v      int64
@@ -99,13 +89,16 @@ func (e *JSONEncoder) Append(b []byte, v Value) []byte {
 	if r == nil || len(r.Keys) == 0 {
 		return AppendJSON(b, v)
 	}
-	if len(r.Keys) > maxEncoderKeys {
-		if e.keys != nil {
-			*e = JSONEncoder{} // what it kept of a record before
-		}
-		return AppendJSON(b, v)
-	}
 	if e.keys != &r.Keys[0] || e.n != len(r.Keys) {
+		if !KeepsKeys(r.Keys) {
+			// A collect sink's encoder kept the keys of the widest record it wrote for as
+			// long as its deployment ran: 36 sinks of events of 520,000 fields, one event each
+			// in 6 deployments, ended the server out of memory (hostile round).
+			if e.keys != nil {
+				*e = JSONEncoder{} // what it kept of a record before
+			}
+			return AppendJSON(b, v)
+		}
 		e.keys, e.n = &r.Keys[0], len(r.Keys)
 		e.enc, e.ends = e.enc[:0], e.ends[:0]
 		for i, k := range r.Keys {
@@ -114,10 +107,6 @@ func (e *JSONEncoder) Append(b []byte, v Value) []byte {
 			}
 			e.enc = append(appendString(e.enc, k), ':')
 			e.ends = append(e.ends, len(e.enc))
-		}
-		if len(e.enc) > maxEncoderKeyBytes {
-			*e = JSONEncoder{}
-			return AppendJSON(b, v)
 		}
 		if cap(e.ints) < len(r.Keys) {
 			e.ints = make([]lastInt, len(r.Keys))

@@ -7,7 +7,7 @@ import (
 )
 
 // A JSONEncoder keeps the keys of small records only: after a record of more than
-// maxEncoderKeys fields, or of keys of more than maxEncoderKeyBytes, it holds nothing of it, and
+// MaxKeptKeys fields, or of keys of more than MaxKeptKeyBytes, it holds nothing of it, and
 // lets go of what it kept before; its JSON is AppendJSON's throughout. Before, a collect sink's
 // encoder kept the widest record's keys for as long as its deployment ran (hostile round: 36
 // sinks of events of 520,000 fields, one event each in 6 deployments, ended the server).
@@ -20,7 +20,7 @@ func TestJSONEncoderKeepsNoWideRecord(t *testing.T) {
 		}
 		return NewRecord(keys, values)
 	}
-	small, wide, long := record(3, 2), record(maxEncoderKeys+1, 4), record(10, maxEncoderKeyBytes/8)
+	small, wide, long := record(3, 2), record(MaxKeptKeys+1, 4), record(10, MaxKeptKeyBytes/8)
 	var e JSONEncoder
 	for _, c := range []struct {
 		name string
@@ -38,14 +38,14 @@ func TestJSONEncoderKeepsNoWideRecord(t *testing.T) {
 			t.Errorf("%s: %d bytes of encoded keys and %d integers kept", c.name, cap(e.enc), cap(e.ints))
 		}
 	}
-	if strings.Count(string(e.Append(nil, wide)), ":") != maxEncoderKeys+1 {
+	if strings.Count(string(e.Append(nil, wide)), ":") != MaxKeptKeys+1 {
 		t.Error("the wide record lost fields")
 	}
 }
 
 // A Decoder keeps the keys of the records it decodes as the shape of their depth only for
-// small records: after a record of more than maxShapeKeys fields, or of keys of more than
-// maxShapeKeyBytes, it keeps none, and it decodes the next records as ParseJSON does. Before,
+// small records: after a record of more than MaxKeptKeys fields, or of keys of more than
+// MaxKeptKeyBytes, it keeps none, and it decodes the next records as ParseJSON does. Before,
 // a source's decoder kept the widest record's keys for as long as its deployment ran.
 func TestDecoderKeepsNoWideShape(t *testing.T) {
 	object := func(n, keyLen int, seed ...int) []byte {
@@ -65,8 +65,8 @@ func TestDecoderKeepsNoWideShape(t *testing.T) {
 		name string
 		b    []byte
 		kept bool
-	}{{"small", object(3, 2), true}, {"wide", object(maxShapeKeys+1, 4), false}, {"small again", object(3, 2, 1), true},
-		{"long keys", object(10, maxShapeKeyBytes/8), false}, {"long keys again", object(10, maxShapeKeyBytes/8, 1), false}} {
+	}{{"small", object(3, 2), true}, {"wide", object(MaxKeptKeys+1, 4), false}, {"small again", object(3, 2, 1), true},
+		{"long keys", object(10, MaxKeptKeyBytes/8), false}, {"long keys again", object(10, MaxKeptKeyBytes/8, 1), false}} {
 		got, err := d.Parse(c.b)
 		want, werr := ParseJSON(c.b)
 		if err != nil || werr != nil || string(AppendJSON(nil, got)) != string(AppendJSON(nil, want)) {

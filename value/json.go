@@ -1022,33 +1022,22 @@ type shape struct {
 	plain bool
 }
 
+// newShape is the shape of a record of keys, empty when KeepsKeys says they are not to be kept:
+// a source's decoder kept the keys of the widest record it decoded for as long as its
+// deployment ran (12.8 MB a deployment for events of 520,000 fields, hostile round).
 func newShape(keys []string) shape {
-	if len(keys) > maxShapeKeys {
+	if !KeepsKeys(keys) {
 		return shape{}
 	}
-	plain, n := true, 0
 	for _, k := range keys {
-		n += len(k)
-		for i := 0; i < len(k) && plain; i++ {
+		for i := 0; i < len(k); i++ {
 			if c := k[i]; c < 0x20 || c == '"' || c == '\\' {
-				plain = false
+				return shape{keys: keys}
 			}
 		}
 	}
-	if n > maxShapeKeyBytes {
-		return shape{}
-	}
-	return shape{keys: keys, plain: plain}
+	return shape{keys: keys, plain: true}
 }
-
-// maxShapeKeys and maxShapeKeyBytes bound the record keys a Decoder keeps as the shape of a
-// depth (newShape): a wider record's are not kept. A source's decoder kept the keys of the
-// widest record it decoded for as long as its deployment ran (12.8 MB a deployment for events
-// of 520,000 fields, hostile round).
-const (
-	maxShapeKeys     = 4096 // 64 KiB of string headers: records of 300 to 1,000 fields, common, keep theirs (review)
-	maxShapeKeyBytes = 64 << 10
-)
 
 // matchKey reports whether the string whose opening quote is at b[i] is
 // key, which has no byte that needs escaping (so the input must have key's
