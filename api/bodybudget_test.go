@@ -19,15 +19,18 @@ import (
 
 // TestRequestBodiesBounded: the bodies of requests other than event batches are counted
 // together as they are read, through the real server (refuseNUL's read, and huma's own for a
-// test run), a client holding at most a quarter of the budget but for a body it reads alone.
-// With a budget of 1,000 bytes and a scenario of client A of which 600 bytes have arrived:
-// client B's 500-byte body is answered 503 requests-busy with Retry-After 1 (600 + 500 >
-// 1,000), its 300-byte one passes (900); A's own 100-byte one is refused (700 > A's 250);
-// and when the slow request ends its 600 bytes are given back.
+// test run), one request (and one client) holding at most half of the budget, a client with
+// several requests at most a quarter. With a budget of 2,000 bytes: a body of 1,001 bytes is
+// answered 413 body-too-large, declared or not, and one of 1,000 passes; with 900 bytes of
+// client A's scenario and 600 of client C's arrived: client B's 600-byte body is answered 503
+// requests-busy with Retry-After 1 (1,500 + 600 > 2,000), its 500-byte one passes (2,000); A's
+// own 100-byte one is refused (1,000 > A's 500); and when the slow requests end their bytes
+// are given back. Before, a client's lone body could hold the whole budget: one upload
+// stalled a byte short made every other request 503 until its read timed out (round 125).
 func TestRequestBodiesBounded(t *testing.T) {
 	t.Parallel()
 	c := newClient(t, sqliteStore(t), func(cfg *api.Config) {
-		cfg.RateLimits = api.RateLimits{RequestBodyBytes: 1000}
+		cfg.RateLimits = api.RateLimits{RequestBodyBytes: 2000}
 		cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 	})
 	// padded is a JSON body of exactly n bytes: fields, then spaces before the closing brace.
@@ -42,43 +45,57 @@ func TestRequestBodiesBounded(t *testing.T) {
 	validate := func(client string, n int) *response {
 		return c.send(request{Method: http.MethodPost, Path: "/api/validation", Body: padded(n, "graph", tinyGraph), Header: from(client)})
 	}
-	const a, b = "10.0.0.1", "10.0.0.2"
-	// Alone, a body larger than the budget goes in: 1,500 bytes.
-	validate(b, 1500).ok(t, http.StatusOK, nil)
-	// Its bytes are given back when its handler returns, which may be after B has its answer:
-	// wait for that (a 300-byte body of B's passes then, and its own 300 bytes leave room for
-	// A's 600), or A's slow body may find the budget full and be refused at once.
-	waitFor(t, "the 1,500 bytes to be given back", func() bool { return validate(b, 300).Status == http.StatusOK })
+	const a, b, cc = "10.0.0.1", "10.0.0.2", "10.0.0.3"
+	// Past half the budget, refused however free it is: with its length declared, before
+	// it is read; sent without (chunked), once read past it.
+	tooLarge := validate(b, 1001)
+	if p := tooLarge.problem(t, http.StatusRequestEntityTooLarge, api.CodeBodyTooLarge); !strings.Contains(p.Detail, "larger than 1000 bytes") || !strings.Contains(p.Detail, "--request-body-bytes") {
+		t.Errorf("413 detail %q; want the 1,000 bytes one request holds, and the option", p.Detail)
+	}
+	c.send(request{Method: http.MethodPost, Path: "/api/validation", Body: io.MultiReader(strings.NewReader(padded(1001, "graph", tinyGraph))), Header: from(b)}).
+		problem(t, http.StatusRequestEntityTooLarge, api.CodeBodyTooLarge)
+	validate(b, 1000).ok(t, http.StatusOK, nil)
+	// Its bytes are given back when its handler returns, which may be after B has its answer.
+	waitFor(t, "the 1,000 bytes to be given back", func() bool { return validate(b, 1000).Status == http.StatusOK })
 
-	slow := slowBody(t, c, a, 600)
+	slowA := slowBody(t, c, a, 900)
+	slowC := slowBody(t, c, cc, 600)
 	var refused *response
-	waitFor(t, "a 500-byte body to be refused", func() bool {
-		if slow.ended.Load() {
-			// A's body, past its quarter, goes in only alone: it came before B's 300 bytes
-			// were given back (seen on a loaded machine) and was refused. Send it again.
-			t.Logf("A's slow body ended at once (%s): sending it again", slow.answer)
-			slow.finish(t, false)
-			slow = slowBody(t, c, a, 600)
+	waitFor(t, "a 600-byte body to be refused", func() bool {
+		if slowA.ended.Load() || slowC.ended.Load() {
+			t.Fatalf("a slow body ended at once: A %s, C %s", slowA.answer, slowC.answer)
 		}
-		refused = validate(b, 500)
+		refused = validate(b, 600)
 		return refused.Status == http.StatusServiceUnavailable
 	})
 	if p := refused.problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy); refused.Header.Get("Retry-After") != "1" {
 		t.Errorf("Retry-After %q, want 1 (%s)", refused.Header.Get("Retry-After"), p.Detail)
 	}
-	validate(b, 300).ok(t, http.StatusOK, nil)
+	validate(b, 500).ok(t, http.StatusOK, nil)
 	validate(a, 100).problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy)
 	// A test run's body is read by huma itself: refused the same way.
 	testRun := c.send(request{Method: http.MethodPost, Path: "/api/test",
-		Body: padded(500, "graph", tinyGraph, "records", `"{}"`), Header: from(b)})
+		Body: padded(600, "graph", tinyGraph, "records", `"{}"`), Header: from(b)})
 	testRun.problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy)
 	// Event batches have their own budget (IngestBodyBytes, unbounded here): not refused as
 	// busy (this server runs no deployments: 503 unavailable).
 	c.send(request{Method: http.MethodPost, Path: "/api/scenarios/none/sources/in/events",
-		Body: strings.Repeat(" ", 500) + "{}", ContentType: "application/x-ndjson"}).problem(t, http.StatusServiceUnavailable, api.CodeUnavailable)
+		Body: strings.Repeat(" ", 600) + "{}", ContentType: "application/x-ndjson"}).problem(t, http.StatusServiceUnavailable, api.CodeUnavailable)
 
-	slow.finish(t, true) // the slow client goes
-	waitFor(t, "the slow request's bytes to be given back", func() bool { return validate(b, 500).Status == http.StatusOK })
+	slowA.finish(t, true) // the slow clients go
+	slowC.finish(t, true)
+	// A stalls the largest body one request may send, a byte short: B's largest goes in
+	// beside it.
+	waitFor(t, "A's bytes to be given back", func() bool { return validate(a, 100).Status == http.StatusOK })
+	slowA = slowBody(t, c, a, 999)
+	waitFor(t, "A's 999 bytes to be held", func() bool {
+		if slowA.ended.Load() {
+			t.Fatalf("A's slow body ended at once: %s", slowA.answer)
+		}
+		return validate(a, 100).Status == http.StatusServiceUnavailable // past A's quarter
+	})
+	validate(b, 1000).ok(t, http.StatusOK, nil)
+	slowA.finish(t, true)
 }
 
 // TestUnreadBodyDoesNotHoldTheAnswer: a GET that declares a body of 200,000 bytes (without a
@@ -112,26 +129,30 @@ func TestUnreadBodyDoesNotHoldTheAnswer(t *testing.T) {
 
 // TestLoadedVersionsBounded: the stored versions a request loads are counted in the same
 // budget as request bodies, GETs included, from when they are loaded until the request is
-// answered. With a budget of 10,000 bytes, scenarios whose stored graphs are 3,000 (small),
-// 4,500 (medium) and 3,500 bytes (sunk, with a collect sink), a test case of small of 4,000
-// bytes, and 6,000 bytes of client B's slow body held: client A's comparison of two versions
-// of small (6,000 + 6,000 > 10,000), its read of medium and its save of a test case of medium
-// (6,000 + 4,500), its save of medium on a stale base (the 409 carries its latest version,
-// 4,500), its list of small's test cases and its run of them (6,000 + 4,000, and
-// small's version too), and its read of a page of sunk's results of 4,500 bytes are answered
-// 503 requests-busy with Retry-After 1; its read of one version of small, of small itself and of
-// its export (6,000 + 3,000) pass; B's own read of a version is refused (B holds 6,000, more
-// than its quarter, 2,500), but B's results stream of sunk opens (its sink check counts
-// against the whole budget only: 9,500), and holds nothing once open (A's read of small
-// passes beside it); once the slow body is given back the comparison passes; and alone, a
-// comparison of versions larger than the budget (2 x 12,000) passes.
+// answered; one request holds at most half the budget. With a budget of 10,000 bytes,
+// scenarios whose stored graphs are 2,500 (small), 4,500 (medium), 3,500 (sunk, with a
+// collect sink) and 12,000 bytes (large, stored directly), two test cases of small of 2,102
+// bytes each, and 4,000 bytes of client B's slow body and 2,000 of client C's held (4,000
+// free): client A's comparison of two versions of small (5,000), its read of medium and its
+// save of a test case of medium (4,500 and its body), its save of medium on a stale base (the
+// 409 carries its latest version, 4,500), its list of small's test cases (4,204) and its run
+// of them (2,500 + 4,204, more than a request may hold), and its read of a page of sunk's
+// results of 4,500 bytes are answered 503 requests-busy (Retry-After 1 but for the run); its
+// read of one version of small, of small itself and of its export (2,500) pass; B's own read
+// of a version is refused (B holds 4,000, more than its quarter, 2,500), but B's results
+// stream of sunk opens (its sink check counts against the whole budget only: 3,500), and
+// holds nothing once open (A's read of small passes beside it); once the slow bodies are
+// given back the comparison passes. Large's versions, more than half the budget, are
+// refused whatever the others hold (503 without Retry-After, naming the limit): before, a
+// request alone could load them and hold the whole budget while its client did not read the
+// answer, every other request refused meanwhile (round 125).
 func TestLoadedVersionsBounded(t *testing.T) {
 	t.Parallel()
 	c := newClient(t, sqliteStore(t), func(cfg *api.Config) {
 		cfg.RateLimits = api.RateLimits{RequestBodyBytes: 10_000}
 		cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 	})
-	const a, b = "10.0.0.1", "10.0.0.2"
+	const a, b, cc = "10.0.0.1", "10.0.0.2", "10.0.0.3"
 	from := func(client string) map[string]string { return map[string]string{"X-Forwarded-For": client} }
 	// padded is graph padded with spaces to n bytes, stored as sent.
 	padded := func(graph string, n int) string {
@@ -143,42 +164,52 @@ func TestLoadedVersionsBounded(t *testing.T) {
 	for _, sc := range []struct {
 		name, graph string
 		n           int
-	}{{"small", tinyGraph, 3000}, {"medium", tinyGraph, 4500}, {"large", tinyGraph, 12_000}, {"sunk", countGraph("10s"), 3500}} {
+	}{{"small", tinyGraph, 2500}, {"medium", tinyGraph, 4500}, {"sunk", countGraph("10s"), 3500}} {
 		c.send(request{Method: http.MethodPost, Path: "/api/scenarios", Body: rawBody("name", quote(sc.name), "graph", padded(sc.graph, sc.n)), Header: from(a)}).
 			ok(t, http.StatusCreated, nil)
 		if got := get(a, "/api/scenarios/"+sc.name+"/export"); got.Status != http.StatusOK || len(got.Body) != sc.n {
 			t.Fatalf("export of %s: status %d, %d bytes; want 200 and the %d bytes stored", sc.name, got.Status, len(got.Body), sc.n)
 		}
 	}
-	get(a, "/api/scenarios/large/compare?from=1&to=1").ok(t, http.StatusOK, nil)
+	if _, err := c.store.CreateScenario(t.Context(), "large", store.Draft{Graph: []byte(padded(tinyGraph, 12_000))}); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/api/scenarios/large/compare?from=1&to=1", "/api/scenarios/large/versions/1", "/api/scenarios/large/export"} {
+		got := get(a, path)
+		if p := got.problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy); got.Header.Get("Retry-After") != "" || !strings.Contains(p.Detail, "5000 bytes, half of --request-body-bytes") {
+			t.Errorf("%s: Retry-After %q, detail %q; want none, and the 5,000 bytes one request holds", path, got.Header.Get("Retry-After"), p.Detail)
+		}
+	}
 	// Version 2 of medium, 4,500 bytes too.
 	c.send(request{Method: http.MethodPost, Path: "/api/scenarios/medium/versions", Body: rawBody("graph", padded(tinyGraph, 4500), "baseVersion", "1"), Header: from(a)}).
 		ok(t, http.StatusCreated, nil)
-	// A test case of small holding 4,000 bytes of records.
-	records := `{"a": "` + strings.Repeat("x", 4000-len(`{"a": ""}`)) + `"}`
+	// Two test cases of small holding 2,100 bytes of records and 2 of expected values each
+	// (the second stored directly: its save loads the first, and small's version).
+	records := `{"a": "` + strings.Repeat("x", 2100-len(`{"a": ""}`)) + `"}`
 	c.send(request{Method: http.MethodPut, Path: "/api/scenarios/small/tests/one", Body: rawBody("records", quote(records), "expected", "{}"), Header: from(a)}).
 		ok(t, http.StatusOK, nil)
+	if _, err := c.store.PutTestCase(t.Context(), store.TestCase{Scenario: "small", Name: "two", Records: records, Expected: "{}"}); err != nil {
+		t.Fatal(err)
+	}
 
-	// Version 3 of medium, with a comment of 4,000 bytes: a page of medium's versions is
-	// counted 256 bytes an entry besides its text, 4,261 + 261 + 261 = 4,783 bytes.
-	c.send(request{Method: http.MethodPost, Path: "/api/scenarios/medium/versions", Body: rawBody("graph", padded(tinyGraph, 4500), "baseVersion", "2", "comment", quote(strings.Repeat("c", 4000))), Header: from(a)}).
-		ok(t, http.StatusCreated, nil)
+	// Version 3 of medium, with a comment of 4,000 bytes (stored directly: its body would be
+	// more than a request holds): a page of medium's versions is counted 256 bytes an entry
+	// besides its text, 4,261 + 261 + 261 = 4,783 bytes.
+	if _, err := c.store.SaveVersion(t.Context(), "medium", 2, store.Draft{Graph: []byte(padded(tinyGraph, 4500)), Comment: strings.Repeat("c", 4000)}); err != nil {
+		t.Fatal(err)
+	}
 	// A dead letter of sunk of 2,500 bytes: a page of it is counted twice (decoded and
 	// encoded again), 5,000 bytes.
 	if _, err := c.store.AppendSinkResults(t.Context(), "sunk", []store.NewSinkResult{{Sink: deploy.DeadLetterSink, Value: []byte(`{"message":"` + strings.Repeat("d", 2500-len(`{"message":""}`)) + `"}`)}}); err != nil {
 		t.Fatal(err)
 	}
 
-	slow := slowBody(t, c, b, 6000)
+	slowB := slowBody(t, c, b, 4000)
+	slowC := slowBody(t, c, cc, 2000)
 	var refused *response
 	waitFor(t, "a comparison to be refused", func() bool {
-		if slow.ended.Load() {
-			// B's body, past its quarter, goes in only alone: it came before the bytes of
-			// the requests above were given back (their handlers return after the answer),
-			// and was refused. Send it again.
-			t.Logf("B's slow body ended at once (%s): sending it again", slow.answer)
-			slow.finish(t, false)
-			slow = slowBody(t, c, b, 6000)
+		if slowB.ended.Load() || slowC.ended.Load() {
+			t.Fatalf("a slow body ended at once: B %s, C %s", slowB.answer, slowC.answer)
 		}
 		refused = get(a, "/api/scenarios/small/compare?from=1&to=1")
 		return refused.Status == http.StatusServiceUnavailable
@@ -192,7 +223,7 @@ func TestLoadedVersionsBounded(t *testing.T) {
 	// A save on a stale base, whose 409 would carry medium's latest version (4,500).
 	c.send(request{Method: http.MethodPost, Path: "/api/scenarios/medium/versions", Body: rawBody("graph", tinyGraph, "baseVersion", "1"), Header: from(a)}).
 		problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy)
-	// The test cases of small, listed or run (after its version, 3,000), hold 4,000 more.
+	// The test cases of small, listed (4,204) or run (after its version, 2,500).
 	get(a, "/api/scenarios/small/tests").problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy)
 	c.send(request{Method: http.MethodPost, Path: "/api/scenarios/small/tests/run", Header: from(a)}).
 		problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy)
@@ -200,8 +231,8 @@ func TestLoadedVersionsBounded(t *testing.T) {
 		get(a, path).ok(t, http.StatusOK, nil)
 	}
 	get(b, "/api/scenarios/small/versions/1").problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy)
-	// A page of scenarios counts its text too (4 entries of 256 bytes and their names, about
-	// 1,100 bytes): B, past its quarter, is refused; A's passes.
+	// A page of scenarios counts its text too (5 entries of 256 bytes and their names, about
+	// 1,300 bytes): B, past its quarter, is refused; A's passes.
 	get(b, "/api/scenarios").problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy)
 	get(a, "/api/scenarios").ok(t, http.StatusOK, nil)
 	// A page of sunk's results, 4,500 bytes of values: refused (6,000 + 4,500 > 10,000);
@@ -230,12 +261,14 @@ func TestLoadedVersionsBounded(t *testing.T) {
 	}
 	get(a, "/api/scenarios/small").ok(t, http.StatusOK, nil)
 
-	slow.finish(t, true)
-	waitFor(t, "the slow body's bytes to be given back", func() bool {
+	slowB.finish(t, true)
+	slowC.finish(t, true)
+	waitFor(t, "the slow bodies' bytes to be given back", func() bool {
 		return get(a, "/api/scenarios/small/compare?from=1&to=1").Status == http.StatusOK
 	})
 	get(a, "/api/scenarios/medium/versions").ok(t, http.StatusOK, nil)
 	get(a, "/api/scenarios/sunk/dead-letters").ok(t, http.StatusOK, nil)
+	get(a, "/api/scenarios/small/tests").ok(t, http.StatusOK, nil)
 }
 
 // slowRequest is a request whose body slowBody sends in part.
@@ -248,7 +281,7 @@ type slowRequest struct {
 	finished chan struct{}
 }
 
-// slowBody starts client's POST /api/scenarios declaring n+1,000 bytes, sends n of them and
+// slowBody starts client's POST /api/scenarios declaring n+1 bytes, sends n of them and
 // then nothing.
 func slowBody(t *testing.T, c *client, client string, n int) *slowRequest {
 	t.Helper()
@@ -262,7 +295,7 @@ func slowBody(t *testing.T, c *client, client string, n int) *slowRequest {
 		}
 		req.Header.Set("X-Forwarded-For", client)
 		req.Header.Set("Content-Type", "application/json")
-		req.ContentLength = int64(n) + 1000
+		req.ContentLength = int64(n) + 1
 		resp, err := c.http.Do(req)
 		if err == nil {
 			resp.Body.Close()

@@ -271,6 +271,10 @@ func humaProblem(ctx huma.Context, status int, msg string, errs []error) *Proble
 	}
 	p := newProblem(status, "", msg)
 	for _, err := range errs {
+		var tl *errTooLarge
+		if errors.As(err, &tl) { // the body alone needs more than half its budget
+			return tl.problem(true)
+		}
 		switch { // the body's read passed its budget (bodyBudget)
 		case errors.Is(err, errIngestBusy):
 			return problemf(http.StatusServiceUnavailable, CodeIngestBusy,

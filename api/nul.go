@@ -84,7 +84,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *Pro
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	_ = rc.SetReadDeadline(time.Time{})
 	if err != nil {
-		if errors.Is(err, errRequestsBusy) || errors.Is(err, errIngestBusy) {
+		if errors.Is(err, errRequestsBusy) || errors.Is(err, errIngestBusy) || errors.As(err, new(*errTooLarge)) {
 			return nil, humaProblem(nil, http.StatusInternalServerError, "", []error{err})
 		}
 		var wb *writeBytesError

@@ -293,8 +293,8 @@ func newRateLimiter(l RateLimits) *rateLimiter {
 		rl.bodies = bodyPlaces(l.MaxBodiesPerClient)
 	}
 	rl.minBodyRate, rl.bodyRateGrace = max(l.MinBodyRate, 0), max(l.BodyRateGrace, 0)
-	rl.ingestBodies = newBodyBudget(l.IngestBodyBytes, errIngestBusy)
-	rl.requestBodies = newBodyBudget(l.RequestBodyBytes, errRequestsBusy)
+	rl.ingestBodies = newBodyBudget(l.IngestBodyBytes, errIngestBusy, "--ingest-body-bytes")
+	rl.requestBodies = newBodyBudget(l.RequestBodyBytes, errRequestsBusy, "--request-body-bytes")
 	if rl.now == nil {
 		rl.now = time.Now
 	}
@@ -651,24 +651,64 @@ var (
 // they are read (budgetedBody), a version's once loaded (holdLoaded), and given back when
 // the request is answered. A read past the budget fails with busy.
 //
-// One client (rateKey) holds at most a quarter of it, but for a body it reads alone: bodies
-// held open by one client (8 connections declaring 10 MiB, sending 8 and then nothing) kept
-// every other client's scenarios, deploys and batches out until the body read timeout.
+// One client (rateKey) holds at most a quarter of it, but for a request it sends alone, which
+// may hold up to half (mostOne): bodies held open by one client (8 connections declaring
+// 10 MiB, sending 8 and then nothing) kept every other client's scenarios, deploys and
+// batches out until the body read timeout; and when a request alone could hold all of it, a
+// viewer reading a 10 MB version without taking the answer, or an upload stalled a byte
+// short, made every other request 503 for up to 2 minutes, again and again (hostile round
+// 125). A request that would hold more than half is refused whatever the others hold
+// (errTooLarge): 413 body-too-large for a body, before it is read when it declares its
+// length.
 type bodyBudget struct {
 	sem   *semaphore.Weighted
 	size  int64
+	most  int64 // mostOne
 	busy  error
+	flag  string // the option that sets size, for errTooLarge's message
 	mu    sync.Mutex
 	held  map[string]int64 // per client
 	total int64            // held, all clients
 }
 
 // newBodyBudget returns a budget of size bytes, or nil (no bound) when size is not positive.
-func newBodyBudget(size int64, busy error) *bodyBudget {
+func newBodyBudget(size int64, busy error, flag string) *bodyBudget {
 	if size <= 0 {
 		return nil
 	}
-	return &bodyBudget{sem: semaphore.NewWeighted(size), size: size, busy: busy, held: map[string]int64{}}
+	return &bodyBudget{sem: semaphore.NewWeighted(size), size: size, most: size / 2, busy: busy, flag: flag, held: map[string]int64{}}
+}
+
+// mostOne is the most bytes one request (and one client) may hold: half the budget (the
+// results streams' page buffer, which has its own turns, all of it).
+func (bb *bodyBudget) mostOne() int64 { return bb.most }
+
+// tooLarge is the error of a request that would hold need bytes, more than mostOne.
+func (bb *bodyBudget) tooLarge(need int64) error {
+	return &errTooLarge{need: need, most: bb.mostOne(), size: bb.size, flag: bb.flag}
+}
+
+// errTooLarge is a request that needs more of a body budget than one request may hold
+// (bodyBudget.mostOne): it is refused whatever the others hold, 413 body-too-large when its
+// body passes it, 503 requests-busy without Retry-After when what it loads does.
+type errTooLarge struct {
+	need, most, size int64
+	flag             string
+}
+
+func (e *errTooLarge) Error() string {
+	return fmt.Sprintf("the request needs more than %d bytes, the most one request holds at once on this server (half of %s, %d bytes)", e.most, e.flag, e.size)
+}
+
+// problem is e's answer: 413 body-too-large for a body, 503 requests-busy without
+// Retry-After for what a request loads.
+func (e *errTooLarge) problem(body bool) *ProblemDetails {
+	if body {
+		return problemf(http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
+			"the request body is larger than %d bytes, the most of one request this server holds at once (half of %s, %d bytes)", e.most, e.flag, e.size)
+	}
+	return problemf(http.StatusServiceUnavailable, CodeRequestsBusy,
+		"what this request loads (%d bytes or more) is more than one request holds at once on this server (%d bytes, half of %s, %d bytes); a server with more memory, or a larger %s, handles it", e.need, e.most, e.flag, e.size, e.flag)
 }
 
 // serve serves r with its body, and the stored versions it loads (holdLoaded), counted
@@ -676,6 +716,11 @@ func newBodyBudget(size int64, busy error) *bodyBudget {
 func (bb *bodyBudget) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	if bb == nil {
 		next.ServeHTTP(w, r)
+		return
+	}
+	if r.ContentLength > bb.mostOne() {
+		w.Header().Set("Connection", "close") // the body is not read
+		writeProblem(w, bb.tooLarge(r.ContentLength).(*errTooLarge).problem(true))
 		return
 	}
 	h := &requestHold{budget: bb, w: w, client: rateKey(r)}
@@ -687,22 +732,28 @@ func (bb *bodyBudget) serve(w http.ResponseWriter, r *http.Request, next http.Ha
 	next.ServeHTTP(w, r)
 }
 
-// take takes n more bytes for a request of client that holds mine already, and reports
-// whether it could: within the client's quarter of the budget unless the request is the
-// client's only one or anyClient, and within the budget.
-func (bb *bodyBudget) take(client string, mine, n int64, anyClient bool) bool {
+// take takes n more bytes for a request of client that holds mine already, and returns nil
+// when it could: unless anyClient, within half the budget for the request (past it
+// errTooLarge) and within the client's quarter unless the request is the client's only one;
+// and within the budget (busy).
+func (bb *bodyBudget) take(client string, mine, n int64, anyClient bool) error {
 	bb.mu.Lock()
 	defer bb.mu.Unlock()
 	others := bb.held[client] - mine
-	if !anyClient && others > 0 && others+mine+n > bb.size/4 {
-		return false
+	if !anyClient {
+		if mine+n > bb.mostOne() {
+			return bb.tooLarge(mine + n)
+		}
+		if others > 0 && others+mine+n > bb.size/4 {
+			return bb.busy
+		}
 	}
 	if !bb.sem.TryAcquire(n) {
-		return false
+		return bb.busy
 	}
 	bb.held[client] += n
 	bb.total += n
-	return true
+	return nil
 }
 
 // holding is how many bytes client holds, and how many are free.
@@ -728,8 +779,9 @@ func (bb *bodyBudget) give(client string, n int64) {
 
 // requestHold is what one request holds of its budget: the bytes of its body read so far
 // (budgetedBody) and of the stored versions it has loaded (holdLoaded), given back when it
-// is answered (bodyBudget.serve). A request that holds the whole budget goes on without
-// more: one body, or version, larger than the budget still goes in, alone.
+// is answered (bodyBudget.serve). It holds at most half the budget (bodyBudget.mostOne); a
+// results stream's brief check of its sink (holdBriefly) may take up to all of it, and
+// goes on without more past that.
 type requestHold struct {
 	budget *bodyBudget
 	w      http.ResponseWriter
@@ -740,22 +792,27 @@ type requestHold struct {
 
 type requestHoldKey struct{}
 
-// take takes n more bytes, up to the whole budget (within the client's quarter unless
-// anyClient: bodyBudget.take), and returns how many it took and whether it could; when it
-// could not, the answer will say Retry-After 1.
-func (h *requestHold) take(n int64, anyClient bool) (int64, bool) {
+// take takes n more bytes (bodyBudget.take; anyClient: up to the whole budget, and past it
+// none) and returns how many it took, or why it could not: the budget's busy error (the
+// answer will say Retry-After 1), or errTooLarge.
+func (h *requestHold) take(n int64, anyClient bool) (int64, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	more := min(h.held+n, h.budget.size) - h.held
-	if more <= 0 {
-		return 0, true
+	more := n
+	if anyClient {
+		more = min(h.held+n, h.budget.size) - h.held
 	}
-	if !h.budget.take(h.client, h.held, more, anyClient) {
-		h.w.Header().Set("Retry-After", "1")
-		return 0, false
+	if more <= 0 {
+		return 0, nil
+	}
+	if err := h.budget.take(h.client, h.held, more, anyClient); err != nil {
+		if err == h.budget.busy {
+			h.w.Header().Set("Retry-After", "1")
+		}
+		return 0, err
 	}
 	h.held += more
-	return more, true
+	return more, nil
 }
 
 // give gives back n of the bytes taken.
@@ -789,8 +846,8 @@ func holdLoaded(ctx context.Context, n int) error {
 	if h == nil {
 		return nil
 	}
-	if _, ok := h.take(int64(n), false); !ok {
-		return errLoadBusy()
+	if _, err := h.take(int64(n), false); err != nil {
+		return loadError(err)
 	}
 	return nil
 }
@@ -805,14 +862,19 @@ func holdBriefly(ctx context.Context, n int) (release func(), err error) {
 	if h == nil {
 		return func() {}, nil
 	}
-	took, ok := h.take(int64(n), true)
-	if !ok {
-		return nil, errLoadBusy()
+	took, err := h.take(int64(n), true)
+	if err != nil {
+		return nil, loadError(err)
 	}
 	return func() { h.give(took) }, nil
 }
 
-func errLoadBusy() error {
+// loadError is the answer to a load that requestHold.take refused with err.
+func loadError(err error) error {
+	var tl *errTooLarge
+	if errors.As(err, &tl) {
+		return tl.problem(false)
+	}
 	return problemf(http.StatusServiceUnavailable, CodeRequestsBusy,
 		"the server is handling as many bytes of request bodies and stored versions as it takes at once; retry in a second")
 }
@@ -824,17 +886,19 @@ func errLoadBusy() error {
 type budgetedBody struct {
 	io.ReadCloser
 	hold    *requestHold
-	refused bool
+	refused error
 }
 
 func (b *budgetedBody) Read(p []byte) (int, error) {
-	if b.refused {
-		return 0, b.hold.budget.busy
+	if b.refused != nil {
+		return 0, b.refused
 	}
 	n, err := b.ReadCloser.Read(p)
-	if _, ok := b.hold.take(int64(n), false); n > 0 && !ok {
-		b.refused = true
-		return n, b.hold.budget.busy
+	if n > 0 {
+		if _, terr := b.hold.take(int64(n), false); terr != nil {
+			b.refused = terr
+			return n, terr
+		}
 	}
 	return n, err
 }

@@ -161,16 +161,19 @@ func TestDeployTestCasesTakeATestSlot(t *testing.T) {
 
 // TestStreamsAndIngestBounded: with at most 3 streams, 2 a client, a client's third stream is
 // answered 429 too-many-streams and, with 3 open, another client's 503 streams-busy (both
-// with Retry-After 5), other GETs passing. With 100 bytes of event batches read at once, a
-// 60-byte batch held makes another 60-byte one 503 ingest-busy (Retry-After 1, as the API
-// answers a body that failed to read) while a 40-byte one passes (100 in all), with or
-// without Content-Length; a batch that declares 1,000 bytes and has sent 10 holds 10. Slots
-// come back when their requests end. Requests are held inside the handler by channels.
+// with Retry-After 5), other GETs passing. With 200 bytes of event batches read at once, one
+// request (and one client) holding at most half of them: batches of 100 and 60 held by two
+// clients make a third's 60-byte one 503 ingest-busy (Retry-After 1, as the API answers a body
+// that failed to read) while a 40-byte one passes (200 in all), with or without
+// Content-Length; a batch that declares 100 bytes and has sent 10 holds 10; a batch that
+// declares 1,000, or 101, is answered 413 body-too-large before it is read, and one of 101
+// without Content-Length once read past 100, however free the budget. Slots come back when
+// their requests end. Requests are held inside the handler by channels.
 func TestStreamsAndIngestBounded(t *testing.T) {
 	t.Parallel()
 	entered := make(chan struct{})
 	release := make(chan struct{})
-	rl := newRateLimiter(RateLimits{MaxStreams: 3, MaxStreamsPerClient: 2, IngestBodyBytes: 100})
+	rl := newRateLimiter(RateLimits{MaxStreams: 3, MaxStreamsPerClient: 2, IngestBodyBytes: 200})
 	local := netip.MustParsePrefix("127.0.0.0/8")
 	srv := httptest.NewServer(withClientAddress([]netip.Prefix{local})(rl.limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Hold-Before-Reading") != "" {
@@ -248,16 +251,21 @@ func TestStreamsAndIngestBounded(t *testing.T) {
 	events := "/api/scenarios/x/sources/s/events"
 	x := func(n int) io.Reader { return strings.NewReader(strings.Repeat("x", n)) }
 	chunked := func(n int) io.Reader { return io.MultiReader(x(n)) } // no Content-Length
-	hold(req{method: "POST", path: events, client: "10.0.0.1", body: x(60)})
+	// Before: one client's lone batch could hold the whole budget (a batch declaring 1,000
+	// bytes, sent but for its last byte, kept every other client's batches out).
+	expect(req{method: "POST", path: events, client: "10.0.0.4", body: x(1000)}, http.StatusRequestEntityTooLarge, "")
+	expect(req{method: "POST", path: events, client: "10.0.0.4", body: x(101)}, http.StatusRequestEntityTooLarge, "")
+	hold(req{method: "POST", path: events, client: "10.0.0.1", body: x(100)})
+	hold(req{method: "POST", path: events, client: "10.0.0.4", body: x(60)})
 	expect(req{method: "POST", path: events, client: "10.0.0.2", body: x(60)}, http.StatusServiceUnavailable, "1")
 	expect(req{method: "POST", path: events, client: "10.0.0.2", body: chunked(60)}, http.StatusServiceUnavailable, "1")
 	expect(req{method: "POST", path: events, client: "10.0.0.2", body: x(40)}, http.StatusNoContent, "")
 	expect(req{method: "POST", path: events, client: "10.0.0.2", body: chunked(40)}, http.StatusNoContent, "")
 	expect(req{method: "POST", path: "/api/validation", client: "10.0.0.2", body: x(60)}, http.StatusNoContent, "")
 
-	// A slow batch: 1,000 bytes declared, 10 sent, the rest held back; 30 more fit beside it.
+	// A slow batch: 100 bytes declared, 10 sent, the rest held back; 30 more fit beside it.
 	slow, more := io.Pipe()
-	hold(req{method: "POST", path: events, client: "10.0.0.3", body: slow, length: 1000})
+	hold(req{method: "POST", path: events, client: "10.0.0.3", body: slow, length: 100})
 	if _, err := more.Write([]byte(strings.Repeat("y", 10))); err != nil {
 		t.Fatal(err)
 	}
@@ -274,9 +282,9 @@ func TestStreamsAndIngestBounded(t *testing.T) {
 		}
 		return total
 	}
-	for deadline := time.Now().Add(10 * time.Second); held() != 70; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); held() != 170; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the ingest budget holds %d bytes after 10 s; want the held batch's 60 and the slow one's 10", held())
+			t.Fatalf("the ingest budget holds %d bytes after 10 s; want the held batches' 100 and 60 and the slow one's 10", held())
 		}
 	}
 	expect(req{method: "POST", path: events, client: "10.0.0.2", body: x(30)}, http.StatusNoContent, "")
@@ -284,7 +292,7 @@ func TestStreamsAndIngestBounded(t *testing.T) {
 	more.CloseWithError(io.ErrUnexpectedEOF) // the slow batch never ends: its client goes
 	<-done
 
-	for range 4 { // the three streams and the batch end
+	for range 5 { // the three streams and the two batches end
 		release <- struct{}{}
 		if code := <-done; code != http.StatusNoContent {
 			t.Errorf("held request: %d", code)
@@ -299,6 +307,8 @@ func TestStreamsAndIngestBounded(t *testing.T) {
 		}
 	}
 	expect(req{method: "POST", path: events, client: "10.0.0.2", body: x(100)}, http.StatusNoContent, "")
+	expect(req{method: "POST", path: events, client: "10.0.0.2", body: x(101)}, http.StatusRequestEntityTooLarge, "")
+	expect(req{method: "POST", path: events, client: "10.0.0.2", body: chunked(101)}, http.StatusRequestEntityTooLarge, "")
 }
 
 // One "credentials refused" line a second: of 100 refusals in a row, the first is logged

@@ -101,8 +101,13 @@ func newStreamBuffer(reg prometheus.Registerer, budget int64) *streamBuffer {
 	if budget <= 0 {
 		budget = DefaultStreamBufferBytes
 	}
-	return &streamBuffer{gauge: g, pages: newBodyBudget(max(budget, store.MaxResultReadBytes), nil), waiting: map[string]int{}}
+	pages := newBodyBudget(max(budget, store.MaxResultReadBytes), errPagesFull, "")
+	pages.most = pages.size // a stream takes turns with the others waiting (reserve)
+	return &streamBuffer{gauge: g, pages: pages, waiting: map[string]int{}}
 }
+
+// errPagesFull is a results stream's page that does not fit in the streamBuffer now: it waits.
+var errPagesFull = errors.New("the results streams' buffer is full")
 
 // pageReservation is what one results stream has reserved of the streamBuffer.
 type pageReservation struct {
@@ -140,7 +145,7 @@ func (r *pageReservation) reserve(n int64) bool {
 	// one stream each, reading slowly, kept a 17th waiting for good: hostile round 16).
 	// (The rest of a large page it has read is not a new page: it takes it when it fits.)
 	crowding := (held > r.bytes || !r.waiting && r.bytes == 0) && free-n < int64(others)*store.MaxResultReadBytes
-	if !crowding && b.pages.take(r.client, r.bytes, n, false) {
+	if !crowding && b.pages.take(r.client, r.bytes, n, false) == nil {
 		r.bytes += n
 		r.setWaiting(false)
 		return true
