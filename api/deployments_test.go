@@ -113,7 +113,7 @@ func newDeployClient(t *testing.T, st store.Store, configure ...func(*deploy.Con
 }
 
 // accessLogGraph is examples/accesslog-sessions.json made live: its file source becomes an
-// http source (timestamp expression kept), its stdout sink a collect sink.
+// http source (timestamp expression kept); its sink is a collect sink already.
 func accessLogGraph(t *testing.T) string {
 	t.Helper()
 	g := readRepoFile(t, "examples/accesslog-sessions.json")
@@ -124,7 +124,7 @@ func accessLogGraph(t *testing.T) string {
             "value": "testdata/access-log-10k.ndjson"
           },`, `"typ": "http",
         "parameters": [`)
-	return replace(t, g, `"typ": "stdout"`, `"typ": "collect"`)
+	return g
 }
 
 // sentinel is an event months after the file's last (and in the past, within maxFutureSkew) of its

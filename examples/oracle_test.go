@@ -18,6 +18,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -70,7 +71,7 @@ func TestExamplesAgainstPostgres(t *testing.T) {
 	}
 
 	bin := buildServer(t, root)
-	conn := loadDatabase(t, root)
+	conn := loadDatabase(t, root, "testdata")
 
 	for _, ex := range oracleExamples {
 		t.Run(ex.name, func(t *testing.T) {
@@ -79,6 +80,47 @@ func TestExamplesAgainstPostgres(t *testing.T) {
 			compareRows(t, ex, got, want)
 			t.Logf("%s: %d engine rows compared with %d oracle rows; run %s, SQL %s", ex.name, len(got), len(want),
 				runTime.Round(time.Millisecond), sqlTime.Round(time.Millisecond))
+		})
+	}
+}
+
+// Each example's saved test case, which a fresh server imports with it (examples/samples:
+// the first 300 lines of its data file, and the values its sink must write on them), expects
+// what PostgreSQL answers to the example's question over those 300 lines, row for row.
+func TestExampleSamplesAgainstPostgres(t *testing.T) {
+	pgtest.URL(t) // skip (or fail, under CI) before reading anything
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := loadDatabase(t, root, filepath.Join("examples", "samples"))
+	for _, ex := range oracleExamples {
+		t.Run(ex.name, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join("samples", ex.name+".expected.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := json.NewDecoder(bytes.NewReader(b))
+			d.UseNumber()
+			var expected map[string][]row
+			if err := d.Decode(&expected); err != nil {
+				t.Fatalf("samples/%s.expected.json: %v", ex.name, err)
+			}
+			if len(expected) != 1 || expected["out"] == nil {
+				t.Fatalf("samples/%s.expected.json has sinks %v; want only out", ex.name, slices.Collect(maps.Keys(expected)))
+			}
+			got := expected["out"]
+			if slices.Equal(ex.key, []string{"line"}) {
+				for i, r := range got {
+					r["line"] = int64(i + 1)
+				}
+			}
+			want, _ := queryOracle(t, conn, ex)
+			if len(want) == 0 {
+				t.Fatal("the oracle has no row for the sample")
+			}
+			compareRows(t, ex, got, want)
+			t.Logf("%s: %d expected values compared with %d oracle rows", ex.name, len(got), len(want))
 		})
 	}
 }
@@ -98,9 +140,9 @@ func buildServer(t *testing.T, root string) string {
 }
 
 // loadDatabase connects to a schema of the test database, dropped when t ends,
-// copies the raw lines of both data files into it and derives the typed tables
-// with sql/load.sql. The connection's time zone is UTC.
-func loadDatabase(t *testing.T, root string) *pgx.Conn {
+// copies the raw lines of both data files (in dir, under root) into it and derives the
+// typed tables with sql/load.sql. The connection's time zone is UTC.
+func loadDatabase(t *testing.T, root, dir string) *pgx.Conn {
 	t.Helper()
 	ctx := t.Context()
 	schema, connString := pgtest.Schema(t)
@@ -127,7 +169,7 @@ func loadDatabase(t *testing.T, root string) *pgx.Conn {
 		if _, err := conn.Exec(ctx, "CREATE TABLE "+table+" (line bigint PRIMARY KEY, doc text NOT NULL)"); err != nil {
 			t.Fatalf("creating %s: %v", table, err)
 		}
-		rows := rawLines(t, filepath.Join(root, "testdata", file))
+		rows := rawLines(t, filepath.Join(root, dir, file))
 		n, err := conn.CopyFrom(ctx, pgx.Identifier{table}, []string{"line", "doc"}, pgx.CopyFromRows(rows))
 		if err != nil || n != int64(len(rows)) {
 			t.Fatalf("copying %s into %s: %d of %d rows: %v", file, table, n, len(rows), err)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -454,5 +455,118 @@ func TestRunStateBudget(t *testing.T) {
 	errOut.Reset()
 	if err := runCommand(t.Context(), []string{"run", "--scenario", scenarioPath, "--input", input, "--max-state", "-1"}, env(nil), nil, &out, &errOut); !errors.Is(err, errUsage) {
 		t.Errorf("--max-state -1: %v; want a usage error", err)
+	}
+}
+
+// The designer journey on the examples, out of the box: a first start from the repository's
+// root (as `go run ./cmd/scenario-server` is) copies their data files under the source
+// directory, each example's saved test case (its first 300 lines) passes, and a deployed
+// example reads its file and shows its results through its collect sink: flights per origin
+// per hour has DTW's hour from 2001-01-01 00:00 UTC (978307200000 ms), whose one flight, the
+// file's first line (00:47, delay 66), makes flights 1, avgDelay and maxDelay 66 and delayed 1
+// (66 > 15), worked out by hand from the file.
+func TestExamplesTestAndDeployOutOfTheBox(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "data")
+	t.Chdir(root)
+	addr, logs, stop := serveInProcess(t, nil, map[string]string{envDataDir: dir})
+	defer func() {
+		stop()
+		waitForLog(t, logs, "stopped")
+	}()
+	for _, f := range []string{"flights-20k.ndjson", "access-log-10k.ndjson"} {
+		want, err := os.ReadFile(filepath.Join(root, "testdata", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(dir, "sources", "testdata", f))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("sources/testdata/%s: %d bytes, %v; want the %d of testdata/%s", f, len(got), err, len(want), f)
+		}
+	}
+	base := "http://" + addr + "/api/scenarios/"
+	client := &http.Client{Timeout: time.Minute}
+	post := func(path, body string, out any) {
+		t.Helper()
+		resp, err := client.Post(base+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST %s: %d %s", path, resp.StatusCode, b)
+		}
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("POST %s: %v: %s", path, err, b)
+		}
+	}
+	for _, name := range exampleNames {
+		var run struct {
+			Passed bool
+			Tests  []struct {
+				Name     string
+				Passed   bool
+				Failures []string
+			}
+		}
+		post(name+"/tests/run", "{}", &run)
+		if !run.Passed || len(run.Tests) != 1 || run.Tests[0].Name != "sample" {
+			t.Errorf("%s's test cases: %+v; want its one, sample, passed", name, run)
+		}
+	}
+	var deployed map[string]any
+	post("flights-per-origin-hourly/deploy", `{"comment": "out of the box"}`, &deployed)
+	want := `{"avgDelay":66,"delayed":1,"flights":1,"maxDelay":66,"origin":"DTW","windowEnd":978310800000,"windowStart":978307200000}`
+	deadline := time.Now().Add(time.Minute)
+	for {
+		resp, err := client.Get(base + "flights-per-origin-hourly/sinks/out/results?limit=1000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page struct {
+			Results []struct {
+				Value json.RawMessage
+			}
+		}
+		err = json.NewDecoder(resp.Body).Decode(&page)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, r := range page.Results {
+			var v map[string]any
+			if json.Unmarshal(r.Value, &v) == nil {
+				if b, _ := json.Marshal(v); string(b) == want {
+					found = true
+				}
+			}
+		}
+		if found {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no result %s through the collect sink within a minute (%d results)", want, len(page.Results))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// A port in use says what to do: stop the other program, or another --addr (a new user's
+// second start beside a first said only "bind: address already in use").
+func TestServePortInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	err = serve(t.Context(), []string{"--addr", ln.Addr().String(), "--log-format", "json"},
+		env(map[string]string{envDataDir: filepath.Join(t.TempDir(), "data")}), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "address already in use") || !strings.Contains(err.Error(), "--addr 127.0.0.1:8081") {
+		t.Errorf("serve on a port in use: %v; want the cause and what to do", err)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -497,6 +498,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return err
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		// (A new user's second `go run` beside a first, still running, said only "bind:
+		// address already in use".)
+		return fmt.Errorf("listening on %s: %w: another program listens there (another scenario-server? stop it, or start this one with --addr 127.0.0.1:8081, or env %s)", cfg.Addr, err, envAddr)
+	}
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 	}
@@ -522,7 +528,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return err
 	}
 	defer st.Close()
-	if err := seedExamples(ctx, st, log); err != nil {
+	seeded, err := seedExamples(ctx, st, log)
+	if err != nil {
 		return err
 	}
 	if cfg.Auth.Tokens {
@@ -543,6 +550,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if err := os.MkdirAll(sourceDir, 0o750); err != nil {
 		return fmt.Errorf("creating the source directory: %w", err)
 	}
+	copyExampleData(seeded, sourceDir, log)
 	stateBudget := cfg.MaxDeploymentState
 	if stateBudget == 0 {
 		stateBudget = -1 // no budget
@@ -729,35 +737,94 @@ const (
 	exampleComment = "example"
 )
 
-// seedExamples imports the example scenarios (package examples), each named after its file,
-// when the store has no scenario at all, archived ones included: a fresh server has examples
-// ready to open, and a store that was ever used is left as it is. A scenario that another
-// server created meanwhile (same database) is not an error.
-func seedExamples(ctx context.Context, st store.Store, log *slog.Logger) error {
+// seedExamples imports the example scenarios (package examples), each named after its file
+// with its saved test case of sample records (examples.SampleName), when the store has no
+// scenario at all, archived ones included: a fresh server has examples ready to open, test
+// and deploy, and a store that was ever used is left as it is. It returns the examples it
+// imported. A scenario that another server created meanwhile (same database) is not an
+// error, and gets no test case from this one.
+func seedExamples(ctx context.Context, st store.Store, log *slog.Logger) ([]examples.Example, error) {
 	existing, err := st.ListScenarios(ctx, store.ScenarioFilter{Archived: store.AnyArchived})
 	if err != nil {
-		return fmt.Errorf("listing scenarios: %w", err)
+		return nil, fmt.Errorf("listing scenarios: %w", err)
 	}
 	if len(existing) > 0 {
-		return nil
+		return nil, nil
 	}
 	list, err := examples.All()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var names []string
+	var seeded []examples.Example
 	for _, ex := range list {
 		_, err := st.CreateScenario(ctx, ex.Name, store.Draft{Graph: ex.Graph, Comment: exampleComment, Author: exampleAuthor})
 		switch {
 		case errors.Is(err, store.ErrAlreadyExists):
+			continue
 		case err != nil:
-			return fmt.Errorf("importing example %q: %w", ex.Name, err)
-		default:
-			names = append(names, ex.Name)
+			return nil, fmt.Errorf("importing example %q: %w", ex.Name, err)
 		}
+		if _, err := st.PutTestCase(ctx, store.TestCase{Scenario: ex.Name, Name: examples.SampleName,
+			Records: ex.Sample.Records, Expected: string(ex.Sample.Expected), Author: exampleAuthor}); err != nil {
+			return nil, fmt.Errorf("saving example %q's test case: %w", ex.Name, err)
+		}
+		names = append(names, ex.Name)
+		seeded = append(seeded, ex)
 	}
-	log.Info("imported the example scenarios into the empty store", "scenarios", names)
-	return nil
+	log.Info("imported the example scenarios into the empty store, each with a test case of sample records", "scenarios", names, "testCase", examples.SampleName)
+	return seeded, nil
+}
+
+// copyExampleData copies the data files the seeded examples' file sources read
+// (testdata/flights-20k.ndjson, ...) from the working directory, when it has them (the
+// repository's root, where `go run ./cmd/scenario-server` starts), to the same paths under
+// sourceDir, unless a file is there already, so that the examples deploy as they are. A file
+// it cannot copy is logged, with what to do, and the server starts all the same.
+func copyExampleData(seeded []examples.Example, sourceDir string, log *slog.Logger) {
+	done := map[string]bool{}
+	for _, ex := range seeded {
+		if done[ex.DataFile] {
+			continue
+		}
+		done[ex.DataFile] = true
+		dst := filepath.Join(sourceDir, filepath.FromSlash(ex.DataFile))
+		if _, err := os.Stat(dst); err == nil {
+			continue
+		}
+		if err := copyFile(filepath.FromSlash(ex.DataFile), dst); err != nil {
+			log.Info("an example's data file is not in the source directory: copy it there to deploy the example",
+				"file", ex.DataFile, "to", dst, "reason", err.Error())
+			continue
+		}
+		log.Info("copied an example's data file into the source directory", "file", ex.DataFile, "to", dst)
+	}
+}
+
+// copyFile copies src to dst (created with its directories; written to a temporary file
+// renamed into place, so that a deployment never reads half of it).
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if err := os.MkdirAll(filepath.Dir(dst), 0o750); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".copy-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // once renamed, there is nothing to remove
+	if _, err := io.Copy(tmp, in); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), dst)
 }
 
 // buildVersion is the main module's version when built from a tagged module, else "dev".

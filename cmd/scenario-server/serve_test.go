@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,8 +35,12 @@ func openSQLite(t *testing.T) store.Store {
 func TestSeedExamplesIntoAnEmptyStore(t *testing.T) {
 	st := openSQLite(t)
 	log := slog.New(slog.DiscardHandler)
-	if err := seedExamples(t.Context(), st, log); err != nil {
+	seeded, err := seedExamples(t.Context(), st, log)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if len(seeded) != len(exampleNames) {
+		t.Errorf("seeded %d examples, want %d", len(seeded), len(exampleNames))
 	}
 	list, err := st.ListScenarios(t.Context(), store.ScenarioFilter{Archived: store.AnyArchived})
 	if err != nil {
@@ -66,10 +71,27 @@ func TestSeedExamplesIntoAnEmptyStore(t *testing.T) {
 		if val := engine.Default().ValidateJSON(v.Graph); !val.OK() {
 			t.Errorf("%s does not validate: %v", name, val.Errors)
 		}
+		// Its test case: the first 300 lines of its data file, byte for byte.
+		cases, err := st.ListTestCases(t.Context(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := "flights-20k.ndjson"
+		if strings.HasPrefix(name, "accesslog") {
+			data = "access-log-10k.ndjson"
+		}
+		full, err := os.ReadFile(filepath.Join("..", "..", "testdata", data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.SplitAfterN(string(full), "\n", 301)
+		if len(cases) != 1 || cases[0].Name != "sample" || cases[0].Author != "scenario-server" || cases[0].Records != strings.Join(lines[:300], "") {
+			t.Errorf("%s: test cases %d (%q), want one, \"sample\", of the first 300 lines of testdata/%s", name, len(cases), cases, data)
+		}
 	}
 
-	if err := seedExamples(t.Context(), st, log); err != nil {
-		t.Fatal(err)
+	if seeded, err := seedExamples(t.Context(), st, log); err != nil || seeded != nil {
+		t.Fatalf("a second start seeded %v, %v; want nothing", seeded, err)
 	}
 	for _, name := range exampleNames {
 		if v, err := st.GetLatestVersion(t.Context(), name); err != nil || v.Number != 1 {
@@ -88,8 +110,8 @@ func TestSeedExamplesLeavesAUsedStore(t *testing.T) {
 	if _, err := st.SetArchived(t.Context(), "mine", true); err != nil {
 		t.Fatal(err)
 	}
-	if err := seedExamples(t.Context(), st, slog.New(slog.DiscardHandler)); err != nil {
-		t.Fatal(err)
+	if seeded, err := seedExamples(t.Context(), st, slog.New(slog.DiscardHandler)); err != nil || seeded != nil {
+		t.Fatalf("seeded %v, %v; want nothing", seeded, err)
 	}
 	list, err := st.ListScenarios(t.Context(), store.ScenarioFilter{Archived: store.AnyArchived})
 	if err != nil {
