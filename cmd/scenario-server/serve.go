@@ -801,14 +801,24 @@ func copyExampleData(seeded []examples.Example, sourceDir string, log *slog.Logg
 	}
 }
 
-// copyFile copies src to dst (created with its directories; written to a temporary file
-// renamed into place, so that a deployment never reads half of it).
+// maxExampleData is the largest example data file copyExampleData copies: the examples' are
+// 1.8 and 2.9 MB.
+const maxExampleData = 64 << 20
+
+// copyFile copies src, a regular file of at most maxExampleData bytes, to dst (created with
+// its directories; written to a temporary file renamed into place, so that a deployment
+// never reads half of it).
 func copyFile(src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
+	if fi, err := in.Stat(); err != nil {
+		return err
+	} else if !fi.Mode().IsRegular() || fi.Size() > maxExampleData {
+		return fmt.Errorf("%s is not a regular file of at most %d bytes", src, maxExampleData)
+	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o750); err != nil {
 		return err
 	}
@@ -817,7 +827,7 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	defer os.Remove(tmp.Name()) // once renamed, there is nothing to remove
-	if _, err := io.Copy(tmp, in); err != nil {
+	if _, err := io.Copy(tmp, io.LimitReader(in, maxExampleData)); err != nil {
 		tmp.Close()
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/scenario-server/scenario-server/engine"
+	"github.com/scenario-server/scenario-server/examples"
 	"github.com/scenario-server/scenario-server/store"
 	"github.com/scenario-server/scenario-server/store/sqlite"
 )
@@ -179,5 +180,42 @@ func TestAnswerWriteTimeoutFlag(t *testing.T) {
 	}
 	if _, err := parseServeFlags(nil, env(map[string]string{envAnswerWriteTimeout: "soon"}), io.Discard); !errors.Is(err, errUsage) {
 		t.Errorf("%s=soon: %v; want a usage error", envAnswerWriteTimeout, err)
+	}
+}
+
+// copyExampleData copies a seeded example's data file from the working directory, leaves one
+// already in the source directory as it is, and copies nothing but regular files: a data
+// path that is a directory (or a device) is logged, not read.
+func TestCopyExampleData(t *testing.T) {
+	work, sources := t.TempDir(), t.TempDir()
+	t.Chdir(work)
+	if err := os.MkdirAll(filepath.Join("testdata", "access-log-10k.ndjson"), 0o755); err != nil { // a directory
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join("testdata", "flights-20k.ndjson"), []byte("{\"a\":1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	list, err := examples.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	copyExampleData(list, sources, slog.New(slog.NewTextHandler(&logs, nil)))
+	if got, err := os.ReadFile(filepath.Join(sources, "testdata", "flights-20k.ndjson")); err != nil || string(got) != "{\"a\":1}\n" {
+		t.Errorf("flights: %q, %v; want the working directory's file", got, err)
+	}
+	if _, err := os.Stat(filepath.Join(sources, "testdata", "access-log-10k.ndjson")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the access log, a directory in the working directory: %v; want nothing copied", err)
+	}
+	if !strings.Contains(logs.String(), "not a regular file") {
+		t.Errorf("logs %q; want why the access log was not copied", logs.String())
+	}
+	// A file there already stays as it is.
+	if err := os.WriteFile(filepath.Join("testdata", "flights-20k.ndjson"), []byte("{\"b\":2}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	copyExampleData(list, sources, slog.New(slog.DiscardHandler))
+	if got, _ := os.ReadFile(filepath.Join(sources, "testdata", "flights-20k.ndjson")); string(got) != "{\"a\":1}\n" {
+		t.Errorf("flights after a second copy: %q; want the first", got)
 	}
 }
