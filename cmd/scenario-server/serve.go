@@ -809,16 +809,17 @@ const maxExampleData = 64 << 20
 // its directories; written to a temporary file renamed into place, so that a deployment
 // never reads half of it).
 func copyFile(src, dst string) error {
+	// Checked before it is opened: opening a named pipe waits for a writer.
+	if fi, err := os.Stat(src); err != nil {
+		return err
+	} else if !fi.Mode().IsRegular() || fi.Size() > maxExampleData {
+		return fmt.Errorf("%s is not a regular file of at most %d bytes", src, maxExampleData)
+	}
 	in, err := os.Open(src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	if fi, err := in.Stat(); err != nil {
-		return err
-	} else if !fi.Mode().IsRegular() || fi.Size() > maxExampleData {
-		return fmt.Errorf("%s is not a regular file of at most %d bytes", src, maxExampleData)
-	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o750); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -185,11 +186,14 @@ func TestAnswerWriteTimeoutFlag(t *testing.T) {
 
 // copyExampleData copies a seeded example's data file from the working directory, leaves one
 // already in the source directory as it is, and copies nothing but regular files: a data
-// path that is a directory (or a device) is logged, not read.
+// path that is a named pipe (or a directory, or a device) is logged, not opened.
 func TestCopyExampleData(t *testing.T) {
 	work, sources := t.TempDir(), t.TempDir()
 	t.Chdir(work)
-	if err := os.MkdirAll(filepath.Join("testdata", "access-log-10k.ndjson"), 0o755); err != nil { // a directory
+	if err := os.Mkdir("testdata", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(work, "testdata", "access-log-10k.ndjson"), 0o644); err != nil { // a named pipe nobody writes
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join("testdata", "flights-20k.ndjson"), []byte("{\"a\":1}\n"), 0o644); err != nil {
@@ -205,7 +209,7 @@ func TestCopyExampleData(t *testing.T) {
 		t.Errorf("flights: %q, %v; want the working directory's file", got, err)
 	}
 	if _, err := os.Stat(filepath.Join(sources, "testdata", "access-log-10k.ndjson")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the access log, a directory in the working directory: %v; want nothing copied", err)
+		t.Errorf("the access log, a named pipe in the working directory: %v; want nothing copied", err)
 	}
 	if !strings.Contains(logs.String(), "not a regular file") {
 		t.Errorf("logs %q; want why the access log was not copied", logs.String())
