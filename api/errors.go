@@ -273,7 +273,7 @@ func humaProblem(ctx huma.Context, status int, msg string, errs []error) *Proble
 	for _, err := range errs {
 		var tl *errTooLarge
 		if errors.As(err, &tl) { // the body alone needs more than half its budget
-			return tl.problem(true)
+			return tl.problem()
 		}
 		switch { // the body's read passed its budget (bodyBudget)
 		case errors.Is(err, errIngestBusy):

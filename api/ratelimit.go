@@ -657,9 +657,10 @@ var (
 // batches out until the body read timeout; and when a request alone could hold all of it, a
 // viewer reading a 10 MB version without taking the answer, or an upload stalled a byte
 // short, made every other request 503 for up to 2 minutes, again and again (hostile round
-// 125). A request that would hold more than half is refused whatever the others hold
-// (errTooLarge): 413 body-too-large for a body, before it is read when it declares its
-// length.
+// 125). A body larger than half is refused whatever the others hold (errTooLarge): 413
+// body-too-large, before it is read when it declares its length. What a request loads is
+// counted up to half (requestHold.take), so that stored data larger than that is still
+// served, one such request at a time.
 type bodyBudget struct {
 	sem   *semaphore.Weighted
 	size  int64
@@ -683,32 +684,25 @@ func newBodyBudget(size int64, busy error, flag string) *bodyBudget {
 // results streams' page buffer, which has its own turns, all of it).
 func (bb *bodyBudget) mostOne() int64 { return bb.most }
 
-// tooLarge is the error of a request that would hold need bytes, more than mostOne.
-func (bb *bodyBudget) tooLarge(need int64) error {
-	return &errTooLarge{need: need, most: bb.mostOne(), size: bb.size, flag: bb.flag}
+// tooLarge is the error of a body larger than mostOne.
+func (bb *bodyBudget) tooLarge() error {
+	return &errTooLarge{most: bb.mostOne(), size: bb.size, flag: bb.flag}
 }
 
-// errTooLarge is a request that needs more of a body budget than one request may hold
-// (bodyBudget.mostOne): it is refused whatever the others hold, 413 body-too-large when its
-// body passes it, 503 requests-busy without Retry-After when what it loads does.
+// errTooLarge is a request body larger than one request may hold of its budget
+// (bodyBudget.mostOne): it is refused whatever the others hold, 413 body-too-large.
 type errTooLarge struct {
-	need, most, size int64
-	flag             string
+	most, size int64
+	flag       string
 }
 
 func (e *errTooLarge) Error() string {
-	return fmt.Sprintf("the request needs more than %d bytes, the most one request holds at once on this server (half of %s, %d bytes)", e.most, e.flag, e.size)
+	return fmt.Sprintf("the request body is larger than %d bytes, the most of one request this server holds at once (half of %s, %d bytes)", e.most, e.flag, e.size)
 }
 
-// problem is e's answer: 413 body-too-large for a body, 503 requests-busy without
-// Retry-After for what a request loads.
-func (e *errTooLarge) problem(body bool) *ProblemDetails {
-	if body {
-		return problemf(http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
-			"the request body is larger than %d bytes, the most of one request this server holds at once (half of %s, %d bytes)", e.most, e.flag, e.size)
-	}
-	return problemf(http.StatusServiceUnavailable, CodeRequestsBusy,
-		"what this request loads (%d bytes or more) is more than one request holds at once on this server (%d bytes, half of %s, %d bytes); a server with more memory, or a larger %s, handles it", e.need, e.most, e.flag, e.size, e.flag)
+// problem is e's answer, 413 body-too-large.
+func (e *errTooLarge) problem() *ProblemDetails {
+	return problemf(http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "%s", e.Error())
 }
 
 // serve serves r with its body, and the stored versions it loads (holdLoaded), counted
@@ -720,7 +714,7 @@ func (bb *bodyBudget) serve(w http.ResponseWriter, r *http.Request, next http.Ha
 	}
 	if r.ContentLength > bb.mostOne() {
 		w.Header().Set("Connection", "close") // the body is not read
-		writeProblem(w, bb.tooLarge(r.ContentLength).(*errTooLarge).problem(true))
+		writeProblem(w, bb.tooLarge().(*errTooLarge).problem())
 		return
 	}
 	h := &requestHold{budget: bb, w: w, client: rateKey(r)}
@@ -734,15 +728,16 @@ func (bb *bodyBudget) serve(w http.ResponseWriter, r *http.Request, next http.Ha
 
 // take takes n more bytes for a request of client that holds mine already, and returns nil
 // when it could: unless anyClient, within half the budget for the request (past it
-// errTooLarge) and within the client's quarter unless the request is the client's only one;
-// and within the budget (busy).
+// errTooLarge; requestHold.take asks for no more than that but for a body) and within the
+// client's quarter unless the request is the client's only one; and within the budget
+// (busy).
 func (bb *bodyBudget) take(client string, mine, n int64, anyClient bool) error {
 	bb.mu.Lock()
 	defer bb.mu.Unlock()
 	others := bb.held[client] - mine
 	if !anyClient {
 		if mine+n > bb.mostOne() {
-			return bb.tooLarge(mine + n)
+			return bb.tooLarge()
 		}
 		if others > 0 && others+mine+n > bb.size/4 {
 			return bb.busy
@@ -792,20 +787,35 @@ type requestHold struct {
 
 type requestHoldKey struct{}
 
-// take takes n more bytes (bodyBudget.take; anyClient: up to the whole budget, and past it
-// none) and returns how many it took, or why it could not: the budget's busy error (the
-// answer will say Retry-After 1), or errTooLarge.
-func (h *requestHold) take(n int64, anyClient bool) (int64, error) {
+// holdKind is what a requestHold takes bytes for.
+type holdKind int
+
+const (
+	holdBody  holdKind = iota // a body's bytes: past half the budget, errTooLarge
+	holdLoad                  // a stored version's, page's or test cases': up to half, then none
+	holdBrief                 // holdBriefly's: up to the whole budget, then none; any client's share
+)
+
+// take takes n more bytes (bodyBudget.take) and returns how many it took, or why it could
+// not: the budget's busy error (the answer will say Retry-After 1), or errTooLarge for a body
+// past half the budget. What a request loads is counted up to half the budget (all of it for
+// holdBrief), and the request goes on without more past it: stored data larger than that
+// (a version saved when the budget was larger, a dead letter of a few MB, test cases of up to
+// 64 MiB) is still served, one such request at a time, never holding more than half.
+func (h *requestHold) take(n int64, kind holdKind) (int64, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	more := n
-	if anyClient {
+	switch kind {
+	case holdLoad:
+		more = min(h.held+n, h.budget.mostOne()) - h.held
+	case holdBrief:
 		more = min(h.held+n, h.budget.size) - h.held
 	}
 	if more <= 0 {
 		return 0, nil
 	}
-	if err := h.budget.take(h.client, h.held, more, anyClient); err != nil {
+	if err := h.budget.take(h.client, h.held, more, kind == holdBrief); err != nil {
 		if err == h.budget.busy {
 			h.w.Header().Set("Retry-After", "1")
 		}
@@ -846,8 +856,8 @@ func holdLoaded(ctx context.Context, n int) error {
 	if h == nil {
 		return nil
 	}
-	if _, err := h.take(int64(n), false); err != nil {
-		return loadError(err)
+	if _, err := h.take(int64(n), holdLoad); err != nil {
+		return errLoadBusy()
 	}
 	return nil
 }
@@ -862,19 +872,16 @@ func holdBriefly(ctx context.Context, n int) (release func(), err error) {
 	if h == nil {
 		return func() {}, nil
 	}
-	took, err := h.take(int64(n), true)
+	took, err := h.take(int64(n), holdBrief)
 	if err != nil {
-		return nil, loadError(err)
+		return nil, errLoadBusy()
 	}
 	return func() { h.give(took) }, nil
 }
 
-// loadError is the answer to a load that requestHold.take refused with err.
-func loadError(err error) error {
-	var tl *errTooLarge
-	if errors.As(err, &tl) {
-		return tl.problem(false)
-	}
+// errLoadBusy is the answer to a load that requestHold.take refused: the budget is busy (a
+// load never passes half the budget: it is counted up to it).
+func errLoadBusy() error {
 	return problemf(http.StatusServiceUnavailable, CodeRequestsBusy,
 		"the server is handling as many bytes of request bodies and stored versions as it takes at once; retry in a second")
 }
@@ -895,7 +902,7 @@ func (b *budgetedBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.ReadCloser.Read(p)
 	if n > 0 {
-		if _, terr := b.hold.take(int64(n), false); terr != nil {
+		if _, terr := b.hold.take(int64(n), holdBody); terr != nil {
 			b.refused = terr
 			return n, terr
 		}

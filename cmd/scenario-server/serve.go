@@ -637,6 +637,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		"url", scheme + "://" + ln.Addr().String() + "/", "authentication", cfg.Auth.configured(),
 		"startup", time.Since(processStart).Round(time.Microsecond).String(),
 		"server", owner, "noResume", cfg.NoResume, "maxTotalState", cfg.MaxTotalState,
+		"largestRequestBody", largestBody(cfg.MaxBodyBytes, cfg.Guard.requestBytes),
 	}, storeAttrs...)...)
 
 	select {
@@ -793,7 +794,7 @@ func copyExampleData(seeded []examples.Example, sourceDir string, log *slog.Logg
 			continue
 		}
 		if err := copyFile(filepath.FromSlash(ex.DataFile), dst); err != nil {
-			log.Info("an example's data file is not in the source directory: copy it there to deploy the example",
+			log.Warn("an example's data file could not be copied into the source directory: a deployed example waits for it there; copy it to deploy the example's data",
 				"file", ex.DataFile, "to", dst, "reason", err.Error())
 			continue
 		}
@@ -896,6 +897,16 @@ type guardConfig struct {
 // MaxRequestHeadersTotalSize (32 KiB): cookies and OIDC bearer tokens of a few KB fit.
 const maxHeaderBytes = 64 << 10
 
+// largestBody is the largest body of a request other than an event batch the server takes:
+// --max-body-bytes, or half of the budget of such bodies read at once (--request-body-bytes,
+// 0: none) when that is less (a request holds at most half of it).
+func largestBody(maxBody, budget int64) int64 {
+	if budget > 0 {
+		return min(maxBody, budget/2)
+	}
+	return maxBody
+}
+
 // defaultGuard is guardConfig without flags: api.DefaultRateLimits, the event batches read
 // at once at most a sixteenth of the server's memory (serverMemory), the other request
 // bodies at most a 320th (they take up to about 40 times their size while handled, so an
@@ -904,8 +915,10 @@ func defaultGuard() guardConfig {
 	d := api.DefaultRateLimits()
 	ingestBytes, requestBytes := d.IngestBodyBytes, d.RequestBodyBytes
 	if m, ok := serverMemory(os.ReadFile); ok {
-		ingestBytes = max(min(ingestBytes, m/16), 1)
-		requestBytes = max(min(requestBytes, m/320), 1)
+		// At least 2 MiB: one request holds at most half of a budget, and bodies of 1 MiB
+		// pass even on a server of little memory.
+		ingestBytes = max(min(ingestBytes, m/16), 2<<20)
+		requestBytes = max(min(requestBytes, m/320), 2<<20)
 	}
 	return guardConfig{ingestRate: d.IngestRate, ingestBurst: d.IngestBurst, testRate: d.TestRate,
 		testBurst: d.TestBurst, maxTests: d.MaxConcurrentTests, maxValidations: d.MaxConcurrentValidations, maxStreams: d.MaxStreams,
@@ -937,9 +950,9 @@ func (g *guardConfig) register(fs *flag.FlagSet, getenv func(string) string) {
 	fs.IntVar(&g.perClient, "max-streams-per-client", d.perClient,
 		"an identity (or, without authentication, a client address) holds at most `n` streams at once; more are answered 429 too-many-streams (0: no bound)")
 	fs.Int64Var(&g.ingestBytes, "ingest-body-bytes", d.ingestBytes,
-		"the server holds at most this many `bytes` of event batches read and being stored at once, each batch's counted as it arrives, one identity (or client address) a quarter of them but for a batch it sends alone, which may take half; a batch read past it is answered 503 ingest-busy, a batch larger than half of it 413 body-too-large (default: 256 MiB or a sixteenth of the memory, the least; 0: no bound)")
+		"the server holds at most this many `bytes` of event batches read and being stored at once, each batch's counted as it arrives, one identity (or client address) a quarter of them but for a batch it sends alone, which may take half; a batch read past it is answered 503 ingest-busy, a batch larger than half of it 413 body-too-large (default: 256 MiB or a sixteenth of the memory, the least, at least 2 MiB; 0: no bound)")
 	fs.Int64Var(&g.requestBytes, "request-body-bytes", d.requestBytes,
-		"the same for the bodies of every other request (scenarios, graphs to test or validate, test cases) and the stored versions requests load, GETs included: at most this many `bytes` read or loaded and being handled at once, each body's counted as it arrives, each version's once loaded, one identity (or client address) a quarter of them but for a request it sends alone, which may take half; a request past it is answered 503 requests-busy, a body larger than half of it 413 body-too-large; a body takes up to about 40 times its size while it is handled (default: 64 MiB or a 320th of the memory, the least; 0: no bound)")
+		"the same for the bodies of every other request (scenarios, graphs to test or validate, test cases) and the stored versions requests load, GETs included: at most this many `bytes` read or loaded and being handled at once, each body's counted as it arrives, each version's once loaded, one identity (or client address) a quarter of them but for a request it sends alone, which may take half; a request past it is answered 503 requests-busy, a body larger than half of it 413 body-too-large (the log's listening line gives the largest body taken, largestRequestBody), a stored version loaded counted up to half of it; a body takes up to about 40 times its size while it is handled (default: 64 MiB or a 320th of the memory, the least, at least 2 MiB; 0: no bound)")
 	fs.Int64Var(&g.minBodyRate, "min-body-rate", d.minBodyRate,
 		fmt.Sprintf("a request body must arrive at `bytes` a second on average, once %v have passed since its headers; slower, it is answered 408 request-timeout and its connection closed (0: no bound; the body read timeout, a minute, holds)", api.DefaultBodyRateGrace))
 	fs.IntVar(&g.bodiesPer, "max-bodies-per-client", d.bodiesPer,

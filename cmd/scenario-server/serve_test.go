@@ -223,3 +223,19 @@ func TestCopyExampleData(t *testing.T) {
 		t.Errorf("flights after a second copy: %q; want the first", got)
 	}
 }
+
+// The largest body of a request other than an event batch: --max-body-bytes, or half of
+// --request-body-bytes when less (the listening line's largestRequestBody).
+func TestLargestBody(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct{ maxBody, budget, want int64 }{
+		{10 * mib, 9830 * 1024, 4915 * 1024}, // a 320th of 3 GiB: 9.6 MiB, half 4.8 MiB
+		{10 * mib, 64 * mib, 10 * mib},
+		{10 * mib, 0, 10 * mib}, // no budget
+		{10 * mib, 2 * mib, mib},
+	} {
+		if got := largestBody(tc.maxBody, tc.budget); got != tc.want {
+			t.Errorf("largestBody(%d, %d) = %d, want %d", tc.maxBody, tc.budget, got, tc.want)
+		}
+	}
+}
