@@ -342,6 +342,9 @@ func (h *Handler) OpenAPI() *huma.OpenAPI { return h.api.OpenAPI() }
 
 // handlers holds what the operations share.
 type handlers struct {
+	// collectSinks are the collect sinks of the versions results requests have checked.
+	collectSinks collectSinkCache
+
 	// probe runs /readyz's store probes, one at a time, each waited for at most readyTimeout.
 	probe storeProbe
 	// deployTests are the places where deploys' saved test cases run (rateLimiter.deploying;

@@ -395,3 +395,46 @@ func TestUnreadAnswerCut(t *testing.T) {
 	waitFor(t, "the export's handler to be in flight", func() bool { return inFlight() == "2" })
 	waitFor(t, "the unread export's handler to return", func() bool { return inFlight() == "1" })
 }
+
+// TestSinkCheckKept: a results request checks that its sink is a collect sink by decoding
+// the scenario's version once; later requests use what it found, holding none of the
+// request budget for it. With a budget of 10,000 bytes, two scenarios of 4,500 bytes with a
+// collect sink, the results of the first read once, and 6,000 bytes of slow bodies held by
+// clients B and C: A's results page of the first passes (before, each request decoded the
+// version again, counting 4,500 bytes: a client looping on it kept others out, hostile round
+// 131), while the second's first check does not fit (503) until the bodies are gone.
+func TestSinkCheckKept(t *testing.T) {
+	t.Parallel()
+	c := newClient(t, sqliteStore(t), func(cfg *api.Config) {
+		cfg.RateLimits = api.RateLimits{RequestBodyBytes: 10_000}
+		cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	})
+	const a, b, cc = "10.0.0.1", "10.0.0.2", "10.0.0.3"
+	from := func(client string) map[string]string { return map[string]string{"X-Forwarded-For": client} }
+	graph := countGraph("10s")
+	padded := graph[:len(graph)-1] + strings.Repeat(" ", 4500-len(graph)) + "}"
+	for _, name := range []string{"first", "second"} {
+		if _, err := c.store.CreateScenario(t.Context(), name, store.Draft{Graph: []byte(padded)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	results := func(name string) *response {
+		return c.send(request{Method: http.MethodGet, Path: "/api/scenarios/" + name + "/sinks/out/results", Header: from(a)})
+	}
+	results("first").ok(t, http.StatusOK, nil)
+
+	slowB := slowBody(t, c, b, 4000)
+	slowC := slowBody(t, c, cc, 2000)
+	waitFor(t, "the second's check to be refused", func() bool {
+		if slowB.ended.Load() || slowC.ended.Load() {
+			t.Fatalf("a slow body ended at once: B %s, C %s", slowB.answer, slowC.answer)
+		}
+		return results("second").Status == http.StatusServiceUnavailable
+	})
+	for range 20 {
+		results("first").ok(t, http.StatusOK, nil)
+	}
+	slowB.finish(t, true)
+	slowC.finish(t, true)
+	waitFor(t, "the second's check to pass", func() bool { return results("second").Status == http.StatusOK })
+}
