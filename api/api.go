@@ -319,8 +319,10 @@ func New(cfg Config) (*Handler, error) {
 	h.registerAudit(hapi)
 	h.registerTokens(hapi)
 	h.registerSessions(hapi)
-	h.registerMe(hapi, cfg.SignIn != nil)
+	h.registerMe(hapi, cfg.SignIn != nil, cfg.Authenticator != nil && cfg.Authenticator.Tokens != nil)
 	registerSignIn(r, cfg.SignIn, &auditor{store: cfg.Store, now: time.Now})
+	registerTokenSignIn(r, cfg.Authenticator, &auditor{store: cfg.Store, now: time.Now},
+		strings.HasPrefix(strings.ToLower(cfg.Browser.PublicURL), "https://"))
 	if err := serveOpenAPI(r, hapi); err != nil {
 		return nil, err
 	}

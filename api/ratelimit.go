@@ -697,7 +697,7 @@ type errTooLarge struct {
 }
 
 func (e *errTooLarge) Error() string {
-	return fmt.Sprintf("the request body is larger than %d bytes, the most of one request this server holds at once (half of %s, %d bytes)", e.most, e.flag, e.size)
+	return fmt.Sprintf("the request body is larger than %d bytes, the most of one request this server holds at once (half of %s, %d bytes; a larger %s takes it)", e.most, e.flag, e.size, e.flag)
 }
 
 // problem is e's answer, 413 body-too-large.

@@ -72,6 +72,7 @@ var routeRoles = map[string]auth.Role{
 	"GET /auth/login":    Public,
 	"GET /auth/callback": Public,
 	"POST /auth/logout":  Public,
+	"POST /auth/token":   Public,
 	"GET /api/me":        Public, // signedIn false without an identity
 
 	"GET /api/tokens":         auth.Admin,

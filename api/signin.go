@@ -2,7 +2,9 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"time"
 
@@ -64,6 +66,12 @@ func registerSignIn(r chi.Router, s *auth.SignIn, au *auditor) {
 		exchanges.serve(w, r, "1", func() { completeSignIn(w, r, s, au) })
 	})
 	r.Post("/auth/logout", func(w http.ResponseWriter, r *http.Request) {
+		if _, err := r.Cookie(auth.TokenCookie); err == nil {
+			setTokenCookie(w, r, "", -1, false)
+			if id, ok := auth.FromContext(r.Context()); ok && id.Method == auth.MethodTokenCookie {
+				au.audit(r.Context(), "session.end", "", 0, "", "ok")
+			}
+		}
 		if s != nil {
 			if err := s.Logout(w, r); err != nil {
 				loggerFrom(r.Context()).Error("signing out: the session could not be ended in the store", "error", err.Error())
@@ -76,6 +84,75 @@ func registerSignIn(r chi.Router, s *auth.SignIn, au *auditor) {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
+}
+
+// registerTokenSignIn adds the designer's sign-in with an API token, for servers that take
+// API tokens (authn.Tokens; without, 404 sign-in-not-configured): POST /auth/token with
+// {"token": "sst_..."} checks the token as a bearer token is checked and answers 204 with
+// the token in the TokenCookie (HttpOnly, SameSite=Strict, Secure over TLS or behind an https
+// public URL, 8 hours),
+// which later requests without an Authorization header are authenticated by, the token
+// checked again each time (revoked or expired, the browser is signed out); 400 for a body
+// that is not {"token": string} (at most 1 KiB), 401 unauthenticated for a token refused,
+// 429 rate-limited past signInBurst attempts from a client, then signInRate a second. POST
+// /auth/logout clears the cookie. A sign-in is in the audit log (session.start, "token").
+func registerTokenSignIn(r chi.Router, authn *auth.Authenticator, au *auditor, httpsURL bool) {
+	attempts := newBuckets(signInRate, signInBurst)
+	r.Post("/auth/token", func(w http.ResponseWriter, r *http.Request) {
+		if authn == nil || authn.Tokens == nil {
+			writeProblem(w, newProblem(http.StatusNotFound, CodeSignInNotConfigured, "this server takes no API tokens to sign in with"))
+			return
+		}
+		if _, wait, ok := attempts.takeN(rateKey(r), 1, time.Now()); !ok {
+			w.Header().Set("Retry-After", retryAfter(wait))
+			writeProblem(w, problemf(http.StatusTooManyRequests, CodeRateLimited,
+				"more than %d sign-ins from this client in a short time (then one every %v); retry later", signInBurst, time.Duration(float64(time.Second)/signInRate)))
+			return
+		}
+		var in struct {
+			Token string `json:"token"`
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxTokenSignInBytes+1))
+		if err != nil || len(body) > maxTokenSignInBytes || json.Unmarshal(body, &in) != nil || in.Token == "" {
+			writeProblem(w, newProblem(http.StatusBadRequest, CodeBadRequest, `the body must be {"token": "<an API token>"}, at most 1 KiB`))
+			return
+		}
+		id, err := authn.Token(r.Context(), in.Token)
+		if errors.Is(err, auth.ErrInvalidCredentials) {
+			loggerFrom(r.Context()).Info("token sign-in refused", "cause", err.Error())
+			writeProblem(w, newProblem(http.StatusUnauthorized, CodeUnauthenticated, "the token is not accepted: unknown, revoked or expired"))
+			return
+		}
+		if err != nil {
+			loggerFrom(r.Context()).Error("token sign-in: the store failed", "error", err.Error())
+			writeProblem(w, newProblem(http.StatusServiceUnavailable, CodeUnavailable, "the token could not be checked; try again"))
+			return
+		}
+		setTokenCookie(w, r, in.Token, tokenCookieTTL, httpsURL)
+		id.Method = auth.MethodTokenCookie
+		loggerFrom(r.Context()).Info("signed in with a token", "subject", id.Subject, "name", id.Name, "role", string(id.Role))
+		au.audit(auth.WithIdentity(r.Context(), id), "session.start", "", 0, "token, role "+string(id.Role), "ok")
+		w.WriteHeader(http.StatusNoContent)
+	})
+}
+
+// maxTokenSignInBytes bounds POST /auth/token's body.
+const maxTokenSignInBytes = 1 << 10
+
+// tokenCookieTTL is how long the designer stays signed in with a token: as an OIDC session.
+const tokenCookieTTL = auth.DefaultSessionTTL
+
+// setTokenCookie sets the TokenCookie to value for ttl (negative: clears it); Secure when
+// the request came over TLS or the server's public URL is https (httpsURL: a proxy ends TLS).
+func setTokenCookie(w http.ResponseWriter, r *http.Request, value string, ttl time.Duration, httpsURL bool) {
+	c := &http.Cookie{Name: auth.TokenCookie, Value: value, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: r.TLS != nil || httpsURL}
+	if ttl < 0 {
+		c.MaxAge = -1
+	} else {
+		c.MaxAge = int(ttl / time.Second)
+	}
+	http.SetCookie(w, c)
 }
 
 // completeSignIn answers the callback that completes a sign-in: its session cookie and a
@@ -134,7 +211,8 @@ func signInPlaces() *places {
 type Me struct {
 	SignedIn bool `json:"signedIn" doc:"Whether the request has an identity; false without credentials, and the other fields but signIn are then empty."`
 	auth.Identity
-	SignIn bool `json:"signIn" doc:"Whether the server offers sign-in with an OIDC provider (GET /auth/login)."`
+	SignIn      bool `json:"signIn" doc:"Whether the server offers sign-in with an OIDC provider (GET /auth/login)."`
+	TokenSignIn bool `json:"tokenSignIn" doc:"Whether the designer may sign in with an API token (POST /auth/token): the server takes API tokens."`
 	// Refused tells a client that sent credentials which were refused from one that sent
 	// none: the other routes answer both 401, this one 200 so that the designer can offer
 	// sign-in.
@@ -145,18 +223,18 @@ type meOutput struct {
 	Body Me
 }
 
-func (h *handlers) registerMe(hapi huma.API, signIn bool) {
+func (h *handlers) registerMe(hapi huma.API, signIn, tokenSignIn bool) {
 	register(hapi, h, huma.Operation{
 		OperationID: "get-me",
 		Method:      http.MethodGet,
 		Path:        "/api/me",
 		Summary:     "The current identity",
-		Description: "Who the request comes from (subject, name, role, and how it was authenticated: token, session, jwt, or none when the server has no authentication). Without credentials, or with refused ones (refused true), signedIn is false, and the designer offers sign-in when signIn is true.",
+		Description: "Who the request comes from (subject, name, role, and how it was authenticated: token, session, jwt, token-cookie (an API token the designer signed in with), or none when the server has no authentication). Without credentials, or with refused ones (refused true), signedIn is false, and the designer offers sign-in when signIn or tokenSignIn is true.",
 		Tags:        []string{tagAccess},
 	}, func(ctx context.Context, _ *struct{}) (*meOutput, error) {
 		id, ok := auth.FromContext(ctx)
 		f, _ := ctx.Value(authnFailureKey{}).(authnFailure)
 		refused := !ok && f.err != nil && !errors.Is(f.err, auth.ErrNoCredentials)
-		return &meOutput{Body: Me{SignedIn: ok, Identity: id, SignIn: signIn, Refused: refused}}, nil
+		return &meOutput{Body: Me{SignedIn: ok, Identity: id, SignIn: signIn, TokenSignIn: tokenSignIn, Refused: refused}}, nil
 	})
 }

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -43,9 +44,15 @@ type Authenticator struct {
 // claims is a few KiB; anything longer is refused before it is parsed.
 const maxAuthorizationBytes = 16 << 10
 
+// TokenCookie holds the API token the designer signed in with (POST /auth/token), for
+// servers with API tokens and no OIDC provider to sign in with: the token's secret itself,
+// checked as a bearer token is on every request (so that revoking or expiring the token signs
+// the browser out). It is HttpOnly (the designer's scripts never read it) and SameSite=Strict.
+const TokenCookie = "scenario_server_token"
+
 // Authenticate returns the identity of r's credentials: "Authorization: Bearer <token>" with
 // an API token (TokenPrefix) or a JWT of the OIDC provider, or else the session cookie of the
-// designer's sign-in.
+// designer's sign-in, or else the API token the designer signed in with (TokenCookie).
 // Errors: ErrNoCredentials; ErrInvalidCredentials (wrapped); any other error is a failure of
 // the store (the caller answers 500 or 503, and the client may retry).
 func (a *Authenticator) Authenticate(r *http.Request) (Identity, error) {
@@ -55,10 +62,18 @@ func (a *Authenticator) Authenticate(r *http.Request) (Identity, error) {
 	}
 	header := r.Header.Get("Authorization")
 	if header == "" {
-		if a.SignIn == nil {
-			return Identity{}, ErrNoCredentials
+		if a.SignIn != nil {
+			id, err := a.SignIn.Session(r)
+			if !errors.Is(err, ErrNoCredentials) {
+				return id, err
+			}
 		}
-		return a.SignIn.Session(r)
+		if c, err := r.Cookie(TokenCookie); err == nil && c.Value != "" && a.Tokens != nil {
+			id, err := a.Token(r.Context(), c.Value)
+			id.Method = MethodTokenCookie
+			return id, err
+		}
+		return Identity{}, ErrNoCredentials
 	}
 	if len(header) > maxAuthorizationBytes {
 		return Identity{}, fmt.Errorf("%w: the Authorization header is longer than %d bytes", ErrInvalidCredentials, maxAuthorizationBytes)
@@ -72,22 +87,7 @@ func (a *Authenticator) Authenticate(r *http.Request) (Identity, error) {
 		if a.Tokens == nil {
 			return Identity{}, fmt.Errorf("%w: API tokens are not enabled", ErrInvalidCredentials)
 		}
-		now := time.Now
-		if a.Now != nil {
-			now = a.Now
-		}
-		t, err := a.Tokens.LookupToken(r.Context(), HashTokenSecret(cred), now())
-		if errors.Is(err, store.ErrNotFound) {
-			return Identity{}, fmt.Errorf("%w: unknown, revoked or expired API token", ErrInvalidCredentials)
-		}
-		if err != nil {
-			return Identity{}, err
-		}
-		role, err := ParseRole(t.Role)
-		if err != nil {
-			return Identity{}, fmt.Errorf("%w: token %d: %w", ErrInvalidCredentials, t.ID, err)
-		}
-		return Identity{Subject: tokenSubjectPrefix + strconv.FormatInt(t.ID, 10), Name: t.Name, Role: role, Method: MethodToken}, nil
+		return a.Token(r.Context(), cred)
 	}
 	if a.OIDC == nil {
 		return Identity{}, fmt.Errorf("%w: not an API token, and OIDC is not configured", ErrInvalidCredentials)
@@ -135,3 +135,35 @@ func ReadsAsOwn(s string) bool { return ownSubject(s) || ownName(s) }
 
 // CLINameSuffix ends the names of the command line's audit entries ("root (command line)").
 const CLINameSuffix = " (command line)"
+
+// maxTokenSecretBytes bounds a token secret that is looked up: the server's are 47 bytes.
+const maxTokenSecretBytes = 256
+
+// Token returns the identity of the API token secret (Method token). Errors:
+// ErrInvalidCredentials (wrapped) when API tokens are not enabled, or the secret is not an
+// API token's, or its token is unknown, revoked or expired; any other error is a failure of
+// the store.
+func (a *Authenticator) Token(ctx context.Context, secret string) (Identity, error) {
+	if a.Tokens == nil {
+		return Identity{}, fmt.Errorf("%w: API tokens are not enabled", ErrInvalidCredentials)
+	}
+	if !IsTokenSecret(secret) || len(secret) > maxTokenSecretBytes {
+		return Identity{}, fmt.Errorf("%w: not an API token", ErrInvalidCredentials)
+	}
+	now := time.Now
+	if a.Now != nil {
+		now = a.Now
+	}
+	t, err := a.Tokens.LookupToken(ctx, HashTokenSecret(secret), now())
+	if errors.Is(err, store.ErrNotFound) {
+		return Identity{}, fmt.Errorf("%w: unknown, revoked or expired API token", ErrInvalidCredentials)
+	}
+	if err != nil {
+		return Identity{}, err
+	}
+	role, err := ParseRole(t.Role)
+	if err != nil {
+		return Identity{}, fmt.Errorf("%w: token %d: %w", ErrInvalidCredentials, t.ID, err)
+	}
+	return Identity{Subject: tokenSubjectPrefix + strconv.FormatInt(t.ID, 10), Name: t.Name, Role: role, Method: MethodToken}, nil
+}

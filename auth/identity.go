@@ -62,6 +62,8 @@ const (
 	MethodToken   Method = "token"
 	MethodSession Method = "session"
 	MethodBearer  Method = "jwt"
+	// MethodTokenCookie is an API token the designer signed in with (TokenCookie).
+	MethodTokenCookie Method = "token-cookie"
 )
 
 // Identity is who a request comes from.

@@ -28,7 +28,8 @@ function freePort() {
 
 /**
  * Starts the server: SCENARIO_SERVER_BIN if set, else a binary built from this repository.
- * Returns its base URL and a stop function that ends it and removes its data.
+ * Returns its base URL, its binary and data directory, and a stop function that ends it and
+ * removes its data.
  * opts.args(url) gives more flags (it gets the server's base URL, for a redirect URL), opts.env
  * more environment variables.
  */
@@ -60,6 +61,8 @@ export async function startServer(opts = {}) {
   }
   return {
     url,
+    bin,
+    dataDir: join(tmp, 'data'),
     log: () => log,
     stop: async () => {
       if (proc.exitCode === null) {

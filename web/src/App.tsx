@@ -85,9 +85,9 @@ export function App() {
   const auth = useMemo<AuthValue | null>(() => (me ? { me, can: (want) => roleAllows(me.role, want) } : null), [me]);
 
   if (!me || !auth) return <div className="page muted">{error ? `Who you are could not be loaded: ${error}` : 'Loading…'}</div>;
-  if (!me.signedIn || (expired && !me.signIn)) {
+  if (!me.signedIn || (expired && !me.signIn && !me.tokenSignIn)) {
     // refused: the session cookie the browser sent has expired or was ended elsewhere.
-    if (me.signIn) return <SignIn expired={expired || me.refused} />;
+    if (me.signIn || me.tokenSignIn) return <SignIn expired={expired || me.refused} oidc={me.signIn} token={me.tokenSignIn} />;
     return <div className="page field-error" data-testid="unauthenticated">This server needs credentials (an API token); the designer has no sign-in configured.</div>;
   }
   if (error) return <div className="page field-error">The server's node kinds could not be loaded: {error}</div>;

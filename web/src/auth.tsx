@@ -1,6 +1,6 @@
 // Who the designer's user is (GET /api/me), what their role allows, and what happens on a 401:
 // the sign-in screen. Roles include one another: viewer < editor < deployer < admin.
-import { createContext, useContext } from 'react';
+import { createContext, useContext, useState, type FormEvent } from 'react';
 import { startSigningOut, type Schemas } from './api/client';
 
 export type Me = Schemas['Me'];
@@ -22,7 +22,7 @@ export type AuthValue = { me: Me; can: (want: Role) => boolean };
 
 // Without a provider (unit tests, the editor on its own) everything is allowed, as without
 // authentication on the server.
-const local: Me = { signedIn: true, subject: 'local', name: 'local', role: 'admin', method: 'none', signIn: false, refused: false };
+const local: Me = { signedIn: true, subject: 'local', name: 'local', role: 'admin', method: 'none', signIn: false, tokenSignIn: false, refused: false };
 export const AuthContext = createContext<AuthValue>({ me: local, can: () => true });
 
 export function useAuth(): AuthValue {
@@ -49,7 +49,7 @@ export function UserMenu() {
       <span className="badge" data-testid="user-role">
         {me.role}
       </span>
-      {me.method === 'session' && (
+      {(me.method === 'session' || me.method === 'token-cookie') && (
         <button type="button" className="small" onClick={signOut} data-testid="sign-out">
           Sign out
         </button>
@@ -58,15 +58,74 @@ export function UserMenu() {
   );
 }
 
-/** The page shown without an identity when the server offers sign-in. */
-export function SignIn({ expired }: { expired: boolean }) {
+/** The page shown without an identity when the server offers sign-in: through the OIDC
+ * provider (oidc), or with an API token (token: POST /auth/token, which keeps it in an
+ * HttpOnly cookie; the page never stores it). */
+export function SignIn({ expired, oidc = true, token = false }: { expired: boolean; oidc?: boolean; token?: boolean }) {
+  const [secret, setSecret] = useState('');
+  const [error, setError] = useState('');
+  const [busy, setBusy] = useState(false);
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    setBusy(true);
+    setError('');
+    try {
+      const r = await fetch('/auth/token', {
+        method: 'POST',
+        credentials: 'same-origin',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ token: secret.trim() }),
+      });
+      if (r.status === 204) {
+        location.reload();
+        return;
+      }
+      let detail = `${r.status} ${r.statusText}`;
+      try {
+        const p = await r.json();
+        if (p?.detail) detail = p.detail;
+      } catch {
+        /* not a problem document */
+      }
+      setError(detail);
+    } catch (err) {
+      setError(String(err));
+    } finally {
+      setBusy(false);
+    }
+  };
   return (
     <div className="page sign-in" data-testid="sign-in-page">
       <h2>Scenario designer</h2>
       <p>{expired ? 'Your session has ended. Sign in again to go on.' : 'Sign in to see and edit scenarios.'}</p>
-      <a className="button primary" href="/auth/login" data-testid="sign-in">
-        Sign in
-      </a>
+      {oidc && (
+        <a className="button primary" href="/auth/login" data-testid="sign-in">
+          Sign in
+        </a>
+      )}
+      {token && (
+        <form className="column" onSubmit={submit} data-testid="token-sign-in">
+          <label>
+            API token (<code>scenario-server token create</code>)
+            <input
+              type="password"
+              autoComplete="off"
+              value={secret}
+              onChange={(e) => setSecret(e.target.value)}
+              placeholder="sst_…"
+              data-testid="token-input"
+            />
+          </label>
+          <button type="submit" className={oidc ? '' : 'primary'} disabled={busy || !secret.trim()} data-testid="token-submit">
+            Sign in with the token
+          </button>
+          {error && (
+            <p className="field-error" data-testid="token-error">
+              {error}
+            </p>
+          )}
+        </form>
+      )}
     </div>
   );
 }

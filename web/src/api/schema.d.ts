@@ -93,7 +93,7 @@ export interface paths {
         };
         /**
          * The current identity
-         * @description Who the request comes from (subject, name, role, and how it was authenticated: token, session, jwt, or none when the server has no authentication). Without credentials, or with refused ones (refused true), signedIn is false, and the designer offers sign-in when signIn is true.
+         * @description Who the request comes from (subject, name, role, and how it was authenticated: token, session, jwt, token-cookie (an API token the designer signed in with), or none when the server has no authentication). Without credentials, or with refused ones (refused true), signedIn is false, and the designer offers sign-in when signIn or tokenSignIn is true.
          */
         get: operations["get-me"];
         put?: never;
@@ -1489,6 +1489,8 @@ export interface components {
             /** @description Whether the request has an identity; false without credentials, and the other fields but signIn are then empty. */
             signedIn: boolean;
             subject: string;
+            /** @description Whether the designer may sign in with an API token (POST /auth/token): the server takes API tokens. */
+            tokenSignIn: boolean;
         };
         NewAPIToken: {
             /**

@@ -1,0 +1,120 @@
+package api_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/scenario-server/scenario-server/api"
+	"github.com/scenario-server/scenario-server/auth"
+)
+
+// TestTokenSignIn: on a server with API tokens only, the designer signs in with a token.
+// Without credentials /api/me says tokenSignIn; POST /auth/token with an editor's token
+// answers 204 and the token cookie (HttpOnly, SameSite=Strict, 8 hours), with which requests
+// without an Authorization header are the token's identity (method token-cookie): they may
+// save a scenario and may not deploy (editor). A wrong token, a malformed body, or a
+// token revoked since are refused (401; with the revoked one's cookie, /api/me says
+// refused); POST /auth/logout clears the cookie. Without API tokens, POST /auth/token is 404
+// sign-in-not-configured and /api/me says no tokenSignIn.
+func TestTokenSignIn(t *testing.T) {
+	t.Parallel()
+	st := sqliteStore(t)
+	c := newClient(t, st, withTokens(st))
+	secret := tokenFor(t, st, "anna", auth.Editor, time.Time{})
+
+	var me api.Me
+	c.send(request{Method: http.MethodGet, Path: "/api/me"}).ok(t, http.StatusOK, &me)
+	if me.SignedIn || !me.TokenSignIn || me.SignIn {
+		t.Fatalf("without credentials: %+v; want not signed in, tokenSignIn, no OIDC sign-in", me)
+	}
+	signIn := func(body string) *http.Response {
+		t.Helper()
+		resp, err := c.http.Post(c.base+"/auth/token", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	for _, bad := range []struct {
+		body string
+		want int
+	}{
+		{`{"token": "sst_wrong"}`, http.StatusUnauthorized},
+		{`{"token": "` + secret + `x"}`, http.StatusUnauthorized},
+		{`{"token": 1}`, http.StatusBadRequest},
+		{`{}`, http.StatusBadRequest},
+		{`{"token": "` + strings.Repeat("s", 2000) + `"}`, http.StatusBadRequest},
+	} {
+		if resp := signIn(bad.body); resp.StatusCode != bad.want || len(resp.Cookies()) != 0 {
+			t.Errorf("POST /auth/token %.40s: %d, cookies %v; want %d and none", bad.body, resp.StatusCode, resp.Cookies(), bad.want)
+		}
+	}
+	resp := signIn(`{"token": "` + secret + `"}`)
+	if resp.StatusCode != http.StatusNoContent || len(resp.Cookies()) != 1 {
+		t.Fatalf("POST /auth/token: %d, cookies %v; want 204 and one cookie", resp.StatusCode, resp.Cookies())
+	}
+	cookie := resp.Cookies()[0]
+	if cookie.Name != auth.TokenCookie || cookie.Value != secret || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode ||
+		cookie.MaxAge != 8*3600 || cookie.Path != "/" || cookie.Secure {
+		t.Errorf("cookie %+v; want %s, the secret, HttpOnly, SameSite=Strict, Max-Age 28800, Path /, not Secure over plain HTTP", cookie, auth.TokenCookie)
+	}
+	withCookie := func(r request, ck *http.Cookie) *response {
+		if r.Header == nil {
+			r.Header = map[string]string{}
+		}
+		r.Header["Cookie"] = ck.Name + "=" + ck.Value
+		return c.send(r)
+	}
+	withCookie(request{Method: http.MethodGet, Path: "/api/me"}, cookie).ok(t, http.StatusOK, &me)
+	if !me.SignedIn || me.Name != "anna" || me.Role != auth.Editor || me.Method != auth.MethodTokenCookie {
+		t.Errorf("/api/me with the cookie: %+v; want anna, editor, token-cookie", me)
+	}
+	withCookie(request{Method: http.MethodPost, Path: "/api/scenarios", Body: rawBody("name", `"signed in"`, "graph", tinyGraph)}, cookie).
+		ok(t, http.StatusCreated, nil)
+	withCookie(request{Method: http.MethodPost, Path: "/api/scenarios/signed%20in/deploy", Body: `{}`}, cookie).
+		problem(t, http.StatusForbidden, api.CodeForbidden)
+
+	// Signing out clears the cookie.
+	out, err := http.NewRequest(http.MethodPost, c.base+"/auth/logout", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.AddCookie(cookie)
+	resp, err = c.http.Do(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent || len(resp.Cookies()) != 1 || resp.Cookies()[0].Name != auth.TokenCookie || resp.Cookies()[0].MaxAge >= 0 {
+		t.Errorf("POST /auth/logout: %d, cookies %v; want 204 and the token cookie cleared", resp.StatusCode, resp.Cookies())
+	}
+
+	// Revoked, the token's cookie signs nobody in.
+	tokens, err := st.ListTokens(t.Context())
+	if err != nil || len(tokens) != 1 {
+		t.Fatalf("tokens %v, %v", tokens, err)
+	}
+	if _, err := st.RevokeToken(t.Context(), tokens[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	withCookie(request{Method: http.MethodGet, Path: "/api/me"}, cookie).ok(t, http.StatusOK, &me)
+	if me.SignedIn || !me.Refused {
+		t.Errorf("/api/me with a revoked token's cookie: %+v; want not signed in, refused", me)
+	}
+	withCookie(request{Method: http.MethodGet, Path: "/api/scenarios"}, cookie).problem(t, http.StatusUnauthorized, api.CodeUnauthenticated)
+	if resp := signIn(`{"token": "` + secret + `"}`); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("signing in with the revoked token: %d; want 401", resp.StatusCode)
+	}
+
+	// Without API tokens there is no token sign-in.
+	plain := newClient(t, sqliteStore(t))
+	plain.send(request{Method: http.MethodPost, Path: "/auth/token", Body: `{"token": "` + secret + `"}`}).
+		problem(t, http.StatusNotFound, api.CodeSignInNotConfigured)
+	plain.send(request{Method: http.MethodGet, Path: "/api/me"}).ok(t, http.StatusOK, &me)
+	if me.TokenSignIn {
+		t.Errorf("/api/me without API tokens: %+v; want no tokenSignIn", me)
+	}
+}
