@@ -68,6 +68,9 @@ func registerSignIn(r chi.Router, s *auth.SignIn, au *auditor) {
 	r.Post("/auth/logout", func(w http.ResponseWriter, r *http.Request) {
 		if _, err := r.Cookie(auth.TokenCookie); err == nil {
 			setTokenCookie(w, r, "", -1, false)
+			// And any other cookie of the origin: one set by another page of the host (its
+			// own path, say /api) would outlive a clear of ours (review 134).
+			w.Header().Set("Clear-Site-Data", `"cookies"`)
 			if id, ok := auth.FromContext(r.Context()); ok && id.Method == auth.MethodTokenCookie {
 				au.audit(r.Context(), "session.end", "", 0, "", "ok")
 			}
@@ -94,19 +97,14 @@ func registerSignIn(r chi.Router, s *auth.SignIn, au *auditor) {
 // which later requests without an Authorization header are authenticated by, the token
 // checked again each time (revoked or expired, the browser is signed out); 400 for a body
 // that is not {"token": string} (at most 1 KiB), 401 unauthenticated for a token refused,
-// 429 rate-limited past signInBurst attempts from a client, then signInRate a second. POST
-// /auth/logout clears the cookie. A sign-in is in the audit log (session.start, "token").
+// 429 rate-limited past signInBurst refused tokens from a client, then signInRate a second
+// (a right token is never refused so). POST /auth/logout clears the cookie (and the origin's
+// others: Clear-Site-Data). A sign-in is in the audit log (session.start, "token").
 func registerTokenSignIn(r chi.Router, authn *auth.Authenticator, au *auditor, httpsURL bool) {
 	attempts := newBuckets(signInRate, signInBurst)
 	r.Post("/auth/token", func(w http.ResponseWriter, r *http.Request) {
 		if authn == nil || authn.Tokens == nil {
 			writeProblem(w, newProblem(http.StatusNotFound, CodeSignInNotConfigured, "this server takes no API tokens to sign in with"))
-			return
-		}
-		if _, wait, ok := attempts.takeN(rateKey(r), 1, time.Now()); !ok {
-			w.Header().Set("Retry-After", retryAfter(wait))
-			writeProblem(w, problemf(http.StatusTooManyRequests, CodeRateLimited,
-				"more than %d sign-ins from this client in a short time (then one every %v); retry later", signInBurst, time.Duration(float64(time.Second)/signInRate)))
 			return
 		}
 		var in struct {
@@ -119,6 +117,14 @@ func registerTokenSignIn(r chi.Router, authn *auth.Authenticator, au *auditor, h
 		}
 		id, err := authn.Token(r.Context(), in.Token)
 		if errors.Is(err, auth.ErrInvalidCredentials) {
+			// Only refused tokens count: a client's wrong guesses must not keep the right
+			// token out for everyone behind its address (review 134).
+			if _, wait, ok := attempts.takeN(rateKey(r), 1, time.Now()); !ok {
+				w.Header().Set("Retry-After", retryAfter(wait))
+				writeProblem(w, problemf(http.StatusTooManyRequests, CodeRateLimited,
+					"more than %d refused sign-ins from this client in a short time (then one every %v); retry later", signInBurst, time.Duration(float64(time.Second)/signInRate)))
+				return
+			}
 			loggerFrom(r.Context()).Info("token sign-in refused", "cause", err.Error())
 			writeProblem(w, newProblem(http.StatusUnauthorized, CodeUnauthenticated, "the token is not accepted: unknown, revoked or expired"))
 			return

@@ -16,7 +16,8 @@ import (
 // without an Authorization header are the token's identity (method token-cookie): they may
 // save a scenario and may not deploy (editor). A wrong token, a malformed body, or a
 // token revoked since are refused (401; with the revoked one's cookie, /api/me says
-// refused); POST /auth/logout clears the cookie. Without API tokens, POST /auth/token is 404
+// refused), and so are two token cookies at once; POST /auth/logout clears the cookie (and
+// the origin's, Clear-Site-Data); wrong tokens are rate-limited, the right one never. Without API tokens, POST /auth/token is 404
 // sign-in-not-configured and /api/me says no tokenSignIn.
 func TestTokenSignIn(t *testing.T) {
 	t.Parallel()
@@ -77,6 +78,15 @@ func TestTokenSignIn(t *testing.T) {
 	withCookie(request{Method: http.MethodPost, Path: "/api/scenarios/signed%20in/deploy", Body: `{}`}, cookie).
 		problem(t, http.StatusForbidden, api.CodeForbidden)
 
+	// Two cookies of the name (another page of the host set one with its own path): neither
+	// counts.
+	other := tokenFor(t, st, "mallory", auth.Viewer, time.Time{})
+	withCookie(request{Method: http.MethodGet, Path: "/api/me", Header: map[string]string{}}, &http.Cookie{Name: auth.TokenCookie, Value: other + "; " + auth.TokenCookie + "=" + secret}).
+		ok(t, http.StatusOK, &me)
+	if me.SignedIn || !me.Refused {
+		t.Errorf("/api/me with two token cookies: %+v; want not signed in, refused", me)
+	}
+
 	// Signing out clears the cookie.
 	out, err := http.NewRequest(http.MethodPost, c.base+"/auth/logout", nil)
 	if err != nil {
@@ -88,14 +98,15 @@ func TestTokenSignIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent || len(resp.Cookies()) != 1 || resp.Cookies()[0].Name != auth.TokenCookie || resp.Cookies()[0].MaxAge >= 0 {
-		t.Errorf("POST /auth/logout: %d, cookies %v; want 204 and the token cookie cleared", resp.StatusCode, resp.Cookies())
+	if resp.StatusCode != http.StatusNoContent || len(resp.Cookies()) != 1 || resp.Cookies()[0].Name != auth.TokenCookie || resp.Cookies()[0].MaxAge >= 0 ||
+		resp.Header.Get("Clear-Site-Data") != `"cookies"` {
+		t.Errorf("POST /auth/logout: %d, cookies %v, Clear-Site-Data %q; want 204, the token cookie cleared, and the origin's others", resp.StatusCode, resp.Cookies(), resp.Header.Get("Clear-Site-Data"))
 	}
 
 	// Revoked, the token's cookie signs nobody in.
 	tokens, err := st.ListTokens(t.Context())
-	if err != nil || len(tokens) != 1 {
-		t.Fatalf("tokens %v, %v", tokens, err)
+	if err != nil || len(tokens) != 2 || tokens[0].Name != "anna" {
+		t.Fatalf("tokens %v, %v; want anna's and mallory's", tokens, err)
 	}
 	if _, err := st.RevokeToken(t.Context(), tokens[0].ID); err != nil {
 		t.Fatal(err)
@@ -107,6 +118,20 @@ func TestTokenSignIn(t *testing.T) {
 	withCookie(request{Method: http.MethodGet, Path: "/api/scenarios"}, cookie).problem(t, http.StatusUnauthorized, api.CodeUnauthenticated)
 	if resp := signIn(`{"token": "` + secret + `"}`); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("signing in with the revoked token: %d; want 401", resp.StatusCode)
+	}
+
+	// Refused tokens are rate-limited (30, then one a second); a right one never is.
+	limited := 0
+	for range 40 {
+		if signIn(`{"token": "sst_guess"}`).StatusCode == http.StatusTooManyRequests {
+			limited++
+		}
+	}
+	if limited < 5 {
+		t.Errorf("%d of 40 wrong tokens answered 429; want those past the first 30 or so", limited)
+	}
+	if resp := signIn(`{"token": "` + other + `"}`); resp.StatusCode != http.StatusNoContent {
+		t.Errorf("the right token after 40 wrong ones: %d; want 204", resp.StatusCode)
 	}
 
 	// Without API tokens there is no token sign-in.

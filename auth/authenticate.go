@@ -69,6 +69,14 @@ func (a *Authenticator) Authenticate(r *http.Request) (Identity, error) {
 			}
 		}
 		if c, err := r.Cookie(TokenCookie); err == nil && c.Value != "" && a.Tokens != nil {
+			// Cookies of the name set by another page of the host (with another path, or a
+			// parent domain) come with ours, the longer path first: which one counted was
+			// theirs to choose, and it signed the designer in as someone else (review 134).
+			for _, other := range r.CookiesNamed(TokenCookie) {
+				if other.Value != c.Value {
+					return Identity{}, fmt.Errorf("%w: more than one %s cookie; sign out to clear them", ErrInvalidCredentials, TokenCookie)
+				}
+			}
 			id, err := a.Token(r.Context(), c.Value)
 			id.Method = MethodTokenCookie
 			return id, err
