@@ -398,7 +398,8 @@ func TestUnreadAnswerCut(t *testing.T) {
 
 // TestSinkCheckKept: a results request checks that its sink is a collect sink by decoding
 // the scenario's version once; later requests use what it found, holding none of the
-// request budget for it. With a budget of 10,000 bytes, two scenarios of 4,500 bytes with a
+// request budget for it, for versions of many collect sinks too (300), and a missing sink is
+// 404 without decoding the version again. With a budget of 10,000 bytes, two scenarios of 4,500 bytes with a
 // collect sink, the results of the first read once, and 6,000 bytes of slow bodies held by
 // clients B and C: A's results page of the first passes (before, each request decoded the
 // version again, counting 4,500 bytes: a client looping on it kept others out, hostile round
@@ -418,10 +419,23 @@ func TestSinkCheckKept(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	results := func(name string) *response {
-		return c.send(request{Method: http.MethodGet, Path: "/api/scenarios/" + name + "/sinks/out/results", Header: from(a)})
+	// A third of 300 collect sinks (review 134: versions of more than 256 were not kept).
+	var nodes, edges []string
+	nodes = append(nodes, `{"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": []}}`)
+	for i := range 300 {
+		nodes = append(nodes, fmt.Sprintf(`{"id": "s%d", "type": "Sink", "ref": {"typ": "collect", "parameters": [{"name": "value", "expression": {"language": "expr", "expression": "#input"}}]}}`, i))
+		edges = append(edges, fmt.Sprintf(`{"from": "in", "to": "s%d", "edgeType": null}`, i))
 	}
+	many := `{"nodes": [` + strings.Join(nodes, ",") + `], "edges": [` + strings.Join(edges, ",") + `]}`
+	if _, err := c.store.CreateScenario(t.Context(), "third", store.Draft{Graph: []byte(many)}); err != nil {
+		t.Fatal(err)
+	}
+	sinkResults := func(name, sink string) *response {
+		return c.send(request{Method: http.MethodGet, Path: "/api/scenarios/" + name + "/sinks/" + sink + "/results", Header: from(a)})
+	}
+	results := func(name string) *response { return sinkResults(name, "out") }
 	results("first").ok(t, http.StatusOK, nil)
+	sinkResults("third", "s0").ok(t, http.StatusOK, nil)
 
 	slowB := slowBody(t, c, b, 4000)
 	slowC := slowBody(t, c, cc, 2000)
@@ -433,7 +447,10 @@ func TestSinkCheckKept(t *testing.T) {
 	})
 	for range 20 {
 		results("first").ok(t, http.StatusOK, nil)
+		sinkResults("third", "s299").ok(t, http.StatusOK, nil)
 	}
+	// A missing sink of a kept version is not decoded again to be named: 404, not 503.
+	sinkResults("first", "nope").problem(t, http.StatusNotFound, api.CodeSinkNotFound)
 	slowB.finish(t, true)
 	slowC.finish(t, true)
 	waitFor(t, "the second's check to pass", func() bool { return results("second").Status == http.StatusOK })

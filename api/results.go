@@ -3,7 +3,9 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"hash/maphash"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -105,14 +107,19 @@ func (h *handlers) checkSink(ctx context.Context, name, sink string) error {
 	}
 	known := true // every version's collect sinks are kept
 	for _, n := range versions {
-		ids, ok := h.collectSinks.get(sc, n)
+		has, ok := h.collectSinks.has(sc, n, sink)
 		if !ok {
 			known = false
 			continue
 		}
-		if ids[sink] {
+		if has {
 			return nil
 		}
+	}
+	if known {
+		// Not decoded again only to say what the node of that id is: a client looping on a
+		// missing sink of a large scenario decoded it each time (hostile round 134).
+		return problemf(http.StatusNotFound, CodeSinkNotFound, "scenario %q has no collect sink %q", name, sink)
 	}
 	other := "" // the kind of a node of that id that is not a collect sink
 	for _, n := range versions {
@@ -122,27 +129,21 @@ func (h *handlers) checkSink(ctx context.Context, name, sink string) error {
 		}
 		// Held while it is read only: a results stream goes on for hours. A version read
 		// for the first time counts against the whole budget only (the designer opening a
-		// deployed scenario opens a stream per collect sink at once); one read again only to
-		// say which node the id is counts as any load does.
-		var release func()
-		if known {
-			if err := holdLoaded(ctx, len(v.Graph)); err != nil {
-				return err
-			}
-			release = func() {}
-		} else if release, err = holdBriefly(ctx, len(v.Graph)); err != nil {
+		// deployed scenario opens a stream per collect sink at once).
+		release, err := holdBriefly(ctx, len(v.Graph))
+		if err != nil {
 			return err
 		}
 		s, err := scenario.Decode(v.Graph)
 		release()
 		if err != nil {
-			h.collectSinks.put(sc, n, map[string]bool{}) // none, and none to decode again
+			h.collectSinks.put(sc, n, nil) // none, and none to decode again
 			continue
 		}
-		ids := map[string]bool{}
+		var ids []string
 		for _, node := range s.Nodes {
 			if node.Type == scenario.TypeSink && node.Subtype() == engine.SinkCollect {
-				ids[node.ID] = true
+				ids = append(ids, node.ID)
 				continue
 			}
 			if node.ID == sink && other == "" {
@@ -153,7 +154,7 @@ func (h *handlers) checkSink(ctx context.Context, name, sink string) error {
 			}
 		}
 		h.collectSinks.put(sc, n, ids)
-		if ids[sink] {
+		if slices.Contains(ids, sink) {
 			return nil
 		}
 	}
@@ -163,12 +164,15 @@ func (h *handlers) checkSink(ctx context.Context, name, sink string) error {
 	return problemf(http.StatusNotFound, CodeSinkNotFound, "scenario %q has no collect sink %q", name, sink)
 }
 
-// collectSinkCache keeps the ids of the collect sinks of the versions checkSink has decoded
-// (a version never changes), at most collectSinkVersions versions of at most
-// collectSinkIDs sinks each; past the first bound it starts over.
+// collectSinkCache keeps, for the versions checkSink has decoded (a version never changes),
+// a 64-bit hash of each of their collect sinks' ids (maphash, seeded at random: ids an
+// attacker picks cannot be made to collide), at most collectSinkHashes of them and
+// collectSinkVersions versions; past either it starts over.
 type collectSinkCache struct {
 	mu       sync.Mutex
-	versions map[collectSinkKey]map[string]bool
+	seed     maphash.Seed
+	versions map[collectSinkKey][]uint64
+	hashes   int // in versions
 }
 
 // collectSinkKey is a version: its scenario's name and creation (a store restored from a
@@ -179,26 +183,38 @@ type collectSinkKey struct {
 	number  int
 }
 
+// collectSinkHashes bounds the hashes kept (8 MiB of them), collectSinkVersions the versions
+// (their keys: the scenario's name, of at most 128 characters, and 16 bytes).
 const (
-	collectSinkVersions = 4096
-	collectSinkIDs      = 256
+	collectSinkHashes   = 1 << 20
+	collectSinkVersions = 16 << 10
 )
 
-func (c *collectSinkCache) get(sc store.Scenario, number int) (map[string]bool, bool) {
+// has reports whether the version's collect sinks include id, and whether the version is kept.
+func (c *collectSinkCache) has(sc store.Scenario, number int, id string) (has, kept bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ids, ok := c.versions[collectSinkKey{sc.Name, sc.CreatedAt.UnixNano(), number}]
-	return ids, ok
+	hashes, ok := c.versions[collectSinkKey{sc.Name, sc.CreatedAt.UnixNano(), number}]
+	if !ok {
+		return false, false
+	}
+	return slices.Contains(hashes, maphash.String(c.seed, id)), true
 }
 
-func (c *collectSinkCache) put(sc store.Scenario, number int, ids map[string]bool) {
-	if len(ids) > collectSinkIDs {
+// put keeps the version's collect sinks' ids.
+func (c *collectSinkCache) put(sc store.Scenario, number int, ids []string) {
+	if len(ids)+1 > collectSinkHashes {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.versions == nil || len(c.versions) >= collectSinkVersions {
-		c.versions = map[collectSinkKey]map[string]bool{}
+	if c.versions == nil || c.hashes+len(ids)+1 > collectSinkHashes || len(c.versions) >= collectSinkVersions {
+		c.versions, c.hashes, c.seed = map[collectSinkKey][]uint64{}, 0, maphash.MakeSeed()
 	}
-	c.versions[collectSinkKey{sc.Name, sc.CreatedAt.UnixNano(), number}] = ids
+	hashes := make([]uint64, len(ids))
+	for i, id := range ids {
+		hashes[i] = maphash.String(c.seed, id)
+	}
+	c.versions[collectSinkKey{sc.Name, sc.CreatedAt.UnixNano(), number}] = hashes
+	c.hashes += len(ids) + 1
 }
