@@ -29,10 +29,7 @@ import (
 // stalled a byte short made every other request 503 until its read timed out (round 125).
 func TestRequestBodiesBounded(t *testing.T) {
 	t.Parallel()
-	c := newClient(t, sqliteStore(t), func(cfg *api.Config) {
-		cfg.RateLimits = api.RateLimits{RequestBodyBytes: 2000}
-		cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
-	})
+	c, from := budgetServer(t, 2000)
 	// padded is a JSON body of exactly n bytes: fields, then spaces before the closing brace.
 	padded := func(n int, fields ...string) string {
 		b := rawBody(fields...)
@@ -41,7 +38,6 @@ func TestRequestBodiesBounded(t *testing.T) {
 		}
 		return b[:len(b)-1] + strings.Repeat(" ", n-len(b)) + "}"
 	}
-	from := func(client string) map[string]string { return map[string]string{"X-Forwarded-For": client} }
 	validate := func(client string, n int) *response {
 		return c.send(request{Method: http.MethodPost, Path: "/api/validation", Body: padded(n, "graph", tinyGraph), Header: from(client)})
 	}
@@ -149,12 +145,8 @@ func TestUnreadBodyDoesNotHoldTheAnswer(t *testing.T) {
 // refused meanwhile (round 125).
 func TestLoadedVersionsBounded(t *testing.T) {
 	t.Parallel()
-	c := newClient(t, sqliteStore(t), func(cfg *api.Config) {
-		cfg.RateLimits = api.RateLimits{RequestBodyBytes: 10_000}
-		cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
-	})
+	c, from := budgetServer(t, 10_000)
 	const a, b, cc = "10.0.0.1", "10.0.0.2", "10.0.0.3"
-	from := func(client string) map[string]string { return map[string]string{"X-Forwarded-For": client} }
 	// padded is graph padded with spaces to n bytes, stored as sent.
 	padded := func(graph string, n int) string {
 		return graph[:len(graph)-1] + strings.Repeat(" ", n-len(graph)) + "}"
@@ -406,12 +398,8 @@ func TestUnreadAnswerCut(t *testing.T) {
 // 131), while the second's first check does not fit (503) until the bodies are gone.
 func TestSinkCheckKept(t *testing.T) {
 	t.Parallel()
-	c := newClient(t, sqliteStore(t), func(cfg *api.Config) {
-		cfg.RateLimits = api.RateLimits{RequestBodyBytes: 10_000}
-		cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
-	})
+	c, from := budgetServer(t, 10_000)
 	const a, b, cc = "10.0.0.1", "10.0.0.2", "10.0.0.3"
-	from := func(client string) map[string]string { return map[string]string{"X-Forwarded-For": client} }
 	graph := countGraph("10s")
 	padded := graph[:len(graph)-1] + strings.Repeat(" ", 4500-len(graph)) + "}"
 	for _, name := range []string{"first", "second"} {
@@ -454,4 +442,15 @@ func TestSinkCheckKept(t *testing.T) {
 	slowB.finish(t, true)
 	slowC.finish(t, true)
 	waitFor(t, "the second's check to pass", func() bool { return results("second").Status == http.StatusOK })
+}
+
+// budgetServer is a server whose request bodies and loads share a budget of n bytes, and
+// from, the header that makes a request client's (X-Forwarded-For, trusted from loopback).
+func budgetServer(t *testing.T, n int64) (*client, func(client string) map[string]string) {
+	t.Helper()
+	c := newClient(t, sqliteStore(t), func(cfg *api.Config) {
+		cfg.RateLimits = api.RateLimits{RequestBodyBytes: n}
+		cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	})
+	return c, func(client string) map[string]string { return map[string]string{"X-Forwarded-For": client} }
 }
