@@ -81,7 +81,7 @@ test('saved test cases guard a deploy', async (t) => {
     await page.getByTestId('tab-deploy').click();
     await page.getByTestId('deploy').click();
     await page.getByTestId('deploy-error').waitFor();
-    assert.match(await page.getByTestId('deploy-error').innerText(), /fails 1 of its 1 saved test cases/);
+    assert.match(await page.getByTestId('deploy-error').innerText(), /fails 1 of its 1 saved test cases.*use "Deploy anyway" below with a comment/);
     assert.equal(await page.getByTestId('deploy-status').innerText(), 'NOT_DEPLOYED');
     assert.equal(await page.getByTestId('deploy-override').isDisabled(), true, 'no override without a comment');
     await page.getByTestId('deploy-comment').fill('new limit agreed with risk');

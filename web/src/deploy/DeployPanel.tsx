@@ -156,7 +156,8 @@ export function DeployPanel({ name, version, dirty, savedErrors, collectSinks, d
     setTestsFailed(false);
     const failed = (p: Schemas['ProblemDetails'] | undefined) => {
       if (!p) return;
-      setError(problemText(p));
+      // The API's words for an API client; here the override is the button below.
+      setError(problemText(p).replace('deploy with overrideTests and a comment saying why', 'use "Deploy anyway" below with a comment saying why'));
       setTestsFailed(p.code === 'tests-failed');
     };
     if (what === 'deploy' && requests.approval) {
