@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -105,24 +106,27 @@ func (h *handlers) checkSink(ctx context.Context, name, sink string) error {
 	if list, err := h.store.ListDeployments(ctx, name, 0, 1); err == nil && len(list) > 0 && list[0].Version != sc.LatestVersion {
 		versions = append(versions, list[0].Version)
 	}
-	known := true // every version's collect sinks are kept
+	known := true // every version's nodes are kept
+	other := ""   // the kind of a node of that id that is not a collect sink
 	for _, n := range versions {
-		has, ok := h.collectSinks.has(sc, n, sink)
-		if !ok {
+		kind, found, kept := h.collectSinks.node(sc, n, sink)
+		if !kept {
 			known = false
 			continue
 		}
-		if has {
+		if found && kind == "" {
 			return nil
 		}
+		if found && other == "" {
+			other = kind
+		}
 	}
-	if known {
-		// Not decoded again only to say what the node of that id is: a client looping on a
-		// missing sink of a large scenario decoded it each time (hostile round 134).
-		return problemf(http.StatusNotFound, CodeSinkNotFound, "scenario %q has no collect sink %q", name, sink)
-	}
-	other := "" // the kind of a node of that id that is not a collect sink
 	for _, n := range versions {
+		if known {
+			// Not decoded again only to say what the node of that id is: a client looping
+			// on a missing sink of a large scenario decoded it each time (hostile round 134).
+			break
+		}
 		v, err := h.store.GetVersion(ctx, name, n)
 		if err != nil {
 			return storeError(ctx, err, name, 0)
@@ -140,21 +144,22 @@ func (h *handlers) checkSink(ctx context.Context, name, sink string) error {
 			h.collectSinks.put(sc, n, nil) // none, and none to decode again
 			continue
 		}
-		var ids []string
+		nodes := make([]sinkCheckNode, 0, len(s.Nodes))
 		for _, node := range s.Nodes {
-			if node.Type == scenario.TypeSink && node.Subtype() == engine.SinkCollect {
-				ids = append(ids, node.ID)
-				continue
-			}
-			if node.ID == sink && other == "" {
-				other = string(node.Type)
+			kind := "" // a collect sink
+			if node.Type != scenario.TypeSink || node.Subtype() != engine.SinkCollect {
+				kind = string(node.Type)
 				if node.Type == scenario.TypeSink {
-					other = node.Subtype() + " " + string(node.Type)
+					kind = node.Subtype() + " " + string(node.Type)
 				}
 			}
+			nodes = append(nodes, sinkCheckNode{id: node.ID, kind: kind})
+			if node.ID == sink && other == "" {
+				other = kind
+			}
 		}
-		h.collectSinks.put(sc, n, ids)
-		if slices.Contains(ids, sink) {
+		h.collectSinks.put(sc, n, nodes)
+		if slices.Contains(nodes, sinkCheckNode{id: sink}) {
 			return nil
 		}
 	}
@@ -164,15 +169,26 @@ func (h *handlers) checkSink(ctx context.Context, name, sink string) error {
 	return problemf(http.StatusNotFound, CodeSinkNotFound, "scenario %q has no collect sink %q", name, sink)
 }
 
+// sinkCheckNode is a node of a version as checkSink sees it: its id and its kind ("" for a
+// collect sink, else "Source", "stdout Sink", ...).
+type sinkCheckNode struct{ id, kind string }
+
 // collectSinkCache keeps, for the versions checkSink has decoded (a version never changes),
-// a 64-bit hash of each of their collect sinks' ids (maphash, seeded at random: ids an
-// attacker picks cannot be made to collide), at most collectSinkHashes of them and
-// collectSinkVersions versions; past either it starts over.
+// a 64-bit hash of each node's id (maphash, seeded at random: ids an attacker picks cannot be
+// made to collide) with its kind, at most collectSinkNodes nodes and collectSinkVersions
+// versions; past either it starts over. Kinds are kept once each (at most
+// collectSinkKinds; past that a node's kind is said as "other").
 type collectSinkCache struct {
 	mu       sync.Mutex
 	seed     maphash.Seed
-	versions map[collectSinkKey][]uint64
-	hashes   int // in versions
+	versions map[collectSinkKey][]cachedNode
+	nodes    int               // in versions
+	kinds    map[string]string // each kind kept once
+}
+
+type cachedNode struct {
+	hash uint64
+	kind string
 }
 
 // collectSinkKey is a version: its scenario's name and creation (a store restored from a
@@ -183,38 +199,54 @@ type collectSinkKey struct {
 	number  int
 }
 
-// collectSinkHashes bounds the hashes kept (8 MiB of them), collectSinkVersions the versions
-// (their keys: the scenario's name, of at most 128 characters, and 16 bytes).
+// The cache's bounds: 2^19 nodes (12 MiB), 16,384 versions (their keys: the scenario's name,
+// of at most 128 characters, and 16 bytes), 256 kinds.
 const (
-	collectSinkHashes   = 1 << 20
+	collectSinkNodes    = 1 << 19
 	collectSinkVersions = 16 << 10
+	collectSinkKinds    = 256
 )
 
-// has reports whether the version's collect sinks include id, and whether the version is kept.
-func (c *collectSinkCache) has(sc store.Scenario, number int, id string) (has, kept bool) {
+// node returns the kind of the version's node id ("" for a collect sink), whether it has
+// one, and whether the version is kept.
+func (c *collectSinkCache) node(sc store.Scenario, number int, id string) (kind string, found, kept bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	hashes, ok := c.versions[collectSinkKey{sc.Name, sc.CreatedAt.UnixNano(), number}]
+	nodes, ok := c.versions[collectSinkKey{sc.Name, sc.CreatedAt.UnixNano(), number}]
 	if !ok {
-		return false, false
+		return "", false, false
 	}
-	return slices.Contains(hashes, maphash.String(c.seed, id)), true
+	h := maphash.String(c.seed, id)
+	for _, n := range nodes {
+		if n.hash == h {
+			return n.kind, true, true
+		}
+	}
+	return "", false, true
 }
 
-// put keeps the version's collect sinks' ids.
-func (c *collectSinkCache) put(sc store.Scenario, number int, ids []string) {
-	if len(ids)+1 > collectSinkHashes {
+// put keeps the version's nodes.
+func (c *collectSinkCache) put(sc store.Scenario, number int, nodes []sinkCheckNode) {
+	if len(nodes)+1 > collectSinkNodes {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.versions == nil || c.hashes+len(ids)+1 > collectSinkHashes || len(c.versions) >= collectSinkVersions {
-		c.versions, c.hashes, c.seed = map[collectSinkKey][]uint64{}, 0, maphash.MakeSeed()
+	if c.versions == nil || c.nodes+len(nodes)+1 > collectSinkNodes || len(c.versions) >= collectSinkVersions {
+		c.versions, c.nodes, c.seed, c.kinds = map[collectSinkKey][]cachedNode{}, 0, maphash.MakeSeed(), map[string]string{}
 	}
-	hashes := make([]uint64, len(ids))
-	for i, id := range ids {
-		hashes[i] = maphash.String(c.seed, id)
+	kept := make([]cachedNode, len(nodes))
+	for i, n := range nodes {
+		kind, ok := c.kinds[n.kind]
+		if !ok && n.kind != "" {
+			kind = "other"
+			if len(c.kinds) < collectSinkKinds {
+				kind = strings.Clone(n.kind)
+				c.kinds[kind] = kind
+			}
+		}
+		kept[i] = cachedNode{hash: maphash.String(c.seed, n.id), kind: kind}
 	}
-	c.versions[collectSinkKey{sc.Name, sc.CreatedAt.UnixNano(), number}] = hashes
-	c.hashes += len(ids) + 1
+	c.versions[collectSinkKey{sc.Name, sc.CreatedAt.UnixNano(), number}] = kept
+	c.nodes += len(nodes) + 1
 }

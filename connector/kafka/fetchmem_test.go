@@ -92,13 +92,15 @@ func TestFetchMemoryTakesInOrder(t *testing.T) {
 	}
 }
 
-// waitFor waits up to 10 s for cond.
+// waitFor waits up to 60 s for cond.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	// 60 s: under -race on a loaded 2-core machine, 4 sources filling a 32 MiB budget from
+	// kfake once took more than 10 s (CI of session 32).
+	deadline := time.Now().Add(60 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 10 s")
+			t.Fatal("condition not reached in 60 s")
 		}
 		time.Sleep(time.Millisecond)
 	}
