@@ -66,11 +66,8 @@ func registerSignIn(r chi.Router, s *auth.SignIn, au *auditor) {
 		exchanges.serve(w, r, "1", func() { completeSignIn(w, r, s, au) })
 	})
 	r.Post("/auth/logout", func(w http.ResponseWriter, r *http.Request) {
-		if _, err := r.Cookie(auth.TokenCookie); err == nil {
-			setTokenCookie(w, r, "", -1, false)
-			// And any other cookie of the origin: one set by another page of the host (its
-			// own path, say /api) would outlive a clear of ours (review 134).
-			w.Header().Set("Clear-Site-Data", `"cookies"`)
+		if len(r.CookiesNamed(auth.TokenCookie))+len(r.CookiesNamed(auth.SecureTokenCookie)) > 0 {
+			clearTokenCookies(w)
 			if id, ok := auth.FromContext(r.Context()); ok && id.Method == auth.MethodTokenCookie {
 				au.audit(r.Context(), "session.end", "", 0, "", "ok")
 			}
@@ -92,14 +89,14 @@ func registerSignIn(r chi.Router, s *auth.SignIn, au *auditor) {
 // registerTokenSignIn adds the designer's sign-in with an API token, for servers that take
 // API tokens (authn.Tokens; without, 404 sign-in-not-configured): POST /auth/token with
 // {"token": "sst_..."} checks the token as a bearer token is checked and answers 204 with
-// the token in the TokenCookie (HttpOnly, SameSite=Strict, Secure over TLS or behind an https
-// public URL, 8 hours),
+// the token in the TokenCookie (HttpOnly, SameSite=Strict, 8 hours; over TLS or behind an
+// https public URL the Secure, __Host- SecureTokenCookie),
 // which later requests without an Authorization header are authenticated by, the token
 // checked again each time (revoked or expired, the browser is signed out); 400 for a body
 // that is not {"token": string} (at most 1 KiB), 401 unauthenticated for a token refused,
 // 429 rate-limited past signInBurst refused tokens from a client, then signInRate a second
-// (a right token is never refused so). POST /auth/logout clears the cookie (and the origin's
-// others: Clear-Site-Data). A sign-in is in the audit log (session.start, "token").
+// (a right token is never refused so; the limit keeps the log and the store's lookups of
+// one client's wrong tokens down). POST /auth/logout clears the cookies of both names. A sign-in is in the audit log (session.start, "token").
 func registerTokenSignIn(r chi.Router, authn *auth.Authenticator, au *auditor, httpsURL bool) {
 	attempts := newBuckets(signInRate, signInBurst)
 	r.Post("/auth/token", func(w http.ResponseWriter, r *http.Request) {
@@ -148,17 +145,25 @@ const maxTokenSignInBytes = 1 << 10
 // tokenCookieTTL is how long the designer stays signed in with a token: as an OIDC session.
 const tokenCookieTTL = auth.DefaultSessionTTL
 
-// setTokenCookie sets the TokenCookie to value for ttl (negative: clears it); Secure when
-// the request came over TLS or the server's public URL is https (httpsURL: a proxy ends TLS).
+// setTokenCookie sets the token cookie to value for ttl (negative: clears it): over TLS, or
+// when the server's public URL is https (httpsURL: a proxy ends TLS), the Secure
+// auth.SecureTokenCookie, else auth.TokenCookie.
 func setTokenCookie(w http.ResponseWriter, r *http.Request, value string, ttl time.Duration, httpsURL bool) {
-	c := &http.Cookie{Name: auth.TokenCookie, Value: value, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
-		Secure: r.TLS != nil || httpsURL}
-	if ttl < 0 {
-		c.MaxAge = -1
-	} else {
-		c.MaxAge = int(ttl / time.Second)
+	secure := r.TLS != nil || httpsURL
+	name := auth.TokenCookie
+	if secure {
+		name = auth.SecureTokenCookie
 	}
-	http.SetCookie(w, c)
+	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: secure, MaxAge: int(ttl / time.Second)})
+}
+
+// clearTokenCookies clears the token cookies of both names.
+func clearTokenCookies(w http.ResponseWriter) {
+	for _, c := range []*http.Cookie{{Name: auth.TokenCookie}, {Name: auth.SecureTokenCookie, Secure: true}} {
+		c.Path, c.HttpOnly, c.SameSite, c.MaxAge = "/", true, http.SameSiteStrictMode, -1
+		http.SetCookie(w, c)
+	}
 }
 
 // completeSignIn answers the callback that completes a sign-in: its session cookie and a

@@ -86,6 +86,21 @@ func TestTokenSignIn(t *testing.T) {
 	if me.SignedIn || !me.Refused {
 		t.Errorf("/api/me with two token cookies: %+v; want not signed in, refused", me)
 	}
+	// Ours after theirs, too (one of a parent domain set later comes after), and of the
+	// __Host- name; an empty one does not count.
+	for _, cookies := range []string{
+		auth.TokenCookie + "=" + secret + "; " + auth.TokenCookie + "=" + other,
+		auth.SecureTokenCookie + "=" + secret + "; " + auth.TokenCookie + "=" + other,
+	} {
+		c.send(request{Method: http.MethodGet, Path: "/api/me", Header: map[string]string{"Cookie": cookies}}).ok(t, http.StatusOK, &me)
+		if me.SignedIn || !me.Refused {
+			t.Errorf("/api/me with cookies %.60s...: %+v; want refused", cookies, me)
+		}
+	}
+	c.send(request{Method: http.MethodGet, Path: "/api/me", Header: map[string]string{"Cookie": auth.TokenCookie + "=; " + auth.TokenCookie + "=" + secret}}).ok(t, http.StatusOK, &me)
+	if !me.SignedIn || me.Name != "anna" {
+		t.Errorf("/api/me with an empty token cookie and anna's: %+v; want anna", me)
+	}
 
 	// Signing out clears the cookie.
 	out, err := http.NewRequest(http.MethodPost, c.base+"/auth/logout", nil)
@@ -98,9 +113,9 @@ func TestTokenSignIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent || len(resp.Cookies()) != 1 || resp.Cookies()[0].Name != auth.TokenCookie || resp.Cookies()[0].MaxAge >= 0 ||
-		resp.Header.Get("Clear-Site-Data") != `"cookies"` {
-		t.Errorf("POST /auth/logout: %d, cookies %v, Clear-Site-Data %q; want 204, the token cookie cleared, and the origin's others", resp.StatusCode, resp.Cookies(), resp.Header.Get("Clear-Site-Data"))
+	if cleared := resp.Cookies(); resp.StatusCode != http.StatusNoContent || len(cleared) != 2 || cleared[0].Name != auth.TokenCookie || cleared[0].MaxAge >= 0 ||
+		cleared[1].Name != auth.SecureTokenCookie || cleared[1].MaxAge >= 0 {
+		t.Errorf("POST /auth/logout: %d, cookies %v; want 204 and the token cookies of both names cleared", resp.StatusCode, cleared)
 	}
 
 	// Revoked, the token's cookie signs nobody in.
@@ -141,5 +156,30 @@ func TestTokenSignIn(t *testing.T) {
 	plain.send(request{Method: http.MethodGet, Path: "/api/me"}).ok(t, http.StatusOK, &me)
 	if me.TokenSignIn {
 		t.Errorf("/api/me without API tokens: %+v; want no tokenSignIn", me)
+	}
+}
+
+// Behind an https public URL the token cookie is the Secure __Host- one (no Domain, Path /:
+// no sibling subdomain or other path sets one beside it), and it signs in as the plain one.
+func TestTokenSignInSecureCookie(t *testing.T) {
+	t.Parallel()
+	st := sqliteStore(t)
+	c := newClient(t, st, withTokens(st), func(cfg *api.Config) { cfg.Browser.PublicURL = "https://scenarios.example.com" })
+	secret := tokenFor(t, st, "ben", auth.Viewer, time.Time{})
+	resp, err := c.http.Post(c.base+"/auth/token", "application/json", strings.NewReader(`{"token": "`+secret+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent || len(resp.Cookies()) != 1 {
+		t.Fatalf("POST /auth/token: %d, cookies %v", resp.StatusCode, resp.Cookies())
+	}
+	if ck := resp.Cookies()[0]; ck.Name != auth.SecureTokenCookie || !ck.Secure || ck.Path != "/" || ck.Domain != "" || !ck.HttpOnly {
+		t.Errorf("cookie %+v; want %s, Secure, Path /, no Domain, HttpOnly", ck, auth.SecureTokenCookie)
+	}
+	var me api.Me
+	c.send(request{Method: http.MethodGet, Path: "/api/me", Header: map[string]string{"Cookie": auth.SecureTokenCookie + "=" + secret}}).ok(t, http.StatusOK, &me)
+	if !me.SignedIn || me.Name != "ben" || me.Method != auth.MethodTokenCookie {
+		t.Errorf("/api/me with the __Host- cookie: %+v; want ben by token-cookie", me)
 	}
 }

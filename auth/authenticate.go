@@ -50,6 +50,11 @@ const maxAuthorizationBytes = 16 << 10
 // the browser out). It is HttpOnly (the designer's scripts never read it) and SameSite=Strict.
 const TokenCookie = "scenario_server_token"
 
+// SecureTokenCookie is TokenCookie's name when the server is reached over HTTPS: a __Host-
+// cookie (RFC 6265bis) is Secure, has Path=/ and no Domain, so that neither a sibling
+// subdomain nor a page of another path sets one the browser sends besides it.
+const SecureTokenCookie = "__Host-" + TokenCookie
+
 // Authenticate returns the identity of r's credentials: "Authorization: Bearer <token>" with
 // an API token (TokenPrefix) or a JWT of the OIDC provider, or else the session cookie of the
 // designer's sign-in, or else the API token the designer signed in with (TokenCookie).
@@ -68,16 +73,11 @@ func (a *Authenticator) Authenticate(r *http.Request) (Identity, error) {
 				return id, err
 			}
 		}
-		if c, err := r.Cookie(TokenCookie); err == nil && c.Value != "" && a.Tokens != nil {
-			// Cookies of the name set by another page of the host (with another path, or a
-			// parent domain) come with ours, the longer path first: which one counted was
-			// theirs to choose, and it signed the designer in as someone else (review 134).
-			for _, other := range r.CookiesNamed(TokenCookie) {
-				if other.Value != c.Value {
-					return Identity{}, fmt.Errorf("%w: more than one %s cookie; sign out to clear them", ErrInvalidCredentials, TokenCookie)
-				}
+		if secret, err := tokenCookie(r); err != nil || secret != "" && a.Tokens != nil {
+			if err != nil {
+				return Identity{}, err
 			}
-			id, err := a.Token(r.Context(), c.Value)
+			id, err := a.Token(r.Context(), secret)
 			id.Method = MethodTokenCookie
 			return id, err
 		}
@@ -174,4 +174,25 @@ func (a *Authenticator) Token(ctx context.Context, secret string) (Identity, err
 		return Identity{}, fmt.Errorf("%w: token %d: %w", ErrInvalidCredentials, t.ID, err)
 	}
 	return Identity{Subject: tokenSubjectPrefix + strconv.FormatInt(t.ID, 10), Name: t.Name, Role: role, Method: MethodToken}, nil
+}
+
+// tokenCookie returns the token of r's token cookies (TokenCookie, SecureTokenCookie), ""
+// when there is none. Cookies of the name set by another page of the host (with another path,
+// or a parent domain) come with ours, the longer path first: which one counted was theirs to
+// choose, and it signed the designer in as someone else (review 134). Differing ones are
+// refused: ErrInvalidCredentials; empty ones are not counted.
+func tokenCookie(r *http.Request) (string, error) {
+	secret := ""
+	for _, name := range []string{SecureTokenCookie, TokenCookie} {
+		for _, c := range r.CookiesNamed(name) {
+			switch {
+			case c.Value == "" || c.Value == secret:
+			case secret == "":
+				secret = c.Value
+			default:
+				return "", fmt.Errorf("%w: more than one token cookie, of different tokens", ErrInvalidCredentials)
+			}
+		}
+	}
+	return secret, nil
 }
