@@ -247,6 +247,10 @@ func (c *collectSinkCache) put(sc store.Scenario, number int, nodes []sinkCheckN
 		}
 		kept[i] = cachedNode{hash: maphash.String(c.seed, n.id), kind: kind}
 	}
-	c.versions[collectSinkKey{sc.Name, sc.CreatedAt.UnixNano(), number}] = kept
+	key := collectSinkKey{sc.Name, sc.CreatedAt.UnixNano(), number}
+	if old, ok := c.versions[key]; ok {
+		c.nodes -= len(old) + 1 // kept again by a check that missed it at the same time
+	}
+	c.versions[key] = kept
 	c.nodes += len(nodes) + 1
 }
