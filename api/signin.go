@@ -57,10 +57,7 @@ func registerSignIn(r chi.Router, s *auth.SignIn, au *auditor) {
 			completeSignIn(w, r, s, au)
 			return
 		}
-		if _, wait, ok := callbacks.takeN(rateKey(r), 1, time.Now()); !ok {
-			w.Header().Set("Retry-After", retryAfter(wait))
-			writeProblem(w, problemf(http.StatusTooManyRequests, CodeRateLimited,
-				"more than %d sign-ins from this client in a short time (then one every %v); retry later", signInBurst, time.Duration(float64(time.Second)/signInRate)))
+		if signInLimited(w, r, callbacks, "sign-ins") {
 			return
 		}
 		exchanges.serve(w, r, "1", func() { completeSignIn(w, r, s, au) })
@@ -116,10 +113,7 @@ func registerTokenSignIn(r chi.Router, authn *auth.Authenticator, au *auditor, h
 		if errors.Is(err, auth.ErrInvalidCredentials) {
 			// Only refused tokens count: a client's wrong guesses must not keep the right
 			// token out for everyone behind its address (review 134).
-			if _, wait, ok := attempts.takeN(rateKey(r), 1, time.Now()); !ok {
-				w.Header().Set("Retry-After", retryAfter(wait))
-				writeProblem(w, problemf(http.StatusTooManyRequests, CodeRateLimited,
-					"more than %d refused sign-ins from this client in a short time (then one every %v); retry later", signInBurst, time.Duration(float64(time.Second)/signInRate)))
+			if signInLimited(w, r, attempts, "refused sign-ins") {
 				return
 			}
 			loggerFrom(r.Context()).Info("token sign-in refused", "cause", err.Error())
@@ -137,6 +131,18 @@ func registerTokenSignIn(r chi.Router, authn *auth.Authenticator, au *auditor, h
 		au.audit(auth.WithIdentity(r.Context(), id), "session.start", "", 0, "token, role "+string(id.Role), "ok")
 		w.WriteHeader(http.StatusNoContent)
 	})
+}
+
+// signInLimited takes one of r's client's sign-ins (what: "sign-ins", ...) from b, and when
+// there is none answers 429 rate-limited with Retry-After and reports true.
+func signInLimited(w http.ResponseWriter, r *http.Request, b *buckets, what string) bool {
+	if _, wait, ok := b.takeN(rateKey(r), 1, time.Now()); !ok {
+		w.Header().Set("Retry-After", retryAfter(wait))
+		writeProblem(w, problemf(http.StatusTooManyRequests, CodeRateLimited,
+			"more than %d %s from this client in a short time (then one every %v); retry later", signInBurst, what, time.Duration(float64(time.Second)/signInRate)))
+		return true
+	}
+	return false
 }
 
 // maxTokenSignInBytes bounds POST /auth/token's body.
