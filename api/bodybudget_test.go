@@ -110,7 +110,7 @@ func TestUnreadBodyDoesNotHoldTheAnswer(t *testing.T) {
 	if _, err := fmt.Fprintf(conn, "GET /api/scenarios HTTP/1.1\r\nHost: %s\r\nContent-Length: 200000\r\n\r\n", host); err != nil {
 		t.Fatal(err)
 	}
-	if err := conn.SetReadDeadline(time.Now().Add(20 * time.Second)); err != nil {
+	if err := conn.SetReadDeadline(time.Now().Add(3 * time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
@@ -453,4 +453,118 @@ func budgetServer(t *testing.T, n int64) (*client, func(client string) map[strin
 		cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 	})
 	return c, func(client string) map[string]string { return map[string]string{"X-Forwarded-For": client} }
+}
+
+// stallServer is budgetServer whose stalled holds are cut after a second (StalledHoldCut),
+// their clients penalized for a minute.
+func stallServer(t *testing.T, n int64) (*client, func(client string) map[string]string) {
+	t.Helper()
+	c := newClient(t, sqliteStore(t), func(cfg *api.Config) {
+		cfg.RateLimits = api.RateLimits{RequestBodyBytes: n, StalledHoldCut: time.Second, StalledHoldPenalty: time.Minute}
+		cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	})
+	return c, func(client string) map[string]string { return map[string]string{"X-Forwarded-For": client} }
+}
+
+// TestStalledBodiesCut: clients A and B each stall a body of 999 bytes, nearly half of a
+// 2,000-byte budget, a byte short; C's 600-byte validation is refused (503) while they hold
+// it, and passes once a refusal finds them stalled for StalledHoldCut (a second here): their
+// bodies' reads fail, they are answered 503, and A then holds at most a sixteenth of the
+// budget (125 bytes) until its penalty is over, C as much as before. Without the cut, C was
+// refused until the bodies' read timeout, a minute (hostile round 131, F3).
+func TestStalledBodiesCut(t *testing.T) {
+	t.Parallel()
+	c, from := stallServer(t, 2000)
+	validate := func(client string, n int) *response {
+		b := rawBody("graph", tinyGraph)
+		return c.send(request{Method: http.MethodPost, Path: "/api/validation", Body: b[:len(b)-1] + strings.Repeat(" ", n-len(b)) + "}", Header: from(client)})
+	}
+	const a, b, cc = "10.0.0.1", "10.0.0.2", "10.0.0.3"
+	slowA := slowBody(t, c, a, 999)
+	slowB := slowBody(t, c, b, 999)
+	waitFor(t, "C's validation to be refused while A and B hold the budget", func() bool {
+		if slowA.ended.Load() || slowB.ended.Load() {
+			t.Fatalf("a stalled body ended at once: A %s, B %s", slowA.answer, slowB.answer)
+		}
+		return validate(cc, 600).Status == http.StatusServiceUnavailable
+	})
+	waitFor(t, "C's validation to pass", func() bool { return validate(cc, 600).Status == http.StatusOK })
+	waitFor(t, "A's and B's requests to end", func() bool { return slowA.ended.Load() && slowB.ended.Load() })
+	for _, s := range []*slowRequest{slowA, slowB} {
+		if !strings.Contains(s.answer, "503") && !strings.Contains(s.answer, "connection reset") {
+			t.Errorf("a cut request ended with %s; want 503, or its connection closed", s.answer)
+		}
+	}
+	p := validate(a, 200).problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy)
+	if !strings.Contains(p.Detail, "was cut") || !strings.Contains(p.Detail, "at most 125 bytes") {
+		t.Errorf("A's 200 bytes: %q; want the cut and its 125 bytes", p.Detail)
+	}
+	validate(a, 120).ok(t, http.StatusOK, nil)
+	validate(cc, 1000).ok(t, http.StatusOK, nil)
+	slowA.finish(t, false)
+	slowB.finish(t, false)
+}
+
+// TestUnreadAnswersCut: clients A and B each ask for the export of a 9 MB scenario and take
+// nothing of the answer, each holding its 9 MB of a 24 MB budget; C's export of a third is
+// refused (503) while they hold it, and passes (all its 9 MB) once a refusal finds them
+// waiting on their clients for StalledHoldCut: the answer's write fails, its handler returns
+// and its connection is closed (the kernel still sends what it had taken). Without the cut,
+// C was refused for the answer write timeout, two minutes.
+func TestUnreadAnswersCut(t *testing.T) {
+	t.Parallel()
+	c, from := stallServer(t, 24<<20)
+	const size = 9_000_000
+	graph := tinyGraph[:len(tinyGraph)-1] + strings.Repeat(" ", size-len(tinyGraph)) + "}"
+	for _, name := range []string{"big-a", "big-b", "big-c"} {
+		if _, err := c.store.CreateScenario(t.Context(), name, store.Draft{Graph: []byte(graph)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	host := strings.TrimPrefix(c.base, "http://")
+	var conns []net.Conn
+	for _, who := range []string{"a", "b"} {
+		conn, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if err := conn.(*net.TCPConn).SetReadBuffer(4096); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fmt.Fprintf(conn, "GET /api/scenarios/big-%s/export HTTP/1.1\r\nHost: %s\r\nX-Forwarded-For: 10.0.0.%d\r\n\r\n", who, host, len(conns)+1); err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, conn)
+		// Its answer has begun: the handler holds the scenario and writes it.
+		status := make([]byte, 12)
+		if _, err := io.ReadFull(conn, status); err != nil || string(status) != "HTTP/1.1 200" {
+			t.Fatalf("client %s's export: %q, %v", who, status, err)
+		}
+	}
+	export := func() *response {
+		return c.send(request{Method: http.MethodGet, Path: "/api/scenarios/big-c/export", Header: from("10.0.0.3")})
+	}
+	waitFor(t, "C's export to be refused while A's and B's answers hold the budget", func() bool {
+		return export().Status == http.StatusServiceUnavailable
+	})
+	var got *response
+	waitFor(t, "C's export to pass", func() bool { got = export(); return got.Status == http.StatusOK })
+	if len(got.Body) < size {
+		t.Errorf("C's export is %d bytes; want the scenario's %d and more", len(got.Body), size)
+	}
+	// The client cut (one of them, or both: the first refusal that found a hold stalled for
+	// a second cut it, and C then fitted) holds at most a sixteenth of the budget for a while.
+	cut := 0
+	for _, who := range []string{"10.0.0.1", "10.0.0.2"} {
+		r := c.send(request{Method: http.MethodGet, Path: "/api/scenarios/big-a/export", Header: from(who)})
+		if r.Status == http.StatusServiceUnavailable {
+			if p := r.problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy); strings.Contains(p.Detail, "was cut") {
+				cut++
+			}
+		}
+	}
+	if cut == 0 {
+		t.Error("neither A nor B is refused as a client cut")
+	}
 }

@@ -275,6 +275,15 @@ func humaProblem(ctx huma.Context, status int, msg string, errs []error) *Proble
 		if errors.As(err, &tl) { // the body alone needs more than half its budget
 			return tl.problem()
 		}
+		var cut *errHoldCut
+		var pen *errPenalized
+		if errors.As(err, &cut) || errors.As(err, &pen) { // cut for holding while others waited
+			code := CodeRequestsBusy
+			if errors.Is(err, errIngestBusy) {
+				code = CodeIngestBusy
+			}
+			return problemf(http.StatusServiceUnavailable, code, "%s", err.Error())
+		}
 		switch { // the body's read passed its budget (bodyBudget)
 		case errors.Is(err, errIngestBusy):
 			return problemf(http.StatusServiceUnavailable, CodeIngestBusy,

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -91,6 +92,11 @@ const (
 	// connection, one of --max-connections, for the whole body read timeout (a minute).
 	DefaultMinBodyRate   = 240
 	DefaultBodyRateGrace = 5 * time.Second
+	// DefaultStalledHoldCut and DefaultStalledHoldPenalty are RateLimits.StalledHoldCut and
+	// StalledHoldPenalty: a body of half the default request budget (32 MiB) arrives within
+	// 10 s at 27 Mbit/s; a client cut waits a minute before it holds more than a sixteenth.
+	DefaultStalledHoldCut     = 10 * time.Second
+	DefaultStalledHoldPenalty = time.Minute
 	// DefaultMaxBodiesPerClient is how many request bodies one identity (or client address)
 	// sends at once, from its headers until the body has arrived: past it, 429
 	// too-many-bodies. Bodies sent just fast enough each held a connection for the body read
@@ -153,6 +159,16 @@ type RateLimits struct {
 	// closed. 0: no bound (the body read timeout, a minute, still holds).
 	MinBodyRate   int64
 	BodyRateGrace time.Duration
+	// StalledHoldCut is how long a request may hold bytes of IngestBodyBytes or
+	// RequestBodyBytes while it waits on its client (its body has not all arrived, or its
+	// answer is not taken) once another request is refused for lack of that budget: past it,
+	// the request is cut (its read or write fails, it is answered 503 if it can be, its
+	// connection is closed and its bytes given back), and its client holds at most a
+	// sixteenth of the budget for StalledHoldPenalty. Without it, two clients each stalling
+	// a body of half the budget a byte short, or each not taking a large answer, made every
+	// other request 503 for the minute or two of the timeouts (hostile round 131). 0: never
+	// cut.
+	StalledHoldCut, StalledHoldPenalty time.Duration
 	// MaxBodiesPerClient is how many request bodies one identity (rateKey) sends at once,
 	// each counted from its headers until it has arrived (or its request is answered); more
 	// are answered 429 too-many-bodies. 0: no bound.
@@ -178,7 +194,7 @@ func DefaultRateLimits() RateLimits {
 		TestRate: DefaultTestRate, TestBurst: DefaultTestBurst, MaxConcurrentTests: DefaultMaxConcurrentTests, MaxConcurrentValidations: DefaultMaxConcurrentValidations,
 		MaxStreams: DefaultMaxStreams, MaxStreamsPerClient: DefaultMaxStreamsPerClient, IngestBodyBytes: DefaultIngestBodyBytes,
 		RequestBodyBytes: DefaultRequestBodyBytes, MinBodyRate: DefaultMinBodyRate, BodyRateGrace: DefaultBodyRateGrace,
-		MaxBodiesPerClient: DefaultMaxBodiesPerClient, WriteRate: DefaultWriteRate, WriteBurst: DefaultWriteBurst,
+		StalledHoldCut: DefaultStalledHoldCut, StalledHoldPenalty: DefaultStalledHoldPenalty, MaxBodiesPerClient: DefaultMaxBodiesPerClient, WriteRate: DefaultWriteRate, WriteBurst: DefaultWriteBurst,
 		WriteBytesRate: DefaultWriteBytesRate, WriteBytesBurst: DefaultWriteBytesBurst}
 }
 
@@ -295,6 +311,12 @@ func newRateLimiter(l RateLimits) *rateLimiter {
 	rl.minBodyRate, rl.bodyRateGrace = max(l.MinBodyRate, 0), max(l.BodyRateGrace, 0)
 	rl.ingestBodies = newBodyBudget(l.IngestBodyBytes, errIngestBusy, "--ingest-body-bytes")
 	rl.requestBodies = newBodyBudget(l.RequestBodyBytes, errRequestsBusy, "--request-body-bytes")
+	for _, bb := range []*bodyBudget{rl.ingestBodies, rl.requestBodies} {
+		if bb != nil && l.StalledHoldCut > 0 {
+			bb.cutAfter, bb.penalty = l.StalledHoldCut, max(l.StalledHoldPenalty, 0)
+			bb.holds, bb.cutUntil = map[*requestHold]struct{}{}, map[string]time.Time{}
+		}
+	}
 	if rl.now == nil {
 		rl.now = time.Now
 	}
@@ -660,7 +682,9 @@ var (
 // 125). A body larger than half is refused whatever the others hold (errTooLarge): 413
 // body-too-large, before it is read when it declares its length. What a request loads is
 // counted up to half (requestHold.take), so that stored data larger than that is still
-// served, one such request at a time.
+// served, one such request at a time. When a request is refused for lack of the budget, the
+// requests that have held bytes of it for cutAfter while waiting on their clients are cut
+// (cutStalled): shares only raised the bar from one client to two.
 type bodyBudget struct {
 	sem   *semaphore.Weighted
 	size  int64
@@ -670,6 +694,12 @@ type bodyBudget struct {
 	mu    sync.Mutex
 	held  map[string]int64 // per client
 	total int64            // held, all clients
+	// cutAfter and penalty are RateLimits.StalledHoldCut and StalledHoldPenalty (0: no
+	// cut); holds are the requests holding bytes (requestHold), cutUntil the clients cut
+	// and until when they hold at most a sixteenth.
+	cutAfter, penalty time.Duration
+	holds             map[*requestHold]struct{}
+	cutUntil          map[string]time.Time
 }
 
 // newBodyBudget returns a budget of size bytes, or nil (no bound) when size is not positive.
@@ -723,6 +753,10 @@ func (bb *bodyBudget) serve(w http.ResponseWriter, r *http.Request, next http.Ha
 		r.Body = &budgetedBody{ReadCloser: r.Body, hold: h}
 	}
 	defer h.release()
+	if bb.cutAfter > 0 {
+		h.writer = holdWriter{ResponseWriter: w, hold: h}
+		w = &h.writer
+	}
 	next.ServeHTTP(w, r)
 }
 
@@ -732,6 +766,13 @@ func (bb *bodyBudget) serve(w http.ResponseWriter, r *http.Request, next http.Ha
 // client's quarter unless the request is the client's only one; and within the budget
 // (busy).
 func (bb *bodyBudget) take(client string, mine, n int64, anyClient bool) error {
+	return bb.takeFor(nil, client, mine, n, anyClient)
+}
+
+// takeFor is take for the request holding h (nil: none, a results stream's page): past the
+// budget, the requests stalled on their clients are cut (cutStalled); a client cut takes
+// at most a sixteenth of the budget until its penalty is over.
+func (bb *bodyBudget) takeFor(h *requestHold, client string, mine, n int64, anyClient bool) error {
 	bb.mu.Lock()
 	defer bb.mu.Unlock()
 	others := bb.held[client] - mine
@@ -742,13 +783,66 @@ func (bb *bodyBudget) take(client string, mine, n int64, anyClient bool) error {
 		if others > 0 && others+mine+n > bb.size/4 {
 			return bb.busy
 		}
+		if until, ok := bb.cutUntil[client]; ok && others+mine+n > bb.size/16 {
+			if time.Now().Before(until) {
+				return &errPenalized{busy: bb.busy, until: until, most: bb.size / 16, flag: bb.flag}
+			}
+			delete(bb.cutUntil, client)
+		}
 	}
 	if !bb.sem.TryAcquire(n) {
+		bb.cutStalled(h)
 		return bb.busy
 	}
 	bb.held[client] += n
 	bb.total += n
+	if h != nil && bb.holds != nil {
+		if _, ok := bb.holds[h]; !ok {
+			bb.holds[h] = struct{}{}
+			h.since.Store(time.Now().UnixNano())
+		}
+	}
 	return nil
+}
+
+// cutStalled cuts the requests that have held bytes of bb for cutAfter or more and are
+// waiting on their clients now, reading their bodies or writing their answers (a request
+// whose handler is working, a test run for instance, is not cut), but asking, the request
+// refused: the connection's deadline of that read or write is set to now, so that it fails
+// at once (again at the next refusal, should the body's own read deadline have been set
+// after it), and the client is penalized. bb.mu is held: a request gives its bytes back, and
+// leaves holds, before its handler returns, so no deadline is set on a connection after.
+func (bb *bodyBudget) cutStalled(asking *requestHold) {
+	if bb.cutAfter <= 0 {
+		return
+	}
+	now := time.Now()
+	for h := range bb.holds {
+		reading, writing := h.reading.Load() > 0, h.writing.Load() > 0
+		if h == asking || (!reading && !writing) || now.Sub(time.Unix(0, h.since.Load())) < bb.cutAfter {
+			continue
+		}
+		h.cut.Store(true)
+		rc := http.NewResponseController(h.w)
+		if reading {
+			_ = rc.SetReadDeadline(now)
+		}
+		if writing {
+			_ = rc.SetWriteDeadline(now)
+		}
+		if _, ok := bb.cutUntil[h.client]; ok || len(bb.cutUntil) < maxRateKeys {
+			bb.cutUntil[h.client] = now.Add(bb.penalty)
+		} else {
+			for c, until := range bb.cutUntil {
+				if now.After(until) {
+					delete(bb.cutUntil, c)
+				}
+			}
+			if len(bb.cutUntil) < maxRateKeys {
+				bb.cutUntil[h.client] = now.Add(bb.penalty)
+			}
+		}
+	}
 }
 
 // holding is how many bytes client holds, and how many are free.
@@ -759,12 +853,19 @@ func (bb *bodyBudget) holding(client string) (held, free int64) {
 }
 
 // give gives back n bytes of client's.
-func (bb *bodyBudget) give(client string, n int64) {
+func (bb *bodyBudget) give(client string, n int64) { bb.giveFor(nil, client, n, 0) }
+
+// giveFor is give for the request holding h, which holds left bytes after it (0: it leaves
+// holds).
+func (bb *bodyBudget) giveFor(h *requestHold, client string, n, left int64) {
 	if n == 0 {
 		return
 	}
 	bb.mu.Lock()
 	defer bb.mu.Unlock()
+	if h != nil && left == 0 && bb.holds != nil {
+		delete(bb.holds, h)
+	}
 	bb.sem.Release(n)
 	bb.total -= n
 	if bb.held[client] -= n; bb.held[client] <= 0 {
@@ -783,7 +884,60 @@ type requestHold struct {
 	client string // rateKey
 	mu     sync.Mutex
 	held   int64
+	// since is when it first took bytes (UnixNano); reading and writing count the reads of
+	// its body and the writes of its answer in progress (waiting on the client); cut is
+	// set when bodyBudget.cutStalled cut it. writer is its answer's writer when holds may
+	// be cut.
+	since            atomic.Int64
+	reading, writing atomic.Int32
+	cut              atomic.Bool
+	writer           holdWriter
 }
+
+// holdWriter counts the writes of a request's answer in progress (requestHold.writing).
+type holdWriter struct {
+	http.ResponseWriter
+	hold *requestHold
+}
+
+func (w *holdWriter) Write(b []byte) (int, error) {
+	w.hold.writing.Add(1)
+	defer w.hold.writing.Add(-1)
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer (Flush, deadlines).
+func (w *holdWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// errPenalized is a request of a client cut (bodyBudget.cutStalled) asking for more than a
+// sixteenth of the budget before its penalty is over: 503 with the budget's busy code.
+type errPenalized struct {
+	busy  error
+	until time.Time
+	most  int64
+	flag  string
+}
+
+func (e *errPenalized) Error() string {
+	return fmt.Sprintf("a request of yours was cut for holding bytes of the server's %s budget while waiting on you (a body not arriving, or an answer not taken) as other requests were refused; until %s your requests hold at most %d bytes of it",
+		e.flag, e.until.UTC().Format(time.RFC3339), e.most)
+}
+
+func (e *errPenalized) Unwrap() error { return e.busy }
+
+// errHoldCut is the read of a request body that bodyBudget.cutStalled cut.
+type errHoldCut struct {
+	busy error
+	held time.Duration
+	flag string
+}
+
+func (e *errHoldCut) Error() string {
+	return fmt.Sprintf("this request was cut: its body had not arrived %v after it began to hold bytes of the server's %s budget, which other requests were refused for lack of",
+		e.held.Round(time.Second), e.flag)
+}
+
+func (e *errHoldCut) Unwrap() error { return e.busy }
 
 type requestHoldKey struct{}
 
@@ -815,9 +969,13 @@ func (h *requestHold) take(n int64, kind holdKind) (int64, error) {
 	if more <= 0 {
 		return 0, nil
 	}
-	if err := h.budget.take(h.client, h.held, more, kind == holdBrief); err != nil {
-		if err == h.budget.busy {
+	if err := h.budget.takeFor(h, h.client, h.held, more, kind == holdBrief); err != nil {
+		var pen *errPenalized
+		switch {
+		case err == h.budget.busy:
 			h.w.Header().Set("Retry-After", "1")
+		case errors.As(err, &pen):
+			h.w.Header().Set("Retry-After", retryAfter(time.Until(pen.until)))
 		}
 		return 0, err
 	}
@@ -830,7 +988,7 @@ func (h *requestHold) give(n int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n = min(n, h.held)
-	h.budget.give(h.client, n)
+	h.budget.giveFor(h, h.client, n, h.held-n)
 	h.held -= n
 }
 
@@ -838,7 +996,7 @@ func (h *requestHold) give(n int64) {
 func (h *requestHold) release() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.budget.give(h.client, h.held)
+	h.budget.giveFor(h, h.client, h.held, 0)
 	h.held = 0
 }
 
@@ -857,7 +1015,7 @@ func holdLoaded(ctx context.Context, n int) error {
 		return nil
 	}
 	if _, err := h.take(int64(n), holdLoad); err != nil {
-		return errLoadBusy()
+		return errLoadBusy(err)
 	}
 	return nil
 }
@@ -874,14 +1032,19 @@ func holdBriefly(ctx context.Context, n int) (release func(), err error) {
 	}
 	took, err := h.take(int64(n), holdBrief)
 	if err != nil {
-		return nil, errLoadBusy()
+		return nil, errLoadBusy(err)
 	}
 	return func() { h.give(took) }, nil
 }
 
-// errLoadBusy is the answer to a load that requestHold.take refused: the budget is busy (a
-// load never passes half the budget: it is counted up to it).
-func errLoadBusy() error {
+// errLoadBusy is the answer to a load that requestHold.take refused with err: the budget is
+// busy (a load never passes half the budget: it is counted up to it), or the client was cut
+// (errPenalized).
+func errLoadBusy(err error) error {
+	var pen *errPenalized
+	if errors.As(err, &pen) {
+		return problemf(http.StatusServiceUnavailable, CodeRequestsBusy, "%s", pen.Error())
+	}
 	return problemf(http.StatusServiceUnavailable, CodeRequestsBusy,
 		"the server is handling as many bytes of request bodies and stored versions as it takes at once; retry in a second")
 }
@@ -900,7 +1063,15 @@ func (b *budgetedBody) Read(p []byte) (int, error) {
 	if b.refused != nil {
 		return 0, b.refused
 	}
+	if b.hold.cut.Load() {
+		return 0, b.cut()
+	}
+	b.hold.reading.Add(1)
 	n, err := b.ReadCloser.Read(p)
+	b.hold.reading.Add(-1)
+	if err != nil && b.hold.cut.Load() {
+		return n, b.cut()
+	}
 	if n > 0 {
 		if _, terr := b.hold.take(int64(n), holdBody); terr != nil {
 			b.refused = terr
@@ -908,6 +1079,14 @@ func (b *budgetedBody) Read(p []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// cut is the error of every read once the request is cut (bodyBudget.cutStalled); the
+// connection is closed after the answer (its read deadline is past).
+func (b *budgetedBody) cut() error {
+	b.refused = &errHoldCut{busy: b.hold.budget.busy, held: time.Since(time.Unix(0, b.hold.since.Load())), flag: b.hold.budget.flag}
+	b.hold.w.Header().Set("Connection", "close")
+	return b.refused
 }
 
 // places counts what is open (streams, test runs), in all and per client (rateKey), and
