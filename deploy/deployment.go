@@ -458,7 +458,15 @@ func (d *deployment) run() {
 		// kept, so nothing since the last checkpoint may commit.
 		if over := (*engine.StateBudgetError)(nil); errors.As(d.eng.StateErr(), &over) {
 			err := &StateBudgetError{Bytes: over.Bytes, Budget: over.Budget, Node: over.Node, State: d.eng.State()[over.Node],
-				Total: over.Shared, TotalBudget: over.SharedBudget}
+				Total: over.Shared, TotalBudget: over.SharedBudget, Evicted: d.rt.state != nil && d.rt.state.Evicted(d.eng)}
+			log.Error("deployment failed", "error", err)
+			d.fail(err.Error())
+			return
+		}
+		if d.rt.state != nil && d.rt.state.Evicted(d.eng) {
+			// Evicted while it took no events (woken by the budget's Evict).
+			bytes, node := d.eng.StateBytes()
+			err := &StateBudgetError{Bytes: bytes, Node: node, State: d.eng.State()[node], Total: d.rt.state.Total(), TotalBudget: d.rt.state.Max, Evicted: true}
 			log.Error("deployment failed", "error", err)
 			d.fail(err.Error())
 			return

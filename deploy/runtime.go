@@ -287,6 +287,20 @@ const PausedReason = "paused: the server started in safe mode (--no-resume) and 
 // DefaultPruneInterval is how often retention is applied by default.
 const DefaultPruneInterval = time.Minute
 
+// wakeEngine wakes the deployment running e (the state budget evicted it: its loop fails it).
+func (r *Runtime) wakeEngine(e *engine.Engine) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, set := range []map[string]*deployment{r.active, r.pending, r.stopping} {
+		for _, d := range set {
+			if d.eng == e {
+				d.wakeUp()
+				return
+			}
+		}
+	}
+}
+
 // Runtime runs the deployments of one server. Create it with New. Its methods are safe for
 // concurrent use.
 type Runtime struct {
@@ -424,7 +438,7 @@ func New(cfg Config) (*Runtime, error) {
 	r := &Runtime{cfg: cfg, kafka: kafkaConn, schemas: schemas, nodes: reg, log: cfg.Logger, active: map[string]*deployment{}, pending: map[string]*deployment{}, stopping: map[string]*deployment{}, locks: map[string]*sync.Mutex{},
 		deadLetterBudgets: map[string]*deadLetterBudget{}}
 	if cfg.MaxTotalState > 0 {
-		r.state = &engine.SharedStateBudget{Max: cfg.MaxTotalState}
+		r.state = &engine.SharedStateBudget{Max: cfg.MaxTotalState, Evict: r.wakeEngine}
 	}
 	r.largeEvents = newEventBudget(cfg.LargeEventBytes)
 	r.eventMemory = newEventBudget(cfg.EventMemoryBytes)

@@ -31,9 +31,17 @@ type StateBudgetError struct {
 	// Total is the state of the server's deployments together and TotalBudget
 	// Config.MaxTotalState, when that budget was passed (both 0 otherwise).
 	Total, TotalBudget int64
+	// Evicted: the deployment held the most of the total when another, within its share
+	// of it, grew past it (engine.SharedStateBudget).
+	Evicted bool
 }
 
 func (e *StateBudgetError) Error() string {
+	if e.Evicted {
+		return fmt.Sprintf("window state of %d bytes, the most of the server's deployments, was given up when another deployment within its share grew past the server's state budget of %d bytes (--max-total-state; a deployment's share is the budget over the deployments running); "+
+			"the largest here is aggregate node %q: %d bytes in %d keys and %d slices. The last checkpoint is kept: deploy again when other deployments hold less, "+
+			"after raising the budget, or after changing the scenario to keep less state", e.Bytes, e.TotalBudget, e.Node, e.State.Bytes, e.State.Keys, e.State.Slices)
+	}
 	if e.TotalBudget > 0 {
 		return fmt.Sprintf("window state of %d bytes brought the state of the server's deployments to %d bytes, past the server's state budget of %d bytes (--max-total-state); "+
 			"the largest here is aggregate node %q: %d bytes in %d keys and %d slices. The last checkpoint is kept: deploy again when other deployments hold less, "+
@@ -61,7 +69,7 @@ func checkStateBudget(l *Live, budget int64, shared *engine.SharedStateBudget, e
 		if !over {
 			return nil
 		}
-		e = &StateBudgetError{Bytes: l.StateBytes, Budget: budget, Total: total, TotalBudget: shared.Max}
+		e = &StateBudgetError{Bytes: l.StateBytes, Budget: budget, Total: total, TotalBudget: shared.Max, Evicted: shared.Evicted(eng)}
 	default:
 		return nil
 	}

@@ -91,31 +91,105 @@ func (e *StateBudgetError) Error() string {
 
 // SharedStateBudget is a budget of window state shared by engines (Options.SharedState): the
 // state of a server's deployments together, each bounded on its own by MaxStateBytes. Each
-// look of an engine at its state (every few events, see stateWatcher) records the state here;
-// the look that finds the total past Max while its engine's state grew since its last look
-// fails that engine, so the deployment that grows into the budget stops and the others go on.
-// An engine's state counts from its first look until Release. Safe for concurrent use.
+// look of an engine at its state (every few events, see stateWatcher) records the state here.
+// When a look finds the total past Max while its engine's state grew since its last look, the
+// engine fails if it holds more than its share (Max over the engines recorded); one within its
+// share goes on, and the engine holding the most is evicted instead (Evicted, and Evict is
+// called): otherwise one deployment parked just under the budget failed every other that
+// grew (hostile round 137: 373 MB of a 402 MB budget from 47 events stayed RUNNING, and a
+// deployment of 20 MB failed). An engine's state counts from its first look until Release.
+// Safe for concurrent use.
 type SharedStateBudget struct {
 	// Max is the most window state, in bytes, of the engines together; ≤ 0: no budget.
 	Max int64
+	// Evict, when set, is called with an engine as it is evicted, once, outside the
+	// budget's lock (its deployment wakes and fails).
+	Evict func(*Engine)
 
-	mu    sync.Mutex
-	held  map[*Engine]int64
-	total int64
+	mu      sync.Mutex
+	held    map[*Engine]int64
+	evicted map[*Engine]bool
+	total   int64
 }
 
 // Record sets e's state to bytes and returns the engines' total, and whether e passed the
-// budget: the total is past Max and e's state grew. The engine's looks call it; a caller
-// that measured e's state otherwise (after a batch of events) may too.
+// budget (see SharedStateBudget: the total is past Max, e's state grew and e holds more than
+// its share; or e was evicted). The engine's looks call it; a caller that measured e's state
+// otherwise (after a batch of events) may too.
 func (b *SharedStateBudget) Record(e *Engine, bytes int64) (total int64, over bool) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.held == nil {
 		b.held = map[*Engine]int64{}
 	}
 	prev := b.held[e]
 	b.held[e], b.total = bytes, b.total+bytes-prev
-	return b.total, b.Max > 0 && b.total > b.Max && bytes > prev
+	total, over, evict := b.judge(e, prev, bytes, b.total)
+	b.mu.Unlock()
+	b.evict(evict)
+	return total, over
+}
+
+// Admit reports whether e may hold bytes (it holds what it recorded last, and reserves the
+// rest for an event): the total it would make, and whether e would pass the budget, as
+// Record judges it, without recording.
+func (b *SharedStateBudget) Admit(e *Engine, bytes int64) (total int64, over bool) {
+	b.mu.Lock()
+	prev := b.held[e]
+	total, over, evict := b.judge(e, prev, bytes, b.total-prev+bytes)
+	b.mu.Unlock()
+	b.evict(evict)
+	return total, over
+}
+
+// judge is Record's and Admit's verdict on e going from prev to bytes, making total: over,
+// or the engine to evict in its place (nil: none); b.mu is held. The state of the engines
+// evicted already does not count (it is being let go), nor do they in the shares.
+func (b *SharedStateBudget) judge(e *Engine, prev, bytes, total int64) (int64, bool, *Engine) {
+	if b.evicted[e] {
+		return total, true, nil
+	}
+	if b.Max <= 0 || bytes <= prev {
+		return total, false, nil
+	}
+	counted, engines := total, int64(0)
+	var largest *Engine
+	for x, n := range b.held {
+		switch {
+		case b.evicted[x]:
+			counted -= n
+		case x != e:
+			engines++
+			if largest == nil || n > b.held[largest] {
+				largest = x
+			}
+		}
+	}
+	if counted <= b.Max {
+		return total, false, nil
+	}
+	if largest == nil || bytes > b.Max/(engines+1) {
+		return total, true, nil
+	}
+	if b.evicted == nil {
+		b.evicted = map[*Engine]bool{}
+	}
+	b.evicted[largest] = true
+	return total, false, largest
+}
+
+// evict calls Evict with e, when both are set.
+func (b *SharedStateBudget) evict(e *Engine) {
+	if e != nil && b.Evict != nil {
+		b.Evict(e)
+	}
+}
+
+// Evicted reports whether e was evicted: another engine within its share needed room while
+// e held the most. Its next look (Record) reports it over the budget.
+func (b *SharedStateBudget) Evicted(e *Engine) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.evicted[e]
 }
 
 // Release forgets e's state (e stopped).
@@ -124,6 +198,7 @@ func (b *SharedStateBudget) Release(e *Engine) {
 	defer b.mu.Unlock()
 	b.total -= b.held[e]
 	delete(b.held, e)
+	delete(b.evicted, e)
 }
 
 // Total returns the state the engines recorded, in bytes.
@@ -179,14 +254,14 @@ func (e *Engine) reserveState(node string, bytes int64) error {
 	if w.Max <= 0 && w.Shared == nil {
 		return nil
 	}
-	err := w.fits(node, bytes)
+	err := w.fits(e, node, bytes)
 	if err != nil {
 		now, _ := e.StateBytes()
 		w.last, w.reserved = now, 0
 		if w.Shared != nil {
 			w.Shared.Record(e, now)
 		}
-		err = w.fits(node, bytes)
+		err = w.fits(e, node, bytes)
 	}
 	if err != nil {
 		if e.stateErr == nil {
@@ -200,13 +275,13 @@ func (e *Engine) reserveState(node string, bytes int64) error {
 
 // fits returns nil when the state at the last look, what was reserved since and bytes fit
 // Max and the shared budget, and else their *StateBudgetError at node.
-func (w *stateWatcher) fits(node string, bytes int64) *StateBudgetError {
+func (w *stateWatcher) fits(e *Engine, node string, bytes int64) *StateBudgetError {
 	after := w.last + w.reserved + bytes
 	if w.Max > 0 && after > w.Max {
 		return &StateBudgetError{Bytes: after, Budget: w.Max, Node: node}
 	}
 	if w.Shared != nil && w.Shared.Max > 0 {
-		if total := w.Shared.Total() - w.last + after; total > w.Shared.Max {
+		if total, over := w.Shared.Admit(e, after); over {
 			return &StateBudgetError{Bytes: after, Budget: w.Max, Node: node, Shared: total, SharedBudget: w.Shared.Max}
 		}
 	}

@@ -11,10 +11,14 @@ import (
 	"github.com/scenario-server/scenario-server/scenario"
 )
 
-// A shared budget fails the engine whose state grows while the total is past it, and only
-// that one; a released engine no longer counts. Totals worked by hand.
+// A shared budget fails the engine whose state grows past its share (the budget over the
+// engines) while the total is past it, and only that one; an engine that grows within its
+// share while the total is past it goes on, and the one holding the most is evicted instead
+// (Evict called once; its next look is over; its state no longer counts); a released engine
+// no longer counts. Totals worked by hand.
 func TestSharedStateBudget(t *testing.T) {
-	b := &SharedStateBudget{Max: 100}
+	var evicted []*Engine
+	b := &SharedStateBudget{Max: 100, Evict: func(e *Engine) { evicted = append(evicted, e) }}
 	e1, e2 := &Engine{}, &Engine{}
 	steps := []struct {
 		e     *Engine
@@ -24,24 +28,66 @@ func TestSharedStateBudget(t *testing.T) {
 	}{
 		{e1, 60, 60, false},
 		{e2, 30, 90, false},
-		{e2, 50, 110, true},  // e2 grew past 100
-		{e1, 60, 110, false}, // e1 did not grow
-		{e1, 55, 105, false}, // nor shrinking
-		{e1, 56, 106, true},  // but growing, still past it
-		{e2, 40, 96, false},
+		{e2, 50, 110, false}, // e2 grew past 100 within its share of 50: e1 (60) is evicted
+		{e2, 50, 110, false}, // again: e1 is not evicted twice
+		{e1, 60, 110, true},  // e1, evicted, is over at its next look
+		{e2, 55, 115, false}, // e1's 60 no longer count: 55 of 100
 	}
 	for i, s := range steps {
 		if total, over := b.Record(s.e, s.bytes); total != s.total || over != s.over {
 			t.Errorf("step %d: total %d, over %v; want %d, %v", i, total, over, s.total, s.over)
 		}
 	}
-	b.Release(e2)
-	if got := b.Total(); got != 56 {
-		t.Errorf("after releasing e2: %d, want 56", got)
+	if len(evicted) != 1 || evicted[0] != e1 || !b.Evicted(e1) || b.Evicted(e2) {
+		t.Errorf("evicted %v (e1 %p, e2 %p); want e1 once", evicted, e1, e2)
 	}
-	b.Release(e2) // twice: nothing more
-	if got := b.Total(); got != 56 {
-		t.Errorf("after releasing e2 again: %d, want 56", got)
+	b.Release(e1)
+	if got := b.Total(); got != 55 || b.Evicted(e1) {
+		t.Errorf("after releasing e1: %d, evicted %v; want 55, false", got, b.Evicted(e1))
+	}
+	b.Release(e1) // twice: nothing more
+	if got := b.Total(); got != 55 {
+		t.Errorf("after releasing e1 again: %d, want 55", got)
+	}
+	// Growing past its share: over, and nobody evicted.
+	e3, e4 := &Engine{}, &Engine{}
+	for i, s := range []struct {
+		e     *Engine
+		bytes int64
+		total int64
+		over  bool
+	}{
+		{e3, 40, 95, false},
+		{e4, 5, 100, false},
+		{e4, 10, 105, false}, // within its share (100/3 = 33): e2 (55) evicted
+	} {
+		if total, over := b.Record(s.e, s.bytes); total != s.total || over != s.over {
+			t.Errorf("second part, step %d: total %d, over %v; want %d, %v", i, total, over, s.total, s.over)
+		}
+	}
+	if len(evicted) != 2 || evicted[1] != e2 {
+		t.Errorf("evicted %v; want e1, then e2 (e2 %p)", evicted, e2)
+	}
+	b.Release(e2)
+	c := &SharedStateBudget{Max: 100}
+	for i, s := range []struct {
+		e     *Engine
+		bytes int64
+		total int64
+		over  bool
+	}{
+		{e3, 40, 40, false},
+		{e4, 55, 95, false},
+		{e4, 61, 101, true},  // past 100, and past its share of 50
+		{e3, 40, 101, false}, // e3 did not grow, and is not evicted
+		{e3, 39, 100, false},
+	} {
+		if total, over := c.Record(s.e, s.bytes); total != s.total || over != s.over {
+			t.Errorf("third part, step %d: total %d, over %v; want %d, %v", i, total, over, s.total, s.over)
+		}
+	}
+	if c.Evicted(e3) || c.Evicted(e4) {
+		t.Error("an engine evicted when the one growing was past its share")
 	}
 	if total, over := (&SharedStateBudget{}).Record(e1, 1<<40); total != 1<<40 || over {
 		t.Errorf("no budget (Max 0): %d, %v", total, over)

@@ -316,7 +316,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	fs.Int64Var(&cfg.MaxDeploymentState, "max-deployment-state", maxState,
 		"a deployment whose aggregates' window state passes this many `bytes` fails, keeping its last checkpoint (env "+envMaxDeploymentState+"; 0: no budget)")
 	fs.Int64Var(&cfg.MaxTotalState, "max-total-state", maxTotalState,
-		"the deployment whose state grows while all deployments' window state together is past this many `bytes` fails, keeping its last checkpoint; so does the one whose collect results would bring those waiting for checkpoints in all deployments past as many (env "+envMaxTotalState+
+		"when all deployments' window state together passes this many `bytes`, the deployment whose state grew fails, keeping its last checkpoint, if it holds more than its share (this over the deployments running), and else the one holding the most; so does the one whose collect results would bring those waiting for checkpoints in all deployments past as many (env "+envMaxTotalState+
 			"; default: an eighth of the memory the server may use, the least of its cgroup's limit, the machine's and GOMEMLIMIT; 0: no budget)")
 	fs.Int64Var(&cfg.LargeEventBytes, "large-event-bytes", largeEventBytes,
 		fmt.Sprintf("the deployments together decode and run at most this many `bytes` of events of %d bytes or more at once, each counted at most a quarter of it; a deployment whose next such event would pass it waits (env %s; default: a 256th of the memory the server may use, 64 MiB when it is not known; 0: no bound)", deploy.LargeEvent, envLargeEventBytes))
