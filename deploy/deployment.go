@@ -97,6 +97,9 @@ type deployment struct {
 	live atomic.Pointer[Live]
 
 	// Owned by run.
+	// storedResults is the bytes of the scenario's collected results in the store, as
+	// trimResults counts them; -1: not known yet.
+	storedResults  int64
 	startedAt      time.Time
 	lastCheckpoint time.Time
 	checkpointSeq  int64
@@ -231,6 +234,8 @@ func newDeployment(r *Runtime, v store.Version) *deployment {
 		done:    make(chan struct{}),
 		started: make(chan struct{}),
 		wake:    make(chan struct{}, 1),
+
+		storedResults: -1,
 	}
 	d.info = store.Deployment{Scenario: v.Scenario, Version: v.Number}
 	d.deadLetterBudget = r.deadLetterBudgetOf(v.Scenario)
@@ -1450,6 +1455,7 @@ func (d *deployment) settle(ctx context.Context, p *inflightCheckpoint, cp store
 			d.sinks.commit(ctx) // phase 2
 		}
 		d.checkpointCommitted(ctx, cp, p.positions)
+		d.trimResults(ctx, p.resultBytes)
 		return nil
 	case refused(err):
 		d.dropCheckpoint(ctx, p)
@@ -1843,6 +1849,35 @@ func (d *deployment) checkpointCommitted(ctx context.Context, cp store.Checkpoin
 		}
 	}
 	d.publish(PhaseRunning)
+}
+
+// trimResults counts bytes more of the scenario's collected results in the store and, past
+// Config.MaxResultBytes, deletes its oldest (store.TrimSinkResults) down to seven eighths of
+// it; the first commit learns what the store holds the same way. A trim that fails is tried
+// again at the next commit. Without it, one client sending events to a scenario with a
+// collect sink of #input filled the disk at 70 MB/s (hostile round 137), and then every
+// deployment failed store-full.
+func (d *deployment) trimResults(ctx context.Context, bytes int64) {
+	most := d.rt.cfg.MaxResultBytes
+	if most <= 0 {
+		return
+	}
+	if d.storedResults >= 0 {
+		if d.storedResults += bytes; d.storedResults <= most {
+			return
+		}
+	}
+	deleted, kept, err := d.rt.cfg.Store.TrimSinkResults(ctx, d.info.Scenario, most-most/8)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.logger().Warn("trimming the collected results to --max-result-bytes; trying again at the next checkpoint", "error", err)
+		}
+		return
+	}
+	d.storedResults = kept
+	if deleted > 0 {
+		d.logger().Info("deleted the oldest collected results, past --max-result-bytes", "deleted", deleted, "keptBytes", kept, "maxResultBytes", most)
+	}
 }
 
 func (d *deployment) noteCheckpointError(now time.Time, err error) {

@@ -179,6 +179,12 @@ type Config struct {
 	// ResultRetention is how long collected sink results are kept: older ones are deleted
 	// (store.PruneSinkResults), every PruneInterval. 0 keeps them for ever.
 	ResultRetention time.Duration
+	// MaxResultBytes is the most bytes of collected results (and dead letters: results of
+	// their own sink) a scenario keeps in the store
+	// (store.TrimSinkResults: the values' JSON): past it, after a checkpoint, its oldest are
+	// deleted down to seven eighths of it, as retention by size (Kafka's retention.bytes). 0:
+	// no bound.
+	MaxResultBytes int64
 	// BatchKeyRetention is how long the idempotency keys of ingested batches are remembered
 	// (store.PruneEventBatches): a batch re-sent under an older key is appended again. 0
 	// remembers them for ever.
@@ -300,6 +306,9 @@ func (r *Runtime) wakeEngine(e *engine.Engine) {
 		}
 	}
 }
+
+// DefaultMaxResultBytes is the server's default of Config.MaxResultBytes: 1 GiB a scenario.
+const DefaultMaxResultBytes = 1 << 30
 
 // Runtime runs the deployments of one server. Create it with New. Its methods are safe for
 // concurrent use.

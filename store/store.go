@@ -218,6 +218,15 @@ type Store interface {
 	// last ID given.
 	PruneSinkResults(ctx context.Context, before time.Time) (int64, error)
 
+	// TrimSinkResults deletes the oldest collected results of the scenario until the bytes of
+	// those kept are at most keep (retention by size, as Kafka's retention.bytes), and
+	// returns how many it deleted and the bytes kept. The bytes are those the store holds
+	// the values in: their JSON, and on SQLite the lengths of a chunk's values (a few bytes
+	// each); results stored together (one append's, on SQLite) go together, and the newest
+	// of them are kept whatever their bytes. The IDs of the others do not change.
+	// Errors: ErrNotFound when the scenario does not exist.
+	TrimSinkResults(ctx context.Context, scenario string, keep int64) (deleted, kept int64, err error)
+
 	// PruneCheckpoints deletes the checkpoints no deployment can resume or inherit: those of
 	// deployments that are neither deploying nor running and have a newer deployment of their
 	// scenario with a checkpoint (LastCheckpointedDeployment finds that one, or a newer, for any

@@ -54,6 +54,7 @@ const (
 	envMaxDeployments     = "SCENARIO_SERVER_MAX_DEPLOYMENTS"
 	envMaxNodeSeries      = "SCENARIO_SERVER_MAX_NODE_SERIES"
 	envMaxDeadLetters     = "SCENARIO_SERVER_MAX_DEAD_LETTERS"
+	envMaxResultBytes     = "SCENARIO_SERVER_MAX_RESULT_BYTES"
 	envSinkDir            = "SCENARIO_SERVER_SINK_DIR"
 	envSourceDir          = "SCENARIO_SERVER_SOURCE_DIR"
 	envKafkaBrokers       = "SCENARIO_SERVER_KAFKA_BROKERS"
@@ -133,6 +134,9 @@ type serveConfig struct {
 	// MaxDeadLetters is the most dead letters a deployment keeps an hour
 	// (deploy.Config.MaxDeadLettersPerHour); 0 means no bound.
 	MaxDeadLetters int
+	// MaxResultBytes is the most bytes of collected results (and dead letters) a scenario
+	// keeps (deploy.Config.MaxResultBytes); 0 means no bound.
+	MaxResultBytes int64
 	// SinkDir is where deployed file sinks write; empty means DataDir/sinks.
 	SinkDir string
 	// SourceDir is where deployed file sources read; empty means DataDir/sources.
@@ -243,6 +247,12 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		}
 		maxDeadLetters = int(min(n, math.MaxInt32))
 	}
+	maxResultBytes := int64(deploy.DefaultMaxResultBytes)
+	if getenv(envMaxResultBytes) != "" {
+		if maxResultBytes, err = envInt(getenv, envMaxResultBytes); err != nil {
+			return serveConfig{}, err
+		}
+	}
 	testMaxRecords, err := envInt(getenv, envTestMaxRecords)
 	if err != nil {
 		return serveConfig{}, err
@@ -337,6 +347,8 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	fs.StringVar(&cfg.KafkaBrokers, "kafka-brokers", getenv(envKafkaBrokers), "Kafka sources read from and Kafka sinks write to these seed brokers, comma-separated `host:port,...` (env "+envKafkaBrokers+"); none: scenarios with a Kafka source or sink do not deploy")
 	fs.DurationVar(&cfg.ResultRetention, "result-retention", resultRetention,
 		"deployments' collected sink results older than this are deleted (env "+envResultRetention+"; 0: kept for ever)")
+	fs.Int64Var(&cfg.MaxResultBytes, "max-result-bytes", maxResultBytes,
+		"a scenario keeps at most this many `bytes` of collected results and dead letters (their JSON): past it, the oldest are deleted after a checkpoint, down to seven eighths of it (env "+envMaxResultBytes+"; 0: no bound)")
 	fs.DurationVar(&cfg.BatchKeyRetention, "batch-key-retention", batchKeyRetention,
 		"ingested batches' idempotency keys are forgotten after this (env "+envBatchKeyRetention+"; 0: remembered for ever)")
 	fs.DurationVar(&cfg.AuditRetention, "audit-retention", auditRetention,
@@ -383,6 +395,9 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	}
 	if cfg.CheckpointInterval < 0 || cfg.EventTimeout < 0 || cfg.MaxBacklog < 0 || cfg.MaxDeploymentState < 0 || cfg.MaxTotalState < 0 || cfg.LargeEventBytes < 0 || cfg.EventMemory < 0 || cfg.MaxDeployments < 0 || cfg.MaxNodeSeries < 0 || cfg.MaxDeadLetters < 0 {
 		return serveConfig{}, fmt.Errorf("%w: --checkpoint-interval, --event-timeout, --max-backlog, --max-deployment-state, --max-total-state, --large-event-bytes, --event-memory, --max-deployments, --max-node-series and --max-dead-letters must not be negative", errUsage)
+	}
+	if cfg.MaxResultBytes < 0 {
+		return serveConfig{}, fmt.Errorf("%w: --max-result-bytes must not be negative", errUsage)
 	}
 	if cfg.ResultRetention < 0 || cfg.BatchKeyRetention < 0 || cfg.AuditRetention < 0 {
 		return serveConfig{}, fmt.Errorf("%w: --result-retention, --batch-key-retention and --audit-retention must not be negative", errUsage)
@@ -558,7 +573,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	rt, err := deploy.New(deploy.Config{
 		Store: st, Logger: log, CheckpointInterval: cfg.CheckpointInterval, EventTimeout: eventTimeout(cfg.EventTimeout), MaxBacklog: cfg.MaxBacklog,
 		FileSinkDir: sinkDir, FileSourceDir: sourceDir, KafkaBrokers: splitList(cfg.KafkaBrokers), Kafka: cfg.Kafka, Metrics: metrics,
-		ResultRetention: cfg.ResultRetention, BatchKeyRetention: cfg.BatchKeyRetention, AuditRetention: cfg.AuditRetention,
+		ResultRetention: cfg.ResultRetention, MaxResultBytes: cfg.MaxResultBytes, BatchKeyRetention: cfg.BatchKeyRetention, AuditRetention: cfg.AuditRetention,
 		Owner: owner, NoResume: cfg.NoResume, CrashLoopLimit: crashLoopLimit(cfg.CrashLoopLimit),
 		MaxDeploymentState: stateBudget, MaxTotalState: cfg.MaxTotalState, MaxTotalPendingResultBytes: cfg.MaxTotalState, LargeEventBytes: cfg.LargeEventBytes,
 		EventMemoryBytes:      cfg.EventMemory,

@@ -257,6 +257,45 @@ func (s *Store) PruneSinkResults(ctx context.Context, before time.Time) (int64, 
 	return n, nil
 }
 
+// TrimSinkResults implements store.Store: the newest results whose values add up to at most
+// keep bytes are kept, and the newest whatever its bytes, the others deleted, pruneChunk a
+// statement.
+func (s *Store) TrimSinkResults(ctx context.Context, scenario string, keep int64) (deleted, kept int64, err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("trimming the sink results of %q to %d bytes: %w", scenario, keep, err)
+		}
+	}()
+	row, err := lookupScenario(ctx, s.pool, scenario, "")
+	if err != nil {
+		return 0, 0, err
+	}
+	var cut int64
+	// The newest result that, with the newer ones, passes keep: it and the older go.
+	if err := s.pool.QueryRow(ctx, `SELECT COALESCE(MAX(id), -1) FROM (
+		SELECT id, SUM(octet_length(value::text)) OVER (ORDER BY id DESC ROWS UNBOUNDED PRECEDING) AS upto
+		FROM sink_results WHERE scenario_id = $1) t WHERE upto > $2
+		AND id < (SELECT MAX(id) FROM sink_results WHERE scenario_id = $1)`, row.id, keep).Scan(&cut); err != nil {
+		return 0, 0, err
+	}
+	if err := s.pool.QueryRow(ctx, `SELECT COALESCE(SUM(octet_length(value::text)), 0) FROM sink_results
+		WHERE scenario_id = $1 AND id > $2`, row.id, cut).Scan(&kept); err != nil {
+		return 0, 0, err
+	}
+	for cut >= 0 {
+		tag, err := s.pool.Exec(ctx, `DELETE FROM sink_results WHERE (scenario_id, id) IN
+			(SELECT scenario_id, id FROM sink_results WHERE scenario_id = $1 AND id <= $2 LIMIT $3)`, row.id, cut, pruneChunk)
+		if err != nil {
+			return deleted, kept, err
+		}
+		deleted += tag.RowsAffected()
+		if tag.RowsAffected() < pruneChunk {
+			break
+		}
+	}
+	return deleted, kept, nil
+}
+
 // PruneCheckpoints implements store.Store.
 func (s *Store) PruneCheckpoints(ctx context.Context) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM checkpoints WHERE deployment_id IN (

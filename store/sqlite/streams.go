@@ -419,6 +419,65 @@ func (s *Store) PruneSinkResults(ctx context.Context, before time.Time) (int64, 
 	return n, nil
 }
 
+// TrimSinkResults implements store.Store: the chunks of the newest segments whose bytes
+// add up to at most keep are kept, and those of the newest segment whatever their bytes, the
+// others deleted, pruneResultChunks a statement.
+func (s *Store) TrimSinkResults(ctx context.Context, scenario string, keep int64) (deleted, kept int64, err error) {
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("trimming the sink results of %q to %d bytes: %w", scenario, keep, err)
+		}
+	}()
+	var id, cut int64 = 0, -1
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		row, err := lookupScenario(ctx, tx, scenario)
+		if err != nil {
+			return err
+		}
+		id = row.id
+		// The newest segment whose chunks, with the newer ones, pass keep: it and the older go.
+		err = tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(segment_last), -1) FROM (
+			SELECT segment_last, SUM(octet_length(results)) OVER (ORDER BY segment_last DESC, sink ROWS UNBOUNDED PRECEDING) AS upto
+			FROM result_chunks WHERE scenario_id = ?) WHERE upto > ?
+			AND segment_last < (SELECT MAX(segment_last) FROM result_chunks WHERE scenario_id = ?)`, id, keep, id).Scan(&cut)
+		if err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(octet_length(results)), 0) FROM result_chunks
+			WHERE scenario_id = ? AND segment_last > ?`, id, cut).Scan(&kept)
+	})
+	if err != nil || cut < 0 {
+		return 0, kept, err
+	}
+	for {
+		var rows, n int64
+		err = s.inTx(ctx, func(tx *sql.Tx) error {
+			rows, n = 0, 0
+			list, err := tx.QueryContext(ctx, `DELETE FROM result_chunks WHERE rowid IN
+				(SELECT rowid FROM result_chunks WHERE scenario_id = ? AND segment_last <= ? LIMIT ?) RETURNING result_count`, id, cut, pruneResultChunks)
+			if err != nil {
+				return err
+			}
+			defer list.Close()
+			for list.Next() {
+				var c int64
+				if err := list.Scan(&c); err != nil {
+					return err
+				}
+				rows, n = rows+1, n+c
+			}
+			return list.Err()
+		})
+		if err != nil {
+			return deleted, kept, err
+		}
+		deleted += n
+		if rows < pruneResultChunks {
+			return deleted, kept, nil
+		}
+	}
+}
+
 // PruneCheckpoints implements store.Store.
 func (s *Store) PruneCheckpoints(ctx context.Context) (int64, error) {
 	var n int64

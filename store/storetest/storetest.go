@@ -61,6 +61,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ConcurrentAppends", testConcurrentAppends},
 		{"BatchKeyContent", testBatchKeyContent},
 		{"Retention", testRetention},
+		{"TrimSinkResults", testTrimSinkResults},
 		{"CommitCheckpoint", testCommitCheckpoint},
 		{"ConditionalCheckpoint", testConditionalCheckpoint},
 		{"LatestDeployments", testLatestDeployments},
@@ -1289,6 +1290,46 @@ func testRetention(t *testing.T, open func(t *testing.T) store.Store) {
 		t.Errorf("re-sent after pruning: %+v, want appended again at offset 2", b)
 	}
 	checkEvents(t, "after pruning keys", must(s.ReadEvents(ctx, log, 0, 100))(t), 0, 1, 2, 3)
+}
+
+// TrimSinkResults keeps the newest results whose values add up to at most keep bytes: ten
+// results of 100 bytes each, appended one at a time, trimmed to 350 bytes keep the last three
+// (300 bytes), their IDs as they were, and the next result takes ID 11; trimmed to 1,000 and
+// to 300 again, none goes; to 0, all but the newest; another scenario's are left alone.
+func testTrimSinkResults(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	must(s.CreateScenario(ctx, "full", draft(1, "")))(t)
+	must(s.CreateScenario(ctx, "other", draft(1, "")))(t)
+	value := func(i int) json.RawMessage { return json.RawMessage(fmt.Sprintf(`"%098d"`, i)) } // 100 bytes
+	for i := range 10 {
+		must(s.AppendSinkResults(ctx, "full", []store.NewSinkResult{{Sink: "out", Value: value(i)}}))(t)
+	}
+	must(s.AppendSinkResults(ctx, "other", []store.NewSinkResult{{Sink: "out", Value: value(0)}, {Sink: "out", Value: value(1)}}))(t)
+	trim := func(keep, deleted, kept int64) {
+		t.Helper()
+		d, k, err := s.TrimSinkResults(ctx, "full", keep)
+		if err != nil || d != deleted || k != kept {
+			t.Errorf("trimming to %d bytes: %d deleted, %d kept, %v; want %d, %d", keep, d, k, err, deleted, kept)
+		}
+	}
+	trim(350, 7, 300)
+	got := must(s.ReadSinkResults(ctx, "full", "", 0, 100))(t)
+	if len(got) != 3 || got[0].ID != 8 || got[2].ID != 10 || string(got[0].Value) != string(value(7)) {
+		t.Errorf("results kept: %+v, want IDs 8 to 10", got)
+	}
+	trim(1000, 0, 300)
+	trim(300, 0, 300)
+	if ids := must(s.AppendSinkResults(ctx, "full", []store.NewSinkResult{{Sink: "out", Value: value(10)}}))(t); ids[0] != 11 {
+		t.Errorf("the next result's ID: %d, want 11", ids[0])
+	}
+	trim(0, 3, 100) // the newest is kept
+	if got := must(s.ReadSinkResults(ctx, "other", "", 0, 100))(t); len(got) != 2 {
+		t.Errorf("the other scenario's results: %d, want 2", len(got))
+	}
+	if _, _, err := s.TrimSinkResults(ctx, "none", 10); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("trimming an unknown scenario: %v, want ErrNotFound", err)
+	}
 }
 
 // Requests re-sending one batch at once append it once; every one gets its offsets.
