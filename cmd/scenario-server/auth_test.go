@@ -347,6 +347,8 @@ func TestAuthFlags(t *testing.T) {
 		{[]string{"--tls-key", "k.pem"}, nil, "--tls-cert and --tls-key go together"},
 		{[]string{"--oidc-issuer", "https://id.example"}, nil, "usage: --oidc-issuer needs --oidc-client-id"},
 		{[]string{"--oidc-client-id", "ss"}, nil, "need --oidc-issuer"},
+		{[]string{"--oidc-issuer", "127.0.0.1:20860", "--oidc-client-id", "ss"}, nil, `--oidc-issuer "127.0.0.1:20860" is not an http(s) URL`},
+		{[]string{"--oidc-issuer", "id.example", "--oidc-client-id", "ss"}, nil, "is not an http(s) URL"},
 		{[]string{"--oidc-issuer", "https://id.example", "--oidc-client-id", "ss", "--oidc-redirect-url", "https://ss.example/auth/callback"}, nil,
 			"needs the client secret in SCENARIO_SERVER_OIDC_CLIENT_SECRET"},
 		{[]string{"--oidc-issuer", "https://id.example", "--oidc-client-id", "ss", "--oidc-redirect-url", "ss.example"},

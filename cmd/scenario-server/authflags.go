@@ -99,6 +99,13 @@ func (a authConfig) validate() error {
 	if a.OIDCIssuer == "" && (a.OIDCClientID != "" || a.OIDCRedirectURL != "") {
 		return fmt.Errorf("%w: --oidc-client-id and --oidc-redirect-url need --oidc-issuer", errUsage)
 	}
+	if a.OIDCIssuer != "" {
+		// Else the server started and answered every JWT and sign-in 503 for good, the
+		// provider's discovery URL failing to parse (new-user round 136).
+		if u, err := url.Parse(a.OIDCIssuer); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%w: --oidc-issuer %q is not an http(s) URL (the provider's issuer, as its tokens' iss claim says it, such as https://id.example/realms/main)", errUsage, a.OIDCIssuer)
+		}
+	}
 	if a.DeployApproval && !a.configured() {
 		return fmt.Errorf("%w: --deploy-approval needs authentication (--auth-tokens or --oidc-issuer): without it every request is the same local user, who cannot approve their own deploy", errUsage)
 	}
