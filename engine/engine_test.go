@@ -338,6 +338,31 @@ func TestReplayUnknownSourceListsSources(t *testing.T) {
 	}
 }
 
+// An envelope whose timestamp or sourceId has the wrong JSON type is an input error saying
+// what it must be, in the product's words, not Go's struct and field names.
+func TestReplayEnvelopeTypes(t *testing.T) {
+	sc := scenarioJSON([]string{
+		srcNode("b", "#input.t", "0s"),
+		srcNode("a", "#input.t", "0s"),
+		`{"id": "u", "type": "Join", "nodeType": "union", "outputVar": "o", "branchParameters": [
+			{"branchId": "a", "parameters": [{"name": "Output expression", "expression": {"language": "expr", "expression": "'a'"}}]},
+			{"branchId": "b", "parameters": [{"name": "Output expression", "expression": {"language": "expr", "expression": "'b'"}}]}]}`,
+		sinkNode("out", "#o"),
+	}, []string{link("a", "u"), link("b", "u"), link("u", "out")})
+	out, e, _ := replay(t, sc, `{"sourceId": "a", "record": {"t": 1}, "timestamp": "2024-05-01T10:00:00Z"}
+{"sourceId": 7, "record": {"t": 2}}
+{"sourceId": "b", "record": {"t": 3}, "timestamp": 1000}
+`)
+	expectLines(t, out, `{"sink":"out","value":"b"}`)
+	errs, n := e.Errors()
+	if n != 2 || errs[0].Line != 1 || errs[1].Line != 2 ||
+		!strings.Contains(errs[0].Message, `"timestamp" is a JSON string: it is an integer, epoch milliseconds`) ||
+		!strings.Contains(errs[1].Message, `"sourceId" is a JSON number: it is a string`) ||
+		strings.Contains(errs[0].Message, "Go struct") || strings.Contains(errs[0].Message, "envelope") {
+		t.Fatalf("errors %v", errs)
+	}
+}
+
 // A path of #input that walk does not follow gives expr's value wherever it is read: in a
 // Variable, in a record literal of paths and in the group key of an aggregate that reads the
 // source's record (evalFrom). A string's index is its character's code (expr's own answer:

@@ -178,7 +178,17 @@ func (e *Engine) pushLine(one *source, line []byte, lineNo int64) {
 	var env envelope
 	if err := json.Unmarshal(line, &env); err != nil || env.SourceID == "" || len(env.Record) == 0 {
 		e.line = lineNo
-		if err == nil {
+		var wrong *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &wrong):
+			// Not Go's "cannot unmarshal string into Go struct field envelope.timestamp of
+			// type int64" (new-user round 136).
+			want := "a string, a source's id"
+			if wrong.Field == "timestamp" {
+				want = "an integer, epoch milliseconds"
+			}
+			err = fmt.Errorf(`"%s" is a JSON %s: it is %s; lines are {"sourceId": "...", "record": {...}, "timestamp": 1700000000000} (the timestamp optional)`, wrong.Field, wrong.Value, want)
+		case err == nil:
 			err = errors.New(`a scenario with several sources takes lines {"sourceId": ..., "record": {...}}`)
 		}
 		e.failInput(err)
