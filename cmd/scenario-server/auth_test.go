@@ -82,10 +82,21 @@ func testBinaryTokens(t *testing.T, bin string, st serverStore) {
 	if _, stderr := runToken(t, bin, st, 0, "list"); !strings.Contains(stderr, "store: ") || strings.Contains(stderr, "a new, empty store") {
 		t.Errorf("token list on the server's store: %s", stderr)
 	}
-	elsewhere := exec.CommandContext(t.Context(), bin, "token", "list", "--data-dir", filepath.Join(t.TempDir(), "d"))
+	// Listing a directory without a store is an error, and makes none (new-user round 136:
+	// a mistyped --data-dir made an empty store, exit 0); creating says it is a new store.
+	nowhere := filepath.Join(t.TempDir(), "d")
+	elsewhere := exec.CommandContext(t.Context(), bin, "token", "list", "--data-dir", nowhere)
+	elsewhere.Env = append(os.Environ(), envDatabaseURL+"=", envDataDir+"=")
+	if out, err := elsewhere.CombinedOutput(); elsewhere.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "scenario-server.db: give the server's --data-dir") {
+		t.Errorf("token list on a new directory: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(nowhere, "scenario-server.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("token list made a store: %v", err)
+	}
+	elsewhere = exec.CommandContext(t.Context(), bin, "token", "create", "--name", "first", "--role", "admin", "--data-dir", nowhere)
 	elsewhere.Env = append(os.Environ(), envDatabaseURL+"=", envDataDir+"=")
 	if out, err := elsewhere.CombinedOutput(); err != nil || !strings.Contains(string(out), "scenario-server.db (a new, empty store: give the server's --data-dir") {
-		t.Errorf("token list on a new directory: %v\n%s", err, out)
+		t.Errorf("token create on a new directory: %v\n%s", err, out)
 	}
 
 	p := startServer(t, bin, st, "--auth-tokens")

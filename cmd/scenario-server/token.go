@@ -116,6 +116,11 @@ func tokenCommand(ctx context.Context, args []string, getenv func(string) string
 		db := filepath.Join(*dataDir, sqlite.FileName)
 		where = "SQLite " + db
 		if _, err := os.Stat(db); errors.Is(err, iofs.ErrNotExist) {
+			if sub != "create" {
+				// Nothing to list or revoke in a store that is not there: the data directory
+				// is another than the server's (before, an empty store was made there, exit 0).
+				return fmt.Errorf("no store at %s: give the server's --data-dir (env %s), or %s for PostgreSQL", db, envDataDir, envDatabaseURL)
+			}
 			where += " (a new, empty store: give the server's --data-dir if it is elsewhere)"
 		}
 	}
