@@ -38,6 +38,7 @@ Usage:
   scenario-server [serve] [flags]   start the HTTP server (the default)
   scenario-server run [flags]       replay a file of events through a scenario file
   scenario-server token ...         create, list and revoke API tokens
+  scenario-server backup --to DIR   copy the SQLite store (and the server's files) while it runs
   scenario-server help              print this help
 
 Run "scenario-server serve -h" for the server's flags and environment variables.
@@ -76,6 +77,8 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		return runReplay(ctx, rest, stdin, stdout, stderr)
 	case "token":
 		return tokenCommand(ctx, rest, getenv, stdout, stderr)
+	case "backup":
+		return backupCommand(ctx, rest, getenv, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/scenario-server/scenario-server/api"
+	"github.com/scenario-server/scenario-server/auth"
+	"github.com/scenario-server/scenario-server/store"
+	"github.com/scenario-server/scenario-server/store/sqlite"
+)
+
+// backup copies a store a server has open: the scenario and the token written before it are
+// in the copy (in the write-ahead log, as a running server leaves them), the scenario written
+// after it is not, and the server's id and session key come along; a second backup into the
+// same directory, a data directory without a store, a PostgreSQL store and a missing --to are
+// refused (new-user round 136: the README said nothing of backups, and a copy of the .db
+// file alone lost the admin token).
+func TestBackup(t *testing.T) {
+	dir := t.TempDir()
+	st, err := sqlite.Open(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	graph := []byte(`{"nodes": [{"id": "in", "type": "Source", "ref": {"typ": "http"}}], "edges": []}`)
+	if _, err := st.CreateScenario(t.Context(), "kept", store.Draft{Graph: graph, Author: "anna"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := api.CreateToken(t.Context(), st, "admin", auth.Admin, 0); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{serverIDFile: "host/0123\n", sessionKeyFile: "secret-key"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	to := filepath.Join(t.TempDir(), "copy")
+	env := func(k string) string { return "" }
+	var stdout, stderr bytes.Buffer
+	if err := runCommand(t.Context(), []string{"backup", "--data-dir", dir, "--to", to}, env, nil, &stdout, &stderr); err != nil {
+		t.Fatalf("backup: %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "server-id, session-key") || !strings.Contains(stdout.String(), "--data-dir "+to) {
+		t.Errorf("backup said %q", stdout.String())
+	}
+	if _, err := st.CreateScenario(t.Context(), "later", store.Draft{Graph: graph, Author: "anna"}); err != nil {
+		t.Fatal(err)
+	}
+
+	cp, err := sqlite.Open(t.Context(), to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Close()
+	if _, err := cp.GetScenario(t.Context(), "kept"); err != nil {
+		t.Errorf("the scenario written before the backup: %v", err)
+	}
+	if _, err := cp.GetScenario(t.Context(), "later"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the scenario written after the backup: %v, want not found", err)
+	}
+	if tokens, err := cp.ListTokens(t.Context()); err != nil || len(tokens) != 1 || tokens[0].Name != "admin" {
+		t.Errorf("tokens in the copy: %+v, %v", tokens, err)
+	}
+	for name, want := range map[string]string{serverIDFile: "host/0123\n", sessionKeyFile: "secret-key"} {
+		if b, err := os.ReadFile(filepath.Join(to, name)); err != nil || string(b) != want {
+			t.Errorf("%s in the copy: %q, %v", name, b, err)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(to, sqlite.FileName)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the copy's mode: %v, %v", fi.Mode(), err)
+	}
+
+	for _, tc := range []struct {
+		args  []string
+		env   func(string) string
+		usage bool
+		want  string
+	}{
+		{[]string{"--data-dir", dir, "--to", to}, env, false, "is not empty"},
+		{[]string{"--data-dir", t.TempDir(), "--to", filepath.Join(t.TempDir(), "x")}, env, false, "no store at"},
+		{[]string{"--data-dir", dir, "--to", filepath.Join(t.TempDir(), "y")}, func(k string) string {
+			if k == envDatabaseURL {
+				return "postgres://db/x"
+			}
+			return ""
+		}, true, "back it up with pg_dump"},
+		{[]string{"--data-dir", dir}, env, true, "backup needs --to DIR"},
+	} {
+		err := runCommand(t.Context(), append([]string{"backup"}, tc.args...), tc.env, nil, &stdout, &stderr)
+		if err == nil || errors.Is(err, errUsage) != tc.usage || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("backup %q: %v; want %q (usage %v)", tc.args, err, tc.want, tc.usage)
+		}
+	}
+}
