@@ -276,8 +276,7 @@ func humaProblem(ctx huma.Context, status int, msg string, errs []error) *Proble
 			return tl.problem()
 		}
 		var cut *errHoldCut
-		var pen *errPenalized
-		if errors.As(err, &cut) || errors.As(err, &pen) { // cut for holding while others waited
+		if errors.As(err, &cut) { // cut for holding while others waited
 			code := CodeRequestsBusy
 			if errors.Is(err, errIngestBusy) {
 				code = CodeIngestBusy

@@ -92,11 +92,12 @@ const (
 	// connection, one of --max-connections, for the whole body read timeout (a minute).
 	DefaultMinBodyRate   = 240
 	DefaultBodyRateGrace = 5 * time.Second
-	// DefaultStalledHoldCut and DefaultStalledHoldPenalty are RateLimits.StalledHoldCut and
-	// StalledHoldPenalty: a body of half the default request budget (32 MiB) arrives within
-	// 10 s at 27 Mbit/s; a client cut waits a minute before it holds more than a sixteenth.
-	DefaultStalledHoldCut     = 10 * time.Second
-	DefaultStalledHoldPenalty = time.Minute
+	// DefaultContendedMinRate and DefaultContendedRateWindow are RateLimits.ContendedMinRate
+	// and ContendedRateWindow: 32 KiB a second (256 kbit/s) over 5 s. Holding half a budget
+	// for its body's minute then takes sending 1.9 MiB in it, less in all than half of a
+	// budget of 8 MiB or more.
+	DefaultContendedMinRate    = 32 << 10
+	DefaultContendedRateWindow = 5 * time.Second
 	// DefaultMaxBodiesPerClient is how many request bodies one identity (or client address)
 	// sends at once, from its headers until the body has arrived: past it, 429
 	// too-many-bodies. Bodies sent just fast enough each held a connection for the body read
@@ -159,16 +160,20 @@ type RateLimits struct {
 	// closed. 0: no bound (the body read timeout, a minute, still holds).
 	MinBodyRate   int64
 	BodyRateGrace time.Duration
-	// StalledHoldCut is how long a request may hold bytes of IngestBodyBytes or
-	// RequestBodyBytes while it waits on its client (its body has not all arrived, or its
-	// answer is not taken) once another request is refused for lack of that budget: past it,
-	// the request is cut (its read or write fails, it is answered 503 if it can be, its
-	// connection is closed and its bytes given back), and its client holds at most a
-	// sixteenth of the budget for StalledHoldPenalty. Without it, two clients each stalling
-	// a body of half the budget a byte short, or each not taking a large answer, made every
-	// other request 503 for the minute or two of the timeouts (hostile round 131). 0: never
-	// cut.
-	StalledHoldCut, StalledHoldPenalty time.Duration
+	// ContendedMinRate (bytes a second) and ContendedRateWindow: when a request is refused
+	// for lack of IngestBodyBytes or RequestBodyBytes, the requests holding bytes of that
+	// budget that wait on their clients (reading a body that has not all arrived, or writing
+	// an answer the client does not take; not a handler at work) and moved fewer than
+	// ContendedMinRate bytes a second over the last ContendedRateWindow or more (since they
+	// began to hold, or since the last such look) are cut: the read or write fails, the
+	// request is answered 503 when it still can be, its connection is closed and its bytes
+	// given back. Without it, two clients each stalling a body of half the budget a byte
+	// short, or each not taking a large answer, made every other request 503 for the minute
+	// or two of the timeouts (hostile round 131); a request's age alone (cut past 10 s) cut
+	// steady slow uploads and reads, which a hostile client could set off at will, and did
+	// not cut holds re-opened every 9 s (hostile round 138). ContendedMinRate 0: never cut.
+	ContendedMinRate    int64
+	ContendedRateWindow time.Duration
 	// MaxBodiesPerClient is how many request bodies one identity (rateKey) sends at once,
 	// each counted from its headers until it has arrived (or its request is answered); more
 	// are answered 429 too-many-bodies. 0: no bound.
@@ -194,7 +199,7 @@ func DefaultRateLimits() RateLimits {
 		TestRate: DefaultTestRate, TestBurst: DefaultTestBurst, MaxConcurrentTests: DefaultMaxConcurrentTests, MaxConcurrentValidations: DefaultMaxConcurrentValidations,
 		MaxStreams: DefaultMaxStreams, MaxStreamsPerClient: DefaultMaxStreamsPerClient, IngestBodyBytes: DefaultIngestBodyBytes,
 		RequestBodyBytes: DefaultRequestBodyBytes, MinBodyRate: DefaultMinBodyRate, BodyRateGrace: DefaultBodyRateGrace,
-		StalledHoldCut: DefaultStalledHoldCut, StalledHoldPenalty: DefaultStalledHoldPenalty, MaxBodiesPerClient: DefaultMaxBodiesPerClient, WriteRate: DefaultWriteRate, WriteBurst: DefaultWriteBurst,
+		ContendedMinRate: DefaultContendedMinRate, ContendedRateWindow: DefaultContendedRateWindow, MaxBodiesPerClient: DefaultMaxBodiesPerClient, WriteRate: DefaultWriteRate, WriteBurst: DefaultWriteBurst,
 		WriteBytesRate: DefaultWriteBytesRate, WriteBytesBurst: DefaultWriteBytesBurst}
 }
 
@@ -312,9 +317,9 @@ func newRateLimiter(l RateLimits) *rateLimiter {
 	rl.ingestBodies = newBodyBudget(l.IngestBodyBytes, errIngestBusy, "--ingest-body-bytes")
 	rl.requestBodies = newBodyBudget(l.RequestBodyBytes, errRequestsBusy, "--request-body-bytes")
 	for _, bb := range []*bodyBudget{rl.ingestBodies, rl.requestBodies} {
-		if bb != nil && l.StalledHoldCut > 0 {
-			bb.cutAfter, bb.penalty = l.StalledHoldCut, max(l.StalledHoldPenalty, 0)
-			bb.holds, bb.cutUntil = map[*requestHold]struct{}{}, map[string]time.Time{}
+		if bb != nil && l.ContendedMinRate > 0 {
+			bb.minRate, bb.window = l.ContendedMinRate, max(l.ContendedRateWindow, time.Second)
+			bb.holds = map[*requestHold]struct{}{}
 		}
 	}
 	if rl.now == nil {
@@ -683,8 +688,8 @@ var (
 // body-too-large, before it is read when it declares its length. What a request loads is
 // counted up to half (requestHold.take), so that stored data larger than that is still
 // served, one such request at a time. When a request is refused for lack of the budget, the
-// requests that have held bytes of it for cutAfter while waiting on their clients are cut
-// (cutStalled): shares only raised the bar from one client to two.
+// requests holding bytes of it that wait on their clients too slowly are cut (cutStalled):
+// shares only raised the bar from one client to two.
 type bodyBudget struct {
 	sem   *semaphore.Weighted
 	size  int64
@@ -694,12 +699,11 @@ type bodyBudget struct {
 	mu    sync.Mutex
 	held  map[string]int64 // per client
 	total int64            // held, all clients
-	// cutAfter and penalty are RateLimits.StalledHoldCut and StalledHoldPenalty (0: no
-	// cut); holds are the requests holding bytes (requestHold), cutUntil the clients cut
-	// and until when they hold at most a sixteenth.
-	cutAfter, penalty time.Duration
-	holds             map[*requestHold]struct{}
-	cutUntil          map[string]time.Time
+	// minRate and window are RateLimits.ContendedMinRate and ContendedRateWindow (minRate
+	// 0: no cut); holds are the requests holding bytes (requestHold).
+	minRate int64
+	window  time.Duration
+	holds   map[*requestHold]struct{}
 }
 
 // newBodyBudget returns a budget of size bytes, or nil (no bound) when size is not positive.
@@ -753,7 +757,7 @@ func (bb *bodyBudget) serve(w http.ResponseWriter, r *http.Request, next http.Ha
 		r.Body = &budgetedBody{ReadCloser: r.Body, hold: h}
 	}
 	defer h.release()
-	if bb.cutAfter > 0 {
+	if bb.minRate > 0 {
 		h.writer = holdWriter{ResponseWriter: w, hold: h}
 		w = &h.writer
 	}
@@ -770,8 +774,7 @@ func (bb *bodyBudget) take(client string, mine, n int64, anyClient bool) error {
 }
 
 // takeFor is take for the request holding h (nil: none, a results stream's page): past the
-// budget, the requests stalled on their clients are cut (cutStalled); a client cut takes
-// at most a sixteenth of the budget until its penalty is over.
+// budget, the requests too slow on their clients are cut (cutStalled).
 func (bb *bodyBudget) takeFor(h *requestHold, client string, mine, n int64, anyClient bool) error {
 	bb.mu.Lock()
 	defer bb.mu.Unlock()
@@ -783,12 +786,6 @@ func (bb *bodyBudget) takeFor(h *requestHold, client string, mine, n int64, anyC
 		if others > 0 && others+mine+n > bb.size/4 {
 			return bb.busy
 		}
-		if until, ok := bb.cutUntil[client]; ok && others+mine+n > bb.size/16 {
-			if time.Now().Before(until) {
-				return &errPenalized{busy: bb.busy, until: until, most: bb.size / 16, flag: bb.flag}
-			}
-			delete(bb.cutUntil, client)
-		}
 	}
 	if !bb.sem.TryAcquire(n) {
 		bb.cutStalled(h)
@@ -799,27 +796,35 @@ func (bb *bodyBudget) takeFor(h *requestHold, client string, mine, n int64, anyC
 	if h != nil && bb.holds != nil {
 		if _, ok := bb.holds[h]; !ok {
 			bb.holds[h] = struct{}{}
-			h.since.Store(time.Now().UnixNano())
+			h.markAt, h.markMoved = time.Now(), h.moved.Load()
 		}
 	}
 	return nil
 }
 
-// cutStalled cuts the requests that have held bytes of bb for cutAfter or more and are
-// waiting on their clients now, reading their bodies or writing their answers (a request
-// whose handler is working, a test run for instance, is not cut), but asking, the request
-// refused: the connection's deadline of that read or write is set to now, so that it fails
-// at once (again at the next refusal, should the body's own read deadline have been set
-// after it), and the client is penalized. bb.mu is held: a request gives its bytes back, and
-// leaves holds, before its handler returns, so no deadline is set on a connection after.
+// cutStalled cuts the requests holding bytes of bb, but asking (the request refused), that
+// wait on their clients now, reading their bodies or writing their answers (a request whose
+// handler is working, a test run for instance, is not cut), and moved fewer than minRate
+// bytes a second since their mark, window or more ago (their first bytes, or the last look
+// that found them fast enough): the connection's deadline of that read or write is set to
+// now, so that it fails at once (again at the next refusal, should the body's own read
+// deadline have been set after it). bb.mu is held: a request gives its bytes back, and leaves
+// holds, before its handler returns, so no deadline is set on a connection after.
 func (bb *bodyBudget) cutStalled(asking *requestHold) {
-	if bb.cutAfter <= 0 {
+	if bb.minRate <= 0 {
 		return
 	}
 	now := time.Now()
 	for h := range bb.holds {
+		elapsed := now.Sub(h.markAt)
+		if h == asking || elapsed < bb.window {
+			continue
+		}
+		moved := h.moved.Load()
+		fast := float64(moved-h.markMoved) >= float64(bb.minRate)*elapsed.Seconds()
 		reading, writing := h.reading.Load() > 0, h.writing.Load() > 0
-		if h == asking || (!reading && !writing) || now.Sub(time.Unix(0, h.since.Load())) < bb.cutAfter {
+		if fast || (!reading && !writing) {
+			h.markAt, h.markMoved = now, moved
 			continue
 		}
 		h.cut.Store(true)
@@ -829,18 +834,6 @@ func (bb *bodyBudget) cutStalled(asking *requestHold) {
 		}
 		if writing {
 			_ = rc.SetWriteDeadline(now)
-		}
-		if _, ok := bb.cutUntil[h.client]; ok || len(bb.cutUntil) < maxRateKeys {
-			bb.cutUntil[h.client] = now.Add(bb.penalty)
-		} else {
-			for c, until := range bb.cutUntil {
-				if now.After(until) {
-					delete(bb.cutUntil, c)
-				}
-			}
-			if len(bb.cutUntil) < maxRateKeys {
-				bb.cutUntil[h.client] = now.Add(bb.penalty)
-			}
 		}
 	}
 }
@@ -884,11 +877,14 @@ type requestHold struct {
 	client string // rateKey
 	mu     sync.Mutex
 	held   int64
-	// since is when it first took bytes (UnixNano); reading and writing count the reads of
-	// its body and the writes of its answer in progress (waiting on the client); cut is
-	// set when bodyBudget.cutStalled cut it. writer is its answer's writer when holds may
-	// be cut.
-	since            atomic.Int64
+	// moved counts the bytes of its body read and of its answer written; markAt and
+	// markMoved are when bodyBudget.cutStalled last measured its rate from, and moved then
+	// (under the budget's mu). reading and writing count the reads of its body and the writes
+	// of its answer in progress (waiting on the client); cut is set when cutStalled cut it.
+	// writer is its answer's writer when holds may be cut.
+	moved            atomic.Int64
+	markAt           time.Time
+	markMoved        int64
 	reading, writing atomic.Int32
 	cut              atomic.Bool
 	writer           holdWriter
@@ -902,39 +898,26 @@ type holdWriter struct {
 
 func (w *holdWriter) Write(b []byte) (int, error) {
 	w.hold.writing.Add(1)
-	defer w.hold.writing.Add(-1)
-	return w.ResponseWriter.Write(b)
+	n, err := w.ResponseWriter.Write(b)
+	w.hold.moved.Add(int64(n))
+	w.hold.writing.Add(-1)
+	return n, err
 }
 
 // Unwrap lets http.ResponseController reach the connection's writer (Flush, deadlines).
 func (w *holdWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// errPenalized is a request of a client cut (bodyBudget.cutStalled) asking for more than a
-// sixteenth of the budget before its penalty is over: 503 with the budget's busy code.
-type errPenalized struct {
-	busy  error
-	until time.Time
-	most  int64
-	flag  string
-}
-
-func (e *errPenalized) Error() string {
-	return fmt.Sprintf("a request of yours was cut for holding bytes of the server's %s budget while waiting on you (a body not arriving, or an answer not taken) as other requests were refused; until %s your requests hold at most %d bytes of it",
-		e.flag, e.until.UTC().Format(time.RFC3339), e.most)
-}
-
-func (e *errPenalized) Unwrap() error { return e.busy }
-
 // errHoldCut is the read of a request body that bodyBudget.cutStalled cut.
 type errHoldCut struct {
-	busy error
-	held time.Duration
-	flag string
+	busy    error
+	minRate int64
+	window  time.Duration
+	flag    string
 }
 
 func (e *errHoldCut) Error() string {
-	return fmt.Sprintf("this request was cut: its body had not arrived %v after it began to hold bytes of the server's %s budget, which other requests were refused for lack of",
-		e.held.Round(time.Second), e.flag)
+	return fmt.Sprintf("this request was cut: its body arrived slower than %d bytes a second over %v while it held bytes of the server's %s budget and other requests were refused for lack of it; send it again",
+		e.minRate, e.window, e.flag)
 }
 
 func (e *errHoldCut) Unwrap() error { return e.busy }
@@ -970,12 +953,8 @@ func (h *requestHold) take(n int64, kind holdKind) (int64, error) {
 		return 0, nil
 	}
 	if err := h.budget.takeFor(h, h.client, h.held, more, kind == holdBrief); err != nil {
-		var pen *errPenalized
-		switch {
-		case err == h.budget.busy:
+		if err == h.budget.busy {
 			h.w.Header().Set("Retry-After", "1")
-		case errors.As(err, &pen):
-			h.w.Header().Set("Retry-After", retryAfter(time.Until(pen.until)))
 		}
 		return 0, err
 	}
@@ -1015,7 +994,7 @@ func holdLoaded(ctx context.Context, n int) error {
 		return nil
 	}
 	if _, err := h.take(int64(n), holdLoad); err != nil {
-		return errLoadBusy(err)
+		return errLoadBusy()
 	}
 	return nil
 }
@@ -1032,19 +1011,14 @@ func holdBriefly(ctx context.Context, n int) (release func(), err error) {
 	}
 	took, err := h.take(int64(n), holdBrief)
 	if err != nil {
-		return nil, errLoadBusy(err)
+		return nil, errLoadBusy()
 	}
 	return func() { h.give(took) }, nil
 }
 
-// errLoadBusy is the answer to a load that requestHold.take refused with err: the budget is
-// busy (a load never passes half the budget: it is counted up to it), or the client was cut
-// (errPenalized).
-func errLoadBusy(err error) error {
-	var pen *errPenalized
-	if errors.As(err, &pen) {
-		return problemf(http.StatusServiceUnavailable, CodeRequestsBusy, "%s", pen.Error())
-	}
+// errLoadBusy is the answer to a load that requestHold.take refused: the budget is busy (a
+// load never passes half the budget: it is counted up to it).
+func errLoadBusy() error {
 	return problemf(http.StatusServiceUnavailable, CodeRequestsBusy,
 		"the server is handling as many bytes of request bodies and stored versions as it takes at once; retry in a second")
 }
@@ -1068,6 +1042,7 @@ func (b *budgetedBody) Read(p []byte) (int, error) {
 	}
 	b.hold.reading.Add(1)
 	n, err := b.ReadCloser.Read(p)
+	b.hold.moved.Add(int64(n))
 	b.hold.reading.Add(-1)
 	if err != nil && b.hold.cut.Load() {
 		return n, b.cut()
@@ -1084,7 +1059,8 @@ func (b *budgetedBody) Read(p []byte) (int, error) {
 // cut is the error of every read once the request is cut (bodyBudget.cutStalled); the
 // connection is closed after the answer (its read deadline is past).
 func (b *budgetedBody) cut() error {
-	b.refused = &errHoldCut{busy: b.hold.budget.busy, held: time.Since(time.Unix(0, b.hold.since.Load())), flag: b.hold.budget.flag}
+	bb := b.hold.budget
+	b.refused = &errHoldCut{busy: bb.busy, minRate: bb.minRate, window: bb.window, flag: bb.flag}
 	b.hold.w.Header().Set("Connection", "close")
 	return b.refused
 }

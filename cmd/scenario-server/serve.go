@@ -1026,7 +1026,7 @@ func (g *guardConfig) rateLimits() api.RateLimits {
 		TestBurst: g.testBurst, MaxConcurrentTests: g.maxTests, MaxConcurrentValidations: g.maxValidations, MaxStreams: g.maxStreams,
 		MaxStreamsPerClient: g.perClient, IngestBodyBytes: g.ingestBytes, RequestBodyBytes: g.requestBytes,
 		MinBodyRate: g.minBodyRate, BodyRateGrace: api.DefaultBodyRateGrace, MaxBodiesPerClient: g.bodiesPer,
-		StalledHoldCut: api.DefaultStalledHoldCut, StalledHoldPenalty: api.DefaultStalledHoldPenalty,
+		ContendedMinRate: api.DefaultContendedMinRate, ContendedRateWindow: api.DefaultContendedRateWindow,
 		WriteRate: g.writeRate, WriteBurst: g.writeBurst, WriteBytesRate: g.writeBytesRate, WriteBytesBurst: g.writeBytesBurst}
 }
 
