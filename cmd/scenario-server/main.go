@@ -86,3 +86,47 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("%w: unknown command %q", errUsage, cmd)
 }
+
+// flagError is the usage error of fs.Parse's err, saying what a duration or a number flag
+// takes when its value did not parse (the flag package says only "parse error": new-user
+// round 136 tried --result-retention 30d and --max-state 1KB).
+func flagError(fs *flag.FlagSet, err error) error {
+	var name string
+	if _, scanErr := fmt.Sscanf(afterValue(err.Error()), "for flag -%s", &name); scanErr == nil && strings.HasSuffix(err.Error(), "parse error") {
+		name = strings.TrimSuffix(name, ":")
+		if f := fs.Lookup(name); f != nil {
+			if g, ok := f.Value.(flag.Getter); ok {
+				switch g.Get().(type) {
+				case time.Duration:
+					return fmt.Errorf("%w: %v: --%s takes a duration such as 168h, 30m or 90s (there is no d: 7 days are 168h)", errUsage, err, name)
+				case int, int64, uint, uint64:
+					return fmt.Errorf("%w: %v: --%s takes a whole number, without a unit (bytes for sizes: 1048576 is 1 MiB)", errUsage, err, name)
+				}
+			}
+		}
+	}
+	return fmt.Errorf("%w: %v", errUsage, err)
+}
+
+// afterValue is the part of a flag package error after its quoted value: `invalid value
+// "30d" for flag -x: parse error` gives `for flag -x: parse error`.
+func afterValue(msg string) string {
+	if i := strings.LastIndex(msg, `" for flag -`); i >= 0 {
+		return msg[i+2:]
+	}
+	return msg
+}
+
+// helpAsked reports whether args ask for a command's help (-h, -help, --h, --help): its
+// usage is printed then, and not for every mistyped flag (the serve flags run to 200 lines).
+func helpAsked(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "-h", "-help", "--h", "--help":
+			return true
+		case "--", "-":
+			return false
+		}
+	}
+	return false
+}

@@ -126,6 +126,32 @@ func TestParseServeFlagsErrors(t *testing.T) {
 	}
 }
 
+// A duration or a number that does not parse says what the flag takes, and the flags are
+// listed for -h only (new-user round 136: --result-retention 30d printed 200 lines of flags,
+// then "parse error").
+func TestFlagErrorsSayWhatTheyTake(t *testing.T) {
+	var stderr bytes.Buffer
+	_, err := parseServeFlags([]string{"--result-retention", "30d"}, env(nil), &stderr)
+	if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--result-retention takes a duration such as 168h") {
+		t.Errorf("--result-retention 30d: %v", err)
+	}
+	if strings.Contains(stderr.String(), "Flags:") || !strings.Contains(stderr.String(), "serve -h lists the flags") {
+		t.Errorf("--result-retention 30d wrote %q; want no list of the flags", stderr.String())
+	}
+	if _, err := parseServeFlags([]string{"--max-result-bytes", "1GiB"}, env(nil), io.Discard); !strings.Contains(err.Error(), "--max-result-bytes takes a whole number, without a unit") {
+		t.Errorf("--max-result-bytes 1GiB: %v", err)
+	}
+	stderr.Reset()
+	if _, err := parseServeFlags([]string{"--help"}, env(nil), &stderr); !errors.Is(err, flag.ErrHelp) || !strings.Contains(stderr.String(), "Flags:") {
+		t.Errorf("--help: %v, %d bytes of usage", err, stderr.Len())
+	}
+	var out bytes.Buffer
+	err = runCommand(t.Context(), []string{"run", "--scenario", "s.json", "--max-state", "1KB"}, env(nil), nil, &out, &stderr)
+	if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--max-state takes a whole number") {
+		t.Errorf("run --max-state 1KB: %v", err)
+	}
+}
+
 func TestRunCommand(t *testing.T) {
 	var out, errOut bytes.Buffer
 	if err := runCommand(t.Context(), []string{"help"}, env(nil), nil, &out, &errOut); err != nil || !strings.Contains(out.String(), "Usage:") {

@@ -38,7 +38,10 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	maxState := fs.Int64("max-state", defaultRunMaxState(),
 		"the run stops with an error when its aggregates' window state passes this many `bytes` (default: as a deployment's, 1 GiB, and at most an eighth of the memory the process may use; 0: no budget)")
 	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %w", errUsage, err)
+		if errors.Is(err, flag.ErrHelp) {
+			return fmt.Errorf("%w: %w", errUsage, err)
+		}
+		return flagError(fs, err)
 	}
 	if *maxState < 0 {
 		return fmt.Errorf("%w: --max-state must not be negative", errUsage)

@@ -366,6 +366,10 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	fs.IntVar(&cfg.CrashLoopLimit, "crash-loop-limit", int(crashLoopLimit),
 		"mark FAILED, instead of resuming, a deployment during whose runs the server died `n` times in a row (env "+envCrashLoopLimit+"; 0: always resume)")
 	fs.Usage = func() {
+		if !helpAsked(args) {
+			fmt.Fprintln(fs.Output(), "(scenario-server serve -h lists the flags)")
+			return
+		}
 		fmt.Fprintf(fs.Output(), "Usage: scenario-server [serve] [flags]\n\n"+
 			"Serves the REST API (/api), its docs (/api/docs), /healthz, /readyz and /metrics, and runs the deployed scenarios.\n"+
 			"The store is PostgreSQL when %s is set (a postgres:// URL), else SQLite in the data directory.\n"+
@@ -376,7 +380,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		if errors.Is(err, flag.ErrHelp) {
 			return serveConfig{}, err
 		}
-		return serveConfig{}, fmt.Errorf("%w: %v", errUsage, err)
+		return serveConfig{}, flagError(fs, err)
 	}
 	if fs.NArg() > 0 {
 		return serveConfig{}, fmt.Errorf("%w: serve takes no arguments, got %q", errUsage, fs.Args())
