@@ -199,7 +199,11 @@ func (a authConfig) checkReached(g guardConfig, log *slog.Logger) error {
 		log.Warn("authentication is off and the server is reached through a proxy or a public name: anyone who reaches it may deploy, cancel and read everything (--insecure-no-auth)", "settings", what)
 		return nil
 	}
-	return fmt.Errorf("%w: %s say that people reach the server from beyond this machine. Turn authentication on (--auth-tokens or --oidc-issuer), or accept the risk with --insecure-no-auth",
+	verb := "says"
+	if len(beyond) > 1 {
+		verb = "say"
+	}
+	return fmt.Errorf("%w: %s "+verb+" that people reach the server from beyond this machine. Turn authentication on (--auth-tokens or --oidc-issuer), or accept the risk with --insecure-no-auth",
 		errReachedBeyond, what)
 }
 

@@ -50,7 +50,7 @@ func tokenCommand(ctx context.Context, args []string, getenv func(string) string
 	var expires time.Duration
 	switch sub {
 	case "create":
-		fs.StringVar(&name, "name", "", "who or what uses the token (`name`, at most 100 characters); the history shows it")
+		fs.StringVar(&name, "name", "", "who or what uses the token (`name`, at most 100 bytes of UTF-8); the history shows it")
 		fs.StringVar(&roleName, "role", "", "the `role` the token grants: viewer, editor, deployer or admin")
 		fs.Func("expires", "the token is refused after this `duration` (720h: 30 days; from 1m to 87600h); 0 or absent: never", func(v string) error {
 			d, err := time.ParseDuration(v)
@@ -86,7 +86,7 @@ func tokenCommand(ctx context.Context, args []string, getenv func(string) string
 			return fmt.Errorf("%w: token create takes no arguments, got %q", errUsage, params)
 		}
 		if name == "" || len(name) > 100 {
-			return fmt.Errorf("%w: --name is required, at most 100 characters", errUsage)
+			return fmt.Errorf("%w: --name is required, at most 100 bytes of UTF-8", errUsage)
 		}
 		if expires < 0 || (expires > 0 && expires < api.MinTokenLifetime) || expires > api.MaxTokenLifetime {
 			return fmt.Errorf("%w: --expires must be 0 (never) or from 1m to 87600h", errUsage)

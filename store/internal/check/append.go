@@ -39,8 +39,8 @@ func AppendEventBatch(a Append, do func(Append) (store.EventBatch, error)) (stor
 	}
 	b, err := do(a)
 	if err != nil {
-		return store.EventBatch{}, fmt.Errorf("appending a batch of %d events (key %q) to %q/%q: %w",
-			len(a.Payloads), a.Key, a.Log.Scenario, a.Log.Source, err)
+		return store.EventBatch{}, fmt.Errorf("appending a batch of %s (key %q) to %q/%q: %w",
+			plural(len(a.Payloads), "event"), a.Key, a.Log.Scenario, a.Log.Source, err)
 	}
 	return b, nil
 }

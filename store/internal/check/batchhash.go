@@ -30,9 +30,17 @@ func BatchHash(payloads [][]byte) []byte {
 func SameBatch(count int, stored []byte, n int, hash []byte) error {
 	switch {
 	case count != n:
-		return fmt.Errorf("the key names a batch of %d events, this one has %d: %w", count, n, store.ErrBatchKeyReused)
+		return fmt.Errorf("the key names a batch of %s, this one has %d: %w", plural(count, "event"), n, store.ErrBatchKeyReused)
 	case stored != nil && !bytes.Equal(stored, hash):
-		return fmt.Errorf("the key names another batch of %d events (their SHA-256 differ): %w", count, store.ErrBatchKeyReused)
+		return fmt.Errorf("the key names another batch of %s (their SHA-256 differ): %w", plural(count, "event"), store.ErrBatchKeyReused)
 	}
 	return nil
+}
+
+// plural is n and what, with an s unless n is 1 ("1 event", "10 events").
+func plural(n int, what string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, what)
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

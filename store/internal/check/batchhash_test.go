@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/scenario-server/scenario-server/store"
@@ -35,6 +36,22 @@ func TestBatchHash(t *testing.T) {
 		err := SameBatch(tc.count, tc.stored, tc.n, h)
 		if errors.Is(err, store.ErrBatchKeyReused) != tc.reused || (err != nil) != tc.reused {
 			t.Errorf("SameBatch(%d, %x, %d): %v", tc.count, tc.stored, tc.n, err)
+		}
+	}
+}
+
+// A reused key's error counts events in English: "1 event", "10 events" (new-user round 136
+// saw "a batch of 1 events").
+func TestSameBatchWording(t *testing.T) {
+	for _, tc := range []struct {
+		count, n int
+		want     string
+	}{
+		{1, 10, "the key names a batch of 1 event, this one has 10"},
+		{10, 1, "the key names a batch of 10 events, this one has 1"},
+	} {
+		if err := SameBatch(tc.count, nil, tc.n, nil); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("SameBatch(%d, %d): %v; want %q", tc.count, tc.n, err, tc.want)
 		}
 	}
 }
