@@ -448,11 +448,16 @@ func (h *handlers) counts(ctx context.Context, in *scenarioPath) (*liveCountsOut
 	}
 	out := h.liveCounts(in.Name)
 	if !out.Running {
-		if list, err := h.store.ListDeployments(ctx, in.Name, 0, 1); err == nil && len(list) > 0 && isPaused(list[0]) {
-			out.Paused = true
-		}
+		out.Paused = h.isPausedNow(ctx, in.Name)
 	}
 	return &liveCountsOutput{Body: out}, nil
+}
+
+// isPausedNow reports whether the scenario's latest deployment is paused (isPaused): false
+// when the store cannot say.
+func (h *handlers) isPausedNow(ctx context.Context, name string) bool {
+	list, err := h.store.ListDeployments(ctx, name, 0, 1)
+	return err == nil && len(list) > 0 && isPaused(list[0])
 }
 
 func (h *handlers) liveCounts(name string) LiveCounts {

@@ -38,6 +38,12 @@ func TestPausedSaysPaused(t *testing.T) {
 	if c.get("/api/scenarios/fraud/counts").ok(t, http.StatusOK, &counts); counts.Running || !counts.Paused {
 		t.Errorf("counts of the paused deployment: running %v paused %v, want false, true", counts.Running, counts.Paused)
 	}
+	// So does the counts stream.
+	stream := openStream(t, c, "/api/scenarios/fraud/counts/stream", "")
+	if first := stream.next(t); first.name != "counts" || !strings.Contains(first.data, `"running":false`) || !strings.Contains(first.data, `"paused":true`) {
+		t.Errorf("the counts stream's first event: %+v; want running false, paused true", first)
+	}
+	stream.close()
 	// The deployment lists say paused, beside the status RUNNING the store keeps for a start
 	// without --no-resume.
 	var list api.DeploymentStatusList
