@@ -88,6 +88,16 @@ func Replay(ctx context.Context, e *Engine, in io.Reader) (Summary, error) {
 	var sum Summary
 	var lineNo int64
 	var long []byte
+	// ended fills in what the run did until it ended with err (the summary said elapsed=0s
+	// and no counts for a run stopped by its state budget).
+	ended := func(err error) (Summary, error) {
+		sum.Elapsed = time.Since(start)
+		sum.Counts = e.Counts()
+		sum.Late = e.Late()
+		sum.PartlyLate = e.PartlyLate()
+		_, sum.Errors = e.Errors()
+		return sum, err
+	}
 	for {
 		line, err := r.ReadSlice('\n')
 		// size: for a line longer than the buffer, of which long keeps at most MaxLineBytes
@@ -120,7 +130,8 @@ func Replay(ctx context.Context, e *Engine, in io.Reader) (Summary, error) {
 				sum.Events++
 				e.pushLine(one, trimmed, lineNo)
 				if e.CheckState() {
-					return sum, e.StateErr()
+					// The line it stopped at, as README's run section says (new-user round 136).
+					return ended(fmt.Errorf("at input line %d: %w", lineNo, e.StateErr()))
 				}
 			}
 		}
@@ -139,14 +150,9 @@ func Replay(ctx context.Context, e *Engine, in io.Reader) (Summary, error) {
 		return sum, ctx.Err()
 	}
 	if e.stateErr != nil { // passed while the end of input closed the windows (a for-each below them)
-		return sum, e.stateErr
+		return ended(fmt.Errorf("at the end of input: %w", e.stateErr))
 	}
-	sum.Elapsed = time.Since(start)
-	sum.Counts = e.Counts()
-	sum.Late = e.Late()
-	sum.PartlyLate = e.PartlyLate()
-	_, sum.Errors = e.Errors()
-	return sum, nil
+	return ended(nil)
 }
 
 // lineTooLong is the per-event error of input line lineNo, of size bytes (more than

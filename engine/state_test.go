@@ -132,10 +132,16 @@ func TestStateBudgetFastGrowth(t *testing.T) {
 	if perKey < 1<<20 {
 		t.Fatalf("one key of the count window holds %d bytes; the test wants megabytes", perKey)
 	}
-	_, err = Replay(context.Background(), e, strings.NewReader(in.String()))
+	sum, err := Replay(context.Background(), e, strings.NewReader(in.String()))
 	var over *StateBudgetError
 	if !errors.As(err, &over) || over.Node != "x" {
 		t.Fatalf("Replay of 300 keys of %d bytes each (%d in all) against %d: %v; want a *StateBudgetError of x", perKey, 300*perKey, budget, err)
+	}
+	// It says the line it stopped at, the last read, and the summary what was done (new-user
+	// round 136: no line, and elapsed 0 s).
+	if want := fmt.Sprintf("at input line %d: ", sum.Events); sum.Events < 1 || sum.Events >= 300 || !strings.HasPrefix(err.Error(), want) ||
+		sum.Elapsed <= 0 || sum.Counts["in"].In != sum.Events {
+		t.Errorf("Replay stopped with %q, after %d lines, %v, %d events in; want %q and its counts", err, sum.Events, sum.Elapsed, sum.Counts["in"].In, want)
 	}
 	// Past it by at most one growth of the columns: 262,144 cells (maxGrowCells, exactly:
 	// before 817fbae, slices.Grow rounded it up to half as many again), 27 keys of 10,000
