@@ -97,6 +97,10 @@ type deployment struct {
 	live atomic.Pointer[Live]
 
 	// Owned by run.
+	// readErrAt is when the last failed read of events was logged (zero: reads go well),
+	// readErrLeftOut how many failed since without a log line (readFailed).
+	readErrAt      time.Time
+	readErrLeftOut int
 	// storedResults is the bytes of the scenario's collected results in the store, as
 	// trimResults counts them; -1: not known yet.
 	storedResults  int64
@@ -435,10 +439,11 @@ func (d *deployment) run() {
 				if ctx.Err() != nil {
 					continue
 				}
-				log.Error("reading events", "error", err)
+				d.readFailed(log, err)
 				d.sleep(retryDelay)
 				continue
 			}
+			d.readAgain(log)
 		}
 		now := d.rt.cfg.Now()
 		if n > 0 {
@@ -1849,6 +1854,37 @@ func (d *deployment) checkpointCommitted(ctx context.Context, cp store.Checkpoin
 		}
 	}
 	d.publish(PhaseRunning)
+}
+
+// readErrorLogAgain is how long a failed read of events is not logged again for its
+// deployment: a store down for a while logged two lines a second a deployment (new-user round
+// 136), as Kafka sources' problems are logged once a minute.
+const readErrorLogAgain = time.Minute
+
+// readFailed logs a failed read of events, at most once a readErrorLogAgain, with how many
+// failed since the last line (left_out).
+func (d *deployment) readFailed(log *slog.Logger, err error) {
+	now := time.Now()
+	if !d.readErrAt.IsZero() && now.Sub(d.readErrAt) < readErrorLogAgain {
+		d.readErrLeftOut++
+		return
+	}
+	attrs := []any{"error", err}
+	if d.readErrLeftOut > 0 {
+		attrs = append(attrs, "left_out", d.readErrLeftOut)
+	}
+	log.Error("reading events", attrs...)
+	d.readErrAt, d.readErrLeftOut = now, 0
+}
+
+// readAgain logs that events are read again after failed reads, with how many were not
+// logged.
+func (d *deployment) readAgain(log *slog.Logger) {
+	if d.readErrAt.IsZero() {
+		return
+	}
+	log.Info("reading events again", "left_out", d.readErrLeftOut)
+	d.readErrAt, d.readErrLeftOut = time.Time{}, 0
 }
 
 // trimResults counts bytes more of the scenario's collected results in the store and, past
