@@ -77,6 +77,8 @@ test('sign in, roles and the audit log', async (t) => {
     await page.getByTestId(`scenario-${SCENARIO}`).getByRole('link', { name: SCENARIO }).click();
     await node(page, 'payments').waitFor();
     await page.getByTestId('read-only').waitFor();
+    // Nothing selected: the hint says it is read-only, not to drag from a palette it has not.
+    assert.equal(await page.getByTestId('no-selection').innerText(), 'Select a node to see it (read-only: your role cannot edit).');
     assert.equal(await page.getByTestId('palette').count(), 0);
     assert.equal(await page.getByTestId('save').count(), 0);
     assert.equal(await page.getByTestId('tab-test').count(), 0);

@@ -461,7 +461,13 @@ function EditorInner({ name, components }: Props) {
                     />
                   </fieldset>
                 ) : (
-                  <div className="muted">{selected.length > 1 ? `${selected.length} nodes selected.` : 'Select a node to edit it, or drag one from the palette onto the canvas.'}</div>
+                  <div className="muted" data-testid="no-selection">
+                    {selected.length > 1
+                      ? `${selected.length} nodes selected.`
+                      : canEdit
+                        ? 'Select a node to edit it, or drag one from the palette onto the canvas.'
+                        : 'Select a node to see it (read-only: your role cannot edit).'}
+                  </div>
                 ))}
               {tab === 'problems' && <ProblemsPanel validation={validation} onJump={jumpTo} />}
               {tab === 'history' && (
