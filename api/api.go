@@ -240,7 +240,8 @@ func New(cfg Config) (*Handler, error) {
 	r.Use(limiter.limit)
 	r.Use(ndjsonRecords(cfg.TestMaxBytes))
 	r.Use(checkBody(limitOf))
-	r.Use(checkQuery)
+	queries := map[string][]string{} // filled once the operations are registered
+	r.Use(checkQuery(r, queries))
 	r.Use(refuseNUL(limitOf))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, newProblem(http.StatusNotFound, CodeRouteNotFound, "no route "+r.URL.Path))
@@ -323,6 +324,7 @@ func New(cfg Config) (*Handler, error) {
 	registerSignIn(r, cfg.SignIn, &auditor{store: cfg.Store, now: time.Now})
 	registerTokenSignIn(r, cfg.Authenticator, &auditor{store: cfg.Store, now: time.Now},
 		strings.HasPrefix(strings.ToLower(cfg.Browser.PublicURL), "https://"))
+	operationQueries(hapi.OpenAPI(), queries)
 	if err := serveOpenAPI(r, hapi); err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/danielgtaylor/huma/v2"
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
@@ -216,30 +217,70 @@ type malformedBody struct{ err error }
 func (e *malformedBody) Error() string { return e.err.Error() }
 func (e *malformedBody) Unwrap() error { return e.err }
 
-// checkQuery refuses an API request whose query string is not valid percent-encoding, or that
-// gives a parameter more than once (400 bad-request): no parameter of the API takes a list, and
-// a route reading the first of several would act on one the client may not have meant
-// (DELETE /api/sessions?subject=a&subject=b ended a's sessions alone).
-func checkQuery(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.RawQuery == "" || !strings.HasPrefix(r.URL.Path, "/api/") {
-			next.ServeHTTP(w, r)
-			return
-		}
-		q, err := url.ParseQuery(r.URL.RawQuery)
-		if err != nil {
-			writeProblem(w, problemf(http.StatusBadRequest, CodeBadRequest, "the query string is not valid: %v", err))
-			return
-		}
-		for _, k := range slices.Sorted(maps.Keys(q)) {
-			if n := len(q[k]); n > 1 {
-				writeProblem(w, problemf(http.StatusBadRequest, CodeBadRequest,
-					"query parameter %q is given %d times; give it once", names.Cut(k, 100), n))
+// checkQuery refuses an API request whose query string is not valid percent-encoding, that
+// gives a parameter twice, or that gives one its operation does not take (params: the query
+// parameters by "METHOD pattern" of the API's operations, filled once they are registered; a
+// route not in it, not an operation, is not checked): 400. A misspelt parameter was ignored
+// before, and its request answered as if it had none (new-user round 136: "afer=2" listed
+// every result, "serch=" every scenario).
+func checkQuery(mux *chi.Mux, params map[string][]string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.RawQuery == "" || !strings.HasPrefix(r.URL.Path, "/api/") {
+				next.ServeHTTP(w, r)
 				return
 			}
+			q, err := url.ParseQuery(r.URL.RawQuery)
+			if err != nil {
+				writeProblem(w, problemf(http.StatusBadRequest, CodeBadRequest, "the query string is not valid: %v", err))
+				return
+			}
+			keys := slices.Sorted(maps.Keys(q))
+			for _, k := range keys {
+				if n := len(q[k]); n > 1 {
+					writeProblem(w, problemf(http.StatusBadRequest, CodeBadRequest,
+						"query parameter %q is given %d times; give it once", names.Cut(k, 100), n))
+					return
+				}
+			}
+			method, pattern, _ := findRoute(mux, r)
+			if takes, ok := params[method+" "+pattern]; ok {
+				for _, k := range keys {
+					if !slices.Contains(takes, k) {
+						what := "no query parameters"
+						if len(takes) > 0 {
+							what = "the query parameters " + strings.Join(takes, ", ")
+						}
+						writeProblem(w, problemf(http.StatusBadRequest, CodeBadRequest,
+							"unknown query parameter %q: %s %s takes %s", names.Cut(k, 100), method, pattern, what))
+						return
+					}
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// operationQueries returns the query parameters of doc's operations by "METHOD path" (the
+// path as chi patterns write it, {name}), for checkQuery.
+func operationQueries(doc *huma.OpenAPI, into map[string][]string) {
+	for path, item := range doc.Paths {
+		for method, op := range map[string]*huma.Operation{http.MethodGet: item.Get, http.MethodPost: item.Post,
+			http.MethodPut: item.Put, http.MethodPatch: item.Patch, http.MethodDelete: item.Delete} {
+			if op == nil {
+				continue
+			}
+			takes := []string{}
+			for _, p := range op.Parameters {
+				if p.In == "query" {
+					takes = append(takes, p.Name)
+				}
+			}
+			slices.Sort(takes)
+			into[method+" "+path] = takes
 		}
-		next.ServeHTTP(w, r)
-	})
+	}
 }
 
 // checkBody refuses, before anything reads it, a body that is announced longer than the
