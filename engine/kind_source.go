@@ -73,7 +73,7 @@ func kafkaSourceKind() *nodes.Kind {
 // without a timestamp expression gets.
 func sourceKind(typ, label, desc string, bounded bool, untimed string, extra ...nodes.ParamSpec) *nodes.Kind {
 	params := append([]nodes.ParamSpec{}, extra...)
-	tsDesc := "Event time: epoch milliseconds or an RFC 3339 string, e.g. #input.ts or parseTime(#input.date, \"yyyy/MM/dd HH:mm\")." + untimed
+	tsDesc := "Event time: epoch milliseconds (a fraction of one floored) or an RFC 3339 string, e.g. #input.ts or parseTime(#input.date, \"yyyy/MM/dd HH:mm\")." + untimed
 	params = append(params,
 		nodes.ParamSpec{Name: "timestamp", In: nodes.InParameters, Editor: nodes.EditorExpression, Type: "timestamp", Required: bounded, Label: "Timestamp", Description: tsDesc},
 		nodes.ParamSpec{Name: "maxOutOfOrderness", In: nodes.InParameters, Editor: nodes.EditorDuration, Type: "duration", Default: "60s", Label: "Max out-of-orderness",

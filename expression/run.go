@@ -763,9 +763,11 @@ func EventTime(v value.Value) (int64, error) {
 	case value.KindInt:
 		return v.Int(), nil
 	case value.KindFloat:
-		f := v.Float()
-		if f >= math.MaxInt64 || f < math.MinInt64 {
-			return 0, fmt.Errorf("%w: %v is out of range", ErrEventTime, f)
+		// Milliseconds and a fraction: floored, as an RFC 3339 time's fraction of a
+		// millisecond is (-1.9 is -2, not -1: truncated toward zero before, unlike strings).
+		f := math.Floor(v.Float())
+		if math.IsNaN(f) || f >= math.MaxInt64 || f < math.MinInt64 {
+			return 0, fmt.Errorf("%w: %v is out of range", ErrEventTime, v.Float())
 		}
 		return int64(f), nil
 	case value.KindString:

@@ -181,6 +181,10 @@ func TestEventTime(t *testing.T) {
 	}{
 		{value.Int(1714557600000), 1714557600000},
 		{value.Float(1714557600000.9), 1714557600000},
+		{value.Float(1.9), 1},
+		{value.Float(-1.9), -2}, // floored, as "1969-12-31T23:59:59.9981Z" is -2
+		{value.String("1969-12-31T23:59:59.9981Z"), -2},
+		{value.Float(-0.0), 0},
 		{value.String("2024-05-01T10:00:00Z"), 1714557600000},
 		{value.String("2024-05-01T12:00:00.5+02:00"), 1714557600500},
 	} {
@@ -188,7 +192,7 @@ func TestEventTime(t *testing.T) {
 			t.Errorf("EventTime(%s) = %d, %v; want %d", value.AppendJSON(nil, tt.v), got, err, tt.want)
 		}
 	}
-	for _, bad := range []value.Value{value.Null(), value.Bool(true), value.String("2024-05-01"), value.Float(1e300), value.List(nil)} {
+	for _, bad := range []value.Value{value.Null(), value.Bool(true), value.String("2024-05-01"), value.Float(1e300), value.Float(math.NaN()), value.Float(math.Inf(-1)), value.List(nil)} {
 		if _, err := EventTime(bad); !errors.Is(err, ErrEventTime) {
 			t.Errorf("EventTime(%s) error %v", value.AppendJSON(nil, bad), err)
 		}
