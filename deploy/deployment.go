@@ -466,17 +466,7 @@ func (d *deployment) run() {
 		// Before any checkpoint: past the state budget (within a batch, or an idle step's
 		// for-each) the engine took no more events, and past the results' limit they were not
 		// kept, so nothing since the last checkpoint may commit.
-		if over := (*engine.StateBudgetError)(nil); errors.As(d.eng.StateErr(), &over) {
-			err := &StateBudgetError{Bytes: over.Bytes, Budget: over.Budget, Node: over.Node, State: d.eng.State()[over.Node],
-				Total: over.Shared, TotalBudget: over.SharedBudget, Evicted: d.rt.state != nil && d.rt.state.Evicted(d.eng)}
-			log.Error("deployment failed", "error", err)
-			d.fail(err.Error())
-			return
-		}
-		if d.rt.state != nil && d.rt.state.Evicted(d.eng) {
-			// Evicted while it took no events (woken by the budget's Evict).
-			bytes, node := d.eng.StateBytes()
-			err := &StateBudgetError{Bytes: bytes, Node: node, State: d.eng.State()[node], Total: d.rt.state.Total(), TotalBudget: d.rt.state.Max, Evicted: true}
+		if err := d.stateBudgetPassed(); err != nil {
 			log.Error("deployment failed", "error", err)
 			d.fail(err.Error())
 			return
@@ -1854,6 +1844,23 @@ func (d *deployment) checkpointCommitted(ctx context.Context, cp store.Checkpoin
 		}
 	}
 	d.publish(PhaseRunning)
+}
+
+// stateBudgetPassed is why the deployment fails for its window state: its engine passed a
+// state budget (within a batch, or an idle step's for-each), or the server's state budget
+// evicted it (engine.SharedStateBudget; woken by its Evict while it took no events); nil
+// when neither.
+func (d *deployment) stateBudgetPassed() *StateBudgetError {
+	evicted := d.rt.state != nil && d.rt.state.Evicted(d.eng)
+	if over := (*engine.StateBudgetError)(nil); errors.As(d.eng.StateErr(), &over) {
+		return &StateBudgetError{Bytes: over.Bytes, Budget: over.Budget, Node: over.Node, State: d.eng.State()[over.Node],
+			Total: over.Shared, TotalBudget: over.SharedBudget, Evicted: evicted}
+	}
+	if !evicted {
+		return nil
+	}
+	bytes, node := d.eng.StateBytes()
+	return &StateBudgetError{Bytes: bytes, Node: node, State: d.eng.State()[node], Total: d.rt.state.Total(), TotalBudget: d.rt.state.Max, Evicted: true}
 }
 
 // readErrorLogAgain is how long a failed read of events is not logged again for its

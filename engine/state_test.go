@@ -92,6 +92,33 @@ func TestSharedStateBudget(t *testing.T) {
 	if total, over := (&SharedStateBudget{}).Record(e1, 1<<40); total != 1<<40 || over {
 		t.Errorf("no budget (Max 0): %d, %v", total, over)
 	}
+
+	// Shares are max-min fair: ten engines holding nothing leave their parts to the others.
+	// One parked on 90 of 100, a victim from 5 to 15: 105 > 100, the shares are 85 (the
+	// victim's 15, and 85 left) and the victim's 15 within it, so the parked one is evicted
+	// (with shares of a twelfth, 8, the victim was over).
+	d := &SharedStateBudget{Max: 100}
+	parked, victim := &Engine{}, &Engine{}
+	d.Record(parked, 90)
+	for range 10 {
+		d.Record(&Engine{}, 0)
+	}
+	d.Record(victim, 5)
+	if total, over := d.Record(victim, 15); total != 105 || over || !d.Evicted(parked) {
+		t.Errorf("the victim growing to 15: %d, over %v, parked evicted %v; want 105, false, true", total, over, d.Evicted(parked))
+	}
+	// Reservations evict nobody: an engine of 6 reserving 24 more beside one of 78 (of 100),
+	// within its share of 50, is refused, and the other stays (it was evicted).
+	r := &SharedStateBudget{Max: 100}
+	big, small := &Engine{}, &Engine{}
+	r.Record(big, 78)
+	r.Record(small, 6)
+	if total, over := r.Admit(small, 30); total != 108 || !over || r.Evicted(big) {
+		t.Errorf("a reservation of 24: %d, over %v, big evicted %v; want 108, true, false", total, over, r.Evicted(big))
+	}
+	if total, over := r.Admit(small, 11); total != 89 || over {
+		t.Errorf("a reservation of 5: %d, over %v; want 89, false", total, over)
+	}
 }
 
 // A count window of 10,000 events sliding by 1 keeps 10,000 count-slices of each aggregator
