@@ -102,8 +102,11 @@ type deployment struct {
 	readErrAt      time.Time
 	readErrLeftOut int
 	// storedResults is the bytes of the scenario's collected results in the store, as
-	// trimResults counts them; -1: not known yet.
-	storedResults  int64
+	// trimResults counts them (-1: not known yet); trimming is set while a trim runs, in a
+	// goroutine of its own that trims waits for.
+	storedResults  atomic.Int64
+	trimming       atomic.Bool
+	trims          sync.WaitGroup
 	startedAt      time.Time
 	lastCheckpoint time.Time
 	checkpointSeq  int64
@@ -238,9 +241,8 @@ func newDeployment(r *Runtime, v store.Version) *deployment {
 		done:    make(chan struct{}),
 		started: make(chan struct{}),
 		wake:    make(chan struct{}, 1),
-
-		storedResults: -1,
 	}
+	d.storedResults.Store(-1)
 	d.info = store.Deployment{Scenario: v.Scenario, Version: v.Number}
 	d.deadLetterBudget = r.deadLetterBudgetOf(v.Scenario)
 	if r.cfg.MaxTotalPendingResultBytes > 0 {
@@ -297,6 +299,7 @@ func (d *deployment) run() {
 	log := d.logger()
 	startedOnce := sync.OnceFunc(func() { close(d.started) })
 	defer close(d.done)
+	defer d.trims.Wait() // a trim of its results in progress ends first
 	defer startedOnce()
 	defer func() {
 		if rec := recover(); rec != nil {
@@ -1450,7 +1453,7 @@ func (d *deployment) settle(ctx context.Context, p *inflightCheckpoint, cp store
 			d.sinks.commit(ctx) // phase 2
 		}
 		d.checkpointCommitted(ctx, cp, p.positions)
-		d.trimResults(ctx, p.resultBytes)
+		d.trimResults(p.results)
 		return nil
 	case refused(err):
 		d.dropCheckpoint(ctx, p)
@@ -1894,33 +1897,52 @@ func (d *deployment) readAgain(log *slog.Logger) {
 	d.readErrAt, d.readErrLeftOut = time.Time{}, 0
 }
 
-// trimResults counts bytes more of the scenario's collected results in the store and, past
-// Config.MaxResultBytes, deletes its oldest (store.TrimSinkResults) down to seven eighths of
-// it; the first commit learns what the store holds the same way. A trim that fails is tried
-// again at the next commit. Without it, one client sending events to a scenario with a
-// collect sink of #input filled the disk at 70 MB/s (hostile round 137), and then every
-// deployment failed store-full.
-func (d *deployment) trimResults(ctx context.Context, bytes int64) {
+// trimResults counts the results a checkpoint committed (their values' bytes) into the
+// scenario's collected results in the store and, past Config.MaxResultBytes, deletes its
+// oldest (store.TrimSinkResults) down to seven eighths of it, in a goroutine of its own, one
+// at a time: a trim reads every result's size (hundreds of milliseconds to seconds for a
+// gigabyte of small results, review 140), and the deployment goes on meanwhile. The first
+// commit learns what the store holds the same way. A trim that fails is tried again at the
+// next commit. Without it, one client sending events to a scenario with a collect sink of
+// #input filled the disk at 70 MB/s (hostile round 137), and then every deployment failed
+// store-full.
+func (d *deployment) trimResults(results []store.NewSinkResult) {
 	most := d.rt.cfg.MaxResultBytes
 	if most <= 0 {
 		return
 	}
-	if d.storedResults >= 0 {
-		if d.storedResults += bytes; d.storedResults <= most {
+	if d.storedResults.Load() >= 0 {
+		var n int64
+		for _, r := range results {
+			n += int64(len(r.Value))
+		}
+		if d.storedResults.Add(n) <= most {
 			return
 		}
 	}
-	deleted, kept, err := d.rt.cfg.Store.TrimSinkResults(ctx, d.info.Scenario, most-most/8)
-	if err != nil {
-		if ctx.Err() == nil {
-			d.logger().Warn("trimming the collected results to --max-result-bytes; trying again at the next checkpoint", "error", err)
-		}
+	if !d.trimming.CompareAndSwap(false, true) {
 		return
 	}
-	d.storedResults = kept
-	if deleted > 0 {
-		d.logger().Info("deleted the oldest collected results, past --max-result-bytes", "deleted", deleted, "keptBytes", kept, "maxResultBytes", most)
-	}
+	d.trims.Add(1)
+	go func() {
+		defer d.trims.Done()
+		defer d.trimming.Store(false)
+		before := d.storedResults.Load()
+		deleted, kept, err := d.rt.cfg.Store.TrimSinkResults(d.rt.ctx, d.info.Scenario, most-most/8)
+		if err != nil {
+			if d.rt.ctx.Err() == nil {
+				d.logger().Warn("trimming the collected results to --max-result-bytes; trying again at the next checkpoint", "error", err)
+			}
+			return
+		}
+		if before >= 0 {
+			kept += max(d.storedResults.Load()-before, 0) // committed while it trimmed
+		}
+		d.storedResults.Store(kept)
+		if deleted > 0 {
+			d.logger().Info("deleted the oldest collected results, past --max-result-bytes", "deleted", deleted, "keptBytes", kept, "maxResultBytes", most)
+		}
+	}()
 }
 
 func (d *deployment) noteCheckpointError(now time.Time, err error) {

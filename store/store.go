@@ -221,9 +221,11 @@ type Store interface {
 	// TrimSinkResults deletes the oldest collected results of the scenario until the bytes of
 	// those kept are at most keep (retention by size, as Kafka's retention.bytes), and
 	// returns how many it deleted and the bytes kept. The bytes are those the store holds
-	// the values in: their JSON, and on SQLite the lengths of a chunk's values (a few bytes
-	// each); results stored together (one append's, on SQLite) go together, and the newest
-	// of them are kept whatever their bytes. The IDs of the others do not change.
+	// the values in: on SQLite their JSON with the lengths of a chunk's values (a few bytes
+	// each), on PostgreSQL each value as stored (compressed when large) and 32 bytes a row;
+	// results stored together (a chunk of an append's, on SQLite: up to 4,096 results or 256
+	// KiB) go together, and the newest are kept whatever their bytes. The IDs of the others
+	// do not change.
 	// Errors: ErrNotFound when the scenario does not exist.
 	TrimSinkResults(ctx context.Context, scenario string, keep int64) (deleted, kept int64, err error)
 

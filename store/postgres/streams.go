@@ -259,7 +259,9 @@ func (s *Store) PruneSinkResults(ctx context.Context, before time.Time) (int64, 
 
 // TrimSinkResults implements store.Store: the newest results whose values add up to at most
 // keep bytes are kept, and the newest whatever its bytes, the others deleted, pruneChunk a
-// statement.
+// statement. A result's bytes are its value as stored (pg_column_size: compressed when
+// large, read without decompressing it) and 32 for its row (a row's header and id, sink and
+// time: tiny results took many times their JSON on disk, review 140).
 func (s *Store) TrimSinkResults(ctx context.Context, scenario string, keep int64) (deleted, kept int64, err error) {
 	defer func() {
 		if err != nil {
@@ -273,12 +275,12 @@ func (s *Store) TrimSinkResults(ctx context.Context, scenario string, keep int64
 	var cut int64
 	// The newest result that, with the newer ones, passes keep: it and the older go.
 	if err := s.pool.QueryRow(ctx, `SELECT COALESCE(MAX(id), -1) FROM (
-		SELECT id, SUM(octet_length(value::text)) OVER (ORDER BY id DESC ROWS UNBOUNDED PRECEDING) AS upto
+		SELECT id, SUM(pg_column_size(value) + 32) OVER (ORDER BY id DESC ROWS UNBOUNDED PRECEDING) AS upto
 		FROM sink_results WHERE scenario_id = $1) t WHERE upto > $2
 		AND id < (SELECT MAX(id) FROM sink_results WHERE scenario_id = $1)`, row.id, keep).Scan(&cut); err != nil {
 		return 0, 0, err
 	}
-	if err := s.pool.QueryRow(ctx, `SELECT COALESCE(SUM(octet_length(value::text)), 0) FROM sink_results
+	if err := s.pool.QueryRow(ctx, `SELECT COALESCE(SUM(pg_column_size(value) + 32), 0) FROM sink_results
 		WHERE scenario_id = $1 AND id > $2`, row.id, cut).Scan(&kept); err != nil {
 		return 0, 0, err
 	}

@@ -428,8 +428,15 @@ func (s *Store) TrimSinkResults(ctx context.Context, scenario string, keep int64
 			err = fmt.Errorf("trimming the sink results of %q to %d bytes: %w", scenario, keep, err)
 		}
 	}()
+	// Measured in a read transaction: the write connection, which every append waits for,
+	// is not held while every chunk's size is read (300 ms for 200,000 chunks, review 140).
 	var id, cut int64 = 0, -1
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = func() error {
+		tx, err := s.read.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
 		row, err := lookupScenario(ctx, tx, scenario)
 		if err != nil {
 			return err
@@ -445,7 +452,7 @@ func (s *Store) TrimSinkResults(ctx context.Context, scenario string, keep int64
 		}
 		return tx.QueryRowContext(ctx, `SELECT COALESCE(SUM(octet_length(results)), 0) FROM result_chunks
 			WHERE scenario_id = ? AND segment_last > ?`, id, cut).Scan(&kept)
-	})
+	}()
 	if err != nil || cut < 0 {
 		return 0, kept, err
 	}
