@@ -44,33 +44,70 @@ func backupCommand(ctx context.Context, args []string, getenv func(string) strin
 	if getenv(envDatabaseURL) != "" {
 		return fmt.Errorf("%w: the store is PostgreSQL (%s): back it up with pg_dump, and the data directory's %s and %s files beside it", errUsage, envDatabaseURL, serverIDFile, sessionKeyFile)
 	}
+	made := false
 	if entries, err := os.ReadDir(*to); err == nil && len(entries) > 0 {
 		return fmt.Errorf("%s is not empty: give a new directory", *to)
-	} else if err != nil && !errors.Is(err, iofs.ErrNotExist) {
+	} else if errors.Is(err, iofs.ErrNotExist) {
+		made = true
+	} else if err != nil {
 		return err
 	}
 	if err := os.MkdirAll(*to, 0o700); err != nil {
 		return err
 	}
-	size, err := sqlite.Backup(ctx, *dataDir, filepath.Join(*to, sqlite.FileName))
-	if err != nil {
+	if err := os.Chmod(*to, 0o700); err != nil { // an empty directory given keeps no wider mode
 		return err
 	}
-	copied := ""
-	for _, name := range []string{serverIDFile, sessionKeyFile} {
-		b, err := os.ReadFile(filepath.Join(*dataDir, name))
-		if errors.Is(err, iofs.ErrNotExist) {
-			continue
+	size, copied, err := backupInto(ctx, *dataDir, *to)
+	if err != nil {
+		if made {
+			os.RemoveAll(*to) // nothing that looks like a backup is left
 		}
-		if err == nil {
-			err = os.WriteFile(filepath.Join(*to, name), b, 0o600)
-		}
-		if err != nil {
-			return fmt.Errorf("copying %s: %w", name, err)
-		}
-		copied += ", " + name
+		return err
 	}
 	fmt.Fprintf(stdout, "backed up %s to %s (%d bytes%s); a server started with --data-dir %s resumes from it\n",
 		filepath.Join(*dataDir, sqlite.FileName), *to, size, copied, *to)
 	return nil
+}
+
+// backupInto writes the store of dataDir and its server's files into the directory to, each
+// synced to disk, and returns the database copy's size and ", server-id, session-key" for
+// the files it copied.
+func backupInto(ctx context.Context, dataDir, to string) (int64, string, error) {
+	size, err := sqlite.Backup(ctx, dataDir, filepath.Join(to, sqlite.FileName))
+	if err != nil {
+		return 0, "", err
+	}
+	copied := ""
+	for _, name := range []string{serverIDFile, sessionKeyFile} {
+		b, err := os.ReadFile(filepath.Join(dataDir, name))
+		if errors.Is(err, iofs.ErrNotExist) {
+			continue
+		}
+		if err == nil {
+			err = writeSynced(filepath.Join(to, name), b)
+		}
+		if err != nil {
+			return 0, "", fmt.Errorf("copying %s: %w", name, err)
+		}
+		copied += ", " + name
+	}
+	return size, copied, sqlite.SyncDir(to)
+}
+
+// writeSynced writes b to a new file at path, readable by its owner only, synced to disk.
+func writeSynced(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -75,6 +75,16 @@ func TestBackup(t *testing.T) {
 		t.Errorf("the copy's mode: %v, %v", fi.Mode(), err)
 	}
 
+	// A backup that fails leaves no directory behind, nor any file that looks like a store.
+	nostore, failed := t.TempDir(), filepath.Join(t.TempDir(), "x")
+	defer func() {
+		if _, err := os.Stat(failed); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the failed backup's directory: %v, want none", err)
+		}
+		if _, err := os.Stat(filepath.Join(to, sqlite.FileName+".partial")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the backup's partial file: %v, want none", err)
+		}
+	}()
 	for _, tc := range []struct {
 		args  []string
 		env   func(string) string
@@ -82,7 +92,7 @@ func TestBackup(t *testing.T) {
 		want  string
 	}{
 		{[]string{"--data-dir", dir, "--to", to}, env, false, "is not empty"},
-		{[]string{"--data-dir", t.TempDir(), "--to", filepath.Join(t.TempDir(), "x")}, env, false, "no store at"},
+		{[]string{"--data-dir", nostore, "--to", failed}, env, false, "no store at"},
 		{[]string{"--data-dir", dir, "--to", filepath.Join(t.TempDir(), "y")}, func(k string) string {
 			if k == envDatabaseURL {
 				return "postgres://db/x"

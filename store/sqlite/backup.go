@@ -38,20 +38,64 @@ func Backup(ctx context.Context, dataDir, to string) (int64, error) {
 		return 0, err
 	}
 	defer db.Close()
-	// Made first, with the owner's mode alone (the store holds token hashes and every event):
-	// VACUUM INTO writes into an empty file.
-	f, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	// Written under a name of its own, made first with the owner's mode alone (the store
+	// holds token hashes and every event; VACUUM INTO writes into an empty file), synced, and
+	// then renamed: a backup cut short (a kill, a full disk) leaves no file that looks whole
+	// (SQLite does not sync what VACUUM INTO writes).
+	partial := to + ".partial"
+	f, err := os.OpenFile(partial, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return 0, err
 	}
 	f.Close()
-	if _, err := db.ExecContext(ctx, `VACUUM INTO ?`, to); err != nil {
-		os.Remove(to)
+	done := false
+	defer func() {
+		if !done {
+			os.Remove(partial)
+		}
+	}()
+	if _, err := db.ExecContext(ctx, `VACUUM INTO ?`, partial); err != nil {
 		return 0, fmt.Errorf("backing up %s: %w", path, err)
+	}
+	if err := syncFile(partial); err != nil {
+		return 0, err
+	}
+	if err := os.Rename(partial, to); err != nil {
+		return 0, err
+	}
+	done = true
+	if err := SyncDir(filepath.Dir(to)); err != nil {
+		return 0, err
 	}
 	fi, err := os.Stat(to)
 	if err != nil {
 		return 0, err
 	}
 	return fi.Size(), nil
+}
+
+// syncFile flushes the file at path to its disk.
+func syncFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// SyncDir flushes the directory dir's entries (a file made or renamed in it) to its disk.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	if err := d.Sync(); err != nil {
+		d.Close()
+		return err
+	}
+	return d.Close()
 }
