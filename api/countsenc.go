@@ -74,12 +74,12 @@ func (h *handlers) encodedCounts(sc *scenarioCounts, name string) (data, same []
 	if l != nil {
 		counts = liveOut(name, *l, true)
 	} else {
-		// Not run here: paused by a --no-resume start, as GET .../counts says (new-user
-		// round 136: the stream left it out). Read once for the encoding kept until the
-		// deployment runs here.
+		// Not run here: paused by a --no-resume start, or run by another server, as GET
+		// .../counts says (new-user round 136: the stream left paused out). Read once for
+		// the encoding kept until the deployment runs here.
 		counts = liveOut(name, deploy.Live{}, false)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		counts.Paused = h.isPausedNow(ctx, name)
+		counts.Paused, counts.RunningOn = h.notRunningHere(ctx, name)
 		cancel()
 	}
 	data, _ = json.Marshal(counts)

@@ -12,6 +12,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/scenario-server/scenario-server/deploy"
+	"github.com/scenario-server/scenario-server/internal/names"
 	"github.com/scenario-server/scenario-server/store"
 )
 
@@ -149,6 +150,7 @@ type LiveCounts struct {
 	Scenario     string                `json:"scenario"`
 	Running      bool                  `json:"running" doc:"False when the scenario has no deployment running in this server; the other fields are then empty."`
 	Paused       bool                  `json:"paused,omitempty" doc:"True (with running false) when the scenario's deployment is paused: RUNNING in the store, not resumed by this server (safe mode, --no-resume); its counts and checkpoint are kept and come back when it runs again."`
+	RunningOn    string                `json:"runningOn,omitempty" doc:"With running false: the server, among those sharing this store, that runs the scenario's deployment (it holds its lease); its counts, and its events, are on that server."`
 	DeploymentID int64                 `json:"deploymentId,omitempty"`
 	Version      int                   `json:"version,omitempty"`
 	Phase        string                `json:"phase,omitempty" enum:"starting,running,failed,stopped" doc:"starting while it restores its last checkpoint."`
@@ -448,16 +450,32 @@ func (h *handlers) counts(ctx context.Context, in *scenarioPath) (*liveCountsOut
 	}
 	out := h.liveCounts(in.Name)
 	if !out.Running {
-		out.Paused = h.isPausedNow(ctx, in.Name)
+		out.Paused, out.RunningOn = h.notRunningHere(ctx, in.Name)
 	}
 	return &liveCountsOutput{Body: out}, nil
 }
 
-// isPausedNow reports whether the scenario's latest deployment is paused (isPaused): false
-// when the store cannot say.
-func (h *handlers) isPausedNow(ctx context.Context, name string) bool {
+// notRunningHere says, for a scenario this server does not run, whether its latest deployment
+// is paused (isPaused), or else which other server sharing the store runs it (it holds its
+// lease; new-user round 136: the counts said only "not running" on the second server); false
+// and "" when neither, or when the store cannot say.
+func (h *handlers) notRunningHere(ctx context.Context, name string) (paused bool, runningOn string) {
 	list, err := h.store.ListDeployments(ctx, name, 0, 1)
-	return err == nil && len(list) > 0 && isPaused(list[0])
+	if err != nil || len(list) == 0 {
+		return false, ""
+	}
+	d := list[0]
+	if isPaused(d) {
+		return true, ""
+	}
+	if d.Status != store.StatusRunning && d.Status != store.StatusDeploying || h.runtime == nil {
+		return false, ""
+	}
+	l, err := h.store.GetLease(ctx, d.ID)
+	if err != nil || l.Owner == "" || l.Owner == h.runtime.Owner() || !time.Now().Before(l.ExpiresAt) {
+		return false, ""
+	}
+	return false, names.Cut(l.Owner, 200)
 }
 
 func (h *handlers) liveCounts(name string) LiveCounts {

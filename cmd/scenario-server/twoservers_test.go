@@ -47,6 +47,15 @@ func TestTwoServersOnOnePostgres(t *testing.T) {
 		!strings.Contains(string(body), "runs on another server") || !strings.Contains(string(body), strings.TrimSpace(string(firstID))) {
 		t.Errorf("events sent to the second server: %d %s %v %v, want 409 not-deployed naming the first server, %s", status, body, err, err2, firstID)
 	}
+	// Its counts say which server runs it (new-user round 136: only "running": false).
+	var counts struct {
+		Running   bool   `json:"running"`
+		RunningOn string `json:"runningOn"`
+	}
+	second.mustCall(http.MethodGet, "/api/scenarios/"+url.PathEscape(name)+"/counts", nil, http.StatusOK, &counts)
+	if counts.Running || counts.RunningOn != strings.TrimSpace(string(firstID)) {
+		t.Errorf("the second server's counts: %+v, want running false on %q", counts, firstID)
+	}
 
 	for b := half; b < len(batches); b++ {
 		first.sendBatch(name, b, batches[b])

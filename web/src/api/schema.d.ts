@@ -1461,6 +1461,8 @@ export interface components {
             phase?: "starting" | "running" | "failed" | "stopped";
             /** @description False when the scenario has no deployment running in this server; the other fields are then empty. */
             running: boolean;
+            /** @description With running false: the server, among those sharing this store, that runs the scenario's deployment (it holds its lease); its counts, and its events, are on that server. */
+            runningOn?: string;
             scenario: string;
             sources: components["schemas"]["SourceState"][] | null;
             /**

@@ -287,6 +287,11 @@ export function DeployPanel({ name, version, dirty, savedErrors, collectSinks, d
           Live counts: {liveProblem}
         </div>
       )}
+      {live && !live.running && live.runningOn && (
+        <div className="muted small" data-testid="running-elsewhere">
+          Runs on another server sharing this store, {live.runningOn}: its live counts and its events are there.
+        </div>
+      )}
       {live?.running && (
         <>
           <h4>Live counts</h4>
