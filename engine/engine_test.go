@@ -320,14 +320,7 @@ func TestBoundedRunWithoutTimestampExpression(t *testing.T) {
 // A line naming a source the scenario does not have is an input error that lists the ones it
 // has, and the run goes on.
 func TestReplayUnknownSourceListsSources(t *testing.T) {
-	sc := scenarioJSON([]string{
-		srcNode("b", "#input.t", "0s"),
-		srcNode("a", "#input.t", "0s"),
-		`{"id": "u", "type": "Join", "nodeType": "union", "outputVar": "o", "branchParameters": [
-			{"branchId": "a", "parameters": [{"name": "Output expression", "expression": {"language": "expr", "expression": "'a'"}}]},
-			{"branchId": "b", "parameters": [{"name": "Output expression", "expression": {"language": "expr", "expression": "'b'"}}]}]}`,
-		sinkNode("out", "#o"),
-	}, []string{link("a", "u"), link("b", "u"), link("u", "out")})
+	sc := twoSources()
 	out, e, _ := replay(t, sc, `{"sourceId": "c", "record": {"t": 1}}
 {"sourceId": "b", "record": {"t": 2}}
 `)
@@ -338,10 +331,9 @@ func TestReplayUnknownSourceListsSources(t *testing.T) {
 	}
 }
 
-// An envelope whose timestamp or sourceId has the wrong JSON type is an input error saying
-// what it must be, in the product's words, not Go's struct and field names.
-func TestReplayEnvelopeTypes(t *testing.T) {
-	sc := scenarioJSON([]string{
+// twoSources is a scenario of sources a and b, whose union writes "a" or "b" to sink out.
+func twoSources() string {
+	return scenarioJSON([]string{
 		srcNode("b", "#input.t", "0s"),
 		srcNode("a", "#input.t", "0s"),
 		`{"id": "u", "type": "Join", "nodeType": "union", "outputVar": "o", "branchParameters": [
@@ -349,6 +341,12 @@ func TestReplayEnvelopeTypes(t *testing.T) {
 			{"branchId": "b", "parameters": [{"name": "Output expression", "expression": {"language": "expr", "expression": "'b'"}}]}]}`,
 		sinkNode("out", "#o"),
 	}, []string{link("a", "u"), link("b", "u"), link("u", "out")})
+}
+
+// An envelope whose timestamp or sourceId has the wrong JSON type is an input error saying
+// what it must be, in the product's words, not Go's struct and field names.
+func TestReplayEnvelopeTypes(t *testing.T) {
+	sc := twoSources()
 	out, e, _ := replay(t, sc, `{"sourceId": "a", "record": {"t": 1}, "timestamp": "2024-05-01T10:00:00Z"}
 {"sourceId": 7, "record": {"t": 2}}
 {"sourceId": "b", "record": {"t": 3}, "timestamp": 1000}
