@@ -427,12 +427,18 @@ func TestSinkCheckKept(t *testing.T) {
 
 	slowB := slowBody(t, c, b, 4000)
 	slowC := slowBody(t, c, cc, 2000)
-	waitFor(t, "the second's check to be refused", func() bool {
+	// Held once a validation of 4,500 bytes (as much as the second's check takes) is refused:
+	// a check of the second made before the server had read the slow bodies would pass, and
+	// be kept (the full suite under load: waited 20 s for its refusal).
+	probe := rawBody("graph", tinyGraph)
+	probe = probe[:len(probe)-1] + strings.Repeat(" ", 4500-len(probe)) + "}"
+	waitFor(t, "the slow bodies to be held", func() bool {
 		if slowB.ended.Load() || slowC.ended.Load() {
 			t.Fatalf("a slow body ended at once: B %s, C %s", slowB.answer, slowC.answer)
 		}
-		return results("second").Status == http.StatusServiceUnavailable
+		return c.send(request{Method: http.MethodPost, Path: "/api/validation", Body: probe, Header: from(a)}).Status == http.StatusServiceUnavailable
 	})
+	results("second").problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy)
 	for range 20 {
 		results("first").ok(t, http.StatusOK, nil)
 		sinkResults("third", "s299").ok(t, http.StatusOK, nil)
