@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -375,7 +376,47 @@ func (p *Program) locatedError(err error, b Budget) *RunError {
 		cause = vmMemoryError(b)
 		msg = cause.Error()
 	}
-	return &RunError{Message: msg, Line: line, Column: col, Err: cause}
+	return &RunError{Message: plainConversion(msg), Line: line, Column: col, Err: cause}
+}
+
+// goConversion is Go's message of a failed type assertion inside expr's builtins (date(42):
+// "interface conversion: interface {} is int, not string").
+var goConversion = regexp.MustCompile(`interface conversion: interface \{\} is ([^,]+), not ([^\s:]+)`)
+
+// plainConversion says a failed type assertion in the expression's terms: "an integer where
+// a string is taken" (hostile round 137: Go's text reached the user).
+func plainConversion(msg string) string {
+	return goConversion.ReplaceAllStringFunc(msg, func(m string) string {
+		sub := goConversion.FindStringSubmatch(m)
+		return fmt.Sprintf("%s where %s is taken", goTypeName(sub[1]), goTypeName(sub[2]))
+	})
+}
+
+// goTypeName is a Go type's name in the expression's terms, with its article.
+func goTypeName(t string) string {
+	switch t {
+	case "int", "int64", "int32", "uint", "uint64":
+		return "an integer"
+	case "float64", "float32":
+		return "a float"
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "time.Duration":
+		return "a duration"
+	case "time.Time":
+		return "a date"
+	case "*time.Location", "time.Location":
+		return "a time zone"
+	case "[]interface {}":
+		return "a list"
+	case "map[string]interface {}":
+		return "a record"
+	case "nil":
+		return "null"
+	}
+	return "a value of Go type " + t
 }
 
 // pooledValues is how many values (list elements, record fields, at any depth) a run state
