@@ -462,11 +462,11 @@ func budgetServer(t *testing.T, n int64) (*client, func(client string) map[strin
 }
 
 // stallServer is budgetServer whose holds are cut, when a request is refused, if they moved
-// fewer than 1,000 bytes a second over a second (ContendedMinRate, ContendedRateWindow).
-func stallServer(t *testing.T, n int64) (*client, func(client string) map[string]string) {
+// fewer than minRate bytes a second over a second (ContendedMinRate, ContendedRateWindow).
+func stallServer(t *testing.T, n, minRate int64) (*client, func(client string) map[string]string) {
 	t.Helper()
 	c := newClient(t, sqliteStore(t), func(cfg *api.Config) {
-		cfg.RateLimits = api.RateLimits{RequestBodyBytes: n, ContendedMinRate: 1000, ContendedRateWindow: time.Second}
+		cfg.RateLimits = api.RateLimits{RequestBodyBytes: n, ContendedMinRate: minRate, ContendedRateWindow: time.Second}
 		cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 	})
 	return c, func(client string) map[string]string { return map[string]string{"X-Forwarded-For": client} }
@@ -478,12 +478,12 @@ func stallServer(t *testing.T, n int64) (*client, func(client string) map[string
 // hold the budget, and passes once a refusal finds A stalled for a second (fewer than 1,000
 // bytes a second): A's body's read fails, and A is answered 503; B, fast enough, is not cut,
 // and its body arrives whole (its scenario is refused for its name, 422, not cut), after C
-// passed.
+// passed; A then holds at most a sixteenth of the budget.
 // Without the cut, C was refused until A's read timeout, a minute (hostile round 131, F3);
 // cut by age alone, B was cut too (hostile round 138).
 func TestStalledBodiesCut(t *testing.T) {
 	t.Parallel()
-	c, from := stallServer(t, 20_000)
+	c, from := stallServer(t, 20_000, 1000)
 	validate := func(client string, n int) *response {
 		b := rawBody("graph", tinyGraph)
 		return c.send(request{Method: http.MethodPost, Path: "/api/validation", Body: b[:len(b)-1] + strings.Repeat(" ", n-len(b)) + "}", Header: from(client)})
@@ -540,6 +540,13 @@ func TestStalledBodiesCut(t *testing.T) {
 	if got := <-steady; !strings.HasPrefix(got, "422 ") || !strings.Contains(got, api.CodeValidationFailed) {
 		t.Errorf("B's steady body: %s; want 422 %s (its name), not cut", got, api.CodeValidationFailed)
 	}
+	// A, cut, holds at most a sixteenth (1,250 bytes) for a minute: it does not take the
+	// budget back at once (hostile round 139: within 50 ms, before the refused tried again).
+	p := validate(a, 2_000).problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy)
+	if !strings.Contains(p.Detail, "was cut") || !strings.Contains(p.Detail, "at most 1250 bytes") {
+		t.Errorf("A's 2,000 bytes after its cut: %q", p.Detail)
+	}
+	validate(a, 1_200).ok(t, http.StatusOK, nil)
 	slowA.finish(t, false)
 }
 
@@ -552,7 +559,7 @@ func TestStalledBodiesCut(t *testing.T) {
 // minutes.
 func TestUnreadAnswersCut(t *testing.T) {
 	t.Parallel()
-	c, from := stallServer(t, 24<<20)
+	c, from := stallServer(t, 24<<20, 1000)
 	const size = 9_000_000
 	graph := tinyGraph[:len(tinyGraph)-1] + strings.Repeat(" ", size-len(tinyGraph)) + "}"
 	for _, name := range []string{"big-a", "big-b", "big-c"} {
@@ -589,5 +596,69 @@ func TestUnreadAnswersCut(t *testing.T) {
 	waitFor(t, "C's export to pass", func() bool { got = export(); return got.Status == http.StatusOK })
 	if len(got.Body) < size {
 		t.Errorf("C's export is %d bytes; want the scenario's %d and more", len(got.Body), size)
+	}
+}
+
+// TestSteadyReaderNotCut: with a budget of 30 MB and a minimum of 100,000 bytes a second,
+// client A asks for a 12 MB export and takes nothing, R takes another at about 1 MB/s (more
+// than the socket buffers hold: its handler waits on it), and C's export of a third is
+// refused while both hold the budget: the refusals cut A, not R, whose answer arrives whole.
+// An answer is written in one piece by huma: counted only once all of it was written, R
+// measured nothing moved and was cut (hostile round 139: readers at 300 KB/s and 1 MB/s were
+// cut).
+func TestSteadyReaderNotCut(t *testing.T) {
+	t.Parallel()
+	c, from := stallServer(t, 30_000_000, 100_000)
+	const size = 12_000_000
+	graph := tinyGraph[:len(tinyGraph)-1] + strings.Repeat(" ", size-len(tinyGraph)) + "}"
+	for _, name := range []string{"big-a", "big-r", "big-c"} {
+		if _, err := c.store.CreateScenario(t.Context(), name, store.Draft{Graph: []byte(graph)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	host := strings.TrimPrefix(c.base, "http://")
+	dial := func(name, addr string, small bool) net.Conn {
+		conn, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		if small {
+			if err := conn.(*net.TCPConn).SetReadBuffer(4096); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := fmt.Fprintf(conn, "GET /api/scenarios/%s/export HTTP/1.1\r\nHost: %s\r\nX-Forwarded-For: %s\r\nConnection: close\r\n\r\n", name, host, addr); err != nil {
+			t.Fatal(err)
+		}
+		status := make([]byte, 12)
+		if _, err := io.ReadFull(conn, status); err != nil || string(status) != "HTTP/1.1 200" {
+			t.Fatalf("%s's export: %q, %v", name, status, err)
+		}
+		return conn
+	}
+	dial("big-a", "10.0.0.1", true)
+	r := dial("big-r", "10.0.0.2", false)
+	read := make(chan int, 1)
+	go func() { // about 1 MB/s: 100 KB every 100 ms
+		n := 0
+		buf := make([]byte, 100_000)
+		for {
+			k, err := io.ReadFull(r, buf)
+			n += k
+			if err != nil {
+				read <- n
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	export := func() *response {
+		return c.send(request{Method: http.MethodGet, Path: "/api/scenarios/big-c/export", Header: from("10.0.0.3")})
+	}
+	waitFor(t, "C's export to be refused", func() bool { return export().Status == http.StatusServiceUnavailable })
+	waitFor(t, "C's export to pass", func() bool { return export().Status == http.StatusOK })
+	if n := <-read; n < size {
+		t.Errorf("R read %d bytes of its export, less than the scenario's %d: cut", n, size)
 	}
 }

@@ -276,7 +276,8 @@ func humaProblem(ctx huma.Context, status int, msg string, errs []error) *Proble
 			return tl.problem()
 		}
 		var cut *errHoldCut
-		if errors.As(err, &cut) { // cut for holding while others waited
+		var pen *errPenalized
+		if errors.As(err, &cut) || errors.As(err, &pen) { // cut for holding while others waited, or after
 			code := CodeRequestsBusy
 			if errors.Is(err, errIngestBusy) {
 				code = CodeIngestBusy

@@ -319,7 +319,7 @@ func newRateLimiter(l RateLimits) *rateLimiter {
 	for _, bb := range []*bodyBudget{rl.ingestBodies, rl.requestBodies} {
 		if bb != nil && l.ContendedMinRate > 0 {
 			bb.minRate, bb.window = l.ContendedMinRate, max(l.ContendedRateWindow, time.Second)
-			bb.holds = map[*requestHold]struct{}{}
+			bb.holds, bb.cutUntil = map[*requestHold]struct{}{}, map[string]time.Time{}
 		}
 	}
 	if rl.now == nil {
@@ -701,9 +701,10 @@ type bodyBudget struct {
 	total int64            // held, all clients
 	// minRate and window are RateLimits.ContendedMinRate and ContendedRateWindow (minRate
 	// 0: no cut); holds are the requests holding bytes (requestHold).
-	minRate int64
-	window  time.Duration
-	holds   map[*requestHold]struct{}
+	minRate  int64
+	window   time.Duration
+	holds    map[*requestHold]struct{}
+	cutUntil map[string]time.Time // clients cut, until when they hold a sixteenth (penalize)
 }
 
 // newBodyBudget returns a budget of size bytes, or nil (no bound) when size is not positive.
@@ -786,6 +787,12 @@ func (bb *bodyBudget) takeFor(h *requestHold, client string, mine, n int64, anyC
 		if others > 0 && others+mine+n > bb.size/4 {
 			return bb.busy
 		}
+		if until, ok := bb.cutUntil[client]; ok && others+mine+n > bb.size/16 {
+			if time.Now().Before(until) {
+				return &errPenalized{busy: bb.busy, until: until, most: bb.size / 16, flag: bb.flag}
+			}
+			delete(bb.cutUntil, client)
+		}
 	}
 	if !bb.sem.TryAcquire(n) {
 		bb.cutStalled(h)
@@ -835,8 +842,32 @@ func (bb *bodyBudget) cutStalled(asking *requestHold) {
 		if writing {
 			_ = rc.SetWriteDeadline(now)
 		}
+		bb.penalize(h.client, now)
 	}
 }
+
+// penalize keeps client, whose request was cut at now, to a sixteenth of the budget for
+// cutPenalty: without it the client took the budget back within 50 ms of the cut, before the
+// requests refused tried again, and every one of a victim's requests failed (hostile round
+// 139). A client is cut only when it is slow, so a steady one is never penalized. At most
+// maxRateKeys clients are remembered (the expired are dropped first).
+func (bb *bodyBudget) penalize(client string, now time.Time) {
+	if _, ok := bb.cutUntil[client]; !ok && len(bb.cutUntil) >= maxRateKeys {
+		for c, until := range bb.cutUntil {
+			if now.After(until) {
+				delete(bb.cutUntil, c)
+			}
+		}
+		if len(bb.cutUntil) >= maxRateKeys {
+			return
+		}
+	}
+	bb.cutUntil[client] = now.Add(cutPenalty)
+}
+
+// cutPenalty is how long a client cut for holding its budget too slowly holds at most a
+// sixteenth of it.
+const cutPenalty = time.Minute
 
 // holding is how many bytes client holds, and how many are free.
 func (bb *bodyBudget) holding(client string) (held, free int64) {
@@ -898,14 +929,45 @@ type holdWriter struct {
 
 func (w *holdWriter) Write(b []byte) (int, error) {
 	w.hold.writing.Add(1)
-	n, err := w.ResponseWriter.Write(b)
-	w.hold.moved.Add(int64(n))
-	w.hold.writing.Add(-1)
-	return n, err
+	defer w.hold.writing.Add(-1)
+	// In pieces, each counted as it goes out: huma writes an answer in one Write, and an
+	// answer of 12 MB taken at 1 MB/s counted nothing for 12 s, and was cut as stalled
+	// (hostile round 139).
+	written := 0
+	for len(b) > 0 {
+		piece := b[:min(len(b), holdWritePiece)]
+		n, err := w.ResponseWriter.Write(piece)
+		written += n
+		w.hold.moved.Add(int64(n))
+		if err != nil {
+			return written, err
+		}
+		b = b[n:]
+	}
+	return written, nil
 }
+
+// holdWritePiece is the most bytes of an answer holdWriter writes at once.
+const holdWritePiece = 32 << 10
 
 // Unwrap lets http.ResponseController reach the connection's writer (Flush, deadlines).
 func (w *holdWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// errPenalized is a request of a client cut (bodyBudget.penalize) asking for more than a
+// sixteenth of the budget before its penalty is over: 503 with the budget's busy code.
+type errPenalized struct {
+	busy  error
+	until time.Time
+	most  int64
+	flag  string
+}
+
+func (e *errPenalized) Error() string {
+	return fmt.Sprintf("a request of yours was cut for holding bytes of the server's %s budget while sending or taking them too slowly as other requests were refused; until %s your requests hold at most %d bytes of it",
+		e.flag, e.until.UTC().Format(time.RFC3339), e.most)
+}
+
+func (e *errPenalized) Unwrap() error { return e.busy }
 
 // errHoldCut is the read of a request body that bodyBudget.cutStalled cut.
 type errHoldCut struct {
@@ -953,8 +1015,12 @@ func (h *requestHold) take(n int64, kind holdKind) (int64, error) {
 		return 0, nil
 	}
 	if err := h.budget.takeFor(h, h.client, h.held, more, kind == holdBrief); err != nil {
-		if err == h.budget.busy {
+		var pen *errPenalized
+		switch {
+		case err == h.budget.busy:
 			h.w.Header().Set("Retry-After", "1")
+		case errors.As(err, &pen):
+			h.w.Header().Set("Retry-After", retryAfter(time.Until(pen.until)))
 		}
 		return 0, err
 	}
@@ -994,7 +1060,7 @@ func holdLoaded(ctx context.Context, n int) error {
 		return nil
 	}
 	if _, err := h.take(int64(n), holdLoad); err != nil {
-		return errLoadBusy()
+		return errLoadBusy(err)
 	}
 	return nil
 }
@@ -1011,14 +1077,19 @@ func holdBriefly(ctx context.Context, n int) (release func(), err error) {
 	}
 	took, err := h.take(int64(n), holdBrief)
 	if err != nil {
-		return nil, errLoadBusy()
+		return nil, errLoadBusy(err)
 	}
 	return func() { h.give(took) }, nil
 }
 
-// errLoadBusy is the answer to a load that requestHold.take refused: the budget is busy (a
-// load never passes half the budget: it is counted up to it).
-func errLoadBusy() error {
+// errLoadBusy is the answer to a load that requestHold.take refused with err: the budget is
+// busy (a load never passes half the budget: it is counted up to it), or the client was cut
+// (errPenalized).
+func errLoadBusy(err error) error {
+	var pen *errPenalized
+	if errors.As(err, &pen) {
+		return problemf(http.StatusServiceUnavailable, CodeRequestsBusy, "%s", pen.Error())
+	}
 	return problemf(http.StatusServiceUnavailable, CodeRequestsBusy,
 		"the server is handling as many bytes of request bodies and stored versions as it takes at once; retry in a second")
 }
