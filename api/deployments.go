@@ -524,7 +524,11 @@ func runtimeError(ctx context.Context, err error, name string, version int) erro
 	var tooMany *deploy.TooManyDeploymentsError
 	var stopping *deploy.StillStoppingError
 	var notRecorded *deploy.CancelNotRecordedError
+	var diskLow *deploy.DiskLowError
 	switch {
+	case errors.As(err, &diskLow): // logged by the runtime, once a minute
+		return huma.ErrorWithHeaders(newProblem(http.StatusServiceUnavailable, CodeStoreFull, diskLow.Error()),
+			http.Header{"Retry-After": {storeFullRetryAfter}})
 	case errors.As(err, &notRecorded):
 		code, why, retry := CodeUnavailable, "the store could not be written", "send the cancel again"
 		if errors.Is(notRecorded.Err, store.ErrStoreFull) {

@@ -115,7 +115,8 @@ const (
 	// login; the detail says which.
 	CodeKafkaUnavailable = "kafka-unavailable"
 	// CodeStoreFull (503): the store could not write because its disk (or database) is
-	// full; nothing was written. Retry-After says when to try again.
+	// full, or (event batches) its disk has less free than the server keeps
+	// (--min-free-disk); nothing was written. Retry-After says when to try again.
 	CodeStoreFull = "store-full"
 	// CodeInternal (500): a failure of the server or its database; the log has the cause.
 	CodeInternal = "internal-error"

@@ -88,3 +88,23 @@ func TestIngestIntoAFailedDeploymentSaysWhy(t *testing.T) {
 		t.Errorf("detail %q; want %q", p.Detail, want)
 	}
 }
+
+// With less than the store's disk keeps free, a batch of events is 503 store-full saying how
+// much is free and what is kept, with Retry-After (deploy.DiskLowError).
+func TestDiskLowIs503(t *testing.T) {
+	t.Parallel()
+	st := sqliteStore(t)
+	if _, err := st.CreateScenario(context.Background(), "fraud", store.Draft{Graph: []byte(countGraph("10s"))}); err != nil {
+		t.Fatal(err)
+	}
+	c := newDeployClient(t, st, func(cfg *deploy.Config) {
+		cfg.MinFreeDisk = 1 << 30
+		cfg.DiskFree = func() (int64, error) { return 5 << 20, nil }
+	})
+	c.post("/api/scenarios/fraud/deploy", nil).ok(t, http.StatusOK, nil)
+	r := postEvents(c, "fraud", "in", "", events(0, 1))
+	p := r.problem(t, http.StatusServiceUnavailable, api.CodeStoreFull)
+	if !strings.Contains(p.Detail, "5242880 bytes free, less than the 1073741824 the server keeps free (--min-free-disk)") || r.Header.Get("Retry-After") == "" {
+		t.Errorf("detail %q, Retry-After %q", p.Detail, r.Header.Get("Retry-After"))
+	}
+}

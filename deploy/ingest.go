@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/scenario-server/scenario-server/store"
+
 	"github.com/scenario-server/scenario-server/value"
 )
 
@@ -42,11 +44,15 @@ type Accepted struct {
 //
 // Errors: ErrNotDeployed; *UnknownSourceError; *InvalidEventError (a record that is not a JSON
 // object or that the engine's decoder refuses, no record, more than MaxBatchEvents; nothing
-// stored); *BackpressureError (nothing stored; retry later); ErrClosed during Shutdown; errors
+// stored); *BackpressureError (nothing stored; retry later); *DiskLowError (the data
+// directory's disk has less than Config.MinFreeDisk free; nothing stored); ErrClosed during Shutdown; errors
 // wrapping store.ErrBatchKeyReused; store failures.
 func (r *Runtime) Ingest(ctx context.Context, scenarioName, sourceID, key string, records [][]byte) (Accepted, error) {
 	if r.Closing() {
 		return Accepted{}, ErrClosed
+	}
+	if err := r.diskLow(); err != nil {
+		return Accepted{}, err
 	}
 	d := r.lookup(scenarioName)
 	if d == nil {
@@ -117,4 +123,49 @@ func checkRecord(dec *value.Decoder, rec []byte) string {
 		return "not a JSON record the engine can decode: " + err.Error()
 	}
 	return ""
+}
+
+// DiskLowError is a batch refused because the store's disk has less than Config.MinFreeDisk
+// free: nothing is stored. It matches store.ErrStoreFull with errors.Is.
+type DiskLowError struct {
+	Free, Min int64
+}
+
+func (e *DiskLowError) Error() string {
+	return fmt.Sprintf("the store's disk has %d bytes free, less than the %d the server keeps free (--min-free-disk): events are refused until space is freed", e.Free, e.Min)
+}
+
+// Is makes errors.Is(err, store.ErrStoreFull) true.
+func (e *DiskLowError) Is(target error) bool { return target == store.ErrStoreFull }
+
+// diskLookAgain is how long a look at the store's free disk is used before another.
+const diskLookAgain = time.Second
+
+// diskLow returns a *DiskLowError when Config.DiskFree says the store's disk has less than
+// Config.MinFreeDisk free (looked at once a second at most; nil when either is not set, or
+// the disk cannot be asked). Without it, one client sending events filled the disk, and then
+// every deployment failed store-full (hostile round 137); with it, events are refused first,
+// and the deployments go on with what was accepted. It is logged once a minute at most.
+func (r *Runtime) diskLow() error {
+	if r.cfg.MinFreeDisk <= 0 || r.cfg.DiskFree == nil {
+		return nil
+	}
+	r.diskMu.Lock()
+	defer r.diskMu.Unlock()
+	now := time.Now()
+	if now.Sub(r.diskAt) >= diskLookAgain {
+		free, err := r.cfg.DiskFree()
+		if err != nil || free < 0 {
+			free = -1 // not known: not refused
+		}
+		r.diskAt, r.diskFree = now, free
+		if free >= 0 && free < r.cfg.MinFreeDisk && now.Sub(r.diskLoggedAt) >= time.Minute {
+			r.diskLoggedAt = now
+			r.log.Error("the store's disk is nearly full: event batches are refused", "free", free, "minFreeDisk", r.cfg.MinFreeDisk)
+		}
+	}
+	if r.diskFree >= 0 && r.diskFree < r.cfg.MinFreeDisk {
+		return &DiskLowError{Free: r.diskFree, Min: r.cfg.MinFreeDisk}
+	}
+	return nil
 }

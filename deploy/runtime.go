@@ -179,6 +179,12 @@ type Config struct {
 	// ResultRetention is how long collected sink results are kept: older ones are deleted
 	// (store.PruneSinkResults), every PruneInterval. 0 keeps them for ever.
 	ResultRetention time.Duration
+	// MinFreeDisk is how many bytes the store's disk keeps free: with less (DiskFree), event
+	// batches are refused (*DiskLowError, 503 store-full), before the store fills and every
+	// deployment fails. 0, or DiskFree nil: no bound.
+	MinFreeDisk int64
+	// DiskFree returns the bytes the store's disk has free (-1: not known).
+	DiskFree func() (int64, error)
 	// MaxResultBytes is the most bytes of collected results (and dead letters: results of
 	// their own sink) a scenario keeps in the store
 	// (store.TrimSinkResults: the values' JSON): past it, after a checkpoint, its oldest are
@@ -332,6 +338,11 @@ type Runtime struct {
 	// the bytes in use while an event (or a step: step set) holds its part.
 	eventMemory   *eventBudget
 	onEventMemory func(inUse int64, step bool)
+	// diskMu guards the last look at the store's free disk (diskLow): when, what it said
+	// (-1: not known), and when it was last logged as too little.
+	diskMu               sync.Mutex
+	diskAt, diskLoggedAt time.Time
+	diskFree             int64
 	// pendingBytes is the bytes of collect results all deployments keep waiting
 	// (Config.MaxTotalPendingResultBytes).
 	pendingBytes atomic.Int64

@@ -55,6 +55,7 @@ const (
 	envMaxNodeSeries      = "SCENARIO_SERVER_MAX_NODE_SERIES"
 	envMaxDeadLetters     = "SCENARIO_SERVER_MAX_DEAD_LETTERS"
 	envMaxResultBytes     = "SCENARIO_SERVER_MAX_RESULT_BYTES"
+	envMinFreeDisk        = "SCENARIO_SERVER_MIN_FREE_DISK"
 	envSinkDir            = "SCENARIO_SERVER_SINK_DIR"
 	envSourceDir          = "SCENARIO_SERVER_SOURCE_DIR"
 	envKafkaBrokers       = "SCENARIO_SERVER_KAFKA_BROKERS"
@@ -137,6 +138,9 @@ type serveConfig struct {
 	// MaxResultBytes is the most bytes of collected results (and dead letters) a scenario
 	// keeps (deploy.Config.MaxResultBytes); 0 means no bound.
 	MaxResultBytes int64
+	// MinFreeDisk is how many bytes a SQLite store's disk keeps free: with less, event
+	// batches are refused (deploy.Config.MinFreeDisk); 0 means no bound.
+	MinFreeDisk int64
 	// SinkDir is where deployed file sinks write; empty means DataDir/sinks.
 	SinkDir string
 	// SourceDir is where deployed file sources read; empty means DataDir/sources.
@@ -253,6 +257,12 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 			return serveConfig{}, err
 		}
 	}
+	minFreeDisk := int64(defaultMinFreeDisk)
+	if getenv(envMinFreeDisk) != "" {
+		if minFreeDisk, err = envInt(getenv, envMinFreeDisk); err != nil {
+			return serveConfig{}, err
+		}
+	}
 	testMaxRecords, err := envInt(getenv, envTestMaxRecords)
 	if err != nil {
 		return serveConfig{}, err
@@ -349,6 +359,8 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		"deployments' collected sink results older than this are deleted (env "+envResultRetention+"; 0: kept for ever)")
 	fs.Int64Var(&cfg.MaxResultBytes, "max-result-bytes", maxResultBytes,
 		"a scenario keeps at most this many `bytes` of collected results and dead letters (their JSON): past it, the oldest are deleted after a checkpoint, down to seven eighths of it (env "+envMaxResultBytes+"; 0: no bound)")
+	fs.Int64Var(&cfg.MinFreeDisk, "min-free-disk", minFreeDisk,
+		"with a SQLite store, event batches are refused (503 store-full) while its disk has less than this many `bytes` free, before it fills and every deployment fails (env "+envMinFreeDisk+"; 0: no bound)")
 	fs.DurationVar(&cfg.BatchKeyRetention, "batch-key-retention", batchKeyRetention,
 		"ingested batches' idempotency keys are forgotten after this (env "+envBatchKeyRetention+"; 0: remembered for ever)")
 	fs.DurationVar(&cfg.AuditRetention, "audit-retention", auditRetention,
@@ -400,8 +412,8 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	if cfg.CheckpointInterval < 0 || cfg.EventTimeout < 0 || cfg.MaxBacklog < 0 || cfg.MaxDeploymentState < 0 || cfg.MaxTotalState < 0 || cfg.LargeEventBytes < 0 || cfg.EventMemory < 0 || cfg.MaxDeployments < 0 || cfg.MaxNodeSeries < 0 || cfg.MaxDeadLetters < 0 {
 		return serveConfig{}, fmt.Errorf("%w: --checkpoint-interval, --event-timeout, --max-backlog, --max-deployment-state, --max-total-state, --large-event-bytes, --event-memory, --max-deployments, --max-node-series and --max-dead-letters must not be negative", errUsage)
 	}
-	if cfg.MaxResultBytes < 0 {
-		return serveConfig{}, fmt.Errorf("%w: --max-result-bytes must not be negative", errUsage)
+	if cfg.MaxResultBytes < 0 || cfg.MinFreeDisk < 0 {
+		return serveConfig{}, fmt.Errorf("%w: --max-result-bytes and --min-free-disk must not be negative", errUsage)
 	}
 	if cfg.ResultRetention < 0 || cfg.BatchKeyRetention < 0 || cfg.AuditRetention < 0 {
 		return serveConfig{}, fmt.Errorf("%w: --result-retention, --batch-key-retention and --audit-retention must not be negative", errUsage)
@@ -577,7 +589,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	rt, err := deploy.New(deploy.Config{
 		Store: st, Logger: log, CheckpointInterval: cfg.CheckpointInterval, EventTimeout: eventTimeout(cfg.EventTimeout), MaxBacklog: cfg.MaxBacklog,
 		FileSinkDir: sinkDir, FileSourceDir: sourceDir, KafkaBrokers: splitList(cfg.KafkaBrokers), Kafka: cfg.Kafka, Metrics: metrics,
-		ResultRetention: cfg.ResultRetention, MaxResultBytes: cfg.MaxResultBytes, BatchKeyRetention: cfg.BatchKeyRetention, AuditRetention: cfg.AuditRetention,
+		ResultRetention: cfg.ResultRetention, MaxResultBytes: cfg.MaxResultBytes, MinFreeDisk: cfg.MinFreeDisk, DiskFree: diskFree(cfg), BatchKeyRetention: cfg.BatchKeyRetention, AuditRetention: cfg.AuditRetention,
 		Owner: owner, NoResume: cfg.NoResume, CrashLoopLimit: crashLoopLimit(cfg.CrashLoopLimit),
 		MaxDeploymentState: stateBudget, MaxTotalState: cfg.MaxTotalState, MaxTotalPendingResultBytes: cfg.MaxTotalState, LargeEventBytes: cfg.LargeEventBytes,
 		EventMemoryBytes:      cfg.EventMemory,
@@ -720,6 +732,18 @@ func lostStore(dataDir string) string {
 		return fmt.Sprintf("%s is empty in a data directory a server has used (%s is there)", sqlite.FileName, serverIDFile)
 	}
 	return ""
+}
+
+// defaultMinFreeDisk is the default of --min-free-disk: 256 MiB.
+const defaultMinFreeDisk = 256 << 20
+
+// diskFree is how deploy asks how much a SQLite store's disk has free; nil for PostgreSQL,
+// whose disk the server does not see.
+func diskFree(cfg serveConfig) func() (int64, error) {
+	if cfg.DatabaseURL != "" {
+		return nil
+	}
+	return func() (int64, error) { return sqlite.DiskFree(cfg.DataDir) }
 }
 
 // serverIDFile holds the server's identity in the data directory.

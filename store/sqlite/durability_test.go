@@ -175,3 +175,14 @@ func TestLockDataDir(t *testing.T) {
 	}
 	l.Unlock()
 }
+
+// DiskFree reads the free bytes of a directory's file system: more than none for a temporary
+// directory, and an error for one that is not there.
+func TestDiskFree(t *testing.T) {
+	if free, err := sqlite.DiskFree(t.TempDir()); err != nil || free <= 0 {
+		t.Errorf("DiskFree of a temporary directory: %d, %v", free, err)
+	}
+	if _, err := sqlite.DiskFree(filepath.Join(t.TempDir(), "none")); err == nil {
+		t.Error("DiskFree of a directory that is not there: no error")
+	}
+}
