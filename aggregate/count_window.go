@@ -139,7 +139,8 @@ func (c *countWindow) Add(e *Event) error {
 	}
 	var slot int
 	var isNew bool
-	c.keyBuf, slot, isNew = keySlot(c.keys, c.keyBuf, e.Key)
+	key := canonKey(e.Key)
+	c.keyBuf, slot, isNew = keySlot(c.keys, c.keyBuf, key)
 	if isNew {
 		// The columns of all keys are one array each: the new key's cells, when they are
 		// past its end, grow it, doubling, but by at most maxGrowCells a time (a doubling of
@@ -160,7 +161,7 @@ func (c *countWindow) Add(e *Event) error {
 			c.filled = append(c.filled, 0)
 			c.keyVals = append(c.keyVals, nil)
 		}
-		c.keyVals[slot] = ownedKey(e.Key)
+		c.keyVals[slot] = ownedKey(key)
 		c.filled[slot] = 0
 		if n > 0 {
 			c.cnt, c.minT, c.maxT = resize(c.cnt, n), resize(c.minT, n), resize(c.maxT, n)

@@ -99,6 +99,7 @@ func (g *grid) slot(key []value.Value) int {
 func (g *grid) slotSlow(key []value.Value) int {
 	var s int
 	var isNew bool
+	key = canonKey(key)
 	g.keyBuf, s, isNew = keySlot(g.keys, g.keyBuf, key)
 	if isNew {
 		for len(g.keyVals) <= s {
@@ -402,6 +403,23 @@ func blockBytes(b *block) int {
 // keySlot finds (or allocates) the slot of a group key. A key of one integer
 // or one string is looked up directly; other keys by their binary encoding,
 // built in buf (returned for reuse).
+// canonKey is key with -0.0 as 0.0 wherever a float is 0 (in lists and records too): the
+// same group key, as the expressions' -0.0 == 0.0 and SQL's GROUP BY have it (hostile round
+// 137: two keys, each with its own windows). It is key itself when it holds no -0.0.
+func canonKey(key []value.Value) []value.Value {
+	for i, v := range key {
+		if hasNegZero(v) {
+			out := make([]value.Value, len(key))
+			copy(out, key[:i])
+			for j := i; j < len(key); j++ {
+				out[j] = canonValue(key[j])
+			}
+			return out
+		}
+	}
+	return key
+}
+
 func keySlot(kt *slices.KeyTable, buf []byte, key []value.Value) ([]byte, int, bool) {
 	if len(key) == 1 {
 		switch key[0].Kind() {

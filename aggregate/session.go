@@ -129,6 +129,7 @@ func (s *sessionOp) StateBytes() int {
 func (s *sessionOp) slot(key []value.Value) int {
 	var slot int
 	var isNew bool
+	key = canonKey(key)
 	s.keyBuf, slot, isNew = keySlot(s.keys, s.keyBuf, key)
 	if isNew {
 		for len(s.open) <= slot {
