@@ -112,7 +112,7 @@ func (s *Store) ListAudit(ctx context.Context, f store.AuditFilter) ([]store.Aud
 // are rowids, which would count again from it if it went.
 func (s *Store) PruneAudit(ctx context.Context, before time.Time) (int64, error) {
 	n, err := s.prune(ctx, `DELETE FROM audit_log WHERE id IN
-		(SELECT id FROM audit_log WHERE at < ? AND id < (SELECT max(id) FROM audit_log) LIMIT ?) RETURNING 1`, micros(before), pruneChunk)
+		(SELECT id FROM audit_log WHERE at < ? AND id < (SELECT max(id) FROM audit_log) LIMIT ?) RETURNING 1`, pruneChunk, micros(before))
 	if err != nil {
 		return n, fmt.Errorf("pruning audit entries recorded before %v: %w", before, err)
 	}

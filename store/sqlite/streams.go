@@ -412,7 +412,7 @@ const (
 func (s *Store) PruneSinkResults(ctx context.Context, before time.Time) (int64, error) {
 	// The results of a chunk share its created_at: a chunk goes whole.
 	n, err := s.prune(ctx, `DELETE FROM result_chunks WHERE rowid IN
-		(SELECT rowid FROM result_chunks WHERE created_at < ? LIMIT ?) RETURNING result_count`, micros(before), pruneResultChunks)
+		(SELECT rowid FROM result_chunks WHERE created_at < ? LIMIT ?) RETURNING result_count`, pruneResultChunks, micros(before))
 	if err != nil {
 		return n, fmt.Errorf("pruning sink results created before %v: %w", before, err)
 	}
@@ -456,33 +456,10 @@ func (s *Store) TrimSinkResults(ctx context.Context, scenario string, keep int64
 	if err != nil || cut < 0 {
 		return 0, kept, err
 	}
-	for {
-		var rows, n int64
-		err = s.inTx(ctx, func(tx *sql.Tx) error {
-			rows, n = 0, 0
-			list, err := tx.QueryContext(ctx, `DELETE FROM result_chunks WHERE rowid IN
-				(SELECT rowid FROM result_chunks WHERE scenario_id = ? AND segment_last <= ? LIMIT ?) RETURNING result_count`, id, cut, pruneResultChunks)
-			if err != nil {
-				return err
-			}
-			defer list.Close()
-			for list.Next() {
-				var c int64
-				if err := list.Scan(&c); err != nil {
-					return err
-				}
-				rows, n = rows+1, n+c
-			}
-			return list.Err()
-		})
-		if err != nil {
-			return deleted, kept, err
-		}
-		deleted += n
-		if rows < pruneResultChunks {
-			return deleted, kept, nil
-		}
-	}
+	deleted, err = s.prune(ctx, `DELETE FROM result_chunks WHERE rowid IN
+		(SELECT rowid FROM result_chunks WHERE scenario_id = ? AND segment_last <= ? LIMIT ?) RETURNING result_count`,
+		pruneResultChunks, id, cut)
+	return deleted, kept, err
 }
 
 // PruneCheckpoints implements store.Store.
@@ -507,23 +484,24 @@ func (s *Store) PruneCheckpoints(ctx context.Context) (int64, error) {
 // PruneEventBatches implements store.Store.
 func (s *Store) PruneEventBatches(ctx context.Context, before time.Time) (int64, error) {
 	n, err := s.prune(ctx, `DELETE FROM event_batches WHERE (scenario_id, source, batch_key) IN
-		(SELECT scenario_id, source, batch_key FROM event_batches WHERE accepted_at < ? LIMIT ?) RETURNING 1`, micros(before), pruneChunk)
+		(SELECT scenario_id, source, batch_key FROM event_batches WHERE accepted_at < ? LIMIT ?) RETURNING 1`, pruneChunk, micros(before))
 	if err != nil {
 		return n, fmt.Errorf("pruning event batch keys accepted before %v: %w", before, err)
 	}
 	return n, nil
 }
 
-// prune runs a chunked delete (arguments: the bound, then limit, the chunk size) that
-// returns a count per row it deletes (RETURNING), until a chunk deletes fewer rows than
-// limit, and returns the sum of the counts.
-func (s *Store) prune(ctx context.Context, query string, bound int64, limit int64) (int64, error) {
+// prune runs a chunked delete (arguments: args, then limit, the chunk size) that returns a
+// count per row it deletes (RETURNING), until a chunk deletes fewer rows than limit, and
+// returns the sum of the counts.
+func (s *Store) prune(ctx context.Context, query string, limit int64, args ...any) (int64, error) {
+	args = append(args, limit)
 	var total int64
 	for {
 		var rowsDeleted, n int64
 		err := s.inTx(ctx, func(tx *sql.Tx) error {
 			rowsDeleted, n = 0, 0
-			rows, err := tx.QueryContext(ctx, query, bound, limit)
+			rows, err := tx.QueryContext(ctx, query, args...)
 			if err != nil {
 				return err
 			}
