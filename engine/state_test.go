@@ -11,6 +11,25 @@ import (
 	"github.com/scenario-server/scenario-server/scenario"
 )
 
+// budgetStep is an engine's state recorded in a SharedStateBudget, and the total and verdict
+// worked out by hand.
+type budgetStep struct {
+	e     *Engine
+	bytes int64
+	total int64
+	over  bool
+}
+
+// recordSteps records steps in order in b, checking each total and verdict.
+func recordSteps(t *testing.T, part string, b *SharedStateBudget, steps []budgetStep) {
+	t.Helper()
+	for i, s := range steps {
+		if total, over := b.Record(s.e, s.bytes); total != s.total || over != s.over {
+			t.Errorf("%s, step %d: total %d, over %v; want %d, %v", part, i, total, over, s.total, s.over)
+		}
+	}
+}
+
 // A shared budget fails the engine whose state grows past its share (the budget over the
 // engines) while the total is past it, and only that one; an engine that grows within its
 // share while the total is past it goes on, and the one holding the most is evicted instead
@@ -20,24 +39,14 @@ func TestSharedStateBudget(t *testing.T) {
 	var evicted []*Engine
 	b := &SharedStateBudget{Max: 100, Evict: func(e *Engine) { evicted = append(evicted, e) }}
 	e1, e2 := &Engine{}, &Engine{}
-	steps := []struct {
-		e     *Engine
-		bytes int64
-		total int64
-		over  bool
-	}{
+	recordSteps(t, "first part", b, []budgetStep{
 		{e1, 60, 60, false},
 		{e2, 30, 90, false},
 		{e2, 50, 110, false}, // e2 grew past 100 within its share of 50: e1 (60) is evicted
 		{e2, 50, 110, false}, // again: e1 is not evicted twice
 		{e1, 60, 110, true},  // e1, evicted, is over at its next look
 		{e2, 55, 115, false}, // e1's 60 no longer count: 55 of 100
-	}
-	for i, s := range steps {
-		if total, over := b.Record(s.e, s.bytes); total != s.total || over != s.over {
-			t.Errorf("step %d: total %d, over %v; want %d, %v", i, total, over, s.total, s.over)
-		}
-	}
+	})
 	if len(evicted) != 1 || evicted[0] != e1 || !b.Evicted(e1) || b.Evicted(e2) {
 		t.Errorf("evicted %v (e1 %p, e2 %p); want e1 once", evicted, e1, e2)
 	}
@@ -51,41 +60,23 @@ func TestSharedStateBudget(t *testing.T) {
 	}
 	// Growing past its share: over, and nobody evicted.
 	e3, e4 := &Engine{}, &Engine{}
-	for i, s := range []struct {
-		e     *Engine
-		bytes int64
-		total int64
-		over  bool
-	}{
+	recordSteps(t, "second part", b, []budgetStep{
 		{e3, 40, 95, false},
 		{e4, 5, 100, false},
 		{e4, 10, 105, false}, // within its share (100/3 = 33): e2 (55) evicted
-	} {
-		if total, over := b.Record(s.e, s.bytes); total != s.total || over != s.over {
-			t.Errorf("second part, step %d: total %d, over %v; want %d, %v", i, total, over, s.total, s.over)
-		}
-	}
+	})
 	if len(evicted) != 2 || evicted[1] != e2 {
 		t.Errorf("evicted %v; want e1, then e2 (e2 %p)", evicted, e2)
 	}
 	b.Release(e2)
 	c := &SharedStateBudget{Max: 100}
-	for i, s := range []struct {
-		e     *Engine
-		bytes int64
-		total int64
-		over  bool
-	}{
+	recordSteps(t, "third part", c, []budgetStep{
 		{e3, 40, 40, false},
 		{e4, 55, 95, false},
 		{e4, 61, 101, true},  // past 100, and past its share of 50
 		{e3, 40, 101, false}, // e3 did not grow, and is not evicted
 		{e3, 39, 100, false},
-	} {
-		if total, over := c.Record(s.e, s.bytes); total != s.total || over != s.over {
-			t.Errorf("third part, step %d: total %d, over %v; want %d, %v", i, total, over, s.total, s.over)
-		}
-	}
+	})
 	if c.Evicted(e3) || c.Evicted(e4) {
 		t.Error("an engine evicted when the one growing was past its share")
 	}
