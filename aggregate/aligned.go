@@ -262,6 +262,14 @@ func (a *aligned) foldRunning() {
 	a.folded = end
 }
 
+// NextClose implements Operator: the end of window next, which the watermark closes there.
+func (a *aligned) NextClose() (int64, bool) {
+	if a.mode == OnEvent || !a.hasNext {
+		return 0, false
+	}
+	return a.windowEnd(a.next), true
+}
+
 func (a *aligned) Advance(w int64) {
 	if w <= a.w {
 		return

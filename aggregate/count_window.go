@@ -227,6 +227,9 @@ func (c *countWindow) emitWindow(slot, base int) {
 	}
 }
 
+// NextClose implements Operator: count windows do not close on time.
+func (c *countWindow) NextClose() (int64, bool) { return 0, false }
+
 // Advance only records the watermark: count windows do not close on time.
 func (c *countWindow) Advance(w int64) {
 	if w > c.w {

@@ -157,6 +157,13 @@ type Operator interface {
 	// smaller w is ignored. Windows whose end is at or below the watermark
 	// close and emit, in order of window end.
 	Advance(w int64)
+	// NextClose returns the least watermark above the current one at which Advance emits
+	// something (window next's end for a tumbling or hopping window that emits at its end, the
+	// first leave timer of a sliding window, the first session close or tombstone expiry), ms;
+	// false when no watermark would (emitting on events, count windows, no state). Advancing
+	// to each NextClose in turn and then to w emits what Advance(w) emits, in the same order:
+	// a caller splits a step that closes many windows that way (engine.Options.PauseStep).
+	NextClose() (int64, bool)
 	// Flush ends a bounded input: the watermark becomes +infinity and every
 	// open window and session closes and emits. Partial count windows are
 	// dropped. The operator may not be used afterwards.

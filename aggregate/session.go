@@ -388,6 +388,14 @@ func (s *sessionOp) maybeFree(slot int) {
 	s.gen[slot]++
 }
 
+// NextClose implements Operator: the first session close or tombstone expiry waiting.
+func (s *sessionOp) NextClose() (int64, bool) {
+	if len(s.closing) == 0 {
+		return 0, false
+	}
+	return s.closing[0].at, true
+}
+
 func (s *sessionOp) Advance(w int64) {
 	if w <= s.w {
 		return

@@ -250,6 +250,15 @@ func (s *sliding) resetRunning(slot int) {
 	}
 }
 
+// NextClose implements Operator: the first leave timer's time (a sliding window emits on
+// events otherwise).
+func (s *sliding) NextClose() (int64, bool) {
+	if !s.leave || len(s.timers) == 0 {
+		return 0, false
+	}
+	return s.timers[0].at, true
+}
+
 func (s *sliding) Advance(w int64) {
 	if w <= s.w {
 		return

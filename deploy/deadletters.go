@@ -160,6 +160,7 @@ func (d *deployment) endEvent() {
 		d.keepDeadLetter(dl)
 	}
 	d.pushing.errors, d.pushing.recordBytes = 0, 0
+	d.stepFrom = time.Time{} // (pauseStep)
 }
 
 // keepDeadLetter adds dl, with the position and record of the event being pushed, to the

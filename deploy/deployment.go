@@ -137,6 +137,8 @@ type deployment struct {
 	// pushing is the event being pushed (for its dead letters); deadLetters counts them.
 	pushing     pushing
 	deadLetters int64
+	// stepFrom is when the engine call in progress first asked pauseStep; zero between calls.
+	stepFrom time.Time
 	// deadLetterBudget: the scenario's dead letters kept in the hour
 	// (Config.MaxDeadLettersPerHour), shared with its other deployments.
 	deadLetterBudget *deadLetterBudget
@@ -460,7 +462,7 @@ func (d *deployment) run() {
 		} else if d.inputsChanged() {
 			d.publish(PhaseRunning)
 		}
-		if n == 0 && !d.holding() && d.waiting == "" {
+		if n == 0 && !d.holding() && d.waiting == "" && !d.eng.StepOpen() {
 			d.idleTick(now)
 			if d.eng.Interrupted() {
 				continue
@@ -820,8 +822,24 @@ func (d *deployment) retry(ctx context.Context, what string, f func() error) err
 // returns how many it pushed.
 func (d *deployment) process(ctx context.Context) (int, error) {
 	total := 0
+	if d.eng.StepOpen() {
+		// A step paused (pauseStep), or the aggregates of a checkpoint taken in one: it goes
+		// on before any event, which it could otherwise find in a window it closes.
+		written := d.sinks.written
+		w, _ := d.takeEventMemory(true) // as for an idle step
+		ok := d.eng.Guard(d.eng.ContinueStep)
+		d.rt.eventMemory.give(w)
+		d.endEvent()
+		d.eng.LookAtState() // windows closed: their state no longer counts
+		if d.sinks.written != written || d.eng.StepOpen() {
+			total++ // checkpoint it (paused again: with the results it made so far)
+		}
+		if !ok || d.eng.StepOpen() {
+			return total, nil
+		}
+	}
 	for _, s := range d.sources {
-		if d.eng.StateErr() != nil || d.resultsFull() {
+		if d.eng.StateErr() != nil || d.resultsFull() || d.eng.StepOpen() {
 			break
 		}
 		if s.in != nil {
@@ -858,6 +876,11 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 				if w1, _ := d.eng.SourceWatermark(s.id); w1 != w0 || d.sinks.written != written {
 					total++ // state changed: checkpoint it
 				}
+				if d.eng.StepOpen() {
+					s.leftover = events // pushed once the paused step is done
+					total++
+					return total, nil
+				}
 			}
 			if len(events) > 0 && polled {
 				s.tookAt = time.Now() // (the input's clock: Listing)
@@ -876,7 +899,7 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 					pushed++
 				}
 				s.in.Advance(ev)
-				if d.stopRequested(ctx) || d.eng.CheckState() || d.resultsFull() || d.eng.Interrupted() {
+				if d.stopRequested(ctx) || d.eng.CheckState() || d.resultsFull() || d.eng.Interrupted() || d.eng.StepOpen() {
 					// The positions cover what was pushed. The rest goes first next time
 					// (the input has handed it over: a poll would not give it again), or,
 					// after a stop, is read again from the positions.
@@ -906,7 +929,7 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 				break // stopped before it: read from the log again
 			}
 			s.next.Store(e.Offset + 1)
-			if d.stopRequested(ctx) || d.eng.CheckState() || d.resultsFull() || d.eng.Interrupted() || d.batchLong(started) {
+			if d.stopRequested(ctx) || d.eng.CheckState() || d.resultsFull() || d.eng.Interrupted() || d.eng.StepOpen() || d.batchLong(started) {
 				break
 			}
 		}
@@ -917,6 +940,27 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 		}
 	}
 	return total, nil
+}
+
+// pauseStep is the engine's Options.PauseStep: a watermark step that closes many windows
+// stops between two of them when the results waiting reach their bound (resultsFull: the
+// loop commits them, then goes on with the step; in one piece, the 4.32 M windows a jump of
+// the watermark closed passed what one checkpoint may carry, and failed the deployment at
+// every redeploy), when a stop is asked for (the final checkpoint holds the part done, and
+// the next deployment goes on from there), or when it has run for the checkpoint interval,
+// at least a second (the part done is committed, and a stop waits for a part at most, as
+// batchLong does for events). stepFrom is when the first look of the engine call was (the
+// first close, of one slide of all keys, is not counted); endEvent clears it.
+func (d *deployment) pauseStep() bool {
+	if d.resultsFull() || d.stopRequested(d.rt.ctx) {
+		return true
+	}
+	now := d.rt.cfg.Now()
+	if d.stepFrom.IsZero() {
+		d.stepFrom = now
+		return false
+	}
+	return now.Sub(d.stepFrom) >= max(d.rt.cfg.CheckpointInterval, time.Second)
 }
 
 // noteListing tells the engine about the listings of s's input's partitions (Listing's
@@ -1283,9 +1327,10 @@ func (d *deployment) idleTick(now time.Time) {
 	if d.eng.KeyCount() < keys {
 		d.eng.LookAtState() // windows closed: their state no longer counts in --max-total-state
 	}
-	if d.sinks.written != written {
+	if d.sinks.written != written || d.eng.StepOpen() {
 		// Windows closed: commit them with the state at once, rather than leave results that
-		// a crash would make depend on the time of the restart.
+		// a crash would make depend on the time of the restart (a step paused goes on at the
+		// next round: process).
 		d.setDirty(now)
 		d.forceCheckpoint = true
 		d.publish(PhaseRunning)

@@ -1228,6 +1228,8 @@ func (r *Runtime) prepare(v store.Version, stored bool) (*deployment, error) {
 		MaxKafkaRecordBytes: kafka.MaxRecordBytes,
 		// and less for a topic that takes less (its sink's Output knows once it is Ready)
 		KafkaRecordLimit: d.recordLimit,
+		// A step that closes many windows is committed in parts (pauseStep).
+		PauseStep: d.pauseStep,
 	}
 	if r.schemas != nil {
 		opts.EncodeKafkaValue = r.encodeKafkaValue

@@ -124,6 +124,9 @@ func (e *Engine) Restore(snapshot []byte) error {
 	if len(r.Rest()) != 0 {
 		return fmt.Errorf("%w: %d bytes after the snapshot", slices.ErrCorruptSnapshot, len(r.Rest()))
 	}
+	// A checkpoint taken while a step was paused (Options.PauseStep) holds aggregates behind
+	// their sources' watermarks: the step goes on before the next event (StepOpen).
+	e.stepOpen = len(e.aggregates) > 0
 	return nil
 }
 
