@@ -230,6 +230,16 @@ func New(cfg Config) (*Handler, error) {
 	}
 	limiter := newRateLimiter(cfg.RateLimits)
 	limiter.bodyLimit = limitOf
+	if bb := limiter.requestBodies; bb != nil && bb.wait > 0 {
+		g := prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "scenario_server_requests_waiting",
+			Help: "Requests waiting for their first bytes of the request budget (--request-body-bytes), in turn, before a 503.",
+		})
+		if reused, err := registerOrReuse(cfg.Metrics, g); err == nil {
+			g = reused
+		}
+		bb.waitGauge = g
+	}
 	router := r
 	limiter.storedWrite = func(req *http.Request) bool {
 		// The audited actions that are not reads: each changes the store (auditActions).

@@ -16,7 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/semaphore"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
 	"github.com/scenario-server/scenario-server/auth"
@@ -98,6 +98,9 @@ const (
 	// budget of 8 MiB or more.
 	DefaultContendedMinRate    = 32 << 10
 	DefaultContendedRateWindow = 5 * time.Second
+	// DefaultContendedWait is RateLimits.ContendedWait: 10 s, as long as a graph waits for
+	// its validation (compileGate).
+	DefaultContendedWait = 10 * time.Second
 	// DefaultMaxBodiesPerClient is how many request bodies one identity (or client address)
 	// sends at once, from its headers until the body has arrived: past it, 429
 	// too-many-bodies. Bodies sent just fast enough each held a connection for the body read
@@ -174,6 +177,15 @@ type RateLimits struct {
 	// not cut holds re-opened every 9 s (hostile round 138). ContendedMinRate 0: never cut.
 	ContendedMinRate    int64
 	ContendedRateWindow time.Duration
+	// ContendedWait is how long a request that finds RequestBodyBytes taken waits for its
+	// first bytes (of its body, or of what it loads) before it is answered 503: requests
+	// waiting take the bytes given back in turn, a client at a time (bodyBudget.wait), and a
+	// new request waits behind them. Answered 503 at once, a victim's requests lost the race
+	// for the freed bytes to their holders' next ones: two clients asking for an unread 12 MB
+	// export every 4.5 s kept 99.4 % of a victim's requests out (hostile round 139). A client
+	// has at most maxWaitingPerClient requests waiting. Event batches (IngestBodyBytes) are
+	// answered 503 ingest-busy at once, their back-pressure. 0: no wait.
+	ContendedWait time.Duration
 	// MaxBodiesPerClient is how many request bodies one identity (rateKey) sends at once,
 	// each counted from its headers until it has arrived (or its request is answered); more
 	// are answered 429 too-many-bodies. 0: no bound.
@@ -197,7 +209,8 @@ type RateLimits struct {
 func DefaultRateLimits() RateLimits {
 	return RateLimits{IngestRate: DefaultIngestRate, IngestBurst: DefaultIngestBurst,
 		TestRate: DefaultTestRate, TestBurst: DefaultTestBurst, MaxConcurrentTests: DefaultMaxConcurrentTests, MaxConcurrentValidations: DefaultMaxConcurrentValidations,
-		MaxStreams: DefaultMaxStreams, MaxStreamsPerClient: DefaultMaxStreamsPerClient, IngestBodyBytes: DefaultIngestBodyBytes,
+		ContendedWait: DefaultContendedWait,
+		MaxStreams:    DefaultMaxStreams, MaxStreamsPerClient: DefaultMaxStreamsPerClient, IngestBodyBytes: DefaultIngestBodyBytes,
 		RequestBodyBytes: DefaultRequestBodyBytes, MinBodyRate: DefaultMinBodyRate, BodyRateGrace: DefaultBodyRateGrace,
 		ContendedMinRate: DefaultContendedMinRate, ContendedRateWindow: DefaultContendedRateWindow, MaxBodiesPerClient: DefaultMaxBodiesPerClient, WriteRate: DefaultWriteRate, WriteBurst: DefaultWriteBurst,
 		WriteBytesRate: DefaultWriteBytesRate, WriteBytesBurst: DefaultWriteBytesBurst}
@@ -321,6 +334,10 @@ func newRateLimiter(l RateLimits) *rateLimiter {
 			bb.minRate, bb.window = l.ContendedMinRate, max(l.ContendedRateWindow, time.Second)
 			bb.holds, bb.cutUntil = map[*requestHold]struct{}{}, map[string]time.Time{}
 		}
+	}
+	if rl.requestBodies != nil && l.ContendedWait > 0 {
+		rl.requestBodies.wait = l.ContendedWait
+		rl.requestBodies.queue = map[string][]*budgetWaiter{}
 	}
 	if rl.now == nil {
 		rl.now = time.Now
@@ -689,9 +706,9 @@ var (
 // counted up to half (requestHold.take), so that stored data larger than that is still
 // served, one such request at a time. When a request is refused for lack of the budget, the
 // requests holding bytes of it that wait on their clients too slowly are cut (cutStalled):
-// shares only raised the bar from one client to two.
+// shares only raised the bar from one client to two. With a wait (RateLimits.ContendedWait),
+// a request's first bytes wait their turn (waitTurn) before busy.
 type bodyBudget struct {
-	sem   *semaphore.Weighted
 	size  int64
 	most  int64 // mostOne
 	busy  error
@@ -705,14 +722,34 @@ type bodyBudget struct {
 	window   time.Duration
 	holds    map[*requestHold]struct{}
 	cutUntil map[string]time.Time // clients cut, until when they hold a sixteenth (penalize)
+	// wait is RateLimits.ContendedWait (0: none); queue holds the requests waiting, per
+	// client in their order, and turns the clients with requests waiting, in turn (wait).
+	wait  time.Duration
+	queue map[string][]*budgetWaiter
+	turns []string
+	// waitGauge, when set, counts the requests waiting (scenario_server_requests_waiting).
+	waitGauge prometheus.Gauge
 }
+
+// budgetWaiter is a request waiting for n bytes of a bodyBudget (bodyBudget.wait); ready is
+// closed when they are granted (granted set, under the budget's mu).
+type budgetWaiter struct {
+	hold    *requestHold
+	n       int64
+	ready   chan struct{}
+	granted bool
+}
+
+// maxWaitingPerClient is how many requests of one client wait for bytes of a budget at once
+// (RateLimits.ContendedWait); more are answered 503 at once.
+const maxWaitingPerClient = 8
 
 // newBodyBudget returns a budget of size bytes, or nil (no bound) when size is not positive.
 func newBodyBudget(size int64, busy error, flag string) *bodyBudget {
 	if size <= 0 {
 		return nil
 	}
-	return &bodyBudget{sem: semaphore.NewWeighted(size), size: size, most: size / 2, busy: busy, flag: flag, held: map[string]int64{}}
+	return &bodyBudget{size: size, most: size / 2, busy: busy, flag: flag, held: map[string]int64{}}
 }
 
 // mostOne is the most bytes one request (and one client) may hold: half the budget (the
@@ -752,7 +789,7 @@ func (bb *bodyBudget) serve(w http.ResponseWriter, r *http.Request, next http.Ha
 		writeProblem(w, bb.tooLarge().(*errTooLarge).problem())
 		return
 	}
-	h := &requestHold{budget: bb, w: w, client: rateKey(r)}
+	h := &requestHold{budget: bb, w: w, client: rateKey(r), ctx: r.Context()}
 	r = r.WithContext(context.WithValue(r.Context(), requestHoldKey{}, h))
 	if r.Body != nil && r.Body != http.NoBody {
 		r.Body = &budgetedBody{ReadCloser: r.Body, hold: h}
@@ -775,29 +812,46 @@ func (bb *bodyBudget) take(client string, mine, n int64, anyClient bool) error {
 }
 
 // takeFor is take for the request holding h (nil: none, a results stream's page): past the
-// budget, the requests too slow on their clients are cut (cutStalled).
+// budget, the requests too slow on their clients are cut (cutStalled), and a request's first
+// bytes wait their turn (wait) when the budget has a wait.
 func (bb *bodyBudget) takeFor(h *requestHold, client string, mine, n int64, anyClient bool) error {
 	bb.mu.Lock()
-	defer bb.mu.Unlock()
-	others := bb.held[client] - mine
+	others := bb.held[client] - mine + bb.waiting(client)
 	if !anyClient {
 		if mine+n > bb.mostOne() {
+			bb.mu.Unlock()
 			return bb.tooLarge()
 		}
 		if others > 0 && others+mine+n > bb.size/4 {
+			bb.mu.Unlock()
 			return bb.busy
 		}
 		if until, ok := bb.cutUntil[client]; ok && others+mine+n > bb.size/16 {
 			if time.Now().Before(until) {
+				bb.mu.Unlock()
 				return &errPenalized{busy: bb.busy, until: until, most: bb.size / 16, flag: bb.flag}
 			}
 			delete(bb.cutUntil, client)
 		}
 	}
-	if !bb.sem.TryAcquire(n) {
-		bb.cutStalled(h)
+	// A request's first bytes are taken after those waiting: it would otherwise take what
+	// was given back to them.
+	first := mine == 0 && !anyClient && h != nil && bb.wait > 0
+	if bb.total+n <= bb.size && !(first && len(bb.turns) > 0) {
+		bb.grant(h, client, n)
+		bb.mu.Unlock()
+		return nil
+	}
+	bb.cutStalled(h)
+	if !first || len(bb.queue[client]) >= maxWaitingPerClient {
+		bb.mu.Unlock()
 		return bb.busy
 	}
+	return bb.waitTurn(h, n) // unlocks
+}
+
+// grant counts n bytes as client's, held by the request of h (nil: none).
+func (bb *bodyBudget) grant(h *requestHold, client string, n int64) {
 	bb.held[client] += n
 	bb.total += n
 	if h != nil && bb.holds != nil {
@@ -806,7 +860,109 @@ func (bb *bodyBudget) takeFor(h *requestHold, client string, mine, n int64, anyC
 			h.markAt, h.markMoved = time.Now(), h.moved.Load()
 		}
 	}
-	return nil
+}
+
+// waiting is how many bytes client's requests wait for (bb.mu held).
+func (bb *bodyBudget) waiting(client string) int64 {
+	var n int64
+	for _, w := range bb.queue[client] {
+		n += w.n
+	}
+	return n
+}
+
+// waitTurn makes the request of h wait, up to bb.wait and while its context lasts, for n
+// bytes, and returns nil once they are granted, or busy. bb.mu is held, and unlocked. The
+// bytes given back go to the requests waiting a client at a time (the client whose request
+// has waited longest first, then the next client's: turns), each client's in their order, so
+// that a client sending many requests does not push the others' back; the first waiting
+// takes them once they are all free (a large request is not passed over by small ones). Every
+// second of the wait, it looks again for holds too slow on their clients (cutStalled): one
+// that was too young to cut at the first look may be cut later.
+func (bb *bodyBudget) waitTurn(h *requestHold, n int64) error {
+	w := &budgetWaiter{hold: h, n: n, ready: make(chan struct{})}
+	if len(bb.queue[h.client]) == 0 {
+		bb.turns = append(bb.turns, h.client)
+	}
+	bb.queue[h.client] = append(bb.queue[h.client], w)
+	bb.mu.Unlock()
+	if bb.waitGauge != nil {
+		bb.waitGauge.Inc()
+		defer bb.waitGauge.Dec()
+	}
+	deadline := time.NewTimer(bb.wait)
+	defer deadline.Stop()
+	look := time.NewTicker(time.Second)
+	defer look.Stop()
+	for {
+		select {
+		case <-w.ready:
+			return nil
+		case <-look.C:
+			bb.mu.Lock()
+			if !w.granted {
+				bb.cutStalled(h)
+			}
+			bb.mu.Unlock()
+			continue
+		case <-deadline.C:
+		case <-h.ctx.Done():
+		}
+		bb.mu.Lock()
+		defer bb.mu.Unlock()
+		if w.granted {
+			return nil
+		}
+		bb.leaveQueue(w)
+		bb.grantWaiting() // the first waiting may have been this one
+		return bb.busy
+	}
+}
+
+// leaveQueue takes w out of its client's queue (bb.mu held).
+func (bb *bodyBudget) leaveQueue(w *budgetWaiter) {
+	c := w.hold.client
+	q := bb.queue[c]
+	for i, x := range q {
+		if x == w {
+			q = append(q[:i:i], q[i+1:]...)
+			break
+		}
+	}
+	if len(q) > 0 {
+		bb.queue[c] = q
+		return
+	}
+	delete(bb.queue, c)
+	for i, x := range bb.turns {
+		if x == c {
+			bb.turns = append(bb.turns[:i:i], bb.turns[i+1:]...)
+			break
+		}
+	}
+}
+
+// grantWaiting grants the requests waiting, in turn, while the first fits (bb.mu held): the
+// client whose turn it is gets its first request's bytes, and goes to the end of the turns
+// when it has more waiting.
+func (bb *bodyBudget) grantWaiting() {
+	for len(bb.turns) > 0 {
+		c := bb.turns[0]
+		w := bb.queue[c][0]
+		if bb.total+w.n > bb.size {
+			return
+		}
+		bb.turns = bb.turns[1:]
+		if q := bb.queue[c][1:]; len(q) > 0 {
+			bb.queue[c] = q
+			bb.turns = append(bb.turns, c)
+		} else {
+			delete(bb.queue, c)
+		}
+		bb.grant(w.hold, c, w.n)
+		w.granted = true
+		close(w.ready)
+	}
 }
 
 // cutStalled cuts the requests holding bytes of bb, but asking (the request refused), that
@@ -890,10 +1046,12 @@ func (bb *bodyBudget) giveFor(h *requestHold, client string, n, left int64) {
 	if h != nil && left == 0 && bb.holds != nil {
 		delete(bb.holds, h)
 	}
-	bb.sem.Release(n)
 	bb.total -= n
 	if bb.held[client] -= n; bb.held[client] <= 0 {
 		delete(bb.held, client)
+	}
+	if len(bb.turns) > 0 {
+		bb.grantWaiting()
 	}
 }
 
@@ -905,7 +1063,8 @@ func (bb *bodyBudget) giveFor(h *requestHold, client string, n, left int64) {
 type requestHold struct {
 	budget *bodyBudget
 	w      http.ResponseWriter
-	client string // rateKey
+	client string          // rateKey
+	ctx    context.Context // the request's: a wait for bytes ends with it (bodyBudget.waitTurn)
 	mu     sync.Mutex
 	held   int64
 	// moved counts the bytes of its body read and of its answer written; markAt and

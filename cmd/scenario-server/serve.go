@@ -1055,7 +1055,8 @@ func (g *guardConfig) rateLimits() api.RateLimits {
 		MaxStreamsPerClient: g.perClient, IngestBodyBytes: g.ingestBytes, RequestBodyBytes: g.requestBytes,
 		MinBodyRate: g.minBodyRate, BodyRateGrace: api.DefaultBodyRateGrace, MaxBodiesPerClient: g.bodiesPer,
 		ContendedMinRate: api.DefaultContendedMinRate, ContendedRateWindow: api.DefaultContendedRateWindow,
-		WriteRate: g.writeRate, WriteBurst: g.writeBurst, WriteBytesRate: g.writeBytesRate, WriteBytesBurst: g.writeBytesBurst}
+		ContendedWait: api.DefaultContendedWait,
+		WriteRate:     g.writeRate, WriteBurst: g.writeBurst, WriteBytesRate: g.writeBytesRate, WriteBytesBurst: g.writeBytesBurst}
 }
 
 // warnWithoutTokens logs, for a server with API tokens, when its store holds no token that can
