@@ -877,6 +877,9 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 					total++ // state changed: checkpoint it
 				}
 				if d.eng.StepOpen() {
+					if len(events) > 0 && polled {
+						s.tookAt = time.Now() // (as below: they were taken from the input now)
+					}
 					s.leftover = events // pushed once the paused step is done
 					total++
 					return total, nil
