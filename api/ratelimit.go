@@ -179,8 +179,8 @@ type RateLimits struct {
 	ContendedRateWindow time.Duration
 	// ContendedWait is how long a request that finds RequestBodyBytes taken waits for its
 	// first bytes (of its body, or of what it loads) before it is answered 503: requests
-	// waiting take the bytes given back in turn, a client at a time (bodyBudget.wait), and a
-	// new request waits behind them. Answered 503 at once, a victim's requests lost the race
+	// waiting take the bytes as they are given back, before new requests can, in turn, a
+	// client at a time (bodyBudget.waitTurn). Answered 503 at once, a victim's requests lost the race
 	// for the freed bytes to their holders' next ones: two clients asking for an unread 12 MB
 	// export every 4.5 s kept 99.4 % of a victim's requests out (hostile round 139). A client
 	// has at most maxWaitingPerClient requests waiting. Event batches (IngestBodyBytes) are
@@ -834,15 +834,14 @@ func (bb *bodyBudget) takeFor(h *requestHold, client string, mine, n int64, anyC
 			delete(bb.cutUntil, client)
 		}
 	}
-	// A request's first bytes are taken after those waiting: it would otherwise take what
-	// was given back to them.
-	first := mine == 0 && !anyClient && h != nil && bb.wait > 0
-	if bb.total+n <= bb.size && !(first && len(bb.turns) > 0) {
+	// (No request waiting fits: bytes given back go to them first, grantWaiting.)
+	if bb.total+n <= bb.size {
 		bb.grant(h, client, n)
 		bb.mu.Unlock()
 		return nil
 	}
 	bb.cutStalled(h)
+	first := mine == 0 && !anyClient && h != nil && bb.wait > 0
 	if !first || len(bb.queue[client]) >= maxWaitingPerClient {
 		bb.mu.Unlock()
 		return bb.busy
@@ -873,12 +872,12 @@ func (bb *bodyBudget) waiting(client string) int64 {
 
 // waitTurn makes the request of h wait, up to bb.wait and while its context lasts, for n
 // bytes, and returns nil once they are granted, or busy. bb.mu is held, and unlocked. The
-// bytes given back go to the requests waiting a client at a time (the client whose request
-// has waited longest first, then the next client's: turns), each client's in their order, so
-// that a client sending many requests does not push the others' back; the first waiting
-// takes them once they are all free (a large request is not passed over by small ones). Every
-// second of the wait, it looks again for holds too slow on their clients (cutStalled): one
-// that was too young to cut at the first look may be cut later.
+// bytes given back go to the requests waiting as they are given back, before any new request
+// can take them (grantWaiting), a client at a time (the client whose request has waited
+// longest first, then the next client's: turns), each client's in their order, so that a
+// client sending many requests does not push the others' back. Every second of the wait, it
+// looks again for holds too slow on their clients (cutStalled): one that was too young to
+// cut at the first look may be cut later.
 func (bb *bodyBudget) waitTurn(h *requestHold, n int64) error {
 	w := &budgetWaiter{hold: h, n: n, ready: make(chan struct{})}
 	if len(bb.queue[h.client]) == 0 {
@@ -942,17 +941,20 @@ func (bb *bodyBudget) leaveQueue(w *budgetWaiter) {
 	}
 }
 
-// grantWaiting grants the requests waiting, in turn, while the first fits (bb.mu held): the
-// client whose turn it is gets its first request's bytes, and goes to the end of the turns
-// when it has more waiting.
+// grantWaiting grants the requests waiting that fit, in turn (bb.mu held): each client's
+// first request, in the turns' order; a client granted goes to the end of the turns when it
+// has more waiting. A request that does not fit is passed over by smaller ones that do (a
+// large request waiting at the head held every small one back, though they fitted: a client
+// could keep one there), and waits for its turn until it fits or its wait ends.
 func (bb *bodyBudget) grantWaiting() {
-	for len(bb.turns) > 0 {
-		c := bb.turns[0]
+	for i := 0; i < len(bb.turns); {
+		c := bb.turns[i]
 		w := bb.queue[c][0]
 		if bb.total+w.n > bb.size {
-			return
+			i++
+			continue
 		}
-		bb.turns = bb.turns[1:]
+		bb.turns = append(bb.turns[:i:i], bb.turns[i+1:]...)
 		if q := bb.queue[c][1:]; len(q) > 0 {
 			bb.queue[c] = q
 			bb.turns = append(bb.turns, c)
