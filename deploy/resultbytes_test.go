@@ -1,9 +1,11 @@
 package deploy
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/scenario-server/scenario-server/store"
 )
@@ -62,6 +64,42 @@ func TestMaxResultBytes(t *testing.T) {
 		if string(p.Value) != string(recs[first+i]) {
 			t.Errorf("result %d kept is %s, want event %d's", i, p.Value, first+i)
 			break
+		}
+	}
+}
+
+// The results of all scenarios, stopped ones included, are kept within MaxTotalResultBytes:
+// past it, those holding more than their max-min fair share of seven eighths of it lose their
+// oldest down to that share, and those holding less keep theirs. By hand, with results of 100
+// bytes each stored one by one (100 to 164 bytes each as the store counts them, see the
+// store's conformance test SinkResultBytes): "many" holds 40, "some" 20 and "few" 5 (500 to
+// 820 bytes), against a bound of 4,000 (a share of 3,500 for all three): few keeps its 5, and
+// the two others share what is left, 1,340 to 1,500 bytes each: 8 to 15 results each, their
+// newest. Without the bound all 65 are kept (the per-scenario bound is 1 GiB).
+func TestMaxTotalResultBytes(t *testing.T) {
+	st := sqliteStore(t)
+	held := map[string]int{"many": 40, "some": 20, "few": 5}
+	for name, n := range held {
+		createScenario(t, st, name, tumblingGraph(""))
+		for i := range n {
+			v := json.RawMessage(fmt.Sprintf(`"%098d"`, i))
+			if _, err := st.AppendSinkResults(t.Context(), name, []store.NewSinkResult{{Sink: "out", Value: v}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	newRuntime(t, st, func(c *Config) { c.MaxTotalResultBytes = 4000; c.PruneInterval = 10 * time.Millisecond })
+	waitFor(t, "many and some trimmed", func() bool {
+		return len(collected(t, st, "many")) < 40 && len(collected(t, st, "some")) < 20
+	})
+	for name, n := range held {
+		got := collected(t, st, name)
+		lo, hi := 8, 15
+		if name == "few" {
+			lo, hi = 5, 5
+		}
+		if len(got) < lo || len(got) > hi || got[len(got)-1] != fmt.Sprintf(`"%098d"`, n-1) {
+			t.Errorf("%s keeps %d results, the last %s; want %d to %d, its newest", name, len(got), got[len(got)-1], lo, hi)
 		}
 	}
 }

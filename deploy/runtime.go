@@ -102,6 +102,7 @@ import (
 	"github.com/scenario-server/scenario-server/connector"
 	"github.com/scenario-server/scenario-server/connector/kafka"
 	"github.com/scenario-server/scenario-server/engine"
+	"github.com/scenario-server/scenario-server/internal/share"
 	"github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/schemaregistry"
@@ -191,6 +192,14 @@ type Config struct {
 	// deleted down to seven eighths of it, as retention by size (Kafka's retention.bytes). 0:
 	// no bound.
 	MaxResultBytes int64
+	// MaxTotalResultBytes is the most bytes of collected results all scenarios keep in the
+	// store together, stopped and archived ones included (store.SinkResultBytes), looked at
+	// every PruneInterval: past it, the scenarios holding more than their max-min fair share
+	// of seven eighths of it (the level at which their results, each capped there, add up to
+	// that: scenarios holding less leave their part to the others) are trimmed to that share,
+	// oldest results first (trimTotalResults). MaxResultBytes bounds one scenario, but a
+	// client with deploy rights filled the disk with many (review 140). 0: no bound.
+	MaxTotalResultBytes int64
 	// BatchKeyRetention is how long the idempotency keys of ingested batches are remembered
 	// (store.PruneEventBatches): a batch re-sent under an older key is appended again. 0
 	// remembers them for ever.
@@ -315,6 +324,9 @@ func (r *Runtime) wakeEngine(e *engine.Engine) {
 
 // DefaultMaxResultBytes is the server's default of Config.MaxResultBytes: 1 GiB a scenario.
 const DefaultMaxResultBytes = 1 << 30
+
+// DefaultMaxTotalResultBytes is the server's default of Config.MaxTotalResultBytes: 8 GiB.
+const DefaultMaxTotalResultBytes = 8 << 30
 
 // Runtime runs the deployments of one server. Create it with New. Its methods are safe for
 // concurrent use.
@@ -580,7 +592,7 @@ func (r *Runtime) startLoops() {
 	if r.closed {
 		return
 	}
-	if (r.cfg.ResultRetention > 0 || r.cfg.BatchKeyRetention > 0 || r.cfg.AuditRetention > 0) && r.pruneStop == nil {
+	if (r.cfg.ResultRetention > 0 || r.cfg.BatchKeyRetention > 0 || r.cfg.AuditRetention > 0 || r.cfg.MaxTotalResultBytes > 0) && r.pruneStop == nil {
 		r.pruneStop, r.pruneDone = make(chan struct{}), make(chan struct{})
 		go r.pruneLoop(r.pruneStop, r.pruneDone)
 	}
@@ -659,12 +671,51 @@ func (r *Runtime) prune() {
 			r.log.Info("retention: deleted "+p.what, "count", n, "olderThan", p.keep)
 		}
 	}
+	r.trimTotalResults()
 	// The checkpoints no deployment can resume or inherit, whatever their age.
 	switch n, err := r.cfg.Store.PruneCheckpoints(r.ctx); {
 	case err != nil:
 		r.log.Error("deleting the checkpoints of ended deployments", "error", err)
 	case n > 0:
 		r.log.Info("deleted the checkpoints of ended deployments that newer ones replaced", "count", n)
+	}
+}
+
+// trimTotalResults keeps the results of all scenarios within Config.MaxTotalResultBytes:
+// past it, those above their max-min fair share of seven eighths of it are trimmed to that
+// share (store.TrimSinkResults: their oldest results deleted, their newest kept whatever its
+// size). Errors are logged; the next round tries again.
+func (r *Runtime) trimTotalResults() {
+	most := r.cfg.MaxTotalResultBytes
+	if most <= 0 {
+		return
+	}
+	sizes, err := r.cfg.Store.SinkResultBytes(r.ctx)
+	if err != nil {
+		r.log.Error("measuring the collected results against --max-total-result-bytes", "error", err)
+		return
+	}
+	var total int64
+	held := make([]int64, 0, len(sizes))
+	for _, n := range sizes {
+		total += n
+		held = append(held, n)
+	}
+	if total <= most {
+		return
+	}
+	level := share.MaxMin(held, most-most/8)
+	for name, n := range sizes {
+		if n <= level {
+			continue
+		}
+		deleted, kept, err := r.cfg.Store.TrimSinkResults(r.ctx, name, level)
+		if err != nil {
+			r.log.Error("trimming the collected results to their share of --max-total-result-bytes", "scenario", name, "error", err)
+			continue
+		}
+		r.log.Info("deleted the oldest collected results of a scenario holding more than its share of --max-total-result-bytes",
+			"scenario", name, "deleted", deleted, "keptBytes", kept, "shareBytes", level, "totalBytes", total, "maxTotalResultBytes", most)
 	}
 }
 

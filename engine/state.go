@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	stdslices "slices"
 	"sync"
 
 	"github.com/scenario-server/scenario-server/aggregate"
+	"github.com/scenario-server/scenario-server/internal/share"
 )
 
 // State returns the size of every aggregate node's window state (keys, slices, estimated
@@ -192,15 +192,7 @@ func (b *SharedStateBudget) fairShare(e *Engine, bytes int64) int64 {
 			states = append(states, n)
 		}
 	}
-	stdslices.Sort(states)
-	left := b.Max
-	for i, n := range states {
-		if rest := int64(len(states) - i); n >= left/rest {
-			return left / rest
-		}
-		left -= n
-	}
-	return math.MaxInt64
+	return share.MaxMin(states, b.Max)
 }
 
 // evict calls Evict with e, when both are set.

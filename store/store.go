@@ -229,6 +229,12 @@ type Store interface {
 	// Errors: ErrNotFound when the scenario does not exist.
 	TrimSinkResults(ctx context.Context, scenario string, keep int64) (deleted, kept int64, err error)
 
+	// SinkResultBytes returns the bytes of each scenario's collected results, as
+	// TrimSinkResults counts them (keyed by scenario name; scenarios without results are left
+	// out), archived scenarios' included: the runtime keeps their total under a bound
+	// (deploy.Config.MaxTotalResultBytes). It reads every result's size, not its value.
+	SinkResultBytes(ctx context.Context) (map[string]int64, error)
+
 	// PruneCheckpoints deletes the checkpoints no deployment can resume or inherit: those of
 	// deployments that are neither deploying nor running and have a newer deployment of their
 	// scenario with a checkpoint (LastCheckpointedDeployment finds that one, or a newer, for any

@@ -55,6 +55,7 @@ const (
 	envMaxNodeSeries      = "SCENARIO_SERVER_MAX_NODE_SERIES"
 	envMaxDeadLetters     = "SCENARIO_SERVER_MAX_DEAD_LETTERS"
 	envMaxResultBytes     = "SCENARIO_SERVER_MAX_RESULT_BYTES"
+	envMaxTotalResults    = "SCENARIO_SERVER_MAX_TOTAL_RESULT_BYTES"
 	envMinFreeDisk        = "SCENARIO_SERVER_MIN_FREE_DISK"
 	envSinkDir            = "SCENARIO_SERVER_SINK_DIR"
 	envSourceDir          = "SCENARIO_SERVER_SOURCE_DIR"
@@ -138,6 +139,9 @@ type serveConfig struct {
 	// MaxResultBytes is the most bytes of collected results (and dead letters) a scenario
 	// keeps (deploy.Config.MaxResultBytes); 0 means no bound.
 	MaxResultBytes int64
+	// MaxTotalResultBytes is the most bytes of collected results all scenarios keep together
+	// (deploy.Config.MaxTotalResultBytes); 0 means no bound.
+	MaxTotalResultBytes int64
 	// MinFreeDisk is how many bytes a SQLite store's disk keeps free: with less, event
 	// batches are refused (deploy.Config.MinFreeDisk); 0 means no bound.
 	MinFreeDisk int64
@@ -257,6 +261,12 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 			return serveConfig{}, err
 		}
 	}
+	maxTotalResults := int64(deploy.DefaultMaxTotalResultBytes)
+	if getenv(envMaxTotalResults) != "" {
+		if maxTotalResults, err = envInt(getenv, envMaxTotalResults); err != nil {
+			return serveConfig{}, err
+		}
+	}
 	minFreeDisk := int64(defaultMinFreeDisk)
 	if getenv(envMinFreeDisk) != "" {
 		if minFreeDisk, err = envInt(getenv, envMinFreeDisk); err != nil {
@@ -359,6 +369,8 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		"deployments' collected sink results older than this are deleted (env "+envResultRetention+"; 0: kept for ever)")
 	fs.Int64Var(&cfg.MaxResultBytes, "max-result-bytes", maxResultBytes,
 		"a scenario keeps at most this many `bytes` of collected results and dead letters (their JSON): past it, the oldest are deleted after a checkpoint, down to seven eighths of it (env "+envMaxResultBytes+"; 0: no bound)")
+	fs.Int64Var(&cfg.MaxTotalResultBytes, "max-total-result-bytes", maxTotalResults,
+		"all scenarios together, stopped and archived ones too, keep at most this many `bytes` of collected results and dead letters, looked at every minute: past it, those holding more than their fair share of seven eighths of it lose their oldest, down to that share (env "+envMaxTotalResults+"; 0: no bound)")
 	fs.Int64Var(&cfg.MinFreeDisk, "min-free-disk", minFreeDisk,
 		"with a SQLite store, event batches are refused (503 store-full) while its disk has less than this many `bytes` free, before it fills and every deployment fails (env "+envMinFreeDisk+"; 0: no bound)")
 	fs.DurationVar(&cfg.BatchKeyRetention, "batch-key-retention", batchKeyRetention,
@@ -412,8 +424,8 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 	if cfg.CheckpointInterval < 0 || cfg.EventTimeout < 0 || cfg.MaxBacklog < 0 || cfg.MaxDeploymentState < 0 || cfg.MaxTotalState < 0 || cfg.LargeEventBytes < 0 || cfg.EventMemory < 0 || cfg.MaxDeployments < 0 || cfg.MaxNodeSeries < 0 || cfg.MaxDeadLetters < 0 {
 		return serveConfig{}, fmt.Errorf("%w: --checkpoint-interval, --event-timeout, --max-backlog, --max-deployment-state, --max-total-state, --large-event-bytes, --event-memory, --max-deployments, --max-node-series and --max-dead-letters must not be negative", errUsage)
 	}
-	if cfg.MaxResultBytes < 0 || cfg.MinFreeDisk < 0 {
-		return serveConfig{}, fmt.Errorf("%w: --max-result-bytes and --min-free-disk must not be negative", errUsage)
+	if cfg.MaxResultBytes < 0 || cfg.MaxTotalResultBytes < 0 || cfg.MinFreeDisk < 0 {
+		return serveConfig{}, fmt.Errorf("%w: --max-result-bytes, --max-total-result-bytes and --min-free-disk must not be negative", errUsage)
 	}
 	if cfg.ResultRetention < 0 || cfg.BatchKeyRetention < 0 || cfg.AuditRetention < 0 {
 		return serveConfig{}, fmt.Errorf("%w: --result-retention, --batch-key-retention and --audit-retention must not be negative", errUsage)
@@ -589,7 +601,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	rt, err := deploy.New(deploy.Config{
 		Store: st, Logger: log, CheckpointInterval: cfg.CheckpointInterval, EventTimeout: eventTimeout(cfg.EventTimeout), MaxBacklog: cfg.MaxBacklog,
 		FileSinkDir: sinkDir, FileSourceDir: sourceDir, KafkaBrokers: splitList(cfg.KafkaBrokers), Kafka: cfg.Kafka, Metrics: metrics,
-		ResultRetention: cfg.ResultRetention, MaxResultBytes: cfg.MaxResultBytes, MinFreeDisk: cfg.MinFreeDisk, DiskFree: diskFree(cfg), BatchKeyRetention: cfg.BatchKeyRetention, AuditRetention: cfg.AuditRetention,
+		ResultRetention: cfg.ResultRetention, MaxResultBytes: cfg.MaxResultBytes, MaxTotalResultBytes: cfg.MaxTotalResultBytes, MinFreeDisk: cfg.MinFreeDisk, DiskFree: diskFree(cfg), BatchKeyRetention: cfg.BatchKeyRetention, AuditRetention: cfg.AuditRetention,
 		Owner: owner, NoResume: cfg.NoResume, CrashLoopLimit: crashLoopLimit(cfg.CrashLoopLimit),
 		MaxDeploymentState: stateBudget, MaxTotalState: cfg.MaxTotalState, MaxTotalPendingResultBytes: cfg.MaxTotalState, LargeEventBytes: cfg.LargeEventBytes,
 		EventMemoryBytes:      cfg.EventMemory,

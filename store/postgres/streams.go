@@ -298,6 +298,27 @@ func (s *Store) TrimSinkResults(ctx context.Context, scenario string, keep int64
 	return deleted, kept, nil
 }
 
+// SinkResultBytes implements store.Store.
+func (s *Store) SinkResultBytes(ctx context.Context) (map[string]int64, error) {
+	rows, err := s.pool.Query(ctx, `SELECT s.name, t.bytes FROM scenarios s JOIN
+		(SELECT scenario_id, SUM(pg_column_size(value) + 32)::bigint AS bytes FROM sink_results GROUP BY scenario_id) t
+		ON t.scenario_id = s.id`)
+	if err != nil {
+		return nil, fmt.Errorf("measuring the sink results: %w", err)
+	}
+	sizes := map[string]int64{}
+	var name string
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&name, &n}, func() error {
+		sizes[name] = n
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("measuring the sink results: %w", err)
+	}
+	return sizes, nil
+}
+
 // PruneCheckpoints implements store.Store.
 func (s *Store) PruneCheckpoints(ctx context.Context) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM checkpoints WHERE deployment_id IN (

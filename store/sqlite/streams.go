@@ -462,6 +462,30 @@ func (s *Store) TrimSinkResults(ctx context.Context, scenario string, keep int64
 	return deleted, kept, err
 }
 
+// SinkResultBytes implements store.Store, on the read pool.
+func (s *Store) SinkResultBytes(ctx context.Context) (map[string]int64, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT s.name, t.bytes FROM scenarios s JOIN
+		(SELECT scenario_id, SUM(octet_length(results)) AS bytes FROM result_chunks GROUP BY scenario_id) t
+		ON t.scenario_id = s.id`)
+	if err != nil {
+		return nil, fmt.Errorf("measuring the sink results: %w", err)
+	}
+	defer rows.Close()
+	sizes := map[string]int64{}
+	for rows.Next() {
+		var name string
+		var n int64
+		if err := rows.Scan(&name, &n); err != nil {
+			return nil, fmt.Errorf("measuring the sink results: %w", err)
+		}
+		sizes[name] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("measuring the sink results: %w", err)
+	}
+	return sizes, nil
+}
+
 // PruneCheckpoints implements store.Store.
 func (s *Store) PruneCheckpoints(ctx context.Context) (int64, error) {
 	var n int64

@@ -62,6 +62,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"BatchKeyContent", testBatchKeyContent},
 		{"Retention", testRetention},
 		{"TrimSinkResults", testTrimSinkResults},
+		{"SinkResultBytes", testSinkResultBytes},
 		{"CommitCheckpoint", testCommitCheckpoint},
 		{"ConditionalCheckpoint", testConditionalCheckpoint},
 		{"LatestDeployments", testLatestDeployments},
@@ -1338,6 +1339,32 @@ func testTrimSinkResults(t *testing.T, open func(t *testing.T) store.Store) {
 	}
 	if _, _, err := s.TrimSinkResults(ctx, "none", 10); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("trimming an unknown scenario: %v, want ErrNotFound", err)
+	}
+}
+
+// SinkResultBytes measures each scenario's results as TrimSinkResults does: ten results of
+// 100 bytes are 1,000 to 1,640 bytes (their values, and at most 64 bytes each besides), two
+// 200 to 328, an archived scenario's are counted, and a scenario without results is left out.
+func testSinkResultBytes(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	for _, name := range []string{"ten", "two", "none"} {
+		must(s.CreateScenario(ctx, name, draft(1, "")))(t)
+	}
+	value := func(i int) json.RawMessage { return json.RawMessage(fmt.Sprintf(`"%098d"`, i)) } // 100 bytes
+	for i := range 10 {
+		must(s.AppendSinkResults(ctx, "ten", []store.NewSinkResult{{Sink: "out", Value: value(i)}}))(t)
+	}
+	must(s.AppendSinkResults(ctx, "two", []store.NewSinkResult{{Sink: "out", Value: value(0)}, {Sink: "dead", Value: value(1)}}))(t)
+	must(s.SetArchived(ctx, "two", true))(t)
+	sizes := must(s.SinkResultBytes(ctx))(t)
+	if len(sizes) != 2 || sizes["ten"] < 1000 || sizes["ten"] > 1640 || sizes["two"] < 200 || sizes["two"] > 328 {
+		t.Fatalf("sizes %v; want ten 1,000 to 1,640 bytes, two 200 to 328, none left out", sizes)
+	}
+	for name, n := range sizes {
+		if _, kept, err := s.TrimSinkResults(ctx, name, 1<<40); err != nil || kept != n {
+			t.Errorf("%s: %d bytes measured, %d kept by a trim (%v)", name, n, kept, err)
+		}
 	}
 }
 
