@@ -1955,15 +1955,16 @@ func (d *deployment) readAgain(log *slog.Logger) {
 // #input filled the disk at 70 MB/s (hostile round 137), and then every deployment failed
 // store-full.
 func (d *deployment) trimResults(results []store.NewSinkResult) {
+	var n int64
+	for _, r := range results {
+		n += int64(len(r.Value))
+	}
+	d.rt.resultsGrown.Add(n) // (trimTotalResults)
 	most := d.rt.cfg.MaxResultBytes
 	if most <= 0 {
 		return
 	}
 	if d.storedResults.Load() >= 0 {
-		var n int64
-		for _, r := range results {
-			n += int64(len(r.Value))
-		}
 		if d.storedResults.Add(n) <= most {
 			return
 		}

@@ -88,18 +88,46 @@ func TestMaxTotalResultBytes(t *testing.T) {
 			}
 		}
 	}
-	newRuntime(t, st, func(c *Config) { c.MaxTotalResultBytes = 4000; c.PruneInterval = 10 * time.Millisecond })
+	r := newRuntime(t, st, func(c *Config) { c.MaxTotalResultBytes = 4000; c.PruneInterval = 10 * time.Millisecond })
 	waitFor(t, "many and some trimmed", func() bool {
 		return len(collected(t, st, "many")) < 40 && len(collected(t, st, "some")) < 20
 	})
-	for name, n := range held {
+	check := func(name string, lo, hi int, last string) {
+		t.Helper()
 		got := collected(t, st, name)
-		lo, hi := 8, 15
-		if name == "few" {
-			lo, hi = 5, 5
-		}
-		if len(got) < lo || len(got) > hi || got[len(got)-1] != fmt.Sprintf(`"%098d"`, n-1) {
+		if len(got) < lo || len(got) > hi || got[len(got)-1] != last {
 			t.Errorf("%s keeps %d results, the last %s; want %d to %d, its newest", name, len(got), got[len(got)-1], lo, hi)
 		}
 	}
+	check("many", 8, 15, fmt.Sprintf(`"%098d"`, 39))
+	check("some", 8, 15, fmt.Sprintf(`"%098d"`, 19))
+	check("few", 5, 5, fmt.Sprintf(`"%098d"`, 4))
+	// A deployment's results are counted as they are committed, and measured again once they
+	// may pass the bound: 30 more of 100 bytes in "late" (3,000 more), committed one at a
+	// time: once all are, the four scenarios' values add up to at most 4,000 bytes again, few
+	// keeps its 5 (below any share: 3,500 among four is 875 at least), and each keeps its newest.
+	createScenario(t, st, "late", `{"nodes": [
+  {"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": []}},
+  {"id": "out", "type": "Sink", "ref": {"typ": "collect", "parameters": [{"name": "value", "expression": {"language": "expr", "expression": "#input"}}]}}
+], "edges": [{"from": "in", "to": "out", "edgeType": null}]}`)
+	deploy(t, r, "late", 0)
+	var recs [][]byte
+	for i := range 30 { // 100 bytes each, committed one at a time (a checkpoint's results go together)
+		recs = append(recs, fmt.Appendf(nil, `{"i":%d,"p":"%s"}`, 10+i, strings.Repeat("x", 100-15)))
+		ingestAll(t, r, "late", recs, i, 1)
+		waitCommitted(t, r, "late", int64(i+1))
+	}
+	total := 0
+	waitFor(t, "the results back within 4,000 bytes", func() bool {
+		total = 0
+		for _, name := range []string{"many", "some", "few", "late"} {
+			for _, v := range collected(t, st, name) {
+				total += len(v)
+			}
+		}
+		return total <= 4000
+	})
+	check("late", 1, 30, string(recs[29]))
+	check("many", 1, 15, fmt.Sprintf(`"%098d"`, 39))
+	check("few", 5, 5, fmt.Sprintf(`"%098d"`, 4))
 }

@@ -358,6 +358,12 @@ type Runtime struct {
 	// pendingBytes is the bytes of collect results all deployments keep waiting
 	// (Config.MaxTotalPendingResultBytes).
 	pendingBytes atomic.Int64
+	// resultsTotal is the bytes of results all scenarios kept at the last measure
+	// (trimTotalResults; -1: none yet), and resultsGrown the bytes committed since.
+	resultsTotal int64
+	resultsGrown atomic.Int64
+	// resultsStuck: the last measure found the total past the bound and could delete nothing.
+	resultsStuck bool
 	// nodes validates the deployed versions: Config.Nodes, with the Kafka sources typed
 	// from schemas when there is a registry.
 	nodes *nodes.Registry
@@ -468,7 +474,7 @@ func New(cfg Config) (*Runtime, error) {
 		reg = reg.WithSourceSchemas(kafka.SourceSchemas{Registry: schemas})
 	}
 	r := &Runtime{cfg: cfg, kafka: kafkaConn, schemas: schemas, nodes: reg, log: cfg.Logger, active: map[string]*deployment{}, pending: map[string]*deployment{}, stopping: map[string]*deployment{}, locks: map[string]*sync.Mutex{},
-		deadLetterBudgets: map[string]*deadLetterBudget{}}
+		deadLetterBudgets: map[string]*deadLetterBudget{}, resultsTotal: -1}
 	if cfg.MaxTotalState > 0 {
 		r.state = &engine.SharedStateBudget{Max: cfg.MaxTotalState, Evict: r.wakeEngine}
 	}
@@ -690,8 +696,18 @@ func (r *Runtime) trimTotalResults() {
 	if most <= 0 {
 		return
 	}
+	// Measured once, and again only when what was committed since may have passed the bound
+	// (a measure reads the size of every result stored: on PostgreSQL a row each); past the
+	// bound with nothing to delete (each scenario's newest results, which are kept, pass
+	// their share), not again until more is committed.
+	grown := r.resultsGrown.Load()
+	if r.resultsTotal >= 0 && (r.resultsTotal+grown <= most || r.resultsStuck && grown == 0) {
+		return
+	}
+	r.resultsGrown.Add(-grown)
 	sizes, err := r.cfg.Store.SinkResultBytes(r.ctx)
 	if err != nil {
+		r.resultsGrown.Add(grown)
 		r.log.Error("measuring the collected results against --max-total-result-bytes", "error", err)
 		return
 	}
@@ -701,9 +717,11 @@ func (r *Runtime) trimTotalResults() {
 		total += n
 		held = append(held, n)
 	}
+	r.resultsTotal, r.resultsStuck = total, false
 	if total <= most {
 		return
 	}
+	var deletedAll int64
 	level := share.MaxMin(held, most-most/8)
 	for name, n := range sizes {
 		if n <= level {
@@ -714,9 +732,15 @@ func (r *Runtime) trimTotalResults() {
 			r.log.Error("trimming the collected results to their share of --max-total-result-bytes", "scenario", name, "error", err)
 			continue
 		}
+		r.resultsTotal -= n - kept
+		deletedAll += deleted
+		if deleted == 0 {
+			continue
+		}
 		r.log.Info("deleted the oldest collected results of a scenario holding more than its share of --max-total-result-bytes",
 			"scenario", name, "deleted", deleted, "keptBytes", kept, "shareBytes", level, "totalBytes", total, "maxTotalResultBytes", most)
 	}
+	r.resultsStuck = deletedAll == 0
 }
 
 // launch registers d as its scenario's deployment and starts its goroutine. Errors: ErrClosed;
