@@ -13,14 +13,16 @@ import (
 	"github.com/scenario-server/scenario-server/store/sqlite"
 )
 
-const backupUsage = `Usage: scenario-server backup --to DIR [--data-dir DIR]
+const backupUsage = `Usage: scenario-server backup --to DIR [--data-dir DIR] [--sink-dir DIR] [--source-dir DIR]
 
 Copies the SQLite store of --data-dir (env ` + envDataDir + `) into the new directory --to, while a
 server may go on using it: the database as of one moment (SQLite's VACUUM INTO, the write-ahead
-log included), and the server's ` + serverIDFile + ` and ` + sessionKeyFile + ` files. A server started with
---data-dir set to the copy resumes from it. Copying scenario-server.db alone is not a backup:
-what its -wal file holds beside it is lost. A PostgreSQL store (` + envDatabaseURL + `) is
-backed up with pg_dump.
+log included), the server's ` + serverIDFile + ` and ` + sessionKeyFile + ` files, and then the files of the
+deployed file sinks and sources (--sink-dir and --source-dir, as the server's; by default the
+data directory's sinks/ and sources/) into the copy's sinks/ and sources/. A server started with
+--data-dir set to the copy resumes from it: a file sink's file, copied after the database, cut
+back to its checkpoint's size. Copying scenario-server.db alone is not a backup: what its -wal
+file holds beside it is lost. A PostgreSQL store (` + envDatabaseURL + `) is backed up with pg_dump.
 
 `
 
@@ -31,6 +33,8 @@ func backupCommand(ctx context.Context, args []string, getenv func(string) strin
 	fs.Usage = func() { fmt.Fprint(stderr, backupUsage); fs.PrintDefaults() }
 	dataDir := fs.String("data-dir", envOr(getenv, envDataDir, defaultDataDir), "the SQLite store's `dir` (env "+envDataDir+")")
 	to := fs.String("to", "", "the new `dir` the copy goes into (it must not exist, or be empty)")
+	sinkDir := fs.String("sink-dir", getenv(envSinkDir), "the file sinks' `dir`, as the server's --sink-dir (env "+envSinkDir+"; default: the data directory's sinks/)")
+	sourceDir := fs.String("source-dir", getenv(envSourceDir), "the file sources' `dir`, as the server's --source-dir (env "+envSourceDir+"; default: the data directory's sources/)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -59,6 +63,29 @@ func backupCommand(ctx context.Context, args []string, getenv func(string) strin
 		return err
 	}
 	size, copied, err := backupInto(ctx, *dataDir, *to)
+	var files []string
+	for _, d := range []struct{ flag, dir, name string }{{"--sink-dir", *sinkDir, "sinks"}, {"--source-dir", *sourceDir, "sources"}} {
+		if err != nil {
+			break
+		}
+		from := d.dir
+		if from == "" {
+			from = filepath.Join(*dataDir, d.name)
+		}
+		var n int
+		var bytes int64
+		n, bytes, err = copyTree(ctx, from, filepath.Join(*to, d.name))
+		if err == nil && n > 0 {
+			line := fmt.Sprintf("%s: %d files, %d bytes, into %s", from, n, bytes, filepath.Join(*to, d.name))
+			if d.dir != "" {
+				line += fmt.Sprintf(" (start the copy with %s %s)", d.flag, filepath.Join(*to, d.name))
+			}
+			files = append(files, line)
+		}
+	}
+	if err == nil {
+		err = sqlite.SyncDir(*to)
+	}
 	if err != nil {
 		if made {
 			os.RemoveAll(*to) // nothing that looks like a backup is left
@@ -67,7 +94,66 @@ func backupCommand(ctx context.Context, args []string, getenv func(string) strin
 	}
 	fmt.Fprintf(stdout, "backed up %s to %s (%d bytes%s); a server started with --data-dir %s resumes from it\n",
 		filepath.Join(*dataDir, sqlite.FileName), *to, size, copied, *to)
+	for _, f := range files {
+		fmt.Fprintf(stdout, "and the files of %s\n", f)
+	}
 	return nil
+}
+
+// copyTree copies the directories and regular files under from into the new directory to,
+// each file synced (the files of deployed file sinks, read while they may be appended to: a
+// restore cuts a sink's file back to its checkpoint's size, which the database copied before
+// holds), and returns how many files and bytes it copied; nothing when from does not exist.
+// Other entries (links, sockets) are left out, as a deployed file sink or source does not use
+// them.
+func copyTree(ctx context.Context, from, to string) (files int, bytes int64, err error) {
+	if _, err := os.Stat(from); errors.Is(err, iofs.ErrNotExist) {
+		return 0, 0, nil
+	}
+	err = filepath.WalkDir(from, func(path string, e iofs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(from, path)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(to, rel)
+		switch {
+		case e.IsDir():
+			return os.MkdirAll(dst, 0o700)
+		case e.Type().IsRegular():
+			n, err := copySynced(path, dst)
+			files, bytes = files+1, bytes+n
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return files, bytes, fmt.Errorf("copying %s: %w", from, err)
+	}
+	return files, bytes, nil
+}
+
+// copySynced copies the file from into a new file to, readable by its owner only, synced.
+func copySynced(from, to string) (int64, error) {
+	in, err := os.Open(from)
+	if err != nil {
+		return 0, err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(out, in)
+	if err == nil {
+		err = out.Sync()
+	}
+	return n, errors.Join(err, out.Close())
 }
 
 // backupInto writes the store of dataDir and its server's files into the directory to, each
@@ -92,7 +178,7 @@ func backupInto(ctx context.Context, dataDir, to string) (int64, string, error) 
 		}
 		copied += ", " + name
 	}
-	return size, copied, sqlite.SyncDir(to)
+	return size, copied, nil
 }
 
 // writeSynced writes b to a new file at path, readable by its owner only, synced to disk.

@@ -39,6 +39,18 @@ func TestBackup(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The deployed file sinks' and sources' files, in the data directory's sinks/ and
+	// sources/, and a custom sink directory's given with --sink-dir.
+	files := map[string]string{"sinks/out/totals.ndjson": "{\"n\":1}\n{\"n\":2}\n", "sources/in/flights.jsonl": "{\"a\":1}\n"}
+	for name, content := range files {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
 	to := filepath.Join(t.TempDir(), "copy")
 	env := func(k string) string { return "" }
 	var stdout, stderr bytes.Buffer
@@ -73,6 +85,30 @@ func TestBackup(t *testing.T) {
 	}
 	if fi, err := os.Stat(filepath.Join(to, sqlite.FileName)); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("the copy's mode: %v, %v", fi.Mode(), err)
+	}
+	for name, want := range files {
+		if b, err := os.ReadFile(filepath.Join(to, name)); err != nil || string(b) != want {
+			t.Errorf("%s in the copy: %q, %v; want %q", name, b, err, want)
+		}
+	}
+	if !strings.Contains(stdout.String(), "and the files of "+filepath.Join(dir, "sinks")+": 1 files, 16 bytes") {
+		t.Errorf("backup said %q; want the sinks' 1 file of 16 bytes", stdout.String())
+	}
+	// With --sink-dir elsewhere, its files go into the copy's sinks/, and the backup says to
+	// start the copy with --sink-dir there.
+	elsewhere, to2 := t.TempDir(), filepath.Join(t.TempDir(), "copy2")
+	if err := os.WriteFile(filepath.Join(elsewhere, "x.ndjson"), []byte("{}\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	if err := runCommand(t.Context(), []string{"backup", "--data-dir", dir, "--sink-dir", elsewhere, "--to", to2}, env, nil, &stdout, &stderr); err != nil {
+		t.Fatalf("backup: %v\n%s", err, stderr.String())
+	}
+	if b, err := os.ReadFile(filepath.Join(to2, "sinks", "x.ndjson")); err != nil || string(b) != "{}\n" {
+		t.Errorf("the custom sink directory's file in the copy: %q, %v", b, err)
+	}
+	if !strings.Contains(stdout.String(), "start the copy with --sink-dir "+filepath.Join(to2, "sinks")) {
+		t.Errorf("backup said %q", stdout.String())
 	}
 
 	// A backup that fails leaves no directory behind, nor any file that looks like a store.

@@ -60,12 +60,13 @@ func Sink(dir string) *connector.Sink {
 	return &connector.Sink{
 		Exclusive: "path", ExclusiveValue: filepath.Clean, ExclusiveNoun: "file",
 		Check: checkSink,
-		Open: func(_ connector.Env, id string, p *nodes.Plan) (connector.Output, *scenario.Problem) {
+		Open: func(env connector.Env, id string, p *nodes.Plan) (connector.Output, *scenario.Problem) {
 			if prob := checkSink(id, p); prob != nil {
 				return nil, prob
 			}
 			rel := p.Typed.(*engine.SinkPlan).Path
 			out := NewOutput(id, dir, rel)
+			out.log = env.Logger
 			if info, err := os.Stat(out.path); err == nil && info.IsDir() {
 				return nil, &scenario.Problem{NodeID: id, Field: "path", Code: "invalid-path",
 					Message: fmt.Sprintf("%q is a directory of the server's sink directory: a file sink needs a file", rel)}

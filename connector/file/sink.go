@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -34,6 +35,8 @@ type Output struct {
 	// size is the file's size after the last write: what a checkpoint records.
 	size int64
 	enc  value.JSONEncoder
+	// log, when set, hears of a file shorter than its checkpoint (restore).
+	log *slog.Logger
 }
 
 var _ connector.Output = (*Output)(nil)
@@ -112,11 +115,15 @@ func (f *Output) restore(size int64, ok bool) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		f.size = 0
+		f.missing(size, ok)
 		return nil
 	case err != nil:
 		return err
 	}
 	f.size = info.Size()
+	if info.Size() < size {
+		f.missing(size, ok)
+	}
 	if !ok || info.Size() <= size {
 		return nil
 	}
@@ -129,6 +136,18 @@ func (f *Output) restore(size int64, ok bool) error {
 	}
 	f.size = size
 	return nil
+}
+
+// missing logs that the file holds less than the checkpoint restored says it did, size bytes
+// (ok: it says): the lines before are lost to the file's readers, and the sink appends after
+// what is there (a data directory restored from a backup without its sinks, a file moved or
+// cut by hand). A restore used to go on without a word.
+func (f *Output) missing(size int64, ok bool) {
+	if !ok || size == 0 || f.log == nil {
+		return
+	}
+	f.log.Warn("a file sink's file holds less than at the checkpoint restored: the lines written before are missing from it, and new lines follow what is there (restored without the sink directory's files, or the file was moved or cut)",
+		"sink", f.id, "path", f.path, "checkpointBytes", size, "fileBytes", f.size)
 }
 
 // Prepare appends the pending lines to the file and syncs it, and returns the file's size

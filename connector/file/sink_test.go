@@ -2,8 +2,10 @@ package file
 
 import (
 	"bytes"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/scenario-server/scenario-server/value"
@@ -127,5 +129,46 @@ func TestFileSinkLetsGoOfLargeBuffers(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, "out.txt"))
 	if err != nil || len(b) != 2<<20+2+1+2 {
 		t.Errorf("the file holds %d bytes (%v); want the 2 MiB string's line and 1's", len(b), err)
+	}
+}
+
+// A restore that finds the sink's file shorter than its checkpoint says (missing, or cut)
+// warns: the lines written before are missing from the file (a data directory restored
+// without its sinks/ lost 841 results without a word, a new-user round). A file as long or
+// longer is cut back without a warning, and a sink new to the checkpoint says nothing.
+func TestFileSinkShorterThanItsCheckpointWarns(t *testing.T) {
+	dir := t.TempDir()
+	var logged bytes.Buffer
+	restore := func(content *string, state []byte) string {
+		t.Helper()
+		logged.Reset()
+		path := filepath.Join(dir, "out.ndjson")
+		os.Remove(path)
+		if content != nil {
+			if err := os.WriteFile(path, []byte(*content), 0o640); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out := NewOutput("out", dir, "out.ndjson")
+		out.log = slog.New(slog.NewTextHandler(&logged, nil))
+		if err := out.Restore(t.Context(), state, nil); err != nil {
+			t.Fatal(err)
+		}
+		return logged.String()
+	}
+	ten, twenty := "0123456789", "01234567890123456789"
+	if l := restore(nil, SizeState(20)); !strings.Contains(l, "holds less than at the checkpoint") || !strings.Contains(l, "checkpointBytes=20 fileBytes=0") {
+		t.Errorf("a missing file: %q", l)
+	}
+	if l := restore(&ten, SizeState(20)); !strings.Contains(l, "checkpointBytes=20 fileBytes=10") {
+		t.Errorf("a file of 10 bytes for 20: %q", l)
+	}
+	for _, c := range []struct {
+		content *string
+		state   []byte
+	}{{&twenty, SizeState(20)}, {&twenty, SizeState(10)}, {nil, nil}, {&ten, nil}, {nil, SizeState(0)}} {
+		if l := restore(c.content, c.state); l != "" {
+			t.Errorf("content %v, state %v: %q; want nothing logged", c.content, c.state, l)
+		}
 	}
 }
