@@ -149,7 +149,16 @@ func (d *deployment) deadLetter(x engine.EventError) {
 
 // endEvent keeps, when the event (or idle step) had more per-event errors than dead letters
 // kept, one more dead letter that says how many were not kept, and starts the count again.
+// When the event's watermark step paused (engine.Engine.StepOpen), the event is kept for the
+// step's next part instead (stepPushing), whose dead letters name it and count with its own
+// (each part counted apart and without its event, a step of 4,320,000 failing results kept
+// 1,111 dead letters, 1,010 of them naming no event: a hostile round).
 func (d *deployment) endEvent() {
+	d.stepFrom = time.Time{} // (pauseStep)
+	if d.eng.StepOpen() {
+		d.stepPushing = d.pushing
+		return
+	}
 	if n := d.pushing.errors - MaxDeadLettersPerEvent; n > 0 {
 		msg := fmt.Sprintf("%d more per-event errors of this event are not kept: at most %d dead letters are kept for one event (the nodes' error counts have them all)", n, MaxDeadLettersPerEvent)
 		dl := DeadLetter{Message: msg}
@@ -160,7 +169,6 @@ func (d *deployment) endEvent() {
 		d.keepDeadLetter(dl)
 	}
 	d.pushing.errors, d.pushing.recordBytes = 0, 0
-	d.stepFrom = time.Time{} // (pauseStep)
 }
 
 // keepDeadLetter adds dl, with the position and record of the event being pushed, to the

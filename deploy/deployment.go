@@ -3,6 +3,7 @@ package deploy
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"github.com/scenario-server/scenario-server/connector"
 	"github.com/scenario-server/scenario-server/connector/kafka"
 	"github.com/scenario-server/scenario-server/engine"
+	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/store"
 	"github.com/scenario-server/scenario-server/value"
 )
@@ -138,7 +140,9 @@ type deployment struct {
 	pushing     pushing
 	deadLetters int64
 	// stepFrom is when the engine call in progress first asked pauseStep; zero between calls.
-	stepFrom time.Time
+	// stepPushing is the event whose watermark step paused (endEvent).
+	stepFrom    time.Time
+	stepPushing pushing
 	// deadLetterBudget: the scenario's dead letters kept in the hour
 	// (Config.MaxDeadLettersPerHour), shared with its other deployments.
 	deadLetterBudget *deadLetterBudget
@@ -621,7 +625,8 @@ func (d *deployment) restore(ctx context.Context) error {
 		return cannotResume{fmt.Errorf("the store has no checkpoint of deployment %d, which committed one before it ran: the store lost it (damaged data?); it is not started without its window state", d.info.ID)}
 	}
 	var inheritedState []byte
-	var sameAs map[string]string // the sinks that write what a sink of the inherited version wrote
+	var sameAs map[string]string   // the sinks that write what a sink of the inherited version wrote
+	var prevVersion *store.Version // the inherited version, when another
 	if fresh {
 		var inherited *store.Checkpoint
 		var version int
@@ -650,6 +655,7 @@ func (d *deployment) restore(ctx context.Context) error {
 				}
 				cp.Positions = keepSameInputs(inherited.Positions, d.rt.sourceIdentities(prev.Graph), d.rt.sourceIdentities(d.version.Graph))
 				sameAs = d.sameSinks(prev.Graph)
+				prevVersion = &prev
 			}
 		}
 	}
@@ -672,6 +678,11 @@ func (d *deployment) restore(ctx context.Context) error {
 		// to settle (its Kafka transactions to commit), none of them the new sinks' own.
 		if state, err := decodeState(inheritedState); err == nil {
 			outputs, inputs = state.outputs, state.inputs
+			if prevVersion != nil {
+				if err := d.adoptUnchanged(*prevVersion, state.engine); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	settle := func(kind string) connector.Output {
@@ -737,6 +748,75 @@ func (d *deployment) restore(ctx context.Context) error {
 		}
 		return err
 	})
+}
+
+// adoptUnchanged gives the new version's engine the states of the nodes that did not change
+// since prev, whose deployment's checkpoint's engine snapshot is snapshot: the aggregates'
+// open windows and the sources' watermarks of the nodes of the same id and definition (their
+// layout aside), as Flink restores an operator's state by its uid and Nussknacker by node id
+// (engine.Engine.AdoptStates). The others start empty, and the log names them: a new version
+// that only changed a sink's value lost every open window without a word (a new-user round).
+// A snapshot of prev that does not decode, or a version that no longer builds, leaves all of
+// them empty, logged; a state that does not restore in a node of the same definition is an
+// error (the engine is then unusable).
+func (d *deployment) adoptUnchanged(prev store.Version, snapshot []byte) error {
+	log := d.logger()
+	before, err := scenario.Decode(prev.Graph)
+	if err != nil {
+		log.Warn("the new version starts with empty windows: the version before does not decode", "before", prev.Number, "error", err)
+		return nil
+	}
+	now, err := scenario.Decode(d.version.Graph)
+	if err != nil {
+		return err // (prepare decoded it)
+	}
+	old, err := engine.New(before, engine.Options{ScenarioName: d.info.Scenario, Registry: d.rt.nodes, Stored: true})
+	if err == nil {
+		var states map[string][]byte
+		if states, err = old.NodeStates(snapshot); err == nil {
+			same := unchangedNodes(before, now)
+			var adopted []string
+			adopted, err = d.eng.AdoptStates(states, func(id string) bool { return same[id] })
+			if err != nil {
+				return fmt.Errorf("restoring the state of version %d's unchanged nodes: %w", prev.Number, err)
+			}
+			var empty []string
+			for id := range states {
+				if !slices.Contains(adopted, id) {
+					empty = append(empty, id)
+				}
+			}
+			if len(adopted) > 0 || len(empty) > 0 {
+				slices.Sort(empty)
+				log.Info("the new version keeps the state of the nodes unchanged since the version before (their open windows, the sources' watermarks); the others start empty",
+					"before", prev.Number, "kept", adopted, "startedEmpty", empty)
+			}
+			return nil
+		}
+	}
+	log.Warn("the new version starts with empty windows: the state of the version before cannot be read", "before", prev.Number, "error", err)
+	return nil
+}
+
+// unchangedNodes returns the ids of the nodes of now that before has with the same
+// definition: their JSON, but for the layout's additional fields (description, position).
+func unchangedNodes(before, now *scenario.Scenario) map[string]bool {
+	def := func(n scenario.Node) string {
+		n.AdditionalFields = nil
+		b, _ := json.Marshal(n)
+		return string(b)
+	}
+	was := map[string]string{}
+	for _, n := range before.Nodes {
+		was[n.ID] = def(n)
+	}
+	same := map[string]bool{}
+	for _, n := range now.Nodes {
+		if d, ok := was[n.ID]; ok && d == def(n) {
+			same[n.ID] = true
+		}
+	}
+	return same
 }
 
 // checkLogPosition returns the end of the HTTP source s's event log (the offset its next
@@ -825,13 +905,18 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 	if d.eng.StepOpen() {
 		// A step paused (pauseStep), or the aggregates of a checkpoint taken in one: it goes
 		// on before any event, which it could otherwise find in a window it closes.
-		written := d.sinks.written
+		if d.sinks.sharedNear() {
+			return 0, nil // the other deployments' results first (pauseStep): the loop waits
+		}
+		written, letters := d.sinks.written, d.deadLetters
 		w, _ := d.takeEventMemory(true) // as for an idle step
+		d.pushing, d.stepPushing = d.stepPushing, pushing{}
 		ok := d.eng.Guard(d.eng.ContinueStep)
 		d.rt.eventMemory.give(w)
 		d.endEvent()
+		d.pushing = pushing{offset: -1, partition: -1}
 		d.eng.LookAtState() // windows closed: their state no longer counts
-		if d.sinks.written != written || d.eng.StepOpen() {
+		if d.sinks.written != written || d.deadLetters != letters || d.eng.StepOpen() {
 			total++ // checkpoint it (paused again: with the results it made so far)
 		}
 		if !ok || d.eng.StepOpen() {
@@ -950,12 +1035,15 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 // loop commits them, then goes on with the step; in one piece, the 4.32 M windows a jump of
 // the watermark closed passed what one checkpoint may carry, and failed the deployment at
 // every redeploy), when a stop is asked for (the final checkpoint holds the part done, and
-// the next deployment goes on from there), or when it has run for the checkpoint interval,
+// the next deployment goes on from there), when the results waiting in all deployments reach
+// half the server's bound on them (sinks.sharedNear: four deployments in long steps at once,
+// each with a checkpoint committing and as much waiting, passed it and failed; the step goes
+// on once the others' are committed), or when it has run for the checkpoint interval,
 // at least a second (the part done is committed, and a stop waits for a part at most, as
 // batchLong does for events). stepFrom is when the first look of the engine call was (the
 // first close, of one slide of all keys, is not counted); endEvent clears it.
 func (d *deployment) pauseStep() bool {
-	if d.resultsFull() || d.stopRequested(d.rt.ctx) {
+	if d.resultsFull() || d.sinks.sharedNear() || d.stopRequested(d.rt.ctx) {
 		return true
 	}
 	now := d.rt.cfg.Now()

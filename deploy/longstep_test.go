@@ -152,3 +152,93 @@ func TestLongStepPausesOnTime(t *testing.T) {
 		t.Fatalf("%d results committed, at most %d in one checkpoint: want 12,000 in several", st.committed.Load(), st.most.Load())
 	}
 }
+
+// The dead letters of a step committed in parts are the event's that moved the watermark,
+// counted once for the whole step: every result of the 12,000 windows fails ([1, 2][6] is
+// out of range), and the step, pausing about every third look at the clock (400 ms on at
+// each), keeps 100 dead letters naming the event (source in, offset 20, the 21st) and one
+// more saying 11,900 were not kept. Each part counted apart, and without its event, kept
+// 100 more a part, naming none (a hostile round: 1,111 for one step, 1,010 of them nameless).
+func TestLongStepDeadLettersNameItsEvent(t *testing.T) {
+	st := &stepCommits{Store: sqliteStore(t)}
+	graph := strings.Replace(longStepGraph, `"value": "0s"}`, `"value": "0s"}, {"name": "idleTimeout", "value": "8760h"}`, 1)
+	graph = strings.Replace(graph, `{k: #key[0], e: #window.end, n: #agg.n}`, `[1, 2][#agg.n + 5]`, 1)
+	createScenario(t, st, "jump", graph)
+	var ticks atomic.Int64
+	start := time.Now()
+	r := newRuntime(t, st, func(c *Config) {
+		c.Now = func() time.Time { return start.Add(time.Duration(ticks.Add(1)) * 400 * time.Millisecond) }
+	})
+	deploy(t, r, "jump", 0)
+	const t0 = int64(1_700_000_000_000)
+	var recs [][]byte
+	for k := range 20 {
+		recs = append(recs, fmt.Appendf(nil, `{"t": %d, "k": "k%d"}`, t0, k))
+	}
+	recs = append(recs, fmt.Appendf(nil, `{"t": %d, "k": "jump"}`, t0+40*60_000))
+	ingestAll(t, r, "jump", recs, 0, len(recs))
+	var letters []store.SinkResult
+	partway := int64(0) // errors counted while the step was paused part way
+	waitFor(t, "the step's 12,000 errors and its dead letters", func() bool {
+		l, _ := r.Live("jump")
+		var err error
+		letters, err = st.ReadSinkResults(t.Context(), "jump", DeadLetterSink, 0, store.MaxReadLimit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := l.Nodes["out"].Errors; n > 0 && n < 12_000 {
+			partway = n
+		}
+		return l.Nodes["out"].Errors == 12_000 && len(letters) > 0 && strings.Contains(string(letters[len(letters)-1].Value), "more per-event errors") || len(letters) > 101
+	})
+	if partway == 0 {
+		t.Error("the step was not seen part way: the counts went from 0 to 12,000 errors at once")
+	}
+	if len(letters) != 101 {
+		t.Fatalf("%d dead letters; want 101", len(letters))
+	}
+	for i, l := range letters {
+		var dl DeadLetter
+		if err := json.Unmarshal(l.Value, &dl); err != nil {
+			t.Fatal(err)
+		}
+		if dl.Source != "in" || dl.Offset == nil || *dl.Offset != 20 || i == 100 && !strings.HasPrefix(dl.Message, "11900 more per-event errors") {
+			t.Fatalf("dead letter %d: %s; want one of the event at offset 20 of in", i, l.Value)
+		}
+	}
+}
+
+// Long steps of several deployments at once stay within the server's bound on the results
+// waiting in all of them: a step pauses once those reach half of it, and goes on once the
+// others' are committed. Four deployments each close 12,000 windows of results of about 100
+// bytes (1.2 MB each, counted with collectResultBytes) in one step, each pausing at 64 KiB
+// of its own, against a server's bound of 256 KiB: each has up to 64 KiB committing and as
+// much waiting (a hostile round: 4 of 4 failed, "the results waiting in all deployments ...
+// would pass"); all four commit their 12,000, and none fails.
+func TestLongStepsShareTheServersBound(t *testing.T) {
+	st := &stepCommits{Store: sqliteStore(t)}
+	r := newRuntime(t, st, func(c *Config) { c.MaxPendingResultBytes, c.MaxTotalPendingResultBytes = 64<<10, 256<<10 })
+	const t0 = int64(1_700_000_000_000)
+	names := []string{"a", "b", "c", "d"}
+	ids := map[string]int64{}
+	for _, name := range names {
+		createScenario(t, st, name, longStepGraph)
+		ids[name] = deploy(t, r, name, 0).ID
+	}
+	for _, name := range names {
+		var recs [][]byte
+		for k := range 20 {
+			recs = append(recs, fmt.Appendf(nil, `{"t": %d, "k": "k%d"}`, t0, k))
+		}
+		recs = append(recs, fmt.Appendf(nil, `{"t": %d, "k": "jump"}`, t0+40*60_000))
+		ingestAll(t, r, name, recs, 0, len(recs))
+	}
+	waitFor(t, "the four steps' 48,000 results", func() bool {
+		for _, name := range names {
+			if d, err := st.GetDeployment(t.Context(), ids[name]); err != nil || d.Status != store.StatusRunning {
+				t.Fatalf("%s: %s %s (%v)", name, d.Status, d.Reason, err)
+			}
+		}
+		return st.committed.Load() == 48_000
+	})
+}

@@ -212,6 +212,13 @@ func (s *sinks) outputBytes() int {
 	return n
 }
 
+// sharedNear reports that the results waiting in all deployments hold half the server's
+// bound on them or more (Config.MaxTotalPendingResultBytes): a paused step waits for them to
+// be committed before its next part (deployment.pauseStep).
+func (s *sinks) sharedNear() bool {
+	return s.shared != nil && s.shared.Load() >= s.sharedMax/2
+}
+
 // pending reports how many collect results and Output values wait for the next checkpoint.
 // collectResultBytes is what a collect result (or a dead letter) waiting for a checkpoint is
 // counted besides its value's bytes: its store.NewSinkResult in the list (a string and a

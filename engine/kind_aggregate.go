@@ -641,6 +641,8 @@ func (a *aggregator) appendState(b []byte) []byte {
 	return slices.AppendSized(b, a.window.AppendSnapshot)
 }
 
+func (a *aggregator) skipState(r *slices.Reader) { r.View() }
+
 func (a *aggregator) restoreState(_ *Engine, r *slices.Reader) error {
 	snap := r.View() // the window keeps none of it
 	if r.Err() != nil {

@@ -311,6 +311,8 @@ func (s *source) appendState(b []byte) []byte {
 	return binary.AppendVarint(b, s.idleW)
 }
 
+func (s *source) skipState(r *slices.Reader) { r.Bool(); r.Varint(); r.Varint() }
+
 func (s *source) restoreState(e *Engine, r *slices.Reader) error {
 	s.seen = r.Bool()
 	s.maxTime = r.Varint()

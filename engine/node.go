@@ -35,6 +35,8 @@ type eventHolder interface {
 type stateful interface {
 	appendState(b []byte) []byte
 	restoreState(e *Engine, r *slices.Reader) error
+	// skipState reads past the state appendState wrote (NodeStates).
+	skipState(r *slices.Reader)
 }
 
 // wired is an operator that needs its node's outgoing edges (a Switch's conditions); wire is

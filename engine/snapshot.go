@@ -130,6 +130,76 @@ func (e *Engine) Restore(snapshot []byte) error {
 	return nil
 }
 
+// NodeStates splits snapshot, of this engine's scenario (AppendSnapshot), into the state of
+// each node that keeps one (a source its largest event time and idle watermark, an aggregate
+// its windows and its own watermark), by node id, restoring none of them: an engine of
+// another version of the scenario adopts those of its nodes that did not change
+// (AdoptStates). Errors: as Restore's, for bytes that do not decode or another scenario's.
+func (e *Engine) NodeStates(snapshot []byte) (map[string][]byte, error) {
+	if len(snapshot) == 0 || snapshot[0] != engineSnapshotVersion {
+		return nil, fmt.Errorf("%w: engine snapshot version", slices.ErrCorruptSnapshot)
+	}
+	r := slices.NewReader(snapshot[1:])
+	if n := r.Len(len(e.order)); r.Err() == nil && n != len(e.order) {
+		return nil, fmt.Errorf("%w: %d nodes, the scenario has %d", slices.ErrCorruptSnapshot, n, len(e.order))
+	}
+	states := map[string][]byte{}
+	for _, nd := range e.order {
+		id := string(r.Bytes())
+		if r.Err() != nil {
+			break
+		}
+		if id != nd.id {
+			return nil, fmt.Errorf("%w: node %q where the scenario has %q", slices.ErrCorruptSnapshot, id, nd.id)
+		}
+		for range 4 { // counts
+			r.Varint()
+		}
+		if s, ok := nd.op.(stateful); ok {
+			rest := r.Rest()
+			s.skipState(r)
+			states[id] = rest[:len(rest)-len(r.Rest())]
+		}
+	}
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	return states, nil
+}
+
+// AdoptStates restores into this engine, new (built by New, before any event), the states
+// that an engine of another version of the scenario split off its snapshot (NodeStates), of
+// the nodes adopt says to: those of the same id whose definition did not change. So a new
+// version keeps the open windows of the aggregates it did not change, and the watermarks of
+// the sources, as Flink keeps an operator's state across versions of a job by its uid and
+// Nussknacker by node id; a node that changed, or is new, starts empty. It returns the ids of
+// the nodes adopted. An error (a state that does not decode in its node: another window)
+// leaves the engine unusable.
+func (e *Engine) AdoptStates(states map[string][]byte, adopt func(id string) bool) ([]string, error) {
+	var ids []string
+	for _, nd := range e.order {
+		b, ok := states[nd.id]
+		s, isStateful := nd.op.(stateful)
+		if !ok || !isStateful || !adopt(nd.id) {
+			continue
+		}
+		r := slices.NewReader(b)
+		if err := s.restoreState(e, r); err != nil {
+			return ids, err
+		}
+		if err := r.Err(); err != nil {
+			return ids, fmt.Errorf("restoring node %q: %w", nd.id, err)
+		}
+		if len(r.Rest()) != 0 {
+			return ids, fmt.Errorf("%w: node %q's state has %d bytes more", slices.ErrCorruptSnapshot, nd.id, len(r.Rest()))
+		}
+		ids = append(ids, nd.id)
+	}
+	// The aggregates adopted may be behind their sources' watermarks (Restore).
+	e.stepOpen = len(ids) > 0 && len(e.aggregates) > 0
+	return ids, nil
+}
+
 // restoreParts reads the partitions section, when the snapshot has one. Which partitions
 // have records waiting is not in it: the caller says again (SetPartitionsPending). A
 // partition's last event counts as made at the restore, as a source's does.
