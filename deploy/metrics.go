@@ -1,9 +1,13 @@
 package deploy
 
 import (
+	"context"
 	"sort"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/scenario-server/scenario-server/store"
 )
 
 // collector exports the running deployments' Live counters to Prometheus, labelled by
@@ -61,6 +65,12 @@ var (
 	descKafkaFetchWaiting = prometheus.NewDesc("scenario_server_kafka_fetch_responses_waiting",
 		"Responses of the Kafka brokers to running deployments' sources waiting for their part of the Kafka fetch memory at the scrape (their sources wait with them).",
 		nil, nil)
+	descDeployments = prometheus.NewDesc("scenario_server_deployments",
+		"Scenarios by the status of their latest deployment in the store (DEPLOYING, RUNNING, CANCELED, FAILED), all servers' on a shared store; absent when the store did not answer within the scrape. Alert on status=\"FAILED\" above 0: a failed deployment has no other series (scenario_server_deployment_failed names it).",
+		[]string{"status"}, nil)
+	descDeploymentFailed = prometheus.NewDesc("scenario_server_deployment_failed",
+		"1 for each scenario whose latest deployment is FAILED (its reason is in GET /api/deployments and the log); no series for the others.",
+		[]string{"scenario"}, nil)
 	descCheckpointInDoubt = prometheus.NewDesc("scenario_server_checkpoint_in_doubt",
 		"1 while the last checkpoint of a running deployment is in doubt: its commit answered an unclear error and the store has not said yet whether it committed; 0 otherwise.",
 		[]string{"scenario"}, nil)
@@ -68,7 +78,7 @@ var (
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descIn, descOut, descErrors, descLate, descPartlyLate, descStateBytes, descStateKeys, descStateSlices, descBacklog,
-		descCheckpointTime, descCheckpointLag, descCheckpointFailures, descCheckpointInDoubt, descSeriesLeftOut, descLargeInUse, descLargeWaiting, descEventMemoryInUse, descEventMemoryWaiting, descKafkaFetchInUse, descKafkaFetchWaiting} {
+		descCheckpointTime, descCheckpointLag, descCheckpointFailures, descCheckpointInDoubt, descSeriesLeftOut, descLargeInUse, descLargeWaiting, descEventMemoryInUse, descEventMemoryWaiting, descKafkaFetchInUse, descKafkaFetchWaiting, descDeployments, descDeploymentFailed} {
 		ch <- d
 	}
 }
@@ -124,6 +134,32 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	fetch := c.rt.kafka.FetchMemory()
 	ch <- prometheus.MustNewConstMetric(descKafkaFetchInUse, prometheus.GaugeValue, float64(fetch.InUse()))
 	ch <- prometheus.MustNewConstMetric(descKafkaFetchWaiting, prometheus.GaugeValue, float64(fetch.Waiting()))
+	c.deploymentSeries(ch)
+}
+
+// deploymentsScrapeTimeout bounds the store's answer for scenario_server_deployments.
+const deploymentsScrapeTimeout = 2 * time.Second
+
+// deploymentSeries gathers the scenarios by their latest deployment's status, from the store
+// (a FAILED deployment is no longer running, and had no series at all: a new-user round
+// found nothing to alert on).
+func (c *collector) deploymentSeries(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(c.rt.ctx, deploymentsScrapeTimeout)
+	defer cancel()
+	list, err := c.rt.cfg.Store.ListLatestDeployments(ctx)
+	if err != nil {
+		return
+	}
+	counts := map[store.DeploymentStatus]int{store.StatusDeploying: 0, store.StatusRunning: 0, store.StatusCanceled: 0, store.StatusFailed: 0}
+	for _, d := range list {
+		counts[d.Status]++
+		if d.Status == store.StatusFailed {
+			ch <- prometheus.MustNewConstMetric(descDeploymentFailed, prometheus.GaugeValue, 1, d.Scenario)
+		}
+	}
+	for status, n := range counts {
+		ch <- prometheus.MustNewConstMetric(descDeployments, prometheus.GaugeValue, float64(n), string(status))
+	}
 }
 
 // scenarioSeries gathers a deployment's per-scenario series (its checkpoints).
