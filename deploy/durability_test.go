@@ -3,6 +3,8 @@ package deploy
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -59,8 +61,14 @@ func testCrashLoopMarksFailed(t *testing.T, st store.Store) {
 	}
 	recs := records(300)
 	for run := 1; run <= 3; run++ {
-		r = newRuntime(t, st, limit)
+		// A resume after a death says so at once (after the clean stop, nothing).
+		var logged lockedBuffer
+		r = newRuntime(t, st, limit, func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&logged, nil)) })
 		waitFor(t, "resumed", func() bool { l, ok := r.Live("loop"); return ok && l.Phase == PhaseRunning })
+		said := strings.Contains(logged.String(), fmt.Sprintf("without a clean stop (killed, out of memory, a crash)\" scenario=loop deployment=%d uncleanRuns=%d", d.ID, run-1))
+		if said != (run > 1) {
+			t.Errorf("run %d's log: %q; want the unclean stops before (%d) said when there were any", run, logged.String(), run-1)
+		}
 		ingestAll(t, r, "loop", recs[:run*100], (run-1)*100, 100)
 		r.abort() // the process dies while running it
 		if got, _ := st.GetDeployment(t.Context(), d.ID); got.UncleanRuns != run || got.Status != store.StatusRunning {

@@ -538,6 +538,12 @@ func (r *Runtime) Start(ctx context.Context) error {
 			}
 			continue
 		}
+		if sd.UncleanRuns > 0 {
+			// Said at once: a restart after a crash looked like one after a clean stop until the
+			// deployment was not resumed (a new-user round).
+			r.log.Warn("resuming a deployment during whose last run the server stopped without a clean stop (killed, out of memory, a crash)",
+				"scenario", sd.Scenario, "deployment", sd.ID, "uncleanRuns", sd.UncleanRuns, "crashLoopLimit", r.cfg.CrashLoopLimit)
+		}
 		// Counted before the version is even built: a graph that kills the process while
 		// building counts too.
 		if _, err := r.cfg.Store.BeginRun(ctx, sd.ID); err != nil {
