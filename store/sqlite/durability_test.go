@@ -168,6 +168,10 @@ func TestLockDataDir(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatal(err)
 	}
+	// The holder unlocked it: the file no longer names it.
+	if b, err := os.ReadFile(filepath.Join(dir, sqlite.LockFileName)); err != nil || len(b) != 0 {
+		t.Errorf("the lock file after its holder unlocked it: %q, %v; want it empty", b, err)
+	}
 	// Released when its holder ends: this process takes it.
 	l, err := sqlite.LockDataDir(dir)
 	if err != nil {

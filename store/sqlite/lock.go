@@ -76,12 +76,16 @@ func LockDataDir(dataDir string) (*DirLock, error) {
 	return &DirLock{f: f}, nil
 }
 
-// Unlock releases the lock. Calls after the first return nil.
+// Unlock empties the lock file, the holder's pid, and releases the lock. Calls after the
+// first return nil. After a process that ended without it (killed) the file keeps a pid that
+// may be another process's by then: a script's kill -TERM $(cat scenario-server.lock) on a
+// stopped server signalled it (a new-user round); after a clean stop the file is empty.
 func (l *DirLock) Unlock() error {
 	if l == nil || l.f == nil {
 		return nil
 	}
 	f := l.f
 	l.f = nil
+	_ = f.Truncate(0)
 	return f.Close() // closing the last descriptor releases the flock
 }
