@@ -39,6 +39,7 @@ Usage:
   scenario-server run [flags]       replay a file of events through a scenario file
   scenario-server token ...         create, list and revoke API tokens
   scenario-server backup --to DIR   copy the SQLite store (and the server's files) while it runs
+  scenario-server version           print the build's version and source revision
   scenario-server help              print this help
 
 Run "scenario-server serve -h" for the server's flags and environment variables.
@@ -70,6 +71,9 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, rest = args[0], args[1:]
 	}
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version") {
+		cmd = "version"
+	}
 	switch cmd {
 	case "serve":
 		return serve(ctx, rest, getenv, stderr)
@@ -79,12 +83,42 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		return tokenCommand(ctx, rest, getenv, stdout, stderr)
 	case "backup":
 		return backupCommand(ctx, rest, getenv, stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, versionLine())
+		return nil
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return nil
 	}
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("%w: unknown command %q", errUsage, cmd)
+}
+
+// versionLine says which build runs: the module's version ("dev" when built from a checkout)
+// and the source revision Go recorded at build time (go build in a git checkout records it;
+// go run does not), with its time, and "modified" when the checkout had changes. A new-user
+// round found no way to tell which build a server was.
+func versionLine() string {
+	line := "scenario-server " + buildVersion()
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return line
+	}
+	settings := map[string]string{}
+	for _, s := range bi.Settings {
+		settings[s.Key] = s.Value
+	}
+	if rev := settings["vcs.revision"]; rev != "" {
+		line += " (revision " + rev
+		if at := settings["vcs.time"]; at != "" {
+			line += ", " + at
+		}
+		if settings["vcs.modified"] == "true" {
+			line += ", modified"
+		}
+		line += ")"
+	}
+	return line + ", " + bi.GoVersion
 }
 
 // flagError is the usage error of fs.Parse's err, saying what a duration or a number flag

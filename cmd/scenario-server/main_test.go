@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -598,5 +599,20 @@ func TestServePortInUse(t *testing.T) {
 		env(map[string]string{envDataDir: filepath.Join(t.TempDir(), "data")}), io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "address already in use") || !strings.Contains(err.Error(), "--addr 127.0.0.1:8081") {
 		t.Errorf("serve on a port in use: %v; want the cause and what to do", err)
+	}
+}
+
+// "version" and --version say the build: "scenario-server dev" from a checkout, the source
+// revision when go build recorded one, and the Go version (a new-user round found no way to
+// tell which build a server was).
+func TestVersionCommand(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		var stdout bytes.Buffer
+		if err := runCommand(t.Context(), args, func(string) string { return "" }, nil, &stdout, io.Discard); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if got := stdout.String(); !strings.HasPrefix(got, "scenario-server ") || !strings.HasSuffix(got, ", "+runtime.Version()+"\n") {
+			t.Errorf("%v said %q; want scenario-server, its version, and %s", args, got, runtime.Version())
+		}
 	}
 }

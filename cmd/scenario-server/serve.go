@@ -397,7 +397,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		fmt.Fprintf(fs.Output(), "Usage: scenario-server [serve] [flags]\n\n"+
 			"Serves the REST API (/api), its docs (/api/docs), /healthz, /readyz and /metrics, and runs the deployed scenarios.\n"+
 			"The store is PostgreSQL when %s is set (a postgres:// URL), else SQLite in the data directory.\n"+
-			"Other commands: scenario-server run (replay a file of events through a scenario file), token (API tokens), help.\n\nFlags:\n", envDatabaseURL)
+			"Other commands: scenario-server run (replay a file of events through a scenario file), token (API tokens), backup (copy the store and its files), version, help.\n\nFlags:\n", envDatabaseURL)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -680,7 +680,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		"url", scheme + "://" + ln.Addr().String() + "/", "authentication", cfg.Auth.configured(),
 		"startup", time.Since(processStart).Round(time.Microsecond).String(),
 		"server", owner, "noResume", cfg.NoResume, "maxTotalState", cfg.MaxTotalState,
-		"largestRequestBody", largestBody(cfg.MaxBodyBytes, cfg.Guard.requestBytes),
+		"largestRequestBody", largestBody(cfg.MaxBodyBytes, cfg.Guard.requestBytes), "version", versionLine(),
 	}, storeAttrs...)...)
 
 	select {
