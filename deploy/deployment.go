@@ -423,6 +423,9 @@ func (d *deployment) run() {
 				log.Warn("releasing the lease", "error", err)
 			}
 			cancel()
+			if err == nil {
+				log.Info("deployment stopped after its final checkpoint", "checkpoint", d.checkpointSeq)
+			}
 			d.publish(PhaseStopped)
 			return
 		default:
