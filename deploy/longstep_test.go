@@ -44,17 +44,14 @@ const longStepGraph = `{"nodes": [
 // failed, "passed their limit within one event: 262144 bytes".)
 func TestLongStepCommittedInParts(t *testing.T) {
 	inner := sqliteStore(t)
-	st := &stepCommits{Store: inner, blockAt: 3}
+	st := newStepCommits(inner)
+	st.blockAt = 3
 	createScenario(t, st, "jump", longStepGraph)
 	bound := func(c *Config) { c.MaxPendingResultBytes = 64 << 10 }
 	r := newRuntime(t, st, bound)
 	deploy(t, r, "jump", 0)
 	const t0, keys = int64(1_700_000_000_000), 20
-	var recs [][]byte
-	for k := range keys {
-		recs = append(recs, fmt.Appendf(nil, `{"t": %d, "k": "k%d"}`, t0, k))
-	}
-	recs = append(recs, fmt.Appendf(nil, `{"t": %d, "k": "jump"}`, t0+40*60_000))
+	recs := jumpEvents(keys)
 	ingestAll(t, r, "jump", recs, 0, len(recs))
 	waitFor(t, "the third checkpoint with results held", func() bool { return st.blocked.Load() })
 	before := st.committed.Load()
@@ -96,14 +93,18 @@ func TestLongStepCommittedInParts(t *testing.T) {
 	}
 }
 
-// stepCommits counts the collect results committed and the most one checkpoint carried, and
-// holds the blockAt-th checkpoint with results (0: none) until its context ends.
+// stepCommits counts the collect results committed and the most one checkpoint carried
+// (largestCommit), and holds the blockAt-th checkpoint with results (0: none) until its
+// context ends.
 type stepCommits struct {
-	store.Store
-	blockAt         int
-	withResults     atomic.Int64 // (one deployment: commits one at a time)
-	committed, most atomic.Int64
-	blocked         atomic.Bool
+	largestCommit
+	blockAt     int
+	withResults atomic.Int64 // (one deployment: commits one at a time)
+	blocked     atomic.Bool
+}
+
+func newStepCommits(st store.Store) *stepCommits {
+	return &stepCommits{largestCommit: largestCommit{Store: st}}
 }
 
 func (s *stepCommits) CommitCheckpoint(ctx context.Context, c store.Checkpoint, results []store.NewSinkResult) (store.Checkpoint, []int64, error) {
@@ -114,14 +115,32 @@ func (s *stepCommits) CommitCheckpoint(ctx context.Context, c store.Checkpoint, 
 			return store.Checkpoint{}, nil, ctx.Err()
 		}
 	}
-	cp, ids, err := s.Store.CommitCheckpoint(ctx, c, results)
-	if err == nil {
-		s.committed.Add(int64(len(results)))
-		for m := s.most.Load(); int64(len(results)) > m && !s.most.CompareAndSwap(m, int64(len(results))); {
-			m = s.most.Load()
-		}
+	return s.largestCommit.CommitCheckpoint(ctx, c, results)
+}
+
+// jumpEvents is an event at 1,700,000,000,000 for each of keys keys, then one 40 minutes on:
+// for longStepGraph, the last closes each key's 600 windows in one step.
+func jumpEvents(keys int) [][]byte {
+	const t0 = int64(1_700_000_000_000)
+	var recs [][]byte
+	for k := range keys {
+		recs = append(recs, fmt.Appendf(nil, `{"t": %d, "k": "k%d"}`, t0, k))
 	}
-	return cp, ids, err
+	return append(recs, fmt.Appendf(nil, `{"t": %d, "k": "jump"}`, t0+40*60_000))
+}
+
+// fastClock makes the runtime's clock go 400 ms on at each look: a step pauses about every
+// third look (pauseStep: a second of step). The graph's source then needs an idle timeout
+// longer than the test (idleForAYear): the clock's pace would move its watermark on.
+func fastClock(c *Config) {
+	var ticks atomic.Int64
+	start := time.Now()
+	c.Now = func() time.Time { return start.Add(time.Duration(ticks.Add(1)) * 400 * time.Millisecond) }
+}
+
+// idleForAYear gives longStepGraph's source an idle timeout of a year.
+func idleForAYear(graph string) string {
+	return strings.Replace(graph, `"value": "0s"}`, `"value": "0s"}, {"name": "idleTimeout", "value": "8760h"}`, 1)
 }
 
 // A long step pauses on time too, with few results waiting (a step closing windows whose
@@ -131,21 +150,11 @@ func (s *stepCommits) CommitCheckpoint(ctx context.Context, c store.Checkpoint, 
 // every third look, and its 12,000 results, far below the bound on results waiting (64 MiB),
 // are committed in several checkpoints.
 func TestLongStepPausesOnTime(t *testing.T) {
-	st := &stepCommits{Store: sqliteStore(t)}
-	// (an idle timeout of a year: the clock's pace would move the watermark past the last event)
-	createScenario(t, st, "jump", strings.Replace(longStepGraph, `"value": "0s"}`, `"value": "0s"}, {"name": "idleTimeout", "value": "8760h"}`, 1))
-	var ticks atomic.Int64
-	start := time.Now()
-	r := newRuntime(t, st, func(c *Config) {
-		c.Now = func() time.Time { return start.Add(time.Duration(ticks.Add(1)) * 400 * time.Millisecond) }
-	})
+	st := newStepCommits(sqliteStore(t))
+	createScenario(t, st, "jump", idleForAYear(longStepGraph))
+	r := newRuntime(t, st, fastClock)
 	deploy(t, r, "jump", 0)
-	const t0 = int64(1_700_000_000_000)
-	var recs [][]byte
-	for k := range 20 {
-		recs = append(recs, fmt.Appendf(nil, `{"t": %d, "k": "k%d"}`, t0, k))
-	}
-	recs = append(recs, fmt.Appendf(nil, `{"t": %d, "k": "jump"}`, t0+40*60_000))
+	recs := jumpEvents(20)
 	ingestAll(t, r, "jump", recs, 0, len(recs))
 	waitFor(t, "the 12,000 results", func() bool { return st.committed.Load() >= 12_000 })
 	if st.committed.Load() != 12_000 || st.most.Load() == 12_000 {
@@ -160,22 +169,11 @@ func TestLongStepPausesOnTime(t *testing.T) {
 // more saying 11,900 were not kept. Each part counted apart, and without its event, kept
 // 100 more a part, naming none (a hostile round: 1,111 for one step, 1,010 of them nameless).
 func TestLongStepDeadLettersNameItsEvent(t *testing.T) {
-	st := &stepCommits{Store: sqliteStore(t)}
-	graph := strings.Replace(longStepGraph, `"value": "0s"}`, `"value": "0s"}, {"name": "idleTimeout", "value": "8760h"}`, 1)
-	graph = strings.Replace(graph, `{k: #key[0], e: #window.end, n: #agg.n}`, `[1, 2][#agg.n + 5]`, 1)
-	createScenario(t, st, "jump", graph)
-	var ticks atomic.Int64
-	start := time.Now()
-	r := newRuntime(t, st, func(c *Config) {
-		c.Now = func() time.Time { return start.Add(time.Duration(ticks.Add(1)) * 400 * time.Millisecond) }
-	})
+	st := newStepCommits(sqliteStore(t))
+	createScenario(t, st, "jump", strings.Replace(idleForAYear(longStepGraph), `{k: #key[0], e: #window.end, n: #agg.n}`, `[1, 2][#agg.n + 5]`, 1))
+	r := newRuntime(t, st, fastClock)
 	deploy(t, r, "jump", 0)
-	const t0 = int64(1_700_000_000_000)
-	var recs [][]byte
-	for k := range 20 {
-		recs = append(recs, fmt.Appendf(nil, `{"t": %d, "k": "k%d"}`, t0, k))
-	}
-	recs = append(recs, fmt.Appendf(nil, `{"t": %d, "k": "jump"}`, t0+40*60_000))
+	recs := jumpEvents(20)
 	ingestAll(t, r, "jump", recs, 0, len(recs))
 	var letters []store.SinkResult
 	partway := int64(0) // errors counted while the step was paused part way
@@ -216,9 +214,8 @@ func TestLongStepDeadLettersNameItsEvent(t *testing.T) {
 // much waiting (a hostile round: 4 of 4 failed, "the results waiting in all deployments ...
 // would pass"); all four commit their 12,000, and none fails.
 func TestLongStepsShareTheServersBound(t *testing.T) {
-	st := &stepCommits{Store: sqliteStore(t)}
+	st := newStepCommits(sqliteStore(t))
 	r := newRuntime(t, st, func(c *Config) { c.MaxPendingResultBytes, c.MaxTotalPendingResultBytes = 64<<10, 256<<10 })
-	const t0 = int64(1_700_000_000_000)
 	names := []string{"a", "b", "c", "d"}
 	ids := map[string]int64{}
 	for _, name := range names {
@@ -226,11 +223,7 @@ func TestLongStepsShareTheServersBound(t *testing.T) {
 		ids[name] = deploy(t, r, name, 0).ID
 	}
 	for _, name := range names {
-		var recs [][]byte
-		for k := range 20 {
-			recs = append(recs, fmt.Appendf(nil, `{"t": %d, "k": "k%d"}`, t0, k))
-		}
-		recs = append(recs, fmt.Appendf(nil, `{"t": %d, "k": "jump"}`, t0+40*60_000))
+		recs := jumpEvents(20)
 		ingestAll(t, r, name, recs, 0, len(recs))
 	}
 	waitFor(t, "the four steps' 48,000 results", func() bool {
