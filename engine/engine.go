@@ -255,8 +255,10 @@ type Engine struct {
 	inStep     bool
 	abandoned  bool
 	// stepOpen: a step paused (Options.PauseStep) or a restore left aggregates behind their
-	// watermarks; ContinueStep, or the next push, finishes it.
+	// watermarks; ContinueStep, or the next push, finishes it. stepTo holds the watermark
+	// each aggregate's open step goes to (nil after a restore: the sources' then).
 	stepOpen bool
+	stepTo   []int64
 	// forEachSent counts the events the for-each nodes sent for the input event being
 	// processed (see MaxForEachEvents); forEachOver: that input event passed the limit.
 	forEachSent int
@@ -847,30 +849,68 @@ func (e *Engine) watermarkOf(n *node) (int64, bool) {
 
 // step advances every aggregate to its watermark, upstream first (an upstream aggregate's
 // windows reach the one downstream before that one closes any). With Options.PauseStep it
-// may stop part way (stepOpen), at a window's close.
+// may stop part way (stepOpen), at a window's close; the step then goes on to the
+// watermarks it set out for (stepTo), and a step to the sources' watermarks of now follows:
+// an upstream aggregate advanced past them before the one downstream had caught up sent it
+// later windows first (a review: a session window downstream merged them otherwise).
 func (e *Engine) step() {
 	e.inStep = true // left set by an interruption: the engine is unusable then
-	e.stepOpen = false
+	if e.stepOpen {
+		if e.stepTo == nil { // (a restore's: the sources' watermarks are the step's)
+			e.stepTo = e.watermarks(nil)
+		}
+		if !e.advanceTo(e.stepTo) {
+			e.inStep = false
+			return
+		}
+		e.stepOpen = false
+	}
+	if e.opts.PauseStep == nil {
+		for _, a := range e.aggregates {
+			if w, ok := e.watermarkOf(a.node); ok {
+				a.window.Advance(w)
+			}
+		}
+	} else if to := e.watermarks(e.stepTo[:0]); !e.advanceTo(to) {
+		e.stepOpen, e.stepTo = true, to
+	}
+	e.inStep = false
+}
+
+// noWatermark marks an aggregate without a watermark in a step's targets (its sources have
+// seen nothing): it is not advanced.
+const noWatermark = math.MinInt64
+
+// watermarks appends each aggregate's watermark (watermarkOf; noWatermark when none) to b.
+func (e *Engine) watermarks(b []int64) []int64 {
 	for _, a := range e.aggregates {
 		w, ok := e.watermarkOf(a.node)
 		if !ok {
-			continue
+			w = noWatermark
 		}
-		if e.opts.PauseStep == nil {
-			a.window.Advance(w)
-			continue
-		}
-		if !e.advanceInParts(a.window, w) {
-			e.stepOpen = true
-			break
+		b = append(b, w)
+	}
+	return b
+}
+
+// advanceTo advances each aggregate to its target in to, upstream first, in parts
+// (advanceInParts); it reports false when PauseStep paused it.
+func (e *Engine) advanceTo(to []int64) bool {
+	for i, a := range e.aggregates {
+		if to[i] != noWatermark && !e.advanceInParts(a.window, to[i]) {
+			return false
 		}
 	}
-	e.inStep = false
+	return true
 }
 
 // advanceInParts advances win to w a close at a time (aggregate.Operator.NextClose), asking
 // Options.PauseStep between two of them; it reports false when it paused before w.
 func (e *Engine) advanceInParts(win aggregate.Operator, w int64) bool {
+	if e.opts.PauseStep == nil { // (finishStep)
+		win.Advance(w)
+		return true
+	}
 	for closes := 0; ; closes++ {
 		at, ok := win.NextClose()
 		if !ok || at >= w || at <= win.Watermark() {
@@ -918,6 +958,9 @@ func (e *Engine) stepAlone() {
 func (e *Engine) Flush() {
 	if e.flushed {
 		return
+	}
+	if e.stepOpen {
+		e.finishStep()
 	}
 	e.newInputEvent()
 	e.flushed = true

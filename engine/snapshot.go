@@ -126,7 +126,7 @@ func (e *Engine) Restore(snapshot []byte) error {
 	}
 	// A checkpoint taken while a step was paused (Options.PauseStep) holds aggregates behind
 	// their sources' watermarks: the step goes on before the next event (StepOpen).
-	e.stepOpen = len(e.aggregates) > 0
+	e.stepOpen, e.stepTo = len(e.aggregates) > 0, nil
 	return nil
 }
 
@@ -196,7 +196,7 @@ func (e *Engine) AdoptStates(states map[string][]byte, adopt func(id string) boo
 		ids = append(ids, nd.id)
 	}
 	// The aggregates adopted may be behind their sources' watermarks (Restore).
-	e.stepOpen = len(ids) > 0 && len(e.aggregates) > 0
+	e.stepOpen, e.stepTo = len(ids) > 0 && len(e.aggregates) > 0, nil
 	return ids, nil
 }
 
