@@ -13,16 +13,18 @@ import (
 	"github.com/scenario-server/scenario-server/store/sqlite"
 )
 
-const backupUsage = `Usage: scenario-server backup --to DIR [--data-dir DIR] [--sink-dir DIR] [--source-dir DIR]
+const backupUsage = `Usage: scenario-server backup --to DIR [--data-dir DIR] [--sink-dir DIR]
 
 Copies the SQLite store of --data-dir (env ` + envDataDir + `) into the new directory --to, while a
 server may go on using it: the database as of one moment (SQLite's VACUUM INTO, the write-ahead
-log included), the server's ` + serverIDFile + ` and ` + sessionKeyFile + ` files, and then the files of the
-deployed file sinks and sources (--sink-dir and --source-dir, as the server's; by default the
-data directory's sinks/ and sources/) into the copy's sinks/ and sources/. A server started with
---data-dir set to the copy resumes from it: a file sink's file, copied after the database, cut
-back to its checkpoint's size. Copying scenario-server.db alone is not a backup: what its -wal
-file holds beside it is lost. A PostgreSQL store (` + envDatabaseURL + `) is backed up with pg_dump.
+log included), the server's ` + serverIDFile + ` and ` + sessionKeyFile + ` files, and then the files the
+deployed file sinks write (--sink-dir, as the server's; by default the data directory's sinks/)
+into the copy's sinks/. A server started with --data-dir set to the copy resumes from it: a file
+sink's file, copied after the database, cut back to its checkpoint's size. The file sources'
+files are not copied: a checkpoint's position is in the file it was read from (its device and
+inode), and a copy of it would be read again from its start. Copying scenario-server.db alone is
+not a backup: what its -wal file holds beside it is lost. A PostgreSQL store (` + envDatabaseURL + `)
+is backed up with pg_dump.
 
 `
 
@@ -34,7 +36,6 @@ func backupCommand(ctx context.Context, args []string, getenv func(string) strin
 	dataDir := fs.String("data-dir", envOr(getenv, envDataDir, defaultDataDir), "the SQLite store's `dir` (env "+envDataDir+")")
 	to := fs.String("to", "", "the new `dir` the copy goes into (it must not exist, or be empty)")
 	sinkDir := fs.String("sink-dir", getenv(envSinkDir), "the file sinks' `dir`, as the server's --sink-dir (env "+envSinkDir+"; default: the data directory's sinks/)")
-	sourceDir := fs.String("source-dir", getenv(envSourceDir), "the file sources' `dir`, as the server's --source-dir (env "+envSourceDir+"; default: the data directory's sources/)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -64,7 +65,7 @@ func backupCommand(ctx context.Context, args []string, getenv func(string) strin
 	}
 	size, copied, err := backupInto(ctx, *dataDir, *to)
 	var files []string
-	for _, d := range []struct{ flag, dir, name string }{{"--sink-dir", *sinkDir, "sinks"}, {"--source-dir", *sourceDir, "sources"}} {
+	for _, d := range []struct{ flag, dir, name string }{{"--sink-dir", *sinkDir, "sinks"}} {
 		if err != nil {
 			break
 		}
@@ -107,8 +108,12 @@ func backupCommand(ctx context.Context, args []string, getenv func(string) strin
 // Other entries (links, sockets) are left out, as a deployed file sink or source does not use
 // them.
 func copyTree(ctx context.Context, from, to string) (files int, bytes int64, err error) {
-	if _, err := os.Stat(from); errors.Is(err, iofs.ErrNotExist) {
+	// A directory given as a link (to another disk) is walked where it leads.
+	from, err = filepath.EvalSymlinks(from)
+	if errors.Is(err, iofs.ErrNotExist) {
 		return 0, 0, nil
+	} else if err != nil {
+		return 0, 0, err
 	}
 	err = filepath.WalkDir(from, func(path string, e iofs.DirEntry, err error) error {
 		if err != nil {
@@ -127,6 +132,9 @@ func copyTree(ctx context.Context, from, to string) (files int, bytes int64, err
 			return os.MkdirAll(dst, 0o700)
 		case e.Type().IsRegular():
 			n, err := copySynced(path, dst)
+			if errors.Is(err, iofs.ErrNotExist) {
+				return nil // gone since the walk listed it (a file rotated away)
+			}
 			files, bytes = files+1, bytes+n
 			return err
 		}
