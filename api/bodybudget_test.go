@@ -709,35 +709,41 @@ func requestsWaiting(t *testing.T, c *client) string {
 	return ""
 }
 
-// TestRequestsWaitTheirTurn: with a budget of 20,000 bytes of which clients A and B hold
-// 9,999 each (bodies stalled a byte short), D's validation of 6,000 bytes waits for its
-// bytes, and is answered 503 requests-busy, Retry-After 1, once it has waited ContendedWait
-// (here 3 s) in vain; C's waits too (the metrics say 1 request waiting), and when A's body
-// ends and A at once sends another of 9,999 bytes, the bytes A gave back go to C, which
-// waited, before A's new request (which arrives after C, and waits behind it when A's bytes
-// are not back yet): C's validation is answered 200. Answered 503 at once, C lost such races
-// to the holders' next requests: two clients asking for an unread 12 MB export every 4.5 s
-// kept 99.4 % of a victim's requests out (hostile round 139).
+// TestRequestsWaitTheirTurn: a budget of 20,000 bytes (large requests, past a 64th of it,
+// 312 bytes, take it up to three quarters, 15,000) of which clients A and B hold 9,999 and
+// 5,000 (bodies stalled a byte short). D's validation of 6,000 bytes waits for its bytes, and
+// is answered 503 requests-busy, Retry-After 1, once it has waited ContendedWait (here 3 s)
+// in vain; E's small one (tinyGraph, under 312 bytes) passes at once, in the quarter kept for
+// small requests. C's validation of 6,000 waits too (the metrics say 1 request waiting), and
+// when A's body ends and A at once sends another of 9,999 bytes, the bytes A gave back go to
+// C, which waited, before A's new request (which arrives after C, and waits behind it when
+// A's bytes are not back yet): C's validation is answered 200. Answered 503 at once, C lost
+// such races to the holders' next requests: two clients asking for an unread 12 MB export
+// every 4.5 s kept 99.4 % of a victim's requests out (hostile round 139).
 func TestRequestsWaitTheirTurn(t *testing.T) {
 	t.Parallel()
 	c, from := waitServer(t, 20_000, 3*time.Second)
 	validate := func(client string, n int) *response {
 		b := rawBody("graph", tinyGraph)
-		return c.send(request{Method: http.MethodPost, Path: "/api/validation", Body: b[:len(b)-1] + strings.Repeat(" ", n-len(b)) + "}", Header: from(client)})
+		return c.send(request{Method: http.MethodPost, Path: "/api/validation", Body: b[:len(b)-1] + strings.Repeat(" ", max(n-len(b), 0)) + "}", Header: from(client)})
 	}
-	const a, b, cc, d = "10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"
+	const a, b, cc, d, e = "10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.5"
 	slowA := slowBody(t, c, a, 9_999)
-	slowB := slowBody(t, c, b, 9_999)
-	// Held once 100 bytes more of each pass its quarter (refused at once: a client's share is
-	// not waited for).
-	for _, x := range []string{a, b} {
-		waitFor(t, x+"'s 9,999 bytes to be held", func() bool { return validate(x, 100).Status == http.StatusServiceUnavailable })
-	}
+	slowB := slowBody(t, c, b, 5_000)
+	// Held once 100 bytes more of A's, and 1,000 of B's, pass its quarter (refused at once: a
+	// client's share is not waited for).
+	waitFor(t, "A's 9,999 bytes to be held", func() bool { return validate(a, 100).Status == http.StatusServiceUnavailable })
+	waitFor(t, "B's 5,000 bytes to be held", func() bool { return validate(b, 1000).Status == http.StatusServiceUnavailable })
 	started := time.Now()
 	r := validate(d, 6_000)
 	p := r.problem(t, http.StatusServiceUnavailable, api.CodeRequestsBusy)
 	if waited := time.Since(started); waited < 3*time.Second || r.Header.Get("Retry-After") != "1" {
 		t.Errorf("D was answered %q after %v, Retry-After %q; want after 3 s, Retry-After 1", p.Detail, waited, r.Header.Get("Retry-After"))
+	}
+	started = time.Now()
+	validate(e, 0).ok(t, http.StatusOK, nil)
+	if waited := time.Since(started); waited > 2*time.Second {
+		t.Errorf("E's small validation took %v; want it at once", waited)
 	}
 	answer := make(chan *response, 1)
 	go func() { answer <- validate(cc, 6_000) }()

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -71,47 +72,46 @@ func grants(t *testing.T, ch <-chan string, n int) map[string]bool {
 	return got
 }
 
-// Bytes given back go to the requests waiting a client at a time, and a request that does not
-// fit is passed over by one that does. Worked by hand, a budget of 400 bytes:
+// Large requests take at most three quarters of the budget, a quarter kept for small ones,
+// and bytes given back go to the smallest request waiting first, each client's in their
+// order. Worked by hand, a budget of 6,400 bytes (a 64th: 100; three quarters: 4,800):
 //
-//   - h and g hold 200 each; a1 (client a, 50), a2 (a, 40), b1 (b, 30) and c1 (c, 100) wait,
-//     in that order. h gives its 200 back: a1, b1 and c1 take 180 in turn (a, b, c), and a2,
-//     a's second, finds 20 free and waits (in the order they came, a2 would have taken its 40
-//     before b1 and c1, and c1 would have waited);
-//   - x1 (x, 120) and y1 (y, 40) wait behind a2; b1 gives its 30 back: 50 free, a2 takes 40
-//     (its turn), x1 does not fit and y1's 40 does not either (10 free); c1 gives its 100 back:
-//     110 free, x1 still does not fit, y1 takes 40 (passing x1 by); g gives its 200 back: x1
-//     takes 120.
+//   - h holds 3,000 and g 1,800 (4,800): a large request l1 (200) waits, and a small one, s
+//     (100), takes its bytes at once; 15 more small ones of 100 hold the rest (6,400);
+//   - b1 (client b, 90), a1 (a, 60) and a2 (a, 50) wait, in that order. s gives its 100
+//     back: a1 takes 60, the smallest (b1, which came first, would have in their order), and
+//     a2 finds 40 free; k1 gives 100 back: a2 takes 50 and b1 90 (6,400 again);
+//   - l1 waits until the large ones hold 4,600 or less: h gives its 3,000 back, and l1 takes
+//     its 200.
 func TestWaitingTakeTurns(t *testing.T) {
-	bb := turnsBudget(400)
-	h, g := bb.mustHold(t, "h", 200), bb.mustHold(t, "g", 200)
+	bb := turnsBudget(6400)
+	h := bb.mustHold(t, "h", 3000)
+	bb.mustHold(t, "g", 1800)
 	ch := make(chan string, 8)
-	bb.startWaiting(t, "a1", "a", 50, ch)
-	bb.startWaiting(t, "a2", "a", 40, ch)
-	bb.startWaiting(t, "b1", "b", 30, ch)
-	bb.startWaiting(t, "c1", "c", 100, ch)
+	bb.startWaiting(t, "l1", "l", 200, ch)
+	bb.mustHold(t, "s", 100)
+	for i := range 15 {
+		bb.mustHold(t, fmt.Sprintf("k%d", i+1), 100)
+	}
+	bb.startWaiting(t, "b1", "b", 90, ch)
+	bb.startWaiting(t, "a1", "a", 60, ch)
+	bb.startWaiting(t, "a2", "a", 50, ch)
+	bb.give("s", 100)
+	if got := grants(t, ch, 1); !got["a1"] {
+		t.Fatalf("s's 100 bytes went to %v; want a1", got)
+	}
+	if _, free := bb.holding("a"); free != 40 {
+		t.Fatalf("%d free; want 40", free)
+	}
+	bb.give("k1", 100)
+	if got := grants(t, ch, 2); !got["a2"] || !got["b1"] {
+		t.Fatalf("k1's 100 bytes went to %v; want a2 and b1", got)
+	}
+	if len(bb.queue) != 1 || len(bb.queue["l"]) != 1 {
+		t.Fatalf("waiting: %v; want l1 alone", bb.queue)
+	}
 	h.release()
-	if got := grants(t, ch, 3); !got["a1"] || !got["b1"] || !got["c1"] {
-		t.Fatalf("h's 200 bytes went to %v; want a1, b1 and c1", got)
-	}
-	if held, free := bb.holding("a"); held != 50 || free != 20 {
-		t.Fatalf("a holds %d, %d free; want 50 and 20", held, free)
-	}
-	bb.startWaiting(t, "x1", "x", 120, ch)
-	bb.startWaiting(t, "y1", "y", 40, ch)
-	bb.give("b", 30)
-	if got := grants(t, ch, 1); !got["a2"] {
-		t.Fatalf("b1's 30 bytes went to %v; want a2", got)
-	}
-	bb.give("c", 100)
-	if got := grants(t, ch, 1); !got["y1"] {
-		t.Fatalf("c1's 100 bytes went to %v; want y1", got)
-	}
-	g.release()
-	if got := grants(t, ch, 1); !got["x1"] {
-		t.Fatalf("g's 200 bytes went to %v; want x1", got)
-	}
-	if _, free := bb.holding("x"); free != 400-50-40-40-120 {
-		t.Fatalf("%d free; want 150", free)
+	if got := grants(t, ch, 1); !got["l1"] {
+		t.Fatalf("h's 3,000 bytes went to %v; want l1", got)
 	}
 }

@@ -179,8 +179,9 @@ type RateLimits struct {
 	ContendedRateWindow time.Duration
 	// ContendedWait is how long a request that finds RequestBodyBytes taken waits for its
 	// first bytes (of its body, or of what it loads) before it is answered 503: requests
-	// waiting take the bytes as they are given back, before new requests can, in turn, a
-	// client at a time (bodyBudget.waitTurn). Answered 503 at once, a victim's requests lost the race
+	// waiting take the bytes as they are given back, before new requests can, the smallest
+	// first (bodyBudget.waitTurn); and a request holding more than a 64th of the budget may
+	// take it up to three quarters only, a quarter kept for small requests (bodyBudget.limit). Answered 503 at once, a victim's requests lost the race
 	// for the freed bytes to their holders' next ones: two clients asking for an unread 12 MB
 	// export every 4.5 s kept 99.4 % of a victim's requests out (hostile round 139). A client
 	// has at most maxWaitingPerClient requests waiting. Event batches (IngestBodyBytes) are
@@ -723,10 +724,10 @@ type bodyBudget struct {
 	holds    map[*requestHold]struct{}
 	cutUntil map[string]time.Time // clients cut, until when they hold a sixteenth (penalize)
 	// wait is RateLimits.ContendedWait (0: none); queue holds the requests waiting, per
-	// client in their order, and turns the clients with requests waiting, in turn (wait).
+	// client in their order (waitTurn); seq numbers them as they come.
 	wait  time.Duration
 	queue map[string][]*budgetWaiter
-	turns []string
+	seq   uint64
 	// waitGauge, when set, counts the requests waiting (scenario_server_requests_waiting).
 	waitGauge prometheus.Gauge
 }
@@ -736,6 +737,7 @@ type bodyBudget struct {
 type budgetWaiter struct {
 	hold    *requestHold
 	n       int64
+	seq     uint64
 	ready   chan struct{}
 	granted bool
 }
@@ -835,7 +837,7 @@ func (bb *bodyBudget) takeFor(h *requestHold, client string, mine, n int64, anyC
 		}
 	}
 	// (No request waiting fits: bytes given back go to them first, grantWaiting.)
-	if bb.total+n <= bb.size {
+	if bb.total+n <= bb.limit(mine+n) {
 		bb.grant(h, client, n)
 		bb.mu.Unlock()
 		return nil
@@ -847,6 +849,20 @@ func (bb *bodyBudget) takeFor(h *requestHold, client string, mine, n int64, anyC
 		return bb.busy
 	}
 	return bb.waitTurn(h, n) // unlocks
+}
+
+// limit is how many bytes of the budget may be held in all once a request holds n: with a
+// wait (RateLimits.ContendedWait), a request holding more than a 64th of the budget (a large
+// load or body) may take it up to three quarters only, so that a quarter is always there for
+// the small requests (a scenario, a validation, a page of results), whatever large ones hold
+// or wait for: rotating addresses each asking for an unread export of half the budget every
+// second held it all, and kept every other request waiting in vain (hostile round 142).
+// Without a wait, all of it.
+func (bb *bodyBudget) limit(n int64) int64 {
+	if bb.wait > 0 && n > bb.size/64 {
+		return bb.size - bb.size/4
+	}
+	return bb.size
 }
 
 // grant counts n bytes as client's, held by the request of h (nil: none).
@@ -873,16 +889,12 @@ func (bb *bodyBudget) waiting(client string) int64 {
 // waitTurn makes the request of h wait, up to bb.wait and while its context lasts, for n
 // bytes, and returns nil once they are granted, or busy. bb.mu is held, and unlocked. The
 // bytes given back go to the requests waiting as they are given back, before any new request
-// can take them (grantWaiting), a client at a time (the client whose request has waited
-// longest first, then the next client's: turns), each client's in their order, so that a
-// client sending many requests does not push the others' back. Every second of the wait, it
-// looks again for holds too slow on their clients (cutStalled): one that was too young to
-// cut at the first look may be cut later.
+// can take them (grantWaiting): the smallest first, each client's in their order. Every
+// second of the wait, it looks again for holds too slow on their clients (cutStalled): one
+// that was too young to cut at the first look may be cut later.
 func (bb *bodyBudget) waitTurn(h *requestHold, n int64) error {
-	w := &budgetWaiter{hold: h, n: n, ready: make(chan struct{})}
-	if len(bb.queue[h.client]) == 0 {
-		bb.turns = append(bb.turns, h.client)
-	}
+	bb.seq++
+	w := &budgetWaiter{hold: h, n: n, seq: bb.seq, ready: make(chan struct{})}
 	bb.queue[h.client] = append(bb.queue[h.client], w)
 	bb.mu.Unlock()
 	if bb.waitGauge != nil {
@@ -913,7 +925,7 @@ func (bb *bodyBudget) waitTurn(h *requestHold, n int64) error {
 			return nil
 		}
 		bb.leaveQueue(w)
-		bb.grantWaiting() // the first waiting may have been this one
+		bb.grantWaiting() // the first of its client's may have held others back
 		return bb.busy
 	}
 }
@@ -930,40 +942,42 @@ func (bb *bodyBudget) leaveQueue(w *budgetWaiter) {
 	}
 	if len(q) > 0 {
 		bb.queue[c] = q
-		return
-	}
-	delete(bb.queue, c)
-	for i, x := range bb.turns {
-		if x == c {
-			bb.turns = append(bb.turns[:i:i], bb.turns[i+1:]...)
-			break
-		}
+	} else {
+		delete(bb.queue, c)
 	}
 }
 
-// grantWaiting grants the requests waiting that fit, in turn (bb.mu held): each client's
-// first request, in the turns' order; a client granted goes to the end of the turns when it
-// has more waiting. A request that does not fit is passed over by smaller ones that do (a
-// large request waiting at the head held every small one back, though they fitted: a client
-// could keep one there), and waits for its turn until it fits or its wait ends.
+// grantWaiting grants the requests waiting that fit (bb.mu held), the smallest first (then
+// the one that came first), each client's in their order: what is given back goes to the
+// small requests of the designer before a large load that would take it all. In the order
+// they came, a stream of large requests from new addresses, each taking half the budget, kept
+// every small request behind them (hostile round 142); a large request waiting at the head
+// held back every small one though they fitted. A large request passed over waits for its
+// bytes until its wait ends, as it was answered 503 at once before there was a wait.
 func (bb *bodyBudget) grantWaiting() {
-	for i := 0; i < len(bb.turns); {
-		c := bb.turns[i]
-		w := bb.queue[c][0]
-		if bb.total+w.n > bb.size {
-			i++
-			continue
+	for {
+		var next *budgetWaiter
+		for _, q := range bb.queue {
+			w := q[0]
+			if bb.total+w.n > bb.limit(w.n) {
+				continue
+			}
+			if next == nil || w.n < next.n || w.n == next.n && w.seq < next.seq {
+				next = w
+			}
 		}
-		bb.turns = append(bb.turns[:i:i], bb.turns[i+1:]...)
+		if next == nil {
+			return
+		}
+		c := next.hold.client
 		if q := bb.queue[c][1:]; len(q) > 0 {
 			bb.queue[c] = q
-			bb.turns = append(bb.turns, c)
 		} else {
 			delete(bb.queue, c)
 		}
-		bb.grant(w.hold, c, w.n)
-		w.granted = true
-		close(w.ready)
+		bb.grant(next.hold, c, next.n)
+		next.granted = true
+		close(next.ready)
 	}
 }
 
@@ -1052,7 +1066,7 @@ func (bb *bodyBudget) giveFor(h *requestHold, client string, n, left int64) {
 	if bb.held[client] -= n; bb.held[client] <= 0 {
 		delete(bb.held, client)
 	}
-	if len(bb.turns) > 0 {
+	if len(bb.queue) > 0 {
 		bb.grantWaiting()
 	}
 }
