@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"testing"
 	"time"
 )
@@ -30,7 +31,7 @@ func (bb *bodyBudget) startWaiting(t *testing.T, name, client string, n int64, g
 	t.Helper()
 	h := &requestHold{budget: bb, client: client, ctx: context.Background()}
 	go func() {
-		if _, err := h.take(n, holdLoad); err == nil {
+		if _, err := h.take(n, holdBody); err == nil {
 			granted <- name
 		}
 	}()
@@ -72,7 +73,8 @@ func grants(t *testing.T, ch <-chan string, n int) map[string]bool {
 	return got
 }
 
-// Large requests take at most three quarters of the budget, a quarter kept for small ones,
+// Loads do not wait: a load of 50 bytes while the budget is taken is refused at once. Large
+// requests take at most three quarters of the budget, a quarter kept for small ones,
 // and bytes given back go to the smallest request waiting first, each client's in their
 // order. Worked by hand, a budget of 6,400 bytes (a 64th: 100; three quarters: 4,800):
 //
@@ -96,6 +98,10 @@ func TestWaitingTakeTurns(t *testing.T) {
 	bb.startWaiting(t, "b1", "b", 90, ch)
 	bb.startWaiting(t, "a1", "a", 60, ch)
 	bb.startWaiting(t, "a2", "a", 50, ch)
+	load := &requestHold{budget: bb, client: "z", ctx: context.Background(), w: httptest.NewRecorder()}
+	if _, err := load.take(50, holdLoad); err != errRequestsBusy {
+		t.Fatalf("a load of 50 bytes while the budget was taken: %v; want busy at once", err)
+	}
 	bb.give("s", 100)
 	if got := grants(t, ch, 1); !got["a1"] {
 		t.Fatalf("s's 100 bytes went to %v; want a1", got)

@@ -177,8 +177,9 @@ type RateLimits struct {
 	// not cut holds re-opened every 9 s (hostile round 138). ContendedMinRate 0: never cut.
 	ContendedMinRate    int64
 	ContendedRateWindow time.Duration
-	// ContendedWait is how long a request that finds RequestBodyBytes taken waits for its
-	// first bytes (of its body, or of what it loads) before it is answered 503: requests
+	// ContendedWait is how long a request that finds RequestBodyBytes taken waits for the
+	// first bytes of its body before it is answered 503 (what a request loads does not wait:
+	// it is in memory already): requests
 	// waiting take the bytes as they are given back, before new requests can, the smallest
 	// first (bodyBudget.waitTurn); and a request holding more than a 64th of the budget may
 	// take it up to three quarters only, a quarter kept for small requests (bodyBudget.limit). Answered 503 at once, a victim's requests lost the race
@@ -810,13 +811,15 @@ func (bb *bodyBudget) serve(w http.ResponseWriter, r *http.Request, next http.Ha
 // client's quarter unless the request is the client's only one; and within the budget
 // (busy).
 func (bb *bodyBudget) take(client string, mine, n int64, anyClient bool) error {
-	return bb.takeFor(nil, client, mine, n, anyClient)
+	return bb.takeFor(nil, client, mine, n, anyClient, false)
 }
 
 // takeFor is take for the request holding h (nil: none, a results stream's page): past the
-// budget, the requests too slow on their clients are cut (cutStalled), and a request's first
-// bytes wait their turn (wait) when the budget has a wait.
-func (bb *bodyBudget) takeFor(h *requestHold, client string, mine, n int64, anyClient bool) error {
+// budget, the requests too slow on their clients are cut (cutStalled), and, when mayWait, a
+// request's first bytes of its body wait their turn (waitTurn) when the budget has a wait.
+// What a request loads does not wait: it is in memory already, and would be held uncounted
+// while it waited (review 144: clients each waiting with half the budget loaded).
+func (bb *bodyBudget) takeFor(h *requestHold, client string, mine, n int64, anyClient, mayWait bool) error {
 	bb.mu.Lock()
 	others := bb.held[client] - mine + bb.waiting(client)
 	if !anyClient {
@@ -843,7 +846,7 @@ func (bb *bodyBudget) takeFor(h *requestHold, client string, mine, n int64, anyC
 		return nil
 	}
 	bb.cutStalled(h)
-	first := mine == 0 && !anyClient && h != nil && bb.wait > 0
+	first := mayWait && mine == 0 && !anyClient && h != nil && bb.wait > 0
 	if !first || len(bb.queue[client]) >= maxWaitingPerClient {
 		bb.mu.Unlock()
 		return bb.busy
@@ -1189,7 +1192,7 @@ func (h *requestHold) take(n int64, kind holdKind) (int64, error) {
 	if more <= 0 {
 		return 0, nil
 	}
-	if err := h.budget.takeFor(h, h.client, h.held, more, kind == holdBrief); err != nil {
+	if err := h.budget.takeFor(h, h.client, h.held, more, kind == holdBrief, kind == holdBody); err != nil {
 		var pen *errPenalized
 		switch {
 		case err == h.budget.busy:
