@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -520,7 +522,13 @@ func (d *deployment) run() {
 			d.endRun(ctx)
 		}
 		if n == 0 {
-			d.sleep(d.waitTime(now))
+			wait := d.waitTime(now)
+			if d.eng.StepOpen() {
+				// A paused step waits for the other deployments' results to be committed
+				// (sinks.sharedNear): it looks again soon, rather than at the next poll.
+				wait = min(wait, max(d.rt.cfg.CheckpointInterval, 100*time.Millisecond))
+			}
+			d.sleep(wait)
 		}
 	}
 }
@@ -802,24 +810,66 @@ func (d *deployment) adoptUnchanged(prev store.Version, snapshot []byte) error {
 }
 
 // unchangedNodes returns the ids of the nodes of now that before has with the same
-// definition: their JSON, but for the layout's additional fields (description, position).
+// definition (their JSON, but for the layout's additional fields: description, position) and
+// the same edges into them, and whose upstream nodes are all unchanged too: a window keeps
+// its state only when what feeds it is the same (review 144: an aggregate whose source's
+// topic changed kept its windows and its watermark while the new topic was read from its
+// start, counting its events twice and dropping some as late).
 func unchangedNodes(before, now *scenario.Scenario) map[string]bool {
-	def := func(n scenario.Node) string {
+	def := func(sc *scenario.Scenario, n scenario.Node) string {
 		n.AdditionalFields = nil
 		b, _ := json.Marshal(n)
-		return string(b)
+		var in []string
+		for _, e := range sc.Edges {
+			if e.To == n.ID {
+				typ := ""
+				if e.EdgeType != nil {
+					t, _ := json.Marshal(e.EdgeType)
+					typ = string(t)
+				}
+				in = append(in, e.From+"\x00"+typ)
+			}
+		}
+		slices.Sort(in)
+		return string(b) + "\x00" + strings.Join(in, "\x00")
 	}
 	was := map[string]string{}
 	for _, n := range before.Nodes {
-		was[n.ID] = def(n)
+		was[n.ID] = def(before, n)
 	}
 	same := map[string]bool{}
 	for _, n := range now.Nodes {
-		if d, ok := was[n.ID]; ok && d == def(n) {
+		if d, ok := was[n.ID]; ok && d == def(now, n) {
 			same[n.ID] = true
 		}
 	}
-	return same
+	// A node is kept when it and everything upstream of it are the same.
+	from := map[string][]string{}
+	for _, e := range now.Edges {
+		from[e.To] = append(from[e.To], e.From)
+	}
+	kept := map[string]bool{}
+	var keep func(id string, seen map[string]bool) bool
+	keep = func(id string, seen map[string]bool) bool {
+		if k, ok := kept[id]; ok {
+			return k
+		}
+		if !same[id] || seen[id] {
+			return same[id] && !seen[id]
+		}
+		seen[id] = true
+		k := true
+		for _, up := range from[id] {
+			k = k && keep(up, seen)
+		}
+		kept[id] = k
+		return k
+	}
+	for id := range same {
+		keep(id, map[string]bool{})
+	}
+	maps.DeleteFunc(kept, func(_ string, k bool) bool { return !k })
+	return kept
 }
 
 // checkLogPosition returns the end of the HTTP source s's event log (the offset its next
@@ -967,6 +1017,9 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 				if d.eng.StepOpen() {
 					if len(events) > 0 && polled {
 						s.tookAt = time.Now() // (as below: they were taken from the input now)
+					}
+					if reset {
+						d.forceCheckpoint = true // (as below)
 					}
 					s.leftover = events // pushed once the paused step is done
 					total++
@@ -2050,7 +2103,9 @@ func (d *deployment) trimResults(results []store.NewSinkResult) {
 	for _, r := range results {
 		n += int64(len(r.Value))
 	}
-	d.rt.resultsGrown.Add(n) // (trimTotalResults)
+	// (trimTotalResults) The store counts a result more than its value (PostgreSQL 32 bytes
+	// a row): counted by their values alone, results of a byte grew 30 times what was counted.
+	d.rt.resultsGrown.Add(n + int64(len(results))*storedResultBytes)
 	most := d.rt.cfg.MaxResultBytes
 	if most <= 0 {
 		return

@@ -3,9 +3,11 @@ package deploy
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/store"
 )
 
@@ -59,5 +61,55 @@ func TestNewVersionKeepsUnchangedWindows(t *testing.T) {
 	waitCommitted(t, r, "w", 6)
 	if got := collected(t, st, "w"); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("version 3 emitted\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A node keeps its state in a new version when it, the edges into it and everything
+// upstream of it are the same (its layout aside). By hand, for in → f → win → out: moving
+// nodes keeps all four; a changed sink keeps the three before it; a changed filter keeps in
+// alone (win is fed by another f); a changed source keeps nothing; win fed straight from in
+// (f left out of its path) keeps in alone.
+func TestUnchangedNodes(t *testing.T) {
+	graph := func(filter, sink, src string, direct bool) *scenario.Scenario {
+		edges := `{"from": "in", "to": "f", "edgeType": null}, {"from": "f", "to": "win", "edgeType": null}`
+		if direct {
+			edges = `{"from": "in", "to": "win", "edgeType": null}`
+		}
+		sc, err := scenario.Decode([]byte(`{"nodes": [
+  {"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [{"name": "timestamp", "expression": {"language": "expr", "expression": "` + src + `"}}]}, "additionalFields": {"description": "moved", "layoutData": {"x": 1, "y": 2}}},
+  {"id": "f", "type": "Filter", "expression": {"language": "expr", "expression": "` + filter + `"}},
+  {"id": "win", "type": "CustomNode", "nodeType": "aggregate-tumbling", "outputVar": "agg", "parameters": [
+    {"name": "groupBy", "value": [{"language": "expr", "expression": "#input.k"}]},
+    {"name": "aggregations", "value": [{"name": "n", "aggregator": "Count"}]},
+    {"name": "windowLength", "value": "10s"}]},
+  {"id": "out", "type": "Sink", "ref": {"typ": "collect", "parameters": [{"name": "value", "expression": {"language": "expr", "expression": "` + sink + `"}}]}}
+], "edges": [` + edges + `, {"from": "win", "to": "out", "edgeType": null}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sc
+	}
+	before := graph("#input.k != ''", "#agg", "#input.t", false)
+	moved := graph("#input.k != ''", "#agg", "#input.t", false)
+	moved.Nodes[0].AdditionalFields = nil
+	for _, c := range []struct {
+		name string
+		now  *scenario.Scenario
+		want string
+	}{
+		{"moved", moved, "f,in,out,win"},
+		{"sink", graph("#input.k != ''", "{n: #agg.n}", "#input.t", false), "f,in,win"},
+		{"filter", graph("#input.k != 'x'", "#agg", "#input.t", false), "in"},
+		{"source", graph("#input.k != ''", "#agg", "#input.t2", false), ""},
+		{"rewired", graph("#input.k != ''", "#agg", "#input.t", true), "in"},
+	} {
+		var got []string
+		for id := range unchangedNodes(before, c.now) {
+			got = append(got, id)
+		}
+		slices.Sort(got)
+		if strings.Join(got, ",") != c.want {
+			t.Errorf("%s: kept %v; want %s", c.name, got, c.want)
+		}
 	}
 }

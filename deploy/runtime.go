@@ -728,6 +728,7 @@ func (r *Runtime) trimTotalResults() {
 		return
 	}
 	var deletedAll int64
+	failed := false
 	level := share.MaxMin(held, most-most/8)
 	for name, n := range sizes {
 		if n <= level {
@@ -736,6 +737,7 @@ func (r *Runtime) trimTotalResults() {
 		deleted, kept, err := r.cfg.Store.TrimSinkResults(r.ctx, name, level)
 		if err != nil {
 			r.log.Error("trimming the collected results to their share of --max-total-result-bytes", "scenario", name, "error", err)
+			failed = true
 			continue
 		}
 		r.resultsTotal -= n - kept
@@ -746,8 +748,12 @@ func (r *Runtime) trimTotalResults() {
 		r.log.Info("deleted the oldest collected results of a scenario holding more than its share of --max-total-result-bytes",
 			"scenario", name, "deleted", deleted, "keptBytes", kept, "shareBytes", level, "totalBytes", total, "maxTotalResultBytes", most)
 	}
-	r.resultsStuck = deletedAll == 0
+	r.resultsStuck = deletedAll == 0 && !failed // (a failed trim is tried again next round)
 }
+
+// storedResultBytes is what trimTotalResults counts for a committed result besides its
+// value's bytes: PostgreSQL's 32 bytes a row (SQLite stores a few bytes of lengths).
+const storedResultBytes = 32
 
 // launch registers d as its scenario's deployment and starts its goroutine. Errors: ErrClosed;
 // *SinkPathInUseError when another scenario's deployment writes one of d's files.
