@@ -120,4 +120,34 @@ func TestWaitingTakeTurns(t *testing.T) {
 	if got := grants(t, ch, 1); !got["l1"] {
 		t.Fatalf("h's 3,000 bytes went to %v; want l1", got)
 	}
+	if bb.inQueue != 0 {
+		t.Fatalf("%d counted waiting; want 0", bb.inQueue)
+	}
+}
+
+// At most maxWaiting requests wait in all (8 a client): with the budget taken, 256 requests
+// of 32 clients wait, and the 257th, of a 33rd client, is answered busy at once.
+func TestWaitingBounded(t *testing.T) {
+	bb := turnsBudget(6400)
+	bb.mustHold(t, "h", 3200)
+	bb.mustHold(t, "g", 1600) // (large ones take three quarters at most)
+	bb.mustHold(t, "s", 100)
+	for i := range 15 {
+		bb.mustHold(t, fmt.Sprintf("k%d", i+1), 100)
+	}
+	ch := make(chan string, maxWaiting)
+	for i := range maxWaiting {
+		bb.startWaiting(t, fmt.Sprint(i), fmt.Sprintf("c%d", i/maxWaitingPerClient), 10, ch)
+	}
+	h := &requestHold{budget: bb, client: "late", ctx: context.Background(), w: httptest.NewRecorder()}
+	done := make(chan error, 1)
+	go func() { _, err := h.take(10, holdBody); done <- err }()
+	select {
+	case err := <-done:
+		if err != errRequestsBusy {
+			t.Fatalf("the 257th request waiting: %v; want busy", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the 257th request waited")
+	}
 }
