@@ -486,9 +486,11 @@ func stallServer(t *testing.T, n, minRate int64) (*client, func(client string) m
 }
 
 // TestStalledBodiesCut: with a budget of 20,000 bytes, client A stalls a body of 9,999 bytes
-// a byte short, and client B sends one of 9,000 bytes steadily, 180 bytes every 100 ms
-// (1,800 bytes a second, for 5 s: the contention lasts from 2.2 s, time for the look that
-// finds A's burst fast and the next that finds it stalled); C's 6,000-byte validations are
+// a byte short, and client B sends one of 9,000 bytes steadily, 180 bytes every 200 ms
+// (900 bytes a second, for 10 s: the contention lasts from 4.4 s, time for the look that
+// finds A's burst fast and the next that finds it stalled, also under the full suite's load:
+// at 1,800 bytes a second for 5 s, a fresh-clone CI beside other work waited 20 s for C's
+// validation to pass); C's 6,000-byte validations are
 // refused (503) while they hold the budget, and pass once a refusal finds A stalled for a
 // second (fewer than 500 bytes a second): A's body's read fails, and A is answered 503; B,
 // fast enough, is never
@@ -523,7 +525,7 @@ func TestStalledBodiesCut(t *testing.T) {
 			if _, err := pw.Write([]byte(body[i:min(i+180, len(body))])); err != nil {
 				return
 			}
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(200 * time.Millisecond)
 		}
 		pw.Close()
 	}()
