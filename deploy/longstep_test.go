@@ -94,11 +94,12 @@ func TestLongStepCommittedInParts(t *testing.T) {
 }
 
 // stepCommits counts the collect results committed and the most one checkpoint carried
-// (largestCommit), and holds the blockAt-th checkpoint with results (0: none) until its
-// context ends.
+// (largestCommit), and holds the blockAt-th checkpoint with results (0: none) until release
+// is closed or its context ends.
 type stepCommits struct {
 	largestCommit
 	blockAt     int
+	release     chan struct{} // closed: the held checkpoint commits
 	withResults atomic.Int64 // (one deployment: commits one at a time)
 	blocked     atomic.Bool
 }
@@ -111,8 +112,11 @@ func (s *stepCommits) CommitCheckpoint(ctx context.Context, c store.Checkpoint, 
 	if len(results) > 0 {
 		if s.withResults.Add(1) == int64(s.blockAt) {
 			s.blocked.Store(true)
-			<-ctx.Done()
-			return store.Checkpoint{}, nil, ctx.Err()
+			select {
+			case <-s.release: // (nil: never)
+			case <-ctx.Done():
+				return store.Checkpoint{}, nil, ctx.Err()
+			}
 		}
 	}
 	return s.largestCommit.CommitCheckpoint(ctx, c, results)
@@ -234,4 +238,68 @@ func TestLongStepsShareTheServersBound(t *testing.T) {
 		}
 		return st.committed.Load() == 48_000
 	})
+}
+
+// A new version deployed while a long step is committed in parts takes it up: the stop
+// pauses the step, the final checkpoint holds the part done, and the new version, whose sink
+// only adds a field, adopts the window state and goes on with the step. Version 1 commits two
+// parts (the third is held until the deploy has stopped it), version 2 the rest: each key's
+// 600 windows once in all, n 1, the later ones with version 2's field (by hand, as in
+// TestLongStepCommittedInParts).
+func TestNewVersionTakesUpALongStep(t *testing.T) {
+	inner := sqliteStore(t)
+	st := newStepCommits(inner)
+	st.blockAt, st.release = 3, make(chan struct{})
+	createScenario(t, st, "jump", longStepGraph)
+	r := newRuntime(t, st, func(c *Config) { c.MaxPendingResultBytes = 64 << 10 })
+	deploy(t, r, "jump", 0)
+	recs := jumpEvents(20)
+	ingestAll(t, r, "jump", recs, 0, len(recs))
+	waitFor(t, "the third checkpoint with results held", func() bool { return st.blocked.Load() })
+	v1 := r.lookup("jump")
+	v2 := strings.Replace(longStepGraph, `{k: #key[0], e: #window.end, n: #agg.n}`, `{k: #key[0], e: #window.end, n: #agg.n, v: 2}`, 1)
+	if _, err := st.SaveVersion(t.Context(), "jump", 1, store.Draft{Graph: json.RawMessage(v2)}); err != nil {
+		t.Fatal(err)
+	}
+	deployed := make(chan error, 1)
+	go func() {
+		_, err := r.Deploy(t.Context(), DeployRequest{Scenario: "jump", Version: 2, User: "ann"})
+		deployed <- err
+	}()
+	waitFor(t, "version 1 asked to stop", func() bool {
+		select {
+		case <-v1.stopCh:
+			return true
+		default:
+			return false
+		}
+	})
+	close(st.release)
+	if err := <-deployed; err != nil {
+		t.Fatal(err)
+	}
+	const t0 = int64(1_700_000_000_000)
+	var got []string
+	waitFor(t, "the 12,000 results", func() bool { got = collected(t, inner, "jump"); return len(got) >= 12_000 })
+	seen, fromV2 := map[string]bool{}, 0
+	for _, g := range got {
+		var v struct {
+			K       string
+			E, N, V int64
+		}
+		if err := json.Unmarshal([]byte(g), &v); err != nil {
+			t.Fatal(err)
+		}
+		after := v.E - t0
+		if v.N != 1 || after < 1000 || after > 600_000 || after%1000 != 0 || seen[fmt.Sprint(v.K, v.E)] {
+			t.Fatalf("result %s: want n 1, an end 1 s to 600 s after the events, each key's once", g)
+		}
+		seen[fmt.Sprint(v.K, v.E)] = true
+		if v.V == 2 {
+			fromV2++
+		}
+	}
+	if len(got) != 12_000 || fromV2 == 0 || fromV2 == 12_000 {
+		t.Fatalf("%d results, %d of version 2; want 12,000, some of each version", len(got), fromV2)
+	}
 }
