@@ -100,7 +100,7 @@ type stepCommits struct {
 	largestCommit
 	blockAt     int
 	release     chan struct{} // closed: the held checkpoint commits
-	withResults atomic.Int64 // (one deployment: commits one at a time)
+	withResults atomic.Int64  // (one deployment: commits one at a time)
 	blocked     atomic.Bool
 }
 
