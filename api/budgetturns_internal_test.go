@@ -26,11 +26,17 @@ func (bb *bodyBudget) mustHold(t *testing.T, client string, n int64) *requestHol
 }
 
 // startWaiting starts a new request of client asking for n bytes, and returns once it waits;
-// name is sent on granted when they are granted.
+// name is sent on granted when they are granted. The request ends with the test (its
+// context), and its goroutine with it: one that outlived its test, waiting its minute, was
+// refused in another test's time and set Retry-After on a nil answer (the package's binary
+// panicked in a fresh-clone CI).
 func (bb *bodyBudget) startWaiting(t *testing.T, name, client string, n int64, granted chan<- string) {
 	t.Helper()
-	h := &requestHold{budget: bb, client: client, ctx: context.Background()}
+	h := &requestHold{budget: bb, client: client, ctx: t.Context(), w: httptest.NewRecorder()}
+	done := make(chan struct{})
+	t.Cleanup(func() { <-done })
 	go func() {
+		defer close(done)
 		if _, err := h.take(n, holdBody); err == nil {
 			granted <- name
 		}
