@@ -50,7 +50,7 @@ func TestLongStepCommittedInParts(t *testing.T) {
 	bound := func(c *Config) { c.MaxPendingResultBytes = 64 << 10 }
 	r := newRuntime(t, st, bound)
 	deploy(t, r, "jump", 0)
-	const t0, keys = int64(1_700_000_000_000), 20
+	const keys = 20
 	recs := jumpEvents(keys)
 	ingestAll(t, r, "jump", recs, 0, len(recs))
 	waitFor(t, "the third checkpoint with results held", func() bool { return st.blocked.Load() })
@@ -69,21 +69,7 @@ func TestLongStepCommittedInParts(t *testing.T) {
 	if len(got) != keys*600 {
 		t.Fatalf("%d results; want 12,000", len(got))
 	}
-	seen := map[string]bool{}
-	for _, g := range got {
-		var v struct {
-			K    string
-			E, N int64
-		}
-		if err := json.Unmarshal([]byte(g), &v); err != nil {
-			t.Fatal(err)
-		}
-		after := v.E - t0
-		if v.N != 1 || after < 1000 || after > 600_000 || after%1000 != 0 || seen[fmt.Sprint(v.K, v.E)] {
-			t.Fatalf("result %s: want n 1, an end 1 s to 600 s after the events, each key's once", g)
-		}
-		seen[fmt.Sprint(v.K, v.E)] = true
-	}
+	checkJumpResults(t, got)
 	t.Logf("%d commits with results asked (one refused), the largest %d results", st.withResults.Load(), st.most.Load())
 	if most := st.most.Load(); most > 1000 {
 		t.Errorf("a checkpoint carried %d results; want at most 1,000", most)
@@ -125,7 +111,6 @@ func (s *stepCommits) CommitCheckpoint(ctx context.Context, c store.Checkpoint, 
 // jumpEvents is an event at 1,700,000,000,000 for each of keys keys, then one 40 minutes on:
 // for longStepGraph, the last closes each key's 600 windows in one step.
 func jumpEvents(keys int) [][]byte {
-	const t0 = int64(1_700_000_000_000)
 	var recs [][]byte
 	for k := range keys {
 		recs = append(recs, fmt.Appendf(nil, `{"t": %d, "k": "k%d"}`, t0, k))
@@ -278,10 +263,20 @@ func TestNewVersionTakesUpALongStep(t *testing.T) {
 	if err := <-deployed; err != nil {
 		t.Fatal(err)
 	}
-	const t0 = int64(1_700_000_000_000)
 	var got []string
 	waitFor(t, "the 12,000 results", func() bool { got = collected(t, inner, "jump"); return len(got) >= 12_000 })
-	seen, fromV2 := map[string]bool{}, 0
+	fromV2 := checkJumpResults(t, got)
+	if len(got) != 12_000 || fromV2 == 0 || fromV2 == 12_000 {
+		t.Fatalf("%d results, %d of version 2; want 12,000, some of each version", len(got), fromV2)
+	}
+}
+
+// checkJumpResults checks the results of jumpEvents through longStepGraph, by hand: each
+// has n 1 and an end 1 s to 600 s after the events, on a whole second, and each (key, end)
+// comes once. It returns how many carry v 2 (a second version's sink).
+func checkJumpResults(t *testing.T, got []string) (fromV2 int) {
+	t.Helper()
+	seen := map[string]bool{}
 	for _, g := range got {
 		var v struct {
 			K       string
@@ -299,7 +294,5 @@ func TestNewVersionTakesUpALongStep(t *testing.T) {
 			fromV2++
 		}
 	}
-	if len(got) != 12_000 || fromV2 == 0 || fromV2 == 12_000 {
-		t.Fatalf("%d results, %d of version 2; want 12,000, some of each version", len(got), fromV2)
-	}
+	return fromV2
 }

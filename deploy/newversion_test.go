@@ -25,7 +25,6 @@ func TestNewVersionKeepsUnchangedWindows(t *testing.T) {
 	createScenario(t, st, "w", tumblingGraph(""))
 	r := newRuntime(t, st)
 	deploy(t, r, "w", 0)
-	const t0 = int64(1_700_000_000_000)
 	ev := func(at int64, k string, v int) []byte {
 		return fmt.Appendf(nil, `{"ts": %d, "key": "%s", "v": %d}`, t0+at, k, v)
 	}
