@@ -866,6 +866,7 @@ func (e *Engine) step() {
 		e.stepOpen = false
 	}
 	if e.opts.PauseStep == nil {
+		// Whole steps keep no targets: the per-event path of run and test runs is as before.
 		for _, a := range e.aggregates {
 			if w, ok := e.watermarkOf(a.node); ok {
 				a.window.Advance(w)
