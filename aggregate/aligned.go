@@ -73,9 +73,25 @@ type aligned struct {
 	// extraEmitted: extra windows were emitted since the last evictAndFree, whose slots may
 	// be left with no data though no slice is dropped.
 	extraEmitted bool
+	// A close paused part way (AdvancePart): window next has emitted the extra windows of
+	// extra[:firePos] (firing fireExtras), or all of them and its own for the slots below
+	// firePos (fireSlots); snapshots keep both. merged: scratch holds window next's tiered
+	// aggregations (fire merges them once a close, again after a restore).
+	firing  firePhase
+	firePos int
+	merged  bool
 
 	r Result
 }
+
+// firePhase is where a close of an aligned window is (aligned.fire).
+type firePhase uint8
+
+const (
+	fireNone   firePhase = iota // no close under way
+	fireExtras                  // emitting the extra windows (OnEndWithExtraWindow)
+	fireSlots                   // emitting the window's keys, by slot
+)
 
 func newAligned(spec WindowSpec, aggs []Named, emit func(*Result)) (*aligned, error) {
 	slicer, n, s, err := alignedGeometry(spec)
@@ -270,32 +286,33 @@ func (a *aligned) NextClose() (int64, bool) {
 	return a.windowEnd(a.next), true
 }
 
-func (a *aligned) Advance(w int64) {
+func (a *aligned) Advance(w int64) { a.AdvancePart(w, nil) }
+
+// AdvancePart implements Operator: a close pauses between two keys (fire); the watermark
+// moves to w once every window it closes has emitted.
+func (a *aligned) AdvancePart(w int64, pause func() bool) bool {
 	if w <= a.w {
-		return
+		return true
 	}
+	if a.mode == OnEvent {
+		a.advanceOnEvent(w)
+		return true
+	}
+	before := a.w
 	a.w = w
 	a.watermarkMoved()
-	if a.mode == OnEvent {
-		bound := int64(math.MaxInt64 >> 2)
-		if a.w != infinity {
-			bound = a.firstOpen() * a.s
-		}
-		if a.evictAndFree(bound) {
-			// A window closed: the last event's window merged into scratch cell 0
-			// (emitOnEvent) may be that one's, and is needed no more.
-			for _, c := range a.scratch.cols {
-				if c != nil {
-					c.ResetAll()
-				}
-			}
-		}
-		return
-	}
 	fired := false
+	pause = afterFirst(pause)
 	for a.hasNext && a.closed(a.next) {
 		a.foldRunning()
-		a.fire(a.next)
+		if !a.fire(a.next, pause) {
+			// Part way: the watermark goes back to where it was until the close ends. The
+			// windows fired before this one keep their slices until then too
+			// (evictAndFree), which a snapshot holds as they are.
+			a.w, a.wSliceSet = before, false
+			a.watermarkMoved()
+			return false
+		}
 		a.step()
 		fired = true
 	}
@@ -306,6 +323,26 @@ func (a *aligned) Advance(w int64) {
 		}
 		a.evictAndFree(bound)
 		a.releaseFired()
+	}
+	return true
+}
+
+// advanceOnEvent is Advance of a window that emits on events: closes emit nothing.
+func (a *aligned) advanceOnEvent(w int64) {
+	a.w = w
+	a.watermarkMoved()
+	bound := int64(math.MaxInt64 >> 2)
+	if a.w != infinity {
+		bound = a.firstOpen() * a.s
+	}
+	if a.evictAndFree(bound) {
+		// A window closed: the last event's window merged into scratch cell 0
+		// (emitOnEvent) may be that one's, and is needed no more.
+		for _, c := range a.scratch.cols {
+			if c != nil {
+				c.ResetAll()
+			}
+		}
 	}
 }
 
@@ -326,43 +363,77 @@ func (a *aligned) releaseFired() {
 
 func (a *aligned) Flush() { a.Advance(infinity) }
 
-// fire emits window k for every key with data in it, and the empty extra
-// window for keys whose previous window was their last non-empty one.
-func (a *aligned) fire(k int64) {
+// fire emits window k (next) for every key with data in it, and the empty extra
+// window for keys whose previous window was their last non-empty one. Before each result it
+// asks pause (nil: never); on true it stops there (firing, firePos) and reports false, and
+// the next call goes on from there.
+func (a *aligned) fire(k int64, pause func() bool) bool {
 	a.r.Start, a.r.End = a.windowStart(k), a.windowEnd(k)
 	a.r.Time = a.r.End - 1
-	if a.mode == OnEndWithExtraWindow && len(a.extra) > 0 {
-		for _, slot := range a.extra {
-			if slot < len(a.running.count) && a.running.count[slot] > 0 {
+	if a.firing == fireNone {
+		a.firing, a.firePos = fireExtras, 0
+	}
+	if a.firing == fireExtras {
+		if a.mode == OnEndWithExtraWindow && len(a.extra) > 0 {
+			for ; a.firePos < len(a.extra); a.firePos++ {
+				slot := a.extra[a.firePos]
+				if slot < len(a.running.count) && a.running.count[slot] > 0 {
+					continue
+				}
+				if pause != nil && pause() {
+					return false
+				}
+				a.r.Key = a.keyVals[slot]
+				emitCells(&a.stats, a.emit, &a.r, a.empty, 0)
+			}
+			a.extra = a.extra[:0]
+			a.extraEmitted = true
+		}
+		a.firing, a.firePos = fireSlots, 0
+	}
+	if a.running.total > 0 {
+		if anyTrue(a.tierWnt) && !a.merged {
+			a.scratch.fit(a.keys.Cap())
+			for _, c := range a.scratch.cols {
+				if c != nil {
+					c.ResetAll()
+				}
+			}
+			a.mergeRangeAll(a.scratch, a.tierWnt, k*a.s, k*a.s+a.n-1)
+			a.merged = true
+		}
+		for ; a.firePos < len(a.running.count); a.firePos++ {
+			slot := a.firePos
+			if a.running.count[slot] == 0 || !a.keys.Live(slot) {
 				continue
 			}
+			if pause != nil && pause() {
+				return false
+			}
 			a.r.Key = a.keyVals[slot]
-			emitCells(&a.stats, a.emit, &a.r, a.empty, 0)
-		}
-		a.extra = a.extra[:0]
-		a.extraEmitted = true
-	}
-	if a.running.total == 0 {
-		return
-	}
-	if anyTrue(a.tierWnt) {
-		a.scratch.fit(a.keys.Cap())
-		for _, c := range a.scratch.cols {
-			if c != nil {
-				c.ResetAll()
+			emitCells(&a.stats, a.emit, &a.r, a.out, slot)
+			if a.mode == OnEndWithExtraWindow {
+				a.extra = append(a.extra, slot)
 			}
 		}
-		a.mergeRangeAll(a.scratch, a.tierWnt, k*a.s, k*a.s+a.n-1)
 	}
-	for slot, c := range a.running.count {
-		if c == 0 || !a.keys.Live(slot) {
-			continue
+	a.firing, a.firePos, a.merged = fireNone, 0, false
+	return true
+}
+
+// afterFirst is pause asked from its second time on (nil for nil): a part emits one result
+// at least.
+func afterFirst(pause func() bool) func() bool {
+	if pause == nil {
+		return nil
+	}
+	first := true
+	return func() bool {
+		if first {
+			first = false
+			return false
 		}
-		a.r.Key = a.keyVals[slot]
-		emitCells(&a.stats, a.emit, &a.r, a.out, slot)
-		if a.mode == OnEndWithExtraWindow {
-			a.extra = append(a.extra, slot)
-		}
+		return pause()
 	}
 }
 

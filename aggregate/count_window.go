@@ -230,6 +230,12 @@ func (c *countWindow) emitWindow(slot, base int) {
 // NextClose implements Operator: count windows do not close on time.
 func (c *countWindow) NextClose() (int64, bool) { return 0, false }
 
+// AdvancePart implements Operator: Advance, which emits nothing.
+func (c *countWindow) AdvancePart(w int64, _ func() bool) bool {
+	c.Advance(w)
+	return true
+}
+
 // Advance only records the watermark: count windows do not close on time.
 func (c *countWindow) Advance(w int64) {
 	if w > c.w {

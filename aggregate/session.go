@@ -226,7 +226,7 @@ func (s *sessionOp) Add(e *Event) error {
 	}
 	slot := s.slot(e.Key)
 	if start, end, ok := s.missedSession(slot, t); ok {
-		s.maybeFree(slot)
+		s.maybeFree(slot, s.w)
 		return s.late(start, end)
 	}
 	list := s.open[slot]
@@ -242,7 +242,7 @@ func (s *sessionOp) Add(e *Event) error {
 	}
 	if first < 0 && s.w != NoWatermark && t+s.timeout <= s.w {
 		// A new session that would already be closed.
-		s.maybeFree(slot)
+		s.maybeFree(slot, s.w)
 		return s.late(t, t+s.timeout)
 	}
 	s.seq++
@@ -297,7 +297,7 @@ func (s *sessionOp) Add(e *Event) error {
 		s.freeCell(closed.cell)
 		s.condTombs[slot] = insertTomb(s.condTombs[slot], tomb{start: closed.start, last: closed.last, set: true})
 		s.closing.push(closeAt{at: closed.last + 2*s.timeout, slot: slot, gen: s.gen[slot], tomb: true, seq: s.hseq})
-		s.maybeFree(slot)
+		s.maybeFree(slot, s.w)
 		return nil
 	}
 	if first < 0 {
@@ -360,13 +360,13 @@ func insertTomb(ts []tomb, tb tomb) []tomb {
 	return ts
 }
 
-// maybeFree drops slot's tombstones that no event can reach any more, when
+// maybeFree drops slot's tombstones that no event can reach any more at watermark w, when
 // the key has no open session, and frees the slot when it holds nothing.
-func (s *sessionOp) maybeFree(slot int) {
+func (s *sessionOp) maybeFree(slot int, w int64) {
 	if len(s.open[slot]) > 0 {
 		return
 	}
-	expired := func(tb tomb) bool { return s.w == infinity || tb.last+2*s.timeout <= s.w }
+	expired := func(tb tomb) bool { return w == infinity || tb.last+2*s.timeout <= w }
 	if tb := s.tombs[slot]; tb.set && expired(tb) {
 		s.tombs[slot] = tomb{}
 	}
@@ -396,18 +396,26 @@ func (s *sessionOp) NextClose() (int64, bool) {
 	return s.closing[0].at, true
 }
 
-func (s *sessionOp) Advance(w int64) {
+func (s *sessionOp) Advance(w int64) { s.AdvancePart(w, nil) }
+
+// AdvancePart implements Operator: a step pauses between two sessions' closes; the
+// watermark moves to w once every close up to it is done (what the closes do meanwhile,
+// tombstones and their expiry, is worked out at w, as Advance(w) does).
+func (s *sessionOp) AdvancePart(w int64, pause func() bool) bool {
 	if w <= s.w {
-		return
+		return true
 	}
-	s.w = w
-	for len(s.closing) > 0 && (s.w == infinity || s.closing[0].at <= s.w) {
+	pause = afterFirst(pause)
+	for len(s.closing) > 0 && (w == infinity || s.closing[0].at <= w) {
+		if pause != nil && s.mode == OnEnd && pause() {
+			return false
+		}
 		c := s.closing.pop()
 		if !s.keys.Live(c.slot) || s.gen[c.slot] != c.gen {
 			continue
 		}
 		if c.tomb {
-			s.maybeFree(c.slot)
+			s.maybeFree(c.slot, w)
 			continue
 		}
 		var ss sess
@@ -432,15 +440,17 @@ func (s *sessionOp) Advance(w int64) {
 			s.emitSession(c.slot, ss, ss.last+s.timeout, nil)
 		}
 		s.freeCell(ss.cell)
-		if s.w != infinity {
+		if w != infinity {
 			// Sessions of a key close in order of their last event, so this
 			// one is the key's latest closed session.
 			s.tombs[c.slot] = tomb{start: ss.start, last: ss.last, set: true}
 			s.hseq++
 			s.closing.push(closeAt{at: ss.last + 2*s.timeout, slot: c.slot, gen: c.gen, tomb: true, seq: s.hseq})
 		}
-		s.maybeFree(c.slot)
+		s.maybeFree(c.slot, w)
 	}
+	s.w = w
+	return true
 }
 
 func (s *sessionOp) Flush() { s.Advance(infinity) }

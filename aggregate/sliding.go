@@ -259,15 +259,22 @@ func (s *sliding) NextClose() (int64, bool) {
 	return s.timers[0].at, true
 }
 
-func (s *sliding) Advance(w int64) {
+func (s *sliding) Advance(w int64) { s.AdvancePart(w, nil) }
+
+// AdvancePart implements Operator: a step pauses between two leave timers' windows; the
+// watermark moves to w once every timer up to it has fired.
+func (s *sliding) AdvancePart(w int64, pause func() bool) bool {
 	if w <= s.w {
-		return
+		return true
+	}
+	pause = afterFirst(pause)
+	for s.leave && len(s.timers) > 0 && (w == infinity || s.timers[0].at <= w) {
+		if pause != nil && s.leaves(s.timers[0]) && pause() {
+			return false
+		}
+		s.fireLeave(heap.Pop(&s.timers).(timer))
 	}
 	s.w = w
-	for s.leave && len(s.timers) > 0 && (s.w == infinity || s.timers[0].at <= s.w) {
-		t := heap.Pop(&s.timers).(timer)
-		s.fireLeave(t)
-	}
 	// Keep the slices a future event's window may need: those from the
 	// watermark's slice back n-1 slices (and one more for leave timers).
 	bound := int64(math.MaxInt64 >> 2)
@@ -280,7 +287,7 @@ func (s *sliding) Advance(w int64) {
 	first, ok := s.level0.First()
 	if !ok || first >= bound {
 		s.shrinkIfEmpty() // the last tier block may have gone
-		return
+		return true
 	}
 	s.level0.Range(first, bound-1, func(idx int64, blk *block) {
 		for slot, c := range blk.count {
@@ -300,6 +307,7 @@ func (s *sliding) Advance(w int64) {
 		}
 	}
 	s.shrinkIfEmpty()
+	return true
 }
 
 // shrinkIfEmpty lets go of what the keys sized once no key, slice or timer is left, as a
@@ -324,22 +332,29 @@ func (s *sliding) shrinkIfEmpty() {
 // before i. The watermark has passed the end of slice i, so no event of
 // slice i can still come.
 func (s *sliding) fireLeave(t timer) {
+	if !s.leaves(t) {
+		return
+	}
 	slot := t.slot
-	if !s.keys.Live(slot) || s.gen[slot] != t.gen {
-		return
-	}
-	blk, ok := s.level0.Get(t.i - s.n)
-	if !ok || slot >= len(blk.count) || blk.count[slot] == 0 {
-		return
-	}
-	if own, ok := s.level0.Get(t.i); ok && slot < len(own.count) && own.count[slot] > 0 {
-		return
-	}
 	s.windowValue(slot, t.i)
 	s.r.Key = s.keyVals[slot]
 	s.r.Start, s.r.End = s.slicer.Start(t.i-s.n+1), s.slicer.Start(t.i+1)
 	s.r.Time = s.r.End - 1
 	emitCells(&s.stats, s.emit, &s.r, s.scratch, 0)
+}
+
+// leaves reports whether leave timer t emits (fireLeave).
+func (s *sliding) leaves(t timer) bool {
+	slot := t.slot
+	if !s.keys.Live(slot) || s.gen[slot] != t.gen {
+		return false
+	}
+	blk, ok := s.level0.Get(t.i - s.n)
+	if !ok || slot >= len(blk.count) || blk.count[slot] == 0 {
+		return false
+	}
+	own, ok := s.level0.Get(t.i)
+	return !ok || slot >= len(own.count) || own.count[slot] == 0
 }
 
 func (s *sliding) Flush() { s.Advance(infinity) }

@@ -32,9 +32,11 @@ import (
 // Version 4 writes the variances (VarPop, VarSamp, StddevPop, StddevSamp) as
 // the aggregations answered from tier blocks they now are, not as invertible
 // ones with a running cell; an earlier snapshot is read as it was written and
-// its variances' tier blocks are then made from its slices (legacyVariances).
+// its variances' tier blocks are then made from its slices (legacyVariances). Version 5
+// adds, at the end of a tumbling or hopping window's snapshot, where a close paused part way
+// is (aligned.firing, firePos; AdvancePart): before it no close was ever paused.
 
-const snapshotVersion = 4
+const snapshotVersion = 5
 
 // ErrSnapshotMismatch is returned by Restore for a snapshot of another kind
 // of operator, another number of aggregations, or another version.
@@ -407,7 +409,10 @@ func (a *aligned) AppendSnapshot(b []byte) []byte {
 	if a.hasNext {
 		folded = a.folded - a.next*a.s
 	}
-	return binary.AppendUvarint(b, uint64(folded))
+	b = binary.AppendUvarint(b, uint64(folded))
+	// Version 5: a close paused part way.
+	b = binary.AppendUvarint(b, uint64(a.firing))
+	return binary.AppendUvarint(b, uint64(a.firePos))
 }
 
 // Restore implements Operator.
@@ -436,6 +441,18 @@ func (a *aligned) Restore(snapshot []byte) error {
 		folded = int64(r.Len(int(a.n)))
 	}
 	a.folded = a.next*a.s + folded
+	a.firing, a.firePos, a.merged = fireNone, 0, false
+	if version >= 5 {
+		a.firing = firePhase(r.Len(int(fireSlots)))
+		bound := len(a.extra)
+		if a.firing == fireSlots {
+			bound = a.keys.Cap()
+		}
+		a.firePos = r.Len(bound)
+		if r.Err() == nil && (a.firing != fireNone && (!a.hasNext || a.mode == OnEvent) || a.firing == fireNone && a.firePos != 0) {
+			r.Fail("a close paused at phase %d, position %d", a.firing, a.firePos)
+		}
+	}
 	if err := r.Err(); err != nil {
 		return err
 	}

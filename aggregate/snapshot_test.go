@@ -3,6 +3,7 @@ package aggregate
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -27,8 +28,8 @@ func snapshotProperty(kind WindowKind) func(*rapid.T) {
 // at random, restored into a new operator, and fails t unless both give the same results.
 func checkRestored(t *rapid.T, spec WindowSpec, sd scenarioDraw) {
 	cut := rapid.IntRange(0, len(sd.ops)-1).Draw(t, "cut")
-	whole := runOps(t, spec, sd.specs, sd.ops, -1)
-	parts := runOps(t, spec, sd.specs, sd.ops, cut)
+	whole := runOps(t, spec, sd.specs, sd.ops, -1, false)
+	parts := runOps(t, spec, sd.specs, sd.ops, cut, false)
 	if len(whole) != len(parts) {
 		t.Fatalf("%d results uninterrupted, %d with a restore after op %d", len(whole), len(parts), cut)
 	}
@@ -40,9 +41,11 @@ func checkRestored(t *rapid.T, spec WindowSpec, sd scenarioDraw) {
 }
 
 // runOps runs ops through an operator; with cut >= 0 it snapshots after op
-// cut, restores into a new operator and goes on with that one. Results are
+// cut, restores into a new operator and goes on with that one. With parts, it moves the
+// watermark by AdvancePart, pausing before results at random, and at some pauses restores a
+// snapshot taken there into a new operator (partsPaused counts the pauses). Results are
 // rendered as strings, in emission order.
-func runOps(t *rapid.T, spec WindowSpec, specs []Spec, ops []op, cut int) []string {
+func runOps(t *rapid.T, spec WindowSpec, specs []Spec, ops []op, cut int, parts bool) []string {
 	var out []string
 	emit := func(r *Result) {
 		s := fmt.Sprintf("%s [%d,%d) t=%d err=%v ev=%v", keyString(r.Key), r.Start, r.End, r.Time, r.Err, r.Event != nil)
@@ -67,29 +70,84 @@ func runOps(t *rapid.T, spec WindowSpec, specs []Spec, ops []op, cut int) []stri
 		return o
 	}
 	o := newOp()
+	restore := func() {
+		snap := o.AppendSnapshot(nil)
+		before := o.Stats()
+		o = newOp()
+		if err := o.Restore(snap); err != nil {
+			t.Fatalf("Restore: %v", err)
+		}
+		if o.Stats() != before {
+			t.Fatalf("stats %+v restored as %+v", before, o.Stats())
+		}
+	}
+	pause := func() bool { return rapid.IntRange(0, 2).Draw(t, "pause") == 0 }
 	for i, x := range ops {
 		switch x.kind {
 		case opEvent:
 			ev := x.ev
 			_ = o.Add(&ev)
 		case opWatermark:
-			o.Advance(x.w)
+			if !parts {
+				o.Advance(x.w)
+				break
+			}
+			for !o.AdvancePart(x.w, pause) {
+				partsPaused.Add(1)
+				if o.Watermark() >= x.w {
+					t.Fatalf("paused on the way to %d with watermark %d", x.w, o.Watermark())
+				}
+				if at, ok := o.NextClose(); !ok || at > x.w {
+					t.Fatalf("paused on the way to %d with the next close at %d (%v)", x.w, at, ok)
+				}
+				if rapid.Bool().Draw(t, "restore") {
+					restore()
+				}
+			}
 		case opFlush:
 			o.Flush()
 		}
 		if i == cut {
-			snap := o.AppendSnapshot(nil)
-			before := o.Stats()
-			o = newOp()
-			if err := o.Restore(snap); err != nil {
-				t.Fatalf("Restore: %v", err)
-			}
-			if o.Stats() != before {
-				t.Fatalf("stats %+v restored as %+v", before, o.Stats())
-			}
+			restore()
 		}
 	}
 	return out
+}
+
+// partsPaused counts the pauses of runOps's AdvancePart.
+var partsPaused atomic.Int64
+
+// A watermark moved in parts (AdvancePart), paused before results at random and restored from
+// snapshots taken at some pauses, emits exactly what Advance emits: the same results, in the
+// same order, bit for bit; a paused operator's watermark is still before the one asked for,
+// and its next close at or before it.
+func partsProperty(kind WindowKind) func(*rapid.T) {
+	return func(t *rapid.T) {
+		spec := windowSpecGen(t, kind)
+		sd := drawScenario(t, kind)
+		whole := runOps(t, spec, sd.specs, sd.ops, -1, false)
+		parts := runOps(t, spec, sd.specs, sd.ops, -1, true)
+		if len(whole) != len(parts) {
+			t.Fatalf("%d results by Advance, %d by AdvancePart", len(whole), len(parts))
+		}
+		for i := range whole {
+			if whole[i] != parts[i] {
+				t.Fatalf("result %d:\n     Advance %s\n AdvancePart %s", i, whole[i], parts[i])
+			}
+		}
+	}
+}
+
+func TestPropertyAdvancePart(t *testing.T) {
+	for _, kind := range []WindowKind{Tumbling, Hopping, Sliding, Session, CountWindow} {
+		t.Run(kind.String(), func(t *testing.T) {
+			before := partsPaused.Load()
+			checkProperty(t, partsProperty(kind))
+			if paused := partsPaused.Load() - before; paused == 0 && kind != CountWindow {
+				t.Fatal("no step paused: the property tried nothing")
+			}
+		})
+	}
 }
 
 func TestPropertySnapshotRestoreTumbling(t *testing.T) { checkProperty(t, snapshotProperty(Tumbling)) }
@@ -126,6 +184,11 @@ func FuzzRestore(f *testing.F) {
 			_ = o.Add(&Event{Time: i * 700, Key: []value.Value{value.Int(i % 2)}, Inputs: []value.Value{value.Int(i), value.String("x")}})
 		}
 		o.Advance(1500)
+		f.Add(byte(spec.Kind), o.AppendSnapshot(nil))
+		// And one taken part way through a close (AdvancePart): after its first result.
+		if o.AdvancePart(20_000, func() bool { return true }) && spec.Kind != CountWindow {
+			f.Fatalf("%s: a close of two keys did not pause", spec.Kind)
+		}
 		f.Add(byte(spec.Kind), o.AppendSnapshot(nil))
 	}
 	f.Fuzz(func(t *testing.T, which byte, snap []byte) {

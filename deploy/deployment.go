@@ -46,8 +46,9 @@ const (
 	// DefaultMaxPendingResultBytes is the default of Config.MaxPendingResultBytes: 64 MiB.
 	DefaultMaxPendingResultBytes = 64 << 20
 	// eventResultsFactor: the collect results waiting may reach this many times
-	// Config.MaxPendingResultBytes within one event (a window closing for many keys, a
-	// for-each); past that the deployment fails (errEventResults).
+	// Config.MaxPendingResultBytes within one event (a for-each; a watermark step pauses
+	// at the bound instead, engine.Options.PauseStep); past that the deployment fails
+	// (errEventResults).
 	eventResultsFactor = 4
 	// readBackTimeout bounds a read of the latest checkpoint that decides a checkpoint in
 	// doubt (resolve).
@@ -1086,8 +1087,9 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 	return total, nil
 }
 
-// pauseStep is the engine's Options.PauseStep: a watermark step that closes many windows
-// stops between two of them when the results waiting reach their bound (resultsFull: the
+// pauseStep is the engine's Options.PauseStep, asked between two closes of a step and
+// between two results of one close: a watermark step that closes many windows, or one window
+// for many keys, stops there when the results waiting reach their bound (resultsFull: the
 // loop commits them, then goes on with the step; in one piece, the 4.32 M windows a jump of
 // the watermark closed passed what one checkpoint may carry, and failed the deployment at
 // every redeploy), when a stop is asked for (the final checkpoint holds the part done, and

@@ -296,3 +296,73 @@ func checkJumpResults(t *testing.T, got []string) (fromV2 int) {
 	}
 	return fromV2
 }
+
+// One close of a window for many keys is committed in parts too (a hostile round: a tumbling
+// window of 150,000 keys with 2 KB of results each emitted 300 MB in one close, past what
+// one checkpoint may carry, and the deployment failed at every redeploy), and a crash between
+// two parts of the close loses and repeats none of its results.
+//
+// By hand: longStepGraph with a tumbling window of 10 minutes instead: an event at
+// 1,700,000,000,000 for each of 12,000 keys falls in the window [1,699,999,800,000,
+// 1,700,000,400,000); the event 40 minutes on closes it, 12,000 results in one close, each
+// of 38 to 40 bytes ({"k":"k11999","e":1700000400000,"n":1}) counted with
+// collectResultBytes (64): about 1.2 MB, against a bound of 64 KiB (262,144 bytes within one
+// event). A checkpoint takes about 640 of them: at most 1,000 in any. The store holds the
+// third checkpoint with results until the runtime dies; the next resumes from the second,
+// part way through the close, and the results are each key's window once, n 1. (Without the
+// close in parts: the deployment failed, "passed their limit within one event".)
+func TestOneCloseCommittedInParts(t *testing.T) {
+	graph := strings.Replace(longStepGraph, `"aggregate-hopping"`, `"aggregate-tumbling"`, 1)
+	graph = strings.Replace(graph, `,
+    {"name": "slide", "value": "1s"}`, "", 1)
+	if !strings.Contains(graph, "tumbling") || strings.Contains(graph, "slide") {
+		t.Fatal("the graph is not a tumbling window's")
+	}
+	inner := sqliteStore(t)
+	st := newStepCommits(inner)
+	st.blockAt = 3
+	createScenario(t, st, "close", graph)
+	bound := func(c *Config) { c.MaxPendingResultBytes = 64 << 10 }
+	r := newRuntime(t, st, bound)
+	deploy(t, r, "close", 0)
+	const keys = 12_000
+	recs := jumpEvents(keys)
+	ingestAll(t, r, "close", recs, 0, len(recs))
+	waitFor(t, "the third checkpoint with results held", func() bool { return st.blocked.Load() })
+	before := st.committed.Load()
+	if before == 0 || before >= keys {
+		t.Fatalf("%d results committed in two checkpoints; want some of the 12,000, not all", before)
+	}
+	t.Logf("before the crash: %d results in %d checkpoints", before, st.withResults.Load()-1)
+	r.abort() // the process dies part way through the close
+
+	st.blockAt = 0
+	r = newRuntime(t, st, bound)
+	waitFor(t, "the 12,000 results", func() bool { return st.committed.Load() >= keys })
+	waitCommitted(t, r, "close", int64(len(recs)))
+	got := collected(t, inner, "close")
+	if len(got) != keys {
+		t.Fatalf("%d results; want 12,000", len(got))
+	}
+	seen := map[string]bool{}
+	for _, g := range got {
+		var v struct {
+			K    string
+			E, N int64
+		}
+		if err := json.Unmarshal([]byte(g), &v); err != nil {
+			t.Fatal(err)
+		}
+		if v.N != 1 || v.E != 1_700_000_400_000 || !strings.HasPrefix(v.K, "k") || seen[v.K] {
+			t.Fatalf("result %s: want n 1, end 1,700,000,400,000, each key once", g)
+		}
+		seen[v.K] = true
+	}
+	t.Logf("%d commits with results asked (one refused), the largest %d results", st.withResults.Load(), st.most.Load())
+	if most := st.most.Load(); most > 1000 {
+		t.Errorf("a checkpoint carried %d results; want at most 1,000", most)
+	}
+	if l, _ := r.Live("close"); l.Phase != PhaseRunning {
+		t.Errorf("phase %s, want running", l.Phase)
+	}
+}

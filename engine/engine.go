@@ -186,8 +186,9 @@ type Options struct {
 	Bounded bool
 	// PauseStep, when set, may split a watermark step that closes many windows: between two
 	// windows' closes of one step (NextClose in aggregate.Operator: a slide of a hopping
-	// window, all of its keys at once) the engine asks it, and when it says true the step
-	// stops there, with the aggregates' watermarks behind their sources' (StepOpen). The caller
+	// window), and between two results of one close (AdvancePart: one close may emit for
+	// every key), the engine asks it, and when it says true the step stops there, with the
+	// aggregates' watermarks behind their sources' (StepOpen). The caller
 	// may then take a checkpoint (the snapshot holds each aggregate's own watermark) and calls
 	// ContinueStep before pushing the next event. A deployment pauses when the results waiting
 	// for a checkpoint reach their bound, or the step has run long: a jump of the watermark
@@ -906,7 +907,9 @@ func (e *Engine) advanceTo(to []int64) bool {
 }
 
 // advanceInParts advances win to w a close at a time (aggregate.Operator.NextClose), asking
-// Options.PauseStep between two of them; it reports false when it paused before w.
+// Options.PauseStep between two of them and between two results of one
+// (aggregate.Operator.AdvancePart: one close of a window may emit for every key); it reports
+// false when it paused before w.
 func (e *Engine) advanceInParts(win aggregate.Operator, w int64) bool {
 	if e.opts.PauseStep == nil { // (finishStep)
 		win.Advance(w)
@@ -914,14 +917,16 @@ func (e *Engine) advanceInParts(win aggregate.Operator, w int64) bool {
 	}
 	for closes := 0; ; closes++ {
 		at, ok := win.NextClose()
-		if !ok || at >= w || at <= win.Watermark() {
+		if !ok || at > w || at <= win.Watermark() {
 			win.Advance(w)
 			return true
 		}
 		if closes > 0 && e.opts.PauseStep() {
 			return false
 		}
-		win.Advance(at)
+		if !win.AdvancePart(at, e.opts.PauseStep) {
+			return false
+		}
 	}
 }
 
