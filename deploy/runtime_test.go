@@ -83,6 +83,7 @@ func runRuntimeSuite(t *testing.T, newStore newStoreFunc) {
 		{"KafkaSinkFencesZombies", testKafkaSinkFencesZombies},
 		{"KafkaSinkCrashBetweenCommits", testKafkaSinkCrashBetweenCommits},
 		{"FileRotatedWhileDown", testFileRotatedWhileDown},
+		{"FileCopiedWhileDown", testFileCopiedWhileDown},
 		{"InputPositionsFollowTheInput", testInputPositionsFollowTheInput},
 	}
 	for _, tt := range tests {

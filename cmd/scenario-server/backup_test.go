@@ -40,8 +40,7 @@ func TestBackup(t *testing.T) {
 		}
 	}
 	// The deployed file sinks' files, in the data directory's sinks/, are copied; the file
-	// sources' in sources/ are not (a copy would be another file to its checkpoint, read
-	// again from its start).
+	// sources' in sources/ are not (the server's inputs, not its state).
 	files := map[string]string{"sinks/out/totals.ndjson": "{\"n\":1}\n{\"n\":2}\n", "sources/in/flights.jsonl": "{\"a\":1}\n"}
 	for name, content := range files {
 		path := filepath.Join(dir, name)

@@ -3,6 +3,7 @@ package file
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +34,9 @@ const (
 	// markBytes is how many bytes before a position tell whether the file was rewritten in
 	// place (see Input).
 	markBytes = 16
+	// headBytes is how many of a file's first bytes its fingerprint covers (see Input), as
+	// Filebeat's fingerprint file identity does (it covers 1 KiB).
+	headBytes = 4 << 10
 )
 
 // Input follows a file of events, one JSON object per line, as `tail -F` does: it reads
@@ -48,15 +52,24 @@ const (
 // start. So does a file rewritten in place, as logrotate's copytruncate does (copied, then
 // truncated and written again): a truncation followed, before the next poll, by new lines
 // past the position does not make the file shorter than it, so the input also remembers the
-// markBytes bytes before the position it read to and reads them again each poll; when they
-// changed, the file is read again from its start. A file rewritten with the same bytes there
-// is not told from one appended to. Both are logged. A file that does not exist yet is waited for. Only regular files are
-// read (not a directory, a FIFO or a device), and only inside the server's source directory
-// (os.Root): neither the path nor a symbolic link may lead outside it. The checkpoint keeps
-// which file the position is in (device and inode, fileID): when the name gives another file
-// after a restart (rotated or replaced meanwhile), that file is read from its start, and the
-// markBytes bytes before the position (after the fileID, in the checkpoint's identity): when
-// the file has others there, it was rewritten in place meanwhile and is read from its start.
+// markBytes bytes before the position it read to, and the file's first bytes (headBytes at
+// most) as it read them, and reads both again each poll; when either changed, the file is
+// read again from its start. A file rewritten with the same bytes in both places is not told
+// from one appended to. Both are logged. A file that does not exist yet is waited for. Only
+// regular files are read (not a directory, a FIFO or a device), and only inside the server's
+// source directory (os.Root): neither the path nor a symbolic link may lead outside it.
+//
+// The checkpoint's identity says which file the position is in: its device and inode
+// (fileID), the SHA-256 of its first min(position, headBytes) bytes (its fingerprint), and
+// its markBytes bytes before the position. After a restart, a file under the name with the
+// same device and inode goes on from the position unless its fingerprint or those bytes
+// differ (it was rewritten in place meanwhile); one with another device and inode goes on
+// from the position when it is at least that long and has the same fingerprint and bytes
+// before the position (a copy: the data directory restored on another machine with its
+// sources, or the file copied over), and is read from its start otherwise (rotated or
+// replaced meanwhile). Before, a copy was always read from its start, its events processed
+// twice. Identities written before the fingerprint (device and inode, then the bytes before
+// the position) are read as they were.
 type Input struct {
 	source string
 	dir    string // the server's source directory
@@ -72,6 +85,12 @@ type Input struct {
 	restoredID []byte
 	// mark is the file's bytes before readPos as they were read (at most markBytes; nil at 0).
 	mark []byte
+	// head is the file's first bytes as they were read (at most headBytes), when read from
+	// its start; fp is the fingerprint of its first fpLen bytes (fingerprint), fpLen -1 when
+	// none was worked out for this head.
+	head  []byte
+	fp    []byte
+	fpLen int64
 	// chunk is what the last read gave, from chunkStart, with chunkMark the bytes before it
 	// as read: while its lines are being pushed (pos < readPos) the bytes before pos come
 	// from it (the events' payloads hold it anyway); nil once they are.
@@ -117,18 +136,57 @@ func (f *Input) Identity() []byte {
 		}
 		// The bytes as they were read: read again now, a file rewritten since the last poll
 		// would give the new file's, and a restore would take it for the same.
+		id := append(bytes.Clone(f.fileID), f.fingerprint(f.pos)...)
 		if f.pos == f.readPos && f.mark != nil {
-			return append(bytes.Clone(f.fileID), f.mark...)
+			return append(id, f.mark...)
 		}
 		if f.chunk != nil && f.pos >= f.chunkStart && f.pos-f.chunkStart <= int64(len(f.chunk)) {
 			if m := markAfter(f.chunkMark, f.chunk[:f.pos-f.chunkStart]); len(m) == int(min(f.pos, markBytes)) {
-				return append(bytes.Clone(f.fileID), m...)
+				return append(id, m...)
 			}
 		}
-		return append(bytes.Clone(f.fileID), f.before(f.pos)...)
+		return append(id, f.before(f.pos)...)
 	default:
 		return f.restoredID
 	}
+}
+
+// fingerprint is the SHA-256 of the open file's first min(pos, headBytes) bytes: as they
+// were read (head), or, when they were not read from its start (restored), as the file has
+// them now; nil when they cannot be read (the identity then has none, as before it had).
+func (f *Input) fingerprint(pos int64) []byte {
+	n := min(pos, headBytes)
+	if int64(len(f.head)) < n {
+		b := make([]byte, n)
+		if k, _ := f.file.ReadAt(b, 0); int64(k) != n {
+			return nil
+		}
+		f.head, f.fpLen = b, -1
+	}
+	if f.fpLen != n {
+		sum := sha256.Sum256(f.head[:n])
+		f.fp, f.fpLen = sum[:], n
+	}
+	return f.fp
+}
+
+// headChanged reports that the open file's first bytes are no longer those read (head).
+func (f *Input) headChanged() bool {
+	if len(f.head) == 0 {
+		return false
+	}
+	b := make([]byte, len(f.head))
+	k, _ := f.file.ReadAt(b, 0)
+	return !bytes.Equal(b[:k], f.head)
+}
+
+// splitIdentity splits a checkpoint's identity after a fileID of idLen bytes into the
+// fingerprint (nil in an identity written before it) and the bytes before the position.
+func splitIdentity(rest []byte) (fp, mark []byte) {
+	if len(rest) >= sha256.Size {
+		return rest[:sha256.Size], rest[sha256.Size:]
+	}
+	return nil, rest // at most markBytes
 }
 
 // before returns the open file's bytes before at (at most markBytes), nil when they cannot
@@ -144,6 +202,7 @@ func (f *Input) before(at int64) []byte {
 
 func (f *Input) Restore(positions []connector.Position, identity []byte) error {
 	f.restoredID, f.mark, f.chunk, f.chunkMark = identity, nil, nil, nil
+	f.head, f.fpLen = nil, -1
 	f.pos, f.line, f.counted = 0, 0, true
 	f.longHead, f.longPos = nil, 0
 	for _, p := range positions {
@@ -229,14 +288,28 @@ func (f *Input) Poll() ([]connector.Event, bool) {
 		restored := f.restoredID
 		f.restoredID = nil
 		if restored != nil && f.fileID != nil && f.pos > 0 {
-			id, mark := restored[:min(len(restored), len(f.fileID))], restored[min(len(restored), len(f.fileID)):]
-			if !bytes.Equal(id, f.fileID) {
+			id := restored[:min(len(restored), len(f.fileID))]
+			fp, mark := splitIdentity(restored[len(id):])
+			same := fp == nil || f.size < f.pos || bytes.Equal(f.fingerprint(f.pos), fp)
+			switch {
+			case bytes.Equal(id, f.fileID) && !same:
+				f.log.Warn("the file was rewritten in place while the server was down (its first bytes are not those read): reading it again from its start",
+					"source", f.source, "path", f.rel, "position", f.pos)
+				f.rewind()
+				reset = true
+			case bytes.Equal(id, f.fileID):
+				if len(mark) > 0 && f.size >= f.pos {
+					f.mark = mark // checked below as the bytes before readPos (= pos)
+				}
+			case fp != nil && f.size >= f.pos && same && len(mark) == int(min(f.pos, markBytes)) && bytes.Equal(f.before(f.pos), mark):
+				f.log.Info("the file under the name has another device and inode than the checkpointed one, but the same first bytes and bytes before the position: a copy of it (a data directory restored elsewhere, a file copied over); going on from the position",
+					"source", f.source, "path", f.rel, "position", f.pos)
+				f.mark = mark
+			default:
 				f.log.Warn("another file than the checkpointed one has the name: reading it from its start",
 					"source", f.source, "path", f.rel, "position", f.pos)
 				f.rewind()
 				reset = true
-			} else if len(mark) > 0 && f.size >= f.pos {
-				f.mark = mark // checked below as the bytes before readPos (= pos)
 			}
 		}
 	}
@@ -245,7 +318,7 @@ func (f *Input) Poll() ([]connector.Event, bool) {
 			"source", f.source, "path", f.rel, "position", f.pos, "size", f.size)
 		f.rewind()
 		reset = true
-	} else if f.mark != nil && !bytes.Equal(f.before(f.readPos), f.mark) {
+	} else if f.mark != nil && (!bytes.Equal(f.before(f.readPos), f.mark) || f.headChanged()) {
 		f.log.Warn("the file was rewritten in place (as copytruncate does): reading it again from its start",
 			"source", f.source, "path", f.rel, "position", f.pos)
 		f.rewind()
@@ -284,6 +357,7 @@ func (f *Input) Poll() ([]connector.Event, bool) {
 func (f *Input) rewind() {
 	f.pos, f.line, f.readPos, f.readLn, f.counted = 0, 0, 0, 0, true
 	f.longHead, f.longPos, f.mark, f.chunk, f.chunkMark = nil, 0, nil, nil, nil
+	f.head, f.fpLen = nil, -1
 }
 
 // read returns the lines from readPos to the file's last '\n' (to its end when final). ok is
@@ -354,6 +428,9 @@ func (f *Input) read(final bool) ([]connector.Event, bool) {
 		out[len(out)-1].Offset = off
 	}
 	f.readPos = off
+	if start < headBytes && int64(len(f.head)) == start {
+		f.head = append(f.head, all[:min(off-start, headBytes-start)]...) // as read
+	}
 	f.chunk, f.chunkStart, f.chunkMark = all, start, f.mark
 	f.mark = markAfter(f.mark, all[:off-start]) // as read (not the synthetic '\n')
 	if len(f.mark) < int(min(off, markBytes)) {

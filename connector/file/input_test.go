@@ -2,6 +2,7 @@ package file
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"io"
 	"log/slog"
 	"os"
@@ -349,8 +350,8 @@ func TestInputRewrittenInPlace(t *testing.T) {
 
 // Lines appended after the position are not taken for a rewrite, while running and after
 // a restore with the identity of an older version (the fileID alone, without the bytes
-// before the position): `{"a":1}\n` read, then `{"a":2}\n` appended, read as line 2 without
-// a reset.
+// before the position; the fileID and those bytes, without the fingerprint): `{"a":1}\n`
+// read, then `{"a":2}\n` appended, read as line 2 without a reset.
 func TestInputAppendedIsNotARewrite(t *testing.T) {
 	dir, path := eventFile(t, "{\"a\":1}\n")
 	in := newInput(t, dir)
@@ -358,9 +359,13 @@ func TestInputAppendedIsNotARewrite(t *testing.T) {
 		t.Fatalf("first poll: %v", got)
 	}
 	pos, id := in.Positions(), in.Identity()
-	if len(id) != 16+8 {
-		t.Fatalf("identity of %d bytes, want the fileID's 16 and the 8 before the position", len(id))
+	if len(id) != 16+32+8 {
+		t.Fatalf("identity of %d bytes, want the fileID's 16, the fingerprint's 32 and the 8 before the position", len(id))
 	}
+	if fp := sha256.Sum256([]byte("{\"a\":1}\n")); !bytes.Equal(id[16:48], fp[:]) {
+		t.Fatalf("fingerprint %x, want the SHA-256 of the 8 bytes read, %x", id[16:48], fp)
+	}
+	withoutFingerprint := append(bytes.Clone(id[:16]), id[48:]...)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -371,7 +376,7 @@ func TestInputAppendedIsNotARewrite(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for _, restoredID := range [][]byte{nil, id, id[:16]} {
+	for _, restoredID := range [][]byte{nil, id, id[:16], withoutFingerprint} {
 		again := in
 		if restoredID != nil {
 			again = NewInput("in", dir, "ev.ndjson", discard)
