@@ -240,6 +240,18 @@ func New(cfg Config) (*Handler, error) {
 		}
 		bb.waitGauge = g
 	}
+	cuts := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "scenario_server_requests_cut_total",
+		Help: "Requests cut for holding bytes of a body budget (budget: request, --request-body-bytes; ingest, --ingest-body-bytes) while their clients sent or took them slower than the contended minimum rate and other requests were refused for lack of them.",
+	}, []string{"budget"})
+	if reused, err := registerOrReuse(cfg.Metrics, cuts); err == nil {
+		cuts = reused
+	}
+	for name, bb := range map[string]*bodyBudget{"request": limiter.requestBodies, "ingest": limiter.ingestBodies} {
+		if bb != nil {
+			bb.cuts = cuts.WithLabelValues(name)
+		}
+	}
 	router := r
 	limiter.storedWrite = func(req *http.Request) bool {
 		// The audited actions that are not reads: each changes the store (auditActions).

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -760,4 +761,76 @@ func TestRequestsWaitTheirTurn(t *testing.T) {
 	}
 	slowA2.finish(t, false)
 	slowB.finish(t, true)
+}
+
+// TestSteadySlowReadersNotCut: with a budget of 24 MB and a minimum of 32 KiB a second over
+// 3 s, clients R1 and R2 each take a 9 MB export at about 64 KiB a second (16 KiB every
+// 250 ms), with the kernel's own socket buffers, and C's export of a third is refused for
+// 10 s while they hold 18 MB of it (18 + 9 > 24): neither is cut
+// (scenario_server_requests_cut_total{budget="request"} stays 0). Measured by what the kernel
+// took of their answers, they moved in bursts of megabytes tens of seconds apart (the kernel
+// wakes a writer once half its send buffer is free), and readers at 40 to 150 KB a second
+// were cut as stalled (hostile round 145); measured by what their TCP peers acknowledged
+// (ConnContext, tcpAcked), they move as they read, here in steps of the loopback's MSS (64 KiB:
+// a window reopens once that much of the reader's buffer is free), about one a second: 3 s
+// holds two at least, 128 KiB, more than the 96 KiB asked for.
+func TestSteadySlowReadersNotCut(t *testing.T) {
+	t.Parallel()
+	c := newClient(t, sqliteStore(t), func(cfg *api.Config) {
+		cfg.RateLimits = api.RateLimits{RequestBodyBytes: 24_000_000, ContendedMinRate: 32 << 10, ContendedRateWindow: 3 * time.Second}
+		cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	})
+	const size = 9_000_000
+	graph := tinyGraph[:len(tinyGraph)-1] + strings.Repeat(" ", size-len(tinyGraph)) + "}"
+	for _, name := range []string{"big-r1", "big-r2", "big-c"} {
+		if _, err := c.store.CreateScenario(t.Context(), name, store.Draft{Graph: []byte(graph)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	host := strings.TrimPrefix(c.base, "http://")
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	for i, name := range []string{"big-r1", "big-r2"} {
+		conn, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		if _, err := fmt.Fprintf(conn, "GET /api/scenarios/%s/export HTTP/1.1\r\nHost: %s\r\nX-Forwarded-For: 10.0.0.%d\r\nConnection: close\r\n\r\n", name, host, i+1); err != nil {
+			t.Fatal(err)
+		}
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			buf := make([]byte, 16<<10)
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(250 * time.Millisecond):
+				}
+				if _, err := io.ReadFull(conn, buf); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	defer func() { close(stop); readers.Wait() }()
+	export := func() int {
+		return c.send(request{Method: http.MethodGet, Path: "/api/scenarios/big-c/export", Header: map[string]string{"X-Forwarded-For": "10.0.0.3"}}).Status
+	}
+	waitFor(t, "C's export to be refused while R1 and R2 hold the budget", func() bool { return export() == http.StatusServiceUnavailable })
+	refused := 0
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		if status := export(); status != http.StatusServiceUnavailable {
+			t.Fatalf("C's export answered %d after %d refusals: a slow reader was cut", status, refused)
+		}
+		refused++
+	}
+	for _, line := range strings.Split(string(c.get("/metrics").Body), "\n") {
+		if v, ok := strings.CutPrefix(line, `scenario_server_requests_cut_total{budget="request"} `); ok && v != "0" {
+			t.Fatalf("%s requests cut; want none", v)
+		}
+	}
+	t.Logf("C refused %d times", refused)
 }

@@ -57,7 +57,9 @@ func newClient(t *testing.T, st store.Store, configure ...func(*api.Config)) *cl
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ConnContext = api.ConnContext // as the server's
+	srv.Start()
 	t.Cleanup(srv.Close)
 	return &client{t: t, base: srv.URL, http: srv.Client(), handler: h, store: st, configure: configure}
 }

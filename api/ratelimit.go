@@ -730,8 +730,10 @@ type bodyBudget struct {
 	queue   map[string][]*budgetWaiter
 	inQueue int
 	seq     uint64
-	// waitGauge, when set, counts the requests waiting (scenario_server_requests_waiting).
+	// waitGauge, when set, counts the requests waiting (scenario_server_requests_waiting),
+	// and cuts those cut (cutStalled; scenario_server_requests_cut_total).
 	waitGauge prometheus.Gauge
+	cuts      prometheus.Counter
 }
 
 // budgetWaiter is a request waiting for n bytes of a bodyBudget (bodyBudget.wait); ready is
@@ -799,6 +801,12 @@ func (bb *bodyBudget) serve(w http.ResponseWriter, r *http.Request, next http.Ha
 		return
 	}
 	h := &requestHold{budget: bb, w: w, client: rateKey(r), ctx: r.Context()}
+	h.ackedFrom.Store(-1)
+	if c, ok := r.Context().Value(connKey{}).(net.Conn); ok && r.ProtoMajor == 1 {
+		// (HTTP/2's streams share their connection: what its peer acknowledged may be
+		// another stream's.)
+		h.conn = c
+	}
 	r = r.WithContext(context.WithValue(r.Context(), requestHoldKey{}, h))
 	if r.Body != nil && r.Body != http.NoBody {
 		r.Body = &budgetedBody{ReadCloser: r.Body, hold: h}
@@ -881,7 +889,7 @@ func (bb *bodyBudget) grant(h *requestHold, client string, n int64) {
 	if h != nil && bb.holds != nil {
 		if _, ok := bb.holds[h]; !ok {
 			bb.holds[h] = struct{}{}
-			h.markAt, h.markMoved = time.Now(), h.moved.Load()
+			h.markAt, h.markMoved = time.Now(), h.progress()
 		}
 	}
 }
@@ -1011,7 +1019,7 @@ func (bb *bodyBudget) cutStalled(asking *requestHold) {
 		if h == asking || elapsed < bb.window {
 			continue
 		}
-		moved := h.moved.Load()
+		moved := h.progress()
 		fast := float64(moved-h.markMoved) >= float64(bb.minRate)*elapsed.Seconds()
 		reading, writing := h.reading.Load() > 0, h.writing.Load() > 0
 		if fast || (!reading && !writing) {
@@ -1019,6 +1027,9 @@ func (bb *bodyBudget) cutStalled(asking *requestHold) {
 			continue
 		}
 		h.cut.Store(true)
+		if bb.cuts != nil {
+			bb.cuts.Inc()
+		}
 		rc := http.NewResponseController(h.w)
 		if reading {
 			_ = rc.SetReadDeadline(now)
@@ -1106,6 +1117,42 @@ type requestHold struct {
 	reading, writing atomic.Int32
 	cut              atomic.Bool
 	writer           holdWriter
+	// conn is the request's connection over HTTP/1 (ConnContext; nil otherwise); written
+	// counts the bytes of its answer written (in moved too), and ackedFrom is what its peer
+	// had acknowledged when the answer began (-1: not known), for progress.
+	conn      net.Conn
+	written   atomic.Int64
+	ackedFrom atomic.Int64
+}
+
+// progress is how many bytes of h's body were read and of its answer taken by its client:
+// over HTTP/1 on TCP, the bytes of the answer its peer acknowledged (tcpAcked), and
+// otherwise those the kernel took. What the kernel took moves in bursts as large as half its
+// send buffer, several MB, which a client taking 40 to 150 KB a second empties in tens of
+// seconds: nothing moved meanwhile, and such a client was cut as stalled (hostile round 145).
+func (h *requestHold) progress() int64 {
+	moved, written := h.moved.Load(), h.written.Load()
+	from := h.ackedFrom.Load()
+	if written == 0 || from < 0 {
+		return moved
+	}
+	acked, ok := tcpAcked(h.conn)
+	if !ok {
+		return moved
+	}
+	return moved - written + min(max(acked-from, 0), written)
+}
+
+// connKey is the context key of a request's connection (ConnContext).
+type connKey struct{}
+
+// ConnContext is the http.Server's ConnContext the API's handler expects (without it, what
+// a request's client took of its answer is measured by what the kernel took): it keeps each
+// request's connection in its context, so that a request holding bytes of the request budget
+// is measured, when the budget is contended, by the bytes of its answer its client
+// acknowledged.
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
 }
 
 // holdWriter counts the writes of a request's answer in progress (requestHold.writing).
@@ -1117,6 +1164,11 @@ type holdWriter struct {
 func (w *holdWriter) Write(b []byte) (int, error) {
 	w.hold.writing.Add(1)
 	defer w.hold.writing.Add(-1)
+	if w.hold.conn != nil && w.hold.ackedFrom.Load() < 0 {
+		if acked, ok := tcpAcked(w.hold.conn); ok {
+			w.hold.ackedFrom.Store(acked) // (the connection's earlier answers were acknowledged before)
+		}
+	}
 	// In pieces, each counted as it goes out: huma writes an answer in one Write, and an
 	// answer of 12 MB taken at 1 MB/s counted nothing for 12 s, and was cut as stalled
 	// (hostile round 139).
@@ -1126,6 +1178,7 @@ func (w *holdWriter) Write(b []byte) (int, error) {
 		n, err := w.ResponseWriter.Write(piece)
 		written += n
 		w.hold.moved.Add(int64(n))
+		w.hold.written.Add(int64(n))
 		if err != nil {
 			return written, err
 		}

@@ -181,6 +181,9 @@ type limitedConn struct {
 	since time.Time
 }
 
+// NetConn is the connection c limits (api.ConnContext reaches the TCP connection through it).
+func (c *limitedConn) NetConn() net.Conn { return c.Conn }
+
 func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() {
