@@ -723,7 +723,7 @@ type bodyBudget struct {
 	minRate  int64
 	window   time.Duration
 	holds    map[*requestHold]struct{}
-	cutUntil map[string]time.Time // clients cut, until when they hold a sixteenth (penalize)
+	cutUntil map[string]time.Time // clients cut, until when they hold a 64th (penalize)
 	// wait is RateLimits.ContendedWait (0: none); queue holds the requests waiting, per
 	// client in their order (waitTurn), inQueue how many in all; seq numbers them as they come.
 	wait    time.Duration
@@ -845,10 +845,10 @@ func (bb *bodyBudget) takeFor(h *requestHold, client string, mine, n int64, anyC
 			bb.mu.Unlock()
 			return bb.busy
 		}
-		if until, ok := bb.cutUntil[client]; ok && others+mine+n > bb.size/16 {
+		if until, ok := bb.cutUntil[client]; ok && others+mine+n > bb.size/penaltyShare {
 			if time.Now().Before(until) {
 				bb.mu.Unlock()
-				return &errPenalized{busy: bb.busy, until: until, most: bb.size / 16, flag: bb.flag}
+				return &errPenalized{busy: bb.busy, until: until, most: bb.size / penaltyShare, flag: bb.flag}
 			}
 			delete(bb.cutUntil, client)
 		}
@@ -1041,11 +1041,11 @@ func (bb *bodyBudget) cutStalled(asking *requestHold) {
 	}
 }
 
-// penalize keeps client, whose request was cut at now, to a sixteenth of the budget for
-// cutPenalty: without it the client took the budget back within 50 ms of the cut, before the
-// requests refused tried again, and every one of a victim's requests failed (hostile round
-// 139). A client is cut only when it is slow, so a steady one is never penalized. At most
-// maxRateKeys clients are remembered (the expired are dropped first).
+// penalize keeps client, whose request was cut at now, to a 64th of the budget
+// (penaltyShare) for cutPenalty: without it the client took the budget back within 50 ms of
+// the cut, before the requests refused tried again, and every one of a victim's requests
+// failed (hostile round 139). A client is cut only when it is slow, so a steady one is never
+// penalized. At most maxRateKeys clients are remembered (the expired are dropped first).
 func (bb *bodyBudget) penalize(client string, now time.Time) {
 	if _, ok := bb.cutUntil[client]; !ok && len(bb.cutUntil) >= maxRateKeys {
 		for c, until := range bb.cutUntil {
@@ -1061,8 +1061,13 @@ func (bb *bodyBudget) penalize(client string, now time.Time) {
 }
 
 // cutPenalty is how long a client cut for holding its budget too slowly holds at most a
-// sixteenth of it.
-const cutPenalty = time.Minute
+// penaltyShare-th of it: a 64th, a small request's (bodyBudget.limit). Kept to a sixteenth,
+// 16 addresses each stalling 4 bodies just under a 64th, sent again when cut, held all of
+// it, and left 1 % of a victim's 2 MB uploads through (hostile round 145).
+const (
+	cutPenalty   = time.Minute
+	penaltyShare = 64
+)
 
 // holding is how many bytes client holds, and how many are free.
 func (bb *bodyBudget) holding(client string) (held, free int64) {
@@ -1194,7 +1199,7 @@ const holdWritePiece = 32 << 10
 func (w *holdWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // errPenalized is a request of a client cut (bodyBudget.penalize) asking for more than a
-// sixteenth of the budget before its penalty is over: 503 with the budget's busy code.
+// 64th of the budget before its penalty is over: 503 with the budget's busy code.
 type errPenalized struct {
 	busy  error
 	until time.Time
