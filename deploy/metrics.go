@@ -66,10 +66,10 @@ var (
 		"Responses of the Kafka brokers to running deployments' sources waiting for their part of the Kafka fetch memory at the scrape (their sources wait with them).",
 		nil, nil)
 	descDeployments = prometheus.NewDesc("scenario_server_deployments",
-		"Scenarios by the status of their latest deployment in the store (DEPLOYING, RUNNING, CANCELED, FAILED), all servers' on a shared store; absent when the store did not answer within the scrape. Alert on status=\"FAILED\" above 0: a failed deployment has no other series (scenario_server_deployment_failed names it).",
+		"Scenarios not archived by the status of their latest deployment in the store (DEPLOYING, RUNNING, CANCELED, FAILED), all servers' on a shared store; absent when the store did not answer within the scrape. Alert on status=\"FAILED\" above 0: a failed deployment has no other series (scenario_server_deployment_failed names it); archiving the scenario, or deploying it again, clears it.",
 		[]string{"status"}, nil)
 	descDeploymentFailed = prometheus.NewDesc("scenario_server_deployment_failed",
-		"1 for each scenario whose latest deployment is FAILED (its reason is in GET /api/deployments and the log); no series for the others.",
+		"1 for each scenario not archived whose latest deployment is FAILED (its reason is in GET /api/deployments and the log), the first 1,000 by name; no series for the others.",
 		[]string{"scenario"}, nil)
 	descCheckpointInDoubt = prometheus.NewDesc("scenario_server_checkpoint_in_doubt",
 		"1 while the last checkpoint of a running deployment is in doubt: its commit answered an unclear error and the store has not said yet whether it committed; 0 otherwise.",
@@ -137,12 +137,18 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	c.deploymentSeries(ch)
 }
 
-// deploymentsScrapeTimeout bounds the store's answer for scenario_server_deployments.
-const deploymentsScrapeTimeout = 2 * time.Second
+// deploymentsScrapeTimeout bounds the store's answer for scenario_server_deployments;
+// maxFailedSeries is the most series of scenario_server_deployment_failed a scrape gathers.
+const (
+	deploymentsScrapeTimeout = 2 * time.Second
+	maxFailedSeries          = 1000
+)
 
 // deploymentSeries gathers the scenarios by their latest deployment's status, from the store
 // (a FAILED deployment is no longer running, and had no series at all: a new-user round
-// found nothing to alert on).
+// found nothing to alert on), archived scenarios left out (a review: a failed scenario
+// archived stayed FAILED, and an alert on it could not be cleared but by deploying it
+// again), and at most maxFailedSeries of scenario_server_deployment_failed, the first by name.
 func (c *collector) deploymentSeries(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(c.rt.ctx, deploymentsScrapeTimeout)
 	defer cancel()
@@ -150,10 +156,22 @@ func (c *collector) deploymentSeries(ch chan<- prometheus.Metric) {
 	if err != nil {
 		return
 	}
+	archived, err := c.rt.cfg.Store.ListScenarios(ctx, store.ScenarioFilter{Archived: store.OnlyArchived})
+	if err != nil {
+		return
+	}
+	gone := make(map[string]bool, len(archived))
+	for _, s := range archived {
+		gone[s.Name] = true
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Scenario < list[j].Scenario })
 	counts := map[store.DeploymentStatus]int{store.StatusDeploying: 0, store.StatusRunning: 0, store.StatusCanceled: 0, store.StatusFailed: 0}
 	for _, d := range list {
+		if gone[d.Scenario] {
+			continue
+		}
 		counts[d.Status]++
-		if d.Status == store.StatusFailed {
+		if d.Status == store.StatusFailed && counts[d.Status] <= maxFailedSeries {
 			ch <- prometheus.MustNewConstMetric(descDeploymentFailed, prometheus.GaugeValue, 1, d.Scenario)
 		}
 	}

@@ -35,30 +35,50 @@ func TestDeploymentStatusMetrics(t *testing.T) {
 		d, err := st.GetDeployment(t.Context(), bad.ID)
 		return err == nil && d.Status == store.StatusFailed
 	})
-	byStatus, failed := map[string]float64{}, map[string]float64{}
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				switch {
-				case f.GetName() == "scenario_server_deployments" && l.GetName() == "status":
-					byStatus[l.GetValue()] = m.GetGauge().GetValue()
-				case f.GetName() == "scenario_server_deployment_failed" && l.GetName() == "scenario":
-					failed[l.GetValue()] = m.GetGauge().GetValue()
+	gather := func() (byStatus, failed map[string]float64) {
+		byStatus, failed = map[string]float64{}, map[string]float64{}
+		families, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range families {
+			for _, m := range f.GetMetric() {
+				for _, l := range m.GetLabel() {
+					switch {
+					case f.GetName() == "scenario_server_deployments" && l.GetName() == "status":
+						byStatus[l.GetValue()] = m.GetGauge().GetValue()
+					case f.GetName() == "scenario_server_deployment_failed" && l.GetName() == "scenario":
+						failed[l.GetValue()] = m.GetGauge().GetValue()
+					}
 				}
 			}
 		}
+		return byStatus, failed
 	}
-	want := map[string]float64{"RUNNING": 1, "CANCELED": 1, "FAILED": 1, "DEPLOYING": 0}
-	if len(byStatus) != len(want) || len(failed) != 1 || failed["bad"] != 1 {
-		t.Fatalf("scenario_server_deployments %v, scenario_server_deployment_failed %v; want %v and bad 1", byStatus, failed, want)
-	}
-	for s, n := range want {
-		if byStatus[s] != n {
-			t.Errorf("scenario_server_deployments{status=%q} %v, want %v", s, byStatus[s], n)
+	check := func(byStatus map[string]float64, want map[string]float64) {
+		t.Helper()
+		if len(byStatus) != len(want) {
+			t.Fatalf("scenario_server_deployments %v; want %v", byStatus, want)
+		}
+		for s, n := range want {
+			if byStatus[s] != n {
+				t.Errorf("scenario_server_deployments{status=%q} %v, want %v", s, byStatus[s], n)
+			}
 		}
 	}
+	byStatus, failed := gather()
+	if len(failed) != 1 || failed["bad"] != 1 {
+		t.Fatalf("scenario_server_deployment_failed %v; want bad 1", failed)
+	}
+	check(byStatus, map[string]float64{"RUNNING": 1, "CANCELED": 1, "FAILED": 1, "DEPLOYING": 0})
+	// Archived, the failed scenario is counted no more, and has no series (a review: the
+	// alert could not be cleared but by deploying it again).
+	if _, err := st.SetArchived(t.Context(), "bad", true); err != nil {
+		t.Fatal(err)
+	}
+	byStatus, failed = gather()
+	if len(failed) != 0 {
+		t.Fatalf("scenario_server_deployment_failed %v after bad was archived; want none", failed)
+	}
+	check(byStatus, map[string]float64{"RUNNING": 1, "CANCELED": 1, "FAILED": 0, "DEPLOYING": 0})
 }
