@@ -60,7 +60,7 @@ func TestParseServeFlags(t *testing.T) {
 			args: []string{"--addr", "0.0.0.0:80", "--data-dir", "d", "--log-format", "text", "--log-level", "warn",
 				"--max-body-bytes", "100", "--shutdown-timeout", "1s", "--result-retention", "0", "--batch-key-retention", "2h", "--audit-retention", "720h",
 				"--max-deployment-state", "4096", "--max-total-state", "8192", "--large-event-bytes", "70000", "--event-memory", "80000", "--kafka-fetch-memory", "90000", "--max-connections", "50",
-				"--max-streams", "7", "--max-streams-per-client", "3", "--ingest-body-bytes", "999", "--request-body-bytes", "888", "--event-timeout", "0",
+				"--max-streams", "7", "--max-streams-per-client", "3", "--ingest-body-bytes", "99999", "--request-body-bytes", "88888", "--event-timeout", "0",
 				"--min-body-rate", "100", "--max-bodies-per-client", "4",
 				"--max-deployments", "5", "--max-node-series", "12", "--max-dead-letters", "3", "--max-result-bytes", "4000", "--max-total-result-bytes", "6000", "--min-free-disk", "5000"},
 			env: map[string]string{envAddr: ":9000", envDataDir: "/var/lib/ss", envLogFormat: "json", envMaxBodyBytes: "2048",
@@ -69,7 +69,7 @@ func TestParseServeFlags(t *testing.T) {
 				MaxBodyBytes: 100, ShutdownTimeout: time.Second, ResultRetention: 0, BatchKeyRetention: 2 * time.Hour, AuditRetention: 720 * time.Hour,
 				MaxDeploymentState: 4096, MaxTotalState: 8192, LargeEventBytes: 70000, EventMemory: 80000, MaxConnections: 50, CrashLoopLimit: 3, EventTimeout: 0, Kafka: deploy.KafkaCluster{TransactionTimeout: 15 * time.Minute, FetchMemory: 90000}, MaxDeployments: 5, MaxNodeSeries: 12, MaxDeadLetters: 3, MaxResultBytes: 4000, MaxTotalResultBytes: 6000, MinFreeDisk: 5000, Guard: func() guardConfig {
 					g := defaultGuard()
-					g.maxStreams, g.perClient, g.ingestBytes, g.requestBytes = 7, 3, 999, 888
+					g.maxStreams, g.perClient, g.ingestBytes, g.requestBytes = 7, 3, 99999, 88888
 					g.minBodyRate, g.bodiesPer = 100, 4
 					return g
 				}()},
@@ -115,6 +115,8 @@ func TestParseServeFlagsErrors(t *testing.T) {
 		{args: []string{"--max-streams-per-client", "-1"}},
 		{args: []string{"--ingest-body-bytes", "-1"}},
 		{args: []string{"--request-body-bytes", "-1"}},
+		{args: []string{"--request-body-bytes", "65535"}},
+		{args: []string{"--ingest-body-bytes", "1000"}},
 		{args: []string{"--min-body-rate", "-1"}},
 		{args: []string{"--max-bodies-per-client", "-1"}},
 		{args: []string{"--event-timeout", "-1s"}},

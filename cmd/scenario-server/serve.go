@@ -1037,8 +1037,22 @@ func (g *guardConfig) validate() error {
 		g.writeRate < 0 || g.writeBurst < 0 || g.writeBytesRate < 0 || g.writeBytesBurst < 0 {
 		return fmt.Errorf("%w: --ingest-rate, --ingest-burst, --test-rate, --test-burst, --max-concurrent-tests, --max-concurrent-validations, --max-streams, --max-streams-per-client, --ingest-body-bytes, --request-body-bytes, --min-body-rate, --max-bodies-per-client, --write-rate, --write-burst, --write-bytes-rate and --write-bytes-burst must not be negative", errUsage)
 	}
+	// A budget so small that a body of half of it is smaller than the designer's requests
+	// refuses nearly every one: 413 for a scenario of a few hundred bytes (a review: a tiny
+	// --request-body-bytes refused every body, and the server started as if well).
+	for _, b := range []struct {
+		flag string
+		n    int64
+	}{{"--ingest-body-bytes", g.ingestBytes}, {"--request-body-bytes", g.requestBytes}} {
+		if b.n > 0 && b.n < minBodyBudget {
+			return fmt.Errorf("%w: %s %d: a body larger than half of it (%d bytes) would be refused; give at least %d (64 KiB), or 0 for no bound", errUsage, b.flag, b.n, b.n/2, minBodyBudget)
+		}
+	}
 	return nil
 }
+
+// minBodyBudget is the least --ingest-body-bytes and --request-body-bytes but 0 (no bound).
+const minBodyBudget = 64 << 10
 
 // trustedProxies parses -trusted-proxies: CIDR ranges, or addresses (a range of one).
 func (g *guardConfig) trustedProxies() ([]netip.Prefix, error) {
