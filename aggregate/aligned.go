@@ -192,6 +192,9 @@ func (a *aligned) StateBytes() int {
 }
 
 func (a *aligned) Add(e *Event) error {
+	if a.firing != fireNone {
+		a.Advance(a.windowEnd(a.next)) // the close paused part way ends first: its window is closed
+	}
 	a.stats.Events++
 	if e.Time < MinEventTime || e.Time > MaxEventTime {
 		a.stats.Rejected++
@@ -291,6 +294,11 @@ func (a *aligned) Advance(w int64) { a.AdvancePart(w, nil) }
 // AdvancePart implements Operator: a close pauses between two keys (fire); the watermark
 // moves to w once every window it closes has emitted.
 func (a *aligned) AdvancePart(w int64, pause func() bool) bool {
+	if a.firing != fireNone {
+		// A close paused part way goes on, whatever w is: the watermark has reached the end
+		// of its window (a review: a smaller w left it paused, and events were added to it).
+		w = max(w, a.windowEnd(a.next))
+	}
 	if w <= a.w {
 		return true
 	}

@@ -42,6 +42,9 @@ import (
 // latest replaced, is still late (it would start a session that is already
 // closed), but its LateError names that new session [t, t + timeout).
 type sessionOp struct {
+	// paused: AdvancePart stopped part way through the closes of one time (closing[0].at);
+	// they end before anything else (snapshots keep it).
+	paused  bool
 	aggs    []Named
 	masks   []uint8
 	emit    func(*Result)
@@ -209,6 +212,9 @@ func (s *sessionOp) late(start, end int64) error {
 }
 
 func (s *sessionOp) Add(e *Event) error {
+	if s.paused {
+		s.Advance(s.w) // a step paused part way ends first (AdvancePart goes on to its closes' time)
+	}
 	s.stats.Events++
 	if e.Time < MinEventTime || e.Time > MaxEventTime {
 		s.stats.Rejected++
@@ -402,12 +408,16 @@ func (s *sessionOp) Advance(w int64) { s.AdvancePart(w, nil) }
 // watermark moves to w once every close up to it is done (what the closes do meanwhile,
 // tombstones and their expiry, is worked out at w, as Advance(w) does).
 func (s *sessionOp) AdvancePart(w int64, pause func() bool) bool {
+	if s.paused && len(s.closing) > 0 {
+		w = max(w, s.closing[0].at) // a step paused part way goes on to the closes of its time at least
+	}
 	if w <= s.w {
 		return true
 	}
 	pause = afterFirst(pause)
 	for len(s.closing) > 0 && (w == infinity || s.closing[0].at <= w) {
 		if pause != nil && s.mode == OnEnd && pause() {
+			s.paused = true
 			return false
 		}
 		c := s.closing.pop()
@@ -449,7 +459,7 @@ func (s *sessionOp) AdvancePart(w int64, pause func() bool) bool {
 		}
 		s.maybeFree(c.slot, w)
 	}
-	s.w = w
+	s.w, s.paused = w, false
 	return true
 }
 

@@ -28,6 +28,9 @@ type sliding struct {
 	*grid
 	emit  func(*Result)
 	leave bool
+	// paused: AdvancePart stopped part way through the leave timers of one time
+	// (timers[0].at); they fire before anything else (snapshots keep it).
+	paused bool
 
 	running *block  // per slot: invertible partials over [latest-n+1, latest]
 	latest  []int64 // per slot: the newest slice with an event
@@ -69,6 +72,9 @@ func (s *sliding) StateBytes() int {
 }
 
 func (s *sliding) Add(e *Event) error {
+	if s.paused {
+		s.Advance(s.w) // a step paused part way ends first (AdvancePart goes on to its timers' time)
+	}
 	s.stats.Events++
 	if e.Time < MinEventTime || e.Time > MaxEventTime {
 		s.stats.Rejected++
@@ -264,17 +270,21 @@ func (s *sliding) Advance(w int64) { s.AdvancePart(w, nil) }
 // AdvancePart implements Operator: a step pauses between two leave timers' windows; the
 // watermark moves to w once every timer up to it has fired.
 func (s *sliding) AdvancePart(w int64, pause func() bool) bool {
+	if s.paused && len(s.timers) > 0 {
+		w = max(w, s.timers[0].at) // a step paused part way goes on to the timers of its time at least
+	}
 	if w <= s.w {
 		return true
 	}
 	pause = afterFirst(pause)
 	for s.leave && len(s.timers) > 0 && (w == infinity || s.timers[0].at <= w) {
 		if pause != nil && s.leaves(s.timers[0]) && pause() {
+			s.paused = true
 			return false
 		}
 		s.fireLeave(heap.Pop(&s.timers).(timer))
 	}
-	s.w = w
+	s.w, s.paused = w, false
 	// Keep the slices a future event's window may need: those from the
 	// watermark's slice back n-1 slices (and one more for leave timers).
 	bound := int64(math.MaxInt64 >> 2)

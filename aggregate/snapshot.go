@@ -34,7 +34,9 @@ import (
 // ones with a running cell; an earlier snapshot is read as it was written and
 // its variances' tier blocks are then made from its slices (legacyVariances). Version 5
 // adds, at the end of a tumbling or hopping window's snapshot, where a close paused part way
-// is (aligned.firing, firePos; AdvancePart): before it no close was ever paused.
+// is (aligned.firing, firePos; AdvancePart), and at the end of a sliding or session window's
+// whether a step paused part way through the timers or closes of one time: before it none
+// was ever paused.
 
 const snapshotVersion = 5
 
@@ -479,7 +481,7 @@ func (s *sliding) AppendSnapshot(b []byte) []byte {
 		b = binary.AppendVarint(b, t.i)
 		b = binary.AppendUvarint(b, t.seq)
 	}
-	return b
+	return slices.AppendBool(b, s.paused) // version 5
 }
 
 // Restore implements Operator.
@@ -507,6 +509,13 @@ func (s *sliding) Restore(snapshot []byte) error {
 	for range nt {
 		t := timer{at: r.Varint(), slot: r.Len(s.keys.Cap() - 1), gen: uint32(r.Uvarint()), i: r.Varint(), seq: r.Uvarint()}
 		s.timers = append(s.timers, t)
+	}
+	s.paused = false
+	if version >= 5 {
+		s.paused = r.Bool()
+		if r.Err() == nil && s.paused && len(s.timers) == 0 {
+			r.Fail("a step paused with no leave timer")
+		}
 	}
 	if err := r.Err(); err != nil {
 		return err
@@ -576,11 +585,28 @@ func (s *sessionOp) AppendSnapshot(b []byte) []byte {
 			b = binary.AppendUvarint(b, ss.dseq)
 		}
 	}
-	return b
+	return slices.AppendBool(b, s.paused) // version 5: its last byte
 }
 
 // Restore implements Operator.
 func (s *sessionOp) Restore(snapshot []byte) error {
+	version, err := readHeader(slices.NewReader(snapshot), Session, len(s.aggs))
+	if err != nil {
+		return err
+	}
+	s.paused = false
+	if version >= 5 {
+		// Its last byte says whether a step paused part way (AdvancePart); the sections
+		// before it may end early in older snapshots, read as they were.
+		switch snapshot[len(snapshot)-1] {
+		case 0:
+		case 1:
+			s.paused = true
+		default:
+			return fmt.Errorf("%w: bad boolean", slices.ErrCorruptSnapshot)
+		}
+		snapshot = snapshot[:len(snapshot)-1]
+	}
 	r := slices.NewReader(snapshot)
 	if _, err := readHeader(r, Session, len(s.aggs)); err != nil {
 		return err
@@ -648,6 +674,9 @@ func (s *sessionOp) Restore(snapshot []byte) error {
 	}
 	if len(r.Rest()) != 0 {
 		return fmt.Errorf("%w: %d bytes after the snapshot", slices.ErrCorruptSnapshot, len(r.Rest()))
+	}
+	if s.paused && len(s.closing) == 0 {
+		return fmt.Errorf("%w: a step paused with no close", slices.ErrCorruptSnapshot)
 	}
 	s.closing.init()
 	return nil

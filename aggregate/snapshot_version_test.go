@@ -4,27 +4,33 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/scenario-server/scenario-server/value"
 )
 
-// asVersion4 rewrites a version 5 snapshot as version 4 wrote it: version byte 4 and, for a
-// tumbling or hopping window, no close paused part way (the last two uvarints, which must be
-// 0: version 4 never paused one).
+// asVersion4 rewrites a version 5 snapshot as version 4 wrote it: version byte 4 and no
+// step paused part way (version 4 never paused one): for a tumbling or hopping window, without
+// the last two uvarints, for a sliding or session window without the last byte, which must
+// be 0.
 func asVersion4(t *testing.T, snap []byte) []byte {
 	t.Helper()
 	if snap[0] != 5 {
 		t.Fatalf("snapshot version %d, want 5", snap[0])
 	}
 	out := append([]byte{4}, snap[1:]...)
-	if k := WindowKind(snap[1]); k == Tumbling || k == Hopping {
-		if string(out[len(out)-2:]) != "\x00\x00" {
-			t.Fatalf("a snapshot of a close paused part way (%x) has no version 4", out[len(out)-2:])
-		}
-		out = out[:len(out)-2]
+	paused := 0
+	switch WindowKind(snap[1]) {
+	case Tumbling, Hopping:
+		paused = 2
+	case Sliding, Session:
+		paused = 1
 	}
-	return out
+	if string(out[len(out)-paused:]) != strings.Repeat("\x00", paused) {
+		t.Fatalf("a snapshot of a step paused part way (%x) has no version 4", out[len(out)-paused:])
+	}
+	return out[:len(out)-paused]
 }
 
 // asVersion1 rewrites a version 5 snapshot of a slicing operator without variances and
