@@ -765,24 +765,27 @@ func TestRequestsWaitTheirTurn(t *testing.T) {
 	slowB.finish(t, true)
 }
 
-// TestSteadySlowReadersNotCut: with a budget of 24 MB and a minimum of 32 KiB a second over
-// 3 s, clients R1 and R2 each take a 9 MB export at about 64 KiB a second (16 KiB every
-// 250 ms), with the kernel's own socket buffers, and C's export of a third is refused for
-// 10 s while they hold 18 MB of it (18 + 9 > 24): neither is cut
+// TestSteadySlowReadersNotCut: with a budget of 30 MB and a minimum of 32 KiB a second over
+// 3 s, clients R1 and R2 each take a 12 MB export at about 128 KiB a second (32 KiB every
+// 250 ms), with receive buffers of 256 KiB (with the kernel's own, up to 32 MiB here, an
+// answer could end in them at once, its handler done: nothing held) and the server's own send
+// buffers, and C's export of a third is refused for 10 s while they hold 24 MB of it
+// (24 + 12 > 30): neither is cut
 // (scenario_server_requests_cut_total{budget="request"} stays 0). Measured by what the kernel
 // took of their answers, they moved in bursts of megabytes tens of seconds apart (the kernel
 // wakes a writer once half its send buffer is free), and readers at 40 to 150 KB a second
 // were cut as stalled (hostile round 145); measured by what their TCP peers acknowledged
-// (ConnContext, tcpAcked), they move as they read, here in steps of the loopback's MSS (64 KiB:
-// a window reopens once that much of the reader's buffer is free), about one a second: 3 s
-// holds two at least, 128 KiB, more than the 96 KiB asked for.
+// (ConnContext, tcpAcked), they move as they read, here in steps of about 128 KiB (the
+// loopback's MSS is 64 KiB, and a reader's window reopens once two are free in its buffer),
+// about one a second: 3 s holds two at least, 256 KiB, more than the 96 KiB asked for (at
+// 64 KiB a second, a step came every 2 s, and a window of 3 s held one, 70 KB: cut).
 func TestSteadySlowReadersNotCut(t *testing.T) {
 	t.Parallel()
 	c := newClient(t, sqliteStore(t), func(cfg *api.Config) {
-		cfg.RateLimits = api.RateLimits{RequestBodyBytes: 24_000_000, ContendedMinRate: 32 << 10, ContendedRateWindow: 3 * time.Second}
+		cfg.RateLimits = api.RateLimits{RequestBodyBytes: 30_000_000, ContendedMinRate: 32 << 10, ContendedRateWindow: 3 * time.Second}
 		cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 	})
-	const size = 9_000_000
+	const size = 12_000_000
 	graph := tinyGraph[:len(tinyGraph)-1] + strings.Repeat(" ", size-len(tinyGraph)) + "}"
 	for _, name := range []string{"big-r1", "big-r2", "big-c"} {
 		if _, err := c.store.CreateScenario(t.Context(), name, store.Draft{Graph: []byte(graph)}); err != nil {
@@ -798,13 +801,22 @@ func TestSteadySlowReadersNotCut(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { conn.Close() })
+		if err := conn.(*net.TCPConn).SetReadBuffer(256 << 10); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := fmt.Fprintf(conn, "GET /api/scenarios/%s/export HTTP/1.1\r\nHost: %s\r\nX-Forwarded-For: 10.0.0.%d\r\nConnection: close\r\n\r\n", name, host, i+1); err != nil {
 			t.Fatal(err)
+		}
+		// Its answer has begun: the handler holds the scenario and writes it (before C asks:
+		// else C's export may take the bytes first, and R2's be refused).
+		status := make([]byte, 12)
+		if _, err := io.ReadFull(conn, status); err != nil || string(status) != "HTTP/1.1 200" {
+			t.Fatalf("%s's export: %q, %v", name, status, err)
 		}
 		readers.Add(1)
 		go func() {
 			defer readers.Done()
-			buf := make([]byte, 16<<10)
+			buf := make([]byte, 32<<10)
 			for {
 				select {
 				case <-stop:

@@ -801,7 +801,7 @@ func (bb *bodyBudget) serve(w http.ResponseWriter, r *http.Request, next http.Ha
 		return
 	}
 	h := &requestHold{budget: bb, w: w, client: rateKey(r), ctx: r.Context()}
-	h.ackedFrom.Store(-1)
+	h.ackedFrom.Store(ackedUnset)
 	if c, ok := r.Context().Value(connKey{}).(net.Conn); ok && r.ProtoMajor == 1 {
 		// (HTTP/2's streams share their connection: what its peer acknowledged may be
 		// another stream's.)
@@ -1111,24 +1111,30 @@ type requestHold struct {
 	ctx    context.Context // the request's: a wait for bytes ends with it (bodyBudget.waitTurn)
 	mu     sync.Mutex
 	held   int64
-	// moved counts the bytes of its body read and of its answer written; markAt and
-	// markMoved are when bodyBudget.cutStalled last measured its rate from, and moved then
-	// (under the budget's mu). reading and writing count the reads of its body and the writes
-	// of its answer in progress (waiting on the client); cut is set when cutStalled cut it.
-	// writer is its answer's writer when holds may be cut.
-	moved            atomic.Int64
+	// read and written count the bytes of its body read and of its answer written; markAt
+	// and markMoved are when bodyBudget.cutStalled last measured its rate from, and its
+	// progress then (under the budget's mu). reading and writing count the reads of its body
+	// and the writes of its answer in progress (waiting on the client); cut is set when
+	// cutStalled cut it. writer is its answer's writer when holds may be cut.
+	read, written    atomic.Int64
 	markAt           time.Time
 	markMoved        int64
 	reading, writing atomic.Int32
 	cut              atomic.Bool
 	writer           holdWriter
-	// conn is the request's connection over HTTP/1 (ConnContext; nil otherwise); written
-	// counts the bytes of its answer written (in moved too), and ackedFrom is what its peer
-	// had acknowledged when the answer began (-1: not known), for progress.
+	// conn is the request's connection over HTTP/1 (ConnContext; nil otherwise), and
+	// ackedFrom what its peer had acknowledged when the answer began (ackedUnset before,
+	// ackedUnknown when it could not be read then), for progress.
 	conn      net.Conn
-	written   atomic.Int64
 	ackedFrom atomic.Int64
 }
+
+// requestHold.ackedFrom before the answer's first write, and when the acknowledged bytes
+// could not be read then (its progress is then what the kernel took, to its end).
+const (
+	ackedUnset   = -1
+	ackedUnknown = -2
+)
 
 // progress is how many bytes of h's body were read and of its answer taken by its client:
 // over HTTP/1 on TCP, the bytes of the answer its peer acknowledged (tcpAcked), and
@@ -1136,16 +1142,16 @@ type requestHold struct {
 // send buffer, several MB, which a client taking 40 to 150 KB a second empties in tens of
 // seconds: nothing moved meanwhile, and such a client was cut as stalled (hostile round 145).
 func (h *requestHold) progress() int64 {
-	moved, written := h.moved.Load(), h.written.Load()
+	read, written := h.read.Load(), h.written.Load()
 	from := h.ackedFrom.Load()
 	if written == 0 || from < 0 {
-		return moved
+		return read + written
 	}
 	acked, ok := tcpAcked(h.conn)
 	if !ok {
-		return moved
+		return read + written
 	}
-	return moved - written + min(max(acked-from, 0), written)
+	return read + min(max(acked-from, 0), written)
 }
 
 // connKey is the context key of a request's connection (ConnContext).
@@ -1169,10 +1175,14 @@ type holdWriter struct {
 func (w *holdWriter) Write(b []byte) (int, error) {
 	w.hold.writing.Add(1)
 	defer w.hold.writing.Add(-1)
-	if w.hold.conn != nil && w.hold.ackedFrom.Load() < 0 {
+	if w.hold.conn != nil && w.hold.ackedFrom.Load() == ackedUnset {
+		// At the answer's first write only: set later, the bytes written before would count
+		// as not taken, and a fast client could be cut.
+		from := int64(ackedUnknown)
 		if acked, ok := tcpAcked(w.hold.conn); ok {
-			w.hold.ackedFrom.Store(acked) // (the connection's earlier answers were acknowledged before)
+			from = acked // (the connection's earlier answers were acknowledged before)
 		}
+		w.hold.ackedFrom.Store(from)
 	}
 	// In pieces, each counted as it goes out: huma writes an answer in one Write, and an
 	// answer of 12 MB taken at 1 MB/s counted nothing for 12 s, and was cut as stalled
@@ -1182,7 +1192,6 @@ func (w *holdWriter) Write(b []byte) (int, error) {
 		piece := b[:min(len(b), holdWritePiece)]
 		n, err := w.ResponseWriter.Write(piece)
 		written += n
-		w.hold.moved.Add(int64(n))
 		w.hold.written.Add(int64(n))
 		if err != nil {
 			return written, err
@@ -1358,7 +1367,7 @@ func (b *budgetedBody) Read(p []byte) (int, error) {
 	}
 	b.hold.reading.Add(1)
 	n, err := b.ReadCloser.Read(p)
-	b.hold.moved.Add(int64(n))
+	b.hold.read.Add(int64(n))
 	b.hold.reading.Add(-1)
 	if err != nil && b.hold.cut.Load() {
 		return n, b.cut()
