@@ -36,7 +36,8 @@ import (
 // adds, at the end of a tumbling or hopping window's snapshot, where a close paused part way
 // is (aligned.firing, firePos; AdvancePart), and at the end of a sliding or session window's
 // whether a step paused part way through the timers or closes of one time: before it none
-// was ever paused.
+// was ever paused. Only a snapshot of an operator paused so is of version 5; the others are
+// written as version 4 (appendHeader).
 
 const snapshotVersion = 5
 
@@ -44,8 +45,16 @@ const snapshotVersion = 5
 // of operator, another number of aggregations, or another version.
 var ErrSnapshotMismatch = errors.New("aggregate: snapshot is of another operator")
 
-func appendHeader(b []byte, kind WindowKind, aggs int) []byte {
-	b = append(b, snapshotVersion, byte(kind))
+// appendHeader appends a snapshot's header, of version snapshotVersion when paused (a step
+// paused part way, which only version 5 says), and otherwise of version 4, which holds the
+// same and which the server before version 5 reads: that server, started again on a data
+// directory the later one wrote, failed every aggregate deployment (hostile round 146).
+func appendHeader(b []byte, kind WindowKind, aggs int, paused bool) []byte {
+	version := byte(snapshotVersion)
+	if !paused {
+		version = 4
+	}
+	b = append(b, version, byte(kind))
 	return binary.AppendUvarint(b, uint64(aggs))
 }
 
@@ -396,7 +405,7 @@ func (g *grid) readGrid(r *slices.Reader, legacy []bool) {
 
 // AppendSnapshot implements Operator.
 func (a *aligned) AppendSnapshot(b []byte) []byte {
-	b = appendHeader(b, a.kind, len(a.aggs))
+	b = appendHeader(b, a.kind, len(a.aggs), a.firing != fireNone)
 	b = a.appendGeometry(b)
 	b = a.appendGrid(b)
 	b = slices.AppendBool(b, a.hasNext)
@@ -412,6 +421,9 @@ func (a *aligned) AppendSnapshot(b []byte) []byte {
 		folded = a.folded - a.next*a.s
 	}
 	b = binary.AppendUvarint(b, uint64(folded))
+	if a.firing == fireNone {
+		return b // version 4
+	}
 	// Version 5: a close paused part way.
 	b = binary.AppendUvarint(b, uint64(a.firing))
 	return binary.AppendUvarint(b, uint64(a.firePos))
@@ -467,7 +479,7 @@ func (a *aligned) Restore(snapshot []byte) error {
 
 // AppendSnapshot implements Operator.
 func (s *sliding) AppendSnapshot(b []byte) []byte {
-	b = appendHeader(b, Sliding, len(s.aggs))
+	b = appendHeader(b, Sliding, len(s.aggs), s.paused)
 	b = s.appendGeometry(b)
 	b = s.appendGrid(b)
 	b = appendBlock(b, s.running)
@@ -481,7 +493,10 @@ func (s *sliding) AppendSnapshot(b []byte) []byte {
 		b = binary.AppendVarint(b, t.i)
 		b = binary.AppendUvarint(b, t.seq)
 	}
-	return slices.AppendBool(b, s.paused) // version 5
+	if !s.paused {
+		return b // version 4
+	}
+	return slices.AppendBool(b, true) // version 5
 }
 
 // Restore implements Operator.
@@ -530,7 +545,7 @@ func (s *sliding) Restore(snapshot []byte) error {
 
 // AppendSnapshot implements Operator.
 func (s *sessionOp) AppendSnapshot(b []byte) []byte {
-	b = appendHeader(b, Session, len(s.aggs))
+	b = appendHeader(b, Session, len(s.aggs), s.paused)
 	b = binary.AppendVarint(b, s.w)
 	b = binary.AppendUvarint(b, s.seq)
 	b = appendStats(b, s.stats)
@@ -585,7 +600,10 @@ func (s *sessionOp) AppendSnapshot(b []byte) []byte {
 			b = binary.AppendUvarint(b, ss.dseq)
 		}
 	}
-	return slices.AppendBool(b, s.paused) // version 5: its last byte
+	if !s.paused {
+		return b // version 4
+	}
+	return slices.AppendBool(b, true) // version 5: its last byte
 }
 
 // Restore implements Operator.
@@ -705,7 +723,7 @@ func (s *sessionOp) restoreCloseOrder() {
 
 // AppendSnapshot implements Operator.
 func (c *countWindow) AppendSnapshot(b []byte) []byte {
-	b = appendHeader(b, CountWindow, len(c.aggs))
+	b = appendHeader(b, CountWindow, len(c.aggs), false)
 	b = binary.AppendVarint(b, c.w)
 	b = binary.AppendUvarint(b, c.seq)
 	b = appendStats(b, c.stats)

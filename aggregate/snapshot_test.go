@@ -236,6 +236,9 @@ func TestPausedCloseEndsFirst(t *testing.T) {
 					op.Advance(1_500)
 				case "restored event":
 					snap := op.AppendSnapshot(nil)
+					if snap[0] != 5 {
+						t.Fatalf("the snapshot of a paused step is of version %d; want 5", snap[0])
+					}
 					c, _ := New(Spec{Func: "Count"})
 					op, _ = NewOperator(spec, []Named{{Name: "n", Aggregator: c}}, emit)
 					if err := op.Restore(snap); err != nil {
@@ -247,6 +250,9 @@ func TestPausedCloseEndsFirst(t *testing.T) {
 				}
 				if fmt.Sprint(got) != "[a b c]" {
 					t.Errorf("emitted %v; want [a b c]", got)
+				}
+				if v := op.AppendSnapshot(nil)[0]; v != 4 {
+					t.Errorf("the snapshot once the step ended is of version %d; want 4 (the server before version 5 reads it)", v)
 				}
 				if then != "advance" && !errors.Is(late, ErrLate) {
 					t.Errorf("the event after the pause: %v; want late", late)
