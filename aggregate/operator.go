@@ -165,11 +165,13 @@ type Operator interface {
 	// a caller splits a step that closes many windows that way (engine.Options.PauseStep).
 	NextClose() (int64, bool)
 	// AdvancePart is Advance(w) that may stop part way through a close: before each result
-	// it may emit but the first, it asks pause (nil: never), and when pause says true it stops
-	// there and reports false, its watermark still before w, NextClose at the close it is in.
-	// Its state is then whole: a snapshot taken there, restored, goes on from that result.
-	// Calling it again (or Advance) goes on; what all the parts emit is what Advance(w)
-	// emits, in the same order. One close may emit for every key: a tumbling window of
+	// of a window (each session's close, each leave timer that emits) but the first of the
+	// call, it asks pause (nil: never), and when pause says true it stops there and reports
+	// false, its watermark still before w, NextClose at the close it is in. Its state is then
+	// whole: a snapshot taken there, restored, goes on from that result. Calling it again, or
+	// Advance, goes on, at least to the end of the close it is in, whatever their w (and Add
+	// ends that close first: its window is closed); what all the parts emit is what
+	// Advance(w) emits, in the same order. One close may emit for every key: a tumbling window of
 	// 150,000 keys with lists of 2 KB emitted 300 MB in one piece, more than one checkpoint
 	// may carry (engine.Options.PauseStep).
 	AdvancePart(w int64, pause func() bool) bool

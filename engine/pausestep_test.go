@@ -264,47 +264,50 @@ func TestStepPausesAtEachClose(t *testing.T) {
 
 // One close pauses between two keys' results too: five keys' events in the tumbling window
 // [1,700,000,000,000, +2 s), then an event 10 s on (the watermark 3 s behind it) closes that
-// window, five results in one close. PauseStep saying true each time it is asked, it is
-// asked before the second result and each one after: four pauses, one more result at each,
-// in the order of the whole close.
+// window, five results in one close; so does one 5 s on, whose watermark is the window's end
+// exactly (the last close of a step, at its target, pauses too). PauseStep saying true each
+// time it is asked, it is asked before the second result and each one after: four pauses,
+// one more result at each, in the order of the whole close.
 func TestStepPausesWithinAClose(t *testing.T) {
 	sc, err := scenario.Decode([]byte(pauseGraph("aggregate-tumbling", `, {"name": "windowLength", "value": "2s"}`, "")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := []string{}
-	for _, k := range []string{"a", "b", "c", "d", "e"} {
-		lines = append(lines, fmt.Sprintf(`{"t": 1700000000500, "k": "%s", "x": 1}`, k))
-	}
-	lines = append(lines, `{"t": 1700000010000, "k": "a", "x": 1}`)
-	asked := 0
-	p := newPauseEngine(t, sc, func() bool { asked++; return true }, nil)
-	for i, l := range lines {
-		if err := p.e.PushJSON("in", []byte(l), int64(i+1)); err != nil {
-			t.Fatal(err)
+	for _, jump := range []int64{10_000, 5_000} {
+		lines := []string{}
+		for _, k := range []string{"a", "b", "c", "d", "e"} {
+			lines = append(lines, fmt.Sprintf(`{"t": 1700000000500, "k": "%s", "x": 1}`, k))
 		}
-	}
-	pauses := 0
-	for p.e.StepOpen() {
-		pauses++
-		if got := strings.Count(p.output(), "\n"); got != pauses {
-			t.Fatalf("after pause %d, %d results; want %d", pauses, got, pauses)
+		lines = append(lines, fmt.Sprintf(`{"t": %d, "k": "a", "x": 1}`, 1_700_000_000_000+jump))
+		asked := 0
+		p := newPauseEngine(t, sc, func() bool { asked++; return true }, nil)
+		for i, l := range lines {
+			if err := p.e.PushJSON("in", []byte(l), int64(i+1)); err != nil {
+				t.Fatal(err)
+			}
 		}
-		p.e.ContinueStep()
-	}
-	if pauses != 4 || asked != 4 {
-		t.Fatalf("%d pauses, PauseStep asked %d times; want 4 and 4", pauses, asked)
-	}
-	var keys []string
-	for _, l := range strings.Split(strings.TrimSpace(p.output()), "\n") {
-		var r struct{ Value struct{ K string } }
-		if err := json.Unmarshal([]byte(l), &r); err != nil {
-			t.Fatal(err)
+		pauses := 0
+		for p.e.StepOpen() {
+			pauses++
+			if got := strings.Count(p.output(), "\n"); got != pauses {
+				t.Fatalf("jump %d: after pause %d, %d results; want %d", jump, pauses, got, pauses)
+			}
+			p.e.ContinueStep()
 		}
-		keys = append(keys, r.Value.K)
-	}
-	if got := strings.Join(keys, ""); got != "abcde" {
-		t.Fatalf("the close emitted keys %q; want abcde, in the order they came", got)
+		if pauses != 4 || asked != 4 {
+			t.Fatalf("jump %d: %d pauses, PauseStep asked %d times; want 4 and 4", jump, pauses, asked)
+		}
+		var keys []string
+		for _, l := range strings.Split(strings.TrimSpace(p.output()), "\n") {
+			var r struct{ Value struct{ K string } }
+			if err := json.Unmarshal([]byte(l), &r); err != nil {
+				t.Fatal(err)
+			}
+			keys = append(keys, r.Value.K)
+		}
+		if got := strings.Join(keys, ""); got != "abcde" {
+			t.Fatalf("jump %d: the close emitted keys %q; want abcde, in the order they came", jump, got)
+		}
 	}
 }
 
