@@ -23,7 +23,7 @@ into the copy's sinks/. A server started with --data-dir set to the copy resumes
 sink's file, copied after the database, cut back to its checkpoint's size. The file sources'
 files are not copied (they are the server's inputs, not its state): copy the source directory
 with them; a file source whose file has another device and inode than its checkpoint's but the
-same bytes (its first 4 KiB and the 16 before the position) goes on from its position. Copying scenario-server.db alone is
+same bytes (its first 4 KiB and the 4 KiB before the position) goes on from its position. Copying scenario-server.db alone is
 not a backup: what its -wal file holds beside it is lost. A PostgreSQL store (` + envDatabaseURL + `)
 is backed up with pg_dump.
 

@@ -53,9 +53,10 @@ func replaceWith(t *testing.T, path, content string) {
 
 // A file under the name with another device and inode than the checkpointed one goes on
 // from the position when it is a copy: at least as long, with the same first 4 KiB and the
-// same 16 bytes before the position (the data directory restored on another machine with
-// its sources; before, it was read from its start and its events processed twice); it is
-// read from its start otherwise. Worked by hand, lines of 100 bytes: 60 lines read (position
+// same 4 KiB before the position (the data directory restored on another machine with its
+// sources; before, it was read from its start and its events processed twice); it is read
+// from its start otherwise, also when only the 16 bytes before the position are alike (the
+// identity compared no more before a review). Worked by hand, lines of 100 bytes: 60 lines read (position
 // 6,000, past the 4,096 the fingerprint covers), or 3 (position 300, all of which it covers).
 func TestInputCopyGoesOnFromItsPosition(t *testing.T) {
 	for _, tc := range []struct {
@@ -80,6 +81,9 @@ func TestInputCopyGoesOnFromItsPosition(t *testing.T) {
 		{name: "the bytes before the position alike, the first bytes not", read: 60,
 			after: func(b string) string { return numbered(300, 1) + b[100:] + numbered(60, 1) },
 			want:  fromStart(300, 1, 1, 60), reset: true},
+		{name: "the first 4 KiB and the 16 bytes before the position alike, the 4 KiB before it not", read: 60,
+			after: func(b string) string { return b[:5000] + numbered(500, 9) + b[5900:6000] + numbered(60, 1) },
+			want:  fromStart(0, 50, 500, 9, 59, 2), reset: true},
 		{name: "a copy cut shorter than the position", read: 60,
 			after: func(b string) string { return b[:5900] },
 			want:  fromStart(0, 59), reset: true},

@@ -32,8 +32,11 @@ const (
 	maxFileLine       = engine.MaxLineBytes
 	longLineHeadBytes = 1 << 10
 	// markBytes is how many bytes before a position tell whether the file was rewritten in
-	// place (see Input).
-	markBytes = 16
+	// place, or is a copy (see Input): 4 KiB (16 before: fixed-width lines ending alike, a
+	// rotated file with the same first 4 KiB was taken for a copy; review 148).
+	markBytes = 4 << 10
+	// oldMarkBytes is how many identities written before the fingerprint kept (raw).
+	oldMarkBytes = 16
 	// headBytes is how many of a file's first bytes its fingerprint covers (see Input), as
 	// Filebeat's fingerprint file identity does (it covers 1 KiB).
 	headBytes = 4 << 10
@@ -52,24 +55,25 @@ const (
 // start. So does a file rewritten in place, as logrotate's copytruncate does (copied, then
 // truncated and written again): a truncation followed, before the next poll, by new lines
 // past the position does not make the file shorter than it, so the input also remembers the
-// markBytes bytes before the position it read to, and the file's first bytes (headBytes at
-// most) as it read them, and reads both again each poll; when either changed, the file is
-// read again from its start. A file rewritten with the same bytes in both places is not told
-// from one appended to. Both are logged. A file that does not exist yet is waited for. Only
+// markBytes bytes (4 KiB) before the position it read to, and the file's first bytes
+// (headBytes at most) as it read them, and reads both again each poll; when either changed,
+// the file is read again from its start. A file rewritten with the same bytes in both places
+// is not told from one appended to. Both are logged. A file that does not exist yet is waited for. Only
 // regular files are read (not a directory, a FIFO or a device), and only inside the server's
 // source directory (os.Root): neither the path nor a symbolic link may lead outside it.
 //
 // The checkpoint's identity says which file the position is in: its device and inode
 // (fileID), the SHA-256 of its first min(position, headBytes) bytes (its fingerprint), and
-// its markBytes bytes before the position. After a restart, a file under the name with the
-// same device and inode goes on from the position unless its fingerprint or those bytes
-// differ (it was rewritten in place meanwhile); one with another device and inode goes on
-// from the position when it is at least that long and has the same fingerprint and bytes
-// before the position (a copy: the data directory restored on another machine with its
-// sources, or the file copied over), and is read from its start otherwise (rotated or
-// replaced meanwhile). Before, a copy was always read from its start, its events processed
-// twice. Identities written before the fingerprint (device and inode, then the bytes before
-// the position) are read as they were.
+// the SHA-256 of its markBytes bytes before the position. After a restart, a file under the
+// name with the same device and inode goes on from the position unless either differs (it
+// was rewritten in place meanwhile); one with another device and inode goes on from the
+// position when it is at least that long and has the same two (a copy: the data directory
+// restored on another machine with its sources, or the file copied over), and is read from
+// its start otherwise (rotated or replaced meanwhile). Before, a copy was always read from
+// its start, its events processed twice. Identities written before (device and inode, then
+// the 16 bytes before the position) are read as they were. Only the bytes between the first
+// 4 KiB and the last 4 KiB before the position are not compared: a rotated file alike in both
+// is taken for a copy, as Filebeat's fingerprint identity takes a file alike in its first KiB.
 type Input struct {
 	source string
 	dir    string // the server's source directory
@@ -91,6 +95,7 @@ type Input struct {
 	head  []byte
 	fp    []byte
 	fpLen int64
+	cmp   []byte // sameBytes's buffer
 	// chunk is what the last read gave, from chunkStart, with chunkMark the bytes before it
 	// as read: while its lines are being pushed (pos < readPos) the bytes before pos come
 	// from it (the events' payloads hold it anyway); nil once they are.
@@ -124,8 +129,9 @@ func NewInput(source, dir, rel string, log *slog.Logger) *Input {
 
 // Identity is the fileID of the file the position is in: the open file, the restored one
 // until the file is opened, or a replaced one, closed, until its last lines are pushed; nil
-// at position 0 (true of any file). The open file's is followed by the bytes before the
-// position (at most markBytes), when they can be read.
+// at position 0 (true of any file). The open file's is followed by its fingerprint and the
+// SHA-256 of the bytes before the position (at most markBytes), as read; when the
+// fingerprint cannot be read, by the last 16 of those bytes, as before.
 func (f *Input) Identity() []byte {
 	switch {
 	case f.pos == 0:
@@ -136,16 +142,13 @@ func (f *Input) Identity() []byte {
 		}
 		// The bytes as they were read: read again now, a file rewritten since the last poll
 		// would give the new file's, and a restore would take it for the same.
-		id := append(bytes.Clone(f.fileID), f.fingerprint(f.pos)...)
-		if f.pos == f.readPos && f.mark != nil {
-			return append(id, f.mark...)
+		mark := f.markAt(f.pos)
+		fp := f.fingerprint(f.pos)
+		if fp == nil || mark == nil {
+			return append(bytes.Clone(f.fileID), mark[max(len(mark)-oldMarkBytes, 0):]...)
 		}
-		if f.chunk != nil && f.pos >= f.chunkStart && f.pos-f.chunkStart <= int64(len(f.chunk)) {
-			if m := markAfter(f.chunkMark, f.chunk[:f.pos-f.chunkStart]); len(m) == int(min(f.pos, markBytes)) {
-				return append(id, m...)
-			}
-		}
-		return append(id, f.before(f.pos)...)
+		tail := sha256.Sum256(mark)
+		return append(append(bytes.Clone(f.fileID), fp...), tail[:]...)
 	default:
 		return f.restoredID
 	}
@@ -170,23 +173,62 @@ func (f *Input) fingerprint(pos int64) []byte {
 	return f.fp
 }
 
-// headChanged reports that the open file's first bytes are no longer those read (head).
-func (f *Input) headChanged() bool {
-	if len(f.head) == 0 {
-		return false
+// markAt is the open file's bytes before pos (at most markBytes) as they were read: read
+// again now, a file rewritten since the last poll would give the new file's, and a restore
+// would take it for the same. Nil when they cannot be read.
+func (f *Input) markAt(pos int64) []byte {
+	if pos == f.readPos && f.mark != nil {
+		return f.mark
 	}
-	b := make([]byte, len(f.head))
-	k, _ := f.file.ReadAt(b, 0)
-	return !bytes.Equal(b[:k], f.head)
+	if f.chunk != nil && pos >= f.chunkStart && pos-f.chunkStart <= int64(len(f.chunk)) {
+		if m := markAfter(f.chunkMark, f.chunk[:pos-f.chunkStart]); len(m) == int(min(pos, markBytes)) {
+			return m
+		}
+	}
+	return f.before(pos)
 }
 
-// splitIdentity splits a checkpoint's identity after a fileID of idLen bytes into the
-// fingerprint (nil in an identity written before it) and the bytes before the position.
-func splitIdentity(rest []byte) (fp, mark []byte) {
-	if len(rest) >= sha256.Size {
-		return rest[:sha256.Size], rest[sha256.Size:]
+// sameBytes reports whether the open file has want at off, read into a buffer kept for it
+// (each poll compares 8 KiB at most).
+func (f *Input) sameBytes(off int64, want []byte) bool {
+	if cap(f.cmp) < len(want) {
+		f.cmp = make([]byte, len(want))
 	}
-	return nil, rest // at most markBytes
+	b := f.cmp[:len(want)]
+	k, _ := f.file.ReadAt(b, off)
+	return k == len(want) && bytes.Equal(b, want)
+}
+
+// checkpointed is what a checkpoint's identity says of its file after the fileID: its
+// fingerprint and the SHA-256 of the bytes before the position, or (written before the
+// fingerprint) those bytes, the last 16 at most, raw.
+type checkpointed struct {
+	fp, tail, raw []byte
+}
+
+// splitIdentity reads rest, a checkpoint's identity after the fileID.
+func splitIdentity(rest []byte) checkpointed {
+	switch {
+	case len(rest) == 2*sha256.Size:
+		return checkpointed{fp: rest[:sha256.Size], tail: rest[sha256.Size:]}
+	case len(rest) >= sha256.Size: // (a fingerprint then the raw bytes: never released)
+		return checkpointed{fp: rest[:sha256.Size], raw: rest[sha256.Size:]}
+	}
+	return checkpointed{raw: rest}
+}
+
+// sameAt reports whether the open file, at least pos long, has what c says before pos: its
+// fingerprint (when c has one) and its bytes before pos.
+func (f *Input) sameAt(c checkpointed, pos int64) bool {
+	if f.size < pos || c.fp != nil && !bytes.Equal(f.fingerprint(pos), c.fp) {
+		return false
+	}
+	if c.tail != nil {
+		b := f.before(pos)
+		sum := sha256.Sum256(b)
+		return b != nil && bytes.Equal(sum[:], c.tail)
+	}
+	return f.sameBytes(pos-int64(len(c.raw)), c.raw)
 }
 
 // before returns the open file's bytes before at (at most markBytes), nil when they cannot
@@ -289,22 +331,25 @@ func (f *Input) Poll() ([]connector.Event, bool) {
 		f.restoredID = nil
 		if restored != nil && f.fileID != nil && f.pos > 0 {
 			id := restored[:min(len(restored), len(f.fileID))]
-			fp, mark := splitIdentity(restored[len(id):])
-			same := fp == nil || f.size < f.pos || bytes.Equal(f.fingerprint(f.pos), fp)
+			c := splitIdentity(restored[len(id):])
 			switch {
-			case bytes.Equal(id, f.fileID) && !same:
-				f.log.Warn("the file was rewritten in place while the server was down (its first bytes are not those read): reading it again from its start",
+			case bytes.Equal(id, f.fileID) && f.size < f.pos:
+				// truncated: read again from its start below
+			case bytes.Equal(id, f.fileID) && (c.fp != nil || c.tail != nil) && !f.sameAt(c, f.pos):
+				f.log.Warn("the file was rewritten in place while the server was down (its first bytes, or those before the position, are not those read): reading it again from its start",
 					"source", f.source, "path", f.rel, "position", f.pos)
 				f.rewind()
 				reset = true
 			case bytes.Equal(id, f.fileID):
-				if len(mark) > 0 && f.size >= f.pos {
-					f.mark = mark // checked below as the bytes before readPos (= pos)
+				if len(c.raw) > 0 {
+					f.mark = c.raw // checked below as the bytes before readPos (= pos)
+				} else if c.tail != nil {
+					f.mark = f.before(f.pos) // (as the checkpoint's: just compared)
 				}
-			case fp != nil && f.size >= f.pos && same && len(mark) == int(min(f.pos, markBytes)) && bytes.Equal(f.before(f.pos), mark):
+			case c.fp != nil && f.sameAt(c, f.pos):
 				f.log.Info("the file under the name has another device and inode than the checkpointed one, but the same first bytes and bytes before the position: a copy of it (a data directory restored elsewhere, a file copied over); going on from the position",
 					"source", f.source, "path", f.rel, "position", f.pos)
-				f.mark = mark
+				f.mark = f.before(f.pos)
 			default:
 				f.log.Warn("another file than the checkpointed one has the name: reading it from its start",
 					"source", f.source, "path", f.rel, "position", f.pos)
@@ -318,7 +363,7 @@ func (f *Input) Poll() ([]connector.Event, bool) {
 			"source", f.source, "path", f.rel, "position", f.pos, "size", f.size)
 		f.rewind()
 		reset = true
-	} else if f.mark != nil && (!bytes.Equal(f.before(f.readPos), f.mark) || f.headChanged()) {
+	} else if f.mark != nil && (!f.sameBytes(f.readPos-int64(len(f.mark)), f.mark) || len(f.head) > 0 && !f.sameBytes(0, f.head)) {
 		f.log.Warn("the file was rewritten in place (as copytruncate does): reading it again from its start",
 			"source", f.source, "path", f.rel, "position", f.pos)
 		f.rewind()

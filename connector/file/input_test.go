@@ -359,13 +359,13 @@ func TestInputAppendedIsNotARewrite(t *testing.T) {
 		t.Fatalf("first poll: %v", got)
 	}
 	pos, id := in.Positions(), in.Identity()
-	if len(id) != 16+32+8 {
-		t.Fatalf("identity of %d bytes, want the fileID's 16, the fingerprint's 32 and the 8 before the position", len(id))
+	if len(id) != 16+32+32 {
+		t.Fatalf("identity of %d bytes, want the fileID's 16, then the SHA-256 of the first bytes and of those before the position, 32 each", len(id))
 	}
-	if fp := sha256.Sum256([]byte("{\"a\":1}\n")); !bytes.Equal(id[16:48], fp[:]) {
-		t.Fatalf("fingerprint %x, want the SHA-256 of the 8 bytes read, %x", id[16:48], fp)
+	if sum := sha256.Sum256([]byte("{\"a\":1}\n")); !bytes.Equal(id[16:48], sum[:]) || !bytes.Equal(id[48:], sum[:]) {
+		t.Fatalf("fingerprint %x and bytes before the position %x; want the SHA-256 of the 8 bytes read, %x, twice", id[16:48], id[48:], sum)
 	}
-	withoutFingerprint := append(bytes.Clone(id[:16]), id[48:]...)
+	withoutFingerprint := append(bytes.Clone(id[:16]), "{\"a\":1}\n"...) // (as identities were before it)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
