@@ -139,10 +139,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 
 // deploymentsScrapeTimeout bounds the store's answer for scenario_server_deployments;
 // maxFailedSeries is the most series of scenario_server_deployment_failed a scrape gathers.
-const (
-	deploymentsScrapeTimeout = 2 * time.Second
-	maxFailedSeries          = 1000
-)
+
+const deploymentsScrapeTimeout = 2 * time.Second
+
+var maxFailedSeries = 1000 // (a test lowers it)
 
 // deploymentSeries gathers the scenarios by their latest deployment's status, from the store
 // (a FAILED deployment is no longer running, and had no series at all: a new-user round

@@ -81,4 +81,22 @@ func TestDeploymentStatusMetrics(t *testing.T) {
 		t.Fatalf("scenario_server_deployment_failed %v after bad was archived; want none", failed)
 	}
 	check(byStatus, map[string]float64{"RUNNING": 1, "CANCELED": 1, "FAILED": 0, "DEPLOYING": 0})
+	// At most maxFailedSeries failed series, the first by name; the count has them all.
+	createScenario(t, st, "bad-a", tumblingGraph(""))
+	createScenario(t, st, "bad-b", tumblingGraph(""))
+	for _, name := range []string{"bad-a", "bad-b"} {
+		d := deploy(t, r, name, 0)
+		ingestAll(t, r, name, records(1), 0, 1)
+		waitFor(t, name+" failed", func() bool {
+			got, err := st.GetDeployment(t.Context(), d.ID)
+			return err == nil && got.Status == store.StatusFailed
+		})
+	}
+	defer func(n int) { maxFailedSeries = n }(maxFailedSeries)
+	maxFailedSeries = 1
+	byStatus, failed = gather()
+	if len(failed) != 1 || failed["bad-a"] != 1 {
+		t.Fatalf("scenario_server_deployment_failed %v with at most 1 series; want bad-a 1", failed)
+	}
+	check(byStatus, map[string]float64{"RUNNING": 1, "CANCELED": 1, "FAILED": 2, "DEPLOYING": 0})
 }
