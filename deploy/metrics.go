@@ -137,12 +137,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	c.deploymentSeries(ch)
 }
 
-// deploymentsScrapeTimeout bounds the store's answer for scenario_server_deployments;
-// maxFailedSeries is the most series of scenario_server_deployment_failed a scrape gathers.
-
+// deploymentsScrapeTimeout bounds the store's answer for scenario_server_deployments.
 const deploymentsScrapeTimeout = 2 * time.Second
 
-var maxFailedSeries = 1000 // (a test lowers it)
+// maxFailedSeries is the most series of scenario_server_deployment_failed a scrape gathers (a
+// test lowers it).
+var maxFailedSeries = 1000
 
 // deploymentSeries gathers the scenarios by their latest deployment's status, from the store
 // (a FAILED deployment is no longer running, and had no series at all: a new-user round
