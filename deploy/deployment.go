@@ -404,6 +404,7 @@ func (d *deployment) run() {
 				d.fenced(store.ErrLeaseLost)
 				return
 			}
+			d.finishStepOnStop(ctx)
 			fctx, cancel := context.WithTimeout(ctx, finalCheckpointTimeout)
 			var err error
 			if d.eng.Interrupted() {
@@ -973,13 +974,7 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 			return 0, nil // the other deployments' results first (pauseStep): the loop waits
 		}
 		written, letters := d.sinks.written, d.deadLetters
-		w, _ := d.takeEventMemory(true) // as for an idle step
-		d.pushing, d.stepPushing = d.stepPushing, pushing{}
-		ok := d.eng.Guard(d.eng.ContinueStep)
-		d.rt.eventMemory.give(w)
-		d.endEvent()
-		d.pushing = pushing{offset: -1, partition: -1}
-		d.eng.LookAtState() // windows closed: their state no longer counts
+		ok := d.continueStep()
 		if d.sinks.written != written || d.deadLetters != letters || d.eng.StepOpen() {
 			total++ // checkpoint it (paused again: with the results it made so far)
 		}
@@ -1111,7 +1106,7 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 // batchLong does for events). stepFrom is when the first look of the engine call was (the
 // first close, of one slide of all keys, is not counted); endEvent clears it.
 func (d *deployment) pauseStep() bool {
-	if d.sinks.overflow || d.stepResultsFull() || d.sinks.sharedNear() || d.stopSince(stepStopGrace) || d.rt.ctx.Err() != nil {
+	if d.sinks.overflow || d.stepResultsFull() || d.sinks.sharedNear() || d.stopSince(d.rt.cfg.StepStopGrace) || d.rt.ctx.Err() != nil {
 		return true
 	}
 	now := d.rt.cfg.Now()
@@ -1131,17 +1126,33 @@ func (d *deployment) stepResultsFull() bool {
 	return d.sinks.collectBytes+int64(d.sinks.outputBytes()) >= eventResultsFactor*d.rt.cfg.MaxPendingResultBytes/2
 }
 
-// stepStopGrace is how long a step goes on after a stop is asked for before it pauses for
-// it: a step that ends within it ends in the version it began in (a new version whose
-// window changed starts it empty: paused at once, a close of 150,000 keys kept 40,000 of its
-// results, where it kept them all before it paused on stops; hostile round 146). Within
-// interruptGrace, which interrupts what runs past it.
-const stepStopGrace = interruptGrace / 2
+// DefaultStepStopGrace is Config.StepStopGrace's default: a second, within interruptGrace,
+// which interrupts what runs past it. Paused at once for a stop, a close of 150,000 keys
+// kept 40,000 of its results when a new version whose window changed was deployed, where it
+// kept them all before steps paused on stops (hostile round 146).
+const DefaultStepStopGrace = interruptGrace / 2
 
-// stopSince reports whether a stop was asked for at least grace ago (stop).
+// stopSince reports whether a stop was asked for at least grace ago (stop; a negative grace:
+// as soon as it is).
 func (d *deployment) stopSince(grace time.Duration) bool {
 	at := d.stopAt.Load()
 	return at != 0 && time.Since(time.Unix(0, at)) >= grace
+}
+
+// finishStepOnStop goes on with an open watermark step once a stop is asked for, committing
+// its parts, until it ends or Config.StepStopGrace has passed since the stop (pauseStep then
+// pauses it), before the final checkpoint.
+func (d *deployment) finishStepOnStop(ctx context.Context) {
+	for d.eng.StepOpen() && !d.eng.Interrupted() && !d.stopSince(d.rt.cfg.StepStopGrace) && ctx.Err() == nil {
+		if d.sinks.pending() > 0 {
+			if err := d.checkpoint(ctx, false); err != nil {
+				return // the final checkpoint says it
+			}
+		}
+		if !d.continueStep() {
+			return
+		}
+	}
 }
 
 // noteListing tells the engine about the listings of s's input's partitions (Listing's
@@ -1161,6 +1172,23 @@ func (d *deployment) noteListing(s *source, sent, answered time.Time) {
 			s.marking = false
 		}
 	}
+}
+
+// continueStep goes on with the engine's open step (ContinueStep) until it ends or pauses
+// again, and reports false when it could not (the results waiting in all deployments near
+// the server's bound: the others' first, pauseStep) or the engine failed.
+func (d *deployment) continueStep() bool {
+	if d.sinks.sharedNear() {
+		return false
+	}
+	w, _ := d.takeEventMemory(true) // as for an idle step
+	d.pushing, d.stepPushing = d.stepPushing, pushing{}
+	ok := d.eng.Guard(d.eng.ContinueStep)
+	d.rt.eventMemory.give(w)
+	d.endEvent()
+	d.pushing = pushing{offset: -1, partition: -1}
+	d.eng.LookAtState() // windows closed: their state no longer counts
+	return ok
 }
 
 // stopRequested reports a stop (cancel, redeploy, shutdown) or an ended context: process

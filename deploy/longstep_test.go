@@ -236,7 +236,8 @@ func TestNewVersionTakesUpALongStep(t *testing.T) {
 	st := newStepCommits(inner)
 	st.blockAt, st.release = 3, make(chan struct{})
 	createScenario(t, st, "jump", longStepGraph)
-	r := newRuntime(t, st, func(c *Config) { c.MaxPendingResultBytes = 64 << 10 })
+	// (StepStopGrace -1: the stop pauses the step at once.)
+	r := newRuntime(t, st, func(c *Config) { c.MaxPendingResultBytes, c.StepStopGrace = 64<<10, -1 })
 	deploy(t, r, "jump", 0)
 	recs := jumpEvents(20)
 	ingestAll(t, r, "jump", recs, 0, len(recs))
@@ -436,5 +437,56 @@ func TestPausedCloseWithinTheStateBudget(t *testing.T) {
 	}
 	if l, _ := r.Live("lists"); l.Phase != PhaseRunning {
 		t.Errorf("phase %s, want running", l.Phase)
+	}
+}
+
+// A step that ends within Config.StepStopGrace of a stop ends in the version it began in: a
+// new version whose window changed (11 minutes instead of 10) starts its windows empty, and
+// would drop the rest of a step paused for the stop at once (hostile round 146: a redeploy
+// mid-close kept 40,000 of 150,000 results). By hand, as in TestLongStepCommittedInParts:
+// version 1 commits two parts of the 12,000 results, the third is held until the deploy of
+// version 2 has asked it to stop; version 1 then commits the rest of the step in its parts
+// (each well within the default grace of a second) before its final checkpoint: each key's
+// 600 windows once, all of version 1 (without going on: "timed out waiting for the 12,000
+// results").
+func TestStopLetsAShortStepEnd(t *testing.T) {
+	inner := sqliteStore(t)
+	st := newStepCommits(inner)
+	st.blockAt, st.release = 3, make(chan struct{})
+	createScenario(t, st, "jump", longStepGraph)
+	r := newRuntime(t, st, func(c *Config) { c.MaxPendingResultBytes = 64 << 10 })
+	deploy(t, r, "jump", 0)
+	recs := jumpEvents(20)
+	ingestAll(t, r, "jump", recs, 0, len(recs))
+	waitFor(t, "the third checkpoint with results held", func() bool { return st.blocked.Load() })
+	v1 := r.lookup("jump")
+	v2 := strings.Replace(longStepGraph, `{"name": "windowLength", "value": "10m"}`, `{"name": "windowLength", "value": "11m"}`, 1)
+	if v2 == longStepGraph {
+		t.Fatal("version 2 changes nothing")
+	}
+	if _, err := st.SaveVersion(t.Context(), "jump", 1, store.Draft{Graph: json.RawMessage(v2)}); err != nil {
+		t.Fatal(err)
+	}
+	deployed := make(chan error, 1)
+	go func() {
+		_, err := r.Deploy(t.Context(), DeployRequest{Scenario: "jump", Version: 2, User: "ann"})
+		deployed <- err
+	}()
+	waitFor(t, "version 1 asked to stop", func() bool {
+		select {
+		case <-v1.stopCh:
+			return true
+		default:
+			return false
+		}
+	})
+	close(st.release)
+	if err := <-deployed; err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	waitFor(t, "the 12,000 results", func() bool { got = collected(t, inner, "jump"); return len(got) >= 12_000 })
+	if fromV2 := checkJumpResults(t, got); len(got) != 12_000 || fromV2 != 0 {
+		t.Fatalf("%d results, %d of version 2; want 12,000, all of version 1", len(got), fromV2)
 	}
 }

@@ -289,6 +289,12 @@ type Config struct {
 	// sink's write to a standard output nobody reads, a file on a hung network filesystem).
 	// 0 means DefaultStopWait. See Cancel.
 	StopWait time.Duration
+	// StepStopGrace is how long a watermark step that closes many windows, committed in parts,
+	// goes on after a stop is asked for before the stop takes it as it is (the next
+	// deployment goes on with it): a step that ends within it ends in the version it began in,
+	// where a new version whose window changed would start it empty. 0 means
+	// DefaultStepStopGrace; negative, none.
+	StepStopGrace time.Duration
 }
 
 // Defaults of the ownership and crash-loop settings of Config.
@@ -454,6 +460,9 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	if cfg.HealthyAfter <= 0 {
 		cfg.HealthyAfter = DefaultHealthyAfter
+	}
+	if cfg.StepStopGrace == 0 {
+		cfg.StepStopGrace = DefaultStepStopGrace
 	}
 	if cfg.StopWait <= 0 {
 		cfg.StopWait = DefaultStopWait
