@@ -43,19 +43,28 @@ const longStepGraph = `{"nodes": [
 // the results are each key's 600 windows, each once, n 1. (Without the parts: the deployment
 // failed, "passed their limit within one event: 262144 bytes".)
 func TestLongStepCommittedInParts(t *testing.T) {
+	checkJumpResults(t, crashMidStep(t, longStepGraph, 20))
+}
+
+// crashMidStep deploys graph (results bound 64 KiB) and jumpEvents(keys), holds its third
+// checkpoint with results, aborts the runtime there (a crash part way through the step),
+// starts another, and returns the collect results once there are 12,000, checking that two
+// checkpoints had committed some of them before the crash, none carried more than 2,000, and
+// the deployment runs.
+func crashMidStep(t *testing.T, graph string, keys int) []string {
+	t.Helper()
 	inner := sqliteStore(t)
 	st := newStepCommits(inner)
 	st.blockAt = 3
-	createScenario(t, st, "jump", longStepGraph)
+	createScenario(t, st, "jump", graph)
 	bound := func(c *Config) { c.MaxPendingResultBytes = 64 << 10 }
 	r := newRuntime(t, st, bound)
 	deploy(t, r, "jump", 0)
-	const keys = 20
 	recs := jumpEvents(keys)
 	ingestAll(t, r, "jump", recs, 0, len(recs))
 	waitFor(t, "the third checkpoint with results held", func() bool { return st.blocked.Load() })
 	before := st.committed.Load()
-	if before == 0 || before >= keys*600 {
+	if before == 0 || before >= 12_000 {
 		t.Fatalf("%d results committed in two checkpoints; want some of the 12,000, not all", before)
 	}
 	t.Logf("before the crash: %d results in %d checkpoints", before, st.withResults.Load()-1)
@@ -63,13 +72,12 @@ func TestLongStepCommittedInParts(t *testing.T) {
 
 	st.blockAt = 0
 	r = newRuntime(t, st, bound)
-	waitFor(t, "the 12,000 results", func() bool { return st.committed.Load() >= keys*600 })
+	waitFor(t, "the 12,000 results", func() bool { return st.committed.Load() >= 12_000 })
 	waitCommitted(t, r, "jump", int64(len(recs)))
 	got := collected(t, inner, "jump")
-	if len(got) != keys*600 {
+	if len(got) != 12_000 {
 		t.Fatalf("%d results; want 12,000", len(got))
 	}
-	checkJumpResults(t, got)
 	t.Logf("%d commits with results asked (one refused), the largest %d results", st.withResults.Load(), st.most.Load())
 	if most := st.most.Load(); most > 2000 {
 		t.Errorf("a checkpoint carried %d results; want at most 2,000", most)
@@ -77,6 +85,7 @@ func TestLongStepCommittedInParts(t *testing.T) {
 	if l, _ := r.Live("jump"); l.Phase != PhaseRunning {
 		t.Errorf("phase %s, want running", l.Phase)
 	}
+	return got
 }
 
 // stepCommits counts the collect results committed and the most one checkpoint carried
@@ -232,18 +241,31 @@ func TestLongStepsShareTheServersBound(t *testing.T) {
 // 600 windows once in all, n 1, the later ones with version 2's field (by hand, as in
 // TestLongStepCommittedInParts).
 func TestNewVersionTakesUpALongStep(t *testing.T) {
+	v2 := strings.Replace(longStepGraph, `{k: #key[0], e: #window.end, n: #agg.n}`, `{k: #key[0], e: #window.end, n: #agg.n, v: 2}`, 1)
+	// (StepStopGrace -1: the stop pauses the step at once.)
+	got := deployDuringAStep(t, v2, func(c *Config) { c.StepStopGrace = -1 })
+	fromV2 := checkJumpResults(t, got)
+	if len(got) != 12_000 || fromV2 == 0 || fromV2 == 12_000 {
+		t.Fatalf("%d results, %d of version 2; want 12,000, some of each version", len(got), fromV2)
+	}
+}
+
+// deployDuringAStep deploys longStepGraph (results bound 64 KiB, configured further by
+// configure) and jumpEvents(20), holds its third checkpoint with results, deploys version 2
+// (graph v2), lets the held checkpoint commit once version 1 is asked to stop, and returns
+// the collect results once there are 12,000.
+func deployDuringAStep(t *testing.T, v2 string, configure func(*Config)) []string {
+	t.Helper()
 	inner := sqliteStore(t)
 	st := newStepCommits(inner)
 	st.blockAt, st.release = 3, make(chan struct{})
 	createScenario(t, st, "jump", longStepGraph)
-	// (StepStopGrace -1: the stop pauses the step at once.)
-	r := newRuntime(t, st, func(c *Config) { c.MaxPendingResultBytes, c.StepStopGrace = 64<<10, -1 })
+	r := newRuntime(t, st, func(c *Config) { c.MaxPendingResultBytes = 64 << 10 }, configure)
 	deploy(t, r, "jump", 0)
 	recs := jumpEvents(20)
 	ingestAll(t, r, "jump", recs, 0, len(recs))
 	waitFor(t, "the third checkpoint with results held", func() bool { return st.blocked.Load() })
 	v1 := r.lookup("jump")
-	v2 := strings.Replace(longStepGraph, `{k: #key[0], e: #window.end, n: #agg.n}`, `{k: #key[0], e: #window.end, n: #agg.n, v: 2}`, 1)
 	if _, err := st.SaveVersion(t.Context(), "jump", 1, store.Draft{Graph: json.RawMessage(v2)}); err != nil {
 		t.Fatal(err)
 	}
@@ -266,10 +288,7 @@ func TestNewVersionTakesUpALongStep(t *testing.T) {
 	}
 	var got []string
 	waitFor(t, "the 12,000 results", func() bool { got = collected(t, inner, "jump"); return len(got) >= 12_000 })
-	fromV2 := checkJumpResults(t, got)
-	if len(got) != 12_000 || fromV2 == 0 || fromV2 == 12_000 {
-		t.Fatalf("%d results, %d of version 2; want 12,000, some of each version", len(got), fromV2)
-	}
+	return got
 }
 
 // checkJumpResults checks the results of jumpEvents through longStepGraph, by hand: each
@@ -314,36 +333,25 @@ func checkJumpResults(t *testing.T, got []string) (fromV2 int) {
 // part way through the close, and the results are each key's window once, n 1. (Without the
 // close in parts: the deployment failed, "passed their limit within one event".)
 func TestOneCloseCommittedInParts(t *testing.T) {
+	checkOneClose(t, crashMidStep(t, tumblingStepGraph(t), 12_000), 1)
+}
+
+// tumblingStepGraph is longStepGraph with a tumbling window of 10 minutes.
+func tumblingStepGraph(t *testing.T) string {
 	graph := strings.Replace(longStepGraph, `"aggregate-hopping"`, `"aggregate-tumbling"`, 1)
 	graph = strings.Replace(graph, `,
     {"name": "slide", "value": "1s"}`, "", 1)
 	if !strings.Contains(graph, "tumbling") || strings.Contains(graph, "slide") {
 		t.Fatal("the graph is not a tumbling window's")
 	}
-	inner := sqliteStore(t)
-	st := newStepCommits(inner)
-	st.blockAt = 3
-	createScenario(t, st, "close", graph)
-	bound := func(c *Config) { c.MaxPendingResultBytes = 64 << 10 }
-	r := newRuntime(t, st, bound)
-	deploy(t, r, "close", 0)
-	const keys = 12_000
-	recs := jumpEvents(keys)
-	ingestAll(t, r, "close", recs, 0, len(recs))
-	waitFor(t, "the third checkpoint with results held", func() bool { return st.blocked.Load() })
-	before := st.committed.Load()
-	if before == 0 || before >= keys {
-		t.Fatalf("%d results committed in two checkpoints; want some of the 12,000, not all", before)
-	}
-	t.Logf("before the crash: %d results in %d checkpoints", before, st.withResults.Load()-1)
-	r.abort() // the process dies part way through the close
+	return graph
+}
 
-	st.blockAt = 0
-	r = newRuntime(t, st, bound)
-	waitFor(t, "the 12,000 results", func() bool { return st.committed.Load() >= keys })
-	waitCommitted(t, r, "close", int64(len(recs)))
-	got := collected(t, inner, "close")
-	if len(got) != keys {
+// checkOneClose checks the results of jumpEvents(12,000) through tumblingStepGraph, by hand:
+// each key's window [1,699,999,800,000, 1,700,000,400,000) once, n as given.
+func checkOneClose(t *testing.T, got []string, n int64) {
+	t.Helper()
+	if len(got) != 12_000 {
 		t.Fatalf("%d results; want 12,000", len(got))
 	}
 	seen := map[string]bool{}
@@ -355,17 +363,10 @@ func TestOneCloseCommittedInParts(t *testing.T) {
 		if err := json.Unmarshal([]byte(g), &v); err != nil {
 			t.Fatal(err)
 		}
-		if v.N != 1 || v.E != 1_700_000_400_000 || !strings.HasPrefix(v.K, "k") || seen[v.K] {
-			t.Fatalf("result %s: want n 1, end 1,700,000,400,000, each key once", g)
+		if v.N != n || v.E != 1_700_000_400_000 || !strings.HasPrefix(v.K, "k") || seen[v.K] {
+			t.Fatalf("result %.80s: want n %d, end 1,700,000,400,000, each key once", g, n)
 		}
 		seen[v.K] = true
-	}
-	t.Logf("%d commits with results asked (one refused), the largest %d results", st.withResults.Load(), st.most.Load())
-	if most := st.most.Load(); most > 2000 {
-		t.Errorf("a checkpoint carried %d results; want at most 2,000", most)
-	}
-	if l, _ := r.Live("close"); l.Phase != PhaseRunning {
-		t.Errorf("phase %s, want running", l.Phase)
 	}
 }
 
@@ -379,13 +380,10 @@ func TestOneCloseCommittedInParts(t *testing.T) {
 // bound on results of 64 KiB: the event 40 minutes on closes the window in parts, and the
 // 12,000 results come, each key once, the deployment running.
 func TestPausedCloseWithinTheStateBudget(t *testing.T) {
-	graph := strings.Replace(longStepGraph, `"aggregate-hopping"`, `"aggregate-tumbling"`, 1)
-	graph = strings.Replace(graph, `,
-    {"name": "slide", "value": "1s"}`, "", 1)
-	graph = strings.Replace(graph, `{"name": "n", "aggregator": "Count"}`,
+	graph := strings.Replace(tumblingStepGraph(t), `{"name": "n", "aggregator": "Count"}`,
 		`{"name": "n", "aggregator": "List", "aggregateBy": {"language": "expr", "expression": "#input.s"}}`, 1)
 	graph = strings.Replace(graph, `n: #agg.n}`, `n: len(#agg.n)}`, 1)
-	if !strings.Contains(graph, "List") || !strings.Contains(graph, "len(#agg.n)") || strings.Contains(graph, "slide") {
+	if !strings.Contains(graph, "List") || !strings.Contains(graph, "len(#agg.n)") {
 		t.Fatal("the graph is not a tumbling window's list")
 	}
 	st := sqliteStore(t)
@@ -418,23 +416,7 @@ func TestPausedCloseWithinTheStateBudget(t *testing.T) {
 		got = collected(t, st, "lists")
 		return len(got) >= keys
 	})
-	seen := map[string]bool{}
-	for _, g := range got {
-		var v struct {
-			K    string
-			E, N int64
-		}
-		if err := json.Unmarshal([]byte(g), &v); err != nil {
-			t.Fatal(err)
-		}
-		if v.N != 1 || v.E != 1_700_000_400_000 || seen[v.K] {
-			t.Fatalf("result %.80s: want a list of 1, end 1,700,000,400,000, each key once", g)
-		}
-		seen[v.K] = true
-	}
-	if len(got) != keys {
-		t.Fatalf("%d results; want 12,000", len(got))
-	}
+	checkOneClose(t, got, 1)
 	if l, _ := r.Live("lists"); l.Phase != PhaseRunning {
 		t.Errorf("phase %s, want running", l.Phase)
 	}
@@ -450,42 +432,11 @@ func TestPausedCloseWithinTheStateBudget(t *testing.T) {
 // 600 windows once, all of version 1 (without going on: "timed out waiting for the 12,000
 // results").
 func TestStopLetsAShortStepEnd(t *testing.T) {
-	inner := sqliteStore(t)
-	st := newStepCommits(inner)
-	st.blockAt, st.release = 3, make(chan struct{})
-	createScenario(t, st, "jump", longStepGraph)
-	r := newRuntime(t, st, func(c *Config) { c.MaxPendingResultBytes = 64 << 10 })
-	deploy(t, r, "jump", 0)
-	recs := jumpEvents(20)
-	ingestAll(t, r, "jump", recs, 0, len(recs))
-	waitFor(t, "the third checkpoint with results held", func() bool { return st.blocked.Load() })
-	v1 := r.lookup("jump")
 	v2 := strings.Replace(longStepGraph, `{"name": "windowLength", "value": "10m"}`, `{"name": "windowLength", "value": "11m"}`, 1)
 	if v2 == longStepGraph {
 		t.Fatal("version 2 changes nothing")
 	}
-	if _, err := st.SaveVersion(t.Context(), "jump", 1, store.Draft{Graph: json.RawMessage(v2)}); err != nil {
-		t.Fatal(err)
-	}
-	deployed := make(chan error, 1)
-	go func() {
-		_, err := r.Deploy(t.Context(), DeployRequest{Scenario: "jump", Version: 2, User: "ann"})
-		deployed <- err
-	}()
-	waitFor(t, "version 1 asked to stop", func() bool {
-		select {
-		case <-v1.stopCh:
-			return true
-		default:
-			return false
-		}
-	})
-	close(st.release)
-	if err := <-deployed; err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	waitFor(t, "the 12,000 results", func() bool { got = collected(t, inner, "jump"); return len(got) >= 12_000 })
+	got := deployDuringAStep(t, v2, func(*Config) {})
 	if fromV2 := checkJumpResults(t, got); len(got) != 12_000 || fromV2 != 0 {
 		t.Fatalf("%d results, %d of version 2; want 12,000, all of version 1", len(got), fromV2)
 	}

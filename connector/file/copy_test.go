@@ -38,6 +38,18 @@ func numbers(t *testing.T, got []string) []string {
 	return out
 }
 
+// restoredInput is a new Input of ev.ndjson in dir restored at pos with identity id, stopped
+// when t ends.
+func restoredInput(t *testing.T, dir string, pos []connector.Position, id []byte) *Input {
+	t.Helper()
+	in := NewInput("in", dir, "ev.ndjson", discard)
+	t.Cleanup(in.Stop)
+	if err := in.Restore(pos, id); err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
 // replaceWith puts content under path as a new file (another inode), as a copy or a
 // restore on another machine does.
 func replaceWith(t *testing.T, path, content string) {
@@ -101,11 +113,7 @@ func TestInputCopyGoesOnFromItsPosition(t *testing.T) {
 			}
 			in.Stop()
 			replaceWith(t, path, tc.after(content))
-			again := NewInput("in", dir, "ev.ndjson", discard)
-			t.Cleanup(again.Stop)
-			if err := again.Restore(pos, id); err != nil {
-				t.Fatal(err)
-			}
+			again := restoredInput(t, dir, pos, id)
 			got, reset := lines(t, again)
 			got = numbers(t, got)
 			if reset != tc.reset || !slices.Equal(got, tc.want) {
@@ -152,11 +160,7 @@ func TestInputRewrittenWithTheSameBytesBeforeThePosition(t *testing.T) {
 			f.Close()
 			if restart {
 				in.Stop()
-				in = NewInput("in", dir, "ev.ndjson", discard)
-				t.Cleanup(in.Stop)
-				if err := in.Restore(pos, id); err != nil {
-					t.Fatal(err)
-				}
+				in = restoredInput(t, dir, pos, id)
 			}
 			got, reset := lines(t, in)
 			got = numbers(t, got)

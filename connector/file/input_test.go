@@ -334,11 +334,7 @@ func TestInputRewrittenInPlace(t *testing.T) {
 			}
 			if restart {
 				in.Stop()
-				in = NewInput("in", dir, "ev.ndjson", discard)
-				t.Cleanup(in.Stop)
-				if err := in.Restore(pos, id); err != nil {
-					t.Fatal(err)
-				}
+				in = restoredInput(t, dir, pos, id)
 			}
 			got, reset := lines(t, in)
 			if want := []string{`{"b":10}@1`, `{"b":20}@2`, `{"b":3}@3`}; !reset || !slices.Equal(got, want) {
