@@ -724,6 +724,9 @@ type bodyBudget struct {
 	window   time.Duration
 	holds    map[*requestHold]struct{}
 	cutUntil map[string]time.Time // clients cut, until when they hold a 64th (penalize)
+	// penHeld is what the clients in cutUntil hold in all: at most a quarter of the budget
+	// (penaltyPool).
+	penHeld int64
 	// wait is RateLimits.ContendedWait (0: none); queue holds the requests waiting, per
 	// client in their order (waitTurn), inQueue how many in all; seq numbers them as they come.
 	wait    time.Duration
@@ -845,12 +848,14 @@ func (bb *bodyBudget) takeFor(h *requestHold, client string, mine, n int64, anyC
 			bb.mu.Unlock()
 			return bb.busy
 		}
-		if until, ok := bb.cutUntil[client]; ok && others+mine+n > bb.size/penaltyShare {
-			if time.Now().Before(until) {
+		if until, ok := bb.cutUntil[client]; ok {
+			switch {
+			case !time.Now().Before(until):
+				bb.forgive(client)
+			case others+mine+n > bb.size/penaltyShare || bb.penHeld+n > bb.size/penaltyPool:
 				bb.mu.Unlock()
 				return &errPenalized{busy: bb.busy, until: until, most: bb.size / penaltyShare, flag: bb.flag}
 			}
-			delete(bb.cutUntil, client)
 		}
 	}
 	// (No request waiting fits: bytes given back go to them first, grantWaiting.)
@@ -886,6 +891,9 @@ func (bb *bodyBudget) limit(n int64) int64 {
 func (bb *bodyBudget) grant(h *requestHold, client string, n int64) {
 	bb.held[client] += n
 	bb.total += n
+	if _, ok := bb.cutUntil[client]; ok {
+		bb.penHeld += n
+	}
 	if h != nil && bb.holds != nil {
 		if _, ok := bb.holds[h]; !ok {
 			bb.holds[h] = struct{}{}
@@ -1047,26 +1055,39 @@ func (bb *bodyBudget) cutStalled(asking *requestHold) {
 // failed (hostile round 139). A client is cut only when it is slow, so a steady one is never
 // penalized. At most maxRateKeys clients are remembered (the expired are dropped first).
 func (bb *bodyBudget) penalize(client string, now time.Time) {
-	if _, ok := bb.cutUntil[client]; !ok && len(bb.cutUntil) >= maxRateKeys {
+	_, was := bb.cutUntil[client]
+	if !was && len(bb.cutUntil) >= maxRateKeys {
 		for c, until := range bb.cutUntil {
 			if now.After(until) {
-				delete(bb.cutUntil, c)
+				bb.forgive(c)
 			}
 		}
 		if len(bb.cutUntil) >= maxRateKeys {
 			return
 		}
 	}
+	if !was {
+		bb.penHeld += bb.held[client]
+	}
 	bb.cutUntil[client] = now.Add(cutPenalty)
 }
 
+// forgive ends client's penalty (bb.mu held).
+func (bb *bodyBudget) forgive(client string) {
+	bb.penHeld -= bb.held[client]
+	delete(bb.cutUntil, client)
+}
+
 // cutPenalty is how long a client cut for holding its budget too slowly holds at most a
-// penaltyShare-th of it: a 64th, a small request's (bodyBudget.limit). Kept to a sixteenth,
-// 16 addresses each stalling 4 bodies just under a 64th, sent again when cut, held all of
-// it, and left 1 % of a victim's 2 MB uploads through (hostile round 145).
+// penaltyShare-th of it: a 64th, a small request's (bodyBudget.limit), and the clients so
+// cut a penaltyPool-th in all. Kept to a sixteenth each, 16 addresses each stalling 4 bodies
+// just under a 64th, sent again when cut, held all of it, and left 1 % of a victim's 2 MB
+// uploads through (hostile round 145); kept to a 64th each, 64 addresses did (0.3 %,
+// hostile round 147).
 const (
 	cutPenalty   = time.Minute
 	penaltyShare = 64
+	penaltyPool  = 4
 )
 
 // holding is how many bytes client holds, and how many are free.
@@ -1091,6 +1112,9 @@ func (bb *bodyBudget) giveFor(h *requestHold, client string, n, left int64) {
 		delete(bb.holds, h)
 	}
 	bb.total -= n
+	if _, ok := bb.cutUntil[client]; ok {
+		bb.penHeld -= n
+	}
 	if bb.held[client] -= n; bb.held[client] <= 0 {
 		delete(bb.held, client)
 	}
@@ -1217,7 +1241,7 @@ type errPenalized struct {
 }
 
 func (e *errPenalized) Error() string {
-	return fmt.Sprintf("a request of yours was cut for holding bytes of the server's %s budget while sending or taking them too slowly as other requests were refused; until %s your requests hold at most %d bytes of it",
+	return fmt.Sprintf("a request of yours was cut for holding bytes of the server's %s budget while sending or taking them too slowly as other requests were refused; until %s your requests hold at most %d bytes of it, and all clients cut so a quarter of it",
 		e.flag, e.until.UTC().Format(time.RFC3339), e.most)
 }
 
