@@ -195,3 +195,28 @@ func TestCutClientsShareAQuarter(t *testing.T) {
 		t.Fatalf("the clients cut hold %d after p1 was forgiven; want 1,500", bb.penHeld)
 	}
 }
+
+// A client cut again after its penalty ended is penalized twice as long, up to 16 minutes;
+// cut again while penalized (another of its holds), as long as before; an hour after its last
+// cut, a minute again. By hand: cuts at 0, 0 (the same look), 2 min, 5 min, 10 min, 30 min,
+// 70 min and 140 min give penalties of 1, 1, 2, 4, 8, 16, 16 and 1 minutes.
+func TestCutAgainPenalizedLonger(t *testing.T) {
+	bb := newBodyBudget(6400, errRequestsBusy, "--request-body-bytes")
+	bb.holds, bb.cutUntil = map[*requestHold]struct{}{}, map[string]time.Time{}
+	t0 := time.Now()
+	for _, c := range []struct {
+		at, want time.Duration
+	}{{0, 1}, {0, 1}, {2, 2}, {5, 4}, {10, 8}, {30, 16}, {70, 16}, {140, 1}} {
+		at := t0.Add(c.at * time.Minute)
+		bb.mu.Lock()
+		if until, ok := bb.cutUntil["a"]; ok && !at.Before(until) {
+			bb.forgive("a") // (takeFor forgives a client whose penalty is over)
+		}
+		bb.penalize("a", at)
+		got := bb.cutUntil["a"].Sub(at)
+		bb.mu.Unlock()
+		if got != c.want*time.Minute {
+			t.Errorf("cut at %v: penalized %v; want %v", c.at*time.Minute, got, c.want*time.Minute)
+		}
+	}
+}

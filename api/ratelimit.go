@@ -725,8 +725,9 @@ type bodyBudget struct {
 	holds    map[*requestHold]struct{}
 	cutUntil map[string]time.Time // clients cut, until when they hold a 64th (penalize)
 	// penHeld is what the clients in cutUntil hold in all: at most a quarter of the budget
-	// (penaltyPool).
+	// (penaltyPool). strikes counts each client's cuts, and when the last was (penalize).
 	penHeld int64
+	strikes map[string]strike
 	// wait is RateLimits.ContendedWait (0: none); queue holds the requests waiting, per
 	// client in their order (waitTurn), inQueue how many in all; seq numbers them as they come.
 	wait    time.Duration
@@ -1069,7 +1070,49 @@ func (bb *bodyBudget) penalize(client string, now time.Time) {
 	if !was {
 		bb.penHeld += bb.held[client]
 	}
-	bb.cutUntil[client] = now.Add(cutPenalty)
+	// A client cut again while it is penalized (its other holds, in the same look) counts no
+	// new strike: its penalty starts again, as long.
+	bb.cutUntil[client] = now.Add(bb.strike(client, now, !was))
+}
+
+// strike is a client's cuts in a row (each within strikeMemory of the one before), and when
+// the last was.
+type strike struct {
+	n    int
+	last time.Time
+}
+
+// strikeMemory is how long a cut counts for the next one's penalty.
+const strikeMemory = time.Hour
+
+// strike counts a cut of client at now (unless add is false) and returns its penalty:
+// cutPenalty, doubled for each cut in a row before it, up to 16 times. A minute alike for all, 64 addresses stalling bodies
+// took the budget back each time their penalties ended together, and 2 MB uploads were
+// refused for 40 s of each 80 (hostile round 149). At most maxRateKeys clients are remembered
+// (those cut longest ago are forgotten first: all of them past strikeMemory).
+func (bb *bodyBudget) strike(client string, now time.Time, add bool) time.Duration {
+	if bb.strikes == nil {
+		bb.strikes = map[string]strike{}
+	}
+	s, ok := bb.strikes[client]
+	if !ok && len(bb.strikes) >= maxRateKeys {
+		for c, x := range bb.strikes {
+			if now.Sub(x.last) > strikeMemory {
+				delete(bb.strikes, c)
+			}
+		}
+	}
+	if ok && now.Sub(s.last) > strikeMemory {
+		s = strike{}
+	}
+	if add || s.n == 0 {
+		s.n++
+	}
+	s.last = now
+	if ok || len(bb.strikes) < maxRateKeys {
+		bb.strikes[client] = s
+	}
+	return cutPenalty << min(s.n-1, 4)
 }
 
 // forgive ends client's penalty (bb.mu held).
