@@ -766,10 +766,11 @@ func TestRequestsWaitTheirTurn(t *testing.T) {
 }
 
 // TestSteadySlowReadersNotCut: with a budget of 30 MB and a minimum of 32 KiB a second over
-// 3 s, clients R1 and R2 each take a 12 MB export at about 128 KiB a second (32 KiB every
-// 250 ms), with receive buffers of 256 KiB (with the kernel's own, up to 32 MiB here, an
+// 3 s, clients R1 and R2 each take a 12 MB export at about 256 KiB a second (64 KiB every
+// 250 ms: 8 times the minimum, room for a reader late under load; at 128 KiB a second, one
+// was cut in a fresh-clone CI under -race), with receive buffers of 256 KiB (with the kernel's own, up to 32 MiB here, an
 // answer could end in them at once, its handler done: nothing held) and the server's own send
-// buffers, and C's export of a third is refused for 10 s while they hold 24 MB of it
+// buffers, and C's export of a third is refused for 15 s while they hold 24 MB of it
 // (24 + 12 > 30): neither is cut
 // (scenario_server_requests_cut_total{budget="request"} stays 0). Measured by what the kernel
 // took of their answers, they moved in bursts of megabytes tens of seconds apart (the kernel
@@ -777,8 +778,9 @@ func TestRequestsWaitTheirTurn(t *testing.T) {
 // were cut as stalled (hostile round 145); measured by what their TCP peers acknowledged
 // (ConnContext, tcpAcked), they move as they read, here in steps of about 128 KiB (the
 // loopback's MSS is 64 KiB, and a reader's window reopens once two are free in its buffer),
-// about one a second: 3 s holds two at least, 256 KiB, more than the 96 KiB asked for (at
-// 64 KiB a second, a step came every 2 s, and a window of 3 s held one, 70 KB: cut).
+// about two a second: 3 s holds four at least, 512 KiB, more than five times the 96 KiB asked
+// for (at 64 KiB a second, a step came every 2 s, and a window of 3 s held one, 70 KB: cut).
+// Measured by what the kernel took, a reader was cut after about 9.5 s.
 func TestSteadySlowReadersNotCut(t *testing.T) {
 	t.Parallel()
 	c := newClient(t, sqliteStore(t), func(cfg *api.Config) {
@@ -816,7 +818,7 @@ func TestSteadySlowReadersNotCut(t *testing.T) {
 		readers.Add(1)
 		go func() {
 			defer readers.Done()
-			buf := make([]byte, 32<<10)
+			buf := make([]byte, 64<<10)
 			for {
 				select {
 				case <-stop:
@@ -835,7 +837,7 @@ func TestSteadySlowReadersNotCut(t *testing.T) {
 	}
 	waitFor(t, "C's export to be refused while R1 and R2 hold the budget", func() bool { return export() == http.StatusServiceUnavailable })
 	refused := 0
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
 		if status := export(); status != http.StatusServiceUnavailable {
 			t.Fatalf("C's export answered %d after %d refusals: a slow reader was cut", status, refused)
 		}
