@@ -196,18 +196,19 @@ func TestCutClientsShareAQuarter(t *testing.T) {
 	}
 }
 
-// A client cut again after its penalty ended is penalized twice as long, up to 16 minutes;
-// cut again while penalized (another of its holds), as long as before; an hour after its last
-// cut, a minute again. By hand: cuts at 0, 0 (the same look), 2 min, 5 min, 10 min, 30 min,
-// 70 min and 140 min give penalties of 1, 1, 2, 4, 8, 16, 16 and 1 minutes.
+// A client cut again, after its penalty or during it, is penalized twice as long, up to 16
+// minutes; its other holds cut in the same look count once; an hour after its last cut, a
+// minute again. By hand: cuts at 0, 0 (the same look), 0.5 min (during the first penalty),
+// 5 min, 10 min, 30 min, 70 min and 140 min give penalties of 1, 1, 2, 4, 8, 16, 16 and 1
+// minutes.
 func TestCutAgainPenalizedLonger(t *testing.T) {
 	bb := newBodyBudget(6400, errRequestsBusy, "--request-body-bytes")
 	bb.holds, bb.cutUntil = map[*requestHold]struct{}{}, map[string]time.Time{}
 	t0 := time.Now()
 	for _, c := range []struct {
 		at, want time.Duration
-	}{{0, 1}, {0, 1}, {2, 2}, {5, 4}, {10, 8}, {30, 16}, {70, 16}, {140, 1}} {
-		at := t0.Add(c.at * time.Minute)
+	}{{0, 1}, {0, 1}, {30, 2}, {300, 4}, {600, 8}, {1800, 16}, {4200, 16}, {8400, 1}} {
+		at := t0.Add(c.at * time.Second)
 		bb.mu.Lock()
 		if until, ok := bb.cutUntil["a"]; ok && !at.Before(until) {
 			bb.forgive("a") // (takeFor forgives a client whose penalty is over)
@@ -216,7 +217,7 @@ func TestCutAgainPenalizedLonger(t *testing.T) {
 		got := bb.cutUntil["a"].Sub(at)
 		bb.mu.Unlock()
 		if got != c.want*time.Minute {
-			t.Errorf("cut at %v: penalized %v; want %v", c.at*time.Minute, got, c.want*time.Minute)
+			t.Errorf("cut at %v: penalized %v; want %v", c.at*time.Second, got, c.want*time.Minute)
 		}
 	}
 }

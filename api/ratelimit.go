@@ -1070,9 +1070,7 @@ func (bb *bodyBudget) penalize(client string, now time.Time) {
 	if !was {
 		bb.penHeld += bb.held[client]
 	}
-	// A client cut again while it is penalized (its other holds, in the same look) counts no
-	// new strike: its penalty starts again, as long.
-	bb.cutUntil[client] = now.Add(bb.strike(client, now, !was))
+	bb.cutUntil[client] = now.Add(bb.strike(client, now))
 }
 
 // strike is a client's cuts in a row (each within strikeMemory of the one before), and when
@@ -1085,12 +1083,14 @@ type strike struct {
 // strikeMemory is how long a cut counts for the next one's penalty.
 const strikeMemory = time.Hour
 
-// strike counts a cut of client at now (unless add is false) and returns its penalty:
-// cutPenalty, doubled for each cut in a row before it, up to 16 times. A minute alike for all, 64 addresses stalling bodies
+// strike counts a cut of client at now and returns its penalty: cutPenalty, doubled for each
+// cut in a row before it (also while penalized: a client keeps the 64th it may hold, and was
+// cut again every 10 s, its minute starting again, never doubled; round 150), up to 16
+// times. Its other holds cut in the same look (at the same now) count no new strike. A minute alike for all, 64 addresses stalling bodies
 // took the budget back each time their penalties ended together, and 2 MB uploads were
 // refused for 40 s of each 80 (hostile round 149). At most maxRateKeys clients are remembered
 // (those cut longest ago are forgotten first: all of them past strikeMemory).
-func (bb *bodyBudget) strike(client string, now time.Time, add bool) time.Duration {
+func (bb *bodyBudget) strike(client string, now time.Time) time.Duration {
 	if bb.strikes == nil {
 		bb.strikes = map[string]strike{}
 	}
@@ -1105,7 +1105,7 @@ func (bb *bodyBudget) strike(client string, now time.Time, add bool) time.Durati
 	if ok && now.Sub(s.last) > strikeMemory {
 		s = strike{}
 	}
-	if add || s.n == 0 {
+	if s.n == 0 || !s.last.Equal(now) {
 		s.n++
 	}
 	s.last = now
