@@ -217,12 +217,7 @@ func TestInputLetsTheLongLineBufferGo(t *testing.T) {
 // newInput is the Input of ev.ndjson in dir, restored at the file's start.
 func newInput(t *testing.T, dir string) *Input {
 	t.Helper()
-	in := NewInput("in", dir, "ev.ndjson", discard)
-	t.Cleanup(in.Stop)
-	if err := in.Restore(nil, nil); err != nil {
-		t.Fatal(err)
-	}
-	return in
+	return restoredInput(t, dir, nil, nil)
 }
 
 // A checkpoint taken while the last lines of a file another one replaced are being pushed
