@@ -1097,10 +1097,10 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 
 // pauseStep is the engine's Options.PauseStep, asked between two closes of a step and
 // between two results of one close: a watermark step that closes many windows, or one window
-// for many keys, stops there when the results waiting reach their bound (resultsFull: the
+// for many keys, stops there when the results waiting reach half of what one event may make (stepResultsFull: the
 // loop commits them, then goes on with the step; in one piece, the 4.32 M windows a jump of
 // the watermark closed passed what one checkpoint may carry, and failed the deployment at
-// every redeploy), when a stop is asked for (the final checkpoint holds the part done, and
+// every redeploy), a second after a stop is asked for (the final checkpoint holds the part done, and
 // the next deployment goes on from there), when the results waiting in all deployments reach
 // half the server's bound on them (sinks.sharedNear: four deployments in long steps at once,
 // each with a checkpoint committing and as much waiting, passed it and failed; the step goes
