@@ -159,6 +159,7 @@ func (d *deployment) endEvent() {
 		d.stepPushing = d.pushing
 		return
 	}
+	d.inStep.Store(false)
 	if n := d.pushing.errors - MaxDeadLettersPerEvent; n > 0 {
 		msg := fmt.Sprintf("%d more per-event errors of this event are not kept: at most %d dead letters are kept for one event (the nodes' error counts have them all)", n, MaxDeadLettersPerEvent)
 		dl := DeadLetter{Message: msg}

@@ -86,6 +86,10 @@ type deployment struct {
 
 	stopCh chan struct{} // closed: commit a final checkpoint and return
 	stopAt atomic.Int64  // when stopCh was closed, Unix ns (0: not yet)
+	// inStep is set by pauseStep's first look in a watermark step committed in parts, and
+	// cleared when an engine call ends with no step open (endEvent): the step pauses by itself
+	// Config.StepStopGrace after a stop, so that interruptOnStop waits that much more.
+	inStep atomic.Bool
 	// inputsCtx ends with a stop (or the run): set by run before the first event.
 	inputsCtx context.Context
 	// events counts the events pushed; event is the one in progress (0: none; negative:
@@ -416,6 +420,7 @@ func (d *deployment) run() {
 				log.Warn("stopped in the middle of an event that went on past the stop's grace; no final checkpoint: the deployment resumes from its last one", "grace", interruptGrace)
 				d.settleCheckpoint()
 			} else {
+				d.noteStepLeft(log)
 				err = d.checkpoint(fctx, false)
 			}
 			if errors.Is(err, errFenced) {
@@ -1100,8 +1105,9 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 // for many keys, stops there when the results waiting reach half of what one event may make (stepResultsFull: the
 // loop commits them, then goes on with the step; in one piece, the 4.32 M windows a jump of
 // the watermark closed passed what one checkpoint may carry, and failed the deployment at
-// every redeploy), a second after a stop is asked for (the final checkpoint holds the part done, and
-// the next deployment goes on from there), when the results waiting in all deployments reach
+// every redeploy), Config.StepStopGrace after a stop is asked for (the final checkpoint holds the
+// part done, and the next deployment goes on from there; within that grace, finishStepOnStop
+// goes on with it, and interruptOnStop waits for it), when the results waiting in all deployments reach
 // half the server's bound on them (sinks.sharedNear: four deployments in long steps at once,
 // each with a checkpoint committing and as much waiting, passed it and failed; the step goes
 // on once the others' are committed), or when it has run for the checkpoint interval,
@@ -1115,6 +1121,7 @@ func (d *deployment) pauseStep() bool {
 	now := d.rt.cfg.Now()
 	if d.stepFrom.IsZero() {
 		d.stepFrom = now
+		d.inStep.Store(true)
 		return false
 	}
 	return now.Sub(d.stepFrom) >= max(d.rt.cfg.CheckpointInterval, time.Second, 4*d.lastCommitTook)
@@ -1129,11 +1136,12 @@ func (d *deployment) stepResultsFull() bool {
 	return d.sinks.collectBytes+int64(d.sinks.outputBytes()) >= eventResultsFactor*d.rt.cfg.MaxPendingResultBytes/2
 }
 
-// DefaultStepStopGrace is Config.StepStopGrace's default: a second, within interruptGrace,
-// which interrupts what runs past it. Paused at once for a stop, a close of 150,000 keys
-// kept 40,000 of its results when a new version whose window changed was deployed, where it
-// kept them all before steps paused on stops (hostile round 146).
-const DefaultStepStopGrace = interruptGrace / 2
+// DefaultStepStopGrace is Config.StepStopGrace's default. Paused at once for a stop, a close
+// of 150,000 keys kept 40,000 of its results when a new version whose window changed was
+// deployed, where it kept them all before steps paused on stops (hostile round 146); with a
+// second, 126,079 of its 2 KB lists (round 150): its parts of 128 MiB of results, each
+// committed with the whole state, took about half a second each.
+const DefaultStepStopGrace = 5 * time.Second
 
 // stopSince reports whether a stop was asked for at least grace ago (stop; a negative grace:
 // as soon as it is).
@@ -1161,6 +1169,15 @@ func (d *deployment) finishStepOnStop(ctx context.Context) {
 		if !d.continueStep() {
 			return
 		}
+	}
+}
+
+// noteStepLeft logs a watermark step that a stop left part way (finishStepOnStop): the next
+// deployment of the version goes on with it, as does another version that keeps its
+// aggregates; one that changed them starts them empty, the rest of the step not emitted.
+func (d *deployment) noteStepLeft(log *slog.Logger) {
+	if d.eng.StepOpen() && !d.eng.Interrupted() {
+		log.Warn("stopped part way through a watermark step that closes many windows, past the stop's grace for it: the next deployment of this version, or of one that keeps the aggregates, emits the rest; a version whose aggregate changed starts it empty", "grace", d.rt.cfg.StepStopGrace)
 	}
 }
 
@@ -1459,7 +1476,9 @@ func (d *deployment) watchEvents() {
 const interruptGrace = 2 * time.Second
 
 // interruptOnStop makes a stop interrupt the engine when the event in progress (or an idle
-// step's window emissions) has not ended interruptGrace after it: a stop otherwise waits for
+// step's window emissions) has not ended interruptGrace after it, or, in a watermark step
+// committed in parts (inStep), interruptGrace after the stop's step grace (Config.StepStopGrace,
+// when pauseStep pauses it): a stop otherwise waits for
 // one event's processing, which each expression's budget bounds but nothing bounds as a
 // whole (a for-each of 100,000 elements, each through an expression of a quarter second;
 // a step that closes windows of a million keys). The run then ends without a final checkpoint
@@ -1478,9 +1497,23 @@ func (d *deployment) interruptOnStop(ctx context.Context) {
 		defer t.Stop()
 		select {
 		case <-t.C:
-			stop.Store(true)
 		case <-d.done:
+			return
 		}
+		if at := d.stopAt.Load(); at != 0 && d.inStep.Load() {
+			// A step in parts pauses by itself StepStopGrace after the stop (pauseStep): the
+			// interrupt is for what runs past that (one result's way through the nodes
+			// after the aggregate).
+			if left := time.Until(time.Unix(0, at).Add(max(d.rt.cfg.StepStopGrace, 0) + interruptGrace)); left > 0 {
+				t.Reset(left)
+				select {
+				case <-t.C:
+				case <-d.done:
+					return
+				}
+			}
+		}
+		stop.Store(true)
 	}()
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -242,19 +243,26 @@ func TestLongStepsShareTheServersBound(t *testing.T) {
 // TestLongStepCommittedInParts).
 func TestNewVersionTakesUpALongStep(t *testing.T) {
 	v2 := strings.Replace(longStepGraph, `{k: #key[0], e: #window.end, n: #agg.n}`, `{k: #key[0], e: #window.end, n: #agg.n, v: 2}`, 1)
-	// (StepStopGrace -1: the stop pauses the step at once.)
-	got := deployDuringAStep(t, v2, func(c *Config) { c.StepStopGrace = -1 })
+	// (StepStopGrace -1: the stop pauses the step at once, and says so.)
+	var out lockedBuffer
+	got := deployDuringAStep(t, v2, 0, func(c *Config) {
+		c.StepStopGrace = -1
+		c.Logger = slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	})
 	fromV2 := checkJumpResults(t, got)
 	if len(got) != 12_000 || fromV2 == 0 || fromV2 == 12_000 {
 		t.Fatalf("%d results, %d of version 2; want 12,000, some of each version", len(got), fromV2)
+	}
+	if !strings.Contains(out.String(), `msg="stopped part way through a watermark step`) {
+		t.Errorf("version 1 stopped part way through its step without a word:\n%s", out.String())
 	}
 }
 
 // deployDuringAStep deploys longStepGraph (results bound 64 KiB, configured further by
 // configure) and jumpEvents(20), holds its third checkpoint with results, deploys version 2
-// (graph v2), lets the held checkpoint commit once version 1 is asked to stop, and returns
-// the collect results once there are 12,000.
-func deployDuringAStep(t *testing.T, v2 string, configure func(*Config)) []string {
+// (graph v2), lets the held checkpoint commit hold after version 1 is asked to stop, and
+// returns the collect results once there are 12,000.
+func deployDuringAStep(t *testing.T, v2 string, hold time.Duration, configure func(*Config)) []string {
 	t.Helper()
 	inner := sqliteStore(t)
 	st := newStepCommits(inner)
@@ -282,6 +290,7 @@ func deployDuringAStep(t *testing.T, v2 string, configure func(*Config)) []strin
 			return false
 		}
 	})
+	time.Sleep(hold)
 	close(st.release)
 	if err := <-deployed; err != nil {
 		t.Fatal(err)
@@ -436,7 +445,22 @@ func TestStopLetsAShortStepEnd(t *testing.T) {
 	if v2 == longStepGraph {
 		t.Fatal("version 2 changes nothing")
 	}
-	got := deployDuringAStep(t, v2, func(*Config) {})
+	got := deployDuringAStep(t, v2, 0, func(*Config) {})
+	if fromV2 := checkJumpResults(t, got); len(got) != 12_000 || fromV2 != 0 {
+		t.Fatalf("%d results, %d of version 2; want 12,000, all of version 1", len(got), fromV2)
+	}
+}
+
+// A stop waits for a step in parts past its interrupt (2 s after it), up to the step's grace:
+// version 1's third part is held until 2.5 s after the deploy of version 2 (whose window
+// changed) asked it to stop; it then commits the rest of the step in its parts, then its
+// final checkpoint: each key's 600 windows once, all of version 1, by hand as in
+// TestStopLetsAShortStepEnd (with the interrupt at 2 s, the step was interrupted: "timed out
+// waiting for the 12,000 results"). The grace is 20 s here, so that the parts after the held
+// one fit in it however loaded the machine.
+func TestStopWaitsForAStepPastTheInterrupt(t *testing.T) {
+	v2 := strings.Replace(longStepGraph, `{"name": "windowLength", "value": "10m"}`, `{"name": "windowLength", "value": "11m"}`, 1)
+	got := deployDuringAStep(t, v2, interruptGrace+interruptGrace/4, func(c *Config) { c.StepStopGrace, c.StopWait = 20*time.Second, 40*time.Second })
 	if fromV2 := checkJumpResults(t, got); len(got) != 12_000 || fromV2 != 0 {
 		t.Fatalf("%d results, %d of version 2; want 12,000, all of version 1", len(got), fromV2)
 	}

@@ -292,8 +292,9 @@ type Config struct {
 	// StepStopGrace is how long a watermark step that closes many windows, committed in parts,
 	// goes on after a stop is asked for before the stop takes it as it is (the next
 	// deployment goes on with it): a step that ends within it ends in the version it began in,
-	// where a new version whose window changed would start it empty. 0 means
-	// DefaultStepStopGrace; negative, none.
+	// where a new version whose window changed would start it empty. The stop's interrupt
+	// (2 s after it) waits as much more for such a step. 0 means DefaultStepStopGrace;
+	// negative, none. Keep it well below StopWait, which covers it and the final checkpoint.
 	StepStopGrace time.Duration
 }
 
@@ -303,9 +304,10 @@ const (
 	DefaultLeaseTTL       = 15 * time.Second
 	DefaultCrashLoopLimit = 3
 	DefaultHealthyAfter   = time.Minute
-	// DefaultStopWait covers a stop's grace for the event in progress (2 s) and its final
-	// checkpoint (at most 10 s), with some to spare.
-	DefaultStopWait = 15 * time.Second
+	// DefaultStopWait covers a stop's grace for a watermark step in progress
+	// (DefaultStepStopGrace, 5 s) or the event in progress (2 s), and its final checkpoint
+	// (at most 10 s), with some to spare.
+	DefaultStopWait = 20 * time.Second
 )
 
 // PausedReason is the reason a deployment not resumed by a Start with Config.NoResume gets.
