@@ -806,9 +806,9 @@ func (bb *bodyBudget) serve(w http.ResponseWriter, r *http.Request, next http.Ha
 	}
 	h := &requestHold{budget: bb, w: w, client: rateKey(r), ctx: r.Context()}
 	h.ackedFrom.Store(ackedUnset)
-	if c, ok := r.Context().Value(connKey{}).(net.Conn); ok && r.ProtoMajor == 1 {
+	if c, ok := r.Context().Value(connKey{}).(net.Conn); ok {
 		// (HTTP/2's streams share their connection: what its peer acknowledged may be
-		// another stream's.)
+		// another stream's, so progress counts no more than the stream wrote.)
 		h.conn = c
 	}
 	r = r.WithContext(context.WithValue(r.Context(), requestHoldKey{}, h))
@@ -1189,7 +1189,7 @@ type requestHold struct {
 	reading, writing atomic.Int32
 	cut              atomic.Bool
 	writer           holdWriter
-	// conn is the request's connection over HTTP/1 (ConnContext; nil otherwise), and
+	// conn is the request's connection (ConnContext; nil without it), and
 	// ackedFrom what its peer had acknowledged when the answer began (ackedUnset before,
 	// ackedUnknown when it could not be read then), for progress.
 	conn      net.Conn
@@ -1204,10 +1204,13 @@ const (
 )
 
 // progress is how many bytes of h's body were read and of its answer taken by its client:
-// over HTTP/1 on TCP, the bytes of the answer its peer acknowledged (tcpAcked), and
-// otherwise those the kernel took. What the kernel took moves in bursts as large as half its
-// send buffer, several MB, which a client taking 40 to 150 KB a second empties in tens of
-// seconds: nothing moved meanwhile, and such a client was cut as stalled (hostile round 145).
+// on TCP, the bytes its connection's peer acknowledged since the answer began (tcpAcked), no
+// more than the answer wrote (over HTTP/2, the connection's other streams' bytes are
+// acknowledged too: a stream its client stopped, its flow-control window closed, writes
+// nothing more and is cut), and otherwise those the kernel took. What the kernel took moves
+// in bursts as large as half its send buffer, several MB, which a client taking 40 to 150 KB a
+// second empties in tens of seconds: nothing moved meanwhile, and such a client was cut as
+// stalled (hostile rounds 145, and 147 over HTTP/2).
 func (h *requestHold) progress() int64 {
 	read, written := h.read.Load(), h.written.Load()
 	from := h.ackedFrom.Load()
