@@ -465,3 +465,33 @@ func TestStopWaitsForAStepPastTheInterrupt(t *testing.T) {
 		t.Fatalf("%d results, %d of version 2; want 12,000, all of version 1", len(got), fromV2)
 	}
 }
+
+// pauseStep's time rule, by hand: a step pauses once it has run for the checkpoint interval,
+// at least a second, and at least 4 times as long as the last checkpoint took (paused every
+// second, 1,000,000 keys' close wrote its 322 MB of state 50 times: hostile round 146); its
+// first look only starts the count. Nothing else pauses it here (no results wait, no stop).
+func TestPauseStepTimeRule(t *testing.T) {
+	start := time.Unix(1_700_000_000, 0)
+	for _, c := range []struct{ interval, lastCommit, pausesAt time.Duration }{
+		{0, 0, time.Second},
+		{200 * time.Millisecond, 100 * time.Millisecond, time.Second},
+		{5 * time.Second, time.Second, 5 * time.Second},
+		{time.Second, 10 * time.Second, 40 * time.Second},
+		{time.Minute, 10 * time.Second, time.Minute},
+	} {
+		at := start
+		d := &deployment{rt: &Runtime{ctx: t.Context(), cfg: Config{CheckpointInterval: c.interval, MaxPendingResultBytes: 64 << 20,
+			StepStopGrace: DefaultStepStopGrace, Now: func() time.Time { return at }}}, sinks: &sinks{}, lastCommitTook: c.lastCommit}
+		if d.pauseStep() {
+			t.Fatalf("%+v: paused at its first look", c)
+		}
+		at = start.Add(c.pausesAt - time.Millisecond)
+		if d.pauseStep() {
+			t.Fatalf("%+v: paused %v after its first look", c, c.pausesAt-time.Millisecond)
+		}
+		at = start.Add(c.pausesAt)
+		if !d.pauseStep() {
+			t.Fatalf("%+v: not paused %v after its first look", c, c.pausesAt)
+		}
+	}
+}
