@@ -298,6 +298,30 @@ func conversionFor(t expression.Type) conversion {
 	return keep
 }
 
+// truth is the value of a boolean expression (a Filter's, a choice's condition, a session's
+// end condition) as those nodes read it: true or false, and null (a field the event does not
+// have) as false. Any other value is an error, what the expression gave named: an
+// expression whose type is not known before the events come (a field of a source without a
+// schema) gave a number, and the Filter dropped every event without a word (new-user round
+// 153: #input.amount instead of #input.amount > 1000).
+func truth(v value.Value) (bool, error) {
+	switch v.Kind() {
+	case value.KindBool:
+		return v.Bool(), nil
+	case value.KindNull:
+		return false, nil
+	}
+	return false, fmt.Errorf("the expression gave %s %s, not true or false: it decides whether the event passes (compare the value, as in #input.amount > 1000)", article(v.Kind()), v.Kind())
+}
+
+// article is "a" or "an" before kind's name.
+func article(k value.Kind) string {
+	if k == value.KindInt {
+		return "an"
+	}
+	return "a"
+}
+
 // conform applies a conversion.
 func conform(v value.Value, c conversion) value.Value {
 	switch c {

@@ -726,11 +726,13 @@ func (a *aggregator) add(e *Engine, ev *event) {
 			return
 		}
 		v, err := a.endCond.eval(ev)
+		if err == nil {
+			in.EndSession, err = truth(v)
+		}
 		if err != nil {
 			e.fail(a.node, "endSessionCondition", err)
 			return
 		}
-		in.EndSession = v.Bool()
 	}
 	if e.probe != nil {
 		e.probe.aggregated(a)

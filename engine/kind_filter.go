@@ -52,8 +52,13 @@ func (f *filter) process(e *Engine, n *node, ev *event, _ string) {
 		e.fail(n, f.field, err)
 		return
 	}
+	pass, err := truth(v)
+	if err != nil {
+		e.fail(n, f.field, err)
+		return
+	}
 	typ := scenario.EdgeFilterFalse
-	if v.Bool() {
+	if pass {
 		typ = scenario.EdgeFilterTrue
 	}
 	if typ == scenario.EdgeFilterTrue || n.hasEdge(typ) {

@@ -82,11 +82,15 @@ func (choice) process(e *Engine, n *node, ev *event, _ string) {
 			return
 		}
 		v, err := out.cond.eval(ev)
+		var pass bool
+		if err == nil {
+			pass, err = truth(v)
+		}
 		if err != nil {
 			e.failExpr(n, "condition", out.condField, err)
 			return
 		}
-		if v.Bool() {
+		if pass {
 			n.counts.Out++
 			e.send(n, out, ev)
 			return
