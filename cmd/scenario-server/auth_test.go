@@ -93,10 +93,24 @@ func testBinaryTokens(t *testing.T, bin string, st serverStore) {
 	if _, err := os.Stat(filepath.Join(nowhere, "scenario-server.db")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("token list made a store: %v", err)
 	}
+	// Creating in a directory that is not there is an error too, and makes nothing (new-user
+	// round 153: a mistyped --data-dir gave a token the server never knew); in one that is
+	// there, it makes a new store, and says so.
+	elsewhere = exec.CommandContext(t.Context(), bin, "token", "create", "--name", "first", "--role", "admin", "--data-dir", nowhere)
+	elsewhere.Env = append(os.Environ(), envDatabaseURL+"=", envDataDir+"=")
+	if out, err := elsewhere.CombinedOutput(); elsewhere.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "no data directory "+nowhere+": give the server's --data-dir") {
+		t.Errorf("token create in a directory that is not there: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(nowhere); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("token create made the directory: %v", err)
+	}
+	if err := os.Mkdir(nowhere, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	elsewhere = exec.CommandContext(t.Context(), bin, "token", "create", "--name", "first", "--role", "admin", "--data-dir", nowhere)
 	elsewhere.Env = append(os.Environ(), envDatabaseURL+"=", envDataDir+"=")
 	if out, err := elsewhere.CombinedOutput(); err != nil || !strings.Contains(string(out), "scenario-server.db (a new, empty store: give the server's --data-dir") {
-		t.Errorf("token create on a new directory: %v\n%s", err, out)
+		t.Errorf("token create in a new directory: %v\n%s", err, out)
 	}
 
 	p := startServer(t, bin, st, "--auth-tokens")

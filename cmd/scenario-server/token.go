@@ -115,6 +115,11 @@ func tokenCommand(ctx context.Context, args []string, getenv func(string) string
 	if getenv(envDatabaseURL) == "" {
 		db := filepath.Join(*dataDir, sqlite.FileName)
 		where = "SQLite " + db
+		if _, err := os.Stat(*dataDir); sub == "create" && errors.Is(err, iofs.ErrNotExist) {
+			// A mistyped --data-dir made a store there, and a token the server never knew
+			// (new-user round 153): a new store is made only in a directory that is there.
+			return fmt.Errorf("no data directory %s: give the server's --data-dir (env %s), or %s for PostgreSQL; to make a token before the server's first start, create the directory first (mkdir -p %s)", *dataDir, envDataDir, envDatabaseURL, *dataDir)
+		}
 		if _, err := os.Stat(db); errors.Is(err, iofs.ErrNotExist) {
 			if sub != "create" {
 				// Nothing to list or revoke in a store that is not there: the data directory
