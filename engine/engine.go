@@ -745,6 +745,10 @@ func (e *Engine) pushValue(src *source, eventTime int64) error {
 		e.fail(src.node, "timestamp", outOfRange(t))
 		return nil
 	}
+	if t < secondsLikeUntil && t >= secondsLikeFrom && src.seen && src.maxTime >= secondsLikeUntil {
+		e.fail(src.node, "timestamp", secondsAmongMillis(t, src.maxTime))
+		return nil
+	}
 	if !e.opts.Bounded && (src.idleTimeout > 0 || src.maxFutureSkew > 0) {
 		now := e.opts.now().UnixMilli()
 		if src.maxFutureSkew > 0 && t > now+src.maxFutureSkew {

@@ -28,6 +28,16 @@ func SecondsHint(latest int64) string {
 		latest, time.UnixMilli(latest).UTC().Format(time.RFC3339Nano))
 }
 
+// secondsAmongMillis is the per-event error of an event time t between 1970-01-02 and
+// 1973-03-03 at a source whose latest event time is latest, after 1973-03-03: a timestamp in
+// seconds among milliseconds, refused before it is timed, as a far-future one is. Counted
+// late, it was dropped with nothing to say why (new-user round 153: an event with
+// "time": 1714557650 among times in milliseconds).
+func secondsAmongMillis(t, latest int64) error {
+	return fmt.Errorf("event time %d ms is %s, before 1973-03-03, where the source's latest is %s: event times are epoch milliseconds; if the timestamp is in seconds, multiply it by 1000",
+		t, time.UnixMilli(t).UTC().Format(time.RFC3339Nano), time.UnixMilli(latest).UTC().Format(time.RFC3339Nano))
+}
+
 // outOfRange is the per-event error of an event time t outside ±aggregate.MaxEventTime, with
 // the unit it was likely written in when dividing by a thousand or a million brings it to
 // within a few hundred years of now.
