@@ -388,6 +388,9 @@ func (s *source) problem(err error, code string, tree *parser.Tree) scenario.Pro
 	case strings.HasPrefix(fe.Message, "unknown field "):
 		p.Code = CodeUnknownField
 		p.Message = unknownFieldMessage(strings.TrimPrefix(fe.Message, "unknown field "), fe.From, tree)
+	case fe.Message == `unexpected token Operator("=")`:
+		// SpEL and expr compare with ==; a single = assigns in neither (new-user round 153).
+		p.Message += " (did you mean ==? a single = is not a comparison)"
 	}
 	return p
 }

@@ -85,6 +85,7 @@ func TestCompileProblemPositions(t *testing.T) {
 		{"empty", "  \n ", Unknown, CodeEmpty, 1, 1, "empty"},
 		{"unterminated string: at the end of the text", "#input.country == \"PL", Unknown, CodeSyntax, 1, 22, "literal not terminated"},
 		{"unclosed comment after a ref", "#total /* x", Unknown, CodeSyntax, 1, 12, "unclosed comment"},
+		{"= for ==, at the =", "#input.country = 'PL'", Boolean, CodeSyntax, 1, 16, `unexpected token Operator("=") (did you mean ==?`},
 		{"bad literal pattern, at matches", `#input.country matches "("`, Boolean, CodeType, 1, 16, "missing closing )"},
 		// A pattern the optimizer folds into a constant is checked too, at matches (expr's
 		// compiler used to panic on it, and the problem carried the goroutine's stack).
