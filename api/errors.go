@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"syscall"
 	"unicode/utf8"
 
@@ -261,6 +262,9 @@ func humaProblem(ctx huma.Context, status int, msg string, errs []error) *Proble
 	}
 	for _, d := range details {
 		if d.Location == "body" {
+			if body, ok := d.Value.(string); ok {
+				d.Message += syntaxPosition(body, d.Message)
+			}
 			d.Value = nil // the whole body, maybe megabytes long
 		}
 		d.Value = echoedValue(d.Value)
@@ -438,4 +442,19 @@ func loggerFrom(ctx context.Context) *slog.Logger {
 		return l
 	}
 	return slog.Default()
+}
+
+// syntaxPosition is " (line L, column C)" of the JSON syntax error msg in body, which huma
+// gives without it ("invalid character 'c' after object key:value pair" in a body of
+// megabytes: new-user round 153), and "" when body has no syntax error of that message.
+// Columns count bytes.
+func syntaxPosition(body, msg string) string {
+	var se *json.SyntaxError
+	if err := json.Unmarshal([]byte(body), new(json.RawMessage)); !errors.As(err, &se) || se.Error() != msg {
+		return ""
+	}
+	before := body[:min(max(int(se.Offset)-1, 0), len(body))] // (Offset counts the character)
+	line := strings.Count(before, "\n") + 1
+	col := len(before) - strings.LastIndexByte(before, '\n')
+	return fmt.Sprintf(" (line %d, column %d)", line, col)
 }
