@@ -86,9 +86,15 @@ type deployment struct {
 
 	stopCh chan struct{} // closed: commit a final checkpoint and return
 	stopAt atomic.Int64  // when stopCh was closed, Unix ns (0: not yet)
+	// stepGrace is how long the stop lets a watermark step in progress go on (stopFor; in ns,
+	// negative: it pauses at once), and carriedOn, when set, the nodes whose state the next
+	// deployment keeps (a redeploy's): a step those alone have yet to reach pauses at once,
+	// the next deployment going on with it (stepStopped).
+	stepGrace atomic.Int64
+	carriedOn atomic.Pointer[map[string]bool]
 	// inStep is set by pauseStep's first look in a watermark step committed in parts, and
 	// cleared when an engine call ends with no step open (endEvent): the step pauses by itself
-	// Config.StepStopGrace after a stop, so that interruptOnStop waits that much more.
+	// stepGrace after a stop, so that interruptOnStop waits that much more.
 	inStep atomic.Bool
 	// inputsCtx ends with a stop (or the run): set by run before the first event.
 	inputsCtx context.Context
@@ -277,9 +283,19 @@ func (d *deployment) addSource(id, kind string, conn *connector.Source, in conne
 	d.byID[id] = s
 }
 
-// stop asks run to commit a final checkpoint and return.
-func (d *deployment) stop() {
+// stop asks run to commit a final checkpoint and return, pausing a watermark step in
+// progress at once (a shutdown: the next run goes on with it).
+func (d *deployment) stop() { d.stopFor(-1, nil) }
+
+// stopFor is stop letting a watermark step in progress go on for grace, committing its parts
+// (negative: none), unless the nodes it has yet to reach are all in carriedOn (non-nil: the
+// nodes whose state the next deployment keeps; stepStopped).
+func (d *deployment) stopFor(grace time.Duration, carriedOn map[string]bool) {
 	d.stopOnce.Do(func() {
+		d.stepGrace.Store(int64(grace))
+		if carriedOn != nil {
+			d.carriedOn.Store(&carriedOn)
+		}
 		d.stopAt.Store(time.Now().UnixNano())
 		close(d.stopCh)
 	})
@@ -1105,9 +1121,10 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 // for many keys, stops there when the results waiting reach half of what one event may make (stepResultsFull: the
 // loop commits them, then goes on with the step; in one piece, the 4.32 M windows a jump of
 // the watermark closed passed what one checkpoint may carry, and failed the deployment at
-// every redeploy), Config.StepStopGrace after a stop is asked for (the final checkpoint holds the
-// part done, and the next deployment goes on from there; within that grace, finishStepOnStop
-// goes on with it, and interruptOnStop waits for it), when the results waiting in all deployments reach
+// every redeploy), when a stop is asked for and the step is to go no further in this
+// deployment (stepStopped: the final checkpoint holds the part done, and the next deployment
+// goes on from there; before, finishStepOnStop goes on with it, and interruptOnStop waits for
+// it), when the results waiting in all deployments reach
 // half the server's bound on them (sinks.sharedNear: four deployments in long steps at once,
 // each with a checkpoint committing and as much waiting, passed it and failed; the step goes
 // on once the others' are committed), or when it has run for the checkpoint interval,
@@ -1115,7 +1132,7 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 // batchLong does for events). stepFrom is when the first look of the engine call was (the
 // first close, of one slide of all keys, is not counted); endEvent clears it.
 func (d *deployment) pauseStep() bool {
-	if d.sinks.overflow || d.stepResultsFull() || d.sinks.sharedNear() || d.stopSince(d.rt.cfg.StepStopGrace) || d.rt.ctx.Err() != nil {
+	if d.sinks.overflow || d.stepResultsFull() || d.sinks.sharedNear() || d.stepStopped() || d.rt.ctx.Err() != nil {
 		return true
 	}
 	now := d.rt.cfg.Now()
@@ -1139,27 +1156,39 @@ func (d *deployment) stepResultsFull() bool {
 // DefaultStepStopGrace is Config.StepStopGrace's default. Paused at once for a stop, a close
 // of 150,000 keys kept 40,000 of its results when a new version whose window changed was
 // deployed, where it kept them all before steps paused on stops (hostile round 146); with a
-// second, 126,079 of its 2 KB lists (round 150): its parts of 128 MiB of results, each
-// committed with the whole state, took about half a second each.
-const DefaultStepStopGrace = 5 * time.Second
+// second, 126,079 of its 2 KB lists (round 150): its parts of 128 MiB of results took about
+// half a second each, and their checkpoints, each of the whole 334 MB state, 2 to 3.3 s; with
+// 5 s, half the redeploys still kept 126,079 (round 152).
+const DefaultStepStopGrace = 10 * time.Second
 
-// stopSince reports whether a stop was asked for at least grace ago (stop; a negative grace:
-// as soon as it is).
-func (d *deployment) stopSince(grace time.Duration) bool {
+// stepStopped reports whether a stop was asked for and a watermark step in progress goes no
+// further in this deployment: at once for a shutdown (stop) and for a redeploy whose new
+// version keeps the state of every aggregate the step has yet to reach (it goes on with the
+// step: Engine.StepCarriedOnBy), otherwise once the stop's grace has passed (stopFor). The
+// engine's state is the run's: only the run calls it.
+func (d *deployment) stepStopped() bool {
 	at := d.stopAt.Load()
-	return at != 0 && time.Since(time.Unix(0, at)) >= grace
+	if at == 0 {
+		return false
+	}
+	grace := time.Duration(d.stepGrace.Load())
+	if grace <= 0 || time.Since(time.Unix(0, at)) >= grace {
+		return true
+	}
+	kept := d.carriedOn.Load()
+	return kept != nil && d.eng.StepCarriedOnBy(func(id string) bool { return (*kept)[id] })
 }
 
 // finishStepOnStop goes on with an open watermark step once a stop is asked for, committing
-// its parts, until it ends or Config.StepStopGrace has passed since the stop (pauseStep then
-// pauses it), before the final checkpoint.
+// its parts, until it ends or it is to go no further here (stepStopped; pauseStep then pauses
+// it), before the final checkpoint.
 func (d *deployment) finishStepOnStop(ctx context.Context) {
-	for d.eng.StepOpen() && !d.eng.Interrupted() && !d.stopSince(d.rt.cfg.StepStopGrace) && ctx.Err() == nil {
+	for d.eng.StepOpen() && !d.eng.Interrupted() && !d.stepStopped() && ctx.Err() == nil {
 		if d.sinks.pending() > 0 {
 			if err := d.checkpoint(ctx, false); err != nil {
 				return // the final checkpoint says it
 			}
-			if d.stopSince(d.rt.cfg.StepStopGrace) {
+			if d.stepStopped() {
 				// The checkpoint took the rest of the grace: a part begun now would run into
 				// the interrupt (interruptGrace), and its event be taken back whole (round 149:
 				// a close of 2 KB lists lost its third part so).
@@ -1177,7 +1206,15 @@ func (d *deployment) finishStepOnStop(ctx context.Context) {
 // aggregates; one that changed them starts them empty, the rest of the step not emitted.
 func (d *deployment) noteStepLeft(log *slog.Logger) {
 	if d.eng.StepOpen() && !d.eng.Interrupted() {
-		log.Warn("stopped part way through a watermark step that closes many windows, past the stop's grace for it: the next deployment of this version, or of one that keeps the aggregates, emits the rest; a version whose aggregate changed starts it empty", "grace", d.rt.cfg.StepStopGrace)
+		if kept := d.carriedOn.Load(); kept != nil && d.eng.StepCarriedOnBy(func(id string) bool { return (*kept)[id] }) {
+			log.Info("stopped part way through a watermark step that closes many windows: the new version keeps the aggregates, and emits the rest")
+			return
+		}
+		if d.stepGrace.Load() < 0 {
+			log.Info("stopped part way through a watermark step that closes many windows: the next deployment of this version, or of one that keeps the aggregates, emits the rest")
+			return
+		}
+		log.Warn("stopped part way through a watermark step that closes many windows, past the stop's grace for it: the next deployment of this version, or of one that keeps the aggregates, emits the rest; a version whose aggregate changed starts it empty", "grace", time.Duration(d.stepGrace.Load()))
 	}
 }
 
@@ -1477,8 +1514,8 @@ const interruptGrace = 2 * time.Second
 
 // interruptOnStop makes a stop interrupt the engine when the event in progress (or an idle
 // step's window emissions) has not ended interruptGrace after it, or, in a watermark step
-// committed in parts (inStep), interruptGrace after the stop's step grace (Config.StepStopGrace,
-// when pauseStep pauses it): a stop otherwise waits for
+// committed in parts (inStep), interruptGrace after the stop's grace for it (stopFor; when
+// pauseStep pauses it): a stop otherwise waits for
 // one event's processing, which each expression's budget bounds but nothing bounds as a
 // whole (a for-each of 100,000 elements, each through an expression of a quarter second;
 // a step that closes windows of a million keys). The run then ends without a final checkpoint
@@ -1501,10 +1538,10 @@ func (d *deployment) interruptOnStop(ctx context.Context) {
 			return
 		}
 		if at := d.stopAt.Load(); at != 0 && d.inStep.Load() {
-			// A step in parts pauses by itself StepStopGrace after the stop (pauseStep): the
+			// A step in parts pauses by itself the stop's grace after it (stepStopped): the
 			// interrupt is for what runs past that (one result's way through the nodes
 			// after the aggregate).
-			if left := time.Until(time.Unix(0, at).Add(max(d.rt.cfg.StepStopGrace, 0) + interruptGrace)); left > 0 {
+			if left := time.Until(time.Unix(0, at).Add(max(time.Duration(d.stepGrace.Load()), 0) + interruptGrace)); left > 0 {
 				t.Reset(left)
 				select {
 				case <-t.C:

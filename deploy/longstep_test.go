@@ -235,26 +235,62 @@ func TestLongStepsShareTheServersBound(t *testing.T) {
 	})
 }
 
-// A new version deployed while a long step is committed in parts takes it up: the stop
-// pauses the step, the final checkpoint holds the part done, and the new version, whose sink
-// only adds a field, adopts the window state and goes on with the step. Version 1 commits two
-// parts (the third is held until the deploy has stopped it), version 2 the rest: each key's
-// 600 windows once in all, n 1, the later ones with version 2's field (by hand, as in
-// TestLongStepCommittedInParts).
+// A new version deployed while a long step is committed in parts takes it up: the new
+// version, whose sink only adds a field, keeps the window state, so the stop pauses the step
+// at once (with the default grace: Runtime.stopCurrent, Engine.StepCarriedOnBy), says so,
+// and the final checkpoint holds the part done; the new version goes on with the step.
+// Version 1 commits two parts (the third is held until the deploy has asked it to stop),
+// version 2 the rest: each key's 600 windows once in all, n 1, the later ones with version
+// 2's field (by hand, as in TestLongStepCommittedInParts). (With the grace for every stop,
+// version 1 went on with the step: "12000 results, 0 of version 2".)
 func TestNewVersionTakesUpALongStep(t *testing.T) {
 	v2 := strings.Replace(longStepGraph, `{k: #key[0], e: #window.end, n: #agg.n}`, `{k: #key[0], e: #window.end, n: #agg.n, v: 2}`, 1)
-	// (StepStopGrace -1: the stop pauses the step at once, and says so.)
 	var out lockedBuffer
 	got := deployDuringAStep(t, v2, 0, func(c *Config) {
-		c.StepStopGrace = -1
 		c.Logger = slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	})
 	fromV2 := checkJumpResults(t, got)
 	if len(got) != 12_000 || fromV2 == 0 || fromV2 == 12_000 {
 		t.Fatalf("%d results, %d of version 2; want 12,000, some of each version", len(got), fromV2)
 	}
-	if !strings.Contains(out.String(), `msg="stopped part way through a watermark step`) {
+	if !strings.Contains(out.String(), `msg="stopped part way through a watermark step that closes many windows: the new version keeps the aggregates, and emits the rest"`) {
 		t.Errorf("version 1 stopped part way through its step without a word:\n%s", out.String())
+	}
+}
+
+// A shutdown pauses a long step at once (the next run goes on with it: round 152 saw two
+// scenarios' steps, each let go on for 5 s, run their final checkpoints into the 10 s of
+// --shutdown-timeout, canceled): version 1's third part is held until Shutdown has asked it
+// to stop; its final checkpoint then holds the two parts done, fewer than the 12,000 results,
+// and the next runtime on the store emits the rest, each key's 600 windows once in all (by
+// hand, as in TestLongStepCommittedInParts).
+func TestShutdownPausesALongStep(t *testing.T) {
+	inner := sqliteStore(t)
+	st := newStepCommits(inner)
+	st.blockAt, st.release = 3, make(chan struct{})
+	createScenario(t, st, "jump", longStepGraph)
+	bound := func(c *Config) { c.MaxPendingResultBytes = 64 << 10 }
+	r := newRuntime(t, st, bound)
+	deploy(t, r, "jump", 0)
+	recs := jumpEvents(20)
+	ingestAll(t, r, "jump", recs, 0, len(recs))
+	waitFor(t, "the third checkpoint with results held", func() bool { return st.blocked.Load() })
+	d := r.lookup("jump")
+	shut := make(chan error, 1)
+	go func() { shut <- r.Shutdown(t.Context()) }()
+	waitFor(t, "the deployment asked to stop", func() bool { return d.stopAt.Load() != 0 })
+	close(st.release)
+	if err := <-shut; err != nil {
+		t.Fatal(err)
+	}
+	if n := st.committed.Load(); n == 0 || n >= 12_000 {
+		t.Fatalf("%d results committed by the shutdown; want some of the 12,000, not all", n)
+	}
+	st.blockAt = 0
+	newRuntime(t, st, bound)
+	waitFor(t, "the 12,000 results", func() bool { return st.committed.Load() >= 12_000 })
+	if got := collected(t, inner, "jump"); checkJumpResults(t, got) != 0 || len(got) != 12_000 {
+		t.Fatalf("%d results; want 12,000", len(got))
 	}
 }
 

@@ -290,11 +290,14 @@ type Config struct {
 	// 0 means DefaultStopWait. See Cancel.
 	StopWait time.Duration
 	// StepStopGrace is how long a watermark step that closes many windows, committed in parts,
-	// goes on after a stop is asked for before the stop takes it as it is (the next
-	// deployment goes on with it): a step that ends within it ends in the version it began in,
-	// where a new version whose window changed would start it empty. The stop's interrupt
-	// (2 s after it) waits as much more for such a step. 0 means DefaultStepStopGrace;
-	// negative, none. Keep it well below StopWait, which covers it and the final checkpoint.
+	// goes on after a cancel, or a deploy of a new version that does not keep the state of
+	// the aggregates the step has yet to reach, before the stop takes it as it is (the next
+	// deployment of the version goes on with it): a step that ends within it ends in the
+	// version it began in, where a new version whose window changed would start it empty. The
+	// stop's interrupt (2 s after it) waits as much more for such a step. A shutdown, and a
+	// deploy of a version that keeps those aggregates, pause it at once: the next run goes on
+	// with it. 0 means DefaultStepStopGrace; negative, none. Keep it well below StopWait, which
+	// covers it and the final checkpoint.
 	StepStopGrace time.Duration
 }
 
@@ -305,8 +308,8 @@ const (
 	DefaultCrashLoopLimit = 3
 	DefaultHealthyAfter   = time.Minute
 	// DefaultStopWait covers a stop's grace for a watermark step in progress
-	// (DefaultStepStopGrace, 5 s) or the event in progress (2 s), and its final checkpoint
-	// (at most 10 s), with some to spare.
+	// (DefaultStepStopGrace, 10 s, and the checkpoint of its last part) or the event in
+	// progress (2 s), and its final checkpoint, with some to spare.
 	DefaultStopWait = 20 * time.Second
 )
 
@@ -1108,7 +1111,7 @@ func (r *Runtime) Deploy(ctx context.Context, req DeployRequest) (store.Deployme
 	if req.User != "" {
 		reason += " (deployed by " + req.User + ")"
 	}
-	if err := r.stopCurrent(ctx, req.Scenario, reason); err != nil {
+	if err := r.stopCurrent(ctx, req.Scenario, reason, v); err != nil {
 		return store.Deployment{}, err
 	}
 	sd, err := r.cfg.Store.CreateDeployment(ctx, store.NewDeployment{
@@ -1169,7 +1172,7 @@ func (r *Runtime) Cancel(ctx context.Context, scenarioName, user, comment string
 		}
 		return r.cfg.Store.SetDeploymentStatus(ctx, list[0].ID, store.StatusCanceled, reason)
 	}
-	if !r.stopAndWait(d) {
+	if !r.stopAndWait(d, nil) {
 		reason += fmt.Sprintf(" (it had not stopped %v after being asked: fenced off)", r.cfg.StopWait)
 	} else if d.stopNote != "" {
 		reason += " (" + d.stopNote + ")"
@@ -1191,10 +1194,19 @@ func (r *Runtime) Cancel(ctx context.Context, scenarioName, user, comment string
 	return sd, nil
 }
 
-// stopCurrent stops and cancels the scenario's active deployment, if any, with reason.
-func (r *Runtime) stopCurrent(ctx context.Context, name, reason string) error {
+// stopCurrent stops and cancels the scenario's active deployment, if any, with reason, for
+// version next: a watermark step in progress pauses at once when next keeps the state of the
+// aggregates it has yet to reach (unchangedNodes), and goes on for Config.StepStopGrace
+// otherwise (stopFor).
+func (r *Runtime) stopCurrent(ctx context.Context, name, reason string, next store.Version) error {
 	if d := r.lookup(name); d != nil {
-		stopped := r.stopAndWait(d)
+		var kept map[string]bool
+		before, err1 := scenario.Decode(d.version.Graph)
+		now, err2 := scenario.Decode(next.Graph)
+		if err1 == nil && err2 == nil {
+			kept = unchangedNodes(before, now)
+		}
+		stopped := r.stopAndWait(d, kept)
 		if !stopped {
 			reason = fmt.Sprintf("a deploy asked it to stop for version %s; it had not stopped %v after being asked: fenced off, and nothing replaced it", strings.TrimPrefix(reason, "replaced by version "), r.cfg.StopWait)
 		}
@@ -1239,9 +1251,9 @@ func recordContext(ctx context.Context) (context.Context, context.CancelFunc) {
 // (stillStopping). The caller holds the scenario's lock, and ends d in the store, which
 // ends its lease: what it commits once it returns from its blocked call is refused
 // (store.ErrLeaseLost), and the lease loop stops it too.
-func (r *Runtime) stopAndWait(d *deployment) bool {
+func (r *Runtime) stopAndWait(d *deployment, carriedOn map[string]bool) bool {
 	asked := r.cfg.Now()
-	d.stop()
+	d.stopFor(r.cfg.StepStopGrace, carriedOn)
 	t := time.NewTimer(r.cfg.StopWait)
 	defer t.Stop()
 	select {

@@ -934,6 +934,18 @@ func (e *Engine) advanceInParts(win aggregate.Operator, w int64) bool {
 	}
 }
 
+// StepCarriedOnBy reports whether every aggregate a watermark step in progress (or open,
+// StepOpen) has yet to advance, behind its sources' watermark, is one whose state kept says
+// the next deployment keeps (by node id): that deployment then goes on with the step.
+func (e *Engine) StepCarriedOnBy(kept func(id string) bool) bool {
+	for _, a := range e.aggregates {
+		if w, ok := e.watermarkOf(a.node); ok && a.window.Watermark() < w && !kept(a.node.id) {
+			return false
+		}
+	}
+	return true
+}
+
 // StepOpen reports that a watermark step has not reached every aggregate (Options.PauseStep
 // paused it, or Restore left aggregates behind their sources' watermarks): ContinueStep
 // goes on with it. Nothing of it is lost: the next push finishes it first.
