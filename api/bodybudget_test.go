@@ -838,6 +838,21 @@ func TestSteadySlowReadersNotCut(t *testing.T) {
 	export := func() int {
 		return c.send(request{Method: http.MethodGet, Path: "/api/scenarios/big-c/export", Header: map[string]string{"X-Forwarded-For": "10.0.0.3"}}).Status
 	}
+	refused := refusedWhileReadersRead(t, export)
+	for _, line := range strings.Split(string(c.get("/metrics").Body), "\n") {
+		if v, ok := strings.CutPrefix(line, `scenario_server_requests_cut_total{budget="request"} `); ok && v != "0" {
+			t.Fatalf("%s requests cut; want none", v)
+		}
+	}
+	t.Logf("C refused %d times", refused)
+}
+
+// refusedWhileReadersRead waits until C's export (export, its status) is refused while two
+// slow readers R1 and R2 hold the budget, then asks for it every 200 ms for 15 s, failing the
+// test when it is answered otherwise than 503 (a slow reader was cut), and returns how many
+// times it was refused.
+func refusedWhileReadersRead(t *testing.T, export func() int) int {
+	t.Helper()
 	waitFor(t, "C's export to be refused while R1 and R2 hold the budget", func() bool { return export() == http.StatusServiceUnavailable })
 	refused := 0
 	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
@@ -846,10 +861,5 @@ func TestSteadySlowReadersNotCut(t *testing.T) {
 		}
 		refused++
 	}
-	for _, line := range strings.Split(string(c.get("/metrics").Body), "\n") {
-		if v, ok := strings.CutPrefix(line, `scenario_server_requests_cut_total{budget="request"} `); ok && v != "0" {
-			t.Fatalf("%s requests cut; want none", v)
-		}
-	}
-	t.Logf("C refused %d times", refused)
+	return refused
 }

@@ -44,15 +44,7 @@ func TestSteadySlowReadersNotCutOverHTTP2(t *testing.T) {
 		}()
 		t.Cleanup(func() { resp.Body.Close(); readers.Wait() })
 	}
-	asC := func() int { return h2ExportStatus(t, srv, "big-c", "10.0.0.3") }
-	waitFor(t, "C's export to be refused while R1 and R2 hold the budget", func() bool { return asC() == http.StatusServiceUnavailable })
-	refused := 0
-	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-		if status := asC(); status != http.StatusServiceUnavailable {
-			t.Fatalf("C's export answered %d after %d refusals: a slow reader was cut", status, refused)
-		}
-		refused++
-	}
+	refused := refusedWhileReadersRead(t, func() int { return h2ExportStatus(t, srv, "big-c", "10.0.0.3") })
 	t.Logf("C refused %d times", refused)
 }
 
