@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ScenarioGraph } from '../graph/model';
-import { countsOf, type TestResult } from './TestPanel';
+import { countsOf, recordsPlaceholder, type TestResult } from './TestPanel';
 
 const counts = (c: Partial<TestResult['nodes'][string]['counts']>) => ({ in: 0, out: 0, errors: 0, late: 0, partlyLate: 0, ...c });
 const node = (c: Partial<TestResult['nodes'][string]['counts']>) => ({ counts: counts(c), records: [], totalRecords: c.in ?? 0, truncated: false });
@@ -46,5 +46,22 @@ describe('countsOf', () => {
 
   it('keeps late and partly late events of the aggregates that had any', () => {
     expect(countsOf(result, graph).late).toEqual({ hop: { late: 1, partlyLate: 2 } });
+  });
+});
+
+describe('recordsPlaceholder', () => {
+  it('names the fields the expressions read from #input, each once, the first five', () => {
+    const graph: ScenarioGraph = {
+      nodes: [
+        { id: 'in', type: 'Source', ref: { typ: 'http', parameters: [{ name: 'timestamp', expression: { language: 'expr', expression: '#input.time' } }] } },
+        { id: 'f', type: 'Filter', expression: { language: 'expr', expression: '#input.amount > 1000 && #input.card != "x" && #input.amount < 10' } },
+        { id: 'out', type: 'Sink', ref: { typ: 'stdout', parameters: [{ name: 'value', expression: { language: 'expr', expression: '{a: #input.a, b: #input.b, c: #input.c}' } }] } },
+      ],
+      edges: [],
+    };
+    expect(recordsPlaceholder(graph)).toBe('{"time": …, "amount": …, "card": …, "a": …, "b": …}\none JSON record per line, with the fields the scenario reads');
+  });
+  it('is generic for a graph that reads no field', () => {
+    expect(recordsPlaceholder({ nodes: [{ id: 'in', type: 'Source' }], edges: [] })).toBe('{"field": "value", ...}\none JSON record per line');
   });
 });

@@ -240,6 +240,32 @@ function NodeRecords({ id, records, errors, open }: { id: string; records?: Test
   );
 }
 
+/**
+ * recordsPlaceholder is the sample records' placeholder for graph: a record of the first five
+ * fields its expressions read from #input (#input.amount, #input.card), their values left for
+ * the user; without any, a generic one. A fixed {"amount": 1200, "card": "A"} showed on every
+ * scenario, a flights one too (new-user round 153).
+ */
+export function recordsPlaceholder(graph: ScenarioGraph): string {
+  const fields: string[] = [];
+  const walk = (v: unknown): void => {
+    if (fields.length >= 5) return;
+    if (typeof v === 'string') {
+      for (const m of v.matchAll(/#input\.([A-Za-z_][A-Za-z0-9_]*)/g)) {
+        if (fields.length < 5 && !fields.includes(m[1])) fields.push(m[1]);
+      }
+    } else if (Array.isArray(v)) {
+      v.forEach(walk);
+    } else if (v && typeof v === 'object') {
+      Object.values(v).forEach(walk);
+    }
+  };
+  walk(graph.nodes);
+  walk(graph.edges);
+  const record = fields.length ? `{${fields.map((f) => `"${f}": …`).join(', ')}}` : '{"field": "value", ...}';
+  return `${record}\none JSON record per line${fields.length ? ', with the fields the scenario reads' : ''}`;
+}
+
 export function TestPanel({ name, graph, records, onRecords: setRecords, recordsNotKept, inferredFor, onGenerateSchema, selectedId, run, onRun, stale, liveShown }: Props) {
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
@@ -268,6 +294,7 @@ export function TestPanel({ name, graph, records, onRecords: setRecords, records
   const lateIds = [...inGraph, ...[...lateSet].filter((id) => !inGraph.includes(id))];
   const lateTargets = (id: string) => graph.edges.filter((e) => e.from === id && e.edgeType?.type === 'Late').map((e) => e.to);
   const lines = records.split('\n').filter((l) => l.trim()).length;
+  const placeholder = useMemo(() => recordsPlaceholder(graph), [graph]);
   const timelines = useMemo(
     () =>
       result
@@ -288,7 +315,7 @@ export function TestPanel({ name, graph, records, onRecords: setRecords, records
         rows={8}
         value={records}
         spellCheck={false}
-        placeholder={'{"amount": 1200, "card": "A"}\n{"amount": 80, "card": "B"}'}
+        placeholder={placeholder}
         onChange={(e) => setRecords(e.target.value)}
         data-testid="test-records"
       />
