@@ -92,6 +92,9 @@ type deployment struct {
 	// the next deployment going on with it (stepStopped).
 	stepGrace atomic.Int64
 	carriedOn atomic.Pointer[map[string]bool]
+	// stepLeftBy says why finishStepOnStop left the step part way before its grace, for the log
+	// (noteStepLeft; "": the grace passed).
+	stepLeftBy string
 	// inStep is set by pauseStep's first look in a watermark step committed in parts, and
 	// cleared when an engine call ends with no step open (endEvent): the step pauses by itself
 	// stepGrace after a stop, so that interruptOnStop waits that much more.
@@ -289,7 +292,10 @@ func (d *deployment) stop() { d.stopFor(-1, nil) }
 
 // stopFor is stop letting a watermark step in progress go on for grace, committing its parts
 // (negative: none), unless the nodes it has yet to reach are all in carriedOn (non-nil: the
-// nodes whose state the next deployment keeps; stepStopped).
+// nodes whose state the next deployment keeps; stepStopped). The first stop asked sets
+// them: a shutdown during a redeploy's stop leaves the redeploy's grace (the new version,
+// recorded whatever the client's wait, may not keep the aggregates), bounded by the
+// shutdown's own timeout, past which the runtime's context ends the step.
 func (d *deployment) stopFor(grace time.Duration, carriedOn map[string]bool) {
 	d.stopOnce.Do(func() {
 		d.stepGrace.Store(int64(grace))
@@ -1186,7 +1192,8 @@ func (d *deployment) finishStepOnStop(ctx context.Context) {
 	for d.eng.StepOpen() && !d.eng.Interrupted() && !d.stepStopped() && ctx.Err() == nil {
 		if d.sinks.pending() > 0 {
 			if err := d.checkpoint(ctx, false); err != nil {
-				return // the final checkpoint says it
+				d.stepLeftBy = "a checkpoint of the step's part failed: " + err.Error()
+				return // the final checkpoint says it too
 			}
 			if d.stepStopped() {
 				// The checkpoint took the rest of the grace: a part begun now would run into
@@ -1196,6 +1203,7 @@ func (d *deployment) finishStepOnStop(ctx context.Context) {
 			}
 		}
 		if !d.continueStep() {
+			d.stepLeftBy = "the results waiting in all deployments are near the server's bound, or the engine failed"
 			return
 		}
 	}
@@ -1214,7 +1222,11 @@ func (d *deployment) noteStepLeft(log *slog.Logger) {
 			log.Info("stopped part way through a watermark step that closes many windows: the next deployment of this version, or of one that keeps the aggregates, emits the rest")
 			return
 		}
-		log.Warn("stopped part way through a watermark step that closes many windows, past the stop's grace for it: the next deployment of this version, or of one that keeps the aggregates, emits the rest; a version whose aggregate changed starts it empty", "grace", time.Duration(d.stepGrace.Load()))
+		why := d.stepLeftBy
+		if why == "" {
+			why = fmt.Sprintf("past the stop's grace for it (%v)", time.Duration(d.stepGrace.Load()))
+		}
+		log.Warn("stopped part way through a watermark step that closes many windows: the next deployment of this version, or of one that keeps the aggregates, emits the rest; a version whose aggregate changed starts it empty", "why", why)
 	}
 }
 

@@ -531,3 +531,51 @@ func TestPauseStepTimeRule(t *testing.T) {
 		}
 	}
 }
+
+// A deploy whose client leaves once the running version has been stopped still records and
+// runs the new version: version 1, in a long step whose third part is held, is asked to stop
+// by the deploy of version 2, whose context then ends (a shutdown's timeout cut the
+// connection) before version 1 has stopped; once it has, deployment 2 is in the store,
+// RUNNING, and runs here, taking events. Before, deployment 1 was CANCELED "replaced by
+// version 2" and deployment 2 never created: nothing ran, and nothing said so (round 154).
+func TestDeployRecordedWhenItsClientLeaves(t *testing.T) {
+	inner := sqliteStore(t)
+	st := newStepCommits(inner)
+	st.blockAt, st.release = 3, make(chan struct{})
+	createScenario(t, st, "jump", longStepGraph)
+	r := newRuntime(t, st, func(c *Config) { c.MaxPendingResultBytes = 64 << 10 })
+	deploy(t, r, "jump", 0)
+	recs := jumpEvents(20)
+	ingestAll(t, r, "jump", recs, 0, len(recs))
+	waitFor(t, "the third checkpoint with results held", func() bool { return st.blocked.Load() })
+	v1 := r.lookup("jump")
+	v2 := strings.Replace(longStepGraph, `{"name": "windowLength", "value": "10m"}`, `{"name": "windowLength", "value": "11m"}`, 1)
+	if _, err := st.SaveVersion(t.Context(), "jump", 1, store.Draft{Graph: json.RawMessage(v2)}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, leave := context.WithCancel(t.Context())
+	deployed := make(chan error, 1)
+	go func() {
+		_, err := r.Deploy(ctx, DeployRequest{Scenario: "jump", Version: 2, User: "ann"})
+		deployed <- err
+	}()
+	waitFor(t, "version 1 asked to stop", func() bool { return v1.stopAt.Load() != 0 })
+	leave()
+	close(st.release)
+	<-deployed // (the client's context ended: its error, or the deployment if it had started)
+	waitFor(t, "version 2 running", func() bool {
+		l, ok := r.Live("jump")
+		return ok && l.Version == 2 && l.Phase == PhaseRunning
+	})
+	list, err := inner.ListDeployments(t.Context(), "jump", 0, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].Version != 2 || list[0].Status != store.StatusRunning || list[1].Status != store.StatusCanceled {
+		t.Fatalf("deployments %+v; want 2 RUNNING, 1 CANCELED", list)
+	}
+	if _, err := r.Ingest(t.Context(), "jump", "in", "after", [][]byte{fmt.Appendf(nil, `{"t": %d, "k": "after"}`, t0+41*60_000)}); err != nil {
+		t.Fatal(err)
+	}
+	waitCommitted(t, r, "jump", int64(len(recs)+1))
+}

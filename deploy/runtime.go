@@ -1114,18 +1114,23 @@ func (r *Runtime) Deploy(ctx context.Context, req DeployRequest) (store.Deployme
 	if err := r.stopCurrent(ctx, req.Scenario, reason, v); err != nil {
 		return store.Deployment{}, err
 	}
-	sd, err := r.cfg.Store.CreateDeployment(ctx, store.NewDeployment{
+	// The running version is stopped and CANCELED "replaced by version N": the new one is
+	// recorded whether or not the client still waits (a client cut off by a shutdown's
+	// timeout left the scenario with neither running, and nothing resumed it: round 154).
+	rctx, cancel := recordContext(ctx)
+	defer cancel()
+	sd, err := r.cfg.Store.CreateDeployment(rctx, store.NewDeployment{
 		Scenario: req.Scenario, Version: v.Number, Comment: req.Comment, User: req.User,
 	})
 	if err != nil {
 		return store.Deployment{}, err
 	}
-	lease, err := r.cfg.Store.AcquireLease(ctx, sd.ID, r.cfg.Owner, r.cfg.LeaseTTL)
+	lease, err := r.cfg.Store.AcquireLease(rctx, sd.ID, r.cfg.Owner, r.cfg.LeaseTTL)
 	if err != nil {
 		// Another server took the new deployment at its start (it resumes what it finds).
 		return sd, fmt.Errorf("deploying %q: %w", req.Scenario, err)
 	}
-	if _, err := r.cfg.Store.BeginRun(ctx, sd.ID); err != nil {
+	if _, err := r.cfg.Store.BeginRun(rctx, sd.ID); err != nil {
 		return sd, err
 	}
 	d.info, d.lease = sd, lease
