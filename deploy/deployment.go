@@ -1181,6 +1181,12 @@ func (d *deployment) stepStopped() bool {
 	if grace <= 0 || time.Since(time.Unix(0, at)) >= grace {
 		return true
 	}
+	return d.stepCarriedOn()
+}
+
+// stepCarriedOn reports whether the stop's next deployment keeps every aggregate the step in
+// progress has yet to reach (carriedOn, a redeploy's), and so goes on with the step.
+func (d *deployment) stepCarriedOn() bool {
 	kept := d.carriedOn.Load()
 	return kept != nil && d.eng.StepCarriedOnBy(func(id string) bool { return (*kept)[id] })
 }
@@ -1214,7 +1220,7 @@ func (d *deployment) finishStepOnStop(ctx context.Context) {
 // aggregates; one that changed them starts them empty, the rest of the step not emitted.
 func (d *deployment) noteStepLeft(log *slog.Logger) {
 	if d.eng.StepOpen() && !d.eng.Interrupted() {
-		if kept := d.carriedOn.Load(); kept != nil && d.eng.StepCarriedOnBy(func(id string) bool { return (*kept)[id] }) {
+		if d.stepCarriedOn() {
 			log.Info("stopped part way through a watermark step that closes many windows: the new version keeps the aggregates, and emits the rest")
 			return
 		}
