@@ -567,11 +567,15 @@ func TestDeployRecordedWhenItsClientLeaves(t *testing.T) {
 		l, ok := r.Live("jump")
 		return ok && l.Version == 2 && l.Phase == PhaseRunning
 	})
-	list, err := inner.ListDeployments(t.Context(), "jump", 0, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(list) != 2 || list[0].Version != 2 || list[0].Status != store.StatusRunning || list[1].Status != store.StatusCanceled {
+	var list []store.Deployment
+	waitFor(t, "deployment 2 RUNNING in the store", func() bool { // (its run records it once started)
+		var err error
+		if list, err = inner.ListDeployments(t.Context(), "jump", 0, 2); err != nil {
+			t.Fatal(err)
+		}
+		return len(list) > 0 && list[0].Status == store.StatusRunning
+	})
+	if len(list) != 2 || list[0].Version != 2 || list[1].Status != store.StatusCanceled {
 		t.Fatalf("deployments %+v; want 2 RUNNING, 1 CANCELED", list)
 	}
 	if _, err := r.Ingest(t.Context(), "jump", "in", "after", [][]byte{fmt.Appendf(nil, `{"t": %d, "k": "after"}`, t0+41*60_000)}); err != nil {
