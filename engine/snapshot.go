@@ -200,6 +200,49 @@ func (e *Engine) AdoptStates(states map[string][]byte, adopt func(id string) boo
 	return ids, nil
 }
 
+// OwedStep is an aggregate that a snapshot holds part way through a watermark step: its
+// sources' watermark is Watermark, and its window would emit at closes from FirstClose to
+// Watermark (ms since the epoch, FirstClose ≤ Watermark): results the watermark is past but
+// not yet emitted.
+type OwedStep struct {
+	Node                  string
+	FirstClose, Watermark int64
+}
+
+// StepOwed returns the aggregates of snapshot (taken by Snapshot of an engine of this
+// engine's version) that a watermark step in progress had yet to reach, of those that kept
+// says another version does not keep (by node id): what that version, adopting the others
+// (AdoptStates), would not emit. A step paused by a stop is owed so until this version runs
+// on from snapshot. Call it on an engine built for it (New, before any event): it restores
+// the sources' states and those aggregates' into it. Errors: the snapshot does not decode.
+func (e *Engine) StepOwed(snapshot []byte, kept func(id string) bool) ([]OwedStep, error) {
+	states, err := e.NodeStates(snapshot)
+	if err != nil {
+		return nil, err
+	}
+	restore := map[string]bool{}
+	for _, s := range e.sources {
+		restore[s.node.id] = true
+	}
+	for _, a := range e.aggregates {
+		restore[a.node.id] = !kept(a.node.id)
+	}
+	if _, err := e.AdoptStates(states, func(id string) bool { return restore[id] }); err != nil {
+		return nil, err
+	}
+	var owed []OwedStep
+	for _, a := range e.aggregates {
+		if kept(a.node.id) {
+			continue
+		}
+		w, ok := e.watermarkOf(a.node)
+		if next, closes := a.window.NextClose(); ok && closes && next <= w {
+			owed = append(owed, OwedStep{Node: a.node.id, FirstClose: next, Watermark: w})
+		}
+	}
+	return owed, nil
+}
+
 // restoreParts reads the partitions section, when the snapshot has one. Which partitions
 // have records waiting is not in it: the caller says again (SetPartitionsPending). A
 // partition's last event counts as made at the restore, as a source's does.
