@@ -200,3 +200,29 @@ func maxConnectionsFor(files uint64, memory int64) int {
 	}
 	return int(max(min(n, 1<<30), 1))
 }
+
+// stateBeyondMemory reports whether the window state the deployments may hold together — the
+// least of total (--max-total-state) and perDeployment × deployments (--max-deployment-state,
+// --max-deployments), each 0 for none — is more than the default's share of memory (an
+// eighth: defaultMaxTotalState), with that bound (0: none at all). A checkpoint copies the
+// state, into its snapshot and again into the store's encoding (and SQLite's page cache, or
+// PostgreSQL's parameters): rounds 152 and 154 raised the budgets to 3 GB, and saw a peak
+// RSS of 4.3 GB for 611 MB of state, Go's "fatal error: out of memory" at 668 MB of state
+// under an 8 GB address space, and SQLite's "out of memory (7)" in a checkpoint, none of it
+// foretold. False when memory is not known (0 or math.MaxInt64).
+func stateBeyondMemory(total, perDeployment int64, deployments int, memory int64) (int64, bool) {
+	if memory <= 0 || memory == math.MaxInt64 {
+		return 0, false
+	}
+	bound := total
+	if perDeployment > 0 && deployments > 0 {
+		each := perDeployment
+		if perDeployment > math.MaxInt64/int64(deployments) {
+			each = math.MaxInt64 / int64(deployments)
+		}
+		if all := each * int64(deployments); bound == 0 || all < bound {
+			bound = all
+		}
+	}
+	return bound, bound == 0 || bound > memory/8
+}

@@ -103,3 +103,31 @@ func TestMaxConnectionsFor(t *testing.T) {
 		}
 	}
 }
+
+// The state the deployments may hold together, against an eighth of the memory (8 GiB: 1 GiB),
+// by hand: the least of the total budget and each deployment's times their number.
+func TestStateBeyondMemory(t *testing.T) {
+	const gib = int64(1 << 30)
+	for _, c := range []struct {
+		name          string
+		total, each   int64
+		deployments   int
+		memory, bound int64
+		beyond        bool
+	}{
+		{"the defaults", gib, gib, 512, 8 * gib, gib, false},
+		{"a total of 3 GB", 3_000_000_000, gib, 512, 8 * gib, 3_000_000_000, true},
+		{"no total, 2 deployments of 3 GB", 0, 3_000_000_000, 2, 8 * gib, 6_000_000_000, true},
+		{"no total, 4 deployments of 256 MiB", 0, gib / 4, 4, 8 * gib, gib, false},
+		{"a total of 3 GB, 2 deployments of 100 MB", 3_000_000_000, 100_000_000, 2, 8 * gib, 200_000_000, false},
+		{"no budget at all", 0, 0, 0, 8 * gib, 0, true},
+		{"no total, no bound on deployments", 0, gib, 0, 8 * gib, 0, true},
+		{"each deployment past what their number can multiply", 0, math.MaxInt64 / 2, 4, 8 * gib, math.MaxInt64 / 4 * 4, true},
+		{"memory not known", 3_000_000_000, 0, 0, math.MaxInt64, 0, false},
+	} {
+		bound, beyond := stateBeyondMemory(c.total, c.each, c.deployments, c.memory)
+		if bound != c.bound || beyond != c.beyond {
+			t.Errorf("%s: %d, %v; want %d, %v", c.name, bound, beyond, c.bound, c.beyond)
+		}
+	}
+}

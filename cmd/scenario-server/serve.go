@@ -513,6 +513,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if limit := debug.SetMemoryLimit(-1); limit < math.MaxInt64 {
 		log.Info("the Go runtime's soft memory limit", "bytes", limit, "source", memoryLimitSource(getenv))
 	}
+	if memory, ok := serverMemory(os.ReadFile); ok {
+		if bound, beyond := stateBeyondMemory(cfg.MaxTotalState, cfg.MaxDeploymentState, cfg.MaxDeployments, memory); beyond {
+			budget := "none"
+			if bound > 0 {
+				budget = strconv.FormatInt(bound, 10)
+			}
+			log.Warn("the deployments may hold more window state than the memory the server may use can checkpoint: a checkpoint copies the state (a peak of 7 times it was seen), so the process may run out of memory before a budget fails a deployment; --max-total-state's default is an eighth of the memory",
+				"stateBudget", budget, "memory", memory, "eighth", memory/8)
+		}
+	}
 
 	if err := deploy.CheckKafkaSettings(splitList(cfg.KafkaBrokers), cfg.Kafka); err != nil {
 		return err
