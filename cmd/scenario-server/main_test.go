@@ -397,7 +397,9 @@ func TestRunWarnsOfTimestampUnits(t *testing.T) {
 			t.Fatal(err)
 		}
 		var out, errOut bytes.Buffer
-		if err := runCommand(t.Context(), []string{"run", "--scenario", scenarioPath, "--input", input}, env(nil), nil, &out, &errOut); err != nil {
+		// (An input whose every event fails is an error too: TestRunEveryEventFailedAtTheSource.)
+		err := runCommand(t.Context(), []string{"run", "--scenario", scenarioPath, "--input", input}, env(nil), nil, &out, &errOut)
+		if err != nil && !strings.Contains(err.Error(), "events failed at the source") {
 			t.Fatalf("run: %v\n%s", err, errOut.String())
 		}
 		return errOut.String()
@@ -615,6 +617,42 @@ func TestVersionCommand(t *testing.T) {
 		}
 		if got := stdout.String(); !strings.HasPrefix(got, "scenario-server ") || !strings.HasSuffix(got, ", "+runtime.Version()+"\n") {
 			t.Errorf("%v said %q; want scenario-server, its version, and %s", args, got, runtime.Version())
+		}
+	}
+}
+
+// run exits with an error when every event failed at its source (the wrong input file: a
+// new-user round ran the flights scenario on the access log, 100 errors and status 0), and
+// not when one of them went in: three lines without the timestamp's field, then the same
+// with a fourth that has it.
+func TestRunEveryEventFailedAtTheSource(t *testing.T) {
+	dir := t.TempDir()
+	scenarioPath := filepath.Join(dir, "s.json")
+	graph := `{"nodes": [
+ {"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [{"name": "timestamp", "expression": {"language": "expr", "expression": "#input.t"}}]}},
+ {"id": "out", "type": "Sink", "ref": {"typ": "stdout", "parameters": [{"name": "value", "expression": {"language": "expr", "expression": "#input.k"}}]}}],
+ "edges": [{"from": "in", "to": "out", "edgeType": null}]}`
+	if err := os.WriteFile(scenarioPath, []byte(graph), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wrong := "{\"k\": 1}\n{\"k\": 2}\n{\"k\": 3}\n"
+	for _, c := range []struct {
+		input, want string
+	}{
+		{wrong, "every one of the 3 events failed at the source"},
+		{wrong + "{\"t\": 1000, \"k\": 4}\n", ""},
+	} {
+		input := filepath.Join(dir, "in.ndjson")
+		if err := os.WriteFile(input, []byte(c.input), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var out, errOut bytes.Buffer
+		err := runCommand(t.Context(), []string{"run", "--scenario", scenarioPath, "--input", input}, env(nil), nil, &out, &errOut)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%d lines: %v; want %q\n%s", strings.Count(c.input, "\n"), err, c.want, errOut.String())
+		}
+		if c.want == "" && !strings.Contains(out.String(), "4") {
+			t.Errorf("the fourth line's output is not there: %q", out.String())
 		}
 	}
 }

@@ -154,7 +154,25 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}
 	}
 	fmt.Fprintf(stderr, "summary: %s\n", sum.String())
+	if err == nil {
+		err = noneIn(sum, e.Sources())
+	}
 	return err
+}
+
+// noneIn returns an error when the input had events and every one failed at its source (its
+// timestamp, its schema): nothing went into the scenario, as with the wrong input file (a
+// new-user round: the flights scenario on the access log printed 100 errors and exited 0).
+func noneIn(sum engine.Summary, sources []string) error {
+	var in, failed int64
+	for _, id := range sources {
+		in += sum.Counts[id].In
+		failed += sum.Counts[id].Errors
+	}
+	if in == 0 || failed < in {
+		return nil
+	}
+	return fmt.Errorf("every one of the %d events failed at the source, none went into the scenario: is the input the scenario's? (the errors above say why)", in)
 }
 
 // describeProblem formats a validation problem for the terminal.
