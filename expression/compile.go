@@ -77,6 +77,8 @@ type Program struct {
 	orders keyOrders
 	// states holds *runState.
 	states sync.Pool
+	// methods: the method calls on values of no known type, by offset (untypedMethods).
+	methods map[int]string
 	// readsClock: the expression calls now()
 	readsClock bool
 	// budget is the Program's Budget, defaults filled in; budgeted: the
@@ -178,6 +180,7 @@ func CompileWith(text string, env TypeEnv, want Type, opts Options) (prog *Progr
 	if p := src.checkCalls(tree); p != nil {
 		return nil, []scenario.Problem{*p}
 	}
+	methods := untypedMethods(tree.Node)
 	if !result.AssignableTo(want) {
 		line, col := src.start()
 		return nil, []scenario.Problem{{
@@ -195,6 +198,7 @@ func CompileWith(text string, env TypeEnv, want Type, opts Options) (prog *Progr
 		return nil, []scenario.Problem{*p}
 	}
 	p := &Program{src: src, result: result, env: env, vars: vars, allVars: readsEnv(tree.Node), readsClock: callsNow(tree.Node), budget: budget}
+	p.methods = methods
 	p.orders = mapKeyOrders(tree.Node)
 	p.shape = literalShape(&tree.Node)
 	p.budgeted = patchBudgets(&tree.Node, budget, !p.allVars)
@@ -388,11 +392,58 @@ func (s *source) problem(err error, code string, tree *parser.Tree) scenario.Pro
 	case strings.HasPrefix(fe.Message, "unknown field "):
 		p.Code = CodeUnknownField
 		p.Message = unknownFieldMessage(strings.TrimPrefix(fe.Message, "unknown field "), fe.From, tree)
+	case strings.HasPrefix(fe.Message, "type ") && strings.Contains(fe.Message, " has no method "):
+		// "type string has no method toString": a SpEL habit (new-user round 153).
+		p.Message += methodHint(fe.Message[strings.LastIndex(fe.Message, " ")+1:])
 	case fe.Message == `unexpected token Operator("=")`:
 		// SpEL and expr compare with ==; a single = assigns in neither (new-user round 153).
 		p.Message += " (did you mean ==? a single = is not a comparison)"
 	}
 	return p
+}
+
+// untypedMethods returns the method calls of tree on a value of no known type (#input.x.f()),
+// by the offset of the method's name in the rewritten text: the values of events, records
+// and variables have no methods, so each fails when it runs, with expr's words for a field
+// it could not fetch ("invalid operation: int(string)" on a string; "cannot call nil"),
+// which Program.locatedError replaces.
+func untypedMethods(tree ast.Node) map[int]string {
+	var m map[int]string
+	ast.Walk(&tree, visitorFunc(func(n *ast.Node) {
+		member, ok := (*n).(*ast.MemberNode)
+		if !ok || !member.Method || fromNature(member.Node.Nature(), 0).Kind != KindUnknown {
+			return
+		}
+		name, ok := member.Property.(*ast.StringNode)
+		if !ok {
+			return
+		}
+		if m == nil {
+			m = map[int]string{}
+		}
+		m[member.Property.Location().From] = name.Value
+	}))
+	return m
+}
+
+// spelMethods are the expressions that do what SpEL's (Java's) methods of strings, lists and
+// maps do, written in expr.
+var spelMethods = map[string]string{
+	"toString": "string(x)", "length": "len(x)", "size": "len(x)", "isEmpty": "len(x) == 0",
+	"toUpperCase": "upper(x)", "toLowerCase": "lower(x)", "trim": "trim(x)",
+	"contains": "x contains s", "startsWith": "x startsWith s", "endsWith": "x endsWith s",
+	"substring": "x[from:to]", "indexOf": "indexOf(x, s)", "split": "split(x, separator)",
+	"replace": "replace(x, old, new)", "equals": "x == y", "get": "x[key]",
+	"containsKey": "key in x", "keySet": "keys(x)", "values": "values(x)",
+}
+
+// methodHint is what a message about a method name that no value has adds: the expressions
+// are expr-lang's, and SpEL's method written in expr when there is one.
+func methodHint(name string) string {
+	if e, ok := spelMethods[name]; ok {
+		return fmt.Sprintf(" (expressions are expr-lang, not SpEL: for %s() write %s)", name, e)
+	}
+	return " (expressions are expr-lang, not SpEL: values have no methods; see its functions)"
 }
 
 // maxListedNames is about the most bytes of names a message lists (the fields of a record,

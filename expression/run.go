@@ -376,6 +376,11 @@ func (p *Program) locatedError(err error, b Budget) *RunError {
 		cause = vmMemoryError(b)
 		msg = cause.Error()
 	}
+	if name, ok := p.methods[fe.From]; ok && (strings.HasPrefix(msg, "cannot fetch ") || strings.HasPrefix(msg, "invalid operation: ")) {
+		// expr's words for the method it could not fetch: "invalid operation: int(string)"
+		// from a string, "cannot call nil" from a record (new-user round 153).
+		msg = fmt.Sprintf("no method %s(): the values of events, records and variables have none", name) + methodHint(name)
+	}
 	return &RunError{Message: plainConversion(msg), Line: line, Column: col, Err: cause}
 }
 

@@ -1,0 +1,62 @@
+package expression
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/scenario-server/scenario-server/value"
+)
+
+// A SpEL habit, a method called on a value (#input.x.toString()), says that the values have
+// no methods and what to write instead, when it runs on a string (expr: "invalid operation:
+// int(string)"), a number ("cannot fetch toString from int") or a record ("cannot call nil"),
+// and when it compiles on a value of a known type ("type string has no method toString").
+func TestMethodsOfSpELSaySo(t *testing.T) {
+	const hint = " (expressions are expr-lang, not SpEL: for toString() write string(x))"
+	env := TypeEnv{"input": Unknown}
+	for _, c := range []struct {
+		text  string
+		input value.Value
+		want  string
+	}{
+		{"#input.x.toString()", value.NewRecord([]string{"x"}, []value.Value{value.String("7")}), "1:10: no method toString(): the values of events, records and variables have none" + hint},
+		{"#input.x.toString()", value.NewRecord([]string{"x"}, []value.Value{value.Int(7)}), "1:10: no method toString(): the values of events, records and variables have none" + hint},
+		{"1 + #input.toString()", value.NewRecord([]string{"x"}, []value.Value{value.Int(7)}), "1:12: no method toString(): the values of events, records and variables have none" + hint},
+		{"#input.x.frobnicate()", value.NewRecord([]string{"x"}, []value.Value{value.String("7")}),
+			"1:10: no method frobnicate(): the values of events, records and variables have none (expressions are expr-lang, not SpEL: values have no methods; see its functions)"},
+	} {
+		p, problems := Compile(c.text, env, Unknown)
+		if problems != nil {
+			t.Fatalf("%s: %v", c.text, problems)
+		}
+		_, err := Run(p, map[string]value.Value{"input": c.input})
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%s on %s: %v; want %s", c.text, value.AppendJSON(nil, c.input), err, c.want)
+		}
+	}
+	_, problems := Compile(`"7".toString()`, env, Unknown)
+	if len(problems) != 1 || problems[0].Message != "type string has no method toString"+hint {
+		t.Errorf(`"7".toString(): %+v`, problems)
+	}
+	// Field reads and functions are not methods: their errors stay expr's.
+	p, _ := Compile("#input.x.y", env, Unknown)
+	if _, err := Run(p, map[string]value.Value{"input": value.NewRecord([]string{"x"}, []value.Value{value.Int(7)})}); err == nil || strings.Contains(err.Error(), "method") {
+		t.Errorf("#input.x.y on an integer: %v", err)
+	}
+}
+
+// Each expression spelMethods offers compiles, its placeholders as variables of no known type.
+func TestSpELMethodsInExprCompile(t *testing.T) {
+	placeholder := regexp.MustCompile(`\b(x|s|y|key|from|to|separator|old|new)\b`)
+	env := TypeEnv{}
+	for _, n := range []string{"x", "s", "y", "key", "from", "to", "separator", "old", "new"} {
+		env[n] = Unknown
+	}
+	for method, e := range spelMethods {
+		text := placeholder.ReplaceAllString(e, "#$1")
+		if _, problems := Compile(text, env, Unknown); problems != nil {
+			t.Errorf("for %s(), %s (%s): %v", method, e, text, problems)
+		}
+	}
+}
