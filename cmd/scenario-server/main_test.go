@@ -656,3 +656,18 @@ func TestRunEveryEventFailedAtTheSource(t *testing.T) {
 		}
 	}
 }
+
+// The JSON log writes a duration as the text log does, "1.5s", not as nanoseconds
+// (1500000000); other numbers stay numbers.
+func TestJSONLogDurations(t *testing.T) {
+	for _, c := range []struct{ format, want string }{
+		{"json", `"wait":"1.5s","n":3`},
+		{"text", `wait=1.5s n=3`},
+	} {
+		var out strings.Builder
+		newLogger(serveConfig{LogFormat: c.format, LogLevel: slog.LevelInfo}, &out).Info("x", "wait", 1500*time.Millisecond, "n", 3)
+		if !strings.Contains(out.String(), c.want) {
+			t.Errorf("%s: %s; want %s", c.format, out.String(), c.want)
+		}
+	}
+}

@@ -475,6 +475,14 @@ func envInt(getenv func(string) string, name string) (int64, error) {
 func newLogger(cfg serveConfig, w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
 	if cfg.LogFormat == "json" {
+		// A duration as the text log writes it ("1.5s"), not slog's JSON nanoseconds
+		// (1500000000), which read as a count.
+		opts.ReplaceAttr = func(_ []string, a slog.Attr) slog.Attr {
+			if a.Value.Kind() == slog.KindDuration {
+				a.Value = slog.StringValue(a.Value.Duration().String())
+			}
+			return a
+		}
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
