@@ -43,8 +43,8 @@ func (r *Runtime) newConnectors(extra *connector.Registry) (*connector.Registry,
 	must(reg.AddSink(engine.SinkCollectKind, &connector.Sink{Open: func(_ connector.Env, id string, _ *nodes.Plan) (connector.Output, *scenario.Problem) {
 		return &collectOutput{id: id}, nil // bound to the deployment's sinks by openConnectors
 	}}))
-	must(reg.AddSink(engine.SinkStdoutKind, &connector.Sink{Open: func(connector.Env, string, *nodes.Plan) (connector.Output, *scenario.Problem) {
-		return &stdoutOutput{w: r.cfg.Stdout}, nil
+	must(reg.AddSink(engine.SinkStdoutKind, &connector.Sink{Open: func(env connector.Env, id string, _ *nodes.Plan) (connector.Output, *scenario.Problem) {
+		return newStdoutOutput(r.cfg.Stdout, env.Scenario, id), nil
 	}}))
 	must(reg.AddSink(fileSinkKind, file.Sink(r.cfg.FileSinkDir)))
 	must(reg.AddSink(kafka.SinkKind, kafka.Sink(r.kafka, r.schemas)))

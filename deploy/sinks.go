@@ -415,17 +415,28 @@ func (c *collectOutput) Close()                                  {}
 
 // stdoutOutput is a stdout sink: it writes values as JSON lines to the server's standard
 // output at each checkpoint, before the store commits it: at least once (a crash after this
-// and before the checkpoint commits writes them again).
+// and before the checkpoint commits writes them again). Each line names its scenario and
+// sink, {"scenario":"s","sink":"out","value":...}, as `run`'s name the sink: the lines of
+// every scenario on the server share its standard output (they were bare values, which
+// told nobody whose they were).
 type stdoutOutput struct {
-	w     io.Writer
-	lines []byte
-	n     int
-	enc   value.JSONEncoder
+	w      io.Writer
+	prefix []byte // {"scenario":"s","sink":"out","value":
+	lines  []byte
+	n      int
+	enc    value.JSONEncoder
+}
+
+// newStdoutOutput returns the stdout sink id of scenario, writing to w.
+func newStdoutOutput(w io.Writer, scenario, id string) *stdoutOutput {
+	prefix := value.AppendJSON([]byte(`{"scenario":`), value.String(scenario))
+	prefix = value.AppendJSON(append(prefix, `,"sink":`...), value.String(id))
+	return &stdoutOutput{w: w, prefix: append(prefix, `,"value":`...)}
 }
 
 func (o *stdoutOutput) Restore(context.Context, []byte, [][]byte) error { return nil }
 func (o *stdoutOutput) Write(v value.Value) {
-	o.lines = append(o.enc.Append(o.lines, v), '\n')
+	o.lines = append(o.enc.Append(append(o.lines, o.prefix...), v), '}', '\n')
 	o.n++
 }
 func (o *stdoutOutput) Pending() int      { return o.n }

@@ -170,3 +170,20 @@ func TestSinksRestoreAndPrepare(t *testing.T) {
 		t.Errorf("dropped %q, want %q", dropped, want)
 	}
 }
+
+// A deployed stdout sink's line names its scenario and sink: the scenarios on a server share
+// its standard output. By hand: the events at 0 and 20,000 ms of key a, with 2 s of disorder,
+// move the watermark to 18,000, which closes a's window [0, 10,000): n 1.
+func TestStdoutLinesNameTheirScenario(t *testing.T) {
+	st := sqliteStore(t)
+	createScenario(t, st, "s", tumblingGraph(stdoutSink))
+	var out lockedBuffer
+	r := newRuntime(t, st, func(c *Config) { c.Stdout = &out })
+	deploy(t, r, "s", 0)
+	ingestAll(t, r, "s", [][]byte{[]byte(`{"ts": 0, "key": "a", "v": 1}`), []byte(`{"ts": 20000, "key": "a", "v": 1}`)}, 0, 2)
+	const want = `{"scenario":"s","sink":"out","value":{"key":"a","n":1}}` + "\n"
+	waitFor(t, "a line on standard output", func() bool { return out.String() != "" })
+	if got := out.String(); got != want {
+		t.Fatalf("standard output %q; want %q", got, want)
+	}
+}
