@@ -58,8 +58,7 @@ func crashMidStep(t *testing.T, graph string, keys int) []string {
 	st := newStepCommits(inner)
 	st.blockAt = 3
 	createScenario(t, st, "jump", graph)
-	bound := func(c *Config) { c.MaxPendingResultBytes = 64 << 10 }
-	r := newRuntime(t, st, bound)
+	r := newRuntime(t, st, stepResultsBound)
 	deploy(t, r, "jump", 0)
 	recs := jumpEvents(keys)
 	ingestAll(t, r, "jump", recs, 0, len(recs))
@@ -72,7 +71,7 @@ func crashMidStep(t *testing.T, graph string, keys int) []string {
 	r.abort() // the process dies with the step half done
 
 	st.blockAt = 0
-	r = newRuntime(t, st, bound)
+	r = newRuntime(t, st, stepResultsBound)
 	waitFor(t, "the 12,000 results", func() bool { return st.committed.Load() >= 12_000 })
 	waitCommitted(t, r, "jump", int64(len(recs)))
 	got := collected(t, inner, "jump")
@@ -265,12 +264,32 @@ func TestNewVersionTakesUpALongStep(t *testing.T) {
 // and the next runtime on the store emits the rest, each key's 600 windows once in all (by
 // hand, as in TestLongStepCommittedInParts).
 func TestShutdownPausesALongStep(t *testing.T) {
+	inner, st := shutdownMidStep(t)
+	if n := st.committed.Load(); n == 0 || n >= 12_000 {
+		t.Fatalf("%d results committed by the shutdown; want some of the 12,000, not all", n)
+	}
+	newRuntime(t, st, stepResultsBound)
+	waitFor(t, "the 12,000 results", func() bool { return st.committed.Load() >= 12_000 })
+	if got := collected(t, inner, "jump"); checkJumpResults(t, got) != 0 || len(got) != 12_000 {
+		t.Fatalf("%d results; want 12,000", len(got))
+	}
+}
+
+// stepResultsBound is the bound on results waiting for a checkpoint that longStepGraph's
+// tests run with: a step of jumpEvents(20) is committed in parts.
+func stepResultsBound(c *Config) { c.MaxPendingResultBytes = 64 << 10 }
+
+// shutdownMidStep deploys longStepGraph (stepResultsBound) and jumpEvents(20), holds its
+// third checkpoint with results, shuts the runtime down, and lets the held checkpoint
+// commit once the deployment was asked to stop. It returns the store and the commits seen
+// (with no more held).
+func shutdownMidStep(t *testing.T) (store.Store, *stepCommits) {
+	t.Helper()
 	inner := sqliteStore(t)
 	st := newStepCommits(inner)
 	st.blockAt, st.release = 3, make(chan struct{})
 	createScenario(t, st, "jump", longStepGraph)
-	bound := func(c *Config) { c.MaxPendingResultBytes = 64 << 10 }
-	r := newRuntime(t, st, bound)
+	r := newRuntime(t, st, stepResultsBound)
 	deploy(t, r, "jump", 0)
 	recs := jumpEvents(20)
 	ingestAll(t, r, "jump", recs, 0, len(recs))
@@ -283,15 +302,8 @@ func TestShutdownPausesALongStep(t *testing.T) {
 	if err := <-shut; err != nil {
 		t.Fatal(err)
 	}
-	if n := st.committed.Load(); n == 0 || n >= 12_000 {
-		t.Fatalf("%d results committed by the shutdown; want some of the 12,000, not all", n)
-	}
 	st.blockAt = 0
-	newRuntime(t, st, bound)
-	waitFor(t, "the 12,000 results", func() bool { return st.committed.Load() >= 12_000 })
-	if got := collected(t, inner, "jump"); checkJumpResults(t, got) != 0 || len(got) != 12_000 {
-		t.Fatalf("%d results; want 12,000", len(got))
-	}
+	return inner, st
 }
 
 // deployDuringAStep deploys longStepGraph (results bound 64 KiB, configured further by
@@ -304,7 +316,7 @@ func deployDuringAStep(t *testing.T, v2 string, hold time.Duration, configure fu
 	st := newStepCommits(inner)
 	st.blockAt, st.release = 3, make(chan struct{})
 	createScenario(t, st, "jump", longStepGraph)
-	r := newRuntime(t, st, func(c *Config) { c.MaxPendingResultBytes = 64 << 10 }, configure)
+	r := newRuntime(t, st, stepResultsBound, configure)
 	deploy(t, r, "jump", 0)
 	recs := jumpEvents(20)
 	ingestAll(t, r, "jump", recs, 0, len(recs))
@@ -543,7 +555,7 @@ func TestDeployRecordedWhenItsClientLeaves(t *testing.T) {
 	st := newStepCommits(inner)
 	st.blockAt, st.release = 3, make(chan struct{})
 	createScenario(t, st, "jump", longStepGraph)
-	r := newRuntime(t, st, func(c *Config) { c.MaxPendingResultBytes = 64 << 10 })
+	r := newRuntime(t, st, stepResultsBound)
 	deploy(t, r, "jump", 0)
 	recs := jumpEvents(20)
 	ingestAll(t, r, "jump", recs, 0, len(recs))
@@ -602,27 +614,9 @@ func TestChangedVersionOverAPausedStepWarns(t *testing.T) {
 		{"sink changed", strings.Replace(longStepGraph, `n: #agg.n}`, `n: #agg.n, v: 2}`, 1), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			inner := sqliteStore(t)
-			st := newStepCommits(inner)
-			st.blockAt, st.release = 3, make(chan struct{})
-			createScenario(t, st, "jump", longStepGraph)
-			bound := func(c *Config) { c.MaxPendingResultBytes = 64 << 10 }
-			r := newRuntime(t, st, bound)
-			deploy(t, r, "jump", 0)
-			recs := jumpEvents(20)
-			ingestAll(t, r, "jump", recs, 0, len(recs))
-			waitFor(t, "the third checkpoint with results held", func() bool { return st.blocked.Load() })
-			d := r.lookup("jump")
-			shut := make(chan error, 1)
-			go func() { shut <- r.Shutdown(t.Context()) }()
-			waitFor(t, "the deployment asked to stop", func() bool { return d.stopAt.Load() != 0 })
-			close(st.release)
-			if err := <-shut; err != nil {
-				t.Fatal(err)
-			}
-			st.blockAt = 0
+			_, st := shutdownMidStep(t)
 			var out lockedBuffer
-			safe := newRuntime(t, st, bound, func(c *Config) {
+			safe := newRuntime(t, st, stepResultsBound, func(c *Config) {
 				c.NoResume = true
 				c.Logger = slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelInfo}))
 			})
