@@ -296,7 +296,11 @@ func (h *handlers) setArchived(ctx context.Context, name string, archived bool) 
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
-	s, err := h.store.SetArchived(ctx, name, archived)
+	setArchived := h.store.SetArchived
+	if h.runtime != nil {
+		setArchived = h.runtime.SetArchived // not between a deploy's stop and its record
+	}
+	s, err := setArchived(ctx, name, archived)
 	if err != nil {
 		return nil, storeError(ctx, err, name, 0)
 	}

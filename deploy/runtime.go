@@ -1050,6 +1050,19 @@ func (r *Runtime) lockScenario(name string) func() {
 	return l.Unlock
 }
 
+// SetArchived archives (archived true) or restores the scenario in the store, under the
+// scenario's lock, which a Deploy holds from its check that the scenario is not archived until
+// the new deployment is recorded: an archive in between (a hostile round: after the running
+// deployment was stopped and marked "replaced by version N", before N was recorded) left the
+// scenario archived with nothing running, and the deploy answered 409. The store refuses to
+// archive a scenario with a deployment deploying or running (store.ErrDeploymentActive).
+// Errors: the store's (store.ErrNotFound, store.ErrDeploymentActive).
+func (r *Runtime) SetArchived(ctx context.Context, name string, archived bool) (store.Scenario, error) {
+	unlock := r.lockScenario(name)
+	defer unlock()
+	return r.cfg.Store.SetArchived(ctx, name, archived)
+}
+
 // DeployRequest asks to deploy a version of a scenario.
 type DeployRequest struct {
 	Scenario string
