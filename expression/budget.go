@@ -362,6 +362,12 @@ func patchBudgets(root *ast.Node, b Budget, fromEnv bool) bool {
 				patchBinary(n, x.Operator, budgetRef(x), x.Left, x.Right)
 			case x.Operator == "in" && b.Steps >= 0 && mayBeList(x.Right):
 				patchBinary(n, x.Operator, budgetRef(x), x.Left, x.Right)
+			case x.Operator == ".." && b.Memory >= 0:
+				// After expr's optimizer, which turns x in a..b into two comparisons.
+				call := &ast.CallNode{Callee: callee(budgetRange), Arguments: []ast.Node{budgetRef(x), x.Left, x.Right}}
+				call.SetNature(*x.Nature())
+				call.SetLocation(x.Location())
+				ast.Patch(n, call)
 			case x.Operator == "in" && b.Steps >= 0 && mayBeString(x.Left):
 				// A key looked up in a record: hashed, then compared, as m[k] is.
 				left := []ast.Node{x.Left}
@@ -1499,6 +1505,25 @@ func listFunction(name string, perElement int, call func(args []any) any) func(a
 		}
 		return call(args[1:])
 	}
+}
+
+// budgetRange is a..b (expr's range operator) with its elements charged to the budget's
+// memory, elementBytes each as expr's VM counts them, before they are made; a range whose
+// length does not fit in an integer is past any budget: the VM counted its length, wrapped
+// below zero, as 0 and made [] (a hostile round: 0..9223372036854775807 was [], its len 0).
+func budgetRange(args ...any) any {
+	rb := args[0].(*runBudget)
+	from, to := runtime.ToInt(args[1]), runtime.ToInt(args[2])
+	if to < from {
+		return []int{}
+	}
+	n, ok := subInt(to, from)
+	if ok {
+		n, ok = addInt(n, 1)
+	}
+	size, fits := mulInt(n, elementBytes)
+	rb.charge(fmt.Sprintf("the range %d..%d", from, to), size, ok && fits)
+	return runtime.MakeRange(from, to)
 }
 
 // stringBytes is the bytes of the strings of a list (not nested), and of the keys and the

@@ -248,10 +248,12 @@ func TestMemoryBudget(t *testing.T) {
 		{"string(#input.tags)", 16 + 2*18},
 		// flatten counts the 2 leaves.
 		{"len(flatten([#input.tags]))", 2 * 16},
+		// A range a..b counts its elements, 16 bytes each: 1..10 is 10.
+		{"len(1..10)", 10 * 16},
 		// A record literal is a Go map: 340 bytes up to 8 entries, 48 an entry beyond; each
-		// made is charged (expr's own count, 16 an entry, is apart).
-		{"len(map(1..10, ({a: #})))", 10 * 340},
-		{"len(map(1..2, ({a: #, b: #, c: #, d: #, e: #, f: #, g: #, h: #, i: #})))", 2 * (340 + 48)},
+		// made is charged (expr's own count, 16 an entry, is apart), after its range's.
+		{"len(map(1..10, ({a: #})))", 10*16 + 10*340},
+		{"len(map(1..2, ({a: #, b: #, c: #, d: #, e: #, f: #, g: #, h: #, i: #})))", 2*16 + 2*(340+48)},
 		// fromJSON: the text's 7 bytes, 64 for each of its 5 values as counted ("[", "{", ","
 		// and "{", and one) and 340 for each of its 2 objects.
 		{"len(fromJSON('[{},{}]'))", 7 + 5*64 + 2*340},
@@ -980,5 +982,33 @@ func TestStringOfAStringIsItself(t *testing.T) {
 	}
 	if unsafe.StringData(v.Str()) != unsafe.StringData(s.Str()) {
 		t.Errorf("string(#s) of 1 MiB is a copy; want the string itself")
+	}
+}
+
+// A range whose length does not fit in an integer is past the memory budget, from literals
+// and from an event's fields (expr counted its wrapped length as 0 and made []: a hostile
+// round); an empty range is empty; x in a..b stays two comparisons (expr's optimizer), a
+// billion elements making nothing.
+func TestRangesWithinTheBudget(t *testing.T) {
+	for _, text := range []string{
+		"0..9223372036854775807",
+		"len(0..9223372036854775807)",
+		"-4611686018427387904..4611686018427387904",
+		"count(-9223372036854775807..9223372036854775807, true)",
+		"#input.amount - 9223372036854775807 .. #input.amount",
+	} {
+		_, err := runWith(t, text, Budget{}, map[string]value.Value{"input": value.NewRecord([]string{"amount"}, []value.Value{value.Int(100)})})
+		budgetError(t, text, err, "would make more than the whole budget")
+	}
+	for text, want := range map[string]string{
+		"5..1":                           "[]",
+		"len(1..3)":                      "3",
+		"3 in 1..1000000000":             "true",
+		"#input.amount in 1..1000000000": "true",
+	} {
+		v, err := runWith(t, text, Budget{}, map[string]value.Value{"input": value.NewRecord([]string{"amount"}, []value.Value{value.Int(100)})})
+		if got := string(value.AppendJSON(nil, v)); err != nil || got != want {
+			t.Errorf("%s: %s, %v; want %s", text, got, err, want)
+		}
 	}
 }
