@@ -36,7 +36,7 @@ type Deployment struct {
 // resume (safe mode, --no-resume): the runtime leaves such deployments as they are in the
 // store, with deploy.PausedReason, so that a later start without --no-resume resumes them.
 func isPaused(d store.Deployment) bool {
-	return (d.Status == store.StatusRunning || d.Status == store.StatusDeploying) && d.Reason == deploy.PausedReason
+	return (d.Status == store.StatusRunning || d.Status == store.StatusDeploying) && deploy.IsPaused(d.Reason)
 }
 
 // deploymentText is the bytes of the text a deployment's entry carries in an answer

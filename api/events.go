@@ -237,8 +237,16 @@ func (h *handlers) notRunningHereProblem(ctx context.Context, name string) *Prob
 	}
 	if !isPaused(d) {
 		l, err := h.store.GetLease(ctx, d.ID)
-		if err != nil || l.Owner == "" || l.Owner == h.runtime.Owner() || !time.Now().Before(l.ExpiresAt) {
+		if err != nil || l.Owner == "" || l.Owner == h.runtime.Owner() {
 			return nil
+		}
+		if !time.Now().Before(l.ExpiresAt) {
+			// Its server stopped or lost the store: nobody runs it until one starts again or
+			// it is deployed (a new-user round: "is not deployed: deploy it first" while the
+			// deployments said RUNNING).
+			return problemf(http.StatusConflict, CodeNotDeployed, "scenario %q is not running: its deployment %d (version %d) is RUNNING in the store, but the server that ran it, %q, has not renewed its lease since %s (stopped, or cut off from the store): "+
+				"it resumes when that server starts again, or deploy version %d here ({\"version\": %d}) to take it over from its last checkpoint",
+				name, d.ID, d.Version, names.Cut(l.Owner, 200), l.ExpiresAt.UTC().Format(time.RFC3339), d.Version, d.Version)
 		}
 		return problemf(http.StatusConflict, CodeNotDeployed, "scenario %q runs on another server sharing this store, %q (deployment %d, version %d; "+
 			"its lease renewed until %s): send its events to that server (deploying the scenario here would take the deployment over from it)",

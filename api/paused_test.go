@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/scenario-server/scenario-server/api"
 	"github.com/scenario-server/scenario-server/deploy"
@@ -29,7 +30,7 @@ func TestPausedSaysPaused(t *testing.T) {
 	}
 	c := newDeployClient(t, st, func(cfg *deploy.Config) { cfg.NoResume = true })
 	p := postEvents(c, "fraud", "in", "", events(0, 1)).problem(t, http.StatusConflict, api.CodeNotDeployed)
-	if !strings.Contains(p.Detail, `"fraud" is paused, not running`) || !strings.Contains(p.Detail, "deploy the scenario again") ||
+	if !strings.Contains(p.Detail, `"fraud" is paused, not running`) || !strings.Contains(p.Detail, `deploy version 1 again ({"version": 1})`) ||
 		!strings.Contains(p.Detail, `deploy it with {"version": 1}`) {
 		t.Errorf("detail %q; want it to say paused and how to resume", p.Detail)
 	}
@@ -106,5 +107,41 @@ func TestDiskLowIs503(t *testing.T) {
 	p := r.problem(t, http.StatusServiceUnavailable, api.CodeStoreFull)
 	if !strings.Contains(p.Detail, "5242880 bytes free, less than the 1073741824 the server keeps free (--min-free-disk)") || r.Header.Get("Retry-After") == "" {
 		t.Errorf("detail %q, Retry-After %q", p.Detail, r.Header.Get("Retry-After"))
+	}
+}
+
+// Events sent to a scenario whose deployment another server sharing the store ran, and whose
+// lease it has not renewed (it stopped), are answered 409 saying so and how to take it over,
+// not "is not deployed: deploy it first" while the deployments say RUNNING (a new-user round:
+// two servers on one PostgreSQL, the first killed).
+func TestIngestWhenItsServerIsGone(t *testing.T) {
+	t.Parallel()
+	st := sqliteStore(t)
+	ctx := context.Background()
+	if _, err := st.CreateScenario(ctx, "fraud", store.Draft{Graph: []byte(countGraph("10s"))}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := st.CreateDeployment(ctx, store.NewDeployment{Scenario: "fraud", Version: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SetDeploymentStatus(ctx, d.ID, store.StatusRunning, ""); err != nil {
+		t.Fatal(err)
+	}
+	// Held by another server while this one starts (it leaves the deployment to it), for a
+	// second: then that server is gone.
+	l, err := st.AcquireLease(ctx, d.ID, "vm/other", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newDeployClient(t, st)
+	for time.Now().Before(l.ExpiresAt.Add(10 * time.Millisecond)) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	p := postEvents(c, "fraud", "in", "", events(0, 1)).problem(t, http.StatusConflict, api.CodeNotDeployed)
+	want := `scenario "fraud" is not running: its deployment 1 (version 1) is RUNNING in the store, but the server that ran it, "vm/other", has not renewed its lease since ` +
+		l.ExpiresAt.UTC().Format(time.RFC3339) + ` (stopped, or cut off from the store): it resumes when that server starts again, or deploy version 1 here ({"version": 1}) to take it over from its last checkpoint`
+	if p.Detail != want {
+		t.Errorf("detail %q; want %q", p.Detail, want)
 	}
 }

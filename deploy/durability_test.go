@@ -107,7 +107,7 @@ func testNoResumePauses(t *testing.T, st store.Store) {
 		t.Fatal("safe mode resumed the deployment")
 	}
 	got, err := st.GetDeployment(t.Context(), d.ID)
-	if err != nil || got.Status != store.StatusRunning || got.Reason != PausedReason {
+	if err != nil || got.Status != store.StatusRunning || got.Reason != PausedReason(d.Version) || !strings.Contains(got.Reason, `deploy version 1 again ({"version": 1})`) {
 		t.Fatalf("in safe mode: %+v, %v; want RUNNING with the paused reason", got, err)
 	}
 	if _, err := safe.Ingest(t.Context(), "paused", "in", "", recs[500:501]); !errors.Is(err, ErrNotDeployed) {

@@ -271,7 +271,7 @@ type Config struct {
 	// expired. 0 means DefaultLeaseTTL.
 	LeaseTTL time.Duration
 	// NoResume (safe mode): Start resumes no deployment. Each deploying or running one stays
-	// so in the store, with the reason PausedReason, and runs again when a later Start
+	// so in the store, with the reason PausedReason(its version), and runs again when a later Start
 	// (without NoResume) resumes it, or when its scenario is deployed again (which
 	// continues from its last checkpoint).
 	NoResume bool
@@ -313,8 +313,23 @@ const (
 	DefaultStopWait = 20 * time.Second
 )
 
-// PausedReason is the reason a deployment not resumed by a Start with Config.NoResume gets.
-const PausedReason = "paused: the server started in safe mode (--no-resume) and did not resume it; deploy the scenario again, or restart the server without --no-resume, to resume it from its last checkpoint"
+// PausedPrefix begins the reason a deployment not resumed by a Start with Config.NoResume
+// gets (PausedReason).
+const PausedPrefix = "paused: the server started in safe mode (--no-resume) and did not resume it"
+
+// PausedReason is the reason a deployment of version not resumed by a Start with
+// Config.NoResume gets: it names the version to deploy again, as a deploy without one takes
+// the latest, which may be another (a new-user round: the tour's latest version was refused,
+// 422, and the advice said only to deploy the scenario again).
+func PausedReason(version int) string {
+	return fmt.Sprintf(`%s; deploy version %d again ({"version": %d}), or restart the server without --no-resume, to resume it from its last checkpoint`,
+		PausedPrefix, version, version)
+}
+
+// IsPaused says whether reason is the one a deployment not resumed by a Start with
+// Config.NoResume has (PausedReason, or before it named the version, "... deploy the scenario
+// again ...").
+func IsPaused(reason string) bool { return strings.HasPrefix(reason, PausedPrefix) }
 
 // DefaultPruneInterval is how often retention is applied by default.
 const DefaultPruneInterval = time.Minute
@@ -604,7 +619,7 @@ func (r *Runtime) pause(ctx context.Context, sd store.Deployment) {
 	if l, err := r.cfg.Store.GetLease(ctx, sd.ID); err == nil && l.Owner != "" && l.Owner != r.cfg.Owner && r.cfg.Now().Before(l.ExpiresAt) {
 		return
 	}
-	if _, err := r.cfg.Store.SetDeploymentReason(ctx, sd.ID, PausedReason); err != nil {
+	if _, err := r.cfg.Store.SetDeploymentReason(ctx, sd.ID, PausedReason(sd.Version)); err != nil {
 		r.log.Error("pausing deployment", "deployment", sd.ID, "error", err)
 		return
 	}
