@@ -457,6 +457,10 @@ func (s *source) unknownNameMessage(name string, at int) string {
 		written = "#" + name
 	}
 	msg := fmt.Sprintf("unknown variable %s", written)
+	if name == "null" && !s.hashed[at] {
+		// SpEL's (and JSON's) null (a new-user round): expr's is nil.
+		return msg + " (expressions are expr-lang, not SpEL: null is written nil, as in #input.time != nil)"
+	}
 	varNames := s.env.Names()
 	if best := closest(name, varNames); best != "" {
 		return msg + fmt.Sprintf(" (did you mean #%s?)", best)

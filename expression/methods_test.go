@@ -60,3 +60,16 @@ func TestSpELMethodsInExprCompile(t *testing.T) {
 		}
 	}
 }
+
+// null, as SpEL and JSON write it, says that expr writes nil (a new-user round: "unknown
+// variable null (in scope: #input, #meta)").
+func TestNullSaysNil(t *testing.T) {
+	_, problems := Compile("#input.amount > 1000 && #input.time != null", TypeEnv{"input": Unknown, "meta": Unknown}, Unknown)
+	want := "unknown variable null (expressions are expr-lang, not SpEL: null is written nil, as in #input.time != nil)"
+	if len(problems) != 1 || problems[0].Message != want || problems[0].Column != 40 {
+		t.Errorf("%+v; want %q at column 40", problems, want)
+	}
+	if _, problems := Compile("#input.time != nil", TypeEnv{"input": Unknown}, Unknown); problems != nil {
+		t.Errorf("nil: %v", problems)
+	}
+}
