@@ -80,6 +80,11 @@ func Replay(ctx context.Context, e *Engine, in io.Reader) (Summary, error) {
 	}
 	start := time.Now()
 	r := bufio.NewReaderSize(in, 1<<20)
+	// A UTF-8 byte order mark before the first line (a file written by a Windows tool) is not
+	// part of it: the first record was refused (a new-user round).
+	if bom, _ := r.Peek(3); string(bom) == "\uFEFF" {
+		r.Discard(3)
+	}
 	sources := e.Sources()
 	var one *source
 	if len(sources) == 1 {

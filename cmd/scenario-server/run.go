@@ -36,7 +36,7 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	outputPath := fs.String("output", "-", "where the results go; - writes standard output")
 	name := fs.String("name", "", "the scenario's name, for #meta.scenarioName (default: the file name without extension)")
 	maxState := fs.Int64("max-state", defaultRunMaxState(),
-		"the run stops with an error when its aggregates' window state passes this many `bytes` (default: as a deployment's, 1 GiB, and at most an eighth of the memory the process may use; 0: no budget)")
+		"the run stops with an error when its aggregates' window state passes this many `bytes` (a deployment's budget, 1 GiB, and at most an eighth of the memory the process may use; 0: no budget)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return fmt.Errorf("%w: %w", errUsage, err)

@@ -562,7 +562,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if errors.Is(err, syscall.EADDRINUSE) {
 		// (A new user's second `go run` beside a first, still running, said only "bind:
 		// address already in use".)
-		return fmt.Errorf("listening on %s: %w: another program listens there (another scenario-server? stop it, or start this one with --addr 127.0.0.1:8081, or env %s)", cfg.Addr, err, envAddr)
+		return fmt.Errorf("listening on %s: %w: another program listens there (another scenario-server? stop it, or start this one with --addr %s, or env %s)", cfg.Addr, err, nextPort(cfg.Addr), envAddr)
 	}
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
@@ -1135,4 +1135,18 @@ func eventTimeout(d time.Duration) time.Duration {
 		return -1
 	}
 	return d
+}
+
+// nextPort is addr (host:port) with the port after its own, for the advice when addr is in use
+// (it said 8081 whatever the port: a new-user round); 127.0.0.1:8081 when addr does not parse.
+func nextPort(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	p, perr := strconv.Atoi(port)
+	if err != nil || perr != nil || p < 1 || p >= 65535 {
+		return "127.0.0.1:8081"
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p+1))
 }
