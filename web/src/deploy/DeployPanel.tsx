@@ -70,6 +70,19 @@ const KEEP_DEAD_LETTERS = 20;
 /** The first dead letters of the scenario: events that failed, kept with their position and
  * error. They are stored at the checkpoint that covers their event: reloaded at each new
  * checkpoint while fewer are listed than there were per-event errors. */
+// deadLetterWhere says where a dead letter's event was: its source and its offset (HTTP event
+// log, Kafka partition) or, for a file source, its line (it said "no offset" for every line of
+// a file: a new-user round).
+export function deadLetterWhere(d: {
+  source?: string;
+  partition?: number;
+  offset?: number;
+  line?: number;
+}): string {
+  const at = d.offset !== undefined ? `offset ${d.offset}` : d.line !== undefined ? `line ${d.line}` : 'no offset';
+  return `${d.source ? `${d.source}, ` : ''}${d.partition !== undefined ? `partition ${d.partition}, ` : ''}${at}`;
+}
+
 function DeadLetters({ name, errors, checkpoint }: { name: string; errors: number; checkpoint: number }) {
   const [letters, setLetters] = useState<DeadLetterEntry[]>([]);
   const complete = letters.length >= Math.min(errors, KEEP_DEAD_LETTERS);
@@ -97,9 +110,7 @@ function DeadLetters({ name, errors, checkpoint }: { name: string; errors: numbe
         {letters.map(({ id, deadLetter: d }) => (
           <li key={id} data-testid="dead-letter">
             <b>{d.nodeId}</b>
-            {d.field ? ` ${d.field}` : ''} ({d.source ? `${d.source}, ` : ''}
-            {d.partition !== undefined ? `partition ${d.partition}, ` : ''}
-            {d.offset !== undefined ? `offset ${d.offset}` : 'no offset'}): {d.message}
+            {d.field ? ` ${d.field}` : ''} ({deadLetterWhere(d)}): {d.message}
             {d.record !== undefined && d.record !== null && (
               <div>
                 <code className="small">{JSON.stringify(d.record).slice(0, 300)}</code>
