@@ -1522,7 +1522,11 @@ func budgetRange(args ...any) any {
 		n, ok = addInt(n, 1)
 	}
 	size, fits := mulInt(n, elementBytes)
-	rb.charge(fmt.Sprintf("the range %d..%d", from, to), size, ok && fits)
+	what := "a range"
+	if !ok || !fits || size > rb.remaining() {
+		what = fmt.Sprintf("the range %d..%d", from, to) // (only when it fails: charge panics)
+	}
+	rb.charge(what, size, ok && fits)
 	return runtime.MakeRange(from, to)
 }
 
