@@ -16,18 +16,7 @@ import (
 // refused with 409 not-deployed saying it is paused and how to resume, not "is not deployed".
 func TestPausedSaysPaused(t *testing.T) {
 	t.Parallel()
-	st := sqliteStore(t)
-	ctx := context.Background()
-	if _, err := st.CreateScenario(ctx, "fraud", store.Draft{Graph: []byte(countGraph("10s"))}); err != nil {
-		t.Fatal(err)
-	}
-	d, err := st.CreateDeployment(ctx, store.NewDeployment{Scenario: "fraud", Version: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.SetDeploymentStatus(ctx, d.ID, store.StatusRunning, ""); err != nil {
-		t.Fatal(err)
-	}
+	st, _ := deploymentInStore(t, store.StatusRunning, "")
 	c := newDeployClient(t, st, func(cfg *deploy.Config) { cfg.NoResume = true })
 	p := postEvents(c, "fraud", "in", "", events(0, 1)).problem(t, http.StatusConflict, api.CodeNotDeployed)
 	if !strings.Contains(p.Detail, `"fraud" is paused, not running`) || !strings.Contains(p.Detail, `deploy version 1 again ({"version": 1})`) ||
@@ -71,18 +60,7 @@ func TestPausedSaysPaused(t *testing.T) {
 // learned why, and the scenario had been deployed.
 func TestIngestIntoAFailedDeploymentSaysWhy(t *testing.T) {
 	t.Parallel()
-	st := sqliteStore(t)
-	ctx := context.Background()
-	if _, err := st.CreateScenario(ctx, "fraud", store.Draft{Graph: []byte(countGraph("10s"))}); err != nil {
-		t.Fatal(err)
-	}
-	d, err := st.CreateDeployment(ctx, store.NewDeployment{Scenario: "fraud", Version: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.SetDeploymentStatus(ctx, d.ID, store.StatusFailed, "the server stopped 3 times in a row while running it"); err != nil {
-		t.Fatal(err)
-	}
+	st, _ := deploymentInStore(t, store.StatusFailed, "the server stopped 3 times in a row while running it")
 	c := newDeployClient(t, st)
 	p := postEvents(c, "fraud", "in", "", events(0, 1)).problem(t, http.StatusConflict, api.CodeNotDeployed)
 	if want := `scenario "fraud" is not running: its deployment 1 (version 1) FAILED: the server stopped 3 times in a row while running it; deploy it again once the cause is fixed`; p.Detail != want {
@@ -116,21 +94,10 @@ func TestDiskLowIs503(t *testing.T) {
 // two servers on one PostgreSQL, the first killed).
 func TestIngestWhenItsServerIsGone(t *testing.T) {
 	t.Parallel()
-	st := sqliteStore(t)
-	ctx := context.Background()
-	if _, err := st.CreateScenario(ctx, "fraud", store.Draft{Graph: []byte(countGraph("10s"))}); err != nil {
-		t.Fatal(err)
-	}
-	d, err := st.CreateDeployment(ctx, store.NewDeployment{Scenario: "fraud", Version: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.SetDeploymentStatus(ctx, d.ID, store.StatusRunning, ""); err != nil {
-		t.Fatal(err)
-	}
+	st, d := deploymentInStore(t, store.StatusRunning, "")
 	// Held by another server while this one starts (it leaves the deployment to it), for a
 	// second: then that server is gone.
-	l, err := st.AcquireLease(ctx, d.ID, "vm/other", time.Second)
+	l, err := st.AcquireLease(context.Background(), d.ID, "vm/other", time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,4 +111,23 @@ func TestIngestWhenItsServerIsGone(t *testing.T) {
 	if p.Detail != want {
 		t.Errorf("detail %q; want %q", p.Detail, want)
 	}
+}
+
+// deploymentInStore returns a store with the scenario "fraud" (countGraph) and its version 1's
+// deployment in it with status and reason, which no runtime has run.
+func deploymentInStore(t *testing.T, status store.DeploymentStatus, reason string) (store.Store, store.Deployment) {
+	t.Helper()
+	st := sqliteStore(t)
+	ctx := context.Background()
+	if _, err := st.CreateScenario(ctx, "fraud", store.Draft{Graph: []byte(countGraph("10s"))}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := st.CreateDeployment(ctx, store.NewDeployment{Scenario: "fraud", Version: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err = st.SetDeploymentStatus(ctx, d.ID, status, reason); err != nil {
+		t.Fatal(err)
+	}
+	return st, d
 }

@@ -635,14 +635,7 @@ func TestVersionCommand(t *testing.T) {
 // with a fourth that has it.
 func TestRunEveryEventFailedAtTheSource(t *testing.T) {
 	dir := t.TempDir()
-	scenarioPath := filepath.Join(dir, "s.json")
-	graph := `{"nodes": [
- {"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [{"name": "timestamp", "expression": {"language": "expr", "expression": "#input.t"}}]}},
- {"id": "out", "type": "Sink", "ref": {"typ": "stdout", "parameters": [{"name": "value", "expression": {"language": "expr", "expression": "#input.k"}}]}}],
- "edges": [{"from": "in", "to": "out", "edgeType": null}]}`
-	if err := os.WriteFile(scenarioPath, []byte(graph), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	scenarioPath := writeKScenario(t, dir)
 	wrong := "{\"k\": 1}\n{\"k\": 2}\n{\"k\": 3}\n"
 	for _, c := range []struct {
 		input, want string
@@ -685,14 +678,7 @@ func TestJSONLogDurations(t *testing.T) {
 // (a new-user round). By hand: two records in, their k out.
 func TestRunSkipsAByteOrderMark(t *testing.T) {
 	dir := t.TempDir()
-	scenarioPath := filepath.Join(dir, "s.json")
-	graph := `{"nodes": [
- {"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [{"name": "timestamp", "expression": {"language": "expr", "expression": "#input.t"}}]}},
- {"id": "out", "type": "Sink", "ref": {"typ": "stdout", "parameters": [{"name": "value", "expression": {"language": "expr", "expression": "#input.k"}}]}}],
- "edges": [{"from": "in", "to": "out", "edgeType": null}]}`
-	if err := os.WriteFile(scenarioPath, []byte(graph), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	scenarioPath := writeKScenario(t, dir)
 	var out, errOut bytes.Buffer
 	in := strings.NewReader("\ufeff{\"t\": 1000, \"k\": 1}\r\n{\"t\": 2000, \"k\": 2}\r\n")
 	if err := runCommand(t.Context(), []string{"run", "--scenario", scenarioPath, "--input", "-"}, env(nil), in, &out, &errOut); err != nil {
@@ -702,4 +688,19 @@ func TestRunSkipsAByteOrderMark(t *testing.T) {
 	if out.String() != want || strings.Contains(errOut.String(), "error:") {
 		t.Errorf("output %q, stderr %q; want %q and no error", out.String(), errOut.String(), want)
 	}
+}
+
+// writeKScenario writes, as dir/s.json, a scenario of an HTTP source timed by #input.t into a
+// stdout sink of #input.k, and returns its path.
+func writeKScenario(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "s.json")
+	graph := `{"nodes": [
+ {"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [{"name": "timestamp", "expression": {"language": "expr", "expression": "#input.t"}}]}},
+ {"id": "out", "type": "Sink", "ref": {"typ": "stdout", "parameters": [{"name": "value", "expression": {"language": "expr", "expression": "#input.k"}}]}}],
+ "edges": [{"from": "in", "to": "out", "edgeType": null}]}`
+	if err := os.WriteFile(path, []byte(graph), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
