@@ -1513,7 +1513,7 @@ func listFunction(name string, perElement int, call func(args []any) any) func(a
 // below zero, as 0 and made [] (a hostile round: 0..9223372036854775807 was [], its len 0).
 func budgetRange(args ...any) any {
 	rb := args[0].(*runBudget)
-	from, to := runtime.ToInt(args[1]), runtime.ToInt(args[2])
+	from, to := rangeBound(args[1]), rangeBound(args[2])
 	if to < from {
 		return []int{}
 	}
@@ -1528,6 +1528,58 @@ func budgetRange(args ...any) any {
 	}
 	rb.charge(what, size, ok && fits)
 	return runtime.MakeRange(from, to)
+}
+
+// rangeMembership rewrites each x in a..b that expr's optimizer left (it turns it into two
+// comparisons only for an x typed integer and constant bounds) into a call of inRange, which
+// makes no list: with no schema, #input.n in 1..1000000000 made the range, past the memory
+// budget, and 1..1000000 made 16 MB an event (a hostile round). Run after the optimizer.
+func rangeMembership(root *ast.Node) {
+	ast.Walk(root, visitorFunc(func(n *ast.Node) {
+		in, ok := (*n).(*ast.BinaryNode)
+		if !ok || in.Operator != "in" {
+			return
+		}
+		r, ok := in.Right.(*ast.BinaryNode)
+		if !ok || r.Operator != ".." {
+			return
+		}
+		call := &ast.CallNode{Callee: callee(inRange), Arguments: []ast.Node{in.Left, r.Left, r.Right}}
+		call.SetNature(*in.Nature())
+		call.SetLocation(in.Location())
+		ast.Patch(n, call)
+	}))
+}
+
+// inRange is x in from..to (its bounds as a range's, rangeBound) without the list: an integer
+// between them, or a float equal to one (as expr's in compares numbers); nothing else is in a
+// range of integers.
+func inRange(args ...any) any {
+	from, to := rangeBound(args[1]), rangeBound(args[2])
+	if n, ok := integer(args[0]); ok {
+		return from <= n && n <= to
+	}
+	if f, ok := args[0].(float64); ok {
+		return f == math.Trunc(f) && float64(from) <= f && f <= float64(to)
+	}
+	return false
+}
+
+// rangeBound is a bound of a..b: an integer, or a float that is one (2.0, from JSON without a
+// schema); another float is an error, as it is when written (1.5..3 does not compile): Go's
+// conversion truncated 1.9 to 1 and made 1e19 the least integer (a hostile round: 1..#input.n
+// was [] for n 1e19, [1] for 1.9). Other types are expr's conversion, and its error.
+func rangeBound(x any) int {
+	if n, ok := integer(x); ok {
+		return n
+	}
+	if f, ok := x.(float64); ok {
+		if f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64 {
+			panic(fmt.Errorf("a range's bounds are integers: %v is not one", f))
+		}
+		return int(f)
+	}
+	return runtime.ToInt(x)
 }
 
 // stringBytes is the bytes of the strings of a list (not nested), and of the keys and the

@@ -1012,3 +1012,42 @@ func TestRangesWithinTheBudget(t *testing.T) {
 		}
 	}
 }
+
+// Without a schema, x in a..b makes no list (it made the range: past the budget at a billion,
+// 16 MB an event at a million), and a float bound that is not an integer is an error, as it
+// is written (Go's conversion made 1.9 into 1, 1e19 into the least integer: a hostile round).
+// By hand: 5 and 5.0 are in 1..1000000000, 5.5 and "5" not.
+func TestRangesOfUntypedValues(t *testing.T) {
+	env := TypeEnv{"input": Unknown}
+	run := func(text string, n value.Value) (string, error) {
+		t.Helper()
+		p, problems := CompileWith(text, env, Unknown, Options{})
+		if problems != nil {
+			t.Fatalf("%s: %v", text, problems)
+		}
+		v, err := Run(p, map[string]value.Value{"input": value.NewRecord([]string{"n", "big"}, []value.Value{n, value.Int(1_000_000_000_000)})})
+		return string(value.AppendJSON(nil, v)), err
+	}
+	for _, c := range []struct {
+		text string
+		n    value.Value
+		want string
+	}{
+		{"#input.n in 1..1000000000", value.Int(5), "true"},
+		{"#input.n in 1..1000000000", value.Float(5), "true"},
+		{"#input.n in 1..1000000000", value.Float(5.5), "false"},
+		{"#input.n in 1..1000000000", value.String("5"), "false"},
+		{"#input.n in 1..#input.big", value.Int(999_999_999_999), "true"},
+		{"#input.n not in 1..#input.big", value.Int(0), "true"},
+		{"1..#input.n", value.Float(3), "[1,2,3]"},
+	} {
+		if got, err := run(c.text, c.n); err != nil || got != c.want {
+			t.Errorf("%s with n %s: %s, %v; want %s", c.text, value.AppendJSON(nil, c.n), got, err, c.want)
+		}
+	}
+	for _, n := range []value.Value{value.Float(1.9), value.Float(1e19), value.Float(-1e300)} {
+		if _, err := run("1..#input.n", n); err == nil || !strings.Contains(err.Error(), "a range's bounds are integers") {
+			t.Errorf("1..#input.n with n %s: %v; want the bounds' error", value.AppendJSON(nil, n), err)
+		}
+	}
+}

@@ -194,6 +194,7 @@ func CompileWith(text string, env TypeEnv, want Type, opts Options) (prog *Progr
 	if err := optimizer.Optimize(&tree.Node, config); err != nil {
 		return nil, []scenario.Problem{src.problem(err, CodeType, nil)}
 	}
+	rangeMembership(&tree.Node)
 	if p := src.checkPatterns(tree, true); p != nil {
 		return nil, []scenario.Problem{*p}
 	}
