@@ -252,6 +252,11 @@ func (h *handlers) notRunningHereProblem(ctx context.Context, name string) *Prob
 			"its lease renewed until %s): send its events to that server (deploying the scenario here would take the deployment over from it)",
 			name, names.Cut(l.Owner, 200), d.ID, d.Version, l.ExpiresAt.UTC().Format(time.RFC3339))
 	}
+	// (The reason names the version to deploy since 2026-12-07; a stored one of before does not.)
+	if strings.Contains(d.Reason, "{\"version\": ") {
+		return problemf(http.StatusConflict, CodeNotDeployed, "scenario %q is paused, not running (deployment %d, version %d): %s (a deploy without a version takes the latest)",
+			name, d.ID, d.Version, d.Reason)
+	}
 	return problemf(http.StatusConflict, CodeNotDeployed, "scenario %q is paused, not running (deployment %d, version %d): %s; to resume this version, deploy it with {\"version\": %d} (a deploy without a version takes the latest)",
 		name, d.ID, d.Version, d.Reason, d.Version)
 }

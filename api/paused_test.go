@@ -20,7 +20,7 @@ func TestPausedSaysPaused(t *testing.T) {
 	c := newDeployClient(t, st, func(cfg *deploy.Config) { cfg.NoResume = true })
 	p := postEvents(c, "fraud", "in", "", events(0, 1)).problem(t, http.StatusConflict, api.CodeNotDeployed)
 	if !strings.Contains(p.Detail, `"fraud" is paused, not running`) || !strings.Contains(p.Detail, `deploy version 1 again ({"version": 1})`) ||
-		!strings.Contains(p.Detail, `deploy it with {"version": 1}`) {
+		strings.Count(p.Detail, `{"version": 1}`) != 1 {
 		t.Errorf("detail %q; want it to say paused and how to resume", p.Detail)
 	}
 	// The counts say paused (not running, and no counts yet: they come back when it runs).

@@ -528,7 +528,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 				budget = strconv.FormatInt(bound, 10)
 			}
 			log.Warn("the deployments may hold more window state than the memory the server may use can checkpoint: a checkpoint copies the state (a peak of 7 times it was seen), so the process may run out of memory before a budget fails a deployment; --max-total-state's default is an eighth of the memory",
-				"stateBudget", budget, "memory", memory, "eighth", memory/8)
+				"stateBudget", budget, "memory", memory, "eighth", memory/8,
+				"maxTotalState", cfg.MaxTotalState, "maxDeploymentState", cfg.MaxDeploymentState, "maxDeployments", cfg.MaxDeployments)
 		}
 	}
 
