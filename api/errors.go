@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"syscall"
 	"unicode/utf8"
@@ -89,6 +90,10 @@ const (
 	CodeScenarioArchived = "scenario-archived"
 	// CodeDeploymentActive (409): the scenario has a deploying or running deployment.
 	CodeDeploymentActive = "deployment-active"
+	// CodeDeploymentChanged (409): the scenario's deployment changed while the request ran
+	// (another request, or another server sharing the store, deployed or canceled it): its
+	// status says what it is now.
+	CodeDeploymentChanged = "deployment-changed"
 	// CodeTooManyDeployments (409): the server runs its most scenarios (--max-deployments); a
 	// deploy of one more waits for a cancel.
 	CodeTooManyDeployments = "too-many-deployments"
@@ -131,7 +136,7 @@ var Codes = []string{
 	CodeUnauthenticated, CodeForbidden, CodeTokenNotFound, CodeSignInFailed, CodeSignInNotConfigured,
 	CodeScenarioNotFound, CodeVersionNotFound, CodeSourceNotFound, CodeSinkNotFound, CodeRouteNotFound,
 	CodeMethodNotAllowed, CodeNotAcceptable, CodeRequestTimeout, CodeScenarioExists,
-	CodeVersionConflict, CodeScenarioArchived, CodeDeploymentActive, CodeTooManyDeployments, CodeNotDeployed, CodeBodyTooLarge,
+	CodeVersionConflict, CodeScenarioArchived, CodeDeploymentActive, CodeDeploymentChanged, CodeTooManyDeployments, CodeNotDeployed, CodeBodyTooLarge,
 	CodeTooManyRecords, CodeUnsupportedMediaType, CodeHostNotAllowed, CodeCrossOrigin, CodeRateLimited, CodeTestRunsBusy, CodeTooManyStreams, CodeStreamsBusy, CodeTooManyBodies, CodeIngestBusy, CodeRequestsBusy, CodeBacklogFull, CodeNotReady, CodeUnavailable, CodeKafkaNotConfigured, CodeKafkaUnavailable, CodeStoreFull, CodeInternal,
 }
 
@@ -373,6 +378,13 @@ func storeError(ctx context.Context, err error, name string, version int) error 
 		return problemf(http.StatusConflict, CodeScenarioArchived, "scenario %q is archived; unarchive it first", name)
 	case errors.Is(err, store.ErrDeploymentActive):
 		return problemf(http.StatusConflict, CodeDeploymentActive, "scenario %q has an active deployment; cancel it first", name)
+	case errors.Is(err, store.ErrInvalidTransition):
+		// Two servers sharing the store deploying and canceling one scenario at once: the
+		// other moved the deployment first (a hostile round: 500 internal-error, "cannot move
+		// from CANCELED to CANCELED").
+		return problemf(http.StatusConflict, CodeDeploymentChanged,
+			"the deployment of %q changed while this request ran (another request, or another server sharing the store, deployed or canceled it): look at its status (GET /api/scenarios/%s/deployment), then try again if still needed",
+			name, url.PathEscape(name))
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return newProblem(http.StatusServiceUnavailable, CodeUnavailable, "the request was cut short")
 	case errors.Is(err, store.ErrStoreFull):

@@ -131,3 +131,27 @@ func deploymentInStore(t *testing.T, status store.DeploymentStatus, reason strin
 	}
 	return st, d
 }
+
+// canceledMeanwhile is a store on which another server cancels a deployment just before this
+// one's change of its status.
+type canceledMeanwhile struct{ store.Store }
+
+func (s canceledMeanwhile) SetDeploymentStatus(ctx context.Context, id int64, to store.DeploymentStatus, reason string) (store.Deployment, error) {
+	if _, err := s.Store.SetDeploymentStatus(ctx, id, store.StatusCanceled, "canceled by the other server"); err != nil {
+		return store.Deployment{}, err
+	}
+	return s.Store.SetDeploymentStatus(ctx, id, to, reason)
+}
+
+// A cancel that another server sharing the store beat to it answers 409 deployment-changed,
+// not 500 internal-error ("cannot move from CANCELED to CANCELED": a hostile round, two
+// servers on one PostgreSQL).
+func TestCancelBeatenByAnotherServer(t *testing.T) {
+	t.Parallel()
+	st, _ := deploymentInStore(t, store.StatusRunning, "")
+	c := newDeployClient(t, canceledMeanwhile{st}, func(cfg *deploy.Config) { cfg.NoResume = true })
+	p := c.post("/api/scenarios/fraud/cancel", nil).problem(t, http.StatusConflict, api.CodeDeploymentChanged)
+	if !strings.Contains(p.Detail, `the deployment of "fraud" changed while this request ran`) {
+		t.Errorf("detail %q", p.Detail)
+	}
+}
