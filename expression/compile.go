@@ -180,6 +180,9 @@ func CompileWith(text string, env TypeEnv, want Type, opts Options) (prog *Progr
 	if p := src.checkCalls(tree); p != nil {
 		return nil, []scenario.Problem{*p}
 	}
+	if p := src.checkMethodArguments(tree, env); p != nil {
+		return nil, []scenario.Problem{*p}
+	}
 	methods := untypedMethods(tree.Node)
 	if !result.AssignableTo(want) {
 		line, col := src.start()
@@ -425,6 +428,42 @@ func untypedMethods(tree ast.Node) map[int]string {
 		m[member.Property.Location().From] = name.Value
 	}))
 	return m
+}
+
+// checkMethodArguments finds an unknown name in the arguments of a method call (a time's
+// date(...).Format(#nope)), which expr's checker does not look into: it passed validation and
+// every event failed, "null where a string is taken" (a hostile round). A name is known when
+// it is a variable in env, a function, or declared by a let of the expression.
+func (s *source) checkMethodArguments(tree *parser.Tree, env TypeEnv) *scenario.Problem {
+	var found *scenario.Problem
+	var lets map[string]bool
+	ast.Walk(&tree.Node, visitorFunc(func(n *ast.Node) {
+		call, ok := (*n).(*ast.CallNode)
+		if found != nil || !ok {
+			return
+		}
+		if m, ok := call.Callee.(*ast.MemberNode); !ok || !m.Method {
+			return
+		}
+		for i := range call.Arguments {
+			ast.Walk(&call.Arguments[i], visitorFunc(func(a *ast.Node) {
+				id, ok := (*a).(*ast.IdentifierNode)
+				if found != nil || !ok {
+					return
+				}
+				if _, isVar := env[id.Value]; isVar || isFunction(id.Value) || strings.HasPrefix(id.Value, "$") {
+					return
+				}
+				if lets == nil {
+					lets = letNames(tree.Node)
+				}
+				if !lets[id.Value] {
+					found = s.at(id, CodeUnknownName, s.unknownNameMessage(id.Value, id.Location().From))
+				}
+			}))
+		}
+	}))
+	return found
 }
 
 // spelMethods are the expressions that do what SpEL's (Java's) methods of strings, lists and

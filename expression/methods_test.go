@@ -73,3 +73,26 @@ func TestNullSaysNil(t *testing.T) {
 		t.Errorf("nil: %v", problems)
 	}
 }
+
+// An unknown name in a method call's arguments is refused at validation, at its place (expr's
+// checker does not look there: date(...).Format(#nope) passed, and every event failed "null
+// where a string is taken": a hostile round); known ones, lets and functions pass.
+func TestMethodArgumentsChecked(t *testing.T) {
+	env := TypeEnv{"input": Unknown}
+	for text, column := range map[string]int{
+		`date("2024-01-01").Format(#nope)`: 27,
+		`now().Add(#nope)`:                 11,
+		`date("2024-01-01").Format(null)`:  27,
+	} {
+		_, problems := Compile(text, env, Unknown)
+		if len(problems) != 1 || problems[0].Code != CodeUnknownName || problems[0].Column != column {
+			t.Errorf("%s: %+v; want an unknown name at column %d", text, problems, column)
+		}
+	}
+	for _, text := range []string{`date("2024-01-01").Format(#input.f)`, `let l = "2006"; date("2024-01-01").Format(l)`,
+		`now().Add(duration("1h"))`, `map([1], date("2024-01-01").Add(duration(string(#) + "h")))`} {
+		if _, problems := Compile(text, env, Unknown); problems != nil {
+			t.Errorf("%s: %v", text, problems)
+		}
+	}
+}
