@@ -279,21 +279,30 @@ func TestShutdownPausesALongStep(t *testing.T) {
 // tests run with: a step of jumpEvents(20) is committed in parts.
 func stepResultsBound(c *Config) { c.MaxPendingResultBytes = 64 << 10 }
 
+// heldMidStep deploys longStepGraph (stepResultsBound, configured further by configure) and
+// jumpEvents(20), and returns once its third checkpoint with results is held (until
+// st.release is closed): the store, the commits seen, and the runtime.
+func heldMidStep(t *testing.T, configure ...func(*Config)) (store.Store, *stepCommits, *Runtime) {
+	t.Helper()
+	inner := sqliteStore(t)
+	st := newStepCommits(inner)
+	st.blockAt, st.release = 3, make(chan struct{})
+	createScenario(t, st, "jump", longStepGraph)
+	r := newRuntime(t, st, append([]func(*Config){stepResultsBound}, configure...)...)
+	deploy(t, r, "jump", 0)
+	recs := jumpEvents(20)
+	ingestAll(t, r, "jump", recs, 0, len(recs))
+	waitFor(t, "the third checkpoint with results held", func() bool { return st.blocked.Load() })
+	return inner, st, r
+}
+
 // shutdownMidStep deploys longStepGraph (stepResultsBound) and jumpEvents(20), holds its
 // third checkpoint with results, shuts the runtime down, and lets the held checkpoint
 // commit once the deployment was asked to stop. It returns the store and the commits seen
 // (with no more held).
 func shutdownMidStep(t *testing.T) (store.Store, *stepCommits) {
 	t.Helper()
-	inner := sqliteStore(t)
-	st := newStepCommits(inner)
-	st.blockAt, st.release = 3, make(chan struct{})
-	createScenario(t, st, "jump", longStepGraph)
-	r := newRuntime(t, st, stepResultsBound)
-	deploy(t, r, "jump", 0)
-	recs := jumpEvents(20)
-	ingestAll(t, r, "jump", recs, 0, len(recs))
-	waitFor(t, "the third checkpoint with results held", func() bool { return st.blocked.Load() })
+	inner, st, r := heldMidStep(t)
 	d := r.lookup("jump")
 	shut := make(chan error, 1)
 	go func() { shut <- r.Shutdown(t.Context()) }()
@@ -312,15 +321,7 @@ func shutdownMidStep(t *testing.T) (store.Store, *stepCommits) {
 // returns the collect results once there are 12,000.
 func deployDuringAStep(t *testing.T, v2 string, hold time.Duration, configure func(*Config)) []string {
 	t.Helper()
-	inner := sqliteStore(t)
-	st := newStepCommits(inner)
-	st.blockAt, st.release = 3, make(chan struct{})
-	createScenario(t, st, "jump", longStepGraph)
-	r := newRuntime(t, st, stepResultsBound, configure)
-	deploy(t, r, "jump", 0)
-	recs := jumpEvents(20)
-	ingestAll(t, r, "jump", recs, 0, len(recs))
-	waitFor(t, "the third checkpoint with results held", func() bool { return st.blocked.Load() })
+	inner, st, r := heldMidStep(t, configure)
 	v1 := r.lookup("jump")
 	if _, err := st.SaveVersion(t.Context(), "jump", 1, store.Draft{Graph: json.RawMessage(v2)}); err != nil {
 		t.Fatal(err)
@@ -551,15 +552,7 @@ func TestPauseStepTimeRule(t *testing.T) {
 // RUNNING, and runs here, taking events. Before, deployment 1 was CANCELED "replaced by
 // version 2" and deployment 2 never created: nothing ran, and nothing said so (round 154).
 func TestDeployRecordedWhenItsClientLeaves(t *testing.T) {
-	inner := sqliteStore(t)
-	st := newStepCommits(inner)
-	st.blockAt, st.release = 3, make(chan struct{})
-	createScenario(t, st, "jump", longStepGraph)
-	r := newRuntime(t, st, stepResultsBound)
-	deploy(t, r, "jump", 0)
-	recs := jumpEvents(20)
-	ingestAll(t, r, "jump", recs, 0, len(recs))
-	waitFor(t, "the third checkpoint with results held", func() bool { return st.blocked.Load() })
+	inner, st, r := heldMidStep(t)
 	v1 := r.lookup("jump")
 	v2 := strings.Replace(longStepGraph, `{"name": "windowLength", "value": "10m"}`, `{"name": "windowLength", "value": "11m"}`, 1)
 	if _, err := st.SaveVersion(t.Context(), "jump", 1, store.Draft{Graph: json.RawMessage(v2)}); err != nil {
@@ -593,7 +586,7 @@ func TestDeployRecordedWhenItsClientLeaves(t *testing.T) {
 	if _, err := r.Ingest(t.Context(), "jump", "in", "after", [][]byte{fmt.Appendf(nil, `{"t": %d, "k": "after"}`, t0+41*60_000)}); err != nil {
 		t.Fatal(err)
 	}
-	waitCommitted(t, r, "jump", int64(len(recs)+1))
+	waitCommitted(t, r, "jump", int64(len(jumpEvents(20))+1))
 }
 
 // A version that changes an aggregate, deployed over a checkpoint part way through a step
