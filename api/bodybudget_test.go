@@ -311,13 +311,17 @@ func slowBody(t *testing.T, c *client, client string, n int) *slowRequest {
 		req.Header.Set("Content-Type", "application/json")
 		req.ContentLength = int64(n) + 1
 		resp, err := c.http.Do(req)
+		var answer []byte
 		if err == nil {
+			answer, _ = io.ReadAll(io.LimitReader(resp.Body, 4096))
 			resp.Body.Close()
 		}
 		select {
 		case <-s.finished:
 		default:
-			s.answer = fmt.Sprintf("%v, %v", resp, err)
+			// The status and the body's problem: a fresh-clone CI saw A answered 503 at once,
+			// Retry-After 1, and its body was not kept.
+			s.answer = fmt.Sprintf("%v %s, %v", resp, answer, err)
 			s.ended.Store(true)
 			slow.CloseWithError(io.ErrUnexpectedEOF) // the write below gives up
 		}
@@ -508,16 +512,28 @@ func TestStalledBodiesCut(t *testing.T) {
 		return c.send(request{Method: http.MethodPost, Path: "/api/validation", Body: b[:len(b)-1] + strings.Repeat(" ", n-len(b)) + "}", Header: from(client)})
 	}
 	const a, b, cc = "10.0.0.1", "10.0.0.2", "10.0.0.3"
-	slowA := slowBody(t, c, a, 9_999)
 	// A's bytes are held once A's own 100 bytes pass its quarter (refused by its share, which
 	// cuts nobody): B starts after, so that C's refusal comes while B holds its part (the
-	// fresh-clone CI, under load, read A's bytes only after B had sent all of its own).
-	waitFor(t, "A's 9,999 bytes to be held", func() bool {
-		if slowA.ended.Load() {
-			t.Fatalf("A's stalled body ended at once: %s", slowA.answer)
-		}
-		return validate(a, 100).Status == http.StatusServiceUnavailable
-	})
+	// fresh-clone CI, under load, read A's bytes only after B had sent all of its own). The
+	// probe is A's too: one that holds its 100 bytes while the server still reads A's body
+	// has the body's next read refused by A's share (requests-busy: a fresh-clone CI, and 1 of
+	// 12 runs six at once), as it should be; A then stalls a body again.
+	var slowA *slowRequest
+	for attempt := 1; slowA == nil; attempt++ {
+		slowA = slowBody(t, c, a, 9_999)
+		waitFor(t, "A's 9,999 bytes to be held", func() bool {
+			if slowA.ended.Load() {
+				if !strings.Contains(slowA.answer, api.CodeRequestsBusy) || attempt == 5 {
+					t.Fatalf("A's stalled body ended at once (attempt %d): %s", attempt, slowA.answer)
+				}
+				t.Logf("attempt %d: A's body was refused beside its own probe (%s); A stalls one again", attempt, api.CodeRequestsBusy)
+				slowA.finish(t, false)
+				slowA = nil
+				return true
+			}
+			return validate(a, 100).Status == http.StatusServiceUnavailable
+		})
+	}
 	// B: a scenario whose name is not valid, its body sent steadily.
 	body := `{"name": "", "comment": "` + strings.Repeat("x", 9_000-29) + `"}`
 	pr, pw := io.Pipe()
