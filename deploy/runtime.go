@@ -547,69 +547,83 @@ func (r *Runtime) Start(ctx context.Context) error {
 			r.pause(ctx, sd)
 			continue
 		}
-		lease, err := r.cfg.Store.AcquireLease(ctx, sd.ID, r.cfg.Owner, r.cfg.LeaseTTL)
-		var held *store.LeaseHeldError
-		switch {
-		case errors.As(err, &held):
-			r.log.Info("deployment runs on another server", "scenario", sd.Scenario, "deployment", sd.ID, "owner", held.Owner)
-			continue
-		case errors.Is(err, store.ErrInvalidTransition):
-			continue // canceled meanwhile, by another server
-		case err != nil:
-			return fmt.Errorf("resuming deployment %d of %q: %w", sd.ID, sd.Scenario, err)
+		if err := r.resume(ctx, sd); err != nil {
+			return err
 		}
-		// Checked once the lease is ours: the count is of our runs, not another server's.
-		if limit := r.cfg.CrashLoopLimit; limit > 0 && sd.UncleanRuns >= limit {
-			reason := fmt.Sprintf("the server stopped %d times in a row while running it; not resumed (fix the cause, then deploy the scenario again)", sd.UncleanRuns)
-			r.log.Error("deployment not resumed", "scenario", sd.Scenario, "deployment", sd.ID, "reason", reason)
-			if _, serr := r.cfg.Store.SetDeploymentStatus(ctx, sd.ID, store.StatusFailed, reason); serr != nil {
-				r.log.Error("marking deployment failed", "deployment", sd.ID, "error", serr)
-			}
-			continue
-		}
-		if sd.UncleanRuns > 0 {
-			// Said at once: a restart after a crash looked like one after a clean stop until the
-			// deployment was not resumed (a new-user round).
-			r.log.Warn("resuming a deployment during whose last run the server stopped without a clean stop (killed, out of memory, a crash)",
-				"scenario", sd.Scenario, "deployment", sd.ID, "uncleanRuns", sd.UncleanRuns, "crashLoopLimit", r.cfg.CrashLoopLimit)
-		}
-		// Counted before the version is even built: a graph that kills the process while
-		// building counts too.
-		if _, err := r.cfg.Store.BeginRun(ctx, sd.ID); err != nil {
-			return fmt.Errorf("resuming deployment %d of %q: %w", sd.ID, sd.Scenario, err)
-		}
-		if sd.Reason != "" { // a pause note (PausedReason): it runs again
-			if _, err := r.cfg.Store.SetDeploymentReason(ctx, sd.ID, ""); err == nil {
-				sd.Reason = ""
-			}
-		}
-		v, err := r.cfg.Store.GetVersion(ctx, sd.Scenario, sd.Version)
-		if err != nil {
-			return fmt.Errorf("resuming deployment %d of %q: %w", sd.ID, sd.Scenario, err)
-		}
-		d, err := r.prepare(v, true)
-		if err != nil {
-			r.log.Error("deployment cannot resume", "scenario", sd.Scenario, "deployment", sd.ID, "error", err)
-			if _, serr := r.cfg.Store.SetDeploymentStatus(ctx, sd.ID, store.StatusFailed, err.Error()); serr != nil {
-				r.log.Error("marking deployment failed", "deployment", sd.ID, "error", serr)
-			}
-			continue
-		}
-		d.info, d.lease = sd, lease
-		if err := r.launch(d); err != nil {
-			var inUse *SinkPathInUseError
-			if !errors.As(err, &inUse) {
-				return err
-			}
-			// Two deployments restoring one file would cut each other's lines: only the first runs.
-			r.log.Error("deployment cannot resume", "scenario", sd.Scenario, "deployment", sd.ID, "error", err)
-			if _, serr := r.cfg.Store.SetDeploymentStatus(ctx, sd.ID, store.StatusFailed, err.Error()); serr != nil {
-				r.log.Error("marking deployment failed", "deployment", sd.ID, "error", serr)
-			}
-			continue
-		}
-		r.log.Info("resuming deployment", "scenario", sd.Scenario, "deployment", sd.ID, "version", sd.Version, "epoch", lease.Epoch)
 	}
+	return nil
+}
+
+// resume runs the active deployment sd again here, from its last checkpoint, when its lease
+// can be taken: at the start, and after a deploy that stopped it could not record its
+// replacement. A deployment whose lease another server holds, or that was ended meanwhile, is
+// left as it is; one that cannot run here (its version does not build, its file sink is
+// taken, its crash-loop count reached) is marked FAILED with the reason.
+// Errors (nothing resumed, the deployment left as it is in the store): the store's; ErrClosed.
+func (r *Runtime) resume(ctx context.Context, sd store.Deployment) error {
+	lease, err := r.cfg.Store.AcquireLease(ctx, sd.ID, r.cfg.Owner, r.cfg.LeaseTTL)
+	var held *store.LeaseHeldError
+	switch {
+	case errors.As(err, &held):
+		r.log.Info("deployment runs on another server", "scenario", sd.Scenario, "deployment", sd.ID, "owner", held.Owner)
+		return nil
+	case errors.Is(err, store.ErrInvalidTransition):
+		return nil // canceled meanwhile, by another server
+	case err != nil:
+		return fmt.Errorf("resuming deployment %d of %q: %w", sd.ID, sd.Scenario, err)
+	}
+	// Checked once the lease is ours: the count is of our runs, not another server's.
+	if limit := r.cfg.CrashLoopLimit; limit > 0 && sd.UncleanRuns >= limit {
+		reason := fmt.Sprintf("the server stopped %d times in a row while running it; not resumed (fix the cause, then deploy the scenario again)", sd.UncleanRuns)
+		r.log.Error("deployment not resumed", "scenario", sd.Scenario, "deployment", sd.ID, "reason", reason)
+		if _, serr := r.cfg.Store.SetDeploymentStatus(ctx, sd.ID, store.StatusFailed, reason); serr != nil {
+			r.log.Error("marking deployment failed", "deployment", sd.ID, "error", serr)
+		}
+		return nil
+	}
+	if sd.UncleanRuns > 0 {
+		// Said at once: a restart after a crash looked like one after a clean stop until the
+		// deployment was not resumed (a new-user round).
+		r.log.Warn("resuming a deployment during whose last run the server stopped without a clean stop (killed, out of memory, a crash)",
+			"scenario", sd.Scenario, "deployment", sd.ID, "uncleanRuns", sd.UncleanRuns, "crashLoopLimit", r.cfg.CrashLoopLimit)
+	}
+	// Counted before the version is even built: a graph that kills the process while
+	// building counts too.
+	if _, err := r.cfg.Store.BeginRun(ctx, sd.ID); err != nil {
+		return fmt.Errorf("resuming deployment %d of %q: %w", sd.ID, sd.Scenario, err)
+	}
+	if sd.Reason != "" { // a pause note (PausedReason): it runs again
+		if _, err := r.cfg.Store.SetDeploymentReason(ctx, sd.ID, ""); err == nil {
+			sd.Reason = ""
+		}
+	}
+	v, err := r.cfg.Store.GetVersion(ctx, sd.Scenario, sd.Version)
+	if err != nil {
+		return fmt.Errorf("resuming deployment %d of %q: %w", sd.ID, sd.Scenario, err)
+	}
+	d, err := r.prepare(v, true)
+	if err != nil {
+		r.log.Error("deployment cannot resume", "scenario", sd.Scenario, "deployment", sd.ID, "error", err)
+		if _, serr := r.cfg.Store.SetDeploymentStatus(ctx, sd.ID, store.StatusFailed, err.Error()); serr != nil {
+			r.log.Error("marking deployment failed", "deployment", sd.ID, "error", serr)
+		}
+		return nil
+	}
+	d.info, d.lease = sd, lease
+	if err := r.launch(d); err != nil {
+		d.sinks.close() // its run never starts: nothing else lets its outputs go
+		var inUse *SinkPathInUseError
+		if !errors.As(err, &inUse) {
+			return err
+		}
+		// Two deployments restoring one file would cut each other's lines: only the first runs.
+		r.log.Error("deployment cannot resume", "scenario", sd.Scenario, "deployment", sd.ID, "error", err)
+		if _, serr := r.cfg.Store.SetDeploymentStatus(ctx, sd.ID, store.StatusFailed, err.Error()); serr != nil {
+			r.log.Error("marking deployment failed", "deployment", sd.ID, "error", serr)
+		}
+		return nil
+	}
+	r.log.Info("resuming deployment", "scenario", sd.Scenario, "deployment", sd.ID, "version", sd.Version, "epoch", lease.Epoch)
 	return nil
 }
 
@@ -1139,18 +1153,24 @@ func (r *Runtime) Deploy(ctx context.Context, req DeployRequest) (store.Deployme
 	if req.User != "" {
 		reason += " (deployed by " + req.User + ")"
 	}
-	if err := r.stopCurrent(ctx, req.Scenario, reason, v); err != nil {
+	replaces, stopped, err := r.stopCurrent(ctx, req.Scenario, reason, v)
+	if err != nil {
 		return store.Deployment{}, err
 	}
-	// The running version is stopped and CANCELED "replaced by version N": the new one is
-	// recorded whether or not the client still waits (a client cut off by a shutdown's
-	// timeout left the scenario with neither running, and nothing resumed it: round 154).
+	// The running version is stopped: the new one is recorded, and the old one CANCELED
+	// "replaced by version N" in the same transaction, whether or not the client still waits
+	// (a client cut off by a shutdown's timeout left the scenario with neither running, and
+	// nothing resumed it: round 154). Two steps let an archive or a deploy by another server
+	// sharing the store in between, and left the old one CANCELED "replaced by version N" with
+	// no N and nothing running (a hostile round).
 	rctx, cancel := recordContext(ctx)
 	defer cancel()
 	sd, err := r.cfg.Store.CreateDeployment(rctx, store.NewDeployment{
 		Scenario: req.Scenario, Version: v.Number, Comment: req.Comment, User: req.User,
+		Replaces: replaces, ReplacedReason: reason,
 	})
 	if err != nil {
+		r.resumeStopped(rctx, stopped, err)
 		return store.Deployment{}, err
 	}
 	lease, err := r.cfg.Store.AcquireLease(rctx, sd.ID, r.cfg.Owner, r.cfg.LeaseTTL)
@@ -1227,11 +1247,14 @@ func (r *Runtime) Cancel(ctx context.Context, scenarioName, user, comment string
 	return sd, nil
 }
 
-// stopCurrent stops and cancels the scenario's active deployment, if any, with reason, for
-// version next: a watermark step in progress pauses at once when next keeps the state of the
+// stopCurrent stops the scenario's active deployment here, if it runs here, for version
+// next: a watermark step in progress pauses at once when next keeps the state of the
 // aggregates it has yet to reach (unchangedNodes), and goes on for Config.StepStopGrace
-// otherwise (stopFor).
-func (r *Runtime) stopCurrent(ctx context.Context, name, reason string, next store.Version) error {
+// otherwise (stopFor). It returns the active deployment's ID, which the caller's
+// CreateDeployment replaces (0: none is active), and, when it stopped it here, the stopped
+// deployment as the store had it (for resumeStopped). One that does not stop within
+// Config.StopWait is ended in the store at once, and gives a *StillStoppingError.
+func (r *Runtime) stopCurrent(ctx context.Context, name, reason string, next store.Version) (int64, *store.Deployment, error) {
 	if d := r.lookup(name); d != nil {
 		var kept map[string]bool
 		before, err1 := scenario.Decode(d.version.Graph)
@@ -1240,32 +1263,52 @@ func (r *Runtime) stopCurrent(ctx context.Context, name, reason string, next sto
 			kept = unchangedNodes(before, now)
 		}
 		stopped := r.stopAndWait(d, kept)
-		if !stopped {
-			reason = fmt.Sprintf("a deploy asked it to stop for version %s; it had not stopped %v after being asked: fenced off, and nothing replaced it", strings.TrimPrefix(reason, "replaced by version "), r.cfg.StopWait)
-		}
 		r.remove(d)
+		if stopped {
+			info := d.info
+			return info.ID, &info, nil
+		}
+		reason = fmt.Sprintf("a deploy asked it to stop for version %s; it had not stopped %v after being asked: fenced off, and nothing replaced it", strings.TrimPrefix(reason, "replaced by version "), r.cfg.StopWait)
 		ctx, cancel := recordContext(ctx)
 		defer cancel()
 		_, err := r.cfg.Store.SetDeploymentStatus(ctx, d.info.ID, store.StatusCanceled, reason)
 		if err != nil && !errors.Is(err, store.ErrInvalidTransition) {
-			return err
+			return 0, nil, err
 		}
-		if !stopped {
-			return r.stillStopping(name)
-		}
-		return nil
+		return 0, nil, r.stillStopping(name)
 	}
 	list, err := r.cfg.Store.ListDeployments(ctx, name, 0, 1)
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
 	if len(list) > 0 && list[0].Status.Active() {
-		_, err := r.cfg.Store.SetDeploymentStatus(ctx, list[0].ID, store.StatusCanceled, reason)
-		if err != nil && !errors.Is(err, store.ErrInvalidTransition) {
-			return err
-		}
+		return list[0].ID, nil, nil
 	}
-	return nil
+	return 0, nil, nil
+}
+
+// resumeStopped runs again the deployment that a deploy stopped here (stopped; nil: none)
+// when recording its replacement failed with err and it is still active in the store: a full
+// store, a lost connection. A replacement that another server's deploy, cancel or archive
+// beat ended it there, and it stays ended.
+func (r *Runtime) resumeStopped(ctx context.Context, stopped *store.Deployment, err error) {
+	if stopped == nil {
+		return
+	}
+	sd, gerr := r.cfg.Store.GetDeployment(ctx, stopped.ID)
+	if gerr != nil {
+		r.log.Error("the deploy stopped the running deployment and could not record its replacement; it is RUNNING in the store, not here: it resumes at the next start, or deploy it again",
+			"scenario", stopped.Scenario, "deployment", stopped.ID, "error", err, "lookup", gerr)
+		return
+	}
+	if !sd.Status.Active() {
+		return
+	}
+	r.log.Warn("the deploy could not record the new deployment; the one it stopped runs again", "scenario", sd.Scenario, "deployment", sd.ID, "version", sd.Version, "error", err)
+	if rerr := r.resume(ctx, sd); rerr != nil {
+		r.log.Error("the deployment stopped for a deploy that failed could not resume: it is RUNNING in the store, not here; it resumes at the next start, or deploy it again",
+			"scenario", sd.Scenario, "deployment", sd.ID, "error", rerr)
+	}
 }
 
 // recordTimeout bounds the store call that records a stop once the deployment has stopped.

@@ -76,10 +76,16 @@ type Store interface {
 	ListVersions(ctx context.Context, name string, before, limit int) ([]Version, error)
 
 	// CreateDeployment records a request to deploy version d.Version of scenario d.Scenario,
-	// with status StatusDeploying, and returns it with its ID.
-	// Errors: ErrNotFound when the scenario or version does not exist; ErrArchived when the
-	// scenario is archived; ErrDeploymentActive when the scenario already has a deploying or
-	// running deployment (the caller cancels it first, see SetDeploymentStatus).
+	// with status StatusDeploying, and returns it with its ID. When d.Replaces is set and that
+	// deployment is still deploying or running, the same transaction moves it to
+	// StatusCanceled with the reason d.ReplacedReason and ends its lease (as
+	// SetDeploymentStatus does): the old deployment ends exactly when the new one is recorded,
+	// so a concurrent archive, cancel or deploy, by this server or another sharing the store,
+	// sees one of the two active, never neither. Nothing is written on an error.
+	// Errors: ErrNotFound when the scenario or version does not exist, or d.Replaces is not a
+	// deployment of the scenario; ErrArchived when the scenario is archived;
+	// ErrDeploymentActive when the scenario has a deploying or running deployment other than
+	// d.Replaces (the caller cancels it first, see SetDeploymentStatus, or replaces it).
 	CreateDeployment(ctx context.Context, d NewDeployment) (Deployment, error)
 
 	// GetDeployment returns the deployment id. Errors: ErrNotFound.
@@ -438,6 +444,11 @@ type NewDeployment struct {
 	// Comment and User say why and who; both may be empty.
 	Comment string
 	User    string
+	// Replaces is the deployment of the scenario that the new one replaces (0: none): the
+	// deployment the caller found active and stopped. ReplacedReason is its reason once
+	// canceled ("replaced by version N").
+	Replaces       int64
+	ReplacedReason string
 }
 
 // Deployment is one deploy of one version of a scenario, from request to its end.

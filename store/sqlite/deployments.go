@@ -65,6 +65,20 @@ func (s *Store) CreateDeployment(ctx context.Context, nd store.NewDeployment) (s
 		if row.archived {
 			return store.ErrArchived
 		}
+		if nd.Replaces != 0 {
+			old, err := getDeployment(ctx, tx, nd.Replaces)
+			if errors.Is(err, store.ErrNotFound) || err == nil && old.Scenario != nd.Scenario {
+				return fmt.Errorf("replacing deployment %d: %w", nd.Replaces, store.ErrNotFound)
+			}
+			if err != nil {
+				return err
+			}
+			if old.Status.Active() { // else another caller ended it: nothing to replace
+				if err := writeStatus(ctx, tx, &old, store.StatusCanceled, nd.ReplacedReason); err != nil {
+					return err
+				}
+			}
+		}
 		err = tx.QueryRowContext(ctx,
 			`INSERT INTO deployments (scenario_id, version, status, comment, user_name, created_at, updated_at)
 			 VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`,
@@ -116,23 +130,29 @@ func (s *Store) setStatus(ctx context.Context, id int64, to store.DeploymentStat
 		if err := checkEpoch(ctx, tx, id, epoch); err != nil {
 			return err
 		}
-		if !d.Status.CanMoveTo(to) {
-			return &store.TransitionError{Deployment: id, From: d.Status, To: to}
-		}
-		d.Status, d.Reason, d.UpdatedAt = to, reason, now()
-		_, err = tx.ExecContext(ctx, `UPDATE deployments SET status = ?, reason = ?, updated_at = ? WHERE id = ?`,
-			d.Status, d.Reason, micros(d.UpdatedAt), id)
-		if err != nil || to.Active() {
-			return err
-		}
-		// A final status ends the lease: a server still running it is fenced off.
-		_, err = tx.ExecContext(ctx, `UPDATE deployment_leases SET epoch = epoch + 1, owner = '', expires_at = 0 WHERE deployment_id = ?`, id)
-		return err
+		return writeStatus(ctx, tx, &d, to, reason)
 	})
 	if err != nil {
 		return store.Deployment{}, fmt.Errorf("setting status of deployment %d to %s: %w", id, to, err)
 	}
 	return d, nil
+}
+
+// writeStatus moves d to status to with reason in tx, and ends its lease when to is final.
+// Errors: *store.TransitionError when d's status does not allow it; the database's.
+func writeStatus(ctx context.Context, tx *sql.Tx, d *store.Deployment, to store.DeploymentStatus, reason string) error {
+	if !d.Status.CanMoveTo(to) {
+		return &store.TransitionError{Deployment: d.ID, From: d.Status, To: to}
+	}
+	d.Status, d.Reason, d.UpdatedAt = to, reason, now()
+	_, err := tx.ExecContext(ctx, `UPDATE deployments SET status = ?, reason = ?, updated_at = ? WHERE id = ?`,
+		d.Status, d.Reason, micros(d.UpdatedAt), d.ID)
+	if err != nil || to.Active() {
+		return err
+	}
+	// A final status ends the lease: a server still running it is fenced off.
+	_, err = tx.ExecContext(ctx, `UPDATE deployment_leases SET epoch = epoch + 1, owner = '', expires_at = 0 WHERE deployment_id = ?`, d.ID)
+	return err
 }
 
 // ListDeployments implements store.Store.

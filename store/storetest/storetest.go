@@ -45,6 +45,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Archive", testArchive},
 		{"Deployments", testDeployments},
 		{"DeploymentTransitions", testDeploymentTransitions},
+		{"ReplaceDeployment", testReplaceDeployment},
 		{"Checkpoints", testCheckpoints},
 		{"LastCheckpointedDeployment", testLastCheckpointedDeployment},
 		{"PruneCheckpoints", testPruneCheckpoints},
@@ -685,6 +686,69 @@ func testDeploymentTransitions(t *testing.T, open func(t *testing.T) store.Store
 			}
 		}
 	}
+}
+
+// testReplaceDeployment: CreateDeployment with Replaces cancels the replaced deployment with
+// its reason and ends its lease in the transaction that records the new one; when the replaced
+// one was ended by another caller meanwhile it records the new one alone; when another is
+// active, or the replaced is not the scenario's, or the scenario archived, nothing is written.
+func testReplaceDeployment(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	must(s.CreateScenario(ctx, "fraud", draft(1, "ann")))(t)
+	must(s.SaveVersion(ctx, "fraud", 1, draft(2, "ann")))(t)
+	must(s.CreateScenario(ctx, "offers", draft(1, "bob")))(t)
+	d1 := must(s.CreateDeployment(ctx, store.NewDeployment{Scenario: "fraud", Version: 1}))(t)
+	lease := must(s.AcquireLease(ctx, d1.ID, "a", time.Minute))(t)
+	must(s.SetDeploymentStatus(ctx, d1.ID, store.StatusRunning, ""))(t)
+	o1 := must(s.CreateDeployment(ctx, store.NewDeployment{Scenario: "offers", Version: 1}))(t)
+
+	_, err := s.CreateDeployment(ctx, store.NewDeployment{Scenario: "fraud", Version: 2, Replaces: o1.ID, ReplacedReason: "x"})
+	wantErr(t, "replacing another scenario's deployment", err, store.ErrNotFound)
+	_, err = s.CreateDeployment(ctx, store.NewDeployment{Scenario: "fraud", Version: 2, Replaces: 1 << 40, ReplacedReason: "x"})
+	wantErr(t, "replacing no deployment", err, store.ErrNotFound)
+	_, err = s.CreateDeployment(ctx, store.NewDeployment{Scenario: "fraud", Version: 3, Replaces: d1.ID, ReplacedReason: "x"})
+	wantErr(t, "replacing with no such version", err, store.ErrNotFound)
+	if got := must(s.GetDeployment(ctx, d1.ID))(t); got.Status != store.StatusRunning || got.Reason != "" {
+		t.Fatalf("after three refused replaces: %+v; want it RUNNING as it was", got)
+	}
+	if got := must(s.GetDeployment(ctx, o1.ID))(t); got.Status != store.StatusDeploying {
+		t.Fatalf("the other scenario's deployment after a refused replace: %+v", got)
+	}
+
+	d2 := must(s.CreateDeployment(ctx, store.NewDeployment{Scenario: "fraud", Version: 2, User: "ann", Replaces: d1.ID, ReplacedReason: "replaced by version 2"}))(t)
+	if d2.Status != store.StatusDeploying || d2.Version != 2 || d2.ID <= d1.ID {
+		t.Errorf("the replacement: %+v", d2)
+	}
+	if got := must(s.GetDeployment(ctx, d1.ID))(t); got.Status != store.StatusCanceled || got.Reason != "replaced by version 2" {
+		t.Errorf("the replaced: %+v; want CANCELED \"replaced by version 2\"", got)
+	}
+	if l := must(s.GetLease(ctx, d1.ID))(t); l.Owner != "" || l.Epoch != lease.Epoch+1 {
+		t.Errorf("the replaced one's lease %+v; want it ended, epoch %d", l, lease.Epoch+1)
+	}
+	_, _, err = s.CommitCheckpoint(ctx, store.Checkpoint{Deployment: d1.ID, Epoch: lease.Epoch, State: []byte("late")}, nil)
+	wantErr(t, "a checkpoint of the replaced one under its old lease", err, store.ErrLeaseLost)
+
+	// d1 replaced again (a second caller that stopped it too): d2 is active, nothing changes.
+	_, err = s.CreateDeployment(ctx, store.NewDeployment{Scenario: "fraud", Version: 1, Replaces: d1.ID, ReplacedReason: "replaced by version 1"})
+	wantErr(t, "replacing one another caller replaced", err, store.ErrDeploymentActive)
+	if got := must(s.GetDeployment(ctx, d1.ID))(t); got.Reason != "replaced by version 2" {
+		t.Errorf("the replaced one's reason after a refused replace: %q", got.Reason)
+	}
+	if h := must(s.ListDeployments(ctx, "fraud", 0, 0))(t); len(h) != 2 || h[0].ID != d2.ID || h[0].Status != store.StatusDeploying {
+		t.Errorf("history after a refused replace: %+v", h)
+	}
+
+	// d2 canceled by another caller meanwhile: the new one is recorded, d2 keeps its reason.
+	must(s.SetDeploymentStatus(ctx, d2.ID, store.StatusCanceled, "canceled by bob"))(t)
+	d3 := must(s.CreateDeployment(ctx, store.NewDeployment{Scenario: "fraud", Version: 1, Replaces: d2.ID, ReplacedReason: "replaced by version 1"}))(t)
+	if got := must(s.GetDeployment(ctx, d2.ID))(t); got.Status != store.StatusCanceled || got.Reason != "canceled by bob" {
+		t.Errorf("one canceled before its replace: %+v; want its cancel's reason", got)
+	}
+	must(s.SetDeploymentStatus(ctx, d3.ID, store.StatusCanceled, ""))(t)
+	must(s.SetArchived(ctx, "fraud", true))(t)
+	_, err = s.CreateDeployment(ctx, store.NewDeployment{Scenario: "fraud", Version: 1, Replaces: d3.ID, ReplacedReason: "x"})
+	wantErr(t, "replacing in an archived scenario", err, store.ErrArchived)
 }
 
 // testLastCheckpointedDeployment: the newest deployment of the scenario below an id that has a
