@@ -148,6 +148,9 @@ func CompileWith(text string, env TypeEnv, want Type, opts Options) (prog *Progr
 		return nil, []scenario.Problem{*p}
 	}
 	src := rewrite(text, env)
+	if p := src.hashedWordProblem(); p != nil {
+		return nil, []scenario.Problem{*p}
+	}
 	config := newConfig(src.checkerEnv(env))
 	config.MaxNodes = uint(limits.MaxNodes)
 
@@ -157,6 +160,9 @@ func CompileWith(text string, env TypeEnv, want Type, opts Options) (prog *Progr
 			return nil, []scenario.Problem{src.tooLarge(err, limits)}
 		}
 		return nil, []scenario.Problem{src.problem(err, CodeSyntax, nil)}
+	}
+	if p := src.hashedFunction(tree); p != nil {
+		return nil, []scenario.Problem{*p}
 	}
 	// Before expr's checker, which compiles a literal pattern: one too large to compile is a
 	// limit problem, not work.
@@ -491,6 +497,41 @@ func methodHint(name string) string {
 // expressions' messages made a validation answer of 300 MB (a hostile round).
 const maxListedNames = 512
 
+// hashedFunction is the problem of #name, not called, where name is a function and no
+// variable in scope: expr took the function as a value, null (a hostile round: #len was
+// null), or said its Go type. Before expr's checker.
+func (s *source) hashedFunction(tree *parser.Tree) *scenario.Problem {
+	var found *scenario.Problem
+	callees := map[ast.Node]bool{}
+	ast.Walk(&tree.Node, visitorFunc(func(n *ast.Node) {
+		if call, ok := (*n).(*ast.CallNode); ok {
+			callees[call.Callee] = true
+		}
+	}))
+	ast.Walk(&tree.Node, visitorFunc(func(n *ast.Node) {
+		id, ok := (*n).(*ast.IdentifierNode)
+		if found != nil || !ok || callees[id] || !s.hashed[id.Location().From] || !isFunction(id.Value) {
+			return
+		}
+		if _, in := s.env[id.Value]; !in {
+			found = s.at(id, CodeUnknownName, fmt.Sprintf("unknown variable #%s (%s is a function: call it, as %s(...))", id.Value, id.Value, id.Value))
+		}
+	}))
+	return found
+}
+
+// hashedWordProblem is the problem of a '#' before a word of the language (#true, #nil,
+// #in): expr read true, nil, in, silently (a hostile round: #true was true, #nil null); SpEL
+// would take #true as a variable, which no variable can be named.
+func (s *source) hashedWordProblem() *scenario.Problem {
+	if s.hashedWord < 0 {
+		return nil
+	}
+	line, col := lineColumn(s.original, s.hashedWord)
+	return &scenario.Problem{Code: CodeUnknownName, Line: line, Column: col,
+		Message: fmt.Sprintf("unknown variable #%s (%s is a word of the expression language, not a variable: write it without #)", s.word, s.word)}
+}
+
 func (s *source) unknownNameMessage(name string, at int) string {
 	written := name
 	if s.hashed[at] {
@@ -587,8 +628,11 @@ func (s *source) checkCalls(tree *parser.Tree) *scenario.Problem {
 	}))
 	ast.Walk(&tree.Node, visitorFunc(func(n *ast.Node) {
 		id, ok := (*n).(*ast.IdentifierNode)
-		if found != nil || !ok || callees[id] || s.hashed[id.Location().From] || !isFunction(id.Value) {
+		if found != nil || !ok || callees[id] || !isFunction(id.Value) {
 			return
+		}
+		if s.hashed[id.Location().From] {
+			return // hashedFunction's
 		}
 		found = s.at(id, CodeFunctionNotCalled, fmt.Sprintf("%s is a function: call it, as %s(...)", id.Value, id.Value))
 	}))

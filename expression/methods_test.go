@@ -96,3 +96,41 @@ func TestMethodArgumentsChecked(t *testing.T) {
 		}
 	}
 }
+
+// A '#' before a word of the language or a function's name that is not called is an unknown
+// variable at its '#' (a hostile round: #true was true, #nil and #len null); a variable of a
+// function's name is read, a called function and expr's own # pointers keep their meaning.
+func TestHashedWordsAndFunctions(t *testing.T) {
+	env := TypeEnv{"input": Unknown}
+	for text, column := range map[string]int{
+		"#true":            1,
+		"#nil":             1,
+		"#input.a == #nil": 13,
+		"1 #in [1]":        3,
+		"#not true":        1,
+		"#len":             1,
+		"#input.n > #abs":  12,
+	} {
+		_, problems := Compile(text, env, Unknown)
+		if len(problems) != 1 || problems[0].Code != CodeUnknownName || problems[0].Column != column || !strings.HasPrefix(problems[0].Message, "unknown variable #") {
+			t.Errorf("%s: %+v; want an unknown variable at column %d", text, problems, column)
+		}
+	}
+	for text, want := range map[string]value.Value{
+		`#upper("ab")`:          value.String("AB"),
+		`"#true"`:               value.String("#true"),
+		`sum(map([1, 2], #))`:   value.Int(3),
+		`#len + 1`:              value.Int(8), // a variable named len
+		`sum(map([5], #index))`: value.Int(0),
+	} {
+		p, problems := Compile(text, TypeEnv{"input": Unknown, "len": Integer}, Unknown)
+		if problems != nil {
+			t.Errorf("%s: %v", text, problems)
+			continue
+		}
+		got, err := Run(p, map[string]value.Value{"input": value.Int(1), "len": value.Int(7)})
+		if err != nil || !value.Equal(got, want) {
+			t.Errorf("%s = %v (%v); want %v", text, got, err, want)
+		}
+	}
+}

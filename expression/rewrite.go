@@ -33,6 +33,11 @@ type source struct {
 	// variables the expression names, however large the scope.
 	idents   map[string]bool
 	readsEnv bool
+	// hashedWord is the rune offset in original of the first '#' before a word of the
+	// language (#true, #nil: not variables, CheckName refuses them as names), and word that
+	// word; -1 when there is none.
+	hashedWord int
+	word       string
 }
 
 // NamedEnv is the part of env that text can read: the variables it names, or all of env
@@ -75,9 +80,19 @@ func rewrite(text string, env TypeEnv) *source {
 		tokens = append(tokens, t)
 	}
 	remove := map[int]bool{} // rune offsets of '#' to remove
+	hashedWord, word := -1, ""
 	for i := 0; i+1 < len(tokens); i++ {
 		hash, name := tokens[i], tokens[i+1]
-		if hash.Kind != lexer.Operator || hash.Value != "#" || name.Kind != lexer.Identifier || name.From != hash.To {
+		if hash.Kind != lexer.Operator || hash.Value != "#" || name.From != hash.To {
+			continue
+		}
+		if (name.Kind == lexer.Identifier || name.Kind == lexer.Operator) && keywords[name.Value] {
+			if hashedWord < 0 {
+				hashedWord, word = hash.From, name.Value
+			}
+			continue
+		}
+		if name.Kind != lexer.Identifier {
 			continue
 		}
 		if _, inScope := env[name.Value]; !inScope && pointerNames[name.Value] {
@@ -85,7 +100,7 @@ func rewrite(text string, env TypeEnv) *source {
 		}
 		remove[hash.From] = true
 	}
-	s := &source{original: text, hashed: map[int]bool{}, env: env, idents: map[string]bool{}}
+	s := &source{original: text, hashed: map[int]bool{}, env: env, idents: map[string]bool{}, hashedWord: hashedWord, word: word}
 	for _, t := range tokens {
 		if t.Kind == lexer.Identifier {
 			s.idents[t.Value] = true
