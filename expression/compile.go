@@ -394,6 +394,13 @@ func (s *source) problem(err error, code string, tree *parser.Tree) scenario.Pro
 	offset := s.originalOffset(fe.From)
 	line, col := lineColumn(s.original, offset)
 	p := scenario.Problem{Code: code, Message: fe.Message, Line: line, Column: col}
+	if name, ok := methodAt(tree, fe.From); ok && (strings.HasPrefix(fe.Message, "unknown field ") ||
+		strings.HasPrefix(fe.Message, "array elements can only be selected using an integer")) {
+		// A SpEL method on a list or a record of a known type: expr's words were about an
+		// index or a field (a hostile round: #input.a.size(), #input.o.toString()).
+		p.Message = fmt.Sprintf("no method %s(): lists and records have none", name) + methodHint(name)
+		return p
+	}
 	switch {
 	case strings.HasPrefix(fe.Message, "unknown name "):
 		name := strings.TrimPrefix(fe.Message, "unknown name ")
@@ -410,6 +417,25 @@ func (s *source) problem(err error, code string, tree *parser.Tree) scenario.Pro
 		p.Message += " (did you mean ==? a single = is not a comparison)"
 	}
 	return p
+}
+
+// methodAt returns the name of the method called at offset from of the rewritten text
+// (#input.a.size(): the offset of size), and false when no method call is there.
+func methodAt(tree *parser.Tree, from int) (string, bool) {
+	if tree == nil {
+		return "", false
+	}
+	var name string
+	ast.Walk(&tree.Node, visitorFunc(func(n *ast.Node) {
+		member, ok := (*n).(*ast.MemberNode)
+		if !ok || !member.Method || member.Property.Location().From != from {
+			return
+		}
+		if s, ok := member.Property.(*ast.StringNode); ok {
+			name = s.Value
+		}
+	}))
+	return name, name != ""
 }
 
 // untypedMethods returns the method calls of tree on a value of no known type (#input.x.f()),

@@ -134,3 +134,23 @@ func TestHashedWordsAndFunctions(t *testing.T) {
 		}
 	}
 }
+
+// A SpEL method on a list or a record whose type is known (from a schema) says there is no
+// such method and what to write, at the method's name (a hostile round: "array elements can
+// only be selected using an integer", "unknown field"); a field that is not there keeps its
+// own message.
+func TestSpELMethodsOfTypedListsAndRecords(t *testing.T) {
+	env := TypeEnv{"input": RecordOf(Field{Name: "a", Type: ListOf(Integer)}, Field{Name: "o", Type: RecordOf(Field{Name: "x", Type: Integer})})}
+	for text, want := range map[string]string{
+		"#input.a.size() > 1": "no method size(): lists and records have none (expressions are expr-lang, not SpEL: for size() write len(x))",
+		"#input.o.toString()": "no method toString(): lists and records have none (expressions are expr-lang, not SpEL: for toString() write string(x))",
+		"#input.o.keySet()":   "no method keySet(): lists and records have none (expressions are expr-lang, not SpEL: for keySet() write keys(x))",
+		`#input.o.y == "b"`:   `unknown field "y" (fields: x)`,
+		`#input.a.foo == "b"`: "array elements can only be selected using an integer (got string)",
+	} {
+		_, problems := Compile(text, env, Unknown)
+		if len(problems) != 1 || problems[0].Message != want || problems[0].Column != 10 {
+			t.Errorf("%s: %+v; want %q at column 10", text, problems, want)
+		}
+	}
+}
