@@ -570,8 +570,14 @@ func runtimeError(ctx context.Context, err error, name string, version int) erro
 		return huma.ErrorWithHeaders(newProblem(http.StatusServiceUnavailable, CodeUnavailable, "the server is shutting down; retry later"),
 			http.Header{"Retry-After": {"1"}})
 	case errors.Is(err, store.ErrBatchKeyReused):
+		// What differs, not the stored key: that is the caller's identity and its key (batchKey).
+		reason := "it names another batch"
+		var reused *store.BatchKeyReusedError
+		if errors.As(err, &reused) {
+			reason = reused.Reason()
+		}
 		return newProblem(http.StatusUnprocessableEntity, CodeIdempotencyKeyReused,
-			fmt.Sprintf("the Idempotency-Key was used for another batch of %q: %v", name, err))
+			fmt.Sprintf("the Idempotency-Key was used for another batch of %q: %s", name, reason))
 	}
 	return storeError(ctx, err, name, version)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/scenario-server/scenario-server/auth"
 	"github.com/scenario-server/scenario-server/deploy"
 	"github.com/scenario-server/scenario-server/internal/names"
 	"github.com/scenario-server/scenario-server/store"
@@ -34,7 +35,7 @@ type IngestResult struct {
 type ingestInput struct {
 	Name           string `path:"name" doc:"The scenario's name (URL-escaped: a space is %20)." example:"large payments"`
 	Source         string `path:"sourceId" doc:"The id of an HTTP source node of the running version." example:"payments"`
-	IdempotencyKey string `header:"Idempotency-Key" maxLength:"200" pattern:"^[ -~]*$" doc:"Optional key naming this batch, of printable ASCII (as the IETF draft's Idempotency-Key, a structured-field string; a UUID is typical): a batch re-sent with the same key and the same events (after a timeout, a lost answer or a server restart) is stored once and answered with the first batch's offsets. The same key with other events (compared by a SHA-256 of the events) is refused with 422 idempotency-key-reused, nothing stored. Use a new key for each batch."`
+	IdempotencyKey string `header:"Idempotency-Key" maxLength:"200" pattern:"^[ -~]*$" doc:"Optional key naming this batch, of printable ASCII (as the IETF draft's Idempotency-Key, a structured-field string; a UUID is typical): a batch re-sent with the same key and the same events (after a timeout, a lost answer or a server restart) is stored once and answered with the first batch's offsets. The same key with other events (compared by a SHA-256 of the events) is refused with 422 idempotency-key-reused, nothing stored. Keys are the caller's own: with sign-in on, another identity (another token, another user) using the same key sends another batch. Use a new key for each batch."`
 	ContentType    string `header:"Content-Type" doc:"application/json (one object, or an array of objects) or application/x-ndjson (one object a line)."`
 	// ContentEncoding: the server does not decompress bodies (checkBody refuses them, for every
 	// route); declared here for the API's description.
@@ -99,7 +100,7 @@ func (h *handlers) ingest(ctx context.Context, in *ingestInput) (*ingestOutput, 
 	if err != nil {
 		return nil, err
 	}
-	a, err := h.runtime.Ingest(ctx, in.Name, in.Source, in.IdempotencyKey, records)
+	a, err := h.runtime.Ingest(ctx, in.Name, in.Source, batchKey(ctx, in.IdempotencyKey), records)
 	if err != nil {
 		if err := h.checkScenario(ctx, in.Name); err != nil {
 			return nil, err
@@ -115,6 +116,21 @@ func (h *handlers) ingest(ctx context.Context, in *ingestInput) (*ingestOutput, 
 		Scenario: in.Name, Source: in.Source, FirstOffset: a.FirstOffset, Count: a.Count,
 		Duplicate: a.Duplicate, AcceptedAt: a.AcceptedAt,
 	}}, nil
+}
+
+// batchKey is the key a batch is stored under for its Idempotency-Key: the key within the
+// caller's identity (its subject, and a newline, which no key holds), as payment APIs scope
+// theirs to the account, so that another client's key never names this one's batch (a
+// hostile round: a second identity's batch under a predictable key was refused 422, or, with
+// the same events, answered duplicate with the first's offsets and not stored). Without
+// sign-in (a loopback server open to all) the key is as it is. A client retrying under a new
+// token (another subject) is another identity: its batch is stored again.
+func batchKey(ctx context.Context, key string) string {
+	id, ok := auth.FromContext(ctx)
+	if key == "" || !ok || id.Method == auth.MethodNone || id.Subject == "" {
+		return key
+	}
+	return id.Subject + "\n" + key
 }
 
 // splitRecords splits a request body into its events, in order, by content type. It checks

@@ -37,6 +37,30 @@ var ErrDeploymentActive = errors.New("scenario has an active deployment")
 // key for two different batches. The API answers 422; nothing was appended.
 var ErrBatchKeyReused = errors.New("batch key reused for another batch")
 
+// BatchKeyReusedError is ErrBatchKeyReused (errors.Is) with what differs: the batch the key
+// names has Stored events, the batch appended under it Sent; with as many, their SHA-256
+// differ.
+type BatchKeyReusedError struct{ Stored, Sent int }
+
+// Reason says what differs, without the key: "the key names a batch of 2 events, this one has 1".
+func (e *BatchKeyReusedError) Reason() string {
+	if e.Stored != e.Sent {
+		return fmt.Sprintf("the key names a batch of %s, this one has %d", events(e.Stored), e.Sent)
+	}
+	return fmt.Sprintf("the key names another batch of %s (their SHA-256 differ)", events(e.Stored))
+}
+
+func (e *BatchKeyReusedError) Error() string { return e.Reason() + ": " + ErrBatchKeyReused.Error() }
+func (e *BatchKeyReusedError) Unwrap() error { return ErrBatchKeyReused }
+
+// events is "1 event" or "n events".
+func events(n int) string {
+	if n == 1 {
+		return "1 event"
+	}
+	return fmt.Sprintf("%d events", n)
+}
+
 // ErrConflict is what a *ConflictError matches with errors.Is.
 var ErrConflict = errors.New("version conflict")
 

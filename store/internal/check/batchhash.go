@@ -28,11 +28,8 @@ func BatchHash(payloads [][]byte) []byte {
 // before hashes were) with the batch appended under its key (n events, SHA-256 hash), and
 // returns an error wrapping store.ErrBatchKeyReused when they differ.
 func SameBatch(count int, stored []byte, n int, hash []byte) error {
-	switch {
-	case count != n:
-		return fmt.Errorf("the key names a batch of %s, this one has %d: %w", plural(count, "event"), n, store.ErrBatchKeyReused)
-	case stored != nil && !bytes.Equal(stored, hash):
-		return fmt.Errorf("the key names another batch of %s (their SHA-256 differ): %w", plural(count, "event"), store.ErrBatchKeyReused)
+	if count != n || stored != nil && !bytes.Equal(stored, hash) {
+		return &store.BatchKeyReusedError{Stored: count, Sent: n}
 	}
 	return nil
 }

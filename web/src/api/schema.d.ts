@@ -4344,7 +4344,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Optional key naming this batch, of printable ASCII (as the IETF draft's Idempotency-Key, a structured-field string; a UUID is typical): a batch re-sent with the same key and the same events (after a timeout, a lost answer or a server restart) is stored once and answered with the first batch's offsets. The same key with other events (compared by a SHA-256 of the events) is refused with 422 idempotency-key-reused, nothing stored. Use a new key for each batch. */
+                /** @description Optional key naming this batch, of printable ASCII (as the IETF draft's Idempotency-Key, a structured-field string; a UUID is typical): a batch re-sent with the same key and the same events (after a timeout, a lost answer or a server restart) is stored once and answered with the first batch's offsets. The same key with other events (compared by a SHA-256 of the events) is refused with 422 idempotency-key-reused, nothing stored. Keys are the caller's own: with sign-in on, another identity (another token, another user) using the same key sends another batch. Use a new key for each batch. */
                 "Idempotency-Key"?: string;
                 /** @description application/json (one object, or an array of objects) or application/x-ndjson (one object a line). */
                 "Content-Type"?: string;
