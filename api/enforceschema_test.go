@@ -79,7 +79,7 @@ func testEnforceSchema(t *testing.T, c *client) {
 		t.Errorf("not enforced: source counts %+v, want %+v", got, want)
 	}
 	// Line 3 lacks amount: the filter's error names it.
-	if len(res.Errors) == 2 && !strings.HasSuffix(res.Errors[1].Message, "<nil> > int (#input.amount is null or missing)") {
+	if len(res.Errors) == 2 && !strings.HasSuffix(res.Errors[1].Message, "null > an integer (#input.amount is null or missing)") {
 		t.Errorf("not enforced: line 3's message %q does not name #input.amount", res.Errors[1].Message)
 	}
 }

@@ -165,8 +165,8 @@ func TestArithmeticTypeErrorsUnchanged(t *testing.T) {
 		text     string
 		contains string
 	}{
-		{"#u * 2", "invalid operation: string * int"},
-		{"#s + 1", "invalid operation: <nil> + int"},
+		{"#u * 2", "invalid operation: a string * an integer"},
+		{"#s + 1", "invalid operation: null + an integer"},
 		{"-#u", "invalid operation"},
 	} {
 		prog := mustCompile(t, tt.text, arithEnv)
@@ -244,7 +244,7 @@ func TestNullOperandNamesTheField(t *testing.T) {
 		_, err := RunVars(prog, vars)
 		prog.NameOperands(err, vars)
 		var re *RunError
-		if !errors.As(err, &re) || !strings.Contains(re.Message, "<nil>") || !strings.HasSuffix(re.Message, tt.want) {
+		if !errors.As(err, &re) || !strings.Contains(re.Message, "null ") || !strings.HasSuffix(re.Message, tt.want) {
 			t.Errorf("Run(%q) error %v, want it to end with %q", tt.text, err, tt.want)
 		}
 	}
@@ -266,8 +266,8 @@ func TestWrongTypeOperandNamesTheField(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct{ text, want string }{
-		{"#input.amount > 0", "invalid operation: string > int (#input.amount is a string)"},
-		{"#input.amount > #input.limit", "invalid operation: string > int (#input.amount is a string, #input.limit is an integer)"},
+		{"#input.amount > 0", "invalid operation: a string > an integer (#input.amount is a string)"},
+		{"#input.amount > #input.limit", "invalid operation: a string > an integer (#input.amount is a string, #input.limit is an integer)"},
 		{"#input.geo > 1", "(#input.geo is a record)"},
 		{"#input.tags > #input.rate", "(#input.rate is a float, #input.tags is a list)"},
 		{"#input.ok < 2", "(#input.ok is a boolean)"},

@@ -1579,7 +1579,11 @@ func rangeBound(x any) int {
 		}
 		return int(f)
 	}
-	return runtime.ToInt(x)
+	switch x.(type) {
+	case int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32:
+		return runtime.ToInt(x)
+	}
+	panic(fmt.Errorf("a range's bounds are integers, not %s", goTypeName(fmt.Sprintf("%T", x))))
 }
 
 // stringBytes is the bytes of the strings of a list (not nested), and of the keys and the

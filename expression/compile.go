@@ -393,7 +393,7 @@ func (s *source) problem(err error, code string, tree *parser.Tree) scenario.Pro
 	}
 	offset := s.originalOffset(fe.From)
 	line, col := lineColumn(s.original, offset)
-	p := scenario.Problem{Code: code, Message: fe.Message, Line: line, Column: col}
+	p := scenario.Problem{Code: code, Message: plainGoTypes(fe.Message), Line: line, Column: col}
 	if name, ok := methodAt(tree, fe.From); ok && (strings.HasPrefix(fe.Message, "unknown field ") ||
 		strings.HasPrefix(fe.Message, "array elements can only be selected using an integer")) {
 		// A SpEL method on a list or a record of a known type: expr's words were about an

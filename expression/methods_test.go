@@ -1,6 +1,8 @@
 package expression
 
 import (
+	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -151,6 +153,45 @@ func TestSpELMethodsOfTypedListsAndRecords(t *testing.T) {
 		_, problems := Compile(text, env, Unknown)
 		if len(problems) != 1 || problems[0].Message != want || problems[0].Column != 10 {
 			t.Errorf("%s: %+v; want %q at column 10", text, problems, want)
+		}
+	}
+}
+
+// expr's and reflect's messages that named Go types say them in the expression's terms (a
+// hostile round: "invalid operation: int([]interface {})" from a range of a list, "reflect:
+// Call using string as type *time.Location").
+func TestGoTypesSaidPlainly(t *testing.T) {
+	input := value.NewRecord([]string{"a", "s", "n"}, []value.Value{value.List([]value.Value{value.Int(1)}), value.String("5s"), value.Int(3)})
+	for text, want := range map[string]string{
+		"#input.a..3":                   "a range's bounds are integers, not a list",
+		"1..#input.zz":                  "a range's bounds are integers, not null",
+		"#input.a + 1":                  "invalid operation: a list + an integer",
+		"-#input.a":                     "invalid operation: - a list",
+		"duration(#input.s) + #input.a": "invalid operation: a duration + a list",
+		"abs(#input.a)":                 "invalid argument for abs: a list",
+		"int(#input.a)":                 "a list where an integer is taken",
+		"#input.a ** 2":                 "a list where a number is taken",
+		"#input.n in #input.n":          `operator "in" not defined on an integer`,
+		"now().In(#input.s)":            "a string where a time zone is taken",
+		"#input.zz.lat > 1":             "cannot fetch lat from null",
+	} {
+		p, problems := Compile(text, TypeEnv{"input": Unknown}, Unknown)
+		if problems != nil {
+			t.Errorf("%s: %v", text, problems)
+			continue
+		}
+		_, err := Run(p, map[string]value.Value{"input": input})
+		var re *RunError
+		if !errors.As(err, &re) || re.Message != want {
+			t.Errorf("%s: %v; want %q", text, err, want)
+		}
+	}
+	for text, want := range map[string]string{
+		`date("2024-01-01").Add("1h")`: `[1:24: a string where a duration is taken (an argument of Add) (expression-type)]`,
+		"1 + true":                     "[1:3: invalid operation: + (an integer and a boolean) (expression-type)]",
+	} {
+		if _, problems := Compile(text, TypeEnv{"input": Unknown}, Unknown); fmt.Sprint(problems) != want {
+			t.Errorf("%s: %v; want %s", text, problems, want)
 		}
 	}
 }

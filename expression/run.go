@@ -181,11 +181,10 @@ func (p *Program) run(vars Vars, b Budget) (value.Value, int, error) {
 // the wrong type, which of the variables and fields p reads are the culprits, in name order,
 // so that an event without a field, or with a field of another type, is not a riddle:
 //
-//   - about a null operand ("invalid operation: <nil> > int", "cannot fetch lat from <nil>",
-//     as expr words them): those null or missing in vars, "... (#input.delay is null or
-//     missing)";
-//   - about operands of other types ("invalid operation: string > int"): those whose value is
-//     of a type the message names, "... (#input.amount is a string)".
+//   - about a null operand ("invalid operation: null > an integer", "cannot fetch lat from
+//     null"): those null or missing in vars, "... (#input.delay is null or missing)";
+//   - about operands of other types ("invalid operation: a string > an integer"): those whose
+//     value is of a type the message names, "... (#input.amount is a string)".
 //
 // At most maxNamedOperands are named. Other errors are left as they are. Call it on failures
 // only: it reads vars again, whole.
@@ -194,22 +193,20 @@ func (p *Program) NameOperands(err error, vars Vars) {
 	if !errors.As(err, &re) || len(re.Message) > maxNamedMessage {
 		return
 	}
-	nulls := strings.Contains(re.Message, "<nil>")
+	// "invalid operation: T1 op T2" or "... op T", T a type as plainGoTypes says it ("a
+	// string", "null").
+	rest, isOp := strings.CutPrefix(re.Message, "invalid operation: ")
+	nulls := strings.Contains(re.Message, " from null") || isOp && strings.Contains(" "+rest+" ", " null ")
+	if !nulls && !isOp {
+		return
+	}
 	var types map[string]bool
 	if !nulls {
-		// "T1 op T2" or "op T", T a Go type name as %T writes it.
-		rest, ok := strings.CutPrefix(re.Message, "invalid operation: ")
-		if !ok {
-			return
-		}
-		w := strings.Fields(strings.ReplaceAll(rest, "interface {}", "interface{}"))
-		switch len(w) {
-		case 3:
-			types = map[string]bool{w[0]: true, w[2]: true}
-		case 2:
-			types = map[string]bool{w[1]: true}
-		default:
-			return
+		types = map[string]bool{}
+		for _, what := range []string{"a string", "an integer", "a float", "a boolean", "a list", "a record"} {
+			if strings.Contains(rest, what) {
+				types[what] = true
+			}
 		}
 	}
 	binds := p.fastBinds
@@ -248,7 +245,7 @@ func (p *Program) NameOperands(err error, vars Vars) {
 			seen[path] = true
 			named = append(named, path)
 		case !nulls && ok:
-			if goName, what := operandType(v); goName != "" && types[goName] {
+			if what := operandType(v); what != "" && types[what] {
 				seen[path] = true
 				named = append(named, path+" is "+what)
 			}
@@ -282,24 +279,24 @@ const (
 	maxNamedMessage = MaxRunErrorMessage / 3
 )
 
-// operandType is the Go type expr names v by in its errors (the %T of ToGo(v, Unknown),
-// "interface {}" written without its space), and v's type in the user's words; "" for a null.
-func operandType(v value.Value) (goName, what string) {
+// operandType is v's type in the user's words, as plainGoTypes names it in expr's messages;
+// "" for a null.
+func operandType(v value.Value) string {
 	switch v.Kind() {
 	case value.KindString:
-		return "string", "a string"
+		return "a string"
 	case value.KindInt:
-		return "int", "an integer"
+		return "an integer"
 	case value.KindFloat:
-		return "float64", "a float"
+		return "a float"
 	case value.KindBool:
-		return "bool", "a boolean"
+		return "a boolean"
 	case value.KindList:
-		return "[]interface{}", "a list"
+		return "a list"
 	case value.KindRecord:
-		return "map[string]interface{}", "a record"
+		return "a record"
 	}
-	return "", ""
+	return ""
 }
 
 // convert converts what expr returned.
@@ -381,7 +378,59 @@ func (p *Program) locatedError(err error, b Budget) *RunError {
 		// from a string, "cannot call nil" from a record (new-user round 153).
 		msg = fmt.Sprintf("no method %s(): the values of events, records and variables have none", name) + methodHint(name)
 	}
-	return &RunError{Message: plainConversion(msg), Line: line, Column: col, Err: cause}
+	return &RunError{Message: plainGoTypes(plainConversion(msg)), Line: line, Column: col, Err: cause}
+}
+
+// goType matches the Go type names of expr's messages (and reflect's) about values.
+const goType = `(\[\]interface \{\}|map\[string\]interface \{\}|\*?time\.[A-Z][a-z]+|u?int(?:64|32)?|float(?:64|32)|string|bool|nil|<nil>|unknown)`
+
+// goTypeMessages are expr's and reflect's messages that name Go types, and what they say in
+// the expression's terms (a hostile round: "invalid operation: int([]interface {})",
+// "reflect: Call using string as type *time.Location" reached users).
+var goTypeMessages = []struct {
+	re  *regexp.Regexp
+	say func(m []string) string
+}{
+	{regexp.MustCompile(`invalid operation: ` + goType + ` (\S+) ` + goType + `$`), func(m []string) string {
+		return fmt.Sprintf("invalid operation: %s %s %s", goTypeName(m[1]), m[2], goTypeName(m[3]))
+	}},
+	{regexp.MustCompile(`invalid operation: (int|float)\(` + goType + `\)$`), func(m []string) string {
+		// int() and float() of the value, or a list indexed by it (#list.field), or **.
+		want := map[string]string{"int": "an integer", "float": "a number"}[m[1]]
+		return fmt.Sprintf("%s where %s is taken", goTypeName(m[2]), want)
+	}},
+	{regexp.MustCompile(`\(mismatched types ` + goType + ` and ` + goType + `\)`), func(m []string) string {
+		return fmt.Sprintf("(%s and %s)", goTypeName(m[1]), goTypeName(m[2]))
+	}},
+	{regexp.MustCompile(`operator "(\S+)" not defined on ` + goType), func(m []string) string {
+		return fmt.Sprintf("operator %q not defined on %s", m[1], goTypeName(m[2]))
+	}},
+	{regexp.MustCompile(`invalid operation: (\S+) ` + goType + `$`), func(m []string) string {
+		return fmt.Sprintf("invalid operation: %s %s", m[1], goTypeName(m[2]))
+	}},
+	{regexp.MustCompile(`cannot fetch (\S+) from <nil>`), func(m []string) string {
+		return fmt.Sprintf("cannot fetch %s from null", m[1])
+	}},
+	{regexp.MustCompile(`invalid argument for (\w+) \(type ` + goType + `\)`), func(m []string) string {
+		return fmt.Sprintf("invalid argument for %s: %s", m[1], goTypeName(m[2]))
+	}},
+	{regexp.MustCompile(`reflect: Call using ` + goType + ` as type ` + goType), func(m []string) string {
+		return fmt.Sprintf("%s where %s is taken", goTypeName(m[1]), goTypeName(m[2]))
+	}},
+	{regexp.MustCompile(`cannot use ` + goType + ` as argument \(type ` + goType + `\) to call (\w+) *`), func(m []string) string {
+		return fmt.Sprintf("%s where %s is taken (an argument of %s)", goTypeName(m[1]), goTypeName(m[2]), m[3])
+	}},
+}
+
+// plainGoTypes says a message of expr or reflect that names Go types in the expression's
+// terms, and returns other messages as they are.
+func plainGoTypes(msg string) string {
+	for _, g := range goTypeMessages {
+		if m := g.re.FindStringSubmatch(msg); m != nil {
+			return strings.Replace(msg, m[0], g.say(m), 1)
+		}
+	}
+	return msg
 }
 
 // goConversion is Go's message of a failed type assertion inside expr's builtins (date(42):
@@ -418,8 +467,10 @@ func goTypeName(t string) string {
 		return "a list"
 	case "map[string]interface {}":
 		return "a record"
-	case "nil":
+	case "nil", "<nil>":
 		return "null"
+	case "unknown":
+		return "a value of unknown type"
 	}
 	return "a value of Go type " + t
 }
