@@ -27,15 +27,15 @@ func (s *createHeld) CreateDeployment(ctx context.Context, nd store.NewDeploymen
 	return s.Store.CreateDeployment(ctx, nd)
 }
 
-// An archive asked while a deploy of version 2 has stopped version 1 and not yet recorded
-// version 2 waits for the deploy, and is then refused: a deployment runs (a hostile round: it
-// landed in between, version 1 ended CANCELED "replaced by version 2" with no version 2, the
-// scenario archived with nothing running, and the deploy answered 409).
-func TestArchiveWaitsForADeploy(t *testing.T) {
-	st := &createHeld{Store: sqliteStore(t), entered: make(chan struct{}), release: make(chan struct{})}
+// deployHeld deploys version 1 of a scenario "s" on st with a runtime configured so, saves
+// version 2, and deploys it: it returns once that deploy has stopped version 1 and is held
+// before it records version 2, with the runtime, version 1's deployment and where the
+// deploy's error comes once st releases it.
+func deployHeld(t *testing.T, st *createHeld, configure ...func(*Config)) (*Runtime, store.Deployment, <-chan error) {
+	t.Helper()
 	createScenario(t, st, "s", tumblingGraph(""))
-	r := newRuntime(t, st)
-	deploy(t, r, "s", 0)
+	r := newRuntime(t, st, configure...)
+	d1 := deploy(t, r, "s", 0)
 	if _, err := st.SaveVersion(t.Context(), "s", 1, store.Draft{Graph: json.RawMessage(tumblingGraph(stdoutSink))}); err != nil {
 		t.Fatal(err)
 	}
@@ -45,6 +45,16 @@ func TestArchiveWaitsForADeploy(t *testing.T) {
 		deployed <- err
 	}()
 	<-st.entered
+	return r, d1, deployed
+}
+
+// An archive asked while a deploy of version 2 has stopped version 1 and not yet recorded
+// version 2 waits for the deploy, and is then refused: a deployment runs (a hostile round: it
+// landed in between, version 1 ended CANCELED "replaced by version 2" with no version 2, the
+// scenario archived with nothing running, and the deploy answered 409).
+func TestArchiveWaitsForADeploy(t *testing.T) {
+	st := &createHeld{Store: sqliteStore(t), entered: make(chan struct{}), release: make(chan struct{})}
+	r, _, deployed := deployHeld(t, st)
 	archived := make(chan error, 1)
 	go func() {
 		_, err := r.SetArchived(t.Context(), "s", true)
@@ -81,18 +91,7 @@ func TestAnotherServerInADeploysGap(t *testing.T) {
 		t.Run(other+" on "+c.on, func(t *testing.T) {
 			inner := c.open(t)
 			st := &createHeld{Store: inner, entered: make(chan struct{}), release: make(chan struct{})}
-			createScenario(t, st, "s", tumblingGraph(""))
-			r := newRuntime(t, st, func(c *Config) { c.Owner = "here" })
-			d1 := deploy(t, r, "s", 0)
-			if _, err := st.SaveVersion(t.Context(), "s", 1, store.Draft{Graph: json.RawMessage(tumblingGraph(stdoutSink))}); err != nil {
-				t.Fatal(err)
-			}
-			deployed := make(chan error, 1)
-			go func() {
-				_, err := r.Deploy(t.Context(), DeployRequest{Scenario: "s", Version: 2})
-				deployed <- err
-			}()
-			<-st.entered // version 1 stopped here, version 2 not recorded
+			r, d1, deployed := deployHeld(t, st, func(c *Config) { c.Owner = "here" })
 			var running store.Deployment
 			switch other {
 			case "archive":

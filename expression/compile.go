@@ -527,23 +527,30 @@ const maxListedNames = 512
 // variable in scope: expr took the function as a value, null (a hostile round: #len was
 // null), or said its Go type. Before expr's checker.
 func (s *source) hashedFunction(tree *parser.Tree) *scenario.Problem {
-	var found *scenario.Problem
+	for _, id := range uncalledFunctions(tree) {
+		if _, in := s.env[id.Value]; s.hashed[id.Location().From] && !in {
+			return s.at(id, CodeUnknownName, fmt.Sprintf("unknown variable #%s (%s is a function: call it, as %s(...))", id.Value, id.Value, id.Value))
+		}
+	}
+	return nil
+}
+
+// uncalledFunctions are the identifiers of tree, in its order, that name a function and are
+// not called.
+func uncalledFunctions(tree *parser.Tree) []*ast.IdentifierNode {
 	callees := map[ast.Node]bool{}
 	ast.Walk(&tree.Node, visitorFunc(func(n *ast.Node) {
 		if call, ok := (*n).(*ast.CallNode); ok {
 			callees[call.Callee] = true
 		}
 	}))
+	var ids []*ast.IdentifierNode
 	ast.Walk(&tree.Node, visitorFunc(func(n *ast.Node) {
-		id, ok := (*n).(*ast.IdentifierNode)
-		if found != nil || !ok || callees[id] || !s.hashed[id.Location().From] || !isFunction(id.Value) {
-			return
-		}
-		if _, in := s.env[id.Value]; !in {
-			found = s.at(id, CodeUnknownName, fmt.Sprintf("unknown variable #%s (%s is a function: call it, as %s(...))", id.Value, id.Value, id.Value))
+		if id, ok := (*n).(*ast.IdentifierNode); ok && !callees[id] && isFunction(id.Value) {
+			ids = append(ids, id)
 		}
 	}))
-	return found
+	return ids
 }
 
 // hashedWordProblem is the problem of a '#' before a word of the language (#true, #nil,
@@ -645,26 +652,12 @@ func closest(name string, candidates []string) string {
 // It also refuses a function named without a call (`#input.day == date`), which expr took as
 // a value and compared as null, silently false (a hostile round): CodeFunctionNotCalled.
 func (s *source) checkCalls(tree *parser.Tree) *scenario.Problem {
-	var found *scenario.Problem
-	callees := map[ast.Node]bool{}
-	ast.Walk(&tree.Node, visitorFunc(func(n *ast.Node) {
-		if call, ok := (*n).(*ast.CallNode); ok {
-			callees[call.Callee] = true
+	for _, id := range uncalledFunctions(tree) {
+		if !s.hashed[id.Location().From] { // #name: hashedFunction's
+			return s.at(id, CodeFunctionNotCalled, fmt.Sprintf("%s is a function: call it, as %s(...)", id.Value, id.Value))
 		}
-	}))
-	ast.Walk(&tree.Node, visitorFunc(func(n *ast.Node) {
-		id, ok := (*n).(*ast.IdentifierNode)
-		if found != nil || !ok || callees[id] || !isFunction(id.Value) {
-			return
-		}
-		if s.hashed[id.Location().From] {
-			return // hashedFunction's
-		}
-		found = s.at(id, CodeFunctionNotCalled, fmt.Sprintf("%s is a function: call it, as %s(...)", id.Value, id.Value))
-	}))
-	if found != nil {
-		return found
 	}
+	var found *scenario.Problem
 	ast.Walk(&tree.Node, visitorFunc(func(n *ast.Node) {
 		if found != nil {
 			return
