@@ -64,6 +64,10 @@ type Source struct {
 	// EventLog: the source's events come through the API into the store's event log
 	// (deploy.Runtime.Ingest), which the deployment reads itself; there is no Input.
 	EventLog bool
+	// Local: what the source reads is on the server's own disk (a file): another server
+	// sharing the store would not find it, and does not take a deployment with it over when
+	// this one is gone (deploy.Config.TakeOver).
+	Local bool
 	// ArrivalTime: an event of a source without a timestamp expression takes its own time
 	// (Event.Time; for an EventLog source, the time the store accepted it). False: the
 	// source has no such time (a file's lines): the engine times its events as a test run
@@ -104,6 +108,8 @@ type Sink struct {
 	Exclusive      string
 	ExclusiveValue func(string) string
 	ExclusiveNoun  string
+	// Local: what the sink writes is on the server's own disk (a file), as Source.Local.
+	Local bool
 	// Settle, when not nil, makes an Output that settles, at its Prepare, the states of the
 	// kind's sinks that a deployed version no longer has any sink of the kind for (its
 	// Restore's others; it is never written to): a Kafka sink's transactions, which would

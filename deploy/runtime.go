@@ -76,7 +76,9 @@
 // clean stop or Config.HealthyAfter of running sets the count back to 0: a deployment whose
 // count reached Config.CrashLoopLimit is marked FAILED instead of resumed. A checkpoint that
 // does not verify (store.ErrCorrupt) or whose event-log position is not in the log fails the
-// deployment with the reason. Config.NoResume starts without resuming anything.
+// deployment with the reason. Config.NoResume starts without resuming anything. With
+// Config.TakeOver a server also runs, while it runs, the deployments of a server sharing the
+// store that is gone (takeOver).
 //
 // Kafka and file sources (connector/kafka, connector/file: a connector.Input each) are read by
 // the deployment itself; their positions (Kafka offsets per partition, byte offsets) go into
@@ -270,6 +272,13 @@ type Config struct {
 	// it every LeaseTTL/3. Another server may take a deployment over once its lease
 	// expired. 0 means DefaultLeaseTTL.
 	LeaseTTL time.Duration
+	// TakeOver: every LeaseTTL/3 the runtime looks for the deployments of servers sharing
+	// the store that are gone (their leases expired or released, at two looks in a row) and
+	// runs them here from their last checkpoints (takeOver), but for those that read or
+	// write a file (connector.Source.Local, connector.Sink.Local), which are the other
+	// server's. False: another server's deployments are taken over only at Start. Not with
+	// NoResume.
+	TakeOver bool
 	// NoResume (safe mode): Start resumes no deployment. Each deploying or running one stays
 	// so in the store, with the reason PausedReason(its version), and runs again when a later Start
 	// (without NoResume) resumes it, or when its scenario is deployed again (which
@@ -397,6 +406,14 @@ type Runtime struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// canceledHere are the deployments a Cancel stopped here whose cancel the store did not
+	// record: takeOver leaves them (under mu).
+	canceledHere map[int64]bool
+	// orphans are the deployments the last look of takeOver found without a live lease, with
+	// their lease's epoch then, and localOrphans those of them it logged it leaves alone
+	// (machineLocal). Only takeOver, on the lease loop, touches them.
+	orphans, localOrphans map[int64]int64
+
 	mu     sync.RWMutex
 	active map[string]*deployment // by scenario name
 	// pending holds, by scenario name, the deployment a Deploy is starting (from before it
@@ -502,7 +519,7 @@ func New(cfg Config) (*Runtime, error) {
 	if schemas != nil {
 		reg = reg.WithSourceSchemas(kafka.SourceSchemas{Registry: schemas})
 	}
-	r := &Runtime{cfg: cfg, kafka: kafkaConn, schemas: schemas, nodes: reg, log: cfg.Logger, active: map[string]*deployment{}, pending: map[string]*deployment{}, stopping: map[string]*deployment{}, locks: map[string]*sync.Mutex{},
+	r := &Runtime{cfg: cfg, kafka: kafkaConn, schemas: schemas, nodes: reg, log: cfg.Logger, active: map[string]*deployment{}, pending: map[string]*deployment{}, stopping: map[string]*deployment{}, canceledHere: map[int64]bool{}, locks: map[string]*sync.Mutex{},
 		deadLetterBudgets: map[string]*deadLetterBudget{}, resultsTotal: -1}
 	if cfg.MaxTotalState > 0 {
 		r.state = &engine.SharedStateBudget{Max: cfg.MaxTotalState, Evict: r.wakeEngine}
@@ -683,7 +700,110 @@ func (r *Runtime) leaseLoop(stop <-chan struct{}, done chan<- struct{}) {
 				d.logger().Error("renewing the lease failed; retrying", "error", err)
 			}
 		}
+		if r.cfg.TakeOver && !r.cfg.NoResume {
+			r.takeOver()
+		}
 	}
+}
+
+// takeOver runs here the deployments whose server is gone (Config.TakeOver): each active
+// deployment in the store that is not running or starting here, not paused (safe mode), whose
+// lease expired or was released, with the same epoch at this look and the last (a deploy
+// releases the lease of the deployment it stopped for a moment, until it records its
+// replacement), and that reads and writes no file (machineLocal). resume takes its lease,
+// which fences the server that had it off, and runs it from its last checkpoint, counting
+// the run (a deployment that kills the servers taking it over ends FAILED at
+// Config.CrashLoopLimit). Failures are logged; the next look tries again.
+func (r *Runtime) takeOver() {
+	ctx := r.ctx
+	list, err := r.cfg.Store.ListActiveDeployments(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Error("looking for deployments whose server is gone", "error", err)
+		}
+		return
+	}
+	seen := map[int64]int64{}
+	for _, sd := range list {
+		if r.Closing() {
+			return
+		}
+		r.mu.RLock()
+		canceled := r.canceledHere[sd.ID]
+		r.mu.RUnlock()
+		if canceled || IsPaused(sd.Reason) || r.lookup(sd.Scenario) != nil || r.deploying(sd.Scenario) || r.stillStopping(sd.Scenario) != nil {
+			continue
+		}
+		l, err := r.cfg.Store.GetLease(ctx, sd.ID)
+		if err != nil || l.Owner != "" && r.cfg.Now().Before(l.ExpiresAt) {
+			continue // its server renews it
+		}
+		seen[sd.ID] = l.Epoch
+		if epoch, ok := r.orphans[sd.ID]; !ok || epoch != l.Epoch {
+			continue // first seen so: looked at again next time
+		}
+		if what := r.machineLocal(ctx, sd); what != "" {
+			if epoch, logged := r.localOrphans[sd.ID]; !logged || epoch != l.Epoch {
+				r.log.Warn("a deployment whose server is gone is left to it: it "+what+" on that server's disk; it resumes when that server starts again, or deploy its version here",
+					"scenario", sd.Scenario, "deployment", sd.ID, "version", sd.Version, "owner", l.Owner)
+				if r.localOrphans == nil {
+					r.localOrphans = map[int64]int64{}
+				}
+				r.localOrphans[sd.ID] = l.Epoch
+			}
+			continue
+		}
+		r.takeOne(ctx, sd, l)
+	}
+	r.orphans = seen
+	for id := range r.localOrphans {
+		if _, ok := seen[id]; !ok {
+			delete(r.localOrphans, id)
+		}
+	}
+}
+
+// takeOne resumes here sd, whose lease l another server left (takeOver), under its scenario's
+// lock: a deploy or cancel here goes before or after it, not between.
+func (r *Runtime) takeOne(ctx context.Context, sd store.Deployment, l store.Lease) {
+	unlock := r.lockScenario(sd.Scenario)
+	defer unlock()
+	if r.lookup(sd.Scenario) != nil || r.Closing() {
+		return
+	}
+	r.log.Warn("taking over a deployment whose server is gone (its lease expired or was released): running it here from its last checkpoint",
+		"scenario", sd.Scenario, "deployment", sd.ID, "version", sd.Version, "owner", l.Owner, "leaseExpired", l.ExpiresAt)
+	if err := r.resume(ctx, sd); err != nil && ctx.Err() == nil {
+		r.log.Error("taking over the deployment failed; trying again at the next look", "scenario", sd.Scenario, "deployment", sd.ID, "error", err)
+	}
+}
+
+// machineLocal says what of sd's version is on its server's own disk ("reads a file (source
+// \"in\")", "writes a file (sink \"out\")"), and "" when nothing is: its file sources and
+// sinks (connector.Source.Local, connector.Sink.Local). A version it cannot read or decode
+// is "" too: resume marks it FAILED with the reason.
+func (r *Runtime) machineLocal(ctx context.Context, sd store.Deployment) string {
+	v, err := r.cfg.Store.GetVersion(ctx, sd.Scenario, sd.Version)
+	if err != nil {
+		return ""
+	}
+	sc, err := scenario.Decode(v.Graph)
+	if err != nil {
+		return ""
+	}
+	for i := range sc.Nodes {
+		k, ok := r.nodes.KindOf(&sc.Nodes[i])
+		if !ok {
+			continue
+		}
+		if c, ok := r.connectors.Source(k.ID); ok && c.Local {
+			return fmt.Sprintf("reads a file (source %q)", sc.Nodes[i].ID)
+		}
+		if c, ok := r.connectors.Sink(k.ID); ok && c.Local {
+			return fmt.Sprintf("writes a file (sink %q)", sc.Nodes[i].ID)
+		}
+	}
+	return ""
 }
 
 // pruneLoop applies retention now and every PruneInterval until stop closes.
@@ -1241,6 +1361,9 @@ func (r *Runtime) Cancel(ctx context.Context, scenarioName, user, comment string
 	if err != nil {
 		r.log.Error("the deployment stopped here, but the store did not record its cancel: it stays RUNNING there, resumed at the next start, until a cancel is recorded",
 			"scenario", scenarioName, "deployment", d.info.ID, "error", err)
+		r.mu.Lock()
+		r.canceledHere[d.info.ID] = true // not taken over by takeOver
+		r.mu.Unlock()
 		return sd, &CancelNotRecordedError{Scenario: scenarioName, Deployment: d.info.ID, Err: err}
 	}
 	r.log.Info("canceled", "scenario", scenarioName, "deployment", d.info.ID, "user", user)

@@ -42,14 +42,14 @@ func TestParseServeFlags(t *testing.T) {
 			name: "defaults",
 			want: serveConfig{Addr: "127.0.0.1:8080", DataDir: "./data", LogFormat: "text", LogLevel: slog.LevelInfo,
 				MaxBodyBytes: api.DefaultMaxBodyBytes, ShutdownTimeout: 10 * time.Second, MaxConnections: defaultMaxConnections(),
-				ResultRetention: 7 * 24 * time.Hour, BatchKeyRetention: 24 * time.Hour, AuditRetention: 400 * 24 * time.Hour, MaxDeploymentState: 1 << 30, MaxTotalState: defaultMaxTotalState(), LargeEventBytes: defaultLargeEventBytes(), EventMemory: defaultEventMemory(), CrashLoopLimit: 3, Guard: defaultGuard(),
+				ResultRetention: 7 * 24 * time.Hour, BatchKeyRetention: 24 * time.Hour, AuditRetention: 400 * 24 * time.Hour, MaxDeploymentState: 1 << 30, MaxTotalState: defaultMaxTotalState(), LargeEventBytes: defaultLargeEventBytes(), EventMemory: defaultEventMemory(), TakeOver: true, CrashLoopLimit: 3, Guard: defaultGuard(),
 				MaxDeployments: defaultMaxDeployments(), MaxNodeSeries: 100_000, MaxDeadLetters: 10_000, MaxResultBytes: 1 << 30, MaxTotalResultBytes: 8 << 30, MinFreeDisk: 256 << 20, EventTimeout: 30 * time.Second, Kafka: deploy.KafkaCluster{TransactionTimeout: 15 * time.Minute, FetchMemory: defaultKafkaFetchMemory()}},
 		},
 		{
 			name: "environment",
 			env: map[string]string{envAddr: ":9000", envDataDir: "/var/lib/ss", envLogFormat: "json", envLogLevel: "debug",
 				envMaxBodyBytes: "2048", envDatabaseURL: "postgres://db/x", envResultRetention: "1h", envBatchKeyRetention: "0", envAuditRetention: "0",
-				envMaxDeploymentState: "0", envMaxTotalState: "0", envLargeEventBytes: "0", envEventMemory: "0", envKafkaFetchMemory: "0", envNoResume: "1", envCrashLoopLimit: "7", envMaxDeployments: "0", envMaxNodeSeries: "0", envMaxDeadLetters: "0", envMaxResultBytes: "0", envMaxTotalResults: "0", envMinFreeDisk: "0"},
+				envMaxDeploymentState: "0", envMaxTotalState: "0", envLargeEventBytes: "0", envEventMemory: "0", envKafkaFetchMemory: "0", envNoResume: "1", envTakeOver: "false", envCrashLoopLimit: "7", envMaxDeployments: "0", envMaxNodeSeries: "0", envMaxDeadLetters: "0", envMaxResultBytes: "0", envMaxTotalResults: "0", envMinFreeDisk: "0"},
 			want: serveConfig{Addr: ":9000", DataDir: "/var/lib/ss", DatabaseURL: "postgres://db/x", LogFormat: "json",
 				LogLevel: slog.LevelDebug, MaxBodyBytes: 2048, ShutdownTimeout: 10 * time.Second, MaxConnections: defaultMaxConnections(),
 				ResultRetention: time.Hour, BatchKeyRetention: 0, AuditRetention: 0, MaxDeploymentState: 0, NoResume: true, CrashLoopLimit: 7, Guard: defaultGuard(),
@@ -63,12 +63,12 @@ func TestParseServeFlags(t *testing.T) {
 				"--max-deployment-state", "4096", "--max-total-state", "8192", "--large-event-bytes", "70000", "--event-memory", "80000", "--kafka-fetch-memory", "90000", "--max-connections", "50",
 				"--max-streams", "7", "--max-streams-per-client", "3", "--ingest-body-bytes", "99999", "--request-body-bytes", "88888", "--event-timeout", "0",
 				"--min-body-rate", "100", "--max-bodies-per-client", "4",
-				"--max-deployments", "5", "--max-node-series", "12", "--max-dead-letters", "3", "--max-result-bytes", "4000", "--max-total-result-bytes", "6000", "--min-free-disk", "5000"},
+				"--take-over=false", "--max-deployments", "5", "--max-node-series", "12", "--max-dead-letters", "3", "--max-result-bytes", "4000", "--max-total-result-bytes", "6000", "--min-free-disk", "5000"},
 			env: map[string]string{envAddr: ":9000", envDataDir: "/var/lib/ss", envLogFormat: "json", envMaxBodyBytes: "2048",
 				envResultRetention: "1h", envMaxDeploymentState: "0", envMaxTotalState: "0", envLargeEventBytes: "5", envEventMemory: "6", envKafkaFetchMemory: "7", envMaxDeployments: "9", envMaxNodeSeries: "7", envMaxDeadLetters: "8", envMaxResultBytes: "9", envMaxTotalResults: "10"},
 			want: serveConfig{Addr: "0.0.0.0:80", DataDir: "d", LogFormat: "text", LogLevel: slog.LevelWarn,
 				MaxBodyBytes: 100, ShutdownTimeout: time.Second, ResultRetention: 0, BatchKeyRetention: 2 * time.Hour, AuditRetention: 720 * time.Hour,
-				MaxDeploymentState: 4096, MaxTotalState: 8192, LargeEventBytes: 70000, EventMemory: 80000, MaxConnections: 50, CrashLoopLimit: 3, EventTimeout: 0, Kafka: deploy.KafkaCluster{TransactionTimeout: 15 * time.Minute, FetchMemory: 90000}, MaxDeployments: 5, MaxNodeSeries: 12, MaxDeadLetters: 3, MaxResultBytes: 4000, MaxTotalResultBytes: 6000, MinFreeDisk: 5000, Guard: func() guardConfig {
+				MaxDeploymentState: 4096, MaxTotalState: 8192, LargeEventBytes: 70000, EventMemory: 80000, MaxConnections: 50, TakeOver: false, CrashLoopLimit: 3, EventTimeout: 0, Kafka: deploy.KafkaCluster{TransactionTimeout: 15 * time.Minute, FetchMemory: 90000}, MaxDeployments: 5, MaxNodeSeries: 12, MaxDeadLetters: 3, MaxResultBytes: 4000, MaxTotalResultBytes: 6000, MinFreeDisk: 5000, Guard: func() guardConfig {
 					g := defaultGuard()
 					g.maxStreams, g.perClient, g.ingestBytes, g.requestBytes = 7, 3, 99999, 88888
 					g.minBodyRate, g.bodiesPer = 100, 4
@@ -108,6 +108,7 @@ func TestParseServeFlagsErrors(t *testing.T) {
 		{args: []string{"--min-free-disk", "-1"}},
 		{env: map[string]string{envMaxResultBytes: "1GiB"}},
 		{env: map[string]string{envMaxDeadLetters: "many"}},
+		{env: map[string]string{envTakeOver: "sometimes"}},
 		{env: map[string]string{envBatchKeyRetention: "a day"}},
 		{args: []string{"--max-deployment-state", "-1"}},
 		{env: map[string]string{envMaxDeploymentState: "1GiB"}},

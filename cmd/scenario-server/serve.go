@@ -65,6 +65,7 @@ const (
 	envAuditRetention     = "SCENARIO_SERVER_AUDIT_RETENTION"
 
 	envNoResume       = "SCENARIO_SERVER_NO_RESUME"
+	envTakeOver       = "SCENARIO_SERVER_TAKE_OVER"
 	envCrashLoopLimit = "SCENARIO_SERVER_CRASH_LOOP_LIMIT"
 
 	envTestMaxRecords = "SCENARIO_SERVER_TEST_MAX_RECORDS"
@@ -171,6 +172,9 @@ type serveConfig struct {
 	AnswerWriteTimeout time.Duration
 	// NoResume starts in safe mode: no deployment is resumed (deploy.Config.NoResume).
 	NoResume bool
+	// TakeOver runs the deployments of servers sharing the store that are gone
+	// (deploy.Config.TakeOver).
+	TakeOver bool
 	// CrashLoopLimit: a deployment during whose runs the server died this many times in a
 	// row is marked FAILED instead of resumed; 0 resumes whatever happened.
 	CrashLoopLimit int
@@ -311,6 +315,12 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 			return serveConfig{}, fmt.Errorf("%w: %s=%q is not true or false", errUsage, envNoResume, v)
 		}
 	}
+	takeOver := true
+	if v := getenv(envTakeOver); v != "" {
+		if takeOver, err = strconv.ParseBool(v); err != nil {
+			return serveConfig{}, fmt.Errorf("%w: %s=%q is not true or false", errUsage, envTakeOver, v)
+		}
+	}
 	crashLoopLimit := int64(deploy.DefaultCrashLoopLimit)
 	if getenv(envCrashLoopLimit) != "" {
 		if crashLoopLimit, err = envInt(getenv, envCrashLoopLimit); err != nil {
@@ -387,6 +397,8 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		fmt.Sprintf("a client that has not taken an answer (an export, a page of results; not a stream) this `duration` after its first byte is cut off (env %s; 0: %v)", envAnswerWriteTimeout, api.DefaultAnswerWriteTimeout))
 	fs.BoolVar(&cfg.NoResume, "no-resume", noResume,
 		"safe mode: resume no deployment; they stay RUNNING with a \"paused\" reason until deployed again or a start without it (env "+envNoResume+")")
+	fs.BoolVar(&cfg.TakeOver, "take-over", takeOver,
+		"run here, from their last checkpoints, the deployments of a server sharing this PostgreSQL store that is gone (its lease expired, 15 s), but those reading or writing files, which are its own (env "+envTakeOver+"; --take-over=false: only at a start)")
 	fs.IntVar(&cfg.CrashLoopLimit, "crash-loop-limit", int(crashLoopLimit),
 		"mark FAILED, instead of resuming, a deployment during whose runs the server died `n` times in a row (env "+envCrashLoopLimit+"; 0: always resume)")
 	fs.Usage = func() {
@@ -621,7 +633,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		Store: st, Logger: log, CheckpointInterval: cfg.CheckpointInterval, EventTimeout: eventTimeout(cfg.EventTimeout), MaxBacklog: cfg.MaxBacklog,
 		FileSinkDir: sinkDir, FileSourceDir: sourceDir, KafkaBrokers: splitList(cfg.KafkaBrokers), Kafka: cfg.Kafka, Metrics: metrics,
 		ResultRetention: cfg.ResultRetention, MaxResultBytes: cfg.MaxResultBytes, MaxTotalResultBytes: cfg.MaxTotalResultBytes, MinFreeDisk: cfg.MinFreeDisk, DiskFree: diskFree(cfg), BatchKeyRetention: cfg.BatchKeyRetention, AuditRetention: cfg.AuditRetention,
-		Owner: owner, NoResume: cfg.NoResume, CrashLoopLimit: crashLoopLimit(cfg.CrashLoopLimit),
+		Owner: owner, NoResume: cfg.NoResume, TakeOver: cfg.TakeOver, CrashLoopLimit: crashLoopLimit(cfg.CrashLoopLimit),
 		MaxDeploymentState: stateBudget, MaxTotalState: cfg.MaxTotalState, MaxTotalPendingResultBytes: cfg.MaxTotalState, LargeEventBytes: cfg.LargeEventBytes,
 		EventMemoryBytes:      cfg.EventMemory,
 		MaxDeployments:        cfg.MaxDeployments,
@@ -699,7 +711,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		"addr", ln.Addr().String(),
 		"url", scheme + "://" + ln.Addr().String() + "/", "authentication", cfg.Auth.configured(),
 		"startup", time.Since(processStart).Round(time.Microsecond).String(),
-		"server", owner, "noResume", cfg.NoResume, "maxTotalState", cfg.MaxTotalState,
+		"server", owner, "noResume", cfg.NoResume, "takeOver", cfg.TakeOver, "maxTotalState", cfg.MaxTotalState,
 		"largestRequestBody", largestBody(cfg.MaxBodyBytes, cfg.Guard.requestBytes), "version", versionLine(),
 	}, storeAttrs...)...)
 

@@ -21,6 +21,7 @@ import (
 // file in `run`; deployed, it follows the file.
 func Source(dir string) *connector.Source {
 	return &connector.Source{
+		Local:    true,
 		Identity: "path", IdentityValue: filepath.Clean, // "./a" and "a" are one file
 		LineNumbers: true,
 		PollEvery:   PollInterval,
@@ -58,6 +59,7 @@ func checkSink(id string, p *nodes.Plan) *scenario.Problem {
 // writing one file are refused (connector.Sink.Exclusive).
 func Sink(dir string) *connector.Sink {
 	return &connector.Sink{
+		Local:     true,
 		Exclusive: "path", ExclusiveValue: filepath.Clean, ExclusiveNoun: "file",
 		Check: checkSink,
 		Open: func(env connector.Env, id string, p *nodes.Plan) (connector.Output, *scenario.Problem) {
