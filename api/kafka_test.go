@@ -2,6 +2,8 @@ package api_test
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -79,5 +81,59 @@ func TestKafkaTopics(t *testing.T) {
 				t.Errorf("detail %q: want the refused login explained, without the password", p.Detail)
 			}
 		})
+	}
+}
+
+// A list of the Kafka topics holds its place until its client has read it: a client that
+// asks and does not read keeps its one place (its next asks are answered 429 at once, not
+// with another copy of the list), and gives it back when it goes (hostile round 160: 1,500
+// clients that did not read held a 3.8 MB copy each, until "fatal error: out of memory").
+func TestKafkaTopicListsHeldUntilRead(t *testing.T) {
+	names := make([]string, 24_000) // about 5.8 MB of JSON: more than the socket buffers hold
+	for i := range names {
+		names[i] = fmt.Sprintf("%0240d", i)
+	}
+	cluster := kafkatest.Cluster(t, kfake.SeedTopics(1, names...))
+	c := newDeployClient(t, sqliteStore(t), func(c *deploy.Config) { c.KafkaBrokers = cluster.ListenAddrs() })
+	host := strings.TrimPrefix(c.base, "http://")
+	conn, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.(*net.TCPConn).SetReadBuffer(4096); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fmt.Fprintf(conn, "GET /api/kafka/topics HTTP/1.1\r\nHost: %s\r\n\r\n", host); err != nil {
+		t.Fatal(err)
+	}
+	// Until the list that is not read is being written, another ask is answered whole.
+	deadline := time.Now().Add(20 * time.Second)
+	var res *response
+	for res = c.get("/api/kafka/topics"); res.Status == http.StatusOK; res = c.get("/api/kafka/topics") {
+		if time.Now().After(deadline) {
+			t.Fatal("the list that is not read never held its place")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	p := res.problem(t, http.StatusTooManyRequests, api.CodeRateLimited)
+	if !strings.Contains(p.Detail, "a list of the Kafka topics being answered") || res.Header.Get("Retry-After") != "1" {
+		t.Errorf("refused with %q, Retry-After %q", p.Detail, res.Header.Get("Retry-After"))
+	}
+	conn.Close() // the client goes: the write fails, the place is given back
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		var got api.KafkaTopics
+		if res := c.get("/api/kafka/topics"); res.Status == http.StatusOK {
+			res.ok(t, http.StatusOK, &got)
+			if len(got.Topics) != len(names) || got.Topics[0] != names[0] {
+				t.Errorf("%d topics, the first %.10q; want %d", len(got.Topics), got.Topics[0], len(names))
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the place of the client gone was never given back")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -73,7 +73,7 @@ export interface paths {
         };
         /**
          * List the Kafka topics
-         * @description The topics of the server's Kafka brokers (--kafka-brokers, with the cluster's TLS and SASL settings), for the designer to suggest in the topic parameter of Kafka sources and sinks. 503 with code kafka-not-configured when the server has no brokers, and with code kafka-unavailable when they do not answer within 3 s (or refuse the login). The callers share one listing at a time, and a list is answered again for 5 s: a topic created since may show up to 5 s later.
+         * @description The topics of the server's Kafka brokers (--kafka-brokers, with the cluster's TLS and SASL settings), for the designer to suggest in the topic parameter of Kafka sources and sinks. 503 with code kafka-not-configured when the server has no brokers, and with code kafka-unavailable when they do not answer within 3 s (or refuse the login). The callers share one listing at a time, and a list is answered again for 5 s: a topic created since may show up to 5 s later. At most 4 lists are answered at once (until their clients have read them), another answered 503 requests-busy, and 1 of one identity (or client address), another answered 429 rate-limited.
          */
         get: operations["list-kafka-topics"];
         put?: never;
@@ -2828,6 +2828,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["KafkaTopics"];
+                };
+            };
+            /** @description Too Many Requests */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDetails"];
                 };
             };
             /** @description Internal Server Error */
