@@ -365,8 +365,31 @@ func clipValue(v json.RawMessage) string {
 	return fmt.Sprintf("%s… (%d bytes in all)", v[:n], len(v))
 }
 
+// sameNumber reports whether two JSON numbers are the same value as the engine has them
+// (docs/semantics.md §1): an integer (written without a fraction or an exponent) equals
+// only the same integer, compared exactly, by its digits (9007199254740993 is not 9007199254740992,
+// which a float64 makes them both); a float (2.0, 1e3) equals only a float of the same float64
+// value (1.5e-7 and 0.00000015 are one); an integer is never a float (1 is not 1.0: a Sum
+// of floats that should be integers is a failure to see). A hostile round: both passed.
+func sameNumber(x, y json.Number) bool {
+	if x == y {
+		return true
+	}
+	isFloat := func(n json.Number) bool { return strings.ContainsAny(string(n), ".eE") }
+	if isFloat(x) != isFloat(y) {
+		return false
+	}
+	if !isFloat(x) {
+		// JSON writes an integer one way (no leading zeros, no +), but for -0.
+		return strings.TrimPrefix(string(x), "-") == "0" && strings.TrimPrefix(string(y), "-") == "0"
+	}
+	fx, ex := x.Float64()
+	fy, ey := y.Float64()
+	return ex == nil && ey == nil && fx == fy
+}
+
 // sameJSON reports whether a and b are the same JSON value: objects compared by key, numbers
-// by value.
+// as the engine's values (sameNumber).
 func sameJSON(a, b json.RawMessage) bool {
 	var va, vb any
 	da, db := json.NewDecoder(bytes.NewReader(a)), json.NewDecoder(bytes.NewReader(b))
@@ -405,15 +428,7 @@ func equalJSON(a, b any) bool {
 		return true
 	case json.Number:
 		y, ok := b.(json.Number)
-		if !ok {
-			return false
-		}
-		if x == y {
-			return true
-		}
-		fx, ex := x.Float64()
-		fy, ey := y.Float64()
-		return ex == nil && ey == nil && fx == fy
+		return ok && sameNumber(x, y)
 	default:
 		return a == b
 	}
