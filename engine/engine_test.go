@@ -361,6 +361,21 @@ func TestReplayEnvelopeTypes(t *testing.T) {
 	}
 }
 
+// The least integer as a line's timestamp is out of range, as its neighbour is, not "no
+// timestamp" (a hostile round: event time 0 from the source's expression, no error).
+func TestReplayLeastTimestamp(t *testing.T) {
+	out, e, _ := replay(t, twoSources(), `{"sourceId": "a", "record": {"t": 5}, "timestamp": -9223372036854775808}
+{"sourceId": "a", "record": {"t": 6}, "timestamp": -9223372036854775807}
+{"sourceId": "b", "record": {"t": 7}, "timestamp": 7}
+`)
+	expectLines(t, out, `{"sink":"out","value":"b"}`)
+	errs, n := e.Errors()
+	if n != 2 || errs[0].Line != 1 || errs[1].Line != 2 || errs[0].Field != "timestamp" ||
+		!strings.Contains(errs[0].Message, "out of range") || !strings.Contains(errs[1].Message, "out of range") {
+		t.Fatalf("%d errors %+v; want both lines' timestamps out of range", n, errs)
+	}
+}
+
 // A path of #input that walk does not follow gives expr's value wherever it is read: in a
 // Variable, in a record literal of paths and in the group key of an aggregate that reads the
 // source's record (evalFrom). A string's index is its character's code (expr's own answer:

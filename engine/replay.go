@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -219,6 +220,12 @@ func (e *Engine) pushLine(one *source, line []byte, lineNo int64) {
 	src.counts.In++
 	if err := src.decode(env.Record); err != nil {
 		e.fail(src.node, "", fmt.Errorf("not a JSON record: %w", err))
+		return
+	}
+	if *env.Timestamp == math.MinInt64 {
+		// pushValue's "no timestamp given": the source's expression would time it (a hostile
+		// round: event time 0, no error); the least integer is out of range as its neighbours.
+		e.fail(src.node, "timestamp", outOfRange(*env.Timestamp))
 		return
 	}
 	_ = e.pushValue(src, *env.Timestamp)
