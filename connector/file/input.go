@@ -456,6 +456,12 @@ func (f *Input) read(final bool) ([]connector.Event, bool) {
 	for len(chunk) > 0 {
 		i := bytes.IndexByte(chunk, '\n')
 		line := chunk[:i]
+		if off == 0 {
+			// A UTF-8 byte order mark before the first line (files saved by some Windows
+			// editors) is not the record's, as `run` skips it (a hostile round: the first
+			// line dead-lettered, "unexpected character '\ufeff'").
+			line = bytes.TrimPrefix(line, []byte("\uFEFF"))
+		}
 		off += int64(i) + 1
 		f.readLn++
 		chunk = chunk[i+1:]
