@@ -427,7 +427,7 @@ func TestKafkaSinkTopicMaxMessageBytes(t *testing.T) {
 	}
 	dls := readDeadLetters(t, st, "small")
 	if len(dls) != 1 || dls[0].Offset == nil || *dls[0].Offset != 31 ||
-		!strings.Contains(dls[0].Message, "would be 1900 bytes (key, value and headers), more than the 1899 a record may be in its topic") {
+		!strings.Contains(dls[0].Message, "would be 1900 bytes (key 0, value 1900, headers 0), more than the 1899 a record may be in its topic") {
 		t.Errorf("dead letters %+v, want one at offset 31 of a record of 1,900 bytes", dls)
 	}
 }

@@ -133,28 +133,34 @@ func (k *kafkaSink) releaseEvent() {
 // (a string a schema registry encoded); a header its name, and 10 bytes of lengths; null
 // headers left out. scratch is reused to measure JSON; the grown one is returned.
 func KafkaRecordBytes(enc *value.JSONEncoder, scratch []byte, key, val, headers value.Value, encoded bool) (int, []byte) {
-	n := 0
-	measure := func(v value.Value, asString bool) {
+	parts, scratch := kafkaRecordParts(enc, scratch, key, val, headers, encoded)
+	return parts[0] + parts[1] + parts[2], scratch
+}
+
+// kafkaRecordParts is KafkaRecordBytes by part: the key's, the value's and the headers'.
+func kafkaRecordParts(enc *value.JSONEncoder, scratch []byte, key, val, headers value.Value, encoded bool) ([3]int, []byte) {
+	var parts [3]int
+	measure := func(part int, v value.Value, asString bool) {
 		if asString && v.Kind() == value.KindString {
-			n += len(v.Str())
+			parts[part] += len(v.Str())
 			return
 		}
 		scratch = enc.Append(scratch[:0], v)
-		n += len(scratch)
+		parts[part] += len(scratch)
 	}
 	if !key.IsNull() {
-		measure(key, true)
+		measure(0, key, true)
 	}
-	measure(val, encoded)
+	measure(1, val, encoded)
 	if r := headers.Record(); r != nil {
 		for i, name := range r.Keys {
 			if !r.Values[i].IsNull() {
-				n += len(name) + 10
-				measure(r.Values[i], true)
+				parts[2] += len(name) + 10
+				measure(2, r.Values[i], true)
 			}
 		}
 	}
-	return n, scratch
+	return parts, scratch
 }
 
 func newKafkaSink(_ *Engine, n *node) (operator, error) {
@@ -224,13 +230,20 @@ func (k *kafkaSink) process(e *Engine, n *node, ev *event, _ string) {
 		if k.headers != nil {
 			headers = vals[len(vals)-1]
 		}
-		var size int
-		size, k.scratch = KafkaRecordBytes(&k.enc, k.scratch, key, v, headers, encoded)
+		var parts [3]int
+		parts, k.scratch = kafkaRecordParts(&k.enc, k.scratch, key, v, headers, encoded)
 		if cap(k.scratch) > 1<<20 {
 			k.scratch = nil // not kept past one large record
 		}
-		if size > max {
-			e.fail(n, k.valueField, &expression.RunError{Message: fmt.Sprintf("the Kafka record would be %d bytes (key, value and headers), more than the %d a record may be%s", size, max, why)})
+		if size := parts[0] + parts[1] + parts[2]; size > max {
+			// At the largest part's field (a hostile round: a key too large was the value's).
+			field := k.valueField
+			if parts[0] > parts[1] && parts[0] >= parts[2] {
+				field = KafkaKey
+			} else if parts[2] > parts[1] {
+				field = KafkaHeaders
+			}
+			e.fail(n, field, &expression.RunError{Message: fmt.Sprintf("the Kafka record would be %d bytes (key %d, value %d, headers %d), more than the %d a record may be%s", size, parts[0], parts[1], parts[2], max, why)})
 			return
 		}
 	}
