@@ -679,6 +679,13 @@ func (r *Runtime) startLoops() {
 // from another server) stops without writing anything more.
 func (r *Runtime) leaseLoop(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
+	if r.cfg.TakeOver && !r.cfg.NoResume {
+		// On a goroutine of its own, ended with this loop: a takeover's store calls and
+		// building do not hold the renewals back (a lease not renewed in time is taken over).
+		taken := make(chan struct{})
+		go r.takeOverLoop(stop, taken)
+		defer func() { <-taken }()
+	}
 	tick := time.NewTicker(r.cfg.LeaseTTL / 3)
 	defer tick.Stop()
 	for {
@@ -700,9 +707,21 @@ func (r *Runtime) leaseLoop(stop <-chan struct{}, done chan<- struct{}) {
 				d.logger().Error("renewing the lease failed; retrying", "error", err)
 			}
 		}
-		if r.cfg.TakeOver && !r.cfg.NoResume {
-			r.takeOver()
+	}
+}
+
+// takeOverLoop runs takeOver every LeaseTTL/3 until stop closes (Config.TakeOver).
+func (r *Runtime) takeOverLoop(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	tick := time.NewTicker(r.cfg.LeaseTTL / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
 		}
+		r.takeOver()
 	}
 }
 
@@ -764,10 +783,14 @@ func (r *Runtime) takeOver() {
 }
 
 // takeOne resumes here sd, whose lease l another server left (takeOver), under its scenario's
-// lock: a deploy or cancel here goes before or after it, not between.
+// lock: a deploy or cancel here goes before or after it, not between. While another holds
+// the lock (a deploy or cancel of the scenario runs here), it leaves sd to the next look.
 func (r *Runtime) takeOne(ctx context.Context, sd store.Deployment, l store.Lease) {
-	unlock := r.lockScenario(sd.Scenario)
-	defer unlock()
+	lock := r.scenarioLock(sd.Scenario)
+	if !lock.TryLock() {
+		return
+	}
+	defer lock.Unlock()
 	if r.lookup(sd.Scenario) != nil || r.Closing() {
 		return
 	}
@@ -1188,15 +1211,21 @@ func (r *Runtime) deployments() []*deployment {
 
 // lockScenario serializes Deploy and Cancel of one scenario.
 func (r *Runtime) lockScenario(name string) func() {
+	l := r.scenarioLock(name)
+	l.Lock()
+	return l.Unlock
+}
+
+// scenarioLock is the lock of the scenario name (lockScenario).
+func (r *Runtime) scenarioLock(name string) *sync.Mutex {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	l := r.locks[name]
 	if l == nil {
 		l = &sync.Mutex{}
 		r.locks[name] = l
 	}
-	r.mu.Unlock()
-	l.Lock()
-	return l.Unlock
+	return l
 }
 
 // SetArchived archives (archived true) or restores the scenario in the store, under the
