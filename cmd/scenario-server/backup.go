@@ -78,7 +78,11 @@ func backupCommand(ctx context.Context, args []string, getenv func(string) strin
 		var bytes int64
 		n, bytes, err = copyTree(ctx, from, filepath.Join(*to, d.name))
 		if err == nil && n > 0 {
-			line := fmt.Sprintf("%s: %d files, %d bytes, into %s", from, n, bytes, filepath.Join(*to, d.name))
+			noun := "files"
+			if n == 1 {
+				noun = "file"
+			}
+			line := fmt.Sprintf("%s: %d %s, %d bytes, into %s", from, n, noun, bytes, filepath.Join(*to, d.name))
 			if d.dir != "" {
 				line += fmt.Sprintf(" (start the copy with %s %s)", d.flag, filepath.Join(*to, d.name))
 			}

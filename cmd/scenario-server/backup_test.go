@@ -92,7 +92,7 @@ func TestBackup(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(to, "sources")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the copy has sources/ (%v); want none", err)
 	}
-	if !strings.Contains(stdout.String(), "and the files of "+filepath.Join(dir, "sinks")+": 1 files, 16 bytes") {
+	if !strings.Contains(stdout.String(), "and the files of "+filepath.Join(dir, "sinks")+": 1 file, 16 bytes") {
 		t.Errorf("backup said %q; want the sinks' 1 file of 16 bytes", stdout.String())
 	}
 	// With --sink-dir elsewhere, given as a link to it, its files go into the copy's sinks/,

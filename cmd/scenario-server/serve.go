@@ -340,7 +340,7 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		return serveConfig{}, err
 	}
 	fs.StringVar(&cfg.Addr, "addr", envOr(envAddr, defaultAddr), "listen on `host:port` (env "+envAddr+"); port 0 picks a free port")
-	fs.StringVar(&cfg.DataDir, "data-dir", envOr(envDataDir, defaultDataDir), "keep the embedded SQLite store in `dir` (env "+envDataDir+"); unused when "+envDatabaseURL+" is set")
+	fs.StringVar(&cfg.DataDir, "data-dir", envOr(envDataDir, defaultDataDir), "the server's `dir`: the embedded SQLite store (but when "+envDatabaseURL+" is set), and its lock, server-id, session key, and the file sources' and sinks' directories (env "+envDataDir+"; two servers need two)")
 	fs.StringVar(&cfg.LogFormat, "log-format", envOr(envLogFormat, "text"), "log `format` on stderr: text or json (env "+envLogFormat+")")
 	fs.StringVar(&level, "log-level", envOr(envLogLevel, "info"), "log `level`: debug, info, warn or error (env "+envLogLevel+")")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", maxBody, "largest request body accepted, in `bytes` (env "+envMaxBodyBytes+")")
