@@ -411,7 +411,7 @@ type Runtime struct {
 	canceledHere map[int64]bool
 	// orphans are the deployments the last look of takeOver found without a live lease, with
 	// their lease's epoch then, and localOrphans those of them it logged it leaves alone
-	// (machineLocal). Only takeOver, on the lease loop, touches them.
+	// (cannotTake). Only takeOver, on the takeover loop, touches them.
 	orphans, localOrphans map[int64]int64
 
 	mu     sync.RWMutex
@@ -645,9 +645,13 @@ func (r *Runtime) resume(ctx context.Context, sd store.Deployment) error {
 }
 
 // pause leaves sd as it is in the store, not running, with the reason PausedReason, unless
-// another server runs it.
+// another server holds its lease, live or expired.
 func (r *Runtime) pause(ctx context.Context, sd store.Deployment) {
-	if l, err := r.cfg.Store.GetLease(ctx, sd.ID); err == nil && l.Owner != "" && l.Owner != r.cfg.Owner && r.cfg.Now().Before(l.ExpiresAt) {
+	// Another server's, even with its lease expired: that server may be stalled, not gone (a
+	// hostile round: a server stopped 17 s had its 157 running deployments marked paused by
+	// one started in safe mode, and once it was killed nobody took them over). A server
+	// taking over runs it when that one is gone.
+	if l, err := r.cfg.Store.GetLease(ctx, sd.ID); err == nil && l.Owner != "" && l.Owner != r.cfg.Owner {
 		return
 	}
 	if _, err := r.cfg.Store.SetDeploymentReason(ctx, sd.ID, PausedReason(sd.Version)); err != nil {
@@ -729,7 +733,7 @@ func (r *Runtime) takeOverLoop(stop <-chan struct{}, done chan<- struct{}) {
 // deployment in the store that is not running or starting here, not paused (safe mode), whose
 // lease expired or was released, with the same epoch at this look and the last (a deploy
 // releases the lease of the deployment it stopped for a moment, until it records its
-// replacement), and that reads and writes no file (machineLocal). resume takes its lease,
+// replacement), and that this server can run and that reads and writes no file (cannotTake). resume takes its lease,
 // which fences the server that had it off, and runs it from its last checkpoint, counting
 // the run (a deployment that kills the servers taking it over ends FAILED at
 // Config.CrashLoopLimit). Failures are logged; the next look tries again.
@@ -761,9 +765,9 @@ func (r *Runtime) takeOver() {
 		if epoch, ok := r.orphans[sd.ID]; !ok || epoch != l.Epoch {
 			continue // first seen so: looked at again next time
 		}
-		if what := r.machineLocal(ctx, sd); what != "" {
+		if what := r.cannotTake(ctx, sd); what != "" {
 			if epoch, logged := r.localOrphans[sd.ID]; !logged || epoch != l.Epoch {
-				r.log.Warn("a deployment whose server is gone is left to it: it "+what+" on that server's disk; it resumes when that server starts again, or deploy its version here",
+				r.log.Warn("a deployment whose server is gone is left to it: it "+what+"; it resumes when that server starts again, or deploy its version on a server that can run it",
 					"scenario", sd.Scenario, "deployment", sd.ID, "version", sd.Version, "owner", l.Owner)
 				if r.localOrphans == nil {
 					r.localOrphans = map[int64]int64{}
@@ -801,11 +805,14 @@ func (r *Runtime) takeOne(ctx context.Context, sd store.Deployment, l store.Leas
 	}
 }
 
-// machineLocal says what of sd's version is on its server's own disk ("reads a file (source
-// \"in\")", "writes a file (sink \"out\")"), and "" when nothing is: its file sources and
-// sinks (connector.Source.Local, connector.Sink.Local). A version it cannot read or decode
-// is "" too: resume marks it FAILED with the reason.
-func (r *Runtime) machineLocal(ctx context.Context, sd store.Deployment) string {
+// cannotTake says why sd is not taken over here, and "" when it is: its version reads or
+// writes a file ("reads a file (source "in") on that server's disk": its file sources and
+// sinks, connector.Source.Local and connector.Sink.Local, are the other server's), or it
+// cannot run here ("cannot run on this server: ...": prepare refuses it, a Kafka source
+// without the server's brokers, a kind this server does not have; a hostile round: the
+// deployment was taken over and marked FAILED, for good). A version it cannot read or
+// decode is "": resume marks it FAILED with the reason, as any server would.
+func (r *Runtime) cannotTake(ctx context.Context, sd store.Deployment) string {
 	v, err := r.cfg.Store.GetVersion(ctx, sd.Scenario, sd.Version)
 	if err != nil {
 		return ""
@@ -820,12 +827,17 @@ func (r *Runtime) machineLocal(ctx context.Context, sd store.Deployment) string 
 			continue
 		}
 		if c, ok := r.connectors.Source(k.ID); ok && c.Local {
-			return fmt.Sprintf("reads a file (source %q)", sc.Nodes[i].ID)
+			return fmt.Sprintf("reads a file (source %q) on that server's disk", sc.Nodes[i].ID)
 		}
 		if c, ok := r.connectors.Sink(k.ID); ok && c.Local {
-			return fmt.Sprintf("writes a file (sink %q)", sc.Nodes[i].ID)
+			return fmt.Sprintf("writes a file (sink %q) on that server's disk", sc.Nodes[i].ID)
 		}
 	}
+	d, err := r.prepare(v, true)
+	if err != nil {
+		return "cannot run on this server: " + err.Error()
+	}
+	d.sinks.close() // built to see that it can be; resume builds it again
 	return ""
 }
 

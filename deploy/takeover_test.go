@@ -117,3 +117,73 @@ func TestTakeOverLeavesWhatItCanceled(t *testing.T) {
 		t.Errorf("canceled deployment %+v (%v); want RUNNING in the store, as before", got, err)
 	}
 }
+
+// A deployment whose server is gone and that this server cannot run (a Kafka source, and
+// this server has no brokers) is left to it and said so once, RUNNING in the store (a hostile
+// round: it was taken over and marked FAILED, for good; the gone server's restart did not
+// resume it); a server with the brokers takes it over.
+func TestTakeOverLeavesWhatItCannotRun(t *testing.T) {
+	st := sqliteStore(t)
+	brokers, _ := newKafka(t, map[string]int32{"events": 1})
+	createScenario(t, st, "k", kafkaGraph(t, "events", "2s"))
+	withBrokers := func(cfg *Config) { cfg.KafkaBrokers = brokers }
+	a := newRuntime(t, st, withBrokers, func(cfg *Config) { cfg.Owner, cfg.LeaseTTL = "a", takeOverLease })
+	d := deploy(t, a, "k", 0)
+	var logs lockedBuffer
+	b := newRuntime(t, st, func(cfg *Config) {
+		cfg.Owner, cfg.LeaseTTL, cfg.TakeOver = "b", takeOverLease, true
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	})
+	a.abort()
+	waitFor(t, "b saying it cannot run k, or taking it", func() bool {
+		_, taken := b.Live("k")
+		got, _ := st.GetDeployment(t.Context(), d.ID)
+		return taken || got.Status == store.StatusFailed || strings.Contains(logs.String(), "is left to it: it cannot run on this server")
+	})
+	if l, ok := b.Live("k"); ok {
+		t.Fatalf("b runs k without the brokers: %+v", l)
+	}
+	if got, err := st.GetDeployment(t.Context(), d.ID); err != nil || got.Status != store.StatusRunning {
+		t.Fatalf("k's deployment %+v (%v); want it RUNNING, for a server that can run it", got, err)
+	}
+	c := newRuntime(t, st, withBrokers, func(cfg *Config) { cfg.Owner, cfg.LeaseTTL, cfg.TakeOver = "c", takeOverLease, true })
+	waitFor(t, "c, with the brokers, running k", func() bool { l, ok := c.Live("k"); return ok && l.Deployment == d.ID })
+	if n := strings.Count(logs.String(), "is left to it"); n != 1 {
+		t.Errorf("b said it %d times; want once:\n%s", n, logs.String())
+	}
+}
+
+// A server started in safe mode leaves paused only the deployments that were its own (or
+// nobody's): one whose lease another server holds, expired or not (that server may be
+// stalled, not gone), stays as it is (a hostile round: a server stopped for 17 s had its 157
+// deployments marked paused by a safe-mode start; once it was killed, nobody took them over).
+func TestSafeModeLeavesAnotherServersDeployments(t *testing.T) {
+	st := sqliteStore(t)
+	createScenario(t, st, "theirs", tumblingGraph(""))
+	createScenario(t, st, "mine", tumblingGraph(""))
+	theirs, err := st.CreateDeployment(t.Context(), store.NewDeployment{Scenario: "theirs", Version: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, err := st.CreateDeployment(t.Context(), store.NewDeployment{Scenario: "mine", Version: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AcquireLease(t.Context(), theirs.ID, "stalled", time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AcquireLease(t.Context(), mine.ID, "safe", time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the stalled server's lease to expire", func() bool {
+		l, err := st.GetLease(t.Context(), theirs.ID)
+		return err == nil && time.Now().After(l.ExpiresAt)
+	})
+	newRuntime(t, st, func(cfg *Config) { cfg.Owner, cfg.NoResume = "safe", true })
+	if got, _ := st.GetDeployment(t.Context(), mine.ID); !IsPaused(got.Reason) {
+		t.Errorf("its own deployment: reason %q; want it paused", got.Reason)
+	}
+	if got, _ := st.GetDeployment(t.Context(), theirs.ID); got.Reason != "" || got.Status != store.StatusDeploying {
+		t.Errorf("the stalled server's deployment: %+v; want it as it was, DEPLOYING, no reason", got)
+	}
+}
