@@ -161,7 +161,8 @@ func TestSpELMethodsOfTypedListsAndRecords(t *testing.T) {
 // hostile round: "invalid operation: int([]interface {})" from a range of a list, "reflect:
 // Call using string as type *time.Location").
 func TestGoTypesSaidPlainly(t *testing.T) {
-	input := value.NewRecord([]string{"a", "s", "n"}, []value.Value{value.List([]value.Value{value.Int(1)}), value.String("5s"), value.Int(3)})
+	input := value.NewRecord([]string{"a", "s", "n", "r"}, []value.Value{value.List([]value.Value{value.Int(1)}), value.String("5s"), value.Int(3),
+		value.NewRecord([]string{"x"}, []value.Value{value.Int(1)})})
 	for text, want := range map[string]string{
 		"#input.a..3":                   "a range's bounds are integers, not a list",
 		"1..#input.zz":                  "a range's bounds are integers, not null",
@@ -174,6 +175,10 @@ func TestGoTypesSaidPlainly(t *testing.T) {
 		"#input.n in #input.n":          `operator "in" not defined on an integer`,
 		"now().In(#input.s)":            "a string where a time zone is taken",
 		"#input.zz.lat > 1":             "cannot fetch lat from null",
+		"#input.n.foo":                  "cannot fetch foo from an integer",
+		"#input.r[0]":                   "cannot use an integer to get an element from a record (its keys are strings)",
+		"keys(#input.a)":                "cannot get keys from a list (only from a record)",
+		"map(#input.r, #)":              "a record where a list is taken",
 	} {
 		p, problems := Compile(text, TypeEnv{"input": Unknown}, Unknown)
 		if problems != nil {
@@ -189,6 +194,8 @@ func TestGoTypesSaidPlainly(t *testing.T) {
 	for text, want := range map[string]string{
 		`date("2024-01-01").Add("1h")`: `[1:24: a string where a duration is taken (an argument of Add) (expression-type)]`,
 		"1 + true":                     "[1:3: invalid operation: + (an integer and a boolean) (expression-type)]",
+		"now().year":                   "[1:7: a date has no field year (expression-type)]",
+		"!1":                           "[1:1: invalid operation: ! (an integer) (expression-type)]",
 	} {
 		if _, problems := Compile(text, TypeEnv{"input": Unknown}, Unknown); fmt.Sprint(problems) != want {
 			t.Errorf("%s: %v; want %s", text, problems, want)

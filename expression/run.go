@@ -382,7 +382,7 @@ func (p *Program) locatedError(err error, b Budget) *RunError {
 }
 
 // goType matches the Go type names of expr's messages (and reflect's) about values.
-const goType = `(\[\]interface \{\}|map\[string\]interface \{\}|\*?time\.[A-Z][a-z]+|u?int(?:64|32)?|float(?:64|32)|string|bool|nil|<nil>|unknown)`
+const goType = `(\[\]interface \{\}|map\[string\]interface \{\}|\*?time\.[A-Z][a-z]+|u?int(?:64|32)?|float(?:64|32)|string|bool|nil|<nil>|unknown|slice|array|map)`
 
 // goTypeMessages are expr's and reflect's messages that name Go types, and what they say in
 // the expression's terms (a hostile round: "invalid operation: int([]interface {})",
@@ -408,8 +408,35 @@ var goTypeMessages = []struct {
 	{regexp.MustCompile(`invalid operation: (\S+) ` + goType + `$`), func(m []string) string {
 		return fmt.Sprintf("invalid operation: %s %s", m[1], goTypeName(m[2]))
 	}},
-	{regexp.MustCompile(`cannot fetch (\S+) from <nil>`), func(m []string) string {
-		return fmt.Sprintf("cannot fetch %s from null", m[1])
+	{regexp.MustCompile(`cannot fetch (\S+) from ` + goType), func(m []string) string {
+		return fmt.Sprintf("cannot fetch %s from %s", m[1], goTypeName(m[2]))
+	}},
+	{regexp.MustCompile(`cannot use ` + goType + ` to get an element from ` + goType), func(m []string) string {
+		return fmt.Sprintf("cannot use %s to get an element from %s", goTypeName(m[1]), goTypeName(m[2]))
+	}},
+	{regexp.MustCompile(`reflect.Value.MapIndex: value of type ` + goType + ` is not assignable to type ` + goType), func(m []string) string {
+		return fmt.Sprintf("cannot use %s to get an element from a record (its keys are strings)", goTypeName(m[1]))
+	}},
+	{regexp.MustCompile(`cannot use ` + goType + ` as type ` + goType + ` in map key`), func(m []string) string {
+		return fmt.Sprintf("cannot use %s as a record's key (its keys are strings)", goTypeName(m[1]))
+	}},
+	{regexp.MustCompile(`cannot get (keys|values) from ` + goType), func(m []string) string {
+		return fmt.Sprintf("cannot get %s from %s (only from a record)", m[1], goTypeName(m[2]))
+	}},
+	{regexp.MustCompile(`builtin (\w+) takes only array \(got ` + goType + `\)`), func(m []string) string {
+		return fmt.Sprintf("%s() takes a list, not %s", m[1], goTypeName(m[2]))
+	}},
+	{regexp.MustCompile(`type ` + goType + ` has no field (\S+)`), func(m []string) string {
+		return fmt.Sprintf("%s has no field %s", goTypeName(m[1]), m[2])
+	}},
+	{regexp.MustCompile(`type ` + goType + `\[` + goType + `\] is undefined`), func(m []string) string {
+		return fmt.Sprintf("cannot index %s with %s", goTypeName(m[1]), goTypeName(m[2]))
+	}},
+	{regexp.MustCompile(`reflect: call of reflect\.Value\.(?:Index|Len) on ` + goType + ` Value`), func(m []string) string {
+		return fmt.Sprintf("%s where a list is taken", goTypeName(m[1]))
+	}},
+	{regexp.MustCompile(`\(mismatched type ` + goType + `\)`), func(m []string) string {
+		return fmt.Sprintf("(%s)", goTypeName(m[1]))
 	}},
 	{regexp.MustCompile(`invalid argument for (\w+) \(type ` + goType + `\)`), func(m []string) string {
 		return fmt.Sprintf("invalid argument for %s: %s", m[1], goTypeName(m[2]))
@@ -463,9 +490,9 @@ func goTypeName(t string) string {
 		return "a date"
 	case "*time.Location", "time.Location":
 		return "a time zone"
-	case "[]interface {}":
+	case "[]interface {}", "slice", "array":
 		return "a list"
-	case "map[string]interface {}":
+	case "map[string]interface {}", "map":
 		return "a record"
 	case "nil", "<nil>":
 		return "null"
