@@ -610,19 +610,8 @@ func TestUnreadAnswersCut(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	host := strings.TrimPrefix(c.base, "http://")
 	for i, who := range []string{"a", "b"} {
-		conn, err := net.Dial("tcp", host)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		if err := conn.(*net.TCPConn).SetReadBuffer(4096); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := fmt.Fprintf(conn, "GET /api/scenarios/big-%s/export HTTP/1.1\r\nHost: %s\r\nX-Forwarded-For: 10.0.0.%d\r\n\r\n", who, host, i+1); err != nil {
-			t.Fatal(err)
-		}
+		conn := unreadGet(t, c, "/api/scenarios/big-"+who+"/export", fmt.Sprintf("X-Forwarded-For: 10.0.0.%d\r\n", i+1))
 		// Its answer has begun: the handler holds the scenario and writes it.
 		status := make([]byte, 12)
 		if _, err := io.ReadFull(conn, status); err != nil || string(status) != "HTTP/1.1 200" {

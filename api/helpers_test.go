@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"mime"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -279,3 +281,23 @@ func sqliteStoreForFuzz(f *testing.F) store.Store {
 }
 
 func jsonUnmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
+
+// unreadGet sends GET path (with header lines, each ending in \r\n) on a connection of its
+// own whose receive buffer is 4 KiB, and returns the connection without reading: a client
+// that asks and does not read its answer. It is closed when t ends.
+func unreadGet(t *testing.T, c *client, path, header string) net.Conn {
+	t.Helper()
+	host := strings.TrimPrefix(c.base, "http://")
+	conn, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if err := conn.(*net.TCPConn).SetReadBuffer(4096); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\n%s\r\n", path, host, header); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}

@@ -3,7 +3,6 @@ package api_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -95,18 +94,7 @@ func TestKafkaTopicListsHeldUntilRead(t *testing.T) {
 	}
 	cluster := kafkatest.Cluster(t, kfake.SeedTopics(1, names...))
 	c := newDeployClient(t, sqliteStore(t), func(c *deploy.Config) { c.KafkaBrokers = cluster.ListenAddrs() })
-	host := strings.TrimPrefix(c.base, "http://")
-	conn, err := net.Dial("tcp", host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if err := conn.(*net.TCPConn).SetReadBuffer(4096); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fmt.Fprintf(conn, "GET /api/kafka/topics HTTP/1.1\r\nHost: %s\r\n\r\n", host); err != nil {
-		t.Fatal(err)
-	}
+	conn := unreadGet(t, c, "/api/kafka/topics", "")
 	// Until the list that is not read is being written, another ask is answered whole.
 	deadline := time.Now().Add(20 * time.Second)
 	var res *response
