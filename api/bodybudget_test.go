@@ -209,8 +209,19 @@ func TestLoadedVersionsBounded(t *testing.T) {
 	slowC := slowBody(t, c, cc, 2000)
 	var refused *response
 	waitFor(t, "a comparison to be refused", func() bool {
-		if slowB.ended.Load() || slowC.ended.Load() {
-			t.Fatalf("a slow body ended at once: B %s, C %s", slowB.answer, slowC.answer)
+		if slowB.ended.Load() {
+			t.Fatalf("a slow body ended at once: B %s", slowB.answer)
+		}
+		if slowC.ended.Load() {
+			// Large's export gives its half back once its answer is written, which may be
+			// after its client has it all: C's bytes then do not fit beside B's, and C is
+			// refused as busy (a fresh-clone CI under load). C again.
+			if !strings.Contains(slowC.answer, "503 Service Unavailable") || !strings.Contains(slowC.answer, api.CodeRequestsBusy) {
+				t.Fatalf("a slow body ended at once: C %s", slowC.answer)
+			}
+			slowC.finish(t, false)
+			slowC = slowBody(t, c, cc, 2000)
+			return false
 		}
 		refused = get(a, "/api/scenarios/small/compare?from=1&to=1")
 		return refused.Status == http.StatusServiceUnavailable
