@@ -35,6 +35,22 @@ func lines(t *testing.T, in connector.Input) ([]string, bool) {
 	return out, reset
 }
 
+// linesAt is lines with each event's offset after its line: "payload@line/offset".
+func linesAt(t *testing.T, in connector.Input) []string {
+	t.Helper()
+	events, _ := in.Poll()
+	var out []string
+	for _, ev := range events {
+		in.Advance(ev)
+		p := string(ev.Payload)
+		if ev.Skip {
+			p = "-"
+		}
+		out = append(out, p+"@"+strconv.FormatInt(ev.Line, 10)+"/"+strconv.FormatInt(ev.Offset, 10))
+	}
+	return out
+}
+
 // The file Input against the contract: complete lines only, blank lines skipped but counted,
 // the position a byte offset in partition 0, an Input restored there going on with the right
 // line numbers, and a truncated file read again from its start (reset).
@@ -115,17 +131,7 @@ func TestInputBlankLinesInARow(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ev.ndjson"), []byte("\n\n\n{\"a\":1}\n\n\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	in := newInput(t, dir)
-	events, _ := in.Poll()
-	var got []string
-	for _, ev := range events {
-		in.Advance(ev)
-		p := string(ev.Payload)
-		if ev.Skip {
-			p = "-"
-		}
-		got = append(got, p+"@"+strconv.FormatInt(ev.Line, 10)+"/"+strconv.FormatInt(ev.Offset, 10))
-	}
+	got := linesAt(t, newInput(t, dir))
 	if want := []string{"-@3/3", `{"a":1}@4/11`, "-@6/13"}; !slices.Equal(got, want) {
 		t.Errorf("events %v, want %v", got, want)
 	}
@@ -139,13 +145,7 @@ func TestInputByteOrderMark(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ev.ndjson"), []byte("\uFEFF{\"a\":1}\n\uFEFF{\"a\":2}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	in := newInput(t, dir)
-	events, _ := in.Poll()
-	var got []string
-	for _, ev := range events {
-		in.Advance(ev)
-		got = append(got, string(ev.Payload)+"@"+strconv.FormatInt(ev.Line, 10)+"/"+strconv.FormatInt(ev.Offset, 10))
-	}
+	got := linesAt(t, newInput(t, dir))
 	if want := []string{`{"a":1}@1/11`, "\uFEFF" + `{"a":2}@2/22`}; !slices.Equal(got, want) {
 		t.Errorf("events %q, want %q", got, want)
 	}
