@@ -690,26 +690,22 @@ func (r *Runtime) leaseLoop(stop <-chan struct{}, done chan<- struct{}) {
 		go r.takeOverLoop(stop, taken)
 		defer func() { <-taken }()
 	}
-	tick := time.NewTicker(r.cfg.LeaseTTL / 3)
-	defer tick.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-tick.C:
+	every(stop, r.cfg.LeaseTTL/3, r.renewLeases)
+}
+
+// renewLeases renews the leases of the running deployments; one whose lease was lost stops.
+func (r *Runtime) renewLeases() {
+	for _, d := range r.deployments() {
+		if d.lease.Epoch == 0 {
+			continue
 		}
-		for _, d := range r.deployments() {
-			if d.lease.Epoch == 0 {
-				continue
-			}
-			_, err := r.cfg.Store.RenewLease(r.ctx, d.lease, r.cfg.LeaseTTL)
-			switch {
-			case errors.Is(err, store.ErrLeaseLost):
-				d.logger().Warn("lease lost: another server took the deployment over, or it was ended; stopping it here", "epoch", d.lease.Epoch)
-				d.loseLease()
-			case err != nil && r.ctx.Err() == nil:
-				d.logger().Error("renewing the lease failed; retrying", "error", err)
-			}
+		_, err := r.cfg.Store.RenewLease(r.ctx, d.lease, r.cfg.LeaseTTL)
+		switch {
+		case errors.Is(err, store.ErrLeaseLost):
+			d.logger().Warn("lease lost: another server took the deployment over, or it was ended; stopping it here", "epoch", d.lease.Epoch)
+			d.loseLease()
+		case err != nil && r.ctx.Err() == nil:
+			d.logger().Error("renewing the lease failed; retrying", "error", err)
 		}
 	}
 }
@@ -717,7 +713,12 @@ func (r *Runtime) leaseLoop(stop <-chan struct{}, done chan<- struct{}) {
 // takeOverLoop runs takeOver every LeaseTTL/3 until stop closes (Config.TakeOver).
 func (r *Runtime) takeOverLoop(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	tick := time.NewTicker(r.cfg.LeaseTTL / 3)
+	every(stop, r.cfg.LeaseTTL/3, r.takeOver)
+}
+
+// every calls f every interval until stop closes.
+func every(stop <-chan struct{}, interval time.Duration, f func()) {
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		select {
@@ -725,7 +726,7 @@ func (r *Runtime) takeOverLoop(stop <-chan struct{}, done chan<- struct{}) {
 			return
 		case <-tick.C:
 		}
-		r.takeOver()
+		f()
 	}
 }
 
@@ -844,16 +845,8 @@ func (r *Runtime) cannotTake(ctx context.Context, sd store.Deployment) string {
 // pruneLoop applies retention now and every PruneInterval until stop closes.
 func (r *Runtime) pruneLoop(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	tick := time.NewTicker(r.cfg.PruneInterval)
-	defer tick.Stop()
-	for {
-		r.prune()
-		select {
-		case <-stop:
-			return
-		case <-tick.C:
-		}
-	}
+	r.prune()
+	every(stop, r.cfg.PruneInterval, r.prune)
 }
 
 // prune deletes the results and audit entries and forgets the batch keys older than their
