@@ -22,6 +22,17 @@ var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 // line numbers ("payload@line"; skipped ones as "-@line").
 func lines(t *testing.T, in connector.Input) ([]string, bool) {
 	t.Helper()
+	return polled(in, false)
+}
+
+// linesAt is lines with each event's offset after its line: "payload@line/offset".
+func linesAt(t *testing.T, in connector.Input) []string {
+	t.Helper()
+	out, _ := polled(in, true)
+	return out
+}
+
+func polled(in connector.Input, offsets bool) ([]string, bool) {
 	events, reset := in.Poll()
 	var out []string
 	for _, ev := range events {
@@ -30,25 +41,13 @@ func lines(t *testing.T, in connector.Input) ([]string, bool) {
 		if ev.Skip {
 			p = "-"
 		}
-		out = append(out, p+"@"+strconv.FormatInt(ev.Line, 10))
+		p += "@" + strconv.FormatInt(ev.Line, 10)
+		if offsets {
+			p += "/" + strconv.FormatInt(ev.Offset, 10)
+		}
+		out = append(out, p)
 	}
 	return out, reset
-}
-
-// linesAt is lines with each event's offset after its line: "payload@line/offset".
-func linesAt(t *testing.T, in connector.Input) []string {
-	t.Helper()
-	events, _ := in.Poll()
-	var out []string
-	for _, ev := range events {
-		in.Advance(ev)
-		p := string(ev.Payload)
-		if ev.Skip {
-			p = "-"
-		}
-		out = append(out, p+"@"+strconv.FormatInt(ev.Line, 10)+"/"+strconv.FormatInt(ev.Offset, 10))
-	}
-	return out
 }
 
 // The file Input against the contract: complete lines only, blank lines skipped but counted,
