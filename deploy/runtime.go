@@ -747,6 +747,19 @@ func (r *Runtime) takeOver() {
 		}
 		return
 	}
+	// The leases in one query, not one each (with hundreds of deployments on other servers,
+	// a look was hundreds of queries every few seconds).
+	all, err := r.cfg.Store.ActiveLeases(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Error("looking for deployments whose server is gone", "error", err)
+		}
+		return
+	}
+	leases := make(map[int64]store.Lease, len(all))
+	for _, l := range all {
+		leases[l.Deployment] = l
+	}
 	seen := map[int64]int64{}
 	for _, sd := range list {
 		if r.Closing() {
@@ -758,8 +771,9 @@ func (r *Runtime) takeOver() {
 		if canceled || IsPaused(sd.Reason) || r.lookup(sd.Scenario) != nil || r.deploying(sd.Scenario) || r.stillStopping(sd.Scenario) != nil {
 			continue
 		}
-		l, err := r.cfg.Store.GetLease(ctx, sd.ID)
-		if err != nil || l.Owner != "" && r.cfg.Now().Before(l.ExpiresAt) {
+		// One listed that ended before its lease was read is not in leases.
+		l, ok := leases[sd.ID]
+		if !ok || l.Owner != "" && r.cfg.Now().Before(l.ExpiresAt) {
 			continue // its server renews it
 		}
 		seen[sd.ID] = l.Epoch

@@ -1,9 +1,11 @@
 package deploy
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -186,4 +188,51 @@ func TestSafeModeLeavesAnotherServersDeployments(t *testing.T) {
 	if got, _ := st.GetDeployment(t.Context(), theirs.ID); got.Reason != "" || got.Status != store.StatusDeploying {
 		t.Errorf("the stalled server's deployment: %+v; want it as it was, DEPLOYING, no reason", got)
 	}
+}
+
+// leaseCountingStore counts the lease reads of a runtime's takeover looks.
+type leaseCountingStore struct {
+	store.Store
+	gets, looks atomic.Int64
+}
+
+func (s *leaseCountingStore) GetLease(ctx context.Context, id int64) (store.Lease, error) {
+	s.gets.Add(1)
+	return s.Store.GetLease(ctx, id)
+}
+
+// ListActiveDeployments begins each look (and the runtime's Start).
+func (s *leaseCountingStore) ListActiveDeployments(ctx context.Context) ([]store.Deployment, error) {
+	s.looks.Add(1)
+	return s.Store.ListActiveDeployments(ctx)
+}
+
+// A takeover look reads the leases of all the other servers' deployments in one query, not
+// one each (note 38: hundreds of deployments on other servers were hundreds of queries each
+// look), and still finds those whose server is gone.
+func TestTakeOverLooksReadLeasesAtOnce(t *testing.T) {
+	sqlite := sqliteStore(t)
+	names := []string{"s1", "s2", "s3", "s4", "s5", "s6"}
+	for _, name := range names {
+		createScenario(t, sqlite, name, tumblingGraph(""))
+	}
+	a := newRuntime(t, sqlite, func(cfg *Config) { cfg.Owner, cfg.LeaseTTL = "a", takeOverLease })
+	for _, name := range names {
+		deploy(t, a, name, 0)
+	}
+	st := &leaseCountingStore{Store: sqlite}
+	b := newRuntime(t, st, func(cfg *Config) { cfg.Owner, cfg.LeaseTTL, cfg.TakeOver = "b", takeOverLease, true })
+	waitFor(t, "three looks of b", func() bool { return st.looks.Load() >= 4 })
+	if n := st.gets.Load(); n != 0 {
+		t.Errorf("b's looks read leases one by one: %d reads in %d looks, want none", n, st.looks.Load()-1)
+	}
+	a.abort()
+	waitFor(t, "b running a's deployments", func() bool {
+		for _, name := range names {
+			if _, ok := b.Live(name); !ok {
+				return false
+			}
+		}
+		return true
+	})
 }

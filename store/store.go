@@ -276,6 +276,12 @@ type Store interface {
 	// it never had one, or its lease ended). Errors: ErrNotFound.
 	GetLease(ctx context.Context, id int64) (Lease, error)
 
+	// ActiveLeases returns the lease of every deployment whose status is deploying or
+	// running, ordered by deployment ID, in one query: what GetLease gives for each (Owner
+	// empty and ExpiresAt zero when it never had one or its lease ended), for a look over all
+	// of them (the takeover's, every few seconds).
+	ActiveLeases(ctx context.Context) ([]Lease, error)
+
 	// BeginRun records that a server starts running deployment id and returns how many runs
 	// in a row, this one included, have started without EndRun in between: the runtime
 	// counts the server stopping uncleanly (a crash, a kill) while running it.

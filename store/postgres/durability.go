@@ -143,6 +143,31 @@ func (s *Store) GetLease(ctx context.Context, id int64) (store.Lease, error) {
 	return l, nil
 }
 
+// ActiveLeases implements store.Store.
+func (s *Store) ActiveLeases(ctx context.Context) ([]store.Lease, error) {
+	rows, err := s.pool.Query(ctx, `SELECT d.id, coalesce(l.owner, ''), coalesce(l.epoch, 0), CASE WHEN l.expires_at = to_timestamp(0) THEN NULL ELSE l.expires_at END
+		FROM deployments d LEFT JOIN deployment_leases l ON l.deployment_id = d.id
+		WHERE d.status IN ('DEPLOYING', 'RUNNING') ORDER BY d.id`)
+	if err != nil {
+		return nil, fmt.Errorf("listing the leases of active deployments: %w", err)
+	}
+	list, err := collect(rows, func(row pgx.Row) (store.Lease, error) {
+		var l store.Lease
+		var expires *time.Time // NULL once the lease ended
+		if err := row.Scan(&l.Deployment, &l.Owner, &l.Epoch, &expires); err != nil {
+			return l, err
+		}
+		if expires != nil {
+			l.ExpiresAt = expires.UTC()
+		}
+		return l, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing the leases of active deployments: %w", err)
+	}
+	return list, nil
+}
+
 // BeginRun implements store.Store.
 func (s *Store) BeginRun(ctx context.Context, id int64) (int, error) {
 	var n int

@@ -140,6 +140,33 @@ func (s *Store) GetLease(ctx context.Context, id int64) (store.Lease, error) {
 	return l, nil
 }
 
+// ActiveLeases implements store.Store.
+func (s *Store) ActiveLeases(ctx context.Context) ([]store.Lease, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT d.id, coalesce(l.owner, ''), coalesce(l.epoch, 0), coalesce(l.expires_at, 0)
+		FROM deployments d LEFT JOIN deployment_leases l ON l.deployment_id = d.id
+		WHERE d.status IN ('DEPLOYING', 'RUNNING') ORDER BY d.id`)
+	if err != nil {
+		return nil, fmt.Errorf("listing the leases of active deployments: %w", err)
+	}
+	defer rows.Close()
+	var list []store.Lease
+	for rows.Next() {
+		var l store.Lease
+		var expires int64
+		if err := rows.Scan(&l.Deployment, &l.Owner, &l.Epoch, &expires); err != nil {
+			return nil, fmt.Errorf("listing the leases of active deployments: %w", err)
+		}
+		if expires > 0 {
+			l.ExpiresAt = fromMicros(expires)
+		}
+		list = append(list, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing the leases of active deployments: %w", err)
+	}
+	return list, nil
+}
+
 // BeginRun implements store.Store.
 func (s *Store) BeginRun(ctx context.Context, id int64) (int, error) {
 	var n int

@@ -126,6 +126,42 @@ func testLeases(t *testing.T, open func(t *testing.T) store.Store) {
 	wantErr(t, "GetLease of no deployment", err, store.ErrNotFound)
 }
 
+// ActiveLeases gives, in one list, the leases of the deployments still deploying or running
+// (held, released, never taken), not of those that ended.
+func testActiveLeases(t *testing.T, open func(t *testing.T) store.Store) {
+	s := open(t)
+	ctx := t.Context()
+	deploy := func(name string) store.Deployment {
+		must(s.CreateScenario(ctx, name, draft(1, "")))(t)
+		return must(s.CreateDeployment(ctx, store.NewDeployment{Scenario: name, Version: 1}))(t)
+	}
+	held, released, never, ended := deploy("held"), deploy("released"), deploy("never"), deploy("ended")
+	before := time.Now()
+	must(s.AcquireLease(ctx, held.ID, "server-a", time.Hour))(t)
+	must(s.AcquireLease(ctx, held.ID, "server-a", time.Hour))(t) // restarted: epoch 2
+	r := must(s.AcquireLease(ctx, released.ID, "server-b", time.Hour))(t)
+	if err := s.ReleaseLease(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	must(s.AcquireLease(ctx, ended.ID, "server-a", time.Hour))(t)
+	must(s.SetDeploymentStatus(ctx, ended.ID, store.StatusCanceled, "done"))(t)
+
+	list := must(s.ActiveLeases(ctx))(t)
+	if len(list) != 3 {
+		t.Fatalf("ActiveLeases: %+v, want the leases of deployments %d, %d and %d", list, held.ID, released.ID, never.ID)
+	}
+	if l := list[0]; l.Deployment != held.ID || l.Owner != "server-a" || l.Epoch != 2 ||
+		l.ExpiresAt.Before(before.Add(59*time.Minute)) || l.ExpiresAt.After(time.Now().Add(time.Hour+time.Minute)) {
+		t.Errorf("the held lease: %+v, want deployment %d, server-a, epoch 2, an hour from now", l, held.ID)
+	}
+	if l := list[1]; l.Deployment != released.ID || l.Owner != "" || l.Epoch != 1 || !l.ExpiresAt.IsZero() {
+		t.Errorf("the released lease: %+v, want deployment %d, no owner, epoch 1, no expiry", l, released.ID)
+	}
+	if l := list[2]; l != (store.Lease{Deployment: never.ID}) {
+		t.Errorf("the lease of the deployment never leased: %+v, want deployment %d, no owner, epoch 0", l, never.ID)
+	}
+}
+
 // FailDeployment under the current lease fails the deployment with its reason and fences the
 // lease off, as SetDeploymentStatus to FAILED does.
 func testFailUnderLease(t *testing.T, open func(t *testing.T) store.Store) {

@@ -70,6 +70,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"CanceledContext", testCanceledContext},
 		{"SurvivesReopen", testSurvivesReopen},
 		{"Leases", testLeases},
+		{"ActiveLeases", testActiveLeases},
 		{"FailUnderLease", testFailUnderLease},
 		{"UncleanRuns", testUncleanRuns},
 		{"DeploymentReason", testDeploymentReason},
