@@ -10,8 +10,8 @@
 # "before" figures). The other flags go to the bench command: -rounds N, -only
 # ingest,run,core,sessions, -pg postgres://... (PostgreSQL ingestion; use a server with fsync
 # on), -cpuprofile-dir DIR, -events N (run and engine figures), -core-events N (window core
-# and sessions), -ingest-events N (go run ./bench -h lists them). The defaults take several
-# minutes; the peak RSS figure needs /usr/bin/time (Debian package time).
+# and sessions), -ingest-events N (go run ./bench -h lists them). The defaults take about a
+# minute on 2 cores, the builds included; the peak RSS figure needs /usr/bin/time (Debian package time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 base=""
