@@ -34,12 +34,29 @@ func entryCmp(a, b listEntry) int {
 	return 0
 }
 
-// listColumn keeps each cell's entries sorted by (t, seq): 24 bytes a cell
-// plus 64 bytes an entry.
+// listColumn keeps each cell's entries in (t, seq) order, but for a tail of
+// entries that came out of order (listCell): 24 bytes a cell plus 64 bytes an
+// entry.
 type listColumn struct {
-	agg   *listAgg
-	cells [][]listEntry
+	agg     *listAgg
+	cells   []listCell
+	scratch []listEntry
 }
+
+// listCell holds e[:ns] sorted by (t, seq), and e[ns:] entries that came out
+// of order, not yet sorted in. Add appends; the tail is folded in when it
+// reaches half the sorted part (at least listPendingMin), and by Result,
+// Merge and AppendCell: amortized O(log n) comparisons an entry, where an
+// insertion at its place cost O(n) moves (a hostile round: 400,000 events in
+// reverse time order into one List took 112 s, in order 0.3 s). Folding
+// changes the representation, never the partial's value.
+type listCell struct {
+	e  []listEntry
+	ns int
+}
+
+// listPendingMin is the shortest out-of-order tail Add folds in.
+const listPendingMin = 32
 
 func (c *listColumn) other(src Column) (*listColumn, error) {
 	o, ok := src.(*listColumn)
@@ -52,17 +69,60 @@ func (c *listColumn) other(src Column) (*listColumn, error) {
 func (c *listColumn) Len() int     { return len(c.cells) }
 func (c *listColumn) Resize(n int) { c.cells = resize(c.cells, n) }
 
-// Add appends in the common in-order case and otherwise inserts at the
-// entry's place (binary search).
+// Add appends: to the sorted part in the common in-order case, else to the
+// tail.
 func (c *listColumn) Add(i int, v value.Value, t int64, seq uint64) {
-	l := c.cells[i]
+	cell := &c.cells[i]
 	e := listEntry{v: owned(v), t: t, seq: seq}
-	if len(l) == 0 || !entryLess(&e, &l[len(l)-1]) {
-		c.cells[i] = append(l, e)
+	inOrder := cell.ns == len(cell.e) && (cell.ns == 0 || !entryLess(&e, &cell.e[cell.ns-1]))
+	cell.e = append(cell.e, e)
+	if inOrder {
+		cell.ns++
 		return
 	}
-	pos, _ := slices.BinarySearchFunc(l, e, entryCmp)
-	c.cells[i] = slices.Insert(l, pos, e)
+	if p := len(cell.e) - cell.ns; p >= listPendingMin && p >= cell.ns/2 {
+		c.fold(cell)
+	}
+}
+
+// fold sorts the tail into the sorted part.
+func (c *listColumn) fold(cell *listCell) {
+	if cell.ns == len(cell.e) {
+		return
+	}
+	tail := cell.e[cell.ns:]
+	slices.SortFunc(tail, entryCmp)
+	if cell.ns == 0 || !entryLess(&tail[0], &cell.e[cell.ns-1]) {
+		cell.ns = len(cell.e)
+		return
+	}
+	// Merged from the back into place: the tail is copied out first.
+	c.scratch = append(c.scratch[:0], tail...)
+	a, b := cell.e[:cell.ns], c.scratch
+	w := len(cell.e)
+	for len(b) > 0 {
+		w--
+		if len(a) > 0 && entryLess(&b[len(b)-1], &a[len(a)-1]) {
+			cell.e[w] = a[len(a)-1]
+			a = a[:len(a)-1]
+		} else {
+			cell.e[w] = b[len(b)-1]
+			b = b[:len(b)-1]
+		}
+	}
+	clear(c.scratch)
+	cell.ns = len(cell.e)
+}
+
+// sorted returns src's cell entries in order, src not changed: its sorted part
+// itself when it has no tail, else a sorted copy.
+func (c *listColumn) sorted(src listCell) []listEntry {
+	if src.ns == len(src.e) {
+		return src.e
+	}
+	cp := listCell{e: slices.Clone(src.e), ns: src.ns}
+	c.fold(&cp)
+	return cp.e
 }
 
 // mergeEntries returns the (t, seq)-ordered merge of a and b; it reuses a's
@@ -91,12 +151,22 @@ func mergeEntries(a, b []listEntry) []listEntry {
 	return append(out, b[y:]...)
 }
 
+// merge folds src (read, never changed) into dst.
+func (c *listColumn) merge(dst *listCell, src listCell) {
+	if len(src.e) == 0 {
+		return
+	}
+	c.fold(dst)
+	dst.e = mergeEntries(dst.e, c.sorted(src))
+	dst.ns = len(dst.e)
+}
+
 func (c *listColumn) Merge(i int, src Column, j int) error {
 	o, err := c.other(src)
 	if err != nil {
 		return err
 	}
-	c.cells[i] = mergeEntries(c.cells[i], o.cells[j])
+	c.merge(&c.cells[i], o.cells[j])
 	return nil
 }
 
@@ -106,7 +176,7 @@ func (c *listColumn) MergeAll(src Column) error {
 		return err
 	}
 	for k := range min(c.Len(), o.Len()) {
-		c.cells[k] = mergeEntries(c.cells[k], o.cells[k])
+		c.merge(&c.cells[k], o.cells[k])
 	}
 	return nil
 }
@@ -116,29 +186,32 @@ func (c *listColumn) RetractAll(Column) error        { return ErrNotInvertible }
 
 // Result returns a new list (never nil, so that an empty cell gives []).
 func (c *listColumn) Result(i int) (value.Value, error) {
-	l := c.cells[i]
-	out := make([]value.Value, len(l))
-	for k := range l {
-		out[k] = l[k].v
+	cell := &c.cells[i]
+	c.fold(cell)
+	out := make([]value.Value, len(cell.e))
+	for k := range cell.e {
+		out[k] = cell.e[k].v
 	}
 	return value.List(out), nil
 }
 
 func (c *listColumn) Reset(i int) {
-	clear(c.cells[i])
-	c.cells[i] = c.cells[i][:0]
+	clear(c.cells[i].e)
+	c.cells[i] = listCell{e: c.cells[i].e[:0]}
 }
 
 func (c *listColumn) ResetAll() {
 	for k := range c.cells {
-		c.cells[k] = nil
+		c.cells[k] = listCell{}
 	}
 }
 
 // Cell encoding: code, entry count, then per entry t (zig-zag varint), seq
 // (uvarint) and the value (value.AppendBinary), in (t, seq) order.
 func (c *listColumn) AppendCell(b []byte, i int) []byte {
-	l := c.cells[i]
+	cell := &c.cells[i]
+	c.fold(cell)
+	l := cell.e
 	b = append(b, c.agg.def.code)
 	b = binary.AppendUvarint(b, uint64(len(l)))
 	for k := range l {
@@ -178,17 +251,17 @@ func (c *listColumn) DecodeCell(i int, b []byte) ([]byte, error) {
 		}
 		l = append(l, e)
 	}
-	c.cells[i] = l
+	c.cells[i] = listCell{e: l, ns: len(l)}
 	return b, nil
 }
 
 func (c *listColumn) SizeBytes() int {
-	n := 48 + 24*cap(c.cells)
+	n := 48 + 32*cap(c.cells) + 64*cap(c.scratch)
 	var sizer stateSizer
-	for _, l := range c.cells {
-		n += 64 * cap(l)
-		for k := range l {
-			n += sizer.size(l[k].v)
+	for _, cell := range c.cells {
+		n += 64 * cap(cell.e)
+		for k := range cell.e {
+			n += sizer.size(cell.e[k].v)
 		}
 	}
 	return n
