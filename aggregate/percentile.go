@@ -279,9 +279,10 @@ func (c *exactPctColumn) SizeBytes() int {
 // oracle, oracleDDRank, repeats), and |result - x[r]| ≤ α|x[r]| (plus
 // 2.3e-308 when x[r] counts as zero).
 //
-// Two additions to the library: the cell keeps its exact minimum and maximum
-// and clamps the result to them, which can only move it toward x[r] (so q = 0
-// and q = 1 are exact); and an input beyond the library's MaxIndexableValue
+// Two additions to the library: the cell keeps its exact minimum and maximum,
+// gives them for q = 0 and q = 1 (exact: the sketch's bucket of 1e308 gave
+// 9.97e307, a hostile round), and clamps other results to them, which can only
+// move a result toward x[r]; and an input beyond the library's MaxIndexableValue
 // (MaxFloat64/(1+α), where the bucket value γ^k(1+α) could overflow), which
 // its Add refuses, is put straight into the store at its bucket index, which
 // every finite float64 has; an overflowing bucket value is then clamped to
@@ -426,6 +427,12 @@ func (c *ddColumn) Result(i int) (value.Value, error) {
 	s := c.cells[i]
 	if s == nil {
 		return value.Null(), nil
+	}
+	switch c.q {
+	case 0: // rank 0: the exact minimum (the sketch's bucket may be off by α)
+		return value.Float(s.min), nil
+	case 1:
+		return value.Float(s.max), nil
 	}
 	x, err := s.sk.GetValueAtQuantile(c.q)
 	if err != nil { // not empty and 0 <= q <= 1: cannot happen

@@ -115,3 +115,23 @@ func TestDDSketchMergeSelf(t *testing.T) {
 		t.Fatalf("the copy: %s, want 200 ± 1%%", jsonOf(got))
 	}
 }
+
+// ApproximatePercentile at q = 0 and q = 1 is the exact minimum and maximum, not their
+// sketch buckets' values (a hostile round: 1e308 among the inputs gave 9.9739e307 at q = 1).
+func TestDDSketchExtremesExact(t *testing.T) {
+	inputs := []float64{-1e308, -3.7, 0, 2.5, 1e308}
+	for _, c := range []struct {
+		q    float64
+		want float64
+	}{{0, -1e308}, {1, 1e308}} {
+		col := mustAgg(t, Spec{Func: "ApproximatePercentile", Quantile: c.q}).NewColumn()
+		col.Resize(1)
+		for k, x := range inputs {
+			col.Add(0, value.Float(x), int64(k), uint64(k))
+		}
+		got, err := col.Result(0)
+		if err != nil || !value.Equal(got, value.Float(c.want)) {
+			t.Errorf("q = %v over %v: %s (%v), want %v", c.q, inputs, jsonOf(got), err, c.want)
+		}
+	}
+}
