@@ -691,6 +691,75 @@ func TestRunSkipsAByteOrderMark(t *testing.T) {
 	}
 }
 
+// A scenario file larger than run takes is refused before it is read whole (a hostile round:
+// a 300 MB file took 614 MB of memory to be refused).
+func TestRunScenarioFileBounded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "huge.json")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(maxRunScenarioBytes + 1); err != nil { // sparse: nothing written
+		t.Fatal(err)
+	}
+	f.Close()
+	var out, errOut bytes.Buffer
+	err = runCommand(t.Context(), []string{"run", "--scenario", path, "--input", os.DevNull}, env(nil), nil, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "is larger than 64 MiB") {
+		t.Errorf("run of a scenario file of 64 MiB and a byte: %v; want it refused as larger than 64 MiB", err)
+	}
+}
+
+// SIGTERM stops a run that is still reading its scenario (a named pipe whose writer writes
+// nothing): it exits 130, "interrupted", as during the replay (a hostile round: it heard
+// neither SIGTERM nor SIGINT, and needed SIGKILL).
+func TestRunInterruptedBeforeItsScenario(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildServer(t, false)
+	fifo := filepath.Join(t.TempDir(), "scenario.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "run", "--scenario", fifo, "--input", os.DevNull)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	// Opening the pipe for writing succeeds once the run has it open for reading; the run
+	// then waits for its data.
+	var w *os.File
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var err error
+		if w, err = os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.ENXIO) || time.Now().After(deadline) {
+			t.Fatalf("opening the pipe for writing: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	defer w.Close()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(stderr.String(), "interrupted") {
+			t.Errorf("run after SIGTERM: %v, stderr %q; want exit status 130, interrupted", err, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("run did not stop within 20 s of SIGTERM while reading its scenario; stderr %q", stderr.String())
+	}
+}
+
 // writeKScenario writes, as dir/s.json, a scenario of an HTTP source timed by #input.t into a
 // stdout sink of #input.k, and returns its path.
 func writeKScenario(t *testing.T, dir string) string {

@@ -50,29 +50,12 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fs.Usage()
 		return fmt.Errorf("%w: --scenario is required and there are no positional arguments", errUsage)
 	}
-	text, err := os.ReadFile(*scenarioPath)
-	if err != nil {
-		return fmt.Errorf("reading the scenario: %w", err)
-	}
-	s, err := scenario.Decode(text)
-	if err != nil {
-		var de *scenario.DecodeError
-		if errors.As(err, &de) {
-			for _, p := range de.Problems {
-				fmt.Fprintf(stderr, "%s: %s\n", *scenarioPath, describeProblem(p))
-			}
-			// Listed above, one a line: the error counts them, as a validation error does.
-			return fmt.Errorf("scenario %s does not decode: %d problem(s)", *scenarioPath, len(de.Problems))
-		}
-		return fmt.Errorf("decoding scenario %s: %w", *scenarioPath, err)
-	}
-	if *name == "" {
-		*name = strings.TrimSuffix(filepath.Base(*scenarioPath), filepath.Ext(*scenarioPath))
-	}
 	// The replay reads and computes without looking at ctx: on SIGINT or
 	// SIGTERM stop at once, as a command line tool does (exit status 130).
 	// The caller cancels ctx once the run has returned (main's stop), when
-	// finished is already closed: only a signal during the run exits.
+	// finished is already closed: only a signal during the run exits. From
+	// before the scenario is read: a named pipe nobody writes held the run
+	// deaf to both signals (a hostile round).
 	finished := make(chan struct{})
 	defer close(finished)
 	go func() {
@@ -90,6 +73,25 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		os.Exit(130)
 	}()
 
+	text, err := readScenarioFile(*scenarioPath)
+	if err != nil {
+		return err
+	}
+	s, err := scenario.Decode(text)
+	if err != nil {
+		var de *scenario.DecodeError
+		if errors.As(err, &de) {
+			for _, p := range de.Problems {
+				fmt.Fprintf(stderr, "%s: %s\n", *scenarioPath, describeProblem(p))
+			}
+			// Listed above, one a line: the error counts them, as a validation error does.
+			return fmt.Errorf("scenario %s does not decode: %d problem(s)", *scenarioPath, len(de.Problems))
+		}
+		return fmt.Errorf("decoding scenario %s: %w", *scenarioPath, err)
+	}
+	if *name == "" {
+		*name = strings.TrimSuffix(filepath.Base(*scenarioPath), filepath.Ext(*scenarioPath))
+	}
 	in := stdin
 	inputGiven := false
 	fs.Visit(func(f *flag.Flag) { inputGiven = inputGiven || f.Name == "input" })
@@ -195,4 +197,27 @@ func describeProblem(p scenario.Problem) string {
 		fmt.Fprintf(&b, " [%s]", p.Code)
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// maxRunScenarioBytes bounds the scenario file `run` reads: a scenario the server takes is at
+// most its request body limit (10 MiB by default).
+const maxRunScenarioBytes = 64 << 20
+
+// readScenarioFile reads the scenario file at path, refusing one larger than
+// maxRunScenarioBytes before reading it all (a hostile round: a 300 MB file took 614 MB
+// of memory to be refused).
+func readScenarioFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the scenario: %w", err)
+	}
+	defer f.Close()
+	text, err := io.ReadAll(io.LimitReader(f, maxRunScenarioBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading the scenario: %w", err)
+	}
+	if len(text) > maxRunScenarioBytes {
+		return nil, fmt.Errorf("reading the scenario: %s is larger than %d MiB; a scenario is a graph of nodes, not data", path, maxRunScenarioBytes>>20)
+	}
+	return text, nil
 }
