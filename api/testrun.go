@@ -70,7 +70,7 @@ type TestResult struct {
 	TotalErrors       int64                        `json:"totalErrors" doc:"Per-event errors in all."`
 	ErrorsTruncated   bool                         `json:"errorsTruncated" doc:"True when errors lists fewer than totalErrors."`
 	WarningsTruncated bool                         `json:"warningsTruncated,omitempty" doc:"True when the run had more than the 100 warnings listed."`
-	Warnings          []TestWarning                `json:"warnings" doc:"Likely mistakes the run shows (at most 100), at their node and field: a source whose latest event time is from 1970-01-02 to before 1973-03-03 (1e8 to 1e11 ms: a timestamp in seconds read as milliseconds), an aggregation whose aggregateBy was null for every event that reached it (a misspelt field)."`
+	Warnings          []TestWarning                `json:"warnings" doc:"Likely mistakes the run shows (at most 100), at their node and field: a source whose latest event time is from 1970-01-02 to before 1973-03-03 (1e8 to 1e11 ms: a timestamp in seconds read as milliseconds), a source without a timestamp expression whose records all came at event time 0, an aggregation whose aggregateBy was null for every event that reached it (a misspelt field)."`
 	ListsCut          bool                         `json:"listsCut" doc:"True when the lists stopped growing before maxRecordsPerNode because the values listed reached 32 MiB of JSON, each value counted with its name and 64 bytes more, each record, result or output with 128 more (their truncated flags are set; the record listed when they did has the variables and expressions that fit, in name order); counts and totals still cover every record."`
 }
 
@@ -697,7 +697,14 @@ func (o *testObserver) warnings(eng *engine.Engine) ([]TestWarning, bool) {
 			continue
 		}
 		if latest, ok := eng.LatestEventTime(id); ok && n.source {
-			if hint := engine.SecondsHint(latest); hint != "" {
+			hint := engine.SecondsHint(latest)
+			if latest == 0 && !eng.SourceTimed(id) {
+				// A new-user round: every record at 1970-01-01, all in the first window,
+				// and nothing said.
+				hint = "the source has no timestamp expression, and no record came with a timestamp of its own: in a test every record is at event time 0 (1970-01-01T00:00:00Z), so all fall in the same first windows " +
+					"(deployed, an HTTP source's event gets the time the server accepted it, a Kafka source's its record's timestamp); to test with the records' own times, set timestamp to an expression on #input, or give each record as {\"sourceId\": ..., \"record\": {...}, \"timestamp\": <ms>}"
+			}
+			if hint != "" {
 				if len(out) == maxTestWarnings {
 					return out, true
 				}

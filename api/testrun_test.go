@@ -723,9 +723,13 @@ func TestNodeTestListingCountsNames(t *testing.T) {
 // warningsGraph sums aggregateBy per key in tumbling windows of 1 minute of the timestamp
 // expression ts, and lists #input.amount too.
 func warningsGraph(ts, aggregateBy string) string {
+	source := `{"typ": "http"}` // ts "": no timestamp expression
+	if ts != "" {
+		source = `{"typ": "http", "parameters": [
+    {"name": "timestamp", "expression": {"language": "expr", "expression": "` + ts + `"}}]}`
+	}
 	return `{"nodes": [
-  {"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [
-    {"name": "timestamp", "expression": {"language": "expr", "expression": "` + ts + `"}}]}},
+  {"id": "in", "type": "Source", "ref": ` + source + `},
   {"id": "win", "type": "CustomNode", "nodeType": "aggregate-tumbling", "outputVar": "agg", "parameters": [
     {"name": "groupBy", "value": [{"language": "expr", "expression": "#input.key"}]},
     {"name": "aggregations", "value": [
@@ -780,6 +784,26 @@ func TestTestRunWarnings(t *testing.T) {
 	records = strings.Replace(records, `"amount": 3`, `"amout": 3`, 1)
 	if res := run("#input.ts * 1000", "#input.amout"); len(res.Warnings) != 0 {
 		t.Errorf("warnings with one record of the field: %v", res.Warnings)
+	}
+
+	// Without a timestamp expression every record is at time 0, in the first window of its
+	// key (a new-user round: nothing said): warned at the source's timestamp.
+	res = run("", "#input.amount")
+	if len(res.Warnings) != 1 || res.Warnings[0].NodeID != "in" || res.Warnings[0].Field != "timestamp" ||
+		!strings.Contains(res.Warnings[0].Message, "no timestamp expression") || !strings.Contains(res.Warnings[0].Message, "event time 0 (1970-01-01T00:00:00Z)") {
+		t.Errorf("warnings without a timestamp expression: %v; want one at in's timestamp, of event time 0", res.Warnings)
+	}
+	if out := res.SinkOutputs["out"]; out.Total != 2 {
+		t.Errorf("%d outputs without a timestamp expression, want 2: [0, 1m) of a and of b", out.Total)
+	}
+	// Records that come with their own times: no warning.
+	envelopes := `{"sourceId": "in", "record": {"key": "a", "amount": 1}, "timestamp": 1700000000000}
+{"sourceId": "in", "record": {"key": "b", "amount": 2}, "timestamp": 1700000060000}
+`
+	var own api.TestResult
+	c.post("/api/test", rawBody("graph", warningsGraph("", "#input.amount"), "records", quote(envelopes))).ok(t, http.StatusOK, &own)
+	if own.TotalErrors != 0 || len(own.Warnings) != 0 {
+		t.Errorf("records with their own timestamps: errors %v, warnings %v; want none", own.Errors, own.Warnings)
 	}
 }
 

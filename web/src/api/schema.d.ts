@@ -2471,7 +2471,7 @@ export interface components {
              * @description Per-event errors in all.
              */
             totalErrors: number;
-            /** @description Likely mistakes the run shows (at most 100), at their node and field: a source whose latest event time is from 1970-01-02 to before 1973-03-03 (1e8 to 1e11 ms: a timestamp in seconds read as milliseconds), an aggregation whose aggregateBy was null for every event that reached it (a misspelt field). */
+            /** @description Likely mistakes the run shows (at most 100), at their node and field: a source whose latest event time is from 1970-01-02 to before 1973-03-03 (1e8 to 1e11 ms: a timestamp in seconds read as milliseconds), a source without a timestamp expression whose records all came at event time 0, an aggregation whose aggregateBy was null for every event that reached it (a misspelt field). */
             warnings: components["schemas"]["TestWarning"][] | null;
             /** @description True when the run had more than the 100 warnings listed. */
             warningsTruncated?: boolean;
