@@ -696,20 +696,11 @@ func (o *testObserver) warnings(eng *engine.Engine) ([]TestWarning, bool) {
 		if n == nil {
 			continue
 		}
-		if latest, ok := eng.LatestEventTime(id); ok && n.source {
-			hint := engine.SecondsHint(latest)
-			if latest == 0 && !eng.SourceTimed(id) {
-				// A new-user round: every record at 1970-01-01, all in the first window,
-				// and nothing said.
-				hint = "the source has no timestamp expression, and no record came with a timestamp of its own: in a test every record is at event time 0 (1970-01-01T00:00:00Z), so all fall in the same first windows " +
-					"(deployed, an HTTP source's event gets the time the server accepted it, a Kafka source's its record's timestamp); to test with the records' own times, set timestamp to an expression on #input, or give each record as {\"sourceId\": ..., \"record\": {...}, \"timestamp\": <ms>}"
+		if hint := eng.TimeHint(id); hint != "" && n.source {
+			if len(out) == maxTestWarnings {
+				return out, true
 			}
-			if hint != "" {
-				if len(out) == maxTestWarnings {
-					return out, true
-				}
-				out = append(out, TestWarning{NodeID: id, Field: "timestamp", Message: hint})
-			}
+			out = append(out, TestWarning{NodeID: id, Field: "timestamp", Message: hint})
 		}
 		for _, w := range n.nullInputs {
 			if w.other || w.nulls == 0 || w.nulls != n.total {

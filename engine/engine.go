@@ -819,14 +819,6 @@ func (e *Engine) SourceResumed(id string, at time.Time) {
 	}
 }
 
-// SourceTimed reports whether source id has a timestamp expression. Without one, an event's
-// time is the one it was given with (a multi-source line's timestamp, PushValue's at), else
-// 0 in a bounded run and the wall clock otherwise (docs/semantics.md §1).
-func (e *Engine) SourceTimed(id string) bool {
-	n := e.sources[id]
-	return n != nil && n.timestamp != nil
-}
-
 // LatestEventTime returns the latest event time source id has seen (epoch ms), and false while
 // it has seen nothing. For a partitioned source it is the time its watermark follows.
 func (e *Engine) LatestEventTime(id string) (int64, bool) {

@@ -424,6 +424,20 @@ func TestRunWarnsOfTimestampUnits(t *testing.T) {
 	if got := run("{\"time\": 1700000000000}\n"); !strings.Contains(got, missing) {
 		t.Errorf("stderr %q; want %q", got, missing)
 	}
+	// Without a timestamp expression every event is at 0: said (a new-user round), unless the
+	// lines give their own times.
+	untimed := strings.Replace(graph, `, "parameters": [
+    {"name": "timestamp", "expression": {"language": "expr", "expression": "#input.ts"}}]`, "", 1)
+	if err := os.WriteFile(scenarioPath, []byte(untimed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const atZero = `warning: source "in": the source has no timestamp expression, and no event came with a time of its own: every event is at event time 0 (1970-01-01T00:00:00Z)`
+	if got := run("{\"ts\": 1700000000000}\n"); !strings.Contains(got, atZero) {
+		t.Errorf("stderr without a timestamp expression %q; want %q", got, atZero)
+	}
+	if got := run(`{"sourceId": "in", "record": {"ts": 1}, "timestamp": 1700000000000}` + "\n"); strings.Contains(got, "warning") {
+		t.Errorf("stderr %q; want no warning for lines with their own times", got)
+	}
 }
 
 // run without --input reads standard input, and says so first: from a terminal it waited

@@ -149,10 +149,8 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprintf(stderr, "error: %s\n", ee.String())
 	}
 	for _, id := range e.Sources() {
-		if latest, ok := e.LatestEventTime(id); ok {
-			if hint := engine.SecondsHint(latest); hint != "" {
-				fmt.Fprintf(stderr, "warning: source %q: %s\n", id, hint)
-			}
+		if hint := e.TimeHint(id); hint != "" {
+			fmt.Fprintf(stderr, "warning: source %q: %s\n", id, hint)
 		}
 	}
 	fmt.Fprintf(stderr, "summary: %s\n", sum.String())
