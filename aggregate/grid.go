@@ -354,7 +354,7 @@ func emitCells(st *Stats, emit func(*Result), r *Result, cols []Column, i int) {
 		if err != nil {
 			v = value.Null()
 			if r.Err == nil {
-				r.Err = err
+				r.Err = &AggregationError{Index: k, Err: err}
 			}
 		}
 		r.Values[k] = v

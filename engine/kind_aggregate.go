@@ -806,9 +806,15 @@ func (a *aggregator) emit(r *aggregate.Result) {
 	e := a.engine
 	if r.Err != nil {
 		// Reported with the line being processed, whose watermark closed the window (line 0
-		// at the end of input): the message names the window and key.
-		e.fail(a.node, "aggregations", fmt.Errorf("window [%d, %d) of key %s: %w",
-			r.Start, r.End, value.AppendJSON(nil, value.List(r.Key)), r.Err))
+		// at the end of input): the message names the window, the key and the aggregation
+		// (at field "aggregations" alone, it did not say which: a hostile round).
+		field, which := "aggregations", ""
+		var ae *aggregate.AggregationError
+		if errors.As(r.Err, &ae) && ae.Index >= 0 && ae.Index < len(a.aggNames) {
+			field, which = fmt.Sprintf("aggregations[%d]", ae.Index), fmt.Sprintf(" aggregation %q:", a.aggNames[ae.Index])
+		}
+		e.fail(a.node, field, fmt.Errorf("window [%d, %d) of key %s:%s %w",
+			r.Start, r.End, value.AppendJSON(nil, value.List(r.Key)), which, r.Err))
 	}
 	madeByResult(e, r, a.numeric)
 	if a.direct != nil && r.Event == nil && e.probe == nil {

@@ -259,23 +259,25 @@ func TestObserveEmittedSeesWholeRecords(t *testing.T) {
 }
 
 // A window whose integer sum overflows is emitted with a null sum, and its error names the
-// window and key. Worked by hand: a tumbling 10 s window of key "a" holds MaxInt64 and 1.
+// window, the key and the aggregation, at its field (a hostile round: "aggregations" alone).
+// Worked by hand: a tumbling 10 s window of key "a" holds MaxInt64 and 1.
 func TestWindowErrorNamesWindowAndKey(t *testing.T) {
 	sc := scenarioJSON([]string{
 		srcNode("in", "#input.t", "0s"),
 		`{"id": "agg", "type": "CustomNode", "nodeType": "aggregate-tumbling", "outputVar": "agg", "parameters": [
 			{"name": "groupBy", "value": [{"language": "expr", "expression": "#input.k"}]},
-			{"name": "aggregations", "value": [{"name": "s", "aggregator": "Sum", "aggregateBy": {"language": "expr", "expression": "#input.v"}}]},
+			{"name": "aggregations", "value": [{"name": "n", "aggregator": "Count"},
+				{"name": "s", "aggregator": "Sum", "aggregateBy": {"language": "expr", "expression": "#input.v"}}]},
 			{"name": "windowLength", "value": "10s"}]}`,
-		sinkNode("out", "{k: #key[0], s: #agg.s}"),
+		sinkNode("out", "{k: #key[0], n: #agg.n, s: #agg.s}"),
 	}, []string{link("in", "agg"), link("agg", "out")})
 	out, e, sum := replay(t, sc, `{"t": 1000, "k": "a", "v": 9223372036854775807}
 {"t": 2000, "k": "a", "v": 1}
 `)
-	expectLines(t, out, `{"sink":"out","value":{"k":"a","s":null}}`)
+	expectLines(t, out, `{"sink":"out","value":{"k":"a","n":2,"s":null}}`)
 	errs, n := e.Errors()
-	if n != 1 || sum.Errors != 1 || errs[0].NodeID != "agg" || errs[0].Line != 0 ||
-		errs[0].Message != "window [0, 10000) of key [\"a\"]: aggregate: integer sum overflows int64" {
+	if n != 1 || sum.Errors != 1 || errs[0].NodeID != "agg" || errs[0].Field != "aggregations[1]" || errs[0].Line != 0 ||
+		errs[0].Message != "window [0, 10000) of key [\"a\"]: aggregation \"s\": aggregate: integer sum overflows int64" {
 		t.Fatalf("errors %d: %+v", n, errs)
 	}
 }
