@@ -55,8 +55,12 @@ type listCell struct {
 	ns int
 }
 
-// listPendingMin is the shortest out-of-order tail Add folds in.
-const listPendingMin = 32
+// listPendingMin is the shortest out-of-order tail Add folds in; listScratchKeep the most
+// entries of fold's copy of a tail a column keeps for the next fold.
+const (
+	listPendingMin  = 32
+	listScratchKeep = 1024
+)
 
 func (c *listColumn) other(src Column) (*listColumn, error) {
 	o, ok := src.(*listColumn)
@@ -111,6 +115,9 @@ func (c *listColumn) fold(cell *listCell) {
 		}
 	}
 	clear(c.scratch)
+	if cap(c.scratch) > listScratchKeep {
+		c.scratch = nil // a long tail's copy is not kept with the column
+	}
 	cell.ns = len(cell.e)
 }
 
