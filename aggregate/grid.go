@@ -348,16 +348,17 @@ func (g *grid) mergeRangeAll(out *block, want []bool, a, b int64) {
 
 // emitCells fills r.Values from cell i of cols and sends r to emit.
 func emitCells(st *Stats, emit func(*Result), r *Result, cols []Column, i int) {
-	r.Err = nil
+	r.Err, r.Errs = nil, r.Errs[:0]
 	for k, c := range cols {
 		v, err := c.Result(i)
 		if err != nil {
 			v = value.Null()
-			if r.Err == nil {
-				r.Err = &AggregationError{Index: k, Err: err}
-			}
+			r.Errs = append(r.Errs, AggregationError{Index: k, Err: err})
 		}
 		r.Values[k] = v
+	}
+	if len(r.Errs) > 0 {
+		r.Err = &r.Errs[0]
 	}
 	st.Emitted++
 	if r.Err != nil {

@@ -37,8 +37,11 @@ type Result struct {
 	End    int64         // window end, ms, exclusive
 	Time   int64         // result's event time: End-1 for a closed window, the event's time when enriching
 	Values []value.Value // one per aggregation, in order; null where Errs says so
-	Err    error         // the first aggregation error (e.g. ErrSumOverflow), or nil
-	Event  *Event        // the incoming event in modes that enrich it; nil for new events
+	Err    error         // the first of Errs (an *AggregationError), or nil
+	// Errs are the aggregations whose result failed (ErrSumOverflow, ErrFloatOverflow), in
+	// order: each is null in Values.
+	Errs  []AggregationError
+	Event *Event // the incoming event in modes that enrich it; nil for new events
 }
 
 // Named is one named aggregation of a node: its output field and function.

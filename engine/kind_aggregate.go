@@ -804,17 +804,17 @@ var windowFields = []string{"start", "end"}
 // lazyField), made whole only when needed.
 func (a *aggregator) emit(r *aggregate.Result) {
 	e := a.engine
-	if r.Err != nil {
+	for _, ae := range r.Errs {
 		// Reported with the line being processed, whose watermark closed the window (line 0
-		// at the end of input): the message names the window, the key and the aggregation
-		// (at field "aggregations" alone, it did not say which: a hostile round).
+		// at the end of input), one error for each aggregation that failed: the message
+		// names the window, the key and the aggregation (at field "aggregations" alone, the
+		// first only, it did not say which: a hostile round).
 		field, which := "aggregations", ""
-		var ae *aggregate.AggregationError
-		if errors.As(r.Err, &ae) && ae.Index >= 0 && ae.Index < len(a.aggNames) {
+		if ae.Index >= 0 && ae.Index < len(a.aggNames) {
 			field, which = fmt.Sprintf("aggregations[%d]", ae.Index), fmt.Sprintf(" aggregation %q:", a.aggNames[ae.Index])
 		}
 		e.fail(a.node, field, fmt.Errorf("window [%d, %d) of key %s:%s %w",
-			r.Start, r.End, value.AppendJSON(nil, value.List(r.Key)), which, r.Err))
+			r.Start, r.End, value.AppendJSON(nil, value.List(r.Key)), which, ae.Err))
 	}
 	madeByResult(e, r, a.numeric)
 	if a.direct != nil && r.Event == nil && e.probe == nil {

@@ -281,3 +281,29 @@ func TestWindowErrorNamesWindowAndKey(t *testing.T) {
 		t.Fatalf("errors %d: %+v", n, errs)
 	}
 }
+
+// Each aggregation of a window that fails is an error of its own, not the first alone (hostile
+// round 164): key "a"'s integer Sum of MaxInt64 and 1 and its float Sum of 1.7e308 twice both
+// overflow; its Count does not.
+func TestWindowErrorsOfEachAggregation(t *testing.T) {
+	sc := scenarioJSON([]string{
+		srcNode("in", "#input.t", "0s"),
+		`{"id": "agg", "type": "CustomNode", "nodeType": "aggregate-tumbling", "outputVar": "agg", "parameters": [
+			{"name": "groupBy", "value": [{"language": "expr", "expression": "#input.k"}]},
+			{"name": "aggregations", "value": [
+				{"name": "i", "aggregator": "Sum", "aggregateBy": {"language": "expr", "expression": "#input.i"}},
+				{"name": "n", "aggregator": "Count"},
+				{"name": "f", "aggregator": "Sum", "aggregateBy": {"language": "expr", "expression": "#input.f"}}]},
+			{"name": "windowLength", "value": "10s"}]}`,
+		sinkNode("out", "{i: #agg.i, n: #agg.n, f: #agg.f}"),
+	}, []string{link("in", "agg"), link("agg", "out")})
+	out, e, _ := replay(t, sc, `{"t": 1000, "k": "a", "i": 9223372036854775807, "f": 1.7e308}
+{"t": 2000, "k": "a", "i": 1, "f": 1.7e308}
+`)
+	expectLines(t, out, `{"sink":"out","value":{"i":null,"n":2,"f":null}}`)
+	errs, n := e.Errors()
+	if n != 2 || errs[0].Field != "aggregations[0]" || errs[1].Field != "aggregations[2]" ||
+		errs[1].Message != "window [0, 10000) of key [\"a\"]: aggregation \"f\": aggregate: float sum beyond ±1.8e308" {
+		t.Fatalf("errors %d: %+v; want aggregations[0] and aggregations[2]", n, errs)
+	}
+}
