@@ -740,6 +740,8 @@ func (e *Engine) pushValue(src *source, eventTime int64) error {
 			e.fail(src.node, "timestamp", err)
 			return nil
 		}
+	} else {
+		src.ownTime = true
 	}
 	if t < aggregate.MinEventTime || t > aggregate.MaxEventTime {
 		e.fail(src.node, "timestamp", outOfRange(t))

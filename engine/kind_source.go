@@ -198,6 +198,9 @@ type source struct {
 	outOfOrder int64 // ms
 	seen       bool
 	maxTime    int64
+	// ownTime: an event came with its own time (a multi-source line's timestamp, PushValue's
+	// eventTime), for TimeHint (not kept in snapshots: TimeHint is for bounded runs).
+	ownTime bool
 	// live sources: the idle timeout (ms, 0: none), the wall-clock time of
 	// the last arrival (ms), and the watermark floor an idle step gave.
 	idleTimeout int64

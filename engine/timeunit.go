@@ -30,14 +30,14 @@ func SecondsHint(latest int64) string {
 
 // TimeHint returns a warning about the event times source id has seen in a bounded run (a
 // test, `run`), or "" when there is none: SecondsHint's, or, for a source without a
-// timestamp expression at whose events' latest time is 0, that every event without a time of
-// its own was at 0 (a new-user round: all in the first windows, and nothing said).
+// timestamp expression none of whose events came with a time of its own, that every event
+// was at 0 (a new-user round: all in the first windows, and nothing said).
 func (e *Engine) TimeHint(id string) string {
 	n := e.sources[id]
 	if n == nil || !n.seen {
 		return ""
 	}
-	if n.maxTime == 0 && n.timestamp == nil && e.opts.Bounded {
+	if n.maxTime == 0 && n.timestamp == nil && !n.ownTime && e.opts.Bounded {
 		return "the source has no timestamp expression, and no event came with a time of its own: every event is at event time 0 (1970-01-01T00:00:00Z), in the same first windows " +
 			"(deployed, an HTTP source's event gets the time the server accepted it, a Kafka source's its record's timestamp); to use the events' own times, set timestamp to an expression on #input, " +
 			`or give each as {"sourceId": ..., "record": {...}, "timestamp": <ms>}`

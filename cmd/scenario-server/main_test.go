@@ -438,6 +438,10 @@ func TestRunWarnsOfTimestampUnits(t *testing.T) {
 	if got := run(`{"sourceId": "in", "record": {"ts": 1}, "timestamp": 1700000000000}` + "\n"); strings.Contains(got, "warning") {
 		t.Errorf("stderr %q; want no warning for lines with their own times", got)
 	}
+	// A line's own time of 0 or before is its own too (hostile round 164: warned).
+	if got := run(`{"sourceId": "in", "record": {"ts": 1}, "timestamp": -5000}` + "\n" + `{"ts": 2}` + "\n"); strings.Contains(got, "warning") {
+		t.Errorf("stderr %q; want no warning for a line with its own time of -5000", got)
+	}
 }
 
 // run without --input reads standard input, and says so first: from a terminal it waited
