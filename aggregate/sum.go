@@ -143,13 +143,33 @@ func (e *exactSum) hiOf(i int) int64 {
 	return e.hi[i]
 }
 
-// total is cell i's integer sum converted to float64 plus its float sum.
+// total is cell i's integer sum plus its float sum, rounded once where it can be: the
+// integer part's nearest float64 and what rounding it left (exact while the part is within
+// ±2^53, an integer otherwise), added to the float sum and its compensation with Neumaier's
+// step. Adding the rounded integer part to the float sum rounded twice: 9007199254740993 +
+// 0.5 gave 9007199254740992, where the nearest float64 is 9007199254740994 (a hostile round).
 func (e *exactSum) total(i int) float64 {
-	f := int128Float(e.hiOf(i), e.lo[i])
-	if e.hasFloat(i) {
-		f += e.fl[i].sum + e.fl[i].cmp
+	hi, lo := e.hiOf(i), e.lo[i]
+	f := int128Float(hi, lo)
+	if !e.hasFloat(i) {
+		return f
 	}
-	return f
+	var rest float64 // hi·2^64 + lo − f
+	if hi != 0 || lo > 1<<53 || lo < -1<<53 {
+		rest = int128Rest(hi, lo, f)
+	}
+	p := e.fl[i]
+	s, c := neumaier(f, 0, p.sum)
+	return s + (c + p.cmp + rest)
+}
+
+// int128Rest is hi·2^64 + lo − f, f a finite float64 near it, as the nearest float64.
+func int128Rest(hi, lo int64, f float64) float64 {
+	x := new(big.Int).Lsh(big.NewInt(hi), 64)
+	x.Add(x, big.NewInt(lo))
+	fi, _ := new(big.Float).SetFloat64(f).Int(nil)
+	r, _ := new(big.Float).SetInt(x.Sub(x, fi)).Float64()
+	return r
 }
 
 // merge adds o's cell j to cell i (o may be e, and j may be i).

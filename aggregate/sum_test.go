@@ -258,3 +258,23 @@ func BenchmarkMergeAll(b *testing.B) {
 		})
 	}
 }
+
+// A float Sum or Average of a large integer part and a float is rounded once, to the float64
+// nearest the exact total (hostile round 163: the integer part rounded first, then the sum):
+// 9007199254740993 + 0.5 = 9007199254740993.5, whose nearest float64 is 9007199254740994
+// (float64s are 2 apart there), and half of it 4503599627370496.75, nearest 4503599627370497.
+func TestFloatTotalRoundedOnce(t *testing.T) {
+	for _, c := range []struct {
+		fn   string
+		want float64
+	}{{"Sum", 9007199254740994}, {"Average", 4503599627370497}} {
+		col := mustAgg(t, Spec{Func: c.fn}).NewColumn()
+		col.Resize(1)
+		col.Add(0, value.Int(9007199254740993), 1, 1)
+		col.Add(0, value.Float(0.5), 2, 2)
+		got, err := col.Result(0)
+		if err != nil || !value.Equal(got, value.Float(c.want)) {
+			t.Errorf("%s of 9007199254740993 and 0.5: %s (%v), want %v", c.fn, jsonOf(got), err, c.want)
+		}
+	}
+}
