@@ -304,6 +304,13 @@ type Store interface {
 	// Errors: ErrNotFound when the scenario does not exist.
 	EventLogEnd(ctx context.Context, log EventLog) (int64, error)
 
+	// EventLogBacklog returns how many events of the log are not truncated: its end less the
+	// offset it was truncated below (0 for a log that never had an event). The deployment
+	// reading the log truncates it below what each checkpoint committed, so this is its
+	// backlog of accepted events not yet committed, as any server sharing the store sees it.
+	// Errors: ErrNotFound when the scenario does not exist.
+	EventLogBacklog(ctx context.Context, log EventLog) (int64, error)
+
 	// Ping checks that the database can be read and written: it reads, then commits a
 	// tiny write. Errors: ErrStoreFull when the disk or database is full (also while the
 	// store's latest write failed that way and none succeeded since); any other failure of

@@ -236,6 +236,20 @@ func (s *Store) EventLogEnd(ctx context.Context, log store.EventLog) (int64, err
 	return end, nil
 }
 
+// EventLogBacklog implements store.Store.
+func (s *Store) EventLogBacklog(ctx context.Context, log store.EventLog) (int64, error) {
+	row, err := lookupScenario(ctx, s.read, log.Scenario)
+	if err != nil {
+		return 0, fmt.Errorf("reading the backlog of event log %q: %w", log.Source, err)
+	}
+	var n int64
+	err = s.read.QueryRowContext(ctx, `SELECT next_offset - truncated_below FROM event_logs WHERE scenario_id = ? AND source = ?`, row.id, log.Source).Scan(&n)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("reading the backlog of event log %q of %q: %w", log.Source, log.Scenario, err)
+	}
+	return max(n, 0), nil
+}
+
 // Ping implements store.Store.
 func (s *Store) Ping(ctx context.Context) error {
 	var one int

@@ -246,14 +246,29 @@ func testEventLogEnd(t *testing.T, open func(t *testing.T) store.Store) {
 	if end := must(s.EventLogEnd(ctx, log))(t); end != 0 {
 		t.Errorf("end of a log never appended to: %d", end)
 	}
+	if n := must(s.EventLogBacklog(ctx, log))(t); n != 0 {
+		t.Errorf("backlog of a log never appended to: %d", n)
+	}
 	must(s.AppendEvents(ctx, log, [][]byte{payload(0), payload(1), payload(2)}))(t)
+	if n := must(s.EventLogBacklog(ctx, log))(t); n != 3 {
+		t.Errorf("backlog after 3 appends: %d, want 3", n)
+	}
 	must(s.TruncateEvents(ctx, log, 2))(t)
-	// 3 appended (offsets 0-2), 2 truncated: the next offset is still 3.
+	// 3 appended (offsets 0-2), 2 truncated: the next offset is still 3, 1 event left.
 	if end := must(s.EventLogEnd(ctx, log))(t); end != 3 {
 		t.Errorf("end after 3 appends and a truncation: %d, want 3", end)
 	}
+	if n := must(s.EventLogBacklog(ctx, log))(t); n != 1 {
+		t.Errorf("backlog after 3 appends and a truncation below 2: %d, want 1", n)
+	}
+	must(s.AppendEventBatch(ctx, log, "k", [][]byte{payload(3), payload(4)}))(t)
+	if n := must(s.EventLogBacklog(ctx, log))(t); n != 3 {
+		t.Errorf("backlog after a batch of 2 more: %d, want 3", n)
+	}
 	_, err := s.EventLogEnd(ctx, store.EventLog{Scenario: "nope", Source: "in"})
 	wantErr(t, "EventLogEnd of no scenario", err, store.ErrNotFound)
+	_, err = s.EventLogBacklog(ctx, store.EventLog{Scenario: "nope", Source: "in"})
+	wantErr(t, "EventLogBacklog of no scenario", err, store.ErrNotFound)
 }
 
 // Ping answers nil on a healthy store, again and again.
