@@ -58,6 +58,8 @@ func (h *handlers) registerEvents(hapi huma.API) {
 		DefaultStatus:   http.StatusAccepted,
 		Description: "Accepts a batch of events, each a JSON object, for an HTTP source of the scenario's running deployment: " +
 			"one object or an array of objects as application/json, or one object a line as application/x-ndjson. " +
+			"Any server sharing the store takes it: one that does not run the deployment puts the batch into the source's event log in the store, " +
+			"which the server running it reads (within a second). " +
 			"The answer 202 comes once the batch is durable in the source's event log: it survives a crash of the server, and the deployment " +
 			"processes it exactly once into its window state and collect results. With an Idempotency-Key, a re-sent batch is stored once, " +
 			"so a client that re-sends every batch it got no 202 for (at-least-once sending) gets each event processed once. " +

@@ -89,9 +89,10 @@ func TestDiskLowIs503(t *testing.T) {
 }
 
 // Events sent to a scenario whose deployment another server sharing the store ran, and whose
-// lease it has not renewed (it stopped), are answered 409 saying so and how to take it over,
-// not "is not deployed: deploy it first" while the deployments say RUNNING (a new-user round:
-// two servers on one PostgreSQL, the first killed).
+// lease it has not renewed (it stopped), are taken into the source's log in the store, for
+// the server that runs the deployment next (a takeover, or that server back): 202 with their
+// offsets, as the server running it would answer. (Before, 409 saying so; before that, a
+// new-user round: "is not deployed: deploy it first" while the deployments said RUNNING.)
 func TestIngestWhenItsServerIsGone(t *testing.T) {
 	t.Parallel()
 	st, d := deploymentInStore(t, store.StatusRunning, "")
@@ -105,11 +106,16 @@ func TestIngestWhenItsServerIsGone(t *testing.T) {
 	for time.Now().Before(l.ExpiresAt.Add(10 * time.Millisecond)) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	p := postEvents(c, "fraud", "in", "", events(0, 1)).problem(t, http.StatusConflict, api.CodeNotDeployed)
-	want := `scenario "fraud" is not running: its deployment 1 (version 1) is RUNNING in the store, but the server that ran it, "vm/other", has not renewed its lease since ` +
-		l.ExpiresAt.UTC().Format(time.RFC3339) + ` (stopped, or cut off from the store): it resumes when that server starts again, or deploy version 1 here ({"version": 1}) to take it over from its last checkpoint`
-	if p.Detail != want {
-		t.Errorf("detail %q; want %q", p.Detail, want)
+	var got struct {
+		FirstOffset int64 `json:"firstOffset"`
+		Count       int   `json:"count"`
+	}
+	postEvents(c, "fraud", "in", "", events(0, 3)).ok(t, http.StatusAccepted, &got)
+	if got.FirstOffset != 0 || got.Count != 3 {
+		t.Errorf("accepted %+v, want offsets 0 to 2", got)
+	}
+	if end, err := st.EventLogEnd(context.Background(), store.EventLog{Scenario: "fraud", Source: "in"}); err != nil || end != 3 {
+		t.Errorf("the source's log ends at %d (%v), want 3", end, err)
 	}
 }
 

@@ -189,8 +189,8 @@ func testFencedOwnerStops(t *testing.T, st store.Store) {
 }
 
 // Two live servers on one PostgreSQL, each with its own connections: the deployment runs in
-// the one that holds its lease, the other leaves it alone, and every checkpoint is the
-// owner's; the results equal a replay. When the owner stops cleanly, its lease is released
+// the one that holds its lease, the other leaves it alone (it takes batches into its log),
+// and every checkpoint is the owner's; the results equal a replay. When the owner stops cleanly, its lease is released
 // and the other server's next start takes the deployment at once.
 func TestTwoServersOnePostgres(t *testing.T) {
 	t.Parallel()
@@ -213,10 +213,12 @@ func TestTwoServersOnePostgres(t *testing.T) {
 	if _, ok := b.Live("shared"); ok {
 		t.Fatal("server-b resumed the deployment server-a runs")
 	}
-	if _, err := b.Ingest(t.Context(), "shared", "in", "", records(1)); !errors.Is(err, ErrNotDeployed) {
-		t.Errorf("server-b took events for a deployment it does not run: %v", err)
-	}
 	recs := records(3000)
+	// server-b takes a batch for server-a, into the source's log (under the key server-a's
+	// client then sends it with: stored once).
+	if got, err := b.Ingest(t.Context(), "shared", "in", "b0", recs[:250]); err != nil || got.FirstOffset != 0 || got.Count != 250 || got.Duplicate {
+		t.Errorf("server-b's batch for server-a: %+v, %v; want 250 events accepted at offset 0", got, err)
+	}
 	ingestAll(t, a, "shared", recs[:1500], 0, 250)
 	waitCommitted(t, a, "shared", 1500)
 	l, err := stB.GetLease(t.Context(), d.ID)

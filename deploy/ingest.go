@@ -3,8 +3,12 @@ package deploy
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
+	"sync"
 	"time"
 
+	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/store"
 
 	"github.com/scenario-server/scenario-server/value"
@@ -59,24 +63,14 @@ func (r *Runtime) Ingest(ctx context.Context, scenarioName, sourceID, key string
 		if r.deploying(scenarioName) {
 			return Accepted{}, ErrDeploying
 		}
-		return Accepted{}, ErrNotDeployed
+		return r.ingestForOwner(ctx, scenarioName, sourceID, key, records)
 	}
 	s := d.byID[sourceID]
 	if s == nil || s.in != nil {
 		return Accepted{}, &UnknownSourceError{Scenario: scenarioName, Source: sourceID, Sources: d.sourceIDs()}
 	}
-	if len(records) == 0 {
-		return Accepted{}, &InvalidEventError{Index: -1, Reason: "the batch has no events"}
-	}
-	if len(records) > MaxBatchEvents {
-		return Accepted{}, &InvalidEventError{Index: -1,
-			Reason: fmt.Sprintf("the batch has %d events; send at most %d at once", len(records), MaxBatchEvents)}
-	}
-	var dec value.Decoder
-	for i, rec := range records {
-		if reason := checkRecord(&dec, rec); reason != "" {
-			return Accepted{}, &InvalidEventError{Index: i, Reason: reason}
-		}
+	if err := checkBatch(records); err != nil {
+		return Accepted{}, err
 	}
 	// Check and reserve under the source's lock: concurrent batches cannot each pass the
 	// check against the same backlog. The appends themselves run concurrently, so that the
@@ -103,6 +97,136 @@ func (r *Runtime) Ingest(ctx context.Context, scenarioName, sourceID, key string
 	}
 	d.wakeUp()
 	return Accepted{FirstOffset: b.FirstOffset, Count: b.Count, AcceptedAt: b.AcceptedAt, Duplicate: b.Duplicate}, nil
+}
+
+// checkBatch returns an *InvalidEventError when the batch has no record, more than
+// MaxBatchEvents, or a record the engine's decoder refuses (checkRecord).
+func checkBatch(records [][]byte) error {
+	if len(records) == 0 {
+		return &InvalidEventError{Index: -1, Reason: "the batch has no events"}
+	}
+	if len(records) > MaxBatchEvents {
+		return &InvalidEventError{Index: -1,
+			Reason: fmt.Sprintf("the batch has %d events; send at most %d at once", len(records), MaxBatchEvents)}
+	}
+	var dec value.Decoder
+	for i, rec := range records {
+		if reason := checkRecord(&dec, rec); reason != "" {
+			return &InvalidEventError{Index: i, Reason: reason}
+		}
+	}
+	return nil
+}
+
+// forOwnerState is Runtime.forOwner.
+type forOwnerState struct {
+	mu       sync.Mutex
+	sources  map[string][]string      // scenario "\x00" version: its HTTP source ids
+	inflight map[store.EventLog]int64 // events of batches being appended here
+}
+
+// maxForOwnerVersions bounds forOwnerState.sources: past it, it starts again empty.
+const maxForOwnerVersions = 1024
+
+// ingestForOwner accepts a batch for a scenario this server does not run, whose latest
+// deployment is running on another server sharing the store (its lease another's, live,
+// expired or released: the server that takes it over runs it), into the source's event log,
+// which is the store's: the server running the deployment reads it from there within a
+// second (deployment.waitTime: an HTTP source's idle timeout, which is more than 0, makes it
+// look at least every second), as it reads the batches accepted by itself. So that clients,
+// or a load balancer, may send a scenario's events to any server (journey 8; before, the
+// others answered 409 naming the server). It checks what Ingest checks: the source (an HTTP
+// source of the deployed version), the records, and the backlog, which it reads from the
+// store (store.EventLogBacklog: what the deployment has not committed) plus its own batches
+// being appended. ErrNotDeployed when the scenario has no such deployment (none, ended,
+// paused, or this server's own).
+func (r *Runtime) ingestForOwner(ctx context.Context, name, sourceID, key string, records [][]byte) (Accepted, error) {
+	list, err := r.cfg.Store.ListDeployments(ctx, name, 0, 1)
+	if err != nil || len(list) == 0 {
+		return Accepted{}, ErrNotDeployed
+	}
+	sd := list[0]
+	if !sd.Status.Active() || IsPaused(sd.Reason) {
+		return Accepted{}, ErrNotDeployed
+	}
+	l, err := r.cfg.Store.GetLease(ctx, sd.ID)
+	if err != nil || l.Epoch == 0 || l.Owner == r.cfg.Owner {
+		// Never run yet (a deploy in progress on another server), or this server's own
+		// (resuming, or stopped here): not another's to take events for.
+		return Accepted{}, ErrNotDeployed
+	}
+	ids, err := r.httpSources(ctx, sd)
+	if err != nil {
+		return Accepted{}, err
+	}
+	if !slices.Contains(ids, sourceID) {
+		return Accepted{}, &UnknownSourceError{Scenario: name, Source: sourceID, Sources: ids}
+	}
+	if err := checkBatch(records); err != nil {
+		return Accepted{}, err
+	}
+	log := store.EventLog{Scenario: name, Source: sourceID}
+	n := int64(len(records))
+	f := &r.forOwner
+	backlog, err := r.cfg.Store.EventLogBacklog(ctx, log)
+	if err != nil {
+		return Accepted{}, err
+	}
+	f.mu.Lock()
+	backlog += f.inflight[log]
+	if backlog > 0 && backlog+n > r.cfg.MaxBacklog {
+		f.mu.Unlock()
+		return Accepted{}, &BackpressureError{Scenario: name, Source: sourceID,
+			Backlog: backlog, Batch: len(records), Limit: r.cfg.MaxBacklog, RetryAfter: DefaultRetryAfter}
+	}
+	if f.inflight == nil {
+		f.inflight = map[store.EventLog]int64{}
+	}
+	f.inflight[log] += n
+	f.mu.Unlock()
+	b, err := r.cfg.Store.AppendEventBatch(ctx, log, key, records)
+	f.mu.Lock()
+	if f.inflight[log] -= n; f.inflight[log] <= 0 {
+		delete(f.inflight, log)
+	}
+	f.mu.Unlock()
+	if err != nil {
+		return Accepted{}, err
+	}
+	return Accepted{FirstOffset: b.FirstOffset, Count: b.Count, AcceptedAt: b.AcceptedAt, Duplicate: b.Duplicate}, nil
+}
+
+// httpSources returns the ids of the HTTP sources of sd's version, read from the store once.
+func (r *Runtime) httpSources(ctx context.Context, sd store.Deployment) ([]string, error) {
+	k := sd.Scenario + "\x00" + strconv.Itoa(sd.Version)
+	f := &r.forOwner
+	f.mu.Lock()
+	ids, ok := f.sources[k]
+	f.mu.Unlock()
+	if ok {
+		return ids, nil
+	}
+	v, err := r.cfg.Store.GetVersion(ctx, sd.Scenario, sd.Version)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := scenario.Decode(v.Graph)
+	if err != nil {
+		return nil, ErrNotDeployed // a version no server can run
+	}
+	ids = []string{}
+	for _, n := range sc.Nodes {
+		if n.Type == scenario.TypeSource && n.Ref != nil && n.Ref.Typ == "http" {
+			ids = append(ids, n.ID)
+		}
+	}
+	f.mu.Lock()
+	if f.sources == nil || len(f.sources) >= maxForOwnerVersions {
+		f.sources = map[string][]string{}
+	}
+	f.sources[k] = ids
+	f.mu.Unlock()
+	return ids, nil
 }
 
 // checkRecord returns why rec is not a JSON object the engine can decode, or "".

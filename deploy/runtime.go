@@ -385,6 +385,9 @@ type Runtime struct {
 	// the bytes in use while an event (or a step: step set) holds its part.
 	eventMemory   *eventBudget
 	onEventMemory func(inUse int64, step bool)
+	// forOwner is what ingestForOwner keeps: the HTTP sources of the versions it took
+	// batches for, and the events of its batches being appended, by log.
+	forOwner forOwnerState
 	// diskMu guards the last look at the store's free disk (diskLow): when, what it said
 	// (-1: not known), and when it was last logged as too little.
 	diskMu               sync.Mutex
