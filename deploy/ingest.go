@@ -44,7 +44,9 @@ type Accepted struct {
 // Back-pressure: a batch is refused when the source's backlog of accepted (or being
 // appended), unprocessed events plus the batch would exceed Config.MaxBacklog, except that a batch is always accepted when the backlog is 0 (a
 // batch larger than the limit could never be accepted otherwise): the backlog never exceeds
-// max(MaxBacklog, the largest batch, MaxBatchEvents at most).
+// max(MaxBacklog, the largest batch, MaxBatchEvents at most) from the batches one server
+// takes; several servers sharing the store each check their own (ingestForOwner), so the
+// batches they take at once may pass it by up to that much a server.
 //
 // Errors: ErrNotDeployed; *UnknownSourceError; *InvalidEventError (a record that is not a JSON
 // object or that the engine's decoder refuses, no record, more than MaxBatchEvents; nothing
