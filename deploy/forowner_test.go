@@ -1,8 +1,13 @@
 package deploy
 
 import (
+	"encoding/json"
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
+
+	"github.com/scenario-server/scenario-server/store"
 )
 
 // A server sharing the store takes a scenario's batches when another server runs its
@@ -73,5 +78,37 @@ func TestIngestForAnotherServerBackpressure(t *testing.T) {
 		if got := err == nil; got != want || (!want && (!asBackpressure(err, &bp) || bp.Backlog != 200 || bp.Limit != 250)) {
 			t.Errorf("batch %d of 100 with a backlog of %d: %v; want accepted %v (past 250: backpressure, backlog 200)", i, i*100, err, want)
 		}
+	}
+}
+
+// A version that renames an HTTP source leaves the events the old one accepted and no
+// deployment processed in its log, and its deploy says so (hostile round 165: 896 events
+// answered 202 left so without a word). a runs version 1 and is gone; b takes 50 events for
+// it, then deploys version 2, whose source is "in2": a warning of source "in", 50 events.
+func TestDeployWarnsOfEventsLeftInALog(t *testing.T) {
+	st := sqliteStore(t)
+	graph := tumblingGraph("")
+	createScenario(t, st, "s", graph)
+	renamed := strings.Replace(strings.Replace(graph, `{"id": "in",`, `{"id": "in2",`, 1), `"from": "in",`, `"from": "in2",`, 1)
+	if _, err := st.SaveVersion(t.Context(), "s", 1, store.Draft{Graph: json.RawMessage(renamed)}); err != nil {
+		t.Fatal(err)
+	}
+	a := newRuntime(t, st, func(cfg *Config) { cfg.Owner, cfg.LeaseTTL = "a", takeOverLease })
+	deploy(t, a, "s", 1)
+	recs := records(150)
+	ingestAll(t, a, "s", recs[:100], 0, 50)
+	waitCommitted(t, a, "s", 100)
+	a.abort()
+	var logs lockedBuffer
+	b := newRuntime(t, st, func(cfg *Config) {
+		cfg.Owner, cfg.LeaseTTL = "b", takeOverLease
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	})
+	if _, err := b.Ingest(t.Context(), "s", "in", "late", recs[100:]); err != nil {
+		t.Fatal(err)
+	}
+	deploy(t, b, "s", 2)
+	if got := logs.String(); !strings.Contains(got, "are left in its log") || !strings.Contains(got, "source=in events=50") {
+		t.Errorf("b's log after deploying version 2:\n%s\nwant a warning of source in, 50 events", got)
 	}
 }
