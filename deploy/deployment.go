@@ -858,20 +858,15 @@ func (d *deployment) adoptUnchanged(prev store.Version, snapshot []byte) error {
 // in the source's log, for the next deployment with that source (a hostile round: 896 events
 // answered 202 were left so by a version that renamed the source, without a word).
 func (d *deployment) warnLeftInLogs(before, now *scenario.Scenario, number int) {
-	has := map[string]bool{}
-	for _, n := range now.Nodes {
-		if n.Type == scenario.TypeSource && n.Ref != nil && n.Ref.Typ == "http" {
-			has[n.ID] = true
-		}
-	}
-	for _, n := range before.Nodes {
-		if n.Type != scenario.TypeSource || n.Ref == nil || n.Ref.Typ != "http" || has[n.ID] {
+	has := httpSourceIDs(now)
+	for _, id := range httpSourceIDs(before) {
+		if slices.Contains(has, id) {
 			continue
 		}
-		left, err := d.rt.cfg.Store.EventLogBacklog(d.rt.ctx, store.EventLog{Scenario: d.info.Scenario, Source: n.ID})
+		left, err := d.rt.cfg.Store.EventLogBacklog(d.rt.ctx, store.EventLog{Scenario: d.info.Scenario, Source: id})
 		if err == nil && left > 0 {
 			d.logger().Warn("events the version before's HTTP source accepted and no deployment processed are left in its log: this version has no source of that id (a deployment of a version with it reads them)",
-				"before", number, "source", n.ID, "events", left)
+				"before", number, "source", id, "events", left)
 		}
 	}
 }

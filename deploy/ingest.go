@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/scenario-server/scenario-server/engine"
 	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/store"
 
@@ -216,12 +217,7 @@ func (r *Runtime) httpSources(ctx context.Context, sd store.Deployment) ([]strin
 	if err != nil {
 		return nil, ErrNotDeployed // a version no server can run
 	}
-	ids = []string{}
-	for _, n := range sc.Nodes {
-		if n.Type == scenario.TypeSource && n.Ref != nil && n.Ref.Typ == "http" {
-			ids = append(ids, n.ID)
-		}
-	}
+	ids = httpSourceIDs(sc)
 	f.mu.Lock()
 	if f.sources == nil || len(f.sources) >= maxForOwnerVersions {
 		f.sources = map[string][]string{}
@@ -229,6 +225,18 @@ func (r *Runtime) httpSources(ctx context.Context, sd store.Deployment) ([]strin
 	f.sources[k] = ids
 	f.mu.Unlock()
 	return ids, nil
+}
+
+// httpSourceIDs returns the ids of sc's HTTP sources (engine.SourceHTTP), in node order;
+// empty, not nil, when it has none.
+func httpSourceIDs(sc *scenario.Scenario) []string {
+	ids := []string{}
+	for _, n := range sc.Nodes {
+		if n.Type == scenario.TypeSource && n.Ref != nil && n.Ref.Typ == engine.SourceHTTP {
+			ids = append(ids, n.ID)
+		}
+	}
+	return ids
 }
 
 // checkRecord returns why rec is not a JSON object the engine can decode, or "".
