@@ -111,15 +111,13 @@ var (
 	ErrBadParam = errors.New("aggregate: bad aggregator parameter")
 )
 
-// AggregationError is a Result's Err: the result of aggregation Index (in the order of the
-// operator's aggregations) failed with Err (ErrSumOverflow, ErrFloatOverflow), and is null.
+// AggregationError is one of a Result's Errs: the result of aggregation Index (in the order
+// of the operator's aggregations) failed with Err (ErrSumOverflow, ErrFloatOverflow), and is
+// null.
 type AggregationError struct {
 	Index int
 	Err   error
 }
-
-func (e *AggregationError) Error() string { return e.Err.Error() }
-func (e *AggregationError) Unwrap() error { return e.Err }
 
 // InputError says that an aggregator was given a value of the wrong type.
 type InputError struct {

@@ -348,7 +348,7 @@ func (g *grid) mergeRangeAll(out *block, want []bool, a, b int64) {
 
 // emitCells fills r.Values from cell i of cols and sends r to emit.
 func emitCells(st *Stats, emit func(*Result), r *Result, cols []Column, i int) {
-	r.Err, r.Errs = nil, r.Errs[:0]
+	r.Errs = r.Errs[:0]
 	for k, c := range cols {
 		v, err := c.Result(i)
 		if err != nil {
@@ -357,11 +357,8 @@ func emitCells(st *Stats, emit func(*Result), r *Result, cols []Column, i int) {
 		}
 		r.Values[k] = v
 	}
-	if len(r.Errs) > 0 {
-		r.Err = &r.Errs[0]
-	}
 	st.Emitted++
-	if r.Err != nil {
+	if len(r.Errs) > 0 {
 		st.Errors++
 	}
 	emit(r)

@@ -37,9 +37,8 @@ type Result struct {
 	End    int64         // window end, ms, exclusive
 	Time   int64         // result's event time: End-1 for a closed window, the event's time when enriching
 	Values []value.Value // one per aggregation, in order; null where Errs says so
-	Err    error         // the first of Errs (an *AggregationError), or nil
 	// Errs are the aggregations whose result failed (ErrSumOverflow, ErrFloatOverflow), in
-	// order: each is null in Values.
+	// order: each is null in Values. Empty when none did.
 	Errs  []AggregationError
 	Event *Event // the incoming event in modes that enrich it; nil for new events
 }

@@ -50,7 +50,7 @@ func runOps(t *rapid.T, spec WindowSpec, specs []Spec, ops []op, cut int, parts 
 	var sinceAsked int // (runOps's pause)
 	emit := func(r *Result) {
 		sinceAsked++
-		s := fmt.Sprintf("%s [%d,%d) t=%d err=%v ev=%v", keyString(r.Key), r.Start, r.End, r.Time, r.Err, r.Event != nil)
+		s := fmt.Sprintf("%s [%d,%d) t=%d err=%v ev=%v", keyString(r.Key), r.Start, r.End, r.Time, r.Errs, r.Event != nil)
 		for _, v := range r.Values {
 			s += " " + string(value.AppendJSON(nil, v))
 		}

@@ -185,7 +185,7 @@ func runOperator(t fatalf, spec WindowSpec, specs []Spec, ops []op) (map[string]
 	got := map[string][]oracleOut{}
 	opr, err := NewOperator(spec, aggs, func(r *Result) {
 		o := oracleOut{key: keyString(r.Key), start: r.Start, end: r.End, time: r.Time,
-			values: append([]value.Value(nil), r.Values...), err: r.Err != nil, enriched: -1}
+			values: append([]value.Value(nil), r.Values...), err: len(r.Errs) > 0, enriched: -1}
 		if r.Event != nil {
 			o.enriched = r.Event.Payload.(int) + 1
 		}
