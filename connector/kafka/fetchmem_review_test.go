@@ -132,8 +132,11 @@ func TestFetchMemoryBehindStalledSources(t *testing.T) {
 			r += ri
 		}
 		t.Logf("3 stalled sources: charged %.1f MiB, hold %.1f MiB; budget in use %.1f of 32 MiB", float64(c)/(1<<20), float64(r)/(1<<20), float64(mem.InUse())/(1<<20))
-		if n := readRecords(t, conn, "zip", 8, 20*time.Second); n != 8 {
-			t.Errorf("behind 3 stalled sources: read %d of 8 in 20 s (budget in use %.1f MiB, waiting %d)", n, float64(mem.InUse())/(1<<20), mem.Waiting())
+		// It takes about 15 s (the stalled sources' parts are given back as their charges
+		// shrink), and more under -race beside other packages' tests: a fresh-clone CI of
+		// def6594 read 0 of 8 in 20 s. Without the fix it never reads one.
+		if n := readRecords(t, conn, "zip", 8, 60*time.Second); n != 8 {
+			t.Errorf("behind 3 stalled sources: read %d of 8 in 60 s (budget in use %.1f MiB, waiting %d)", n, float64(mem.InUse())/(1<<20), mem.Waiting())
 		}
 	})
 }
