@@ -252,8 +252,27 @@ func (a *aligned) Add(e *Event) error {
 	return nil
 }
 
-// emitOnEvent emits the running value of the event's window for its key.
+// emitOnEvent emits the running value of the event's window for its key. A window of one
+// slice (a tumbling window's, unless a precision divides it) is answered from that slice's
+// cells; a copy of them per event made a window's events quadratic for a growing partial (a
+// Set, List or CountDistinct: 20,000 events of one window took 18 s).
 func (a *aligned) emitOnEvent(e *Event, slot int, k int64) {
+	a.r.Key = a.keyVals[slot]
+	a.r.Start, a.r.End = a.windowStart(k), a.windowEnd(k)
+	a.r.Time = e.Time
+	a.r.Event = e
+	cols, cell := a.scratch.cols, 0
+	if blk, ok := a.level0.Get(k * a.s); ok && a.n == 1 {
+		cols, cell = blk.cols, slot
+	} else {
+		a.mergeOnEvent(slot, k)
+	}
+	emitCells(&a.stats, a.emit, &a.r, cols, cell)
+	a.r.Event = nil
+}
+
+// mergeOnEvent merges slot's partials of window k into scratch cell 0.
+func (a *aligned) mergeOnEvent(slot int, k int64) {
 	a.scratch.fit(1)
 	for i, c := range a.scratch.cols {
 		if c == nil {
@@ -264,12 +283,6 @@ func (a *aligned) emitOnEvent(e *Event, slot int, k int64) {
 		c.Reset(0)
 	}
 	a.mergeRange(a.scratch.cols, 0, slot, k*a.s, k*a.s+a.n-1)
-	a.r.Key = a.keyVals[slot]
-	a.r.Start, a.r.End = a.windowStart(k), a.windowEnd(k)
-	a.r.Time = e.Time
-	a.r.Event = e
-	emitCells(&a.stats, a.emit, &a.r, a.scratch.cols, 0)
-	a.r.Event = nil
 }
 
 // rebuildRunning empties the running block for window next; its slices are

@@ -539,7 +539,8 @@ func (s *sliding) Restore(snapshot []byte) error {
 		return fmt.Errorf("%w: %d bytes after the snapshot", slices.ErrCorruptSnapshot, len(r.Rest()))
 	}
 	heap.Init(&s.timers)
-	s.running.fit(s.keys.Cap())
+	s.covered = nil // stale: rebuilt from the tier blocks when needed
+	s.fitRunning()
 	return nil
 }
 
