@@ -1946,10 +1946,12 @@ func splitSize(args []any) (int, bool) {
 	return parts * elementBytes, true
 }
 
-// leaves counts the elements flatten would give, nested lists opened, up
-// to limit (ok false past it), without recursion: a list holding the same
-// list twice, nested 60 times, has 2^60 leaves, and the count stops at
-// limit.
+// leaves counts the elements flatten would give, nested lists opened, and the lists it
+// would open, up to limit (ok false past it), without recursion: a list holding the same
+// list twice, nested 60 times, has 2^60 leaves, and the count stops at limit. The lists
+// count as flatten's work: counting leaves alone, the same nesting over an empty list had
+// none, and flatten (and this walk) went through its 2^60 lists, holding a core for good (a
+// hostile round).
 func leaves(x any, limit int) (int, bool) {
 	type open struct {
 		list reflect.Value
@@ -1965,11 +1967,12 @@ func leaves(x any, limit int) (int, bool) {
 			v = v.Elem()
 		}
 		if v.Kind() == reflect.Slice || v.Kind() == reflect.Array {
+			n++
 			if len(stack) > builtin.MaxDepth {
-				return true // flatten refuses it itself
+				return n <= limit // flatten refuses it itself
 			}
 			stack = append(stack, open{list: v})
-			return true
+			return n <= limit
 		}
 		n++
 		return n <= limit

@@ -246,8 +246,8 @@ func TestMemoryBudget(t *testing.T) {
 		{"toJSON(#input.tags)", 16 + 2*(16+2+2)},
 		// string() of the list: 16 + 2*(16+2).
 		{"string(#input.tags)", 16 + 2*18},
-		// flatten counts the 2 leaves.
-		{"len(flatten([#input.tags]))", 2 * 16},
+		// flatten counts the 2 leaves and the 2 lists it opens.
+		{"len(flatten([#input.tags]))", (2 + 2) * 16},
 		// A range a..b counts its elements, 16 bytes each: 1..10 is 10.
 		{"len(1..10)", 10 * 16},
 		// A record literal is a Go map: 340 bytes up to 8 entries, 48 an entry beyond; each
@@ -310,6 +310,10 @@ func TestMemoryBudgetRefusesBeforeAllocating(t *testing.T) {
 		// 2^26 values (1 GiB of elements, more as text) refused; the 52
 		// small lists made.
 		{shared + "len(flatten(" + prev + "))", 1 * mib},
+		// The same doubling over an empty list: no leaf, 2^61 - 1 lists to open, refused
+		// once the walk has counted 16 MiB of them (a hostile round: its 2^60 paths held a
+		// core for good, as the walk counted leaves alone).
+		{"len(flatten(reduce(1..60, [#acc, #acc], [])))", 1 * mib},
 		{shared + "len(toJSON(" + prev + "))", 1 * mib},
 		{shared + "len(string(" + prev + "))", 1 * mib},
 		{shared + prev, 1 * mib}, // the result itself
