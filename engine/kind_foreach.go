@@ -7,6 +7,7 @@ import (
 	"github.com/scenario-server/scenario-server/expression"
 	"github.com/scenario-server/scenario-server/nodes"
 	"github.com/scenario-server/scenario-server/scenario"
+	"github.com/scenario-server/scenario-server/value"
 )
 
 // A CustomNode "for-each" sends one event per element of a list, with the element in its
@@ -76,10 +77,22 @@ const MaxForEachEvents = 100_000
 // ErrTooManyEvents is the error of a for-each past MaxForEachEvents.
 var ErrTooManyEvents = errors.New("too many events")
 
+// ErrNotAList is the per-event error of a for-each whose Elements gave a value other than a
+// list or null (null sends no event): a string, number, boolean or record was dropped
+// without a word (a new user's round), where a filter's or a switch's value of the wrong
+// type is an error.
+var ErrNotAList = errors.New("not a list")
+
 func (f *forEach) process(e *Engine, n *node, ev *event, _ string) {
 	v, err := f.elements.eval(ev)
 	if err != nil {
 		e.fail(n, f.field, err)
+		return
+	}
+	if k := v.Kind(); k != value.KindList {
+		if k != value.KindNull { // null (a field the event does not have): no elements
+			e.fail(n, f.field, fmt.Errorf("%w: Elements gave %s %s, not a list", ErrNotAList, article(k), k))
+		}
 		return
 	}
 	made := f.elements.made // the list is held while its elements go
