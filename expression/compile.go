@@ -302,9 +302,42 @@ func newConfig(env TypeEnv) *conf.Config {
 	}
 	// date() and now() read the machine's zone otherwise; scenarios must
 	// behave the same everywhere.
-	config.Visitors = append(config.Visitors, withUTC{})
+	config.Visitors = append(config.Visitors, withUTC{}, guardedEpoch{})
 	config.Check()
 	return config
+}
+
+// guardedEpoch calls, for a time's UnixMilli(), UnixMicro() and UnixNano(), functions that
+// refuse a time whose count does not fit in an int64: Go's methods wrap it, and
+// date("2024-01-01").AddDate(300000000, 0, 0).UnixMilli() gave -8979656769642351616 (a
+// hostile round; integers are exact or an error, never a wrap). UnixMilli() is
+// toEpochMillis(t); Unix() fits in every time there is.
+type guardedEpoch struct{}
+
+var guardedEpochMethods = map[string]string{"UnixMilli": FuncToEpochMillis, "UnixMicro": funcUnixMicro, "UnixNano": funcUnixNano}
+
+func (guardedEpoch) Visit(node *ast.Node) {
+	c, ok := (*node).(*ast.CallNode)
+	if !ok || len(c.Arguments) != 0 {
+		return
+	}
+	m, ok := c.Callee.(*ast.MemberNode)
+	if !ok || !m.Method || m.Node.Type() != reflect.TypeOf(time.Time{}) {
+		return
+	}
+	p, ok := m.Property.(*ast.StringNode)
+	if !ok {
+		return
+	}
+	fn, ok := guardedEpochMethods[p.Value]
+	if !ok {
+		return
+	}
+	id := &ast.IdentifierNode{Value: fn}
+	id.SetLocation(m.Property.Location())
+	call := &ast.CallNode{Callee: id, Arguments: []ast.Node{m.Node}}
+	call.SetType(reflect.TypeOf(0))
+	ast.Patch(node, call)
 }
 
 // withUTC passes time.UTC to date() and now(), as expr's patcher.WithTimezone does, with its

@@ -282,6 +282,28 @@ func parseTime(args ...any) (any, error) {
 	return int(t.UnixMilli()), nil
 }
 
+// The functions a time's UnixMicro() and UnixNano() call (guardedEpoch); their names have a
+// space, so that no expression names them.
+const (
+	funcUnixMicro = " unixMicro"
+	funcUnixNano  = " unixNano"
+)
+
+// unixIn is the function of a time's method name (UnixMicro, UnixNano): of, or an error for a
+// time outside [lo, hi], where its count of an int64 would wrap (time's own methods wrap).
+func unixIn(name string, lo, hi time.Time, of func(time.Time) int64) func(args ...any) (any, error) {
+	return func(args ...any) (any, error) {
+		t, ok := args[0].(time.Time)
+		if !ok || len(args) != 1 {
+			return nil, fmt.Errorf("%s takes a time", name)
+		}
+		if t.Before(lo) || t.After(hi) {
+			return nil, fmt.Errorf("%s: the time %s is out of range: an integer holds it from %s to %s", name, t.Format(time.RFC3339), lo.UTC().Format(time.RFC3339), hi.UTC().Format(time.RFC3339))
+		}
+		return int(of(t)), nil
+	}
+}
+
 func toEpochMillis(args ...any) (any, error) {
 	if len(args) != 1 {
 		return nil, fmt.Errorf("toEpochMillis takes 1 argument, got %d", len(args))
@@ -405,6 +427,10 @@ func functions() []*builtin.Function {
 			},
 			Types: []reflect.Type{reflect.TypeOf(new(func(string) *time.Location)).Elem()},
 		},
+		{Name: funcUnixMicro, Func: unixIn("UnixMicro", time.UnixMicro(math.MinInt64), time.UnixMicro(math.MaxInt64), time.Time.UnixMicro),
+			Types: []reflect.Type{reflect.TypeOf(new(func(time.Time) int)).Elem()}},
+		{Name: funcUnixNano, Func: unixIn("UnixNano", time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64), time.Time.UnixNano),
+			Types: []reflect.Type{reflect.TypeOf(new(func(time.Time) int)).Elem()}},
 		{
 			Name: FuncToEpochMillis,
 			Func: toEpochMillis,

@@ -2,6 +2,7 @@ package expression
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/scenario-server/scenario-server/value"
@@ -139,5 +140,42 @@ func TestKeysAndValuesAreSorted(t *testing.T) {
 	p := mustCompile(t, "keys(#input)", env)
 	if _, err := Run(p, map[string]value.Value{"input": value.String("x")}); err == nil {
 		t.Error(`keys("x") runs`)
+	}
+}
+
+// A time's UnixMilli(), UnixMicro() and UnixNano() are exact or an error, never a wrap: Go's
+// methods wrap past an int64 (date("2024-01-01").AddDate(300000000, 0, 0).UnixMilli() gave
+// -8979656769642351616, a hostile round). Values by hand: 2024-01-01 is 19,723 days after
+// 1970-01-01, 1,704,067,200 s; 2000-01-01 is 10,957 days, 946,684,800 s; UnixNano holds
+// 1677-09-21 to 2262-04-11, so 2300 is refused.
+func TestTimeEpochMethodsDoNotWrap(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		want int64
+		err  string
+	}{
+		{`date("2024-01-01").UnixMilli()`, 1_704_067_200_000, ""},
+		{`let d = date("2024-01-01"); d.UnixMilli() + 1`, 1_704_067_200_001, ""},
+		{`date("2000-01-01").UnixMicro()`, 946_684_800_000_000, ""},
+		{`date("2000-01-01").UnixNano()`, 946_684_800_000_000_000, ""},
+		{`date("2024-01-01").Unix()`, 1_704_067_200, ""},
+		{`date("2024-01-01").AddDate(300000000, 0, 0).UnixMilli()`, 0, "out of range"},
+		{`date("2024-01-01").AddDate(300000000, 0, 0).UnixMicro()`, 0, "UnixMicro: the time 300002024-01-01T00:00:00Z is out of range"},
+		{`date("2300-01-01").UnixNano()`, 0, "UnixNano: the time 2300-01-01T00:00:00Z is out of range"},
+	} {
+		p, problems := Compile(c.text, testEnv, Unknown)
+		if len(problems) > 0 {
+			t.Fatalf("%s: %v", c.text, problems)
+		}
+		v, err := Run(p, nil)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: %v, %v; want an error with %q", c.text, v, err, c.err)
+			}
+			continue
+		}
+		if err != nil || v.Kind() != value.KindInt || v.Int() != c.want {
+			t.Errorf("%s: %v, %v; want %d", c.text, v, err, c.want)
+		}
 	}
 }
