@@ -130,3 +130,22 @@ func FuzzSplitRecordsNDJSONHint(f *testing.F) {
 		}
 	})
 }
+
+// A UTF-8 byte order mark before a body is skipped, as `run` and test runs skip it before
+// their first line: NDJSON and an array each give their two events, byte for byte; a mark
+// anywhere else stays (the second line's is part of that event, which the runtime refuses).
+func TestSplitRecordsSkipsByteOrderMark(t *testing.T) {
+	for _, c := range []struct{ ctype, body string }{
+		{"application/x-ndjson", "\uFEFF{\"a\": 1}\n{\"b\": 2}\n"},
+		{"application/json", "\uFEFF[{\"a\": 1}, {\"b\": 2}]"},
+	} {
+		got, err := splitRecords(c.ctype, []byte(c.body))
+		if err != nil || len(got) != 2 || string(got[0]) != `{"a": 1}` || string(got[1]) != `{"b": 2}` {
+			t.Errorf("%s: %q, %v; want {\"a\": 1} and {\"b\": 2}", c.ctype, got, err)
+		}
+	}
+	got, err := splitRecords("application/x-ndjson", []byte("{\"a\": 1}\n\uFEFF{\"b\": 2}"))
+	if err != nil || len(got) != 2 || string(got[1]) != "\uFEFF{\"b\": 2}" {
+		t.Errorf("a mark on the second line: %q, %v", got, err)
+	}
+}
