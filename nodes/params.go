@@ -452,7 +452,12 @@ func (c *nodeCheck) aggregationsParam(name string) (list []aggregation) {
 		if known {
 			switch {
 			case agg.Input == InputNone && a.AggregateBy != nil:
-				c.warnf(field+".aggregateBy", CodeIgnoredAggregateBy, "%s takes no input; aggregateBy is ignored", agg.Name)
+				msg := "%s takes no input; aggregateBy is ignored"
+				if agg.Name == "Count" {
+					// SQL's COUNT(x) counts the rows where x is not null; Count counts events.
+					msg += " (Count counts the events; to count those where a value is there, as SQL's COUNT(x), use CountWhen with aggregateBy #input.x != nil)"
+				}
+				c.warnf(field+".aggregateBy", CodeIgnoredAggregateBy, msg, agg.Name)
 				a.AggregateBy = nil
 			case agg.Input != InputNone && a.AggregateBy == nil && !c.reported(field+".aggregateBy"):
 				c.errorf(field+".aggregateBy", CodeMissingParameter, "%s needs aggregateBy, the expression it aggregates", agg.Name)

@@ -792,3 +792,39 @@ func writeKScenario(t *testing.T, dir string) string {
 	}
 	return path
 }
+
+// run writes the scenario's validation warnings, as /api/validation gives them: a Count with
+// an aggregateBy (ignored) went unseen by a new user of run, who expected SQL's COUNT(x).
+func TestRunWritesValidationWarnings(t *testing.T) {
+	dir := t.TempDir()
+	scenarioPath := filepath.Join(dir, "s.json")
+	graph := `{"nodes": [
+  {"id": "in", "type": "Source", "ref": {"typ": "file", "parameters": [{"name": "path", "value": "x"},
+    {"name": "timestamp", "expression": {"language": "expr", "expression": "#input.ts"}}]}},
+  {"id": "w", "type": "CustomNode", "nodeType": "aggregate-tumbling", "outputVar": "agg", "parameters": [
+    {"name": "groupBy", "value": []},
+    {"name": "aggregations", "value": [{"name": "n", "aggregator": "Count", "aggregateBy": {"language": "expr", "expression": "#input.x"}}]},
+    {"name": "windowLength", "value": "1m"}]},
+  {"id": "out", "type": "Sink", "ref": {"typ": "stdout", "parameters": [
+    {"name": "value", "expression": {"language": "expr", "expression": "#agg.n"}}]}}
+], "edges": [{"from": "in", "to": "w", "edgeType": null}, {"from": "w", "to": "out", "edgeType": null}]}`
+	input := filepath.Join(dir, "in.ndjson")
+	if err := os.WriteFile(scenarioPath, []byte(graph), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Count counts the three events, x or not: the window's one result is 3.
+	if err := os.WriteFile(input, []byte("{\"ts\": 1, \"x\": 1}\n{\"ts\": 2, \"x\": null}\n{\"ts\": 3}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if err := runCommand(t.Context(), []string{"run", "--scenario", scenarioPath, "--input", input}, env(nil), nil, &out, &errOut); err != nil {
+		t.Fatalf("run: %v\n%s", err, errOut.String())
+	}
+	const want = `warning: ` + `node "w" field "aggregations[0].aggregateBy": Count takes no input; aggregateBy is ignored`
+	if got := errOut.String(); !strings.Contains(got, strings.TrimPrefix(want, "warning: ")) || !strings.Contains(got, "warning: "+scenarioPath+": ") {
+		t.Errorf("stderr %q; want %q", got, want)
+	}
+	if got := out.String(); got != "{\"sink\":\"out\",\"value\":3}\n" {
+		t.Errorf("output %q; want the one window's count, 3", got)
+	}
+}

@@ -130,6 +130,11 @@ func runReplay(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}
 		return err
 	}
+	// The validation's warnings, as the designer and /api/validation show them (a Count's
+	// aggregateBy ignored went unseen by a new user of run).
+	for _, p := range e.Validation().Warnings {
+		fmt.Fprintf(stderr, "warning: %s: %s\n", *scenarioPath, describeProblem(p))
+	}
 	sum, err := engine.Replay(context.WithoutCancel(ctx), e, in)
 	if ferr := w.Flush(); ferr != nil && err == nil {
 		err = fmt.Errorf("writing the output: %w", ferr)
