@@ -221,3 +221,56 @@ func TestCutAgainPenalizedLonger(t *testing.T) {
 		}
 	}
 }
+
+// A body's later bytes wait their turn as its first do, holding those read before, when the
+// requests waiting so would fit in three quarters with theirs once the others give theirs
+// back; otherwise they are refused at once (two such requests never wait for each other's
+// bytes). By hand, a budget of 6,400 bytes (a 64th: 100; a quarter: 1,600; half: 3,200;
+// three quarters: 4,800):
+//
+//   - v loads 3,200 (half: a viewer's comparison). e's body takes its first 50 (small: the
+//     whole budget is its limit; 3,250 held), then asks for 2,000 more: 5,250 passes three
+//     quarters, and it waits, holding 50 (without the fix: busy at once, every time v held
+//     half, whatever e tried);
+//   - f's body holds 50, and asks for 2,800 more: 2,050 held and asked by e, and its own
+//     2,850, pass 4,800: refused at once (it would wait for e's bytes, e for its);
+//   - v's answer is written: its 3,200 come back, and e takes its 2,000 (2,100 held).
+func TestBodyLaterBytesWait(t *testing.T) {
+	bb := turnsBudget(6400)
+	v := bb.mustHold(t, "v", 3200)
+	body := func(client string, first int64) *requestHold {
+		h := &requestHold{budget: bb, client: client, ctx: t.Context(), w: httptest.NewRecorder()}
+		if _, err := h.take(first, holdBody); err != nil {
+			t.Fatalf("%s's first %d bytes: %v", client, first, err)
+		}
+		return h
+	}
+	e := body("e", 50)
+	granted := make(chan error, 1)
+	go func() { _, err := e.take(2000, holdBody); granted <- err }()
+	for !bb.queued(e) {
+		select {
+		case err := <-granted:
+			t.Fatalf("e's later 2,000 bytes while v held half: %v at once; want a wait", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	f := body("f", 50)
+	if _, err := f.take(2800, holdBody); err != errRequestsBusy {
+		t.Fatalf("f's later 2,800 bytes: %v; want busy at once", err)
+	}
+	v.release()
+	select {
+	case err := <-granted:
+		if err != nil {
+			t.Fatalf("e's later 2,000 bytes once v gave back its 3,200: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("e's later 2,000 bytes were not granted within 10 s of v's 3,200 given back")
+	}
+	if held, free := bb.holding("e"); held != 2050 || free != 4300 {
+		t.Fatalf("e holds %d, %d free; want 2,050 and 4,300", held, free)
+	}
+	f.release()
+	e.release()
+}
