@@ -633,6 +633,14 @@ func scalarIndex(i any) any {
 // int in its checked form (checkArithmetic).
 var scanArgs = map[string]int{"float": 1, "duration": 1, "date": 1, "hasPrefix": 1, "hasSuffix": 1}
 
+// MaxTimeText is the most bytes of a string date, duration, timezone, parseTime and
+// toEpochMillis take (timeTexts): their errors quote the text, each control byte as four, and
+// wrap it again, before the message is cut; a text of 16 MB made 0.7 to 1.35 GB so (a hostile
+// round: a server at 3.17 GB). No time, duration, zone or pattern is near it.
+const MaxTimeText = 1024
+
+var timeTexts = map[string]bool{"date": true, "duration": true, FuncParseTime: true, FuncToEpochMillis: true, FuncTimezone: true}
+
 // scanCalls are scanArgs for the functions of functions() (timezone replaces expr's).
 var scanCalls = map[string]int{FuncParseTime: 1, FuncToEpochMillis: 1, FuncTimezone: 1}
 
@@ -645,6 +653,9 @@ func scanArguments(args []ast.Node, what string, reads int, budget ast.Node) {
 			n = math.MaxInt
 		}
 		rb.scan(what, n)
+		if timeTexts[what] && len(s) > MaxTimeText {
+			panic(fmt.Errorf("%s: a text of %d bytes; a time, a duration, a time zone or a pattern is at most %d", what, len(s), MaxTimeText))
+		}
 	})
 }
 
@@ -1743,11 +1754,25 @@ var budgetFunctions = map[string]func(args ...any) any{
 	"repeat": budgetRepeat,
 	"join": func(args ...any) any {
 		rb := args[0].(*runBudget)
+		if len(args) > 1 {
+			// A step an element, and the []string expr copies the list into: of empty
+			// strings the result was nothing, and 200 joins of a list of 400,000 took 13 s
+			// and made 6.8 GB, uncharged (a hostile round).
+			if l, ok := lengthOf(args[1]); ok {
+				rb.stepsFor("join", l, true)
+				size, fits := mulInt(l, elementBytes)
+				rb.charge("join", size, fits)
+			}
+		}
 		n, ok := joinedSize(args[1:], rb.remaining())
 		rb.charge("join", n, ok)
 		return callBuiltin("join", args[1:])
 	},
 	"replace": func(args ...any) any {
+		// Its text is read three times (counted here, counted by expr's, replaced), charged a
+		// step a KiB: replace(s, "a", "") makes nothing, and 40 of them on 16 MB took 19 s
+		// (a hostile round).
+		scanSplit(args[0].(*runBudget), "replace", args[1:])
 		n, ok := replacedSize(args[1:])
 		args[0].(*runBudget).charge("replace", n, ok)
 		return callBuiltin("replace", args[1:])
@@ -1785,11 +1810,13 @@ var budgetFunctions = map[string]func(args ...any) any{
 	"toJSON": func(args ...any) any {
 		rb := args[0].(*runBudget)
 		if len(args) == 2 {
-			n, ok := sizeWithin(args[1], rb.remaining(), true)
+			n, ok := sizeWithin(args[1], rb.remaining()/2, true)
 			if n == tooDeep {
 				panic(nestingError("toJSON"))
 			}
-			rb.charge("toJSON", n, ok)
+			// Twice: the text is made, then indented into a copy.
+			size, fits := mulInt(n, 2)
+			rb.charge("toJSON", size, ok && fits)
 		}
 		return callBuiltin("toJSON", args[1:])
 	},
@@ -1995,6 +2022,39 @@ func leaves(x any, limit int) (int, bool) {
 	return n, true
 }
 
+// textBytes is the bytes of s in a text: as JSON (asJSON), its escapes at their width (six
+// for a control byte, <, >, &, U+2028, U+2029 and a byte that is not UTF-8, two for " and
+// \; toJSON of 5 MB of "<" made 301 MB, charged 5 MB: a hostile round), or its own.
+func textBytes(s string, asJSON bool) int {
+	if !asJSON {
+		return len(s)
+	}
+	n := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c < 0x20 || c == '<' || c == '>' || c == '&':
+				n += 6
+			case c == '"' || c == '\\':
+				n += 2
+			default:
+				n++
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
+			n += 6
+		} else {
+			n += size
+		}
+		i += size
+	}
+	return n
+}
+
 // sizeWithin estimates the bytes of the text of x (toJSON's, or fmt's %v),
 // counting 16 bytes for every value besides the bytes of strings and keys,
 // and, for indented JSON, two spaces per level of nesting on every line;
@@ -2021,7 +2081,7 @@ func sizeWithin(x any, limit int, indented bool) (int, bool) {
 		}
 		switch v := it.x.(type) {
 		case string:
-			total += len(v)
+			total += textBytes(v, indented)
 		case []any:
 			for _, e := range v {
 				total += each
@@ -2032,7 +2092,7 @@ func sizeWithin(x any, limit int, indented bool) (int, bool) {
 			}
 		case map[string]any:
 			for k, e := range v {
-				total += each + len(k)
+				total += each + textBytes(k, indented)
 				if total > limit {
 					return total, false
 				}
@@ -2040,7 +2100,7 @@ func sizeWithin(x any, limit int, indented bool) (int, bool) {
 			}
 		case []string:
 			for _, s := range v {
-				total += each + len(s)
+				total += each + textBytes(s, indented)
 				if total > limit {
 					return total, false
 				}

@@ -228,8 +228,8 @@ func TestMemoryBudget(t *testing.T) {
 		// "PL" + "-" is 3 bytes, then + "PL" 5 more.
 		{"#input.country + '-' + #input.country", 8},
 		// "ab" + "," + "cd": 2 + 1 + 2, counted as the 2 strings and a
-		// glue after each.
-		{"join(#input.tags, ',')", 6},
+		// glue after each, and the list of 2 strings expr copies it into (16 each).
+		{"join(#input.tags, ',')", 6 + 2*16},
 		// "PL" with each of its 2 "L" (1 byte) replaced by 4 bytes: 2 + 1*3.
 		{"replace(#input.country, 'L', 'LLLL')", 5},
 		// "" is replaced before every rune and at the end: 3 times, 2 + 3*1.
@@ -242,8 +242,11 @@ func TestMemoryBudget(t *testing.T) {
 		// its 2 bytes: 16 + 2*(16+2).
 		{"#input.tags", 16 + 2*18},
 		// toJSON of ["ab","cd"]: the list 16, each item 16 + 2 spaces of
-		// indent + its 2 bytes.
-		{"toJSON(#input.tags)", 16 + 2*(16+2+2)},
+		// indent + its 2 bytes, twice (made, then indented into a copy).
+		{"toJSON(#input.tags)", 2 * (16 + 2*(16+2+2))},
+		// toJSON of "<&>\n": each byte escaped as 6 (\u003c, \u0026, \u003e, \u000a), and the
+		// quotes' 16 of a value: twice 16 + 24.
+		{"toJSON('<&>\\n')", 2 * (16 + 24)},
 		// string() of the list: 16 + 2*(16+2).
 		{"string(#input.tags)", 16 + 2*18},
 		// flatten counts the 2 leaves and the 2 lists it opens.
@@ -1052,6 +1055,52 @@ func TestRangesOfUntypedValues(t *testing.T) {
 	for _, n := range []value.Value{value.Float(1.9), value.Float(1e19), value.Float(-1e300)} {
 		if _, err := run("1..#input.n", n); err == nil || !strings.Contains(err.Error(), "a range's bounds are integers") {
 			t.Errorf("1..#input.n with n %s: %v; want the bounds' error", value.AppendJSON(nil, n), err)
+		}
+	}
+}
+
+// Work that makes nothing is charged too (a hostile round, each holding a core for minutes
+// within the budget): replace reads its text three times, a step a KiB (1 MiB of "a" with
+// every "a" deleted: 3 × 1,024 = 3,072 steps); join a step an element of its list (1,000
+// empty strings: 1,000 steps); and date, duration, parseTime, toEpochMillis and timezone
+// refuse a text past 1,024 bytes, whose error quoted it (16 MB made up to 1.35 GB).
+func TestWorkThatMakesNothingIsCharged(t *testing.T) {
+	empties := make([]value.Value, 1000)
+	for i := range empties {
+		empties[i] = value.String("")
+	}
+	vars := map[string]value.Value{
+		"s": value.String(strings.Repeat("a", 1<<20)),
+		"l": value.List(empties),
+		"t": value.String(strings.Repeat("\x01", 1025)),
+	}
+	env := TypeEnv{"s": String, "l": ListOf(String), "t": String}
+	runWith := func(t *testing.T, text string, b Budget, vars map[string]value.Value) (value.Value, error) {
+		t.Helper()
+		prog, problems := CompileWith(text, env, Unknown, Options{Budget: b})
+		if len(problems) > 0 {
+			t.Fatalf("%q: %v", text, problems)
+		}
+		return Run(prog, vars)
+	}
+	for _, tt := range []struct {
+		text  string
+		steps int
+	}{
+		{`len(replace(#s, "a", "")) == 0`, 3072},
+		{`len(join(#l)) == 0`, 1000},
+	} {
+		v, err := runWith(t, tt.text, Budget{Steps: tt.steps}, vars)
+		if err != nil || !v.Bool() {
+			t.Errorf("%q with %d steps: %s; want true", tt.text, tt.steps, describe(v, err))
+		}
+		_, err = runWith(t, tt.text, Budget{Steps: tt.steps - 1}, vars)
+		budgetError(t, tt.text, err, "more than "+itoa(tt.steps-1)+" steps")
+	}
+	for _, text := range []string{`date(#t)`, `duration(#t)`, `parseTime(#t, "yyyy")`, `toEpochMillis(#t)`, `timezone(#t)`, `date("2024-01-01", #t)`} {
+		_, err := runWith(t, text, Budget{}, vars)
+		if err == nil || !strings.Contains(err.Error(), "a text of 1025 bytes; a time, a duration, a time zone or a pattern is at most 1024") {
+			t.Errorf("%q: %v; want the text refused for its length", text, err)
 		}
 	}
 }
