@@ -178,8 +178,8 @@ type RateLimits struct {
 	ContendedMinRate    int64
 	ContendedRateWindow time.Duration
 	// ContendedWait is how long a request that finds RequestBodyBytes taken waits for the
-	// bytes of its body before it is answered 503 (what a request loads does not wait: it is
-	// in memory already; a body's later bytes wait when they can, bodyBudget.takeFor): requests
+	// first bytes of its body before it is answered 503 (what a request loads does not wait:
+	// it is in memory already): requests
 	// waiting take the bytes as they are given back, before new requests can, the smallest
 	// first (bodyBudget.waitTurn); and a request holding more than a 64th of the budget may
 	// take it up to three quarters only, a quarter kept for small requests (bodyBudget.limit). Answered 503 at once, a victim's requests lost the race
@@ -709,7 +709,7 @@ var (
 // served, one such request at a time. When a request is refused for lack of the budget, the
 // requests holding bytes of it that wait on their clients too slowly are cut (cutStalled):
 // shares only raised the bar from one client to two. With a wait (RateLimits.ContendedWait),
-// a request's body's bytes wait their turn (waitTurn) before busy.
+// a request's first bytes wait their turn (waitTurn) before busy.
 type bodyBudget struct {
 	size  int64
 	most  int64 // mostOne
@@ -740,12 +740,11 @@ type bodyBudget struct {
 	cuts      prometheus.Counter
 }
 
-// budgetWaiter is a request waiting for n bytes of a bodyBudget (bodyBudget.wait), holding
-// mine already (a body's later bytes); ready is closed when they are granted (granted set,
-// under the budget's mu).
+// budgetWaiter is a request waiting for n bytes of a bodyBudget (bodyBudget.wait); ready is
+// closed when they are granted (granted set, under the budget's mu).
 type budgetWaiter struct {
 	hold    *requestHold
-	n, mine int64
+	n       int64
 	seq     uint64
 	ready   chan struct{}
 	granted bool
@@ -835,17 +834,9 @@ func (bb *bodyBudget) take(client string, mine, n int64, anyClient bool) error {
 
 // takeFor is take for the request holding h (nil: none, a results stream's page): past the
 // budget, the requests too slow on their clients are cut (cutStalled), and, when mayWait, a
-// request's bytes of its body wait their turn (waitTurn) when the budget has a wait.
+// request's first bytes of its body wait their turn (waitTurn) when the budget has a wait.
 // What a request loads does not wait: it is in memory already, and would be held uncounted
 // while it waited (review 144: clients each waiting with half the budget loaded).
-//
-// A body's later bytes wait too, holding those read before, when the requests waiting so
-// (holdingWaiters) would still fit, with theirs, in three quarters of the budget (the least
-// bodyBudget.limit allows) once the requests not waiting give theirs back: they never wait for
-// each other's bytes. Answered 503 at once, a body larger than a quarter never passed a client
-// holding half (a viewer's comparisons one after another, each loading half): its first bytes
-// fitted, and its later ones were refused at once, 10 saves in 10 of 4.8 MB in a budget of
-// 9.6 MiB (hostile report, cmpbig).
 func (bb *bodyBudget) takeFor(h *requestHold, client string, mine, n int64, anyClient, mayWait bool) error {
 	bb.mu.Lock()
 	others := bb.held[client] - mine + bb.waiting(client)
@@ -875,27 +866,12 @@ func (bb *bodyBudget) takeFor(h *requestHold, client string, mine, n int64, anyC
 		return nil
 	}
 	bb.cutStalled(h)
-	wait := mayWait && !anyClient && h != nil && bb.wait > 0 &&
-		(mine == 0 || bb.holdingWaiters()+mine+n <= bb.size-bb.size/4)
-	if !wait || len(bb.queue[client]) >= maxWaitingPerClient || bb.inQueue >= maxWaiting {
+	first := mayWait && mine == 0 && !anyClient && h != nil && bb.wait > 0
+	if !first || len(bb.queue[client]) >= maxWaitingPerClient || bb.inQueue >= maxWaiting {
 		bb.mu.Unlock()
 		return bb.busy
 	}
-	return bb.waitTurn(h, mine, n) // unlocks
-}
-
-// holdingWaiters is how many bytes the requests waiting with bytes of their own hold and wait
-// for (bb.mu held).
-func (bb *bodyBudget) holdingWaiters() int64 {
-	var n int64
-	for _, q := range bb.queue {
-		for _, w := range q {
-			if w.mine > 0 {
-				n += w.mine + w.n
-			}
-		}
-	}
-	return n
+	return bb.waitTurn(h, n) // unlocks
 }
 
 // limit is how many bytes of the budget may be held in all once a request holds n: with a
@@ -936,24 +912,16 @@ func (bb *bodyBudget) waiting(client string) int64 {
 	return n
 }
 
-// waitTurn makes the request of h, holding mine, wait, up to bb.wait and while its context
-// lasts, for n more bytes, and returns nil once they are granted, or busy. bb.mu is held, and
-// unlocked. The bytes given back go to the requests waiting as they are given back, before any
-// new request can take them (grantWaiting): the smallest first, each client's in their order,
-// but those holding bytes before its others (they give them back sooner). Every
+// waitTurn makes the request of h wait, up to bb.wait and while its context lasts, for n
+// bytes, and returns nil once they are granted, or busy. bb.mu is held, and unlocked. The
+// bytes given back go to the requests waiting as they are given back, before any new request
+// can take them (grantWaiting): the smallest first, each client's in their order. Every
 // second of the wait, it looks again for holds too slow on their clients (cutStalled): one
 // that was too young to cut at the first look may be cut later.
-func (bb *bodyBudget) waitTurn(h *requestHold, mine, n int64) error {
+func (bb *bodyBudget) waitTurn(h *requestHold, n int64) error {
 	bb.seq++
-	w := &budgetWaiter{hold: h, n: n, mine: mine, seq: bb.seq, ready: make(chan struct{})}
-	q := bb.queue[h.client]
-	i := len(q)
-	if mine > 0 {
-		for i > 0 && q[i-1].mine == 0 {
-			i--
-		}
-	}
-	bb.queue[h.client] = append(q[:i:i], append([]*budgetWaiter{w}, q[i:]...)...)
+	w := &budgetWaiter{hold: h, n: n, seq: bb.seq, ready: make(chan struct{})}
+	bb.queue[h.client] = append(bb.queue[h.client], w)
 	bb.inQueue++
 	bb.mu.Unlock()
 	if bb.waitGauge != nil {
