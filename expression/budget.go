@@ -2022,37 +2022,14 @@ func leaves(x any, limit int) (int, bool) {
 	return n, true
 }
 
-// textBytes is the bytes of s in a text: as JSON (asJSON), its escapes at their width (six
-// for a control byte, <, >, &, U+2028, U+2029 and a byte that is not UTF-8, two for " and
-// \; toJSON of 5 MB of "<" made 301 MB, charged 5 MB: a hostile round), or its own.
+// textBytes is the bytes of s in a text: as JSON (asJSON), its escapes at their width
+// (value.JSONStringBytes; toJSON of 5 MB of "<" made 301 MB, charged 5 MB: a hostile round),
+// or its own.
 func textBytes(s string, asJSON bool) int {
 	if !asJSON {
 		return len(s)
 	}
-	n := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c < 0x20 || c == '<' || c == '>' || c == '&':
-				n += 6
-			case c == '"' || c == '\\':
-				n += 2
-			default:
-				n++
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
-			n += 6
-		} else {
-			n += size
-		}
-		i += size
-	}
-	return n
+	return value.JSONStringBytes(s)
 }
 
 // sizeWithin estimates the bytes of the text of x (toJSON's, or fmt's %v),

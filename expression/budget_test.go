@@ -17,7 +17,13 @@ import (
 // runWith compiles text in testEnv with budget b and runs it on vars.
 func runWith(t *testing.T, text string, b Budget, vars map[string]value.Value) (value.Value, error) {
 	t.Helper()
-	prog, problems := CompileWith(text, testEnv, Unknown, Options{Budget: b})
+	return runIn(t, testEnv, text, b, vars)
+}
+
+// runIn compiles text in env with budget b and runs it on vars.
+func runIn(t *testing.T, env TypeEnv, text string, b Budget, vars map[string]value.Value) (value.Value, error) {
+	t.Helper()
+	prog, problems := CompileWith(text, env, Unknown, Options{Budget: b})
 	if len(problems) > 0 {
 		t.Fatalf("%q: %v", text, problems)
 	}
@@ -88,11 +94,7 @@ func TestStringOperatorsCharged(t *testing.T) {
 	env := TypeEnv{"s": String, "u": String, "t": String, "k": String, "x": Unknown, "z": String, "r": Unknown, "m": Unknown}
 	runWith := func(t *testing.T, text string, b Budget, vars map[string]value.Value) (value.Value, error) {
 		t.Helper()
-		prog, problems := CompileWith(text, env, Unknown, Options{Budget: b})
-		if len(problems) > 0 {
-			t.Fatalf("%q: %v", text, problems)
-		}
-		return Run(prog, vars)
+		return runIn(t, env, text, b, vars)
 	}
 	for _, tt := range []struct {
 		text  string
@@ -1077,11 +1079,7 @@ func TestWorkThatMakesNothingIsCharged(t *testing.T) {
 	env := TypeEnv{"s": String, "l": ListOf(String), "t": String}
 	runWith := func(t *testing.T, text string, b Budget, vars map[string]value.Value) (value.Value, error) {
 		t.Helper()
-		prog, problems := CompileWith(text, env, Unknown, Options{Budget: b})
-		if len(problems) > 0 {
-			t.Fatalf("%q: %v", text, problems)
-		}
-		return Run(prog, vars)
+		return runIn(t, env, text, b, vars)
 	}
 	for _, tt := range []struct {
 		text  string

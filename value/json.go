@@ -1606,3 +1606,34 @@ func describe(b []byte, i int) string {
 	}
 	return fmt.Sprintf("byte 0x%02x", c)
 }
+
+// JSONStringBytes is how many bytes s takes as a JSON string's contents, at most: a control
+// character as \u00XX (6 bytes), `"` and `\` escaped (2), `<`, `>` and `&` as \u003c... (6,
+// as an encoder escaping for HTML writes them), U+2028 and U+2029 as \u2028 (6), and a byte
+// that is not UTF-8 as \ufffd (6). Answers and expressions' budgets count text by it.
+func JSONStringBytes(s string) int {
+	n := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c < 0x20 || c == '<' || c == '>' || c == '&':
+				n += 6
+			case c == '"' || c == '\\':
+				n += 2
+			default:
+				n++
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
+			n += 6
+		} else {
+			n += size
+		}
+		i += size
+	}
+	return n
+}

@@ -1138,3 +1138,24 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+// JSONStringBytes is at most what encoding/json (which escapes <, > and & for HTML, U+2028
+// and U+2029, and writes a byte that is not UTF-8 as \ufffd) writes between a string's quotes,
+// and exactly that but for \n, \r, \t, \b and \f, which it writes in 2 bytes where the count
+// takes 6 for every control character (an upper bound): "<&>\n\t\\" is 3 × 6 + 2 × 6 + 2 = 32
+// by hand, encoding/json's 24.
+func TestJSONStringBytesAsEncodingJSON(t *testing.T) {
+	for _, s := range []string{"", "ab", "a\x01\"<é\u2028\xff", "\u2029日本\xc3", strings.Repeat("\x00z", 50), "<&>\n\t\\"} {
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := len(b) - 2
+		if strings.ContainsAny(s, "\n\t") {
+			want = 32
+		}
+		if got := JSONStringBytes(s); got != want {
+			t.Errorf("%q: %d, want %d", s, got, want)
+		}
+	}
+}
