@@ -51,6 +51,7 @@ type sliding struct {
 	cover     *block
 	covered   []bool
 	orderFree []bool
+	recompute bool // some tiered aggregation is not order-free: its cover cell is made per result
 	view      []Column
 	scratch   []Column
 	cell      []Column // cols of scratch for one cell, reused for output
@@ -86,12 +87,14 @@ func (s *sliding) newRunning() {
 	s.cover = &block{cols: make([]Column, len(s.aggs)), shared: -1}
 	s.view = make([]Column, len(s.aggs))
 	s.orderFree = make([]bool, len(s.aggs))
+	s.recompute = false
 	for i, a := range s.aggs {
 		c := a.Aggregator.NewColumn()
 		if s.tiered[i] {
 			s.cover.cols[i] = c
 			_, variance := a.Aggregator.(*varianceAgg)
 			s.orderFree[i] = !variance
+			s.recompute = s.recompute || variance
 		} else {
 			s.running.cols[i] = c
 		}
@@ -214,8 +217,8 @@ func (s *sliding) windowValue(slot int, i int64) ([]Column, int) {
 // window: those of the order-free aggregations when stale, and those of the others, merged
 // from the tier blocks.
 func (s *sliding) fillCover(slot int) {
-	if !anyTrue(s.tiered) {
-		return
+	if s.covered[slot] && !s.recompute {
+		return // kept (or nothing tiered: covered alike)
 	}
 	if s.cell == nil {
 		s.cell = make([]Column, len(s.aggs))

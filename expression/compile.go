@@ -302,21 +302,20 @@ func newConfig(env TypeEnv) *conf.Config {
 	}
 	// date() and now() read the machine's zone otherwise; scenarios must
 	// behave the same everywhere.
-	config.Visitors = append(config.Visitors, withUTC{}, guardedEpoch{})
+	config.Visitors = append(config.Visitors, withUTC{})
 	config.Check()
 	return config
 }
 
-// guardedEpoch calls, for a time's UnixMilli(), UnixMicro() and UnixNano(), functions that
+// guardEpoch makes a time's UnixMilli(), UnixMicro() and UnixNano() calls of functions that
 // refuse a time whose count does not fit in an int64: Go's methods wrap it, and
 // date("2024-01-01").AddDate(300000000, 0, 0).UnixMilli() gave -8979656769642351616 (a
 // hostile round; integers are exact or an error, never a wrap). UnixMilli() is
-// toEpochMillis(t); Unix() fits in every time there is.
-type guardedEpoch struct{}
-
+// toEpochMillis(t); Unix() fits in every time there is. withUTC's visit calls it: each
+// visitor costs expr's checker a pass over the tree.
 var guardedEpochMethods = map[string]string{"UnixMilli": FuncToEpochMillis, "UnixMicro": funcUnixMicro, "UnixNano": funcUnixNano}
 
-func (guardedEpoch) Visit(node *ast.Node) {
+func guardEpoch(node *ast.Node) {
 	c, ok := (*node).(*ast.CallNode)
 	if !ok || len(c.Arguments) != 0 {
 		return
@@ -348,6 +347,7 @@ func (guardedEpoch) Visit(node *ast.Node) {
 type withUTC struct{}
 
 func (withUTC) Visit(node *ast.Node) {
+	guardEpoch(node)
 	b, ok := (*node).(*ast.BuiltinNode)
 	if !ok || b.Name != "date" && b.Name != "now" {
 		return
