@@ -233,7 +233,7 @@ func New(cfg Config) (*Handler, error) {
 	if bb := limiter.requestBodies; bb != nil && bb.wait > 0 {
 		g := prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "scenario_server_requests_waiting",
-			Help: "Requests waiting for the first bytes of their bodies in the request budget (--request-body-bytes), the smallest served first, before a 503 after 10 s.",
+			Help: "Requests waiting for bytes of their bodies in the request budget (--request-body-bytes), the smallest served first, before a 503 after 10 s.",
 		})
 		if reused, err := registerOrReuse(cfg.Metrics, g); err == nil {
 			g = reused

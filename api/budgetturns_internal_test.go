@@ -221,3 +221,116 @@ func TestCutAgainPenalizedLonger(t *testing.T) {
 		}
 	}
 }
+
+// A body's later bytes wait their turn as its first do, holding those read before, unless an
+// older request waits so; a younger one is then refused at once. By hand, a budget of 6,400
+// bytes (a 64th: 100; a quarter: 1,600; half: 3,200; three quarters: 4,800):
+//
+//   - v loads 3,200 (half: a viewer's comparison). e's body takes its first 50 (small: the
+//     whole budget is its limit; 3,250 held), then asks for 2,000 more: 5,250 passes three
+//     quarters, and it waits, holding 50 (without the fix: busy at once, every time v held
+//     half, whatever e tried);
+//   - f's body, come after e's, holds 50, and asks for 2,800 more: refused at once, e waiting
+//     holding bytes (the two could otherwise wait for each other's bytes);
+//   - v's answer is written: its 3,200 come back, and e takes its 2,000 (2,100 held).
+func TestBodyLaterBytesWait(t *testing.T) {
+	bb := turnsBudget(6400)
+	v := bb.mustHold(t, "v", 3200)
+	body := func(client string, first int64) *requestHold {
+		h := &requestHold{budget: bb, client: client, ctx: t.Context(), w: httptest.NewRecorder()}
+		if _, err := h.take(first, holdBody); err != nil {
+			t.Fatalf("%s's first %d bytes: %v", client, first, err)
+		}
+		return h
+	}
+	e := body("e", 50)
+	granted := make(chan error, 1)
+	go func() { _, err := e.take(2000, holdBody); granted <- err }()
+	for !bb.queued(e) {
+		select {
+		case err := <-granted:
+			t.Fatalf("e's later 2,000 bytes while v held half: %v at once; want a wait", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	f := body("f", 50)
+	if _, err := f.take(2800, holdBody); err != errRequestsBusy {
+		t.Fatalf("f's later 2,800 bytes: %v; want busy at once", err)
+	}
+	v.release()
+	select {
+	case err := <-granted:
+		if err != nil {
+			t.Fatalf("e's later 2,000 bytes once v gave back its 3,200: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("e's later 2,000 bytes were not granted within 10 s of v's 3,200 given back")
+	}
+	if held, free := bb.holding("e"); held != 2050 || free != 4300 {
+		t.Fatalf("e holds %d, %d free; want 2,050 and 4,300", held, free)
+	}
+	f.release()
+	e.release()
+}
+
+// An older request that comes to wait holding bytes refuses the younger ones waiting so, as
+// many as the bytes it lacks (wound-wait). By hand, a budget of 6,400 bytes (three quarters:
+// 4,800; a 64th: 100):
+//
+//   - o's body takes its first 50, then v loads 3,200 and y's body, come after o's, takes its
+//     first 50 (3,300 held);
+//   - y asks for 2,000 more: 5,300 passes 4,800, and it waits holding 50 (no older request
+//     waits so);
+//   - o asks for 1,550 more: 4,850 passes 4,800 by 50, and y's 50 make it up: y is refused
+//     (busy), and once y gives its 50 back o takes its 1,550 (4,800 held: o 1,600, v 3,200).
+//
+// When both waited (the rule before: they fitted in three quarters together, 2,050 and 1,600),
+// each waited for the other's bytes, v holding the rest, until their waits ended: a client's
+// next request came after a request that had waited its turn and kept it out
+// (TestRequestsWaitTheirTurn).
+func TestOlderBodyRefusesYoungerWaiting(t *testing.T) {
+	bb := turnsBudget(6400)
+	body := func(client string, first int64) *requestHold {
+		h := &requestHold{budget: bb, client: client, ctx: t.Context(), w: httptest.NewRecorder()}
+		if _, err := h.take(first, holdBody); err != nil {
+			t.Fatalf("%s's first %d bytes: %v", client, first, err)
+		}
+		return h
+	}
+	o := body("o", 50)
+	v := bb.mustHold(t, "v", 3200)
+	y := body("y", 50)
+	yAnswer := make(chan error, 1)
+	go func() { _, err := y.take(2000, holdBody); yAnswer <- err }()
+	for !bb.queued(y) {
+		select {
+		case err := <-yAnswer:
+			t.Fatalf("y's later 2,000 bytes: %v at once; want a wait", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	oAnswer := make(chan error, 1)
+	go func() { _, err := o.take(1550, holdBody); oAnswer <- err }()
+	select {
+	case err := <-yAnswer:
+		if err != errRequestsBusy {
+			t.Fatalf("y, younger, once o came to wait: %v; want busy", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("y, younger, was still waiting 10 s after o came to wait holding bytes")
+	}
+	y.release()
+	select {
+	case err := <-oAnswer:
+		if err != nil {
+			t.Fatalf("o's later 1,550 bytes once y gave back its 50: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("o's later 1,550 bytes were not granted within 10 s of y's 50 given back")
+	}
+	if held, free := bb.holding("o"); held != 1600 || free != 1600 {
+		t.Fatalf("o holds %d, %d free; want 1,600 and 1,600", held, free)
+	}
+	o.release()
+	v.release()
+}
