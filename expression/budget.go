@@ -633,13 +633,19 @@ func scalarIndex(i any) any {
 // int in its checked form (checkArithmetic).
 var scanArgs = map[string]int{"float": 1, "duration": 1, "date": 1, "hasPrefix": 1, "hasSuffix": 1}
 
-// MaxTimeText is the most bytes of a string date, duration, timezone, parseTime and
-// toEpochMillis take (timeTexts): their errors quote the text, each control byte as four, and
-// wrap it again, before the message is cut; a text of 16 MB made 0.7 to 1.35 GB so (a hostile
-// round: a server at 3.17 GB). No time, duration, zone or pattern is near it.
-const MaxTimeText = 1024
+// MaxParsedText is the most bytes of a string date, duration, timezone, parseTime,
+// toEpochMillis, int and float take (parsedTexts): their errors quote the text, each control
+// byte as four, and wrap it again, before the message is cut; a text of 16 MB made 0.7 to 1.35
+// GB so (a hostile round: a server at 3.17 GB), and int or float of one 112 MB (strconv's
+// error and expr's message each copy it). No time, duration, zone, pattern or number is near
+// it.
+const MaxParsedText = 1024
 
-var timeTexts = map[string]bool{"date": true, "duration": true, FuncParseTime: true, FuncToEpochMillis: true, FuncTimezone: true}
+// parsedTexts are the functions whose string arguments MaxParsedText bounds, with what they
+// parse, for the error.
+var parsedTexts = map[string]string{"date": "a time, a duration, a time zone or a pattern", "duration": "a time, a duration, a time zone or a pattern",
+	FuncParseTime: "a time, a duration, a time zone or a pattern", FuncToEpochMillis: "a time, a duration, a time zone or a pattern",
+	FuncTimezone: "a time, a duration, a time zone or a pattern", "int": "a number", "float": "a number"}
 
 // scanCalls are scanArgs for the functions of functions() (timezone replaces expr's).
 var scanCalls = map[string]int{FuncParseTime: 1, FuncToEpochMillis: 1, FuncTimezone: 1}
@@ -653,8 +659,8 @@ func scanArguments(args []ast.Node, what string, reads int, budget ast.Node) {
 			n = math.MaxInt
 		}
 		rb.scan(what, n)
-		if timeTexts[what] && len(s) > MaxTimeText {
-			panic(fmt.Errorf("%s: a text of %d bytes; a time, a duration, a time zone or a pattern is at most %d", what, len(s), MaxTimeText))
+		if parsed, ok := parsedTexts[what]; ok && len(s) > MaxParsedText {
+			panic(fmt.Errorf("%s: a text of %d bytes; %s is at most %d", what, len(s), parsed, MaxParsedText))
 		}
 	})
 }
