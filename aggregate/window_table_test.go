@@ -245,6 +245,32 @@ func TestSessionClosedByConditionDropsEventsWithinIt(t *testing.T) {
 	expect(t, out, []got{{"k", 0, 3001, 3000, "2", false}, {"k", -10001, -1, -2, "1", false}, {"k", 3500, 14000, 13999, "2", false}})
 }
 
+func TestSessionClosedRememberedWhileKeyHasOpenSession(t *testing.T) {
+	// Timeout 60 s (docs/semantics.md §4). Session [0, 60000) of "k" closes when W reaches
+	// 60000 (here 100000), Count 1. While "k" has an open session ([100000, 190000) once
+	// 130000 joins it), the closed one is remembered, though W (130000) passed its last event
+	// + 2 timeouts (120000): the out-of-order 40000 reaches both (40 s after 0; 60 s before
+	// 100000), would join the closed one, and is late, naming [0, 60000) at W 130000. The
+	// open session ends at the flush: Count 2.
+	spec := WindowSpec{Kind: Session, SessionTimeout: 60000, EmitWhen: OnEnd}
+	out := runSteps(t, spec, Spec{Func: "Count"}, []step{
+		ev(0, "k", value.Null()), wm(0), ev(100000, "k", value.Null()), wm(100000),
+		ev(130000, "k", value.Null()), wm(130000),
+		{t: 40000, key: "k", in: value.Null(), lateErr: &LateError{WindowStart: 0, WindowEnd: 60000, Watermark: 130000}},
+		flush(),
+	})
+	expect(t, out, []got{{"k", 0, 60000, 59999, "1", false}, {"k", 100000, 190000, 189999, "2", false}})
+
+	// When W reaches 120000 with no open session of "k" (another key's event at 125000
+	// moved it), "k" holds nothing: its next session [100000, 160000) opens after, and the
+	// out-of-order 40000 joins it (60 s before 100000): [40000, 160000), Count 2.
+	out = runSteps(t, spec, Spec{Func: "Count"}, []step{
+		ev(0, "k", value.Null()), wm(0), ev(125000, "j", value.Null()), wm(125000),
+		ev(100000, "k", value.Null()), ev(40000, "k", value.Null()), flush(),
+	})
+	expect(t, out, []got{{"k", 0, 60000, 59999, "1", false}, {"k", 40000, 160000, 159999, "2", false}, {"j", 125000, 185000, 184999, "1", false}})
+}
+
 func TestLateEventDroppedFromClosedWindowCountedInOpenOne(t *testing.T) {
 	// Hopping: length 20 s, slide 10 s. The event at 5000 is in windows
 	// [-10000,10000) and [0,20000). Windows containing t=15000 are [0,20000)
