@@ -50,7 +50,9 @@ type aligned struct {
 	scratch *block // cols: tiered aggregations, merged at firing
 	tierWnt []bool
 	out     []Column // per aggregation, the column to read results from
-	empty   []Column // one empty cell per aggregation, for extra windows
+	// mayOverflow: some running column is an overflowColumn (fire looks at it).
+	mayOverflow bool
+	empty       []Column // one empty cell per aggregation, for extra windows
 
 	next    int64 // the next window to close, when hasNext
 	hasNext bool
@@ -133,6 +135,8 @@ func newAligned(spec WindowSpec, aggs []Named, emit func(*Result)) (*aligned, er
 			a.runWant[i] = true
 			a.running.cols[i] = ag.Aggregator.NewColumn()
 			a.out[i] = a.running.cols[i]
+			_, ok := a.running.cols[i].(overflowColumn)
+			a.mayOverflow = a.mayOverflow || ok
 		}
 	}
 	return a, nil
@@ -439,6 +443,16 @@ func (a *aligned) fire(k int64, pause func() bool) bool {
 			}
 			if pause != nil && pause() {
 				return false
+			}
+			if a.mayOverflow && overflowed(a.running.cols, slot) {
+				// Retracting never brings an overflowed sum back (overflowColumn): its cells
+				// are made again from window k's slices.
+				for _, c := range a.running.cols {
+					if c != nil {
+						c.Reset(slot)
+					}
+				}
+				a.mergeRange(a.running.cols, slot, slot, k*a.s, k*a.s+a.n-1)
 			}
 			a.r.Key = a.keyVals[slot]
 			emitCells(&a.stats, a.emit, &a.r, a.out, slot)

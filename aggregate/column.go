@@ -69,6 +69,25 @@ type Column interface {
 	SizeBytes() int
 }
 
+// overflowColumn is a Column whose cells can overflow in a way Retract does not undo (Sum's
+// and Average's float sums: ±Inf less a finite number stays ±Inf). A window operator that keeps
+// a running cell by subtract-on-evict makes such a cell again from its slices when it has
+// overflowed, before it answers from it: otherwise one window whose sum passed ±1.8e308 made
+// every later result of its key null, as long as its running window was never empty.
+type overflowColumn interface {
+	Overflowed(i int) bool
+}
+
+// overflowed reports whether cell i of a column of cols that is an overflowColumn overflowed.
+func overflowed(cols []Column, i int) bool {
+	for _, c := range cols {
+		if o, ok := c.(overflowColumn); ok && o.Overflowed(i) {
+			return true
+		}
+	}
+	return false
+}
+
 // Aggregator is one aggregation function with its parameters (docs/semantics.md §5).
 type Aggregator interface {
 	// Func returns the function's name as users write it ("Sum", "Percentile").

@@ -52,11 +52,13 @@ type sliding struct {
 	covered   []bool
 	orderFree []bool
 	recompute bool // some tiered aggregation is not order-free: its cover cell is made per result
-	view      []Column
-	scratch   []Column
-	cell      []Column // cols of scratch for one cell, reused for output
-	timers    timerHeap
-	tseq      uint64
+	// mayOverflow: some running column is an overflowColumn (windowValue looks at it).
+	mayOverflow bool
+	view        []Column
+	scratch     []Column
+	cell        []Column // cols of scratch for one cell, reused for output
+	timers      timerHeap
+	tseq        uint64
 
 	r Result
 }
@@ -87,7 +89,7 @@ func (s *sliding) newRunning() {
 	s.cover = &block{cols: make([]Column, len(s.aggs)), shared: -1}
 	s.view = make([]Column, len(s.aggs))
 	s.orderFree = make([]bool, len(s.aggs))
-	s.recompute = false
+	s.recompute, s.mayOverflow = false, false
 	for i, a := range s.aggs {
 		c := a.Aggregator.NewColumn()
 		if s.tiered[i] {
@@ -97,6 +99,8 @@ func (s *sliding) newRunning() {
 			s.recompute = s.recompute || variance
 		} else {
 			s.running.cols[i] = c
+			_, ok := c.(overflowColumn)
+			s.mayOverflow = s.mayOverflow || ok
 		}
 		s.view[i] = c
 	}
@@ -188,14 +192,30 @@ func (s *sliding) Add(e *Event) error {
 // [i-n+1, i], for i >= latest-n+1 (the event's own window, or a leave window i > latest):
 // for i = latest, slot's running cells (view, its cover rebuilt when stale); otherwise
 // scratch cell 0, where it puts them.
+//
+// A running cell that overflowed (a float Sum past ±1.8e308: overflowColumn) is made again
+// from its slices first, as retracting never brings it back.
 func (s *sliding) windowValue(slot int, i int64) ([]Column, int) {
 	latest := s.latest[slot]
+	if s.mayOverflow && overflowed(s.running.cols, slot) {
+		for _, c := range s.running.cols {
+			if c != nil {
+				c.Reset(slot)
+			}
+		}
+		s.mergeRange(s.running.cols, slot, slot, latest-s.n+1, latest)
+	}
 	if i == latest {
 		s.fillCover(slot)
 		return s.view, slot
 	}
 	for _, c := range s.scratch {
 		c.Reset(0)
+	}
+	if s.mayOverflow && overflowed(s.running.cols, slot) {
+		// The running window overflows still: this window is made from its own slices.
+		s.mergeRange(s.scratch, 0, slot, i-s.n+1, min(i, latest))
+		return s.scratch, 0
 	}
 	for k, c := range s.running.cols {
 		if c != nil {

@@ -135,6 +135,17 @@ func (e *exactSum) addFloat(i int, f float64) {
 // hasFloat reports whether cell i holds a float input.
 func (e *exactSum) hasFloat(i int) bool { return e.floats && e.fl[i].n != 0 }
 
+// Overflowed reports whether cell i's float sum went past ±math.MaxFloat64 (or its rounding
+// error with it): retracting the inputs that took it there does not bring it back, as ±Inf
+// less any finite number stays ±Inf (overflowColumn).
+func (e *exactSum) Overflowed(i int) bool {
+	if !e.hasFloat(i) {
+		return false
+	}
+	p := e.fl[i]
+	return math.IsInf(p.sum, 0) || math.IsNaN(p.sum) || math.IsInf(p.cmp, 0) || math.IsNaN(p.cmp)
+}
+
 // hiOf is cell i's high word.
 func (e *exactSum) hiOf(i int) int64 {
 	if e.hi == nil {
