@@ -50,9 +50,9 @@ type aligned struct {
 	scratch *block // cols: tiered aggregations, merged at firing
 	tierWnt []bool
 	out     []Column // per aggregation, the column to read results from
-	// mayOverflow: some running column is an overflowColumn (fire looks at it).
-	mayOverflow bool
-	empty       []Column // one empty cell per aggregation, for extra windows
+	// overflows: the running columns that are overflowColumns (fire looks at them).
+	overflows []overflowColumn
+	empty     []Column // one empty cell per aggregation, for extra windows
 
 	next    int64 // the next window to close, when hasNext
 	hasNext bool
@@ -135,10 +135,9 @@ func newAligned(spec WindowSpec, aggs []Named, emit func(*Result)) (*aligned, er
 			a.runWant[i] = true
 			a.running.cols[i] = ag.Aggregator.NewColumn()
 			a.out[i] = a.running.cols[i]
-			_, ok := a.running.cols[i].(overflowColumn)
-			a.mayOverflow = a.mayOverflow || ok
 		}
 	}
+	a.overflows = overflowColumns(a.running.cols)
 	return a, nil
 }
 
@@ -444,7 +443,7 @@ func (a *aligned) fire(k int64, pause func() bool) bool {
 			if pause != nil && pause() {
 				return false
 			}
-			if a.mayOverflow && overflowed(a.running.cols, slot) {
+			if a.overflows != nil && overflowed(a.overflows, slot) {
 				// Retracting never brings an overflowed sum back (overflowColumn): its cells
 				// are made again from window k's slices.
 				for _, c := range a.running.cols {
@@ -587,6 +586,7 @@ func (a *aligned) shrinkIfEmpty() {
 			a.out[i] = a.running.cols[i]
 		}
 	}
+	a.overflows = overflowColumns(a.running.cols)
 }
 
 func anyTrue(b []bool) bool {

@@ -78,10 +78,22 @@ type overflowColumn interface {
 	Overflowed(i int) bool
 }
 
-// overflowed reports whether cell i of a column of cols that is an overflowColumn overflowed.
-func overflowed(cols []Column, i int) bool {
+// overflowColumns returns the columns of cols that are overflowColumns, or nil: found once per
+// running block, not by a type assertion per result (on the window core's path).
+func overflowColumns(cols []Column) []overflowColumn {
+	var out []overflowColumn
 	for _, c := range cols {
-		if o, ok := c.(overflowColumn); ok && o.Overflowed(i) {
+		if o, ok := c.(overflowColumn); ok {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// overflowed reports whether cell i of one of cols overflowed.
+func overflowed(cols []overflowColumn, i int) bool {
+	for _, c := range cols {
+		if c.Overflowed(i) {
 			return true
 		}
 	}

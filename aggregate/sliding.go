@@ -52,13 +52,13 @@ type sliding struct {
 	covered   []bool
 	orderFree []bool
 	recompute bool // some tiered aggregation is not order-free: its cover cell is made per result
-	// mayOverflow: some running column is an overflowColumn (windowValue looks at it).
-	mayOverflow bool
-	view        []Column
-	scratch     []Column
-	cell        []Column // cols of scratch for one cell, reused for output
-	timers      timerHeap
-	tseq        uint64
+	// overflows: the running columns that are overflowColumns (windowValue looks at them).
+	overflows []overflowColumn
+	view      []Column
+	scratch   []Column
+	cell      []Column // cols of scratch for one cell, reused for output
+	timers    timerHeap
+	tseq      uint64
 
 	r Result
 }
@@ -89,7 +89,7 @@ func (s *sliding) newRunning() {
 	s.cover = &block{cols: make([]Column, len(s.aggs)), shared: -1}
 	s.view = make([]Column, len(s.aggs))
 	s.orderFree = make([]bool, len(s.aggs))
-	s.recompute, s.mayOverflow = false, false
+	s.recompute = false
 	for i, a := range s.aggs {
 		c := a.Aggregator.NewColumn()
 		if s.tiered[i] {
@@ -99,11 +99,10 @@ func (s *sliding) newRunning() {
 			s.recompute = s.recompute || variance
 		} else {
 			s.running.cols[i] = c
-			_, ok := c.(overflowColumn)
-			s.mayOverflow = s.mayOverflow || ok
 		}
 		s.view[i] = c
 	}
+	s.overflows = overflowColumns(s.running.cols)
 	s.covered = nil
 }
 
@@ -197,7 +196,7 @@ func (s *sliding) Add(e *Event) error {
 // from its slices first, as retracting never brings it back.
 func (s *sliding) windowValue(slot int, i int64) ([]Column, int) {
 	latest := s.latest[slot]
-	if s.mayOverflow && overflowed(s.running.cols, slot) {
+	if s.overflows != nil && overflowed(s.overflows, slot) {
 		for _, c := range s.running.cols {
 			if c != nil {
 				c.Reset(slot)
@@ -212,7 +211,7 @@ func (s *sliding) windowValue(slot int, i int64) ([]Column, int) {
 	for _, c := range s.scratch {
 		c.Reset(0)
 	}
-	if s.mayOverflow && overflowed(s.running.cols, slot) {
+	if s.overflows != nil && overflowed(s.overflows, slot) {
 		// The running window overflows still: this window is made from its own slices.
 		s.mergeRange(s.scratch, 0, slot, i-s.n+1, min(i, latest))
 		return s.scratch, 0
