@@ -2,6 +2,7 @@
 // sample records with the sink outputs they must give. Deploys run them first and refuse a
 // version that fails one (the deploy panel offers an override with a comment).
 import { useCallback, useEffect, useState } from 'react';
+import { parse, stringify } from 'lossless-json';
 import { api, problemText, type Schemas } from '../api/client';
 import { useAuth } from '../auth';
 
@@ -9,22 +10,44 @@ type TestCase = Schemas['TestCase'];
 type TestCasesRun = Schemas['TestCasesRun'];
 type TestResult = Schemas['TestResult'];
 
+/** The most values of one sink a test case compares (the server's). */
+const COMPARED_PER_SINK = 1000;
+
+/**
+ * The sink outputs of a test run's answer (POST /api/test, its JSON text) as a test case
+ * expects them: per sink its values, their numbers kept as the server wrote them
+ * (lossless-json). JSON.parse made 66.0 the integer 66 and 1234567890123456789
+ * 1234567890123456800, while the server compares a float with an integer, and integers by
+ * their digits, exactly: the test case saved so failed at once, and every deploy after it was
+ * refused (a new-user round).
+ */
+export function expectedOf(answer: string): Record<string, unknown[]> {
+  const result = parse(answer) as { sinkOutputs?: Record<string, { outputs?: { value: unknown }[] | null }> } | null;
+  const sinks: Record<string, unknown[]> = {};
+  for (const [id, s] of Object.entries(result?.sinkOutputs ?? {})) sinks[id] = (s.outputs ?? []).map((o) => o.value);
+  return sinks;
+}
+
+/** Why a test run's sink outputs cannot be saved as a test case ('' when they can): a sink wrote more than one compares. */
+export function notSavable(result: TestResult): string {
+  for (const [id, s] of Object.entries(result.sinkOutputs ?? {})) {
+    if (s.truncated || s.total > COMPARED_PER_SINK) {
+      return `sink "${id}" wrote ${s.total} values; a test case compares at most ${COMPARED_PER_SINK} a sink: test with fewer records to save one`;
+    }
+  }
+  return '';
+}
+
 type Props = {
   name: string;
   records: string;
   onRecords: (text: string) => void;
-  /** The last test run's result, when it is of the graph as it is (not stale). */
+  /** The last test run's result and its answer's JSON text, when it is of the graph as it is (not stale). */
   result: TestResult | undefined;
+  answer: string | undefined;
 };
 
-/** The sink outputs of a test run, as a test case expects them. */
-export function expectedOf(result: TestResult): Record<string, unknown[]> {
-  const out: Record<string, unknown[]> = {};
-  for (const [id, s] of Object.entries(result.sinkOutputs ?? {})) out[id] = (s.outputs ?? []).map((o) => o.value);
-  return out;
-}
-
-export function SavedTests({ name, records, onRecords, result }: Props) {
+export function SavedTests({ name, records, onRecords, result, answer }: Props) {
   const { can } = useAuth();
   const [tests, setTests] = useState<TestCase[]>([]);
   const [testName, setTestName] = useState('');
@@ -39,13 +62,18 @@ export function SavedTests({ name, records, onRecords, result }: Props) {
     load();
   }, [load]);
 
+  const refused = result ? notSavable(result) : '';
+  const savable = !!result && !!answer && !refused;
   const save = async () => {
-    if (!result) return;
+    if (!savable) return;
     setBusy(true);
     setError('');
+    // Written by lossless-json: each number as the server wrote it.
+    const body = stringify({ records, expected: expectedOf(answer) }) ?? '';
     const { error } = await api.PUT('/api/scenarios/{name}/tests/{test}', {
       params: { path: { name, test: testName.trim() } },
-      body: { records, expected: expectedOf(result) as Record<string, never[]> },
+      body: { records, expected: {} },
+      bodySerializer: () => body,
     });
     setBusy(false);
     if (error) setError(problemText(error));
@@ -77,8 +105,12 @@ export function SavedTests({ name, records, onRecords, result }: Props) {
           <button
             type="button"
             className="small"
-            disabled={busy || !result || !testName.trim()}
-            title={result ? 'Saves these records with the sink outputs of the last run as what they must give' : 'Run the test first: its sink outputs become the expected ones'}
+            disabled={busy || !savable || !testName.trim()}
+            title={
+              savable
+                ? 'Saves these records with the sink outputs of the last run as what they must give'
+                : refused || 'Run the test first: its sink outputs become the expected ones'
+            }
             onClick={save}
             data-testid="save-test-case"
           >
@@ -88,6 +120,11 @@ export function SavedTests({ name, records, onRecords, result }: Props) {
           <button type="button" className="small" disabled={busy || tests.length === 0} onClick={runAll} data-testid="run-all-tests">
             Run all tests
           </button>
+        </div>
+      )}
+      {can('editor') && refused && (
+        <div className="muted small" data-testid="test-case-refused">
+          {refused}
         </div>
       )}
       {run && (

@@ -18,6 +18,8 @@ type LateEvents = Schemas['LateTestEvents'];
 
 export type TestRun = {
   result: TestResult;
+  /** The answer's JSON text: a saved test case takes its sink outputs from it, numbers as the server wrote them. */
+  answer?: string;
   /** Records that entered each node. */
   counts: NodeCounts;
   /** Per edge, keyed by `${from}\u0000${to}`: the records its target received, where the target has that edge alone as input. */
@@ -276,15 +278,17 @@ export function TestPanel({ name, graph, records, onRecords: setRecords, records
     setBusy(true);
     setError('');
     const startedAt = performance.now();
-    const { data, error } = await api.POST('/api/test', { params: { query: { maxRecordsPerNode: LISTED_PER_NODE } }, body: { graph, records } });
+    // As text too: the sink outputs a test case saves keep their numbers as written (expectedOf).
+    const { data: text, error } = await api.POST('/api/test', { params: { query: { maxRecordsPerNode: LISTED_PER_NODE } }, body: { graph, records }, parseAs: 'text' });
     setBusy(false);
-    if (error) {
+    if (error || text === undefined) {
       const errs = (error as Schemas['ProblemDetails']).validation?.errors ?? [];
       setError(problemText(error) + (errs.length > 1 ? ` (${errs.length} errors: see Problems)` : ''));
       onRun(null);
       return;
     }
-    onRun({ result: data, ...countsOf(data, graph), graphKey: contentKey(graph), startedAt });
+    const data = JSON.parse(text) as TestResult;
+    onRun({ result: data, answer: text, ...countsOf(data, graph), graphKey: contentKey(graph), startedAt });
   };
 
   const result = run?.result;
@@ -353,7 +357,7 @@ export function TestPanel({ name, graph, records, onRecords: setRecords, records
           {recordsNotKept}
         </div>
       )}
-      <SavedTests name={name} records={records} onRecords={setRecords} result={stale ? undefined : run?.result} />
+      <SavedTests name={name} records={records} onRecords={setRecords} result={stale ? undefined : run?.result} answer={stale ? undefined : run?.answer} />
       {inferredFor.length > 0 && (
         <div className="muted small" data-testid="inferred-schema">
           Completion of <code>#input</code> in {inferredFor.join(', ')} uses the types of these samples, as {inferredFor.length === 1 ? 'it has' : 'they have'} no schema.
