@@ -881,8 +881,8 @@ func copyExampleData(seeded []examples.Example, sourceDir string, log *slog.Logg
 			continue
 		}
 		if err := copyFile(filepath.FromSlash(ex.DataFile), dst); err != nil {
-			log.Warn("an example's data file could not be copied into the source directory: a deployed example waits for it there; copy it to deploy the example's data",
-				"file", ex.DataFile, "to", dst, "reason", err.Error())
+			log.Warn("an example's data file could not be copied into the source directory: a deployed example waits for it there; to deploy the example's data, make the folder and copy the file from the repository (mkdir -p folder; cp file to)",
+				"file", ex.DataFile, "folder", filepath.Dir(dst), "to", dst, "reason", err.Error())
 			continue
 		}
 		log.Info("copied an example's data file into the source directory", "file", ex.DataFile, "to", dst)
