@@ -222,6 +222,32 @@ func TestCutAgainPenalizedLonger(t *testing.T) {
 	}
 }
 
+// bodyHold is a new request of client whose body has taken its first bytes.
+func (bb *bodyBudget) bodyHold(t *testing.T, client string, first int64) *requestHold {
+	t.Helper()
+	h := &requestHold{budget: bb, client: client, ctx: t.Context(), w: httptest.NewRecorder()}
+	if _, err := h.take(first, holdBody); err != nil {
+		t.Fatalf("%s's first %d bytes: %v", client, first, err)
+	}
+	return h
+}
+
+// takeLater asks for n more bytes of h's body, and returns once the request waits for them
+// (failing t when it is answered at once), with the channel its answer comes on.
+func (bb *bodyBudget) takeLater(t *testing.T, h *requestHold, n int64) <-chan error {
+	t.Helper()
+	answer := make(chan error, 1)
+	go func() { _, err := h.take(n, holdBody); answer <- err }()
+	for !bb.queued(h) {
+		select {
+		case err := <-answer:
+			t.Fatalf("%s's later %d bytes: %v at once; want a wait", h.client, n, err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return answer
+}
+
 // A body's later bytes wait their turn as its first do, holding those read before, unless an
 // older request waits so; a younger one is then refused at once. By hand, a budget of 6,400
 // bytes (a 64th: 100; a quarter: 1,600; half: 3,200; three quarters: 4,800):
@@ -236,24 +262,9 @@ func TestCutAgainPenalizedLonger(t *testing.T) {
 func TestBodyLaterBytesWait(t *testing.T) {
 	bb := turnsBudget(6400)
 	v := bb.mustHold(t, "v", 3200)
-	body := func(client string, first int64) *requestHold {
-		h := &requestHold{budget: bb, client: client, ctx: t.Context(), w: httptest.NewRecorder()}
-		if _, err := h.take(first, holdBody); err != nil {
-			t.Fatalf("%s's first %d bytes: %v", client, first, err)
-		}
-		return h
-	}
-	e := body("e", 50)
-	granted := make(chan error, 1)
-	go func() { _, err := e.take(2000, holdBody); granted <- err }()
-	for !bb.queued(e) {
-		select {
-		case err := <-granted:
-			t.Fatalf("e's later 2,000 bytes while v held half: %v at once; want a wait", err)
-		case <-time.After(time.Millisecond):
-		}
-	}
-	f := body("f", 50)
+	e := bb.bodyHold(t, "e", 50)
+	granted := bb.takeLater(t, e, 2000)
+	f := bb.bodyHold(t, "f", 50)
 	if _, err := f.take(2800, holdBody); err != errRequestsBusy {
 		t.Fatalf("f's later 2,800 bytes: %v; want busy at once", err)
 	}
@@ -290,25 +301,10 @@ func TestBodyLaterBytesWait(t *testing.T) {
 // (TestRequestsWaitTheirTurn).
 func TestOlderBodyRefusesYoungerWaiting(t *testing.T) {
 	bb := turnsBudget(6400)
-	body := func(client string, first int64) *requestHold {
-		h := &requestHold{budget: bb, client: client, ctx: t.Context(), w: httptest.NewRecorder()}
-		if _, err := h.take(first, holdBody); err != nil {
-			t.Fatalf("%s's first %d bytes: %v", client, first, err)
-		}
-		return h
-	}
-	o := body("o", 50)
+	o := bb.bodyHold(t, "o", 50)
 	v := bb.mustHold(t, "v", 3200)
-	y := body("y", 50)
-	yAnswer := make(chan error, 1)
-	go func() { _, err := y.take(2000, holdBody); yAnswer <- err }()
-	for !bb.queued(y) {
-		select {
-		case err := <-yAnswer:
-			t.Fatalf("y's later 2,000 bytes: %v at once; want a wait", err)
-		case <-time.After(time.Millisecond):
-		}
-	}
+	y := bb.bodyHold(t, "y", 50)
+	yAnswer := bb.takeLater(t, y, 2000)
 	oAnswer := make(chan error, 1)
 	go func() { _, err := o.take(1550, holdBody); oAnswer <- err }()
 	select {
