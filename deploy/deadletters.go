@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/scenario-server/scenario-server/connector/kafka"
 	"github.com/scenario-server/scenario-server/engine"
 	"github.com/scenario-server/scenario-server/scenario"
 	"github.com/scenario-server/scenario-server/store"
@@ -206,6 +207,12 @@ func (d *deployment) keepDeadLetter(dl DeadLetter) {
 			dl.RecordOmitted = true
 		}
 	}
+	d.addDeadLetter(dl)
+}
+
+// addDeadLetter adds dl to the results of the next checkpoint, when the hour's budget keeps
+// it (deadLetterFits).
+func (d *deployment) addDeadLetter(dl DeadLetter) {
 	b, err := json.Marshal(dl)
 	if err != nil {
 		return // unreachable: every field marshals
@@ -215,6 +222,41 @@ func (d *deployment) keepDeadLetter(dl DeadLetter) {
 	}
 	d.sinks.addResult(store.NewSinkResult{Sink: DeadLetterSink, Value: b})
 	d.deadLetters++
+}
+
+// refusingOutput is a sink's Output whose brokers may refuse a record as too large once it is
+// produced (kafka.Output.TakeRefused: the topic's bound could not be read).
+type refusingOutput interface {
+	TakeRefused() []kafka.Refused
+}
+
+// keepRefused keeps a dead letter for each record a sink's brokers refused as too large, at
+// the sink node's value, with the record's value (its first 64 KiB as a JSON string when it is
+// not JSON or longer): the checkpoint that found them failed, and the next goes on without
+// them. A record is one event's value, produced at a checkpoint, after its event: the dead
+// letter names no source position.
+func (d *deployment) keepRefused() {
+	for _, id := range d.sinks.ids {
+		out, ok := d.sinks.outputs[id].out.(refusingOutput)
+		if !ok {
+			continue
+		}
+		for _, r := range out.TakeRefused() {
+			msg := fmt.Sprintf("the Kafka brokers refused this sink's record of %d bytes (key, value and headers) as too large (%v); the topic's max.message.bytes could not be read (let the sink's user describe the topic's configs), so from now on a record of %d bytes or more is refused as it is written, and the records are produced one a batch", r.Bytes, r.Err, r.Bytes)
+			d.logger().Warn("a Kafka sink's record refused as too large: kept as a dead letter", "sink", id, "bytes", r.Bytes)
+			dl := DeadLetter{NodeID: id, Field: "value", Message: msg}
+			switch {
+			case len(r.Value) > MaxDeadLetterRecord:
+				dl.Record, _ = json.Marshal(string(r.Value[:MaxDeadLetterRecord]))
+				dl.RecordTruncated = true
+			case json.Valid(r.Value):
+				dl.Record = bytes.ToValidUTF8(r.Value, []byte("\uFFFD"))
+			default:
+				dl.Record, _ = json.Marshal(string(r.Value))
+			}
+			d.addDeadLetter(dl)
+		}
+	}
 }
 
 // deadLetterFits counts a dead letter of n bytes into the hour's budget and says whether it

@@ -1752,6 +1752,7 @@ func (d *deployment) checkpoint(ctx context.Context, async bool) error {
 	}
 	outputs, err := d.sinks.prepare(ctx) // phase 1 of the sinks' two-phase commit
 	if err != nil {
+		d.keepRefused() // records refused as too large: dead letters, and the next goes on
 		d.commitFailing = true
 		d.noteCheckpointError(now, err)
 		return err

@@ -15,7 +15,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/scenario-server/scenario-server/connector/kafka"
 	"github.com/scenario-server/scenario-server/internal/kafkatest"
@@ -465,8 +467,16 @@ func TestKafkaSinkTinyTopic(t *testing.T) {
 // Kafka sink writes to topic name, whose max.message.bytes is bound.
 func boundedTopicSink(t *testing.T, name string, bound int) (store.Store, []string, *Runtime) {
 	t.Helper()
+	return boundedTopicSinkOn(t, newCluster(t), name, bound)
+}
+
+// boundedTopicSinkOn is boundedTopicSink on cluster.
+func boundedTopicSinkOn(t *testing.T, cluster *kfake.Cluster, name string, bound int) (store.Store, []string, *Runtime) {
+	t.Helper()
 	st := sqliteStore(t)
-	brokers, cl := newKafka(t, map[string]int32{name: 1})
+	brokers := cluster.ListenAddrs()
+	cl := newProducer(t, brokers)
+	createTopic(t, cl, name, 1)
 	if _, err := kadm.NewClient(cl).AlterTopicConfigs(t.Context(), []kadm.AlterConfig{{Name: "max.message.bytes", Value: kadm.StringPtr(strconv.Itoa(bound))}}, name); err != nil {
 		t.Fatal(err)
 	}
@@ -479,6 +489,64 @@ func boundedTopicSink(t *testing.T, name string, bound int) (store.Store, []stri
 	r := newRuntime(t, st, func(c *Config) { c.KafkaBrokers = brokers })
 	deploy(t, r, name, 0)
 	return st, brokers, r
+}
+
+// When the topic's max.message.bytes cannot be read (DescribeConfigs refused, as under a
+// producer-only ACL) and a record passes it (2,000 bytes here; a value of 16,000 random hex
+// digits, a JSON string of 16,002 bytes, amid records of 102), the record is a dead letter at
+// the sink's value, and the others are written: the checkpoint whose batch the brokers refused
+// fails, the next sends one record a batch and names the record, and the one after writes the
+// rest. A second such record, written after, is refused as it is written (a per-event error at
+// its offset: a record of 16,002 bytes or more). Before, every checkpoint failed with
+// MESSAGE_TOO_LARGE, for good, and nothing was written again (a hostile round).
+func TestKafkaSinkRecordRefusedWhenTheBoundIsNotKnown(t *testing.T) {
+	cluster := newCluster(t)
+	cluster.ControlKey(int16(kmsg.DescribeConfigs), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		r := req.(*kmsg.DescribeConfigsRequest)
+		resp := r.ResponseKind().(*kmsg.DescribeConfigsResponse)
+		for _, rr := range r.Resources {
+			res := kmsg.NewDescribeConfigsResponseResource()
+			res.ResourceType, res.ResourceName, res.ErrorCode = rr.ResourceType, rr.ResourceName, kerr.TopicAuthorizationFailed.Code
+			resp.Resources = append(resp.Resources, res)
+		}
+		return resp, nil, true
+	})
+	st, brokers, r := boundedTopicSinkOn(t, cluster, "acl", 2000)
+	rng := rand.New(rand.NewPCG(5, 6))
+	var recs [][]byte
+	var want []string
+	event := func(i int, s string) []byte { return fmt.Appendf(nil, `{"ts": %d, "s": %q}`, 1_700_000_000_000+i, s) }
+	for i := range 3 {
+		s := randomHex(rng, 100)
+		want = append(want, `"`+s+`"`)
+		recs = append(recs, event(i, s))
+	}
+	recs = append(recs, event(3, randomHex(rng, 16_000)))
+	ingestAll(t, r, "acl", recs, 0, 4)
+	waitCommitted(t, r, "acl", 4)
+	last := randomHex(rng, 100)
+	want = append(want, `"`+last+`"`)
+	if _, err := r.Ingest(t.Context(), "acl", "in", "second", [][]byte{event(4, randomHex(rng, 16_000)), event(5, last)}); err != nil {
+		t.Fatal(err)
+	}
+	l := waitCommitted(t, r, "acl", 6)
+	if l.Nodes["out"].Errors != 1 {
+		t.Errorf("sink errors %d; want 1 (the second record of 16,002 bytes)", l.Nodes["out"].Errors)
+	}
+	var got []string
+	for _, rec := range consumeAll(t, brokers, "acl", kgo.ReadCommitted()) {
+		got = append(got, string(rec.Value))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("%d records written, want the 4 of 102 bytes", len(got))
+	}
+	dls := readDeadLetters(t, st, "acl")
+	if len(dls) != 2 || dls[0].NodeID != "out" || dls[0].Field != "value" || len(dls[0].Record) != 16_002 ||
+		!strings.Contains(dls[0].Message, "the Kafka brokers refused this sink's record of 16002 bytes (key, value and headers) as too large") ||
+		dls[1].Offset == nil || *dls[1].Offset != 4 || !strings.Contains(dls[1].Message, "more than the 16001 a record may be") {
+		t.Errorf("dead letters %+v; want the refused record's, then one at offset 4 refused as it was written", dls)
+	}
 }
 
 // randomHex is n random hex digits, which the producer's compression does not shrink much.

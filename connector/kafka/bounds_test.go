@@ -3,7 +3,9 @@ package kafka
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -15,8 +17,10 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sr"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
 
@@ -477,5 +481,77 @@ func TestPendingRecordOverALoweredBound(t *testing.T) {
 	o.Commit(ctx)
 	if got := committed(); len(got) != 1 || len(got[0]) != 1_899 {
 		t.Errorf("committed %d records, want the one of 1,899 bytes", len(got))
+	}
+}
+
+// When the topic's max.message.bytes cannot be read (the brokers refuse DescribeConfigs, as a
+// producer-only ACL does) and a record passes it (here 2,000 bytes, a value of 16,000
+// incompressible hex characters), the first checkpoint's batch is refused as too large, and
+// the sink sends one record a batch from then on; the second names the record (it alone is
+// refused), and takes it out of the pending ones (TakeRefused: 16,002 bytes, its JSON string);
+// the third writes the other two, and records of 16,002 bytes or more are refused as they are
+// written (MaxRecordBytes 16,001). Before, every checkpoint failed with MESSAGE_TOO_LARGE, for
+// good.
+func TestRecordRefusedWhenTheBoundIsNotKnown(t *testing.T) {
+	cluster := kafkatest.Cluster(t, kfake.SeedTopics(1, "out"))
+	brokers := cluster.ListenAddrs()
+	cluster.ControlKey(int16(kmsg.DescribeConfigs), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		r := req.(*kmsg.DescribeConfigsRequest)
+		resp := r.ResponseKind().(*kmsg.DescribeConfigsResponse)
+		for _, rr := range r.Resources {
+			res := kmsg.NewDescribeConfigsResponseResource()
+			res.ResourceType, res.ResourceName, res.ErrorCode = rr.ResourceType, rr.ResourceName, kerr.TopicAuthorizationFailed.Code
+			resp.Resources = append(resp.Resources, res)
+		}
+		return resp, nil, true
+	})
+	ctx := t.Context()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "max.message.bytes", Value: kadm.StringPtr("2000")}}, "out"); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := NewConn(brokers, Cluster{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := NewOutput("k", "out", "s", false, conn, discard)
+	t.Cleanup(o.Close)
+	if err := o.Restore(ctx, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Ready(ctx); err != nil {
+		t.Fatalf("ready, the topic's configs refused: %v; want the producer's default bound", err)
+	}
+	random := make([]byte, 8_000)
+	if _, err := rand.Read(random); err != nil {
+		t.Fatal(err)
+	}
+	o.Write(value.String("a"))
+	o.Write(value.String(hex.EncodeToString(random)))
+	o.Write(value.String("c"))
+	for try := 1; try <= 2; try++ {
+		if _, err := o.Prepare(ctx); !errors.Is(err, kerr.MessageTooLarge) {
+			t.Fatalf("prepare %d: %v; want MESSAGE_TOO_LARGE", try, err)
+		}
+		o.Abort(ctx)
+	}
+	refused := o.TakeRefused()
+	if len(refused) != 1 || refused[0].Bytes != 16_002 || len(refused[0].Value) != 16_002 {
+		t.Fatalf("refused %d records (%v); want the one of 16,002 bytes", len(refused), refused)
+	}
+	if got := o.MaxRecordBytes(); got != 16_001 {
+		t.Errorf("MaxRecordBytes %d once a record of 16,002 bytes was refused; want 16,001", got)
+	}
+	if _, err := o.Prepare(ctx); err != nil {
+		t.Fatalf("prepare 3: %v", err)
+	}
+	o.Commit(ctx)
+	if got := kafkatest.ReadTopic(t, brokers, "out", kgo.ReadCommitted()); len(got) != 2 || string(got[0].Value) != `"a"` || string(got[1].Value) != `"c"` {
+		t.Errorf("committed %d records; want \"a\" and \"c\"", len(got))
 	}
 }

@@ -89,6 +89,17 @@ type Output struct {
 	// Ready has settled the bound (known, or the default when it cannot be read).
 	topicBytes int
 	boundSet   bool
+	// When the brokers refuse a batch as too large and the topic's bound is not known (its
+	// max.message.bytes could not be read, or is 0): oneByOne makes the producers send one
+	// record a batch from then on, so that a refusal names its record; refused are the records
+	// so refused, taken out of pending for the deployment's dead letters (TakeRefused), and
+	// refusedBytes the least of their sizes (recordBytes), past which MaxRecordBytes refuses
+	// records as they are written. Without it, one record over the topic's bound failed every
+	// checkpoint for good (a hostile round: a producer-only ACL, which may not describe the
+	// topic's configs).
+	oneByOne     bool
+	refused      []Refused
+	refusedBytes int
 	// settleOnly: the Output only commits the transactions it restored (connector.Sink.Settle);
 	// it has no producers of its own.
 	settleOnly bool
@@ -233,7 +244,8 @@ func (k *Output) prepare(ctx context.Context) (*kafkaTxn, error) {
 	for i, r := range k.pending {
 		recs[i] = &kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: r.Headers}
 	}
-	err = cl.ProduceSync(ctx, recs...).FirstErr()
+	results := cl.ProduceSync(ctx, recs...)
+	err = results.FirstErr()
 	var txn *kafkaTxn
 	if err == nil {
 		var pid int64
@@ -244,7 +256,16 @@ func (k *Output) prepare(ctx context.Context) (*kafkaTxn, error) {
 	}
 	if err != nil {
 		k.abortOn(parent, k.slot)
-		if errors.Is(err, kerr.MessageTooLarge) {
+		switch {
+		case errors.Is(err, kerr.MessageTooLarge) && k.topicBytes == 0 && k.oneByOne:
+			// One record a batch: each refused one is too large alone.
+			k.takeRefused(recs, results)
+		case errors.Is(err, kerr.MessageTooLarge) && k.topicBytes == 0:
+			k.oneByOne = true
+			k.reset(0)
+			k.reset(1)
+			k.log.Warn("the brokers refused a batch as too large, and the topic's max.message.bytes is not known: records are sent one a batch from now on, and a record refused alone is a dead letter (let the sink's user describe the topic's configs to bound records as they are written)")
+		case errors.Is(err, kerr.MessageTooLarge):
 			// The topic's bound was lowered since Ready read it: it is read again before the
 			// next try, and the producers made again with the batches it allows.
 			k.boundSet, k.topicBytes = false, 0
@@ -263,6 +284,55 @@ func (k *Output) prepare(ctx context.Context) (*kafkaTxn, error) {
 	}
 	k.prepared = txn
 	return txn, nil
+}
+
+// Refused is a record of a Kafka sink that the brokers refused as too large, alone in its
+// batch (Output.TakeRefused): Bytes are its key's, value's and headers' (recordBytes, less
+// what franz-go adds), Value its value.
+type Refused struct {
+	Bytes int
+	Value []byte
+	Err   error
+}
+
+// takeRefused moves the pending records that the brokers refused as too large (one record a
+// batch: oneByOne) from pending to refused, and lowers refusedBytes to the least of their
+// sizes. recs are the records produced, pending's copies in its order; results come in the
+// order they completed.
+func (k *Output) takeRefused(recs []*kgo.Record, results kgo.ProduceResults) {
+	tooLarge := map[*kgo.Record]error{}
+	for _, res := range results {
+		if errors.Is(res.Err, kerr.MessageTooLarge) {
+			tooLarge[res.Record] = res.Err
+		}
+	}
+	kept := k.pending[:0]
+	requeued := k.requeued
+	for i, r := range k.pending {
+		if err, ok := tooLarge[recs[i]]; ok {
+			n := len(r.Key) + len(r.Value) + headerBytes(r)
+			k.refused = append(k.refused, Refused{Bytes: n, Value: r.Value, Err: err})
+			if k.refusedBytes == 0 || n < k.refusedBytes {
+				k.refusedBytes = n
+			}
+			k.pendingBytes -= recordBytes(r)
+			if i < k.requeued {
+				requeued--
+			}
+			continue
+		}
+		kept = append(kept, r)
+	}
+	clear(k.pending[len(kept):])
+	k.pending, k.requeued = kept, requeued
+}
+
+// TakeRefused returns the records the brokers refused as too large since it was last called
+// (see Output.oneByOne), which the deployment keeps as dead letters, and forgets them.
+func (k *Output) TakeRefused() []Refused {
+	r := k.refused
+	k.refused = nil
+	return r
 }
 
 // committed is phase 2, once the store committed the checkpoint: the records are the
@@ -552,12 +622,18 @@ func isRefusal(err error) bool {
 // MaxRecordBytes is the most bytes of key, value and headers (engine.KafkaRecordBytes) a
 // record of this sink may hold: MaxRecordBytes, or less for a topic whose max.message.bytes
 // is less than the producer's batch bound (that bound less 101 bytes of the batch's header
-// and the record's lengths; 0 when the topic's bound is under 101 bytes).
+// and the record's lengths; 0 when the topic's bound is under 101 bytes), and less than the
+// least record the brokers refused alone as too large (refusedBytes), when the bound is not
+// known.
 func (k *Output) MaxRecordBytes() int {
+	n := MaxRecordBytes
 	if k.topicBytes > 0 {
-		return max(min(MaxRecordBytes, k.topicBytes-(maxBatchWriteBytes-MaxRecordBytes)), 0)
+		n = max(min(MaxRecordBytes, k.topicBytes-(maxBatchWriteBytes-MaxRecordBytes)), 0)
 	}
-	return MaxRecordBytes
+	if k.refusedBytes > 0 {
+		n = min(n, k.refusedBytes-1)
+	}
+	return n
 }
 
 // minBatchBytes is the least bound on batches franz-go takes (kgo.ProducerBatchMaxBytes).
@@ -595,9 +671,10 @@ func (k *Output) producer(ctx context.Context, slot int) (*kgo.Client, error) {
 	// as such in the checkpoint error (not as the checkpoint's timeout), and soon.
 	opts := []kgo.Opt{kgo.TransactionalID(k.txnIDs[slot]), kgo.TransactionTimeout(k.conn.txnTimeout),
 		kgo.DefaultProduceTopic(k.topic), kgo.RetryTimeout(kafkaRequestTimeout), kgo.ProducerBatchMaxBytes(int32(k.batchBytes()))}
-	if k.topicBytes > 0 && k.topicBytes < minBatchBytes {
+	if k.topicBytes > 0 && k.topicBytes < minBatchBytes || k.oneByOne {
 		// Batches cannot be bounded below 512 bytes: one record at a time makes each batch
-		// one record, which MaxRecordBytes fits to the topic.
+		// one record, which MaxRecordBytes fits to the topic. (oneByOne: the topic's bound is
+		// not known, and a batch was refused.)
 		opts = append(opts, kgo.MaxBufferedRecords(1))
 	}
 	cl, err := k.conn.Client(opts...)
