@@ -1750,7 +1750,9 @@ func (d *deployment) checkpoint(ctx context.Context, async bool) error {
 		// Decided, and there is more to commit: its results, not committed, or what was
 		// processed meanwhile (async). A checkpoint of now follows.
 	}
-	outputs, err := d.sinks.prepare(ctx) // phase 1 of the sinks' two-phase commit
+	pctx, prepared := d.endedByStop(ctx)
+	outputs, err := d.sinks.prepare(pctx) // phase 1 of the sinks' two-phase commit
+	prepared()
 	if err != nil {
 		d.keepRefused() // records refused as too large: dead letters, and the next goes on
 		d.commitFailing = true
@@ -2348,6 +2350,30 @@ func (d *deployment) trimResults(results []store.NewSinkResult) {
 func (d *deployment) noteCheckpointError(now time.Time, err error) {
 	d.checkpointErr, d.checkpointErrAt = err.Error(), now
 	d.checkpointFailures++
+}
+
+// endedByStop is ctx, which a stop asked for ends too, unless one was asked for already (the
+// final checkpoint and those of a step's parts after the stop, which have bounds of their
+// own): a Kafka sink's prepare waits for its brokers up to kafkaPrepareTimeout (30 s), and
+// the stop of a deployment whose brokers did not answer waited that long, past the stop's
+// wait (20 s), and the deployment was fenced off, its scenario not deployable for half a
+// minute more (a hostile round).
+// The returned function ends it once it is no longer used.
+func (d *deployment) endedByStop(ctx context.Context) (context.Context, context.CancelFunc) {
+	select {
+	case <-d.stopCh:
+		return ctx, func() {}
+	default:
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-d.stopCh:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 // fail marks the deployment FAILED with reason.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -664,5 +665,48 @@ func TestKafkaSinkTopicBoundLowered(t *testing.T) {
 	}
 	if dls := readDeadLetters(t, st, "lowered"); len(dls) != 1 || !strings.Contains(dls[0].Message, "more than the 1899 a record may be in its topic") {
 		t.Errorf("dead letters %+v, want the large record's", dls)
+	}
+}
+
+// A stop asked for while a checkpoint waits for the Kafka brokers (here they hold every
+// Produce unanswered) ends that wait: the deployment goes on to its final checkpoint, which
+// fails within its own 10 s, and the cancel ends it CANCELED, not fenced off. Before, the
+// regular checkpoint's wait (up to 30 s) went past the stop's wait (here 25 s), and the cancel
+// fenced the deployment off (a hostile round: a sink's topic unreachable, a cancel of 20 s and
+// deploys refused 409 for 27 s more).
+func TestCancelEndsAKafkaSinksWait(t *testing.T) {
+	cluster := newCluster(t)
+	held := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	cluster.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		once.Do(func() { close(held) })
+		<-release
+		return nil, errors.New("held"), true
+	})
+	t.Cleanup(func() { close(release) })
+	st := sqliteStore(t)
+	brokers := cluster.ListenAddrs()
+	createTopic(t, newProducer(t, brokers), "held", 1)
+	createScenario(t, st, "held", `{"nodes": [
+  {"id": "in", "type": "Source", "ref": {"typ": "http", "parameters": [
+    {"name": "timestamp", "expression": {"language": "expr", "expression": "#input.ts"}}]}},
+  {"id": "out", "type": "Sink", "ref": {"typ": "kafka", "parameters": [{"name": "topic", "value": "held"},
+    {"name": "value", "expression": {"language": "expr", "expression": "#input.s"}}]}}
+], "edges": [{"from": "in", "to": "out", "edgeType": null}]}`)
+	r := newRuntime(t, st, func(c *Config) { c.KafkaBrokers, c.StopWait = brokers, 25*time.Second })
+	deploy(t, r, "held", 0)
+	if _, err := r.Ingest(t.Context(), "held", "in", "", [][]byte{[]byte(`{"ts": 1700000000000, "s": "a"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no checkpoint produced to the brokers within 30 s")
+	}
+	canceled, err := r.Cancel(t.Context(), "held", "ann", "")
+	if err != nil || canceled.Status != store.StatusCanceled || strings.Contains(canceled.Reason, "fenced off") {
+		t.Fatalf("cancel: %+v, %v; want CANCELED, not fenced off", canceled, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -244,7 +245,15 @@ func (k *Output) prepare(ctx context.Context) (*kafkaTxn, error) {
 	for i, r := range k.pending {
 		recs[i] = &kgo.Record{Topic: r.Topic, Key: r.Key, Value: r.Value, Headers: r.Headers}
 	}
-	results := cl.ProduceSync(ctx, recs...)
+	results, err := produceAll(ctx, cl, recs)
+	if err != nil {
+		// Its records sent and not answered (brokers that stopped answering), or not yet
+		// sent: the producer is left to close on its own, and the next one, of the same
+		// transactional id, fences it off and aborts its transaction.
+		k.producers[k.slot] = nil
+		go cl.Close()
+		return nil, k.failed("producing the checkpoint's records", err)
+	}
 	err = results.FirstErr()
 	var txn *kafkaTxn
 	if err == nil {
@@ -284,6 +293,28 @@ func (k *Output) prepare(ctx context.Context) (*kafkaTxn, error) {
 	}
 	k.prepared = txn
 	return txn, nil
+}
+
+// produceAll produces recs and returns their results, in the order they were answered, once
+// all are; or ctx's error once it ends, whatever is in flight. (kgo's ProduceSync waits for
+// the records in flight whatever its context: a stop waited for brokers that did not answer,
+// past the stop's wait, and the deployment was fenced off.)
+func produceAll(ctx context.Context, cl *kgo.Client, recs []*kgo.Record) (kgo.ProduceResults, error) {
+	var mu sync.Mutex
+	results := make(kgo.ProduceResults, 0, len(recs))
+	for _, r := range recs {
+		cl.Produce(ctx, r, func(r *kgo.Record, err error) {
+			mu.Lock()
+			results = append(results, kgo.ProduceResult{Record: r, Err: err})
+			mu.Unlock()
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return nil, err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return results, nil
 }
 
 // Refused is a record of a Kafka sink that the brokers refused as too large, alone in its
