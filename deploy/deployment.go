@@ -236,6 +236,11 @@ type source struct {
 	// backlog.
 	ingestMu sync.Mutex
 	inflight int64
+	// backlogBytes are the bytes of the events this server accepted for the source, or is
+	// appending, that the deployment has not read yet (Config.MaxBacklogBytes; never below 0:
+	// the events read that other servers accepted, or accepted before the deployment started,
+	// take nothing off it).
+	backlogBytes atomic.Int64
 
 	// pushedSinceStart: the engine has seen an event of this source since this process
 	// restored it (the engine's idle clock for the source is set). Owned by run.
@@ -248,6 +253,16 @@ func (s *source) appending() bool {
 	s.ingestMu.Lock()
 	defer s.ingestMu.Unlock()
 	return s.inflight > 0
+}
+
+// readBytes takes n bytes off backlogBytes, down to 0.
+func (s *source) readBytes(n int64) {
+	for {
+		cur := s.backlogBytes.Load()
+		if s.backlogBytes.CompareAndSwap(cur, max(cur-n, 0)) {
+			return
+		}
+	}
 }
 
 func (s *source) noteAccepted(end int64) {
@@ -1149,6 +1164,7 @@ func (d *deployment) process(ctx context.Context) (int, error) {
 				break // stopped before it: read from the log again
 			}
 			s.next.Store(e.Offset + 1)
+			s.readBytes(int64(len(e.Payload)))
 			if d.stopRequested(ctx) || d.eng.CheckState() || d.resultsFull() || d.eng.Interrupted() || d.eng.StepOpen() || d.batchLong(started) {
 				break
 			}

@@ -137,12 +137,18 @@ func (e *InvalidEventError) Error() string {
 type BackpressureError struct {
 	Scenario, Source string
 	Backlog, Limit   int64
-	// Batch is the number of events of the refused batch.
-	Batch      int
+	// Batch is the number of events of the refused batch, or its bytes when Bytes.
+	Batch int
+	// Bytes: Backlog, Batch and Limit are bytes (Config.MaxBacklogBytes), not events.
+	Bytes      bool
 	RetryAfter time.Duration
 }
 
 func (e *BackpressureError) Error() string {
+	if e.Bytes {
+		return fmt.Sprintf("source %q of %q has %d bytes of events waiting to be processed and the batch has %d (limit %d bytes); retry after %s",
+			e.Source, e.Scenario, e.Backlog, e.Batch, e.Limit, e.RetryAfter)
+	}
 	return fmt.Sprintf("source %q of %q has %d events waiting to be processed and the batch has %d (limit %d); retry after %s",
 		e.Source, e.Scenario, e.Backlog, e.Batch, e.Limit, e.RetryAfter)
 }

@@ -43,7 +43,8 @@ type Accepted struct {
 // value.MaxDepth) refuses the whole batch here instead of failing after it was accepted.
 //
 // Back-pressure: a batch is refused when the source's backlog of accepted (or being
-// appended), unprocessed events plus the batch would exceed Config.MaxBacklog, except that a batch is always accepted when the backlog is 0 (a
+// appended), unprocessed events plus the batch would exceed Config.MaxBacklog, or their bytes
+// Config.MaxBacklogBytes (of the batches this server accepted), except that a batch is always accepted when the backlog is 0 (a
 // batch larger than the limit could never be accepted otherwise): the backlog never exceeds
 // max(MaxBacklog, the largest batch, MaxBatchEvents at most) from the batches one server
 // takes; several servers sharing the store each check their own (ingestForOwner), so the
@@ -79,6 +80,10 @@ func (r *Runtime) Ingest(ctx context.Context, scenarioName, sourceID, key string
 	// check against the same backlog. The appends themselves run concurrently, so that the
 	// store commits them together.
 	n := int64(len(records))
+	var nb int64
+	for _, rec := range records {
+		nb += int64(len(rec))
+	}
 	s.ingestMu.Lock()
 	backlog := max(s.accepted.Load()-s.next.Load(), 0) + s.inflight
 	if backlog > 0 && backlog+n > r.cfg.MaxBacklog {
@@ -86,12 +91,28 @@ func (r *Runtime) Ingest(ctx context.Context, scenarioName, sourceID, key string
 		return Accepted{}, &BackpressureError{Scenario: scenarioName, Source: sourceID,
 			Backlog: backlog, Batch: len(records), Limit: r.cfg.MaxBacklog, RetryAfter: DefaultRetryAfter}
 	}
+	if backlog == 0 {
+		s.backlogBytes.Store(0) // all read: whatever the count says (it cannot drift)
+	}
+	if most := r.cfg.MaxBacklogBytes; most > 0 {
+		if bytes := s.backlogBytes.Load(); bytes > 0 && bytes+nb > most {
+			s.ingestMu.Unlock()
+			return Accepted{}, &BackpressureError{Scenario: scenarioName, Source: sourceID,
+				Backlog: bytes, Batch: int(nb), Limit: most, Bytes: true, RetryAfter: DefaultRetryAfter}
+		}
+	}
 	s.inflight += n
+	// Counted before the batch can be read (the deployment takes its bytes off as it reads
+	// it), and taken off again when it was not stored.
+	s.backlogBytes.Add(nb)
 	s.ingestMu.Unlock()
 	b, err := r.cfg.Store.AppendEventBatch(ctx, s.log, key, records)
 	s.ingestMu.Lock()
 	if err == nil {
 		s.noteAccepted(b.FirstOffset + int64(b.Count))
+	}
+	if err != nil || b.Duplicate {
+		s.readBytes(nb)
 	}
 	s.inflight -= n
 	s.ingestMu.Unlock()

@@ -116,6 +116,7 @@ const (
 	DefaultCheckpointInterval = time.Second
 	DefaultEventTimeout       = 30 * time.Second
 	DefaultMaxBacklog         = 50_000
+	DefaultMaxBacklogBytes    = 1 << 30
 	// DefaultRetryAfter is what a *BackpressureError tells the client to wait.
 	DefaultRetryAfter = time.Second
 )
@@ -142,6 +143,14 @@ type Config struct {
 	// the backlog is 0 (a batch larger than the limit is accepted alone). The check counts
 	// the batches being appended. 0 means DefaultMaxBacklog (50,000).
 	MaxBacklog int64
+	// MaxBacklogBytes is, per HTTP source, the most bytes of events this server accepted and
+	// the deployment has not yet read, checked as MaxBacklog is (a batch is accepted alone
+	// past it): events of 10 MiB each passed 50,000 events at 488 GiB, and a deployment that
+	// could not write its results filled the disk in minutes, refusing every scenario's events
+	// (a hostile round). The batches other servers accepted into the log, and those accepted
+	// before the deployment started, are not counted. 0 means DefaultMaxBacklogBytes (1 GiB);
+	// negative, none.
+	MaxBacklogBytes int64
 	// MaxDeployments is the most scenarios this runtime runs at once: a deploy of a scenario
 	// not running here past it is refused with a *TooManyDeploymentsError (a new version of a
 	// running one replaces it, and the deployments resumed at start are not refused). 0 means
@@ -458,6 +467,9 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	if cfg.CheckpointInterval <= 0 {
 		cfg.CheckpointInterval = DefaultCheckpointInterval
+	}
+	if cfg.MaxBacklogBytes == 0 {
+		cfg.MaxBacklogBytes = DefaultMaxBacklogBytes
 	}
 	if cfg.MaxBacklog <= 0 {
 		cfg.MaxBacklog = DefaultMaxBacklog

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -59,6 +60,8 @@ func runRuntimeSuite(t *testing.T, newStore newStoreFunc) {
 		{"FileSinkDirectoryPath", testFileSinkDirectoryPath},
 		{"CheckpointErrorVisible", testCheckpointErrorVisible},
 		{"BackpressureCountsTheBatch", testBackpressureCountsTheBatch},
+		{"BackpressureInBytes", testBackpressureInBytes},
+		{"BacklogBytesDrain", testBacklogBytesDrain},
 		{"IngestUsesEngineDecoder", testIngestUsesEngineDecoder},
 		{"Retention", testRetention},
 		{"KafkaSourceExactlyOnce", testKafkaSourceExactlyOnce},
@@ -585,6 +588,70 @@ func testBackpressure(t *testing.T, st store.Store) {
 	}
 	if _, err := r.Ingest(t.Context(), "sums", "in", "", recs[250:251]); !errors.As(err, &bp) || bp.Backlog != 250 {
 		t.Fatalf("one event beyond the limit: %v", err)
+	}
+}
+
+// Ingest refuses a batch that would take the bytes of a source's backlog beyond
+// MaxBacklogBytes (here 1,000; events of 100 bytes, far under MaxBacklog), alike: a batch of
+// 1,200 bytes is accepted alone (the backlog 0), then one more event is refused, naming the
+// bytes. Events of 10 MiB each passed the 50,000 events at 488 GiB (a hostile round).
+func testBackpressureInBytes(t *testing.T, st store.Store) {
+	createScenario(t, st, "sums", tumblingGraph(""))
+	r := newRuntime(t, st, func(c *Config) { c.MaxBacklogBytes = 1000 })
+	v, err := st.GetLatestVersion(t.Context(), "sums")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := r.prepare(v, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	r.active["sums"] = d
+	r.mu.Unlock()
+	t.Cleanup(func() { r.remove(d) })
+	event := func(i int) []byte {
+		e := fmt.Appendf(nil, `{"i": %d, "pad": ""}`, i)
+		return fmt.Appendf(nil, `{"i": %d, "pad": "%s"}`, i, strings.Repeat("x", 100-len(e)))
+	}
+	var recs [][]byte
+	for i := range 13 {
+		recs = append(recs, event(i))
+		if len(recs[i]) != 100 {
+			t.Fatalf("event %d has %d bytes", i, len(recs[i]))
+		}
+	}
+	if _, err := r.Ingest(t.Context(), "sums", "in", "a", recs[:12]); err != nil {
+		t.Fatalf("1,200 bytes into an empty backlog: %v", err)
+	}
+	_, err = r.Ingest(t.Context(), "sums", "in", "", recs[12:13])
+	var bp *BackpressureError
+	if !errors.As(err, &bp) || !bp.Bytes || bp.Backlog != 1200 || bp.Batch != 100 || bp.Limit != 1000 ||
+		!strings.Contains(err.Error(), "has 1200 bytes of events waiting to be processed and the batch has 100 (limit 1000 bytes)") {
+		t.Fatalf("100 bytes more: %v", err)
+	}
+}
+
+// The bytes of a source's backlog go once the deployment has read its events: with room for
+// one batch and not two (MaxBacklogBytes: twice a batch's bytes less 1), ten batches sent one
+// after the other, each once the one before was committed, are all accepted (a count that
+// kept the bytes read would refuse the second). (Here the backlog of events is 0 at each
+// batch, which sets the count back to 0 too; the bytes the deployment reads while more wait
+// are taken off as it reads them, source.readBytes.)
+func testBacklogBytesDrain(t *testing.T, st store.Store) {
+	createScenario(t, st, "sums", tumblingGraph(""))
+	recs := records(100)
+	var batch int64
+	for _, rec := range recs[:10] {
+		batch += int64(len(rec))
+	}
+	r := newRuntime(t, st, func(c *Config) { c.MaxBacklogBytes = 2*batch - 1 })
+	deploy(t, r, "sums", 0)
+	for i := 0; i < 100; i += 10 {
+		if _, err := r.Ingest(t.Context(), "sums", "in", fmt.Sprint(i), recs[i:i+10]); err != nil {
+			t.Fatalf("batch %d of %d bytes, the ones before committed: %v", i/10, batch, err)
+		}
+		waitCommitted(t, r, "sums", int64(i+10))
 	}
 }
 

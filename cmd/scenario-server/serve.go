@@ -47,6 +47,7 @@ const (
 
 	envCheckpointInterval = "SCENARIO_SERVER_CHECKPOINT_INTERVAL"
 	envMaxBacklog         = "SCENARIO_SERVER_MAX_BACKLOG"
+	envMaxBacklogBytes    = "SCENARIO_SERVER_MAX_BACKLOG_BYTES"
 	envMaxDeploymentState = "SCENARIO_SERVER_MAX_DEPLOYMENT_STATE"
 	envMaxTotalState      = "SCENARIO_SERVER_MAX_TOTAL_STATE"
 	envLargeEventBytes    = "SCENARIO_SERVER_LARGE_EVENT_BYTES"
@@ -116,6 +117,9 @@ type serveConfig struct {
 	// MaxBacklog is the per-source backlog of accepted, unprocessed events at which ingestion
 	// answers 429; 0 means deploy.DefaultMaxBacklog.
 	MaxBacklog int64
+	// MaxBacklogBytes is the same in bytes of events (deploy.Config.MaxBacklogBytes); 0 means
+	// deploy.DefaultMaxBacklogBytes, negative none.
+	MaxBacklogBytes int64
 	// MaxDeploymentState is the most window state, in bytes, a deployment may hold before it
 	// fails; 0 means no budget.
 	MaxDeploymentState int64
@@ -208,6 +212,10 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		checkpointInterval = d
 	}
 	maxBacklog, err := envInt(getenv, envMaxBacklog)
+	if err != nil {
+		return serveConfig{}, err
+	}
+	maxBacklogBytes, err := envInt(getenv, envMaxBacklogBytes)
 	if err != nil {
 		return serveConfig{}, err
 	}
@@ -353,6 +361,8 @@ func parseServeFlags(args []string, getenv func(string) string, stderr io.Writer
 		"an event that goes through a deployment's graph for longer than this is abandoned at the next node it enters, with a per-event error and a dead letter there; the windows its watermark closes are not abandoned (0: no limit)")
 	fs.Int64Var(&cfg.MaxBacklog, "max-backlog", maxBacklog,
 		fmt.Sprintf("ingestion answers 429 once a source has `n` accepted events waiting (env %s; 0: %d)", envMaxBacklog, deploy.DefaultMaxBacklog))
+	fs.Int64Var(&cfg.MaxBacklogBytes, "max-backlog-bytes", maxBacklogBytes,
+		fmt.Sprintf("ingestion answers 429 once the events this server accepted for a source and its deployment has not read take `bytes` (env %s; 0: %d; -1: none)", envMaxBacklogBytes, deploy.DefaultMaxBacklogBytes))
 	fs.Int64Var(&cfg.MaxDeploymentState, "max-deployment-state", maxState,
 		"a deployment whose aggregates' window state passes this many `bytes` fails, keeping its last checkpoint (env "+envMaxDeploymentState+"; 0: no budget)")
 	fs.Int64Var(&cfg.MaxTotalState, "max-total-state", maxTotalState,
@@ -630,7 +640,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		stateBudget = -1 // no budget
 	}
 	rt, err := deploy.New(deploy.Config{
-		Store: st, Logger: log, CheckpointInterval: cfg.CheckpointInterval, EventTimeout: eventTimeout(cfg.EventTimeout), MaxBacklog: cfg.MaxBacklog,
+		Store: st, Logger: log, CheckpointInterval: cfg.CheckpointInterval, EventTimeout: eventTimeout(cfg.EventTimeout), MaxBacklog: cfg.MaxBacklog, MaxBacklogBytes: cfg.MaxBacklogBytes,
 		FileSinkDir: sinkDir, FileSourceDir: sourceDir, KafkaBrokers: splitList(cfg.KafkaBrokers), Kafka: cfg.Kafka, Metrics: metrics,
 		ResultRetention: cfg.ResultRetention, MaxResultBytes: cfg.MaxResultBytes, MaxTotalResultBytes: cfg.MaxTotalResultBytes, MinFreeDisk: cfg.MinFreeDisk, DiskFree: diskFree(cfg), BatchKeyRetention: cfg.BatchKeyRetention, AuditRetention: cfg.AuditRetention,
 		Owner: owner, NoResume: cfg.NoResume, TakeOver: cfg.TakeOver, CrashLoopLimit: crashLoopLimit(cfg.CrashLoopLimit),
