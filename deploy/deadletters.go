@@ -187,18 +187,7 @@ func (d *deployment) keepDeadLetter(dl DeadLetter) {
 			dl.Line = &line
 		}
 		if p.record == nil {
-			switch {
-			case len(p.payload) > MaxDeadLetterRecord:
-				p.record, _ = json.Marshal(string(p.payload[:MaxDeadLetterRecord]))
-				p.recordTruncated = true
-			case json.Valid(p.payload):
-				// json.Valid takes bytes that are not UTF-8 within strings; PostgreSQL's json
-				// refused them, failing every checkpoint after (a hostile event froze the
-				// deployment for good). Outside strings they are not valid JSON.
-				p.record = bytes.ToValidUTF8(p.payload, []byte("\uFFFD"))
-			default:
-				p.record, _ = json.Marshal(string(p.payload))
-			}
+			p.record, p.recordTruncated = deadLetterRecord(p.payload)
 		}
 		if p.recordBytes+len(p.record) <= MaxDeadLetterRecordsPerEvent {
 			dl.Record, dl.RecordTruncated = p.record, p.recordTruncated
@@ -208,6 +197,24 @@ func (d *deployment) keepDeadLetter(dl DeadLetter) {
 		}
 	}
 	d.addDeadLetter(dl)
+}
+
+// deadLetterRecord is payload as a dead letter keeps it: its JSON, or a JSON string of it when
+// it is not JSON, of its first MaxDeadLetterRecord bytes when longer (truncated).
+func deadLetterRecord(payload []byte) (record json.RawMessage, truncated bool) {
+	switch {
+	case len(payload) > MaxDeadLetterRecord:
+		record, _ = json.Marshal(string(payload[:MaxDeadLetterRecord]))
+		return record, true
+	case json.Valid(payload):
+		// json.Valid takes bytes that are not UTF-8 within strings; PostgreSQL's json refused
+		// them, failing every checkpoint after (a hostile event froze the deployment for
+		// good). Outside strings they are not valid JSON.
+		return bytes.ToValidUTF8(payload, []byte("\uFFFD")), false
+	default:
+		record, _ = json.Marshal(string(payload))
+		return record, false
+	}
 }
 
 // addDeadLetter adds dl to the results of the next checkpoint, when the hour's budget keeps
@@ -245,15 +252,7 @@ func (d *deployment) keepRefused() {
 			msg := fmt.Sprintf("the Kafka brokers refused this sink's record of %d bytes (key, value and headers) as too large (%v); the topic's max.message.bytes could not be read (let the sink's user describe the topic's configs), so from now on a record of %d bytes or more is refused as it is written, and the records are produced one a batch", r.Bytes, r.Err, r.Bytes)
 			d.logger().Warn("a Kafka sink's record refused as too large: kept as a dead letter", "sink", id, "bytes", r.Bytes)
 			dl := DeadLetter{NodeID: id, Field: "value", Message: msg}
-			switch {
-			case len(r.Value) > MaxDeadLetterRecord:
-				dl.Record, _ = json.Marshal(string(r.Value[:MaxDeadLetterRecord]))
-				dl.RecordTruncated = true
-			case json.Valid(r.Value):
-				dl.Record = bytes.ToValidUTF8(r.Value, []byte("\uFFFD"))
-			default:
-				dl.Record, _ = json.Marshal(string(r.Value))
-			}
+			dl.Record, dl.RecordTruncated = deadLetterRecord(r.Value)
 			d.addDeadLetter(dl)
 		}
 	}

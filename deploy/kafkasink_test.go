@@ -502,17 +502,7 @@ func boundedTopicSinkOn(t *testing.T, cluster *kfake.Cluster, name string, bound
 // MESSAGE_TOO_LARGE, for good, and nothing was written again (a hostile round).
 func TestKafkaSinkRecordRefusedWhenTheBoundIsNotKnown(t *testing.T) {
 	cluster := newCluster(t)
-	cluster.ControlKey(int16(kmsg.DescribeConfigs), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		cluster.KeepControl()
-		r := req.(*kmsg.DescribeConfigsRequest)
-		resp := r.ResponseKind().(*kmsg.DescribeConfigsResponse)
-		for _, rr := range r.Resources {
-			res := kmsg.NewDescribeConfigsResponseResource()
-			res.ResourceType, res.ResourceName, res.ErrorCode = rr.ResourceType, rr.ResourceName, kerr.TopicAuthorizationFailed.Code
-			resp.Resources = append(resp.Resources, res)
-		}
-		return resp, nil, true
-	})
+	kafkatest.DenyDescribeConfigs(cluster)
 	st, brokers, r := boundedTopicSinkOn(t, cluster, "acl", 2000)
 	rng := rand.New(rand.NewPCG(5, 6))
 	var recs [][]byte

@@ -555,18 +555,7 @@ func testCancel(t *testing.T, st store.Store) {
 func testBackpressure(t *testing.T, st store.Store) {
 	createScenario(t, st, "sums", tumblingGraph(""))
 	r := newRuntime(t, st, func(c *Config) { c.MaxBacklog = 250 })
-	v, err := st.GetLatestVersion(t.Context(), "sums")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := r.prepare(v, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.mu.Lock()
-	r.active["sums"] = d
-	r.mu.Unlock()
-	t.Cleanup(func() { r.remove(d) })
+	registerPrepared(t, r, st, "sums")
 
 	recs := records(400)
 	for i := 0; i < 200; i += 100 {
@@ -574,7 +563,7 @@ func testBackpressure(t *testing.T, st store.Store) {
 			t.Fatalf("batch %d: %v", i, err)
 		}
 	}
-	_, err = r.Ingest(t.Context(), "sums", "in", "", recs[200:300])
+	_, err := r.Ingest(t.Context(), "sums", "in", "", recs[200:300])
 	var bp *BackpressureError
 	if !errors.As(err, &bp) || bp.Backlog != 200 || bp.Batch != 100 || bp.Limit != 250 || bp.RetryAfter != time.Second {
 		t.Fatalf("ingest beyond the backlog: %v", err)
@@ -598,18 +587,7 @@ func testBackpressure(t *testing.T, st store.Store) {
 func testBackpressureInBytes(t *testing.T, st store.Store) {
 	createScenario(t, st, "sums", tumblingGraph(""))
 	r := newRuntime(t, st, func(c *Config) { c.MaxBacklogBytes = 1000 })
-	v, err := st.GetLatestVersion(t.Context(), "sums")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := r.prepare(v, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.mu.Lock()
-	r.active["sums"] = d
-	r.mu.Unlock()
-	t.Cleanup(func() { r.remove(d) })
+	registerPrepared(t, r, st, "sums")
 	event := func(i int) []byte {
 		e := fmt.Appendf(nil, `{"i": %d, "pad": ""}`, i)
 		return fmt.Appendf(nil, `{"i": %d, "pad": "%s"}`, i, strings.Repeat("x", 100-len(e)))
@@ -624,7 +602,7 @@ func testBackpressureInBytes(t *testing.T, st store.Store) {
 	if _, err := r.Ingest(t.Context(), "sums", "in", "a", recs[:12]); err != nil {
 		t.Fatalf("1,200 bytes into an empty backlog: %v", err)
 	}
-	_, err = r.Ingest(t.Context(), "sums", "in", "", recs[12:13])
+	_, err := r.Ingest(t.Context(), "sums", "in", "", recs[12:13])
 	var bp *BackpressureError
 	if !errors.As(err, &bp) || !bp.Bytes || bp.Backlog != 1200 || bp.Batch != 100 || bp.Limit != 1000 ||
 		!strings.Contains(err.Error(), "has 1200 bytes of events waiting to be processed and the batch has 100 (limit 1000 bytes)") {

@@ -20,7 +20,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sr"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
 
@@ -495,17 +494,7 @@ func TestPendingRecordOverALoweredBound(t *testing.T) {
 func TestRecordRefusedWhenTheBoundIsNotKnown(t *testing.T) {
 	cluster := kafkatest.Cluster(t, kfake.SeedTopics(1, "out"))
 	brokers := cluster.ListenAddrs()
-	cluster.ControlKey(int16(kmsg.DescribeConfigs), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		cluster.KeepControl()
-		r := req.(*kmsg.DescribeConfigsRequest)
-		resp := r.ResponseKind().(*kmsg.DescribeConfigsResponse)
-		for _, rr := range r.Resources {
-			res := kmsg.NewDescribeConfigsResponseResource()
-			res.ResourceType, res.ResourceName, res.ErrorCode = rr.ResourceType, rr.ResourceName, kerr.TopicAuthorizationFailed.Code
-			resp.Resources = append(resp.Resources, res)
-		}
-		return resp, nil, true
-	})
+	kafkatest.DenyDescribeConfigs(cluster)
 	ctx := t.Context()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {

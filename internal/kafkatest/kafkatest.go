@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // ReadTopic reads every partition of topic from its start up to its end offsets as listed
@@ -65,4 +67,21 @@ func Cluster(t testing.TB, opts ...kfake.Opt) *kfake.Cluster {
 	}
 	t.Cleanup(c.Close)
 	return c
+}
+
+// DenyDescribeConfigs makes cluster refuse every DescribeConfigs request, each resource
+// TOPIC_AUTHORIZATION_FAILED, as brokers do for a client whose ACLs let it produce and not
+// describe the topic's configs.
+func DenyDescribeConfigs(cluster *kfake.Cluster) {
+	cluster.ControlKey(int16(kmsg.DescribeConfigs), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		r := req.(*kmsg.DescribeConfigsRequest)
+		resp := r.ResponseKind().(*kmsg.DescribeConfigsResponse)
+		for _, rr := range r.Resources {
+			res := kmsg.NewDescribeConfigsResponseResource()
+			res.ResourceType, res.ResourceName, res.ErrorCode = rr.ResourceType, rr.ResourceName, kerr.TopicAuthorizationFailed.Code
+			resp.Resources = append(resp.Resources, res)
+		}
+		return resp, nil, true
+	})
 }
