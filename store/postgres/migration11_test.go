@@ -35,7 +35,10 @@ func TestMigration11DownAndUp(t *testing.T) {
 			WHERE attrelid = 'event_chunks'::regclass AND attname = 'payloads'`).Scan(&compression); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_constraint WHERE conname = 'sink_results_scenario_id_fkey'`).Scan(&keys); err != nil {
+		// This schema's table only (search_path): the package's tests run in schemas of one
+		// database side by side, and counting by name alone saw another test's constraint
+		// (a fresh-clone CI: "foreign keys 1" after up).
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_constraint WHERE conname = 'sink_results_scenario_id_fkey' AND conrelid = 'sink_results'::regclass`).Scan(&keys); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM sink_results`).Scan(&results); err != nil {
