@@ -552,9 +552,13 @@ func runtimeError(ctx context.Context, err error, name string, version int) erro
 	case errors.As(err, &inUse):
 		return newProblem(http.StatusUnprocessableEntity, CodeSinkPathInUse, inUse.Error())
 	case errors.As(err, &backpressure):
+		what, unit := "events", ""
+		if backpressure.Bytes {
+			what, unit = "bytes of events", " bytes"
+		}
 		p := problemf(http.StatusTooManyRequests, CodeBacklogFull,
-			"source %q of %q has %d events waiting to be processed and the batch has %d (limit %d); send again later",
-			backpressure.Source, name, backpressure.Backlog, backpressure.Batch, backpressure.Limit)
+			"source %q of %q has %d %s waiting to be processed and the batch has %d (limit %d%s); send again later",
+			backpressure.Source, name, backpressure.Backlog, what, backpressure.Batch, backpressure.Limit, unit)
 		secs := max(int((backpressure.RetryAfter+time.Second-1)/time.Second), 1)
 		return huma.ErrorWithHeaders(p, http.Header{"Retry-After": {strconv.Itoa(secs)}})
 	case errors.As(err, &unknown):
